@@ -1,0 +1,3 @@
+from kafkalog_cli.cli import cli
+
+cli(prog_name="kafkalog")

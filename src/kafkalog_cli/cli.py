@@ -1,0 +1,96 @@
+"""The `kafkalog` click group: global options, exit codes, and the lazily imported commands.
+
+Commands are imported only when invoked, so `kafkalog dump-log` does not pay for the imports of
+`compact` or Spark (start-up time counts in every benchmark and in every cron run)."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+from kafkalog_cli import __version__
+from kafkalog_cli.errors import ExitCode, KafkalogError
+
+# name -> "module:attribute" of a click.Command
+COMMANDS: dict[str, str] = {
+    "dump-log": "kafkalog_cli.commands.dump_log:command",
+    "dump-index": "kafkalog_cli.commands.dump_index:command",
+    "verify-crc": "kafkalog_cli.commands.verify_crc:command",
+    "recover": "kafkalog_cli.commands.recover:command",
+    "roll": "kafkalog_cli.commands.roll:command",
+    "retain": "kafkalog_cli.commands.retain:command",
+    "compact": "kafkalog_cli.commands.compact:command",
+    "export": "kafkalog_cli.commands.export:command",
+}
+
+
+def _available() -> dict[str, str]:
+    """Only the commands whose module is present (a partial install never lists a dead one)."""
+    out = {}
+    for name, target in COMMANDS.items():
+        module = target.split(":")[0]
+        if importlib.util.find_spec(module) is not None:
+            out[name] = target
+    return out
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(_available())
+
+    def get_command(self, ctx, name):
+        target = _available().get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except KafkalogError as e:
+            fail(ctx, str(e), e.exit_code, e)
+        except BrokenPipeError:
+            # `kafkalog dump-log ... | head`: stop quietly, as cat does
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            ctx.exit(ExitCode.OK)
+        except KeyboardInterrupt:
+            fail(ctx, "interrupted", ExitCode.INTERRUPTED, None)
+        except OSError as e:
+            where = f"{e.filename}: " if getattr(e, "filename", None) else ""
+            fail(ctx, f"{where}{e.strerror or e}", ExitCode.INPUT, e)
+
+
+def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None) -> None:
+    """One line on stderr and the documented exit code; the traceback only with --debug."""
+    if exc is not None and ctx.find_root().params.get("debug"):
+        import traceback
+
+        traceback.print_exception(exc)
+    click.echo(f"kafkalog: {message}", err=True)
+    ctx.exit(int(code))
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--debug", is_flag=True, help="Show a Python traceback when a command fails.")
+def cli(debug: bool) -> None:
+    """Read, verify, repair, retain and compact Apache Kafka's on-disk logs.
+
+    Every command takes log dirs (a broker's log.dirs), partition dirs or single segment files.
+    Commands that change files take the log dir's .lock first, so they refuse to run behind a
+    live broker, and they move what they remove to a quarantine outside the log dir.
+
+    \b
+    Exit codes:
+      0  success, nothing wrong found
+      1  problems found (verify-crc), or a dump that Kafka's own tool would abort
+      2  usage error
+      3  corrupt input: a record, index or checkpoint that cannot be right
+      4  missing, unreadable or unrecognised path
+      5  the log dir is locked by a running broker or another kafkalog
+      6  a change could not be written (read-only file system, full disk or quarantine)
+    """

@@ -1,0 +1,86 @@
+"""One exception hierarchy. Every error knows the file and byte position it is about, when it
+knows them, and the exit code the command line turns it into (documented in README and man)."""
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    PROBLEMS = 1        # the command ran and found problems (verify-crc), or Kafka would fail
+    USAGE = 2           # bad options (click's own code)
+    CORRUPT = 3         # the input is not what its name says: corrupt or truncated data
+    INPUT = 4           # missing, unreadable or unrecognised path; not a log dir
+    LOCKED = 5          # the log dir's .lock is held by a broker or another kafkalog
+    IO = 6              # writing failed: read-only file system, full disk, quarantine full
+    INTERRUPTED = 130
+
+
+class KafkalogError(Exception):
+    """Base class. `path` and `position` locate the problem; `str()` is the one line we print."""
+
+    exit_code = ExitCode.CORRUPT
+
+    def __init__(self, message: str, path: str | None = None, position: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.path = path
+        self.position = position
+
+    def located(self, path: str | None = None, position: int | None = None) -> "KafkalogError":
+        """Fill in the location when a lower layer raised without knowing it."""
+        if self.path is None and path is not None:
+            self.path = path
+        if self.position is None and position is not None:
+            self.position = position
+        return self
+
+    def __str__(self) -> str:
+        where = []
+        if self.path is not None:
+            where.append(str(self.path))
+        if self.position is not None:
+            where.append(f"byte {self.position}")
+        return f"{': '.join(where)}: {self.message}" if where else self.message
+
+
+class CorruptRecordError(KafkalogError):
+    """Kafka's CorruptRecordException: a size or CRC that cannot be right."""
+
+
+class InvalidRecordError(KafkalogError):
+    """Kafka's InvalidRecordException: a batch or record whose fields break the format."""
+
+
+class CompressionError(InvalidRecordError):
+    """A compressed payload that does not decompress."""
+
+
+class CorruptIndexError(KafkalogError):
+    """Kafka's CorruptIndexException."""
+
+
+class CorruptSnapshotError(KafkalogError):
+    """Kafka's CorruptSnapshotException (producer snapshots)."""
+
+
+class CheckpointError(KafkalogError):
+    """A checkpoint or metadata text file that does not parse."""
+
+
+class InputError(KafkalogError):
+    """A path that is missing, unreadable, or not the kind of file or directory asked for."""
+
+    exit_code = ExitCode.INPUT
+
+
+class LockedError(KafkalogError):
+    """The log dir's .lock is held by another process."""
+
+    exit_code = ExitCode.LOCKED
+
+
+class WriteError(KafkalogError):
+    """A change could not be written: read-only file system, full disk, full quarantine."""
+
+    exit_code = ExitCode.IO
