@@ -1,0 +1,79 @@
+"""The log dir's `.lock`, taken as a broker takes it (spec §11, FileLock).
+
+The JVM's FileChannel.tryLock() is POSIX `fcntl(F_SETLK, F_WRLCK, 0, 0)`, so we use
+`fcntl.lockf(LOCK_EX | LOCK_NB)`. Not `flock`: on Linux flock locks and fcntl locks do not see
+each other, and a broker would run beside us."""
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import struct
+from pathlib import Path
+
+from kafkalog_cli.errors import InputError, LockedError, WriteError
+from kafkalog_cli.storage.names import LOCK_FILE
+
+# struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
+# off_t l_len, pid_t l_pid (+ padding)
+_FLOCK = struct.Struct("hhqqi4x")
+
+
+def holder_pid(fd: int) -> int | None:
+    """The pid holding a conflicting lock on `fd` (fcntl F_GETLK), or None if nobody does."""
+    probe = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    try:
+        got = fcntl.fcntl(fd, fcntl.F_GETLK, probe)
+    except OSError:
+        return None
+    l_type, _, _, _, pid = _FLOCK.unpack(got)
+    return None if l_type == fcntl.F_UNLCK else pid
+
+
+class LogDirLock:
+    """Context manager: holds `<logdir>/.lock` exclusively until exit.
+
+    Like the broker we create the file when it is missing (it is empty)."""
+
+    def __init__(self, log_dir: Path):
+        self.log_dir = Path(log_dir)
+        self.path = self.log_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self) -> "LogDirLock":
+        if not self.log_dir.is_dir():
+            raise InputError("not a directory", path=str(self.log_dir))
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+                # A read-only or foreign dir: we could not change anything in it anyway.
+                raise WriteError(f"cannot open the lock file: {e.strerror}", path=str(self.path)) from None
+            raise
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno not in (errno.EACCES, errno.EAGAIN):
+                os.close(fd)
+                raise
+            pid = holder_pid(fd)
+            os.close(fd)
+            who = f"process {pid}" if pid else "another process"
+            raise LockedError(f"in use by {who} (a broker or another kafkalog holds the lock)",
+                              path=str(self.path)) from None
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                fcntl.lockf(self._fd, fcntl.LOCK_UN)
+            finally:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> "LogDirLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()

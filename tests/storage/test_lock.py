@@ -1,0 +1,45 @@
+import fcntl
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from kafkalog_cli.errors import LockedError
+from kafkalog_cli.storage.lock import LogDirLock, holder_pid
+
+HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+def hold_lock(path):
+    p = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_lock_and_release(tmp_path):
+    with LogDirLock(tmp_path) as lk:
+        assert (tmp_path / ".lock").exists()
+    # re-acquirable
+    with LogDirLock(tmp_path):
+        pass
+
+
+def test_conflict_names_the_pid(tmp_path):
+    p = hold_lock(tmp_path / ".lock")
+    try:
+        with pytest.raises(LockedError) as e:
+            LogDirLock(tmp_path).acquire()
+        assert f"in use by process {p.pid}" in str(e.value)
+    finally:
+        p.kill()
+        p.wait()
+    with LogDirLock(tmp_path):
+        pass
