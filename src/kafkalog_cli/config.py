@@ -1,0 +1,267 @@
+"""Topic configs with Kafka's names, units and defaults (spec §12: LogConfig, ServerLogConfigs).
+
+Resolution, most specific wins:
+
+  1. Kafka's defaults (3.x), then the internal topics' own (__consumer_offsets and
+     __transaction_state are compacted with segment.bytes 104857600);
+  2. `--server-properties FILE`: the broker's synonyms (log.segment.bytes, log.roll.ms/hours,
+     log.retention.ms/minutes/hours, ...), with Kafka's precedence among synonyms
+     (log.retention.ms > log.retention.minutes > log.retention.hours);
+  3. the topic configs recorded in the log dir's own __cluster_metadata (ConfigRecord), read by
+     default (`--no-cluster-metadata` skips them);
+  4. `--config KEY=VALUE`, for every topic;
+  5. `--topic-config TOPIC:KEY=VALUE`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from kafkalog_cli.errors import InputError
+
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """A topic's effective storage configs; field names are Kafka's with '.' -> '_'."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    delete_retention_ms: int = 86400000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_cleanable_dirty_ratio: float = 0.5
+    file_delete_delay_ms: int = 60000
+    message_timestamp_type: str = "CreateTime"
+    max_message_bytes: int = 1048588
+    preallocate: bool = False
+    compression_type: str = "producer"
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    producer_id_expiration_ms: int = 86400000   # a broker config, needed to load producer snapshots
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    def get(self, name: str):
+        return getattr(self, name.replace(".", "_"))
+
+    def with_values(self, values: Mapping[str, str], source: str) -> "TopicConfig":
+        """Apply Kafka-named string values; unknown names are ignored (Kafka has many)."""
+        changes: dict = {}
+        for name, raw in values.items():
+            attr = name.replace(".", "_")
+            f = _FIELDS.get(attr)
+            if f is None or attr == "sources":
+                continue
+            changes[attr] = _parse(name, f, raw)
+        if not changes:
+            return self
+        sources = dict(self.sources)
+        sources.update({k.replace("_", "."): source for k in changes})
+        return dataclasses.replace(self, sources=sources, **changes)
+
+    def to_dict(self) -> dict:
+        out = {}
+        for f in dataclasses.fields(self):
+            if f.name == "sources":
+                continue
+            v = getattr(self, f.name)
+            out[f.name.replace("_", ".")] = ",".join(v) if isinstance(v, tuple) else v
+        return out
+
+
+_FIELDS = {f.name: f for f in dataclasses.fields(TopicConfig)}
+
+
+def _parse(name: str, f: dataclasses.Field, raw: str):
+    raw = str(raw).strip()
+    try:
+        if f.type in ("int", int):
+            return int(raw)
+        if f.type in ("float", float):
+            return float(raw)
+        if f.type in ("bool", bool):
+            if raw.lower() not in ("true", "false"):
+                raise ValueError(raw)
+            return raw.lower() == "true"
+        if f.name == "cleanup_policy":
+            return tuple(p.strip() for p in raw.split(",") if p.strip())
+        return raw
+    except ValueError:
+        raise InputError(f"invalid value {raw!r} for config {name}") from None
+
+
+# Broker property -> (topic config, multiplier), in Kafka's precedence: the first present wins.
+BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = {
+    "segment.bytes": [("log.segment.bytes", 1)],
+    "segment.ms": [("log.roll.ms", 1), ("log.roll.hours", 3600000)],
+    "segment.jitter.ms": [("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000)],
+    "segment.index.bytes": [("log.index.size.max.bytes", 1)],
+    "index.interval.bytes": [("log.index.interval.bytes", 1)],
+    "retention.ms": [("log.retention.ms", 1), ("log.retention.minutes", 60000),
+                     ("log.retention.hours", 3600000)],
+    "retention.bytes": [("log.retention.bytes", 1)],
+    "cleanup.policy": [("log.cleanup.policy", 1)],
+    "delete.retention.ms": [("log.cleaner.delete.retention.ms", 1)],
+    "min.compaction.lag.ms": [("log.cleaner.min.compaction.lag.ms", 1)],
+    "max.compaction.lag.ms": [("log.cleaner.max.compaction.lag.ms", 1)],
+    "min.cleanable.dirty.ratio": [("log.cleaner.min.cleanable.ratio", 1)],
+    "file.delete.delay.ms": [("log.segment.delete.delay.ms", 1)],
+    "message.timestamp.type": [("log.message.timestamp.type", 1)],
+    "max.message.bytes": [("message.max.bytes", 1)],
+    "preallocate": [("log.preallocate", 1)],
+    "compression.type": [("compression.type", 1)],
+    "flush.messages": [("log.flush.interval.messages", 1)],
+    "flush.ms": [("log.flush.interval.ms", 1)],
+    "producer.id.expiration.ms": [("producer.id.expiration.ms", 1)],
+}
+
+# Topic-creation defaults of the internal topics (GroupCoordinator, TransactionLog configs),
+# with the broker property that changes each.
+INTERNAL_TOPICS: dict[str, dict[str, tuple[str, str]]] = {
+    "__consumer_offsets": {"cleanup.policy": ("compact", ""),
+                           "segment.bytes": ("104857600", "offsets.topic.segment.bytes"),
+                           "compression.type": ("producer", "")},
+    "__transaction_state": {"cleanup.policy": ("compact", ""),
+                            "segment.bytes": ("104857600", "transaction.state.log.segment.bytes"),
+                            "compression.type": ("uncompressed", "")},
+    "__cluster_metadata": {"segment.bytes": ("1073741824", "metadata.log.segment.bytes"),
+                           "segment.ms": ("604800000", "metadata.log.segment.ms")},
+}
+
+
+def broker_defaults(props: Mapping[str, str]) -> dict[str, str]:
+    """Topic-config values implied by server.properties, with Kafka's synonym precedence."""
+    out: dict[str, str] = {}
+    for topic_name, synonyms in BROKER_SYNONYMS.items():
+        for prop, mult in synonyms:
+            if prop in props:
+                raw = props[prop].strip()
+                if mult != 1:
+                    try:
+                        value = int(raw) * mult
+                    except ValueError:
+                        raise InputError(f"invalid value {raw!r} for {prop}") from None
+                    raw = str(value)
+                if topic_name == "retention.ms" and int(raw) < 0:
+                    raw = "-1"      # KafkaConfig.logRetentionTimeMillis: any negative is "infinite"
+                out[topic_name] = raw
+                break
+    return out
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """java.util.Properties, the subset server.properties use: key=value or key: value, # and !
+    comments, backslash line continuations."""
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError as e:
+        raise InputError(e.strerror or str(e), path=str(path)) from None
+    props: dict[str, str] = {}
+    pending = ""
+    for line in text.splitlines():
+        line = pending + line.lstrip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        for i, ch in enumerate(line):
+            if ch in "=:" or ch.isspace():
+                key, rest = line[:i], line[i + 1:].lstrip()
+                if ch.isspace() and rest[:1] in ("=", ":"):
+                    rest = rest[1:].lstrip()
+                props[key] = rest
+                break
+        else:
+            props[line] = ""
+    return props
+
+
+def parse_key_values(pairs: Iterable[str], option: str) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"{option} expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def parse_topic_key_values(items: Iterable[str]) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        topic, sep, kv = item.partition(":")
+        if not sep or not topic:
+            raise InputError(f"--topic-config expects TOPIC:KEY=VALUE, got {item!r}")
+        out.setdefault(topic, {}).update(parse_key_values([kv], "--topic-config"))
+    return out
+
+
+@dataclass
+class ConfigResolver:
+    """Resolves each topic's TopicConfig from the layers above."""
+
+    server_properties: Mapping[str, str] = field(default_factory=dict)
+    cluster_metadata: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    topic_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def for_topic(self, topic: str) -> TopicConfig:
+        cfg = TopicConfig()
+        internal = INTERNAL_TOPICS.get(topic)
+        if internal:
+            cfg = cfg.with_values({k: v for k, (v, _) in internal.items()}, "internal topic default")
+        cfg = cfg.with_values(broker_defaults(self.server_properties), "server properties")
+        if internal:
+            cfg = cfg.with_values({k: self.server_properties[p] for k, (_, p) in internal.items()
+                                   if p and p in self.server_properties}, "server properties")
+        cfg = cfg.with_values(self.cluster_metadata.get(topic, {}), "cluster metadata")
+        cfg = cfg.with_values(self.overrides, "--config")
+        cfg = cfg.with_values(self.topic_overrides.get(topic, {}), "--topic-config")
+        return cfg
+
+
+def cluster_metadata_configs(log_dir: Path) -> dict[str, dict[str, str]]:
+    """Topic configs recorded in `<log_dir>/__cluster_metadata-0` (TopicRecord + ConfigRecord).
+    Empty when the log dir has none (ZooKeeper-era brokers) or it cannot be read."""
+    meta = Path(log_dir) / "__cluster_metadata-0"
+    if not meta.is_dir():
+        return {}
+    try:
+        from kafkalog_cli.formats.internal.cluster_metadata import topic_configs
+        from kafkalog_cli.formats.records import iter_batches
+    except ImportError:
+        return {}
+    import mmap
+
+    def values():
+        for log in sorted(meta.glob("*.log")):
+            with open(log, "rb") as f:
+                if f.seek(0, 2) == 0:
+                    continue
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    for batch in iter_batches(m):
+                        if batch.is_control:
+                            continue
+                        for rec in batch.records():
+                            if rec.value is not None:
+                                yield bytes(rec.value)
+
+    try:
+        return topic_configs(values())
+    except Exception:   # a damaged metadata log must not stop a repair: fall back to the others
+        return {}

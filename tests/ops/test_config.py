@@ -1,0 +1,34 @@
+from kafkalog_cli.config import ConfigResolver, broker_defaults, read_properties
+
+
+def test_defaults():
+    c = ConfigResolver().for_topic("t")
+    assert c.segment_bytes == 1073741824 and c.segment_ms == 604800000
+    assert c.index_interval_bytes == 4096 and c.cleanup_policy == ("delete",)
+
+
+def test_internal_topics():
+    c = ConfigResolver().for_topic("__consumer_offsets")
+    assert c.compact and c.segment_bytes == 104857600
+
+
+def test_synonym_precedence():
+    d = broker_defaults({"log.retention.hours": "1", "log.retention.minutes": "2"})
+    assert d["retention.ms"] == str(2 * 60000)
+    d = broker_defaults({"log.retention.hours": "-1"})
+    assert d["retention.ms"] == "-1"
+    d = broker_defaults({"log.roll.hours": "2"})
+    assert d["segment.ms"] == str(7200000)
+
+
+def test_most_specific_wins(tmp_path):
+    p = tmp_path / "server.properties"
+    p.write_text("# c\nlog.segment.bytes=100\nlog.index.interval.bytes = 7\n")
+    r = ConfigResolver(server_properties=read_properties(p),
+                       cluster_metadata={"a": {"segment.bytes": "200"}},
+                       overrides={"index.interval.bytes": "9"},
+                       topic_overrides={"a": {"index.interval.bytes": "11"}})
+    a, b = r.for_topic("a"), r.for_topic("b")
+    assert (a.segment_bytes, a.index_interval_bytes) == (200, 11)
+    assert (b.segment_bytes, b.index_interval_bytes) == (100, 9)
+    assert a.sources["segment.bytes"] == "cluster metadata"
