@@ -5,6 +5,7 @@ Commands are imported only when invoked, so `kafkalog dump-log` does not pay for
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 
@@ -62,6 +63,11 @@ class LazyGroup(click.Group):
         except OSError as e:
             where = f"{e.filename}: " if getattr(e, "filename", None) else ""
             fail(ctx, f"{where}{e.strerror or e}", ExitCode.INPUT, e)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as e:  # a bug of ours: still one line, and --debug shows where
+            fail(ctx, f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
+                 ExitCode.CORRUPT, e)
 
 
 def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None) -> None:

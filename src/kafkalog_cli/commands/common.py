@@ -1,0 +1,57 @@
+"""Options shared by the read commands (dump-log, dump-index, verify-crc) and their parsing."""
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import click
+
+from kafkalog_cli.errors import InputError
+
+
+def read_options(f):
+    """--format, --payload-encoding, the offset/time/key filters, --limit and --jobs."""
+    decorators = [
+        click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
+                     help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
+        click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
+                     show_default=True, help="JSON: how keys, values and header values are written."),
+        click.option("--from-offset", type=int, default=None, help="Start at the batch holding this offset (found through the offset index)."),
+        click.option("--to-offset", type=int, default=None, help="Stop after this offset."),
+        click.option("--from-time", default=None, metavar="MS|ISO-8601",
+                     help="Start at the first batch with a timestamp at or after this (found through the time index)."),
+        click.option("--to-time", default=None, metavar="MS|ISO-8601", help="Leave out records stamped after this."),
+        click.option("--key", default=None, help="Only records whose key is exactly this (UTF-8)."),
+        click.option("--limit", type=click.IntRange(min=0), default=None,
+                     help="Stop after this many records (batches, without --deep-iteration)."),
+        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
+                     help="Worker processes for large inputs (0: one per core)."),
+    ]
+    for d in reversed(decorators):
+        f = d(f)
+    return f
+
+
+def parse_time_option(value: str | None, option: str) -> int | None:
+    """Epoch milliseconds, or an ISO-8601 date/time (UTC unless it carries an offset)."""
+    if value is None:
+        return None
+    v = value.strip()
+    if v.lstrip("-").isdigit():
+        return int(v)
+    try:
+        dt = datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is neither epoch milliseconds nor ISO-8601", param_hint=option) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def jobs_or_cores(jobs: int) -> int:
+    return jobs if jobs > 0 else (os.cpu_count() or 1)
+
+
+def require_exists(path: str) -> None:
+    if not os.path.exists(path):
+        raise InputError("no such file or directory", path=path)

@@ -1,0 +1,618 @@
+"""kafka-dump-log's exact text (kafka.tools.DumpLogSegments, Kafka 3.3.1), quirks included.
+
+The dumper writes to a binary stream as it goes, like the Java tool, so when the input turns out
+to be broken mid-file the output up to that point is the same as Kafka's; the caller then prints
+one error line where Kafka would die with a stack trace. Reports Kafka prints on stderr after all
+files (index mismatches, time-index errors, non-consecutive offsets) are collected here and
+written by `finish()`, newest first where Kafka prepends to a Scala List.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.formats.records import (
+    ControlRecordType, Record, RecordBatch, TimestampType, control_type_of_key, iter_batches,
+)
+from kafkalog_cli.storage.segment import map_file
+
+INT_MAX = 2**31 - 1
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+class KafkaToolError(KafkalogError):
+    """Where kafka-dump-log itself would die with an exception (it exits 1)."""
+
+
+# ------------------------------------------------------------------ value decoders (--*-decoder-class)
+def _string_decoder(b: bytes) -> str:
+    return b.decode("utf-8", "replace")
+
+
+def _integer_decoder(b: bytes) -> str:
+    if len(b) < 4:
+        raise KafkaToolError("java.nio.BufferUnderflowException (IntegerDecoder needs 4 bytes)")
+    return str(struct.unpack_from(">i", b)[0])
+
+
+def _long_decoder(b: bytes) -> str:
+    if len(b) < 8:
+        raise KafkaToolError("java.nio.BufferUnderflowException (LongDecoder needs 8 bytes)")
+    return str(struct.unpack_from(">q", b)[0])
+
+
+def _default_decoder(b: bytes) -> str:
+    # Java prints a byte[] as "[B@<identity hash>", which is meaningless and differs per run; we
+    # print the same shape with a hash of the content so a run is reproducible.
+    import zlib
+
+    return f"[B@{zlib.crc32(b):x}"
+
+
+DECODERS: dict[str, Callable[[bytes], str]] = {
+    "StringDecoder": _string_decoder,
+    "IntegerDecoder": _integer_decoder,
+    "LongDecoder": _long_decoder,
+    "DefaultDecoder": _default_decoder,
+}
+
+
+def decoder_for(class_name: str) -> Callable[[bytes], str]:
+    """Kafka's decoder classes, by simple or full name (kafka.serializer.* as in 3.3.1, or
+    org.apache.kafka.tools.api.* as in 4.x)."""
+    simple = class_name.rsplit(".", 1)[-1]
+    if simple not in DECODERS:
+        raise InputError(
+            f"unknown decoder class {class_name!r}; choose one of "
+            + ", ".join(sorted(DECODERS)))
+    return DECODERS[simple]
+
+
+# ------------------------------------------------------------------ message parsers (--*-decoder)
+MessageParser = Callable[[Record], tuple[str | None, str | None]]
+
+
+def decoder_parser(key_decoder, value_decoder) -> MessageParser:
+    def parse(r: Record):
+        key = key_decoder(r.key) if r.key is not None else None
+        value = value_decoder(r.value) if r.value is not None else None
+        return key, value
+    return parse
+
+
+def offsets_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
+
+    return lambda r: format_offsets_record(r.key, r.value)
+
+
+def transaction_log_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.transaction_state import format_transaction_record
+
+    return lambda r: format_transaction_record(r.key, r.value)
+
+
+def cluster_metadata_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.cluster_metadata import format_metadata_record
+
+    def parse(r: Record):
+        return None, _metadata_text(format_metadata_record, r)
+    return parse
+
+
+def _metadata_text(fmt, r: Record) -> str:
+    try:
+        return fmt(r.value, offset=r.offset)
+    except TypeError:  # formatter without the offset keyword
+        return fmt(r.value)
+
+
+# ------------------------------------------------------------------ options and state
+@dataclass
+class DumpOptions:
+    deep_iteration: bool = False
+    print_data_log: bool = False
+    skip_record_metadata: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = 5 * 1024 * 1024
+    max_bytes: int = INT_MAX
+    parser: MessageParser | None = None
+    filters: "Filters | None" = None
+
+
+@dataclass
+class Filters:
+    """Our additions to kafka-dump-log: an offset or time range, an exact key, a record limit."""
+
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    key: bytes | None = None
+    limit: int | None = None
+
+    def record_matches(self, r: Record) -> bool:
+        if self.from_offset is not None and r.offset < self.from_offset:
+            return False
+        if self.to_offset is not None and r.offset > self.to_offset:
+            return False
+        if self.from_time is not None and r.timestamp < self.from_time:
+            return False
+        if self.to_time is not None and r.timestamp > self.to_time:
+            return False
+        return self.key is None or r.key == self.key
+
+    def batch_may_match(self, b: RecordBatch) -> bool:
+        if self.from_offset is not None and b.last_offset < self.from_offset:
+            return False
+        if self.to_offset is not None and b.base_offset_field > self.to_offset and b.magic >= 2:
+            return False
+        if self.from_time is not None and b.max_timestamp < self.from_time:
+            return False
+        return True
+
+    @property
+    def needs_records(self) -> bool:
+        return self.key is not None or self.from_time is not None or self.to_time is not None
+
+
+def start_position(log_path: Path, base: int, f: Filters) -> int:
+    """Where a filtered read starts: through the offset index for --from-offset, through the
+    time index for --from-time, so a filter never scans the log from its first byte."""
+    from kafkalog_cli.storage.segment import Segment
+
+    seg = Segment(log_path.parent, base)
+    seg._log = map_file(log_path)
+    pos = 0
+    if f.from_offset is not None:
+        pos = max(pos, seg.position_for_offset(f.from_offset))
+    if f.from_time is not None:
+        pos = max(pos, seg.position_for_timestamp(f.from_time))
+    return pos
+
+
+@dataclass
+class _Reports:
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def _abs(path: Path) -> str:
+    return str(path.absolute())
+
+
+class KafkaDumper:
+    def __init__(self, out, err, options: DumpOptions):
+        self.out = out          # binary streams
+        self.err = err
+        self.o = options
+        self.reports = _Reports()
+        self._buf: list[str] = []
+
+    # -- output
+    def _w(self, s: str) -> None:
+        self._buf.append(s)
+        if len(self._buf) > 512:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._buf:
+            self.out.write("".join(self._buf).encode("utf-8", "replace"))
+            self._buf.clear()
+
+    def _e(self, s: str) -> None:
+        self.flush()
+        self.err.write((s + "\n").encode("utf-8", "replace"))
+
+    # -- dispatch (DumpLogSegments.main)
+    def dump(self, given: str) -> None:
+        path = Path(given)
+        self._w(f"Dumping {_java_file_string(given)}\n")
+        name = path.name
+        dot = name.rfind(".")
+        if dot < 0:
+            raise KafkaToolError("file name has no suffix, so kafka-dump-log cannot tell what it is "
+                                 "(it dies with StringIndexOutOfBoundsException)", path=given)
+        suffix = name[dot:]
+        try:
+            if suffix in (".log", ".checkpoint"):
+                self.dump_log(path)
+            elif suffix == ".index":
+                self.dump_index(path)
+            elif suffix == ".timeindex":
+                self.dump_time_index(path)
+            elif suffix == ".snapshot":
+                self.dump_producer_snapshot(path)
+            elif suffix == ".txnindex":
+                self.dump_txn_index(path)
+            else:
+                self._e(f"Ignoring unknown file {_java_file_string(given)}")
+        finally:
+            self.flush()
+
+    # -- .log and KRaft .checkpoint
+    def dump_log(self, path: Path) -> None:
+        name = path.name
+        if name.endswith(".log"):
+            self._w(f"Log starting offset: {_start_offset(path)}\n")
+        else:
+            if name == "bootstrap.checkpoint":
+                self._w("KRaft bootstrap snapshot\n")
+            else:
+                end_offset, epoch = _snapshot_id(path)
+                self._w(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
+        buf = map_file(path)
+        end = min(len(buf), self.o.max_bytes)
+        f = self.o.filters
+        deep = self.o.deep_iteration or self.o.print_data_log or (f is not None and f.needs_records)
+        valid = start_position(path, _start_offset(path), f) if f is not None and name.endswith(".log") else 0
+        last_offset = -1
+        pairs: list[tuple[int, int]] = []
+        try:
+            for batch in iter_batches(buf, valid, end):
+                if f is not None:
+                    if f.limit is not None and f.limit <= 0:
+                        break
+                    if f.to_offset is not None and batch.magic >= 2 and batch.base_offset_field > f.to_offset:
+                        break
+                    if not f.batch_may_match(batch):
+                        valid += batch.size
+                        continue
+                    if f.needs_records and not any(f.record_matches(r) for r in batch.records()):
+                        valid += batch.size
+                        continue
+                    if not deep and f.limit is not None:
+                        f.limit -= 1
+                self._w(batch_line(batch, valid))
+                if deep:
+                    last_offset = self._records(batch, last_offset, pairs)
+                valid += batch.size
+        except KafkalogError as e:
+            raise e.located(path=_abs(path))
+        finally:
+            if pairs:
+                self.reports.non_consecutive[_abs(path)] = pairs
+        trailing = end - valid
+        if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
+            self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
+
+    def _records(self, batch: RecordBatch, last_offset: int, pairs: list) -> int:
+        o = self.o
+        label = batch.timestamp_type.kafka_name
+        v2 = batch.magic >= 2
+        control = batch.is_control
+        legacy = batch.magic < 2
+        f = o.filters
+        for r in batch.records():
+            if f is not None:
+                if not f.record_matches(r):
+                    continue
+                if f.limit is not None:
+                    if f.limit <= 0:
+                        break
+                    f.limit -= 1
+            if last_offset != -1 and r.offset != last_offset + 1:
+                pairs.insert(0, (last_offset, r.offset))
+            last_offset = r.offset
+            prefix = "| "
+            if not o.skip_record_metadata:
+                parts = [f"{prefix}offset: {r.offset} {label}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"]
+                prefix = " "
+                if v2:
+                    parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(h.key for h in r.headers)}]")
+                if legacy:
+                    parts.append(f" isValid: {'true' if r.valid else 'false'} crc: {r.crc}}}")
+                self._w("".join(parts))
+                if control:
+                    self._w(control_text(r))
+            if o.print_data_log and not control:
+                key, payload = o.parser(r)
+                if key is not None:
+                    self._w(f"{prefix}key: {key}")
+                if payload is not None:
+                    self._w(f" payload: {payload}")
+            self._w("\n")
+        return last_offset
+
+    # -- .index
+    def dump_index(self, path: Path) -> None:
+        base = _start_offset(path)
+        log = map_file(path.with_name(path.name.split(".")[0] + ".log"))
+        raw = _read_index(path)
+        n = len(raw) // 8
+        if n == 0:
+            self._w(f"{_java_file_string(str(path))} is empty.\n")
+            return
+        entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(raw[: n * 8])]
+        if self.o.index_sanity_check:
+            _offset_index_sanity(path, base, entries, len(raw))
+            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+            return
+        mismatches: list[tuple[int, int]] = []
+        try:
+            for i, (offset, position) in enumerate(entries):
+                if offset == base and i > 0:
+                    return
+                if position > len(log) or position < 0:
+                    raise KafkaToolError(f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
+                                         path=_abs(path))
+                end = len(log) if position + self.o.max_message_size > len(log) else position + self.o.max_message_size
+                first = next(iter_batches(log, position, end), None)
+                if first is None:
+                    raise KafkaToolError(
+                        f"no complete batch at position {position} within --max-message-size "
+                        f"{self.o.max_message_size} (kafka-dump-log dies with NoSuchElementException)",
+                        path=_abs(path), position=position)
+                if first.last_offset != offset:
+                    mismatches.insert(0, (offset, first.last_offset))
+                if not self.o.verify_index_only:
+                    self._w(f"offset: {offset} position: {position}\n")
+        finally:
+            if mismatches:
+                self.reports.index_mismatches[_abs(path)] = mismatches
+
+    # -- .timeindex
+    def dump_time_index(self, path: Path) -> None:
+        base = _start_offset(path)
+        stem = path.name.split(".")[0]
+        log = map_file(path.with_name(stem + ".log"))
+        index_raw = _read_index(path.with_name(stem + ".index"))
+        offset_entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(index_raw[: len(index_raw) // 8 * 8])]
+        raw = _read_index(path)
+        n = len(raw) // 12
+        entries = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(raw[: n * 12])]
+        if self.o.index_sanity_check:
+            _time_index_sanity(path, base, entries, len(raw))
+            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+            return
+        key = _abs(path)
+        prev_ts = -1
+        for i, (ts, offset) in enumerate(entries):
+            if offset == base and i > 0:
+                return
+            position = kafka_index_lookup(offset_entries, offset, base, 8)
+            found = None
+            for b in iter_batches(log, position):
+                if b.last_offset >= offset:
+                    found = b
+                    break
+            if found is None:
+                self.reports.time_not_found.setdefault(key, []).append((offset, -1))
+            elif found.last_offset != offset:
+                self.reports.time_not_found.setdefault(key, []).append((offset, found.last_offset))
+            else:
+                max_ts = -1
+                for r in found.records():
+                    max_ts = max(max_ts, r.timestamp)
+                if max_ts != ts:
+                    self.reports.time_mismatches.setdefault(key, []).append((ts, max_ts))
+                if prev_ts >= ts:
+                    self.reports.time_out_of_order.setdefault(key, []).append((ts, prev_ts))
+            if not self.o.verify_index_only:
+                self._w(f"timestamp: {ts} offset: {offset}\n")
+            prev_ts = ts
+
+    # -- .snapshot (producer state)
+    def dump_producer_snapshot(self, path: Path) -> None:
+        from kafkalog_cli.formats.producer_state import parse_producer_snapshot
+
+        try:
+            snap = parse_producer_snapshot(_read_file(path))
+        except KafkalogError as e:
+            if type(e).__name__ == "CorruptSnapshotError":
+                self._e(e.message)
+                return
+            raise
+        for e in snap.entries:
+            txn = "None" if e.current_txn_first_offset < 0 else f"Some({e.current_txn_first_offset})"
+            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+                    f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
+                    f"lastTimestamp: {e.timestamp} ")
+            if e.last_offset >= 0:
+                first_seq = _decrement_sequence(e.last_sequence, e.offset_delta)
+                line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} "
+                         f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+            self._w(line + "\n")
+
+    # -- .txnindex
+    def dump_txn_index(self, path: Path) -> None:
+        from kafkalog_cli.formats.txnindex import parse_txn_index
+
+        for t in parse_txn_index(_read_file(path)):
+            self._w(f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
+                    f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n")
+
+    # -- after all files
+    def finish(self) -> None:
+        self.flush()
+        r = self.reports
+        for name, pairs in r.index_mismatches.items():
+            self._e(f"Mismatches in :{name}")
+            for a, b in pairs:
+                self._e(f"  Index offset: {a}, log offset: {b}")
+        for name, pairs in r.time_mismatches.items():
+            self._e(f"Found timestamp mismatch in :{name}")
+            for a, b in pairs:
+                self._e(f"  Index timestamp: {a}, log timestamp: {b}")
+        for name, pairs in r.time_out_of_order.items():
+            self._e(f"Found out of order timestamp in :{name}")
+            for a, b in pairs:
+                self._e(f"  Index timestamp: {a}, Previously indexed timestamp: {b}")
+        for pairs in r.time_not_found.values():
+            self._e("The following indexed offsets are not found in the log.")
+            for a, b in pairs:
+                self._e(f"Indexed offset: {a}, found log offset: {b}")
+        for name, pairs in r.non_consecutive.items():
+            self._e(f"Non-consecutive offsets in {name}")
+            for a, b in pairs:
+                self._e(f"  {a} is followed by {b}")
+
+
+# ------------------------------------------------------------------ lines
+def batch_line(b: RecordBatch, position: int) -> str:
+    if b.magic >= 2:
+        dh = b.delete_horizon_ms
+        head = (f"baseOffset: {b.base_offset_field} lastOffset: {b.last_offset} count: {b.records_count} "
+                f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+                f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+                f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+                f"deleteHorizonMs: {'OptionalLong.empty' if dh is None else f'OptionalLong[{dh}]'}")
+    else:
+        head = f"offset: {b.last_offset}"
+    return (f"{head} position: {position} {b.timestamp_type.kafka_name}: {b.max_timestamp} size: {b.size} "
+            f"magic: {b.magic} compresscodec: {b.compression.kafka_name} crc: {b.crc} "
+            f"isvalid: {_bool(b.is_valid())}\n")
+
+
+def control_text(r: Record) -> str:
+    ctype = control_type_of_key(r.key)
+    type_id = struct.unpack_from(">h", r.key, 2)[0]
+    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        v = r.value
+        if v is None or len(v) < 6:
+            raise InvalidRecordError(
+                f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {0 if v is None else len(v)}")
+        version, coordinator_epoch = struct.unpack_from(">hi", v, 0)
+        if version < 0:
+            raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. May indicate data corruption")
+        return f" endTxnMarker: {ctype.name} coordinatorEpoch: {coordinator_epoch}"
+    if ctype == ControlRecordType.SNAPSHOT_HEADER:
+        return " SnapshotHeader " + _snapshot_header_json(r.value)
+    if ctype == ControlRecordType.SNAPSHOT_FOOTER:
+        return " SnapshotFooter " + _snapshot_footer_json(r.value)
+    # Kafka 3.3.1 knows no KRAFT_VERSION or KRAFT_VOTERS yet: they print as UNKNOWN
+    name = ctype.name if ctype in (ControlRecordType.LEADER_CHANGE,) else "UNKNOWN"
+    return f" controlType: {name}({type_id})"
+
+
+def _snapshot_header_json(v: bytes | None) -> str:
+    # SnapshotHeaderRecord: version int16, lastContainedLogTimestamp int64 (flexible v0: tagged fields)
+    if v is None or len(v) < 10:
+        raise InvalidRecordError("Found invalid SnapshotHeaderRecord")
+    version, ts = struct.unpack_from(">hq", v, 0)
+    return f'{{"version":{version},"lastContainedLogTimestamp":{ts}}}'
+
+
+def _snapshot_footer_json(v: bytes | None) -> str:
+    if v is None or len(v) < 2:
+        raise InvalidRecordError("Found invalid SnapshotFooterRecord")
+    (version,) = struct.unpack_from(">h", v, 0)
+    return f'{{"version":{version}}}'
+
+
+def _bool(v: bool) -> str:
+    return "true" if v else "false"
+
+
+# ------------------------------------------------------------------ helpers
+def _java_file_string(given: str) -> str:
+    """java.io.File normalises a path: repeated and trailing separators go."""
+    import re
+
+    s = re.sub(r"/+", "/", given)
+    return s[:-1] if len(s) > 1 and s.endswith("/") else s
+
+
+def _start_offset(path: Path) -> int:
+    stem = path.name.split(".")[0]
+    try:
+        return int(stem)
+    except ValueError:
+        raise KafkaToolError(f"file name does not start with an offset (NumberFormatException: For input string: \"{stem}\")",
+                             path=str(path)) from None
+
+
+def _snapshot_id(path: Path) -> tuple[int, int]:
+    import re
+
+    m = re.fullmatch(r"(\d{20})-(\d{10})\.checkpoint", path.name)
+    if not m:
+        raise KafkaToolError("not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)", path=str(path))
+    return int(m.group(1)), int(m.group(2))
+
+
+def _read_file(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", path=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, not a file", path=str(path)) from None
+    except PermissionError:
+        raise InputError("permission denied", path=str(path)) from None
+
+
+def _read_index(path: Path) -> bytes:
+    return _read_file(path)
+
+
+def _decrement_sequence(seq: int, dec: int) -> int:
+    if seq < dec:
+        return INT_MAX - (dec - seq) + 1
+    return seq - dec
+
+
+def kafka_index_lookup(entries: list[tuple[int, int]], target: int, base: int, entry_size: int) -> int:
+    """OffsetIndex.lookup(target).position, with AbstractIndex's warm/cold binary search run over
+    every slot, preallocated zero slots included, exactly as the broker's mmap sees them."""
+    n = len(entries)
+    if n == 0:
+        return 0
+    warm = 8192 // entry_size
+    first_hot = max(0, n - 1 - warm)
+
+    def search(lo: int, hi: int) -> int:
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            off = entries[mid][0]
+            if off > target:
+                hi = mid - 1
+            elif off < target:
+                lo = mid
+            else:
+                return mid
+        return lo
+
+    if entries[first_hot][0] < target:
+        slot = search(first_hot, n - 1)
+    elif entries[0][0] > target:
+        slot = -1
+    else:
+        slot = search(0, first_hot)
+    return 0 if slot == -1 else entries[slot][1]
+
+
+def _offset_index_sanity(path: Path, base: int, entries, length: int) -> None:
+    last_offset = entries[-1][0] if entries else base
+    if entries and last_offset < base:
+        raise CorruptIndexError(
+            f"Corrupt index found, index file ({_abs(path)}) has non-zero size but the last offset "
+            f"is {last_offset} which is less than the base offset {base}.")
+    if length % 8 != 0:
+        raise CorruptIndexError(
+            f"Index file {_abs(path)} is corrupt, found {length} bytes which is neither positive nor a multiple of 8.")
+
+
+def _time_index_sanity(path: Path, base: int, entries, length: int) -> None:
+    if entries:
+        last_ts, last_off = entries[-1]
+        first_ts = entries[0][0]
+        if last_ts < first_ts:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({_abs(path)}) has non-zero size but the last "
+                f"timestamp is {last_ts} which is less than the first timestamp {first_ts}")
+        if last_off < base:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({_abs(path)}) has non-zero size but the last "
+                f"offset is {last_off} which is less than the first offset {base}")
+    if length % 12 != 0:
+        raise CorruptIndexError(
+            f"Time index file {_abs(path)} is corrupt, found {length} bytes which is neither positive nor a multiple of 12.")
