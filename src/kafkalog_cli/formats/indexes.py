@@ -1,0 +1,381 @@
+"""Offset index (`.index`) and time index (`.timeindex`): parse, encode, look up, sanity-check, rebuild.
+
+Formats (big-endian, Kafka's OffsetIndex / TimeIndex):
+
+- `.index`: 8-byte entries `relativeOffset int32 | position int32`; the offset is the lastOffset of a
+  batch, the position is where that batch starts in the `.log`.
+- `.timeindex`: 12-byte entries `timestamp int64 | relativeOffset int32`; (running max timestamp,
+  lastOffset of the batch that holds it).
+
+An existing file has `roundDown(length, entrySize) / entrySize` entries, preallocated zeros included
+(AbstractIndex). Readers must therefore stop at the zero padding; see `parse_offset_index`.
+
+Messages of `CorruptIndexError` are Kafka 3.3.1's (the version the corpus goldens come from), with the
+path as the caller gives it where Kafka prints the absolute path.
+"""
+from __future__ import annotations
+
+import struct
+from bisect import bisect_right
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from kafkalog_cli.errors import CorruptIndexError
+
+OFFSET_ENTRY_SIZE = 8
+TIME_ENTRY_SIZE = 12
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+INT32_MAX = 0x7FFFFFFF
+DEFAULT_INDEX_INTERVAL_BYTES = 4096     # index.interval.bytes
+DEFAULT_SEGMENT_INDEX_BYTES = 10485760  # segment.index.bytes
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetIndexEntry:
+    """Kafka's OffsetPosition: an absolute offset and the byte position of the batch holding it."""
+
+    offset: int
+    position: int
+
+    def __iter__(self) -> Iterator[int]:  # so `offset, position = entry` works like Kafka's pair
+        yield self.offset
+        yield self.position
+
+
+@dataclass(frozen=True, slots=True)
+class TimeIndexEntry:
+    """Kafka's TimestampOffset: a timestamp and an absolute offset."""
+
+    timestamp: int
+    offset: int
+
+    def __iter__(self) -> Iterator[int]:
+        yield self.timestamp
+        yield self.offset
+
+
+def offset_index_entry_count(length: int) -> int:
+    """Entries Kafka sees in an existing `.index` of `length` bytes (zero padding included)."""
+    return length // OFFSET_ENTRY_SIZE
+
+
+def time_index_entry_count(length: int) -> int:
+    """Entries Kafka sees in an existing `.timeindex` of `length` bytes (zero padding included)."""
+    return length // TIME_ENTRY_SIZE
+
+
+def max_entries(segment_index_bytes: int, entry_size: int) -> int:
+    """maxEntries of an index preallocated to `segment.index.bytes` (rounded down to the entry size)."""
+    return segment_index_bytes // entry_size
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def parse_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
+                       stop_at_zero: bool = True) -> list[OffsetIndexEntry]:
+    """The entries of a `.index`.
+
+    A trailing partial entry is ignored (Kafka rounds the length down). With `stop_at_zero`, reading
+    stops at the first entry i > 0 whose offset equals `base_offset`: that is preallocated zero space.
+    This is DumpLogSegments.dumpIndex's rule (3.3.1: `if (entry.offset == index.baseOffset && i > 0)
+    return`); a well-formed index can never hold such an entry, since offsets strictly increase.
+    With `stop_at_zero=False` every slot is returned, as OffsetIndex.entry(n) would.
+    """
+    mv = memoryview(buf)
+    n = len(mv) // OFFSET_ENTRY_SIZE
+    out: list[OffsetIndexEntry] = []
+    append = out.append
+    for i, (rel, pos) in enumerate(_OFFSET_ENTRY.iter_unpack(mv[: n * OFFSET_ENTRY_SIZE])):
+        if stop_at_zero and rel == 0 and i > 0:
+            break
+        append(OffsetIndexEntry(base_offset + rel, pos))
+    return out
+
+
+def parse_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
+                     stop_at_zero: bool = True) -> list[TimeIndexEntry]:
+    """The entries of a `.timeindex`.
+
+    The stop rule is the same as for the offset index and looks at the *offset* only, not the
+    timestamp: DumpLogSegments.dumpTimeIndex (3.3.1) does `if (entry.offset == timeIndex.baseOffset
+    && i > 0) return`. A real entry i > 0 cannot have the base offset: entries are only added with a
+    strictly greater timestamp, and each new maximum comes with a new batch's lastOffset.
+    """
+    mv = memoryview(buf)
+    n = len(mv) // TIME_ENTRY_SIZE
+    out: list[TimeIndexEntry] = []
+    append = out.append
+    for i, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(mv[: n * TIME_ENTRY_SIZE])):
+        if stop_at_zero and rel == 0 and i > 0:
+            break
+        append(TimeIndexEntry(ts, base_offset + rel))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _relative(offset: int, base_offset: int) -> int:
+    rel = offset - base_offset
+    if rel < 0 or rel > INT32_MAX:
+        # AbstractIndex.relativeOffset: IndexOffsetOverflowException
+        raise CorruptIndexError(f"Integer overflow for offset: {offset}")
+    return rel
+
+
+def encode_offset_index(entries: Iterable[OffsetIndexEntry], base_offset: int) -> bytes:
+    """Bytes of a trimmed `.index` (exactly `len(entries) * 8`). Offsets must fit the segment."""
+    flat: list[int] = []
+    for e in entries:
+        flat.append(_relative(e.offset, base_offset))
+        flat.append(e.position)
+    return struct.pack(f">{len(flat)}i", *flat)
+
+
+def encode_time_index(entries: Iterable[TimeIndexEntry], base_offset: int) -> bytes:
+    """Bytes of a trimmed `.timeindex` (exactly `len(entries) * 12`)."""
+    flat: list[int] = []
+    for e in entries:
+        flat.append(e.timestamp)
+        flat.append(_relative(e.offset, base_offset))
+    return struct.pack(">" + "qi" * (len(flat) // 2), *flat)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lookups (AbstractIndex.largestLowerBoundSlotFor)
+
+
+def lookup_offset(entries: Sequence[OffsetIndexEntry], target_offset: int,
+                  base_offset: int) -> OffsetIndexEntry:
+    """OffsetIndex.lookup: the greatest entry with offset <= target, else (baseOffset, 0).
+
+    The `.log` must then be scanned forward from the position to the first batch with
+    lastOffset >= target."""
+    i = bisect_right(entries, target_offset, key=_offset_key) - 1
+    return entries[i] if i >= 0 else OffsetIndexEntry(base_offset, 0)
+
+
+def lookup_timestamp(entries: Sequence[TimeIndexEntry], target_timestamp: int,
+                     base_offset: int) -> TimeIndexEntry:
+    """TimeIndex.lookup: the greatest entry with timestamp <= target, else (NO_TIMESTAMP=-1, baseOffset)."""
+    i = bisect_right(entries, target_timestamp, key=_timestamp_key) - 1
+    return entries[i] if i >= 0 else TimeIndexEntry(NO_TIMESTAMP, base_offset)
+
+
+def _offset_key(e: OffsetIndexEntry) -> int:
+    return e.offset
+
+
+def _timestamp_key(e: TimeIndexEntry) -> int:
+    return e.timestamp
+
+
+# ---------------------------------------------------------------------------------------------
+# Sanity checks (what `kafka-dump-log --index-sanity-check` runs)
+
+
+def sanity_check_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
+                              path: str | None = None) -> None:
+    """OffsetIndex.sanityCheck over the raw file, zero padding included (as Kafka sees it).
+
+    The last slot is the last `roundDown(length, 8)` slot, so a preallocated, zero-padded index
+    passes (its last offset is the base offset). The broker skips this check at startup."""
+    length = len(buf)
+    n = length // OFFSET_ENTRY_SIZE
+    where = path if path is not None else "<index>"
+    if n:
+        rel, _ = _OFFSET_ENTRY.unpack_from(buf, (n - 1) * OFFSET_ENTRY_SIZE)
+        last_offset = base_offset + rel
+        if last_offset < base_offset:
+            raise CorruptIndexError(
+                f"Corrupt index found, index file ({where}) has non-zero size but the last offset "
+                f"is {last_offset} which is less than the base offset {base_offset}.",
+                path=path, position=(n - 1) * OFFSET_ENTRY_SIZE)
+    if length % OFFSET_ENTRY_SIZE:
+        raise CorruptIndexError(
+            f"Index file {where} is corrupt, found {length} bytes which is neither positive nor "
+            f"a multiple of {OFFSET_ENTRY_SIZE}.", path=path, position=n * OFFSET_ENTRY_SIZE)
+
+
+def sanity_check_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
+                            path: str | None = None) -> None:
+    """TimeIndex.sanityCheck over the raw file, zero padding included.
+
+    Unlike the offset index, a preallocated time index FAILS this check: its last slot holds
+    timestamp 0, which is less than the first real timestamp (corpus: recover/unclean-kill)."""
+    length = len(buf)
+    n = length // TIME_ENTRY_SIZE
+    where = path if path is not None else "<time index>"
+    if n:
+        first_ts, _ = _TIME_ENTRY.unpack_from(buf, 0)
+        last_ts, rel = _TIME_ENTRY.unpack_from(buf, (n - 1) * TIME_ENTRY_SIZE)
+        last_offset = base_offset + rel
+        if last_ts < first_ts:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+                f"last timestamp is {last_ts} which is less than the first timestamp {first_ts}",
+                path=path, position=(n - 1) * TIME_ENTRY_SIZE)
+        if last_offset < base_offset:
+            raise CorruptIndexError(
+                f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+                f"last offset is {last_offset} which is less than the first offset {base_offset}",
+                path=path, position=(n - 1) * TIME_ENTRY_SIZE)
+    if length % TIME_ENTRY_SIZE:
+        raise CorruptIndexError(
+            f"Time index file {where} is corrupt, found {length} bytes which is neither positive "
+            f"nor a multiple of {TIME_ENTRY_SIZE}.", path=path, position=n * TIME_ENTRY_SIZE)
+
+
+# ---------------------------------------------------------------------------------------------
+# Building
+
+
+class IndexBuilder:
+    """Builds a segment's `.index` and `.timeindex` the way the broker does.
+
+    Two modes; use one per builder:
+
+    - `on_batch` per batch in file order: LogSegment.recover, the canonical rebuild. An offset entry
+      (batch lastOffset -> batch start) is added when `position - lastIndexEntry > interval`
+      (strictly greater, so never at position 0); the time index gets (max timestamp so far, its
+      batch's lastOffset) at the same moment, only if that timestamp is greater than its last entry.
+    - `on_append` per append call: LogSegment.append. Same rule on bytes since the last entry, one
+      entry per call, mapping the call's largest offset to the position of its first byte (which is
+      why follower- and cleaner-written indexes point "last offset" at the first batch's start).
+
+    `finish()` adds the time entry that recover / roll / close add (`skipFullCheck`). Per-batch work
+    is a few int comparisons and list appends; bytes are packed once at the end.
+    """
+
+    __slots__ = ("base_offset", "index_interval_bytes", "max_index_entries", "max_time_entries",
+                 "_offsets", "_times", "_last_index_entry", "bytes_since_last_index_entry",
+                 "_max_ts", "_offset_of_max_ts", "_last_time_ts", "_last_time_off", "_last_offset",
+                 "_finished")
+
+    def __init__(self, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 max_index_entries: int | None = None, max_time_entries: int | None = None):
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        # None = unbounded; Kafka's default is segment.index.bytes // entry size (1310720 / 873813)
+        self.max_index_entries = max_index_entries
+        self.max_time_entries = max_time_entries
+        self._offsets: list[int] = []  # flat: relativeOffset, position, ...
+        self._times: list[int] = []    # flat: timestamp, relativeOffset, ...
+        self._last_index_entry = 0
+        # LogSegment.append's counter. Note: a broker that reopens a segment starts it at 0 again
+        # (it is not recomputed on load), so set it if you continue a segment a broker appended to.
+        self.bytes_since_last_index_entry = 0
+        self._max_ts = NO_TIMESTAMP          # TimestampOffset.Unknown = (-1, -1)
+        self._offset_of_max_ts = -1
+        self._last_time_ts = NO_TIMESTAMP    # TimeIndex.lastEntry of an empty index = (-1, base)
+        self._last_time_off = base_offset
+        self._last_offset = None             # OffsetIndex._lastOffset of a non-empty index
+        self._finished = False
+
+    # -- the two per-batch paths ---------------------------------------------------------------
+
+    def on_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        """One batch of LogSegment.recover, at byte `position` (= validBytes) of the `.log`."""
+        rel = last_offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX:
+            # LogSegmentOffsetOverflowException: the broker splits the segment
+            raise CorruptIndexError(
+                f"Detected offset overflow at offset {last_offset} in segment with base offset "
+                f"{self.base_offset}", position=position)
+        if max_timestamp > self._max_ts:
+            self._max_ts = max_timestamp
+            self._offset_of_max_ts = last_offset
+        if position - self._last_index_entry > self.index_interval_bytes:
+            self._append_offset(last_offset, rel, position)
+            self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
+            self._last_index_entry = position
+
+    def on_append(self, first_position: int, total_bytes: int, largest_offset: int,
+                  max_timestamp: int, offset_of_max_timestamp: int) -> None:
+        """One LogSegment.append call: `total_bytes` written at `first_position`."""
+        if total_bytes <= 0:
+            return  # Kafka ignores empty appends entirely
+        rel = largest_offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX:
+            raise CorruptIndexError(
+                f"Detected offset overflow at offset {largest_offset} in segment with base offset "
+                f"{self.base_offset}", position=first_position)
+        if max_timestamp > self._max_ts:
+            self._max_ts = max_timestamp
+            self._offset_of_max_ts = offset_of_max_timestamp
+        if self.bytes_since_last_index_entry > self.index_interval_bytes:
+            self._append_offset(largest_offset, rel, first_position)
+            self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
+            self.bytes_since_last_index_entry = 0
+        self.bytes_since_last_index_entry += total_bytes
+
+    def finish(self) -> None:
+        """The final `timeIndex.maybeAppend(maxTs, offsetOfMaxTs, skipFullCheck = true)`. Idempotent."""
+        if not self._finished:
+            self._maybe_append_time(self._max_ts, self._offset_of_max_ts, True)
+            self._finished = True
+
+    # -- Kafka's OffsetIndex.append / TimeIndex.maybeAppend -------------------------------------
+
+    def _append_offset(self, offset: int, rel: int, position: int) -> None:
+        n = len(self._offsets) >> 1
+        if self.max_index_entries is not None and n >= self.max_index_entries:
+            raise CorruptIndexError(
+                f"requirement failed: Attempt to append to a full index (size = {n}).",
+                position=position)
+        if self._last_offset is not None and offset <= self._last_offset:
+            # InvalidOffsetException: recovery empties the whole segment on this
+            raise CorruptIndexError(
+                f"Attempt to append an offset ({offset}) to position {n} no larger than the last "
+                f"offset appended ({self._last_offset}).", position=position)
+        self._offsets.append(rel)
+        self._offsets.append(position)
+        self._last_offset = offset
+
+    def _maybe_append_time(self, timestamp: int, offset: int, skip_full_check: bool) -> None:
+        n = len(self._times) >> 1
+        if not skip_full_check and self.max_time_entries is not None and n >= self.max_time_entries - 1:
+            raise CorruptIndexError(
+                f"requirement failed: Attempt to append to a full time index (size = {n}).")
+        if n and offset < self._last_time_off:
+            raise CorruptIndexError(
+                f"Attempt to append an offset ({offset}) to slot {n} no larger than the last "
+                f"offset appended ({self._last_time_off}).")
+        if n and timestamp < self._last_time_ts:
+            raise CorruptIndexError(
+                f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the last "
+                f"timestamp appended ({self._last_time_ts}).")
+        if timestamp > self._last_time_ts:
+            self._times.append(timestamp)
+            self._times.append(_relative(offset, self.base_offset))
+            self._last_time_ts = timestamp
+            self._last_time_off = offset
+
+    # -- results --------------------------------------------------------------------------------
+
+    @property
+    def max_timestamp(self) -> TimeIndexEntry:
+        """(maxTimestampSoFar, offsetOfMaxTimestampSoFar); (-1, -1) before any timestamped batch."""
+        return TimeIndexEntry(self._max_ts, self._offset_of_max_ts)
+
+    @property
+    def offset_entries(self) -> list[OffsetIndexEntry]:
+        o, b = self._offsets, self.base_offset
+        return [OffsetIndexEntry(b + o[i], o[i + 1]) for i in range(0, len(o), 2)]
+
+    @property
+    def time_entries(self) -> list[TimeIndexEntry]:
+        t, b = self._times, self.base_offset
+        return [TimeIndexEntry(t[i], b + t[i + 1]) for i in range(0, len(t), 2)]
+
+    def offset_index_bytes(self) -> bytes:
+        return struct.pack(f">{len(self._offsets)}i", *self._offsets)
+
+    def time_index_bytes(self) -> bytes:
+        return struct.pack(">" + "qi" * (len(self._times) >> 1), *self._times)
