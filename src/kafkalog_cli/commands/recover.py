@@ -1,0 +1,47 @@
+"""`kafkalog recover PATH...`: options -> ops.recover -> output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
+                                           now_or_clock, quarantine_options, resolver_from_options)
+from kafkalog_cli.commands.runner import run_plans
+from kafkalog_cli.ops import recover as ops
+
+
+@click.command("recover")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--all", "all_segments", is_flag=True,
+              help="Check every segment, whatever the recovery point and .kafka_cleanshutdown say.")
+@click.option("--salvage", is_flag=True,
+              help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
+                   "whose offsets continue upward, instead of dropping the rest of the log.")
+@config_options
+@quarantine_options
+@dry_run_option
+@format_option
+@now_option
+@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the JSON report to this file.")
+def command(paths, all_segments, salvage, config_pairs, topic_config_items, server_properties,
+            no_cluster_metadata, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+    """Recover log dirs or partition dirs as a broker does at startup, offline.
+
+    Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
+    batch by batch, truncates at the first invalid batch (later segments removed), rebuilds the
+    indexes, rewrites the producer snapshot and updates the recovery point. Removed data goes
+    to the quarantine. Takes the log dir's .lock (not with --dry-run)."""
+    groups = ops.partition_dirs_for(paths)
+    now = now_or_clock(now_ms)
+
+    def make_plan(log_dir, parts):
+        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
+                                         no_cluster_metadata)
+        opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now, resolver=resolver)
+        return ops.plan(log_dir, parts, opts)
+
+    run_plans("recover", groups, make_plan, dry_run=dry_run, fmt=fmt, quarantine_dir=quarantine_dir,
+              no_quarantine=no_quarantine, report_path=report_path)

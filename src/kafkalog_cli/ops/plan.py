@@ -1,0 +1,235 @@
+"""Plans: what a mutating operation would change, before it changes anything.
+
+`plan()` functions (ops/recover.py, ops/roll.py, ...) are pure: they read the log dir and return a
+Plan. `apply(plan, fsops)` carries it out through fsops only, action by action, in the order
+given: the op that built the plan is responsible for an order that is crash safe (Kafka's own
+protocol: new files before renames, later segments deleted before a truncation, checkpoints last).
+"""
+from __future__ import annotations
+
+import enum
+import errno
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.errors import WriteError
+from kafkalog_cli.storage.fsops import FsOps, TMP_SUFFIX
+
+
+class ActionKind(str, enum.Enum):
+    DELETE = "delete"                      # a file leaves the log dir (into the quarantine)
+    RENAME = "rename"                      # Kafka's suffix protocol (.swap -> final, ...)
+    TRUNCATE = "truncate"                  # cut a file at a byte; the cut bytes are quarantined
+    REBUILD_INDEX = "rebuild_index"        # .index / .timeindex / .txnindex written anew
+    WRITE_SNAPSHOT = "write_snapshot"      # a producer snapshot
+    UPDATE_CHECKPOINT = "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
+    CREATE_SEGMENT_FILE = "create_segment"   # a new segment's .log / .index / .timeindex
+    REWRITE_SEGMENT = "rewrite_segment"    # --salvage: kept byte ranges copied to .cleaned, swapped in
+
+
+@dataclass
+class Action:
+    kind: ActionKind
+    path: Path
+    reason: str
+    partition: str | None = None
+    target: Path | None = None             # rename target
+    at: int | None = None                  # truncate: new size
+    bytes_removed: int | None = None
+    offsets_removed: tuple[int, int] | None = None   # first..last offset removed (inclusive)
+    data: bytes | None = None              # new content (written atomically)
+    preallocate: int | None = None         # extend the new file with zeros to this length
+    keep_mtime: bool = False
+    ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
+    source: Path | None = None             # rewrite_segment: the file the ranges are read from
+
+    def to_json(self) -> dict:
+        out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
+        if self.partition:
+            out["partition"] = self.partition
+        if self.target is not None:
+            out["target"] = str(self.target)
+        if self.at is not None:
+            out["at_byte"] = self.at
+        if self.bytes_removed is not None:
+            out["bytes_removed"] = self.bytes_removed
+        if self.offsets_removed is not None:
+            out["offsets_removed"] = list(self.offsets_removed)
+        if self.data is not None:
+            out["bytes"] = len(self.data) if self.preallocate is None else self.preallocate
+        if self.ranges is not None:
+            out["kept_ranges"] = [list(r) for r in self.ranges]
+        return out
+
+    def render(self) -> str:
+        k = self.kind
+        if k == ActionKind.RENAME:
+            what = f"rename {self.path} -> {self.target.name}"
+        elif k == ActionKind.TRUNCATE:
+            what = f"truncate {self.path} at byte {self.at} ({self.bytes_removed} bytes"
+            if self.offsets_removed:
+                what += f", offsets {self.offsets_removed[0]}..{self.offsets_removed[1]}"
+            what += ")"
+        elif k == ActionKind.REWRITE_SEGMENT:
+            what = f"rewrite {self.path} keeping {len(self.ranges or [])} byte ranges ({self.bytes_removed} bytes skipped)"
+        elif self.data is not None:
+            n = len(self.data) if self.preallocate is None else self.preallocate
+            what = f"{k.value.replace('_', ' ')} {self.path} ({n} bytes)"
+        else:
+            what = f"{k.value.replace('_', ' ')} {self.path}"
+        return f"{what}: {self.reason}"
+
+
+@dataclass
+class Finding:
+    """Something the op saw and reports, whether or not it changes anything."""
+
+    partition: str
+    message: str
+    path: str | None = None
+    position: int | None = None
+
+    def to_json(self) -> dict:
+        out = {"partition": self.partition, "message": self.message}
+        if self.path:
+            out["path"] = self.path
+        if self.position is not None:
+            out["position"] = self.position
+        return out
+
+
+@dataclass
+class Plan:
+    op: str
+    log_dir: Path
+    actions: list[Action] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    partitions: dict[str, dict] = field(default_factory=dict)   # per-partition summary
+
+    def add(self, action: Action) -> Action:
+        self.actions.append(action)
+        return action
+
+    def note(self, partition: str, message: str, path=None, position=None) -> None:
+        self.findings.append(Finding(partition, message, None if path is None else str(path), position))
+
+    @property
+    def empty(self) -> bool:
+        return not self.actions
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "log_dir": str(self.log_dir),
+                "partitions": self.partitions,
+                "findings": [f.to_json() for f in self.findings],
+                "actions": [a.to_json() for a in self.actions]}
+
+    def render(self) -> str:
+        lines = [f"{self.op} {self.log_dir}: {len(self.actions)} change(s)"]
+        for f in self.findings:
+            where = f" ({f.path}" + (f" byte {f.position}" if f.position is not None else "") + ")" if f.path else ""
+            lines.append(f"  ! {f.partition}: {f.message}{where}")
+        for a in self.actions:
+            lines.append(f"  - {a.render()}")
+        return "\n".join(lines)
+
+
+def preflight(plan: Plan, fsops: FsOps) -> None:
+    """Fail before the first change: each directory to change must take a file, the quarantine
+    must be creatable and hold the bytes it will receive. A read-only file system or a full
+    quarantine is then reported with the log dir as it was."""
+    dirs = sorted({a.path.parent for a in plan.actions})
+    for d in dirs:
+        probe = d / (".kafkalog-probe" + TMP_SUFFIX)
+        try:
+            fsops._pre("write", probe)
+            with open(probe, "wb") as f:
+                f.write(b"\0")
+                os.fsync(f.fileno())
+            os.unlink(probe)
+        except OSError as e:
+            try:
+                os.unlink(probe)
+            except OSError:
+                pass
+            raise fsops._error(e, d, "write in") from None
+    q = fsops.quarantine
+    if q is not None and q.folder is not None and any(
+            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
+        fsops.prepare_quarantine()
+        need = sum(a.bytes_removed or 0 for a in plan.actions if a.kind == ActionKind.TRUNCATE)
+        try:
+            free = shutil.disk_usage(q.folder).free
+        except OSError:
+            free = None
+        if free is not None and need > free:
+            raise WriteError(f"cannot write to the quarantine: no space left on device "
+                             f"({need} bytes needed, {free} free)", path=str(q.folder))
+
+
+def apply(plan: Plan, fsops: FsOps) -> dict:
+    """Carry out `plan` through `fsops`; return the JSON report of what changed."""
+    preflight(plan, fsops)
+    done = []
+    for a in plan.actions:
+        _apply_one(a, fsops)
+        done.append(a.to_json())
+    q = fsops.quarantine
+    return {"op": plan.op, "log_dir": str(plan.log_dir), "changed": done,
+            "findings": [f.to_json() for f in plan.findings],
+            "partitions": plan.partitions,
+            "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
+            "fs_steps": fsops.steps}
+
+
+def _apply_one(a: Action, fsops: FsOps) -> None:
+    k = a.kind
+    if k == ActionKind.DELETE:
+        fsops.delete(a.path, a.reason)
+    elif k == ActionKind.RENAME:
+        fsops.rename(a.path, a.target)
+    elif k == ActionKind.TRUNCATE:
+        fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)
+    elif k == ActionKind.REWRITE_SEGMENT:
+        _rewrite_segment(a, fsops)
+    else:
+        mtime = None
+        if a.keep_mtime and a.path.exists():
+            mtime = a.path.stat().st_mtime_ns
+        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate)
+
+
+def _rewrite_segment(a: Action, fsops: FsOps) -> None:
+    """Kafka's replace protocol: kept ranges -> `<log>.cleaned`, rename to `.swap`, the old file
+    into the quarantine, then `.swap` -> final. A crash at any point is resolved by LogLoader's
+    leftover handling (ours and the broker's)."""
+    src = a.source or a.path
+    cleaned = a.path.with_name(a.path.name + ".cleaned")
+    swap = a.path.with_name(a.path.name + ".swap")
+    try:
+        fsops._pre("write", cleaned)
+        with open(src, "rb") as fi, open(cleaned, "wb") as fo:
+            for start, end in a.ranges or []:
+                fi.seek(start)
+                remaining = end - start
+                while remaining:
+                    chunk = fi.read(min(1 << 20, remaining))
+                    if not chunk:
+                        break
+                    fo.write(chunk)
+                    remaining -= len(chunk)
+            fo.flush()
+            os.fsync(fo.fileno())
+    except OSError as e:
+        try:
+            os.unlink(cleaned)
+        except OSError:
+            pass
+        raise fsops._error(e, cleaned, "write") from None
+    fsops.step(f"write {cleaned}")
+    fsops.fsync_dir(cleaned.parent)
+    fsops.rename(cleaned, swap)
+    fsops.delete(src, a.reason)
+    fsops.rename(swap, a.path)

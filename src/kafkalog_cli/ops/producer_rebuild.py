@@ -1,0 +1,112 @@
+"""Producer state rebuilt from snapshots plus the log (Kafka's ProducerStateManager and
+ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them)."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
+                                                 parse_producer_snapshot)
+from kafkalog_cli.formats.records import ControlRecordType, RecordBatch
+from kafkalog_cli.formats.txnindex import AbortedTxn
+
+
+@dataclass
+class ProducerEntry:
+    producer_id: int
+    epoch: int = -1
+    last_seq: int = -1          # of the last batch's metadata; -1 when there is none
+    last_offset: int = -1
+    offset_delta: int = 0
+    timestamp: int = -1         # lastTimestamp
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int = -1
+
+    def to_snapshot(self) -> ProducerSnapshotEntry:
+        return ProducerSnapshotEntry(self.producer_id, self.epoch, self.last_seq, self.last_offset,
+                                     self.offset_delta, self.timestamp, self.coordinator_epoch,
+                                     self.current_txn_first_offset)
+
+
+@dataclass
+class ProducerState:
+    entries: dict[int, ProducerEntry] = field(default_factory=dict)
+    ongoing: dict[int, int] = field(default_factory=dict)    # txn first offset -> producer id
+
+    def copy(self) -> "ProducerState":
+        return ProducerState({k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing))
+
+    @classmethod
+    def from_snapshot(cls, buf, now_ms: int, expiration_ms: int, path: str | None = None) -> "ProducerState":
+        """loadFromSnapshot: entries whose producer expired (no ongoing txn, lastTimestamp older
+        than producer.id.expiration.ms) are dropped, as the broker drops them."""
+        st = cls()
+        for e in parse_producer_snapshot(buf, path=path).entries:
+            if e.current_txn_first_offset < 0 and now_ms - e.timestamp >= expiration_ms:
+                continue
+            st.entries[e.producer_id] = ProducerEntry(
+                e.producer_id, e.producer_epoch, e.last_sequence if e.last_offset >= 0 else -1,
+                e.last_offset, e.offset_delta if e.last_offset >= 0 else 0, e.timestamp,
+                e.coordinator_epoch, e.current_txn_first_offset)
+            if e.current_txn_first_offset >= 0:
+                st.ongoing[e.current_txn_first_offset] = e.producer_id
+        return st
+
+    def update(self, batch: RecordBatch) -> AbortedTxn | None:
+        """One v2 batch with a producer id; returns the aborted txn its marker completes."""
+        pid = batch.producer_id
+        e = self.entries.get(pid)
+        if e is None:
+            e = self.entries[pid] = ProducerEntry(pid)
+        epoch = batch.producer_epoch
+        if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch clears the batch metadata
+            e.epoch = epoch
+            e.last_seq, e.last_offset, e.offset_delta = -1, -1, 0
+        if batch.is_control:
+            return self._end_txn(e, batch)
+        e.last_seq = batch.last_sequence
+        e.last_offset = batch.last_offset
+        e.offset_delta = batch.last_offset - batch.base_offset
+        e.timestamp = batch.max_timestamp
+        if batch.is_transactional and e.current_txn_first_offset < 0:
+            e.current_txn_first_offset = batch.base_offset
+            self.ongoing[batch.base_offset] = pid
+        return None
+
+    def _end_txn(self, e: ProducerEntry, batch: RecordBatch) -> AbortedTxn | None:
+        recs = batch.records()
+        ctype = batch.control_type()
+        if ctype not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+            return None
+        value = recs[0].value if recs else None
+        if value is not None and len(value) >= 6:
+            e.coordinator_epoch = struct.unpack_from(">hi", bytes(value[:6]))[1]
+        offset = batch.base_offset
+        first = e.current_txn_first_offset if e.current_txn_first_offset >= 0 else offset
+        e.current_txn_first_offset = -1
+        e.timestamp = batch.max_timestamp
+        self.ongoing.pop(first, None)
+        if ctype != ControlRecordType.ABORT:
+            return None
+        # lastStableOffset: the first offset of the earliest *other* ongoing txn, else marker + 1
+        others = [o for o, p in self.ongoing.items() if p != e.producer_id]
+        lso = min(others) if others else offset + 1
+        return AbortedTxn(0, e.producer_id, first, offset, lso)
+
+    def snapshot_bytes(self) -> bytes:
+        return encode_producer_snapshot(e.to_snapshot() for e in _scala_hashmap_order(self.entries))
+
+
+def _scala_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntry]:
+    """Iteration order of Scala 2.13's mutable.HashMap[Long, _] (Kafka 3.3 ProducerStateManager):
+    buckets ascending by improveHash(key.##) & (capacity - 1), nodes in a bucket sorted by hash."""
+    cap = 16
+    while len(entries) > cap * 0.75:
+        cap *= 2
+
+    def h(pid: int) -> int:
+        x = pid if -(1 << 31) <= pid < (1 << 31) else ((pid ^ (pid >> 32)) & 0xFFFFFFFF)
+        x &= 0xFFFFFFFF
+        return (x ^ (x >> 16)) & 0xFFFFFFFF
+
+    return sorted(entries.values(), key=lambda e: (h(e.producer_id) & (cap - 1), h(e.producer_id)))

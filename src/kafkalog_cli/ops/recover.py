@@ -1,0 +1,561 @@
+"""`kafkalog recover`: the broker's startup recovery, offline (spec §8: LogLoader, LogSegment.recover).
+
+plan() reads and decides; apply() (ops.plan.apply) changes files. Per partition, in this order,
+which keeps every intermediate state loadable by a broker and by a second `recover`:
+
+1. leftovers as LogLoader resolves them: our own `*.kafkalog-tmp`, `*.deleted`, `*.cleaned`,
+   `.swap` files at or above the smallest `.cleaned` offset (an interrupted split) are removed;
+   the files a valid `.swap` replaces are removed, then the `.swap` suffix is stripped;
+2. segments from the one holding the recovery point to the end (every segment with `--all`, none
+   after a clean shutdown) are checked batch by batch; the first invalid batch ends the log:
+   the later segments go first (newest first), then the segment is truncated;
+3. .index, .timeindex and .txnindex rebuilt with Kafka's algorithm, written only where they differ;
+   beyond Kafka: indexes of segments that are not recovered are checked too (a zero-filled or
+   truncated index a broker would keep) and rebuilt;
+4. producer snapshots: one at the end of each recovered segment and at the log end; strays removed;
+5. leader-epoch-checkpoint, then the recovery point (= log end offset), last.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
+from kafkalog_cli.formats.records import iter_batches, RecordBatch
+from kafkalog_cli.formats.txnindex import encode_txn_index, parse_txn_index
+from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan
+from kafkalog_cli.ops.producer_rebuild import ProducerState
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.fsops import TMP_SUFFIX
+from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+
+_PREFIX = struct.Struct(">qi")
+_V2_LAST_DELTA = struct.Struct(">i")
+
+
+# ------------------------------------------------------------------ reading helpers
+def _map(path: Path):
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
+@dataclass
+class SegmentFiles:
+    """One base offset as it will be after the leftovers are resolved; `read_from` is where its
+    `.log` bytes are now (a `.swap` not yet renamed)."""
+
+    base: int
+    directory: Path
+    read_from: Path
+    swapped: bool = False
+
+    def file(self, suffix: str) -> Path:
+        return segment_file(self.directory, self.base, suffix)
+
+    @property
+    def log(self) -> Path:
+        return self.file(names.LOG_SUFFIX)
+
+
+@dataclass
+class ScanResult:
+    valid_bytes: int
+    next_offset: int
+    builder: IndexBuilder
+    aborted: list
+    epochs: list[tuple[int, int]]            # (epoch, start offset) assigned from batch headers
+    error: KafkalogError | None = None
+    invalid_offset: bool = False
+    kept_ranges: list[tuple[int, int]] | None = None   # --salvage
+    skipped: list[tuple[int, int]] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ LogSegment.recover
+def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: list[tuple[int, int]],
+                 salvage: bool = False) -> ScanResult:
+    """Run LogSegment.recover's loop over `buf` (an mmap). Updates `state` and `epochs` in place."""
+    builder = IndexBuilder(base, interval)
+    aborted = []
+    new_epochs: list[tuple[int, int]] = []
+    valid = 0            # bytes kept so far (positions in the rewritten file with --salvage)
+    pos = 0
+    end = len(buf)
+    next_offset = base
+    kept: list[tuple[int, int]] = []
+    skipped: list[tuple[int, int]] = []
+    error = None
+    latest_epoch = epochs[-1][0] if epochs else -1
+    while True:
+        try:
+            batch = None
+            for batch in iter_batches(buf, pos, end):
+                batch.ensure_valid()
+                if salvage and kept and batch.base_offset < next_offset:
+                    raise CorruptRecordError("offsets go backwards", position=batch.position)
+                builder.on_batch(valid, batch.size, batch.last_offset, batch.max_timestamp)
+                if salvage:
+                    if kept and kept[-1][1] == batch.position:
+                        kept[-1] = (kept[-1][0], batch.position + batch.size)
+                    else:
+                        kept.append((batch.position, batch.position + batch.size))
+                valid += batch.size
+                next_offset = batch.last_offset + 1
+                if batch.magic >= 2:
+                    ple = batch.partition_leader_epoch
+                    if ple >= 0 and ple > latest_epoch:
+                        new_epochs.append((ple, batch.base_offset))
+                        latest_epoch = ple
+                    if batch.producer_id >= 0:
+                        txn = state.update(batch)
+                        if txn is not None:
+                            aborted.append(txn)
+                pos = batch.position + batch.size
+            break
+        except CorruptIndexError as e:
+            if "offset overflow" in e.message:
+                raise InputError(f"segment {base} holds offsets beyond 2^31 of its base; the broker "
+                                 f"would split it, which kafkalog does not do") from None
+            # InvalidOffsetException: Kafka empties the segment
+            return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
+        except (CorruptRecordError, InvalidRecordError) as e:
+            error = e
+            bad = e.position if e.position is not None else pos
+            if not salvage:
+                break
+            nxt = _next_valid_batch(buf, bad + 1, end, next_offset)
+            if nxt is None:
+                skipped.append((bad, end))
+                break
+            skipped.append((bad, nxt))
+            pos = nxt
+            continue
+    epochs.extend(new_epochs)
+    builder.finish()
+    # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
+    return ScanResult(valid, next_offset, builder, aborted, new_epochs, error,
+                      kept_ranges=kept if salvage else None, skipped=skipped)
+
+
+def _next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
+    """--salvage: the next position holding a whole batch with a valid header and CRC whose
+    offsets continue upward."""
+    pos = start
+    find = buf.find if hasattr(buf, "find") else None
+    while pos + 17 < end:
+        # a v2 batch has magic 2 at +16; legacy 0/1. Check plausibility before the CRC.
+        magic = buf[pos + 16]
+        if magic <= 2:
+            off, size = _PREFIX.unpack_from(buf, pos)
+            if 14 <= size and pos + 12 + size <= end and off >= min_offset:
+                b = RecordBatch(buf, pos, size + 12, magic)
+                try:
+                    if b.is_valid() and b.base_offset >= min_offset:
+                        return pos
+                except KafkalogError:
+                    pass
+        pos += 1
+    return None
+
+
+# ------------------------------------------------------------------ index checks
+def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> str | None:
+    """Why a broker-kept index is wrong (zero-filled, truncated, pointing nowhere), or None."""
+    if len(index) % 8:
+        return f"offset index length {len(index)} is not a multiple of 8"
+    if len(timeindex) % 12:
+        return f"time index length {len(timeindex)} is not a multiple of 12"
+    entries = parse_offset_index(index, base)
+    if len(entries) * 8 != len(index):
+        return "offset index has zero-filled slots after its entries"
+    last_off, last_pos = base - 1, -1
+    for e in entries:
+        if e.offset <= last_off or e.position <= last_pos or e.position + 17 > len(seg_buf):
+            return f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
+        try:
+            b = next(iter_batches(seg_buf, e.position))
+        except (StopIteration, KafkalogError):
+            return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
+        if b.last_offset != e.offset:
+            return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
+        last_off, last_pos = e.offset, e.position
+    tentries = parse_time_index(timeindex, base)
+    if len(tentries) * 12 != len(timeindex):
+        return "time index has zero-filled slots after its entries"
+    last_ts, last_o = None, base
+    for t in tentries:
+        if (last_ts is not None and t.timestamp <= last_ts) or t.offset < last_o or t.offset >= max(next_offset, base + 1):
+            return f"time index entry ({t.timestamp}, {t.offset}) is out of order or beyond the log"
+        last_ts, last_o = t.timestamp, t.offset
+    if len(seg_buf) and not tentries:
+        # a closed segment always gets a final entry unless no batch has a timestamp
+        for b in iter_batches(seg_buf):
+            if b.max_timestamp >= 0:
+                return "time index is empty but the log has timestamps"
+    return None
+
+
+def next_offset_of(buf, base: int, index: bytes) -> int:
+    """readNextOffset: from the last index entry that points at a batch, walk the headers."""
+    start = 0
+    entries = parse_offset_index(index, base)
+    if entries and entries[-1].position < len(buf):
+        start = entries[-1].position
+    nxt = base
+    try:
+        for b in iter_batches(buf, start):
+            nxt = b.last_offset + 1
+    except KafkalogError:
+        pass
+    if nxt == base and start:
+        return next_offset_of(buf, base, b"")
+    return nxt
+
+
+# ------------------------------------------------------------------ the plan
+@dataclass
+class RecoverOptions:
+    all_segments: bool = False
+    salvage: bool = False
+    now_ms: int = 0
+    resolver: ConfigResolver = field(default_factory=ConfigResolver)
+
+
+def partition_dirs_for(paths) -> dict[Path, list[Path]]:
+    """Group the given log dirs / partition dirs by log dir."""
+    from kafkalog_cli.storage.logdir import is_log_dir
+    out: dict[Path, list[Path]] = {}
+    for raw in paths:
+        p = Path(raw)
+        if not p.is_dir():
+            raise InputError("not a directory (give a log dir or a partition dir)", path=str(p))
+        if parse_partition_dir(p.name) is not None and (any(p.glob("*.log")) or any(p.glob("*.log.swap"))
+                                                        or is_log_dir(p.parent)):
+            out.setdefault(p.parent, []).append(p)
+        elif is_log_dir(p):
+            dirs = sorted(d for d in p.iterdir() if d.is_dir() and parse_partition_dir(d.name) is not None)
+            out.setdefault(p, []).extend(dirs)
+        else:
+            raise InputError("not a Kafka log dir or partition dir", path=str(p))
+    return {k: sorted(set(v)) for k, v in out.items()}
+
+
+def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Plan:
+    log_dir = Path(log_dir)
+    p = Plan("recover", log_dir)
+    clean = (log_dir / names.CLEAN_SHUTDOWN_FILE).exists()
+    rp_path = log_dir / names.RECOVERY_POINT_CHECKPOINT
+    rps = ckpt.read_offsets(rp_path)
+    lso_map = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    for tmp in sorted(log_dir.glob("*" + TMP_SUFFIX)):
+        p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
+    new_rps = dict(rps)
+    for d in partition_dirs:
+        tp = parse_partition_dir(d.name)
+        key = (tp.topic, tp.partition)
+        leo = _plan_partition(p, d, tp, clean, rps.get(key, 0), lso_map.get(key, 0), opts)
+        if leo is not None:
+            new_rps[key] = leo
+    if new_rps != rps:
+        p.add(Action(ActionKind.UPDATE_CHECKPOINT, rp_path, "recovery point = log end offset",
+                     data=ckpt.encode_offsets(new_rps, order=list(rps))))
+    return p
+
+
+def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_start: int,
+                    opts: RecoverOptions) -> int | None:
+    name = d.name
+    cfg = opts.resolver.for_topic(tp.topic)
+    segs = _resolve_leftovers(p, d, name)
+    bases = sorted(segs)
+    summary = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(bases),
+               "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
+    p.partitions[name] = summary
+    # which segments to check batch by batch
+    if opts.all_segments:
+        start_idx = 0
+    elif clean:
+        start_idx = len(bases)
+    else:
+        start_idx = 0
+        for i, b in enumerate(bases):
+            if b <= recovery_point:
+                start_idx = i
+    recover_set = set(bases[start_idx:])
+    for b in bases:
+        s = segs[b]
+        if s.swapped or _current(p, s.file(names.INDEX_SUFFIX)) is None:
+            recover_set.add(b)      # Kafka: a missing .index (or a swapped-in segment) is recovered
+    epochs_path = d / names.LEADER_EPOCH_CHECKPOINT
+    old_epochs = ckpt.read_epochs(epochs_path)
+    epochs = list(old_epochs)
+    state = _initial_producer_state(d, segs, bases, min(recover_set) if recover_set else None, opts, cfg, p, name)
+    snapshots_to_write: dict[int, bytes] = {}
+    leo = bases[0] if bases else log_start
+    deleted_from: int | None = None
+    seg_actions: list[Action] = []
+    for i, b in enumerate(bases):
+        s = segs[b]
+        buf = _map(s.read_from)
+        try:
+            if b not in recover_set:
+                idx, tidx = _read(s.file(names.INDEX_SUFFIX)), _read(s.file(names.TIME_INDEX_SUFFIX))
+                nxt = next_offset_of(buf, b, idx)
+                problem = index_problem(buf, b, idx, tidx, nxt)
+                if problem is None:
+                    leo = nxt
+                    if recover_set and b > min(recover_set):
+                        _replay(buf, state)
+                    continue
+                p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding",
+                       s.file(names.INDEX_SUFFIX))
+            summary["recovered_segments"].append(b)
+            r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+            size = len(buf)
+            cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
+            truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
+            if r.error is not None:
+                p.note(name, f"segment {b}: {r.error.message}", s.log,
+                       r.error.position if r.error.position is not None else r.valid_bytes)
+            later = bases[i + 1:]
+            if truncating and later and not opts.salvage:
+                # Kafka deletes all later segments; newest first, .log first, so that a crash
+                # leaves a log that still ends in order
+                for lb in reversed(later):
+                    for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
+                        f = segs[lb].file(suf) if suf != names.LOG_SUFFIX else segs[lb].read_from
+                        if f.exists() or (segs[lb].swapped and suf == names.LOG_SUFFIX):
+                            p.add(Action(ActionKind.DELETE, f if suf != names.LOG_SUFFIX else segs[lb].log,
+                                         f"after the corruption in segment {b}", name))
+                    summary["deleted_segments"].append(lb)
+                deleted_from = later[0]
+            if truncating:
+                summary["truncated_bytes"] += cut
+                holes = [(a_, e_) for a_, e_ in r.skipped if e_ < size]
+                if holes:
+                    p.add(Action(ActionKind.REWRITE_SEGMENT, s.log, "--salvage: damaged bytes "
+                                 + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
+                                 ranges=r.kept_ranges, bytes_removed=cut, source=s.log))
+                    for a_, e_ in r.skipped:
+                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})", s.log, a_)
+                else:
+                    valid_end = r.valid_bytes
+                    p.add(Action(ActionKind.TRUNCATE, s.log, "invalid or incomplete batches at the end"
+                                 if not r.invalid_offset else "offsets out of order: Kafka empties the segment",
+                                 name, at=valid_end, bytes_removed=size - valid_end,
+                                 offsets_removed=_offsets_in(buf, valid_end)))
+            _index_actions(p, s, r, name)
+            leo = r.next_offset
+            snapshots_to_write[r.next_offset] = state.snapshot_bytes()
+            if deleted_from is not None:
+                break
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+    live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
+    if not bases:
+        p.note(name, f"no segment: creating an empty one at the log start offset {log_start}")
+        for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
+            p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, log_start, suf), "empty log", name, data=b""))
+        live_bases = [log_start]
+        leo = log_start
+    snapshots_to_write.setdefault(leo, state.snapshot_bytes())
+    _snapshot_actions(p, d, name, live_bases, leo, snapshots_to_write)
+    # leader epochs: assigned from the batches, then truncated to [.., LEO)
+    epochs = [(e, o) for e, o in epochs if o < leo]
+    if epochs != old_epochs:
+        p.add(Action(ActionKind.UPDATE_CHECKPOINT, epochs_path, "leader epochs of the recovered log", name,
+                     data=ckpt.encode_epochs(epochs)))
+    summary["log_end_offset"] = leo
+    return leo
+
+
+def _offsets_in(buf, start: int) -> tuple[int, int] | None:
+    first = last = None
+    try:
+        for b in iter_batches(buf, start):
+            if first is None:
+                first = b.base_offset_field
+            last = b.last_offset
+    except KafkalogError:
+        pass
+    return None if first is None else (first, last)
+
+
+def _replay(buf, state: ProducerState) -> None:
+    """Producer state through a segment below the recovery point (headers only, no CRC)."""
+    try:
+        for b in iter_batches(buf):
+            if b.magic >= 2 and b.producer_id >= 0:
+                state.update(b)
+    except KafkalogError:
+        pass
+
+
+def _initial_producer_state(d: Path, segs, bases, first_recovered, opts, cfg, p: Plan, name: str) -> ProducerState:
+    """Producer state at the first recovered segment's base: the latest valid snapshot at or below
+    it, then the log replayed up to it (UnifiedLog.rebuildProducerState)."""
+    if first_recovered is None:
+        first_recovered = bases[-1] + 1 if bases else 0
+    snaps = sorted((offset_from_name(f.name), f) for f in d.glob("*" + names.SNAPSHOT_SUFFIX)
+                   if offset_from_name(f.name) is not None)
+    state = ProducerState()
+    start = bases[0] if bases else 0
+    for off, f in reversed(snaps):
+        if off > first_recovered:
+            continue
+        try:
+            state = ProducerState.from_snapshot(f.read_bytes(), opts.now_ms, cfg.producer_id_expiration_ms, str(f))
+            start = off
+            break
+        except KafkalogError as e:
+            p.note(name, f"producer snapshot ignored: {e.message}", f)
+    for b in bases:
+        if b >= first_recovered:
+            break
+        nxt = bases[bases.index(b) + 1] if bases.index(b) + 1 < len(bases) else None
+        if nxt is not None and nxt <= start:
+            continue
+        buf = _map(segs[b].read_from)
+        try:
+            for batch in iter_batches(buf):
+                if batch.last_offset < start:
+                    continue
+                if batch.magic >= 2 and batch.producer_id >= 0:
+                    state.update(batch)
+        except KafkalogError:
+            pass
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
+    return state
+
+
+def _gone(p: Plan) -> set[Path]:
+    """Files an earlier action of the plan removes: count them as absent."""
+    return {a.path for a in p.actions if a.kind == ActionKind.DELETE}
+
+
+def _current(p: Plan, f: Path) -> bytes | None:
+    if f in _gone(p) or not f.exists():
+        return None
+    return _read(f)
+
+
+def _index_actions(p: Plan, s: SegmentFiles, r: ScanResult, name: str) -> None:
+    b = r.builder
+    for suf, data in ((names.INDEX_SUFFIX, b.offset_index_bytes()), (names.TIME_INDEX_SUFFIX, b.time_index_bytes())):
+        f = s.file(suf)
+        if _current(p, f) != data:
+            p.add(Action(ActionKind.REBUILD_INDEX, f, "rebuilt as LogSegment.recover builds it", name, data=data))
+    txn = s.file(names.TXN_INDEX_SUFFIX)
+    data = encode_txn_index(r.aborted)
+    old = _current(p, txn)
+    if (data or old is not None) and old != data:
+        p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
+
+
+def _snapshot_actions(p: Plan, d: Path, name: str, bases: list[int], leo: int, new: dict[int, bytes]) -> None:
+    """Write the snapshots of the recovered segments and the log end; remove those above the log
+    end and those at no segment base (removeStrayProducerSnapshots)."""
+    keep = set(bases) | {leo}
+    for off, data in sorted(new.items()):
+        if off not in keep:
+            continue
+        f = segment_file(d, off, names.SNAPSHOT_SUFFIX)
+        if _current(p, f) != data:
+            p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", name, data=data))
+    gone = _gone(p)
+    for f in sorted(d.glob("*" + names.SNAPSHOT_SUFFIX)):
+        off = offset_from_name(f.name)
+        if f not in gone and off is not None and (off > leo or off not in keep):
+            p.add(Action(ActionKind.DELETE, f, "stray producer snapshot", name))
+
+
+def _resolve_leftovers(p: Plan, d: Path, name: str) -> dict[int, SegmentFiles]:
+    """LogLoader.removeTempFilesAndCollectSwapFiles + the swap handling; returns the segments as
+    they will be once the actions run."""
+    files = sorted(f for f in d.iterdir() if f.is_file())
+    present = {f.name for f in files}
+    for f in files:
+        if f.name.endswith(TMP_SUFFIX):
+            p.add(Action(ActionKind.DELETE, f, "an interrupted kafkalog write", name))
+            present.discard(f.name)
+    for f in files:
+        if f.name.endswith(names.DELETED_SUFFIX) and not f.name.endswith(names.CHECKPOINT_SUFFIX + names.DELETED_SUFFIX):
+            p.add(Action(ActionKind.DELETE, f, "leftover .deleted file (LogLoader deletes it)", name))
+            present.discard(f.name)
+    cleaned = [f for f in files if f.name.endswith(names.CLEANED_SUFFIX)]
+    swaps = [f for f in files if f.name.endswith(names.SWAP_SUFFIX)]
+    min_cleaned = min((offset_from_name(f.name) for f in cleaned if offset_from_name(f.name) is not None),
+                      default=None)
+    valid_swaps = []
+    for f in swaps:
+        off = offset_from_name(f.name)
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            p.add(Action(ActionKind.DELETE, f, f"invalid .swap file (at or above the smallest .cleaned "
+                         f"offset {min_cleaned}: an interrupted split)", name))
+            present.discard(f.name)
+        else:
+            valid_swaps.append(f)
+    for f in cleaned:
+        p.add(Action(ActionKind.DELETE, f, "leftover .cleaned file (LogLoader deletes it)", name))
+        present.discard(f.name)
+    swapped_bases = set()
+    log_swaps = [f for f in valid_swaps if f.name.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)]
+    if log_swaps:
+        lo = min(offset_from_name(f.name) for f in log_swaps)
+        hi = max(_next_offset_of_file(f, offset_from_name(f.name)) for f in log_swaps)
+        for f in files:
+            off = offset_from_name(f.name)
+            if (f.name in present and off is not None and lo <= off < hi
+                    and not f.name.endswith(names.SWAP_SUFFIX)
+                    and any(f.name.endswith(s) for s in names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))):
+                p.add(Action(ActionKind.DELETE, f, f"replaced by the .swap segments [{lo}, {hi})", name))
+                present.discard(f.name)
+    for f in valid_swaps:
+        final = f.with_name(f.name[: -len(names.SWAP_SUFFIX)])
+        p.add(Action(ActionKind.RENAME, f, "completes an interrupted swap (LogLoader)", name, target=final))
+        present.discard(f.name)
+        present.add(final.name)
+        if final.name.endswith(names.LOG_SUFFIX):
+            swapped_bases.add(offset_from_name(final.name))
+    segs: dict[int, SegmentFiles] = {}
+    for fname in sorted(present):
+        off = offset_from_name(fname)
+        if off is None or not fname.endswith(names.LOG_SUFFIX):
+            continue
+        swapped = off in swapped_bases
+        read_from = d / (fname + names.SWAP_SUFFIX) if swapped else d / fname
+        segs[off] = SegmentFiles(off, d, read_from, swapped)
+    for fname in sorted(present):
+        off = offset_from_name(fname)
+        if off is None or off in segs:
+            continue
+        if any(fname.endswith(s) for s in (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)):
+            p.add(Action(ActionKind.DELETE, d / fname, "index file without a .log (LogLoader deletes it)", name))
+    return segs
+
+
+def _next_offset_of_file(path: Path, base: int) -> int:
+    buf = _map(path)
+    try:
+        return next_offset_of(buf, base, b"")
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
