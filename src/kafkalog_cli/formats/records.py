@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.compression import Compression, compress, compression_from_id, decompress
 from kafkalog_cli.formats.crc import crc32, crc32c
+from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
 
 # ------------------------------------------------------------------ constants (Records, RecordBatch)
@@ -395,7 +396,7 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
                 hk, pos = read_varint(data, pos)
                 if hk < 0:
                     raise InvalidRecordError(f"Invalid negative header key size {hk}")
-                hkey = bytes(data[pos : pos + hk]).decode("utf-8", "replace")
+                hkey = java_utf8(bytes(data[pos : pos + hk]))
                 pos += hk
                 hv, pos = read_varint(data, pos)
                 if hv >= 0:

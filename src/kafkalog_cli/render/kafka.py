@@ -17,6 +17,7 @@ from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputErro
 from kafkalog_cli.formats.records import (
     ControlRecordType, Record, RecordBatch, TimestampType, control_type_of_key, iter_batches,
 )
+from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.storage.segment import map_file
 
 INT_MAX = 2**31 - 1
@@ -30,7 +31,7 @@ class KafkaToolError(KafkalogError):
 
 # ------------------------------------------------------------------ value decoders (--*-decoder-class)
 def _string_decoder(b: bytes) -> str:
-    return b.decode("utf-8", "replace")
+    return java_utf8(b)
 
 
 def _integer_decoder(b: bytes) -> str:
@@ -234,7 +235,8 @@ class KafkaDumper:
             elif suffix == ".txnindex":
                 self.dump_txn_index(path)
             else:
-                self._e(f"Ignoring unknown file {_java_file_string(given)}")
+                # Kafka names the file by its absolute path here (the goldens show it)
+                self._e(f"Ignoring unknown file {_abs(path)}")
         finally:
             self.flush()
 
