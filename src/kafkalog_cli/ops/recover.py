@@ -23,7 +23,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
 from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
@@ -233,7 +233,7 @@ class RecoverOptions:
     all_segments: bool = False
     salvage: bool = False
     now_ms: int = 0
-    resolver: ConfigResolver = field(default_factory=ConfigResolver)
+    resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
 
 
 def partition_dirs_for(paths) -> dict[Path, list[Path]]:
@@ -258,6 +258,9 @@ def partition_dirs_for(paths) -> dict[Path, list[Path]]:
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Plan:
     log_dir = Path(log_dir)
     p = Plan("recover", log_dir)
+    if opts.resolver is None:
+        opts = RecoverOptions(opts.all_segments, opts.salvage, opts.now_ms,
+                              ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
     clean = (log_dir / names.CLEAN_SHUTDOWN_FILE).exists()
     rp_path = log_dir / names.RECOVERY_POINT_CHECKPOINT
     rps = ckpt.read_offsets(rp_path)

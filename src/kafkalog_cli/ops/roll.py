@@ -16,7 +16,7 @@ import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver, TopicConfig
+from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, TopicConfig
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.indexes import (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry,
                                           encode_time_index, parse_offset_index, parse_time_index)
@@ -34,7 +34,7 @@ INT32_MAX = 0x7FFFFFFF
 class RollOptions:
     if_needed: bool = False
     now_ms: int = 0
-    resolver: ConfigResolver = field(default_factory=ConfigResolver)
+    resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
 
 
 @dataclass
@@ -113,6 +113,8 @@ def partition_dirs_for(paths):
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
+    if opts.resolver is None:
+        opts = RollOptions(opts.if_needed, opts.now_ms, ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         _plan_partition(p, d, opts.resolver.for_topic(tp.topic), opts)
