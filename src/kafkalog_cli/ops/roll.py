@@ -117,6 +117,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
         opts = RollOptions(opts.if_needed, opts.now_ms, ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
+        if tp.topic == "__cluster_metadata":
+            continue        # the KRaft metadata log rolls on its own terms (the raft layer)
         _plan_partition(p, d, opts.resolver.for_topic(tp.topic), opts)
     return p
 
