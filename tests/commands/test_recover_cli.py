@@ -1,0 +1,93 @@
+import errno
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from kafkalog_cli.storage import fsops as fsops_mod
+
+from ..ops.conftest import copy_case, tree_state
+from ..storage.test_lock import hold_lock
+
+
+def invoke(*args):
+    return CliRunner().invoke(cli, list(map(str, args)))
+
+
+def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
+    d = copy_case("recover-torn-tail", tmp_path)
+    before = tree_state(d)
+    p = hold_lock(d / ".lock")
+    try:
+        r = invoke("recover", "--dry-run", "--format", "json", d)
+    finally:
+        p.kill(); p.wait()
+    assert r.exit_code == 0, r.output
+    plan = json.loads(r.output)
+    assert any(a["action"] == "truncate" for a in plan["actions"])
+    assert tree_state(d) == before
+
+
+def test_json_report_after_apply(tmp_path):
+    d = copy_case("recover-torn-tail", tmp_path)
+    r = invoke("recover", "--format", "json", "--quarantine", tmp_path / "q", d)
+    assert r.exit_code == 0, r.output
+    rep = json.loads(r.output)
+    assert rep["changed"] and rep["quarantine"].startswith(str(tmp_path / "q"))
+    assert rep["partitions"]["rec-none-0"]["log_end_offset"] == 794
+
+
+def test_locked_dir(tmp_path):
+    d = copy_case("recover-torn-tail", tmp_path)
+    before = tree_state(d)
+    p = hold_lock(d / ".lock")
+    try:
+        r = invoke("recover", d)
+    finally:
+        p.kill(); p.wait()
+    assert r.exit_code == 5
+    assert f"in use by process {p.pid}" in r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert tree_state(d) == before
+
+
+def test_not_a_log_dir(tmp_path):
+    (tmp_path / "x").mkdir()
+    r = invoke("recover", tmp_path / "x")
+    assert r.exit_code == 4 and "not a Kafka log dir" in r.output
+
+
+@pytest.mark.parametrize("err,where", [(errno.EROFS, "logdir"), (errno.ENOSPC, "quarantine")])
+def test_write_failures_leave_the_dir_as_it_was(tmp_path, monkeypatch, err, where):
+    d = copy_case("recover-torn-tail", tmp_path)
+    before = tree_state(d)
+    q = tmp_path / "q"
+    orig = fsops_mod.FsOps.__init__
+
+    def init(self, *a, **kw):
+        orig(self, *a, **kw)
+
+        def before_hook(kind, path):
+            if (where == "quarantine") == (str(q) in str(path)):
+                raise OSError(err, "simulated", str(path))
+        self.before = before_hook
+
+    monkeypatch.setattr(fsops_mod.FsOps, "__init__", init)
+    r = invoke("recover", "--quarantine", q, d)
+    assert r.exit_code == 6, r.output
+    assert len(r.output.strip().splitlines()) == 1
+    assert ("read-only file system" if err == errno.EROFS else "no space left") in r.output
+    after = tree_state(d)
+    assert after == before
+
+
+def test_installed_command_runs(tmp_path):
+    d = copy_case("recover-tail-garbage", tmp_path)
+    exe = [sys.executable, "-m", "kafkalog_cli"]
+    r = subprocess.run(exe + ["recover", "--no-quarantine", str(d)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(exe + ["recover", str(d)], capture_output=True, text=True)
+    assert "nothing to do" in r.stdout
