@@ -1,0 +1,261 @@
+"""KRaft metadata records (__cluster_metadata, snapshots, bootstrap.checkpoint) as Kafka 3.3.1
+knows them, and the text `kafka-dump-log --cluster-metadata-decoder` prints for each.
+
+A record value is: frame version (unsigned varint, must be 1), apiKey (unsigned varint), version
+(unsigned varint), then the message body (MetadataRecordSerde / AbstractApiMessageSerde). 3.3.1's
+generated readers never check the version, so a record from a newer Kafka is read with the 3.3.1
+layout: it decodes if that layout happens to fit (PARTITION_CHANGE_RECORD v2: only new tagged
+fields), and otherwise gives `Error at <offset>, skipping. Failed to deserialize record with type N`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.kafka_protocol import (
+    ALL, NULL, Field, Readable, Struct, json_node, read_struct, to_int16, to_json, uuid_to_string, versions,
+)
+
+__all__ = [
+    "MetadataRecord", "METADATA_SCHEMAS", "decode_metadata_record", "format_metadata_record", "topic_configs",
+    "MetadataParseError", "CONFIG_RESOURCE_TOPIC",
+]
+
+V1 = versions("1+")
+
+
+def _f(name: str, type_: str, **kw: Any) -> Field:
+    return Field(name, type_, **kw)
+
+
+def _tag(name: str, type_: str, tag: int, since: str = "0+", **kw: Any) -> Field:
+    v = versions(since)
+    return Field(name, type_, versions=v, tagged=v, tag=tag, **kw)
+
+
+# Transcribed from metadata/src/main/resources/common/metadata/*.json at tag 3.3.1: every record is
+# flexible from version 0; (apiKey, name, valid versions, fields).
+_SCHEMAS: list[tuple[int, str, str, tuple[Field, ...]]] = [
+    (0, "RegisterBrokerRecord", "0-1", (
+        _f("brokerId", "int32"),
+        _f("incarnationId", "uuid"),
+        _f("brokerEpoch", "int64"),
+        _f("endPoints", "[]struct", fields=(
+            _f("name", "string"), _f("host", "string"), _f("port", "uint16"), _f("securityProtocol", "int16"))),
+        _f("features", "[]struct", fields=(
+            _f("name", "string"), _f("minSupportedVersion", "int16"), _f("maxSupportedVersion", "int16"))),
+        _f("rack", "string", nullable=ALL),
+        _f("fenced", "bool", default=True),
+        _f("inControlledShutdown", "bool", versions=V1, default=False),
+    )),
+    (1, "UnregisterBrokerRecord", "0", (_f("brokerId", "int32"), _f("brokerEpoch", "int64"))),
+    (2, "TopicRecord", "0", (_f("name", "string"), _f("topicId", "uuid"))),
+    (3, "PartitionRecord", "0", (
+        _f("partitionId", "int32", default=-1),
+        _f("topicId", "uuid"),
+        _f("replicas", "[]int32"),
+        _f("isr", "[]int32"),
+        _f("removingReplicas", "[]int32"),
+        _f("addingReplicas", "[]int32"),
+        _f("leader", "int32", default=-1),
+        _tag("leaderRecoveryState", "int8", 0, default=0),
+        _f("leaderEpoch", "int32", default=-1),
+        _f("partitionEpoch", "int32", default=-1),
+    )),
+    (4, "ConfigRecord", "0", (
+        _f("resourceType", "int8"), _f("resourceName", "string"), _f("name", "string"),
+        _f("value", "string", nullable=ALL),
+    )),
+    (5, "PartitionChangeRecord", "0", (
+        _f("partitionId", "int32", default=-1),
+        _f("topicId", "uuid"),
+        _tag("isr", "[]int32", 0, nullable=ALL, default=NULL),
+        _tag("leader", "int32", 1, default=-2),
+        _tag("replicas", "[]int32", 2, nullable=ALL, default=NULL),
+        _tag("removingReplicas", "[]int32", 3, nullable=ALL, default=NULL),
+        _tag("addingReplicas", "[]int32", 4, nullable=ALL, default=NULL),
+        _tag("leaderRecoveryState", "int8", 5, default=-1),
+    )),
+    (6, "AccessControlRecord", "0", (
+        _f("resourceType", "int8"), _f("resourceName", "string", nullable=ALL), _f("patternType", "int8"),
+        _f("principal", "string"), _f("host", "string"), _f("operation", "int8"), _f("permissionType", "int8"),
+    )),
+    (7, "FenceBrokerRecord", "0", (_f("id", "int32"), _f("epoch", "int64"))),
+    (8, "UnfenceBrokerRecord", "0", (_f("id", "int32"), _f("epoch", "int64"))),
+    (9, "RemoveTopicRecord", "0", (_f("topicId", "uuid"),)),
+    (10, "DelegationTokenRecord", "0", (
+        _f("owner", "string"), _f("renewers", "[]string"), _f("issueTimestamp", "int64"),
+        _f("maxTimestamp", "int64"), _f("expirationTimestamp", "int64"), _f("tokenId", "string"),
+    )),
+    (11, "UserScramCredentialRecord", "0", (
+        _f("name", "string"),
+        _f("credentialInfos", "[]struct", fields=(
+            _f("mechanism", "int8"), _f("salt", "bytes"), _f("saltedPassword", "bytes"), _f("iterations", "int32"))),
+    )),
+    (12, "FeatureLevelRecord", "0", (_f("name", "string"), _f("featureLevel", "int16"))),
+    (14, "ClientQuotaRecord", "0", (
+        _f("entity", "[]struct", fields=(_f("entityType", "string"), _f("entityName", "string", nullable=ALL))),
+        _f("key", "string"), _f("value", "float64"), _f("remove", "bool"),
+    )),
+    (15, "ProducerIdsRecord", "0", (
+        _f("brokerId", "int32"), _f("brokerEpoch", "int64", default=-1), _f("nextProducerId", "int64"),
+    )),
+    (17, "BrokerRegistrationChangeRecord", "0-1", (
+        _f("brokerId", "int32"),
+        _f("brokerEpoch", "int64"),
+        _tag("fenced", "int8", 0, default=0),
+        _tag("inControlledShutdown", "int8", 1, since="1+", default=0),
+    )),
+    (18, "AccessControlEntryRecord", "0", (
+        _f("id", "uuid"), _f("resourceType", "int8"), _f("resourceName", "string"), _f("patternType", "int8"),
+        _f("principal", "string"), _f("host", "string"), _f("operation", "int8"), _f("permissionType", "int8"),
+    )),
+    (19, "RemoveAccessControlEntryRecord", "0", (_f("id", "uuid"),)),
+    (20, "NoOpRecord", "0", ()),
+]
+
+
+def _type_name(name: str) -> str:
+    """MessageGenerator.toSnakeCase(name).toUpperCase(): RegisterBrokerRecord -> REGISTER_BROKER_RECORD."""
+    out = []
+    prev_cap = True
+    for ch in name:
+        if ch.isupper():
+            if not prev_cap:
+                out.append("_")
+            out.append(ch)
+            prev_cap = True
+        else:
+            out.append(ch.upper())
+            prev_cap = False
+    return "".join(out)
+
+
+METADATA_SCHEMAS: dict[int, tuple[str, Struct]] = {
+    key: (_type_name(name), Struct(name, versions(valid), ALL, fields)) for key, name, valid, fields in _SCHEMAS
+}
+
+CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
+
+
+class MetadataParseError(InvalidRecordError):
+    """org.apache.kafka.server.common.serialization.MetadataParseException; `str(message)` is its
+    getMessage(), which kafka-dump-log prints after `Error at <offset>, skipping. `."""
+
+
+@dataclass(frozen=True)
+class MetadataRecord:
+    """One decoded metadata record. `data` holds every field of the message (Kafka's camelCase
+    names, uuids as their base64 strings, bytes as bytes), including defaulted tagged fields."""
+
+    type_name: str
+    api_key: int
+    version: int
+    data: dict[str, Any]
+
+
+def _read_short(r: Readable, entity: str) -> int:
+    """AbstractApiMessageSerde.unsignedIntToShort."""
+    try:
+        val = r.read_unsigned_varint()
+    except InvalidRecordError as e:
+        raise MetadataParseError(f"Error while reading {entity}", position=e.position) from e
+    if val > 0x7FFF:
+        raise MetadataParseError(f"Value for {entity} was too large.", position=r.position)
+    return to_int16(val)
+
+
+def _read(value: bytes | memoryview | None) -> tuple[int, int, Struct, dict[str, Any]]:
+    """AbstractApiMessageSerde.read over a record value: (apiKey, version, schema, raw fields)."""
+    if value is None:
+        # ByteBufferAccessor(null): the first read throws NullPointerException
+        raise MetadataParseError("Error while reading frame version", position=0)
+    r = Readable(value)
+    frame = _read_short(r, "frame version")
+    if frame == 0:
+        raise MetadataParseError("Could not deserialize metadata record with frame version 0. Note that upgrades "
+                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.",
+                                 position=0)
+    if frame != 1:
+        raise MetadataParseError(f"Could not deserialize metadata record due to unknown frame version {frame}"
+                                 f"(only frame version 1 is supported)", position=0)
+    api_key = _read_short(r, "type")
+    version = _read_short(r, "version")
+    known = METADATA_SCHEMAS.get(api_key)
+    if known is None:
+        # MetadataParseException(cause): the message is the cause's toString()
+        raise MetadataParseError(
+            f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}",
+            position=r.position)
+    schema = known[1]
+    start = r.position
+    try:
+        fields = read_struct(r, schema, version)
+    except InvalidRecordError as e:
+        raise MetadataParseError(f"Failed to deserialize record with type {api_key}",
+                                 position=e.position if e.position is not None else start) from e
+    if r.remaining() > 0:
+        raise MetadataParseError(f"Found {r.remaining()} byte(s) of garbage after {api_key}", position=r.position)
+    return api_key, version, schema, fields
+
+
+def _public(schema: Struct, fields: dict[str, Any]) -> dict[str, Any]:
+    """Raw fields with uuids as strings, recursively (for library users)."""
+    out: dict[str, Any] = {}
+    for f in schema.fields:
+        v = fields[f.name]
+        if v is not None and f.type == "uuid":
+            v = uuid_to_string(v)
+        elif v is not None and f.type == "[]uuid":
+            v = [uuid_to_string(x) for x in v]
+        elif v is not None and f.type == "[]struct":
+            nested = Struct(f.name, f.versions, ALL, f.fields)
+            v = [_public(nested, x) for x in v]
+        out[f.name] = v
+    return out
+
+
+def decode_metadata_record(value: bytes | memoryview | None) -> MetadataRecord:
+    """Decode one record value; raises MetadataParseError (an InvalidRecordError) where 3.3.1 fails."""
+    api_key, version, schema, fields = _read(value)
+    return MetadataRecord(METADATA_SCHEMAS[api_key][0], api_key, version, _public(schema, fields))
+
+
+def format_metadata_record(value: bytes | memoryview | None, offset: int) -> str:
+    """What kafka-dump-log 3.3.1 --cluster-metadata-decoder prints after ` payload: ` for the
+    record at `offset` (the offset appears in the error text). Metadata records print no key."""
+    try:
+        api_key, version, schema, fields = _read(value)
+        data = json_node(schema, fields, version)
+    except MetadataParseError as e:
+        return f"Error at {offset}, skipping. {e.message}"
+    return to_json({"type": METADATA_SCHEMAS[api_key][0], "version": version, "data": data})
+
+
+def topic_configs(values: Iterable[bytes | memoryview | None]) -> dict[str, dict[str, str]]:
+    """Replay TOPIC_RECORD, REMOVE_TOPIC_RECORD and CONFIG_RECORD (resource type 2) over record
+    values in log order and return each live topic's config overrides. Records that do not
+    decode are skipped, as the controller would never have written them for 3.3.1."""
+    names: dict[str, str] = {}            # topic id -> name
+    configs: dict[str, dict[str, str]] = {}  # topic name -> overrides
+    for value in values:
+        try:
+            rec = decode_metadata_record(value)
+        except InvalidRecordError:
+            continue
+        d = rec.data
+        if rec.api_key == 2:
+            names[d["topicId"]] = d["name"]
+            configs.setdefault(d["name"], {})
+        elif rec.api_key == 9:
+            name = names.pop(d["topicId"], None)
+            if name is not None:
+                configs.pop(name, None)
+        elif rec.api_key == 4 and d["resourceType"] == CONFIG_RESOURCE_TOPIC:
+            topic = configs.setdefault(d["resourceName"], {})
+            if d["value"] is None:
+                topic.pop(d["name"], None)
+            else:
+                topic[d["name"]] = d["value"]
+    return configs

@@ -1,0 +1,153 @@
+"""__transaction_state records, decoded as Kafka 3.3.1's TransactionLog does and printed as
+`kafka-dump-log --transaction-log-decoder` prints them (TransactionLog.formatRecordKeyAndValue).
+
+Where 3.3.1 throws (null key, unknown key/value version, unknown state id, bad bytes),
+kafka-dump-log dies; we raise InvalidRecordError with the Java exception's text instead.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.kafka_protocol import (
+    Field, Readable, ScalaHashOrder, Struct, java_string_hash, read_struct, to_int32, versions,
+)
+
+__all__ = [
+    "TransactionState", "TransactionLogKey", "TransactionLogValue", "format_transaction_record",
+    "decode_transaction_record", "read_key", "read_value",
+]
+
+# core/src/main/resources/common/message/TransactionLog{Key,Value}.json at 3.3.1 (version 0 only).
+_KEY = Struct("TransactionLogKey", versions("0"), None, (Field("transactionalId", "string", versions("0")),))
+_V0 = versions("0")
+_VALUE = Struct("TransactionLogValue", _V0, None, (
+    Field("producerId", "int64", _V0),
+    Field("producerEpoch", "int16", _V0),
+    Field("transactionTimeoutMs", "int32", _V0),
+    Field("transactionStatus", "int8", _V0),
+    Field("transactionPartitions", "[]struct", _V0, nullable=_V0, fields=(
+        Field("topic", "string", _V0), Field("partitionIds", "[]int32", _V0))),
+    Field("transactionLastUpdateTimestampMs", "int64", _V0),
+    Field("transactionStartTimestampMs", "int64", _V0),
+))
+
+
+class TransactionState(enum.IntEnum):
+    """kafka.coordinator.transaction.TransactionState; `str()` is the Scala object's name."""
+
+    Empty = 0
+    Ongoing = 1
+    PrepareCommit = 2
+    PrepareAbort = 3
+    CompleteCommit = 4
+    CompleteAbort = 5
+    Dead = 6
+    PrepareEpochFence = 7
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class TransactionLogKey:
+    version: int
+    transactional_id: str
+
+
+@dataclass(frozen=True)
+class TransactionLogValue:
+    version: int
+    producer_id: int
+    producer_epoch: int
+    transaction_timeout_ms: int
+    state: TransactionState
+    # (topic, [partition ids]) in wire order; None when the record holds a null array
+    transaction_partitions: list[tuple[str, list[int]]] | None = field(default_factory=list)
+    transaction_last_update_timestamp_ms: int = -1
+    transaction_start_timestamp_ms: int = -1
+
+
+def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
+    """TransactionLog.readTxnRecordKey."""
+    if key is None:
+        raise InvalidRecordError("java.lang.NullPointerException: __transaction_state record without a key")
+    r = Readable(key)
+    version = r.read_int16()
+    if version != 0:
+        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown version {version} from the "
+                                 f"transaction log message", position=0)
+    return TransactionLogKey(version, read_struct(r, _KEY, version)["transactionalId"])
+
+
+def read_value(value: bytes | memoryview) -> TransactionLogValue:
+    """TransactionLog.readTxnRecordValue (for a non-null value)."""
+    r = Readable(value)
+    version = r.read_int16()
+    if version != 0:
+        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown version {version} from the "
+                                 f"transaction log message value", position=0)
+    d = read_struct(r, _VALUE, version)
+    status = d["transactionStatus"]
+    if not 0 <= status <= 7:
+        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown transaction state id {status} "
+                                 f"from the transaction status message")
+    parts = d["transactionPartitions"]
+    return TransactionLogValue(
+        version, d["producerId"], d["producerEpoch"], d["transactionTimeoutMs"], TransactionState(status),
+        None if parts is None else [(p["topic"], list(p["partitionIds"])) for p in parts],
+        d["transactionLastUpdateTimestampMs"], d["transactionStartTimestampMs"])
+
+
+def _topic_partition_hash(topic: str, partition: int) -> int:
+    """TopicPartition.hashCode."""
+    return to_int32(31 * (31 + partition) + java_string_hash(topic))
+
+
+def _partitions_in_set_order(value: TransactionLogValue) -> list[str]:
+    """TransactionMetadata.topicPartitions is a Scala mutable.HashSet filled by one `++=` per
+    topic (each a `.toSet` of that topic's partitions); its iteration order is what prints."""
+    if value.state == TransactionState.Empty:
+        return []
+    if value.transaction_partitions is None:
+        raise InvalidRecordError("java.lang.NullPointerException: null transactionPartitions")
+    table = ScalaHashOrder()
+    for topic, ids in value.transaction_partitions:
+        distinct = list(dict.fromkeys(ids))
+        table.size_hint(len(distinct))
+        # Set1..Set4 are added one by one (with growth checks); a larger immutable.HashSet is
+        # added without them. Ties on equal hash codes keep insertion order (not the trie's).
+        grow = len(distinct) <= 4
+        for p in distinct:
+            table.put((topic, p), _topic_partition_hash(topic, p), grow=grow)
+    return [f"{t}-{p}" for t, p in table.keys()]
+
+
+def format_transaction_record(key: bytes | memoryview | None,
+                              value: bytes | memoryview | None) -> tuple[str | None, str | None]:
+    """(key text, payload text) exactly as kafka-dump-log 3.3.1 --transaction-log-decoder prints them."""
+    k = read_key(key)
+    key_text = f"transaction_metadata::transactionalId={k.transactional_id}"
+    if value is None:
+        return key_text, "<DELETE>"
+    v = read_value(value)
+    partitions = ",".join(_partitions_in_set_order(v))
+    return key_text, (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},"
+                      f"partitions=[{partitions}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
+                      f"txnTimeoutMs={v.transaction_timeout_ms}")
+
+
+def decode_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> dict[str, Any]:
+    """Structured form for our JSON output (snake_case keys); `value` is None for a tombstone."""
+    k = read_key(key)
+    out: dict[str, Any] = {"type": "transaction_metadata", "key": asdict(k), "value": None}
+    if value is not None:
+        v = read_value(value)
+        d = asdict(v)
+        d["state"] = v.state.name
+        d["transaction_partitions"] = None if v.transaction_partitions is None else [
+            {"topic": t, "partition_ids": ids} for t, ids in v.transaction_partitions]
+        out["value"] = d
+    return out

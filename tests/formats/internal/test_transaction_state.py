@@ -1,0 +1,80 @@
+"""--transaction-log-decoder text, byte for byte as Kafka 3.3.1 printed it (goldens)."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.transaction_state import (
+    TransactionState, decode_transaction_record, format_transaction_record,
+)
+
+from ._logfile import fixture_records, golden_lines
+
+KEY = bytes.fromhex("0000000864656661756c745f")  # ItumelengMogase-ts-44-0.log: transactionalId "default_"
+
+
+def test_empty_state_golden():
+    value = bytes.fromhex("0000000000000000000000000000ea6000ffffffff00000192764aec98ffffffffffffffff")
+    assert format_transaction_record(KEY, value) == (
+        "transaction_metadata::transactionalId=default_",
+        "producerId:0,producerEpoch:0,state=Empty,partitions=[],txnLastUpdateTimestamp=1728561474712,"
+        "txnTimeoutMs=60000")
+
+
+def test_every_state_in_the_basic_case():
+    name = "formats-basic-before-ts-0-0.log"
+    states = []
+    for r, line in zip(fixture_records(name), golden_lines(name)):
+        key, payload = format_transaction_record(r.key, r.value)
+        assert line.endswith(f" key: {key} payload: {payload}".encode())
+        states.append(payload.split("state=")[1].split(",")[0])
+    assert {"Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"} <= set(states)
+
+
+def _value(state: int, partitions: list[tuple[str, list[int]]] | None, version: int = 0) -> bytes:
+    out = struct.pack(">hqhib", version, 7, 1, 60000, state)
+    if partitions is None:
+        out += struct.pack(">i", -1)
+    else:
+        out += struct.pack(">i", len(partitions))
+        for topic, ids in partitions:
+            out += struct.pack(">h", len(topic)) + topic.encode() + struct.pack(">i", len(ids))
+            out += b"".join(struct.pack(">i", p) for p in ids)
+    return out + struct.pack(">qq", 100, 50)
+
+
+def test_partitions_print_in_scala_hashset_order():
+    # TopicPartition("t", p).hashCode = 31 * (31 + p) + "t".hashCode = 1077 + 31p: t-0 in bucket 5,
+    # t-1 in bucket 4 of 16, so t-1 prints first
+    payload = format_transaction_record(KEY, _value(1, [("t", [0, 1])]))[1]
+    assert payload == "producerId:7,producerEpoch:1,state=Ongoing,partitions=[t-1,t-0],txnLastUpdateTimestamp=100," \
+                      "txnTimeoutMs=60000"
+
+
+def test_tombstone_and_empty_state_ignores_partitions():
+    assert format_transaction_record(KEY, None) == ("transaction_metadata::transactionalId=default_", "<DELETE>")
+    assert "partitions=[]" in format_transaction_record(KEY, _value(0, [("t", [0])]))[1]
+    assert "state=PrepareEpochFence" in format_transaction_record(KEY, _value(7, []))[1]
+
+
+@pytest.mark.parametrize("key,value,message", [
+    (None, None, "NullPointerException"),
+    (b"\x00\x01\x00\x01x", None, "Unknown version 1 from the transaction log message"),
+    (KEY, _value(0, [], version=1), "Unknown version 1 from the transaction log message value"),
+    (KEY, _value(8, []), "Unknown transaction state id 8"),
+    (KEY, _value(1, None), "NullPointerException"),
+    (KEY, _value(1, [])[:-3], "BufferUnderflowException"),
+])
+def test_what_kills_kafka_dump_log_raises(key, value, message):
+    with pytest.raises(InvalidRecordError, match=message):
+        format_transaction_record(key, value)
+
+
+def test_decode_transaction_record():
+    d = decode_transaction_record(KEY, _value(2, [("t", [0, 1])]))
+    assert d["key"] == {"version": 0, "transactional_id": "default_"}
+    assert d["value"]["state"] == "PrepareCommit" and TransactionState(2).name == "PrepareCommit"
+    assert d["value"]["transaction_partitions"] == [{"topic": "t", "partition_ids": [0, 1]}]
+    assert decode_transaction_record(KEY, None)["value"] is None
