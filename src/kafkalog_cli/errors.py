@@ -60,6 +60,16 @@ class CorruptIndexError(KafkalogError):
     """Kafka's CorruptIndexException."""
 
 
+class OffsetOverflowError(CorruptIndexError):
+    """Kafka's LogSegmentOffsetOverflowException: an offset too far from the segment's base to
+    index (the broker splits such a segment)."""
+
+
+class InvalidOffsetError(CorruptIndexError):
+    """Kafka's InvalidOffsetException: offsets that do not increase within a segment (recovery
+    empties the whole segment)."""
+
+
 class CorruptSnapshotError(KafkalogError):
     """Kafka's CorruptSnapshotException (producer snapshots)."""
 

@@ -1,6 +1,7 @@
 """`kafkalog dump-log`: kafka-dump-log's flags and output, plus JSON Lines and filters."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -79,19 +80,18 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     # Directories expand to their .log files; files keep the form they were given in
     targets = []
     for g in given:
-        import os
-
         if os.path.isdir(g):
-            targets.extend(str(p) for p in expand_paths([g]))
+            targets.extend(str(p) for p in _segments_in_range(expand_paths([g]), from_offset, to_offset))
         else:
             targets.append(g)
 
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
+        decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
+                   else "metadata" if cluster_metadata_decoder else None)
         dump_json(targets, sys.stdout.buffer, deep=deep_iteration or data, payload_encoding=payload_encoding,
-                  parser=parser if (offsets_decoder or transaction_log_decoder or cluster_metadata_decoder) else None,
-                  max_bytes=max_bytes, **filters)
+                  decoder=decoder, max_bytes=max_bytes, **filters)
         return
 
     active = {k: v for k, v in filters.items() if v is not None}
@@ -105,5 +105,23 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:
+        if opts.filters is not None and opts.filters.limit is not None and opts.filters.limit <= 0:
+            break
         dumper.dump(g)
     dumper.finish()
+
+
+def _segments_in_range(paths, from_offset, to_offset):
+    """Of a partition's .log files in offset order, those that can hold offsets in the range:
+    a segment ends where the next one begins, so no file outside the range is opened."""
+    from kafkalog_cli.storage.names import offset_from_name
+
+    paths = list(paths)
+    for i, p in enumerate(paths):
+        base = offset_from_name(p.name)
+        nxt = offset_from_name(paths[i + 1].name) if i + 1 < len(paths) and paths[i + 1].parent == p.parent else None
+        if from_offset is not None and nxt is not None and nxt <= from_offset:
+            continue
+        if to_offset is not None and base is not None and base > to_offset:
+            continue
+        yield p

@@ -20,7 +20,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from typing import Iterable, Iterator, Sequence
 
-from kafkalog_cli.errors import CorruptIndexError
+from kafkalog_cli.errors import CorruptIndexError, InvalidOffsetError, OffsetOverflowError
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
@@ -285,7 +285,7 @@ class IndexBuilder:
         rel = last_offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
             # LogSegmentOffsetOverflowException: the broker splits the segment
-            raise CorruptIndexError(
+            raise OffsetOverflowError(
                 f"Detected offset overflow at offset {last_offset} in segment with base offset "
                 f"{self.base_offset}", position=position)
         if max_timestamp > self._max_ts:
@@ -303,7 +303,7 @@ class IndexBuilder:
             return  # Kafka ignores empty appends entirely
         rel = largest_offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
-            raise CorruptIndexError(
+            raise OffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment with base offset "
                 f"{self.base_offset}", position=first_position)
         if max_timestamp > self._max_ts:
@@ -331,7 +331,7 @@ class IndexBuilder:
                 position=position)
         if self._last_offset is not None and offset <= self._last_offset:
             # InvalidOffsetException: recovery empties the whole segment on this
-            raise CorruptIndexError(
+            raise InvalidOffsetError(
                 f"Attempt to append an offset ({offset}) to position {n} no larger than the last "
                 f"offset appended ({self._last_offset}).", position=position)
         self._offsets.append(rel)

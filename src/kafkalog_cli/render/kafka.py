@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.records import (
     ControlRecordType, Record, RecordBatch, TimestampType, control_type_of_key, iter_batches,
 )
+from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.storage.segment import map_file
 
@@ -335,7 +336,7 @@ class KafkaDumper:
             return
         entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(raw[: n * 8])]
         if self.o.index_sanity_check:
-            _offset_index_sanity(path, base, entries, len(raw))
+            sanity_check_offset_index(raw, base, path=_abs(path))
             self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
             return
         mismatches: list[tuple[int, int]] = []
@@ -372,7 +373,7 @@ class KafkaDumper:
         n = len(raw) // 12
         entries = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(raw[: n * 12])]
         if self.o.index_sanity_check:
-            _time_index_sanity(path, base, entries, len(raw))
+            sanity_check_time_index(raw, base, path=_abs(path))
             self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
             return
         key = _abs(path)
@@ -590,31 +591,3 @@ def kafka_index_lookup(entries: list[tuple[int, int]], target: int, base: int, e
     else:
         slot = search(0, first_hot)
     return 0 if slot == -1 else entries[slot][1]
-
-
-def _offset_index_sanity(path: Path, base: int, entries, length: int) -> None:
-    last_offset = entries[-1][0] if entries else base
-    if entries and last_offset < base:
-        raise CorruptIndexError(
-            f"Corrupt index found, index file ({_abs(path)}) has non-zero size but the last offset "
-            f"is {last_offset} which is less than the base offset {base}.")
-    if length % 8 != 0:
-        raise CorruptIndexError(
-            f"Index file {_abs(path)} is corrupt, found {length} bytes which is neither positive nor a multiple of 8.")
-
-
-def _time_index_sanity(path: Path, base: int, entries, length: int) -> None:
-    if entries:
-        last_ts, last_off = entries[-1]
-        first_ts = entries[0][0]
-        if last_ts < first_ts:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({_abs(path)}) has non-zero size but the last "
-                f"timestamp is {last_ts} which is less than the first timestamp {first_ts}")
-        if last_off < base:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({_abs(path)}) has non-zero size but the last "
-                f"offset is {last_off} which is less than the first offset {base}")
-    if length % 12 != 0:
-        raise CorruptIndexError(
-            f"Time index file {_abs(path)} is corrupt, found {length} bytes which is neither positive nor a multiple of 12.")
