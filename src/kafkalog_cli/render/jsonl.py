@@ -28,7 +28,14 @@ from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch,
 from kafkalog_cli.render.kafka import INT_MAX, Filters, start_position
 from kafkalog_cli.storage.segment import map_file
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": ")).encode
+def _json_default(o):
+    # decoded internal records may hold raw bytes (SCRAM salts, group assignments)
+    if isinstance(o, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(o)).decode("ascii")
+    raise TypeError(f"{type(o).__name__} is not JSON serializable")
+
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=_json_default).encode
 
 
 def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:

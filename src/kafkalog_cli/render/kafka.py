@@ -102,15 +102,8 @@ def cluster_metadata_parser() -> MessageParser:
     from kafkalog_cli.formats.internal.cluster_metadata import format_metadata_record
 
     def parse(r: Record):
-        return None, _metadata_text(format_metadata_record, r)
+        return None, format_metadata_record(r.value, offset=r.offset)
     return parse
-
-
-def _metadata_text(fmt, r: Record) -> str:
-    try:
-        return fmt(r.value, offset=r.offset)
-    except TypeError:  # formatter without the offset keyword
-        return fmt(r.value)
 
 
 # ------------------------------------------------------------------ options and state
