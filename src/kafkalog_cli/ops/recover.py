@@ -90,6 +90,15 @@ class ScanResult:
 def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: list[tuple[int, int]],
                  salvage: bool = False) -> ScanResult:
     """Run LogSegment.recover's loop over `buf` (an mmap). Updates `state` and `epochs` in place."""
+    mv = memoryview(buf) if len(buf) else None
+    try:
+        return _scan(buf, mv, base, interval, state, epochs, salvage)
+    finally:
+        if mv is not None:
+            mv.release()
+
+
+def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
     builder = IndexBuilder(base, interval)
     aborted = []
     new_epochs: list[tuple[int, int]] = []
@@ -103,29 +112,36 @@ def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: li
     latest_epoch = epochs[-1][0] if epochs else -1
     while True:
         try:
-            batch = None
-            for batch in iter_batches(buf, pos, end):
-                batch.ensure_valid()
-                if salvage and kept and batch.base_offset < next_offset:
-                    raise CorruptRecordError("offsets go backwards", position=batch.position)
-                builder.on_batch(valid, batch.size, batch.last_offset, batch.max_timestamp)
-                if salvage:
-                    if kept and kept[-1][1] == batch.position:
-                        kept[-1] = (kept[-1][0], batch.position + batch.size)
-                    else:
-                        kept.append((batch.position, batch.position + batch.size))
-                valid += batch.size
-                next_offset = batch.last_offset + 1
-                if batch.magic >= 2:
-                    ple = batch.partition_leader_epoch
-                    if ple >= 0 and ple > latest_epoch:
-                        new_epochs.append((ple, batch.base_offset))
-                        latest_epoch = ple
-                    if batch.producer_id >= 0:
-                        txn = state.update(batch)
-                        if txn is not None:
-                            aborted.append(txn)
-                pos = batch.position + batch.size
+            if not salvage and mv is not None:
+                # fast path: plain v2 batches (no producer id, not control) checked inline
+                pos, valid, nxt, latest_epoch = _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs)
+                if nxt is not None:
+                    next_offset = nxt
+            batch = next(iter_batches(buf, pos, end), None)
+            if batch is None:
+                break
+            batch.ensure_valid()
+            if salvage and kept and batch.base_offset < next_offset:
+                raise CorruptRecordError("offsets go backwards", position=batch.position)
+            builder.on_batch(valid, batch.size, batch.last_offset, batch.max_timestamp)
+            if salvage:
+                if kept and kept[-1][1] == batch.position:
+                    kept[-1] = (kept[-1][0], batch.position + batch.size)
+                else:
+                    kept.append((batch.position, batch.position + batch.size))
+            valid += batch.size
+            next_offset = batch.last_offset + 1
+            if batch.magic >= 2:
+                ple = batch.partition_leader_epoch
+                if ple >= 0 and ple > latest_epoch:
+                    new_epochs.append((ple, batch.base_offset))
+                    latest_epoch = ple
+                if batch.producer_id >= 0:
+                    txn = state.update(batch)
+                    if txn is not None:
+                        aborted.append(txn)
+            pos = batch.position + batch.size
+            continue
             break
         except CorruptIndexError as e:
             if "offset overflow" in e.message:
@@ -150,6 +166,34 @@ def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: li
     # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
     return ScanResult(valid, next_offset, builder, aborted, new_epochs, error,
                       kept_ranges=kept if salvage else None, skipped=skipped)
+
+
+_V2H = struct.Struct(">qiibIhiqqqhii")
+
+
+def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
+    """LogSegment.recover's loop for the common batch, without building batch objects: stops
+    (for the general path to handle, with Kafka's messages) at anything else."""
+    from kafkalog_cli.formats.crc import crc32c
+    unpack = _V2H.unpack_from
+    on_batch = builder.on_batch
+    nxt = None
+    while pos + 61 <= end:
+        bo, size, ple, magic, crc, attrs, lod, _bts, mts, pid, _pep, _seq, _cnt = unpack(buf, pos)
+        total = size + 12
+        if magic != 2 or size < 49 or pos > end - total or pid >= 0 or attrs & 0x20:
+            break
+        if crc32c(mv[pos + 21:pos + total]) != crc:
+            break
+        last = bo + lod
+        on_batch(valid, total, last, mts)
+        if ple >= 0 and ple > latest_epoch:
+            new_epochs.append((ple, bo))
+            latest_epoch = ple
+        valid += total
+        pos += total
+        nxt = last + 1
+    return pos, valid, nxt, latest_epoch
 
 
 def _next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
