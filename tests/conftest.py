@@ -1,0 +1,40 @@
+"""Shared fixtures: the copied corpus (tests/fixtures/corpus) and a CLI runner."""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CORPUS = FIXTURES / "corpus"
+
+
+def restore_preallocated(root: Path) -> None:
+    """Give the broker's preallocated index files back their real length (stored trimmed)."""
+    for note in root.glob("broker/*/*/PREALLOCATED.txt"):
+        for line in note.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                length, rel = line.split(" ", 1)
+                f = note.parent / rel
+                if f.exists() and f.stat().st_size < int(length):
+                    os.truncate(f, int(length))
+
+
+@pytest.fixture(scope="session")
+def corpus_copy(tmp_path_factory) -> Path:
+    """A writable copy of tests/fixtures/corpus with preallocated index lengths restored."""
+    root = tmp_path_factory.mktemp("corpus")
+    shutil.copytree(CORPUS, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("goldens"))
+    for p in root.rglob("*"):
+        if p.is_file():
+            p.chmod(0o644)
+    restore_preallocated(root)
+    return root
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner()
