@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
+
+
+@pytest.mark.parametrize("value,encoded", [(0, "00"), (-1, "01"), (1, "02"), (63, "7e"), (-64, "7f"), (64, "8001"),
+                                           (2**31 - 1, "feffffff0f"), (-(2**31), "ffffffff0f")])
+def test_zigzag_varints_match_kafkas_byteutils(value, encoded):
+    assert write_varint(value).hex() == encoded
+    assert read_varint(bytes.fromhex(encoded), 0) == (value, len(encoded) // 2)
+
+
+@given(st.integers(-(2**31), 2**31 - 1))
+def test_varint_round_trip(v):
+    assert read_varint(write_varint(v), 0)[0] == v
+
+
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_varlong_round_trip(v):
+    b = write_varlong(v)
+    assert read_varlong(b, 0) == (v, len(b))
+
+
+def test_a_sixth_varint_byte_is_too_long():
+    with pytest.raises(InvalidRecordError, match="Varint is too long"):
+        read_varint(b"\xff\xff\xff\xff\xff\x01", 0)
