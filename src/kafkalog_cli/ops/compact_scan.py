@@ -1,0 +1,144 @@
+"""The cleaner's hot loops over v2 records: keys for the offset map, and the record spans a
+rewritten batch is made of. Varints are decoded inline (the 1-byte case without a call), keys
+are sliced from `bytes`, and nothing else is decoded.
+
+Any anomaly (a short buffer, a length that does not add up) raises `_Malformed`; the caller then
+decodes the batch with `RecordBatch.records()`, whose error names the file and byte position as
+Kafka's own reader would.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkalog_cli.formats.compression import compression_from_id, decompress
+from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
+
+
+class _Malformed(Exception):
+    pass
+
+
+def _varint(data, p: int) -> tuple[int, int]:
+    """A zigzag varint of 2+ bytes at p (the 1-byte case is inlined by the callers)."""
+    v = 0
+    shift = 0
+    while True:
+        b = data[p]
+        p += 1
+        v |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (v >> 1) ^ -(v & 1), p
+        shift += 7
+        if shift > 63:
+            raise _Malformed()
+
+
+def records_region(batch: RecordBatch) -> tuple[bytes, int, int]:
+    """The records of a v2 batch as (bytes, start, end): the batch's own buffer when
+    uncompressed, else the decompressed stream."""
+    p = batch.position
+    start, end = p + RECORD_BATCH_OVERHEAD, p + batch.size
+    codec = batch.compression_id
+    if codec:
+        data = decompress(compression_from_id(codec), memoryview(batch.buf)[start:end], 2)
+        return data, 0, len(data)
+    return batch.buf, start, end
+
+
+def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list, offsets: list) -> None:
+    """Append (key, offset) of every keyed record to `keys`/`offsets`."""
+    kappend, oappend = keys.append, offsets.append
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = _varint(data, pos)
+            nxt = pos + length
+            p = pos + 1                         # attributes
+            while data[p] & 0x80:               # timestampDelta: skipped
+                p += 1
+            b = data[p + 1]                     # offsetDelta
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 2
+            else:
+                od, p = _varint(data, p + 1)
+            b = data[p]                         # keyLength
+            if b < 0x80:
+                kl = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                kl, p = _varint(data, p)
+            if kl >= 0:
+                if p + kl > nxt:
+                    raise _Malformed()
+                kappend(data[p : p + kl])
+                oappend(base_offset + od)
+            pos = nxt
+    except IndexError:
+        raise _Malformed() from None
+    if pos != end:
+        raise _Malformed()
+
+
+@dataclass(slots=True)
+class RecordSpan:
+    """One record of a v2 batch, enough to decide its fate and to copy it."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    has_value: bool
+    rest_start: int      # start of offsetDelta: the bytes kept verbatim when rewriting
+    end: int
+
+
+def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: int) -> list[RecordSpan]:
+    out = []
+    append = out.append
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            else:
+                length, pos = _varint(data, pos)
+            nxt = pos + length
+            b = data[pos + 1]
+            if b < 0x80:
+                ts = (b >> 1) ^ -(b & 1)
+                p = pos + 2
+            else:
+                ts, p = _varint(data, pos + 1)
+            rest = p
+            b = data[p]
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                od, p = _varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                kl = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                kl, p = _varint(data, p)
+            key = None
+            if kl >= 0:
+                key = bytes(data[p : p + kl])
+                p += kl
+            b = data[p]
+            vl = (b >> 1) ^ -(b & 1) if b < 0x80 else _varint(data, p)[0]
+            if p > nxt:
+                raise _Malformed()
+            append(RecordSpan(base_offset + od, base_ts + ts, key, vl >= 0, rest, nxt))
+            pos = nxt
+    except IndexError:
+        raise _Malformed() from None
+    if pos != end:
+        raise _Malformed()
+    return out
