@@ -1,0 +1,206 @@
+"""`kafkalog dump-index`: offset, time and transaction indexes and producer snapshots, as
+kafka-dump-log prints them (the same KafkaDumper), or as JSON Lines."""
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError
+
+INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
+_ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
+
+
+@click.command("dump-index", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--verify-index-only", is_flag=True,
+              help="Check .index and .timeindex entries against the .log; print only the problems.")
+@click.option("--index-sanity-check", is_flag=True,
+              help="Run Kafka's sanityCheck on .index and .timeindex files only.")
+@click.option("--max-message-size", type=int, default=5242880, show_default=True,
+              help="Largest batch expected when checking .index entries against the log.")
+@click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
+              help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
+def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt):
+    """Dump .index, .timeindex, .txnindex and producer .snapshot files.
+
+    PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
+    (every partition's). In --format kafka the output is kafka-dump-log 3.3.1's, byte for byte,
+    including the mismatch and time-index reports it prints on stderr after all files.
+
+    \b
+    Exit codes: 0 done (mismatches are reported, not failures); 2 usage; 3 corrupt input
+    (a failed --index-sanity-check, an unreadable entry); 4 missing, unreadable or
+    unrecognised path, or an index without its .log.
+
+    \b
+    Examples:
+      kafkalog dump-index /var/lib/kafka/data/orders-3/00000000000000000000.index
+      kafkalog dump-index orders-3 --verify-index-only
+      kafkalog dump-index orders-3 --format json | jq 'select(.kind == "index_mismatch")'
+    """
+    if verify_index_only and index_sanity_check:
+        raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
+    targets = expand_index_paths(paths)
+    if fmt == "json":
+        _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
+    else:
+        _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
+
+
+def expand_index_paths(paths) -> list[str]:
+    """Files as given (they must be index files); directories to their index files in order."""
+    from kafkalog_cli.storage.logdir import expand_paths
+
+    out: list[str] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES)]
+            out.extend(found)
+            continue
+        if not p.exists():
+            raise InputError("no such file or directory", path=raw)
+        if not p.is_file():
+            raise InputError("not a regular file or directory", path=raw)
+        if p.suffix not in INDEX_SUFFIXES:
+            raise InputError(f"not an index file (dump-index reads {', '.join(INDEX_SUFFIXES)}; "
+                             "use dump-log for .log files)", path=raw)
+        out.append(raw)
+    return out
+
+
+def _options(verify_index_only, index_sanity_check, max_message_size):
+    from kafkalog_cli.render.kafka import DumpOptions
+
+    return DumpOptions(verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
+                       max_message_size=max_message_size)
+
+
+def _check_log_beside(path: Path) -> None:
+    log = path.with_name(path.name.split(".")[0] + ".log")
+    if not log.exists():
+        raise InputError(f"no {log.name} beside this index (its entries are checked against the log)",
+                         path=str(path), position=0)
+
+
+def _odd_size(path: Path) -> tuple[int, int] | None:
+    """(position, size) of a trailing partial entry, which Kafka ignores."""
+    size_of = _ENTRY_SIZE.get(path.suffix)
+    if size_of is None:
+        return None
+    try:
+        n = path.stat().st_size
+    except OSError:
+        return None
+    rest = n % size_of
+    return (n - rest, rest) if rest else None
+
+
+def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size) -> None:
+    from kafkalog_cli.render.kafka import KafkaDumper
+
+    dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer,
+                         _options(verify_index_only, index_sanity_check, max_message_size))
+    warnings = []
+    for t in targets:
+        path = Path(t)
+        try:
+            dumper.dump(t)      # prints "Dumping <path>" first, as Kafka does before it fails
+        except InputError as e:
+            if path.suffix in (".index", ".timeindex"):
+                _check_log_beside(path)
+            raise e.located(path=str(path.absolute()))
+        except KafkalogError as e:
+            raise e.located(path=str(path.absolute()))
+        odd = _odd_size(path)
+        if odd is not None:
+            warnings.append(f"kafkalog: {t}: byte {odd[0]}: {odd[1]} trailing bytes are not a whole "
+                            f"{_ENTRY_SIZE[path.suffix]}-byte entry (ignored, as Kafka does)")
+    dumper.finish()
+    for w in warnings:
+        click.echo(w, err=True)
+
+
+def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size) -> None:
+    from kafkalog_cli.render.index_json import index_objects
+    from kafkalog_cli.render.jsonl import _dumps
+
+    out = sys.stdout
+    failures: list[KafkalogError] = []
+
+    def emit(obj):
+        out.write(_dumps(obj) + "\n")
+
+    for t in targets:
+        path = Path(t)
+        suffix = path.suffix
+        emit({"kind": "file", "file": t, "type": suffix[1:]})
+        checked = suffix in (".index", ".timeindex")
+        try:
+            if checked and index_sanity_check:
+                _sanity_check(path)
+                emit({"kind": "sanity_check", "file": t, "passed": True})
+            elif checked and verify_index_only:
+                _check_log_beside(path)
+                for obj in verify_objects(path, t, max_message_size):
+                    emit(obj)
+            else:
+                for obj in index_objects(path):
+                    emit(obj)
+        except CorruptIndexError as e:
+            if not index_sanity_check:
+                raise e.located(path=t)
+            e.located(path=t)
+            emit({"kind": "sanity_check", "file": t, "passed": False, "position": e.position,
+                  "error": e.message})
+            failures.append(e)
+        except KafkalogError as e:
+            raise e.located(path=t)
+        odd = _odd_size(path)
+        if odd is not None:
+            emit({"kind": "trailing_bytes", "file": t, "position": odd[0], "size": odd[1]})
+    out.flush()
+    if failures:
+        raise failures[0]
+
+
+def _sanity_check(path: Path) -> None:
+    from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
+    from kafkalog_cli.render.kafka import _read_index, _start_offset
+
+    base = _start_offset(path)
+    raw = _read_index(path)
+    if path.suffix == ".index":
+        sanity_check_offset_index(raw, base, path=str(path.absolute()))
+    else:
+        sanity_check_time_index(raw, base, path=str(path.absolute()))
+
+
+def verify_objects(path: Path, given: str, max_message_size: int = 5242880) -> list[dict]:
+    """Kafka's --verify-index-only checks of one .index or .timeindex, as JSON objects
+    (`"kind": "index_mismatch"`), in the order of the index entries."""
+    from kafkalog_cli.render.kafka import KafkaDumper
+
+    d = KafkaDumper(io.BytesIO(), io.BytesIO(), _options(True, False, max_message_size))
+    d.dump(given)
+    r = d.reports
+    key = str(path.absolute())
+    objs: list[dict] = []
+    # Kafka prepends index mismatches (newest first); JSON gives them in file order
+    for a, b in reversed(r.index_mismatches.get(key, [])):
+        objs.append({"kind": "index_mismatch", "file": given, "check": "offset",
+                     "index_offset": a, "log_offset": b})
+    for a, b in r.time_not_found.get(key, []):
+        objs.append({"kind": "index_mismatch", "file": given, "check": "offset_not_found",
+                     "index_offset": a, "log_offset": None if b == -1 else b})
+    for a, b in r.time_mismatches.get(key, []):
+        objs.append({"kind": "index_mismatch", "file": given, "check": "timestamp",
+                     "index_timestamp": a, "log_timestamp": b})
+    for a, b in r.time_out_of_order.get(key, []):
+        objs.append({"kind": "index_mismatch", "file": given, "check": "timestamp_order",
+                     "index_timestamp": a, "previous_timestamp": b})
+    return objs
