@@ -629,9 +629,13 @@ def set_v2_crc(batch: bytearray) -> bytes:
 def empty_v2_batch(
     base_offset: int, last_offset_delta: int, *, max_timestamp: int, producer_id: int, producer_epoch: int,
     base_sequence: int, is_transactional: bool, is_control: bool, partition_leader_epoch: int,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
 ) -> bytes:
-    """DefaultRecordBatch.writeEmptyHeader: what the cleaner leaves of a batch it must keep empty."""
+    """DefaultRecordBatch.writeEmptyHeader: what the cleaner leaves of a batch it must keep empty
+    (its attributes keep the timestamp type, as writeHeader computes them)."""
     attrs = (ATTR_TRANSACTIONAL if is_transactional else 0) | (ATTR_CONTROL if is_control else 0)
+    if timestamp_type == TimestampType.LOG_APPEND_TIME:
+        attrs |= ATTR_TIMESTAMP_TYPE
     raw = bytearray(_v2_header(base_offset, 0, partition_leader_epoch, attrs, last_offset_delta, NO_TIMESTAMP,
                                max_timestamp, producer_id, producer_epoch, base_sequence, 0))
     return set_v2_crc(raw)
