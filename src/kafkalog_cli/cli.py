@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "retain": "kafkalog_cli.commands.retain:command",
     "compact": "kafkalog_cli.commands.compact:command",
     "export": "kafkalog_cli.commands.export:command",
+    "completion": "kafkalog_cli.commands.completion:command",
 }
 
 

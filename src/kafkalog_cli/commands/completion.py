@@ -1,0 +1,22 @@
+"""`kafkalog completion SHELL`: print the shell completion script (bash, zsh or fish)."""
+from __future__ import annotations
+
+import click
+from click.shell_completion import get_completion_class
+
+
+@click.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def command(shell: str) -> None:
+    """Print the completion script for SHELL.
+
+    \b
+    bash:  eval "$(kafkalog completion bash)"    (or save it under /etc/bash_completion.d/)
+    zsh:   eval "$(kafkalog completion zsh)"
+    fish:  kafkalog completion fish > ~/.config/fish/completions/kafkalog.fish
+    """
+    from kafkalog_cli.cli import cli
+
+    comp_cls = get_completion_class(shell)
+    comp = comp_cls(cli, {}, "kafkalog", "_KAFKALOG_COMPLETE")
+    click.echo(comp.source())
