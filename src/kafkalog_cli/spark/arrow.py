@@ -1,0 +1,282 @@
+"""Segments as Arrow record batches: the rows of the `kafkalog` data source and of `kafkalog export`.
+
+Pure pyarrow (no pyspark), so `kafkalog export --engine local` and Spark executors share it. The
+values are those of `dump-log --format json` (`render.jsonl.record_object` / `batch_object`), with
+payloads as bytes instead of encoded text; nothing is decoded here that the library does not decode.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+
+from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.render.jsonl import batch_object, record_object
+from kafkalog_cli.storage.names import LOG_SUFFIX, offset_from_name, parse_partition_dir
+from kafkalog_cli.storage.segment import Segment, map_file
+
+ROWS_PER_BATCH = 8192
+
+HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
+CONTROL_TYPE = pa.struct([("type", pa.string()), ("type_id", pa.int32()), ("version", pa.int32()),
+                          ("coordinator_epoch", pa.int32())])
+
+# (name, arrow type, Spark DDL type); record columns in the order the DataFrame shows them
+RECORD_COLUMNS = [
+    ("topic", pa.string(), "string"),
+    ("partition", pa.int32(), "int"),
+    ("offset", pa.int64(), "bigint"),
+    ("timestamp", pa.int64(), "bigint"),
+    ("timestamp_type", pa.string(), "string"),
+    ("key", pa.binary(), "binary"),
+    ("value", pa.binary(), "binary"),
+    ("headers", pa.list_(HEADER_TYPE), "array<struct<key: string, value: binary>>"),
+    ("sequence", pa.int32(), "int"),
+    ("base_offset", pa.int64(), "bigint"),
+    ("producer_id", pa.int64(), "bigint"),
+    ("producer_epoch", pa.int32(), "int"),
+    ("is_transactional", pa.bool_(), "boolean"),
+    ("is_control", pa.bool_(), "boolean"),
+    ("crc", pa.int64(), "bigint"),          # legacy (magic 0/1) records only, as in the JSON
+    ("is_valid", pa.bool_(), "boolean"),    # legacy records only
+    ("control", CONTROL_TYPE, "struct<type: string, type_id: int, version: int, coordinator_epoch: int>"),
+    ("segment", pa.string(), "string"),
+]
+
+BATCH_COLUMNS = [
+    ("topic", pa.string(), "string"),
+    ("partition", pa.int32(), "int"),
+    ("base_offset", pa.int64(), "bigint"),
+    ("last_offset", pa.int64(), "bigint"),
+    ("count", pa.int32(), "int"),
+    ("position", pa.int64(), "bigint"),
+    ("size", pa.int32(), "int"),
+    ("magic", pa.int8(), "tinyint"),
+    ("codec", pa.string(), "string"),
+    ("crc", pa.int64(), "bigint"),
+    ("computed_crc", pa.int64(), "bigint"),
+    ("is_valid", pa.bool_(), "boolean"),
+    ("timestamp_type", pa.string(), "string"),
+    ("base_timestamp", pa.int64(), "bigint"),
+    ("max_timestamp", pa.int64(), "bigint"),
+    ("producer_id", pa.int64(), "bigint"),
+    ("producer_epoch", pa.int32(), "int"),
+    ("base_sequence", pa.int32(), "int"),
+    ("last_sequence", pa.int32(), "int"),
+    ("partition_leader_epoch", pa.int32(), "int"),
+    ("is_transactional", pa.bool_(), "boolean"),
+    ("is_control", pa.bool_(), "boolean"),
+    ("delete_horizon_ms", pa.int64(), "bigint"),
+    ("segment", pa.string(), "string"),
+]
+
+
+def columns(level: str = "record", include_payload: bool = True, include_headers: bool = True):
+    if level == "batch":
+        return list(BATCH_COLUMNS)
+    if level != "record":
+        raise InputError(f"level must be 'record' or 'batch', not {level!r}")
+    out = []
+    for c in RECORD_COLUMNS:
+        if c[0] in ("key", "value") and not include_payload:
+            continue
+        if c[0] == "headers" and not include_headers:
+            continue
+        out.append(c)
+    return out
+
+
+def arrow_schema(cols) -> pa.Schema:
+    return pa.schema([(n, t) for n, t, _ in cols])
+
+
+def ddl(cols) -> str:
+    return ", ".join(f"`{n}` {d}" for n, _, d in cols)
+
+
+# ------------------------------------------------------------------ what to read
+@dataclass(frozen=True)
+class SegmentRef:
+    """One segment file to read, with what planning knew about it."""
+
+    path: str                       # absolute
+    size: int
+    topic: str | None = None
+    partition: int | None = None
+    base_offset: int | None = None
+    next_base_offset: int | None = None   # the next segment's base in the same partition, if any
+
+
+def segment_refs(paths) -> list[SegmentRef]:
+    """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> the segments,
+    in topic, partition and offset order. Missing or unrecognised paths are InputErrors."""
+    from kafkalog_cli.storage.logdir import expand_paths
+
+    refs: list[SegmentRef] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            if not (p.name.endswith(LOG_SUFFIX) or p.name.endswith(".checkpoint")):
+                raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
+            files = [p]
+        else:
+            files = expand_paths([p])
+        for i, f in enumerate(files):
+            tp = parse_partition_dir(f.parent.name) if f.name.endswith(LOG_SUFFIX) else None
+            base = offset_from_name(f.name)
+            nxt = None
+            if i + 1 < len(files) and files[i + 1].parent == f.parent:
+                nxt = offset_from_name(files[i + 1].name)
+            refs.append(SegmentRef(os.path.abspath(f), f.stat().st_size,
+                                   tp.topic if tp else None, tp.partition if tp else None, base, nxt))
+    return refs
+
+
+def bin_pack(refs: list[SegmentRef], bins: int) -> list[list[SegmentRef]]:
+    """Longest processing time first: the biggest segment goes to the emptiest bin. Each bin keeps
+    its segments in input order, so a partition's offsets come out ascending within a bin."""
+    bins = max(1, min(bins, len(refs)))
+    loads = [0] * bins
+    members: list[list[int]] = [[] for _ in range(bins)]
+    for i in sorted(range(len(refs)), key=lambda i: -refs[i].size):
+        j = min(range(bins), key=loads.__getitem__)
+        loads[j] += max(refs[i].size, 1)
+        members[j].append(i)
+    return [[refs[i] for i in sorted(m)] for m in members if m]
+
+
+# ------------------------------------------------------------------ pushed-down filters
+@dataclass
+class Pushdown:
+    """Conjunction of the filters Spark pushed down; each field narrows, None means any."""
+
+    topics: frozenset | None = None
+    partitions: frozenset | None = None
+    offset_min: int | None = None
+    offset_max: int | None = None
+    offsets: frozenset | None = None
+    ts_min: int | None = None
+    ts_max: int | None = None
+    timestamps: frozenset | None = None
+    empty: bool = False             # contradictory filters: nothing matches
+
+    def keeps_segment(self, ref: SegmentRef) -> bool:
+        if self.empty:
+            return False
+        if self.topics is not None and ref.topic not in self.topics:
+            return False
+        if self.partitions is not None and ref.partition not in self.partitions:
+            return False
+        if ref.base_offset is not None and ref.path.endswith(LOG_SUFFIX):
+            if self.offset_max is not None and ref.base_offset > self.offset_max:
+                return False
+            if self.offset_min is not None and ref.next_base_offset is not None and ref.next_base_offset <= self.offset_min:
+                return False
+        return True
+
+    @property
+    def on_records(self) -> bool:
+        return any(v is not None for v in (self.offset_min, self.offset_max, self.offsets, self.ts_min,
+                                           self.ts_max, self.timestamps))
+
+    def keeps_record(self, offset: int, timestamp: int) -> bool:
+        if self.offset_min is not None and offset < self.offset_min:
+            return False
+        if self.offset_max is not None and offset > self.offset_max:
+            return False
+        if self.offsets is not None and offset not in self.offsets:
+            return False
+        if self.ts_min is not None and timestamp < self.ts_min:
+            return False
+        if self.ts_max is not None and timestamp > self.ts_max:
+            return False
+        return self.timestamps is None or timestamp in self.timestamps
+
+
+# ------------------------------------------------------------------ reading
+def _start_position(ref: SegmentRef, buf, f: Pushdown | None) -> int:
+    """Where to start reading: through the offset index for a lower offset bound, through the time
+    index for a lower timestamp bound (as `dump-log --from-offset/--from-time`)."""
+    if f is None or ref.base_offset is None or not ref.path.endswith(LOG_SUFFIX):
+        return 0
+    lo = f.offset_min
+    if f.offsets is not None:
+        lo = max(lo if lo is not None else min(f.offsets), min(f.offsets))
+    tlo = f.ts_min
+    if f.timestamps is not None:
+        tlo = max(tlo if tlo is not None else min(f.timestamps), min(f.timestamps))
+    if lo is None and tlo is None:
+        return 0
+    seg = Segment(Path(ref.path).parent, ref.base_offset)
+    seg._log = buf
+    pos = 0
+    if lo is not None and lo > ref.base_offset:
+        pos = max(pos, seg.position_for_offset(lo))
+    if tlo is not None:
+        pos = max(pos, seg.position_for_timestamp(tlo))
+    return pos
+
+
+def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Pushdown | None = None,
+                 rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
+    """The segment's rows as Arrow record batches (mmap'd, decoded batch by batch)."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    schema = arrow_schema(cols)
+    names = [c[0] for c in cols]
+    fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
+    value_names = [n for n in names if n not in fixed]
+    data: dict[str, list] = {n: [] for n in value_names}
+    appenders = [(data[n].append, n) for n in value_names]
+    rows = 0
+
+    def flush():
+        nonlocal rows
+        arrays = []
+        for n, t, _ in cols:
+            if n in fixed:
+                arrays.append(pa.array([fixed[n]] * rows, type=t))
+            else:
+                arrays.append(pa.array(data[n], type=t))
+                data[n].clear()
+        rb = pa.RecordBatch.from_arrays(arrays, schema=schema)
+        rows = 0
+        return rb
+
+    f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
+    if pushdown is not None and not pushdown.keeps_segment(ref):
+        return
+    buf = map_file(ref.path)
+    ident = lambda b: b  # noqa: E731  payloads stay bytes
+    try:
+        pos = _start_position(ref, buf, f) if level == "record" else 0
+        for b in iter_batches(buf, pos, len(buf)):
+            if level == "batch":
+                obj = batch_object(b, ref.path)
+                for app, n in appenders:
+                    app(obj.get(n))
+                rows += 1
+            else:
+                if f is not None:
+                    if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
+                        break
+                    if f.offset_min is not None and b.last_offset < f.offset_min:
+                        continue
+                    if f.ts_min is not None and b.max_timestamp < f.ts_min:
+                        continue
+                for r in b.records():
+                    if f is not None and not f.keeps_record(r.offset, r.timestamp):
+                        continue
+                    obj = record_object(r, b, ident)
+                    for app, n in appenders:
+                        app(obj.get(n))
+                    rows += 1
+            if rows >= rows_per_batch:
+                yield flush()
+    except KafkalogError as e:
+        raise e.located(path=ref.path)
+    if rows:
+        yield flush()

@@ -1,0 +1,150 @@
+"""The PySpark Data Source `kafkalog`: Kafka log dirs, partition dirs and segments as a table.
+
+    from kafkalog_cli.spark import register
+    register(spark)
+    df = spark.read.format("kafkalog").load("/var/lib/kafka/data")
+
+Options:
+    level            record (default): one row per record; batch: one row per batch
+    includePayload   true (default); false leaves out the key and value columns
+    includeHeaders   true (default); false leaves out the headers column
+    maxPartitionBytes  segments are bin-packed into Spark partitions of about this many bytes
+                     (default 128 MiB), and into at least `minPartitions` of them
+    minPartitions    default: the planning machine's core count (never more than the segments)
+
+Filters on topic, partition, offset and timestamp are pushed down: topic and partition choose the
+segments, offset and timestamp bounds start each segment's read through its offset and time
+indexes (and skip segments whose offsets lie outside), as `dump-log --from-offset/--from-time`.
+Executors read the files with mmap at the same path as the driver saw: local disks in local mode,
+shared storage on a cluster.
+"""
+from __future__ import annotations
+
+import math
+import os
+
+from pyspark.sql.datasource import (
+    DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition, LessThan,
+    LessThanOrEqual,
+)
+
+from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment, segment_refs
+
+_TRUE = ("true", "1", "yes")
+
+
+def _flag(options, name: str, default: bool) -> bool:
+    v = options.get(name)
+    return default if v is None else str(v).strip().lower() in _TRUE
+
+
+class SegmentsPartition(InputPartition):
+    def __init__(self, refs):
+        super().__init__(refs)
+        self.refs = refs
+
+
+class KafkalogDataSource(DataSource):
+    """`spark.read.format("kafkalog")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafkalog"
+
+    def _columns(self):
+        return columns(self.options.get("level", "record").lower(),
+                       _flag(self.options, "includePayload", True), _flag(self.options, "includeHeaders", True))
+
+    def schema(self) -> str:
+        return ddl(self._columns())
+
+    def reader(self, schema) -> "KafkalogReader":
+        return KafkalogReader(self.options, self._columns())
+
+
+class KafkalogReader(DataSourceReader):
+    def __init__(self, options, cols):
+        paths = options.get("paths") or options.get("path")
+        if not paths:
+            raise ValueError("kafkalog: give a path: spark.read.format('kafkalog').load(PATH)")
+        if isinstance(paths, str) and paths.startswith("["):
+            import json
+
+            paths = json.loads(paths)
+        self.paths = [paths] if isinstance(paths, str) else list(paths)
+        self.level = options.get("level", "record").lower()
+        self.cols = cols
+        self.max_bytes = int(options.get("maxPartitionBytes", 128 << 20))
+        self.min_partitions = int(options.get("minPartitions", os.cpu_count() or 1))
+        self.pushdown = Pushdown()
+
+    # -- filter pushdown
+    def pushFilters(self, filters):
+        p = self.pushdown
+        for flt in filters:
+            if not self._push(p, flt):
+                yield flt
+
+    def _push(self, p: Pushdown, flt) -> bool:
+        col = flt.attribute[0] if len(flt.attribute) == 1 else None
+        if not isinstance(flt, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)):
+            return False
+        if col in ("topic", "partition"):
+            if isinstance(flt, EqualTo):
+                vals = frozenset([flt.value])
+            elif isinstance(flt, In):
+                vals = frozenset(flt.value)
+            else:
+                return False
+            attr = "topics" if col == "topic" else "partitions"
+            cur = getattr(p, attr)
+            setattr(p, attr, vals if cur is None else cur & vals)
+            return True
+        if self.level != "record" or col not in ("offset", "timestamp"):
+            return False
+        if not isinstance(flt.value, (int, list, tuple)) or isinstance(flt.value, bool):
+            return False
+        pre = "offset" if col == "offset" else "ts"
+        lo, hi = getattr(p, f"{pre}_min"), getattr(p, f"{pre}_max")
+        if isinstance(flt, EqualTo):
+            lo = flt.value if lo is None else max(lo, flt.value)
+            hi = flt.value if hi is None else min(hi, flt.value)
+        elif isinstance(flt, GreaterThan):
+            lo = flt.value + 1 if lo is None else max(lo, flt.value + 1)
+        elif isinstance(flt, GreaterThanOrEqual):
+            lo = flt.value if lo is None else max(lo, flt.value)
+        elif isinstance(flt, LessThan):
+            hi = flt.value - 1 if hi is None else min(hi, flt.value - 1)
+        elif isinstance(flt, LessThanOrEqual):
+            hi = flt.value if hi is None else min(hi, flt.value)
+        elif isinstance(flt, In):
+            if not all(isinstance(v, int) for v in flt.value):
+                return False
+            attr = "offsets" if col == "offset" else "timestamps"
+            cur = getattr(p, attr)
+            vals = frozenset(flt.value)
+            setattr(p, attr, vals if cur is None else cur & vals)
+            if not getattr(p, attr):
+                p.empty = True
+            return True
+        else:
+            return False
+        setattr(p, f"{pre}_min", lo)
+        setattr(p, f"{pre}_max", hi)
+        if lo is not None and hi is not None and lo > hi:
+            p.empty = True
+        return True
+
+    # -- planning
+    def partitions(self):
+        refs = [r for r in segment_refs(self.paths) if self.pushdown.keeps_segment(r)]
+        if not refs:
+            return [SegmentsPartition([])]
+        total = sum(r.size for r in refs)
+        bins = max(math.ceil(total / max(self.max_bytes, 1)), min(self.min_partitions, len(refs)))
+        return [SegmentsPartition(group) for group in bin_pack(refs, bins)]
+
+    # -- executors
+    def read(self, partition):
+        for ref in partition.refs:
+            yield from read_segment(ref, self.cols, level=self.level, pushdown=self.pushdown)

@@ -1,0 +1,127 @@
+"""A SparkSession that behaves on a laptop: the running interpreter on both sides, no network, no UI,
+no progress bars, warnings only, and one clear line when Java or pyspark is missing."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+from kafkalog_cli.errors import KafkalogError, ExitCode
+
+
+class SparkUnavailableError(KafkalogError):
+    """pyspark is not installed, or there is no Java to run it."""
+
+    exit_code = ExitCode.INPUT
+
+
+def check_java() -> str:
+    """The `java` Spark will run, or SparkUnavailableError saying how to get one."""
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    if not java or not os.access(java, os.X_OK):
+        where = f"JAVA_HOME={home} has no bin/java" if home else "no `java` on PATH and JAVA_HOME is not set"
+        raise SparkUnavailableError(f"--engine spark needs Java 17 or later: {where}")
+    try:
+        subprocess.run([java, "-version"], capture_output=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SparkUnavailableError(f"--engine spark needs Java 17 or later: {java} -version failed ({e})") from None
+    return java
+
+
+def check_pyspark() -> None:
+    try:
+        import pyspark  # noqa: F401
+        import pyarrow  # noqa: F401
+    except ImportError as e:
+        raise SparkUnavailableError(
+            f"--engine spark needs the spark extra ({e.name} is missing): pip install 'kafkalog-cli[spark]'"
+        ) from None
+
+
+def is_local_master(master: str | None) -> bool:
+    return master is None or master.startswith("local")
+
+
+def get_session(master: str | None = None, app_name: str = "kafkalog", conf: dict | None = None):
+    """The active SparkSession, or a new one on `master` (default local[*]) with kafkalog's
+    data source registered."""
+    check_pyspark()
+    check_java()
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        from kafkalog_cli.spark import register
+
+        register(active)
+        return active
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if is_local_master(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    b = SparkSession.builder.appName(app_name).master(master or "local[*]")
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.python.filterPushdown.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.python.worker.reuse": "true",
+        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
+    }
+    if is_local_master(master):
+        settings["spark.driver.bindAddress"] = "127.0.0.1"
+        settings["spark.driver.host"] = "127.0.0.1"
+    settings.update(conf or {})
+    for k, v in settings.items():
+        b = b.config(k, v)
+    try:
+        spark = _quietly(b.getOrCreate)
+    except Exception as e:  # the JVM did not start: say so in one line
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise SparkUnavailableError(f"could not start Spark ({master or 'local[*]'}): {msg}") from None
+    spark.sparkContext.setLogLevel("ERROR")
+    if not is_local_master(master):
+        _ship_package(spark)
+    from kafkalog_cli.spark import register
+
+    register(spark)
+    return spark
+
+
+def _quietly(fn):
+    """Run `fn` with the JVM's start-up chatter (log4j's defaults banner, native-hadoop warnings)
+    kept off the terminal; it goes to stderr only if the start fails."""
+    import tempfile
+
+    err = sys.stderr.fileno()
+    saved = os.dup(err)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), err)
+        try:
+            return fn()
+        except Exception:
+            os.dup2(saved, err)
+            raise
+        finally:
+            os.dup2(saved, err)
+            os.close(saved)
+
+
+def _ship_package(spark) -> None:
+    """On a cluster, send this kafkalog to the executors (as --py-files would) unless they
+    already have it: a zip of the installed package."""
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    import kafkalog_cli
+
+    root = Path(kafkalog_cli.__file__).parent
+    fd, name = tempfile.mkstemp(prefix="kafkalog-", suffix=".zip")
+    os.close(fd)
+    with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in root.rglob("*.py"):
+            z.write(p, Path("kafkalog_cli") / p.relative_to(root))
+    spark.sparkContext.addPyFile(name)
