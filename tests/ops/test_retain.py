@@ -1,0 +1,323 @@
+"""ops.retain against what a Kafka 3.3.1 broker did (corpus broker/retain/time and /size), and
+Kafka's guards on small synthetic logs. The helpers here are shared by the CLI and crash tests."""
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, read_properties
+from kafkalog_cli.formats.indexes import IndexBuilder
+from kafkalog_cli.formats.producer_state import encode_producer_snapshot
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
+from kafkalog_cli.ops import retain
+from kafkalog_cli.ops.plan import apply
+from kafkalog_cli.ops.recover import partition_dirs_for
+from kafkalog_cli.storage.fsops import FsOps, Quarantine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
+DAY = 86_400_000
+
+
+# ------------------------------------------------------------------ corpus helpers
+def copy_case(case: str, dest: Path) -> Path:
+    """before/ of retain-<case>, writable, with the broker's mtimes (MANIFEST) and preallocated
+    index lengths (PREALLOCATED.txt) restored: time retention falls back to the mtime."""
+    src = FIXTURES / f"retain-{case}"
+    d = dest / "logs"
+    shutil.copytree(src / "before", d)
+    for root, dirs, files in os.walk(d):
+        for n in dirs + files:
+            os.chmod(os.path.join(root, n), 0o755 if n in dirs else 0o644)
+    pre = src / "PREALLOCATED.txt"
+    if pre.exists():
+        for line in pre.read_text().splitlines():
+            if line.strip() and not line.startswith("#"):
+                length, rel = line.split()
+                os.truncate(d / rel, int(length))
+    for line in (src / "before.MANIFEST.txt").read_text().splitlines():
+        fields = line.split(maxsplit=3)
+        if fields[0] == "d" or not (d / fields[3]).exists():
+            continue
+        sec, _, frac = fields[1].partition(".")
+        ns = int(sec) * 1_000_000_000 + int(frac.ljust(9, "0"))
+        os.utime(d / fields[3], ns=(ns, ns))
+    return d
+
+
+def params(case: str) -> dict:
+    return json.loads((FIXTURES / f"retain-{case}" / "PARAMS.json").read_text())
+
+
+def server_properties(case: str) -> Path:
+    return FIXTURES / f"retain-{case}" / "config" / "server.properties"
+
+
+def resolver(case: str, d: Path) -> ConfigResolver:
+    """The broker's configs: its server.properties (log.retention.hours=-1) and the topic configs
+    recorded in the log dir's own __cluster_metadata."""
+    return ConfigResolver(server_properties=read_properties(server_properties(case)),
+                          cluster_metadata=cluster_metadata_configs(d))
+
+
+def plan_for(d: Path, now_ms: int, res: ConfigResolver | None = None):
+    (log_dir, parts), = partition_dirs_for([d]).items()
+    return retain.plan(log_dir, parts, retain.RetainOptions(now_ms=now_ms, resolver=res))
+
+
+def run(d: Path, now_ms: int, res=None, quarantine: Path | None = None, fault_after=None) -> dict:
+    p = plan_for(d, now_ms, res)
+    return apply(p, FsOps(d, Quarantine(quarantine, "retain"), fault_after=fault_after))
+
+
+def partition_files(d: Path) -> dict[str, bytes]:
+    """Every file of every topic partition (the KRaft metadata log is the controller's)."""
+    out = {}
+    for part in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("__cluster_metadata")):
+        for f in sorted(part.iterdir()):
+            out[f"{part.name}/{f.name}"] = f.read_bytes()
+    return out
+
+
+def kept_offsets(d: Path) -> set:
+    out = set()
+    for log in d.glob("*/*.log"):
+        if not log.parent.name.startswith("__"):
+            out |= {(log.parent.name, b.base_offset, b.last_offset) for b in iter_batches(log.read_bytes())}
+    return out
+
+
+# ------------------------------------------------------------------ synthetic logs
+def write_segment(d: Path, base: int, timestamps: list[int], interval: int = 100) -> int:
+    """One record per batch at offsets base.., indexes as the broker builds them; the next offset."""
+    d.mkdir(parents=True, exist_ok=True)
+    log, builder = bytearray(), IndexBuilder(base, interval)
+    for i, ts in enumerate(timestamps):
+        batch = build_v2_batch([SimpleRecord(key=b"k", value=b"v" * 40, timestamp=ts)], base + i,
+                               partition_leader_epoch=0)
+        builder.on_batch(len(log), len(batch), base + i, ts)
+        log += batch
+    builder.finish()
+    (d / f"{base:020d}.log").write_bytes(log)
+    (d / f"{base:020d}.index").write_bytes(builder.offset_index_bytes())
+    (d / f"{base:020d}.timeindex").write_bytes(builder.time_index_bytes())
+    return base + len(timestamps)
+
+
+def make_log_dir(root: Path, partitions: dict[str, list[list[int]]], hw: dict | None = None,
+                 log_start: dict | None = None) -> Path:
+    """A log dir whose partitions have one segment per timestamp list; high watermarks default to
+    the log end offset; a producer snapshot at every segment base but the first."""
+    root.mkdir(parents=True, exist_ok=True)
+    leo = {}
+    for name, segments in partitions.items():
+        d, base = root / name, 0
+        for i, ts in enumerate(segments):
+            if i:
+                (d / f"{base:020d}.snapshot").write_bytes(_EMPTY_SNAPSHOT)
+            base = write_segment(d, base, ts)
+        (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+        leo[name] = base
+    hw = {**leo, **(hw or {})}
+    lines = [f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in hw.items() if o is not None]
+    (root / "replication-offset-checkpoint").write_text(f"0\n{len(lines)}\n" + "".join(x + "\n" for x in lines))
+    starts = [f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in (log_start or {}).items()]
+    (root / "log-start-offset-checkpoint").write_text(f"0\n{len(starts)}\n" + "".join(x + "\n" for x in starts))
+    (root / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    return root
+
+
+_EMPTY_SNAPSHOT = encode_producer_snapshot([])
+NOW = 1_800_000_000_000
+OLD, NEW = NOW - 30 * DAY, NOW - DAY       # with retention.ms = 7 days: expired, not expired
+
+
+def res_with(**topic_configs) -> ConfigResolver:
+    return ConfigResolver(overrides={"retention.ms": str(7 * DAY)},
+                          topic_overrides={t: c for t, c in topic_configs.items()})
+
+
+# ------------------------------------------------------------------ acceptance: the broker's results
+@pytest.mark.parametrize("case", ["time", "size"])
+def test_same_segments_and_checkpoint_as_the_broker(case, tmp_path):
+    d = copy_case(case, tmp_path)
+    kept_before = kept_offsets(d)
+    report = run(d, params(case)["now_ms"], resolver(case, d), quarantine=tmp_path / "q")
+    after = FIXTURES / f"retain-{case}" / "after"
+    want = {k: v for k, v in partition_files(after).items() if not k.endswith("leader-epoch-checkpoint")}
+    got = {k: v for k, v in partition_files(d).items() if not k.endswith("leader-epoch-checkpoint")}
+    assert sorted(got) == sorted(want)
+    assert got == want
+    assert (d / "log-start-offset-checkpoint").read_bytes() == (after / "log-start-offset-checkpoint").read_bytes()
+    # nothing that the broker kept was lost, and what went is in the quarantine
+    assert kept_offsets(after) <= kept_offsets(d) <= kept_before
+    assert report["quarantine"] and any(Path(report["quarantine"]).rglob("*.log"))
+
+
+def test_time_case_log_start_offsets_and_epochs(tmp_path):
+    d = copy_case("time", tmp_path)
+    p = plan_for(d, params("time")["now_ms"], resolver("time", d))
+    parts = p.partitions
+    assert (parts["ret-time-0"]["old_log_start_offset"], parts["ret-time-0"]["new_log_start_offset"]) == (0, 944)
+    assert [s["base_offset"] for s in parts["ret-time-0"]["segments"]] == [0, 192, 384, 576, 760]
+    assert [s["base_offset"] for s in parts["ret-time-blocker-0"]["segments"]] == [0]
+    assert parts["ret-time-blocker-0"]["new_log_start_offset"] == 192
+    assert parts["__cluster_metadata-0"]["status"] == "skipped"
+    apply(p, FsOps(d, Quarantine(None, "retain")))
+    # LeaderEpochFileCache.truncateFromStart: the broker's after/ has "0 944" too (plus the epoch
+    # its restart added at the log end offset, "3 1200", which is not retention's doing)
+    assert (d / "ret-time-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 944\n"
+    assert (d / "ret-time-blocker-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 192\n"
+    assert "0 944\n" in (FIXTURES / "retain-time/after/ret-time-0/leader-epoch-checkpoint").read_text()
+
+
+def test_time_case_clock_range_from_params(tmp_path):
+    d = copy_case("time", tmp_path)
+    lo, hi = params("time")["now_ms_valid_range"]
+
+    def start_at(now):
+        return plan_for(d, now, resolver("time", d)).partitions["ret-time-0"]["new_log_start_offset"]
+    assert start_at(lo) == start_at(hi) == 944
+    assert start_at(lo - 1) == 760        # segment 760 is exactly retention.ms old: not breached
+    assert start_at(hi + 1) == 1136       # segment 944 is breached too
+
+
+def test_size_case_without_the_server_properties_uses_kafkas_seven_days(tmp_path):
+    # Kafka's default retention.ms (7 days) expires every segment of 2023: all go, after a roll
+    d = copy_case("size", tmp_path)
+    res = ConfigResolver(cluster_metadata=cluster_metadata_configs(d))
+    s = plan_for(d, params("size")["now_ms"], res).partitions["ret-size-0"]
+    assert s["rolled"] and s["new_log_start_offset"] == 1100
+    assert {x["reason"] for x in s["segments"]} == {"retention.bytes", "retention.ms"}
+
+
+# ------------------------------------------------------------------ Kafka's guards
+def test_high_watermark_stops_deletion(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD] * 3, [OLD] * 3, [OLD] * 3, [NEW]]}, hw={"t-0": 7})
+    run(d, NOW, res_with())
+    # segment 3 ends at 6 (<= hw 7): deletable; segment 6's upper bound 9 > 7: it stays
+    assert sorted(f.name for f in (d / "t-0").glob("*.log")) == ["00000000000000000006.log", "00000000000000000009.log"]
+
+
+def test_no_high_watermark_deletes_nothing_by_time(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [OLD], [NEW]]}, hw={"t-0": None})
+    p = plan_for(d, NOW, res_with())
+    assert p.empty and "no high watermark" in p.partitions["t-0"]["detail"]
+
+
+def test_stops_at_the_first_segment_that_must_stay(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [NEW], [OLD], [NEW]]})
+    s = plan_for(d, NOW, res_with()).partitions["t-0"]
+    assert [x["base_offset"] for x in s["segments"]] == [0]
+
+
+def test_empty_active_segment_is_kept_without_a_roll(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [OLD], []]})
+    run(d, NOW, res_with())
+    assert [f.name for f in (d / "t-0").glob("*.log")] == ["00000000000000000002.log"]
+    assert not (d / "t-0" / "00000000000000000001.snapshot").exists()
+    assert (d / "t-0" / "00000000000000000002.snapshot").exists()
+    assert (d / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 2\n"
+
+
+def test_every_segment_expired_rolls_a_new_empty_segment_first(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD, OLD], [OLD]]})
+    report = run(d, NOW, res_with())
+    part = d / "t-0"
+    assert sorted(f.name for f in part.iterdir()) == [
+        "00000000000000000003.index", "00000000000000000003.log", "00000000000000000003.snapshot",
+        "00000000000000000003.timeindex", "leader-epoch-checkpoint"]
+    assert (part / "00000000000000000003.log").stat().st_size == 0
+    assert (part / "00000000000000000003.index").stat().st_size == 10485760     # preallocated, as Kafka
+    assert (part / "00000000000000000003.timeindex").stat().st_size == 10485756
+    assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 3\n"
+    assert report["partitions"]["t-0"]["rolled"] and report["partitions"]["t-0"]["new_log_start_offset"] == 3
+    # the recovery point follows the log start offset (UnifiedLog.updateLogStartOffset)
+    assert (d / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 3\n"
+    # and a second run has nothing left to do: the new segment is empty
+    assert plan_for(d, NOW, res_with()).empty
+
+
+def test_compact_topics_get_only_the_log_start_offset_rule(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"c-0": [[OLD], [OLD], [OLD, OLD], [OLD]]}, log_start={"c-0": 3})
+    run(d, NOW, res_with(c={"cleanup.policy": "compact"}))
+    # segments 0 and 1 end below the log start offset 3; 2 holds it; time retention is not applied
+    assert sorted(f.name for f in (d / "c-0").glob("*.log")) == ["00000000000000000002.log", "00000000000000000004.log"]
+    # the log start offset (3) is above the first segment's base (2): it stays listed
+    assert (d / "log-start-offset-checkpoint").read_text() == "0\n1\nc 0 3\n"
+
+
+def test_log_start_entry_dropped_when_it_becomes_a_segment_base(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"c-0": [[NEW], [NEW], [NEW]]}, log_start={"c-0": 2})
+    run(d, NOW, res_with())
+    assert (d / "log-start-offset-checkpoint").read_text() == "0\n0\n"
+    assert [f.name for f in (d / "c-0").glob("*.log")] == ["00000000000000000002.log"]
+
+
+def test_internal_topics_follow_their_own_configs(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"__consumer_offsets-0": [[OLD], [OLD], [NEW]], "t-0": [[OLD], [NEW]]})
+    p = plan_for(d, NOW, res_with())
+    assert p.partitions["__consumer_offsets-0"]["status"] == "nothing to do"      # compact
+    assert p.partitions["__consumer_offsets-0"]["cleanup_policy"] == "compact"
+    assert p.partitions["t-0"]["segments_deleted"] == 1
+
+
+def test_size_then_time_in_kafkas_order(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[NEW] * 2, [NEW] * 2, [OLD] * 2, [NEW] * 2]})
+    seg = (d / "t-0" / "00000000000000000000.log").stat().st_size
+    s = plan_for(d, NOW, res_with(t={"retention.bytes": str(3 * seg)})).partitions["t-0"]
+    # size removes segment 0 only; time then stops at segment 2 (new): 4 with an old ts is not reached
+    assert [(x["base_offset"], x["reason"]) for x in s["segments"]] == [(0, "retention.bytes")]
+
+
+def test_mtime_is_the_fallback_timestamp(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[-1], [-1], [NEW]]})
+    for base, when in ((0, OLD), (1, NEW)):
+        os.utime(d / "t-0" / f"{base:020d}.log", ns=(when * 1_000_000,) * 2)
+    s = plan_for(d, NOW, res_with()).partitions["t-0"]
+    assert [(x["base_offset"], x["timestamp_from"]) for x in s["segments"]] == [(0, "mtime")]
+
+
+def test_unindexed_tail_of_the_last_segment_counts(tmp_path):
+    # an unclean shutdown can leave the active segment's newest batches out of its time index
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [OLD, OLD]]})
+    active = d / "t-0" / "00000000000000000001.log"
+    with open(active, "ab") as f:
+        f.write(build_v2_batch([SimpleRecord(key=b"k", value=b"v", timestamp=NEW)], 3, partition_leader_epoch=0))
+    (d / "replication-offset-checkpoint").write_text("0\n1\nt 0 4\n")
+    s = plan_for(d, NOW, res_with()).partitions["t-0"]
+    assert not s["rolled"] and [x["base_offset"] for x in s["segments"]] == [0]
+
+
+def test_preallocated_index_tails_are_read_through_the_padding(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD + i for i in range(40)]]})
+    tindex = d / "t-0" / "00000000000000000000.timeindex"
+    entries = tindex.read_bytes()
+    assert len(entries) >= 24
+    os.truncate(tindex, 10485756)
+    assert retain.last_index_entry(tindex, retain._TIME_ENTRY, 1) == retain._TIME_ENTRY.unpack(entries[-12:])
+    zeros = tmp_path / "z.timeindex"
+    zeros.write_bytes(bytes(120))
+    assert retain.last_index_entry(zeros, retain._TIME_ENTRY, 1) is None
+
+
+def test_a_bad_partition_is_reported_and_the_others_retained(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"a-0": [[OLD], [NEW]], "b-0": [[OLD], [NEW]]})
+    (d / "a-0" / "leader-epoch-checkpoint").write_text("0\n1\nzero 0\n")
+    p = plan_for(d, NOW, res_with())
+    a = p.partitions["a-0"]
+    assert a["status"] == "error" and a["exit_code"] == 3
+    assert "a-0/leader-epoch-checkpoint" in a["detail"] and "byte 4" in a["detail"]
+    assert p.partitions["b-0"]["segments_deleted"] == 1
+    assert all(x.partition != "a-0" for x in p.actions)
+
+
+def test_interrupted_run_leftovers_are_cleaned(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [NEW]]})
+    (d / "t-0" / "00000000000000000000.log").unlink()         # a crash after the .log went
+    (d / "t-0" / "leader-epoch-checkpoint.kafkalog-tmp").write_text("0\n")
+    run(d, NOW, res_with())
+    assert sorted(f.name for f in (d / "t-0").iterdir()) == [
+        "00000000000000000001.index", "00000000000000000001.log", "00000000000000000001.snapshot",
+        "00000000000000000001.timeindex", "leader-epoch-checkpoint"]
