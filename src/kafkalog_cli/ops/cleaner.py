@@ -1,0 +1,635 @@
+"""Kafka's Cleaner (LogCleaner.scala `Cleaner`, MemoryRecords.filterTo), offline: the offset map
+over the dirty section, then every group of segments up to the map's end copied into one
+`.cleaned` segment with Kafka's record and batch retention rules (spec §10).
+
+Speed. A record that survives in the dirty section is, by construction, the one whose offset the
+map holds for its key; so a data batch of the dirty section that holds none of the map's offsets
+(a bisect over the sorted offsets) loses all its records, and is dropped or emptied without being
+decoded or even decompressed. Only batches holding a survivor, and the clean section, are read
+record by record. The map itself is built in parallel across byte ranges when the section has
+fewer records than the map's capacity (so no key can be refused and the merge is exact).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
+from kafkalog_cli.formats.records import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
+                                          ATTR_TRANSACTIONAL, RECORD_BATCH_OVERHEAD, RecordBatch,
+                                          SimpleRecord, TimestampType, build_legacy_batch, empty_v2_batch,
+                                          iter_batches, set_v2_crc)
+from kafkalog_cli.formats.compression import compress, compression_from_id
+from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
+from kafkalog_cli.formats.varint import write_varint, write_varlong
+from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
+from kafkalog_cli.ops.compact_scan import _Malformed, records_region, scan_keys, scan_spans
+from kafkalog_cli.ops.offset_map import OffsetMap
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.names import segment_file
+
+IO_BUFFER = 262144            # log.cleaner.io.buffer.size 524288 / 1 thread / 2: Kafka's read chunk
+MAX_IO_BUFFER = 1048588       # message.max.bytes: how far the cleaner grows its buffers
+MAP_READ_CHUNK = 8 << 20      # the map pass's reads (any size gives the same map)
+_PREFIX = struct.Struct(">qi")
+_V2_TAIL = struct.Struct(">hiqqqhii")    # attributes .. recordsCount
+
+
+# ------------------------------------------------------------------------------ segments
+@dataclass
+class SegmentInfo:
+    directory: Path
+    base: int
+    size: int
+    index_bytes: int
+    time_index_bytes: int
+    mtime_ns: int
+
+    @classmethod
+    def load(cls, directory: Path, base: int) -> "SegmentInfo":
+        log = segment_file(directory, base, names.LOG_SUFFIX)
+        st = log.stat()
+        return cls(directory, base, st.st_size, _size(segment_file(directory, base, names.INDEX_SUFFIX), OFFSET_ENTRY_SIZE),
+                   _size(segment_file(directory, base, names.TIME_INDEX_SUFFIX), TIME_ENTRY_SIZE), st.st_mtime_ns)
+
+    def file(self, suffix: str) -> Path:
+        return segment_file(self.directory, self.base, suffix)
+
+    @property
+    def log_path(self) -> Path:
+        return self.file(names.LOG_SUFFIX)
+
+    @property
+    def last_modified_ms(self) -> int:
+        return self.mtime_ns // 1_000_000
+
+    def headers(self) -> Iterator[tuple[int, int, int, int, int]]:
+        """(position, size, base offset, last offset, max timestamp) of each batch, read 61 bytes
+        at a time (no record is touched)."""
+        fd = os.open(self.log_path, os.O_RDONLY)
+        try:
+            pos = 0
+            while pos + 17 < self.size:
+                head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
+                off, n = _PREFIX.unpack_from(head)
+                total = n + 12
+                if n < 14 or pos + total > self.size:
+                    return
+                magic = head[16]
+                if magic >= 2 and len(head) >= RECORD_BATCH_OVERHEAD:
+                    _, delta, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
+                    yield pos, total, off, off + delta, max_ts
+                else:
+                    b = RecordBatch(os.pread(fd, total, pos), 0, total, magic if magic < 128 else magic - 256)
+                    yield pos, total, b.base_offset, b.last_offset, b.max_timestamp
+                pos += total
+        finally:
+            os.close(fd)
+
+    def read_next_offset(self) -> int:
+        last = None
+        for h in self.headers():
+            last = h
+        return self.base if last is None else last[3] + 1
+
+    def first_batch_timestamp(self) -> int | None:
+        for h in self.headers():
+            return h[4]
+        return None
+
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: the time index's last entry, else the mtime."""
+        path = self.file(names.TIME_INDEX_SUFFIX)
+        best = -1
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+        for i in range(0, len(data) - len(data) % TIME_ENTRY_SIZE, TIME_ENTRY_SIZE):
+            ts, rel = struct.unpack_from(">qi", data, i)
+            if ts == 0 and rel == 0 and i > 0:
+                break                           # preallocated zeros
+            best = max(best, ts)
+        return best if best >= 0 else self.last_modified_ms
+
+    def aborted_txns(self) -> list[AbortedTxn]:
+        path = self.file(names.TXN_INDEX_SUFFIX)
+        try:
+            return parse_txn_index(path.read_bytes(), path=str(path))
+        except FileNotFoundError:
+            return []
+
+
+def _size(path: Path, entry: int) -> int:
+    try:
+        n = path.stat().st_size
+    except FileNotFoundError:
+        return 0
+    return n - n % entry
+
+
+def segments_overlapping(segments: list[SegmentInfo], start: int, end: int) -> list[SegmentInfo]:
+    """UnifiedLog.logSegments(from, to): segments holding offsets in [start, end)."""
+    out = []
+    for i, s in enumerate(segments):
+        nxt = segments[i + 1].base if i + 1 < len(segments) else None
+        if s.base < end and (nxt is None or nxt > start):
+            out.append(s)
+    return out
+
+
+def collect_aborted_transactions(segments: list[SegmentInfo], start: int, upper: int) -> list[AbortedTxn]:
+    """UnifiedLog.collectAbortedTransactions: from the floor segment of `start` on, entries with
+    lastOffset >= start and firstOffset < upper, until one has lastStableOffset >= upper."""
+    bases = [s.base for s in segments]
+    i = max(bisect.bisect_right(bases, start) - 1, 0)
+    out = []
+    for s in segments[i:]:
+        for t in s.aborted_txns():
+            if t.last_offset >= start and t.first_offset < upper:
+                out.append(t)
+            if t.last_stable_offset >= upper:
+                return out
+    return out
+
+
+# ------------------------------------------------------------------------------ reading
+def iter_chunk_batches(path: Path, start: int, end: int, chunk: int) -> Iterator[tuple[bytes, list[RecordBatch]]]:
+    """Complete batches of [start, end), read `chunk` bytes at a time as Kafka's readBuffer."""
+    with open(path, "rb") as f:
+        pos = start
+        while pos < end:
+            f.seek(pos)
+            buf = f.read(min(chunk, end - pos))
+            batches = _complete(buf, path, pos)
+            if not batches:
+                need = _PREFIX.unpack_from(buf)[1] + 12 if len(buf) >= 12 else 0
+                if pos + need > end or need == 0:
+                    raise CorruptRecordError(
+                        f"log segment may be corrupt: batch size {need} > {end - pos} bytes left in segment",
+                        path=str(path), position=pos)
+                chunk = max(need, min(chunk * 2, MAX_IO_BUFFER))
+                continue
+            yield buf, batches
+            last = batches[-1]
+            pos += last.position + last.size
+
+
+def _complete(buf: bytes, path: Path, base_pos: int) -> list[RecordBatch]:
+    try:
+        return list(iter_batches(buf))
+    except KafkalogError as e:
+        raise e.located(path=str(path), position=base_pos + (e.position or 0)) from None
+
+
+def _located(e: KafkalogError, path: Path, chunk_pos: int, batch: RecordBatch) -> KafkalogError:
+    e.path = str(path)
+    e.position = chunk_pos + batch.position
+    return e
+
+
+def _decode_error(batch: RecordBatch, path: Path, chunk_pos: int) -> KafkalogError:
+    """The located error for a batch our fast scan rejected."""
+    try:
+        batch.records()
+    except KafkalogError as e:
+        return _located(e, path, chunk_pos, batch)
+    return InvalidRecordError("invalid record structure", path=str(path), position=chunk_pos + batch.position)
+
+
+# ------------------------------------------------------------------------------ the offset map
+@dataclass
+class MapStats:
+    records_read: int = 0
+    bytes_read: int = 0
+
+
+def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, start_offset: int,
+                      txn: CleanedTransactionMetadata, stats: MapStats) -> bool:
+    """Cleaner.buildOffsetMapForSegment over [start_pos, end_pos) of one .log; True when full."""
+    for buf, batches in iter_chunk_batches(path, start_pos, end_pos, MAP_READ_CHUNK):
+        chunk_pos = start_pos
+        for b in batches:
+            if b.is_control:
+                try:
+                    txn.on_control_batch_read(b)
+                except KafkalogError as e:
+                    raise _located(e, path, chunk_pos, b) from None
+                stats.records_read += 1
+            elif not txn.on_batch_read(b):
+                keys: list = []
+                offs: list = []
+                _batch_keys(b, keys, offs, path, chunk_pos)
+                if b.base_offset < start_offset:
+                    kept = [(k, o) for k, o in zip(keys, offs) if o >= start_offset]
+                    keys, offs = [k for k, _ in kept], [o for _, o in kept]
+                if m.put_all(keys, offs) < len(keys):
+                    return True
+                stats.records_read += len(keys)
+            if b.last_offset >= start_offset:
+                m.update_latest_offset(b.last_offset)
+        last = batches[-1]
+        stats.bytes_read += last.position + last.size
+        start_pos += last.position + last.size
+    return False
+
+
+def _batch_keys(b: RecordBatch, keys: list, offs: list, path: Path, chunk_pos: int) -> None:
+    if b.magic >= 2:
+        try:
+            data, s, e = records_region(b)
+            scan_keys(data, s, e, b.records_count, b.base_offset_field, keys, offs)
+            return
+        except (_Malformed, KafkalogError):
+            raise _decode_error(b, path, chunk_pos) from None
+    try:
+        recs = b.records()
+    except KafkalogError as e:
+        raise _located(e, path, chunk_pos, b) from None
+    for r in recs:
+        if r.key is not None:
+            keys.append(r.key)
+            offs.append(r.offset)
+
+
+def _map_worker(args) -> tuple[dict, int, int, int]:
+    """One byte range of the dirty section, in a worker process (no capacity limit: the caller
+    checked that the whole section has fewer records than the map holds)."""
+    path, start_pos, end_pos, start_offset, first_offset, txns = args
+    m = OffsetMap(1 << 40)
+    txn = CleanedTransactionMetadata()
+    txn.start_at(first_offset, txns)
+    stats = MapStats()
+    map_segment_range(m, Path(path), start_pos, end_pos, start_offset, txn, stats)
+    return m.as_dict(), m.latest_offset, stats.records_read, stats.bytes_read
+
+
+def build_offset_map(m: OffsetMap, dirty: list[tuple[SegmentInfo, int]], start: int, end: int,
+                     txns: list[AbortedTxn], jobs: int = 1) -> MapStats:
+    """Cleaner.buildOffsetMap over the dirty segments [(segment, next segment's base)]."""
+    stats = MapStats()
+    ranges = _split_for_workers(dirty, start, m.capacity, jobs)
+    if ranges is not None:
+        import multiprocessing as mp
+        with mp.get_context("fork").Pool(len(ranges)) as pool:
+            results = pool.map(_map_worker, [(str(p), s, e, start, fo, txns) for p, s, e, fo in ranges])
+        for d, latest, n, nbytes in results:
+            m.merge(d)
+            stats.records_read += n
+            stats.bytes_read += nbytes
+        m.update_latest_offset(end - 1)
+        return stats
+    txn = CleanedTransactionMetadata()
+    txn.add_aborted_transactions(txns)
+    for i, (seg, next_base) in enumerate(dirty):
+        pos = _start_position(seg, start) if i == 0 else 0
+        if map_segment_range(m, seg.log_path, pos, seg.size, start, txn, stats):
+            return stats
+        m.update_latest_offset(next_base - 1)      # offset gaps: fast forward
+    return stats
+
+
+def _start_position(seg: SegmentInfo, start: int) -> int:
+    """Where the first batch holding `start` or later begins (the map never needs earlier ones)."""
+    if start <= seg.base:
+        return 0
+    for pos, _size_, _b, last, _ts in seg.headers():
+        if last >= start:
+            return pos
+    return seg.size
+
+
+def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
+    """Byte ranges of about equal size at batch boundaries, or None for one sequential pass."""
+    if jobs <= 1 or not dirty:
+        return None
+    heads = []            # (segment, position, size, base offset, record count upper bound)
+    total_records = 0
+    for i, (seg, _next) in enumerate(dirty):
+        first = _start_position(seg, start) if i == 0 else 0
+        for pos, size, base, last, _ts in seg.headers():
+            if pos < first:
+                continue
+            heads.append((seg, pos, size, base))
+            total_records += last - base + 1
+    total = sum(h[2] for h in heads)
+    if total_records > capacity or total < (8 << 20):
+        return None        # the map could fill up (exact order matters), or too small to pay
+    per = total / jobs
+    ranges, acc, cur = [], 0, None
+    for seg, pos, size, base in heads:
+        if cur is None or cur[0] is not seg or (acc >= per * len(ranges) + per and len(ranges) < jobs - 1):
+            if cur is not None:
+                ranges.append(tuple(cur))
+            cur = [seg, pos, pos + size, base]
+        else:
+            cur[2] = pos + size
+        acc += size
+    ranges.append(tuple(cur))
+    return [(seg.log_path, s, e, fo) for seg, s, e, fo in ranges]
+
+
+# ------------------------------------------------------------------------------ cleaning
+@dataclass
+class CleanerStats:
+    messages_read: int = 0
+    bytes_read: int = 0
+    messages_written: int = 0
+    bytes_written: int = 0
+    invalid_messages: int = 0
+
+
+@dataclass
+class LastRecord:
+    """UnifiedLog.lastRecordsOfActiveProducers: a producer's last data offset (or None) and epoch."""
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+@dataclass
+class CleanContext:
+    map: OffsetMap
+    survivors: list[int]              # the map's offsets, sorted
+    first_dirty: int
+    now_ms: int
+    delete_retention_ms: int
+    upper_bound: int                  # firstUncleanableOffset of the round
+    active_producers: dict[int, LastRecord]
+    txn: CleanedTransactionMetadata
+    stats: CleanerStats = field(default_factory=CleanerStats)
+
+
+class CleanedSegment:
+    """The `.cleaned` destination: LogSegment.append per chunk (index entries as the cleaner's
+    appends make them), then onBecomeInactiveSegment. `write=False` only counts (--dry-run)."""
+
+    def __init__(self, directory: Path, base: int, index_interval_bytes: int, max_index_bytes: int, write: bool):
+        self.directory, self.base, self.write = directory, base, write
+        self.size = 0
+        self.index = IndexBuilder(base, index_interval_bytes, max_index_bytes // OFFSET_ENTRY_SIZE,
+                                  max_index_bytes // TIME_ENTRY_SIZE)
+        self.aborted: list[AbortedTxn] = []
+        self._f = None
+        if write:
+            self._f = open(self.path(names.LOG_SUFFIX), "wb")
+
+    def path(self, suffix: str) -> Path:
+        return segment_file(self.directory, self.base, suffix + names.CLEANED_SUFFIX)
+
+    def append(self, data: bytes, largest_offset: int, largest_ts: int, shallow_offset_of_max_ts: int) -> None:
+        self.index.on_append(self.size, len(data), largest_offset, largest_ts, shallow_offset_of_max_ts)
+        if self._f is not None:
+            self._f.write(data)
+        self.size += len(data)
+
+    def finish(self, mtime_ns: int) -> list[Path]:
+        """Close, write the indexes, fsync, keep the source's mtime; returns the files written."""
+        self.index.finish()
+        if self._f is None:
+            return []
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        files = [self.path(names.LOG_SUFFIX)]
+        for suffix, data in ((names.INDEX_SUFFIX, self.index.offset_index_bytes()),
+                             (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes()),
+                             (names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted) if self.aborted else None)):
+            if data is None:
+                continue
+            p = self.path(suffix)
+            with open(p, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            files.append(p)
+        for p in files[:3]:     # LogSegment.lastModified_=: the log and its two indexes
+            os.utime(p, ns=(mtime_ns, mtime_ns))
+        return files
+
+    def abandon(self) -> None:
+        if self._f is not None and not self._f.closed:
+            self._f.close()
+
+
+@dataclass
+class _FilterResult:
+    max_offset: int = -1
+    max_timestamp: int = -1
+    shallow_offset_of_max_ts: int = -1
+
+    def update(self, max_ts: int, shallow: int, max_offset: int) -> None:
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.shallow_offset_of_max_ts = shallow
+        if max_offset > self.max_offset:
+            self.max_offset = max_offset
+
+
+def clean_into(seg: SegmentInfo, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool) -> None:
+    """Cleaner.cleanInto: one source segment, chunk by chunk, into `dest`."""
+    path = seg.log_path
+    pos = 0
+    for buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
+        out: list[bytes] = []
+        res = _FilterResult()
+        for b in batches:
+            try:
+                piece = _filter_batch(b, ctx, retain_legacy_deletes, res, path, pos)
+            except KafkalogError as e:
+                raise _located(e, path, pos, b) if e.path is None else e from None
+            ctx.stats.bytes_read += b.size
+            if piece:
+                out.append(piece)
+        last = batches[-1]
+        pos += last.position + last.size
+        if out:
+            data = b"".join(out)
+            ctx.stats.bytes_written += len(data)
+            dest.append(data, res.max_offset, res.max_timestamp, res.shallow_offset_of_max_ts)
+
+
+def _is_last_of_producer(b: RecordBatch, ctx: CleanContext) -> bool:
+    last = ctx.active_producers.get(b.producer_id)
+    if last is None:
+        return False
+    if last.last_data_offset is not None:
+        return b.last_offset == last.last_data_offset
+    return b.is_control and b.producer_epoch == last.producer_epoch
+
+
+def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult,
+                  path: Path, chunk_pos: int) -> bytes | None:
+    """checkBatchRetention + filterBatch + the rewrite of MemoryRecords.filterTo for one batch."""
+    is_control = b.is_control
+    can_discard = ctx.txn.on_control_batch_read(b) if is_control else ctx.txn.on_batch_read(b)
+    if is_control:
+        discard_records = can_discard and b.has_delete_horizon and b.base_timestamp <= ctx.now_ms
+    else:
+        discard_records = can_discard
+    if b.producer_id >= 0 and _is_last_of_producer(b, ctx):
+        retain_empty = True
+    else:
+        retain_empty = b.next_offset == ctx.upper_bound
+    if not retain_empty and discard_records:
+        return None                                     # BatchRetention.DELETE
+    marker_for_empty_txn = can_discard and is_control
+    if b.magic < 2:
+        return _filter_legacy(b, ctx, retain_legacy, res)
+    count = b.records_count
+    ctx.stats.messages_read += count
+    if discard_records:
+        retained = None
+    elif not is_control and _no_survivor(b, ctx):
+        retained = None
+    else:
+        retained = _retained_spans(b, ctx, is_control, path, chunk_pos)
+    if retained:
+        return _write_retained(b, retained, count, marker_for_empty_txn, ctx, res)
+    if retain_empty:
+        res.update(b.max_timestamp, b.last_offset, b.last_offset)
+        return empty_v2_batch(b.base_offset_field, b.last_offset_delta, max_timestamp=b.max_timestamp,
+                              producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                              base_sequence=b.base_sequence, is_transactional=b.is_transactional,
+                              is_control=is_control, partition_leader_epoch=b.partition_leader_epoch,
+                              timestamp_type=b.timestamp_type)
+    return None
+
+
+def _no_survivor(b: RecordBatch, ctx: CleanContext) -> bool:
+    """True when no record of this dirty-section batch can be retained: every one is below the
+    map's latest offset, and none is the offset the map holds for its key."""
+    if b.base_offset_field < ctx.first_dirty or b.last_offset > ctx.map.latest_offset:
+        return False
+    s = ctx.survivors
+    i = bisect.bisect_left(s, b.base_offset_field)
+    return i == len(s) or s[i] > b.last_offset
+
+
+def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: Path, chunk_pos: int):
+    """(spans, data, contains tombstones) of the records Cleaner.shouldRetainRecord keeps."""
+    try:
+        data, s, e = records_region(b)
+        lat = b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None
+        spans = scan_spans(data, s, e, b.records_count, b.base_offset_field, b.base_timestamp)
+    except (_Malformed, KafkalogError):
+        raise _decode_error(b, path, chunk_pos) from None
+    if lat is not None:
+        for sp in spans:
+            sp.timestamp = lat
+    if is_control:
+        return spans, data, False
+    latest = ctx.map.latest_offset
+    mget = ctx.map.as_dict()
+    get = mget.get if mget is not None else None
+    horizon_ok = not b.has_delete_horizon or ctx.now_ms < b.base_timestamp
+    kept = []
+    tombstones = False
+    for sp in spans:
+        if sp.offset > latest:
+            ok = True
+        elif sp.key is None:
+            ctx.stats.invalid_messages += 1
+            ok = False
+        else:
+            found = get(sp.key, -1) if get is not None else ctx.map.get(sp.key)
+            ok = sp.offset >= found and (sp.has_value or horizon_ok)
+        if ok:
+            kept.append(sp)
+            if not sp.has_value:
+                tombstones = True
+    return (kept, data, tombstones) if kept else None
+
+
+def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: bool, ctx: CleanContext,
+                    res: _FilterResult) -> bytes:
+    spans, data, tombstones = retained
+    ctx.stats.messages_written += len(spans)
+    need_horizon = (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
+    if len(spans) == count and not need_horizon:
+        res.update(b.max_timestamp, b.last_offset, b.last_offset)
+        return bytes(b.data)                             # writeOriginalBatch
+    if need_horizon:
+        horizon = ctx.now_ms + ctx.delete_retention_ms
+    else:
+        horizon = b.base_timestamp if b.has_delete_horizon else None
+    base_ts = horizon if horizon is not None else spans[0].timestamp
+    body = bytearray()
+    for sp in spans:      # attributes 0, the new timestamp delta, the rest of the record verbatim
+        rec = b"\x00" + write_varlong(sp.timestamp - base_ts) + data[sp.rest_start:sp.end]
+        body += write_varint(len(rec))
+        body += rec
+    lat = bool(b.attributes & ATTR_TIMESTAMP_TYPE)
+    max_ts = b.max_timestamp if lat else max(sp.timestamp for sp in spans)
+    if b.compression_id:
+        body = compress(compression_from_id(b.compression_id), bytes(body), 2)
+    attrs = b.compression_id | (b.attributes & (ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL))
+    if horizon is not None:
+        attrs |= ATTR_DELETE_HORIZON
+    head = struct.pack(">qiibI", b.base_offset_field, RECORD_BATCH_OVERHEAD - 12 + len(body),
+                       b.partition_leader_epoch, 2, 0)
+    tail = _V2_TAIL.pack(attrs, b.last_offset_delta, base_ts, max_ts, b.producer_id, b.producer_epoch,
+                         b.base_sequence, len(spans))
+    out = set_v2_crc(bytearray(head + tail + bytes(body)))
+    # MemoryRecordsBuilder.info for v2: shallow offset = the (overridden) last offset
+    res.update(max_ts, b.last_offset, spans[-1].offset)
+    return out
+
+
+def _filter_legacy(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult) -> bytes | None:
+    recs = b.records()
+    ctx.stats.messages_read += len(recs)
+    latest = ctx.map.latest_offset
+    kept = []
+    for r in recs:
+        if r.offset > latest:
+            kept.append(r)
+        elif r.key is None:
+            ctx.stats.invalid_messages += 1
+        elif r.offset >= ctx.map.get(r.key) and (r.value is not None or retain_legacy):
+            kept.append(r)
+    if not kept:
+        return None
+    ctx.stats.messages_written += len(kept)
+    if len(kept) == len(recs) and all(r.magic == b.magic for r in kept):
+        res.update(b.max_timestamp, b.last_offset, b.last_offset)
+        return bytes(b.data)
+    lat = b.timestamp_type == TimestampType.LOG_APPEND_TIME
+    out = build_legacy_batch([SimpleRecord(r.key, r.value, r.timestamp, (), r.offset) for r in kept],
+                             kept[0].offset, magic=b.magic, compression=b.compression,
+                             timestamp_type=b.timestamp_type, log_append_time=b.max_timestamp if lat else None)
+    if lat:
+        max_ts = b.max_timestamp
+    else:
+        max_ts = max(r.timestamp for r in kept)
+    shallow = kept[-1].offset if b.compression_id else max(kept, key=lambda r: r.timestamp).offset
+    res.update(max_ts, shallow, kept[-1].offset)
+    return out
+
+
+# ------------------------------------------------------------------------------ grouping
+def group_segments_by_size(segments: list[SegmentInfo], max_size: int, max_index_size: int,
+                           first_uncleanable: int) -> list[list[SegmentInfo]]:
+    """Cleaner.groupSegmentsBySize."""
+    groups = []
+    segs = list(segments)
+    while segs:
+        group = [segs.pop(0)]
+        log_size, index_size, time_size = group[0].size, group[0].index_bytes, group[0].time_index_bytes
+        while segs:
+            nxt = segs[0]
+            last_offset = (segs[1].base - 1) if len(segs) > 1 else first_uncleanable - 1
+            if not (log_size + nxt.size <= max_size and index_size + nxt.index_bytes <= max_index_size
+                    and time_size + nxt.time_index_bytes <= max_index_size
+                    and (nxt.size == 0 or last_offset - group[0].base <= 0x7FFFFFFF)):
+                break
+            group.append(segs.pop(0))
+            log_size += nxt.size
+            index_size += nxt.index_bytes
+            time_size += nxt.time_index_bytes
+        groups.append(group)
+    return groups

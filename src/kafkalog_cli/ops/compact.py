@@ -1,0 +1,362 @@
+"""`kafkalog compact`: Kafka's log cleaner, offline (spec §10: LogCleanerManager, LogCleaner).
+
+plan(): per compacted partition, LogCleanerManager's view: the dirty section from the
+cleaner-offset-checkpoint to the first uncleanable offset (the active segment, the last stable
+offset, min.compaction.lag.ms against --now), its dirty ratio, and whether Kafka would clean it
+(min.cleanable.dirty.ratio, max.compaction.lag.ms; --force: any cleanable bytes). With
+`estimate=True` (--dry-run) a round is simulated without writing: keys, bytes to be freed.
+
+apply(): per selected partition, rounds of Cleaner.doClean until the dirty section is done
+(Kafka does one round per cleaner wake-up; a round ends early when the keys exceed the offset
+map). Each group of segments goes `.cleaned` -> `.swap` -> old files out (to the quarantine, as
+Kafka's `.deleted`) -> final name, then cleaner-offset-checkpoint. For compact,delete topics
+retention runs after, when ops.retain is installed.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
+from kafkalog_cli.errors import InputError
+from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord, SegmentInfo,
+                                      build_offset_map, clean_into, collect_aborted_transactions,
+                                      group_segments_by_size, segments_overlapping)
+from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
+from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
+from kafkalog_cli.ops.plan import Plan
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+
+
+@dataclass
+class CompactOptions:
+    now_ms: int
+    force: bool = False
+    dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER
+    load_factor: float = DEFAULT_LOAD_FACTOR
+    jobs: int = 1
+    resolver: ConfigResolver | None = None
+    max_rounds: int = 10_000
+
+
+@dataclass
+class LogToClean:
+    """LogCleanerManager's LogToClean for one partition."""
+
+    name: str
+    directory: Path
+    topic: str
+    partition: int
+    cfg: TopicConfig
+    segments: list[SegmentInfo]
+    log_start_offset: int
+    log_end_offset: int
+    first_dirty: int
+    first_uncleanable: int            # snapped to a segment base (calculateCleanableBytes)
+    clean_bytes: int
+    cleanable_bytes: int
+    compaction_delay_ms: int
+    active_producers: dict[int, LastRecord]
+    checkpoint_reset: bool = False
+
+    @property
+    def ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+    @property
+    def need_compaction_now(self) -> bool:
+        return self.compaction_delay_ms > 0
+
+
+@dataclass
+class PartitionDecision:
+    log: LogToClean
+    selected: bool
+    reason: str
+    estimate: dict | None = None
+
+    def to_json(self) -> dict:
+        lg = self.log
+        out = {"partition": lg.name, "selected": self.selected, "reason": self.reason,
+               "dirty_section": [lg.first_dirty, lg.first_uncleanable], "dirty_ratio": round(lg.ratio, 6),
+               "clean_bytes": lg.clean_bytes, "cleanable_bytes": lg.cleanable_bytes,
+               "min_cleanable_dirty_ratio": lg.cfg.min_cleanable_dirty_ratio,
+               "compaction_delay_ms": lg.compaction_delay_ms}
+        if self.estimate is not None:
+            out.update(self.estimate)
+        return out
+
+
+@dataclass
+class CompactPlan:
+    log_dir: Path
+    now_ms: int
+    decisions: list[PartitionDecision] = field(default_factory=list)
+    notes: Plan = None
+
+    @property
+    def selected(self) -> list[PartitionDecision]:
+        return [d for d in self.decisions if d.selected]
+
+    def to_json(self) -> dict:
+        return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
+                "partitions": [d.to_json() for d in self.decisions],
+                "findings": [f.to_json() for f in self.notes.findings]}
+
+    def render(self) -> str:
+        lines = [f"compact {self.log_dir} (now {self.now_ms}): {len(self.selected)} of "
+                 f"{len(self.decisions)} compacted partition(s) to clean"]
+        for f in self.notes.findings:
+            lines.append(f"  ! {f.partition}: {f.message}")
+        for d in self.decisions:
+            lg = d.log
+            mark = "clean" if d.selected else "skip "
+            line = (f"  {mark} {lg.name}: dirty [{lg.first_dirty}, {lg.first_uncleanable}) "
+                    f"ratio {lg.ratio:.3f} ({lg.cleanable_bytes} of {lg.clean_bytes + lg.cleanable_bytes} bytes); "
+                    f"{d.reason}")
+            if d.estimate:
+                e = d.estimate
+                line += (f"; {e['keys']} keys, {e['bytes_freed']} bytes to free, "
+                         f"{e['messages_read']} -> {e['messages_written']} messages")
+                if e.get("rounds_needed", 1) > 1:
+                    line += f", round 1 ends at {e['end_offset']} (the keys exceed the offset map)"
+            lines.append(line)
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ LogCleanerManager
+def partition_dirs_for(paths):
+    from kafkalog_cli.ops.recover import partition_dirs_for as group
+    return group(paths)
+
+
+def plan(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, estimate: bool = False) -> CompactPlan:
+    log_dir = Path(log_dir)
+    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
+    checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
+    starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    for d in partition_dirs:
+        tp = parse_partition_dir(d.name)
+        cfg = resolver.for_topic(tp.topic)
+        if not cfg.compact:
+            continue
+        ltc = log_to_clean(d, tp.topic, tp.partition, cfg, checkpoints.get((tp.topic, tp.partition)),
+                           starts.get((tp.topic, tp.partition)), opts.now_ms, cp.notes)
+        if ltc is None:
+            continue
+        dec = _decide(ltc, opts.force)
+        if estimate and dec.selected:
+            dec.estimate = clean_round(ltc, opts, fsops=None)
+        cp.decisions.append(dec)
+    return cp
+
+
+def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
+    if ltc.cleanable_bytes <= 0:
+        return PartitionDecision(ltc, False, "nothing cleanable")
+    if force:
+        return PartitionDecision(ltc, True, "--force")
+    if ltc.need_compaction_now:
+        return PartitionDecision(ltc, True, f"max.compaction.lag.ms exceeded by {ltc.compaction_delay_ms} ms")
+    if ltc.ratio > ltc.cfg.min_cleanable_dirty_ratio:
+        return PartitionDecision(ltc, True, f"dirty ratio > min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}")
+    return PartitionDecision(ltc, False, f"dirty ratio <= min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}")
+
+
+def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoint: int | None,
+                 start_checkpoint: int | None, now_ms: int, notes: Plan) -> LogToClean | None:
+    bases = sorted(b for f in d.glob("*" + names.LOG_SUFFIX)
+                   if (b := offset_from_name(f.name)) is not None and f.name == f"{b:020d}{names.LOG_SUFFIX}")
+    if not bases:
+        notes.note(d.name, "no segment")
+        return None
+    for leftover in sorted(p.name for p in d.iterdir() if p.name.endswith(names.TEMP_SUFFIXES)):
+        raise InputError(f"an interrupted rewrite left {leftover}; run `kafkalog recover` first", path=str(d / leftover))
+    segs = [SegmentInfo.load(d, b) for b in bases]
+    active = segs[-1]
+    leo = active.read_next_offset()
+    log_start = max(start_checkpoint, bases[0]) if start_checkpoint is not None else bases[0]
+    state = _producer_state(d, bases, leo, cfg, now_ms, notes)
+    # cleanableOffsets
+    reset = False
+    if checkpoint is None or checkpoint < log_start or checkpoint > leo:
+        reset = checkpoint is not None
+        first_dirty = log_start
+    else:
+        first_dirty = checkpoint
+    lso = min(state.ongoing) if state.ongoing else leo
+    candidates = [lso, active.base]
+    non_active = [s for s in segs[:-1] if s.base >= _floor_base(segs, first_dirty)]
+    if cfg.min_compaction_lag_ms > 0:
+        for s in non_active:
+            if s.largest_timestamp() > now_ms - cfg.min_compaction_lag_ms:
+                candidates.append(s.base)
+                break
+    uncleanable = max(first_dirty, min(candidates))
+    # calculateCleanableBytes: snap to the base of the segment holding it (or the active one)
+    i = bisect.bisect_right(bases, uncleanable) - 1
+    first_uncleanable = segs[i].base if 0 <= i < len(segs) - 1 else active.base
+    cleanable = sum(s.size for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable))
+    clean = sum(s.size for s in segments_overlapping(segs, -1, first_dirty))
+    delay = _compaction_delay(non_active, cfg, now_ms)
+    producers = {pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
+                 for pid, e in state.entries.items()}
+    return LogToClean(d.name, d, topic, partition, cfg, segs, log_start, leo, first_dirty, first_uncleanable,
+                      clean, cleanable, delay, producers, reset)
+
+
+def _floor_base(segs: list[SegmentInfo], offset: int) -> int:
+    bases = [s.base for s in segs]
+    i = bisect.bisect_right(bases, offset) - 1
+    return bases[max(i, 0)]
+
+
+def _compaction_delay(dirty_non_active: list[SegmentInfo], cfg: TopicConfig, now_ms: int) -> int:
+    """LogCleanerManager.computeCompactionDelay: how far the earliest dirty batch is past
+    max.compaction.lag.ms."""
+    firsts = [t for s in dirty_non_active if (t := s.first_batch_timestamp()) is not None and t > 0]
+    if not firsts:
+        return 0
+    until = now_ms - max(cfg.max_compaction_lag_ms, 0)
+    return max(until - min(firsts), 0)
+
+
+def _producer_state(d: Path, bases: list[int], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan):
+    from kafkalog_cli.ops.recover import RecoverOptions, SegmentFiles, _initial_producer_state
+    segs = {b: SegmentFiles(b, d, segment_file(d, b, names.LOG_SUFFIX)) for b in bases}
+    return _initial_producer_state(d, segs, bases, leo + 1, RecoverOptions(now_ms=now_ms), cfg, notes, d.name)
+
+
+# ------------------------------------------------------------------------------ Cleaner.doClean
+def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None) -> dict:
+    """One Cleaner.doClean round. Without `fsops` nothing is written (the --dry-run estimate)."""
+    cfg, segs, now = ltc.cfg, ltc.segments, opts.now_ms
+    before = segments_overlapping(segs, 0, ltc.first_dirty)
+    legacy_horizon = before[-1].last_modified_ms - cfg.delete_retention_ms if before else 0
+    m = OffsetMap(opts.dedupe_buffer_size, opts.load_factor)
+    dirty = segments_overlapping(segs, ltc.first_dirty, ltc.first_uncleanable)
+    nexts = [s.base for s in dirty[1:]] + [ltc.first_uncleanable]
+    txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
+    map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, opts.jobs)
+    end_offset = m.latest_offset + 1
+    ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
+                       ltc.first_uncleanable, ltc.active_producers, CleanedTransactionMetadata())
+    groups = group_segments_by_size(segments_overlapping(segs, 0, end_offset), cfg.segment_bytes,
+                                    cfg.segment_index_bytes, ltc.first_uncleanable)
+    source_bytes = 0
+    for group in groups:
+        source_bytes += sum(s.size for s in group)
+        _clean_group(ltc, group, ctx, legacy_horizon, fsops)
+    if fsops is not None:
+        _update_checkpoint(fsops, ltc, end_offset)
+    st: CleanerStats = ctx.stats
+    return {"keys": m.size, "map_records_read": map_stats.records_read, "end_offset": end_offset,
+            "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
+            "groups": [[s.base for s in g] for g in groups],
+            "messages_read": st.messages_read, "messages_written": st.messages_written,
+            "bytes_read": source_bytes, "bytes_written": st.bytes_written,
+            "bytes_freed": source_bytes - st.bytes_written, "invalid_messages": st.invalid_messages,
+            "offset_map_layout": "kafka-slots" if m.compact_layout else "dict"}
+
+
+def _clean_group(ltc: LogToClean, group: list[SegmentInfo], ctx: CleanContext, legacy_horizon: int,
+                 fsops: FsOps | None) -> None:
+    """Cleaner.cleanSegments: the group into one `.cleaned` segment, then replaceSegments."""
+    cfg, d = ltc.cfg, ltc.directory
+    dest = CleanedSegment(d, group[0].base, cfg.index_interval_bytes, cfg.segment_index_bytes, fsops is not None)
+    if fsops is not None:
+        fsops._pre("write", dest.path(names.LOG_SUFFIX))
+    ctx.txn.cleaned_index = dest.aborted.append
+    try:
+        for i, seg in enumerate(group):
+            upper = group[i + 1].base if i + 1 < len(group) else seg.read_next_offset()
+            ctx.txn.add_aborted_transactions(collect_aborted_transactions(ltc.segments, seg.base, upper))
+            clean_into(seg, dest, ctx, seg.last_modified_ms > legacy_horizon)
+        # LogSegment.lastModified_ takes milliseconds
+        files = dest.finish(group[-1].mtime_ns // 1_000_000 * 1_000_000)
+    except BaseException:
+        dest.abandon()
+        raise
+    if fsops is None:
+        return
+    fsops.step(f"write {', '.join(str(f) for f in files)}")
+    fsops.fsync_dir(d)
+    _replace_segments(fsops, files, group, d)
+
+
+def _replace_segments(fsops: FsOps, cleaned: list[Path], old: list[SegmentInfo], d: Path) -> None:
+    """LocalLog.replaceSegments: .cleaned -> .swap, the old segments out, .swap -> final."""
+    swaps = []
+    for f in cleaned:
+        swap = f.with_name(f.name[: -len(names.CLEANED_SUFFIX)] + names.SWAP_SUFFIX)
+        fsops.rename(f, swap)
+        swaps.append(swap)
+    new_base = old[0].base
+    for seg in old:
+        for suffix in names.SEGMENT_SUFFIXES:
+            p = seg.file(suffix)
+            if p.exists():
+                fsops.delete(p, f"replaced by the cleaned segment {new_base}")
+        if seg.base != new_base:          # deleteProducerSnapshots for segments not replaced
+            snap = seg.file(names.SNAPSHOT_SUFFIX)
+            if snap.exists():
+                fsops.delete(snap, f"segment {seg.base} merged into the cleaned segment {new_base}")
+    for swap in swaps:
+        fsops.rename(swap, swap.with_name(swap.name[: -len(names.SWAP_SUFFIX)]))
+
+
+def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int) -> None:
+    path = fsops.base_dir / names.CLEANER_CHECKPOINT
+    offsets = ckpt.read_offsets(path)
+    order = list(offsets)
+    offsets[(ltc.topic, ltc.partition)] = end_offset
+    fsops.write_atomic(path, ckpt.encode_offsets(offsets, order))
+
+
+def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
+    """Clean every selected partition, round after round until its dirty section is done."""
+    done = []
+    for dec in cp.selected:
+        ltc = dec.log
+        rounds = []
+        while True:
+            r = clean_round(ltc, opts, fsops)
+            rounds.append(r)
+            if r["end_offset"] >= ltc.first_uncleanable or len(rounds) >= opts.max_rounds:
+                break
+            checkpoints = ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)
+            starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
+            key = (ltc.topic, ltc.partition)
+            ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
+                               starts.get(key), opts.now_ms, cp.notes)
+        entry = {"partition": ltc.name, "rounds": rounds,
+                 "messages_read": sum(r["messages_read"] for r in rounds),
+                 "messages_written": rounds[-1]["messages_written"],
+                 "bytes_freed": sum(r["bytes_freed"] for r in rounds),
+                 "cleaner_offset_checkpoint": rounds[-1]["end_offset"]}
+        if "delete" in ltc.cfg.cleanup_policy:
+            entry["retention"] = _retention_after(fsops, ltc, opts)
+        done.append(entry)
+    q = fsops.quarantine
+    return {"op": "compact", "log_dir": str(cp.log_dir), "now_ms": cp.now_ms, "cleaned": done,
+            "partitions": [d.to_json() for d in cp.decisions],
+            "findings": [f.to_json() for f in cp.notes.findings],
+            "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
+            "fs_steps": fsops.steps}
+
+
+def _retention_after(fsops: FsOps, ltc: LogToClean, opts: CompactOptions):
+    """compact,delete: UnifiedLog.deleteOldSegments after cleaning, through ops.retain."""
+    try:
+        from kafkalog_cli.ops import retain
+    except ImportError:
+        return "skipped: ops.retain is not installed"
+    rp = retain.plan(fsops.base_dir, [ltc.directory], retain.RetainOptions(now_ms=opts.now_ms, resolver=opts.resolver))
+    from kafkalog_cli.ops.plan import apply as apply_plan
+    return apply_plan(rp, fsops)["changed"]
