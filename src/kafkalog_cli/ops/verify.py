@@ -384,8 +384,8 @@ def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -
                 total += os.path.getsize(f)
             except OSError:
                 pass
-    target = max(8 << 20, -(-total // max(1, jobs * 4))) if jobs > 1 else 1 << 62
-    target = min(target, 256 << 20) if jobs > 1 else target
+    # about two ranges per worker: files that size or smaller are never split (no walk needed)
+    target = max(8 << 20, -(-total // max(1, jobs * 2))) if jobs > 1 else 1 << 62
     return [[_split(f, target, deep) for f in files] for _, files in groups]
 
 
