@@ -247,19 +247,31 @@ def cluster_metadata_configs(log_dir: Path) -> dict[str, dict[str, str]]:
     except ImportError:
         return {}
     import mmap
+    import re
+
+    # Old segments of the metadata log may be gone: the latest KRaft snapshot
+    # (<end offset>-<epoch>.checkpoint) holds the state up to its end offset, the log the rest.
+    snapshots = sorted((int(m.group(1)), p) for p in meta.glob("*.checkpoint")
+                       if (m := re.fullmatch(r"(\d{20})-\d{10}\.checkpoint", p.name)))
+    start = snapshots[-1][0] if snapshots else 0
+
+    def records(path: Path, from_offset: int):
+        with open(path, "rb") as f:
+            if f.seek(0, 2) == 0:
+                return
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                for batch in iter_batches(m):
+                    if batch.is_control or batch.last_offset < from_offset:
+                        continue
+                    for rec in batch.records():
+                        if rec.value is not None and rec.offset >= from_offset:
+                            yield bytes(rec.value)
 
     def values():
+        if snapshots:
+            yield from records(snapshots[-1][1], 0)
         for log in sorted(meta.glob("*.log")):
-            with open(log, "rb") as f:
-                if f.seek(0, 2) == 0:
-                    continue
-                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-                    for batch in iter_batches(m):
-                        if batch.is_control:
-                            continue
-                        for rec in batch.records():
-                            if rec.value is not None:
-                                yield bytes(rec.value)
+            yield from records(log, start)
 
     try:
         return topic_configs(values())

@@ -32,3 +32,14 @@ def test_most_specific_wins(tmp_path):
     assert (a.segment_bytes, a.index_interval_bytes) == (200, 11)
     assert (b.segment_bytes, b.index_interval_bytes) == (100, 9)
     assert a.sources["segment.bytes"] == "cluster metadata"
+
+
+def test_topic_configs_come_from_the_latest_kraft_snapshot_when_the_log_is_gone():
+    from pathlib import Path
+
+    from kafkalog_cli.config import cluster_metadata_configs
+
+    logdir = Path(__file__).resolve().parents[1] / "fixtures" / "kraft-snapshot"
+    configs = cluster_metadata_configs(logdir)
+    assert configs["__consumer_offsets"]["cleanup.policy"] == "compact"
+    assert configs["_confluent-ksql-default__command_topic"]["retention.ms"] == "-1"

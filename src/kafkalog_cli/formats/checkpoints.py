@@ -158,13 +158,17 @@ def parse_offset_checkpoint(buf: bytes | bytearray | memoryview, *,
     return {(t, p): o for t, p, o in parse_offset_checkpoint_entries(buf, path=path)}
 
 
-def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int]) -> bytes:
-    """The file, entries sorted by (topic, partition) so that output is deterministic (Kafka's
-    order is HashMap order, which readers do not depend on)."""
+def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
+                             order: Iterable[tuple[str, int]] | None = None) -> bytes:
+    """The file. Entries in `order` come first, in that order (a rewrite keeps the broker's own
+    order, so an unchanged file stays byte-identical); the rest sorted by (topic, partition).
+    Kafka's order is HashMap order, which readers do not depend on."""
     for topic, _ in offsets:
         if not topic or _JAVA_WS.search(topic):
             raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint file")
-    return _write_checkpoint(f"{t} {p} {offsets[(t, p)]}" for t, p in sorted(offsets))
+    first = [k for k in dict.fromkeys(order or ()) if k in offsets]
+    keys = first + sorted(k for k in offsets if k not in set(first))
+    return _write_checkpoint(f"{t} {p} {offsets[(t, p)]}" for t, p in keys)
 
 
 # ---------------------------------------------------------------------------------------------
