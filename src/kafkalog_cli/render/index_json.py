@@ -6,15 +6,7 @@ from typing import Iterator
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage.names import offset_from_name
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except PermissionError:
-        raise InputError("permission denied", path=str(path)) from None
+from kafkalog_cli.storage.segment import read_file
 
 
 def _base(path: Path) -> int:
@@ -29,24 +21,24 @@ def index_objects(path: Path) -> Iterator[dict]:
     if suffix == ".index":
         from kafkalog_cli.formats.indexes import parse_offset_index
 
-        for e in parse_offset_index(_read(path), _base(path)):
+        for e in parse_offset_index(read_file(path), _base(path)):
             yield {"kind": "index_entry", "offset": e.offset, "position": e.position}
     elif suffix == ".timeindex":
         from kafkalog_cli.formats.indexes import parse_time_index
 
-        for e in parse_time_index(_read(path), _base(path)):
+        for e in parse_time_index(read_file(path), _base(path)):
             yield {"kind": "time_index_entry", "timestamp": e.timestamp, "offset": e.offset}
     elif suffix == ".txnindex":
         from kafkalog_cli.formats.txnindex import parse_txn_index
 
-        for t in parse_txn_index(_read(path), path=str(path)):
+        for t in parse_txn_index(read_file(path), path=str(path)):
             yield {"kind": "aborted_txn", "version": t.version, "producer_id": t.producer_id,
                    "first_offset": t.first_offset, "last_offset": t.last_offset,
                    "last_stable_offset": t.last_stable_offset}
     elif suffix == ".snapshot":
         from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 
-        for e in parse_producer_snapshot(_read(path), path=str(path)).entries:
+        for e in parse_producer_snapshot(read_file(path), path=str(path)).entries:
             yield {"kind": "producer_state", "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
                    "coordinator_epoch": e.coordinator_epoch,
                    "current_txn_first_offset": e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None,

@@ -19,7 +19,7 @@ from kafkalog_cli.formats.records import (
 )
 from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.storage.segment import map_file
+from kafkalog_cli.storage.segment import map_file, read_file
 
 INT_MAX = 2**31 - 1
 _OFFSET_ENTRY = struct.Struct(">ii")
@@ -322,7 +322,7 @@ class KafkaDumper:
     def dump_index(self, path: Path) -> None:
         base = _start_offset(path)
         log = map_file(path.with_name(path.name.split(".")[0] + ".log"))
-        raw = _read_index(path)
+        raw = read_file(path)
         n = len(raw) // 8
         if n == 0:
             self._w(f"{_java_file_string(str(path))} is empty.\n")
@@ -360,9 +360,9 @@ class KafkaDumper:
         base = _start_offset(path)
         stem = path.name.split(".")[0]
         log = map_file(path.with_name(stem + ".log"))
-        index_raw = _read_index(path.with_name(stem + ".index"))
+        index_raw = read_file(path.with_name(stem + ".index"))
         offset_entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(index_raw[: len(index_raw) // 8 * 8])]
-        raw = _read_index(path)
+        raw = read_file(path)
         n = len(raw) // 12
         entries = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(raw[: n * 12])]
         if self.o.index_sanity_check:
@@ -401,7 +401,7 @@ class KafkaDumper:
         from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 
         try:
-            snap = parse_producer_snapshot(_read_file(path))
+            snap = parse_producer_snapshot(read_file(path))
         except KafkalogError as e:
             if type(e).__name__ == "CorruptSnapshotError":
                 self._e(e.message)
@@ -422,7 +422,7 @@ class KafkaDumper:
     def dump_txn_index(self, path: Path) -> None:
         from kafkalog_cli.formats.txnindex import parse_txn_index
 
-        for t in parse_txn_index(_read_file(path)):
+        for t in parse_txn_index(read_file(path)):
             self._w(f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
                     f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n")
 
@@ -533,21 +533,6 @@ def _snapshot_id(path: Path) -> tuple[int, int]:
     if not m:
         raise KafkaToolError("not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)", path=str(path))
     return int(m.group(1)), int(m.group(2))
-
-
-def _read_file(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", path=str(path)) from None
-    except PermissionError:
-        raise InputError("permission denied", path=str(path)) from None
-
-
-def _read_index(path: Path) -> bytes:
-    return _read_file(path)
 
 
 def _decrement_sequence(seq: int, dec: int) -> int:

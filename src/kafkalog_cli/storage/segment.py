@@ -16,18 +16,37 @@ from kafkalog_cli.storage.names import (
 
 def map_file(path: Path | str):
     """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)."""
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except FileNotFoundError:
-        raise InputError("no such file", path=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, not a file", path=str(path)) from None
-    except PermissionError:
-        raise InputError("permission denied", path=str(path)) from None
+    with _opened(path) as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+
+
+def read_file(path: Path | str) -> bytes:
+    """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
+    with _opened(path) as f:
+        return f.read()
+
+
+class _opened:
+    """open(path, 'rb') whose failures are InputErrors naming the path."""
+
+    def __init__(self, path: Path | str):
+        self.path = path
+
+    def __enter__(self):
+        try:
+            self.f = open(self.path, "rb")
+        except FileNotFoundError:
+            raise InputError("no such file", path=str(self.path)) from None
+        except IsADirectoryError:
+            raise InputError("is a directory, not a file", path=str(self.path)) from None
+        except PermissionError:
+            raise InputError("permission denied", path=str(self.path)) from None
+        return self.f
+
+    def __exit__(self, *exc):
+        self.f.close()
 
 
 @dataclass
