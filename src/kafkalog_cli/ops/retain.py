@@ -316,6 +316,7 @@ class Retention:
 
     old_log_start_offset: int
     new_log_start_offset: int
+    first_segment_base: int
     deleted: list[DeletedSegment] = field(default_factory=list)
     rolled_at: int | None = None           # the new empty segment's base, when all went
 
@@ -325,7 +326,7 @@ def run_passes(view: PartitionView, cfg: TopicConfig, log_start_checkpoint: int,
     """UnifiedLog.deleteOldSegments: the passes in order, each on what the previous one left."""
     segments = list(view.segments)
     log_start = max(log_start_checkpoint, segments[0].base_offset)
-    result = Retention(log_start, log_start)
+    result = Retention(log_start, log_start, segments[0].base_offset)
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
         (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.new_log_start_offset))]
     if "delete" in cfg.cleanup_policy:
@@ -345,10 +346,11 @@ def run_passes(view: PartitionView, cfg: TopicConfig, log_start_checkpoint: int,
         if not segments:
             # deleteSegments: "we must always have at least one segment": roll first. The new
             # segment is empty, and an empty last segment is never deleted: no pass has more to do.
-            result.rolled_at = gone[-1].tail.next_offset
+            result.rolled_at = result.first_segment_base = gone[-1].tail.next_offset
             result.new_log_start_offset = max(result.new_log_start_offset, result.rolled_at)
             break
-        result.new_log_start_offset = max(result.new_log_start_offset, segments[0].base_offset)
+        result.first_segment_base = segments[0].base_offset
+        result.new_log_start_offset = max(result.new_log_start_offset, result.first_segment_base)
     return result
 
 
@@ -413,13 +415,12 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan
             continue
         p.actions.extend(actions)
         p.partitions[d.name] = summary
-        if result is not None and result.deleted:
-            key = (tp.topic, tp.partition)
-            first_base = result.rolled_at if result.rolled_at is not None else \
-                view.segments[len(result.deleted)].base_offset
-            new_log_starts[key] = result.new_log_start_offset if result.new_log_start_offset > first_base else -1
-            if state.recovery_points.get(key, 0) < result.new_log_start_offset:
-                new_recovery_points[key] = result.new_log_start_offset
+        if result is not None:
+            # LogManager's rules, applied on every run so that a rerun finishes an interrupted one
+            key, start = (tp.topic, tp.partition), result.new_log_start_offset
+            new_log_starts[key] = start if start > result.first_segment_base else -1
+            if state.recovery_points.get(key, 0) < start:
+                new_recovery_points[key] = start
     _checkpoint_actions(p, state, new_log_starts, new_recovery_points)
     return p
 
@@ -437,7 +438,6 @@ def _plan_partition(view: PartitionView, cfg: TopicConfig, state: LogDirState, o
     actions += [Action(ActionKind.DELETE, f, "an interrupted kafkalog write", name) for f in view.leftovers]
     if not view.segments:
         return _summary(d, status="skipped", detail="no segment"), None
-    hw_known = key in state.high_watermarks
     result = run_passes(view, cfg, state.log_starts.get(key, 0), state.high_watermarks.get(key, 0), opts.now_ms)
     summary = _summary(
         d, status="deleted" if result.deleted else "nothing to do",
@@ -445,36 +445,39 @@ def _plan_partition(view: PartitionView, cfg: TopicConfig, state: LogDirState, o
         retention_bytes=cfg.retention_bytes, segments_deleted=len(result.deleted), bytes_freed=0,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
         rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted])
-    if not hw_known:
+    if key not in state.high_watermarks:
         summary["detail"] = ("no high watermark in replication-offset-checkpoint: only segments below "
                              "the log start offset are eligible")
-    first_kept = result.rolled_at if result.rolled_at is not None else \
-        (view.segments[len(result.deleted)].base_offset if result.deleted else view.segments[0].base_offset)
-    # orphans of an interrupted run: index files below the first kept segment without a .log
-    bases = {s.base_offset for s in view.segments}
-    for base in sorted(b for b in view.index_files if b < first_kept and b not in bases):
-        actions += [Action(ActionKind.DELETE, f, "index file without its .log (an interrupted retain)", name)
-                    for f in sorted(view.index_files[base])]
-    if not result.deleted:
-        return summary, result
     if result.rolled_at is not None:
         _roll_actions(view, cfg, opts, actions)
     freed = 0
     for x in result.deleted:
         seg = x.segment
-        files = [seg.log_path] + sorted(view.index_files.get(seg.base_offset, []))
-        for f in files:
+        for f in [seg.log_path] + sorted(view.index_files.get(seg.base_offset, [])):
             freed += _size_of(f)
             actions.append(Action(ActionKind.DELETE, f, f"segment {seg.base_offset}: {x.detail}", name))
-    for off in sorted(o for o in view.snapshots if o < result.new_log_start_offset):
+    # What follows also finishes a run that was interrupted after its segments went: on a log dir
+    # a broker left behind, none of it changes anything.
+    first = result.first_segment_base
+    bases = {s.base_offset for s in view.segments}
+    tidy = []
+    for base in sorted(b for b in view.index_files if b < first and b not in bases):
+        tidy += [Action(ActionKind.DELETE, f, "index file without its .log (an interrupted retain)", name)
+                 for f in sorted(view.index_files[base])]
+    # Kafka deletes the snapshots of the deleted segments; those of no segment below the first
+    # are strays its LogLoader deletes
+    for off in sorted(o for o in view.snapshots if o < first):
         freed += _size_of(view.snapshots[off])
-        actions.append(Action(ActionKind.DELETE, view.snapshots[off],
-                              f"producer snapshot below the new log start offset {result.new_log_start_offset}",
-                              name))
-    summary["bytes_freed"] = freed
+        tidy.append(Action(ActionKind.DELETE, view.snapshots[off],
+                           f"producer snapshot below the first segment {first}", name))
     epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name)
     if epoch_action is not None:
-        actions.append(epoch_action)
+        tidy.append(epoch_action)
+    actions += tidy
+    summary["bytes_freed"] = freed
+    if tidy and not result.deleted:
+        summary["status"] = "tidied"
+        summary["detail"] = "finished an interrupted retain (stray snapshots, index files, leader epochs)"
     return summary, result
 
 
@@ -539,7 +542,7 @@ def _checkpoint_actions(p: Plan, state: LogDirState, new_log_starts: dict, new_r
             path = state.log_dir / names.LOG_START_OFFSET_CHECKPOINT
             p.add(Action(ActionKind.UPDATE_CHECKPOINT, path, "log start offsets after segment deletion",
                          data=checkpoint_text.encode_offsets(starts, order=state.log_start_order)))
-    if new_recovery_points:
+    if new_recovery_points and any(state.recovery_points.get(k) != v for k, v in new_recovery_points.items()):
         points = {**state.recovery_points, **new_recovery_points}
         path = state.log_dir / names.RECOVERY_POINT_CHECKPOINT
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, path, "recovery points raised to the new log start offsets",
