@@ -28,7 +28,7 @@ from kafkalog_cli.formats.compression import compress, compression_from_id
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
-from kafkalog_cli.ops.compact_scan import _Malformed, records_region, scan_keys, scan_spans
+from kafkalog_cli.ops.compact_scan import _Malformed, record_starts, records_region, scan_keys, scan_spans, span_at
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import segment_file
@@ -482,10 +482,11 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
         return _filter_legacy(b, ctx, retain_legacy, res)
     count = b.records_count
     ctx.stats.messages_read += count
-    if discard_records:
+    survivors = None if is_control or discard_records else _survivors_in(b, ctx)
+    if discard_records or survivors == []:
         retained = None
-    elif not is_control and _no_survivor(b, ctx):
-        retained = None
+    elif survivors is not None and b.last_offset_delta + 1 == count:
+        retained = _retained_by_survivors(b, ctx, survivors, path, chunk_pos)
     else:
         retained = _retained_spans(b, ctx, is_control, path, chunk_pos)
     if retained:
@@ -500,14 +501,36 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
     return None
 
 
-def _no_survivor(b: RecordBatch, ctx: CleanContext) -> bool:
-    """True when no record of this dirty-section batch can be retained: every one is below the
-    map's latest offset, and none is the offset the map holds for its key."""
+def _survivors_in(b: RecordBatch, ctx: CleanContext) -> list[int] | None:
+    """For a data batch wholly in the dirty section and at or below the map's latest offset: the
+    offsets the map holds within it, the only records that can be retained. None otherwise."""
     if b.base_offset_field < ctx.first_dirty or b.last_offset > ctx.map.latest_offset:
-        return False
+        return None
     s = ctx.survivors
-    i = bisect.bisect_left(s, b.base_offset_field)
-    return i == len(s) or s[i] > b.last_offset
+    return s[bisect.bisect_left(s, b.base_offset_field):bisect.bisect_right(s, b.last_offset)]
+
+
+def _retained_by_survivors(b: RecordBatch, ctx: CleanContext, survivors: list[int], path: Path, chunk_pos: int):
+    """A batch with consecutive offsets (count = lastOffsetDelta + 1, as producers write them):
+    record i has offset base + i, so only the survivors' records are decoded. Each is checked
+    (its offset and its key's map entry); any mismatch falls back to reading every record."""
+    base = b.base_offset_field
+    try:
+        data, s, e = records_region(b)
+        starts = record_starts(data, s, e, survivors[-1] - base)
+        spans = [span_at(data, starts[o - base], base, b.base_timestamp) for o in survivors]
+    except (_Malformed, KafkalogError):
+        raise _decode_error(b, path, chunk_pos) from None
+    get = ctx.map.get
+    if any(sp.offset != o or sp.key is None or get(sp.key) != o for sp, o in zip(spans, survivors)):
+        return _retained_spans(b, ctx, False, path, chunk_pos)
+    if b.attributes & ATTR_TIMESTAMP_TYPE:
+        for sp in spans:
+            sp.timestamp = b.max_timestamp
+    horizon_ok = not b.has_delete_horizon or ctx.now_ms < b.base_timestamp
+    kept = [sp for sp in spans if sp.has_value or horizon_ok]
+    tombstones = any(not sp.has_value for sp in kept)
+    return (kept, data, tombstones) if kept else None
 
 
 def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: Path, chunk_pos: int):

@@ -46,37 +46,49 @@ def records_region(batch: RecordBatch) -> tuple[bytes, int, int]:
 
 
 def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list, offsets: list) -> None:
-    """Append (key, offset) of every keyed record to `keys`/`offsets`."""
+    """Append (key, offset) of every keyed record to `keys`/`offsets`. Varints of one and two
+    bytes are decoded inline: a Python call costs more than the rest of a record."""
     kappend, oappend = keys.append, offsets.append
     try:
         for _ in range(count):
             b = data[pos]
             if b < 0x80:
-                length = (b >> 1) ^ -(b & 1)
-                pos += 1
+                nxt = pos + 1 + ((b >> 1) ^ -(b & 1))
+                p = pos + 2
             else:
-                length, pos = _varint(data, pos)
-            nxt = pos + length
-            p = pos + 1                         # attributes
-            while data[p] & 0x80:               # timestampDelta: skipped
+                length, p = _varint(data, pos)
+                nxt = p + length
+                p += 1
+            while data[p] > 0x7F:               # timestampDelta: skipped
                 p += 1
             b = data[p + 1]                     # offsetDelta
             if b < 0x80:
                 od = (b >> 1) ^ -(b & 1)
                 p += 2
             else:
-                od, p = _varint(data, p + 1)
+                b2 = data[p + 2]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    od = (v >> 1) ^ -(v & 1)
+                    p += 3
+                else:
+                    od, p = _varint(data, p + 1)
             b = data[p]                         # keyLength
             if b < 0x80:
-                kl = (b >> 1) ^ -(b & 1)
-                p += 1
+                if b != 1:                      # 1 is zigzag(-1): no key
+                    kl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                    if p + kl > nxt:
+                        raise _Malformed()
+                    kappend(data[p:p + kl])
+                    oappend(base_offset + od)
             else:
                 kl, p = _varint(data, p)
-            if kl >= 0:
-                if p + kl > nxt:
-                    raise _Malformed()
-                kappend(data[p : p + kl])
-                oappend(base_offset + od)
+                if kl >= 0:
+                    if p + kl > nxt:
+                        raise _Malformed()
+                    kappend(data[p:p + kl])
+                    oappend(base_offset + od)
             pos = nxt
     except IndexError:
         raise _Malformed() from None
@@ -142,3 +154,39 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
     if pos != end:
         raise _Malformed()
     return out
+
+
+def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
+    """Start positions of records 0..upto (only their length varints are read)."""
+    out = []
+    append = out.append
+    try:
+        for _ in range(upto + 1):
+            append(pos)
+            b = data[pos]
+            if b < 0x80:
+                pos += 1 + ((b >> 1) ^ -(b & 1))
+            else:
+                length, p = _varint(data, pos)
+                pos = p + length
+            if pos > end:
+                raise _Malformed()
+    except IndexError:
+        raise _Malformed() from None
+    return out
+
+
+def span_at(data, pos: int, base_offset: int, base_ts: int) -> RecordSpan:
+    """The one record starting at `pos`."""
+    try:
+        return scan_spans(data, pos, _record_end(data, pos), 1, base_offset, base_ts)[0]
+    except IndexError:
+        raise _Malformed() from None
+
+
+def _record_end(data, pos: int) -> int:
+    b = data[pos]
+    if b < 0x80:
+        return pos + 1 + ((b >> 1) ^ -(b & 1))
+    length, p = _varint(data, pos)
+    return p + length

@@ -1,0 +1,83 @@
+"""`kafkalog compact PATH...`: options -> ops.compact -> output."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
+                                           now_or_clock, quarantine_options, resolver_from_options)
+from kafkalog_cli.commands.common import jobs_or_cores
+from kafkalog_cli.ops import compact as ops
+from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
+from kafkalog_cli.storage.lock import LogDirLock
+
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _bytes(ctx, param, value: str) -> int:
+    """134217728, 128m, 128MiB, 1g."""
+    v = value.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = _UNITS.get(v[-1:], 1)
+    try:
+        n = int(v[:-1] if v[-1:] in _UNITS else v) * mult
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not a size (e.g. 134217728, 128m, 1g)") from None
+    if n < 2 * SLOT_SIZE:
+        raise click.BadParameter(f"{value!r} holds no key: at least {2 * SLOT_SIZE} bytes")
+    return n
+
+
+@click.command("compact")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--force", is_flag=True,
+              help="Clean every compacted partition with cleanable bytes, whatever its dirty ratio.")
+@click.option("--dedupe-buffer-size", default=str(DEFAULT_DEDUPE_BUFFER), callback=_bytes, show_default=True,
+              metavar="BYTES", help="log.cleaner.dedupe.buffer.size: the offset map's memory (24 bytes a "
+                                    "key, 90% usable). More keys than fit: several rounds.")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
+              help="Worker processes for building the offset map (0: one per core).")
+@config_options
+@quarantine_options
+@dry_run_option
+@format_option
+@now_option
+def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_items, server_properties,
+            no_cluster_metadata, quarantine_dir, no_quarantine, dry_run, fmt, now_ms):
+    """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
+    keep the last record of each key, drop keyless records, tombstones past their delete horizon
+    and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
+
+    --dry-run prints, per partition, the dirty section, its dirty ratio, whether it would be
+    cleaned, and an estimate from a simulated round: keys, bytes freed, messages kept."""
+    groups = ops.partition_dirs_for(paths)
+    now = now_or_clock(now_ms)
+    reports = []
+    for log_dir, parts in groups.items():
+        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
+                                         no_cluster_metadata)
+        opts = ops.CompactOptions(now_ms=now, force=force, dedupe_buffer_size=dedupe_buffer_size,
+                                  jobs=jobs_or_cores(jobs), resolver=resolver)
+        if dry_run:
+            cp = ops.plan(log_dir, parts, opts, estimate=True)
+            reports.append({"dry_run": True, **cp.to_json()})
+            if fmt == "human":
+                click.echo(cp.render())
+            continue
+        with LogDirLock(log_dir):
+            cp = ops.plan(log_dir, parts, opts)
+            root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
+            report = ops.apply(cp, FsOps(log_dir, Quarantine(root, "compact")), opts)
+        reports.append(report)
+        if fmt == "human":
+            click.echo(cp.render())
+            for c in report["cleaned"]:
+                click.echo(f"  cleaned {c['partition']}: {c['messages_read']} -> {c['messages_written']} messages, "
+                           f"{c['bytes_freed']} bytes freed in {len(c['rounds'])} round(s); "
+                           f"cleaner-offset-checkpoint {c['cleaner_offset_checkpoint']}")
+            if report.get("quarantine"):
+                click.echo(f"  replaced segments kept in {report['quarantine']}")
+    if fmt == "json":
+        click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
