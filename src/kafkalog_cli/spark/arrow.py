@@ -161,6 +161,8 @@ class Pushdown:
     ts_min: int | None = None
     ts_max: int | None = None
     timestamps: frozenset | None = None
+    not_topics: frozenset = frozenset()
+    not_partitions: frozenset = frozenset()
     empty: bool = False             # contradictory filters: nothing matches
 
     def keeps_segment(self, ref: SegmentRef) -> bool:
@@ -169,6 +171,11 @@ class Pushdown:
         if self.topics is not None and ref.topic not in self.topics:
             return False
         if self.partitions is not None and ref.partition not in self.partitions:
+            return False
+        # `topic <> x` is false (not null) for a row whose topic is null: such segments go too
+        if self.not_topics and (ref.topic is None or ref.topic in self.not_topics):
+            return False
+        if self.not_partitions and (ref.partition is None or ref.partition in self.not_partitions):
             return False
         if ref.base_offset is not None and ref.path.endswith(LOG_SUFFIX):
             if self.offset_max is not None and ref.base_offset > self.offset_max:

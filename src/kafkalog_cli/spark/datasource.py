@@ -25,7 +25,7 @@ import os
 
 from pyspark.sql.datasource import (
     DataSource, DataSourceReader, EqualTo, GreaterThan, GreaterThanOrEqual, In, InputPartition, LessThan,
-    LessThanOrEqual,
+    LessThanOrEqual, Not,
 )
 
 from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment, segment_refs
@@ -86,9 +86,17 @@ class KafkalogReader(DataSourceReader):
                 yield flt
 
     def _push(self, p: Pushdown, flt) -> bool:
-        col = flt.attribute[0] if len(flt.attribute) == 1 else None
+        if isinstance(flt, Not) and isinstance(flt.child, (EqualTo, In)) and flt.child.attribute in (("topic",), ("partition",)):
+            c = flt.child
+            vals = frozenset([c.value]) if isinstance(c, EqualTo) else frozenset(c.value)
+            if c.attribute == ("topic",):
+                p.not_topics = p.not_topics | vals
+            else:
+                p.not_partitions = p.not_partitions | vals
+            return True
         if not isinstance(flt, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)):
             return False
+        col = flt.attribute[0] if len(flt.attribute) == 1 else None
         if col in ("topic", "partition"):
             if isinstance(flt, EqualTo):
                 vals = frozenset([flt.value])

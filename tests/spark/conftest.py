@@ -1,0 +1,33 @@
+"""One local[2] SparkSession for the whole test session. Without pyspark (the spark extra) or
+without Java the Spark tests are skipped, and the reason says which is missing."""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import os
+
+import pytest
+
+_MISSING = None
+if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
+    _MISSING = "pyspark/pyarrow not installed (pip install 'kafkalog-cli[spark]')"
+elif not (shutil.which("java") or (os.environ.get("JAVA_HOME") and os.path.exists(os.path.join(os.environ["JAVA_HOME"], "bin", "java")))):
+    _MISSING = "no Java on PATH or in JAVA_HOME (Spark needs Java 17)"
+
+
+def pytest_collection_modifyitems(config, items):
+    here = os.path.dirname(__file__)
+    for item in items:
+        if str(item.fspath).startswith(here):
+            item.add_marker(pytest.mark.spark)
+            if _MISSING:
+                item.add_marker(pytest.mark.skip(reason=f"Spark tests skipped: {_MISSING}"))
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from kafkalog_cli.spark.session import get_session
+
+    session = get_session("local[2]", app_name="kafkalog-tests")
+    yield session
+    session.stop()

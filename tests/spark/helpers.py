@@ -1,0 +1,63 @@
+"""Compare DataFrame rows with what `kafkalog dump-log --format json` prints."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+
+
+def segment_files(root: Path) -> list[Path]:
+    """Every segment (.log) and KRaft snapshot (.checkpoint) under `root`, goldens left out."""
+    out = []
+    for p in sorted(root.rglob("*")):
+        if "goldens" in p.parts or not p.is_file():
+            continue
+        if p.name.endswith(".log") and p.name[:20].isdigit() or p.name.endswith(".checkpoint") and p.name[:20].isdigit():
+            out.append(p.resolve())
+    return out
+
+
+def dump_json(path: Path, deep: bool) -> tuple[int, list[dict], str]:
+    """(exit code, JSON objects, stderr) of `kafkalog dump-log --format json [--deep-iteration]`."""
+    args = ["dump-log", "--format", "json", "--payload-encoding", "hex", str(path)]
+    if deep:
+        args.insert(3, "--deep-iteration")
+    r = CliRunner().invoke(cli, args, catch_exceptions=False)
+    objs = [json.loads(line) for line in r.stdout_bytes.decode("utf-8", "surrogatepass").splitlines() if line]
+    return r.exit_code, objs, r.stderr
+
+
+def expected_record(obj: dict) -> dict:
+    """A JSON record line as a DataFrame row holds it: payloads as bytes, every column present."""
+    unhex = lambda v: None if v is None else bytes.fromhex(v)  # noqa: E731
+    out = {k: v for k, v in obj.items() if k != "kind"}
+    for k in ("key", "value"):
+        out[k] = unhex(out[k])
+    out["headers"] = [{"key": h["key"], "value": unhex(h["value"])} for h in out["headers"]]
+    for k in ("crc", "is_valid", "control"):
+        out.setdefault(k, None)
+    return out
+
+
+def actual_record(row: dict) -> dict:
+    out = {k: v for k, v in row.items() if k not in ("topic", "partition", "segment")}
+    if out.get("control") is not None:
+        out["control"] = {k: v for k, v in out["control"].items() if v is not None}
+    return out
+
+
+def expected_batch(obj: dict) -> dict:
+    return {k: v for k, v in obj.items() if k not in ("kind", "file")}
+
+
+def actual_batch(row: dict) -> dict:
+    return {k: v for k, v in row.items() if k not in ("topic", "partition", "segment")}
+
+
+def rows(df) -> list[dict]:
+    return df.toArrow().to_pylist()
