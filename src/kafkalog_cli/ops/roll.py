@@ -71,11 +71,23 @@ def read_active(d: Path, base: int) -> ActiveSegment:
         if tail.strip(b"\0"):
             raise InputError("bytes after the last complete batch; run `kafkalog recover` first",
                              path=str(log), position=end)
-        idx = _read(segment_file(d, base, names.INDEX_SUFFIX))
-        tidx = _read(segment_file(d, base, names.TIME_INDEX_SUFFIX))
-        return ActiveSegment(base, end, len(buf), nxt, first_ts, max_ts, off_max,
-                             len(parse_offset_index(idx, base)), parse_time_index(tidx, base),
+        idx = _index_entries(segment_file(d, base, names.INDEX_SUFFIX), parse_offset_index, base)
+        tidx = _index_entries(segment_file(d, base, names.TIME_INDEX_SUFFIX), parse_time_index, base)
+        return ActiveSegment(base, end, len(buf), nxt, first_ts, max_ts, off_max, len(idx), tidx,
                              log.stat().st_mtime_ns // 1_000_000)
+    finally:
+        if isinstance(buf, mmap.mmap):
+            buf.close()
+
+
+def _index_entries(path: Path, parse, base: int) -> list:
+    """An index's entries through an mmap: parsing stops at the preallocated zeros, so a 10 MiB
+    active index is not read whole."""
+    if not path.exists():
+        return []
+    buf = _map(path)
+    try:
+        return parse(buf, base)
     finally:
         if isinstance(buf, mmap.mmap):
             buf.close()
@@ -147,7 +159,7 @@ def _plan_partition(p: Plan, d: Path, cfg: TopicConfig, opts: RollOptions) -> No
         times.append(TimeIndexEntry(seg.max_ts, seg.offset_of_max_ts))
     tpath = segment_file(d, base, names.TIME_INDEX_SUFFIX)
     tdata = encode_time_index(times, base)
-    if _read(tpath) != tdata:
+    if (tpath.stat().st_size if tpath.exists() else 0) != len(tdata) or _read(tpath) != tdata:
         p.add(Action(ActionKind.REBUILD_INDEX, tpath, "final time-index entry and trim (segment closed)",
                      name, data=tdata))
     ipath = segment_file(d, base, names.INDEX_SUFFIX)
