@@ -49,13 +49,14 @@ def _raise(payload) -> None:
 def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str], *, engine: str = "local",
                    master: str | None = None, jobs: int = 0, args: tuple = (), kwargs: dict | None = None,
                    spark=None) -> list[Any]:
-    """[fn(d, *args, **kwargs) for d in partition_dirs], in that order, run by `engine`.
+    """[fn(d, *args, **kwargs) for d in partition_dirs], in that order, run by `engine`. Items that
+    are Paths are passed as str; any other picklable item is passed as it is.
 
     local: `jobs` worker processes (0: one per core; 1, or a single partition: in this process).
     spark: one Spark task per partition on `master` (default local[*]), or on `spark` if given."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
-    items = [(i, str(d)) for i, d in enumerate(partition_dirs)]
+    items = [(i, str(d) if isinstance(d, Path) else d) for i, d in enumerate(partition_dirs)]
     call = partial(_call, fn, tuple(args), dict(kwargs or {}))
     if not items:
         return []
@@ -65,7 +66,12 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
 
             spark = get_session(master)
         sc = spark.sparkContext
-        results = sc.parallelize(items, numSlices=len(items)).map(call).collect()
+        try:
+            results = sc.parallelize(items, numSlices=len(items)).map(call).collect()
+        except Exception as e:  # an executor lost, kafkalog missing there: one line, not a JVM trace
+            from kafkalog_cli.spark.session import SparkJobError, first_line
+
+            raise SparkJobError(f"Spark job failed: {first_line(e)}") from None
     else:
         workers = jobs if jobs > 0 else (os.cpu_count() or 1)
         workers = min(workers, len(items))

@@ -16,6 +16,30 @@ class SparkUnavailableError(KafkalogError):
     exit_code = ExitCode.INPUT
 
 
+class SparkJobError(KafkalogError):
+    """A Spark job failed outside kafkalog's code: an executor lost, kafkalog or a path missing there."""
+
+    exit_code = ExitCode.INPUT
+
+
+def first_line(e: BaseException) -> str:
+    """The line of a Spark exception that says what went wrong: the Python worker's own
+    exception if there is one (a KafkalogError keeps its path and byte position), else the first."""
+    import re
+
+    text = str(e)
+    m = re.search(r"^kafkalog_cli\.errors\.\w+: (.+)$", text, re.M)
+    if m:
+        return m.group(1).strip()
+    m = re.search(r"^(\w+(?:\.\w+)*(?:Error|Exception)): (.+)$", text, re.M)
+    if m and "Traceback" in text:
+        return f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2).strip()}"
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:500]
+    return type(e).__name__
+
+
 def check_java() -> str:
     """The `java` Spark will run, or SparkUnavailableError saying how to get one."""
     home = os.environ.get("JAVA_HOME")

@@ -1,0 +1,66 @@
+"""`kafkalog export`: records to Parquet (partitioned by topic/partition) or JSON Lines, over a
+process pool or Spark."""
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("out", type=click.Path())
+@click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
+              help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT.")
+@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
+              help="local: a process pool on this machine. spark: one Spark task per segment.")
+@click.option("--master", default=None, metavar="URL",
+              help="With --engine spark: the Spark master (default local[*]).")
+@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
+              help="With --engine local: worker processes (0: one per core).")
+@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
+              show_default=True, help="jsonl: how keys, values and header values are written.")
+@click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
+@click.option("--no-headers", is_flag=True, help="Leave out record headers.")
+@click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
+              help="How the summary is printed.")
+def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, no_headers, overwrite, fmt):
+    """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
+
+    The columns are those of the `kafkalog` Spark data source and of `dump-log --format json`:
+    offset, timestamp, timestamp_type, key, value, headers, sequence, base_offset, producer_id,
+    producer_epoch, is_transactional, is_control (crc and is_valid for legacy records, control
+    for transaction markers) and segment; in Parquet, topic and partition are the directories.
+    The output is the same, byte for byte, with either engine. OUT is written beside itself and
+    renamed into place when complete.
+
+    \b
+    Examples:
+      kafkalog export /var/lib/kafka/data --to parquet /data/kafka-parquet
+      kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
+      kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
+    """
+    if master is not None and engine != "spark":
+        raise click.UsageError("--master needs --engine spark.")
+    from kafkalog_cli.spark.session import check_pyspark
+
+    check_pyspark() if engine == "spark" else _check_pyarrow()
+    from kafkalog_cli.spark.export import ExportOptions, export
+
+    opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
+                         include_headers=not no_headers)
+    summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite)
+    if fmt == "json":
+        click.echo(json.dumps({"engine": engine, **summary}, indent=2))
+    else:
+        click.echo(f"exported {summary['records']} records from {summary['segments']} segments to {summary['out']}")
+
+
+def _check_pyarrow() -> None:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        from kafkalog_cli.spark.session import SparkUnavailableError
+
+        raise SparkUnavailableError("export needs pyarrow: pip install 'kafkalog-cli[spark]'") from None

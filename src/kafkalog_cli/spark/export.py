@@ -1,0 +1,150 @@
+"""Export records to Parquet (partitioned by topic/partition) or JSON Lines, one segment per task.
+
+The unit of work is a segment: `export_segment` writes one file per segment, named after its place
+in the sorted input, so the local process pool and Spark tasks write the same files with the same
+bytes. Everything is written under a temporary sibling of OUT that is renamed to OUT at the end:
+OUT appears complete, or not at all.
+
+    OUT/topic=<topic>/partition=<n>/part-<nnnnn>-<segment>.parquet      (--to parquet)
+    OUT                                                                 (--to jsonl: one file)
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalog_cli.errors import InputError, WriteError
+
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+FORMATS = ("parquet", "jsonl")
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    to: str = "parquet"
+    payload_encoding: str = "base64"      # jsonl only: keys, values and header values
+    include_payload: bool = True
+    include_headers: bool = True
+
+
+def _part_name(index: int, ref) -> str:
+    stem = Path(ref.path).name.rsplit(".", 1)[0]
+    return f"part-{index:05d}-{stem}"
+
+
+def _partition_dir(root: Path, ref) -> Path:
+    topic = HIVE_NULL if ref.topic is None else ref.topic
+    partition = HIVE_NULL if ref.partition is None else str(ref.partition)
+    return root / f"topic={topic}" / f"partition={partition}"
+
+
+def export_segment(unit, staging: str, options: ExportOptions) -> dict:
+    """Write one segment's records; returns {"segment", "records", "file"}. `unit` is
+    (index in the export, SegmentRef)."""
+    from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
+
+    index, ref = unit
+    root = Path(staging)
+    cols = columns("record", options.include_payload, options.include_headers)
+    if options.to == "parquet":
+        import pyarrow.parquet as pq
+
+        file_cols = [c for c in cols if c[0] not in ("topic", "partition")]
+        schema = arrow_schema(file_cols)
+        d = _partition_dir(root, ref)
+        d.mkdir(parents=True, exist_ok=True)
+        path = d / f"{_part_name(index, ref)}.parquet"
+        n = 0
+        try:
+            with pq.ParquetWriter(path, schema, compression="snappy") as w:
+                for rb in read_segment(ref, file_cols):
+                    w.write_batch(rb)
+                    n += rb.num_rows
+        except OSError as e:
+            raise WriteError(e.strerror or str(e), path=str(path)) from None
+        return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
+    # jsonl: the lines of `dump-log --format json` for records, with topic, partition and segment
+    from kafkalog_cli.render.jsonl import _dumps, payload_encoder, record_object
+    from kafkalog_cli.formats.records import iter_batches
+    from kafkalog_cli.storage.segment import map_file
+
+    enc = payload_encoder(options.payload_encoding)
+    path = root / f"{_part_name(index, ref)}.jsonl"
+    n = 0
+    head = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
+    try:
+        with open(path, "wb") as out:
+            lines = []
+            buf = map_file(ref.path)
+            try:
+                for b in iter_batches(buf, 0, len(buf)):
+                    for r in b.records():
+                        obj = record_object(r, b, enc)
+                        del obj["kind"]
+                        if not options.include_payload:
+                            del obj["key"], obj["value"]
+                        if not options.include_headers:
+                            del obj["headers"]
+                        lines.append(_dumps({**head, **obj}))
+                        n += 1
+                    if len(lines) >= 4096:
+                        out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+                        lines.clear()
+            except Exception as e:
+                if hasattr(e, "located"):
+                    raise e.located(path=ref.path)
+                raise
+            if lines:
+                out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+    except OSError as e:
+        raise WriteError(e.strerror or str(e), path=str(path)) from None
+    return {"segment": ref.path, "records": n, "file": path.name}
+
+
+def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
+           jobs: int = 0, overwrite: bool = False, spark=None) -> dict:
+    """Export the segments under `paths` to `out`; returns {"segments", "records", "out", "files"}."""
+    from kafkalog_cli.spark.arrow import segment_refs
+    from kafkalog_cli.spark.engine import run_partitions
+
+    if options.to not in FORMATS:
+        raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
+    out = Path(out).absolute()
+    refs = segment_refs(paths)
+    if out.exists() and not overwrite:
+        raise InputError("already exists (pass --overwrite to replace it)", path=str(out))
+    if not out.parent.is_dir():
+        raise InputError("no such directory", path=str(out.parent))
+    staging = out.parent / f".{out.name}.kafkalog-export-{os.getpid()}"
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        staging.mkdir()
+    except OSError as e:
+        raise WriteError(e.strerror or str(e), path=str(staging)) from None
+    try:
+        results = run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
+                                 args=(str(staging), options), spark=spark)
+        if options.to == "jsonl":
+            final = out.parent / f".{out.name}.kafkalog-export-{os.getpid()}.jsonl"
+            with open(final, "wb") as dst:
+                for r in results:
+                    with open(staging / r["file"], "rb") as src:
+                        shutil.copyfileobj(src, dst, 1 << 20)
+                dst.flush()
+                os.fsync(dst.fileno())
+            shutil.rmtree(staging)
+            staging = final
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() and not out.is_symlink() else out.unlink()
+        os.replace(staging, out)
+    except BaseException:
+        if staging.is_dir():
+            shutil.rmtree(staging, ignore_errors=True)
+        elif staging.exists():
+            staging.unlink()
+        raise
+    return {"out": str(out), "segments": len(refs), "records": sum(r["records"] for r in results),
+            "files": [r["file"] for r in results] if options.to == "parquet" else [out.name]}
