@@ -6,16 +6,15 @@ import json
 
 import click
 
+from kafkalog_cli.spark.cli_options import check_engine, engine_options
+
 
 @click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.argument("out", type=click.Path())
 @click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
               help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT.")
-@click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-              help="local: a process pool on this machine. spark: one Spark task per segment.")
-@click.option("--master", default=None, metavar="URL",
-              help="With --engine spark: the Spark master (default local[*]).")
+@engine_options
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
               help="With --engine local: worker processes (0: one per core).")
 @click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
@@ -41,11 +40,8 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
       kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
       kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
     """
-    if master is not None and engine != "spark":
-        raise click.UsageError("--master needs --engine spark.")
-    from kafkalog_cli.spark.session import check_pyspark
-
-    check_pyspark() if engine == "spark" else _check_pyarrow()
+    check_engine(engine, master)
+    _check_pyarrow()
     from kafkalog_cli.spark.export import ExportOptions, export
 
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,

@@ -22,18 +22,19 @@ from kafkalog_cli.errors import KafkalogError
 ENGINES = ("local", "spark")
 
 
-def _call(fn, args, kwargs, item):
+def _call(fn, args, kwargs, star, item):
     """Run one partition; errors travel back as plain data (exceptions with extra fields do not
     survive pickling, and Spark would bury them in a Java stack trace)."""
     index, path = item
     try:
-        return index, ("ok", fn(path, *args, **kwargs))
+        lead = tuple(path) if star else (path,)
+        return index, ("ok", fn(*lead, *args, **kwargs))
     except KafkalogError as e:
         cls = type(e)
         return index, ("error", cls.__module__, cls.__qualname__, e.message, e.path, e.position)
 
 
-def _raise(payload) -> None:
+def _rebuild(payload) -> KafkalogError:
     _, module, qualname, message, path, position = payload
     try:
         cls = importlib.import_module(module)
@@ -43,21 +44,31 @@ def _raise(payload) -> None:
         KafkalogError.__init__(err, message, path, position)
     except Exception:  # a class we cannot rebuild still gives its one line
         err = KafkalogError(message, path, position)
-    raise err
+    return err
+
+
+def result(value):
+    """A report from run_partitions(..., errors="return"): raise it again if it is an error."""
+    if isinstance(value, KafkalogError):
+        raise value
+    return value
 
 
 def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str], *, engine: str = "local",
                    master: str | None = None, jobs: int = 0, args: tuple = (), kwargs: dict | None = None,
-                   spark=None) -> list[Any]:
+                   spark=None, star: bool = False, errors: str = "raise") -> list[Any]:
     """[fn(d, *args, **kwargs) for d in partition_dirs], in that order, run by `engine`. Items that
     are Paths are passed as str; any other picklable item is passed as it is.
 
     local: `jobs` worker processes (0: one per core; 1, or a single partition: in this process).
-    spark: one Spark task per partition on `master` (default local[*]), or on `spark` if given."""
+    spark: one Spark task per partition on `master` (default local[*]), or on `spark` if given.
+    star: each item is a tuple of leading arguments, fn(*item, *args, **kwargs).
+    errors: "raise" raises the first KafkalogError (in item order) once all are done; "return"
+    puts the rebuilt error in that item's place (see `result`)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
     items = [(i, str(d) if isinstance(d, Path) else d) for i, d in enumerate(partition_dirs)]
-    call = partial(_call, fn, tuple(args), dict(kwargs or {}))
+    call = partial(_call, fn, tuple(args), dict(kwargs or {}), star)
     if not items:
         return []
     if engine == "spark":
@@ -87,6 +98,9 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
     out: list[Any] = [None] * len(items)
     for index, payload in sorted(results, key=lambda r: r[0]):
         if payload[0] == "error":
-            _raise(payload)
-        out[index] = payload[1]
+            if errors == "raise":
+                raise _rebuild(payload)
+            out[index] = _rebuild(payload)
+        else:
+            out[index] = payload[1]
     return out
