@@ -8,6 +8,7 @@ import time
 import click
 
 from kafkalog_cli.errors import ExitCode
+from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 PROGRESS_MIN_BYTES = 64 << 20
 
@@ -21,7 +22,8 @@ PROGRESS_MIN_BYTES = 64 << 20
               help="text: one line per problem and a summary. json: one object per problem, then a summary object.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
               help="Worker processes (0: one per core). Big files are split at batch boundaries.")
-def command(paths, deep, fmt, jobs):
+@engine_options
+def command(paths, deep, fmt, jobs, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
 
     Checks, per batch: the v2 CRC-32C; the legacy CRC-32 of each entry (and with --deep of every
@@ -48,12 +50,13 @@ def command(paths, deep, fmt, jobs):
     from kafkalog_cli.commands.common import jobs_or_cores
     from kafkalog_cli.ops.verify import group_paths, verify_groups
 
+    check_engine(engine, master)
     t0 = time.perf_counter()
     groups = group_paths(paths)
     total = _total_bytes(groups)
     progress = None
     on_progress = None
-    if sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
+    if sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES and engine == "local":
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
         from rich.console import Console
 
@@ -63,7 +66,12 @@ def command(paths, deep, fmt, jobs):
         progress.start()
         on_progress = lambda n: progress.advance(task, n)  # noqa: E731
     try:
-        reports = verify_groups(groups, deep=deep, jobs=jobs_or_cores(jobs), on_progress=on_progress)
+        if engine == "spark":
+            from kafkalog_cli.spark.jobs import verify_groups_spark
+
+            reports = verify_groups_spark(groups, deep=deep, master=master)
+        else:
+            reports = verify_groups(groups, deep=deep, jobs=jobs_or_cores(jobs), on_progress=on_progress)
     finally:
         if progress is not None:
             progress.stop()
