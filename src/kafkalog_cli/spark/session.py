@@ -119,8 +119,11 @@ def _quietly(fn):
     kept off the terminal; it goes to stderr only if the start fails."""
     import tempfile
 
-    err = sys.stderr.fileno()
-    saved = os.dup(err)
+    err = 2  # the JVM inherits the process's fd 2, whatever sys.stderr is
+    try:
+        saved = os.dup(err)
+    except OSError:
+        return fn()
     with tempfile.TemporaryFile() as tmp:
         os.dup2(tmp.fileno(), err)
         try:
