@@ -12,6 +12,7 @@ import click
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
                                            now_or_clock, quarantine_options, resolver_from_options)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
+from kafkalog_cli.spark.cli_options import check_engine, engine_options
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.plan import Plan, apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
@@ -26,8 +27,9 @@ from kafkalog_cli.storage.lock import LogDirLock
 @format_option
 @now_option
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
+@engine_options
 def command(paths, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-            quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose):
+            quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -45,13 +47,20 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
     """
     from kafkalog_cli.ops.recover import partition_dirs_for
 
+    check_engine(engine, master)
     groups = partition_dirs_for(paths)
     now = now_or_clock(now_ms)
+    run_args = (now, config_pairs, topic_config_items, server_properties, no_cluster_metadata, quarantine_dir,
+                no_quarantine, dry_run)
+    if engine == "spark":  # one Spark task per log dir runs _run (lock, plan, apply) on an executor
+        from kafkalog_cli.spark.engine import result, run_partitions
+
+        ran = run_partitions(_run, list(groups.items()), engine="spark", master=master, args=run_args, star=True,
+                             errors="return")
     codes: list[int] = []
-    for log_dir, parts in groups.items():
+    for i, (log_dir, parts) in enumerate(groups.items()):
         try:
-            plan, quarantine = _run(log_dir, parts, now, config_pairs, topic_config_items, server_properties,
-                                    no_cluster_metadata, quarantine_dir, no_quarantine, dry_run)
+            plan, quarantine = result(ran[i]) if engine == "spark" else _run(log_dir, parts, *run_args)
         except KafkalogError as e:
             codes.append(int(e.exit_code))
             status = "locked" if isinstance(e, LockedError) else "error"
