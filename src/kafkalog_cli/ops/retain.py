@@ -46,7 +46,7 @@ from kafkalog_cli.ops import checkpoint_text
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
-from kafkalog_cli.storage.names import TopicPartition, offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import map_file
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"   # LogManager leaves it to KRaft: never retained here
@@ -152,24 +152,27 @@ def read_log_tail(log: Path, base: int, start: int) -> LogTail:
 
 @dataclass
 class SegmentView:
-    """One segment as retention sees it (LogSegment.size, largestTimestamp); read on demand."""
+    """One segment as retention sees it (LogSegment.size, largestTimestamp); read on demand.
+    Paths are kept as strings: a log dir has hundreds of thousands of files."""
 
-    directory: Path
+    directory: str
     base_offset: int
     is_last: bool = False
 
+    def file(self, suffix: str) -> str:
+        return f"{self.directory}/{self.base_offset:020d}{suffix}"
+
     @property
     def log_path(self) -> Path:
-        return segment_file(self.directory, self.base_offset, names.LOG_SUFFIX)
+        return Path(self.file(names.LOG_SUFFIX))
 
     @cached_property
     def _stat(self) -> os.stat_result:
-        return os.stat(self.log_path)
+        return os.stat(self.file(names.LOG_SUFFIX))
 
     @cached_property
     def tail(self) -> LogTail:
-        entry = last_index_entry(segment_file(self.directory, self.base_offset, names.INDEX_SUFFIX),
-                                 _OFFSET_ENTRY, 0)
+        entry = last_index_entry(self.file(names.INDEX_SUFFIX), _OFFSET_ENTRY, 0)
         return read_log_tail(self.log_path, self.base_offset, entry[1] if entry else 0)
 
     @property
@@ -182,8 +185,7 @@ class SegmentView:
 
     @cached_property
     def _largest(self) -> tuple[int, bool]:
-        entry = last_index_entry(segment_file(self.directory, self.base_offset, names.TIME_INDEX_SUFFIX),
-                                 _TIME_ENTRY, 1)
+        entry = last_index_entry(self.file(names.TIME_INDEX_SUFFIX), _TIME_ENTRY, 1)
         ts = entry[0] if entry else -1
         if self.is_last:
             ts = max(ts, self.tail.max_timestamp)
@@ -202,46 +204,53 @@ class SegmentView:
         return self._largest[1]
 
 
+_INDEX_SUFFIXES = (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)
+
+
 @dataclass
 class PartitionView:
-    """A partition dir as one directory listing: segment bases, and the other files by kind."""
+    """A partition dir as one directory listing: segment bases, and the other files by kind
+    (file names, not paths: only the files acted on become Paths)."""
 
     directory: Path
     topic_partition: TopicPartition
     segments: list[SegmentView]
-    snapshots: dict[int, Path]
-    index_files: dict[int, list[Path]]       # .index/.timeindex/.txnindex by base offset
-    leftovers: list[Path]                    # interrupted kafkalog writes (*.kafkalog-tmp)
+    snapshots: dict[int, str]
+    index_files: dict[int, list[str]]        # .index/.timeindex/.txnindex by base offset
+    leftovers: list[str]                     # interrupted kafkalog writes (*.kafkalog-tmp)
 
     @classmethod
     def list(cls, directory: Path, tp: TopicPartition) -> "PartitionView":
         bases: list[int] = []
-        snapshots: dict[int, Path] = {}
-        index_files: dict[int, list[Path]] = {}
-        leftovers: list[Path] = []
-        with os.scandir(directory) as it:
-            for e in it:
-                name = e.name
-                if name.endswith(TMP_SUFFIX):
-                    leftovers.append(Path(e.path))
-                    continue
-                base = offset_from_name(name)
-                if base is None or len(name) < 21 or name[20] != ".":
-                    continue
-                suffix = name[20:]
-                if suffix == names.LOG_SUFFIX:
-                    bases.append(base)
-                elif suffix == names.SNAPSHOT_SUFFIX:
-                    snapshots[base] = Path(e.path)
-                elif suffix in (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
-                    index_files.setdefault(base, []).append(Path(e.path))
+        snapshots: dict[int, str] = {}
+        index_files: dict[int, list[str]] = {}
+        leftovers: list[str] = []
+        for name in os.listdir(directory):
+            if name.endswith(TMP_SUFFIX):
+                leftovers.append(name)
+                continue
+            # Kafka's names: 20 digits, then the suffix (temporary suffixes come after it)
+            if len(name) < 22 or name[20] != "." or not name[:20].isdigit():
+                continue
+            suffix = name[20:]
+            if suffix == names.LOG_SUFFIX:
+                bases.append(int(name[:20]))
+            elif suffix == names.SNAPSHOT_SUFFIX:
+                snapshots[int(name[:20])] = name
+            elif suffix in _INDEX_SUFFIXES:
+                index_files.setdefault(int(name[:20]), []).append(name)
         bases.sort()
-        segs = [SegmentView(directory, b, is_last=(i == len(bases) - 1)) for i, b in enumerate(bases)]
+        last = len(bases) - 1
+        where = str(directory)
+        segs = [SegmentView(where, b, i == last) for i, b in enumerate(bases)]
         return cls(directory, tp, segs, snapshots, index_files, sorted(leftovers))
 
     @property
     def name(self) -> str:
         return self.directory.name
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
 
 
 # ------------------------------------------------------------------ Kafka's walk
@@ -435,7 +444,8 @@ def _plan_partition(view: PartitionView, cfg: TopicConfig, state: LogDirState, o
                     actions: list[Action]) -> tuple[dict, Retention | None]:
     d, name = view.directory, view.name
     key = (view.topic_partition.topic, view.topic_partition.partition)
-    actions += [Action(ActionKind.DELETE, f, "an interrupted kafkalog write", name) for f in view.leftovers]
+    actions += [Action(ActionKind.DELETE, view.path(f), "an interrupted kafkalog write", name)
+                for f in view.leftovers]
     if not view.segments:
         return _summary(d, status="skipped", detail="no segment"), None
     result = run_passes(view, cfg, state.log_starts.get(key, 0), state.high_watermarks.get(key, 0), opts.now_ms)
@@ -453,7 +463,7 @@ def _plan_partition(view: PartitionView, cfg: TopicConfig, state: LogDirState, o
     freed = 0
     for x in result.deleted:
         seg = x.segment
-        for f in [seg.log_path] + sorted(view.index_files.get(seg.base_offset, [])):
+        for f in [seg.log_path] + [view.path(n) for n in sorted(view.index_files.get(seg.base_offset, []))]:
             freed += _size_of(f)
             actions.append(Action(ActionKind.DELETE, f, f"segment {seg.base_offset}: {x.detail}", name))
     # What follows also finishes a run that was interrupted after its segments went: on a log dir
@@ -462,13 +472,14 @@ def _plan_partition(view: PartitionView, cfg: TopicConfig, state: LogDirState, o
     bases = {s.base_offset for s in view.segments}
     tidy = []
     for base in sorted(b for b in view.index_files if b < first and b not in bases):
-        tidy += [Action(ActionKind.DELETE, f, "index file without its .log (an interrupted retain)", name)
-                 for f in sorted(view.index_files[base])]
+        tidy += [Action(ActionKind.DELETE, view.path(f), "index file without its .log (an interrupted retain)",
+                        name) for f in sorted(view.index_files[base])]
     # Kafka deletes the snapshots of the deleted segments; those of no segment below the first
     # are strays its LogLoader deletes
     for off in sorted(o for o in view.snapshots if o < first):
-        freed += _size_of(view.snapshots[off])
-        tidy.append(Action(ActionKind.DELETE, view.snapshots[off],
+        snapshot = view.path(view.snapshots[off])
+        freed += _size_of(snapshot)
+        tidy.append(Action(ActionKind.DELETE, snapshot,
                            f"producer snapshot below the first segment {first}", name))
     epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name)
     if epoch_action is not None:
@@ -517,6 +528,8 @@ def _leader_epoch_action(d: Path, new_log_start: int, name: str) -> Action | Non
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
+    if _epochs_start_at_or_after(raw, new_log_start):
+        return None
     try:
         cache = load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
     except ValueError as e:   # a negative epoch or offset: Kafka's assign refuses it too
@@ -526,6 +539,18 @@ def _leader_epoch_action(d: Path, new_log_start: int, name: str) -> Action | Non
         return None
     return Action(ActionKind.UPDATE_CHECKPOINT, path,
                   f"leader epochs truncated from the start at {new_log_start}", name, data=data)
+
+
+def _epochs_start_at_or_after(raw: bytes, offset: int) -> bool:
+    """The common case, without the full parse: no entry, or the first (lowest) one starts at or
+    after `offset`, so truncateFromStart changes nothing."""
+    lines = raw.split(b"\n", 3)
+    try:
+        if int(lines[1]) == 0:
+            return True
+        return int(lines[2].split()[1]) >= offset
+    except (IndexError, ValueError):
+        return False
 
 
 def _checkpoint_actions(p: Plan, state: LogDirState, new_log_starts: dict, new_recovery_points: dict) -> None:
