@@ -14,7 +14,7 @@ from typing import Iterator
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
-from kafkalog_cli.render.jsonl import batch_object, record_object
+from kafkalog_cli.render.jsonl import batch_object, control_object
 from kafkalog_cli.storage.names import LOG_SUFFIX, offset_from_name, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment, map_file
 
@@ -257,7 +257,6 @@ def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Push
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
     buf = map_file(ref.path)
-    ident = lambda b: b  # noqa: E731  payloads stay bytes
     try:
         pos = _start_position(ref, buf, f) if level == "record" else 0
         for b in iter_batches(buf, pos, len(buf)):
@@ -274,16 +273,49 @@ def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Push
                         continue
                     if f.ts_min is not None and b.max_timestamp < f.ts_min:
                         continue
-                for r in b.records():
-                    if f is not None and not f.keeps_record(r.offset, r.timestamp):
-                        continue
-                    obj = record_object(r, b, ident)
-                    for app, n in appenders:
-                        app(obj.get(n))
-                    rows += 1
+                recs = b.records()
+                if f is not None:
+                    recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
+                rows += _append_records(data, recs, b)
             if rows >= rows_per_batch:
                 yield flush()
     except KafkalogError as e:
         raise e.located(path=ref.path)
     if rows:
         yield flush()
+
+
+_NONE = (None,)
+
+
+def _append_records(data: dict[str, list], recs, b) -> int:
+    """Append the records of batch `b` to the column lists in `data` (those present): the values of
+    render.jsonl.record_object, with payloads as bytes. Batch-wide values go in per batch."""
+    n = len(recs)
+    if not n:
+        return 0
+    g = data.get
+    g("offset").extend([r.offset for r in recs])
+    g("timestamp").extend([r.timestamp for r in recs])
+    if (c := g("key")) is not None:
+        c.extend([r.key for r in recs])
+    if (c := g("value")) is not None:
+        c.extend([r.value for r in recs])
+    if (c := g("headers")) is not None:
+        c.extend([[(h.key, h.value) for h in r.headers] if r.headers else [] for r in recs])
+    g("sequence").extend([r.sequence for r in recs])
+    g("timestamp_type").extend([b.timestamp_type.kafka_name] * n)
+    g("base_offset").extend([b.base_offset] * n)
+    g("producer_id").extend([b.producer_id] * n)
+    g("producer_epoch").extend([b.producer_epoch] * n)
+    g("is_transactional").extend([b.is_transactional] * n)
+    ctrl = b.is_control
+    g("is_control").extend([ctrl] * n)
+    if b.magic < 2:
+        g("crc").extend([r.crc for r in recs])
+        g("is_valid").extend([r.valid for r in recs])
+    else:
+        g("crc").extend(_NONE * n)
+        g("is_valid").extend(_NONE * n)
+    g("control").extend([control_object(r) for r in recs] if ctrl else _NONE * n)
+    return n

@@ -1,0 +1,120 @@
+"""Benchmark: export 1 GiB of segments to Parquet with --engine local and --engine spark, side by side.
+
+The log dir: 16 partitions of v2 batches (~16 KiB, 128 records each: a 10-byte key, an 80-byte
+value, one header), each partition cut into 32 MiB segments. Both engines run the same
+`kafkalog_cli.spark.export.export` (one task per segment, pyarrow writes the Parquet files), so
+the output is the same; the figure is how fast each scheduler gets it done. Spark's session start
+is timed apart (a cluster pays it once).
+
+    python benchmarks/bench_export.py [--size 1GiB] [--partitions 16] [--segment-size 32MiB]
+                                      [--master local[*]] [--jobs 0] [--tmp DIR]
+
+Built under /dev/shm when there is one, so the figure is decoding and writing, not the disk.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import struct
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch
+
+RECORDS_PER_BATCH = 128
+TS0 = 1_700_000_000_000
+
+
+def parse_size(s: str) -> int:
+    s = s.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(s[-1:], 1)
+    return int(float(s[:-1] if s[-1:] in "kmg" else s) * mult)
+
+
+def template_batch() -> bytes:
+    recs = [SimpleRecord(key=b"key-%06d" % i, value=(b"v%05d-" % i) * 13 + b"xx", timestamp=TS0 + i,
+                         headers=(Header("h", b"1"),)) for i in range(RECORDS_PER_BATCH)]
+    return bytes(build_v2_batch(recs, 0))
+
+
+def build_logdir(root: Path, size: int, partitions: int, segment_size: int, topic: str = "bench") -> tuple[Path, int]:
+    """A log dir of `partitions` partitions holding `size` bytes in all; returns (dir, records).
+    One real batch is copied with its base offset patched (the CRC does not cover it)."""
+    batch = bytearray(template_batch())
+    per_partition = size // partitions
+    log_dir = root / "logs"
+    log_dir.mkdir(parents=True)
+    (log_dir / "meta.properties").write_text("version=1\nbroker.id=0\n")
+    records = 0
+    for p in range(partitions):
+        d = log_dir / f"{topic}-{p}"
+        d.mkdir()
+        offset, written = 0, 0
+        while written < per_partition:
+            chunk = bytearray()
+            base = offset
+            while len(chunk) + len(batch) <= segment_size and written + len(chunk) < per_partition:
+                struct.pack_into(">q", batch, 0, offset)
+                chunk += batch
+                offset += RECORDS_PER_BATCH
+            (d / f"{base:020d}.log").write_bytes(chunk)
+            written += len(chunk)
+        records += offset
+    return log_dir, records
+
+
+def run(log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, spark=None) -> tuple[float, dict]:
+    from kafkalog_cli.spark.export import ExportOptions, export
+
+    shutil.rmtree(out, ignore_errors=True)
+    t = time.perf_counter()
+    summary = export([str(log_dir)], out, ExportOptions(to="parquet"), engine=engine, master=master, jobs=jobs,
+                     spark=spark)
+    return time.perf_counter() - t, summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--size", default="1GiB", help="total bytes of segments (default 1GiB)")
+    ap.add_argument("--partitions", type=int, default=16)
+    ap.add_argument("--segment-size", default="32MiB")
+    ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--jobs", type=int, default=0, help="--engine local workers (0: one per core)")
+    ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    a = ap.parse_args(argv)
+    size = parse_size(a.size)
+    root = Path(tempfile.mkdtemp(prefix="kafkalog-bench-export-", dir=a.tmp))
+    try:
+        t = time.perf_counter()
+        log_dir, records = build_logdir(root, size, a.partitions, parse_size(a.segment_size))
+        nbytes = sum(f.stat().st_size for f in log_dir.rglob("*.log"))
+        nseg = len(list(log_dir.rglob("*.log")))
+        print(f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {nseg} segments, "
+              f"{records:,} records (built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} cores")
+        local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
+        t = time.perf_counter()
+        from kafkalog_cli.spark.session import get_session
+
+        spark = get_session(a.master, app_name="bench-export")
+        start_s = time.perf_counter() - t
+        spark_s, spark_sum = run(log_dir, root / "out-spark", "spark", a.master, a.jobs, spark=spark)
+        assert local_sum["records"] == spark_sum["records"] == records, (local_sum, spark_sum)
+        same = all((root / "out-local" / f).read_bytes() == (root / "out-spark" / f).read_bytes()
+                   for f in local_sum["files"])
+        out_mb = sum(f.stat().st_size for f in (root / "out-local").rglob("*.parquet")) / (1 << 20)
+        print(f"{'engine':<28}{'seconds':>9}{'records/s':>14}{'MiB/s':>9}")
+        print(f"{'local (process pool)':<28}{local_s:>9.2f}{records / local_s:>14,.0f}{nbytes / local_s / (1 << 20):>9.1f}")
+        print(f"{'spark ' + a.master:<28}{spark_s:>9.2f}{records / spark_s:>14,.0f}{nbytes / spark_s / (1 << 20):>9.1f}"
+              f"   (+ {start_s:.1f} s session start)")
+        print(f"parquet: {out_mb:.0f} MiB in {len(local_sum['files'])} files; identical bytes from both engines: {same}")
+        spark.stop()
+        return 0 if same else 1
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
