@@ -82,6 +82,11 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     for g in given:
         if os.path.isdir(g):
             targets.extend(str(p) for p in _segments_in_range(expand_paths([g]), from_offset, to_offset))
+        elif os.path.exists(g) and not os.path.isfile(g):
+            from kafkalog_cli.errors import InputError
+
+            # a FIFO or a device would block or never end
+            raise InputError("not a regular file or directory", path=g)
         else:
             targets.append(g)
 
