@@ -82,6 +82,11 @@ def command(paths, deep, fmt, jobs, engine, master):
     problems = [p for r in reports for p in r.problems]
     unreadable = any(r.unreadable for r in reports)
     out = sys.stdout
+    from kafkalog_cli.ops.verify import UNREADABLE
+
+    for p in problems:
+        if p.kind == UNREADABLE:     # also on stderr: the run is incomplete
+            click.echo(f"kafkalog: {p.line()}", err=True)
     if fmt == "json":
         for p in problems:
             out.write(json.dumps(p.to_json()) + "\n")
