@@ -375,6 +375,11 @@ class KafkaDumper:
             if offset == base and i > 0:
                 return
             position = kafka_index_lookup(offset_entries, offset, base, 8)
+            if position < 0 or position > len(log):  # FileRecords.slice throws
+                raise KafkaToolError(
+                    f"Invalid position: {position} from the offset index" if position < 0 else
+                    f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
+                    path=_abs(path), position=i * 12)
             found = None
             for b in iter_batches(log, position):
                 if b.last_offset >= offset:
