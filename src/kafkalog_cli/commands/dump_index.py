@@ -170,10 +170,13 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
 
 def _sanity_check(path: Path) -> None:
     from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
-    from kafkalog_cli.render.kafka import _read_index, _start_offset
+    from kafkalog_cli.storage.names import offset_from_name
+    from kafkalog_cli.storage.segment import read_file
 
-    base = _start_offset(path)
-    raw = _read_index(path)
+    base = offset_from_name(path.name)
+    if base is None:
+        raise CorruptIndexError("file name does not start with a 20-digit offset", path=str(path))
+    raw = read_file(path)
     if path.suffix == ".index":
         sanity_check_offset_index(raw, base, path=str(path.absolute()))
     else:
