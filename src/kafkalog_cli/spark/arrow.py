@@ -319,3 +319,8 @@ def _append_records(data: dict[str, list], recs, b) -> int:
         g("is_valid").extend(_NONE * n)
     g("control").extend([control_object(r) for r in recs] if ctrl else _NONE * n)
     return n
+
+
+def scan_segment(ref: SegmentRef, level: str = "record") -> int:
+    """Decode a whole segment into Arrow batches and return its row count (benchmarks, checks)."""
+    return sum(rb.num_rows for rb in read_segment(ref, columns(level), level=level))
