@@ -81,10 +81,14 @@ def get_session(master: str | None = None, app_name: str = "kafkalog", conf: dic
 
         register(active)
         return active
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if is_local_master(master):
+        # local workers must be this interpreter: another one would not have kafkalog
+        os.environ["PYSPARK_PYTHON"] = sys.executable
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    else:
+        # on a cluster, an executor's Python is where PYSPARK_PYTHON (or the cluster) says
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     b = SparkSession.builder.appName(app_name).master(master or "local[*]")
     settings = {
         "spark.ui.enabled": "false",
@@ -92,7 +96,6 @@ def get_session(master: str | None = None, app_name: str = "kafkalog", conf: dic
         "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
-        "spark.executorEnv.PYSPARK_PYTHON": os.environ["PYSPARK_PYTHON"],
     }
     if is_local_master(master):
         settings["spark.driver.bindAddress"] = "127.0.0.1"
