@@ -321,3 +321,14 @@ def test_interrupted_run_leftovers_are_cleaned(tmp_path):
     assert sorted(f.name for f in (d / "t-0").iterdir()) == [
         "00000000000000000001.index", "00000000000000000001.log", "00000000000000000001.snapshot",
         "00000000000000000001.timeindex", "leader-epoch-checkpoint"]
+
+
+def test_a_corrupt_active_segment_is_an_error_with_file_and_byte(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [OLD]]})
+    active = d / "t-0" / "00000000000000000001.log"
+    good = active.stat().st_size
+    with open(active, "ab") as f:
+        f.write(bytes(8) + (5).to_bytes(4, "big") + b"x" * 20)     # batch size 5 < 14
+    s = plan_for(d, NOW, res_with()).partitions["t-0"]
+    assert s["status"] == "error" and s["exit_code"] == 3
+    assert s["detail"].startswith(f"{active}: byte {good}: ")

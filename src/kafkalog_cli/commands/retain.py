@@ -36,7 +36,7 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
     offset (every topic), then retention.bytes and retention.ms (topics whose cleanup.policy
     includes delete), oldest first, stopping at the first segment that must stay, and only below
     the high watermark. Then writes what the broker writes: log-start-offset-checkpoint, the
-    leader-epoch-checkpoint truncated from the start, producer snapshots below the new start
+    leader-epoch-checkpoint truncated from the start, producer snapshots below the first segment
     removed. Topic configs come from the log dir's __cluster_metadata unless overridden.
 
     Takes each log dir's .lock (not with --dry-run); a locked log dir is skipped.

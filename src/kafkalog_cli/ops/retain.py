@@ -20,8 +20,8 @@ needs it, so a partition with nothing expired costs one directory listing and on
 
 The plan's order is crash safe: roll files first (ops.roll's own order), then segments oldest
 first, each `.log` before its indexes (a crash leaves either a shorter log or index files without
-a `.log`, which recover, Kafka and a rerun of retain delete), then producer snapshots below the new
-log start offset, the leader-epoch-checkpoint, and the log dir's checkpoints last. At every
+a `.log`, which recover, Kafka and a rerun of retain delete), then producer snapshots below the first
+kept segment, the leader-epoch-checkpoint, and the log dir's checkpoints last. At every
 instant the remaining segments are a suffix of the old ones, and Kafka's load rule
 (logStartOffset = max(checkpoint, first segment base)) gives the right start.
 """
