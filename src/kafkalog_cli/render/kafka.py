@@ -14,9 +14,12 @@ from pathlib import Path
 from typing import Callable
 
 from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.formats.compression import compression_from_id, decompress
 from kafkalog_cli.formats.records import (
-    ControlRecordType, Record, RecordBatch, TimestampType, control_type_of_key, iter_batches,
+    NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
+    control_type_of_key, increment_sequence, iter_batches,
 )
+from kafkalog_cli.formats.varint import read_varint, read_varlong
 from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.storage.segment import map_file, read_file
@@ -83,6 +86,8 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
         key = key_decoder(r.key) if r.key is not None else None
         value = value_decoder(r.value) if r.value is not None else None
         return key, value
+    # the record fast path renders StringDecoder keys and values itself
+    parse.string_decoders = key_decoder is _string_decoder and value_decoder is _string_decoder  # type: ignore[attr-defined]
     return parse
 
 
@@ -191,6 +196,7 @@ class KafkaDumper:
         self.o = options
         self.reports = _Reports()
         self._buf: list[str] = []
+        self._fast = self._fast_ok()
 
     # -- output
     def _w(self, s: str) -> None:
@@ -280,8 +286,28 @@ class KafkaDumper:
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
 
+    def _fast_ok(self) -> bool:
+        """Whether the record fast path may render v2 batches: no filter, and no parser other
+        than the default StringDecoder one (whose output it reproduces itself)."""
+        o = self.o
+        if o.filters is not None:
+            return False
+        return not o.print_data_log or bool(getattr(o.parser, "string_decoders", False))
+
     def _records(self, batch: RecordBatch, last_offset: int, pairs: list) -> int:
         o = self.o
+        if self._fast and batch.magic == 2 and not (batch.attributes & 0x20):
+            local: list = []
+            try:
+                text, last = fast_v2_text(batch, last_offset, local, not o.skip_record_metadata,
+                                          o.print_data_log)
+            except Exception:   # anything unusual: the general path says what Kafka would
+                pass
+            else:
+                self._w(text)
+                for pr in local:
+                    pairs.insert(0, pr)
+                return last
         label = batch.timestamp_type.kafka_name
         v2 = batch.magic >= 2
         control = batch.is_control
@@ -455,6 +481,188 @@ class KafkaDumper:
             self._e(f"Non-consecutive offsets in {name}")
             for a, b in pairs:
                 self._e(f"  {a} is followed by {b}")
+
+
+# ------------------------------------------------------------------ the record fast path
+def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool) -> tuple[str, int]:
+    """The record lines of a v2 non-control batch, decoded straight into text (no Record
+    objects), exactly as `KafkaDumper._records` writes them with the StringDecoder parser.
+
+    `pairs` receives the non-consecutive (previous, offset) pairs in file order. Raises on
+    anything the general path must judge (malformed records, sizes that do not add up, varint
+    errors): the caller then renders the batch through the general path, which reports it as
+    Kafka does."""
+    count = batch.records_count
+    if count < 0:
+        raise ValueError("negative count")
+    buf = batch.buf
+    p0 = batch.position
+    start = p0 + RECORD_BATCH_OVERHEAD
+    stop = p0 + batch.size
+    codec = batch.attributes & 0x07
+    if codec:
+        data = decompress(compression_from_id(codec), memoryview(buf)[start:stop], 2)
+    else:
+        data = buf[start:stop]
+    if type(data) is not bytes:
+        data = bytes(data)
+    end = len(data)
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
+    log_append = batch.max_timestamp if batch.attributes & 0x08 else None
+    base_seq = batch.base_sequence
+    label = batch.timestamp_type.kafka_name
+    head = f"| offset: "
+    mid = f" {label}: "
+    no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
+    kpre = " key: " if metadata else "| key: "
+    lines: list[str] = []
+    append = lines.append
+    rvarint = read_varint
+    rvarlong = read_varlong
+    jutf8 = java_utf8
+    pos = 0
+    for _ in range(count):
+        if pos >= end:
+            raise ValueError("short batch")
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            td = (b >> 1) ^ -(b & 1)
+            pos += 2
+        elif data[pos + 2] < 0x80:
+            b = (b & 0x7F) | (data[pos + 2] << 7)
+            td = (b >> 1) ^ -(b & 1)
+            pos += 3
+        else:
+            td, pos = rvarlong(data, pos + 1)
+        b = data[pos]
+        if b < 0x80:
+            od = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            od = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            od, pos = rvarint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            ks = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            ks = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            ks, pos = rvarint(data, pos)
+        if ks >= 0:
+            key = data[pos : pos + ks]
+            pos += ks
+        else:
+            key = None
+            ks = -1
+        b = data[pos]
+        if b < 0x80:
+            vs = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif data[pos + 1] < 0x80:
+            b = (b & 0x7F) | (data[pos + 1] << 7)
+            vs = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            vs, pos = rvarint(data, pos)
+        if vs >= 0:
+            value = data[pos : pos + vs]
+            pos += vs
+        else:
+            value = None
+            vs = -1
+        if data[pos] == 0:   # no headers
+            pos += 1
+            hkeys = None
+        else:
+            hkeys, pos = _fast_header_keys(data, pos, end)
+        if pos - body != length or pos > end:
+            raise ValueError("record size")
+        off = base + od
+        if last != -1 and off != last + 1:
+            pairs.append((last, off))
+        last = off
+        if metadata:
+            if hkeys is None and base_seq < 0:
+                tail = no_seq
+            else:
+                seq = increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE
+                tail = f" sequence: {seq} headerKeys: [{hkeys or ''}]"
+            ts = log_append if log_append is not None else base_ts + td
+            if data_log:
+                if key is None:
+                    if value is None:
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
+                    else:
+                        try:
+                            v = value.decode()
+                        except UnicodeDecodeError:
+                            v = jutf8(value)
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} payload: {v}\n")
+                else:
+                    try:
+                        k = key.decode()
+                    except UnicodeDecodeError:
+                        k = jutf8(key)
+                    if value is None:
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k}\n")
+                    else:
+                        try:
+                            v = value.decode()
+                        except UnicodeDecodeError:
+                            v = jutf8(value)
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k} payload: {v}\n")
+            else:
+                append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
+        elif data_log:
+            parts = []
+            if key is not None:
+                parts.append(kpre + jutf8(key))
+            if value is not None:
+                parts.append(" payload: " + jutf8(value))
+            parts.append("\n")
+            append("".join(parts))
+        else:
+            append("\n")
+    if pos != end:
+        raise ValueError("bytes remain")
+    return "".join(lines), last
+
+
+def _fast_header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
+    nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise ValueError("header count")
+    keys = []
+    for _ in range(nh):
+        hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise ValueError("header key")
+        keys.append(java_utf8(data[pos : pos + hk]))
+        pos += hk
+        hv, pos = read_varint(data, pos)
+        if hv >= 0:
+            if pos + hv > end:
+                raise ValueError("header value")
+            pos += hv
+    return ",".join(keys), pos
 
 
 # ------------------------------------------------------------------ lines
