@@ -60,3 +60,77 @@ def test_corrupt_segment_one_line_with_position(tmp_path):
 def test_bad_dedupe_buffer_size_is_usage_error(tmp_path):
     r = CliRunner().invoke(cli, ["compact", str(tmp_path), "--dedupe-buffer-size", "12"])
     assert r.exit_code == 2 and "holds no key" in r.output
+
+
+def _both_topics_cfg():
+    out = []
+    for topic in ("cmp-none", "cmp-lz4"):
+        for kv in ("cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512",
+                   "min.cleanable.dirty.ratio=0.01"):
+            out += ["--topic-config", f"{topic}:{kv}"]
+    return out
+
+
+def _state(log_dir):
+    return {str(p.relative_to(log_dir)): p.read_bytes() for p in sorted(log_dir.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
+def _run_jobs(tmp_path, jobs, corrupt=False):
+    base = tmp_path / f"j{jobs}"
+    log_dir = restore("keyed-overwrites", "before", base / "logs")
+    if corrupt:     # the first partition in input order fails; the second is still cleaned
+        seg = log_dir / "cmp-lz4-0" / "00000000000000000000.log"
+        data = bytearray(seg.read_bytes())
+        data[8:12] = (1 << 30).to_bytes(4, "big")
+        seg.write_bytes(bytes(data))
+    q = base / "q"
+    r = CliRunner().invoke(cli, ["compact", str(log_dir / "cmp-lz4-0"), str(log_dir / "cmp-none-0"), "--now",
+                                 "1795248446186", "--format", "json", "--jobs", str(jobs), "--quarantine", str(q),
+                                 *_both_topics_cfg()])
+    manifests = [json.loads(m.read_text()) for m in q.rglob("manifest.json")]
+    return r, log_dir, manifests
+
+
+def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_path):
+    r1, d1, m1 = _run_jobs(tmp_path, 1)
+    r2, d2, m2 = _run_jobs(tmp_path, 2)
+    assert r1.exit_code == r2.exit_code == 0, r1.output + r2.output
+    rep1, rep2 = json.loads(r1.output), json.loads(r2.output)
+    for rep in (rep1, rep2):
+        rep.pop("quarantine")                      # its folder's name holds the run's time
+        rep["log_dir"] = None
+    assert rep1 == rep2
+    assert [c["partition"] for c in rep2["cleaned"]] == ["cmp-lz4-0", "cmp-none-0"]    # input order
+    assert _state(d1) == _state(d2)
+    assert records_of(d2 / "cmp-none-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+    assert records_of(d2 / "cmp-lz4-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-lz4-0")
+    # one quarantine folder whose manifest lists what both workers moved there
+    assert len(m1) == len(m2) == 1
+    key = lambda e: (e["source"].split("/logs/")[1], e["reason"])
+    assert sorted(map(key, m1[0]["entries"])) == sorted(map(key, m2[0]["entries"]))
+    moved = {e["source"].split("/logs/")[1].split("/")[0] for e in m2[0]["entries"]}
+    assert moved == {"cmp-lz4-0", "cmp-none-0"}
+    # the checkpoint, read-modified-written by both workers, holds both partitions
+    ckpt = (d2 / "cleaner-offset-checkpoint").read_text().split("\n")
+    assert "cmp-none 0 1867" in ckpt and any(l.startswith("cmp-lz4 0 ") for l in ckpt)
+
+
+def test_jobs_error_in_one_partition_same_exit_code_and_others_cleaned(tmp_path):
+    r1, d1, _ = _run_jobs(tmp_path, 1, corrupt=True)
+    r2, d2, _ = _run_jobs(tmp_path, 2, corrupt=True)
+    assert r1.exit_code == r2.exit_code == 3
+    assert r1.output.replace(str(d1), "D") == r2.output.replace(str(d2), "D")
+    assert "cmp-lz4-0/00000000000000000000.log" in r2.output
+    assert _state(d1) == _state(d2)
+    want = records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+    assert records_of(d1 / "cmp-none-0") == records_of(d2 / "cmp-none-0") == want
+
+
+def test_jobs_dry_run_same_report(tmp_path):
+    log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
+    outs = [CliRunner().invoke(cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", "--format",
+                                     "json", "--jobs", str(j), *_both_topics_cfg()]) for j in (1, 2)]
+    assert outs[0].exit_code == outs[1].exit_code == 0
+    assert outs[0].output == outs[1].output
+    assert [p["partition"] for p in json.loads(outs[1].output)["partitions"]] == ["cmp-lz4-0", "cmp-none-0"]

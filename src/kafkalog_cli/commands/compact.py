@@ -38,7 +38,8 @@ def _bytes(ctx, param, value: str) -> int:
               metavar="BYTES", help="log.cleaner.dedupe.buffer.size: the offset map's memory (24 bytes a "
                                     "key, 90% usable). More keys than fit: several rounds.")
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
-              help="Worker processes for building the offset map (0: one per core).")
+              help="Partitions cleaned in parallel, in worker processes (0: one per core). A "
+                   "partition cleaned alone splits its offset map's build over them.")
 @config_options
 @quarantine_options
 @dry_run_option
@@ -67,9 +68,9 @@ def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_i
                 click.echo(cp.render())
             continue
         with LogDirLock(log_dir):
-            cp = ops.plan(log_dir, parts, opts)
+            # the workers of --jobs run under this lock: they never take it themselves
             root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
-            report = ops.apply(cp, FsOps(log_dir, Quarantine(root, "compact")), opts)
+            cp, report = ops.run(log_dir, parts, opts, FsOps(log_dir, Quarantine(root, "compact")))
         reports.append(report)
         if fmt == "human":
             click.echo(cp.render())

@@ -11,15 +11,21 @@ apply(): per selected partition, rounds of Cleaner.doClean until the dirty secti
 map). Each group of segments goes `.cleaned` -> `.swap` -> old files out (to the quarantine, as
 Kafka's `.deleted`) -> final name, then cleaner-offset-checkpoint. For compact,delete topics
 retention runs after, when ops.retain is installed.
+
+run(): both, partition by partition (`compact_partition`), partitions in parallel over --jobs
+worker processes under the parent's log dir lock (see `for_each_partition`).
 """
 from __future__ import annotations
 
 import bisect
+import contextlib
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.ops import checkpoint_text as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord, SegmentInfo,
                                       build_offset_map, clean_into, collect_aborted_transactions,
@@ -28,7 +34,7 @@ from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 
 
@@ -38,7 +44,7 @@ class CompactOptions:
     force: bool = False
     dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER
     load_factor: float = DEFAULT_LOAD_FACTOR
-    jobs: int = 1
+    jobs: int = 1                 # worker processes: partitions in parallel (see for_each_partition)
     resolver: ConfigResolver | None = None
     max_rounds: int = 10_000
 
@@ -136,25 +142,59 @@ def partition_dirs_for(paths):
 
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, estimate: bool = False) -> CompactPlan:
+    """LogCleanerManager's view of every compacted partition; nothing is written. With
+    `estimate` each selected partition gets a simulated round (--dry-run)."""
+    return run(log_dir, partition_dirs, opts, None, estimate=estimate)[0]
+
+
+def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: FsOps | None,
+        estimate: bool = False) -> tuple[CompactPlan, dict | None]:
+    """Plan and (with `fsops`) clean every compacted partition of `partition_dirs`: each one by
+    `compact_partition`, partitions in parallel over `opts.jobs` processes (see
+    `for_each_partition`). Returns the plan and the report `apply` would return (None without
+    `fsops`). The caller holds the log dir's lock."""
     log_dir = Path(log_dir)
     resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
     cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
     checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    items = []
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         cfg = resolver.for_topic(tp.topic)
-        if not cfg.compact:
-            continue
-        ltc = log_to_clean(d, tp.topic, tp.partition, cfg, checkpoints.get((tp.topic, tp.partition)),
-                           starts.get((tp.topic, tp.partition)), opts.now_ms, cp.notes)
-        if ltc is None:
-            continue
-        dec = _decide(ltc, opts.force)
-        if estimate and dec.selected:
-            dec.estimate = clean_round(ltc, opts, fsops=None)
-        cp.decisions.append(dec)
-    return cp
+        if cfg.compact:
+            key = (tp.topic, tp.partition)
+            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key)))
+
+    def job(item, wfs: FsOps | None, map_jobs: int):
+        return compact_partition(log_dir, *item, opts, wfs, estimate=estimate, map_jobs=map_jobs)
+
+    cleaned = []
+    for dec, entry, findings in for_each_partition(items, job, fsops, opts.jobs):
+        cp.notes.findings.extend(findings)
+        if dec is not None:
+            cp.decisions.append(dec)
+        if entry is not None:
+            cleaned.append(entry)
+    return cp, (None if fsops is None else _report(cp, fsops, cleaned))
+
+
+def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: TopicConfig,
+                      checkpoint: int | None, start_checkpoint: int | None, opts: CompactOptions,
+                      fsops: FsOps | None, estimate: bool = False, map_jobs: int = 1):
+    """One partition, planned and (with `fsops`) cleaned: (decision or None, cleaned entry or
+    None, findings). The unit of work of --jobs."""
+    notes = Plan("compact", log_dir)
+    ltc = log_to_clean(d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes)
+    if ltc is None:
+        return None, None, notes.findings
+    dec = _decide(ltc, opts.force)
+    entry = None
+    if dec.selected and fsops is not None:
+        entry = clean_partition(ltc, fsops, opts, notes, map_jobs)
+    elif dec.selected and estimate:
+        dec.estimate = clean_round(ltc, opts, None, map_jobs)
+    return dec, entry, notes.findings
 
 
 def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
@@ -234,7 +274,7 @@ def _producer_state(d: Path, bases: list[int], leo: int, cfg: TopicConfig, now_m
 
 
 # ------------------------------------------------------------------------------ Cleaner.doClean
-def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None) -> dict:
+def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_jobs: int = 1) -> dict:
     """One Cleaner.doClean round. Without `fsops` nothing is written (the --dry-run estimate)."""
     cfg, segs, now = ltc.cfg, ltc.segments, opts.now_ms
     before = segments_overlapping(segs, 0, ltc.first_dirty)
@@ -243,7 +283,7 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None) -> d
     dirty = segments_overlapping(segs, ltc.first_dirty, ltc.first_uncleanable)
     nexts = [s.base for s in dirty[1:]] + [ltc.first_uncleanable]
     txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
-    map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, opts.jobs)
+    map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
     end_offset = m.latest_offset + 1
     ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
                        ltc.first_uncleanable, ltc.active_producers, CleanedTransactionMetadata())
@@ -254,7 +294,8 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None) -> d
         source_bytes += sum(s.size for s in group)
         _clean_group(ltc, group, ctx, legacy_horizon, fsops)
     if fsops is not None:
-        _update_checkpoint(fsops, ltc, end_offset)
+        with _log_dir_files(fsops):
+            _update_checkpoint(fsops, ltc, end_offset)
     st: CleanerStats = ctx.stats
     return {"keys": m.size, "map_records_read": map_stats.records_read, "end_offset": end_offset,
             "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
@@ -320,35 +361,162 @@ def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int) -> None:
 
 
 def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
-    """Clean every selected partition, round after round until its dirty section is done."""
+    """Clean every selected partition of a plan (partitions in parallel over `opts.jobs`)."""
+    def job(dec: PartitionDecision, wfs: FsOps, map_jobs: int):
+        notes = Plan("compact", cp.log_dir)
+        return clean_partition(dec.log, wfs, opts, notes, map_jobs), notes.findings
+
     done = []
-    for dec in cp.selected:
-        ltc = dec.log
-        rounds = []
-        while True:
-            r = clean_round(ltc, opts, fsops)
-            rounds.append(r)
-            if r["end_offset"] >= ltc.first_uncleanable or len(rounds) >= opts.max_rounds:
-                break
-            checkpoints = ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)
-            starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
-            key = (ltc.topic, ltc.partition)
-            ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
-                               starts.get(key), opts.now_ms, cp.notes)
-        entry = {"partition": ltc.name, "rounds": rounds,
-                 "messages_read": sum(r["messages_read"] for r in rounds),
-                 "messages_written": rounds[-1]["messages_written"],
-                 "bytes_freed": sum(r["bytes_freed"] for r in rounds),
-                 "cleaner_offset_checkpoint": rounds[-1]["end_offset"]}
-        if "delete" in ltc.cfg.cleanup_policy:
-            entry["retention"] = _retention_after(fsops, ltc, opts)
+    for entry, findings in for_each_partition(cp.selected, job, fsops, opts.jobs):
+        cp.notes.findings.extend(findings)
         done.append(entry)
+    return _report(cp, fsops, done)
+
+
+def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: Plan, map_jobs: int = 1) -> dict:
+    """Rounds of Cleaner.doClean until the dirty section is done, then retention for
+    compact,delete; the partition's entry of the report."""
+    rounds = []
+    while True:
+        r = clean_round(ltc, opts, fsops, map_jobs)
+        rounds.append(r)
+        if r["end_offset"] >= ltc.first_uncleanable or len(rounds) >= opts.max_rounds:
+            break
+        checkpoints = ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)
+        starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
+        key = (ltc.topic, ltc.partition)
+        ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
+                           starts.get(key), opts.now_ms, notes)
+    entry = {"partition": ltc.name, "rounds": rounds,
+             "messages_read": sum(r["messages_read"] for r in rounds),
+             "messages_written": rounds[-1]["messages_written"],
+             "bytes_freed": sum(r["bytes_freed"] for r in rounds),
+             "cleaner_offset_checkpoint": rounds[-1]["end_offset"]}
+    if "delete" in ltc.cfg.cleanup_policy:
+        with _log_dir_files(fsops):
+            entry["retention"] = _retention_after(fsops, ltc, opts)
+    return entry
+
+
+def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
     q = fsops.quarantine
     return {"op": "compact", "log_dir": str(cp.log_dir), "now_ms": cp.now_ms, "cleaned": done,
             "partitions": [d.to_json() for d in cp.decisions],
             "findings": [f.to_json() for f in cp.notes.findings],
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}
+
+
+# ------------------------------------------------------------------------------ --jobs
+# Partitions in parallel. The parent holds the log dir's .lock (LogDirLock, a POSIX lockf lock)
+# for the whole run; worker processes are forked from it and never take that lock themselves:
+# lockf locks belong to a process, so a child asking for it would be refused (never granted
+# twice, never deadlocked), and a child closing its inherited descriptor releases nothing of the
+# parent's. The children work under the parent's lock by design, and the parent outlives them
+# (the pool is joined before the lock is released).
+#
+# Within the run, each partition's own files are touched by one process only. What the
+# partitions share, the log dir's checkpoint files (cleaner-offset-checkpoint; retention's
+# log-start and recovery-point checkpoints) and the quarantine's manifest.json, is read, changed
+# and rewritten under one multiprocessing RLock, the manifest merged with what the other workers
+# wrote. Workers are forked (they inherit the job, the resolver and the lock without pickling);
+# results come back in input order. A partition that fails (a KafkalogError) does not stop the
+# others, with one process or many: the first error in input order is raised once all are done,
+# so output, exit code and the files left are the same whatever --jobs is.
+
+_JOB = None                  # (items, job, parent fsops, map_jobs, lock): inherited by forked workers
+
+
+def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list:
+    """[job(item, fsops, map_jobs) for item in items], in up to `jobs` worker processes, in order.
+    `map_jobs` is the share of the cores left to one partition (it splits its offset map's
+    build when fewer partitions than cores are cleaned: a single big partition)."""
+    global _JOB
+    workers = min(jobs, len(items))
+    results: list = []
+    if workers <= 1:
+        for item in items:
+            try:
+                results.append((job(item, fsops, max(jobs, 1)), None, 0, []))
+            except KafkalogError as e:
+                results.append((None, e, 0, []))
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures.process import BrokenProcessPool
+        ctx = mp.get_context("fork")
+        _JOB = (items, job, fsops, max(jobs // workers, 1), ctx.RLock())
+        try:
+            # not multiprocessing.Pool: its workers are daemons, which may not fork the map's workers
+            with ProcessPoolExecutor(workers, mp_context=ctx) as pool:
+                futures = [pool.submit(_worker, i) for i in range(len(items))]
+                results = [f.result() for f in futures]
+        except BrokenProcessPool:
+            if fsops is not None and fsops._fault_exits:
+                os._exit(137)        # a worker died at an injected fault (KAFKALOG_FAULT_AFTER)
+            raise
+        finally:
+            _JOB = None
+    out = []
+    first_error = None
+    for value, err, steps, entries in results:
+        if fsops is not None:
+            fsops.steps += steps
+            if fsops.quarantine is not None:
+                fsops.quarantine.entries.extend(entries)
+        if err is not None and first_error is None:
+            first_error = err
+        out.append(value)
+    if first_error is not None:
+        raise first_error
+    return out
+
+
+def _worker(i: int):
+    items, job, parent, map_jobs, lock = _JOB
+    wfs = None if parent is None else _WorkerFsOps(parent, lock)
+    try:
+        value, err = job(items[i], wfs, map_jobs), None
+    except KafkalogError as e:
+        value, err = None, e
+    if wfs is None:
+        return value, err, 0, []
+    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else [])
+
+
+class _WorkerFsOps(FsOps):
+    """A worker's FsOps: the parent's settings, its own step count, and `shared`: the lock
+    around the log dir's shared files. The quarantine manifest is rewritten, under that lock,
+    as what is on disk (every worker's entries so far) plus the new entry."""
+
+    def __init__(self, parent: FsOps, lock):
+        q = parent.quarantine
+        super().__init__(parent.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp),
+                         fault_after=parent.fault_after)
+        self._fault_exits = parent._fault_exits
+        self.before = parent.before
+        self.shared = lock
+
+    def _note(self, entry: QuarantineEntry) -> None:
+        q = self.quarantine
+        if q is None or q.folder is None:
+            return super()._note(entry)
+        with self.shared:
+            mine = q.entries
+            try:
+                on_disk = json.loads((q.folder / "manifest.json").read_text())["entries"]
+                q.entries = [QuarantineEntry(**e) for e in on_disk]
+            except FileNotFoundError:
+                q.entries = []
+            try:
+                super()._note(entry)
+            finally:
+                q.entries = mine + [entry]
+
+
+def _log_dir_files(fsops: FsOps | None):
+    """The lock around the log dir's shared files (a no-op in a single process)."""
+    return getattr(fsops, "shared", None) or contextlib.nullcontext()
 
 
 def _retention_after(fsops: FsOps, ltc: LogToClean, opts: CompactOptions):
