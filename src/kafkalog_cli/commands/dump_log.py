@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from kafkalog_cli.commands.common import parse_time_option, read_options
+from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
 from kafkalog_cli.render.kafka import (
     INT_MAX, DumpOptions, Filters, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
     offsets_parser, transaction_log_parser,
@@ -106,7 +106,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         deep_iteration=deep_iteration or data, print_data_log=data, skip_record_metadata=skip_record_metadata,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes, parser=parser,
-        filters=Filters(**active) if active else None,
+        filters=Filters(**active) if active else None, jobs=jobs_or_cores(jobs),
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:

@@ -27,6 +27,7 @@ from kafkalog_cli.storage.segment import map_file, read_file
 INT_MAX = 2**31 - 1
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
+_SIZE = struct.Struct(">i")
 
 
 class KafkaToolError(KafkalogError):
@@ -123,6 +124,7 @@ class DumpOptions:
     max_bytes: int = INT_MAX
     parser: MessageParser | None = None
     filters: "Filters | None" = None
+    jobs: int = 1                  # worker processes for big .log files (deep output only)
 
 
 @dataclass
@@ -174,6 +176,38 @@ def start_position(log_path: Path, base: int, f: Filters) -> int:
     if f.from_time is not None:
         pos = max(pos, seg.position_for_timestamp(f.from_time))
     return pos
+
+
+PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
+CHUNK_MIN_BYTES = 4 << 20
+
+
+class _Sink:
+    def __init__(self):
+        self.parts: list[bytes] = []
+
+    def write(self, b: bytes) -> None:
+        self.parts.append(b)
+
+    def flush(self) -> None:
+        pass
+
+
+def _cuts(buf, start: int, end: int, target: int) -> list[int]:
+    """Batch boundaries about `target` bytes apart, by walking the size fields as iter_batches
+    does; where the chain breaks, the walk stops (the last range meets the break and reports it)."""
+    cuts = [start]
+    pos, nxt = start, start + target
+    unpack = _SIZE.unpack_from
+    while pos + 17 < end:
+        size = unpack(buf, pos + 8)[0]
+        if size < 14 or pos > end - 12 - size:
+            break
+        pos += size + 12
+        if pos >= nxt and end - pos > target // 4:
+            cuts.append(pos)
+            nxt = pos + target
+    return cuts
 
 
 @dataclass
@@ -259,6 +293,11 @@ class KafkaDumper:
         last_offset = -1
         pairs: list[tuple[int, int]] = []
         try:
+            if (deep and f is None and self.o.jobs > 1 and end - valid >= PARALLEL_MIN_BYTES
+                    and self._fileno() is not None):
+                # leaves `valid` where the sequential loop stops: what follows is an incomplete
+                # batch or nothing, so the loop below reads no further batch
+                valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
             for batch in iter_batches(buf, valid, end):
                 if f is not None:
                     if f.limit is not None and f.limit <= 0:
@@ -285,6 +324,121 @@ class KafkaDumper:
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
+
+    def _fileno(self) -> int | None:
+        try:
+            return self.out.fileno()
+        except (AttributeError, OSError, ValueError):  # BytesIO, CliRunner's streams
+            return None
+
+    def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:
+        """Batch lines and records of buf[start:stop) (no filters) -> (end of the last complete
+        batch, last record offset, first record offset or None)."""
+        first = None
+        pos = start
+        for batch in iter_batches(buf, start, stop):
+            self._w(batch_line(batch, pos))
+            if first is None and (batch.magic < 2 or batch.records_count):
+                recs = batch.records()
+                if recs:
+                    first = recs[0].offset
+            last_offset = self._records(batch, last_offset, pairs)
+            pos += batch.size
+        return pos, last_offset, first
+
+    def _dump_parallel(self, buf, valid: int, end: int, pairs: list) -> tuple[int, int] | None:
+        """Render buf[valid:end) in worker processes, in byte ranges cut at batch boundaries,
+        each writing its text straight to our stdout in file order. Returns (valid, last_offset)
+        as the sequential loop would have left them; `pairs` gets the non-consecutive offsets,
+        newest first. When a range fails, the ranges before it are written and this process
+        renders the failing one itself, so the output and the error are the sequential ones."""
+        cuts = _cuts(buf, valid, end, max(CHUNK_MIN_BYTES, (end - valid) // (self.o.jobs * 8)))
+        ranges = list(zip(cuts, cuts[1:] + [end]))
+        if len(ranges) < 2:
+            return None
+        self.flush()
+        self.out.flush()
+        fd = self._fileno()
+        import multiprocessing as mp
+
+        ctx = mp.get_context("fork")
+        jobs = min(self.o.jobs, len(ranges))
+        conns, procs = [], []
+        chrono: list[tuple[int, int]] = []
+        last = -1
+        pos = valid
+        failed = None
+        try:
+            for w in range(jobs):
+                parent, child = ctx.Pipe()
+                p = ctx.Process(target=self._worker, args=(child, buf, ranges[w::jobs], fd), daemon=True)
+                p.start()
+                child.close()
+                conns.append(parent)
+                procs.append(p)
+            for k in range(len(ranges)):
+                conn = conns[k % jobs]
+                try:
+                    msg = conn.recv()
+                except EOFError:
+                    msg = ("error",)
+                if msg[0] != "ready":
+                    failed = k
+                    break
+                conn.send(True)
+                msg = conn.recv()
+                if msg[0] == "epipe":
+                    raise BrokenPipeError(32, "Broken pipe")
+                _, pos, clast, first, cpairs = msg
+                if first is not None:
+                    if last != -1 and first != last + 1:
+                        chrono.append((last, first))
+                    chrono.extend(reversed(cpairs))   # the worker's are newest first
+                    last = clast
+        finally:
+            for c in conns:
+                c.close()
+            for p in procs:
+                if p.is_alive():
+                    p.terminate()
+                p.join()
+            for pr in chrono:
+                pairs.insert(0, pr)
+        if failed is None:
+            return pos, last
+        # the failing range again, here: its output up to the failure, then the error itself
+        pos, last, _ = self._range(buf, ranges[failed][0], end, last, pairs)
+        return pos, last
+
+    def _worker(self, conn, buf, ranges, fd) -> None:
+        import os
+
+        out = _Sink()
+        self.out = out
+        self._buf = []
+        for start, stop in ranges:
+            local: list = []
+            try:
+                pos, last, first = self._range(buf, start, stop, -1, local)
+                self.flush()
+            except BaseException:
+                conn.send(("error",))
+                return
+            conn.send(("ready",))
+            if not conn.recv():
+                return
+            data = b"".join(out.parts)
+            out.parts.clear()
+            try:
+                mv = memoryview(data)
+                while mv:
+                    n = os.write(fd, mv)
+                    mv = mv[n:]
+            except BrokenPipeError:
+                conn.send(("epipe",))
+                return
+            del mv, data
+            conn.send(("done", pos, last, first, local))
 
     def _fast_ok(self) -> bool:
         """Whether the record fast path may render v2 batches: no filter, and no parser other

@@ -1,0 +1,130 @@
+"""dump-log over a big .log in worker processes writes exactly what the sequential dump writes:
+stdout bytes, the non-consecutive offsets report on stderr, the error (and the output before it)
+when a batch in the second half is broken, and the invalid bytes at the end."""
+from __future__ import annotations
+
+import struct
+import subprocess
+import sys
+
+import pytest
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, set_v2_crc
+from kafkalog_cli.render import kafka
+from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
+
+STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
+SIZE = 33 << 20     # just above PARALLEL_MIN_BYTES
+
+
+def _big(tmp_path, *, tail: bytes = b"", damage=None) -> tuple[str, int]:
+    """~33 MiB of 200-byte batches of 2 records; every 997th batch leaves a gap in the offsets.
+    Returns the path and the batch size."""
+    recs = [SimpleRecord(key=b"k%d" % i, value=b"value-%03d" % i * 8, timestamp=1_700_000_000_000 + i)
+            for i in range(2)]
+    batch = bytearray(build_v2_batch(recs, 0))
+    n = SIZE // len(batch) + 1
+    out = bytearray(bytes(batch) * n)
+    # gaps every 997th batch, and at the first batch of every worker range (the merge's seams)
+    seams = set(kafka._cuts(out, 0, len(out), max(kafka.CHUNK_MIN_BYTES, len(out) // 16)))
+    assert len(seams) > 4
+    off = 0
+    for i in range(n):
+        if i % 997 == 0 or i * len(batch) in seams:
+            off += 3
+        struct.pack_into(">q", out, i * len(batch), off)
+        off += 2
+    if damage is not None:
+        damage(out, len(batch))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(bytes(out) + tail)
+    return str(path), len(batch)
+
+
+def _dump(tmp_path, path: str, jobs: int, **flags) -> tuple[bytes, bytes, str | None]:
+    o = DumpOptions(parser=STRING, jobs=jobs, **flags)
+    outp, errp = tmp_path / f"out{jobs}", tmp_path / f"err{jobs}"
+    error = None
+    with open(outp, "wb") as out, open(errp, "wb") as err:
+        d = KafkaDumper(out, err, o)
+        try:
+            d.dump(path)
+            d.finish()
+        except KafkalogError as e:
+            d.flush()
+            error = str(e)
+    return outp.read_bytes(), errp.read_bytes(), error
+
+
+def _same(tmp_path, path, **flags):
+    seq = _dump(tmp_path, path, 1, **flags)
+    par = _dump(tmp_path, path, 2, **flags)
+    assert par[0] == seq[0]
+    assert par[1:] == seq[1:]
+    return seq
+
+
+@pytest.fixture
+def forks(monkeypatch):
+    """Counts the worker ranges, to be sure the parallel path ran."""
+    calls = []
+    real = KafkaDumper._dump_parallel
+
+    def spy(self, *a):
+        calls.append(a[1:3])
+        return real(self, *a)
+    monkeypatch.setattr(KafkaDumper, "_dump_parallel", spy)
+    return calls
+
+
+def test_parallel_output_and_reports_are_the_sequential_ones(tmp_path, forks):
+    path, _ = _big(tmp_path, tail=struct.pack(">qi", 10**9, 500) + b"\0" * 28)   # an incomplete batch at the end
+    out, err, error = _same(tmp_path, path, deep_iteration=True, print_data_log=True)
+    assert error is None and forks
+    assert out.endswith(b"Found 40 invalid bytes at the end of 00000000000000000000.log\n")
+    assert err.startswith(b"Non-consecutive offsets in") and err.count(b"is followed by") > 100
+
+
+def test_a_broken_record_in_the_second_half(tmp_path, forks):
+    def damage(out, blen):
+        pos = (len(out) // blen * 3 // 4) * blen
+        b = bytearray(out[pos : pos + blen])
+        b[61] += 2          # the first record's length
+        out[pos : pos + blen] = set_v2_crc(b)
+    path, _ = _big(tmp_path, damage=damage)
+    out, err, error = _same(tmp_path, path, deep_iteration=True)
+    assert error is not None and "Invalid record size" in error and forks
+    assert len(out) > 10 << 20
+
+
+def test_a_corrupt_size_field_in_the_second_half(tmp_path, forks):
+    def damage(out, blen):
+        pos = (len(out) // blen * 2 // 3) * blen
+        struct.pack_into(">i", out, pos + 8, 3)
+    path, _ = _big(tmp_path, damage=damage)
+    out, err, error = _same(tmp_path, path, deep_iteration=True)
+    assert error is not None and "smaller than minimum record overhead" in error and forks
+
+
+def test_small_files_stay_in_process(tmp_path, forks, monkeypatch):
+    recs = [SimpleRecord(key=None, value=b"x", timestamp=1)]
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"".join(build_v2_batch(recs, i) for i in range(1000)))
+    _same(tmp_path, str(path), deep_iteration=True)
+    assert not forks
+
+
+def test_a_pipe_closed_early_is_quiet(tmp_path):
+    path, _ = _big(tmp_path)
+    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "dump-log", "--print-data-log", path],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout.read(100000)
+    p.stdout.close()
+    err = p.stderr.read()
+    assert p.wait(timeout=60) == 0
+    assert err == b""
+
+
+def test_min_size_constant():
+    assert kafka.PARALLEL_MIN_BYTES <= SIZE
