@@ -13,6 +13,7 @@ from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
@@ -45,32 +46,32 @@ def _bytes(ctx, param, value: str) -> int:
 @dry_run_option
 @format_option
 @now_option
+@engine_options
 def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_items, server_properties,
-            no_cluster_metadata, quarantine_dir, no_quarantine, dry_run, fmt, now_ms):
+            no_cluster_metadata, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon
     and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
 
     --dry-run prints, per partition, the dirty section, its dirty ratio, whether it would be
     cleaned, and an estimate from a simulated round: keys, bytes freed, messages kept."""
+    check_engine(engine, master)
     groups = ops.partition_dirs_for(paths)
     now = now_or_clock(now_ms)
+    run_args = (now, force, dedupe_buffer_size, 1 if engine == "spark" else jobs_or_cores(jobs), config_pairs,
+                topic_config_items, server_properties, no_cluster_metadata, quarantine_dir, no_quarantine, dry_run)
+    if engine == "spark":  # one Spark task per log dir runs _run (lock, plan, apply) on an executor
+        from kafkalog_cli.spark.engine import run_partitions
+
+        ran = run_partitions(_run, list(groups.items()), engine="spark", master=master, args=run_args, star=True)
     reports = []
-    for log_dir, parts in groups.items():
-        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
-                                         no_cluster_metadata)
-        opts = ops.CompactOptions(now_ms=now, force=force, dedupe_buffer_size=dedupe_buffer_size,
-                                  jobs=jobs_or_cores(jobs), resolver=resolver)
+    for i, (log_dir, parts) in enumerate(groups.items()):
+        cp, report = ran[i] if engine == "spark" else _run(log_dir, parts, *run_args)
         if dry_run:
-            cp = ops.plan(log_dir, parts, opts, estimate=True)
             reports.append({"dry_run": True, **cp.to_json()})
             if fmt == "human":
                 click.echo(cp.render())
             continue
-        with LogDirLock(log_dir):
-            # the workers of --jobs run under this lock: they never take it themselves
-            root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
-            cp, report = ops.run(log_dir, parts, opts, FsOps(log_dir, Quarantine(root, "compact")))
         reports.append(report)
         if fmt == "human":
             click.echo(cp.render())
@@ -82,3 +83,19 @@ def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_i
                 click.echo(f"  replaced segments kept in {report['quarantine']}")
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
+
+
+def _run(log_dir: Path, parts: list[Path], now: int, force, dedupe_buffer_size, jobs, config_pairs,
+         topic_config_items, server_properties, no_cluster_metadata, quarantine_dir, no_quarantine, dry_run):
+    """One log dir, as the loop above always did it: (plan, None) with --dry-run, else (plan,
+    report) under the log dir's lock. Module level, so a Spark task can run it."""
+    resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
+                                     no_cluster_metadata)
+    opts = ops.CompactOptions(now_ms=now, force=force, dedupe_buffer_size=dedupe_buffer_size,
+                              jobs=jobs, resolver=resolver)
+    if dry_run:
+        return ops.plan(log_dir, parts, opts, estimate=True), None
+    with LogDirLock(log_dir):
+        # the workers of --jobs run under this lock: they never take it themselves
+        root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
+        return ops.run(log_dir, parts, opts, FsOps(log_dir, Quarantine(root, "compact")))
