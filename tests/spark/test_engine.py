@@ -86,7 +86,7 @@ def test_engine_usage_and_missing_java(tmp_path, monkeypatch):
     r = invoke("verify-crc", "--master", "local[2]", BASIC)
     assert r.exit_code == 2 and "--master needs --engine spark" in r.output
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
-    for cmd in ("verify-crc", "retain", "export"):
+    for cmd in ("verify-crc", "retain", "compact", "export"):
         r = invoke(cmd, "--engine", "spark", BASIC, *([tmp_path / "out", "--to", "jsonl"] if cmd == "export" else []))
         assert r.exit_code == 4, (cmd, r.output)
         assert r.output == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path} has no bin/java\n"
@@ -124,3 +124,35 @@ def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
         r = _retain("time", d, "spark")
     assert r.exit_code == 5
     assert "skipped" in r.stderr and "Traceback" not in r.output
+
+
+def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
+    from tests.commands.test_compact_cli import CFG
+    from tests.ops.compact_helpers import FIXTURES as CFIX, records_of, restore
+
+    out = {}
+    for engine in ("local", "spark"):
+        log_dir = restore("keyed-overwrites", "before", tmp_path / engine / "logs")
+        r = invoke("compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--format", "json", "--engine",
+                   engine, *CFG)
+        assert r.exit_code == 0, r.output
+        text = re.sub(r"/\d{8}T\d{6}\.\d+Z-compact", "/STAMP-compact", r.output.replace(str(tmp_path / engine), "TMP"))
+        rep = json.loads(text)
+        out[engine] = (rep, records_of(log_dir / "cmp-none-0"))
+    timing = lambda rep: json.loads(re.sub(r'"[a-z_]*(elapsed|seconds|_s|time)[a-z_]*": [0-9.e-]+', '"t": 0',  # noqa: E731
+                                           json.dumps(rep)))
+    assert timing(out["spark"][0]) == timing(out["local"][0])
+    assert out["spark"][1] == out["local"][1] == records_of(CFIX / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+    assert out["spark"][0]["cleaned"][0]["messages_written"] == 100
+
+
+def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
+    from tests.commands.test_compact_cli import CFG
+    from tests.ops.compact_helpers import restore
+
+    from kafkalog_cli.storage.lock import LogDirLock
+
+    log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
+    with LogDirLock(log_dir):
+        r = invoke("compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--engine", "spark", *CFG)
+    assert r.exit_code == 5 and r.output.count("\n") == 1 and "Traceback" not in r.output
