@@ -78,3 +78,27 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
         for b in iter_batches(log.read_bytes()):
             if any(r.value is None for r in b.records()) and b.base_offset < cp.decisions[0].log.first_uncleanable:
                 assert b.delete_horizon_ms is not None and b.delete_horizon_ms >= NOW + RETENTION
+
+
+# the map pass's dict loop against the list loop it replaces (record lengths of 1, 2 and 3 varint bytes)
+from kafkalog_cli.ops.compact_scan import records_region, scan_keys, scan_keys_into  # noqa: E402
+
+sized = st.tuples(st.one_of(st.none(), st.binary(max_size=20)),
+                  st.one_of(st.none(), st.integers(0, 40), st.integers(60, 200), st.integers(8180, 9000)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(sized, min_size=1, max_size=12), st.integers(0, 12), st.integers(0, 1000))
+def test_scan_keys_into_matches_scan_keys(spec, skip, base):
+    srs = [SimpleRecord(k, None if n is None else b"v" * n, 1_700_000_000_000 + i) for i, (k, n) in enumerate(spec)]
+    b = next(iter_batches(build_v2_batch(srs, base)))
+    keys, offs = [], []
+    data, s, e = records_region(b)
+    scan_keys(data, s, e, b.records_count, b.base_offset_field, keys, offs)
+    want = {}
+    for k, o in zip(keys, offs):
+        if o >= base + skip:
+            want[k] = o
+    d = {}
+    n, kl = scan_keys_into(data, s, e, b.records_count, b.base_offset_field, d, base + skip)
+    assert d == want and n == sum(1 for o in offs if o >= base + skip)

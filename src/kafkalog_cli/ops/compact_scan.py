@@ -96,6 +96,73 @@ def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list
         raise _Malformed()
 
 
+def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: dict,
+                   start_offset: int) -> tuple[int, int]:
+    """The map pass's loop when the offset map is a dict with room for `count` more keys:
+    `d[key] = offset` for every keyed record at or after `start_offset`, in order (later offsets
+    win, as SkimpyOffsetMap.put). Returns (records stored, length of the last key). The record
+    length's varint, two bytes for records of 64 to 8191 bytes, is decoded inline as well."""
+    kl = -1
+    n = 0
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                nxt = pos + 1 + ((b >> 1) ^ -(b & 1))
+                p = pos + 2
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    nxt = pos + 2 + ((v >> 1) ^ -(v & 1))
+                    p = pos + 3
+                else:
+                    length, p = _varint(data, pos)
+                    nxt = p + length
+                    p += 1
+            while data[p] > 0x7F:               # timestampDelta: skipped
+                p += 1
+            b = data[p + 1]                     # offsetDelta
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 2
+            else:
+                b2 = data[p + 2]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    od = (v >> 1) ^ -(v & 1)
+                    p += 3
+                else:
+                    od, p = _varint(data, p + 1)
+            b = data[p]                         # keyLength
+            if b < 0x80:
+                if b != 1:
+                    kl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                    if p + kl > nxt:
+                        raise _Malformed()
+                    o = base_offset + od
+                    if o >= start_offset:
+                        d[data[p:p + kl]] = o
+                        n += 1
+            else:
+                k, p = _varint(data, p)
+                if k >= 0:
+                    kl = k
+                    if p + kl > nxt:
+                        raise _Malformed()
+                    o = base_offset + od
+                    if o >= start_offset:
+                        d[data[p:p + kl]] = o
+                        n += 1
+            pos = nxt
+    except IndexError:
+        raise _Malformed() from None
+    if pos != end:
+        raise _Malformed()
+    return n, kl
+
+
 @dataclass(slots=True)
 class RecordSpan:
     """One record of a v2 batch, enough to decide its fate and to copy it."""
@@ -117,6 +184,10 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 pos += 1
+            elif data[pos + 1] < 0x80:
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (v >> 1) ^ -(v & 1)
+                pos += 2
             else:
                 length, pos = _varint(data, pos)
             nxt = pos + length
@@ -124,6 +195,10 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
             if b < 0x80:
                 ts = (b >> 1) ^ -(b & 1)
                 p = pos + 2
+            elif data[pos + 2] < 0x80:
+                v = (b & 0x7F) | (data[pos + 2] << 7)
+                ts = (v >> 1) ^ -(v & 1)
+                p = pos + 3
             else:
                 ts, p = _varint(data, pos + 1)
             rest = p
@@ -166,6 +241,9 @@ def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
             b = data[pos]
             if b < 0x80:
                 pos += 1 + ((b >> 1) ^ -(b & 1))
+            elif data[pos + 1] < 0x80:
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2 + ((v >> 1) ^ -(v & 1))
             else:
                 length, p = _varint(data, pos)
                 pos = p + length
@@ -188,5 +266,8 @@ def _record_end(data, pos: int) -> int:
     b = data[pos]
     if b < 0x80:
         return pos + 1 + ((b >> 1) ^ -(b & 1))
+    if data[pos + 1] < 0x80:
+        v = (b & 0x7F) | (data[pos + 1] << 7)
+        return pos + 2 + ((v >> 1) ^ -(v & 1))
     length, p = _varint(data, pos)
     return p + length

@@ -158,6 +158,19 @@ class OffsetMap:
                 return i
         return n
 
+    def dict_for(self, n: int) -> dict[bytes, int] | None:
+        """The dict itself when `n` more keys surely fit (dict layout, under capacity): the map
+        pass then stores into it directly and reports with `added`."""
+        d = self._dict
+        return d if d is not None and len(d) + n <= self.capacity else None
+
+    def added(self, new_keys: int, key_len: int) -> None:
+        """After storing into `dict_for`'s dict: `new_keys` more keys of about `key_len` bytes."""
+        if new_keys:
+            self._dict_bytes += new_keys * (_DICT_ENTRY_OVERHEAD + key_len)
+            if self._dict_bytes > self.memory:
+                self._to_table()
+
     def merge(self, other: dict[bytes, int]) -> None:
         """Entries of a later section of the log (parallel map building): they win."""
         self.put_all(list(other), list(other.values()))
