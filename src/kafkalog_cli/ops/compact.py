@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import json
 import os
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ class CompactOptions:
     jobs: int = 1                 # worker processes: partitions in parallel (see for_each_partition)
     resolver: ConfigResolver | None = None
     max_rounds: int = 10_000
+    # the cleaner-offset-checkpoint's entries at the start of the run: rewrites keep their order
+    # and sort the rest, so the file ends the same whatever order --jobs workers finish in
+    checkpoint_order: list | None = None
 
 
 @dataclass
@@ -158,6 +162,7 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
     checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    opts = dataclasses.replace(opts, checkpoint_order=list(checkpoints))
     items = []
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
@@ -295,7 +300,7 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
         _clean_group(ltc, group, ctx, legacy_horizon, fsops)
     if fsops is not None:
         with _log_dir_files(fsops):
-            _update_checkpoint(fsops, ltc, end_offset)
+            _update_checkpoint(fsops, ltc, end_offset, opts.checkpoint_order)
     st: CleanerStats = ctx.stats
     return {"keys": m.size, "map_records_read": map_stats.records_read, "end_offset": end_offset,
             "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
@@ -352,16 +357,17 @@ def _replace_segments(fsops: FsOps, cleaned: list[Path], old: list[SegmentInfo],
         fsops.rename(swap, swap.with_name(swap.name[: -len(names.SWAP_SUFFIX)]))
 
 
-def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int) -> None:
+def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int, order: list | None = None) -> None:
     path = fsops.base_dir / names.CLEANER_CHECKPOINT
     offsets = ckpt.read_offsets(path)
-    order = list(offsets)
+    order = list(offsets) if order is None else order
     offsets[(ltc.topic, ltc.partition)] = end_offset
     fsops.write_atomic(path, ckpt.encode_offsets(offsets, order))
 
 
 def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
     """Clean every selected partition of a plan (partitions in parallel over `opts.jobs`)."""
+    opts = dataclasses.replace(opts, checkpoint_order=list(ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)))
     def job(dec: PartitionDecision, wfs: FsOps, map_jobs: int):
         notes = Plan("compact", cp.log_dir)
         return clean_partition(dec.log, wfs, opts, notes, map_jobs), notes.findings
