@@ -43,11 +43,16 @@ class LazyGroup(click.Group):
         return sorted(_available())
 
     def get_command(self, ctx, name):
-        target = _available().get(name)
+        target = COMMANDS.get(name)
         if target is None:
             return None
         module, attr = target.split(":")
-        return getattr(importlib.import_module(module), attr)
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as e:
+            if e.name != module:  # a missing dependency is a real error, not a missing command
+                raise
+            return None
 
     def invoke(self, ctx):
         try:

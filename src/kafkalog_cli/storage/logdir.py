@@ -3,11 +3,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import parse_partition_dir
-from kafkalog_cli.storage.partition import Partition
+
+if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
+    from kafkalog_cli.storage.partition import Partition
 
 _ROOT_MARKERS = (
     names.META_PROPERTIES, names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
@@ -34,7 +37,9 @@ class LogDir:
                 dirs.append((tp.topic, tp.partition, p))
         return [p for _, _, p in sorted(dirs)]
 
-    def partitions(self) -> list[Partition]:
+    def partitions(self) -> list["Partition"]:
+        from kafkalog_cli.storage.partition import Partition
+
         return [Partition.open(p) for p in self.partition_dirs()]
 
     def file(self, name: str) -> Path:

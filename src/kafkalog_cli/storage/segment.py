@@ -5,10 +5,11 @@ import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.records import RecordBatch, iter_batches
+if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
+    from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
     INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_from_name, segment_file,
 )
@@ -96,7 +97,9 @@ class Segment:
         self._log = None
 
     # -- batches
-    def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator[RecordBatch]:
+    def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator["RecordBatch"]:
+        from kafkalog_cli.formats.records import iter_batches
+
         try:
             yield from iter_batches(self.log, start_position, end_position)
         except Exception as e:  # locate any format error in this file
