@@ -721,7 +721,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             ks, pos = rvarint(data, pos)
         if ks >= 0:
-            key = data[pos : pos + ks]
+            key = data[pos : pos + ks] if data_log else None  # only --print-data-log shows it
             pos += ks
         else:
             key = None
@@ -737,7 +737,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             vs, pos = rvarint(data, pos)
         if vs >= 0:
-            value = data[pos : pos + vs]
+            value = data[pos : pos + vs] if data_log else None
             pos += vs
         else:
             value = None
