@@ -25,7 +25,7 @@ from typing import Callable
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch, control_type_of_key, iter_batches
-from kafkalog_cli.render.kafka import INT_MAX, Filters, start_position
+from kafkalog_cli.render.kafka import INT_MAX, Filters, Verdict, start_position
 from kafkalog_cli.storage.segment import map_file
 
 def _json_default(o):
@@ -181,27 +181,23 @@ class JsonDumper:
             for b in iter_batches(buf, pos, end):
                 valid = b.position + b.size
                 if f is not None:
-                    if f.limit is not None and f.limit <= 0:
+                    verdict = f.judge_batch(b, self.deep)
+                    if verdict is Verdict.STOP:
                         return
-                    if f.to_offset is not None and b.magic >= 2 and b.base_offset_field > f.to_offset:
-                        return
-                    if not f.batch_may_match(b):
+                    if verdict is Verdict.SKIP:
                         continue
                 records = b.records() if self.deep else None
-                if f is not None and f.needs_records and not any(f.record_matches(r) for r in records):
+                if f is not None and f.needs_records and not f.holds_match(records):
                     continue
-                if f is not None and not self.deep and f.limit is not None:
-                    f.limit -= 1
                 self._emit(batch_object(b, given))
                 if records is not None:
                     for r in records:
                         if f is not None:
-                            if not f.record_matches(r):
+                            verdict = f.take_record(r)
+                            if verdict is Verdict.STOP:
+                                return
+                            if verdict is Verdict.SKIP:
                                 continue
-                            if f.limit is not None:
-                                if f.limit <= 0:
-                                    return
-                                f.limit -= 1
                         obj = record_object(r, b, self.enc)
                         if self.decode is not None and not b.is_control:
                             obj["decoded"] = self.decode(r)

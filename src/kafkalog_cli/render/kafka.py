@@ -8,6 +8,7 @@ written by `finish()`, newest first where Kafka prepends to a Scala List.
 """
 from __future__ import annotations
 
+import enum
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,6 +163,38 @@ class Filters:
     def needs_records(self) -> bool:
         return self.key is not None or self.from_time is not None or self.to_time is not None
 
+    def judge_batch(self, b: RecordBatch, deep: bool) -> "Verdict":
+        """The header-only verdict on a batch; without deep iteration a shown batch counts
+        against --limit (with it, records count in `take_record`)."""
+        if self.limit is not None and self.limit <= 0:
+            return Verdict.STOP
+        if self.to_offset is not None and b.magic >= 2 and b.base_offset_field > self.to_offset:
+            return Verdict.STOP
+        if not self.batch_may_match(b):
+            return Verdict.SKIP
+        if not deep and self.limit is not None:
+            self.limit -= 1
+        return Verdict.SHOW
+
+    def holds_match(self, records: list[Record]) -> bool:
+        return any(self.record_matches(r) for r in records)
+
+    def take_record(self, r: Record) -> "Verdict":
+        """Whether to show `r`; a shown record counts against --limit."""
+        if not self.record_matches(r):
+            return Verdict.SKIP
+        if self.limit is not None:
+            if self.limit <= 0:
+                return Verdict.STOP
+            self.limit -= 1
+        return Verdict.SHOW
+
+
+class Verdict(enum.Enum):
+    SHOW = 1
+    SKIP = 2
+    STOP = 3  # nothing further in this file can be shown
+
 
 def start_position(log_path: Path, base: int, f: Filters) -> int:
     """Where a filtered read starts: through the offset index for --from-offset, through the
@@ -299,22 +332,22 @@ class KafkaDumper:
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
             for batch in iter_batches(buf, valid, end):
+                records = None
                 if f is not None:
-                    if f.limit is not None and f.limit <= 0:
+                    verdict = f.judge_batch(batch, deep)
+                    if verdict is Verdict.STOP:
                         break
-                    if f.to_offset is not None and batch.magic >= 2 and batch.base_offset_field > f.to_offset:
-                        break
-                    if not f.batch_may_match(batch):
+                    if verdict is Verdict.SKIP:
                         valid += batch.size
                         continue
-                    if f.needs_records and not any(f.record_matches(r) for r in batch.records()):
-                        valid += batch.size
-                        continue
-                    if not deep and f.limit is not None:
-                        f.limit -= 1
+                    if f.needs_records:
+                        records = batch.records()
+                        if not f.holds_match(records):
+                            valid += batch.size
+                            continue
                 self._w(batch_line(batch, valid))
                 if deep:
-                    last_offset = self._records(batch, last_offset, pairs)
+                    last_offset = self._records(batch, last_offset, pairs, records)
                 valid += batch.size
         except KafkalogError as e:
             raise e.located(path=_abs(path))
@@ -448,7 +481,7 @@ class KafkaDumper:
             return False
         return not o.print_data_log or bool(getattr(o.parser, "string_decoders", False))
 
-    def _records(self, batch: RecordBatch, last_offset: int, pairs: list) -> int:
+    def _records(self, batch: RecordBatch, last_offset: int, pairs: list, records: list | None = None) -> int:
         o = self.o
         if self._fast and batch.magic == 2 and not (batch.attributes & 0x20):
             local: list = []
@@ -467,14 +500,13 @@ class KafkaDumper:
         control = batch.is_control
         legacy = batch.magic < 2
         f = o.filters
-        for r in batch.records():
+        for r in batch.records() if records is None else records:
             if f is not None:
-                if not f.record_matches(r):
+                verdict = f.take_record(r)
+                if verdict is Verdict.STOP:
+                    break
+                if verdict is Verdict.SKIP:
                     continue
-                if f.limit is not None:
-                    if f.limit <= 0:
-                        break
-                    f.limit -= 1
             if last_offset != -1 and r.offset != last_offset + 1:
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
