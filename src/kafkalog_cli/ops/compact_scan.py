@@ -12,25 +12,13 @@ from dataclasses import dataclass
 
 from kafkalog_cli.formats.compression import compression_from_id, decompress
 from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
+# Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs: the widest
+# Kafka accepts; a longer one is an InvalidRecordError, which callers treat as _Malformed.
+from kafkalog_cli.formats.varint import read_varlong
 
 
 class _Malformed(Exception):
     pass
-
-
-def _varint(data, p: int) -> tuple[int, int]:
-    """A zigzag varint of 2+ bytes at p (the 1-byte case is inlined by the callers)."""
-    v = 0
-    shift = 0
-    while True:
-        b = data[p]
-        p += 1
-        v |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (v >> 1) ^ -(v & 1), p
-        shift += 7
-        if shift > 63:
-            raise _Malformed()
 
 
 def records_region(batch: RecordBatch) -> tuple[bytes, int, int]:
@@ -56,7 +44,7 @@ def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list
                 nxt = pos + 1 + ((b >> 1) ^ -(b & 1))
                 p = pos + 2
             else:
-                length, p = _varint(data, pos)
+                length, p = read_varlong(data, pos)
                 nxt = p + length
                 p += 1
             while data[p] > 0x7F:               # timestampDelta: skipped
@@ -72,7 +60,7 @@ def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list
                     od = (v >> 1) ^ -(v & 1)
                     p += 3
                 else:
-                    od, p = _varint(data, p + 1)
+                    od, p = read_varlong(data, p + 1)
             b = data[p]                         # keyLength
             if b < 0x80:
                 if b != 1:                      # 1 is zigzag(-1): no key
@@ -83,7 +71,7 @@ def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list
                     kappend(data[p:p + kl])
                     oappend(base_offset + od)
             else:
-                kl, p = _varint(data, p)
+                kl, p = read_varlong(data, p)
                 if kl >= 0:
                     if p + kl > nxt:
                         raise _Malformed()
@@ -117,7 +105,7 @@ def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: di
                     nxt = pos + 2 + ((v >> 1) ^ -(v & 1))
                     p = pos + 3
                 else:
-                    length, p = _varint(data, pos)
+                    length, p = read_varlong(data, pos)
                     nxt = p + length
                     p += 1
             while data[p] > 0x7F:               # timestampDelta: skipped
@@ -133,7 +121,7 @@ def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: di
                     od = (v >> 1) ^ -(v & 1)
                     p += 3
                 else:
-                    od, p = _varint(data, p + 1)
+                    od, p = read_varlong(data, p + 1)
             b = data[p]                         # keyLength
             if b < 0x80:
                 if b != 1:
@@ -146,7 +134,7 @@ def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: di
                         d[data[p:p + kl]] = o
                         n += 1
             else:
-                k, p = _varint(data, p)
+                k, p = read_varlong(data, p)
                 if k >= 0:
                     kl = k
                     if p + kl > nxt:
@@ -189,7 +177,7 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
                 length = (v >> 1) ^ -(v & 1)
                 pos += 2
             else:
-                length, pos = _varint(data, pos)
+                length, pos = read_varlong(data, pos)
             nxt = pos + length
             b = data[pos + 1]
             if b < 0x80:
@@ -200,26 +188,26 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
                 ts = (v >> 1) ^ -(v & 1)
                 p = pos + 3
             else:
-                ts, p = _varint(data, pos + 1)
+                ts, p = read_varlong(data, pos + 1)
             rest = p
             b = data[p]
             if b < 0x80:
                 od = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                od, p = _varint(data, p)
+                od, p = read_varlong(data, p)
             b = data[p]
             if b < 0x80:
                 kl = (b >> 1) ^ -(b & 1)
                 p += 1
             else:
-                kl, p = _varint(data, p)
+                kl, p = read_varlong(data, p)
             key = None
             if kl >= 0:
                 key = bytes(data[p : p + kl])
                 p += kl
             b = data[p]
-            vl = (b >> 1) ^ -(b & 1) if b < 0x80 else _varint(data, p)[0]
+            vl = (b >> 1) ^ -(b & 1) if b < 0x80 else read_varlong(data, p)[0]
             if p > nxt:
                 raise _Malformed()
             append(RecordSpan(base_offset + od, base_ts + ts, key, vl >= 0, rest, nxt))
@@ -245,7 +233,7 @@ def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
                 v = (b & 0x7F) | (data[pos + 1] << 7)
                 pos += 2 + ((v >> 1) ^ -(v & 1))
             else:
-                length, p = _varint(data, pos)
+                length, p = read_varlong(data, pos)
                 pos = p + length
             if pos > end:
                 raise _Malformed()
@@ -269,5 +257,5 @@ def _record_end(data, pos: int) -> int:
     if data[pos + 1] < 0x80:
         v = (b & 0x7F) | (data[pos + 1] << 7)
         return pos + 2 + ((v >> 1) ^ -(v & 1))
-    length, p = _varint(data, pos)
+    length, p = read_varlong(data, pos)
     return p + length
