@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
+from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong, write_varint, write_varlong
 
 
 @pytest.mark.parametrize("value,encoded", [(0, "00"), (-1, "01"), (1, "02"), (63, "7e"), (-64, "7f"), (64, "8001"),
@@ -29,3 +29,15 @@ def test_varlong_round_trip(v):
 def test_a_sixth_varint_byte_is_too_long():
     with pytest.raises(InvalidRecordError, match="Varint is too long"):
         read_varint(b"\xff\xff\xff\xff\xff\x01", 0)
+
+
+@given(st.integers(-(1 << 13), (1 << 13) - 1))
+def test_zigzag_table_decodes_every_one_and_two_byte_varint(v):
+    enc = write_varint(v)
+    assert len(enc) <= 2
+    index = enc[0] if len(enc) == 1 else enc[0] + (enc[1] << 7)
+    assert ZIGZAG[index] == v == read_varint(enc, 0)[0]
+
+
+def test_zigzag_table_reads_a_padded_two_byte_zero_as_kafka_does():
+    assert ZIGZAG[0x80 + (0x00 << 7)] == read_varint(b"\x80\x00", 0)[0] == 0

@@ -4,6 +4,13 @@ from __future__ import annotations
 from kafkalog_cli.errors import InvalidRecordError
 
 
+# Zigzag values of the one- and two-byte varints, for hand-inlined hot loops (a list index is
+# cheaper than the shifts): ZIGZAG[b] for a one-byte varint b < 0x80, ZIGZAG[b + (c << 7)] for a
+# two-byte one b >= 0x80, c < 0x80. The two ranges of indexes do not overlap.
+ZIGZAG = ([(i >> 1) ^ -(i & 1) for i in range(0x80)]
+          + [(r >> 1) ^ -(r & 1) for r in range(1 << 14)])
+
+
 def read_varint(buf, pos: int) -> tuple[int, int]:
     """Zigzag varint (at most 5 bytes) at `pos` -> (value, next position)."""
     b = buf[pos]

@@ -20,7 +20,7 @@ from kafkalog_cli.formats.records import (
     NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
     control_type_of_key, increment_sequence, iter_batches,
 )
-from kafkalog_cli.formats.varint import read_varint, read_varlong
+from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
 from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.storage.segment import map_file, read_file
@@ -702,56 +702,59 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
     mid = f" {label}: "
     no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
     kpre = " key: " if metadata else "| key: "
-    lines: list[str] = []
+    lines = []
     append = lines.append
     rvarint = read_varint
     rvarlong = read_varlong
     jutf8 = java_utf8
+    zz = ZIGZAG
     pos = 0
     for _ in range(count):
-        if pos >= end:
-            raise ValueError("short batch")
         b = data[pos]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = zz[b]
             pos += 1
-        elif data[pos + 1] < 0x80:
-            b = (b & 0x7F) | (data[pos + 1] << 7)
-            length = (b >> 1) ^ -(b & 1)
-            pos += 2
         else:
-            length, pos = rvarint(data, pos)
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
         body = pos
         b = data[pos + 1]
         if b < 0x80:
-            td = (b >> 1) ^ -(b & 1)
+            td = zz[b]
             pos += 2
-        elif data[pos + 2] < 0x80:
-            b = (b & 0x7F) | (data[pos + 2] << 7)
-            td = (b >> 1) ^ -(b & 1)
-            pos += 3
         else:
-            td, pos = rvarlong(data, pos + 1)
+            c = data[pos + 2]
+            if c < 0x80:
+                td = zz[b + (c << 7)]
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
         b = data[pos]
         if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
+            od = zz[b]
             pos += 1
-        elif data[pos + 1] < 0x80:
-            b = (b & 0x7F) | (data[pos + 1] << 7)
-            od = (b >> 1) ^ -(b & 1)
-            pos += 2
         else:
-            od, pos = rvarint(data, pos)
+            c = data[pos + 1]
+            if c < 0x80:
+                od = zz[b + (c << 7)]
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
         b = data[pos]
         if b < 0x80:
-            ks = (b >> 1) ^ -(b & 1)
+            ks = zz[b]
             pos += 1
-        elif data[pos + 1] < 0x80:
-            b = (b & 0x7F) | (data[pos + 1] << 7)
-            ks = (b >> 1) ^ -(b & 1)
-            pos += 2
         else:
-            ks, pos = rvarint(data, pos)
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
         if ks >= 0:
             key = data[pos : pos + ks] if data_log else None  # only --print-data-log shows it
             pos += ks
@@ -760,14 +763,15 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
             ks = -1
         b = data[pos]
         if b < 0x80:
-            vs = (b >> 1) ^ -(b & 1)
+            vs = zz[b]
             pos += 1
-        elif data[pos + 1] < 0x80:
-            b = (b & 0x7F) | (data[pos + 1] << 7)
-            vs = (b >> 1) ^ -(b & 1)
-            pos += 2
         else:
-            vs, pos = rvarint(data, pos)
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
         if vs >= 0:
             value = data[pos : pos + vs] if data_log else None
             pos += vs
@@ -782,7 +786,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         if pos - body != length or pos > end:
             raise ValueError("record size")
         off = base + od
-        if last != -1 and off != last + 1:
+        if off != last + 1 and last != -1:
             pairs.append((last, off))
         last = off
         if metadata:
