@@ -27,6 +27,10 @@ def test_version_and_help():
     assert p.returncode == 0 and p.stdout.decode().startswith("kafkalog, version ")
     p = kafkalog("--help")
     assert b"dump-log" in p.stdout and b"Exit codes" in p.stdout
+    listing = p.stdout.decode().split("Commands:\n")[1]
+    for name in ("compact", "dump-index", "dump-log", "recover", "retain", "roll", "verify-crc"):
+        line = next(ln for ln in listing.splitlines() if ln.split()[:1] == [name])
+        assert not line.endswith("..."), line     # a whole sentence, not click's cut-off
 
 
 def test_dump_log_of_the_sample_log_dir_as_the_quick_start_runs_it():

@@ -31,7 +31,7 @@ def _bytes(ctx, param, value: str) -> int:
     return n
 
 
-@click.command("compact")
+@click.command("compact", short_help="Compact cleanup.policy=compact topics, as the log cleaner does.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--force", is_flag=True,
               help="Clean every compacted partition with cleanable bytes, whatever its dirty ratio.")

@@ -5,7 +5,7 @@ import click
 from click.shell_completion import get_completion_class
 
 
-@click.command("completion")
+@click.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 def command(shell: str) -> None:
     """Print the completion script for SHELL.

@@ -14,7 +14,7 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
 _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 
 
-@click.command("dump-index", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("dump-index", short_help="Dump or check .index, .timeindex, .txnindex and .snapshot files.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--verify-index-only", is_flag=True,
               help="Check .index and .timeindex entries against the .log; print only the problems.")

@@ -15,7 +15,7 @@ from kafkalog_cli.render.kafka import (
 _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 
 
-@click.command("dump-log", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("dump-log", short_help="Print segments as kafka-dump-log does, or as JSON Lines.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, type=click.Path())
 @click.option("--files", "files", metavar="FILE[,FILE...]", multiple=True,
               help="Kafka's form: a comma-separated list of files to dump (may be repeated).")

@@ -9,7 +9,7 @@ import click
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 
-@click.command("export", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("export", short_help="Export records to Parquet or JSON Lines, locally or on Spark.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.argument("out", type=click.Path())
 @click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,

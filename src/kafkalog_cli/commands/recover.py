@@ -12,7 +12,7 @@ from kafkalog_cli.commands.runner import run_plans
 from kafkalog_cli.ops import recover as ops
 
 
-@click.command("recover")
+@click.command("recover", short_help="Repair log dirs after a crash, as a broker does at startup.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--all", "all_segments", is_flag=True,
               help="Check every segment, whatever the recovery point and .kafka_cleanshutdown say.")

@@ -19,7 +19,7 @@ from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_roo
 from kafkalog_cli.storage.lock import LogDirLock
 
 
-@click.command("retain")
+@click.command("retain", short_help="Delete segments past retention.ms or retention.bytes.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @config_options
 @quarantine_options

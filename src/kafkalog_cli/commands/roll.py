@@ -11,7 +11,7 @@ from kafkalog_cli.commands.runner import run_plans
 from kafkalog_cli.ops import roll as ops
 
 
-@click.command("roll")
+@click.command("roll", short_help="Close each active segment and open a new one, as a broker rolls.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--if-needed", is_flag=True,
               help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "

@@ -13,7 +13,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 PROGRESS_MIN_BYTES = 64 << 20
 
 
-@click.command("verify-crc", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command("verify-crc", short_help="Check every batch's CRC, sizes and offsets; exit 1 on problems.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--deep", is_flag=True,
               help="Also decode records: legacy inner-message CRCs, record counts against the header, "
