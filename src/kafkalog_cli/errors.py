@@ -78,6 +78,12 @@ class CheckpointError(KafkalogError):
     """A checkpoint or metadata text file that does not parse."""
 
 
+class UsageError(KafkalogError):
+    """Options that contradict each other or the file system (an output inside the input...)."""
+
+    exit_code = ExitCode.USAGE
+
+
 class InputError(KafkalogError):
     """A path that is missing, unreadable, or not the kind of file or directory asked for."""
 

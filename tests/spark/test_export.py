@@ -136,3 +136,53 @@ def test_missing_java_is_one_clear_line(tmp_path, monkeypatch):
     r = run(BASIC, tmp_path / "o", "--to", "parquet", "--engine", "spark")
     assert r.exit_code == 4
     assert r.output == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path / 'no-jdk'} has no bin/java\n"
+
+
+def test_swapped_arguments_never_touch_the_log_dir(tmp_path):
+    logdir = tmp_path / "logdir"
+    shutil.copytree(BASIC, logdir)
+    before = tree(logdir)
+    r = run(logdir, logdir, "--to", "parquet", "--overwrite")
+    assert r.exit_code == 2 and "OUT overlaps the input" in r.output
+    seg = logdir / "txn-0" / "00000000000000000000.log"
+    r = run(logdir / "txn-0", seg, "--to", "jsonl", "--overwrite")
+    assert r.exit_code == 2 and "OUT overlaps the input" in r.output
+    # a Kafka file elsewhere, or a directory that is not an earlier export, is not replaced either
+    r = run(logdir / "txn-0", logdir / "codec-none-0" / "00000000000000000000.log", "--to", "jsonl", "--overwrite")
+    assert r.exit_code == 2 and "--overwrite replaces only a regular file that is not a Kafka file" in r.output
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("keep me")
+    r = run(logdir / "txn-0", other, "--to", "parquet", "--overwrite")
+    assert r.exit_code == 2 and "--overwrite replaces only a directory of topic=* directories" in r.output
+    assert tree(logdir) == before and (other / "notes.txt").read_text() == "keep me"
+
+
+def test_jsonl_to_standard_output(tmp_path):
+    r = CliRunner().invoke(cli, ["export", str(BASIC / "txn-0"), "-", "--to", "jsonl",
+                                                 "--payload-encoding", "utf8"], catch_exceptions=False)
+    assert r.exit_code == 0, r.stderr
+    lines = [json.loads(ln) for ln in r.stdout.splitlines()]
+    assert len(lines) == 15 and lines[0]["key"] == "t-commit-0" and lines[0]["topic"] == "txn"
+    assert r.stderr == "exported 15 records from 1 segments to standard output\n"
+    assert os.listdir(tmp_path) == []
+    r = run(BASIC / "txn-0", "-", "--to", "parquet")
+    assert r.exit_code == 2 and "needs --to jsonl" in r.output
+
+
+def test_a_batch_whose_crc_fails_is_not_exported(tmp_path):
+    part = tmp_path / "codec-none-0"
+    shutil.copytree(BASIC / "codec-none-0", part)
+    seg = part / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[-3] ^= 0x01                      # inside the last batch's last value
+    seg.write_bytes(bytes(data))
+    size = int.from_bytes(data[8:12], "big") + 12
+    pos = 0
+    while pos + size < len(data):
+        pos += size
+        size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+    r = run(part, tmp_path / "out.jsonl", "--to", "jsonl")
+    assert r.exit_code == 3 and r.output.count("\n") == 1
+    assert f"{seg}: byte {pos}: Record is corrupt (stored crc = " in r.output
+    assert not (tmp_path / "out.jsonl").exists()

@@ -13,7 +13,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.argument("out", type=click.Path())
 @click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
-              help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT.")
+              help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.")
 @engine_options
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
               help="With --engine local: worker processes (0: one per core).")
@@ -21,7 +21,9 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
               show_default=True, help="jsonl: how keys, values and header values are written.")
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
-@click.option("--overwrite", is_flag=True, help="Replace OUT if it exists.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
+                   "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
 @click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
               help="How the summary is printed.")
 def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, no_headers, overwrite, fmt):
@@ -38,6 +40,7 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     Examples:
       kafkalog export /var/lib/kafka/data --to parquet /data/kafka-parquet
       kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
+      kafkalog export orders-3 --to jsonl - --payload-encoding utf8 | jq .value
       kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
     """
     check_engine(engine, master)
@@ -47,10 +50,12 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
                          include_headers=not no_headers)
     summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite)
+    to_stderr = out == "-"      # stdout carries the records
     if fmt == "json":
-        click.echo(json.dumps({"engine": engine, **summary}, indent=2))
+        click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)
     else:
-        click.echo(f"exported {summary['records']} records from {summary['segments']} segments to {summary['out']}")
+        click.echo(f"exported {summary['records']} records from {summary['segments']} segments to "
+                   f"{'standard output' if to_stderr else summary['out']}", err=to_stderr)
 
 
 def _check_pyarrow() -> None:

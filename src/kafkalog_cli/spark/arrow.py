@@ -273,6 +273,7 @@ def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Push
                         continue
                     if f.ts_min is not None and b.max_timestamp < f.ts_min:
                         continue
+                b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
                 recs = b.records()
                 if f is not None:
                     recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]

@@ -16,7 +16,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalog_cli.errors import InputError, WriteError
+from kafkalog_cli.errors import InputError, UsageError, WriteError
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 FORMATS = ("parquet", "jsonl")
@@ -81,6 +81,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
             buf = map_file(ref.path)
             try:
                 for b in iter_batches(buf, 0, len(buf)):
+                    b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
                     for r in b.records():
                         obj = record_object(r, b, enc)
                         del obj["kind"]
@@ -104,6 +105,36 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     return {"segment": ref.path, "records": n, "file": path.name}
 
 
+_KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint", ".lock",
+                   ".deleted", ".cleaned", ".swap")
+
+
+def _check_out(out: Path, paths) -> None:
+    """OUT must be apart from every input: an export never writes into, over or around the data
+    it reads (swapped arguments must not cost a log dir)."""
+    real_out = Path(os.path.realpath(out))
+    for p in paths:
+        real_in = Path(os.path.realpath(p))
+        if real_out == real_in or real_in in real_out.parents or real_out in real_in.parents:
+            raise UsageError(f"OUT overlaps the input {p}; export writes only outside what it reads",
+                             path=str(out))
+
+
+def _check_replaceable(out: Path, to: str) -> None:
+    """--overwrite replaces only what an earlier export could have written: for parquet a
+    directory of topic=* directories, for jsonl a regular file without a Kafka suffix."""
+    if to == "parquet":
+        ok = out.is_dir() and not out.is_symlink() and all(
+            e.is_dir() and e.name.startswith("topic=") for e in out.iterdir())
+        what = "a directory of topic=* directories (an earlier parquet export)"
+    else:
+        ok = out.is_file() and not out.is_symlink() and not out.name.endswith(_KAFKA_SUFFIXES)
+        what = "a regular file that is not a Kafka file"
+    if not ok:
+        raise UsageError(f"--overwrite replaces only {what}; this is not one, so it is left alone",
+                         path=str(out))
+
+
 def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
            jobs: int = 0, overwrite: bool = False, spark=None) -> dict:
     """Export the segments under `paths` to `out`; returns {"segments", "records", "out", "files"}."""
@@ -112,10 +143,18 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
 
     if options.to not in FORMATS:
         raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
+    to_stdout = str(out) == "-"
+    if to_stdout and options.to != "jsonl":
+        raise UsageError("OUT '-' (standard output) needs --to jsonl")
     out = Path(out).absolute()
     refs = segment_refs(paths)
+    if to_stdout:
+        return _export_to_stdout(refs, options, engine, master, jobs, spark)
+    _check_out(out, paths)
     if out.exists() and not overwrite:
         raise InputError("already exists (pass --overwrite to replace it)", path=str(out))
+    if out.exists() or out.is_symlink():
+        _check_replaceable(out, options.to)
     if not out.parent.is_dir():
         raise InputError("no such directory", path=str(out.parent))
     staging = out.parent / f".{out.name}.kafkalog-export-{os.getpid()}"
@@ -148,3 +187,27 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
         raise
     return {"out": str(out), "segments": len(refs), "records": sum(r["records"] for r in results),
             "files": [r["file"] for r in results] if options.to == "parquet" else [out.name]}
+
+
+def _export_to_stdout(refs, options: ExportOptions, engine, master, jobs, spark) -> dict:
+    """--to jsonl with OUT '-': the segments' files are written to a temporary directory (the
+    workers run in parallel), then copied to standard output in order."""
+    import sys
+    import tempfile
+
+    from kafkalog_cli.spark.engine import run_partitions
+
+    # Spark executors on other hosts need a shared directory: the current one, as for OUT
+    staging = Path(tempfile.mkdtemp(prefix=".kafkalog-export-", dir=os.getcwd() if engine == "spark" else None))
+    try:
+        results = run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
+                                 args=(str(staging), options), spark=spark)
+        sys.stdout.flush()
+        dst = sys.stdout.buffer
+        for r in results:
+            with open(staging / r["file"], "rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+        dst.flush()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return {"out": "-", "segments": len(refs), "records": sum(r["records"] for r in results), "files": ["-"]}
