@@ -58,6 +58,11 @@ class ProducerState:
         e = self.entries.get(pid)
         if e is None:
             e = self.entries[pid] = ProducerEntry(pid)
+        if batch.is_control and not batch.records_count:
+            # ProducerAppendInfo.append: "An empty control batch means the entire transaction has
+            # been cleaned from the log, so no need to append": no epoch update, nothing cleared
+            # (ProducerStateManager.update still registers an empty entry for an unknown producer)
+            return None
         epoch = batch.producer_epoch
         if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch clears the batch metadata
             e.epoch = epoch
@@ -82,9 +87,13 @@ class ProducerState:
         if value is not None and len(value) >= 6:
             e.coordinator_epoch = struct.unpack_from(">hi", bytes(value[:6]))[1]
         offset = batch.base_offset
-        first = e.current_txn_first_offset if e.current_txn_first_offset >= 0 else offset
+        first = e.current_txn_first_offset
         e.current_txn_first_offset = -1
         e.timestamp = batch.max_timestamp
+        if first < 0:
+            # appendEndTxnMarker: "Only emit the CompletedTxn for non-empty transactions"; a marker
+            # with no data of its transaction before it changes no LSO and gets no .txnindex entry
+            return None
         self.ongoing.pop(first, None)
         if ctype != ControlRecordType.ABORT:
             return None

@@ -1,0 +1,90 @@
+"""recover against Kafka 3.3.1 details not covered by the corpus: producer state and .txnindex
+(ProducerAppendInfo), .swap handling (LogLoader.load), checkpoints in the log dir."""
+import struct
+
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from kafkalog_cli.formats.producer_state import parse_producer_snapshot
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, empty_v2_batch, iter_batches
+from kafkalog_cli.formats.txnindex import parse_txn_index
+
+T = 1_700_000_000_000
+
+
+def rec(k, v, off):
+    return SimpleRecord(k.encode(), v.encode(), T, (), off)
+
+
+def marker(off, pid, epoch, ctype, coordinator_epoch=5):
+    """ABORT (0) or COMMIT (1) control batch."""
+    return build_v2_batch([SimpleRecord(struct.pack(">hh", 0, ctype), struct.pack(">hi", 0, coordinator_epoch),
+                                        T, (), off)], off, producer_id=pid, producer_epoch=epoch,
+                          is_transactional=True, is_control=True)
+
+
+def make_log_dir(root, segments, topic="t", partition=0):
+    d = root / f"{topic}-{partition}"
+    d.mkdir(parents=True)
+    (root / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    for base, batches in segments:
+        (d / f"{base:020d}.log").write_bytes(b"".join(batches))
+        (d / f"{base:020d}.index").write_bytes(b"")
+        (d / f"{base:020d}.timeindex").write_bytes(b"")
+    return d
+
+
+def recover(*args):
+    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(T + 10), *map(str, args)])
+    return r
+
+
+def txn_entries(d, base=0):
+    f = d / f"{base:020d}.txnindex"
+    return [(a.producer_id, a.first_offset, a.last_offset) for a in parse_txn_index(f.read_bytes())] \
+        if f.exists() else []
+
+
+# ------------------------------------------------------------------ ProducerAppendInfo
+def test_abort_marker_without_transaction_data_gets_no_txnindex_entry(tmp_path):
+    # pid 7 aborts a transaction none of whose data reached this partition
+    d = make_log_dir(tmp_path, [(0, [build_v2_batch([rec("a", "1", 0)], 0), marker(1, 7, 0, 0),
+                                     build_v2_batch([rec("b", "2", 2)], 2)])])
+    r = recover("--all", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert txn_entries(d) == []
+
+
+def test_abort_marker_after_transactional_data_is_indexed(tmp_path):
+    data = build_v2_batch([rec("a", "1", 0)], 0, producer_id=7, producer_epoch=0, base_sequence=0,
+                          is_transactional=True)
+    d = make_log_dir(tmp_path, [(0, [data, marker(1, 7, 0, 0), marker(2, 7, 0, 0)])])
+    r = recover("--all", tmp_path)
+    assert r.exit_code == 0, r.output
+    # the second ABORT closes nothing: one entry only
+    assert txn_entries(d) == [(7, 0, 1)]
+
+
+def test_empty_control_batch_leaves_the_producer_untouched(tmp_path):
+    # what the cleaner leaves of a marker whose transaction it removed: a control batch, no records,
+    # here with a later producer epoch; Kafka 3.3.1 does not append it at all
+    b0 = build_v2_batch([rec("a", "1", 0)], 0, producer_id=9, producer_epoch=4, base_sequence=0)
+    e1 = empty_v2_batch(1, 0, max_timestamp=T, producer_id=9, producer_epoch=5, base_sequence=-1,
+                        is_transactional=True, is_control=True, partition_leader_epoch=0)
+    d = make_log_dir(tmp_path, [(0, [b0, e1, build_v2_batch([rec("b", "2", 2)], 2)])])
+    r = recover("--all", tmp_path)
+    assert r.exit_code == 0, r.output
+    snap = d / f"{3:020d}.snapshot"
+    (e,) = parse_producer_snapshot(snap.read_bytes()).entries
+    assert (e.producer_id, e.producer_epoch, e.last_sequence, e.last_offset) == (9, 4, 0, 0)
+
+
+def test_empty_control_batch_of_an_unknown_producer_registers_an_empty_entry(tmp_path):
+    # ProducerStateManager.update puts the (empty) entry of a producer it has not seen
+    e0 = empty_v2_batch(0, 0, max_timestamp=T, producer_id=11, producer_epoch=2, base_sequence=-1,
+                        is_transactional=True, is_control=True, partition_leader_epoch=0)
+    d = make_log_dir(tmp_path, [(0, [e0, build_v2_batch([rec("b", "2", 1)], 1)])])
+    r = recover("--all", tmp_path)
+    assert r.exit_code == 0, r.output
+    (e,) = parse_producer_snapshot((d / f"{2:020d}.snapshot").read_bytes()).entries
+    assert (e.producer_id, e.producer_epoch, e.last_offset, e.timestamp) == (11, -1, -1, -1)
