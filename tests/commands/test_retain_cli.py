@@ -162,3 +162,28 @@ def test_a_corrupt_partition_fails_the_run_but_not_the_others(tmp_path):
     assert r.stderr.startswith(f"kafkalog: {d / 'a-0' / 'leader-epoch-checkpoint'}: ")
     assert (d / "a-0" / "00000000000000000000.log").exists()
     assert not (d / "b-0" / "00000000000000000000.log").exists()
+
+
+@pytest.mark.parametrize("dry", [[], ["--dry-run"]])
+def test_a_quarantine_inside_the_log_dir_is_refused(tmp_path, dry):
+    d = copy_case("time", tmp_path)
+    before = tree(d)
+    r = retain(*dry, "--quarantine", d / "quarantine", d)
+    assert r.exit_code == 2
+    assert "is inside the log dir" in r.stderr and r.stderr.count("\n") == 1
+    assert tree(d) == before and not (d / "quarantine").exists()
+    r = CliRunner().invoke(cli, ["roll", *dry, "--quarantine", str(d), str(d)])
+    assert r.exit_code == 2 and "is inside the log dir" in r.stderr
+    assert tree(d) == before
+
+
+def test_the_default_quarantine_of_a_symlinked_log_dir_is_beside_the_real_one(tmp_path):
+    real = copy_case("time", tmp_path / "disk")
+    (tmp_path / "links").mkdir()
+    link = tmp_path / "links" / "kafka-logs"
+    link.symlink_to(real, target_is_directory=True)
+    r = retain(link)
+    assert r.exit_code == 0, r.output
+    stored = list((real.parent / ".kafkalog-quarantine" / real.name).rglob("*.log"))
+    assert stored, "deleted segments are kept beside the real log dir (a rename on its file system)"
+    assert not (tmp_path / "links" / ".kafkalog-quarantine").exists()

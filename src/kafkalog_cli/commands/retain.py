@@ -15,7 +15,7 @@ from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.plan import Plan, apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
 
 
@@ -39,7 +39,8 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
     leader-epoch-checkpoint truncated from the start, producer snapshots below the first segment
     removed. Topic configs come from the log dir's __cluster_metadata unless overridden.
 
-    Takes each log dir's .lock (not with --dry-run); a locked log dir is skipped.
+    Takes each log dir's .lock (not with --dry-run); a locked log dir is skipped. Made for cron:
+    a successful run prints nothing unless -v (what was deleted is in the quarantine's manifest).
 
     \b
     Exit codes: 0 done or nothing to do; 5 a log dir was locked (a broker runs on it) and
@@ -86,13 +87,13 @@ def _run(log_dir: Path, parts: list[Path], now: int, config_pairs, topic_config_
                                          no_cluster_metadata)
         return ops.plan(log_dir, parts, ops.RetainOptions(now_ms=now, resolver=resolver))
 
+    root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
     if dry_run:
         return make_plan(), None
     with LogDirLock(log_dir):
         plan = make_plan()        # planned under the lock: nobody changes the log dir meanwhile
         if plan.empty:
             return plan, None
-        root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
         report = apply(plan, FsOps(log_dir, Quarantine(root, "retain")))
     return plan, report.get("quarantine")
 

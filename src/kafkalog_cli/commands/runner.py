@@ -9,7 +9,7 @@ from typing import Callable
 import click
 
 from kafkalog_cli.ops.plan import Plan, apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
 
 
@@ -18,6 +18,7 @@ def run_plans(op: str, groups: dict[Path, list[Path]], make_plan: Callable[[Path
               report_path: Path | None = None) -> list[dict]:
     reports = []
     for log_dir, parts in groups.items():
+        root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
         if dry_run:
             plan = make_plan(log_dir, parts)
             reports.append({"dry_run": True, **plan.to_json()})
@@ -26,7 +27,6 @@ def run_plans(op: str, groups: dict[Path, list[Path]], make_plan: Callable[[Path
             continue
         with LogDirLock(log_dir):
             plan = make_plan(log_dir, parts)   # planned under the lock: nobody changes it meanwhile
-            root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
             fsops = FsOps(log_dir, Quarantine(root, op))
             report = apply(plan, fsops)
         reports.append(report)

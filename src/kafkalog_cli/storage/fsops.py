@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import WriteError
+from kafkalog_cli.errors import UsageError, WriteError
 
 TMP_SUFFIX = ".kafkalog-tmp"
 QUARANTINE_DIRNAME = ".kafkalog-quarantine"
@@ -40,8 +40,23 @@ class InjectedFault(BaseException):
 
 
 def default_quarantine_root(log_dir: Path) -> Path:
-    log_dir = Path(os.path.abspath(log_dir))
+    # beside the real log dir (a symlinked one included): same file system, so a move is a rename
+    log_dir = Path(os.path.realpath(log_dir))
     return log_dir.parent / QUARANTINE_DIRNAME / log_dir.name
+
+
+def quarantine_root(log_dir: Path, chosen: Path | None, no_quarantine: bool) -> Path | None:
+    """The quarantine root for `log_dir`: None with --no-quarantine, else --quarantine DIR or the
+    default. Never inside the log dir: a broker takes every directory there for a partition."""
+    if no_quarantine:
+        return None
+    if chosen is None:
+        return default_quarantine_root(log_dir)
+    real, real_dir = Path(os.path.realpath(chosen)), Path(os.path.realpath(log_dir))
+    if real == real_dir or real_dir in real.parents:
+        raise UsageError(f"--quarantine {chosen} is inside the log dir {log_dir}, where a broker would "
+                         f"take it for a partition; choose a place outside it")
+    return Path(chosen)
 
 
 def utc_stamp(now: _dt.datetime | None = None) -> str:
