@@ -345,9 +345,10 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                 start_idx = i
     recover_set = set(bases[start_idx:])
     for b in bases:
-        s = segs[b]
-        if s.swapped or _current(p, s.file(names.INDEX_SUFFIX)) is None:
-            recover_set.add(b)      # Kafka: a missing .index (or a swapped-in segment) is recovered
+        # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
+        # segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1)
+        if _source(p, segs[b].file(names.INDEX_SUFFIX)) is None:
+            recover_set.add(b)
     epochs_path = d / names.LEADER_EPOCH_CHECKPOINT
     old_epochs = ckpt.read_epochs(epochs_path)
     epochs = list(old_epochs)
@@ -361,7 +362,8 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
         buf = _map(s.read_from)
         try:
             if b not in recover_set:
-                idx, tidx = _read(s.file(names.INDEX_SUFFIX)), _read(s.file(names.TIME_INDEX_SUFFIX))
+                idx = _current(p, s.file(names.INDEX_SUFFIX)) or b""
+                tidx = _current(p, s.file(names.TIME_INDEX_SUFFIX)) or b""
                 nxt = next_offset_of(buf, b, idx)
                 problem = index_problem(buf, b, idx, tidx, nxt)
                 if problem is None:
@@ -386,7 +388,7 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                 for lb in reversed(later):
                     for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
                         f = segs[lb].file(suf) if suf != names.LOG_SUFFIX else segs[lb].read_from
-                        if f.exists() or (segs[lb].swapped and suf == names.LOG_SUFFIX):
+                        if _source(p, segs[lb].file(suf)) is not None:
                             p.add(Action(ActionKind.DELETE, f if suf != names.LOG_SUFFIX else segs[lb].log,
                                          f"after the corruption in segment {b}", name))
                     summary["deleted_segments"].append(lb)
@@ -498,10 +500,20 @@ def _gone(p: Plan) -> set[Path]:
     return {a.path for a in p.actions if a.kind == ActionKind.DELETE}
 
 
-def _current(p: Plan, f: Path) -> bytes | None:
+def _source(p: Plan, f: Path) -> Path | None:
+    """Where the bytes `f` holds once the plan's earlier actions have run are now: a file renamed
+    onto it (a `.swap`), `f` itself, or None when it is removed or absent."""
+    for a in reversed(p.actions):
+        if a.kind == ActionKind.RENAME and a.target == f:
+            return a.path
     if f in _gone(p) or not f.exists():
         return None
-    return _read(f)
+    return f
+
+
+def _current(p: Plan, f: Path) -> bytes | None:
+    src = _source(p, f)
+    return None if src is None else _read(src)
 
 
 def _index_actions(p: Plan, s: SegmentFiles, r: ScanResult, name: str) -> None:
