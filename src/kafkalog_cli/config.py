@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import InputError, UsageError
 
 LONG_MAX = (1 << 63) - 1
 
@@ -85,7 +85,30 @@ class TopicConfig:
 _FIELDS = {f.name: f for f in dataclasses.fields(TopicConfig)}
 
 
-def _parse(name: str, f: dataclasses.Field, raw: str):
+# Kafka's topic-level config names (TopicConfig, 3.x and 4.x): accepted on the command line;
+# those without a TopicConfig field do not change what kafkalog does.
+KAFKA_TOPIC_CONFIGS = frozenset({
+    "cleanup.policy", "compression.type", "compression.gzip.level", "compression.lz4.level",
+    "compression.zstd.level", "delete.retention.ms", "file.delete.delay.ms", "flush.messages",
+    "flush.ms", "follower.replication.throttled.replicas", "index.interval.bytes",
+    "leader.replication.throttled.replicas", "local.retention.bytes", "local.retention.ms",
+    "max.compaction.lag.ms", "max.message.bytes", "message.downconversion.enable",
+    "message.format.version", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+    "message.timestamp.difference.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms", "min.insync.replicas", "preallocate", "remote.log.copy.disable",
+    "remote.log.delete.on.disable", "remote.storage.enable", "retention.bytes", "retention.ms",
+    "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms",
+    "unclean.leader.election.enable",
+    "producer.id.expiration.ms",   # a broker config, but it decides which producers a snapshot keeps
+})
+_CHOICES = {
+    "cleanup_policy": {"compact", "delete"},
+    "message_timestamp_type": {"CreateTime", "LogAppendTime"},
+    "compression_type": {"producer", "uncompressed", "gzip", "snappy", "lz4", "zstd"},
+}
+
+
+def _parse(name: str, f: dataclasses.Field, raw: str, error: type = InputError):
     raw = str(raw).strip()
     try:
         if f.type in ("int", int):
@@ -97,10 +120,16 @@ def _parse(name: str, f: dataclasses.Field, raw: str):
                 raise ValueError(raw)
             return raw.lower() == "true"
         if f.name == "cleanup_policy":
-            return tuple(p.strip() for p in raw.split(",") if p.strip())
+            value = tuple(p.strip() for p in raw.split(",") if p.strip())
+            if not set(value) <= _CHOICES["cleanup_policy"]:
+                raise ValueError(raw)
+            return value
+        if f.name in _CHOICES and raw not in _CHOICES[f.name]:
+            raise ValueError(raw)
         return raw
     except ValueError:
-        raise InputError(f"invalid value {raw!r} for config {name}") from None
+        choices = f" (one of {', '.join(sorted(_CHOICES[f.name]))})" if f.name in _CHOICES else ""
+        raise error(f"invalid value {raw!r} for config {name}{choices}") from None
 
 
 # Broker property -> (topic config, multiplier), in Kafka's precedence: the first present wins.
@@ -192,12 +221,24 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 def parse_key_values(pairs: Iterable[str], option: str) -> dict[str, str]:
+    """Command-line topic configs: Kafka's names only, values checked now (a typo must not fall
+    back to a default in a command that deletes data)."""
     out = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"{option} expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
+        key, value = key.strip(), value.strip()
+        if not sep or not key:
+            raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
+        if key not in KAFKA_TOPIC_CONFIGS:
+            import difflib
+
+            near = difflib.get_close_matches(key, sorted(KAFKA_TOPIC_CONFIGS), n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise UsageError(f"{option}: {key!r} is not a Kafka topic config{hint}")
+        f = _FIELDS.get(key.replace(".", "_"))
+        if f is not None:
+            _parse(key, f, value, UsageError)
+        out[key] = value
     return out
 
 
@@ -206,7 +247,7 @@ def parse_topic_key_values(items: Iterable[str]) -> dict[str, dict[str, str]]:
     for item in items:
         topic, sep, kv = item.partition(":")
         if not sep or not topic:
-            raise InputError(f"--topic-config expects TOPIC:KEY=VALUE, got {item!r}")
+            raise UsageError(f"--topic-config expects TOPIC:KEY=VALUE, got {item!r}")
         out.setdefault(topic, {}).update(parse_key_values([kv], "--topic-config"))
     return out
 

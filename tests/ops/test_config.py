@@ -43,3 +43,27 @@ def test_topic_configs_come_from_the_latest_kraft_snapshot_when_the_log_is_gone(
     configs = cluster_metadata_configs(logdir)
     assert configs["__consumer_offsets"]["cleanup.policy"] == "compact"
     assert configs["_confluent-ksql-default__command_topic"]["retention.ms"] == "-1"
+
+
+def test_command_line_configs_are_kafka_names_with_valid_values():
+    import pytest
+
+    from kafkalog_cli.config import parse_key_values, parse_topic_key_values
+    from kafkalog_cli.errors import ExitCode, UsageError
+
+    assert parse_key_values(["retention.ms=1000", "min.insync.replicas=2"], "--config") == \
+        {"retention.ms": "1000", "min.insync.replicas": "2"}    # a Kafka config kafkalog ignores
+    assert parse_topic_key_values(["t:cleanup.policy=compact,delete"]) == {"t": {"cleanup.policy": "compact,delete"}}
+    cases = {
+        "retenton.ms=1000": "--config: 'retenton.ms' is not a Kafka topic config (did you mean retention.ms?)",
+        "retention.ms=abc": "invalid value 'abc' for config retention.ms",
+        "cleanup.policy=bogus": "invalid value 'bogus' for config cleanup.policy (one of compact, delete)",
+        "message.timestamp.type=create": "invalid value 'create' for config message.timestamp.type",
+        "retention.ms": "--config expects KEY=VALUE, got 'retention.ms'",
+    }
+    for pair, message in cases.items():
+        with pytest.raises(UsageError) as e:
+            parse_key_values([pair], "--config")
+        assert message in str(e.value) and e.value.exit_code == ExitCode.USAGE
+    with pytest.raises(UsageError, match="--topic-config expects TOPIC:KEY=VALUE"):
+        parse_topic_key_values(["retention.ms=1"])

@@ -22,7 +22,8 @@ def _stack(*decorators):
 
 config_options = _stack(
     click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
-                 help="A topic config (Kafka's name and unit) for every topic. Repeatable."),
+                 help="A topic config (Kafka's name and unit, e.g. retention.ms=86400000) for every topic. "
+                      "Repeatable. An unknown name or a bad value is a usage error (exit 2)."),
     click.option("--topic-config", "topic_config_items", multiple=True, metavar="TOPIC:KEY=VALUE",
                  help="A topic config for one topic; wins over --config. Repeatable."),
     click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
