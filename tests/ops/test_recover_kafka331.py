@@ -130,3 +130,18 @@ def test_swapped_in_segment_without_its_index_is_recovered(tmp_path):
     assert rep["partitions"]["t-0"]["recovered_segments"] == [0, 3]
     assert (d / f"{0:020d}.index").read_bytes() == b""          # rebuilt: 3 small batches, no entry
     assert not list(d.glob("*.swap"))
+
+
+# ------------------------------------------------------------------ log-dir checkpoints
+def test_kraft_metadata_log_gets_no_recovery_point_entry(tmp_path):
+    import shutil
+    from pathlib import Path
+    src = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+    root = tmp_path / "logdir"
+    shutil.copytree(src, root)
+    before = (root / "recovery-point-offset-checkpoint").read_text()
+    r = recover("--all", root)
+    assert r.exit_code == 0, r.output
+    after = (root / "recovery-point-offset-checkpoint").read_text()
+    assert "__cluster_metadata" not in after
+    assert after == before

@@ -35,6 +35,7 @@ from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 
+METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
 _V2_LAST_DELTA = struct.Struct(">i")
 
@@ -316,7 +317,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
         tp = parse_partition_dir(d.name)
         key = (tp.topic, tp.partition)
         leo = _plan_partition(p, d, tp, clean, rps.get(key, 0), lso_map.get(key, 0), opts)
-        if leo is not None:
+        if leo is not None and (tp.topic != METADATA_TOPIC or key in rps):
+            # KRaft's metadata log is not LogManager's: it never has a recovery-point entry
             new_rps[key] = leo
     if new_rps != rps:
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, rp_path, "recovery point = log end offset",
