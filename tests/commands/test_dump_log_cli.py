@@ -121,4 +121,105 @@ def test_integer_decoder_and_unknown_decoder(runner, tmp_path):
                               "--value-decoder-class", "kafka.serializer.LongDecoder"])
     assert res.stdout.splitlines()[-1].endswith("key: 42 payload: 7")
     res = runner.invoke(cli, ["dump-log", str(f), "--key-decoder-class", "com.example.Nope"])
-    assert res.exit_code == 4 and "unknown decoder class" in res.stderr
+    assert res.exit_code == 2 and "unknown decoder class" in res.stderr
+
+
+# ------------------------------------------------------------------ untrusted indexes, paths, options
+import os
+import shutil
+import struct
+
+
+@pytest.fixture
+def multi(tmp_path):
+    d = tmp_path / "multi-segment-0"
+    shutil.copytree(EXAMPLES / "multi-segment-0", d)
+    return d
+
+
+def _offsets(res):
+    return [o["offset"] for o in lines(res) if o["kind"] == "record"]
+
+
+def test_an_index_entry_pointing_mid_batch_is_not_trusted(runner, multi):
+    idx = multi / "00000000000000000300.index"
+    raw = bytearray(idx.read_bytes())
+    raw[0:8] = struct.pack(">ii", 49, 100)
+    idx.write_bytes(bytes(raw))
+    res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "360"])
+    assert res.exit_code == 0
+    assert any(line.startswith("baseOffset: 350 lastOffset: 374") for line in res.stdout.splitlines())
+    assert "00000000000000000300.index" in res.stderr and "scanning" in res.stderr
+    res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "360", "--format", "json", "--deep-iteration"])
+    assert _offsets(res)[0] == 360 and _offsets(res)[-1] == 599
+
+
+def test_a_garbage_time_index_does_not_hide_batches(runner, multi):
+    want = _offsets(runner.invoke(cli, ["dump-log", str(multi), "--from-time", "1700000400000", "--format", "json",
+                                        "--deep-iteration"]))
+    assert want
+    (multi / "00000000000000000300.timeindex").write_bytes(os.urandom(132))
+    res = runner.invoke(cli, ["dump-log", str(multi), "--from-time", "1700000400000", "--format", "json",
+                              "--deep-iteration"])
+    assert res.exit_code == 0 and _offsets(res) == want
+
+
+def test_a_13_byte_garbage_index_falls_back_to_a_scan(runner, multi):
+    (multi / "00000000000000000300.index").write_bytes(b"\x9f\xd2\x7a\x12\x80\x00\x00\x01garba")
+    res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "400"])
+    assert res.exit_code == 0, res.stderr
+    assert "internal error" not in res.stderr
+    assert any(line.startswith("baseOffset: 400 lastOffset: 424") for line in res.stdout.splitlines())
+
+
+@pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])
+def test_an_unreadable_segment_in_a_partition_is_exit_4(runner, multi, kind):
+    log = multi / "00000000000000000300.log"
+    log.unlink()
+    if kind == "dangling":
+        log.symlink_to(multi / "nowhere")
+    elif kind == "directory":
+        log.mkdir()
+    else:
+        os.mkfifo(log)
+    res = runner.invoke(cli, ["dump-log", str(multi)])
+    assert res.exit_code == 4
+    err = res.stderr.strip().splitlines()
+    assert len(err) == 1 and "00000000000000000300.log" in err[0]
+
+
+@pytest.mark.parametrize("path", ["nonexist", "nonexist.log", "recovery-point-offset-checkpoint"])
+def test_missing_or_suffixless_paths_are_exit_4(runner, tmp_path, path):
+    (tmp_path / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    res = runner.invoke(cli, ["dump-log", str(tmp_path / path)])
+    assert res.exit_code == 4, res.stderr
+    assert res.stdout.startswith("Dumping ") and len(res.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_suffix_is_ignored_as_kafka_does(runner):
+    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "meta.properties")])
+    assert res.exit_code == 0 and res.stderr.startswith("Ignoring unknown file")
+
+
+def test_option_checks(runner):
+    d = str(EXAMPLES / "codec-gzip-0")
+    assert runner.invoke(cli, ["dump-log", d, "--from-offset", "500", "--to-offset", "100"]).exit_code == 2
+    assert runner.invoke(cli, ["dump-log", d, "--max-bytes", "-1"]).exit_code == 2
+    assert runner.invoke(cli, ["dump-log", d, "--key-decoder-class", "Foo"]).exit_code == 2
+    res = runner.invoke(cli, ["dump-log", d, "--payload-encoding", "hex"])
+    assert res.exit_code == 0 and "applies to --format json only" in res.stderr
+    assert "ISO-8601 without an offset: UTC" in " ".join(runner.invoke(cli, ["dump-log", "--help"]).stdout.split())
+
+
+@pytest.mark.parametrize("fmt", ["kafka", "json"])
+def test_a_decoder_error_names_the_batch_position_in_the_log(runner, fmt):
+    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "codec-gzip-0"), "--offsets-decoder", "--format", fmt])
+    assert res.exit_code == 3
+    assert "00000000000000000000.log: byte 0: record at offset 0" in res.stderr
+
+
+def test_a_newline_in_a_file_name_stays_on_one_line(runner, tmp_path):
+    bad = tmp_path / "a\nb.log"
+    res = runner.invoke(cli, ["dump-log", str(bad), "--format", "json"])
+    assert res.exit_code == 4
+    assert len(res.stderr.strip().splitlines()) == 1 and "a\\nb.log" in res.stderr

@@ -15,12 +15,15 @@ def read_options(f):
         click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
                      help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
         click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
-                     show_default=True, help="JSON: how keys, values and header values are written."),
+                     show_default=True, help="JSON only (with --format kafka it is ignored, with a warning): "
+                                             "how keys, values and header values are written."),
         click.option("--from-offset", type=int, default=None, help="Start at the batch holding this offset (found through the offset index)."),
         click.option("--to-offset", type=int, default=None, help="Stop after this offset."),
         click.option("--from-time", default=None, metavar="MS|ISO-8601",
-                     help="Start at the first batch with a timestamp at or after this (found through the time index)."),
-        click.option("--to-time", default=None, metavar="MS|ISO-8601", help="Leave out records stamped after this."),
+                     help="Start at the first batch with a timestamp at or after this (found through the time index). "
+                          "An ISO-8601 time without an offset (2024-05-01T12:00) is UTC."),
+        click.option("--to-time", default=None, metavar="MS|ISO-8601",
+                     help="Leave out records stamped after this (ISO-8601 without an offset: UTC)."),
         click.option("--key", default=None, help="Only records whose key is exactly this (UTF-8)."),
         click.option("--limit", type=click.IntRange(min=0), default=None,
                      help="Stop after this many records (batches, without --deep-iteration)."),
@@ -55,3 +58,30 @@ def jobs_or_cores(jobs: int) -> int:
 def require_exists(path: str) -> None:
     if not os.path.exists(path):
         raise InputError("no such file or directory", path=path)
+
+
+def one_line(s: str) -> str:
+    """A message fit for one stderr line: newlines and other control characters in file names
+    (or anywhere) are escaped as Python does (\\n, \\t, \\x1b)."""
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
+def one_line_errors(f):
+    """Re-raise a KafkalogError with its path and message escaped by `one_line`, so the line
+    the command prints stays one line whatever the file is called."""
+    import functools
+
+    from kafkalog_cli.errors import KafkalogError
+
+    @functools.wraps(f)
+    def wrapper(*args, **kwargs):
+        try:
+            return f(*args, **kwargs)
+        except KafkalogError as e:
+            if e.path is not None:
+                e.path = one_line(str(e.path))
+            e.message = one_line(e.message)
+            raise
+    return wrapper

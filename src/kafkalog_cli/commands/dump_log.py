@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
+
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
 from kafkalog_cli.render.kafka import (
     INT_MAX, DumpOptions, Filters, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
@@ -22,8 +24,8 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
 @click.option("--print-data-log", is_flag=True, help="Print keys and values too (implies --deep-iteration).")
 @click.option("--skip-record-metadata", is_flag=True, help="With --print-data-log: print only keys and values.")
-@click.option("--max-bytes", type=int, default=INT_MAX, show_default="2147483647",
-              help="Read at most this many bytes of each .log file.")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=INT_MAX, show_default="2147483647",
+              help="Read at most this many bytes of each .log file (not negative: kafka-dump-log dies on that).")
 @click.option("--max-message-size", type=int, default=5242880, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
 @click.option("--verify-index-only", is_flag=True, help="Index files: check entries against the log, print only problems.")
@@ -36,6 +38,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
               help="As --key-decoder-class, for values.")
 @read_options
+@_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, key_decoder_class, value_decoder_class, fmt, payload_encoding,
@@ -68,13 +71,28 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     elif cluster_metadata_decoder:
         parser = cluster_metadata_parser()
     else:
-        parser = decoder_parser(decoder_for(key_decoder_class or _DEFAULT_DECODER),
-                                decoder_for(value_decoder_class or _DEFAULT_DECODER))
+        from kafkalog_cli.errors import InputError
+
+        decoders = []
+        for value, hint in ((key_decoder_class, "--key-decoder-class"), (value_decoder_class, "--value-decoder-class")):
+            try:
+                decoders.append(decoder_for(value or _DEFAULT_DECODER))
+            except InputError as e:
+                raise click.BadParameter(e.message, param_hint=hint) from None
+        parser = decoder_parser(*decoders)
     data = (print_data_log or offsets_decoder or transaction_log_decoder or cluster_metadata_decoder
             or key_decoder_class is not None or value_decoder_class is not None)
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
+    ctx = click.get_current_context()
+    if fmt == "kafka" and ctx.get_parameter_source("payload_encoding") not in (None, click.core.ParameterSource.DEFAULT):
+        click.echo("kafkalog: warning: --payload-encoding applies to --format json only; "
+                   "--format kafka prints payloads as kafka-dump-log does", err=True)
     filters = dict(from_offset=from_offset, to_offset=to_offset,
                    from_time=parse_time_option(from_time, "--from-time"),
                    to_time=parse_time_option(to_time, "--to-time"), key=key, limit=limit)
+    if filters["from_time"] is not None and filters["to_time"] is not None and filters["from_time"] > filters["to_time"]:
+        raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
     from kafkalog_cli.storage.logdir import expand_paths
 
     # Directories expand to their .log files; files keep the form they were given in

@@ -126,6 +126,14 @@ def _structured_decoder(name: str):
     return None
 
 
+def _note(s: str) -> None:
+    import sys
+
+    from kafkalog_cli.commands.common import one_line
+
+    sys.stderr.write(f"kafkalog: note: {one_line(s)}\n")
+
+
 class JsonDumper:
     def __init__(self, out, *, deep: bool, payload_encoding: str = "utf8", decoder: str | None = None,
                  max_bytes: int = INT_MAX, filters: Filters | None = None):
@@ -175,7 +183,7 @@ class JsonDumper:
 
             base = offset_from_name(path.name)
             if base is not None:
-                pos = start_position(path, base, f)
+                pos = start_position(path, base, f, _note)
         valid = pos
         try:
             for b in iter_batches(buf, pos, end):
@@ -200,7 +208,12 @@ class JsonDumper:
                                 continue
                         obj = record_object(r, b, self.enc)
                         if self.decode is not None and not b.is_control:
-                            obj["decoded"] = self.decode(r)
+                            try:
+                                obj["decoded"] = self.decode(r)
+                            except KafkalogError as e:
+                                from kafkalog_cli.render.kafka import _at_record
+
+                                raise _at_record(e, b, r) from None
                         self._emit(obj)
         except KafkalogError as e:
             raise e.located(path=given)

@@ -196,18 +196,19 @@ class Verdict(enum.Enum):
     STOP = 3  # nothing further in this file can be shown
 
 
-def start_position(log_path: Path, base: int, f: Filters) -> int:
+def start_position(log_path: Path, base: int, f: Filters, warn: Callable[[str], None] | None = None) -> int:
     """Where a filtered read starts: through the offset index for --from-offset, through the
-    time index for --from-time, so a filter never scans the log from its first byte."""
+    time index for --from-time, so a filter need not scan the log from its first byte. An index
+    that cannot be trusted is not used (the log is scanned instead; `warn` hears why)."""
     from kafkalog_cli.storage.segment import Segment
 
     seg = Segment(log_path.parent, base)
     seg._log = map_file(log_path)
     pos = 0
     if f.from_offset is not None:
-        pos = max(pos, seg.position_for_offset(f.from_offset))
+        pos = max(pos, seg.position_for_offset(f.from_offset, warn))
     if f.from_time is not None:
-        pos = max(pos, seg.position_for_timestamp(f.from_time))
+        pos = max(pos, seg.position_for_timestamp(f.from_time, warn))
     return pos
 
 
@@ -276,6 +277,12 @@ class KafkaDumper:
             self.out.write("".join(self._buf).encode("utf-8", "replace"))
             self._buf.clear()
 
+    def _note(self, s: str) -> None:
+        """A note of ours on stderr (never on stdout, which stays Kafka's)."""
+        from kafkalog_cli.commands.common import one_line
+
+        self._e(f"kafkalog: note: {one_line(s)}")
+
     def _e(self, s: str) -> None:
         self.flush()
         self.err.write((s + "\n").encode("utf-8", "replace"))
@@ -286,10 +293,20 @@ class KafkaDumper:
         self._w(f"Dumping {_java_file_string(given)}\n")
         name = path.name
         dot = name.rfind(".")
+        from kafkalog_cli.storage.segment import not_regular_reason
+
+        why = not_regular_reason(path)
         if dot < 0:
-            raise KafkaToolError("file name has no suffix, so kafka-dump-log cannot tell what it is "
-                                 "(it dies with StringIndexOutOfBoundsException)", path=given)
+            self.flush()
+            raise InputError(why or "not a Kafka file: the name has no suffix (.log, .index, .timeindex, "
+                             ".txnindex, .snapshot, .checkpoint), so kafka-dump-log cannot tell what it is "
+                             "(it dies with StringIndexOutOfBoundsException)", path=given)
         suffix = name[dot:]
+        if why is not None and suffix in (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex"):
+            if suffix == ".log" and name.split(".")[0].isdigit():
+                self._w(f"Log starting offset: {int(name.split('.')[0])}\n")   # Kafka prints it before opening
+            self.flush()
+            raise InputError(why, path=given)
         try:
             if suffix in (".log", ".checkpoint"):
                 self.dump_log(path)
@@ -322,7 +339,8 @@ class KafkaDumper:
         end = min(len(buf), self.o.max_bytes)
         f = self.o.filters
         deep = self.o.deep_iteration or self.o.print_data_log or (f is not None and f.needs_records)
-        valid = start_position(path, _start_offset(path), f) if f is not None and name.endswith(".log") else 0
+        valid = (start_position(path, _start_offset(path), f, self._note)
+                 if f is not None and name.endswith(".log") else 0)
         last_offset = -1
         pairs: list[tuple[int, int]] = []
         try:
@@ -522,7 +540,10 @@ class KafkaDumper:
                 if control:
                     self._w(control_text(r))
             if o.print_data_log and not control:
-                key, payload = o.parser(r)
+                try:
+                    key, payload = o.parser(r)
+                except KafkalogError as e:
+                    raise _at_record(e, batch, r) from None
                 if key is not None:
                     self._w(f"{prefix}key: {key}")
                 if payload is not None:
@@ -533,7 +554,8 @@ class KafkaDumper:
     # -- .index
     def dump_index(self, path: Path) -> None:
         base = _start_offset(path)
-        log = map_file(path.with_name(path.name.split(".")[0] + ".log"))
+        log_path = path.with_name(path.name.split(".")[0] + ".log")
+        log = map_file(log_path)
         raw = read_file(path)
         n = len(raw) // 8
         if n == 0:
@@ -551,14 +573,20 @@ class KafkaDumper:
                     return
                 if position > len(log) or position < 0:
                     raise KafkaToolError(f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
-                                         path=_abs(path))
+                                         path=_abs(path), position=i * 8)
                 end = len(log) if position + self.o.max_message_size > len(log) else position + self.o.max_message_size
-                first = next(iter_batches(log, position, end), None)
+                # errors here are about bytes of the .log: name it, and the index entry
+                entry_at = f" (the position of the entry at byte {i * 8} of {path.name})"
+                try:
+                    first = next(iter_batches(log, position, end), None)
+                except KafkalogError as e:
+                    e.message += entry_at
+                    raise e.located(path=_abs(log_path), position=position)
                 if first is None:
                     raise KafkaToolError(
                         f"no complete batch at position {position} within --max-message-size "
-                        f"{self.o.max_message_size} (kafka-dump-log dies with NoSuchElementException)",
-                        path=_abs(path), position=position)
+                        f"{self.o.max_message_size}{entry_at} (kafka-dump-log dies with NoSuchElementException)",
+                        path=_abs(log_path), position=position)
                 if first.last_offset != offset:
                     mismatches.insert(0, (offset, first.last_offset))
                 if not self.o.verify_index_only:
@@ -912,6 +940,16 @@ def _bool(v: bool) -> str:
 
 
 # ------------------------------------------------------------------ helpers
+def _at_record(e: KafkalogError, batch: RecordBatch, r: Record) -> KafkalogError:
+    """A decoder's error, whose position is inside a key or value, moved to the batch's
+    position in the .log (the record is named by its offset)."""
+    inner = f" (byte {e.position} of the key or value)" if e.position is not None else ""
+    e.message = f"record at offset {r.offset}: {e.message}{inner}"
+    e.position = batch.position
+    return e
+
+
+
 def _java_file_string(given: str) -> str:
     """java.io.File normalises a path: repeated and trailing separators go."""
     import re

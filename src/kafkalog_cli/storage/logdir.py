@@ -82,8 +82,10 @@ def _files_of_partition(d: Path, suffixes: tuple[str, ...]) -> list[Path]:
     files = []
     for f in d.iterdir():
         o = names.offset_from_name(f.name)
-        if o is None or not f.is_file():
+        if o is None:
             continue
+        # a segment that is a dangling symlink, a directory or a FIFO is kept: whoever reads it
+        # says it cannot be read, rather than the partition silently missing a segment
         for s in suffixes:
             if f.name == f"{o:020d}{s}":
                 files.append((o, suffixes.index(s), f))
