@@ -93,3 +93,39 @@ def test_piped_output_has_no_decoration(tmp_path):
     assert p.returncode == 1
     assert "\x1b[" not in p.stdout + p.stderr and p.stderr == ""
     assert len(p.stdout.splitlines()) == 2
+
+
+# ------------------------------------------------------------------ unreadable and non-segment paths
+import os as _os
+import pytest
+import shutil as _shutil
+from pathlib import Path as _Path
+
+_EXAMPLES = _Path(__file__).resolve().parents[2] / "examples" / "logdir"
+
+
+@pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])
+def test_an_unreadable_segment_is_exit_4_not_skipped(runner, tmp_path, kind):
+    d = tmp_path / "multi-segment-0"
+    _shutil.copytree(_EXAMPLES / "multi-segment-0", d)
+    log = d / "00000000000000000300.log"
+    log.unlink()
+    {"dangling": lambda: log.symlink_to(d / "nowhere"), "directory": log.mkdir,
+     "fifo": lambda: _os.mkfifo(log)}[kind]()
+    res = runner.invoke(cli, ["verify-crc", str(d)])
+    assert res.exit_code == 4
+    assert "00000000000000000300.log" in res.stderr and "0 problems" not in res.stdout
+
+
+def test_a_missing_path_does_not_stop_the_others(runner):
+    res = runner.invoke(cli, ["verify-crc", str(_EXAMPLES / "codec-gzip-0"), "nonexist"])
+    assert res.exit_code == 4
+    assert res.stdout.splitlines()[-1].startswith("verify-crc: 1 file, 3 batches")
+    assert "nonexist: no such file or directory" in res.stderr
+
+
+@pytest.mark.parametrize("path", ["/etc/passwd", str(_EXAMPLES / "meta.properties")])
+def test_a_file_that_is_not_a_segment_is_exit_4(runner, path):
+    res = runner.invoke(cli, ["verify-crc", path])
+    assert res.exit_code == 4 and "not a Kafka log segment" in res.stderr
+    assert "trailing bytes" not in res.stdout

@@ -7,6 +7,8 @@ import time
 
 import click
 
+from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
+
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
@@ -23,6 +25,7 @@ PROGRESS_MIN_BYTES = 64 << 20
 @click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
               help="Worker processes (0: one per core). Big files are split at batch boundaries.")
 @engine_options
+@_one_line_errors
 def command(paths, deep, fmt, jobs, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
 
@@ -39,7 +42,10 @@ def command(paths, deep, fmt, jobs, engine, master):
 
     \b
     Exit codes: 0 every batch is sound; 1 problems were found; 2 usage; 4 a path is missing,
-    is not a log or partition dir, or a file could not be read (the others are still verified).
+    is not a segment (.log or KRaft .checkpoint), a log dir or a partition dir, or a file could
+    not be read (a dangling symlink, a directory or FIFO in a segment's place). Every other path
+    is still verified and reported, with the summary; 4 wins over 1, since a run that could not
+    read everything cannot vouch for it.
 
     \b
     Examples:
@@ -48,11 +54,11 @@ def command(paths, deep, fmt, jobs, engine, master):
       kafkalog verify-crc orders-3/00000000000000000000.log --format json | jq .position
     """
     from kafkalog_cli.commands.common import jobs_or_cores
-    from kafkalog_cli.ops.verify import group_paths, verify_groups
+    from kafkalog_cli.ops.verify import group_paths_lenient, unreadable_report, verify_groups
 
     check_engine(engine, master)
     t0 = time.perf_counter()
-    groups = group_paths(paths)
+    groups, bad_paths = group_paths_lenient(paths)
     total = _total_bytes(groups)
     progress = None
     on_progress = None
@@ -75,6 +81,9 @@ def command(paths, deep, fmt, jobs, engine, master):
     finally:
         if progress is not None:
             progress.stop()
+    # paths that could not be verified at all take their place among the others' reports
+    for at, err in reversed(bad_paths):
+        reports.insert(at, unreadable_report(err))
     elapsed = time.perf_counter() - t0
     files = sum(len(r.files) for r in reports)
     batches = sum(r.batches for r in reports)
@@ -82,11 +91,12 @@ def command(paths, deep, fmt, jobs, engine, master):
     problems = [p for r in reports for p in r.problems]
     unreadable = any(r.unreadable for r in reports)
     out = sys.stdout
+    from kafkalog_cli.commands.common import one_line
     from kafkalog_cli.ops.verify import UNREADABLE
 
     for p in problems:
         if p.kind == UNREADABLE:     # also on stderr: the run is incomplete
-            click.echo(f"kafkalog: {p.line()}", err=True)
+            click.echo(f"kafkalog: {one_line(p.line())}", err=True)
     if fmt == "json":
         for p in problems:
             out.write(json.dumps(p.to_json()) + "\n")
@@ -95,7 +105,7 @@ def command(paths, deep, fmt, jobs, engine, master):
                               "ok": not problems}) + "\n")
     else:
         for p in problems:
-            out.write(p.line() + "\n")
+            out.write(one_line(p.line()) + "\n")
         rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
         out.write(f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
                   f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {elapsed:.2f} s{rate}\n")

@@ -103,7 +103,7 @@ class PartitionReport:
 
     @property
     def unreadable(self) -> bool:
-        return any(not f.readable for f in self.files)
+        return any(not f.readable for f in self.files) or any(p.kind == UNREADABLE for p in self.problems)
 
     def to_json(self) -> dict:
         return {"kind": "partition", "directory": self.directory, "files": len(self.files),
@@ -447,30 +447,67 @@ def verify_partition(directory: str | Path, deep: bool = False) -> PartitionRepo
 
 def group_paths(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
     """Command-line paths -> groups: a partition dir is one group; a log dir one group per
-    partition; a file is a group of its own. Missing paths and non-log dirs raise InputError."""
+    partition; a file is a group of its own. The first path that cannot be verified (missing,
+    not a segment, not a log or partition dir) raises its InputError."""
+    groups, errors = group_paths_lenient(paths)
+    if errors:
+        raise errors[0][1]
+    return groups
+
+
+def is_segment_name(name: str) -> bool:
+    """A name verify-crc reads as a segment: `*.log` (also with Kafka's .cleaned, .swap or
+    .deleted suffix after it) or a KRaft `*.checkpoint` snapshot."""
+    for s in (".cleaned", ".swap", ".deleted"):
+        if name.endswith(s):
+            name = name[: -len(s)]
+            break
+    return name.endswith(".log") or name.endswith(".checkpoint")
+
+
+def group_paths_lenient(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
+    """As group_paths, but a path that cannot be verified does not stop the others: it comes
+    back as (number of groups before it, its InputError), so it can be reported in order."""
     from kafkalog_cli.storage.logdir import LogDir, _files_of_partition, is_log_dir, is_partition_dir
     from kafkalog_cli.storage.names import parse_partition_dir
+    from kafkalog_cli.storage.segment import not_regular_reason
 
     groups: list[tuple[str, list[str]]] = []
+    errors: list[tuple[int, InputError]] = []
+
+    def bad(message: str, raw: str) -> None:
+        errors.append((len(groups), InputError(message, path=raw)))
+
     for raw in paths:
         p = Path(raw)
-        if p.is_file():
-            if p.suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
-                raise InputError(f"not a log segment ({p.suffix}); verify-crc checks .log files "
-                                 "(use dump-index --verify-index-only for indexes)", path=raw)
-            groups.append((raw, [raw]))
-        elif not p.exists():
-            raise InputError("no such file or directory", path=raw)
-        elif p.is_dir():
+        if p.is_dir():
             if is_partition_dir(p) or parse_partition_dir(p.name) is not None:
                 groups.append((raw, [str(f) for f in _files_of_partition(p, (".log",))]))
                 continue
             parts = LogDir(p).partition_dirs()
             if not parts and not is_log_dir(p):
-                raise InputError("not a Kafka log dir or partition dir (no segments, no checkpoint files)",
-                                 path=raw)
+                bad("not a Kafka log dir or partition dir (no segments, no checkpoint files)", raw)
+                continue
             for d in parts:
                 groups.append((str(d), [str(f) for f in _files_of_partition(d, (".log",))]))
+            continue
+        why = not_regular_reason(raw)
+        if why == "no such file":
+            bad("no such file or directory", raw)
+        elif why is not None:
+            bad(why, raw)
+        elif p.suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
+            bad(f"not a log segment ({p.suffix}); verify-crc checks .log files "
+                "(use dump-index --verify-index-only for indexes)", raw)
+        elif not is_segment_name(p.name):
+            bad("not a Kafka log segment (verify-crc reads <offset>.log files, KRaft .checkpoint "
+                "snapshots, partition dirs and log dirs)", raw)
         else:
-            raise InputError("not a regular file or directory", path=raw)
-    return groups
+            groups.append((raw, [raw]))
+    return groups, errors
+
+
+def unreadable_report(error: InputError) -> PartitionReport:
+    """A report for a path that could not be verified at all: no files, one problem."""
+    path = str(error.path)
+    return PartitionReport(path, [], [Problem(path, error.position, UNREADABLE, error.message)])
