@@ -136,3 +136,56 @@ def test_log_file_is_refused(tmp_path):
     r = invoke("dump-index", READ / "txn-0" / "00000000000000000000.log")
     assert r.exit_code == 4
     assert "use dump-log for .log files" in r.stderr
+
+
+# ------------------------------------------------------------------ exit codes agree across formats
+import os as _os
+import shutil as _shutil
+import struct as _struct
+from pathlib import Path as _Path
+
+import pytest as _pytest
+
+_EX = _Path(__file__).resolve().parents[2] / "examples" / "logdir"
+
+
+@_pytest.fixture
+def _multi(tmp_path):
+    d = tmp_path / "multi-segment-0"
+    _shutil.copytree(_EX / "multi-segment-0", d)
+    return d
+
+
+@_pytest.mark.parametrize("fmt", ["kafka", "json"])
+def test_a_damaged_index_is_exit_3_in_both_formats_naming_the_log(runner, _multi, fmt):
+    idx = _multi / "00000000000000000300.index"
+    raw = bytearray(idx.read_bytes())
+    raw[0:8] = _struct.pack(">ii", 49, 100)
+    idx.write_bytes(bytes(raw))
+    res = runner.invoke(cli, ["dump-index", str(_multi), "--format", fmt])
+    assert res.exit_code == 3
+    assert "00000000000000000300.log: byte 100" in res.stderr
+
+
+@_pytest.mark.parametrize("fmt", ["kafka", "json"])
+def test_a_corrupt_snapshot_is_reported_and_exit_0_in_both_formats(runner, _multi, fmt):
+    snap = _multi / "00000000000000000300.snapshot"
+    snap.write_bytes(b"garbagegarbage")
+    res = runner.invoke(cli, ["dump-index", str(snap), "--format", fmt])
+    assert res.exit_code == 0
+    assert "Snapshot failed" in (res.stderr if fmt == "kafka" else res.stdout)
+
+
+def test_a_fifo_log_does_not_hang_dump_index(runner, _multi):
+    log = _multi / "00000000000000000300.log"
+    log.unlink()
+    _os.mkfifo(log)
+    res = runner.invoke(cli, ["dump-index", str(_multi / "00000000000000000300.index")])
+    assert res.exit_code == 4 and "FIFO" in res.stderr
+
+
+def test_a_missing_path_does_not_stop_the_others(runner):
+    idx = _EX / "multi-segment-0" / "00000000000000000000.index"
+    res = runner.invoke(cli, ["dump-index", "nonexist.index", str(idx)])
+    assert res.exit_code == 4 and "nonexist.index" in res.stderr
+    assert res.stdout.startswith(f"Dumping {idx}")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import click
 
+from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
+
 from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
@@ -24,6 +26,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
               help="Largest batch expected when checking .index entries against the log.")
 @click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
               help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
+@_one_line_errors
 def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt):
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
@@ -32,9 +35,10 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
     including the mismatch and time-index reports it prints on stderr after all files.
 
     \b
-    Exit codes: 0 done (mismatches are reported, not failures); 2 usage; 3 corrupt input
-    (a failed --index-sanity-check, an unreadable entry); 4 missing, unreadable or
-    unrecognised path, or an index without its .log.
+    Exit codes: 0 done (mismatches and a corrupt producer snapshot are reported, as Kafka
+    does, not failures); 2 usage; 3 corrupt input (a failed --index-sanity-check, an entry
+    pointing at no batch of the .log); 4 missing, unreadable or unrecognised path, or an index
+    without its .log: the other paths are still dumped first. The same in both formats.
 
     \b
     Examples:
@@ -44,11 +48,22 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
     """
     if verify_index_only and index_sanity_check:
         raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
-    targets = expand_index_paths(paths)
+    targets, bad = [], []
+    for raw in paths:       # a path that cannot be read does not stop the others
+        try:
+            targets.extend(expand_index_paths([raw]))
+        except InputError as e:
+            bad.append(e)
     if fmt == "json":
         _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
     else:
         _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
+    if bad:
+        from kafkalog_cli.commands.common import one_line
+
+        for e in bad[:-1]:
+            click.echo(f"kafkalog: {one_line(str(e))}", err=True)
+        raise bad[-1]
 
 
 def expand_index_paths(paths) -> list[str]:
@@ -148,6 +163,20 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
                 _check_log_beside(path)
                 for obj in verify_objects(path, t, max_message_size):
                     emit(obj)
+            elif checked:
+                # the same checks against the .log as --format kafka, so the exit code agrees
+                _check_log_beside(path)
+                failed = None
+                try:
+                    mismatches = verify_objects(path, t, max_message_size)
+                except KafkalogError as e:
+                    failed, mismatches = e, []
+                for obj in index_objects(path):
+                    emit(obj)
+                for obj in mismatches:
+                    emit(obj)
+                if failed is not None:
+                    raise failed
             else:
                 for obj in index_objects(path):
                     emit(obj)

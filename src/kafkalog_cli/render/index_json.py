@@ -38,7 +38,15 @@ def index_objects(path: Path) -> Iterator[dict]:
     elif suffix == ".snapshot":
         from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 
-        for e in parse_producer_snapshot(read_file(path), path=str(path)).entries:
+        from kafkalog_cli.errors import CorruptSnapshotError
+
+        try:
+            snap = parse_producer_snapshot(read_file(path), path=str(path))
+        except CorruptSnapshotError as e:
+            # kafka-dump-log prints the message and goes on (exit 0); so does JSON, as an object
+            yield {"kind": "corrupt_snapshot", "file": str(path), "position": e.position, "error": e.message}
+            return
+        for e in snap.entries:
             yield {"kind": "producer_state", "producer_id": e.producer_id, "producer_epoch": e.producer_epoch,
                    "coordinator_epoch": e.coordinator_epoch,
                    "current_txn_first_offset": e.current_txn_first_offset if e.current_txn_first_offset >= 0 else None,
