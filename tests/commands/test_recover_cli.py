@@ -91,3 +91,19 @@ def test_installed_command_runs(tmp_path):
     assert r.returncode == 0, r.stderr
     r = subprocess.run(exe + ["recover", str(d)], capture_output=True, text=True)
     assert "nothing to do" in r.stdout
+
+
+def test_partition_dir_a_checkpoint_cannot_name_stops_with_exit_4(tmp_path):
+    (tmp_path / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    bad = tmp_path / "with space-1"
+    for d in (bad, tmp_path / "t-0"):
+        d.mkdir()
+        (d / "00000000000000000000.log").write_bytes(b"")
+    before = tree_state(tmp_path)
+    r = invoke("recover", "--no-quarantine", tmp_path)
+    assert r.exit_code == 4, r.output
+    assert "internal error" not in r.output
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and str(bad) in lines[0] and "checkpoint" in lines[0]
+    assert tree_state(tmp_path) == before
+    assert "exit 4" in invoke("recover", "--help").output

@@ -33,8 +33,14 @@ def command(paths, all_segments, salvage, config_pairs, topic_config_items, serv
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
     batch by batch, truncates at the first invalid batch (later segments removed), rebuilds the
     indexes, rewrites the producer snapshot and updates the recovery point. Removed data goes
-    to the quarantine. Takes the log dir's .lock (not with --dry-run)."""
+    to the quarantine. Takes the log dir's .lock (not with --dry-run).
+
+    A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
+    anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
+    read back. Move it out of the log dir first."""
     groups = ops.partition_dirs_for(paths)
+    for parts in groups.values():
+        ops.check_partition_dirs(parts)      # before any log dir is changed
     now = now_or_clock(now_ms)
 
     def make_plan(log_dir, parts):

@@ -300,8 +300,24 @@ def partition_dirs_for(paths) -> dict[Path, list[Path]]:
     return {k: sorted(set(v)) for k, v in out.items()}
 
 
+def check_partition_dirs(partition_dirs) -> None:
+    """InputError (exit 4) for a partition dir whose topic name a checkpoint line cannot hold
+    (whitespace): Kafka 3.3.1's parseTopicPartitionName accepts it (no topic name validation), but
+    the broker then writes a recovery-point-offset-checkpoint it cannot read back. recover stops
+    before changing anything."""
+    for d in partition_dirs:
+        tp = parse_partition_dir(Path(d).name)
+        try:
+            ckpt.encode_offsets({(tp.topic, tp.partition): 0})
+        except ValueError:
+            raise InputError(f"partition dir whose topic name {tp.topic!r} cannot be written to a "
+                             f"checkpoint file (a broker would write a recovery-point-offset-checkpoint "
+                             f"it cannot read back); move it out of the log dir", path=str(d)) from None
+
+
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Plan:
     log_dir = Path(log_dir)
+    check_partition_dirs(partition_dirs)
     p = Plan("recover", log_dir)
     if opts.resolver is None:
         opts = RecoverOptions(opts.all_segments, opts.salvage, opts.now_ms,
