@@ -17,13 +17,15 @@ def test_last_offset_wins_and_a_repeated_key_counts_once():
     assert (m.get(b"a"), m.get(b"b"), m.get(b"zz"), m.size) == (3, 2, -1, 2)
 
 
-def test_full_map_refuses_new_keys_but_updates_known_ones():
+def test_full_map_refuses_every_key_and_ends_at_the_last_put():
+    # buildOffsetMapForSegment checks map.size < maxDesiredMapSize before every put, known keys too
     m = OffsetMap(240)
     assert m.put_all([bytes([i]) for i in range(12)], list(range(12))) == 9
-    m.put(b"\x00", 99)
-    assert m.get(b"\x00") == 99
-    with pytest.raises(MapFull):
-        m.put(b"new", 100)
+    assert m.latest_offset == 8                   # SkimpyOffsetMap.put sets lastOffset
+    for key in (b"\x00", b"new"):
+        with pytest.raises(MapFull):
+            m.put(key, 100)
+    assert m.get(b"\x00") == 0 and m.latest_offset == 8
 
 
 def test_moves_to_kafkas_slot_layout_past_the_budget():

@@ -1,8 +1,8 @@
 """The cleaner's offset map: key -> last offset, bounded as Kafka's SkimpyOffsetMap (spec §10).
 
 Kafka's map is an open-addressing table of `MD5(key) 16 B | offset 8 B` slots in a buffer of
-`log.cleaner.dedupe.buffer.size` bytes; a cleaning round stops before inserting a new key once
-`size >= int(slots * 0.9)`. What decides the output is only *which keys fit*: MD5 collisions
+`log.cleaner.dedupe.buffer.size` bytes; a cleaning round stops before putting any keyed record
+(a new key or a known one) once `size >= int(slots * 0.9)` (buildOffsetMapForSegment). What decides the output is only *which keys fit*: MD5 collisions
 aside, the map is an exact key -> last offset mapping. So:
 
 - `capacity` and the count of distinct keys are exactly Kafka's (a key put twice counts once);
@@ -31,7 +31,8 @@ _Q = struct.Struct(">q")
 
 
 class MapFull(Exception):
-    """Raised by `put` when a new key does not fit (the round ends before this record)."""
+    """Raised by `put` once the map holds `capacity` keys, whatever the key (Kafka checks
+    `map.size < maxDesiredMapSize` before every put): the round ends before this record."""
 
 
 class _SlotTable:
@@ -86,7 +87,7 @@ class OffsetMap:
         self.memory = memory
         self.slots = memory // SLOT_SIZE
         self.capacity = int(self.slots * load_factor)     # Kafka: (map.slots * loadFactor).toInt
-        if self.capacity < 1:
+        if not self.slots * load_factor > 1:     # Cleaner's require(...): else no round progresses
             raise ValueError(f"--dedupe-buffer-size {memory} holds no key (at least "
                              f"{int(2 / load_factor) * SLOT_SIZE} bytes are needed)")
         self.latest_offset = -1
@@ -121,22 +122,21 @@ class OffsetMap:
         self.latest_offset = offset
 
     def put(self, key: bytes, offset: int) -> None:
-        """One keyed record; raises MapFull, before inserting, when a new key does not fit."""
+        """One keyed record; raises MapFull, before putting, once the map is full (even for a
+        known key). As SkimpyOffsetMap.put, it sets `latest_offset`: a round that stops here
+        ends after the last record put."""
+        if self.size >= self.capacity:
+            raise MapFull()
+        self.latest_offset = offset
         d = self._dict
         if d is not None:
             if key not in d:
-                if len(d) >= self.capacity:
-                    raise MapFull()
                 self._dict_bytes += len(key) + _DICT_ENTRY_OVERHEAD
             d[key] = offset
             if self._dict_bytes > self.memory:
                 self._to_table()
             return
-        digest = hashlib.md5(key).digest()
-        t = self._table
-        if t.size >= self.capacity and t.get(digest) < 0:
-            raise MapFull()
-        t.put(digest, offset)
+        self._table.put(hashlib.md5(key).digest(), offset)
 
     def put_all(self, keys: Sequence[bytes], offsets: Sequence[int]) -> int:
         """Put records in order; returns how many were put (fewer than given once full)."""
@@ -145,6 +145,8 @@ class OffsetMap:
         if d is not None and len(d) + n <= self.capacity:
             before = len(d)
             d.update(zip(keys, offsets))        # later offsets win, as put in order
+            if n:
+                self.latest_offset = offsets[-1]
             added = len(d) - before
             if added:
                 self._dict_bytes += added * (_DICT_ENTRY_OVERHEAD + sum(map(len, keys)) // n)
