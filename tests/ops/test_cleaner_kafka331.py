@@ -38,6 +38,29 @@ def checkpoint(part: Path, name: str) -> str:
     return (part.parent / name).read_text()
 
 
+# ------------------------------------------------------------------------------ 1. empty control batch
+def test_empty_control_batch_of_a_gone_producer_is_dropped(tmp_path):
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("a", "1", 0), empty_commit(1, 9, 4), one("a", "2", 2)])
+    write_segment(part, 3, [one("z", "v", 3)])
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    assert consumer_view(part) == [(2, "a", "2"), (3, "z", "v")]
+    assert [b[:2] for b in batches(part)] == [(2, 2), (3, 3)]          # the empty batch at 1 is gone
+
+
+def test_empty_control_batch_last_of_an_active_producer_stays_empty(tmp_path):
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("a", "1", 0), empty_commit(1, 9, 4), one("a", "2", 2)])
+    write_segment(part, 3, [one("z", "v", 3)])
+    snap = ProducerSnapshotEntry(9, 4, -1, -1, 0, T, 0, -1)     # producer 9's last entry: a marker, epoch 4
+    (part / f"{4:020d}{names.SNAPSHOT_SUFFIX}").write_bytes(encode_producer_snapshot([snap]))
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    kept = [b for b in iter_batches((part / f"{0:020d}.log").read_bytes()) if b.base_offset == 1]
+    assert [(b.is_control, b.records_count, b.producer_id, b.producer_epoch) for b in kept] == [(True, 0, 9, 4)]
+
+
 # ------------------------------------------------------------------------------ 2. offset map full
 def test_full_map_stops_at_any_keyed_record_once_full(tmp_path):
     part = tmp_path / "logs" / "t-0"            # 240 bytes: 10 slots, 9 keys
@@ -60,3 +83,13 @@ def test_batch_with_more_keys_than_the_map_progresses_mid_batch(tmp_path):
     assert [x["end_offset"] for x in rounds] == [9, 12]
     assert checkpoint(part, names.CLEANER_CHECKPOINT).splitlines()[-1] == "t 0 12"
     assert [o for o, _, _ in consumer_view(part)] == list(range(13))
+
+
+# ------------------------------------------------------------------------------ 4. the round's last batch
+def test_batch_emptied_at_the_end_of_the_round_is_dropped(tmp_path):
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("a", "1", 0), build_v2_batch(recs((None, "keyless")), 1)])
+    write_segment(part, 2, [one("z", "v", 2)])
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    assert [b[:2] for b in batches(part)] == [(0, 0), (2, 2)]

@@ -373,7 +373,6 @@ class CleanContext:
     first_dirty: int
     now_ms: int
     delete_retention_ms: int
-    upper_bound: int                  # firstUncleanableOffset of the round
     active_producers: dict[int, LastRecord]
     txn: CleanedTransactionMetadata
     stats: CleanerStats = field(default_factory=CleanerStats)
@@ -486,10 +485,9 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
         discard_records = can_discard and b.has_delete_horizon and b.base_timestamp <= ctx.now_ms
     else:
         discard_records = can_discard
-    if b.producer_id >= 0 and _is_last_of_producer(b, ctx):
-        retain_empty = True
-    else:
-        retain_empty = b.next_offset == ctx.upper_bound
+    # RETAIN_EMPTY only for an active producer's last batch (Kafka 3.3; the 4.x rule that also
+    # keeps the round's last batch, KAFKA-17076, is not in the reference broker)
+    retain_empty = b.producer_id >= 0 and _is_last_of_producer(b, ctx)
     if not retain_empty and discard_records:
         return None                                     # BatchRetention.DELETE
     marker_for_empty_txn = can_discard and is_control
@@ -560,8 +558,8 @@ def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: P
     if lat is not None:
         for sp in spans:
             sp.timestamp = lat
-    if is_control:
-        return spans, data, False
+    if is_control:          # an empty one was already cleaned: retained only as RETAIN_EMPTY
+        return (spans, data, False) if spans else None
     latest = ctx.map.latest_offset
     mget = ctx.map.as_dict()
     get = mget.get if mget is not None else None

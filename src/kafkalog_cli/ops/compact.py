@@ -291,7 +291,7 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
     end_offset = m.latest_offset + 1
     ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
-                       ltc.first_uncleanable, ltc.active_producers, CleanedTransactionMetadata())
+                       ltc.active_producers, CleanedTransactionMetadata())
     groups = group_segments_by_size(segments_overlapping(segs, 0, end_offset), cfg.segment_bytes,
                                     cfg.segment_index_bytes, ltc.first_uncleanable)
     source_bytes = 0
