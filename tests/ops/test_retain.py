@@ -229,8 +229,8 @@ def test_every_segment_expired_rolls_a_new_empty_segment_first(tmp_path):
         "00000000000000000003.index", "00000000000000000003.log", "00000000000000000003.snapshot",
         "00000000000000000003.timeindex", "leader-epoch-checkpoint"]
     assert (part / "00000000000000000003.log").stat().st_size == 0
-    assert (part / "00000000000000000003.index").stat().st_size == 10485760     # preallocated, as Kafka
-    assert (part / "00000000000000000003.timeindex").stat().st_size == 10485756
+    assert (part / "00000000000000000003.index").stat().st_size == 0     # as a clean shutdown leaves them
+    assert (part / "00000000000000000003.timeindex").stat().st_size == 0
     assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 3\n"
     assert report["partitions"]["t-0"]["rolled"] and report["partitions"]["t-0"]["new_log_start_offset"] == 3
     # the recovery point follows the log start offset (UnifiedLog.updateLogStartOffset)

@@ -26,7 +26,16 @@ from kafkalog_cli.ops import roll as ops
 def command(paths, if_needed, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
             quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
-    broker's roll does. Takes the log dir's .lock (not with --dry-run)."""
+    broker's roll does. Takes the log dir's .lock (not with --dry-run).
+
+    The closed segment gets its final time-index entry and its indexes trimmed; a producer
+    snapshot is written at the new base; the new segment's .index, .timeindex and .log are
+    created empty, as a broker's clean shutdown leaves them. __cluster_metadata is never rolled.
+
+    \b
+    Exit codes: 0 rolled or nothing to roll; 2 usage; 3 corrupt input; 4 bad path;
+    5 the log dir is locked (a broker runs on it); 6 a change could not be written.
+    """
     groups = ops.partition_dirs_for(paths)
     now = now_or_clock(now_ms)
 

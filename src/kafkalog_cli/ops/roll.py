@@ -6,9 +6,12 @@ conditions hold at `--now`):
 1. the active segment gets its final time-index entry (max timestamp so far, its batch's last
    offset), and its indexes are trimmed to their entries; a preallocated `.log` is trimmed;
 2. a producer snapshot at the new base (= log end offset);
-3. the new segment's `.index` and `.timeindex`, preallocated to segment.index.bytes rounded down
-   to the entry size as Kafka creates them, then its empty `.log` last: until the `.log` exists
-   the new files are orphans that recover (and a broker) delete, so a crash leaves the old state.
+3. the new segment's `.index` and `.timeindex`, empty as a broker's clean shutdown leaves them
+   (trimmed to their entries), then its empty `.log` last: until the `.log` exists the new files
+   are orphans that recover (and a broker) delete, so a crash leaves the old state. Not
+   preallocated: a broker takes a pre-existing index for valid and full (AbstractIndex sets the
+   position to its end), so 10 MiB of zeros behind .kafka_cleanshutdown would be 1310720 entries;
+   it resizes the active segment's indexes to segment.index.bytes itself when it loads the log.
 """
 from __future__ import annotations
 
@@ -179,11 +182,11 @@ def _plan_partition(p: Plan, d: Path, cfg: TopicConfig, opts: RollOptions) -> No
     data = state.snapshot_bytes()
     if _read(snap) != data or not snap.exists():
         p.add(Action(ActionKind.WRITE_SNAPSHOT, snap, "producer state at the new segment's base", name, data=data))
-    # 3. the new segment: indexes preallocated as Kafka creates them, the .log last
+    # 3. the new segment: empty indexes (as at a clean shutdown), the .log last
     p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.INDEX_SUFFIX), "new segment", name,
-                 data=b"", preallocate=cfg.segment_index_bytes // OFFSET_ENTRY_SIZE * OFFSET_ENTRY_SIZE))
+                 data=b""))
     p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.TIME_INDEX_SUFFIX), "new segment",
-                 name, data=b"", preallocate=cfg.segment_index_bytes // TIME_ENTRY_SIZE * TIME_ENTRY_SIZE))
+                 name, data=b""))
+    # not preallocated either (preallocate=true): the broker would read a zero-filled .log as data
     p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.LOG_SUFFIX),
-                 f"new segment at the log end offset {new}", name, data=b"",
-                 preallocate=cfg.segment_bytes if cfg.preallocate else None))
+                 f"new segment at the log end offset {new}", name, data=b""))
