@@ -85,6 +85,49 @@ def test_batch_with_more_keys_than_the_map_progresses_mid_batch(tmp_path):
     assert [o for o, _, _ in consumer_view(part)] == list(range(13))
 
 
+# ------------------------------------------------------------------------------ 3. high watermark
+def _hw_log(tmp_path, hw_lines: str | None) -> Path:
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("a", str(i), i) for i in range(5)])
+    write_segment(part, 5, [one("a", str(i), i) for i in range(5, 10)])
+    write_segment(part, 10, [one("z", "v", 10)])
+    if hw_lines is not None:
+        (part.parent / names.REPLICATION_CHECKPOINT).write_text(f"0\n{hw_lines.count(chr(10))}\n{hw_lines}")
+    return part
+
+
+def test_nothing_cleaned_past_the_checkpointed_high_watermark(tmp_path):
+    part = _hw_log(tmp_path, "t 0 2\n")
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    assert "nothing cleanable (high watermark 2 from replication-offset-checkpoint)" in r.output
+    assert len(consumer_view(part)) == 11
+    assert not (part.parent / names.CLEANER_CHECKPOINT).exists()
+
+
+def test_partition_missing_from_the_hw_checkpoint_is_not_cleaned(tmp_path):
+    part = _hw_log(tmp_path, "other 0 7\n")
+    r = compact(part)
+    assert r.exit_code == 0 and "the partition has no entry there" in r.output, r.output
+    assert len(consumer_view(part)) == 11
+
+
+def test_high_watermark_at_a_segment_bound_cleans_below_it(tmp_path):
+    part = _hw_log(tmp_path, "t 0 5\n")
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    assert [o for o, _, _ in consumer_view(part)] == [4, 5, 6, 7, 8, 9, 10]
+    assert checkpoint(part, names.CLEANER_CHECKPOINT).splitlines()[-1] == "t 0 5"
+
+
+def test_no_hw_checkpoint_file_takes_the_log_end_offset_and_says_so(tmp_path):
+    part = _hw_log(tmp_path, None)
+    r = compact(part)
+    assert r.exit_code == 0, r.output
+    assert "no replication-offset-checkpoint" in r.output
+    assert [o for o, _, _ in consumer_view(part)] == [9, 10]
+
+
 # ------------------------------------------------------------------------------ 4. the round's last batch
 def test_batch_emptied_at_the_end_of_the_round_is_dropped(tmp_path):
     part = tmp_path / "logs" / "t-0"
@@ -93,3 +136,16 @@ def test_batch_emptied_at_the_end_of_the_round_is_dropped(tmp_path):
     r = compact(part)
     assert r.exit_code == 0, r.output
     assert [b[:2] for b in batches(part)] == [(0, 0), (2, 2)]
+
+
+# ------------------------------------------------------------------------------ 6. checkpoint reset
+def test_checkpoint_past_the_log_end_is_reset_even_when_not_cleaned(tmp_path):
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("z", "v", 0)])            # only the active segment: nothing cleanable
+    (part.parent / names.CLEANER_CHECKPOINT).write_text("0\n1\nt 0 50\n")
+    r = compact(part, "--dry-run")
+    assert "cleaner-offset-checkpoint 50 outside [0, 1]: reset to 0" in r.output, r.output
+    assert checkpoint(part, names.CLEANER_CHECKPOINT) == "0\n1\nt 0 50\n"       # not with --dry-run
+    r = compact(part)
+    assert r.exit_code == 0 and "nothing cleanable" in r.output, r.output
+    assert checkpoint(part, names.CLEANER_CHECKPOINT) == "0\n1\nt 0 0\n"

@@ -71,7 +71,11 @@ class LogToClean:
     cleanable_bytes: int
     compaction_delay_ms: int
     active_producers: dict[int, LastRecord]
-    checkpoint_reset: bool = False
+    checkpoint_reset: bool = False    # forceUpdateCheckpoint: the checkpoint was outside [log start, LEO]
+    checkpoint: int | None = None     # the cleaner-offset-checkpoint's entry as read
+    high_watermark: int = -1          # as Partition loads it: the checkpoint's, clamped to [log start, LEO]
+    checkpointed_hw: int | None = None    # the checkpoint's entry (-1: none); None: no such file
+    hw_note: str | None = None        # why the high watermark holds the dirty section back
 
     @property
     def ratio(self) -> float:
@@ -96,7 +100,9 @@ class PartitionDecision:
                "dirty_section": [lg.first_dirty, lg.first_uncleanable], "dirty_ratio": round(lg.ratio, 6),
                "clean_bytes": lg.clean_bytes, "cleanable_bytes": lg.cleanable_bytes,
                "min_cleanable_dirty_ratio": lg.cfg.min_cleanable_dirty_ratio,
-               "compaction_delay_ms": lg.compaction_delay_ms}
+               "compaction_delay_ms": lg.compaction_delay_ms, "high_watermark": lg.high_watermark}
+        if lg.checkpoint_reset:
+            out["cleaner_offset_checkpoint_reset"] = {"from": lg.checkpoint, "to": lg.first_dirty}
         if self.estimate is not None:
             out.update(self.estimate)
         return out
@@ -129,6 +135,9 @@ class CompactPlan:
             line = (f"  {mark} {lg.name}: dirty [{lg.first_dirty}, {lg.first_uncleanable}) "
                     f"ratio {lg.ratio:.3f} ({lg.cleanable_bytes} of {lg.clean_bytes + lg.cleanable_bytes} bytes); "
                     f"{d.reason}")
+            if lg.checkpoint_reset:
+                line += (f"; cleaner-offset-checkpoint {lg.checkpoint} outside [{lg.log_start_offset}, "
+                         f"{lg.log_end_offset}]: reset to {lg.first_dirty}")
             if d.estimate:
                 e = d.estimate
                 line += (f"; {e['keys']} keys, {e['bytes_freed']} bytes to free, "
@@ -162,6 +171,7 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
     checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    hws = _high_watermarks(log_dir, cp.notes)
     opts = dataclasses.replace(opts, checkpoint_order=list(checkpoints))
     items = []
     for d in partition_dirs:
@@ -169,7 +179,8 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
         cfg = resolver.for_topic(tp.topic)
         if cfg.compact:
             key = (tp.topic, tp.partition)
-            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key)))
+            hw = None if hws is None else hws.get(key, -1)     # no entry: 0 to Kafka, clamped alike
+            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key), hw))
 
     def job(item, wfs: FsOps | None, map_jobs: int):
         return compact_partition(log_dir, *item, opts, wfs, estimate=estimate, map_jobs=map_jobs)
@@ -185,15 +196,19 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
 
 
 def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: TopicConfig,
-                      checkpoint: int | None, start_checkpoint: int | None, opts: CompactOptions,
-                      fsops: FsOps | None, estimate: bool = False, map_jobs: int = 1):
+                      checkpoint: int | None, start_checkpoint: int | None, high_watermark: int | None,
+                      opts: CompactOptions, fsops: FsOps | None, estimate: bool = False, map_jobs: int = 1):
     """One partition, planned and (with `fsops`) cleaned: (decision or None, cleaned entry or
     None, findings). The unit of work of --jobs."""
     notes = Plan("compact", log_dir)
-    ltc = log_to_clean(d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes)
+    ltc = log_to_clean(d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes, high_watermark)
     if ltc is None:
         return None, None, notes.findings
     dec = _decide(ltc, opts.force)
+    if ltc.checkpoint_reset and fsops is not None:
+        # grabFilthiestCompactedLog: updateCheckpoints for every such log, cleaned or not
+        with _log_dir_files(fsops):
+            _update_checkpoint(fsops, ltc, ltc.first_dirty, opts.checkpoint_order)
     entry = None
     if dec.selected and fsops is not None:
         entry = clean_partition(ltc, fsops, opts, notes, map_jobs)
@@ -204,7 +219,7 @@ def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: T
 
 def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
     if ltc.cleanable_bytes <= 0:
-        return PartitionDecision(ltc, False, "nothing cleanable")
+        return PartitionDecision(ltc, False, "nothing cleanable" + (f" ({ltc.hw_note})" if ltc.hw_note else ""))
     if force:
         return PartitionDecision(ltc, True, "--force")
     if ltc.need_compaction_now:
@@ -215,7 +230,10 @@ def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
 
 
 def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoint: int | None,
-                 start_checkpoint: int | None, now_ms: int, notes: Plan) -> LogToClean | None:
+                 start_checkpoint: int | None, now_ms: int, notes: Plan,
+                 high_watermark: int | None = None) -> LogToClean | None:
+    """LogCleanerManager.cleanableOffsets and calculateCleanableBytes. `high_watermark` is the
+    replication-offset-checkpoint's entry (-1 if the file lacks it), None when there is no file."""
     bases = sorted(b for f in d.glob("*" + names.LOG_SUFFIX)
                    if (b := offset_from_name(f.name)) is not None and f.name == f"{b:020d}{names.LOG_SUFFIX}")
     if not bases:
@@ -235,7 +253,10 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
         first_dirty = log_start
     else:
         first_dirty = checkpoint
-    lso = min(state.ongoing) if state.ongoing else leo
+    # UnifiedLog.lastStableOffset: the first unstable offset if below the high watermark, else
+    # the HW, which Partition clamps into [log start, LEO] on load
+    hw = leo if high_watermark is None else min(max(high_watermark, log_start), leo)
+    lso = min(min(state.ongoing), hw) if state.ongoing else hw
     candidates = [lso, active.base]
     non_active = [s for s in segs[:-1] if s.base >= _floor_base(segs, first_dirty)]
     if cfg.min_compaction_lag_ms > 0:
@@ -252,8 +273,28 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     delay = _compaction_delay(non_active, cfg, now_ms)
     producers = {pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
                  for pid, e in state.entries.items()}
+    hw_note = _hw_note(high_watermark, hw, lso, active.base)
     return LogToClean(d.name, d, topic, partition, cfg, segs, log_start, leo, first_dirty, first_uncleanable,
-                      clean, cleanable, delay, producers, reset)
+                      clean, cleanable, delay, producers, reset, checkpoint, hw, high_watermark, hw_note)
+
+
+def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int] | None:
+    """replication-offset-checkpoint (read as retain reads it), or None when the broker never
+    wrote one: then the high watermark is taken as the log end offset, and noted."""
+    from kafkalog_cli.ops.retain import _read_offsets
+    path = log_dir / names.REPLICATION_CHECKPOINT
+    if not path.exists():
+        notes.note(log_dir.name, f"no {names.REPLICATION_CHECKPOINT}: high watermarks taken as the log end offsets")
+        return None
+    return _read_offsets(path)[0]
+
+
+def _hw_note(checkpointed: int | None, hw: int, lso: int, active_base: int) -> str | None:
+    """The high watermark, when it is what holds cleaning back (before the active segment)."""
+    if checkpointed is None or lso != hw or hw >= active_base:
+        return None
+    return f"high watermark {hw} from {names.REPLICATION_CHECKPOINT}" + (
+        ": the partition has no entry there" if checkpointed < 0 else "")
 
 
 def _floor_base(segs: list[SegmentInfo], offset: int) -> int:
@@ -392,7 +433,7 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
         starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
         key = (ltc.topic, ltc.partition)
         ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
-                           starts.get(key), opts.now_ms, notes)
+                           starts.get(key), opts.now_ms, notes, ltc.checkpointed_hw)
     entry = {"partition": ltc.name, "rounds": rounds,
              "messages_read": sum(r["messages_read"] for r in rounds),
              "messages_written": rounds[-1]["messages_written"],
