@@ -138,6 +138,28 @@ def test_batch_emptied_at_the_end_of_the_round_is_dropped(tmp_path):
     assert [b[:2] for b in batches(part)] == [(0, 0), (2, 2)]
 
 
+# ------------------------------------------------------------------------------ 5. full disk
+def test_full_disk_names_the_file_exit_6_and_leaves_the_log_dir_as_it_was(tmp_path, monkeypatch):
+    part = tmp_path / "logs" / "t-0"
+    write_segment(part, 0, [one("a", "1", 0), one("a", "2", 1)])
+    write_segment(part, 2, [one("z", "v", 2)])
+    files = lambda: {p.name: p.read_bytes() for p in part.parent.rglob("*") if p.is_file() and p.name != ".lock"}
+    before = files()
+
+    def append(self, data, *a):
+        self._f.write(data[:10])
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(cleaner.CleanedSegment, "append", append)
+    r = compact(part)
+    assert r.exit_code == 6, r.output
+    line = r.output.strip()
+    assert "\n" not in line and "00000000000000000000.log.cleaned" in line and "no space left" in line
+    assert files() == before
+    monkeypatch.undo()
+    r = compact(part)                     # and the next compact runs
+    assert r.exit_code == 0 and consumer_view(part) == [(1, "a", "2"), (2, "z", "v")], r.output
+
+
 # ------------------------------------------------------------------------------ 6. checkpoint reset
 def test_checkpoint_past_the_log_end_is_reset_even_when_not_cleaned(tmp_path):
     part = tmp_path / "logs" / "t-0"

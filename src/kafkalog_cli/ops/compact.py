@@ -356,25 +356,40 @@ def _clean_group(ltc: LogToClean, group: list[SegmentInfo], ctx: CleanContext, l
                  fsops: FsOps | None) -> None:
     """Cleaner.cleanSegments: the group into one `.cleaned` segment, then replaceSegments."""
     cfg, d = ltc.cfg, ltc.directory
-    dest = CleanedSegment(d, group[0].base, cfg.index_interval_bytes, cfg.segment_index_bytes, fsops is not None)
-    if fsops is not None:
-        fsops._pre("write", dest.path(names.LOG_SUFFIX))
-    ctx.txn.cleaned_index = dest.aborted.append
+    dest = None
+    cleaned_log = segment_file(d, group[0].base, names.LOG_SUFFIX + names.CLEANED_SUFFIX)
     try:
+        if fsops is not None:
+            fsops._pre("write", cleaned_log)
+        dest = CleanedSegment(d, group[0].base, cfg.index_interval_bytes, cfg.segment_index_bytes, fsops is not None)
+        ctx.txn.cleaned_index = dest.aborted.append
         for i, seg in enumerate(group):
             upper = group[i + 1].base if i + 1 < len(group) else seg.read_next_offset()
             ctx.txn.add_aborted_transactions(collect_aborted_transactions(ltc.segments, seg.base, upper))
             clean_into(seg, dest, ctx, seg.last_modified_ms > legacy_horizon)
         # LogSegment.lastModified_ takes milliseconds
         files = dest.finish(group[-1].mtime_ns // 1_000_000 * 1_000_000)
-    except BaseException:
-        dest.abandon()
-        raise
+    except BaseException as e:
+        if dest is not None:
+            dest.abandon()
+        if fsops is None or not isinstance(e, OSError):
+            raise
+        # nothing refers to the .cleaned files yet (Kafka deletes them on load): the log dir
+        # is left as it was, and the failure names the file
+        _remove_cleaned(d, group[0].base)
+        path = str(e.filename or cleaned_log)
+        raise fsops._error(e, path, "write" if path.endswith(names.CLEANED_SUFFIX) else "read") from None
     if fsops is None:
         return
     fsops.step(f"write {', '.join(str(f) for f in files)}")
     fsops.fsync_dir(d)
     _replace_segments(fsops, files, group, d)
+
+
+def _remove_cleaned(d: Path, base: int) -> None:
+    for suffix in names.SEGMENT_SUFFIXES:
+        with contextlib.suppress(OSError):
+            segment_file(d, base, suffix + names.CLEANED_SUFFIX).unlink(missing_ok=True)
 
 
 def _replace_segments(fsops: FsOps, cleaned: list[Path], old: list[SegmentInfo], d: Path) -> None:
