@@ -145,3 +145,29 @@ def test_kraft_metadata_log_gets_no_recovery_point_entry(tmp_path):
     after = (root / "recovery-point-offset-checkpoint").read_text()
     assert "__cluster_metadata" not in after
     assert after == before
+
+
+# ------------------------------------------------------------------ leader-epoch-checkpoint
+def _epochs_case(root, clean):
+    b = [build_v2_batch([rec("k", "v", i)], i, partition_leader_epoch=e) for i, e in ((0, 0), (1, 0), (2, 3), (3, 3))]
+    d = make_log_dir(root, [(0, b[:3]), (3, b[3:])])
+    for base in (0, 3):                  # indexes a broker keeps: segment 0 is read, not scanned
+        (d / f"{base:020d}.timeindex").write_bytes(struct.pack(">qi", T, 0))
+    (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 3\n")
+    if clean:
+        (root / ".kafka_cleanshutdown").write_text("")
+    (d / "leader-epoch-checkpoint").write_bytes(bytes(range(200, 230)))     # 30 bytes, not UTF-8
+    return d
+
+
+def test_corrupt_leader_epoch_checkpoint_is_reported_and_rebuilt(tmp_path):
+    for clean in (False, True):          # segment 3 scanned / nothing scanned
+        root = tmp_path / str(clean)
+        d = _epochs_case(root, clean)
+        r = recover(root)
+        assert r.exit_code == 0, r.output
+        assert (d / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n3 2\n"
+        named = [ln for ln in r.output.splitlines() if "leader-epoch-checkpoint" in ln]
+        assert len(named) >= 1 and any("Kafka would refuse it" in ln for ln in named), r.output
+        r = recover(root)                # then nothing more to do
+        assert r.exit_code == 0 and "refuse" not in r.output

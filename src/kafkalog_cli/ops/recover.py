@@ -13,7 +13,8 @@ which keeps every intermediate state loadable by a broker and by a second `recov
    beyond Kafka: indexes of segments that are not recovered are checked too (a zero-filled or
    truncated index a broker would keep) and rebuilt;
 4. producer snapshots: one at the end of each recovered segment and at the log end; strays removed;
-5. leader-epoch-checkpoint, then the recovery point (= log end offset), last.
+5. leader-epoch-checkpoint (rebuilt from the batches' partition leader epochs when a broker
+   would refuse to load it), then the recovery point (= log end offset), last.
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
-from kafkalog_cli.errors import CorruptIndexError, CorruptRecordError, InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
+                                 InvalidRecordError, KafkalogError)
+from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index, parse_txn_index
@@ -368,8 +371,16 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
         if _source(p, segs[b].file(names.INDEX_SUFFIX)) is None:
             recover_set.add(b)
     epochs_path = d / names.LEADER_EPOCH_CHECKPOINT
-    old_epochs = ckpt.read_epochs(epochs_path)
-    epochs = list(old_epochs)
+    epochs_problem = _epochs_problem(epochs_path)
+    if epochs_problem is not None:
+        # a broker refuses to load the partition; rebuilt from the batches' partition leader epochs:
+        # headers of the segments not scanned, the scan of the others
+        p.note(name, f"{epochs_problem}; Kafka would refuse it: rebuilt from the partition leader "
+                     f"epochs of the batches", epochs_path)
+        old_epochs = None
+    else:
+        old_epochs = ckpt.read_epochs(epochs_path)
+    epochs = list(old_epochs or [])
     state = _initial_producer_state(d, segs, bases, min(recover_set) if recover_set else None, opts, cfg, p, name)
     snapshots_to_write: dict[int, bytes] = {}
     leo = bases[0] if bases else log_start
@@ -386,6 +397,8 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                 problem = index_problem(buf, b, idx, tidx, nxt)
                 if problem is None:
                     leo = nxt
+                    if epochs_problem is not None:
+                        _epochs_from_headers(buf, epochs)
                     if recover_set and b > min(recover_set):
                         _replay(buf, state)
                     continue
@@ -450,6 +463,35 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                      data=ckpt.encode_epochs(epochs)))
     summary["log_end_offset"] = leo
     return leo
+
+
+def _epochs_problem(path: Path) -> str | None:
+    """Why a broker would fail to load this leader-epoch-checkpoint (LeaderEpochCheckpointFile.read
+    and LeaderEpochFileCache.assign), or None (also when there is none)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
+    except CheckpointError as e:
+        return e.message
+    except ValueError as e:      # a negative epoch or offset
+        return str(e)
+    return None
+
+
+def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
+    """Leader epochs assigned from the batch headers of a segment not scanned (no CRC check), as
+    the scan assigns them."""
+    latest = epochs[-1][0] if epochs else -1
+    try:
+        for b in iter_batches(buf):
+            if b.magic >= 2 and b.partition_leader_epoch >= 0 and b.partition_leader_epoch > latest:
+                latest = b.partition_leader_epoch
+                epochs.append((latest, b.base_offset))
+    except KafkalogError:
+        pass
 
 
 def _offsets_in(buf, start: int) -> tuple[int, int] | None:
