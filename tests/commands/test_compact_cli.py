@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -134,3 +135,15 @@ def test_jobs_dry_run_same_report(tmp_path):
     assert outs[0].exit_code == outs[1].exit_code == 0
     assert outs[0].output == outs[1].output
     assert [p["partition"] for p in json.loads(outs[1].output)["partitions"]] == ["cmp-lz4-0", "cmp-none-0"]
+
+
+def test_a_quarantine_inside_the_log_dir_is_refused(tmp_path):
+    from kafkalog_cli.cli import cli as _cli
+    from click.testing import CliRunner as _Runner
+
+    import shutil
+
+    d = tmp_path / "logdir"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    r = _Runner().invoke(_cli, ["compact", "--quarantine", str(d / "q"), str(d)])
+    assert r.exit_code == 2 and "is inside the log dir" in r.stderr and not (d / "q").exists()

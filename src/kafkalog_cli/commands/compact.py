@@ -11,7 +11,7 @@ from kafkalog_cli.commands.options import (config_options, dry_run_option, forma
 from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, default_quarantine_root
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
@@ -93,9 +93,9 @@ def _run(log_dir: Path, parts: list[Path], now: int, force, dedupe_buffer_size, 
                                      no_cluster_metadata)
     opts = ops.CompactOptions(now_ms=now, force=force, dedupe_buffer_size=dedupe_buffer_size,
                               jobs=jobs, resolver=resolver)
+    root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
     if dry_run:
         return ops.plan(log_dir, parts, opts, estimate=True), None
     with LogDirLock(log_dir):
         # the workers of --jobs run under this lock: they never take it themselves
-        root = None if no_quarantine else (quarantine_dir or default_quarantine_root(log_dir))
         return ops.run(log_dir, parts, opts, FsOps(log_dir, Quarantine(root, "compact")))
