@@ -171,3 +171,16 @@ def test_corrupt_leader_epoch_checkpoint_is_reported_and_rebuilt(tmp_path):
         assert len(named) >= 1 and any("Kafka would refuse it" in ln for ln in named), r.output
         r = recover(root)                # then nothing more to do
         assert r.exit_code == 0 and "refuse" not in r.output
+
+
+# ------------------------------------------------------------------ producer snapshots
+def test_snapshot_at_the_log_start_offset_is_not_loaded(tmp_path):
+    # Kafka 3.3.1 truncateAndReload deletes snapshots at or below the log start offset before
+    # loading: producer 42, only in the snapshot at 0, is not in the state recover writes
+    from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot
+    d = make_log_dir(tmp_path, [(0, [build_v2_batch([rec("a", "1", i)], i) for i in range(3)])])
+    (d / f"{0:020d}.snapshot").write_bytes(
+        encode_producer_snapshot([ProducerSnapshotEntry(42, 1, 4, 7, 0, T, -1, -1)]))
+    r = recover("--all", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert parse_producer_snapshot((d / f"{3:020d}.snapshot").read_bytes()).entries == []

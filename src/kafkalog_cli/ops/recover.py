@@ -381,7 +381,8 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
     else:
         old_epochs = ckpt.read_epochs(epochs_path)
     epochs = list(old_epochs or [])
-    state = _initial_producer_state(d, segs, bases, min(recover_set) if recover_set else None, opts, cfg, p, name)
+    state = _producer_state_at(d, segs, bases, min(recover_set) if recover_set else None, opts, cfg, p, name,
+                               log_start)
     snapshots_to_write: dict[int, bytes] = {}
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
@@ -519,14 +520,24 @@ def _replay(buf, state: ProducerState) -> None:
 def _initial_producer_state(d: Path, segs, bases, first_recovered, opts, cfg, p: Plan, name: str) -> ProducerState:
     """Producer state at the first recovered segment's base: the latest valid snapshot at or below
     it, then the log replayed up to it (UnifiedLog.rebuildProducerState)."""
+    return _producer_state_at(d, segs, bases, first_recovered, opts, cfg, p, name, None)
+
+
+def _producer_state_at(d: Path, segs, bases, first_recovered, opts, cfg, p: Plan, name: str,
+                       log_start: int | None) -> ProducerState:
+    """_initial_producer_state; with `log_start` (the log-start-offset checkpoint's value) as
+    Kafka 3.3.1's truncateAndReload: snapshots at or below it are not used (the broker deletes
+    them) and without a snapshot the log is replayed from it."""
     if first_recovered is None:
         first_recovered = bases[-1] + 1 if bases else 0
     snaps = sorted((offset_from_name(f.name), f) for f in d.glob("*" + names.SNAPSHOT_SUFFIX)
                    if offset_from_name(f.name) is not None)
     state = ProducerState()
     start = bases[0] if bases else 0
+    if log_start is not None:
+        start = max(start, log_start)
     for off, f in reversed(snaps):
-        if off > first_recovered:
+        if off > first_recovered or (log_start is not None and off <= log_start):
             continue
         try:
             state = ProducerState.from_snapshot(f.read_bytes(), opts.now_ms, cfg.producer_id_expiration_ms, str(f))
