@@ -186,3 +186,15 @@ def test_a_batch_whose_crc_fails_is_not_exported(tmp_path):
     assert r.exit_code == 3 and r.output.count("\n") == 1
     assert f"{seg}: byte {pos}: Record is corrupt (stored crc = " in r.output
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_batch_whose_crc_fails_is_not_exported_to_parquet_either(tmp_path):
+    part = tmp_path / "codec-none-0"
+    shutil.copytree(BASIC / "codec-none-0", part)
+    seg = part / "00000000000000000000.log"
+    data = bytearray(seg.read_bytes())
+    data[-3] ^= 0x01
+    seg.write_bytes(bytes(data))
+    r = run(part, tmp_path / "out", "--to", "parquet")
+    assert r.exit_code == 3 and "Record is corrupt (stored crc = " in r.output
+    assert not (tmp_path / "out").exists()

@@ -228,8 +228,10 @@ def _start_position(ref: SegmentRef, buf, f: Pushdown | None) -> int:
 
 
 def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Pushdown | None = None,
-                 rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
-    """The segment's rows as Arrow record batches (mmap'd, decoded batch by batch)."""
+                 rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+    """The segment's rows as Arrow record batches (mmap'd, decoded batch by batch). The table shows
+    what is there, as dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at
+    a batch whose CRC fails instead, as a consumer with check.crcs does."""
     from kafkalog_cli.formats.records import iter_batches
 
     schema = arrow_schema(cols)
@@ -273,7 +275,8 @@ def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Push
                         continue
                     if f.ts_min is not None and b.max_timestamp < f.ts_min:
                         continue
-                b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
+                if verify_crc:
+                    b.ensure_valid()
                 recs = b.records()
                 if f is not None:
                     recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]

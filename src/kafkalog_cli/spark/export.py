@@ -60,7 +60,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         n = 0
         try:
             with pq.ParquetWriter(path, schema, compression="snappy") as w:
-                for rb in read_segment(ref, file_cols):
+                for rb in read_segment(ref, file_cols, verify_crc=True):
                     w.write_batch(rb)
                     n += rb.num_rows
         except OSError as e:
