@@ -1,6 +1,7 @@
-"""The checkpoint files recover, roll and retain rewrite, read leniently: a damaged checkpoint
-means "no entry", as a fresh broker would start from 0. Parsing and writing are
-formats.checkpoints'; this only adds the leniency and keeps the file's own entry order."""
+"""The checkpoint files recover, roll, retain and compact read and rewrite. Read leniently by
+default (a damaged checkpoint means "no entry", as a fresh broker would start from 0), strictly
+where the log dir cannot be judged without it. Parsing and writing are formats.checkpoints';
+this only adds the leniency and keeps the file's own entry order."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,13 +20,20 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def read_offsets(path: Path) -> dict[tuple[str, int], int]:
-    """recovery-point-offset-checkpoint and friends: {(topic, partition): offset}, in file order."""
+def read_offsets_strict(path: Path) -> tuple[dict[tuple[str, int], int], list[tuple[str, int]]]:
+    """({(topic, partition): offset}, the file's entry order); a missing file has no entry, a
+    damaged one raises CheckpointError (retain and compact cannot judge a log dir without it)."""
     raw = _read(path)
     if raw is None:
-        return {}
+        return {}, []
+    entries = parse_offset_checkpoint_entries(raw, path=str(path))
+    return {(t, p): o for t, p, o in entries}, [(t, p) for t, p, _ in entries]
+
+
+def read_offsets(path: Path) -> dict[tuple[str, int], int]:
+    """recovery-point-offset-checkpoint and friends: {(topic, partition): offset}, in file order."""
     try:
-        return {(t, p): o for t, p, o in parse_offset_checkpoint_entries(raw, path=str(path))}
+        return read_offsets_strict(path)[0]
     except CheckpointError:
         return {}
 

@@ -281,12 +281,11 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
 def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int] | None:
     """replication-offset-checkpoint (read as retain reads it), or None when the broker never
     wrote one: then the high watermark is taken as the log end offset, and noted."""
-    from kafkalog_cli.ops.retain import _read_offsets
     path = log_dir / names.REPLICATION_CHECKPOINT
     if not path.exists():
         notes.note(log_dir.name, f"no {names.REPLICATION_CHECKPOINT}: high watermarks taken as the log end offsets")
         return None
-    return _read_offsets(path)[0]
+    return ckpt.read_offsets_strict(path)[0]
 
 
 def _hw_note(checkpointed: int | None, hw: int, lso: int, active_base: int) -> str | None:

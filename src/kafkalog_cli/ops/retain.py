@@ -39,7 +39,7 @@ from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_co
 from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
                                               parse_leader_epoch_checkpoint,
-                                              parse_offset_checkpoint_entries, truncate_from_start)
+                                              truncate_from_start)
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import checkpoint_text
@@ -377,19 +377,10 @@ class LogDirState:
 
     @classmethod
     def read(cls, log_dir: Path) -> "LogDirState":
-        hw, _ = _read_offsets(log_dir / names.REPLICATION_CHECKPOINT)
-        ls, ls_order = _read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
-        rp, rp_order = _read_offsets(log_dir / names.RECOVERY_POINT_CHECKPOINT)
+        hw, _ = checkpoint_text.read_offsets_strict(log_dir / names.REPLICATION_CHECKPOINT)
+        ls, ls_order = checkpoint_text.read_offsets_strict(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+        rp, rp_order = checkpoint_text.read_offsets_strict(log_dir / names.RECOVERY_POINT_CHECKPOINT)
         return cls(log_dir, hw, ls, ls_order, rp, rp_order)
-
-
-def _read_offsets(path: Path) -> tuple[dict[tuple[str, int], int], list[tuple[str, int]]]:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return {}, []
-    entries = parse_offset_checkpoint_entries(data, path=str(path))
-    return {(t, p): o for t, p, o in entries}, [(t, p) for t, p, _ in entries]
 
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan:
