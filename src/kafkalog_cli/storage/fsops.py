@@ -320,24 +320,19 @@ class FsOps:
     def prepare_quarantine(self) -> None:
         """Create the quarantine folder and its manifest now, so that an unwritable or full
         quarantine is found before the log dir is touched."""
-        q = self.quarantine
-        if q is None or q.folder is None:
-            return
-        try:
-            self._pre("mkdir", q.folder)
-            q.folder.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise self._error(e, q.folder, "create the quarantine") from None
-        self.write_atomic(q.folder / "manifest.json",
-                          (json.dumps(q.manifest(), indent=2) + "\n").encode())
+        self._write_manifest()
 
     def _note(self, entry: QuarantineEntry) -> None:
         """Record the entry, and make the manifest durable before the data moves."""
-        q = self.quarantine
-        if q is None:
+        if self.quarantine is None:
             return
-        q.entries.append(entry)
-        if q.folder is None:
+        self.quarantine.entries.append(entry)
+        self._write_manifest()
+
+    def _write_manifest(self) -> None:
+        """The quarantine folder (created if need be) and its manifest, written atomically."""
+        q = self.quarantine
+        if q is None or q.folder is None:
             return
         try:
             self._pre("mkdir", q.folder)
