@@ -54,12 +54,12 @@ def command(paths, deep, fmt, jobs, engine, master):
       kafkalog verify-crc orders-3/00000000000000000000.log --format json | jq .position
     """
     from kafkalog_cli.commands.common import jobs_or_cores
-    from kafkalog_cli.ops.verify import group_paths_lenient, unreadable_report, verify_groups
+    from kafkalog_cli.ops.verify import group_paths_lenient, total_bytes, unreadable_report, verify_groups
 
     check_engine(engine, master)
     t0 = time.perf_counter()
     groups, bad_paths = group_paths_lenient(paths)
-    total = _total_bytes(groups)
+    total = total_bytes(groups)
     progress = None
     on_progress = None
     if sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES and engine == "local":
@@ -114,16 +114,3 @@ def command(paths, deep, fmt, jobs, engine, master):
         sys.exit(int(ExitCode.INPUT))
     if problems:
         sys.exit(int(ExitCode.PROBLEMS))
-
-
-def _total_bytes(groups) -> int:
-    import os
-
-    n = 0
-    for _, files in groups:
-        for f in files:
-            try:
-                n += os.path.getsize(f)
-            except OSError:
-                pass
-    return n

@@ -375,8 +375,8 @@ def _merge_group(directory: str, files: list[FileReport]) -> PartitionReport:
     return rep
 
 
-def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
-    """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy."""
+def total_bytes(groups: list[tuple[str, list[str]]]) -> int:
+    """The size of every readable file of `groups` (an unreadable one is reported elsewhere)."""
     total = 0
     for _, files in groups:
         for f in files:
@@ -384,6 +384,12 @@ def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -
                 total += os.path.getsize(f)
             except OSError:
                 pass
+    return total
+
+
+def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
+    """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy."""
+    total = total_bytes(groups)
     # about two ranges per worker: files that size or smaller are never split (no walk needed)
     target = max(8 << 20, -(-total // max(1, jobs * 2))) if jobs > 1 else 1 << 62
     return [[_split(f, target, deep) for f in files] for _, files in groups]
