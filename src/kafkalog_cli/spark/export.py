@@ -139,17 +139,16 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
            jobs: int = 0, overwrite: bool = False, spark=None) -> dict:
     """Export the segments under `paths` to `out`; returns {"segments", "records", "out", "files"}."""
     from kafkalog_cli.spark.arrow import segment_refs
-    from kafkalog_cli.spark.engine import run_partitions
 
     if options.to not in FORMATS:
         raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
     to_stdout = str(out) == "-"
     if to_stdout and options.to != "jsonl":
         raise UsageError("OUT '-' (standard output) needs --to jsonl")
-    out = Path(out).absolute()
     refs = segment_refs(paths)
     if to_stdout:
         return _export_to_stdout(refs, options, engine, master, jobs, spark)
+    out = Path(out).absolute()
     _check_out(out, paths)
     if out.exists() and not overwrite:
         raise InputError("already exists (pass --overwrite to replace it)", path=str(out))
@@ -164,15 +163,11 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
     except OSError as e:
         raise WriteError(e.strerror or str(e), path=str(staging)) from None
     try:
-        results = run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
-                                 args=(str(staging), options), spark=spark)
+        results = _write_parts(refs, staging, options, engine, master, jobs, spark)
         if options.to == "jsonl":
             final = out.parent / f".{out.name}.kafkalog-export-{os.getpid()}.jsonl"
             with open(final, "wb") as dst:
-                for r in results:
-                    with open(staging / r["file"], "rb") as src:
-                        shutil.copyfileobj(src, dst, 1 << 20)
-                dst.flush()
+                _concat_parts(results, staging, dst)
                 os.fsync(dst.fileno())
             shutil.rmtree(staging)
             staging = final
@@ -195,19 +190,28 @@ def _export_to_stdout(refs, options: ExportOptions, engine, master, jobs, spark)
     import sys
     import tempfile
 
-    from kafkalog_cli.spark.engine import run_partitions
-
     # Spark executors on other hosts need a shared directory: the current one, as for OUT
     staging = Path(tempfile.mkdtemp(prefix=".kafkalog-export-", dir=os.getcwd() if engine == "spark" else None))
     try:
-        results = run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
-                                 args=(str(staging), options), spark=spark)
+        results = _write_parts(refs, staging, options, engine, master, jobs, spark)
         sys.stdout.flush()
-        dst = sys.stdout.buffer
-        for r in results:
-            with open(staging / r["file"], "rb") as src:
-                shutil.copyfileobj(src, dst, 1 << 20)
-        dst.flush()
+        _concat_parts(results, staging, sys.stdout.buffer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return {"out": "-", "segments": len(refs), "records": sum(r["records"] for r in results), "files": ["-"]}
+
+
+def _write_parts(refs, staging: Path, options: ExportOptions, engine, master, jobs, spark) -> list[dict]:
+    """One file per segment under `staging`, by the local pool or Spark; their results in order."""
+    from kafkalog_cli.spark.engine import run_partitions
+
+    return run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
+                          args=(str(staging), options), spark=spark)
+
+
+def _concat_parts(results: list[dict], staging: Path, dst) -> None:
+    """The per-segment JSON Lines files, in input order, into the binary stream `dst` (flushed)."""
+    for r in results:
+        with open(staging / r["file"], "rb") as src:
+            shutil.copyfileobj(src, dst, 1 << 20)
+    dst.flush()
