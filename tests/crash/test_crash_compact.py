@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import compact, recover
 from kafkalog_cli.ops.plan import apply as apply_plan
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
@@ -19,7 +20,7 @@ def _compact(d, q, fault_after=None):
 
 
 def _recover(d, q):
-    (ld, parts), = recover.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     apply_plan(recover.plan(ld, parts, recover.RecoverOptions(now_ms=NOW)), FsOps(ld, Quarantine(q, "recover")))
 
 

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
@@ -28,13 +29,13 @@ def offsets(d):
 
 
 def run_recover(d, q, fault_after=None):
-    (ld, parts), = recover.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795248200000))
     return apply(p, FsOps(ld, Quarantine(q, "recover"), fault_after=fault_after))
 
 
 def run_roll(d, q, fault_after=None):
-    (ld, parts), = roll.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(now_ms=1795249186389, if_needed=True))
     return apply(p, FsOps(ld, Quarantine(q, "roll"), fault_after=fault_after))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
@@ -32,7 +33,7 @@ def crash_then_rerun(case: str, tmp_path: Path, n: int, quarantine: bool, via_re
     with pytest.raises(InjectedFault):
         run(d, params(case)["now_ms"], resolver(case, d), quarantine=q, fault_after=n)
     if via_recover:
-        (ld, parts), = recover.partition_dirs_for([d]).items()
+        (ld, parts), = partition_dirs_for([d]).items()
         apply(recover.plan(ld, parts, recover.RecoverOptions(now_ms=params(case)["now_ms"])),
               FsOps(ld, Quarantine(q, "recover")))
     run(d, params(case)["now_ms"], resolver(case, d), quarantine=q)

@@ -11,7 +11,7 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_legacy_batch, build_v2_batch, iter_batches
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
-from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps, Quarantine

@@ -4,6 +4,7 @@ import struct
 
 import pytest
 
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import ActionKind, apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
@@ -12,7 +13,7 @@ from .conftest import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_st
 
 
 def run(log_dir, tmp_path, **kw):
-    groups = recover.partition_dirs_for([log_dir])
+    groups = partition_dirs_for([log_dir])
     (ld, parts), = groups.items()
     p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795248200000, **kw))
     report = apply(p, FsOps(ld, Quarantine(tmp_path / "q", "recover")))
@@ -45,7 +46,7 @@ def test_twice_is_once(case, tmp_path):
 def test_dry_run_plan_changes_nothing(tmp_path):
     d = copy_case("recover-torn-tail", tmp_path)
     before = tree_state(d)
-    groups = recover.partition_dirs_for([d])
+    groups = partition_dirs_for([d])
     (ld, parts), = groups.items()
     p = recover.plan(ld, parts, recover.RecoverOptions())
     kinds = [a.kind for a in p.actions]

@@ -13,7 +13,7 @@ from kafkalog_cli.formats.producer_state import encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.ops.recover import partition_dirs_for
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"

@@ -1,3 +1,4 @@
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
@@ -8,7 +9,7 @@ NOW = 1795249186389
 
 
 def do_roll(d, tmp_path, **kw):
-    (ld, parts), = roll.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(now_ms=NOW, **kw))
     apply(p, FsOps(ld, Quarantine(tmp_path / "q", "roll")))
     return p
@@ -36,7 +37,7 @@ def test_time_roll_closed_segment_matches_the_broker(tmp_path):
 
 def test_if_needed_does_nothing_when_no_condition_holds(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
-    (ld, parts), = roll.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(if_needed=True, now_ms=1700000000200))
     assert p.actions == []
 
@@ -44,7 +45,7 @@ def test_if_needed_does_nothing_when_no_condition_holds(tmp_path):
 def test_recover_after_roll_trims_the_new_indexes(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
     do_roll(d, tmp_path)
-    (ld, parts), = recover.partition_dirs_for([d]).items()
+    (ld, parts), = partition_dirs_for([d]).items()
     p = recover.plan(ld, parts, recover.RecoverOptions(all_segments=True))
     apply(p, FsOps(ld, Quarantine(None, "recover")))
     assert (d / "roll-createtime-0" / "00000000000000000060.index").stat().st_size == 0

@@ -9,6 +9,7 @@ import click
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
                                            now_or_clock, quarantine_options, resolver_from_options)
 from kafkalog_cli.commands.common import jobs_or_cores
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
@@ -56,7 +57,7 @@ def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_i
     --dry-run prints, per partition, the dirty section, its dirty ratio, whether it would be
     cleaned, and an estimate from a simulated round: keys, bytes freed, messages kept."""
     check_engine(engine, master)
-    groups = ops.partition_dirs_for(paths)
+    groups = partition_dirs_for(paths)
     now = now_or_clock(now_ms)
     run_args = (now, force, dedupe_buffer_size, 1 if engine == "spark" else jobs_or_cores(jobs), config_pairs,
                 topic_config_items, server_properties, no_cluster_metadata, quarantine_dir, no_quarantine, dry_run)

@@ -9,6 +9,7 @@ import click
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
                                            now_or_clock, quarantine_options, resolver_from_options)
 from kafkalog_cli.commands.runner import run_plans
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover as ops
 
 
@@ -38,7 +39,7 @@ def command(paths, all_segments, salvage, config_pairs, topic_config_items, serv
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
     read back. Move it out of the log dir first."""
-    groups = ops.partition_dirs_for(paths)
+    groups = partition_dirs_for(paths)
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
     now = now_or_clock(now_ms)

@@ -46,7 +46,7 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
     Exit codes: 0 done or nothing to do; 5 a log dir was locked (a broker runs on it) and
     skipped; 3 corrupt input, 4 bad path, 6 write failure (these win over 5).
     """
-    from kafkalog_cli.ops.recover import partition_dirs_for
+    from kafkalog_cli.storage.logdir import partition_dirs_for
 
     check_engine(engine, master)
     groups = partition_dirs_for(paths)

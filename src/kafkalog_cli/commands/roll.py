@@ -8,6 +8,7 @@ import click
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
                                            now_or_clock, quarantine_options, resolver_from_options)
 from kafkalog_cli.commands.runner import run_plans
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import roll as ops
 
 
@@ -36,7 +37,7 @@ def command(paths, if_needed, config_pairs, topic_config_items, server_propertie
     Exit codes: 0 rolled or nothing to roll; 2 usage; 3 corrupt input; 4 bad path;
     5 the log dir is locked (a broker runs on it); 6 a change could not be written.
     """
-    groups = ops.partition_dirs_for(paths)
+    groups = partition_dirs_for(paths)
     now = now_or_clock(now_ms)
 
     def make_plan(log_dir, parts):

@@ -27,16 +27,18 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
 from kafkalog_cli.errors import InputError, KafkalogError
-from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord, SegmentInfo,
                                       build_offset_map, clean_into, collect_aborted_transactions,
                                       group_segments_by_size, segments_overlapping)
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan
+from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass
@@ -149,10 +151,6 @@ class CompactPlan:
 
 
 # ------------------------------------------------------------------------------ LogCleanerManager
-def partition_dirs_for(paths):
-    from kafkalog_cli.ops.recover import partition_dirs_for as group
-    return group(paths)
-
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, estimate: bool = False) -> CompactPlan:
     """LogCleanerManager's view of every compacted partition; nothing is written. With
@@ -313,9 +311,9 @@ def _compaction_delay(dirty_non_active: list[SegmentInfo], cfg: TopicConfig, now
 
 
 def _producer_state(d: Path, bases: list[int], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan):
-    from kafkalog_cli.ops.recover import RecoverOptions, SegmentFiles, _initial_producer_state
-    segs = {b: SegmentFiles(b, d, segment_file(d, b, names.LOG_SUFFIX)) for b in bases}
-    return _initial_producer_state(d, segs, bases, leo + 1, RecoverOptions(now_ms=now_ms), cfg, notes, d.name)
+    return rebuild_producer_state(d, [Segment(d, b) for b in bases], leo + 1, now_ms=now_ms,
+                                  expiration_ms=cfg.producer_id_expiration_ms,
+                                  ignored=lambda m, f: notes.note(d.name, m, f))
 
 
 # ------------------------------------------------------------------------------ Cleaner.doClean

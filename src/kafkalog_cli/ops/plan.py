@@ -8,15 +8,13 @@ protocol: new files before renames, later segments deleted before a truncation, 
 from __future__ import annotations
 
 import enum
-import errno
-import json
-import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.fsops import FsOps, TMP_SUFFIX
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.names import CLEANED_SUFFIX
 
 
 class ActionKind(str, enum.Enum):
@@ -140,21 +138,8 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
     """Fail before the first change: each directory to change must take a file, the quarantine
     must be creatable and hold the bytes it will receive. A read-only file system or a full
     quarantine is then reported with the log dir as it was."""
-    dirs = sorted({a.path.parent for a in plan.actions})
-    for d in dirs:
-        probe = d / (".kafkalog-probe" + TMP_SUFFIX)
-        try:
-            fsops._pre("write", probe)
-            with open(probe, "wb") as f:
-                f.write(b"\0")
-                os.fsync(f.fileno())
-            os.unlink(probe)
-        except OSError as e:
-            try:
-                os.unlink(probe)
-            except OSError:
-                pass
-            raise fsops._error(e, d, "write in") from None
+    for d in sorted({a.path.parent for a in plan.actions}):
+        fsops.check_writable(d)
     q = fsops.quarantine
     if q is not None and q.folder is not None and any(
             a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
@@ -202,34 +187,10 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
 
 
 def _rewrite_segment(a: Action, fsops: FsOps) -> None:
-    """Kafka's replace protocol: kept ranges -> `<log>.cleaned`, rename to `.swap`, the old file
-    into the quarantine, then `.swap` -> final. A crash at any point is resolved by LogLoader's
+    """--salvage: the kept byte ranges become `<log>.cleaned`, swapped in by Kafka's replace
+    protocol (the old file into the quarantine). A crash at any point is resolved by LogLoader's
     leftover handling (ours and the broker's)."""
     src = a.source or a.path
-    cleaned = a.path.with_name(a.path.name + ".cleaned")
-    swap = a.path.with_name(a.path.name + ".swap")
-    try:
-        fsops._pre("write", cleaned)
-        with open(src, "rb") as fi, open(cleaned, "wb") as fo:
-            for start, end in a.ranges or []:
-                fi.seek(start)
-                remaining = end - start
-                while remaining:
-                    chunk = fi.read(min(1 << 20, remaining))
-                    if not chunk:
-                        break
-                    fo.write(chunk)
-                    remaining -= len(chunk)
-            fo.flush()
-            os.fsync(fo.fileno())
-    except OSError as e:
-        try:
-            os.unlink(cleaned)
-        except OSError:
-            pass
-        raise fsops._error(e, cleaned, "write") from None
-    fsops.step(f"write {cleaned}")
-    fsops.fsync_dir(cleaned.parent)
-    fsops.rename(cleaned, swap)
-    fsops.delete(src, a.reason)
-    fsops.rename(swap, a.path)
+    cleaned = a.path.with_name(a.path.name + CLEANED_SUFFIX)
+    fsops.copy_ranges(src, cleaned, a.ranges or [])
+    fsops.replace_segments([cleaned], [(src, a.reason)])

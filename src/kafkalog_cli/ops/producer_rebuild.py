@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from kafkalog_cli.errors import KafkalogError
 
 from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
                                                  parse_producer_snapshot)
 from kafkalog_cli.formats.records import ControlRecordType, RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.names import offset_from_name
+from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass
@@ -119,3 +126,56 @@ def _scala_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntr
         return (x ^ (x >> 16)) & 0xFFFFFFFF
 
     return sorted(entries.values(), key=lambda e: (h(e.producer_id) & (cap - 1), h(e.producer_id)))
+
+
+def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: int | None, *, now_ms: int,
+                           expiration_ms: int, log_start: int | None = None,
+                           ignored: Callable[[str, Path], None] | None = None) -> ProducerState:
+    """Producer state at offset `upto` (the first segment to recover, the new segment's base...):
+    the latest valid snapshot at or below it, then the log replayed up to it
+    (UnifiedLog.rebuildProducerState). `upto=None`: past the last segment.
+
+    With `log_start` (the log-start-offset checkpoint's value) as Kafka 3.3.1's truncateAndReload:
+    snapshots at or below it are not used (the broker deletes them) and without a snapshot the log
+    is replayed from it. A snapshot that does not parse is skipped, and `ignored(message, path)`
+    says so."""
+    bases = [s.base_offset for s in segments]
+    if upto is None:
+        upto = bases[-1] + 1 if bases else 0
+    snaps = sorted((offset_from_name(f.name), f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
+                   if offset_from_name(f.name) is not None)
+    state = ProducerState()
+    start = bases[0] if bases else 0
+    if log_start is not None:
+        start = max(start, log_start)
+    for off, f in reversed(snaps):
+        if off > upto or (log_start is not None and off <= log_start):
+            continue
+        try:
+            state = ProducerState.from_snapshot(f.read_bytes(), now_ms, expiration_ms, str(f))
+            start = off
+            break
+        except KafkalogError as e:
+            if ignored is not None:
+                ignored(f"producer snapshot ignored: {e.message}", f)
+    for i, seg in enumerate(segments):
+        if seg.base_offset >= upto:
+            break
+        if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+            continue
+        replay(seg, state, start)
+    return state
+
+
+def replay(seg: Segment, state: ProducerState, start: int = 0) -> None:
+    """Producer state through a segment's batches from offset `start` (headers only, no CRC);
+    the walk stops quietly at the first batch that does not parse."""
+    with seg.mapped():
+        try:
+            for batch in seg.batches():
+                if batch.last_offset < start:
+                    continue
+                if batch.magic >= 2 and batch.producer_id >= 0:
+                    state.update(batch)
+        except KafkalogError:
+            pass

@@ -31,12 +31,13 @@ from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_lead
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index, parse_txn_index
-from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
-from kafkalog_cli.ops.producer_rebuild import ProducerState
+from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.segment import Segment
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
@@ -75,6 +76,10 @@ class SegmentFiles:
     @property
     def log(self) -> Path:
         return self.file(names.LOG_SUFFIX)
+
+    @property
+    def segment(self) -> Segment:
+        return Segment(self.directory, self.base, read_from=self.read_from)
 
 
 @dataclass
@@ -284,25 +289,6 @@ class RecoverOptions:
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
 
 
-def partition_dirs_for(paths) -> dict[Path, list[Path]]:
-    """Group the given log dirs / partition dirs by log dir."""
-    from kafkalog_cli.storage.logdir import is_log_dir
-    out: dict[Path, list[Path]] = {}
-    for raw in paths:
-        p = Path(raw)
-        if not p.is_dir():
-            raise InputError("not a directory (give a log dir or a partition dir)", path=str(p))
-        if parse_partition_dir(p.name) is not None and (any(p.glob("*.log")) or any(p.glob("*.log.swap"))
-                                                        or is_log_dir(p.parent)):
-            out.setdefault(p.parent, []).append(p)
-        elif is_log_dir(p):
-            dirs = sorted(d for d in p.iterdir() if d.is_dir() and parse_partition_dir(d.name) is not None)
-            out.setdefault(p, []).extend(dirs)
-        else:
-            raise InputError("not a Kafka log dir or partition dir", path=str(p))
-    return {k: sorted(set(v)) for k, v in out.items()}
-
-
 def check_partition_dirs(partition_dirs) -> None:
     """InputError (exit 4) for a partition dir whose topic name a checkpoint line cannot hold
     (whitespace): Kafka 3.3.1's parseTopicPartitionName accepts it (no topic name validation), but
@@ -381,8 +367,9 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
     else:
         old_epochs = ckpt.read_epochs(epochs_path)
     epochs = list(old_epochs or [])
-    state = _producer_state_at(d, segs, bases, min(recover_set) if recover_set else None, opts, cfg, p, name,
-                               log_start)
+    state = rebuild_producer_state(d, [segs[b].segment for b in bases], min(recover_set) if recover_set else None,
+                                   now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
+                                   log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
     snapshots_to_write: dict[int, bytes] = {}
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
@@ -401,7 +388,7 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                     if epochs_problem is not None:
                         _epochs_from_headers(buf, epochs)
                     if recover_set and b > min(recover_set):
-                        _replay(buf, state)
+                        replay(s.segment, state)
                     continue
                 p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding",
                        s.file(names.INDEX_SUFFIX))
@@ -505,65 +492,6 @@ def _offsets_in(buf, start: int) -> tuple[int, int] | None:
     except KafkalogError:
         pass
     return None if first is None else (first, last)
-
-
-def _replay(buf, state: ProducerState) -> None:
-    """Producer state through a segment below the recovery point (headers only, no CRC)."""
-    try:
-        for b in iter_batches(buf):
-            if b.magic >= 2 and b.producer_id >= 0:
-                state.update(b)
-    except KafkalogError:
-        pass
-
-
-def _initial_producer_state(d: Path, segs, bases, first_recovered, opts, cfg, p: Plan, name: str) -> ProducerState:
-    """Producer state at the first recovered segment's base: the latest valid snapshot at or below
-    it, then the log replayed up to it (UnifiedLog.rebuildProducerState)."""
-    return _producer_state_at(d, segs, bases, first_recovered, opts, cfg, p, name, None)
-
-
-def _producer_state_at(d: Path, segs, bases, first_recovered, opts, cfg, p: Plan, name: str,
-                       log_start: int | None) -> ProducerState:
-    """_initial_producer_state; with `log_start` (the log-start-offset checkpoint's value) as
-    Kafka 3.3.1's truncateAndReload: snapshots at or below it are not used (the broker deletes
-    them) and without a snapshot the log is replayed from it."""
-    if first_recovered is None:
-        first_recovered = bases[-1] + 1 if bases else 0
-    snaps = sorted((offset_from_name(f.name), f) for f in d.glob("*" + names.SNAPSHOT_SUFFIX)
-                   if offset_from_name(f.name) is not None)
-    state = ProducerState()
-    start = bases[0] if bases else 0
-    if log_start is not None:
-        start = max(start, log_start)
-    for off, f in reversed(snaps):
-        if off > first_recovered or (log_start is not None and off <= log_start):
-            continue
-        try:
-            state = ProducerState.from_snapshot(f.read_bytes(), opts.now_ms, cfg.producer_id_expiration_ms, str(f))
-            start = off
-            break
-        except KafkalogError as e:
-            p.note(name, f"producer snapshot ignored: {e.message}", f)
-    for b in bases:
-        if b >= first_recovered:
-            break
-        nxt = bases[bases.index(b) + 1] if bases.index(b) + 1 < len(bases) else None
-        if nxt is not None and nxt <= start:
-            continue
-        buf = _map(segs[b].read_from)
-        try:
-            for batch in iter_batches(buf):
-                if batch.last_offset < start:
-                    continue
-                if batch.magic >= 2 and batch.producer_id >= 0:
-                    state.update(batch)
-        except KafkalogError:
-            pass
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
-    return state
 
 
 def _gone(p: Plan) -> set[Path]:

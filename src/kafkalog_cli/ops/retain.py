@@ -42,7 +42,7 @@ from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, lo
                                               truncate_from_start)
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.ops import checkpoint_text
+from kafkalog_cli.storage import checkpoints as checkpoint_text
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX

@@ -24,11 +24,13 @@ from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.indexes import (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry,
                                           encode_time_index, parse_offset_index, parse_time_index)
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.ops import checkpoint_text as ckpt
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
-from kafkalog_cli.ops.recover import SegmentFiles, _initial_producer_state, _map, _read
+from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
+from kafkalog_cli.ops.recover import _map, _read
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.segment import Segment
 
 INT32_MAX = 0x7FFFFFFF
 
@@ -121,10 +123,6 @@ def should_roll(seg: ActiveSegment, cfg: TopicConfig, now_ms: int) -> str | None
     return None
 
 
-def partition_dirs_for(paths):
-    from kafkalog_cli.ops.recover import partition_dirs_for as group
-    return group(paths)
-
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
@@ -175,9 +173,9 @@ def _plan_partition(p: Plan, d: Path, cfg: TopicConfig, opts: RollOptions) -> No
         p.add(Action(ActionKind.TRUNCATE, log, "trim the preallocated log", name, at=seg.size,
                      bytes_removed=seg.file_size - seg.size))
     # 2. producer snapshot at the new base
-    segs = {b: SegmentFiles(b, d, segment_file(d, b, names.LOG_SUFFIX)) for b in bases}
-    from kafkalog_cli.ops.recover import RecoverOptions
-    state = _initial_producer_state(d, segs, bases, new, RecoverOptions(now_ms=opts.now_ms), cfg, p, name)
+    state = rebuild_producer_state(d, [Segment(d, b) for b in bases], new, now_ms=opts.now_ms,
+                                   expiration_ms=cfg.producer_id_expiration_ms,
+                                   ignored=lambda m, f: p.note(name, m, f))
     snap = segment_file(d, new, names.SNAPSHOT_SUFFIX)
     data = state.snapshot_bytes()
     if _read(snap) != data or not snap.exists():

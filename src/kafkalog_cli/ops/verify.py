@@ -439,12 +439,12 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
 def verify_partition(directory: str | Path, deep: bool = False) -> PartitionReport:
     """Verify one partition dir's .log segments in offset order, in this process (the Spark jobs
     call this once per partition, on their executors)."""
-    from kafkalog_cli.storage.logdir import _files_of_partition
+    from kafkalog_cli.storage.logdir import files_of_partition
 
     d = Path(directory)
     if not d.is_dir():
         raise InputError("not a directory", path=str(d))
-    files = [str(p) for p in _files_of_partition(d, (".log",))]
+    files = [str(p) for p in files_of_partition(d, (".log",))]
     t0 = time.perf_counter()
     rep = verify_groups([(str(d), files)], deep=deep, jobs=1)[0]
     rep.elapsed = time.perf_counter() - t0
@@ -474,7 +474,7 @@ def is_segment_name(name: str) -> bool:
 def group_paths_lenient(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
     """As group_paths, but a path that cannot be verified does not stop the others: it comes
     back as (number of groups before it, its InputError), so it can be reported in order."""
-    from kafkalog_cli.storage.logdir import LogDir, _files_of_partition, is_log_dir, is_partition_dir
+    from kafkalog_cli.storage.logdir import LogDir, files_of_partition, is_log_dir, is_partition_dir
     from kafkalog_cli.storage.names import parse_partition_dir
     from kafkalog_cli.storage.segment import not_regular_reason
 
@@ -488,14 +488,14 @@ def group_paths_lenient(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]
         p = Path(raw)
         if p.is_dir():
             if is_partition_dir(p) or parse_partition_dir(p.name) is not None:
-                groups.append((raw, [str(f) for f in _files_of_partition(p, (".log",))]))
+                groups.append((raw, [str(f) for f in files_of_partition(p, (".log",))]))
                 continue
             parts = LogDir(p).partition_dirs()
             if not parts and not is_log_dir(p):
                 bad("not a Kafka log dir or partition dir (no segments, no checkpoint files)", raw)
                 continue
             for d in parts:
-                groups.append((str(d), [str(f) for f in _files_of_partition(d, (".log",))]))
+                groups.append((str(d), [str(f) for f in files_of_partition(d, (".log",))]))
             continue
         why = not_regular_reason(raw)
         if why == "no such file":

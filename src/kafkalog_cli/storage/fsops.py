@@ -17,6 +17,7 @@ rename, no copy, no extra space), next to the data it came from, and outside eve
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import errno
 import json
@@ -24,9 +25,10 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import BinaryIO, Callable, Iterator
 
 from kafkalog_cli.errors import UsageError, WriteError
+from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
 
 TMP_SUFFIX = ".kafkalog-tmp"
 QUARANTINE_DIRNAME = ".kafkalog-quarantine"
@@ -179,6 +181,77 @@ class FsOps:
             raise self._error(e, path, "rename") from None
         self.step(f"rename {tmp} -> {path}")
         self.fsync_dir(path.parent)
+
+    @contextlib.contextmanager
+    def create(self, path: Path) -> Iterator[BinaryIO]:
+        """A new file written as a stream (a `.cleaned` segment): fsynced when the body ends, then
+        one step. An error removes the partial file (nothing refers to it yet) and is a
+        WriteError naming it; a crash (InjectedFault, SIGKILL) leaves it, as a crash would."""
+        path = Path(path)
+        try:
+            self._pre("write", path)
+            f = open(path, "wb")
+        except OSError as e:
+            raise self._error(e, path, "write") from None
+        try:
+            with f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+        except Exception as e:
+            _unlink_quietly(path)
+            if isinstance(e, OSError):
+                raise self._error(e, Path(e.filename or path), "write") from None
+            raise
+        self.step(f"write {path}")
+
+    def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
+        """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
+        with self.create(dst) as fo, open(src, "rb") as fi:
+            for start, end in ranges:
+                fi.seek(start)
+                remaining = end - start
+                while remaining:
+                    chunk = fi.read(min(_COPY_CHUNK, remaining))
+                    if not chunk:
+                        break
+                    fo.write(chunk)
+                    remaining -= len(chunk)
+
+    def replace_segments(self, cleaned: list[Path], old: list[tuple[Path, str]]) -> None:
+        """LocalLog.replaceSegments: every new file `<name>.cleaned` -> `<name>.swap`, the old
+        files out of the log dir (into the quarantine, where Kafka renames them `.deleted`), then
+        every `.swap` -> `<name>`. A crash at any step is finished by LogLoader (the broker's and
+        `kafkalog recover`'s): a `.swap` replaces the old files it covers, a `.cleaned` is dropped."""
+        if cleaned:   # the new files' entries durable before anything is renamed
+            self.fsync_dir(Path(cleaned[0]).parent)
+        swaps = []
+        for f in cleaned:
+            f = Path(f)
+            if not f.name.endswith(CLEANED_SUFFIX):
+                raise ValueError(f"{f} is not a .cleaned file")
+            swap = f.with_name(f.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
+            self.rename(f, swap)
+            swaps.append(swap)
+        for path, reason in old:
+            if os.path.lexists(path):
+                self.delete(path, reason)
+        for swap in swaps:
+            self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
+
+    def check_writable(self, directory: Path) -> None:
+        """Fail before the first change when `directory` cannot take a new file (a read-only file
+        system, no space, no permission): a probe file written, fsynced and removed."""
+        probe = Path(directory) / (".kafkalog-probe" + TMP_SUFFIX)
+        try:
+            self._pre("write", probe)
+            with open(probe, "wb") as f:
+                f.write(b"\0")
+                os.fsync(f.fileno())
+            os.unlink(probe)
+        except OSError as e:
+            _unlink_quietly(probe)
+            raise self._error(e, Path(directory), "write in") from None
 
     def rename(self, src: Path, dst: Path) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted)."""

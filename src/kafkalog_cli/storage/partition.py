@@ -1,38 +1,89 @@
-"""A partition directory: its segments in offset order, and reads across them (LocalLog)."""
+"""A partition directory: its segments in offset order, the other files by kind, and reads across
+the segments (LocalLog). The directory is listed once, with one os.listdir: a log dir holds
+hundreds of thousands of files, and only the files acted on become Paths."""
 from __future__ import annotations
 
 import bisect
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.records import RecordBatch
-from kafkalog_cli.storage.names import LOG_SUFFIX, TopicPartition, offset_from_name, parse_partition_dir
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.fsops import TMP_SUFFIX
+from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment
 
+if TYPE_CHECKING:  # records are imported when batches are read, not to list a directory
+    from kafkalog_cli.formats.records import RecordBatch
 
-@dataclass
+_INDEX_SUFFIXES = (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)
+
+
+@dataclass(frozen=True)
+class PartitionCheckpoints:
+    """This partition's entries in the log dir's root checkpoint files; None where it has none."""
+
+    recovery_point: int | None = None
+    log_start_offset: int | None = None
+    high_watermark: int | None = None
+    cleaner_offset: int | None = None
+
+
+@dataclass(eq=False)
 class Partition:
     directory: Path
     topic_partition: TopicPartition | None
     segments: list[Segment] = field(default_factory=list)
+    snapshots: dict[int, str] = field(default_factory=dict)          # producer snapshots by offset
+    index_files: dict[int, list[str]] = field(default_factory=dict)  # .index/.timeindex/.txnindex by base
+    temp_files: list[str] = field(default_factory=list)              # .deleted/.cleaned/.swap leftovers
+    leftovers: list[str] = field(default_factory=list)               # interrupted kafkalog writes
+    checkpoints: PartitionCheckpoints = field(default_factory=PartitionCheckpoints)
 
     @classmethod
-    def open(cls, directory: Path | str) -> "Partition":
+    def open(cls, directory: Path | str, checkpoints: PartitionCheckpoints | None = None) -> "Partition":
         directory = Path(directory)
-        if not directory.is_dir():
-            raise InputError("not a directory", path=str(directory))
-        bases = sorted(
-            o for p in directory.iterdir()
-            if p.name.endswith(LOG_SUFFIX) and (o := offset_from_name(p.name)) is not None
-            and p.name == f"{o:020d}{LOG_SUFFIX}"
-        )
-        return cls(directory, parse_partition_dir(directory.name), [Segment(directory, b) for b in bases])
+        try:
+            entries = os.listdir(directory)
+        except (NotADirectoryError, FileNotFoundError):
+            raise InputError("not a directory", path=str(directory)) from None
+        except PermissionError:
+            raise InputError("permission denied", path=str(directory)) from None
+        bases: list[int] = []
+        snapshots: dict[int, str] = {}
+        index_files: dict[int, list[str]] = {}
+        temp_files: list[str] = []
+        leftovers: list[str] = []
+        for name in entries:
+            if name.endswith(TMP_SUFFIX):
+                leftovers.append(name)
+                continue
+            # Kafka's names: 20 digits, then the suffix (temporary suffixes come after it)
+            if len(name) < 22 or name[20] != "." or not name[:20].isdigit():
+                continue
+            suffix = name[20:]
+            if suffix == names.LOG_SUFFIX:
+                bases.append(int(name[:20]))
+            elif suffix == names.SNAPSHOT_SUFFIX:
+                snapshots[int(name[:20])] = name
+            elif suffix in _INDEX_SUFFIXES:
+                index_files.setdefault(int(name[:20]), []).append(name)
+            elif suffix.endswith(names.TEMP_SUFFIXES):
+                temp_files.append(name)
+        bases.sort()
+        last = len(bases) - 1
+        segments = [Segment(directory, b, is_active=i == last) for i, b in enumerate(bases)]
+        return cls(directory, parse_partition_dir(directory.name), segments, snapshots, index_files,
+                   sorted(temp_files), sorted(leftovers), checkpoints or PartitionCheckpoints())
 
     @property
     def name(self) -> str:
         return self.directory.name
+
+    def path(self, name: str) -> Path:
+        return self.directory / name
 
     @property
     def base_offsets(self) -> list[int]:
@@ -42,12 +93,28 @@ class Partition:
     def active_segment(self) -> Segment | None:
         return self.segments[-1] if self.segments else None
 
+    @property
+    def log_start_offset(self) -> int | None:
+        """UnifiedLog's load rule: max(log-start-offset-checkpoint, the first segment's base)."""
+        if not self.segments:
+            return self.checkpoints.log_start_offset
+        return max(self.checkpoints.log_start_offset or 0, self.segments[0].base_offset)
+
+    @property
+    def log_end_offset(self) -> int | None:
+        seg = self.active_segment
+        return None if seg is None else seg.read_next_offset()
+
+    def snapshot_path(self, offset: int) -> Path:
+        return self.path(self.snapshots[offset])
+
     def segment_index_for(self, offset: int) -> int:
         """Index of the segment holding `offset` (the floor by base offset), or 0."""
         i = bisect.bisect_right(self.base_offsets, offset) - 1
         return max(i, 0)
 
-    def batches(self, from_offset: int | None = None, to_offset: int | None = None) -> Iterator[tuple[Segment, RecordBatch]]:
+    def batches(self, from_offset: int | None = None, to_offset: int | None = None
+                ) -> Iterator[tuple[Segment, "RecordBatch"]]:
         """Batches across segments, starting at the batch holding `from_offset` (found through the
         offset index) and stopping after the batch holding `to_offset`."""
         start = self.segment_index_for(from_offset) if from_offset is not None else 0

@@ -1,19 +1,47 @@
 """One segment: `<base>.log` (mmap'd) and its `.index`, `.timeindex` and `.txnindex` (LogSegment)."""
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import stat
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
     INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_from_name, segment_file,
 )
+
+
+_PREFIX = struct.Struct(">qi")                 # baseOffset, batchLength
+_V2_TAIL = struct.Struct(">hiqqqhii")         # attributes .. recordsCount, from byte 21
+_OFFSET_ENTRY = struct.Struct(">ii")          # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")            # timestamp, relative offset
+
+
+class BatchHeader(NamedTuple):
+    """What a batch header tells without its records."""
+
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+@dataclass
+class LogTail:
+    """What only the .log can tell about a segment's end: its next offset, the largest batch
+    timestamp after the last offset-index entry, and its size in complete batches."""
+
+    next_offset: int
+    max_timestamp: int
+    valid_size: int
 
 
 def map_file(path: Path | str):
@@ -81,11 +109,23 @@ class _opened:
         self.f.close()
 
 
-@dataclass
+@dataclass(eq=False)
 class Segment:
+    """One segment, after Kafka's LogSegment: every fact an operation needs about it is computed
+    here, on demand and once (stat, index tails, the walk after the last index entry).
+
+    `read_from` is where the `.log` bytes are now when that is not `log_path` (a `.swap` that
+    recovery is about to rename). `is_active`: the partition's last segment, whose unindexed
+    tail counts for its largest timestamp and next offset (an unclean shutdown leaves batches
+    after the last index entry)."""
+
     directory: Path
     base_offset: int
+    read_from: Path | None = None
+    is_active: bool = False
     _log: object = field(default=None, repr=False)
+    _stat: os.stat_result | None = field(default=None, repr=False)
+    _tail: "LogTail | None" = field(default=None, repr=False)
 
     @classmethod
     def from_log_path(cls, path: Path | str) -> "Segment":
@@ -95,37 +135,85 @@ class Segment:
             raise InputError("file name is not a 20-digit offset followed by .log", path=str(path))
         return cls(path.parent, base)
 
+    @classmethod
+    def over(cls, path: Path | str, log) -> "Segment":
+        """A segment whose `.log` bytes are already mapped (a renderer's buffer)."""
+        seg = cls.from_log_path(path)
+        seg._log = log
+        return seg
+
     # -- files
+    def file(self, suffix: str) -> Path:
+        return segment_file(self.directory, self.base_offset, suffix)
+
     @property
     def log_path(self) -> Path:
-        return segment_file(self.directory, self.base_offset, LOG_SUFFIX)
+        return self.file(LOG_SUFFIX)
 
     @property
     def index_path(self) -> Path:
-        return segment_file(self.directory, self.base_offset, INDEX_SUFFIX)
+        return self.file(INDEX_SUFFIX)
 
     @property
     def time_index_path(self) -> Path:
-        return segment_file(self.directory, self.base_offset, TIME_INDEX_SUFFIX)
+        return self.file(TIME_INDEX_SUFFIX)
 
     @property
     def txn_index_path(self) -> Path:
-        return segment_file(self.directory, self.base_offset, TXN_INDEX_SUFFIX)
+        return self.file(TXN_INDEX_SUFFIX)
+
+    @property
+    def source_path(self) -> Path:
+        """The file the `.log` bytes are read from."""
+        return self.read_from if self.read_from is not None else self.log_path
 
     @property
     def log(self):
         if self._log is None:
-            self._log = map_file(self.log_path)
+            self._log = map_file(self.source_path)
         return self._log
 
-    @property
-    def size(self) -> int:
-        return len(self.log) if self._log is not None else self.log_path.stat().st_size
+    @contextlib.contextmanager
+    def mapped(self):
+        """The .log's bytes for the body; unmapped after, unless they were mapped before."""
+        was_mapped = self._log is not None
+        try:
+            yield self.log
+        finally:
+            if not was_mapped:
+                self.close()
 
     def close(self) -> None:
         if isinstance(self._log, mmap.mmap):
             self._log.close()
         self._log = None
+
+    # -- LogSegment.size, lastModified
+    def stat(self) -> os.stat_result:
+        if self._stat is None:
+            self._stat = os.stat(self.source_path)
+        return self._stat
+
+    @property
+    def size(self) -> int:
+        return len(self.log) if self._log is not None else self.stat().st_size
+
+    @property
+    def mtime_ns(self) -> int:
+        return self.stat().st_mtime_ns
+
+    @property
+    def last_modified_ms(self) -> int:
+        """File.lastModified: whole milliseconds."""
+        return self.stat().st_mtime_ns // 1_000_000
+
+    def index_file_bytes(self, suffix: str, entry_size: int) -> int:
+        """An index file's size in whole entries (LogCleaner's group sizing), 0 when absent."""
+        try:
+            n = os.stat(self.file(suffix)).st_size
+        except FileNotFoundError:
+            return 0
+        return n - n % entry_size
 
     # -- batches
     def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator["RecordBatch"]:
@@ -135,8 +223,96 @@ class Segment:
             yield from iter_batches(self.log, start_position, end_position)
         except Exception as e:  # locate any format error in this file
             if hasattr(e, "located"):
-                raise e.located(path=str(self.log_path))
+                raise e.located(path=str(self.source_path))
             raise
+
+    def headers(self) -> Iterator["BatchHeader"]:
+        """Every complete batch's header, read a header at a time with pread (no record is
+        touched, nothing is mapped); stops at the first size that does not fit."""
+        from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
+
+        size = self.size
+        fd = os.open(self.source_path, os.O_RDONLY)
+        try:
+            pos = 0
+            while pos + 17 < size:
+                head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
+                off, n = _PREFIX.unpack_from(head)
+                total = n + 12
+                if n < 14 or pos + total > size:
+                    return
+                magic = head[16]
+                if magic >= 2 and len(head) >= RECORD_BATCH_OVERHEAD:
+                    _, delta, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
+                    yield BatchHeader(pos, total, off, off + delta, max_ts)
+                else:
+                    b = RecordBatch(os.pread(fd, total, pos), 0, total, magic if magic < 128 else magic - 256)
+                    yield BatchHeader(pos, total, b.base_offset, b.last_offset, b.max_timestamp)
+                pos += total
+        finally:
+            os.close(fd)
+
+    def first_batch_timestamp(self) -> int | None:
+        """The first batch's max timestamp (LogSegment.rollingBasedTimestamp), None when empty."""
+        for h in self.headers():
+            return h.max_timestamp
+        return None
+
+    # -- the tail: LogSegment.readNextOffset and the unindexed batches
+    def last_offset_index_entry(self) -> tuple[int, int] | None:
+        """(relative offset, position) of the offset index's last real entry."""
+        return last_index_entry(self.index_path, _OFFSET_ENTRY, 0)
+
+    def last_time_index_entry(self) -> tuple[int, int] | None:
+        """(timestamp, relative offset) of the time index's last real entry."""
+        return last_index_entry(self.time_index_path, _TIME_ENTRY, 1)
+
+    def tail(self) -> "LogTail":
+        """The batches after the last offset-index entry: the next offset (the log end offset
+        for the active segment), their largest timestamp, and the end of the complete batches.
+        Zeros after the data (a preallocated .log) end it; other bytes that are not a batch are a
+        CorruptRecordError naming the file."""
+        if self._tail is None:
+            entry = self.last_offset_index_entry()
+            self._tail = read_log_tail(self.source_path, self.base_offset, entry[1] if entry else 0)
+        return self._tail
+
+    def read_next_offset(self) -> int:
+        """LogSegment.readNextOffset, from the last index entry; never raises on a damaged tail
+        (the batches that parse are the log, as FileRecords' iteration stops at the first that
+        does not)."""
+        try:
+            return self.tail().next_offset
+        except KafkalogError:
+            last = None
+            for h in self.headers():
+                last = h
+            return self.base_offset if last is None else last.last_offset + 1
+
+    @property
+    def empty(self) -> bool:
+        return self.tail().next_offset == self.base_offset if self.is_active else self.size == 0
+
+    # -- LogSegment.largestTimestamp
+    def _largest(self) -> tuple[int, bool]:
+        entry = self.last_time_index_entry()
+        ts = entry[0] if entry else -1
+        if self.is_active:
+            ts = max(ts, self.tail().max_timestamp)
+        if ts >= 0:
+            return ts, False
+        return self.last_modified_ms, True
+
+    @property
+    def largest_timestamp(self) -> int:
+        """LogSegment.largestTimestamp: the time index's last entry (for the active segment also
+        the batches after its last offset-index entry, which an unclean shutdown leaves
+        unindexed), else the .log's mtime."""
+        return self._largest()[0]
+
+    @property
+    def largest_timestamp_from_mtime(self) -> bool:
+        return self._largest()[1]
 
     # -- indexes
     def offset_index(self):
@@ -153,8 +329,9 @@ class Segment:
     def aborted_txns(self):
         from kafkalog_cli.formats.txnindex import parse_txn_index
 
-        return parse_txn_index(_read_or_empty(self.txn_index_path))
+        return parse_txn_index(_read_or_empty(self.txn_index_path), path=str(self.txn_index_path))
 
+    # -- seeking (OffsetIndex.lookup, TimeIndex.lookup)
     def position_for_offset(self, offset: int, warn: Callable[[str], None] | None = None) -> int:
         """Byte position of the first batch whose last offset is >= `offset` (OffsetIndex.lookup,
         then a forward scan), or the end of the log if there is none.
@@ -236,13 +413,68 @@ class Segment:
                 return b.position
         return len(self.log)
 
-    def largest_timestamp(self) -> int:
-        """The segment's largest timestamp as retention sees it: the last time-index entry, else
-        the .log's mtime (LogSegment.largestTimestamp)."""
-        entries = self.time_index()
-        if entries and entries[-1].timestamp >= 0:
-            return entries[-1].timestamp
-        return int(os.stat(self.log_path).st_mtime * 1000)
+def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
+    return entry.unpack(os.pread(fd, entry.size, slot * entry.size))
+
+
+def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> tuple[int, int] | None:
+    """The last real entry of an index file, as raw fields, reading only a few slots.
+
+    A preallocated index (the active segment's, or any after an unclean shutdown) ends in zero
+    slots; a real entry at slot i > 0 never has relative offset 0 (offsets increase), so the first
+    padding slot is found by bisection. An all-zero file has no entry."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        slots = os.fstat(fd).st_size // entry.size
+        if slots == 0:
+            return None
+        last = _read_entry(fd, slots - 1, entry)
+        if last[rel_field] != 0 or slots == 1:
+            return last
+        lo, hi = 1, slots - 1          # slot hi is padding; find the first padding slot
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _read_entry(fd, mid, entry)[rel_field] == 0:
+                hi = mid
+            else:
+                lo = mid + 1
+        found = _read_entry(fd, lo - 1, entry)
+        if lo == 1 and found == (0, 0):
+            return None                # nothing but preallocated zeros
+        return found
+    finally:
+        os.close(fd)
+
+
+def read_log_tail(log: Path, base: int, start: int) -> LogTail:
+    """Walk batch headers from `start` (the last offset-index entry's position) to the end."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    buf = map_file(log)
+    try:
+        size = len(buf)
+        if start >= size:
+            start = 0
+        nxt, max_ts, end = base, -1, start
+        pos = start
+        try:
+            for b in iter_batches(buf, start):
+                nxt, end = b.last_offset + 1, b.position + b.size
+                max_ts = max(max_ts, b.max_timestamp)
+                pos = end
+        except CorruptRecordError as e:
+            # a preallocated .log (preallocate=true) ends in zeros: that is the end of the data
+            if bytes(buf[pos:pos + 12]).strip(b"\0"):
+                raise e.located(path=str(log)) from None
+        if nxt == base and start:
+            return read_log_tail(log, base, 0)   # the index pointed past the data: start over
+        return LogTail(nxt, max_ts, end)
+    finally:
+        if hasattr(buf, "close"):
+            buf.close()
 
 
 def _read_or_empty(path: Path) -> bytes:

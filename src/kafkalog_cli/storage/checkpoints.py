@@ -1,4 +1,4 @@
-"""The checkpoint files recover, roll, retain and compact read and rewrite. Read leniently by
+"""The root and partition checkpoint files, read from disk. Read leniently by
 default (a damaged checkpoint means "no entry", as a fresh broker would start from 0), strictly
 where the log dir cannot be judged without it. Parsing and writing are formats.checkpoints';
 this only adds the leniency and keeps the file's own entry order."""
