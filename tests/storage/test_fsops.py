@@ -120,3 +120,87 @@ def test_simulated_erofs_becomes_write_error(logdir):
     assert "read-only file system" in str(e.value)
     assert p.read_bytes() == b"old"
     assert not (logdir / "t-0" / ("f" + TMP_SUFFIX)).exists()
+
+
+def test_create_streams_fsyncs_and_counts_one_step(logdir):
+    p = logdir / "t-0" / "00000000000000000000.log.cleaned"
+    ops = FsOps(logdir)
+    with ops.create(p) as f:
+        f.write(b"abc")
+        f.write(b"def")
+    assert p.read_bytes() == b"abcdef"
+    assert ops.journal == [f"write {p}"]
+
+
+def test_create_removes_the_partial_file_on_error(logdir):
+    p = logdir / "t-0" / "00000000000000000000.log.cleaned"
+    ops = FsOps(logdir)
+
+    def full_disk(kind, path):
+        if kind == "write":
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    ops.before = full_disk
+    with pytest.raises(WriteError, match="no space left on device"):
+        with ops.create(p) as f:
+            f.write(b"x")
+    assert not p.exists()
+    ops.before = None
+    with pytest.raises(WriteError) as e:
+        with ops.create(p) as f:
+            f.write(b"x")
+            raise OSError(errno.ENOSPC, "No space left on device")
+    assert not p.exists() and e.value.path == str(p) and ops.steps == 0
+
+
+def test_create_leaves_the_file_on_a_crash(logdir):
+    p = logdir / "t-0" / "00000000000000000000.log.cleaned"
+    with pytest.raises(InjectedFault):
+        with FsOps(logdir).create(p) as f:
+            f.write(b"x")
+            raise InjectedFault("killed")
+    assert p.exists()   # as after a SIGKILL: LogLoader deletes .cleaned files
+
+
+def test_copy_ranges(logdir):
+    src = logdir / "t-0" / "a"
+    src.write_bytes(b"0123456789")
+    dst = logdir / "t-0" / "b"
+    FsOps(logdir).copy_ranges(src, dst, [(0, 2), (5, 8)])
+    assert dst.read_bytes() == b"01567"
+
+
+def test_replace_segments_follows_local_log_replace_segments(logdir, tmp_path):
+    d = logdir / "t-0"
+    for base in (0, 5):
+        (d / f"{base:020d}.log").write_bytes(b"old%d" % base)
+        (d / f"{base:020d}.index").write_bytes(b"i%d" % base)
+    (d / "00000000000000000000.log.cleaned").write_bytes(b"new")
+    (d / "00000000000000000000.index.cleaned").write_bytes(b"ni")
+    q = Quarantine(tmp_path / "q", "compact", stamp="S")
+    ops = FsOps(logdir, q)
+    ops.replace_segments([d / "00000000000000000000.log.cleaned", d / "00000000000000000000.index.cleaned"],
+                         [(d / "00000000000000000000.log", "cleaned"), (d / "00000000000000000000.index", "cleaned"),
+                          (d / "00000000000000000005.log", "merged"), (d / "00000000000000000005.index", "merged")])
+    assert sorted(os.listdir(d)) == ["00000000000000000000.index", "00000000000000000000.log"]
+    assert (d / "00000000000000000000.log").read_bytes() == b"new"
+    assert (tmp_path / "q" / "S-compact" / "t-0" / "00000000000000000005.log").read_bytes() == b"old5"
+    kinds = [j.split()[0] for j in ops.journal if not j.endswith("manifest.json") and "manifest" not in j]
+    # every .cleaned is a .swap before the first old file leaves, and the .swap suffix goes last
+    renames = [j for j in ops.journal if j.startswith("rename") and "manifest" not in j and TMP_SUFFIX not in j]
+    assert [r.split(" -> ")[1].rsplit(".", 1)[-1] for r in renames[:2]] == ["swap", "swap"]
+    assert all(r.split(" -> ")[0].endswith(".swap") for r in renames[-2:])
+    assert "fsync" in kinds
+
+
+def test_check_writable_names_the_dir(logdir):
+    ops = FsOps(logdir)
+    ops.check_writable(logdir / "t-0")
+    assert os.listdir(logdir / "t-0") == []
+
+    def ro(kind, path):
+        raise OSError(errno.EROFS, "Read-only file system", str(path))
+
+    ops.before = ro
+    with pytest.raises(WriteError, match="read-only file system"):
+        ops.check_writable(logdir / "t-0")
