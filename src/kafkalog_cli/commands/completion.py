@@ -7,7 +7,8 @@ from click.shell_completion import get_completion_class
 
 @click.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
-def command(shell: str) -> None:
+@click.pass_context
+def command(ctx: click.Context, shell: str) -> None:
     """Print the completion script for SHELL.
 
     \b
@@ -15,8 +16,6 @@ def command(shell: str) -> None:
     zsh:   eval "$(kafkalog completion zsh)"
     fish:  kafkalog completion fish > ~/.config/fish/completions/kafkalog.fish
     """
-    from kafkalog_cli.cli import cli
-
-    comp_cls = get_completion_class(shell)
-    comp = comp_cls(cli, {}, "kafkalog", "_KAFKALOG_COMPLETE")
+    comp_cls = get_completion_class(shell)   # the root group, whichever program runs this command
+    comp = comp_cls(ctx.find_root().command, {}, "kafkalog", "_KAFKALOG_COMPLETE")
     click.echo(comp.source())
