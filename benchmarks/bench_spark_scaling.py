@@ -64,10 +64,11 @@ def main(argv=None) -> int:
         log_dir, records = build_logdir(root, size, a.partitions, size // a.partitions + (1 << 20))
         print(f"input: {size / (1 << 20):.0f} MiB, {a.partitions} partitions x 1 segment, {records:,} records; "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
-        from kafkalog_cli.spark.arrow import scan_segment, segment_refs
+        from kafkalog_cli.spark.arrow import scan_segment
+        from kafkalog_cli.storage.logdir import segments_of
         from kafkalog_cli.spark.engine import run_partitions
 
-        refs = segment_refs([str(log_dir)])
+        refs = segments_of([str(log_dir)])
         pool = {}
         for jobs in (1, 2):   # the same decoding in 1 and 2 plain processes: what this machine gives
             t = time.perf_counter()

@@ -158,9 +158,10 @@ def test_topic_filter_never_opens_other_topics(spark, tmp_path):
 
 
 def test_segments_are_bin_packed_by_size(spark):
-    from kafkalog_cli.spark.arrow import bin_pack, segment_refs
+    from kafkalog_cli.spark.arrow import bin_pack
+    from kafkalog_cli.storage.logdir import segments_of
 
-    refs = segment_refs([str(BASIC)])
+    refs = segments_of([str(BASIC)])
     bins = bin_pack(refs, 4)
     assert len(bins) == 4
     loads = sorted(sum(r.size for r in b) for b in bins)

@@ -6,17 +6,14 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterator
 
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.render.jsonl import batch_object, control_object
-from kafkalog_cli.storage.names import LOG_SUFFIX, offset_from_name, parse_partition_dir
-from kafkalog_cli.storage.segment import Segment, map_file
+from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
 
@@ -98,44 +95,7 @@ def ddl(cols) -> str:
 
 
 # ------------------------------------------------------------------ what to read
-@dataclass(frozen=True)
-class SegmentRef:
-    """One segment file to read, with what planning knew about it."""
-
-    path: str                       # absolute
-    size: int
-    topic: str | None = None
-    partition: int | None = None
-    base_offset: int | None = None
-    next_base_offset: int | None = None   # the next segment's base in the same partition, if any
-
-
-def segment_refs(paths) -> list[SegmentRef]:
-    """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> the segments,
-    in topic, partition and offset order. Missing or unrecognised paths are InputErrors."""
-    from kafkalog_cli.storage.logdir import expand_paths
-
-    refs: list[SegmentRef] = []
-    for raw in paths:
-        p = Path(raw)
-        if p.is_file():
-            if not (p.name.endswith(LOG_SUFFIX) or p.name.endswith(".checkpoint")):
-                raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
-            files = [p]
-        else:
-            files = expand_paths([p])
-        for i, f in enumerate(files):
-            tp = parse_partition_dir(f.parent.name) if f.name.endswith(LOG_SUFFIX) else None
-            base = offset_from_name(f.name)
-            nxt = None
-            if i + 1 < len(files) and files[i + 1].parent == f.parent:
-                nxt = offset_from_name(files[i + 1].name)
-            refs.append(SegmentRef(os.path.abspath(f), f.stat().st_size,
-                                   tp.topic if tp else None, tp.partition if tp else None, base, nxt))
-    return refs
-
-
-def bin_pack(refs: list[SegmentRef], bins: int) -> list[list[SegmentRef]]:
+def bin_pack(refs: list[Segment], bins: int) -> list[list[Segment]]:
     """Longest processing time first: the biggest segment goes to the emptiest bin. Each bin keeps
     its segments in input order, so a partition's offsets come out ascending within a bin."""
     bins = max(1, min(bins, len(refs)))
@@ -165,7 +125,7 @@ class Pushdown:
     not_partitions: frozenset = frozenset()
     empty: bool = False             # contradictory filters: nothing matches
 
-    def keeps_segment(self, ref: SegmentRef) -> bool:
+    def keeps_segment(self, ref: Segment) -> bool:
         if self.empty:
             return False
         if self.topics is not None and ref.topic not in self.topics:
@@ -177,7 +137,7 @@ class Pushdown:
             return False
         if self.not_partitions and (ref.partition is None or ref.partition in self.not_partitions):
             return False
-        if ref.base_offset is not None and ref.path.endswith(LOG_SUFFIX):
+        if ref.is_log:
             if self.offset_max is not None and ref.base_offset > self.offset_max:
                 return False
             if self.offset_min is not None and ref.next_base_offset is not None and ref.next_base_offset <= self.offset_min:
@@ -204,10 +164,10 @@ class Pushdown:
 
 
 # ------------------------------------------------------------------ reading
-def _start_position(ref: SegmentRef, buf, f: Pushdown | None) -> int:
+def _start_position(seg: Segment, f: Pushdown | None) -> int:
     """Where to start reading: through the offset index for a lower offset bound, through the time
     index for a lower timestamp bound (as `dump-log --from-offset/--from-time`)."""
-    if f is None or ref.base_offset is None or not ref.path.endswith(LOG_SUFFIX):
+    if f is None or not seg.is_log:
         return 0
     lo = f.offset_min
     if f.offsets is not None:
@@ -217,17 +177,15 @@ def _start_position(ref: SegmentRef, buf, f: Pushdown | None) -> int:
         tlo = max(tlo if tlo is not None else min(f.timestamps), min(f.timestamps))
     if lo is None and tlo is None:
         return 0
-    seg = Segment(Path(ref.path).parent, ref.base_offset)
-    seg._log = buf
     pos = 0
-    if lo is not None and lo > ref.base_offset:
+    if lo is not None and lo > seg.base_offset:
         pos = max(pos, seg.position_for_offset(lo))
     if tlo is not None:
         pos = max(pos, seg.position_for_timestamp(tlo))
     return pos
 
 
-def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Pushdown | None = None,
+def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdown | None = None,
                  rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
     """The segment's rows as Arrow record batches (mmap'd, decoded batch by batch). The table shows
     what is there, as dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at
@@ -258,35 +216,35 @@ def read_segment(ref: SegmentRef, cols, *, level: str = "record", pushdown: Push
     f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
-    buf = map_file(ref.path)
-    try:
-        pos = _start_position(ref, buf, f) if level == "record" else 0
-        for b in iter_batches(buf, pos, len(buf)):
-            if level == "batch":
-                obj = batch_object(b, ref.path)
-                for app, n in appenders:
-                    app(obj.get(n))
-                rows += 1
-            else:
-                if f is not None:
-                    if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
-                        break
-                    if f.offset_min is not None and b.last_offset < f.offset_min:
-                        continue
-                    if f.ts_min is not None and b.max_timestamp < f.ts_min:
-                        continue
-                if verify_crc:
-                    b.ensure_valid()
-                recs = b.records()
-                if f is not None:
-                    recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
-                rows += _append_records(data, recs, b)
-            if rows >= rows_per_batch:
-                yield flush()
-    except KafkalogError as e:
-        raise e.located(path=ref.path)
-    if rows:
-        yield flush()
+    with ref.mapped() as buf:
+        try:
+            pos = _start_position(ref, f) if level == "record" else 0
+            for b in iter_batches(buf, pos, len(buf)):
+                if level == "batch":
+                    obj = batch_object(b, ref.path)
+                    for app, n in appenders:
+                        app(obj.get(n))
+                    rows += 1
+                else:
+                    if f is not None:
+                        if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
+                            break
+                        if f.offset_min is not None and b.last_offset < f.offset_min:
+                            continue
+                        if f.ts_min is not None and b.max_timestamp < f.ts_min:
+                            continue
+                    if verify_crc:
+                        b.ensure_valid()
+                    recs = b.records()
+                    if f is not None:
+                        recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
+                    rows += _append_records(data, recs, b)
+                if rows >= rows_per_batch:
+                    yield flush()
+        except KafkalogError as e:
+            raise e.located(path=ref.path)
+        if rows:
+            yield flush()
 
 
 _NONE = (None,)
@@ -325,6 +283,6 @@ def _append_records(data: dict[str, list], recs, b) -> int:
     return n
 
 
-def scan_segment(ref: SegmentRef, level: str = "record") -> int:
+def scan_segment(ref: Segment, level: str = "record") -> int:
     """Decode a whole segment into Arrow batches and return its row count (benchmarks, checks)."""
     return sum(rb.num_rows for rb in read_segment(ref, columns(level), level=level))

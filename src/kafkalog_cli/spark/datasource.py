@@ -28,7 +28,8 @@ from pyspark.sql.datasource import (
     LessThanOrEqual, Not,
 )
 
-from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment, segment_refs
+from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment
+from kafkalog_cli.storage.logdir import segments_of
 
 _TRUE = ("true", "1", "yes")
 
@@ -145,7 +146,7 @@ class KafkalogReader(DataSourceReader):
 
     # -- planning
     def partitions(self):
-        refs = [r for r in segment_refs(self.paths) if self.pushdown.keeps_segment(r)]
+        refs = [r for r in segments_of(self.paths) if self.pushdown.keeps_segment(r)]
         if not refs:
             return [SegmentsPartition([])]
         total = sum(r.size for r in refs)

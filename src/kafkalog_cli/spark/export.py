@@ -43,7 +43,7 @@ def _partition_dir(root: Path, ref) -> Path:
 
 def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     """Write one segment's records; returns {"segment", "records", "file"}. `unit` is
-    (index in the export, SegmentRef)."""
+    (index in the export, storage Segment)."""
     from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
 
     index, ref = unit
@@ -68,8 +68,6 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
     # jsonl: the lines of `dump-log --format json` for records, with topic, partition and segment
     from kafkalog_cli.render.jsonl import _dumps, payload_encoder, record_object
-    from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import map_file
 
     enc = payload_encoder(options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
@@ -78,9 +76,8 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     try:
         with open(path, "wb") as out:
             lines = []
-            buf = map_file(ref.path)
             try:
-                for b in iter_batches(buf, 0, len(buf)):
+                for b in ref.batches():
                     b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
                     for r in b.records():
                         obj = record_object(r, b, enc)
@@ -138,14 +135,14 @@ def _check_replaceable(out: Path, to: str) -> None:
 def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
            jobs: int = 0, overwrite: bool = False, spark=None) -> dict:
     """Export the segments under `paths` to `out`; returns {"segments", "records", "out", "files"}."""
-    from kafkalog_cli.spark.arrow import segment_refs
+    from kafkalog_cli.storage.logdir import segments_of
 
     if options.to not in FORMATS:
         raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
     to_stdout = str(out) == "-"
     if to_stdout and options.to != "jsonl":
         raise UsageError("OUT '-' (standard output) needs --to jsonl")
-    refs = segment_refs(paths)
+    refs = segments_of(paths)
     if to_stdout:
         return _export_to_stdout(refs, options, engine, master, jobs, spark)
     out = Path(out).absolute()

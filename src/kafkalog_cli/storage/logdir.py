@@ -1,6 +1,7 @@
 """A broker log dir (one entry of log.dirs): its partitions and its root checkpoint files."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 
 if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
     from kafkalog_cli.storage.partition import Partition
+    from kafkalog_cli.storage.segment import Segment
 
 Offsets = dict[tuple[str, int], int]
 
@@ -170,3 +172,26 @@ def partition_dirs_for(paths) -> dict[Path, list[Path]]:
         else:
             raise InputError("not a Kafka log dir or partition dir", path=str(p))
     return {k: sorted(set(v)) for k, v in out.items()}
+
+
+def segments_of(paths) -> list["Segment"]:
+    """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> its
+    segments, in topic, partition and offset order, with absolute paths and each one's next base
+    offset in its partition. Missing or unrecognised paths are InputErrors."""
+    from kafkalog_cli.storage.segment import Segment
+
+    out: list[Segment] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_file():
+            if not (p.name.endswith(names.LOG_SUFFIX) or p.name.endswith(names.CHECKPOINT_SUFFIX)):
+                raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
+            files = [p]
+        else:
+            files = expand_paths([p])
+        segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
+        for seg, nxt in zip(segs, segs[1:]):
+            if nxt.directory == seg.directory and nxt.is_log:
+                seg.next_base_offset = nxt.base_offset
+        out += segs
+    return out

@@ -14,7 +14,8 @@ from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
-    INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, offset_from_name, segment_file,
+    INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
+    offset_from_name, parse_partition_dir, segment_file,
 )
 
 
@@ -123,6 +124,7 @@ class Segment:
     base_offset: int
     read_from: Path | None = None
     is_active: bool = False
+    next_base_offset: int | None = None     # the next segment's base in the partition, if known
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
@@ -134,6 +136,45 @@ class Segment:
         if base is None:
             raise InputError("file name is not a 20-digit offset followed by .log", path=str(path))
         return cls(path.parent, base)
+
+    @classmethod
+    def from_file(cls, path: Path | str) -> "Segment":
+        """A `.log`, or another file read as a log (a KRaft snapshot `.checkpoint`, whose name's
+        20 digits are its end offset)."""
+        path = Path(path)
+        if path.name.endswith(LOG_SUFFIX):
+            return cls.from_log_path(path)
+        base = int(path.name[:20]) if path.name[:20].isdigit() else -1
+        return cls(path.parent, base, read_from=path)
+
+    def __getstate__(self):   # sent to Spark executors and worker processes: never the mapping
+        state = dict(self.__dict__)
+        state["_log"] = None
+        return state
+
+    @property
+    def path(self) -> str:
+        """The file read, as a string (what reports and Arrow rows name)."""
+        return str(self.source_path)
+
+    @property
+    def is_log(self) -> bool:
+        """A real segment (`.log`), not a file read as one (a KRaft snapshot)."""
+        return self.read_from is None or self.read_from.name.endswith(LOG_SUFFIX + SWAP_SUFFIX)
+
+    @property
+    def topic_partition(self) -> TopicPartition | None:
+        return parse_partition_dir(self.directory.name) if self.is_log else None
+
+    @property
+    def topic(self) -> str | None:
+        tp = self.topic_partition
+        return tp.topic if tp else None
+
+    @property
+    def partition(self) -> int | None:
+        tp = self.topic_partition
+        return tp.partition if tp else None
 
     @classmethod
     def over(cls, path: Path | str, log) -> "Segment":
