@@ -95,6 +95,12 @@ class Segment:
             raise InputError("file name is not a 20-digit offset followed by .log", path=str(path))
         return cls(path.parent, base)
 
+    @classmethod
+    def with_log(cls, directory: Path, base_offset: int, log) -> "Segment":
+        """A segment over a .log its reader has already mapped (`map_file`), so the indexes are
+        checked against the same bytes and the file is not mapped twice."""
+        return cls(directory, base_offset, log)
+
     # -- files
     @property
     def log_path(self) -> Path:
