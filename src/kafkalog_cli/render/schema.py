@@ -50,10 +50,10 @@ CONTROL_RECORD = When("control records only: `type`, `type_id`, and for markers 
                       "is_control", (True,))
 DECODED = When("with an internal-topic decoder")
 UNKNOWN_FILE = When("`true`, for a file of no known type, which is skipped", "type", ("unknown",))
-OFFSET_CHECK = When("checks `offset` and `offset_not_found`", "check", ("offset", "offset_not_found"))
-TIMESTAMP_CHECK = When("checks `timestamp` and `timestamp_order`", "check", ("timestamp", "timestamp_order"))
-LOG_TIMESTAMP = When("check `timestamp`", "check", ("timestamp",))
-ORDER = When("check `timestamp_order`", "check", ("timestamp_order",))
+OFFSET_CHECK = When("check `offset` or `offset_not_found` only", "check", ("offset", "offset_not_found"))
+TIMESTAMP_CHECK = When("check `timestamp` or `timestamp_order` only", "check", ("timestamp", "timestamp_order"))
+LOG_TIMESTAMP = When("check `timestamp` only", "check", ("timestamp",))
+ORDER = When("check `timestamp_order` only", "check", ("timestamp_order",))
 FAILED = When("`passed: false` only", "passed", (False,))
 
 
@@ -186,7 +186,7 @@ INDEX_MISMATCH = Kind("index_mismatch", (
     Field("index_timestamp", only=TIMESTAMP_CHECK),
     Field("log_timestamp", only=LOG_TIMESTAMP),
     Field("previous_timestamp", only=ORDER),
-), "dump-index: an entry that does not match the .log, as kafka-dump-log reports it")
+), "dump-index: an index entry that does not match the .log, as kafka-dump-log reports it")
 SANITY_CHECK = Kind("sanity_check", (
     Field("file"), Field("passed"), Field("position", only=FAILED), Field("error", only=FAILED),
 ), "the outcome of dump-index --index-sanity-check")
