@@ -35,6 +35,14 @@ class KafkalogError(Exception):
             self.position = position
         return self
 
+    def in_record(self, offset: int, batch_position: int) -> "KafkalogError":
+        """A decoder's error, whose position is inside a key or value, moved to the position of
+        the record's batch in the .log (the record is named by its offset)."""
+        inner = f" (byte {self.position} of the key or value)" if self.position is not None else ""
+        self.message = f"record at offset {offset}: {self.message}{inner}"
+        self.position = batch_position
+        return self
+
     def __str__(self) -> str:
         where = []
         if self.path is not None:
@@ -42,6 +50,10 @@ class KafkalogError(Exception):
         if self.position is not None:
             where.append(f"byte {self.position}")
         return f"{': '.join(where)}: {self.message}" if where else self.message
+
+
+class KafkaToolError(KafkalogError):
+    """Where kafka-dump-log itself would die with an exception (it exits 1)."""
 
 
 class CorruptRecordError(KafkalogError):
@@ -100,3 +112,11 @@ class WriteError(KafkalogError):
     """A change could not be written: read-only file system, full disk, full quarantine."""
 
     exit_code = ExitCode.IO
+
+
+def one_line(s: str) -> str:
+    """A message fit for one stderr line: newlines and other control characters in file names
+    (or anywhere) are escaped as Python does (\\n, \\t, \\x1b)."""
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)

@@ -2,7 +2,6 @@
 kafka-dump-log prints them (the same KafkaDumper), or as JSON Lines."""
 from __future__ import annotations
 
-import io
 import sys
 from pathlib import Path
 
@@ -10,7 +9,8 @@ import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
-from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError
+from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError, one_line
+from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
 _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
@@ -22,7 +22,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
               help="Check .index and .timeindex entries against the .log; print only the problems.")
 @click.option("--index-sanity-check", is_flag=True,
               help="Run Kafka's sanityCheck on .index and .timeindex files only.")
-@click.option("--max-message-size", type=int, default=5242880, show_default=True,
+@click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
 @click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
               help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
@@ -59,8 +59,6 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
     else:
         _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
     if bad:
-        from kafkalog_cli.commands.common import one_line
-
         for e in bad[:-1]:
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise bad[-1]
@@ -141,24 +139,26 @@ def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size
 
 
 def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size) -> None:
-    from kafkalog_cli.render.index_json import index_objects
-    from kafkalog_cli.render.jsonl import _dumps
+    from kafkalog_cli.ops.verify_index import sanity_check
+    from kafkalog_cli.render.index_json import index_objects, sanity_object
+    from kafkalog_cli.render.jsonl import dumps
+    from kafkalog_cli.render.schema import FILE, TRAILING_BYTES
 
     out = sys.stdout
     failures: list[KafkalogError] = []
 
     def emit(obj):
-        out.write(_dumps(obj) + "\n")
+        out.write(dumps(obj) + "\n")
 
     for t in targets:
         path = Path(t)
         suffix = path.suffix
-        emit({"kind": "file", "file": t, "type": suffix[1:]})
+        emit(FILE.object(file=t, type=suffix[1:]))
         checked = suffix in (".index", ".timeindex")
         try:
             if checked and index_sanity_check:
-                _sanity_check(path)
-                emit({"kind": "sanity_check", "file": t, "passed": True})
+                sanity_check(path)
+                emit(sanity_object(t))
             elif checked and verify_index_only:
                 _check_log_beside(path)
                 for obj in verify_objects(path, t, max_message_size):
@@ -183,56 +183,25 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
         except CorruptIndexError as e:
             if not index_sanity_check:
                 raise e.located(path=t)
-            e.located(path=t)
-            emit({"kind": "sanity_check", "file": t, "passed": False, "position": e.position,
-                  "error": e.message})
+            emit(sanity_object(t, e.located(path=t)))
             failures.append(e)
         except KafkalogError as e:
             raise e.located(path=t)
         odd = _odd_size(path)
         if odd is not None:
-            emit({"kind": "trailing_bytes", "file": t, "position": odd[0], "size": odd[1]})
+            emit(TRAILING_BYTES.object(file=t, position=odd[0], size=odd[1]))
     out.flush()
     if failures:
         raise failures[0]
 
 
-def _sanity_check(path: Path) -> None:
-    from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
-    from kafkalog_cli.storage.names import offset_from_name
-    from kafkalog_cli.storage.segment import read_file
-
-    base = offset_from_name(path.name)
-    if base is None:
-        raise CorruptIndexError("file name does not start with a 20-digit offset", path=str(path))
-    raw = read_file(path)
-    if path.suffix == ".index":
-        sanity_check_offset_index(raw, base, path=str(path.absolute()))
-    else:
-        sanity_check_time_index(raw, base, path=str(path.absolute()))
-
-
-def verify_objects(path: Path, given: str, max_message_size: int = 5242880) -> list[dict]:
+def verify_objects(path: Path, given: str, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> list[dict]:
     """Kafka's --verify-index-only checks of one .index or .timeindex, as JSON objects
     (`"kind": "index_mismatch"`), in the order of the index entries."""
-    from kafkalog_cli.render.kafka import KafkaDumper
+    from kafkalog_cli.ops.verify_index import check_offset_index, check_time_index
+    from kafkalog_cli.render.index_json import mismatch_objects
 
-    d = KafkaDumper(io.BytesIO(), io.BytesIO(), _options(True, False, max_message_size))
-    d.dump(given)
-    r = d.reports
-    key = str(path.absolute())
-    objs: list[dict] = []
-    # Kafka prepends index mismatches (newest first); JSON gives them in file order
-    for a, b in reversed(r.index_mismatches.get(key, [])):
-        objs.append({"kind": "index_mismatch", "file": given, "check": "offset",
-                     "index_offset": a, "log_offset": b})
-    for a, b in r.time_not_found.get(key, []):
-        objs.append({"kind": "index_mismatch", "file": given, "check": "offset_not_found",
-                     "index_offset": a, "log_offset": None if b == -1 else b})
-    for a, b in r.time_mismatches.get(key, []):
-        objs.append({"kind": "index_mismatch", "file": given, "check": "timestamp",
-                     "index_timestamp": a, "log_timestamp": b})
-    for a, b in r.time_out_of_order.get(key, []):
-        objs.append({"kind": "index_mismatch", "file": given, "check": "timestamp_order",
-                     "index_timestamp": a, "previous_timestamp": b})
-    return objs
+    check = check_offset_index(path, max_message_size) if path.suffix == ".index" else check_time_index(path)
+    if check.error is not None:
+        raise check.error
+    return mismatch_objects(check, given)

@@ -9,10 +9,12 @@ import click
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
+from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
-    INT_MAX, DumpOptions, Filters, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
+    INT_MAX, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
     offsets_parser, transaction_log_parser,
 )
+from kafkalog_cli.storage.selection import Filters, segments_in_range
 
 _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 
@@ -26,7 +28,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--skip-record-metadata", is_flag=True, help="With --print-data-log: print only keys and values.")
 @click.option("--max-bytes", type=click.IntRange(min=0), default=INT_MAX, show_default="2147483647",
               help="Read at most this many bytes of each .log file (not negative: kafka-dump-log dies on that).")
-@click.option("--max-message-size", type=int, default=5242880, show_default=True,
+@click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
 @click.option("--verify-index-only", is_flag=True, help="Index files: check entries against the log, print only problems.")
 @click.option("--index-sanity-check", is_flag=True, help="Index files: run Kafka's sanityCheck only.")
@@ -88,10 +90,8 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if fmt == "kafka" and ctx.get_parameter_source("payload_encoding") not in (None, click.core.ParameterSource.DEFAULT):
         click.echo("kafkalog: warning: --payload-encoding applies to --format json only; "
                    "--format kafka prints payloads as kafka-dump-log does", err=True)
-    filters = dict(from_offset=from_offset, to_offset=to_offset,
-                   from_time=parse_time_option(from_time, "--from-time"),
-                   to_time=parse_time_option(to_time, "--to-time"), key=key, limit=limit)
-    if filters["from_time"] is not None and filters["to_time"] is not None and filters["from_time"] > filters["to_time"]:
+    from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
+    if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
     from kafkalog_cli.storage.logdir import expand_paths
 
@@ -99,7 +99,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     targets = []
     for g in given:
         if os.path.isdir(g):
-            targets.extend(str(p) for p in _segments_in_range(expand_paths([g]), from_offset, to_offset))
+            targets.extend(str(p) for p in segments_in_range(expand_paths([g]), from_offset, to_offset))
         elif os.path.exists(g) and not os.path.isfile(g):
             from kafkalog_cli.errors import InputError
 
@@ -108,43 +108,27 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         else:
             targets.append(g)
 
+    filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
+                            key=key, limit=limit)
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
         decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
                    else "metadata" if cluster_metadata_decoder else None)
         dump_json(targets, sys.stdout.buffer, deep=deep_iteration or data, payload_encoding=payload_encoding,
-                  decoder=decoder, max_bytes=max_bytes, **filters)
+                  decoder=decoder, max_bytes=max_bytes, filters=filters)
         return
 
-    active = {k: v for k, v in filters.items() if v is not None}
-    if "key" in active:
-        active["key"] = active["key"].encode("utf-8")
     opts = DumpOptions(
         deep_iteration=deep_iteration or data, print_data_log=data, skip_record_metadata=skip_record_metadata,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes, parser=parser,
-        filters=Filters(**active) if active else None, jobs=jobs_or_cores(jobs),
+        filters=filters, jobs=jobs_or_cores(jobs),
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:
-        if opts.filters is not None and opts.filters.limit is not None and opts.filters.limit <= 0:
+        if filters is not None and filters.spent:
             break
         dumper.dump(g)
     dumper.finish()
 
-
-def _segments_in_range(paths, from_offset, to_offset):
-    """Of a partition's .log files in offset order, those that can hold offsets in the range:
-    a segment ends where the next one begins, so no file outside the range is opened."""
-    from kafkalog_cli.storage.names import offset_from_name
-
-    paths = list(paths)
-    for i, p in enumerate(paths):
-        base = offset_from_name(p.name)
-        nxt = offset_from_name(paths[i + 1].name) if i + 1 < len(paths) and paths[i + 1].parent == p.parent else None
-        if from_offset is not None and nxt is not None and nxt <= from_offset:
-            continue
-        if to_offset is not None and base is not None and base > to_offset:
-            continue
-        yield p

@@ -1,17 +1,6 @@
-"""JSON Lines: one object per line, snake_case, `kind` first. The schema is in README.md and
-kafkalog-dump-log(1); the Spark data source yields the same fields.
-
-    {"kind": "file", "file": ..., "type": "log"|"index"|"timeindex"|"txnindex"|"snapshot"|"checkpoint"}
-    {"kind": "batch", "file", "base_offset", "last_offset", "count", "position", "size", "magic",
-     "codec", "crc", "computed_crc", "is_valid", "timestamp_type", "base_timestamp", "max_timestamp",
-     "producer_id", "producer_epoch", "base_sequence", "last_sequence", "partition_leader_epoch",
-     "is_transactional", "is_control", "delete_horizon_ms"}
-    {"kind": "record", "offset", "timestamp", "timestamp_type", "key", "value",
-     "headers": [{"key", "value"}], "sequence", "base_offset", "producer_id", "producer_epoch",
-     "is_transactional", "is_control", ["control": {...}], ["decoded": {...}]}
-    {"kind": "trailing_bytes", "file", "position", "size"}
-    {"kind": "index_entry", "offset", "position"} / {"kind": "time_index_entry", "timestamp", "offset"}
-    {"kind": "aborted_txn", ...} / {"kind": "producer_state", ...}
+"""JSON Lines: one object per line, snake_case, `kind` first. The kinds and their fields are
+declared in render/schema.py (README's table is made from it); the Spark data source yields the
+same values.
 """
 from __future__ import annotations
 
@@ -22,11 +11,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch, control_type_of_key, iter_batches
-from kafkalog_cli.render.kafka import INT_MAX, Filters, Verdict, start_position
-from kafkalog_cli.storage.segment import map_file
+from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch, control_type_of_key
+from kafkalog_cli.render.kafka import INT_MAX
+from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
+from kafkalog_cli.storage.names import offset_from_name
+from kafkalog_cli.storage.segment import Segment, map_file
+from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
+
 
 def _json_default(o):
     # decoded internal records may hold raw bytes (SCRAM salts, group assignments)
@@ -35,7 +28,8 @@ def _json_default(o):
     raise TypeError(f"{type(o).__name__} is not JSON serializable")
 
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=_json_default).encode
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=_json_default).encode
+_dumps = dumps   # spark/export.py's name for it, until it imports `dumps`
 
 
 def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
@@ -47,50 +41,37 @@ def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
 
 
 def batch_object(b: RecordBatch, file: str) -> dict:
-    computed = b.compute_crc()
-    return {
-        "kind": "batch",
-        "file": file,
-        "base_offset": b.base_offset,
-        "last_offset": b.last_offset,
-        "count": b.records_count,
-        "position": b.position,
-        "size": b.size,
-        "magic": b.magic,
-        "codec": b.compression.kafka_name,
-        "crc": b.crc,
-        "computed_crc": computed,
-        "is_valid": b.is_valid(),
-        "timestamp_type": b.timestamp_type.kafka_name,
-        "base_timestamp": b.base_timestamp,
-        "max_timestamp": b.max_timestamp,
-        "producer_id": b.producer_id,
-        "producer_epoch": b.producer_epoch,
-        "base_sequence": b.base_sequence,
-        "last_sequence": b.last_sequence,
-        "partition_leader_epoch": b.partition_leader_epoch,
-        "is_transactional": b.is_transactional,
-        "is_control": b.is_control,
-        "delete_horizon_ms": b.delete_horizon_ms,
-    }
+    valid = b.is_valid()
+    return BATCH.object(
+        file=file, base_offset=b.base_offset, last_offset=b.last_offset, count=b.records_count,
+        position=b.position, size=b.size, magic=b.magic, codec=b.compression.kafka_name, crc=b.crc,
+        computed_crc=b.crc if valid else b.compute_crc(),   # a valid batch's CRC is its own
+        is_valid=valid, timestamp_type=b.timestamp_type.kafka_name, base_timestamp=b.base_timestamp,
+        max_timestamp=b.max_timestamp, producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence, last_sequence=b.last_sequence,
+        partition_leader_epoch=b.partition_leader_epoch, is_transactional=b.is_transactional,
+        is_control=b.is_control, delete_horizon_ms=b.delete_horizon_ms)
 
 
-def record_object(r: Record, b: RecordBatch, enc) -> dict:
-    obj = {
-        "kind": "record",
-        "offset": r.offset,
-        "timestamp": r.timestamp,
-        "timestamp_type": b.timestamp_type.kafka_name,
-        "key": enc(r.key),
-        "value": enc(r.value),
-        "headers": [{"key": h.key, "value": enc(h.value)} for h in r.headers],
-        "sequence": r.sequence,
-        "base_offset": b.base_offset,
-        "producer_id": b.producer_id,
-        "producer_epoch": b.producer_epoch,
-        "is_transactional": b.is_transactional,
-        "is_control": b.is_control,
-    }
+def record_template(b: RecordBatch) -> dict:
+    """A record object of batch `b` with the batch's values in place: `record_object` copies it
+    for each record, so they are computed once per batch."""
+    only = (LEGACY,) if b.magic < 2 else ()
+    if b.is_control:
+        only += (CONTROL_RECORD,)
+    return RECORD.object(*only, timestamp_type=b.timestamp_type.kafka_name, base_offset=b.base_offset,
+                         producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                         is_transactional=b.is_transactional, is_control=b.is_control)
+
+
+def record_object(r: Record, b: RecordBatch, enc, template: dict | None = None) -> dict:
+    obj = (record_template(b) if template is None else template).copy()
+    obj["offset"] = r.offset
+    obj["timestamp"] = r.timestamp
+    obj["key"] = enc(r.key)
+    obj["value"] = enc(r.value)
+    obj["headers"] = [{"key": h.key, "value": enc(h.value)} for h in r.headers]
+    obj["sequence"] = r.sequence
     if b.magic < 2:
         obj["crc"] = r.crc
         obj["is_valid"] = r.valid
@@ -129,8 +110,6 @@ def _structured_decoder(name: str):
 def _note(s: str) -> None:
     import sys
 
-    from kafkalog_cli.commands.common import one_line
-
     sys.stderr.write(f"kafkalog: note: {one_line(s)}\n")
 
 
@@ -146,7 +125,7 @@ class JsonDumper:
         self._lines: list[str] = []
 
     def _emit(self, obj: dict) -> None:
-        self._lines.append(_dumps(obj))
+        self._lines.append(dumps(obj))
         if len(self._lines) >= 1024:
             self.flush()
 
@@ -160,16 +139,16 @@ class JsonDumper:
         suffix = path.name[path.name.rfind("."):] if "." in path.name else ""
         try:
             if suffix in (".log", ".checkpoint"):
-                self._emit({"kind": "file", "file": given, "type": suffix[1:]})
+                self._emit(FILE.object(file=given, type=suffix[1:]))
                 self.dump_log(path, given)
             elif suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
                 from kafkalog_cli.render.index_json import index_objects
 
-                self._emit({"kind": "file", "file": given, "type": suffix[1:]})
+                self._emit(FILE.object(file=given, type=suffix[1:]))
                 for obj in index_objects(path):
                     self._emit(obj)
             else:
-                self._emit({"kind": "file", "file": given, "type": "unknown", "skipped": True})
+                self._emit(FILE.object(UNKNOWN_FILE, file=given, type="unknown", skipped=True))
         finally:
             self.flush()
 
@@ -179,57 +158,38 @@ class JsonDumper:
         f = self.filters
         pos = 0
         if f is not None and path.name.endswith(".log"):
-            from kafkalog_cli.storage.names import offset_from_name
-
             base = offset_from_name(path.name)
             if base is not None:
-                pos = start_position(path, base, f, _note)
+                pos = start_position(Segment.with_log(path.parent, base, buf), f, _note)
         valid = pos
         try:
-            for b in iter_batches(buf, pos, end):
+            for b, records in selected_batches(buf, pos, end, f, self.deep):
                 valid = b.position + b.size
-                if f is not None:
-                    verdict = f.judge_batch(b, self.deep)
-                    if verdict is Verdict.STOP:
-                        return
-                    if verdict is Verdict.SKIP:
-                        continue
-                records = b.records() if self.deep else None
-                if f is not None and f.needs_records and not f.holds_match(records):
-                    continue
+                if self.deep and records is None:
+                    records = b.records()
                 self._emit(batch_object(b, given))
-                if records is not None:
-                    for r in records:
-                        if f is not None:
-                            verdict = f.take_record(r)
-                            if verdict is Verdict.STOP:
-                                return
-                            if verdict is Verdict.SKIP:
-                                continue
-                        obj = record_object(r, b, self.enc)
-                        if self.decode is not None and not b.is_control:
-                            try:
-                                obj["decoded"] = self.decode(r)
-                            except KafkalogError as e:
-                                from kafkalog_cli.render.kafka import _at_record
-
-                                raise _at_record(e, b, r) from None
-                        self._emit(obj)
+                if records is None:
+                    continue
+                template = record_template(b)
+                for r in records if f is None else f.shown(records):
+                    obj = record_object(r, b, self.enc, template)
+                    if self.decode is not None and not b.is_control:
+                        try:
+                            obj["decoded"] = self.decode(r)
+                        except KafkalogError as e:
+                            raise e.in_record(r.offset, b.position) from None
+                    self._emit(obj)
         except KafkalogError as e:
             raise e.located(path=given)
         if end > valid and f is None and self.max_bytes == INT_MAX:
-            self._emit({"kind": "trailing_bytes", "file": given, "position": valid, "size": end - valid})
+            self._emit(TRAILING_BYTES.object(file=given, position=valid, size=end - valid))
 
 
-def dump_json(targets, out, *, deep: bool, payload_encoding: str, parser=None, decoder: str | None = None,
-              max_bytes: int = INT_MAX, from_offset=None, to_offset=None, from_time=None, to_time=None,
-              key=None, limit=None) -> None:
-    active = dict(from_offset=from_offset, to_offset=to_offset, from_time=from_time, to_time=to_time,
-                  key=key.encode("utf-8") if key is not None else None, limit=limit)
-    filters = Filters(**active) if any(v is not None for v in active.values()) else None
+def dump_json(targets, out, *, deep: bool, payload_encoding: str, decoder: str | None = None,
+              max_bytes: int = INT_MAX, filters: Filters | None = None) -> None:
     d = JsonDumper(out, deep=deep, payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes,
                    filters=filters)
     for t in targets:
-        if filters is not None and filters.limit is not None and filters.limit <= 0:
+        if filters is not None and filters.spent:
             break
         d.dump(t)

@@ -8,31 +8,28 @@ written by `finish()`, newest first where Kafka prepends to a Scala List.
 """
 from __future__ import annotations
 
-import enum
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError, KafkaToolError, one_line
 from kafkalog_cli.formats.compression import compression_from_id, decompress
 from kafkalog_cli.formats.records import (
     NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
     control_type_of_key, increment_sequence, iter_batches,
 )
 from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
-from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.storage.segment import map_file, read_file
+from kafkalog_cli.ops.verify_index import (
+    DEFAULT_MAX_MESSAGE_SIZE, IndexMismatch, NonConsecutiveOffsets, OffsetNotFound, OutOfOrderTimestamp,
+    TimestampMismatch, check_offset_index, check_time_index, start_offset_of,
+)
+from kafkalog_cli.storage.segment import Segment, map_file, read_file
+from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
 _SIZE = struct.Struct(">i")
-
-
-class KafkaToolError(KafkalogError):
-    """Where kafka-dump-log itself would die with an exception (it exits 1)."""
 
 
 # ------------------------------------------------------------------ value decoders (--*-decoder-class)
@@ -121,95 +118,11 @@ class DumpOptions:
     skip_record_metadata: bool = False
     verify_index_only: bool = False
     index_sanity_check: bool = False
-    max_message_size: int = 5 * 1024 * 1024
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT_MAX
     parser: MessageParser | None = None
     filters: "Filters | None" = None
     jobs: int = 1                  # worker processes for big .log files (deep output only)
-
-
-@dataclass
-class Filters:
-    """Our additions to kafka-dump-log: an offset or time range, an exact key, a record limit."""
-
-    from_offset: int | None = None
-    to_offset: int | None = None
-    from_time: int | None = None
-    to_time: int | None = None
-    key: bytes | None = None
-    limit: int | None = None
-
-    def record_matches(self, r: Record) -> bool:
-        if self.from_offset is not None and r.offset < self.from_offset:
-            return False
-        if self.to_offset is not None and r.offset > self.to_offset:
-            return False
-        if self.from_time is not None and r.timestamp < self.from_time:
-            return False
-        if self.to_time is not None and r.timestamp > self.to_time:
-            return False
-        return self.key is None or r.key == self.key
-
-    def batch_may_match(self, b: RecordBatch) -> bool:
-        if self.from_offset is not None and b.last_offset < self.from_offset:
-            return False
-        if self.to_offset is not None and b.base_offset_field > self.to_offset and b.magic >= 2:
-            return False
-        if self.from_time is not None and b.max_timestamp < self.from_time:
-            return False
-        return True
-
-    @property
-    def needs_records(self) -> bool:
-        return self.key is not None or self.from_time is not None or self.to_time is not None
-
-    def judge_batch(self, b: RecordBatch, deep: bool) -> "Verdict":
-        """The header-only verdict on a batch; without deep iteration a shown batch counts
-        against --limit (with it, records count in `take_record`)."""
-        if self.limit is not None and self.limit <= 0:
-            return Verdict.STOP
-        if self.to_offset is not None and b.magic >= 2 and b.base_offset_field > self.to_offset:
-            return Verdict.STOP
-        if not self.batch_may_match(b):
-            return Verdict.SKIP
-        if not deep and self.limit is not None:
-            self.limit -= 1
-        return Verdict.SHOW
-
-    def holds_match(self, records: list[Record]) -> bool:
-        return any(self.record_matches(r) for r in records)
-
-    def take_record(self, r: Record) -> "Verdict":
-        """Whether to show `r`; a shown record counts against --limit."""
-        if not self.record_matches(r):
-            return Verdict.SKIP
-        if self.limit is not None:
-            if self.limit <= 0:
-                return Verdict.STOP
-            self.limit -= 1
-        return Verdict.SHOW
-
-
-class Verdict(enum.Enum):
-    SHOW = 1
-    SKIP = 2
-    STOP = 3  # nothing further in this file can be shown
-
-
-def start_position(log_path: Path, base: int, f: Filters, warn: Callable[[str], None] | None = None) -> int:
-    """Where a filtered read starts: through the offset index for --from-offset, through the
-    time index for --from-time, so a filter need not scan the log from its first byte. An index
-    that cannot be trusted is not used (the log is scanned instead; `warn` hears why)."""
-    from kafkalog_cli.storage.segment import Segment
-
-    seg = Segment(log_path.parent, base)
-    seg._log = map_file(log_path)
-    pos = 0
-    if f.from_offset is not None:
-        pos = max(pos, seg.position_for_offset(f.from_offset, warn))
-    if f.from_time is not None:
-        pos = max(pos, seg.position_for_timestamp(f.from_time, warn))
-    return pos
 
 
 PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
@@ -246,11 +159,14 @@ def _cuts(buf, start: int, end: int, target: int) -> list[int]:
 
 @dataclass
 class _Reports:
-    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
-    non_consecutive: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    """What Kafka prints on stderr after all files, by absolute path, in Kafka's order (index
+    mismatches and non-consecutive offsets newest first: Kafka prepends them to a List)."""
+
+    index_mismatches: dict[str, list[IndexMismatch]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[TimestampMismatch]] = field(default_factory=dict)
+    time_out_of_order: dict[str, list[OutOfOrderTimestamp]] = field(default_factory=dict)
+    time_not_found: dict[str, list[OffsetNotFound]] = field(default_factory=dict)
+    non_consecutive: dict[str, list[NonConsecutiveOffsets]] = field(default_factory=dict)
 
 
 def _abs(path: Path) -> str:
@@ -279,8 +195,6 @@ class KafkaDumper:
 
     def _note(self, s: str) -> None:
         """A note of ours on stderr (never on stdout, which stays Kafka's)."""
-        from kafkalog_cli.commands.common import one_line
-
         self._e(f"kafkalog: note: {one_line(s)}")
 
     def _e(self, s: str) -> None:
@@ -328,7 +242,7 @@ class KafkaDumper:
     def dump_log(self, path: Path) -> None:
         name = path.name
         if name.endswith(".log"):
-            self._w(f"Log starting offset: {_start_offset(path)}\n")
+            self._w(f"Log starting offset: {start_offset_of(path)}\n")
         else:
             if name == "bootstrap.checkpoint":
                 self._w("KRaft bootstrap snapshot\n")
@@ -339,8 +253,9 @@ class KafkaDumper:
         end = min(len(buf), self.o.max_bytes)
         f = self.o.filters
         deep = self.o.deep_iteration or self.o.print_data_log or (f is not None and f.needs_records)
-        valid = (start_position(path, _start_offset(path), f, self._note)
-                 if f is not None and name.endswith(".log") else 0)
+        valid = 0
+        if f is not None and name.endswith(".log"):
+            valid = start_position(Segment.with_log(path.parent, start_offset_of(path), buf), f, self._note)
         last_offset = -1
         pairs: list[tuple[int, int]] = []
         try:
@@ -349,29 +264,16 @@ class KafkaDumper:
                 # leaves `valid` where the sequential loop stops: what follows is an incomplete
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
-            for batch in iter_batches(buf, valid, end):
-                records = None
-                if f is not None:
-                    verdict = f.judge_batch(batch, deep)
-                    if verdict is Verdict.STOP:
-                        break
-                    if verdict is Verdict.SKIP:
-                        valid += batch.size
-                        continue
-                    if f.needs_records:
-                        records = batch.records()
-                        if not f.holds_match(records):
-                            valid += batch.size
-                            continue
-                self._w(batch_line(batch, valid))
+            for batch, records in selected_batches(buf, valid, end, f, deep):
+                self._w(batch_line(batch, batch.position))
                 if deep:
                     last_offset = self._records(batch, last_offset, pairs, records)
-                valid += batch.size
+                valid = batch.position + batch.size
         except KafkalogError as e:
             raise e.located(path=_abs(path))
         finally:
             if pairs:
-                self.reports.non_consecutive[_abs(path)] = pairs
+                self.reports.non_consecutive[_abs(path)] = [NonConsecutiveOffsets(*p) for p in pairs]
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
@@ -518,13 +420,9 @@ class KafkaDumper:
         control = batch.is_control
         legacy = batch.magic < 2
         f = o.filters
-        for r in batch.records() if records is None else records:
-            if f is not None:
-                verdict = f.take_record(r)
-                if verdict is Verdict.STOP:
-                    break
-                if verdict is Verdict.SKIP:
-                    continue
+        if records is None:
+            records = batch.records()
+        for r in records if f is None else f.shown(records):
             if last_offset != -1 and r.offset != last_offset + 1:
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
@@ -543,7 +441,7 @@ class KafkaDumper:
                 try:
                     key, payload = o.parser(r)
                 except KafkalogError as e:
-                    raise _at_record(e, batch, r) from None
+                    raise e.in_record(r.offset, batch.position) from None
                 if key is not None:
                     self._w(f"{prefix}key: {key}")
                 if payload is not None:
@@ -553,93 +451,38 @@ class KafkaDumper:
 
     # -- .index
     def dump_index(self, path: Path) -> None:
-        base = _start_offset(path)
-        log_path = path.with_name(path.name.split(".")[0] + ".log")
-        log = map_file(log_path)
-        raw = read_file(path)
-        n = len(raw) // 8
-        if n == 0:
+        check = check_offset_index(path, self.o.max_message_size, sanity_only=self.o.index_sanity_check)
+        if check.empty:
             self._w(f"{_java_file_string(str(path))} is empty.\n")
             return
-        entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(raw[: n * 8])]
         if self.o.index_sanity_check:
-            sanity_check_offset_index(raw, base, path=_abs(path))
             self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
             return
-        mismatches: list[tuple[int, int]] = []
-        try:
-            for i, (offset, position) in enumerate(entries):
-                if offset == base and i > 0:
-                    return
-                if position > len(log) or position < 0:
-                    raise KafkaToolError(f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
-                                         path=_abs(path), position=i * 8)
-                end = len(log) if position + self.o.max_message_size > len(log) else position + self.o.max_message_size
-                # errors here are about bytes of the .log: name it, and the index entry
-                entry_at = f" (the position of the entry at byte {i * 8} of {path.name})"
-                try:
-                    first = next(iter_batches(log, position, end), None)
-                except KafkalogError as e:
-                    e.message += entry_at
-                    raise e.located(path=_abs(log_path), position=position)
-                if first is None:
-                    raise KafkaToolError(
-                        f"no complete batch at position {position} within --max-message-size "
-                        f"{self.o.max_message_size}{entry_at} (kafka-dump-log dies with NoSuchElementException)",
-                        path=_abs(log_path), position=position)
-                if first.last_offset != offset:
-                    mismatches.insert(0, (offset, first.last_offset))
-                if not self.o.verify_index_only:
-                    self._w(f"offset: {offset} position: {position}\n")
-        finally:
-            if mismatches:
-                self.reports.index_mismatches[_abs(path)] = mismatches
+        if not self.o.verify_index_only:
+            for e in check.entries:
+                self._w(f"offset: {e.offset} position: {e.position}\n")
+        if check.mismatches:
+            self.reports.index_mismatches[_abs(path)] = check.mismatches[::-1]
+        if check.error is not None:
+            raise check.error
 
     # -- .timeindex
     def dump_time_index(self, path: Path) -> None:
-        base = _start_offset(path)
-        stem = path.name.split(".")[0]
-        log = map_file(path.with_name(stem + ".log"))
-        index_raw = read_file(path.with_name(stem + ".index"))
-        offset_entries = [(base + rel, pos) for rel, pos in _OFFSET_ENTRY.iter_unpack(index_raw[: len(index_raw) // 8 * 8])]
-        raw = read_file(path)
-        n = len(raw) // 12
-        entries = [(ts, base + rel) for ts, rel in _TIME_ENTRY.iter_unpack(raw[: n * 12])]
+        check = check_time_index(path, sanity_only=self.o.index_sanity_check)
         if self.o.index_sanity_check:
-            sanity_check_time_index(raw, base, path=_abs(path))
             self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
             return
+        if not self.o.verify_index_only:
+            for e in check.entries:
+                self._w(f"timestamp: {e.timestamp} offset: {e.offset}\n")
         key = _abs(path)
-        prev_ts = -1
-        for i, (ts, offset) in enumerate(entries):
-            if offset == base and i > 0:
-                return
-            position = kafka_index_lookup(offset_entries, offset, base, 8)
-            if position < 0 or position > len(log):  # FileRecords.slice throws
-                raise KafkaToolError(
-                    f"Invalid position: {position} from the offset index" if position < 0 else
-                    f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
-                    path=_abs(path), position=i * 12)
-            found = None
-            for b in iter_batches(log, position):
-                if b.last_offset >= offset:
-                    found = b
-                    break
-            if found is None:
-                self.reports.time_not_found.setdefault(key, []).append((offset, -1))
-            elif found.last_offset != offset:
-                self.reports.time_not_found.setdefault(key, []).append((offset, found.last_offset))
-            else:
-                max_ts = -1
-                for r in found.records():
-                    max_ts = max(max_ts, r.timestamp)
-                if max_ts != ts:
-                    self.reports.time_mismatches.setdefault(key, []).append((ts, max_ts))
-                if prev_ts >= ts:
-                    self.reports.time_out_of_order.setdefault(key, []).append((ts, prev_ts))
-            if not self.o.verify_index_only:
-                self._w(f"timestamp: {ts} offset: {offset}\n")
-            prev_ts = ts
+        for reports, found in ((self.reports.time_not_found, check.not_found),
+                               (self.reports.time_mismatches, check.mismatches),
+                               (self.reports.time_out_of_order, check.out_of_order)):
+            if found:
+                reports.setdefault(key, []).extend(found)
+        if check.error is not None:
+            raise check.error
 
     # -- .snapshot (producer state)
     def dump_producer_snapshot(self, path: Path) -> None:
@@ -675,26 +518,26 @@ class KafkaDumper:
     def finish(self) -> None:
         self.flush()
         r = self.reports
-        for name, pairs in r.index_mismatches.items():
+        for name, mismatches in r.index_mismatches.items():
             self._e(f"Mismatches in :{name}")
-            for a, b in pairs:
-                self._e(f"  Index offset: {a}, log offset: {b}")
-        for name, pairs in r.time_mismatches.items():
+            for m in mismatches:
+                self._e(f"  Index offset: {m.index_offset}, log offset: {m.log_offset}")
+        for name, ts_mismatches in r.time_mismatches.items():
             self._e(f"Found timestamp mismatch in :{name}")
-            for a, b in pairs:
-                self._e(f"  Index timestamp: {a}, log timestamp: {b}")
-        for name, pairs in r.time_out_of_order.items():
+            for t in ts_mismatches:
+                self._e(f"  Index timestamp: {t.index_timestamp}, log timestamp: {t.log_timestamp}")
+        for name, out_of_order in r.time_out_of_order.items():
             self._e(f"Found out of order timestamp in :{name}")
-            for a, b in pairs:
-                self._e(f"  Index timestamp: {a}, Previously indexed timestamp: {b}")
-        for pairs in r.time_not_found.values():
+            for o in out_of_order:
+                self._e(f"  Index timestamp: {o.index_timestamp}, Previously indexed timestamp: {o.previous_timestamp}")
+        for not_found in r.time_not_found.values():
             self._e("The following indexed offsets are not found in the log.")
-            for a, b in pairs:
-                self._e(f"Indexed offset: {a}, found log offset: {b}")
+            for n in not_found:
+                self._e(f"Indexed offset: {n.index_offset}, found log offset: {-1 if n.log_offset is None else n.log_offset}")
         for name, pairs in r.non_consecutive.items():
             self._e(f"Non-consecutive offsets in {name}")
-            for a, b in pairs:
-                self._e(f"  {a} is followed by {b}")
+            for p in pairs:
+                self._e(f"  {p.previous} is followed by {p.offset}")
 
 
 # ------------------------------------------------------------------ the record fast path
@@ -940,31 +783,12 @@ def _bool(v: bool) -> str:
 
 
 # ------------------------------------------------------------------ helpers
-def _at_record(e: KafkalogError, batch: RecordBatch, r: Record) -> KafkalogError:
-    """A decoder's error, whose position is inside a key or value, moved to the batch's
-    position in the .log (the record is named by its offset)."""
-    inner = f" (byte {e.position} of the key or value)" if e.position is not None else ""
-    e.message = f"record at offset {r.offset}: {e.message}{inner}"
-    e.position = batch.position
-    return e
-
-
-
 def _java_file_string(given: str) -> str:
     """java.io.File normalises a path: repeated and trailing separators go."""
     import re
 
     s = re.sub(r"/+", "/", given)
     return s[:-1] if len(s) > 1 and s.endswith("/") else s
-
-
-def _start_offset(path: Path) -> int:
-    stem = path.name.split(".")[0]
-    try:
-        return int(stem)
-    except ValueError:
-        raise KafkaToolError(f"file name does not start with an offset (NumberFormatException: For input string: \"{stem}\")",
-                             path=str(path)) from None
 
 
 def _snapshot_id(path: Path) -> tuple[int, int]:
@@ -980,33 +804,3 @@ def _decrement_sequence(seq: int, dec: int) -> int:
     if seq < dec:
         return INT_MAX - (dec - seq) + 1
     return seq - dec
-
-
-def kafka_index_lookup(entries: list[tuple[int, int]], target: int, base: int, entry_size: int) -> int:
-    """OffsetIndex.lookup(target).position, with AbstractIndex's warm/cold binary search run over
-    every slot, preallocated zero slots included, exactly as the broker's mmap sees them."""
-    n = len(entries)
-    if n == 0:
-        return 0
-    warm = 8192 // entry_size
-    first_hot = max(0, n - 1 - warm)
-
-    def search(lo: int, hi: int) -> int:
-        while lo < hi:
-            mid = (lo + hi + 1) >> 1
-            off = entries[mid][0]
-            if off > target:
-                hi = mid - 1
-            elif off < target:
-                lo = mid
-            else:
-                return mid
-        return lo
-
-    if entries[first_hot][0] < target:
-        slot = search(first_hot, n - 1)
-    elif entries[0][0] > target:
-        slot = -1
-    else:
-        slot = search(0, first_hot)
-    return 0 if slot == -1 else entries[slot][1]

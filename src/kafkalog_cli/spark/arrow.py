@@ -12,63 +12,41 @@ from typing import Iterator
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
 
-HEADER_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
-CONTROL_TYPE = pa.struct([("type", pa.string()), ("type_id", pa.int32()), ("version", pa.int32()),
-                          ("coordinator_epoch", pa.int32())])
+# Arrow type and Spark DDL type of each of render.schema's type names
+_SCALARS = {
+    schema.INT8: (pa.int8(), "tinyint"),
+    schema.INT32: (pa.int32(), "int"),
+    schema.INT64: (pa.int64(), "bigint"),
+    schema.STRING: (pa.string(), "string"),
+    schema.BINARY: (pa.binary(), "binary"),
+    schema.BOOL: (pa.bool_(), "boolean"),
+}
 
-# (name, arrow type, Spark DDL type); record columns in the order the DataFrame shows them
-RECORD_COLUMNS = [
-    ("topic", pa.string(), "string"),
-    ("partition", pa.int32(), "int"),
-    ("offset", pa.int64(), "bigint"),
-    ("timestamp", pa.int64(), "bigint"),
-    ("timestamp_type", pa.string(), "string"),
-    ("key", pa.binary(), "binary"),
-    ("value", pa.binary(), "binary"),
-    ("headers", pa.list_(HEADER_TYPE), "array<struct<key: string, value: binary>>"),
-    ("sequence", pa.int32(), "int"),
-    ("base_offset", pa.int64(), "bigint"),
-    ("producer_id", pa.int64(), "bigint"),
-    ("producer_epoch", pa.int32(), "int"),
-    ("is_transactional", pa.bool_(), "boolean"),
-    ("is_control", pa.bool_(), "boolean"),
-    ("crc", pa.int64(), "bigint"),          # legacy (magic 0/1) records only, as in the JSON
-    ("is_valid", pa.bool_(), "boolean"),    # legacy records only
-    ("control", CONTROL_TYPE, "struct<type: string, type_id: int, version: int, coordinator_epoch: int>"),
-    ("segment", pa.string(), "string"),
-]
 
-BATCH_COLUMNS = [
-    ("topic", pa.string(), "string"),
-    ("partition", pa.int32(), "int"),
-    ("base_offset", pa.int64(), "bigint"),
-    ("last_offset", pa.int64(), "bigint"),
-    ("count", pa.int32(), "int"),
-    ("position", pa.int64(), "bigint"),
-    ("size", pa.int32(), "int"),
-    ("magic", pa.int8(), "tinyint"),
-    ("codec", pa.string(), "string"),
-    ("crc", pa.int64(), "bigint"),
-    ("computed_crc", pa.int64(), "bigint"),
-    ("is_valid", pa.bool_(), "boolean"),
-    ("timestamp_type", pa.string(), "string"),
-    ("base_timestamp", pa.int64(), "bigint"),
-    ("max_timestamp", pa.int64(), "bigint"),
-    ("producer_id", pa.int64(), "bigint"),
-    ("producer_epoch", pa.int32(), "int"),
-    ("base_sequence", pa.int32(), "int"),
-    ("last_sequence", pa.int32(), "int"),
-    ("partition_leader_epoch", pa.int32(), "int"),
-    ("is_transactional", pa.bool_(), "boolean"),
-    ("is_control", pa.bool_(), "boolean"),
-    ("delete_horizon_ms", pa.int64(), "bigint"),
-    ("segment", pa.string(), "string"),
-]
+def _types(t) -> tuple[pa.DataType, str]:
+    """A render.schema type as (Arrow type, Spark DDL type)."""
+    if isinstance(t, schema.ListOf):
+        arrow, ddl_type = _types(t.item)
+        return pa.list_(arrow), f"array<{ddl_type}>"
+    if isinstance(t, schema.Struct):
+        parts = [(n, *_types(ft)) for n, ft in t.fields]
+        return (pa.struct([(n, a) for n, a, _ in parts]),
+                "struct<" + ", ".join(f"{n}: {d}" for n, _, d in parts) + ">")
+    return _SCALARS[t]
+
+
+HEADER_TYPE = _types(schema.HEADER)[0]
+CONTROL_TYPE = _types(schema.CONTROL)[0]
+
+# (name, arrow type, Spark DDL type), in the order the DataFrame shows them
+RECORD_COLUMNS = [(f.name, *_types(f.arrow)) for f in schema.RECORD.arrow_fields]
+BATCH_COLUMNS = [(f.name, *_types(f.arrow)) for f in schema.BATCH.arrow_fields]
 
 
 def columns(level: str = "record", include_payload: bool = True, include_headers: bool = True):

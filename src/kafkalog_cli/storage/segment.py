@@ -177,11 +177,10 @@ class Segment:
         return tp.partition if tp else None
 
     @classmethod
-    def over(cls, path: Path | str, log) -> "Segment":
-        """A segment whose `.log` bytes are already mapped (a renderer's buffer)."""
-        seg = cls.from_log_path(path)
-        seg._log = log
-        return seg
+    def with_log(cls, directory: Path, base_offset: int, log) -> "Segment":
+        """A segment over a .log its reader has already mapped (`map_file`), so the indexes are
+        checked against the same bytes and the file is not mapped twice."""
+        return cls(directory, base_offset, _log=log)
 
     # -- files
     def file(self, suffix: str) -> Path:

@@ -1,0 +1,204 @@
+"""The fields of our JSON Lines (`dump-log` and `dump-index --format json`) and of the Arrow rows
+(the Spark data source `kafkalog`, `kafkalog export`), declared once: name, order, what the JSON
+value means, Arrow type.
+
+render/jsonl.py and render/index_json.py build their objects with `Kind.object`, so the keys come
+in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines schema"
+table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
+
+No pyarrow here: Arrow types are named as pyarrow names them and spark/arrow.py builds them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# ------------------------------------------------------------------ Arrow types
+INT8, INT32, INT64, STRING, BINARY, BOOL = "int8", "int32", "int64", "string", "binary", "bool"
+
+
+@dataclass(frozen=True)
+class Struct:
+    fields: tuple[tuple[str, object], ...]   # (name, Arrow type)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(n for n, _ in self.fields)
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: object
+
+
+HEADER = Struct((("key", STRING), ("value", BINARY)))
+CONTROL = Struct((("type", STRING), ("type_id", INT32), ("version", INT32), ("coordinator_epoch", INT32)))
+
+
+# ------------------------------------------------------------------ fields and kinds
+@dataclass(frozen=True, eq=False)   # each condition is one object, compared by identity
+class When:
+    """A JSON field that only some objects of a kind have. `field`/`values`: those whose `field`
+    holds one of `values`; without `field`, the writer knows (the batch's magic, an option)."""
+
+    says: str                     # README's words
+    field: str | None = None
+    values: tuple = ()
+
+
+LEGACY = When("legacy records only")
+CONTROL_RECORD = When("control records only: `type`, `type_id`, and for markers `version`, `coordinator_epoch`",
+                      "is_control", (True,))
+DECODED = When("with an internal-topic decoder")
+UNKNOWN_FILE = When("`true`, for a file of no known type, which is skipped", "type", ("unknown",))
+OFFSET_CHECK = When("check `offset` or `offset_not_found` only", "check", ("offset", "offset_not_found"))
+TIMESTAMP_CHECK = When("check `timestamp` or `timestamp_order` only", "check", ("timestamp", "timestamp_order"))
+LOG_TIMESTAMP = When("check `timestamp` only", "check", ("timestamp",))
+ORDER = When("check `timestamp_order` only", "check", ("timestamp_order",))
+FAILED = When("`passed: false` only", "passed", (False,))
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    about: str = ""            # what the JSON value holds, where the name does not say it all
+    arrow: object = None       # the Arrow type; None: not an Arrow column
+    json: bool = True          # False: an Arrow column only
+    only: When | None = None   # a JSON field only some objects have
+
+    def readme(self) -> str:
+        notes = [s for s in (self.about, self.only.says if self.only else "") if s]
+        return f"`{self.name}`" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+UNSET = object()   # a value `Kind.object` was not given: the JSON encoder refuses it, loudly
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str                   # the value of "kind", always the first key
+    fields: tuple[Field, ...]
+    about: str = ""             # README's words on the object as a whole
+    _names: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def json_names(self, *only: When) -> tuple[str, ...]:
+        """The keys of an object of this kind, in order: "kind", then the JSON fields every
+        object has and those whose condition is among `only`."""
+        names = self._names.get(only)
+        if names is None:
+            names = self._names[only] = ("kind",) + tuple(
+                f.name for f in self.fields if f.json and (f.only is None or f.only in only))
+        return names
+
+    def object(self, *only: When, **values) -> dict:
+        """A JSON object of this kind with `values`, its keys in the schema's order (a value
+        not given stays UNSET, and so fails when encoded)."""
+        obj = dict.fromkeys(self.json_names(*only), UNSET)
+        obj["kind"] = self.name
+        obj.update(values)
+        return obj
+
+    @property
+    def arrow_fields(self) -> tuple[Field, ...]:
+        return tuple(f for f in self.fields if f.arrow is not None)
+
+
+def _arrow_only(name: str, arrow, about: str) -> Field:
+    return Field(name, about, arrow, json=False)
+
+
+# where Arrow rows come from: they carry these instead of JSON's "file"
+TOPIC = _arrow_only("topic", STRING, "the partition dir's topic; null outside one")
+PARTITION = _arrow_only("partition", INT32, "the partition dir's number; null outside one")
+SEGMENT = _arrow_only("segment", STRING, "the segment file's absolute path")
+
+FILE = Kind("file", (
+    Field("file", "the path as given"),
+    Field("type", "`log`, `checkpoint`, `index`, `timeindex`, `txnindex`, `snapshot`, or `unknown`"),
+    Field("skipped", only=UNKNOWN_FILE),
+))
+
+BATCH = Kind("batch", (
+    TOPIC, PARTITION,
+    Field("file"),
+    Field("base_offset", arrow=INT64),
+    Field("last_offset", arrow=INT64),
+    Field("count", "null for legacy", INT32),
+    Field("position", arrow=INT64),
+    Field("size", arrow=INT32),
+    Field("magic", arrow=INT8),
+    Field("codec", arrow=STRING),
+    Field("crc", arrow=INT64),
+    Field("computed_crc", arrow=INT64),
+    Field("is_valid", arrow=BOOL),
+    Field("timestamp_type", arrow=STRING),
+    Field("base_timestamp", arrow=INT64),
+    Field("max_timestamp", arrow=INT64),
+    Field("producer_id", arrow=INT64),
+    Field("producer_epoch", arrow=INT32),
+    Field("base_sequence", arrow=INT32),
+    Field("last_sequence", arrow=INT32),
+    Field("partition_leader_epoch", arrow=INT32),
+    Field("is_transactional", arrow=BOOL),
+    Field("is_control", arrow=BOOL),
+    Field("delete_horizon_ms", "null unless set", INT64),
+    SEGMENT,
+))
+
+RECORD = Kind("record", (
+    TOPIC, PARTITION,
+    Field("offset", arrow=INT64),
+    Field("timestamp", arrow=INT64),
+    Field("timestamp_type", arrow=STRING),
+    Field("key", "encoded string or null", BINARY),
+    Field("value", "encoded string or null", BINARY),
+    Field("headers", 'list of `{"key": str, "value": str|null}`', ListOf(HEADER)),
+    Field("sequence", arrow=INT32),
+    Field("base_offset", arrow=INT64),
+    Field("producer_id", arrow=INT64),
+    Field("producer_epoch", arrow=INT32),
+    Field("is_transactional", arrow=BOOL),
+    Field("is_control", arrow=BOOL),
+    Field("crc", arrow=INT64, only=LEGACY),
+    Field("is_valid", arrow=BOOL, only=LEGACY),
+    Field("control", arrow=CONTROL, only=CONTROL_RECORD),
+    Field("decoded", only=DECODED),
+    SEGMENT,
+))
+
+TRAILING_BYTES = Kind("trailing_bytes", (Field("file"), Field("position"), Field("size")),
+                      "bytes after the last complete batch (dump-index: a partial last entry)")
+INDEX_ENTRY = Kind("index_entry", (Field("offset"), Field("position")))
+TIME_INDEX_ENTRY = Kind("time_index_entry", (Field("timestamp"), Field("offset")))
+ABORTED_TXN = Kind("aborted_txn", (Field("version"), Field("producer_id"), Field("first_offset"),
+                                   Field("last_offset"), Field("last_stable_offset")))
+PRODUCER_STATE = Kind("producer_state", (
+    Field("producer_id"), Field("producer_epoch"), Field("coordinator_epoch"),
+    Field("current_txn_first_offset", "null: none"), Field("last_sequence"), Field("last_offset"),
+    Field("offset_delta"), Field("timestamp"),
+))
+CORRUPT_SNAPSHOT = Kind("corrupt_snapshot", (Field("file"), Field("position"), Field("error")),
+                        "a producer snapshot that does not parse (exit 0, as in Kafka's tool)")
+INDEX_MISMATCH = Kind("index_mismatch", (
+    Field("file"),
+    Field("check", "`offset`, `offset_not_found`, `timestamp` or `timestamp_order`"),
+    Field("index_offset", only=OFFSET_CHECK),
+    Field("log_offset", "null: no batch", only=OFFSET_CHECK),
+    Field("index_timestamp", only=TIMESTAMP_CHECK),
+    Field("log_timestamp", only=LOG_TIMESTAMP),
+    Field("previous_timestamp", only=ORDER),
+), "dump-index: an index entry that does not match the .log, as kafka-dump-log reports it")
+SANITY_CHECK = Kind("sanity_check", (
+    Field("file"), Field("passed"), Field("position", only=FAILED), Field("error", only=FAILED),
+), "the outcome of dump-index --index-sanity-check")
+
+KINDS = (FILE, BATCH, RECORD, TRAILING_BYTES, INDEX_ENTRY, TIME_INDEX_ENTRY, ABORTED_TXN,
+         PRODUCER_STATE, CORRUPT_SNAPSHOT, INDEX_MISMATCH, SANITY_CHECK)
+
+
+def markdown_table() -> str:
+    """README's "JSON Lines schema" table."""
+    rows = ["| kind | fields |", "|---|---|"]
+    for k in KINDS:
+        fields = ", ".join(f.readme() for f in k.fields if f.json).replace("|", "\\|")
+        rows.append(f"| `{k.name}` | {fields}{': ' + k.about if k.about else ''} |")
+    return "\n".join(rows) + "\n"
