@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
+from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, jobs_option, now_option,
                                            now_or_clock, quarantine_options, resolver_from_options)
 from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.ops import compact as ops
@@ -38,13 +38,12 @@ def _bytes(ctx, param, value: str) -> int:
 @click.option("--dedupe-buffer-size", default=str(DEFAULT_DEDUPE_BUFFER), callback=_bytes, show_default=True,
               metavar="BYTES", help="log.cleaner.dedupe.buffer.size: the offset map's memory (24 bytes a "
                                     "key, 90% usable). More keys than fit: several rounds.")
-@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
-              help="Partitions cleaned in parallel, in worker processes (0: one per core). A "
-                   "partition cleaned alone splits its offset map's build over them.")
+@jobs_option("Partitions cleaned in parallel, in worker processes (0: one per core). A "
+             "partition cleaned alone splits its offset map's build over them.")
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @engine_options
 def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_items, server_properties,
@@ -69,11 +68,11 @@ def command(paths, force, dedupe_buffer_size, jobs, config_pairs, topic_config_i
         cp, report = ran[i] if engine == "spark" else _run(log_dir, parts, *run_args)
         if dry_run:
             reports.append({"dry_run": True, **cp.to_json()})
-            if fmt == "human":
+            if fmt == "text":
                 click.echo(cp.render())
             continue
         reports.append(report)
-        if fmt == "human":
+        if fmt == "text":
             click.echo(cp.render())
             for c in report["cleaned"]:
                 click.echo(f"  cleaned {c['partition']}: {c['messages_read']} -> {c['messages_written']} messages, "

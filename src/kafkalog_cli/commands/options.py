@@ -1,5 +1,6 @@
-"""Click option decorators shared by the commands that change log dirs (recover, roll, retain,
-compact): topic configs, quarantine, --dry-run, --format, --now."""
+"""Click option decorators shared by the commands, each defined once: --format and --jobs (every
+command that has them), and those of the commands that change log dirs (recover, roll, retain,
+compact): topic configs, quarantine, --dry-run, --now."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +11,32 @@ import click
 
 from kafkalog_cli.config import (ConfigResolver, cluster_metadata_configs, parse_key_values,
                                  parse_topic_key_values, read_properties)
+
+
+# --format: the one vocabulary. text is what the command prints for people (for dump-log and
+# dump-index, kafka-dump-log's exact text); json is for machines. The names the commands took
+# before (kafka, human) still mean text, so no script breaks.
+FORMATS = ("text", "json")
+FORMAT_ALIASES = {"kafka": "text", "human": "text"}
+
+
+class FormatChoice(click.Choice):
+    """click.Choice over FORMATS that also takes FORMAT_ALIASES, as the name they stand for.
+    --help, completion and errors name only FORMATS."""
+
+    def __init__(self):
+        super().__init__(FORMATS)
+
+    def convert(self, value, param, ctx):
+        return super().convert(FORMAT_ALIASES.get(value, value), param, ctx)
+
+
+def format_option(help: str):
+    return click.option("--format", "fmt", type=FormatChoice(), default="text", show_default=True, help=help)
+
+
+def jobs_option(help: str):
+    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core", help=help)
 
 
 def _stack(*decorators):
@@ -41,9 +68,6 @@ quarantine_options = _stack(
 
 dry_run_option = click.option("--dry-run", "-n", is_flag=True,
                               help="Print the plan and change nothing (takes no lock).")
-
-format_option = click.option("--format", "fmt", type=click.Choice(["human", "json"]),
-                             default="human", show_default=True, help="Output format.")
 
 now_option = click.option("--now", "now_ms", type=int, metavar="MS",
                           help="The clock, in epoch milliseconds [default: the system clock].")

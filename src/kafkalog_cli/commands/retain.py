@@ -24,7 +24,7 @@ from kafkalog_cli.storage.lock import LogDirLock
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @engine_options

@@ -19,7 +19,7 @@ from kafkalog_cli.ops import roll as ops
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the JSON report to this file.")

@@ -22,7 +22,7 @@ def run_plans(op: str, groups: dict[Path, list[Path]], make_plan: Callable[[Path
         if dry_run:
             plan = make_plan(log_dir, parts)
             reports.append({"dry_run": True, **plan.to_json()})
-            if fmt == "human":
+            if fmt == "text":
                 click.echo(plan.render())
             continue
         with LogDirLock(log_dir):
@@ -30,7 +30,7 @@ def run_plans(op: str, groups: dict[Path, list[Path]], make_plan: Callable[[Path
             fsops = FsOps(log_dir, Quarantine(root, op))
             report = apply(plan, fsops)
         reports.append(report)
-        if fmt == "human":
+        if fmt == "text":
             click.echo(plan.render() if plan.actions or plan.findings else f"{op} {log_dir}: nothing to do")
             if report.get("quarantine"):
                 click.echo(f"  removed data kept in {report['quarantine']}")
