@@ -53,8 +53,9 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     if fmt == "json":
         click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)
     else:
-        click.echo(f"exported {summary['records']} records from {summary['segments']} segments to "
-                   f"{'standard output' if to_stderr else summary['out']}", err=to_stderr)
+        from kafkalog_cli.render.human import export_summary
+
+        click.echo(export_summary(summary, to_stdout=to_stderr), err=to_stderr)
 
 
 def _check_pyarrow() -> None:

@@ -105,9 +105,9 @@ def command(paths, deep, fmt, jobs, engine, master):
     else:
         for p in problems:
             out.write(one_line(p.line()) + "\n")
-        rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
-        out.write(f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
-                  f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {elapsed:.2f} s{rate}\n")
+        from kafkalog_cli.render.human import verify_summary
+
+        out.write(verify_summary(files, batches, nbytes, len(problems), elapsed) + "\n")
     out.flush()
     if unreadable:
         sys.exit(int(ExitCode.INPUT))
