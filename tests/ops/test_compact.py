@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from kafkalog_cli.ops import compact
+from kafkalog_cli.render import human
 from kafkalog_cli.storage import names
 from tests.ops.compact_helpers import FIXTURES, params, records_of, resolver_for, restore, run
 
@@ -62,7 +63,7 @@ def test_dry_run_reports_and_changes_nothing(tmp_path):
     assert d.estimate["keys"] == 100 and d.estimate["messages_written"] == 100
     assert d.estimate["bytes_freed"] == d.estimate["bytes_read"] - 10586
     assert {p: p.read_bytes() for p in (log_dir / "cmp-none-0").iterdir()} == snapshot
-    assert "ratio 1.000" in cp.render()
+    assert "ratio 1.000" in human.compact_plan(cp)
 
 
 def test_ratio_below_min_cleanable_is_skipped_unless_forced(tmp_path):

@@ -156,3 +156,16 @@ def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
     with LogDirLock(log_dir):
         r = invoke("compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--engine", "spark", *CFG)
     assert r.exit_code == 5 and r.output.count("\n") == 1 and "Traceback" not in r.output
+
+
+def test_run_log_dir_unit_equals_the_local_run(spark):
+    from kafkalog_cli.ops import roll
+    from kafkalog_cli.ops.recover import partition_dirs_for
+    from kafkalog_cli.ops.runner import Operation, run_log_dir
+    from kafkalog_cli.spark.jobs import run_log_dirs_spark
+
+    op = Operation("roll", roll.plan, roll.RollOptions(now_ms=1795249186389))
+    groups = partition_dirs_for([FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")])
+    local = [run_log_dir(op, d, parts, dry_run=True).to_json() for d, parts in groups.items()]
+    sparked = [o.to_json() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
+    assert sparked == local and len(local) == 2 and all(r["dry_run"] and r["actions"] for r in local)

@@ -6,14 +6,14 @@ from datetime import datetime, timezone
 
 import click
 
+from kafkalog_cli.commands.options import format_option, jobs_option
 from kafkalog_cli.errors import InputError
 
 
 def read_options(f):
     """--format, --payload-encoding, the offset/time/key filters, --limit and --jobs."""
     decorators = [
-        click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
-                     help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
+        format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
         click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
                      show_default=True, help="JSON only (with --format kafka it is ignored, with a warning): "
                                              "how keys, values and header values are written."),
@@ -27,8 +27,7 @@ def read_options(f):
         click.option("--key", default=None, help="Only records whose key is exactly this (UTF-8)."),
         click.option("--limit", type=click.IntRange(min=0), default=None,
                      help="Stop after this many records (batches, without --deep-iteration)."),
-        click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
-                     help="Worker processes for large inputs (0: one per core)."),
+        jobs_option("Worker processes for large inputs (0: one per core)."),
     ]
     for d in reversed(decorators):
         f = d(f)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
+from kafkalog_cli.commands.options import format_option
 
 from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError, one_line
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
@@ -24,8 +25,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
               help="Run Kafka's sanityCheck on .index and .timeindex files only.")
 @click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
-@click.option("--format", "fmt", type=click.Choice(["kafka", "json"]), default="kafka", show_default=True,
-              help="kafka: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
+@format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
 @_one_line_errors
 def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt):
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.

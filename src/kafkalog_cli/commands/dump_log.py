@@ -87,7 +87,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
     ctx = click.get_current_context()
-    if fmt == "kafka" and ctx.get_parameter_source("payload_encoding") not in (None, click.core.ParameterSource.DEFAULT):
+    if fmt == "text" and ctx.get_parameter_source("payload_encoding") not in (None, click.core.ParameterSource.DEFAULT):
         click.echo("kafkalog: warning: --payload-encoding applies to --format json only; "
                    "--format kafka prints payloads as kafka-dump-log does", err=True)
     from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from kafkalog_cli.commands.options import format_option, jobs_option
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 
@@ -15,8 +16,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
               help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.")
 @engine_options
-@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
-              help="With --engine local: worker processes (0: one per core).")
+@jobs_option("With --engine local: worker processes (0: one per core).")
 @click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
               show_default=True, help="jsonl: how keys, values and header values are written.")
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
@@ -24,8 +24,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--overwrite", is_flag=True,
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
-@click.option("--format", "fmt", type=click.Choice(["human", "json"]), default="human", show_default=True,
-              help="How the summary is printed.")
+@format_option("How the summary is printed.")
 def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, no_headers, overwrite, fmt):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
@@ -54,8 +53,9 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     if fmt == "json":
         click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)
     else:
-        click.echo(f"exported {summary['records']} records from {summary['segments']} segments to "
-                   f"{'standard output' if to_stderr else summary['out']}", err=to_stderr)
+        from kafkalog_cli.render.human import export_summary
+
+        click.echo(export_summary(summary, to_stdout=to_stderr), err=to_stderr)
 
 
 def _check_pyarrow() -> None:

@@ -1,15 +1,42 @@
-"""Click option decorators shared by the commands that change log dirs (recover, roll, retain,
-compact): topic configs, quarantine, --dry-run, --format, --now."""
+"""Click options shared by the commands, each defined once: --format and --jobs (every command
+that has them), and those of the commands that change log dirs (recover, roll, retain, compact):
+topic configs, quarantine, --dry-run, --now; then what those commands do with them, running
+ops.runner over each log dir and printing the outcomes.
+
+Kept light: dump-log imports this, so the ops are imported only when a command runs."""
 from __future__ import annotations
 
 import functools
+import json
 import time
 from pathlib import Path
 
 import click
 
-from kafkalog_cli.config import (ConfigResolver, cluster_metadata_configs, parse_key_values,
-                                 parse_topic_key_values, read_properties)
+# --format: the one vocabulary. text is what the command prints for people (for dump-log and
+# dump-index, kafka-dump-log's exact text); json is for machines. The names the commands took
+# before (kafka, human) still mean text, so no script breaks.
+FORMATS = ("text", "json")
+FORMAT_ALIASES = {"kafka": "text", "human": "text"}
+
+
+class FormatChoice(click.Choice):
+    """click.Choice over FORMATS that also takes FORMAT_ALIASES, as the name they stand for.
+    --help, completion and errors name only FORMATS."""
+
+    def __init__(self):
+        super().__init__(FORMATS)
+
+    def convert(self, value, param, ctx):
+        return super().convert(FORMAT_ALIASES.get(value, value), param, ctx)
+
+
+def format_option(help: str):
+    return click.option("--format", "fmt", type=FormatChoice(), default="text", show_default=True, help=help)
+
+
+def jobs_option(help: str):
+    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core", help=help)
 
 
 def _stack(*decorators):
@@ -18,6 +45,18 @@ def _stack(*decorators):
             f = d(f)
         return f
     return apply
+
+
+def _config_sources(f):
+    """Hands the command one `configs` (an ops.runner.ConfigSources) for the four options."""
+    @functools.wraps(f)
+    def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata, **kwargs):
+        from kafkalog_cli.ops.runner import ConfigSources
+
+        configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
+                                no_cluster_metadata)
+        return f(*args, configs=configs, **kwargs)
+    return wrapper
 
 
 config_options = _stack(
@@ -30,6 +69,7 @@ config_options = _stack(
                  help="The broker's server.properties: its log.* settings are the defaults."),
     click.option("--no-cluster-metadata", is_flag=True,
                  help="Ignore the topic configs recorded in the log dir's __cluster_metadata."),
+    _config_sources,
 )
 
 quarantine_options = _stack(
@@ -42,23 +82,49 @@ quarantine_options = _stack(
 dry_run_option = click.option("--dry-run", "-n", is_flag=True,
                               help="Print the plan and change nothing (takes no lock).")
 
-format_option = click.option("--format", "fmt", type=click.Choice(["human", "json"]),
-                             default="human", show_default=True, help="Output format.")
-
 now_option = click.option("--now", "now_ms", type=int, metavar="MS",
                           help="The clock, in epoch milliseconds [default: the system clock].")
 
 
-def resolver_from_options(log_dir: Path | None, config_pairs=(), topic_config_items=(),
-                          server_properties: Path | None = None,
-                          no_cluster_metadata: bool = False) -> ConfigResolver:
-    return ConfigResolver(
-        server_properties=read_properties(server_properties) if server_properties else {},
-        cluster_metadata={} if no_cluster_metadata or log_dir is None else cluster_metadata_configs(log_dir),
-        overrides=parse_key_values(config_pairs, "--config"),
-        topic_overrides=parse_topic_key_values(topic_config_items),
-    )
-
-
 def now_or_clock(now_ms: int | None) -> int:
     return now_ms if now_ms is not None else int(time.time() * 1000)
+
+
+def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "local", master: str | None = None,
+                 errors: str = "raise", **run):
+    """(log dir, ops.runner.Outcome) for each log dir of `groups`, in order: run here one after
+    the other (each yielded once done, so its output comes before the next one starts), or as
+    one Spark task each. `run`: run_log_dir's dry_run, quarantine_dir, no_quarantine.
+    errors="return": a log dir's KafkalogError is yielded in place of its Outcome."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.ops.runner import run_log_dir
+
+    if engine == "spark":
+        from kafkalog_cli.spark.jobs import run_log_dirs_spark
+
+        yield from zip(groups, run_log_dirs_spark(operation, groups, master=master, errors=errors, **run))
+        return
+    for log_dir, parts in groups.items():
+        try:
+            outcome = run_log_dir(operation, log_dir, parts, **run)
+        except KafkalogError as e:
+            if errors == "raise":
+                raise
+            outcome = e
+        yield log_dir, outcome
+
+
+def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: str,
+                   report_path: Path | None = None, **run) -> None:
+    """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
+    that log dir is done; or the JSON reports at the end (one object for one log dir, else a
+    list). --report: the list, also to that file."""
+    reports = []
+    for _, outcome in run_log_dirs(operation, groups, **run):
+        reports.append(outcome.to_json())
+        if fmt == "text":
+            click.echo(render(outcome))
+    if fmt == "json":
+        click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
+    if report_path is not None:
+        report_path.write_text(json.dumps(reports, indent=2) + "\n")

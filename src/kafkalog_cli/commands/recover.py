@@ -1,16 +1,16 @@
 """`kafkalog recover PATH...`: options -> ops.recover -> output."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, quarantine_options, resolver_from_options)
-from kafkalog_cli.commands.runner import run_plans
-from kafkalog_cli.storage.logdir import partition_dirs_for
+                                           now_or_clock, print_outcomes, quarantine_options)
 from kafkalog_cli.ops import recover as ops
+from kafkalog_cli.ops.runner import Operation
+from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.render import human
 
 
 @click.command("recover", short_help="Repair log dirs after a crash, as a broker does at startup.")
@@ -23,12 +23,12 @@ from kafkalog_cli.ops import recover as ops
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the JSON report to this file.")
-def command(paths, all_segments, salvage, config_pairs, topic_config_items, server_properties,
-            no_cluster_metadata, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
+            report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
@@ -42,13 +42,7 @@ def command(paths, all_segments, salvage, config_pairs, topic_config_items, serv
     groups = partition_dirs_for(paths)
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
-    now = now_or_clock(now_ms)
-
-    def make_plan(log_dir, parts):
-        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
-                                         no_cluster_metadata)
-        opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now, resolver=resolver)
-        return ops.plan(log_dir, parts, opts)
-
-    run_plans("recover", groups, make_plan, dry_run=dry_run, fmt=fmt, quarantine_dir=quarantine_dir,
-              no_quarantine=no_quarantine, report_path=report_path)
+    opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now_or_clock(now_ms))
+    print_outcomes(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
+                   no_quarantine=no_quarantine)

@@ -10,13 +10,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, quarantine_options, resolver_from_options)
+                                           now_or_clock, quarantine_options, run_log_dirs)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
-from kafkalog_cli.spark.cli_options import check_engine, engine_options
 from kafkalog_cli.ops import retain as ops
-from kafkalog_cli.ops.plan import Plan, apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
-from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.ops.runner import Operation, Outcome
+from kafkalog_cli.render import human
+from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 
 @click.command("retain", short_help="Delete segments past retention.ms or retention.bytes.")
@@ -24,12 +23,11 @@ from kafkalog_cli.storage.lock import LogDirLock
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @engine_options
-def command(paths, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-            quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, engine, master):
+def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -50,19 +48,14 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
 
     check_engine(engine, master)
     groups = partition_dirs_for(paths)
-    now = now_or_clock(now_ms)
-    run_args = (now, config_pairs, topic_config_items, server_properties, no_cluster_metadata, quarantine_dir,
-                no_quarantine, dry_run)
-    if engine == "spark":  # one Spark task per log dir runs _run (lock, plan, apply) on an executor
-        from kafkalog_cli.spark.engine import result, run_partitions
-
-        ran = run_partitions(_run, list(groups.items()), engine="spark", master=master, args=run_args, star=True,
-                             errors="return")
+    operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
     codes: list[int] = []
-    for i, (log_dir, parts) in enumerate(groups.items()):
-        try:
-            plan, quarantine = result(ran[i]) if engine == "spark" else _run(log_dir, parts, *run_args)
-        except KafkalogError as e:
+    # a locked or failing log dir does not stop the others (Spark: one task per log dir)
+    for log_dir, outcome in run_log_dirs(operation, groups, engine=engine, master=master, errors="return",
+                                         dry_run=dry_run, quarantine_dir=quarantine_dir,
+                                         no_quarantine=no_quarantine):
+        if isinstance(outcome, KafkalogError):
+            e = outcome
             codes.append(int(e.exit_code))
             status = "locked" if isinstance(e, LockedError) else "error"
             click.echo(f"kafkalog: {log_dir}: skipped: {e}" if status == "locked" else f"kafkalog: {e}", err=True)
@@ -70,62 +63,21 @@ def command(paths, config_pairs, topic_config_items, server_properties, no_clust
                 click.echo(json.dumps({"log_dir": str(log_dir), "status": status, "detail": str(e),
                                        "exit_code": int(e.exit_code)}))
             continue
-        for summary in plan.partitions.values():
+        for summary in outcome.plan.partitions.values():
             if summary.get("status") == "error":
                 codes.append(summary["exit_code"])
                 click.echo(f"kafkalog: {summary['detail']}", err=True)
-        _report(plan, quarantine, fmt, dry_run, verbose)
+        _report(outcome, fmt, verbose)
     failures = [c for c in codes if c != ExitCode.LOCKED]
     if codes:
         click.get_current_context().exit(failures[0] if failures else int(ExitCode.LOCKED))
 
 
-def _run(log_dir: Path, parts: list[Path], now: int, config_pairs, topic_config_items, server_properties,
-         no_cluster_metadata, quarantine_dir, no_quarantine, dry_run) -> tuple[Plan, str | None]:
-    def make_plan() -> Plan:
-        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
-                                         no_cluster_metadata)
-        return ops.plan(log_dir, parts, ops.RetainOptions(now_ms=now, resolver=resolver))
-
-    root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
-    if dry_run:
-        return make_plan(), None
-    with LogDirLock(log_dir):
-        plan = make_plan()        # planned under the lock: nobody changes the log dir meanwhile
-        if plan.empty:
-            return plan, None
-        report = apply(plan, FsOps(log_dir, Quarantine(root, "retain")))
-    return plan, report.get("quarantine")
-
-
-def _report(plan: Plan, quarantine: str | None, fmt: str, dry_run: bool, verbose: bool) -> None:
+def _report(outcome: Outcome, fmt: str, verbose: bool) -> None:
     if fmt == "json":
-        for summary in plan.partitions.values():
-            click.echo(json.dumps({"log_dir": str(plan.log_dir), **summary, "dry_run": dry_run,
-                                   "quarantine": quarantine if summary.get("segments_deleted") else None}))
+        for summary in outcome.plan.partitions.values():
+            click.echo(json.dumps({"log_dir": str(outcome.plan.log_dir), **summary, "dry_run": outcome.dry_run,
+                                   "quarantine": outcome.quarantine if summary.get("segments_deleted") else None}))
         return
-    if dry_run:
-        click.echo(plan.render())
-    if dry_run or verbose:
-        for summary in plan.partitions.values():
-            if verbose or summary.get("segments_deleted"):
-                click.echo(describe(summary, dry_run))
-        if quarantine:
-            click.echo(f"removed files kept in {quarantine}")
-
-
-def describe(summary: dict, dry_run: bool = False) -> str:
-    """One line per partition: what went, why, and the new log start offset."""
-    name, status = summary["partition"], summary.get("status")
-    if status != "deleted":
-        return f"{name}: {summary.get('detail') or status}"
-    by_reason: dict[str, list[int]] = {}
-    for s in summary["segments"]:
-        by_reason.setdefault(s["detail"], []).append(s["base_offset"])
-    why = "; ".join(f"{', '.join(map(str, bases))}: {reason}" for reason, bases in by_reason.items())
-    verb = "would delete" if dry_run else "deleted"
-    line = (f"{name}: {verb} {summary['segments_deleted']} segment(s), {summary['bytes_freed']} bytes "
-            f"({why}); log start offset {summary['old_log_start_offset']} -> {summary['new_log_start_offset']}")
-    if summary.get("rolled"):
-        line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
-    return line
+    for line in human.retain_outcome(outcome, verbose):
+        click.echo(line)

@@ -6,10 +6,11 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, quarantine_options, resolver_from_options)
-from kafkalog_cli.commands.runner import run_plans
-from kafkalog_cli.storage.logdir import partition_dirs_for
+                                           now_or_clock, print_outcomes, quarantine_options)
 from kafkalog_cli.ops import roll as ops
+from kafkalog_cli.ops.runner import Operation
+from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.render import human
 
 
 @click.command("roll", short_help="Close each active segment and open a new one, as a broker rolls.")
@@ -20,12 +21,11 @@ from kafkalog_cli.ops import roll as ops
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option
+@format_option("Output format.")
 @now_option
 @click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the JSON report to this file.")
-def command(paths, if_needed, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-            quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+def command(paths, if_needed, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).
 
@@ -38,12 +38,7 @@ def command(paths, if_needed, config_pairs, topic_config_items, server_propertie
     5 the log dir is locked (a broker runs on it); 6 a change could not be written.
     """
     groups = partition_dirs_for(paths)
-    now = now_or_clock(now_ms)
-
-    def make_plan(log_dir, parts):
-        resolver = resolver_from_options(log_dir, config_pairs, topic_config_items, server_properties,
-                                         no_cluster_metadata)
-        return ops.plan(log_dir, parts, ops.RollOptions(if_needed=if_needed, now_ms=now, resolver=resolver))
-
-    run_plans("roll", groups, make_plan, dry_run=dry_run, fmt=fmt, quarantine_dir=quarantine_dir,
-              no_quarantine=no_quarantine, report_path=report_path)
+    opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
+    print_outcomes(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
+                   no_quarantine=no_quarantine)

@@ -8,6 +8,7 @@ import time
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
+from kafkalog_cli.commands.options import format_option, jobs_option
 
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
@@ -20,10 +21,8 @@ PROGRESS_MIN_BYTES = 64 << 20
 @click.option("--deep", is_flag=True,
               help="Also decode records: legacy inner-message CRCs, record counts against the header, "
                    "decompression failures, record offsets.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: one line per problem and a summary. json: one object per problem, then a summary object.")
-@click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core",
-              help="Worker processes (0: one per core). Big files are split at batch boundaries.")
+@format_option("text: one line per problem and a summary. json: one object per problem, then a summary object.")
+@jobs_option("Worker processes (0: one per core). Big files are split at batch boundaries.")
 @engine_options
 @_one_line_errors
 def command(paths, deep, fmt, jobs, engine, master):
@@ -106,9 +105,9 @@ def command(paths, deep, fmt, jobs, engine, master):
     else:
         for p in problems:
             out.write(one_line(p.line()) + "\n")
-        rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
-        out.write(f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
-                  f"{len(problems)} problem{'s' if len(problems) != 1 else ''} in {elapsed:.2f} s{rate}\n")
+        from kafkalog_cli.render.human import verify_summary
+
+        out.write(verify_summary(files, batches, nbytes, len(problems), elapsed) + "\n")
     out.flush()
     if unreadable:
         sys.exit(int(ExitCode.INPUT))

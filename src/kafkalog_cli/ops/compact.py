@@ -126,29 +126,6 @@ class CompactPlan:
                 "partitions": [d.to_json() for d in self.decisions],
                 "findings": [f.to_json() for f in self.notes.findings]}
 
-    def render(self) -> str:
-        lines = [f"compact {self.log_dir} (now {self.now_ms}): {len(self.selected)} of "
-                 f"{len(self.decisions)} compacted partition(s) to clean"]
-        for f in self.notes.findings:
-            lines.append(f"  ! {f.partition}: {f.message}")
-        for d in self.decisions:
-            lg = d.log
-            mark = "clean" if d.selected else "skip "
-            line = (f"  {mark} {lg.name}: dirty [{lg.first_dirty}, {lg.first_uncleanable}) "
-                    f"ratio {lg.ratio:.3f} ({lg.cleanable_bytes} of {lg.clean_bytes + lg.cleanable_bytes} bytes); "
-                    f"{d.reason}")
-            if lg.checkpoint_reset:
-                line += (f"; cleaner-offset-checkpoint {lg.checkpoint} outside [{lg.log_start_offset}, "
-                         f"{lg.log_end_offset}]: reset to {lg.first_dirty}")
-            if d.estimate:
-                e = d.estimate
-                line += (f"; {e['keys']} keys, {e['bytes_freed']} bytes to free, "
-                         f"{e['messages_read']} -> {e['messages_written']} messages")
-                if e.get("rounds_needed", 1) > 1:
-                    line += f", round 1 ends at {e['end_offset']} (the keys exceed the offset map)"
-            lines.append(line)
-        return "\n".join(lines)
-
 
 # ------------------------------------------------------------------------------ LogCleanerManager
 

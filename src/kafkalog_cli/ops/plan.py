@@ -62,24 +62,6 @@ class Action:
             out["kept_ranges"] = [list(r) for r in self.ranges]
         return out
 
-    def render(self) -> str:
-        k = self.kind
-        if k == ActionKind.RENAME:
-            what = f"rename {self.path} -> {self.target.name}"
-        elif k == ActionKind.TRUNCATE:
-            what = f"truncate {self.path} at byte {self.at} ({self.bytes_removed} bytes"
-            if self.offsets_removed:
-                what += f", offsets {self.offsets_removed[0]}..{self.offsets_removed[1]}"
-            what += ")"
-        elif k == ActionKind.REWRITE_SEGMENT:
-            what = f"rewrite {self.path} keeping {len(self.ranges or [])} byte ranges ({self.bytes_removed} bytes skipped)"
-        elif self.data is not None:
-            n = len(self.data) if self.preallocate is None else self.preallocate
-            what = f"{k.value.replace('_', ' ')} {self.path} ({n} bytes)"
-        else:
-            what = f"{k.value.replace('_', ' ')} {self.path}"
-        return f"{what}: {self.reason}"
-
 
 @dataclass
 class Finding:
@@ -123,15 +105,6 @@ class Plan:
                 "partitions": self.partitions,
                 "findings": [f.to_json() for f in self.findings],
                 "actions": [a.to_json() for a in self.actions]}
-
-    def render(self) -> str:
-        lines = [f"{self.op} {self.log_dir}: {len(self.actions)} change(s)"]
-        for f in self.findings:
-            where = f" ({f.path}" + (f" byte {f.position}" if f.position is not None else "") + ")" if f.path else ""
-            lines.append(f"  ! {f.partition}: {f.message}{where}")
-        for a in self.actions:
-            lines.append(f"  - {a.render()}")
-        return "\n".join(lines)
 
 
 def preflight(plan: Plan, fsops: FsOps) -> None:

@@ -1,0 +1,98 @@
+"""Lock, plan, apply, report: what every mutating op does to one log dir, in one function.
+
+    outcome = run_log_dir(Operation("roll", roll.plan, roll.RollOptions(now_ms=now)), log_dir, parts)
+
+The commands call `run_log_dir` in this process, one log dir after another; `--engine spark`
+runs it as one Spark task per log dir (spark/jobs.py). So an Operation is a plain value: the
+op's module-level entry points and its options, picklable. It returns values and prints
+nothing: render/human.py and the commands turn an Outcome into text or JSON.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from kafkalog_cli.config import (ConfigResolver, cluster_metadata_configs, parse_key_values,
+                                 parse_topic_key_values, read_properties)
+from kafkalog_cli.ops.plan import apply
+from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+from kafkalog_cli.storage.lock import LogDirLock
+
+
+@dataclass(frozen=True)
+class ConfigSources:
+    """The topic configs a run was given (--config, --topic-config, --server-properties,
+    --no-cluster-metadata). Resolved per log dir, where its __cluster_metadata is read: under
+    the log dir's lock, on the machine that runs it."""
+
+    config_pairs: tuple[str, ...] = ()
+    topic_config_items: tuple[str, ...] = ()
+    server_properties: Path | None = None
+    no_cluster_metadata: bool = False
+
+    def resolver(self, log_dir: Path) -> ConfigResolver:
+        return ConfigResolver(
+            server_properties=read_properties(self.server_properties) if self.server_properties else {},
+            cluster_metadata={} if self.no_cluster_metadata else cluster_metadata_configs(log_dir),
+            overrides=parse_key_values(self.config_pairs, "--config"),
+            topic_overrides=parse_topic_key_values(self.topic_config_items),
+        )
+
+
+@dataclass(frozen=True)
+class Operation:
+    """A mutating op as a picklable value. `plan` and `run` are module-level functions of ops/.
+
+    plan(log_dir, partition_dirs, options) -> the plan (--dry-run, and before apply).
+    run(log_dir, partition_dirs, options, fsops) -> (plan, report), for an op that plans and
+    applies partition by partition in one pass (compact, over its --jobs workers); without it
+    the plan is carried out by ops.plan.apply."""
+
+    name: str                         # the op, as the quarantine folder is named after it
+    plan: Callable[..., Any]
+    options: Any                      # the op's options; `resolver` is filled in per log dir
+    configs: ConfigSources = field(default_factory=ConfigSources)
+    run: Callable[..., tuple[Any, dict]] | None = None
+
+    def options_for(self, log_dir: Path) -> Any:
+        return dataclasses.replace(self.options, resolver=self.configs.resolver(log_dir))
+
+
+@dataclass
+class Outcome:
+    """One log dir's result: the plan, and unless it was a dry run the report of what changed
+    (`quarantine`: where removed data was kept, if anywhere)."""
+
+    plan: Any                         # ops.plan.Plan, or ops.compact.CompactPlan
+    report: dict | None = None        # None: a dry run, nothing changed
+    quarantine: str | None = None
+
+    @property
+    def dry_run(self) -> bool:
+        return self.report is None
+
+    def to_json(self) -> dict:
+        return {"dry_run": True, **self.plan.to_json()} if self.report is None else self.report
+
+
+def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path], *, dry_run: bool = False,
+                quarantine_dir: Path | None = None, no_quarantine: bool = False) -> Outcome:
+    """Plan `partition_dirs` of `log_dir` (a dry run takes no lock), or take the log dir's lock,
+    plan under it (nobody changes the log dir meanwhile) and apply through fsops, removed data
+    going to the quarantine. Module level, so a Spark task can run it."""
+    log_dir = Path(log_dir)
+    root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
+    if dry_run:
+        return Outcome(operation.plan(log_dir, partition_dirs, operation.options_for(log_dir)))
+    with LogDirLock(log_dir):
+        # --jobs workers of `run` work under this lock: they never take it themselves
+        opts = operation.options_for(log_dir)
+        fsops = FsOps(log_dir, Quarantine(root, operation.name))
+        if operation.run is not None:
+            plan, report = operation.run(log_dir, partition_dirs, opts, fsops)
+        else:
+            plan = operation.plan(log_dir, partition_dirs, opts)
+            report = apply(plan, fsops)
+    return Outcome(plan, report, report.get("quarantine"))

@@ -1,0 +1,138 @@
+"""The text people read: plans, outcomes and summaries of the commands that are not
+kafka-dump-log's (render/kafka.py prints that). Every function takes the values ops return
+(plans, reports, summaries) and returns text; nothing here decides anything."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafkalog_cli.ops.plan import ActionKind
+
+if TYPE_CHECKING:       # importing ops.compact (the cleaner) would slow every command's start
+    from kafkalog_cli.ops.compact import CompactPlan
+    from kafkalog_cli.ops.plan import Action, Finding, Plan
+    from kafkalog_cli.ops.runner import Outcome
+
+
+# ------------------------------------------------------------------------------ plans
+def action(a: Action) -> str:
+    k = a.kind
+    if k == ActionKind.RENAME:
+        what = f"rename {a.path} -> {a.target.name}"
+    elif k == ActionKind.TRUNCATE:
+        what = f"truncate {a.path} at byte {a.at} ({a.bytes_removed} bytes"
+        if a.offsets_removed:
+            what += f", offsets {a.offsets_removed[0]}..{a.offsets_removed[1]}"
+        what += ")"
+    elif k == ActionKind.REWRITE_SEGMENT:
+        what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
+    elif a.data is not None:
+        n = len(a.data) if a.preallocate is None else a.preallocate
+        what = f"{k.value.replace('_', ' ')} {a.path} ({n} bytes)"
+    else:
+        what = f"{k.value.replace('_', ' ')} {a.path}"
+    return f"{what}: {a.reason}"
+
+
+def finding(f: Finding) -> str:
+    where = f" ({f.path}" + (f" byte {f.position}" if f.position is not None else "") + ")" if f.path else ""
+    return f"  ! {f.partition}: {f.message}{where}"
+
+
+def plan(p: Plan) -> str:
+    lines = [f"{p.op} {p.log_dir}: {len(p.actions)} change(s)"]
+    lines.extend(finding(f) for f in p.findings)
+    lines.extend(f"  - {action(a)}" for a in p.actions)
+    return "\n".join(lines)
+
+
+def plan_outcome(o: Outcome) -> str:
+    """recover and roll: the plan, or that there was nothing to do, and where removed data went."""
+    p = o.plan
+    if o.dry_run:
+        return plan(p)
+    lines = [plan(p) if p.actions or p.findings else f"{p.op} {p.log_dir}: nothing to do"]
+    if o.quarantine:
+        lines.append(f"  removed data kept in {o.quarantine}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ retain
+def retain_partition(summary: dict, dry_run: bool = False) -> str:
+    """One line per partition: what went, why, and the new log start offset."""
+    name, status = summary["partition"], summary.get("status")
+    if status != "deleted":
+        return f"{name}: {summary.get('detail') or status}"
+    by_reason: dict[str, list[int]] = {}
+    for s in summary["segments"]:
+        by_reason.setdefault(s["detail"], []).append(s["base_offset"])
+    why = "; ".join(f"{', '.join(map(str, bases))}: {reason}" for reason, bases in by_reason.items())
+    verb = "would delete" if dry_run else "deleted"
+    line = (f"{name}: {verb} {summary['segments_deleted']} segment(s), {summary['bytes_freed']} bytes "
+            f"({why}); log start offset {summary['old_log_start_offset']} -> {summary['new_log_start_offset']}")
+    if summary.get("rolled"):
+        line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
+    return line
+
+
+def retain_outcome(o: Outcome, verbose: bool) -> list[str]:
+    """Made for cron: nothing after a run without -v; the plan and a line per partition that
+    loses segments with --dry-run; a line per partition with -v."""
+    lines = []
+    if o.dry_run:
+        lines.append(plan(o.plan))
+    if o.dry_run or verbose:
+        lines.extend(retain_partition(summary, o.dry_run) for summary in o.plan.partitions.values()
+                     if verbose or summary.get("segments_deleted"))
+        if o.quarantine:
+            lines.append(f"removed files kept in {o.quarantine}")
+    return lines
+
+
+# ------------------------------------------------------------------------------ compact
+def compact_plan(cp: CompactPlan) -> str:
+    lines = [f"compact {cp.log_dir} (now {cp.now_ms}): {len(cp.selected)} of "
+             f"{len(cp.decisions)} compacted partition(s) to clean"]
+    for f in cp.notes.findings:
+        lines.append(f"  ! {f.partition}: {f.message}")
+    for d in cp.decisions:
+        lg = d.log
+        mark = "clean" if d.selected else "skip "
+        line = (f"  {mark} {lg.name}: dirty [{lg.first_dirty}, {lg.first_uncleanable}) "
+                f"ratio {lg.ratio:.3f} ({lg.cleanable_bytes} of {lg.clean_bytes + lg.cleanable_bytes} bytes); "
+                f"{d.reason}")
+        if lg.checkpoint_reset:
+            line += (f"; cleaner-offset-checkpoint {lg.checkpoint} outside [{lg.log_start_offset}, "
+                     f"{lg.log_end_offset}]: reset to {lg.first_dirty}")
+        if d.estimate:
+            e = d.estimate
+            line += (f"; {e['keys']} keys, {e['bytes_freed']} bytes to free, "
+                     f"{e['messages_read']} -> {e['messages_written']} messages")
+            if e.get("rounds_needed", 1) > 1:
+                line += f", round 1 ends at {e['end_offset']} (the keys exceed the offset map)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def compact_outcome(o: Outcome) -> str:
+    """The plan, then what each cleaned partition became and where the replaced segments went."""
+    lines = [compact_plan(o.plan)]
+    if not o.dry_run:
+        for c in o.report["cleaned"]:
+            lines.append(f"  cleaned {c['partition']}: {c['messages_read']} -> {c['messages_written']} messages, "
+                         f"{c['bytes_freed']} bytes freed in {len(c['rounds'])} round(s); "
+                         f"cleaner-offset-checkpoint {c['cleaner_offset_checkpoint']}")
+        if o.quarantine:
+            lines.append(f"  replaced segments kept in {o.quarantine}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ summaries
+def export_summary(summary: dict, to_stdout: bool) -> str:
+    return (f"exported {summary['records']} records from {summary['segments']} segments to "
+            f"{'standard output' if to_stdout else summary['out']}")
+
+
+def verify_summary(files: int, batches: int, nbytes: int, problems: int, elapsed: float) -> str:
+    rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
+    return (f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
+            f"{problems} problem{'s' if problems != 1 else ''} in {elapsed:.2f} s{rate}")
