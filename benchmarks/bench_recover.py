@@ -20,6 +20,7 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.logdir import partition_dirs_for
 
 
 def build(d: Path, mib: int) -> Path:
@@ -55,7 +56,7 @@ def main() -> None:
             crc32c(memoryview(m))
             crc_s = time.perf_counter() - t
         t = time.perf_counter()
-        (ld, parts), = recover.partition_dirs_for([tmp / "logs"]).items()
+        (ld, parts), = partition_dirs_for([tmp / "logs"]).items()
         p = recover.plan(ld, parts, recover.RecoverOptions())
         apply(p, FsOps(ld, Quarantine(tmp / "q", "recover")))
         rec_s = time.perf_counter() - t

@@ -18,7 +18,6 @@ which keeps every intermediate state loadable by a broker and by a second `recov
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -30,56 +29,19 @@ from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptReco
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
-from kafkalog_cli.formats.txnindex import encode_txn_index, parse_txn_index
+from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
+from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.segment import Segment, read_file
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
-_V2_LAST_DELTA = struct.Struct(">i")
-
-
-# ------------------------------------------------------------------ reading helpers
-def _map(path: Path):
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
-
-
-@dataclass
-class SegmentFiles:
-    """One base offset as it will be after the leftovers are resolved; `read_from` is where its
-    `.log` bytes are now (a `.swap` not yet renamed)."""
-
-    base: int
-    directory: Path
-    read_from: Path
-    swapped: bool = False
-
-    def file(self, suffix: str) -> Path:
-        return segment_file(self.directory, self.base, suffix)
-
-    @property
-    def log(self) -> Path:
-        return self.file(names.LOG_SUFFIX)
-
-    @property
-    def segment(self) -> Segment:
-        return Segment(self.directory, self.base, read_from=self.read_from)
 
 
 @dataclass
@@ -263,23 +225,6 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
     return None
 
 
-def next_offset_of(buf, base: int, index: bytes) -> int:
-    """readNextOffset: from the last index entry that points at a batch, walk the headers."""
-    start = 0
-    entries = parse_offset_index(index, base)
-    if entries and entries[-1].position < len(buf):
-        start = entries[-1].position
-    nxt = base
-    try:
-        for b in iter_batches(buf, start):
-            nxt = b.last_offset + 1
-    except KafkalogError:
-        pass
-    if nxt == base and start:
-        return next_offset_of(buf, base, b"")
-    return nxt
-
-
 # ------------------------------------------------------------------ the plan
 @dataclass
 class RecoverOptions:
@@ -311,31 +256,33 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     if opts.resolver is None:
         opts = RecoverOptions(opts.all_segments, opts.salvage, opts.now_ms,
                               ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
-    clean = (log_dir / names.CLEAN_SHUTDOWN_FILE).exists()
-    rp_path = log_dir / names.RECOVERY_POINT_CHECKPOINT
-    rps = ckpt.read_offsets(rp_path)
-    lso_map = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
+    ld = LogDir(log_dir)
+    clean = ld.file(names.CLEAN_SHUTDOWN_FILE).exists()
+    # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it
+    roots = ld.checkpoints(strict=False)
+    rps = roots.recovery_points
     for tmp in sorted(log_dir.glob("*" + TMP_SUFFIX)):
         p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
-    new_rps = dict(rps)
+    new_rps = dict(rps.offsets)
     for d in partition_dirs:
-        tp = parse_partition_dir(d.name)
-        key = (tp.topic, tp.partition)
-        leo = _plan_partition(p, d, tp, clean, rps.get(key, 0), lso_map.get(key, 0), opts)
-        if leo is not None and (tp.topic != METADATA_TOPIC or key in rps):
+        tp = parse_partition_dir(Path(d).name)
+        part = Partition.open(d, roots.for_partition(tp))
+        leo = _plan_partition(p, part, clean, opts)
+        if leo is not None and (tp.topic != METADATA_TOPIC or rps.get(tp) is not None):
             # KRaft's metadata log is not LogManager's: it never has a recovery-point entry
-            new_rps[key] = leo
-    if new_rps != rps:
-        p.add(Action(ActionKind.UPDATE_CHECKPOINT, rp_path, "recovery point = log end offset",
-                     data=ckpt.encode_offsets(new_rps, order=list(rps))))
+            new_rps[(tp.topic, tp.partition)] = leo
+    if new_rps != rps.offsets:
+        p.add(Action(ActionKind.UPDATE_CHECKPOINT, rps.path, "recovery point = log end offset",
+                     data=ckpt.encode_offsets(new_rps, order=rps.order)))
     return p
 
 
-def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_start: int,
-                    opts: RecoverOptions) -> int | None:
-    name = d.name
-    cfg = opts.resolver.for_topic(tp.topic)
-    segs = _resolve_leftovers(p, d, name)
+def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
+    d, name = part.directory, part.name
+    recovery_point = part.checkpoints.recovery_point or 0
+    log_start = part.checkpoints.log_start_offset or 0
+    cfg = opts.resolver.for_topic(part.topic_partition.topic)
+    segs = _resolve_leftovers(p, part)
     bases = sorted(segs)
     summary = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(bases),
                "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
@@ -354,9 +301,9 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
     for b in bases:
         # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
         # segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1)
-        if _source(p, segs[b].file(names.INDEX_SUFFIX)) is None:
+        if _source(p, segs[b].index_path) is None:
             recover_set.add(b)
-    epochs_path = d / names.LEADER_EPOCH_CHECKPOINT
+    epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
     epochs_problem = _epochs_problem(epochs_path)
     if epochs_problem is not None:
         # a broker refuses to load the partition; rebuilt from the batches' partition leader epochs:
@@ -367,7 +314,7 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
     else:
         old_epochs = ckpt.read_epochs(epochs_path)
     epochs = list(old_epochs or [])
-    state = rebuild_producer_state(d, [segs[b].segment for b in bases], min(recover_set) if recover_set else None,
+    state = rebuild_producer_state(d, [segs[b] for b in bases], min(recover_set) if recover_set else None,
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
                                    log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
     snapshots_to_write: dict[int, bytes] = {}
@@ -376,29 +323,29 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
     seg_actions: list[Action] = []
     for i, b in enumerate(bases):
         s = segs[b]
-        buf = _map(s.read_from)
-        try:
+        with s.mapped() as buf:
             if b not in recover_set:
-                idx = _current(p, s.file(names.INDEX_SUFFIX)) or b""
-                tidx = _current(p, s.file(names.TIME_INDEX_SUFFIX)) or b""
-                nxt = next_offset_of(buf, b, idx)
+                idx = _current(p, s.index_path) or b""
+                tidx = _current(p, s.time_index_path) or b""
+                # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
+                entries = parse_offset_index(idx, b)
+                nxt = s.next_offset_after(entries[-1].position if entries else 0)
                 problem = index_problem(buf, b, idx, tidx, nxt)
                 if problem is None:
                     leo = nxt
                     if epochs_problem is not None:
                         _epochs_from_headers(buf, epochs)
                     if recover_set and b > min(recover_set):
-                        replay(s.segment, state)
+                        replay(s, state)
                     continue
-                p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding",
-                       s.file(names.INDEX_SUFFIX))
+                p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding", s.index_path)
             summary["recovered_segments"].append(b)
             r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
             size = len(buf)
             cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
             truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
             if r.error is not None:
-                p.note(name, f"segment {b}: {r.error.message}", s.log,
+                p.note(name, f"segment {b}: {r.error.message}", s.log_path,
                        r.error.position if r.error.position is not None else r.valid_bytes)
             later = bases[i + 1:]
             if truncating and later and not opts.salvage:
@@ -406,24 +353,23 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
                 # leaves a log that still ends in order
                 for lb in reversed(later):
                     for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
-                        f = segs[lb].file(suf) if suf != names.LOG_SUFFIX else segs[lb].read_from
-                        if _source(p, segs[lb].file(suf)) is not None:
-                            p.add(Action(ActionKind.DELETE, f if suf != names.LOG_SUFFIX else segs[lb].log,
-                                         f"after the corruption in segment {b}", name))
+                        f = segs[lb].file(suf)
+                        if _source(p, f) is not None:
+                            p.add(Action(ActionKind.DELETE, f, f"after the corruption in segment {b}", name))
                     summary["deleted_segments"].append(lb)
                 deleted_from = later[0]
             if truncating:
                 summary["truncated_bytes"] += cut
                 holes = [(a_, e_) for a_, e_ in r.skipped if e_ < size]
                 if holes:
-                    p.add(Action(ActionKind.REWRITE_SEGMENT, s.log, "--salvage: damaged bytes "
+                    p.add(Action(ActionKind.REWRITE_SEGMENT, s.log_path, "--salvage: damaged bytes "
                                  + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
-                                 ranges=r.kept_ranges, bytes_removed=cut, source=s.log))
+                                 ranges=r.kept_ranges, bytes_removed=cut, source=s.log_path))
                     for a_, e_ in r.skipped:
-                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})", s.log, a_)
+                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})", s.log_path, a_)
                 else:
                     valid_end = r.valid_bytes
-                    p.add(Action(ActionKind.TRUNCATE, s.log, "invalid or incomplete batches at the end"
+                    p.add(Action(ActionKind.TRUNCATE, s.log_path, "invalid or incomplete batches at the end"
                                  if not r.invalid_offset else "offsets out of order: Kafka empties the segment",
                                  name, at=valid_end, bytes_removed=size - valid_end,
                                  offsets_removed=_offsets_in(buf, valid_end)))
@@ -432,9 +378,6 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
             snapshots_to_write[r.next_offset] = state.snapshot_bytes()
             if deleted_from is not None:
                 break
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
     live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
     if not bases:
         p.note(name, f"no segment: creating an empty one at the log start offset {log_start}")
@@ -443,7 +386,7 @@ def _plan_partition(p: Plan, d: Path, tp, clean: bool, recovery_point: int, log_
         live_bases = [log_start]
         leo = log_start
     snapshots_to_write.setdefault(leo, state.snapshot_bytes())
-    _snapshot_actions(p, d, name, live_bases, leo, snapshots_to_write)
+    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write)
     # leader epochs: assigned from the batches, then truncated to [.., LEO)
     epochs = [(e, o) for e, o in epochs if o < leo]
     if epochs != old_epochs:
@@ -512,10 +455,10 @@ def _source(p: Plan, f: Path) -> Path | None:
 
 def _current(p: Plan, f: Path) -> bytes | None:
     src = _source(p, f)
-    return None if src is None else _read(src)
+    return None if src is None else read_file(src)
 
 
-def _index_actions(p: Plan, s: SegmentFiles, r: ScanResult, name: str) -> None:
+def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
     b = r.builder
     for suf, data in ((names.INDEX_SUFFIX, b.offset_index_bytes()), (names.TIME_INDEX_SUFFIX, b.time_index_bytes())):
         f = s.file(suf)
@@ -528,92 +471,92 @@ def _index_actions(p: Plan, s: SegmentFiles, r: ScanResult, name: str) -> None:
         p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
 
 
-def _snapshot_actions(p: Plan, d: Path, name: str, bases: list[int], leo: int, new: dict[int, bytes]) -> None:
+def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes]) -> None:
     """Write the snapshots of the recovered segments and the log end; remove those above the log
     end and those at no segment base (removeStrayProducerSnapshots)."""
     keep = set(bases) | {leo}
     for off, data in sorted(new.items()):
         if off not in keep:
             continue
-        f = segment_file(d, off, names.SNAPSHOT_SUFFIX)
+        f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
         if _current(p, f) != data:
-            p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", name, data=data))
+            p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", part.name, data=data))
     gone = _gone(p)
-    for f in sorted(d.glob("*" + names.SNAPSHOT_SUFFIX)):
-        off = offset_from_name(f.name)
-        if f not in gone and off is not None and (off > leo or off not in keep):
-            p.add(Action(ActionKind.DELETE, f, "stray producer snapshot", name))
+    for off, fname in sorted(part.snapshots.items()):
+        f = part.path(fname)
+        if f not in gone and (off > leo or off not in keep):
+            p.add(Action(ActionKind.DELETE, f, "stray producer snapshot", part.name))
 
 
-def _resolve_leftovers(p: Plan, d: Path, name: str) -> dict[int, SegmentFiles]:
+def _loader_files(part: Partition) -> list[str]:
+    """The names LogLoader looks at, from the partition's one listing, sorted: our interrupted
+    writes, the .deleted/.cleaned/.swap files, segments, indexes and snapshots. Only regular files:
+    LogLoader lists `file.isFile` alone."""
+    listed = [*part.leftovers, *part.temp_files, *(s.log_path.name for s in part.segments),
+              *(n for ns in part.index_files.values() for n in ns), *part.snapshots.values()]
+    return sorted(n for n in listed if os.path.isfile(part.path(n)))
+
+
+def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
     """LogLoader.removeTempFilesAndCollectSwapFiles + the swap handling; returns the segments as
-    they will be once the actions run."""
-    files = sorted(f for f in d.iterdir() if f.is_file())
-    present = {f.name for f in files}
+    they will be once the actions run (a swapped-in one read from its .swap until it is renamed)."""
+    name = part.name
+    files = _loader_files(part)
+    present = set(files)
     for f in files:
-        if f.name.endswith(TMP_SUFFIX):
-            p.add(Action(ActionKind.DELETE, f, "an interrupted kafkalog write", name))
-            present.discard(f.name)
+        if f.endswith(TMP_SUFFIX):
+            p.add(Action(ActionKind.DELETE, part.path(f), "an interrupted kafkalog write", name))
+            present.discard(f)
     for f in files:
-        if f.name.endswith(names.DELETED_SUFFIX) and not f.name.endswith(names.CHECKPOINT_SUFFIX + names.DELETED_SUFFIX):
-            p.add(Action(ActionKind.DELETE, f, "leftover .deleted file (LogLoader deletes it)", name))
-            present.discard(f.name)
-    cleaned = [f for f in files if f.name.endswith(names.CLEANED_SUFFIX)]
-    swaps = [f for f in files if f.name.endswith(names.SWAP_SUFFIX)]
-    min_cleaned = min((offset_from_name(f.name) for f in cleaned if offset_from_name(f.name) is not None),
-                      default=None)
+        if f.endswith(names.DELETED_SUFFIX) and not f.endswith(names.CHECKPOINT_SUFFIX + names.DELETED_SUFFIX):
+            p.add(Action(ActionKind.DELETE, part.path(f), "leftover .deleted file (LogLoader deletes it)", name))
+            present.discard(f)
+    cleaned = [f for f in files if f.endswith(names.CLEANED_SUFFIX)]
+    swaps = [f for f in files if f.endswith(names.SWAP_SUFFIX)]
+    min_cleaned = min((offset_from_name(f) for f in cleaned if offset_from_name(f) is not None), default=None)
     valid_swaps = []
     for f in swaps:
-        off = offset_from_name(f.name)
+        off = offset_from_name(f)
         if min_cleaned is not None and off is not None and off >= min_cleaned:
-            p.add(Action(ActionKind.DELETE, f, f"invalid .swap file (at or above the smallest .cleaned "
-                         f"offset {min_cleaned}: an interrupted split)", name))
-            present.discard(f.name)
+            p.add(Action(ActionKind.DELETE, part.path(f), f"invalid .swap file (at or above the smallest "
+                         f".cleaned offset {min_cleaned}: an interrupted split)", name))
+            present.discard(f)
         else:
             valid_swaps.append(f)
     for f in cleaned:
-        p.add(Action(ActionKind.DELETE, f, "leftover .cleaned file (LogLoader deletes it)", name))
-        present.discard(f.name)
+        p.add(Action(ActionKind.DELETE, part.path(f), "leftover .cleaned file (LogLoader deletes it)", name))
+        present.discard(f)
     swapped_bases = set()
-    log_swaps = [f for f in valid_swaps if f.name.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)]
+    log_swaps = [f for f in valid_swaps if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)]
     if log_swaps:
-        lo = min(offset_from_name(f.name) for f in log_swaps)
-        hi = max(_next_offset_of_file(f, offset_from_name(f.name)) for f in log_swaps)
+        # the range the swapped-in segments cover: each .swap's own walk, from its first byte
+        lo = min(offset_from_name(f) for f in log_swaps)
+        hi = max(Segment(part.directory, offset_from_name(f), read_from=part.path(f)).next_offset_after(0)
+                 for f in log_swaps)
         for f in files:
-            off = offset_from_name(f.name)
-            if (f.name in present and off is not None and lo <= off < hi
-                    and not f.name.endswith(names.SWAP_SUFFIX)
-                    and any(f.name.endswith(s) for s in names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))):
-                p.add(Action(ActionKind.DELETE, f, f"replaced by the .swap segments [{lo}, {hi})", name))
-                present.discard(f.name)
+            off = offset_from_name(f)
+            if (f in present and off is not None and lo <= off < hi and not f.endswith(names.SWAP_SUFFIX)
+                    and f.endswith(names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))):
+                p.add(Action(ActionKind.DELETE, part.path(f), f"replaced by the .swap segments [{lo}, {hi})", name))
+                present.discard(f)
     for f in valid_swaps:
-        final = f.with_name(f.name[: -len(names.SWAP_SUFFIX)])
-        p.add(Action(ActionKind.RENAME, f, "completes an interrupted swap (LogLoader)", name, target=final))
-        present.discard(f.name)
-        present.add(final.name)
-        if final.name.endswith(names.LOG_SUFFIX):
-            swapped_bases.add(offset_from_name(final.name))
-    segs: dict[int, SegmentFiles] = {}
-    for fname in sorted(present):
-        off = offset_from_name(fname)
-        if off is None or not fname.endswith(names.LOG_SUFFIX):
-            continue
-        swapped = off in swapped_bases
-        read_from = d / (fname + names.SWAP_SUFFIX) if swapped else d / fname
-        segs[off] = SegmentFiles(off, d, read_from, swapped)
-    for fname in sorted(present):
-        off = offset_from_name(fname)
+        final = f[: -len(names.SWAP_SUFFIX)]
+        p.add(Action(ActionKind.RENAME, part.path(f), "completes an interrupted swap (LogLoader)", name,
+                     target=part.path(final)))
+        present.discard(f)
+        present.add(final)
+        if final.endswith(names.LOG_SUFFIX):
+            swapped_bases.add(offset_from_name(final))
+    logs = sorted((off, f) for f in present
+                  if f.endswith(names.LOG_SUFFIX) and (off := offset_from_name(f)) is not None)
+    segs = {}
+    for i, (off, f) in enumerate(logs):
+        read_from = part.path(f + names.SWAP_SUFFIX) if off in swapped_bases else None
+        segs[off] = Segment(part.directory, off, read_from=read_from, is_active=i == len(logs) - 1)
+    for f in sorted(present):
+        off = offset_from_name(f)
         if off is None or off in segs:
             continue
-        if any(fname.endswith(s) for s in (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)):
-            p.add(Action(ActionKind.DELETE, d / fname, "index file without a .log (LogLoader deletes it)", name))
+        if f.endswith((names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)):
+            p.add(Action(ActionKind.DELETE, part.path(f), "index file without a .log (LogLoader deletes it)", name))
     return segs
-
-
-def _next_offset_of_file(path: Path, base: int) -> int:
-    buf = _map(path)
-    try:
-        return next_offset_of(buf, base, b"")
-    finally:
-        if isinstance(buf, mmap.mmap):
-            buf.close()

@@ -62,6 +62,8 @@ class Partition:
                 continue
             # Kafka's names: 20 digits, then the suffix (temporary suffixes come after it)
             if len(name) < 22 or name[20] != "." or not name[:20].isdigit():
+                if name.endswith(names.TEMP_SUFFIXES):   # LogLoader goes by the suffix alone
+                    temp_files.append(name)
                 continue
             suffix = name[20:]
             if suffix == names.LOG_SUFFIX:

@@ -453,6 +453,24 @@ class Segment:
                 return b.position
         return len(self.log)
 
+    # -- for ops.recover: LogLoader reads a segment whose offset index is not at index_path yet
+    #    (a .index.swap about to be renamed) or not to be trusted (a .log.swap's own walk)
+    def next_offset_after(self, position: int) -> int:
+        """LogSegment.readNextOffset from `position`, the last entry of an offset index the caller
+        holds (0: none): the batches from there, else, past bytes that are not a batch, the header
+        walk from the start. Never raises, as read_next_offset."""
+        try:
+            return read_log_tail(self.source_path, self.base_offset, position).next_offset
+        except KafkalogError:
+            return self._next_offset_from_headers()
+
+    def _next_offset_from_headers(self) -> int:
+        last = None
+        for last in self.headers():
+            pass
+        return self.base_offset if last is None else last.last_offset + 1
+
+
 def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
     return entry.unpack(os.pread(fd, entry.size, slot * entry.size))
 
