@@ -1,11 +1,16 @@
 """ops.compact against what a Kafka 3.3.1 broker's cleaner wrote (corpus broker/compact)."""
 from __future__ import annotations
 
+import errno
+import os
+
 import pytest
 
-from kafkalog_cli.ops import compact
+from kafkalog_cli.errors import InputError, WriteError
+from kafkalog_cli.ops import cleaner, compact
 from kafkalog_cli.render import human
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage.fsops import FsOps, Quarantine
 from tests.ops.compact_helpers import FIXTURES, params, records_of, resolver_for, restore, run
 
 SEGMENT_FILES = ("*.log", "*.index", "*.timeindex", "*.txnindex")
@@ -98,3 +103,74 @@ def test_keys_beyond_the_map_take_several_rounds(tmp_path):
     # the same final value per key as the broker's single round
     final = lambda recs: {r[2]: r[3] for r in recs if r[0] != "batch"}
     assert final(ours) == final(theirs)
+
+
+# ------------------------------------------------------------------------------ a write error while the .cleaned files are created
+def _full_disk(fsops, monkeypatch, where: str) -> str:
+    """ENOSPC (or EPERM for the mtime) at one point of the first group's .cleaned files; returns
+    the file the error must name."""
+    first = "00000000000000000000"
+    if where in ("open log", "open timeindex"):
+        name = f"{first}.{where.split()[1]}.cleaned"
+
+        def before(kind, path):
+            if path.name == name:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        fsops.before = before
+        return name
+    name = f"{first}.log.cleaned"
+    if where == "fsync log":     # the indexes are complete by then: they must be moved out
+        real = os.fsync
+
+        def fsync(fd):
+            if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real(fd)
+        monkeypatch.setattr(os, "fsync", fsync)
+    else:                        # every .cleaned file complete: all must be moved out
+        real_utime = os.utime
+
+        def utime(path, *a, **kw):
+            if str(path).endswith(name):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            real_utime(path, *a, **kw)
+        monkeypatch.setattr(os, "utime", utime)
+    return name
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="finds the fsynced file through /proc")
+@pytest.mark.parametrize("where", ["open log", "open timeindex", "fsync log", "mtime"])
+def test_a_write_error_on_the_cleaned_files_leaves_the_log_dir_as_it_was(tmp_path, monkeypatch, where):
+    log_dir = restore("tombstones", "before", tmp_path / "logs")
+    state = lambda: {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()}
+    before = state()
+    opts = compact.CompactOptions(now_ms=params("tombstones")["now_ms"], resolver=resolver_for("tombstones"))
+    cp = compact.plan(log_dir, [log_dir / "cmp-tomb-0"], opts)
+    fsops = FsOps(log_dir, Quarantine(tmp_path / "q", "compact"))
+    name = _full_disk(fsops, monkeypatch, where)
+    with pytest.raises(WriteError) as e:
+        compact.apply(cp, fsops, opts)
+    assert e.value.path == str(log_dir / "cmp-tomb-0" / name) and "no space left" in e.value.message
+    assert e.value.exit_code == 6
+    assert state() == before
+
+
+def test_a_source_segment_that_cannot_be_read_while_cleaning_is_an_input_error(tmp_path, monkeypatch):
+    """A read failure is not a failure to write the .cleaned file it streams to: exit 4, the
+    source named; the partial .cleaned file is removed."""
+    log_dir = restore("tombstones", "before", tmp_path / "logs")
+    state = lambda: {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()}
+    before = state()
+    source = log_dir / "cmp-tomb-0" / "00000000000000000000.log"
+    opened = []
+
+    def failing_open(path, *a, **kw):
+        opened.append(path)
+        if path == source and opened.count(source) == 2:      # the map pass read it; now cleanInto
+            raise OSError(errno.EIO, "Input/output error", str(path))
+        return open(path, *a, **kw)
+    monkeypatch.setattr(cleaner, "open", failing_open, raising=False)
+    with pytest.raises(InputError) as e:
+        run(log_dir, ["cmp-tomb-0"], params("tombstones")["now_ms"], resolver_for("tombstones"))
+    assert (e.value.path, e.value.message, e.value.exit_code) == (str(source), "Input/output error", 4)
+    assert state() == before

@@ -15,27 +15,30 @@ alone); on one 256 MiB partition and 2 cores that is ~1.4x faster than one proce
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from kafkalog_cli.errors import CorruptRecordError, InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
 from kafkalog_cli.formats.records import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
                                           ATTR_TRANSACTIONAL, RECORD_BATCH_OVERHEAD, RecordBatch,
                                           SimpleRecord, TimestampType, build_legacy_batch, empty_v2_batch,
                                           iter_batches, set_v2_crc)
 from kafkalog_cli.formats.compression import compress, compression_from_id
-from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
+from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.compact_scan import (_Malformed, record_starts, records_region, scan_keys, scan_keys_into,
                                            scan_spans, span_at)
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import segment_file
+from kafkalog_cli.storage.segment import Segment
 
 IO_BUFFER = 262144            # log.cleaner.io.buffer.size 524288 / 1 thread / 2: Kafka's read chunk
 MAX_IO_BUFFER = 1048588       # message.max.bytes: how far the cleaner grows its buffers
@@ -45,112 +48,20 @@ _V2_TAIL = struct.Struct(">hiqqqhii")    # attributes .. recordsCount
 
 
 # ------------------------------------------------------------------------------ segments
-@dataclass
-class SegmentInfo:
-    directory: Path
-    base: int
-    size: int
-    index_bytes: int
-    time_index_bytes: int
-    mtime_ns: int
-
-    @classmethod
-    def load(cls, directory: Path, base: int) -> "SegmentInfo":
-        log = segment_file(directory, base, names.LOG_SUFFIX)
-        st = log.stat()
-        return cls(directory, base, st.st_size, _size(segment_file(directory, base, names.INDEX_SUFFIX), OFFSET_ENTRY_SIZE),
-                   _size(segment_file(directory, base, names.TIME_INDEX_SUFFIX), TIME_ENTRY_SIZE), st.st_mtime_ns)
-
-    def file(self, suffix: str) -> Path:
-        return segment_file(self.directory, self.base, suffix)
-
-    @property
-    def log_path(self) -> Path:
-        return self.file(names.LOG_SUFFIX)
-
-    @property
-    def last_modified_ms(self) -> int:
-        return self.mtime_ns // 1_000_000
-
-    def headers(self) -> Iterator[tuple[int, int, int, int, int]]:
-        """(position, size, base offset, last offset, max timestamp) of each batch, read 61 bytes
-        at a time (no record is touched)."""
-        fd = os.open(self.log_path, os.O_RDONLY)
-        try:
-            pos = 0
-            while pos + 17 < self.size:
-                head = os.pread(fd, RECORD_BATCH_OVERHEAD, pos)
-                off, n = _PREFIX.unpack_from(head)
-                total = n + 12
-                if n < 14 or pos + total > self.size:
-                    return
-                magic = head[16]
-                if magic >= 2 and len(head) >= RECORD_BATCH_OVERHEAD:
-                    _, delta, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
-                    yield pos, total, off, off + delta, max_ts
-                else:
-                    b = RecordBatch(os.pread(fd, total, pos), 0, total, magic if magic < 128 else magic - 256)
-                    yield pos, total, b.base_offset, b.last_offset, b.max_timestamp
-                pos += total
-        finally:
-            os.close(fd)
-
-    def read_next_offset(self) -> int:
-        last = None
-        for h in self.headers():
-            last = h
-        return self.base if last is None else last[3] + 1
-
-    def first_batch_timestamp(self) -> int | None:
-        for h in self.headers():
-            return h[4]
-        return None
-
-    def largest_timestamp(self) -> int:
-        """LogSegment.largestTimestamp: the time index's last entry, else the mtime."""
-        path = self.file(names.TIME_INDEX_SUFFIX)
-        best = -1
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            data = b""
-        for i in range(0, len(data) - len(data) % TIME_ENTRY_SIZE, TIME_ENTRY_SIZE):
-            ts, rel = struct.unpack_from(">qi", data, i)
-            if ts == 0 and rel == 0 and i > 0:
-                break                           # preallocated zeros
-            best = max(best, ts)
-        return best if best >= 0 else self.last_modified_ms
-
-    def aborted_txns(self) -> list[AbortedTxn]:
-        path = self.file(names.TXN_INDEX_SUFFIX)
-        try:
-            return parse_txn_index(path.read_bytes(), path=str(path))
-        except FileNotFoundError:
-            return []
-
-
-def _size(path: Path, entry: int) -> int:
-    try:
-        n = path.stat().st_size
-    except FileNotFoundError:
-        return 0
-    return n - n % entry
-
-
-def segments_overlapping(segments: list[SegmentInfo], start: int, end: int) -> list[SegmentInfo]:
+def segments_overlapping(segments: list[Segment], start: int, end: int) -> list[Segment]:
     """UnifiedLog.logSegments(from, to): segments holding offsets in [start, end)."""
     out = []
     for i, s in enumerate(segments):
-        nxt = segments[i + 1].base if i + 1 < len(segments) else None
-        if s.base < end and (nxt is None or nxt > start):
+        nxt = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if s.base_offset < end and (nxt is None or nxt > start):
             out.append(s)
     return out
 
 
-def collect_aborted_transactions(segments: list[SegmentInfo], start: int, upper: int) -> list[AbortedTxn]:
+def collect_aborted_transactions(segments: list[Segment], start: int, upper: int) -> list[AbortedTxn]:
     """UnifiedLog.collectAbortedTransactions: from the floor segment of `start` on, entries with
     lastOffset >= start and firstOffset < upper, until one has lastStableOffset >= upper."""
-    bases = [s.base for s in segments]
+    bases = [s.base_offset for s in segments]
     i = max(bisect.bisect_right(bases, start) - 1, 0)
     out = []
     for s in segments[i:]:
@@ -164,24 +75,29 @@ def collect_aborted_transactions(segments: list[SegmentInfo], start: int, upper:
 
 # ------------------------------------------------------------------------------ reading
 def iter_chunk_batches(path: Path, start: int, end: int, chunk: int) -> Iterator[tuple[bytes, list[RecordBatch]]]:
-    """Complete batches of [start, end), read `chunk` bytes at a time as Kafka's readBuffer."""
-    with open(path, "rb") as f:
-        pos = start
-        while pos < end:
-            f.seek(pos)
-            buf = f.read(min(chunk, end - pos))
-            batches = _complete(buf, path, pos)
-            if not batches:
-                need = _PREFIX.unpack_from(buf)[1] + 12 if len(buf) >= 12 else 0
-                if pos + need > end or need == 0:
-                    raise CorruptRecordError(
-                        f"log segment may be corrupt: batch size {need} > {end - pos} bytes left in segment",
-                        path=str(path), position=pos)
-                chunk = max(need, min(chunk * 2, MAX_IO_BUFFER))
-                continue
-            yield buf, batches
-            last = batches[-1]
-            pos += last.position + last.size
+    """Complete batches of [start, end), read `chunk` bytes at a time as Kafka's readBuffer.
+    A read failure is an InputError naming the file (it must not pass for a failure to write
+    the `.cleaned` file that the batches are streamed to)."""
+    try:
+        with open(path, "rb") as f:
+            pos = start
+            while pos < end:
+                f.seek(pos)
+                buf = f.read(min(chunk, end - pos))
+                batches = _complete(buf, path, pos)
+                if not batches:
+                    need = _PREFIX.unpack_from(buf)[1] + 12 if len(buf) >= 12 else 0
+                    if pos + need > end or need == 0:
+                        raise CorruptRecordError(
+                            f"log segment may be corrupt: batch size {need} > {end - pos} bytes left in segment",
+                            path=str(path), position=pos)
+                    chunk = max(need, min(chunk * 2, MAX_IO_BUFFER))
+                    continue
+                yield buf, batches
+                last = batches[-1]
+                pos += last.position + last.size
+    except OSError as e:
+        raise InputError(e.strerror or str(e), path=str(e.filename or path)) from None
 
 
 def _complete(buf: bytes, path: Path, base_pos: int) -> list[RecordBatch]:
@@ -284,7 +200,7 @@ def _map_worker(args) -> tuple[dict, int, int, int]:
     return m.as_dict(), m.latest_offset, stats.records_read, stats.bytes_read
 
 
-def build_offset_map(m: OffsetMap, dirty: list[tuple[SegmentInfo, int]], start: int, end: int,
+def build_offset_map(m: OffsetMap, dirty: list[tuple[Segment, int]], start: int, end: int,
                      txns: list[AbortedTxn], jobs: int = 1) -> MapStats:
     """Cleaner.buildOffsetMap over the dirty segments [(segment, next segment's base)]."""
     stats = MapStats()
@@ -303,15 +219,15 @@ def build_offset_map(m: OffsetMap, dirty: list[tuple[SegmentInfo, int]], start: 
     txn.add_aborted_transactions(txns)
     for i, (seg, next_base) in enumerate(dirty):
         pos = _start_position(seg, start) if i == 0 else 0
-        if map_segment_range(m, seg.log_path, pos, seg.size, start, txn, stats):
+        if map_segment_range(m, seg.source_path, pos, seg.size, start, txn, stats):
             return stats
         m.update_latest_offset(next_base - 1)      # offset gaps: fast forward
     return stats
 
 
-def _start_position(seg: SegmentInfo, start: int) -> int:
+def _start_position(seg: Segment, start: int) -> int:
     """Where the first batch holding `start` or later begins (the map never needs earlier ones)."""
-    if start <= seg.base:
+    if start <= seg.base_offset:
         return 0
     for pos, _size_, _b, last, _ts in seg.headers():
         if last >= start:
@@ -346,7 +262,7 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
             cur[2] = pos + size
         acc += size
     ranges.append(tuple(cur))
-    return [(seg.log_path, s, e, fo) for seg, s, e, fo in ranges]
+    return [(seg.source_path, s, e, fo) for seg, s, e, fo in ranges]
 
 
 # ------------------------------------------------------------------------------ cleaning
@@ -380,17 +296,16 @@ class CleanContext:
 
 class CleanedSegment:
     """The `.cleaned` destination: LogSegment.append per chunk (index entries as the cleaner's
-    appends make them), then onBecomeInactiveSegment. `write=False` only counts (--dry-run)."""
+    appends make them), then onBecomeInactiveSegment. Appends only count (--dry-run) unless they
+    run inside `write`, which streams them to `<base>.log.cleaned`."""
 
-    def __init__(self, directory: Path, base: int, index_interval_bytes: int, max_index_bytes: int, write: bool):
-        self.directory, self.base, self.write = directory, base, write
+    def __init__(self, directory: Path, base: int, index_interval_bytes: int, max_index_bytes: int):
+        self.directory, self.base = directory, base
         self.size = 0
         self.index = IndexBuilder(base, index_interval_bytes, max_index_bytes // OFFSET_ENTRY_SIZE,
                                   max_index_bytes // TIME_ENTRY_SIZE)
         self.aborted: list[AbortedTxn] = []
         self._f = None
-        if write:
-            self._f = open(self.path(names.LOG_SUFFIX), "wb")
 
     def path(self, suffix: str) -> Path:
         return segment_file(self.directory, self.base, suffix + names.CLEANED_SUFFIX)
@@ -401,33 +316,47 @@ class CleanedSegment:
             self._f.write(data)
         self.size += len(data)
 
-    def finish(self, mtime_ns: int) -> list[Path]:
-        """Close, write the indexes, fsync, keep the source's mtime; returns the files written."""
+    def finish(self) -> None:
+        """onBecomeInactiveSegment: the time index's closing entry."""
         self.index.finish()
-        if self._f is None:
-            return []
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
-        files = [self.path(names.LOG_SUFFIX)]
-        for suffix, data in ((names.INDEX_SUFFIX, self.index.offset_index_bytes()),
-                             (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes()),
-                             (names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted) if self.aborted else None)):
-            if data is None:
-                continue
-            p = self.path(suffix)
-            with open(p, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            files.append(p)
-        for p in files[:3]:     # LogSegment.lastModified_=: the log and its two indexes
-            os.utime(p, ns=(mtime_ns, mtime_ns))
-        return files
 
-    def abandon(self) -> None:
-        if self._f is not None and not self._f.closed:
-            self._f.close()
+    def index_files(self) -> list[tuple[str, bytes]]:
+        """(suffix, bytes) of the indexes; a .txnindex only when a retained ABORT marker has an entry."""
+        out = [(names.INDEX_SUFFIX, self.index.offset_index_bytes()),
+               (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes())]
+        if self.aborted:
+            out.append((names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted)))
+        return out
+
+    def write(self, fsops: FsOps, fill: Callable[[], None], mtime_ns: int) -> list[Path]:
+        """The `.cleaned` files through fsops, one step each: the log streamed while `fill()`
+        appends, then its indexes, then the source's mtime on the log and its two indexes
+        (LogSegment.lastModified_). Returns the files, log first.
+
+        An error leaves the directory as it was. Each file is created inside the previous one's
+        `create`, so an error in any of them passes through, and removes, those before it; a file
+        complete before a later step failed (its fsync, an mtime) is moved out through fsops. A
+        crash leaves them all: nothing refers to a `.cleaned` file, and LogLoader deletes them."""
+        files = [self.path(names.LOG_SUFFIX)]
+        try:
+            with contextlib.ExitStack() as stack:
+                self._f = stack.enter_context(fsops.create(files[0]))
+                fill()
+                self.finish()
+                for suffix, data in self.index_files():
+                    files.append(self.path(suffix))
+                    stack.enter_context(fsops.create(files[-1])).write(data)
+            self._f = None
+            for p in files[:3]:
+                fsops.set_mtime(p, mtime_ns)
+        except KafkalogError:
+            self._f = None
+            for p in files:
+                if os.path.lexists(p):
+                    with contextlib.suppress(KafkalogError):
+                        fsops.delete(p, "an incomplete cleaned segment, after a write error")
+            raise
+        return files
 
 
 @dataclass
@@ -444,9 +373,9 @@ class _FilterResult:
             self.max_offset = max_offset
 
 
-def clean_into(seg: SegmentInfo, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool) -> None:
+def clean_into(seg: Segment, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool) -> None:
     """Cleaner.cleanInto: one source segment, chunk by chunk, into `dest`."""
-    path = seg.log_path
+    path = seg.source_path
     pos = 0
     for buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
         out: list[bytes] = []
@@ -649,24 +578,26 @@ def _filter_legacy(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: 
 
 
 # ------------------------------------------------------------------------------ grouping
-def group_segments_by_size(segments: list[SegmentInfo], max_size: int, max_index_size: int,
-                           first_uncleanable: int) -> list[list[SegmentInfo]]:
+def group_segments_by_size(segments: list[Segment], max_size: int, max_index_size: int,
+                           first_uncleanable: int) -> list[list[Segment]]:
     """Cleaner.groupSegmentsBySize."""
     groups = []
-    segs = list(segments)
+    segs = [(s, s.size, s.index_file_bytes(names.INDEX_SUFFIX, OFFSET_ENTRY_SIZE),
+             s.index_file_bytes(names.TIME_INDEX_SUFFIX, TIME_ENTRY_SIZE)) for s in segments]
     while segs:
-        group = [segs.pop(0)]
-        log_size, index_size, time_size = group[0].size, group[0].index_bytes, group[0].time_index_bytes
+        first, log_size, index_size, time_size = segs.pop(0)
+        group = [first]
         while segs:
-            nxt = segs[0]
-            last_offset = (segs[1].base - 1) if len(segs) > 1 else first_uncleanable - 1
-            if not (log_size + nxt.size <= max_size and index_size + nxt.index_bytes <= max_index_size
-                    and time_size + nxt.time_index_bytes <= max_index_size
-                    and (nxt.size == 0 or last_offset - group[0].base <= 0x7FFFFFFF)):
+            nxt, size, index_bytes, time_bytes = segs[0]
+            last_offset = (segs[1][0].base_offset - 1) if len(segs) > 1 else first_uncleanable - 1
+            if not (log_size + size <= max_size and index_size + index_bytes <= max_index_size
+                    and time_size + time_bytes <= max_index_size
+                    and (size == 0 or last_offset - first.base_offset <= 0x7FFFFFFF)):
                 break
-            group.append(segs.pop(0))
-            log_size += nxt.size
-            index_size += nxt.index_bytes
-            time_size += nxt.time_index_bytes
+            group.append(nxt)
+            segs.pop(0)
+            log_size += size
+            index_size += index_bytes
+            time_size += time_bytes
         groups.append(group)
     return groups

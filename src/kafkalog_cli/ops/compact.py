@@ -28,7 +28,7 @@ from pathlib import Path
 from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord, SegmentInfo,
+from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
                                       build_offset_map, clean_into, collect_aborted_transactions,
                                       group_segments_by_size, segments_overlapping)
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
@@ -37,7 +37,8 @@ from kafkalog_cli.ops.plan import Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
-from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.names import parse_partition_dir
+from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
 
 
@@ -64,7 +65,7 @@ class LogToClean:
     topic: str
     partition: int
     cfg: TopicConfig
-    segments: list[SegmentInfo]
+    segments: list[Segment]
     log_start_offset: int
     log_end_offset: int
     first_dirty: int
@@ -209,18 +210,18 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
                  high_watermark: int | None = None) -> LogToClean | None:
     """LogCleanerManager.cleanableOffsets and calculateCleanableBytes. `high_watermark` is the
     replication-offset-checkpoint's entry (-1 if the file lacks it), None when there is no file."""
-    bases = sorted(b for f in d.glob("*" + names.LOG_SUFFIX)
-                   if (b := offset_from_name(f.name)) is not None and f.name == f"{b:020d}{names.LOG_SUFFIX}")
-    if not bases:
+    part = Partition.open(d)
+    segs = part.segments
+    if not segs:
         notes.note(d.name, "no segment")
         return None
-    for leftover in sorted(p.name for p in d.iterdir() if p.name.endswith(names.TEMP_SUFFIXES)):
+    for leftover in part.temp_files:
         raise InputError(f"an interrupted rewrite left {leftover}; run `kafkalog recover` first", path=str(d / leftover))
-    segs = [SegmentInfo.load(d, b) for b in bases]
-    active = segs[-1]
+    bases = part.base_offsets
+    active = part.active_segment
     leo = active.read_next_offset()
     log_start = max(start_checkpoint, bases[0]) if start_checkpoint is not None else bases[0]
-    state = _producer_state(d, bases, leo, cfg, now_ms, notes)
+    state = _producer_state(d, segs, leo, cfg, now_ms, notes)
     # cleanableOffsets
     reset = False
     if checkpoint is None or checkpoint < log_start or checkpoint > leo:
@@ -232,23 +233,23 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     # the HW, which Partition clamps into [log start, LEO] on load
     hw = leo if high_watermark is None else min(max(high_watermark, log_start), leo)
     lso = min(min(state.ongoing), hw) if state.ongoing else hw
-    candidates = [lso, active.base]
-    non_active = [s for s in segs[:-1] if s.base >= _floor_base(segs, first_dirty)]
+    candidates = [lso, active.base_offset]
+    non_active = [s for s in segs[:-1] if s.base_offset >= bases[part.segment_index_for(first_dirty)]]
     if cfg.min_compaction_lag_ms > 0:
         for s in non_active:
-            if s.largest_timestamp() > now_ms - cfg.min_compaction_lag_ms:
-                candidates.append(s.base)
+            if s.largest_timestamp > now_ms - cfg.min_compaction_lag_ms:
+                candidates.append(s.base_offset)
                 break
     uncleanable = max(first_dirty, min(candidates))
     # calculateCleanableBytes: snap to the base of the segment holding it (or the active one)
     i = bisect.bisect_right(bases, uncleanable) - 1
-    first_uncleanable = segs[i].base if 0 <= i < len(segs) - 1 else active.base
+    first_uncleanable = segs[i].base_offset if 0 <= i < len(segs) - 1 else active.base_offset
     cleanable = sum(s.size for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable))
     clean = sum(s.size for s in segments_overlapping(segs, -1, first_dirty))
     delay = _compaction_delay(non_active, cfg, now_ms)
     producers = {pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
                  for pid, e in state.entries.items()}
-    hw_note = _hw_note(high_watermark, hw, lso, active.base)
+    hw_note = _hw_note(high_watermark, hw, lso, active.base_offset)
     return LogToClean(d.name, d, topic, partition, cfg, segs, log_start, leo, first_dirty, first_uncleanable,
                       clean, cleanable, delay, producers, reset, checkpoint, hw, high_watermark, hw_note)
 
@@ -271,13 +272,7 @@ def _hw_note(checkpointed: int | None, hw: int, lso: int, active_base: int) -> s
         ": the partition has no entry there" if checkpointed < 0 else "")
 
 
-def _floor_base(segs: list[SegmentInfo], offset: int) -> int:
-    bases = [s.base for s in segs]
-    i = bisect.bisect_right(bases, offset) - 1
-    return bases[max(i, 0)]
-
-
-def _compaction_delay(dirty_non_active: list[SegmentInfo], cfg: TopicConfig, now_ms: int) -> int:
+def _compaction_delay(dirty_non_active: list[Segment], cfg: TopicConfig, now_ms: int) -> int:
     """LogCleanerManager.computeCompactionDelay: how far the earliest dirty batch is past
     max.compaction.lag.ms."""
     firsts = [t for s in dirty_non_active if (t := s.first_batch_timestamp()) is not None and t > 0]
@@ -287,8 +282,8 @@ def _compaction_delay(dirty_non_active: list[SegmentInfo], cfg: TopicConfig, now
     return max(until - min(firsts), 0)
 
 
-def _producer_state(d: Path, bases: list[int], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan):
-    return rebuild_producer_state(d, [Segment(d, b) for b in bases], leo + 1, now_ms=now_ms,
+def _producer_state(d: Path, segs: list[Segment], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan):
+    return rebuild_producer_state(d, segs, leo + 1, now_ms=now_ms,
                                   expiration_ms=cfg.producer_id_expiration_ms,
                                   ignored=lambda m, f: notes.note(d.name, m, f))
 
@@ -301,7 +296,7 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     legacy_horizon = before[-1].last_modified_ms - cfg.delete_retention_ms if before else 0
     m = OffsetMap(opts.dedupe_buffer_size, opts.load_factor)
     dirty = segments_overlapping(segs, ltc.first_dirty, ltc.first_uncleanable)
-    nexts = [s.base for s in dirty[1:]] + [ltc.first_uncleanable]
+    nexts = [s.base_offset for s in dirty[1:]] + [ltc.first_uncleanable]
     txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
     map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
     end_offset = m.latest_offset + 1
@@ -319,72 +314,47 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     st: CleanerStats = ctx.stats
     return {"keys": m.size, "map_records_read": map_stats.records_read, "end_offset": end_offset,
             "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
-            "groups": [[s.base for s in g] for g in groups],
+            "groups": [[s.base_offset for s in g] for g in groups],
             "messages_read": st.messages_read, "messages_written": st.messages_written,
             "bytes_read": source_bytes, "bytes_written": st.bytes_written,
             "bytes_freed": source_bytes - st.bytes_written, "invalid_messages": st.invalid_messages,
             "offset_map_layout": "kafka-slots" if m.compact_layout else "dict"}
 
 
-def _clean_group(ltc: LogToClean, group: list[SegmentInfo], ctx: CleanContext, legacy_horizon: int,
+def _clean_group(ltc: LogToClean, group: list[Segment], ctx: CleanContext, legacy_horizon: int,
                  fsops: FsOps | None) -> None:
-    """Cleaner.cleanSegments: the group into one `.cleaned` segment, then replaceSegments."""
-    cfg, d = ltc.cfg, ltc.directory
-    dest = None
-    cleaned_log = segment_file(d, group[0].base, names.LOG_SUFFIX + names.CLEANED_SUFFIX)
-    try:
-        if fsops is not None:
-            fsops._pre("write", cleaned_log)
-        dest = CleanedSegment(d, group[0].base, cfg.index_interval_bytes, cfg.segment_index_bytes, fsops is not None)
-        ctx.txn.cleaned_index = dest.aborted.append
+    """Cleaner.cleanSegments: the group into one `.cleaned` segment, then replaceSegments.
+    Without `fsops` the records are only counted."""
+    cfg = ltc.cfg
+    dest = CleanedSegment(ltc.directory, group[0].base_offset, cfg.index_interval_bytes, cfg.segment_index_bytes)
+    ctx.txn.cleaned_index = dest.aborted.append
+
+    def fill() -> None:
         for i, seg in enumerate(group):
-            upper = group[i + 1].base if i + 1 < len(group) else seg.read_next_offset()
-            ctx.txn.add_aborted_transactions(collect_aborted_transactions(ltc.segments, seg.base, upper))
+            upper = group[i + 1].base_offset if i + 1 < len(group) else seg.read_next_offset()
+            ctx.txn.add_aborted_transactions(collect_aborted_transactions(ltc.segments, seg.base_offset, upper))
             clean_into(seg, dest, ctx, seg.last_modified_ms > legacy_horizon)
-        # LogSegment.lastModified_ takes milliseconds
-        files = dest.finish(group[-1].mtime_ns // 1_000_000 * 1_000_000)
-    except BaseException as e:
-        if dest is not None:
-            dest.abandon()
-        if fsops is None or not isinstance(e, OSError):
-            raise
-        # nothing refers to the .cleaned files yet (Kafka deletes them on load): the log dir
-        # is left as it was, and the failure names the file
-        _remove_cleaned(d, group[0].base)
-        path = str(e.filename or cleaned_log)
-        raise fsops._error(e, path, "write" if path.endswith(names.CLEANED_SUFFIX) else "read") from None
+
     if fsops is None:
+        fill()
+        dest.finish()
         return
-    fsops.step(f"write {', '.join(str(f) for f in files)}")
-    fsops.fsync_dir(d)
-    _replace_segments(fsops, files, group, d)
+    # LogSegment.lastModified_ takes milliseconds
+    cleaned = dest.write(fsops, fill, group[-1].last_modified_ms * 1_000_000)
+    fsops.replace_segments(cleaned, _replaced_files(group))
 
 
-def _remove_cleaned(d: Path, base: int) -> None:
-    for suffix in names.SEGMENT_SUFFIXES:
-        with contextlib.suppress(OSError):
-            segment_file(d, base, suffix + names.CLEANED_SUFFIX).unlink(missing_ok=True)
-
-
-def _replace_segments(fsops: FsOps, cleaned: list[Path], old: list[SegmentInfo], d: Path) -> None:
-    """LocalLog.replaceSegments: .cleaned -> .swap, the old segments out, .swap -> final."""
-    swaps = []
-    for f in cleaned:
-        swap = f.with_name(f.name[: -len(names.CLEANED_SUFFIX)] + names.SWAP_SUFFIX)
-        fsops.rename(f, swap)
-        swaps.append(swap)
-    new_base = old[0].base
-    for seg in old:
-        for suffix in names.SEGMENT_SUFFIXES:
-            p = seg.file(suffix)
-            if p.exists():
-                fsops.delete(p, f"replaced by the cleaned segment {new_base}")
-        if seg.base != new_base:          # deleteProducerSnapshots for segments not replaced
-            snap = seg.file(names.SNAPSHOT_SUFFIX)
-            if snap.exists():
-                fsops.delete(snap, f"segment {seg.base} merged into the cleaned segment {new_base}")
-    for swap in swaps:
-        fsops.rename(swap, swap.with_name(swap.name[: -len(names.SWAP_SUFFIX)]))
+def _replaced_files(group: list[Segment]) -> list[tuple[Path, str]]:
+    """The group's files that the cleaned segment replaces, with why: every segment's files, and
+    the producer snapshots of the segments merged into the first (deleteProducerSnapshots)."""
+    new_base = group[0].base_offset
+    old = []
+    for seg in group:
+        old += [(seg.file(suffix), f"replaced by the cleaned segment {new_base}") for suffix in names.SEGMENT_SUFFIXES]
+        if seg.base_offset != new_base:
+            old.append((seg.file(names.SNAPSHOT_SUFFIX),
+                        f"segment {seg.base_offset} merged into the cleaned segment {new_base}"))
+    return old
 
 
 def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int, order: list | None = None) -> None:
