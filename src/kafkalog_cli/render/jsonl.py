@@ -29,7 +29,6 @@ def _json_default(o):
 
 
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=_json_default).encode
-_dumps = dumps   # spark/export.py's name for it, until it imports `dumps`
 
 
 def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:

@@ -67,7 +67,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
             raise WriteError(e.strerror or str(e), path=str(path)) from None
         return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
     # jsonl: the lines of `dump-log --format json` for records, with topic, partition and segment
-    from kafkalog_cli.render.jsonl import _dumps, payload_encoder, record_object
+    from kafkalog_cli.render.jsonl import dumps, payload_encoder, record_object
 
     enc = payload_encoder(options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
@@ -86,7 +86,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                             del obj["key"], obj["value"]
                         if not options.include_headers:
                             del obj["headers"]
-                        lines.append(_dumps({**head, **obj}))
+                        lines.append(dumps({**head, **obj}))
                         n += 1
                     if len(lines) >= 4096:
                         out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
