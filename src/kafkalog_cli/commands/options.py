@@ -7,7 +7,6 @@ Kept light: dump-log imports this, so the ops are imported only when a command r
 from __future__ import annotations
 
 import functools
-import json
 import time
 from pathlib import Path
 
@@ -119,6 +118,8 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
     """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
     that log dir is done; or the JSON reports at the end (one object for one log dir, else a
     list). --report: the list, also to that file."""
+    import json
+
     reports = []
     for _, outcome in run_log_dirs(operation, groups, **run):
         reports.append(outcome.to_json())
