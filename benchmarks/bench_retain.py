@@ -30,7 +30,7 @@ from pathlib import Path
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import retain
-from kafkalog_cli.ops.recover import partition_dirs_for
+from kafkalog_cli.storage.logdir import partition_dirs_for
 
 DAY = 86_400_000
 NOW = 1_800_000_000_000

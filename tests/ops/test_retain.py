@@ -3,6 +3,7 @@ Kafka's guards on small synthetic logs. The helpers here are shared by the CLI a
 import json
 import os
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
@@ -15,9 +16,11 @@ from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.segment import Segment, last_index_entry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 DAY = 86_400_000
+TIME_ENTRY = struct.Struct(">qi")      # a .timeindex slot: timestamp, relative offset
 
 
 # ------------------------------------------------------------------ corpus helpers
@@ -296,10 +299,10 @@ def test_preallocated_index_tails_are_read_through_the_padding(tmp_path):
     entries = tindex.read_bytes()
     assert len(entries) >= 24
     os.truncate(tindex, 10485756)
-    assert retain.last_index_entry(tindex, retain._TIME_ENTRY, 1) == retain._TIME_ENTRY.unpack(entries[-12:])
+    assert Segment(d / "t-0", 0).last_time_index_entry() == TIME_ENTRY.unpack(entries[-12:])
     zeros = tmp_path / "z.timeindex"
     zeros.write_bytes(bytes(120))
-    assert retain.last_index_entry(zeros, retain._TIME_ENTRY, 1) is None
+    assert last_index_entry(zeros, TIME_ENTRY, 1) is None
 
 
 def test_a_bad_partition_is_reported_and_the_others_retained(tmp_path):

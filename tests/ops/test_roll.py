@@ -1,11 +1,22 @@
+import os
+
+import pytest
+
+from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.errors import InputError
+from kafkalog_cli.formats.indexes import TimeIndexEntry, encode_time_index
+from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.segment import Segment
 
 from .conftest import FIXTURES, copy_case, segment_files
+from .test_retain import make_log_dir
 
 NOW = 1795249186389
+T0 = 1_700_000_000_000
 
 
 def do_roll(d, tmp_path, **kw):
@@ -49,3 +60,77 @@ def test_recover_after_roll_trims_the_new_indexes(tmp_path):
     p = recover.plan(ld, parts, recover.RecoverOptions(all_segments=True))
     apply(p, FsOps(ld, Quarantine(None, "recover")))
     assert (d / "roll-createtime-0" / "00000000000000000060.index").stat().st_size == 0
+
+
+# ------------------------------------------------------------------ the active segment, on small synthetic logs
+def synthetic(tmp_path, timestamps=(T0, T0 + 1, T0 + 2)):
+    d = make_log_dir(tmp_path / "l", {"t-0": [list(timestamps)]})
+    return d, d / "t-0" / "00000000000000000000.log"
+
+
+def plan_for(d, **kw):
+    (ld, parts), = partition_dirs_for([d]).items()
+    return roll.plan(ld, parts, roll.RollOptions(now_ms=T0 + 10, **kw))
+
+
+def test_a_corrupt_active_segment_is_left_to_recover(tmp_path):
+    d, log = synthetic(tmp_path)
+    first = next(iter_batches(log.read_bytes())).size
+    with open(log, "r+b") as f:                      # the second batch's length: below the minimum
+        f.seek(first + 8)
+        f.write((5).to_bytes(4, "big"))
+    with pytest.raises(InputError) as e:
+        plan_for(d)
+    assert "corrupt active segment; run `kafkalog recover` first" in e.value.message
+    assert e.value.path == str(log) and e.value.position == first
+
+
+def test_bytes_after_the_last_complete_batch_are_left_to_recover(tmp_path):
+    d, log = synthetic(tmp_path)
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(b"\x00\x07\x00")
+    with pytest.raises(InputError) as e:
+        plan_for(d)
+    assert "bytes after the last complete batch" in e.value.message
+    assert e.value.path == str(log) and e.value.position == size
+
+
+def test_preallocated_files_are_trimmed_and_the_final_time_entry_added(tmp_path):
+    d, log = synthetic(tmp_path, [T0 + i for i in range(20)])
+    seg = Segment(log.parent, 0)
+    offsets, times = seg.offset_index(), seg.time_index()
+    assert offsets and times
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(bytes(10))                           # fewer than a batch header: the walk stops
+    os.truncate(seg.index_path, 10485760)
+    os.truncate(seg.time_index_path, 10485756)
+    p = plan_for(d)
+    by_path = {a.path: a for a in p.actions}
+    assert p.partitions["t-0"] == {"active_segment": 0, "log_end_offset": 20, "rolled": True,
+                                   "reason": "requested", "new_segment": 20}
+    assert (by_path[log].at, by_path[log].bytes_removed) == (size, 10)
+    assert (by_path[seg.index_path].at, by_path[seg.index_path].bytes_removed) == \
+        (8 * len(offsets), 10485760 - 8 * len(offsets))
+    final = times + ([] if times[-1].timestamp == T0 + 19 else [TimeIndexEntry(T0 + 19, 19)])
+    assert by_path[seg.time_index_path].data == encode_time_index(final, 0)
+
+
+def test_roll_conditions(tmp_path):
+    d, _ = synthetic(tmp_path)
+    assert plan_for(d, if_needed=True).partitions["t-0"]["reason"] == "no roll condition holds"
+    small = ConfigResolver(overrides={"segment.bytes": "100"})
+    assert plan_for(d, if_needed=True, resolver=small).partitions["t-0"]["reason"].startswith("segment.bytes")
+    young = ConfigResolver(overrides={"segment.ms": "5"})
+    assert plan_for(d, if_needed=True, resolver=young).partitions["t-0"]["reason"] == \
+        "segment.ms: 10 ms since the first batch > 5"
+    tiny = ConfigResolver(overrides={"segment.index.bytes": "24"})
+    assert plan_for(d, if_needed=True, resolver=tiny).partitions["t-0"]["reason"] == "index full"
+
+
+def test_an_empty_active_segment_is_not_rolled(tmp_path):
+    d, log = synthetic(tmp_path)
+    log.write_bytes(b"")
+    p = plan_for(d)
+    assert p.actions == [] and not p.partitions["t-0"]["rolled"]

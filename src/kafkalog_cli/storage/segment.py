@@ -7,6 +7,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
@@ -324,17 +325,16 @@ class Segment:
         try:
             return self.tail().next_offset
         except KafkalogError:
-            last = None
-            for h in self.headers():
-                last = h
-            return self.base_offset if last is None else last.last_offset + 1
+            return self._next_offset_from_headers()
 
     @property
     def empty(self) -> bool:
         return self.tail().next_offset == self.base_offset if self.is_active else self.size == 0
 
-    # -- LogSegment.largestTimestamp
-    def _largest(self) -> tuple[int, bool]:
+    # -- LogSegment.largestTimestamp (asked several times by retention: read once)
+    @cached_property
+    def largest_timestamp_and_source(self) -> tuple[int, bool]:
+        """(largest_timestamp, largest_timestamp_from_mtime)."""
         entry = self.last_time_index_entry()
         ts = entry[0] if entry else -1
         if self.is_active:
@@ -348,11 +348,11 @@ class Segment:
         """LogSegment.largestTimestamp: the time index's last entry (for the active segment also
         the batches after its last offset-index entry, which an unclean shutdown leaves
         unindexed), else the .log's mtime."""
-        return self._largest()[0]
+        return self.largest_timestamp_and_source[0]
 
     @property
     def largest_timestamp_from_mtime(self) -> bool:
-        return self._largest()[1]
+        return self.largest_timestamp_and_source[1]
 
     # -- indexes
     def offset_index(self):
@@ -469,6 +469,45 @@ class Segment:
         for last in self.headers():
             pass
         return self.base_offset if last is None else last.last_offset + 1
+
+    # -- closing the active segment (roll: LogSegment.shouldRoll, onBecomeInactiveSegment) needs
+    # every batch from byte 0, not only the unindexed tail, and the indexes' entries without
+    # reading a preallocated 10 MiB index whole.
+    class Walk(NamedTuple):
+        """Every batch from byte 0, as LogSegment.recover walks them."""
+
+        valid_size: int                 # where the complete batches end
+        next_offset: int
+        max_timestamp: int              # maxTimestampSoFar, -1 without a batch
+        offset_of_max_timestamp: int    # its batch's last offset (what the time index holds)
+        zeros_after: bool               # only zeros (or nothing) after the complete batches
+
+    def walk(self) -> "Segment.Walk":
+        """Raises the CorruptRecordError (naming the file) of a batch whose size cannot be."""
+        with self.mapped() as log:
+            end, nxt, max_ts, offset_of_max = 0, self.base_offset, -1, -1
+            for b in self.batches():
+                if b.max_timestamp > max_ts:
+                    max_ts, offset_of_max = b.max_timestamp, b.last_offset
+                end, nxt = b.position + b.size, b.last_offset + 1
+            return Segment.Walk(end, nxt, max_ts, offset_of_max, not log[end:].strip(b"\0"))
+
+    def mapped_index_entries(self, suffix: str) -> list:
+        """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
+        mmap: parsing stops at the preallocated zeros, so only the pages holding entries are read.
+        No file: no entry."""
+        from kafkalog_cli.formats.indexes import parse_offset_index, parse_time_index
+
+        path = self.file(suffix)
+        if not os.path.lexists(path):
+            return []
+        parse = parse_time_index if suffix == TIME_INDEX_SUFFIX else parse_offset_index
+        buf = map_file(path)
+        try:
+            return parse(buf, self.base_offset)
+        finally:
+            if isinstance(buf, mmap.mmap):
+                buf.close()
 
 
 def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
