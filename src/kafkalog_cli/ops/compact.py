@@ -234,7 +234,8 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     hw = leo if high_watermark is None else min(max(high_watermark, log_start), leo)
     lso = min(min(state.ongoing), hw) if state.ongoing else hw
     candidates = [lso, active.base_offset]
-    non_active = [s for s in segs[:-1] if s.base_offset >= bases[part.segment_index_for(first_dirty)]]
+    dirty_floor = bases[part.segment_index_for(first_dirty)]
+    non_active = [s for s in segs[:-1] if s.base_offset >= dirty_floor]
     if cfg.min_compaction_lag_ms > 0:
         for s in non_active:
             if s.largest_timestamp > now_ms - cfg.min_compaction_lag_ms:
