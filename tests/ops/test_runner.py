@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.errors import LockedError
 from kafkalog_cli.ops import compact, recover, retain, roll
 from kafkalog_cli.ops.runner import ConfigSources, Operation, Outcome, run_log_dir
@@ -34,7 +35,7 @@ def _compact(jobs: int = 1) -> Operation:
 
 
 def _groups(d: Path) -> tuple[Path, list[Path]]:
-    (log_dir, parts), = recover.partition_dirs_for([d]).items()
+    (log_dir, parts), = partition_dirs_for([d]).items()
     return log_dir, parts
 
 
