@@ -127,5 +127,8 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
             click.echo(render(outcome))
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
-    if report_path is not None:
-        report_path.write_text(json.dumps(reports, indent=2) + "\n")
+    if report_path is not None:   # written whole or not at all, as every file kafkalog writes
+        from kafkalog_cli.storage.fsops import FsOps
+
+        report = (json.dumps(reports, indent=2) + "\n").encode()
+        FsOps(report_path.parent).write_atomic(report_path, report)
