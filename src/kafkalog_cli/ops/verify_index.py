@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from kafkalog_cli.errors import CorruptIndexError, KafkalogError, KafkaToolError
 from kafkalog_cli.formats.indexes import (
@@ -25,37 +26,33 @@ from kafkalog_cli.storage.segment import map_file, read_file
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # kafka-dump-log's --max-message-size
 
 
-# What kafka-dump-log reports, one class per report (its Scala maps and lists named in brackets)
-@dataclass(frozen=True, slots=True)
-class IndexMismatch:
+# What kafka-dump-log reports, one class per report (its Scala maps and lists named in brackets).
+# Named tuples, not dataclasses: every dump-log imports this module, and they are built faster.
+class IndexMismatch(NamedTuple):
     """[misMatchesForIndexFilesMap] an offset-index entry whose batch ends at another offset."""
     index_offset: int
     log_offset: int          # the last offset of the batch at the entry's position
 
 
-@dataclass(frozen=True, slots=True)
-class OffsetNotFound:
+class OffsetNotFound(NamedTuple):
     """[shallowOffsetNotFound] a time-index entry whose offset no batch ends at."""
     index_offset: int
     log_offset: int | None   # the last offset of the batch found instead; None: no batch (Kafka prints -1)
 
 
-@dataclass(frozen=True, slots=True)
-class TimestampMismatch:
+class TimestampMismatch(NamedTuple):
     """[misMatchesForTimeIndexFilesMap] a time-index entry whose batch has another max timestamp."""
     index_timestamp: int
     log_timestamp: int       # the batch's largest record timestamp
 
 
-@dataclass(frozen=True, slots=True)
-class OutOfOrderTimestamp:
+class OutOfOrderTimestamp(NamedTuple):
     """[outOfOrderTimestamp] a time-index entry not after the entry before it."""
     index_timestamp: int
     previous_timestamp: int  # the entry before it
 
 
-@dataclass(frozen=True, slots=True)
-class NonConsecutiveOffsets:
+class NonConsecutiveOffsets(NamedTuple):
     """[nonConsecutivePairsForLogFilesMap] two records in a row whose offsets are not consecutive
     (found by the dump as it renders the records)."""
     previous: int
