@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch, control_type_of_key, iter_batches
 from kafkalog_cli.render.kafka import INT_MAX, Filters, Verdict, start_position
@@ -128,8 +128,6 @@ def _structured_decoder(name: str):
 
 def _note(s: str) -> None:
     import sys
-
-    from kafkalog_cli.commands.common import one_line
 
     sys.stderr.write(f"kafkalog: note: {one_line(s)}\n")
 

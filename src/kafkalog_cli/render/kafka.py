@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
+from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError, one_line
 from kafkalog_cli.formats.compression import compression_from_id, decompress
 from kafkalog_cli.formats.records import (
     NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
@@ -279,8 +279,6 @@ class KafkaDumper:
 
     def _note(self, s: str) -> None:
         """A note of ours on stderr (never on stdout, which stays Kafka's)."""
-        from kafkalog_cli.commands.common import one_line
-
         self._e(f"kafkalog: note: {one_line(s)}")
 
     def _e(self, s: str) -> None:
