@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
-from kafkalog_cli.formats.compression import Compression, compress, compression_from_id, decompress
+from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
 from kafkalog_cli.formats.crc import crc32, crc32c
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
@@ -347,7 +347,7 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
     end = batch.position + batch.size
     codec = batch.compression_id
     if codec:
-        data = decompress(compression_from_id(codec), memoryview(buf)[start:end], batch.magic)
+        data = decompress(codec, memoryview(buf)[start:end], batch.magic)
         pos, end = 0, len(data)
     else:
         data = buf
@@ -472,10 +472,10 @@ def _decode_legacy_wrapper(batch: RecordBatch) -> list[Record]:
     value = wrapper[7]
     if value is None:
         raise InvalidRecordError("Found invalid compressed record set with null value")
-    codec = compression_from_id(batch.compression_id)
-    if codec == Compression.ZSTD:
-        raise InvalidRecordError(f"Compression type zstd is not supported for magic {batch.magic}")
-    data = decompress(codec, value, batch.magic)
+    codec = codec_for(batch.compression_id)
+    if batch.magic < codec.min_magic:
+        raise InvalidRecordError(f"Compression type {codec.compression.kafka_name} is not supported for magic {batch.magic}")
+    data = decompress(codec.compression, value, batch.magic)
     inner = []
     pos, end = 0, len(data)
     while end - pos >= LOG_OVERHEAD:
@@ -596,8 +596,7 @@ def build_v2_batch(
         encode_v2_record(o - base_offset, r.timestamp - base_ts, r.key, r.value, r.headers)
         for o, r in zip(offsets, records)
     )
-    if compression != Compression.NONE:
-        body = compress(compression, body, 2)
+    body = compress(compression, body, 2)
     attrs = int(compression)
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attrs |= ATTR_TIMESTAMP_TYPE
@@ -668,8 +667,9 @@ def build_legacy_batch(
     else one wrapper whose inner offsets are relative (v1) or absolute (v0)."""
     if magic not in (0, 1):
         raise ValueError("legacy batches have magic 0 or 1")
-    if compression == Compression.ZSTD:
-        raise InvalidRecordError("Compression type zstd is only supported with magic 2")
+    min_magic = codec_for(compression).min_magic
+    if magic < min_magic:
+        raise InvalidRecordError(f"Compression type {compression.kafka_name} is only supported with magic {min_magic}")
     lat = magic > 0 and timestamp_type == TimestampType.LOG_APPEND_TIME
     ts_attr = ATTR_TIMESTAMP_TYPE if lat else 0
     entries = []

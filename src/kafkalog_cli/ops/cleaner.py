@@ -27,7 +27,7 @@ from kafkalog_cli.formats.records import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATT
                                           ATTR_TRANSACTIONAL, RECORD_BATCH_OVERHEAD, RecordBatch,
                                           SimpleRecord, TimestampType, build_legacy_batch, empty_v2_batch,
                                           iter_batches, set_v2_crc)
-from kafkalog_cli.formats.compression import compress, compression_from_id
+from kafkalog_cli.formats.compression import compress
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
@@ -603,7 +603,7 @@ def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: 
     lat = bool(b.attributes & ATTR_TIMESTAMP_TYPE)
     max_ts = b.max_timestamp if lat else max(sp.timestamp for sp in spans)
     if b.compression_id:
-        body = compress(compression_from_id(b.compression_id), bytes(body), 2)
+        body = compress(b.compression_id, bytes(body), 2)
     attrs = b.compression_id | (b.attributes & (ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL))
     if horizon is not None:
         attrs |= ATTR_DELETE_HORIZON

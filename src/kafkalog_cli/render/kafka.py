@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError, one_line
-from kafkalog_cli.formats.compression import compression_from_id, decompress
+from kafkalog_cli.formats.compression import decompress
 from kafkalog_cli.formats.records import (
     NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
     control_type_of_key, increment_sequence, iter_batches,
@@ -713,7 +713,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
     stop = p0 + batch.size
     codec = batch.attributes & 0x07
     if codec:
-        data = decompress(compression_from_id(codec), memoryview(buf)[start:stop], 2)
+        data = decompress(codec, memoryview(buf)[start:stop], 2)
     else:
         data = buf[start:stop]
     if type(data) is not bytes:
