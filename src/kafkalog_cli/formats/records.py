@@ -13,6 +13,7 @@ from typing import Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
+from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
@@ -58,17 +59,6 @@ _TS_NAMES = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
 }
-
-
-class ControlRecordType(enum.IntEnum):
-    UNKNOWN = -1
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -278,7 +268,7 @@ class RecordBatch:
         recs = self.records()
         if not recs:
             return None
-        return control_type_of_key(recs[0].key)
+        return ControlRecordType.parse(recs[0].key)
 
     def __repr__(self) -> str:
         return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
@@ -288,19 +278,6 @@ class RecordBatch:
 def _pad(buf, position: int, n: int) -> bytes:
     raw = bytes(buf[position : position + n])
     return raw if len(raw) == n else raw.ljust(n, b"\0")
-
-
-def control_type_of_key(key: bytes | None) -> ControlRecordType:
-    """ControlRecordType.parse: version int16 (>= 0), type int16."""
-    if key is None or len(key) < 4:
-        raise InvalidRecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {0 if key is None else len(key)}")
-    version, ctype = struct.unpack_from(">hh", key, 0)
-    if version < 0:
-        raise InvalidRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
-    try:
-        return ControlRecordType(ctype)
-    except ValueError:
-        return ControlRecordType.UNKNOWN
 
 
 # ------------------------------------------------------------------ iteration

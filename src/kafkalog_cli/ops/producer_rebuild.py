@@ -2,12 +2,12 @@
 ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them)."""
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 
 from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
                                                  parse_producer_snapshot)
-from kafkalog_cli.formats.records import ControlRecordType, RecordBatch
+from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
+from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
 
 
@@ -83,9 +83,8 @@ class ProducerState:
         ctype = batch.control_type()
         if ctype not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return None
-        value = recs[0].value if recs else None
-        if value is not None and len(value) >= 6:
-            e.coordinator_epoch = struct.unpack_from(">hi", bytes(value[:6]))[1]
+        # EndTransactionMarker.deserialize: a short value or a negative version is an InvalidRecordError
+        e.coordinator_epoch = EndTransactionMarker.deserialize_value(ctype, recs[0].value).coordinator_epoch
         offset = batch.base_offset
         first = e.current_txn_first_offset
         e.current_txn_first_offset = -1

@@ -14,11 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError, one_line
+from kafkalog_cli.errors import InputError, KafkalogError, one_line
 from kafkalog_cli.formats.compression import decompress
+from kafkalog_cli.formats.control import (
+    ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
+)
 from kafkalog_cli.formats.records import (
-    NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
-    control_type_of_key, increment_sequence, iter_batches,
+    NO_SEQUENCE, RECORD_BATCH_OVERHEAD, Record, RecordBatch, increment_sequence, iter_batches,
 )
 from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
 from kafkalog_cli.formats.indexes import sanity_check_offset_index, sanity_check_time_index
@@ -898,39 +900,17 @@ def batch_line(b: RecordBatch, position: int) -> str:
 
 
 def control_text(r: Record) -> str:
-    ctype = control_type_of_key(r.key)
-    type_id = struct.unpack_from(">h", r.key, 2)[0]
-    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        v = r.value
-        if v is None or len(v) < 6:
-            raise InvalidRecordError(
-                f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {0 if v is None else len(v)}")
-        version, coordinator_epoch = struct.unpack_from(">hi", v, 0)
-        if version < 0:
-            raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. May indicate data corruption")
-        return f" endTxnMarker: {ctype.name} coordinatorEpoch: {coordinator_epoch}"
-    if ctype == ControlRecordType.SNAPSHOT_HEADER:
-        return " SnapshotHeader " + _snapshot_header_json(r.value)
-    if ctype == ControlRecordType.SNAPSHOT_FOOTER:
-        return " SnapshotFooter " + _snapshot_footer_json(r.value)
+    c = decode_control(r.key, r.value)
+    v = c.value
+    if isinstance(v, EndTransactionMarker):
+        return f" endTxnMarker: {v.control_type.name} coordinatorEpoch: {v.coordinator_epoch}"
+    if isinstance(v, SnapshotHeaderRecord):
+        return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
+    if isinstance(v, SnapshotFooterRecord):
+        return f' SnapshotFooter {{"version":{v.version}}}'
     # Kafka 3.3.1 knows no KRAFT_VERSION or KRAFT_VOTERS yet: they print as UNKNOWN
-    name = ctype.name if ctype in (ControlRecordType.LEADER_CHANGE,) else "UNKNOWN"
-    return f" controlType: {name}({type_id})"
-
-
-def _snapshot_header_json(v: bytes | None) -> str:
-    # SnapshotHeaderRecord: version int16, lastContainedLogTimestamp int64 (flexible v0: tagged fields)
-    if v is None or len(v) < 10:
-        raise InvalidRecordError("Found invalid SnapshotHeaderRecord")
-    version, ts = struct.unpack_from(">hq", v, 0)
-    return f'{{"version":{version},"lastContainedLogTimestamp":{ts}}}'
-
-
-def _snapshot_footer_json(v: bytes | None) -> str:
-    if v is None or len(v) < 2:
-        raise InvalidRecordError("Found invalid SnapshotFooterRecord")
-    (version,) = struct.unpack_from(">h", v, 0)
-    return f'{{"version":{version}}}'
+    name = c.type.name if c.type == ControlRecordType.LEADER_CHANGE else "UNKNOWN"
+    return f" controlType: {name}({c.type_id})"
 
 
 def _bool(v: bool) -> str:
