@@ -7,7 +7,7 @@ map holds for its key; so a data batch of the dirty section that holds none of t
 (a bisect over the sorted offsets) loses all its records, and is dropped or emptied without being
 decoded or even decompressed. Only batches holding a survivor, and the clean section, are read
 record by record. The map pass stores keys straight into the offset map's dict while it surely
-has room (compact_scan.scan_keys_into), and is split across byte ranges in worker processes when
+has room (formats.scan.scan_keys_into), and is split across byte ranges in worker processes when
 the section has fewer records than the map's capacity (so no key can be refused and the merge is
 exact) and cores are left over by --jobs (ops.compact.for_each_partition: a partition cleaned
 alone); on one 256 MiB partition and 2 cores that is ~1.4x faster than one process.
@@ -31,8 +31,8 @@ from kafkalog_cli.formats.compression import compress
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
-from kafkalog_cli.ops.compact_scan import (_Malformed, record_starts, records_region, scan_keys, scan_keys_into,
-                                           scan_spans, span_at)
+from kafkalog_cli.formats.scan import Malformed as _Malformed
+from kafkalog_cli.formats.scan import record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import segment_file
