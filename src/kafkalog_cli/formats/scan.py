@@ -512,8 +512,9 @@ class BatchCheck:
 
 def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,
                   deep: bool = False) -> BatchCheck:
-    """Check every batch in buf[start:end) (of `file`, which the findings name). With `tail`, what follows the last complete batch is
-    reported (an incomplete batch, a corrupt size); otherwise `end` must be a batch boundary."""
+    """Check every batch in buf[start:end) of `file` (which the findings name). With `tail`, what
+    follows the last complete batch is reported (an incomplete batch, a corrupt size); otherwise
+    `end` must be a batch boundary."""
     res = BatchCheck()
     findings = res.findings
     mv = memoryview(buf)
