@@ -48,7 +48,8 @@ def test_newer_versions_are_read_as_version_0():
     (key(1, version=-1), marker(0), "Invalid version found for control record: -1. May indicate data corruption"),
     (key(0), None, "end transaction marker. Must have at least 6 bytes, but found only 0"),
     (key(1), b"\0\0\0\0\0", "end transaction marker. Must have at least 6 bytes, but found only 5"),
-    (key(0), marker(5, version=-2), "Invalid version found for end transaction marker: -2. May indicate data corruption"),
+    (key(0), marker(5, version=-2),
+     "Invalid version found for end transaction marker: -2. May indicate data corruption"),
     (key(3), b"\0" * 9, "Found invalid SnapshotHeaderRecord"),
     (key(4), b"\0", "Found invalid SnapshotFooterRecord"),
 ])

@@ -325,7 +325,8 @@ def test_check_batches_is_iter_batches_for_every_header_field_at_its_edges():
                     if -(1 << (8 * width - 1)) <= value < 1 << (8 * width - 1) else b"\x7f" * width
                 for fix in (False, True):
                     if fix and b.magic == 2:
-                        buf[b.position : b.position + b.size] = set_v2_crc(bytearray(buf[b.position : b.position + b.size]))
+                        whole = slice(b.position, b.position + b.size)
+                        buf[whole] = set_v2_crc(bytearray(buf[whole]))
                     for deep in (False, True):
                         assert _check(bytes(buf), deep) == _reference_check(bytes(buf), deep), (b.position, at, value)
                         n += 1

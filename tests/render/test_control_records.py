@@ -28,7 +28,8 @@ def dump(runner, path: str, fmt: str):
 GOOD = [
     (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 5), " endTxnMarker: COMMIT coordinatorEpoch: 5",
      {"type": "COMMIT", "type_id": 1, "version": 0, "coordinator_epoch": 5}),
-    (struct.pack(">hh", 0, 0), struct.pack(">hi", 2, 9), " endTxnMarker: ABORT coordinatorEpoch: 9",   # version 2 read as 0
+    # a marker of version 2 is read as version 0
+    (struct.pack(">hh", 0, 0), struct.pack(">hi", 2, 9), " endTxnMarker: ABORT coordinatorEpoch: 9",
      {"type": "ABORT", "type_id": 0, "version": 2, "coordinator_epoch": 9}),
     (struct.pack(">hh", 0, 3), struct.pack(">hq", 0, 12) + b"\0",
      ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":12}', {"type": "SNAPSHOT_HEADER", "type_id": 3}),

@@ -285,7 +285,8 @@ def compression_from_id(codec_id: int) -> Compression:
 def compress(codec: int, data, magic: int = 2) -> bytes:
     c = codec_for(codec)
     if magic < c.min_magic:
-        raise CompressionError(f"Compression type {c.compression.kafka_name} is only supported with magic {c.min_magic}")
+        raise CompressionError(
+            f"Compression type {c.compression.kafka_name} is only supported with magic {c.min_magic}")
     return c.compress(data, magic)
 
 

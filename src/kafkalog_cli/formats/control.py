@@ -91,10 +91,11 @@ class SnapshotFooterRecord:
     version: int
 
 
-# the snapshot records' fixed fields, read as DumpLogSegments reads them (tagged fields ignored)
+# the snapshot records' fixed fields, read as DumpLogSegments reads them (tagged fields ignored):
+# version and lastContainedLogTimestamp; version
 _SNAPSHOT_RECORDS = {
-    ControlRecordType.SNAPSHOT_HEADER: (SnapshotHeaderRecord, struct.Struct(">hq")),   # version, lastContainedLogTimestamp
-    ControlRecordType.SNAPSHOT_FOOTER: (SnapshotFooterRecord, struct.Struct(">h")),    # version
+    ControlRecordType.SNAPSHOT_HEADER: (SnapshotHeaderRecord, struct.Struct(">hq")),
+    ControlRecordType.SNAPSHOT_FOOTER: (SnapshotFooterRecord, struct.Struct(">h")),
 }
 
 
