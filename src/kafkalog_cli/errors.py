@@ -5,6 +5,14 @@ from __future__ import annotations
 import enum
 
 
+def one_line(s: str) -> str:
+    """A message fit for one stderr line: newlines and other control characters in file names
+    (or anywhere) are escaped as Python does (\\n, \\t, \\x1b)."""
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
+
+
 class ExitCode(enum.IntEnum):
     OK = 0
     PROBLEMS = 1        # the command ran and found problems (verify-crc), or Kafka would fail
@@ -42,6 +50,10 @@ class KafkalogError(Exception):
         self.message = f"record at offset {offset}: {self.message}{inner}"
         self.position = batch_position
         return self
+
+    def line(self) -> str:
+        """`str(self)` as one line: control characters in the path or message escaped."""
+        return one_line(str(self))
 
     def __str__(self) -> str:
         where = []
@@ -113,10 +125,3 @@ class WriteError(KafkalogError):
 
     exit_code = ExitCode.IO
 
-
-def one_line(s: str) -> str:
-    """A message fit for one stderr line: newlines and other control characters in file names
-    (or anywhere) are escaped as Python does (\\n, \\t, \\x1b)."""
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)

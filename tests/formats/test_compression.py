@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CompressionError
-from kafkalog_cli.formats.compression import Compression, compress, decompress, lz4_frame_header
+from kafkalog_cli.formats.compression import CODECS, Compression, codec_for, compress, decompress, lz4_frame_header
 
 
 def test_lz4_frame_headers_are_kafkas_including_magic_0s_wrong_checksum():
@@ -73,3 +73,15 @@ def test_round_trip(data, codec, magic):
     if codec == Compression.ZSTD and magic < 2:
         return
     assert decompress(codec, compress(codec, data, magic), magic) == data
+
+
+def test_the_registry_holds_every_codec_and_refuses_unknown_ids():
+    assert sorted(CODECS) == list(Compression)
+    assert all(CODECS[c].compression is c for c in Compression)
+    assert [c for c in Compression if CODECS[c].min_magic == 2] == [Compression.ZSTD]
+    for codec_id in (5, 6, 7, -1):
+        with pytest.raises(CompressionError, match=f"Unknown compression type id: {codec_id}"):
+            codec_for(codec_id)
+        with pytest.raises(CompressionError, match="Unknown compression type id"):
+            decompress(codec_id, b"")
+    assert decompress(3, compress(3, b"by id")) == b"by id"   # an attributes' id is a codec too

@@ -1,4 +1,4 @@
-"""The record fast path (render.kafka.fast_v2_text) writes exactly what the general path writes:
+"""The record fast path (formats.scan.fast_v2_text) writes exactly what the general path writes:
 same stdout bytes, same stderr reports, same error at the same point."""
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import (
     Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch, iter_batches, set_v2_crc,
 )
-from kafkalog_cli.render.kafka import (
-    DumpOptions, KafkaDumper, decoder_for, decoder_parser, fast_v2_text,
-)
+from kafkalog_cli.formats.scan import fast_v2_text
+from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
+from tests.formats.strategies import v2_batches
 
 CODECS = list(Compression)
 STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
@@ -161,30 +161,8 @@ def test_a_malformed_batch_fails_at_the_same_point(tmp_path, flags):
     assert fast[2] is not None
 
 
-# sizes and deltas at the edges of the one-, two- and three-byte varints (zigzag: 63/64, 8191/8192)
-_EDGE_SIZES = st.sampled_from([0, 1, 63, 64, 65, 127, 128, 8191, 8192, 8200])
-_EDGE_DELTAS = st.sampled_from([0, 1, 63, 64, 8191, 8192, 1 << 20])
-
-
-@st.composite
-def _v2_batches(draw):
-    n = draw(st.integers(1, 12))
-    base_ts = draw(st.integers(0, 2**41))
-    off = draw(st.integers(0, 2**40))
-    recs = []
-    for _ in range(n):
-        key = draw(st.none() | _EDGE_SIZES.map(lambda k: b"k" * k))
-        value = draw(st.none() | _EDGE_SIZES.map(lambda k: b"\xc3\xa9" * (k // 2) + b"v" * (k % 2)))
-        ts = base_ts + draw(_EDGE_DELTAS) * draw(st.sampled_from([1, -1]))
-        r = SimpleRecord(key=key, value=value, timestamp=ts)
-        off += draw(_EDGE_DELTAS.filter(lambda d: d < 1 << 20)) + 1
-        r.offset = off
-        recs.append(r)
-    return build_v2_batch(recs, recs[0].offset, compression=draw(st.sampled_from(CODECS)))
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(batch=_v2_batches(), flags=st.sampled_from(FLAGS))
+@given(batch=v2_batches(), flags=st.sampled_from(FLAGS))
 def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, flags):
     fast = _dump(tmp_path, batch, fast=True, **flags)
     assert fast == _dump(tmp_path, batch, fast=False, **flags)

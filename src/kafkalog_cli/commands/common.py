@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import click
 
 from kafkalog_cli.commands.options import format_option, jobs_option
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import InputError, one_line
 
 
 def read_options(f):
@@ -57,14 +57,6 @@ def jobs_or_cores(jobs: int) -> int:
 def require_exists(path: str) -> None:
     if not os.path.exists(path):
         raise InputError("no such file or directory", path=path)
-
-
-def one_line(s: str) -> str:
-    """A message fit for one stderr line: newlines and other control characters in file names
-    (or anywhere) are escaped as Python does (\\n, \\t, \\x1b)."""
-    if s.isprintable():
-        return s
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
 
 
 def one_line_errors(f):

@@ -6,12 +6,17 @@
 - lz4: an LZ4 frame, 64 KiB independent blocks, no checksums; magic 0 writes the header checksum
   over the wrong bytes and readers ignore it there (KafkaLZ4BlockOutputStream's old bug).
 - zstd (magic 2 only): a standard frame, usually without a content size.
+
+`CODECS` maps each Compression to its two functions; `compress` and `decompress` look the codec
+up there, so a caller never branches on the codec itself.
 """
 from __future__ import annotations
 
 import enum
 import struct
 import zlib
+from dataclasses import dataclass
+from typing import Callable
 
 import cramjam
 
@@ -31,25 +36,18 @@ class Compression(enum.IntEnum):
         return self.name.lower()
 
 
-def compression_from_id(codec_id: int) -> Compression:
-    try:
-        return Compression(codec_id)
-    except ValueError:
-        raise CompressionError(f"Unknown compression type id: {codec_id}") from None
-
-
 # ---------------------------------------------------------------- gzip
 # GZIPOutputStream's fixed header: no name, mtime 0, XFL 0, OS 0.
 _GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x00"
 
 
-def _gzip_compress(data) -> bytes:
+def _gzip_compress(data, magic: int) -> bytes:
     c = zlib.compressobj(6, zlib.DEFLATED, -15)  # Deflater.DEFAULT_COMPRESSION is zlib's 6
     body = c.compress(data) + c.flush()
     return _GZIP_HEADER + body + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
 
 
-def _gzip_decompress(data) -> bytes:
+def _gzip_decompress(data, magic: int) -> bytes:
     out = []
     data = bytes(data)
     while data:
@@ -70,7 +68,7 @@ _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
 
 
-def _snappy_compress(data) -> bytes:
+def _snappy_compress(data, magic: int) -> bytes:
     mv = memoryview(data)
     out = [_XERIAL_HEADER]
     for i in range(0, len(mv), _XERIAL_BLOCK):
@@ -80,7 +78,7 @@ def _snappy_compress(data) -> bytes:
     return b"".join(out)
 
 
-def _snappy_decompress(data) -> bytes:
+def _snappy_decompress(data, magic: int) -> bytes:
     mv = memoryview(data)
     if mv[:8] != _XERIAL_MAGIC:
         return bytes(cramjam.snappy.decompress_raw(mv))
@@ -229,7 +227,7 @@ def _lz4_decompress(data, magic: int) -> bytes:
 _zstd_c = None
 
 
-def _zstd_compress(data) -> bytes:
+def _zstd_compress(data, magic: int) -> bytes:
     global _zstd_c
     import zstandard
 
@@ -239,7 +237,7 @@ def _zstd_compress(data) -> bytes:
     return _zstd_c.compress(data)
 
 
-def _zstd_decompress(data) -> bytes:
+def _zstd_decompress(data, magic: int) -> bytes:
     import zstandard
 
     d = zstandard.ZstdDecompressor().decompressobj()
@@ -247,38 +245,57 @@ def _zstd_decompress(data) -> bytes:
     return out
 
 
-# ---------------------------------------------------------------- dispatch
-def compress(codec: Compression, data, magic: int = 2) -> bytes:
-    if codec == Compression.NONE:
-        return bytes(data)
-    if codec == Compression.GZIP:
-        return _gzip_compress(data)
-    if codec == Compression.SNAPPY:
-        return _snappy_compress(data)
-    if codec == Compression.LZ4:
-        return _lz4_compress(data, magic)
-    if codec == Compression.ZSTD:
-        if magic < 2:
-            raise CompressionError("Compression type zstd is only supported with magic 2")
-        return _zstd_compress(data)
-    raise CompressionError(f"Unknown compression type id: {int(codec)}")
+# ---------------------------------------------------------------- the registry
+def _none(data, magic: int) -> bytes:
+    return bytes(data)
 
 
-def decompress(codec: Compression, data, magic: int = 2) -> bytes:
-    """Decompress a batch payload; any failure is a CompressionError (never a library's own)."""
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """One codec: its framing both ways, `(data, magic) -> bytes`, and the oldest message format
+    that may use it (CompressionType's minimum magic)."""
+
+    compression: Compression
+    compress: Callable[[object, int], bytes]
+    decompress: Callable[[object, int], bytes]
+    min_magic: int = 0
+
+
+CODECS: dict[Compression, Codec] = {c.compression: c for c in (
+    Codec(Compression.NONE, _none, _none),
+    Codec(Compression.GZIP, _gzip_compress, _gzip_decompress),
+    Codec(Compression.SNAPPY, _snappy_compress, _snappy_decompress),
+    Codec(Compression.LZ4, _lz4_compress, _lz4_decompress),
+    Codec(Compression.ZSTD, _zstd_compress, _zstd_decompress, min_magic=2),
+)}
+
+
+def codec_for(codec_id: int) -> Codec:
+    """The codec of an attributes' compression id (a Compression is one too)."""
     try:
-        if codec == Compression.NONE:
-            return bytes(data)
-        if codec == Compression.GZIP:
-            return _gzip_decompress(data)
-        if codec == Compression.SNAPPY:
-            return _snappy_decompress(data)
-        if codec == Compression.LZ4:
-            return _lz4_decompress(data, magic)
-        if codec == Compression.ZSTD:
-            return _zstd_decompress(data)
+        return CODECS[codec_id]
+    except KeyError:
+        raise CompressionError(f"Unknown compression type id: {int(codec_id)}") from None
+
+
+def compression_from_id(codec_id: int) -> Compression:
+    return codec_for(codec_id).compression
+
+
+def compress(codec: int, data, magic: int = 2) -> bytes:
+    c = codec_for(codec)
+    if magic < c.min_magic:
+        raise CompressionError(
+            f"Compression type {c.compression.kafka_name} is only supported with magic {c.min_magic}")
+    return c.compress(data, magic)
+
+
+def decompress(codec: int, data, magic: int = 2) -> bytes:
+    """Decompress a batch payload; any failure is a CompressionError (never a library's own)."""
+    c = codec_for(codec)
+    try:
+        return c.decompress(data, magic)
     except CompressionError:
         raise
     except Exception as e:  # zlib.error, cramjam.DecompressionError, zstandard.ZstdError
-        raise CompressionError(f"{codec.kafka_name}: {e}") from None
-    raise CompressionError(f"Unknown compression type id: {int(codec)}")
+        raise CompressionError(f"{c.compression.kafka_name}: {e}") from None

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
-from kafkalog_cli.formats.compression import Compression, compress, compression_from_id, decompress
+from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
+from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
@@ -58,17 +59,6 @@ _TS_NAMES = {
     TimestampType.CREATE_TIME: "CreateTime",
     TimestampType.LOG_APPEND_TIME: "LogAppendTime",
 }
-
-
-class ControlRecordType(enum.IntEnum):
-    UNKNOWN = -1
-    ABORT = 0
-    COMMIT = 1
-    LEADER_CHANGE = 2
-    SNAPSHOT_HEADER = 3
-    SNAPSHOT_FOOTER = 4
-    KRAFT_VERSION = 5
-    KRAFT_VOTERS = 6
 
 
 def increment_sequence(sequence: int, increment: int) -> int:
@@ -278,7 +268,7 @@ class RecordBatch:
         recs = self.records()
         if not recs:
             return None
-        return control_type_of_key(recs[0].key)
+        return ControlRecordType.parse(recs[0].key)
 
     def __repr__(self) -> str:
         return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
@@ -288,19 +278,6 @@ class RecordBatch:
 def _pad(buf, position: int, n: int) -> bytes:
     raw = bytes(buf[position : position + n])
     return raw if len(raw) == n else raw.ljust(n, b"\0")
-
-
-def control_type_of_key(key: bytes | None) -> ControlRecordType:
-    """ControlRecordType.parse: version int16 (>= 0), type int16."""
-    if key is None or len(key) < 4:
-        raise InvalidRecordError(f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {0 if key is None else len(key)}")
-    version, ctype = struct.unpack_from(">hh", key, 0)
-    if version < 0:
-        raise InvalidRecordError(f"Invalid version found for control record: {version}. May indicate data corruption")
-    try:
-        return ControlRecordType(ctype)
-    except ValueError:
-        return ControlRecordType.UNKNOWN
 
 
 # ------------------------------------------------------------------ iteration
@@ -347,7 +324,7 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
     end = batch.position + batch.size
     codec = batch.compression_id
     if codec:
-        data = decompress(compression_from_id(codec), memoryview(buf)[start:end], batch.magic)
+        data = decompress(codec, memoryview(buf)[start:end], batch.magic)
         pos, end = 0, len(data)
     else:
         data = buf
@@ -472,10 +449,10 @@ def _decode_legacy_wrapper(batch: RecordBatch) -> list[Record]:
     value = wrapper[7]
     if value is None:
         raise InvalidRecordError("Found invalid compressed record set with null value")
-    codec = compression_from_id(batch.compression_id)
-    if codec == Compression.ZSTD:
-        raise InvalidRecordError(f"Compression type zstd is not supported for magic {batch.magic}")
-    data = decompress(codec, value, batch.magic)
+    codec = codec_for(batch.compression_id)
+    if batch.magic < codec.min_magic:
+        raise InvalidRecordError(f"Compression type {codec.compression.kafka_name} is not supported for magic {batch.magic}")
+    data = decompress(codec.compression, value, batch.magic)
     inner = []
     pos, end = 0, len(data)
     while end - pos >= LOG_OVERHEAD:
@@ -596,8 +573,7 @@ def build_v2_batch(
         encode_v2_record(o - base_offset, r.timestamp - base_ts, r.key, r.value, r.headers)
         for o, r in zip(offsets, records)
     )
-    if compression != Compression.NONE:
-        body = compress(compression, body, 2)
+    body = compress(compression, body, 2)
     attrs = int(compression)
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attrs |= ATTR_TIMESTAMP_TYPE
@@ -668,8 +644,9 @@ def build_legacy_batch(
     else one wrapper whose inner offsets are relative (v1) or absolute (v0)."""
     if magic not in (0, 1):
         raise ValueError("legacy batches have magic 0 or 1")
-    if compression == Compression.ZSTD:
-        raise InvalidRecordError("Compression type zstd is only supported with magic 2")
+    min_magic = codec_for(compression).min_magic
+    if magic < min_magic:
+        raise InvalidRecordError(f"Compression type {compression.kafka_name} is only supported with magic {min_magic}")
     lat = magic > 0 and timestamp_type == TimestampType.LOG_APPEND_TIME
     ts_attr = ATTR_TIMESTAMP_TYPE if lat else 0
     entries = []

@@ -7,7 +7,7 @@ map holds for its key; so a data batch of the dirty section that holds none of t
 (a bisect over the sorted offsets) loses all its records, and is dropped or emptied without being
 decoded or even decompressed. Only batches holding a survivor, and the clean section, are read
 record by record. The map pass stores keys straight into the offset map's dict while it surely
-has room (compact_scan.scan_keys_into), and is split across byte ranges in worker processes when
+has room (formats.scan.scan_keys_into), and is split across byte ranges in worker processes when
 the section has fewer records than the map's capacity (so no key can be refused and the merge is
 exact) and cores are left over by --jobs (ops.compact.for_each_partition: a partition cleaned
 alone); on one 256 MiB partition and 2 cores that is ~1.4x faster than one process.
@@ -28,12 +28,12 @@ from kafkalog_cli.formats.records import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATT
                                           ATTR_TRANSACTIONAL, RECORD_BATCH_OVERHEAD, RecordBatch,
                                           SimpleRecord, TimestampType, build_legacy_batch, empty_v2_batch,
                                           iter_batches, set_v2_crc)
-from kafkalog_cli.formats.compression import compress, compression_from_id
+from kafkalog_cli.formats.compression import compress
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
-from kafkalog_cli.ops.compact_scan import (_Malformed, record_starts, records_region, scan_keys, scan_keys_into,
-                                           scan_spans, span_at)
+from kafkalog_cli.formats.scan import Malformed
+from kafkalog_cli.formats.scan import record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
@@ -148,7 +148,7 @@ def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, st
                     try:
                         data, s, e = records_region(b)
                         n, kl = scan_keys_into(data, s, e, b.records_count, b.base_offset_field, d, start_offset)
-                    except (_Malformed, KafkalogError):
+                    except (Malformed, KafkalogError):
                         raise _decode_error(b, path, chunk_pos) from None
                     m.added(len(d) - before, max(kl, 0))
                     stats.records_read += n
@@ -176,7 +176,7 @@ def _batch_keys(b: RecordBatch, keys: list, offs: list, path: Path, chunk_pos: i
             data, s, e = records_region(b)
             scan_keys(data, s, e, b.records_count, b.base_offset_field, keys, offs)
             return
-        except (_Malformed, KafkalogError):
+        except (Malformed, KafkalogError):
             raise _decode_error(b, path, chunk_pos) from None
     try:
         recs = b.records()
@@ -461,7 +461,7 @@ def _retained_by_survivors(b: RecordBatch, ctx: CleanContext, survivors: list[in
         data, s, e = records_region(b)
         starts = record_starts(data, s, e, survivors[-1] - base)
         spans = [span_at(data, starts[o - base], base, b.base_timestamp) for o in survivors]
-    except (_Malformed, KafkalogError):
+    except (Malformed, KafkalogError):
         raise _decode_error(b, path, chunk_pos) from None
     d = ctx.map.as_dict()
     get = ctx.map.get if d is None else d.get
@@ -482,7 +482,7 @@ def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: P
         data, s, e = records_region(b)
         lat = b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None
         spans = scan_spans(data, s, e, b.records_count, b.base_offset_field, b.base_timestamp)
-    except (_Malformed, KafkalogError):
+    except (Malformed, KafkalogError):
         raise _decode_error(b, path, chunk_pos) from None
     if lat is not None:
         for sp in spans:
@@ -532,7 +532,7 @@ def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: 
     lat = bool(b.attributes & ATTR_TIMESTAMP_TYPE)
     max_ts = b.max_timestamp if lat else max(sp.timestamp for sp in spans)
     if b.compression_id:
-        body = compress(compression_from_id(b.compression_id), bytes(body), 2)
+        body = compress(b.compression_id, bytes(body), 2)
     attrs = b.compression_id | (b.attributes & (ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL))
     if horizon is not None:
         attrs |= ATTR_DELETE_HORIZON

@@ -5,7 +5,8 @@ from __future__ import annotations
 import heapq
 from typing import Callable, Iterable
 
-from kafkalog_cli.formats.records import ControlRecordType, RecordBatch
+from kafkalog_cli.formats.control import ControlRecordType
+from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
 
 
@@ -44,8 +45,7 @@ class CleanedTransactionMetadata:
         recs = batch.records()
         if not recs:
             return True           # an empty control batch was already cleaned
-        from kafkalog_cli.formats.records import control_type_of_key
-        ctype = control_type_of_key(recs[0].key)
+        ctype = ControlRecordType.parse(recs[0].key)   # only the key: Kafka's cleaner reads no value
         pid = batch.producer_id
         if ctype == ControlRecordType.ABORT:
             meta = self._ongoing_aborted.pop(pid, None)

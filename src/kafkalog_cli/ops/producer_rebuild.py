@@ -2,7 +2,6 @@
 ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them)."""
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -11,7 +10,8 @@ from kafkalog_cli.errors import KafkalogError
 
 from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
                                                  parse_producer_snapshot)
-from kafkalog_cli.formats.records import ControlRecordType, RecordBatch
+from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
+from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import offset_from_name
@@ -90,9 +90,8 @@ class ProducerState:
         ctype = batch.control_type()
         if ctype not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return None
-        value = recs[0].value if recs else None
-        if value is not None and len(value) >= 6:
-            e.coordinator_epoch = struct.unpack_from(">hi", bytes(value[:6]))[1]
+        # EndTransactionMarker.deserialize: a short value or a negative version is an InvalidRecordError
+        e.coordinator_epoch = EndTransactionMarker.deserialize_value(ctype, recs[0].value).coordinator_epoch
         offset = batch.base_offset
         first = e.current_txn_first_offset
         e.current_txn_first_offset = -1

@@ -171,7 +171,6 @@ def _next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
     """--salvage: the next position holding a whole batch with a valid header and CRC whose
     offsets continue upward."""
     pos = start
-    find = buf.find if hasattr(buf, "find") else None
     while pos + 17 < end:
         # a v2 batch has magic 2 at +16; legacy 0/1. Check plausibility before the CRC.
         magic = buf[pos + 16]
@@ -320,7 +319,6 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     snapshots_to_write: dict[int, bytes] = {}
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
-    seg_actions: list[Action] = []
     for i, b in enumerate(bases):
         s = segs[b]
         with s.mapped() as buf:

@@ -11,44 +11,25 @@ from __future__ import annotations
 import os
 import struct
 import time
-import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
-from kafkalog_cli.errors import InputError, KafkalogError
-from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.errors import InputError
+from kafkalog_cli.formats.records import RECORD_OVERHEAD_V0 as MIN_SIZE  # Kafka's minimum size field
+from kafkalog_cli.formats.scan import OFFSETS, Finding, check_batches
 
-LOG_OVERHEAD = 12
-MIN_SIZE = 14                 # Kafka's minimum size field for any entry
-V2_OVERHEAD = 61
-_HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
-_HEAD_LEN = _HEAD.size                     # 27
-_PREFIX = struct.Struct(">qi")
 _COUNT = struct.Struct(">i")
 
-# problem kinds
-CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
-INNER_CRC = "inner_crc"       # --deep: a legacy inner message's CRC-32
-SIZE = "size"                 # a size field below 14, or a v2 batch below 61 bytes
-TRAILING = "trailing_bytes"   # an incomplete batch at the end of the file (its bytes are ignored)
-MAGIC = "magic"               # a magic byte other than 0, 1, 2
-OFFSETS = "offsets"           # offsets not increasing within or across batches, segments, files
-RECORDS = "records"           # --deep: records that do not decode, or do not match the header
+# problem kinds: those about bytes are formats.scan's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
+# covers offsets across ranges, segments and files)
 NAME = "file_name"            # not a 20-digit offset: the segment's base offset is unknown
 UNREADABLE = "unreadable"     # the file could not be opened or read
 
 
 @dataclass
-class Problem:
-    file: str
-    position: int | None
-    kind: str
-    message: str
-    base_offset: int | None = None
-    last_offset: int | None = None
-    stored_crc: int | None = None
-    computed_crc: int | None = None
+class Problem(Finding):
+    """A finding of formats.scan's batch check, or one about a whole file or partition."""
 
     def line(self) -> str:
         where = f"{self.file}: byte {self.position}" if self.position is not None else self.file
@@ -133,142 +114,6 @@ class _ChunkResult:
     error: str | None = None      # the file could not be read
 
 
-def scan(buf, file: str, start: int, end: int, *, tail: bool = True, deep: bool = False) -> _ChunkResult:
-    """Check every batch in buf[start:end). With `tail`, what follows the last complete batch is
-    reported (an incomplete batch, a corrupt size); otherwise `end` must be a batch boundary."""
-    res = _ChunkResult()
-    problems = res.problems
-    mv = memoryview(buf)
-    head = _HEAD.unpack_from
-    crc_c = crc32c
-    crc_32 = zlib.crc32
-    pos = start
-    prev = None          # the last offset of the previous batch in this range
-    first = None
-    batches = 0
-    limit = end - _HEAD_LEN
-    while pos + 17 < end:
-        if pos <= limit:
-            base, size, ple, magic, stored, attrs, lod = head(buf, pos)
-        else:  # near the end: fewer than 27 bytes left
-            base, size = _PREFIX.unpack_from(buf, pos)
-            magic = buf[pos + 16]
-            if magic >= 0x80:
-                magic -= 0x100
-            ple = stored = attrs = lod = 0
-            if size >= MIN_SIZE and pos + LOG_OVERHEAD + size <= end and magic < 2:
-                ple = struct.unpack_from(">i", buf, pos + 12)[0]
-        if size < MIN_SIZE:
-            problems.append(Problem(file, pos, SIZE,
-                                    f"corrupt size field {size} (smaller than the minimum record overhead "
-                                    f"{MIN_SIZE}); the rest of the file, {end - pos} bytes, cannot be read"))
-            break
-        total = size + LOG_OVERHEAD
-        if pos + total > end:
-            break        # incomplete: reported below as trailing bytes
-        if magic == 2:
-            if total < V2_OVERHEAD:
-                problems.append(Problem(file, pos, SIZE, f"v2 batch of {total} bytes is smaller than its "
-                                        f"{V2_OVERHEAD}-byte header", base_offset=base))
-                pos += total
-                batches += 1
-                continue
-            computed = crc_c(mv[pos + 21 : pos + total])
-            last = base + lod
-            if computed != stored:
-                problems.append(Problem(file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed))
-            if lod < 0:
-                problems.append(Problem(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last))
-            if deep:
-                _deep_v2(buf, pos, total, file, base, last, problems)
-        elif magic == 0 or magic == 1:
-            stored = ple & 0xFFFFFFFF
-            computed = crc_32(mv[pos + 16 : pos + total])
-            last = base
-            if computed != stored:
-                problems.append(Problem(file, pos, CRC, f"magic {magic} message CRC-32 mismatch",
-                                        base, last, stored, computed))
-            if deep:
-                _deep_legacy(buf, pos, total, magic, file, base, problems)
-        else:
-            problems.append(Problem(file, pos, MAGIC, f"unknown magic {magic}; the batch is skipped by its "
-                                    f"size field ({total} bytes)", base_offset=base))
-            pos += total
-            batches += 1
-            continue
-        if prev is not None and base <= prev:
-            problems.append(Problem(file, pos, OFFSETS, f"offsets do not increase: this batch starts at "
-                                    f"{base}, the previous one ended at {prev}", base, last))
-        if first is None:
-            first = base
-            res.first_position = pos
-        prev = last
-        batches += 1
-        pos += total
-    if tail and pos < end and not (problems and problems[-1].kind == SIZE and problems[-1].position == pos):
-        msg = f"{end - pos} trailing bytes are not a complete batch"
-        if pos + 12 <= end:
-            _, size = _PREFIX.unpack_from(buf, pos)
-            msg += f" (its size field says {size} bytes follow, {end - pos - 12} do)"
-        problems.append(Problem(file, pos, TRAILING, msg))
-    res.batches = batches
-    res.bytes = pos - start
-    res.first_offset = first
-    res.last_offset = prev
-    return res
-
-
-def _deep_v2(buf, pos, total, file, base, last, problems) -> None:
-    from kafkalog_cli.formats.records import RecordBatch
-
-    b = RecordBatch(buf, pos, total, 2)
-    try:
-        recs = b.records()
-    except KafkalogError as e:
-        problems.append(Problem(file, pos, RECORDS, f"records do not decode: {e.message}", base, last))
-        return
-    except Exception as e:  # a decompressor's own error type
-        problems.append(Problem(file, pos, RECORDS, f"records do not decode: {type(e).__name__}: {e}", base, last))
-        return
-    if len(recs) != b.records_count:
-        problems.append(Problem(file, pos, RECORDS, f"header says {b.records_count} records, "
-                                f"{len(recs)} decoded", base, last))
-    prev = None
-    for r in recs:
-        if r.offset < base or r.offset > last or (prev is not None and r.offset <= prev):
-            problems.append(Problem(file, pos, OFFSETS, f"record offset {r.offset} is outside the batch's range "
-                                    f"or not increasing", base, last))
-            break
-        prev = r.offset
-
-
-def _deep_legacy(buf, pos, total, magic, file, base, problems) -> None:
-    from kafkalog_cli.formats.records import RecordBatch
-
-    b = RecordBatch(buf, pos, total, magic)
-    if b.compression_id == 0:
-        return
-    try:
-        recs = b.records()
-    except KafkalogError as e:
-        problems.append(Problem(file, pos, RECORDS, f"compressed message set does not decode: {e.message}",
-                                base, base))
-        return
-    except Exception as e:
-        problems.append(Problem(file, pos, RECORDS, f"compressed message set does not decode: "
-                                f"{type(e).__name__}: {e}", base, base))
-        return
-    prev = None
-    for r in recs:
-        if not r.valid:
-            problems.append(Problem(file, pos, INNER_CRC, f"inner message at offset {r.offset} fails its "
-                                    "CRC-32", r.offset, None, r.crc, None))
-        if prev is not None and r.offset <= prev:
-            problems.append(Problem(file, pos, OFFSETS, f"inner offsets do not increase ({prev} then {r.offset})",
-                                    r.offset, None))
-        prev = r.offset
-
-
 def _run_chunk(c: _Chunk) -> _ChunkResult:
     from kafkalog_cli.storage.segment import map_file
 
@@ -280,9 +125,9 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
         return _ChunkResult(error=e.strerror or str(e))
     try:
         end = len(buf) if c.last else c.end
-        r = scan(buf, c.file, c.start, end, tail=c.last, deep=c.deep)
-        r.size = len(buf)
-        return r
+        w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep)
+        return _ChunkResult(w.batches, w.bytes, w.first_offset, w.last_offset,
+                            [Problem(**asdict(f)) for f in w.findings], len(buf), w.first_position)
     finally:
         if hasattr(buf, "close"):
             try:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats.records import ControlRecordType, Record, RecordBatch, control_type_of_key
+from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
+from kafkalog_cli.formats.records import Record, RecordBatch
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
@@ -80,10 +80,10 @@ def record_object(r: Record, b: RecordBatch, enc, template: dict | None = None) 
 
 
 def control_object(r: Record) -> dict:
-    ctype = control_type_of_key(r.key)
-    out: dict = {"type": ctype.name, "type_id": struct.unpack_from(">h", r.key, 2)[0]}
-    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT) and r.value is not None and len(r.value) >= 6:
-        out["version"], out["coordinator_epoch"] = struct.unpack_from(">hi", r.value, 0)
+    c = decode_control(r.key, r.value)
+    out: dict = {"type": c.type.name, "type_id": c.type_id}
+    if isinstance(c.value, EndTransactionMarker):
+        out["version"], out["coordinator_epoch"] = c.value.version, c.value.coordinator_epoch
     return out
 
 

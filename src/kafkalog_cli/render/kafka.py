@@ -13,13 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError, KafkaToolError, one_line
-from kafkalog_cli.formats.compression import compression_from_id, decompress
-from kafkalog_cli.formats.records import (
-    NO_SEQUENCE, RECORD_BATCH_OVERHEAD, ControlRecordType, Record, RecordBatch, TimestampType,
-    control_type_of_key, increment_sequence, iter_batches,
+from kafkalog_cli.errors import InputError, KafkalogError, KafkaToolError, one_line
+from kafkalog_cli.formats.control import (
+    ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
 )
-from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
+from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
+from kafkalog_cli.formats.scan import fast_v2_text
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.ops.verify_index import (
     DEFAULT_MAX_MESSAGE_SIZE, IndexMismatch, NonConsecutiveOffsets, OffsetNotFound, OutOfOrderTimestamp,
@@ -540,192 +539,6 @@ class KafkaDumper:
                 self._e(f"  {p.previous} is followed by {p.offset}")
 
 
-# ------------------------------------------------------------------ the record fast path
-def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool) -> tuple[str, int]:
-    """The record lines of a v2 non-control batch, decoded straight into text (no Record
-    objects), exactly as `KafkaDumper._records` writes them with the StringDecoder parser.
-
-    `pairs` receives the non-consecutive (previous, offset) pairs in file order. Raises on
-    anything the general path must judge (malformed records, sizes that do not add up, varint
-    errors): the caller then renders the batch through the general path, which reports it as
-    Kafka does."""
-    count = batch.records_count
-    if count < 0:
-        raise ValueError("negative count")
-    buf = batch.buf
-    p0 = batch.position
-    start = p0 + RECORD_BATCH_OVERHEAD
-    stop = p0 + batch.size
-    codec = batch.attributes & 0x07
-    if codec:
-        data = decompress(compression_from_id(codec), memoryview(buf)[start:stop], 2)
-    else:
-        data = buf[start:stop]
-    if type(data) is not bytes:
-        data = bytes(data)
-    end = len(data)
-    base = batch.base_offset_field
-    base_ts = batch.base_timestamp
-    log_append = batch.max_timestamp if batch.attributes & 0x08 else None
-    base_seq = batch.base_sequence
-    label = batch.timestamp_type.kafka_name
-    head = f"| offset: "
-    mid = f" {label}: "
-    no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
-    kpre = " key: " if metadata else "| key: "
-    lines = []
-    append = lines.append
-    rvarint = read_varint
-    rvarlong = read_varlong
-    jutf8 = java_utf8
-    zz = ZIGZAG
-    pos = 0
-    for _ in range(count):
-        b = data[pos]
-        if b < 0x80:
-            length = zz[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                length = zz[b + (c << 7)]
-                pos += 2
-            else:
-                length, pos = rvarint(data, pos)
-        body = pos
-        b = data[pos + 1]
-        if b < 0x80:
-            td = zz[b]
-            pos += 2
-        else:
-            c = data[pos + 2]
-            if c < 0x80:
-                td = zz[b + (c << 7)]
-                pos += 3
-            else:
-                td, pos = rvarlong(data, pos + 1)
-        b = data[pos]
-        if b < 0x80:
-            od = zz[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                od = zz[b + (c << 7)]
-                pos += 2
-            else:
-                od, pos = rvarint(data, pos)
-        b = data[pos]
-        if b < 0x80:
-            ks = zz[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                ks = zz[b + (c << 7)]
-                pos += 2
-            else:
-                ks, pos = rvarint(data, pos)
-        if ks >= 0:
-            key = data[pos : pos + ks] if data_log else None  # only --print-data-log shows it
-            pos += ks
-        else:
-            key = None
-            ks = -1
-        b = data[pos]
-        if b < 0x80:
-            vs = zz[b]
-            pos += 1
-        else:
-            c = data[pos + 1]
-            if c < 0x80:
-                vs = zz[b + (c << 7)]
-                pos += 2
-            else:
-                vs, pos = rvarint(data, pos)
-        if vs >= 0:
-            value = data[pos : pos + vs] if data_log else None
-            pos += vs
-        else:
-            value = None
-            vs = -1
-        if data[pos] == 0:   # no headers
-            pos += 1
-            hkeys = None
-        else:
-            hkeys, pos = _fast_header_keys(data, pos, end)
-        if pos - body != length or pos > end:
-            raise ValueError("record size")
-        off = base + od
-        if off != last + 1 and last != -1:
-            pairs.append((last, off))
-        last = off
-        if metadata:
-            if hkeys is None and base_seq < 0:
-                tail = no_seq
-            else:
-                seq = increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE
-                tail = f" sequence: {seq} headerKeys: [{hkeys or ''}]"
-            ts = log_append if log_append is not None else base_ts + td
-            if data_log:
-                if key is None:
-                    if value is None:
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
-                    else:
-                        try:
-                            v = value.decode()
-                        except UnicodeDecodeError:
-                            v = jutf8(value)
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} payload: {v}\n")
-                else:
-                    try:
-                        k = key.decode()
-                    except UnicodeDecodeError:
-                        k = jutf8(key)
-                    if value is None:
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k}\n")
-                    else:
-                        try:
-                            v = value.decode()
-                        except UnicodeDecodeError:
-                            v = jutf8(value)
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k} payload: {v}\n")
-            else:
-                append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
-        elif data_log:
-            parts = []
-            if key is not None:
-                parts.append(kpre + jutf8(key))
-            if value is not None:
-                parts.append(" payload: " + jutf8(value))
-            parts.append("\n")
-            append("".join(parts))
-        else:
-            append("\n")
-    if pos != end:
-        raise ValueError("bytes remain")
-    return "".join(lines), last
-
-
-def _fast_header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
-    nh, pos = read_varint(data, pos)
-    if nh < 0 or nh > end - pos:
-        raise ValueError("header count")
-    keys = []
-    for _ in range(nh):
-        hk, pos = read_varint(data, pos)
-        if hk < 0 or pos + hk > end:
-            raise ValueError("header key")
-        keys.append(java_utf8(data[pos : pos + hk]))
-        pos += hk
-        hv, pos = read_varint(data, pos)
-        if hv >= 0:
-            if pos + hv > end:
-                raise ValueError("header value")
-            pos += hv
-    return ",".join(keys), pos
-
-
 # ------------------------------------------------------------------ lines
 def batch_line(b: RecordBatch, position: int) -> str:
     if b.magic >= 2:
@@ -743,39 +556,17 @@ def batch_line(b: RecordBatch, position: int) -> str:
 
 
 def control_text(r: Record) -> str:
-    ctype = control_type_of_key(r.key)
-    type_id = struct.unpack_from(">h", r.key, 2)[0]
-    if ctype in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-        v = r.value
-        if v is None or len(v) < 6:
-            raise InvalidRecordError(
-                f"Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only {0 if v is None else len(v)}")
-        version, coordinator_epoch = struct.unpack_from(">hi", v, 0)
-        if version < 0:
-            raise InvalidRecordError(f"Invalid version found for end transaction marker: {version}. May indicate data corruption")
-        return f" endTxnMarker: {ctype.name} coordinatorEpoch: {coordinator_epoch}"
-    if ctype == ControlRecordType.SNAPSHOT_HEADER:
-        return " SnapshotHeader " + _snapshot_header_json(r.value)
-    if ctype == ControlRecordType.SNAPSHOT_FOOTER:
-        return " SnapshotFooter " + _snapshot_footer_json(r.value)
+    c = decode_control(r.key, r.value)
+    v = c.value
+    if isinstance(v, EndTransactionMarker):
+        return f" endTxnMarker: {v.control_type.name} coordinatorEpoch: {v.coordinator_epoch}"
+    if isinstance(v, SnapshotHeaderRecord):
+        return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
+    if isinstance(v, SnapshotFooterRecord):
+        return f' SnapshotFooter {{"version":{v.version}}}'
     # Kafka 3.3.1 knows no KRAFT_VERSION or KRAFT_VOTERS yet: they print as UNKNOWN
-    name = ctype.name if ctype in (ControlRecordType.LEADER_CHANGE,) else "UNKNOWN"
-    return f" controlType: {name}({type_id})"
-
-
-def _snapshot_header_json(v: bytes | None) -> str:
-    # SnapshotHeaderRecord: version int16, lastContainedLogTimestamp int64 (flexible v0: tagged fields)
-    if v is None or len(v) < 10:
-        raise InvalidRecordError("Found invalid SnapshotHeaderRecord")
-    version, ts = struct.unpack_from(">hq", v, 0)
-    return f'{{"version":{version},"lastContainedLogTimestamp":{ts}}}'
-
-
-def _snapshot_footer_json(v: bytes | None) -> str:
-    if v is None or len(v) < 2:
-        raise InvalidRecordError("Found invalid SnapshotFooterRecord")
-    (version,) = struct.unpack_from(">h", v, 0)
-    return f'{{"version":{version}}}'
+    name = c.type.name if c.type == ControlRecordType.LEADER_CHANGE else "UNKNOWN"
+    return f" controlType: {name}({c.type_id})"
 
 
 def _bool(v: bool) -> str:

@@ -6,7 +6,7 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import pyarrow as pa

@@ -10,7 +10,6 @@ OUT appears complete, or not at all.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from dataclasses import dataclass

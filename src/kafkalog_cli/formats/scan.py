@@ -1,0 +1,644 @@
+"""The hand-inlined fast scanners: pure over bytes, each the reference decoder (records.py:
+`RecordBatch.records()`, `iter_batches`) cut down to what one hot loop needs.
+
+- record text: `fast_v2_text`, the record lines of dump-log --deep-iteration / --print-data-log
+  decoded straight into kafka-dump-log's text (no Record objects);
+- keys: `scan_keys`, `scan_keys_into`, the cleaner's offset-map pass;
+- spans: `scan_spans`, `record_starts`, `span_at`, the records a rewritten batch is made of;
+- batch checks: `check_batches`, verify-crc's walk over a chain of batches (sizes, CRCs, offsets).
+
+Varints of one and two bytes are decoded inline (a Python call costs more than the rest of a
+record); longer ones go through varint.py. On anything unusual a record scanner raises
+`Malformed` (or lets a decoder's error through) and its caller decodes the batch with the
+reference decoder, whose error names the file and byte position as Kafka's reader would. The
+property tests in tests/formats/test_scan.py hold every scanner equal to the reference.
+
+The record-text scanner writes Kafka's text itself rather than handing values to render/: a
+tuple per record and a second loop over them to format it measured about 8% slower on dump-log's
+hottest loop (100-record batches), more than the 5% its benchmark allows.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.formats.compression import decompress
+from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.records import (
+    LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
+)
+# Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs in the key and
+# span scanners: the widest Kafka accepts; a longer one is an InvalidRecordError, which callers
+# treat as Malformed.
+from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
+
+
+class Malformed(Exception):
+    """A record scanner met what only the reference decoder may judge."""
+
+
+# ------------------------------------------------------------------ records of a v2 batch
+def records_region(batch: RecordBatch) -> tuple[bytes, int, int]:
+    """The records of a v2 batch as (bytes, start, end): the batch's own buffer when
+    uncompressed, else the decompressed stream."""
+    p = batch.position
+    start, end = p + RECORD_BATCH_OVERHEAD, p + batch.size
+    codec = batch.compression_id
+    if codec:
+        data = decompress(codec, memoryview(batch.buf)[start:end], 2)
+        return data, 0, len(data)
+    return batch.buf, start, end
+
+
+# ------------------------------------------------------------------ record text
+def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool) -> tuple[str, int]:
+    """The record lines of a v2 non-control batch, decoded straight into text (no Record
+    objects), exactly as `KafkaDumper._records` writes them with the StringDecoder parser.
+
+    `pairs` receives the non-consecutive (previous, offset) pairs in file order. Raises on
+    anything the general path must judge (Malformed for sizes that do not add up, IndexError for
+    a short buffer, the decoders' errors for a bad varint or payload): the caller then renders
+    the batch through the general path, which reports it as Kafka does."""
+    count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    buf = batch.buf
+    p0 = batch.position
+    start = p0 + RECORD_BATCH_OVERHEAD
+    stop = p0 + batch.size
+    codec = batch.attributes & 0x07
+    if codec:
+        data = decompress(codec, memoryview(buf)[start:stop], 2)
+    else:
+        data = buf[start:stop]
+    if type(data) is not bytes:
+        data = bytes(data)
+    end = len(data)
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
+    log_append = batch.max_timestamp if batch.attributes & 0x08 else None
+    base_seq = batch.base_sequence
+    label = batch.timestamp_type.kafka_name
+    head = "| offset: "
+    mid = f" {label}: "
+    no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
+    kpre = " key: " if metadata else "| key: "
+    lines = []
+    append = lines.append
+    rvarint = read_varint
+    rvarlong = read_varlong
+    jutf8 = java_utf8
+    zz = ZIGZAG
+    pos = 0
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            td = zz[b]
+            pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                td = zz[b + (c << 7)]
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
+        b = data[pos]
+        if b < 0x80:
+            od = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                od = zz[b + (c << 7)]
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            ks = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+        if ks >= 0:
+            key = data[pos : pos + ks] if data_log else None  # only --print-data-log shows it
+            pos += ks
+        else:
+            key = None
+            ks = -1
+        b = data[pos]
+        if b < 0x80:
+            vs = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+        if vs >= 0:
+            value = data[pos : pos + vs] if data_log else None
+            pos += vs
+        else:
+            value = None
+            vs = -1
+        if data[pos] == 0:   # no headers
+            pos += 1
+            hkeys = None
+        else:
+            hkeys, pos = _header_keys(data, pos, end)
+        if pos - body != length or pos > end:
+            raise Malformed("record size")
+        off = base + od
+        if off != last + 1 and last != -1:
+            pairs.append((last, off))
+        last = off
+        if metadata:
+            if hkeys is None and base_seq < 0:
+                tail = no_seq
+            else:
+                seq = increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE
+                tail = f" sequence: {seq} headerKeys: [{hkeys or ''}]"
+            ts = log_append if log_append is not None else base_ts + td
+            if data_log:
+                if key is None:
+                    if value is None:
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
+                    else:
+                        try:
+                            v = value.decode()
+                        except UnicodeDecodeError:
+                            v = jutf8(value)
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} payload: {v}\n")
+                else:
+                    try:
+                        k = key.decode()
+                    except UnicodeDecodeError:
+                        k = jutf8(key)
+                    if value is None:
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k}\n")
+                    else:
+                        try:
+                            v = value.decode()
+                        except UnicodeDecodeError:
+                            v = jutf8(value)
+                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k} payload: {v}\n")
+            else:
+                append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
+        elif data_log:
+            parts = []
+            if key is not None:
+                parts.append(kpre + jutf8(key))
+            if value is not None:
+                parts.append(" payload: " + jutf8(value))
+            parts.append("\n")
+            append("".join(parts))
+        else:
+            append("\n")
+    if pos != end:
+        raise Malformed("bytes remain")
+    return "".join(lines), last
+
+
+def _header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
+    nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise Malformed("header count")
+    keys = []
+    for _ in range(nh):
+        hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise Malformed("header key")
+        keys.append(java_utf8(data[pos : pos + hk]))
+        pos += hk
+        hv, pos = read_varint(data, pos)
+        if hv >= 0:
+            if pos + hv > end:
+                raise Malformed("header value")
+            pos += hv
+    return ",".join(keys), pos
+
+
+# ------------------------------------------------------------------ keys and spans
+def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list, offsets: list) -> None:
+    """Append (key, offset) of every keyed record to `keys`/`offsets`. Varints of one and two
+    bytes are decoded inline: a Python call costs more than the rest of a record."""
+    kappend, oappend = keys.append, offsets.append
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                nxt = pos + 1 + ((b >> 1) ^ -(b & 1))
+                p = pos + 2
+            else:
+                length, p = read_varlong(data, pos)
+                nxt = p + length
+                p += 1
+            while data[p] > 0x7F:               # timestampDelta: skipped
+                p += 1
+            b = data[p + 1]                     # offsetDelta
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 2
+            else:
+                b2 = data[p + 2]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    od = (v >> 1) ^ -(v & 1)
+                    p += 3
+                else:
+                    od, p = read_varlong(data, p + 1)
+            b = data[p]                         # keyLength
+            if b < 0x80:
+                if b != 1:                      # 1 is zigzag(-1): no key
+                    kl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                    if p + kl > nxt:
+                        raise Malformed()
+                    kappend(data[p:p + kl])
+                    oappend(base_offset + od)
+            else:
+                kl, p = read_varlong(data, p)
+                if kl >= 0:
+                    if p + kl > nxt:
+                        raise Malformed()
+                    kappend(data[p:p + kl])
+                    oappend(base_offset + od)
+            pos = nxt
+    except IndexError:
+        raise Malformed() from None
+    if pos != end:
+        raise Malformed()
+
+
+def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: dict,
+                   start_offset: int) -> tuple[int, int]:
+    """The map pass's loop when the offset map is a dict with room for `count` more keys:
+    `d[key] = offset` for every keyed record at or after `start_offset`, in order (later offsets
+    win, as SkimpyOffsetMap.put). Returns (records stored, length of the last key). The record
+    length's varint, two bytes for records of 64 to 8191 bytes, is decoded inline as well."""
+    kl = -1
+    n = 0
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                nxt = pos + 1 + ((b >> 1) ^ -(b & 1))
+                p = pos + 2
+            else:
+                b2 = data[pos + 1]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    nxt = pos + 2 + ((v >> 1) ^ -(v & 1))
+                    p = pos + 3
+                else:
+                    length, p = read_varlong(data, pos)
+                    nxt = p + length
+                    p += 1
+            while data[p] > 0x7F:               # timestampDelta: skipped
+                p += 1
+            b = data[p + 1]                     # offsetDelta
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 2
+            else:
+                b2 = data[p + 2]
+                if b2 < 0x80:
+                    v = (b & 0x7F) | (b2 << 7)
+                    od = (v >> 1) ^ -(v & 1)
+                    p += 3
+                else:
+                    od, p = read_varlong(data, p + 1)
+            b = data[p]                         # keyLength
+            if b < 0x80:
+                if b != 1:
+                    kl = (b >> 1) ^ -(b & 1)
+                    p += 1
+                    if p + kl > nxt:
+                        raise Malformed()
+                    o = base_offset + od
+                    if o >= start_offset:
+                        d[data[p:p + kl]] = o
+                        n += 1
+            else:
+                k, p = read_varlong(data, p)
+                if k >= 0:
+                    kl = k
+                    if p + kl > nxt:
+                        raise Malformed()
+                    o = base_offset + od
+                    if o >= start_offset:
+                        d[data[p:p + kl]] = o
+                        n += 1
+            pos = nxt
+    except IndexError:
+        raise Malformed() from None
+    if pos != end:
+        raise Malformed()
+    return n, kl
+
+
+@dataclass(slots=True)
+class RecordSpan:
+    """One record of a v2 batch, enough to decide its fate and to copy it."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    has_value: bool
+    rest_start: int      # start of offsetDelta: the bytes kept verbatim when rewriting
+    end: int
+
+
+def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: int) -> list[RecordSpan]:
+    out = []
+    append = out.append
+    try:
+        for _ in range(count):
+            b = data[pos]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                pos += 1
+            elif data[pos + 1] < 0x80:
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                length = (v >> 1) ^ -(v & 1)
+                pos += 2
+            else:
+                length, pos = read_varlong(data, pos)
+            nxt = pos + length
+            b = data[pos + 1]
+            if b < 0x80:
+                ts = (b >> 1) ^ -(b & 1)
+                p = pos + 2
+            elif data[pos + 2] < 0x80:
+                v = (b & 0x7F) | (data[pos + 2] << 7)
+                ts = (v >> 1) ^ -(v & 1)
+                p = pos + 3
+            else:
+                ts, p = read_varlong(data, pos + 1)
+            rest = p
+            b = data[p]
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                od, p = read_varlong(data, p)
+            b = data[p]
+            if b < 0x80:
+                kl = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                kl, p = read_varlong(data, p)
+            key = None
+            if kl >= 0:
+                key = bytes(data[p : p + kl])
+                p += kl
+            b = data[p]
+            vl = (b >> 1) ^ -(b & 1) if b < 0x80 else read_varlong(data, p)[0]
+            if p > nxt:
+                raise Malformed()
+            append(RecordSpan(base_offset + od, base_ts + ts, key, vl >= 0, rest, nxt))
+            pos = nxt
+    except IndexError:
+        raise Malformed() from None
+    if pos != end:
+        raise Malformed()
+    return out
+
+
+def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
+    """Start positions of records 0..upto (only their length varints are read)."""
+    out = []
+    append = out.append
+    try:
+        for _ in range(upto + 1):
+            append(pos)
+            b = data[pos]
+            if b < 0x80:
+                pos += 1 + ((b >> 1) ^ -(b & 1))
+            elif data[pos + 1] < 0x80:
+                v = (b & 0x7F) | (data[pos + 1] << 7)
+                pos += 2 + ((v >> 1) ^ -(v & 1))
+            else:
+                length, p = read_varlong(data, pos)
+                pos = p + length
+            if pos > end:
+                raise Malformed()
+    except IndexError:
+        raise Malformed() from None
+    return out
+
+
+def span_at(data, pos: int, base_offset: int, base_ts: int) -> RecordSpan:
+    """The one record starting at `pos`."""
+    try:
+        return scan_spans(data, pos, _record_end(data, pos), 1, base_offset, base_ts)[0]
+    except IndexError:
+        raise Malformed() from None
+
+
+def _record_end(data, pos: int) -> int:
+    b = data[pos]
+    if b < 0x80:
+        return pos + 1 + ((b >> 1) ^ -(b & 1))
+    if data[pos + 1] < 0x80:
+        v = (b & 0x7F) | (data[pos + 1] << 7)
+        return pos + 2 + ((v >> 1) ^ -(v & 1))
+    length, p = read_varlong(data, pos)
+    return p + length
+
+
+# ------------------------------------------------------------------ batch checks (verify-crc)
+_HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
+_HEAD_LEN = _HEAD.size                     # 27
+_PREFIX = struct.Struct(">qi")
+
+# the kinds of verify-crc's problems that a check over bytes finds
+CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
+INNER_CRC = "inner_crc"       # deep: a legacy inner message's CRC-32
+SIZE = "size"                 # a size field below 14, or a v2 batch below 61 bytes
+TRAILING = "trailing_bytes"   # an incomplete batch at the end of the file (its bytes are ignored)
+MAGIC = "magic"               # a magic byte other than 0, 1, 2
+OFFSETS = "offsets"           # offsets not increasing within or across batches
+RECORDS = "records"           # deep: records that do not decode, or do not match the header
+
+
+@dataclass
+class Finding:
+    """Something wrong at `position` of `file`: of `kind`, said by `message`, about the batch with
+    these offsets (and CRCs, for a CRC mismatch)."""
+
+    file: str | None
+    position: int | None
+    kind: str
+    message: str
+    base_offset: int | None = None
+    last_offset: int | None = None
+    stored_crc: int | None = None
+    computed_crc: int | None = None
+
+
+@dataclass(slots=True)
+class BatchCheck:
+    """What `check_batches` saw in one byte range."""
+
+    batches: int = 0
+    bytes: int = 0                     # of complete batches checked
+    first_offset: int | None = None    # the first batch's first offset (wrapper offset for legacy)
+    last_offset: int | None = None
+    first_position: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,
+                  deep: bool = False) -> BatchCheck:
+    """Check every batch in buf[start:end) of `file` (which the findings name). With `tail`, what
+    follows the last complete batch is reported (an incomplete batch, a corrupt size); otherwise
+    `end` must be a batch boundary."""
+    res = BatchCheck()
+    findings = res.findings
+    mv = memoryview(buf)
+    head = _HEAD.unpack_from
+    crc_c = crc32c
+    crc_32 = zlib.crc32
+    pos = start
+    prev = None          # the last offset of the previous batch in this range
+    first = None
+    batches = 0
+    limit = end - _HEAD_LEN
+    while pos + 17 < end:
+        if pos <= limit:
+            base, size, ple, magic, stored, attrs, lod = head(buf, pos)
+        else:  # near the end: fewer than 27 bytes left
+            base, size = _PREFIX.unpack_from(buf, pos)
+            magic = buf[pos + 16]
+            if magic >= 0x80:
+                magic -= 0x100
+            ple = stored = attrs = lod = 0
+            if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
+                ple = struct.unpack_from(">i", buf, pos + 12)[0]
+        if size < RECORD_OVERHEAD_V0:
+            findings.append(Finding(file, pos, SIZE,
+                                    f"corrupt size field {size} (smaller than the minimum record overhead "
+                                    f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read"))
+            break
+        total = size + LOG_OVERHEAD
+        if pos + total > end:
+            break        # incomplete: reported below as trailing bytes
+        if magic == 2:
+            if total < RECORD_BATCH_OVERHEAD:
+                findings.append(Finding(file, pos, SIZE, f"v2 batch of {total} bytes is smaller than its "
+                                        f"{RECORD_BATCH_OVERHEAD}-byte header", base_offset=base))
+                pos += total
+                batches += 1
+                continue
+            computed = crc_c(mv[pos + 21 : pos + total])
+            last = base + lod
+            if computed != stored:
+                findings.append(Finding(file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed))
+            if lod < 0:
+                findings.append(Finding(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last))
+            if deep:
+                _deep_v2(buf, pos, total, file, base, last, findings)
+        elif magic == 0 or magic == 1:
+            stored = ple & 0xFFFFFFFF
+            computed = crc_32(mv[pos + 16 : pos + total])
+            last = base
+            if computed != stored:
+                findings.append(Finding(file, pos, CRC, f"magic {magic} message CRC-32 mismatch",
+                                        base, last, stored, computed))
+            if deep:
+                _deep_legacy(buf, pos, total, magic, file, base, findings)
+        else:
+            findings.append(Finding(file, pos, MAGIC, f"unknown magic {magic}; the batch is skipped by its "
+                                    f"size field ({total} bytes)", base_offset=base))
+            pos += total
+            batches += 1
+            continue
+        if prev is not None and base <= prev:
+            findings.append(Finding(file, pos, OFFSETS, f"offsets do not increase: this batch starts at "
+                                    f"{base}, the previous one ended at {prev}", base, last))
+        if first is None:
+            first = base
+            res.first_position = pos
+        prev = last
+        batches += 1
+        pos += total
+    if tail and pos < end and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos):
+        msg = f"{end - pos} trailing bytes are not a complete batch"
+        if pos + 12 <= end:
+            _, size = _PREFIX.unpack_from(buf, pos)
+            msg += f" (its size field says {size} bytes follow, {end - pos - 12} do)"
+        findings.append(Finding(file, pos, TRAILING, msg))
+    res.batches = batches
+    res.bytes = pos - start
+    res.first_offset = first
+    res.last_offset = prev
+    return res
+
+
+def _deep_v2(buf, pos, total, file, base, last, findings) -> None:
+    b = RecordBatch(buf, pos, total, 2)
+    try:
+        recs = b.records()
+    except KafkalogError as e:
+        findings.append(Finding(file, pos, RECORDS, f"records do not decode: {e.message}", base, last))
+        return
+    except Exception as e:  # a decompressor's own error type
+        findings.append(Finding(file, pos, RECORDS, f"records do not decode: {type(e).__name__}: {e}", base, last))
+        return
+    if len(recs) != b.records_count:
+        findings.append(Finding(file, pos, RECORDS, f"header says {b.records_count} records, "
+                                f"{len(recs)} decoded", base, last))
+    prev = None
+    for r in recs:
+        if r.offset < base or r.offset > last or (prev is not None and r.offset <= prev):
+            findings.append(Finding(file, pos, OFFSETS, f"record offset {r.offset} is outside the batch's range "
+                                    f"or not increasing", base, last))
+            break
+        prev = r.offset
+
+
+def _deep_legacy(buf, pos, total, magic, file, base, findings) -> None:
+    b = RecordBatch(buf, pos, total, magic)
+    if b.compression_id == 0:
+        return
+    try:
+        recs = b.records()
+    except KafkalogError as e:
+        findings.append(Finding(file, pos, RECORDS, f"compressed message set does not decode: {e.message}",
+                                base, base))
+        return
+    except Exception as e:
+        findings.append(Finding(file, pos, RECORDS, f"compressed message set does not decode: "
+                                f"{type(e).__name__}: {e}", base, base))
+        return
+    prev = None
+    for r in recs:
+        if not r.valid:
+            findings.append(Finding(file, pos, INNER_CRC, f"inner message at offset {r.offset} fails its "
+                                    "CRC-32", r.offset, None, r.crc, None))
+        if prev is not None and r.offset <= prev:
+            findings.append(Finding(file, pos, OFFSETS, f"inner offsets do not increase ({prev} then {r.offset})",
+                                    r.offset, None))
+        prev = r.offset
