@@ -160,7 +160,7 @@ def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
 
 def test_run_log_dir_unit_equals_the_local_run(spark):
     from kafkalog_cli.ops import roll
-    from kafkalog_cli.ops.recover import partition_dirs_for
+    from kafkalog_cli.storage.logdir import partition_dirs_for
     from kafkalog_cli.ops.runner import Operation, run_log_dir
     from kafkalog_cli.spark.jobs import run_log_dirs_spark
 
