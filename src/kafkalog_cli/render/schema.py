@@ -3,8 +3,8 @@
 value means, Arrow type.
 
 render/jsonl.py and render/index_json.py build their objects from `Kind.template`, so the keys
-come in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines schema"
-table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
+come in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines
+schema" table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
 
 No pyarrow here: Arrow types are named as pyarrow names them and spark/arrow.py builds them.
 """
