@@ -41,7 +41,8 @@ def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
 
 def batch_object(b: RecordBatch, file: str) -> dict:
     valid = b.is_valid()
-    return BATCH.object(
+    obj = BATCH.template()
+    obj.update(
         file=file, base_offset=b.base_offset, last_offset=b.last_offset, count=b.records_count,
         position=b.position, size=b.size, magic=b.magic, codec=b.compression.kafka_name, crc=b.crc,
         computed_crc=b.crc if valid else b.compute_crc(),   # a valid batch's CRC is its own
@@ -50,6 +51,7 @@ def batch_object(b: RecordBatch, file: str) -> dict:
         base_sequence=b.base_sequence, last_sequence=b.last_sequence,
         partition_leader_epoch=b.partition_leader_epoch, is_transactional=b.is_transactional,
         is_control=b.is_control, delete_horizon_ms=b.delete_horizon_ms)
+    return obj
 
 
 def record_template(b: RecordBatch) -> dict:

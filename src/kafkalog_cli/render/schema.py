@@ -2,9 +2,9 @@
 (the Spark data source `kafkalog`, `kafkalog export`), declared once: name, order, what the JSON
 value means, Arrow type.
 
-render/jsonl.py and render/index_json.py build their objects with `Kind.object`, so the keys come
-in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines schema"
-table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
+render/jsonl.py and render/index_json.py build their objects from `Kind.template`, so the keys
+come in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines
+schema" table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
 
 No pyarrow here: Arrow types are named as pyarrow names them and spark/arrow.py builds them.
 """
@@ -70,7 +70,7 @@ class Field:
         return f"`{self.name}`" + (f" ({'; '.join(notes)})" if notes else "")
 
 
-UNSET = object()   # a value `Kind.object` was not given: the JSON encoder refuses it, loudly
+UNSET = object()   # a value a renderer did not set: the JSON encoder refuses it, loudly
 
 
 @dataclass(frozen=True)
@@ -78,22 +78,25 @@ class Kind:
     name: str                   # the value of "kind", always the first key
     fields: tuple[Field, ...]
     about: str = ""             # README's words on the object as a whole
-    _names: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+    _blanks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
+
+    def template(self, *only: When) -> dict:
+        """A new object of this kind: "kind" set, then the JSON fields every object has and
+        those whose condition is among `only`, in order, each UNSET until the caller sets it
+        (one left UNSET fails when encoded). Copying a cached dict keeps this cheap per batch."""
+        blank = self._blanks.get(only)
+        if blank is None:
+            blank = self._blanks[only] = dict.fromkeys(
+                ["kind"] + [f.name for f in self.fields if f.json and (f.only is None or f.only in only)], UNSET)
+            blank["kind"] = self.name
+        return blank.copy()
 
     def json_names(self, *only: When) -> tuple[str, ...]:
-        """The keys of an object of this kind, in order: "kind", then the JSON fields every
-        object has and those whose condition is among `only`."""
-        names = self._names.get(only)
-        if names is None:
-            names = self._names[only] = ("kind",) + tuple(
-                f.name for f in self.fields if f.json and (f.only is None or f.only in only))
-        return names
+        return tuple(self.template(*only))
 
     def object(self, *only: When, **values) -> dict:
-        """A JSON object of this kind with `values`, its keys in the schema's order (a value
-        not given stays UNSET, and so fails when encoded)."""
-        obj = dict.fromkeys(self.json_names(*only), UNSET)
-        obj["kind"] = self.name
+        """A JSON object of this kind with `values`, its keys in the schema's order."""
+        obj = self.template(*only)
         obj.update(values)
         return obj
 
