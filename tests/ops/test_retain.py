@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, read_properties
+from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.formats.indexes import IndexBuilder
 from kafkalog_cli.formats.producer_state import encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
@@ -335,3 +336,13 @@ def test_a_corrupt_active_segment_is_an_error_with_file_and_byte(tmp_path):
     s = plan_for(d, NOW, res_with()).partitions["t-0"]
     assert s["status"] == "error" and s["exit_code"] == 3
     assert s["detail"].startswith(f"{active}: byte {good}: ")
+
+
+def test_a_damaged_logmanager_checkpoint_stops_the_log_dir_the_cleaners_does_not(tmp_path):
+    d = make_log_dir(tmp_path / "l", {"t-0": [[OLD], [NEW]]})
+    (d / "cleaner-offset-checkpoint").write_text("0\n1\nt 0 zero\n")   # retention never reads it
+    assert plan_for(d, NOW, res_with()).partitions["t-0"]["segments_deleted"] == 1
+    (d / "log-start-offset-checkpoint").write_text("0\n1\nt 0 zero\n")
+    with pytest.raises(CheckpointError) as e:
+        plan_for(d, NOW, res_with())
+    assert e.value.path == str(d / "log-start-offset-checkpoint")

@@ -15,8 +15,9 @@ segment always stays. When every segment goes, Kafka first rolls a new empty act
 the log end offset (ops.roll), and deletes the old ones after.
 
 Planning reads file names, sizes, index tails and, for the last segment only, the bytes after its
-last offset-index entry: never a whole log. Everything is read lazily, in the order the walk
-needs it, so a partition with nothing expired costs one directory listing and one index tail.
+last offset-index entry: never a whole log. They are storage's facts (Partition.open lists the
+directory once; Segment reads each fact on demand), asked in the order the walk needs them, so a
+partition with nothing expired costs one directory listing and one index tail.
 
 The plan's order is crash safe: roll files first (ops.roll's own order), then segments oldest
 first, each `.log` before its indexes (a crash leaves either a shorter log or index files without
@@ -183,7 +184,7 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int) -> Retention
 
 
 # ------------------------------------------------------------------ the plan
-def read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
+def _read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
     """LogManager's checkpoints, strictly: a damaged one stops the log dir, as nothing in it can be
     judged without it. The cleaner's is read leniently: retention never uses it (neither does
     Kafka's), and compact, which runs retain for compact,delete, reads it leniently too."""
@@ -202,7 +203,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan
     log_dir = Path(log_dir)
     p = Plan("retain", log_dir)
     resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
-    roots = read_root_checkpoints(log_dir)
+    roots = _read_root_checkpoints(log_dir)
     configs: dict[str, TopicConfig] = {}
     new_log_starts: dict[tuple[str, int], int] = {}
     new_recovery_points: dict[tuple[str, int], int] = {}
@@ -222,7 +223,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan
             partition = Partition.open(d, roots.for_partition(tp))
             summary, result = _plan_partition(partition, cfg, opts, actions)
         except KafkalogError as e:
-            p.partitions[d.name] = _summary(d.name, tp, status="error", detail=str(e), exit_code=int(e.exit_code))
+            p.partitions[d.name] = _summary(d.name, tp, status="error", detail=str(e),
+                                            exit_code=int(e.exit_code))
             p.note(d.name, e.message, e.path, e.position)
             continue
         p.actions.extend(actions)
