@@ -230,9 +230,13 @@ class Segment:
         self._log = None
 
     # -- LogSegment.size, lastModified
+    def _name(self, suffix: str) -> str:
+        # a str, not a Path: retention stats and reads index tails of many thousand segments
+        return f"{self.directory}/{self.base_offset:020d}{suffix}"
+
     def stat(self) -> os.stat_result:
         if self._stat is None:
-            self._stat = os.stat(self.source_path)
+            self._stat = os.stat(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX))
         return self._stat
 
     @property
@@ -302,11 +306,11 @@ class Segment:
     # -- the tail: LogSegment.readNextOffset and the unindexed batches
     def last_offset_index_entry(self) -> tuple[int, int] | None:
         """(relative offset, position) of the offset index's last real entry."""
-        return last_index_entry(self.index_path, _OFFSET_ENTRY, 0)
+        return last_index_entry(self._name(INDEX_SUFFIX), _OFFSET_ENTRY, 0)
 
     def last_time_index_entry(self) -> tuple[int, int] | None:
         """(timestamp, relative offset) of the time index's last real entry."""
-        return last_index_entry(self.time_index_path, _TIME_ENTRY, 1)
+        return last_index_entry(self._name(TIME_INDEX_SUFFIX), _TIME_ENTRY, 1)
 
     def tail(self) -> "LogTail":
         """The batches after the last offset-index entry: the next offset (the log end offset
