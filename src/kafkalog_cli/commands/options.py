@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.config import (ConfigResolver, cluster_metadata_configs, parse_key_values,
-                                 parse_topic_key_values, read_properties)
+from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
+                                 parse_topic_key_values, read_cluster_metadata, read_server_properties)
 
 
 def _stack(*decorators):
@@ -51,12 +51,21 @@ now_option = click.option("--now", "now_ms", type=int, metavar="MS",
 
 def resolver_from_options(log_dir: Path | None, config_pairs=(), topic_config_items=(),
                           server_properties: Path | None = None,
-                          no_cluster_metadata: bool = False) -> ConfigResolver:
+                          no_cluster_metadata: bool = False, *, topics=None,
+                          assume_kafka_defaults: bool = False) -> ConfigResolver:
+    """The resolver for one log dir. `topics`: those of every log dir the command processes (a
+    --topic-config for another topic is a usage error); the resolver's `warning` is the one
+    line to print when the log dir's __cluster_metadata is damaged."""
+    if no_cluster_metadata or log_dir is None:
+        metadata = ClusterMetadata(MetadataState.IGNORED if no_cluster_metadata else MetadataState.ABSENT)
+    else:
+        metadata = read_cluster_metadata(log_dir)
     return ConfigResolver(
-        server_properties=read_properties(server_properties) if server_properties else {},
-        cluster_metadata={} if no_cluster_metadata or log_dir is None else cluster_metadata_configs(log_dir),
+        server_properties=read_server_properties(server_properties) if server_properties else None,
+        cluster_metadata=metadata,
         overrides=parse_key_values(config_pairs, "--config"),
-        topic_overrides=parse_topic_key_values(topic_config_items),
+        topic_overrides=parse_topic_key_values(topic_config_items, topics),
+        assume_kafka_defaults=assume_kafka_defaults,
     )
 
 
