@@ -351,6 +351,7 @@ class TopicConfig:
 
 _FIELD_OF = {f.name.replace("_", "."): f.name for f in dataclasses.fields(TopicConfig) if f.name != "config_values"}
 FIELD_NAMES = tuple(_FIELD_OF)   # the Kafka names TopicConfig holds
+_DEFAULTS = {n: TopicConfig.__dataclass_fields__[a].default for n, a in _FIELD_OF.items()}   # Kafka's, by name
 
 
 # ------------------------------------------------------------------ what decides a deletion
@@ -868,9 +869,6 @@ class ConfigResolver:
 
     def _node_id(self, meta: ClusterMetadata) -> int | None:
         return meta.node_id if meta.node_id is not None else node_id_of(self.server_properties or {})
-
-
-_DEFAULTS = {n: f.default for n, f in ((n, TopicConfig.__dataclass_fields__[a]) for n, a in _FIELD_OF.items())}
 
 
 def _broker_level(static: Mapping[str, str] | None, meta: ClusterMetadata, node_id: int | None
