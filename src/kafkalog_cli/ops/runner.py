@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from kafkalog_cli.config import (ConfigResolver, cluster_metadata_configs, parse_key_values,
-                                 parse_topic_key_values, read_properties)
+from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
+                                 parse_topic_key_values, read_cluster_metadata, read_server_properties)
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
@@ -31,13 +31,22 @@ class ConfigSources:
     topic_config_items: tuple[str, ...] = ()
     server_properties: Path | None = None
     no_cluster_metadata: bool = False
+    topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
+    assume_kafka_defaults: bool = False
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
+        """The resolver for one log dir; its `warning` is the one line to print when the log
+        dir's __cluster_metadata is damaged."""
+        if self.no_cluster_metadata:
+            metadata = ClusterMetadata(MetadataState.IGNORED)
+        else:
+            metadata = read_cluster_metadata(log_dir)
         return ConfigResolver(
-            server_properties=read_properties(self.server_properties) if self.server_properties else {},
-            cluster_metadata={} if self.no_cluster_metadata else cluster_metadata_configs(log_dir),
+            server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
+            cluster_metadata=metadata,
             overrides=parse_key_values(self.config_pairs, "--config"),
-            topic_overrides=parse_topic_key_values(self.topic_config_items),
+            topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
+            assume_kafka_defaults=self.assume_kafka_defaults,
         )
 
 

@@ -9,7 +9,7 @@ fields), and otherwise gives `Error at <offset>, skipping. Failed to deserialize
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kafkalog_cli.errors import InvalidRecordError
@@ -19,7 +19,7 @@ from kafkalog_cli.formats.internal.kafka_protocol import (
 
 __all__ = [
     "MetadataRecord", "METADATA_SCHEMAS", "decode_metadata_record", "format_metadata_record", "topic_configs",
-    "MetadataParseError", "CONFIG_RESOURCE_TOPIC",
+    "MetadataParseError", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
 ]
 
 V1 = versions("1+")
@@ -136,7 +136,8 @@ METADATA_SCHEMAS: dict[int, tuple[str, Struct]] = {
     key: (_type_name(name), Struct(name, versions(valid), ALL, fields)) for key, name, valid, fields in _SCHEMAS
 }
 
-CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
+CONFIG_RESOURCE_TOPIC = 2   # ConfigResource.Type.TOPIC
+CONFIG_RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER: resource name "" = the cluster default, else a broker id
 
 
 class MetadataParseError(InvalidRecordError):
@@ -233,29 +234,51 @@ def format_metadata_record(value: bytes | memoryview | None, offset: int) -> str
     return to_json({"type": METADATA_SCHEMAS[api_key][0], "version": version, "data": data})
 
 
+@dataclass
+class ConfigsImage:
+    """The part of Kafka's MetadataImage that decides a log's config, built by replaying records
+    in log order (TopicsDelta and ConfigurationsDelta): the live topics, each topic's config
+    overrides, and the broker configs by resource name ("" is the cluster-wide default)."""
+
+    topic_ids: dict[str, str] = field(default_factory=dict)                 # topic id -> name
+    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic name -> overrides
+    broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @property
+    def topics(self) -> frozenset[str]:
+        return frozenset(self.topic_ids.values())
+
+    def replay(self, rec: MetadataRecord) -> None:
+        d = rec.data
+        if rec.api_key == 2:      # TOPIC_RECORD
+            self.topic_ids[d["topicId"]] = d["name"]
+            self.topic_configs.setdefault(d["name"], {})
+        elif rec.api_key == 9:    # REMOVE_TOPIC_RECORD: the topic's configs go with it
+            name = self.topic_ids.pop(d["topicId"], None)
+            if name is not None:
+                self.topic_configs.pop(name, None)
+        elif rec.api_key == 4:    # CONFIG_RECORD: a null value deletes the key
+            if d["resourceType"] == CONFIG_RESOURCE_TOPIC:
+                configs = self.topic_configs.setdefault(d["resourceName"], {})
+            elif d["resourceType"] == CONFIG_RESOURCE_BROKER:
+                configs = self.broker_configs.setdefault(d["resourceName"], {})
+            else:
+                return
+            if d["value"] is None:
+                configs.pop(d["name"], None)
+            else:
+                configs[d["name"]] = d["value"]
+
+
 def topic_configs(values: Iterable[bytes | memoryview | None]) -> dict[str, dict[str, str]]:
     """Replay TOPIC_RECORD, REMOVE_TOPIC_RECORD and CONFIG_RECORD (resource type 2) over record
     values in log order and return each live topic's config overrides. Records that do not
     decode are skipped, as the controller would never have written them for 3.3.1."""
-    names: dict[str, str] = {}            # topic id -> name
-    configs: dict[str, dict[str, str]] = {}  # topic name -> overrides
+    image = ConfigsImage()
     for value in values:
         try:
             rec = decode_metadata_record(value)
         except InvalidRecordError:
             continue
-        d = rec.data
-        if rec.api_key == 2:
-            names[d["topicId"]] = d["name"]
-            configs.setdefault(d["name"], {})
-        elif rec.api_key == 9:
-            name = names.pop(d["topicId"], None)
-            if name is not None:
-                configs.pop(name, None)
-        elif rec.api_key == 4 and d["resourceType"] == CONFIG_RESOURCE_TOPIC:
-            topic = configs.setdefault(d["resourceName"], {})
-            if d["value"] is None:
-                topic.pop(d["name"], None)
-            else:
-                topic[d["name"]] = d["value"]
-    return configs
+        image.replay(rec)
+    return image.topic_configs
