@@ -575,13 +575,19 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     log_dir = folder.restore_target()
     sim = _Simulation(folder)
     steps, conflicts = [], []
+    blocked: set[str] = set()       # paths of a refused entry: older entries there follow from it
     pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
     for e in pending:
+        paths = {p for p in (e.source, e.target, e.tmp) if p is not None}
+        if paths & blocked:
+            blocked |= paths
+            continue
         try:
             _check_inside(e, log_dir)
             steps.append(_DECIDE[e.kind](e, sim, folder))
         except _Refused as r:
             conflicts.append(r.conflict)
+            blocked |= paths
     return RestorePlan(folder, steps, conflicts)
 
 
@@ -596,12 +602,15 @@ def _left_at(c: _Content | None) -> str:
     return "is missing" if c is None else f"is {c.size} bytes"
 
 
-def _tmp(e: QuarantineEntry, sim: _Simulation) -> bool:
-    """The op's temporary file, if a kill left it: removed first."""
-    if e.tmp is not None and sim.get(e.tmp) is not None:
-        sim.files[e.tmp] = None
-        return True
-    return False
+def _tmp(e: QuarantineEntry, sim: _Simulation, applied: bool, folder: QuarantineFolder) -> bool:
+    """The op's temporary file: a kill before its rename left it (removed first); once the
+    write was applied, a file there is a later change."""
+    if e.tmp is None or sim.get(e.tmp) is None:
+        return False
+    if applied:
+        raise _Refused(e.tmp, f"exists: a write after {folder.op} was interrupted")
+    sim.files[e.tmp] = None
+    return True
 
 
 def _removed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
@@ -630,26 +639,26 @@ def _cut(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Rest
 
 
 def _overwritten(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
-    tmp = _tmp(e, sim)
     cur = sim.get(e.source)
     if sim.matches(cur, e.new_size, e.new_sha256):
+        _tmp(e, sim, True, folder)
         sim.set(e.source, sim.stored(e))
-        return RestoreStep(e, Action.UNDO, tmp)
+        return RestoreStep(e, Action.UNDO)
     if sim.is_stored(cur, e) or sim.matches(cur, e.size, e.sha256):
-        return RestoreStep(e, Action.SKIP, tmp)
+        return RestoreStep(e, Action.SKIP, _tmp(e, sim, False, folder))
     if cur is None:
         raise _Refused(e.source, f"is missing; {folder.op} left new content there")
     raise _Refused(e.source, f"changed since {folder.op} wrote it")
 
 
 def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
-    tmp = _tmp(e, sim)
     cur = sim.get(e.source)
     if cur is None:
-        return RestoreStep(e, Action.SKIP, tmp)
+        return RestoreStep(e, Action.SKIP, _tmp(e, sim, False, folder))
     if e.new_sha256 is None or sim.matches(cur, e.new_size, e.new_sha256):
+        _tmp(e, sim, True, folder)
         sim.set(e.source, None)           # no sha256: a kill cut the op's own write short
-        return RestoreStep(e, Action.UNDO, tmp)
+        return RestoreStep(e, Action.UNDO)
     raise _Refused(e.source, f"changed since {folder.op} created it")
 
 
@@ -722,10 +731,10 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> N
     e, source = step.entry, Path(step.entry.source)
     if step.remove_tmp:
         fsops.delete(Path(e.tmp), "restore: an interrupted write")
-    if step.action is Action.SKIP:
-        return
     k = e.kind
-    if k is EntryKind.REMOVED or k is EntryKind.OVERWRITTEN:
+    if step.action is Action.SKIP:
+        pass
+    elif k is EntryKind.REMOVED or k is EntryKind.OVERWRITTEN:
         fsops.put_back(folder.stored_path(e), source)
     elif k is EntryKind.CREATED:
         fsops.delete(source, f"restore: created by {folder.op}")
@@ -740,5 +749,7 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> N
         fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), e.end - e.start)
     elif k is EntryKind.EXTENDED:
         fsops.truncate(source, e.size, f"restore: zeros {folder.op} added")
-    if e.mtime_ns is not None and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME):
+    # the time too (retention reads a segment's mtime); also when skipped: a killed restore may
+    # have put the bytes back but not yet the time
+    if e.mtime_ns is not None and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME) and source.exists():
         fsops.set_mtime(source, e.mtime_ns)
