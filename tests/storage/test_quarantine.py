@@ -95,7 +95,7 @@ def test_every_kind_of_entry_is_undone_exactly_mtimes_included(tmp_path):
     assert state(d) != before
     assert {e.kind for e in folder.entries} == set(q.EntryKind)
     plan = restore(folder)
-    assert [s.action for s in plan.steps] == [q.Action.UNDO] * len(plan.steps)
+    assert [s.action for s in plan.steps] == [q.RestoreAction.UNDO] * len(plan.steps)
     assert state(d) == before
     again = q.QuarantineFolder.open(folder.path)
     assert again.status == "restored" and q.plan_restore(again).steps == []
@@ -148,7 +148,7 @@ def test_a_partial_append_of_a_killed_restore_is_redone(tmp_path):
     with open(log, "ab") as f:                          # the kill came midway through the append
         f.write(b"to")
     again = q.plan_restore(q.QuarantineFolder.open(folder.path))
-    assert again.steps[0].entry.id == cut.entry.id and again.steps[0].action is q.Action.FINISH
+    assert again.steps[0].entry.id == cut.entry.id and again.steps[0].action is q.RestoreAction.FINISH
     q.restore(again, undo)
     assert state(d) == before
 

@@ -427,7 +427,7 @@ class FsOps:
         """`path` kept at `target`, durable: (size, sha256) of what is kept."""
         try:
             self._pre("link", target)
-            os.link(path, target)
+            os.link(path, target, follow_symlinks=False)
         except OSError as e:
             if e.errno not in _NO_LINK:
                 raise self._error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None

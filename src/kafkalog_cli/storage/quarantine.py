@@ -375,7 +375,7 @@ def older_than(folders: list[QuarantineFolder], seconds: float,
 
 # ----------------------------------------------------------------------------- restore: the plan
 
-class Action(str, enum.Enum):
+class RestoreAction(str, enum.Enum):
     UNDO = "undo"          # carry out the inverse of the entry
     SKIP = "skip"          # the log dir is already as it was before the entry
     FINISH = "finish"      # the rest of an undo a killed restore began
@@ -384,13 +384,13 @@ class Action(str, enum.Enum):
 @dataclass
 class RestoreStep:
     entry: QuarantineEntry
-    action: Action
+    action: RestoreAction
     remove_tmp: bool = False
 
     def describe(self, folder: QuarantineFolder) -> str:
         e, a = self.entry, self.action
         pre = f"remove {e.tmp} (an interrupted write); " if self.remove_tmp else ""
-        if a is Action.SKIP:
+        if a is RestoreAction.SKIP:
             return pre + f"leave {e.source}: already as before {folder.op}"
         k = e.kind
         if k is EntryKind.REMOVED:
@@ -398,14 +398,14 @@ class RestoreStep:
             return pre + f"{what} from {e.stored}"
         if k is EntryKind.CUT:
             src = "zero bytes" if e.zeros else f"bytes from {e.stored}"
-            again = f"cut {e.source} back to {e.start} bytes, then " if a is Action.FINISH else ""
+            again = f"cut {e.source} back to {e.start} bytes, then " if a is RestoreAction.FINISH else ""
             return pre + f"{again}append {e.end - e.start} {src} to {e.source} at byte {e.start}"
         if k is EntryKind.OVERWRITTEN:
             return pre + f"put back the old {e.source} ({e.size} bytes) from {e.stored}"
         if k is EntryKind.CREATED:
             return pre + f"remove {e.source} ({folder.op} created it)"
         if k is EntryKind.RENAMED:
-            back = "" if a is Action.FINISH else f"rename {e.target} back to {e.source}"
+            back = "" if a is RestoreAction.FINISH else f"rename {e.target} back to {e.source}"
             old = f"put back the old {e.target} from {e.stored}" if e.stored else ""
             return pre + "; ".join(x for x in (back, old) if x)
         if k is EntryKind.EXTENDED:
@@ -617,9 +617,9 @@ def _removed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
     cur = sim.get(e.source)
     if cur is None:
         sim.set(e.source, sim.stored(e))
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     if sim.is_stored(cur, e) or sim.matches(cur, e.size, e.sha256):
-        return RestoreStep(e, Action.SKIP)
+        return RestoreStep(e, RestoreAction.SKIP)
     raise _Refused(e.source, f"exists with other content than the file {folder.op} removed")
 
 
@@ -627,14 +627,14 @@ def _cut(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Rest
     cur = sim.get(e.source)
     if cur is not None and cur.size == e.end and (
             e.sha256 is None or sim.sha256(cur.slice(e.start, e.end)) == e.sha256):
-        return RestoreStep(e, Action.SKIP)
+        return RestoreStep(e, RestoreAction.SKIP)
     kept = _Content.zeros(e.end - e.start) if e.zeros else None
     if cur is not None and cur.size == e.start:
         sim.set(e.source, cur + (kept or sim.stored(e)))
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     if cur is not None and folder.progress.started and e.start < cur.size < e.end:
         sim.set(e.source, cur.slice(0, e.start) + (kept or sim.stored(e)))
-        return RestoreStep(e, Action.FINISH)
+        return RestoreStep(e, RestoreAction.FINISH)
     raise _Refused(e.source, f"{_left_at(cur)}; {folder.op} left it at {e.start} bytes")
 
 
@@ -643,9 +643,9 @@ def _overwritten(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
     if sim.matches(cur, e.new_size, e.new_sha256):
         _tmp(e, sim, True, folder)
         sim.set(e.source, sim.stored(e))
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     if sim.is_stored(cur, e) or sim.matches(cur, e.size, e.sha256):
-        return RestoreStep(e, Action.SKIP, _tmp(e, sim, False, folder))
+        return RestoreStep(e, RestoreAction.SKIP, _tmp(e, sim, False, folder))
     if cur is None:
         raise _Refused(e.source, f"is missing; {folder.op} left new content there")
     raise _Refused(e.source, f"changed since {folder.op} wrote it")
@@ -654,11 +654,11 @@ def _overwritten(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
 def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
     cur = sim.get(e.source)
     if cur is None:
-        return RestoreStep(e, Action.SKIP, _tmp(e, sim, False, folder))
+        return RestoreStep(e, RestoreAction.SKIP, _tmp(e, sim, False, folder))
     if e.new_sha256 is None or sim.matches(cur, e.new_size, e.new_sha256):
         _tmp(e, sim, True, folder)
         sim.set(e.source, None)           # no sha256: a kill cut the op's own write short
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     raise _Refused(e.source, f"changed since {folder.op} created it")
 
 
@@ -667,15 +667,15 @@ def _renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
     if src is None and sim.matches(dst, e.new_size, e.new_sha256):
         sim.set(e.source, dst)
         sim.set(e.target, sim.stored(e) if e.stored else None)
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     if sim.matches(src, e.new_size, e.new_sha256):
         if dst is None and e.stored is None:
-            return RestoreStep(e, Action.SKIP)
+            return RestoreStep(e, RestoreAction.SKIP)
         if dst is None:                   # a killed restore renamed it back but did not put the old target back
             sim.set(e.target, sim.stored(e))
-            return RestoreStep(e, Action.FINISH)
+            return RestoreStep(e, RestoreAction.FINISH)
         if e.stored is not None and (sim.is_stored(dst, e) or sim.matches(dst, e.size, e.sha256)):
-            return RestoreStep(e, Action.SKIP)
+            return RestoreStep(e, RestoreAction.SKIP)
         raise _Refused(e.target, f"exists with other content than before {folder.op}")
     if src is not None:
         raise _Refused(e.source, f"exists with other content than the file {folder.op} renamed to {e.target}")
@@ -686,15 +686,15 @@ def _extended(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) ->
     cur = sim.get(e.source)
     if cur is not None and cur.size == e.new_size and sim.all_zero(cur.slice(e.size, e.new_size)):
         sim.set(e.source, cur.slice(0, e.size))
-        return RestoreStep(e, Action.UNDO)
+        return RestoreStep(e, RestoreAction.UNDO)
     if cur is not None and cur.size == e.size:
-        return RestoreStep(e, Action.SKIP)
+        return RestoreStep(e, RestoreAction.SKIP)
     raise _Refused(e.source, f"{_left_at(cur)}; {folder.op} left it at {e.new_size} bytes of which "
                              f"the last {e.new_size - e.size} zeros")
 
 
 def _mtime(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
-    return RestoreStep(e, Action.SKIP if sim.get(e.source) is None else Action.UNDO)
+    return RestoreStep(e, RestoreAction.SKIP if sim.get(e.source) is None else RestoreAction.UNDO)
 
 
 _DECIDE = {EntryKind.REMOVED: _removed, EntryKind.CUT: _cut, EntryKind.OVERWRITTEN: _overwritten,
@@ -720,7 +720,7 @@ def restore(plan: RestorePlan, fsops: "FsOps") -> int:
         _carry_out(step, folder, fsops)
         fsops.append_line(progress, _record({"undone": step.entry.id}))
     fsops.append_line(progress, _record({"complete": utc_stamp()}))
-    return sum(1 for s in plan.steps if s.action is not Action.SKIP)
+    return sum(1 for s in plan.steps if s.action is not RestoreAction.SKIP)
 
 
 def _record(d: dict) -> bytes:
@@ -732,19 +732,19 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> N
     if step.remove_tmp:
         fsops.delete(Path(e.tmp), "restore: an interrupted write")
     k = e.kind
-    if step.action is Action.SKIP:
+    if step.action is RestoreAction.SKIP:
         pass
     elif k is EntryKind.REMOVED or k is EntryKind.OVERWRITTEN:
         fsops.put_back(folder.stored_path(e), source)
     elif k is EntryKind.CREATED:
         fsops.delete(source, f"restore: created by {folder.op}")
     elif k is EntryKind.RENAMED:
-        if step.action is Action.UNDO:
+        if step.action is RestoreAction.UNDO:
             fsops.rename(Path(e.target), source)
         if e.stored is not None:
             fsops.put_back(folder.stored_path(e), Path(e.target))
     elif k is EntryKind.CUT:
-        if step.action is Action.FINISH:
+        if step.action is RestoreAction.FINISH:
             fsops.truncate(source, e.start, "restore: an interrupted append")
         fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), e.end - e.start)
     elif k is EntryKind.EXTENDED:
