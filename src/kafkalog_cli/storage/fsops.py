@@ -455,33 +455,35 @@ class FsOps:
         self.fsync_dir(target.parent)
         self._note(self._entry(EntryKind.CUT, path, reason, stored=stored, **facts))
 
-    def _keep_overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str]:
+    def _keep_overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None:
         """write_atomic's entry: the old file kept (unless identical), or the new file noted as
-        created. Returns (size, sha256) of the new content."""
-        size = max(len(data), preallocate or 0)
-        h = hashlib.sha256(data)
-        for off in range(len(data), size, _COPY_CHUNK):
-            h.update(bytes(min(_COPY_CHUNK, size - off)))
-        new = (size, h.hexdigest())
+        created. The new content's sha256 covers `data`; its zero padding (an index's
+        preallocation) is only counted, not hashed. Returns (size, sha256) of the new file when
+        it has no padding (what a later rename or delete of it can reuse)."""
+        zeros = max((preallocate or 0) - len(data), 0)
+        size, sha = len(data) + zeros, hashlib.sha256(data).hexdigest()
+        new = dict(new_size=size, new_sha256=sha, new_zeros=zeros or None, tmp=os.path.abspath(tmp))
         if os.path.lexists(tmp):
             self.delete(tmp, "a leftover temporary file, written over")
+        self._written.pop(_key(path), None)
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            self._note(self._entry(EntryKind.CREATED, path, "", new_size=size, new_sha256=new[1],
-                                   tmp=os.path.abspath(tmp)))
-            return new
+            self._note(self._entry(EntryKind.CREATED, path, "", **new))
+            return None if zeros else (size, sha)
         except OSError as e:
             raise self._error(e, path, "stat") from None
-        old = self._written.pop(_key(path), None) or self._hash(path)
-        if old == new:      # the same bytes: only the file's time changes
+        try:
+            old_size, old_sha, same = _compare_file(path, data, size)
+        except OSError as e:
+            raise self._error(e, path, "read") from None
+        if same:      # the same bytes: only the file's time changes
             self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns))
-            return new
-        target, stored = self._quarantine_target(path)
-        self._keep_whole(path, target, old)
-        self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old[0],
-                               sha256=old[1], new_size=size, new_sha256=new[1], tmp=os.path.abspath(tmp)))
-        return new
+        else:
+            target, stored = self._quarantine_target(path)
+            self._keep_whole(path, target, (old_size, old_sha))
+            self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old_size, sha256=old_sha, **new))
+        return None if zeros else (size, sha)
 
     def _keep_renamed(self, src: Path, dst: Path) -> tuple[int, str]:
         """rename's entry (a target it replaces kept first): (size, sha256) of the moved file."""
@@ -600,6 +602,20 @@ def _hash_file(path: Path) -> tuple[int, str]:
             h.update(chunk)
             size += len(chunk)
     return size, h.hexdigest()
+
+
+def _compare_file(path: Path, data: bytes, size: int) -> tuple[int, str, bool]:
+    """(size, sha256) of `path`, and whether it holds `data` then zeros up to `size`: one read."""
+    h = hashlib.sha256()
+    n, same = 0, True
+    with open(path, "rb") as f:
+        while chunk := f.read(_COPY_CHUNK):
+            h.update(chunk)
+            if same:
+                want = data[n:n + len(chunk)]
+                same = chunk.startswith(want) and chunk.count(0, len(want)) == len(chunk) - len(want)
+            n += len(chunk)
+    return n, h.hexdigest(), same and n == size
 
 
 def _scan(path: Path, start: int, end: int) -> tuple[bool, str]:

@@ -108,7 +108,8 @@ class QuarantineEntry:
     size: int | None = None        # bytes kept (the old content); extended: the old file size
     sha256: str | None = None      # of what was kept
     new_size: int | None = None    # what the op left at source (renamed: at target)
-    new_sha256: str | None = None
+    new_sha256: str | None = None  # of the new content but a zero padding of new_zeros bytes at its end
+    new_zeros: int | None = None   # an index's preallocation: counted, not hashed
     start: int | None = None       # cut: the byte range of the source
     end: int | None = None
     zeros: bool = False            # cut: all-zero bytes (a preallocated index's tail), not stored
@@ -542,6 +543,13 @@ class _Simulation:
             return False
         return self.sha256(c) == sha
 
+    def matches_new(self, c: _Content | None, e: QuarantineEntry) -> bool:
+        """`c` is what the op left for `e` (new_size, new_sha256, then new_zeros zero bytes)."""
+        if c is None or e.new_size is None or e.new_sha256 is None or c.size != e.new_size:
+            return False
+        body = c.size - (e.new_zeros or 0)
+        return self.sha256(c.slice(0, body)) == e.new_sha256 and self.all_zero(c.slice(body, c.size))
+
     def all_zero(self, c: _Content) -> bool:
         return all(b.count(0) == len(b) for b in c.chunks())
 
@@ -640,7 +648,7 @@ def _cut(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Rest
 
 def _overwritten(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
     cur = sim.get(e.source)
-    if sim.matches(cur, e.new_size, e.new_sha256):
+    if sim.matches_new(cur, e):
         _tmp(e, sim, True, folder)
         sim.set(e.source, sim.stored(e))
         return RestoreStep(e, RestoreAction.UNDO)
@@ -655,7 +663,7 @@ def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
     cur = sim.get(e.source)
     if cur is None:
         return RestoreStep(e, RestoreAction.SKIP, _tmp(e, sim, False, folder))
-    if e.new_sha256 is None or sim.matches(cur, e.new_size, e.new_sha256):
+    if e.new_sha256 is None or sim.matches_new(cur, e):
         _tmp(e, sim, True, folder)
         sim.set(e.source, None)           # no sha256: a kill cut the op's own write short
         return RestoreStep(e, RestoreAction.UNDO)
@@ -664,11 +672,11 @@ def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
 
 def _renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
     src, dst = sim.get(e.source), sim.get(e.target)
-    if src is None and sim.matches(dst, e.new_size, e.new_sha256):
+    if src is None and sim.matches_new(dst, e):
         sim.set(e.source, dst)
         sim.set(e.target, sim.stored(e) if e.stored else None)
         return RestoreStep(e, RestoreAction.UNDO)
-    if sim.matches(src, e.new_size, e.new_sha256):
+    if sim.matches_new(src, e):
         if dst is None and e.stored is None:
             return RestoreStep(e, RestoreAction.SKIP)
         if dst is None:                   # a killed restore renamed it back but did not put the old target back
