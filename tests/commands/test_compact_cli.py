@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
 from tests.ops.compact_helpers import FIXTURES, records_of, restore
 
 CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",
@@ -89,7 +90,7 @@ def _run_jobs(tmp_path, jobs, corrupt=False):
     r = CliRunner().invoke(cli, ["compact", str(log_dir / "cmp-lz4-0"), str(log_dir / "cmp-none-0"), "--now",
                                  "1795248446186", "--format", "json", "--jobs", str(jobs), "--quarantine", str(q),
                                  *_both_topics_cfg()])
-    manifests = [json.loads(m.read_text()) for m in q.rglob("manifest.json")]
+    manifests = [QuarantineFolder.open(m.parent) for m in q.rglob("manifest.jsonl")]
     return r, log_dir, manifests
 
 
@@ -108,9 +109,10 @@ def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_p
     assert records_of(d2 / "cmp-lz4-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-lz4-0")
     # one quarantine folder whose manifest lists what both workers moved there
     assert len(m1) == len(m2) == 1
-    key = lambda e: (e["source"].split("/logs/")[1], e["reason"])
-    assert sorted(map(key, m1[0]["entries"])) == sorted(map(key, m2[0]["entries"]))
-    moved = {e["source"].split("/logs/")[1].split("/")[0] for e in m2[0]["entries"]}
+    removed = lambda m: [e for e in m.entries if e.kind is EntryKind.REMOVED]
+    key = lambda e: (e.source.split("/logs/")[1], e.reason)
+    assert sorted(map(key, removed(m1[0]))) == sorted(map(key, removed(m2[0])))
+    moved = {e.source.split("/logs/")[1].split("/")[0] for e in removed(m2[0])}
     assert moved == {"cmp-lz4-0", "cmp-none-0"}
     # the checkpoint, read-modified-written by both workers, holds both partitions
     ckpt = (d2 / "cleaner-offset-checkpoint").read_text().split("\n")

@@ -1,4 +1,5 @@
 import errno
+import hashlib
 import json
 import os
 
@@ -7,6 +8,13 @@ import pytest
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.fsops import (FsOps, InjectedFault, Quarantine, TMP_SUFFIX,
                                         default_quarantine_root)
+from kafkalog_cli.storage.quarantine import EntryKind
+
+
+def _manifest(folder):
+    """The manifest's header and its entry lines (a completion line repeats an entry's id)."""
+    header, *entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    return (header, *entries)
 
 
 @pytest.fixture
@@ -48,10 +56,10 @@ def test_truncate_quarantines_cut_bytes_first(logdir, tmp_path):
     assert p.read_bytes() == b"a" * 10
     stored = tmp_path / "q" / "S-recover" / "t-0" / "00000000000000000000.log.bytes-10-17"
     assert stored.read_bytes() == b"garbage"
-    manifest = json.loads((tmp_path / "q" / "S-recover" / "manifest.json").read_text())
-    (e,) = manifest["entries"]
-    assert (e["what"], e["start"], e["end"], e["reason"]) == ("bytes", 10, 17, "tail garbage")
-    assert e["source"] == str(p)
+    header, e = _manifest(tmp_path / "q" / "S-recover")
+    assert (e["kind"], e["start"], e["end"], e["reason"]) == ("cut", 10, 17, "tail garbage")
+    assert e["source"] == str(p) and e["stored"] == "t-0/00000000000000000000.log.bytes-10-17"
+    assert e["sha256"] == hashlib.sha256(b"garbage").hexdigest() and e["size"] == 7
 
 
 def test_truncate_of_zero_padding_copies_nothing(logdir, tmp_path):
@@ -60,7 +68,7 @@ def test_truncate_of_zero_padding_copies_nothing(logdir, tmp_path):
     q = Quarantine(tmp_path / "q", "roll", stamp="S")
     FsOps(logdir, q).truncate(p, 8, "trim")
     assert p.stat().st_size == 8
-    assert [e.what for e in q.entries] == ["zeros"]
+    assert [(e.kind, e.zeros, e.stored) for e in q.entries] == [(EntryKind.CUT, True, None)]
     assert not (tmp_path / "q" / "S-roll" / "t-0").exists()
 
 
@@ -204,3 +212,180 @@ def test_check_writable_names_the_dir(logdir):
     ops.before = ro
     with pytest.raises(WriteError, match="read-only file system"):
         ops.check_writable(logdir / "t-0")
+
+
+# -- what the quarantine records: one manifest line per entry, appended ------------------------
+
+def _sha(b: bytes) -> str:
+    return hashlib.sha256(b).hexdigest()
+
+
+def test_the_manifest_is_a_journal_appended_one_line_per_entry(logdir, tmp_path):
+    d = logdir / "t-0"
+    for i in range(3):
+        (d / f"{i:020d}.log").write_bytes(b"x%d" % i)
+    q = Quarantine(tmp_path / "q", "retain", stamp="S")
+    ops = FsOps(logdir, q)
+    ops.prepare_quarantine()
+    journal = tmp_path / "q" / "S-retain" / "manifest.jsonl"
+    sizes = [journal.stat().st_size]
+    for i in range(3):
+        before = journal.read_bytes()
+        ops.delete(d / f"{i:020d}.log", "retention")
+        after = journal.read_bytes()
+        assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1   # appended, not rewritten
+        sizes.append(len(after))
+    header, *entries = _manifest(journal.parent)
+    assert header == {"kafkalog_quarantine": 2, "op": "retain", "created": "S", "log_dir": str(logdir)}
+    for i, e in enumerate(entries):
+        assert e["kind"] == "removed" and e["source"] == str(d / f"{i:020d}.log") and e["log_dir"] == str(logdir)
+        assert (e["size"], e["sha256"]) == (2, _sha(b"x%d" % i))
+        assert (journal.parent / e["stored"]).read_bytes() == b"x%d" % i
+    assert not (journal.parent / "manifest.json").exists()
+
+
+def test_delete_keeps_the_very_file_by_a_hard_link_then_unlinks(logdir, tmp_path):
+    p = logdir / "t-0" / "00000000000000000000.log"
+    p.write_bytes(b"data")
+    ino = p.stat().st_ino
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.delete(p, "retention")
+    stored = tmp_path / "q" / "S-retain" / "t-0" / "00000000000000000000.log"
+    assert stored.stat().st_ino == ino and stored.stat().st_nlink == 1 and not p.exists()
+    # the entry was written after the link and before the unlink
+    kinds = [j.split()[0] for j in ops.journal]
+    assert kinds.index("link") < kinds.index("append") < kinds.index("unlink")
+
+
+def test_across_file_systems_a_file_is_copied_through_a_partial_name(logdir, tmp_path):
+    p = logdir / "t-0" / "00000000000000000000.log"
+    p.write_bytes(b"data" * 1000)
+    os.utime(p, ns=(5_000_000_000, 5_000_000_000))
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    seen = []
+
+    def no_links(kind, path):
+        seen.append((kind, path.name))
+        if kind == "link":
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
+    ops.before = no_links
+    ops.delete(p, "retention")
+    folder = tmp_path / "q" / "S-retain"
+    stored = folder / "t-0" / "00000000000000000000.log"
+    assert stored.read_bytes() == b"data" * 1000 and stored.stat().st_mtime_ns == 5_000_000_000
+    assert not list(folder.rglob("*.partial")) and ("copy", stored.name) in seen
+    (e,) = _manifest(folder)[1:]
+    assert e["sha256"] == _sha(b"data" * 1000)
+    assert any(j.startswith("copy") for j in ops.journal)
+
+
+def test_write_atomic_keeps_what_it_overwrites(logdir, tmp_path):
+    p = logdir / "t-0" / "00000000000000000000.index"
+    p.write_bytes(b"old index")
+    q = Quarantine(tmp_path / "q", "recover", stamp="S")
+    FsOps(logdir, q).write_atomic(p, b"\1" * 8, preallocate=16)
+    folder = tmp_path / "q" / "S-recover"
+    (e,) = _manifest(folder)[1:]
+    assert e["kind"] == "overwritten" and (folder / e["stored"]).read_bytes() == b"old index"
+    assert (e["size"], e["sha256"]) == (9, _sha(b"old index"))
+    # the new content's preallocated zeros are counted, not hashed
+    assert (e["new_size"], e["new_sha256"], e["new_zeros"]) == (16, _sha(b"\1" * 8), 8)
+    assert e["tmp"] == str(p) + TMP_SUFFIX
+
+
+def test_write_atomic_of_identical_content_keeps_nothing(logdir, tmp_path):
+    p = logdir / "recovery-point-offset-checkpoint"
+    p.write_bytes(b"0\n0\n")
+    q = Quarantine(tmp_path / "q", "recover", stamp="S")
+    FsOps(logdir, q).write_atomic(p, b"0\n0\n")
+    (e,) = _manifest(tmp_path / "q" / "S-recover")[1:]
+    assert e["kind"] == "mtime" and "stored" not in e
+    assert sorted(os.listdir(tmp_path / "q" / "S-recover")) == ["manifest.jsonl"]
+
+
+def test_a_new_file_is_recorded_as_created_before_it_exists(logdir, tmp_path):
+    q = Quarantine(tmp_path / "q", "roll", stamp="S")
+    ops = FsOps(logdir, q)
+    folder = tmp_path / "q" / "S-roll"
+    p = logdir / "t-0" / "00000000000000000010.log.cleaned"
+    noted_when_opened = []
+
+    def opening(kind, path):
+        if path == p:
+            lines = (folder / "manifest.jsonl").read_text().splitlines()
+            noted_when_opened.append(any(json.loads(line).get("source") == str(p) for line in lines))
+    ops.before = opening
+    with ops.create(p) as f:
+        f.write(b"abc")
+    assert noted_when_opened == [True]
+    _, intent, done = _manifest(folder)
+    assert intent["id"] == done["id"] and intent["kind"] == done["kind"] == "created"
+    assert "new_sha256" not in intent and (done["new_size"], done["new_sha256"]) == (3, _sha(b"abc"))
+    ops.before = None
+    ops.write_atomic(logdir / "t-0" / "x.snapshot", b"snap")
+    e = _manifest(folder)[-1]
+    assert (e["kind"], e["new_sha256"], e["tmp"]) == ("created", _sha(b"snap"), str(logdir / "t-0" / "x.snapshot") + TMP_SUFFIX)
+
+
+def test_rename_records_the_moved_content_and_keeps_a_target_it_replaces(logdir, tmp_path):
+    d = logdir / "t-0"
+    q = Quarantine(tmp_path / "q", "compact", stamp="S")
+    ops = FsOps(logdir, q)
+    with ops.create(d / "a.cleaned") as f:
+        f.write(b"new")
+    (d / "a").write_bytes(b"old")
+    ops.rename(d / "a.cleaned", d / "a")
+    folder = tmp_path / "q" / "S-compact"
+    e = _manifest(folder)[-1]
+    assert (e["kind"], e["source"], e["target"]) == ("renamed", str(d / "a.cleaned"), str(d / "a"))
+    assert (e["new_size"], e["new_sha256"]) == (3, _sha(b"new"))
+    assert (folder / e["stored"]).read_bytes() == b"old" and e["sha256"] == _sha(b"old")
+
+
+def test_extend_and_set_mtime_record_what_they_change(logdir, tmp_path):
+    p = logdir / "t-0" / "00000000000000000000.timeindex"
+    p.write_bytes(b"\1" * 12)
+    os.utime(p, ns=(7_000_000_000, 7_000_000_000))
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "roll", stamp="S"))
+    ops.set_mtime(p, 9_000_000_000)
+    ops.extend(p, 120)
+    mt, ext = _manifest(tmp_path / "q" / "S-roll")[1:]
+    assert (ext["kind"], ext["size"], ext["new_size"], ext["mtime_ns"]) == ("extended", 12, 120, 9_000_000_000)
+    assert (mt["kind"], mt["mtime_ns"], mt["new_mtime_ns"]) == ("mtime", 7_000_000_000, 9_000_000_000)
+
+
+def test_without_a_quarantine_nothing_is_read_or_recorded(logdir):
+    p = logdir / "t-0" / "f"
+    p.write_bytes(b"old")
+    ops = FsOps(logdir, Quarantine(None, "retain"))
+    ops.write_atomic(p, b"new")
+    ops.truncate(p, 1, "cut")
+    ops.delete(p, "gone")
+    assert [e.kind for e in ops.quarantine.entries] == [EntryKind.CUT, EntryKind.REMOVED]
+    assert all(e.sha256 is None for e in ops.quarantine.entries)
+    assert not any("manifest" in j or j.startswith("link") for j in ops.journal)
+
+
+def test_processes_of_one_run_append_to_one_manifest(logdir, tmp_path):
+    """compact --jobs: forked workers note entries into the same folder at once."""
+    d = logdir / "t-0"
+    for i in range(40):
+        (d / f"{i:020d}.log").write_bytes(b"%d" % i)
+    q = Quarantine(tmp_path / "q", "compact", stamp="S")
+    pids = []
+    for half in (0, 1):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                ops = FsOps(logdir, Quarantine(q.root, q.op, q.stamp))
+                for i in range(half, 40, 2):
+                    ops.delete(d / f"{i:020d}.log", "cleaned")
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        assert os.waitpid(pid, 0)[1] == 0
+    header, *entries = _manifest(tmp_path / "q" / "S-compact")
+    assert header["op"] == "compact"
+    assert sorted(e["source"] for e in entries) == sorted(str(d / f"{i:020d}.log") for i in range(40))
+    assert len({e["id"] for e in entries}) == 40

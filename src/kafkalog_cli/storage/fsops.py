@@ -5,94 +5,48 @@ Crash safety (spec §13.8):
 - new content goes to `<name>.kafkalog-tmp` in the same directory, is fsynced, renamed over the
   final name, and the directory is fsynced; a crash leaves either the old or the new file, plus at
   worst a stray tmp file that `kafkalog recover` removes (Kafka ignores unknown suffixes);
-- what an operation removes (bytes cut from a segment, whole files) is first made durable in the
-  quarantine, and only then removed from the log dir.
+- what an operation removes or overwrites (bytes cut from a segment, whole files, the old content
+  of a file written anew) is first made durable in the quarantine, its entry appended to the
+  quarantine's journal, and only then is the log dir changed.
 
-Quarantine. A broker treats every subdirectory of a log dir as a partition, so nothing may be added
-inside it. The default is a sibling of the log dir, `<logdir>/../.kafkalog-quarantine/<logdir
-name>/<UTC time>-<op>/`: it is on the same file system (so removing a whole file is one atomic
-rename, no copy, no extra space), next to the data it came from, and outside every log dir.
-`--quarantine DIR` chooses another place; `--no-quarantine` really drops. Each run's folder has a
-`manifest.json`: for every entry what, from where, why, when, and the byte range for cut bytes.
+Quarantine (storage/quarantine.py has the model, the manifest and restore). The default is a
+sibling of the log dir, `<logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<op>/`: on the
+same file system, so a whole file is kept by one hard link (no copy, no extra space) before it
+leaves the log dir, and outside every log dir. Across file systems (`--quarantine DIR`) a file is
+copied to `<name>.partial`, fsynced and renamed. `--no-quarantine` really drops. Every change the
+op makes has its entry, files it creates included, so that `kafkalog quarantine restore` can
+undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`.
 """
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import errno
-import json
+import hashlib
+import itertools
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
-from kafkalog_cli.errors import UsageError, WriteError
+from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
+from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
+                                             Quarantine, QuarantineEntry, default_quarantine_root,
+                                             quarantine_root, utc_stamp)
+
+__all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarantine", "QuarantineEntry",
+           "TMP_SUFFIX", "default_quarantine_root", "quarantine_root", "utc_stamp"]
 
 TMP_SUFFIX = ".kafkalog-tmp"
-QUARANTINE_DIRNAME = ".kafkalog-quarantine"
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
+# a hard link into the quarantine is not possible: copy instead
+_NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
 
 
 class InjectedFault(BaseException):
     """Raised by the fault injector after step N. A BaseException, so no `except Exception` in
     the code under test can swallow it, just as nothing survives a SIGKILL."""
-
-
-def default_quarantine_root(log_dir: Path) -> Path:
-    # beside the real log dir (a symlinked one included): same file system, so a move is a rename
-    log_dir = Path(os.path.realpath(log_dir))
-    return log_dir.parent / QUARANTINE_DIRNAME / log_dir.name
-
-
-def quarantine_root(log_dir: Path, chosen: Path | None, no_quarantine: bool) -> Path | None:
-    """The quarantine root for `log_dir`: None with --no-quarantine, else --quarantine DIR or the
-    default. Never inside the log dir: a broker takes every directory there for a partition."""
-    if no_quarantine:
-        return None
-    if chosen is None:
-        return default_quarantine_root(log_dir)
-    real, real_dir = Path(os.path.realpath(chosen)), Path(os.path.realpath(log_dir))
-    if real == real_dir or real_dir in real.parents:
-        raise UsageError(f"--quarantine {chosen} is inside the log dir {log_dir}, where a broker would "
-                         f"take it for a partition; choose a place outside it")
-    return Path(chosen)
-
-
-def utc_stamp(now: _dt.datetime | None = None) -> str:
-    now = now or _dt.datetime.now(_dt.timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S.%fZ")
-
-
-@dataclass
-class QuarantineEntry:
-    what: str            # "file" or "bytes"
-    source: str          # path it came from
-    stored: str | None   # path in the quarantine (None with --no-quarantine or zero padding)
-    reason: str
-    when: str
-    start: int | None = None     # byte range of the source, for cut bytes
-    end: int | None = None
-
-
-@dataclass
-class Quarantine:
-    """Where removed data goes. `root=None` means --no-quarantine: removed data is dropped."""
-
-    root: Path | None
-    op: str
-    stamp: str = field(default_factory=utc_stamp)
-    entries: list[QuarantineEntry] = field(default_factory=list)
-
-    @property
-    def folder(self) -> Path | None:
-        return None if self.root is None else Path(self.root) / f"{self.stamp}-{self.op}"
-
-    def manifest(self) -> dict:
-        return {"version": 1, "op": self.op, "created": self.stamp,
-                "entries": [asdict(e) for e in self.entries]}
 
 
 def _fsync_path(path: Path, directory: bool = False) -> None:
@@ -120,7 +74,10 @@ class FsOps:
         # tests: called before each system call with (kind, path); may raise OSError (EROFS...)
         self.before: Callable[[str, Path], None] | None = None
         self.steps = 0
-        self.journal: list[str] = []
+        self.journal: list[str] = []            # the steps' descriptions
+        self._written: dict[str, tuple[int, str]] = {}   # (size, sha256) of what this op wrote, by path
+        self._ids = itertools.count(1)
+        self._manifest: Path | None = None      # the quarantine's manifest, once it exists
 
     # -- the choke point ---------------------------------------------------------------------
     def step(self, description: str) -> None:
@@ -156,9 +113,11 @@ class FsOps:
     def write_atomic(self, path: Path, data: bytes, mtime_ns: int | None = None,
                      preallocate: int | None = None) -> None:
         """tmp in the same dir, fsync, (mtime), rename over `path`, fsync the dir.
-        `preallocate` extends the file with zeros to that length, as Kafka's index setLength."""
+        `preallocate` extends the file with zeros to that length, as Kafka's index setLength.
+        The file it replaces (unless identical) is kept in the quarantine first."""
         path = Path(path)
         tmp = path.with_name(path.name + TMP_SUFFIX)
+        new = self._keep_overwritten(path, tmp, data, preallocate) if self._keeping() else None
         try:
             self._pre("write", tmp)
             with open(tmp, "wb") as f:
@@ -181,13 +140,23 @@ class FsOps:
             raise self._error(e, path, "rename") from None
         self.step(f"rename {tmp} -> {path}")
         self.fsync_dir(path.parent)
+        if new is not None:
+            self._written[_key(path)] = new
 
     @contextlib.contextmanager
     def create(self, path: Path) -> Iterator[BinaryIO]:
         """A new file written as a stream (a `.cleaned` segment): fsynced when the body ends, then
         one step. An error removes the partial file (nothing refers to it yet) and is a
-        WriteError naming it; a crash (InjectedFault, SIGKILL) leaves it, as a crash would."""
+        WriteError naming it; a crash (InjectedFault, SIGKILL) leaves it, as a crash would.
+        With a quarantine, its entry is written before the file (a kill leaves an entry for the
+        partial file) and completed with its size and sha256 after."""
         path = Path(path)
+        entry = None
+        if self._keeping():
+            if os.path.lexists(path):
+                self.delete(path, "written over by a new file")
+            entry = self._entry(EntryKind.CREATED, path, "")
+            self._note(entry)
         try:
             self._pre("write", path)
             f = open(path, "wb")
@@ -204,19 +173,17 @@ class FsOps:
                 raise self._error(e, Path(e.filename or path), "write") from None
             raise
         self.step(f"write {path}")
+        if entry is not None:
+            entry.new_size, entry.new_sha256 = self._hash(path)
+            self._append_entry(entry)
+            self._written[_key(path)] = (entry.new_size, entry.new_sha256)
 
     def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
         """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
         with self.create(dst) as fo, open(src, "rb") as fi:
             for start, end in ranges:
                 fi.seek(start)
-                remaining = end - start
-                while remaining:
-                    chunk = fi.read(min(_COPY_CHUNK, remaining))
-                    if not chunk:
-                        break
-                    fo.write(chunk)
-                    remaining -= len(chunk)
+                _copy_stream(fi, fo, end - start)
 
     def replace_segments(self, cleaned: list[Path], old: list[tuple[Path, str]]) -> None:
         """LocalLog.replaceSegments: every new file `<name>.cleaned` -> `<name>.swap`, the old
@@ -254,7 +221,10 @@ class FsOps:
             raise self._error(e, Path(directory), "write in") from None
 
     def rename(self, src: Path, dst: Path) -> None:
-        """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted)."""
+        """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
+        A file it replaces is kept in the quarantine first."""
+        src, dst = Path(src), Path(dst)
+        moved = self._keep_renamed(src, dst) if self._keeping() else None
         try:
             self._pre("rename", src)
             os.rename(src, dst)
@@ -262,8 +232,13 @@ class FsOps:
             raise self._error(e, Path(src), "rename") from None
         self.step(f"rename {src} -> {dst}")
         self.fsync_dir(Path(dst).parent)
+        if moved is not None:
+            self._written[_key(dst)] = moved
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
+        if self._keeping() and _key(path) not in self._written:
+            st = self._stat(path, "set the time of")
+            self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns, new_mtime_ns=mtime_ns))
         try:
             os.utime(path, ns=(mtime_ns, mtime_ns))
         except OSError as e:
@@ -274,13 +249,10 @@ class FsOps:
         """Cut `path` to `size` bytes; the cut bytes go to the quarantine first (all-zero padding,
         such as a preallocated index's, is only noted)."""
         path = Path(path)
-        try:
-            st = os.stat(path)
-        except OSError as e:
-            raise self._error(e, path, "stat") from None
+        st = self._stat(path, "stat")
         if st.st_size <= size:
             return
-        self._quarantine_bytes(path, size, st.st_size, reason)
+        self._keep_bytes(path, size, st, reason)
         try:
             self._pre("truncate", path)
             os.truncate(path, size)
@@ -297,6 +269,12 @@ class FsOps:
 
     def extend(self, path: Path, size: int) -> None:
         """setLength to a larger size (zeros), e.g. an index resized for the active segment."""
+        if self._keeping():
+            st = self._stat(path, "extend")
+            if st.st_size < size:
+                self._written.pop(_key(path), None)
+                self._note(self._entry(EntryKind.EXTENDED, path, "", size=st.st_size, new_size=size,
+                                       mtime_ns=st.st_mtime_ns))
         try:
             os.truncate(path, size)
         except OSError as e:
@@ -304,12 +282,11 @@ class FsOps:
         self.step(f"extend {path} to {size}")
 
     def delete(self, path: Path, reason: str) -> None:
-        """Remove a file: moved into the quarantine (one rename on the same file system, else a
-        durable copy first), or dropped with --no-quarantine."""
+        """Remove a file: kept in the quarantine first (a hard link on the same file system, else
+        a durable copy), its entry written, then unlinked; or dropped with --no-quarantine."""
         path = Path(path)
-        q = self.quarantine
-        if q is None or q.folder is None:
-            self._note(QuarantineEntry("file", str(path), None, reason, utc_stamp()))
+        if not self._keeping():
+            self._note(self._entry(EntryKind.REMOVED, path, reason))
             try:
                 self._pre("unlink", path)
                 os.unlink(path)
@@ -320,114 +297,342 @@ class FsOps:
             self.step(f"unlink {path}")
             self.fsync_dir(path.parent)
             return
-        target = self._quarantine_target(path)
-        self._note(QuarantineEntry("file", str(path), str(target), reason, utc_stamp()))
+        target, stored = self._quarantine_target(path)
+        size, sha = self._keep_whole(path, target, self._written.pop(_key(path), None))
+        self._note(self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha))
         try:
-            self._pre("rename", path)
-            os.rename(path, target)
-            self.step(f"rename {path} -> {target}")
+            self._pre("unlink", path)
+            os.unlink(path)
         except OSError as e:
-            if e.errno != errno.EXDEV:
-                raise self._error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
-            self._copy_range(path, target, 0, None)
-            try:
-                os.unlink(path)
-            except OSError as e2:
-                raise self._error(e2, path, "delete") from None
-            self.step(f"unlink {path}")
-        self.fsync_dir(target.parent)
+            raise self._error(e, path, "delete") from None
+        self.step(f"unlink {path}")
         self.fsync_dir(path.parent)
 
-    # -- quarantine --------------------------------------------------------------------------
-    def _quarantine_target(self, path: Path) -> Path:
-        folder = self.quarantine.folder
+    # -- restore and prune (storage/quarantine.py plans them) ------------------------------------
+    def put_back(self, stored: Path, path: Path) -> None:
+        """A kept file back at `path`, replacing what is there: one rename out of the quarantine,
+        or across file systems a copy to `<path>.kafkalog-tmp`, fsynced and renamed over it."""
+        stored, path = Path(stored), Path(path)
         try:
-            rel = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.base_dir))
-        except ValueError:
-            rel = Path(Path(path).parent.name) / Path(path).name
-        target = folder / rel
-        n = 1
-        while target.exists():
-            target = folder / rel.parent / f"{rel.name}.{n}"
-            n += 1
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
+            self._pre("rename", stored)
+            os.rename(stored, path)
         except OSError as e:
-            raise self._error(e, target.parent, "create the quarantine") from None
-        return target
+            if e.errno != errno.EXDEV:
+                raise self._error(e, path, "put back") from None
+            self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
+        else:
+            self.step(f"rename {stored} -> {path}")
+        self.fsync_dir(path.parent)
 
-    def _quarantine_bytes(self, path: Path, start: int, end: int, reason: str) -> None:
-        if _all_zero(path, start, end):
-            self._note(QuarantineEntry("zeros", str(path), None, reason, utc_stamp(), start, end))
-            return
-        q = self.quarantine
-        if q is None or q.folder is None:
-            self._note(QuarantineEntry("bytes", str(path), None, reason, utc_stamp(), start, end))
-            return
-        target = self._quarantine_target(path.with_name(f"{path.name}.bytes-{start}-{end}"))
-        self._note(QuarantineEntry("bytes", str(path), str(target), reason, utc_stamp(), start, end))
-        self._copy_range(path, target, start, end)
-        self.fsync_dir(target.parent)
-
-    def _copy_range(self, src: Path, dst: Path, start: int, end: int | None) -> None:
+    def append_bytes(self, path: Path, src: Path | None, length: int) -> None:
+        """The first `length` bytes of `src` (zeros when None) appended to `path`, fsynced: the
+        inverse of a cut."""
+        path = Path(path)
         try:
-            self._pre("copy", dst)
-            with open(src, "rb") as fi, open(dst, "wb") as fo:
-                fi.seek(start)
-                remaining = None if end is None else end - start
-                while remaining is None or remaining > 0:
-                    chunk = fi.read(_COPY_CHUNK if remaining is None else min(_COPY_CHUNK, remaining))
-                    if not chunk:
-                        break
-                    fo.write(chunk)
-                    if remaining is not None:
-                        remaining -= len(chunk)
+            self._pre("write", path)
+            with open(path, "r+b") as fo:
+                end = fo.seek(0, os.SEEK_END)
+                if src is None:
+                    fo.truncate(end + length)
+                else:
+                    with open(src, "rb") as fi:
+                        _copy_stream(fi, fo, length)
                 fo.flush()
                 os.fsync(fo.fileno())
-            shutil.copystat(src, dst)
         except OSError as e:
-            _unlink_quietly(dst)
+            raise self._error(e, path, "append to") from None
+        self.step(f"append {length} bytes to {path}")
+
+    def append_line(self, path: Path, line: bytes) -> None:
+        """One record appended to a journal and fdatasynced (O_APPEND: whole lines, even from
+        several processes at once); a new journal's directory entry is fsynced too."""
+        path = Path(path)
+        new = not os.path.exists(path)
+        try:
+            self._pre("write", path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                if os.write(fd, line) != len(line):
+                    raise OSError(errno.ENOSPC, "short write", str(path))
+                os.fdatasync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise self._error(e, path, "write") from None
+        self.step(f"append {path}")
+        if new:
+            self.fsync_dir(path.parent)
+
+    def remove_tree(self, folder: Path) -> None:
+        """A quarantine folder removed (prune): renamed aside first, so that a kill leaves either
+        the whole folder or a `.<name>.kafkalog-pruning` that the next prune removes."""
+        folder = Path(folder)
+        aside = folder
+        try:
+            if not folder.name.endswith(PRUNING_SUFFIX):
+                aside = folder.with_name(f".{folder.name}{PRUNING_SUFFIX}")
+                self._pre("rename", folder)
+                os.rename(folder, aside)
+                self.step(f"rename {folder} -> {aside}")
+            self._pre("rmtree", aside)
+            shutil.rmtree(aside)
+        except OSError as e:
+            raise self._error(e, Path(getattr(e, "filename", None) or folder), "remove") from None
+        self.step(f"rmtree {aside}")
+        self.fsync_dir(folder.parent)
+
+    # -- quarantine --------------------------------------------------------------------------
+    def _keeping(self) -> bool:
+        q = self.quarantine
+        return q is not None and q.root is not None
+
+    def _entry(self, kind: EntryKind, path: Path, reason: str, **facts) -> QuarantineEntry:
+        return QuarantineEntry(kind, os.path.abspath(path), reason, utc_stamp(), id=f"{os.getpid()}-{next(self._ids)}",
+                               log_dir=os.path.abspath(self.base_dir), **facts)
+
+    def _quarantine_target(self, path: Path) -> tuple[Path, str]:
+        """Where `path` is kept: its path relative to the log dir, inside the folder (`.1`, `.2`...
+        when that name is taken), the directories made: (target, its name relative to the folder)."""
+        path = os.path.abspath(path)
+        base = os.path.abspath(self.base_dir)
+        if os.path.commonpath([path, base]) == base and path != base:
+            rel = os.path.relpath(path, base)
+        else:
+            rel = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+        folder = str(self.quarantine.folder)
+        name, n = rel, 1
+        while os.path.lexists(os.path.join(folder, name)) or os.path.lexists(os.path.join(folder, name + PARTIAL_SUFFIX)):
+            name = f"{rel}.{n}"
+            n += 1
+        target = Path(folder, name)
+        self._make_dirs(target.parent)
+        return target, name
+
+    def _make_dirs(self, directory: Path) -> None:
+        """mkdir -p, each new directory's entry fsynced in its parent."""
+        missing = []
+        d = Path(directory)
+        while not d.is_dir():
+            missing.append(d)
+            d = d.parent
+        try:
+            for d in reversed(missing):
+                self._pre("mkdir", d)
+                d.mkdir(exist_ok=True)
+                _fsync_path(d.parent, directory=True)
+        except OSError as e:
+            raise self._error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
+
+    def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
+        """`path` kept at `target`, durable: (size, sha256) of what is kept."""
+        try:
+            self._pre("link", target)
+            os.link(path, target, follow_symlinks=False)
+        except OSError as e:
+            if e.errno not in _NO_LINK:
+                raise self._error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
+            kept = self._copy_range(path, target, 0, None)
+        else:
+            self.step(f"link {path} -> {target}")
+            kept = known or self._hash(target)
+        self.fsync_dir(target.parent)
+        return kept
+
+    def _keep_bytes(self, path: Path, start: int, st: os.stat_result, reason: str) -> None:
+        end = st.st_size
+        self._written.pop(_key(path), None)
+        facts = dict(start=start, end=end, size=end - start)
+        if not self._keeping():
+            self._note(self._entry(EntryKind.CUT, path, reason, **facts))
+            return
+        zeros, sha = _scan(path, start, end)
+        facts.update(sha256=sha, mtime_ns=st.st_mtime_ns)
+        if zeros:
+            self._note(self._entry(EntryKind.CUT, path, reason, zeros=True, **facts))
+            return
+        target, stored = self._quarantine_target(path.with_name(f"{path.name}.bytes-{start}-{end}"))
+        _, facts["sha256"] = self._copy_range(path, target, start, end)
+        self.fsync_dir(target.parent)
+        self._note(self._entry(EntryKind.CUT, path, reason, stored=stored, **facts))
+
+    def _keep_overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None:
+        """write_atomic's entry: the old file kept (unless identical), or the new file noted as
+        created. The new content's sha256 covers `data`; its zero padding (an index's
+        preallocation) is only counted, not hashed. Returns (size, sha256) of the new file when
+        it has no padding (what a later rename or delete of it can reuse)."""
+        zeros = max((preallocate or 0) - len(data), 0)
+        size, sha = len(data) + zeros, hashlib.sha256(data).hexdigest()
+        new = dict(new_size=size, new_sha256=sha, new_zeros=zeros or None, tmp=os.path.abspath(tmp))
+        if os.path.lexists(tmp):
+            self.delete(tmp, "a leftover temporary file, written over")
+        self._written.pop(_key(path), None)
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            self._note(self._entry(EntryKind.CREATED, path, "", **new))
+            return None if zeros else (size, sha)
+        except OSError as e:
+            raise self._error(e, path, "stat") from None
+        try:
+            old_size, old_sha, same = _compare_file(path, data, size)
+        except OSError as e:
+            raise self._error(e, path, "read") from None
+        if same:      # the same bytes: only the file's time changes
+            self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns))
+        else:
+            target, stored = self._quarantine_target(path)
+            self._keep_whole(path, target, (old_size, old_sha))
+            self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old_size, sha256=old_sha, **new))
+        return None if zeros else (size, sha)
+
+    def _keep_renamed(self, src: Path, dst: Path) -> tuple[int, str]:
+        """rename's entry (a target it replaces kept first): (size, sha256) of the moved file."""
+        moved = self._written.pop(_key(src), None) or self._hash(src)
+        facts = {}
+        if os.path.lexists(dst):
+            target, stored = self._quarantine_target(dst)
+            size, sha = self._keep_whole(dst, target, self._written.pop(_key(dst), None))
+            facts = dict(stored=stored, size=size, sha256=sha)
+        self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=moved[0],
+                               new_sha256=moved[1], **facts))
+        return moved
+
+    def _copy_range(self, src: Path, dst: Path, start: int, end: int | None,
+                    partial: Path | None = None) -> tuple[int, str]:
+        """[start, end) of `src` (to its end when None) copied to `partial` (`<dst>.partial`),
+        fsynced, renamed to `dst`: (size, sha256) of the copy."""
+        partial = partial or dst.with_name(dst.name + PARTIAL_SUFFIX)
+        h = hashlib.sha256()
+        try:
+            self._pre("copy", dst)
+            with open(src, "rb") as fi, open(partial, "wb") as fo:
+                fi.seek(start)
+                size = _copy_stream(fi, fo, None if end is None else end - start, h)
+                fo.flush()
+                os.fsync(fo.fileno())
+            shutil.copystat(src, partial)
+            os.rename(partial, dst)
+        except OSError as e:
+            _unlink_quietly(partial)
             raise self._error(e, dst, "write to the quarantine") from None
         self.step(f"copy {src}[{start}:{end}] -> {dst}")
+        return size, h.hexdigest()
+
+    def _hash(self, path: Path) -> tuple[int, str]:
+        try:
+            return _hash_file(path)
+        except OSError as e:
+            raise self._error(e, Path(path), "read") from None
+
+    def _stat(self, path: Path, doing: str) -> os.stat_result:
+        try:
+            return os.stat(path)
+        except OSError as e:
+            raise self._error(e, Path(path), doing) from None
 
     def prepare_quarantine(self) -> None:
         """Create the quarantine folder and its manifest now, so that an unwritable or full
         quarantine is found before the log dir is touched."""
-        self._write_manifest()
+        if self._keeping():
+            self._open_manifest()
 
     def _note(self, entry: QuarantineEntry) -> None:
-        """Record the entry, and make the manifest durable before the data moves."""
+        """Record an entry: in memory (for the report) and, with a quarantine folder, as one
+        fsynced line of its manifest, before the change it describes is made."""
         if self.quarantine is None:
             return
         self.quarantine.entries.append(entry)
-        self._write_manifest()
+        if self._keeping():
+            self._append_entry(entry)
 
-    def _write_manifest(self) -> None:
-        """The quarantine folder (created if need be) and its manifest, written atomically."""
-        q = self.quarantine
-        if q is None or q.folder is None:
+    def _append_entry(self, entry: QuarantineEntry) -> None:
+        self._open_manifest()
+        self.append_line(self._manifest, entry.line())
+
+    def _open_manifest(self) -> None:
+        """The quarantine folder and its manifest's header line, once (another process of the same
+        run may have written them: the manifest is created exclusively)."""
+        if self._manifest is not None:
             return
+        q = self.quarantine
+        self._make_dirs(q.folder)
         try:
-            self._pre("mkdir", q.folder)
-            q.folder.mkdir(parents=True, exist_ok=True)
+            self._pre("write", q.journal)
+            fd = os.open(q.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            fd = None
         except OSError as e:
-            raise self._error(e, q.folder, "create the quarantine") from None
-        self.write_atomic(q.folder / "manifest.json",
-                          (json.dumps(q.manifest(), indent=2) + "\n").encode())
+            raise self._error(e, q.journal, "create the quarantine") from None
+        if fd is not None:
+            try:
+                os.write(fd, q.header(self.base_dir))
+                os.fsync(fd)
+            except OSError as e:
+                raise self._error(e, q.journal, "write to the quarantine") from None
+            finally:
+                os.close(fd)
+            self.step(f"write {q.journal}")
+            self.fsync_dir(q.folder)
+        self._manifest = q.journal
 
 
-def _all_zero(path: Path, start: int, end: int) -> bool:
+def _key(path: Path) -> str:
+    return os.path.abspath(path)
+
+
+def _copy_stream(fi: BinaryIO, fo: BinaryIO, length: int | None, h=None) -> int:
+    """Up to `length` bytes (all when None) from `fi` to `fo`: the bytes copied."""
+    done = 0
+    while length is None or done < length:
+        chunk = fi.read(_COPY_CHUNK if length is None else min(_COPY_CHUNK, length - done))
+        if not chunk:
+            break
+        fo.write(chunk)
+        if h is not None:
+            h.update(chunk)
+        done += len(chunk)
+    return done
+
+
+def _hash_file(path: Path) -> tuple[int, str]:
+    h = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_COPY_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+    return size, h.hexdigest()
+
+
+def _compare_file(path: Path, data: bytes, size: int) -> tuple[int, str, bool]:
+    """(size, sha256) of `path`, and whether it holds `data` then zeros up to `size`: one read."""
+    h = hashlib.sha256()
+    n, same = 0, True
+    with open(path, "rb") as f:
+        while chunk := f.read(_COPY_CHUNK):
+            h.update(chunk)
+            if same:
+                want = data[n:n + len(chunk)]
+                same = chunk.startswith(want) and chunk.count(0, len(want)) == len(chunk) - len(want)
+            n += len(chunk)
+    return n, h.hexdigest(), same and n == size
+
+
+def _scan(path: Path, start: int, end: int) -> tuple[bool, str]:
+    """(all zero?, sha256) of [start, end) of `path`."""
+    h = hashlib.sha256()
+    zeros = True
     with open(path, "rb") as f:
         f.seek(start)
         remaining = end - start
         while remaining > 0:
             chunk = f.read(min(_COPY_CHUNK, remaining))
             if not chunk:
-                return True
-            if chunk.count(0) != len(chunk):
-                return False
+                break
+            h.update(chunk)
+            zeros = zeros and chunk.count(0) == len(chunk)
             remaining -= len(chunk)
-    return True
+    return zeros, h.hexdigest()
 
 
 def _unlink_quietly(path: Path) -> None:
