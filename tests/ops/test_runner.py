@@ -1,7 +1,6 @@
 """ops.runner.run_log_dir: lock, plan, apply, report, for one log dir and any mutating op."""
 from __future__ import annotations
 
-import json
 import pickle
 import subprocess
 import sys
@@ -13,6 +12,7 @@ import pytest
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.errors import LockedError
 from kafkalog_cli.ops import compact, recover, retain, roll
+from kafkalog_cli.storage.quarantine import QuarantineFolder
 from kafkalog_cli.ops.runner import ConfigSources, Operation, Outcome, run_log_dir
 from tests.ops.compact_helpers import FIXTURES as COMPACT_FIXTURES, records_of, restore
 from tests.ops.conftest import copy_case, tree_state
@@ -99,7 +99,7 @@ def test_apply_reports_each_change_and_keeps_removed_data_in_a_quarantine_named_
     assert out.report["partitions"]["rec-none-0"]["log_end_offset"] == 794
     folder = Path(out.quarantine)
     assert out.quarantine == out.report["quarantine"] and folder.parent == tmp_path / "q"
-    assert folder.name.endswith("-recover") and json.loads((folder / "manifest.json").read_text())["op"] == "recover"
+    assert folder.name.endswith("-recover") and QuarantineFolder.open(folder).op == "recover"
 
 
 def test_nothing_due_changes_nothing_and_keeps_nothing(tmp_path):
