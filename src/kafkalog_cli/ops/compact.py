@@ -20,7 +20,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,7 @@ from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACT
 from kafkalog_cli.ops.plan import Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
+from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
@@ -424,9 +423,9 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
 #
 # Within the run, each partition's own files are touched by one process only. What the
 # partitions share, the log dir's checkpoint files (cleaner-offset-checkpoint; retention's
-# log-start and recovery-point checkpoints) and the quarantine's manifest.json, is read, changed
-# and rewritten under one multiprocessing RLock, the manifest merged with what the other workers
-# wrote. Workers are forked (they inherit the job, the resolver and the lock without pickling);
+# log-start and recovery-point checkpoints), is read, changed and rewritten under one
+# multiprocessing RLock; the quarantine's manifest.jsonl takes whole appended lines from every
+# worker. Workers are forked (they inherit the job, the resolver and the lock without pickling);
 # results come back in input order. A partition that fails (a KafkalogError) does not stop the
 # others, with one process or many: the first error in input order is raised once all are done,
 # so output, exit code and the files left are the same whatever --jobs is.
@@ -459,7 +458,7 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
                 futures = [pool.submit(_worker, i) for i in range(len(items))]
                 results = [f.result() for f in futures]
         except BrokenProcessPool:
-            if fsops is not None and fsops._fault_exits:
+            if fsops is not None and fsops.fault_exits:
                 os._exit(137)        # a worker died at an injected fault (KAFKALOG_FAULT_AFTER)
             raise
         finally:
@@ -481,7 +480,7 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
 
 def _worker(i: int):
     items, job, parent, map_jobs, lock = _JOB
-    wfs = None if parent is None else _WorkerFsOps(parent, lock)
+    wfs = None if parent is None else parent.for_worker(lock)
     try:
         value, err = job(items[i], wfs, map_jobs), None
     except KafkalogError as e:
@@ -489,36 +488,6 @@ def _worker(i: int):
     if wfs is None:
         return value, err, 0, []
     return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else [])
-
-
-class _WorkerFsOps(FsOps):
-    """A worker's FsOps: the parent's settings, its own step count, and `shared`: the lock
-    around the log dir's shared files. The quarantine manifest is rewritten, under that lock,
-    as what is on disk (every worker's entries so far) plus the new entry."""
-
-    def __init__(self, parent: FsOps, lock):
-        q = parent.quarantine
-        super().__init__(parent.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp),
-                         fault_after=parent.fault_after)
-        self._fault_exits = parent._fault_exits
-        self.before = parent.before
-        self.shared = lock
-
-    def _note(self, entry: QuarantineEntry) -> None:
-        q = self.quarantine
-        if q is None or q.folder is None:
-            return super()._note(entry)
-        with self.shared:
-            mine = q.entries
-            try:
-                on_disk = json.loads((q.folder / "manifest.json").read_text())["entries"]
-                q.entries = [QuarantineEntry(**e) for e in on_disk]
-            except FileNotFoundError:
-                q.entries = []
-            try:
-                super()._note(entry)
-            finally:
-                q.entries = mine + [entry]
 
 
 def _log_dir_files(fsops: FsOps | None):

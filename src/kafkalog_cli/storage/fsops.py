@@ -79,6 +79,22 @@ class FsOps:
         self._ids = itertools.count(1)
         self._manifest: Path | None = None      # the quarantine's manifest, once it exists
 
+    @property
+    def fault_exits(self) -> bool:
+        """An injected fault (KAFKALOG_FAULT_AFTER) ends the process, as a SIGKILL would."""
+        return self._fault_exits
+
+    def for_worker(self, shared) -> "FsOps":
+        """A forked worker's FsOps: the same log dir, quarantine folder (whose manifest.jsonl every
+        worker appends whole lines to), fault injection and test hook, and its own step count.
+        `shared`: the lock around the log dir's shared files (checkpoints)."""
+        q = self.quarantine
+        w = FsOps(self.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp), fault_after=self.fault_after)
+        w._fault_exits = self._fault_exits
+        w.before = self.before
+        w.shared = shared
+        return w
+
     # -- the choke point ---------------------------------------------------------------------
     def step(self, description: str) -> None:
         """Called right after every single file-system step has completed."""
