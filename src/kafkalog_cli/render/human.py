@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkalog_cli.ops.plan import ActionKind
 
 if TYPE_CHECKING:       # importing ops.compact (the cleaner) would slow every command's start
     from kafkalog_cli.ops.compact import CompactPlan
@@ -15,6 +14,8 @@ if TYPE_CHECKING:       # importing ops.compact (the cleaner) would slow every c
 
 # ------------------------------------------------------------------------------ plans
 def action(a: Action) -> str:
+    from kafkalog_cli.ops.plan import ActionKind   # here, not at import: verify-crc starts faster
+
     k = a.kind
     if k == ActionKind.RENAME:
         what = f"rename {a.path} -> {a.target.name}"

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.storage import checkpoints, names
+from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 
 if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
@@ -36,6 +36,8 @@ class OffsetCheckpoint:
     def read(cls, path: Path, strict: bool) -> "OffsetCheckpoint":
         """Strictly, a damaged file raises CheckpointError; leniently it has no entry, as a
         broker starting afresh would take it."""
+        from kafkalog_cli.storage import checkpoints   # here: verify-crc walks dirs without them
+
         if not path.exists():
             return cls(path)
         if strict:
