@@ -220,7 +220,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan
         cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
         actions: list[Action] = []
         try:
-            partition = Partition.open(d, roots.for_partition(tp))
+            partition = Partition.open(d, roots.for_partition(tp), tp)
             summary, result = _plan_partition(partition, cfg, opts, actions)
         except KafkalogError as e:
             p.partitions[d.name] = _summary(d.name, tp, status="error", detail=str(e),

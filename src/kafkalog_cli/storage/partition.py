@@ -43,8 +43,11 @@ class Partition:
     checkpoints: PartitionCheckpoints = field(default_factory=PartitionCheckpoints)
 
     @classmethod
-    def open(cls, directory: Path | str, checkpoints: PartitionCheckpoints | None = None) -> "Partition":
-        directory = Path(directory)
+    def open(cls, directory: Path | str, checkpoints: PartitionCheckpoints | None = None,
+             topic_partition: TopicPartition | None = None) -> "Partition":
+        """`topic_partition`: the directory name's, when the caller has parsed it already."""
+        if not isinstance(directory, Path):
+            directory = Path(directory)
         try:
             entries = os.listdir(directory)
         except (NotADirectoryError, FileNotFoundError):
@@ -77,7 +80,7 @@ class Partition:
         bases.sort()
         last = len(bases) - 1
         segments = [Segment(directory, b, is_active=i == last) for i, b in enumerate(bases)]
-        return cls(directory, parse_partition_dir(directory.name), segments, snapshots, index_files,
+        return cls(directory, topic_partition or parse_partition_dir(directory.name), segments, snapshots, index_files,
                    sorted(temp_files), sorted(leftovers), checkpoints or PartitionCheckpoints())
 
     @property

@@ -7,7 +7,6 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
@@ -129,6 +128,7 @@ class Segment:
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
+    _largest: tuple[int, bool] | None = field(default=None, repr=False)
 
     @classmethod
     def from_log_path(cls, path: Path | str) -> "Segment":
@@ -335,17 +335,18 @@ class Segment:
     def empty(self) -> bool:
         return self.tail().next_offset == self.base_offset if self.is_active else self.size == 0
 
-    # -- LogSegment.largestTimestamp (asked several times by retention: read once)
-    @cached_property
+    # -- LogSegment.largestTimestamp (asked several times by retention: read once; not a
+    #    cached_property, whose lock costs more than the lookup on Python 3.11)
+    @property
     def largest_timestamp_and_source(self) -> tuple[int, bool]:
         """(largest_timestamp, largest_timestamp_from_mtime)."""
-        entry = self.last_time_index_entry()
-        ts = entry[0] if entry else -1
-        if self.is_active:
-            ts = max(ts, self.tail().max_timestamp)
-        if ts >= 0:
-            return ts, False
-        return self.last_modified_ms, True
+        if self._largest is None:
+            entry = self.last_time_index_entry()
+            ts = entry[0] if entry else -1
+            if self.is_active:
+                ts = max(ts, self.tail().max_timestamp)
+            self._largest = (ts, False) if ts >= 0 else (self.last_modified_ms, True)
+        return self._largest
 
     @property
     def largest_timestamp(self) -> int:
