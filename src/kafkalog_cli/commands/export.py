@@ -44,7 +44,13 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     """
     check_engine(engine, master)
     _check_pyarrow()
+    from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.spark.export import ExportOptions, export
+    from kafkalog_cli.storage.logdir import left_out_of
+
+    note = note_left_out("not exported")
+    for d, kind in left_out_of(paths):
+        note(d, kind)
 
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
                          include_headers=not no_headers)

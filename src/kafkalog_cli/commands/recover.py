@@ -9,7 +9,8 @@ from kafkalog_cli.commands.options import (config_options, dry_run_option, forma
                                            now_or_clock, print_outcomes, quarantine_options)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.commands.common import note_left_out
+from kafkalog_cli.storage.logdir import LOADED, select_partition_dirs
 from kafkalog_cli.render import human
 
 
@@ -39,7 +40,11 @@ def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
     read back. Move it out of the log dir first."""
-    groups = partition_dirs_for(paths)
+    selection = select_partition_dirs(paths, LOADED)
+    note = note_left_out("left untouched")
+    for d, kind in selection.left_out:
+        note(d, kind)
+    groups = selection.groups
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now_or_clock(now_ms))
