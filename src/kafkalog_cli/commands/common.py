@@ -94,3 +94,15 @@ def note_left_out(did: str):
     def note(directory, kind) -> None:
         click.echo(f"kafkalog: note: {one_line(str(directory))}: {_LEFT_OUT[kind.value]}: {did}", err=True)
     return note
+
+
+def partition_groups(paths, kinds=None) -> dict:
+    """What a command that changes log dirs acts on, {log dir: [partition dirs]}: those of
+    `kinds` (by default live ones only), with a note for every partition dir left untouched."""
+    from kafkalog_cli.storage.logdir import select_partition_dirs
+
+    selection = select_partition_dirs(paths) if kinds is None else select_partition_dirs(paths, kinds)
+    note = note_left_out("left untouched")
+    for d, kind in selection.left_out:
+        note(d, kind)
+    return selection.groups

@@ -53,7 +53,18 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
 
     In the default --format kafka the output is byte for byte what kafka-dump-log 3.3.1 prints;
     where Kafka would die with a stack trace, one line on stderr says why, with the file and
-    byte position, and the exit code is non-zero.
+    byte position, and the exit code is non-zero. --format json stops at the same files, with the
+    same line and exit code.
+
+    A log dir stands for the logs a broker loads: live and -future partition dirs; a -delete or
+    -stray dir is not read (a note on stderr says so). A dir that is neither a log dir nor a
+    partition dir is exit 4.
+
+    \b
+    Exit codes: 0 done; 2 usage; 3 corrupt input where kafka-dump-log would die (a corrupt size
+    field, a .log not named after an offset), after what it printed; 4 a missing or
+    unreadable path, a FIFO, directory or dangling symlink in a file's place, a file name
+    without a suffix, or a directory that is not a log dir or partition dir.
 
     \b
     Examples:

@@ -33,7 +33,13 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     producer_epoch, is_transactional, is_control (crc and is_valid for legacy records, control
     for transaction markers) and segment; in Parquet, topic and partition are the directories.
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
-    renamed into place when complete.
+    renamed into place when complete. A log dir's -delete and -stray partition dirs are not
+    exported (a note on stderr); -future ones are, as the logs a broker loads.
+
+    \b
+    Exit codes: 0 exported; 2 usage; 3 a corrupt segment (nothing is written); 4 a path that is
+    missing or not a log dir, partition dir or segment, OUT existing without --overwrite, or
+    pyspark, pyarrow or Java missing; 6 the output could not be written.
 
     \b
     Examples:
