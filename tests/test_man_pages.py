@@ -33,3 +33,53 @@ def test_every_option_of_a_command_is_in_its_man_page(name):
     for param in cmd.params:
         if isinstance(param, click.Option) and "--help" not in param.opts:
             assert any(o in text for o in param.opts), f"{name}: {param.opts} not in {page.name}"
+
+
+# The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
+EXIT_CODES = {
+    "dump-log": (0, 2, 3, 4),
+    "dump-index": (0, 2, 3, 4),
+    "verify-crc": (0, 1, 2, 4),
+    "export": (0, 2, 3, 4, 6),
+    "recover": (0, 2, 3, 4, 5, 6),
+    "roll": (0, 2, 3, 4, 5, 6),
+    "retain": (0, 2, 3, 4, 5, 6),
+    "compact": (0, 2, 3, 4, 5, 6),
+    "quarantine": (0, 2, 3, 4, 5, 6),
+    "completion": (0, 2),
+}
+
+
+# retain's and compact's --help and man pages are being rewritten with issue 11's refusals (their
+# new exit code among them): strict, so the marks must go once they state their codes
+_PENDING = pytest.mark.xfail(strict=True, reason="retain/compact state their exit codes with the refusal work")
+
+
+def _params(pending: set[str]):
+    return [pytest.param(n, marks=_PENDING) if n in pending else n for n in sorted(EXIT_CODES)]
+
+
+def _codes_in(section: str) -> set[int]:
+    return {int(c) for c in re.findall(r"(?<![\w.=-])(\d)(?![\w.-])", section)}
+
+
+def test_every_command_has_its_exit_codes_listed():
+    assert set(EXIT_CODES) == set(COMMANDS)
+
+
+@pytest.mark.parametrize("name", _params({"retain", "compact"}))
+def test_help_states_the_exit_codes(name):
+    from click.testing import CliRunner
+
+    text = CliRunner().invoke(cli, [name, "--help"]).output
+    assert "Exit codes" in text, name
+    section = text[text.index("Exit codes"):].split("\n\n")[0]
+    assert _codes_in(section) >= set(EXIT_CODES[name]), section
+
+
+@pytest.mark.parametrize("name", _params({"retain"}))
+def test_man_page_states_the_exit_codes(name):
+    text = _man_text(MAN / f"kafkalog-{name}.1")
+    assert ".SH EXIT STATUS" in text, name
+    section = text[text.index(".SH EXIT STATUS"):].split("\n.SH ")[0]
+    assert _codes_in(section) >= set(EXIT_CODES[name]), section

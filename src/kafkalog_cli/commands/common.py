@@ -76,3 +76,33 @@ def one_line_errors(f):
             e.message = one_line(e.message)
             raise
     return wrapper
+
+
+# what a broker does with the partition dirs a command leaves alone (LogManager.loadLog)
+_LEFT_OUT = {
+    "delete": "a partition dir being deleted (-delete: the broker deletes it, never serves it)",
+    "stray": "a stray replica's dir (-stray: KRaft keeps it aside for an operator)",
+    "future": "a future replica's dir (-future: being moved into this log dir)",
+    "live": "a live partition dir",
+}
+
+
+def note_left_out(did: str):
+    """A callback for storage's listings: one `kafkalog: note:` line on stderr per partition dir
+    the command leaves alone, saying what it is and that the command `did` nothing with it
+    ("not read", "left untouched"): nothing is skipped silently."""
+    def note(directory, kind) -> None:
+        click.echo(f"kafkalog: note: {one_line(str(directory))}: {_LEFT_OUT[kind.value]}: {did}", err=True)
+    return note
+
+
+def partition_groups(paths, kinds=None) -> dict:
+    """What a command that changes log dirs acts on, {log dir: [partition dirs]}: those of
+    `kinds` (by default live ones only), with a note for every partition dir left untouched."""
+    from kafkalog_cli.storage.logdir import select_partition_dirs
+
+    selection = select_partition_dirs(paths) if kinds is None else select_partition_dirs(paths, kinds)
+    note = note_left_out("left untouched")
+    for d, kind in selection.left_out:
+        note(d, kind)
+    return selection.groups

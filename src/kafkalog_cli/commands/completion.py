@@ -15,6 +15,9 @@ def command(ctx: click.Context, shell: str) -> None:
     bash:  eval "$(kafkalog completion bash)"    (or save it under /etc/bash_completion.d/)
     zsh:   eval "$(kafkalog completion zsh)"
     fish:  kafkalog completion fish > ~/.config/fish/completions/kafkalog.fish
+
+    \b
+    Exit codes: 0 printed; 2 a shell other than bash, zsh or fish (usage).
     """
     comp_cls = get_completion_class(shell)   # the root group, whichever program runs this command
     comp = comp_cls(ctx.find_root().command, {}, "kafkalog", "_KAFKALOG_COMPLETE")

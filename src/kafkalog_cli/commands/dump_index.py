@@ -66,13 +66,14 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
 
 def expand_index_paths(paths) -> list[str]:
     """Files as given (they must be index files); directories to their index files in order."""
+    from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.storage.logdir import expand_paths
 
     out: list[str] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES)]
+            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES, on_left_out=note_left_out("not read"))]
             out.extend(found)
             continue
         if not p.exists():

@@ -53,7 +53,18 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
 
     In the default --format kafka the output is byte for byte what kafka-dump-log 3.3.1 prints;
     where Kafka would die with a stack trace, one line on stderr says why, with the file and
-    byte position, and the exit code is non-zero.
+    byte position, and the exit code is non-zero. --format json stops at the same files, with the
+    same line and exit code.
+
+    A log dir stands for the logs a broker loads: live and -future partition dirs; a -delete or
+    -stray dir is not read (a note on stderr says so). A dir that is neither a log dir nor a
+    partition dir is exit 4.
+
+    \b
+    Exit codes: 0 done; 2 usage; 3 corrupt input where kafka-dump-log would die (a corrupt size
+    field, a .log not named after an offset), after what it printed; 4 a missing or
+    unreadable path, a FIFO, directory or dangling symlink in a file's place, a file name
+    without a suffix, or a directory that is not a log dir or partition dir.
 
     \b
     Examples:
@@ -93,13 +104,16 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
+    from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.storage.logdir import expand_paths
+
+    note = note_left_out("not read")
 
     # Directories expand to their .log files; files keep the form they were given in
     targets = []
     for g in given:
         if os.path.isdir(g):
-            targets.extend(str(p) for p in segments_in_range(expand_paths([g]), from_offset, to_offset))
+            targets.extend(str(p) for p in segments_in_range(expand_paths([g], on_left_out=note), from_offset, to_offset))
         elif os.path.exists(g) and not os.path.isfile(g):
             from kafkalog_cli.errors import InputError
 
@@ -115,7 +129,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
 
         decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
                    else "metadata" if cluster_metadata_decoder else None)
-        dump_json(targets, sys.stdout.buffer, deep=deep_iteration or data, payload_encoding=payload_encoding,
+        dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data, payload_encoding=payload_encoding,
                   decoder=decoder, max_bytes=max_bytes, filters=filters)
         return
 
@@ -132,3 +146,30 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         dumper.dump(g)
     dumper.finish()
 
+
+def _named_as_kafka_reads(target: str) -> str:
+    """--format json stops where --format text (kafka-dump-log) stops on a file's name, with the
+    same line and exit code, after the files before it: a name without a suffix (exit 4), a .log
+    whose name is not an offset or a .checkpoint not named as a KRaft snapshot (Kafka dies)."""
+    import re
+    from pathlib import Path
+
+    from kafkalog_cli.errors import InputError, KafkaToolError
+    from kafkalog_cli.ops.verify_index import start_offset_of
+    from kafkalog_cli.storage.segment import not_regular_reason
+
+    path = Path(target)
+    name = path.name
+    why = not_regular_reason(path)
+    if "." not in name:
+        raise InputError(why or "not a Kafka file: the name has no suffix, so kafka-dump-log cannot "
+                         "tell what it is", path=target)
+    if why is not None:
+        return target       # reading it says why it cannot be read (exit 4), as in Kafka mode
+    if name.endswith(".log"):
+        start_offset_of(path)
+    elif (name.endswith(".checkpoint") and name != "bootstrap.checkpoint"
+          and not re.fullmatch(r"\d{20}-\d{10}\.checkpoint", name)):
+        raise KafkaToolError("not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)",
+                             path=target)
+    return target

@@ -33,7 +33,13 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     producer_epoch, is_transactional, is_control (crc and is_valid for legacy records, control
     for transaction markers) and segment; in Parquet, topic and partition are the directories.
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
-    renamed into place when complete.
+    renamed into place when complete. A log dir's -delete and -stray partition dirs are not
+    exported (a note on stderr); -future ones are, as the logs a broker loads.
+
+    \b
+    Exit codes: 0 exported; 2 usage; 3 a corrupt segment (nothing is written); 4 a path that is
+    missing or not a log dir, partition dir or segment, OUT existing without --overwrite, or
+    pyspark, pyarrow or Java missing; 6 the output could not be written.
 
     \b
     Examples:
@@ -44,7 +50,13 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
     """
     check_engine(engine, master)
     _check_pyarrow()
+    from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.spark.export import ExportOptions, export
+    from kafkalog_cli.storage.logdir import left_out_of
+
+    note = note_left_out("not exported")
+    for d, kind in left_out_of(paths):
+        note(d, kind)
 
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
                          include_headers=not no_headers)

@@ -9,7 +9,8 @@ from kafkalog_cli.commands.options import (config_options, dry_run_option, forma
                                            now_or_clock, print_outcomes, quarantine_options)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.commands.common import partition_groups
+from kafkalog_cli.storage.logdir import LOADED
 from kafkalog_cli.render import human
 
 
@@ -38,8 +39,21 @@ def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine
 
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
-    read back. Move it out of the log dir first."""
-    groups = partition_dirs_for(paths)
+    read back. Move it out of the log dir first.
+
+    A future replica's dir (`<topic>-<partition>.<uuid>-future`, a move between log dirs) is
+    recovered as a broker loads it; a dir being deleted (`-delete`) or a KRaft stray (`-stray`)
+    is left untouched, with a note on stderr. A segment that is not a regular file (a FIFO, a
+    dangling symlink, a directory) stops its log dir, exit 4, before it changes: a broker would
+    load the partition without it.
+
+    \b
+    Exit codes: 0 recovered, repairs included; 2 usage; 3 corrupt input that cannot be
+    handled; 4 a path that is not a log dir or partition dir, or a segment that is not a
+    regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
+    written. Log dirs before the one that failed are recovered and reported.
+    """
+    groups = partition_groups(paths, LOADED)
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now_or_clock(now_ms))

@@ -9,7 +9,7 @@ from kafkalog_cli.commands.options import (config_options, dry_run_option, forma
                                            now_or_clock, print_outcomes, quarantine_options)
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.commands.common import partition_groups
 from kafkalog_cli.render import human
 
 
@@ -32,12 +32,14 @@ def command(paths, if_needed, configs, quarantine_dir, no_quarantine, dry_run, f
     The closed segment gets its final time-index entry and its indexes trimmed; a producer
     snapshot is written at the new base; the new segment's .index, .timeindex and .log are
     created empty, as a broker's clean shutdown leaves them. __cluster_metadata is never rolled.
+    Only live partition dirs are rolled: a -future, -delete or -stray dir is left untouched,
+    with a note on stderr.
 
     \b
     Exit codes: 0 rolled or nothing to roll; 2 usage; 3 corrupt input; 4 bad path;
     5 the log dir is locked (a broker runs on it); 6 a change could not be written.
     """
-    groups = partition_dirs_for(paths)
+    groups = partition_groups(paths)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
     print_outcomes(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,

@@ -57,7 +57,9 @@ def command(paths, deep, fmt, jobs, engine, master):
 
     check_engine(engine, master)
     t0 = time.perf_counter()
-    groups, bad_paths = group_paths_lenient(paths)
+    from kafkalog_cli.commands.common import note_left_out
+
+    groups, bad_paths = group_paths_lenient(paths, note_left_out("not read"))
     total = total_bytes(groups)
     progress = None
     on_progress = None

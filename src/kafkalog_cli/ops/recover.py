@@ -38,7 +38,7 @@ from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.partition import Partition
-from kafkalog_cli.storage.segment import Segment, read_file
+from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
@@ -276,7 +276,19 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     return p
 
 
+def check_segments_readable(part: Partition) -> None:
+    """InputError (exit 4) for a segment that is not a regular file (a FIFO, a dangling symlink,
+    a directory): LogLoader lists regular files only, so a broker would load the partition
+    without it and lose its records without a word. Nothing in the log dir is changed."""
+    for s in part.segments:
+        why = not_regular_reason(s.log_path)
+        if why is not None:
+            raise InputError(f"segment cannot be recovered: {why} (a broker would load the partition "
+                             f"without it); restore the file or move it away", path=str(s.log_path))
+
+
 def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
+    check_segments_readable(part)
     d, name = part.directory, part.name
     recovery_point = part.checkpoints.recovery_point or 0
     log_start = part.checkpoints.log_start_offset or 0

@@ -316,11 +316,13 @@ def is_segment_name(name: str) -> bool:
     return name.endswith(".log") or name.endswith(".checkpoint")
 
 
-def group_paths_lenient(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
+def group_paths_lenient(paths: Iterable[str], on_left_out=None
+                        ) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
     """As group_paths, but a path that cannot be verified does not stop the others: it comes
-    back as (number of groups before it, its InputError), so it can be reported in order."""
-    from kafkalog_cli.storage.logdir import LogDir, files_of_partition, is_log_dir, is_partition_dir
-    from kafkalog_cli.storage.names import parse_partition_dir
+    back as (number of groups before it, its InputError), so it can be reported in order.
+    Directories are classified by storage's one rule (storage.logdir.read_partition_dirs);
+    `on_left_out(dir, kind)` hears of each partition dir of a log dir that is not read."""
+    from kafkalog_cli.storage.logdir import files_of_partition, read_partition_dirs
     from kafkalog_cli.storage.segment import not_regular_reason
 
     groups: list[tuple[str, list[str]]] = []
@@ -332,15 +334,13 @@ def group_paths_lenient(paths: Iterable[str]) -> tuple[list[tuple[str, list[str]
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            if is_partition_dir(p) or parse_partition_dir(p.name) is not None:
-                groups.append((raw, [str(f) for f in files_of_partition(p, (".log",))]))
+            try:
+                dirs = read_partition_dirs(p, on_left_out)
+            except InputError as e:
+                errors.append((len(groups), e))
                 continue
-            parts = LogDir(p).partition_dirs()
-            if not parts and not is_log_dir(p):
-                bad("not a Kafka log dir or partition dir (no segments, no checkpoint files)", raw)
-                continue
-            for d in parts:
-                groups.append((str(d), [str(f) for f in files_of_partition(d, (".log",))]))
+            for d in dirs:    # a partition dir given keeps the form it was given in
+                groups.append((raw if d is p else str(d), [str(f) for f in files_of_partition(d, (".log",))]))
             continue
         why = not_regular_reason(raw)
         if why == "no such file":

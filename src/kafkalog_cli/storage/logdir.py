@@ -3,12 +3,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
+from kafkalog_cli.storage.names import (PartitionDir, PartitionDirKind, TopicPartition, parse_partition_dir,
+                                        parse_partition_dir_name)
 
 if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
     from kafkalog_cli.storage.partition import Partition
@@ -20,6 +22,10 @@ _ROOT_MARKERS = (
     names.META_PROPERTIES, names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
     names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT, names.CLEAN_SHUTDOWN_FILE, names.LOCK_FILE,
 )
+# files of a partition dir that are not named after an offset
+_PARTITION_FILES = (names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA)
+# the logs a broker loads (LogManager.loadLog): what the read commands and recover act on
+LOADED = (PartitionDirKind.LIVE, PartitionDirKind.FUTURE)
 
 
 @dataclass
@@ -73,6 +79,24 @@ class RootCheckpoints:
                                     self.high_watermarks.get(tp), self.cleaner_offsets.get(tp))
 
 
+@dataclass(frozen=True)
+class PartitionListing:
+    """A log dir's partition dirs, each with its parsed name, in topic, partition and kind order
+    (a live log before its future one)."""
+
+    dirs: list[tuple[Path, PartitionDir]]
+
+    def of(self, kinds=LOADED) -> list[Path]:
+        return [p for p, parsed in self.dirs if parsed.kind in kinds]
+
+    def other_than(self, kinds=LOADED) -> list[tuple[Path, PartitionDirKind]]:
+        """The dirs a command leaves alone (it reports each one, never skips it silently)."""
+        return [(p, parsed.kind) for p, parsed in self.dirs if parsed.kind not in kinds]
+
+
+_KIND_ORDER = {k: i for i, k in enumerate(PartitionDirKind)}
+
+
 @dataclass
 class LogDir:
     path: Path
@@ -84,13 +108,23 @@ class LogDir:
             raise InputError("not a directory", path=str(path))
         return cls(path)
 
-    def partition_dirs(self) -> list[Path]:
-        """Live partition directories, sorted by topic then partition number."""
+    def listing(self) -> PartitionListing:
+        """Every partition dir (live, future, being deleted, stray), as LogManager.loadLogs
+        lists them: the subdirectories whose name Kafka parses as a partition's."""
         dirs = []
-        for p in self.path.iterdir():
-            if p.is_dir() and (tp := parse_partition_dir(p.name)) is not None:
-                dirs.append((tp.topic, tp.partition, p))
-        return [p for _, _, p in sorted(dirs)]
+        with os.scandir(self.path) as it:
+            for e in it:
+                parsed = parse_partition_dir_name(e.name)
+                if parsed is not None and e.is_dir():
+                    tp = parsed.topic_partition
+                    dirs.append(((tp.topic, tp.partition, _KIND_ORDER[parsed.kind]), Path(e.path), parsed))
+        dirs.sort(key=lambda t: t[0])
+        return PartitionListing([(p, parsed) for _, p, parsed in dirs])
+
+    def partition_dirs(self, kinds=LOADED) -> list[Path]:
+        """Partition dirs of `kinds` (by default the logs a broker loads: live and future),
+        sorted by topic then partition number."""
+        return self.listing().of(kinds)
 
     def partitions(self, dirs: list[Path] | None = None, strict: bool = True) -> list["Partition"]:
         """The partitions (all, or those of `dirs`), each with its root checkpoint entries."""
@@ -110,18 +144,71 @@ class LogDir:
         return self.path / name
 
 
+# ------------------------------------------------------------------ what a path given is
+class DirKind(Enum):
+    LOG_DIR = "log dir"
+    PARTITION_DIR = "partition dir"
+
+
+NOT_KAFKA = "not a Kafka log dir or partition dir (no partition dirs, no segments, no checkpoint files)"
+
+
+def has_root_files(path: Path) -> bool:
+    """A root checkpoint file, meta.properties, .lock or the clean-shutdown marker."""
+    return any(os.path.exists(os.path.join(path, m)) for m in _ROOT_MARKERS)
+
+
+def _is_partition_file(name: str) -> bool:
+    return names.offset_from_name(name) is not None or name in _PARTITION_FILES
+
+
+def _holds_partition_files(path: str) -> bool:
+    try:
+        with os.scandir(path) as it:
+            return any(_is_partition_file(e.name) for e in it)
+    except OSError:
+        return False
+
+
+def dir_kind(path: Path | str) -> DirKind | None:
+    """The one rule every command goes by. A log dir: a dir with a root file of a log dir
+    (meta.properties, a root checkpoint, ...) or with a partition dir holding Kafka's files,
+    whatever its own name (`broker-0` is a common log dir name). Otherwise a partition dir: a
+    dir holding Kafka's files (segments, indexes, snapshots, leader-epoch-checkpoint), or an
+    empty one named `<topic>-<partition>` in a log dir. Anything else (`/etc`) is None."""
+    path = Path(path)
+    if has_root_files(path):
+        return DirKind.LOG_DIR
+    try:
+        with os.scandir(path) as it:
+            entries = [(e.name, e.path, e.is_dir()) for e in it]
+    except NotADirectoryError:
+        return None
+    except OSError as e:
+        raise InputError(e.strerror or str(e), path=str(path)) from None
+    if any(_is_partition_file(name) for name, _, _ in entries):
+        return DirKind.PARTITION_DIR
+    if any(is_dir and parse_partition_dir_name(name) is not None and _holds_partition_files(p)
+           for name, p, is_dir in entries):
+        return DirKind.LOG_DIR
+    if parse_partition_dir_name(path.name) is not None and has_root_files(path.parent):
+        return DirKind.PARTITION_DIR
+    return None
+
+
 def is_log_dir(path: Path) -> bool:
-    """A log dir has a root checkpoint file or meta.properties (a partition dir has segments)."""
-    return path.is_dir() and any((path / m).exists() for m in _ROOT_MARKERS)
+    return path.is_dir() and dir_kind(path) is DirKind.LOG_DIR
 
 
 def is_partition_dir(path: Path) -> bool:
-    return path.is_dir() and any(p.suffix == names.LOG_SUFFIX for p in path.iterdir())
+    return path.is_dir() and dir_kind(path) is DirKind.PARTITION_DIR
 
 
-def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,)) -> list[Path]:
+def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None) -> list[Path]:
     """Files given directly are kept in order; a partition dir gives its files with `suffixes`
-    in offset order; a log dir gives those of every partition. Anything else is an InputError."""
+    in offset order; a log dir gives those of every log a broker loads (live and future), and
+    `on_left_out(dir, kind)` is called for each partition dir it leaves out (being deleted,
+    stray). Anything else is an InputError."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
@@ -129,17 +216,27 @@ def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,)) -> list
             out.append(p)
         elif not p.exists():
             raise InputError("no such file or directory", path=str(p))
-        elif is_partition_dir(p) or parse_partition_dir(p.name) is not None:
-            out.extend(files_of_partition(p, suffixes))
-        elif p.is_dir():
-            parts = LogDir(p).partition_dirs()
-            if not parts and not is_log_dir(p):
-                raise InputError("not a Kafka log dir or partition dir (no segments, no checkpoint files)", path=str(p))
-            for d in parts:
-                out.extend(files_of_partition(d, suffixes))
-        else:
+        elif not p.is_dir():
             raise InputError("not a regular file or directory", path=str(p))
+        else:
+            for d in read_partition_dirs(p, on_left_out):
+                out.extend(files_of_partition(d, suffixes))
     return out
+
+
+def read_partition_dirs(p: Path, on_left_out=None) -> list[Path]:
+    """The partition dirs a read command reads for the dir `p`: itself if it is a partition dir
+    (whatever its kind: it was named), else the loaded logs of the log dir (see expand_paths)."""
+    kind = dir_kind(p)
+    if kind is DirKind.PARTITION_DIR:
+        return [p]
+    if kind is None:
+        raise InputError(NOT_KAFKA, path=str(p))
+    listing = LogDir(p).listing()
+    if on_left_out is not None:
+        for d, k in listing.other_than(LOADED):
+            on_left_out(d, k)
+    return listing.of(LOADED)
 
 
 def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,)) -> list[Path]:
@@ -157,29 +254,66 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
     return [f for _, _, f in sorted(files)]
 
 
-def partition_dirs_for(paths) -> dict[Path, list[Path]]:
-    """Group the given log dirs / partition dirs by log dir: what the commands that change a log
-    dir act on (its lock, its root checkpoints)."""
-    out: dict[Path, list[Path]] = {}
+@dataclass
+class PartitionSelection:
+    """What a command that changes log dirs acts on: {log dir: [partition dirs]}, and the
+    partition dirs it leaves alone (dir, kind), to report."""
+
+    groups: dict[Path, list[Path]] = field(default_factory=dict)
+    left_out: list[tuple[Path, PartitionDirKind]] = field(default_factory=list)
+
+
+def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,)) -> PartitionSelection:
+    """Group the given log dirs / partition dirs by log dir (the commands that change a log dir
+    act on its lock, its root checkpoints): the partition dirs of `kinds`; the others, given or
+    found in a log dir, are left out. A log dir without checkpoint files (an old broker's, a
+    copy) is a log dir all the same."""
+    sel = PartitionSelection()
     for raw in paths:
         p = Path(raw)
         if not p.is_dir():
             raise InputError("not a directory (give a log dir or a partition dir)", path=str(p))
-        if parse_partition_dir(p.name) is not None and (any(p.glob("*.log")) or any(p.glob("*.log.swap"))
-                                                        or is_log_dir(p.parent)):
-            out.setdefault(p.parent, []).append(p)
-        elif is_log_dir(p):
-            dirs = sorted(d for d in p.iterdir() if d.is_dir() and parse_partition_dir(d.name) is not None)
-            out.setdefault(p, []).extend(dirs)
+        kind = dir_kind(p)
+        if kind is DirKind.PARTITION_DIR:
+            parsed = parse_partition_dir_name(p.name)
+            if parsed is None:
+                raise InputError("a partition dir's name must be <topic>-<partition> (it names the "
+                                 "partition's entries in the log dir's checkpoint files)", path=str(p))
+            if parsed.kind in kinds:
+                sel.groups.setdefault(p.parent, []).append(p)
+            else:
+                sel.left_out.append((p, parsed.kind))
+        elif kind is DirKind.LOG_DIR:
+            listing = LogDir(p).listing()
+            sel.groups.setdefault(p, []).extend(listing.of(kinds))
+            sel.left_out.extend(listing.other_than(kinds))
         else:
-            raise InputError("not a Kafka log dir or partition dir", path=str(p))
-    return {k: sorted(set(v)) for k, v in out.items()}
+            raise InputError(NOT_KAFKA, path=str(p))
+    sel.groups = {k: sorted(set(v)) for k, v in sel.groups.items()}
+    return sel
 
 
-def segments_of(paths) -> list["Segment"]:
+def partition_dirs_for(paths, kinds=(PartitionDirKind.LIVE,)) -> dict[Path, list[Path]]:
+    """select_partition_dirs' groups: {log dir: [partition dirs of `kinds`]}."""
+    return select_partition_dirs(paths, kinds).groups
+
+
+def left_out_of(paths) -> list[tuple[Path, PartitionDirKind]]:
+    """The partition dirs the read commands leave out of the log dirs among `paths` (being
+    deleted, stray), for a command that reports them before it reads."""
+    out = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir() and dir_kind(p) is DirKind.LOG_DIR:
+            out.extend(LogDir(p).listing().other_than(LOADED))
+    return out
+
+
+def segments_of(paths, on_left_out=None) -> list["Segment"]:
     """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> its
     segments, in topic, partition and offset order, with absolute paths and each one's next base
-    offset in its partition. Missing or unrecognised paths are InputErrors."""
+    offset in its partition. Missing or unrecognised paths are InputErrors; `on_left_out` as in
+    expand_paths."""
     from kafkalog_cli.storage.segment import Segment
 
     out: list[Segment] = []
@@ -190,7 +324,7 @@ def segments_of(paths) -> list["Segment"]:
                 raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
             files = [p]
         else:
-            files = expand_paths([p])
+            files = expand_paths([p], on_left_out=on_left_out)
         segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
         for seg, nxt in zip(segs, segs[1:]):
             if nxt.directory == seg.directory and nxt.is_log:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 LOG_SUFFIX = ".log"
@@ -30,7 +31,10 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 
 _DIGITS = re.compile(r"^\d{20}$")
-_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)(?P<suffix>\.[0-9a-f]{32}-delete|-future|-stray)?$")
+_PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
+# UnifiedLog.logDirNameWithSuffix: `<topic>-<partition>.<uuid>-<suffix>` (the uuid without dashes);
+# Kafka's patterns take any non-blank uuid
+_SUFFIXED_DIR = re.compile(r"^(?P<name>\S+-\S+)\.\S+-(?P<suffix>delete|future|stray)$")
 
 
 def filename_prefix(offset: int) -> str:
@@ -67,12 +71,48 @@ class TopicPartition:
         return f"{self.topic}-{self.partition}"
 
 
-def parse_partition_dir(name: str) -> TopicPartition | None:
-    """`<topic>-<partition>` split at the last '-', as Kafka's parseTopicPartitionName does.
+class PartitionDirKind(Enum):
+    """What a broker does with a partition dir, by its name (LogManager.loadLog)."""
 
-    Directories being deleted (`.<uuid>-delete`), future and stray replicas are not live
-    partitions: they return None."""
+    LIVE = "live"          # `<topic>-<partition>`: the partition's current log
+    FUTURE = "future"      # `.<uuid>-future`: a replica being moved into this log dir
+                           # (alter-replica-log-dirs); loaded and recovered like a live log
+    DELETE = "delete"      # `.<uuid>-delete`: renamed when the partition was deleted; the broker
+                           # deletes it (addLogToBeDeleted), never serves it
+    STRAY = "stray"        # `.<uuid>-stray` (KRaft): a replica no longer assigned to this broker,
+                           # kept aside for an operator
+
+    @property
+    def loaded(self) -> bool:
+        """A log the broker loads, recovers and serves: live and future logs."""
+        return self in (PartitionDirKind.LIVE, PartitionDirKind.FUTURE)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    """A partition directory's name, parsed: its topic-partition and its kind."""
+
+    topic_partition: TopicPartition
+    kind: PartitionDirKind
+
+
+def parse_partition_dir_name(name: str) -> PartitionDir | None:
+    """Kafka's parseTopicPartitionName: the `.<uuid>-delete`/`-future`/`-stray` suffix comes off,
+    then `<topic>-<partition>` is split at the last '-'. None for a name that is none of these."""
+    kind = PartitionDirKind.LIVE
+    m = _SUFFIXED_DIR.match(name)
+    if m:
+        name, kind = m.group("name"), PartitionDirKind(m.group("suffix"))
     m = _PARTITION_DIR.match(name)
-    if not m or m.group("suffix"):
+    if not m:
         return None
-    return TopicPartition(m.group("topic"), int(m.group("partition")))
+    return PartitionDir(TopicPartition(m.group("topic"), int(m.group("partition"))), kind)
+
+
+def parse_partition_dir(name: str) -> TopicPartition | None:
+    """The topic-partition of a log the broker loads (a live or a future one); None for a dir
+    being deleted, a stray one, or a name that is not a partition's."""
+    parsed = parse_partition_dir_name(name)
+    if parsed is None or not parsed.kind.loaded:
+        return None
+    return parsed.topic_partition
