@@ -106,4 +106,6 @@ def cli(debug: bool) -> None:
       4  missing, unreadable or unrecognised path
       5  the log dir is locked by a running broker or another kafkalog
       6  a change could not be written (read-only file system, full disk or quarantine)
+      7  retain or compact refused to delete on a guess (a deciding config cannot be
+         read); everything else was done
     """

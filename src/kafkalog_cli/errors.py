@@ -21,6 +21,7 @@ class ExitCode(enum.IntEnum):
     INPUT = 4           # missing, unreadable or unrecognised path; not a log dir
     LOCKED = 5          # the log dir's .lock is held by a broker or another kafkalog
     IO = 6              # writing failed: read-only file system, full disk, quarantine full
+    CONFIG_UNKNOWN = 7  # refused to delete on a guess (a deciding config unknown); everything else was done
     INTERRUPTED = 130
 
 

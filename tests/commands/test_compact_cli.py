@@ -12,7 +12,9 @@ from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
 from tests.ops.compact_helpers import FIXTURES, records_of, restore
 
 CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",
-       "--topic-config", "cmp-none:index.interval.bytes=512", "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01"]
+       "--topic-config", "cmp-none:index.interval.bytes=512", "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01",
+       # the rest of what the broker ran with (PARAMS.json): compact refuses to guess them
+       "--topic-config", "cmp-none:delete.retention.ms=86400000", "--topic-config", "cmp-none:min.compaction.lag.ms=0"]
 
 
 def test_compact_json_then_nothing_left(tmp_path):
@@ -28,7 +30,7 @@ def test_compact_json_then_nothing_left(tmp_path):
 
 def test_dry_run_human(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
-    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", *CFG])
+    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", *_both_topics_cfg()])
     assert r.exit_code == 0, r.output
     assert "clean cmp-none-0: dirty [0, 1867) ratio 1.000" in r.output and "100 keys" in r.output
 
@@ -53,7 +55,7 @@ def test_corrupt_segment_one_line_with_position(tmp_path):
     data = bytearray(seg.read_bytes())
     data[57:61] = (1000).to_bytes(4, "big")          # the first batch claims 1000 records
     seg.write_bytes(bytes(data))
-    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--now", "1795248446186", *CFG])
+    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--now", "1795248446186", *_both_topics_cfg()])
     assert r.exit_code == 3, r.output
     line = r.output.strip()
     assert "\n" not in line and "00000000000000000174.log: byte 0:" in line and "Traceback" not in line
@@ -68,7 +70,7 @@ def _both_topics_cfg():
     out = []
     for topic in ("cmp-none", "cmp-lz4"):
         for kv in ("cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512",
-                   "min.cleanable.dirty.ratio=0.01"):
+                   "min.cleanable.dirty.ratio=0.01", "delete.retention.ms=86400000", "min.compaction.lag.ms=0"):
             out += ["--topic-config", f"{topic}:{kv}"]
     return out
 

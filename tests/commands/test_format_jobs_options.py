@@ -66,7 +66,7 @@ def test_the_former_names_print_text(alias):
     for args in (["dump-log", EXAMPLES / "txn-0", "--deep-iteration"],
                  ["dump-index", EXAMPLES / "multi-segment-0"],
                  ["recover", "--dry-run", EXAMPLES],
-                 ["retain", "--dry-run", "--now", "1900000000000", "-v", EXAMPLES]):
+                 ["retain", "--dry-run", "--now", "1900000000000", "-v", "--assume-kafka-defaults", EXAMPLES]):
         default = invoke(*args)
         assert default.exit_code == 0, default.output
         assert invoke(*args, "--format", "text").output == default.output

@@ -26,7 +26,9 @@ MAN = Path(__file__).resolve().parents[2] / "man" / "kafkalog-quarantine.1"
 COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.policy=compact",
                "--topic-config", "cmp-none:segment.bytes=16384", "--topic-config", "cmp-none:index.interval.bytes=512",
                "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01", "--topic-config",
-               "cmp-lz4:cleanup.policy=compact", "--topic-config", "cmp-lz4:min.cleanable.dirty.ratio=0.01"]
+               "cmp-lz4:cleanup.policy=compact", "--topic-config", "cmp-lz4:min.cleanable.dirty.ratio=0.01",
+               # the rest of what the broker ran with (PARAMS.json)
+               "--config", "delete.retention.ms=86400000", "--config", "min.compaction.lag.ms=0"]
 
 
 def _recover(case):

@@ -116,7 +116,7 @@ def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
     free = make_log_dir(tmp_path / "b" / "logs", {"t-0": [[OLD], [NEW]]})
     pid = held_lock(locked)
     before = tree(locked)
-    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "retention.ms=604800000",
+    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", "retention.ms=604800000",
                                                  "--format", "json", str(locked), str(free)])
     assert r.exit_code == 5
     assert r.stderr == f"kafkalog: {locked}: skipped: {locked / '.lock'}: in use by process {pid} " \
@@ -130,8 +130,8 @@ def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
 
 def test_safe_under_set_e_and_quiet(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": [[OLD], [NEW]]})
-    script = (f"set -e\n{KAFKALOG} retain --now {NOW} --config retention.ms=604800000 --no-quarantine {d}\n"
-              f"{KAFKALOG} retain --now {NOW} --config retention.ms=604800000 --no-quarantine {d}\necho still-here\n")
+    script = (f"set -e\n{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\n"
+              f"{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\necho still-here\n")
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "still-here\n", "")
     assert [p.name for p in (d / "t-0").glob("*.log")] == ["00000000000000000001.log"]
@@ -156,7 +156,7 @@ def test_missing_path_exit_code_4(tmp_path):
 def test_a_corrupt_partition_fails_the_run_but_not_the_others(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"a-0": [[OLD], [NEW]], "b-0": [[OLD], [NEW]]})
     (d / "a-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")
-    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "retention.ms=604800000",
+    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", "retention.ms=604800000",
                                                  "--no-quarantine", str(d)])
     assert r.exit_code == 3
     assert r.stderr.startswith(f"kafkalog: {d / 'a-0' / 'leader-epoch-checkpoint'}: ")

@@ -15,12 +15,15 @@ from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_pr
 from kafkalog_cli.formats.records import build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.ops import cleaner
 from kafkalog_cli.storage import names
-from tests.ops.test_compact_generated import T, NOW, batches, consumer_view, recs, write_segment
+from tests.ops.test_compact_generated import T, NOW, batches, consumer_view, recs, replicated_to_the_end, write_segment
 
-CFG = ["--topic-config", "t:cleanup.policy=compact", "--no-quarantine", "--now", str(NOW)]
+# the broker these logs stand for ran with Kafka's defaults (compact refuses to guess them)
+CFG = ["--topic-config", "t:cleanup.policy=compact", "--assume-kafka-defaults", "--no-quarantine", "--now", str(NOW)]
 
 
-def compact(part: Path, *args: str):
+def compact(part: Path, *args: str, replicated: bool = True):
+    if replicated:
+        replicated_to_the_end(part)
     return CliRunner().invoke(cli, ["compact", str(part), "--force", *CFG, *args])
 
 
@@ -120,12 +123,15 @@ def test_high_watermark_at_a_segment_bound_cleans_below_it(tmp_path):
     assert checkpoint(part, names.CLEANER_CHECKPOINT).splitlines()[-1] == "t 0 5"
 
 
-def test_no_hw_checkpoint_file_takes_the_log_end_offset_and_says_so(tmp_path):
+def test_no_hw_checkpoint_file_takes_the_log_start_offset_and_says_so(tmp_path):
+    # Partition.updateHighWatermark: no entry (no file) is 0, clamped to the log start offset,
+    # as retain takes it (ops.high_watermark)
     part = _hw_log(tmp_path, None)
-    r = compact(part)
+    r = compact(part, replicated=False)
     assert r.exit_code == 0, r.output
-    assert "no replication-offset-checkpoint" in r.output
-    assert [o for o, _, _ in consumer_view(part)] == [9, 10]
+    assert "no replication-offset-checkpoint" in r.output and "nothing cleanable" in r.output
+    assert len(consumer_view(part)) == 11
+    assert not (part.parent / names.CLEANER_CHECKPOINT).exists()
 
 
 # ------------------------------------------------------------------------------ 4. the round's last batch
@@ -143,6 +149,7 @@ def test_full_disk_names_the_file_exit_6_and_leaves_the_log_dir_as_it_was(tmp_pa
     part = tmp_path / "logs" / "t-0"
     write_segment(part, 0, [one("a", "1", 0), one("a", "2", 1)])
     write_segment(part, 2, [one("z", "v", 2)])
+    replicated_to_the_end(part)
     files = lambda: {p.name: p.read_bytes() for p in part.parent.rglob("*") if p.is_file() and p.name != ".lock"}
     before = files()
 

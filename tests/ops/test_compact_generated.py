@@ -15,6 +15,7 @@ from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.partition import Partition
 
 NOW = 1_800_000_000_000
 HOUR, DAY = 3_600_000, 86_400_000
@@ -57,13 +58,25 @@ def roll(part: Path, batches: list[bytes], mtime_ms: int | None = None) -> None:
 
 
 def resolver(**configs) -> ConfigResolver:
-    base = {"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION)}
+    # every value that decides what --force cleaning removes, stated (compact refuses to guess)
+    base = {"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION), "min.compaction.lag.ms": "0"}
     base.update({k.replace("_", "."): str(v) for k, v in configs.items()})
     return ConfigResolver(overrides=base)
 
 
+def replicated_to_the_end(part: Path, overwrite: bool = False) -> None:
+    """A replication-offset-checkpoint with the partition's log end offset (`overwrite` False:
+    unless the test wrote one): without it the broker loads the high watermark at the log start
+    offset, and nothing is cleanable."""
+    path = part.parent / names.REPLICATION_CHECKPOINT
+    if overwrite or not path.exists():
+        topic, _, partition = part.name.rpartition("-")
+        path.write_bytes(ckpt.encode_offsets({(topic, int(partition)): Partition.open(part).log_end_offset}))
+
+
 def clean(part: Path, now: int, res: ConfigResolver, jobs: int = 1) -> dict:
     log_dir = part.parent
+    replicated_to_the_end(part, overwrite=True)     # the data the test appended is replicated
     opts = compact.CompactOptions(now_ms=now, force=True, resolver=res, jobs=jobs)
     cp, report = compact.run(log_dir, [part], opts, FsOps(log_dir, Quarantine(log_dir.parent / "q", "compact")))
     assert [d.selected for d in cp.decisions] == [True]

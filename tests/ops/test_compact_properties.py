@@ -8,6 +8,7 @@ from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from tests.ops.test_compact_generated import replicated_to_the_end
 
 NOW = 1_800_000_000_000
 RETENTION = 86_400_000
@@ -51,7 +52,9 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
     before = _read(part)
     active = sorted(part.glob("*.log"))[-1]
     active_bytes = active.read_bytes()
-    resolver = ConfigResolver(overrides={"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION)})
+    replicated_to_the_end(part)
+    resolver = ConfigResolver(overrides={"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION),
+                                         "min.compaction.lag.ms": "0"})
     opts = compact.CompactOptions(now_ms=NOW, force=True, resolver=resolver, jobs=1)
     cp = compact.plan(part.parent, [part], opts)
     compact.apply(cp, FsOps(part.parent, Quarantine(None, "compact")), opts)

@@ -138,7 +138,8 @@ OLD, NEW = NOW - 30 * DAY, NOW - DAY       # with retention.ms = 7 days: expired
 
 
 def res_with(**topic_configs) -> ConfigResolver:
-    return ConfigResolver(overrides={"retention.ms": str(7 * DAY)},
+    # every value that decides a deletion stated (no broker config here: retain refuses to guess)
+    return ConfigResolver(overrides={"cleanup.policy": "delete", "retention.ms": str(7 * DAY)},
                           topic_overrides={t: c for t, c in topic_configs.items()})
 
 
@@ -187,13 +188,27 @@ def test_time_case_clock_range_from_params(tmp_path):
     assert start_at(hi + 1) == 1136       # segment 944 is breached too
 
 
-def test_size_case_without_the_server_properties_uses_kafkas_seven_days(tmp_path):
-    # Kafka's default retention.ms (7 days) expires every segment of 2023: all go, after a roll
+def test_size_case_without_the_server_properties_refuses(tmp_path):
+    # the broker ran with log.retention.hours=-1: Kafka's 7-day default would delete every segment
     d = copy_case("size", tmp_path)
     res = ConfigResolver(cluster_metadata=cluster_metadata_configs(d))
+    p = plan_for(d, params("size")["now_ms"], res)
+    s = p.partitions["ret-size-0"]
+    assert s["status"] == "refused" and s["segments_deleted"] == 0 and p.empty
+    assert [(u["name"], u["how_to_state"][0]) for u in s["refused"]] == [
+        ("cleanup.policy", "--server-properties FILE"), ("retention.ms", "--server-properties FILE")]
+    assert s["configs"]["retention.bytes"]["known"] and s["configs"]["retention.bytes"]["source"] == "DYNAMIC_TOPIC_CONFIG"
+    assert p.refusals == [s["refusal"]] and s["refusal"].startswith("ret-size-0: cleanup.policy, retention.ms are unknown")
+
+
+def test_size_case_with_assume_kafka_defaults_uses_kafkas_seven_days(tmp_path):
+    # said explicitly: Kafka's default retention.ms (7 days) expires every segment of 2023, all go
+    d = copy_case("size", tmp_path)
+    res = ConfigResolver(cluster_metadata=cluster_metadata_configs(d), assume_kafka_defaults=True)
     s = plan_for(d, params("size")["now_ms"], res).partitions["ret-size-0"]
     assert s["rolled"] and s["new_log_start_offset"] == 1100
     assert {x["reason"] for x in s["segments"]} == {"retention.bytes", "retention.ms"}
+    assert s["configs"]["retention.ms"]["assumed"] and "(assumed)" in s["configs"]["retention.ms"]["origin"]
 
 
 # ------------------------------------------------------------------ Kafka's guards
@@ -261,7 +276,8 @@ def test_log_start_entry_dropped_when_it_becomes_a_segment_base(tmp_path):
 
 def test_internal_topics_follow_their_own_configs(tmp_path):
     d = make_log_dir(tmp_path / "l", {"__consumer_offsets-0": [[OLD], [OLD], [NEW]], "t-0": [[OLD], [NEW]]})
-    p = plan_for(d, NOW, res_with())
+    # stated for t alone: --config's cleanup.policy would override the internal topic's too
+    p = plan_for(d, NOW, ConfigResolver(topic_overrides={"t": {"cleanup.policy": "delete", "retention.ms": str(7 * DAY)}}))
     assert p.partitions["__consumer_offsets-0"]["status"] == "nothing to do"      # compact
     assert p.partitions["__consumer_offsets-0"]["cleanup_policy"] == "compact"
     assert p.partitions["t-0"]["segments_deleted"] == 1

@@ -21,7 +21,10 @@ from tests.storage.test_lock import hold_lock
 COMPACT_NOW = 1795248446186
 COMPACT_CFG = ConfigSources(topic_config_items=("cmp-none:cleanup.policy=compact", "cmp-none:segment.bytes=16384",
                                                 "cmp-none:index.interval.bytes=512",
-                                                "cmp-none:min.cleanable.dirty.ratio=0.01"))
+                                                "cmp-none:min.cleanable.dirty.ratio=0.01",
+                                                # the rest of what the broker ran with (PARAMS.json)
+                                                "cmp-none:delete.retention.ms=86400000",
+                                                "cmp-none:min.compaction.lag.ms=0"))
 ROLL_NOW = 1795249186389
 
 

@@ -54,7 +54,21 @@ def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_
     and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
 
     --dry-run prints, per partition, the dirty section, its dirty ratio, whether it would be
-    cleaned, and an estimate from a simulated round: keys, bytes freed, messages kept."""
+    cleaned, and an estimate from a simulated round: keys, bytes freed, messages kept.
+
+    Never cleans on a guess: a partition whose cleanup.policy, min.cleanable.dirty.ratio,
+    min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms (or, for compact,delete,
+    retention.ms and retention.bytes) cannot be read is not cleaned, and one line on stderr says
+    which value is unknown and how to state it (--server-properties, --config, --topic-config,
+    or --assume-kafka-defaults). --force drops the dirty ratio and max lag from that list. A
+    partition without a replication-offset-checkpoint entry has its high watermark at its log
+    start offset, as the broker loads it: nothing of it is cleanable.
+
+    \b
+    Exit codes: 0 done or nothing to do; 7 a partition was not cleaned as a deciding config is
+    unknown (everything else was done); 2 usage error, 3 corrupt input, 4 bad path, 5 the log
+    dir is locked, 6 write failure.
+    """
     check_engine(engine, master)
     groups = partition_dirs_for(paths)
     # on Spark, each task (one per log dir) cleans its partitions one after the other

@@ -47,13 +47,14 @@ def _stack(*decorators):
 
 
 def _config_sources(f):
-    """Hands the command one `configs` (an ops.runner.ConfigSources) for the four options."""
+    """Hands the command one `configs` (an ops.runner.ConfigSources) for the five options."""
     @functools.wraps(f)
-    def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata, **kwargs):
+    def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
+                assume_kafka_defaults, **kwargs):
         from kafkalog_cli.ops.runner import ConfigSources
 
         configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
-                                no_cluster_metadata)
+                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults)
         return f(*args, configs=configs, **kwargs)
     return wrapper
 
@@ -63,11 +64,16 @@ config_options = _stack(
                  help="A topic config (Kafka's name and unit, e.g. retention.ms=86400000) for every topic. "
                       "Repeatable. An unknown name or a bad value is a usage error (exit 2)."),
     click.option("--topic-config", "topic_config_items", multiple=True, metavar="TOPIC:KEY=VALUE",
-                 help="A topic config for one topic; wins over --config. Repeatable."),
+                 help="A topic config for one topic; wins over --config. Repeatable. A topic with no "
+                      "partition in the paths given is a usage error (exit 2)."),
     click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-                 help="The broker's server.properties: its log.* settings are the defaults."),
+                 help="The broker's server.properties: its log.* settings are the defaults. A file with "
+                      "no broker setting, or a value Kafka would refuse, is a usage error (exit 2)."),
     click.option("--no-cluster-metadata", is_flag=True,
                  help="Ignore the topic configs recorded in the log dir's __cluster_metadata."),
+    click.option("--assume-kafka-defaults", is_flag=True,
+                 help="The broker ran with Kafka's defaults: take them for every config that cannot be "
+                      "read (else retain and compact refuse to delete by it, exit 7)."),
     _config_sources,
 )
 
@@ -95,9 +101,13 @@ def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "lo
     the other (each yielded once done, so its output comes before the next one starts), or as
     one Spark task each. `run`: run_log_dir's dry_run, quarantine_dir, no_quarantine.
     errors="return": a log dir's KafkalogError is yielded in place of its Outcome."""
+    import dataclasses
+
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.ops.runner import run_log_dir
 
+    # the topics --topic-config may name, and every option's usage error, before any log dir
+    operation = dataclasses.replace(operation, configs=operation.configs.for_log_dirs(groups))
     if engine == "spark":
         from kafkalog_cli.spark.jobs import run_log_dirs_spark
 
@@ -117,11 +127,15 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
                    report_path: Path | None = None, **run) -> None:
     """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
     that log dir is done; or the JSON reports at the end (one object for one log dir, else a
-    list). --report: the list, also to that file."""
+    list). --report: the list, also to that file. Exits 7 when a deletion was refused."""
     import json
 
+    from kafkalog_cli.errors import ExitCode
+
     reports = []
+    refused = False
     for _, outcome in run_log_dirs(operation, groups, **run):
+        refused |= echo_diagnostics(outcome)
         reports.append(outcome.to_json())
         if fmt == "text":
             click.echo(render(outcome))
@@ -132,3 +146,15 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
 
         report = (json.dumps(reports, indent=2) + "\n").encode()
         FsOps(report_path.parent).write_atomic(report_path, report)
+    if refused:
+        click.get_current_context().exit(int(ExitCode.CONFIG_UNKNOWN))
+
+
+def echo_diagnostics(outcome) -> bool:
+    """An outcome's lines for stderr: its log dir's damaged-metadata warning, then one line per
+    partition whose deletion by config was refused. True when something was refused."""
+    if outcome.warning:
+        click.echo(f"kafkalog: warning: {outcome.warning}", err=True)
+    for line in outcome.refusals:
+        click.echo(f"kafkalog: {line}", err=True)
+    return bool(outcome.refusals)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, quarantine_options, run_log_dirs)
+from kafkalog_cli.commands.options import (config_options, dry_run_option, echo_diagnostics, format_option,
+                                           now_option, now_or_clock, quarantine_options, run_log_dirs)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -33,16 +33,25 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
     offset (every topic), then retention.bytes and retention.ms (topics whose cleanup.policy
     includes delete), oldest first, stopping at the first segment that must stay, and only below
-    the high watermark. Then writes what the broker writes: log-start-offset-checkpoint, the
+    the high watermark (the replication-offset-checkpoint's; none: the log start offset, as the
+    broker loads it). Then writes what the broker writes: log-start-offset-checkpoint, the
     leader-epoch-checkpoint truncated from the start, producer snapshots below the first segment
     removed. Topic configs come from the log dir's __cluster_metadata unless overridden.
+
+    Never deletes on a guess: a partition whose cleanup.policy, retention.ms or retention.bytes
+    cannot be read (no --server-properties, no readable topic config in __cluster_metadata, or
+    damaged metadata) gets only the log-start-offset rule, and one line on stderr says which
+    value is unknown and how to state it (--server-properties, --config, --topic-config, or
+    --assume-kafka-defaults when the broker ran with Kafka's defaults).
 
     Takes each log dir's .lock (not with --dry-run); a locked log dir is skipped. Made for cron:
     a successful run prints nothing unless -v (what was deleted is in the quarantine's manifest).
 
     \b
-    Exit codes: 0 done or nothing to do; 5 a log dir was locked (a broker runs on it) and
-    skipped; 3 corrupt input, 4 bad path, 6 write failure (these win over 5).
+    Exit codes: 0 done or nothing to do; 7 a deletion by time or size was refused, as a
+    deciding config is unknown (everything else was done); 5 a log dir was locked (a broker runs
+    on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure (these win
+    over 7, and 7 over 5).
     """
     from kafkalog_cli.storage.logdir import partition_dirs_for
 
@@ -63,14 +72,23 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
                 click.echo(json.dumps({"log_dir": str(log_dir), "status": status, "detail": str(e),
                                        "exit_code": int(e.exit_code)}))
             continue
+        if echo_diagnostics(outcome):
+            codes.append(int(ExitCode.CONFIG_UNKNOWN))
         for summary in outcome.plan.partitions.values():
             if summary.get("status") == "error":
                 codes.append(summary["exit_code"])
                 click.echo(f"kafkalog: {summary['detail']}", err=True)
         _report(outcome, fmt, verbose)
-    failures = [c for c in codes if c != ExitCode.LOCKED]
     if codes:
-        click.get_current_context().exit(failures[0] if failures else int(ExitCode.LOCKED))
+        click.get_current_context().exit(_exit_code(codes))
+
+
+def _exit_code(codes: list[int]) -> int:
+    """A failure (3, 4, 6) wins over a refusal (7), which wins over a locked log dir (5)."""
+    failures = [c for c in codes if c not in (ExitCode.LOCKED, ExitCode.CONFIG_UNKNOWN)]
+    if failures:
+        return failures[0]
+    return int(ExitCode.CONFIG_UNKNOWN if ExitCode.CONFIG_UNKNOWN in codes else ExitCode.LOCKED)
 
 
 def _report(outcome: Outcome, fmt: str, verbose: bool) -> None:

@@ -12,6 +12,11 @@ map). Each group of segments goes `.cleaned` -> `.swap` -> old files out (to the
 Kafka's `.deleted`) -> final name, then cleaner-offset-checkpoint. For compact,delete topics
 retention runs after, when ops.retain is installed.
 
+Refusal: a partition whose deciding values (config.compaction_deciding_configs; under --force
+without min.cleanable.dirty.ratio and max.compaction.lag.ms) are not all known is not read nor
+cleaned, and is listed in `CompactPlan.refused` (exit 7); so is one whose cleanup.policy is
+unknown and resolved to delete: it may be a compacted topic.
+
 run(): both, partition by partition (`compact_partition`), partitions in parallel over --jobs
 worker processes under the parent's log dir lock (see `for_each_partition`).
 """
@@ -24,13 +29,15 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig, cluster_metadata_configs,
+                                 compaction_deciding_configs, refusal_line, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
                                       build_offset_map, clean_into, collect_aborted_transactions,
                                       group_segments_by_size, segments_overlapping)
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
+from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
@@ -75,8 +82,8 @@ class LogToClean:
     active_producers: dict[int, LastRecord]
     checkpoint_reset: bool = False    # forceUpdateCheckpoint: the checkpoint was outside [log start, LEO]
     checkpoint: int | None = None     # the cleaner-offset-checkpoint's entry as read
-    high_watermark: int = -1          # as Partition loads it: the checkpoint's, clamped to [log start, LEO]
-    checkpointed_hw: int | None = None    # the checkpoint's entry (-1: none); None: no such file
+    high_watermark: int = -1          # as Partition loads it (ops.high_watermark)
+    checkpointed_hw: int | None = None    # the replication-offset-checkpoint's entry; None: none
     hw_note: str | None = None        # why the high watermark holds the dirty section back
 
     @property
@@ -95,6 +102,7 @@ class PartitionDecision:
     selected: bool
     reason: str
     estimate: dict | None = None
+    deciding: tuple[str, ...] = ()    # the configs that decided it (config.compaction_deciding_configs)
 
     def to_json(self) -> dict:
         lg = self.log
@@ -102,7 +110,8 @@ class PartitionDecision:
                "dirty_section": [lg.first_dirty, lg.first_uncleanable], "dirty_ratio": round(lg.ratio, 6),
                "clean_bytes": lg.clean_bytes, "cleanable_bytes": lg.cleanable_bytes,
                "min_cleanable_dirty_ratio": lg.cfg.min_cleanable_dirty_ratio,
-               "compaction_delay_ms": lg.compaction_delay_ms, "high_watermark": lg.high_watermark}
+               "compaction_delay_ms": lg.compaction_delay_ms, "high_watermark": lg.high_watermark,
+               "configs": lg.cfg.provenance(self.deciding)}
         if lg.checkpoint_reset:
             out["cleaner_offset_checkpoint_reset"] = {"from": lg.checkpoint, "to": lg.first_dirty}
         if self.estimate is not None:
@@ -111,20 +120,55 @@ class PartitionDecision:
 
 
 @dataclass
+class RefusedPartition:
+    """A partition compact does not clean: a value that decides what it removes is unknown."""
+
+    name: str
+    cfg: TopicConfig
+    deciding: tuple[str, ...]
+    unknown: list[UnknownConfig]
+
+    @property
+    def line(self) -> str:
+        return refusal_line(self.name, self.unknown)
+
+    def to_json(self) -> dict:
+        return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
+                "refused": [u.to_dict() for u in self.unknown], "configs": self.cfg.provenance(self.deciding)}
+
+
+@dataclass
 class CompactPlan:
     log_dir: Path
     now_ms: int
     decisions: list[PartitionDecision] = field(default_factory=list)
     notes: Plan = None
+    refused: list[RefusedPartition] = field(default_factory=list)
 
     @property
     def selected(self) -> list[PartitionDecision]:
         return [d for d in self.decisions if d.selected]
 
+    @property
+    def refusals(self) -> list[str]:
+        return [r.line for r in self.refused]
+
+    def partitions_json(self) -> list[dict]:
+        return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
+
     def to_json(self) -> dict:
         return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
-                "partitions": [d.to_json() for d in self.decisions],
+                "partitions": self.partitions_json(),
                 "findings": [f.to_json() for f in self.notes.findings]}
+
+
+def deciding_configs(cfg: TopicConfig, force: bool) -> tuple[str, ...]:
+    """compaction_deciding_configs, less what --force overrides (the dirty ratio, the max lag).
+    A topic not compacted whose cleanup.policy is a guess: cleanup.policy itself."""
+    if not cfg.compact:
+        return ("cleanup.policy",)
+    names = compaction_deciding_configs(cfg)
+    return tuple(n for n in names if n not in ("min.cleanable.dirty.ratio", "max.compaction.lag.ms")) if force else names
 
 
 # ------------------------------------------------------------------------------ LogCleanerManager
@@ -152,10 +196,13 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         cfg = resolver.for_topic(tp.topic)
-        if cfg.compact:
+        deciding = deciding_configs(cfg, opts.force)
+        unknown = unknown_configs(tp.topic, cfg, deciding)
+        if unknown:
+            cp.refused.append(RefusedPartition(d.name, cfg, deciding, unknown))
+        elif cfg.compact:
             key = (tp.topic, tp.partition)
-            hw = None if hws is None else hws.get(key, -1)     # no entry: 0 to Kafka, clamped alike
-            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key), hw))
+            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key), hws.get(key)))
 
     def job(item, wfs: FsOps | None, map_jobs: int):
         return compact_partition(log_dir, *item, opts, wfs, estimate=estimate, map_jobs=map_jobs)
@@ -180,6 +227,7 @@ def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: T
     if ltc is None:
         return None, None, notes.findings
     dec = _decide(ltc, opts.force)
+    dec.deciding = deciding_configs(cfg, opts.force)
     if ltc.checkpoint_reset and fsops is not None:
         # grabFilthiestCompactedLog: updateCheckpoints for every such log, cleaned or not
         with _log_dir_files(fsops):
@@ -208,7 +256,7 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
                  start_checkpoint: int | None, now_ms: int, notes: Plan,
                  high_watermark: int | None = None) -> LogToClean | None:
     """LogCleanerManager.cleanableOffsets and calculateCleanableBytes. `high_watermark` is the
-    replication-offset-checkpoint's entry (-1 if the file lacks it), None when there is no file."""
+    replication-offset-checkpoint's entry, None when there is none (or no file)."""
     part = Partition.open(d)
     segs = part.segments
     if not segs:
@@ -229,8 +277,8 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     else:
         first_dirty = checkpoint
     # UnifiedLog.lastStableOffset: the first unstable offset if below the high watermark, else
-    # the HW, which Partition clamps into [log start, LEO] on load
-    hw = leo if high_watermark is None else min(max(high_watermark, log_start), leo)
+    # the HW, as Partition loads it
+    hw = high_watermark_at_load(high_watermark, log_start, leo)
     lso = min(min(state.ongoing), hw) if state.ongoing else hw
     candidates = [lso, active.base_offset]
     dirty_floor = bases[part.segment_index_for(first_dirty)]
@@ -254,22 +302,23 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
                       clean, cleanable, delay, producers, reset, checkpoint, hw, high_watermark, hw_note)
 
 
-def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int] | None:
-    """replication-offset-checkpoint (read as retain reads it), or None when the broker never
-    wrote one: then the high watermark is taken as the log end offset, and noted."""
+def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int]:
+    """replication-offset-checkpoint (read as retain reads it); {} when the broker never wrote
+    one, as no entry (ops.high_watermark), and noted."""
     path = log_dir / names.REPLICATION_CHECKPOINT
     if not path.exists():
-        notes.note(log_dir.name, f"no {names.REPLICATION_CHECKPOINT}: high watermarks taken as the log end offsets")
-        return None
+        notes.note(log_dir.name, f"no {names.REPLICATION_CHECKPOINT}: high watermarks are the log start offsets, "
+                                 f"as the broker loads them")
+        return {}
     return ckpt.read_offsets_strict(path)[0]
 
 
 def _hw_note(checkpointed: int | None, hw: int, lso: int, active_base: int) -> str | None:
     """The high watermark, when it is what holds cleaning back (before the active segment)."""
-    if checkpointed is None or lso != hw or hw >= active_base:
+    if lso != hw or hw >= active_base:
         return None
     return f"high watermark {hw} from {names.REPLICATION_CHECKPOINT}" + (
-        ": the partition has no entry there" if checkpointed < 0 else "")
+        ": the partition has no entry there" if checkpointed is None else "")
 
 
 def _compaction_delay(dirty_non_active: list[Segment], cfg: TopicConfig, now_ms: int) -> int:
@@ -407,7 +456,7 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
 def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
     q = fsops.quarantine
     return {"op": "compact", "log_dir": str(cp.log_dir), "now_ms": cp.now_ms, "cleaned": done,
-            "partitions": [d.to_json() for d in cp.decisions],
+            "partitions": cp.partitions_json(),
             "findings": [f.to_json() for f in cp.notes.findings],
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}

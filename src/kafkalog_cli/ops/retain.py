@@ -9,8 +9,13 @@ For each partition, three passes in Kafka's order, each over what the previous o
 3. time (cleanup.policy with `delete`, retention.ms >= 0): while `now - largestTimestamp >
    retention.ms`, the largest timestamp being the last time-index entry, else the .log mtime.
 
+Passes 2 and 3 never run on a guess: when a value that decides them (config.retention_deciding_configs)
+is unknown -- no broker config, no readable topic config, damaged metadata -- the partition is
+`refused`: only pass 1, which needs no config, runs (exit 7, one line per partition).
+
 Each pass walks from the oldest segment and stops at the first one that must stay; only segments
-wholly below the high watermark (replication-offset-checkpoint) are eligible; an empty last
+wholly below the high watermark (replication-offset-checkpoint, as the broker loads it:
+ops.high_watermark) are eligible; an empty last
 segment always stays. When every segment goes, Kafka first rolls a new empty active segment at
 the log end offset (ops.roll), and deletes the old ones after.
 
@@ -33,12 +38,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.config import ConfigResolver, TopicConfig, cluster_metadata_configs
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, cluster_metadata_configs, refusal_line,
+                                 retention_deciding_configs, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
                                               parse_leader_epoch_checkpoint,
                                               truncate_from_start)
 from kafkalog_cli.storage import checkpoints as checkpoint_text
+from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
@@ -68,6 +75,13 @@ class DeletionReason(str, enum.Enum):
 
 
 @dataclass
+class RetainPlan(Plan):
+    """retain's Plan, with one line per partition whose retention by config was refused."""
+
+    refusals: list[str] = field(default_factory=list)
+
+
+@dataclass
 class RetainOptions:
     now_ms: int
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
@@ -81,9 +95,9 @@ def deletable_segments(segments: list[Segment], high_watermark: int, predicate: 
     """LocalLog.deletableSegments with UnifiedLog's high-watermark guard: oldest first, stop at the
     first segment that must stay; an empty last segment always stays.
 
-    `high_watermark` is the checkpoint's, raised to the log start offset (Kafka clamps it into
-    [logStartOffset, logEndOffset]; the upper clamp never changes a comparison with an upper bound
-    that is itself at most the log end offset)."""
+    `high_watermark` is the broker's at load (ops.high_watermark), without its upper clamp to the
+    log end offset, which never changes a comparison with an upper bound that is itself at most
+    the log end offset."""
     out: list[Segment] = []
     for i, seg in enumerate(segments):
         nxt = segments[i + 1] if i + 1 < len(segments) else None
@@ -150,22 +164,23 @@ class Retention:
     rolled_at: int | None = None           # the new empty segment's base, when all went
 
 
-def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int) -> Retention:
-    """UnifiedLog.deleteOldSegments: the passes in order, each on what the previous one left."""
+def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: bool = True) -> Retention:
+    """UnifiedLog.deleteOldSegments: the passes in order, each on what the previous one left.
+    `by_config` False: the log-start-offset pass alone (a deciding config is unknown)."""
     segments = list(partition.segments)
     log_start = partition.log_start_offset
-    hw_checkpoint = partition.checkpoints.high_watermark or 0
+    hw_checkpoint = partition.checkpoints.high_watermark
     result = Retention(log_start, log_start, segments[0].base_offset)
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
         (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.new_log_start_offset))]
-    if "delete" in cfg.cleanup_policy:
+    if by_config and "delete" in cfg.cleanup_policy:
         passes += [(DeletionReason.RETENTION_SIZE_BREACH, lambda: size_breach(segments, cfg.retention_bytes)),
                    (DeletionReason.RETENTION_MS_BREACH, lambda: time_breach(now_ms, cfg.retention_ms))]
     for reason, make in passes:
         predicate = make()
         if predicate is None or not segments:
             continue
-        hw = max(hw_checkpoint, result.new_log_start_offset)
+        hw = high_watermark_at_load(hw_checkpoint, result.new_log_start_offset)
         gone = deletable_segments(segments, hw, predicate)
         if not gone:
             continue
@@ -196,12 +211,12 @@ def _read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
                            OffsetCheckpoint.read(log_dir / names.CLEANER_CHECKPOINT, strict=False))
 
 
-def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan:
+def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> RetainPlan:
     """Retention for `partition_dirs` of `log_dir`. A partition that cannot be planned (a corrupt
     active segment or leader-epoch-checkpoint) gets an `error` in its summary and no action; a
     damaged root checkpoint raises, as nothing in the log dir can be judged without it."""
     log_dir = Path(log_dir)
-    p = Plan("retain", log_dir)
+    p = RetainPlan("retain", log_dir)
     resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
     roots = _read_root_checkpoints(log_dir)
     configs: dict[str, TopicConfig] = {}
@@ -229,6 +244,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Plan
             continue
         p.actions.extend(actions)
         p.partitions[d.name] = summary
+        if summary.get("refused"):
+            p.refusals.append(summary["refusal"])
         if result is not None:
             # LogManager's rules, applied on every run so that a rerun finishes an interrupted one
             key, start = (tp.topic, tp.partition), result.new_log_start_offset
@@ -250,16 +267,23 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
                 for f in partition.leftovers]
     if not partition.segments:
         return _summary(name, tp, status="skipped", detail="no segment"), None
-    result = run_passes(partition, cfg, opts.now_ms)
+    deciding = retention_deciding_configs(cfg)
+    unknown = unknown_configs(tp.topic, cfg, deciding)
+    result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
     summary = _summary(
         name, tp, status="deleted" if result.deleted else "nothing to do",
         cleanup_policy=",".join(cfg.cleanup_policy), retention_ms=cfg.retention_ms,
         retention_bytes=cfg.retention_bytes, segments_deleted=len(result.deleted), bytes_freed=0,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
-        rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted])
+        rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted],
+        configs=cfg.provenance(deciding))
     if partition.checkpoints.high_watermark is None:
         summary["detail"] = ("no high watermark in replication-offset-checkpoint: only segments below "
                              "the log start offset are eligible")
+    if unknown:
+        line = refusal_line(name, unknown)
+        summary.update(status="refused", refused=[u.to_dict() for u in unknown], refusal=line,
+                       detail="refused to delete by time or size: " + line.partition(": ")[2])
     if result.rolled_at is not None:
         _roll_actions(partition, cfg, opts, actions)
     freed = 0
@@ -291,7 +315,7 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         tidy.append(epoch_action)
     actions += tidy
     summary["bytes_freed"] = freed
-    if tidy and not result.deleted:
+    if tidy and not result.deleted and not unknown:
         summary["status"] = "tidied"
         summary["detail"] = "finished an interrupted retain (stray snapshots, index files, leader epochs)"
     return summary, result

@@ -12,19 +12,20 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable, Mapping
 
 from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties)
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.names import parse_partition_dir
 
 
 @dataclass(frozen=True)
 class ConfigSources:
     """The topic configs a run was given (--config, --topic-config, --server-properties,
-    --no-cluster-metadata). Resolved per log dir, where its __cluster_metadata is read: under
+    --no-cluster-metadata, --assume-kafka-defaults). Resolved per log dir, where its __cluster_metadata is read: under
     the log dir's lock, on the machine that runs it."""
 
     config_pairs: tuple[str, ...] = ()
@@ -33,6 +34,19 @@ class ConfigSources:
     no_cluster_metadata: bool = False
     topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
     assume_kafka_defaults: bool = False
+
+    def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
+        """These sources with `topics` those of every partition dir of `groups`, checked: a bad
+        --config, --topic-config (also a topic with no partition there) or --server-properties
+        is a usage error before any log dir is touched."""
+        topics = frozenset(tp.topic for parts in groups.values() for d in parts
+                           if (tp := parse_partition_dir(Path(d).name)) is not None)
+        sources = dataclasses.replace(self, topics=topics)
+        parse_key_values(sources.config_pairs, "--config")
+        parse_topic_key_values(sources.topic_config_items, sources.topics)
+        if sources.server_properties is not None:
+            read_server_properties(sources.server_properties)
+        return sources
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
         """The resolver for one log dir; its `warning` is the one line to print when the log
@@ -72,11 +86,18 @@ class Operation:
 @dataclass
 class Outcome:
     """One log dir's result: the plan, and unless it was a dry run the report of what changed
-    (`quarantine`: where removed data was kept, if anywhere)."""
+    (`quarantine`: where removed data was kept, if anywhere; `warning`: the one line about the
+    log dir's damaged __cluster_metadata, printed by the command wherever this ran)."""
 
-    plan: Any                         # ops.plan.Plan, or ops.compact.CompactPlan
+    plan: Any                         # ops.plan.Plan, ops.retain.RetainPlan or ops.compact.CompactPlan
     report: dict | None = None        # None: a dry run, nothing changed
     quarantine: str | None = None
+    warning: str | None = None
+
+    @property
+    def refusals(self) -> list[str]:
+        """One line per partition whose deletion by config was refused (retain, compact)."""
+        return list(getattr(self.plan, "refusals", ()))
 
     @property
     def dry_run(self) -> bool:
@@ -94,7 +115,8 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
     log_dir = Path(log_dir)
     root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
     if dry_run:
-        return Outcome(operation.plan(log_dir, partition_dirs, operation.options_for(log_dir)))
+        opts = operation.options_for(log_dir)
+        return Outcome(operation.plan(log_dir, partition_dirs, opts), warning=opts.resolver.warning)
     with LogDirLock(log_dir):
         # --jobs workers of `run` work under this lock: they never take it themselves
         opts = operation.options_for(log_dir)
@@ -104,4 +126,4 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         else:
             plan = operation.plan(log_dir, partition_dirs, opts)
             report = apply(plan, fsops)
-    return Outcome(plan, report, report.get("quarantine"))
+    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning)

@@ -58,10 +58,20 @@ def plan_outcome(o: Outcome) -> str:
 
 
 # ------------------------------------------------------------------------------ retain
+def configs_line(configs: dict) -> str:
+    """The values that decided a deletion, each with its source (ops' `configs`: config.TopicConfig.provenance)."""
+    return "; ".join(f"{name}={_config_text(v['value'])} from {v['origin']}" for name, v in configs.items())
+
+
+def _config_text(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def retain_partition(summary: dict, dry_run: bool = False) -> str:
-    """One line per partition: what went, why, and the new log start offset."""
+    """One line per partition: what went, why, and the new log start offset; where segments
+    went by time or size, a second, indented line with the configs that decided it."""
     name, status = summary["partition"], summary.get("status")
-    if status != "deleted":
+    if status != "deleted" and not (status == "refused" and summary.get("segments_deleted")):
         return f"{name}: {summary.get('detail') or status}"
     by_reason: dict[str, list[int]] = {}
     for s in summary["segments"]:
@@ -72,6 +82,10 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
             f"({why}); log start offset {summary['old_log_start_offset']} -> {summary['new_log_start_offset']}")
     if summary.get("rolled"):
         line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
+    if status == "refused":
+        line += f"\n  {summary['detail']}"
+    elif summary.get("configs") and any(s["reason"] != "log-start-offset" for s in summary["segments"]):
+        line += f"\n  configs: {configs_line(summary['configs'])}"
     return line
 
 
@@ -92,7 +106,8 @@ def retain_outcome(o: Outcome, verbose: bool) -> list[str]:
 # ------------------------------------------------------------------------------ compact
 def compact_plan(cp: CompactPlan) -> str:
     lines = [f"compact {cp.log_dir} (now {cp.now_ms}): {len(cp.selected)} of "
-             f"{len(cp.decisions)} compacted partition(s) to clean"]
+             f"{len(cp.decisions)} compacted partition(s) to clean"
+             + (f", {len(cp.refused)} refused (a deciding config is unknown)" if cp.refused else "")]
     for f in cp.notes.findings:
         lines.append(f"  ! {f.partition}: {f.message}")
     for d in cp.decisions:
@@ -111,6 +126,10 @@ def compact_plan(cp: CompactPlan) -> str:
             if e.get("rounds_needed", 1) > 1:
                 line += f", round 1 ends at {e['end_offset']} (the keys exceed the offset map)"
         lines.append(line)
+        if d.selected and d.deciding:
+            lines.append(f"        configs: {lg.cfg.describe(d.deciding)}")
+    for r in cp.refused:
+        lines.append(f"  refuse {r.line}")
     return "\n".join(lines)
 
 
