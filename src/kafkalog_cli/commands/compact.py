@@ -12,7 +12,7 @@ from kafkalog_cli.commands.options import (config_options, dry_run_option, forma
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.commands.common import partition_groups
 from kafkalog_cli.render import human
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
@@ -70,7 +70,7 @@ def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_
     dir is locked, 6 write failure.
     """
     check_engine(engine, master)
-    groups = partition_dirs_for(paths)
+    groups = partition_groups(paths)   # the cleaner works on current logs: -future/-delete/-stray noted
     # on Spark, each task (one per log dir) cleans its partitions one after the other
     opts = ops.CompactOptions(now_ms=now_or_clock(now_ms), force=force, dedupe_buffer_size=dedupe_buffer_size,
                               jobs=1 if engine == "spark" else jobs_or_cores(jobs))

@@ -53,10 +53,10 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
     on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure (these win
     over 7, and 7 over 5).
     """
-    from kafkalog_cli.storage.logdir import partition_dirs_for
+    from kafkalog_cli.commands.common import partition_groups
 
     check_engine(engine, master)
-    groups = partition_dirs_for(paths)
+    groups = partition_groups(paths)   # retention works on current logs: -future/-delete/-stray noted
     operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
     codes: list[int] = []
     # a locked or failing log dir does not stop the others (Spark: one task per log dir)
