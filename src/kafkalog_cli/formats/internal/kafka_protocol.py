@@ -26,6 +26,10 @@ _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
 
+_VARINT_TOO_LONG = ("java.lang.IllegalArgumentException: Varint is too long, the most significant bit in the 5th "
+                    "byte is set, converted value: {:x}")
+_VARLONG_TOO_LONG = "java.lang.IllegalArgumentException: Varlong is too long"
+
 
 class BufferUnderflowError(InvalidRecordError):
     """java.nio.BufferUnderflowException: a fixed-size read past the end. Kept apart because some
@@ -93,40 +97,31 @@ class Readable:
         return self._take(16)
 
     # varints (ByteUtils)
-    def read_unsigned_varint(self) -> int:
-        """ByteUtils.readUnsignedVarint: at most 5 bytes, result wraps like a Java int."""
+    def _read_varint_bits(self, max_shift: int, too_long: str) -> int:
+        """The loop readUnsignedVarint and readVarlong share: the bits of a varint of at most
+        `max_shift // 7 + 1` bytes. `too_long` is the IllegalArgumentException's text; a `{:x}` in
+        it is the value read so far as an int."""
         value = 0
         shift = 0
         while True:
             b = self._take(1)[0]
             if not b & 0x80:
-                break
+                return value | (b << shift)
             value |= (b & 0x7F) << shift
             shift += 7
-            if shift > 28:
-                raise InvalidRecordError(
-                    f"java.lang.IllegalArgumentException: Varint is too long, the most significant bit "
-                    f"in the 5th byte is set, converted value: {to_int32(value) & 0xFFFFFFFF:x}",
-                    position=self.position)
-        return to_int32(value | (b << shift))
+            if shift > max_shift:
+                raise InvalidRecordError(too_long.format(value & 0xFFFFFFFF), position=self.position)
+
+    def read_unsigned_varint(self) -> int:
+        """ByteUtils.readUnsignedVarint: at most 5 bytes, result wraps like a Java int."""
+        return to_int32(self._read_varint_bits(28, _VARINT_TOO_LONG))
 
     def read_varint(self) -> int:
         raw = self.read_unsigned_varint() & 0xFFFFFFFF
         return to_int32((raw >> 1) ^ -(raw & 1))
 
     def read_varlong(self) -> int:
-        value = 0
-        shift = 0
-        while True:
-            b = self._take(1)[0]
-            if not b & 0x80:
-                break
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if shift > 63:
-                raise InvalidRecordError("java.lang.IllegalArgumentException: Varlong is too long",
-                                         position=self.position)
-        raw = (value | (b << shift)) & 0xFFFFFFFFFFFFFFFF
+        raw = self._read_varint_bits(63, _VARLONG_TOO_LONG) & 0xFFFFFFFFFFFFFFFF
         return (raw >> 1) ^ -(raw & 1)
 
     # variable-length payloads
