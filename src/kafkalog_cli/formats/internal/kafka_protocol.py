@@ -15,7 +15,7 @@ import math
 import struct
 from decimal import Decimal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kafkalog_cli.errors import InvalidRecordError
 
@@ -46,6 +46,17 @@ def to_int16(value: int) -> int:
     return ((value + 0x8000) & 0xFFFF) - 0x8000
 
 
+def _fixed_size_reader(fmt: struct.Struct, java: str) -> Callable[[Readable], Any]:
+    """The Readable method `java` (org.apache.kafka.common.protocol.Readable): one big-endian `fmt`."""
+    size, unpack = fmt.size, fmt.unpack
+
+    def read(self: Readable) -> Any:
+        return unpack(self._take(size))[0]
+
+    read.__doc__ = f"Readable.{java}: {size} bytes, big-endian."
+    return read
+
+
 class Readable:
     """A read cursor over bytes. `position` is relative to the start of `data`."""
 
@@ -74,23 +85,12 @@ class Readable:
     def read_bool(self) -> bool:
         return self.read_int8() != 0
 
-    def read_int16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def read_uint16(self) -> int:
-        return _U16.unpack(self._take(2))[0]
-
-    def read_int32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def read_uint32(self) -> int:
-        return _U32.unpack(self._take(4))[0]
-
-    def read_int64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def read_float64(self) -> float:
-        return _F64.unpack(self._take(8))[0]
+    read_int16 = _fixed_size_reader(_I16, "readShort")
+    read_uint16 = _fixed_size_reader(_U16, "readUnsignedShort")
+    read_int32 = _fixed_size_reader(_I32, "readInt")
+    read_uint32 = _fixed_size_reader(_U32, "readUnsignedInt")
+    read_int64 = _fixed_size_reader(_I64, "readLong")
+    read_float64 = _fixed_size_reader(_F64, "readDouble")
 
     def read_uuid(self) -> bytes:
         """16 raw bytes (most significant long first); see uuid_to_string."""
