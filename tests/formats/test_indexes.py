@@ -76,6 +76,20 @@ def test_stop_rule_keeps_entry_zero_at_base_offset():
     assert parse_time_index(buf, 100, stop_at_zero=False)[1:] == [TimeIndexEntry(0, 100)] * 2
 
 
+def test_stop_rule_stops_at_the_first_zero_offset_after_entry_zero():
+    # a zero relative offset ends the entries even when real-looking slots follow it (DumpLogSegments)
+    slots = [(0, 0), (3, 4096), (0, 8192), (7, 12288)]
+    buf = b"".join(struct.pack(">ii", rel, pos) for rel, pos in slots) + b"\x00\x00\x01"
+    assert parse_offset_index(buf, 10) == [OffsetIndexEntry(10, 0), OffsetIndexEntry(13, 4096)]
+    assert parse_offset_index(buf, 10, stop_at_zero=False) == [OffsetIndexEntry(10 + r, p) for r, p in slots]
+    tbuf = b"".join(struct.pack(">qi", 5 + i, rel) for i, (rel, _) in enumerate(slots))
+    assert parse_time_index(tbuf, 10) == [TimeIndexEntry(5, 10), TimeIndexEntry(6, 13)]
+    assert parse_time_index(tbuf, 10, stop_at_zero=False)[3] == TimeIndexEntry(8, 17)
+    for data in (b"", b"\x00" * 7):
+        assert parse_offset_index(data, 10) == parse_offset_index(data, 10, stop_at_zero=False) == []
+    assert parse_offset_index(bytes(8), 10) == [OffsetIndexEntry(10, 0)]
+
+
 def test_trailing_partial_entry_is_ignored():
     data = read("recover-missing-index/00000000000000000185.index")
     assert parse_offset_index(data + b"\x00\x00\x01", 185) == parse_offset_index(data, 185)
@@ -221,8 +235,19 @@ def test_time_index_sanity_messages():
         sanity_check_time_index(bad_offset, 10, path="t")
     assert e.value.message == ("Corrupt time index found, time index file (t) has non-zero size but "
                                "the last offset is 8 which is less than the first offset 10")
-    with pytest.raises(CorruptIndexError, match="found 13 bytes which is neither positive nor a multiple of 12"):
+    with pytest.raises(CorruptIndexError) as e:
         sanity_check_time_index(struct.pack(">qi", 5, 0) + b"\x00", 10, path="t")
+    assert e.value.message == "Time index file t is corrupt, found 13 bytes which is neither positive nor a multiple of 12."
+    assert e.value.position == 12
+    with pytest.raises(CorruptIndexError) as e:
+        sanity_check_time_index(struct.pack(">qi", 5, 0) + struct.pack(">qi", 4, 1), 10)
+    assert e.value.message == ("Corrupt time index found, time index file (<time index>) has non-zero size but "
+                               "the last timestamp is 4 which is less than the first timestamp 5")
+    assert (e.value.path, e.value.position) == (None, 12)
+    with pytest.raises(CorruptIndexError, match=r"^byte 0: Index file <index> is corrupt, found 3 bytes"):
+        sanity_check_offset_index(b"abc", 0)
+    sanity_check_time_index(b"", 10)
+    sanity_check_offset_index(b"", 10)
 
 
 # --- properties ------------------------------------------------------------------------------

@@ -90,6 +90,13 @@ dry_run_option = click.option("--dry-run", "-n", is_flag=True,
 now_option = click.option("--now", "now_ms", type=int, metavar="MS",
                           help="The clock, in epoch milliseconds [default: the system clock].")
 
+report_option = click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
+                             help="Also write the JSON report to this file.")
+
+# what every command that changes log dirs takes, in their --help order
+change_options = _stack(config_options, quarantine_options, dry_run_option, format_option("Output format."),
+                        now_option)
+
 
 def now_or_clock(now_ms: int | None) -> int:
     return now_ms if now_ms is not None else int(time.time() * 1000)

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, print_outcomes, quarantine_options)
+from kafkalog_cli.commands.options import change_options, now_or_clock, print_outcomes, report_option
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -21,13 +20,8 @@ from kafkalog_cli.render import human
 @click.option("--salvage", is_flag=True,
               help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
                    "whose offsets continue upward, instead of dropping the rest of the log.")
-@config_options
-@quarantine_options
-@dry_run_option
-@format_option("Output format.")
-@now_option
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the JSON report to this file.")
+@change_options
+@report_option
 def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
             report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.

@@ -5,8 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, now_option,
-                                           now_or_clock, print_outcomes, quarantine_options)
+from kafkalog_cli.commands.options import change_options, now_or_clock, print_outcomes, report_option
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -18,13 +17,8 @@ from kafkalog_cli.render import human
 @click.option("--if-needed", is_flag=True,
               help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "
                    "(from the first batch's timestamp), a full index, or offset overflow.")
-@config_options
-@quarantine_options
-@dry_run_option
-@format_option("Output format.")
-@now_option
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also write the JSON report to this file.")
+@change_options
+@report_option
 def command(paths, if_needed, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).

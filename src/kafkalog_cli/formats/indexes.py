@@ -18,6 +18,8 @@ from __future__ import annotations
 import struct
 from bisect import bisect_right
 from dataclasses import dataclass
+from itertools import chain, islice, takewhile
+from operator import itemgetter
 from typing import Iterable, Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptIndexError, InvalidOffsetError, OffsetOverflowError
@@ -29,8 +31,10 @@ INT32_MAX = 0x7FFFFFFF
 DEFAULT_INDEX_INTERVAL_BYTES = 4096     # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES = 10485760  # segment.index.bytes
 
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
+_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position
+_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset
+_OFFSET_REL = itemgetter(0)            # the relativeOffset of an unpacked slot
+_TIME_REL = itemgetter(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,15 +90,8 @@ def parse_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
     return`); a well-formed index can never hold such an entry, since offsets strictly increase.
     With `stop_at_zero=False` every slot is returned, as OffsetIndex.entry(n) would.
     """
-    mv = memoryview(buf)
-    n = len(mv) // OFFSET_ENTRY_SIZE
-    out: list[OffsetIndexEntry] = []
-    append = out.append
-    for i, (rel, pos) in enumerate(_OFFSET_ENTRY.iter_unpack(mv[: n * OFFSET_ENTRY_SIZE])):
-        if stop_at_zero and rel == 0 and i > 0:
-            break
-        append(OffsetIndexEntry(base_offset + rel, pos))
-    return out
+    return [OffsetIndexEntry(base_offset + rel, pos)
+            for rel, pos in _live_slots(buf, _OFFSET_ENTRY, _OFFSET_REL, stop_at_zero)]
 
 
 def parse_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
@@ -106,15 +103,19 @@ def parse_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
     && i > 0) return`. A real entry i > 0 cannot have the base offset: entries are only added with a
     strictly greater timestamp, and each new maximum comes with a new batch's lastOffset.
     """
+    return [TimeIndexEntry(ts, base_offset + rel)
+            for ts, rel in _live_slots(buf, _TIME_ENTRY, _TIME_REL, stop_at_zero)]
+
+
+def _live_slots(buf: bytes | bytearray | memoryview, entry: struct.Struct, relative_offset: itemgetter,
+                stop_at_zero: bool) -> Iterator[tuple[int, int]]:
+    """The whole `entry`-sized slots of an index file, unpacked; with `stop_at_zero`, only those
+    before the first slot i > 0 whose `relative_offset` is 0. Iterated in C, not per slot here."""
     mv = memoryview(buf)
-    n = len(mv) // TIME_ENTRY_SIZE
-    out: list[TimeIndexEntry] = []
-    append = out.append
-    for i, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(mv[: n * TIME_ENTRY_SIZE])):
-        if stop_at_zero and rel == 0 and i > 0:
-            break
-        append(TimeIndexEntry(ts, base_offset + rel))
-    return out
+    slots = entry.iter_unpack(mv[: len(mv) // entry.size * entry.size])
+    if stop_at_zero:  # the first slot, then slots while their relative offset is not 0
+        return chain(islice(slots, 1), takewhile(relative_offset, slots))
+    return slots
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,21 +187,14 @@ def sanity_check_offset_index(buf: bytes | bytearray | memoryview, base_offset: 
 
     The last slot is the last `roundDown(length, 8)` slot, so a preallocated, zero-padded index
     passes (its last offset is the base offset). The broker skips this check at startup."""
-    length = len(buf)
-    n = length // OFFSET_ENTRY_SIZE
     where = path if path is not None else "<index>"
-    if n:
-        rel, _ = _OFFSET_ENTRY.unpack_from(buf, (n - 1) * OFFSET_ENTRY_SIZE)
-        last_offset = base_offset + rel
-        if last_offset < base_offset:
-            raise CorruptIndexError(
-                f"Corrupt index found, index file ({where}) has non-zero size but the last offset "
-                f"is {last_offset} which is less than the base offset {base_offset}.",
-                path=path, position=(n - 1) * OFFSET_ENTRY_SIZE)
-    if length % OFFSET_ENTRY_SIZE:
-        raise CorruptIndexError(
-            f"Index file {where} is corrupt, found {length} bytes which is neither positive nor "
-            f"a multiple of {OFFSET_ENTRY_SIZE}.", path=path, position=n * OFFSET_ENTRY_SIZE)
+    last = _last_slot(buf, _OFFSET_ENTRY)
+    if last is not None:
+        (rel, _), at = last
+        _require(base_offset + rel >= base_offset, path, at,
+                 f"Corrupt index found, index file ({where}) has non-zero size but the last offset "
+                 f"is {base_offset + rel} which is less than the base offset {base_offset}.")
+    _require_whole_slots(buf, OFFSET_ENTRY_SIZE, "Index", where, path)
 
 
 def sanity_check_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
@@ -209,27 +203,42 @@ def sanity_check_time_index(buf: bytes | bytearray | memoryview, base_offset: in
 
     Unlike the offset index, a preallocated time index FAILS this check: its last slot holds
     timestamp 0, which is less than the first real timestamp (corpus: recover/unclean-kill)."""
-    length = len(buf)
-    n = length // TIME_ENTRY_SIZE
     where = path if path is not None else "<time index>"
-    if n:
+    last = _last_slot(buf, _TIME_ENTRY)
+    if last is not None:
+        (last_ts, rel), at = last
         first_ts, _ = _TIME_ENTRY.unpack_from(buf, 0)
-        last_ts, rel = _TIME_ENTRY.unpack_from(buf, (n - 1) * TIME_ENTRY_SIZE)
-        last_offset = base_offset + rel
-        if last_ts < first_ts:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({where}) has non-zero size but the "
-                f"last timestamp is {last_ts} which is less than the first timestamp {first_ts}",
-                path=path, position=(n - 1) * TIME_ENTRY_SIZE)
-        if last_offset < base_offset:
-            raise CorruptIndexError(
-                f"Corrupt time index found, time index file ({where}) has non-zero size but the "
-                f"last offset is {last_offset} which is less than the first offset {base_offset}",
-                path=path, position=(n - 1) * TIME_ENTRY_SIZE)
-    if length % TIME_ENTRY_SIZE:
-        raise CorruptIndexError(
-            f"Time index file {where} is corrupt, found {length} bytes which is neither positive "
-            f"nor a multiple of {TIME_ENTRY_SIZE}.", path=path, position=n * TIME_ENTRY_SIZE)
+        _require(last_ts >= first_ts, path, at,
+                 f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+                 f"last timestamp is {last_ts} which is less than the first timestamp {first_ts}")
+        _require(base_offset + rel >= base_offset, path, at,
+                 f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+                 f"last offset is {base_offset + rel} which is less than the first offset {base_offset}")
+    _require_whole_slots(buf, TIME_ENTRY_SIZE, "Time index", where, path)
+
+
+def _last_slot(buf: bytes | bytearray | memoryview, entry: struct.Struct) -> tuple[tuple[int, int], int] | None:
+    """The last whole slot of an index file, unpacked, and its byte position; None if it has none."""
+    n = len(buf) // entry.size
+    if not n:
+        return None
+    at = (n - 1) * entry.size
+    return entry.unpack_from(buf, at), at
+
+
+def _require_whole_slots(buf: bytes | bytearray | memoryview, entry_size: int, kind: str, where: str,
+                         path: str | None) -> None:
+    """The length check that ends both sanity checks: a partial slot at the end is corrupt."""
+    length = len(buf)
+    _require(length % entry_size == 0, path, length - length % entry_size,
+             f"{kind} file {where} is corrupt, found {length} bytes which is neither positive nor "
+             f"a multiple of {entry_size}.")
+
+
+def _require(condition: bool, path: str | None, position: int, message: str) -> None:
+    """Kafka's `if (!condition) throw new CorruptIndexException(message)`, for the sanity checks."""
+    if not condition:
+        raise CorruptIndexError(message, path=path, position=position)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,13 +293,9 @@ class IndexBuilder:
         """One batch of LogSegment.recover, at byte `position` (= validBytes) of the `.log`."""
         rel = last_offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
-            # LogSegmentOffsetOverflowException: the broker splits the segment
-            raise OffsetOverflowError(
-                f"Detected offset overflow at offset {last_offset} in segment with base offset "
-                f"{self.base_offset}", position=position)
+            raise self._offset_overflow(last_offset, position)
         if max_timestamp > self._max_ts:
-            self._max_ts = max_timestamp
-            self._offset_of_max_ts = last_offset
+            self._max_ts, self._offset_of_max_ts = max_timestamp, last_offset
         if position - self._last_index_entry > self.index_interval_bytes:
             self._append_offset(last_offset, rel, position)
             self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
@@ -303,12 +308,9 @@ class IndexBuilder:
             return  # Kafka ignores empty appends entirely
         rel = largest_offset - self.base_offset
         if rel < 0 or rel > INT32_MAX:
-            raise OffsetOverflowError(
-                f"Detected offset overflow at offset {largest_offset} in segment with base offset "
-                f"{self.base_offset}", position=first_position)
+            raise self._offset_overflow(largest_offset, first_position)
         if max_timestamp > self._max_ts:
-            self._max_ts = max_timestamp
-            self._offset_of_max_ts = offset_of_max_timestamp
+            self._max_ts, self._offset_of_max_ts = max_timestamp, offset_of_max_timestamp
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self._append_offset(largest_offset, rel, first_position)
             self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
@@ -321,7 +323,14 @@ class IndexBuilder:
             self._maybe_append_time(self._max_ts, self._offset_of_max_ts, True)
             self._finished = True
 
-    # -- Kafka's OffsetIndex.append / TimeIndex.maybeAppend -------------------------------------
+    # -- Kafka's ensureOffsetInRange, OffsetIndex.append, TimeIndex.maybeAppend ------------------
+
+    def _offset_overflow(self, offset: int, position: int) -> OffsetOverflowError:
+        """LogSegment.ensureOffsetInRange's LogSegmentOffsetOverflowException: the broker splits
+        the segment."""
+        return OffsetOverflowError(f"Detected offset overflow at offset {offset} in segment with base offset "
+                                   f"{self.base_offset}", position=position)
+
 
     def _append_offset(self, offset: int, rel: int, position: int) -> None:
         n = len(self._offsets) >> 1

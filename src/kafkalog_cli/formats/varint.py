@@ -1,6 +1,9 @@
 """Protobuf-style zigzag varints, as Kafka's ByteUtils reads and writes them."""
 from __future__ import annotations
 
+from types import FunctionType
+from typing import Any, Callable
+
 from kafkalog_cli.errors import InvalidRecordError
 
 
@@ -11,8 +14,11 @@ ZIGZAG = ([(i >> 1) ^ -(i & 1) for i in range(0x80)]
           + [(r >> 1) ^ -(r & 1) for r in range(1 << 14)])
 
 
-def read_varint(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varint (at most 5 bytes) at `pos` -> (value, next position)."""
+def _read_zigzag(buf, pos: int) -> tuple[int, int]:
+    """The one body of read_varint and read_varlong (ByteUtils.readVarint / readVarlong), which
+    differ only in MAX_SHIFT, MASK and TOO_LONG. Each is this code run over its own globals (see
+    _zigzag_reader): the limits stay plain lookups on the rare long path, and the one-byte path
+    costs what a hand-written function's does (a closure would copy its cells on every call)."""
     b = buf[pos]
     if b < 0x80:  # the common one-byte case, kept branch-light
         return (b >> 1) ^ -(b & 1), pos + 1
@@ -26,31 +32,22 @@ def read_varint(buf, pos: int) -> tuple[int, int]:
         if b < 0x80:
             break
         shift += 7
-        if shift > 28:
-            raise InvalidRecordError("Varint is too long, the most significant bit in the 5th byte is set", position=pos)
-    raw &= 0xFFFFFFFF
+        if shift > MAX_SHIFT:  # noqa: F821 (a global of each reader, not of this module)
+            raise InvalidRecordError(TOO_LONG, position=pos)  # noqa: F821
+    raw &= MASK  # noqa: F821
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def read_varlong(buf, pos: int) -> tuple[int, int]:
-    """Zigzag varlong (at most 10 bytes) at `pos` -> (value, next position)."""
-    b = buf[pos]
-    if b < 0x80:
-        return (b >> 1) ^ -(b & 1), pos + 1
-    raw = b & 0x7F
-    shift = 7
-    pos += 1
-    while True:
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift > 63:
-            raise InvalidRecordError("Varlong is too long, most significant bit in the 10th byte is set", position=pos)
-    raw &= 0xFFFFFFFFFFFFFFFF
-    return (raw >> 1) ^ -(raw & 1), pos
+def _zigzag_reader(name: str, max_bytes: int, bits: int, too_long: str) -> Callable[[Any, int], tuple[int, int]]:
+    code = _read_zigzag.__code__.replace(co_name=name, co_qualname=name)
+    limits = {"MAX_SHIFT": 7 * (max_bytes - 1), "MASK": (1 << bits) - 1, "TOO_LONG": too_long}
+    read = FunctionType(code, {**globals(), **limits}, name)
+    read.__doc__ = f"Zigzag {name[5:]} (at most {max_bytes} bytes) at `pos` -> (value, next position)."
+    return read
+
+
+read_varint = _zigzag_reader("read_varint", 5, 32, "Varint is too long, the most significant bit in the 5th byte is set")
+read_varlong = _zigzag_reader("read_varlong", 10, 64, "Varlong is too long, most significant bit in the 10th byte is set")
 
 
 def read_unsigned_varint(buf, pos: int) -> tuple[int, int]:

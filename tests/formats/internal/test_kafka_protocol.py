@@ -29,6 +29,19 @@ def test_unsigned_varint_wraps_like_java():
     assert Readable(b"\x80\x01").read_varlong() == 64
 
 
+def test_too_long_varints_fail_with_byteutils_text():
+    # the value so far is a Java int: the fifth byte's bits above 32 are gone (0x71 << 28 -> 0x10000000)
+    with pytest.raises(InvalidRecordError) as e:
+        Readable(b"\x81\x80\x80\x80\xf1\x01").read_unsigned_varint()
+    assert (e.value.position, str(e.value)) == (5, "byte 5: java.lang.IllegalArgumentException: Varint is too long, "
+                                                   "the most significant bit in the 5th byte is set, converted value: "
+                                                   "10000001")
+    with pytest.raises(InvalidRecordError) as e:
+        Readable(b"\xff" * 10 + b"\x01").read_varlong()
+    assert (e.value.position, str(e.value)) == (10, "byte 10: java.lang.IllegalArgumentException: Varlong is too long")
+    assert Readable(b"\xff" * 9 + b"\x01").read_varlong() == -(1 << 63)
+
+
 def test_read_array_checks_like_bytebufferaccessor():
     with pytest.raises(InvalidRecordError, match=r"Error reading byte array of 5 byte\(s\): only 2 byte\(s\)"):
         Readable(b"ab").read_array(5)

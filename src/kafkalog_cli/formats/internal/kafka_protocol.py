@@ -15,7 +15,7 @@ import math
 import struct
 from decimal import Decimal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from kafkalog_cli.errors import InvalidRecordError
 
@@ -25,6 +25,10 @@ _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
+
+_VARINT_TOO_LONG = ("java.lang.IllegalArgumentException: Varint is too long, the most significant bit in the 5th "
+                    "byte is set, converted value: {:x}")
+_VARLONG_TOO_LONG = "java.lang.IllegalArgumentException: Varlong is too long"
 
 
 class BufferUnderflowError(InvalidRecordError):
@@ -40,6 +44,17 @@ def to_int32(value: int) -> int:
 def to_int16(value: int) -> int:
     """Java (short) cast."""
     return ((value + 0x8000) & 0xFFFF) - 0x8000
+
+
+def _fixed_size_reader(fmt: struct.Struct, java: str) -> Callable[[Readable], Any]:
+    """The Readable method `java` (org.apache.kafka.common.protocol.Readable): one big-endian `fmt`."""
+    size, unpack = fmt.size, fmt.unpack
+
+    def read(self: Readable) -> Any:
+        return unpack(self._take(size))[0]
+
+    read.__doc__ = f"Readable.{java}: {size} bytes, big-endian."
+    return read
 
 
 class Readable:
@@ -70,63 +85,43 @@ class Readable:
     def read_bool(self) -> bool:
         return self.read_int8() != 0
 
-    def read_int16(self) -> int:
-        return _I16.unpack(self._take(2))[0]
-
-    def read_uint16(self) -> int:
-        return _U16.unpack(self._take(2))[0]
-
-    def read_int32(self) -> int:
-        return _I32.unpack(self._take(4))[0]
-
-    def read_uint32(self) -> int:
-        return _U32.unpack(self._take(4))[0]
-
-    def read_int64(self) -> int:
-        return _I64.unpack(self._take(8))[0]
-
-    def read_float64(self) -> float:
-        return _F64.unpack(self._take(8))[0]
+    read_int16 = _fixed_size_reader(_I16, "readShort")
+    read_uint16 = _fixed_size_reader(_U16, "readUnsignedShort")
+    read_int32 = _fixed_size_reader(_I32, "readInt")
+    read_uint32 = _fixed_size_reader(_U32, "readUnsignedInt")
+    read_int64 = _fixed_size_reader(_I64, "readLong")
+    read_float64 = _fixed_size_reader(_F64, "readDouble")
 
     def read_uuid(self) -> bytes:
         """16 raw bytes (most significant long first); see uuid_to_string."""
         return self._take(16)
 
     # varints (ByteUtils)
-    def read_unsigned_varint(self) -> int:
-        """ByteUtils.readUnsignedVarint: at most 5 bytes, result wraps like a Java int."""
+    def _read_varint_bits(self, max_shift: int, too_long: str) -> int:
+        """The loop readUnsignedVarint and readVarlong share: the bits of a varint of at most
+        `max_shift // 7 + 1` bytes. `too_long` is the IllegalArgumentException's text; a `{:x}` in
+        it is the value read so far as an int."""
         value = 0
         shift = 0
         while True:
             b = self._take(1)[0]
             if not b & 0x80:
-                break
+                return value | (b << shift)
             value |= (b & 0x7F) << shift
             shift += 7
-            if shift > 28:
-                raise InvalidRecordError(
-                    f"java.lang.IllegalArgumentException: Varint is too long, the most significant bit "
-                    f"in the 5th byte is set, converted value: {to_int32(value) & 0xFFFFFFFF:x}",
-                    position=self.position)
-        return to_int32(value | (b << shift))
+            if shift > max_shift:
+                raise InvalidRecordError(too_long.format(value & 0xFFFFFFFF), position=self.position)
+
+    def read_unsigned_varint(self) -> int:
+        """ByteUtils.readUnsignedVarint: at most 5 bytes, result wraps like a Java int."""
+        return to_int32(self._read_varint_bits(28, _VARINT_TOO_LONG))
 
     def read_varint(self) -> int:
         raw = self.read_unsigned_varint() & 0xFFFFFFFF
         return to_int32((raw >> 1) ^ -(raw & 1))
 
     def read_varlong(self) -> int:
-        value = 0
-        shift = 0
-        while True:
-            b = self._take(1)[0]
-            if not b & 0x80:
-                break
-            value |= (b & 0x7F) << shift
-            shift += 7
-            if shift > 63:
-                raise InvalidRecordError("java.lang.IllegalArgumentException: Varlong is too long",
-                                         position=self.position)
-        raw = (value | (b << shift)) & 0xFFFFFFFFFFFFFFFF
+        raw = self._read_varint_bits(63, _VARLONG_TOO_LONG) & 0xFFFFFFFFFFFFFFFF
         return (raw >> 1) ^ -(raw & 1)
 
     # variable-length payloads
