@@ -22,13 +22,14 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import decompress
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import (
-    LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
+    INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
 )
 # Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs in the key and
 # span scanners: the widest Kafka accepts; a longer one is an InvalidRecordError, which callers
@@ -237,6 +238,205 @@ def _header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
                 raise Malformed("header value")
             pos += hv
     return ",".join(keys), pos
+
+
+# ------------------------------------------------------------------ record JSON
+# the flags of a record line's variant (JsonLayout.line)
+KEYS_WHOLE, VALUES_WHOLE, HEADERS_SLOT, SEQUENCE_SLOT = 1, 2, 4, 8
+
+
+class JsonLayout(NamedTuple):
+    """How render/jsonl.py writes record lines, handed to `fast_v2_json` (which knows no JSON).
+
+    A payload goes in a line as a JSON string or null. In a column (the keys, or the values, of
+    a batch) without null the slot is inside the string's quotes, and `strings` fills it with
+    the escaped texts of the whole column at once; otherwise the slot takes the whole value."""
+
+    line: Callable[[RecordBatch, int], bytes]   # (batch, variant) -> %-format with offset %d,
+    # timestamp %d, key %b, value %b, headers %b, sequence %d; the variant's flags say which
+    # string slots take whole values, and whether there are slots for headers and sequences
+    # (without, every record has none: the format holds them)
+    string: bytes        # %-format of a JSON string around its escaped text
+    null: bytes
+    header: bytes        # %-format of one header: key %b (a JSON string), value: escaped text
+    null_header: bytes   # ... whose value is null: key %b
+    no_headers: bytes
+    open: bytes          # a list of headers: open + sep.join(headers) + close
+    sep: bytes
+    close: bytes
+    quote: Callable[[str], bytes]                   # a str as a JSON string
+    strings: Callable[[list[bytes]], list[bytes]]   # payloads as escaped texts, in the payload encoding
+
+
+def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
+    """The record lines of a v2 non-control batch as UTF-8 JSON text in `layout`, joined by
+    newlines, decoded straight from the batch's bytes (no Record objects). Raises as
+    `fast_v2_text` does on anything the general path must judge.
+
+    The loop only cuts the records into columns; each column then becomes text in a few calls
+    for the whole batch (payloads through `layout.strings`, the lines through one %-format): a
+    Python call per record and field would cost more than all the rest."""
+    count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    data, pos, end = records_region(batch)
+    if type(data) is not bytes:
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, len(data)
+    ods, tds, keys, values, headers = [], [], [], [], []
+    oappend, tappend, kappend, vappend = ods.append, tds.append, keys.append, values.append
+    knulls = vnulls = 0
+    rvarint = read_varint
+    rvarlong = read_varlong
+    zz = ZIGZAG
+    for i in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            tappend(zz[b])
+            pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                tappend(zz[b + (c << 7)])
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
+                tappend(td)
+        b = data[pos]
+        if b < 0x80:
+            oappend(zz[b])
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                oappend(zz[b + (c << 7)])
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+                oappend(od)
+        b = data[pos]
+        if b < 0x80:
+            ks = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+        if ks >= 0:
+            kappend(data[pos : pos + ks])
+            pos += ks
+        else:
+            kappend(None)
+            knulls += 1
+        b = data[pos]
+        if b < 0x80:
+            vs = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+        if vs >= 0:
+            vappend(data[pos : pos + vs])
+            pos += vs
+        else:
+            vappend(None)
+            vnulls += 1
+        if data[pos] == 0:   # no headers
+            pos += 1
+        else:
+            h, pos = _json_headers(data, pos, end, layout)
+            headers.append((i, h))
+        if pos - body != length or pos > end:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    if not count:
+        return b""
+    base = batch.base_offset_field
+    offsets = [base + od for od in ods]
+    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+        timestamps = [batch.max_timestamp] * count
+    else:
+        base_ts = batch.base_timestamp
+        timestamps = [base_ts + td for td in tds]
+    base_seq = batch.base_sequence
+    seqs = None      # every record's is NO_SEQUENCE
+    if base_seq >= 0:
+        seqs = [base_seq + od for od in ods]
+        if max(seqs) > INT32_MAX:     # increment_sequence: they wrap to 0
+            seqs = [s - INT32_MAX - 1 if s > INT32_MAX else s for s in seqs]
+    variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
+    columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
+    if headers:
+        variant |= HEADERS_SLOT
+        hcol = [layout.no_headers] * count
+        for i, h in headers:
+            hcol[i] = h
+        columns.append(hcol)
+    if seqs is not None:
+        variant |= SEQUENCE_SLOT
+        columns.append(seqs)
+    line = layout.line(batch, variant)
+    if not line:
+        raise Malformed("no layout for this batch")
+    width = len(columns)
+    fields = [None] * (width * count)
+    for i, column in enumerate(columns):
+        fields[i::width] = column
+    return b"\n".join([line] * count) % tuple(fields)
+
+
+def _json_payloads(items: list, nulls: int, layout: JsonLayout) -> list[bytes]:
+    """What the slots of a column of payloads (bytes, or None for null) take: escaped texts, or
+    whole JSON values when the column holds a null."""
+    if not nulls:
+        return layout.strings(items)
+    if nulls == len(items):
+        return [layout.null] * nulls
+    texts = iter(layout.strings([x for x in items if x is not None]))
+    null, string = layout.null, layout.string
+    return [null if x is None else string % next(texts) for x in items]
+
+
+def _json_headers(data: bytes, pos: int, end: int, layout: JsonLayout) -> tuple[bytes, int]:
+    nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise Malformed("header count")
+    items = []
+    for _ in range(nh):
+        hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise Malformed("header key")
+        k = layout.quote(java_utf8(data[pos : pos + hk]))
+        pos += hk
+        hv, pos = read_varint(data, pos)
+        if hv >= 0:
+            if pos + hv > end:
+                raise Malformed("header value")
+            items.append(layout.header % (k, layout.strings([data[pos : pos + hv]])[0]))
+            pos += hv
+        else:
+            items.append(layout.null_header % k)
+    return layout.open + layout.sep.join(items) + layout.close, pos
 
 
 # ------------------------------------------------------------------ keys and spans
