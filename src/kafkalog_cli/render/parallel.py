@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import mmap
 import os
-import struct
 from typing import Callable, Sequence
+
+from kafkalog_cli.formats.scan import batch_cuts
 
 PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
 CHUNK_MIN_BYTES = 4 << 20
 # a worker holds one range's output until its turn: JSON Lines is about 4x the input
 CHUNK_MAX_BYTES = 16 << 20
-
-_SIZE = struct.Struct(">i")
 
 # render(start, stop) -> (the bytes of buf[start:stop) in output order, a picklable summary)
 RangeRenderer = Callable[[int, int], tuple[Sequence[bytes], object]]
@@ -37,28 +36,11 @@ class Sink:
         pass
 
 
-def cuts(buf, start: int, end: int, target: int) -> list[int]:
-    """Batch boundaries about `target` bytes apart, by walking the size fields as iter_batches
-    does; where the chain breaks, the walk stops (the last range meets the break and reports it)."""
-    out = [start]
-    pos, nxt = start, start + target
-    unpack = _SIZE.unpack_from
-    while pos + 17 < end:
-        size = unpack(buf, pos + 8)[0]
-        if size < 14 or pos > end - 12 - size:
-            break
-        pos += size + 12
-        if pos >= nxt and end - pos > target // 4:
-            out.append(pos)
-            nxt = pos + target
-    return out
-
-
 def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
     """buf[start:end) as ranges for `jobs` workers: about eight per worker, each between
     CHUNK_MIN_BYTES and CHUNK_MAX_BYTES; the last one runs to `end`."""
     target = min(CHUNK_MAX_BYTES, max(CHUNK_MIN_BYTES, (end - start) // (jobs * 8)))
-    c = cuts(buf, start, end, target)
+    c = batch_cuts(buf, start, end, target, target // 4)
     return list(zip(c, c[1:] + [end]))
 
 
