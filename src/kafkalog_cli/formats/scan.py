@@ -378,12 +378,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     else:
         base_ts = batch.base_timestamp
         timestamps = [base_ts + td for td in tds]
-    base_seq = batch.base_sequence
-    seqs = None      # every record's is NO_SEQUENCE
-    if base_seq >= 0:
-        seqs = [base_seq + od for od in ods]
-        if max(seqs) > INT32_MAX:     # increment_sequence: they wrap to 0
-            seqs = [s - INT32_MAX - 1 if s > INT32_MAX else s for s in seqs]
+    seqs = _sequences(batch.base_sequence, 0, ods) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
     columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
     if headers:
@@ -403,6 +398,16 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     for i, column in enumerate(columns):
         fields[i::width] = column
     return b"\n".join([line] * count) % tuple(fields)
+
+
+def _sequences(base_sequence: int, base_offset: int, offsets: list) -> list[int]:
+    """The records' sequences (increment_sequence by the offset delta), a list at once."""
+    if base_sequence < 0:
+        return [NO_SEQUENCE] * len(offsets)
+    seqs = [base_sequence - base_offset + o for o in offsets]
+    if seqs and max(seqs) > INT32_MAX:     # sequences wrap to 0
+        seqs = [s - INT32_MAX - 1 if s > INT32_MAX else s for s in seqs]
+    return seqs
 
 
 def _json_payloads(items: list, nulls: int, layout: JsonLayout) -> list[bytes]:
@@ -437,6 +442,208 @@ def _json_headers(data: bytes, pos: int, end: int, layout: JsonLayout) -> tuple[
         else:
             items.append(layout.null_header % k)
     return layout.open + layout.sep.join(items) + layout.close, pos
+
+
+# ------------------------------------------------------------------ record columns (Arrow)
+@dataclass(slots=True)
+class RecordColumns:
+    """Records cut into columns, for Arrow arrays built a column at a time (spark/arrow.py).
+    Positions index the concatenation of `data`; a null key or value has an empty span."""
+
+    rows: int = 0
+    data: list = field(default_factory=list)          # bytes holding the payloads, in order
+    size: int = 0                                      # their total length
+    offsets: list = field(default_factory=list)
+    timestamps: list = field(default_factory=list)
+    sequences: list = field(default_factory=list)
+    spans: list = field(default_factory=list)          # per record: key start, end, value start, end
+    null_keys: list = field(default_factory=list)      # rows
+    null_values: list = field(default_factory=list)
+    header_counts: list = field(default_factory=list)
+    header_spans: list = field(default_factory=list)   # per header: key start, end, value start, end
+    null_header_values: list = field(default_factory=list)   # headers, counted from the first
+
+    def add_record(self, offset: int, timestamp: int, sequence: int, key, value, headers) -> None:
+        """One record by its values (`headers`: (key bytes, value) pairs): the general path's."""
+        row = self.rows
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp)
+        self.sequences.append(sequence)
+        for payload, nulls in ((key, self.null_keys), (value, self.null_values)):
+            self.spans += self._put(payload)
+            if payload is None:
+                nulls.append(row)
+        self.header_counts.append(len(headers))
+        for hkey, hvalue in headers:
+            if hvalue is None:
+                self.null_header_values.append(len(self.header_spans) // 4)
+            self.header_spans += self._put(hkey) + self._put(hvalue)
+        self.rows = row + 1
+
+    def _put(self, payload) -> tuple[int, int]:
+        start = self.size
+        if payload:
+            self.data.append(payload)
+            self.size += len(payload)
+        return start, self.size
+
+
+def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
+    """Append the records of a v2 non-control batch to `cols`, cut from the batch's bytes (no
+    Record objects): a few list operations per record, the rest per batch. Raises as
+    `fast_v2_text` does on anything the general path must judge, and then leaves `cols` as it
+    was."""
+    count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    data, pos, end = records_region(batch)
+    if pos or end != len(data) or type(data) is not bytes:
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, len(data)
+    shift = cols.size
+    row0 = cols.rows
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
+    offsets, timestamps, spans, counts, hspans, null_keys, null_values, null_hvalues = [], [], [], [], [], [], [], []
+    oappend, tappend, cappend = offsets.append, timestamps.append, counts.append
+    nheaders = len(cols.header_spans) // 4      # before this batch's
+    rvarint = read_varint
+    rvarlong = read_varlong
+    zz = ZIGZAG
+    for i in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            tappend(base_ts + zz[b])
+            pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                tappend(base_ts + zz[b + (c << 7)])
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
+                tappend(base_ts + td)
+        b = data[pos]
+        if b < 0x80:
+            oappend(base + zz[b])
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                oappend(base + zz[b + (c << 7)])
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+                oappend(base + od)
+        b = data[pos]
+        if b < 0x80:
+            ks = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+        k = pos + shift
+        if ks >= 0:
+            pos += ks
+        else:
+            null_keys.append(row0 + i)
+        ke = pos + shift
+        b = data[pos]
+        if b < 0x80:
+            vs = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+        v = pos + shift
+        if vs >= 0:
+            pos += vs
+        else:
+            null_values.append(row0 + i)
+        spans += (k, ke, v, pos + shift)
+        if data[pos] == 0:   # no headers
+            pos += 1
+            cappend(0)
+        else:
+            n, pos = _header_spans(data, pos, end, shift, hspans, null_hvalues, nheaders)
+            cappend(n)
+        if pos - body != length or pos > end:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+        timestamps = [batch.max_timestamp] * count
+    sequences = _sequences(batch.base_sequence, batch.base_offset_field, offsets)
+    cols.rows += count
+    cols.data.append(data)
+    cols.size += len(data)
+    cols.offsets += offsets
+    cols.timestamps += timestamps
+    cols.sequences += sequences
+    cols.spans += spans
+    cols.null_keys += null_keys
+    cols.null_values += null_values
+    cols.header_counts += counts
+    cols.header_spans += hspans
+    cols.null_header_values += null_hvalues
+
+
+def _header_spans(data: bytes, pos: int, end: int, shift: int, spans: list, nulls: list,
+                  first: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        nh = ZIGZAG[b]
+        pos += 1
+    else:
+        nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise Malformed("header count")
+    for _ in range(nh):
+        b = data[pos]
+        if b < 0x80:
+            hk = ZIGZAG[b]
+            pos += 1
+        else:
+            hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise Malformed("header key")
+        k = pos + shift
+        pos += hk
+        b = data[pos]
+        if b < 0x80:
+            hv = ZIGZAG[b]
+            pos += 1
+        else:
+            hv, pos = read_varint(data, pos)
+        v = pos + shift
+        if hv >= 0:
+            if pos + hv > end:
+                raise Malformed("header value")
+            pos += hv
+        else:
+            nulls.append(first + len(spans) // 4)
+        spans += (k, k + hk, v, pos + shift)
+    return nh, pos
 
 
 # ------------------------------------------------------------------ keys and spans
