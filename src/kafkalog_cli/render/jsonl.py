@@ -16,11 +16,10 @@ import orjson
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
-from kafkalog_cli.formats.records import Record, RecordBatch
-from kafkalog_cli.formats.records import NO_SEQUENCE
+from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch
 from kafkalog_cli.formats.scan import HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json
 from kafkalog_cli.render.kafka import INT_MAX
-from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, ranges_of, render_ranges
+from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
@@ -338,18 +337,12 @@ class JsonDumper:
                 self._emit(obj)
         return valid
 
-    def _fileno(self) -> int | None:
-        try:
-            return self.out.fileno()
-        except (AttributeError, OSError, ValueError):  # BytesIO, CliRunner's streams
-            return None
-
     def _dump_parallel(self, buf, start: int, end: int, given: str) -> int:
         """buf[start:end) rendered by worker processes (render/parallel.py) -> where the
         sequential loop goes on: the end of the last batch, or the start of a range that failed
         (rendered again here, so the output before the error and the error are the sequential
         ones)."""
-        fd = self._fileno()
+        fd = output_fd(self.out)
         ranges = ranges_of(buf, start, end, self.jobs)
         if fd is None or len(ranges) < 2:
             return start

@@ -20,12 +20,12 @@ from kafkalog_cli.formats.control import (
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
 from kafkalog_cli.formats.scan import fast_v2_text
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, ranges_of, render_ranges
 from kafkalog_cli.ops.verify_index import (
     DEFAULT_MAX_MESSAGE_SIZE, IndexMismatch, NonConsecutiveOffsets, OffsetNotFound, OutOfOrderTimestamp,
     TimestampMismatch, check_offset_index, check_time_index, start_offset_of,
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
+from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
 from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
@@ -227,7 +227,7 @@ class KafkaDumper:
         pairs: list[tuple[int, int]] = []
         try:
             if (deep and f is None and self.o.jobs > 1 and end - valid >= PARALLEL_MIN_BYTES
-                    and self._fileno() is not None):
+                    and output_fd(self.out) is not None):
                 # leaves `valid` where the sequential loop stops: what follows is an incomplete
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
@@ -244,12 +244,6 @@ class KafkaDumper:
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
-
-    def _fileno(self) -> int | None:
-        try:
-            return self.out.fileno()
-        except (AttributeError, OSError, ValueError):  # BytesIO, CliRunner's streams
-            return None
 
     def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:
         """Batch lines and records of buf[start:stop) (no filters) -> (end of the last complete
@@ -276,7 +270,7 @@ class KafkaDumper:
             return None
         self.flush()
         self.out.flush()
-        summaries, failed = render_ranges(buf, ranges, self.o.jobs, self._fileno(),
+        summaries, failed = render_ranges(buf, ranges, self.o.jobs, output_fd(self.out),
                                           lambda start, stop: self._render_range(buf, start, stop))
         last, pos = -1, valid
         for pos, clast, first, cpairs in summaries:

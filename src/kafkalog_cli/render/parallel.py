@@ -36,6 +36,15 @@ class Sink:
         pass
 
 
+def output_fd(out) -> int | None:
+    """The file descriptor workers write to, or None when `out` has none (BytesIO, CliRunner's
+    streams): then the dump stays in this process."""
+    try:
+        return out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
     """buf[start:end) as ranges for `jobs` workers: about eight per worker, each between
     CHUNK_MIN_BYTES and CHUNK_MAX_BYTES; the last one runs to `end`."""

@@ -213,7 +213,7 @@ class _Rows:
         self.count = 0
 
     def flush(self) -> pa.RecordBatch:
-        arrays = [pa.array([self.fixed[n]] * self.count, type=t) if n in self.fixed else self._array(n, t)
+        arrays = [pa.repeat(pa.scalar(self.fixed[n], type=t), self.count) if n in self.fixed else self._array(n, t)
                   for n, t, _ in self.cols]
         self.count = 0
         self._clear()
@@ -292,7 +292,7 @@ class _RecordRows(_Rows):
         self.count += n
 
     def flush(self) -> pa.RecordBatch:
-        self._payloads = _payload_arrays(self.records)
+        self._payloads = _payload_arrays(self.records, {n for n, _, _ in self.cols})
         self._batch_index = pa.Array.from_buffers(pa.int32(), self.count, [None, pa.py_buffer(self.batch_of_row)])
         return super().flush()
 
@@ -331,22 +331,26 @@ def _integers(values: list[int], type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array(_INT_CODES[type_], values))])
 
 
-def _payload_arrays(r: RecordColumns) -> dict[str, pa.Array]:
-    """The key, value and headers columns of `r`: slices of its bytes, picked by `take` from one
-    binary array whose elements cover the bytes end to end (the gaps between payloads, then a
-    payload, and so on), so each payload is copied once, in C."""
-    data = pa.py_buffer(b"".join(r.data))
+def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
+    """Those of the key, value and headers columns of `r` in `names`: slices of its bytes, picked
+    by `take` from one binary array whose elements cover the bytes end to end (the gaps between
+    payloads, then a payload, and so on), so each payload is copied once, in C."""
+    whole = b"".join(r.data)
+    data = pa.py_buffer(whole)
     out = {}
-    pieces = _covering(data, r.spans)
-    for name, at, nulls in (("key", 1, r.null_keys), ("value", 3, r.null_values)):
-        out[name] = pieces.take(_every_fourth(at, r.rows, nulls))
+    if "key" in names or "value" in names:
+        pieces = _covering(data, r.spans)
+        for name, at, nulls in (("key", 1, r.null_keys), ("value", 3, r.null_values)):
+            if name in names:
+                out[name] = pieces.take(_every_fourth(at, r.rows, nulls))
+    if "headers" not in names:
+        return out
     hpieces = _covering(data, r.header_spans)
     n = len(r.header_spans) // 4
     keys = hpieces.take(_every_fourth(1, n, ()))
     try:
         keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
     except pa.ArrowInvalid:                # Java's replacement characters, one at a time
-        whole = b"".join(r.data)
         keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
                         pa.string())
     values = hpieces.take(_every_fourth(3, n, r.null_header_values))
