@@ -1,13 +1,19 @@
-"""Benchmark: export 1 GiB of segments to Parquet with --engine local and --engine spark, side by side.
+"""Benchmark: export 1 GiB of segments to Parquet with --engine local and --engine spark, side by side,
+and the `kafkalog` data source's count(), beside kafka-python's decode rate over the same records.
 
 The log dir: 16 partitions of v2 batches (~16 KiB, 128 records each: a 10-byte key, an 80-byte
 value, one header), each partition cut into 32 MiB segments. Both engines run the same
 `kafkalog_cli.spark.export.export` (one task per segment, pyarrow writes the Parquet files), so
 the output is the same; the figure is how fast each scheduler gets it done. Spark's session start
-is timed apart (a cluster pays it once).
+is timed apart (a cluster pays it once), and so is the Python workers' first start for count().
+
+Targets: export --engine local >= 2.5x kafka-python's records/s (DefaultRecordBatch, one core;
+skipped with a note when kafka-python is not installed), spark.read.format("kafkalog").count()
+>= 2x, each Python worker's peak resident set < 300 MiB (`--partitions 1 --segment-size 1GiB`
+makes the 1 GiB partition). The load averages are printed beside each figure.
 
     python benchmarks/bench_export.py [--size 1GiB] [--partitions 16] [--segment-size 32MiB]
-                                      [--master local[*]] [--jobs 0] [--tmp DIR]
+                                      [--master local[*]] [--count-master local[2]] [--jobs 0] [--tmp DIR]
 
 Built under /dev/shm when there is one, so the figure is decoding and writing, not the disk.
 """
@@ -23,6 +29,9 @@ import time
 from pathlib import Path
 
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from measure import KAFKA_PYTHON_MISSING, PeakMemory, kafka_python_rate, load  # noqa: E402
 
 RECORDS_PER_BATCH = 128
 TS0 = 1_700_000_000_000
@@ -76,12 +85,25 @@ def run(log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, sp
     return time.perf_counter() - t, summary
 
 
+def count(spark, log_dir: Path, repeat: int = 2) -> float:
+    """The best time of spark.read.format("kafkalog").load(...).count() (a new DataFrame each time:
+    Spark reuses a collected one's result), after a warm-up that starts the Python workers."""
+    spark.read.format("kafkalog").load(str(log_dir)).filter("offset < 10").count()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        spark.read.format("kafkalog").load(str(log_dir)).count()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size", default="1GiB", help="total bytes of segments (default 1GiB)")
     ap.add_argument("--partitions", type=int, default=16)
     ap.add_argument("--segment-size", default="32MiB")
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--count-master", default="local[2]", help="master of the count() figure")
     ap.add_argument("--jobs", type=int, default=0, help="--engine local workers (0: one per core)")
     ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
     a = ap.parse_args(argv)
@@ -90,26 +112,49 @@ def main(argv=None) -> int:
     try:
         t = time.perf_counter()
         log_dir, records = build_logdir(root, size, a.partitions, parse_size(a.segment_size))
-        nbytes = sum(f.stat().st_size for f in log_dir.rglob("*.log"))
-        nseg = len(list(log_dir.rglob("*.log")))
-        print(f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {nseg} segments, "
+        logs = sorted(log_dir.rglob("*.log"))
+        nbytes = sum(f.stat().st_size for f in logs)
+        print(f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {len(logs)} segments, "
               f"{records:,} records (built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} cores")
-        local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
+        kp = kafka_python_rate(logs, 16 << 20)
+        print(f"kafka-python DefaultRecordBatch: {kp:,.0f} records/s (one core), reference   {load()}" if kp
+              else KAFKA_PYTHON_MISSING)
+
+        def vs(rate: float, target: float) -> str:
+            return f"{rate / kp:5.2f}x kafka-python (target >= {target}x)" if kp else ""
+
+        print(f"{'':<30}{'seconds':>9}{'records/s':>14}{'MiB/s':>9}")
+        with PeakMemory() as mem:
+            local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
+        print(f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
+              f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5)}   "
+              f"worker peak {mem.peak_mib:.0f} MiB   {load()}")
         t = time.perf_counter()
         from kafkalog_cli.spark.session import get_session
 
         spark = get_session(a.master, app_name="bench-export")
         start_s = time.perf_counter() - t
-        spark_s, spark_sum = run(log_dir, root / "out-spark", "spark", a.master, a.jobs, spark=spark)
+        with PeakMemory() as mem:
+            spark_s, spark_sum = run(log_dir, root / "out-spark", "spark", a.master, a.jobs, spark=spark)
+        print(f"{'export, spark ' + a.master:<30}{spark_s:>9.2f}{records / spark_s:>14,.0f}"
+              f"{nbytes / spark_s / (1 << 20):>9.1f}   (+ {start_s:.1f} s session start)   "
+              f"Python worker peak {mem.peak_mib:.0f} MiB, JVM {mem.jvm_mib:.0f} MiB   {load()}")
         assert local_sum["records"] == spark_sum["records"] == records, (local_sum, spark_sum)
         same = all((root / "out-local" / f).read_bytes() == (root / "out-spark" / f).read_bytes()
                    for f in local_sum["files"])
         out_mb = sum(f.stat().st_size for f in (root / "out-local").rglob("*.parquet")) / (1 << 20)
-        print(f"{'engine':<28}{'seconds':>9}{'records/s':>14}{'MiB/s':>9}")
-        print(f"{'local (process pool)':<28}{local_s:>9.2f}{records / local_s:>14,.0f}{nbytes / local_s / (1 << 20):>9.1f}")
-        print(f"{'spark ' + a.master:<28}{spark_s:>9.2f}{records / spark_s:>14,.0f}{nbytes / spark_s / (1 << 20):>9.1f}"
-              f"   (+ {start_s:.1f} s session start)")
         print(f"parquet: {out_mb:.0f} MiB in {len(local_sum['files'])} files; identical bytes from both engines: {same}")
+        if a.count_master != a.master:
+            spark.stop()
+            spark = get_session(a.count_master, app_name="bench-count")
+        from kafkalog_cli.spark import register
+
+        register(spark)
+        with PeakMemory() as mem:
+            count_s = count(spark, log_dir)
+        print(f"{'count(), spark ' + a.count_master:<30}{count_s:>9.2f}{records / count_s:>14,.0f}"
+              f"{nbytes / count_s / (1 << 20):>9.1f}   {vs(records / count_s, 2)}   "
+              f"Python worker peak {mem.peak_mib:.0f} MiB   {load()}")
         spark.stop()
         return 0 if same else 1
     finally:

@@ -9,11 +9,20 @@ Builds v2 segments of 100-byte records (100-byte values, 8-byte keys), 100 recor
   verify-crc   `kafkalog verify-crc <partition>` (installed command, start-up included) and the
                library (`verify_groups`, every core) on the 1 GiB partition; target >= 50% of raw
   dump-log     batch lines of one segment, installed command, output to /dev/null; target >= 8%
-  --deep-iteration / --print-data-log   records/s to /dev/null, beside kafka-python's decoder
-               (DefaultRecordBatch over the same bytes) if it is installed; targets >= 3.8x and
-               >= 2.7x kafka-python's rate
+  --deep-iteration / --print-data-log, Kafka text and --format json   records/s to /dev/null,
+               beside kafka-python's decoder (DefaultRecordBatch over the same bytes, one core);
+               targets >= 3.8x and >= 2.7x kafka-python's rate (the figure is skipped, with a
+               note, when kafka-python is not installed)
+  verify-crc --deep   records/s over the same segment; target >= 3.8x kafka-python's rate
+  peak memory  the largest process's peak resident set (a worker's, or the command's) of each
+               command, and of JSON Lines and verify-crc --deep over the 1 GiB partition; target
+               < 300 MiB
+Each figure is the best of three runs, with the load averages beside it.
 
-    python benchmarks/bench_read.py [--segment-mib 256] [--segments 4] [--deep-mib 64] [--dir D]
+    python benchmarks/bench_read.py [--segment-mib 256] [--segments 4] [--deep-mib 256] [--dir D]
+                                    [--skip-deep] [--skip-memory]
+
+(With PYTHONPATH set, `python -m kafkalog_cli` runs instead of the installed command.)
 """
 from __future__ import annotations
 
@@ -22,7 +31,6 @@ import mmap
 import os
 import shutil
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +38,9 @@ from pathlib import Path
 
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from measure import KAFKA_PYTHON_MISSING, best_run, kafka_python_rate, kafkalog_command, load  # noqa: E402
 
 RECORDS_PER_BATCH = 100
 VALUE = bytes(range(100))
@@ -88,37 +99,6 @@ def best(fn, repeat: int = 3):
     return min((fn() for _ in range(repeat)), key=lambda r: r[0])
 
 
-def run(argv: list[str]) -> float:
-    t = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        p = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE)
-    el = time.perf_counter() - t
-    if p.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode()[-500:]}")
-    return el
-
-
-def kafka_python_rate(path: Path, limit: int) -> float | None:
-    try:
-        from kafka.record.default_records import DefaultRecordBatch
-    except ImportError:
-        return None
-    with open(path, "rb") as f:
-        data = f.read(limit)
-    t = time.perf_counter()
-    pos, n = 0, 0
-    mv = memoryview(data)
-    while pos + 61 <= len(data):
-        size = struct.unpack_from(">i", data, pos + 8)[0] + 12
-        if pos + size > len(data):
-            break
-        for r in DefaultRecordBatch(bytes(mv[pos : pos + size])):
-            r.key, r.value, r.offset  # noqa: B018 - touch the fields, as a consumer does
-            n += 1
-        pos += size
-    return n / (time.perf_counter() - t)
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--segment-mib", type=int, default=256)
@@ -126,10 +106,11 @@ def main() -> None:
     ap.add_argument("--deep-mib", type=int, default=256, help="segment size for the record-level runs")
     ap.add_argument("--dir", default=None, help="keep the files here (default: a temp dir, removed)")
     ap.add_argument("--skip-deep", action="store_true")
+    ap.add_argument("--skip-memory", action="store_true", help="no runs over the whole partition for memory")
     a = ap.parse_args()
 
     root = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="kafkalog-bench-"))
-    kafkalog = shutil.which("kafkalog") or str(Path(sys.executable).with_name("kafkalog"))
+    kafkalog = kafkalog_command()
     try:
         part = root / "bench-0"
         t = time.perf_counter()
@@ -156,28 +137,44 @@ def main() -> None:
         t_lib, _ = best(lib)
         print(f"verify_groups (library, {jobs} jobs)  {total / t_lib / 1e9:6.2f} GB/s   {t_lib:.3f} s   "
               f"{100 * (total / t_lib) / raw:5.1f}% of raw (target >= 50%)")
-        t_cli = min(run([kafkalog, "verify-crc", str(part)]) for _ in range(3))
+        t_cli, mem, ld = best_run([*kafkalog, "verify-crc", str(part)])
         print(f"kafkalog verify-crc (command)  {total / t_cli / 1e9:6.2f} GB/s   {t_cli:.3f} s   "
-              f"{100 * (total / t_cli) / raw:5.1f}% of raw (target >= 50%), start-up included")
+              f"{100 * (total / t_cli) / raw:5.1f}% of raw (target >= 50%), start-up included   "
+              f"peak {mem:.0f} MiB   {ld}")
 
         seg = files[0]
         seg_bytes = seg.stat().st_size
-        t_dump = min(run([kafkalog, "dump-log", "--files", str(seg)]) for _ in range(3))
+        t_dump, mem, ld = best_run([*kafkalog, "dump-log", "--files", str(seg)])
         print(f"kafkalog dump-log (batches)    {seg_bytes / t_dump / 1e9:6.2f} GB/s   {t_dump:.3f} s   "
-              f"{100 * (seg_bytes / t_dump) / raw:5.1f}% of raw (target >= 8%), start-up included")
+              f"{100 * (seg_bytes / t_dump) / raw:5.1f}% of raw (target >= 8%), start-up included   "
+              f"peak {mem:.0f} MiB   {ld}")
         if a.skip_deep:
             return
         deep_dir = root / "deep-0"
         deep = build_partition(deep_dir, a.deep_mib << 20, 1)[0]
         nrec = (deep.stat().st_size // len(template_batch())) * RECORDS_PER_BATCH
-        kp = kafka_python_rate(deep, min(deep.stat().st_size, 16 << 20))
-        ref = f"{kp / 1e3:.0f}k records/s" if kp else "not installed (pip install kafka-python)"
-        print(f"kafka-python DefaultRecordBatch  {ref}   reference")
-        for flag, target in (("--deep-iteration", 3.8), ("--print-data-log", 2.7)):
-            el = min(run([kafkalog, "dump-log", "--files", str(deep), flag]) for _ in range(3))
+        kp = kafka_python_rate([deep], min(deep.stat().st_size, 16 << 20))
+        print(f"kafka-python DefaultRecordBatch  {kp / 1e3:.0f}k records/s   reference   {load()}" if kp
+              else KAFKA_PYTHON_MISSING)
+        runs = [("dump-log --deep-iteration", ["dump-log", "--files", str(deep), "--deep-iteration"], 3.8),
+                ("dump-log --print-data-log", ["dump-log", "--files", str(deep), "--print-data-log"], 2.7),
+                ("json --deep-iteration", ["dump-log", "--files", str(deep), "--format", "json",
+                                           "--deep-iteration"], 3.8),
+                ("json --print-data-log", ["dump-log", "--files", str(deep), "--format", "json",
+                                           "--print-data-log"], 2.7),
+                ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8)]
+        for name, args, target in runs:
+            el, mem, ld = best_run([*kafkalog, *args])
             rate = nrec / el
             vs = f"{rate / kp:4.2f}x kafka-python (target >= {target}x)" if kp else ""
-            print(f"kafkalog dump-log {flag:18s} {rate / 1e3:6.0f}k records/s   {el:.2f} s   {vs}")
+            print(f"kafkalog {name:26s} {rate / 1e3:6.0f}k records/s   {el:.2f} s   {vs}   peak {mem:.0f} MiB   {ld}")
+        if a.skip_memory:
+            return
+        for name, args in (("json --print-data-log", ["dump-log", str(part), "--format", "json", "--print-data-log"]),
+                           ("verify-crc --deep", ["verify-crc", "--deep", str(part)])):
+            el, mem, ld = best_run([*kafkalog, *args], repeat=1)
+            print(f"kafkalog {name:26s} over {total / 2**30:.2f} GiB: {el:.1f} s, peak {mem:.0f} MiB "
+                  f"(target < 300 MiB)   {ld}")
     finally:
         if not a.dir:
             shutil.rmtree(root, ignore_errors=True)

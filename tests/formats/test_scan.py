@@ -18,7 +18,7 @@ from kafkalog_cli.formats.records import (
 )
 from kafkalog_cli.formats.scan import (
     CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, Malformed, check_batches, fast_v2_text, record_starts,
-    records_region, scan_keys, scan_keys_into, scan_spans, span_at,
+    records_region, scan_keys, scan_keys_into, scan_spans, span_at, v2_records_ok,
 )
 from kafkalog_cli.formats.varint import read_varint, write_varlong
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
@@ -344,3 +344,37 @@ def test_every_record_scanner_gives_up_where_the_reference_fails():
                  lambda: _spans(b)):
         with pytest.raises((Malformed, IndexError)):
             scan()
+
+
+# ------------------------------------------------------------------ deep record checks
+def _reference_ok(b: RecordBatch) -> bool:
+    try:
+        offsets = [r.offset for r in b.records()]
+    except Exception:
+        return False
+    return all(b.base_offset_field <= o <= b.last_offset for o in offsets) and \
+        all(x < y for x, y in zip(offsets, offsets[1:]))
+
+
+@PROPERTY
+@given(raw=v2_batches())
+def test_v2_records_ok_takes_every_well_formed_batch(raw):
+    assert v2_records_ok(_batch(raw)) is True
+
+
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE, Compression.GZIP]), at=st.integers(0, 2**20),
+       xor=st.integers(1, 255), field=st.sampled_from([None, 23, 57]))
+def test_v2_records_ok_never_passes_what_the_reference_rejects(raw, at, xor, field):
+    b = bytearray(raw)
+    if field is None:   # a byte of the records (of the compressed stream, for gzip)
+        b[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
+    else:               # lastOffsetDelta or the record count
+        b[field + 3] ^= xor & 3
+    batch = _batch(set_v2_crc(b))
+    try:
+        ok = v2_records_ok(batch)
+    except Exception:
+        ok = False
+    if ok:
+        assert _reference_ok(batch)

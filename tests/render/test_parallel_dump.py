@@ -11,7 +11,7 @@ import pytest
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, set_v2_crc
-from kafkalog_cli.render import kafka
+from kafkalog_cli.render import kafka, parallel
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
 
 STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
@@ -27,7 +27,7 @@ def _big(tmp_path, *, tail: bytes = b"", damage=None) -> tuple[str, int]:
     n = SIZE // len(batch) + 1
     out = bytearray(bytes(batch) * n)
     # gaps every 997th batch, and at the first batch of every worker range (the merge's seams)
-    seams = set(kafka._cuts(out, 0, len(out), max(kafka.CHUNK_MIN_BYTES, len(out) // 16)))
+    seams = {start for start, _ in parallel.ranges_of(out, 0, len(out), 2)}
     assert len(seams) > 4
     off = 0
     for i in range(n):

@@ -129,8 +129,9 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
 
         decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
                    else "metadata" if cluster_metadata_decoder else None)
-        dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data, payload_encoding=payload_encoding,
-                  decoder=decoder, max_bytes=max_bytes, filters=filters)
+        dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
+                  payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
+                  jobs=jobs_or_cores(jobs))
         return
 
     opts = DumpOptions(

@@ -22,13 +22,14 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Callable, NamedTuple
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import decompress
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import (
-    LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
+    INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
 )
 # Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs in the key and
 # span scanners: the widest Kafka accepts; a longer one is an InvalidRecordError, which callers
@@ -237,6 +238,412 @@ def _header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
                 raise Malformed("header value")
             pos += hv
     return ",".join(keys), pos
+
+
+# ------------------------------------------------------------------ record JSON
+# the flags of a record line's variant (JsonLayout.line)
+KEYS_WHOLE, VALUES_WHOLE, HEADERS_SLOT, SEQUENCE_SLOT = 1, 2, 4, 8
+
+
+class JsonLayout(NamedTuple):
+    """How render/jsonl.py writes record lines, handed to `fast_v2_json` (which knows no JSON).
+
+    A payload goes in a line as a JSON string or null. In a column (the keys, or the values, of
+    a batch) without null the slot is inside the string's quotes, and `strings` fills it with
+    the escaped texts of the whole column at once; otherwise the slot takes the whole value."""
+
+    line: Callable[[RecordBatch, int], bytes]   # (batch, variant) -> %-format with offset %d,
+    # timestamp %d, key %b, value %b, headers %b, sequence %d; the variant's flags say which
+    # string slots take whole values, and whether there are slots for headers and sequences
+    # (without, every record has none: the format holds them)
+    string: bytes        # %-format of a JSON string around its escaped text
+    null: bytes
+    header: bytes        # %-format of one header: key %b (a JSON string), value: escaped text
+    null_header: bytes   # ... whose value is null: key %b
+    no_headers: bytes
+    open: bytes          # a list of headers: open + sep.join(headers) + close
+    sep: bytes
+    close: bytes
+    quote: Callable[[str], bytes]                   # a str as a JSON string
+    strings: Callable[[list[bytes]], list[bytes]]   # payloads as escaped texts, in the payload encoding
+
+
+def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
+    """The record lines of a v2 non-control batch as UTF-8 JSON text in `layout`, joined by
+    newlines, decoded straight from the batch's bytes (no Record objects). Raises as
+    `fast_v2_text` does on anything the general path must judge.
+
+    The loop only cuts the records into columns; each column then becomes text in a few calls
+    for the whole batch (payloads through `layout.strings`, the lines through one %-format): a
+    Python call per record and field would cost more than all the rest."""
+    count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    data, pos, end = records_region(batch)
+    if type(data) is not bytes:
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, len(data)
+    ods, tds, keys, values, headers = [], [], [], [], []
+    oappend, tappend, kappend, vappend = ods.append, tds.append, keys.append, values.append
+    knulls = vnulls = 0
+    rvarint = read_varint
+    rvarlong = read_varlong
+    zz = ZIGZAG
+    for i in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            tappend(zz[b])
+            pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                tappend(zz[b + (c << 7)])
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
+                tappend(td)
+        b = data[pos]
+        if b < 0x80:
+            oappend(zz[b])
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                oappend(zz[b + (c << 7)])
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+                oappend(od)
+        b = data[pos]
+        if b < 0x80:
+            ks = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+        if ks >= 0:
+            kappend(data[pos : pos + ks])
+            pos += ks
+        else:
+            kappend(None)
+            knulls += 1
+        b = data[pos]
+        if b < 0x80:
+            vs = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+        if vs >= 0:
+            vappend(data[pos : pos + vs])
+            pos += vs
+        else:
+            vappend(None)
+            vnulls += 1
+        if data[pos] == 0:   # no headers
+            pos += 1
+        else:
+            h, pos = _json_headers(data, pos, end, layout)
+            headers.append((i, h))
+        if pos - body != length or pos > end:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    if not count:
+        return b""
+    base = batch.base_offset_field
+    offsets = [base + od for od in ods]
+    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+        timestamps = [batch.max_timestamp] * count
+    else:
+        base_ts = batch.base_timestamp
+        timestamps = [base_ts + td for td in tds]
+    seqs = _sequences(batch.base_sequence, 0, ods) if batch.base_sequence >= 0 else None
+    variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
+    columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
+    if headers:
+        variant |= HEADERS_SLOT
+        hcol = [layout.no_headers] * count
+        for i, h in headers:
+            hcol[i] = h
+        columns.append(hcol)
+    if seqs is not None:
+        variant |= SEQUENCE_SLOT
+        columns.append(seqs)
+    line = layout.line(batch, variant)
+    if not line:
+        raise Malformed("no layout for this batch")
+    width = len(columns)
+    fields = [None] * (width * count)
+    for i, column in enumerate(columns):
+        fields[i::width] = column
+    return b"\n".join([line] * count) % tuple(fields)
+
+
+def _sequences(base_sequence: int, base_offset: int, offsets: list) -> list[int]:
+    """The records' sequences (increment_sequence by the offset delta), a list at once."""
+    if base_sequence < 0:
+        return [NO_SEQUENCE] * len(offsets)
+    seqs = [base_sequence - base_offset + o for o in offsets]
+    if seqs and max(seqs) > INT32_MAX:     # sequences wrap to 0
+        seqs = [s - INT32_MAX - 1 if s > INT32_MAX else s for s in seqs]
+    return seqs
+
+
+def _json_payloads(items: list, nulls: int, layout: JsonLayout) -> list[bytes]:
+    """What the slots of a column of payloads (bytes, or None for null) take: escaped texts, or
+    whole JSON values when the column holds a null."""
+    if not nulls:
+        return layout.strings(items)
+    if nulls == len(items):
+        return [layout.null] * nulls
+    texts = iter(layout.strings([x for x in items if x is not None]))
+    null, string = layout.null, layout.string
+    return [null if x is None else string % next(texts) for x in items]
+
+
+def _json_headers(data: bytes, pos: int, end: int, layout: JsonLayout) -> tuple[bytes, int]:
+    nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise Malformed("header count")
+    items = []
+    for _ in range(nh):
+        hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise Malformed("header key")
+        k = layout.quote(java_utf8(data[pos : pos + hk]))
+        pos += hk
+        hv, pos = read_varint(data, pos)
+        if hv >= 0:
+            if pos + hv > end:
+                raise Malformed("header value")
+            items.append(layout.header % (k, layout.strings([data[pos : pos + hv]])[0]))
+            pos += hv
+        else:
+            items.append(layout.null_header % k)
+    return layout.open + layout.sep.join(items) + layout.close, pos
+
+
+# ------------------------------------------------------------------ record columns (Arrow)
+@dataclass(slots=True)
+class RecordColumns:
+    """Records cut into columns, for Arrow arrays built a column at a time (spark/arrow.py).
+    Positions index the concatenation of `data`; a null key or value has an empty span."""
+
+    rows: int = 0
+    data: list = field(default_factory=list)          # bytes holding the payloads, in order
+    size: int = 0                                      # their total length
+    offsets: list = field(default_factory=list)
+    timestamps: list = field(default_factory=list)
+    sequences: list = field(default_factory=list)
+    spans: list = field(default_factory=list)          # per record: key start, end, value start, end
+    null_keys: list = field(default_factory=list)      # rows
+    null_values: list = field(default_factory=list)
+    header_counts: list = field(default_factory=list)
+    header_spans: list = field(default_factory=list)   # per header: key start, end, value start, end
+    null_header_values: list = field(default_factory=list)   # headers, counted from the first
+
+    def add_record(self, offset: int, timestamp: int, sequence: int, key, value, headers) -> None:
+        """One record by its values (`headers`: (key bytes, value) pairs): the general path's."""
+        row = self.rows
+        self.offsets.append(offset)
+        self.timestamps.append(timestamp)
+        self.sequences.append(sequence)
+        for payload, nulls in ((key, self.null_keys), (value, self.null_values)):
+            self.spans += self._put(payload)
+            if payload is None:
+                nulls.append(row)
+        self.header_counts.append(len(headers))
+        for hkey, hvalue in headers:
+            if hvalue is None:
+                self.null_header_values.append(len(self.header_spans) // 4)
+            self.header_spans += self._put(hkey) + self._put(hvalue)
+        self.rows = row + 1
+
+    def _put(self, payload) -> tuple[int, int]:
+        start = self.size
+        if payload:
+            self.data.append(payload)
+            self.size += len(payload)
+        return start, self.size
+
+
+def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
+    """Append the records of a v2 non-control batch to `cols`, cut from the batch's bytes (no
+    Record objects): a few list operations per record, the rest per batch. Raises as
+    `fast_v2_text` does on anything the general path must judge, and then leaves `cols` as it
+    was."""
+    count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    data, pos, end = records_region(batch)
+    if pos or end != len(data) or type(data) is not bytes:
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, len(data)
+    shift = cols.size
+    row0 = cols.rows
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
+    offsets, timestamps, spans, counts, hspans, null_keys, null_values, null_hvalues = [], [], [], [], [], [], [], []
+    oappend, tappend, cappend = offsets.append, timestamps.append, counts.append
+    nheaders = len(cols.header_spans) // 4      # before this batch's
+    rvarint = read_varint
+    rvarlong = read_varlong
+    zz = ZIGZAG
+    for i in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]
+        if b < 0x80:
+            tappend(base_ts + zz[b])
+            pos += 2
+        else:
+            c = data[pos + 2]
+            if c < 0x80:
+                tappend(base_ts + zz[b + (c << 7)])
+                pos += 3
+            else:
+                td, pos = rvarlong(data, pos + 1)
+                tappend(base_ts + td)
+        b = data[pos]
+        if b < 0x80:
+            oappend(base + zz[b])
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                oappend(base + zz[b + (c << 7)])
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+                oappend(base + od)
+        b = data[pos]
+        if b < 0x80:
+            ks = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+        k = pos + shift
+        if ks >= 0:
+            pos += ks
+        else:
+            null_keys.append(row0 + i)
+        ke = pos + shift
+        b = data[pos]
+        if b < 0x80:
+            vs = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+        v = pos + shift
+        if vs >= 0:
+            pos += vs
+        else:
+            null_values.append(row0 + i)
+        spans += (k, ke, v, pos + shift)
+        if data[pos] == 0:   # no headers
+            pos += 1
+            cappend(0)
+        else:
+            n, pos = _header_spans(data, pos, end, shift, hspans, null_hvalues, nheaders)
+            cappend(n)
+        if pos - body != length or pos > end:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+        timestamps = [batch.max_timestamp] * count
+    sequences = _sequences(batch.base_sequence, batch.base_offset_field, offsets)
+    cols.rows += count
+    cols.data.append(data)
+    cols.size += len(data)
+    cols.offsets += offsets
+    cols.timestamps += timestamps
+    cols.sequences += sequences
+    cols.spans += spans
+    cols.null_keys += null_keys
+    cols.null_values += null_values
+    cols.header_counts += counts
+    cols.header_spans += hspans
+    cols.null_header_values += null_hvalues
+
+
+def _header_spans(data: bytes, pos: int, end: int, shift: int, spans: list, nulls: list,
+                  first: int) -> tuple[int, int]:
+    b = data[pos]
+    if b < 0x80:
+        nh = ZIGZAG[b]
+        pos += 1
+    else:
+        nh, pos = read_varint(data, pos)
+    if nh < 0 or nh > end - pos:
+        raise Malformed("header count")
+    for _ in range(nh):
+        b = data[pos]
+        if b < 0x80:
+            hk = ZIGZAG[b]
+            pos += 1
+        else:
+            hk, pos = read_varint(data, pos)
+        if hk < 0 or pos + hk > end:
+            raise Malformed("header key")
+        k = pos + shift
+        pos += hk
+        b = data[pos]
+        if b < 0x80:
+            hv = ZIGZAG[b]
+            pos += 1
+        else:
+            hv, pos = read_varint(data, pos)
+        v = pos + shift
+        if hv >= 0:
+            if pos + hv > end:
+                raise Malformed("header value")
+            pos += hv
+        else:
+            nulls.append(first + len(spans) // 4)
+        spans += (k, k + hk, v, pos + shift)
+    return nh, pos
 
 
 # ------------------------------------------------------------------ keys and spans
@@ -468,10 +875,30 @@ def _record_end(data, pos: int) -> int:
     return p + length
 
 
+# ------------------------------------------------------------------ batch boundaries
+def batch_cuts(buf, start: int, end: int, target: int, min_tail: int) -> list[int]:
+    """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
+    fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
+    chain breaks, the walk stops: the range after the last cut meets the break."""
+    cuts = [start]
+    pos, nxt = start, start + target
+    unpack = _SIZE.unpack_from
+    while pos + 17 < end:
+        size = unpack(buf, pos + 8)[0]
+        if size < RECORD_OVERHEAD_V0 or pos > end - LOG_OVERHEAD - size:
+            break
+        pos += size + LOG_OVERHEAD
+        if pos >= nxt and end - pos > min_tail:
+            cuts.append(pos)
+            nxt = pos + target
+    return cuts
+
+
 # ------------------------------------------------------------------ batch checks (verify-crc)
 _HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
 _HEAD_LEN = _HEAD.size                     # 27
 _PREFIX = struct.Struct(">qi")
+_SIZE = struct.Struct(">i")
 
 # the kinds of verify-crc's problems that a check over bytes finds
 CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
@@ -600,6 +1027,11 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
 def _deep_v2(buf, pos, total, file, base, last, findings) -> None:
     b = RecordBatch(buf, pos, total, 2)
     try:
+        if v2_records_ok(b):
+            return
+    except Exception:   # the reference decoder below says what is wrong
+        pass
+    try:
         recs = b.records()
     except KafkalogError as e:
         findings.append(Finding(file, pos, RECORDS, f"records do not decode: {e.message}", base, last))
@@ -617,6 +1049,92 @@ def _deep_v2(buf, pos, total, file, base, last, findings) -> None:
                                     f"or not increasing", base, last))
             break
         prev = r.offset
+
+
+def v2_records_ok(batch: RecordBatch) -> bool:
+    """Whether the records of a v2 batch decode, as `records()` would, with offsets increasing
+    within the batch's range: verify-crc --deep's question, answered without Record objects.
+    False (or a raised error) means: ask the reference decoder."""
+    count = batch.records_count
+    if count < 0:
+        return False
+    data, pos, end = records_region(batch)
+    last_delta = batch.last_offset_delta
+    prev = -1
+    rvarint = read_varint
+    rvarlong = read_varlong
+    zz = ZIGZAG
+    for _ in range(count):
+        b = data[pos]
+        if b < 0x80:
+            length = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                length = zz[b + (c << 7)]
+                pos += 2
+            else:
+                length, pos = rvarint(data, pos)
+        body = pos
+        b = data[pos + 1]                     # after the attributes: timestampDelta
+        if b < 0x80:
+            pos += 2
+        elif data[pos + 2] < 0x80:
+            pos += 3
+        else:
+            pos = rvarlong(data, pos + 1)[1]
+        b = data[pos]
+        if b < 0x80:
+            od = zz[b]
+            pos += 1
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                od = zz[b + (c << 7)]
+                pos += 2
+            else:
+                od, pos = rvarint(data, pos)
+        if od <= prev:
+            return False
+        prev = od
+        b = data[pos]
+        if b < 0x80:
+            if b & 1:                         # a negative size: no key
+                pos += 1
+            else:
+                pos += 1 + (b >> 1)
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                ks = zz[b + (c << 7)]
+                pos += 2
+            else:
+                ks, pos = rvarint(data, pos)
+            if ks > 0:
+                pos += ks
+        b = data[pos]
+        if b < 0x80:
+            if b & 1:
+                pos += 1
+            else:
+                pos += 1 + (b >> 1)
+        else:
+            c = data[pos + 1]
+            if c < 0x80:
+                vs = zz[b + (c << 7)]
+                pos += 2
+            else:
+                vs, pos = rvarint(data, pos)
+            if vs > 0:
+                pos += vs
+        if data[pos] == 0:                    # no headers
+            pos += 1
+        else:
+            pos = _header_keys(data, pos, end)[1]
+        if pos - body != length or pos > end:
+            return False
+    return pos == end and prev <= last_delta
 
 
 def _deep_legacy(buf, pos, total, magic, file, base, findings) -> None:

@@ -9,17 +9,13 @@ and `verify_groups(groups)` (what `kafkalog verify-crc` runs). Both return pickl
 from __future__ import annotations
 
 import os
-import struct
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.records import RECORD_OVERHEAD_V0 as MIN_SIZE  # Kafka's minimum size field
-from kafkalog_cli.formats.scan import OFFSETS, Finding, check_batches
-
-_COUNT = struct.Struct(">i")
+from kafkalog_cli.formats.scan import OFFSETS, Finding, batch_cuts, check_batches
 
 # problem kinds: those about bytes are formats.scan's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
@@ -151,17 +147,7 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
         buf = map_file(file)
     except (InputError, OSError):
         return [_Chunk(file, 0, size, True, deep)]
-    cuts = [0]
-    unpack = _COUNT.unpack_from
-    pos, end, nxt = 0, len(buf), target
-    while pos + 17 < end:
-        s = unpack(buf, pos + 8)[0]
-        if s < MIN_SIZE or pos + 12 + s > end:
-            break
-        pos += s + 12
-        if pos >= nxt and end - pos > target // 2:
-            cuts.append(pos)
-            nxt = pos + target
+    cuts = batch_cuts(buf, 0, len(buf), target, target // 2)
     del buf
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))

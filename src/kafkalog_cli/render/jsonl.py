@@ -5,16 +5,21 @@ same values.
 from __future__ import annotations
 
 import base64
+import binascii
 import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Callable
 
+import orjson
+
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
-from kafkalog_cli.formats.records import Record, RecordBatch
+from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch
+from kafkalog_cli.formats.scan import HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json
 from kafkalog_cli.render.kafka import INT_MAX
+from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
@@ -31,12 +36,23 @@ def _json_default(o):
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=_json_default).encode
 
 
-def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
+def payload_text(encoding: str) -> Callable[[bytes], str]:
+    """A key, value or header value as JSON text: `utf8` (Java's decoding, as kafka-dump-log
+    prints it), `hex` or `base64`."""
     if encoding == "hex":
-        return lambda b: None if b is None else b.hex()
+        return bytes.hex
     if encoding == "base64":
-        return lambda b: None if b is None else base64.b64encode(b).decode("ascii")
-    return lambda b: None if b is None else java_utf8(b)
+        return lambda b: binascii.b2a_base64(b, newline=False).decode("ascii")
+    return java_utf8
+
+
+def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
+    text = payload_text(encoding)
+    return lambda b: None if b is None else text(b)
+
+
+def header_object(key: str, value: str | None) -> dict:
+    return {"key": key, "value": value}
 
 
 def batch_object(b: RecordBatch, file: str) -> dict:
@@ -71,7 +87,7 @@ def record_object(r: Record, b: RecordBatch, enc, template: dict | None = None) 
     obj["timestamp"] = r.timestamp
     obj["key"] = enc(r.key)
     obj["value"] = enc(r.value)
-    obj["headers"] = [{"key": h.key, "value": enc(h.value)} for h in r.headers]
+    obj["headers"] = [header_object(h.key, enc(h.value)) for h in r.headers]
     obj["sequence"] = r.sequence
     if b.magic < 2:
         obj["crc"] = r.crc
@@ -87,6 +103,101 @@ def control_object(r: Record) -> dict:
     if isinstance(c.value, EndTransactionMarker):
         out["version"], out["coordinator_epoch"] = c.value.version, c.value.coordinator_epoch
     return out
+
+
+# ------------------------------------------------------------------ the record fast path's layout
+# The values fast_v2_json fills per record, in the schema's order: (name, slot, string: the slot
+# goes inside the string's quotes, unless the variant has the flag that the column holds a null)
+_FIELDS = (("offset", "%d", False, 0), ("timestamp", "%d", False, 0), ("key", "%b", True, KEYS_WHOLE),
+           ("value", "%b", True, VALUES_WHOLE), ("headers", "%b", False, 0), ("sequence", "%d", False, 0))
+_BASE = "base_offset"          # the one batch value of a record line that changes every batch
+
+
+def _mark(name: str) -> str:
+    return f"@kafkalog:{name}@"
+
+
+def _slotted(text: str, slots) -> bytes:
+    """JSON text with the values _mark(name) replaced by %-format slots, in this order: the
+    whole JSON string, or with `inside` only what is between its quotes (b"" if they are not
+    all there in that order)."""
+    text = text.replace("%", "%%")
+    at = 0
+    for name, slot, inside in slots:
+        mark = _mark(name) if inside else dumps(_mark(name))
+        i = text.find(mark, at)
+        if i < 0:
+            return b""
+        text = text[:i] + slot + text[i + len(mark):]
+        at = i + len(slot)
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _record_layout(encoding: str) -> JsonLayout:
+    """The layout of record lines, for fast_v2_json."""
+    one = dumps(header_object(_mark("key"), _mark("value")))
+    opened, sep, closed = dumps([header_object(_mark("key"), _mark("value"))] * 2).split(one)
+    return JsonLayout(
+        line=record_line, string=_slotted(dumps(_mark("text")), (("text", "%b", True),)), null=dumps(None).encode(),
+        header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
+        null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
+        no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
+        quote=orjson.dumps, strings=_STRINGS[encoding])
+
+
+# A column of payloads as the escaped texts of JSON strings, in a few calls for the whole column:
+# the payloads are joined by a separator, escaped at once and split again. orjson escapes as
+# json does with ensure_ascii=False (tests/render/test_jsonl_fast.py holds them equal over every
+# code point), one character at a time, and it writes DEL as it is. DEL is rare in text; a
+# payload holding one is found by the count, and takes the slow way.
+_SEP = b"\x7f"
+
+
+def _utf8_strings(items: list[bytes]) -> list[bytes]:
+    try:
+        text = _SEP.join(items).decode()   # valid UTF-8 as a whole iff each payload is
+    except UnicodeDecodeError:
+        text = None
+    if text is not None:
+        texts = orjson.dumps(text)[1:-1].split(_SEP)
+        if len(texts) == len(items):
+            return texts
+    return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
+
+
+_STRINGS = {
+    "utf8": _utf8_strings,
+    "hex": lambda items: list(map(binascii.hexlify, items)),
+    "base64": lambda items: b"".join(map(binascii.b2a_base64, items))[:-1].split(b"\n"),
+}
+
+
+_LINES: dict[tuple, bytes] = {}
+_BASE_MARK = dumps(_mark(_BASE)).encode()
+
+
+def record_line(b: RecordBatch, variant: int) -> bytes:
+    """The %-format of the record lines of v2 batch `b` for fast_v2_json (see JsonLayout.line),
+    made from record_template; b"" if the schema's order is not the one fast_v2_json fills.
+    Formats are kept per variant and per batch values but the base offset (the values
+    record_template reads), which is filled in here."""
+    key = (variant, b.magic, b.attributes & 0x38, b.producer_id, b.producer_epoch)
+    fmt = _LINES.get(key)
+    if fmt is None:
+        if len(_LINES) > 4096:
+            _LINES.clear()
+        obj = record_template(b)
+        obj[_BASE] = _mark(_BASE)
+        for name, *_ in _FIELDS:
+            obj[name] = _mark(name)
+        if not variant & HEADERS_SLOT:
+            obj["headers"] = []
+        if not variant & SEQUENCE_SLOT:
+            obj["sequence"] = NO_SEQUENCE
+        fmt = _LINES[key] = _slotted(dumps(obj), [
+            (name, slot, inside and not variant & whole) for name, slot, inside, whole in _FIELDS
+            if name in obj and obj[name] == _mark(name)])
+    return fmt.replace(_BASE_MARK, b"%d" % b.base_offset_field) if fmt else b""
 
 
 def _structured_decoder(name: str):
@@ -116,24 +227,45 @@ def _note(s: str) -> None:
 
 class JsonDumper:
     def __init__(self, out, *, deep: bool, payload_encoding: str = "utf8", decoder: str | None = None,
-                 max_bytes: int = INT_MAX, filters: Filters | None = None):
+                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1):
         self.out = out
         self.deep = deep or (filters is not None and filters.needs_records) or decoder is not None
         self.enc = payload_encoder(payload_encoding)
         self.decode = _structured_decoder(decoder) if decoder else None
         self.max_bytes = max_bytes
         self.filters = filters
-        self._lines: list[str] = []
+        self.jobs = jobs
+        # the record fast path: unfiltered, undecoded dumps (anything else needs Record objects)
+        self.layout = _record_layout(payload_encoding) if filters is None and decoder is None else None
+        self._lines: list[str] = []      # objects not yet encoded
+        self._parts: list[bytes] = []    # encoded lines not yet written
+        self._size = 0
 
     def _emit(self, obj: dict) -> None:
         self._lines.append(dumps(obj))
         if len(self._lines) >= 1024:
             self.flush()
 
+    def _emit_lines(self, lines: bytes) -> None:
+        """UTF-8 lines, without the last newline."""
+        if self._lines:
+            self._encode()
+        self._parts += (lines, b"\n")
+        self._size += len(lines)
+        if self._size >= 1 << 20:
+            self.flush()
+
+    def _encode(self) -> None:
+        self._parts.append(("\n".join(self._lines) + "\n").encode("utf-8", "surrogatepass"))
+        self._lines.clear()
+
     def flush(self) -> None:
         if self._lines:
-            self.out.write(("\n".join(self._lines) + "\n").encode("utf-8", "surrogatepass"))
-            self._lines.clear()
+            self._encode()
+        if self._parts:
+            self.out.write(b"".join(self._parts))
+            self._parts.clear()
+            self._size = 0
 
     def dump(self, given: str) -> None:
         path = Path(given)
@@ -162,34 +294,78 @@ class JsonDumper:
             base = offset_from_name(path.name)
             if base is not None:
                 pos = start_position(Segment.with_log(path.parent, base, buf), f, _note)
-        valid = pos
         try:
-            for b, records in selected_batches(buf, pos, end, f, self.deep):
-                valid = b.position + b.size
-                if self.deep and records is None:
-                    records = b.records()
-                self._emit(batch_object(b, given))
-                if records is None:
-                    continue
-                template = record_template(b)
-                for r in records if f is None else f.shown(records):
-                    obj = record_object(r, b, self.enc, template)
-                    if self.decode is not None and not b.is_control:
-                        try:
-                            obj["decoded"] = self.decode(r)
-                        except KafkalogError as e:
-                            raise e.in_record(r.offset, b.position) from None
-                    self._emit(obj)
+            if self.deep and f is None and self.jobs > 1 and end - pos >= PARALLEL_MIN_BYTES:
+                pos = self._dump_parallel(buf, pos, end, given)
+            # after the workers, what is left is an incomplete batch or nothing
+            valid = self._batches(buf, pos, end, given)
         except KafkalogError as e:
             raise e.located(path=given)
         if end > valid and f is None and self.max_bytes == INT_MAX:
             self._emit(TRAILING_BYTES.object(file=given, position=valid, size=end - valid))
 
+    def _batches(self, buf, start: int, end: int, given: str) -> int:
+        """The objects of the batches of buf[start:end) (and their records, when deep) -> the end
+        of the last batch read."""
+        f = self.filters
+        layout = self.layout
+        valid = start
+        for b, records in selected_batches(buf, start, end, f, self.deep):
+            valid = b.position + b.size
+            self._emit(batch_object(b, given))
+            if not self.deep:
+                continue
+            if records is None and layout is not None and b.magic == 2 and not b.attributes & 0x20:
+                try:
+                    text = fast_v2_json(b, layout)
+                except Exception:   # anything unusual: the general path says what is wrong
+                    pass
+                else:
+                    if text:
+                        self._emit_lines(text)
+                    continue
+            if records is None:
+                records = b.records()
+            template = record_template(b)
+            for r in records if f is None else f.shown(records):
+                obj = record_object(r, b, self.enc, template)
+                if self.decode is not None and not b.is_control:
+                    try:
+                        obj["decoded"] = self.decode(r)
+                    except KafkalogError as e:
+                        raise e.in_record(r.offset, b.position) from None
+                self._emit(obj)
+        return valid
+
+    def _dump_parallel(self, buf, start: int, end: int, given: str) -> int:
+        """buf[start:end) rendered by worker processes (render/parallel.py) -> where the
+        sequential loop goes on: the end of the last batch, or the start of a range that failed
+        (rendered again here, so the output before the error and the error are the sequential
+        ones)."""
+        fd = output_fd(self.out)
+        ranges = ranges_of(buf, start, end, self.jobs)
+        if fd is None or len(ranges) < 2:
+            return start
+        self.flush()
+        self.out.flush()
+        ends, failed = render_ranges(buf, ranges, self.jobs, fd, lambda a, b: self._render_range(buf, a, b, given))
+        if failed is not None:
+            return ranges[failed][0]
+        return ends[-1]
+
+    def _render_range(self, buf, start: int, stop: int, given: str) -> tuple[list[bytes], int]:
+        """In a worker: the bytes of one range, and where its last batch ends."""
+        self.out = Sink()
+        self._lines, self._parts, self._size = [], [], 0
+        valid = self._batches(buf, start, stop, given)
+        self.flush()
+        return self.out.parts, valid
+
 
 def dump_json(targets, out, *, deep: bool, payload_encoding: str, decoder: str | None = None,
-              max_bytes: int = INT_MAX, filters: Filters | None = None) -> None:
+              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1) -> None:
     d = JsonDumper(out, deep=deep, payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes,
-                   filters=filters)
+                   filters=filters, jobs=jobs)
     for t in targets:
         if filters is not None and filters.spent:
             break

@@ -25,10 +25,10 @@ from kafkalog_cli.ops.verify_index import (
     TimestampMismatch, check_offset_index, check_time_index, start_offset_of,
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
+from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
 from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
-_SIZE = struct.Struct(">i")
 
 
 # ------------------------------------------------------------------ value decoders (--*-decoder-class)
@@ -122,38 +122,6 @@ class DumpOptions:
     parser: MessageParser | None = None
     filters: "Filters | None" = None
     jobs: int = 1                  # worker processes for big .log files (deep output only)
-
-
-PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
-CHUNK_MIN_BYTES = 4 << 20
-
-
-class _Sink:
-    def __init__(self):
-        self.parts: list[bytes] = []
-
-    def write(self, b: bytes) -> None:
-        self.parts.append(b)
-
-    def flush(self) -> None:
-        pass
-
-
-def _cuts(buf, start: int, end: int, target: int) -> list[int]:
-    """Batch boundaries about `target` bytes apart, by walking the size fields as iter_batches
-    does; where the chain breaks, the walk stops (the last range meets the break and reports it)."""
-    cuts = [start]
-    pos, nxt = start, start + target
-    unpack = _SIZE.unpack_from
-    while pos + 17 < end:
-        size = unpack(buf, pos + 8)[0]
-        if size < 14 or pos > end - 12 - size:
-            break
-        pos += size + 12
-        if pos >= nxt and end - pos > target // 4:
-            cuts.append(pos)
-            nxt = pos + target
-    return cuts
 
 
 @dataclass
@@ -259,7 +227,7 @@ class KafkaDumper:
         pairs: list[tuple[int, int]] = []
         try:
             if (deep and f is None and self.o.jobs > 1 and end - valid >= PARALLEL_MIN_BYTES
-                    and self._fileno() is not None):
+                    and output_fd(self.out) is not None):
                 # leaves `valid` where the sequential loop stops: what follows is an incomplete
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
@@ -277,12 +245,6 @@ class KafkaDumper:
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
 
-    def _fileno(self) -> int | None:
-        try:
-            return self.out.fileno()
-        except (AttributeError, OSError, ValueError):  # BytesIO, CliRunner's streams
-            return None
-
     def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:
         """Batch lines and records of buf[start:stop) (no filters) -> (end of the last complete
         batch, last record offset, first record offset or None)."""
@@ -299,98 +261,40 @@ class KafkaDumper:
         return pos, last_offset, first
 
     def _dump_parallel(self, buf, valid: int, end: int, pairs: list) -> tuple[int, int] | None:
-        """Render buf[valid:end) in worker processes, in byte ranges cut at batch boundaries,
-        each writing its text straight to our stdout in file order. Returns (valid, last_offset)
-        as the sequential loop would have left them; `pairs` gets the non-consecutive offsets,
-        newest first. When a range fails, the ranges before it are written and this process
-        renders the failing one itself, so the output and the error are the sequential ones."""
-        cuts = _cuts(buf, valid, end, max(CHUNK_MIN_BYTES, (end - valid) // (self.o.jobs * 8)))
-        ranges = list(zip(cuts, cuts[1:] + [end]))
+        """Render buf[valid:end) in worker processes (render/parallel.py). Returns (valid,
+        last_offset) as the sequential loop would have left them; `pairs` gets the
+        non-consecutive offsets, newest first. A range that fails is rendered here again, so the
+        output and the error are the sequential ones."""
+        ranges = ranges_of(buf, valid, end, self.o.jobs)
         if len(ranges) < 2:
             return None
         self.flush()
         self.out.flush()
-        fd = self._fileno()
-        import multiprocessing as mp
-
-        ctx = mp.get_context("fork")
-        jobs = min(self.o.jobs, len(ranges))
-        conns, procs = [], []
-        chrono: list[tuple[int, int]] = []
-        last = -1
-        pos = valid
-        failed = None
-        try:
-            for w in range(jobs):
-                parent, child = ctx.Pipe()
-                p = ctx.Process(target=self._worker, args=(child, buf, ranges[w::jobs], fd), daemon=True)
-                p.start()
-                child.close()
-                conns.append(parent)
-                procs.append(p)
-            for k in range(len(ranges)):
-                conn = conns[k % jobs]
-                try:
-                    msg = conn.recv()
-                except EOFError:
-                    msg = ("error",)
-                if msg[0] != "ready":
-                    failed = k
-                    break
-                conn.send(True)
-                msg = conn.recv()
-                if msg[0] == "epipe":
-                    raise BrokenPipeError(32, "Broken pipe")
-                _, pos, clast, first, cpairs = msg
-                if first is not None:
-                    if last != -1 and first != last + 1:
-                        chrono.append((last, first))
-                    chrono.extend(reversed(cpairs))   # the worker's are newest first
-                    last = clast
-        finally:
-            for c in conns:
-                c.close()
-            for p in procs:
-                if p.is_alive():
-                    p.terminate()
-                p.join()
-            for pr in chrono:
-                pairs.insert(0, pr)
+        summaries, failed = render_ranges(buf, ranges, self.o.jobs, output_fd(self.out),
+                                          lambda start, stop: self._render_range(buf, start, stop))
+        last, pos = -1, valid
+        for pos, clast, first, cpairs in summaries:
+            if first is not None:
+                if last != -1 and first != last + 1:
+                    pairs.insert(0, (last, first))
+                for pr in reversed(cpairs):      # the worker's are newest first
+                    pairs.insert(0, pr)
+                last = clast
         if failed is None:
             return pos, last
         # the failing range again, here: its output up to the failure, then the error itself
         pos, last, _ = self._range(buf, ranges[failed][0], end, last, pairs)
         return pos, last
 
-    def _worker(self, conn, buf, ranges, fd) -> None:
-        import os
-
-        out = _Sink()
+    def _render_range(self, buf, start: int, stop: int) -> tuple[list[bytes], tuple]:
+        """In a worker: the bytes of one range, and what the merge needs of it."""
+        out = Sink()
         self.out = out
         self._buf = []
-        for start, stop in ranges:
-            local: list = []
-            try:
-                pos, last, first = self._range(buf, start, stop, -1, local)
-                self.flush()
-            except BaseException:
-                conn.send(("error",))
-                return
-            conn.send(("ready",))
-            if not conn.recv():
-                return
-            data = b"".join(out.parts)
-            out.parts.clear()
-            try:
-                mv = memoryview(data)
-                while mv:
-                    n = os.write(fd, mv)
-                    mv = mv[n:]
-            except BrokenPipeError:
-                conn.send(("epipe",))
-                return
-            del mv, data
-            conn.send(("done", pos, last, first, local))
+        local: list = []
+        pos, last, first = self._range(buf, start, stop, -1, local)
+        self.flush()
+        return out.parts, (pos, last, first, local)
 
     def _fast_ok(self) -> bool:
         """Whether the record fast path may render v2 batches: no filter, and no parser other

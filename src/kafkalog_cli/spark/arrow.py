@@ -6,14 +6,19 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Iterator
 
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.scan import RecordColumns, scan_columns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
+from kafkalog_cli.render.parallel import release
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
@@ -170,40 +175,15 @@ def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdow
     a batch whose CRC fails instead, as a consumer with check.crcs does."""
     from kafkalog_cli.formats.records import iter_batches
 
-    schema = arrow_schema(cols)
-    names = [c[0] for c in cols]
-    fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
-    value_names = [n for n in names if n not in fixed]
-    data: dict[str, list] = {n: [] for n in value_names}
-    appenders = [(data[n].append, n) for n in value_names]
-    rows = 0
-
-    def flush():
-        nonlocal rows
-        arrays = []
-        for n, t, _ in cols:
-            if n in fixed:
-                arrays.append(pa.array([fixed[n]] * rows, type=t))
-            else:
-                arrays.append(pa.array(data[n], type=t))
-                data[n].clear()
-        rb = pa.RecordBatch.from_arrays(arrays, schema=schema)
-        rows = 0
-        return rb
-
     f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
+    rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
     with ref.mapped() as buf:
         try:
             pos = _start_position(ref, f) if level == "record" else 0
             for b in iter_batches(buf, pos, len(buf)):
-                if level == "batch":
-                    obj = batch_object(b, ref.path)
-                    for app, n in appenders:
-                        app(obj.get(n))
-                    rows += 1
-                else:
+                if level == "record":
                     if f is not None:
                         if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
                             break
@@ -213,52 +193,187 @@ def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdow
                             continue
                     if verify_crc:
                         b.ensure_valid()
-                    recs = b.records()
-                    if f is not None:
-                        recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
-                    rows += _append_records(data, recs, b)
-                if rows >= rows_per_batch:
-                    yield flush()
+                rows.add(b, f)
+                if rows.count >= rows_per_batch:
+                    yield rows.flush()
+                    release(buf, 0, b.position)
         except KafkalogError as e:
             raise e.located(path=ref.path)
-        if rows:
-            yield flush()
+        if rows.count:
+            yield rows.flush()
 
 
-_NONE = (None,)
+class _Rows:
+    """Rows read so far, until they become one Arrow record batch."""
+
+    def __init__(self, ref: Segment, cols):
+        self.cols = cols
+        self.schema = arrow_schema(cols)
+        self.fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
+        self.count = 0
+
+    def flush(self) -> pa.RecordBatch:
+        arrays = [pa.repeat(pa.scalar(self.fixed[n], type=t), self.count) if n in self.fixed else self._array(n, t)
+                  for n, t, _ in self.cols]
+        self.count = 0
+        self._clear()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _array(self, name: str, type_: pa.DataType) -> pa.Array:
+        raise NotImplementedError
+
+    def _clear(self) -> None:
+        raise NotImplementedError
 
 
-def _append_records(data: dict[str, list], recs, b) -> int:
-    """Append the records of batch `b` to the column lists in `data` (those present): the values of
-    render.jsonl.record_object, with payloads as bytes. Batch-wide values go in per batch."""
-    n = len(recs)
-    if not n:
-        return 0
-    g = data.get
-    g("offset").extend([r.offset for r in recs])
-    g("timestamp").extend([r.timestamp for r in recs])
-    if (c := g("key")) is not None:
-        c.extend([r.key for r in recs])
-    if (c := g("value")) is not None:
-        c.extend([r.value for r in recs])
-    if (c := g("headers")) is not None:
-        c.extend([[(h.key, h.value) for h in r.headers] if r.headers else [] for r in recs])
-    g("sequence").extend([r.sequence for r in recs])
-    g("timestamp_type").extend([b.timestamp_type.kafka_name] * n)
-    g("base_offset").extend([b.base_offset] * n)
-    g("producer_id").extend([b.producer_id] * n)
-    g("producer_epoch").extend([b.producer_epoch] * n)
-    g("is_transactional").extend([b.is_transactional] * n)
-    ctrl = b.is_control
-    g("is_control").extend([ctrl] * n)
-    if b.magic < 2:
-        g("crc").extend([r.crc for r in recs])
-        g("is_valid").extend([r.valid for r in recs])
-    else:
-        g("crc").extend(_NONE * n)
-        g("is_valid").extend(_NONE * n)
-    g("control").extend([control_object(r) for r in recs] if ctrl else _NONE * n)
-    return n
+class _BatchRows(_Rows):
+    """One row per batch: the values of render.jsonl.batch_object."""
+
+    def __init__(self, ref: Segment, cols):
+        super().__init__(ref, cols)
+        self.path = ref.path
+        self.values: dict[str, list] = {n: [] for n, _, _ in cols if n not in self.fixed}
+
+    def add(self, b, f) -> None:
+        obj = batch_object(b, self.path)
+        for n, column in self.values.items():
+            column.append(obj.get(n))
+        self.count += 1
+
+    def _array(self, name, type_):
+        return pa.array(self.values[name], type=type_)
+
+    def _clear(self) -> None:
+        for column in self.values.values():
+            column.clear()
+
+
+class _RecordRows(_Rows):
+    """One row per record: the values of render.jsonl.record_object, with payloads as bytes. The
+    records of a v2 batch are cut into columns by formats.scan.scan_columns (no Record objects);
+    keys, values and headers become Arrow arrays over the batches' own bytes, and a batch's
+    values become its rows' by one `take`, a column at a time. Legacy and control batches, and
+    filtered reads, go through Record objects."""
+
+    def __init__(self, ref: Segment, cols):
+        super().__init__(ref, cols)
+        self._clear()
+
+    def add(self, b, f) -> None:
+        start = self.records.rows
+        if f is None and b.magic == 2 and not b.is_control:
+            try:
+                scan_columns(b, self.records)
+            except Exception:   # anything unusual: records() says what is wrong, or decodes it
+                pass
+        recs = None
+        if self.records.rows == start:
+            recs = b.records()
+            if f is not None:
+                recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
+            for r in recs:
+                self.records.add_record(r.offset, r.timestamp, r.sequence, r.key, r.value,
+                                        [(h.key.encode("utf-8"), h.value) for h in r.headers])
+        n = self.records.rows - start
+        if not n:
+            return
+        v = self.batch_values
+        v["timestamp_type"].append(b.timestamp_type.kafka_name)
+        v["base_offset"].append(b.base_offset)
+        v["producer_id"].append(b.producer_id)
+        v["producer_epoch"].append(b.producer_epoch)
+        v["is_transactional"].append(b.is_transactional)
+        v["is_control"].append(b.is_control)
+        self.batch_of_row += array("i", [len(v["base_offset"]) - 1]) * n
+        if b.magic < 2 or b.is_control:    # values of their own
+            self.record_values.append((start, n, [r.crc for r in recs] if b.magic < 2 else None,
+                                       [r.valid for r in recs] if b.magic < 2 else None,
+                                       [control_object(r) for r in recs] if b.is_control else None))
+        self.count += n
+
+    def flush(self) -> pa.RecordBatch:
+        self._payloads = _payload_arrays(self.records, {n for n, _, _ in self.cols})
+        self._batch_index = pa.Array.from_buffers(pa.int32(), self.count, [None, pa.py_buffer(self.batch_of_row)])
+        return super().flush()
+
+    def _array(self, name, type_):
+        if name in self._payloads:
+            return self._payloads[name]
+        if name in ("offset", "timestamp", "sequence"):
+            return _integers(getattr(self.records, name + "s"), type_)
+        if name in self.batch_values:
+            return pa.array(self.batch_values[name], type=type_).take(self._batch_index)
+        i = _RECORD_VALUES.index(name)
+        if not self.record_values:
+            return pa.nulls(self.count, type_)
+        column: list = [None] * self.count
+        for start, n, *values in self.record_values:
+            if values[i] is not None:
+                column[start : start + n] = values[i]
+        return pa.array(column, type=type_)
+
+    def _clear(self) -> None:
+        self.records = RecordColumns()
+        self.batch_values: dict[str, list] = {n: [] for n in _BATCH_VALUES}
+        self.batch_of_row = array("i")
+        self.record_values: list[tuple] = []    # (first row, rows, crcs, valids, controls)
+        self._payloads: dict = {}
+
+
+# the columns whose values are the batch's, and those legacy and control records have their own of
+_BATCH_VALUES = ("timestamp_type", "base_offset", "producer_id", "producer_epoch", "is_transactional", "is_control")
+_RECORD_VALUES = ("crc", "is_valid", "control")
+_INT_CODES = {pa.int64(): "q", pa.int32(): "i"}
+
+
+def _integers(values: list[int], type_: pa.DataType) -> pa.Array:
+    """An int32/int64 column of a list, through array.array (pa.array would look for pandas)."""
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array(_INT_CODES[type_], values))])
+
+
+def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
+    """Those of the key, value and headers columns of `r` in `names`: slices of its bytes, picked
+    by `take` from one binary array whose elements cover the bytes end to end (the gaps between
+    payloads, then a payload, and so on), so each payload is copied once, in C."""
+    whole = b"".join(r.data)
+    data = pa.py_buffer(whole)
+    out = {}
+    if "key" in names or "value" in names:
+        pieces = _covering(data, r.spans)
+        for name, at, nulls in (("key", 1, r.null_keys), ("value", 3, r.null_values)):
+            if name in names:
+                out[name] = pieces.take(_every_fourth(at, r.rows, nulls))
+    if "headers" not in names:
+        return out
+    hpieces = _covering(data, r.header_spans)
+    n = len(r.header_spans) // 4
+    keys = hpieces.take(_every_fourth(1, n, ()))
+    try:
+        keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
+    except pa.ArrowInvalid:                # Java's replacement characters, one at a time
+        keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
+                        pa.string())
+    values = hpieces.take(_every_fourth(3, n, r.null_header_values))
+    offsets = _integers(list(accumulate(r.header_counts, initial=0)), pa.int32())
+    out["headers"] = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE)))
+    return out
+
+
+def _covering(data: pa.Buffer, spans: list[int]) -> pa.BinaryArray:
+    offsets = array("i", [0])
+    offsets.extend(spans)
+    return pa.Array.from_buffers(pa.binary(), len(spans), [None, pa.py_buffer(offsets), data])
+
+
+def _every_fourth(at: int, n: int, nulls) -> pa.Array:
+    """Indexes at, at + 4, ... (n of them), null for the rows in `nulls`."""
+    index = _integers(range(at, 4 * n, 4), pa.int32())
+    if not nulls:
+        return index
+    valid = bytearray(b"\xff") * -(-n // 8)
+    for row in nulls:
+        valid[row >> 3] &= ~(1 << (row & 7))
+    return pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(valid), index.buffers()[1]])
 
 
 def scan_segment(ref: Segment, level: str = "record") -> int:

@@ -1,0 +1,133 @@
+"""Render one big .log in forked worker processes, for both renderers (Kafka text and JSON Lines).
+
+The file is cut into byte ranges at batch boundaries; each worker renders its ranges ahead, into
+memory, and writes a range's bytes straight to the output's file descriptor when its turn comes,
+so the output is in file order and the parent copies nothing. A range that fails in a worker is
+not written: the caller renders it again itself, so the output before the error and the error are
+those of the sequential dump.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Callable, Sequence
+
+from kafkalog_cli.formats.scan import batch_cuts
+
+PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
+CHUNK_MIN_BYTES = 4 << 20
+# a worker holds one range's output until its turn: JSON Lines is about 4x the input
+CHUNK_MAX_BYTES = 16 << 20
+
+# render(start, stop) -> (the bytes of buf[start:stop) in output order, a picklable summary)
+RangeRenderer = Callable[[int, int], tuple[Sequence[bytes], object]]
+
+
+class Sink:
+    """A binary stream that keeps what is written, for a renderer running in a worker."""
+
+    def __init__(self):
+        self.parts: list[bytes] = []
+
+    def write(self, b: bytes) -> None:
+        self.parts.append(b)
+
+    def flush(self) -> None:
+        pass
+
+
+def output_fd(out) -> int | None:
+    """The file descriptor workers write to, or None when `out` has none (BytesIO, CliRunner's
+    streams): then the dump stays in this process."""
+    try:
+        return out.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
+def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
+    """buf[start:end) as ranges for `jobs` workers: about eight per worker, each between
+    CHUNK_MIN_BYTES and CHUNK_MAX_BYTES; the last one runs to `end`."""
+    target = min(CHUNK_MAX_BYTES, max(CHUNK_MIN_BYTES, (end - start) // (jobs * 8)))
+    c = batch_cuts(buf, start, end, target, target // 4)
+    return list(zip(c, c[1:] + [end]))
+
+
+def release(buf, start: int, stop: int) -> None:
+    """Let the pages of a mapped range go from this process's memory once it is read (they stay
+    in the page cache): a worker walking a 1 GiB segment would otherwise hold all it touched."""
+    if isinstance(buf, mmap.mmap) and hasattr(buf, "madvise"):
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
+def render_ranges(buf, ranges: list[tuple[int, int]], jobs: int, fd: int,
+                  render: RangeRenderer) -> tuple[list, int | None]:
+    """Render `ranges` of `buf` in `jobs` forked workers (range k in worker k % jobs), writing
+    each range's bytes to `fd` in order. Returns the summaries of the ranges written, in order,
+    and the index of the first range that failed (None when all were written); raises
+    BrokenPipeError when the reader has gone."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("fork")
+    jobs = min(jobs, len(ranges))
+    conns, procs = [], []
+    summaries: list = []
+    try:
+        for w in range(jobs):
+            parent, child = ctx.Pipe()
+            p = ctx.Process(target=_worker, args=(child, buf, ranges[w::jobs], fd, render), daemon=True)
+            p.start()
+            child.close()
+            conns.append(parent)
+            procs.append(p)
+        for k in range(len(ranges)):
+            conn = conns[k % jobs]
+            try:
+                msg = conn.recv()
+            except EOFError:
+                msg = ("error",)
+            if msg[0] != "ready":
+                return summaries, k
+            conn.send(True)
+            msg = conn.recv()
+            if msg[0] == "epipe":
+                raise BrokenPipeError(32, "Broken pipe")
+            summaries.append(msg[1])
+        return summaries, None
+    finally:
+        for c in conns:
+            c.close()
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+            p.join()
+
+
+def _worker(conn, buf, ranges, fd: int, render: RangeRenderer) -> None:
+    for start, stop in ranges:
+        try:
+            parts, summary = render(start, stop)
+        except BaseException:
+            conn.send(("error",))
+            return
+        release(buf, start, stop)
+        conn.send(("ready",))
+        if not conn.recv():
+            return
+        try:
+            for data in parts:
+                _write_all(fd, data)
+        except BrokenPipeError:
+            conn.send(("epipe",))
+            return
+        del parts
+        conn.send(("done", summary))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    with memoryview(data) as mv:
+        while mv:
+            mv = mv[os.write(fd, mv):]

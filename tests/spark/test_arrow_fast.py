@@ -1,0 +1,113 @@
+"""Arrow rows without Record objects (formats.scan.scan_columns, spark.arrow's column builders)
+are the rows of the general path (Record objects, one value at a time): the same Arrow values,
+and the same Parquet bytes, for every codec, headers, nulls, legacy and control batches mixed in."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches
+from kafkalog_cli.formats.scan import RecordColumns, scan_columns
+from kafkalog_cli.spark import arrow
+from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
+from kafkalog_cli.storage.logdir import segments_of
+from tests.formats.strategies import batch_chains, v2_batches
+from tests.render.test_fast_path import _corrupt_records, _segment
+
+PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _ref(tmp_path, data: bytes):
+    d = tmp_path / "topic-3"
+    d.mkdir(exist_ok=True)
+    (d / "00000000000000000000.log").write_bytes(data)
+    (ref,) = segments_of([str(d)])
+    return ref
+
+
+def _read(ref, monkeypatch, *, fast: bool, rows: int = 8192, **options) -> list[pa.RecordBatch]:
+    with monkeypatch.context() as m:
+        if not fast:
+            def general(b, cols):
+                raise ValueError("the general path, please")
+            m.setattr(arrow, "scan_columns", general)
+        return list(read_segment(ref, columns("record", **options), rows_per_batch=rows))
+
+
+def _same(tmp_path, monkeypatch, data: bytes, **kw) -> list[pa.RecordBatch]:
+    ref = _ref(tmp_path, data)
+    fast, slow = _read(ref, monkeypatch, fast=True, **kw), _read(ref, monkeypatch, fast=False, **kw)
+    assert [b.num_rows for b in fast] == [b.num_rows for b in slow]
+    for a, b in zip(fast, slow):
+        assert a.schema == b.schema
+        assert a.to_pylist() == b.to_pylist()
+    return fast
+
+
+def test_every_codec_with_legacy_and_control_batches(tmp_path, monkeypatch):
+    fast = _same(tmp_path, monkeypatch, _segment(), rows=50)
+    rows = [r for b in fast for r in b.to_pylist()]
+    assert any(r["headers"] for r in rows) and any(r["control"] for r in rows) and any(r["crc"] for r in rows)
+    assert any(r["key"] is None for r in rows) and any(r["value"] is None for r in rows)
+    _same(tmp_path, monkeypatch, _segment(), include_payload=False, include_headers=False)
+
+
+def test_the_same_parquet_bytes(tmp_path, monkeypatch):
+    ref = _ref(tmp_path, _segment())
+    files = []
+    for fast in (True, False):
+        cols = [c for c in columns("record") if c[0] not in ("topic", "partition")]
+        path = tmp_path / f"{fast}.parquet"
+        with pq.ParquetWriter(path, arrow_schema(cols), compression="snappy") as w:
+            for rb in _read(ref, monkeypatch, fast=fast, rows=100):
+                w.write_batch(rb.select([c[0] for c in cols]))
+        files.append(path.read_bytes())
+    assert files[0] == files[1]
+
+
+def test_header_keys_of_invalid_utf8_take_javas_replacements(tmp_path, monkeypatch):
+    recs = [SimpleRecord(b"k", b"v", 1, headers=(Header("a", b"x"), Header("b", None))),
+            SimpleRecord(None, None, 2, headers=(Header("c", b""),))]
+    data = bytearray(build_v2_batch(recs, 0))
+    data = data.replace(b"\x02a", b"\x02\xff")    # the first header key's one byte
+    from kafkalog_cli.formats.records import set_v2_crc
+
+    fast = _same(tmp_path, monkeypatch, set_v2_crc(data))
+    assert fast[0].to_pylist()[0]["headers"] == [{"key": "\ufffd", "value": b"x"}, {"key": "b", "value": None}]
+
+
+@PROPERTY
+@given(batch=v2_batches(), chain=batch_chains())
+def test_fast_columns_are_the_general_paths(tmp_path, monkeypatch, batch, chain):
+    _same(tmp_path, monkeypatch, batch + chain, rows=7)
+    (b,) = iter_batches(batch)
+    scan_columns(b, RecordColumns())      # the fast path took it: no fallback hid a difference
+
+
+def test_a_batch_that_does_not_scan_leaves_the_columns_as_they_were():
+    recs = [SimpleRecord(key=b"k%d" % i, value=b"v" * 20, timestamp=1000 + i) for i in range(10)]
+    bad = _corrupt_records(b"".join(build_v2_batch(recs, 10 * i) for i in range(5)))
+    cols = RecordColumns()
+    batches = list(iter_batches(bad))
+    scan_columns(batches[0], cols)
+    before = (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_counts))
+    with pytest.raises(Exception):
+        scan_columns(batches[1], cols)
+    assert (cols.rows, cols.size, cols.offsets, cols.spans, cols.header_counts) == before
+
+
+@pytest.mark.parametrize("level", ["record", "batch"])
+def test_a_broken_batch_is_the_same_error(tmp_path, monkeypatch, level):
+    recs = [SimpleRecord(key=b"k%d" % i, value=b"v" * 20, timestamp=1000 + i) for i in range(10)]
+    ref = _ref(tmp_path, _corrupt_records(b"".join(build_v2_batch(recs, 10 * i) for i in range(5))))
+    if level == "batch":
+        assert sum(b.num_rows for b in read_segment(ref, columns("batch"), level="batch")) == 5
+        return
+    errors = []
+    for fast in (True, False):
+        with pytest.raises(Exception) as e:
+            _read(ref, monkeypatch, fast=fast)
+        errors.append(str(e.value))
+    assert errors[0] == errors[1] and "Invalid record size" in errors[0]
