@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from itertools import islice
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,20 @@ def test_version_and_malformed_lines():
         parse_offset_checkpoint(b"0\n1\nt 0 99999999999999999999\n")
     with pytest.raises(CheckpointError, match="Illegal Capacity: -1"):
         parse_offset_checkpoint(b"0\n-1\n")
+
+
+def test_header_line_errors_name_their_line():
+    for data, message, position in (
+            (b"v\n1\n", "Malformed line in checkpoint file [cp]: v", 0),
+            (b"0\r\nx\n", "Malformed line in checkpoint file [cp]: x", 3),
+            (b"0\n\xc3\xa9\n", "Malformed line in checkpoint file [cp]: \u00e9", 2),
+            (b"0\n-1\n", "Illegal Capacity: -1 (entry count in checkpoint file [cp])", 2),
+            (b"0\n 2\n", "Malformed line in checkpoint file [cp]:  2", 2),
+            (b"0\n3\nt 0 5\n", "Expected [3] entries in checkpoint file [cp], but found only [1]", 2)):
+        with pytest.raises(CheckpointError) as e:
+            parse_offset_checkpoint(data, path="cp")
+        assert (e.value.message, e.value.position) == (message, position), data
+    assert parse_offset_checkpoint(b"") == parse_offset_checkpoint(b"0") == parse_offset_checkpoint(b"0\n") == {}
 
 
 def test_java_line_and_field_rules():
@@ -206,6 +221,39 @@ def test_properties_syntax():
                                       "e": "\t\\"}
     with pytest.raises(CheckpointError, match="Malformed"):
         parse_properties(b"k=\\u12G4\n", path="m")
+
+
+def _load_convert(s: str) -> str:
+    """Properties.loadConvert, transcribed character by character (the reference for _unescape)."""
+    out: list[str] = []
+    chars = iter(s)
+    for c in chars:
+        if c == "\\":
+            c = next(chars, "\\")  # a backslash that ends the text stays
+            if c == "u":
+                digits = "".join(islice(chars, 4))
+                if len(digits) < 4 or digits.strip("0123456789abcdefABCDEF"):
+                    raise CheckpointError("Malformed \\uxxxx encoding.")
+                c = chr(int(digits, 16))
+            else:
+                c = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c)
+        out.append(c)
+    return "".join(out)
+
+
+@given(st.text(alphabet="\\uUtnrfx0aF9 =:\u00e9", max_size=24))
+def test_properties_unescape_matches_load_convert(text):
+    value = text.lstrip(" \t\f")
+    if (len(value) - len(value.rstrip("\\"))) % 2:
+        value = value[:-1]  # an odd trailing backslash continues the line; at the end it is dropped
+    data = ("k=" + text).encode("latin-1")
+    try:
+        expected = _load_convert(value)
+    except CheckpointError:
+        with pytest.raises(CheckpointError, match=r"^Malformed \\uxxxx encoding\.$"):
+            parse_properties(data)
+        return
+    assert parse_properties(data) == {"k": expected}
 
 
 def test_store_escapes_like_java():

@@ -141,3 +141,38 @@ def test_partition_dirs_for_groups_by_log_dir():
     assert groups == {EXAMPLES: [EXAMPLES / "codec-gzip-0", EXAMPLES / "txn-0"]}
     whole = partition_dirs_for([EXAMPLES])
     assert len(whole[EXAMPLES]) == 14
+
+
+def test_segment_files_are_named_by_base_offset(tmp_path):
+    seg = Segment(tmp_path, 42)
+    names = [seg.log_path, seg.index_path, seg.time_index_path, seg.txn_index_path]
+    assert names == [tmp_path / f"{42:020d}{s}" for s in (".log", ".index", ".timeindex", ".txnindex")]
+
+
+def test_seeks_say_why_they_do_not_use_an_index(tmp_path):
+    from kafkalog_cli.formats.indexes import OffsetIndexEntry, TimeIndexEntry, encode_offset_index, encode_time_index
+    from kafkalog_cli.formats.records import iter_batches
+
+    log = _batches(0, 4)   # offsets 0-11, timestamps TS0 + offset; batches end at 2, 5, 8, 11
+    (tmp_path / f"{0:020d}.log").write_bytes(log)
+    positions = [b.position for b in iter_batches(log)]
+    seg = Segment(tmp_path, 0)
+    notes: list[str] = []
+    (tmp_path / f"{0:020d}.index").mkdir()               # unreadable: a directory
+    assert seg.position_for_offset(7, notes.append) == positions[2]
+    assert notes == [f"{seg.index_path}: cannot be read (is a directory, not a file); "
+                     f"scanning {0:020d}.log from its first byte instead"]
+    ts0 = 1_700_000_000_000
+    tindex = tmp_path / f"{0:020d}.timeindex"
+    tindex.write_bytes(encode_time_index([TimeIndexEntry(ts0 + 8, 8), TimeIndexEntry(ts0 + 5, 5)], 0))
+    notes.clear()
+    assert seg.position_for_timestamp(ts0 + 9, notes.append) == positions[3]
+    assert notes == [f"{tindex}: byte 12: entry (timestamp {ts0 + 5}, offset 5) is not after (timestamp {ts0 + 8}, "
+                     f"offset 8); scanning {0:020d}.log from its first byte instead"]
+    (tmp_path / f"{0:020d}.index").rmdir()
+    (tmp_path / f"{0:020d}.index").write_bytes(encode_offset_index([OffsetIndexEntry(5, positions[1])], 0))
+    tindex.write_bytes(encode_time_index([TimeIndexEntry(ts0 + 5, 5)], 0))
+    notes.clear()
+    assert seg.position_for_timestamp(ts0 + 9, notes.append) == positions[3]
+    assert seg.position_for_offset(7, notes.append) == positions[2]
+    assert notes == []

@@ -95,24 +95,28 @@ def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
         return CheckpointError(f"Malformed line in checkpoint file [{loc}]: {line}{why}",
                                path=path, position=_byte_pos(text, at))
 
-    first = next(lines, None)
-    if first is None:
-        return []
-    version = _java_number(first[0], _INT32)
+    def next_int() -> tuple[int | None, int]:
+        """`readLine` then `toInt`: the next line's int (None at the end of the file), where it starts."""
+        line, at = next(lines, (None, len(text)))
+        if line is None:
+            return None, at
+        value = _java_number(line, _INT32)
+        if value is None:
+            raise malformed(line, at)
+        return value, at
+
+    version, _ = next_int()
     if version is None:
-        raise malformed(*first)
+        return []
     if version != CHECKPOINT_VERSION:
         raise CheckpointError(f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} "
                               f"in checkpoint file at: {loc}", path=path, position=0)
-    second = next(lines, None)
-    if second is None:
-        return []
-    expected = _java_number(second[0], _INT32)
+    expected, count_at = next_int()
     if expected is None:
-        raise malformed(*second)
+        return []
     if expected < 0:  # `new ArrayList<>(expectedSize)` throws before any entry is read
         raise CheckpointError(f"Illegal Capacity: {expected} (entry count in checkpoint file [{loc}])",
-                              path=path, position=_byte_pos(text, second[1]))
+                              path=path, position=_byte_pos(text, count_at))
     entries: list[T] = []
     for line, at in lines:
         fields = _java_split(_JAVA_WS, line)
@@ -125,7 +129,7 @@ def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
         entries.append(entry)
     if len(entries) != expected:
         raise CheckpointError(f"Expected [{expected}] entries in checkpoint file [{loc}], but found "
-                              f"only [{len(entries)}]", path=path, position=_byte_pos(text, second[1]))
+                              f"only [{len(entries)}]", path=path, position=_byte_pos(text, count_at))
     return entries
 
 
@@ -366,26 +370,23 @@ def _logical_lines(text: str) -> Iterator[str]:
         yield "".join(pending)
 
 
+# Properties.loadConvert: \uXXXX, \t \n \r \f, and a backslash before any other character is that
+# character; a backslash that ends the text stays
+_ESCAPE = re.compile(r"\\(u.{0,4}|.)", re.DOTALL)
+_ESCAPED = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
 def _unescape(s: str) -> str:
-    out: list[str] = []
-    i, n = 0, len(s)
-    while i < n:
-        c = s[i]
-        i += 1
-        if c != "\\" or i >= n:
-            out.append(c)
-            continue
-        c = s[i]
-        i += 1
-        if c == "u":
-            hexdigits = s[i:i + 4]
-            if len(hexdigits) < 4 or not re.fullmatch(r"[0-9A-Fa-f]{4}", hexdigits):
-                raise CheckpointError("Malformed \\uxxxx encoding.")
-            out.append(chr(int(hexdigits, 16)))
-            i += 4
-        else:
-            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c))
-    return "".join(out)
+    return _ESCAPE.sub(_unescaped, s)
+
+
+def _unescaped(m: re.Match[str]) -> str:
+    e = m.group(1)
+    if e[0] != "u":
+        return _ESCAPED.get(e, e)
+    if not re.fullmatch(r"u[0-9A-Fa-f]{4}", e):
+        raise CheckpointError("Malformed \\uxxxx encoding.")
+    return chr(int(e[1:], 16))
 
 
 def parse_properties(buf: bytes | bytearray | memoryview, *, path: str | None = None) -> dict[str, str]:

@@ -46,8 +46,10 @@ def _zigzag_reader(name: str, max_bytes: int, bits: int, too_long: str) -> Calla
     return read
 
 
-read_varint = _zigzag_reader("read_varint", 5, 32, "Varint is too long, the most significant bit in the 5th byte is set")
-read_varlong = _zigzag_reader("read_varlong", 10, 64, "Varlong is too long, most significant bit in the 10th byte is set")
+read_varint = _zigzag_reader("read_varint", 5, 32,
+                             "Varint is too long, the most significant bit in the 5th byte is set")
+read_varlong = _zigzag_reader("read_varlong", 10, 64,
+                              "Varlong is too long, most significant bit in the 10th byte is set")
 
 
 def read_unsigned_varint(buf, pos: int) -> tuple[int, int]:

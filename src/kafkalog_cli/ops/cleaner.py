@@ -268,8 +268,8 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
 # ------------------------------------------------------------------------------ cleaning
 @dataclass
 class CleanerStats:
+    """Kafka's CleanerStats, as far as the report needs them (its bytes read are the segments' sizes)."""
     messages_read: int = 0
-    bytes_read: int = 0
     messages_written: int = 0
     bytes_written: int = 0
     invalid_messages: int = 0
@@ -385,7 +385,6 @@ def clean_into(seg: Segment, dest: CleanedSegment, ctx: CleanContext, retain_leg
                 piece = _filter_batch(b, ctx, retain_legacy_deletes, res, path, pos)
             except KafkalogError as e:
                 raise _located(e, path, pos, b) if e.path is None else e from None
-            ctx.stats.bytes_read += b.size
             if piece:
                 out.append(piece)
         last = batches[-1]

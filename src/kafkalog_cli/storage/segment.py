@@ -110,6 +110,14 @@ class _opened:
         self.f.close()
 
 
+def _file_property(suffix: str) -> property:
+    """A Segment property: its file with this suffix, `<base offset><suffix>` in its directory."""
+    def path(self: "Segment") -> Path:
+        return self.file(suffix)
+
+    return property(path, doc=f"The segment's `{suffix}` file.")
+
+
 @dataclass(eq=False)
 class Segment:
     """One segment, after Kafka's LogSegment: every fact an operation needs about it is computed
@@ -187,21 +195,10 @@ class Segment:
     def file(self, suffix: str) -> Path:
         return segment_file(self.directory, self.base_offset, suffix)
 
-    @property
-    def log_path(self) -> Path:
-        return self.file(LOG_SUFFIX)
-
-    @property
-    def index_path(self) -> Path:
-        return self.file(INDEX_SUFFIX)
-
-    @property
-    def time_index_path(self) -> Path:
-        return self.file(TIME_INDEX_SUFFIX)
-
-    @property
-    def txn_index_path(self) -> Path:
-        return self.file(TXN_INDEX_SUFFIX)
+    log_path = _file_property(LOG_SUFFIX)
+    index_path = _file_property(INDEX_SUFFIX)
+    time_index_path = _file_property(TIME_INDEX_SUFFIX)
+    txn_index_path = _file_property(TXN_INDEX_SUFFIX)
 
     @property
     def source_path(self) -> Path:
@@ -388,13 +385,8 @@ class Segment:
         log = self.log
         start = 0
         entry = None
-        why = None
-        try:
-            entries = self.offset_index()
-        except Exception as e:  # noqa: BLE001 - any unreadable index only costs us the shortcut
-            entries, why = [], f"cannot be read ({getattr(e, 'message', e)})"
-        if why is None:
-            why = _check_offset_entries(entries, self.base_offset, len(log))
+        entries, why = _usable_entries(self.offset_index,
+                                       lambda es: _check_offset_entries(es, self.base_offset, len(log)))
         if why is None:
             lo, hi = 0, len(entries) - 1
             while lo <= hi:
@@ -408,11 +400,7 @@ class Segment:
                 why = _check_entry_batch(log, entry.position, entry.offset)
                 if why is None:
                     start = entry.position
-        if why is not None:
-            if warn is not None:
-                warn(f"{self.index_path}: {why}; scanning {self.log_path.name} from its first byte instead")
-            start = 0
-        for b in self.batches(start):
+        for b in self.batches(self._scan_start(start, why, self.index_path, warn)):
             if b.last_offset >= offset:
                 return b.position
         return len(log)
@@ -425,13 +413,8 @@ class Segment:
         holding the entry's offset has the entry's timestamp as its max timestamp; otherwise the
         log is scanned from its first byte (and `warn` says why)."""
         entry = None
-        why = None
-        try:
-            entries = self.time_index()
-        except Exception as e:  # noqa: BLE001
-            entries, why = [], f"cannot be read ({getattr(e, 'message', e)})"
-        if why is None:
-            why = _check_time_entries(entries, self.base_offset)
+        entries, why = _usable_entries(self.time_index,
+                                       lambda es: _check_time_entries(es, self.base_offset))
         if why is None:
             for e in entries:
                 if e.timestamp < timestamp:
@@ -449,14 +432,19 @@ class Segment:
                        f"(the batch at byte {b.position} has max timestamp {b.max_timestamp})")
             else:
                 start = pos
-        if why is not None:
-            if warn is not None:
-                warn(f"{self.time_index_path}: {why}; scanning {self.log_path.name} from its first byte instead")
-            start = 0
-        for b in self.batches(start):
+        for b in self.batches(self._scan_start(start, why, self.time_index_path, warn)):
             if b.max_timestamp >= timestamp:
                 return b.position
         return len(self.log)
+
+    def _scan_start(self, start: int, why: str | None, index: Path, warn: Callable[[str], None] | None) -> int:
+        """Where a seek scans the .log from: `start` (from its index entry) when the index could
+        be used, else the first byte, after telling `warn` why."""
+        if why is None:
+            return start
+        if warn is not None:
+            warn(f"{index}: {why}; scanning {self.log_path.name} from its first byte instead")
+        return 0
 
     # -- for ops.recover: LogLoader reads a segment whose offset index is not at index_path yet
     #    (a .index.swap about to be renamed) or not to be trusted (a .log.swap's own walk)
@@ -587,6 +575,16 @@ def _read_or_empty(path: Path) -> bytes:
 
 
 _MAGICS = (0, 1, 2)
+
+
+def _usable_entries(read: Callable[[], list], check: Callable[[list], str | None]) -> tuple[list, str | None]:
+    """An index's entries for a seek, and why they cannot be used (None if they can): unreadable,
+    or failing `check`. An unusable index only costs the seek its shortcut."""
+    try:
+        entries = read()
+    except Exception as e:  # noqa: BLE001 - whatever makes the index unreadable
+        return [], f"cannot be read ({getattr(e, 'message', e)})"
+    return entries, check(entries)
 
 
 def _check_offset_entries(entries, base_offset: int, log_size: int) -> str | None:

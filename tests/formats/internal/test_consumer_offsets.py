@@ -122,6 +122,7 @@ def test_metadata_and_escaping():
     (None, b"", "Failed to decode message using offset topic decoder (message had a missing key)"),
     (b"\x00\x05\x00\x01g", None, "Unknown group metadata message version: 5"),
     (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x04", "Unknown offset message version: 4"),
+    (b"\x00\x02\x00\x01g", b"\xff\xff", "java.lang.IllegalStateException: Unknown group metadata message version: -1"),
     (b"\x00", None, "BufferUnderflowException"),
 ])
 def test_what_kills_kafka_dump_log_raises(key, value, message):

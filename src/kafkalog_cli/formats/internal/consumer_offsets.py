@@ -142,24 +142,25 @@ def read_key(key: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey:
     raise _java_error("java.lang.IllegalStateException", f"Unknown group metadata message version: {version}", r)
 
 
-def read_offset_commit_value(value: bytes | memoryview) -> OffsetCommitValue:
-    """GroupMetadataManager.readOffsetMessageValue (for a non-null value)."""
+def _read_value(value: bytes | memoryview, schema: Struct, kind: str) -> tuple[int, dict[str, Any]]:
+    """A value's int16 version, then its fields; 3.3.1 knows versions 0-3 of both values."""
     r = Readable(value)
     version = r.read_int16()
     if not 0 <= version <= 3:
-        raise _java_error("java.lang.IllegalStateException", f"Unknown offset message version: {version}", r)
-    d = read_struct(r, _OFFSET_COMMIT_VALUE, version)
+        raise _java_error("java.lang.IllegalStateException", f"Unknown {kind} message version: {version}", r)
+    return version, read_struct(r, schema, version)
+
+
+def read_offset_commit_value(value: bytes | memoryview) -> OffsetCommitValue:
+    """GroupMetadataManager.readOffsetMessageValue (for a non-null value)."""
+    version, d = _read_value(value, _OFFSET_COMMIT_VALUE, "offset")
     return OffsetCommitValue(version, d["offset"], d["leaderEpoch"], d["metadata"], d["commitTimestamp"],
                              d["expireTimestamp"])
 
 
 def read_group_metadata_value(value: bytes | memoryview) -> GroupMetadataValue:
     """The GroupMetadataValue message (for a non-null value)."""
-    r = Readable(value)
-    version = r.read_int16()
-    if not 0 <= version <= 3:
-        raise _java_error("java.lang.IllegalStateException", f"Unknown group metadata message version: {version}", r)
-    d = read_struct(r, _GROUP_METADATA_VALUE, version)
+    version, d = _read_value(value, _GROUP_METADATA_VALUE, "group metadata")
     members = [
         MemberMetadata(m["memberId"], m["groupInstanceId"], m["clientId"], m["clientHost"],
                        m["sessionTimeout"] if version == 0 else m["rebalanceTimeout"], m["sessionTimeout"],
