@@ -218,11 +218,15 @@ def total_bytes(groups: list[tuple[str, list[str]]]) -> int:
     return total
 
 
+MAX_CHUNK_BYTES = 64 << 20   # a chunk maps its file, and holds the pages it reads until it is done
+
+
 def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
-    """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy."""
+    """groups -> files -> chunks. A file is split when that helps to keep `jobs` busy, and into
+    chunks of at most about MAX_CHUNK_BYTES, so no process holds more of a big segment."""
     total = total_bytes(groups)
     # about two ranges per worker: files that size or smaller are never split (no walk needed)
-    target = max(8 << 20, -(-total // max(1, jobs * 2))) if jobs > 1 else 1 << 62
+    target = min(MAX_CHUNK_BYTES, max(8 << 20, -(-total // max(1, jobs * 2))))
     return [[_split(f, target, deep) for f in files] for _, files in groups]
 
 

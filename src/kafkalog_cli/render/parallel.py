@@ -50,12 +50,16 @@ def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
     CHUNK_MIN_BYTES and CHUNK_MAX_BYTES; the last one runs to `end`."""
     target = min(CHUNK_MAX_BYTES, max(CHUNK_MIN_BYTES, (end - start) // (jobs * 8)))
     c = batch_cuts(buf, start, end, target, target // 4)
+    release(buf, start, end)     # the walk touched a page of every batch
     return list(zip(c, c[1:] + [end]))
+
+
+RELEASE_BYTES = 64 << 20    # a reader lets go of what it has read about this often
 
 
 def release(buf, start: int, stop: int) -> None:
     """Let the pages of a mapped range go from this process's memory once it is read (they stay
-    in the page cache): a worker walking a 1 GiB segment would otherwise hold all it touched."""
+    in the page cache): a process walking a 1 GiB segment would otherwise hold all it touched."""
     if isinstance(buf, mmap.mmap) and hasattr(buf, "madvise"):
         lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
         hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
