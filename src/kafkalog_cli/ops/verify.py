@@ -8,6 +8,7 @@ and `verify_groups(groups)` (what `kafkalog verify-crc` runs). Both return pickl
 """
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -147,11 +148,23 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
         buf = map_file(file)
     except (InputError, OSError):
         return [_Chunk(file, 0, size, True, deep)]
-    cuts = batch_cuts(buf, 0, len(buf), target, target // 2)
-    del buf
+    # the walk maps what it touches: its pages go as it goes
+    cuts = batch_cuts(buf, 0, len(buf), target, target // 2, lambda a, b: release_pages(buf, a, b))
+    buf.close()
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))
     return chunks
+
+
+def release_pages(buf, start: int, stop: int) -> None:
+    """Let the pages of a mapped range go from this process's memory once it is read (they stay
+    in the page cache): a process walking a 1 GiB segment would otherwise hold all it touched
+    (the kernel maps the pages around each one read). Anything but an mmap is left alone."""
+    if isinstance(buf, mmap.mmap):
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 # ------------------------------------------------------------------ partitions and groups
