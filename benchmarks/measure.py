@@ -3,7 +3,6 @@ command with their peak memory, and the machine's load beside each figure (the m
 and noisy: compare ratios within one run, never absolute times across runs)."""
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import struct
@@ -15,20 +14,6 @@ from pathlib import Path
 
 KAFKA_PYTHON_MISSING = "kafka-python is not installed (pip install kafka-python): its reference is skipped"
 
-# Runs ARGV with stdout to /dev/null; prints {"seconds", "rc", "peak_rss_mib", "stderr"}: the peak
-# resident set of the largest process of the tree (the command or one of its workers), as the
-# kernel counts it for reaped descendants.
-_CHILD = """
-import json, os, resource, subprocess, sys, time
-t = time.perf_counter()
-with open(os.devnull, "wb") as null:
-    p = subprocess.run(sys.argv[1:], stdout=null, stderr=subprocess.PIPE)
-el = time.perf_counter() - t
-print(json.dumps({"seconds": el, "rc": p.returncode, "stderr": p.stderr.decode(errors="replace")[-500:],
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}))
-"""
-
-
 def kafkalog_command() -> list[str]:
     """The installed command, or this interpreter running the package (PYTHONPATH decides which
     source it runs)."""
@@ -38,12 +23,17 @@ def kafkalog_command() -> list[str]:
 
 
 def run(argv: list[str]) -> tuple[float, float]:
-    """(seconds, peak RSS in MiB of the largest process) of one run; exit codes 0 and 1 pass."""
-    out = subprocess.run([sys.executable, "-c", _CHILD, *argv], capture_output=True, text=True, check=True)
-    r = json.loads(out.stdout)
-    if r["rc"] not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({r['rc']}): {r['stderr']}")
-    return r["seconds"], r["peak_rss_mib"]
+    """(seconds, peak resident set in MiB of the largest process: the command or one of its
+    workers) of one run with stdout to /dev/null; exit codes 0 and 1 pass. The peaks are read
+    from /proc (VmHWM) while it runs: the kernel's ru_maxrss of a child also counts the memory of
+    the process it was forked from."""
+    with PeakMemory(interval=0.05) as mem, open(os.devnull, "wb") as null:
+        t = time.perf_counter()
+        p = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE)
+        el = time.perf_counter() - t
+    if p.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}")
+    return el, mem.peak_mib
 
 
 def best_run(argv: list[str], repeat: int = 3) -> tuple[float, float, str]:

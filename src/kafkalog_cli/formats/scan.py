@@ -3,9 +3,15 @@
 
 - record text: `fast_v2_text`, the record lines of dump-log --deep-iteration / --print-data-log
   decoded straight into kafka-dump-log's text (no Record objects);
+- record JSON: `fast_v2_json`, the record lines of dump-log --format json, in the layout
+  render/jsonl.py hands over (`JsonLayout`);
+- record columns: `scan_columns`, the records of many batches as columns (`RecordColumns`), for
+  the Arrow rows of the Spark data source and export;
 - keys: `scan_keys`, `scan_keys_into`, the cleaner's offset-map pass;
 - spans: `scan_spans`, `record_starts`, `span_at`, the records a rewritten batch is made of;
-- batch checks: `check_batches`, verify-crc's walk over a chain of batches (sizes, CRCs, offsets).
+- batch boundaries: `batch_cuts`, the ranges of dump-log's and verify-crc's workers;
+- batch checks: `check_batches`, verify-crc's walk over a chain of batches (sizes, CRCs, offsets),
+  and with --deep `v2_records_ok` over each v2 batch's records.
 
 Varints of one and two bytes are decoded inline (a Python call costs more than the rest of a
 record); longer ones go through varint.py. On anything unusual a record scanner raises
@@ -15,7 +21,10 @@ property tests in tests/formats/test_scan.py hold every scanner equal to the ref
 
 The record-text scanner writes Kafka's text itself rather than handing values to render/: a
 tuple per record and a second loop over them to format it measured about 8% slower on dump-log's
-hottest loop (100-record batches), more than the 5% its benchmark allows.
+hottest loop (100-record batches), more than the 5% its benchmark allows. The JSON and column
+scanners go the other way: their loop only cuts records into columns, and each column becomes
+JSON text or an Arrow array in a few calls per batch (JSON escaping and Arrow arrays cost a call
+per value otherwise).
 """
 from __future__ import annotations
 
@@ -876,12 +885,15 @@ def _record_end(data, pos: int) -> int:
 
 
 # ------------------------------------------------------------------ batch boundaries
-def batch_cuts(buf, start: int, end: int, target: int, min_tail: int) -> list[int]:
+def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
+               walked: Callable[[int, int], None] | None = None) -> list[int]:
     """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
     fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
-    chain breaks, the walk stops: the range after the last cut meets the break."""
+    chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`
+    hears of each stretch walked, about every 64 MiB (to let a mapping's pages go)."""
     cuts = [start]
     pos, nxt = start, start + target
+    told = start
     unpack = _SIZE.unpack_from
     while pos + 17 < end:
         size = unpack(buf, pos + 8)[0]
@@ -891,6 +903,11 @@ def batch_cuts(buf, start: int, end: int, target: int, min_tail: int) -> list[in
         if pos >= nxt and end - pos > min_tail:
             cuts.append(pos)
             nxt = pos + target
+        if walked is not None and pos - told > 64 << 20:
+            walked(told, pos)
+            told = pos
+    if walked is not None:
+        walked(told, min(pos + 17, end))
     return cuts
 
 

@@ -8,6 +8,7 @@ and `verify_groups(groups)` (what `kafkalog verify-crc` runs). Both return pickl
 """
 from __future__ import annotations
 
+import mmap
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -147,11 +148,23 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
         buf = map_file(file)
     except (InputError, OSError):
         return [_Chunk(file, 0, size, True, deep)]
-    cuts = batch_cuts(buf, 0, len(buf), target, target // 2)
-    del buf
+    # the walk maps what it touches: its pages go as it goes
+    cuts = batch_cuts(buf, 0, len(buf), target, target // 2, lambda a, b: release_pages(buf, a, b))
+    buf.close()
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))
     return chunks
+
+
+def release_pages(buf, start: int, stop: int) -> None:
+    """Let the pages of a mapped range go from this process's memory once it is read (they stay
+    in the page cache): a process walking a 1 GiB segment would otherwise hold all it touched
+    (the kernel maps the pages around each one read). Anything but an mmap is left alone."""
+    if isinstance(buf, mmap.mmap):
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 # ------------------------------------------------------------------ partitions and groups
@@ -218,11 +231,15 @@ def total_bytes(groups: list[tuple[str, list[str]]]) -> int:
     return total
 
 
+MAX_CHUNK_BYTES = 64 << 20   # a chunk maps its file, and holds the pages it reads until it is done
+
+
 def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
-    """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy."""
+    """groups -> files -> chunks. A file is split when that helps to keep `jobs` busy, and into
+    chunks of at most about MAX_CHUNK_BYTES, so no process holds more of a big segment."""
     total = total_bytes(groups)
     # about two ranges per worker: files that size or smaller are never split (no walk needed)
-    target = max(8 << 20, -(-total // max(1, jobs * 2))) if jobs > 1 else 1 << 62
+    target = min(MAX_CHUNK_BYTES, max(8 << 20, -(-total // max(1, jobs * 2))))
     return [[_split(f, target, deep) for f in files] for _, files in groups]
 
 

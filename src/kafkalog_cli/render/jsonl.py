@@ -18,8 +18,11 @@ from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch
 from kafkalog_cli.formats.scan import HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json
+from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
-from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
+from kafkalog_cli.render.parallel import (
+    PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges,
+)
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
@@ -309,9 +312,12 @@ class JsonDumper:
         of the last batch read."""
         f = self.filters
         layout = self.layout
-        valid = start
+        valid = released = start
         for b, records in selected_batches(buf, start, end, f, self.deep):
             valid = b.position + b.size
+            if valid - released > RELEASE_BYTES:
+                release_pages(buf, released, b.position)
+                released = b.position
             self._emit(batch_object(b, given))
             if not self.deep:
                 continue

@@ -8,16 +8,17 @@ those of the sequential dump.
 """
 from __future__ import annotations
 
-import mmap
 import os
 from typing import Callable, Sequence
 
 from kafkalog_cli.formats.scan import batch_cuts
+from kafkalog_cli.ops.verify import release_pages
 
 PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
 CHUNK_MIN_BYTES = 4 << 20
 # a worker holds one range's output until its turn: JSON Lines is about 4x the input
 CHUNK_MAX_BYTES = 16 << 20
+RELEASE_BYTES = 64 << 20          # a reader lets go of the mapped pages it has read about this often
 
 # render(start, stop) -> (the bytes of buf[start:stop) in output order, a picklable summary)
 RangeRenderer = Callable[[int, int], tuple[Sequence[bytes], object]]
@@ -47,20 +48,11 @@ def output_fd(out) -> int | None:
 
 def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
     """buf[start:end) as ranges for `jobs` workers: about eight per worker, each between
-    CHUNK_MIN_BYTES and CHUNK_MAX_BYTES; the last one runs to `end`."""
+    CHUNK_MIN_BYTES and CHUNK_MAX_BYTES (so more for a big file); the last one runs to `end`.
+    The walk lets the pages it touched go."""
     target = min(CHUNK_MAX_BYTES, max(CHUNK_MIN_BYTES, (end - start) // (jobs * 8)))
-    c = batch_cuts(buf, start, end, target, target // 4)
+    c = batch_cuts(buf, start, end, target, target // 4, lambda a, b: release_pages(buf, a, b))
     return list(zip(c, c[1:] + [end]))
-
-
-def release(buf, start: int, stop: int) -> None:
-    """Let the pages of a mapped range go from this process's memory once it is read (they stay
-    in the page cache): a worker walking a 1 GiB segment would otherwise hold all it touched."""
-    if isinstance(buf, mmap.mmap) and hasattr(buf, "madvise"):
-        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
-        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
-        if hi > lo:
-            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 def render_ranges(buf, ranges: list[tuple[int, int]], jobs: int, fd: int,
@@ -113,7 +105,7 @@ def _worker(conn, buf, ranges, fd: int, render: RangeRenderer) -> None:
         except BaseException:
             conn.send(("error",))
             return
-        release(buf, start, stop)
+        release_pages(buf, start, stop)
         conn.send(("ready",))
         if not conn.recv():
             return

@@ -18,7 +18,7 @@ from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.scan import RecordColumns, scan_columns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
-from kafkalog_cli.render.parallel import release
+from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
@@ -181,7 +181,7 @@ def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdow
     rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
     with ref.mapped() as buf:
         try:
-            pos = _start_position(ref, f) if level == "record" else 0
+            pos = released = _start_position(ref, f) if level == "record" else 0
             for b in iter_batches(buf, pos, len(buf)):
                 if level == "record":
                     if f is not None:
@@ -196,7 +196,8 @@ def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdow
                 rows.add(b, f)
                 if rows.count >= rows_per_batch:
                     yield rows.flush()
-                    release(buf, 0, b.position)
+                    release_pages(buf, released, b.position)
+                    released = b.position
         except KafkalogError as e:
             raise e.located(path=ref.path)
         if rows.count:

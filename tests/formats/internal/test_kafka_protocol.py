@@ -40,6 +40,11 @@ def test_too_long_varints_fail_with_byteutils_text():
         Readable(b"\xff" * 10 + b"\x01").read_varlong()
     assert (e.value.position, str(e.value)) == (10, "byte 10: java.lang.IllegalArgumentException: Varlong is too long")
     assert Readable(b"\xff" * 9 + b"\x01").read_varlong() == -(1 << 63)
+    r = Readable(b"\x01\xff\xff\x01", limit=3)   # a varint cut by the limit: Java's underflow, where it stopped
+    assert r.read_int8() == 1
+    with pytest.raises(BufferUnderflowError) as e:
+        r.read_unsigned_varint()
+    assert (e.value.position, r.position) == (3, 3)
 
 
 def test_read_array_checks_like_bytebufferaccessor():

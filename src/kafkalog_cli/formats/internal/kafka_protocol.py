@@ -72,7 +72,7 @@ class Readable:
 
     def _take(self, n: int) -> bytes:
         if n > self.limit - self.position:
-            raise BufferUnderflowError("java.nio.BufferUnderflowException", position=self.position)
+            raise self._underflow()
         start = self.position
         self.position = start + n
         return self.data[start:self.position]
@@ -99,18 +99,27 @@ class Readable:
     # varints (ByteUtils)
     def _read_varint_bits(self, max_shift: int, too_long: str) -> int:
         """The loop readUnsignedVarint and readVarlong share: the bits of a varint of at most
-        `max_shift // 7 + 1` bytes. `too_long` is the IllegalArgumentException's text; a `{:x}` in
-        it is the value read so far as an int."""
+        `max_shift // 7 + 1` bytes, read a byte at a time as ByteBuffer.get() does. `too_long` is
+        the IllegalArgumentException's text; a `{:x}` in it is the value read so far as an int."""
+        data, pos, limit = self.data, self.position, self.limit
         value = 0
         shift = 0
-        while True:
-            b = self._take(1)[0]
+        while pos < limit:
+            b = data[pos]
+            pos += 1
             if not b & 0x80:
+                self.position = pos
                 return value | (b << shift)
             value |= (b & 0x7F) << shift
             shift += 7
             if shift > max_shift:
-                raise InvalidRecordError(too_long.format(value & 0xFFFFFFFF), position=self.position)
+                self.position = pos
+                raise InvalidRecordError(too_long.format(value & 0xFFFFFFFF), position=pos)
+        self.position = pos
+        raise self._underflow()
+
+    def _underflow(self) -> BufferUnderflowError:
+        return BufferUnderflowError("java.nio.BufferUnderflowException", position=self.position)
 
     def read_unsigned_varint(self) -> int:
         """ByteUtils.readUnsignedVarint: at most 5 bytes, result wraps like a Java int."""
