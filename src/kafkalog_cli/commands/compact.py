@@ -8,7 +8,7 @@ import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, jobs_option, now_option,
-                                           now_or_clock, print_outcomes, quarantine_options)
+                                           now_or_clock, print_outcomes, quarantine_options, report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
@@ -46,9 +46,10 @@ def _bytes(ctx, param, value: str) -> int:
 @dry_run_option
 @format_option("Output format.")
 @now_option
+@report_option
 @engine_options
 def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
-            engine, master):
+            report_path, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon
     and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
@@ -77,4 +78,4 @@ def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_
     # ops.compact.run plans and cleans partition by partition, over --jobs workers under the lock
     operation = Operation("compact", partial(ops.plan, estimate=True), opts, configs, run=ops.run)
     print_outcomes(operation, groups, human.compact_outcome, fmt=fmt, engine=engine, master=master,
-                   dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)

@@ -148,13 +148,21 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
             click.echo(render(outcome))
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
-    if report_path is not None:   # written whole or not at all, as every file kafkalog writes
-        from kafkalog_cli.storage.fsops import FsOps
-
-        report = (json.dumps(reports, indent=2) + "\n").encode()
-        FsOps(report_path.parent).write_atomic(report_path, report)
+    write_report(report_path, reports)
     if refused:
         click.get_current_context().exit(int(ExitCode.CONFIG_UNKNOWN))
+
+
+def write_report(report_path: Path | None, reports: list) -> None:
+    """--report FILE: every log dir's JSON report, as a list; written whole or not at all, as
+    every file kafkalog writes."""
+    if report_path is None:
+        return
+    import json
+
+    from kafkalog_cli.storage.fsops import FsOps
+
+    FsOps(report_path.parent).write_atomic(report_path, (json.dumps(reports, indent=2) + "\n").encode())
 
 
 def echo_diagnostics(outcome) -> bool:

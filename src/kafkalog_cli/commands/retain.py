@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.options import (config_options, dry_run_option, echo_diagnostics, format_option,
+                                           report_option, write_report,
                                            now_option, now_or_clock, quarantine_options, run_log_dirs)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
 from kafkalog_cli.ops import retain as ops
@@ -26,8 +27,9 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @format_option("Output format.")
 @now_option
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
+@report_option
 @engine_options
-def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, engine, master):
+def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -59,6 +61,7 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
     groups = partition_groups(paths)   # retention works on current logs: -future/-delete/-stray noted
     operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
     codes: list[int] = []
+    reports: list[dict] = []
     # a locked or failing log dir does not stop the others (Spark: one task per log dir)
     for log_dir, outcome in run_log_dirs(operation, groups, engine=engine, master=master, errors="return",
                                          dry_run=dry_run, quarantine_dir=quarantine_dir,
@@ -68,10 +71,12 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
             codes.append(int(e.exit_code))
             status = "locked" if isinstance(e, LockedError) else "error"
             click.echo(f"kafkalog: {log_dir}: skipped: {e}" if status == "locked" else f"kafkalog: {e}", err=True)
+            failed = {"log_dir": str(log_dir), "status": status, "detail": str(e), "exit_code": int(e.exit_code)}
+            reports.append(failed)
             if fmt == "json":
-                click.echo(json.dumps({"log_dir": str(log_dir), "status": status, "detail": str(e),
-                                       "exit_code": int(e.exit_code)}))
+                click.echo(json.dumps(failed))
             continue
+        reports.append(outcome.to_json())
         if echo_diagnostics(outcome):
             codes.append(int(ExitCode.CONFIG_UNKNOWN))
         for summary in outcome.plan.partitions.values():
@@ -79,6 +84,7 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
                 codes.append(summary["exit_code"])
                 click.echo(f"kafkalog: {summary['detail']}", err=True)
         _report(outcome, fmt, verbose)
+    write_report(report_path, reports)
     if codes:
         click.get_current_context().exit(_exit_code(codes))
 
