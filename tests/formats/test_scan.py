@@ -378,3 +378,13 @@ def test_v2_records_ok_never_passes_what_the_reference_rejects(raw, at, xor, fie
         ok = False
     if ok:
         assert _reference_ok(batch)
+
+
+def test_a_negative_key_length_other_than_minus_one_is_no_key():
+    """Kafka's DefaultRecord.readFrom takes any keySize < 0 as a null key; the scanners used to
+    take only -1 so, and read a length of -54 as an empty key (a case hypothesis found)."""
+    raw = bytes.fromhex("000000000000000100000039ffffffff028266b33f" + "00" * 22 + "ff" * 14
+                        + "000000010e000000026b0100")
+    b = _damaged(raw, 2, 128)
+    assert _reference_keys(b) == [] and _keys(b) == []
+    assert _keys_into(b, 0) == _reference_keys_into(b, 0)

@@ -686,8 +686,8 @@ def scan_keys(data, pos: int, end: int, count: int, base_offset: int, keys: list
                     od, p = read_varlong(data, p + 1)
             b = data[p]                         # keyLength
             if b < 0x80:
-                if b != 1:                      # 1 is zigzag(-1): no key
-                    kl = (b >> 1) ^ -(b & 1)
+                if not b & 1:                   # odd: a negative length, no key (keySize < 0)
+                    kl = b >> 1
                     p += 1
                     if p + kl > nxt:
                         raise Malformed()
@@ -747,8 +747,8 @@ def scan_keys_into(data, pos: int, end: int, count: int, base_offset: int, d: di
                     od, p = read_varlong(data, p + 1)
             b = data[p]                         # keyLength
             if b < 0x80:
-                if b != 1:
-                    kl = (b >> 1) ^ -(b & 1)
+                if not b & 1:                   # odd: a negative length, no key (keySize < 0)
+                    kl = b >> 1
                     p += 1
                     if p + kl > nxt:
                         raise Malformed()
