@@ -92,10 +92,10 @@ def test_a_batch_that_does_not_scan_leaves_the_columns_as_they_were():
     cols = RecordColumns()
     batches = list(iter_batches(bad))
     scan_columns(batches[0], cols)
-    before = (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_counts))
+    before = (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_ends))
     with pytest.raises(Exception):
         scan_columns(batches[1], cols)
-    assert (cols.rows, cols.size, cols.offsets, cols.spans, cols.header_counts) == before
+    assert (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_ends)) == before
 
 
 @pytest.mark.parametrize("level", ["record", "batch"])

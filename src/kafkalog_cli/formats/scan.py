@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
@@ -456,20 +457,21 @@ def _json_headers(data: bytes, pos: int, end: int, layout: JsonLayout) -> tuple[
 # ------------------------------------------------------------------ record columns (Arrow)
 @dataclass(slots=True)
 class RecordColumns:
-    """Records cut into columns, for Arrow arrays built a column at a time (spark/arrow.py).
-    Positions index the concatenation of `data`; a null key or value has an empty span."""
+    """Records cut into columns, for Arrow arrays built a column at a time (spark/arrow.py): the
+    numbers in machine arrays (Arrow takes their buffers as they are). Positions index the
+    concatenation of `data`; a null key or value has an empty span."""
 
     rows: int = 0
     data: list = field(default_factory=list)          # bytes holding the payloads, in order
     size: int = 0                                      # their total length
-    offsets: list = field(default_factory=list)
-    timestamps: list = field(default_factory=list)
-    sequences: list = field(default_factory=list)
-    spans: list = field(default_factory=list)          # per record: key start, end, value start, end
-    null_keys: list = field(default_factory=list)      # rows
+    offsets: array = field(default_factory=lambda: array("q"))
+    timestamps: array = field(default_factory=lambda: array("q"))
+    sequences: array = field(default_factory=lambda: array("i"))
+    spans: array = field(default_factory=lambda: array("i"))         # per record: key start, end,
+    null_keys: list = field(default_factory=list)      # rows          value start, end
     null_values: list = field(default_factory=list)
-    header_counts: list = field(default_factory=list)
-    header_spans: list = field(default_factory=list)   # per header: key start, end, value start, end
+    header_ends: array = field(default_factory=lambda: array("i"))   # per record: headers so far
+    header_spans: array = field(default_factory=lambda: array("i"))  # per header: the same
     null_header_values: list = field(default_factory=list)   # headers, counted from the first
 
     def add_record(self, offset: int, timestamp: int, sequence: int, key, value, headers) -> None:
@@ -479,14 +481,14 @@ class RecordColumns:
         self.timestamps.append(timestamp)
         self.sequences.append(sequence)
         for payload, nulls in ((key, self.null_keys), (value, self.null_values)):
-            self.spans += self._put(payload)
+            self.spans.extend(self._put(payload))
             if payload is None:
                 nulls.append(row)
-        self.header_counts.append(len(headers))
         for hkey, hvalue in headers:
             if hvalue is None:
                 self.null_header_values.append(len(self.header_spans) // 4)
-            self.header_spans += self._put(hkey) + self._put(hvalue)
+            self.header_spans.extend(self._put(hkey) + self._put(hvalue))
+        self.header_ends.append(len(self.header_spans) // 4)
         self.rows = row + 1
 
     def _put(self, payload) -> tuple[int, int]:
@@ -499,7 +501,7 @@ class RecordColumns:
 
 def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     """Append the records of a v2 non-control batch to `cols`, cut from the batch's bytes (no
-    Record objects): a few list operations per record, the rest per batch. Raises as
+    Record objects): a few array appends per record, the rest per batch. Raises as
     `fast_v2_text` does on anything the general path must judge, and then leaves `cols` as it
     was."""
     count = batch.records_count
@@ -513,9 +515,10 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     row0 = cols.rows
     base = batch.base_offset_field
     base_ts = batch.base_timestamp
-    offsets, timestamps, spans, counts, hspans, null_keys, null_values, null_hvalues = [], [], [], [], [], [], [], []
-    oappend, tappend, cappend = offsets.append, timestamps.append, counts.append
-    nheaders = len(cols.header_spans) // 4      # before this batch's
+    offsets, timestamps, spans, ends, hspans = array("q"), array("q"), array("i"), array("i"), array("i")
+    null_keys, null_values, null_hvalues = [], [], []
+    oappend, tappend, sappend, eappend = offsets.append, timestamps.append, spans.append, ends.append
+    nheaders = headers = len(cols.header_spans) // 4      # before this batch's; so far
     rvarint = read_varint
     rvarlong = read_varlong
     zz = ZIGZAG
@@ -567,12 +570,12 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
-        k = pos + shift
+        sappend(pos + shift)
         if ks >= 0:
             pos += ks
         else:
             null_keys.append(row0 + i)
-        ke = pos + shift
+        sappend(pos + shift)
         b = data[pos]
         if b < 0x80:
             vs = zz[b]
@@ -584,35 +587,37 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
-        v = pos + shift
+        sappend(pos + shift)
         if vs >= 0:
             pos += vs
         else:
             null_values.append(row0 + i)
-        spans += (k, ke, v, pos + shift)
+        sappend(pos + shift)
         if data[pos] == 0:   # no headers
             pos += 1
-            cappend(0)
         else:
             n, pos = _header_spans(data, pos, end, shift, hspans, null_hvalues, nheaders)
-            cappend(n)
+            headers += n
+        eappend(headers)
         if pos - body != length or pos > end:
             raise Malformed("record size")
     if pos != end:
         raise Malformed("bytes remain")
     if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
-        timestamps = [batch.max_timestamp] * count
-    sequences = _sequences(batch.base_sequence, batch.base_offset_field, offsets)
+        timestamps = array("q", [batch.max_timestamp]) * count
+    if batch.base_sequence < 0:
+        cols.sequences += array("i", [NO_SEQUENCE]) * count
+    else:
+        cols.sequences.extend(_sequences(batch.base_sequence, batch.base_offset_field, offsets))
     cols.rows += count
     cols.data.append(data)
     cols.size += len(data)
     cols.offsets += offsets
     cols.timestamps += timestamps
-    cols.sequences += sequences
     cols.spans += spans
     cols.null_keys += null_keys
     cols.null_values += null_values
-    cols.header_counts += counts
+    cols.header_ends += ends
     cols.header_spans += hspans
     cols.null_header_values += null_hvalues
 
@@ -651,7 +656,10 @@ def _header_spans(data: bytes, pos: int, end: int, shift: int, spans: list, null
             pos += hv
         else:
             nulls.append(first + len(spans) // 4)
-        spans += (k, k + hk, v, pos + shift)
+        spans.append(k)
+        spans.append(k + hk)
+        spans.append(v)
+        spans.append(pos + shift)
     return nh, pos
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Iterator
 
 import pyarrow as pa
@@ -327,9 +326,13 @@ _RECORD_VALUES = ("crc", "is_valid", "control")
 _INT_CODES = {pa.int64(): "q", pa.int32(): "i"}
 
 
-def _integers(values: list[int], type_: pa.DataType) -> pa.Array:
-    """An int32/int64 column of a list, through array.array (pa.array would look for pandas)."""
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(array(_INT_CODES[type_], values))])
+def _integers(values, type_: pa.DataType) -> pa.Array:
+    """An int32/int64 column of an array.array of its width (as it is), or of ints (through one:
+    pa.array would look for pandas)."""
+    code = _INT_CODES[type_]
+    if not isinstance(values, array) or values.typecode != code:
+        values = array(code, values)
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 
 
 def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
@@ -355,15 +358,13 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
         keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
                         pa.string())
     values = hpieces.take(_every_fourth(3, n, r.null_header_values))
-    offsets = _integers(list(accumulate(r.header_counts, initial=0)), pa.int32())
+    offsets = _integers(array("i", [0]) + r.header_ends, pa.int32())
     out["headers"] = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE)))
     return out
 
 
-def _covering(data: pa.Buffer, spans: list[int]) -> pa.BinaryArray:
-    offsets = array("i", [0])
-    offsets.extend(spans)
-    return pa.Array.from_buffers(pa.binary(), len(spans), [None, pa.py_buffer(offsets), data])
+def _covering(data: pa.Buffer, spans: array) -> pa.BinaryArray:
+    return pa.Array.from_buffers(pa.binary(), len(spans), [None, pa.py_buffer(array("i", [0]) + spans), data])
 
 
 def _every_fourth(at: int, n: int, nulls) -> pa.Array:
