@@ -41,3 +41,41 @@ def test_zigzag_table_decodes_every_one_and_two_byte_varint(v):
 
 def test_zigzag_table_reads_a_padded_two_byte_zero_as_kafka_does():
     assert ZIGZAG[0x80 + (0x00 << 7)] == read_varint(b"\x80\x00", 0)[0] == 0
+
+
+def _byteutils(buf: bytes, max_bytes: int, bits: int):
+    """ByteUtils.readVarint / readVarlong, transcribed: (value, next position) or the position and
+    text of the IllegalArgumentException."""
+    raw, shift, pos = 0, 0, 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            raw &= (1 << bits) - 1
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 7 * (max_bytes - 1):
+            return "too long", pos
+
+
+@given(st.integers(0, 11), st.binary(min_size=12, max_size=12))
+def test_readers_match_byteutils_on_any_bytes(continued, raw):
+    # `continued` bytes with the high bit, then one without: non-canonical encodings (b"\x80\x00"),
+    # long ones and too long ones included
+    data = bytes(b | 0x80 for b in raw[:continued]) + bytes([raw[continued] & 0x7F]) + raw[continued + 1:]
+    for read, max_bytes, bits in ((read_varint, 5, 32), (read_varlong, 10, 64)):
+        expected = _byteutils(data, max_bytes, bits)
+        if expected[0] == "too long":
+            with pytest.raises(InvalidRecordError, match="is too long") as e:
+                read(data, 0)
+            assert e.value.position == expected[1]
+        else:
+            assert read(data, 0) == expected
+            assert read(b"\x00" + data, 1) == (expected[0], expected[1] + 1)
+
+
+def test_readers_keep_their_names():
+    assert (read_varint.__name__, read_varlong.__name__) == ("read_varint", "read_varlong")
+    with pytest.raises(InvalidRecordError, match="Varlong is too long, most significant bit in the 10th byte"):
+        read_varlong(b"\xff" * 10 + b"\x01", 0)

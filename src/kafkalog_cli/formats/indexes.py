@@ -295,7 +295,8 @@ class IndexBuilder:
         if rel < 0 or rel > INT32_MAX:
             raise self._offset_overflow(last_offset, position)
         if max_timestamp > self._max_ts:
-            self._max_ts, self._offset_of_max_ts = max_timestamp, last_offset
+            self._max_ts = max_timestamp
+            self._offset_of_max_ts = last_offset
         if position - self._last_index_entry > self.index_interval_bytes:
             self._append_offset(last_offset, rel, position)
             self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
@@ -310,7 +311,8 @@ class IndexBuilder:
         if rel < 0 or rel > INT32_MAX:
             raise self._offset_overflow(largest_offset, first_position)
         if max_timestamp > self._max_ts:
-            self._max_ts, self._offset_of_max_ts = max_timestamp, offset_of_max_timestamp
+            self._max_ts = max_timestamp
+            self._offset_of_max_ts = offset_of_max_timestamp
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
             self._append_offset(largest_offset, rel, first_position)
             self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)

@@ -22,9 +22,12 @@ def _read_zigzag(buf, pos: int) -> tuple[int, int]:
     b = buf[pos]
     if b < 0x80:  # the common one-byte case, kept branch-light
         return (b >> 1) ^ -(b & 1), pos + 1
-    raw = b & 0x7F
-    shift = 7
-    pos += 1
+    c = buf[pos + 1]
+    if c < 0x80:  # two bytes: most record lengths and value sizes
+        return ZIGZAG[b + (c << 7)], pos + 2
+    raw = (b & 0x7F) | ((c & 0x7F) << 7)
+    shift = 14
+    pos += 2
     while True:
         b = buf[pos]
         pos += 1
