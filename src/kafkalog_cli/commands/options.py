@@ -173,3 +173,26 @@ def echo_diagnostics(outcome) -> bool:
     for line in outcome.refusals:
         click.echo(f"kafkalog: {line}", err=True)
     return bool(outcome.refusals)
+
+
+def _partition_filter(f):
+    """Hands the command one `only` (a storage.names.PartitionFilter; falsy when neither option
+    was given) for --topic and --partition."""
+    @functools.wraps(f)
+    def wrapper(*args, topic_patterns, partition_numbers, **kwargs):
+        from kafkalog_cli.storage.names import PartitionFilter
+
+        return f(*args, only=PartitionFilter(tuple(topic_patterns), tuple(partition_numbers)), **kwargs)
+    return wrapper
+
+
+# --topic/--partition: on every command that takes log dirs, so an operator never lists
+# partition dirs by hand
+partition_filter_options = _stack(
+    click.option("--topic", "topic_patterns", multiple=True, metavar="PATTERN",
+                 help="Only the partitions of topics matching this glob (orders, 'orders-*'). Repeatable. "
+                      "Matching no partition is an error (exit 4)."),
+    click.option("--partition", "partition_numbers", multiple=True, type=click.IntRange(min=0), metavar="N",
+                 help="Only partition N (of every topic, or of --topic's). Repeatable."),
+    _partition_filter,
+)

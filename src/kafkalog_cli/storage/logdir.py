@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.names import (PartitionDir, PartitionDirKind, TopicPartition, parse_partition_dir,
-                                        parse_partition_dir_name)
+from kafkalog_cli.storage.names import (PartitionDir, PartitionDirKind, PartitionFilter, TopicPartition,
+                                        parse_partition_dir, parse_partition_dir_name)
 
 if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
     from kafkalog_cli.storage.partition import Partition
@@ -204,12 +204,15 @@ def is_partition_dir(path: Path) -> bool:
     return path.is_dir() and dir_kind(path) is DirKind.PARTITION_DIR
 
 
-def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None) -> list[Path]:
+def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None,
+                 only: PartitionFilter | None = None) -> list[Path]:
     """Files given directly are kept in order; a partition dir gives its files with `suffixes`
     in offset order; a log dir gives those of every log a broker loads (live and future), and
     `on_left_out(dir, kind)` is called for each partition dir it leaves out (being deleted,
-    stray). Anything else is an InputError."""
+    stray). `only` (--topic/--partition) keeps the partition dirs it matches, given or found;
+    when it matches none of them, that is an InputError, as is anything else not Kafka's."""
     out: list[Path] = []
+    dirs_seen = dirs_kept = 0
     for raw in paths:
         p = Path(raw)
         if p.is_file():
@@ -219,9 +222,22 @@ def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left
         elif not p.is_dir():
             raise InputError("not a regular file or directory", path=str(p))
         else:
-            for d in read_partition_dirs(p, on_left_out):
+            found = read_partition_dirs(p, on_left_out)
+            kept = [d for d in found if not only or only.matches_dir(d)]
+            dirs_seen += len(found)
+            dirs_kept += len(kept)
+            for d in kept:
                 out.extend(files_of_partition(d, suffixes))
+    if only and dirs_seen and not dirs_kept:
+        raise no_match(only, paths)
     return out
+
+
+def no_match(only: PartitionFilter, paths) -> InputError:
+    """The error when --topic/--partition match no partition dir of the paths given: a filter
+    that selects nothing is a mistake to report, never an empty success."""
+    where = ", ".join(str(p) for p in paths)
+    return InputError(f"no partition dir matches {only.describe()}", path=where)
 
 
 def read_partition_dirs(p: Path, on_left_out=None) -> list[Path]:
@@ -263,11 +279,21 @@ class PartitionSelection:
     left_out: list[tuple[Path, PartitionDirKind]] = field(default_factory=list)
 
 
-def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,)) -> PartitionSelection:
+def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
+                          only: PartitionFilter | None = None) -> PartitionSelection:
     """Group the given log dirs / partition dirs by log dir (the commands that change a log dir
     act on its lock, its root checkpoints): the partition dirs of `kinds`; the others, given or
     found in a log dir, are left out. A log dir without checkpoint files (an old broker's, a
-    copy) is a log dir all the same."""
+    copy) is a log dir all the same. `only` (--topic/--partition) drops, without a note, the
+    partition dirs it does not match; matching none at all is an InputError. A log dir is kept
+    (with no partition dir) when `only` matches nothing in it but something elsewhere."""
+    if only:
+        sel = select_partition_dirs(paths, kinds)
+        groups = {k: [d for d in v if only.matches_dir(d)] for k, v in sel.groups.items()}
+        left_out = [(d, k) for d, k in sel.left_out if only.matches_dir(d)]
+        if not any(groups.values()) and (any(sel.groups.values()) or sel.left_out):
+            raise no_match(only, paths)
+        return PartitionSelection(groups, left_out)
     sel = PartitionSelection()
     for raw in paths:
         p = Path(raw)
@@ -293,9 +319,10 @@ def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,)) -> PartitionSel
     return sel
 
 
-def partition_dirs_for(paths, kinds=(PartitionDirKind.LIVE,)) -> dict[Path, list[Path]]:
+def partition_dirs_for(paths, kinds=(PartitionDirKind.LIVE,),
+                       only: PartitionFilter | None = None) -> dict[Path, list[Path]]:
     """select_partition_dirs' groups: {log dir: [partition dirs of `kinds`]}."""
-    return select_partition_dirs(paths, kinds).groups
+    return select_partition_dirs(paths, kinds, only).groups
 
 
 def left_out_of(paths) -> list[tuple[Path, PartitionDirKind]]:
@@ -309,14 +336,15 @@ def left_out_of(paths) -> list[tuple[Path, PartitionDirKind]]:
     return out
 
 
-def segments_of(paths, on_left_out=None) -> list["Segment"]:
+def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) -> list["Segment"]:
     """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> its
     segments, in topic, partition and offset order, with absolute paths and each one's next base
-    offset in its partition. Missing or unrecognised paths are InputErrors; `on_left_out` as in
-    expand_paths."""
+    offset in its partition. Missing or unrecognised paths are InputErrors; `on_left_out` and
+    `only` as in expand_paths."""
     from kafkalog_cli.storage.segment import Segment
 
     out: list[Segment] = []
+    filtered_out = False
     for raw in paths:
         p = Path(raw)
         if p.is_file():
@@ -325,9 +353,15 @@ def segments_of(paths, on_left_out=None) -> list["Segment"]:
             files = [p]
         else:
             files = expand_paths([p], on_left_out=on_left_out)
+            if only:
+                kept = [f for f in files if only.matches_dir(f.parent)]
+                filtered_out |= len(kept) < len(files)
+                files = kept
         segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
         for seg, nxt in zip(segs, segs[1:]):
             if nxt.directory == seg.directory and nxt.is_log:
                 seg.next_base_offset = nxt.base_offset
         out += segs
+    if only and filtered_out and not out:
+        raise no_match(only, paths)
     return out

@@ -1,6 +1,7 @@
 """Kafka's file and directory names (LogFileUtils, LocalLog.logDirName)."""
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -116,3 +117,32 @@ def parse_partition_dir(name: str) -> TopicPartition | None:
     if parsed is None or not parsed.kind.loaded:
         return None
     return parsed.topic_partition
+
+
+@dataclass(frozen=True)
+class PartitionFilter:
+    """`--topic PATTERN` / `--partition N`: which topic-partitions a command acts on. Topic
+    patterns are shell globs (fnmatch, case-sensitive as Kafka's topic names are); an empty
+    tuple takes every topic (every partition)."""
+
+    topics: tuple[str, ...] = ()
+    partitions: tuple[int, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.topics or self.partitions)
+
+    def matches(self, tp: TopicPartition) -> bool:
+        if self.partitions and tp.partition not in self.partitions:
+            return False
+        return not self.topics or any(fnmatch.fnmatchcase(tp.topic, t) for t in self.topics)
+
+    def matches_dir(self, directory: Path | str) -> bool:
+        """A partition dir (of any kind) by its name; a dir whose name is not a partition's
+        matches only when there is nothing to filter on."""
+        parsed = parse_partition_dir_name(Path(directory).name)
+        return not self if parsed is None else self.matches(parsed.topic_partition)
+
+    def describe(self) -> str:
+        """For messages: `--topic 'orders-*' --partition 0`."""
+        parts = [f"--topic {t!r}" for t in self.topics] + [f"--partition {n}" for n in self.partitions]
+        return " ".join(parts)
