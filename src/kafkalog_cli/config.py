@@ -436,31 +436,39 @@ def _either(options: tuple[str, ...]) -> str:
 
 
 # ------------------------------------------------------------------ broker configs
+def _synonym_table(table: str) -> dict[str, list[tuple[str, int]]]:
+    """`topic.config  broker.prop[*unit_ms] ...` lines -> {topic config: [(broker prop, unit)]}."""
+    out = {}
+    for line in table.strip().splitlines():
+        name, *props = line.split()
+        out[name] = [(p, int(u)) if u else (p, 1) for p, _, u in (q.partition("*") for q in props)]
+    return out
+
+
 # Topic config -> its broker synonyms (property, multiplier) in LogConfig.AllTopicConfigSynonyms
 # order: the first present wins; the first is the one DynamicLogConfig knows.
-BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = {
-    "segment.bytes": [("log.segment.bytes", 1)],
-    "segment.ms": [("log.roll.ms", 1), ("log.roll.hours", 3600000)],
-    "segment.jitter.ms": [("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000)],
-    "segment.index.bytes": [("log.index.size.max.bytes", 1)],
-    "index.interval.bytes": [("log.index.interval.bytes", 1)],
-    "retention.ms": [("log.retention.ms", 1), ("log.retention.minutes", 60000),
-                     ("log.retention.hours", 3600000)],
-    "retention.bytes": [("log.retention.bytes", 1)],
-    "cleanup.policy": [("log.cleanup.policy", 1)],
-    "delete.retention.ms": [("log.cleaner.delete.retention.ms", 1)],
-    "min.compaction.lag.ms": [("log.cleaner.min.compaction.lag.ms", 1)],
-    "max.compaction.lag.ms": [("log.cleaner.max.compaction.lag.ms", 1)],
-    "min.cleanable.dirty.ratio": [("log.cleaner.min.cleanable.ratio", 1)],
-    "file.delete.delay.ms": [("log.segment.delete.delay.ms", 1)],
-    "message.timestamp.type": [("log.message.timestamp.type", 1)],
-    "max.message.bytes": [("message.max.bytes", 1)],
-    "preallocate": [("log.preallocate", 1)],
-    "compression.type": [("compression.type", 1)],
-    "flush.messages": [("log.flush.interval.messages", 1)],
-    "flush.ms": [("log.flush.interval.ms", 1), ("log.flush.scheduler.interval.ms", 1)],
-    "producer.id.expiration.ms": [("producer.id.expiration.ms", 1)],
-}
+BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = _synonym_table("""
+    segment.bytes              log.segment.bytes
+    segment.ms                 log.roll.ms  log.roll.hours*3600000
+    segment.jitter.ms          log.roll.jitter.ms  log.roll.jitter.hours*3600000
+    segment.index.bytes        log.index.size.max.bytes
+    index.interval.bytes       log.index.interval.bytes
+    retention.ms               log.retention.ms  log.retention.minutes*60000  log.retention.hours*3600000
+    retention.bytes            log.retention.bytes
+    cleanup.policy             log.cleanup.policy
+    delete.retention.ms        log.cleaner.delete.retention.ms
+    min.compaction.lag.ms      log.cleaner.min.compaction.lag.ms
+    max.compaction.lag.ms      log.cleaner.max.compaction.lag.ms
+    min.cleanable.dirty.ratio  log.cleaner.min.cleanable.ratio
+    file.delete.delay.ms       log.segment.delete.delay.ms
+    message.timestamp.type     log.message.timestamp.type
+    max.message.bytes          message.max.bytes
+    preallocate                log.preallocate
+    compression.type           compression.type
+    flush.messages             log.flush.interval.messages
+    flush.ms                   log.flush.interval.ms  log.flush.scheduler.interval.ms
+    producer.id.expiration.ms  producer.id.expiration.ms
+""")
 
 # DynamicLogConfig.ReconfigurableConfigs: the first synonym of every LogConfig topic config but
 # log.message.format.version. A dynamic change to any of them triggers KAFKA-17584 (above).

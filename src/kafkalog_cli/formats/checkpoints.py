@@ -181,11 +181,10 @@ def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
 
 @dataclass(frozen=True, slots=True)
 class EpochEntry:
+    """A line of leader-epoch-checkpoint: the first offset a leader wrote in `epoch`."""
+
     epoch: int
     start_offset: int
-
-    def __str__(self) -> str:
-        return f"EpochEntry(epoch={self.epoch}, startOffset={self.start_offset})"
 
 
 def _epoch_entry(fields: list[str]) -> EpochEntry | None:
@@ -211,7 +210,9 @@ def assign_epoch(entries: list[EpochEntry], epoch: int, start_offset: int) -> li
     has this epoch with a start offset <= this one; entries with epoch >= `epoch` or start offset >=
     `start_offset` are removed from the end first (maybeTruncateNonMonotonicEntries)."""
     if epoch < 0 or start_offset < 0:
-        raise ValueError(f"Received invalid partition leader epoch entry {EpochEntry(epoch, start_offset)}")
+        # Kafka's message, with EpochEntry.toString
+        raise ValueError("Received invalid partition leader epoch entry "
+                         f"EpochEntry(epoch={epoch}, startOffset={start_offset})")
     if entries and not (entries[-1].epoch != epoch or start_offset < entries[-1].start_offset):
         return list(entries)
     kept = list(entries)

@@ -291,15 +291,9 @@ class IndexBuilder:
 
     def on_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         """One batch of LogSegment.recover, at byte `position` (= validBytes) of the `.log`."""
-        rel = last_offset - self.base_offset
-        if rel < 0 or rel > INT32_MAX:
-            raise self._offset_overflow(last_offset, position)
-        if max_timestamp > self._max_ts:
-            self._max_ts = max_timestamp
-            self._offset_of_max_ts = last_offset
+        rel = self._observe(last_offset, position, max_timestamp, last_offset)
         if position - self._last_index_entry > self.index_interval_bytes:
-            self._append_offset(last_offset, rel, position)
-            self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
+            self._append_entries(last_offset, rel, position)
             self._last_index_entry = position
 
     def on_append(self, first_position: int, total_bytes: int, largest_offset: int,
@@ -307,15 +301,9 @@ class IndexBuilder:
         """One LogSegment.append call: `total_bytes` written at `first_position`."""
         if total_bytes <= 0:
             return  # Kafka ignores empty appends entirely
-        rel = largest_offset - self.base_offset
-        if rel < 0 or rel > INT32_MAX:
-            raise self._offset_overflow(largest_offset, first_position)
-        if max_timestamp > self._max_ts:
-            self._max_ts = max_timestamp
-            self._offset_of_max_ts = offset_of_max_timestamp
+        rel = self._observe(largest_offset, first_position, max_timestamp, offset_of_max_timestamp)
         if self.bytes_since_last_index_entry > self.index_interval_bytes:
-            self._append_offset(largest_offset, rel, first_position)
-            self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
+            self._append_entries(largest_offset, rel, first_position)
             self.bytes_since_last_index_entry = 0
         self.bytes_since_last_index_entry += total_bytes
 
@@ -326,6 +314,22 @@ class IndexBuilder:
             self._finished = True
 
     # -- Kafka's ensureOffsetInRange, OffsetIndex.append, TimeIndex.maybeAppend ------------------
+
+    def _observe(self, largest_offset: int, position: int, max_timestamp: int, offset_of_max_timestamp: int) -> int:
+        """What every batch or append updates: the offset's range check (ensureOffsetInRange) and
+        the max timestamp so far; returns the offset relative to the base."""
+        rel = largest_offset - self.base_offset
+        if rel < 0 or rel > INT32_MAX:
+            raise self._offset_overflow(largest_offset, position)
+        if max_timestamp > self._max_ts:
+            self._max_ts = max_timestamp
+            self._offset_of_max_ts = offset_of_max_timestamp
+        return rel
+
+    def _append_entries(self, offset: int, rel: int, position: int) -> None:
+        """An offset-index entry, and a time-index entry for the max timestamp so far if it is new."""
+        self._append_offset(offset, rel, position)
+        self._maybe_append_time(self._max_ts, self._offset_of_max_ts, False)
 
     def _offset_overflow(self, offset: int, position: int) -> OffsetOverflowError:
         """LogSegment.ensureOffsetInRange's LogSegmentOffsetOverflowException: the broker splits

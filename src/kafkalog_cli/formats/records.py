@@ -349,17 +349,13 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
         ts_delta, pos = read_varlong(data, pos + 1)
         off_delta, pos = read_varint(data, pos)
         ksize, pos = read_varint(data, pos)
-        if ksize >= 0:
-            key = bytes(data[pos : pos + ksize])
+        key = bytes(data[pos : pos + ksize]) if ksize >= 0 else None
+        if ksize > 0:
             pos += ksize
-        else:
-            key = None
         vsize, pos = read_varint(data, pos)
-        if vsize >= 0:
-            value = bytes(data[pos : pos + vsize])
+        value = bytes(data[pos : pos + vsize]) if vsize >= 0 else None
+        if vsize > 0:
             pos += vsize
-        else:
-            value = None
         nh, pos = read_varint(data, pos)
         if nh < 0:
             raise InvalidRecordError(f"Found invalid number of record headers {nh}")
@@ -415,24 +411,21 @@ def _parse_legacy_message(buf, pos: int, end: int, offset: int, magic_hint: int 
     if magic > 0:
         (ts,) = struct.unpack_from(">q", buf, p)
         p += 8
-    (ksize,) = _I32.unpack_from(buf, p)
-    p += 4
-    key = None
-    if ksize >= 0:
-        if p + ksize > end:
-            raise InvalidRecordError("Found invalid record structure (key runs past the message)")
-        key = bytes(buf[p : p + ksize])
-        p += ksize
-    (vsize,) = _I32.unpack_from(buf, p)
-    p += 4
-    value = None
-    if vsize >= 0:
-        if p + vsize > end:
-            raise InvalidRecordError("Found invalid record structure (value runs past the message)")
-        value = bytes(buf[p : p + vsize])
-        p += vsize
+    ksize, key, p = _legacy_bytes(buf, p, end, "key")
+    vsize, value, p = _legacy_bytes(buf, p, end, "value")
     valid = crc == crc32(memoryview(buf)[pos + 4 : end])
     return crc, magic, attrs, ts, ksize, key, vsize, value, valid
+
+
+def _legacy_bytes(buf, p: int, end: int, what: str) -> tuple[int, bytes | None, int]:
+    """A legacy message's int32-sized key or value at `p`: (size, bytes or None, next position)."""
+    (size,) = _I32.unpack_from(buf, p)
+    p += 4
+    if size < 0:
+        return size, None, p
+    if p + size > end:
+        raise InvalidRecordError(f"Found invalid record structure ({what} runs past the message)")
+    return size, bytes(buf[p : p + size]), p + size
 
 
 def _legacy_shallow_record(batch: RecordBatch) -> Record:
