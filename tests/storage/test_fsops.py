@@ -389,3 +389,114 @@ def test_processes_of_one_run_append_to_one_manifest(logdir, tmp_path):
     assert header["op"] == "compact"
     assert sorted(e["source"] for e in entries) == sorted(str(d / f"{i:020d}.log") for i in range(40))
     assert len({e["id"] for e in entries}) == 40
+
+
+# ------------------------------------------------------------------ delete_segment_files: a batch
+def _segments(logdir, n, size=100):
+    d = logdir / "t-0"
+    files = []
+    for i in range(n):
+        for ext, data in (("log", bytes([i % 251]) * size), ("index", bytes([i % 7]) * 8)):
+            f = d / f"{i:020d}.{ext}"
+            f.write_bytes(data)
+            files.append((f, data))
+    return files
+
+
+def _count_syncs(monkeypatch):
+    calls = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1])
+    return calls
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_unlinks(logdir, tmp_path, n,
+                                                                                   monkeypatch):
+    files = _segments(logdir, n)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.prepare_quarantine()
+    folder = tmp_path / "q" / "S-retain"
+    inodes = {f: f.stat().st_ino for f, _ in files}
+    syncs = _count_syncs(monkeypatch)
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    # the new t-0 of the quarantine made (its parent fsynced), one fsync of it once every file is
+    # linked, one fdatasync of the manifest, one fsync of the partition dir: as many for 30
+    # segments as for 3
+    assert syncs == ["fsync", "fsync", "fdatasync", "fsync"]
+    assert [j.split()[0] for j in ops.journal].count("append") == 1
+    header, *entries = _manifest(folder)
+    assert [e["source"] for e in entries] == [str(f) for f, _ in files]
+    for (f, data), e in zip(files, entries):
+        stored = folder / e["stored"]
+        assert not f.exists() and stored.stat().st_ino == inodes[f]
+        assert (e["kind"], e["reason"], e["size"], e["sha256"]) == ("removed", "retention", len(data), _sha(data))
+    # unlinked in the order given: the oldest segment first
+    assert [j.split()[1] for j in ops.journal if j.startswith("unlink")] == [str(f) for f, _ in files]
+
+
+def test_delete_segment_files_copies_through_partial_names_across_file_systems(logdir, tmp_path):
+    files = _segments(logdir, 4, size=3000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+
+    def no_links(kind, path):
+        if kind == "link":
+            raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
+    ops.before = no_links
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    folder = tmp_path / "q" / "S-retain"
+    assert not list(folder.rglob("*.partial"))
+    for (f, data), e in zip(files, _manifest(folder)[1:]):
+        assert not f.exists() and (folder / e["stored"]).read_bytes() == data and e["sha256"] == _sha(data)
+
+
+def test_delete_segment_files_hashes_large_files_on_several_threads_exactly(logdir, tmp_path, monkeypatch):
+    from kafkalog_cli.storage import fsops as fsops_module
+    monkeypatch.setattr(fsops_module, "_PARALLEL_HASH_BYTES", 1)
+    files = _segments(logdir, 6, size=50_000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    entries = _manifest(tmp_path / "q" / "S-retain")[1:]
+    assert [(e["size"], e["sha256"]) for e in entries] == [(len(data), _sha(data)) for _, data in files]
+
+
+def test_delete_segment_files_takes_a_file_named_twice_once(logdir, tmp_path):
+    (f, data), = _segments(logdir, 1)[:1]
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.delete_segment_files([(f, "retention"), (f, "retention")])
+    (e,) = _manifest(tmp_path / "q" / "S-retain")[1:]
+    assert not f.exists() and e["sha256"] == _sha(data)
+
+
+def test_delete_segment_files_without_a_quarantine_drops_and_passes_over_missing_files(logdir, tmp_path):
+    files = _segments(logdir, 3)
+    ops = FsOps(logdir, Quarantine(None, "retain"))
+    gone = logdir / "t-0" / "00000000000000000099.log"
+    ops.delete_segment_files([(f, "retention") for f, _ in files] + [(gone, "retention")])
+    assert not list((logdir / "t-0").iterdir())
+    assert [j.split()[0] for j in ops.journal] == ["unlink"] * 6 + ["fsync"]
+    assert len(ops.quarantine.entries) == 7 and not (tmp_path / ".kafkalog-quarantine").exists()
+
+
+def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_names_the_file(logdir, tmp_path):
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, 3)
+    before = {f: data for f, data in files}
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    unlinks = []
+
+    def third_unlink_refused(kind, path):
+        if kind == "unlink":
+            unlinks.append(path)
+            if len(unlinks) == 3:
+                raise OSError(errno.EACCES, "Permission denied", str(path))
+    ops.before = third_unlink_refused
+    with pytest.raises(WriteError) as e:
+        ops.delete_segment_files([(f, "retention") for f, _ in files])
+    assert "permission denied" in str(e.value) and e.value.path == str(files[2][0])
+    assert [f.exists() for f, _ in files] == [False, False, True, True, True, True]
+    assert ops.journal[-1] == f"fsync {logdir / 't-0'}"     # what was unlinked is durable
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    q.restore(q.plan_restore(folder), FsOps(logdir))
+    assert {f: f.read_bytes() for f, _ in files} == before

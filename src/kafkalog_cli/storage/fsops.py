@@ -359,8 +359,8 @@ class FsOps:
                 left[path.parent] = None
         except OSError as e:
             for d in left:
-                with contextlib.suppress(OSError):
-                    _fsync_path(d, directory=True)
+                with contextlib.suppress(WriteError):     # the unlink's error is the one to show
+                    self.fsync_dir(d)
             raise self._error(e, path, "delete") from None
         for d in left:
             self.fsync_dir(d)
