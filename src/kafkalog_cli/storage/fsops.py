@@ -15,7 +15,9 @@ same file system, so a whole file is kept by one hard link (no copy, no extra sp
 leaves the log dir, and outside every log dir. Across file systems (`--quarantine DIR`) a file is
 copied to `<name>.partial`, fsynced and renamed. `--no-quarantine` really drops. Every change the
 op makes has its entry, files it creates included, so that `kafkalog quarantine restore` can
-undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`.
+undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A run of
+deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays its
+syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
 """
 from __future__ import annotations
 

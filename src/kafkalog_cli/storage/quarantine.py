@@ -6,11 +6,13 @@ where root is `<logdir>/../.kafkalog-quarantine/<logdir name>/` (same file syste
 moves by a hard link, no copy, no extra space) or what `--quarantine DIR` named. The folder holds
 the kept files under their paths relative to the log dir, and `manifest.jsonl`.
 
-The manifest is a journal (version 2): a header line, then one fsynced line per entry, appended,
-so an entry costs O(1) whatever the run's size. An entry's line is written once what it keeps is
-complete and fsynced in the folder (a copy in progress is `<name>.partial`), and BEFORE the log
-dir changes (write-ahead): after a kill at any instant every change made to the log dir has its
-line, and a process's last line may describe a change not made yet. A file the op creates gets
+The manifest is a journal (version 2): a header line, then one line per entry, appended and
+fdatasynced, so an entry costs O(1) whatever the run's size; a batch of deletes (a run of
+segments retain removes) appends all its lines in one write and one fdatasync. An entry's line is
+written once what it keeps is complete and fsynced in the folder (a copy in progress is
+`<name>.partial`), and BEFORE the log dir changes (write-ahead): after a kill at any instant every
+change made to the log dir has its line, and a process's last lines may describe changes not made
+yet (restore finds those files in place, the very files kept, and leaves them). A file the op creates gets
 its line before it exists, and a second line with the same id once it is complete (its size and
 sha256). A torn last line (a kill during the append) is ignored.
 
