@@ -143,10 +143,16 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         for a in run:
             _apply_one(a, fsops)
             done.append(a.to_json())
+    return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_json() for f in plan.findings],
+                      partitions=plan.partitions)
+
+
+def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
+    """The JSON report of a run that changed a log dir (every mutating op's): the op's own fields,
+    in order, then where the removed data was kept (None: nothing was, or --no-quarantine) and
+    the file-system steps taken."""
     q = fsops.quarantine
-    return {"op": plan.op, "log_dir": str(plan.log_dir), "changed": done,
-            "findings": [f.to_json() for f in plan.findings],
-            "partitions": plan.partitions,
+    return {"op": op, "log_dir": str(log_dir), **fields,
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}
 
