@@ -221,9 +221,7 @@ class FsOps:
             swap = f.with_name(f.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
             self.rename(f, swap)
             swaps.append(swap)
-        for path, reason in old:
-            if os.path.lexists(path):
-                self.delete(path, reason)
+        self.delete_segment_files([(path, reason) for path, reason in old if os.path.lexists(path)])
         for swap in swaps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
