@@ -1,7 +1,8 @@
 """Benchmark: `kafkalog retain` removing 1,021 segments of a 1,500-segment partition into the
 quarantine, end to end (the installed command: planning, the lock, the deletes with their
 manifest lines, the checkpoints), beside the same run with --no-quarantine in the same process,
-and the same at 1/3 and 2/3 of the size (is it linear?).
+and the same at 1/3 and 2/3 of the size (is it linear?); also `kafkalog quarantine restore` of
+the quarantine run.
 
 Each figure: wall-clock (noisy: the machine is shared), the command's CPU time (user + system,
 from getrusage of the child: independent of the load) and, under `strace -f -c` in a separate
@@ -64,10 +65,10 @@ class Figure:
     syncs: int | None = None
 
 
-def run(root: Path, extra: tuple[str, ...]) -> Figure:
+def run(root: Path, extra: tuple[str, ...], cmd: list[str] | None = None) -> Figure:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    subprocess.run(command(root, extra), check=True)
+    subprocess.run(cmd or command(root, extra), check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return Figure(wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
@@ -86,19 +87,25 @@ def count_syncs(root: Path, extra: tuple[str, ...]) -> int:
     return calls
 
 
-def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...], strace: bool) -> Figure:
+def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...], strace: bool) -> tuple[Figure, Figure | None]:
+    """The run's figure, and with a quarantine that of `kafkalog quarantine restore` of it."""
     root = base / f"{segments}{'-'.join(extra)}"
     build(root, segments, expired)
     fig = run(root, extra)
-    left = len(list((root / "logs" / "orders-0").glob("*.log")))
-    assert left == segments - expired, left
+    segment_files = (root / "logs" / "orders-0").glob("*.log")
+    assert len(list(segment_files)) == segments - expired
+    restored = None
+    if not extra:
+        (folder,) = (root / ".kafkalog-quarantine" / "logs").iterdir()
+        restored = run(root, extra, command(root, extra)[:1] + ["quarantine", "restore", str(folder)])
+        assert len(list((root / "logs" / "orders-0").glob("*.log"))) == segments
     if strace:
         again = base / f"{segments}{'-'.join(extra)}-strace"
         build(again, segments, expired)
         fig.syncs = count_syncs(again, extra)
         shutil.rmtree(again)
     shutil.rmtree(root)
-    return fig
+    return fig, restored
 
 
 def show(fig: Figure) -> str:
@@ -120,10 +127,10 @@ def main() -> int:
         full = None
         for k in range(1, args.sizes + 1):
             segments, expired = args.segments * k // args.sizes, args.expired * k // args.sizes
-            ref = measure(base, segments, expired, ("--no-quarantine",), strace)
-            q = measure(base, segments, expired, (), strace)
+            ref, _ = measure(base, segments, expired, ("--no-quarantine",), strace)
+            q, restored = measure(base, segments, expired, (), strace)
             print(f"retain, {expired:5d} of {segments:5d} segments: quarantine {show(q)} | "
-                  f"--no-quarantine {show(ref)} | load {os.getloadavg()[0]:.1f}")
+                  f"--no-quarantine {show(ref)} | quarantine restore {show(restored)} | load {os.getloadavg()[0]:.1f}")
             full = q
         print(f"target < {TARGET_S:.0f} s for {args.expired} of {args.segments}: "
               f"{'OK' if full.wall < TARGET_S else 'MISSED'} ({full.wall:.2f} s)")

@@ -500,3 +500,23 @@ def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_na
     folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
     q.restore(q.plan_restore(folder), FsOps(logdir))
     assert {f: f.read_bytes() for f, _ in files} == before
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_restore_of_a_batch_puts_every_file_back_with_a_fixed_number_of_syncs(logdir, tmp_path, n, monkeypatch):
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, n)
+    FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S")).delete_segment_files(
+        [(f, "retention") for f, _ in files])
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    plan = q.plan_restore(folder)
+    syncs = _count_syncs(monkeypatch)
+    undo = FsOps(logdir)
+    assert q.restore(plan, undo) == 2 * n
+    assert {f: f.read_bytes() for f, _ in files} == {f: data for f, data in files}
+    # restore.jsonl started, every file renamed back (newest first), the partition dir fsynced,
+    # every entry's record in one append, complete
+    renamed = [j.split()[1] for j in undo.journal if j.startswith("rename")]
+    assert renamed == [str(folder.path / "t-0" / f.name) for f, _ in reversed(files)]
+    assert syncs == ["fdatasync", "fsync", "fsync", "fdatasync", "fdatasync"]
+    assert q.QuarantineFolder.open(folder.path).status == "restored"

@@ -367,19 +367,34 @@ class FsOps:
 
     # -- restore and prune (storage/quarantine.py plans them) ------------------------------------
     def put_back(self, stored: Path, path: Path) -> None:
-        """A kept file back at `path`, replacing what is there: one rename out of the quarantine,
-        or across file systems a copy to `<path>.kafkalog-tmp`, fsynced and renamed over it."""
-        stored, path = Path(stored), Path(path)
+        """A kept file back at `path`, replacing what is there: `put_back_all` of one."""
+        self.put_back_all([(stored, path)])
+
+    def put_back_all(self, files: list[tuple[Path, Path]]) -> None:
+        """Kept files (stored, path) back at their paths, in order, replacing what is there: each
+        one rename out of the quarantine, or across file systems a copy to
+        `<path>.kafkalog-tmp`, fsynced and renamed over it; then each directory fsynced once."""
+        dirs: dict[Path, None] = {}
         try:
-            self._pre("rename", stored)
-            os.rename(stored, path)
-        except OSError as e:
-            if e.errno != errno.EXDEV:
-                raise self._error(e, path, "put back") from None
-            self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
-        else:
-            self.step(f"rename {stored} -> {path}")
-        self.fsync_dir(path.parent)
+            for stored, path in files:
+                stored, path = Path(stored), Path(path)
+                try:
+                    self._pre("rename", stored)
+                    os.rename(stored, path)
+                except OSError as e:
+                    if e.errno != errno.EXDEV:
+                        raise self._error(e, path, "put back") from None
+                    self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
+                else:
+                    self.step(f"rename {stored} -> {path}")
+                dirs[path.parent] = None
+        except WriteError:
+            for d in dirs:                  # what was put back is durable when the error is shown
+                with contextlib.suppress(WriteError):
+                    self.fsync_dir(d)
+            raise
+        for d in dirs:
+            self.fsync_dir(d)
 
     def append_bytes(self, path: Path, src: Path | None, length: int) -> None:
         """The first `length` bytes of `src` (zeros when None) appended to `path`, fsynced: the

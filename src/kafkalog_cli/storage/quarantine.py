@@ -34,6 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field, fields
@@ -726,11 +727,24 @@ def restore(plan: RestorePlan, fsops: "FsOps") -> int:
     progress = folder.path / PROGRESS
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
-    for step in plan.steps:
-        _carry_out(step, folder, fsops)
-        fsops.append_line(progress, _record({"undone": step.entry.id}))
+    for batched, run in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
+        run = list(run)
+        if batched:       # a batch of deletes undone as one: its syncs paid once, its records in one write
+            fsops.put_back_all([(folder.stored_path(s.entry), Path(s.entry.source))
+                                for s in run if s.action is RestoreAction.UNDO])
+            fsops.append_line(progress, b"".join(_record({"undone": s.entry.id}) for s in run))
+            continue
+        for step in run:
+            _carry_out(step, folder, fsops)
+            fsops.append_line(progress, _record({"undone": step.entry.id}))
     fsops.append_line(progress, _record({"complete": utc_stamp()}))
     return sum(1 for s in plan.steps if s.action is not RestoreAction.SKIP)
+
+
+def _puts_back_a_removed_file(step: RestoreStep) -> bool:
+    """A whole file put back (or found in place): a kill after its rename and before its record
+    leaves it at its path, which the next plan finds as before the op and skips."""
+    return step.entry.kind is EntryKind.REMOVED and not step.remove_tmp
 
 
 def _record(d: dict) -> bytes:
