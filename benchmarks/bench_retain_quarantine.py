@@ -87,13 +87,13 @@ def count_syncs(root: Path, extra: tuple[str, ...]) -> int:
     return calls
 
 
-def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...], strace: bool) -> tuple[Figure, Figure | None]:
+def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...],
+            strace: bool) -> tuple[Figure, Figure | None]:
     """The run's figure, and with a quarantine that of `kafkalog quarantine restore` of it."""
     root = base / f"{segments}{'-'.join(extra)}"
     build(root, segments, expired)
     fig = run(root, extra)
-    segment_files = (root / "logs" / "orders-0").glob("*.log")
-    assert len(list(segment_files)) == segments - expired
+    assert len(list((root / "logs" / "orders-0").glob("*.log"))) == segments - expired
     restored = None
     if not extra:
         (folder,) = (root / ".kafkalog-quarantine" / "logs").iterdir()
@@ -117,7 +117,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--segments", type=int, default=1500)
     ap.add_argument("--expired", type=int, default=1021)
-    ap.add_argument("--sizes", type=int, default=3, help="also 1/N .. (N-1)/N of the size (linear?); 1: only the full size")
+    ap.add_argument("--sizes", type=int, default=3,
+                    help="also 1/N .. (N-1)/N of the size (linear?); 1: only the full size")
     ap.add_argument("--no-strace", action="store_true", help="do not count syncs under strace")
     ap.add_argument("--dir", default=None, help="where to build (a real disk: the cost is fsyncs)")
     args = ap.parse_args()

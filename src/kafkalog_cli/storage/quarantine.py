@@ -12,9 +12,9 @@ segments retain removes) appends all its lines in one write and one fdatasync. A
 written once what it keeps is complete and fsynced in the folder (a copy in progress is
 `<name>.partial`), and BEFORE the log dir changes (write-ahead): after a kill at any instant every
 change made to the log dir has its line, and a process's last lines may describe changes not made
-yet (restore finds those files in place, the very files kept, and leaves them). A file the op creates gets
-its line before it exists, and a second line with the same id once it is complete (its size and
-sha256). A torn last line (a kill during the append) is ignored.
+yet (restore finds those files in place, the very files kept, and leaves them). A file the op
+creates gets its line before it exists, and a second line with the same id once it is complete
+(its size and sha256). A torn last line (a kill during the append) is ignored.
 
 Entries (`kind`): `removed` (a whole file left the log dir), `cut` (bytes [start, end) cut from
 the end of a file; all-zero bytes are only noted), `overwritten` (a file replaced by new
