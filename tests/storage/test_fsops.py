@@ -403,6 +403,12 @@ def _segments(logdir, n, size=100):
     return files
 
 
+def _exdev(kind, path):
+    """A quarantine on another file system: no hard link into it."""
+    if kind == "link":
+        raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
+
+
 def _count_syncs(monkeypatch):
     calls = []
     for name in ("fsync", "fdatasync"):
@@ -439,11 +445,7 @@ def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_un
 def test_delete_segment_files_copies_through_partial_names_across_file_systems(logdir, tmp_path):
     files = _segments(logdir, 4, size=3000)
     ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
-
-    def no_links(kind, path):
-        if kind == "link":
-            raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
-    ops.before = no_links
+    ops.before = _exdev
     ops.delete_segment_files([(f, "retention") for f, _ in files])
     folder = tmp_path / "q" / "S-retain"
     assert not list(folder.rglob("*.partial"))
@@ -519,4 +521,30 @@ def test_restore_of_a_batch_puts_every_file_back_with_a_fixed_number_of_syncs(lo
     renamed = [j.split()[1] for j in undo.journal if j.startswith("rename")]
     assert renamed == [str(folder.path / "t-0" / f.name) for f, _ in reversed(files)]
     assert syncs == ["fdatasync", "fsync", "fsync", "fdatasync", "fdatasync"]
+    assert q.QuarantineFolder.open(folder.path).status == "restored"
+
+
+@pytest.mark.parametrize("link", [True, False])
+def test_a_batch_killed_after_its_manifest_write_is_restored_exactly(logdir, tmp_path, link):
+    """Write-ahead: the entries are durable, no file has been unlinked yet (kept by a hard link,
+    or by copies across file systems): restore finds every file in place and changes nothing."""
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, 5, size=2000)
+    ref = FsOps(logdir, Quarantine(tmp_path / "ref", "retain", stamp="S"))
+    ref.before = None if link else _exdev
+    ref.prepare_quarantine()
+    ref.delete_segment_files([(f, "retention") for f, _ in files])
+    after_append = [j.split()[0] for j in ref.journal].index("append") + 1
+    files = _segments(logdir, 5, size=2000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"), fault_after=after_append)
+    ops.before = ref.before
+    ops.prepare_quarantine()
+    with pytest.raises(InjectedFault):
+        ops.delete_segment_files([(f, "retention") for f, _ in files])
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    assert len(folder.entries) == 10 and all(f.exists() for f, _ in files)
+    plan = q.plan_restore(folder)
+    assert not plan.conflicts and {s.action for s in plan.steps} == {q.RestoreAction.SKIP}
+    q.restore(plan, FsOps(logdir))
+    assert {f: f.read_bytes() for f, _ in files} == {f: data for f, data in files}
     assert q.QuarantineFolder.open(folder.path).status == "restored"
