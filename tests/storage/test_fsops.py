@@ -389,3 +389,162 @@ def test_processes_of_one_run_append_to_one_manifest(logdir, tmp_path):
     assert header["op"] == "compact"
     assert sorted(e["source"] for e in entries) == sorted(str(d / f"{i:020d}.log") for i in range(40))
     assert len({e["id"] for e in entries}) == 40
+
+
+# ------------------------------------------------------------------ delete_segment_files: a batch
+def _segments(logdir, n, size=100):
+    d = logdir / "t-0"
+    files = []
+    for i in range(n):
+        for ext, data in (("log", bytes([i % 251]) * size), ("index", bytes([i % 7]) * 8)):
+            f = d / f"{i:020d}.{ext}"
+            f.write_bytes(data)
+            files.append((f, data))
+    return files
+
+
+def _exdev(kind, path):
+    """A quarantine on another file system: no hard link into it."""
+    if kind == "link":
+        raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
+
+
+def _count_syncs(monkeypatch):
+    calls = []
+    for name in ("fsync", "fdatasync"):
+        real = getattr(os, name)
+        monkeypatch.setattr(os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1])
+    return calls
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_unlinks(logdir, tmp_path, n,
+                                                                                   monkeypatch):
+    files = _segments(logdir, n)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.prepare_quarantine()
+    folder = tmp_path / "q" / "S-retain"
+    inodes = {f: f.stat().st_ino for f, _ in files}
+    syncs = _count_syncs(monkeypatch)
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    # the new t-0 of the quarantine made (its parent fsynced), one fsync of it once every file is
+    # linked, one fdatasync of the manifest, one fsync of the partition dir: as many for 30
+    # segments as for 3
+    assert syncs == ["fsync", "fsync", "fdatasync", "fsync"]
+    assert [j.split()[0] for j in ops.journal].count("append") == 1
+    header, *entries = _manifest(folder)
+    assert [e["source"] for e in entries] == [str(f) for f, _ in files]
+    for (f, data), e in zip(files, entries):
+        stored = folder / e["stored"]
+        assert not f.exists() and stored.stat().st_ino == inodes[f]
+        assert (e["kind"], e["reason"], e["size"], e["sha256"]) == ("removed", "retention", len(data), _sha(data))
+    # unlinked in the order given: the oldest segment first
+    assert [j.split()[1] for j in ops.journal if j.startswith("unlink")] == [str(f) for f, _ in files]
+
+
+def test_delete_segment_files_copies_through_partial_names_across_file_systems(logdir, tmp_path):
+    files = _segments(logdir, 4, size=3000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.before = _exdev
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    folder = tmp_path / "q" / "S-retain"
+    assert not list(folder.rglob("*.partial"))
+    for (f, data), e in zip(files, _manifest(folder)[1:]):
+        assert not f.exists() and (folder / e["stored"]).read_bytes() == data and e["sha256"] == _sha(data)
+
+
+def test_delete_segment_files_hashes_large_files_on_several_threads_exactly(logdir, tmp_path, monkeypatch):
+    from kafkalog_cli.storage import fsops as fsops_module
+    monkeypatch.setattr(fsops_module, "_PARALLEL_HASH_BYTES", 1)
+    files = _segments(logdir, 6, size=50_000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.delete_segment_files([(f, "retention") for f, _ in files])
+    entries = _manifest(tmp_path / "q" / "S-retain")[1:]
+    assert [(e["size"], e["sha256"]) for e in entries] == [(len(data), _sha(data)) for _, data in files]
+
+
+def test_delete_segment_files_takes_a_file_named_twice_once(logdir, tmp_path):
+    (f, data), = _segments(logdir, 1)[:1]
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    ops.delete_segment_files([(f, "retention"), (f, "retention")])
+    (e,) = _manifest(tmp_path / "q" / "S-retain")[1:]
+    assert not f.exists() and e["sha256"] == _sha(data)
+
+
+def test_delete_segment_files_without_a_quarantine_drops_and_passes_over_missing_files(logdir, tmp_path):
+    files = _segments(logdir, 3)
+    ops = FsOps(logdir, Quarantine(None, "retain"))
+    gone = logdir / "t-0" / "00000000000000000099.log"
+    ops.delete_segment_files([(f, "retention") for f, _ in files] + [(gone, "retention")])
+    assert not list((logdir / "t-0").iterdir())
+    assert [j.split()[0] for j in ops.journal] == ["unlink"] * 6 + ["fsync"]
+    assert len(ops.quarantine.entries) == 7 and not (tmp_path / ".kafkalog-quarantine").exists()
+
+
+def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_names_the_file(logdir, tmp_path):
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, 3)
+    before = {f: data for f, data in files}
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
+    unlinks = []
+
+    def third_unlink_refused(kind, path):
+        if kind == "unlink":
+            unlinks.append(path)
+            if len(unlinks) == 3:
+                raise OSError(errno.EACCES, "Permission denied", str(path))
+    ops.before = third_unlink_refused
+    with pytest.raises(WriteError) as e:
+        ops.delete_segment_files([(f, "retention") for f, _ in files])
+    assert "permission denied" in str(e.value) and e.value.path == str(files[2][0])
+    assert [f.exists() for f, _ in files] == [False, False, True, True, True, True]
+    assert ops.journal[-1] == f"fsync {logdir / 't-0'}"     # what was unlinked is durable
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    q.restore(q.plan_restore(folder), FsOps(logdir))
+    assert {f: f.read_bytes() for f, _ in files} == before
+
+
+@pytest.mark.parametrize("n", [3, 30])
+def test_restore_of_a_batch_puts_every_file_back_with_a_fixed_number_of_syncs(logdir, tmp_path, n, monkeypatch):
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, n)
+    FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S")).delete_segment_files(
+        [(f, "retention") for f, _ in files])
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    plan = q.plan_restore(folder)
+    syncs = _count_syncs(monkeypatch)
+    undo = FsOps(logdir)
+    assert q.restore(plan, undo) == 2 * n
+    assert {f: f.read_bytes() for f, _ in files} == {f: data for f, data in files}
+    # restore.jsonl started, every file renamed back (newest first), the partition dir fsynced,
+    # every entry's record in one append, complete
+    renamed = [j.split()[1] for j in undo.journal if j.startswith("rename")]
+    assert renamed == [str(folder.path / "t-0" / f.name) for f, _ in reversed(files)]
+    assert syncs == ["fdatasync", "fsync", "fsync", "fdatasync", "fdatasync"]
+    assert q.QuarantineFolder.open(folder.path).status == "restored"
+
+
+@pytest.mark.parametrize("link", [True, False])
+def test_a_batch_killed_after_its_manifest_write_is_restored_exactly(logdir, tmp_path, link):
+    """Write-ahead: the entries are durable, no file has been unlinked yet (kept by a hard link,
+    or by copies across file systems): restore finds every file in place and changes nothing."""
+    from kafkalog_cli.storage import quarantine as q
+    files = _segments(logdir, 5, size=2000)
+    ref = FsOps(logdir, Quarantine(tmp_path / "ref", "retain", stamp="S"))
+    ref.before = None if link else _exdev
+    ref.prepare_quarantine()
+    ref.delete_segment_files([(f, "retention") for f, _ in files])
+    after_append = [j.split()[0] for j in ref.journal].index("append") + 1
+    files = _segments(logdir, 5, size=2000)
+    ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"), fault_after=after_append)
+    ops.before = ref.before
+    ops.prepare_quarantine()
+    with pytest.raises(InjectedFault):
+        ops.delete_segment_files([(f, "retention") for f, _ in files])
+    folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
+    assert len(folder.entries) == 10 and all(f.exists() for f, _ in files)
+    plan = q.plan_restore(folder)
+    assert not plan.conflicts and {s.action for s in plan.steps} == {q.RestoreAction.SKIP}
+    q.restore(plan, FsOps(logdir))
+    assert {f: f.read_bytes() for f, _ in files} == {f: data for f, data in files}
+    assert q.QuarantineFolder.open(folder.path).status == "restored"

@@ -29,6 +29,9 @@ def make_log_dir(root: Path) -> Path:
         p / "00000000000000000100.log.swap": b"D" * 10,
         p / "00000000000000000050.snapshot.kafkalog-tmp": b"stray",
         p / "leader-epoch-checkpoint": b"0\n1\n0 0\n",
+        p / "00000000000000000200.log": b"E" * 30,
+        p / "00000000000000000200.index": b"\4" * 8,
+        d / "cleaner-offset-checkpoint": b"0\n1\nt 0 200\n",
     }
     for i, (f, data) in enumerate(files.items()):
         f.write_bytes(data)
@@ -45,6 +48,8 @@ def run_op(ops: FsOps, d: Path) -> None:
     ops.truncate(idx, 8, "preallocated zeros")                           # cut, all zeros
     ops.write_atomic(p / "00000000000000000000.timeindex", b"\3" * 12)   # overwritten
     ops.delete(p / "00000000000000000050.log", "after the torn tail")    # removed
+    ops.delete_segment_files([(p / "00000000000000000200.log", "a batch"), (p / "00000000000000000200.index", "a batch"),
+                              (d / "cleaner-offset-checkpoint", "a batch of two dirs")])   # removed, one batch
     ops.rename(p / "00000000000000000050.log.swap", p / "00000000000000000050.log")      # renamed
     ops.rename(p / "00000000000000000100.log.swap", p / "00000000000000000100.log")      # renamed over a file
     ops.copy_ranges(log, p / "00000000000000000000.log.cleaned", [(0, 50)])              # created

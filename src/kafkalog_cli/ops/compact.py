@@ -39,7 +39,7 @@ from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
-from kafkalog_cli.ops.plan import Plan
+from kafkalog_cli.ops.plan import Plan, run_report
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
@@ -454,12 +454,8 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
 
 
 def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
-    q = fsops.quarantine
-    return {"op": "compact", "log_dir": str(cp.log_dir), "now_ms": cp.now_ms, "cleaned": done,
-            "partitions": cp.partitions_json(),
-            "findings": [f.to_json() for f in cp.notes.findings],
-            "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
-            "fs_steps": fsops.steps}
+    return run_report("compact", cp.log_dir, fsops, now_ms=cp.now_ms, cleaned=done, partitions=cp.partitions_json(),
+                      findings=[f.to_json() for f in cp.notes.findings])
 
 
 # ------------------------------------------------------------------------------ --jobs

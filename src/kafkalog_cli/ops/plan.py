@@ -8,6 +8,7 @@ protocol: new files before renames, later segments deleted before a truncation, 
 from __future__ import annotations
 
 import enum
+import itertools
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,25 +129,37 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
 
 
 def apply(plan: Plan, fsops: FsOps) -> dict:
-    """Carry out `plan` through `fsops`; return the JSON report of what changed."""
+    """Carry out `plan` through `fsops`; return the JSON report of what changed. A run of
+    consecutive deletes is one batch (FsOps.delete_segment_files, as LocalLog.deleteSegmentFiles
+    takes a list): its syncs are paid once, not per file; the order is kept."""
     preflight(plan, fsops)
     done = []
-    for a in plan.actions:
-        _apply_one(a, fsops)
-        done.append(a.to_json())
+    for deleting, run in itertools.groupby(plan.actions, key=lambda a: a.kind == ActionKind.DELETE):
+        run = list(run)
+        if deleting:
+            fsops.delete_segment_files([(a.path, a.reason) for a in run])
+            done += [a.to_json() for a in run]
+            continue
+        for a in run:
+            _apply_one(a, fsops)
+            done.append(a.to_json())
+    return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_json() for f in plan.findings],
+                      partitions=plan.partitions)
+
+
+def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
+    """The JSON report of a run that changed a log dir (every mutating op's): the op's own fields,
+    in order, then where the removed data was kept (None: nothing was, or --no-quarantine) and
+    the file-system steps taken."""
     q = fsops.quarantine
-    return {"op": plan.op, "log_dir": str(plan.log_dir), "changed": done,
-            "findings": [f.to_json() for f in plan.findings],
-            "partitions": plan.partitions,
+    return {"op": op, "log_dir": str(log_dir), **fields,
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}
 
 
 def _apply_one(a: Action, fsops: FsOps) -> None:
     k = a.kind
-    if k == ActionKind.DELETE:
-        fsops.delete(a.path, a.reason)
-    elif k == ActionKind.RENAME:
+    if k == ActionKind.RENAME:
         fsops.rename(a.path, a.target)
     elif k == ActionKind.TRUNCATE:
         fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)

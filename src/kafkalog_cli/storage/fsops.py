@@ -15,10 +15,13 @@ same file system, so a whole file is kept by one hard link (no copy, no extra sp
 leaves the log dir, and outside every log dir. Across file systems (`--quarantine DIR`) a file is
 copied to `<name>.partial`, fsynced and renamed. `--no-quarantine` really drops. Every change the
 op makes has its entry, files it creates included, so that `kafkalog quarantine restore` can
-undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`.
+undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A run of
+deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays its
+syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import errno
 import hashlib
@@ -40,6 +43,8 @@ __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarant
 TMP_SUFFIX = ".kafkalog-tmp"
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
+_PARALLEL_HASH_BYTES = 64 << 20   # below this, threads cost more than they save
+_HASH_THREADS = max(2, min(4, os.cpu_count() or 1))
 # a hard link into the quarantine is not possible: copy instead
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
 
@@ -216,9 +221,7 @@ class FsOps:
             swap = f.with_name(f.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
             self.rename(f, swap)
             swaps.append(swap)
-        for path, reason in old:
-            if os.path.lexists(path):
-                self.delete(path, reason)
+        self.delete_segment_files([(path, reason) for path, reason in old if os.path.lexists(path)])
         for swap in swaps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
@@ -298,47 +301,100 @@ class FsOps:
         self.step(f"extend {path} to {size}")
 
     def delete(self, path: Path, reason: str) -> None:
-        """Remove a file: kept in the quarantine first (a hard link on the same file system, else
+        """Remove one file: kept in the quarantine first (a hard link on the same file system, else
         a durable copy), its entry written, then unlinked; or dropped with --no-quarantine."""
-        path = Path(path)
+        self.delete_segment_files([(path, reason)])
+
+    def delete_segment_files(self, files: list[tuple[Path, str]]) -> None:
+        """LocalLog.deleteSegmentFiles: a list of files (path, reason) removed as one batch, in
+        the order given, at a fixed number of syncs whatever its length:
+        1. each file kept in the quarantine (a hard link, else a copy via `<name>.partial`,
+           hashed as it is copied), then the linked ones hashed (several at once when large);
+        2. each quarantine directory fsynced once: every kept file durable;
+        3. every entry appended to the manifest in one write and one fdatasync (write-ahead);
+        4. the files unlinked in the order given, the oldest segment first as Kafka deletes them:
+           a crash leaves a prefix of them removed, never a hole (one file system journals the
+           unlinks in order);
+        5. each directory they left fsynced once.
+        A crash before 3. leaves the log dir as it was (and kept files without entries); after 3.,
+        restore finds the files not unlinked yet in place and skips them. --no-quarantine: only
+        4. and 5. (a file already gone is no error)."""
+        batch, seen = [], set()
+        for path, reason in files:
+            if _key(path) not in seen:
+                seen.add(_key(path))
+                batch.append((Path(path), reason))
         if not self._keeping():
-            self._note(self._entry(EntryKind.REMOVED, path, reason))
-            try:
-                self._pre("unlink", path)
-                os.unlink(path)
-            except FileNotFoundError:
-                return
-            except OSError as e:
-                raise self._error(e, path, "delete") from None
-            self.step(f"unlink {path}")
-            self.fsync_dir(path.parent)
+            self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
+            self._unlink_all([path for path, _ in batch], missing_ok=True)
             return
-        target, stored = self._quarantine_target(path)
-        size, sha = self._keep_whole(path, target, self._written.pop(_key(path), None))
-        self._note(self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha))
+        kept, kept_in = [], {}
+        for path, reason in batch:
+            target, stored = self._quarantine_target(path)
+            written = self._written.pop(_key(path), None)     # what this op wrote there: hashed already
+            known = self._link_or_copy(path, target) or written
+            kept.append((path, reason, target, stored, known))
+            kept_in[target.parent] = None
+        facts = self._hash_all([(target, known) for _, _, target, _, known in kept])
+        for d in kept_in:
+            self.fsync_dir(d)
+        self._note_all([self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
+                        for (path, reason, _, stored, _), (size, sha) in zip(kept, facts)])
+        self._unlink_all([path for path, _ in batch], missing_ok=False)
+
+    def _unlink_all(self, paths: list[Path], missing_ok: bool) -> None:
+        """Unlink in order, one step each, then fsync each directory once (also those already
+        left when an unlink fails, so that what was done is durable when the error is shown)."""
+        left: dict[Path, None] = {}
         try:
-            self._pre("unlink", path)
-            os.unlink(path)
+            for path in paths:
+                try:
+                    self._pre("unlink", path)
+                    os.unlink(path)
+                except FileNotFoundError:
+                    if missing_ok:
+                        continue
+                    raise
+                self.step(f"unlink {path}")
+                left[path.parent] = None
         except OSError as e:
+            for d in left:
+                with contextlib.suppress(WriteError):     # the unlink's error is the one to show
+                    self.fsync_dir(d)
             raise self._error(e, path, "delete") from None
-        self.step(f"unlink {path}")
-        self.fsync_dir(path.parent)
+        for d in left:
+            self.fsync_dir(d)
 
     # -- restore and prune (storage/quarantine.py plans them) ------------------------------------
     def put_back(self, stored: Path, path: Path) -> None:
-        """A kept file back at `path`, replacing what is there: one rename out of the quarantine,
-        or across file systems a copy to `<path>.kafkalog-tmp`, fsynced and renamed over it."""
-        stored, path = Path(stored), Path(path)
+        """A kept file back at `path`, replacing what is there: `put_back_all` of one."""
+        self.put_back_all([(stored, path)])
+
+    def put_back_all(self, files: list[tuple[Path, Path]]) -> None:
+        """Kept files (stored, path) back at their paths, in order, replacing what is there: each
+        one rename out of the quarantine, or across file systems a copy to
+        `<path>.kafkalog-tmp`, fsynced and renamed over it; then each directory fsynced once."""
+        dirs: dict[Path, None] = {}
         try:
-            self._pre("rename", stored)
-            os.rename(stored, path)
-        except OSError as e:
-            if e.errno != errno.EXDEV:
-                raise self._error(e, path, "put back") from None
-            self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
-        else:
-            self.step(f"rename {stored} -> {path}")
-        self.fsync_dir(path.parent)
+            for stored, path in files:
+                stored, path = Path(stored), Path(path)
+                try:
+                    self._pre("rename", stored)
+                    os.rename(stored, path)
+                except OSError as e:
+                    if e.errno != errno.EXDEV:
+                        raise self._error(e, path, "put back") from None
+                    self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
+                else:
+                    self.step(f"rename {stored} -> {path}")
+                dirs[path.parent] = None
+        except WriteError:
+            for d in dirs:                  # what was put back is durable when the error is shown
+                with contextlib.suppress(WriteError):
+                    self.fsync_dir(d)
+            raise
+        for d in dirs:
+            self.fsync_dir(d)
 
     def append_bytes(self, path: Path, src: Path | None, length: int) -> None:
         """The first `length` bytes of `src` (zeros when None) appended to `path`, fsynced: the
@@ -360,8 +416,9 @@ class FsOps:
         self.step(f"append {length} bytes to {path}")
 
     def append_line(self, path: Path, line: bytes) -> None:
-        """One record appended to a journal and fdatasynced (O_APPEND: whole lines, even from
-        several processes at once); a new journal's directory entry is fsynced too."""
+        """Records (whole lines) appended to a journal in one write and fdatasynced (O_APPEND:
+        whole lines, even from several processes at once); a new journal's directory entry is
+        fsynced too."""
         path = Path(path)
         new = not os.path.exists(path)
         try:
@@ -441,18 +498,22 @@ class FsOps:
 
     def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
         """`path` kept at `target`, durable: (size, sha256) of what is kept."""
+        kept = self._link_or_copy(path, target) or known or self._hash(target)
+        self.fsync_dir(target.parent)
+        return kept
+
+    def _link_or_copy(self, path: Path, target: Path) -> tuple[int, str] | None:
+        """`path` kept at `target` by a hard link (None: not hashed yet), else by a copy through
+        `<target>.partial`, fsynced: (size, sha256) of the copy. The directory is not fsynced."""
         try:
             self._pre("link", target)
             os.link(path, target, follow_symlinks=False)
         except OSError as e:
             if e.errno not in _NO_LINK:
                 raise self._error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
-            kept = self._copy_range(path, target, 0, None)
-        else:
-            self.step(f"link {path} -> {target}")
-            kept = known or self._hash(target)
-        self.fsync_dir(target.parent)
-        return kept
+            return self._copy_range(path, target, 0, None)
+        self.step(f"link {path} -> {target}")
+        return None
 
     def _keep_bytes(self, path: Path, start: int, st: os.stat_result, reason: str) -> None:
         end = st.st_size
@@ -534,6 +595,22 @@ class FsOps:
         self.step(f"copy {src}[{start}:{end}] -> {dst}")
         return size, h.hexdigest()
 
+    def _hash_all(self, files: list[tuple[Path, tuple[int, str] | None]]) -> list[tuple[int, str]]:
+        """(size, sha256) of each (path, known facts or None): those not known read by a few
+        threads at once when there is much to read (hashlib lets go of the GIL on large
+        buffers), so that reading one file overlaps hashing another."""
+        todo = [path for path, known in files if known is None]
+        try:
+            big = sum(os.stat(path).st_size for path in todo) >= _PARALLEL_HASH_BYTES
+        except OSError:
+            big = False
+        if big:
+            with concurrent.futures.ThreadPoolExecutor(min(_HASH_THREADS, len(todo))) as pool:
+                hashed = iter(list(pool.map(self._hash, todo)))
+        else:
+            hashed = map(self._hash, todo)
+        return [known or next(hashed) for _, known in files]
+
     def _hash(self, path: Path) -> tuple[int, str]:
         try:
             return _hash_file(path)
@@ -553,17 +630,23 @@ class FsOps:
             self._open_manifest()
 
     def _note(self, entry: QuarantineEntry) -> None:
-        """Record an entry: in memory (for the report) and, with a quarantine folder, as one
-        fsynced line of its manifest, before the change it describes is made."""
-        if self.quarantine is None:
+        self._note_all([entry])
+
+    def _note_all(self, entries: list[QuarantineEntry]) -> None:
+        """Record entries: in memory (for the report) and, with a quarantine folder, as lines of
+        its manifest, one write and one fdatasync for all, before the changes they describe."""
+        if self.quarantine is None or not entries:
             return
-        self.quarantine.entries.append(entry)
+        self.quarantine.entries.extend(entries)
         if self._keeping():
-            self._append_entry(entry)
+            self._append_entries(entries)
 
     def _append_entry(self, entry: QuarantineEntry) -> None:
+        self._append_entries([entry])
+
+    def _append_entries(self, entries: list[QuarantineEntry]) -> None:
         self._open_manifest()
-        self.append_line(self._manifest, entry.line())
+        self.append_line(self._manifest, b"".join(e.line() for e in entries))
 
     def _open_manifest(self) -> None:
         """The quarantine folder and its manifest's header line, once (another process of the same

@@ -6,13 +6,15 @@ where root is `<logdir>/../.kafkalog-quarantine/<logdir name>/` (same file syste
 moves by a hard link, no copy, no extra space) or what `--quarantine DIR` named. The folder holds
 the kept files under their paths relative to the log dir, and `manifest.jsonl`.
 
-The manifest is a journal (version 2): a header line, then one fsynced line per entry, appended,
-so an entry costs O(1) whatever the run's size. An entry's line is written once what it keeps is
-complete and fsynced in the folder (a copy in progress is `<name>.partial`), and BEFORE the log
-dir changes (write-ahead): after a kill at any instant every change made to the log dir has its
-line, and a process's last line may describe a change not made yet. A file the op creates gets
-its line before it exists, and a second line with the same id once it is complete (its size and
-sha256). A torn last line (a kill during the append) is ignored.
+The manifest is a journal (version 2): a header line, then one line per entry, appended and
+fdatasynced, so an entry costs O(1) whatever the run's size; a batch of deletes (a run of
+segments retain removes) appends all its lines in one write and one fdatasync. An entry's line is
+written once what it keeps is complete and fsynced in the folder (a copy in progress is
+`<name>.partial`), and BEFORE the log dir changes (write-ahead): after a kill at any instant every
+change made to the log dir has its line, and a process's last lines may describe changes not made
+yet (restore finds those files in place, the very files kept, and leaves them). A file the op
+creates gets its line before it exists, and a second line with the same id once it is complete
+(its size and sha256). A torn last line (a kill during the append) is ignored.
 
 Entries (`kind`): `removed` (a whole file left the log dir), `cut` (bytes [start, end) cut from
 the end of a file; all-zero bytes are only noted), `overwritten` (a file replaced by new
@@ -32,6 +34,7 @@ from __future__ import annotations
 import datetime as _dt
 import enum
 import hashlib
+import itertools
 import json
 import os
 from dataclasses import dataclass, field, fields
@@ -724,11 +727,24 @@ def restore(plan: RestorePlan, fsops: "FsOps") -> int:
     progress = folder.path / PROGRESS
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
-    for step in plan.steps:
-        _carry_out(step, folder, fsops)
-        fsops.append_line(progress, _record({"undone": step.entry.id}))
+    for batched, run in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
+        run = list(run)
+        if batched:       # a batch of deletes undone as one: its syncs paid once, its records in one write
+            fsops.put_back_all([(folder.stored_path(s.entry), Path(s.entry.source))
+                                for s in run if s.action is RestoreAction.UNDO])
+            fsops.append_line(progress, b"".join(_record({"undone": s.entry.id}) for s in run))
+            continue
+        for step in run:
+            _carry_out(step, folder, fsops)
+            fsops.append_line(progress, _record({"undone": step.entry.id}))
     fsops.append_line(progress, _record({"complete": utc_stamp()}))
     return sum(1 for s in plan.steps if s.action is not RestoreAction.SKIP)
+
+
+def _puts_back_a_removed_file(step: RestoreStep) -> bool:
+    """A whole file put back (or found in place): a kill after its rename and before its record
+    leaves it at its path, which the next plan finds as before the op and skips."""
+    return step.entry.kind is EntryKind.REMOVED and not step.remove_tmp
 
 
 def _record(d: dict) -> bytes:
