@@ -43,6 +43,8 @@ class LogTail:
     next_offset: int
     max_timestamp: int
     valid_size: int
+    offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
+    codecs: frozenset = frozenset()       # compression ids of those batches
 
 
 def map_file(path: Path | str):
@@ -356,6 +358,19 @@ class Segment:
     def largest_timestamp_from_mtime(self) -> bool:
         return self.largest_timestamp_and_source[1]
 
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """LogSegment.maxTimestampAndOffsetSoFar: the time index's last entry, (-1, base offset)
+        without one (TimeIndex.lastEntry); for the active segment also the batches after its last
+        offset-index entry, which an unclean shutdown leaves unindexed and recovery indexes. The
+        offset is the last offset of the first batch with that timestamp (Kafka 3.3.1)."""
+        entry = self.last_time_index_entry()
+        ts, offset = (entry[0], self.base_offset + entry[1]) if entry else (-1, self.base_offset)
+        if self.is_active:
+            tail = self.tail()
+            if tail.max_timestamp > ts:
+                ts, offset = tail.max_timestamp, tail.offset_of_max_timestamp
+        return ts, offset
+
     # -- indexes
     def offset_index(self):
         """The offset index's entries, without preallocated zero slots."""
@@ -549,11 +564,14 @@ def read_log_tail(log: Path, base: int, start: int) -> LogTail:
         if start >= size:
             start = 0
         nxt, max_ts, end = base, -1, start
+        offset_of_max, codecs = -1, set()
         pos = start
         try:
             for b in iter_batches(buf, start):
                 nxt, end = b.last_offset + 1, b.position + b.size
-                max_ts = max(max_ts, b.max_timestamp)
+                if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
+                    max_ts, offset_of_max = b.max_timestamp, b.last_offset
+                codecs.add(b.compression_id)
                 pos = end
         except CorruptRecordError as e:
             # a preallocated .log (preallocate=true) ends in zeros: that is the end of the data
@@ -561,7 +579,7 @@ def read_log_tail(log: Path, base: int, start: int) -> LogTail:
                 raise e.located(path=str(log)) from None
         if nxt == base and start:
             return read_log_tail(log, base, 0)   # the index pointed past the data: start over
-        return LogTail(nxt, max_ts, end)
+        return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs))
     finally:
         if hasattr(buf, "close"):
             buf.close()
