@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.common import note_left_out, one_line_errors
-from kafkalog_cli.commands.options import config_options, format_option, partition_filter_options
+from kafkalog_cli.commands.common import jobs_or_cores, note_left_out, one_line_errors
+from kafkalog_cli.commands.options import config_options, format_option, jobs_option, partition_filter_options
 from kafkalog_cli.errors import ExitCode
 
 
@@ -18,8 +18,9 @@ from kafkalog_cli.errors import ExitCode
 @config_options
 @format_option("text: a table (rich on a terminal; tab-separated with a header line when piped). "
                "json: one object per partition, then one per log dir, with a \"kind\" field.")
+@jobs_option("Worker processes for a log dir of 1,000 partitions or more (0: one per core).")
 @one_line_errors
-def command(paths, only, configs, fmt):
+def command(paths, only, configs, fmt, jobs):
     """Describe each partition of log dirs and partition dirs, offline: the broker's
     `kafka-log-dirs --describe`, and more. Reads only listings, stats, index tails, the
     unindexed ends of the .log files, the root checkpoints and the latest producer snapshot.
@@ -78,7 +79,7 @@ def command(paths, only, configs, fmt):
     summaries: list[str] = []
     if fmt == "text" and not rich:
         click.echo(render.plain_header())
-    for item in ops.describe(selection, configs.resolver):
+    for item in ops.describe(selection, configs.resolver, jobs_or_cores(jobs)):
         if not isinstance(item, LogDirDescription):
             for line in item.problems:
                 click.echo(f"kafkalog: {item.name}: {line}", err=True)

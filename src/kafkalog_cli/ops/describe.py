@@ -14,8 +14,8 @@ Where each value comes from (the man page says the same):
 - first timestamp: the max timestamp of the first batch of the first non-empty segment
   (LogSegment.rollingBasedTimestamp); max timestamp and its offset: the largest
   LogSegment.maxTimestampAndOffsetSoFar (time index last entries, the active segment's tail).
-- codecs: of the batches after each segment's last offset-index entry (its last
-  index.interval.bytes, 4096 by default, and one batch): a sample, one per segment end.
+- codecs: of the first batch of each segment (one pread of its header) and of the active
+  segment's batches after its last offset-index entry: a sample, not every batch.
 - producers and open transactions: the latest producer snapshot at or below the log end
   offset that parses, then the batches from its offset to the log end offset replayed through
   ProducerStateManager's rules (as LogLoader does; nothing to replay after a clean shutdown,
@@ -43,7 +43,8 @@ from kafkalog_cli.ops.cleaner import segments_overlapping
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.producer_rebuild import ProducerState, replay
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.logdir import LOADED, DirKind, LogDir, PartitionSelection, dir_kind, select_partition_dirs
+from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, PartitionSelection, RootCheckpoints, dir_kind,
+                                        select_partition_dirs)
 from kafkalog_cli.storage.names import PartitionFilter
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
 from kafkalog_cli.storage.segment import read_file
@@ -187,24 +188,28 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
     """The facts of one partition (see the module docstring for where each comes from)."""
     problems: list[str] = []
     segs = part.segments
-    size = sum(s.size for s in segs)
-    leo = part.log_end_offset
-    log_start = part.log_start_offset
-    first_ts = None
-    for s in segs:
-        first_ts = _guarded(s.first_batch_timestamp, problems)
-        if first_ts is not None:
-            break
-    max_ts = max_off = None
+    first_ts = max_ts = max_off = None
     codecs: set[int] = set()
     for s in segs:
+        first = _guarded(s.first_batch_attributes, problems)     # also stats the .log for its size
+        if first is not None:
+            codecs.add(first[1])
+            if first_ts is None:
+                first_ts = first[0]
         found = _guarded(s.max_timestamp_and_offset, problems)
         if found is not None and found[0] >= 0 and (max_ts is None or found[0] > max_ts):
             max_ts, max_off = found
-        tail = _guarded(s.tail, problems)
+    if segs:
+        tail = _guarded(segs[-1].tail, problems)
         if tail is not None:
             codecs |= tail.codecs
+    size = sum(s.size for s in segs)
+    leo = part.log_end_offset
+    log_start = part.log_start_offset
     producers = producer_facts(part, leo) if leo is not None else None
+    if producers is not None:
+        problems.extend(f"producer snapshot ignored: {line}" for line in producers.skipped)
+    problems = list(dict.fromkeys(problems))     # the active segment's tail is read for two facts
     configs = {n: cfg.source(n) for n in SHOWN_CONFIGS} if cfg is not None else {}
     dirty = _dirty_ratio(part, leo, producers) if cfg is not None and cfg.compact and leo is not None else None
     tp = part.topic_partition
@@ -256,12 +261,6 @@ def quarantine_usage(log_dir: Path) -> QuarantineUsage:
     return usage
 
 
-@dataclass
-class DescribeOptions:
-    only: PartitionFilter = field(default_factory=PartitionFilter)
-    resolver_for: Callable[[Path], ConfigResolver] | None = None   # per log dir; None: configs not shown
-
-
 def select(paths, only: PartitionFilter | None = None) -> PartitionSelection:
     """The partition dirs describe reads, by log dir: the logs a broker loads (live, future)."""
     return select_partition_dirs(paths, LOADED, only=only or None)
@@ -272,30 +271,31 @@ def partitions_of(log_dir: Path, dirs: list[Path]) -> Iterator[Partition]:
     `log_dir` (read leniently: a damaged checkpoint is no entry, as a broker starting afresh)."""
     roots = LogDir(log_dir).checkpoints(strict=False)
     for d in dirs:
-        part = Partition.open(d)
-        if part.topic_partition is not None:
-            part.checkpoints = roots.for_partition(part.topic_partition)
-        yield part
+        yield open_partition(d, roots)
 
 
-def describe(selection: PartitionSelection, resolver_for: Callable[[Path], ConfigResolver] | None = None
-             ) -> Iterator[LogDirDescription | PartitionDescription]:
-    """For each log dir of `selection`: its partitions' descriptions, then the log dir's own."""
+def open_partition(d: Path, roots: RootCheckpoints) -> Partition:
+    part = Partition.open(d)
+    if part.topic_partition is not None:
+        part.checkpoints = roots.for_partition(part.topic_partition)
+    return part
+
+
+def describe(selection: PartitionSelection, resolver_for: Callable[[Path], ConfigResolver] | None = None,
+             jobs: int = 1) -> Iterator[LogDirDescription | PartitionDescription]:
+    """For each log dir of `selection`: its partitions' descriptions, in order, then the log
+    dir's own. `jobs` > 1: a large log dir's partitions are read in that many forked processes."""
     left_out: dict[Path, list[tuple[str, str]]] = {}
     for d, kind in selection.left_out:
         left_out.setdefault(d.parent, []).append((str(d), kind.value))
     for log_dir, dirs in selection.groups.items():
         is_log_dir = dir_kind(log_dir) is DirKind.LOG_DIR
         resolver = resolver_for(log_dir) if resolver_for is not None else None
-        configs: dict[str, TopicConfig] = {}
+        topics = {tp.topic for d in dirs if (tp := names.parse_partition_dir(d.name)) is not None}
+        cfgs = {t: resolver.for_topic(t) for t in sorted(topics)} if resolver is not None else {}
+        roots = LogDir(log_dir).checkpoints(strict=False)
         total = 0
-        for part in partitions_of(log_dir, dirs):
-            tp = part.topic_partition
-            cfg = None
-            if resolver is not None and tp is not None:
-                cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
-            desc = describe_partition(part, cfg, log_dir)
-            part.close()
+        for desc in _describe_dirs(log_dir, dirs, roots, cfgs, jobs):
             total += desc.size_bytes
             yield desc
         present = [n for n in (names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
@@ -306,3 +306,43 @@ def describe(selection: PartitionSelection, resolver_for: Callable[[Path], Confi
             os.path.exists(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)), present,
             quarantine_usage(log_dir) if is_log_dir else None,
             resolver.warning if resolver is not None else None, left_out.get(log_dir, []))
+
+
+PARALLEL_MIN_PARTITIONS = 1000    # fewer are read here: forking costs more than it saves
+_CHUNK = 250
+_SHARED: tuple | None = None      # (log dir, root checkpoints, configs), inherited by forked workers
+
+
+def _describe_dir(log_dir: Path, d: Path, roots: RootCheckpoints, cfgs: dict[str, TopicConfig]) -> PartitionDescription:
+    part = open_partition(d, roots)
+    try:
+        tp = part.topic_partition
+        return describe_partition(part, cfgs.get(tp.topic) if tp is not None else None, log_dir)
+    finally:
+        part.close()
+
+
+def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
+    log_dir, roots, cfgs = _SHARED
+    return [_describe_dir(log_dir, d, roots, cfgs) for d in dirs]
+
+
+def _describe_dirs(log_dir: Path, dirs: list[Path], roots: RootCheckpoints, cfgs: dict[str, TopicConfig],
+                   jobs: int) -> Iterator[PartitionDescription]:
+    """The descriptions of `dirs` in order: here, or in chunks in forked workers (the root
+    checkpoints and configs, read once here, are inherited, not sent)."""
+    if jobs <= 1 or len(dirs) < PARALLEL_MIN_PARTITIONS:
+        for d in dirs:
+            yield _describe_dir(log_dir, d, roots, cfgs)
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _SHARED
+    _SHARED = (log_dir, roots, cfgs)
+    try:
+        with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
+            for chunk in pool.map(_describe_chunk, [dirs[i:i + _CHUNK] for i in range(0, len(dirs), _CHUNK)]):
+                yield from chunk
+    finally:
+        _SHARED = None

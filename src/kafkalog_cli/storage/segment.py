@@ -296,6 +296,32 @@ class Segment:
         finally:
             os.close(fd)
 
+    def first_batch_attributes(self) -> tuple[int, int] | None:
+        """(max timestamp, compression id) of the first batch, from one pread of its header
+        (the file's stat is kept for `size`); None when the .log has no whole batch header."""
+        from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
+
+        # a str path: describe reads the first header of every segment of a log dir
+        fd = os.open(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX), os.O_RDONLY)
+        try:
+            self._stat = os.fstat(fd)
+            head = os.pread(fd, RECORD_BATCH_OVERHEAD, 0)
+        finally:
+            os.close(fd)
+        if len(head) < 17:
+            return None
+        n = _PREFIX.unpack_from(head)[1]
+        magic = head[16]
+        if n < 14 or 12 + n > self._stat.st_size or magic > 2:
+            return None
+        if magic == 2:
+            if len(head) < RECORD_BATCH_OVERHEAD:
+                return None
+            attributes, _, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
+            return max_ts, attributes & 0x07
+        b = RecordBatch(head, 0, min(12 + n, len(head)), magic)
+        return b.max_timestamp, b.compression_id
+
     def first_batch_timestamp(self) -> int | None:
         """The first batch's max timestamp (LogSegment.rollingBasedTimestamp), None when empty."""
         for h in self.headers():
@@ -518,6 +544,9 @@ class Segment:
                 buf.close()
 
 
+_FIRST_PAGE = 4096
+
+
 def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
     return entry.unpack(os.pread(fd, entry.size, slot * entry.size))
 
@@ -540,9 +569,19 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
         if last[rel_field] != 0 or slots == 1:
             return last
         lo, hi = 1, slots - 1          # slot hi is padding; find the first padding slot
+        # most preallocated indexes hold few entries: when the first page ends in padding, the
+        # bisection runs in it, one read instead of twenty
+        page = os.pread(fd, min(hi, _FIRST_PAGE // entry.size) * entry.size, 0)
+        n = len(page) // entry.size
+        if n > 1 and entry.unpack_from(page, (n - 1) * entry.size)[rel_field] == 0:
+            hi = n - 1
+            read = lambda i: entry.unpack_from(page, i * entry.size)   # noqa: E731
+        else:
+            lo = max(lo, n)
+            read = lambda i: _read_entry(fd, i, entry)                 # noqa: E731
         while lo < hi:
             mid = (lo + hi) // 2
-            if _read_entry(fd, mid, entry)[rel_field] == 0:
+            if read(mid)[rel_field] == 0:
                 hi = mid
             else:
                 lo = mid + 1
