@@ -22,8 +22,9 @@ from kafkalog_cli.errors import ExitCode
 @one_line_errors
 def command(paths, only, configs, fmt, jobs):
     """Describe each partition of log dirs and partition dirs, offline: the broker's
-    `kafka-log-dirs --describe`, and more. Reads only listings, stats, index tails, the
-    unindexed ends of the .log files, the root checkpoints and the latest producer snapshot.
+    `kafka-log-dirs --describe`, and more. Reads only listings, stats, index tails, the first
+    batch header of each segment, the active segment's unindexed end, the root checkpoints and
+    the latest producer snapshot.
 
     \b
     Per partition, and where each value comes from:
@@ -36,8 +37,8 @@ def command(paths, only, configs, fmt, jobs):
       first timestamp   the max timestamp of the first batch of the first non-empty segment
       max timestamp     the largest time-index last entry (and the active segment's batches
                         after its last offset-index entry); the offset of it in JSON
-      codecs            of the batches after each segment's last offset-index entry (the last
-                        index.interval.bytes of each segment): a sample, not every batch
+      codecs            of the first batch of each segment (one header read) and of the
+                        active segment's batches after its last offset-index entry: a sample
       producers, open txns
                         the latest producer snapshot in (log start, log end], then the batches
                         from its offset to the log end replayed (none after a clean shutdown,

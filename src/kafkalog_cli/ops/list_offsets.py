@@ -26,6 +26,7 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.ops.describe import producer_facts
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.storage import names
@@ -154,16 +155,36 @@ def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
 
 def _offset_for_timestamp(seg: Segment, target: int, log_start: int,
                           warn: Callable[[str], None] | None) -> tuple[int, int] | None:
-    """LogSegment.findOffsetByTimestamp(target, log start offset): (timestamp, offset) or None."""
+    """LogSegment.findOffsetByTimestamp(target, log start offset): (timestamp, offset) or None.
+    A batch that does not decode raises its error once the .log is unmapped (a traceback
+    still holding views of the mapping would keep it from closing)."""
+    error = None
     with seg.mapped():
-        # the time index's entry below the target, or the offset index's for the log start
-        # offset when that is later: no record before either position can be the answer
-        pos = seg.position_for_timestamp(target, warn)
-        if log_start > seg.base_offset:
-            pos = max(pos, seg.position_for_offset(log_start, warn))
-        for batch in seg.batches(pos):
-            if batch.max_timestamp >= target:
-                for record in batch.records():
-                    if record.timestamp >= target and record.offset >= log_start:
-                        return record.timestamp, record.offset
+        try:
+            return _search_for_timestamp(seg, target, log_start, warn)
+        except KafkalogError as e:
+            error = e
+            while e is not None:          # the chained errors' frames hold views too
+                e.__traceback__, e = None, e.__cause__ or e.__context__
+            error.__cause__ = error.__context__ = None
+    raise error
+
+
+def _search_for_timestamp(seg: Segment, target: int, log_start: int,
+                          warn: Callable[[str], None] | None) -> tuple[int, int] | None:
+    # the time index's entry below the target, or the offset index's for the log start offset
+    # when that is later: no record before either position can be the answer
+    pos = seg.position_for_timestamp(target, warn)
+    if log_start > seg.base_offset:
+        pos = max(pos, seg.position_for_offset(log_start, warn))
+    for batch in seg.batches(pos):
+        if batch.max_timestamp >= target:
+            try:
+                records = batch.records()
+            except KafkalogError as e:    # its position is inside the payload: name the batch's
+                raise type(e)(f"the batch of offsets {batch.base_offset_field}..{batch.last_offset}: {e.message}",
+                              path=str(seg.source_path), position=batch.position) from None
+            for record in records:
+                if record.timestamp >= target and record.offset >= log_start:
+                    return record.timestamp, record.offset
     return None
