@@ -12,7 +12,7 @@ from kafkalog_cli.commands.options import config_options, format_option, jobs_op
 from kafkalog_cli.errors import ExitCode
 
 
-@click.command("describe", short_help="Each partition's size, offsets, checkpoints, timestamps, producers and configs.")
+@click.command("describe", short_help="Each partition's offsets, sizes, producers and configs.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @partition_filter_options
 @config_options

@@ -30,7 +30,7 @@ def parse_time_spec(value: str):
     return OffsetSpec(ms)
 
 
-@click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer (kafka-get-offsets).")
+@click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--time", "time_value", default="latest", show_default=True,
               metavar="earliest|latest|max-timestamp|MS|ISO-8601",
