@@ -11,7 +11,7 @@ tree, os.scandir of every dir and os.stat of every file (the floor of any tool t
 every file), then describe through the library (the rows computed, as JSON objects), then the
 installed command printing its table to /dev/null, all with the load beside them.
 
-    python benchmarks/bench_describe.py [--partitions N] [--segments N] [--keep DIR | --tmp DIR]
+    python benchmarks/bench_describe.py [--partitions N] [--segments N] [--dir DIR] [--no-cli]
 """
 from __future__ import annotations
 
@@ -82,21 +82,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--segments", type=int, default=10)
-    ap.add_argument("--keep", type=Path, help="build the log dir here and keep it")
-    ap.add_argument("--tmp", type=Path, default=Path("/dev/shm") if os.path.isdir("/dev/shm") else None,
-                    help="where to build the throw-away log dir [default: /dev/shm if present]")
+    ap.add_argument("--dir", type=Path, help="the log dir: built there when empty, and kept (a second run "
+                                            "reuses it) [default: a throw-away one in /dev/shm if present]")
     ap.add_argument("--no-cli", action="store_true", help="skip the run of the installed command")
     args = ap.parse_args()
     tmp = None
-    if args.keep:
-        root = args.keep
-        root.mkdir(parents=True, exist_ok=True)
-        if not any(root.iterdir()):
-            build_log_dir(root, args.partitions, args.segments)
-    else:
-        tmp = tempfile.mkdtemp(prefix="bench-describe-", dir=args.tmp)
-        root = Path(tmp) / "logs"
-        root.mkdir()
+    if args.dir is None:
+        tmp = tempfile.mkdtemp(prefix="bench-describe-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        args.dir = Path(tmp) / "logs"
+    root = args.dir
+    root.mkdir(parents=True, exist_ok=True)
+    if not any(root.iterdir()):
         build_log_dir(root, args.partitions, args.segments)
     try:
         os.sync()
