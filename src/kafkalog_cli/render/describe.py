@@ -29,7 +29,8 @@ def _ts(ms: int | None, iso: bool) -> str:
     if not iso:
         return str(ms)
     try:
-        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")[:-4] + "Z"
+        # UTC, with a space where a narrow column may wrap
+        return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
     except (OverflowError, OSError, ValueError):
         return str(ms)
 
@@ -100,7 +101,7 @@ def rich_table(ld: LogDirDescription, descs: list[PartitionDescription]):
     table = Table(title=log_dir_summary(ld), title_justify="left", show_lines=False)
     for i, name in enumerate(COLUMNS):
         table.add_column(name.replace("_", " ").lower(), justify="left" if i == 0 or i >= 10 else "right",
-                         overflow="fold")
+                         no_wrap=i == 0, overflow="fold")    # a partition's name stays whole
     for d in descs:
         table.add_row(*row(d, iso=True))
     return table
