@@ -116,3 +116,19 @@ def test_a_damaged_tail_leaves_out_its_partition_and_exits_3(corpus_copy):
     assert errors == [f"kafkalog: {log_dir}/rec-none-0/00000000000000000725.log: byte 6169: "
                       "Found record size -254896888 smaller than minimum record overhead (14)"]
     assert r.stdout == ""
+
+
+def test_a_future_dir_is_not_answered_from_and_log_dirs_are_merged_in_order(tmp_path):
+    import shutil
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(EXAMPLES, a)
+    b.mkdir()
+    shutil.copy(EXAMPLES / "replication-offset-checkpoint", b)
+    (a / "codec-none-0").rename(b / "codec-none-0")
+    shutil.copytree(EXAMPLES / "codec-gzip-0", b / "codec-gzip-0.0123456789abcdef0123456789abcdef-future")
+    r = invoke(a, b, "--topic", "codec-*")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines() == ["codec-gzip:0:60", "codec-lz4:0:60", "codec-none:0:60", "codec-snappy:0:60",
+                                     "codec-zstd:0:60"]
+    assert "-future" in r.stderr and "not read" in r.stderr

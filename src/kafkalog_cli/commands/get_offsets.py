@@ -72,7 +72,8 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
     kafka-get-offsets, no line is printed for the partition (a note on stderr says why; JSON has
     "offset": null and the "reason").
 
-    Reads live and -future partition dirs; the others get a note on stderr.
+    Reads the live partition dirs, those the broker answers from; a -future, -delete or -stray
+    dir gets a note on stderr.
 
     \b
     Exit codes: 0 done (also when a partition has no offset); 2 usage error (a --time that is
@@ -88,15 +89,17 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
     from kafkalog_cli.ops import describe as describe_ops
     from kafkalog_cli.ops.list_offsets import EARLIEST_TIMESTAMP, IsolationLevel, list_offsets
     from kafkalog_cli.render.describe import offsets_line
-    from kafkalog_cli.storage.names import REPLICATION_CHECKPOINT
+    from kafkalog_cli.storage.names import REPLICATION_CHECKPOINT, PartitionDirKind
 
     spec = parse_time_spec(time_value)
     isolation = IsolationLevel(isolation_level)
-    selection = describe_ops.select(paths, only)
+    # the broker answers from the live log: a -future dir is a copy being made
+    selection = describe_ops.select(paths, only, kinds=(PartitionDirKind.LIVE,))
     note = note_left_out("not read")
     for d, kind in selection.left_out:
         note(d, kind)
     failed = False
+    answers = []
     warn = lambda m: click.echo(f"kafkalog: warning: {m}", err=True)  # noqa: E731
     for log_dir, dirs in selection.groups.items():
         for part in describe_ops.partitions_of(log_dir, dirs):
@@ -104,23 +107,25 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
             if exclude_internal_topics and tp is not None and tp.topic in INTERNAL_TOPICS:
                 continue
             try:
-                answer = list_offsets(part, spec, isolation, warn)
+                answers.append(list_offsets(part, spec, isolation, warn))
             except KafkalogError as e:
                 click.echo(f"kafkalog: {e.line()}", err=True)
                 failed = True
-                continue
             finally:
                 part.close()
-            if fmt == "json":
-                click.echo(json.dumps(answer.to_json()))
-                continue
-            if not answer.high_watermark_known and isolation is not IsolationLevel.NONE \
-                    and spec.timestamp != EARLIEST_TIMESTAMP:
-                click.echo(f"kafkalog: note: {part.name}: no high watermark in {REPLICATION_CHECKPOINT}: "
-                           f"the log end offset stands in for it", err=True)
-            if answer.offset is None:
-                click.echo(f"kafkalog: note: {part.name}: no offset: {answer.reason}", err=True)
-                continue
-            click.echo(offsets_line(answer))
+    # kafka-get-offsets' order: by topic, then partition, whatever log dir holds them
+    for answer in sorted(answers, key=lambda a: (a.topic, a.partition)):
+        if fmt == "json":
+            click.echo(json.dumps(answer.to_json()))
+            continue
+        name = Path(answer.directory).name
+        if not answer.high_watermark_known and isolation is not IsolationLevel.NONE \
+                and spec.timestamp != EARLIEST_TIMESTAMP:
+            click.echo(f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
+                       f"the log end offset stands in for it", err=True)
+        if answer.offset is None:
+            click.echo(f"kafkalog: note: {name}: no offset: {answer.reason}", err=True)
+            continue
+        click.echo(offsets_line(answer))
     if failed:
         click.get_current_context().exit(int(ExitCode.CORRUPT))

@@ -261,9 +261,9 @@ def quarantine_usage(log_dir: Path) -> QuarantineUsage:
     return usage
 
 
-def select(paths, only: PartitionFilter | None = None) -> PartitionSelection:
-    """The partition dirs describe reads, by log dir: the logs a broker loads (live, future)."""
-    return select_partition_dirs(paths, LOADED, only=only or None)
+def select(paths, only: PartitionFilter | None = None, kinds=LOADED) -> PartitionSelection:
+    """The partition dirs to read, by log dir: by default the logs a broker loads (live, future)."""
+    return select_partition_dirs(paths, kinds, only=only or None)
 
 
 def partitions_of(log_dir: Path, dirs: list[Path]) -> Iterator[Partition]:
