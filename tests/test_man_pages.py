@@ -47,6 +47,8 @@ EXIT_CODES = {
     "compact": (0, 2, 3, 4, 5, 6, 7),
     "quarantine": (0, 2, 3, 4, 5, 6),
     "completion": (0, 2),
+    "describe": (0, 2, 3, 4),
+    "get-offsets": (0, 2, 3, 4),
 }
 
 

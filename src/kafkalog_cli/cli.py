@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "compact": "kafkalog_cli.commands.compact:command",
     "quarantine": "kafkalog_cli.commands.quarantine:command",
     "export": "kafkalog_cli.commands.export:command",
+    "describe": "kafkalog_cli.commands.describe:command",
+    "get-offsets": "kafkalog_cli.commands.get_offsets:command",
     "completion": "kafkalog_cli.commands.completion:command",
 }
 

@@ -43,6 +43,8 @@ class LogTail:
     next_offset: int
     max_timestamp: int
     valid_size: int
+    offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
+    codecs: frozenset = frozenset()       # compression ids of those batches
 
 
 def map_file(path: Path | str):
@@ -294,6 +296,32 @@ class Segment:
         finally:
             os.close(fd)
 
+    def first_batch_attributes(self) -> tuple[int, int] | None:
+        """(max timestamp, compression id) of the first batch, from one pread of its header
+        (the file's stat is kept for `size`); None when the .log has no whole batch header."""
+        from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
+
+        # a str path: describe reads the first header of every segment of a log dir
+        fd = os.open(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX), os.O_RDONLY)
+        try:
+            self._stat = os.fstat(fd)
+            head = os.pread(fd, RECORD_BATCH_OVERHEAD, 0)
+        finally:
+            os.close(fd)
+        if len(head) < 17:
+            return None
+        n = _PREFIX.unpack_from(head)[1]
+        magic = head[16]
+        if n < 14 or 12 + n > self._stat.st_size or magic > 2:
+            return None
+        if magic == 2:
+            if len(head) < RECORD_BATCH_OVERHEAD:
+                return None
+            attributes, _, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
+            return max_ts, attributes & 0x07
+        b = RecordBatch(head, 0, min(12 + n, len(head)), magic)
+        return b.max_timestamp, b.compression_id
+
     def first_batch_timestamp(self) -> int | None:
         """The first batch's max timestamp (LogSegment.rollingBasedTimestamp), None when empty."""
         for h in self.headers():
@@ -355,6 +383,19 @@ class Segment:
     @property
     def largest_timestamp_from_mtime(self) -> bool:
         return self.largest_timestamp_and_source[1]
+
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        """LogSegment.maxTimestampAndOffsetSoFar: the time index's last entry, (-1, base offset)
+        without one (TimeIndex.lastEntry); for the active segment also the batches after its last
+        offset-index entry, which an unclean shutdown leaves unindexed and recovery indexes. The
+        offset is the last offset of the first batch with that timestamp (Kafka 3.3.1)."""
+        entry = self.last_time_index_entry()
+        ts, offset = (entry[0], self.base_offset + entry[1]) if entry else (-1, self.base_offset)
+        if self.is_active:
+            tail = self.tail()
+            if tail.max_timestamp > ts:
+                ts, offset = tail.max_timestamp, tail.offset_of_max_timestamp
+        return ts, offset
 
     # -- indexes
     def offset_index(self):
@@ -503,6 +544,9 @@ class Segment:
                 buf.close()
 
 
+_FIRST_PAGE = 4096
+
+
 def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
     return entry.unpack(os.pread(fd, entry.size, slot * entry.size))
 
@@ -525,9 +569,19 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
         if last[rel_field] != 0 or slots == 1:
             return last
         lo, hi = 1, slots - 1          # slot hi is padding; find the first padding slot
+        # most preallocated indexes hold few entries: when the first page ends in padding, the
+        # bisection runs in it, one read instead of twenty
+        page = os.pread(fd, min(hi, _FIRST_PAGE // entry.size) * entry.size, 0)
+        n = len(page) // entry.size
+        if n > 1 and entry.unpack_from(page, (n - 1) * entry.size)[rel_field] == 0:
+            hi = n - 1
+            read = lambda i: entry.unpack_from(page, i * entry.size)   # noqa: E731
+        else:
+            lo = max(lo, n)
+            read = lambda i: _read_entry(fd, i, entry)                 # noqa: E731
         while lo < hi:
             mid = (lo + hi) // 2
-            if _read_entry(fd, mid, entry)[rel_field] == 0:
+            if read(mid)[rel_field] == 0:
                 hi = mid
             else:
                 lo = mid + 1
@@ -549,11 +603,14 @@ def read_log_tail(log: Path, base: int, start: int) -> LogTail:
         if start >= size:
             start = 0
         nxt, max_ts, end = base, -1, start
+        offset_of_max, codecs = -1, set()
         pos = start
         try:
             for b in iter_batches(buf, start):
                 nxt, end = b.last_offset + 1, b.position + b.size
-                max_ts = max(max_ts, b.max_timestamp)
+                if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
+                    max_ts, offset_of_max = b.max_timestamp, b.last_offset
+                codecs.add(b.compression_id)
                 pos = end
         except CorruptRecordError as e:
             # a preallocated .log (preallocate=true) ends in zeros: that is the end of the data
@@ -561,7 +618,7 @@ def read_log_tail(log: Path, base: int, start: int) -> LogTail:
                 raise e.located(path=str(log)) from None
         if nxt == base and start:
             return read_log_tail(log, base, 0)   # the index pointed past the data: start over
-        return LogTail(nxt, max_ts, end)
+        return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs))
     finally:
         if hasattr(buf, "close"):
             buf.close()

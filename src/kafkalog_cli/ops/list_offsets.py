@@ -1,0 +1,190 @@
+"""`get-offsets`: what a broker's ListOffsets would answer for a partition, from its files.
+
+Kafka 3.3.1: Partition.fetchOffsetForTimestamp over UnifiedLog.fetchOffsetByTimestamp.
+
+- earliest (-2): the log start offset.
+- latest (-1): the last fetchable offset of the isolation level: the high watermark for
+  read_uncommitted (what kafka-get-offsets asks), the last stable offset for read_committed,
+  the log end offset without isolation (a follower's request). The high watermark is the
+  replication-offset-checkpoint's entry clamped into [log start, log end] as the broker loads
+  it; without an entry the files do not say it, and the log end offset stands in, flagged
+  (`high_watermark_known` false).
+- max-timestamp (-3): the segment with the largest maxTimestampSoFar (the first, on a tie),
+  and its offset of that timestamp: the last offset of the first batch holding it (3.3.1).
+- a timestamp: the first segment whose largestTimestamp (its .log mtime when it has no
+  timestamp) is >= it; in that segment only, from the time index's entry below it and the
+  offset index, the first record with a timestamp >= it and an offset >= the log start offset
+  (LogSegment.findOffsetByTimestamp, FileRecords.searchForTimestamp).
+
+Every answer but earliest and latest is dropped unless its offset is below the last fetchable
+offset, as Partition.fetchOffsetForTimestamp drops it: the broker then answers no offset (-1),
+and kafka-get-offsets prints no line for the partition.
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Callable
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.ops.describe import producer_facts
+from kafkalog_cli.ops.high_watermark import high_watermark_at_load
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.segment import Segment
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+SPEC_NAMES = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max-timestamp": MAX_TIMESTAMP}
+
+
+class IsolationLevel(enum.Enum):
+    READ_UNCOMMITTED = "read_uncommitted"   # up to the high watermark (kafka-get-offsets)
+    READ_COMMITTED = "read_committed"       # up to the last stable offset
+    NONE = "none"                           # up to the log end offset (a follower's request)
+
+
+@dataclass(frozen=True)
+class OffsetSpec:
+    """ListOffsets' timestamp: EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP or epoch ms."""
+
+    timestamp: int
+
+    @property
+    def name(self) -> str:
+        return next((n for n, t in SPEC_NAMES.items() if t == self.timestamp), str(self.timestamp))
+
+
+@dataclass
+class OffsetAnswer:
+    topic: str | None
+    partition: int | None
+    directory: str
+    spec: OffsetSpec
+    isolation: IsolationLevel
+    offset: int | None                 # None: the broker answers no offset (-1)
+    timestamp: int | None              # the record's, for max-timestamp and a timestamp
+    source: str                        # where the offset comes from, in words
+    last_fetchable_offset: int | None
+    last_fetchable_source: str
+    high_watermark_known: bool
+    reason: str | None = None          # why there is no offset
+
+    def to_json(self) -> dict:
+        return {"topic": self.topic, "partition": self.partition, "partition_dir": self.directory,
+                "time": self.spec.name, "isolation_level": self.isolation.value, "offset": self.offset,
+                "timestamp": self.timestamp, "source": self.source,
+                "last_fetchable_offset": self.last_fetchable_offset,
+                "last_fetchable_source": self.last_fetchable_source,
+                "high_watermark_known": self.high_watermark_known, "reason": self.reason}
+
+
+def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+                 warn: Callable[[str], None] | None = None) -> OffsetAnswer:
+    """The broker's answer for `part` (its `checkpoints` filled from the log dir's files).
+    `warn` gets a line when an index cannot be used as a shortcut (the log is scanned instead)."""
+    tp = part.topic_partition
+    answer = OffsetAnswer(tp.topic if tp else None, tp.partition if tp else None, str(part.directory), spec,
+                          isolation, None, None, "", None, "", part.checkpoints.high_watermark is not None)
+    leo = part.log_end_offset
+    if leo is None:
+        answer.reason = "the partition dir has no segment"
+        return answer
+    log_start = part.log_start_offset
+    answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(part, isolation, log_start, leo)
+    t = spec.timestamp
+    if t == EARLIEST_TIMESTAMP:
+        answer.offset = log_start
+        from_checkpoint = part.checkpoints.log_start_offset is not None and \
+            part.checkpoints.log_start_offset >= part.segments[0].base_offset
+        answer.source = ("log start offset: " + (names.LOG_START_OFFSET_CHECKPOINT if from_checkpoint
+                                                 else "the first segment's base offset"))
+        return answer
+    if t == LATEST_TIMESTAMP:
+        answer.offset, answer.source = answer.last_fetchable_offset, answer.last_fetchable_source
+        return answer
+    if t == MAX_TIMESTAMP:
+        found = _max_timestamp(part.segments)
+        answer.source = "the largest timestamp of the time indexes (and the active segment's unindexed batches)"
+    else:
+        seg = next((s for s in part.segments if s.largest_timestamp >= t), None)
+        answer.source = f"the first record with a timestamp >= {t}, through the time index then the batches"
+        found = _offset_for_timestamp(seg, t, log_start, warn) if seg is not None else None
+        if found is None:
+            answer.reason = (f"no segment has a largest timestamp >= {t}" if seg is None else
+                             f"no record at or after the log start offset in {seg.log_path.name}, the first "
+                             f"segment whose largest timestamp is >= {t}, has a timestamp >= {t}")
+            return answer
+    ts, offset = found
+    if offset >= answer.last_fetchable_offset:
+        answer.reason = (f"offset {offset} (timestamp {ts}) is not below the last fetchable offset "
+                         f"{answer.last_fetchable_offset}")
+        return answer
+    answer.timestamp, answer.offset = ts, offset
+    return answer
+
+
+def _last_fetchable(part: Partition, isolation: IsolationLevel, log_start: int, leo: int) -> tuple[int, str]:
+    if isolation is IsolationLevel.NONE:
+        return leo, "log end offset"
+    checkpointed = part.checkpoints.high_watermark
+    if checkpointed is None:
+        hw, source = leo, f"log end offset (no high watermark in {names.REPLICATION_CHECKPOINT})"
+    else:
+        hw = high_watermark_at_load(checkpointed, log_start, leo)
+        source = f"high watermark ({names.REPLICATION_CHECKPOINT})"
+    if isolation is IsolationLevel.READ_UNCOMMITTED:
+        return hw, source
+    producers = producer_facts(part, leo)
+    lso = producers.last_stable_offset(hw)
+    if lso < hw:
+        return lso, "last stable offset (the first offset of the earliest open transaction)"
+    return lso, f"last stable offset (no open transaction below it): {source}"
+
+
+def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
+    """UnifiedLog's MAX_TIMESTAMP: segments.maxBy(maxTimestampSoFar).maxTimestampAndOffsetSoFar."""
+    best = None
+    for seg in segments:
+        found = seg.max_timestamp_and_offset()
+        if best is None or found[0] > best[0]:
+            best = found
+    return best
+
+
+def _offset_for_timestamp(seg: Segment, target: int, log_start: int,
+                          warn: Callable[[str], None] | None) -> tuple[int, int] | None:
+    """LogSegment.findOffsetByTimestamp(target, log start offset): (timestamp, offset) or None.
+    A batch that does not decode raises its error once the .log is unmapped (a traceback
+    still holding views of the mapping would keep it from closing)."""
+    error = None
+    with seg.mapped():
+        try:
+            return _search_for_timestamp(seg, target, log_start, warn)
+        except KafkalogError as e:
+            error = e
+            while e is not None:          # the chained errors' frames hold views too
+                e.__traceback__, e = None, e.__cause__ or e.__context__
+            error.__cause__ = error.__context__ = None
+    raise error
+
+
+def _search_for_timestamp(seg: Segment, target: int, log_start: int,
+                          warn: Callable[[str], None] | None) -> tuple[int, int] | None:
+    # the time index's entry below the target, or the offset index's for the log start offset
+    # when that is later: no record before either position can be the answer
+    pos = seg.position_for_timestamp(target, warn)
+    if log_start > seg.base_offset:
+        pos = max(pos, seg.position_for_offset(log_start, warn))
+    for batch in seg.batches(pos):
+        if batch.max_timestamp >= target:
+            try:
+                records = batch.records()
+            except KafkalogError as e:    # its position is inside the payload: name the batch's
+                raise type(e)(f"the batch of offsets {batch.base_offset_field}..{batch.last_offset}: {e.message}",
+                              path=str(seg.source_path), position=batch.position) from None
+            for record in records:
+                if record.timestamp >= target and record.offset >= log_start:
+                    return record.timestamp, record.offset
+    return None
