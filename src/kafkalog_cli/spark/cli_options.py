@@ -34,7 +34,7 @@ def engine_options(f=None, *, remote: bool = False):
     def wrapper(*args, engine, master, spark_conf, **kwargs):
         check_engine(engine, master, spark_conf)
         if engine == "spark" or remote:
-            kwargs = _driver_paths(kwargs, remote, spark=engine == "spark")
+            kwargs = driver_paths(kwargs, remote, spark=engine == "spark")
         if engine == "spark":
             from kafkalog_cli.spark.session import configure
 
@@ -54,7 +54,7 @@ def engine_options(f=None, *, remote: bool = False):
     return wrapper
 
 
-def _driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
+def driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
     """The command's paths as the executors must see them (see the module's doc)."""
     from kafkalog_cli.errors import UsageError
     from kafkalog_cli.storage.sources import absolute, expand_sources, is_remote

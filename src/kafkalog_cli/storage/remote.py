@@ -123,6 +123,7 @@ class RemoteSegment:
         path = path[: -len(names.LOG_SUFFIX)] + suffix
         try:
             with fs.open_input_file(path) as f:
+                size = min(size, f.size() - position)
                 return f.read_at(size, position) if size > 0 else b""
         except FileNotFoundError:
             if suffix == names.LOG_SUFFIX:

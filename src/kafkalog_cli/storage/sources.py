@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 from pathlib import Path
 
 from kafkalog_cli.errors import InputError
@@ -17,10 +18,14 @@ GLOB_CHARS = "*?["
 ARCHIVE_DEPTH = 3       # an archive holds log dirs this many dirs down at most (archive/host/broker-0)
 
 
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
+
+
 def scheme(path: str) -> str | None:
-    """`s3a` of `s3a://bucket/key`; None for a plain path (and for a Windows drive letter)."""
-    head, sep, _ = str(path).partition("://")
-    return head.lower() if sep and head.isalnum() and len(head) > 1 else None
+    """`s3a` of `s3a://bucket/key` (also of `s3a:/bucket/key`, what pathlib leaves of it); None
+    for a plain path."""
+    m = _SCHEME.match(str(path))
+    return m.group(1).lower() if m else None
 
 
 def is_remote(path: str) -> bool:
