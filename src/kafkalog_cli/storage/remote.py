@@ -76,8 +76,14 @@ class RemoteSegment:
     size: int
     next_base_offset: int | None = None
     _fs: object = field(default=None, repr=False)
+    topic: str | None = field(init=False)
+    partition: int | None = field(init=False)
 
     is_log = True
+
+    def __post_init__(self):
+        tp = names.parse_partition_dir(posixpath.basename(self.directory))
+        self.topic, self.partition = (tp.topic, tp.partition) if tp else (None, None)
 
     def __getstate__(self):       # sent to executors: each opens its own filesystem
         state = dict(self.__dict__)
@@ -96,19 +102,6 @@ class RemoteSegment:
     def log_dir(self) -> str:
         return posixpath.dirname(self.directory)
 
-    @property
-    def topic_partition(self):
-        return names.parse_partition_dir(posixpath.basename(self.directory))
-
-    @property
-    def topic(self) -> str | None:
-        tp = self.topic_partition
-        return tp.topic if tp else None
-
-    @property
-    def partition(self) -> int | None:
-        tp = self.topic_partition
-        return tp.partition if tp else None
 
     # -- ranged reads
     def _filesystem(self):
