@@ -71,7 +71,7 @@ def test_register_says_whether_it_pushes_down(spark):
     scan_scoped = "readInfo" in [f.getName() for f in builder.getDeclaredFields()]
     assert pushes == scan_scoped
     if not pushes:   # a Spark that would leak: pushdown stays as the user had it
-        assert spark.conf.get("spark.sql.python.filterPushdown.enabled") in ("false", None)
+        assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
 
 
 @pytest.mark.parametrize("topic, partition, want", [
