@@ -137,12 +137,12 @@ def test_readme_table_is_the_schema():
 def test_arrow_columns_are_the_json_fields_in_order():
     from kafkalog_cli.spark.arrow import BATCH_COLUMNS, RECORD_COLUMNS, ddl
 
-    arrow_only = {"topic", "partition", "segment"}
+    arrow_only = {"topic", "partition", "segment", "log_dir", "broker_id"}
     json_record = [n for n in schema.RECORD.json_names(schema.LEGACY, schema.CONTROL_RECORD) if n != "kind"]
     assert [c[0] for c in RECORD_COLUMNS if c[0] not in arrow_only] == json_record
     json_batch = [n for n in schema.BATCH.json_names() if n not in ("kind", "file")]
     assert [c[0] for c in BATCH_COLUMNS if c[0] not in arrow_only] == json_batch
-    assert [c[0] for c in RECORD_COLUMNS][:2] == ["topic", "partition"] and RECORD_COLUMNS[-1][0] == "segment"
+    assert [c[0] for c in RECORD_COLUMNS][:2] == ["topic", "partition"] and [c[0] for c in RECORD_COLUMNS][-3:] == ["segment", "log_dir", "broker_id"]
     assert "`headers` array<struct<key: string, value: binary>>" in ddl(RECORD_COLUMNS)
     assert ("`control` struct<type: string, type_id: int, version: int, coordinator_epoch: int>"
             in ddl(RECORD_COLUMNS))

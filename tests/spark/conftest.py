@@ -31,3 +31,25 @@ def spark():
     session = get_session("local[2]", app_name="kafkalog-tests")
     yield session
     session.stop()
+
+
+
+@pytest.fixture
+def pushdown(spark):
+    """`kafkalog` with filter pushdown for the test, whatever `register` chose for this Spark:
+    for tests of the index-served reads, whose queries all push something (on pyspark 4.1-4.3
+    a DataFrame's later query with nothing to push would reuse an earlier query's reader:
+    tests/spark/test_pushdown_reuse.py). `register` restores the choice afterwards."""
+    from pyspark.sql import datasource
+
+    from kafkalog_cli.spark import register
+    from kafkalog_cli.spark.datasource import KafkalogPushdownDataSource
+
+    if not hasattr(datasource, "EqualTo"):
+        pytest.skip("pyspark 4.0 has no filter pushdown for Python data sources")
+    before = spark.conf.get("spark.sql.python.filterPushdown.enabled", "false")
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(KafkalogPushdownDataSource)
+    yield "kafkalog"
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", before)
+    register(spark)

@@ -44,8 +44,11 @@ def expected_record(obj: dict) -> dict:
     return out
 
 
+WHERE = ("topic", "partition", "segment", "log_dir", "broker_id")    # where a row comes from
+
+
 def actual_record(row: dict) -> dict:
-    out = {k: v for k, v in row.items() if k not in ("topic", "partition", "segment")}
+    out = {k: v for k, v in row.items() if k not in WHERE}
     if out.get("control") is not None:
         out["control"] = {k: v for k, v in out["control"].items() if v is not None}
     return out
@@ -56,7 +59,7 @@ def expected_batch(obj: dict) -> dict:
 
 
 def actual_batch(row: dict) -> dict:
-    return {k: v for k, v in row.items() if k not in ("topic", "partition", "segment")}
+    return {k: v for k, v in row.items() if k not in WHERE}
 
 
 def rows(df) -> list[dict]:

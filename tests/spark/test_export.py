@@ -51,6 +51,7 @@ def test_parquet_round_trip_holds_what_dump_log_prints(parquet_local):
     got = {}
     for row in table.to_pylist():
         tp = (row.pop("topic"), row.pop("partition"))
+        assert (row.pop("log_dir"), row.pop("broker_id")) == (str(BASIC), None)   # no meta.properties
         if row["control"] is not None:
             row["control"] = {k: v for k, v in row["control"].items() if v is not None}
         got.setdefault(tp, []).append(row)
@@ -90,6 +91,7 @@ def test_jsonl_round_trip_and_same_bytes_from_spark(spark, tmp_path):
     assert len(lines) == len(want) == 1227
     for line, rec in zip(lines, want):
         assert line.pop("topic") + "-" + str(line.pop("partition")) == Path(rec["segment"]).parent.name
+        assert (line.pop("log_dir"), line.pop("broker_id")) == (str(BASIC), None)
         for k in ("key", "value"):
             line[k] = None if line[k] is None else base64.b64decode(line[k])
         line["headers"] = [{"key": h["key"], "value": None if h["value"] is None else base64.b64decode(h["value"])}

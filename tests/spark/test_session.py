@@ -17,7 +17,6 @@ def test_session_settings(spark):
     assert conf.get("spark.ui.showConsoleProgress") == "false"
     assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
     assert conf.get("spark.driver.host") == "127.0.0.1"
-    assert spark.conf.get("spark.sql.python.filterPushdown.enabled") == "true"
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert spark.sparkContext.uiWebUrl is None
 

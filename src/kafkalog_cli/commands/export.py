@@ -6,27 +6,39 @@ import json
 
 import click
 
-from kafkalog_cli.commands.options import format_option, jobs_option
-from kafkalog_cli.spark.cli_options import check_engine, engine_options
+from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
+from kafkalog_cli.spark.cli_options import engine_options
 
 
 @click.command("export", short_help="Export records to Parquet or JSON Lines, locally or on Spark.", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True)
 @click.argument("out", type=click.Path())
 @click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
               help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.")
-@engine_options
+@engine_options(remote=True)
 @jobs_option("With --engine local: worker processes (0: one per core).")
+@partition_filter_options
 @click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
               show_default=True, help="jsonl: how keys, values and header values are written.")
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
+@click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
+              default="snappy", show_default=True, help="parquet: the codec of every column.")
+@click.option("--row-group-size", "row_group_rows", type=click.IntRange(min=1), default=1 << 20,
+              show_default=True, metavar="ROWS", help="parquet: at most this many records a row group.")
 @click.option("--overwrite", is_flag=True,
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
 @format_option("How the summary is printed.")
-def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, no_headers, overwrite, fmt):
+def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_payload, no_headers, compression,
+            row_group_rows, overwrite, fmt):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
+
+    PATHS may also be globs ('/backup/*/broker-*'), archives (a dir of brokers' log dirs),
+    file:// URIs and remote URIs (s3a://, s3://, hdfs://, gs://), read through pyarrow.fs with
+    ranged reads. Columns log_dir and broker_id (meta.properties' node.id or broker.id) say
+    whose copy a row is; when a topic-partition is in several log dirs, the Parquet tree has
+    a log_dir=<dir> level under partition=<n>.
 
     The columns are those of the `kafkalog` Spark data source and of `dump-log --format json`:
     offset, timestamp, timestamp_type, key, value, headers, sequence, base_offset, producer_id,
@@ -47,8 +59,8 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
       kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
       kafkalog export orders-3 --to jsonl - --payload-encoding utf8 | jq .value
       kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
+      kafkalog export 's3a://backups/kafka/*' --topic 'orders-*' --to parquet out --compression zstd
     """
-    check_engine(engine, master)
     _check_pyarrow()
     from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.spark.export import ExportOptions, export
@@ -59,8 +71,9 @@ def command(paths, out, to, engine, master, jobs, payload_encoding, no_payload, 
         note(d, kind)
 
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
-                         include_headers=not no_headers)
-    summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite)
+                         include_headers=not no_headers, compression=compression, row_group_rows=row_group_rows)
+    summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite,
+                     only=only)
     to_stderr = out == "-"      # stdout carries the records
     if fmt == "json":
         click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)

@@ -113,6 +113,8 @@ def _arrow_only(name: str, arrow, about: str) -> Field:
 TOPIC = _arrow_only("topic", STRING, "the partition dir's topic; null outside one")
 PARTITION = _arrow_only("partition", INT32, "the partition dir's number; null outside one")
 SEGMENT = _arrow_only("segment", STRING, "the segment file's absolute path")
+LOG_DIR = _arrow_only("log_dir", STRING, "the log dir holding the partition dir (absolute path or URI); null outside one")
+BROKER_ID = _arrow_only("broker_id", INT32, "node.id (or broker.id) of the log dir's meta.properties; null without one")
 
 FILE = Kind("file", (
     Field("file", "the path as given"),
@@ -144,7 +146,7 @@ BATCH = Kind("batch", (
     Field("is_transactional", arrow=BOOL),
     Field("is_control", arrow=BOOL),
     Field("delete_horizon_ms", "null unless set", INT64),
-    SEGMENT,
+    SEGMENT, LOG_DIR, BROKER_ID,
 ))
 
 RECORD = Kind("record", (
@@ -165,7 +167,7 @@ RECORD = Kind("record", (
     Field("is_valid", arrow=BOOL, only=LEGACY),
     Field("control", arrow=CONTROL, only=CONTROL_RECORD),
     Field("decoded", only=DECODED),
-    SEGMENT,
+    SEGMENT, LOG_DIR, BROKER_ID,
 ))
 
 TRAILING_BYTES = Kind("trailing_bytes", (Field("file"), Field("position"), Field("size")),

@@ -11,12 +11,22 @@ per-partition library function over a process pool or Spark tasks.
 from __future__ import annotations
 
 
-def register(spark) -> None:
-    """Register the `kafkalog` data source with `spark` and enable Python filter pushdown."""
-    from kafkalog_cli.spark.datasource import KafkalogDataSource
+def register(spark) -> bool:
+    """Register the `kafkalog` data source with `spark`; True when it pushes filters down.
 
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    Pushdown is switched on (spark.sql.python.filterPushdown.enabled) only on a Spark whose
+    Python scans keep their pushed filters to themselves: pyspark 4.1-4.3 reuse a DataFrame's
+    first pushed-down reader for its later queries, which would answer them with wrong rows."""
+    from kafkalog_cli.spark.datasource import (
+        KafkalogDataSource, KafkalogPushdownDataSource, pushdown_is_scan_scoped,
+    )
+
+    if pushdown_is_scan_scoped(spark):
+        spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        spark.dataSource.register(KafkalogPushdownDataSource)
+        return True
     spark.dataSource.register(KafkalogDataSource)
+    return False
 
 
 __all__ = ["register"]

@@ -6,6 +6,7 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 """
 from __future__ import annotations
 
+import functools
 from array import array
 from dataclasses import dataclass
 from typing import Iterator
@@ -167,24 +168,33 @@ def _start_position(seg: Segment, f: Pushdown | None) -> int:
     return pos
 
 
-def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdown | None = None,
+def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None = None,
                  rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
-    """The segment's rows as Arrow record batches (mmap'd, decoded batch by batch). The table shows
-    what is there, as dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at
-    a batch whose CRC fails instead, as a consumer with check.crcs does."""
+    """The segment's rows as Arrow record batches, decoded batch by batch: a local Segment
+    mmap'd, a storage.remote.RemoteSegment by ranged reads. The table shows what is there, as
+    dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at a batch whose
+    CRC fails instead, as a consumer with check.crcs does."""
     from kafkalog_cli.formats.records import iter_batches
 
     f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
     rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
-    with ref.mapped() as buf:
-        try:
-            pos = released = _start_position(ref, f) if level == "record" else 0
+    chunks = None
+    try:
+        start = _start_position(ref, f) if level == "record" else 0
+        past_end = False
+        chunks = _chunks(ref, start)
+        for off, buf in chunks:
+            if past_end:
+                break
+            rows.offset = off           # chunk positions are relative to the chunk
+            pos = released = start - off if start > off else 0
             for b in iter_batches(buf, pos, len(buf)):
                 if level == "record":
                     if f is not None:
                         if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
+                            past_end = True
                             break
                         if f.offset_min is not None and b.last_offset < f.offset_min:
                             continue
@@ -197,10 +207,68 @@ def read_segment(ref: Segment, cols, *, level: str = "record", pushdown: Pushdow
                     yield rows.flush()
                     release_pages(buf, released, b.position)
                     released = b.position
-        except KafkalogError as e:
-            raise e.located(path=ref.path)
-        if rows.count:
-            yield rows.flush()
+    except KafkalogError as e:
+        if e.position is not None and getattr(rows, "offset", 0):
+            e.position += rows.offset
+        raise e.located(path=ref.path)
+    finally:
+        if chunks is not None:
+            chunks.close()          # a local segment is unmapped now, not when collected
+    if rows.count:
+        yield rows.flush()
+
+
+def _chunks(ref, start: int):
+    """(position, bytes) of the segment from `start`: one mmap of a local file (unmapped when
+    done), or a remote segment's ranged reads, each ending at a batch boundary."""
+    if hasattr(ref, "chunks"):
+        yield from ref.chunks(start)
+        return
+    with ref.mapped() as buf:
+        yield 0, buf
+
+
+def segment_log_dir(ref) -> str | None:
+    """The log dir holding the segment's partition dir (a path or URI), None outside one."""
+    if ref.topic is None:
+        return None
+    return ref.log_dir if hasattr(ref, "log_dir") else str(ref.directory.parent)
+
+
+@functools.lru_cache(maxsize=1024)
+def broker_id(log_dir: str | None) -> int | None:
+    """node.id (KRaft) or broker.id of the log dir's meta.properties; None without a readable one."""
+    if log_dir is None:
+        return None
+    from kafkalog_cli.config import node_id_of
+    from kafkalog_cli.formats.checkpoints import parse_properties
+    from kafkalog_cli.storage.remote import read_whole
+    from kafkalog_cli.storage.sources import is_remote
+
+    path = f"{log_dir}/meta.properties"
+    try:
+        if is_remote(path):
+            data = read_whole(path)
+        else:
+            with open(path, "rb") as fh:
+                data = fh.read()
+        return node_id_of(parse_properties(data, path=path))
+    except (OSError, KafkalogError):
+        return None
+
+
+def segment_batches(ref):
+    """(position of its chunk, batch) for every batch of the segment, local or remote; a batch's
+    own position is within its chunk."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    chunks = _chunks(ref, 0)
+    try:
+        for off, buf in chunks:
+            for b in iter_batches(buf, 0, len(buf)):
+                yield off, b
+    finally:
+        chunks.close()
 
 
 class _Rows:
@@ -209,8 +277,11 @@ class _Rows:
     def __init__(self, ref: Segment, cols):
         self.cols = cols
         self.schema = arrow_schema(cols)
-        self.fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
+        log_dir = segment_log_dir(ref)
+        self.fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path, "log_dir": log_dir,
+                      "broker_id": broker_id(log_dir)}
         self.count = 0
+        self.offset = 0         # where the bytes read start in the file (a remote segment's chunk)
 
     def flush(self) -> pa.RecordBatch:
         arrays = [pa.repeat(pa.scalar(self.fixed[n], type=t), self.count) if n in self.fixed else self._array(n, t)
@@ -236,6 +307,7 @@ class _BatchRows(_Rows):
 
     def add(self, b, f) -> None:
         obj = batch_object(b, self.path)
+        obj["position"] += self.offset
         for n, column in self.values.items():
             column.append(obj.get(n))
         self.count += 1

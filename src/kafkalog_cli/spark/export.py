@@ -6,6 +6,8 @@ bytes. Everything is written under a temporary sibling of OUT that is renamed to
 OUT appears complete, or not at all.
 
     OUT/topic=<topic>/partition=<n>/part-<nnnnn>-<segment>.parquet      (--to parquet)
+    OUT/topic=<topic>/partition=<n>/log_dir=<dir>/part-....parquet       (a topic-partition in
+                                                                         several log dirs)
     OUT                                                                 (--to jsonl: one file)
 """
 from __future__ import annotations
@@ -14,11 +16,14 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
 
 from kafkalog_cli.errors import InputError, UsageError, WriteError
 
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 FORMATS = ("parquet", "jsonl")
+CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
+ROW_GROUP_ROWS = 1 << 20        # pyarrow's default row-group size
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,9 @@ class ExportOptions:
     payload_encoding: str = "base64"      # jsonl only: keys, values and header values
     include_payload: bool = True
     include_headers: bool = True
+    compression: str = "snappy"           # parquet: the codec of every column
+    row_group_rows: int = ROW_GROUP_ROWS  # parquet: at most this many rows a row group
+    by_log_dir: bool = False              # parquet: a log_dir=<dir> level under partition=<n>
 
 
 def _part_name(index: int, ref) -> str:
@@ -34,10 +42,33 @@ def _part_name(index: int, ref) -> str:
     return f"part-{index:05d}-{stem}"
 
 
-def _partition_dir(root: Path, ref) -> Path:
-    topic = HIVE_NULL if ref.topic is None else ref.topic
-    partition = HIVE_NULL if ref.partition is None else str(ref.partition)
-    return root / f"topic={topic}" / f"partition={partition}"
+def _hive(value) -> str:
+    """A Hive partition value as Spark writes it: null as Hive's default, '/', ':', '%', '=' ...
+    escaped."""
+    return HIVE_NULL if value is None else quote(str(value), safe=" ")
+
+
+def _partition_dir(root: Path, ref, by_log_dir: bool = False) -> Path:
+    d = root / f"topic={_hive(ref.topic)}" / f"partition={_hive(ref.partition)}"
+    if by_log_dir:
+        from kafkalog_cli.spark.arrow import segment_log_dir
+
+        d = d / f"log_dir={_hive(segment_log_dir(ref))}"
+    return d
+
+
+def shared_partitions(refs) -> bool:
+    """Whether some topic-partition has segments in more than one log dir (several brokers'
+    copies of it): the export then has a log_dir=<dir> level, so their offsets do not mix."""
+    from kafkalog_cli.spark.arrow import segment_log_dir
+
+    seen: dict = {}
+    for r in refs:
+        if r.topic is None:
+            continue
+        if seen.setdefault((r.topic, r.partition), segment_log_dir(r)) != segment_log_dir(r):
+            return True
+    return False
 
 
 def export_segment(unit, staging: str, options: ExportOptions) -> dict:
@@ -51,16 +82,17 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     if options.to == "parquet":
         import pyarrow.parquet as pq
 
-        file_cols = [c for c in cols if c[0] not in ("topic", "partition")]
+        in_dirs = ("topic", "partition", "log_dir") if options.by_log_dir else ("topic", "partition")
+        file_cols = [c for c in cols if c[0] not in in_dirs]
         schema = arrow_schema(file_cols)
-        d = _partition_dir(root, ref)
+        d = _partition_dir(root, ref, options.by_log_dir)
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{_part_name(index, ref)}.parquet"
         n = 0
         try:
-            with pq.ParquetWriter(path, schema, compression="snappy") as w:
+            with pq.ParquetWriter(path, schema, compression=options.compression) as w:
                 for rb in read_segment(ref, file_cols, verify_crc=True):
-                    w.write_batch(rb)
+                    w.write_batch(rb, row_group_size=options.row_group_rows)
                     n += rb.num_rows
         except OSError as e:
             raise WriteError(e.strerror or str(e), path=str(path)) from None
@@ -71,12 +103,17 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     enc = payload_encoder(options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
     n = 0
-    head = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path}
+    from kafkalog_cli.spark.arrow import broker_id, segment_batches, segment_log_dir
+
+    log_dir = segment_log_dir(ref)
+    head = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path, "log_dir": log_dir,
+            "broker_id": broker_id(log_dir)}
     try:
         with open(path, "wb") as out:
             lines = []
+            off = 0
             try:
-                for b in ref.batches():
+                for off, b in segment_batches(ref):
                     b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
                     for r in b.records():
                         obj = record_object(r, b, enc)
@@ -92,6 +129,8 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                         lines.clear()
             except Exception as e:
                 if hasattr(e, "located"):
+                    if off and e.position is not None:   # a remote chunk's position, in the file
+                        e.position += off
                     raise e.located(path=ref.path)
                 raise
             if lines:
@@ -108,8 +147,13 @@ _KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".c
 def _check_out(out: Path, paths) -> None:
     """OUT must be apart from every input: an export never writes into, over or around the data
     it reads (swapped arguments must not cost a log dir)."""
+    from kafkalog_cli.storage.sources import is_remote, local_path
+
     real_out = Path(os.path.realpath(out))
     for p in paths:
+        if is_remote(str(p)):
+            continue
+        p = local_path(str(p))
         real_in = Path(os.path.realpath(p))
         if real_out == real_in or real_in in real_out.parents or real_out in real_in.parents:
             raise UsageError(f"OUT overlaps the input {p}; export writes only outside what it reads",
@@ -132,16 +176,25 @@ def _check_replaceable(out: Path, to: str) -> None:
 
 
 def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
-           jobs: int = 0, overwrite: bool = False, spark=None) -> dict:
-    """Export the segments under `paths` to `out`; returns {"segments", "records", "out", "files"}."""
-    from kafkalog_cli.storage.logdir import segments_of
+           jobs: int = 0, overwrite: bool = False, spark=None, only=None) -> dict:
+    """Export the segments under `paths` (local paths, globs, archives, remote URIs) to `out`;
+    `only`: a storage.names.PartitionFilter. Returns {"segments", "records", "out", "files"}."""
+    import dataclasses
+
+    from kafkalog_cli.storage.remote import segments_of_sources
 
     if options.to not in FORMATS:
         raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
+    if options.compression not in CODECS:
+        raise UsageError(f"--compression must be one of {', '.join(CODECS)}, not {options.compression!r}")
+    if options.row_group_rows < 1:
+        raise UsageError(f"--row-group-size must be at least 1, not {options.row_group_rows}")
     to_stdout = str(out) == "-"
     if to_stdout and options.to != "jsonl":
         raise UsageError("OUT '-' (standard output) needs --to jsonl")
-    refs = segments_of(paths)
+    refs = segments_of_sources(paths, only=only)
+    if options.to == "parquet":
+        options = dataclasses.replace(options, by_log_dir=shared_partitions(refs))
     if to_stdout:
         return _export_to_stdout(refs, options, engine, master, jobs, spark)
     out = Path(out).absolute()

@@ -64,6 +64,15 @@ def check_pyspark() -> None:
         ) from None
 
 
+_CONF: dict[str, str] = {}
+
+
+def configure(conf: dict[str, str] | None) -> None:
+    """Spark settings (a command's --conf) for the session get_session makes next."""
+    _CONF.clear()
+    _CONF.update(conf or {})
+
+
 def is_local_master(master: str | None) -> bool:
     return master is None or master.startswith("local")
 
@@ -93,13 +102,13 @@ def get_session(master: str | None = None, app_name: str = "kafkalog", conf: dic
     settings = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
-        "spark.sql.python.filterPushdown.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         "spark.python.worker.reuse": "true",
     }
     if is_local_master(master):
         settings["spark.driver.bindAddress"] = "127.0.0.1"
         settings["spark.driver.host"] = "127.0.0.1"
+    settings.update(_CONF)
     settings.update(conf or {})
     for k, v in settings.items():
         b = b.config(k, v)
@@ -140,18 +149,23 @@ def _quietly(fn):
 
 
 def _ship_package(spark) -> None:
-    """On a cluster, send this kafkalog to the executors (as --py-files would) unless they
-    already have it: a zip of the installed package."""
+    """On a cluster, send this kafkalog to the executors (as --py-files would): a zip of the
+    installed package, written under the driver's SparkFiles dir, which Spark deletes when it
+    stops. The executors must have kafkalog's dependencies (pip install 'kafkalog-cli[spark]',
+    or a packed environment: docs/spark.md)."""
     import tempfile
     import zipfile
     from pathlib import Path
 
+    from pyspark import SparkFiles
+
     import kafkalog_cli
 
     root = Path(kafkalog_cli.__file__).parent
-    fd, name = tempfile.mkstemp(prefix="kafkalog-", suffix=".zip")
-    os.close(fd)
+    where = Path(tempfile.mkdtemp(prefix="kafkalog-ship-", dir=SparkFiles.getRootDirectory()))
+    name = where / "kafkalog_cli.zip"
     with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in root.rglob("*.py"):
-            z.write(p, Path("kafkalog_cli") / p.relative_to(root))
-    spark.sparkContext.addPyFile(name)
+        for p in sorted(root.rglob("*.py")) + [root / "py.typed"]:
+            if p.exists():
+                z.write(p, Path("kafkalog_cli") / p.relative_to(root))
+    spark.sparkContext.addPyFile(str(name))
