@@ -9,6 +9,7 @@ import click
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
+from kafkalog_cli.commands.options import partition_filter_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
@@ -40,11 +41,12 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
               help="As --key-decoder-class, for values.")
 @read_options
+@partition_filter_options
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, key_decoder_class, value_decoder_class, fmt, payload_encoding,
-            from_offset, to_offset, from_time, to_time, key, limit, jobs):
+            from_offset, to_offset, from_time, to_time, key, limit, jobs, only):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
@@ -105,22 +107,26 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
     from kafkalog_cli.commands.common import note_left_out
-    from kafkalog_cli.storage.logdir import expand_paths
+    from kafkalog_cli.storage.logdir import FilterTally, expand_paths
 
     note = note_left_out("not read")
 
-    # Directories expand to their .log files; files keep the form they were given in
+    # Directories expand to their .log files; files keep the form they were given in, and one
+    # that cannot be read is kept whatever --topic says, for the dumper to report in its turn
     targets = []
+    tally = FilterTally(only)
     for g in given:
         if os.path.isdir(g):
-            targets.extend(str(p) for p in segments_in_range(expand_paths([g], on_left_out=note), from_offset, to_offset))
+            found = expand_paths([g], on_left_out=note, tally=tally)
+            targets.extend(str(p) for p in segments_in_range(found, from_offset, to_offset))
         elif os.path.exists(g) and not os.path.isfile(g):
             from kafkalog_cli.errors import InputError
 
             # a FIFO or a device would block or never end
             raise InputError("not a regular file or directory", path=g)
-        else:
+        elif not os.path.isfile(g) or tally.keep_path(g):
             targets.append(g)
+    tally.check(given)
 
     filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
                             key=key, limit=limit)
