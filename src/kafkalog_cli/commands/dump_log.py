@@ -46,7 +46,8 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, key_decoder_class, value_decoder_class, fmt, payload_encoding,
-            from_offset, to_offset, from_time, to_time, key, limit, jobs, only):
+            from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
+            value_regex, limit, jobs, only):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
@@ -79,6 +80,9 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         raise click.UsageError('Missing required argument "[files]": give --files or PATHS.')
     if verify_index_only and index_sanity_check:
         raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
+    for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
+        if a is not None and b is not None:
+            raise click.UsageError(f"{names} exclude each other.")
     if offsets_decoder:
         parser = offsets_parser()
     elif transaction_log_decoder:
@@ -129,7 +133,9 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     tally.check(given)
 
     filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
-                            key=key, limit=limit)
+                            key=key if key_hex is None else key_hex, limit=limit,
+                            key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
+                            key_regex=key_regex, value_regex=value_regex)
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 

@@ -326,7 +326,8 @@ class KafkaDumper:
         if records is None:
             records = batch.records()
         for r in records if f is None else f.shown(records):
-            if last_offset != -1 and r.offset != last_offset + 1:
+            # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
+            if last_offset != -1 and r.offset != last_offset + 1 and (f is None or not f.needs_records):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
             prefix = "| "
