@@ -63,6 +63,11 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     -stray dir is not read (a note on stderr says so). A dir that is neither a log dir nor a
     partition dir is exit 4.
 
+    Search: --key/--key-hex (exact), --key-prefix/--key-prefix-hex, --key-regex and --grep
+    (Python regular expressions on the key's or value's bytes) show only the records that pass
+    every one given (a null key or value passes none of its own), with each batch holding one;
+    they imply --deep-iteration, and --limit counts the records found.
+
     \b
     Exit codes: 0 done; 2 usage; 3 corrupt input where kafka-dump-log would die (a corrupt size
     field, a .log not named after an offset), after what it printed; 4 a missing or
@@ -74,6 +79,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
       kafkalog dump-log --files 00000000000000000000.log --print-data-log
       kafkalog dump-log /var/lib/kafka/data/orders-3 --format json --from-time 2024-05-01T00:00Z
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
+      kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
     """
     given = [f for group in files for f in group.split(",") if f] + list(paths)
     if not given:
