@@ -116,16 +116,36 @@ SEARCHES = [
 ]
 
 
+SHOWN = [["--print-data-log"], ["--deep-iteration"], ["--print-data-log", "--skip-record-metadata"],
+         ["--print-data-log", "--payload-encoding", "hex"], ["--key-decoder-class", "IntegerDecoder"]]
+
+
 @pytest.mark.parametrize("search", SEARCHES, ids=" ".join)
 @pytest.mark.parametrize("fmt", ["text", "json"])
-def test_the_fast_search_prints_what_the_general_path_prints(search, fmt, monkeypatch):
-    args = ["dump-log", EXAMPLES, "--print-data-log", "--format", fmt, *search]
+@pytest.mark.parametrize("shown", SHOWN, ids=" ".join)
+def test_the_fast_search_prints_what_the_general_path_prints(search, fmt, shown, monkeypatch):
+    if fmt == "text" and "--payload-encoding" in shown:
+        return                      # json only
+    args = ["dump-log", EXAMPLES, "--format", fmt, *shown, *search]
+    cut = []                        # batches whose lines were cut out of the record fast path's
+    real_found_lines = selection.found_lines
+
+    def spy(*a):
+        found = real_found_lines(*a)
+        cut.append(found is not None)
+        return found
+    monkeypatch.setattr("kafkalog_cli.render.jsonl.found_lines", spy)
+    monkeypatch.setattr("kafkalog_cli.render.kafka.found_lines", spy)
     fast = invoke(*args)
     monkeypatch.setattr(selection, "found_records", lambda b, s: None)     # every batch through records()
     general = invoke(*args)
     assert fast.exit_code == general.exit_code == 0, fast.output
     assert fast.stdout == general.stdout and fast.stderr == general.stderr
     assert "offset" in fast.stdout
+    if search == ["--key-prefix", ""]:     # every keyed record: the lines are cut out of the batch's
+        assert (True in cut) == (fmt == "json" or "IntegerDecoder" not in shown), cut
+    if search == ["--key", "k001"]:         # one record a batch: rendered alone
+        assert True not in cut
 
 
 def test_a_damaged_batch_is_reported_as_without_a_search(tmp_path):

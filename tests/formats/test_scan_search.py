@@ -48,7 +48,10 @@ def _reference(b, f: Filters) -> list:
 @given(raw=v2_batches(), f=searches())
 def test_search_finds_what_filtering_the_general_paths_records_finds(raw, f):
     b = _batch(raw)
-    assert search_v2(b, f.search) == _reference(b, f)
+    indices: list[int] = []
+    found = search_v2(b, f.search, indices)
+    assert found == _reference(b, f)
+    assert [b.records()[i] for i in indices] == found      # each found record's place in the batch
 
 
 @PROPERTY

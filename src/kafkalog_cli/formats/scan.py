@@ -1226,20 +1226,20 @@ class RecordSearch:
         return False
 
 
-def search_v2(batch: RecordBatch, search: RecordSearch) -> list[Record]:
+def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | None = None) -> list[Record]:
     """The records of a v2 batch that pass `search`, as RecordBatch.records() decodes them; the
     others are walked (every size checked as the reference decoder checks it) but never built.
+    `indices` receives each found record's place in the batch (0 for its first record).
     A batch the whole of whose bytes `rules_out` every match gives [] without a walk when its CRC
     holds (the broker validated its records when it appended it); a damaged one is walked, so
     its damage is found as the reference decoder finds it. Raises as `fast_v2_text` does on
     anything the general path must judge."""
-    count = batch.records_count
-    if count < 0:
+    if batch.records_count < 0:
         raise Malformed("negative count")
     data, pos, end = records_region(batch)
-    if type(data) is not bytes:
-        data = bytes(memoryview(data)[pos:end])
-        pos, end = 0, len(data)
+    if type(data) is not bytes:     # an mmap: the records copied once, for find() and startswith()
+        data, pos, end = bytes(memoryview(data)[pos:end]), 0, end - pos
+    count = batch.records_count
     if search.rules_out(data, pos, end) and batch.is_valid():
         return []
     kexact, kprefix, kregex, vregex = search.key, search.key_prefix, search.key_regex, search.value_regex
@@ -1253,32 +1253,17 @@ def search_v2(batch: RecordBatch, search: RecordSearch) -> list[Record]:
     rvarint, rvarlong, zz = read_varint, read_varlong, ZIGZAG
     out = []
     try:
-        for _ in range(count):
+        for i in range(count):
+            # one-byte varints inline, one expression a field (the fields after the attributes)
             b = data[pos]
-            if b < 0x80:
-                length = zz[b]
-                pos += 1
-            else:
-                length, pos = rvarint(data, pos)
+            length, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             body = pos
             b = data[pos + 1]
-            if b < 0x80:
-                td = zz[b]
-                pos += 2
-            else:
-                td, pos = rvarlong(data, pos + 1)
+            td, pos = (zz[b], pos + 2) if b < 0x80 else rvarlong(data, pos + 1)
             b = data[pos]
-            if b < 0x80:
-                od = zz[b]
-                pos += 1
-            else:
-                od, pos = rvarint(data, pos)
+            od, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             b = data[pos]
-            if b < 0x80:
-                ks = zz[b]
-                pos += 1
-            else:
-                ks, pos = rvarint(data, pos)
+            ks, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             kpos = pos
             if ks >= 0:
                 pos += ks
@@ -1289,11 +1274,7 @@ def search_v2(batch: RecordBatch, search: RecordSearch) -> list[Record]:
             else:
                 hit = not keyed
             b = data[pos]
-            if b < 0x80:
-                vs = zz[b]
-                pos += 1
-            else:
-                vs, pos = rvarint(data, pos)
+            vs, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             vpos = pos
             if vs >= 0:
                 pos += vs
@@ -1314,6 +1295,8 @@ def search_v2(batch: RecordBatch, search: RecordSearch) -> list[Record]:
                     data[kpos:kpos + ks] if ks >= 0 else None, data[vpos:vpos + vs] if vs >= 0 else None,
                     _headers_at(data, hpos), increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE,
                     data[body], 2, None, True, -1 if ks < 0 else ks, -1 if vs < 0 else vs))
+                if indices is not None:
+                    indices.append(i)
     except IndexError:
         raise Malformed("short record") from None
     if pos != end:

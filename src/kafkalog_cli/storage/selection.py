@@ -186,13 +186,42 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
         yield b, records
 
 
-def found_records(b: RecordBatch, search: RecordSearch) -> list[Record] | None:
+class FoundRecords(list):
+    """The records a search found in one batch, in order, and their places in it (`indices`)."""
+
+    def __init__(self, records: list[Record], indices: list[int]):
+        super().__init__(records)
+        self.indices = indices
+
+
+def found_records(b: RecordBatch, search: RecordSearch) -> FoundRecords | None:
     """The records of v2 batch `b` the search finds, built by the fast scanner alone; None when
     the batch has anything unusual, for the reference decoder to judge (and report) it."""
+    indices: list[int] = []
     try:
-        return search_v2(b, search)
+        return FoundRecords(search_v2(b, search, indices), indices)
     except Exception:   # anything unusual: the general path says what is wrong
         return None
+
+
+def found_lines(b: RecordBatch, records: list[Record], f: Filters,
+                batch_lines: Callable[[], list]) -> list[tuple[Record, object]] | None:
+    """The records of `b` that `f` shows, each with its line, cut out of all the batch's lines as a
+    renderer's record fast path writes them (`batch_lines`: one line a record, in order), when
+    `records` are a search's (they know their places) and enough of the batch is shown for the
+    fast path to cost less than rendering them one by one; else None, and nothing counted
+    against the limit: the caller renders `records` itself."""
+    indices = getattr(records, "indices", None)
+    if indices is None or 4 * len(records) < b.records_count:
+        return None
+    try:
+        lines = batch_lines()
+    except Exception:   # anything unusual: the general path says what is wrong
+        return None
+    if len(lines) != b.records_count:
+        return None
+    place = {id(r): i for r, i in zip(records, indices)}
+    return [(r, lines[place[id(r)]]) for r in f.shown(records)]
 
 
 def segments_in_range(paths: Iterable[Path], from_offset: int | None,
