@@ -1254,13 +1254,16 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
     out = []
     try:
         for i in range(count):
-            # one-byte varints inline, one expression a field (the fields after the attributes)
-            b = data[pos]
-            length, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
+            # varints of one and two bytes inline, one expression a field (c: the second byte):
+            # record lengths, timestamp deltas and value sizes often take two
+            b, c = data[pos], data[pos + 1]
+            length, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+                           else rvarint(data, pos))
             body = pos
-            b = data[pos + 1]
-            td, pos = (zz[b], pos + 2) if b < 0x80 else rvarlong(data, pos + 1)
-            b = data[pos]
+            b, c = data[pos + 1], data[pos + 2]
+            td, pos = ((zz[b], pos + 2) if b < 0x80 else (zz[b + (c << 7)], pos + 3) if c < 0x80
+                       else rvarlong(data, pos + 1))
+            b = data[pos]                   # offset delta and key size: one byte, but rarely
             od, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             b = data[pos]
             ks, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
@@ -1273,8 +1276,9 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
                     and (kregex is None or kregex.search(data[kpos:pos]) is not None))
             else:
                 hit = not keyed
-            b = data[pos]
-            vs, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
+            b, c = data[pos], data[pos + 1]
+            vs, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+                       else rvarint(data, pos))
             vpos = pos
             if vs >= 0:
                 pos += vs
