@@ -1188,6 +1188,7 @@ def _deep_legacy(buf, pos, total, magic, file, base, findings) -> None:
 
 
 # ------------------------------------------------------------------ record search
+import re  # noqa: E402
 from kafkalog_cli.formats.records import Header, Record  # noqa: E402  (what a search's matches are)
 
 # Pattern text that makes a regex's match depend on what lies around the bytes it is given
