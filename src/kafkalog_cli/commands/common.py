@@ -11,7 +11,8 @@ from kafkalog_cli.errors import InputError, one_line
 
 
 def read_options(f):
-    """--format, --payload-encoding, the offset/time/key filters, --limit and --jobs."""
+    """--format, --payload-encoding, the offset/time filters, the search on keys and values,
+    --limit and --jobs."""
     decorators = [
         format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
         click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
@@ -25,6 +26,19 @@ def read_options(f):
         click.option("--to-time", default=None, metavar="MS|ISO-8601",
                      help="Leave out records stamped after this (ISO-8601 without an offset: UTC)."),
         click.option("--key", default=None, help="Only records whose key is exactly this (UTF-8)."),
+        click.option("--key-hex", default=None, metavar="HEX", callback=_hex,
+                     help="Only records whose key is exactly these bytes, in hex (00ff...)."),
+        click.option("--key-prefix", default=None, metavar="TEXT",
+                     callback=lambda ctx, param, v: None if v is None else v.encode("utf-8"),
+                     help="Only records whose key starts with this (UTF-8)."),
+        click.option("--key-prefix-hex", default=None, metavar="HEX", callback=_hex,
+                     help="Only records whose key starts with these bytes, in hex."),
+        click.option("--key-regex", default=None, metavar="REGEX", callback=_bytes_regex,
+                     help="Only records with a key in which this Python regular expression finds a match "
+                          "(on the key's bytes; anchor it with ^...$ for the whole key)."),
+        click.option("--grep", "value_regex", default=None, metavar="REGEX", callback=_bytes_regex,
+                     help="Only records with a value in which this Python regular expression finds a match "
+                          "(on the value's bytes)."),
         click.option("--limit", type=click.IntRange(min=0), default=None,
                      help="Stop after this many records (batches, without --deep-iteration)."),
         jobs_option("Worker processes for large inputs (0: one per core)."),
@@ -32,6 +46,28 @@ def read_options(f):
     for d in reversed(decorators):
         f = d(f)
     return f
+
+
+def _hex(ctx, param, value: str | None) -> bytes | None:
+    if value is None:
+        return None
+    try:
+        return bytes.fromhex(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not hex bytes (e.g. 00ff10)") from None
+
+
+def _bytes_regex(ctx, param, value: str | None):
+    """A regex given as text, compiled over bytes: its literal characters stand for their UTF-8,
+    and \\xNN escapes for single bytes."""
+    if value is None:
+        return None
+    import re
+
+    try:
+        return re.compile(value.encode("utf-8", "surrogateescape"))
+    except re.error as e:
+        raise click.BadParameter(f"{value!r} is not a regular expression: {e}") from None
 
 
 def parse_time_option(value: str | None, option: str) -> int | None:
@@ -96,12 +132,14 @@ def note_left_out(did: str):
     return note
 
 
-def partition_groups(paths, kinds=None) -> dict:
+def partition_groups(paths, kinds=None, only=None) -> dict:
     """What a command that changes log dirs acts on, {log dir: [partition dirs]}: those of
-    `kinds` (by default live ones only), with a note for every partition dir left untouched."""
+    `kinds` (by default live ones only) that `only` (--topic/--partition) matches, with a note
+    for every partition dir left untouched."""
     from kafkalog_cli.storage.logdir import select_partition_dirs
+    from kafkalog_cli.storage.names import PartitionDirKind
 
-    selection = select_partition_dirs(paths) if kinds is None else select_partition_dirs(paths, kinds)
+    selection = select_partition_dirs(paths, kinds or (PartitionDirKind.LIVE,), only=only)
     note = note_left_out("left untouched")
     for d, kind in selection.left_out:
         note(d, kind)

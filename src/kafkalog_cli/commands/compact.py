@@ -8,7 +8,8 @@ import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, jobs_option, now_option,
-                                           now_or_clock, print_outcomes, quarantine_options, report_option)
+                                           now_or_clock, partition_filter_options, print_outcomes, quarantine_options,
+                                           report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
@@ -41,6 +42,7 @@ def _bytes(ctx, param, value: str) -> int:
                                     "key, 90% usable). More keys than fit: several rounds.")
 @jobs_option("Partitions cleaned in parallel, in worker processes (0: one per core). A "
              "partition cleaned alone splits its offset map's build over them.")
+@partition_filter_options
 @config_options
 @quarantine_options
 @dry_run_option
@@ -48,7 +50,7 @@ def _bytes(ctx, param, value: str) -> int:
 @now_option
 @report_option
 @engine_options
-def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
+def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
             report_path, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon
@@ -71,7 +73,7 @@ def command(paths, force, dedupe_buffer_size, jobs, configs, quarantine_dir, no_
     dir is locked, 6 write failure.
     """
     check_engine(engine, master)
-    groups = partition_groups(paths)   # the cleaner works on current logs: -future/-delete/-stray noted
+    groups = partition_groups(paths, only=only)   # the cleaner works on current logs: -future/-delete/-stray noted
     # on Spark, each task (one per log dir) cleans its partitions one after the other
     opts = ops.CompactOptions(now_ms=now_or_clock(now_ms), force=force, dedupe_buffer_size=dedupe_buffer_size,
                               jobs=1 if engine == "spark" else jobs_or_cores(jobs))

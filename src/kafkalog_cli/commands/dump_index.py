@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import format_option, partition_filter_options
 
 from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError, one_line
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
@@ -26,8 +26,9 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 @click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
 @format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
+@partition_filter_options
 @_one_line_errors
-def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt):
+def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt, only):
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
     PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
@@ -48,12 +49,16 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
     """
     if verify_index_only and index_sanity_check:
         raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
+    from kafkalog_cli.storage.logdir import FilterTally
+
     targets, bad = [], []
+    tally = FilterTally(only)
     for raw in paths:       # a path that cannot be read does not stop the others
         try:
-            targets.extend(expand_index_paths([raw]))
+            targets.extend(expand_index_paths([raw], tally))
         except InputError as e:
             bad.append(e)
+    tally.check(paths)
     if fmt == "json":
         _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
     else:
@@ -64,8 +69,9 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt)
         raise bad[-1]
 
 
-def expand_index_paths(paths) -> list[str]:
-    """Files as given (they must be index files); directories to their index files in order."""
+def expand_index_paths(paths, tally=None) -> list[str]:
+    """Files as given (they must be index files); directories to their index files in order;
+    `tally` (a storage.logdir.FilterTally): --topic/--partition, on directories and files alike."""
     from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.storage.logdir import expand_paths
 
@@ -73,7 +79,8 @@ def expand_index_paths(paths) -> list[str]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES, on_left_out=note_left_out("not read"))]
+            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES, on_left_out=note_left_out("not read"),
+                                                  tally=tally)]
             out.extend(found)
             continue
         if not p.exists():
@@ -83,7 +90,8 @@ def expand_index_paths(paths) -> list[str]:
         if p.suffix not in INDEX_SUFFIXES:
             raise InputError(f"not an index file (dump-index reads {', '.join(INDEX_SUFFIXES)}; "
                              "use dump-log for .log files)", path=raw)
-        out.append(raw)
+        if tally is None or tally.keep_path(raw):
+            out.append(raw)
     return out
 
 

@@ -9,6 +9,7 @@ import click
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
+from kafkalog_cli.commands.options import partition_filter_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
@@ -40,11 +41,13 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
               help="As --key-decoder-class, for values.")
 @read_options
+@partition_filter_options
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, key_decoder_class, value_decoder_class, fmt, payload_encoding,
-            from_offset, to_offset, from_time, to_time, key, limit, jobs):
+            from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
+            value_regex, limit, jobs, only):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
@@ -60,6 +63,11 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     -stray dir is not read (a note on stderr says so). A dir that is neither a log dir nor a
     partition dir is exit 4.
 
+    Search: --key/--key-hex (exact), --key-prefix/--key-prefix-hex, --key-regex and --grep
+    (Python regular expressions on the key's or value's bytes) show only the records that pass
+    every one given (a null key or value passes none of its own), with each batch holding one;
+    they imply --deep-iteration, and --limit counts the records found.
+
     \b
     Exit codes: 0 done; 2 usage; 3 corrupt input where kafka-dump-log would die (a corrupt size
     field, a .log not named after an offset), after what it printed; 4 a missing or
@@ -71,12 +79,16 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
       kafkalog dump-log --files 00000000000000000000.log --print-data-log
       kafkalog dump-log /var/lib/kafka/data/orders-3 --format json --from-time 2024-05-01T00:00Z
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
+      kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
     """
     given = [f for group in files for f in group.split(",") if f] + list(paths)
     if not given:
         raise click.UsageError('Missing required argument "[files]": give --files or PATHS.')
     if verify_index_only and index_sanity_check:
         raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
+    for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
+        if a is not None and b is not None:
+            raise click.UsageError(f"{names} exclude each other.")
     if offsets_decoder:
         parser = offsets_parser()
     elif transaction_log_decoder:
@@ -105,25 +117,31 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
     from kafkalog_cli.commands.common import note_left_out
-    from kafkalog_cli.storage.logdir import expand_paths
+    from kafkalog_cli.storage.logdir import FilterTally, expand_paths
 
     note = note_left_out("not read")
 
-    # Directories expand to their .log files; files keep the form they were given in
+    # Directories expand to their .log files; files keep the form they were given in, and one
+    # that cannot be read is kept whatever --topic says, for the dumper to report in its turn
     targets = []
+    tally = FilterTally(only)
     for g in given:
         if os.path.isdir(g):
-            targets.extend(str(p) for p in segments_in_range(expand_paths([g], on_left_out=note), from_offset, to_offset))
+            found = expand_paths([g], on_left_out=note, tally=tally)
+            targets.extend(str(p) for p in segments_in_range(found, from_offset, to_offset))
         elif os.path.exists(g) and not os.path.isfile(g):
             from kafkalog_cli.errors import InputError
 
             # a FIFO or a device would block or never end
             raise InputError("not a regular file or directory", path=g)
-        else:
+        elif not os.path.isfile(g) or tally.keep_path(g):
             targets.append(g)
+    tally.check(given)
 
     filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
-                            key=key, limit=limit)
+                            key=key if key_hex is None else key_hex, limit=limit,
+                            key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
+                            key_regex=key_regex, value_regex=value_regex)
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 

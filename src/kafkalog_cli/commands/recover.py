@@ -5,7 +5,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import change_options, now_or_clock, print_outcomes, report_option
+from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, print_outcomes,
+                                           report_option)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -20,9 +21,10 @@ from kafkalog_cli.render import human
 @click.option("--salvage", is_flag=True,
               help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
                    "whose offsets continue upward, instead of dropping the rest of the log.")
+@partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
+def command(paths, all_segments, salvage, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
             report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
@@ -47,7 +49,7 @@ def command(paths, all_segments, salvage, configs, quarantine_dir, no_quarantine
     regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
     written. Log dirs before the one that failed are recovered and reported.
     """
-    groups = partition_groups(paths, LOADED)
+    groups = partition_groups(paths, LOADED, only)
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now_or_clock(now_ms))

@@ -11,7 +11,8 @@ import click
 
 from kafkalog_cli.commands.options import (config_options, dry_run_option, echo_diagnostics, format_option,
                                            report_option, write_report,
-                                           now_option, now_or_clock, quarantine_options, run_log_dirs)
+                                           now_option, now_or_clock, partition_filter_options, quarantine_options,
+                                           run_log_dirs)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -21,6 +22,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 @click.command("retain", short_help="Delete segments past retention.ms or retention.bytes.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@partition_filter_options
 @config_options
 @quarantine_options
 @dry_run_option
@@ -29,7 +31,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, report_path, engine, master):
+def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -58,7 +60,7 @@ def command(paths, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
     from kafkalog_cli.commands.common import partition_groups
 
     check_engine(engine, master)
-    groups = partition_groups(paths)   # retention works on current logs: -future/-delete/-stray noted
+    groups = partition_groups(paths, only=only)   # retention works on current logs: -future/-delete/-stray noted
     operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
     codes: list[int] = []
     reports: list[dict] = []

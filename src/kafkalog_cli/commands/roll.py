@@ -5,7 +5,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import change_options, now_or_clock, print_outcomes, report_option
+from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, print_outcomes,
+                                           report_option)
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -17,9 +18,10 @@ from kafkalog_cli.render import human
 @click.option("--if-needed", is_flag=True,
               help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "
                    "(from the first batch's timestamp), a full index, or offset overflow.")
+@partition_filter_options
 @change_options
 @report_option
-def command(paths, if_needed, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).
 
@@ -33,7 +35,7 @@ def command(paths, if_needed, configs, quarantine_dir, no_quarantine, dry_run, f
     Exit codes: 0 rolled or nothing to roll; 2 usage; 3 corrupt input; 4 bad path;
     5 the log dir is locked (a broker runs on it); 6 a change could not be written.
     """
-    groups = partition_groups(paths)
+    groups = partition_groups(paths, only=only)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
     print_outcomes(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,

@@ -8,7 +8,7 @@ import time
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-from kafkalog_cli.commands.options import format_option, jobs_option
+from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
 
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
@@ -23,9 +23,10 @@ PROGRESS_MIN_BYTES = 64 << 20
                    "decompression failures, record offsets.")
 @format_option("text: one line per problem and a summary. json: one object per problem, then a summary object.")
 @jobs_option("Worker processes (0: one per core). Big files are split at batch boundaries.")
+@partition_filter_options
 @engine_options
 @_one_line_errors
-def command(paths, deep, fmt, jobs, engine, master):
+def command(paths, deep, fmt, jobs, only, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
 
     Checks, per batch: the v2 CRC-32C; the legacy CRC-32 of each entry (and with --deep of every
@@ -54,12 +55,17 @@ def command(paths, deep, fmt, jobs, engine, master):
     """
     from kafkalog_cli.commands.common import jobs_or_cores
     from kafkalog_cli.ops.verify import group_paths_lenient, total_bytes, unreadable_report, verify_groups
+    from kafkalog_cli.storage.logdir import FilterTally
 
     check_engine(engine, master)
     t0 = time.perf_counter()
     from kafkalog_cli.commands.common import note_left_out
 
-    groups, bad_paths = group_paths_lenient(paths, note_left_out("not read"))
+    tally = FilterTally(only)
+    groups, bad_paths = group_paths_lenient(paths, tally.notes(note_left_out("not read")))
+    if only:    # chosen here, on the driver: the local workers and the Spark tasks get only these
+        groups, bad_paths = _matching(groups, bad_paths, tally)
+        tally.check(paths)
     total = total_bytes(groups)
     progress = None
     on_progress = None
@@ -115,3 +121,15 @@ def command(paths, deep, fmt, jobs, engine, master):
         sys.exit(int(ExitCode.INPUT))
     if problems:
         sys.exit(int(ExitCode.PROBLEMS))
+
+
+def _matching(groups, bad_paths, tally):
+    """The groups (one per partition dir, or per file given) that --topic/--partition match, and
+    the unreadable paths' places among them."""
+    kept, places = [], []
+    for i, (name, files) in enumerate(groups):
+        places.append(len(kept))
+        if tally.keep_path(name):
+            kept.append((name, files))
+    places.append(len(kept))
+    return kept, [(places[at], err) for at, err in bad_paths]

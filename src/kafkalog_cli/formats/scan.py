@@ -1185,3 +1185,142 @@ def _deep_legacy(buf, pos, total, magic, file, base, findings) -> None:
             findings.append(Finding(file, pos, OFFSETS, f"inner offsets do not increase ({prev} then {r.offset})",
                                     r.offset, None))
         prev = r.offset
+
+
+# ------------------------------------------------------------------ record search
+import re  # noqa: E402
+from kafkalog_cli.formats.records import Header, Record  # noqa: E402  (what a search's matches are)
+
+# Pattern text that makes a regex's match depend on what lies around the bytes it is given
+# (anchors, word boundaries, lookarounds) or on how far a run may extend (possessive and atomic
+# matching): such a regex may match a key or value alone and not the batch's bytes, so it cannot
+# rule out a batch. Any occurrence counts, even escaped: being conservative only costs speed.
+_CONTEXT_SENSITIVE = (b"^", b"$", b"\\b", b"\\B", b"\\A", b"\\Z", b"(?=", b"(?!", b"(?<", b"(?>",
+                      b"*+", b"++", b"?+", b"}+")
+
+
+def _context_free(pattern: "re.Pattern[bytes]") -> bool:
+    return not any(t in pattern.pattern for t in _CONTEXT_SENSITIVE)
+
+
+@dataclass(frozen=True)
+class RecordSearch:
+    """dump-log's search: the tests a record's key and value must all pass (a null key or value
+    passes none of its own). `key`: exactly these bytes; `key_prefix`: starting with them;
+    `key_regex`, `value_regex`: re.search finds a match in them."""
+
+    key: bytes | None = None
+    key_prefix: bytes | None = None
+    key_regex: "re.Pattern[bytes] | None" = None
+    value_regex: "re.Pattern[bytes] | None" = None
+
+    def rules_out(self, data: bytes, pos: int, end: int) -> bool:
+        """Whether no record in data[pos:end) can match, by a look at all the bytes at once (C
+        speed): a record's key and value are somewhere in them, so a literal absent from the whole
+        is absent from each, and so is a match of a context-free regex."""
+        for literal in (self.key, self.key_prefix):
+            if literal and data.find(literal, pos, end) < 0:
+                return True
+        for regex in (self.key_regex, self.value_regex):
+            if regex is not None and _context_free(regex) and regex.search(data, pos, end) is None:
+                return True
+        return False
+
+
+def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | None = None) -> list[Record]:
+    """The records of a v2 batch that pass `search`, as RecordBatch.records() decodes them; the
+    others are walked (every size checked as the reference decoder checks it) but never built.
+    `indices` receives each found record's place in the batch (0 for its first record).
+    A batch the whole of whose bytes `rules_out` every match gives [] without a walk when its CRC
+    holds (the broker validated its records when it appended it); a damaged one is walked, so
+    its damage is found as the reference decoder finds it. Raises as `fast_v2_text` does on
+    anything the general path must judge."""
+    if batch.records_count < 0:
+        raise Malformed("negative count")
+    data, pos, end = records_region(batch)
+    if type(data) is not bytes:     # an mmap: the records copied once, for find() and startswith()
+        data, pos, end = bytes(memoryview(data)[pos:end]), 0, end - pos
+    count = batch.records_count
+    if search.rules_out(data, pos, end) and batch.is_valid():
+        return []
+    kexact, kprefix, kregex, vregex = search.key, search.key_prefix, search.key_regex, search.value_regex
+    keyed = kexact is not None or kprefix is not None or kregex is not None
+    klen = -1 if kexact is None else len(kexact)
+    plen = 0 if kprefix is None else len(kprefix)
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
+    log_append = batch.max_timestamp if batch.attributes & 0x08 else None
+    base_seq = batch.base_sequence
+    rvarint, rvarlong, zz = read_varint, read_varlong, ZIGZAG
+    out = []
+    try:
+        for i in range(count):
+            # varints of one and two bytes inline, one expression a field (c: the second byte):
+            # record lengths, timestamp deltas and value sizes often take two
+            b, c = data[pos], data[pos + 1]
+            length, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+                           else rvarint(data, pos))
+            body = pos
+            b, c = data[pos + 1], data[pos + 2]
+            td, pos = ((zz[b], pos + 2) if b < 0x80 else (zz[b + (c << 7)], pos + 3) if c < 0x80
+                       else rvarlong(data, pos + 1))
+            b = data[pos]                   # offset delta and key size: one byte, but rarely
+            od, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
+            b = data[pos]
+            ks, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
+            kpos = pos
+            if ks >= 0:
+                pos += ks
+                hit = ks >= plen and (kexact is None or ks == klen) and (
+                    (kexact is None or data.startswith(kexact, kpos))
+                    and (kprefix is None or data.startswith(kprefix, kpos))
+                    and (kregex is None or kregex.search(data[kpos:pos]) is not None))
+            else:
+                hit = not keyed
+            b, c = data[pos], data[pos + 1]
+            vs, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+                       else rvarint(data, pos))
+            vpos = pos
+            if vs >= 0:
+                pos += vs
+                if hit and vregex is not None:
+                    hit = vregex.search(data[vpos:pos]) is not None
+            elif vregex is not None:
+                hit = False
+            hpos = pos
+            if data[pos] == 0:   # no headers
+                pos += 1
+            else:
+                pos = _header_keys(data, pos, end)[1]
+            if pos - body != length or pos > end:
+                raise Malformed("record size")
+            if hit:
+                out.append(Record(
+                    base + od, log_append if log_append is not None else base_ts + td,
+                    data[kpos:kpos + ks] if ks >= 0 else None, data[vpos:vpos + vs] if vs >= 0 else None,
+                    _headers_at(data, hpos), increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE,
+                    data[body], 2, None, True, -1 if ks < 0 else ks, -1 if vs < 0 else vs))
+                if indices is not None:
+                    indices.append(i)
+    except IndexError:
+        raise Malformed("short record") from None
+    if pos != end:
+        raise Malformed("bytes remain")
+    return out
+
+
+def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
+    """The headers of a record already walked (their sizes hold), as the reference builds them."""
+    nh, pos = read_varint(data, pos)
+    out = []
+    for _ in range(nh):
+        hk, pos = read_varint(data, pos)
+        key = java_utf8(data[pos : pos + hk])
+        pos += hk
+        hv, pos = read_varint(data, pos)
+        value = None
+        if hv >= 0:
+            value = data[pos : pos + hv]
+            pos += hv
+        out.append(Header(key, value))
+    return tuple(out)

@@ -26,7 +26,7 @@ from kafkalog_cli.render.parallel import (
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
-from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
+from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 
 
 def _json_default(o):
@@ -240,6 +240,8 @@ class JsonDumper:
         self.jobs = jobs
         # the record fast path: unfiltered, undecoded dumps (anything else needs Record objects)
         self.layout = _record_layout(payload_encoding) if filters is None and decoder is None else None
+        # a search's records: their lines cut out of the batch's, when most of it is found
+        self.found_layout = _record_layout(payload_encoding) if filters is not None and decoder is None else None
         self._lines: list[str] = []      # objects not yet encoded
         self._parts: list[bytes] = []    # encoded lines not yet written
         self._size = 0
@@ -329,6 +331,12 @@ class JsonDumper:
                 else:
                     if text:
                         self._emit_lines(text)
+                    continue
+            if records is not None and self.found_layout is not None and b.magic == 2 and not b.attributes & 0x20:
+                found = found_lines(b, records, f, lambda: fast_v2_json(b, self.found_layout).split(b"\n"))
+                if found is not None:
+                    if found:
+                        self._emit_lines(b"\n".join(line for _, line in found))
                     continue
             if records is None:
                 records = b.records()

@@ -26,7 +26,7 @@ from kafkalog_cli.ops.verify_index import (
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
 from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
-from kafkalog_cli.storage.selection import Filters, selected_batches, start_position
+from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
 
@@ -148,6 +148,9 @@ class KafkaDumper:
         self.reports = _Reports()
         self._buf: list[str] = []
         self._fast = self._fast_ok()
+        # a search's records: their lines cut out of the batch's, when most of it is found
+        self._fast_found = options.filters is not None and (
+            not options.print_data_log or bool(getattr(options.parser, "string_decoders", False)))
 
     # -- output
     def _w(self, s: str) -> None:
@@ -318,6 +321,13 @@ class KafkaDumper:
                 for pr in local:
                     pairs.insert(0, pr)
                 return last
+        if records is not None and self._fast_found and batch.magic == 2 and not (batch.attributes & 0x20):
+            found = found_lines(batch, records, o.filters, lambda: fast_v2_text(
+                batch, -1, [], not o.skip_record_metadata, o.print_data_log)[0].split("\n")[:-1])
+            if found is not None:
+                for r, line in found:
+                    self._w(line + "\n")
+                return found[-1][0].offset if found else last_offset
         label = batch.timestamp_type.kafka_name
         v2 = batch.magic >= 2
         control = batch.is_control
@@ -326,7 +336,8 @@ class KafkaDumper:
         if records is None:
             records = batch.records()
         for r in records if f is None else f.shown(records):
-            if last_offset != -1 and r.offset != last_offset + 1:
+            # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
+            if last_offset != -1 and r.offset != last_offset + 1 and (f is None or not f.needs_records):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
             prefix = "| "

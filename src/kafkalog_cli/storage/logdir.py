@@ -205,32 +205,75 @@ def is_partition_dir(path: Path) -> bool:
 
 
 def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None,
-                 only: PartitionFilter | None = None) -> list[Path]:
+                 only: PartitionFilter | None = None, tally: "FilterTally | None" = None) -> list[Path]:
     """Files given directly are kept in order; a partition dir gives its files with `suffixes`
     in offset order; a log dir gives those of every log a broker loads (live and future), and
     `on_left_out(dir, kind)` is called for each partition dir it leaves out (being deleted,
-    stray). `only` (--topic/--partition) keeps the partition dirs it matches, given or found;
-    when it matches none of them, that is an InputError, as is anything else not Kafka's."""
+    stray). Anything else is an InputError.
+
+    `only` (--topic/--partition) keeps what it matches (see FilterTally.keep_path): a partition
+    dir by its name, a file given directly by its directory's; when it matches nothing at all,
+    that is an InputError. A command that expands its paths one at a time passes its own
+    `tally` instead, and checks it once every path is expanded."""
+    own = tally is None
+    if own:
+        tally = FilterTally(only)
+    on_left_out = tally.notes(on_left_out)
     out: list[Path] = []
-    dirs_seen = dirs_kept = 0
     for raw in paths:
         p = Path(raw)
         if p.is_file():
-            out.append(p)
+            if tally.keep_path(p):
+                out.append(p)
         elif not p.exists():
             raise InputError("no such file or directory", path=str(p))
         elif not p.is_dir():
             raise InputError("not a regular file or directory", path=str(p))
         else:
-            found = read_partition_dirs(p, on_left_out)
-            kept = [d for d in found if not only or only.matches_dir(d)]
-            dirs_seen += len(found)
-            dirs_kept += len(kept)
-            for d in kept:
+            for d in tally.keep_dirs(read_partition_dirs(p, on_left_out)):
                 out.extend(files_of_partition(d, suffixes))
-    if only and dirs_seen and not dirs_kept:
-        raise no_match(only, paths)
+    if own:
+        tally.check(paths)
     return out
+
+
+@dataclass
+class FilterTally:
+    """--topic/--partition (`only`, falsy for none) applied across all the paths of one command,
+    which may read them one at a time (a path that cannot be read does not stop the others):
+    what the filter was offered and what it kept, so that `check` tells a filter that matched
+    nothing, once, after every path.
+
+    The filter applies to every path: a partition dir (given, or found in a log dir) by its name,
+    a file given directly by the name of the dir it is in. A name that is not a partition's
+    (a copy of a segment in /tmp) cannot be told to be of the topic asked for: it never matches."""
+
+    only: PartitionFilter | None = None
+    offered: int = 0
+    kept: int = 0
+
+    def keep_dirs(self, dirs: list[Path]) -> list[Path]:
+        kept = dirs if not self.only else [d for d in dirs if self.only.matches_dir(d)]
+        self.offered += len(dirs)
+        self.kept += len(kept)
+        return kept
+
+    def keep_path(self, path: Path | str) -> bool:
+        """A partition dir, or a file (by its dir); no I/O beyond telling a dir from a file."""
+        p = Path(path)
+        return bool(self.keep_dirs([p if p.is_dir() else p.parent]))
+
+    def notes(self, on_left_out):
+        """`on_left_out` heard only of the partition dirs the filter matches: a dir left out that
+        the operator did not ask about is not worth a note."""
+        if not self.only or on_left_out is None:
+            return on_left_out
+        only = self.only
+        return lambda d, kind: on_left_out(d, kind) if only.matches_dir(d) else None
+
+    def check(self, paths) -> None:
+        if self.only and self.offered and not self.kept:
+            raise no_match(self.only, paths)
 
 
 def no_match(only: PartitionFilter, paths) -> InputError:
@@ -284,14 +327,16 @@ def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
     """Group the given log dirs / partition dirs by log dir (the commands that change a log dir
     act on its lock, its root checkpoints): the partition dirs of `kinds`; the others, given or
     found in a log dir, are left out. A log dir without checkpoint files (an old broker's, a
-    copy) is a log dir all the same. `only` (--topic/--partition) drops, without a note, the
-    partition dirs it does not match; matching none at all is an InputError. A log dir is kept
-    (with no partition dir) when `only` matches nothing in it but something elsewhere."""
+    copy) is a log dir all the same.
+
+    `only` (--topic/--partition) drops, without a note, the partition dirs it does not match,
+    and the log dirs where it matches none: a command never takes the lock of, or writes to, a
+    log dir the operator did not ask about. Matching no partition dir at all is an InputError."""
     if only:
         sel = select_partition_dirs(paths, kinds)
-        groups = {k: [d for d in v if only.matches_dir(d)] for k, v in sel.groups.items()}
+        groups = {k: kept for k, v in sel.groups.items() if (kept := [d for d in v if only.matches_dir(d)])}
         left_out = [(d, k) for d, k in sel.left_out if only.matches_dir(d)]
-        if not any(groups.values()) and (any(sel.groups.values()) or sel.left_out):
+        if not groups and (any(sel.groups.values()) or sel.left_out):   # a left-out dir is never acted on
             raise no_match(only, paths)
         return PartitionSelection(groups, left_out)
     sel = PartitionSelection()
@@ -343,25 +388,17 @@ def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) ->
     `only` as in expand_paths."""
     from kafkalog_cli.storage.segment import Segment
 
+    tally = FilterTally(only)
     out: list[Segment] = []
-    filtered_out = False
     for raw in paths:
         p = Path(raw)
-        if p.is_file():
-            if not (p.name.endswith(names.LOG_SUFFIX) or p.name.endswith(names.CHECKPOINT_SUFFIX)):
-                raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
-            files = [p]
-        else:
-            files = expand_paths([p], on_left_out=on_left_out)
-            if only:
-                kept = [f for f in files if only.matches_dir(f.parent)]
-                filtered_out |= len(kept) < len(files)
-                files = kept
+        if p.is_file() and not (p.name.endswith(names.LOG_SUFFIX) or p.name.endswith(names.CHECKPOINT_SUFFIX)):
+            raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
+        files = expand_paths([p], on_left_out=on_left_out, tally=tally)
         segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
         for seg, nxt in zip(segs, segs[1:]):
             if nxt.directory == seg.directory and nxt.is_log:
                 seg.next_base_offset = nxt.base_offset
         out += segs
-    if only and filtered_out and not out:
-        raise no_match(only, paths)
+    tally.check(paths)
     return out

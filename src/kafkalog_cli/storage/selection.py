@@ -1,18 +1,24 @@
 """Which segments, batches and records a read shows: our filters on kafka-dump-log (an offset or
-time range, an exact key, a record limit), applied through the indexes where they can be.
+time range, a search on keys and values, a record limit), applied through the indexes where they
+can be, and the search through formats.scan.search_v2, which builds only the records it finds.
 
 Both renderers (Kafka text and JSON Lines) read through this module, so a filter selects the same
 batches and records in either format."""
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
+from kafkalog_cli.formats.scan import RecordSearch, search_v2
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
+
+
+_NO_SEARCH = RecordSearch()
 
 
 class Verdict(enum.Enum):
@@ -23,8 +29,10 @@ class Verdict(enum.Enum):
 
 @dataclass
 class Filters:
-    """An offset or time range, an exact key, a record limit. `limit` counts down as records (or,
-    without deep iteration, batches) are shown, across all the files of one command."""
+    """An offset or time range, a search on keys and values (an exact key, a key prefix, a regex
+    on keys, a regex on values: a record must pass every one given, and a null key or value
+    passes none of its own), a record limit. `limit` counts down as records (or, without deep
+    iteration, batches) are shown, across all the files of one command."""
 
     from_offset: int | None = None
     to_offset: int | None = None
@@ -32,16 +40,27 @@ class Filters:
     to_time: int | None = None
     key: bytes | None = None
     limit: int | None = None
+    key_prefix: bytes | None = None
+    key_regex: "re.Pattern[bytes] | None" = None
+    value_regex: "re.Pattern[bytes] | None" = None
 
     @classmethod
     def given(cls, *, from_offset: int | None = None, to_offset: int | None = None,
-              from_time: int | None = None, to_time: int | None = None, key: str | None = None,
-              limit: int | None = None) -> "Filters | None":
-        """The filters of a command's options (the key as UTF-8), or None when none is given:
-        an unfiltered read takes the fast paths."""
-        f = cls(from_offset, to_offset, from_time, to_time,
-                key.encode("utf-8") if key is not None else None, limit)
+              from_time: int | None = None, to_time: int | None = None, key: str | bytes | None = None,
+              limit: int | None = None, key_prefix: bytes | None = None,
+              key_regex: "re.Pattern[bytes] | None" = None,
+              value_regex: "re.Pattern[bytes] | None" = None) -> "Filters | None":
+        """The filters of a command's options (a key given as text: its UTF-8), or None when
+        none is given: an unfiltered read takes the fast paths."""
+        f = cls(from_offset, to_offset, from_time, to_time, key.encode("utf-8") if isinstance(key, str) else key,
+                limit, key_prefix, key_regex, value_regex)
         return None if f == cls() else f
+
+    @property
+    def search(self) -> RecordSearch | None:
+        """The tests on keys and values, for the fast scanner; None without any."""
+        s = RecordSearch(self.key, self.key_prefix, self.key_regex, self.value_regex)
+        return None if s == _NO_SEARCH else s
 
     @property
     def spent(self) -> bool:
@@ -50,7 +69,10 @@ class Filters:
 
     @property
     def needs_records(self) -> bool:
-        return self.key is not None or self.from_time is not None or self.to_time is not None
+        """A record-level filter: the batches shown are those holding a record it shows, and
+        only those records are shown (a search implies --deep-iteration, as --key always did)."""
+        return (self.key is not None or self.key_prefix is not None or self.key_regex is not None
+                or self.value_regex is not None or self.from_time is not None or self.to_time is not None)
 
     def record_matches(self, r: Record) -> bool:
         if self.from_offset is not None and r.offset < self.from_offset:
@@ -61,7 +83,19 @@ class Filters:
             return False
         if self.to_time is not None and r.timestamp > self.to_time:
             return False
-        return self.key is None or r.key == self.key
+        return self._searched(r)
+
+    def _searched(self, r: Record) -> bool:
+        """Whether `r` passes every test on keys and values (the reference for search_v2)."""
+        k = r.key
+        if k is None:
+            if self.key is not None or self.key_prefix is not None or self.key_regex is not None:
+                return False
+        elif ((self.key is not None and k != self.key)
+              or (self.key_prefix is not None and not k.startswith(self.key_prefix))
+              or (self.key_regex is not None and self.key_regex.search(k) is None)):
+            return False
+        return self.value_regex is None or (r.value is not None and self.value_regex.search(r.value) is not None)
 
     def batch_may_match(self, b: RecordBatch) -> bool:
         if self.from_offset is not None and b.last_offset < self.from_offset:
@@ -123,8 +157,9 @@ def start_position(segment: Segment, f: Filters, warn: Callable[[str], None] | N
 
 def selected_batches(buf, start: int, end: int, f: Filters | None,
                      deep: bool) -> Iterator[tuple[RecordBatch, list[Record] | None]]:
-    """The batches of buf[start:end) that `f` shows (all of them without filters), each with its
-    records when the filter had to decode them to judge it (else None). Batches are read one at
+    """The batches of buf[start:end) that `f` shows (all of them without filters), each with the
+    records the filter had to decode to judge it (else None): all of the batch's, or with a
+    search on keys and values (v2 batches) only those it found. Batches are read one at
     a time, so a format error is raised where the walk meets it, and none is read once the limit
     is spent."""
     if f is None:
@@ -132,6 +167,7 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
             yield b, None
         return
     batches = iter_batches(buf, start, end)
+    search = f.search
     while not f.spent:
         b = next(batches, None)
         if b is None:
@@ -143,10 +179,50 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
             continue
         records = None
         if f.needs_records:
-            records = b.records()
+            records = found_records(b, search) if search is not None and b.magic == 2 else None
+            if records is None:
+                records = b.records()
             if not f.holds_match(records):
                 continue
         yield b, records
+
+
+class FoundRecords(list):
+    """The records a search found in one batch, in order, and their places in it (`indices`)."""
+
+    def __init__(self, records: list[Record], indices: list[int]):
+        super().__init__(records)
+        self.indices = indices
+
+
+def found_records(b: RecordBatch, search: RecordSearch) -> FoundRecords | None:
+    """The records of v2 batch `b` the search finds, built by the fast scanner alone; None when
+    the batch has anything unusual, for the reference decoder to judge (and report) it."""
+    indices: list[int] = []
+    try:
+        return FoundRecords(search_v2(b, search, indices), indices)
+    except Exception:   # anything unusual: the general path says what is wrong
+        return None
+
+
+def found_lines(b: RecordBatch, records: list[Record], f: Filters,
+                batch_lines: Callable[[], list]) -> list[tuple[Record, object]] | None:
+    """The records of `b` that `f` shows, each with its line, cut out of all the batch's lines as a
+    renderer's record fast path writes them (`batch_lines`: one line a record, in order), when
+    `records` are a search's (they know their places) and enough of the batch is shown for the
+    fast path to cost less than rendering them one by one; else None, and nothing counted
+    against the limit: the caller renders `records` itself."""
+    indices = getattr(records, "indices", None)
+    if indices is None or 4 * len(records) < b.records_count:
+        return None
+    try:
+        lines = batch_lines()
+    except Exception:   # anything unusual: the general path says what is wrong
+        return None
+    if len(lines) != b.records_count:
+        return None
+    place = {id(r): i for r, i in zip(records, indices)}
+    return [(r, lines[place[id(r)]]) for r in f.shown(records)]
 
 
 def segments_in_range(paths: Iterable[Path], from_offset: int | None,
