@@ -212,6 +212,14 @@ def _structured_decoder(name: str):
         from kafkalog_cli.formats.internal.transaction_state import decode_transaction_record
 
         return lambda r: decode_transaction_record(r.key, r.value)
+    if name == "share_group_state":
+        from kafkalog_cli.formats.internal.coordinator import Coordinator, decode_coordinator_record
+
+        return lambda r: decode_coordinator_record(Coordinator.SHARE, r.key, r.value)
+    if name == "remote_log_metadata":
+        from kafkalog_cli.formats.internal.remote_log_metadata import decode_remote_log_metadata
+
+        return lambda r: decode_remote_log_metadata(r.value)
     if name == "metadata":
         from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
 

@@ -92,13 +92,25 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 def offsets_parser() -> MessageParser:
     from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
 
-    return lambda r: format_offsets_record(r.key, r.value)
+    return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
 def transaction_log_parser() -> MessageParser:
     from kafkalog_cli.formats.internal.transaction_state import format_transaction_record
 
-    return lambda r: format_transaction_record(r.key, r.value)
+    return lambda r: format_transaction_record(r.key, r.value, r.offset)
+
+
+def share_group_state_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
+
+    return lambda r: format_coordinator_record(Coordinator.SHARE, r.key, r.value, r.offset)
+
+
+def remote_log_metadata_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.remote_log_metadata import format_remote_log_metadata
+
+    return lambda r: (None, format_remote_log_metadata(r.value, r.offset))   # these records have no key
 
 
 def cluster_metadata_parser() -> MessageParser:
@@ -468,7 +480,11 @@ def control_text(r: Record) -> str:
         return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
     if isinstance(v, SnapshotFooterRecord):
         return f' SnapshotFooter {{"version":{v.version}}}'
-    # Kafka 3.3.1 knows no KRAFT_VERSION or KRAFT_VOTERS yet: they print as UNKNOWN
+    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS):
+        # 3.3.1 printed these as UNKNOWN; 4.2 decodes them
+        from kafkalog_cli.formats.internal.raft import format_raft_control
+
+        return format_raft_control(c.type.name, r.value)
     name = c.type.name if c.type == ControlRecordType.LEADER_CHANGE else "UNKNOWN"
     return f" controlType: {name}({c.type_id})"
 

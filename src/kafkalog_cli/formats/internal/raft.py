@@ -1,0 +1,36 @@
+"""KRaft control records' values (LeaderChangeMessage, KRaftVersionRecord, VotersRecord), read
+as Kafka 4.2's ControlRecordUtils reads them: always at the current version 0, then written as
+JSON at the version their own `version` field holds (DumpLogSegments).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.kafka_protocol import Readable, json_node, read_struct, to_json
+from kafkalog_cli.formats.internal.schemas import MESSAGES
+
+__all__ = ["RAFT_CONTROL_RECORDS", "decode_raft_control", "format_raft_control"]
+
+# ControlRecordType name -> (the message, the word kafka-dump-log 4.2 prints before it)
+RAFT_CONTROL_RECORDS = {
+    "LEADER_CHANGE": ("LeaderChangeMessage", "LeaderChange:"),
+    "KRAFT_VERSION": ("KRaftVersionRecord", "KRaftVersion"),
+    "KRAFT_VOTERS": ("VotersRecord", "KRaftVoters"),
+}
+
+
+def decode_raft_control(control_type: str, value: bytes | memoryview | None) -> dict[str, Any]:
+    """The value of a LEADER_CHANGE, KRAFT_VERSION or KRAFT_VOTERS control record as its
+    JsonConverter writes it. Raises InvalidRecordError where Kafka throws."""
+    name, _ = RAFT_CONTROL_RECORDS[control_type]
+    if value is None:
+        raise InvalidRecordError(f"java.lang.NullPointerException: {control_type} control record without a value")
+    schema = MESSAGES[name]
+    fields = read_struct(Readable(value), schema, 0)
+    return json_node(schema, fields, fields["version"])
+
+
+def format_raft_control(control_type: str, value: bytes | memoryview | None) -> str:
+    """What kafka-dump-log 4.2 prints after a KRaft control record's metadata."""
+    return f" {RAFT_CONTROL_RECORDS[control_type][1]} {to_json(decode_raft_control(control_type, value))}"
