@@ -230,6 +230,14 @@ def _structured_decoder(name: str):
     return None
 
 
+def _decode_control(r: Record) -> dict | None:
+    """With a decoder, a KRaft control record's value too (transaction markers are all in `control`)."""
+    from kafkalog_cli.formats.internal.raft import RAFT_CONTROL_RECORDS, decode_raft_control
+
+    name = decode_control(r.key, r.value).type.name
+    return decode_raft_control(name, r.value) if name in RAFT_CONTROL_RECORDS else None
+
+
 def _note(s: str) -> None:
     import sys
 
@@ -343,9 +351,9 @@ class JsonDumper:
             template = record_template(b)
             for r in records if f is None else f.shown(records):
                 obj = record_object(r, b, self.enc, template)
-                if self.decode is not None and not b.is_control:
+                if self.decode is not None:
                     try:
-                        obj["decoded"] = self.decode(r)
+                        obj["decoded"] = _decode_control(r) if b.is_control else self.decode(r)
                     except KafkalogError as e:
                         raise e.in_record(r.offset, b.position) from None
                 self._emit(obj)

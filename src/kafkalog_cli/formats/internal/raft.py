@@ -1,4 +1,5 @@
-"""KRaft control records' values (LeaderChangeMessage, KRaftVersionRecord, VotersRecord), read
+"""KRaft control records' values (LeaderChangeMessage, KRaftVersionRecord, VotersRecord,
+SnapshotHeaderRecord, SnapshotFooterRecord), read
 as Kafka 4.2's ControlRecordUtils reads them: always at the current version 0, then written as
 JSON at the version their own `version` field holds (DumpLogSegments).
 """
@@ -17,12 +18,14 @@ RAFT_CONTROL_RECORDS = {
     "LEADER_CHANGE": ("LeaderChangeMessage", "LeaderChange:"),
     "KRAFT_VERSION": ("KRaftVersionRecord", "KRaftVersion"),
     "KRAFT_VOTERS": ("VotersRecord", "KRaftVoters"),
+    "SNAPSHOT_HEADER": ("SnapshotHeaderRecord", "SnapshotHeader"),
+    "SNAPSHOT_FOOTER": ("SnapshotFooterRecord", "SnapshotFooter"),
 }
 
 
 def decode_raft_control(control_type: str, value: bytes | memoryview | None) -> dict[str, Any]:
-    """The value of a LEADER_CHANGE, KRAFT_VERSION or KRAFT_VOTERS control record as its
-    JsonConverter writes it. Raises InvalidRecordError where Kafka throws."""
+    """The value of a KRaft control record (a RAFT_CONTROL_RECORDS type) as its JsonConverter
+    writes it. Raises InvalidRecordError where Kafka throws."""
     name, _ = RAFT_CONTROL_RECORDS[control_type]
     if value is None:
         raise InvalidRecordError(f"java.lang.NullPointerException: {control_type} control record without a value")
