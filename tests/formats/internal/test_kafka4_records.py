@@ -250,3 +250,31 @@ def test_write_struct_reads_back_a_nullable_tagged_struct():
 
         assert read_struct(Readable(write_struct(schema, fields, 0)), schema, 0) == fields
     assert isinstance(schema, Struct)
+
+
+def test_remote_log_metadata_that_kafka_refuses():
+    seg = {"remoteLogSegmentId": SEGMENT, "startOffset": 5, "endOffset": 4, "brokerId": 1, "maxTimestampMs": 7,
+           "eventTimestampMs": 8, "segmentSizeInBytes": 1, "segmentLeaderEpochs": [{"leaderEpoch": 0, "offset": 5}],
+           "remoteLogSegmentState": 0}
+    assert format_remote_log_metadata(_remote(0, seg), 3) == (
+        "Error at offset 3, skipping. Unexpected end offset = 4. EndOffset for a remote segment cannot be less than "
+        "startOffset = 5")
+    assert format_remote_log_metadata(_remote(0, {**seg, "endOffset": 9, "segmentLeaderEpochs": []}), 3) == (
+        "Error at offset 3, skipping. segmentLeaderEpochs can not be null or empty")
+    assert format_remote_log_metadata(_remote(0, {**seg, "endOffset": 9, "remoteLogSegmentState": 9}), 3) == (
+        "Error at offset 3, skipping. state can not be null")
+    delete = {"topicIdPartition": TIP, "brokerId": 1, "eventTimestampMs": 9, "remotePartitionDeleteState": 7}
+    assert format_remote_log_metadata(_remote(2, delete), 3) == "Error at offset 3, skipping. null"
+    assert format_remote_log_metadata(bytes([1, 9, 0]), 3) == (
+        "Error at offset 3, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: "
+        "Unknown metadata id 9")
+
+
+def test_kafka_4_2_metadata_text_from_the_library():
+    from kafkalog_cli.formats.internal.cluster_metadata import METADATA_SCHEMAS_42, format_metadata_record
+
+    value = bytes([1, 28, 0]) + b"\x02t\x00"     # frame 1, ClearElrRecord v0: topicName "t", no tags
+    assert format_metadata_record(value, 4) == (
+        "Error at 4, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 28")
+    assert format_metadata_record(value, 4, METADATA_SCHEMAS_42) == (
+        '{"type":"CLEAR_ELR_RECORD","version":0,"data":{"topicName":"t"}}')

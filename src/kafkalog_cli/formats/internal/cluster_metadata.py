@@ -240,15 +240,19 @@ def decode_metadata_record(value: bytes | memoryview | None) -> MetadataRecord:
     return MetadataRecord(METADATA_SCHEMAS_42[api_key][0], api_key, version, _public(schema, fields, version))
 
 
-def format_metadata_record(value: bytes | memoryview | None, offset: int) -> str:
+def format_metadata_record(value: bytes | memoryview | None, offset: int,
+                           schemas: dict[int, tuple[str, Struct]] | None = None) -> str:
     """What kafka-dump-log 3.3.1 --cluster-metadata-decoder prints after ` payload: ` for the
-    record at `offset` (the offset appears in the error text). Metadata records print no key."""
+    record at `offset` (the offset appears in the error text). Metadata records print no key.
+    With `schemas=METADATA_SCHEMAS_42`, what kafka-dump-log 4.2 prints (the same form, 4.2's
+    record types and versions)."""
+    schemas = METADATA_SCHEMAS if schemas is None else schemas
     try:
-        api_key, version, schema, fields = read_api_message(value)
+        api_key, version, schema, fields = read_api_message(value, schemas)
         data = json_node(schema, fields, version)
     except MetadataParseError as e:
         return f"Error at {offset}, skipping. {e.message}"
-    return to_json({"type": METADATA_SCHEMAS[api_key][0], "version": version, "data": data})
+    return to_json({"type": schemas[api_key][0], "version": version, "data": data})
 
 
 @dataclass

@@ -20,9 +20,11 @@ SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGME
 PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
 
 
-def _state(states: tuple[str, ...], state_id: int, kind: str) -> str:
+def _state(states: tuple[str, ...], state_id: int, npe: str = "state can not be null") -> str:
+    """forId finds no state for an unknown id: the constructor's requireNonNull throws (its
+    getMessage() is `npe`)."""
     if not 0 <= state_id < len(states):
-        raise InvalidRecordError(f"Given id {state_id} is not a valid {kind} id")
+        raise InvalidRecordError(npe)
     return states[state_id]
 
 
@@ -65,22 +67,23 @@ def _to_string(api_key: int, d: dict[str, Any]) -> str:
                 f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
                 f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
                 f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
-                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}, "
+                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
                 f"txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
     if api_key == 1:
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
                 f"customMetadata={_custom(d['customMetadata'])}, "
-                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}, "
+                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
                 f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
     if api_key == 2:
-        state = _state(PARTITION_DELETE_STATES, d["remotePartitionDeleteState"], "RemotePartitionDeleteState")
+        state = _state(PARTITION_DELETE_STATES, d["remotePartitionDeleteState"], "null")
         return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
                 f"state={state}, eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    state = _state(SEGMENT_STATES, d["remoteLogSegmentState"])      # checked before the epochs, offsets never
     return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={uuid_to_string(d['segmentId'])}, "
-            f"{_offsets(d['startOffset'], d['endOffset'])}, maxTimestampMs={d['maxTimestampMs']}, "
+            f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, "
             f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
             f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
-            f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'], 'RemoteLogSegmentState')}}}")
+            f"state={state}}}")
 
 
 def format_remote_log_metadata(value: bytes | memoryview | None, offset: int) -> str:
