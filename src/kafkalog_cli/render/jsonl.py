@@ -232,10 +232,9 @@ def _structured_decoder(name: str):
 
 def _decode_control(r: Record) -> dict | None:
     """With a decoder, a KRaft control record's value too (transaction markers are all in `control`)."""
-    from kafkalog_cli.formats.internal.raft import RAFT_CONTROL_RECORDS, decode_raft_control
+    from kafkalog_cli.formats.internal.raft import decode_control_value
 
-    name = decode_control(r.key, r.value).type.name
-    return decode_raft_control(name, r.value) if name in RAFT_CONTROL_RECORDS else None
+    return decode_control_value(decode_control(r.key, r.value).type.name, r.value)
 
 
 def _note(s: str) -> None:

@@ -278,3 +278,16 @@ def test_kafka_4_2_metadata_text_from_the_library():
         "Error at 4, skipping. org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id 28")
     assert format_metadata_record(value, 4, METADATA_SCHEMAS_42) == (
         '{"type":"CLEAR_ELR_RECORD","version":0,"data":{"topicName":"t"}}')
+
+
+def test_control_values_in_json():
+    from kafkalog_cli.errors import InvalidRecordError
+    from kafkalog_cli.formats.internal.raft import decode_control_value
+
+    assert decode_control_value("COMMIT", b"\0\0\0\0\0\5") is None
+    assert decode_control_value("SNAPSHOT_HEADER", struct.pack(">hqb", 0, 12, 0)) == {
+        "version": 0, "lastContainedLogTimestamp": 12}
+    # the Kafka text prints LEADER_CHANGE without reading it: JSON says it does not read, and goes on
+    assert decode_control_value("LEADER_CHANGE", b"\0") == {"error": "java.nio.BufferUnderflowException"}
+    with pytest.raises(InvalidRecordError):          # kafka-dump-log 4.2 dies on it
+        decode_control_value("KRAFT_VERSION", b"\0")

@@ -275,6 +275,8 @@ def default_value(f: Field) -> Any:
     t = f.type
     if f.is_array:
         return []
+    if t == "struct":
+        return {}       # a struct of its fields' defaults (read_struct and write_struct fill them in)
     return {"bool": False, "string": "", "bytes": b"", "uuid": ZERO_UUID, "float64": 0.0}.get(t, 0)
 
 
