@@ -215,7 +215,8 @@ def test_option_checks(runner):
 def test_a_decoder_error_names_the_batch_position_in_the_log(runner, fmt):
     res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "codec-gzip-0"), "--offsets-decoder", "--format", fmt])
     assert res.exit_code == 3
-    assert "00000000000000000000.log: byte 0: record at offset 0" in res.stderr
+    # the records before it have keys of no record type Kafka knows (4.2 prints a line for each)
+    assert "00000000000000000000.log: byte 0: record at offset 6: " in res.stderr
 
 
 def test_a_newline_in_a_file_name_stays_on_one_line(runner, tmp_path):

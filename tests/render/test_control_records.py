@@ -35,7 +35,9 @@ GOOD = [
      ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":12}', {"type": "SNAPSHOT_HEADER", "type_id": 3}),
     (struct.pack(">hh", 0, 4), b"\0\0\0", ' SnapshotFooter {"version":0}', {"type": "SNAPSHOT_FOOTER", "type_id": 4}),
     (struct.pack(">hh", 0, 2), b"", " controlType: LEADER_CHANGE(2)", {"type": "LEADER_CHANGE", "type_id": 2}),
-    (struct.pack(">hh", 0, 5), None, " controlType: UNKNOWN(5)", {"type": "KRAFT_VERSION", "type_id": 5}),
+    # kafka-dump-log 3.3.1 printed UNKNOWN(5); 4.2 decodes a KRaftVersionRecord
+    (struct.pack(">hh", 0, 5), b"\0\0\0\1\0", ' KRaftVersion {"version":0,"kRaftVersion":1}',
+     {"type": "KRAFT_VERSION", "type_id": 5}),
     (struct.pack(">hh", 0, 77), None, " controlType: UNKNOWN(77)", {"type": "UNKNOWN", "type_id": 77}),
 ]
 

@@ -13,7 +13,7 @@ from kafkalog_cli.commands.options import partition_filter_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
-    offsets_parser, transaction_log_parser,
+    offsets_parser, remote_log_metadata_parser, share_group_state_parser, transaction_log_parser,
 )
 from kafkalog_cli.storage.selection import Filters, segments_in_range
 
@@ -36,6 +36,8 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--offsets-decoder", is_flag=True, help="Decode __consumer_offsets records (implies --print-data-log).")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode __transaction_state records (implies --print-data-log).")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode KRaft __cluster_metadata records (implies --print-data-log).")
+@click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).")
+@click.option("--share-group-state-decoder", is_flag=True, help="Decode __share_group_state records (implies --print-data-log).")
 @click.option("--key-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
               help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder (implies --print-data-log).")
 @click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
@@ -45,7 +47,8 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
-            cluster_metadata_decoder, key_decoder_class, value_decoder_class, fmt, payload_encoding,
+            cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
+            value_decoder_class, fmt, payload_encoding,
             from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
             value_regex, limit, jobs, only):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
@@ -95,6 +98,10 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         parser = transaction_log_parser()
     elif cluster_metadata_decoder:
         parser = cluster_metadata_parser()
+    elif remote_log_metadata_decoder:
+        parser = remote_log_metadata_parser()
+    elif share_group_state_decoder:
+        parser = share_group_state_parser()
     else:
         from kafkalog_cli.errors import InputError
 
@@ -106,6 +113,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
                 raise click.BadParameter(e.message, param_hint=hint) from None
         parser = decoder_parser(*decoders)
     data = (print_data_log or offsets_decoder or transaction_log_decoder or cluster_metadata_decoder
+            or remote_log_metadata_decoder or share_group_state_decoder
             or key_decoder_class is not None or value_decoder_class is not None)
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
@@ -146,7 +154,8 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
         from kafkalog_cli.render.jsonl import dump_json
 
         decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
-                   else "metadata" if cluster_metadata_decoder else None)
+                   else "metadata" if cluster_metadata_decoder else "remote_log_metadata" if remote_log_metadata_decoder
+                   else "share_group_state" if share_group_state_decoder else None)
         dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
                   payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
                   jobs=jobs_or_cores(jobs))

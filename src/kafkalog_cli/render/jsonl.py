@@ -212,6 +212,14 @@ def _structured_decoder(name: str):
         from kafkalog_cli.formats.internal.transaction_state import decode_transaction_record
 
         return lambda r: decode_transaction_record(r.key, r.value)
+    if name == "share_group_state":
+        from kafkalog_cli.formats.internal.coordinator import Coordinator, decode_coordinator_record
+
+        return lambda r: decode_coordinator_record(Coordinator.SHARE, r.key, r.value)
+    if name == "remote_log_metadata":
+        from kafkalog_cli.formats.internal.remote_log_metadata import decode_remote_log_metadata
+
+        return lambda r: decode_remote_log_metadata(r.value)
     if name == "metadata":
         from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
 
@@ -220,6 +228,13 @@ def _structured_decoder(name: str):
             return asdict(m) if hasattr(m, "__dataclass_fields__") else m
         return dec
     return None
+
+
+def _decode_control(r: Record) -> dict | None:
+    """With a decoder, a KRaft control record's value too (transaction markers are all in `control`)."""
+    from kafkalog_cli.formats.internal.raft import decode_control_value
+
+    return decode_control_value(decode_control(r.key, r.value).type.name, r.value)
 
 
 def _note(s: str) -> None:
@@ -343,9 +358,9 @@ class JsonDumper:
             template = record_template(b)
             for r in records if f is None else f.shown(records):
                 obj = record_object(r, b, self.enc, template)
-                if self.decode is not None and not b.is_control:
+                if self.decode is not None:
                     try:
-                        obj["decoded"] = self.decode(r)
+                        obj["decoded"] = _decode_control(r) if b.is_control else self.decode(r)
                     except KafkalogError as e:
                         raise e.in_record(r.offset, b.position) from None
                 self._emit(obj)

@@ -92,13 +92,25 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 def offsets_parser() -> MessageParser:
     from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
 
-    return lambda r: format_offsets_record(r.key, r.value)
+    return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
 def transaction_log_parser() -> MessageParser:
     from kafkalog_cli.formats.internal.transaction_state import format_transaction_record
 
-    return lambda r: format_transaction_record(r.key, r.value)
+    return lambda r: format_transaction_record(r.key, r.value, r.offset)
+
+
+def share_group_state_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
+
+    return lambda r: format_coordinator_record(Coordinator.SHARE, r.key, r.value, r.offset)
+
+
+def remote_log_metadata_parser() -> MessageParser:
+    from kafkalog_cli.formats.internal.remote_log_metadata import format_remote_log_metadata
+
+    return lambda r: (None, format_remote_log_metadata(r.value, r.offset))   # these records have no key
 
 
 def cluster_metadata_parser() -> MessageParser:
@@ -363,32 +375,34 @@ class KafkaDumper:
             self._w("\n")
         return last_offset
 
-    # -- .index
+    # -- .index and .timeindex
+    def _index_listing(self, path: Path, entries, line: Callable[[object], str]) -> bool:
+        """What both index dumps print first: with --index-sanity-check only that the index
+        passed it (True: the dump ends there), else each entry unless --verify-index-only."""
+        if self.o.index_sanity_check:
+            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+            return True
+        if not self.o.verify_index_only:
+            for e in entries:
+                self._w(line(e))
+        return False
+
     def dump_index(self, path: Path) -> None:
         check = check_offset_index(path, self.o.max_message_size, sanity_only=self.o.index_sanity_check)
         if check.empty:
             self._w(f"{_java_file_string(str(path))} is empty.\n")
             return
-        if self.o.index_sanity_check:
-            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+        if self._index_listing(path, check.entries, lambda e: f"offset: {e.offset} position: {e.position}\n"):
             return
-        if not self.o.verify_index_only:
-            for e in check.entries:
-                self._w(f"offset: {e.offset} position: {e.position}\n")
         if check.mismatches:
             self.reports.index_mismatches[_abs(path)] = check.mismatches[::-1]
         if check.error is not None:
             raise check.error
 
-    # -- .timeindex
     def dump_time_index(self, path: Path) -> None:
         check = check_time_index(path, sanity_only=self.o.index_sanity_check)
-        if self.o.index_sanity_check:
-            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+        if self._index_listing(path, check.entries, lambda e: f"timestamp: {e.timestamp} offset: {e.offset}\n"):
             return
-        if not self.o.verify_index_only:
-            for e in check.entries:
-                self._w(f"timestamp: {e.timestamp} offset: {e.offset}\n")
         key = _abs(path)
         for reports, found in ((self.reports.time_not_found, check.not_found),
                                (self.reports.time_mismatches, check.mismatches),
@@ -432,26 +446,24 @@ class KafkaDumper:
     def finish(self) -> None:
         self.flush()
         r = self.reports
-        for name, mismatches in r.index_mismatches.items():
-            self._e(f"Mismatches in :{name}")
-            for m in mismatches:
-                self._e(f"  Index offset: {m.index_offset}, log offset: {m.log_offset}")
-        for name, ts_mismatches in r.time_mismatches.items():
-            self._e(f"Found timestamp mismatch in :{name}")
-            for t in ts_mismatches:
-                self._e(f"  Index timestamp: {t.index_timestamp}, log timestamp: {t.log_timestamp}")
-        for name, out_of_order in r.time_out_of_order.items():
-            self._e(f"Found out of order timestamp in :{name}")
-            for o in out_of_order:
-                self._e(f"  Index timestamp: {o.index_timestamp}, Previously indexed timestamp: {o.previous_timestamp}")
-        for not_found in r.time_not_found.values():
-            self._e("The following indexed offsets are not found in the log.")
-            for n in not_found:
-                self._e(f"Indexed offset: {n.index_offset}, found log offset: {-1 if n.log_offset is None else n.log_offset}")
-        for name, pairs in r.non_consecutive.items():
-            self._e(f"Non-consecutive offsets in {name}")
-            for p in pairs:
-                self._e(f"  {p.previous} is followed by {p.offset}")
+        # (reports by file, the heading, one line per report), in the order Kafka prints them
+        sections = (
+            (r.index_mismatches, "Mismatches in :{}",
+             lambda m: f"  Index offset: {m.index_offset}, log offset: {m.log_offset}"),
+            (r.time_mismatches, "Found timestamp mismatch in :{}",
+             lambda t: f"  Index timestamp: {t.index_timestamp}, log timestamp: {t.log_timestamp}"),
+            (r.time_out_of_order, "Found out of order timestamp in :{}",
+             lambda o: f"  Index timestamp: {o.index_timestamp}, Previously indexed timestamp: {o.previous_timestamp}"),
+            (r.time_not_found, "The following indexed offsets are not found in the log.",
+             lambda n: f"Indexed offset: {n.index_offset}, found log offset: "
+                       f"{-1 if n.log_offset is None else n.log_offset}"),
+            (r.non_consecutive, "Non-consecutive offsets in {}", lambda p: f"  {p.previous} is followed by {p.offset}"),
+        )
+        for reports, heading, line in sections:
+            for name, found in reports.items():
+                self._e(heading.format(name))
+                for item in found:
+                    self._e(line(item))
 
 
 # ------------------------------------------------------------------ lines
@@ -479,7 +491,11 @@ def control_text(r: Record) -> str:
         return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
     if isinstance(v, SnapshotFooterRecord):
         return f' SnapshotFooter {{"version":{v.version}}}'
-    # Kafka 3.3.1 knows no KRAFT_VERSION or KRAFT_VOTERS yet: they print as UNKNOWN
+    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS):
+        # 3.3.1 printed these as UNKNOWN; 4.2 decodes them
+        from kafkalog_cli.formats.internal.raft import format_raft_control
+
+        return format_raft_control(c.type.name, r.value)
     name = c.type.name if c.type == ControlRecordType.LEADER_CHANGE else "UNKNOWN"
     return f" controlType: {name}({c.type_id})"
 

@@ -120,14 +120,25 @@ def test_metadata_and_escaping():
 
 @pytest.mark.parametrize("key,value,message", [
     (None, b"", "Failed to decode message using offset topic decoder (message had a missing key)"),
-    (b"\x00\x05\x00\x01g", None, "Unknown group metadata message version: 5"),
-    (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x04", "Unknown offset message version: 4"),
-    (b"\x00\x02\x00\x01g", b"\xff\xff", "java.lang.IllegalStateException: Unknown group metadata message version: -1"),
     (b"\x00", None, "BufferUnderflowException"),
 ])
 def test_what_kills_kafka_dump_log_raises(key, value, message):
     with pytest.raises(InvalidRecordError, match=re.escape(message)):
         format_offsets_record(key, value)
+
+
+@pytest.mark.parametrize("key,value,printed", [
+    # a key version 3.3.1 does not know is a record type of Kafka 3.4+ (here a member of a KIP-848 group)
+    (b"\x00\x05\x00\x01g", None, "Error at offset 7, skipping. Could not read record with version 5 from key's "
+                                   "buffer due to: null."),
+    (b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x04",
+     "Error at offset 7, skipping. Could not read record with version 4 from value's buffer due to: null."),
+    (b"\x00\x02\x00\x01g", b"\xff\xff",
+     "Error at offset 7, skipping. Could not read record with version -1 from value's buffer due to: null."),
+    (b"\x00\x63", None, "Unknown record type 99 at offset 7, skipping."),
+])
+def test_what_kills_3_3_1_prints_as_kafka_4_2_prints_it(key, value, printed):
+    assert format_offsets_record(key, value, 7) == (printed, None)
 
 
 def test_structured_decoders():

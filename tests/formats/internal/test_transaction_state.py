@@ -5,6 +5,9 @@ import struct
 
 import pytest
 
+from kafkalog_cli.formats.internal.kafka_protocol import write_struct
+from kafkalog_cli.formats.internal.schemas import MESSAGES
+
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.transaction_state import (
     TransactionState, decode_transaction_record, format_transaction_record,
@@ -61,8 +64,6 @@ def test_tombstone_and_empty_state_ignores_partitions():
 
 @pytest.mark.parametrize("key,value,message", [
     (None, None, "NullPointerException"),
-    (b"\x00\x01\x00\x01x", None, "Unknown version 1 from the transaction log message"),
-    (KEY, _value(0, [], version=1), "Unknown version 1 from the transaction log message value"),
     (KEY, _value(8, []), "Unknown transaction state id 8"),
     (KEY, _value(1, None), "NullPointerException"),
     (KEY, _value(1, [])[:-3], "BufferUnderflowException"),
@@ -70,6 +71,22 @@ def test_tombstone_and_empty_state_ignores_partitions():
 def test_what_kills_kafka_dump_log_raises(key, value, message):
     with pytest.raises(InvalidRecordError, match=message):
         format_transaction_record(key, value)
+
+
+def test_versions_3_3_1_does_not_know_print_as_kafka_4_2_prints_them():
+    assert format_transaction_record(b"\x00\x01\x00\x01x", None, 7) == (
+        "Unknown record type 1 at offset 7, skipping.", None)
+    # the flexible version 1 of KIP-890, with two of its tagged fields
+    value = struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
+        "producerId": 7, "previousProducerId": 6, "producerEpoch": 1, "transactionTimeoutMs": 60000,
+        "transactionStatus": 4, "transactionPartitions": [{"topic": "t", "partitionIds": [0, 1]}],
+        "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4, "clientTransactionVersion": 2}, 1)
+    assert format_transaction_record(KEY, value, 7) == (
+        '{"type":"0","data":{"transactionalId":"default_"}}',
+        '{"version":"1","data":{"producerId":7,"previousProducerId":6,"producerEpoch":1,"transactionTimeoutMs":60000,'
+        '"transactionStatus":4,"transactionPartitions":[{"topic":"t","partitionIds":[0,1]}],'
+        '"transactionLastUpdateTimestampMs":5,"transactionStartTimestampMs":4,"clientTransactionVersion":2}}')
+    assert decode_transaction_record(KEY, value)["value"]["clientTransactionVersion"] == 2
 
 
 def test_decode_transaction_record():

@@ -6,6 +6,9 @@ A record value is: frame version (unsigned varint, must be 1), apiKey (unsigned 
 generated readers never check the version, so a record from a newer Kafka is read with the 3.3.1
 layout: it decodes if that layout happens to fit (PARTITION_CHANGE_RECORD v2: only new tagged
 fields), and otherwise gives `Error at <offset>, skipping. Failed to deserialize record with type N`.
+That is the text (kafka-dump-log 3.3.1's). The structured decoding (decode_metadata_record, for
+JSON output and config replay) reads with Kafka 4.2's schemas, so records up to
+metadata.version 4.2-IV1 decode whole.
 """
 from __future__ import annotations
 
@@ -14,12 +17,13 @@ from typing import Any, Iterable
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    ALL, NULL, Field, Readable, Struct, json_node, read_struct, to_int16, to_json, uuid_to_string, versions,
+    ALL, NULL, Field, Readable, Struct, json_node, member, read_struct, to_int16, to_json, uuid_to_string, versions,
 )
+from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 
 __all__ = [
     "MetadataRecord", "METADATA_SCHEMAS", "decode_metadata_record", "format_metadata_record", "topic_configs",
-    "MetadataParseError", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
+    "MetadataParseError", "read_api_message", "METADATA_SCHEMAS_42", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
 ]
 
 V1 = versions("1+")
@@ -116,7 +120,7 @@ _SCHEMAS: list[tuple[int, str, str, tuple[Field, ...]]] = [
 ]
 
 
-def _type_name(name: str) -> str:
+def type_name(name: str) -> str:
     """MessageGenerator.toSnakeCase(name).toUpperCase(): RegisterBrokerRecord -> REGISTER_BROKER_RECORD."""
     out = []
     prev_cap = True
@@ -133,7 +137,11 @@ def _type_name(name: str) -> str:
 
 
 METADATA_SCHEMAS: dict[int, tuple[str, Struct]] = {
-    key: (_type_name(name), Struct(name, versions(valid), ALL, fields)) for key, name, valid, fields in _SCHEMAS
+    key: (type_name(name), Struct(name, versions(valid), ALL, fields)) for key, name, valid, fields in _SCHEMAS
+}
+# Kafka 4.2's MetadataRecordType (metadata.version up to 4.2-IV1): what JSON output decodes with
+METADATA_SCHEMAS_42: dict[int, tuple[str, Struct]] = {
+    key: (type_name(struct.name), struct) for key, struct in METADATA_RECORDS.items()
 }
 
 CONFIG_RESOURCE_TOPIC = 2   # ConfigResource.Type.TOPIC
@@ -167,8 +175,11 @@ def _read_short(r: Readable, entity: str) -> int:
     return to_int16(val)
 
 
-def _read(value: bytes | memoryview | None) -> tuple[int, int, Struct, dict[str, Any]]:
-    """AbstractApiMessageSerde.read over a record value: (apiKey, version, schema, raw fields)."""
+def read_api_message(value: bytes | memoryview | None, schemas: dict[int, tuple[str, Struct]] | None = None,
+                     ) -> tuple[int, int, Struct, dict[str, Any]]:
+    """AbstractApiMessageSerde.read over a record value: (apiKey, version, schema, raw fields).
+    `schemas` is the serde's table by apiKey (3.3.1's metadata records unless given)."""
+    schemas = METADATA_SCHEMAS if schemas is None else schemas
     if value is None:
         # ByteBufferAccessor(null): the first read throws NullPointerException
         raise MetadataParseError("Error while reading frame version", position=0)
@@ -183,7 +194,7 @@ def _read(value: bytes | memoryview | None) -> tuple[int, int, Struct, dict[str,
                                  f"(only frame version 1 is supported)", position=0)
     api_key = _read_short(r, "type")
     version = _read_short(r, "version")
-    known = METADATA_SCHEMAS.get(api_key)
+    known = schemas.get(api_key)
     if known is None:
         # MetadataParseException(cause): the message is the cause's toString()
         raise MetadataParseError(
@@ -201,10 +212,13 @@ def _read(value: bytes | memoryview | None) -> tuple[int, int, Struct, dict[str,
     return api_key, version, schema, fields
 
 
-def _public(schema: Struct, fields: dict[str, Any]) -> dict[str, Any]:
-    """Raw fields with uuids as strings, recursively (for library users)."""
+def _public(schema: Struct, fields: dict[str, Any], version: int) -> dict[str, Any]:
+    """The fields the record has at `version` (tagged ones with their defaults), uuids as
+    strings, recursively (for library users)."""
     out: dict[str, Any] = {}
     for f in schema.fields:
+        if not member(f.versions, schema.valid, version):
+            continue
         v = fields[f.name]
         if v is not None and f.type == "uuid":
             v = uuid_to_string(v)
@@ -212,26 +226,33 @@ def _public(schema: Struct, fields: dict[str, Any]) -> dict[str, Any]:
             v = [uuid_to_string(x) for x in v]
         elif v is not None and f.type == "[]struct":
             nested = Struct(f.name, f.versions, ALL, f.fields)
-            v = [_public(nested, x) for x in v]
+            v = [_public(nested, x, version) for x in v]
+        elif v is not None and f.type == "struct":
+            v = _public(Struct(f.name, f.versions, ALL, f.fields), v, version)
         out[f.name] = v
     return out
 
 
 def decode_metadata_record(value: bytes | memoryview | None) -> MetadataRecord:
-    """Decode one record value; raises MetadataParseError (an InvalidRecordError) where 3.3.1 fails."""
-    api_key, version, schema, fields = _read(value)
-    return MetadataRecord(METADATA_SCHEMAS[api_key][0], api_key, version, _public(schema, fields))
+    """Decode one record value with Kafka 4.2's schemas; raises MetadataParseError (an
+    InvalidRecordError) where 4.2 fails."""
+    api_key, version, schema, fields = read_api_message(value, METADATA_SCHEMAS_42)
+    return MetadataRecord(METADATA_SCHEMAS_42[api_key][0], api_key, version, _public(schema, fields, version))
 
 
-def format_metadata_record(value: bytes | memoryview | None, offset: int) -> str:
+def format_metadata_record(value: bytes | memoryview | None, offset: int,
+                           schemas: dict[int, tuple[str, Struct]] | None = None) -> str:
     """What kafka-dump-log 3.3.1 --cluster-metadata-decoder prints after ` payload: ` for the
-    record at `offset` (the offset appears in the error text). Metadata records print no key."""
+    record at `offset` (the offset appears in the error text). Metadata records print no key.
+    With `schemas=METADATA_SCHEMAS_42`, what kafka-dump-log 4.2 prints (the same form, 4.2's
+    record types and versions)."""
+    schemas = METADATA_SCHEMAS if schemas is None else schemas
     try:
-        api_key, version, schema, fields = _read(value)
+        api_key, version, schema, fields = read_api_message(value, schemas)
         data = json_node(schema, fields, version)
     except MetadataParseError as e:
         return f"Error at {offset}, skipping. {e.message}"
-    return to_json({"type": METADATA_SCHEMAS[api_key][0], "version": version, "data": data})
+    return to_json({"type": schemas[api_key][0], "version": version, "data": data})
 
 
 @dataclass

@@ -2,9 +2,10 @@
 version 2), decoded as Kafka 3.3.1's GroupMetadataManager does, and printed as
 `kafka-dump-log --offsets-decoder` prints them (GroupMetadataManager.formatRecordKeyAndValue).
 
-Where 3.3.1 throws (a missing key, a key or value version it does not know, bytes that do not
-parse), kafka-dump-log dies with a stack trace; we raise InvalidRecordError with the Java
-exception's text instead. Records written by Kafka 3.5+ with newer versions fall in that case.
+Where 3.3.1 throws (a missing key, bytes that do not parse), kafka-dump-log dies with a stack
+trace; we raise InvalidRecordError with the Java exception's text instead. A key or value version
+3.3.1 does not know (the records Kafka 3.4+ added: KIP-848 consumer groups, share groups, flexible
+offset commits) is printed as Kafka 4.2 prints it (coordinator.py).
 """
 from __future__ import annotations
 
@@ -13,8 +14,11 @@ from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    ALL, NULL, BufferUnderflowError, Field, Readable, ScalaHashOrder, Struct, bigint_hex, java_string_hash,
-    read_struct, to_json, versions,
+    ALL, NULL, BufferUnderflowError, Field, Readable, ScalaHashOrder, Struct, Versioned, bigint_hex,
+    java_string_hash, read_struct, to_json, versions,
+)
+from kafkalog_cli.formats.internal.coordinator import (
+    Coordinator, UnknownVersionError, decode_coordinator_record, format_coordinator_record,
 )
 
 __all__ = [
@@ -72,22 +76,19 @@ _SUBSCRIPTION_V0 = Struct("ConsumerProtocolSubscription", versions("0-1"), None,
 
 
 @dataclass(frozen=True)
-class OffsetCommitKey:
-    version: int
+class OffsetCommitKey(Versioned):
     group: str
     topic: str
     partition: int
 
 
 @dataclass(frozen=True)
-class GroupMetadataKey:
-    version: int
+class GroupMetadataKey(Versioned):
     group: str
 
 
 @dataclass(frozen=True)
-class OffsetCommitValue:
-    version: int
+class OffsetCommitValue(Versioned):
     offset: int
     leader_epoch: int          # -1: none (NO_PARTITION_LEADER_EPOCH)
     metadata: str
@@ -108,8 +109,7 @@ class MemberMetadata:
 
 
 @dataclass(frozen=True)
-class GroupMetadataValue:
-    version: int
+class GroupMetadataValue(Versioned):
     protocol_type: str
     generation: int
     protocol: str | None
@@ -139,7 +139,8 @@ def read_key(key: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey:
         return OffsetCommitKey(version, d["group"], d["topic"], d["partition"])
     if version == 2:
         return GroupMetadataKey(version, read_struct(r, _GROUP_METADATA_KEY, version)["group"])
-    raise _java_error("java.lang.IllegalStateException", f"Unknown group metadata message version: {version}", r)
+    raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown group metadata message version: {version}",
+                              position=r.position)
 
 
 def _read_value(value: bytes | memoryview, schema: Struct, kind: str) -> tuple[int, dict[str, Any]]:
@@ -147,7 +148,8 @@ def _read_value(value: bytes | memoryview, schema: Struct, kind: str) -> tuple[i
     r = Readable(value)
     version = r.read_int16()
     if not 0 <= version <= 3:
-        raise _java_error("java.lang.IllegalStateException", f"Unknown {kind} message version: {version}", r)
+        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown {kind} message version: {version}",
+                                  position=r.position)
     return version, read_struct(r, schema, version)
 
 
@@ -235,13 +237,21 @@ def _format_assignment(protocol_type: str, member: MemberMetadata) -> str:
     return f"{member.member_id}={bigint_hex(member.assignment)}"
 
 
-def format_offsets_record(key: bytes | memoryview | None,
-                          value: bytes | memoryview | None) -> tuple[str | None, str | None]:
-    """(key text, payload text) exactly as kafka-dump-log 3.3.1 --offsets-decoder prints them.
+def format_offsets_record(key: bytes | memoryview | None, value: bytes | memoryview | None,
+                          offset: int = -1) -> tuple[str | None, str | None]:
+    """(key text, payload text) exactly as kafka-dump-log 3.3.1 --offsets-decoder prints them,
+    or for a record 3.3.1 does not know as 4.2 prints it (`offset` is in 4.2's error lines).
     Raises InvalidRecordError where 3.3.1 throws (and so stops dumping)."""
     if key is None:
         raise _java_error("org.apache.kafka.common.KafkaException",
                           "Failed to decode message using offset topic decoder (message had a missing key)")
+    try:
+        return _format_331(key, value)
+    except UnknownVersionError:
+        return format_coordinator_record(Coordinator.GROUP, key, value, offset)
+
+
+def _format_331(key: bytes | memoryview, value: bytes | memoryview | None) -> tuple[str, str]:
     k = read_key(key)
     if isinstance(k, OffsetCommitKey):
         key_text = f"offset_commit::group={k.group},partition={k.topic}-{k.partition}"
@@ -272,6 +282,13 @@ def decode_offsets_record(key: bytes | memoryview | None, value: bytes | memoryv
     "group_metadata"; `value` is None for a tombstone. Members keep their record order here."""
     if key is None:
         raise InvalidRecordError("__consumer_offsets record without a key")
+    try:
+        return _decode_331(key, value)
+    except UnknownVersionError:
+        return decode_coordinator_record(Coordinator.GROUP, key, value)
+
+
+def _decode_331(key: bytes | memoryview, value: bytes | memoryview | None) -> dict[str, Any]:
     k = read_key(key)
     if isinstance(k, OffsetCommitKey):
         v: Any = None if value is None else read_offset_commit_value(value)

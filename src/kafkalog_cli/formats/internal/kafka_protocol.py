@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.varint import write_unsigned_varint
 
 _I16 = struct.Struct(">h")
 _U16 = struct.Struct(">H")
@@ -255,6 +256,13 @@ class Struct:
     fields: tuple[Field, ...] = field(default_factory=tuple)
 
 
+@dataclass(frozen=True)
+class Versioned:
+    """A decoded record key or value: the int16 version it was written with comes first."""
+
+    version: int
+
+
 NULL = object()  # marker for a Field.default of "null"
 ZERO_UUID = bytes(16)
 
@@ -267,6 +275,8 @@ def default_value(f: Field) -> Any:
     t = f.type
     if f.is_array:
         return []
+    if t == "struct":
+        return {}       # a struct of its fields' defaults (read_struct and write_struct fill them in)
     return {"bool": False, "string": "", "bytes": b"", "uuid": ZERO_UUID, "float64": 0.0}.get(t, 0)
 
 
@@ -307,7 +317,7 @@ def read_struct(r: Readable, spec: Struct, version: int, parent: Versions | None
                 r.read_array(size)  # unknown tagged field: kept raw by Kafka, never printed
                 continue
             if member(_intersect(f.versions, f.tagged), flexible_possible, version):
-                out[f.name] = _read_value(r, f, version, possible, True)
+                out[f.name] = _read_value(r, f, version, possible, True, tagged=True)
             else:
                 raise InvalidRecordError(f"java.lang.RuntimeException: Tag {tag} is not valid for version {version}",
                                          position=r.position)
@@ -333,11 +343,15 @@ def _read_length(r: Readable, f: Field, flexible: bool, version: int, possible: 
     return length
 
 
-def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexible: bool) -> Any:
+def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexible: bool, tagged: bool = False) -> Any:
     t = f.type
     if t in _PRIMITIVE_READERS:
         return _PRIMITIVE_READERS[t](r)
     if t == "struct":
+        # a nullable struct starts with a marker: an int8 (negative: null), or when tagged an
+        # unsigned varint (0: null)
+        if member(f.nullable, possible, version) and (r.read_unsigned_varint() <= 0 if tagged else r.read_int8() < 0):
+            return None
         return read_struct(r, Struct(f.name, f.versions, NONE if not flexible else ALL, f.fields), version, possible)
     if t == "string":
         n = _read_length(r, f, flexible, version, possible, f.name, f.nullable, True, False)
@@ -372,6 +386,83 @@ def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexibl
                 items.append(reader(r))
         return items
     raise ValueError(f"unsupported field type {t}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing: the generated `write(Writable, short)`, for building records (tests, fixtures)
+
+_PRIMITIVE_WRITERS: dict[str, Callable[[Any], bytes]] = {
+    "int8": lambda v: struct.pack(">b", v),
+    "bool": lambda v: b"\x01" if v else b"\x00",
+    "int16": _I16.pack,
+    "uint16": _U16.pack,
+    "int32": _I32.pack,
+    "uint32": _U32.pack,
+    "int64": _I64.pack,
+    "float64": _F64.pack,
+    "uuid": bytes,
+}
+
+
+def write_struct(spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None) -> bytes:
+    """The bytes `read_struct(spec, version)` reads back as `values` (fields missing from
+    `values` take their defaults): mandatory fields in schema order, then in flexible versions
+    the tagged fields that differ from their default, by tag."""
+    possible = spec.valid if parent is None else _intersect(parent, spec.valid)
+    flexible = member(spec.flexible, possible, version)
+    out = bytearray()
+    tagged: list[tuple[int, bytes]] = []
+    for f in spec.fields:
+        value = values.get(f.name, default_value(f))
+        if f.tagged is not None:
+            if flexible and member(_intersect(f.versions, f.tagged), possible, version) and value != default_value(f):
+                assert f.tag is not None
+                tagged.append((f.tag, _write_value(f, value, version, possible, True, tagged=True)))
+        elif member(f.versions, possible, version):
+            out += _write_value(f, value, version, possible, flexible)
+    if flexible:
+        out += write_unsigned_varint(len(tagged))
+        for tag, data in sorted(tagged):
+            out += write_unsigned_varint(tag) + write_unsigned_varint(len(data)) + data
+    return bytes(out)
+
+
+def _write_length(n: int | None, flexible: bool, is_string: bool) -> bytes:
+    if flexible:
+        return write_unsigned_varint(0 if n is None else n + 1)
+    return (_I16 if is_string else _I32).pack(-1 if n is None else n)
+
+
+def _write_value(f: Field, value: Any, version: int, possible: Versions, flexible: bool, tagged: bool = False) -> bytes:
+    t = f.type
+    if t in _PRIMITIVE_WRITERS:
+        return _PRIMITIVE_WRITERS[t](value)
+    nested = Struct(f.name, f.versions, ALL if flexible else NONE, f.fields)
+    if t == "struct":
+        marker = b""
+        if member(f.nullable, possible, version):
+            if value is None:
+                return write_unsigned_varint(0) if tagged else b"\xff"
+            marker = write_unsigned_varint(1) if tagged else b"\x01"
+        return marker + write_struct(nested, value, version, possible)
+    if t in ("string", "bytes"):
+        if value is None:
+            return _write_length(None, flexible, t == "string")
+        data = value.encode("utf-8") if t == "string" else bytes(value)
+        return _write_length(len(data), flexible, t == "string") + data
+    if value is None:
+        return _write_length(None, flexible, False)
+    out = bytearray(_write_length(len(value), flexible, False))
+    el = f.element
+    for item in value:
+        if el == "struct":
+            out += write_struct(nested, item, version, possible)
+        elif el in ("string", "bytes"):
+            data = item.encode("utf-8") if el == "string" else bytes(item)
+            out += _write_length(len(data), flexible, el == "string") + data
+        else:
+            out += _PRIMITIVE_WRITERS[el](item)
+    return bytes(out)
 
 
 # ---------------------------------------------------------------------------------------------

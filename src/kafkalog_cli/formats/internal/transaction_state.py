@@ -1,8 +1,9 @@
 """__transaction_state records, decoded as Kafka 3.3.1's TransactionLog does and printed as
 `kafka-dump-log --transaction-log-decoder` prints them (TransactionLog.formatRecordKeyAndValue).
 
-Where 3.3.1 throws (null key, unknown key/value version, unknown state id, bad bytes),
-kafka-dump-log dies; we raise InvalidRecordError with the Java exception's text instead.
+Where 3.3.1 throws (null key, unknown state id, bad bytes), kafka-dump-log dies; we raise
+InvalidRecordError with the Java exception's text instead. A key or value version 3.3.1 does not
+know (the flexible value version 1 of KIP-890) is printed as Kafka 4.2 prints it (coordinator.py).
 """
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.coordinator import (
+    Coordinator, UnknownVersionError, decode_coordinator_record, format_coordinator_record,
+)
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    Field, Readable, ScalaHashOrder, Struct, java_string_hash, read_struct, to_int32, versions,
+    Field, Readable, ScalaHashOrder, Struct, Versioned, java_string_hash, read_struct, to_int32, versions,
 )
 
 __all__ = [
@@ -52,14 +56,12 @@ class TransactionState(enum.IntEnum):
 
 
 @dataclass(frozen=True)
-class TransactionLogKey:
-    version: int
+class TransactionLogKey(Versioned):
     transactional_id: str
 
 
 @dataclass(frozen=True)
-class TransactionLogValue:
-    version: int
+class TransactionLogValue(Versioned):
     producer_id: int
     producer_epoch: int
     transaction_timeout_ms: int
@@ -77,8 +79,8 @@ def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
-        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown version {version} from the "
-                                 f"transaction log message", position=0)
+        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
+                                  f"transaction log message", position=0)
     return TransactionLogKey(version, read_struct(r, _KEY, version)["transactionalId"])
 
 
@@ -87,8 +89,8 @@ def read_value(value: bytes | memoryview) -> TransactionLogValue:
     r = Readable(value)
     version = r.read_int16()
     if version != 0:
-        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown version {version} from the "
-                                 f"transaction log message value", position=0)
+        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
+                                  f"transaction log message value", position=0)
     d = read_struct(r, _VALUE, version)
     status = d["transactionStatus"]
     if not 0 <= status <= 7:
@@ -125,9 +127,17 @@ def _partitions_in_set_order(value: TransactionLogValue) -> list[str]:
     return [f"{t}-{p}" for t, p in table.keys()]
 
 
-def format_transaction_record(key: bytes | memoryview | None,
-                              value: bytes | memoryview | None) -> tuple[str | None, str | None]:
-    """(key text, payload text) exactly as kafka-dump-log 3.3.1 --transaction-log-decoder prints them."""
+def format_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None,
+                              offset: int = -1) -> tuple[str | None, str | None]:
+    """(key text, payload text) exactly as kafka-dump-log 3.3.1 --transaction-log-decoder prints
+    them, or for a record 3.3.1 does not know as 4.2 prints it."""
+    try:
+        return _format_331(key, value)
+    except UnknownVersionError:
+        return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
+
+
+def _format_331(key: bytes | memoryview | None, value: bytes | memoryview | None) -> tuple[str, str]:
     k = read_key(key)
     key_text = f"transaction_metadata::transactionalId={k.transactional_id}"
     if value is None:
@@ -140,7 +150,15 @@ def format_transaction_record(key: bytes | memoryview | None,
 
 
 def decode_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> dict[str, Any]:
-    """Structured form for our JSON output (snake_case keys); `value` is None for a tombstone."""
+    """Structured form for our JSON output (snake_case keys); `value` is None for a tombstone.
+    A record 3.3.1 does not know has coordinator.decode_coordinator_record's form."""
+    try:
+        return _decode_331(key, value)
+    except UnknownVersionError:
+        return decode_coordinator_record(Coordinator.TRANSACTION, key, value)
+
+
+def _decode_331(key: bytes | memoryview | None, value: bytes | memoryview | None) -> dict[str, Any]:
     k = read_key(key)
     out: dict[str, Any] = {"type": "transaction_metadata", "key": asdict(k), "value": None}
     if value is not None:

@@ -1,0 +1,107 @@
+"""__remote_log_metadata records (tiered storage, TopicBasedRemoteLogMetadataManager), and the
+text `kafka-dump-log --remote-log-metadata-decoder` (Kafka 4.2) prints for each: the value is
+framed as a metadata record (frame version, apiKey, version; RemoteLogMetadataSerde), and the
+tool prints the `toString()` of the RemoteLogMetadata it becomes. Records have no key.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from kafkalog_cli.errors import InvalidRecordError
+from kafkalog_cli.formats.internal.cluster_metadata import type_name, read_api_message
+from kafkalog_cli.formats.internal.kafka_protocol import json_node, uuid_to_string
+from kafkalog_cli.formats.internal.schemas import MESSAGES, REMOTE_LOG_METADATA_RECORDS
+
+__all__ = ["format_remote_log_metadata", "decode_remote_log_metadata"]
+
+SCHEMAS = {key: (type_name(name), MESSAGES[name]) for key, name in REMOTE_LOG_METADATA_RECORDS.items()}
+# RemoteLogSegmentState and RemotePartitionDeleteState, by id
+SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED")
+PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
+
+
+def _state(states: tuple[str, ...], state_id: int, npe: str = "state can not be null") -> str:
+    """forId finds no state for an unknown id: the constructor's requireNonNull throws (its
+    getMessage() is `npe`)."""
+    if not 0 <= state_id < len(states):
+        raise InvalidRecordError(npe)
+    return states[state_id]
+
+
+def _topic_id_partition(t: dict[str, Any]) -> str:
+    """TopicIdPartition.toString."""
+    return f"{uuid_to_string(t['id'])}:{t['name']}-{t['partition']}"
+
+
+def _segment_id(s: dict[str, Any]) -> str:
+    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(s['topicIdPartition'])}, id={uuid_to_string(s['id'])}}}"
+
+
+def _custom(data: bytes | None) -> str:
+    """Optional<CustomMetadata>.toString."""
+    return "Optional.empty" if data is None else f"Optional[CustomMetadata{{{len(data)} bytes}}]"
+
+
+def _leader_epochs(entries: list[dict[str, Any]]) -> str:
+    """The TreeMap<Integer, Long> of leader epoch -> start offset, as AbstractMap.toString;
+    RemoteLogSegmentMetadata refuses an empty one."""
+    if not entries:
+        raise InvalidRecordError("segmentLeaderEpochs can not be null or empty")
+    epochs = {e["leaderEpoch"]: e["offset"] for e in entries}
+    return "{" + ", ".join(f"{k}={epochs[k]}" for k in sorted(epochs)) + "}"
+
+
+def _offsets(start: int, end: int) -> str:
+    if start < 0:
+        raise InvalidRecordError(f"Unexpected start offset = {start}. StartOffset for a remote segment cannot be negative")
+    if end < start:
+        raise InvalidRecordError(f"Unexpected end offset = {end}. EndOffset for a remote segment cannot be less than "
+                                 f"startOffset = {start}")
+    return f"startOffset={start}, endOffset={end}"
+
+
+def _to_string(api_key: int, d: dict[str, Any]) -> str:
+    if api_key == 0:
+        return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+                f"{_offsets(d['startOffset'], d['endOffset'])}, brokerId={d['brokerId']}, "
+                f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
+                f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
+                f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
+                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
+                f"txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
+    if api_key == 1:
+        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+                f"customMetadata={_custom(d['customMetadata'])}, "
+                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
+                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    if api_key == 2:
+        state = _state(PARTITION_DELETE_STATES, d["remotePartitionDeleteState"], "null")
+        return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
+                f"state={state}, eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
+    state = _state(SEGMENT_STATES, d["remoteLogSegmentState"])      # checked before the epochs, offsets never
+    return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={uuid_to_string(d['segmentId'])}, "
+            f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, "
+            f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
+            f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
+            f"state={state}}}")
+
+
+def format_remote_log_metadata(value: bytes | memoryview | None, offset: int) -> str:
+    """What kafka-dump-log 4.2 --remote-log-metadata-decoder prints after ` payload: `."""
+    try:
+        if value is None:
+            raise InvalidRecordError("null")     # record.value().remaining() on a null value
+        api_key, _, _, fields = read_api_message(value, SCHEMAS)
+        return _to_string(api_key, fields)
+    except InvalidRecordError as e:
+        return f"Error at offset {offset}, skipping. {e.message}"
+
+
+def decode_remote_log_metadata(value: bytes | memoryview | None) -> dict[str, Any]:
+    """Structured form for our JSON output: `type` (the record type's name), `version`, and
+    `data` as Kafka's JsonConverter writes it, plus `text`, what the text output prints."""
+    if value is None:
+        raise InvalidRecordError("__remote_log_metadata record without a value")
+    api_key, version, schema, fields = read_api_message(value, SCHEMAS)
+    return {"type": SCHEMAS[api_key][0], "version": version, "data": json_node(schema, fields, version),
+            "text": _to_string(api_key, fields)}
