@@ -1,0 +1,141 @@
+"""Acceptance: a real Kafka 3.3.1 broker started on what `delete-records` left reports the log
+start offset it set (ListOffsets earliest) and serves from it, the records dump-log shows.
+
+Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
+(../shared/tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
+127.0.0.1 and is stopped by its own PID."""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.cli import cli
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+KAFKA_HOME = os.environ.get("KAFKA_HOME")
+KAFKA_PY = os.environ.get("KAFKA_PY")
+
+pytestmark = pytest.mark.skipif(
+    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
+    reason="needs KAFKA_HOME (a Kafka 3.x distribution) and KAFKA_PY (a Python with kafka-python)")
+
+# what the consumer reports per partition: the earliest offset (ListOffsets), then every record
+CONSUME = r"""
+import json, sys
+from kafka import KafkaConsumer, TopicPartition
+server, parts = sys.argv[1], sys.argv[2:]
+out = {}
+for name in parts:
+    topic, p = name.rsplit("-", 1)
+    tp = TopicPartition(topic, int(p))
+    c = KafkaConsumer(bootstrap_servers=server, enable_auto_commit=False, consumer_timeout_ms=5000,
+                      auto_offset_reset="earliest", isolation_level="read_uncommitted")
+    c.assign([tp])
+    earliest = c.beginning_offsets([tp])[tp]
+    c.seek_to_beginning(tp)
+    records = [[m.offset, m.key.hex() if m.key is not None else None, m.value.hex() if m.value is not None else None]
+               for m in c]
+    out[name] = {"earliest": earliest, "records": records}
+    c.close()
+print(json.dumps(out))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def broker_serve(log_dir: Path, work: Path, partitions: list[str]) -> dict:
+    """Start a one-node KRaft broker on `log_dir`, consume `partitions` from the start, stop it."""
+    props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
+                 if "=" in line and not line.startswith("#"))
+    node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
+    config = work / "server.properties"
+    config.write_text(f"""process.roles=broker,controller
+node.id={node}
+controller.quorum.voters={node}@127.0.0.1:{ctl}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={log_dir}
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=-1
+log.cleaner.enable=false
+""")
+    logs = work / "logs"
+    env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
+    with open(work / "stdout", "wb") as out:
+        broker = subprocess.Popen([str(Path(KAFKA_HOME, "bin", "kafka-server-start.sh")), str(config)], env=env,
+                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        server_log = logs / "server.log"
+        deadline = time.monotonic() + 120
+        while "Kafka Server started" not in (server_log.read_text(errors="replace") if server_log.exists() else ""):
+            assert broker.poll() is None, (work / "stdout").read_text(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "the broker did not start in 120 s"
+            time.sleep(0.5)
+        done = subprocess.run([KAFKA_PY, "-c", CONSUME, f"127.0.0.1:{port}", *partitions],
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        text = server_log.read_text(errors="replace")
+        return {"consumed": json.loads(done.stdout),
+                "errors": [line for line in text.splitlines() if " ERROR " in line or "Corrupt" in line],
+                "log": text}
+    finally:
+        os.killpg(broker.pid, signal.SIGTERM)
+        try:
+            broker.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(broker.pid, signal.SIGKILL)
+            broker.wait()
+
+
+def dumped_records(runner, partition_dir: Path, from_offset: int) -> list:
+    """What dump-log shows of a partition, from `from_offset` on, as the consumer reports it."""
+    res = runner.invoke(cli, ["dump-log", str(partition_dir), "--format", "json", "--deep-iteration",
+                              "--print-data-log", "--payload-encoding", "hex"])
+    assert res.exit_code == 0, res.output
+    lines = [json.loads(x) for x in res.output.splitlines()]
+    return [[r["offset"], r["key"], r["value"]] for r in lines
+            if r["kind"] == "record" and not r["is_control"] and r["offset"] >= from_offset]
+
+
+def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLES, d)
+    spec = tmp_path / "offsets.json"
+    # inside the second segment (the first goes), inside the only segment of an idempotent
+    # producer's log, and -1 (the high watermark: everything)
+    spec.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": "multi-segment", "partition": 0, "offset": 350},
+        {"topic": "idempotent-lz4", "partition": 0, "offset": 12},
+        {"topic": "codec-zstd", "partition": 0, "offset": -1}]}))
+    res = runner.invoke(cli, ["delete-records", str(d), "--offset-json", str(spec), "--format", "json",
+                              "--quarantine", str(tmp_path / "q")])
+    assert res.exit_code == 0, res.output
+    starts = {s["partition"]: s["new_log_start_offset"] for s in map(json.loads, res.output.splitlines())}
+    assert starts == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "codec-zstd-0": 60}
+    assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
+    want = {name: dumped_records(runner, d / name, start) for name, start in starts.items()}
+
+    served = broker_serve(d, tmp_path, sorted(starts))
+
+    assert served["errors"] == []
+    for name, start in starts.items():
+        got = served["consumed"][name]
+        assert got["earliest"] == start, name
+        assert got["records"] == want[name], name
+        if want[name]:
+            assert got["records"][0][0] == start, name
+    assert want["codec-zstd-0"] == [] and want["multi-segment-0"][0][0] == 350
