@@ -2,6 +2,7 @@
 UnifiedLog.maybeIncrementLogStartOffset) and the log-start-offset pass after it, on small logs
 whose segments hold offsets 0-2, 3-5 and 6-8 (high watermark 9 unless stated)."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ from kafkalog_cli.storage.logdir import partition_dirs_for
 from .test_retain import NEW, make_log_dir
 
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def logdir(tmp_path, hw=None, log_start=None, partitions=("t-0",)):
@@ -155,25 +157,15 @@ def test_offset_json_as_kafka_reads_it():
     assert dr.parse_offset_json(b'{"version": 1, "partitions": []}', "f") == {}
 
 
-@pytest.mark.parametrize("text,message,position", [
-    (b'{"partitions": [', "not valid JSON: Expecting value", 16),
-    (b'\xff{}', "not UTF-8 text", 0),
-    (b'[1]', "expected an object with a partitions field", 0),
-    (b'{"version": 1}', "missing partitions field", 0),
-    (b'{"version": 2, "partitions": []}', "not supported version field value 2 (only 1)", 12),
-    (b'{"partitions": {}}', "partitions must be an array", 15),
-    (b'{"partitions": [3]}', "each partition must be an object with topic, partition and offset", 16),
-    (b'{"partitions": [{"topic": "a", "offset": 1}]}', "missing partition field", 16),
-    (b'{"partitions": [{"topic": "a", "partition": 0, "offset": "1"}]}', "offset must be an integer", 57),
-    (b'{"partitions": [{"topic": 7, "partition": 0, "offset": 1}]}', "topic must be a string", 26),
-    (b'{"partitions": [{"topic": "a", "partition": true, "offset": 1}]}', "partition must be an integer", 44),
-    (b'{"partitions": [{"topic": "a", "partition": -1, "offset": 1}]}', "partition -1 is not a partition number", 44),
-    ('{"partitions": [{"topic": "é", "partition": 0, "offset": 1}, {"topic": "é", "partition": 0, "offset": 2}]}'
-     .encode(), "duplicate topic partition é-0", 62),
-])
-def test_bad_offset_json_names_the_byte(text, message, position):
+# each line: the file's bytes (hex; `text` is for reading), the message, the byte it names
+BAD_OFFSET_JSON = [json.loads(x) for x in (FIXTURES / "offset-json" / "bad.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("case", BAD_OFFSET_JSON, ids=[c["message"] for c in BAD_OFFSET_JSON])
+def test_bad_offset_json_names_the_byte(case):
+    message, position = case["message"], case["position"]
     with pytest.raises(UsageError) as e:
-        dr.parse_offset_json(text, "offsets.json")
+        dr.parse_offset_json(bytes.fromhex(case["hex"]), "offsets.json")
     assert (e.value.message, e.value.path, e.value.position) == (message, "offsets.json", position)
     assert str(e.value) == f"offsets.json: byte {position}: {message}"
 
