@@ -55,6 +55,11 @@ def test_inside_a_segment_raises_the_log_start_and_keeps_the_segment(tmp_path):
 
 def test_at_a_segment_base_the_checkpoint_has_no_entry(tmp_path):
     d = logdir(tmp_path)
+    p = plan_for(d, before=6)
+    # the raised log start is made durable before any segment goes; the broker's own checkpoint
+    # (no entry at a segment base) is written last
+    writes = [(i, a.data) for i, a in enumerate(p.actions) if a.path.name == "log-start-offset-checkpoint"]
+    assert writes == [(0, b"0\n1\nt 0 6\n"), (len(p.actions) - 1, b"0\n0\n")]
     run(d, before=6)
     assert [f for f in files(d) if f.endswith(".log")] == ["00000000000000000006.log"]
     assert not any(f.endswith(".snapshot") and f < "00000000000000000006" for f in files(d))

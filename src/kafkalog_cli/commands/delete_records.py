@@ -12,7 +12,7 @@ from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
 from kafkalog_cli.render import human
-from kafkalog_cli.storage.names import parse_partition_dir
+from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 
 
 @click.command("delete-records", short_help="Raise log start offsets and delete the segments below, "
@@ -66,7 +66,7 @@ def command(paths, offset_json, before, only, quarantine_dir, no_quarantine, dry
     if offset_json is not None:
         offsets = ops.parse_offset_json(_read(offset_json), str(offset_json))
         if only:
-            offsets = {k: v for k, v in offsets.items() if only.matches(parse_partition_dir(f"{k[0]}-{k[1]}"))}
+            offsets = {k: v for k, v in offsets.items() if only.matches(TopicPartition(*k))}
     groups = partition_groups(paths, only=only)
     if offset_json is not None:
         groups = _requested(groups, offsets, offset_json)

@@ -17,7 +17,9 @@ What a Kafka 3.3.1 broker does with a DeleteRecords request, then with its next 
 
 Steps 2-4 are ops.retain's log-start-offset machinery with the log start raised first
 (retain.run_passes, deletion_actions, plan_log_start_changes): the same crash-safe order, so a
-killed run is finished by running it again (or by retain, or by the broker itself).
+killed run is finished by running it again (or by retain, or by the broker itself). One step
+comes before it: the raised log start offsets are written to log-start-offset-checkpoint before
+any segment goes, so a broker loading the dir after a kill at any instant starts at them.
 
 The high watermark is the replication-offset-checkpoint's entry, clamped into [log start, log end]
 as the broker loads it. Without an entry, the offset is bounded by the log end offset instead
@@ -33,8 +35,11 @@ from kafkalog_cli.config import INTERNAL_TOPICS, ConfigResolver, cluster_metadat
 from kafkalog_cli.errors import ExitCode, UsageError
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
-from kafkalog_cli.ops.plan import Action, Plan, apply  # noqa: F401  (apply: the op's API)
-from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
+from kafkalog_cli.storage import checkpoints as checkpoint_text
+from kafkalog_cli.storage.fsops import TMP_SUFFIX
+from kafkalog_cli.storage.logdir import OffsetCheckpoint
+from kafkalog_cli.storage.names import LOG_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 
 HIGH_WATERMARK = -1                 # DeleteRecordsRequest.HIGH_WATERMARK
@@ -168,8 +173,33 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
 
     wanted = [d for d in partition_dirs if (tp := parse_partition_dir(d.name)) is not None
               and opts.requested(tp) is not None]
-    retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
+    roots = retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
+    _log_starts_first(p, roots.log_start_offsets)
     return p
+
+
+def _log_starts_first(p: Plan, checkpoint: OffsetCheckpoint) -> None:
+    """The raised log start offsets go to log-start-offset-checkpoint before any segment goes, so
+    that no kill lets a broker load a log start below them (its load rule takes the larger of the
+    checkpoint and the first segment's base). The broker's own checkpoint, written after the
+    segments went (without entries at a segment base), is still written last when it differs."""
+    raised = {(s["topic"], s["partition_id"]): s["new_log_start_offset"] for s in p.partitions.values()
+              if s.get("new_log_start_offset", -1) > s.get("old_log_start_offset", -1)}
+    if not raised:
+        return
+    data = checkpoint_text.encode_offsets({**checkpoint.offsets, **raised}, order=checkpoint.order)
+    final = [a for a in p.actions if a.kind is ActionKind.UPDATE_CHECKPOINT and a.path == checkpoint.path]
+    if final and final[-1].data == data:
+        p.actions.remove(final[-1])
+    elif not any(a.kind is ActionKind.DELETE and a.path.suffix == LOG_SUFFIX for a in p.actions):
+        return      # nothing to delete: the final write alone is as safe
+    # after the log dir's leftovers of an interrupted write (ours among them) are gone
+    first = next((i for i, a in enumerate(p.actions) if not a.path.name.endswith(TMP_SUFFIX)), len(p.actions))
+    p.actions.insert(first, Action(ActionKind.UPDATE_CHECKPOINT, checkpoint.path,
+                                   "raised log start offsets, before any segment is deleted", data=data))
+    if not final:       # the file ends as it began: its entries were at segment bases, and still are
+        p.add(Action(ActionKind.UPDATE_CHECKPOINT, checkpoint.path, "log start offsets after segment deletion",
+                     data=checkpoint_text.encode_offsets(checkpoint.offsets, order=checkpoint.order)))
 
 
 def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: ConfigResolver

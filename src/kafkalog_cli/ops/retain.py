@@ -220,12 +220,13 @@ def read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
 PlanOne = Callable[[Partition], "tuple[dict, Retention | None, list[Action]]"]
 
 
-def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], plan_one: PlanOne) -> None:
+def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], plan_one: PlanOne) -> RootCheckpoints:
     """The frame of every op that raises log start offsets and deletes segments below them
     (retain, delete-records): each partition planned by `plan_one` with its checkpoints' values,
     then LogManager's checkpoints for all of them, last. A partition that cannot be planned (a
     corrupt active segment or leader-epoch-checkpoint) gets an `error` in its summary and no
-    action; a damaged root checkpoint raises, as nothing in the log dir can be judged without it."""
+    action; a damaged root checkpoint raises, as nothing in the log dir can be judged without it.
+    Returns the root checkpoints as they were."""
     roots = read_root_checkpoints(log_dir)
     new_log_starts: dict[tuple[str, int], int] = {}
     new_recovery_points: dict[tuple[str, int], int] = {}
@@ -252,6 +253,7 @@ def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], p
             if (partition.checkpoints.recovery_point or 0) < start:
                 new_recovery_points[key] = start
     _checkpoint_actions(p, roots, new_log_starts, new_recovery_points)
+    return roots
 
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> RetainPlan:
