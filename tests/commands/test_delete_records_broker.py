@@ -120,12 +120,13 @@ def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
     spec.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "multi-segment", "partition": 0, "offset": 350},
         {"topic": "idempotent-lz4", "partition": 0, "offset": 12},
-        {"topic": "codec-zstd", "partition": 0, "offset": -1}]}))
+        {"topic": "codec-zstd", "partition": 0, "offset": -1},
+        {"topic": "txn", "partition": 0, "offset": 8}]}))       # inside a compressed transactional batch
     res = runner.invoke(cli, ["delete-records", str(d), "--offset-json", str(spec), "--format", "json",
                               "--quarantine", str(tmp_path / "q")])
     assert res.exit_code == 0, res.output
     starts = {s["partition"]: s["new_log_start_offset"] for s in map(json.loads, res.output.splitlines())}
-    assert starts == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "codec-zstd-0": 60}
+    assert starts == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "codec-zstd-0": 60, "txn-0": 8}
     assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
     want = {name: dumped_records(runner, d / name, start) for name, start in starts.items()}
 
@@ -139,3 +140,33 @@ def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
         if want[name]:
             assert got["records"][0][0] == start, name
     assert want["codec-zstd-0"] == [] and want["multi-segment-0"][0][0] == 350
+
+
+def test_broker_after_a_kill_midway_starts_at_the_log_start_offset_set(tmp_path, runner):
+    """Killed once the first segment's .log is gone and before its indexes go: the broker loads
+    the dir (deleting the orphans itself) and starts at the raised log start offset."""
+    from kafkalog_cli.ops import delete_records
+    from kafkalog_cli.ops.plan import apply
+    from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+
+    def killed(d: Path, n: int) -> None:
+        p = delete_records.plan(d, [d / "multi-segment-0"], delete_records.DeleteRecordsOptions(before=350))
+        with pytest.raises(InjectedFault):
+            apply(p, FsOps(d, Quarantine(None, "delete-records"), fault_after=n))
+
+    seg0 = Path("multi-segment-0") / "00000000000000000000"
+    for n in range(1, 20):
+        probe = tmp_path / f"probe{n}"
+        shutil.copytree(EXAMPLES, probe)
+        killed(probe, n)
+        if not (probe / f"{seg0}.log").exists():
+            break
+    assert (probe / f"{seg0}.index").exists()
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLES, d)
+    killed(d, n)
+    served = broker_serve(d, tmp_path, ["multi-segment-0"])
+    assert served["errors"] == []
+    got = served["consumed"]["multi-segment-0"]
+    assert got["earliest"] == 350
+    assert got["records"] == dumped_records(runner, d / "multi-segment-0", 350)
