@@ -5,25 +5,17 @@ Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python wit
 (../shared/tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
 127.0.0.1 and is stopped by its own PID."""
 import json
-import os
 import shutil
-import signal
-import socket
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-KAFKA_HOME = os.environ.get("KAFKA_HOME")
-KAFKA_PY = os.environ.get("KAFKA_PY")
+from ..kafka_broker import broker_run, needs_broker
 
-pytestmark = pytest.mark.skipif(
-    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
-    reason="needs KAFKA_HOME (a Kafka 3.x distribution) and KAFKA_PY (a Python with kafka-python)")
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+pytestmark = needs_broker
 
 # what the consumer reports per partition: the earliest offset (ListOffsets), then every record
 CONSUME = r"""
@@ -45,60 +37,6 @@ for name in parts:
     c.close()
 print(json.dumps(out))
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def broker_serve(log_dir: Path, work: Path, partitions: list[str]) -> dict:
-    """Start a one-node KRaft broker on `log_dir`, consume `partitions` from the start, stop it."""
-    props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
-                 if "=" in line and not line.startswith("#"))
-    node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
-    config = work / "server.properties"
-    config.write_text(f"""process.roles=broker,controller
-node.id={node}
-controller.quorum.voters={node}@127.0.0.1:{ctl}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={log_dir}
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=-1
-log.cleaner.enable=false
-""")
-    logs = work / "logs"
-    env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
-    with open(work / "stdout", "wb") as out:
-        broker = subprocess.Popen([str(Path(KAFKA_HOME, "bin", "kafka-server-start.sh")), str(config)], env=env,
-                                  stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        server_log = logs / "server.log"
-        deadline = time.monotonic() + 120
-        while "Kafka Server started" not in (server_log.read_text(errors="replace") if server_log.exists() else ""):
-            assert broker.poll() is None, (work / "stdout").read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "the broker did not start in 120 s"
-            time.sleep(0.5)
-        done = subprocess.run([KAFKA_PY, "-c", CONSUME, f"127.0.0.1:{port}", *partitions],
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-3000:]
-        text = server_log.read_text(errors="replace")
-        return {"consumed": json.loads(done.stdout),
-                "errors": [line for line in text.splitlines() if " ERROR " in line or "Corrupt" in line],
-                "log": text}
-    finally:
-        os.killpg(broker.pid, signal.SIGTERM)
-        try:
-            broker.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(broker.pid, signal.SIGKILL)
-            broker.wait()
 
 
 def dumped_records(runner, partition_dir: Path, from_offset: int) -> list:
@@ -130,11 +68,11 @@ def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
     assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
     want = {name: dumped_records(runner, d / name, start) for name, start in starts.items()}
 
-    served = broker_serve(d, tmp_path, sorted(starts))
+    served = broker_run(d, tmp_path, CONSUME, *sorted(starts))
 
     assert served["errors"] == []
     for name, start in starts.items():
-        got = served["consumed"][name]
+        got = served["output"][name]
         assert got["earliest"] == start, name
         assert got["records"] == want[name], name
         if want[name]:
@@ -165,8 +103,8 @@ def test_broker_after_a_kill_midway_starts_at_the_log_start_offset_set(tmp_path,
     d = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, d)
     killed(d, n)
-    served = broker_serve(d, tmp_path, ["multi-segment-0"])
+    served = broker_run(d, tmp_path, CONSUME, "multi-segment-0")
     assert served["errors"] == []
-    got = served["consumed"]["multi-segment-0"]
+    got = served["output"]["multi-segment-0"]
     assert got["earliest"] == 350
     assert got["records"] == dumped_records(runner, d / "multi-segment-0", 350)
