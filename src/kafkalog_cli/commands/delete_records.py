@@ -40,15 +40,17 @@ def command(paths, offset_json, before, only, quarantine_dir, no_quarantine, dry
     deleteLogStartOffsetBreachedSegments): an offset above the high watermark (the
     replication-offset-checkpoint's, as the broker loads it) is OFFSET_OUT_OF_RANGE; without a
     high watermark the bound is the log end offset, and -1 is refused (it would be a guess). An
-    offset at or below the log start offset changes nothing. The segment holding the new log
+    offset at or below the log start offset does not move it (segments already wholly below it
+    still go, as the broker's retention check deletes them). The segment holding the new log
     start offset stays (the active one always does): consumers start at the log start offset
     inside it. Internal topics (INVALID_TOPIC_EXCEPTION) and topics whose cleanup.policy has no
     delete (POLICY_VIOLATION, from the log dir's __cluster_metadata) are refused.
 
     Writes what the broker writes: log-start-offset-checkpoint, recovery-point-offset-checkpoint,
     the leader-epoch-checkpoint truncated from the start; deleted segments' producer snapshots go
-    with them. Takes each log dir's .lock (not with --dry-run); a killed run is finished by
-    running it again.
+    with them. The raised log start offsets are written first, so a broker that loads the dir
+    after a kill at any instant starts at them; running the command again finishes the run.
+    Takes each log dir's .lock (not with --dry-run).
 
     \b
     Exit codes: 0 done or nothing to do; 2 usage error, or a partition refused as Kafka refuses
