@@ -26,10 +26,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def broker_run(log_dir: Path, work: Path, script: str, *args: str) -> dict:
+def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: dict | None = None) -> dict:
     """Start a one-node KRaft broker on `log_dir`, run the kafka-python `script` with the
     bootstrap server and `args` as arguments, stop the broker (SIGTERM: a clean shutdown).
-    Returns the script's JSON output, the broker's ERROR lines and its server.log."""
+    `properties`: more broker properties. Returns the script's JSON output, the broker's ERROR lines
+    and its server.log."""
     props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
                  if "=" in line and not line.startswith("#"))
     node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
@@ -47,7 +48,7 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 log.retention.hours=-1
 log.cleaner.enable=false
-""")
+""" + "".join(f"{k}={v}\n" for k, v in (properties or {}).items()))
     logs = work / "logs"
     env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
     with open(work / "stdout", "wb") as out:

@@ -1,5 +1,7 @@
 """Acceptance: a real Kafka 3.3.1 broker started on what `delete-records` left reports the log
-start offset it set (ListOffsets earliest) and serves from it, the records dump-log shows.
+start offset it set (ListOffsets earliest) and serves from it, the records dump-log shows; also
+after a run killed midway. And the broker's own DeleteRecords leaves the same files (there is no
+delete-records case in the shared corpus, so the broker makes one here).
 
 Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
 (../shared/tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
@@ -108,3 +110,59 @@ def test_broker_after_a_kill_midway_starts_at_the_log_start_offset_set(tmp_path,
     got = served["output"]["multi-segment-0"]
     assert got["earliest"] == 350
     assert got["records"] == dumped_records(runner, d / "multi-segment-0", 350)
+
+
+# the broker's own DeleteRecords (AdminClient), then its retention check deletes the segments
+ADMIN_DELETE = r"""
+import glob, json, os, sys, time
+from kafka import KafkaAdminClient, TopicPartition
+server, requests, gone = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+admin = KafkaAdminClient(bootstrap_servers=server)
+admin.delete_records({TopicPartition(t, p): o for t, p, o in requests})
+admin.close()
+# the retention task first runs 30 s after start-up (LogManager.InitialTaskDelayMs), then every
+# log.retention.check.interval.ms; file.delete.delay.ms=0 deletes the .deleted files at once
+deadline = time.time() + 240
+while (os.path.exists(gone) or glob.glob(os.path.join(os.path.dirname(gone), "*.deleted"))) and time.time() < deadline:
+    time.sleep(0.5)
+time.sleep(1)
+print(json.dumps({"deleted": not os.path.exists(gone), "left": glob.glob(os.path.join(os.path.dirname(gone), "*.deleted"))}))
+"""
+
+
+def test_same_files_as_the_brokers_own_delete_records(tmp_path, runner):
+    """A broker deletes records through its AdminClient API on one copy, kafkalog on another:
+    the same segments go and stay (byte for byte), the same log-start-offset-checkpoint entries
+    and leader epochs from the start, no producer snapshot below the first segment. What the
+    broker's restart and clean shutdown add (a snapshot at the log end offset, its new leader
+    epoch, recovery points) is not delete-records' doing and is left out."""
+    requests = [["multi-segment", 0, 350], ["idempotent-lz4", 0, 12], ["txn", 0, 8]]
+    broker_dir, ours = tmp_path / "broker" / "logdir", tmp_path / "ours" / "logdir"
+    shutil.copytree(EXAMPLES, broker_dir)
+    shutil.copytree(EXAMPLES, ours)
+    served = broker_run(broker_dir, tmp_path / "broker", ADMIN_DELETE, json.dumps(requests),
+                        str(broker_dir / "multi-segment-0" / "00000000000000000000.log"),
+                        properties={"log.retention.check.interval.ms": 1000, "file.delete.delay.ms": 0})
+    assert served["errors"] == [] and served["output"] == {"deleted": True, "left": []}
+    spec = tmp_path / "offsets.json"
+    spec.write_text(json.dumps({"partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in requests]}))
+    res = runner.invoke(cli, ["delete-records", str(ours), "--offset-json", str(spec), "--no-quarantine"])
+    assert res.exit_code == 0, res.output
+
+    def entries(d: Path) -> dict:
+        lines = (d / "log-start-offset-checkpoint").read_text().splitlines()[2:]
+        return {f"{t}-{p}": int(o) for t, p, o in (x.split() for x in lines)}
+
+    names = [f"{t}-{p}" for t, p, _ in requests]
+    assert {n: entries(broker_dir).get(n) for n in names} == {n: entries(ours).get(n) for n in names} == {
+        "multi-segment-0": 350, "idempotent-lz4-0": 12, "txn-0": 8}
+    for name in names:
+        logs = {f.name: f.read_bytes() for f in (broker_dir / name).glob("*.log")}
+        assert logs == {f.name: f.read_bytes() for f in (ours / name).glob("*.log")}, name
+        first = min(int(n[:20]) for n in logs)
+        for d in (broker_dir, ours):
+            assert not [f for f in (d / name).glob("*.snapshot") if int(f.stem) < first], (d, name)
+        # LeaderEpochFileCache.truncateFromStart: the first entry starts at the log start offset
+        epochs = [(d / name / "leader-epoch-checkpoint").read_text().splitlines()[2] for d in (broker_dir, ours)]
+        assert epochs[0] == epochs[1], name
+    assert not (broker_dir / "multi-segment-0" / "00000000000000000000.log").exists()
