@@ -149,3 +149,15 @@ def test_a_path_with_no_partition_is_exit_4(tmp_path):
     (tmp_path / "empty").mkdir()
     r = invoke(tmp_path / "empty", "--before", 1)
     assert r.exit_code == 4 and r.stderr.count("\n") == 1
+
+
+def test_quarantine_restore_undoes_a_run_exactly(tmp_path):
+    d = make_log_dir(tmp_path / "logs", {"t-0": SEGMENTS, "u-0": SEGMENTS})
+    before = tree(d)
+    r = invoke(d, "--before", 7, "--format", "json")
+    assert r.exit_code == 0, r.output
+    folder = {json.loads(x)["quarantine"] for x in r.stdout.splitlines()} - {None}
+    assert len(folder) == 1 and tree(d) != before
+    r = CliRunner().invoke(cli, ["quarantine", "restore", folder.pop()])
+    assert r.exit_code == 0, r.output
+    assert tree(d) == before
