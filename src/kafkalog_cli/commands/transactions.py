@@ -8,7 +8,7 @@ import click
 
 from kafkalog_cli.commands.options import format_option, now_option, now_or_clock, partition_filter_options
 from kafkalog_cli.commands.quarantine import Duration
-from kafkalog_cli.errors import ExitCode
+from kafkalog_cli.errors import ExitCode, KafkalogError
 
 PARTITION_HEADERS = ("Partition", "LogStartOffset", "LastStableOffset", "HighWatermark", "LogEndOffset",
                      "Producers", "OpenTransactions")
@@ -53,7 +53,9 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
 
     \b
     Exit codes: 0 done (no hanging transaction with --find-hanging); 1 --find-hanging found
-    hanging transactions; 2 usage error; 3 corrupt input; 4 bad path or no partition.
+    hanging transactions; 2 usage error; 3 corrupt input: one line each (a damaged active
+    segment is read up to the damage and shown; a partition that cannot be read at all is
+    left out; 3 wins over 1); 4 bad path or no partition.
     """
     from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
     from kafkalog_cli.ops import transactions as ops
@@ -62,14 +64,24 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
     now = now_or_clock(now_ms)
     groups = select_partition_dirs(paths, only=only).groups
     results: list[tuple[Path, ops.PartitionTransactions]] = []
+    failed = 0          # a partition that cannot be read does not hide the others
     for log_dir, dirs in groups.items():
         resolver = ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
         for partition in ops.read_partitions(log_dir, dirs):
             if partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC or not partition.segments:
                 continue
-            pt = ops.partition_transactions(partition, now, ops.expiration_ms(resolver, partition.topic_partition.topic))
+            try:
+                pt = ops.partition_transactions(partition, now,
+                                                ops.expiration_ms(resolver, partition.topic_partition.topic))
+            except KafkalogError as e:
+                click.echo(f"kafkalog: {e.line()}", err=True)
+                failed = failed or int(e.exit_code)
+                continue
             for note in pt.notes:
                 click.echo(f"kafkalog: warning: {note}", err=True)
+            if pt.damage is not None:
+                click.echo(f"kafkalog: {pt.damage.line()}", err=True)
+                failed = failed or int(pt.damage.exit_code)
             results.append((log_dir, pt))
     if find_hanging:
         coordinator = _coordinator(paths, ops)
@@ -79,13 +91,18 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
                 click.echo(json.dumps(h.to_json()))
         else:
             _table(TRANSACTION_HEADERS, [_txn_row(h.txn) for h in hanging])
-        if hanging:
-            click.get_current_context().exit(int(ExitCode.PROBLEMS))
-        return
-    if fmt == "json":
+        failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
+    elif fmt == "json":
         for log_dir, pt in results:
             click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
-        return
+    else:
+        _text(results, producers)
+    if failed:
+        click.get_current_context().exit(failed)
+
+
+def _text(results, producers: bool) -> None:
+    """The partitions' table, then the open transactions' and (--producers) the producers'."""
     _table(PARTITION_HEADERS, [[pt.name, pt.log_start_offset, pt.last_stable_offset,
                                 "none" if pt.high_watermark is None else pt.high_watermark, pt.log_end_offset,
                                 len(pt.producers), len(pt.open)] for _, pt in results])

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import CorruptRecordError, KafkalogError
 from kafkalog_cli.formats.internal.transaction_state import (TransactionLogValue, TransactionState, read_key,
                                                              read_value)
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
@@ -34,6 +34,7 @@ from kafkalog_cli.ops.producer_rebuild import ProducerEntry, ProducerState, rebu
 from kafkalog_cli.storage.logdir import RootCheckpoints
 from kafkalog_cli.storage.names import parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.segment import Segment
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KRAFT_METADATA_TOPIC = "__cluster_metadata"     # the controller's log: no producer, no transaction
@@ -101,6 +102,7 @@ class PartitionTransactions:
     producers: list[ProducerEntry] = field(default_factory=list)
     open: list[OpenTransaction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)      # producer snapshots that could not be used
+    damage: KafkalogError | None = None    # the active segment's tail that is not a batch (what follows is read up to it)
 
     @property
     def stable_bound(self) -> str:
@@ -166,7 +168,20 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
     open_txns = [OpenTransaction(tp.topic, tp.partition, e, now_ms) for e in active if e.current_txn_first_offset >= 0]
     open_txns.sort(key=lambda t: t.start_offset)
     return PartitionTransactions(partition.name, tp.topic, tp.partition, log_start, leo, hw, lso, active, open_txns,
-                                 notes)
+                                 notes, tail_damage(segments[-1]))
+
+
+def tail_damage(seg: Segment) -> KafkalogError | None:
+    """What in the active segment is not a complete batch nor preallocated zeros: the broker's
+    recovery truncates it after an unclean shutdown, so the answers above stop before it."""
+    try:
+        walk = seg.walk()
+    except KafkalogError as e:
+        return e
+    if walk.zeros_after:
+        return None
+    return CorruptRecordError("bytes after the last complete batch (a broker's recovery truncates them, as "
+                              "`kafkalog recover` does)", path=str(seg.log_path), position=walk.valid_size)
 
 
 def coordinator_transactions(partitions: Iterable[Partition]) -> dict[int, CoordinatorTransaction]:
