@@ -102,7 +102,7 @@ def partition_groups(paths, kinds=None, only=None) -> dict:
     every partition dir left untouched."""
     from kafkalog_cli.storage.logdir import PartitionDirKind, select_partition_dirs
 
-    selection = select_partition_dirs(paths, kinds or (PartitionDirKind.LIVE,), only=only)
+    selection = select_partition_dirs(paths, (PartitionDirKind.LIVE,) if kinds is None else kinds, only=only)
     note = note_left_out("left untouched")
     for d, kind in selection.left_out:
         note(d, kind)
