@@ -45,6 +45,8 @@ EXIT_CODES = {
     "roll": (0, 2, 3, 4, 5, 6),
     "retain": (0, 2, 3, 4, 5, 6, 7),
     "compact": (0, 2, 3, 4, 5, 6, 7),
+    "delete-records": (0, 2, 3, 4, 5, 6, 7),
+    "transactions": (0, 1, 2, 3, 4),
     "quarantine": (0, 2, 3, 4, 5, 6),
     "completion": (0, 2),
     "describe": (0, 2, 3, 4),

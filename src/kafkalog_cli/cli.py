@@ -22,6 +22,8 @@ COMMANDS: dict[str, str] = {
     "recover": "kafkalog_cli.commands.recover:command",
     "roll": "kafkalog_cli.commands.roll:command",
     "retain": "kafkalog_cli.commands.retain:command",
+    "delete-records": "kafkalog_cli.commands.delete_records:command",
+    "transactions": "kafkalog_cli.commands.transactions:command",
     "compact": "kafkalog_cli.commands.compact:command",
     "quarantine": "kafkalog_cli.commands.quarantine:command",
     "export": "kafkalog_cli.commands.export:command",

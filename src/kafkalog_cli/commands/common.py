@@ -134,12 +134,11 @@ def note_left_out(did: str):
 
 def partition_groups(paths, kinds=None, only=None) -> dict:
     """What a command that changes log dirs acts on, {log dir: [partition dirs]}: those of
-    `kinds` (by default live ones only) that `only` (--topic/--partition) matches, with a note
-    for every partition dir left untouched."""
-    from kafkalog_cli.storage.logdir import select_partition_dirs
-    from kafkalog_cli.storage.names import PartitionDirKind
+    `kinds` (by default live ones only) that `only` (--topic/--partition) matches, with a note for
+    every partition dir left untouched."""
+    from kafkalog_cli.storage.logdir import PartitionDirKind, select_partition_dirs
 
-    selection = select_partition_dirs(paths, kinds or (PartitionDirKind.LIVE,), only=only)
+    selection = select_partition_dirs(paths, (PartitionDirKind.LIVE,) if kinds is None else kinds, only=only)
     note = note_left_out("left untouched")
     for d, kind in selection.left_out:
         note(d, kind)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 import click
 
@@ -62,12 +63,20 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     check_engine(engine, master)
     groups = partition_groups(paths, only=only)   # retention works on current logs: -future/-delete/-stray noted
     operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
+    report_partitions(operation, groups, fmt=fmt, report_path=report_path,
+                      text_lines=lambda outcome: human.retain_outcome(outcome, verbose), engine=engine,
+                      master=master, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+
+
+def report_partitions(operation: Operation, groups: dict, *, fmt: str, report_path: Path | None,
+                      text_lines: Callable[[Outcome], list[str]], **run) -> None:
+    """retain and delete-records: run each log dir (a locked or failing one does not stop the
+    others; Spark: one task per log dir), print `text_lines` or one JSON object per partition,
+    a line on stderr per refusal and per partition error, write --report, and exit with the
+    worst code (exit_code_of)."""
     codes: list[int] = []
     reports: list[dict] = []
-    # a locked or failing log dir does not stop the others (Spark: one task per log dir)
-    for log_dir, outcome in run_log_dirs(operation, groups, engine=engine, master=master, errors="return",
-                                         dry_run=dry_run, quarantine_dir=quarantine_dir,
-                                         no_quarantine=no_quarantine):
+    for log_dir, outcome in run_log_dirs(operation, groups, errors="return", **run):
         if isinstance(outcome, KafkalogError):
             e = outcome
             codes.append(int(e.exit_code))
@@ -85,25 +94,25 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
             if summary.get("status") == "error":
                 codes.append(summary["exit_code"])
                 click.echo(f"kafkalog: {summary['detail']}", err=True)
-        _report(outcome, fmt, verbose)
+        _report(outcome, fmt, text_lines)
     write_report(report_path, reports)
     if codes:
-        click.get_current_context().exit(_exit_code(codes))
+        click.get_current_context().exit(exit_code_of(codes))
 
 
-def _exit_code(codes: list[int]) -> int:
-    """A failure (3, 4, 6) wins over a refusal (7), which wins over a locked log dir (5)."""
+def exit_code_of(codes: list[int]) -> int:
+    """A failure (2, 3, 4, 6) wins over a refusal (7), which wins over a locked log dir (5)."""
     failures = [c for c in codes if c not in (ExitCode.LOCKED, ExitCode.CONFIG_UNKNOWN)]
     if failures:
         return failures[0]
     return int(ExitCode.CONFIG_UNKNOWN if ExitCode.CONFIG_UNKNOWN in codes else ExitCode.LOCKED)
 
 
-def _report(outcome: Outcome, fmt: str, verbose: bool) -> None:
+def _report(outcome: Outcome, fmt: str, text_lines: Callable[[Outcome], list[str]]) -> None:
     if fmt == "json":
         for summary in outcome.plan.partitions.values():
             click.echo(json.dumps({"log_dir": str(outcome.plan.log_dir), **summary, "dry_run": outcome.dry_run,
                                    "quarantine": outcome.quarantine if summary.get("segments_deleted") else None}))
         return
-    for line in human.retain_outcome(outcome, verbose):
+    for line in text_lines(outcome):
         click.echo(line)

@@ -164,13 +164,18 @@ class Retention:
     rolled_at: int | None = None           # the new empty segment's base, when all went
 
 
-def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: bool = True) -> Retention:
+def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: bool = True,
+               raise_log_start_to: int | None = None) -> Retention:
     """UnifiedLog.deleteOldSegments: the passes in order, each on what the previous one left.
-    `by_config` False: the log-start-offset pass alone (a deciding config is unknown)."""
+    `by_config` False: the log-start-offset pass alone (a deciding config is unknown).
+    `raise_log_start_to`: the log start offset is first raised to it, as
+    UnifiedLog.maybeIncrementLogStartOffset does for a DeleteRecords request (the caller checks it
+    against the high watermark); a lower one changes nothing."""
     segments = list(partition.segments)
     log_start = partition.log_start_offset
     hw_checkpoint = partition.checkpoints.high_watermark
-    result = Retention(log_start, log_start, segments[0].base_offset)
+    result = Retention(log_start, max(log_start, raise_log_start_to if raise_log_start_to is not None else log_start),
+                       segments[0].base_offset)
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
         (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.new_log_start_offset))]
     if by_config and "delete" in cfg.cleanup_policy:
@@ -199,7 +204,7 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
 
 
 # ------------------------------------------------------------------ the plan
-def _read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
+def read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
     """LogManager's checkpoints, strictly: a damaged one stops the log dir, as nothing in it can be
     judged without it. The cleaner's is read leniently: retention never uses it (neither does
     Kafka's), and compact, which runs retain for compact,delete, reads it leniently too."""
@@ -211,15 +216,18 @@ def _read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
                            OffsetCheckpoint.read(log_dir / names.CLEANER_CHECKPOINT, strict=False))
 
 
-def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> RetainPlan:
-    """Retention for `partition_dirs` of `log_dir`. A partition that cannot be planned (a corrupt
-    active segment or leader-epoch-checkpoint) gets an `error` in its summary and no action; a
-    damaged root checkpoint raises, as nothing in the log dir can be judged without it."""
-    log_dir = Path(log_dir)
-    p = RetainPlan("retain", log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
-    roots = _read_root_checkpoints(log_dir)
-    configs: dict[str, TopicConfig] = {}
+# plan_one(partition) -> (its summary, its Retention or None when nothing was run, its actions)
+PlanOne = Callable[[Partition], "tuple[dict, Retention | None, list[Action]]"]
+
+
+def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], plan_one: PlanOne) -> RootCheckpoints:
+    """The frame of every op that raises log start offsets and deletes segments below them
+    (retain, delete-records): each partition planned by `plan_one` with its checkpoints' values,
+    then LogManager's checkpoints for all of them, last. A partition that cannot be planned (a
+    corrupt active segment or leader-epoch-checkpoint) gets an `error` in its summary and no
+    action; a damaged root checkpoint raises, as nothing in the log dir can be judged without it.
+    Returns the root checkpoints as they were."""
+    roots = read_root_checkpoints(log_dir)
     new_log_starts: dict[tuple[str, int], int] = {}
     new_recovery_points: dict[tuple[str, int], int] = {}
     for tmp in sorted(log_dir.glob("*" + TMP_SUFFIX)):
@@ -228,24 +236,16 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
         tp = parse_partition_dir(d.name)
         if tp is None:
             continue
-        if tp.topic == KRAFT_METADATA_TOPIC:
-            p.partitions[d.name] = _summary(d.name, tp, status="skipped",
-                                            detail="the KRaft metadata log is retained by the controller")
-            continue
-        cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
-        actions: list[Action] = []
         try:
             partition = Partition.open(d, roots.for_partition(tp), tp)
-            summary, result = _plan_partition(partition, cfg, opts, actions)
+            summary, result, actions = plan_one(partition)
         except KafkalogError as e:
-            p.partitions[d.name] = _summary(d.name, tp, status="error", detail=str(e),
-                                            exit_code=int(e.exit_code))
+            p.partitions[d.name] = partition_summary(d.name, tp, status="error", detail=str(e),
+                                                     exit_code=int(e.exit_code))
             p.note(d.name, e.message, e.path, e.position)
             continue
         p.actions.extend(actions)
         p.partitions[d.name] = summary
-        if summary.get("refused"):
-            p.refusals.append(summary["refusal"])
         if result is not None:
             # LogManager's rules, applied on every run so that a rerun finishes an interrupted one
             key, start = (tp.topic, tp.partition), result.new_log_start_offset
@@ -253,24 +253,46 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
             if (partition.checkpoints.recovery_point or 0) < start:
                 new_recovery_points[key] = start
     _checkpoint_actions(p, roots, new_log_starts, new_recovery_points)
+    return roots
+
+
+def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> RetainPlan:
+    """Retention for `partition_dirs` of `log_dir` (plan_log_start_changes)."""
+    log_dir = Path(log_dir)
+    p = RetainPlan("retain", log_dir)
+    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    configs: dict[str, TopicConfig] = {}
+
+    def plan_one(partition: Partition) -> tuple[dict, Retention | None, list[Action]]:
+        name, tp = partition.name, partition.topic_partition
+        if tp.topic == KRAFT_METADATA_TOPIC:
+            return partition_summary(name, tp, status="skipped",
+                                     detail="the KRaft metadata log is retained by the controller"), None, []
+        cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
+        actions: list[Action] = []
+        summary, result = _plan_partition(partition, cfg, opts, actions)
+        if summary.get("refused"):
+            p.refusals.append(summary["refusal"])
+        return summary, result, actions
+
+    plan_log_start_changes(p, log_dir, partition_dirs, plan_one)
     return p
 
 
-def _summary(name: str, tp: TopicPartition, **kw) -> dict:
+def partition_summary(name: str, tp: TopicPartition, **kw) -> dict:
     return {"partition": name, "topic": tp.topic, "partition_id": tp.partition, **kw}
 
 
 def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
                     actions: list[Action]) -> tuple[dict, Retention | None]:
-    d, name, tp = partition.directory, partition.name, partition.topic_partition
-    actions += [Action(ActionKind.DELETE, partition.path(f), "an interrupted kafkalog write", name)
-                for f in partition.leftovers]
+    name, tp = partition.name, partition.topic_partition
+    actions += leftover_actions(partition)
     if not partition.segments:
-        return _summary(name, tp, status="skipped", detail="no segment"), None
+        return partition_summary(name, tp, status="skipped", detail="no segment"), None
     deciding = retention_deciding_configs(cfg)
     unknown = unknown_configs(tp.topic, cfg, deciding)
     result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
-    summary = _summary(
+    summary = partition_summary(
         name, tp, status="deleted" if result.deleted else "nothing to do",
         cleanup_policy=",".join(cfg.cleanup_policy), retention_ms=cfg.retention_ms,
         retention_bytes=cfg.retention_bytes, segments_deleted=len(result.deleted), bytes_freed=0,
@@ -286,6 +308,27 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
                        detail="refused to delete by time or size: " + line.partition(": ")[2])
     if result.rolled_at is not None:
         _roll_actions(partition, cfg, opts, actions)
+    freed, tidy = deletion_actions(partition, result, actions)
+    summary["bytes_freed"] = freed
+    if tidy and not result.deleted and not unknown:
+        summary["status"] = "tidied"
+        summary["detail"] = "finished an interrupted retain (stray snapshots, index files, leader epochs)"
+    return summary, result
+
+
+def leftover_actions(partition: Partition) -> list[Action]:
+    """The partition's files of an interrupted kafkalog write (fsops' temporary names)."""
+    return [Action(ActionKind.DELETE, partition.path(f), "an interrupted kafkalog write", partition.name)
+            for f in partition.leftovers]
+
+
+def deletion_actions(partition: Partition, result: Retention, actions: list[Action]) -> tuple[int, list[Action]]:
+    """What the broker does once `result`'s segments go (UnifiedLog.deleteSegments and
+    maybeIncrementLogStartOffset), appended to `actions` in a crash-safe order: each segment's
+    .log before its indexes, then index files and producer snapshots below the first kept segment,
+    then the leader-epoch-checkpoint truncated from the start. Returns the bytes freed and the
+    tidying actions (what also finishes an interrupted run)."""
+    d, name = partition.directory, partition.name
     freed = 0
     for x in result.deleted:
         seg, why = x.segment, f"segment {x.segment.base_offset}: {x.detail}"
@@ -314,11 +357,7 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
     if epoch_action is not None:
         tidy.append(epoch_action)
     actions += tidy
-    summary["bytes_freed"] = freed
-    if tidy and not result.deleted and not unknown:
-        summary["status"] = "tidied"
-        summary["detail"] = "finished an interrupted retain (stray snapshots, index files, leader epochs)"
-    return summary, result
+    return freed, tidy
 
 
 def _size_of(path: Path) -> int:

@@ -1,0 +1,144 @@
+"""`kafkalog transactions PATH...`: options -> ops.transactions -> Kafka's tables or JSON Lines."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.commands.options import format_option, now_option, now_or_clock, partition_filter_options
+from kafkalog_cli.commands.quarantine import Duration
+from kafkalog_cli.errors import ExitCode, KafkalogError
+
+PARTITION_HEADERS = ("Partition", "LogStartOffset", "LastStableOffset", "HighWatermark", "LogEndOffset",
+                     "Producers", "OpenTransactions")
+# TransactionsCommand's own headers: find-hanging's, and describe-producers' after the partition
+TRANSACTION_HEADERS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
+                       "LastTimestamp", "Duration(min)")
+PRODUCER_HEADERS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
+                    "LastTimestamp", "CurrentTransactionStartOffset")
+
+
+@click.command("transactions", short_help="Producers, open transactions and last stable offsets; "
+                                          "find hanging transactions.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--find-hanging", is_flag=True,
+              help="Only the hanging transactions, as kafka-transactions.sh find-hanging (exit 1 when there are).")
+@click.option("--max-age", type=Duration(), default="15m", show_default=True, metavar="DURATION",
+              help="With --find-hanging: an open transaction whose producer wrote nothing for longer than this is "
+                   "a candidate (find-hanging's --max-transaction-timeout). 30m, 2h, 1d12h.")
+@click.option("--producers", is_flag=True, help="Text: also list every active producer (describe-producers).")
+@now_option
+@format_option("text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "
+               "transaction).")
+@partition_filter_options
+def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
+    """What a broker knows of each partition's producers and transactions, from the files: the
+    producer state rebuilt from the latest producer snapshot and the log after it (without the
+    producers expired at --now), the open transactions with their first offset and the time since
+    their producer's last write, and the last stable offset (LSO): the first offset of the
+    earliest transaction still open at the high watermark, else the high watermark, as
+    UnifiedLog.lastStableOffset. The high watermark is the replication-offset-checkpoint's; with
+    none, the log end offset stands in for it (json: stable_bound).
+
+    --find-hanging is kafka-transactions.sh find-hanging, offline: an open transaction whose
+    producer's last timestamp is more than --max-age before --now is a candidate. It hangs unless
+    the transaction coordinator still expects to write its marker: the producer id has a
+    transactional id in __transaction_state whose current transaction (Ongoing, PrepareCommit,
+    PrepareAbort) includes the partition. Offline, the coordinator's state is known only from the
+    __transaction_state partitions among the PATHs (all of them are needed: a transactional id
+    lives in one); without any, every candidate is reported (coordinator_state null), as nothing
+    tells a slow transaction from a hanging one. What the live coordinator would do next (abort on
+    its transaction timeout) cannot be known from files.
+
+    \b
+    Exit codes: 0 done (no hanging transaction with --find-hanging); 1 --find-hanging found
+    hanging transactions; 2 usage error; 3 corrupt input: one line each (a damaged active
+    segment is read up to the damage and shown; a partition that cannot be read at all is
+    left out; 3 wins over 1); 4 bad path or no partition.
+    """
+    from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
+    from kafkalog_cli.ops import transactions as ops
+    from kafkalog_cli.storage.logdir import select_partition_dirs
+
+    now = now_or_clock(now_ms)
+    groups = select_partition_dirs(paths, only=only).groups
+    results: list[tuple[Path, ops.PartitionTransactions]] = []
+    failed = 0          # a partition that cannot be read does not hide the others
+    for log_dir, dirs in groups.items():
+        resolver = ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+        for partition in ops.read_partitions(log_dir, dirs):
+            if partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC or not partition.segments:
+                continue
+            try:
+                pt = ops.partition_transactions(partition, now,
+                                                ops.expiration_ms(resolver, partition.topic_partition.topic))
+            except KafkalogError as e:
+                click.echo(f"kafkalog: {e.line()}", err=True)
+                failed = failed or int(e.exit_code)
+                continue
+            for note in pt.notes:
+                click.echo(f"kafkalog: warning: {note}", err=True)
+            if pt.damage is not None:
+                click.echo(f"kafkalog: {pt.damage.line()}", err=True)
+                failed = failed or int(pt.damage.exit_code)
+            results.append((log_dir, pt))
+    if find_hanging:
+        coordinator = _coordinator(paths, ops)
+        hanging = ops.find_hanging((t for _, pt in results for t in pt.open), int(max_age * 1000), coordinator)
+        if fmt == "json":
+            for h in hanging:
+                click.echo(json.dumps(h.to_json()))
+        else:
+            _table(TRANSACTION_HEADERS, [_txn_row(h.txn) for h in hanging])
+        failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
+    elif fmt == "json":
+        for log_dir, pt in results:
+            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
+    else:
+        _text(results, producers)
+    if failed:
+        click.get_current_context().exit(failed)
+
+
+def _text(results, producers: bool) -> None:
+    """The partitions' table, then the open transactions' and (--producers) the producers'."""
+    _table(PARTITION_HEADERS, [[pt.name, pt.log_start_offset, pt.last_stable_offset,
+                                "none" if pt.high_watermark is None else pt.high_watermark, pt.log_end_offset,
+                                len(pt.producers), len(pt.open)] for _, pt in results])
+    open_txns = [t for _, pt in results for t in pt.open]
+    if open_txns:
+        click.echo()
+        _table(TRANSACTION_HEADERS, [_txn_row(t) for t in open_txns])
+    if producers:
+        click.echo()
+        _table(PRODUCER_HEADERS, [[pt.topic, pt.partition, p.producer_id, p.epoch, p.coordinator_epoch, p.last_seq,
+                                   p.timestamp, "None" if p.current_txn_first_offset < 0 else p.current_txn_first_offset]
+                                  for _, pt in results for p in pt.producers])
+
+
+def _coordinator(paths, ops):
+    """The coordinator's view from every __transaction_state partition among `paths` (whatever
+    --topic says: it is where the transactions are decided), None when there is none."""
+    from kafkalog_cli.storage.logdir import select_partition_dirs
+    from kafkalog_cli.storage.names import PartitionFilter
+
+    groups = select_partition_dirs(paths).groups
+    state = [p for log_dir, dirs in groups.items()
+             for p in ops.read_partitions(log_dir, [d for d in dirs if PartitionFilter((ops.TRANSACTION_STATE_TOPIC,))
+                                                    .matches_dir(d)])]
+    return ops.coordinator_transactions(state) if state else None
+
+
+def _txn_row(t) -> list:
+    p = t.producer
+    return [t.topic, t.partition, p.producer_id, p.epoch, p.coordinator_epoch, t.start_offset, p.timestamp,
+            t.duration_min]
+
+
+def _table(headers, rows) -> None:
+    """ToolsUtils.prettyPrintTable: every column padded to its widest value, each followed by a tab."""
+    cells = [list(map(str, headers))] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for row in cells:
+        click.echo("".join(c.ljust(w) + "\t" for c, w in zip(row, widths)))
