@@ -36,6 +36,10 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--offsets-decoder", is_flag=True, help="Decode __consumer_offsets records (implies --print-data-log).")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode __transaction_state records (implies --print-data-log).")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode KRaft __cluster_metadata records (implies --print-data-log).")
+@click.option("--metadata-decoder-version", type=click.Choice(["3.3.1", "4.2"]), default="3.3.1", show_default=True,
+              help="With --cluster-metadata-decoder, text as this kafka-dump-log prints it: 3.3.1's, byte for byte "
+                   "(its errors on record versions newer brokers write included), or 4.2's (every record type "
+                   "and version up to metadata.version 4.2-IV1). JSON decodes with 4.2's schemas always.")
 @click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode __share_group_state records (implies --print-data-log).")
 @click.option("--key-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
@@ -47,7 +51,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
-            cluster_metadata_decoder, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
+            cluster_metadata_decoder, metadata_decoder_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,
             from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
             value_regex, limit, jobs, only):
@@ -97,7 +101,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     elif transaction_log_decoder:
         parser = transaction_log_parser()
     elif cluster_metadata_decoder:
-        parser = cluster_metadata_parser()
+        parser = cluster_metadata_parser(metadata_decoder_version)
     elif remote_log_metadata_decoder:
         parser = remote_log_metadata_parser()
     elif share_group_state_decoder:

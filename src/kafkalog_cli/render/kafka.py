@@ -113,11 +113,14 @@ def remote_log_metadata_parser() -> MessageParser:
     return lambda r: (None, format_remote_log_metadata(r.value, r.offset))   # these records have no key
 
 
-def cluster_metadata_parser() -> MessageParser:
-    from kafkalog_cli.formats.internal.cluster_metadata import format_metadata_record
+def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
+    """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (3.3.1 or 4.2)."""
+    from kafkalog_cli.formats.internal.cluster_metadata import METADATA_SCHEMAS_42, format_metadata_record
+
+    schemas = METADATA_SCHEMAS_42 if kafka_version == "4.2" else None
 
     def parse(r: Record):
-        return None, format_metadata_record(r.value, offset=r.offset)
+        return None, format_metadata_record(r.value, offset=r.offset, schemas=schemas)
     return parse
 
 
