@@ -9,15 +9,7 @@ import click
 from kafkalog_cli.commands.options import format_option, now_option, now_or_clock, partition_filter_options
 from kafkalog_cli.commands.quarantine import Duration
 from kafkalog_cli.errors import ExitCode, KafkalogError
-
-PARTITION_HEADERS = ("Partition", "LogStartOffset", "LastStableOffset", "HighWatermark", "LogEndOffset",
-                     "Producers", "OpenTransactions")
-# TransactionsCommand's own headers: find-hanging's, and describe-producers' after the partition
-TRANSACTION_HEADERS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset",
-                       "LastTimestamp", "Duration(min)")
-PRODUCER_HEADERS = ("Topic", "Partition", "ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence",
-                    "LastTimestamp", "CurrentTransactionStartOffset")
-
+from kafkalog_cli.render.transactions import hanging_table, partition_tables
 
 @click.command("transactions", short_help="Producers, open transactions and last stable offsets; "
                                           "find hanging transactions.")
@@ -90,31 +82,15 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
             for h in hanging:
                 click.echo(json.dumps(h.to_json()))
         else:
-            _table(TRANSACTION_HEADERS, [_txn_row(h.txn) for h in hanging])
+            click.echo(hanging_table(hanging), nl=False)
         failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
     elif fmt == "json":
         for log_dir, pt in results:
             click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
     else:
-        _text(results, producers)
+        click.echo(partition_tables([pt for _, pt in results], producers), nl=False)
     if failed:
         click.get_current_context().exit(failed)
-
-
-def _text(results, producers: bool) -> None:
-    """The partitions' table, then the open transactions' and (--producers) the producers'."""
-    _table(PARTITION_HEADERS, [[pt.name, pt.log_start_offset, pt.last_stable_offset,
-                                "none" if pt.high_watermark is None else pt.high_watermark, pt.log_end_offset,
-                                len(pt.producers), len(pt.open)] for _, pt in results])
-    open_txns = [t for _, pt in results for t in pt.open]
-    if open_txns:
-        click.echo()
-        _table(TRANSACTION_HEADERS, [_txn_row(t) for t in open_txns])
-    if producers:
-        click.echo()
-        _table(PRODUCER_HEADERS, [[pt.topic, pt.partition, p.producer_id, p.epoch, p.coordinator_epoch, p.last_seq,
-                                   p.timestamp, "None" if p.current_txn_first_offset < 0 else p.current_txn_first_offset]
-                                  for _, pt in results for p in pt.producers])
 
 
 def _coordinator(paths, ops):
@@ -128,17 +104,3 @@ def _coordinator(paths, ops):
              for p in ops.read_partitions(log_dir, [d for d in dirs if PartitionFilter((ops.TRANSACTION_STATE_TOPIC,))
                                                     .matches_dir(d)])]
     return ops.coordinator_transactions(state) if state else None
-
-
-def _txn_row(t) -> list:
-    p = t.producer
-    return [t.topic, t.partition, p.producer_id, p.epoch, p.coordinator_epoch, t.start_offset, p.timestamp,
-            t.duration_min]
-
-
-def _table(headers, rows) -> None:
-    """ToolsUtils.prettyPrintTable: every column padded to its widest value, each followed by a tab."""
-    cells = [list(map(str, headers))] + [[str(c) for c in row] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
-    for row in cells:
-        click.echo("".join(c.ljust(w) + "\t" for c, w in zip(row, widths)))
