@@ -70,6 +70,18 @@ OFFSETS = "offsets"           # offsets not increasing within or across batches
 RECORDS = "records"           # deep: records that do not decode, or do not match the header
 
 
+@dataclass(slots=True)
+class BatchCheck:
+    """What `check_batches` saw in one byte range."""
+
+    batches: int = 0
+    bytes: int = 0                     # of complete batches checked
+    first_offset: int | None = None    # the first batch's first offset (wrapper offset for legacy)
+    last_offset: int | None = None
+    first_position: int | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+
 @dataclass
 class Finding:
     """Something wrong at `position` of `file`: of `kind`, said by `message`, about the batch with
@@ -83,18 +95,6 @@ class Finding:
     last_offset: int | None = None
     stored_crc: int | None = None
     computed_crc: int | None = None
-
-
-@dataclass(slots=True)
-class BatchCheck:
-    """What `check_batches` saw in one byte range."""
-
-    batches: int = 0
-    bytes: int = 0                     # of complete batches checked
-    first_offset: int | None = None    # the first batch's first offset (wrapper offset for legacy)
-    last_offset: int | None = None
-    first_position: int | None = None
-    findings: list[Finding] = field(default_factory=list)
 
 
 def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,

@@ -514,7 +514,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     base_ts = batch.base_timestamp
     offsets, timestamps, spans, ends, hspans = array("q"), array("q"), array("i"), array("i"), array("i")
     null_keys, null_values, null_hvalues = [], [], []
-    oappend, tappend, sappend, eappend = offsets.append, timestamps.append, spans.append, ends.append
+    oappend, tappend, sextend, eappend, hextend = offsets.append, timestamps.append, spans.extend, ends.append, hspans.extend
     nheaders = headers = len(cols.header_spans) // 4      # before this batch's; so far
     rvarint = read_varint
     rvarlong = read_varlong
@@ -567,12 +567,12 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
-        sappend(pos + shift)
+        key = pos
         if ks >= 0:
             pos += ks
         else:
             null_keys.append(row0 + i)
-        sappend(pos + shift)
+        key_end = pos
         b = data[pos]
         if b < 0x80:
             vs = zz[b]
@@ -584,14 +584,33 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
-        sappend(pos + shift)
+        value = pos
         if vs >= 0:
             pos += vs
         else:
             null_values.append(row0 + i)
-        sappend(pos + shift)
-        if data[pos] == 0:   # no headers
+        sextend((key + shift, key_end + shift, value + shift, pos + shift))
+        b = data[pos]
+        if b == 0:           # no headers
             pos += 1
+        elif b == 2 and data[pos + 1] < 0x80 and not data[pos + 1] & 1:
+            # one header with a key shorter than 64 bytes, the usual case, inline (a call costs
+            # as much as the rest of the record); anything odd ends in Malformed below
+            key = pos + 2
+            key_end = pos = key + (data[pos + 1] >> 1)
+            b = data[pos]
+            if b < 0x80:
+                hv = zz[b]
+                pos += 1
+            else:
+                hv, pos = rvarint(data, pos)
+            value = pos
+            if hv >= 0:
+                pos += hv
+            else:
+                null_hvalues.append(headers)
+            hextend((key + shift, key_end + shift, value + shift, pos + shift))
+            headers += 1
         else:
             n, pos = _header_spans(data, pos, end, shift, hspans, null_hvalues, nheaders)
             headers += n
