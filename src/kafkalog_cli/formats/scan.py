@@ -290,8 +290,10 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if type(data) is not bytes:
         data = bytes(memoryview(data)[pos:end])
         pos, end = 0, len(data)
-    ods, tds, keys, values, headers = [], [], [], [], []
-    oappend, tappend, kappend, vappend = ods.append, tds.append, keys.append, values.append
+    offsets, timestamps, keys, values, headers = [], [], [], [], []
+    oappend, tappend, kappend, vappend = offsets.append, timestamps.append, keys.append, values.append
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
     knulls = vnulls = 0
     rvarint = read_varint
     rvarlong = read_varlong
@@ -311,28 +313,28 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         body = pos
         b = data[pos + 1]
         if b < 0x80:
-            tappend(zz[b])
+            tappend(base_ts + zz[b])
             pos += 2
         else:
             c = data[pos + 2]
             if c < 0x80:
-                tappend(zz[b + (c << 7)])
+                tappend(base_ts + zz[b + (c << 7)])
                 pos += 3
             else:
                 td, pos = rvarlong(data, pos + 1)
-                tappend(td)
+                tappend(base_ts + td)
         b = data[pos]
         if b < 0x80:
-            oappend(zz[b])
+            oappend(base + zz[b])
             pos += 1
         else:
             c = data[pos + 1]
             if c < 0x80:
-                oappend(zz[b + (c << 7)])
+                oappend(base + zz[b + (c << 7)])
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
-                oappend(od)
+                oappend(base + od)
         b = data[pos]
         if b < 0x80:
             ks = zz[b]
@@ -378,14 +380,9 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         raise Malformed("bytes remain")
     if not count:
         return b""
-    base = batch.base_offset_field
-    offsets = [base + od for od in ods]
     if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
         timestamps = [batch.max_timestamp] * count
-    else:
-        base_ts = batch.base_timestamp
-        timestamps = [base_ts + td for td in tds]
-    seqs = _sequences(batch.base_sequence, 0, ods) if batch.base_sequence >= 0 else None
+    seqs = _sequences(batch.base_sequence, base, offsets) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
     columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
     if headers:
