@@ -87,7 +87,8 @@ def run(log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, sp
 
 
 def _cpu() -> float:
-    """CPU seconds of this process and of its reaped children (the local engine's workers)."""
+    """CPU seconds of this process and its reaped children (the local engine's workers are the
+    forkserver's: PeakMemory counts them)."""
     import resource
 
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -148,7 +149,7 @@ def main(argv=None) -> int:
         with PeakMemory() as mem:
             cpu = _cpu()
             local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
-            cpu = _cpu() - cpu
+            cpu = _cpu() - cpu + mem.cpu_s
         print(f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
               f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5, cpu)}   "
               f"worker peak {mem.peak_mib:.0f} MiB   {load()}")

@@ -136,12 +136,15 @@ def kafka_python_decode(paths: list[Path], limit: int) -> tuple[int, float, floa
 class PeakMemory:
     """Samples the resident set of this process's descendants (VmHWM, each process's own peak)
     while the body runs: for workers that are not reaped by us (process pools, Spark's Python
-    workers under the JVM). `peak_mib` is the largest; `jvm_mib` that of java processes apart."""
+    workers under the JVM). `peak_mib` is the largest; `jvm_mib` that of java processes apart;
+    `cpu_s` the CPU seconds of the Python ones, as last seen (workers a forkserver reaps never
+    reach our RUSAGE_CHILDREN; a sample every `interval` misses at most that much of each)."""
 
     def __init__(self, interval: float = 0.2):
         self.interval = interval
         self.peak_mib = 0.0
         self.jvm_mib = 0.0
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -155,21 +158,28 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            for pid, name, hwm in _descendants(os.getpid()):
+            for pid, name, hwm, cpu in _descendants(os.getpid()):
                 if name == "java":
                     self.jvm_mib = max(self.jvm_mib, hwm)
                 else:
                     self.peak_mib = max(self.peak_mib, hwm)
+                    self._cpu[pid] = cpu
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self._cpu.values())
 
 
 def _descendants(root: int):
-    parents = {}
+    parents, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 parents[int(d)] = int(fields[1])
+                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick    # utime + stime
             except OSError:
                 continue
     for pid in parents:
@@ -183,4 +193,4 @@ def _descendants(root: int):
                 continue
             fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
             hwm = int(fields.get("VmHWM", "0 kB").split()[0]) / 1024
-            yield pid, fields.get("Name", "").strip(), hwm
+            yield pid, fields.get("Name", "").strip(), hwm, cpu[pid]
