@@ -7,8 +7,9 @@ value, one header), each partition cut into 32 MiB segments. Both engines run th
 the output is the same; the figure is how fast each scheduler gets it done. Spark's session start
 is timed apart (a cluster pays it once), and so is the Python workers' first start for count().
 
-Targets: export --engine local >= 2.5x kafka-python's records/s (DefaultRecordBatch, one core;
-skipped with a note when kafka-python is not installed), spark.read.format("kafkalog").count()
+Targets: export --engine local >= 2.5x kafka-python's records/s (DefaultRecordBatch, one core,
+measured just before; skipped with a note when kafka-python is not installed; "cpu" is the same
+per CPU-second of this process and its workers, what one free core gives), spark.read.format("kafkalog").count()
 >= 2x, each Python worker's peak resident set < 300 MiB (`--partitions 1 --segment-size 1GiB`
 makes the 1 GiB partition). The load averages are printed beside each figure.
 
@@ -31,7 +32,7 @@ from pathlib import Path
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure import KAFKA_PYTHON_MISSING, PeakMemory, kafka_python_rate, load  # noqa: E402
+from measure import KAFKA_PYTHON_MISSING, PeakMemory, kafka_python_decode, load  # noqa: E402
 
 RECORDS_PER_BATCH = 128
 TS0 = 1_700_000_000_000
@@ -85,6 +86,15 @@ def run(log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, sp
     return time.perf_counter() - t, summary
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its reaped children (the local engine's workers are the
+    forkserver's: PeakMemory counts them)."""
+    import resource
+
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def count(spark, log_dir: Path, repeat: int = 2) -> float:
     """The best time of spark.read.format("kafkalog").load(...).count() (a new DataFrame each time:
     Spark reuses a collected one's result), after a warm-up that starts the Python workers."""
@@ -116,18 +126,32 @@ def main(argv=None) -> int:
         nbytes = sum(f.stat().st_size for f in logs)
         print(f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {len(logs)} segments, "
               f"{records:,} records (built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} cores")
-        kp = kafka_python_rate(logs, 16 << 20)
-        print(f"kafka-python DefaultRecordBatch: {kp:,.0f} records/s (one core), reference   {load()}" if kp
-              else KAFKA_PYTHON_MISSING)
+        def reference() -> tuple[float, float] | None:
+            """kafka-python's records/s, wall-clock and per CPU-second, measured now."""
+            r = kafka_python_decode(logs, 16 << 20)
+            if r is None:
+                return None
+            print(f"kafka-python DefaultRecordBatch: {r[0] / r[1]:,.0f} records/s (one core), "
+                  f"{r[0] / r[2]:,.0f} per CPU-second, reference   {load()}")
+            return r[0] / r[1], r[0] / r[2]
 
-        def vs(rate: float, target: float) -> str:
-            return f"{rate / kp:5.2f}x kafka-python (target >= {target}x)" if kp else ""
+        def vs(rate: float, target: float, cpu: float | None = None) -> str:
+            if not kp:
+                return ""
+            per_cpu = f", cpu {records / cpu / kp[1]:4.2f}x" if cpu else ""
+            return f"{rate / kp[0]:5.2f}x kafka-python (target >= {target}x){per_cpu}"
+
+        kp = reference()
+        if not kp:
+            print(KAFKA_PYTHON_MISSING)
 
         print(f"{'':<30}{'seconds':>9}{'records/s':>14}{'MiB/s':>9}")
         with PeakMemory() as mem:
+            cpu = _cpu()
             local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
+            cpu = _cpu() - cpu + mem.cpu_s
         print(f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
-              f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5)}   "
+              f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5, cpu)}   "
               f"worker peak {mem.peak_mib:.0f} MiB   {load()}")
         t = time.perf_counter()
         from kafkalog_cli.spark.session import get_session
@@ -150,6 +174,7 @@ def main(argv=None) -> int:
         from kafkalog_cli.spark import register
 
         register(spark)
+        kp = reference() if kp else None
         with PeakMemory() as mem:
             count_s = count(spark, log_dir)
         print(f"{'count(), spark ' + a.count_master:<30}{count_s:>9.2f}{records / count_s:>14,.0f}"

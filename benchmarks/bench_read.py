@@ -10,17 +10,18 @@ Builds v2 segments of 100-byte records (100-byte values, 8-byte keys), 100 recor
                library (`verify_groups`, every core) on the 1 GiB partition; target >= 50% of raw
   dump-log     batch lines of one segment, installed command, output to /dev/null; target >= 8%
   --deep-iteration / --print-data-log, Kafka text and --format json   records/s to /dev/null,
-               beside kafka-python's decoder (DefaultRecordBatch over the same bytes, one core);
-               targets >= 3.8x and >= 2.7x kafka-python's rate (the figure is skipped, with a
-               note, when kafka-python is not installed)
+               beside kafka-python's decoder (DefaultRecordBatch over the same bytes, one core)
+               run just before each, the median of --repeat pairs, wall-clock and per CPU-second;
+               targets >= 3.8x and >= 2.7x kafka-python's rate, wall-clock (the figure is skipped,
+               with a note, when kafka-python is not installed)
   verify-crc --deep   records/s over the same segment; target >= 3.8x kafka-python's rate
   peak memory  the largest process's peak resident set (a worker's, or the command's) of each
                command, and of JSON Lines and verify-crc --deep over the 1 GiB partition; target
                < 300 MiB
-Each figure is the best of three runs, with the load averages beside it.
+The byte-rate figures are the best of three runs, with the load averages beside them.
 
     python benchmarks/bench_read.py [--segment-mib 256] [--segments 4] [--deep-mib 256] [--dir D]
-                                    [--skip-deep] [--skip-memory]
+                                    [--skip-deep] [--skip-memory] [--repeat 5]
 
 (With PYTHONPATH set, `python -m kafkalog_cli` runs instead of the installed command.)
 """
@@ -40,7 +41,7 @@ from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure import KAFKA_PYTHON_MISSING, best_run, kafka_python_rate, kafkalog_command, load  # noqa: E402
+from measure import KAFKA_PYTHON_MISSING, best_run, kafkalog_command, versus_kafka_python  # noqa: E402
 
 RECORDS_PER_BATCH = 100
 VALUE = bytes(range(100))
@@ -106,6 +107,7 @@ def main() -> None:
     ap.add_argument("--deep-mib", type=int, default=256, help="segment size for the record-level runs")
     ap.add_argument("--dir", default=None, help="keep the files here (default: a temp dir, removed)")
     ap.add_argument("--skip-deep", action="store_true")
+    ap.add_argument("--repeat", type=int, default=5, help="pairs of record-level runs (the median counts)")
     ap.add_argument("--skip-memory", action="store_true", help="no runs over the whole partition for memory")
     a = ap.parse_args()
 
@@ -153,9 +155,9 @@ def main() -> None:
         deep_dir = root / "deep-0"
         deep = build_partition(deep_dir, a.deep_mib << 20, 1)[0]
         nrec = (deep.stat().st_size // len(template_batch())) * RECORDS_PER_BATCH
-        kp = kafka_python_rate([deep], min(deep.stat().st_size, 16 << 20))
-        print(f"kafka-python DefaultRecordBatch  {kp / 1e3:.0f}k records/s   reference   {load()}" if kp
-              else KAFKA_PYTHON_MISSING)
+        print(f"record-level runs over {nrec:,} records; each beside a kafka-python run just before it "
+              f"(DefaultRecordBatch, one core), medians of {a.repeat}; cpu: records per CPU-second of all "
+              f"the command's processes over kafka-python's (what one free core gives)")
         runs = [("dump-log --deep-iteration", ["dump-log", "--files", str(deep), "--deep-iteration"], 3.8),
                 ("dump-log --print-data-log", ["dump-log", "--files", str(deep), "--print-data-log"], 2.7),
                 ("json --deep-iteration", ["dump-log", "--files", str(deep), "--format", "json",
@@ -164,10 +166,13 @@ def main() -> None:
                                            "--print-data-log"], 2.7),
                 ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8)]
         for name, args, target in runs:
-            el, mem, ld = best_run([*kafkalog, *args])
-            rate = nrec / el
-            vs = f"{rate / kp:4.2f}x kafka-python (target >= {target}x)" if kp else ""
-            print(f"kafkalog {name:26s} {rate / 1e3:6.0f}k records/s   {el:.2f} s   {vs}   peak {mem:.0f} MiB   {ld}")
+            v = versus_kafka_python([*kafkalog, *args], nrec, [deep], min(deep.stat().st_size, 16 << 20), a.repeat)
+            if v is None:
+                print(KAFKA_PYTHON_MISSING)
+                break
+            print(f"kafkalog {name:26s} {nrec / v.seconds / 1e3:6.0f}k records/s   {v.seconds:.2f} s   "
+                  f"{v.wall:4.2f}x kafka-python (target >= {target}x), cpu {v.cpu:4.2f}x   peak {v.peak_mib:.0f} MiB   "
+                  f"{v.loads}")
         if a.skip_memory:
             return
         for name, args in (("json --print-data-log", ["dump-log", str(part), "--format", "json", "--print-data-log"]),

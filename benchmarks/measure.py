@@ -4,12 +4,15 @@ and noisy: compare ratios within one run, never absolute times across runs)."""
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 KAFKA_PYTHON_MISSING = "kafka-python is not installed (pip install kafka-python): its reference is skipped"
@@ -22,28 +25,69 @@ def kafkalog_command() -> list[str]:
     return [shutil.which("kafkalog") or str(Path(sys.executable).with_name("kafkalog"))]
 
 
-def run(argv: list[str]) -> tuple[float, float]:
+def run(argv: list[str]) -> tuple[float, float, float]:
     """(seconds, peak resident set in MiB of the largest process: the command or one of its
-    workers) of one run with stdout to /dev/null; exit codes 0 and 1 pass. The peaks are read
-    from /proc (VmHWM) while it runs: the kernel's ru_maxrss of a child also counts the memory of
-    the process it was forked from."""
+    workers, CPU seconds of the command and its workers) of one run with stdout to /dev/null;
+    exit codes 0 and 1 pass. The peaks are read from /proc (VmHWM) while it runs: the kernel's
+    ru_maxrss of a child also counts the memory of the process it was forked from."""
     with PeakMemory(interval=0.05) as mem, open(os.devnull, "wb") as null:
+        cpu = _children_cpu()
         t = time.perf_counter()
         p = subprocess.run(argv, stdout=null, stderr=subprocess.PIPE)
         el = time.perf_counter() - t
+        cpu = _children_cpu() - cpu
     if p.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}")
-    return el, mem.peak_mib
+    return el, mem.peak_mib, cpu
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the reaped children (a command's own workers are reaped by it, so count)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def best_run(argv: list[str], repeat: int = 3) -> tuple[float, float, str]:
     """The fastest of `repeat` runs: (seconds, the largest peak RSS seen, the load averages)."""
     times, peaks = [], []
     for _ in range(repeat):
-        t, peak = run(argv)
+        t, peak, _ = run(argv)
         times.append(t)
         peaks.append(peak)
     return min(times), max(peaks), load()
+
+
+@dataclass
+class Versus:
+    """A command beside kafka-python, each run right after a kafka-python run, so that both meet
+    the same load: medians over the pairs."""
+
+    seconds: float     # the command's wall-clock seconds
+    wall: float        # its records/s over kafka-python's (one core), wall-clock
+    cpu: float         # its records per CPU-second (all its processes) over kafka-python's: what
+    #                    one free core gives; with n free cores, wall tends to n times this
+    peak_mib: float    # the largest peak RSS of any of its processes, over the runs
+    loads: str         # the 1-minute load average at each run
+
+
+def versus_kafka_python(argv: list[str], records: int, paths: list[Path], limit: int,
+                        repeat: int = 5) -> Versus | None:
+    """`argv` over `records` records beside kafka-python decoding up to `limit` bytes of
+    `paths`, `repeat` times; None when kafka-python is not installed."""
+    walls, cpus, secs, peaks, loads = [], [], [], [], []
+    for _ in range(repeat):
+        kp = kafka_python_decode(paths, limit)
+        if kp is None:
+            return None
+        n, kp_wall, kp_cpu = kp
+        el, peak, cpu = run(argv)
+        walls.append((records / el) / (n / kp_wall))
+        cpus.append((records / cpu) / (n / kp_cpu))
+        secs.append(el)
+        peaks.append(peak)
+        loads.append(f"{os.getloadavg()[0]:.1f}")
+    med = statistics.median
+    return Versus(med(secs), med(walls), med(cpus), max(peaks), "load " + " ".join(loads))
 
 
 def load() -> str:
@@ -51,9 +95,16 @@ def load() -> str:
 
 
 def kafka_python_rate(paths: list[Path], limit: int) -> float | None:
-    """kafka-python's records/s decoding v2 batches (DefaultRecordBatch, pure Python), over up to
-    `limit` bytes of `paths`, touching key, value, offset and headers as a consumer does; None
-    when kafka-python is not installed."""
+    """kafka-python's records/s (wall-clock) over up to `limit` bytes of `paths`; None when
+    kafka-python is not installed."""
+    kp = kafka_python_decode(paths, limit)
+    return kp[0] / kp[1] if kp else None
+
+
+def kafka_python_decode(paths: list[Path], limit: int) -> tuple[int, float, float] | None:
+    """kafka-python decoding v2 batches (DefaultRecordBatch, pure Python, one core) over up to
+    `limit` bytes of `paths`, touching key, value, offset and headers as a consumer does:
+    (records, wall-clock seconds, CPU seconds); None when kafka-python is not installed."""
     try:
         from kafka.record.default_records import DefaultRecordBatch
     except ImportError:
@@ -66,7 +117,7 @@ def kafka_python_rate(paths: list[Path], limit: int) -> float | None:
         left -= len(chunks[-1])
         if left <= 0:
             break
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     n = 0
     for data in chunks:
         pos = 0
@@ -79,18 +130,21 @@ def kafka_python_rate(paths: list[Path], limit: int) -> float | None:
                 r.key, r.value, r.offset, r.headers  # noqa: B018 - touch the fields, as a consumer does
                 n += 1
             pos += size
-    return n / (time.perf_counter() - t)
+    return n, time.perf_counter() - t, time.process_time() - c
 
 
 class PeakMemory:
     """Samples the resident set of this process's descendants (VmHWM, each process's own peak)
     while the body runs: for workers that are not reaped by us (process pools, Spark's Python
-    workers under the JVM). `peak_mib` is the largest; `jvm_mib` that of java processes apart."""
+    workers under the JVM). `peak_mib` is the largest; `jvm_mib` that of java processes apart;
+    `cpu_s` the CPU seconds of the Python ones, as last seen (workers a forkserver reaps never
+    reach our RUSAGE_CHILDREN; a sample every `interval` misses at most that much of each)."""
 
     def __init__(self, interval: float = 0.2):
         self.interval = interval
         self.peak_mib = 0.0
         self.jvm_mib = 0.0
+        self._cpu: dict[int, float] = {}
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -104,21 +158,28 @@ class PeakMemory:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            for pid, name, hwm in _descendants(os.getpid()):
+            for pid, name, hwm, cpu in _descendants(os.getpid()):
                 if name == "java":
                     self.jvm_mib = max(self.jvm_mib, hwm)
                 else:
                     self.peak_mib = max(self.peak_mib, hwm)
+                    self._cpu[pid] = cpu
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self._cpu.values())
 
 
 def _descendants(root: int):
-    parents = {}
+    parents, cpu = {}, {}
+    tick = os.sysconf("SC_CLK_TCK")
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
                 with open(f"/proc/{d}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 parents[int(d)] = int(fields[1])
+                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick    # utime + stime
             except OSError:
                 continue
     for pid in parents:
@@ -132,4 +193,4 @@ def _descendants(root: int):
                 continue
             fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
             hwm = int(fields.get("VmHWM", "0 kB").split()[0]) / 1024
-            yield pid, fields.get("Name", "").strip(), hwm
+            yield pid, fields.get("Name", "").strip(), hwm, cpu[pid]

@@ -16,9 +16,10 @@ from kafkalog_cli.formats.records import (
     RECORD_BATCH_OVERHEAD, RecordBatch, SimpleRecord, build_legacy_batch, build_v2_batch, encode_legacy_message,
     encode_v2_record, iter_batches, set_v2_crc,
 )
+from kafkalog_cli.formats.framing import CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, check_batches
 from kafkalog_cli.formats.scan import (
-    CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, Malformed, check_batches, fast_v2_text, record_starts,
-    records_region, scan_keys, scan_keys_into, scan_spans, span_at, v2_records_ok,
+    Malformed, fast_v2_text, record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at,
+    v2_records_ok,
 )
 from kafkalog_cli.formats.varint import read_varint, write_varlong
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser

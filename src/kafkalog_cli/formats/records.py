@@ -15,15 +15,13 @@ from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, Kafkalog
 from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
+from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
 
 # ------------------------------------------------------------------ constants (Records, RecordBatch)
-LOG_OVERHEAD = 12                  # offset int64 + size int32
 HEADER_SIZE_UP_TO_MAGIC = 17
-RECORD_OVERHEAD_V0 = 14            # Kafka's minimum size for any entry
 RECORD_OVERHEAD_V1 = 22
-RECORD_BATCH_OVERHEAD = 61         # v2 header
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1

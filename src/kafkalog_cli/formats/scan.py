@@ -9,9 +9,8 @@
   the Arrow rows of the Spark data source and export;
 - keys: `scan_keys`, `scan_keys_into`, the cleaner's offset-map pass;
 - spans: `scan_spans`, `record_starts`, `span_at`, the records a rewritten batch is made of;
-- batch boundaries: `batch_cuts`, the ranges of dump-log's and verify-crc's workers;
-- batch checks: `check_batches`, verify-crc's walk over a chain of batches (sizes, CRCs, offsets),
-  and with --deep `v2_records_ok` over each v2 batch's records.
+- records checks: `deep_findings`, verify-crc --deep over one batch's records (`v2_records_ok`
+  for a v2 batch), called by formats/framing.py's `check_batches`.
 
 Varints of one and two bytes are decoded inline (a Python call costs more than the rest of a
 record); longer ones go through varint.py. On anything unusual a record scanner raises
@@ -28,18 +27,16 @@ per value otherwise).
 """
 from __future__ import annotations
 
-import struct
-import zlib
 from array import array
 from dataclasses import dataclass, field
 from typing import Callable, NamedTuple
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import decompress
-from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.formats.framing import INNER_CRC, OFFSETS, RECORDS, Finding
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import (
-    INT32_MAX, LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0, RecordBatch, increment_sequence,
+    INT32_MAX, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, RecordBatch, increment_sequence,
 )
 # Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs in the key and
 # span scanners: the widest Kafka accepts; a longer one is an InvalidRecordError, which callers
@@ -293,8 +290,10 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if type(data) is not bytes:
         data = bytes(memoryview(data)[pos:end])
         pos, end = 0, len(data)
-    ods, tds, keys, values, headers = [], [], [], [], []
-    oappend, tappend, kappend, vappend = ods.append, tds.append, keys.append, values.append
+    offsets, timestamps, keys, values, headers = [], [], [], [], []
+    oappend, tappend, kappend, vappend = offsets.append, timestamps.append, keys.append, values.append
+    base = batch.base_offset_field
+    base_ts = batch.base_timestamp
     knulls = vnulls = 0
     rvarint = read_varint
     rvarlong = read_varlong
@@ -314,28 +313,28 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         body = pos
         b = data[pos + 1]
         if b < 0x80:
-            tappend(zz[b])
+            tappend(base_ts + zz[b])
             pos += 2
         else:
             c = data[pos + 2]
             if c < 0x80:
-                tappend(zz[b + (c << 7)])
+                tappend(base_ts + zz[b + (c << 7)])
                 pos += 3
             else:
                 td, pos = rvarlong(data, pos + 1)
-                tappend(td)
+                tappend(base_ts + td)
         b = data[pos]
         if b < 0x80:
-            oappend(zz[b])
+            oappend(base + zz[b])
             pos += 1
         else:
             c = data[pos + 1]
             if c < 0x80:
-                oappend(zz[b + (c << 7)])
+                oappend(base + zz[b + (c << 7)])
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
-                oappend(od)
+                oappend(base + od)
         b = data[pos]
         if b < 0x80:
             ks = zz[b]
@@ -381,14 +380,9 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         raise Malformed("bytes remain")
     if not count:
         return b""
-    base = batch.base_offset_field
-    offsets = [base + od for od in ods]
     if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
         timestamps = [batch.max_timestamp] * count
-    else:
-        base_ts = batch.base_timestamp
-        timestamps = [base_ts + td for td in tds]
-    seqs = _sequences(batch.base_sequence, 0, ods) if batch.base_sequence >= 0 else None
+    seqs = _sequences(batch.base_sequence, base, offsets) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
     columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
     if headers:
@@ -517,7 +511,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     base_ts = batch.base_timestamp
     offsets, timestamps, spans, ends, hspans = array("q"), array("q"), array("i"), array("i"), array("i")
     null_keys, null_values, null_hvalues = [], [], []
-    oappend, tappend, sappend, eappend = offsets.append, timestamps.append, spans.append, ends.append
+    oappend, tappend, sextend, eappend, hextend = offsets.append, timestamps.append, spans.extend, ends.append, hspans.extend
     nheaders = headers = len(cols.header_spans) // 4      # before this batch's; so far
     rvarint = read_varint
     rvarlong = read_varlong
@@ -570,12 +564,12 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
-        sappend(pos + shift)
+        key = pos
         if ks >= 0:
             pos += ks
         else:
             null_keys.append(row0 + i)
-        sappend(pos + shift)
+        key_end = pos
         b = data[pos]
         if b < 0x80:
             vs = zz[b]
@@ -587,14 +581,33 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
-        sappend(pos + shift)
+        value = pos
         if vs >= 0:
             pos += vs
         else:
             null_values.append(row0 + i)
-        sappend(pos + shift)
-        if data[pos] == 0:   # no headers
+        sextend((key + shift, key_end + shift, value + shift, pos + shift))
+        b = data[pos]
+        if b == 0:           # no headers
             pos += 1
+        elif b == 2 and data[pos + 1] < 0x80 and not data[pos + 1] & 1:
+            # one header with a key shorter than 64 bytes, the usual case, inline (a call costs
+            # as much as the rest of the record); anything odd ends in Malformed below
+            key = pos + 2
+            key_end = pos = key + (data[pos + 1] >> 1)
+            b = data[pos]
+            if b < 0x80:
+                hv = zz[b]
+                pos += 1
+            else:
+                hv, pos = rvarint(data, pos)
+            value = pos
+            if hv >= 0:
+                pos += hv
+            else:
+                null_hvalues.append(headers)
+            hextend((key + shift, key_end + shift, value + shift, pos + shift))
+            headers += 1
         else:
             n, pos = _header_spans(data, pos, end, shift, hspans, null_hvalues, nheaders)
             headers += n
@@ -892,161 +905,15 @@ def _record_end(data, pos: int) -> int:
     return p + length
 
 
-# ------------------------------------------------------------------ batch boundaries
-def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
-               walked: Callable[[int, int], None] | None = None) -> list[int]:
-    """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
-    fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
-    chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`
-    hears of each stretch walked, about every 64 MiB (to let a mapping's pages go)."""
-    cuts = [start]
-    pos, nxt = start, start + target
-    told = start
-    unpack = _SIZE.unpack_from
-    while pos + 17 < end:
-        size = unpack(buf, pos + 8)[0]
-        if size < RECORD_OVERHEAD_V0 or pos > end - LOG_OVERHEAD - size:
-            break
-        pos += size + LOG_OVERHEAD
-        if pos >= nxt and end - pos > min_tail:
-            cuts.append(pos)
-            nxt = pos + target
-        if walked is not None and pos - told > 64 << 20:
-            walked(told, pos)
-            told = pos
-    if walked is not None:
-        walked(told, min(pos + 17, end))
-    return cuts
-
-
-# ------------------------------------------------------------------ batch checks (verify-crc)
-_HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
-_HEAD_LEN = _HEAD.size                     # 27
-_PREFIX = struct.Struct(">qi")
-_SIZE = struct.Struct(">i")
-
-# the kinds of verify-crc's problems that a check over bytes finds
-CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
-INNER_CRC = "inner_crc"       # deep: a legacy inner message's CRC-32
-SIZE = "size"                 # a size field below 14, or a v2 batch below 61 bytes
-TRAILING = "trailing_bytes"   # an incomplete batch at the end of the file (its bytes are ignored)
-MAGIC = "magic"               # a magic byte other than 0, 1, 2
-OFFSETS = "offsets"           # offsets not increasing within or across batches
-RECORDS = "records"           # deep: records that do not decode, or do not match the header
-
-
-@dataclass
-class Finding:
-    """Something wrong at `position` of `file`: of `kind`, said by `message`, about the batch with
-    these offsets (and CRCs, for a CRC mismatch)."""
-
-    file: str | None
-    position: int | None
-    kind: str
-    message: str
-    base_offset: int | None = None
-    last_offset: int | None = None
-    stored_crc: int | None = None
-    computed_crc: int | None = None
-
-
-@dataclass(slots=True)
-class BatchCheck:
-    """What `check_batches` saw in one byte range."""
-
-    batches: int = 0
-    bytes: int = 0                     # of complete batches checked
-    first_offset: int | None = None    # the first batch's first offset (wrapper offset for legacy)
-    last_offset: int | None = None
-    first_position: int | None = None
-    findings: list[Finding] = field(default_factory=list)
-
-
-def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,
-                  deep: bool = False) -> BatchCheck:
-    """Check every batch in buf[start:end) of `file` (which the findings name). With `tail`, what
-    follows the last complete batch is reported (an incomplete batch, a corrupt size); otherwise
-    `end` must be a batch boundary."""
-    res = BatchCheck()
-    findings = res.findings
-    mv = memoryview(buf)
-    head = _HEAD.unpack_from
-    crc_c = crc32c
-    crc_32 = zlib.crc32
-    pos = start
-    prev = None          # the last offset of the previous batch in this range
-    first = None
-    batches = 0
-    limit = end - _HEAD_LEN
-    while pos + 17 < end:
-        if pos <= limit:
-            base, size, ple, magic, stored, attrs, lod = head(buf, pos)
-        else:  # near the end: fewer than 27 bytes left
-            base, size = _PREFIX.unpack_from(buf, pos)
-            magic = buf[pos + 16]
-            if magic >= 0x80:
-                magic -= 0x100
-            ple = stored = attrs = lod = 0
-            if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
-                ple = struct.unpack_from(">i", buf, pos + 12)[0]
-        if size < RECORD_OVERHEAD_V0:
-            findings.append(Finding(file, pos, SIZE,
-                                    f"corrupt size field {size} (smaller than the minimum record overhead "
-                                    f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read"))
-            break
-        total = size + LOG_OVERHEAD
-        if pos + total > end:
-            break        # incomplete: reported below as trailing bytes
-        if magic == 2:
-            if total < RECORD_BATCH_OVERHEAD:
-                findings.append(Finding(file, pos, SIZE, f"v2 batch of {total} bytes is smaller than its "
-                                        f"{RECORD_BATCH_OVERHEAD}-byte header", base_offset=base))
-                pos += total
-                batches += 1
-                continue
-            computed = crc_c(mv[pos + 21 : pos + total])
-            last = base + lod
-            if computed != stored:
-                findings.append(Finding(file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed))
-            if lod < 0:
-                findings.append(Finding(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last))
-            if deep:
-                _deep_v2(buf, pos, total, file, base, last, findings)
-        elif magic == 0 or magic == 1:
-            stored = ple & 0xFFFFFFFF
-            computed = crc_32(mv[pos + 16 : pos + total])
-            last = base
-            if computed != stored:
-                findings.append(Finding(file, pos, CRC, f"magic {magic} message CRC-32 mismatch",
-                                        base, last, stored, computed))
-            if deep:
-                _deep_legacy(buf, pos, total, magic, file, base, findings)
-        else:
-            findings.append(Finding(file, pos, MAGIC, f"unknown magic {magic}; the batch is skipped by its "
-                                    f"size field ({total} bytes)", base_offset=base))
-            pos += total
-            batches += 1
-            continue
-        if prev is not None and base <= prev:
-            findings.append(Finding(file, pos, OFFSETS, f"offsets do not increase: this batch starts at "
-                                    f"{base}, the previous one ended at {prev}", base, last))
-        if first is None:
-            first = base
-            res.first_position = pos
-        prev = last
-        batches += 1
-        pos += total
-    if tail and pos < end and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos):
-        msg = f"{end - pos} trailing bytes are not a complete batch"
-        if pos + 12 <= end:
-            _, size = _PREFIX.unpack_from(buf, pos)
-            msg += f" (its size field says {size} bytes follow, {end - pos - 12} do)"
-        findings.append(Finding(file, pos, TRAILING, msg))
-    res.batches = batches
-    res.bytes = pos - start
-    res.first_offset = first
-    res.last_offset = prev
-    return res
+# ------------------------------------------------------------------ records checks (verify-crc --deep)
+def deep_findings(buf, pos: int, total: int, magic: int, file: str | None, base: int, last: int,
+                  findings: list[Finding]) -> None:
+    """What is wrong with the records of the batch buf[pos:pos+total) (offsets base..last),
+    appended to `findings`."""
+    if magic == 2:
+        _deep_v2(buf, pos, total, file, base, last, findings)
+    else:
+        _deep_legacy(buf, pos, total, magic, file, base, findings)
 
 
 def _deep_v2(buf, pos, total, file, base, last, findings) -> None:

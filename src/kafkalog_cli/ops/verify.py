@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.scan import OFFSETS, Finding, batch_cuts, check_batches
+from kafkalog_cli.formats.framing import OFFSETS, Finding, batch_cuts, check_batches
 
-# problem kinds: those about bytes are formats.scan's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
+# problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
 NAME = "file_name"            # not a 20-digit offset: the segment's base offset is unknown
 UNREADABLE = "unreadable"     # the file could not be opened or read
@@ -26,7 +26,7 @@ UNREADABLE = "unreadable"     # the file could not be opened or read
 
 @dataclass
 class Problem(Finding):
-    """A finding of formats.scan's batch check, or one about a whole file or partition."""
+    """A finding of formats.framing's batch check, or one about a whole file or partition."""
 
     def line(self) -> str:
         where = f"{self.file}: byte {self.position}" if self.position is not None else self.file
@@ -122,7 +122,8 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
         return _ChunkResult(error=e.strerror or str(e))
     try:
         end = len(buf) if c.last else c.end
-        w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep)
+        w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep,
+                          walked=lambda a, b: release_pages(buf, a, b))
         return _ChunkResult(w.batches, w.bytes, w.first_offset, w.last_offset,
                             [Problem(**asdict(f)) for f in w.findings], len(buf), w.first_position)
     finally:
@@ -231,15 +232,12 @@ def total_bytes(groups: list[tuple[str, list[str]]]) -> int:
     return total
 
 
-MAX_CHUNK_BYTES = 64 << 20   # a chunk maps its file, and holds the pages it reads until it is done
-
-
 def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
-    """groups -> files -> chunks. A file is split when that helps to keep `jobs` busy, and into
-    chunks of at most about MAX_CHUNK_BYTES, so no process holds more of a big segment."""
+    """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy (a
+    chunk lets the pages it has checked go as it goes, so a big one holds no more memory)."""
     total = total_bytes(groups)
     # about two ranges per worker: files that size or smaller are never split (no walk needed)
-    target = min(MAX_CHUNK_BYTES, max(8 << 20, -(-total // max(1, jobs * 2))))
+    target = max(8 << 20, -(-total // max(1, jobs * 2))) if jobs > 1 else 1 << 62
     return [[_split(f, target, deep) for f in files] for _, files in groups]
 
 

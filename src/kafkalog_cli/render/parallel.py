@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Callable, Sequence
 
-from kafkalog_cli.formats.scan import batch_cuts
+from kafkalog_cli.formats.framing import batch_cuts
 from kafkalog_cli.ops.verify import release_pages
 
 PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process

@@ -133,17 +133,14 @@ class Pushdown:
                                            self.ts_max, self.timestamps))
 
     def keeps_record(self, offset: int, timestamp: int) -> bool:
-        if self.offset_min is not None and offset < self.offset_min:
-            return False
-        if self.offset_max is not None and offset > self.offset_max:
-            return False
-        if self.offsets is not None and offset not in self.offsets:
-            return False
-        if self.ts_min is not None and timestamp < self.ts_min:
-            return False
-        if self.ts_max is not None and timestamp > self.ts_max:
-            return False
-        return self.timestamps is None or timestamp in self.timestamps
+        return (_within(offset, self.offset_min, self.offset_max, self.offsets)
+                and _within(timestamp, self.ts_min, self.ts_max, self.timestamps))
+
+
+def _within(value: int, lo: int | None, hi: int | None, among: frozenset | None) -> bool:
+    """Whether `value` passes the bounds and the set pushed down on its column (None: any)."""
+    return ((lo is None or value >= lo) and (hi is None or value <= hi)
+            and (among is None or value in among))
 
 
 # ------------------------------------------------------------------ reading
