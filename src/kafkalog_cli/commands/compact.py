@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, jobs_option, now_option,
-                                           now_or_clock, partition_filter_options, print_outcomes, quarantine_options,
-                                           report_option)
+from kafkalog_cli.commands.options import (change_options, jobs_option, now_or_clock, partition_filter_options,
+                                           print_outcomes, report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
@@ -43,11 +42,7 @@ def _bytes(ctx, param, value: str) -> int:
 @jobs_option("Partitions cleaned in parallel, in worker processes (0: one per core). A "
              "partition cleaned alone splits its offset map's build over them.")
 @partition_filter_options
-@config_options
-@quarantine_options
-@dry_run_option
-@format_option("Output format.")
-@now_option
+@change_options
 @report_option
 @engine_options
 def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,

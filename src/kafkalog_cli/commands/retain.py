@@ -10,10 +10,8 @@ from typing import Callable
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, echo_diagnostics, format_option,
-                                           report_option, write_report,
-                                           now_option, now_or_clock, partition_filter_options, quarantine_options,
-                                           run_log_dirs)
+from kafkalog_cli.commands.options import (change_options, echo_diagnostics, now_or_clock, partition_filter_options,
+                                           report_option, run_log_dirs, write_report)
 from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -24,11 +22,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.command("retain", short_help="Delete segments past retention.ms or retention.bytes.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @partition_filter_options
-@config_options
-@quarantine_options
-@dry_run_option
-@format_option("Output format.")
-@now_option
+@change_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options

@@ -75,19 +75,19 @@ _SUBSCRIPTION_V0 = Struct("ConsumerProtocolSubscription", versions("0-1"), None,
 ))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetCommitKey(Versioned):
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupMetadataKey(Versioned):
     group: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetCommitValue(Versioned):
     offset: int
     leader_epoch: int          # -1: none (NO_PARTITION_LEADER_EPOCH)
@@ -96,7 +96,7 @@ class OffsetCommitValue(Versioned):
     expire_timestamp: int      # -1 unless version 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class MemberMetadata:
     member_id: str
     group_instance_id: str | None
@@ -108,7 +108,7 @@ class MemberMetadata:
     assignment: bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GroupMetadataValue(Versioned):
     protocol_type: str
     generation: int
@@ -118,7 +118,7 @@ class GroupMetadataValue(Versioned):
     members: list[MemberMetadata] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ConsumerAssignment:
     """ConsumerProtocol.Assignment: partitions as (topic, partition), in wire order."""
 

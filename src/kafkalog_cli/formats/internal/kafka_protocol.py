@@ -256,7 +256,7 @@ class Struct:
     fields: tuple[Field, ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Versioned:
     """A decoded record key or value: the int16 version it was written with comes first."""
 
