@@ -113,7 +113,7 @@ def test_rows_read_in_small_ranges_are_the_local_rows(s3, monkeypatch, level):
 
 
 def test_a_pushed_offset_reads_only_from_the_index_entry_on(s3, monkeypatch):
-    from kafkalog_cli.spark.arrow import Pushdown
+    from kafkalog_cli.spark.arrow import Bounds, Pushdown
     from kafkalog_cli.storage.remote import RemoteSegment, segments_of_sources
 
     local, uri, _ = s3
@@ -127,7 +127,7 @@ def test_a_pushed_offset_reads_only_from_the_index_entry_on(s3, monkeypatch):
 
     monkeypatch.setattr(RemoteSegment, "read_range", counting)
     refs = segments_of_sources([uri + "/broker-0/multi-segment-0"])
-    pushed = Pushdown(offset_min=550)
+    pushed = Pushdown(offset=Bounds(lo=550))
     got = _rows(refs, pushdown=pushed)
     assert [r["offset"] for r in got] == list(range(550, 600))
     assert got == _rows(segments_of_sources([str(local / "broker-0" / "multi-segment-0")]), pushdown=pushed)

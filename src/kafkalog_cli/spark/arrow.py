@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from array import array
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterator
 
 import pyarrow as pa
@@ -93,20 +93,59 @@ def bin_pack(refs: list[Segment], bins: int) -> list[list[Segment]]:
 
 # ------------------------------------------------------------------ pushed-down filters
 @dataclass
+class Bounds:
+    """What Spark pushed down on one integer column (offset, timestamp): lo <= value <= hi and
+    value in `among`; None bounds nothing."""
+
+    lo: int | None = None
+    hi: int | None = None
+    among: frozenset | None = None
+
+    def at_least(self, v: int) -> None:
+        self.lo = v if self.lo is None else max(self.lo, v)
+
+    def at_most(self, v: int) -> None:
+        self.hi = v if self.hi is None else min(self.hi, v)
+
+    def within(self, values: frozenset) -> None:
+        self.among = values if self.among is None else self.among & values
+
+    @property
+    def given(self) -> bool:
+        return self.lo is not None or self.hi is not None or self.among is not None
+
+    @property
+    def empty(self) -> bool:
+        """Contradictory: no value passes."""
+        return (self.among is not None and not self.among) or (
+            self.lo is not None and self.hi is not None and self.lo > self.hi)
+
+    @property
+    def lowest(self) -> int | None:
+        """The least value that can pass (where an index lookup starts), None when unbounded."""
+        lows = [v for v in (self.lo, min(self.among) if self.among else None) if v is not None]
+        return max(lows) if lows else None
+
+    def admits(self, v: int) -> bool:
+        return ((self.lo is None or v >= self.lo) and (self.hi is None or v <= self.hi)
+                and (self.among is None or v in self.among))
+
+
+@dataclass
 class Pushdown:
     """Conjunction of the filters Spark pushed down; each field narrows, None means any."""
 
     topics: frozenset | None = None
     partitions: frozenset | None = None
-    offset_min: int | None = None
-    offset_max: int | None = None
-    offsets: frozenset | None = None
-    ts_min: int | None = None
-    ts_max: int | None = None
-    timestamps: frozenset | None = None
     not_topics: frozenset = frozenset()
     not_partitions: frozenset = frozenset()
-    empty: bool = False             # contradictory filters: nothing matches
+    offset: Bounds = field(default_factory=Bounds)
+    timestamp: Bounds = field(default_factory=Bounds)
+
+    @property
+    def empty(self) -> bool:
+        """Contradictory filters: nothing matches."""
+        return self.offset.empty or self.timestamp.empty
 
     def keeps_segment(self, ref: Segment) -> bool:
         if self.empty:
@@ -121,26 +160,18 @@ class Pushdown:
         if self.not_partitions and (ref.partition is None or ref.partition in self.not_partitions):
             return False
         if ref.is_log:
-            if self.offset_max is not None and ref.base_offset > self.offset_max:
+            if self.offset.hi is not None and ref.base_offset > self.offset.hi:
                 return False
-            if self.offset_min is not None and ref.next_base_offset is not None and ref.next_base_offset <= self.offset_min:
+            if self.offset.lo is not None and ref.next_base_offset is not None and ref.next_base_offset <= self.offset.lo:
                 return False
         return True
 
     @property
     def on_records(self) -> bool:
-        return any(v is not None for v in (self.offset_min, self.offset_max, self.offsets, self.ts_min,
-                                           self.ts_max, self.timestamps))
+        return self.offset.given or self.timestamp.given
 
     def keeps_record(self, offset: int, timestamp: int) -> bool:
-        return (_within(offset, self.offset_min, self.offset_max, self.offsets)
-                and _within(timestamp, self.ts_min, self.ts_max, self.timestamps))
-
-
-def _within(value: int, lo: int | None, hi: int | None, among: frozenset | None) -> bool:
-    """Whether `value` passes the bounds and the set pushed down on its column (None: any)."""
-    return ((lo is None or value >= lo) and (hi is None or value <= hi)
-            and (among is None or value in among))
+        return self.offset.admits(offset) and self.timestamp.admits(timestamp)
 
 
 # ------------------------------------------------------------------ reading
@@ -149,12 +180,7 @@ def _start_position(seg: Segment, f: Pushdown | None) -> int:
     index for a lower timestamp bound (as `dump-log --from-offset/--from-time`)."""
     if f is None or not seg.is_log:
         return 0
-    lo = f.offset_min
-    if f.offsets is not None:
-        lo = max(lo if lo is not None else min(f.offsets), min(f.offsets))
-    tlo = f.ts_min
-    if f.timestamps is not None:
-        tlo = max(tlo if tlo is not None else min(f.timestamps), min(f.timestamps))
+    lo, tlo = f.offset.lowest, f.timestamp.lowest
     if lo is None and tlo is None:
         return 0
     pos = 0
@@ -190,12 +216,12 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
             for b in iter_batches(buf, pos, len(buf)):
                 if level == "record":
                     if f is not None:
-                        if f.offset_max is not None and b.magic >= 2 and b.base_offset_field > f.offset_max:
+                        if f.offset.hi is not None and b.magic >= 2 and b.base_offset_field > f.offset.hi:
                             past_end = True
                             break
-                        if f.offset_min is not None and b.last_offset < f.offset_min:
+                        if f.offset.lo is not None and b.last_offset < f.offset.lo:
                             continue
-                        if f.ts_min is not None and b.max_timestamp < f.ts_min:
+                        if f.timestamp.lo is not None and b.max_timestamp < f.timestamp.lo:
                             continue
                     if verify_crc:
                         b.ensure_valid()

@@ -159,33 +159,20 @@ class KafkalogPushdownReader(KafkalogReader):
             return False
         if not isinstance(flt.value, (int, list, tuple)) or isinstance(flt.value, bool):
             return False
-        pre = "offset" if col == "offset" else "ts"
-        lo, hi = getattr(p, f"{pre}_min"), getattr(p, f"{pre}_max")
+        bounds, v = (p.offset if col == "offset" else p.timestamp), flt.value
         if isinstance(flt, EqualTo):
-            lo = flt.value if lo is None else max(lo, flt.value)
-            hi = flt.value if hi is None else min(hi, flt.value)
+            bounds.at_least(v)
+            bounds.at_most(v)
         elif isinstance(flt, GreaterThan):
-            lo = flt.value + 1 if lo is None else max(lo, flt.value + 1)
+            bounds.at_least(v + 1)
         elif isinstance(flt, GreaterThanOrEqual):
-            lo = flt.value if lo is None else max(lo, flt.value)
+            bounds.at_least(v)
         elif isinstance(flt, LessThan):
-            hi = flt.value - 1 if hi is None else min(hi, flt.value - 1)
+            bounds.at_most(v - 1)
         elif isinstance(flt, LessThanOrEqual):
-            hi = flt.value if hi is None else min(hi, flt.value)
-        elif isinstance(flt, In):
-            if not all(isinstance(v, int) for v in flt.value):
-                return False
-            attr = "offsets" if col == "offset" else "timestamps"
-            cur = getattr(p, attr)
-            vals = frozenset(flt.value)
-            setattr(p, attr, vals if cur is None else cur & vals)
-            if not getattr(p, attr):
-                p.empty = True
-            return True
+            bounds.at_most(v)
+        elif isinstance(flt, In) and all(isinstance(x, int) for x in v):
+            bounds.within(frozenset(v))
         else:
             return False
-        setattr(p, f"{pre}_min", lo)
-        setattr(p, f"{pre}_max", hi)
-        if lo is not None and hi is not None and lo > hi:
-            p.empty = True
         return True
