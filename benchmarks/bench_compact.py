@@ -35,7 +35,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/kafkalog-bench-compact")
     a = ap.parse_args()
     work = Path(a.workdir)
-    cache = work / f"source-{a.size}-{a.keys}"
+    cache = work / f"source-{a.size}-{a.keys}-hw"   # -hw: built with a replication-offset-checkpoint
     if not cache.exists():
         print(f"building a {a.size} MiB segment over {a.keys} keys in {cache} ...", flush=True)
         build_logdir(cache, a.size << 20, a.keys)
@@ -58,7 +58,10 @@ def main() -> None:
     t_crc = time.perf_counter() - t
 
     opts = compact.CompactOptions(now_ms=1_800_000_000_000, force=True, jobs=a.jobs,
-                                  resolver=ConfigResolver(overrides={"cleanup.policy": "compact"}))
+                                  resolver=ConfigResolver(overrides={
+                                      # stated, so that compact cleans rather than refuses (never a guess)
+                                      "cleanup.policy": "compact", "min.compaction.lag.ms": "0",
+                                      "delete.retention.ms": "86400000"}))
     t = time.perf_counter()
     cp = compact.plan(run, [run / "bench-0"], opts)
     report = compact.apply(cp, FsOps(run, Quarantine(None, "compact")), opts)

@@ -54,6 +54,8 @@ def build_logdir(root: Path, size: int, nkeys: int) -> Path:
     # the producer snapshot a roll writes (no producers): version 1, crc, 0 entries
     snap = struct.pack(">i", 0)
     (part / ("%020d.snapshot" % leo)).write_bytes(struct.pack(">hI", 1, crc32c(snap)) + snap)
+    # every record replicated: the high watermark at the log end, as a broker checkpoints it
+    (root / "replication-offset-checkpoint").write_text(f"0\n1\nbench 0 {leo}\n")
     return root
 
 
