@@ -63,6 +63,12 @@ class Filters:
         return None if s == _NO_SEARCH else s
 
     @property
+    def bounds_records(self) -> bool:
+        """An offset or time range that judges records one by one."""
+        return (self.from_offset is not None or self.to_offset is not None or self.from_time is not None
+                or self.to_time is not None)
+
+    @property
     def spent(self) -> bool:
         """The limit is reached: nothing more is shown, in this file or the next."""
         return self.limit is not None and self.limit <= 0
@@ -221,6 +227,12 @@ def found_lines(b: RecordBatch, records: list[Record], f: Filters,
         return None
     if len(lines) != b.records_count:
         return None
+    if not f.bounds_records:
+        # the search's records are the ones shown, up to the limit: no record to judge again
+        n = len(records) if f.limit is None else min(len(records), max(f.limit, 0))
+        if f.limit is not None:
+            f.limit -= n
+        return [(records[k], lines[indices[k]]) for k in range(n)]
     place = {id(r): i for r, i in zip(records, indices)}
     return [(r, lines[place[id(r)]]) for r in f.shown(records)]
 
