@@ -1,0 +1,91 @@
+"""Byte-for-byte comparison of what the broker left with what kafkalog wrote, like with like.
+
+What a broker run does beyond loading, and what is therefore left out or normalised:
+- `__cluster_metadata-0`: the running controller appends to it (and raft recovers it on every
+  start, clean or not);
+- `leader-epoch-checkpoint`: becoming leader appends (new epoch, log end offset); that one
+  trailing entry is dropped from the broker's before comparing;
+- `replication-offset-checkpoint`: the high watermark the leader advances while it runs;
+- `partition.metadata`, `meta.properties`, `.lock`, `quorum-state`, `bootstrap.checkpoint`:
+  not written by kafkalog, nor about the log.
+Everything else in a partition dir (segments, indexes, snapshots, leftovers) and the
+recovery-point, log-start-offset and cleaner-offset checkpoints is compared byte for byte.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+SKIPPED_FILES = {"partition.metadata", "quorum-state", "leader-epoch-checkpoint.tmp"}
+ROOT_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+METADATA = "__cluster_metadata-0"
+
+
+def _epochs(raw: bytes) -> list[tuple[int, int]] | None:
+    try:
+        lines = raw.decode().split("\n")
+        n = int(lines[1])
+        return [tuple(map(int, ln.split())) for ln in lines[2:2 + n]]
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return None
+
+
+def epochs_match(broker: bytes, ours: bytes) -> bool:
+    """Equal, or equal once the broker's leader election entry (a new, larger epoch) is dropped."""
+    if broker == ours:
+        return True
+    b, o = _epochs(broker), _epochs(ours)
+    if b is None or o is None or len(b) != len(o) + 1 or b[:-1] != o:
+        return False
+    return not o or b[-1][0] > o[-1][0]
+
+
+def files_of(part: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in sorted(part.iterdir())
+            if f.is_file() and f.name not in SKIPPED_FILES}
+
+
+def _describe(name: str, a: bytes, b: bytes) -> str:
+    at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+    return f"{name}: broker {len(a)} bytes, kafkalog {len(b)} bytes, first difference at byte {at}"
+
+
+def compare_partition(broker: Path, ours: Path) -> list[str]:
+    a, b = files_of(broker), files_of(ours)
+    diffs = [f"only the broker has {n}" for n in sorted(set(a) - set(b))]
+    diffs += [f"only kafkalog has {n}" for n in sorted(set(b) - set(a))]
+    for n in sorted(set(a) & set(b)):
+        if n == "leader-epoch-checkpoint":
+            if not epochs_match(a[n], b[n]):
+                diffs.append(f"{n}: broker {a[n]!r}, kafkalog {b[n]!r}")
+        elif a[n] != b[n]:
+            diffs.append(_describe(n, a[n], b[n]))
+    return diffs
+
+
+def compare_roots(broker: Path, ours: Path) -> list[str]:
+    diffs = []
+    for n in ROOT_CHECKPOINTS:
+        fa, fb = broker / n, ours / n
+        a = fa.read_bytes() if fa.exists() else None
+        b = fb.read_bytes() if fb.exists() else None
+        if a != b:
+            diffs.append(f"{n}: broker {a!r}, kafkalog {b!r}")
+    return diffs
+
+
+def compare_log_dirs(broker: Path, ours: Path) -> dict[str, list[str]]:
+    """Differences per partition dir name, and under "" those of the root checkpoints."""
+    out: dict[str, list[str]] = {}
+    names = {p.name for d in (broker, ours) for p in d.iterdir() if p.is_dir()} - {METADATA}
+    for n in sorted(names):
+        pa, pb = broker / n, ours / n
+        if not pa.is_dir() or not pb.is_dir():
+            out[n] = [f"partition dir only in {'kafkalog' if pb.is_dir() else 'the broker'}'s"]
+            continue
+        d = compare_partition(pa, pb)
+        if d:
+            out[n] = d
+    roots = compare_roots(broker, ours)
+    if roots:
+        out[""] = roots
+    return out
