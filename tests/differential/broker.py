@@ -71,6 +71,21 @@ BASE_CONFIG = {
 }
 
 
+class BrokerDidNotStart(RuntimeError):
+    def __init__(self, data: Path, log: str):
+        self.log = log
+        fatal = [ln for ln in log.splitlines() if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        self.reason = fatal[-1] if fatal else log[-500:]
+        super().__init__(f"broker did not start on {data}: {self.reason}")
+
+    def partition(self, data: Path) -> str | None:
+        """The partition dir the fatal error names (a log the loader could not load)."""
+        for ln in reversed(self.log.splitlines()):
+            if " ERROR " in ln and f"{data}/" in ln:
+                return ln.split(f"{data}/", 1)[1].split("/", 1)[0]
+        return None
+
+
 @dataclass
 class BrokerRun:
     """What one run of the broker logged."""
@@ -159,7 +174,7 @@ class Broker:
             time.sleep(0.3)
         log = self.server_log.read_text(errors="replace") if self.server_log.exists() else ""
         self.stop()
-        raise RuntimeError(f"broker did not start on {self.data}: {log[-3000:]}")
+        raise BrokerDidNotStart(self.data, log)
 
     def wait_no_deleted(self, timeout: float = 30) -> None:
         """Segments the loader dropped are deleted asynchronously (log.segment.delete.delay.ms)."""

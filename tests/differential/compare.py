@@ -62,21 +62,31 @@ def compare_partition(broker: Path, ours: Path) -> list[str]:
     return diffs
 
 
-def compare_roots(broker: Path, ours: Path) -> list[str]:
+def _without(raw: bytes | None, skip: set[str]) -> bytes | None:
+    """A root checkpoint without the lines of the `skip` partitions (count line fixed)."""
+    if raw is None or not skip:
+        return raw
+    lines = raw.decode(errors="replace").split("\n")
+    keep = [ln for ln in lines[2:] if ln and "-".join(ln.split()[:2]) not in skip]
+    return "\n".join(lines[:1] + [str(len(keep))] + keep + [""]).encode()
+
+
+def compare_roots(broker: Path, ours: Path, skip: set[str] = frozenset()) -> list[str]:
     diffs = []
     for n in ROOT_CHECKPOINTS:
         fa, fb = broker / n, ours / n
-        a = fa.read_bytes() if fa.exists() else None
-        b = fb.read_bytes() if fb.exists() else None
+        a = _without(fa.read_bytes() if fa.exists() else None, skip)
+        b = _without(fb.read_bytes() if fb.exists() else None, skip)
         if a != b:
             diffs.append(f"{n}: broker {a!r}, kafkalog {b!r}")
     return diffs
 
 
-def compare_log_dirs(broker: Path, ours: Path) -> dict[str, list[str]]:
-    """Differences per partition dir name, and under "" those of the root checkpoints."""
+def compare_log_dirs(broker: Path, ours: Path, skip: set[str] = frozenset()) -> dict[str, list[str]]:
+    """Differences per partition dir name, and under "" those of the root checkpoints (their
+    lines for the `skip` partitions left out)."""
     out: dict[str, list[str]] = {}
-    names = {p.name for d in (broker, ours) for p in d.iterdir() if p.is_dir()} - {METADATA}
+    names = {p.name for d in (broker, ours) for p in d.iterdir() if p.is_dir()} - {METADATA} - set(skip)
     for n in sorted(names):
         pa, pb = broker / n, ours / n
         if not pa.is_dir() or not pb.is_dir():
@@ -85,7 +95,7 @@ def compare_log_dirs(broker: Path, ours: Path) -> dict[str, list[str]]:
         d = compare_partition(pa, pb)
         if d:
             out[n] = d
-    roots = compare_roots(broker, ours)
+    roots = compare_roots(broker, ours, skip)
     if roots:
         out[""] = roots
     return out

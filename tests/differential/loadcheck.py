@@ -4,7 +4,6 @@ ERROR, and serves exactly the records `kafkalog dump-log --format json` lists, f
 start offset kafkalog set."""
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -13,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.differential.broker import run_broker
+from tests.differential.broker import BrokerDidNotStart, run_broker
 from tests.differential.compare import METADATA
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -87,10 +86,22 @@ def broker_loads(log_dir: Path, work: Path) -> LoadCheck:
     shutil.copytree(log_dir, copy, symlinks=True)
     (copy / ".kafka_cleanshutdown").touch()
     parts = partition_dirs(log_dir)
-    want = {p.name: (listed_records(p), _log_start(log_dir, p)) for p in parts}
-    run, got = run_broker(copy, work / "broker",
-                          lambda b: b.client({"op": "consume", "partitions": [p.name for p in parts]}))
     check = LoadCheck(partitions=len(parts))
+    want = {}
+    for p in parts:
+        try:
+            want[p.name] = (listed_records(p), _log_start(log_dir, p))
+        except RuntimeError as e:
+            check.problems.append(str(e)[:400])
+    try:
+        run, got = run_broker(copy, work / "broker",
+                              lambda b: b.client({"op": "consume", "partitions": [p.name for p in parts]}))
+    except BrokerDidNotStart as e:
+        check.problems.append(f"broker did not start: {e.reason[:400]}")
+        return check
+    except RuntimeError as e:        # the client could not consume (a corrupt batch served)
+        check.problems.append(str(e)[-400:])
+        return check
     recovered = [ln for ln in run.log.splitlines() if "Recovering unflushed segment" in ln and METADATA not in ln]
     check.problems += [f"broker recovered: {ln[ln.find('partition='):][:160]}" for ln in recovered]
     check.problems += [f"broker ERROR: {ln[:300]}" for ln in run.errors]
@@ -117,6 +128,3 @@ def _first_mismatch(a: list, b: list) -> str:
             return f"; first difference: broker {x!r:.200} vs dump-log {y!r:.200}"
     return ""
 
-
-def b64(x: bytes | None) -> str | None:
-    return None if x is None else base64.b64encode(x).decode("ascii")

@@ -28,6 +28,7 @@ from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptReco
                                  InvalidRecordError, KafkalogError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
+from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
@@ -218,9 +219,29 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
         last_ts, last_o = t.timestamp, t.offset
     if len(seg_buf) and not tentries:
         # a closed segment always gets a final entry unless no batch has a timestamp
-        for b in iter_batches(seg_buf):
-            if b.max_timestamp >= 0:
-                return "time index is empty but the log has timestamps"
+        try:
+            for b in iter_batches(seg_buf):
+                if b.max_timestamp >= 0:
+                    return "time index is empty but the log has timestamps"
+        except KafkalogError as e:
+            return f"time index is empty and the log does not read to its end ({e.message})"
+    return None
+
+
+def load_failure(buf, start: int) -> str | None:
+    """Why a broker loading this active segment without recovering it (after a clean shutdown)
+    would fail to start, or None: LogSegment.readNextOffset walks the batch headers from the last
+    offset-index entry (FileLogInputStream.nextBatch), and a size below 14 there is a
+    CorruptRecordException that stops LogManager (zeros or garbage appended after the shutdown)."""
+    pos, end = start, len(buf)
+    while pos + 17 <= end:
+        size = _PREFIX.unpack_from(buf, pos)[1]
+        if size < 14:
+            return (f"batch header at byte {pos} has size {size}: a broker would fail to start on it "
+                    f"(CorruptRecordException in LogSegment.readNextOffset)")
+        if pos > end - 12 - size:
+            return None
+        pos += 12 + size
     return None
 
 
@@ -341,6 +362,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 entries = parse_offset_index(idx, b)
                 nxt = s.next_offset_after(entries[-1].position if entries else 0)
                 problem = index_problem(buf, b, idx, tidx, nxt)
+                if problem is None and b == bases[-1]:
+                    problem = load_failure(buf, entries[-1].position if entries else 0)
                 if problem is None:
                     leo = nxt
                     if epochs_problem is not None:
@@ -348,7 +371,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     if recover_set and b > min(recover_set):
                         replay(s, state)
                     continue
-                p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding", s.index_path)
+                p.note(name, f"segment {b}: {problem}; recovering it", s.index_path)
             summary["recovered_segments"].append(b)
             r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
             size = len(buf)
@@ -385,7 +408,9 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                  offsets_removed=_offsets_in(buf, valid_end)))
             _index_actions(p, s, r, name)
             leo = r.next_offset
-            snapshots_to_write[r.next_offset] = state.snapshot_bytes()
+            if r.next_offset > b:
+                # takeSnapshot writes only past the last snapshot: an emptied segment gets none
+                snapshots_to_write[r.next_offset] = state.snapshot_bytes()
             if deleted_from is not None:
                 break
     live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
@@ -395,8 +420,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, log_start, suf), "empty log", name, data=b""))
         live_bases = [log_start]
         leo = log_start
-    snapshots_to_write.setdefault(leo, state.snapshot_bytes())
-    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write)
+    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
+                      start=max(log_start, live_bases[0]), clean=clean)
     # leader epochs: assigned from the batches, then truncated to [.., LEO)
     epochs = [(e, o) for e, o in epochs if o < leo]
     if epochs != old_epochs:
@@ -481,21 +506,48 @@ def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
         p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
 
 
-def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes]) -> None:
-    """Write the snapshots of the recovered segments and the log end; remove those above the log
-    end and those at no segment base (removeStrayProducerSnapshots)."""
+def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes],
+                      state_at_leo: bytes, start: int, clean: bool) -> None:
+    """The producer snapshots LogLoader leaves: those of the recovered segments; strays removed
+    (removeStraySnapshots) and those above the log end or at or below the log start offset
+    (truncateAndReload); at the log end, the one there if it reads, else the state written
+    (takeSnapshot, only past the latest snapshot). After a clean shutdown with no snapshot at
+    all, empty ones at the last two segment bases and the log end (rebuildProducerState's
+    upgrade path: the broker does not scan the log for producers then)."""
     keep = set(bases) | {leo}
-    for off, data in sorted(new.items()):
-        if off not in keep:
-            continue
+    gone = _gone(p)
+    existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
+    surviving = {off: f for off, f in existing.items() if off in keep and start < off <= leo}
+    writes = {off: data for off, data in new.items() if off in keep and off > start}
+    if leo not in writes:
+        if clean and not surviving and not writes:
+            lower = [b for b in bases if b < bases[-1]]
+            last = 0
+            for off in (lower[-1] if lower else None, bases[-1], leo):
+                if off is not None and off > last:
+                    writes[off] = ProducerState().snapshot_bytes()
+                    last = off
+        elif not (leo in surviving and _snapshot_readable(surviving[leo])):
+            readable = [o for o, f in surviving.items() if o < leo and _snapshot_readable(f)] + list(writes)
+            if leo > max(readable, default=start):
+                writes[leo] = state_at_leo
+    for off, data in sorted(writes.items()):
         f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
         if _current(p, f) != data:
             p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", part.name, data=data))
-    gone = _gone(p)
-    for off, fname in sorted(part.snapshots.items()):
-        f = part.path(fname)
-        if f not in gone and (off > leo or off not in keep):
-            p.add(Action(ActionKind.DELETE, f, "stray producer snapshot", part.name))
+    for off, f in sorted(existing.items()):
+        if off not in surviving and off not in writes:
+            why = "at or below the log start offset" if off <= start else "stray producer snapshot"
+            p.add(Action(ActionKind.DELETE, f, why, part.name))
+
+
+def _snapshot_readable(f: Path) -> bool:
+    """ProducerStateManager.readSnapshot accepts it (else the broker deletes it and loads an older one)."""
+    try:
+        parse_producer_snapshot(read_file(f), path=str(f))
+        return True
+    except KafkalogError:
+        return False
 
 
 def _loader_files(part: Partition) -> list[str]:
