@@ -54,6 +54,10 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
         out["cases"][name] = {"damage": what, "differences": diffs.pop(name, [])}
         if name in refused:
             out["cases"][name]["broker_refused"] = refused[name]
+        repairs = [ln.strip() for ln in r.stdout.splitlines() if f"! {name}:" in ln and "recovering it" in ln]
+        if repairs and out["cases"][name]["differences"]:
+            # kafkalog checks what the broker does not (recover.py: index_problem, load_failure)
+            out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:
         target = ours

@@ -88,7 +88,9 @@ def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeI
     session (a restart leaves the max so far in the time index, by close() or by recovery), so
     the offset is the one LogSegment.append tracked. After a clean shutdown the restarted broker
     takes the max so far from the time index's last entry (LogSegment.maxTimestampAndOffsetSoFar):
-    there is nothing to append."""
+    there is nothing to append. (A follower appends without LogValidator and tracks the batch's
+    last offset: offline a leader's and a follower's log dir cannot be told apart; the leader's
+    rule is taken.)"""
     if not live or walk.max_timestamp < 0:
         return None
     if times and walk.max_timestamp <= times[-1].timestamp:
