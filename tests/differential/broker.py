@@ -74,14 +74,16 @@ BASE_CONFIG = {
 class BrokerDidNotStart(RuntimeError):
     def __init__(self, data: Path, log: str):
         self.log = log
-        fatal = [ln for ln in log.splitlines() if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        lines = log.splitlines()
+        fatal = [ln for ln in lines if "Exception" in ln and str(data) in ln] or \
+            [ln for ln in lines if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
         self.reason = fatal[-1] if fatal else log[-500:]
         super().__init__(f"broker did not start on {data}: {self.reason}")
 
     def partition(self, data: Path) -> str | None:
         """The partition dir the fatal error names (a log the loader could not load)."""
         for ln in reversed(self.log.splitlines()):
-            if " ERROR " in ln and f"{data}/" in ln:
+            if "Exception" in ln and f"{data}/" in ln:
                 return ln.split(f"{data}/", 1)[1].split("/", 1)[0]
         return None
 

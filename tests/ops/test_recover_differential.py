@@ -83,3 +83,16 @@ def test_the_snapshot_at_the_log_end_is_kept_after_a_clean_shutdown(tmp_path):
     before = snap.read_bytes()
     recover(d)
     assert snap.read_bytes() == before
+
+
+def test_a_snapshot_at_the_base_of_the_first_recovered_segment(tmp_path):
+    # seed 200001: after a crash, the recovery point at the last segment's base, whose snapshot is
+    # gone. LogLoader.recoverSegment rebuilds the producer state up to that base and snapshots it
+    # there before recovering the segment; recover wrote none
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    rp = d / "recovery-point-offset-checkpoint"
+    rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 300"))
+    seg(d, "multi-segment-0", 300, ".snapshot").unlink()
+    recover(d)
+    assert sorted(f.name[:20] for f in (d / "multi-segment-0").glob("*.snapshot")) == [f"{300:020d}", f"{600:020d}"]

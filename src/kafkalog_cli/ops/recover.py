@@ -350,6 +350,11 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
                                    log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
     snapshots_to_write: dict[int, bytes] = {}
+    if recover_set:
+        snapshots_to_write.update(_snapshots_before_recovery(
+            part, [segs[b] for b in bases], min(recover_set), state,
+            lambda upto: rebuild_producer_state(d, [segs[b] for b in bases], upto, now_ms=opts.now_ms,
+                                                expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)))
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
     for i, b in enumerate(bases):
@@ -539,6 +544,29 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
         if off not in surviving and off not in writes:
             why = "at or below the log start offset" if off <= start else "stray producer snapshot"
             p.add(Action(ActionKind.DELETE, f, why, part.name))
+
+
+def _snapshots_before_recovery(part: Partition, segments: list[Segment], first: int, state: ProducerState,
+                               state_at) -> dict[int, bytes]:
+    """The snapshots LogLoader.recoverSegment takes before it recovers the first segment (its
+    rebuildProducerState up to that segment's base): replaying from the latest readable snapshot
+    (else the log start offset), one at each of the last two segment bases passed, then one at the
+    base itself, each only past the last one taken (takeSnapshot)."""
+    out: dict[int, bytes] = {}
+    if first <= 0:
+        return out
+    log_start = part.checkpoints.log_start_offset or 0
+    readable = [o for o, f in part.snapshots.items()
+                if log_start < o <= first and _snapshot_readable(part.path(f))]
+    last = max(readable, default=log_start)
+    bases = [s.base_offset for s in segments]
+    for b in bases[-2:]:
+        if last < b < first and b >= bases[0]:
+            out[b] = state_at(b).snapshot_bytes()
+            last = b
+    if first > last:
+        out[first] = state.snapshot_bytes()
+    return out
 
 
 def _snapshot_readable(f: Path) -> bool:
