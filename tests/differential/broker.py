@@ -23,6 +23,7 @@ KAFKA_PY = os.environ.get("KAFKA_PY", sys.executable)
 CLIENT = Path(__file__).with_name("client.py")
 STARTED = "Kafka Server started"
 RECOVERING = re.compile(r"Recovering unflushed segment (\d+)")
+LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/([^/,]+), .*?logEndOffset=(\d+)\)")
 # The controller of a combined node logs these while its quorum forms: not about any log
 CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start processing because of "
                                 r"(TimeoutException|NotControllerException)")
@@ -99,6 +100,13 @@ class BrokerRun:
     @property
     def recovered_segments(self) -> list[str]:
         return RECOVERING.findall(self.log)
+
+    @property
+    def loaded_log_end_offsets(self) -> dict[str, int]:
+        """Each partition's log end offset when the loader was done with it ("Completed load of
+        Log(...)"): what a broker appends afterwards (a transaction coordinator completing a
+        transaction it finds prepared) is not recovery."""
+        return {m.group(1): int(m.group(2)) for m in LOADED.finditer(self.log)}
 
     @property
     def errors(self) -> list[str]:
