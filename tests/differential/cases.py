@@ -63,15 +63,14 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:
-        target = ours
-        if desc["clean_shutdown"]:
-            # kafkalog, like the broker, trusts the marker (damage below the last index entry
-            # stays): what a user who suspects damage runs is --all
-            target = copy_dir(damaged, work / "kafkalog-all")
-            ra = kafkalog("recover", "--all", "--quarantine", work / "q-all", "--now", now_ms(), target)
-            if ra.rc != 0:
-                out["load_check"] = [f"recover --all: rc {ra.rc}: {ra.stderr[-500:]}"]
-                return out
+        # kafkalog, like the broker, trusts .kafka_cleanshutdown and the recovery point: damage
+        # below them stays (compared above), and a consumer would meet it. The broker is given
+        # what a user who suspects damage runs: --all
+        target = copy_dir(damaged, work / "kafkalog-all")
+        ra = kafkalog("recover", "--all", "--quarantine", work / "q-all", "--now", now_ms(), target)
+        if ra.rc != 0:
+            out["load_check"] = [f"recover --all: rc {ra.rc}: {ra.stderr[-500:]}"]
+            return out
         lc = broker_loads(target, work / "load")
         out["load_check"] = lc.problems
         out["load_checked_records"] = lc.records

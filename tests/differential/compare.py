@@ -3,8 +3,8 @@
 What a broker run does beyond loading, and what is therefore left out or normalised:
 - `__cluster_metadata-0`: the running controller appends to it (and raft recovers it on every
   start, clean or not);
-- `leader-epoch-checkpoint`: becoming leader appends (new epoch, log end offset); that one
-  trailing entry is dropped from the broker's before comparing;
+- `leader-epoch-checkpoint`: becoming leader assigns (new epoch, log end offset); ours is
+  compared once given that entry the same way;
 - `replication-offset-checkpoint`: the high watermark the leader advances while it runs;
 - `partition.metadata`, `meta.properties`, `.lock`, `quorum-state`, `bootstrap.checkpoint`:
   not written by kafkalog, nor about the log.
@@ -30,13 +30,18 @@ def _epochs(raw: bytes) -> list[tuple[int, int]] | None:
 
 
 def epochs_match(broker: bytes, ours: bytes) -> bool:
-    """Equal, or equal once the broker's leader election entry (a new, larger epoch) is dropped."""
+    """Equal, or equal once ours takes the broker's leader election entry, its last, as
+    LeaderEpochFileCache.assign takes it (entries with an epoch or start offset not below the
+    new one's removed first, maybeTruncateNonMonotonicEntries)."""
     if broker == ours:
         return True
     b, o = _epochs(broker), _epochs(ours)
-    if b is None or o is None or len(b) != len(o) + 1 or b[:-1] != o:
+    if not b or o is None:
         return False
-    return not o or b[-1][0] > o[-1][0]
+    epoch, start = b[-1]
+    while o and (o[-1][0] >= epoch or o[-1][1] >= start):
+        o = o[:-1]
+    return o + [b[-1]] == b
 
 
 def files_of(part: Path) -> dict[str, bytes]:
