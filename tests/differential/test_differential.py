@@ -2,7 +2,6 @@
 
 A few seeded cases per run; `python -m tests.differential recover --cases 200` runs many more."""
 import os
-from pathlib import Path
 
 import pytest
 
