@@ -96,3 +96,21 @@ def test_a_snapshot_at_the_base_of_the_first_recovered_segment(tmp_path):
     seg(d, "multi-segment-0", 300, ".snapshot").unlink()
     recover(d)
     assert sorted(f.name[:20] for f in (d / "multi-segment-0").glob("*.snapshot")) == [f"{300:020d}", f"{600:020d}"]
+
+
+def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path):
+    # seed 300000: after a crash, a damaged lastOffsetDelta in a batch of multi-segment-0's first
+    # segment, below the recovery point. The broker does not recover that segment and keeps all
+    # 600 records. recover's own index check (the index entry no longer matches the header) made it
+    # recover the segment: cut at the damaged batch, segment 300 deleted
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    log = seg(d, "multi-segment-0", 0, ".log")
+    data = bytearray(log.read_bytes())
+    data[649] ^= 0xD8
+    log.write_bytes(bytes(data))
+    before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
+    r = recover(d)
+    after = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
+    assert after == before
+    assert "a broker keeps it as it is" in r.output

@@ -228,6 +228,20 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
     return None
 
 
+def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs: list, last: bool) -> str | None:
+    """What LogSegment.recover would drop that is valid, or None: it truncates at the first
+    invalid batch, which loses nothing valid only when no valid batch follows in this segment and
+    no segment follows (the later ones are deleted)."""
+    r = scan_segment(buf, base, interval, state.copy(), list(epochs))
+    if r.valid_bytes == len(buf):
+        return None
+    if not last:
+        return f"the segment is cut at byte {r.valid_bytes} and every later segment deleted"
+    if _next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
+        return f"valid batches follow the invalid one at byte {r.valid_bytes}"
+    return None
+
+
 def load_failure(buf, start: int) -> str | None:
     """Why a broker loading this active segment without recovering it (after a clean shutdown)
     would fail to start, or None: LogSegment.readNextOffset walks the batch headers from the last
@@ -369,6 +383,16 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 problem = index_problem(buf, b, idx, tidx, nxt)
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
+                if problem is not None and not opts.salvage:
+                    lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
+                    if lost is not None:
+                        # the broker keeps the segment as it is (below the recovery point or after a
+                        # clean shutdown): a repair beyond Kafka never costs valid batches
+                        p.note(name, f"segment {b}: {problem}; not rebuilt: recovering it would drop "
+                                     f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
+                                     f"it as a broker's recovery would, --salvage skips only the damage",
+                               s.log_path)
+                        problem = None
                 if problem is None:
                     leo = nxt
                     if epochs_problem is not None:
