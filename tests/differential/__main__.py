@@ -33,7 +33,13 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
                "kafkalog_failures": 0, "load_check_problems": 0, "records_served": 0}
     i = 0
     while summary["cases"] < cases:
-        b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check)
+        try:
+            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check)
+        except Exception as e:      # a batch the harness could not run (reported, not counted)
+            _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
+            summary["harness_errors"] = summary.get("harness_errors", 0) + 1
+            i += 1
+            continue
         i += 1
         _emit(b)
         summary["batches"] += 1

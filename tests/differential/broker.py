@@ -85,7 +85,9 @@ class BrokerDidNotStart(RuntimeError):
         """The partition dir the fatal error names (a log the loader could not load)."""
         for ln in reversed(self.log.splitlines()):
             if "Exception" in ln and f"{data}/" in ln:
-                return ln.split(f"{data}/", 1)[1].split("/", 1)[0]
+                name = ln.split(f"{data}/", 1)[1].split("/", 1)[0]
+                if (data / name).is_dir():
+                    return name
         return None
 
 

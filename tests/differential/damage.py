@@ -171,7 +171,9 @@ def damage_partition(rng: random.Random, part: Path) -> list[str]:
 def set_recovery_points(log_dir: Path, points: dict[tuple[str, int], int]) -> None:
     """Rewrite recovery-point-offset-checkpoint entries, keeping the file's order."""
     f = log_dir / "recovery-point-offset-checkpoint"
-    lines = f.read_text().splitlines()
+    lines = f.read_text().splitlines() if f.exists() else []
+    if len(lines) < 2:          # none yet (a copy of a broker that had not written it)
+        return
     out = lines[:2]
     for ln in lines[2:]:
         t, p, o = ln.split()
