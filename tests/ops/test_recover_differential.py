@@ -114,3 +114,18 @@ def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path
     after = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
     assert after == before
     assert "a broker keeps it as it is" in r.output
+
+
+def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tmp_path):
+    # seed 400001: a damaged payload in a segment whose .timeindex is gone, after a clean shutdown:
+    # recovering it would drop valid batches, so it is kept; the broker creates the missing time
+    # index empty (LogSegment.sanityCheck), recover left it missing
+    d = logdir(tmp_path)
+    log = seg(d, "codec-none-0", 0, ".log")
+    data = bytearray(log.read_bytes())
+    data[100] ^= 0x5A
+    log.write_bytes(bytes(data))
+    seg(d, "codec-none-0", 0, ".timeindex").unlink()
+    recover(d)
+    assert log.read_bytes() == bytes(data)
+    assert seg(d, "codec-none-0", 0, ".timeindex").read_bytes() == b""

@@ -394,6 +394,10 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                s.log_path)
                         problem = None
                 if problem is None:
+                    if _source(p, s.time_index_path) is None:
+                        p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.time_index_path, "no time index: the "
+                                     "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
+                                     name, data=b""))
                     leo = nxt
                     if epochs_problem is not None:
                         _epochs_from_headers(buf, epochs)
