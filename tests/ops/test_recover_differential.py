@@ -129,3 +129,20 @@ def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tm
     recover(d)
     assert log.read_bytes() == bytes(data)
     assert seg(d, "codec-none-0", 0, ".timeindex").read_bytes() == b""
+
+
+def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(tmp_path):
+    # seed 400004: a damaged base offset (not covered by the CRC) puts a batch 2^40 offsets past
+    # its segment's base; the broker fails to start (its split refuses the segment). recover said
+    # so with exit 4 (a bad path) and no file; it is corrupt input: exit 3, file and byte
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    rp = d / "recovery-point-offset-checkpoint"
+    rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 0"))
+    log = seg(d, "multi-segment-0", 300, ".log")
+    data = bytearray(log.read_bytes())
+    data[2] ^= 0xD9
+    log.write_bytes(bytes(data))
+    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
+    assert r.exit_code == 3
+    assert f"{log}: byte 0: segment 300 holds offsets beyond 2^31 of its base" in r.output

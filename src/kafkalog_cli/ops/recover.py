@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
-                                 InvalidRecordError, KafkalogError)
+                                 InvalidRecordError, KafkalogError, OffsetOverflowError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
@@ -117,8 +117,10 @@ def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
             break
         except CorruptIndexError as e:
             if "offset overflow" in e.message:
-                raise InputError(f"segment {base} holds offsets beyond 2^31 of its base; the broker "
-                                 f"would split it, which kafkalog does not do") from None
+                raise OffsetOverflowError(
+                    f"segment {base} holds offsets beyond 2^31 of its base; a broker splits such a "
+                    f"segment (Kafka 3.3.1 fails to start when the batch's base offset is damaged), "
+                    f"which kafkalog does not do", position=pos) from None
             # InvalidOffsetException: Kafka empties the segment
             return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
         except (CorruptRecordError, InvalidRecordError) as e:
@@ -384,7 +386,10 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
                 if problem is not None and not opts.salvage:
-                    lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
+                    try:
+                        lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
+                    except OffsetOverflowError as e:
+                        raise e.located(path=str(s.log_path)) from None
                     if lost is not None:
                         # the broker keeps the segment as it is (below the recovery point or after a
                         # clean shutdown): a repair beyond Kafka never costs valid batches
@@ -406,7 +411,10 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     continue
                 p.note(name, f"segment {b}: {problem}; recovering it", s.index_path)
             summary["recovered_segments"].append(b)
-            r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+            try:
+                r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+            except OffsetOverflowError as e:
+                raise e.located(path=str(s.log_path)) from None
             size = len(buf)
             cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
             truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
