@@ -51,6 +51,9 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
     diffs = compare_log_dirs(theirs, ours, skip=set(refused) | set(appended)) if r.rc == 0 else {}
     out = {"seed": seed, "base": str(base), "clean_shutdown": desc["clean_shutdown"], "kafkalog_rc": r.rc,
            "kafkalog_stderr": r.stderr[-2000:], "broker_errors": run.errors[:5], "cases": {}, "other": {}}
+    for line in diffs.pop("", []):      # a root checkpoint's line goes with its partition's case
+        tp = line.split(":", 1)[0]
+        diffs.setdefault(tp if tp in desc["partitions"] else "", []).append(line)
     for name, what in desc["partitions"].items():
         out["cases"][name] = {"damage": what, "differences": diffs.pop(name, [])}
         if name in refused:
@@ -58,7 +61,11 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
         if name in appended:
             out["cases"][name]["broker_appended"] = appended[name]
         repairs = [ln.strip() for ln in r.stdout.splitlines() if f"! {name}:" in ln and "recovering it" in ln]
-        if repairs and out["cases"][name]["differences"]:
+        diffs_here = out["cases"][name]["differences"]
+        if (any(".log.swap" in w and ".index.swap" not in w for w in what)
+                and diffs_here and all("index" in d for d in diffs_here)):
+            repairs.append(SWAP_WITHOUT_INDEX)
+        if repairs and diffs_here:
             # kafkalog checks what the broker does not (recover.py: index_problem, load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints
@@ -75,6 +82,11 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
         out["load_check"] = lc.problems
         out["load_checked_records"] = lc.records
     return out
+
+
+SWAP_WITHOUT_INDEX = ("a .log.swap without its .index.swap: Kafka 3.3.1's LogLoader opens the .swap "
+                      "segment, readNextOffset creates an empty 10 MiB .index.swap, renamed with the rest: "
+                      "the segment keeps a zero-filled index (and an empty time index). kafkalog recovers it")
 
 
 def _appended_after_load(theirs: Path, run) -> dict[str, str]:

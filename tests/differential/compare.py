@@ -76,14 +76,30 @@ def _without(raw: bytes | None, skip: set[str]) -> bytes | None:
     return "\n".join(lines[:1] + [str(len(keep))] + keep + [""]).encode()
 
 
+def _entries(raw: bytes | None) -> dict[str, str] | None:
+    try:
+        return {"-".join(ln.split()[:2]): ln.split()[2] for ln in raw.decode().split("\n")[2:] if ln}
+    except (AttributeError, UnicodeDecodeError, IndexError):
+        return None
+
+
 def compare_roots(broker: Path, ours: Path, skip: set[str] = frozenset()) -> list[str]:
+    """Differences of the root checkpoints: per partition ("<name>: <file>: ...") where both read,
+    else the whole file."""
     diffs = []
     for n in ROOT_CHECKPOINTS:
         fa, fb = broker / n, ours / n
         a = _without(fa.read_bytes() if fa.exists() else None, skip)
         b = _without(fb.read_bytes() if fb.exists() else None, skip)
-        if a != b:
+        if a == b:
+            continue
+        ea, eb = _entries(a), _entries(b)
+        if ea is None or eb is None or list(ea) != list(eb) and ea == eb:
             diffs.append(f"{n}: broker {a!r}, kafkalog {b!r}")
+            continue
+        for tp in sorted(set(ea) | set(eb)):
+            if ea.get(tp) != eb.get(tp):
+                diffs.append(f"{tp}: {n}: broker {ea.get(tp)}, kafkalog {eb.get(tp)}")
     return diffs
 
 
