@@ -2,6 +2,7 @@
 (tests/differential) found by damaging copies of examples/logdir: each test is one such case,
 with what the broker did."""
 import shutil
+import struct
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -110,10 +111,48 @@ def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path
     data[649] ^= 0xD8
     log.write_bytes(bytes(data))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
+    recover(d)
+    assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
+
+
+def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
+    # the same segment with a zero-filled index as well (recover's own check rebuilds such an
+    # index): recovering it would cut it at the damaged batch and delete segment 300, which the
+    # broker keeps. It is kept as it is, and recover says why
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    log = seg(d, "multi-segment-0", 0, ".log")
+    data = bytearray(log.read_bytes())
+    data[700] ^= 0x5A                                   # a payload byte: the CRC no longer matches
+    log.write_bytes(bytes(data))
+    index = seg(d, "multi-segment-0", 0, ".index")
+    index.write_bytes(bytes(index.stat().st_size))
+    before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
     r = recover(d)
-    after = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
-    assert after == before
-    assert "a broker keeps it as it is" in r.output
+    assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
+    assert "would drop valid batches" in r.output and "a broker keeps it as it is" in r.output
+
+
+def test_a_cleaned_segment_index_entry_past_its_batch_is_the_broker_s_own(tmp_path):
+    # seed 600004: the log cleaner indexes a retained batch under the largest offset it read (here
+    # 5 for a batch ending at 3, the next batch starting at 6); recover took it for a broken index
+    # and rebuilt the broker's cleaned segment's indexes
+    from kafkalog_cli.formats.records import build_v2_batch, SimpleRecord
+    d = logdir(tmp_path)
+    part = d / "compacted-0"
+    b1 = build_v2_batch([SimpleRecord(b"k%d" % i, b"v", 1_700_000_000_000 + i, (), i) for i in range(2, 4)], 2)
+    b2 = build_v2_batch([SimpleRecord(b"k6", b"v", 1_700_000_000_010, (), 6)], 6)
+    for f in part.iterdir():
+        if f.name[:20].isdigit():
+            f.unlink()
+    (part / f"{0:020d}.log").write_bytes(b1 + b2)
+    (part / f"{0:020d}.index").write_bytes(struct.pack(">ii", 5, 0))
+    (part / f"{0:020d}.timeindex").write_bytes(struct.pack(">qi", 1_700_000_000_010, 6))
+    before = {f.name: f.read_bytes() for f in part.iterdir()}
+    r = recover(d)
+    assert "recovering it" not in r.output
+    assert {f.name: f.read_bytes() for f in part.iterdir() if f.suffix != ".snapshot"} == \
+        {n: v for n, v in before.items() if not n.endswith(".snapshot")}
 
 
 def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tmp_path):
@@ -146,3 +185,18 @@ def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
     assert r.exit_code == 3
     assert f"{log}: byte 0: segment 300 holds offsets beyond 2^31 of its base" in r.output
+
+
+def test_a_snapshot_the_swap_replaces_is_taken_again_at_the_recovered_base(tmp_path):
+    # seeds 600004, 600007: after a crash, a complete .swap of the last segment (300). LogLoader
+    # deletes the files in the swap's offset range, 300.snapshot too, then recovers segment 300
+    # and snapshots its base again (rebuildProducerState up to 300); recover counted the deleted
+    # snapshot as still there and wrote none
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    part = d / "multi-segment-0"
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copyfile(seg(d, "multi-segment-0", 300, suffix), part / f"{300:020d}{suffix}.swap")
+    recover(d)
+    assert not list(part.glob("*.swap"))
+    assert seg(d, "multi-segment-0", 300, ".snapshot").exists()

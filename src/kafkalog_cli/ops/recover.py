@@ -208,7 +208,7 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
             b = next(iter_batches(seg_buf, e.position))
         except (StopIteration, KafkalogError):
             return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
-        if b.last_offset != e.offset:
+        if b.last_offset != e.offset and not _cleaned_entry(seg_buf, b, e.offset, next_offset):
             return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
         last_off, last_pos = e.offset, e.position
     tentries = parse_time_index(timeindex, base)
@@ -259,6 +259,19 @@ def load_failure(buf, start: int) -> str | None:
             return None
         pos += 12 + size
     return None
+
+
+def _cleaned_entry(seg_buf, batch, offset: int, next_offset: int) -> bool:
+    """An entry the log cleaner writes: it indexes a retained batch under the largest offset of
+    the records it read (LogCleaner.cleanInto appends with the source's maxOffset), so the offset
+    is past the batch's last one but before the next batch's first: lookups still land right."""
+    if offset < batch.last_offset:
+        return False
+    try:
+        nxt = next(iter_batches(seg_buf, batch.position + batch.size), None)
+    except KafkalogError:
+        return False
+    return offset < (nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1))
 
 
 # ------------------------------------------------------------------ the plan
@@ -368,7 +381,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     snapshots_to_write: dict[int, bytes] = {}
     if recover_set:
         snapshots_to_write.update(_snapshots_before_recovery(
-            part, [segs[b] for b in bases], min(recover_set), state,
+            p, part, [segs[b] for b in bases], min(recover_set), state,
             lambda upto: rebuild_producer_state(d, [segs[b] for b in bases], upto, now_ms=opts.now_ms,
                                                 expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)))
     leo = bases[0] if bases else log_start
@@ -582,8 +595,8 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
             p.add(Action(ActionKind.DELETE, f, why, part.name))
 
 
-def _snapshots_before_recovery(part: Partition, segments: list[Segment], first: int, state: ProducerState,
-                               state_at) -> dict[int, bytes]:
+def _snapshots_before_recovery(p: Plan, part: Partition, segments: list[Segment], first: int,
+                               state: ProducerState, state_at) -> dict[int, bytes]:
     """The snapshots LogLoader.recoverSegment takes before it recovers the first segment (its
     rebuildProducerState up to that segment's base): replaying from the latest readable snapshot
     (else the log start offset), one at each of the last two segment bases passed, then one at the
@@ -592,8 +605,9 @@ def _snapshots_before_recovery(part: Partition, segments: list[Segment], first: 
     if first <= 0:
         return out
     log_start = part.checkpoints.log_start_offset or 0
+    gone = _gone(p)
     readable = [o for o, f in part.snapshots.items()
-                if log_start < o <= first and _snapshot_readable(part.path(f))]
+                if log_start < o <= first and part.path(f) not in gone and _snapshot_readable(part.path(f))]
     last = max(readable, default=log_start)
     bases = [s.base_offset for s in segments]
     for b in bases[-2:]:
