@@ -200,3 +200,16 @@ def test_a_snapshot_the_swap_replaces_is_taken_again_at_the_recovered_base(tmp_p
     recover(d)
     assert not list(part.glob("*.swap"))
     assert seg(d, "multi-segment-0", 300, ".snapshot").exists()
+
+
+def test_no_snapshot_after_a_clean_shutdown_gives_empty_ones(tmp_path):
+    # seeds 400000, 500006: txn-0's only snapshot gone, after a clean shutdown. The broker takes
+    # the upgrade path of rebuildProducerState: empty snapshots at the last two segment bases and
+    # the log end, without reading the log for producers (here: one, at 15)
+    from kafkalog_cli.formats.producer_state import parse_producer_snapshot
+    d = logdir(tmp_path)
+    snap = seg(d, "txn-0", 15, ".snapshot")
+    snap.unlink()
+    recover(d)
+    assert sorted(f.name for f in (d / "txn-0").glob("*.snapshot")) == [snap.name]
+    assert parse_producer_snapshot(snap.read_bytes()).entries == []
