@@ -213,3 +213,26 @@ def test_no_snapshot_after_a_clean_shutdown_gives_empty_ones(tmp_path):
     recover(d)
     assert sorted(f.name for f in (d / "txn-0").glob("*.snapshot")) == [snap.name]
     assert parse_producer_snapshot(snap.read_bytes()).entries == []
+
+
+def test_a_recovered_segment_after_a_cleaner_gap_gets_a_snapshot_at_its_base(tmp_path):
+    # seed 500011: a cleaned segment ends at 3, the next starts at 5 (the cleaner removed 3..4), its
+    # snapshot zero-filled; after a crash both are recovered. The broker deletes every snapshot
+    # above the first recovered base, snapshots 3 (the first's end, later a stray) and 5 (the
+    # second's base, recoverSegment's rebuild); recover kept the zero-filled 5.snapshot
+    from kafkalog_cli.formats.producer_state import parse_producer_snapshot
+    from kafkalog_cli.formats.records import build_v2_batch, SimpleRecord
+    d = tmp_path / "ld"
+    part = d / "t-0"
+    part.mkdir(parents=True)
+    (d / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    recs = [build_v2_batch([SimpleRecord(b"k", b"v", 1_700_000_000_000 + i, (), i)], i) for i in (0, 1, 2, 5, 6)]
+    (part / f"{0:020d}.log").write_bytes(b"".join(recs[:3]))
+    (part / f"{5:020d}.log").write_bytes(b"".join(recs[3:]))
+    for base in (0, 5):
+        (part / f"{base:020d}.index").write_bytes(b"")
+        (part / f"{base:020d}.timeindex").write_bytes(b"")
+    (part / f"{5:020d}.snapshot").write_bytes(bytes(10))
+    recover(d)
+    assert sorted(f.name[:20] for f in part.glob("*.snapshot")) == [f"{5:020d}", f"{7:020d}"]
+    assert parse_producer_snapshot((part / f"{5:020d}.snapshot").read_bytes()).entries == []

@@ -120,7 +120,7 @@ def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
                 raise OffsetOverflowError(
                     f"segment {base} holds offsets beyond 2^31 of its base; a broker splits such a "
                     f"segment (Kafka 3.3.1 fails to start when the batch's base offset is damaged), "
-                    f"which kafkalog does not do", position=pos) from None
+                    f"which kafkalog does not do", position=e.position) from None
             # InvalidOffsetException: Kafka empties the segment
             return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
         except (CorruptRecordError, InvalidRecordError) as e:
@@ -379,6 +379,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
                                    log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
     snapshots_to_write: dict[int, bytes] = {}
+    last_end: int | None = None          # where the previous recovered segment ended
     if recover_set:
         snapshots_to_write.update(_snapshots_before_recovery(
             p, part, [segs[b] for b in bases], min(recover_set), state,
@@ -424,6 +425,10 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     continue
                 p.note(name, f"segment {b}: {problem}; recovering it", s.index_path)
             summary["recovered_segments"].append(b)
+            if last_end is not None and b > last_end:
+                # recoverSegment's rebuild up to this base snapshots it: past the previous
+                # segment's end when the cleaner left a gap
+                snapshots_to_write[b] = state.snapshot_bytes()
             try:
                 r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
             except OffsetOverflowError as e:
@@ -465,6 +470,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             if r.next_offset > b:
                 # takeSnapshot writes only past the last snapshot: an emptied segment gets none
                 snapshots_to_write[r.next_offset] = state.snapshot_bytes()
+            last_end = r.next_offset
             if deleted_from is not None:
                 break
     live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
@@ -475,7 +481,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
         live_bases = [log_start]
         leo = log_start
     _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
-                      start=max(log_start, live_bases[0]), clean=clean)
+                      start=max(log_start, live_bases[0]), clean=clean,
+                      recovered_from=min(recover_set) if recover_set else None)
     # leader epochs: assigned from the batches, then truncated to [.., LEO)
     epochs = [(e, o) for e, o in epochs if o < leo]
     if epochs != old_epochs:
@@ -561,7 +568,7 @@ def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
 
 
 def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes],
-                      state_at_leo: bytes, start: int, clean: bool) -> None:
+                      state_at_leo: bytes, start: int, clean: bool, recovered_from: int | None) -> None:
     """The producer snapshots LogLoader leaves: those of the recovered segments; strays removed
     (removeStraySnapshots) and those above the log end or at or below the log start offset
     (truncateAndReload); at the log end, the one there if it reads, else the state written
@@ -571,7 +578,9 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
     keep = set(bases) | {leo}
     gone = _gone(p)
     existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
-    surviving = {off: f for off, f in existing.items() if off in keep and start < off <= leo}
+    # recovering from a segment deletes every snapshot above its base (truncateAndReload)
+    surviving = {off: f for off, f in existing.items() if off in keep and start < off <= leo
+                 and (recovered_from is None or off <= recovered_from)}
     writes = {off: data for off, data in new.items() if off in keep and off > start}
     if leo not in writes:
         if clean and not surviving and not writes:
