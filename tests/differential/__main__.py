@@ -30,6 +30,7 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
     bases = [EXAMPLES, gen.clean, gen.live]
     summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
                "cases_broker_refused": 0, "cases_broker_appended": 0, "other_differences": 0,
+               "checkpoint_order_only": 0,
                "kafkalog_failures": 0, "load_check_problems": 0, "records_served": 0}
     i = 0
     while summary["cases"] < cases:
@@ -50,6 +51,7 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
         summary["cases_broker_refused"] += sum(1 for c in b["cases"].values() if "broker_refused" in c)
         summary["cases_broker_appended"] += sum(1 for c in b["cases"].values() if "broker_appended" in c)
         summary["other_differences"] += len(b["other"])
+        summary["checkpoint_order_only"] += bool(b.get("checkpoint_order_only"))
         summary["kafkalog_failures"] += b["kafkalog_rc"] != 0
         summary["load_check_problems"] += len(b.get("load_check", []))
         summary["records_served"] += b.get("load_checked_records", 0)

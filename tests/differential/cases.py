@@ -12,7 +12,7 @@ from pathlib import Path
 
 from kafkalog_cli.storage.names import offset_from_name, segment_file
 from tests.differential.broker import run_broker
-from tests.differential.compare import compare_log_dirs
+from tests.differential.compare import ORDER_ONLY, compare_log_dirs
 from tests.differential.damage import damage_log_dir, segments
 from tests.differential.loadcheck import broker_loads, kafkalog, now_ms, partition_dirs
 
@@ -52,6 +52,9 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
     out = {"seed": seed, "base": str(base), "clean_shutdown": desc["clean_shutdown"], "kafkalog_rc": r.rc,
            "kafkalog_stderr": r.stderr[-2000:], "broker_errors": run.errors[:5], "cases": {}, "other": {}}
     for line in diffs.pop("", []):      # a root checkpoint's line goes with its partition's case
+        if line.startswith(ORDER_ONLY):
+            out["checkpoint_order_only"] = out.get("checkpoint_order_only", []) + [line]
+            continue
         tp = line.split(":", 1)[0]
         diffs.setdefault(tp if tp in desc["partitions"] else "", []).append(line)
     for name, what in desc["partitions"].items():
