@@ -30,6 +30,14 @@ def seg(d: Path, part: str, base: int, suffix: str) -> Path:
     return d / part / f"{base:020d}{suffix}"
 
 
+def flip(path: Path, at: int, mask: int) -> Path:
+    """The damage the harness applied: one byte xor-ed."""
+    data = bytearray(path.read_bytes())
+    data[at] ^= mask
+    path.write_bytes(bytes(data))
+    return path
+
+
 def test_zeros_after_the_active_segment_are_recovered_not_left_to_stop_the_broker(tmp_path):
     # seed 100000: 270 zero bytes appended to compacted-0's active segment after the shutdown. The
     # broker trusts .kafka_cleanshutdown and dies at start-up ("Found record size 0 smaller than
@@ -61,10 +69,7 @@ def test_no_producer_snapshot_at_the_log_start_offset(tmp_path):
     # last snapshot; truncateAndReload deletes those at or below the log start offset)
     d = logdir(tmp_path)
     seg(d, "codec-lz4-0", 0, ".index").unlink()
-    log = seg(d, "codec-lz4-0", 0, ".log")
-    data = bytearray(log.read_bytes())
-    data[47] ^= 0xFD
-    log.write_bytes(bytes(data))
+    log = flip(seg(d, "codec-lz4-0", 0, ".log"), 47, 0xFD)
     recover(d)
     assert log.stat().st_size == 0
     assert sorted(f.name for f in (d / "codec-lz4-0").glob("*.snapshot")) == []
@@ -76,10 +81,7 @@ def test_the_snapshot_at_the_log_end_is_kept_after_a_clean_shutdown(tmp_path):
     # log end and leaves it as it is; recover rebuilt it from the batch headers, with the damaged
     # producer id as a second producer
     d = logdir(tmp_path)
-    log = seg(d, "txn-0", 0, ".log")
-    data = bytearray(log.read_bytes())
-    data[392] ^= 0xE6
-    log.write_bytes(bytes(data))
+    flip(seg(d, "txn-0", 0, ".log"), 392, 0xE6)
     snap = seg(d, "txn-0", 15, ".snapshot")
     before = snap.read_bytes()
     recover(d)
@@ -106,10 +108,7 @@ def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path
     # recover the segment: cut at the damaged batch, segment 300 deleted
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").unlink()
-    log = seg(d, "multi-segment-0", 0, ".log")
-    data = bytearray(log.read_bytes())
-    data[649] ^= 0xD8
-    log.write_bytes(bytes(data))
+    flip(seg(d, "multi-segment-0", 0, ".log"), 649, 0xD8)
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
     recover(d)
     assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
@@ -121,10 +120,7 @@ def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
     # broker keeps. It is kept as it is, and recover says why
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").unlink()
-    log = seg(d, "multi-segment-0", 0, ".log")
-    data = bytearray(log.read_bytes())
-    data[700] ^= 0x5A                                   # a payload byte: the CRC no longer matches
-    log.write_bytes(bytes(data))
+    flip(seg(d, "multi-segment-0", 0, ".log"), 700, 0x5A)                                   # a payload byte: the CRC no longer matches
     index = seg(d, "multi-segment-0", 0, ".index")
     index.write_bytes(bytes(index.stat().st_size))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
@@ -160,13 +156,11 @@ def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tm
     # recovering it would drop valid batches, so it is kept; the broker creates the missing time
     # index empty (LogSegment.sanityCheck), recover left it missing
     d = logdir(tmp_path)
-    log = seg(d, "codec-none-0", 0, ".log")
-    data = bytearray(log.read_bytes())
-    data[100] ^= 0x5A
-    log.write_bytes(bytes(data))
+    log = flip(seg(d, "codec-none-0", 0, ".log"), 100, 0x5A)
     seg(d, "codec-none-0", 0, ".timeindex").unlink()
+    damaged = log.read_bytes()
     recover(d)
-    assert log.read_bytes() == bytes(data)
+    assert log.read_bytes() == damaged
     assert seg(d, "codec-none-0", 0, ".timeindex").read_bytes() == b""
 
 
@@ -178,10 +172,7 @@ def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(
     (d / ".kafka_cleanshutdown").unlink()
     rp = d / "recovery-point-offset-checkpoint"
     rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 0"))
-    log = seg(d, "multi-segment-0", 300, ".log")
-    data = bytearray(log.read_bytes())
-    data[2] ^= 0xD9
-    log.write_bytes(bytes(data))
+    log = flip(seg(d, "multi-segment-0", 300, ".log"), 2, 0xD9)
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
     assert r.exit_code == 3
     assert f"{log}: byte 0: segment 300 holds offsets beyond 2^31 of its base" in r.output
