@@ -120,7 +120,7 @@ def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
     # broker keeps. It is kept as it is, and recover says why
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").unlink()
-    flip(seg(d, "multi-segment-0", 0, ".log"), 700, 0x5A)                                   # a payload byte: the CRC no longer matches
+    flip(seg(d, "multi-segment-0", 0, ".log"), 700, 0x5A)      # a payload byte: the CRC no longer matches
     index = seg(d, "multi-segment-0", 0, ".index")
     index.write_bytes(bytes(index.stat().st_size))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
