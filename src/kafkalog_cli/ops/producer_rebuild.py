@@ -132,15 +132,15 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
                            ignored: Callable[[str, Path], None] | None = None) -> ProducerState:
     """Producer state at offset `upto` (the first segment to recover, the new segment's base...):
     the latest valid snapshot at or below it, then the log replayed up to it
-    (UnifiedLog.rebuildProducerState). `upto=None`: past the last segment.
+    (UnifiedLog.rebuildProducerState). `upto=None`: past the log end.
 
     With `log_start` (the log-start-offset checkpoint's value) as Kafka 3.3.1's truncateAndReload:
     snapshots at or below it are not used (the broker deletes them) and without a snapshot the log
     is replayed from it. A snapshot that does not parse is skipped, and `ignored(message, path)`
     says so."""
     bases = [s.base_offset for s in segments]
-    if upto is None:
-        upto = bases[-1] + 1 if bases else 0
+    if upto is None:        # past the log end: the latest snapshot, then what follows it
+        upto = 1 << 63
     snaps = sorted((offset_from_name(f.name), f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
                    if offset_from_name(f.name) is not None)
     state = ProducerState()

@@ -25,9 +25,10 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
-                                 InvalidRecordError, KafkalogError)
+                                 InvalidRecordError, KafkalogError, OffsetOverflowError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
+from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
@@ -116,8 +117,10 @@ def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
             break
         except CorruptIndexError as e:
             if "offset overflow" in e.message:
-                raise InputError(f"segment {base} holds offsets beyond 2^31 of its base; the broker "
-                                 f"would split it, which kafkalog does not do") from None
+                raise OffsetOverflowError(
+                    f"segment {base} holds offsets beyond 2^31 of its base; a broker splits such a "
+                    f"segment (Kafka 3.3.1 fails to start when the batch's base offset is damaged), "
+                    f"which kafkalog does not do", position=e.position) from None
             # InvalidOffsetException: Kafka empties the segment
             return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
         except (CorruptRecordError, InvalidRecordError) as e:
@@ -205,7 +208,7 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
             b = next(iter_batches(seg_buf, e.position))
         except (StopIteration, KafkalogError):
             return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
-        if b.last_offset != e.offset:
+        if b.last_offset != e.offset and not _cleaned_entry(seg_buf, b, e.offset, next_offset):
             return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
         last_off, last_pos = e.offset, e.position
     tentries = parse_time_index(timeindex, base)
@@ -218,10 +221,57 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
         last_ts, last_o = t.timestamp, t.offset
     if len(seg_buf) and not tentries:
         # a closed segment always gets a final entry unless no batch has a timestamp
-        for b in iter_batches(seg_buf):
-            if b.max_timestamp >= 0:
-                return "time index is empty but the log has timestamps"
+        try:
+            for b in iter_batches(seg_buf):
+                if b.max_timestamp >= 0:
+                    return "time index is empty but the log has timestamps"
+        except KafkalogError as e:
+            return f"time index is empty and the log does not read to its end ({e.message})"
     return None
+
+
+def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs: list, last: bool) -> str | None:
+    """What LogSegment.recover would drop that is valid, or None: it truncates at the first
+    invalid batch, which loses nothing valid only when no valid batch follows in this segment and
+    no segment follows (the later ones are deleted)."""
+    r = scan_segment(buf, base, interval, state.copy(), list(epochs))
+    if r.valid_bytes == len(buf):
+        return None
+    if not last:
+        return f"the segment is cut at byte {r.valid_bytes} and every later segment deleted"
+    if _next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
+        return f"valid batches follow the invalid one at byte {r.valid_bytes}"
+    return None
+
+
+def load_failure(buf, start: int) -> str | None:
+    """Why a broker loading this active segment without recovering it (after a clean shutdown)
+    would fail to start, or None: LogSegment.readNextOffset walks the batch headers from the last
+    offset-index entry (FileLogInputStream.nextBatch), and a size below 14 there is a
+    CorruptRecordException that stops LogManager (zeros or garbage appended after the shutdown)."""
+    pos, end = start, len(buf)
+    while pos + 17 <= end:
+        size = _PREFIX.unpack_from(buf, pos)[1]
+        if size < 14:
+            return (f"batch header at byte {pos} has size {size}: a broker would fail to start on it "
+                    f"(CorruptRecordException in LogSegment.readNextOffset)")
+        if pos > end - 12 - size:
+            return None
+        pos += 12 + size
+    return None
+
+
+def _cleaned_entry(seg_buf, batch, offset: int, next_offset: int) -> bool:
+    """An entry the log cleaner writes: it indexes a retained batch under the largest offset of
+    the records it read (LogCleaner.cleanInto appends with the source's maxOffset), so the offset
+    is past the batch's last one but before the next batch's first: lookups still land right."""
+    if offset < batch.last_offset:
+        return False
+    try:
+        nxt = next(iter_batches(seg_buf, batch.position + batch.size), None)
+    except KafkalogError:
+        return False
+    return offset < (nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1))
 
 
 # ------------------------------------------------------------------ the plan
@@ -329,6 +379,12 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
                                    log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
     snapshots_to_write: dict[int, bytes] = {}
+    last_end: int | None = None          # where the previous recovered segment ended
+    if recover_set:
+        snapshots_to_write.update(_snapshots_before_recovery(
+            p, part, [segs[b] for b in bases], min(recover_set), state,
+            lambda upto: rebuild_producer_state(d, [segs[b] for b in bases], upto, now_ms=opts.now_ms,
+                                                expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)))
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
     for i, b in enumerate(bases):
@@ -341,16 +397,42 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 entries = parse_offset_index(idx, b)
                 nxt = s.next_offset_after(entries[-1].position if entries else 0)
                 problem = index_problem(buf, b, idx, tidx, nxt)
+                if problem is None and b == bases[-1]:
+                    problem = load_failure(buf, entries[-1].position if entries else 0)
+                if problem is not None and not opts.salvage:
+                    try:
+                        lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
+                    except OffsetOverflowError as e:
+                        raise e.located(path=str(s.log_path)) from None
+                    if lost is not None:
+                        # the broker keeps the segment as it is (below the recovery point or after a
+                        # clean shutdown): a repair beyond Kafka never costs valid batches
+                        p.note(name, f"segment {b}: {problem}; not rebuilt: recovering it would drop "
+                                     f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
+                                     f"it as a broker's recovery would, --salvage skips only the damage",
+                               s.log_path)
+                        problem = None
                 if problem is None:
+                    if _source(p, s.time_index_path) is None:
+                        p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.time_index_path, "no time index: the "
+                                     "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
+                                     name, data=b""))
                     leo = nxt
                     if epochs_problem is not None:
                         _epochs_from_headers(buf, epochs)
                     if recover_set and b > min(recover_set):
                         replay(s, state)
                     continue
-                p.note(name, f"segment {b}: {problem}; a broker would keep it: rebuilding", s.index_path)
+                p.note(name, f"segment {b}: {problem}; recovering it", s.index_path)
             summary["recovered_segments"].append(b)
-            r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+            if last_end is not None and b > last_end:
+                # recoverSegment's rebuild up to this base snapshots it: past the previous
+                # segment's end when the cleaner left a gap
+                snapshots_to_write[b] = state.snapshot_bytes()
+            try:
+                r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+            except OffsetOverflowError as e:
+                raise e.located(path=str(s.log_path)) from None
             size = len(buf)
             cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
             truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
@@ -385,7 +467,10 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                  offsets_removed=_offsets_in(buf, valid_end)))
             _index_actions(p, s, r, name)
             leo = r.next_offset
-            snapshots_to_write[r.next_offset] = state.snapshot_bytes()
+            if r.next_offset > b:
+                # takeSnapshot writes only past the last snapshot: an emptied segment gets none
+                snapshots_to_write[r.next_offset] = state.snapshot_bytes()
+            last_end = r.next_offset
             if deleted_from is not None:
                 break
     live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
@@ -395,8 +480,9 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, log_start, suf), "empty log", name, data=b""))
         live_bases = [log_start]
         leo = log_start
-    snapshots_to_write.setdefault(leo, state.snapshot_bytes())
-    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write)
+    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
+                      start=max(log_start, live_bases[0]), clean=clean,
+                      recovered_from=min(recover_set) if recover_set else None)
     # leader epochs: assigned from the batches, then truncated to [.., LEO)
     epochs = [(e, o) for e, o in epochs if o < leo]
     if epochs != old_epochs:
@@ -481,21 +567,74 @@ def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
         p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
 
 
-def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes]) -> None:
-    """Write the snapshots of the recovered segments and the log end; remove those above the log
-    end and those at no segment base (removeStrayProducerSnapshots)."""
+def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes],
+                      state_at_leo: bytes, start: int, clean: bool, recovered_from: int | None) -> None:
+    """The producer snapshots LogLoader leaves: those of the recovered segments; strays removed
+    (removeStraySnapshots) and those above the log end or at or below the log start offset
+    (truncateAndReload); at the log end, the one there if it reads, else the state written
+    (takeSnapshot, only past the latest snapshot). After a clean shutdown with no snapshot at
+    all, empty ones at the last two segment bases and the log end (rebuildProducerState's
+    upgrade path: the broker does not scan the log for producers then)."""
     keep = set(bases) | {leo}
-    for off, data in sorted(new.items()):
-        if off not in keep:
-            continue
+    gone = _gone(p)
+    existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
+    # recovering from a segment deletes every snapshot above its base (truncateAndReload)
+    surviving = {off: f for off, f in existing.items() if off in keep and start < off <= leo
+                 and (recovered_from is None or off <= recovered_from)}
+    writes = {off: data for off, data in new.items() if off in keep and off > start}
+    if leo not in writes:
+        if clean and not surviving and not writes:
+            lower = [b for b in bases if b < bases[-1]]
+            last = 0
+            for off in (lower[-1] if lower else None, bases[-1], leo):
+                if off is not None and off > last:
+                    writes[off] = ProducerState().snapshot_bytes()
+                    last = off
+        elif not (leo in surviving and _snapshot_readable(surviving[leo])):
+            readable = [o for o, f in surviving.items() if o < leo and _snapshot_readable(f)] + list(writes)
+            if leo > max(readable, default=start):
+                writes[leo] = state_at_leo
+    for off, data in sorted(writes.items()):
         f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
         if _current(p, f) != data:
             p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", part.name, data=data))
+    for off, f in sorted(existing.items()):
+        if off not in surviving and off not in writes:
+            why = "at or below the log start offset" if off <= start else "stray producer snapshot"
+            p.add(Action(ActionKind.DELETE, f, why, part.name))
+
+
+def _snapshots_before_recovery(p: Plan, part: Partition, segments: list[Segment], first: int,
+                               state: ProducerState, state_at) -> dict[int, bytes]:
+    """The snapshots LogLoader.recoverSegment takes before it recovers the first segment (its
+    rebuildProducerState up to that segment's base): replaying from the latest readable snapshot
+    (else the log start offset), one at each of the last two segment bases passed, then one at the
+    base itself, each only past the last one taken (takeSnapshot)."""
+    out: dict[int, bytes] = {}
+    if first <= 0:
+        return out
+    log_start = part.checkpoints.log_start_offset or 0
     gone = _gone(p)
-    for off, fname in sorted(part.snapshots.items()):
-        f = part.path(fname)
-        if f not in gone and (off > leo or off not in keep):
-            p.add(Action(ActionKind.DELETE, f, "stray producer snapshot", part.name))
+    readable = [o for o, f in part.snapshots.items()
+                if log_start < o <= first and part.path(f) not in gone and _snapshot_readable(part.path(f))]
+    last = max(readable, default=log_start)
+    bases = [s.base_offset for s in segments]
+    for b in bases[-2:]:
+        if last < b < first and b >= bases[0]:
+            out[b] = state_at(b).snapshot_bytes()
+            last = b
+    if first > last:
+        out[first] = state.snapshot_bytes()
+    return out
+
+
+def _snapshot_readable(f: Path) -> bool:
+    """ProducerStateManager.readSnapshot accepts it (else the broker deletes it and loads an older one)."""
+    try:
+        parse_producer_snapshot(read_file(f), path=str(f))
+        return True
+    except KafkalogError:
+        return False
 
 
 def _loader_files(part: Partition) -> list[str]:

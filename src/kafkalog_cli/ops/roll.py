@@ -79,6 +79,25 @@ def should_roll(seg: Segment, walk: Segment.Walk, index_entries: int, time_entri
     return None
 
 
+def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeIndexEntry | None:
+    """The entry onBecomeInactiveSegment appends: (maxTimestampSoFar, offsetOfMaxTimestampSoFar)
+    when its timestamp is above the time index's last one, else none.
+
+    A live dir (no .kafka_cleanshutdown: copied from a running broker, or after a crash) is closed
+    as the running broker closes it: every batch above the last entry was appended in that
+    session (a restart leaves the max so far in the time index, by close() or by recovery), so
+    the offset is the one LogSegment.append tracked. After a clean shutdown the restarted broker
+    takes the max so far from the time index's last entry (LogSegment.maxTimestampAndOffsetSoFar):
+    there is nothing to append. (A follower appends without LogValidator and tracks the batch's
+    last offset: offline a leader's and a follower's log dir cannot be told apart; the leader's
+    rule is taken.)"""
+    if not live or walk.max_timestamp < 0:
+        return None
+    if times and walk.max_timestamp <= times[-1].timestamp:
+        return None
+    return TimeIndexEntry(walk.max_timestamp, walk.appended_offset_of_max_timestamp)
+
+
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
     resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
@@ -112,8 +131,9 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
         return
     summary.update(rolled=True, reason=reason or "requested", new_segment=new)
     # 1. onBecomeInactiveSegment: final time-index entry, trim indexes and log
-    if walk.max_timestamp >= 0 and (not times or walk.max_timestamp > times[-1].timestamp):
-        times.append(TimeIndexEntry(walk.max_timestamp, walk.offset_of_max_timestamp))
+    final = final_time_index_entry(walk, times, live=not (d.parent / names.CLEAN_SHUTDOWN_FILE).exists())
+    if final is not None:
+        times.append(final)
     tpath = seg.time_index_path
     tdata = encode_time_index(times, base)
     if (tpath.stat().st_size if tpath.exists() else 0) != len(tdata) or (tdata and read_file(tpath) != tdata):

@@ -513,18 +513,20 @@ class Segment:
         valid_size: int                 # where the complete batches end
         next_offset: int
         max_timestamp: int              # maxTimestampSoFar, -1 without a batch
-        offset_of_max_timestamp: int    # its batch's last offset (what the time index holds)
+        offset_of_max_timestamp: int    # its batch's last offset (what recovery puts in the time index)
         zeros_after: bool               # only zeros (or nothing) after the complete batches
+        appended_offset_of_max_timestamp: int   # the offset LogSegment.append tracked for it
 
     def walk(self) -> "Segment.Walk":
         """Raises the CorruptRecordError (naming the file) of a batch whose size cannot be."""
         with self.mapped() as log:
-            end, nxt, max_ts, offset_of_max = 0, self.base_offset, -1, -1
+            end, nxt, max_ts, offset_of_max, appended = 0, self.base_offset, -1, -1, -1
             for b in self.batches():
                 if b.max_timestamp > max_ts:
                     max_ts, offset_of_max = b.max_timestamp, b.last_offset
+                    appended = appended_offset_of_max_timestamp(b)
                 end, nxt = b.position + b.size, b.last_offset + 1
-            return Segment.Walk(end, nxt, max_ts, offset_of_max, not log[end:].strip(b"\0"))
+            return Segment.Walk(end, nxt, max_ts, offset_of_max, not log[end:].strip(b"\0"), appended)
 
     def mapped_index_entries(self, suffix: str) -> list:
         """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
@@ -542,6 +544,19 @@ class Segment:
         finally:
             if isinstance(buf, mmap.mmap):
                 buf.close()
+
+
+def appended_offset_of_max_timestamp(batch: "RecordBatch") -> int:
+    """The offset a leader's LogSegment.append tracks with a batch's max timestamp (Kafka 3.3.1
+    LogValidator's shallowOffsetOfMaxTimestamp): in an uncompressed CreateTime batch the first
+    record holding the max; in a compressed one (validated in place or recompressed) and under
+    LogAppendTime the batch's last offset. Recovery and a restart use the last offset instead."""
+    from kafkalog_cli.formats.records import TimestampType
+    if batch.compression_id == 0 and batch.timestamp_type == TimestampType.CREATE_TIME:
+        for r in batch.records():
+            if r.timestamp == batch.max_timestamp:
+                return r.offset
+    return batch.last_offset
 
 
 _FIRST_PAGE = 4096

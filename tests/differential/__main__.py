@@ -1,0 +1,124 @@
+"""Run the differential cases outside pytest (needs KAFKA_HOME and KAFKA_PY):
+
+    python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check]
+    python -m tests.differential roll [--work DIR]
+    python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
+
+Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
+differences, load-check problems). Exit 1 when anything differs."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tests.differential import broker
+from tests.differential.cases import (CORPUS, EXAMPLES, command_chain, corpus_cases, recover_batch,
+                                      roll_case)
+from tests.differential.generate import generate
+
+
+def _emit(obj) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
+    gen = generate(work / "generated", seed)
+    bases = [EXAMPLES, gen.clean, gen.live]
+    summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
+               "cases_broker_refused": 0, "cases_broker_appended": 0, "other_differences": 0,
+               "checkpoint_order_only": 0,
+               "kafkalog_failures": 0, "load_check_problems": 0, "records_served": 0}
+    i = 0
+    while summary["cases"] < cases:
+        try:
+            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check)
+        except Exception as e:      # a batch the harness could not run (reported, not counted)
+            _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
+            summary["harness_errors"] = summary.get("harness_errors", 0) + 1
+            i += 1
+            continue
+        i += 1
+        _emit(b)
+        summary["batches"] += 1
+        summary["cases"] += len(b["cases"])
+        summary["cases_differing"] += sum(1 for c in b["cases"].values()
+                                          if c["differences"] and "beyond_kafka" not in c)
+        summary["cases_beyond_kafka"] += sum(1 for c in b["cases"].values() if "beyond_kafka" in c)
+        summary["cases_broker_refused"] += sum(1 for c in b["cases"].values() if "broker_refused" in c)
+        summary["cases_broker_appended"] += sum(1 for c in b["cases"].values() if "broker_appended" in c)
+        summary["other_differences"] += len(b["other"])
+        summary["checkpoint_order_only"] += bool(b.get("checkpoint_order_only"))
+        summary["kafkalog_failures"] += b["kafkalog_rc"] != 0
+        summary["load_check_problems"] += len(b.get("load_check", []))
+        summary["records_served"] += b.get("load_checked_records", 0)
+    return summary
+
+
+def run_roll(work: Path, seed: int) -> dict:
+    from tests.differential.generate import TOPICS, leo
+    gen = generate(work / "generated", seed)
+    summary = {"kind": "roll", "cases": 0, "cases_differing": 0}
+    for name, before, after in (("live", gen.live, gen.rolled), ("clean", gen.clean, gen.rolled_again)):
+        leos = {f"{n}-0": leo(before, f"{n}-0") for n in TOPICS}
+        r = roll_case(name, before, after, leos, work)
+        _emit(r)
+        for v in r["partitions"].values():
+            if "skipped" not in v:
+                summary["cases"] += 1
+                summary["cases_differing"] += bool(v["differences"])
+    return summary
+
+
+def run_commands(work: Path, only: list[str]) -> dict:
+    summary = {"kind": "commands", "cases": 0, "commands_run": 0, "refused": 0, "load_check_problems": 0,
+               "records_served": 0}
+    for case in corpus_cases():
+        name = str(case.relative_to(CORPUS))
+        if only and name not in only:
+            continue
+        r = command_chain(case, work / name.replace("/", "-"))
+        _emit(r)
+        summary["cases"] += 1
+        for res in r["commands"].values():
+            summary["commands_run"] += 1
+            summary["refused"] += "load_check" not in res
+            summary["load_check_problems"] += len(res.get("load_check", []))
+            summary["records_served"] += res.get("records", 0)
+    return summary
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m tests.differential")
+    ap.add_argument("what", choices=["recover", "roll", "commands"])
+    ap.add_argument("--cases", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--work", type=Path)
+    ap.add_argument("--no-load-check", action="store_true")
+    ap.add_argument("--case", action="append", default=[])
+    a = ap.parse_args(argv)
+    if not broker.available():
+        print("KAFKA_HOME is not set to a Kafka distribution: nothing to run", file=sys.stderr)
+        return 2
+    work = a.work or Path(tempfile.mkdtemp(prefix="kafkalog-diff-"))
+    work.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    if a.what == "recover":
+        s = run_recover(work, a.cases, a.seed, not a.no_load_check)
+    elif a.what == "roll":
+        s = run_roll(work, a.seed)
+    else:
+        s = run_commands(work, a.case)
+    s["seconds"] = round(time.monotonic() - t0)
+    s["work"] = str(work)
+    _emit(s)
+    bad = s.get("cases_differing", 0) + s.get("other_differences", 0) + s.get("load_check_problems", 0) \
+        + s.get("kafkalog_failures", 0)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

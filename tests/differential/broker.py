@@ -1,0 +1,232 @@
+"""A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
+
+KAFKA_HOME names a Kafka 3.3.1 distribution (../shared/tools/kafka-broker builds one), KAFKA_PY a
+python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
+of its own and its own work dir, so several can run at once on the machine; it is stopped by its
+PID (SIGTERM: a clean shutdown), never by kafka-server-stop.sh, which stops every broker.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
+KAFKA_PY = os.environ.get("KAFKA_PY", sys.executable)
+CLIENT = Path(__file__).with_name("client.py")
+STARTED = "Kafka Server started"
+RECOVERING = re.compile(r"Recovering unflushed segment (\d+)")
+LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/([^/,]+), .*?logEndOffset=(\d+)\)")
+# The controller of a combined node logs these while its quorum forms: not about any log
+CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start processing because of "
+                                r"(TimeoutException|NotControllerException)")
+
+
+def available() -> bool:
+    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK)
+
+
+def free_ports(n: int) -> list[int]:
+    """Ports the kernel has just handed out (bound together, so distinct), released for the broker."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+# The broker's settings for every run: no time retention, no cleaner unless asked, deletes of
+# segments the loader drops done within a second (so they are gone before the clean stop)
+BASE_CONFIG = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "log.retention.hours": "-1",
+    "log.retention.check.interval.ms": "300000",
+    "log.cleaner.enable": "false",
+    "log.segment.delete.delay.ms": "500",
+    "num.recovery.threads.per.data.dir": "1",
+    "num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+class BrokerDidNotStart(RuntimeError):
+    def __init__(self, data: Path, log: str):
+        self.log = log
+        lines = log.splitlines()
+        fatal = [ln for ln in lines if "Exception" in ln and str(data) in ln] or \
+            [ln for ln in lines if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        self.reason = fatal[-1] if fatal else log[-500:]
+        super().__init__(f"broker did not start on {data}: {self.reason}")
+
+    def partition(self, data: Path) -> str | None:
+        """The partition dir the fatal error names (a log the loader could not load)."""
+        for ln in reversed(self.log.splitlines()):
+            if "Exception" in ln and f"{data}/" in ln:
+                name = ln.split(f"{data}/", 1)[1].split("/", 1)[0]
+                if (data / name).is_dir():
+                    return name
+        return None
+
+
+@dataclass
+class BrokerRun:
+    """What one run of the broker logged."""
+
+    log: str = ""
+    started: bool = False
+    clean_stop: bool = False
+
+    @property
+    def recovered_segments(self) -> list[str]:
+        return RECOVERING.findall(self.log)
+
+    @property
+    def loaded_log_end_offsets(self) -> dict[str, int]:
+        """Each partition's log end offset when the loader was done with it ("Completed load of
+        Log(...)"): what a broker appends afterwards (a transaction coordinator completing a
+        transaction it finds prepared) is not recovery."""
+        return {m.group(1): int(m.group(2)) for m in LOADED.finditer(self.log)}
+
+    @property
+    def errors(self) -> list[str]:
+        return [ln for ln in self.log.splitlines()
+                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+
+
+@dataclass
+class Broker:
+    data: Path                      # the log dir (meta.properties inside)
+    work: Path                      # config, logs
+    config: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+    port: int = 0
+
+    def __enter__(self) -> "Broker":
+        self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def server_log(self) -> Path:
+        return self.work / "logs" / "server.log"
+
+    def write_config(self) -> Path:
+        meta = read_properties(self.data / "meta.properties") if (self.data / "meta.properties").exists() else {}
+        nid = meta.get("node.id", "1")
+        self.port, cport = free_ports(2)
+        cfg = {
+            "process.roles": "broker,controller",
+            "node.id": nid,
+            "controller.quorum.voters": f"{nid}@127.0.0.1:{cport}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{cport}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": str(self.data),
+            **BASE_CONFIG, **self.config,
+        }
+        self.work.mkdir(parents=True, exist_ok=True)
+        path = self.work / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
+        return path
+
+    def format(self) -> None:
+        """kafka-storage.sh format on an empty dir (a new cluster)."""
+        props = self.write_config()
+        cid = subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+        subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", cid, "-c", str(props)],
+                       capture_output=True, check=True, env=self._env())
+
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, "LOG_DIR": str(self.work / "logs"), "KAFKA_HEAP_OPTS": "-Xmx512m"}
+
+    def start(self, timeout: float = 180) -> None:
+        props = self.write_config()
+        if self.server_log.exists():
+            self.server_log.unlink()
+        self.proc = subprocess.Popen([f"{KAFKA_HOME}/bin/kafka-server-start.sh", str(props)],
+                                     stdout=open(self.work / "stdout", "ab"), stderr=subprocess.STDOUT,
+                                     env=self._env(), start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.server_log.exists() and STARTED in self.server_log.read_text(errors="replace"):
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.3)
+        log = self.server_log.read_text(errors="replace") if self.server_log.exists() else ""
+        self.stop()
+        raise BrokerDidNotStart(self.data, log)
+
+    def wait_no_deleted(self, timeout: float = 30) -> None:
+        """Segments the loader dropped are deleted asynchronously (log.segment.delete.delay.ms)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and any(self.data.rglob("*.deleted")):
+            time.sleep(0.3)
+
+    def stop(self) -> BrokerRun:
+        run = BrokerRun()
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.proc = None
+        if self.server_log.exists():
+            run.log = self.server_log.read_text(errors="replace")
+        run.started = STARTED in run.log
+        run.clean_stop = (self.data / ".kafka_cleanshutdown").exists()
+        return run
+
+    def client(self, request: dict, timeout: float = 300) -> dict:
+        """Run one client.py request (produce, consume, alter configs) with kafka-python."""
+        r = subprocess.run([KAFKA_PY, str(CLIENT), self.bootstrap], input=json.dumps(request), text=True,
+                           capture_output=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"client {request.get('op')} failed: {r.stderr[-3000:]}")
+        return json.loads(r.stdout)
+
+
+def run_broker(data: Path, work: Path, actions=None, config: dict | None = None) -> tuple[BrokerRun, object]:
+    """Start a broker on `data`, wait for the loader's async deletes, run `actions(broker)`, stop
+    cleanly. Returns the run's log and what actions returned."""
+    b = Broker(data, work, dict(config or {}))
+    b.start()
+    try:
+        b.wait_no_deleted()
+        result = actions(b) if actions is not None else None
+    finally:
+        run = b.stop()
+    return run, result
