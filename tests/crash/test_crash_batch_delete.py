@@ -21,6 +21,7 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine, default_quarantine_root
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
 
+from .test_crash_retain import partition_files
 from ..ops.test_retain import DAY, NEW, NOW, OLD, apply, make_log_dir, plan_for, res_with
 
 RETAIN = ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", f"retention.ms={7 * DAY}"]
@@ -131,7 +132,7 @@ def test_killed_inside_a_batch_recover_loads_it_nothing_is_lost_and_retain_finis
     before, _, journal, records, kept = reference
     ref = fresh(tmp_path / "ref")         # what recover then retain make of the log dir uninterrupted
     assert kafkalog("recover", "--now", NOW, ref).exit_code == 0 and kafkalog(*RETAIN, ref).exit_code == 0
-    want = {k: v for k, v in tree(ref).items() if "/" in k}   # the partitions' files (recover owns the root's)
+    want = partition_files(ref, tree(ref))   # the partitions' files (recover owns the root's)
     for n in batch_steps(journal):
         d = fresh(tmp_path / f"k{n}")
         retain(d, fault_after=n)
@@ -154,7 +155,7 @@ def test_killed_inside_a_batch_recover_loads_it_nothing_is_lost_and_retain_finis
         assert kept <= in_log_dir, at
         r = kafkalog(*RETAIN, d)
         assert r.exit_code == 0, f"{at}: {r.output}"
-        assert {k: v for k, v in tree(d).items() if "/" in k} == want, at
+        assert partition_files(d, tree(d)) == want, at
 
 
 def test_killed_for_real_after_the_manifest_before_the_unlinks_restore_is_exact(reference, tmp_path):

@@ -1,6 +1,5 @@
 """Crash safety: kill recover and roll after every single file-system step; a following
 `recover` must reach the uninterrupted run's state and keep every record it keeps."""
-import os
 import random
 import signal
 import subprocess
@@ -85,7 +84,6 @@ def _big_partition(d, mib=48):
     recs = [SimpleRecord(key=None, value=b"v" * 100, headers=(), timestamp=1700000000000 + i) for i in range(100)]
     batch0 = build_v2_batch(recs, 0)
     import struct
-    from kafkalog_cli.formats.records import set_v2_crc
     n = (mib << 20) // len(batch0)
     with open(part / "00000000000000000000.log", "wb") as f:
         for i in range(n):

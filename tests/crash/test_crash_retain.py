@@ -53,12 +53,13 @@ def test_kill_after_every_step_then_rerun(case, quarantine, tmp_path):
         assert kept <= kept_offsets(d)
 
 
-def _partition_files(d: Path) -> dict[str, str]:
-    """Partition files (recover owns the root's), without a producer snapshot at or below the first
-    segment's base: retain keeps the one at the new log start, as the broker's retention does, and
-    recover deletes it, as the broker's next load does (ProducerStateManager.truncateAndReload)."""
+def partition_files(d: Path, files: dict[str, str] | None = None) -> dict[str, str]:
+    """Partition files (recover owns the root's) of `files` (by default state(d)), without a
+    producer snapshot at or below the first segment's base: retain and delete-records keep the one
+    at the new log start, as the broker's retention does, and recover deletes it, as the broker's
+    next load does (ProducerStateManager.truncateAndReload)."""
     out = {}
-    for k, v in state(d).items():
+    for k, v in (state(d) if files is None else files).items():
         if "/" not in k:
             continue
         part, name = k.split("/", 1)
@@ -72,10 +73,10 @@ def _partition_files(d: Path) -> dict[str, str]:
 def test_kill_then_recover_then_retain(tmp_path):
     ref = copy_case("size", tmp_path / "ref")
     total = run(ref, params("size")["now_ms"], resolver("size", ref), quarantine=tmp_path / "qref")["fs_steps"]
-    want = _partition_files(ref)
+    want = partition_files(ref)
     for n in range(1, total, 3):
         d = crash_then_rerun("size", tmp_path, n, quarantine=True, via_recover=True)
-        assert _partition_files(d) == want, f"after a kill at step {n}"
+        assert partition_files(d) == want, f"after a kill at step {n}"
 
 
 def test_kill_during_roll_and_delete_of_every_segment(tmp_path):
