@@ -209,7 +209,10 @@ def restore_corpus_copy(case: Path, dst: Path) -> Path:
 
 
 def command_args(case: Path, command: str) -> list[str]:
-    """What a user states for the case: the clock the broker acted at (PARAMS.json) or now."""
+    """What a user states for the case: the clock the broker acted at (PARAMS.json) or now
+    (delete-records takes no clock: its offsets are stated)."""
+    if command == "delete-records":
+        return []
     import json
     params = case / "PARAMS.json"
     now = now_ms()
@@ -224,7 +227,26 @@ def command_args(case: Path, command: str) -> list[str]:
     return args
 
 
-COMMANDS = ("recover", "roll", "retain", "compact")
+COMMANDS = ("recover", "roll", "retain", "compact", "delete-records")
+
+
+def midway_offsets(d: Path, out: Path) -> Path | None:
+    """delete-records' --offset-json for the log dir `d`: every user partition's log start raised
+    halfway to its high watermark (as `kafkalog get-offsets` reads them); None when none can."""
+    import json
+    ends = {}
+    for time in ("earliest", "latest"):
+        r = kafkalog("get-offsets", "--time", time, "--format", "json", d)
+        for line in r.stdout.splitlines():
+            o = json.loads(line)
+            if o.get("offset") is not None and not o["topic"].startswith("__"):
+                ends.setdefault((o["topic"], o["partition"]), {})[time] = o["offset"]
+    parts = [{"topic": t, "partition": p, "offset": (e["earliest"] + e["latest"]) // 2}
+             for (t, p), e in sorted(ends.items()) if e.get("latest", 0) > e.get("earliest", 0) + 1]
+    if not parts:
+        return None
+    out.write_text(json.dumps({"version": 1, "partitions": parts}))
+    return out
 
 
 def command_chain(case: Path, work: Path, commands=COMMANDS) -> dict:
@@ -240,9 +262,16 @@ def command_chain(case: Path, work: Path, commands=COMMANDS) -> dict:
             steps = ["recover", cmd]
         res = {}
         for step in steps:
-            r = kafkalog(step, *command_args(case, step), "--quarantine", work / f"q-{cmd}-{step}", d)
+            extra = []
+            if step == "delete-records":
+                offsets = midway_offsets(d, work / "offsets.json")
+                if offsets is None:
+                    res[step] = {"rc": None, "stderr": "no partition to delete records of"}
+                    continue
+                extra = ["--offset-json", offsets]
+            r = kafkalog(step, *command_args(case, step), *extra, "--quarantine", work / f"q-{cmd}-{step}", d)
             res[step] = {"rc": r.rc, "stderr": r.stderr[-600:]}
-        ok = all(v["rc"] in (0, 7) for v in res.values())
+        ok = all(v["rc"] in (0, 7) for v in res.values() if v["rc"] is not None)
         if ok:
             lc = broker_loads(d, work / f"load-{cmd}")
             res["load_check"] = lc.problems
