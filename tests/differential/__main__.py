@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from tests.differential import broker
-from tests.differential.cases import (CORPUS, EXAMPLES, command_chain, corpus_cases, recover_batch,
+from tests.differential.cases import (COMMANDS, CORPUS, EXAMPLES, command_chain, corpus_cases, recover_batch,
                                       roll_case)
 from tests.differential.generate import generate
 
@@ -73,14 +73,14 @@ def run_roll(work: Path, seed: int) -> dict:
     return summary
 
 
-def run_commands(work: Path, only: list[str]) -> dict:
+def run_commands(work: Path, only: list[str], commands: tuple[str, ...] = COMMANDS) -> dict:
     summary = {"kind": "commands", "cases": 0, "commands_run": 0, "refused": 0, "load_check_problems": 0,
                "records_served": 0}
     for case in corpus_cases():
         name = str(case.relative_to(CORPUS))
         if only and name not in only:
             continue
-        r = command_chain(case, work / name.replace("/", "-"))
+        r = command_chain(case, work / name.replace("/", "-"), commands)
         _emit(r)
         summary["cases"] += 1
         for res in r["commands"].values():
@@ -99,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--no-load-check", action="store_true")
     ap.add_argument("--case", action="append", default=[])
+    ap.add_argument("--command", action="append", default=[], choices=COMMANDS,
+                    help="commands: only these (repeatable; default all)")
     a = ap.parse_args(argv)
     if not broker.available():
         print("KAFKA_HOME is not set to a Kafka distribution: nothing to run", file=sys.stderr)
@@ -111,7 +113,7 @@ def main(argv=None) -> int:
     elif a.what == "roll":
         s = run_roll(work, a.seed)
     else:
-        s = run_commands(work, a.case)
+        s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
     s["seconds"] = round(time.monotonic() - t0)
     s["work"] = str(work)
     _emit(s)
