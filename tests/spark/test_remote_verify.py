@@ -142,3 +142,15 @@ def test_spark_on_s3_gives_the_local_engines_report(s3, tmp_path):  # noqa: F811
     assert [(d["file"], d["position"]) for d in outs["local"] if d["kind"] == "problem"] == [
         (f"{broken}/00000000000000000300.log", at)]
     assert outs["local"][-1]["files"] == 8
+
+
+def test_topic_and_partition_choose_remote_partition_dirs(s3):  # noqa: F811
+    local, uri, _ = s3
+    code, want, _ = verify(local, "--topic", "multi-*")
+    assert code == 0 and want[-1]["files"] == 4
+    code, got, _ = verify(uri, "--topic", "multi-*")
+    assert code == 0 and _comparable(got, uri) == _comparable(want, str(local))
+    code, got, _ = verify(f"{uri}/{SEGMENT}", "--topic", "multi-segment")
+    assert code == 0 and got[-1]["files"] == 1
+    code, _, err = verify(uri, "--topic", "nothing")
+    assert code == 4 and "no partition dir matches" in err

@@ -130,10 +130,19 @@ def command(paths, deep, fmt, jobs, only, engine, master):
 def _matching(groups, bad_paths, tally):
     """The groups (one per partition dir, or per file given) that --topic/--partition match, and
     the unreadable paths' places among them."""
+    import posixpath
+    from pathlib import Path
+
+    from kafkalog_cli.storage.sources import is_remote
+
     kept, places = [], []
     for i, (name, files) in enumerate(groups):
         places.append(len(kept))
-        if tally.keep_path(name):
+        if is_remote(name):   # no is_dir() there: a group is a partition dir unless it is its one file
+            keep = bool(tally.keep_dirs([Path(posixpath.dirname(name) if files == [name] else name)]))
+        else:
+            keep = tally.keep_path(name)
+        if keep:
             kept.append((name, files))
     places.append(len(kept))
     return kept, [(places[at], err) for at, err in bad_paths]

@@ -167,6 +167,8 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
         return res
     except InputError as e:
         return _ChunkResult(error=e.message)
+    except OSError as e:          # no address space for the file's map
+        return _ChunkResult(error=e.strerror or str(e))
 
 
 def _remote_ranges(seg, buf, chunk: int):
@@ -179,8 +181,12 @@ def _remote_ranges(seg, buf, chunk: int):
 
     pos, want = 0, chunk
     while pos < seg.size:
-        data = seg.read_range(LOG_SUFFIX, pos, min(want, seg.size - pos))
+        asked = min(want, seg.size - pos)
+        data = seg.read_range(LOG_SUFFIX, pos, asked)
         buf[pos:pos + len(data)] = data
+        if len(data) < asked:      # the file shrank while it was read: check what came
+            yield pos, pos + len(data), True
+            return
         end, need = 0, 0
         while end + LOG_OVERHEAD <= len(data):
             size = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
