@@ -103,7 +103,7 @@ def test_verify_crc_on_spark_takes_relative_paths_archives_and_conf(spark, archi
 def test_spark_commands_refuse_remote_uris_except_export(archive):
     r = run("retain", "s3a://bucket/kafka", "--engine", "spark", "--dry-run")
     assert r.exit_code == 2
-    assert r.output.strip().endswith(": a remote URI is read only by export and the kafkalog "
+    assert r.output.strip().endswith(": a remote URI is read only by export, verify-crc and the kafkalog "
                                      "data source; this command needs a local or mounted path")
     assert "s3a:/" in r.output
 

@@ -24,10 +24,13 @@ PROGRESS_MIN_BYTES = 64 << 20
 @format_option("text: one line per problem and a summary. json: one object per problem, then a summary object.")
 @jobs_option("Worker processes (0: one per core). Big files are split at batch boundaries.")
 @partition_filter_options
-@engine_options
+@engine_options(remote=True)
 @_one_line_errors
 def command(paths, deep, fmt, jobs, only, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
+
+    PATHS may also be globs, `file://` paths and remote URIs (`s3a://`, `s3://`, `hdfs://`,
+    `gs://`), read through pyarrow.fs by ranged reads; positions are the remote file's.
 
     Checks, per batch: the v2 CRC-32C; the legacy CRC-32 of each entry (and with --deep of every
     message inside a compressed wrapper); the size field (below 14, or a v2 batch below its
@@ -52,6 +55,7 @@ def command(paths, deep, fmt, jobs, only, engine, master):
       kafkalog verify-crc /var/lib/kafka/data
       kafkalog verify-crc orders-3 --deep --jobs 4
       kafkalog verify-crc orders-3/00000000000000000000.log --format json | jq .position
+      kafkalog verify-crc s3a://backups/kafka/broker-0 --engine spark
     """
     from kafkalog_cli.commands.common import jobs_or_cores
     from kafkalog_cli.ops.verify import group_paths_lenient, total_bytes, unreadable_report, verify_groups
@@ -126,10 +130,19 @@ def command(paths, deep, fmt, jobs, only, engine, master):
 def _matching(groups, bad_paths, tally):
     """The groups (one per partition dir, or per file given) that --topic/--partition match, and
     the unreadable paths' places among them."""
+    import posixpath
+    from pathlib import Path
+
+    from kafkalog_cli.storage.sources import is_remote
+
     kept, places = [], []
     for i, (name, files) in enumerate(groups):
         places.append(len(kept))
-        if tally.keep_path(name):
+        if is_remote(name):   # no is_dir() there: a group is a partition dir unless it is its one file
+            keep = bool(tally.keep_dirs([Path(posixpath.dirname(name) if files == [name] else name)]))
+        else:
+            keep = tally.keep_path(name)
+        if keep:
             kept.append((name, files))
     places.append(len(kept))
     return kept, [(places[at], err) for at, err in bad_paths]

@@ -98,11 +98,13 @@ class Finding:
 
 
 def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,
-                  deep: bool = False, walked: Callable[[int, int], None] | None = None) -> BatchCheck:
+                  deep: bool = False, walked: Callable[[int, int], None] | None = None,
+                  prev_offset: int | None = None) -> BatchCheck:
     """Check every batch in buf[start:end) of `file` (which the findings name). With `tail`, what
     follows the last complete batch is reported (an incomplete batch, a corrupt size); otherwise
     `end` must be a batch boundary. `walked(a, b)` hears of each stretch checked, about every
-    64 MiB, as in `batch_cuts`."""
+    64 MiB, as in `batch_cuts`. `prev_offset`: the last offset of the batch before `start`, when
+    one range continues another (the offsets check goes on as in one pass)."""
     if deep:   # the record decoder, only now
         from kafkalog_cli.formats.scan import deep_findings
     res = BatchCheck()
@@ -112,7 +114,7 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     crc_c = crc32c
     crc_32 = zlib.crc32
     pos = start
-    prev = None          # the last offset of the previous batch in this range
+    prev = prev_offset   # the last offset of the previous batch
     first = None
     batches = 0
     limit = end - _HEAD_LEN

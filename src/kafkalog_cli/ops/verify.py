@@ -113,7 +113,10 @@ class _ChunkResult:
 
 def _run_chunk(c: _Chunk) -> _ChunkResult:
     from kafkalog_cli.storage.segment import map_file
+    from kafkalog_cli.storage.sources import is_remote
 
+    if is_remote(c.file):
+        return _run_remote(c)
     try:
         buf = map_file(c.file)
     except InputError as e:
@@ -134,9 +137,82 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
                 pass
 
 
+def _run_remote(c: _Chunk) -> _ChunkResult:
+    """A remote file checked range by range (ranged reads of about storage.remote.CHUNK bytes,
+    each ending at a batch boundary), as one pass over the file: each range is put at its place
+    in a sparse anonymous map of the file's size, so every position and every "bytes to the end"
+    is the file's, and the offsets check goes on from one range to the next."""
+    from kafkalog_cli.storage.remote import CHUNK, remote_file
+
+    try:
+        seg = remote_file(c.file)
+        res = _ChunkResult(size=seg.size)
+        if seg.size == 0:
+            return res
+        buf = mmap.mmap(-1, seg.size)
+        try:
+            for start, stop, last in _remote_ranges(seg, buf, CHUNK):
+                w = check_batches(buf, start, seg.size if last else stop, file=c.file, tail=last, deep=c.deep,
+                                  prev_offset=res.last_offset)
+                release_pages(buf, start, stop)
+                res.batches += w.batches
+                res.bytes += w.bytes
+                res.problems += [Problem(**asdict(f)) for f in w.findings]
+                if res.first_offset is None:
+                    res.first_offset, res.first_position = w.first_offset, w.first_position
+                if w.last_offset is not None:
+                    res.last_offset = w.last_offset
+        finally:
+            buf.close()
+        return res
+    except InputError as e:
+        return _ChunkResult(error=e.message)
+    except OSError as e:          # no address space for the file's map
+        return _ChunkResult(error=e.strerror or str(e))
+
+
+def _remote_ranges(seg, buf, chunk: int):
+    """(start, stop, last) of each range of `seg` read into `buf` at its place: a range ends at a
+    batch boundary found by the size fields alone; a batch bigger than `chunk` is read whole; the
+    last range is the rest of the file, or stops at a corrupt size field (nothing after it can
+    be read) or an incomplete batch, with the bytes its check reads."""
+    from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0
+    from kafkalog_cli.storage.names import LOG_SUFFIX
+
+    pos, want = 0, chunk
+    while pos < seg.size:
+        asked = min(want, seg.size - pos)
+        data = seg.read_range(LOG_SUFFIX, pos, asked)
+        buf[pos:pos + len(data)] = data
+        if len(data) < asked:      # the file shrank while it was read: check what came
+            yield pos, pos + len(data), True
+            return
+        end, need = 0, 0
+        while end + LOG_OVERHEAD <= len(data):
+            size = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
+            if size < RECORD_OVERHEAD_V0 or end + LOG_OVERHEAD + size > len(data):
+                need = 0 if size < RECORD_OVERHEAD_V0 else LOG_OVERHEAD + size
+                break
+            end += LOG_OVERHEAD + size
+        if end == 0 and need > len(data) and pos + len(data) < seg.size:
+            want = need            # one batch bigger than a range: fetch it whole
+            continue
+        if end == 0 or pos + len(data) >= seg.size:
+            yield pos, pos + len(data), True
+            return
+        yield pos, pos + end, False
+        pos += end
+        want = chunk
+
+
 def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
     """Cut a file into ranges of about `target` bytes that start on batch boundaries (by walking
-    the size fields only); a broken chain ends the splitting and the last range reports it."""
+    the size fields only); a broken chain ends the splitting and the last range reports it.
+    A remote file is one chunk: it is read range by range where it is checked."""
+    from kafkalog_cli.storage.sources import is_remote
+
+    if is_remote(file):
+        return [_Chunk(file, 0, 0, True, deep)]
     try:
         size = os.path.getsize(file)
     except OSError:
@@ -252,7 +328,10 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
     flat = [c for files in plan for chunks in files for c in chunks]
     total = sum(c.end - c.start for c in flat)
     results: list[_ChunkResult]
-    if jobs > 1 and len(flat) > 1 and total >= parallel_min_bytes:
+    from kafkalog_cli.storage.sources import is_remote
+
+    # remote files are read here: pyarrow's S3 client must not cross a fork
+    if jobs > 1 and len(flat) > 1 and total >= parallel_min_bytes and not any(is_remote(c.file) for c in flat):
         import multiprocessing as mp
 
         try:
@@ -325,6 +404,7 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
     `on_left_out(dir, kind)` hears of each partition dir of a log dir that is not read."""
     from kafkalog_cli.storage.logdir import files_of_partition, read_partition_dirs
     from kafkalog_cli.storage.segment import not_regular_reason
+    from kafkalog_cli.storage.sources import is_remote
 
     groups: list[tuple[str, list[str]]] = []
     errors: list[tuple[int, InputError]] = []
@@ -333,6 +413,12 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
         errors.append((len(groups), InputError(message, path=raw)))
 
     for raw in paths:
+        if is_remote(raw):
+            try:
+                groups.extend(remote_groups(raw))
+            except InputError as e:
+                errors.append((len(groups), e))
+            continue
         p = Path(raw)
         if p.is_dir():
             try:
@@ -357,6 +443,20 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
         else:
             groups.append((raw, [raw]))
     return groups, errors
+
+
+def remote_groups(uri: str) -> list[tuple[str, list[str]]]:
+    """A remote URI's groups: one per partition dir of its segments (storage.remote's listing),
+    or the one segment it names."""
+    from kafkalog_cli.storage.remote import remote_segments
+
+    segs = remote_segments(uri)
+    if len(segs) == 1 and segs[0].uri == uri:
+        return [(uri, [uri])]
+    groups: dict[str, list[str]] = {}
+    for s in segs:
+        groups.setdefault(s.directory, []).append(s.uri)
+    return list(groups.items())
 
 
 def unreadable_report(error: InputError) -> PartitionReport:

@@ -4,8 +4,8 @@ retain and compact. Importing this does not import pyspark.
 With --engine spark, the command's PATHS are what storage.sources.expand_sources makes of them
 before the command sees them: globs and archives (a dir of log dirs) expanded, `file://` taken
 off, every path absolute (an executor resolves a relative path in its own work dir), and so
-are --quarantine and --server-properties. Only the commands that merely read (export, the data
-source) take remote URIs (`s3a://`, `hdfs://`, `gs://`)."""
+are --quarantine and --server-properties. Only the commands that merely read (export,
+verify-crc, the data source) take remote URIs (`s3a://`, `hdfs://`, `gs://`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -66,7 +66,7 @@ def driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
         if not remote:
             for p in expanded:
                 if is_remote(p):
-                    raise UsageError("a remote URI is read only by export and the kafkalog data source; "
+                    raise UsageError("a remote URI is read only by export, verify-crc and the kafkalog data source; "
                                      "this command needs a local or mounted path", path=p)
         path_type = type(paths[0]) if paths else str
         kwargs["paths"] = tuple(path_type(p) if not is_remote(p) else p for p in expanded)

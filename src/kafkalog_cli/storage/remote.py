@@ -219,6 +219,20 @@ def _complete_batches(data: bytes) -> int:
         return 0
 
 
+def remote_file(uri: str) -> RemoteSegment:
+    """One remote `.log` file by its URI, with its size (an InputError when it is missing)."""
+    from pyarrow import fs as pafs
+
+    fs, path = filesystem(uri)
+    try:
+        info = fs.get_file_info(path)
+    except OSError as e:
+        raise InputError(f"cannot read: {str(e).strip().splitlines()[0]}", path=uri) from None
+    if info.type != pafs.FileType.File:
+        raise InputError("no such file" if info.type == pafs.FileType.NotFound else "not a file", path=uri)
+    return RemoteSegment(uri, names.offset_from_name(info.base_name) or 0, info.size, _fs=(fs, path))
+
+
 # ------------------------------------------------------------------ listing
 def remote_segments(uri: str, only=None) -> list[RemoteSegment]:
     """The `.log` segments under `uri` (a segment, a partition dir, a log dir, an archive of log
