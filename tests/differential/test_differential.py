@@ -47,8 +47,10 @@ def _corpus_cases():
 
 @pytest.mark.parametrize("case", _corpus_cases())
 def test_every_command_on_a_corpus_case_gives_a_dir_the_broker_loads(case, tmp_path):
-    from tests.differential.cases import CORPUS, command_chain
+    from tests.differential.cases import CORPUS, command_chain, step_ok
     r = command_chain(CORPUS / case, tmp_path / "chain")
     for cmd, res in r["commands"].items():
-        assert all(res[s]["rc"] in (0, 7) for s in res if isinstance(res[s], dict)), (cmd, res)
-        assert res["load_check"] == [], (cmd, res["load_check"])
+        steps = [res[s] for s in res if isinstance(res[s], dict)]
+        assert all(step_ok(v) for v in steps), (cmd, res)
+        if any(v["rc"] is not None for v in steps):
+            assert res["load_check"] == [], (cmd, res["load_check"])
