@@ -25,7 +25,9 @@ from kafkalog_cli.ops.verify_index import (
     TimestampMismatch, check_offset_index, check_time_index, start_offset_of,
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
-from kafkalog_cli.render.parallel import PARALLEL_MIN_BYTES, Sink, output_fd, ranges_of, render_ranges
+from kafkalog_cli.ops.verify import release_pages
+from kafkalog_cli.render.parallel import (PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of,
+                                          render_ranges)
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
@@ -249,11 +251,16 @@ class KafkaDumper:
                 # leaves `valid` where the sequential loop stops: what follows is an incomplete
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
+            released = valid
             for batch, records in selected_batches(buf, valid, end, f, deep):
                 self._w(batch_line(batch, batch.position))
                 if deep:
                     last_offset = self._records(batch, last_offset, pairs, records)
                 valid = batch.position + batch.size
+                if valid - released > RELEASE_BYTES:
+                    # pages already printed go, so a big file is not held mapped in memory
+                    release_pages(buf, released, valid)
+                    released = valid
         except KafkalogError as e:
             raise e.located(path=_abs(path))
         finally:
