@@ -142,7 +142,7 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
     each ending at a batch boundary), as one pass over the file: each range is put at its place
     in a sparse anonymous map of the file's size, so every position and every "bytes to the end"
     is the file's, and the offsets check goes on from one range to the next."""
-    from kafkalog_cli.storage.remote import CHUNK, remote_file
+    from kafkalog_cli.storage.remote import remote_file
 
     try:
         seg = remote_file(c.file)
@@ -151,7 +151,9 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
             return res
         buf = mmap.mmap(-1, seg.size)
         try:
-            for start, stop, last in _remote_ranges(seg, buf, CHUNK):
+            for start, data, last in seg.ranges():
+                stop = start + len(data)
+                buf[start:stop] = data
                 w = check_batches(buf, start, seg.size if last else stop, file=c.file, tail=last, deep=c.deep,
                                   prev_offset=res.last_offset)
                 release_pages(buf, start, stop)
@@ -169,40 +171,6 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
         return _ChunkResult(error=e.message)
     except OSError as e:          # no address space for the file's map
         return _ChunkResult(error=e.strerror or str(e))
-
-
-def _remote_ranges(seg, buf, chunk: int):
-    """(start, stop, last) of each range of `seg` read into `buf` at its place: a range ends at a
-    batch boundary found by the size fields alone; a batch bigger than `chunk` is read whole; the
-    last range is the rest of the file, or stops at a corrupt size field (nothing after it can
-    be read) or an incomplete batch, with the bytes its check reads."""
-    from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0
-    from kafkalog_cli.storage.names import LOG_SUFFIX
-
-    pos, want = 0, chunk
-    while pos < seg.size:
-        asked = min(want, seg.size - pos)
-        data = seg.read_range(LOG_SUFFIX, pos, asked)
-        buf[pos:pos + len(data)] = data
-        if len(data) < asked:      # the file shrank while it was read: check what came
-            yield pos, pos + len(data), True
-            return
-        end, need = 0, 0
-        while end + LOG_OVERHEAD <= len(data):
-            size = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
-            if size < RECORD_OVERHEAD_V0 or end + LOG_OVERHEAD + size > len(data):
-                need = 0 if size < RECORD_OVERHEAD_V0 else LOG_OVERHEAD + size
-                break
-            end += LOG_OVERHEAD + size
-        if end == 0 and need > len(data) and pos + len(data) < seg.size:
-            want = need            # one batch bigger than a range: fetch it whole
-            continue
-        if end == 0 or pos + len(data) >= seg.size:
-            yield pos, pos + len(data), True
-            return
-        yield pos, pos + end, False
-        pos += end
-        want = chunk
 
 
 def _split(file: str, target: int, deep: bool) -> list[_Chunk]:

@@ -125,28 +125,35 @@ class RemoteSegment:
         except OSError as e:
             raise InputError(f"cannot read: {str(e).strip().splitlines()[0]}", path=self.uri) from None
 
-    def chunks(self, start: int = 0) -> Iterator[tuple[int, bytes]]:
-        """(position, bytes) from `start` to the end, each chunk ending at a batch boundary, so
-        formats.records.iter_batches over a chunk sees whole batches; the last may end with
-        the incomplete bytes iter_batches stops at."""
-        from kafkalog_cli.formats.records import LOG_OVERHEAD
-
-        pos = start
-        want = CHUNK
+    def ranges(self, start: int = 0) -> Iterator[tuple[int, bytes, bool]]:
+        """(position, bytes, last) from `start` on, by ranged reads of about CHUNK bytes, each
+        ending at a batch boundary found by the size fields alone; a batch bigger than CHUNK is
+        read whole. The last range (last=True) is the rest of the file, or what was read where a
+        size field cannot be right, a batch is incomplete or the file shrank while it was read:
+        the bytes a reader then judges."""
+        pos, want = start, CHUNK
         while pos < self.size:
-            data = self.read_range(names.LOG_SUFFIX, pos, min(want, self.size - pos))
-            end = _complete_batches(data)
-            if end == 0 and len(data) >= LOG_OVERHEAD and pos + len(data) < self.size:
-                need = int.from_bytes(data[8:12], "big", signed=True) + LOG_OVERHEAD
-                if len(data) < need:      # one batch bigger than a chunk: fetch it whole
-                    want = need
-                    continue
-            if end == 0 or pos + len(data) >= self.size:
-                yield pos, data           # the last chunk, or bytes iter_batches will judge
+            asked = min(want, self.size - pos)
+            data = self.read_range(names.LOG_SUFFIX, pos, asked)
+            if len(data) < asked:         # the file shrank while it was read
+                yield pos, data, True
                 return
-            yield pos, data[:end]
+            end, need = _whole_batches(data)
+            if end == 0 and need > len(data) and pos + len(data) < self.size:
+                want = need               # one batch bigger than a range: fetch it whole
+                continue
+            if end == 0 or pos + len(data) >= self.size:
+                yield pos, data, True
+                return
+            yield pos, data[:end], False
             pos += end
             want = CHUNK
+
+    def chunks(self, start: int = 0) -> Iterator[tuple[int, bytes]]:
+        """(position, bytes) of `ranges`: formats.records.iter_batches over a chunk sees whole
+        batches; the last may end with the bytes iter_batches stops at or reports."""
+        for pos, data, _ in self.ranges(start):
+            yield pos, data
 
     # -- seeking through the indexes, checked against the log as storage.Segment does
     def position_for_offset(self, offset: int) -> int:
@@ -209,14 +216,20 @@ def _headers(data: bytes):
     return [RecordBatch(data, 0, int.from_bytes(data[8:12], "big", signed=True) + 12, magic)]
 
 
-def _complete_batches(data: bytes) -> int:
-    """Where the complete batches at the start of `data` end (0: none, or a size that cannot be)."""
-    from kafkalog_cli.formats.records import valid_end
+def _whole_batches(data: bytes) -> tuple[int, int]:
+    """(where the whole batches at the start of `data` end, the size of the batch after them if its
+    size field can be right, else 0), by the size fields alone."""
+    from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 
-    try:
-        return valid_end(data)
-    except KafkalogError:
-        return 0
+    end = 0
+    while end + LOG_OVERHEAD <= len(data):
+        size = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
+        if size < RECORD_OVERHEAD_V0:
+            return end, 0
+        if end + LOG_OVERHEAD + size > len(data):
+            return end, LOG_OVERHEAD + size
+        end += LOG_OVERHEAD + size
+    return end, 0
 
 
 def remote_file(uri: str) -> RemoteSegment:
