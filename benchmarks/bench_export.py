@@ -15,6 +15,7 @@ makes the 1 GiB partition). The load averages are printed beside each figure.
 
     python benchmarks/bench_export.py [--size 1GiB] [--partitions 16] [--segment-size 32MiB]
                                       [--master local[*]] [--count-master local[2]] [--jobs 0] [--tmp DIR]
+                                      [--local-only]
 
 Built under /dev/shm when there is one, so the figure is decoding and writing, not the disk.
 """
@@ -116,6 +117,7 @@ def main(argv=None) -> int:
     ap.add_argument("--count-master", default="local[2]", help="master of the count() figure")
     ap.add_argument("--jobs", type=int, default=0, help="--engine local workers (0: one per core)")
     ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
+    ap.add_argument("--local-only", action="store_true", help="only the --engine local figure (no Spark)")
     a = ap.parse_args(argv)
     size = parse_size(a.size)
     root = Path(tempfile.mkdtemp(prefix="kafkalog-bench-export-", dir=a.tmp))
@@ -153,6 +155,8 @@ def main(argv=None) -> int:
         print(f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
               f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5, cpu)}   "
               f"worker peak {mem.peak_mib:.0f} MiB   {load()}")
+        if a.local_only:
+            return 0
         t = time.perf_counter()
         from kafkalog_cli.spark.session import get_session
 

@@ -3,6 +3,7 @@ command with their peak memory, and the machine's load beside each figure (the m
 and noisy: compare ratios within one run, never absolute times across runs)."""
 from __future__ import annotations
 
+import compileall
 import os
 import resource
 import shutil
@@ -19,7 +20,12 @@ KAFKA_PYTHON_MISSING = "kafka-python is not installed (pip install kafka-python)
 
 def kafkalog_command() -> list[str]:
     """The installed command, or this interpreter running the package (PYTHONPATH decides which
-    source it runs)."""
+    source it runs). The package's bytecode is compiled first, as `pip install` does: an editable
+    checkout under PYTHONDONTWRITEBYTECODE would otherwise compile every module at each start, a
+    cost no installed copy pays."""
+    import kafkalog_cli
+
+    compileall.compile_dir(str(Path(kafkalog_cli.__file__).parent), quiet=1)
     if os.environ.get("PYTHONPATH"):
         return [sys.executable, "-m", "kafkalog_cli"]
     return [shutil.which("kafkalog") or str(Path(sys.executable).with_name("kafkalog"))]

@@ -12,6 +12,7 @@ import sys
 import click
 
 from kafkalog_cli import __version__
+from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.errors import ExitCode, KafkalogError
 
 # name -> "module:attribute" of a click.Command
@@ -113,3 +114,4 @@ def cli(debug: bool) -> None:
       7  retain or compact refused to delete on a guess (a deciding config cannot be
          read); everything else was done
     """
+    tune_for_streaming()

@@ -164,3 +164,23 @@ def test_workers_stop_at_a_broken_batch_as_one_process_does(tmp_path, monkeypatc
     assert len(ranges) > 4
     assert par == _dump(tmp_path, data, fast=True, jobs=1)
     assert par[1] is not None and "Invalid record size" in par[1]
+
+
+@PROPERTY
+@given(batch=v2_batches(with_headers=False), attributes=st.integers(0, 0xFFFF).filter(lambda a: a & 7 <= 4), crc=st.sampled_from([None, 0, 2**32 - 1]),
+       leader_epoch=st.integers(-1, 2**31 - 1), file=st.text(min_size=1, max_size=12))
+def test_a_batch_line_is_the_batch_object_encoded(batch, attributes, crc, leader_epoch, file):
+    """render.jsonl.batch_line, the %-format every v2 batch line of a JSON dump takes, writes
+    exactly dumps(batch_object): every attribute bit (delete horizon, control, transactional,
+    LogAppendTime, codec), a bad CRC, any file name (quotes, %, non-ASCII)."""
+    data = bytearray(batch)
+    struct.pack_into(">H", data, 21, attributes)
+    struct.pack_into(">i", data, 12, leader_epoch)
+    if crc is None:
+        set_v2_crc(data)
+    else:
+        struct.pack_into(">I", data, 17, crc)
+    b = next(iter_batches(bytes(data), 0))
+    # twice: the second line comes from the cached format
+    for _ in range(2):
+        assert jsonl.batch_line(b, file) == dumps(jsonl.batch_object(b, file)).encode("utf-8", "surrogatepass")

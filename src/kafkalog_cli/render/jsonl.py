@@ -73,6 +73,37 @@ def batch_object(b: RecordBatch, file: str) -> dict:
     return obj
 
 
+# The batch values batch_line fills per batch, in the schema's order (v2 batches: count is never null)
+_BATCH_SLOTS = ("base_offset", "last_offset", "count", "position", "size", "crc", "computed_crc", "base_timestamp",
+                "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "last_sequence",
+                "partition_leader_epoch", "delete_horizon_ms")
+_BATCH_LINES: dict[tuple, bytes] = {}
+
+
+def batch_line(b: RecordBatch, file: str) -> bytes:
+    """batch_object(b, file) of a v2 batch as UTF-8 JSON text, through a %-format kept per file and
+    per the batch's non-numeric values (the per-batch dict and its encoding cost as much as the
+    batch's records take to scan). Same bytes as dumps(batch_object(b, file))."""
+    valid = b.is_valid()
+    horizon = b.delete_horizon_ms
+    key = (file, b.attributes, valid, horizon is None)
+    fmt = _BATCH_LINES.get(key)
+    if fmt is None:
+        if len(_BATCH_LINES) > 4096:
+            _BATCH_LINES.clear()
+        obj = batch_object(b, file)
+        for name in _BATCH_SLOTS:
+            if obj[name] is not None:
+                obj[name] = _mark(name)
+        fmt = _BATCH_LINES[key] = _slotted(dumps(obj), [
+            (name, "%d", False) for name in _BATCH_SLOTS if obj[name] is not None])
+    base = b.base_offset_field
+    values = (base, base + b.last_offset_delta, b.records_count, b.position, b.size, b.crc,
+              b.crc if valid else b.compute_crc(), b.base_timestamp, b.max_timestamp, b.producer_id,
+              b.producer_epoch, b.base_sequence, b.last_sequence, b.partition_leader_epoch)
+    return fmt % (values if horizon is None else values + (horizon,))
+
+
 def record_template(b: RecordBatch) -> dict:
     """A record object of batch `b` with the batch's values in place: `record_object` copies it
     for each record, so they are computed once per batch."""
@@ -266,12 +297,16 @@ class JsonDumper:
         if len(self._lines) >= 1024:
             self.flush()
 
-    def _emit_lines(self, lines: bytes) -> None:
-        """UTF-8 lines, without the last newline."""
+    def _emit_lines(self, lines: bytes, more: bytes = b"") -> None:
+        """UTF-8 lines, without the last newline (and `more` such lines after them)."""
         if self._lines:
             self._encode()
-        self._parts += (lines, b"\n")
-        self._size += len(lines)
+        if more:
+            self._parts += (lines, b"\n", more, b"\n")
+            self._size += len(lines) + len(more)
+        else:
+            self._parts += (lines, b"\n")
+            self._size += len(lines)
         if self._size >= 1 << 20:
             self.flush()
 
@@ -328,25 +363,27 @@ class JsonDumper:
         """The objects of the batches of buf[start:end) (and their records, when deep) -> the end
         of the last batch read."""
         f = self.filters
-        layout = self.layout
+        layout = self.layout if self.deep else None
         valid = released = start
         for b, records in selected_batches(buf, start, end, f, self.deep):
             valid = b.position + b.size
             if valid - released > RELEASE_BYTES:
                 release_pages(buf, released, b.position)
                 released = b.position
-            self._emit(batch_object(b, given))
-            if not self.deep:
-                continue
-            if records is None and layout is not None and b.magic == 2 and not b.attributes & 0x20:
+            if b.magic != 2:
+                self._emit(batch_object(b, given))
+            elif records is None and layout is not None and not b.attributes & 0x20:
                 try:
                     text = fast_v2_json(b, layout)
                 except Exception:   # anything unusual: the general path says what is wrong
-                    pass
+                    self._emit_lines(batch_line(b, given))
                 else:
-                    if text:
-                        self._emit_lines(text)
+                    self._emit_lines(batch_line(b, given), text)
                     continue
+            else:
+                self._emit_lines(batch_line(b, given))
+            if not self.deep:
+                continue
             if records is not None and self.found_layout is not None and b.magic == 2 and not b.attributes & 0x20:
                 found = found_lines(b, records, f, lambda: fast_v2_json(b, self.found_layout).split(b"\n"))
                 if found is not None:

@@ -307,7 +307,7 @@ class _Rows:
         self.offset = 0         # where the bytes read start in the file (a remote segment's chunk)
 
     def flush(self) -> pa.RecordBatch:
-        arrays = [pa.repeat(pa.scalar(self.fixed[n], type=t), self.count) if n in self.fixed else self._array(n, t)
+        arrays = [_repeat(self.fixed[n], t, self.count) if n in self.fixed else self._array(n, t)
                   for n, t, _ in self.cols]
         self.count = 0
         self._clear()
@@ -397,7 +397,7 @@ class _RecordRows(_Rows):
         if name in ("offset", "timestamp", "sequence"):
             return _integers(getattr(self.records, name + "s"), type_)
         if name in self.batch_values:
-            return pa.array(self.batch_values[name], type=type_).take(self._batch_index)
+            return _column(self.batch_values[name], type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
         if not self.record_values:
             return pa.nulls(self.count, type_)
@@ -428,6 +428,38 @@ def _integers(values, type_: pa.DataType) -> pa.Array:
     if not isinstance(values, array) or values.typecode != code:
         values = array(code, values)
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
+
+
+# Columns built from their buffers: pa.array and pa.scalar import pandas, when it is installed,
+# on their first call (half a second of CPU in every worker process), and the record path needs
+# neither.
+def _column(values: list, type_: pa.DataType) -> pa.Array:
+    """A column without nulls of ints, bools or strs (a batch's values, one per batch)."""
+    if type_ in _INT_CODES:
+        return _integers(values, type_)
+    if type_ == pa.bool_():
+        bits = bytearray(-(-len(values) // 8))
+        for i, v in enumerate(values):
+            if v:
+                bits[i >> 3] |= 1 << (i & 7)
+        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(bits)])
+    if type_ == pa.string():
+        data = [v.encode("utf-8", "surrogatepass") for v in values]
+        ends = array("i", [0])
+        total = 0
+        for d in data:
+            total += len(d)
+            ends.append(total)
+        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))])
+    return pa.array(values, type=type_)
+
+
+def _repeat(value, type_: pa.DataType, n: int) -> pa.Array:
+    """`value` n times (a row's topic, partition, segment...): pa.repeat of a scalar taken from a
+    one-row column, not from pa.scalar."""
+    if value is None:
+        return pa.nulls(n, type_)
+    return pa.repeat(_column([value], type_)[0], n)
 
 
 def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
@@ -462,15 +494,22 @@ def _covering(data: pa.Buffer, spans: array) -> pa.BinaryArray:
     return pa.Array.from_buffers(pa.binary(), len(spans), [None, pa.py_buffer(array("i", [0]) + spans), data])
 
 
+_STRIDES: dict[int, pa.Buffer] = {}
+
+
 def _every_fourth(at: int, n: int, nulls) -> pa.Array:
-    """Indexes at, at + 4, ... (n of them), null for the rows in `nulls`."""
-    index = _integers(range(at, 4 * n, 4), pa.int32())
-    if not nulls:
-        return index
-    valid = bytearray(b"\xff") * -(-n // 8)
-    for row in nulls:
-        valid[row >> 3] &= ~(1 << (row & 7))
-    return pa.Array.from_buffers(pa.int32(), n, [pa.py_buffer(valid), index.buffers()[1]])
+    """Indexes at, at + 4, ... (n of them), null for the rows in `nulls`: a view of a buffer kept
+    per `at` (making n ints costs more than the take they serve)."""
+    indexes = _STRIDES.get(at)
+    if indexes is None or indexes.size < 4 * n:
+        indexes = _STRIDES[at] = pa.py_buffer(array("i", range(at, 4 * max(n, 1 << 16), 4)))
+    valid = None
+    if nulls:
+        valid = bytearray(b"\xff") * -(-n // 8)
+        for row in nulls:
+            valid[row >> 3] &= ~(1 << (row & 7))
+        valid = pa.py_buffer(valid)
+    return pa.Array.from_buffers(pa.int32(), n, [valid, indexes])
 
 
 def scan_segment(ref: Segment, level: str = "record") -> int:

@@ -31,6 +31,7 @@ import os
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment
 from kafkalog_cli.spark.sources import partition_filter, source_paths
 from kafkalog_cli.storage.remote import segments_of_sources
@@ -116,6 +117,7 @@ class KafkalogReader(DataSourceReader):
 
     # -- executors
     def read(self, partition):
+        tune_for_streaming()
         for ref in partition.refs:
             yield from read_segment(ref, self.cols, level=self.level, pushdown=self.pushdown)
 

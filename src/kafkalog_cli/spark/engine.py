@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.errors import KafkalogError
 
 ENGINES = ("local", "spark")
@@ -26,6 +27,7 @@ def _call(fn, args, kwargs, star, item):
     """Run one partition; errors travel back as plain data (exceptions with extra fields do not
     survive pickling, and Spark would bury them in a Java stack trace)."""
     index, path = item
+    tune_for_streaming()
     try:
         lead = tuple(path) if star else (path,)
         return index, ("ok", fn(*lead, *args, **kwargs))
@@ -93,6 +95,10 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
             from concurrent.futures import ProcessPoolExecutor
 
             ctx = multiprocessing.get_context("forkserver" if hasattr(os, "fork") else "spawn")
+            if ctx.get_start_method() == "forkserver":
+                # the workers fork from a server that has imported fn's module (pyarrow, for
+                # export) once, instead of each importing it
+                ctx.set_forkserver_preload([fn.__module__])
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 results = list(pool.map(call, items, chunksize=1))
     out: list[Any] = [None] * len(items)
