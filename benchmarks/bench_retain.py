@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.formats.producer_state import encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import retain
 from kafkalog_cli.storage.logdir import partition_dirs_for
@@ -91,7 +92,7 @@ def build(root: Path, partitions: int, segments: int) -> None:
             write(prefix + ".index", index, 10485760 if last else None)
             write(prefix + ".timeindex", timeindex, 10485756 if last else None)
         leo = segments * SEGMENT_OFFSETS
-        write(f"{d}/{leo:020d}.snapshot", bytes.fromhex("0001a3d2b8e100000000"))
+        write(f"{d}/{leo:020d}.snapshot", encode_producer_snapshot([]))
         write(f"{d}/leader-epoch-checkpoint", b"0\n1\n0 0\n")
         hw_lines.append(f"{topic} {part} {leo}\n")
     text = f"0\n{len(hw_lines)}\n" + "".join(hw_lines)
