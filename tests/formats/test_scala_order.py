@@ -3,7 +3,7 @@
 tests/fixtures/checkpoint_order/ holds what a Kafka 3.3.1 broker wrote (tests/broker_order made
 them: one log dir with 1, 3, 5, 12, 40 and 200 partitions in turn, names of many lengths, some
 partitions with a raised log start, 8 cleaned compacted ones; `shutdown-200` is the clean
-shutdown's). Our writer, given the same entries and no earlier order, writes the same bytes."""
+shutdown's, `restart-200` a restarted broker's). Our writer, given the same entries and no earlier order, writes the same bytes."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -54,6 +54,13 @@ def test_equal_hashes_in_the_broker_files():
         return keys.index(("a", 0)) < keys.index(("B", 1))
     assert rank(FIXTURES / "phase6-200" / "recovery-point-offset-checkpoint")
     assert not rank(FIXTURES / "phase5-40" / "replication-offset-checkpoint")
+    # a restart swapped them, and nothing else
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        before = [(t, p) for t, p, _ in entries(FIXTURES / "shutdown-200" / name)]
+        after = [(t, p) for t, p, _ in entries(FIXTURES / "restart-200" / name)]
+        assert rank(FIXTURES / "shutdown-200" / name) != rank(FIXTURES / "restart-200" / name)
+        assert [k for k in before if k not in {("a", 0), ("B", 1)}] == \
+            [k for k in after if k not in {("a", 0), ("B", 1)}]
 
 
 def test_written_from_scratch_not_sorted():
