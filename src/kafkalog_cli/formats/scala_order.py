@@ -137,26 +137,35 @@ def any_ref_map_order(keys: Iterable[Hashable], hash_code, initial_buffer_size: 
 
 def concurrent_hash_map_order(keys: Iterable[Hashable], hash_code) -> list:
     """`new ConcurrentHashMap()` then `put` each key in turn: the order its iterators give
-    (bins in index order, a bin's list in order; a resize splits each bin, the moved nodes before
-    the bin's last run in reverse, as `transfer` does)."""
+    (bins in index order, a bin's list in order). A resize splits each list bin, the moved nodes
+    before the bin's last run in reverse (`transfer`); a bin of 9 on a table under 64 doubles the
+    table instead (`treeifyBin` -> `tryPresize`), on a larger one becomes a tree bin, which adds
+    new nodes at the front of its list and splits in order."""
     table: list[list] = [[] for _ in range(16)]
+    trees: set[int] = set()
     size_ctl = 12
     count = 0
     for k in dict.fromkeys(keys):
         h = _u32(hash_code(k))
         h = (h ^ (h >> 16)) & 0x7FFFFFFF        # spread
-        b = table[h & (len(table) - 1)]
+        i = h & (len(table) - 1)
+        b = table[i]
         bin_count = len(b)
-        b.append((h, k))
+        if i in trees:
+            b.insert(0, (h, k))
+        else:
+            b.append((h, k))
+            if bin_count >= 8 and len(table) < 64:   # treeifyBin on a small table: tryPresize(n << 1)
+                size = len(table) << 1
+                c = _table_size_for(size + (size >> 1) + 1)
+                while c > size_ctl:
+                    table, trees = _transfer(table, trees)
+                    size_ctl = len(table) - (len(table) >> 2)
+            elif bin_count >= 8:
+                trees.add(i)
         count += 1
-        if bin_count >= 8 and len(table) < 64:   # treeifyBin on a small table: tryPresize(n << 1)
-            size = len(table) << 1
-            c = _table_size_for(size + (size >> 1) + 1)
-            while c > size_ctl:
-                table = _transfer(table)
-                size_ctl = len(table) - (len(table) >> 2)
         while count >= size_ctl:                 # addCount
-            table = _transfer(table)
+            table, trees = _transfer(table, trees)
             size_ctl = len(table) - (len(table) >> 2)
     return [k for b in table for _, k in b]
 
@@ -168,11 +177,17 @@ def _table_size_for(c: int) -> int:
     return n
 
 
-def _transfer(table: list[list]) -> list[list]:
+def _transfer(table: list[list], trees: set[int]) -> tuple[list[list], set[int]]:
     n = len(table)
     nxt: list[list] = [[] for _ in range(2 * n)]
+    new_trees: set[int] = set()
     for i, b in enumerate(table):
         if not b:
+            continue
+        if i in trees:                           # TreeBin: both halves keep their order
+            nxt[i] = [node for node in b if not node[0] & n]
+            nxt[i + n] = [node for node in b if node[0] & n]
+            new_trees.update(j for j in (i, i + n) if len(nxt[j]) > 6)   # UNTREEIFY_THRESHOLD
             continue
         last_run = 0                             # index of the start of the tail run with one bit
         for j in range(1, len(b)):
@@ -184,7 +199,7 @@ def _transfer(table: list[list]) -> list[list]:
         for node in b[:last_run]:                # prepended one by one: reversed
             (high if node[0] & n else low).insert(0, node)
         nxt[i], nxt[i + n] = low, high
-    return nxt
+    return nxt, new_trees
 
 
 # ---------------------------------------------------------------------------------------------
