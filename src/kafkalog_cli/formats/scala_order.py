@@ -2,8 +2,9 @@
 
 Each file is written from an in-memory map, in that map's iteration order, which is a function of
 the key set, the map's table size and, only between keys that hash alike, of insertion order.
-The broker runs Scala 2.13 collections (2.13.8 at build time; the broker here ships
-scala-library 2.13.18, with the same iteration rules) on Java 17:
+The broker runs Scala 2.13 collections on Java 17 (Kafka 3.3.1 releases ship scala-library
+2.13.8, the broker built here 2.13.18: their HashMap and AnyRefMap iterate alike; checked against
+2.13.18 by tests/broker_order):
 
 - recovery-point-offset-checkpoint: LogManager.checkpointRecoveryOffsetsInDir maps the dir's
   logs (a mutable.AnyRefMap typed as collection.Map) with `.map`, which is MapOps.map:
@@ -20,7 +21,9 @@ scala-library 2.13.18, with the same iteration rules) on Java 17:
   the file's order, then sorted;
 - cleaner-offset-checkpoint: LogCleanerManager.updateCheckpoints reads the file into an
   immutable Map (`toMap`: Map1..Map4 keep insertion order, from 5 entries a CHAMP HashMap),
-  filters it, removes and adds one entry, and writes that map.
+  filters it, removes and adds one entry, and writes that map. (maybeTruncateCheckpoint, when a
+  follower truncates a compacted log below its cleaner offset, writes a mutable.HashMap instead;
+  kafkalog never does what calls it.)
 
 Where the emulation cannot know the order (keys whose hashCodes are equal, which Map1..Map4,
 the AnyRefMap's probing and ConcurrentHashMap bins order by insertion), insertion order is taken
@@ -90,14 +93,11 @@ def _any_ref_hash(h: int) -> int:
 
 
 def _initial_mask(n: int) -> int:
-    if n < 0:
+    """AnyRefMap's mask for an initial buffer of `n`: the power of two at or above it, less one,
+    at least 7."""
+    if n <= 1:
         return 0x7
-    return ((((1 << (32 - _nlz(n - 1))) - 1) & _INDEX_MASK) | 0x7) if n > 1 else 0x7
-
-
-def _nlz(x: int) -> int:
-    """Integer.numberOfLeadingZeros (a negative int has none)."""
-    return 0 if x < 0 else 32 - x.bit_length()
+    return (((1 << (n - 1).bit_length()) - 1) & _INDEX_MASK) | 0x7
 
 
 def _probe(slots: list, h: int, mask: int) -> int:
