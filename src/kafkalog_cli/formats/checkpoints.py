@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
 from kafkalog_cli.errors import CheckpointError
+from kafkalog_cli.formats.internal.kafka_protocol import java_string_hash
+from kafkalog_cli.formats.scala_order import CheckpointKind, broker_order
 
 T = TypeVar("T")
 
@@ -163,15 +165,22 @@ def parse_offset_checkpoint(buf: bytes | bytearray | memoryview, *,
 
 
 def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
-                             order: Iterable[tuple[str, int]] | None = None) -> bytes:
-    """The file. Entries in `order` come first, in that order (a rewrite keeps the broker's own
-    order, so an unchanged file stays byte-identical); the rest sorted by (topic, partition).
-    Kafka's order is HashMap order, which readers do not depend on."""
+                             order: Iterable[tuple[str, int]] | None = None,
+                             kind: CheckpointKind | str = CheckpointKind.RECOVERY_POINT) -> bytes:
+    """The file, entries in the order the broker writes a checkpoint of `kind` (a CheckpointKind or
+    the file's name) in: a function of the keys (formats.scala_order), so that a file the broker
+    wrote and we rewrite with the same keys stays byte-identical. `order` is the file's current
+    order: where the cleaner checkpoint's rewrite starts from, and how keys with equal hashCodes
+    are ordered, which the broker decides by insertion order."""
     for topic, _ in offsets:
         if not topic or _JAVA_WS.search(topic):
             raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint file")
-    first = [k for k in dict.fromkeys(order or ()) if k in offsets]
-    keys = first + sorted(k for k in offsets if k not in set(first))
+    if isinstance(kind, str):
+        named = CheckpointKind.of_file(kind)
+        if named is None:
+            raise ValueError(f"{kind!r} is not a root offset checkpoint file")
+        kind = named
+    keys = broker_order(kind, offsets, order or ())
     return _write_checkpoint(f"{t} {p} {offsets[(t, p)]}" for t, p in keys)
 
 
@@ -437,14 +446,6 @@ def _save_convert(s: str, escape_space: bool, unicode_escapes: bool) -> str:
     return "".join(out)
 
 
-def _java_string_hash(s: str) -> int:
-    h = 0
-    units = s.encode("utf-16-be")
-    for k in range(0, len(units), 2):
-        h = (31 * h + (units[k] << 8 | units[k + 1])) & 0xFFFFFFFF
-    return h
-
-
 def _store_order(keys: list[str], order: str) -> list[str]:
     """The order Properties.store writes keys in, which depends on the JVM:
     `sorted` (JDK 18+ sorts), `jdk9` (JDK 9-17: ConcurrentHashMap of 16 bins, exact below 12 keys),
@@ -457,13 +458,13 @@ def _store_order(keys: list[str], order: str) -> list[str]:
             n *= 2
         def spread(h: int) -> int:
             return (h ^ (h >> 16)) & 0x7FFFFFFF
-        return sorted(keys, key=lambda k: spread(_java_string_hash(k)) & (n - 1))  # stable: insertion order in a bin
+        return sorted(keys, key=lambda k: spread(java_string_hash(k) & 0xFFFFFFFF) & (n - 1))  # stable: insertion order in a bin
     if order == "jdk8":
         n = 11
         while len(keys) > n * 3 // 4:
             n = n * 2 + 1
         indexed = list(enumerate(keys))
-        indexed.sort(key=lambda ik: (-((_java_string_hash(ik[1]) & 0x7FFFFFFF) % n), -ik[0]))
+        indexed.sort(key=lambda ik: (-((java_string_hash(ik[1]) & 0x7FFFFFFF) % n), -ik[0]))
         return [k for _, k in indexed]
     raise ValueError(f"unknown order {order!r}; use 'sorted', 'jdk9' or 'jdk8'")
 

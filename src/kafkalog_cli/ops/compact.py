@@ -411,7 +411,7 @@ def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int, order: li
     offsets = ckpt.read_offsets(path)
     order = list(offsets) if order is None else order
     offsets[(ltc.topic, ltc.partition)] = end_offset
-    fsops.write_atomic(path, ckpt.encode_offsets(offsets, order))
+    fsops.write_atomic(path, ckpt.encode_offsets(offsets, order, kind=path.name))
 
 
 def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:

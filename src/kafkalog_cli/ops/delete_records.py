@@ -187,7 +187,7 @@ def _log_starts_first(p: Plan, checkpoint: OffsetCheckpoint) -> None:
               if s.get("new_log_start_offset", -1) > s.get("old_log_start_offset", -1)}
     if not raised:
         return
-    data = checkpoint_text.encode_offsets({**checkpoint.offsets, **raised}, order=checkpoint.order)
+    data = checkpoint_text.encode_offsets({**checkpoint.offsets, **raised}, order=checkpoint.order, kind=checkpoint.path.name)
     final = [a for a in p.actions if a.kind is ActionKind.UPDATE_CHECKPOINT and a.path == checkpoint.path]
     if final and final[-1].data == data:
         p.actions.remove(final[-1])
@@ -199,7 +199,7 @@ def _log_starts_first(p: Plan, checkpoint: OffsetCheckpoint) -> None:
                                    "raised log start offsets, before any segment is deleted", data=data))
     if not final:       # the file ends as it began: its entries were at segment bases, and still are
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, checkpoint.path, "log start offsets after segment deletion",
-                     data=checkpoint_text.encode_offsets(checkpoint.offsets, order=checkpoint.order)))
+                     data=checkpoint_text.encode_offsets(checkpoint.offsets, order=checkpoint.order, kind=checkpoint.path.name)))
 
 
 def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: ConfigResolver

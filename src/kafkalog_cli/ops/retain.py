@@ -424,7 +424,7 @@ def _checkpoint_actions(p: Plan, roots: RootCheckpoints, new_log_starts: dict, n
                 starts[key] = value
         if starts != log_starts.offsets:
             p.add(Action(ActionKind.UPDATE_CHECKPOINT, log_starts.path, "log start offsets after segment deletion",
-                         data=checkpoint_text.encode_offsets(starts, order=log_starts.order)))
+                         data=checkpoint_text.encode_offsets(starts, order=log_starts.order, kind=log_starts.path.name)))
     if new_recovery_points and any(recovery_points.offsets.get(k) != v for k, v in new_recovery_points.items()):
         points = {**recovery_points.offsets, **new_recovery_points}
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, recovery_points.path,

@@ -38,8 +38,10 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def encode_offsets(offsets: dict[tuple[str, int], int], order: list | None = None) -> bytes:
-    return encode_offset_checkpoint(offsets, order=order)
+def encode_offsets(offsets: dict[tuple[str, int], int], order: list | None = None,
+                   kind: str = "recovery-point-offset-checkpoint") -> bytes:
+    """`kind`: the file's name, which decides the broker's entry order."""
+    return encode_offset_checkpoint(offsets, order=order, kind=kind)
 
 
 def read_epochs(path: Path) -> list[tuple[int, int]]:
