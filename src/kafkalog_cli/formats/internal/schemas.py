@@ -62,6 +62,13 @@ _MEMBER_ASSIGNMENT = (
     F("state", "int8"),
     F("assignedPartitions", "[]struct", fields=_TOPIC_PARTITIONS),
 )
+# what a consumer or streams group member record says of its client
+_MEMBER_CLIENT = (
+    F("instanceId", "string", null="0+"),
+    F("rackId", "string", null="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+)
 _PARTITION_METADATA = F("topics", "[]struct", fields=(
     F("topicId", "uuid"),
     F("topicName", "string"),
@@ -94,6 +101,11 @@ _ENDPOINTS = F("endPoints", "[]struct", fields=(
 _FEATURES = F("features", "[]struct", fields=(
     F("name", "string"), F("minSupportedVersion", "int16"), F("maxSupportedVersion", "int16")))
 _BROKER_ID_EPOCH = (F("id", "int32"), F("epoch", "int64"))
+# Kafka Streams group pieces
+_KEY_VALUE = (F("key", "string"), F("value", "string"))
+_TASK_IDS = (F("subtopologyId", "string"), F("partitions", "[]int32"))
+_TOPIC_INFO = (F("name", "string"), F("partitions", "int32"), F("replicationFactor", "int16"),
+               F("topicConfigs", "[]struct", fields=_KEY_VALUE))
 
 
 MESSAGES: dict[str, Struct] = _named({
@@ -130,10 +142,7 @@ MESSAGES: dict[str, Struct] = _named({
     "ConsumerGroupPartitionMetadataValue": _flexible(_PARTITION_METADATA),
     "ConsumerGroupMemberMetadataKey": _key("5", "groupId", "memberId"),
     "ConsumerGroupMemberMetadataValue": _flexible(
-        F("instanceId", "string", null="0+"),
-        F("rackId", "string", null="0+"),
-        F("clientId", "string"),
-        F("clientHost", "string"),
+        *_MEMBER_CLIENT,
         F("subscribedTopicNames", "[]string"),
         F("subscribedTopicRegex", "string", null="0+"),
         F("rebalanceTimeoutMs", "int32", default=-1),
@@ -178,6 +187,53 @@ MESSAGES: dict[str, Struct] = _named({
     "ConsumerGroupRegularExpressionKey": _key("16", "groupId", "regularExpression"),
     "ConsumerGroupRegularExpressionValue": _flexible(
         F("topics", "[]string"), F("version", "int64"), F("timestamp", "int64")),
+    # Kafka Streams groups (KIP-1071), as Kafka 4.2.0 writes them. Only the types whose 4.2.0 layout
+    # is pinned are here; the others stay "Unknown record type", as a wrong decode is worse.
+    # Evidence (apache/kafka, group-coordinator/src/main/resources/common/message):
+    # - 19, 23: StreamsGroupMemberMetadataKey.json @7e11ea85 ("apiKey": 19), StreamsGroupTopologyKey.json
+    #   @59bf751f (key version 23); values @59bf751f. The fields are the ones 4.x
+    #   StreamsCoordinatorRecordHelpers (newStreamsGroupMemberRecord, convertToStreamsGroupTopologyRecord)
+    #   sets, and the topology is StreamsGroupHeartbeatRequest v0's (Kafka 4.1). Later changes to
+    #   either (KAFKA-20169 static membership, KAFKA-20744 rack tags) are of May 2026, after 4.2.0.
+    # - 20: StreamsGroupTargetAssignmentMetadataValue.json @5c1644fc ("apiKey": 20): AssignmentEpoch
+    #   alone; its tagged AssignmentTimestamp came with KAFKA-20266 (PR #21652, March 2026), after
+    #   4.2.0 (released before the 4.2 docs update of 2026-02-25).
+    # - 21: StreamsGroupTargetAssignmentMemberValue.json @75a150ae ("apiKey": 21); PR #20730
+    #   (KAFKA-19779, Oct 2025) keeps target assignments without assignment epochs.
+    # Not decoded: 17 StreamsGroupMetadata (Epoch, MetadataHash, tagged ValidatedTopologyEpoch and a
+    # tag-1 assignment-config list from PR #20702, Oct 2025, whose JSON name in 4.2.0 -
+    # "assignmentConfigs" or "lastAssignmentConfigs" - is not pinned); 22 StreamsGroupCurrentMemberAssignment
+    # (per-task assignment epochs from KAFKA-19779, Oct 2025, layout not pinned); 24
+    # StreamsGroupTargetAssignmentResolvedTopicIds (not shown to be in 4.2.0). 18
+    # StreamsGroupPartitionMetadata was removed before 4.1 (PR #19802, May 2025): 4.2 prints it unknown.
+    "StreamsGroupMemberMetadataKey": _key("19", "groupId", "memberId"),
+    "StreamsGroupMemberMetadataValue": _flexible(
+        *_MEMBER_CLIENT,
+        F("rebalanceTimeoutMs", "int32", default=-1),
+        F("topologyEpoch", "int32"),
+        F("processId", "string"),
+        F("userEndpoint", "struct", null="0+", default=NULL, fields=(F("host", "string"), F("port", "uint16"))),
+        F("clientTags", "[]struct", fields=_KEY_VALUE),
+    ),
+    "StreamsGroupTargetAssignmentMetadataKey": _key("20", "groupId"),
+    "StreamsGroupTargetAssignmentMetadataValue": _flexible(F("assignmentEpoch", "int32")),
+    "StreamsGroupTargetAssignmentMemberKey": _key("21", "groupId", "memberId"),
+    "StreamsGroupTargetAssignmentMemberValue": _flexible(
+        *(F(role, "[]struct", fields=_TASK_IDS) for role in ("activeTasks", "standbyTasks", "warmupTasks"))),
+    "StreamsGroupTopologyKey": _key("23", "groupId"),
+    "StreamsGroupTopologyValue": _flexible(
+        F("epoch", "int32"),
+        F("subtopologies", "[]struct", fields=(
+            F("subtopologyId", "string"),
+            F("sourceTopics", "[]string"),
+            F("sourceTopicRegex", "[]string"),
+            F("stateChangelogTopics", "[]struct", fields=_TOPIC_INFO),
+            F("repartitionSinkTopics", "[]string"),
+            F("repartitionSourceTopics", "[]struct", fields=_TOPIC_INFO),
+            F("copartitionGroups", "[]struct", fields=tuple(
+                F(name, "[]int16") for name in ("sourceTopics", "sourceTopicRegex", "repartitionSourceTopics"))),
+        )),
+    ),
     # __transaction_state
     "TransactionLogKey": _key("0", "transactionalId"),
     "TransactionLogValue": S("0-1", "1+", (
@@ -367,7 +423,8 @@ GROUP_RECORD_TYPES: dict[int, str] = {
     9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
     12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
     14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression",
+    16: "ConsumerGroupRegularExpression", 19: "StreamsGroupMemberMetadata", 20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember", 23: "StreamsGroupTopology",
 }
 SHARE_RECORD_TYPES: dict[int, str] = {0: "ShareSnapshot", 1: "ShareUpdate"}
 TRANSACTION_RECORD_TYPES: dict[int, str] = {0: "TransactionLog"}
