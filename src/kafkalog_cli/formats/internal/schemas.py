@@ -200,11 +200,13 @@ MESSAGES: dict[str, Struct] = _named({
     #   4.2.0 (released before the 4.2 docs update of 2026-02-25).
     # - 21: StreamsGroupTargetAssignmentMemberValue.json @75a150ae ("apiKey": 21); PR #20730
     #   (KAFKA-19779, Oct 2025) keeps target assignments without assignment epochs.
-    # Not decoded: 17 StreamsGroupMetadata (Epoch, MetadataHash, tagged ValidatedTopologyEpoch and a
-    # tag-1 assignment-config list from PR #20702, Oct 2025, whose JSON name in 4.2.0 -
-    # "assignmentConfigs" or "lastAssignmentConfigs" - is not pinned); 22 StreamsGroupCurrentMemberAssignment
-    # (per-task assignment epochs from KAFKA-19779, Oct 2025, layout not pinned); 24
-    # StreamsGroupTargetAssignmentResolvedTopicIds (not shown to be in 4.2.0). 18
+    # Not decoded: 17 StreamsGroupMetadata: Epoch int32, MetadataHash int64, tagged ValidatedTopologyEpoch
+    # (tag 0, -1; PR #20600, Sep 2025) and a tag-1 nullable list of {Key, Value} (PR #20702, Oct 2025),
+    # named "AssignmentConfigs" in that PR's review of 2025-10-16 and "LastAssignmentConfigs" on trunk in
+    # June 2026 (PR #22464): its JSON name in 4.2.0 is not pinned. 22 StreamsGroupCurrentMemberAssignment:
+    # KAFKA-19779 (Oct 2025) gave its TaskIds a nullable AssignmentEpochs []int32 (Kafka reads null as a
+    # record without epochs, so it is tagged), whose tag only a third-party transcription gives. 24
+    # StreamsGroupTargetAssignmentResolvedTopicIds: not shown to be in 4.2.0. 18
     # StreamsGroupPartitionMetadata was removed before 4.1 (PR #19802, May 2025): 4.2 prints it unknown.
     "StreamsGroupMemberMetadataKey": _key("19", "groupId", "memberId"),
     "StreamsGroupMemberMetadataValue": _flexible(
