@@ -104,6 +104,8 @@ _BROKER_ID_EPOCH = (F("id", "int32"), F("epoch", "int64"))
 # Kafka Streams group pieces
 _KEY_VALUE = (F("key", "string"), F("value", "string"))
 _TASK_IDS = (F("subtopologyId", "string"), F("partitions", "[]int32"))
+# a current assignment's tasks also carry the epoch each partition was assigned at (KAFKA-19779)
+_TASK_IDS_WITH_EPOCHS = (*_TASK_IDS, F("assignmentEpochs", "[]int32", null="0+", tag=0, default=NULL))
 _TOPIC_INFO = (F("name", "string"), F("partitions", "int32"), F("replicationFactor", "int16"),
                F("topicConfigs", "[]struct", fields=_KEY_VALUE))
 
@@ -187,8 +189,7 @@ MESSAGES: dict[str, Struct] = _named({
     "ConsumerGroupRegularExpressionKey": _key("16", "groupId", "regularExpression"),
     "ConsumerGroupRegularExpressionValue": _flexible(
         F("topics", "[]string"), F("version", "int64"), F("timestamp", "int64")),
-    # Kafka Streams groups (KIP-1071), as Kafka 4.2.0 writes them. Only the types whose 4.2.0 layout
-    # is pinned are here; the others stay "Unknown record type", as a wrong decode is worse.
+    # Kafka Streams groups (KIP-1071), as Kafka 4.2.0 writes them.
     # Evidence (apache/kafka, group-coordinator/src/main/resources/common/message):
     # - 19, 23: StreamsGroupMemberMetadataKey.json @7e11ea85 ("apiKey": 19), StreamsGroupTopologyKey.json
     #   @59bf751f (key version 23); values @59bf751f. The fields are the ones 4.x
@@ -200,14 +201,39 @@ MESSAGES: dict[str, Struct] = _named({
     #   4.2.0 (released before the 4.2 docs update of 2026-02-25).
     # - 21: StreamsGroupTargetAssignmentMemberValue.json @75a150ae ("apiKey": 21); PR #20730
     #   (KAFKA-19779, Oct 2025) keeps target assignments without assignment epochs.
-    # Not decoded: 17 StreamsGroupMetadata: Epoch int32, MetadataHash int64, tagged ValidatedTopologyEpoch
-    # (tag 0, -1; PR #20600, Sep 2025) and a tag-1 nullable list of {Key, Value} (PR #20702, Oct 2025),
-    # named "AssignmentConfigs" in that PR's review of 2025-10-16 and "LastAssignmentConfigs" on trunk in
-    # June 2026 (PR #22464): its JSON name in 4.2.0 is not pinned. 22 StreamsGroupCurrentMemberAssignment:
-    # KAFKA-19779 (Oct 2025) gave its TaskIds a nullable AssignmentEpochs []int32 (Kafka reads null as a
-    # record without epochs, so it is tagged), whose tag only a third-party transcription gives. 24
-    # StreamsGroupTargetAssignmentResolvedTopicIds: not shown to be in 4.2.0. 18
+    # - 17: StreamsGroupMetadataValue.json @1291a930 ("apiKey": 17): Epoch, MetadataHash, tagged
+    #   ValidatedTopologyEpoch (tag 0, default -1; PR #20600, Sep 2025). PR #20702 (KAFKA-19765, merged
+    #   Oct 2025, before the 4.2 cut) adds the last assignment configs: its review diff of 2025-10-16 has
+    #   them tagged, "tag": 1, nullableVersions "0+", default null, a list of {Key string, Value string}
+    #   ("we should handle null in replay": 4.1's records lack it); a transcription of 4.3.1's JSON has the
+    #   same tag, type and default (the untagged variant @1291a930 predates that review: a 4.3 that
+    #   reads 4.2's records cannot have turned it tagged).
+    #   Kafka 4.2 always writes it (newStreamsGroupMetadataRecord requires the configs, an empty map
+    #   gives []). Its JSON name: that review diff says "AssignmentConfigs"; every later source says
+    #   "LastAssignmentConfigs" (StreamsGroup.lastAssignmentConfigs / setLastAssignmentConfigs of the
+    #   Oct 2025 KAFKA-19779 [4/N] tree, StreamsGroupMetadataValue.LastAssignmentConfig and
+    #   setLastAssignmentConfigs in trunk of 2026, PR #22464, #23165): we print lastAssignmentConfigs,
+    #   the name of the nearest later source, as the name at the cut is not pinned. Tags 2 and 3
+    #   (KIP-1331 topology description epochs, PR #22464, June 2026) are not 4.2.0's: skipped.
+    # - 22: StreamsGroupCurrentMemberAssignmentValue.json @5096058a: MemberEpoch, PreviousMemberEpoch,
+    #   State, then six []TaskIds (the three roles, then their pending revocations), as
+    #   newStreamsGroupCurrentAssignmentRecord sets them. KAFKA-19779 [3/N] (PR #20730, merged Oct 2025)
+    #   gives TaskIds the assignment epoch of each partition: TasksTupleWithEpochs.
+    #   fromCurrentAssignmentRecord reads taskIds.assignmentEpochs() and takes null for a record written
+    #   without epochs, while the value stays version 0, so the field is tagged and nullable with
+    #   default null; Kafka writes it for the active tasks (and active tasks pending revocation) only.
+    #   Its tag, 0 (the struct's only tagged field), is the one a transcription of 4.3.1's JSON gives;
+    #   a record whose epochs had any other tag would show without them, never with wrong values.
+    #   The [1/N] PR #20681 (a RevocationEpoch field) was closed unmerged: not in 4.2.0.
+    # Not decoded: 24 StreamsGroupTargetAssignmentResolvedTopicIds: not shown to be in 4.2.0. 18
     # StreamsGroupPartitionMetadata was removed before 4.1 (PR #19802, May 2025): 4.2 prints it unknown.
+    "StreamsGroupMetadataKey": _key("17", "groupId"),
+    "StreamsGroupMetadataValue": _flexible(
+        F("epoch", "int32"),
+        F("metadataHash", "int64"),
+        F("validatedTopologyEpoch", "int32", tag=0, default=-1),
+        F("lastAssignmentConfigs", "[]struct", null="0+", tag=1, default=NULL, fields=_KEY_VALUE),
+    ),
     "StreamsGroupMemberMetadataKey": _key("19", "groupId", "memberId"),
     "StreamsGroupMemberMetadataValue": _flexible(
         *_MEMBER_CLIENT,
@@ -222,6 +248,14 @@ MESSAGES: dict[str, Struct] = _named({
     "StreamsGroupTargetAssignmentMemberKey": _key("21", "groupId", "memberId"),
     "StreamsGroupTargetAssignmentMemberValue": _flexible(
         *(F(role, "[]struct", fields=_TASK_IDS) for role in ("activeTasks", "standbyTasks", "warmupTasks"))),
+    "StreamsGroupCurrentMemberAssignmentKey": _key("22", "groupId", "memberId"),
+    "StreamsGroupCurrentMemberAssignmentValue": _flexible(
+        F("memberEpoch", "int32"),
+        F("previousMemberEpoch", "int32"),
+        F("state", "int8"),
+        *(F(role + suffix, "[]struct", fields=_TASK_IDS_WITH_EPOCHS)
+          for suffix in ("", "PendingRevocation") for role in ("activeTasks", "standbyTasks", "warmupTasks")),
+    ),
     "StreamsGroupTopologyKey": _key("23", "groupId"),
     "StreamsGroupTopologyValue": _flexible(
         F("epoch", "int32"),
@@ -425,8 +459,9 @@ GROUP_RECORD_TYPES: dict[int, str] = {
     9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
     12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
     14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression", 19: "StreamsGroupMemberMetadata", 20: "StreamsGroupTargetAssignmentMetadata",
-    21: "StreamsGroupTargetAssignmentMember", 23: "StreamsGroupTopology",
+    16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata", 19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
 }
 SHARE_RECORD_TYPES: dict[int, str] = {0: "ShareSnapshot", 1: "ShareUpdate"}
 TRANSACTION_RECORD_TYPES: dict[int, str] = {0: "TransactionLog"}
