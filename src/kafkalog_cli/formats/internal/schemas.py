@@ -62,6 +62,13 @@ _MEMBER_ASSIGNMENT = (
     F("state", "int8"),
     F("assignedPartitions", "[]struct", fields=_TOPIC_PARTITIONS),
 )
+# what a consumer or streams group member record says of its client
+_MEMBER_CLIENT = (
+    F("instanceId", "string", null="0+"),
+    F("rackId", "string", null="0+"),
+    F("clientId", "string"),
+    F("clientHost", "string"),
+)
 _PARTITION_METADATA = F("topics", "[]struct", fields=(
     F("topicId", "uuid"),
     F("topicName", "string"),
@@ -94,6 +101,13 @@ _ENDPOINTS = F("endPoints", "[]struct", fields=(
 _FEATURES = F("features", "[]struct", fields=(
     F("name", "string"), F("minSupportedVersion", "int16"), F("maxSupportedVersion", "int16")))
 _BROKER_ID_EPOCH = (F("id", "int32"), F("epoch", "int64"))
+# Kafka Streams group pieces
+_KEY_VALUE = (F("key", "string"), F("value", "string"))
+_TASK_IDS = (F("subtopologyId", "string"), F("partitions", "[]int32"))
+# a current assignment's tasks also carry the epoch each partition was assigned at (KAFKA-19779)
+_TASK_IDS_WITH_EPOCHS = (*_TASK_IDS, F("assignmentEpochs", "[]int32", null="0+", tag=0, default=NULL))
+_TOPIC_INFO = (F("name", "string"), F("partitions", "int32"), F("replicationFactor", "int16"),
+               F("topicConfigs", "[]struct", fields=_KEY_VALUE))
 
 
 MESSAGES: dict[str, Struct] = _named({
@@ -130,10 +144,7 @@ MESSAGES: dict[str, Struct] = _named({
     "ConsumerGroupPartitionMetadataValue": _flexible(_PARTITION_METADATA),
     "ConsumerGroupMemberMetadataKey": _key("5", "groupId", "memberId"),
     "ConsumerGroupMemberMetadataValue": _flexible(
-        F("instanceId", "string", null="0+"),
-        F("rackId", "string", null="0+"),
-        F("clientId", "string"),
-        F("clientHost", "string"),
+        *_MEMBER_CLIENT,
         F("subscribedTopicNames", "[]string"),
         F("subscribedTopicRegex", "string", null="0+"),
         F("rebalanceTimeoutMs", "int32", default=-1),
@@ -178,6 +189,87 @@ MESSAGES: dict[str, Struct] = _named({
     "ConsumerGroupRegularExpressionKey": _key("16", "groupId", "regularExpression"),
     "ConsumerGroupRegularExpressionValue": _flexible(
         F("topics", "[]string"), F("version", "int64"), F("timestamp", "int64")),
+    # Kafka Streams groups (KIP-1071), as Kafka 4.2.0 writes them.
+    # Evidence (apache/kafka, group-coordinator/src/main/resources/common/message):
+    # - 19, 23: StreamsGroupMemberMetadataKey.json @7e11ea85 ("apiKey": 19), StreamsGroupTopologyKey.json
+    #   @59bf751f (key version 23); values @59bf751f. The fields are the ones 4.x
+    #   StreamsCoordinatorRecordHelpers (newStreamsGroupMemberRecord, convertToStreamsGroupTopologyRecord)
+    #   sets, and the topology is StreamsGroupHeartbeatRequest v0's (Kafka 4.1). Later changes to
+    #   either (KAFKA-20169 static membership, KAFKA-20744 rack tags) are of May 2026, after 4.2.0.
+    # - 20: StreamsGroupTargetAssignmentMetadataValue.json @5c1644fc ("apiKey": 20): AssignmentEpoch
+    #   alone; its tagged AssignmentTimestamp came with KAFKA-20266 (PR #21652, March 2026), after
+    #   4.2.0 (released before the 4.2 docs update of 2026-02-25).
+    # - 21: StreamsGroupTargetAssignmentMemberValue.json @75a150ae ("apiKey": 21); PR #20730
+    #   (KAFKA-19779, Oct 2025) keeps target assignments without assignment epochs.
+    # - 17: StreamsGroupMetadataValue.json @1291a930 ("apiKey": 17): Epoch, MetadataHash, tagged
+    #   ValidatedTopologyEpoch (tag 0, default -1; PR #20600, Sep 2025). PR #20702 (KAFKA-19765, merged
+    #   Oct 2025, before the 4.2 cut) adds the last assignment configs: its review diff of 2025-10-16 has
+    #   them tagged, "tag": 1, nullableVersions "0+", default null, a list of {Key string, Value string}
+    #   ("we should handle null in replay": 4.1's records lack it); a transcription of 4.3.1's JSON has the
+    #   same tag, type and default (the untagged variant @1291a930 predates that review: a 4.3 that
+    #   reads 4.2's records cannot have turned it tagged).
+    #   Kafka 4.2 always writes it (newStreamsGroupMetadataRecord requires the configs, an empty map
+    #   gives []). Its JSON name: that review diff says "AssignmentConfigs"; every later source says
+    #   "LastAssignmentConfigs" (StreamsGroup.lastAssignmentConfigs / setLastAssignmentConfigs of the
+    #   Oct 2025 KAFKA-19779 [4/N] tree, StreamsGroupMetadataValue.LastAssignmentConfig and
+    #   setLastAssignmentConfigs in trunk of 2026, PR #22464, #23165): we print lastAssignmentConfigs,
+    #   the name of the nearest later source, as the name at the cut is not pinned. Tags 2 and 3
+    #   (KIP-1331 topology description epochs, PR #22464, June 2026) are not 4.2.0's: skipped.
+    # - 22: StreamsGroupCurrentMemberAssignmentValue.json @5096058a: MemberEpoch, PreviousMemberEpoch,
+    #   State, then six []TaskIds (the three roles, then their pending revocations), as
+    #   newStreamsGroupCurrentAssignmentRecord sets them. KAFKA-19779 [3/N] (PR #20730, merged Oct 2025)
+    #   gives TaskIds the assignment epoch of each partition: TasksTupleWithEpochs.
+    #   fromCurrentAssignmentRecord reads taskIds.assignmentEpochs() and takes null for a record written
+    #   without epochs, while the value stays version 0, so the field is tagged and nullable with
+    #   default null; Kafka writes it for the active tasks (and active tasks pending revocation) only.
+    #   Its tag, 0 (the struct's only tagged field), is the one a transcription of 4.3.1's JSON gives;
+    #   a record whose epochs had any other tag would show without them, never with wrong values.
+    #   The [1/N] PR #20681 (a RevocationEpoch field) was closed unmerged: not in 4.2.0.
+    # Not decoded: 24 StreamsGroupTargetAssignmentResolvedTopicIds: not shown to be in 4.2.0. 18
+    # StreamsGroupPartitionMetadata was removed before 4.1 (PR #19802, May 2025): 4.2 prints it unknown.
+    "StreamsGroupMetadataKey": _key("17", "groupId"),
+    "StreamsGroupMetadataValue": _flexible(
+        F("epoch", "int32"),
+        F("metadataHash", "int64"),
+        F("validatedTopologyEpoch", "int32", tag=0, default=-1),
+        F("lastAssignmentConfigs", "[]struct", null="0+", tag=1, default=NULL, fields=_KEY_VALUE),
+    ),
+    "StreamsGroupMemberMetadataKey": _key("19", "groupId", "memberId"),
+    "StreamsGroupMemberMetadataValue": _flexible(
+        *_MEMBER_CLIENT,
+        F("rebalanceTimeoutMs", "int32", default=-1),
+        F("topologyEpoch", "int32"),
+        F("processId", "string"),
+        F("userEndpoint", "struct", null="0+", default=NULL, fields=(F("host", "string"), F("port", "uint16"))),
+        F("clientTags", "[]struct", fields=_KEY_VALUE),
+    ),
+    "StreamsGroupTargetAssignmentMetadataKey": _key("20", "groupId"),
+    "StreamsGroupTargetAssignmentMetadataValue": _flexible(F("assignmentEpoch", "int32")),
+    "StreamsGroupTargetAssignmentMemberKey": _key("21", "groupId", "memberId"),
+    "StreamsGroupTargetAssignmentMemberValue": _flexible(
+        *(F(role, "[]struct", fields=_TASK_IDS) for role in ("activeTasks", "standbyTasks", "warmupTasks"))),
+    "StreamsGroupCurrentMemberAssignmentKey": _key("22", "groupId", "memberId"),
+    "StreamsGroupCurrentMemberAssignmentValue": _flexible(
+        F("memberEpoch", "int32"),
+        F("previousMemberEpoch", "int32"),
+        F("state", "int8"),
+        *(F(role + suffix, "[]struct", fields=_TASK_IDS_WITH_EPOCHS)
+          for suffix in ("", "PendingRevocation") for role in ("activeTasks", "standbyTasks", "warmupTasks")),
+    ),
+    "StreamsGroupTopologyKey": _key("23", "groupId"),
+    "StreamsGroupTopologyValue": _flexible(
+        F("epoch", "int32"),
+        F("subtopologies", "[]struct", fields=(
+            F("subtopologyId", "string"),
+            F("sourceTopics", "[]string"),
+            F("sourceTopicRegex", "[]string"),
+            F("stateChangelogTopics", "[]struct", fields=_TOPIC_INFO),
+            F("repartitionSinkTopics", "[]string"),
+            F("repartitionSourceTopics", "[]struct", fields=_TOPIC_INFO),
+            F("copartitionGroups", "[]struct", fields=tuple(
+                F(name, "[]int16") for name in ("sourceTopics", "sourceTopicRegex", "repartitionSourceTopics"))),
+        )),
+    ),
     # __transaction_state
     "TransactionLogKey": _key("0", "transactionalId"),
     "TransactionLogValue": S("0-1", "1+", (
@@ -367,7 +459,9 @@ GROUP_RECORD_TYPES: dict[int, str] = {
     9: "ShareGroupPartitionMetadata", 10: "ShareGroupMemberMetadata", 11: "ShareGroupMetadata",
     12: "ShareGroupTargetAssignmentMetadata", 13: "ShareGroupTargetAssignmentMember",
     14: "ShareGroupCurrentMemberAssignment", 15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression",
+    16: "ConsumerGroupRegularExpression", 17: "StreamsGroupMetadata", 19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata", 21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment", 23: "StreamsGroupTopology",
 }
 SHARE_RECORD_TYPES: dict[int, str] = {0: "ShareSnapshot", 1: "ShareUpdate"}
 TRANSACTION_RECORD_TYPES: dict[int, str] = {0: "TransactionLog"}
