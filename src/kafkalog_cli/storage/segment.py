@@ -358,7 +358,8 @@ class Segment:
         damage that ended the walk. Never raises on the .log's content: what the broker's
         recovery would leave."""
         if self._tail is None:
-            self._tail = self.recovery_walk(self._tail_start(), validate=self.recovered_on_load)
+            with self.mapped():      # one mapping for the entry's check and the walk
+                self._tail = self.recovery_walk(self._tail_start(), validate=self.recovered_on_load)
         return self._tail
 
     def _tail_start(self) -> int:
