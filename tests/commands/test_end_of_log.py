@@ -103,3 +103,17 @@ def test_a_log_start_above_the_log_end_is_the_empty_log_the_broker_loads(tmp_pat
     (t,) = map(json.loads, r.stdout.splitlines())
     assert (t["log_start_offset"], t["log_end_offset"], t["high_watermark"]) == (100, 100, 100)
     assert sorted(p.name for p in (log_dir / "codec-none-0").iterdir()) == before   # read-only
+
+
+def test_a_batch_failing_its_crc_ends_the_log_only_when_the_broker_recovers_it(tmp_path):
+    # without .kafka_cleanshutdown LogSegment.recover checks every CRC and truncates at the first
+    # that does not match; after a clean shutdown readNextOffset walks the headers unchecked
+    from tests import bad_inputs as B
+
+    log = B.bad_crc(tmp_path)
+    r = invoke("get-offsets", log.parent.parent, "--time", "latest", "--isolation-level", "none")
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["topic:0:3"]
+    assert warnings(r) == [f"kafkalog: warning: {log}: byte 109: the batch of 109 bytes fails its CRC check"]
+    (log.parent.parent / ".kafka_cleanshutdown").write_bytes(b"")
+    r = invoke("get-offsets", log.parent.parent, "--time", "latest", "--isolation-level", "none")
+    assert r.exit_code == 0 and r.stdout.splitlines() == ["topic:0:6"] and warnings(r) == []

@@ -586,7 +586,8 @@ class Segment:
                 why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
                                 f" (a broker's recovery truncates them, as `kafkalog recover` does)")
                 damage = CorruptRecordError(why, path=str(self.source_path), position=end)
-            return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage, fault is not None, max_pos)
+            return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage,
+                           damage is not None and fault is not None, max_pos)
 
     def mapped_index_entries(self, suffix: str) -> list:
         """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
