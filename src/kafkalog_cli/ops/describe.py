@@ -7,10 +7,12 @@ Where each value comes from (the man page says the same):
 - size: the .log files' sizes (kafka-log-dirs' `size`); segments: the .log files.
 - log start offset: max(log-start-offset-checkpoint, the first segment's base) (UnifiedLog's
   load rule); log end offset: the active segment's LogSegment.readNextOffset (its last
-  offset-index entry, then the batches after it).
-- high watermark, recovery point, cleaner checkpoint: the partition's entries in the log dir's
-  replication-offset-checkpoint, recovery-point-offset-checkpoint and cleaner-offset-checkpoint,
-  as written (None: no entry).
+  offset-index entry, then the valid batches after it: a damaged end is where the broker's
+  recovery truncates, and a problem). A log start above it is the empty log LogLoader makes.
+- high watermark: the replication-offset-checkpoint's entry clamped into [log start, log end]
+  (ops.high_watermark, as get-offsets and transactions); recovery point, cleaner checkpoint:
+  the entries in recovery-point-offset-checkpoint and cleaner-offset-checkpoint, as written
+  (None: no entry).
 - first timestamp: the max timestamp of the first batch of the first non-empty segment
   (LogSegment.rollingBasedTimestamp); max timestamp and its offset: the largest
   LogSegment.maxTimestampAndOffsetSoFar (time index last entries, the active segment's tail).
