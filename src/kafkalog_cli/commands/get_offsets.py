@@ -61,11 +61,17 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
                      JSON). --isolation-level read_committed: the last stable offset (the first
                      offset of the earliest open transaction, from the latest producer snapshot
                      and the batches after it); none: the log end offset.
-      max-timestamp  the last offset of the first batch holding the largest timestamp, from
-                     the time indexes' last entries (and the active segment's unindexed batches)
+      max-timestamp  the offset of the largest timestamp: the time indexes' last entries
+                     (TimeIndex.lastEntry: the record's own offset in an uncompressed CreateTime
+                     batch written live, else the batch's last offset), and for the active
+                     segment's unindexed batches the last offset of the first batch holding it
       MS, ISO-8601   the first segment whose largest timestamp (else its .log mtime) is at or
                      after the time; in it, from the time index's entry below the time and the
                      offset index, the first record at or after it and the log start offset
+
+    A damaged active segment is answered as the broker's recovery leaves it (up to its last
+    valid batch), with a warning naming the file and byte on stderr; a log start offset above
+    the segments' end is the empty log the broker starts there (a warning says so).
 
     As the broker, an answer other than earliest and latest counts only below the last fetchable
     offset; otherwise, or when no record is late enough, there is no offset: like

@@ -7,10 +7,12 @@ Where each value comes from (the man page says the same):
 - size: the .log files' sizes (kafka-log-dirs' `size`); segments: the .log files.
 - log start offset: max(log-start-offset-checkpoint, the first segment's base) (UnifiedLog's
   load rule); log end offset: the active segment's LogSegment.readNextOffset (its last
-  offset-index entry, then the batches after it).
-- high watermark, recovery point, cleaner checkpoint: the partition's entries in the log dir's
-  replication-offset-checkpoint, recovery-point-offset-checkpoint and cleaner-offset-checkpoint,
-  as written (None: no entry).
+  offset-index entry, then the valid batches after it: a damaged end is where the broker's
+  recovery truncates, and a problem). A log start above it is the empty log LogLoader makes.
+- high watermark: the replication-offset-checkpoint's entry clamped into [log start, log end]
+  (ops.high_watermark, as get-offsets and transactions); recovery point, cleaner checkpoint:
+  the entries in recovery-point-offset-checkpoint and cleaner-offset-checkpoint, as written
+  (None: no entry).
 - first timestamp: the max timestamp of the first batch of the first non-empty segment
   (LogSegment.rollingBasedTimestamp); max timestamp and its offset: the largest
   LogSegment.maxTimestampAndOffsetSoFar (time index last entries, the active segment's tail).
@@ -40,7 +42,7 @@ from kafkalog_cli.config import ConfigResolver, ConfigValue, TopicConfig
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import compression_from_id
 from kafkalog_cli.ops.cleaner import segments_overlapping
-from kafkalog_cli.ops.high_watermark import high_watermark_at_load
+from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark, high_watermark_at_load
 from kafkalog_cli.ops.producer_rebuild import ProducerState, replay
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, PartitionSelection, RootCheckpoints, dir_kind,
@@ -124,6 +126,7 @@ class PartitionDescription:
     dirty_ratio: float | None
     configs: dict[str, ConfigValue]
     problems: list[str] = field(default_factory=list)
+    high_watermark: int | None = None    # the checkpoint's entry clamped as the broker loads it
 
     @property
     def name(self) -> str:
@@ -137,7 +140,8 @@ class PartitionDescription:
             "topic": self.topic, "partition": self.partition,
             "size_bytes": self.size_bytes, "segments": self.segments,
             "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
-            "high_watermark": c.high_watermark, "recovery_point": c.recovery_point,
+            "high_watermark": self.high_watermark, "high_watermark_checkpoint": c.high_watermark,
+            "recovery_point": c.recovery_point,
             "cleaner_checkpoint": c.cleaner_offset, "log_start_offset_checkpoint": c.log_start_offset,
             "first_timestamp": self.first_timestamp, "max_timestamp": self.max_timestamp,
             "max_timestamp_offset": self.max_timestamp_offset, "codecs": self.codecs,
@@ -200,9 +204,13 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
         if found is not None and found[0] >= 0 and (max_ts is None or found[0] > max_ts):
             max_ts, max_off = found
     if segs:
-        tail = _guarded(segs[-1].tail, problems)
+        tail = _guarded(segs[-1].recovered_tail, problems)
         if tail is not None:
             codecs |= tail.codecs
+            if tail.damage is not None:   # the broker's recovery truncates it: the answers stop before it
+                problems.append(tail.damage.line())
+    if part.load_problem is not None:
+        problems.append(part.load_problem)
     size = sum(s.size for s in segs)
     leo = part.log_end_offset
     log_start = part.log_start_offset
@@ -216,7 +224,8 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
     return PartitionDescription(
         str(log_dir) if log_dir is not None else None, str(part.directory), tp.topic if tp else None,
         tp.partition if tp else None, size, len(segs), log_start, leo, part.checkpoints, first_ts, max_ts, max_off,
-        sorted(compression_from_id(c).kafka_name for c in codecs), producers, dirty, configs, problems)
+        sorted(compression_from_id(c).kafka_name for c in codecs), producers, dirty, configs, problems,
+        checkpointed_high_watermark(part))
 
 
 def _guarded(read: Callable, problems: list[str]):

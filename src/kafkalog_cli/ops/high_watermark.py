@@ -10,6 +10,11 @@ and neither retention nor the cleaner may go past it.
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.partition import Partition
+
 
 def high_watermark_at_load(checkpointed: int | None, log_start_offset: int, log_end_offset: int | None = None) -> int:
     """The checkpoint's entry (None: no entry, or no file), clamped into [log start, log end].
@@ -17,3 +22,13 @@ def high_watermark_at_load(checkpointed: int | None, log_start_offset: int, log_
     the log end offset, where the clamp changes nothing)."""
     hw = max(checkpointed if checkpointed is not None else 0, log_start_offset)
     return hw if log_end_offset is None else min(hw, log_end_offset)
+
+
+def checkpointed_high_watermark(part: "Partition") -> int | None:
+    """The high watermark the broker loads `part` with, as describe, get-offsets and transactions
+    tell it: its replication-offset-checkpoint entry clamped into [log start, log end]
+    (UnifiedLog.updateHighWatermark); None when it has no entry or no segment."""
+    checkpointed, leo = part.checkpoints.high_watermark, part.log_end_offset
+    if checkpointed is None or leo is None:
+        return None
+    return high_watermark_at_load(checkpointed, part.log_start_offset, leo)

@@ -10,11 +10,18 @@ Kafka 3.3.1: Partition.fetchOffsetForTimestamp over UnifiedLog.fetchOffsetByTime
   it; without an entry the files do not say it, and the log end offset stands in, flagged
   (`high_watermark_known` false).
 - max-timestamp (-3): the segment with the largest maxTimestampSoFar (the first, on a tie),
-  and its offset of that timestamp: the last offset of the first batch holding it (3.3.1).
+  and its offset of that timestamp: the time index's last entry's offset (TimeIndex.lastEntry;
+  for an uncompressed CreateTime batch written live, the offset of the record holding it), or,
+  for the active segment's batches after its last offset-index entry, the last offset of the
+  first batch holding it (what recovery puts in the time index).
 - a timestamp: the first segment whose largestTimestamp (its .log mtime when it has no
   timestamp) is >= it; in that segment only, from the time index's entry below it and the
   offset index, the first record with a timestamp >= it and an offset >= the log start offset
   (LogSegment.findOffsetByTimestamp, FileRecords.searchForTimestamp).
+
+A damaged active segment is read as the broker's recovery leaves it: up to its last valid batch
+(time-index entries past it ignored when the dir had no clean shutdown), the damage told to
+`warn`. A log start offset above the segments' end is the log LogLoader starts empty there.
 
 Every answer but earliest and latest is dropped unless its offset is below the last fetchable
 offset, as Partition.fetchOffsetForTimestamp drops it: the broker then answers no offset (-1),
@@ -28,7 +35,7 @@ from typing import Callable
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.ops.describe import producer_facts
-from kafkalog_cli.ops.high_watermark import high_watermark_at_load
+from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
@@ -91,6 +98,10 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     if leo is None:
         answer.reason = "the partition dir has no segment"
         return answer
+    damage = part.active_segment.recovered_tail().damage
+    for problem in (damage.line() if damage is not None else None, part.load_problem):
+        if problem is not None and warn is not None:
+            warn(problem)
     log_start = part.log_start_offset
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(part, isolation, log_start, leo)
     t = spec.timestamp
@@ -104,11 +115,14 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     if t == LATEST_TIMESTAMP:
         answer.offset, answer.source = answer.last_fetchable_offset, answer.last_fetchable_source
         return answer
+    if part.segments_deleted_on_load:
+        answer.reason = "the broker deletes every segment on load: its log holds no record"
+        return answer
     if t == MAX_TIMESTAMP:
         found = _max_timestamp(part.segments)
         answer.source = "the largest timestamp of the time indexes (and the active segment's unindexed batches)"
     else:
-        seg = next((s for s in part.segments if s.largest_timestamp >= t), None)
+        seg = next((s for s in part.segments if _largest_timestamp(s) >= t), None)
         answer.source = f"the first record with a timestamp >= {t}, through the time index then the batches"
         found = _offset_for_timestamp(seg, t, log_start, warn) if seg is not None else None
         if found is None:
@@ -128,11 +142,10 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
 def _last_fetchable(part: Partition, isolation: IsolationLevel, log_start: int, leo: int) -> tuple[int, str]:
     if isolation is IsolationLevel.NONE:
         return leo, "log end offset"
-    checkpointed = part.checkpoints.high_watermark
-    if checkpointed is None:
+    hw = checkpointed_high_watermark(part)
+    if hw is None:
         hw, source = leo, f"log end offset (no high watermark in {names.REPLICATION_CHECKPOINT})"
     else:
-        hw = high_watermark_at_load(checkpointed, log_start, leo)
         source = f"high watermark ({names.REPLICATION_CHECKPOINT})"
     if isolation is IsolationLevel.READ_UNCOMMITTED:
         return hw, source
@@ -151,6 +164,13 @@ def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
         if best is None or found[0] > best[0]:
             best = found
     return best
+
+
+def _largest_timestamp(seg: Segment) -> int:
+    """LogSegment.largestTimestamp (maxTimestampSoFar, else the .log's mtime), the active
+    segment read as the broker's recovery leaves it."""
+    ts = seg.max_timestamp_and_offset()[0]
+    return ts if ts >= 0 else seg.last_modified_ms
 
 
 def _offset_for_timestamp(seg: Segment, target: int, log_start: int,
@@ -177,7 +197,9 @@ def _search_for_timestamp(seg: Segment, target: int, log_start: int,
     pos = seg.position_for_timestamp(target, warn)
     if log_start > seg.base_offset:
         pos = max(pos, seg.position_for_offset(log_start, warn))
-    for batch in seg.batches(pos):
+    # the active segment ends where the broker's recovery would truncate it
+    end = seg.recovered_tail().valid_size if seg.is_active else None
+    for batch in seg.batches(pos, end):
         if batch.max_timestamp >= target:
             try:
                 records = batch.records()

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Iterable
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import CorruptRecordError, KafkalogError
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.internal.transaction_state import (TransactionLogValue, TransactionState, read_key,
                                                              read_value)
-from kafkalog_cli.ops.high_watermark import high_watermark_at_load
+from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.ops.producer_rebuild import ProducerEntry, ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage.logdir import RootCheckpoints
 from kafkalog_cli.storage.names import parse_partition_dir
@@ -143,8 +143,7 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
     tp = partition.topic_partition
     segments = partition.segments
     log_start, leo = partition.log_start_offset, partition.log_end_offset
-    checkpointed = partition.checkpoints.high_watermark
-    hw = None if checkpointed is None else high_watermark_at_load(checkpointed, log_start, leo)
+    hw = checkpointed_high_watermark(partition)
     bound = hw if hw is not None else leo
     notes: list[str] = []
 
@@ -172,16 +171,9 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
 
 
 def tail_damage(seg: Segment) -> KafkalogError | None:
-    """What in the active segment is not a complete batch nor preallocated zeros: the broker's
+    """What in the active segment is not a valid batch nor preallocated zeros: the broker's
     recovery truncates it after an unclean shutdown, so the answers above stop before it."""
-    try:
-        walk = seg.walk()
-    except KafkalogError as e:
-        return e
-    if walk.zeros_after:
-        return None
-    return CorruptRecordError("bytes after the last complete batch (a broker's recovery truncates them, as "
-                              "`kafkalog recover` does)", path=str(seg.log_path), position=walk.valid_size)
+    return seg.recovered_tail().damage
 
 
 def coordinator_transactions(partitions: Iterable[Partition]) -> dict[int, CoordinatorTransaction]:

@@ -50,7 +50,7 @@ def row(d: PartitionDescription, iso: bool = False) -> list[str]:
     txns = p.open_transactions if p else []
     open_txns = f"{len(txns)} (first {txns[0][0]})" if txns else "0"
     return [d.name, str(d.segments), str(d.size_bytes), _n(d.log_start_offset), _n(d.log_end_offset),
-            _n(c.high_watermark), _n(c.recovery_point), _n(c.cleaner_offset), _ts(d.first_timestamp, iso),
+            _n(d.high_watermark), _n(c.recovery_point), _n(c.cleaner_offset), _ts(d.first_timestamp, iso),
             _ts(d.max_timestamp, iso), ",".join(d.codecs) or NONE, str(len(p.state.entries)) if p else NONE,
             open_txns, NONE if d.dirty_ratio is None else f"{d.dirty_ratio:.3f}",
             *(config_cell(d.configs.get(n)) for n in ("cleanup.policy", "retention.ms", "retention.bytes"))]

@@ -80,6 +80,9 @@ class Partition:
         bases.sort()
         last = len(bases) - 1
         segments = [Segment(directory, b, is_active=i == last) for i, b in enumerate(bases)]
+        if segments:   # LogManager recovers every log of a dir without its clean-shutdown file
+            segments[-1].recovered_on_load = not os.path.exists(
+                os.path.join(directory.parent, names.CLEAN_SHUTDOWN_FILE))
         return cls(directory, topic_partition or parse_partition_dir(directory.name), segments, snapshots, index_files,
                    sorted(temp_files), sorted(leftovers), checkpoints or PartitionCheckpoints())
 
@@ -106,9 +109,36 @@ class Partition:
         return max(self.checkpoints.log_start_offset or 0, self.segments[0].base_offset)
 
     @property
-    def log_end_offset(self) -> int | None:
+    def segments_end_offset(self) -> int | None:
+        """The offset after the segments' last valid batch (the active segment's next offset)."""
         seg = self.active_segment
         return None if seg is None else seg.read_next_offset()
+
+    @property
+    def segments_deleted_on_load(self) -> bool:
+        """The log start offset is above the segments' end: Kafka 3.3.1's LogLoader
+        (deleteSegmentsIfLogStartGreaterThanLogEnd) then deletes every segment and starts an
+        empty one at the log start offset."""
+        start = self.checkpoints.log_start_offset
+        return bool(self.segments) and start is not None and start > self.segments_end_offset
+
+    @property
+    def load_problem(self) -> str | None:
+        """What the broker would change on load that the read-only answers already assume."""
+        if not self.segments_deleted_on_load:
+            return None
+        return (f"{self.directory}: the log start offset {self.checkpoints.log_start_offset} "
+                f"({names.LOG_START_OFFSET_CHECKPOINT}) is above the segments' log end offset "
+                f"{self.segments_end_offset}: the broker deletes every segment on load and starts an "
+                f"empty log at {self.checkpoints.log_start_offset}")
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """The active segment's next offset, or the log start offset when the broker would delete
+        every segment (`segments_deleted_on_load`)."""
+        if self.segments_deleted_on_load:
+            return self.checkpoints.log_start_offset
+        return self.segments_end_offset
 
     def snapshot_path(self, offset: int) -> Path:
         return self.path(self.snapshots[offset])

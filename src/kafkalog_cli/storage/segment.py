@@ -37,14 +37,18 @@ class BatchHeader(NamedTuple):
 
 @dataclass
 class LogTail:
-    """What only the .log can tell about a segment's end: its next offset, the largest batch
-    timestamp after the last offset-index entry, and its size in complete batches."""
+    """What only the .log can tell about a segment's end, read by `Segment.recovery_walk`: its
+    next offset, the largest batch timestamp of the batches walked, and the end of the complete
+    valid batches (where a broker's recovery would truncate)."""
 
     next_offset: int
     max_timestamp: int
     valid_size: int
     offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
     codecs: frozenset = frozenset()       # compression ids of those batches
+    damage: "CorruptRecordError | None" = None   # what stopped the walk (not preallocated zeros)
+    corrupt_batch: bool = False           # the damage is a batch that is not sound, not a torn end
+    position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
 
 
 def map_file(path: Path | str):
@@ -135,6 +139,7 @@ class Segment:
     read_from: Path | None = None
     is_active: bool = False
     next_base_offset: int | None = None     # the next segment's base in the partition, if known
+    recovered_on_load: bool = False         # the broker recovers it on load (no clean shutdown)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
@@ -338,23 +343,37 @@ class Segment:
         return last_index_entry(self._name(TIME_INDEX_SUFFIX), _TIME_ENTRY, 1)
 
     def tail(self) -> "LogTail":
-        """The batches after the last offset-index entry: the next offset (the log end offset
-        for the active segment), their largest timestamp, and the end of the complete batches.
-        Zeros after the data (a preallocated .log) end it; other bytes that are not a batch are a
-        CorruptRecordError naming the file."""
+        """`recovered_tail`, for the callers that act on the segment (retention, compaction):
+        a batch that is not sound is raised (a CorruptRecordError naming the file and byte), as
+        repairing it is recover's job; a torn end is not an error (the broker truncates it)."""
+        tail = self.recovered_tail()
+        if tail.corrupt_batch:
+            raise tail.damage
+        return tail
+
+    def recovered_tail(self) -> "LogTail":
+        """The batches after the last offset-index entry (from byte 0 when that entry does not
+        point at a sound batch), walked by `recovery_walk`: the next offset (the log end offset
+        for the active segment), their largest timestamp, the end of the valid batches, and the
+        damage that ended the walk. Never raises on the .log's content: what the broker's
+        recovery would leave."""
         if self._tail is None:
-            entry = self.last_offset_index_entry()
-            self._tail = read_log_tail(self.source_path, self.base_offset, entry[1] if entry else 0)
+            with self.mapped():      # one mapping for the entry's check and the walk
+                self._tail = self.recovery_walk(self._tail_start(), validate=self.recovered_on_load)
         return self._tail
 
+    def _tail_start(self) -> int:
+        entry = self.last_offset_index_entry()
+        if entry is None or entry[1] == 0:
+            return 0
+        with self.mapped() as log:
+            sound = _check_entry_batch(log, entry[1], self.base_offset + entry[0]) is None
+        return entry[1] if sound else 0
+
     def read_next_offset(self) -> int:
-        """LogSegment.readNextOffset, from the last index entry; never raises on a damaged tail
-        (the batches that parse are the log, as FileRecords' iteration stops at the first that
-        does not)."""
-        try:
-            return self.tail().next_offset
-        except KafkalogError:
-            return self._next_offset_from_headers()
+        """LogSegment.readNextOffset, from the last index entry; never raises on a damaged tail:
+        the offset after the last valid batch, where the broker's recovery truncates."""
+        return self.recovered_tail().next_offset
 
     @property
     def empty(self) -> bool:
@@ -387,15 +406,23 @@ class Segment:
     def max_timestamp_and_offset(self) -> tuple[int, int]:
         """LogSegment.maxTimestampAndOffsetSoFar: the time index's last entry, (-1, base offset)
         without one (TimeIndex.lastEntry); for the active segment also the batches after its last
-        offset-index entry, which an unclean shutdown leaves unindexed and recovery indexes. The
-        offset is the last offset of the first batch with that timestamp (Kafka 3.3.1)."""
+        offset-index entry, which an unclean shutdown leaves unindexed and recovery indexes (the
+        last offset of the first batch with that timestamp). A segment the broker recovers on
+        load keeps only the entries below its last valid batch's end."""
         entry = self.last_time_index_entry()
         ts, offset = (entry[0], self.base_offset + entry[1]) if entry else (-1, self.base_offset)
         if self.is_active:
-            tail = self.tail()
+            tail = self.recovered_tail()
+            if self.recovered_on_load and entry is not None and offset >= tail.next_offset:
+                ts, offset = self._time_entry_below(tail.next_offset)
             if tail.max_timestamp > ts:
                 ts, offset = tail.max_timestamp, tail.offset_of_max_timestamp
         return ts, offset
+
+    def _time_entry_below(self, next_offset: int) -> tuple[int, int]:
+        """The last time-index entry below `next_offset`, as (timestamp, offset); (-1, base)."""
+        kept = [e for e in self.mapped_index_entries(TIME_INDEX_SUFFIX) if e.offset < next_offset]
+        return (kept[-1].timestamp, kept[-1].offset) if kept else (-1, self.base_offset)
 
     # -- indexes
     def offset_index(self):
@@ -491,18 +518,13 @@ class Segment:
     #    (a .index.swap about to be renamed) or not to be trusted (a .log.swap's own walk)
     def next_offset_after(self, position: int) -> int:
         """LogSegment.readNextOffset from `position`, the last entry of an offset index the caller
-        holds (0: none): the batches from there, else, past bytes that are not a batch, the header
-        walk from the start. Never raises, as read_next_offset."""
-        try:
-            return read_log_tail(self.source_path, self.base_offset, position).next_offset
-        except KafkalogError:
-            return self._next_offset_from_headers()
-
-    def _next_offset_from_headers(self) -> int:
-        last = None
-        for last in self.headers():
-            pass
-        return self.base_offset if last is None else last.last_offset + 1
+        holds (0: none): the valid batches from there (from byte 0 when it does not point at a
+        sound batch). Never raises on the .log's content, as read_next_offset."""
+        if position:
+            with self.mapped() as log:
+                if position + 17 > len(log) or _batch_fault(log, position) is not None:
+                    position = 0
+        return self.recovery_walk(position, validate=False).next_offset
 
     # -- closing the active segment (roll: LogSegment.shouldRoll, onBecomeInactiveSegment) needs
     # every batch from byte 0, not only the unindexed tail, and the indexes' entries without
@@ -518,15 +540,54 @@ class Segment:
         appended_offset_of_max_timestamp: int   # the offset LogSegment.append tracked for it
 
     def walk(self) -> "Segment.Walk":
-        """Raises the CorruptRecordError (naming the file) of a batch whose size cannot be."""
+        """`recovery_walk` from byte 0. Raises the CorruptRecordError (naming the file and byte)
+        of a batch that is not sound (a size below 14, an unknown magic, a CRC that does not
+        match); bytes after the last complete batch are told by `zeros_after`."""
         with self.mapped() as log:
-            end, nxt, max_ts, offset_of_max, appended = 0, self.base_offset, -1, -1, -1
-            for b in self.batches():
-                if b.max_timestamp > max_ts:
-                    max_ts, offset_of_max = b.max_timestamp, b.last_offset
-                    appended = appended_offset_of_max_timestamp(b)
-                end, nxt = b.position + b.size, b.last_offset + 1
-            return Segment.Walk(end, nxt, max_ts, offset_of_max, not log[end:].strip(b"\0"), appended)
+            t = self.recovery_walk(0, validate=self.recovered_on_load)
+            if t.corrupt_batch:
+                raise t.damage
+            appended = -1
+            if t.max_timestamp >= 0:
+                b = next(self.batches(t.position_of_max_timestamp))
+                appended = appended_offset_of_max_timestamp(b)
+            return Segment.Walk(t.valid_size, t.next_offset, t.max_timestamp, t.offset_of_max_timestamp,
+                                t.damage is None, appended)
+
+    def recovery_walk(self, start: int = 0, validate: bool = True) -> "LogTail":
+        """The one walk of a segment's batches from `start`, by LogSegment.recover's rule: every
+        complete batch with a size of at least 14 (and, `validate`, a known magic and a matching
+        CRC: what recovery checks and a clean load's readNextOffset does not) counts; the first
+        that is not (or bytes that are not a whole batch) ends the log there, and is the tail's
+        `damage` (a CorruptRecordError naming the file and byte) unless only zeros follow (a
+        preallocated .log)."""
+        from kafkalog_cli.formats.records import iter_batches
+
+        with self.mapped() as buf:
+            size = len(buf)
+            if start >= size:
+                start = 0
+            nxt, max_ts, end = self.base_offset, -1, start
+            offset_of_max, max_pos, codecs = -1, -1, set()
+            fault = None
+            try:
+                for b in iter_batches(buf, start):
+                    fault = _batch_fault(buf, b.position) if validate else None
+                    if fault is not None:
+                        break
+                    nxt, end = b.last_offset + 1, b.position + b.size
+                    if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
+                        max_ts, offset_of_max, max_pos = b.max_timestamp, b.last_offset, b.position
+                    codecs.add(b.compression_id)
+            except CorruptRecordError as e:
+                fault = e.message
+            damage = None
+            if bytes(buf[end:]).strip(b"\0"):
+                why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
+                                f" (a broker's recovery truncates them, as `kafkalog recover` does)")
+                damage = CorruptRecordError(why, path=str(self.source_path), position=end)
+            return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage,
+                           damage is not None and fault is not None, max_pos)
 
     def mapped_index_entries(self, suffix: str) -> list:
         """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
@@ -608,37 +669,6 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
         os.close(fd)
 
 
-def read_log_tail(log: Path, base: int, start: int) -> LogTail:
-    """Walk batch headers from `start` (the last offset-index entry's position) to the end."""
-    from kafkalog_cli.formats.records import iter_batches
-
-    buf = map_file(log)
-    try:
-        size = len(buf)
-        if start >= size:
-            start = 0
-        nxt, max_ts, end = base, -1, start
-        offset_of_max, codecs = -1, set()
-        pos = start
-        try:
-            for b in iter_batches(buf, start):
-                nxt, end = b.last_offset + 1, b.position + b.size
-                if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
-                    max_ts, offset_of_max = b.max_timestamp, b.last_offset
-                codecs.add(b.compression_id)
-                pos = end
-        except CorruptRecordError as e:
-            # a preallocated .log (preallocate=true) ends in zeros: that is the end of the data
-            if bytes(buf[pos:pos + 12]).strip(b"\0"):
-                raise e.located(path=str(log)) from None
-        if nxt == base and start:
-            return read_log_tail(log, base, 0)   # the index pointed past the data: start over
-        return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs))
-    finally:
-        if hasattr(buf, "close"):
-            buf.close()
-
-
 def _read_or_empty(path: Path) -> bytes:
     """An index's bytes, or b'' when there is no such file (a FIFO is never opened)."""
     if not os.path.lexists(path):
@@ -701,15 +731,29 @@ def _check_entry_batch(log, position: int, offset: int) -> str | None:
     if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
         return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
                 f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
+    if _batch_fault(log, position) is not None:
+        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
     first = b.base_offset_field if magic >= 2 else b.last_offset
     if first > offset:
         return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
                 f"{first}, after the entry's")
+    return None
+
+
+def _batch_fault(log, position: int) -> str | None:
+    """Why the complete batch at `position` is not one LogSegment.recover keeps (an unknown
+    magic, a CRC that does not match its bytes), or None."""
+    from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
+
+    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
+    magic = log[position + 16]
+    if magic not in _MAGICS:
+        return f"Invalid magic {magic if magic < 128 else magic - 256} in the batch of {size + LOG_OVERHEAD} bytes"
     try:
-        valid = b.is_valid()
-    except Exception:  # noqa: BLE001
+        valid = RecordBatch(log, position, size + LOG_OVERHEAD, magic).is_valid()
+    except Exception:  # noqa: BLE001 - a header too short to hold its CRC
         valid = False
     if not valid:
-        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
+        return f"the batch of {size + LOG_OVERHEAD} bytes fails its CRC check"
     return None
