@@ -103,6 +103,11 @@ def test_a_log_start_above_the_log_end_is_the_empty_log_the_broker_loads(tmp_pat
     (t,) = map(json.loads, r.stdout.splitlines())
     assert (t["log_start_offset"], t["log_end_offset"], t["high_watermark"]) == (100, 100, 100)
     assert sorted(p.name for p in (log_dir / "codec-none-0").iterdir()) == before   # read-only
+    # delete-records would remove data on an offset the segments do not reach: it refuses
+    r = invoke("delete-records", log_dir, "--before", "100")
+    assert r.exit_code == 3, r.output
+    assert "delete-records changes nothing until the log start offset checkpoint and the segments agree" in r.output
+    assert sorted(p.name for p in (log_dir / "codec-none-0").iterdir()) == before
 
 
 def test_a_batch_failing_its_crc_ends_the_log_only_when_the_broker_recovers_it(tmp_path):

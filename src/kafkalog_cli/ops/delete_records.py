@@ -228,6 +228,12 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
     if not partition.segments:
         summary.update(status="skipped", detail="no segment")
         return summary, None, actions
+    if partition.load_problem is not None:
+        # the broker's load would delete every segment; deleting records on top of that state
+        # would remove data on an offset the log itself does not reach
+        return refuse(ExitCode.CORRUPT, "OFFSET_OUT_OF_RANGE",
+                      f"{partition.load_problem}; delete-records changes nothing until the log start offset "
+                      f"checkpoint and the segments agree")
     log_start, leo = partition.log_start_offset, partition.log_end_offset
     checkpointed = partition.checkpoints.high_watermark
     hw = None if checkpointed is None else high_watermark_at_load(checkpointed, log_start, leo)
