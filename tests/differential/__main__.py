@@ -25,7 +25,7 @@ def _emit(obj) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
+def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False) -> dict:
     gen = generate(work / "generated", seed)
     bases = [EXAMPLES, gen.clean, gen.live]
     summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
@@ -35,7 +35,7 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool) -> dict:
     i = 0
     while summary["cases"] < cases:
         try:
-            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check)
+            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair)
         except Exception as e:      # a batch the harness could not run (reported, not counted)
             _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
             summary["harness_errors"] = summary.get("harness_errors", 0) + 1
@@ -99,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--work", type=Path)
     ap.add_argument("--no-load-check", action="store_true")
     ap.add_argument("--case", action="append", default=[])
+    ap.add_argument("--repair", action="store_true", help="recover: run `kafkalog recover --repair` "
+                    "(its repairs beyond Kafka are counted as beyond_kafka, not as differences)")
     ap.add_argument("--command", action="append", default=[], choices=COMMANDS,
                     help="commands: only these (repeatable; default all)")
     a = ap.parse_args(argv)
@@ -109,7 +111,7 @@ def main(argv=None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
     if a.what == "recover":
-        s = run_recover(work, a.cases, a.seed, not a.no_load_check)
+        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
     else:

@@ -32,9 +32,11 @@ def copy_dir(src: Path, dst: Path) -> Path:
 
 
 # ------------------------------------------------------------------ recover
-def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) -> dict:
+def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, repair: bool = False) -> dict:
     """One broker start for many cases: every partition of a copy of `base` damaged on its own
-    (seeded), the broker recovers one copy, `kafkalog recover` another; compared file by file."""
+    (seeded), the broker recovers one copy, `kafkalog recover` another; compared file by file.
+    By default recover does what the broker does: every difference counts. With `repair`
+    (`recover --repair`), a case it repairs beyond Kafka is "beyond_kafka" instead."""
     rng = random.Random(seed)
     work.mkdir(parents=True)
     damaged = copy_dir(base, work / "damaged")
@@ -45,7 +47,7 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
         desc["clean_shutdown"] = False
         (damaged / ".kafka_cleanshutdown").unlink(missing_ok=True)
     ours = copy_dir(damaged, work / "kafkalog")
-    r = kafkalog("recover", "--quarantine", work / "q", "--now", now_ms(), ours)
+    r = kafkalog("recover", *(["--repair"] if repair else []), "--quarantine", work / "q", "--now", now_ms(), ours)
     theirs, run, refused = _broker_recovers(damaged, work)
     appended = _appended_after_load(theirs, run)
     diffs = compare_log_dirs(theirs, ours, skip=set(refused) | set(appended)) if r.rc == 0 else {}
@@ -68,7 +70,7 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True) ->
         if (any(".log.swap" in w and ".index.swap" not in w for w in what)
                 and diffs_here and all("index" in d for d in diffs_here)):
             repairs.append(SWAP_WITHOUT_INDEX)
-        if repairs and diffs_here:
+        if repair and repairs and diffs_here:
             # kafkalog checks what the broker does not (recover.py: index_problem, load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints

@@ -67,10 +67,22 @@ def test_truncated_bytes_are_quarantined(tmp_path):
     assert report["quarantine"]
 
 
-def test_clean_shutdown_skips_recovery_but_finds_zeroed_index(tmp_path):
+def test_clean_shutdown_skips_recovery_and_keeps_the_zeroed_index_as_the_broker_does(tmp_path):
     d = copy_case("recover-zeroed-index", tmp_path)
     (d / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    index = d / "rec-none-0" / "00000000000000000363.index"
+    damaged = index.read_bytes()
     p, _ = run(d, tmp_path)
+    kept = [f for f in p.findings if f.to_json().get("left_as_broker_leaves")]
+    assert len(kept) == 1 and kept[0].path == str(index)
+    assert "zero-filled" in kept[0].message and kept[0].message.endswith("rerun with --repair to rebuild it")
+    assert index.read_bytes() == damaged
+
+
+def test_clean_shutdown_with_repair_rebuilds_the_zeroed_index(tmp_path):
+    d = copy_case("recover-zeroed-index", tmp_path)
+    (d / ".kafka_cleanshutdown").write_text('{"version":0,"brokerEpoch":1}')
+    p, _ = run(d, tmp_path, repair=True)
     assert any("zero" in f.message or "points at" in f.message for f in p.findings)
     want = segment_files(FIXTURES / "recover-zeroed-index" / "after")
     assert segment_files(d)["rec-none-0/00000000000000000363.index"] == want["rec-none-0/00000000000000000363.index"]

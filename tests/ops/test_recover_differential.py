@@ -20,8 +20,8 @@ def logdir(tmp_path: Path) -> Path:
     return d
 
 
-def recover(d: Path):
-    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
+def recover(d: Path, *extra: str):
+    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), *extra, str(d)])
     assert r.exit_code == 0, r.output
     return r
 
@@ -124,7 +124,7 @@ def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
     index = seg(d, "multi-segment-0", 0, ".index")
     index.write_bytes(bytes(index.stat().st_size))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
-    r = recover(d)
+    r = recover(d, "--repair")
     assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
     assert "would drop valid batches" in r.output and "a broker keeps it as it is" in r.output
 
@@ -227,3 +227,62 @@ def test_a_recovered_segment_after_a_cleaner_gap_gets_a_snapshot_at_its_base(tmp
     recover(d)
     assert sorted(f.name[:20] for f in part.glob("*.snapshot")) == [f"{5:020d}", f"{7:020d}"]
     assert parse_producer_snapshot((part / f"{5:020d}.snapshot").read_bytes()).entries == []
+
+
+# ------------------------------------------------------------------ damage a broker keeps: --repair only
+def partition_bytes(part: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in part.iterdir()}
+
+
+def test_a_zero_filled_time_index_below_the_recovery_point_is_kept_and_its_consequence_said(tmp_path):
+    # after a crash, segment 0 of multi-segment-0 is below the recovery point: Kafka 3.3.1 does not
+    # recover it and skips its index checks (LogSegment.sanityCheck), so its zero-filled time index
+    # stays; its last slot reads as timestamp 0, which time retention takes for the segment's age
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").unlink()
+    tidx = seg(d, "multi-segment-0", 0, ".timeindex")
+    tidx.write_bytes(bytes(tidx.stat().st_size))
+    before = partition_bytes(d / "multi-segment-0")
+    r = recover(d)
+    assert partition_bytes(d / "multi-segment-0") == before
+    line = next(ln for ln in r.output.splitlines() if str(tidx) in ln)
+    assert "time index has zero-filled slots" in line and "a broker keeps it as it is" in line
+    assert "timestamp 0" in line and "deletes the segment at once" in line
+    assert "rerun with --repair to rebuild it" in line
+    repaired = recover(d, "--repair")
+    assert "recovering it" in repaired.output
+    assert tidx.read_bytes() != before[tidx.name] and len(tidx.read_bytes()) % 12 == 0
+    assert seg(d, "multi-segment-0", 0, ".log").read_bytes() == before[f"{0:020d}.log"]
+
+
+def test_a_missing_time_index_is_created_empty_as_the_broker_does_and_rebuilt_with_repair(tmp_path):
+    d = logdir(tmp_path)
+    tidx = seg(d, "codec-none-0", 0, ".timeindex")
+    want = tidx.read_bytes()
+    tidx.unlink()
+    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), "--format", "json", str(d)])
+    assert r.exit_code == 0, r.output
+    assert tidx.read_bytes() == b""
+    import json
+    found = [f for f in json.loads(r.output)["findings"] if f.get("path") == str(tidx)]
+    assert len(found) == 1 and found[0]["left_as_broker_leaves"] is True
+    assert "a broker creates it empty" in found[0]["message"] and "mtime" in found[0]["message"]
+    tidx.unlink()
+    recover(d, "--repair")
+    assert tidx.read_bytes() == want
+
+
+def test_a_torn_active_segment_after_a_clean_shutdown_is_left_for_the_broker_to_load(tmp_path):
+    # the broker loads the active segment as it is after a clean shutdown (readNextOffset stops at
+    # the torn batch) and appends after it; recover leaves the bytes, --repair cuts them
+    d = logdir(tmp_path)
+    log = seg(d, "codec-none-0", 0, ".log")
+    whole = log.read_bytes()
+    log.write_bytes(whole + whole[:40])
+    seg(d, "codec-none-0", 0, ".timeindex").write_bytes(b"")
+    before = partition_bytes(d / "codec-none-0")
+    r = recover(d)
+    assert partition_bytes(d / "codec-none-0") == before
+    assert "rerun with --repair to rebuild it" in r.output
+    recover(d, "--repair")
+    assert log.read_bytes() == whole

@@ -121,9 +121,27 @@ def test_swapped_in_segment_below_the_recovery_point_is_not_recovered(tmp_path):
     assert [b.base_offset for b in iter_batches((d / f"{0:020d}.log").read_bytes())] == [0, 1, 2]
 
 
-def test_swapped_in_segment_without_its_index_is_recovered(tmp_path):
+def test_swapped_in_segment_without_its_index_keeps_the_broker_s_preallocated_index(tmp_path):
+    # LogLoader's swap pass opens the .swap segment; readNextOffset creates an .index.swap of
+    # segment.index.bytes zeros, renamed with the .log.swap: the segment, below the recovery
+    # point, is not recovered, and keeps that index; its time index is created empty
     d, _ = _swap_case(tmp_path, with_index_swap=False)
     r = recover("--format", "json", tmp_path)
+    assert r.exit_code == 0, r.output
+    import json
+    rep = json.loads(r.output)
+    assert rep["partitions"]["t-0"]["recovered_segments"] == [3]
+    assert (d / f"{0:020d}.index").read_bytes() == bytes(10485760)
+    assert (d / f"{0:020d}.timeindex").read_bytes() == b""
+    kept = [f for f in rep["findings"] if f.get("left_as_broker_leaves")]
+    assert [f["path"] for f in kept] == [str(d / f"{0:020d}.index")]
+    assert "zero-filled" in kept[0]["message"] and "rerun with --repair" in kept[0]["message"]
+    assert not list(d.glob("*.swap"))
+
+
+def test_swapped_in_segment_without_its_index_is_recovered_with_repair(tmp_path):
+    d, _ = _swap_case(tmp_path, with_index_swap=False)
+    r = recover("--repair", "--format", "json", tmp_path)
     assert r.exit_code == 0, r.output
     import json
     rep = json.loads(r.output)

@@ -21,17 +21,26 @@ from kafkalog_cli.render import human
 @click.option("--salvage", is_flag=True,
               help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
                    "whose offsets continue upward, instead of dropping the rest of the log.")
+@click.option("--repair", is_flag=True,
+              help="Also rebuild what a broker would keep damaged: the indexes of segments it does not "
+                   "recover (zero-filled, out of order, pointing past the log, a missing time index) and "
+                   "the preallocated index a .log.swap without its .index.swap leaves.")
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
+def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
             report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
     batch by batch, truncates at the first invalid batch (later segments removed), rebuilds the
-    indexes, rewrites the producer snapshot and updates the recovery point. Removed data goes
-    to the quarantine. Takes the log dir's .lock (not with --dry-run).
+    indexes, rewrites the producer snapshot and updates the recovery point, byte for byte as
+    Kafka 3.3.1's log loading does. Removed data goes to the quarantine. Takes the log dir's
+    .lock (not with --dry-run).
+
+    Damage a broker keeps (the indexes of a segment it does not recover) is reported, one line
+    per file, and left as the broker leaves it; --repair rebuilds it too. With --all every
+    segment is recovered, so its indexes are rebuilt whatever --repair says.
 
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
@@ -52,7 +61,8 @@ def command(paths, all_segments, salvage, only, configs, quarantine_dir, no_quar
     groups = partition_groups(paths, LOADED, only)
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
-    opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, now_ms=now_or_clock(now_ms))
+    opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, repair=repair,
+                              now_ms=now_or_clock(now_ms))
     print_outcomes(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
                    no_quarantine=no_quarantine)

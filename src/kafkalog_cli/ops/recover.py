@@ -18,6 +18,7 @@ which keeps every intermediate state loadable by a broker and by a second `recov
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan
+from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
 from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
@@ -230,6 +231,38 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
     return None
 
 
+@dataclass
+class KeptFinding(Finding):
+    """Damage left as the broker leaves it (not rebuilt without --repair)."""
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "left_as_broker_leaves": True}
+
+
+def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: str, buf, index: bytes, timeindex: bytes,
+               missing_time_index: bool) -> None:
+    """One finding for index damage a broker keeps: what, what the broker does, the consequence."""
+    what = "creates it empty" if missing_time_index else "keeps it as it is"
+    path = s.time_index_path if "time index" in damage else s.index_path
+    p.findings.append(KeptFinding(name, f"segment {b}: {damage}; a broker {what} (it does not check the "
+                                  f"indexes of a segment it does not recover){kept_consequence(buf, timeindex)}; "
+                                  f"rerun with --repair to rebuild it", str(path)))
+
+
+def kept_consequence(buf, timeindex: bytes) -> str:
+    """What a broker serving a damaged time index does with it, where it matters: time retention
+    takes a closed segment's largest timestamp from the last entry (AbstractIndex counts every slot
+    of an existing file, preallocated zeros included), or from the file's mtime when there is none."""
+    n = len(timeindex) // 12
+    if n and struct.unpack_from(">q", timeindex, (n - 1) * 12)[0] == 0:
+        return (": its last time index entry has timestamp 0, so the broker's time retention deletes "
+                "the segment at once once it is not the active one")
+    if n == 0 and len(buf):
+        return (": the broker's time retention takes the segment's age from the file's mtime and "
+                "offset-for-timestamp lookups find nothing in it")
+    return ""
+
+
 def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs: list, last: bool) -> str | None:
     """What LogSegment.recover would drop that is valid, or None: it truncates at the first
     invalid batch, which loses nothing valid only when no valid batch follows in this segment and
@@ -280,6 +313,7 @@ class RecoverOptions:
     all_segments: bool = False
     salvage: bool = False
     now_ms: int = 0
+    repair: bool = False                     # also rebuild the indexes a broker keeps damaged
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
 
 
@@ -303,8 +337,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     check_partition_dirs(partition_dirs)
     p = Plan("recover", log_dir)
     if opts.resolver is None:
-        opts = RecoverOptions(opts.all_segments, opts.salvage, opts.now_ms,
-                              ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
+        opts = dataclasses.replace(opts, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
     ld = LogDir(log_dir)
     clean = ld.file(names.CLEAN_SHUTDOWN_FILE).exists()
     # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it
@@ -359,11 +392,17 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             if b <= recovery_point:
                 start_idx = i
     recover_set = set(bases[start_idx:])
+    swapped_without_index: dict[int, int] = {}      # base -> the zero-filled .index length the broker leaves
     for b in bases:
         # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
         # segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1)
         if _source(p, segs[b].index_path) is None:
-            recover_set.add(b)
+            if segs[b].read_from is not None and b not in recover_set and not opts.repair:
+                # the swap pass opened the .swap segment: readNextOffset created a preallocated
+                # .index.swap, renamed with the rest, so loadSegmentFiles finds an index
+                swapped_without_index[b] = cfg.segment_index_bytes // 8 * 8
+            else:
+                recover_set.add(b)
     epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
     epochs_problem = _epochs_problem(epochs_path)
     if epochs_problem is not None:
@@ -392,13 +431,24 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
         with s.mapped() as buf:
             if b not in recover_set:
                 idx = _current(p, s.index_path) or b""
+                if b in swapped_without_index:
+                    idx = bytes(swapped_without_index[b])
+                    p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.index_path, "the swapped-in segment had no "
+                                 ".index.swap: the broker's swap pass leaves a preallocated zero-filled index",
+                                 name, data=b"", preallocate=len(idx)))
                 tidx = _current(p, s.time_index_path) or b""
                 # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
                 entries = parse_offset_index(idx, b)
                 nxt = s.next_offset_after(entries[-1].position if entries else 0)
-                problem = index_problem(buf, b, idx, tidx, nxt)
+                # the broker does not check the indexes of a segment it does not recover
+                # (LogSegment.sanityCheck): their damage is repaired with --repair only
+                damage = index_problem(buf, b, idx, tidx, nxt)
+                problem = damage if opts.repair else None
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
+                if problem is None and damage is not None:
+                    _note_kept(p, name, s, b, damage, buf, idx, tidx,
+                               missing_time_index=_source(p, s.time_index_path) is None)
                 if problem is not None and not opts.salvage:
                     try:
                         lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
