@@ -202,3 +202,20 @@ def test_snapshot_at_the_log_start_offset_is_not_loaded(tmp_path):
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
     assert parse_producer_snapshot((d / f"{3:020d}.snapshot").read_bytes()).entries == []
+
+
+def test_an_empty_swapped_in_segment_over_an_old_index_gets_the_broker_s_preallocated_index(tmp_path):
+    # from the differential harness (seed 100007, __transaction_state-7: a copy of an empty
+    # segment left as 0.log.swap after a clean shutdown). The .swap's offset range is empty, so
+    # LogLoader deletes nothing, and renaming the .swap files puts the preallocated .index.swap
+    # readNextOffset created over the old (empty) .index: the broker ends with 10 MiB of zeros
+    d = make_log_dir(tmp_path, [(0, [])])
+    (tmp_path / ".kafka_cleanshutdown").write_bytes(b"")
+    (d / f"{0:020d}.index").write_bytes(b"")
+    (d / f"{0:020d}.timeindex").write_bytes(b"")
+    (d / f"{0:020d}.log.swap").write_bytes(b"")
+    r = recover("--format", "json", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert (d / f"{0:020d}.index").read_bytes() == bytes(10485760)
+    assert (d / f"{0:020d}.timeindex").read_bytes() == b""
+    assert not list(d.glob("*.swap"))

@@ -396,13 +396,16 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     for b in bases:
         # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
         # segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1)
-        if _source(p, segs[b].index_path) is None:
-            if segs[b].read_from is not None and b not in recover_set and not opts.repair:
-                # the swap pass opened the .swap segment: readNextOffset created a preallocated
-                # .index.swap, renamed with the rest, so loadSegmentFiles finds an index
-                swapped_without_index[b] = cfg.segment_index_bytes // 8 * 8
-            else:
-                recover_set.add(b)
+        index_source = _source(p, segs[b].index_path)
+        swapped_in_without_index_swap = (segs[b].read_from is not None and
+                                         (index_source is None or index_source == segs[b].index_path))
+        if swapped_in_without_index_swap and b not in recover_set and not opts.repair:
+            # the swap pass opened the .swap segment: readNextOffset created a preallocated
+            # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
+            # not delete), so loadSegmentFiles finds that index
+            swapped_without_index[b] = cfg.segment_index_bytes // 8 * 8
+        elif index_source is None:
+            recover_set.add(b)
     epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
     epochs_problem = _epochs_problem(epochs_path)
     if epochs_problem is not None:
