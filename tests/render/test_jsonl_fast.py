@@ -104,6 +104,46 @@ def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, enc
     fast_v2_json(b, _fast_layout(encoding))   # the fast path took it: no fallback hid a difference
 
 
+# Payload bytes that mean something to the joined path: %-format syntax, its DEL separator,
+# what JSON escapes, multi-byte and invalid UTF-8
+_TRICKY = st.lists(st.sampled_from([b"%", b"%b", b"%d", b"%%", b"%%%%b", b"\x7f", b"\x00", b"\n", b"\"", b"\\",
+                                    b"plain", "\u00e9\U0001f600".encode(), b"\xff", b"\xed\xa0\x80"]),
+                   max_size=6).map(b"".join)
+
+
+@PROPERTY
+@given(payloads=st.lists(st.tuples(_TRICKY, _TRICKY), min_size=1, max_size=8),
+       headers=st.booleans(), producer=st.booleans())
+def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, monkeypatch, payloads, headers,
+                                                                      producer):
+    """Batches without null payloads have their payloads escaped in one call and the lines made
+    in two %-passes (scan._joined_lines): any payload (%-syntax, empty, DEL, invalid UTF-8)
+    comes out as the general path writes it, and the path is taken whenever no payload holds
+    a DEL or invalid UTF-8."""
+    from kafkalog_cli.formats import scan
+
+    taken = []
+    real = scan._joined_lines
+    monkeypatch.setattr(scan, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
+    recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=(Header("h", v),) if headers and i % 2 else ())
+            for i, (k, v) in enumerate(payloads)]
+    batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,
+                           base_sequence=3 if producer else -1)
+    fast = _dump(tmp_path, batch, fast=True)
+    assert fast == _dump(tmp_path, batch, fast=False)
+    assert fast[1] is None
+    plain = all(b"\x7f" not in p and _utf8(p) for pair in payloads for p in pair)
+    assert (taken[-1] is not None) == plain
+
+
+def _utf8(b: bytes) -> bool:
+    try:
+        b.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def test_a_malformed_batch_fails_at_the_same_point(tmp_path):
     recs = [SimpleRecord(key=b"k%d" % i, value=b"v" * 20, timestamp=1000 + i) for i in range(10)]
     bad = _corrupt_records(b"".join(build_v2_batch(recs, 10 * i) for i in range(5)))

@@ -128,3 +128,29 @@ def test_a_pipe_closed_early_is_quiet(tmp_path):
 
 def test_min_size_constant():
     assert kafka.PARALLEL_MIN_BYTES <= SIZE
+
+
+def _drain(fd: int, into: list) -> None:
+    with open(fd, "rb") as r:
+        into.append(r.read())
+
+
+@pytest.mark.parametrize("short", [False, True])
+def test_a_range_reaches_a_pipe_whole_and_in_order(monkeypatch, short):
+    """Workers hand a range's parts to writev, IOV_MAX at a time, and finish a short write (a
+    pipe, a signal) from where it stopped: the reader gets every byte in order."""
+    import os
+    import threading
+
+    parts = [bytes([i % 251]) * (i % 7000) for i in range(3 * parallel._IOV_MAX + 5)]
+    if short:
+        real = os.writev
+        monkeypatch.setattr(parallel.os, "writev", lambda fd, group: real(fd, [b"".join(group)[:3]]))
+    r, w = os.pipe()
+    got: list = []
+    reader = threading.Thread(target=_drain, args=(r, got))
+    reader.start()
+    parallel._write_all(w, parts)
+    os.close(w)
+    reader.join()
+    assert got == [b"".join(parts)]

@@ -274,6 +274,9 @@ class JsonLayout(NamedTuple):
     close: bytes
     quote: Callable[[str], bytes]                   # a str as a JSON string
     strings: Callable[[list[bytes]], list[bytes]]   # payloads as escaped texts, in the payload encoding
+    # payloads joined by DEL as one escaped text, the DELs kept; None when some payload needs
+    # `strings` (not valid UTF-8, say). None: the encoding has no such way (see _joined_lines)
+    joined: Callable[[bytes], bytes | None] | None = None
 
 
 def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
@@ -385,11 +388,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         timestamps = [batch.max_timestamp] * count
     seqs = _sequences(batch.base_sequence, base, offsets) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
-    if knulls or vnulls:
-        columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
-    else:   # both columns escaped in one go (a few calls per batch fewer)
-        texts = layout.strings(keys + values)
-        columns = [offsets, timestamps, texts[:count], texts[count:]]
+    columns = [offsets, timestamps]
     if headers:
         variant |= HEADERS_SLOT
         hcol = [layout.no_headers] * count
@@ -402,11 +401,58 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     line = layout.line(batch, variant)
     if not line:
         raise Malformed("no layout for this batch")
+    if not (knulls or vnulls) and layout.joined is not None:
+        text = _joined_lines(line, keys, values, columns, layout.joined)
+        if text is not None:
+            return text
+    if knulls or vnulls:
+        payloads = [_json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
+    else:   # both columns escaped in one go (a few calls per batch fewer)
+        texts = layout.strings(keys + values)
+        payloads = [texts[:count], texts[count:]]
+    columns[2:2] = payloads
+    return b"\n".join([line] * count) % _row_major(columns, count)
+
+
+def _row_major(columns: list[list], count: int) -> tuple:
+    """The values of `columns` record by record, as a %-format takes them."""
     width = len(columns)
     fields = [None] * (width * count)
     for i, column in enumerate(columns):
         fields[i::width] = column
-    return b"\n".join([line] * count) % tuple(fields)
+    return tuple(fields)
+
+
+_DEL = b"\x7f"   # the one character below U+0080 that JSON text holds as it is
+
+
+def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], columns: list[list],
+                  joined: Callable[[bytes], bytes | None]) -> bytes | None:
+    """The lines of a batch without null keys or values, all its payloads escaped in one call
+    and never split apart again: the escaped run "key DEL value DEL key ..." becomes the
+    %-format of the whole batch in two passes. The first puts the text of `line` between a key
+    and its value, and between a value and the next key, for each DEL (the payloads' own %
+    doubled twice); the second fills the remaining slots (offset, timestamp, headers, sequence)
+    from `columns`. A DEL in a payload leaves a slot too many for the first pass: then, and when
+    `joined` declines or `line` has no quoted key and value slots, None (the caller escapes
+    payload by payload)."""
+    cut = line.split(b'"%b"')
+    if len(cut) != 3:
+        return None
+    count = len(keys)
+    items = [None] * (2 * count)
+    items[0::2] = keys
+    items[1::2] = values
+    text = joined(_DEL.join(items))
+    if text is None:
+        return None
+    head, middle, tail = cut[0] + b'"', b'"' + cut[1] + b'"', b'"' + cut[2]
+    try:
+        fmt = (b"%b" + text.replace(b"%", b"%%%%").replace(_DEL, b"%b") + b"%b") % (
+            (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail))
+    except TypeError:   # not as many DELs as separators: a payload holds one
+        return None
+    return fmt % _row_major(columns, count)
 
 
 def _sequences(base_sequence: int, base_offset: int, offsets: list) -> list[int]:

@@ -176,7 +176,7 @@ def _record_layout(encoding: str) -> JsonLayout:
         header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
         null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
         no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
-        quote=orjson.dumps, strings=_STRINGS[encoding])
+        quote=orjson.dumps, strings=_STRINGS[encoding], joined=_utf8_joined if encoding == "utf8" else None)
 
 
 # A column of payloads as the escaped texts of JSON strings, in a few calls for the whole column:
@@ -197,6 +197,16 @@ def _utf8_strings(items: list[bytes]) -> list[bytes]:
         if len(texts) == len(items):
             return texts
     return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
+
+
+def _utf8_joined(joined: bytes) -> bytes | None:
+    """Payloads joined by a DEL as one escaped text, the DELs kept; None when one is not valid
+    UTF-8 (Java's replacements are made a payload at a time)."""
+    try:
+        text = joined.decode()
+    except UnicodeDecodeError:
+        return None
+    return orjson.dumps(text)[1:-1]
 
 
 _STRINGS = {
@@ -318,7 +328,10 @@ class JsonDumper:
         if self._lines:
             self._encode()
         if self._parts:
-            self.out.write(b"".join(self._parts))
+            if isinstance(self.out, Sink):
+                self.out.writelines(self._parts)
+            else:
+                self.out.write(b"".join(self._parts))
             self._parts.clear()
             self._size = 0
 
