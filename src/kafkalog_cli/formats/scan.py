@@ -440,15 +440,15 @@ def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], columns: 
     if len(cut) != 3:
         return None
     count = len(keys)
-    items = [None] * (2 * count)
-    items[0::2] = keys
-    items[1::2] = values
+    items = [b""] * (2 * count + 2)     # a DEL before the first key and after the last value too
+    items[1:-1:2] = keys
+    items[2:-1:2] = values
     text = joined(_DEL.join(items))
     if text is None:
         return None
     head, middle, tail = cut[0] + b'"', b'"' + cut[1] + b'"', b'"' + cut[2]
     try:
-        fmt = (b"%b" + text.replace(b"%", b"%%%%").replace(_DEL, b"%b") + b"%b") % (
+        fmt = text.replace(b"%", b"%%%%").replace(_DEL, b"%b") % (
             (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail))
     except TypeError:   # not as many DELs as separators: a payload holds one
         return None
