@@ -274,9 +274,9 @@ class JsonLayout(NamedTuple):
     close: bytes
     quote: Callable[[str], bytes]                   # a str as a JSON string
     strings: Callable[[list[bytes]], list[bytes]]   # payloads as escaped texts, in the payload encoding
-    # payloads joined by DEL as one escaped text, the DELs kept; None when some payload needs
-    # `strings` (not valid UTF-8, say). None: the encoding has no such way (see _joined_lines)
-    joined: Callable[[bytes], bytes | None] | None = None
+    # UTF-8 text (payloads and ASCII between them) as the escaped text of a JSON string; None
+    # when it is not valid UTF-8. None: the payload encoding has no such way (see _joined_lines)
+    escaped: Callable[[bytes], bytes | None] | None = None
 
 
 def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
@@ -401,8 +401,8 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     line = layout.line(batch, variant)
     if not line:
         raise Malformed("no layout for this batch")
-    if not (knulls or vnulls) and layout.joined is not None:
-        text = _joined_lines(line, keys, values, columns, layout.joined)
+    if not (knulls or vnulls) and layout.escaped is not None:
+        text = _joined_lines(line, keys, values, columns, layout.escaped)
         if text is not None:
             return text
     if knulls or vnulls:
@@ -423,34 +423,34 @@ def _row_major(columns: list[list], count: int) -> tuple:
     return tuple(fields)
 
 
-_DEL = b"\x7f"   # the one character below U+0080 that JSON text holds as it is
+_DEL = b"\x7f"
 
 
 def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], columns: list[list],
-                  joined: Callable[[bytes], bytes | None]) -> bytes | None:
+                  escaped: Callable[[bytes], bytes | None]) -> bytes | None:
     """The lines of a batch without null keys or values, all its payloads escaped in one call
-    and never split apart again: the escaped run "key DEL value DEL key ..." becomes the
-    %-format of the whole batch in two passes. The first puts the text of `line` between a key
-    and its value, and between a value and the next key, for each DEL (the payloads' own %
-    doubled twice); the second fills the remaining slots (offset, timestamp, headers, sequence)
-    from `columns`. A DEL in a payload leaves a slot too many for the first pass: then, and when
-    `joined` declines or `line` has no quoted key and value slots, None (the caller escapes
+    and never split apart again: "%b key %b value %b key ... value %b" (the payloads' own %
+    doubled twice), escaped at once, is the %-format of the whole batch, filled in two passes.
+    The first puts the text of `line` between a key and its value, and between a value and the
+    next key; the second fills the remaining slots (offset, timestamp, headers, sequence) from
+    `columns`. A DEL in a payload leaves a slot too many for the first pass: then, and when
+    `escaped` declines or `line` has no quoted key and value slots, None (the caller escapes
     payload by payload)."""
     cut = line.split(b'"%b"')
     if len(cut) != 3:
         return None
     count = len(keys)
-    items = [b""] * (2 * count + 2)     # a DEL before the first key and after the last value too
+    items = [b""] * (2 * count + 2)     # a slot before the first key and after the last value too
     items[1:-1:2] = keys
     items[2:-1:2] = values
-    text = joined(_DEL.join(items))
-    if text is None:
+    # JSON text keeps DEL, % and b as they are, so the slots come through the escaping whole
+    fmt = escaped(_DEL.join(items).replace(b"%", b"%%%%").replace(_DEL, b"%b"))
+    if fmt is None:
         return None
     head, middle, tail = cut[0] + b'"', b'"' + cut[1] + b'"', b'"' + cut[2]
     try:
-        fmt = text.replace(b"%", b"%%%%").replace(_DEL, b"%b") % (
-            (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail))
-    except TypeError:   # not as many DELs as separators: a payload holds one
+        fmt %= (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
+    except TypeError:   # more slots than separators: a payload holds a DEL
         return None
     return fmt % _row_major(columns, count)
 

@@ -176,7 +176,7 @@ def _record_layout(encoding: str) -> JsonLayout:
         header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
         null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
         no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
-        quote=orjson.dumps, strings=_STRINGS[encoding], joined=_utf8_joined if encoding == "utf8" else None)
+        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None)
 
 
 # A column of payloads as the escaped texts of JSON strings, in a few calls for the whole column:
@@ -199,14 +199,13 @@ def _utf8_strings(items: list[bytes]) -> list[bytes]:
     return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
 
 
-def _utf8_joined(joined: bytes) -> bytes | None:
-    """Payloads joined by a DEL as one escaped text, the DELs kept; None when one is not valid
-    UTF-8 (Java's replacements are made a payload at a time)."""
+def _utf8_escaped(text: bytes) -> bytes | None:
+    """UTF-8 text as the escaped text of a JSON string (orjson, as json escapes); None when it
+    is not valid UTF-8 (Java's replacements are made a payload at a time)."""
     try:
-        text = joined.decode()
+        return orjson.dumps(text.decode())[1:-1]
     except UnicodeDecodeError:
         return None
-    return orjson.dumps(text)[1:-1]
 
 
 _STRINGS = {
