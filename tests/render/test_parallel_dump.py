@@ -154,3 +154,22 @@ def test_a_range_reaches_a_pipe_whole_and_in_order(monkeypatch, short):
     os.close(w)
     reader.join()
     assert got == [b"".join(parts)]
+
+
+def test_ranges_cover_the_file_at_batch_boundaries_and_end_finer():
+    """Worker ranges run back to back from start to end, each from a batch boundary, about
+    CHUNK_MAX_BYTES each but the last `jobs`-ranges' stretch, cut four times finer so that the
+    workers finish together."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    batch = build_v2_batch([SimpleRecord(key=b"k", value=b"v" * 1000, timestamp=1)], 0)
+    data = batch * ((40 << 20) // len(batch))
+    bounds = {b.position for b in iter_batches(data)}
+    ranges = parallel.ranges_of(data, 0, len(data), 2)
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert {a for a, _ in ranges} <= bounds
+    sizes = [b - a for a, b in ranges]
+    big, small = max(sizes), max(sizes[-4:])
+    assert big <= parallel.CHUNK_MAX_BYTES + len(batch)
+    assert small <= big // 4 + len(batch) and len([s for s in sizes if s < big // 2]) >= 5
