@@ -42,7 +42,7 @@ from kafkalog_cli.formats.records import (
 # Multi-byte varints (the rare case; one and two bytes are inlined) read as varlongs in the key and
 # span scanners: the widest Kafka accepts; a longer one is an InvalidRecordError, which callers
 # treat as Malformed.
-from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong
+from kafkalog_cli.formats.varint import ZIGZAG, ZIGZAG2, read_varint, read_varlong
 
 
 class Malformed(Exception):
@@ -302,6 +302,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     rvarint = read_varint
     rvarlong = read_varlong
     zz = ZIGZAG
+    zz2 = ZIGZAG2
     for i in range(count):
         b = data[pos]
         if b < 0x80:
@@ -310,7 +311,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                length = zz[b + (c << 7)]
+                length = zz2[c][b]
                 pos += 2
             else:
                 length, pos = rvarint(data, pos)
@@ -322,7 +323,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         else:
             c = data[pos + 2]
             if c < 0x80:
-                tappend(base_ts + zz[b + (c << 7)])
+                tappend(base_ts + zz2[c][b])
                 pos += 3
             else:
                 td, pos = rvarlong(data, pos + 1)
@@ -334,7 +335,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                oappend(base + zz[b + (c << 7)])
+                oappend(base + zz2[c][b])
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
@@ -346,7 +347,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                ks = zz[b + (c << 7)]
+                ks = zz2[c][b]
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
@@ -363,7 +364,7 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                vs = zz[b + (c << 7)]
+                vs = zz2[c][b]
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)

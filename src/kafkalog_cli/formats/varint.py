@@ -12,6 +12,10 @@ from kafkalog_cli.errors import InvalidRecordError
 # two-byte one b >= 0x80, c < 0x80. The two ranges of indexes do not overlap.
 ZIGZAG = ([(i >> 1) ^ -(i & 1) for i in range(0x80)]
           + [(r >> 1) ^ -(r & 1) for r in range(1 << 14)])
+# The same two-byte values as rows, ZIGZAG2[c][b] == ZIGZAG[b + (c << 7)]: no arithmetic, so no
+# int objects made (a shift is not one of the interpreter's specialised operations, and every
+# int above 256 is a new object to allocate and free).
+ZIGZAG2 = [[0] * 0x80 + ZIGZAG[0x80 + (c << 7) : 0x100 + (c << 7)] for c in range(0x80)]
 
 
 def _read_zigzag(buf, pos: int) -> tuple[int, int]:
