@@ -315,71 +315,74 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
                 pos += 2
             else:
                 length, pos = rvarint(data, pos)
-        body = pos
-        b = data[pos + 1]
+        # the record on its own: positions in it stay below 257 for most records, and such ints
+        # are shared objects (positions in the batch would make a new int at every step)
+        rec = data[pos : pos + length]
+        pos += length
+        b = rec[1]
         if b < 0x80:
             tappend(base_ts + zz[b])
-            pos += 2
+            p = 2
         else:
-            c = data[pos + 2]
+            c = rec[2]
             if c < 0x80:
                 tappend(base_ts + zz2[c][b])
-                pos += 3
+                p = 3
             else:
-                td, pos = rvarlong(data, pos + 1)
+                td, p = rvarlong(rec, 1)
                 tappend(base_ts + td)
-        b = data[pos]
+        b = rec[p]
         if b < 0x80:
             oappend(base + zz[b])
-            pos += 1
+            p += 1
         else:
-            c = data[pos + 1]
+            c = rec[p + 1]
             if c < 0x80:
                 oappend(base + zz2[c][b])
-                pos += 2
+                p += 2
             else:
-                od, pos = rvarint(data, pos)
+                od, p = rvarint(rec, p)
                 oappend(base + od)
-        b = data[pos]
+        b = rec[p]
         if b < 0x80:
             ks = zz[b]
-            pos += 1
+            p += 1
         else:
-            c = data[pos + 1]
+            c = rec[p + 1]
             if c < 0x80:
                 ks = zz2[c][b]
-                pos += 2
+                p += 2
             else:
-                ks, pos = rvarint(data, pos)
+                ks, p = rvarint(rec, p)
         if ks >= 0:
-            kappend(data[pos : pos + ks])
-            pos += ks
+            kappend(rec[p : p + ks])
+            p += ks
         else:
             kappend(None)
             knulls += 1
-        b = data[pos]
+        b = rec[p]
         if b < 0x80:
             vs = zz[b]
-            pos += 1
+            p += 1
         else:
-            c = data[pos + 1]
+            c = rec[p + 1]
             if c < 0x80:
                 vs = zz2[c][b]
-                pos += 2
+                p += 2
             else:
-                vs, pos = rvarint(data, pos)
+                vs, p = rvarint(rec, p)
         if vs >= 0:
-            vappend(data[pos : pos + vs])
-            pos += vs
+            vappend(rec[p : p + vs])
+            p += vs
         else:
             vappend(None)
             vnulls += 1
-        if data[pos] == 0:   # no headers
-            pos += 1
+        if rec[p] == 0:   # no headers
+            p += 1
         else:
-            h, pos = _json_headers(data, pos, end, layout)
+            h, p = _json_headers(rec, p, length, layout)
             headers.append((i, h))
-        if pos - body != length or pos > end:
+        if p != length or length != len(rec):
             raise Malformed("record size")
     if pos != end:
         raise Malformed("bytes remain")
