@@ -101,6 +101,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
     rvarlong = read_varlong
     jutf8 = java_utf8
     zz = ZIGZAG
+    zz2 = ZIGZAG2
     pos = 0
     for _ in range(count):
         b = data[pos]
@@ -110,7 +111,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             c = data[pos + 1]
             if c < 0x80:
-                length = zz[b + (c << 7)]
+                length = zz2[c][b]
                 pos += 2
             else:
                 length, pos = rvarint(data, pos)
@@ -122,7 +123,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             c = data[pos + 2]
             if c < 0x80:
-                td = zz[b + (c << 7)]
+                td = zz2[c][b]
                 pos += 3
             else:
                 td, pos = rvarlong(data, pos + 1)
@@ -133,7 +134,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             c = data[pos + 1]
             if c < 0x80:
-                od = zz[b + (c << 7)]
+                od = zz2[c][b]
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
@@ -144,7 +145,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             c = data[pos + 1]
             if c < 0x80:
-                ks = zz[b + (c << 7)]
+                ks = zz2[c][b]
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
@@ -161,7 +162,7 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
         else:
             c = data[pos + 1]
             if c < 0x80:
-                vs = zz[b + (c << 7)]
+                vs = zz2[c][b]
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
@@ -573,6 +574,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     rvarint = read_varint
     rvarlong = read_varlong
     zz = ZIGZAG
+    zz2 = ZIGZAG2
     for i in range(count):
         b = data[pos]
         if b < 0x80:
@@ -581,7 +583,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                length = zz[b + (c << 7)]
+                length = zz2[c][b]
                 pos += 2
             else:
                 length, pos = rvarint(data, pos)
@@ -593,7 +595,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
         else:
             c = data[pos + 2]
             if c < 0x80:
-                tappend(base_ts + zz[b + (c << 7)])
+                tappend(base_ts + zz2[c][b])
                 pos += 3
             else:
                 td, pos = rvarlong(data, pos + 1)
@@ -605,7 +607,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                oappend(base + zz[b + (c << 7)])
+                oappend(base + zz2[c][b])
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
@@ -617,7 +619,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                ks = zz[b + (c << 7)]
+                ks = zz2[c][b]
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
@@ -634,7 +636,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                vs = zz[b + (c << 7)]
+                vs = zz2[c][b]
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
@@ -1018,6 +1020,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
     rvarint = read_varint
     rvarlong = read_varlong
     zz = ZIGZAG
+    zz2 = ZIGZAG2
     for _ in range(count):
         b = data[pos]
         if b < 0x80:
@@ -1026,7 +1029,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                length = zz[b + (c << 7)]
+                length = zz2[c][b]
                 pos += 2
             else:
                 length, pos = rvarint(data, pos)
@@ -1045,7 +1048,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                od = zz[b + (c << 7)]
+                od = zz2[c][b]
                 pos += 2
             else:
                 od, pos = rvarint(data, pos)
@@ -1061,7 +1064,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                ks = zz[b + (c << 7)]
+                ks = zz2[c][b]
                 pos += 2
             else:
                 ks, pos = rvarint(data, pos)
@@ -1076,7 +1079,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
         else:
             c = data[pos + 1]
             if c < 0x80:
-                vs = zz[b + (c << 7)]
+                vs = zz2[c][b]
                 pos += 2
             else:
                 vs, pos = rvarint(data, pos)
@@ -1180,18 +1183,18 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
     base_ts = batch.base_timestamp
     log_append = batch.max_timestamp if batch.attributes & 0x08 else None
     base_seq = batch.base_sequence
-    rvarint, rvarlong, zz = read_varint, read_varlong, ZIGZAG
+    rvarint, rvarlong, zz, zz2 = read_varint, read_varlong, ZIGZAG, ZIGZAG2
     out = []
     try:
         for i in range(count):
             # varints of one and two bytes inline, one expression a field (c: the second byte):
             # record lengths, timestamp deltas and value sizes often take two
             b, c = data[pos], data[pos + 1]
-            length, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+            length, pos = ((zz[b], pos + 1) if b < 0x80 else (zz2[c][b], pos + 2) if c < 0x80
                            else rvarint(data, pos))
             body = pos
             b, c = data[pos + 1], data[pos + 2]
-            td, pos = ((zz[b], pos + 2) if b < 0x80 else (zz[b + (c << 7)], pos + 3) if c < 0x80
+            td, pos = ((zz[b], pos + 2) if b < 0x80 else (zz2[c][b], pos + 3) if c < 0x80
                        else rvarlong(data, pos + 1))
             b = data[pos]                   # offset delta and key size: one byte, but rarely
             od, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
@@ -1207,7 +1210,7 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
             else:
                 hit = not keyed
             b, c = data[pos], data[pos + 1]
-            vs, pos = ((zz[b], pos + 1) if b < 0x80 else (zz[b + (c << 7)], pos + 2) if c < 0x80
+            vs, pos = ((zz[b], pos + 1) if b < 0x80 else (zz2[c][b], pos + 2) if c < 0x80
                        else rvarint(data, pos))
             vpos = pos
             if vs >= 0:
