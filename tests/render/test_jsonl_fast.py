@@ -17,7 +17,11 @@ from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, i
 from kafkalog_cli.formats.scan import fast_v2_json
 from kafkalog_cli.render.jsonl import JsonDumper, dumps
 from kafkalog_cli.render import jsonl
+from kafkalog_cli.formats.compression import Compression
+from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD
+from kafkalog_cli.formats.varint import read_varint
 from tests.formats.strategies import v2_batches
+from tests.formats.test_scan import _damaged
 from tests.render.test_fast_path import _corrupt_records, _segment
 
 ENCODINGS = ["utf8", "hex", "base64"]
@@ -142,6 +146,38 @@ def _utf8(b: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       encoding=st.sampled_from(ENCODINGS))
+def test_record_lines_of_damaged_records_are_the_general_paths_or_none(raw, at, xor, encoding):
+    """One byte of the records changed (the CRC made right again): the fast path gives up, or
+    writes exactly the general path's lines, which then decodes the records too."""
+    b = _damaged(raw, at, xor)
+    try:
+        fast = fast_v2_json(b, _fast_layout(encoding))
+    except Exception:
+        return                       # the caller falls back to the general path
+    enc, template = jsonl.payload_encoder(encoding), jsonl.record_template(b)
+    assert fast == b"\n".join(dumps(jsonl.record_object(r, b, enc, template)).encode("utf-8", "surrogatepass")
+                              for r in b.records())
+
+
+def test_a_record_longer_than_its_fields_is_left_to_the_general_path():
+    """The first record's length covers the second record too, and the count says one record:
+    the reference rejects it ("Invalid record size"), so the fast path must give up."""
+    raw = bytearray(build_v2_batch([SimpleRecord(b"k%d" % i, b"v" * 10, 1000 + i) for i in range(2)], 0))
+    first, _ = read_varint(raw, RECORD_BATCH_OVERHEAD)
+    second_at = RECORD_BATCH_OVERHEAD + 1 + first
+    rest = len(raw) - second_at
+    raw[RECORD_BATCH_OVERHEAD] = (first + rest) * 2          # one-byte zigzag varint, still
+    struct.pack_into(">i", raw, 57, 1)                       # records count
+    (b,) = iter_batches(bytes(set_v2_crc(raw)))
+    with pytest.raises(KafkalogError):
+        b.records()
+    with pytest.raises(Exception):
+        fast_v2_json(b, _fast_layout("utf8"))
 
 
 def test_a_malformed_batch_fails_at_the_same_point(tmp_path):

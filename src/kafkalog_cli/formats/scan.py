@@ -381,9 +381,9 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         if rec[p] == 0:   # no headers
             p += 1
         else:
-            h, p = _json_headers(rec, p, length, layout)
+            h, p = _json_headers(rec, p, len(rec), layout)
             headers.append((i, h))
-        if p != length or length != len(rec):
+        if p != length:      # (a record cut short by the batch's end: pos passes end below)
             raise Malformed("record size")
     if pos != end:
         raise Malformed("bytes remain")
