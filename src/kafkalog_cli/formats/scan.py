@@ -285,9 +285,11 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     newlines, decoded straight from the batch's bytes (no Record objects). Raises as
     `fast_v2_text` does on anything the general path must judge.
 
-    The loop only cuts the records into columns; each column then becomes text in a few calls
-    for the whole batch (payloads through `layout.strings`, the lines through one %-format): a
-    Python call per record and field would cost more than all the rest."""
+    The loop only cuts the records into columns; the columns then become text in a few calls
+    for the whole batch: without null payloads, every key and value escaped at once and laid
+    into the lines by two %-passes (`_joined_lines`); otherwise the payloads through
+    `layout.strings` and the lines through one %-format. A Python call per record and field
+    would cost more than all the rest."""
     count = batch.records_count
     if count < 0:
         raise Malformed("negative count")
