@@ -115,28 +115,32 @@ _TRICKY = st.lists(st.sampled_from([b"%", b"%b", b"%d", b"%%", b"%%%%b", b"\x7f"
                    max_size=6).map(b"".join)
 
 
+_HEADER_KEYS = st.sampled_from(["h", "", "%", "%b", "%%d", "\x7f", "traceparent", "caf\u00e9", "\"\\\n"])
+_HEADERS = st.lists(st.tuples(_HEADER_KEYS, st.none() | _TRICKY), max_size=3)
+
+
 @PROPERTY
-@given(payloads=st.lists(st.tuples(_TRICKY, _TRICKY), min_size=1, max_size=8),
-       headers=st.booleans(), producer=st.booleans())
-def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, monkeypatch, payloads, headers,
-                                                                      producer):
-    """Batches without null payloads have their payloads escaped in one call and the lines made
-    in two %-passes (scan._joined_lines): any payload (%-syntax, empty, DEL, invalid UTF-8)
-    comes out as the general path writes it, and the path is taken whenever no payload holds
-    a DEL or invalid UTF-8."""
+@given(records=st.lists(st.tuples(_TRICKY, _TRICKY, _HEADERS), min_size=1, max_size=8), producer=st.booleans())
+def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, monkeypatch, records, producer):
+    """Batches without null keys or values have every payload (header keys and values too)
+    escaped in one call and the lines made in two %-passes (scan._joined_lines): any payload
+    (%-syntax, empty, DEL, invalid UTF-8), any headers (none, several, null values) come out
+    as the general path writes them, and the path is taken whenever no payload holds a DEL or
+    invalid UTF-8."""
     from kafkalog_cli.formats import scan
 
     taken = []
     real = scan._joined_lines
     monkeypatch.setattr(scan, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
-    recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=(Header("h", v),) if headers and i % 2 else ())
-            for i, (k, v) in enumerate(payloads)]
+    recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs))
+            for i, (k, v, hs) in enumerate(records)]
     batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,
                            base_sequence=3 if producer else -1)
     fast = _dump(tmp_path, batch, fast=True)
     assert fast == _dump(tmp_path, batch, fast=False)
     assert fast[1] is None
-    plain = all(b"\x7f" not in p and _utf8(p) for pair in payloads for p in pair)
+    payloads = [p for k, v, hs in records for p in (k, v, *(hk.encode() for hk, _ in hs), *(hv for _, hv in hs))]
+    plain = all(b"\x7f" not in p and _utf8(p) for p in payloads if p is not None)
     assert (taken[-1] is not None) == plain
 
 

@@ -383,8 +383,8 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         if rec[p] == 0:   # no headers
             p += 1
         else:
-            h, p = _json_headers(rec, p, len(rec), layout)
-            headers.append((i, h))
+            pairs, p = _header_pairs(rec, p, len(rec))
+            headers.append((i, pairs))
         if p != length:      # (a record cut short by the batch's end: pos passes end below)
             raise Malformed("record size")
     if pos != end:
@@ -395,30 +395,30 @@ def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         timestamps = [batch.max_timestamp] * count
     seqs = _sequences(batch.base_sequence, base, offsets) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
-    columns = [offsets, timestamps]
     if headers:
         variant |= HEADERS_SLOT
-        hcol = [layout.no_headers] * count
-        for i, h in headers:
-            hcol[i] = h
-        columns.append(hcol)
+    more = []          # the slots after the payloads and headers
     if seqs is not None:
         variant |= SEQUENCE_SLOT
-        columns.append(seqs)
+        more.append(seqs)
     line = layout.line(batch, variant)
     if not line:
         raise Malformed("no layout for this batch")
     if not (knulls or vnulls) and layout.escaped is not None:
-        text = _joined_lines(line, keys, values, columns, layout.escaped)
+        text = _joined_lines(line, keys, values, headers, [offsets, timestamps, *more], layout)
         if text is not None:
             return text
     if knulls or vnulls:
-        payloads = [_json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
+        columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
     else:   # both columns escaped in one go (a few calls per batch fewer)
         texts = layout.strings(keys + values)
-        payloads = [texts[:count], texts[count:]]
-    columns[2:2] = payloads
-    return b"\n".join([line] * count) % _row_major(columns, count)
+        columns = [offsets, timestamps, texts[:count], texts[count:]]
+    if headers:
+        hcol = [layout.no_headers] * count
+        for i, pairs in headers:
+            hcol[i] = _headers_text(pairs, layout)
+        columns.append(hcol)
+    return b"\n".join([line] * count) % _row_major(columns + more, count)
 
 
 def _row_major(columns: list[list], count: int) -> tuple:
@@ -433,33 +433,89 @@ def _row_major(columns: list[list], count: int) -> tuple:
 _DEL = b"\x7f"
 
 
-def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], columns: list[list],
-                  escaped: Callable[[bytes], bytes | None]) -> bytes | None:
-    """The lines of a batch without null keys or values, all its payloads escaped in one call
-    and never split apart again: "%b key %b value %b key ... value %b" (the payloads' own %
-    doubled twice), escaped at once, is the %-format of the whole batch, filled in two passes.
-    The first puts the text of `line` between a key and its value, and between a value and the
-    next key; the second fills the remaining slots (offset, timestamp, headers, sequence) from
-    `columns`. A DEL in a payload leaves a slot too many for the first pass: then, and when
-    `escaped` declines or `line` has no quoted key and value slots, None (the caller escapes
-    payload by payload)."""
+def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: list[tuple[int, list]],
+                  columns: list[list], layout: JsonLayout) -> bytes | None:
+    """The lines of a batch without null keys or values, all its payloads (header keys and
+    values too) escaped in one call and never split apart again: "%b key %b value %b key ...
+    value %b" (the payloads' own % doubled twice), escaped at once, is the %-format of the whole
+    batch, filled in two passes. The first puts the text of `line` between a key and its value,
+    between a value and the next payload, and around each header; the second fills the
+    remaining slots (offset, timestamp, sequence) from `columns`. A DEL in a payload leaves a
+    slot too many for the first pass: then, and when `layout.escaped` declines or `line` has no
+    quoted key and value slots, None (the caller escapes payload by payload)."""
     cut = line.split(b'"%b"')
     if len(cut) != 3:
         return None
     count = len(keys)
-    items = [b""] * (2 * count + 2)     # a slot before the first key and after the last value too
-    items[1:-1:2] = keys
-    items[2:-1:2] = values
+    head, middle, tail = cut[0] + b'"', b'"' + cut[1] + b'"', b'"' + cut[2]
+    if headers:
+        made = _with_headers(head, middle, tail, keys, values, headers, layout)
+        if made is None:
+            return None
+        payloads, pieces = made
+    else:
+        payloads = [b""] * (2 * count + 2)     # a slot before the first key and after the last value too
+        payloads[1:-1:2] = keys
+        payloads[2:-1:2] = values
+        pieces = (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
     # JSON text keeps DEL, % and b as they are, so the slots come through the escaping whole
-    fmt = escaped(_DEL.join(items).replace(b"%", b"%%%%").replace(_DEL, b"%b"))
+    fmt = layout.escaped(_DEL.join(payloads).replace(b"%", b"%%%%").replace(_DEL, b"%b"))
     if fmt is None:
         return None
-    head, middle, tail = cut[0] + b'"', b'"' + cut[1] + b'"', b'"' + cut[2]
     try:
-        fmt %= (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
+        fmt %= pieces
     except TypeError:   # more slots than separators: a payload holds a DEL
         return None
     return fmt % _row_major(columns, count)
+
+
+def _with_headers(head: bytes, middle: bytes, tail: bytes, keys: list[bytes], values: list[bytes],
+                  headers: list[tuple[int, list]], layout: JsonLayout) -> tuple[list, tuple] | None:
+    """For _joined_lines, a batch with headers: the payloads in line order (each record's key,
+    value, then its headers' keys and values; empty ones first and last), and the texts that go
+    between them. None when the layout's header texts are not the shapes this cuts."""
+    tail_cut = tail.split(b"%b")
+    header, null_header = layout.header.split(b"%b"), layout.null_header.split(b"%b")
+    if len(tail_cut) != 2 or len(header) != 3 or len(null_header) != 2 or header[0] != null_header[0]:
+        return None
+    before, after = tail_cut                    # around the headers' slot
+    key_open = header[0] + b'"'                 # {"key": "
+    value_open = b'"' + header[1]               # ", "value": "
+    value_close = header[2]                     # "}
+    null_value = b'"' + null_header[1]          # ", "value": null}
+    newline_head = b"\n" + head
+    # what goes before a record's first header key, between headers (after a value or a null),
+    # and after its last header (to the next record's key)
+    first_key = before + layout.open + key_open
+    next_after_value, next_after_null = value_close + layout.sep + key_open, null_value + layout.sep + key_open
+    end_after_value = value_close + layout.close + after + newline_head
+    end_after_null = null_value + layout.close + after + newline_head
+    no_headers = before + layout.no_headers + after + newline_head
+    of = [None] * len(keys)
+    for i, pairs in headers:
+        of[i] = pairs
+    payloads, pieces = [b""], []
+    pending = head
+    for key, value, pairs in zip(keys, values, of):
+        pieces += (pending, middle)
+        payloads += (key, value)
+        if not pairs:
+            pending = no_headers
+            continue
+        pending = first_key
+        for hkey, hvalue in pairs:
+            if hvalue is None:
+                pieces.append(pending)
+                payloads.append(hkey)
+                pending = next_after_null
+            else:
+                pieces += (pending, value_open)
+                payloads += (hkey, hvalue)
+                pending = next_after_value
+        pending = end_after_null if hvalue is None else end_after_value
+    pieces.append(pending[: -len(newline_head)])
+    payloads.append(b"")
+    return payloads, tuple(pieces)
 
 
 def _sequences(base_sequence: int, base_offset: int, offsets: list) -> list[int]:
@@ -484,26 +540,53 @@ def _json_payloads(items: list, nulls: int, layout: JsonLayout) -> list[bytes]:
     return [null if x is None else string % next(texts) for x in items]
 
 
-def _json_headers(data: bytes, pos: int, end: int, layout: JsonLayout) -> tuple[bytes, int]:
-    nh, pos = read_varint(data, pos)
+def _header_pairs(data: bytes, pos: int, end: int) -> tuple[list[tuple[bytes, bytes | None]], int]:
+    """A record's headers as (key bytes, value bytes or None) pairs, and where they end.
+    One-byte varints inline, as in the record loops (tracing headers ride on every record)."""
+    zz = ZIGZAG
+    b = data[pos]
+    if b < 0x80:
+        nh = zz[b]
+        pos += 1
+    else:
+        nh, pos = read_varint(data, pos)
     if nh < 0 or nh > end - pos:
         raise Malformed("header count")
-    items = []
+    pairs = []
     for _ in range(nh):
-        hk, pos = read_varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            hk = zz[b]
+            pos += 1
+        else:
+            hk, pos = read_varint(data, pos)
         if hk < 0 or pos + hk > end:
             raise Malformed("header key")
-        k = layout.quote(java_utf8(data[pos : pos + hk]))
+        key = data[pos : pos + hk]
         pos += hk
-        hv, pos = read_varint(data, pos)
+        b = data[pos]
+        if b < 0x80:
+            hv = zz[b]
+            pos += 1
+        else:
+            hv, pos = read_varint(data, pos)
         if hv >= 0:
             if pos + hv > end:
                 raise Malformed("header value")
-            items.append(layout.header % (k, layout.strings([data[pos : pos + hv]])[0]))
+            pairs.append((key, data[pos : pos + hv]))
             pos += hv
         else:
-            items.append(layout.null_header % k)
-    return layout.open + layout.sep.join(items) + layout.close, pos
+            pairs.append((key, None))
+    return pairs, pos
+
+
+def _headers_text(pairs: list[tuple[bytes, bytes | None]], layout: JsonLayout) -> bytes:
+    """A record's list of headers as JSON text, header by header (keys as Java decodes them)."""
+    items = []
+    for key, value in pairs:
+        k = layout.quote(java_utf8(key))
+        items.append(layout.null_header % k if value is None else layout.header % (k, layout.strings([value])[0]))
+    return layout.open + layout.sep.join(items) + layout.close
 
 
 # ------------------------------------------------------------------ record columns (Arrow)
