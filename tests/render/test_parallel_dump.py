@@ -173,3 +173,13 @@ def test_ranges_cover_the_file_at_batch_boundaries_and_end_finer():
     big, small = max(sizes), max(sizes[-4:])
     assert big <= parallel.CHUNK_MAX_BYTES + len(batch)
     assert small <= big // 4 + len(batch) and len([s for s in sizes if s < big // 2]) >= 5
+
+
+@pytest.mark.parametrize("answer", [-1, 0, ValueError("unknown name")])
+def test_an_unknown_iov_max_falls_back_to_posix_minimum(monkeypatch, answer):
+    def sysconf(name):
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+    monkeypatch.setattr(parallel.os, "sysconf", sysconf)
+    assert parallel._iov_max() == 16
