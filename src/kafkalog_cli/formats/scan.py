@@ -430,7 +430,9 @@ def _row_major(columns: list[list], count: int) -> tuple:
     return tuple(fields)
 
 
-_DEL = b"\x7f"
+# The separator of payloads escaped together: the one character below U+0080 that JSON text
+# keeps as it is (render/jsonl.py's escapers keep it too), and rare in payloads
+DEL = b"\x7f"
 
 
 def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: list[tuple[int, list]],
@@ -459,7 +461,7 @@ def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: 
         payloads[2:-1:2] = values
         pieces = (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
     # JSON text keeps DEL, % and b as they are, so the slots come through the escaping whole
-    fmt = layout.escaped(_DEL.join(payloads).replace(b"%", b"%%%%").replace(_DEL, b"%b"))
+    fmt = layout.escaped(DEL.join(payloads).replace(b"%", b"%%%%").replace(DEL, b"%b"))
     if fmt is None:
         return None
     try:

@@ -17,7 +17,9 @@ from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch
-from kafkalog_cli.formats.scan import HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json
+from kafkalog_cli.formats.scan import (
+    DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json,
+)
 from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
@@ -179,26 +181,6 @@ def _record_layout(encoding: str) -> JsonLayout:
         quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None)
 
 
-# A column of payloads as the escaped texts of JSON strings, in a few calls for the whole column:
-# the payloads are joined by a separator, escaped at once and split again. orjson escapes as
-# json does with ensure_ascii=False (tests/render/test_jsonl_fast.py holds them equal over every
-# code point), one character at a time, and it writes DEL as it is. DEL is rare in text; a
-# payload holding one is found by the count, and takes the slow way.
-_SEP = b"\x7f"
-
-
-def _utf8_strings(items: list[bytes]) -> list[bytes]:
-    try:
-        text = _SEP.join(items).decode()   # valid UTF-8 as a whole iff each payload is
-    except UnicodeDecodeError:
-        text = None
-    if text is not None:
-        texts = orjson.dumps(text)[1:-1].split(_SEP)
-        if len(texts) == len(items):
-            return texts
-    return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
-
-
 def _utf8_escaped(text: bytes) -> bytes | None:
     """UTF-8 text as the escaped text of a JSON string (orjson, as json escapes); None when it
     is not valid UTF-8 (Java's replacements are made a payload at a time)."""
@@ -206,6 +188,20 @@ def _utf8_escaped(text: bytes) -> bytes | None:
         return orjson.dumps(text.decode())[1:-1]
     except UnicodeDecodeError:
         return None
+
+
+# A column of payloads as the escaped texts of JSON strings, in a few calls for the whole column:
+# the payloads are joined by DEL, escaped at once and split again. orjson escapes as json does
+# with ensure_ascii=False (tests/render/test_jsonl_fast.py holds them equal over every code
+# point), one character at a time, and it writes DEL as it is. DEL is rare in text; a payload
+# holding one is found by the count, and takes the slow way.
+def _utf8_strings(items: list[bytes]) -> list[bytes]:
+    text = _utf8_escaped(DEL.join(items))     # valid UTF-8 as a whole iff each payload is
+    if text is not None:
+        texts = text.split(DEL)
+        if len(texts) == len(items):
+            return texts
+    return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
 
 
 _STRINGS = {
