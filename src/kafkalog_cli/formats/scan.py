@@ -231,22 +231,9 @@ def fast_v2_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, dat
 
 
 def _header_keys(data: bytes, pos: int, end: int) -> tuple[str, int]:
-    nh, pos = read_varint(data, pos)
-    if nh < 0 or nh > end - pos:
-        raise Malformed("header count")
-    keys = []
-    for _ in range(nh):
-        hk, pos = read_varint(data, pos)
-        if hk < 0 or pos + hk > end:
-            raise Malformed("header key")
-        keys.append(java_utf8(data[pos : pos + hk]))
-        pos += hk
-        hv, pos = read_varint(data, pos)
-        if hv >= 0:
-            if pos + hv > end:
-                raise Malformed("header value")
-            pos += hv
-    return ",".join(keys), pos
+    """A record's header keys as kafka-dump-log lists them, and where its headers end."""
+    pairs, pos = _header_pairs(data, pos, end)
+    return ",".join([java_utf8(key) for key, _ in pairs]), pos
 
 
 # ------------------------------------------------------------------ record JSON
@@ -1330,16 +1317,5 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
 
 def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
     """The headers of a record already walked (their sizes hold), as the reference builds them."""
-    nh, pos = read_varint(data, pos)
-    out = []
-    for _ in range(nh):
-        hk, pos = read_varint(data, pos)
-        key = java_utf8(data[pos : pos + hk])
-        pos += hk
-        hv, pos = read_varint(data, pos)
-        value = None
-        if hv >= 0:
-            value = data[pos : pos + hv]
-            pos += hv
-        out.append(Header(key, value))
-    return tuple(out)
+    pairs, _ = _header_pairs(data, pos, len(data))
+    return tuple([Header(java_utf8(key), value) for key, value in pairs])
