@@ -14,14 +14,19 @@ def one_line(s: str) -> str:
 
 
 class ExitCode(enum.IntEnum):
-    OK = 0
-    PROBLEMS = 1        # the command ran and found problems (verify-crc), or Kafka would fail
-    USAGE = 2           # bad options (click's own code)
+    """One table for every command (README "Exit codes", `kafkalog --help`, kafkalog(1))."""
+
+    OK = 0              # done; nothing wrong found, nothing to do
+    PROBLEMS = 1        # something found or pending: problems, hanging transactions, a dry run
+                        # with changes, doctor warnings
+    USAGE = 2           # bad options (click's own code), or refused as Kafka itself refuses
+    REFUSED_BY_KAFKA = 2  # (an internal topic for delete-records, a tiered topic for compact...)
     CORRUPT = 3         # the input is not what its name says: corrupt or truncated data
     INPUT = 4           # missing, unreadable or unrecognised path; not a log dir
     LOCKED = 5          # the log dir's .lock is held by a broker or another kafkalog
     IO = 6              # writing failed: read-only file system, full disk, quarantine full
     CONFIG_UNKNOWN = 7  # refused to delete on a guess (a deciding config unknown); everything else was done
+    BROKER_WONT_START = 8  # doctor: a broker would not start on these log dirs
     INTERRUPTED = 130
 
 
