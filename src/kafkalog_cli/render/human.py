@@ -24,6 +24,10 @@ def action(a: Action) -> str:
         if a.offsets_removed:
             what += f", offsets {a.offsets_removed[0]}..{a.offsets_removed[1]}"
         what += ")"
+    elif k == ActionKind.COPY_FILE:
+        what = f"copy {a.source} -> {a.path}"
+    elif k == ActionKind.RENAME_DIR:
+        what = f"rename {a.path} -> {a.target.name}"
     elif k == ActionKind.REWRITE_SEGMENT:
         what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
     elif a.data is not None:
