@@ -50,6 +50,7 @@ from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply as apply_plan
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
+from kafkalog_cli.storage.quarantine import PRUNING_SUFFIX
 from kafkalog_cli.storage.logdir import DirKind, OffsetCheckpoint, RootCheckpoints, dir_kind
 from kafkalog_cli.storage.names import PartitionDirKind, TopicPartition, parse_partition_dir_name
 from kafkalog_cli.storage.partition import Partition
@@ -181,6 +182,42 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
+STAGING_DIRNAME = ".kafkalog-staging"
+
+
+def staging_root(log_dir: Path) -> Path | None:
+    """Where a copy into `log_dir` is staged: `<log dir>/../.kafkalog-staging/<log dir name>/`,
+    outside every log dir and on the log dir's file system (one rename moves it in); None when
+    the log dir is a mount point (its parent is another file system)."""
+    real = Path(os.path.realpath(log_dir))
+    try:
+        if os.stat(real).st_dev != os.stat(real.parent).st_dev:
+            return None
+    except OSError:
+        return None
+    return real.parent / STAGING_DIRNAME / real.name
+
+
+def _glob(name: str) -> str:
+    return "".join(f"[{c}]" if c in "*?[]" else c for c in name)
+
+
+def _is_prefix(copy: Path, source: Path) -> bool:
+    """Every file of `copy` (but a partial tmp file) is the source's file of that name."""
+    return all(f.name.endswith(TMP_SUFFIX) or _same_file(source / f.name, f) for f in copy.iterdir())
+
+
+def _check_prefix(future: Path, source: Path, p: MovePlan, name: str) -> None:
+    if not _is_prefix(future, source):
+        raise UsageError(f"{future} is a future replica that differs from the source: the broker began a move of "
+                         f"its own, or extended it; start the broker to let it finish, or remove that dir")
+    p.state = MoveState.RESUME
+    p.note(name, f"resuming: the future dir {future.name} holds the copy or part of it", future)
+    for f in future.iterdir():
+        if f.name.endswith(TMP_SUFFIX):
+            p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
+
+
 def _refuse_unclean_source(src_dir: Path) -> None:
     """What the broker would change in the source on its next start must not travel as it is: a
     log dir's clean shutdown is per log dir, so a copy of an unrecovered log into a cleanly shut
@@ -240,25 +277,50 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
         _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)
         p.partitions[name] = _summary(p, src, dst, live_src, live_dst)
         return p
+    future_name = f"{tp}.{future_id or uuid.uuid4().hex}-future"
     if futures:
-        future = futures[0]
-        p.state = MoveState.RESUME
-        for f in future.iterdir():
+        # a future dir of the partition: this command's (complete, or staged in place) or a move
+        # the broker began; resumed when it holds nothing but the source's files
+        target = futures[0]
+        _check_prefix(target, live_src, p, name)
+        staged = target
+    else:
+        root = staging_root(dst)
+        staged = None
+        if root is None:
+            target = staged = dst / future_name
+            p.notes.append(f"{dst} is a mount point: the copy is staged in it as the future dir {future_name} "
+                           f"(a broker started on a partial copy completes it itself; run this command again)")
+        else:
+            for old in sorted(root.glob(f"{_glob(str(tp))}.*-future")) if root.is_dir() else []:
+                if staged is None and _is_prefix(old, live_src):
+                    staged = old
+                    p.state = MoveState.RESUME
+                    p.note(name, f"resuming the copy staged in {old}", old)
+                else:
+                    p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy of a killed run", name))
+            for old in sorted(root.glob(f".{_glob(str(tp))}.*-future{PRUNING_SUFFIX}")) if root.is_dir() else []:
+                p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy, half removed", name))
+            target = dst / (staged.name if staged is not None else future_name)
+            if staged is None:
+                staged = root / future_name
+        if not staged.exists():
+            p.add(Action(ActionKind.MAKE_DIR, staged, "the copy, staged outside the log dir on its file system "
+                         "(the broker stops on an unknown dir inside it)" if staged != target else
+                         "the copy, staged as the broker's own future replica", name, source=live_src))
+        for f in staged.iterdir() if staged.exists() else []:
             if f.name.endswith(TMP_SUFFIX):
                 p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
-            elif not _same_file(live_src / f.name, f):
-                raise UsageError(f"{future} differs from the source ({f.name}): not a copy of this command's, or "
-                                 f"the broker extended it; start the broker to let it finish its move, or remove "
-                                 f"that dir")
-        p.note(name, f"resuming: the future dir {future.name} holds part of the copy", future)
-    else:
-        future = dst / f"{tp}.{future_id or uuid.uuid4().hex}-future"
-        p.add(Action(ActionKind.MAKE_DIR, future, "the copy, staged as the broker's own future replica", name,
-                     source=live_src))
     for f in files:
-        if not (future / f.name).exists():
-            p.add(Action(ActionKind.COPY_FILE, future / f.name, "copied and fsynced", name, source=f))
+        if not (staged / f.name).exists():
+            p.add(Action(ActionKind.COPY_FILE, staged / f.name, "copied and fsynced", name, source=f))
             p.bytes_to_copy += f.stat().st_size
+    # the entries first: a future dir appears with the recovery point, log start offset, high
+    # watermark and cleaner offset it is loaded with (keyed by topic-partition, so they hold for it)
+    _checkpoint_actions(p, src_roots, dst_roots, tp, name, dst_only=True)
+    if staged != target:
+        p.add(Action(ActionKind.RENAME_DIR, staged, "the whole copy into the destination, as the broker's own "
+                     "future replica (which a broker started now would finish moving itself)", name, target=target))
     try:
         p.free_bytes = shutil.disk_usage(dst).free
     except OSError:
@@ -266,8 +328,7 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
     if p.free_bytes is not None and p.bytes_to_copy > p.free_bytes:
         p.note(name, f"not enough space in the destination: {p.bytes_to_copy} bytes to copy, {p.free_bytes} free",
                dst)
-    _checkpoint_actions(p, src_roots, dst_roots, tp, name, dst_only=True)
-    p.add(Action(ActionKind.RENAME_DIR, future, "the copy becomes the partition's live dir", name,
+    p.add(Action(ActionKind.RENAME_DIR, target, "the copy becomes the partition's live dir", name,
                  target=dst / name))
     _switch_source(p, live_src, name)
     _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)

@@ -30,6 +30,7 @@ class ActionKind(str, enum.Enum):
     MAKE_DIR = "make_dir"                  # a new directory (move-partition's -future dir)
     COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
     RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
+    REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
 
 
 @dataclass
@@ -181,6 +182,8 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         fsops.copy_file(a.source, a.path)
     elif k == ActionKind.RENAME_DIR:
         fsops.rename_dir(a.path, a.target)
+    elif k == ActionKind.REMOVE_DIR:
+        fsops.remove_tree(a.path)
     else:
         mtime = None
         if a.keep_mtime and a.path.exists():

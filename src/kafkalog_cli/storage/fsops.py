@@ -233,6 +233,8 @@ class FsOps:
         """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
         as root, its owner and group; its entry fsynced in the parent."""
         path = Path(path)
+        if not path.parent.is_dir():
+            self._make_dirs(path.parent)
         try:
             self._pre("mkdir", path)
             os.mkdir(path)
@@ -273,8 +275,8 @@ class FsOps:
         self.fsync_dir(dst.parent)
 
     def rename_dir(self, src: Path, dst: Path) -> None:
-        """One directory renamed within its parent (Kafka's dir suffixes: `-future` -> live, live ->
-        `-delete`), never over an existing one; the parent fsynced."""
+        """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
+        copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
         src, dst = Path(src), Path(dst)
         if os.path.lexists(dst):
             raise WriteError("cannot rename a directory over an existing one", path=str(dst))
@@ -285,6 +287,8 @@ class FsOps:
             raise self._error(e, src, "rename") from None
         self.step(f"rename {src} -> {dst}")
         self.fsync_dir(dst.parent)
+        if src.parent != dst.parent:
+            self.fsync_dir(src.parent)
 
     def check_writable(self, directory: Path) -> None:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
