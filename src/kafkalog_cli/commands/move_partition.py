@@ -70,7 +70,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
 
 
 def _text(plan, report: dict, dry_run: bool, human) -> str:
-    lines = [human.plan(plan)] if plan.actions or plan.findings else [
+    lines = [human.move_plan(plan)] if plan.actions or plan.findings else [
         f"move-partition {plan.topic_partition}: nothing to do ({plan.state.value})"]
     lines += [f"  note: {n}" for n in plan.notes]
     if not dry_run and plan.actions:
