@@ -53,3 +53,15 @@ def test_refusals_and_the_lock(tmp_path):
     (src / ".kafka_cleanshutdown").unlink()
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
     assert r.exit_code == 2 and "not shut down cleanly" in r.output and len(r.output.strip().splitlines()) == 1
+
+
+def test_completion_offers_both_commands_and_their_options():
+    from click.shell_completion import ShellComplete
+
+    comp = ShellComplete(cli, {}, "kafkalog", "_KAFKALOG_COMPLETE")
+    names = [c.value for c in comp.get_completions([], "")]
+    assert "move-partition" in names and "compare-replicas" in names
+    assert {"--topic", "--partition", "--dry-run", "--quarantine"} <= {
+        c.value for c in comp.get_completions(["move-partition"], "--")}
+    assert {"--topic", "--partition", "--leader", "--limit", "--format"} <= {
+        c.value for c in comp.get_completions(["compare-replicas"], "--")}
