@@ -165,6 +165,16 @@ class Cluster:
             raise RuntimeError(f"client {request['op']} failed: {r.stderr[-3000:]}")
         return json.loads(r.stdout)
 
+    def elect_unclean(self, broker: int, topic: str, partition: int) -> str:
+        """kafka-leader-election --election-type unclean (a 3.3.1 KRaft controller ignores
+        unclean.leader.election.enable: ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic
+        returns false, so only this explicit ElectLeaders elects a replica outside the ISR)."""
+        r = subprocess.run([f"{KAFKA_HOME}/bin/kafka-leader-election.sh", "--bootstrap-server",
+                            f"127.0.0.1:{self.brokers[broker].port}", "--election-type", "unclean", "--topic", topic,
+                            "--partition", str(partition)], capture_output=True, text=True, timeout=180,
+                           env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"})
+        return r.stdout + r.stderr
+
     def wait_for(self, broker: int, topic: str, partition: int, check, timeout: float = 120) -> dict:
         """Poll the partition's leader and ISR (as broker `broker` describes them) until `check`."""
         deadline = time.monotonic() + timeout

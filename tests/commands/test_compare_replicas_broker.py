@@ -5,8 +5,9 @@ give the records the broker itself then truncates.
 1. topic `t`, one partition on brokers 1 and 2 (leader 1), unclean.leader.election.enable=true;
    A records with acks=all: both have them;
 2. broker 2 stops: the ISR is {1}; X records to broker 1 only; broker 1 stops (no leader left);
-3. broker 2 starts: not in the ISR, it is elected uncleanly (a new leader epoch) and takes Y
-   records; it stops;
+3. broker 2 starts: not in the ISR, it is elected uncleanly (kafka-leader-election --election-type
+   unclean: a 3.3.1 KRaft controller ignores unclean.leader.election.enable) in a new leader epoch
+   and takes Y records; it stops;
 4. the two log dirs are copied and compared: broker 1's X records are the ones it would lose;
 5. broker 2 then broker 1 start: broker 1, now a follower, truncates and fetches Y. Its log
    afterwards has none of the records we listed and every one of broker 2's, and the offset it
@@ -56,11 +57,13 @@ def test_unclean_election_divergence_is_what_the_broker_truncates(tmp_path):
                          "keys": [f"x{i}" for i in range(7)]})["offsets"]
         c.stop(b1)
         c.start(b2)
+        c.wait_for(2, "t", 0, lambda s: s["leader"] == -1)
+        elected = c.elect_unclean(2, "t", 0)
         state = c.wait_for(2, "t", 0, lambda s: s["leader"] == 2)
         y = c.client(2, {"op": "produce", "topic": "t", "partition": 0, "acks": 1,
                          "keys": [f"y{i}" for i in range(5)]})["offsets"]
         c.stop(b2)
-        assert (a[-1], x, y) == (19, list(range(20, 27)), list(range(20, 25))), state
+        assert (a[-1], x, y) == (19, list(range(20, 27)), list(range(20, 25))), (state, elected)
         # 4. the replicas as the brokers left them, compared offline
         r1, r2 = tmp_path / "copies" / "b1", tmp_path / "copies" / "b2"
         shutil.copytree(b1.log_dirs[0], r1)
