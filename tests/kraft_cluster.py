@@ -54,12 +54,28 @@ elif op == "describe":
                                               "epoch": p.get("leader_epoch")}
     admin.close()
     print(json.dumps(out))
+elif op == "consume":
+    from kafka import KafkaConsumer, TopicPartition
+    tp = TopicPartition(request["topic"], request["partition"])
+    c = KafkaConsumer(bootstrap_servers=server, enable_auto_commit=False, consumer_timeout_ms=10000)
+    c.assign([tp])
+    end = c.end_offsets([tp])[tp]
+    c.seek_to_beginning(tp)
+    out = []
+    for m in c:
+        out.append([m.offset, m.key.decode() if m.key is not None else None,
+                    m.value.decode() if m.value is not None else None])
+        if m.offset >= end - 1:
+            break
+    c.close()
+    print(json.dumps({"records": out, "end": end}))
 elif op == "produce":
     p = KafkaProducer(bootstrap_servers=server, acks=request.get("acks", "all"), linger_ms=0, retries=20,
                       max_in_flight_requests_per_connection=1)
     offsets = []
     for key in request["keys"]:
-        f = p.send(request["topic"], key=key.encode(), value=(key + "-value").encode(), partition=request["partition"])
+        value = request.get("values", {}).get(key, key + "-value")
+        f = p.send(request["topic"], key=key.encode(), value=value.encode(), partition=request["partition"])
         offsets.append(f.get(timeout=60).offset)
         p.flush()
     p.close()

@@ -94,6 +94,18 @@ def test_refuses_another_brokers_dir_and_an_unclean_source(tmp_path):
         ops.plan(src, dst, TP)
 
 
+def test_files_the_broker_deletes_on_load_are_left_behind(tmp_path):
+    # a clean shutdown can leave the cleaner's replaced segments (.deleted, deleted asynchronously)
+    src, dst = two_log_dirs(tmp_path)
+    (src / str(TP) / "00000000000000000000.log.deleted").write_bytes(b"old")
+    (src / str(TP) / "00000000000000000300.index.cleaned").write_bytes(b"")
+    p = ops.plan(src, dst, TP)
+    assert not [a for a in p.actions if a.kind is ActionKind.COPY_FILE and "." in a.path.name[21:]]
+    assert "not copied: 00000000000000000000.log.deleted, 00000000000000000300.index.cleaned" in p.notes[0]
+    move(src, dst, tmp_path / "q")
+    assert not list((dst / str(TP)).glob("*.deleted")) and recover_actions(dst) == []
+
+
 def test_refuses_leftovers_and_bad_paths(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     (src / str(TP) / "00000000000000000000.log.swap").write_bytes(b"")

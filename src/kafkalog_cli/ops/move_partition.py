@@ -58,6 +58,7 @@ from kafkalog_cli.storage.partition import Partition
 CHECKPOINTS = (names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT, names.REPLICATION_CHECKPOINT,
                names.CLEANER_CHECKPOINT)
 _META_FILES = (names.PARTITION_METADATA, names.LEADER_EPOCH_CHECKPOINT)
+_COPIED_SUFFIXES = (*names.SEGMENT_SUFFIXES, names.SNAPSHOT_SUFFIX)
 
 
 class MoveState(str, enum.Enum):
@@ -153,8 +154,8 @@ def _files(d: Path) -> list[Path]:
     snaps, segs = [], {}
     for f in d.iterdir():
         o = names.offset_from_name(f.name)
-        if o is None:
-            continue
+        if o is None or f.name[20:] not in _COPIED_SUFFIXES:
+            continue        # .deleted and .cleaned files: the broker deletes them when it loads the log
         if f.name.endswith(names.SNAPSHOT_SUFFIX):
             snaps.append((o, f))
         else:
@@ -223,10 +224,10 @@ def _refuse_unclean_source(src_dir: Path) -> None:
     log dir's clean shutdown is per log dir, so a copy of an unrecovered log into a cleanly shut
     down destination would never be recovered."""
     part = Partition.open(src_dir)
-    if part.temp_files or part.leftovers:
-        raise UsageError(f"{src_dir} holds files of an interrupted operation "
-                         f"({', '.join((part.temp_files + part.leftovers)[:3])}): run `kafkalog recover` on its "
-                         f"log dir first")
+    swaps = [n for n in part.temp_files if n.endswith(names.SWAP_SUFFIX)]
+    if swaps:
+        raise UsageError(f"{src_dir} holds .swap files of an interrupted segment replacement ({', '.join(swaps[:3])}), "
+                         f"which only the broker's load finishes: run `kafkalog recover` on its log dir first")
     if not (src_dir.parent / names.CLEAN_SHUTDOWN_FILE).exists():
         raise UsageError(f"{src_dir.parent} was not shut down cleanly (no {names.CLEAN_SHUTDOWN_FILE}): its logs "
                          f"need the broker's recovery, and a copy would be loaded without it; run `kafkalog recover "
@@ -263,9 +264,13 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
     _refuse_unclean_source(live_src)
     files = _files(live_src)
+    left = sorted(f.name for f in live_src.iterdir() if f not in files)
+    if left:
+        p.notes.append(f"not copied: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} (files the broker deletes "
+                       f"when it loads the log: .deleted, .cleaned; kafkalog's interrupted writes)")
     if live_dst is not None:
         theirs = sorted(f.name for f in live_dst.iterdir())
-        if futures or theirs != sorted(f.name for f in live_src.iterdir()) or \
+        if futures or theirs != sorted(f.name for f in files) or \
                 not all(_same_file(f, live_dst / f.name) for f in files):
             raise UsageError(f"the destination holds {tp} already ({live_dst}): move-partition does not merge two "
                              f"copies; the broker would refuse to start on both (Duplicate log directories)")
