@@ -75,3 +75,69 @@ def test_moved_compacted_partition_is_served_and_cleaned_from_its_new_dir(tmp_pa
         assert not (src / "c-0").exists() and (dst / "c-0").is_dir()
     finally:
         c.stop_all()
+
+
+def test_what_the_broker_does_with_a_killed_move(tmp_path):
+    """The two states a kill can leave that the man page describes: a whole future dir beside the
+    live source (the broker finishes the move itself: its alter-log-dirs thread), and two live
+    copies (killed between the two renames: the broker refuses to start, "Duplicate log
+    directories"; running the command again finishes)."""
+    from kafkalog_cli.ops import move_partition as ops
+    from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+    from kafkalog_cli.storage.names import TopicPartition
+
+    print("Kafka", kafka_version())
+    c = Cluster(tmp_path / "cluster", brokers=1, log_dirs_per_broker=2, broker_config={
+        "file.delete.delay.ms": "1000", "log.segment.delete.delay.ms": "1000"})
+    b = c.brokers[1]
+    try:
+        c.start(c.controller)
+        c.start(b)
+        c.client(1, {"op": "create", "topics": [{"name": "c", "assignment": {"0": [1]},
+                                                 "configs": {"segment.bytes": "1024"}}]})
+        c.wait_for(1, "c", 0, lambda s: s["leader"] == 1)
+        c.client(1, {"op": "produce", "topic": "c", "partition": 0, "keys": KEYS * 5})
+        c.stop(b)
+        src = next(d for d in b.log_dirs if (d / "c-0").is_dir())
+        dst = next(d for d in b.log_dirs if d != src)
+
+        def staged_in(n, description):
+            if description.startswith("rename") and description.endswith("-future"):
+                raise InjectedFault(description)
+        fsops = FsOps(dst, Quarantine(None, "move-partition"), on_step=staged_in)
+        try:
+            ops.apply(ops.plan(src, dst, TopicPartition("c", 0)), fsops)
+        except InjectedFault:
+            pass
+        assert (src / "c-0").is_dir() and len(list(dst.glob("c-0.*-future"))) == 1
+        c.start(b)
+        wait(lambda: "The current replica is successfully replaced with the future replica for c-0" in b.log(),
+             what="the broker did not finish the move")
+        wait(lambda: not list(src.glob("c-0*")), what="the broker did not delete the source")
+        got = c.client(1, {"op": "consume", "topic": "c", "partition": 0})
+        assert [k for _, k, _ in got["records"]] == KEYS * 5
+        c.stop(b)
+        assert (dst / "c-0").is_dir()
+        # the broker's own move leaves the partition's high watermark entry in the source's
+        # replication-offset-checkpoint; running the command again removes it
+        assert ("c", 0) in read_offsets(src / "replication-offset-checkpoint")
+        r = CliRunner().invoke(cli, ["move-partition", str(src), str(dst), "--topic", "c", "--partition", "0"])
+        assert r.exit_code == 0 and "c-0 was in" in r.output and "already" in r.output, r.output
+        assert ("c", 0) not in read_offsets(src / "replication-offset-checkpoint")
+        # two live copies: refused by the broker, finished by running the command again
+        import shutil
+        shutil.copytree(dst / "c-0", src / "c-0", copy_function=shutil.copy2)
+        try:
+            c.start(b)
+        except RuntimeError as e:
+            assert "Duplicate log directories for c-0" in str(e)
+        else:
+            raise AssertionError("the broker started on two live copies")
+        r = CliRunner().invoke(cli, ["move-partition", str(src), str(dst), "--topic", "c", "--partition", "0"])
+        assert r.exit_code == 0 and "finish: both copies live" in r.output, r.output
+        c.start(b)
+        got = c.client(1, {"op": "consume", "topic": "c", "partition": 0})
+        assert [k for _, k, _ in got["records"]] == KEYS * 5
+        c.stop(b)
+    finally:
+        c.stop_all()

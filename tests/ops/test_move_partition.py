@@ -92,6 +92,9 @@ def test_refuses_another_brokers_dir_and_an_unclean_source(tmp_path):
     (src / ".kafka_cleanshutdown").unlink()
     with pytest.raises(UsageError, match="not shut down cleanly"):
         ops.plan(src, dst, TP)
+    # neither was: the broker recovers the copy in the destination, from the recovery point it takes along
+    (dst / ".kafka_cleanshutdown").unlink()
+    assert ops.plan(src, dst, TP).actions
 
 
 def test_files_the_broker_deletes_on_load_are_left_behind(tmp_path):

@@ -37,8 +37,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     for Kafka 3.7+ KRaft JBOD (directory.id).
 
     Refused: a destination that holds the partition (unless it is this command's own identical
-    copy of a killed run), log dirs of different brokers, a source not shut down cleanly or with
-    leftovers of an interrupted operation (run recover first).
+    copy of a killed run), log dirs of different brokers, a source not shut down cleanly into a
+    destination that was, or with a .swap file (run recover first).
 
     \b
     Exit codes: 0 moved, or nothing to do (moved already); 2 usage or refused (see above);
@@ -70,10 +70,15 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
 
 
 def _text(plan, report: dict, dry_run: bool, human) -> str:
+    from kafkalog_cli.ops.move_partition import MoveState
+
     lines = [human.move_plan(plan)] if plan.actions or plan.findings else [
         f"move-partition {plan.topic_partition}: nothing to do ({plan.state.value})"]
     lines += [f"  note: {n}" for n in plan.notes]
-    if not dry_run and plan.actions:
+    if not dry_run and plan.actions and plan.state is MoveState.MOVED:
+        lines.append(f"{plan.topic_partition} was in {plan.log_dir} already; its stale entries left the source's "
+                     f"checkpoints")
+    elif not dry_run and plan.actions:
         lines.append(f"moved {plan.topic_partition} to {plan.log_dir} ({plan.bytes_to_copy} bytes copied); the "
                      f"source's -delete dir is deleted by the broker on its next start")
         if report.get("quarantine"):

@@ -219,18 +219,19 @@ def _check_prefix(future: Path, source: Path, p: MovePlan, name: str) -> None:
             p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
 
 
-def _refuse_unclean_source(src_dir: Path) -> None:
+def _refuse_unclean_source(src_dir: Path, dst: Path) -> None:
     """What the broker would change in the source on its next start must not travel as it is: a
     log dir's clean shutdown is per log dir, so a copy of an unrecovered log into a cleanly shut
-    down destination would never be recovered."""
+    down destination would never be recovered. (Into a destination without the clean-shutdown
+    file it is recovered there, from the recovery point that moves with it, as in the source.)"""
     part = Partition.open(src_dir)
     swaps = [n for n in part.temp_files if n.endswith(names.SWAP_SUFFIX)]
     if swaps:
         raise UsageError(f"{src_dir} holds .swap files of an interrupted segment replacement ({', '.join(swaps[:3])}), "
                          f"which only the broker's load finishes: run `kafkalog recover` on its log dir first")
-    if not (src_dir.parent / names.CLEAN_SHUTDOWN_FILE).exists():
-        raise UsageError(f"{src_dir.parent} was not shut down cleanly (no {names.CLEAN_SHUTDOWN_FILE}): its logs "
-                         f"need the broker's recovery, and a copy would be loaded without it; run `kafkalog recover "
+    if not (src_dir.parent / names.CLEAN_SHUTDOWN_FILE).exists() and (dst / names.CLEAN_SHUTDOWN_FILE).exists():
+        raise UsageError(f"{src_dir.parent} was not shut down cleanly (no {names.CLEAN_SHUTDOWN_FILE}) and {dst} was: "
+                         f"the broker would load the copy without the recovery it needs; run `kafkalog recover "
                          f"{src_dir.parent}` first, or start and stop the broker")
     if not part.segments:
         raise InputError("no segment (.log) in the partition dir", path=str(src_dir))
@@ -262,7 +263,7 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
             p.partitions[name] = _summary(p, src, dst, None, live_dst)
             return p
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
-    _refuse_unclean_source(live_src)
+    _refuse_unclean_source(live_src, dst)
     files = _files(live_src)
     left = sorted(f.name for f in live_src.iterdir() if f not in files)
     if left:
