@@ -156,14 +156,7 @@ class FsOps:
             _unlink_quietly(tmp)
             raise self._error(e, path, "write") from None
         self.step(f"write {tmp}")
-        try:
-            self._pre("rename", path)
-            os.replace(tmp, path)
-        except OSError as e:
-            _unlink_quietly(tmp)
-            raise self._error(e, path, "rename") from None
-        self.step(f"rename {tmp} -> {path}")
-        self.fsync_dir(path.parent)
+        self._tmp_into_place(tmp, path)
         if new is not None:
             self._written[_key(path)] = new
 
@@ -265,14 +258,19 @@ class FsOps:
             _unlink_quietly(tmp)
             raise self._error(e, Path(getattr(e, "filename", None) or dst), "copy") from None
         self.step(f"copy {src} -> {tmp}")
+        self._tmp_into_place(tmp, dst)
+
+    def _tmp_into_place(self, tmp: Path, path: Path) -> None:
+        """A complete, fsynced `tmp` renamed over `path`, the directory fsynced (a failed rename
+        removes `tmp`: nothing refers to it)."""
         try:
-            self._pre("rename", tmp)
-            os.rename(tmp, dst)
+            self._pre("rename", path)
+            os.replace(tmp, path)
         except OSError as e:
             _unlink_quietly(tmp)
-            raise self._error(e, dst, "rename") from None
-        self.step(f"rename {tmp} -> {dst}")
-        self.fsync_dir(dst.parent)
+            raise self._error(e, path, "rename") from None
+        self.step(f"rename {tmp} -> {path}")
+        self.fsync_dir(path.parent)
 
     def rename_dir(self, src: Path, dst: Path) -> None:
         """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
