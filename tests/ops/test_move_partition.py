@@ -172,3 +172,68 @@ def test_a_complete_future_dir_is_taken_as_it_is(tmp_path):
     assert p.state is ops.MoveState.RESUME and not [a for a in p.actions if a.kind is ActionKind.COPY_FILE]
     move(src, dst, tmp_path / "q")
     assert live_copies(TP, src, dst) == [dst / str(TP)] and not fut.exists()
+
+
+# ------------------------------------------------------------------ the property
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch  # noqa: E402
+
+ENTRY = st.one_of(st.none(), st.integers(0, 10**12))
+
+
+@st.composite
+def log_dirs(draw):
+    segments = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))     # records per segment
+    src_entries = draw(st.tuples(ENTRY, ENTRY, ENTRY, ENTRY))
+    dst_entries = draw(st.tuples(ENTRY, ENTRY, ENTRY, ENTRY))                # stale ones, KAFKA-8362
+    others = draw(st.dictionaries(st.sampled_from(["a", "b-1", "c.x"]), st.integers(0, 99), max_size=3))
+    return segments, src_entries, dst_entries, others
+
+
+def _write_checkpoint(path, entries: dict) -> None:
+    if entries:
+        path.write_text(f"0\n{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items()))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(log_dirs())
+def test_property_the_copy_is_the_source_and_only_its_entries_move(tmp_path_factory, case):
+    segments, src_entries, dst_entries, others = case
+    root = tmp_path_factory.mktemp("mv")
+    src, dst = root / "d1", root / "d2"
+    tp = TopicPartition("t", 3)
+    d = src / "t-3"
+    d.mkdir(parents=True)
+    dst.mkdir()
+    base = 0
+    for n in segments:
+        recs = [SimpleRecord(f"k{base + i}".encode(), b"v", 1000 + base + i) for i in range(n)]
+        (d / f"{base:020d}.log").write_bytes(build_v2_batch(recs, base, partition_leader_epoch=0))
+        (d / f"{base:020d}.index").write_bytes(b"")
+        (d / f"{base:020d}.timeindex").write_bytes(b"")
+        if base:
+            (d / f"{base:020d}.snapshot").write_bytes(b"")
+        base += n
+    (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    for x in (src, dst):
+        (x / ".kafka_cleanshutdown").write_bytes(b"")
+    for name, s, t in zip(ops.CHECKPOINTS, src_entries, dst_entries):
+        other = {(k.rsplit("-", 1)[0] if "-" in k else k, 0): v for k, v in others.items()}
+        _write_checkpoint(src / name, {**other, **({("t", 3): s} if s is not None else {})})
+        _write_checkpoint(dst / name, {("u", 0): 7, **({("t", 3): t} if t is not None else {})})
+    before = {f.name: (f.read_bytes(), f.stat().st_mtime_ns, f.stat().st_mode) for f in d.iterdir()}
+    ckpt_before = {(x, n): read_offsets(x / n) for x in (src, dst) for n in ops.CHECKPOINTS}
+    move(src, dst, None, tp=tp)
+    moved = dst / "t-3"
+    assert {f.name: (f.read_bytes(), f.stat().st_mtime_ns, f.stat().st_mode) for f in moved.iterdir()} == before
+    (gone,) = [x for x in src.iterdir() if x.name.startswith("t-3.") and x.name.endswith("-delete")]
+    assert {f.name: f.read_bytes() for f in gone.iterdir()} == {k: v[0] for k, v in before.items()}
+    for n, s in zip(ops.CHECKPOINTS, src_entries):
+        key = ("t", 3)
+        want_dst = {k: v for k, v in ckpt_before[(dst, n)].items() if k != key}
+        want_src = {k: v for k, v in ckpt_before[(src, n)].items() if k != key}
+        if s is not None:
+            want_dst[key] = s
+        assert read_offsets(dst / n) == want_dst, n
+        assert read_offsets(src / n) == want_src, n
