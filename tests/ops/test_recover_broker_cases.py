@@ -177,3 +177,27 @@ def test_a_live_broker_loads_the_damage_as_recover_does(case, tmp_path):
     print("broker:", sorted(p.name for p in Path(live.KAFKA_HOME, "libs").glob("kafka_2.13-*.jar")))
     assert not refused and not run.errors
     assert compare_log_dirs(theirs, ours) == {}
+
+
+def test_damage_the_marker_hides_is_named_with_its_fix(tmp_path):
+    # issue 26's power cut: a flipped byte in codec-none-0 and a cut last batch in multi-segment-0,
+    # after an orderly stop (.kafka_cleanshutdown). The broker looks at neither; recover leaves both
+    # as the broker will load them, and says so, with what --all and --salvage would do
+    d, _ = damaged(tmp_path, "active-cut-under-marker")
+    log = d / "codec-none-0" / f"{0:020d}.log"
+    data = bytearray(log.read_bytes())
+    data[700] ^= 0x55                       # inside the batch at 645 (offsets 20..39)
+    log.write_bytes(bytes(data))
+    r = CliRunner().invoke(cli, ["recover", "--dry-run", "--topic", "codec-none", str(d)])
+    out = " ".join(r.output.split())
+    assert ("codec-none-0: segment 0: the batch of 678 bytes fails its CRC check: the broker does not look at it "
+            "(.kafka_cleanshutdown: no recovery) and serves it as it is") in out
+    assert ("`kafkalog recover --all` recovers as the broker would without the marker, truncating at byte 645 "
+            "(offsets 20..59); `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the "
+            "intact batches after them (offsets 40..59)") in out
+    r = CliRunner().invoke(cli, ["recover", "--dry-run", "--all", "--topic", "codec-none", str(d)])
+    out = " ".join(r.output.split())
+    assert ("offsets 20..39 are damaged, and the intact batches after them (offsets 40..59) go too: "
+            "--salvage keeps those") in out
+    r = CliRunner().invoke(cli, ["recover", "--dry-run", "--all", "--salvage", "--topic", "codec-none", str(d)])
+    assert "skipped damaged bytes [645, 1323): offsets 20..39 are lost for good" in " ".join(r.output.split())
