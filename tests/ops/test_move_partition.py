@@ -118,6 +118,8 @@ def test_refuses_leftovers_and_bad_paths(tmp_path):
         ops.plan(src, dst, TopicPartition("nope", 0))
     with pytest.raises(InputError):
         ops.plan(src, tmp_path / "missing", TP)
+    with pytest.raises(UsageError, match="metadata.log.dir"):
+        ops.plan(src, dst, TopicPartition("__cluster_metadata", 0))
     with pytest.raises(UsageError, match="same log dir"):
         ops.plan(src, src, TP)
     with pytest.raises(UsageError, match="partition dir"):

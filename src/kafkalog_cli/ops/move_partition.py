@@ -243,6 +243,10 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
     if os.path.realpath(src) == os.path.realpath(dst):
         raise UsageError(f"the source and the destination are the same log dir ({src})")
     name = str(tp)
+    if tp.topic == "__cluster_metadata":
+        raise UsageError("__cluster_metadata is the KRaft metadata log, which the raft layer keeps in "
+                         "metadata.log.dir (LogManager never loads it): to move it, move the dir and change that "
+                         "setting, not the partition")
     p = MovePlan("move-partition", dst, source_log_dir=src, topic_partition=tp)
     check_same_broker(src, dst, p.notes)
     s_dirs, d_dirs = _partition_dirs(src, tp), _partition_dirs(dst, tp)
