@@ -386,7 +386,10 @@ def _batches(part: Partition, note: Callable[[str], None]) -> Iterator:
             if tail.damage is not None:
                 note(f"{tail.damage.line()}: the broker's recovery truncates the log here; read up to it")
         for batch in seg.batches(0, end):
-            batch.ensure_valid()
+            try:
+                batch.ensure_valid()
+            except KafkalogError as e:
+                raise e.located(path=str(seg.log_path), position=batch.position) from None
             yield seg, batch
 
 
