@@ -489,5 +489,10 @@ def read_metadata_image(path: Path, at_offset: int | None = None) -> MetadataIma
     metadata log or of the record at `at_offset`."""
     meta = metadata_dir(path)
     read = replay_metadata_log(meta, MetadataImage, until=at_offset)
+    if at_offset is not None and read.damage is None and read.next_offset <= at_offset:
+        reached = f"offset {read.next_offset - 1}" if read.next_offset else "no offset"
+        raise InputError(f"no image as of offset {at_offset}: the snapshots ending at or before it and the log after "
+                         f"them reach {reached} (a snapshot's log may have been deleted, or the log ends sooner)",
+                         path=str(meta))
     return MetadataImageRead(str(meta), read.image, read.snapshot, read.damage, read.skipped, read.next_offset,
                              at_offset, QuorumState.read(meta / "quorum-state"))
