@@ -793,10 +793,10 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
             if expected is not None and batch.last_offset < expected:
                 pos += batch.size
                 continue
+            if until is not None and batch.base_offset > until and (expected is None or expected > until):
+                return None, expected
             if expected is not None and batch.base_offset > expected:
                 return MetadataDamage(path, pos, f"offsets {expected} to {batch.base_offset - 1} are missing"), expected
-            if until is not None and batch.base_offset > until:
-                return None, expected
             if not batch.is_control:
                 for rec in batch.records():
                     if rec.value is None or expected is not None and rec.offset < expected:

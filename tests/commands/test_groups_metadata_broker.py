@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -104,8 +105,13 @@ def served(tmp_path_factory):
     log_dir = work / "logdir"
     log_dir.mkdir()
     _format(log_dir, work)
-    res = broker_run(log_dir, work, SCRIPT, properties={"offsets.topic.num.partitions": "5", "group.initial.rebalance.delay.ms": "0"})
+    res = broker_run(log_dir, work, SCRIPT, properties={"offsets.topic.num.partitions": "5", "group.initial.rebalance.delay.ms": "0",
+                                                        "transaction.state.log.num.partitions": "1"})
     assert res["errors"] == [], res["errors"]
+    if os.environ.get("KAFKALOG_SAVE_BROKER_RUN"):      # how tests/fixtures/groups-broker-3.3.1 was made
+        import shutil
+        shutil.copytree(log_dir, os.environ["KAFKALOG_SAVE_BROKER_RUN"], dirs_exist_ok=True)
+        Path(os.environ["KAFKALOG_SAVE_BROKER_RUN"], "expected.json").write_text(json.dumps(res["output"], indent=1))
     return log_dir, res["output"]
 
 
@@ -175,12 +181,16 @@ def _kafka_partitions(text: str) -> dict[tuple[str, int], dict]:
 
 
 def _controlled_shutdown_offset(log_dir) -> int:
-    """The offset of the first metadata record of the broker's controlled shutdown."""
+    """The offset of the first metadata record of the broker's controlled shutdown: 3.3.1's
+    controller marks the broker in controlled shutdown, then moves each partition's leader to
+    none (-1), there being no other replica."""
     r = _invoke("dump-log", log_dir / "__cluster_metadata-0", "--cluster-metadata-decoder", "--format", "json")
     for rec in map(json.loads, r.stdout.splitlines()):
         d = rec.get("decoded") or {}
-        if rec["kind"] == "record" and d.get("type") == "BROKER_REGISTRATION_CHANGE_RECORD" and \
-                d["data"].get("inControlledShutdown") == 1:
+        kind, data = d.get("type_name"), d.get("data") or {}
+        if rec["kind"] == "record" and (kind == "PARTITION_CHANGE_RECORD" and data["leader"] == -1 or
+                                        kind == "BROKER_REGISTRATION_CHANGE_RECORD" and
+                                        data.get("inControlledShutdown") == 1):
             return rec["offset"]
     raise AssertionError("no controlled shutdown in the metadata log")
 

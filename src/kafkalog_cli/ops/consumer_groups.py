@@ -374,15 +374,17 @@ def _subscribed_topics(data: bytes) -> list[str]:
 
 
 def _batches(part: Partition, note: Callable[[str], None]) -> Iterator:
-    """The partition's batches up to its log end offset: the active segment up to where the
-    broker's recovery would truncate it (what follows told to `note`). Every batch is checked
-    (size, CRC): a damaged one raises with its file and position."""
+    """The partition's batches up to its log end offset: after an unclean shutdown, the active
+    segment up to where the broker's recovery would truncate it (what follows told to `note`).
+    Every batch is checked (size, CRC): a damaged one raises with its file and position."""
     segments = part.segments
     for i, seg in enumerate(segments):
         end = None
         if i == len(segments) - 1:
             tail = seg.recovered_tail()
             end = tail.valid_size
+            if tail.damage is not None and not seg.recovered_on_load:
+                raise tail.damage      # after a clean shutdown the broker reads it as it is, and fails
             if tail.damage is not None:
                 note(f"{tail.damage.line()}: the broker's recovery truncates the log here; read up to it")
         for batch in seg.batches(0, end):
