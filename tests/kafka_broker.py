@@ -75,3 +75,17 @@ log.cleaner.enable=false
         except subprocess.TimeoutExpired:
             os.killpg(broker.pid, signal.SIGKILL)
             broker.wait()
+
+
+def format_log_dir(log_dir: Path, work: Path) -> None:
+    """kafka-storage.sh format: a new one-node KRaft cluster (node 1) on `log_dir`."""
+    ctl, port = _free_port(), _free_port()
+    cfg = work / "format.properties"
+    cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
+                   f"controller.listener.names=CONTROLLER\n"
+                   f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}\n"
+                   f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+                   f"log.dirs={log_dir}\n")
+    env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
+    subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg",
+                    "-c", str(cfg)], check=True, capture_output=True, env=env)

@@ -12,7 +12,6 @@ metadata` must answer the same from the files."""
 import json
 import os
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,21 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import KAFKA_HOME, _free_port, broker_run, needs_broker
+from ..kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
 
-pytestmark = needs_broker
+
+def _kafka_version() -> str | None:
+    """The version of the distribution in KAFKA_HOME, from its kafka_<scala>-<version>.jar."""
+    libs = Path(KAFKA_HOME or "/nonexistent", "libs")
+    jars = sorted(libs.glob("kafka_2.*-*.jar")) if libs.is_dir() else []
+    names = [j.name for j in jars if not j.name.endswith(("-test.jar", "-sources.jar", "-javadoc.jar"))]
+    return names[0].split("-", 1)[1].removesuffix(".jar") if names else None
+
+
+pytestmark = [needs_broker, pytest.mark.skipif(
+    (_kafka_version() or "3.3").rsplit(".", 1)[0] != "3.3",
+    reason=f"written for a Kafka 3.3.1 broker (its metadata.version, its controlled shutdown); KAFKA_HOME has "
+           f"{_kafka_version()}")]
 
 SCRIPT = r"""
 import json, os, subprocess, sys, time
@@ -87,24 +98,12 @@ print(json.dumps({
 """
 
 
-def _format(log_dir, work):
-    """kafka-storage.sh format: a new one-node KRaft cluster on `log_dir`."""
-    ctl, port = _free_port(), _free_port()
-    cfg = work / "format.properties"
-    cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
-                   f"controller.listener.names=CONTROLLER\nlisteners=PLAINTEXT://127.0.0.1:{port},"
-                   f"CONTROLLER://127.0.0.1:{ctl}\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT,"
-                   f"PLAINTEXT:PLAINTEXT\nlog.dirs={log_dir}\n")
-    subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg", "-c", str(cfg)],
-                   check=True, capture_output=True, env={**os.environ, "LOG_DIR": str(work / "format-logs")})
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
     work = tmp_path_factory.mktemp("groups-metadata-broker")
     log_dir = work / "logdir"
     log_dir.mkdir()
-    _format(log_dir, work)
+    format_log_dir(log_dir, work)
     res = broker_run(log_dir, work, SCRIPT, properties={"offsets.topic.num.partitions": "5", "group.initial.rebalance.delay.ms": "0",
                                                         "transaction.state.log.num.partitions": "1"})
     assert res["errors"] == [], res["errors"]

@@ -15,7 +15,7 @@ from kafkalog_cli.formats.internal.kafka_protocol import uuid_to_string, write_s
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.consumer_groups import (GroupCoordinatorReplay, GroupState, GroupType, describe_groups,
-                                              offsets_topic_layout, partition_for)
+                                              metadata_image_of, offsets_topic_layout, partition_for)
 from kafkalog_cli.storage.partition import Partition
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "internal"
@@ -252,11 +252,11 @@ def test_partition_for_handles_integer_min_value():
 
 
 def test_the_partition_count_is_the_metadata_logs_or_a_stated_guess(tmp_path):
-    layout = offsets_topic_layout([EXAMPLES], [0], None)
+    layout = offsets_topic_layout([0], None, metadata_image_of([EXAMPLES]))
     assert (layout.partitions, layout.guessed) == (1, False) and "metadata log" in layout.source
-    guessed = offsets_topic_layout([tmp_path], [0, 3, 7], None)
+    guessed = offsets_topic_layout([0, 3, 7], None)
     assert (guessed.partitions, guessed.guessed) == (8, True) and "guess" in guessed.source
-    assert offsets_topic_layout([tmp_path], [0], 50).partitions == 50
+    assert offsets_topic_layout([0], 50).partitions == 50
 
 
 def test_group_reads_only_its_partition_and_says_the_count_is_a_guess(tmp_path):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import lzma
-import shutil
 import uuid
 from pathlib import Path
 

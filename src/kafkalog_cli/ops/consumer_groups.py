@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.control import ControlRecordType
@@ -43,6 +43,9 @@ from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.storage.logdir import LogDir, PartitionDirKind, select_partition_dirs
 from kafkalog_cli.storage.names import PartitionFilter
 from kafkalog_cli.storage.partition import Partition
+
+if TYPE_CHECKING:
+    from kafkalog_cli.ops.metadata_image import MetadataImage
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 50          # offsets.topic.num.partitions
@@ -405,24 +408,15 @@ class OffsetsTopicLayout:
     guessed: bool
 
 
-def offsets_topic_layout(paths: Iterable[Path], found: list[int], stated: int | None) -> OffsetsTopicLayout:
-    """The partition count: stated, else the metadata log's (the first log dir with one that
-    records __consumer_offsets), else a guess from the partition numbers found."""
+def offsets_topic_layout(found: list[int], stated: int | None, image: "MetadataImage | None" = None
+                         ) -> OffsetsTopicLayout:
+    """The partition count: stated, else the metadata log's (`image`, of the first log dir with
+    one), else a guess from the partition numbers found."""
     if stated is not None:
         return OffsetsTopicLayout(stated, "stated with --offsets-partitions", False)
-    from kafkalog_cli.ops.metadata_image import read_metadata_image
-
-    for p in paths:
-        for d in (Path(p), Path(p).parent):
-            if not (d / "__cluster_metadata-0").is_dir():
-                continue
-            try:
-                image = read_metadata_image(d).image
-            except KafkalogError:
-                continue
-            topic = image.topics.get(CONSUMER_OFFSETS_TOPIC)
-            if topic is not None and topic.partitions:
-                return OffsetsTopicLayout(len(topic.partitions), f"the metadata log in {d}", False)
+    topic = image.topics.get(CONSUMER_OFFSETS_TOPIC) if image is not None else None
+    if topic is not None and topic.partitions:
+        return OffsetsTopicLayout(len(topic.partitions), "the metadata log (__cluster_metadata-0)", False)
     if not found:
         return OffsetsTopicLayout(DEFAULT_OFFSETS_PARTITIONS, "a guess: no __consumer_offsets dir and no metadata "
                                   "log; offsets.topic.num.partitions' default", True)
@@ -431,18 +425,19 @@ def offsets_topic_layout(paths: Iterable[Path], found: list[int], stated: int | 
                                  f"log records the topic (state it with --offsets-partitions)", True)
 
 
-def metadata_topic_names(paths: Iterable[Path]) -> dict[str, str]:
-    """Topic id -> name from the first metadata log among the log dirs (for KIP-848 assignments)."""
+def metadata_image_of(paths: Iterable[Path]) -> "MetadataImage | None":
+    """The metadata image of the first log dir among `paths` (or the parent of a partition dir
+    given) with a __cluster_metadata-0 that reads; None without one."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
     for p in paths:
         for d in (Path(p), Path(p).parent):
             if (d / "__cluster_metadata-0").is_dir():
                 try:
-                    return read_metadata_image(d).image.topic_names
+                    return read_metadata_image(d).image
                 except KafkalogError:
                     continue
-    return {}
+    return None
 
 
 def offsets_partitions(paths: Iterable[Path]) -> dict[int, list[Partition]]:
@@ -578,9 +573,10 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
     the log end offsets of the committed partitions found in `paths`."""
     note = note or (lambda line: None)
     by_number = offsets_partitions(paths)
+    image = metadata_image_of(paths)
     layout = None
     if group is not None:
-        layout = offsets_topic_layout(paths, sorted(by_number), stated_partitions)
+        layout = offsets_topic_layout(sorted(by_number), stated_partitions, image)
         number = partition_for(group, layout.partitions)
         if layout.guessed:
             note(f"group {group!r} is in __consumer_offsets-{number} of {layout.partitions} partitions: "
@@ -606,8 +602,7 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
         finally:
             part.close()
         read.append(str(part.directory))
-    groups = replay.finish(metadata_topic_names(paths) if any(
-        g.type is not GroupType.CLASSIC for g in replay.groups.values()) else {})
+    groups = replay.finish(image.topic_names if image is not None else {})
     if group is not None:
         groups = [g for g in groups if g.group_id == group]
     wanted = {tp for g in groups for tp in g.offsets} | {tp for g in groups for m in g.members.values()

@@ -21,6 +21,10 @@ def draw(nodes: list[Node], prefix: str = "") -> list[str]:
     return out
 
 
+def _features(supported: dict[str, tuple[int, int]]) -> Node:
+    return "features " + ", ".join(f"{n} {lo}-{hi}" for n, (lo, hi) in sorted(supported.items())), []
+
+
 def _ids(ids: list[int]) -> str:
     return "[" + ",".join(map(str, ids)) + "]"
 
@@ -64,7 +68,7 @@ def tree(read: MetadataImageRead) -> list[str]:
         if b.is_migrating_zk_broker:
             flags.append("migrating ZooKeeper broker")
         children = [(f"endpoint {e}", []) for e in b.endpoints]
-        children.append(("features " + ", ".join(f"{n} {lo}-{hi}" for n, (lo, hi) in sorted(b.supported_features.items())), []))
+        children.append(_features(b.supported_features))
         if b.directories:
             children.append((f"directories {', '.join(b.directories)}", []))
         brokers.append((f"broker {b.id}  epoch {b.epoch}  {', '.join(flags)}  rack {b.rack or '-'}  incarnation "
@@ -74,7 +78,7 @@ def tree(read: MetadataImageRead) -> list[str]:
         controllers = []
         for _, c in sorted(img.controllers.items()):
             children = [(f"endpoint {e}", []) for e in c.endpoints]
-            children.append(("features " + ", ".join(f"{n} {lo}-{hi}" for n, (lo, hi) in sorted(c.supported_features.items())), []))
+            children.append(_features(c.supported_features))
             controllers.append((f"controller {c.id}  incarnation {c.incarnation_id}", children))
         nodes.append((f"controllers ({len(controllers)})", controllers))
     topics = []
