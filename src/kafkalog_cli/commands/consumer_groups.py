@@ -85,15 +85,15 @@ def command(paths, group, offsets_partitions, view, fmt):
         if fmt == "json":
             click.echo(json.dumps({"kind": "group", **g.to_json(), "offsets": [r.to_json() for r in rows]}))
             continue
-        if view == "state":
-            click.echo(render.state_table(g))
-            continue
-        count = len(g.members) if view == "members" else len(rows)
-        message = render.state_note(g, count)
+        message = render.state_note(g)
         if message is not None:
             click.echo(message, err=True)
-        if count:
-            click.echo(render.members_table(g) if view == "members" else render.offsets_table(rows))
+        if view == "state":
+            click.echo(render.state_table(g))
+        elif view == "members" and g.members:
+            click.echo(render.members_table(g))
+        elif view == "offsets" and rows:
+            click.echo(render.offsets_table(rows))
     for pid, group_id, topic, partition, commit in report.pending:
         if fmt == "json":
             click.echo(json.dumps({"kind": "pending_offset_commit", "group": group_id, "topic": topic,

@@ -573,9 +573,10 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
     the log end offsets of the committed partitions found in `paths`."""
     note = note or (lambda line: None)
     by_number = offsets_partitions(paths)
-    image = metadata_image_of(paths)
+    image = None
     layout = None
     if group is not None:
+        image = metadata_image_of(paths) if stated_partitions is None else None
         layout = offsets_topic_layout(sorted(by_number), stated_partitions, image)
         number = partition_for(group, layout.partitions)
         if layout.guessed:
@@ -602,6 +603,8 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
         finally:
             part.close()
         read.append(str(part.directory))
+    if image is None and any(m.assignment_topic_ids for g in replay.groups.values() for m in g.members.values()):
+        image = metadata_image_of(paths)       # KIP-848 assignments name topics by id
     groups = replay.finish(image.topic_names if image is not None else {})
     if group is not None:
         groups = [g for g in groups if g.group_id == group]

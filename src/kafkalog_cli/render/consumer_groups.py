@@ -15,7 +15,7 @@ def _v(value) -> str:
     return MISSING if value is None else str(value)
 
 
-def state_note(g: Group, rows: int) -> str | None:
+def state_note(g: Group) -> str | None:
     """What Kafka prints on stderr before a group's table (shouldPrintMemberState)."""
     if g.state is GroupState.EMPTY:
         return f"\nConsumer group '{g.group_id}' has no active members."
