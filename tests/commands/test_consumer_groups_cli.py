@@ -109,3 +109,15 @@ def test_golden_text(runner, path, golden):
     r = runner.invoke(cli, ["consumer-groups", str(root / path)])
     assert r.exit_code == 0
     assert r.stdout == (FIXTURE.parent / "groups-metadata-goldens" / golden).read_text()
+
+
+def test_several_brokers_log_dirs_read_the_longest_copy(runner, tmp_path):
+    one, two = tmp_path / "broker-1", tmp_path / "broker-2"
+    shutil.copytree(LOGDIR, one)
+    shutil.copytree(LOGDIR, two)
+    (two / "__consumer_offsets-3" / "00000000000000000000.log").write_bytes(b"")    # a replica behind
+    (two / "orders-0" / "00000000000000000000.log").write_bytes(b"")
+    r = runner.invoke(cli, ["consumer-groups", str(two), str(one)])
+    assert r.exit_code == 0, r.output
+    assert _sorted_lines(r.stdout) == _sorted_lines(EXPECTED["groups"]["stdout"])
+    assert f"reading {one / '__consumer_offsets-3'}" in r.stderr

@@ -41,7 +41,7 @@ from kafkalog_cli.formats.internal.coordinator import Coordinator, UnknownRecord
 from kafkalog_cli.formats.internal.kafka_protocol import Readable, java_string_hash, read_struct, uuid_to_string
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.storage.logdir import LogDir, PartitionDirKind, select_partition_dirs
-from kafkalog_cli.storage.names import PartitionFilter
+from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 
 if TYPE_CHECKING:
@@ -197,7 +197,7 @@ class GroupCoordinatorReplay:
         for seg, batch in _batches(part, self.note):
             try:
                 if batch.is_control:
-                    self._marker(batch)
+                    self._marker(batch, number)
                     continue
                 txn_pid = batch.producer_id if batch.is_transactional else None
                 for rec in batch.records():
@@ -213,7 +213,7 @@ class GroupCoordinatorReplay:
             except KafkalogError as e:
                 raise e.located(path=str(seg.log_path), position=batch.position) from None
 
-    def _marker(self, batch) -> None:
+    def _marker(self, batch, partition: int | None) -> None:
         """A COMMIT applies the producer's pending offsets (unless a later commit is there), an
         ABORT drops them (GroupMetadataManager, OffsetMetadataManager.replayEndTransactionMarker)."""
         records = batch.records()
@@ -224,11 +224,11 @@ class GroupCoordinatorReplay:
             return
         held = self.pending.pop(batch.producer_id, {})
         if kind is ControlRecordType.COMMIT:
-            for (group_id, topic, partition), commit in held.items():
-                g = self.group(group_id, None)
-                now = g.offsets.get((topic, partition))
+            for (group_id, topic, tp), commit in held.items():
+                g = self.group(group_id, partition)
+                now = g.offsets.get((topic, tp))
                 if now is None or now.record_offset < commit.record_offset:
-                    g.offsets[(topic, partition)] = commit
+                    g.offsets[(topic, tp)] = commit
 
     def _record(self, key, value, batch_offset: int, txn_pid: int | None, partition: int | None) -> None:
         if key is None:
@@ -440,24 +440,28 @@ def metadata_image_of(paths: Iterable[Path]) -> "MetadataImage | None":
     return None
 
 
-def offsets_partitions(paths: Iterable[Path]) -> dict[int, list[Partition]]:
-    """The live __consumer_offsets partition dirs of `paths`, by partition number (a partition
-    may be in several log dirs: the copies of several brokers)."""
-    out: dict[int, list[Partition]] = {}
-    only = PartitionFilter((CONSUMER_OFFSETS_TOPIC,))
-    try:
-        selection = select_partition_dirs(paths, (PartitionDirKind.LIVE,), only=only)
-    except InputError as e:
-        if "match" not in e.message:
-            raise
-        return out
-    for log_dir, dirs in selection.groups.items():
-        roots = LogDir(log_dir).checkpoints(strict=False)
+def live_partitions(paths: Iterable[Path]) -> dict[TopicPartition, list[tuple[Path, Path]]]:
+    """Every live partition dir of `paths` (log dirs or partition dirs), by topic-partition:
+    [(log dir, partition dir)], several where several brokers' log dirs hold a copy."""
+    out: dict[TopicPartition, list[tuple[Path, Path]]] = {}
+    for log_dir, dirs in select_partition_dirs(paths, (PartitionDirKind.LIVE,)).groups.items():
         for d in dirs:
-            part = Partition.open(d)
-            part.checkpoints = roots.for_partition(part.topic_partition)
-            out.setdefault(part.topic_partition.partition, []).append(part)
+            tp = parse_partition_dir(d.name)
+            if tp is not None:
+                out.setdefault(tp, []).append((log_dir, d))
     return out
+
+
+def open_partition(log_dir: Path, d: Path) -> Partition:
+    """The partition with its entries in the log dir's root checkpoints (read leniently)."""
+    part = Partition.open(d)
+    part.checkpoints = LogDir(log_dir).checkpoints(strict=False).for_partition(part.topic_partition)
+    return part
+
+
+def offsets_partitions(live: dict[TopicPartition, list[tuple[Path, Path]]]) -> dict[int, list[tuple[Path, Path]]]:
+    """The __consumer_offsets partition dirs among `live`, by partition number."""
+    return {tp.partition: dirs for tp, dirs in live.items() if tp.topic == CONSUMER_OFFSETS_TOPIC}
 
 
 @dataclass
@@ -466,49 +470,29 @@ class LogEnd:
     source: str          # "high watermark" or "log end offset (...)"
 
 
-def log_end_offsets(paths: Iterable[Path], wanted: set[tuple[str, int]],
+def log_end_offsets(live: dict[TopicPartition, list[tuple[Path, Path]]], wanted: set[tuple[str, int]],
                     warn: Callable[[str], None] | None = None) -> dict[tuple[str, int], LogEnd]:
     """What kafka-consumer-groups shows as LOG-END-OFFSET (ListOffsets latest, read_uncommitted:
-    the high watermark) for each of `wanted` found among the log dirs; the largest where several
-    log dirs hold a copy (the leader's is the highest)."""
+    the high watermark) for each of `wanted` found among `live`; the largest where several log
+    dirs hold a copy (the leader's is the highest)."""
     from kafkalog_cli.ops.list_offsets import LATEST_TIMESTAMP, IsolationLevel, OffsetSpec, list_offsets
 
-    topics = sorted({t for t, _ in wanted})
-    if not topics:
-        return {}
-    try:
-        selection = select_partition_dirs(paths, (PartitionDirKind.LIVE,), only=PartitionFilter(tuple(
-            _glob_literal(t) for t in topics)))
-    except InputError:
-        return {}
     out: dict[tuple[str, int], LogEnd] = {}
-    for log_dir, dirs in selection.groups.items():
-        roots = LogDir(log_dir).checkpoints(strict=False)
-        for d in dirs:
-            part = Partition.open(d)
-            tp = part.topic_partition
-            if tp is None or (tp.topic, tp.partition) not in wanted:
-                continue
-            part.checkpoints = roots.for_partition(tp)
+    for topic, partition in sorted(wanted):
+        for log_dir, d in live.get(TopicPartition(topic, partition), ()):
+            part = open_partition(log_dir, d)
             try:
                 answer = list_offsets(part, OffsetSpec(LATEST_TIMESTAMP), IsolationLevel.READ_UNCOMMITTED, warn)
             except KafkalogError as e:
                 if warn is not None:
-                    warn(f"{e.line()}: no log end offset for {tp.topic}-{tp.partition}")
+                    warn(f"{e.line()}: no log end offset for {topic}-{partition}")
                 continue
             finally:
                 part.close()
-            if answer.offset is None:
-                continue
-            now = out.get((tp.topic, tp.partition))
-            if now is None or answer.offset > now.offset:
-                out[(tp.topic, tp.partition)] = LogEnd(answer.offset, answer.source)
+            now = out.get((topic, partition))
+            if answer.offset is not None and (now is None or answer.offset > now.offset):
+                out[(topic, partition)] = LogEnd(answer.offset, answer.source)
     return out
-
-
-def _glob_literal(topic: str) -> str:
-    """A topic name as an fnmatch pattern matching only itself."""
-    return "".join(f"[{c}]" if c in "*?[" else c for c in topic)
 
 
 # ------------------------------------------------------------------ the whole job
@@ -572,7 +556,8 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
     """Replay the __consumer_offsets partitions in `paths` (only the group's with `group`), then
     the log end offsets of the committed partitions found in `paths`."""
     note = note or (lambda line: None)
-    by_number = offsets_partitions(paths)
+    live = live_partitions(paths)
+    by_number = offsets_partitions(live)
     image = None
     layout = None
     if group is not None:
@@ -592,16 +577,16 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
     replay = GroupCoordinatorReplay(group, note)
     read = []
     for number in sorted(by_number):
-        copies = by_number[number]
+        copies = [open_partition(log_dir, d) for log_dir, d in by_number[number]]
+        part = max(copies, key=lambda p: p.log_end_offset or 0)
         if len(copies) > 1:
-            note(f"__consumer_offsets-{number} is in {len(copies)} log dirs: reading {copies[0].directory} "
-                 f"(the one with the highest log end offset)")
-            copies = sorted(copies, key=lambda p: -(p.log_end_offset or 0))
-        part = copies[0]
+            note(f"__consumer_offsets-{number} is in {len(copies)} log dirs: reading {part.directory}, the copy "
+                 f"with the highest log end offset")
         try:
             replay.replay_partition(part)
         finally:
-            part.close()
+            for p in copies:
+                p.close()
         read.append(str(part.directory))
     if image is None and any(m.assignment_topic_ids for g in replay.groups.values() for m in g.members.values()):
         image = metadata_image_of(paths)       # KIP-848 assignments name topics by id
@@ -610,6 +595,6 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
         groups = [g for g in groups if g.group_id == group]
     wanted = {tp for g in groups for tp in g.offsets} | {tp for g in groups for m in g.members.values()
                                                           for tp in m.assignment}
-    ends = log_end_offsets(paths, wanted, note)
+    ends = log_end_offsets(live, wanted, note)
     return GroupsReport(groups, {g.group_id: offset_rows(g, ends) for g in groups}, replay.pending_offsets(),
                         layout, read)
