@@ -14,7 +14,8 @@ from kafkalog_cli.errors import InputError
 from kafkalog_cli.formats.internal.kafka_protocol import uuid_to_string, write_struct
 from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
-from kafkalog_cli.ops.metadata_image import MetadataImage, read_metadata_image
+from kafkalog_cli.formats.internal.metadata_image import MetadataImage
+from kafkalog_cli.ops.metadata_image import read_metadata_image
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "internal"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"

@@ -45,7 +45,7 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 
 if TYPE_CHECKING:
-    from kafkalog_cli.ops.metadata_image import MetadataImage
+    from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 50          # offsets.topic.num.partitions

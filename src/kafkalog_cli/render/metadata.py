@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafkalog_cli.ops.metadata_image import metadata_version_name
+from kafkalog_cli.formats.internal.metadata_image import metadata_version_name
 
 if TYPE_CHECKING:
-    from kafkalog_cli.ops.metadata_image import MetadataImageRead, PartitionRegistration
+    from kafkalog_cli.formats.internal.metadata_image import PartitionRegistration
+    from kafkalog_cli.ops.metadata_image import MetadataImageRead
 
 Node = tuple[str, list]     # (label, children)
 
