@@ -177,7 +177,6 @@ class GroupCoordinatorReplay:
 
     def __init__(self, only_group: str | None = None, note: Callable[[str], None] | None = None):
         self.groups: dict[str, Group] = {}
-        self.removed: set[str] = set()
         # producer id -> {(group, topic, partition): commit} of transactions not yet ended
         self.pending: dict[int, dict[tuple[str, str, int], OffsetAndMetadata]] = {}
         self.only_group = only_group
@@ -187,7 +186,6 @@ class GroupCoordinatorReplay:
         g = self.groups.get(group_id)
         if g is None:
             g = self.groups[group_id] = Group(group_id, coordinator_partition=partition)
-        self.removed.discard(group_id)
         return g
 
     def replay_partition(self, part: Partition) -> None:
@@ -276,7 +274,6 @@ class GroupCoordinatorReplay:
             if g is not None:
                 g.has_metadata, g.members, g.type = False, {}, GroupType.CLASSIC
                 g.protocol_type = g.protocol = g.leader = None
-            self.removed.add(group_id)
             return
         g = self.group(group_id, partition)
         g.type, g.has_metadata = GroupType.CLASSIC, True
@@ -306,7 +303,6 @@ class GroupCoordinatorReplay:
             if v is None:
                 if g is not None:
                     g.has_metadata, g.members = False, {}
-                self.removed.add(group_id)
                 return
             g = self.group(group_id, partition)
             g.type, g.has_metadata, g.generation = kind, True, v["epoch"]
