@@ -121,3 +121,25 @@ def test_several_brokers_log_dirs_read_the_longest_copy(runner, tmp_path):
     assert r.exit_code == 0, r.output
     assert _sorted_lines(r.stdout) == _sorted_lines(EXPECTED["groups"]["stdout"])
     assert f"reading {one / '__consumer_offsets-3'}" in r.stderr
+
+
+KIP848 = FIXTURE.parent / "groups-broker-3.9-kip848"
+
+
+def _rows(text: str) -> set[tuple]:
+    return {tuple(line.split()) for line in text.splitlines()
+            if len(line.split()) >= 6 and line.split()[0] != "GROUP" and line.split()[2].isdigit()}
+
+
+def test_kip_848_groups_of_a_real_3_9_broker_give_its_rows(runner):
+    expected = json.loads((KIP848 / "expected.json").read_text())
+    r = runner.invoke(cli, ["consumer-groups", str(KIP848 / "logdir")])
+    assert r.exit_code == 0, r.output
+    assert _rows(r.stdout) == _rows(expected["groups"]["stdout"])
+    r = runner.invoke(cli, ["consumer-groups", str(KIP848 / "logdir"), "--format", "json", "--group", "g848-live"])
+    live, = map(json.loads, r.stdout.splitlines())
+    member, = live["members"]
+    assert (live["type"], live["state"], member["state"], member["client_id"]) == \
+        ("consumer", "Stable", "STABLE", "g848-live-client")
+    assert [(a["topic"], a["partition"]) for a in member["assignment"]] == [("events", 0), ("events", 1)]
+    assert member["member_epoch"] == live["target_assignment_epoch"] == live["group_epoch"]
