@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..kafka_broker import KAFKA_PY, broker_run, format_log_dir
+from .metadata_checks import image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 
 KAFKA_HOME_39 = os.environ.get("KAFKA_HOME_39", "/opt/kafka-3.9.0-rc3")
 pytestmark = pytest.mark.skipif(
@@ -60,12 +61,13 @@ while time.time() < deadline:
             " 20 " in described["stdout"].split("g848-live", 1)[1]:
         break
     time.sleep(3)
+topics = tool("kafka-topics.sh", "--describe")
 members = tool("kafka-consumer-groups.sh", "--describe", "--group", "g848-live", "--members", "--verbose",
                "--timeout", "60000")
 os.killpg(live.pid, signal.SIGKILL)
 live.wait()
 print(json.dumps({"left": left.returncode, "left_err": left.stderr[-2000:], "groups": described,
-                  "members": members}), flush=True)
+                  "members": members, "topics": topics}), flush=True)
 """
 
 
@@ -124,3 +126,14 @@ def test_members_table_is_kafkas(served):
     # Kafka 3.9's tool prints a KIP-848 member's assignment without its topic name ("(0,1)"); the
     # topic is named here, from the metadata log's topic ids
     assert (kafka[-1], ours[-1]) == ("(0,1)", "events(0,1)")
+
+
+def test_the_3_9_metadata_image_agrees_with_kafka_topics(served):
+    log_dir, out = served
+    before = image_before_controlled_shutdown(log_dir)
+    assert image_partitions(before) == kafka_topics_partitions(out["topics"]["stdout"])
+    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(out["topics"]["stdout"])
+    assert before["metadata_version"] == "3.9-IV0" and [c["id"] for c in before["controllers"]] == [1]
+    # 3.9 records each replica's log directory: the broker's one directory
+    dirs = {d for t in before["topics"] for p in t["partitions"] for d in p["directories"]}
+    assert dirs == set(before["brokers"][0]["directories"]) and len(dirs) == 1

@@ -20,6 +20,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
+from .metadata_checks import image, image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 
 
 def _kafka_version() -> str | None:
@@ -168,59 +169,24 @@ def test_group_reads_only_the_partition_kafka_hashes_it_to(served):
     assert "guess" not in r.stderr            # the metadata log says __consumer_offsets has 5 partitions
 
 
-def _kafka_partitions(text: str) -> dict[tuple[str, int], dict]:
-    """kafka-topics --describe's partition lines: leader, replicas, isr."""
-    out = {}
-    for m in re.finditer(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: (\S*)\s+Isr: (\S*)",
-                         text):
-        out[(m[1], int(m[2]))] = {"leader": int(m[3]) if m[3] != "none" else -1,
-                                  "replicas": [int(x) for x in m[4].split(",") if x],
-                                  "isr": [int(x) for x in m[5].split(",") if x]}
-    return out
-
-
-def _controlled_shutdown_offset(log_dir) -> int:
-    """The offset of the first metadata record of the broker's controlled shutdown: 3.3.1's
-    controller marks the broker in controlled shutdown, then moves each partition's leader to
-    none (-1), there being no other replica."""
-    r = _invoke("dump-log", log_dir / "__cluster_metadata-0", "--cluster-metadata-decoder", "--format", "json")
-    for rec in map(json.loads, r.stdout.splitlines()):
-        d = rec.get("decoded") or {}
-        kind, data = d.get("type_name"), d.get("data") or {}
-        if rec["kind"] == "record" and (kind == "PARTITION_CHANGE_RECORD" and data["leader"] == -1 or
-                                        kind == "BROKER_REGISTRATION_CHANGE_RECORD" and
-                                        data.get("inControlledShutdown") == 1):
-            return rec["offset"]
-    raise AssertionError("no controlled shutdown in the metadata log")
-
-
 def test_the_metadata_image_agrees_with_kafka_topics_and_kafka_configs(served):
     log_dir, out = served
-    live = _kafka_partitions(out["topics"]["stdout"])
+    live = kafka_topics_partitions(out["topics"]["stdout"])
     assert ("orders", 2) in live and not any(t == "gone" for t, _ in live)
     # as the broker answered: the image just before its controlled shutdown moved the leaders away
-    before = _controlled_shutdown_offset(log_dir) - 1
-    r = _invoke("metadata", log_dir, "--format", "json", "--at-offset", before)
-    assert r.exit_code == 0, r.output
-    image = json.loads(r.stdout)
-    ours = {(t["name"], p["partition"]): {"leader": p["leader"], "replicas": p["replicas"], "isr": p["isr"]}
-            for t in image["topics"] for p in t["partitions"]}
-    assert ours == live
-    assert image["metadata_version"] == "3.3-IV3"
-    # topic ids as kafka-topics prints them
-    for m in re.finditer(r"Topic: (\S+)\s+TopicId: (\S+)\s+PartitionCount", out["topics"]["stdout"]):
-        assert {t["name"]: t["id"] for t in image["topics"]}[m[1]] == m[2]
+    before = image_before_controlled_shutdown(log_dir)
+    assert image_partitions(before) == live
+    assert before["metadata_version"] == "3.3-IV3"
+    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(out["topics"]["stdout"])
     # dynamic topic configs, as kafka-configs --describe lists them
-    configs = {t["name"]: t["configs"] for t in image["topics"]}
+    configs = {t["name"]: t["configs"] for t in before["topics"]}
     for topic, answer in out["configs"].items():
         listed = dict(re.findall(r"\b([a-z.]+)=(\S+) sensitive=", answer["stdout"]))
         assert configs[topic] == listed, (topic, answer["stdout"])
     # after the shutdown: the broker fenced, leaders gone, the same replicas and ISR
-    r = _invoke("metadata", log_dir, "--format", "json")
-    end = json.loads(r.stdout)
-    assert end["brokers"][0]["fenced"] and end["last_offset"] > before
-    assert {(t["name"], p["partition"]): p["replicas"] for t in end["topics"] for p in t["partitions"]} == \
-        {k: v["replicas"] for k, v in live.items()}
+    end = image(log_dir)
+    assert end["brokers"][0]["fenced"] and end["last_offset"] > before["last_offset"]
+    assert {k: v[1:] for k, v in image_partitions(end).items()} == {k: v[1:] for k, v in live.items()}
 
 
 def test_the_tree_names_what_the_broker_holds(served):

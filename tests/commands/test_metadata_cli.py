@@ -13,6 +13,8 @@ import pytest
 
 from kafkalog_cli.cli import cli
 
+from .metadata_checks import image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGDIR = FIXTURES / "groups-broker-3.3.1" / "logdir"
 EXPECTED = json.loads((FIXTURES / "groups-broker-3.3.1" / "expected.json").read_text())
@@ -25,29 +27,10 @@ def _json(runner, *args):
     return json.loads(r.stdout)
 
 
-def _first_shutdown_offset(image_at) -> int:
-    """Bisect the offsets for the first image with the broker in controlled shutdown."""
-    lo, hi = 0, image_at(None)["last_offset"]
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if image_at(mid)["brokers"][0]["in_controlled_shutdown"]:
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def test_partitions_leaders_isr_and_topic_ids_are_what_kafka_topics_printed(runner):
-    shutdown = _first_shutdown_offset(lambda n: _json(runner, LOGDIR, *(["--at-offset", n] if n is not None else [])))
-    image = _json(runner, LOGDIR, "--at-offset", shutdown - 1)
-    text = EXPECTED["topics"]["stdout"]
-    kafka = {(m[1], int(m[2])): (int(m[3]), m[4], m[5]) for m in re.finditer(
-        r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (-?\d+)\s+Replicas: (\S+)\s+Isr: (\S+)", text)}
-    ours = {(t["name"], p["partition"]): (p["leader"], ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))
-            for t in image["topics"] for p in t["partitions"]}
-    assert ours == kafka
-    ids = dict(re.findall(r"Topic: (\S+)\s+TopicId: (\S+)", text))
-    assert {t["name"]: t["id"] for t in image["topics"]} == ids
+def test_partitions_leaders_isr_and_topic_ids_are_what_kafka_topics_printed():
+    before = image_before_controlled_shutdown(LOGDIR)
+    assert image_partitions(before) == kafka_topics_partitions(EXPECTED["topics"]["stdout"])
+    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(EXPECTED["topics"]["stdout"])
 
 
 def test_topic_configs_are_what_kafka_configs_listed(runner):
