@@ -53,6 +53,8 @@ EXIT_CODES = {
     "get-offsets": (0, 2, 3, 4),
     "consumer-groups": (0, 2, 3, 4),
     "metadata": (0, 2, 3, 4),
+    "compare-replicas": (0, 1, 2, 3, 4),
+    "move-partition": (0, 2, 3, 4, 5, 6),
 }
 
 

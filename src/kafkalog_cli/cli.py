@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "get-offsets": "kafkalog_cli.commands.get_offsets:command",
     "consumer-groups": "kafkalog_cli.commands.consumer_groups:command",
     "metadata": "kafkalog_cli.commands.metadata:command",
+    "compare-replicas": "kafkalog_cli.commands.compare_replicas:command",
+    "move-partition": "kafkalog_cli.commands.move_partition:command",
     "completion": "kafkalog_cli.commands.completion:command",
 }
 

@@ -27,6 +27,10 @@ class ActionKind(str, enum.Enum):
     UPDATE_CHECKPOINT = "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
     CREATE_SEGMENT_FILE = "create_segment"   # a new segment's .log / .index / .timeindex
     REWRITE_SEGMENT = "rewrite_segment"    # --salvage: kept byte ranges copied to .cleaned, swapped in
+    MAKE_DIR = "make_dir"                  # a new directory (move-partition's -future dir)
+    COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
+    RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
+    REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
     SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
 
 
@@ -116,7 +120,7 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
     """Fail before the first change: each directory to change must take a file, the quarantine
     must be creatable and hold the bytes it will receive. A read-only file system or a full
     quarantine is then reported with the log dir as it was."""
-    for d in sorted({a.path.parent for a in plan.actions}):
+    for d in sorted({_existing(a.path.parent) for a in plan.actions}):
         fsops.check_writable(d)
     q = fsops.quarantine
     if q is not None and q.folder is not None and any(
@@ -130,6 +134,13 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
         if free is not None and need > free:
             raise WriteError(f"cannot write to the quarantine: no space left on device "
                              f"({need} bytes needed, {free} free)", path=str(q.folder))
+
+
+def _existing(d: Path) -> Path:
+    """`d`, or its nearest existing ancestor (a directory the plan creates is checked there)."""
+    while not d.exists() and d.parent != d:
+        d = d.parent
+    return d
 
 
 def apply(plan: Plan, fsops: FsOps) -> dict:
@@ -169,13 +180,22 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
+    elif k == ActionKind.MAKE_DIR:
+        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None)
+    elif k == ActionKind.COPY_FILE:
+        fsops.copy_file(a.source, a.path)
+    elif k == ActionKind.RENAME_DIR:
+        fsops.rename_dir(a.path, a.target)
+    elif k == ActionKind.REMOVE_DIR:
+        fsops.remove_tree(a.path)
     elif k == ActionKind.SPLIT_SEGMENT:
         _split_segment(a, fsops)
     else:
         mtime = None
         if a.keep_mtime and a.path.exists():
             mtime = a.path.stat().st_mtime_ns
-        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate)
+        like = a.source.stat() if a.source is not None and a.source.exists() else None
+        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate, like=like)
 
 
 def _rewrite_segment(a: Action, fsops: FsOps) -> None:

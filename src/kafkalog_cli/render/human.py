@@ -24,6 +24,10 @@ def action(a: Action) -> str:
         if a.offsets_removed:
             what += f", offsets {a.offsets_removed[0]}..{a.offsets_removed[1]}"
         what += ")"
+    elif k == ActionKind.COPY_FILE:
+        what = f"copy {a.source} -> {a.path}"
+    elif k == ActionKind.RENAME_DIR:
+        what = f"rename {a.path} -> {a.target.name if a.target.parent == a.path.parent else a.target}"
     elif k == ActionKind.REWRITE_SEGMENT:
         what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
     elif k == ActionKind.SPLIT_SEGMENT:
@@ -159,3 +163,31 @@ def verify_summary(files: int, batches: int, nbytes: int, problems: int, elapsed
     rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
     return (f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
             f"{problems} problem{'s' if problems != 1 else ''} in {elapsed:.2f} s{rate}")
+
+
+# ------------------------------------------------------------------------------ move-partition
+def move_plan(p) -> str:
+    """move-partition's plan: a run of file copies as one line (how many, how many bytes, from
+    where to where), every other step as `plan` prints it."""
+    from kafkalog_cli.ops.plan import ActionKind
+
+    lines = [f"move-partition {p.topic_partition}: {p.source_log_dir} -> {p.log_dir} ({p.state.value}, "
+             f"{len(p.actions)} step(s))"]
+    lines.extend(finding(f) for f in p.findings)
+    copies: list = []
+
+    def flush() -> None:
+        if copies:
+            size = sum(a.source.stat().st_size for a in copies if a.source.exists())
+            lines.append(f"  - copy {len(copies)} file(s), {size} bytes, {copies[0].source.parent} -> "
+                         f"{copies[0].path.parent}: each fsynced, with the source's mode, mtime and owner")
+            copies.clear()
+
+    for a in p.actions:
+        if a.kind == ActionKind.COPY_FILE:
+            copies.append(a)
+            continue
+        flush()
+        lines.append(f"  - {action(a)}")
+    flush()
+    return "\n".join(lines)

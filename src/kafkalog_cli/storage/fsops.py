@@ -132,9 +132,10 @@ class FsOps:
         self.step(f"fsync {directory}")
 
     def write_atomic(self, path: Path, data: bytes, mtime_ns: int | None = None,
-                     preallocate: int | None = None) -> None:
+                     preallocate: int | None = None, like: os.stat_result | None = None) -> None:
         """tmp in the same dir, fsync, (mtime), rename over `path`, fsync the dir.
         `preallocate` extends the file with zeros to that length, as Kafka's index setLength.
+        `like`: the new file takes this mode, and (as root) this owner and group.
         The file it replaces (unless identical) is kept in the quarantine first."""
         path = Path(path)
         tmp = path.with_name(path.name + TMP_SUFFIX)
@@ -147,20 +148,15 @@ class FsOps:
                     f.truncate(preallocate)
                 f.flush()
                 os.fsync(f.fileno())
+            if like is not None:
+                take_owner_and_mode(tmp, like)
             if mtime_ns is not None:
                 os.utime(tmp, ns=(mtime_ns, mtime_ns))
         except OSError as e:
             _unlink_quietly(tmp)
             raise self._error(e, path, "write") from None
         self.step(f"write {tmp}")
-        try:
-            self._pre("rename", path)
-            os.replace(tmp, path)
-        except OSError as e:
-            _unlink_quietly(tmp)
-            raise self._error(e, path, "rename") from None
-        self.step(f"rename {tmp} -> {path}")
-        self.fsync_dir(path.parent)
+        self._tmp_into_place(tmp, path)
         if new is not None:
             self._written[_key(path)] = new
 
@@ -224,6 +220,73 @@ class FsOps:
         self.delete_segment_files([(path, reason) for path, reason in old if os.path.lexists(path)])
         for swap in swaps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
+
+    # -- whole files and directories (move-partition) --------------------------------------------
+    def make_dir(self, path: Path, like: os.stat_result | None = None) -> None:
+        """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
+        as root, its owner and group; its entry fsynced in the parent."""
+        path = Path(path)
+        if not path.parent.is_dir():
+            self._make_dirs(path.parent)
+        try:
+            self._pre("mkdir", path)
+            os.mkdir(path)
+            if like is not None:
+                take_owner_and_mode(path, like)
+        except OSError as e:
+            raise self._error(e, path, "create the directory") from None
+        self.step(f"mkdir {path}")
+        self.fsync_dir(path.parent)
+
+    def copy_file(self, src: Path, dst: Path) -> None:
+        """`src` copied to `dst` (a new file: nothing is overwritten, so nothing is quarantined):
+        streamed to `<dst>.kafkalog-tmp`, fsynced, given the source's mode, modification time and
+        (as root) owner and group, renamed to `dst`, the directory fsynced. A kill leaves `dst`
+        whole or absent (and at worst the tmp file, which Kafka ignores and recover removes)."""
+        src, dst = Path(src), Path(dst)
+        tmp = dst.with_name(dst.name + TMP_SUFFIX)
+        try:
+            st = os.stat(src)
+            self._pre("copy", tmp)
+            with open(src, "rb") as fi, open(tmp, "wb") as fo:
+                _copy_stream(fi, fo, None)
+                fo.flush()
+                os.fsync(fo.fileno())
+            take_owner_and_mode(tmp, st)
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        except OSError as e:
+            _unlink_quietly(tmp)
+            raise self._error(e, Path(getattr(e, "filename", None) or dst), "copy") from None
+        self.step(f"copy {src} -> {tmp}")
+        self._tmp_into_place(tmp, dst)
+
+    def _tmp_into_place(self, tmp: Path, path: Path) -> None:
+        """A complete, fsynced `tmp` renamed over `path`, the directory fsynced (a failed rename
+        removes `tmp`: nothing refers to it)."""
+        try:
+            self._pre("rename", path)
+            os.replace(tmp, path)
+        except OSError as e:
+            _unlink_quietly(tmp)
+            raise self._error(e, path, "rename") from None
+        self.step(f"rename {tmp} -> {path}")
+        self.fsync_dir(path.parent)
+
+    def rename_dir(self, src: Path, dst: Path) -> None:
+        """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
+        copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
+        src, dst = Path(src), Path(dst)
+        if os.path.lexists(dst):
+            raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        try:
+            self._pre("rename", src)
+            os.rename(src, dst)
+        except OSError as e:
+            raise self._error(e, src, "rename") from None
+        self.step(f"rename {src} -> {dst}")
+        self.fsync_dir(dst.parent)
+        if src.parent != dst.parent:
+            self.fsync_dir(src.parent)
 
     def check_writable(self, directory: Path) -> None:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
@@ -673,6 +736,14 @@ class FsOps:
             self.step(f"write {q.journal}")
             self.fsync_dir(q.folder)
         self._manifest = q.journal
+
+
+def take_owner_and_mode(path: Path, like: os.stat_result) -> None:
+    """`path` gets the permission bits of `like` and, when we run as root, its owner and group, so
+    that a broker running as its own user can open what kafkalog wrote."""
+    os.chmod(path, like.st_mode & 0o7777)
+    if os.geteuid() == 0 and (os.stat(path).st_uid, os.stat(path).st_gid) != (like.st_uid, like.st_gid):
+        os.chown(path, like.st_uid, like.st_gid)
 
 
 def _key(path: Path) -> str:
