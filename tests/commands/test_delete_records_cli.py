@@ -43,7 +43,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": SEGMENTS})
     before = tree(d)
     r = invoke(d, "--before", 6, "--dry-run")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output       # a dry run with changes pending
     assert r.stdout.startswith(f"delete-records {d}: ")
     assert f"  - delete {d / 't-0' / '00000000000000000000.log'}: segment 0: log start offset 6 breach" in r.stdout
     assert "t-0: would delete 2 segment(s)" in r.stdout

@@ -68,7 +68,7 @@ def test_the_former_names_print_text(alias):
                  ["recover", "--dry-run", EXAMPLES],
                  ["retain", "--dry-run", "--now", "1900000000000", "-v", "--assume-kafka-defaults", EXAMPLES]):
         default = invoke(*args)
-        assert default.exit_code == 0, default.output
+        assert default.exit_code == (1 if args[0] == "retain" else 0), default.output   # retain: changes pending
         assert invoke(*args, "--format", "text").output == default.output
         assert invoke(*args, "--format", alias).output == default.output
         assert invoke(*args, "--format", alias.upper()).exit_code == 2    # as case-sensitive as text

@@ -153,6 +153,11 @@ class CompactPlan:
     def refusals(self) -> list[str]:
         return [r.line for r in self.refused]
 
+    @property
+    def pending(self) -> bool:
+        """Running it would change something: a partition to clean, or the notes' own changes."""
+        return bool(self.selected) or bool(self.notes is not None and self.notes.actions)
+
     def partitions_json(self) -> list[dict]:
         return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
 

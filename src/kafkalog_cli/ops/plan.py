@@ -101,6 +101,11 @@ class Plan:
     def empty(self) -> bool:
         return not self.actions
 
+    @property
+    def pending(self) -> bool:
+        """Applying the plan would change something."""
+        return bool(self.actions)
+
     def to_json(self) -> dict:
         return {"op": self.op, "log_dir": str(self.log_dir),
                 "partitions": self.partitions,

@@ -103,6 +103,11 @@ class Outcome:
     def dry_run(self) -> bool:
         return self.report is None
 
+    @property
+    def pending(self) -> bool:
+        """A dry run whose plan would change something (the command exits 1)."""
+        return self.dry_run and self.plan.pending
+
     def to_json(self) -> dict:
         return {"dry_run": True, **self.plan.to_json()} if self.report is None else self.report
 

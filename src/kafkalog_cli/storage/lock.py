@@ -48,7 +48,7 @@ class LogDirLock:
         except OSError as e:
             if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 # A read-only or foreign dir: we could not change anything in it anyway.
-                raise WriteError(f"cannot open the lock file: {e.strerror}", path=str(self.path)) from None
+                raise WriteError(f"cannot open the lock file: {(e.strerror or str(e)).lower()}", path=str(self.path)) from None
             raise
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
