@@ -155,8 +155,10 @@ class CompactPlan:
 
     @property
     def pending(self) -> bool:
-        """Running it would change something: a partition to clean, or the notes' own changes."""
-        return bool(self.selected) or bool(self.notes is not None and self.notes.actions)
+        """Running it would change something: a partition to clean, a cleaner-offset-checkpoint
+        entry to reset, or the notes' own changes."""
+        return (bool(self.selected) or any(d.log.checkpoint_reset for d in self.decisions)
+                or bool(self.notes is not None and self.notes.actions))
 
     def partitions_json(self) -> list[dict]:
         return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
