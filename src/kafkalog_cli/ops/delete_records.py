@@ -53,6 +53,7 @@ class DeleteRecordsOptions:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     before: int | None = None
     resolver: ConfigResolver | None = None   # None: the log dir's __cluster_metadata (cleanup.policy)
+    free_first: bool | None = None           # None: when the log dir's file system is full (retain.full_disk)
 
     def requested(self, tp: TopicPartition) -> int | None:
         return self.before if self.before is not None else self.offsets.get((tp.topic, tp.partition))
@@ -173,8 +174,10 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
 
     wanted = [d for d in partition_dirs if (tp := parse_partition_dir(d.name)) is not None
               and opts.requested(tp) is not None]
+    free_first = retain.full_disk(p, opts.free_first)
     roots = retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
-    _log_starts_first(p, roots.log_start_offsets)
+    if not free_first:
+        _log_starts_first(p, roots.log_start_offsets)
     return p
 
 
