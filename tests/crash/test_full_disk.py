@@ -32,6 +32,7 @@ from kafkalog_cli.ops.runner import ConfigSources
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
+from ..broker_start import broker_verdict, needs_broker
 from ..fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
 from ..ops.conftest import tree_state
 
@@ -235,3 +236,18 @@ def test_kill_9_at_every_step_on_a_full_disk_then_recover_loads_and_rerun_finish
         assert state(d) == want, f"after a kill at step {steps}"
         steps += 1
     assert steps >= 5
+
+
+# ------------------------------------------------------------------ with the real broker
+@needs_broker
+def test_a_broker_that_fails_on_the_full_disk_starts_after_retain(fs, tmp_path):
+    d = full_copy(fs)
+    failed = broker_verdict([d], tmp_path / "first")
+    assert not failed.started, failed.log[-3000:]
+    assert failed.lines("Error while writing to checkpoint file") or failed.lines("No space left on device"), \
+        failed.log[-3000:]
+    r = invoke(*RETAIN, "--no-quarantine", d)
+    assert r.exit_code == 0, r.output
+    assert free_bytes(fs) > 0
+    started = broker_verdict([d], tmp_path / "second")
+    assert started.started, started.log[-3000:]

@@ -19,7 +19,10 @@ Steps 2-4 are ops.retain's log-start-offset machinery with the log start raised 
 (retain.run_passes, deletion_actions, plan_log_start_changes): the same crash-safe order, so a
 killed run is finished by running it again (or by retain, or by the broker itself). One step
 comes before it: the raised log start offsets are written to log-start-offset-checkpoint before
-any segment goes, so a broker loading the dir after a kill at any instant starts at them.
+any segment goes, so a broker loading the dir after a kill at any instant starts at them. On a
+full disk (retain.full_disk) that write comes last instead: nothing can be written before
+something is freed, and a kill midway leaves the log start at the first remaining segment's base
+(between the old and the new one; a rerun finishes).
 
 The high watermark is the replication-offset-checkpoint's entry, clamped into [log start, log end]
 as the broker loads it. Without an entry, the offset is bounded by the log end offset instead

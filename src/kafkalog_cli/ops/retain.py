@@ -30,6 +30,16 @@ a `.log`, which recover, Kafka and a rerun of retain delete), then producer snap
 kept segment, the leader-epoch-checkpoint, and the log dir's checkpoints last. At every
 instant the remaining segments are a suffix of the old ones, and Kafka's load rule
 (logStartOffset = max(checkpoint, first segment base)) gives the right start.
+
+When every segment goes, the new empty active segment at the log end offset is created first,
+never the log-start checkpoint first: its files are empty (an inode each, no block), so this
+works on a 100% full disk too, and a kill before the last old segment goes leaves a segment at
+the log end, so the loader never creates one at an older checkpointed offset (3.3.1 LogLoader,
+no segment left) and reuses offsets. The roll's writes to the segment it closes are left out,
+as that segment goes in the same run. On a full disk (full_disk: less than
+storage.space.FULL_BELOW free) what needs blocks (the roll's producer snapshot) moves after the
+deletions. An empty log's leader-epoch-checkpoint is written as the broker's next load leaves
+it (truncateFromEnd(log end offset)), so `recover` finds nothing to do.
 """
 from __future__ import annotations
 
