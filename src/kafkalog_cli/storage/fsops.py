@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
+from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, strip_temp_suffix
+from kafkalog_cli.storage import ownership
 from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
                                              Quarantine, QuarantineEntry, default_quarantine_root,
@@ -44,6 +45,7 @@ __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarant
 TMP_SUFFIX = ".kafkalog-tmp"
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
+_OURS = (TMP_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX)   # our own files: never a reference for an owner
 _PARALLEL_HASH_BYTES = 64 << 20   # below this, threads cost more than they save
 _HASH_THREADS = max(2, min(4, os.cpu_count() or 1))
 # a hard link into the quarantine is not possible: copy instead
@@ -167,6 +169,7 @@ class FsOps:
         try:
             self._pre("write", tmp)
             with open(tmp, "wb") as f:
+                ownership.adopt(f.fileno(), ownership.like(path, skip=_OURS))
                 f.write(data)
                 if preallocate is not None and preallocate > len(data):
                     f.truncate(preallocate)
@@ -206,7 +209,11 @@ class FsOps:
             self._note(entry)
         try:
             self._pre("write", path)
+            final, _ = strip_temp_suffix(path.name)       # a .cleaned file takes the segment's owner
+            reference = ownership.like(path.with_name(final), skip=_OURS) if final != path.name else \
+                ownership.like(path, skip=_OURS)
             f = open(path, "wb")
+            ownership.adopt(f.fileno(), reference)
         except OSError as e:
             raise self._error(e, path, "write") from None
         try:
@@ -564,9 +571,24 @@ class FsOps:
             for d in reversed(missing):
                 self._pre("mkdir", d)
                 d.mkdir(exist_ok=True)
+                ownership.adopt_dir(d, self._holds(d))
                 _fsync_path(d.parent, directory=True)
         except OSError as e:
             raise self._error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
+
+    def _holds(self, directory: Path) -> Path:
+        """The log dir's directory whose files a quarantine directory holds (its owner and mode
+        are the quarantine directory's): the partition dir for `<folder>/<partition>`, else the
+        log dir."""
+        q = self.quarantine
+        if q is not None and q.folder is not None:
+            try:
+                rel = Path(directory).relative_to(q.folder)
+            except ValueError:
+                rel = None
+            if rel is not None and rel.parts and (self.base_dir / rel).is_dir():
+                return self.base_dir / rel
+        return self.base_dir
 
     def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
         """`path` kept at `target`, durable: (size, sha256) of what is kept."""
@@ -658,6 +680,7 @@ class FsOps:
         try:
             self._pre("copy", dst)
             with open(src, "rb") as fi, open(partial, "wb") as fo:
+                ownership.adopt(fo.fileno(), os.stat(fi.fileno()))    # a kept file keeps its owner
                 fi.seek(start)
                 size = _copy_stream(fi, fo, None if end is None else end - start, h)
                 fo.flush()
@@ -732,7 +755,9 @@ class FsOps:
         self._make_dirs(q.folder)
         try:
             self._pre("write", q.journal)
+            reference = ownership.like(q.journal)
             fd = os.open(q.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            ownership.adopt(fd, reference)
         except FileExistsError:
             fd = None
         except OSError as e:
