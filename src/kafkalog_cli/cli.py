@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "describe": "kafkalog_cli.commands.describe:command",
     "get-offsets": "kafkalog_cli.commands.get_offsets:command",
     "completion": "kafkalog_cli.commands.completion:command",
+    "doctor": "kafkalog_cli.commands.doctor:command",
 }
 
 

@@ -159,6 +159,21 @@ def compact_outcome(o: Outcome) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ doctor
+def doctor(diag) -> str:
+    """The verdict, then one block per finding (most severe first): what, the broker, the fix."""
+    counts = {}
+    for f in diag.findings:
+        counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
+    tally = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+    lines = [f"doctor: {diag.verdict}" + (f" ({tally})" if tally else "")]
+    for f in diag.findings:
+        lines += [f"{f.severity.value.upper():8}{f.path}: {f.problem}",
+                  f"        broker: {f.broker}",
+                  f"        fix:    {f.fix}"]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------ summaries
 def export_summary(summary: dict, to_stdout: bool) -> str:
     return (f"exported {summary['records']} records from {summary['segments']} segments to "
