@@ -177,7 +177,7 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
         if kraft and version != "1":
             problems.append(f"version is {version!r}, a KRaft broker needs 1 (\"Expected version 1, but got "
                             f"version {version}\")")
-        for key in ("cluster.id", "node.id" if kraft else "broker.id"):
+        for key in (("cluster.id", "node.id") if kraft else ("broker.id",)):     # ZooKeeper's v0: no cluster.id
             if not m.get(key):
                 problems.append(f"no {key} (\"Failed to find required property {key}.\")")
         node = m.get("node.id", m.get("broker.id"))
