@@ -201,6 +201,11 @@ CASES = {
                                        "--before", "300"], "read-only file system"),
     ("delete-records", 7): lambda e: (["delete-records", str(e.no_high_watermark()), "--topic", "multi-segment",
                                        "--before", "-1"], "high watermark"),
+    ("doctor", 0): lambda e: (["doctor", str(EXAMPLES)], None),
+    ("doctor", 1): lambda e: (["doctor", str(e.torn_unclean())], None),
+    ("doctor", 2): lambda e: (["doctor"], "give the log dirs"),
+    ("doctor", 4): lambda e: (["doctor", str(e.bad(B.text))], "not a directory"),
+    ("doctor", 8): lambda e: (["doctor", str(e.without_meta())], None),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),
     ("quarantine", 3): _restore_conflict,
@@ -229,6 +234,23 @@ def _offset_overflow(self) -> Path:
     data = bytearray(log.read_bytes())
     data[2] ^= 0xD9
     log.write_bytes(bytes(data))
+    return d
+
+
+def _torn_unclean(self) -> Path:
+    """After a kill -9 mid-append: the broker truncates the torn batch as it starts (a warning)."""
+    d = self.logdir()
+    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    rp = d / "recovery-point-offset-checkpoint"
+    rp.write_text(rp.read_text().replace("txn 0 15", "txn 0 0"))
+    log = d / "txn-0" / "00000000000000000000.log"
+    log.write_bytes(log.read_bytes()[:-20])
+    return d
+
+
+def _without_meta(self) -> Path:
+    d = self.logdir()
+    (d / "meta.properties").unlink()
     return d
 
 
@@ -273,11 +295,13 @@ Env.offsets = _offsets
 Env.no_high_watermark = _no_high_watermark
 Env.damaged_compacted = _damaged_compacted
 Env.dirty = _dirty
+Env.torn_unclean = _torn_unclean
+Env.without_meta = _without_meta
 Env.offset_overflow = _offset_overflow
 
 
 def test_every_code_of_every_command_has_a_case():
-    want = {(name, code) for name, codes in EXIT_CODES.items() for code in codes if name != "doctor"}
+    want = {(name, code) for name, codes in EXIT_CODES.items() for code in codes}
     assert want == set(CASES), sorted(want ^ set(CASES))
 
 

@@ -51,6 +51,7 @@ EXIT_CODES = {
     "completion": (0, 2),
     "describe": (0, 2, 3, 4),
     "get-offsets": (0, 2, 3, 4),
+    "doctor": (0, 1, 2, 4, 8),
 }
 
 

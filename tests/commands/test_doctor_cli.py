@@ -267,3 +267,12 @@ def test_the_verdict_agrees_with_a_real_broker(tmp_path, name):
     r = doctor(*dirs, *extra)
     v = broker_verdict(dirs, tmp_path / "work")
     assert v.started == (r.exit_code != 8), (r.output, v.log[-3000:])
+
+
+def test_shell_completion_offers_doctor_and_its_options():
+    r = CliRunner().invoke(cli, [], env={"_KAFKALOG_COMPLETE": "bash_complete", "COMP_WORDS": "kafkalog doc",
+                                         "COMP_CWORD": "1"}, prog_name="kafkalog")
+    assert "doctor" in r.output
+    r = CliRunner().invoke(cli, [], env={"_KAFKALOG_COMPLETE": "bash_complete", "COMP_WORDS": "kafkalog doctor --se",
+                                         "COMP_CWORD": "2"}, prog_name="kafkalog")
+    assert "--server-properties" in r.output
