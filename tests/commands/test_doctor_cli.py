@@ -131,12 +131,24 @@ def offset_overflow(t):           # a flipped bit in a base offset (not covered 
     return [d], []
 
 
-def moving_and_deleting(t):       # a reassignment between log dirs, a topic deletion, a 3.7+ stray
+def moving_and_deleting(t):       # a reassignment between log dirs, a topic deletion, a note left
     d = copy(t)
     shutil.copytree(d / "codec-none-0", d / "codec-none-0.2b8c0fbd1e5a4e0d9c5b6f1c2d3e4f50-future")
     shutil.copytree(d / "codec-gzip-0", d / "codec-gzip-0.8f14e45fceea4e0d9c5b6f1c2d3e4f51-delete")
-    shutil.copytree(d / "codec-lz4-0", d / "codec-lz4-0.c9f0f895fb984e0d9c5b6f1c2d3e4f52-stray")
     (d / "notes.txt").write_text("migrated on Monday\n")
+    return [d], []
+
+
+def stray_for_an_old_broker(t):   # a 3.7+ broker marked a partition stray, then 3.3.1 was started
+    d = copy(t)
+    shutil.copytree(d / "codec-lz4-0", d / "codec-lz4-0.c9f0f895fb984e0d9c5b6f1c2d3e4f52-stray")
+    return [d], []
+
+
+def stray_for_a_new_broker(t):    # the same, the log dir formatted by a 3.7+ broker (directory.id)
+    d = copy(t)
+    write_props(d, {**props(d), "directory.id": "Lf3cfkk5TJWmPeEP8nJEzw"})
+    shutil.copytree(d / "codec-lz4-0", d / "codec-lz4-0.c9f0f895fb984e0d9c5b6f1c2d3e4f52-stray")
     return [d], []
 
 
@@ -149,11 +161,13 @@ CASES = {  # name: (build, exit code, check, what the finding says)
     "metadata log in a data dir": (metadata_in_a_data_dir, 8, "directory", "unexpected metadata location"),
     "held .lock": (held_lock, 8, "lock", "Failed to acquire lock"),
     "lost+found": (not_a_partition, 8, "directory", "is not in the form of topic-partition"),
-    "damaged recovery point": (damaged_recovery_checkpoint, 1, "checkpoint", "resetting the recovery checkpoint to 0"),
+    "damaged recovery point": (damaged_recovery_checkpoint, 8, "checkpoint", "have failed"),
     "damaged leader epochs": (damaged_leader_epochs, 8, "checkpoint", "Error while reading checkpoint file"),
     "torn tail": (torn_tail, 1, "segment", "truncates the log"),
     "offset overflow": (offset_overflow, 8, "segment", "the broker exits"),
-    "-future, -delete, -stray, a note": (moving_and_deleting, 0, "directory", "future replica"),
+    "-future, -delete, a note": (moving_and_deleting, 0, "directory", "future replica"),
+    "a 3.7+ -stray dir, a 3.3 broker": (stray_for_an_old_broker, 8, "directory", "a broker before 3.7 exits"),
+    "a 3.7+ -stray dir, a 3.7 broker": (stray_for_a_new_broker, 0, "directory", "left alone"),
 }
 
 
@@ -256,7 +270,7 @@ def test_no_false_alarm_on_log_dirs_a_broker_loaded(tmp_path, rel):
 
 # ------------------------------------------------------------------ the real broker agrees
 BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point", "damaged leader epochs",
-                "torn tail", "offset overflow", "-future, -delete, -stray, a note"]
+                "torn tail", "offset overflow", "-future, -delete, a note", "a 3.7+ -stray dir, a 3.3 broker"]
 
 
 @needs_broker

@@ -116,8 +116,9 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
     for d in log_dirs:
         if not d.is_dir():
             continue
-        for check in (check_lock, lambda d: check_access(d, user), check_directories, check_checkpoints,
-                      check_segments, check_space):
+        since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
+        for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
+                      check_checkpoints, check_segments, check_space):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
@@ -342,7 +343,9 @@ def check_space(d: Path) -> list[Finding]:
 
 
 # ------------------------------------------------------------------ what loadLogs reads
-def check_directories(d: Path) -> list[Finding]:
+def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
+    """Every subdirectory must parse as a partition dir (LogManager.loadLogs). `-stray` is 3.7+'s:
+    a broker before it (the one that wrote a meta.properties without directory.id) exits on it."""
     out = []
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         if e.is_dir(follow_symlinks=True):
@@ -359,10 +362,17 @@ def check_directories(d: Path) -> list[Finding]:
             elif parsed.kind is PartitionDirKind.FUTURE:
                 out.append(Finding(Severity.NOTE, "directory", e.path, "a replica being moved to this log dir",
                                    "loaded as the future replica; the move goes on", "nothing to do"))
-            elif parsed.kind is PartitionDirKind.STRAY:
+            elif parsed.kind is PartitionDirKind.STRAY and since_3_7:
                 out.append(Finding(Severity.NOTE, "directory", e.path,
                                    "a stray partition (no longer assigned to this broker, 3.7+)",
                                    "left alone by the broker", f"once sure it is not needed: rm -r {e.path}"))
+            elif parsed.kind is PartitionDirKind.STRAY:
+                out.append(Finding(Severity.ERROR, "directory", e.path,
+                                   "a stray partition dir of a 3.7+ broker, in a log dir of an older one",
+                                   f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
+                                   "topic-partition or topic-partition.uniqueId-delete (if marked for deletion): "
+                                   "a broker before 3.7 exits",
+                                   f"move it out of the log dir (mv {e.path} {d.parent}/), or run a 3.7+ broker"))
         elif e.is_file() and e.name not in ROOT_FILES and not e.name.endswith(".tmp"):
             out.append(Finding(Severity.NOTE, "file", e.path, "not a file Kafka keeps in a log dir", "ignored",
                                "nothing to do (or move it away)"))
@@ -370,8 +380,12 @@ def check_directories(d: Path) -> list[Finding]:
 
 
 def check_checkpoints(d: Path) -> list[Finding]:
+    """A damaged checkpoint takes its log dir offline: LogDirFailureChannel hears of the read
+    error before LogManager resets the value (\"Error while reading checkpoint file\", then
+    \"resetting the recovery checkpoint to 0\", then \"Stopping serving logs in dir\"), as a
+    3.3.1 broker showed (tests/commands/test_doctor_cli.py)."""
     out = []
-    lenient = {names.RECOVERY_POINT_CHECKPOINT: "resetting the recovery checkpoint to 0 (every segment is recovered)",
+    lenient = {names.RECOVERY_POINT_CHECKPOINT: "resetting the recovery checkpoint to 0",
                names.LOG_START_OFFSET_CHECKPOINT: "resetting to the base offset of the first segment"}
     for name, reset in lenient.items():
         f = d / name
@@ -380,9 +394,11 @@ def check_checkpoints(d: Path) -> list[Finding]:
                 ckpt.read_offsets_strict(f)
             except (KafkalogError, ValueError, OSError) as e:
                 out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                                   f"\"Error occurred while reading {name} file of directory {d}, {reset}\"",
-                                   f"kafkalog recover {d} --all (recovers every segment as the broker will, and writes "
-                                   f"the file anew)"))
+                                   f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel), \"Error "
+                                   f"occurred while reading {name} file of directory {d}, {reset}\", then \"Stopping "
+                                   f"serving logs in dir {d}\": the log dir is offline",
+                                   f"kafkalog recover {d} --all (recovers every segment, as the broker would from 0, "
+                                   f"and writes the file anew)", offline=True))
     for name in (names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT):
         f = d / name
         if f.exists():
