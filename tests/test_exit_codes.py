@@ -159,7 +159,7 @@ CASES = {
     ("recover", 0): lambda e: (["recover", str(e.logdir()), "--now", NOW], None),
     ("recover", 1): lambda e: (["recover", "--dry-run", str(e.torn()), "--all", "--now", NOW], None),
     ("recover", 2): _usage("recover"),
-    ("recover", 3): lambda e: (["recover", str(e.offset_overflow()), "--now", NOW], "beyond 2^31 of its base"),
+    ("recover", 3): lambda e: (["recover", str(e.offset_overflow()), "--now", NOW], "the broker does not start"),
     ("recover", 4): _missing("recover"),
     ("recover", 5): lambda e: (["recover", str(e.locked(e.torn())), "--now", NOW], "in use by process"),
     ("recover", 6): lambda e: (["recover", str(e.read_only(e.torn())), "--all", "--now", NOW], "read-only file system"),
