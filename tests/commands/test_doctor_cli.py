@@ -131,11 +131,20 @@ def offset_overflow(t):           # a flipped bit in a base offset (not covered 
     return [d], []
 
 
-def moving_and_deleting(t):       # a reassignment between log dirs, a topic deletion, a note left
+def moving_and_deleting(t):       # a move to another log dir under way, a topic deletion, a note left
+    a, b = copy(t, "a"), copy(t, "b")
+    for p in b.iterdir():
+        if p.is_dir():
+            shutil.rmtree(p)
+    shutil.copytree(a / "codec-none-0", b / "codec-none-0.2b8c0fbd1e5a4e0d9c5b6f1c2d3e4f50-future")
+    a.joinpath("codec-gzip-0").rename(a / "codec-gzip-0.8f14e45fceea4e0d9c5b6f1c2d3e4f51-delete")
+    (a / "notes.txt").write_text("migrated on Monday\n")
+    return [a, b], []
+
+
+def future_beside_current(t):     # a -future copy left beside its current replica
     d = copy(t)
     shutil.copytree(d / "codec-none-0", d / "codec-none-0.2b8c0fbd1e5a4e0d9c5b6f1c2d3e4f50-future")
-    shutil.copytree(d / "codec-gzip-0", d / "codec-gzip-0.8f14e45fceea4e0d9c5b6f1c2d3e4f51-delete")
-    (d / "notes.txt").write_text("migrated on Monday\n")
     return [d], []
 
 
@@ -166,6 +175,7 @@ CASES = {  # name: (build, exit code, check, what the finding says)
     "torn tail": (torn_tail, 1, "segment", "truncates the log"),
     "offset overflow": (offset_overflow, 8, "segment", "the broker exits"),
     "-future, -delete, a note": (moving_and_deleting, 0, "directory", "future replica"),
+    "a -future dir beside its current one": (future_beside_current, 8, "directory", "DirectoryNotEmptyException"),
     "a 3.7+ -stray dir, a 3.3 broker": (stray_for_an_old_broker, 8, "directory", "a broker before 3.7 exits"),
     "a 3.7+ -stray dir, a 3.7 broker": (stray_for_a_new_broker, 0, "directory", "left alone"),
 }
@@ -270,7 +280,8 @@ def test_no_false_alarm_on_log_dirs_a_broker_loaded(tmp_path, rel):
 
 # ------------------------------------------------------------------ the real broker agrees
 BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point", "damaged leader epochs",
-                "torn tail", "offset overflow", "-future, -delete, a note", "a 3.7+ -stray dir, a 3.3 broker"]
+                "torn tail", "offset overflow", "-future, -delete, a note", "a 3.7+ -stray dir, a 3.3 broker",
+                "a -future dir beside its current one"]
 
 
 @needs_broker

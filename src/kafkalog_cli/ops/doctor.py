@@ -359,6 +359,15 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
             elif parsed.kind is PartitionDirKind.DELETE:
                 out.append(Finding(Severity.NOTE, "directory", e.path, "a partition being deleted",
                                    "deleted after file.delete.delay.ms (\"Deleted log for partition\")", "nothing to do"))
+            elif parsed.kind is PartitionDirKind.FUTURE and (d / str(parsed.topic_partition)).is_dir():
+                current = d / str(parsed.topic_partition)
+                out.append(Finding(Severity.WARNING, "directory", e.path,
+                                   f"a future replica in the same log dir as the current one ({current})",
+                                   f"it promotes the future replica by renaming it over {current.name}: "
+                                   f"\"Error while renaming dir for {current.name}\" (DirectoryNotEmptyException): the "
+                                   "log dir is offline",
+                                   f"keep the current replica and drop the copy being made: mv {e.path} {d.parent}/",
+                                   offline=True))
             elif parsed.kind is PartitionDirKind.FUTURE:
                 out.append(Finding(Severity.NOTE, "directory", e.path, "a replica being moved to this log dir",
                                    "loaded as the future replica; the move goes on", "nothing to do"))
