@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .kafka_broker import KAFKA_HOME, _free_port, needs_broker  # noqa: F401  (needs_broker: for the tests)
+from .kafka_broker import KAFKA_HOME, _free_port, kraft_properties, needs_broker  # noqa: F401  (needs_broker: for the tests)
 
 STARTED = "Kafka Server started"
 # what 3.3.1 logs when it gives up on start-up (or takes down its last log dir right after)
@@ -42,20 +42,7 @@ def broker_verdict(log_dirs: list[Path], work: Path, user: str | None = None, no
                         node_id = int(line.split("=", 1)[1])
     port, ctl = _free_port(), _free_port()
     config = work / "server.properties"
-    config.write_text(f"""process.roles=broker,controller
-node.id={node_id}
-controller.quorum.voters={node_id}@127.0.0.1:{ctl}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={','.join(str(d) for d in log_dirs)}
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=-1
-log.cleaner.enable=false
-""" + "".join(f"{k}={v}\n" for k, v in (extra or {}).items()))
+    config.write_text(kraft_properties(node_id, port, ctl, ",".join(str(d) for d in log_dirs), extra))
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     console = work / "stdout"

@@ -17,12 +17,13 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 
 from . import bad_inputs as B
+from .field_damage import base_offset_overflow, torn_tail
+from .ops.test_transactions import NOW as HANGING_NOW
 from .storage.test_lock import hold_lock
 from .test_man_pages import EXIT_CODES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "logdir"
 NOW = "1795249186389"          # the clock the dry runs and the runs share
-from .ops.test_transactions import NOW as HANGING_NOW  # noqa: E402
 
 
 class Env:
@@ -63,6 +64,63 @@ class Env:
 
     def damaged_epochs(self, d: Path) -> Path:
         (d / "multi-segment-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")
+        return d
+
+    def torn(self) -> Path:
+        """The examples' log dir after a kill mid-append: a torn batch at the end of an active segment."""
+        d = self.logdir()
+        with open(d / "txn-0" / "00000000000000000000.log", "ab") as f:
+            f.write(B.good_batch(10_000)[:40])
+        return d
+
+
+    def offset_overflow(self) -> Path:
+        return base_offset_overflow(self.logdir())
+
+
+    def torn_unclean(self) -> Path:
+        """After a kill -9 mid-append: the broker truncates the torn batch as it starts (a warning)."""
+        return torn_tail(self.logdir())
+
+
+    def without_meta(self) -> Path:
+        d = self.logdir()
+        (d / "meta.properties").unlink()
+        return d
+
+
+    def hanging(self) -> Path:
+        """A transaction left open an hour ago (tests/commands/test_transactions_cli.py's log dir)."""
+        from .commands.test_transactions_cli import log_dir
+
+        return log_dir(self.tmp)
+
+
+    def offsets(self, topic: str, partition: int, offset: int) -> Path:
+        f = self.tmp / "offsets.json"
+        f.write_text(json.dumps({"partitions": [{"topic": topic, "partition": partition, "offset": offset}], "version": 1}))
+        return f
+
+
+    def no_high_watermark(self) -> Path:
+        d = self.logdir()
+        (d / "replication-offset-checkpoint").write_text("0\n0\n")
+        return d
+
+
+    def dirty(self) -> Path:
+        """A compacted topic with overwritten keys the cleaner would remove."""
+        from .ops.compact_helpers import restore
+
+        return restore("keyed-overwrites", "before", self.tmp / "logs")
+
+
+    def damaged_compacted(self) -> Path:
+        d = self.dirty()
+        seg = d / "cmp-none-0" / "00000000000000000174.log"
+        data = bytearray(seg.read_bytes())
+        data[57:61] = (1000).to_bytes(4, "big")          # the first batch claims 1000 records
+        seg.write_bytes(bytes(data))
         return d
 
     def bad(self, builder) -> Path:
@@ -213,91 +271,6 @@ CASES = {
     ("quarantine", 5): _restore_locked,
     ("quarantine", 6): _restore_read_only,
 }
-
-
-def _torn(self) -> Path:
-    """The examples' log dir after a kill mid-append: a torn batch at the end of an active segment."""
-    d = self.logdir()
-    with open(d / "txn-0" / "00000000000000000000.log", "ab") as f:
-        f.write(B.good_batch(10_000)[:40])
-    return d
-
-
-def _offset_overflow(self) -> Path:
-    """A damaged base offset (not covered by the CRC) 2^40 past its segment's base, in a segment
-    recovery reads: the broker fails to start on it."""
-    d = self.logdir()
-    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    rp = d / "recovery-point-offset-checkpoint"
-    rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 0"))
-    log = d / "multi-segment-0" / "00000000000000000300.log"
-    data = bytearray(log.read_bytes())
-    data[2] ^= 0xD9
-    log.write_bytes(bytes(data))
-    return d
-
-
-def _torn_unclean(self) -> Path:
-    """After a kill -9 mid-append: the broker truncates the torn batch as it starts (a warning)."""
-    d = self.logdir()
-    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    rp = d / "recovery-point-offset-checkpoint"
-    rp.write_text(rp.read_text().replace("txn 0 15", "txn 0 0"))
-    log = d / "txn-0" / "00000000000000000000.log"
-    log.write_bytes(log.read_bytes()[:-20])
-    return d
-
-
-def _without_meta(self) -> Path:
-    d = self.logdir()
-    (d / "meta.properties").unlink()
-    return d
-
-
-def _hanging(self) -> Path:
-    """A transaction left open an hour ago (tests/commands/test_transactions_cli.py's log dir)."""
-    from .commands.test_transactions_cli import log_dir
-
-    return log_dir(self.tmp)
-
-
-def _offsets(self, topic: str, partition: int, offset: int) -> Path:
-    f = self.tmp / "offsets.json"
-    f.write_text(json.dumps({"partitions": [{"topic": topic, "partition": partition, "offset": offset}], "version": 1}))
-    return f
-
-
-def _no_high_watermark(self) -> Path:
-    d = self.logdir()
-    (d / "replication-offset-checkpoint").write_text("0\n0\n")
-    return d
-
-
-def _dirty(self) -> Path:
-    """A compacted topic with overwritten keys the cleaner would remove."""
-    from .ops.compact_helpers import restore
-
-    return restore("keyed-overwrites", "before", self.tmp / "logs")
-
-
-def _damaged_compacted(self) -> Path:
-    d = self.dirty()
-    seg = d / "cmp-none-0" / "00000000000000000174.log"
-    data = bytearray(seg.read_bytes())
-    data[57:61] = (1000).to_bytes(4, "big")          # the first batch claims 1000 records
-    seg.write_bytes(bytes(data))
-    return d
-
-
-Env.torn = _torn
-Env.hanging = _hanging
-Env.offsets = _offsets
-Env.no_high_watermark = _no_high_watermark
-Env.damaged_compacted = _damaged_compacted
-Env.dirty = _dirty
-Env.torn_unclean = _torn_unclean
-Env.without_meta = _without_meta
-Env.offset_overflow = _offset_overflow
 
 
 def test_every_code_of_every_command_has_a_case():

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..broker_start import broker_verdict, needs_broker
+from ..field_damage import base_offset_overflow, torn_tail
 from ..fullfs import EXAMPLES, fill, tmpfs
 from ..storage.test_lock import hold_lock
 
@@ -108,27 +109,12 @@ def damaged_leader_epochs(t):     # a leader-epoch-checkpoint zero-filled by a c
     return [d], []
 
 
-def torn_tail(t):                 # kill -9 while appending: the active segment ends mid-batch
-    d = copy(t)
-    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    rp = d / "recovery-point-offset-checkpoint"
-    rp.write_text(rp.read_text().replace("txn 0 15", "txn 0 0"))
-    log = d / "txn-0" / "00000000000000000000.log"
-    data = log.read_bytes()
-    log.write_bytes(data[:-20])
-    return [d], []
+def torn(t):                      # kill -9 while appending: the active segment ends mid-batch
+    return [torn_tail(copy(t))], []
 
 
 def offset_overflow(t):           # a flipped bit in a base offset (not covered by the CRC)
-    d = copy(t)
-    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    rp = d / "recovery-point-offset-checkpoint"
-    rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 0"))
-    log = d / "multi-segment-0" / "00000000000000000300.log"
-    data = bytearray(log.read_bytes())
-    data[2] ^= 0xD9
-    log.write_bytes(bytes(data))
-    return [d], []
+    return [base_offset_overflow(copy(t))], []
 
 
 def moving_and_deleting(t):       # a move to another log dir under way, a topic deletion, a note left
@@ -172,7 +158,7 @@ CASES = {  # name: (build, exit code, check, what the finding says)
     "lost+found": (not_a_partition, 8, "directory", "is not in the form of topic-partition"),
     "damaged recovery point": (damaged_recovery_checkpoint, 8, "checkpoint", "have failed"),
     "damaged leader epochs": (damaged_leader_epochs, 8, "checkpoint", "Error while reading checkpoint file"),
-    "torn tail": (torn_tail, 1, "segment", "truncates the log"),
+    "torn tail": (torn, 1, "segment", "truncates the log"),
     "offset overflow": (offset_overflow, 8, "segment", "the broker exits"),
     "-future, -delete, a note": (moving_and_deleting, 0, "directory", "future replica"),
     "a -future dir beside its current one": (future_beside_current, 8, "directory", "DirectoryNotEmptyException"),

@@ -394,30 +394,25 @@ def check_checkpoints(d: Path) -> list[Finding]:
     \"resetting the recovery checkpoint to 0\", then \"Stopping serving logs in dir\"), as a
     3.3.1 broker showed (tests/commands/test_doctor_cli.py)."""
     out = []
-    lenient = {names.RECOVERY_POINT_CHECKPOINT: "resetting the recovery checkpoint to 0",
-               names.LOG_START_OFFSET_CHECKPOINT: "resetting to the base offset of the first segment"}
-    for name, reset in lenient.items():
+    recover_all = (f"kafkalog recover {d} --all (recovers every segment, as the broker would from 0, and writes the "
+                   "file anew)")
+    set_aside = "mv {f} {f}.damaged (the broker starts without it: {what} from the log start)"
+    after = {names.RECOVERY_POINT_CHECKPOINT: (", resetting the recovery checkpoint to 0", recover_all),
+             names.LOG_START_OFFSET_CHECKPOINT: (", resetting to the base offset of the first segment", recover_all),
+             names.REPLICATION_CHECKPOINT: ("", set_aside.replace("{what}", "high watermarks")),
+             names.CLEANER_CHECKPOINT: ("", set_aside.replace("{what}", "cleaner offsets"))}
+    for name, (reset, fix) in after.items():
         f = d / name
-        if f.exists():
-            try:
-                ckpt.read_offsets_strict(f)
-            except (KafkalogError, ValueError, OSError) as e:
-                out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                                   f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel), \"Error "
-                                   f"occurred while reading {name} file of directory {d}, {reset}\", then \"Stopping "
-                                   f"serving logs in dir {d}\": the log dir is offline",
-                                   f"kafkalog recover {d} --all (recovers every segment, as the broker would from 0, "
-                                   f"and writes the file anew)", offline=True))
-    for name in (names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT):
-        f = d / name
-        if f.exists():
-            try:
-                ckpt.read_offsets_strict(f)
-            except (KafkalogError, ValueError, OSError) as e:
-                out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                                   f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir goes "
-                                   "offline when it is read", f"mv {f} {f}.damaged (the broker starts without it: "
-                                   "high watermarks or cleaner offsets from the log start)", offline=True))
+        if not f.exists():
+            continue
+        try:
+            ckpt.read_offsets_strict(f)
+        except (KafkalogError, ValueError, OSError) as e:
+            said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
+            out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
+                               f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
+                               f"\"Stopping serving logs in dir {d}\": the log dir is offline",
+                               fix.format(f=f), offline=True))
     for e in os.scandir(d):
         if not e.is_dir() or parse_partition_dir_name(e.name) is None:
             continue
