@@ -439,15 +439,17 @@ _KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "Inv
 def check_segments(d: Path) -> list[Finding]:
     """recover's plan, partition by partition, as the broker's load would run: what it cannot
     recover stops the broker; what it truncates is lost."""
+    from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
     from kafkalog_cli.ops import recover
 
     out = []
+    opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
         if parsed is None or parsed.kind not in (PartitionDirKind.LIVE, PartitionDirKind.FUTURE):
             continue
         try:
-            p = recover.plan(d, [Path(e.path)], recover.RecoverOptions(now_ms=0))
+            p = recover.plan(d, [Path(e.path)], opts)
         except KafkalogError as err:
             if isinstance(err, OSError) or getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
                 continue
