@@ -52,6 +52,8 @@ EXIT_CODES = {
     "describe": (0, 2, 3, 4),
     "get-offsets": (0, 2, 3, 4),
     "doctor": (0, 1, 2, 4, 8),
+    "consumer-groups": (0, 2, 3, 4),
+    "metadata": (0, 2, 3, 4),
 }
 
 
