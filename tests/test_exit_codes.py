@@ -123,6 +123,15 @@ class Env:
         seg.write_bytes(bytes(data))
         return d
 
+    def bad_crc_in(self, partition: str) -> Path:
+        """The examples' log dir with the last byte of `partition`'s first segment flipped."""
+        d = self.logdir()
+        log = sorted((d / partition).glob("*.log"))[0]
+        data = bytearray(log.read_bytes())
+        data[-1] ^= 0xFF
+        log.write_bytes(bytes(data))
+        return d
+
     def bad(self, builder) -> Path:
         """A log dir holding one partition built by tests/bad_inputs.py; the path it returns."""
         root = self.tmp / "bad"
@@ -264,6 +273,14 @@ CASES = {
     ("doctor", 2): lambda e: (["doctor"], "give the log dirs"),
     ("doctor", 4): lambda e: (["doctor", str(e.bad(B.text))], "not a directory"),
     ("doctor", 8): lambda e: (["doctor", str(e.without_meta())], None),
+    ("consumer-groups", 0): lambda e: (["consumer-groups", str(EXAMPLES)], None),
+    ("consumer-groups", 2): _usage("consumer-groups"),
+    ("consumer-groups", 3): lambda e: (["consumer-groups", str(e.bad_crc_in("__consumer_offsets-0"))], "Record is corrupt"),
+    ("consumer-groups", 4): _missing("consumer-groups"),
+    ("metadata", 0): lambda e: (["metadata", str(EXAMPLES)], None),
+    ("metadata", 2): _usage("metadata"),
+    ("metadata", 3): lambda e: (["metadata", str(e.bad_crc_in("__cluster_metadata-0"))], "Record is corrupt"),
+    ("metadata", 4): _missing("metadata"),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),
     ("quarantine", 3): _restore_conflict,
