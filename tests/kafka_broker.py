@@ -26,6 +26,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def kraft_properties(node, port: int, ctl: int, log_dirs: str, properties: dict | None = None) -> str:
+    """server.properties of a one-node KRaft broker on 127.0.0.1 (broker and controller)."""
+    return f"""process.roles=broker,controller
+node.id={node}
+controller.quorum.voters={node}@127.0.0.1:{ctl}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={log_dirs}
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=-1
+log.cleaner.enable=false
+""" + "".join(f"{k}={v}\n" for k, v in (properties or {}).items())
+
+
 def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: dict | None = None,
                kafka_home: str | None = None) -> dict:
     """Start a one-node KRaft broker on `log_dir`, run the kafka-python `script` with the
@@ -37,20 +55,7 @@ def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: d
                  if "=" in line and not line.startswith("#"))
     node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
     config = work / "server.properties"
-    config.write_text(f"""process.roles=broker,controller
-node.id={node}
-controller.quorum.voters={node}@127.0.0.1:{ctl}
-listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}
-advertised.listeners=PLAINTEXT://127.0.0.1:{port}
-controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
-log.dirs={log_dir}
-offsets.topic.replication.factor=1
-transaction.state.log.replication.factor=1
-transaction.state.log.min.isr=1
-log.retention.hours=-1
-log.cleaner.enable=false
-""" + "".join(f"{k}={v}\n" for k, v in (properties or {}).items()))
+    config.write_text(kraft_properties(node, port, ctl, str(log_dir), properties))
     logs = work / "logs"
     env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
     with open(work / "stdout", "wb") as out:

@@ -134,23 +134,27 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
                    report_path: Path | None = None, **run) -> None:
     """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
     that log dir is done; or the JSON reports at the end (one object for one log dir, else a
-    list). --report: the list, also to that file. Exits 7 when a deletion was refused."""
+    list). --report: the list, also to that file. Exits 7 when a deletion was refused, else 1
+    when a dry run would change something (errors.exit_code_of)."""
     import json
 
-    from kafkalog_cli.errors import ExitCode
+    from kafkalog_cli.errors import ExitCode, exit_code_of
 
     reports = []
-    refused = False
+    codes = []
     for _, outcome in run_log_dirs(operation, groups, **run):
-        refused |= echo_diagnostics(outcome)
+        if echo_diagnostics(outcome):
+            codes.append(ExitCode.CONFIG_UNKNOWN)
+        if outcome.pending:
+            codes.append(ExitCode.PROBLEMS)
         reports.append(outcome.to_json())
         if fmt == "text":
             click.echo(render(outcome))
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
     write_report(report_path, reports)
-    if refused:
-        click.get_current_context().exit(int(ExitCode.CONFIG_UNKNOWN))
+    if exit_code_of(codes):
+        click.get_current_context().exit(exit_code_of(codes))
 
 
 def write_report(report_path: Path | None, reports: list) -> None:

@@ -40,6 +40,7 @@ from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan, run_report
+from kafkalog_cli.storage.space import Space
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
@@ -152,6 +153,13 @@ class CompactPlan:
     @property
     def refusals(self) -> list[str]:
         return [r.line for r in self.refused]
+
+    @property
+    def pending(self) -> bool:
+        """Running it would change something: a partition to clean, a cleaner-offset-checkpoint
+        entry to reset, or the notes' own changes."""
+        return (bool(self.selected) or any(d.log.checkpoint_reset for d in self.decisions)
+                or bool(self.notes is not None and self.notes.actions))
 
     def partitions_json(self) -> list[dict]:
         return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
@@ -454,6 +462,10 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
 
 
 def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
+    by_name = {Path(d).name: figures for d, figures in fsops.space.items()}
+    for entry in done:
+        if isinstance(entry, dict) and "partition" in entry:
+            entry.update(by_name.get(entry["partition"], Space()).to_json())
     return run_report("compact", cp.log_dir, fsops, now_ms=cp.now_ms, cleaned=done, partitions=cp.partitions_json(),
                       findings=[f.to_json() for f in cp.notes.findings])
 
@@ -488,9 +500,9 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
     if workers <= 1:
         for item in items:
             try:
-                results.append((job(item, fsops, max(jobs, 1)), None, 0, []))
+                results.append((job(item, fsops, max(jobs, 1)), None, 0, [], {}))
             except KafkalogError as e:
-                results.append((None, e, 0, []))
+                results.append((None, e, 0, [], {}))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -510,11 +522,13 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
             _JOB = None
     out = []
     first_error = None
-    for value, err, steps, entries in results:
+    for value, err, steps, entries, space in results:
         if fsops is not None:
             fsops.steps += steps
             if fsops.quarantine is not None:
                 fsops.quarantine.entries.extend(entries)
+            for directory, figures in space.items():
+                fsops.space.setdefault(directory, Space()).add(figures)
         if err is not None and first_error is None:
             first_error = err
         out.append(value)
@@ -531,8 +545,8 @@ def _worker(i: int):
     except KafkalogError as e:
         value, err = None, e
     if wfs is None:
-        return value, err, 0, []
-    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else [])
+        return value, err, 0, [], {}
+    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else []), wfs.space
 
 
 def _log_dir_files(fsops: FsOps | None):

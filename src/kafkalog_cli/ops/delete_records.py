@@ -19,7 +19,10 @@ Steps 2-4 are ops.retain's log-start-offset machinery with the log start raised 
 (retain.run_passes, deletion_actions, plan_log_start_changes): the same crash-safe order, so a
 killed run is finished by running it again (or by retain, or by the broker itself). One step
 comes before it: the raised log start offsets are written to log-start-offset-checkpoint before
-any segment goes, so a broker loading the dir after a kill at any instant starts at them.
+any segment goes, so a broker loading the dir after a kill at any instant starts at them. On a
+full disk (retain.full_disk) that write comes last instead: nothing can be written before
+something is freed, and a kill midway leaves the log start at the first remaining segment's base
+(between the old and the new one; a rerun finishes).
 
 The high watermark is the replication-offset-checkpoint's entry, clamped into [log start, log end]
 as the broker loads it. Without an entry, the offset is bounded by the log end offset instead
@@ -53,6 +56,7 @@ class DeleteRecordsOptions:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     before: int | None = None
     resolver: ConfigResolver | None = None   # None: the log dir's __cluster_metadata (cleanup.policy)
+    free_first: bool | None = None           # None: when the log dir's file system is full (retain.full_disk)
 
     def requested(self, tp: TopicPartition) -> int | None:
         return self.before if self.before is not None else self.offsets.get((tp.topic, tp.partition))
@@ -173,8 +177,10 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
 
     wanted = [d for d in partition_dirs if (tp := parse_partition_dir(d.name)) is not None
               and opts.requested(tp) is not None]
+    free_first = retain.full_disk(p, opts.free_first)
     roots = retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
-    _log_starts_first(p, roots.log_start_offsets)
+    if not free_first:
+        _log_starts_first(p, roots.log_start_offsets)
     return p
 
 

@@ -30,6 +30,16 @@ a `.log`, which recover, Kafka and a rerun of retain delete), then producer snap
 kept segment, the leader-epoch-checkpoint, and the log dir's checkpoints last. At every
 instant the remaining segments are a suffix of the old ones, and Kafka's load rule
 (logStartOffset = max(checkpoint, first segment base)) gives the right start.
+
+When every segment goes, the new empty active segment at the log end offset is created first,
+never the log-start checkpoint first: its files are empty (an inode each, no block), so this
+works on a 100% full disk too, and a kill before the last old segment goes leaves a segment at
+the log end, so the loader never creates one at an older checkpointed offset (3.3.1 LogLoader,
+no segment left) and reuses offsets. The roll's writes to the segment it closes are left out,
+as that segment goes in the same run. On a full disk (full_disk: less than
+storage.space.FULL_BELOW free) what needs blocks (the roll's producer snapshot) moves after the
+deletions. An empty log's leader-epoch-checkpoint is written as the broker's next load leaves
+it (truncateFromEnd(log end offset)), so `recover` finds nothing to do.
 """
 from __future__ import annotations
 
@@ -42,17 +52,18 @@ from kafkalog_cli.config import (ConfigResolver, TopicConfig, cluster_metadata_c
                                  retention_deciding_configs, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
-                                              parse_leader_epoch_checkpoint,
+                                              parse_leader_epoch_checkpoint, truncate_from_end,
                                               truncate_from_start)
 from kafkalog_cli.storage import checkpoints as checkpoint_text
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, takes_blocks  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import OffsetCheckpoint, RootCheckpoints
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.space import FreeSpace
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"   # LogManager leaves it to KRaft: never retained here
 
@@ -85,6 +96,7 @@ class RetainPlan(Plan):
 class RetainOptions:
     now_ms: int
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
+    free_first: bool | None = None           # None: when the log dir's file system is full (full_disk)
 
 
 # ------------------------------------------------------------------ Kafka's walk
@@ -263,6 +275,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
     resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
     configs: dict[str, TopicConfig] = {}
 
+    free_first = full_disk(p, opts.free_first)
+
     def plan_one(partition: Partition) -> tuple[dict, Retention | None, list[Action]]:
         name, tp = partition.name, partition.topic_partition
         if tp.topic == KRAFT_METADATA_TOPIC:
@@ -270,7 +284,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
                                      detail="the KRaft metadata log is retained by the controller"), None, []
         cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
         actions: list[Action] = []
-        summary, result = _plan_partition(partition, cfg, opts, actions)
+        summary, result = _plan_partition(partition, cfg, opts, actions, free_first)
         if summary.get("refused"):
             p.refusals.append(summary["refusal"])
         return summary, result, actions
@@ -279,12 +293,25 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
     return p
 
 
+def full_disk(p: Plan, free_first: bool | None) -> bool:
+    """Whether the plan frees space before it writes a byte: asked (`free_first`), or the log
+    dir's file system has less than storage.space.FULL_BELOW free. Noted in the plan."""
+    free = FreeSpace.of(p.log_dir)
+    if free_first is None:
+        free_first = free.full
+    if free_first:
+        p.note(p.log_dir.name, f"the log dir's file system is full ({free.bytes} bytes free): segments are deleted "
+               f"before anything is written (a new active segment's files are empty: an inode each, no block); "
+               f"the log start offset checkpoint and producer snapshots come after")
+    return free_first
+
+
 def partition_summary(name: str, tp: TopicPartition, **kw) -> dict:
     return {"partition": name, "topic": tp.topic, "partition_id": tp.partition, **kw}
 
 
 def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
-                    actions: list[Action]) -> tuple[dict, Retention | None]:
+                    actions: list[Action], free_first: bool = False) -> tuple[dict, Retention | None]:
     name, tp = partition.name, partition.topic_partition
     actions += leftover_actions(partition)
     if not partition.segments:
@@ -306,9 +333,17 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         line = refusal_line(name, unknown)
         summary.update(status="refused", refused=[u.to_dict() for u in unknown], refusal=line,
                        detail="refused to delete by time or size: " + line.partition(": ")[2])
+    later: list[Action] = []
     if result.rolled_at is not None:
-        _roll_actions(partition, cfg, opts, actions)
+        rolled = _roll_actions(partition, cfg, opts, result)
+        if free_first:      # the new segment's empty files first; its producer snapshot once space is back
+            later = [a for a in rolled if takes_blocks(a)]
+            rolled = [a for a in rolled if not takes_blocks(a)]
+        actions += rolled
     freed, tidy = deletion_actions(partition, result, actions)
+    if later:
+        at = len(actions) - len(tidy)
+        actions[at:at] = later
     summary["bytes_freed"] = freed
     if tidy and not result.deleted and not unknown:
         summary["status"] = "tidied"
@@ -353,7 +388,12 @@ def deletion_actions(partition: Partition, result: Retention, actions: list[Acti
         freed += _size_of(snapshot)
         tidy.append(Action(ActionKind.DELETE, snapshot,
                            f"producer snapshot below the first segment {first}", name))
-    epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name)
+    # an empty log (every segment went, now or in the run a kill interrupted): its log end offset
+    empty_at = result.rolled_at
+    left = partition.segments[len(result.deleted):]
+    if empty_at is None and len(left) == 1 and left[0].empty:
+        empty_at = left[0].base_offset
+    epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name, empty_at)
     if epoch_action is not None:
         tidy.append(epoch_action)
     actions += tidy
@@ -367,8 +407,10 @@ def _size_of(path: Path) -> int:
         return 0
 
 
-def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, actions: list[Action]) -> None:
-    """Kafka rolls before deleting every segment: ops.roll's plan for this partition, as is."""
+def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, result: Retention) -> list[Action]:
+    """Kafka rolls before deleting every segment: ops.roll's plan for this partition, less what
+    it would write to the segment it closes (final time-index entry, trims), which goes in the
+    same run: the new segment's files and its producer snapshot."""
     from kafkalog_cli.ops import roll
 
     rolled = Plan("roll", partition.directory.parent)
@@ -376,23 +418,31 @@ def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, a
     if not rolled.actions:
         raise InputError("every segment has expired but the active segment cannot be rolled",
                          path=str(partition.segments[-1].log_path))
-    actions.extend(rolled.actions)
+    closed = partition.segments[-1].base_offset
+    return [a for a in rolled.actions if names.offset_from_name(a.path.name) != closed]
 
 
-def _leader_epoch_action(d: Path, new_log_start: int, name: str) -> Action | None:
-    """LeaderEpochFileCache.truncateFromStart(new log start), written as its flush writes it."""
+def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int | None = None) -> Action | None:
+    """LeaderEpochFileCache.truncateFromStart(new log start), written as its flush writes it.
+    When the log is left empty (`rolled_at`: its log end offset, every segment gone), also
+    LogLoader's truncateFromEnd(log end offset), which the broker's next start applies to an
+    entry at the log end offset: the file is written as that start leaves it, so `recover` has
+    nothing to do (and a rerun after a kill writes the same)."""
     path = d / names.LEADER_EPOCH_CHECKPOINT
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    if _epochs_start_at_or_after(raw, new_log_start):
+    if _epochs_start_at_or_after(raw, new_log_start) and rolled_at is None:
         return None
     try:
         cache = load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
     except ValueError as e:   # a negative epoch or offset: Kafka's assign refuses it too
         raise InputError(str(e), path=str(path)) from None
-    data = encode_leader_epoch_checkpoint(truncate_from_start(cache, new_log_start))
+    cache = truncate_from_start(cache, new_log_start)
+    if rolled_at is not None:
+        cache = truncate_from_end(cache, rolled_at)
+    data = encode_leader_epoch_checkpoint(cache)
     if data == raw:
         return None
     return Action(ActionKind.UPDATE_CHECKPOINT, path,

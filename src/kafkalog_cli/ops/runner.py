@@ -16,9 +16,10 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties)
-from kafkalog_cli.ops.plan import apply
+from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.space import QuarantinePlace, Space
 from kafkalog_cli.storage.names import parse_partition_dir
 
 
@@ -93,6 +94,7 @@ class Outcome:
     report: dict | None = None        # None: a dry run, nothing changed
     quarantine: str | None = None
     warning: str | None = None
+    space: Space | None = None        # a dry run's storage.space figures for the whole log dir
 
     @property
     def refusals(self) -> list[str]:
@@ -103,8 +105,15 @@ class Outcome:
     def dry_run(self) -> bool:
         return self.report is None
 
+    @property
+    def pending(self) -> bool:
+        """A dry run whose plan would change something (the command exits 1)."""
+        return self.dry_run and self.plan.pending
+
     def to_json(self) -> dict:
-        return {"dry_run": True, **self.plan.to_json()} if self.report is None else self.report
+        if self.report is not None:
+            return self.report
+        return {"dry_run": True, **self.plan.to_json(), **(self.space.to_json() if self.space else {})}
 
 
 def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path], *, dry_run: bool = False,
@@ -114,9 +123,15 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
     going to the quarantine. Module level, so a Spark task can run it."""
     log_dir = Path(log_dir)
     root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
+    place = QuarantinePlace.of(log_dir, root)
     if dry_run:
         opts = operation.options_for(log_dir)
-        return Outcome(operation.plan(log_dir, partition_dirs, opts), warning=opts.resolver.warning)
+        plan = operation.plan(log_dir, partition_dirs, opts)
+        space = None
+        if isinstance(plan, Plan):
+            _note_space_kept(plan, place, root)
+            space = estimate_space(plan, place)
+        return Outcome(plan, warning=opts.resolver.warning, space=space)
     with LogDirLock(log_dir):
         # --jobs workers of `run` work under this lock: they never take it themselves
         opts = operation.options_for(log_dir)
@@ -125,5 +140,20 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             plan, report = operation.run(log_dir, partition_dirs, opts, fsops)
         else:
             plan = operation.plan(log_dir, partition_dirs, opts)
+            _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
     return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning)
+
+
+FREES_SPACE = ("retain", "delete-records")     # the ops run to free space
+
+
+def _note_space_kept(plan: Plan, place: QuarantinePlace, root: Path | None) -> None:
+    """A plan that removes data, kept in a quarantine on the log dir's own file system, frees
+    nothing on disk: the plan and the report say so, and how to free it."""
+    if plan.op in FREES_SPACE and place is QuarantinePlace.SAME_FILE_SYSTEM and any(
+            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE) for a in plan.actions):
+        plan.note(plan.log_dir.name, f"nothing is freed on disk: the quarantine {root} is on the log dir's file "
+                  f"system, where a removed file stays as a hard link (held_in_quarantine); to free the space, "
+                  f"`kafkalog quarantine prune` it later, or run with --quarantine DIR on another file system "
+                  f"or --no-quarantine")

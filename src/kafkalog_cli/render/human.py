@@ -86,7 +86,8 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
     why = "; ".join(f"{', '.join(map(str, bases))}: {reason}" for reason, bases in by_reason.items())
     verb = "would delete" if dry_run else "deleted"
     line = (f"{name}: {verb} {summary['segments_deleted']} segment(s), {summary['bytes_freed']} bytes "
-            f"({why}); log start offset {summary['old_log_start_offset']} -> {summary['new_log_start_offset']}")
+            f"({why}){space(summary, dry_run)}; log start offset {summary['old_log_start_offset']} -> "
+            f"{summary['new_log_start_offset']}")
     if summary.get("rolled"):
         line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
     if status == "refused":
@@ -96,12 +97,24 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
     return line
 
 
+def space(figures: dict, dry_run: bool = False) -> str:
+    """storage.space's two figures, as `; N bytes freed on disk, M held in the quarantine`."""
+    if "freed_on_disk" not in figures:
+        return ""
+    freed, held = figures["freed_on_disk"], figures["held_in_quarantine"]
+    disk = (f"{freed} bytes {'to free' if dry_run else 'freed'} on disk" if freed >= 0 else
+            f"{-freed} bytes {'to take' if dry_run else 'taken'} on disk")
+    return f"; {disk}, {held} {'to hold' if dry_run else 'held'} in the quarantine"
+
+
 def retain_outcome(o: Outcome, verbose: bool) -> list[str]:
     """Made for cron: nothing after a run without -v; the plan and a line per partition that
     loses segments with --dry-run; a line per partition with -v."""
     lines = []
     if o.dry_run:
         lines.append(plan(o.plan))
+    if verbose and not o.dry_run:
+        lines.extend(finding(f) for f in o.plan.findings)
     if o.dry_run or verbose:
         lines.extend(retain_partition(summary, o.dry_run) for summary in o.plan.partitions.values()
                      if verbose or summary.get("segments_deleted"))
@@ -150,6 +163,21 @@ def compact_outcome(o: Outcome) -> str:
                          f"cleaner-offset-checkpoint {c['cleaner_offset_checkpoint']}")
         if o.quarantine:
             lines.append(f"  replaced segments kept in {o.quarantine}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------ doctor
+def doctor(diag) -> str:
+    """The verdict, then one block per finding (most severe first): what, the broker, the fix."""
+    counts = {}
+    for f in diag.findings:
+        counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
+    tally = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+    lines = [f"doctor: {diag.verdict}" + (f" ({tally})" if tally else "")]
+    for f in diag.findings:
+        lines += [f"{f.severity.value.upper():8}{f.path}: {f.problem}",
+                  f"        broker: {f.broker}",
+                  f"        fix:    {f.fix}"]
     return "\n".join(lines)
 
 
