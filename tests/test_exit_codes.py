@@ -132,6 +132,32 @@ class Env:
         log.write_bytes(bytes(data))
         return d
 
+    def replicas(self, diverged: bool, damaged: bool = False) -> list[str]:
+        """Two copies of one partition (tests/ops/test_compare_replicas.py's): after an unclean
+        election, or one a prefix of the other."""
+        from .ops.test_compare_replicas import run, unclean_election, write_replica
+
+        if diverged:
+            a, b = unclean_election(self.tmp)
+        else:
+            a, b = write_replica(self.tmp / "b1", 1, run(5, 0)), write_replica(self.tmp / "b2", 2, run(3, 0))
+        if damaged:
+            (a / "leader-epoch-checkpoint").write_text("0\n1\n0 x\n")
+        return [str(a), str(b)]
+
+    def move(self, damaged: bool = False, locked: bool = False, read_only: bool = False) -> list[str]:
+        """move-partition's source and destination log dirs (tests/ops/test_move_partition.py's)."""
+        from .ops.move_helpers import TP, two_log_dirs
+
+        src, dst = two_log_dirs(self.tmp)
+        if damaged:
+            (dst / "recovery-point-offset-checkpoint").write_text("0\n1\nmulti-segment 0 zz\n")
+        if locked:
+            self.locked(dst)
+        if read_only:
+            self.read_only(dst)
+        return [str(src), str(dst), "--topic", TP.topic, "--partition", str(TP.partition)]
+
     def bad(self, builder) -> Path:
         """A log dir holding one partition built by tests/bad_inputs.py; the path it returns."""
         root = self.tmp / "bad"
@@ -281,6 +307,18 @@ CASES = {
     ("metadata", 2): _usage("metadata"),
     ("metadata", 3): lambda e: (["metadata", str(e.bad_crc_in("__cluster_metadata-0"))], "Record is corrupt"),
     ("metadata", 4): _missing("metadata"),
+    ("compare-replicas", 0): lambda e: (["compare-replicas", *e.replicas(diverged=False)], None),
+    ("compare-replicas", 1): lambda e: (["compare-replicas", *e.replicas(diverged=True)], None),
+    ("compare-replicas", 2): lambda e: (["compare-replicas", e.replicas(diverged=True)[0]], "at least two"),
+    ("compare-replicas", 3): lambda e: (["compare-replicas", *e.replicas(diverged=True, damaged=True)],
+                                        "leader-epoch-checkpoint"),
+    ("compare-replicas", 4): lambda e: (["compare-replicas", e.replicas(diverged=True)[0], str(e.tmp / "nope")], "nope"),
+    ("move-partition", 0): lambda e: (["move-partition", *e.move()], None),
+    ("move-partition", 2): lambda e: (["move-partition", *e.move()[:2], "--topic", "multi-segment"], "--partition"),
+    ("move-partition", 3): lambda e: (["move-partition", *e.move(damaged=True)], "checkpoint"),
+    ("move-partition", 4): lambda e: (["move-partition", *e.move()[:2], "--topic", "nope", "--partition", "0"], "nope-0"),
+    ("move-partition", 5): lambda e: (["move-partition", *e.move(locked=True)], "in use by process"),
+    ("move-partition", 6): lambda e: (["move-partition", *e.move(read_only=True)], "read-only file system"),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),
     ("quarantine", 3): _restore_conflict,
