@@ -210,6 +210,14 @@ def _restore_read_only(e: Env):
     return ["quarantine", "restore", folder], "read-only file system"
 
 
+def _zero_filled_index(e: Env) -> Path:
+    """Zeros after segment 0's index entries, below the recovery point: the broker keeps them."""
+    idx = e.logdir() / "multi-segment-0" / "00000000000000000000.index"
+    with open(idx, "ab") as f:
+        f.write(bytes(80))
+    return idx
+
+
 CASES = {
     # --------------------------------------------------------------- readers
     ("dump-log", 0): lambda e: (["dump-log", str(EXAMPLES / "txn-0")], None),
@@ -217,6 +225,7 @@ CASES = {
     ("dump-log", 3): lambda e: (["dump-log", str(e.bad(B.bad_name))], "does not start with an offset"),
     ("dump-log", 4): _missing("dump-log"),
     ("dump-index", 0): lambda e: (["dump-index", str(EXAMPLES / "multi-segment-0" / "00000000000000000000.index")], None),
+    ("dump-index", 1): lambda e: (["dump-index", "--verify-index-only", str(_zero_filled_index(e))], "zero-filled"),
     ("dump-index", 2): _usage("dump-index"),
     ("dump-index", 3): lambda e: (["dump-index", "--index-sanity-check", str(e.bad(B.index_odd_size))], "index"),
     ("dump-index", 4): _missing("dump-index"),
@@ -314,6 +323,7 @@ CASES = {
                                         "leader-epoch-checkpoint"),
     ("compare-replicas", 4): lambda e: (["compare-replicas", e.replicas(diverged=True)[0], str(e.tmp / "nope")], "nope"),
     ("move-partition", 0): lambda e: (["move-partition", *e.move()], None),
+    ("move-partition", 1): lambda e: (["move-partition", *e.move(), "--dry-run"], None),
     ("move-partition", 2): lambda e: (["move-partition", *e.move()[:2], "--topic", "multi-segment"], "--partition"),
     ("move-partition", 3): lambda e: (["move-partition", *e.move(damaged=True)], "checkpoint"),
     ("move-partition", 4): lambda e: (["move-partition", *e.move()[:2], "--topic", "nope", "--partition", "0"], "nope-0"),

@@ -38,7 +38,7 @@ def test_every_option_of_a_command_is_in_its_man_page(name):
 # The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
 EXIT_CODES = {
     "dump-log": (0, 2, 3, 4),
-    "dump-index": (0, 2, 3, 4),
+    "dump-index": (0, 1, 2, 3, 4),
     "verify-crc": (0, 1, 2, 4),
     "export": (0, 2, 3, 4, 6),
     "recover": (0, 1, 2, 3, 4, 5, 6),
@@ -55,7 +55,7 @@ EXIT_CODES = {
     "consumer-groups": (0, 2, 3, 4),
     "metadata": (0, 2, 3, 4),
     "compare-replicas": (0, 1, 2, 3, 4),
-    "move-partition": (0, 2, 3, 4, 5, 6),
+    "move-partition": (0, 1, 2, 3, 4, 5, 6),
 }
 
 

@@ -19,7 +19,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     before = state(src, dst)
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--dry-run")
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output      # a dry run with changes pending
     assert r.output.startswith(f"move-partition {TP}: {src} -> {dst} (move, ")
     assert "copy 10 file(s), 16057 bytes" in r.output and "-> multi-segment-0: the copy becomes the partition's live dir" in r.output
     assert state(src, dst) == before

@@ -3,9 +3,12 @@ ops.move_partition under both log dirs' locks -> the plan or the report."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import click
+
+from kafkalog_cli.errors import ExitCode
 
 from kafkalog_cli.commands.common import one_line_errors
 from kafkalog_cli.commands.options import dry_run_option, format_option, quarantine_options, report_option
@@ -41,7 +44,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     destination that was, or with a .swap file (run recover first).
 
     \b
-    Exit codes: 0 moved, or nothing to do (moved already); 2 usage or refused (see above);
+    Exit codes: 0 moved, or nothing to do (moved already); 1 a dry run with the move pending;
+    2 usage or refused (see above);
     3 a damaged checkpoint file; 4 a missing log dir or partition; 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
@@ -67,6 +71,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     else:
         click.echo(_text(plan, report, dry_run, human))
     write_report(report_path, [report])
+    if dry_run and plan.actions:       # the one exit-code table: a dry run with changes pending
+        sys.exit(int(ExitCode.PROBLEMS))
 
 
 def _text(plan, report: dict, dry_run: bool, human) -> str:
