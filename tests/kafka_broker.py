@@ -1,7 +1,8 @@
 """A real Kafka broker for acceptance tests: started on a log dir on free ports of 127.0.0.1,
 driven by a kafka-python script, stopped by its own PID. Needs KAFKA_HOME (a Kafka 3.x
-distribution, e.g. built by ../shared/tools/kafka-broker) and KAFKA_PY (a Python with
-kafka-python); tests using it are skipped without them (`needs_broker`)."""
+distribution, e.g. 3.3.1 or 3.9.0-rc3 built by tools/kafka-broker) and KAFKA_PY (a Python with
+kafka-python); tests using it are skipped without them (`needs_broker`). Which Kafka it is
+(tests/kafka_dist.py) is in pytest's header and in every `broker_run` result ("kafka")."""
 import json
 import os
 import signal
@@ -12,11 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from .kafka_dist import kafka_dist
+
 KAFKA_HOME = os.environ.get("KAFKA_HOME")
 KAFKA_PY = os.environ.get("KAFKA_PY")
+DIST = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
 
 needs_broker = pytest.mark.skipif(
-    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
+    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and DIST and KAFKA_PY),
     reason="needs KAFKA_HOME (a Kafka 3.x distribution) and KAFKA_PY (a Python with kafka-python)")
 
 
@@ -29,8 +33,8 @@ def _free_port() -> int:
 def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: dict | None = None) -> dict:
     """Start a one-node KRaft broker on `log_dir`, run the kafka-python `script` with the
     bootstrap server and `args` as arguments, stop the broker (SIGTERM: a clean shutdown).
-    `properties`: more broker properties. Returns the script's JSON output, the broker's ERROR lines
-    and its server.log."""
+    `properties`: more broker properties. Returns the script's JSON output, the broker's ERROR lines,
+    its server.log and which Kafka it was ("kafka": e.g. "Kafka 3.9.0-rc3 (3.9.0, commit ...) at ...")."""
     props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
                  if "=" in line and not line.startswith("#"))
     node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
@@ -67,7 +71,7 @@ log.cleaner.enable=false
         text = server_log.read_text(errors="replace")
         return {"output": json.loads(done.stdout),
                 "errors": [line for line in text.splitlines() if " ERROR " in line or "Corrupt" in line],
-                "log": text}
+                "log": text, "kafka": DIST.label if DIST else KAFKA_HOME}
     finally:
         os.killpg(broker.pid, signal.SIGTERM)
         try:

@@ -28,6 +28,7 @@ from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint, parse_off
 from kafkalog_cli.formats.scala_order import topic_partition_hash
 
 from ..kafka_broker import KAFKA_HOME, _free_port, broker_run, needs_broker
+from ..kafka_dist import kafka_dist
 
 FILES = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
          "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -116,8 +117,8 @@ def _format(log_dir: Path, work: Path) -> None:
                    f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
                    f"log.dirs={log_dir}\n")
     env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg",
-                    "-c", str(cfg)], check=True, capture_output=True, env=env)
+    subprocess.run(kafka_dist(KAFKA_HOME).format_args("a2Fma2Fsb2ctY2tvcmRlcg", cfg), check=True,
+                   capture_output=True, env=env)
 
 
 def run_broker(work: Path) -> list[Path]:

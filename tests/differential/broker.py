@@ -1,6 +1,7 @@
 """A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
 
-KAFKA_HOME names a Kafka 3.3.1 distribution (../shared/tools/kafka-broker builds one), KAFKA_PY a
+KAFKA_HOME names a Kafka distribution: 3.3.1 or 3.9.0-rc3 (tools/kafka-broker builds both; which
+one it is comes from its jars, tests/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
 python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
 PID (SIGTERM: a clean shutdown), never by kafka-server-stop.sh, which stops every broker.
@@ -18,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.kafka_dist import kafka_dist
+
 KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
 KAFKA_PY = os.environ.get("KAFKA_PY", sys.executable)
 CLIENT = Path(__file__).with_name("client.py")
@@ -30,7 +33,14 @@ CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start proces
 
 
 def available() -> bool:
-    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK)
+    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK) \
+        and kafka_dist(KAFKA_HOME) is not None
+
+
+def version_label() -> str:
+    """Which Kafka the campaign runs against, e.g. "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at ..."."""
+    d = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
+    return d.label if d else "none"
 
 
 def free_ports(n: int) -> list[int]:
@@ -159,12 +169,13 @@ class Broker:
         path.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
         return path
 
-    def format(self) -> None:
-        """kafka-storage.sh format on an empty dir (a new cluster)."""
+    def format(self, release_version: str | None = None) -> None:
+        """kafka-storage.sh format on an empty dir (a new cluster); `release_version` pins
+        metadata.version (default: the broker's latest, 3.3-IV3 on 3.3.1, 3.9-IV0 on 3.9)."""
         props = self.write_config()
         cid = subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", cid, "-c", str(props)],
+                             text=True, check=True, env=self._env()).stdout.strip()
+        subprocess.run(kafka_dist(KAFKA_HOME).format_args(cid, props, release_version),
                        capture_output=True, check=True, env=self._env())
 
     def _env(self) -> dict[str, str]:
