@@ -86,9 +86,12 @@ TIERED = {"remote.storage.enable": "true", "local.retention.ms": "1000", "segmen
 TOPICS = {  # name: (partitions, producer compression, records per partition)
     "tiered": (1, None, 6000),
     "tiered-lz4": (2, "lz4", 4000),
+    "tiered-bytes": (1, None, 6000),    # local retention by size: uploaded segments stay local too
 }
+BY_BYTES = {**TIERED, "local.retention.ms": "-2", "local.retention.bytes": "2097152"}
 a = KafkaAdminClient(bootstrap_servers=bs)
-a.create_topics([NewTopic(t, p, 1, topic_configs=TIERED) for t, (p, _, _) in TOPICS.items()])
+a.create_topics([NewTopic(t, p, 1, topic_configs=BY_BYTES if t == "tiered-bytes" else TIERED)
+                 for t, (p, _, _) in TOPICS.items()])
 a.close()
 
 def value(topic, p, i):
@@ -116,15 +119,26 @@ def remote_logs(t, p):
     return sorted(f.name for d in dirs for f in d.iterdir() if f.name.endswith(".log"))
 
 parts = [(t, p) for t, (n, _, _) in TOPICS.items() for p in range(n)]
+
+def tiered(name, s):
+    # local.retention.ms=1000: every closed segment uploaded and deleted locally, one local segment left;
+    # local.retention.bytes: every closed segment uploaded, the oldest deleted locally, 2 MiB kept
+    if name.startswith("tiered-bytes"):
+        return s["local"][0] > 0 and s["remote"] == len(s["local"]) - 1 + s["local_deleted"]
+    return len(s["local"]) == 1 and s["remote"] >= 2
+
 deadline = time.monotonic() + 300
 while time.monotonic() < deadline:
-    state = {f"{t}-{p}": {"local": local_bases(t, p), "remote": len(remote_logs(t, p))} for t, p in parts}
-    # done when every closed segment is uploaded and deleted locally: one local segment left
-    if all(len(s["local"]) == 1 and s["remote"] >= 2 for s in state.values()):
+    state = {}
+    for t, p in parts:
+        loc, rem = local_bases(t, p), remote_logs(t, p)
+        state[f"{t}-{p}"] = {"local": loc, "remote": len(rem),
+                             "local_deleted": sum(1 for r in rem if int(r[:20]) < loc[0])}
+    if all(tiered(n, s) for n, s in state.items()):
         break
     time.sleep(2)
 print("tiering", json.dumps(state), flush=True)
-ok = all(len(s["local"]) == 1 and s["remote"] >= 2 for s in state.values())
+ok = all(tiered(n, s) for n, s in state.items())
 
 # consume from offset 0: the uploaded part is served from the remote tier
 c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, consumer_timeout_ms=30000,
@@ -171,30 +185,34 @@ echo "ERROR lines in server.log: $(grep -c ' ERROR ' "$W/logs/server.log")"; gre
 [ -f "$W/data/.kafka_cleanshutdown" ] && echo ".kafka_cleanshutdown: $(cat "$W/data/.kafka_cleanshutdown")"
 
 # the broker's own kafka-dump-log on every .log it wrote, with the decoder each internal topic needs
+# (one JVM per kind: --files takes a comma-separated list; each file's dump starts "Dumping <file>")
 dumprc=0; nd=0
-for f in $(find "$W/data" -name '*.log' | sort); do
-  part=$(basename "$(dirname "$f")")
-  case $part in
-    __cluster_metadata-*)   dec=--cluster-metadata-decoder ;;
-    __remote_log_metadata-*) dec=--remote-log-metadata-decoder ;;
-    __consumer_offsets-*)   dec=--offsets-decoder ;;
-    __transaction_state-*)  dec=--transaction-log-decoder ;;
-    *) dec="" ;;
-  esac
-  out="$W/dump-log/$part-$(basename "$f" .log).txt"
-  "$KH/bin/kafka-dump-log.sh" --print-data-log $dec --files "$f" > "$out" 2>&1 || { dumprc=1; echo "dump-log failed: $f"; }
-  nd=$((nd + 1))
-done
+dump() { # dump NAME DECODER-FLAG FILES...
+  local name=$1 dec=$2; shift 2
+  [ $# -gt 0 ] || return 0
+  local files; files=$(IFS=,; echo "$*")
+  "$KH/bin/kafka-dump-log.sh" --print-data-log $dec --files "$files" > "$W/dump-log/$name.txt" 2>&1 \
+    || { dumprc=1; echo "kafka-dump-log failed on $name"; }
+  [ "$(grep -c '^Dumping ' "$W/dump-log/$name.txt")" = $# ] || { dumprc=1; echo "kafka-dump-log: $name: not every file dumped"; }
+  grep -q -E 'Exception|Error' "$W/dump-log/$name.txt" && { dumprc=1; echo "kafka-dump-log: $name: an exception"; }
+  nd=$((nd + $#))
+}
+logs() { find "$W/data" -path "$W/data/$1/*" -name '*.log' | sort; }
+dump cluster-metadata --cluster-metadata-decoder $(logs '__cluster_metadata-*')
+dump remote-log-metadata --remote-log-metadata-decoder $(logs '__remote_log_metadata-*')
+dump consumer-offsets --offsets-decoder $(logs '__consumer_offsets-*')
+dump topics "" $(find "$W/data" -name '*.log' ! -path '*/__*' | sort)
 # uploaded segments are named <offset>-<segment id>.log: kafka-dump-log takes the base offset from the
-# name, so dump a copy named <offset>.log
+# name, so dump copies named <offset>.log (one dir per uploaded segment)
+R=$W/dump-log/remote-copies; mkdir -p "$R"; rl=()
 for f in $(find "$W/remote" -name '*.log' | sort); do
-  b=$(basename "$f"); tmp=$(mktemp -d); cp "$f" "$tmp/${b%%-*}.log"
-  "$KH/bin/kafka-dump-log.sh" --print-data-log --files "$tmp/${b%%-*}.log" > "$W/dump-log/remote-$(basename "$(dirname "$f")")-${b%%-*}.txt" 2>&1 \
-    || { dumprc=1; echo "dump-log failed: $f"; }
-  rm -rf "$tmp"; nd=$((nd + 1))
+  b=$(basename "$f"); d="$R/$(basename "$(dirname "$f")")/${b%.log}"; mkdir -p "$d"
+  cp "$f" "$d/${b%%-*}.log"; rl+=("$d/${b%%-*}.log")
 done
-echo "kafka-dump-log: $nd files, rc=$dumprc; __remote_log_metadata records: $(cat "$W"/dump-log/__remote_log_metadata-*.txt 2>/dev/null | grep -c 'payload:')"
-grep -h 'payload:' "$W"/dump-log/__remote_log_metadata-*.txt 2>/dev/null | head -3 | cut -c1-300
+dump remote-segments "" "${rl[@]}"
+rm -rf "$R"
+echo "kafka-dump-log: $nd files, rc=$dumprc; __remote_log_metadata records: $(grep -c 'payload:' "$W/dump-log/remote-log-metadata.txt")"
+grep -h 'payload:' "$W/dump-log/remote-log-metadata.txt" | head -2 | cut -c1-400
 if [ $rc = 0 ] && [ $dumprc = 0 ] && [ -n "${KEEP_AS:-}" ]; then
   rm -rf "$KEEP_AS"; cp -a "$W" "$KEEP_AS"
   sed -i "s|$W|$KEEP_AS|g" "$KEEP_AS/server.properties"   # log.dirs, rsm.config.dir point at the copy
