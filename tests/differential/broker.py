@@ -66,6 +66,31 @@ def read_properties(path: Path) -> dict[str, str]:
     return out
 
 
+def tiered_supported() -> bool:
+    """KAFKA_HOME is a 3.6+ broker with Kafka's LocalTieredStorage beside it (rsm/, as
+    tools/kafka-broker/build-all-3.9.sh lays it out)."""
+    d = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
+    return bool(d and d.at_least(3, 6) and list(Path(KAFKA_HOME, "rsm").glob("kafka-storage-*-test.jar")))
+
+
+def tiered_config(remote: Path, metadata_partitions: int = 50) -> dict[str, str]:
+    """Broker properties for tiered storage through LocalTieredStorage, its uploads under
+    `remote`/kafka-tiered-storage. Every broker started on a dir with remote.storage.enable
+    topics needs them (a 3.9 broker refuses such topics with the storage system off) and the
+    same `remote` (the uploads the dir's __remote_log_metadata names)."""
+    jars = sorted(str(j) for j in Path(KAFKA_HOME, "rsm").glob("*.jar"))
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.storage.manager.class.path": ":".join(jars),
+        "rsm.config.dir": str(remote),
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": str(metadata_partitions),
+        "remote.log.manager.task.interval.ms": "1000",
+    }
+
+
 # The broker's settings for every run: no time retention, no cleaner unless asked, deletes of
 # segments the loader drops done within a second (so they are gone before the clean stop)
 BASE_CONFIG = {
