@@ -30,6 +30,11 @@ LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/([^/,]+), .*?logEndOffset
 # The controller of a combined node logs these while its quorum forms: not about any log
 CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start processing because of "
                                 r"(TimeoutException|NotControllerException)")
+# A tiered (3.6+) broker's remote log manager runs its first copy task before the topic-based
+# remote log metadata manager has read __remote_log_metadata; it logs this ERROR, with
+# "IllegalStateException: This instance is in invalid state, initialized: false" on the next line,
+# and retries: not about any log
+RLM_NOT_READY = "Error occurred while copying log segments of partition"
 
 
 def available() -> bool:
@@ -147,8 +152,10 @@ class BrokerRun:
 
     @property
     def errors(self) -> list[str]:
-        return [ln for ln in self.log.splitlines()
-                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        lines = self.log.splitlines()
+        return [ln for i, ln in enumerate(lines)
+                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)
+                and not (RLM_NOT_READY in ln and i + 1 < len(lines) and "initialized: false" in lines[i + 1])]
 
 
 @dataclass

@@ -67,7 +67,9 @@ def remote_dir(remote: Path, name: str) -> Path | None:
     root = remote / "kafka-tiered-storage"
     if not root.is_dir():
         return None
-    found = [d for d in root.iterdir() if d.is_dir() and d.name.rsplit("-", 1)[0] == name]
+    # a topic id is 22 characters of URL-safe base64, '-' and '_' included
+    found = [d for d in root.iterdir() if d.is_dir() and d.name.startswith(name + "-")
+             and len(d.name) == len(name) + 23]
     return found[0] if found else None
 
 
