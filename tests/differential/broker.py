@@ -231,6 +231,15 @@ class Broker:
         self.stop()
         raise BrokerDidNotStart(self.data, log)
 
+    def wait_log(self, text: str, timeout: float = 60) -> bool:
+        """Wait until server.log holds `text`; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.server_log.exists() and text in self.server_log.read_text(errors="replace"):
+                return True
+            time.sleep(0.3)
+        return False
+
     def wait_no_deleted(self, timeout: float = 30) -> None:
         """Segments the loader dropped are deleted asynchronously (log.segment.delete.delay.ms)."""
         deadline = time.monotonic() + timeout

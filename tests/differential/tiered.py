@@ -38,6 +38,9 @@ TIERED_TOPICS = {
 # tiered partition is then in __remote_log_metadata-0
 METADATA_PARTITIONS = 1
 BROKER = {"log.retention.check.interval.ms": "1000", "log.segment.delete.delay.ms": "500"}
+# TopicBasedRemoteLogMetadataManager's ConsumerTask, once it has read the metadata of the broker's
+# tiered partitions
+RLMM_READY = "assigned user-partitions mapped to the"
 
 
 @dataclass
@@ -142,9 +145,16 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
     from tests.differential.broker import run_broker
     from tests.differential.loadcheck import listed_records
     c = t.copy(work / "copy")
-    run, got = run_broker(c.data, work / "broker", lambda b: b.client({"op": "consume", "partitions": partitions}),
-                          c.config())
-    out = {"errors": run.errors, "recovered": run.recovered_segments, "partitions": {}}
+    def consume(b):
+        # remote reads before the metadata manager has read __remote_log_metadata fail (an ERROR,
+        # "Remote log metadata cache is not initialized", the client retries): wait for it
+        b.wait_log(RLMM_READY)
+        return b.client({"op": "consume", "partitions": partitions})
+
+    run, got = run_broker(c.data, work / "broker", consume, c.config())
+    from tests.differential.compare import METADATA
+    recovered = [ln for ln in run.log.splitlines() if "Recovering unflushed segment" in ln and METADATA not in ln]
+    out = {"errors": run.errors, "recovered": recovered, "partitions": {}}
     for name in partitions:
         remote = tiered_records(t.remote, name, work / "remote-listing")
         upto = remote[-1][0] + 1 if remote else 0
