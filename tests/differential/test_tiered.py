@@ -51,7 +51,8 @@ def test_a_broker_serves_from_the_log_start_through_the_remote_tier_as_dump_log_
 KNOWN_3_9 = {
     "cluster-metadata": "3.6+ metadata records (BeginTransactionRecord, ZkMigrationStateRecord, "
                         "EndTransactionRecord ...): kafkalog prints 3.3.1's 'Unknown metadata id 23'",
-    "remote-log-metadata": "kafkalog's RemoteLogSegmentMetadata ends ', txnIdxEmpty=false}' (4.x); "
+    "remote-log-metadata": "kafkalog's RemoteLogSegmentMetadata ends ', txnIdxEmpty=false}' (a Kafka after "
+                           "3.9.0-rc3); "
                            "3.9.0-rc3 prints no txnIdxEmpty",
 }
 
