@@ -1,7 +1,8 @@
 """A real Kafka broker for acceptance tests: started on a log dir on free ports of 127.0.0.1,
 driven by a kafka-python script, stopped by its own PID. Needs KAFKA_HOME (a Kafka 3.x
-distribution, e.g. built by ../shared/tools/kafka-broker) and KAFKA_PY (a Python with
-kafka-python); tests using it are skipped without them (`needs_broker`)."""
+distribution, e.g. 3.3.1 or 3.9.0-rc3 built by tools/kafka-broker) and KAFKA_PY (a Python with
+kafka-python); tests using it are skipped without them (`needs_broker`). Which Kafka it is
+(tests/kafka_dist.py) is in pytest's header and in every `broker_run` result ("kafka")."""
 import json
 import os
 import signal
@@ -12,12 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from .kafka_dist import kafka_dist
+
 KAFKA_HOME = os.environ.get("KAFKA_HOME")
 KAFKA_PY = os.environ.get("KAFKA_PY")
+DIST = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
 
 needs_broker = pytest.mark.skipif(
-    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
+    not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and DIST and KAFKA_PY),
     reason="needs KAFKA_HOME (a Kafka 3.x distribution) and KAFKA_PY (a Python with kafka-python)")
+
+
+def _label(home: str | None) -> str:
+    d = kafka_dist(home) if home else None
+    return d.label if d else str(home)
 
 
 def _free_port() -> int:
@@ -48,8 +57,9 @@ def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: d
                kafka_home: str | None = None) -> dict:
     """Start a one-node KRaft broker on `log_dir`, run the kafka-python `script` with the
     bootstrap server and `args` as arguments, stop the broker (SIGTERM: a clean shutdown).
-    `properties`: more broker properties. Returns the script's JSON output, the broker's ERROR lines
-    and its server.log. `kafka_home`: another Kafka distribution than KAFKA_HOME's."""
+    `properties`: more broker properties. `kafka_home`: another Kafka distribution than KAFKA_HOME's.
+    Returns the script's JSON output, the broker's ERROR lines, its server.log and which Kafka it was
+    ("kafka": e.g. "Kafka 3.9.0-rc3 (3.9.0, commit ...) at ...", tests/kafka_dist.py)."""
     home = kafka_home or KAFKA_HOME
     props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
                  if "=" in line and not line.startswith("#"))
@@ -74,7 +84,7 @@ def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: d
         text = server_log.read_text(errors="replace")
         return {"output": json.loads(done.stdout),
                 "errors": [line for line in text.splitlines() if " ERROR " in line or "Corrupt" in line],
-                "log": text}
+                "log": text, "kafka": _label(home)}
     finally:
         os.killpg(broker.pid, signal.SIGTERM)
         try:
@@ -94,5 +104,6 @@ def format_log_dir(log_dir: Path, work: Path, kafka_home: str | None = None) -> 
                    f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
                    f"log.dirs={log_dir}\n")
     env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    subprocess.run([f"{kafka_home or KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg",
-                    "-c", str(cfg)], check=True, capture_output=True, env=env)
+    # the same flags on 3.3 and 3.9 with a static controller.quorum.voters (tests/kafka_dist.py)
+    subprocess.run(kafka_dist(kafka_home or KAFKA_HOME).format_args("a2Fma2Fsb2ctY2tvcmRlcg", cfg), check=True,
+                   capture_output=True, env=env)

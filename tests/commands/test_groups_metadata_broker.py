@@ -20,21 +20,16 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
+from ..kafka_dist import kafka_dist
 from .metadata_checks import image, image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 
 
-def _kafka_version() -> str | None:
-    """The version of the distribution in KAFKA_HOME, from its kafka_<scala>-<version>.jar."""
-    libs = Path(KAFKA_HOME or "/nonexistent", "libs")
-    jars = sorted(libs.glob("kafka_2.*-*.jar")) if libs.is_dir() else []
-    names = [j.name for j in jars if not j.name.endswith(("-test.jar", "-sources.jar", "-javadoc.jar"))]
-    return names[0].split("-", 1)[1].removesuffix(".jar") if names else None
-
+_DIST = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
 
 pytestmark = [needs_broker, pytest.mark.skipif(
-    (_kafka_version() or "3.3").rsplit(".", 1)[0] != "3.3",
+    _DIST is not None and _DIST.version_tuple[:2] != (3, 3),
     reason=f"written for a Kafka 3.3.1 broker (its metadata.version, its controlled shutdown); KAFKA_HOME has "
-           f"{_kafka_version()}")]
+           f"{_DIST.label if _DIST else None}")]
 
 SCRIPT = r"""
 import json, os, subprocess, sys, time
