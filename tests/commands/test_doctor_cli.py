@@ -287,3 +287,29 @@ def test_shell_completion_offers_doctor_and_its_options():
     r = CliRunner().invoke(cli, [], env={"_KAFKALOG_COMPLETE": "bash_complete", "COMP_WORDS": "kafkalog doctor --se",
                                          "COMP_CWORD": "2"}, prog_name="kafkalog")
     assert "--server-properties" in r.output
+
+
+def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
+    # LogManager.isStrayKraftReplica (3.7+): a topic id the metadata image does not hold (a topic
+    # deleted while this broker was down), or replicas without this node
+    import shutil
+    from pathlib import Path
+    from click.testing import CliRunner
+    from kafkalog_cli.cli import cli
+
+    d = tmp_path / "ld"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(d / "codec-none-0", d / "gone-0")
+    meta = d / "gone-0" / "partition.metadata"
+    meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    r = CliRunner().invoke(cli, ["doctor", "--format", "json", str(d)])
+    assert r.exit_code == 0, r.output
+    found = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "assignment"]
+    assert [(f["severity"], f["path"]) for f in found] == [("note", str(d / "gone-0"))]
+    assert "topic id AAAAAAAAAAAAAAAAAAAAAA is not in the metadata" in found[0]["problem"]
+    assert "Found stray log dir" in found[0]["broker"]
+    props = d / "meta.properties"
+    props.write_text(props.read_text().replace("node.id=1", "node.id=2"))
+    r = CliRunner().invoke(cli, ["doctor", str(d)])
+    assert "codec-none-0: not assigned to this broker by the metadata: its replicas are [1], without this broker " \
+           "(node 2)" in " ".join(r.output.split())

@@ -122,6 +122,7 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
+    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas))
     # a log dir taken offline stops the broker when no log dir is left
     offline = {f.log_dir for f in out if f.offline}
     if offline and {str(d) for d in log_dirs} <= offline:
@@ -474,4 +475,65 @@ def check_segments(d: Path) -> list[Finding]:
                                "follows, then starts",
                                f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
                                f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it"))
+    return out
+
+
+# ------------------------------------------------------------------ assignments
+def _node_id(metas: dict) -> int | None:
+    for m in metas.values():
+        if isinstance(m, dict):
+            raw = m.get("node.id", m.get("broker.id"))
+            if raw is not None and raw.strip().lstrip("-").isdigit():
+                return int(raw)
+    return None
+
+
+def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None) -> list[Finding]:
+    """Partitions the metadata (the image at the end of __cluster_metadata-0) no longer assigns to
+    this broker, by LogManager.isStrayKraftReplica (3.7+): no topic id in partition.metadata, a
+    topic id the image does not hold (deleted, or recreated under a new id), or replicas without
+    this node. A 3.7+ broker renames such a dir `-stray` on start and leaves it; an older one
+    keeps it loaded without serving it. Nothing is checked without a metadata log or a node id."""
+    from kafkalog_cli.ops.metadata_image import read_metadata_image
+
+    if node_id is None or not (metadata_dir / METADATA_DIR).is_dir():
+        return []
+    try:
+        image = read_metadata_image(metadata_dir).image
+    except KafkalogError:
+        return []           # the metadata checks say what is wrong with it
+    if not image.topics:
+        return []
+    by_id = {t.id: t for t in image.topics.values()}
+    out = []
+    for d in log_dirs:
+        if not d.is_dir():
+            continue
+        for e in sorted(os.scandir(d), key=lambda e: e.name):
+            parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
+            if parsed is None or parsed.kind is not PartitionDirKind.LIVE or e.name == METADATA_DIR:
+                continue
+            tp = parsed.topic_partition
+            try:
+                topic_id = parse_properties((Path(e.path) / "partition.metadata").read_bytes()).get("topic_id")
+            except (OSError, KafkalogError, ValueError):
+                topic_id = None
+            topic = by_id.get(topic_id) if topic_id else None
+            part = topic.partitions.get(tp.partition) if topic is not None else None
+            if topic_id is None:
+                why = "no topic id in partition.metadata"
+            elif topic is None:
+                why = f"its topic id {topic_id} is not in the metadata (the topic was deleted, or recreated under a new id)"
+            elif part is None:
+                why = f"partition {tp.partition} is not in the metadata of {topic.name}"
+            elif node_id not in part.replicas:
+                why = f"its replicas are {part.replicas}, without this broker (node {node_id})"
+            else:
+                continue
+            out.append(Finding(
+                Severity.NOTE, "assignment", e.path, f"not assigned to this broker by the metadata: {why}",
+                "a 3.7+ broker renames it to a -stray dir on start (\"Found stray log dir\") and keeps it; an older "
+                "one leaves it in the log dir",
+                f"once sure its data is not needed (compare it with the replicas that hold it: kafkalog "
+                f"compare-replicas), move it out of the log dir: mv {e.path} {d.parent}/"))
     return out
