@@ -50,14 +50,21 @@ def _config_sources(f):
     """Hands the command one `configs` (an ops.runner.ConfigSources) for the five options."""
     @functools.wraps(f)
     def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-                assume_kafka_defaults, **kwargs):
+                assume_kafka_defaults, kafka_version, **kwargs):
         from kafkalog_cli.ops.runner import ConfigSources
 
         configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
-                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults)
+                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults,
+                                kafka_version=kafka_version)
         return f(*args, configs=configs, **kwargs)
     return wrapper
 
+
+kafka_version_option = click.option(
+    "--kafka-version", metavar="VERSION",
+    help="The Kafka version that will start on the log dir next (3.3 to 4.2, e.g. 3.9): decides the rules "
+         "that changed between versions (tiered storage, internal topics, ListOffsets) where the log dir "
+         "does not (describe shows the range it allows). Older than what the dir proves: exit 2.")
 
 config_options = _stack(
     click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
@@ -74,6 +81,7 @@ config_options = _stack(
     click.option("--assume-kafka-defaults", is_flag=True,
                  help="The broker ran with Kafka's defaults: take them for every config that cannot be "
                       "read (else retain and compact refuse to delete by it, exit 7)."),
+    kafka_version_option,
     _config_sources,
 )
 

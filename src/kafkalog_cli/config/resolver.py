@@ -10,7 +10,8 @@ from typing import Any, Iterable
 from kafkalog_cli.config.defaults import (BROKER_SYNONYMS, DYNAMIC_LOG_CONFIGS, INTERNAL_TOPICS, LONG_MAX, METADATA_TOPIC,
                                           broker_value, json_value, parse_value, synonym_group)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown
-from kafkalog_cli.config.sources import ClusterMetadata, MetadataState, node_id_of
+from kafkalog_cli.config.sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
+from kafkalog_cli.config.versions import KafkaVersion, KafkaVersions, read_kafka_versions
 
 # ------------------------------------------------------------------ the effective config
 @dataclass(frozen=True)
@@ -170,7 +171,29 @@ class ConfigResolver:
     overrides: Mapping[str, str] = field(default_factory=dict)
     topic_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     assume_kafka_defaults: bool = False
+    kafka_versions: KafkaVersions | None = None   # None: nothing read (3.3 to 4.2, none stated)
     _broker: dict | None = field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def of_log_dir(cls, log_dir, stated: KafkaVersion | None = None, **kw) -> "ConfigResolver":
+        """The resolver an op uses when none is given: the log dir's own __cluster_metadata and
+        the Kafka versions it allows."""
+        meta = read_cluster_metadata(log_dir)
+        return cls(cluster_metadata=meta, kafka_versions=versions_of(log_dir, meta, stated), **kw)
+
+    @property
+    def versions(self) -> KafkaVersions:
+        return self.kafka_versions if self.kafka_versions is not None else KafkaVersions()
+
+    def broker_property(self, prop: str) -> tuple[str | None, str]:
+        """A broker property that is no topic config's synonym (remote.log.storage.system.enable):
+        (its raw value, where from), or (None, why unknown). Static only: server.properties."""
+        props = self.server_properties
+        if props is None:
+            return None, "no --server-properties"
+        if prop in props:
+            return props[prop].strip(), f"--server-properties: {prop}={props[prop].strip()}"
+        return None, f"--server-properties has no {prop}"
 
     @property
     def metadata(self) -> ClusterMetadata:
@@ -273,3 +296,11 @@ def _merged_broker_props(static: Mapping[str, str], layers) -> dict[str, tuple[s
                 props.pop(synonym, None)
             props[k] = (v, source, who)
     return props
+
+
+def versions_of(log_dir, meta: ClusterMetadata, stated: KafkaVersion | None = None) -> KafkaVersions:
+    """The Kafka versions `log_dir` allows (config.versions), its __cluster_metadata read as `meta`."""
+    from pathlib import Path
+
+    level = meta.metadata_version if meta.state in (MetadataState.READ, MetadataState.DAMAGED) else None
+    return read_kafka_versions(log_dir, level, str(Path(log_dir) / "__cluster_metadata-0"), stated)

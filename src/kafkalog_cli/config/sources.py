@@ -127,6 +127,14 @@ class ClusterMetadata(Mapping):
     node_id: int | None = None                                       # the log dir's broker (meta.properties)
     damage: MetadataDamage | None = None                             # the first invalid place found
     snapshot: str | None = None                                      # the .checkpoint read, if any
+    features: Mapping[str, int] = field(default_factory=dict)       # finalized feature levels
+    open_transaction: bool = False       # a metadata transaction still open where the log ends (not applied)
+    aborted_transactions: int = 0        # metadata transactions aborted (their records not applied)
+
+    @property
+    def metadata_version(self) -> int | None:
+        """The finalized metadata.version feature level (FeatureLevelRecord), if the log holds one."""
+        return self.features.get("metadata.version")
 
     @classmethod
     def of(cls, topic_configs: Mapping[str, Mapping[str, str]]) -> "ClusterMetadata":
@@ -192,7 +200,8 @@ def read_cluster_metadata(log_dir: Path | str) -> ClusterMetadata:
         damage = skipped      # the records up to the damaged snapshot's end are nowhere else
     state = MetadataState.DAMAGED if damage is not None else MetadataState.READ
     return ClusterMetadata(state, image.topics, image.topic_configs, image.broker_configs, node_id,
-                           skipped or damage, used)
+                           skipped or damage, used, dict(image.features), image.in_transaction,
+                           image.aborted_transactions)
 
 
 def _latest_valid_snapshot(meta: Path, snapshots: list[tuple[int, str]]):

@@ -29,7 +29,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig, cluster_metadata_configs,
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig,
                                  compaction_deciding_configs, refusal_line, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
@@ -186,7 +186,7 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     `for_each_partition`). Returns the plan and the report `apply` would return (None without
     `fsops`). The caller holds the log dir's lock."""
     log_dir = Path(log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
     checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)

@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import INTERNAL_TOPICS, ConfigResolver, cluster_metadata_configs
+from kafkalog_cli.config import INTERNAL_TOPICS, ConfigResolver
 from kafkalog_cli.errors import ExitCode, UsageError
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
@@ -161,7 +161,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
     the plan), then the log-start-offset retention pass and LogManager's checkpoints."""
     log_dir = Path(log_dir)
     p = DeleteRecordsPlan("delete-records", log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
 
     def plan_one(partition: Partition) -> tuple[dict, retain.Retention | None, list[Action]]:
         summary, result, actions = _plan_partition(partition, opts, resolver)

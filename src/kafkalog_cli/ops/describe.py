@@ -27,7 +27,10 @@ Where each value comes from (the man page says the same):
   offset; min.compaction.lag.ms is not applied (it needs a clock: `compact --dry-run --now`).
 - cleanup.policy, retention.ms, retention.bytes: config.ConfigResolver, each with its source;
   an unknown one is shown as unknown, never as a value.
-- per log dir: its quarantine (storage.quarantine's default root beside it): folders, bytes
+- per log dir: the Kafka versions that may load it next (config.versions: what the dir proves
+  bounds it from below: metadata.version, meta.properties' directory.id, .kafka_cleanshutdown's
+  JSON; --kafka-version states it), each bound with the file that gives it;
+  its quarantine (storage.quarantine's default root beside it): folders, bytes
   kept, and how many are not restored.
 """
 from __future__ import annotations
@@ -38,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from kafkalog_cli.config import ConfigResolver, ConfigValue, TopicConfig
+from kafkalog_cli.config import ConfigResolver, ConfigValue, KafkaVersions, TopicConfig
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import compression_from_id
 from kafkalog_cli.ops.cleaner import segments_overlapping
@@ -178,6 +181,7 @@ class LogDirDescription:
     quarantine: QuarantineUsage | None
     config_warning: str | None
     left_out: list[tuple[str, str]]   # (partition dir, kind) of the dirs not read
+    kafka_versions: KafkaVersions | None = None   # the Kafka versions that may load it next
 
     def to_json(self) -> dict:
         return {"kind": "log_dir", "log_dir": self.path, "is_log_dir": self.is_log_dir,
@@ -185,7 +189,8 @@ class LogDirDescription:
                 "clean_shutdown": self.clean_shutdown, "checkpoint_files": self.checkpoint_files,
                 "quarantine": self.quarantine.to_json() if self.quarantine else None,
                 "config_warning": self.config_warning,
-                "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out]}
+                "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out],
+                "kafka_versions": self.kafka_versions.to_dict() if self.kafka_versions is not None else None}
 
 
 def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path | None = None) -> PartitionDescription:
@@ -314,7 +319,8 @@ def describe(selection: PartitionSelection, resolver_for: Callable[[Path], Confi
             str(log_dir), is_log_dir, len(dirs), total,
             os.path.exists(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)), present,
             quarantine_usage(log_dir) if is_log_dir else None,
-            resolver.warning if resolver is not None else None, left_out.get(log_dir, []))
+            resolver.warning if resolver is not None else None, left_out.get(log_dir, []),
+            resolver.versions if resolver is not None else None)
 
 
 PARALLEL_MIN_PARTITIONS = 1000    # fewer are read here: forking costs more than it saves

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, cluster_metadata_configs, refusal_line,
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, refusal_line,
                                  retention_deciding_configs, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
@@ -260,7 +260,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
     """Retention for `partition_dirs` of `log_dir` (plan_log_start_changes)."""
     log_dir = Path(log_dir)
     p = RetainPlan("retain", log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     configs: dict[str, TopicConfig] = {}
 
     def plan_one(partition: Partition) -> tuple[dict, Retention | None, list[Action]]:

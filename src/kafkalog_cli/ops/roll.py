@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, TopicConfig
+from kafkalog_cli.config import ConfigResolver, TopicConfig
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry, encode_time_index
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
@@ -100,7 +100,7 @@ def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeI
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         if tp.topic == "__cluster_metadata":
