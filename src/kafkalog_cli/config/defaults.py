@@ -105,8 +105,13 @@ CONFIG_DEF: dict[str, ConfigKey] = {
     "remote.storage.enable": ConfigKey("BOOLEAN"),
     "local.retention.ms": ConfigKey("LONG", -2),
     "local.retention.bytes": ConfigKey("LONG", -2),
+    "remote.log.copy.disable": ConfigKey("BOOLEAN"),          # 3.9 (TopicConfig.REMOTE_LOG_COPY_DISABLE_CONFIG)
     "producer.id.expiration.ms": ConfigKey("INT", 1),
 }
+
+# Topic configs without a broker synonym (ServerTopicConfigSynonyms has none): where the topic
+# does not set them, Kafka's default holds on every broker, a known value.
+TOPIC_ONLY_CONFIGS = frozenset({"remote.storage.enable", "remote.log.copy.disable"})
 
 # Kafka's topic-level config names (TopicConfig, 3.x and 4.x): accepted on the command line;
 # those without a TopicConfig field do not change what kafkalog does, those newer than 3.3.1
@@ -114,7 +119,7 @@ CONFIG_DEF: dict[str, ConfigKey] = {
 KAFKA_TOPIC_CONFIGS = frozenset(CONFIG_DEF) | frozenset({
     "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
     "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-    "remote.log.copy.disable", "remote.log.delete.on.disable",
+    "remote.log.delete.on.disable",
 })
 
 
@@ -185,12 +190,15 @@ BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = _synonym_table("""
     flush.messages             log.flush.interval.messages
     flush.ms                   log.flush.interval.ms  log.flush.scheduler.interval.ms
     producer.id.expiration.ms  producer.id.expiration.ms
+    local.retention.ms         log.local.retention.ms
+    local.retention.bytes      log.local.retention.bytes
 """)
 
 # DynamicLogConfig.ReconfigurableConfigs: the first synonym of every LogConfig topic config but
 # log.message.format.version. A dynamic change to any of them triggers KAFKA-17584 (above).
 DYNAMIC_LOG_CONFIGS = frozenset(
-    syns[0][0] for name, syns in BROKER_SYNONYMS.items() if name != "producer.id.expiration.ms"
+    syns[0][0] for name, syns in BROKER_SYNONYMS.items()
+    if name not in ("producer.id.expiration.ms", "local.retention.ms", "local.retention.bytes")
 ) | {"min.insync.replicas", "unclean.leader.election.enable", "log.message.timestamp.difference.max.ms",
      "log.message.downconversion.enable"}
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from kafkalog_cli.config.defaults import (BROKER_SYNONYMS, DYNAMIC_LOG_CONFIGS, INTERNAL_TOPICS, LONG_MAX, METADATA_TOPIC,
-                                          broker_value, json_value, parse_value, synonym_group)
+                                          TOPIC_ONLY_CONFIGS, broker_value, json_value, parse_value, synonym_group)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown
 from kafkalog_cli.config.sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
 from kafkalog_cli.config.versions import KafkaVersion, KafkaVersions, read_kafka_versions
@@ -39,11 +39,26 @@ class TopicConfig:
     flush_messages: int = LONG_MAX
     flush_ms: int = LONG_MAX
     producer_id_expiration_ms: int = 86400000   # a broker config, needed to load producer snapshots
+    # tiered storage (LogConfig.RemoteLogConfig, 3.6+; remote.log.copy.disable 3.9+); -2: as retention.*
+    remote_storage_enable: bool = False
+    local_retention_ms: int = -2
+    local_retention_bytes: int = -2
+    remote_log_copy_disable: bool = False
     config_values: Mapping[str, ConfigValue] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def compact(self) -> bool:
         return "compact" in self.cleanup_policy
+
+    @property
+    def local_retention_ms_effective(self) -> int:
+        """LogConfig.localRetentionMs: -2 means retention.ms."""
+        return self.retention_ms if self.local_retention_ms == -2 else self.local_retention_ms
+
+    @property
+    def local_retention_bytes_effective(self) -> int:
+        """LogConfig.localRetentionBytes: -2 means retention.bytes."""
+        return self.retention_bytes if self.local_retention_bytes == -2 else self.local_retention_bytes
 
     def get(self, name: str):
         return getattr(self, name.replace(".", "_"))
@@ -271,7 +286,8 @@ def _broker_level(static: Mapping[str, str] | None, meta: ClusterMetadata, node_
     out: dict[str, ConfigValue] = {}
     for name in FIELD_NAMES:
         value = ConfigValue(name, _DEFAULTS[name], ConfigSource.DEFAULT_CONFIG,
-                            unknown=Unknown.NO_BROKER_CONFIG if static is None else None)
+                            unknown=Unknown.NO_BROKER_CONFIG if static is None and name not in TOPIC_ONLY_CONFIGS
+                            else None)
         for i, (prop, mult) in enumerate(BROKER_SYNONYMS.get(name, ())):
             if prop in props:
                 raw, source, who = props[prop]
