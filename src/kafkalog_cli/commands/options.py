@@ -142,21 +142,27 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
                    report_path: Path | None = None, **run) -> None:
     """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
     that log dir is done; or the JSON reports at the end (one object for one log dir, else a
-    list). --report: the list, also to that file. Exits 7 when a deletion was refused."""
+    list). --report: the list, also to that file. Exits 2 when a partition was refused as Kafka
+    refuses it, else 7 when a deletion was refused as a guess."""
     import json
 
     from kafkalog_cli.errors import ExitCode
 
     reports = []
-    refused = False
+    refused = by_kafka = False
     for _, outcome in run_log_dirs(operation, groups, **run):
         refused |= echo_diagnostics(outcome)
+        for line in outcome.kafka_refusals:
+            click.echo(f"kafkalog: {line}", err=True)
+            by_kafka = True
         reports.append(outcome.to_json())
         if fmt == "text":
             click.echo(render(outcome))
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
     write_report(report_path, reports)
+    if by_kafka:
+        click.get_current_context().exit(int(ExitCode.REFUSED_BY_KAFKA))
     if refused:
         click.get_current_context().exit(int(ExitCode.CONFIG_UNKNOWN))
 

@@ -136,6 +136,15 @@ def _parse_as(key: ConfigKey, name: str, raw: str, error: type[KafkalogError], w
         raise error(f"{where}invalid value {str(raw).strip()!r} for config {name} ({e})") from None
 
 
+def check_remote_storage(values: Mapping[str, str], where: str) -> None:
+    """LogConfig.validateNoRemoteStorageForCompactedTopic (3.6+): remote.storage.enable=true with
+    a cleanup.policy that has compact is refused, as Kafka refuses the topic config."""
+    if str(values.get("remote.storage.enable", "")).strip().lower() == "true" and \
+            "compact" in str(values.get("cleanup.policy", "")).lower():
+        raise UsageError(f"{where}Remote log storage is unsupported for the compacted topics "
+                         f"(remote.storage.enable=true with cleanup.policy={values['cleanup.policy'].strip()})")
+
+
 def check_compaction_lags(values: Mapping[str, str], where: str) -> None:
     """LogConfig.validateValues: min.compaction.lag.ms must not exceed max.compaction.lag.ms."""
     if "min.compaction.lag.ms" in values and "max.compaction.lag.ms" in values:

@@ -92,15 +92,26 @@ _DEFAULTS = {n: TopicConfig.__dataclass_fields__[a].default for n, a in _FIELD_O
 
 
 # ------------------------------------------------------------------ what decides a deletion
-def retention_deciding_configs(cfg: TopicConfig) -> tuple[str, ...]:
+def retention_deciding_configs(cfg: TopicConfig, tiered: bool = False) -> tuple[str, ...]:
     """The values that decide what time and size retention delete (UnifiedLog.deleteOldSegments):
     cleanup.policy when it has delete, and each retention that is not infinite. An infinite
     retention deletes nothing, so an unknown one taken as infinite is no danger: the broker can
-    only have deleted more. The log-start-offset rule needs no config."""
+    only have deleted more. The log-start-offset rule needs no config.
+
+    remote.storage.enable decides too where retention could delete: a tiered partition keeps what
+    was not uploaded. `tiered` (the partition may be remote-enabled): local.retention.ms/bytes
+    decide instead where they are set (LogConfig.localRetentionMs/Bytes; -2: retention.*)."""
     if "delete" not in cfg.cleanup_policy:
         return ()
     limits = tuple(n for n in ("retention.ms", "retention.bytes") if cfg.get(n) >= 0)
-    return ("cleanup.policy",) + limits if limits else ()
+    if tiered:
+        limits = tuple(dict.fromkeys(
+            (f"local.{n}" if cfg.get(f"local.{n}") != -2 else n) for n in ("retention.ms", "retention.bytes")
+            if (cfg.local_retention_ms_effective if n == "retention.ms" else cfg.local_retention_bytes_effective) >= 0))
+    if not limits:
+        return ()
+    remote = ("remote.storage.enable",) if not cfg.compact else ()
+    return ("cleanup.policy",) + remote + limits
 
 
 def compaction_deciding_configs(cfg: TopicConfig) -> tuple[str, ...]:

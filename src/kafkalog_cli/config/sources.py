@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTEGER, INTERNAL_TOPICS, KAFKA_TOPIC_CONFIGS,
-                                          METADATA_PARTITION_DIR, broker_value, check_compaction_lags, parse_value)
+                                          METADATA_PARTITION_DIR, broker_value, check_compaction_lags,
+                                          check_remote_storage, parse_value)
 from kafkalog_cli.config.provenance import Unknown
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 
@@ -59,6 +60,7 @@ def parse_key_values(pairs: Iterable[str], option: str) -> dict[str, str]:
         parse_value(key, value, UsageError, f"{option}: ")
         out[key] = value
     check_compaction_lags(out, f"{option}: ")
+    check_remote_storage(out, f"{option}: ")
     return out
 
 
@@ -73,6 +75,7 @@ def parse_topic_key_values(items: Iterable[str], topics: Iterable[str] | None = 
         out.setdefault(topic, {}).update(parse_key_values([kv], "--topic-config"))
     for topic, values in out.items():
         check_compaction_lags(values, f"--topic-config {topic}: ")
+        check_remote_storage(values, f"--topic-config {topic}: ")
     if topics is not None:
         check_topic_overrides(out, topics)
     return out

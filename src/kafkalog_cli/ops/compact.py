@@ -138,12 +138,37 @@ class RefusedPartition:
 
 
 @dataclass
+class TieredRefusal:
+    """A partition compact refuses as Kafka does: remote.storage.enable on a compacted topic
+    (LogConfig.validateNoRemoteStorageForCompactedTopic, 3.6+: "Remote log storage is
+    unsupported for the compacted topics"; UnifiedLog.isRemoteLogEnabled never tiers one)."""
+
+    name: str
+    cfg: TopicConfig
+
+    @property
+    def line(self) -> str:
+        v = self.cfg.source("remote.storage.enable")
+        return (f"{self.name}: refused as Kafka refuses it: Remote log storage is unsupported for the compacted "
+                f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)")
+
+    def to_json(self) -> dict:
+        return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
+                "exit_code": 2, "configs": self.cfg.provenance(("cleanup.policy", "remote.storage.enable"))}
+
+
+@dataclass
 class CompactPlan:
     log_dir: Path
     now_ms: int
     decisions: list[PartitionDecision] = field(default_factory=list)
     notes: Plan = None
     refused: list[RefusedPartition] = field(default_factory=list)
+    tiered: list[TieredRefusal] = field(default_factory=list)
+
+    @property
+    def kafka_refusals(self) -> list[str]:
+        return [t.line for t in self.tiered]
 
     @property
     def selected(self) -> list[PartitionDecision]:
@@ -154,7 +179,8 @@ class CompactPlan:
         return [r.line for r in self.refused]
 
     def partitions_json(self) -> list[dict]:
-        return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
+        return ([d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
+                + [t.to_json() for t in self.tiered])
 
     def to_json(self) -> dict:
         return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
@@ -198,7 +224,9 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
         cfg = resolver.for_topic(tp.topic)
         deciding = deciding_configs(cfg, opts.force)
         unknown = unknown_configs(tp.topic, cfg, deciding)
-        if unknown:
+        if cfg.compact and cfg.remote_storage_enable:
+            cp.tiered.append(TieredRefusal(d.name, cfg))
+        elif unknown:
             cp.refused.append(RefusedPartition(d.name, cfg, deciding, unknown))
         elif cfg.compact:
             key = (tp.topic, tp.partition)

@@ -106,6 +106,11 @@ class Outcome:
         return list(getattr(self.plan, "refusals", ()))
 
     @property
+    def kafka_refusals(self) -> list[str]:
+        """One line per partition refused as Kafka itself refuses it (compact on a tiered topic)."""
+        return list(getattr(self.plan, "kafka_refusals", ()))
+
+    @property
     def dry_run(self) -> bool:
         return self.report is None
 

@@ -87,6 +87,7 @@ class RemoteLog:
     why: str
     upload: UploadState = field(default_factory=lambda: UploadState(False))
     roll_and_start_offset_rule: RuleDecision | None = None   # 3.7+: shouldRoll, log-start deletion
+    undecided: str | None = None     # why enabled or copy_enabled is None, in a few words
 
     @property
     def tiered(self) -> bool:
@@ -113,7 +114,8 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
     if not enable.value and enable.known:
         return NOT_TIERED
     if not enable.value:     # unknown: only a refusal of deletions by config can follow
-        return RemoteLog(None, None, f"remote.storage.enable is unknown ({enable.origin})")
+        return RemoteLog(None, None, f"remote.storage.enable is unknown ({enable.origin})",
+                         undecided=f"remote.storage.enable is unknown ({enable.origin})")
     if topic in NEVER_TIERED:
         return RemoteLog(False, False, f"{topic} is never remote (UnifiedLog.isRemoteLogEnabled)")
     if cfg.compact:
@@ -136,8 +138,14 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
     if copy is not True:
         why += "; remote.log.copy.disable=true " + ("(3.9+: the plain rules)" if copy is False else
                                                    "(3.9+ only; the versions the log dir allows disagree)")
+    undecided = None
+    if enabled is None:
+        undecided = f"tiered storage (remote.storage.enable=true) is Kafka 3.6+, and {rule.by}"
+    elif copy is None:
+        undecided = (f"remote.log.copy.disable=true acts from Kafka 3.9, and "
+                     f"{versions.decide(REMOTE_LOG_COPY_DISABLE).by}")
     upload = upload_state(partition) if enabled is not False else UploadState(False)
-    return RemoteLog(enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET))
+    return RemoteLog(enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET), undecided)
 
 
 def _copy_enabled(cfg: TopicConfig, versions: KafkaVersions) -> bool | None:

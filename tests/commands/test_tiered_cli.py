@@ -1,0 +1,106 @@
+"""Tiered topics (remote.storage.enable=true) through the command line: retain deletes only what
+a 3.9 broker's UnifiedLog.deleteOldSegments would (an uploaded local segment, never the active
+one, by local.retention.*), keeps the log start offset and the leader epochs the remote tier
+needs, and refuses where the upload state or the Kafka version is unknown."""
+import json
+
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from kafkalog_cli.formats.internal.remote_log_metadata import metadata_partition, murmur2
+
+from ..ops.tiered_helpers import copy_example, topic_id_of, uploaded
+
+ISSUE_22 = ["--assume-kafka-defaults", "--topic", "multi-segment",
+            "--topic-config", "multi-segment:remote.storage.enable=true",
+            "--topic-config", "multi-segment:local.retention.bytes=1000",
+            "--topic-config", "multi-segment:retention.bytes=5000"]
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [str(a) for a in args])
+
+
+def files(d):
+    return sorted(p.name for p in (d / "multi-segment-0").iterdir())
+
+
+def test_murmur2_is_kafkas():
+    # UtilsTest.testMurmur2 (clients, 3.9.0-rc3)
+    cases = {b"21": -973932308, b"foobar": -790332482, b"a-little-bit-long-string": -985981536,
+             b"a-little-bit-longer-string": -1486304829, b"abc": 479470107,
+             b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971}
+    assert {k: murmur2(k) for k in cases} == cases
+
+
+def test_issue_22_reproduction_plans_no_deletion(tmp_path):
+    d = copy_example(tmp_path)
+    before = files(d)
+    r = run("retain", "--dry-run", *ISSUE_22, d)
+    assert r.exit_code == 7, r.output + r.stderr
+    assert "delete" not in r.output
+    assert "tiered storage (remote.storage.enable=true) is Kafka 3.6+" in r.stderr
+    assert "--kafka-version" in r.stderr
+    r = run("retain", "--kafka-version", "3.9", *ISSUE_22, d)        # applied, not a dry run
+    assert r.exit_code == 7, r.output + r.stderr
+    n = metadata_partition(topic_id_of(d / "multi-segment-0"), 0)
+    assert (f"segment 0: upload state unknown: this log dir has no __remote_log_metadata-{n}") in r.stderr
+    assert "to proceed" in r.stderr
+    assert files(d) == before
+
+
+def test_uploaded_segment_goes_active_one_stays_log_start_kept(tmp_path):
+    d = copy_example(tmp_path)
+    uploaded(d, "multi-segment", 0, (0, 299))
+    epochs = (d / "multi-segment-0" / "leader-epoch-checkpoint").read_bytes()
+    starts = (d / "log-start-offset-checkpoint").read_bytes()
+    r = run("retain", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22, "--format", "json", d)
+    assert r.exit_code == 0, r.output + r.stderr
+    summary = json.loads(r.output)
+    part = summary["partitions"]["multi-segment-0"] if "partitions" in summary else summary
+    left = files(d)
+    assert "00000000000000000000.log" not in left          # uploaded (0..299): by local.retention.bytes
+    assert "00000000000000000300.log" in left              # not uploaded: kept
+    assert "00000000000000000600.log" in left              # 3.7+ rolls the breaching active segment
+    assert (d / "multi-segment-0" / "leader-epoch-checkpoint").read_bytes() == epochs
+    assert (d / "log-start-offset-checkpoint").read_bytes() == starts
+    assert "upload" in json.dumps(part)
+
+
+def test_version_before_tiered_storage_applies_plain_rules(tmp_path):
+    d = copy_example(tmp_path)
+    r = run("retain", "--dry-run", "--kafka-version", "3.5", *ISSUE_22, d)
+    assert r.exit_code == 0, r.output + r.stderr
+    assert "retention size 5000 breach" in r.output
+
+
+def test_nothing_uploaded_deletes_nothing(tmp_path):
+    d = copy_example(tmp_path)
+    uploaded(d, "multi-segment", 0)               # the partition exists, no segment of ours finished
+    r = run("retain", "--dry-run", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22, d)
+    assert r.exit_code == 0, r.output + r.stderr
+    assert "delete /" not in r.output
+
+
+def test_remote_storage_system_disabled_in_server_properties(tmp_path):
+    d = copy_example(tmp_path)
+    props = tmp_path / "server.properties"
+    props.write_text("log.retention.hours=168\nremote.log.storage.system.enable=false\n")
+    r = run("retain", "--dry-run", "--kafka-version", "3.9", "--server-properties", props, *ISSUE_22[1:], d)
+    assert r.exit_code == 0, r.output + r.stderr
+    assert "retention size 5000 breach" in r.output
+
+
+def test_compact_refuses_a_tiered_partition(tmp_path):
+    d = copy_example(tmp_path)
+    r = run("compact", "--dry-run", "--assume-kafka-defaults", "--topic", "compacted",
+            "--topic-config", "compacted:remote.storage.enable=true", d)
+    assert r.exit_code == 2, r.output + r.stderr
+    assert "Remote log storage is unsupported for the compacted topics" in r.stderr
+
+
+def test_remote_storage_on_a_compacted_topic_is_a_usage_error():
+    r = run("retain", "--dry-run", "--config", "cleanup.policy=compact", "--config", "remote.storage.enable=true",
+            "examples/logdir")
+    assert r.exit_code == 2
+    assert "Remote log storage is unsupported for the compacted topics" in r.stderr + r.output
