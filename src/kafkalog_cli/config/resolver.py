@@ -98,9 +98,9 @@ def retention_deciding_configs(cfg: TopicConfig, tiered: bool = False) -> tuple[
     retention deletes nothing, so an unknown one taken as infinite is no danger: the broker can
     only have deleted more. The log-start-offset rule needs no config.
 
-    remote.storage.enable decides too where retention could delete: a tiered partition keeps what
-    was not uploaded. `tiered` (the partition may be remote-enabled): local.retention.ms/bytes
-    decide instead where they are set (LogConfig.localRetentionMs/Bytes; -2: retention.*)."""
+    `tiered` (the partition may be remote-enabled, ops.tiered): remote.storage.enable decides too
+    (a tiered partition keeps what was not uploaded), and local.retention.ms/bytes instead of
+    retention.* where they are set (LogConfig.localRetentionMs/Bytes; -2: retention.*)."""
     if "delete" not in cfg.cleanup_policy:
         return ()
     limits = tuple(n for n in ("retention.ms", "retention.bytes") if cfg.get(n) >= 0)
@@ -110,7 +110,7 @@ def retention_deciding_configs(cfg: TopicConfig, tiered: bool = False) -> tuple[
             if (cfg.local_retention_ms_effective if n == "retention.ms" else cfg.local_retention_bytes_effective) >= 0))
     if not limits:
         return ()
-    remote = ("remote.storage.enable",) if not cfg.compact else ()
+    remote = ("remote.storage.enable",) if tiered and not cfg.compact else ()
     return ("cleanup.policy",) + remote + limits
 
 

@@ -412,8 +412,8 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
     version_refusal = None
     if remote.enabled is None or remote.copy_enabled is None:
         # the plain rules and the tiered ones disagree, and nothing says which the broker applies
-        version_refusal = f"{name}: {remote.undecided}: retention by time or size refused; state it with " \
-                          f"--kafka-version VERSION"
+        version_refusal = f"{name}: retention by time or size refused: {remote.undecided}" + (
+            "" if "state it with" in (remote.undecided or "") else "; state it with --kafka-version VERSION")
     if remote.maybe_tiered and remote.enabled is not False:
         result = run_tiered_passes(partition, cfg, opts.now_ms, remote, by_config=not unknown and not version_refusal)
     else:

@@ -113,9 +113,17 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
     enable = cfg.source("remote.storage.enable")
     if not enable.value and enable.known:
         return NOT_TIERED
-    if not enable.value:     # unknown: only a refusal of deletions by config can follow
+    if not enable.value:
+        # unknown (the topic's configs cannot be read): it decides only where the log dir shows
+        # tiered storage in use; elsewhere the plain rules, as every other version applies them
+        shown = tiered_storage_in_use(partition, resolver)
+        if shown is None:
+            return RemoteLog(False, False, f"remote.storage.enable unknown ({enable.origin}); nothing in the log "
+                                           f"dir shows tiered storage in use")
         return RemoteLog(None, None, f"remote.storage.enable is unknown ({enable.origin})",
-                         undecided=f"remote.storage.enable is unknown ({enable.origin})")
+                         undecided=f"remote.storage.enable is unknown ({enable.unknown.value}) and {shown}; "
+                                   f"state it with --topic-config {topic}:remote.storage.enable=true|false, or "
+                                   f"--assume-kafka-defaults (false)")
     if topic in NEVER_TIERED:
         return RemoteLog(False, False, f"{topic} is never remote (UnifiedLog.isRemoteLogEnabled)")
     if cfg.compact:
@@ -146,6 +154,25 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
                      f"{versions.decide(REMOTE_LOG_COPY_DISABLE).by}")
     upload = upload_state(partition) if enabled is not False else UploadState(False)
     return RemoteLog(enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET), undecided)
+
+
+def tiered_storage_in_use(partition: Partition, resolver: ConfigResolver) -> str | None:
+    """Why the log dir shows tiered storage in use (None: it does not): the broker's
+    remote.log.storage.system.enable=true, a __remote_log_metadata partition beside the
+    partition, or a log start offset checkpointed below the first local segment (only a
+    remote-enabled log loads one: LogLoader; the others take max(it, the first base))."""
+    raw, origin = resolver.broker_property(SYSTEM_ENABLE)
+    if raw is not None:
+        return f"{origin}" if raw.lower() == "true" else None
+    start = partition.checkpoints.log_start_offset
+    if partition.segments and start is not None and start < partition.segments[0].base_offset:
+        return (f"its log start offset {start} ({names.LOG_START_OFFSET_CHECKPOINT}) is below its first local "
+                f"segment {partition.segments[0].base_offset}")
+    try:
+        found = next((n for n in os.listdir(partition.directory.parent) if n.startswith(METADATA_TOPIC + "-")), None)
+    except OSError:
+        found = None
+    return f"the log dir holds {found}" if found else None
 
 
 def _copy_enabled(cfg: TopicConfig, versions: KafkaVersions) -> bool | None:
