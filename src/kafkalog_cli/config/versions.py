@@ -276,3 +276,17 @@ MAX_TIMESTAMP_EXACT = VersionRule(
     "max-timestamp answers the record with the largest timestamp", KafkaVersion(3, 8),
     "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)")
 
+
+ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
+
+# Topic.isInternal by version (clients/src/main/java/org/apache/kafka/common/internals/Topic.java:
+# 3.3.1 to 3.8 __consumer_offsets and __transaction_state; 3.9 to 4.2 also __share_group_state).
+# The KRaft metadata log and __remote_log_metadata are not in Kafka's list.
+INTERNAL_TOPIC_RULES = {"__consumer_offsets": ALWAYS, "__transaction_state": ALWAYS,
+                        "__share_group_state": SHARE_GROUP_STATE_INTERNAL}
+
+
+def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
+    """Whether Topic.isInternal(topic) on the next broker (None: a topic no version calls internal)."""
+    rule = INTERNAL_TOPIC_RULES.get(topic)
+    return None if rule is None else versions.decide(rule)
