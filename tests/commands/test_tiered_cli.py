@@ -104,3 +104,59 @@ def test_remote_storage_on_a_compacted_topic_is_a_usage_error():
             "examples/logdir")
     assert r.exit_code == 2
     assert "Remote log storage is unsupported for the compacted topics" in r.stderr + r.output
+
+
+def _tiered_below_local(d):
+    """multi-segment-0 as a tiered partition whose local segments start at 300: segment 0 went
+    after its upload, the log start offset (checkpoint) stays 100, below the first local segment."""
+    for suffix in (".log", ".index", ".timeindex"):
+        (d / "multi-segment-0" / f"00000000000000000000{suffix}").unlink()
+    (d / "log-start-offset-checkpoint").write_text("0\n1\nmulti-segment 0 100\n")
+    uploaded(d, "multi-segment", 0, (0, 299))
+
+
+TIERED = ["--topic", "multi-segment", "--topic-config", "multi-segment:remote.storage.enable=true",
+          "--kafka-version", "3.9"]
+
+
+def test_describe_and_get_offsets_answer_as_the_broker_on_a_tiered_partition(tmp_path):
+    d = copy_example(tmp_path)
+    _tiered_below_local(d)
+    r = run("describe", d, *TIERED, "--format", "json")
+    part = [json.loads(x) for x in r.stdout.splitlines() if '"kind": "partition"' in x][0]
+    assert (part["log_start_offset"], part["local_log_start_offset"]) == (100, 300)
+    assert part["remote_log"]["upload"]["highest_offset_in_remote_storage"] == 299
+
+    def offset(time):
+        r = run("get-offsets", d, *TIERED, "--time", time)
+        assert r.exit_code == 0, r.output
+        return r.stdout.strip()
+    assert offset("earliest") == "multi-segment:0:100"        # remote data included
+    assert offset("earliest-local") == "multi-segment:0:300"
+    assert offset("latest-tiered") == "multi-segment:0:299"
+    # the same dir without remote.storage.enable: the plain load rule, max(checkpoint, first base)
+    r = run("get-offsets", d, "--topic", "multi-segment", "--time", "earliest")
+    assert r.stdout.strip() == "multi-segment:0:300"
+
+
+def test_delete_records_on_a_tiered_partition_raises_the_checkpointed_start(tmp_path):
+    d = copy_example(tmp_path)
+    _tiered_below_local(d)
+    (tmp_path / "o.json").write_text('{"partitions": [{"topic": "multi-segment", "partition": 0, "offset": 200}]}')
+    r = run("delete-records", "--offset-json", tmp_path / "o.json", *TIERED, d)
+    assert r.exit_code == 0, r.output
+    # Kafka: 100 -> 200 over remote data (the broker's remote tier then deletes it); no local segment goes
+    assert "log start offset 100 -> 200" in r.output
+    assert "multi-segment 0 200" in (d / "log-start-offset-checkpoint").read_text()
+    assert "00000000000000000300.log" in files(d)
+
+
+def test_retain_keeps_the_checkpoint_entry_and_epochs_of_a_tiered_partition(tmp_path):
+    d = copy_example(tmp_path)
+    _tiered_below_local(d)
+    epochs = (d / "multi-segment-0" / "leader-epoch-checkpoint").read_bytes()
+    r = run("retain", "--now", 1 << 50, *TIERED, "--assume-kafka-defaults", d)
+    assert r.exit_code == 0, r.output
+    assert "multi-segment 0 100" in (d / "log-start-offset-checkpoint").read_text()
+    assert (d / "multi-segment-0" / "leader-epoch-checkpoint").read_bytes() == epochs
+    assert "00000000000000000300.log" in files(d)                # the active segment: never uploaded

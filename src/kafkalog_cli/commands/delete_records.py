@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (dry_run_option, format_option, kafka_version_option,
-                                           partition_filter_options, quarantine_options, report_option)
+from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, partition_filter_options,
+                                           quarantine_options, report_option)
 from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -26,13 +26,13 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
               help="Delete the records below OFFSET in every partition given (-1: below the high watermark); "
                    "internal topics are skipped.")
 @partition_filter_options
-@kafka_version_option
+@config_options
 @quarantine_options
 @dry_run_option
 @format_option("text: a line per partition. json: one object per partition.")
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, kafka_version, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
+def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
     wholly below it, as the broker's next retention check does.
@@ -63,9 +63,6 @@ def command(paths, offset_json, before, only, kafka_version, quarantine_dir, no_
     from kafkalog_cli.commands.common import partition_groups
     from kafkalog_cli.commands.retain import report_partitions
 
-    from kafkalog_cli.ops.runner import ConfigSources
-
-    configs = ConfigSources(kafka_version=kafka_version)
     if (offset_json is None) == (before is None):
         raise click.UsageError("give exactly one of --offset-json FILE and --before OFFSET")
     offsets = {}
