@@ -190,3 +190,36 @@ def test_find_hanging_reads_flexible_v1_transaction_state(tmp_path):
     r = run("transactions", d, "--find-hanging", "--max-age", "0s", "--now", 10**13, "--format", "json")
     assert r.exit_code == 0, r.output          # app's Ongoing transaction: the coordinator will end it
     assert "Unknown version" not in r.output
+
+
+# ------------------------------------------------------------------ KAFKA-17076 (4.0 cleaner)
+def _compacted_dir(root: Path) -> Path:
+    """t-0: keyed records, then a batch of keyless records (the cleaner drops them) ending just
+    below the active segment, where the round stops."""
+    d = root / "t-0"
+    d.mkdir(parents=True)
+    first = build_v2_batch([SimpleRecord(b"k", b"1", 1000), SimpleRecord(b"k", b"2", 1000)], 0)
+    keyless = build_v2_batch([SimpleRecord(None, b"x", 1000), SimpleRecord(None, b"y", 1000)], 2)
+    (d / "00000000000000000000.log").write_bytes(first + keyless)
+    (d / "00000000000000000004.log").write_bytes(build_v2_batch([SimpleRecord(b"k", b"3", 2000)], 4))
+    (root / "replication-offset-checkpoint").write_text("0\n1\nt 0 5\n")
+    return root
+
+
+@pytest.mark.parametrize("version, kept", [("3.9", []), ("4.0", [(2, 3)])])
+def test_the_4_0_cleaner_keeps_the_last_batch_of_a_round_empty(tmp_path, version, kept):
+    from kafkalog_cli.formats.records import iter_batches
+    from kafkalog_cli.ops import compact
+    from kafkalog_cli.storage.fsops import FsOps, Quarantine
+
+    d = _compacted_dir(tmp_path / "l")
+    res = ConfigResolver(overrides={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+                                    "min.compaction.lag.ms": "0", "delete.retention.ms": "0"},
+                         kafka_versions=KafkaVersions().with_stated(KafkaVersion.parse(version)))
+    opts = compact.CompactOptions(now_ms=10**13, resolver=res, force=True)
+    cp = compact.plan(d, [d / "t-0"], opts)
+    compact.apply(cp, FsOps(d, Quarantine(None, "compact")), opts)
+    batches = [(b.base_offset, b.last_offset, b.records_count) for b in
+               iter_batches((d / "t-0" / "00000000000000000000.log").read_bytes())]
+    assert [(b, last) for b, last, n in batches if n == 0] == kept
+    assert batches[0][:2] == (0, 1)            # the keyed batch: its latest record, 1, stays

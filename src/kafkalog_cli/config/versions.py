@@ -276,6 +276,12 @@ MAX_TIMESTAMP_EXACT = VersionRule(
     "max-timestamp answers the record with the largest timestamp", KafkaVersion(3, 8),
     "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)")
 
+CLEANER_RETAINS_LAST_BATCH = VersionRule(
+    "the cleaner retains the last batch of a round", KafkaVersion(4, 0),
+    "Cleaner.cleanInto: batch.nextOffset == upperBoundOffsetOfCleaningRound -> RETAIN_EMPTY (KAFKA-17076, 4.0)")
+SEGMENT_BYTES_FLOOR_1MIB = VersionRule(
+    "segment.bytes at least 1 MiB", KafkaVersion(4, 0),
+    "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)")
 
 ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig,
                                  compaction_deciding_configs, refusal_line, unknown_configs)
+from kafkalog_cli.config.versions import CLEANER_RETAINS_LAST_BATCH, KafkaVersions
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
@@ -377,8 +378,13 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
     map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
     end_offset = m.latest_offset + 1
+    # KAFKA-17076 (4.0) where the next broker is 4.0+; where the versions the dir allows disagree,
+    # 3.x's rule: the two differ only in an empty batch (no record), which every version loads
+    retain_last = (opts.resolver.versions if opts.resolver is not None else KafkaVersions()).applies(
+        CLEANER_RETAINS_LAST_BATCH) is True
     ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
-                       ltc.active_producers, CleanedTransactionMetadata())
+                       ltc.active_producers, CleanedTransactionMetadata(),
+                       upper_bound_offset=ltc.first_uncleanable if retain_last else None)
     groups = group_segments_by_size(segments_overlapping(segs, 0, end_offset), cfg.segment_bytes,
                                     cfg.segment_index_bytes, ltc.first_uncleanable)
     source_bytes = 0
