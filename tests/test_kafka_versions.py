@@ -223,3 +223,10 @@ def test_the_4_0_cleaner_keeps_the_last_batch_of_a_round_empty(tmp_path, version
                iter_batches((d / "t-0" / "00000000000000000000.log").read_bytes())]
     assert [(b, last) for b, last, n in batches if n == 0] == kept
     assert batches[0][:2] == (0, 1)            # the keyed batch: its latest record, 1, stays
+
+
+def test_segment_bytes_floor_of_4_0_on_the_command_line():
+    r = run("roll", "--dry-run", "--kafka-version", "4.0", "--config", "segment.bytes=1000", EXAMPLE)
+    assert r.exit_code == 2 and "at least 1048576 from Kafka 4.0, KIP-1030" in r.stderr
+    r = run("roll", "--dry-run", "--kafka-version", "3.9", "--config", "segment.bytes=1000", EXAMPLE)
+    assert r.exit_code == 0

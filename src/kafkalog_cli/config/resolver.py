@@ -11,7 +11,8 @@ from kafkalog_cli.config.defaults import (BROKER_SYNONYMS, DYNAMIC_LOG_CONFIGS, 
                                           TOPIC_ONLY_CONFIGS, broker_value, json_value, parse_value, synonym_group)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown
 from kafkalog_cli.config.sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
-from kafkalog_cli.config.versions import KafkaVersion, KafkaVersions, read_kafka_versions
+from kafkalog_cli.config.versions import SEGMENT_BYTES_FLOOR_1MIB, KafkaVersion, KafkaVersions, read_kafka_versions
+from kafkalog_cli.errors import UsageError
 
 # ------------------------------------------------------------------ the effective config
 @dataclass(frozen=True)
@@ -210,6 +211,19 @@ class ConfigResolver:
     @property
     def versions(self) -> KafkaVersions:
         return self.kafka_versions if self.kafka_versions is not None else KafkaVersions()
+
+    def check_version_bounds(self) -> None:
+        """The validators that changed with the version, on the command line's values, where the next
+        broker is known to apply them: 4.0's segment.bytes floor of 1 MiB (KIP-1030: LogConfig
+        SEGMENT_BYTES_CONFIG atLeast(1024 * 1024); before, atLeast(LegacyRecord.RECORD_OVERHEAD_V0))."""
+        if self.versions.applies(SEGMENT_BYTES_FLOOR_1MIB) is not True:
+            return
+        layers = [("--config", self.overrides)] + [(f"--topic-config {t}", v) for t, v in self.topic_overrides.items()]
+        for option, values in layers:
+            raw = values.get("segment.bytes")
+            if raw is not None and int(raw) < 1 << 20:
+                raise UsageError(f"{option}: invalid value {raw} for config segment.bytes (at least 1048576 from "
+                                 f"Kafka 4.0, KIP-1030; {self.versions.decide(SEGMENT_BYTES_FLOOR_1MIB).by})")
 
     def broker_property(self, prop: str) -> tuple[str | None, str]:
         """A broker property that is no topic config's synonym (remote.log.storage.system.enable):

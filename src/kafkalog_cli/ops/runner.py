@@ -60,7 +60,7 @@ class ConfigSources:
             metadata = ClusterMetadata(MetadataState.IGNORED)
         else:
             metadata = read_cluster_metadata(log_dir)
-        return ConfigResolver(
+        resolver = ConfigResolver(
             kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
             server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
             cluster_metadata=metadata,
@@ -68,6 +68,8 @@ class ConfigSources:
             topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
             assume_kafka_defaults=self.assume_kafka_defaults,
         )
+        resolver.check_version_bounds()
+        return resolver
 
 
 @dataclass(frozen=True)
