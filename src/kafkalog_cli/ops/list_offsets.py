@@ -148,12 +148,18 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
         answer.source = "the largest timestamp of the time indexes (and the active segment's unindexed batches)"
         exact = versions.decide(MAX_TIMESTAMP_EXACT)
         if exact.applies is not False:
-            in_batch = _max_timestamp_in_batch(part.segments, warn)
+            try:
+                in_batch = _max_timestamp_in_batch(part.segments, warn)
+            except KafkalogError as e:
+                if exact.applies:
+                    raise
+                in_batch = None
+                answer.by_version = {"3.8+": f"error: {e.line()}", "before 3.8": found[1]}
             if exact.applies:
                 found = in_batch
                 answer.source = ("the record with the largest timestamp, in the batch the time index points at "
                                  "(Kafka 3.8+)")
-            elif in_batch != found:
+            elif in_batch != found and answer.by_version is None:
                 answer.by_version = {"3.8+": None if in_batch is None else in_batch[1], "before 3.8": found[1]}
                 answer.source += f" (before 3.8; {exact.by}: 3.8+ answers the record itself, " \
                                  f"{'none' if in_batch is None else in_batch[1]})"
@@ -216,14 +222,28 @@ def _max_timestamp_in_batch(segments: list[Segment], warn: Callable[[str], None]
         if best is None or found[0] > best[0]:
             best_seg, best = seg, found
     ts, offset = best
+    error = None
     with best_seg.mapped():
-        end = best_seg.recovered_tail().valid_size if best_seg.is_active else None
-        for batch in best_seg.batches(best_seg.offset_index_position(offset, warn), end):
-            if batch.max_timestamp != ts:
-                continue
-            if batch.magic == 0:
-                return None
-            return next(((r.timestamp, r.offset) for r in batch.records() if r.timestamp == ts), None)
+        try:
+            end = best_seg.recovered_tail().valid_size if best_seg.is_active else None
+            for batch in best_seg.batches(best_seg.offset_index_position(offset, warn), end):
+                if batch.max_timestamp != ts:
+                    continue
+                if batch.magic == 0:
+                    return None
+                try:
+                    records = batch.records()
+                except KafkalogError as e:    # its position is inside the payload: name the batch's
+                    raise type(e)(f"the batch of offsets {batch.base_offset_field}..{batch.last_offset}: {e.message}",
+                                  path=str(best_seg.source_path), position=batch.position) from None
+                return next(((r.timestamp, r.offset) for r in records if r.timestamp == ts), None)
+        except KafkalogError as e:
+            error = e
+            while e is not None:          # the frames hold views of the mapping: free them before it closes
+                e.__traceback__, e = None, e.__cause__ or e.__context__
+            error.__cause__ = error.__context__ = None
+    if error is not None:
+        raise error
     return None
 
 
