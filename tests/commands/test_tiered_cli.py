@@ -160,3 +160,40 @@ def test_retain_keeps_the_checkpoint_entry_and_epochs_of_a_tiered_partition(tmp_
     assert "multi-segment 0 100" in (d / "log-start-offset-checkpoint").read_text()
     assert (d / "multi-segment-0" / "leader-epoch-checkpoint").read_bytes() == epochs
     assert "00000000000000000300.log" in files(d)                # the active segment: never uploaded
+
+
+def test_upload_state_from_another_brokers_copy(tmp_path):
+    d = copy_example(tmp_path)
+    other = tmp_path / "other-broker"
+    other.mkdir()
+    rlm = uploaded(d, "multi-segment", 0, (0, 299))
+    rlm.rename(other / rlm.name)                  # the leader of that partition is another broker
+    r = run("retain", "--dry-run", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22, d)
+    assert r.exit_code == 7 and "--remote-log-metadata PATH" in r.stderr
+    r = run("retain", "--dry-run", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22,
+            "--remote-log-metadata", other, d)
+    assert r.exit_code == 0, r.output + r.stderr
+    assert "00000000000000000000.log: segment 0: local log retention size 1000 breach (uploaded)" in r.output
+    assert "00000000000000000300.log:" not in r.output
+
+
+def test_3_6_keeps_a_segment_below_the_log_start_offset_until_uploaded(tmp_path):
+    # a DeleteRecords left the log start offset at 350: segment 0 (0..299) is below it, not uploaded
+    d = copy_example(tmp_path)
+    (d / "log-start-offset-checkpoint").write_text("0\n1\nmulti-segment 0 350\n")
+    uploaded(d, "multi-segment", 0)
+    base = ["retain", "--dry-run", "--topic", "multi-segment", "--topic-config",
+            "multi-segment:remote.storage.enable=true", "--topic-config", "multi-segment:retention.ms=-1", d]
+    r = run(*base, "--kafka-version", "3.6")
+    assert r.exit_code == 0 and "delete /" not in r.output
+    r = run(*base, "--kafka-version", "3.7")
+    assert r.exit_code == 0 and "segment 0: local log start offset 350 breach" in r.output
+
+
+def test_remote_log_copy_disable_brings_back_the_plain_rules_from_3_9(tmp_path):
+    d = copy_example(tmp_path)
+    args = ["retain", "--dry-run", *ISSUE_22, "--topic-config", "multi-segment:remote.log.copy.disable=true", d]
+    r = run(*args, "--kafka-version", "3.9")
+    assert r.exit_code == 0 and "segment 0: retention size 5000 breach" in r.output
+    r = run(*args, "--kafka-version", "3.8")          # 3.8 has no remote.log.copy.disable: tiered, upload unknown
+    assert r.exit_code == 7 and "upload state unknown" in r.stderr

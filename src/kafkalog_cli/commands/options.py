@@ -50,12 +50,12 @@ def _config_sources(f):
     """Hands the command one `configs` (an ops.runner.ConfigSources) for the five options."""
     @functools.wraps(f)
     def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-                assume_kafka_defaults, kafka_version, **kwargs):
+                assume_kafka_defaults, kafka_version, remote_log_metadata, **kwargs):
         from kafkalog_cli.ops.runner import ConfigSources
 
         configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
                                 no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults,
-                                kafka_version=kafka_version)
+                                kafka_version=kafka_version, remote_log_metadata=tuple(remote_log_metadata))
         return f(*args, configs=configs, **kwargs)
     return wrapper
 
@@ -82,6 +82,11 @@ config_options = _stack(
                  help="The broker ran with Kafka's defaults: take them for every config that cannot be "
                       "read (else retain and compact refuse to delete by it, exit 7)."),
     kafka_version_option,
+    click.option("--remote-log-metadata", multiple=True, metavar="PATH",
+                 type=click.Path(exists=True, file_okay=False, path_type=Path),
+                 help="Where a tiered partition's upload state is: a __remote_log_metadata-N partition dir, or a "
+                      "log dir holding it (e.g. a copy from the broker that leads it). Repeatable. Else the log "
+                      "dir's own is read, and without one a deletion that depends on it is refused (exit 7)."),
     _config_sources,
 )
 

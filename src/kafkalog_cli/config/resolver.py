@@ -199,6 +199,7 @@ class ConfigResolver:
     topic_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     assume_kafka_defaults: bool = False
     kafka_versions: KafkaVersions | None = None   # None: nothing read (3.3 to 4.2, none stated)
+    remote_log_metadata: tuple = ()     # --remote-log-metadata: where __remote_log_metadata partitions are
     _broker: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod

@@ -396,8 +396,9 @@ def partition_summary(name: str, tp: TopicPartition, **kw) -> dict:
     return {"partition": name, "topic": tp.topic, "partition_id": tp.partition, **kw}
 
 
-UPLOAD_UNKNOWN_HOW = ("to proceed, run retain on the log dir that also holds that __remote_log_metadata "
-                      "partition, or let the broker apply local retention itself (it knows what was uploaded)")
+UPLOAD_UNKNOWN_HOW = ("to proceed, give that __remote_log_metadata partition (a copy of it from the broker "
+                      "that holds it, or that broker's log dir) with --remote-log-metadata PATH, or let the "
+                      "broker apply local retention itself (it knows what was uploaded)")
 
 
 def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,

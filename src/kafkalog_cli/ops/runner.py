@@ -35,6 +35,7 @@ class ConfigSources:
     topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
     assume_kafka_defaults: bool = False
     kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
+    remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
@@ -67,6 +68,7 @@ class ConfigSources:
             overrides=parse_key_values(self.config_pairs, "--config"),
             topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
             assume_kafka_defaults=self.assume_kafka_defaults,
+            remote_log_metadata=tuple(self.remote_log_metadata),
         )
         resolver.check_version_bounds()
         return resolver

@@ -152,7 +152,9 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
     elif copy is None:
         undecided = (f"remote.log.copy.disable=true acts from Kafka 3.9, and "
                      f"{versions.decide(REMOTE_LOG_COPY_DISABLE).by}")
-    upload = upload_state(partition) if enabled is not False else UploadState(False)
+    upload = UploadState(False)
+    if enabled is not False:
+        upload = upload_state(partition, metadata_partitions(resolver)[0], resolver.remote_log_metadata)
     return RemoteLog(enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET), undecided)
 
 
@@ -191,8 +193,11 @@ def metadata_partitions(resolver: ConfigResolver) -> tuple[int, str]:
     return DEFAULT_METADATA_TOPIC_PARTITIONS, "Kafka's default"
 
 
-def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS) -> UploadState:
-    """What the log dir's __remote_log_metadata partition for `partition` says was uploaded."""
+def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS,
+                 elsewhere: tuple = ()) -> UploadState:
+    """What the __remote_log_metadata partition for `partition` says was uploaded: the one in
+    `elsewhere` (--remote-log-metadata: log dirs or that partition's dirs, e.g. copied from the
+    broker that leads it), else the one beside the partition in its log dir."""
     tp = partition.topic_partition
     d = partition.directory
     try:
@@ -204,11 +209,18 @@ def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_
                                          f"{why})")
     topic_id = topic_id_bytes(meta.topic_id)
     n = metadata_partition(topic_id, tp.partition, partitions)
-    rlm_dir = d.parent / f"{METADATA_TOPIC}-{n}"
-    if not os.path.isdir(rlm_dir):
-        return UploadState(False, source=f"upload state unknown: this log dir has no {rlm_dir.name} (where "
+    name = f"{METADATA_TOPIC}-{n}"
+    candidates = [Path(p) for p in elsewhere if Path(p).name == name] + \
+                 [Path(p) / name for p in elsewhere if Path(p).name != name] + [d.parent / name]
+    rlm_dir = next((c for c in candidates if os.path.isdir(c)), None)
+    if rlm_dir is None:
+        where = "this log dir" + (" nor --remote-log-metadata" if elsewhere else "")
+        return UploadState(False, source=f"upload state unknown: neither {where} has {name} (where "
                                          f"TopicBasedRemoteLogMetadataManager records {tp}'s uploads; it is usually on "
-                                         f"another broker)")
+                                         f"another broker: give it with --remote-log-metadata)"
+                           if elsewhere else
+                           f"upload state unknown: this log dir has no {name} (where TopicBasedRemoteLogMetadataManager "
+                           f"records {tp}'s uploads; it is usually on another broker)")
     return read_uploads(rlm_dir, topic_id, tp)
 
 
