@@ -91,7 +91,11 @@ def read_value(value: bytes | memoryview) -> TransactionLogValue:
     if version != 0:
         raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
                                   f"transaction log message value", position=0)
-    d = read_struct(r, _VALUE, version)
+    return _value_of(version, read_struct(r, _VALUE, version))
+
+
+def _value_of(version: int, d: dict[str, Any]) -> TransactionLogValue:
+    """TransactionLogValue from its read fields (any version), its status checked."""
     status = d["transactionStatus"]
     if not 0 <= status <= 7:
         raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown transaction state id {status} "
@@ -118,16 +122,7 @@ def read_value_v0_or_v1(value: bytes | memoryview) -> TransactionLogValue:
     if version != 1:
         raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
                                   f"transaction log message value", position=0)
-    d = read_struct(r, MESSAGES["TransactionLogValue"], version)
-    status = d["transactionStatus"]
-    if not 0 <= status <= 7:
-        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown transaction state id {status} "
-                                 f"from the transaction status message")
-    parts = d["transactionPartitions"]
-    return TransactionLogValue(
-        version, d["producerId"], d["producerEpoch"], d["transactionTimeoutMs"], TransactionState(status),
-        None if parts is None else [(p["topic"], list(p["partitionIds"])) for p in parts],
-        d["transactionLastUpdateTimestampMs"], d["transactionStartTimestampMs"])
+    return _value_of(version, read_struct(r, MESSAGES["TransactionLogValue"], version))
 
 
 def _topic_partition_hash(topic: str, partition: int) -> int:
