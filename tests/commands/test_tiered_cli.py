@@ -3,7 +3,11 @@ a 3.9 broker's UnifiedLog.deleteOldSegments would (an uploaded local segment, ne
 one, by local.retention.*), keeps the log start offset and the leader epochs the remote tier
 needs, and refuses where the upload state or the Kafka version is unknown."""
 import json
+import os
+import shutil
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -197,3 +201,57 @@ def test_remote_log_copy_disable_brings_back_the_plain_rules_from_3_9(tmp_path):
     assert r.exit_code == 0 and "segment 0: retention size 5000 breach" in r.output
     r = run(*args, "--kafka-version", "3.8")          # 3.8 has no remote.log.copy.disable: tiered, upload unknown
     assert r.exit_code == 7 and "upload state unknown" in r.stderr
+
+
+# ------------------------------------------------------------------ a real tiered log dir of Kafka 3.9.0-rc3
+# (tools/kafka-broker/05-smoke-3.9.sh, LocalTieredStorage); see its README.txt
+REAL = Path(os.environ.get("KAFKALOG_TIERED_EXAMPLE", "/opt/kafka-3.9.0-rc3-tiered-example"))
+needs_real = pytest.mark.skipif(not (REAL / "data").is_dir(), reason=f"needs {REAL} (a Kafka 3.9.0-rc3 tiered log dir)")
+TOPICS = ("tiered-0", "tiered-bytes-0", "tiered-lz4-0", "tiered-lz4-1")
+
+
+@needs_real
+def test_get_offsets_answers_what_the_3_9_broker_answered(tmp_path):
+    d = tmp_path / "data"
+    shutil.copytree(REAL / "data", d)
+    # README.txt: kafka-get-offsets at the end of the run, before the stop
+    want = {"-2": "tiered:0:0 tiered-bytes:0:0 tiered-lz4:0:0 tiered-lz4:1:0",
+            "-4": "tiered:0:6000 tiered-bytes:0:3072 tiered-lz4:0:4000 tiered-lz4:1:4000",
+            "-5": "tiered:0:5999 tiered-bytes:0:5119 tiered-lz4:0:3999 tiered-lz4:1:3999",
+            "-1": "tiered:0:6000 tiered-bytes:0:6000 tiered-lz4:0:4000 tiered-lz4:1:4000"}
+    for time, line in want.items():
+        r = run("get-offsets", d, "--topic", "tiered*", "--time", time)
+        assert r.exit_code == 0, r.output
+        assert r.stdout.split() == line.split(), time
+    r = run("describe", d, "--format", "json")
+    log_dir = [json.loads(x) for x in r.stdout.splitlines() if '"kind": "log_dir"' in x][0]
+    assert log_dir["kafka_versions"]["low"] == "3.9"
+
+
+@needs_real
+def test_retain_deletes_exactly_what_the_3_9_broker_deleted(tmp_path):
+    """The broker's log dir with the local segments it deleted after their upload put back (from
+    LocalTieredStorage's copies): retain deletes those and nothing else, and leaves the log start
+    offset, its checkpoint and the leader epochs as the broker did."""
+    d = tmp_path / "data"
+    shutil.copytree(REAL / "data", d)
+    after = {p: sorted(f.name for f in (d / p).iterdir()) for p in TOPICS}
+    checkpoints = {n: (d / n).read_bytes() for n in ("log-start-offset-checkpoint", "replication-offset-checkpoint")}
+    epochs = {p: (d / p / "leader-epoch-checkpoint").read_bytes() for p in TOPICS}
+    restored = 0
+    for remote in (REAL / "remote" / "kafka-tiered-storage").iterdir():
+        part = next(p for p in TOPICS if remote.name.startswith(p + "-"))
+        for f in remote.glob("*.log"):
+            base = f.name.split("-", 1)[0]
+            if (d / part / f"{base}.log").exists():
+                continue                               # uploaded and still local
+            for suffix in (".log", ".index", ".timeindex"):
+                shutil.copyfile(remote / f.name.replace(".log", suffix), d / part / f"{base}{suffix}")
+            restored += 1
+    assert restored == 9 + 3 + 7 + 7                   # smoke.log: local_deleted
+    r = run("retain", "--now", 1895767170151, "--server-properties", REAL / "server.properties",
+            "--no-quarantine", "--topic", "tiered*", d)
+    assert r.exit_code == 0, r.output + r.stderr
+    assert {p: sorted(f.name for f in (d / p).iterdir()) for p in TOPICS} == after
+    assert {n: (d / n).read_bytes() for n in checkpoints} == checkpoints
+    assert {p: (d / p / "leader-epoch-checkpoint").read_bytes() for p in TOPICS} == epochs
