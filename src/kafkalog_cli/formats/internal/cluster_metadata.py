@@ -281,7 +281,7 @@ class ConfigsImage:
     def in_transaction(self) -> bool:
         return self.pending is not None
 
-    def replay(self, rec: MetadataRecord) -> None:
+    def replay(self, rec: MetadataRecord, offset: int | None = None) -> None:
         if rec.api_key == BEGIN_TRANSACTION_RECORD:
             self.pending = []                # a second Begin: Kafka's loader faults; the newer one counts
             return
@@ -322,6 +322,9 @@ class ConfigsImage:
                 configs.pop(d["name"], None)
             else:
                 configs[d["name"]] = d["value"]
+
+    def undecoded(self, offset: int | None, error: Exception) -> None:
+        """A record that does not decode sets no config."""
 
 
 # MetadataRecordType ids of the metadata transaction records (3.6+)
