@@ -121,7 +121,7 @@ def test_internal_topics_and_policy_on_the_example_log_dir(tmp_path):
     r = invoke(d, "--offset-json", spec, "--dry-run")
     assert r.exit_code == 2
     assert r.stderr.splitlines() == [
-        "kafkalog: __consumer_offsets-0: INVALID_TOPIC_EXCEPTION: cannot delete records of internal topic "
+        "kafkalog: __consumer_offsets-0: INVALID_TOPIC_EXCEPTION: Cannot delete records of internal topic "
         "__consumer_offsets",
         "kafkalog: compacted-0: POLICY_VIOLATION: records of partition compacted-0 can not be deleted due to the "
         "configured policy (cleanup.policy=compact from cluster metadata)"]

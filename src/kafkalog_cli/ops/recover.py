@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
+from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
                                  InvalidRecordError, KafkalogError, OffsetOverflowError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
@@ -397,7 +397,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     check_partition_dirs(partition_dirs)
     p = Plan("recover", log_dir)
     if opts.resolver is None:
-        opts = dataclasses.replace(opts, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
+        opts = dataclasses.replace(opts, resolver=ConfigResolver.of_log_dir(log_dir))
     ld = LogDir(log_dir)
     clean = ld.file(names.CLEAN_SHUTDOWN_FILE).exists()
     # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it

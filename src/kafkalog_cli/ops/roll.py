@@ -101,7 +101,7 @@ def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeI
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         if tp.topic == "__cluster_metadata":

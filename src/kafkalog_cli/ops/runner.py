@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
-                                 parse_topic_key_values, read_cluster_metadata, read_server_properties)
+from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, MetadataState, parse_key_values,
+                                 parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
@@ -35,6 +35,8 @@ class ConfigSources:
     no_cluster_metadata: bool = False
     topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
     assume_kafka_defaults: bool = False
+    kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
+    remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
@@ -47,7 +49,11 @@ class ConfigSources:
         parse_topic_key_values(sources.topic_config_items, sources.topics)
         if sources.server_properties is not None:
             read_server_properties(sources.server_properties)
+        sources.stated_version()
         return sources
+
+    def stated_version(self) -> KafkaVersion | None:
+        return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
         """The resolver for one log dir; its `warning` is the one line to print when the log
@@ -56,13 +62,17 @@ class ConfigSources:
             metadata = ClusterMetadata(MetadataState.IGNORED)
         else:
             metadata = read_cluster_metadata(log_dir)
-        return ConfigResolver(
+        resolver = ConfigResolver(
+            kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
             server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
             cluster_metadata=metadata,
             overrides=parse_key_values(self.config_pairs, "--config"),
             topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
             assume_kafka_defaults=self.assume_kafka_defaults,
+            remote_log_metadata=tuple(self.remote_log_metadata),
         )
+        resolver.check_version_bounds()
+        return resolver
 
 
 @dataclass(frozen=True)
@@ -100,6 +110,11 @@ class Outcome:
     def refusals(self) -> list[str]:
         """One line per partition whose deletion by config was refused (retain, compact)."""
         return list(getattr(self.plan, "refusals", ()))
+
+    @property
+    def kafka_refusals(self) -> list[str]:
+        """One line per partition refused as Kafka itself refuses it (compact on a tiered topic)."""
+        return list(getattr(self.plan, "kafka_refusals", ()))
 
     @property
     def dry_run(self) -> bool:
