@@ -74,7 +74,7 @@ def test_uploaded_segment_goes_active_one_stays_log_start_kept(tmp_path):
 def test_version_before_tiered_storage_applies_plain_rules(tmp_path):
     d = copy_example(tmp_path)
     r = run("retain", "--dry-run", "--kafka-version", "3.5", *ISSUE_22, d)
-    assert r.exit_code == 0, r.output + r.stderr
+    assert r.exit_code == 1, r.output + r.stderr      # a dry run with changes pending
     assert "retention size 5000 breach" in r.output
 
 
@@ -91,7 +91,7 @@ def test_remote_storage_system_disabled_in_server_properties(tmp_path):
     props = tmp_path / "server.properties"
     props.write_text("log.retention.hours=168\nremote.log.storage.system.enable=false\n")
     r = run("retain", "--dry-run", "--kafka-version", "3.9", "--server-properties", props, *ISSUE_22[1:], d)
-    assert r.exit_code == 0, r.output + r.stderr
+    assert r.exit_code == 1, r.output + r.stderr      # a dry run with changes pending
     assert "retention size 5000 breach" in r.output
 
 
@@ -176,7 +176,7 @@ def test_upload_state_from_another_brokers_copy(tmp_path):
     assert r.exit_code == 7 and "--remote-log-metadata PATH" in r.stderr
     r = run("retain", "--dry-run", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22,
             "--remote-log-metadata", other, d)
-    assert r.exit_code == 0, r.output + r.stderr
+    assert r.exit_code == 1, r.output + r.stderr      # a dry run with changes pending
     assert "00000000000000000000.log: segment 0: local log retention size 1000 breach (uploaded)" in r.output
     assert "00000000000000000300.log:" not in r.output
 
@@ -191,14 +191,14 @@ def test_3_6_keeps_a_segment_below_the_log_start_offset_until_uploaded(tmp_path)
     r = run(*base, "--kafka-version", "3.6")
     assert r.exit_code == 0 and "delete /" not in r.output
     r = run(*base, "--kafka-version", "3.7")
-    assert r.exit_code == 0 and "segment 0: local log start offset 350 breach" in r.output
+    assert r.exit_code == 1 and "segment 0: local log start offset 350 breach" in r.output
 
 
 def test_remote_log_copy_disable_brings_back_the_plain_rules_from_3_9(tmp_path):
     d = copy_example(tmp_path)
     args = ["retain", "--dry-run", *ISSUE_22, "--topic-config", "multi-segment:remote.log.copy.disable=true", d]
     r = run(*args, "--kafka-version", "3.9")
-    assert r.exit_code == 0 and "segment 0: retention size 5000 breach" in r.output
+    assert r.exit_code == 1 and "segment 0: retention size 5000 breach" in r.output   # a dry run, changes pending
     r = run(*args, "--kafka-version", "3.8")          # 3.8 has no remote.log.copy.disable: tiered, upload unknown
     assert r.exit_code == 7 and "upload state unknown" in r.stderr
 
