@@ -83,8 +83,9 @@ def test_parquet_reads_back_in_spark_as_the_data_source_table(spark, parquet_loc
 
 def test_jsonl_round_trip_and_same_bytes_from_spark(spark, tmp_path):
     local, sparked = tmp_path / "local.jsonl", tmp_path / "spark.jsonl"
-    assert run(BASIC, local, "--to", "jsonl").exit_code == 0
-    assert run(BASIC, sparked, "--to", "jsonl", "--engine", "spark", "--master", "local[2]").exit_code == 0
+    assert run(BASIC, local, "--to", "jsonl", "--payload-encoding", "base64").exit_code == 0
+    assert run(BASIC, sparked, "--to", "jsonl", "--payload-encoding", "base64", "--engine", "spark",
+               "--master", "local[2]").exit_code == 0
     assert local.read_bytes() == sparked.read_bytes()
     lines = [json.loads(x) for x in local.read_text().splitlines()]
     want = dump_records(BASIC)

@@ -32,7 +32,7 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
     PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
-    (every partition's). In --format kafka the output is kafka-dump-log 3.3.1's, byte for byte,
+    (every partition's). In the default --format text the output is kafka-dump-log 3.3.1's, byte for byte,
     including the mismatch and time-index reports it prints on stderr after all files.
 
     \b

@@ -18,8 +18,10 @@ from kafkalog_cli.spark.cli_options import engine_options
 @engine_options(remote=True)
 @jobs_option("With --engine local: worker processes (0: one per core).")
 @partition_filter_options
-@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
-              show_default=True, help="jsonl: how keys, values and header values are written.")
+@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
+              show_default=True, help="jsonl: how keys, values and header values are written; utf8 is dump-log --format json's "
+                   "default too (lossy for binary payloads: invalid UTF-8 becomes U+FFFD, as kafka-dump-log "
+                   "prints it); hex and base64 keep the exact bytes.")
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
 @click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
@@ -56,8 +58,8 @@ def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_pay
     \b
     Examples:
       kafkalog export /var/lib/kafka/data --to parquet /data/kafka-parquet
-      kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
-      kafkalog export orders-3 --to jsonl - --payload-encoding utf8 | jq .value
+      kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding base64
+      kafkalog export orders-3 --to jsonl - | jq .value
       kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
       kafkalog export 's3a://backups/kafka/*' --topic 'orders-*' --to parquet out --compression zstd
     """

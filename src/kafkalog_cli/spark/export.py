@@ -29,7 +29,7 @@ ROW_GROUP_ROWS = 1 << 20        # pyarrow's default row-group size
 @dataclass(frozen=True)
 class ExportOptions:
     to: str = "parquet"
-    payload_encoding: str = "base64"      # jsonl only: keys, values and header values
+    payload_encoding: str = "utf8"        # jsonl only: keys, values and header values (dump-log's default)
     include_payload: bool = True
     include_headers: bool = True
     compression: str = "snappy"           # parquet: the codec of every column
