@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 # ------------------------------------------------------------------ Arrow types
 INT8, INT32, INT64, STRING, BINARY, BOOL = "int8", "int32", "int64", "string", "binary", "bool"
+TIMESTAMP_MS = "timestamp_ms"      # Arrow timestamp(ms, UTC), Spark's TimestampType; JSON: epoch ms
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ RECORD = Kind("record", (
     Field("file", "the segment, as the `file` line names it", only=LOCATED),
     Field("offset", arrow=INT64),
     Field("timestamp", "epoch ms; with `--timestamps iso`, ISO-8601 UTC text (null for -1, no timestamp)",
-          INT64),
+          TIMESTAMP_MS),
     Field("timestamp_type", arrow=STRING),
     Field("key", "encoded string or null", BINARY),
     Field("value", "encoded string or null", BINARY),
