@@ -103,7 +103,13 @@ def _options(verify_index_only, index_sanity_check, max_message_size):
 
 
 def _check_log_beside(path: Path) -> None:
+    from kafkalog_cli.storage.segment import listed, was_listed
+
     log = path.with_name(path.name.split(".")[0] + ".log")
+    if was_listed(path):    # a live broker may have moved or removed the segment since the listing
+        listed([log])
+        if not log.exists():
+            return          # read where it went (its .deleted name), or as it stands without it
     if not log.exists():
         raise InputError(f"no {log.name} beside this index (its entries are checked against the log)",
                          path=str(path), position=0)
