@@ -65,6 +65,7 @@ def _sandbox(tmp: Path) -> dict[str, str]:
         "/etc/kafka/server.properties": str(props),
         "/var/log/": str(tmp / "log") + "/",
         "/data/kafka-parquet": str(tmp / "out" / "kafka-parquet"),
+        "/data/last-week": str(tmp / "out" / "last-week"),
         "/shared/kafka": str(data),
         "/shared/out": str(tmp / "shared-out" / "out"),
         "spark://m:7077": "local[1]",
