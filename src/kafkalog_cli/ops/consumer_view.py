@@ -33,6 +33,7 @@ READ_COMMITTED = "read_committed"
 ISOLATION_LEVELS = (READ_UNCOMMITTED, READ_COMMITTED)
 
 KEEP, SKIP, CUT, STOP = "keep", "skip", "cut", "stop"
+_UNBOUNDED = 1 << 63
 
 
 @dataclass(frozen=True)
@@ -78,10 +79,13 @@ class ConsumerView:
 
 
 def consumer_view(batches: Iterable, isolation: str, checkpointed_hw: int | None,
-                  checkpointed_log_start: int | None) -> ConsumerView:
+                  checkpointed_log_start: int | None, complete=True) -> ConsumerView:
     """The view of a partition from its batches in offset order (RecordBatch objects: only their
     headers are read, and a marker's key), its replication-offset-checkpoint entry and its
-    log-start-offset-checkpoint entry (None: no entry)."""
+    log-start-offset-checkpoint entry (None: no entry). `complete` (or what it returns, asked
+    once the batches are read) False: some batches could not
+    be read (damage); the high watermark is then not clamped to what was read, nor stood in for
+    by it, so reading the records meets the damage and says so rather than leaving them out."""
     from kafkalog_cli.formats.control import ControlRecordType
 
     first_base: int | None = None
@@ -113,7 +117,10 @@ def consumer_view(batches: Iterable, isolation: str, checkpointed_hw: int | None
     if first_base is None:
         leo = log_start
     known = checkpointed_hw is not None
-    hw = high_watermark_at_load(checkpointed_hw, log_start, leo) if known else leo
+    if complete() if callable(complete) else complete:
+        hw = high_watermark_at_load(checkpointed_hw, log_start, leo) if known else leo
+    else:
+        hw = high_watermark_at_load(checkpointed_hw, log_start) if known else _UNBOUNDED
     lso = min([first for _, first, marker, _ in txns if first < hw and (marker is None or marker >= hw)] + [hw])
     aborted: dict[int, list] = {}
     if isolation == READ_COMMITTED:
@@ -143,21 +150,23 @@ def views_for(refs, isolation: str) -> dict[str, ConsumerView]:
         hws, starts = roots[log_dir]
         tp = (segs[0].topic, segs[0].partition)
         segs.sort(key=lambda s: s.base_offset)
-        out[d] = consumer_view(_readable(segs, segment_batches), isolation, hws.get(tp), starts.get(tp))
+        damage: list = []
+        out[d] = consumer_view(_readable(segs, segment_batches, damage), isolation, hws.get(tp), starts.get(tp),
+                               complete=lambda: not damage)
     return out
 
 
-def _readable(segs, segment_batches):
-    """The batches of the segments in order, up to the first that does not read: the broker's
-    recovery would truncate the log there, so nothing after it is a consumer's."""
+def _readable(segs, segment_batches, damage: list):
+    """The batches of the segments in order; a segment's batches after one that does not read
+    are skipped, and `damage` gets the error (reading the records reports it, with its byte)."""
     from kafkalog_cli.errors import KafkalogError
 
-    try:
-        for s in segs:
+    for s in segs:
+        try:
             for _, b in segment_batches(s):
                 yield b
-    except KafkalogError:
-        return
+        except KafkalogError as e:
+            damage.append(e)
 
 
 def _root_entries(log_dir: str) -> tuple[dict, dict]:
