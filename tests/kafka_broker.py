@@ -26,11 +26,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: dict | None = None) -> dict:
+def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: dict | None = None,
+               kafka_home: str | None = None) -> dict:
     """Start a one-node KRaft broker on `log_dir`, run the kafka-python `script` with the
     bootstrap server and `args` as arguments, stop the broker (SIGTERM: a clean shutdown).
     `properties`: more broker properties. Returns the script's JSON output, the broker's ERROR lines
-    and its server.log."""
+    and its server.log. `kafka_home`: another Kafka distribution than KAFKA_HOME's."""
+    home = kafka_home or KAFKA_HOME
     props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
                  if "=" in line and not line.startswith("#"))
     node, port, ctl = props.get("node.id", "1"), _free_port(), _free_port()
@@ -52,7 +54,7 @@ log.cleaner.enable=false
     logs = work / "logs"
     env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
     with open(work / "stdout", "wb") as out:
-        broker = subprocess.Popen([str(Path(KAFKA_HOME, "bin", "kafka-server-start.sh")), str(config)], env=env,
+        broker = subprocess.Popen([str(Path(home, "bin", "kafka-server-start.sh")), str(config)], env=env,
                                   stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         server_log = logs / "server.log"
@@ -75,3 +77,17 @@ log.cleaner.enable=false
         except subprocess.TimeoutExpired:
             os.killpg(broker.pid, signal.SIGKILL)
             broker.wait()
+
+
+def format_log_dir(log_dir: Path, work: Path, kafka_home: str | None = None) -> None:
+    """kafka-storage.sh format: a new one-node KRaft cluster (node 1) on `log_dir`."""
+    ctl, port = _free_port(), _free_port()
+    cfg = work / "format.properties"
+    cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
+                   f"controller.listener.names=CONTROLLER\n"
+                   f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}\n"
+                   f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+                   f"log.dirs={log_dir}\n")
+    env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
+    subprocess.run([f"{kafka_home or KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg",
+                    "-c", str(cfg)], check=True, capture_output=True, env=env)

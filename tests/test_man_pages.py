@@ -51,6 +51,8 @@ EXIT_CODES = {
     "completion": (0, 2),
     "describe": (0, 2, 3, 4),
     "get-offsets": (0, 2, 3, 4),
+    "consumer-groups": (0, 2, 3, 4),
+    "metadata": (0, 2, 3, 4),
 }
 
 

@@ -30,6 +30,8 @@ COMMANDS: dict[str, str] = {
     "export": "kafkalog_cli.commands.export:command",
     "describe": "kafkalog_cli.commands.describe:command",
     "get-offsets": "kafkalog_cli.commands.get_offsets:command",
+    "consumer-groups": "kafkalog_cli.commands.consumer_groups:command",
+    "metadata": "kafkalog_cli.commands.metadata:command",
     "completion": "kafkalog_cli.commands.completion:command",
 }
 

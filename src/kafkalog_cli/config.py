@@ -696,56 +696,86 @@ def read_cluster_metadata(log_dir: Path | str) -> ClusterMetadata:
     """The topic and broker configs in `<log_dir>/__cluster_metadata-0`: the latest valid KRaft
     snapshot (`<end offset>-<epoch>.checkpoint`), then the log from the snapshot's end offset,
     up to the first invalid batch. Never raises for what it reads: damage is in the result."""
-    from kafkalog_cli.storage.partition import Partition
+    from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
 
     log_dir = Path(log_dir)
     node_id = _node_id(log_dir)
     meta = log_dir / METADATA_PARTITION_DIR
     if not meta.is_dir():
         return ClusterMetadata(MetadataState.ABSENT, node_id=node_id)
+    read = replay_metadata_log(meta, ConfigsImage)
+    image = read.image
+    state = MetadataState.DAMAGED if read.damage is not None else MetadataState.READ
+    return ClusterMetadata(state, image.topics, image.topic_configs, image.broker_configs, node_id,
+                           read.skipped or read.damage, read.snapshot)
+
+
+@dataclass
+class MetadataLogRead:
+    """What replay_metadata_log read: the image, the snapshot it started from (None: the log
+    from its start), where reading stopped (damage) or the first damaged snapshot skipped, and
+    the offset after the last record read."""
+
+    image: Any
+    snapshot: str | None
+    damage: MetadataDamage | None
+    skipped: MetadataDamage | None
+    next_offset: int
+
+
+def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> MetadataLogRead:
+    """Replay `meta` (a __cluster_metadata-0 dir) into `new_image()`: the latest snapshot that
+    reads whole (ending at or before `until` + 1), then the log's records from its end offset up
+    to `until` (None: the end), up to the first invalid batch. The image's `replay(record,
+    offset)` gets each decoded record (offset None inside a snapshot), `undecoded(offset, error)`
+    each record that does not decode. Never raises for what it reads: damage is in the result."""
+    from kafkalog_cli.storage.partition import Partition
+
     try:
         partition = Partition.open(meta)
         names = os.listdir(meta)
     except (KafkalogError, OSError) as e:
         damage = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}")
-        return ClusterMetadata(MetadataState.DAMAGED, node_id=node_id, damage=damage)
-    snapshots = sorted(((int(m.group(1)), n) for n in names if (m := _SNAPSHOT_NAME.fullmatch(n))), reverse=True)
-    image, start, used, skipped = _latest_valid_snapshot(meta, snapshots)
+        return MetadataLogRead(new_image(), None, damage, None, 0)
+    snapshots = sorted(((int(m.group(1)), n) for n in names if (m := _SNAPSHOT_NAME.fullmatch(n))
+                        and (until is None or int(m.group(1)) <= until + 1)), reverse=True)
+    image, start, used, skipped = _latest_valid_snapshot(meta, snapshots, new_image)
     damage = None
     for i, seg in enumerate(partition.segments):
-        damage, start = _replay(seg, image, start, tail_may_be_cut=i == len(partition.segments) - 1)
+        if until is not None and seg.base_offset > until:
+            break
+        damage, start = _replay(seg, image, start, tail_may_be_cut=i == len(partition.segments) - 1, until=until)
         if damage is not None:
             break
     if damage is None and snapshots and start < snapshots[0][0]:
         damage = skipped      # the records up to the damaged snapshot's end are nowhere else
-    state = MetadataState.DAMAGED if damage is not None else MetadataState.READ
-    return ClusterMetadata(state, image.topics, image.topic_configs, image.broker_configs, node_id,
-                           skipped or damage, used)
+    return MetadataLogRead(image, used, damage, skipped, start)
 
 
-def _latest_valid_snapshot(meta: Path, snapshots: list[tuple[int, str]]):
+def _latest_valid_snapshot(meta: Path, snapshots: list[tuple[int, str]], new_image):
     """(image, end offset, file name, the first damaged snapshot skipped) of the newest snapshot
     that reads whole; an empty image at offset 0 when none does."""
-    from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
     from kafkalog_cli.storage.segment import Segment
 
     skipped = None
     for end_offset, name in snapshots:
-        image = ConfigsImage()
+        image = new_image()
         damage, _ = _replay(Segment.from_file(meta / name), image, None, tail_may_be_cut=False)
         if damage is None:
             return image, end_offset, name, skipped
         skipped = skipped or damage
-    return ConfigsImage(), 0, None, skipped
+    return new_image(), 0, None, skipped
 
 
 cluster_metadata_configs = read_cluster_metadata   # the name ops and tests have used
 
 
-def _replay(seg, image, start: int | None, tail_may_be_cut: bool) -> tuple[MetadataDamage | None, int | None]:
-    """Replay one file's records at offsets >= `start` into `image` (`start` None: all of them,
-    for a snapshot, whose offsets are its own). The log's offsets must follow on from `start`
-    without a hole. Returns where the file stops being valid (or None) and the next offset."""
+def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
+            until: int | None = None) -> tuple[MetadataDamage | None, int | None]:
+    """Replay one file's records at offsets >= `start` (and <= `until`) into `image` (`start`
+    None: all of them, for a snapshot, whose offsets are its own). The log's offsets must follow
+    on from `start` without a hole. Returns where the file stops being valid (or None) and the
+    next offset."""
     from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.storage.segment import read_file
@@ -763,19 +793,25 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool) -> tuple[Metad
             if expected is not None and batch.last_offset < expected:
                 pos += batch.size
                 continue
+            if until is not None and batch.base_offset > until and (expected is None or expected > until):
+                return None, expected
             if expected is not None and batch.base_offset > expected:
                 return MetadataDamage(path, pos, f"offsets {expected} to {batch.base_offset - 1} are missing"), expected
             if not batch.is_control:
                 for rec in batch.records():
                     if rec.value is None or expected is not None and rec.offset < expected:
                         continue
+                    if until is not None and rec.offset > until:
+                        break
+                    offset = rec.offset if expected is not None else None
                     try:
                         record = decode_metadata_record(rec.value)
-                    except KafkalogError:
-                        continue                  # a record 3.3.1 cannot read sets no config
-                    image.replay(record)
+                    except KafkalogError as e:
+                        image.undecoded(offset, e)   # a record 3.3.1 cannot read sets no config
+                        continue
+                    image.replay(record, offset)
             if expected is not None:
-                expected = batch.last_offset + 1
+                expected = batch.last_offset + 1 if until is None else min(batch.last_offset, until) + 1
             pos = batch.position + batch.size
     except KafkalogError as e:
         at = e.position if e.position is not None else pos

@@ -739,3 +739,22 @@ def _unlink_quietly(path: Path) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def stage_copy(directory: Path, links: dict[str, Path], contents: dict[str, tuple[bytes, int | None]]) -> Path:
+    """A scratch copy of a partition dir outside every log dir, for planning (recover's overflow
+    split): `directory` created with `links` (name -> file, hard-linked where the file system
+    allows, else copied) and `contents` (name -> (bytes, mtime_ns or None)). Never inside a log
+    dir: the broker takes every directory there for a partition."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, src in links.items():
+        try:
+            os.link(src, directory / name)
+        except OSError:
+            shutil.copy2(src, directory / name)
+    for name, (data, mtime_ns) in contents.items():
+        (directory / name).write_bytes(data)
+        if mtime_ns is not None:
+            os.utime(directory / name, ns=(mtime_ns, mtime_ns))
+    return directory

@@ -269,7 +269,7 @@ class ConfigsImage:
     def topics(self) -> frozenset[str]:
         return frozenset(self.topic_ids.values())
 
-    def replay(self, rec: MetadataRecord) -> None:
+    def replay(self, rec: MetadataRecord, offset: int | None = None) -> None:
         d = rec.data
         if rec.api_key == 2:      # TOPIC_RECORD
             self.topic_ids[d["topicId"]] = d["name"]
@@ -289,6 +289,9 @@ class ConfigsImage:
                 configs.pop(d["name"], None)
             else:
                 configs[d["name"]] = d["value"]
+
+    def undecoded(self, offset: int | None, error: Exception) -> None:
+        """A record that does not decode sets no config."""
 
 
 def topic_configs(values: Iterable[bytes | memoryview | None]) -> dict[str, dict[str, str]]:
