@@ -175,19 +175,13 @@ def _root_entries(log_dir: str) -> tuple[dict, dict]:
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.formats.checkpoints import parse_offset_checkpoint
     from kafkalog_cli.storage import names
-    from kafkalog_cli.storage.remote import read_whole
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.remote import read_any
 
     out = []
     for name in (names.REPLICATION_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT):
         path = f"{log_dir}/{name}"
         try:
-            if is_remote(path):
-                data = read_whole(path)
-            else:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            out.append(parse_offset_checkpoint(data, path=path))
+            out.append(parse_offset_checkpoint(read_any(path), path=path))
         except (OSError, KafkalogError):
             out.append({})
     return out[0], out[1]

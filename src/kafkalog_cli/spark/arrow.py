@@ -301,17 +301,11 @@ def broker_id(log_dir: str | None) -> int | None:
         return None
     from kafkalog_cli.config import node_id_of
     from kafkalog_cli.formats.checkpoints import parse_properties
-    from kafkalog_cli.storage.remote import read_whole
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.remote import read_any
 
     path = f"{log_dir}/meta.properties"
     try:
-        if is_remote(path):
-            data = read_whole(path)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        return node_id_of(parse_properties(data, path=path))
+        return node_id_of(parse_properties(read_any(path), path=path))
     except (OSError, KafkalogError):
         return None
 

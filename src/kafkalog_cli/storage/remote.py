@@ -341,3 +341,12 @@ def segment_batches(ref):
                 yield off, b
     finally:
         chunks.close()
+
+
+def read_any(path: str) -> bytes:
+    """A small file's bytes, local or remote (a log dir's meta.properties, its checkpoints);
+    OSError or KafkalogError when it cannot be read."""
+    if is_remote(path):
+        return read_whole(path)
+    with open(path, "rb") as fh:
+        return fh.read()
