@@ -720,12 +720,35 @@ class Segment:
         if not os.path.lexists(path):
             return []
         parse = parse_time_index if suffix == TIME_INDEX_SUFFIX else parse_offset_index
-        buf = map_file(path)
-        try:
-            return parse(buf, self.base_offset)
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+        from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+
+        size = TIME_ENTRY_SIZE if suffix == TIME_INDEX_SUFFIX else OFFSET_ENTRY_SIZE
+        return parse(_entries_prefix(path, size), self.base_offset)
+
+
+def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
+    """An index file's bytes up to the first chunk that ends in a zero slot (the preallocated
+    tail, where parsing stops), read with pread 64 KiB at a time. Not an mmap: a live broker
+    trims the active segment's preallocated index when it rolls (LogSegment.onBecomeInactiveSegment),
+    and a mapping read past the new end is a SIGBUS. A file gone since is empty."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return b""
+    out = bytearray()
+    try:
+        while True:
+            chunk = os.pread(fd, 1 << 16, len(out))
+            if not chunk:
+                break
+            out += chunk
+            n = len(out) - len(out) % entry_size
+            if n > entry_size and not any(out[n - entry_size:n]):
+                del out[n:]         # whole entries, the zero slot last
+                break
+    finally:
+        os.close(fd)
+    return bytes(out)
 
 
 def appended_offset_of_max_timestamp(batch: "RecordBatch") -> int:
