@@ -66,6 +66,9 @@ def _sandbox(tmp: Path) -> dict[str, str]:
         "/var/log/": str(tmp / "log") + "/",
         "/data/kafka-parquet": str(tmp / "out" / "kafka-parquet"),
         "/data/last-week": str(tmp / "out" / "last-week"),
+        "/var/lib/kafka/meta": str(data),
+        "orders-app": "oracle-group",       # the sample dir's consumer group
+        "--at-offset 1200": "--at-offset 200",  # within the sample dir's metadata log
         "/shared/kafka": str(data),
         "/shared/out": str(tmp / "shared-out" / "out"),
         "spark://m:7077": "local[1]",

@@ -18,7 +18,9 @@ GARBAGE = FIXTURES / "corpus" / "broker" / "recover" / "tail-garbage" / "before"
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["export", *map(str, args)], catch_exceptions=False)
+    """export's raw view (--include-control): every record of the files, dump-log's; what a
+    consumer gets is tests/spark/test_consumer_view.py's."""
+    return CliRunner().invoke(cli, ["export", *map(str, args), "--include-control"], catch_exceptions=False)
 
 
 def tree(root: Path) -> dict[str, bytes]:
