@@ -175,12 +175,14 @@ def test_kafka_options_map_onto_kafkalogs():
 
 def test_spark_source_is_a_consumer_and_speaks_kafkas_options(spark):
     path = str(EXAMPLES)
-    read = spark.read.format("kafkalog")
-    assert [r.offset for r in read.option("topic", "txn").load(path).orderBy("offset").collect()] == [
+    def read():     # a DataFrameReader keeps its options: a new one each time
+        return spark.read.format("kafkalog").option("topic", "txn")
+
+    assert [r.offset for r in read().load(path).orderBy("offset").collect()] == [
         0, 1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13]
-    assert [r.offset for r in read.option("topic", "txn").option("isolationLevel", "read_committed").load(path)
+    assert [r.offset for r in read().option("isolationLevel", "read_committed").load(path)
             .orderBy("offset").collect()] == [0, 1, 2, 3, 4, 11, 12, 13]
-    assert read.option("topic", "txn").option("includeControl", "true").load(path).count() == 15
+    assert read().option("includeControl", "true").load(path).count() == 15
     # a batch job written for format("kafka"), with only the format and the path changed
     df = (spark.read.format("kafkalog").option("kafka.bootstrap.servers", "broker:9092").option("subscribe", "txn")
           .option("kafka.isolation.level", "read_committed").option("startingOffsets", '{"txn": {"0": 3}}')
