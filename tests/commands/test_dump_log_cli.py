@@ -24,7 +24,8 @@ def test_json_batches_and_records_carry_the_documented_fields(runner):
     assert list(batch)[:4] == ["kind", "file", "base_offset", "last_offset"]
     assert batch["codec"] == "gzip" and batch["is_transactional"] is True and batch["crc"] == batch["computed_crc"]
     record = next(o for o in objs if o["kind"] == "record")
-    assert record == {"kind": "record", "offset": 0, "timestamp": 1795247595747, "timestamp_type": "CreateTime",
+    assert record == {"kind": "record", "topic": "txn", "partition": 0,
+                      "file": str(EXAMPLES / "txn-0" / "00000000000000000000.log"), "offset": 0, "timestamp": 1795247595747, "timestamp_type": "CreateTime",
                       "key": "t-commit-0", "value": "txn-commit-0", "headers": [], "sequence": 0, "base_offset": 0,
                       "producer_id": 1, "producer_epoch": 0, "is_transactional": True, "is_control": False}
     markers = [o["control"] for o in objs if o["kind"] == "record" and o["is_control"]]

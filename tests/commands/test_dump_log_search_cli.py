@@ -87,8 +87,9 @@ def test_no_match_is_exit_0_with_the_files_and_no_batch():
 def test_search_with_topic_over_a_log_dir():
     r = invoke("dump-log", EXAMPLES, "--topic", "codec-*", "--key", "k042", "--format", "json")
     assert r.exit_code == 0, r.output
-    assert [(Path(o["file"]).parent.name if "file" in o else None, o["offset"]) for o in records(r.stdout)] == [
-        (None, 42)] * 5
+    # issue 26 (9): each record line names its topic, partition and file, not only the batch line
+    found = [(o["topic"], o["partition"], Path(o["file"]).parent.name, o["offset"]) for o in records(r.stdout)]
+    assert found == [(f"codec-{c}", 0, f"codec-{c}-0", 42) for c in ("gzip", "lz4", "none", "snappy", "zstd")]
     files = [json.loads(line)["file"] for line in r.stdout.splitlines() if json.loads(line)["kind"] == "file"]
     assert [Path(f).parent.name for f in files] == ["codec-gzip-0", "codec-lz4-0", "codec-none-0", "codec-snappy-0",
                                                      "codec-zstd-0"]

@@ -35,7 +35,7 @@ def dump_json(path: Path, deep: bool) -> tuple[int, list[dict], str]:
 def expected_record(obj: dict) -> dict:
     """A JSON record line as a DataFrame row holds it: payloads as bytes, every column present."""
     unhex = lambda v: None if v is None else bytes.fromhex(v)  # noqa: E731
-    out = {k: v for k, v in obj.items() if k != "kind"}
+    out = {k: v for k, v in obj.items() if k not in ("kind", "topic", "partition", "file")}
     for k in ("key", "value"):
         out[k] = unhex(out[k])
     out["headers"] = [{"key": h["key"], "value": unhex(h["value"])} for h in out["headers"]]
@@ -47,8 +47,20 @@ def expected_record(obj: dict) -> dict:
 WHERE = ("topic", "partition", "segment", "log_dir", "broker_id")    # where a row comes from
 
 
+def millis(t) -> int:
+    """An Arrow/Spark timestamp (a datetime, aware or naive UTC) as epoch milliseconds."""
+    from datetime import datetime, timezone
+
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    d = t - datetime(1970, 1, 1, tzinfo=timezone.utc)
+    return (d.days * 86_400 + d.seconds) * 1000 + d.microseconds // 1000
+
+
 def actual_record(row: dict) -> dict:
     out = {k: v for k, v in row.items() if k not in WHERE}
+    if "timestamp" in out:
+        out["timestamp"] = millis(out["timestamp"])
     if out.get("control") is not None:
         out["control"] = {k: v for k, v in out["control"].items() if v is not None}
     return out

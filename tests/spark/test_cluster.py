@@ -108,10 +108,10 @@ def test_verify_crc_with_relative_paths_on_a_cluster(cluster, shared):
 
 
 def test_export_with_relative_paths_on_a_cluster_is_the_local_export(cluster, shared, tmp_path):
-    local = kafkalog(shared, "export", "data", str(tmp_path / "local"), "--to", "parquet")
+    local = kafkalog(shared, "export", "data", str(tmp_path / "local"), "--to", "parquet", "--include-control")
     assert local.returncode == 0, local.stderr
     out = f"out-{os.getpid()}"
-    on_cluster = kafkalog(shared, "export", "data", out, "--to", "parquet", "--engine", "spark",
+    on_cluster = kafkalog(shared, "export", "data", out, "--to", "parquet", "--include-control", "--engine", "spark",
                           "--master", cluster, "--conf", "spark.executor.memory=512m", tmp=tmp_path / "tmp")
     assert on_cluster.returncode == 0, on_cluster.stderr
     assert on_cluster.stdout == f"exported 675 records from 4 segments to {shared / out}\n"

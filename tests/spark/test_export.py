@@ -11,14 +11,16 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.spark.helpers import FIXTURES, dump_json, expected_record
+from tests.spark.helpers import FIXTURES, dump_json, expected_record, millis
 
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 GARBAGE = FIXTURES / "corpus" / "broker" / "recover" / "tail-garbage" / "before"
 
 
 def run(*args):
-    return CliRunner().invoke(cli, ["export", *map(str, args)], catch_exceptions=False)
+    """export's raw view (--include-control): every record of the files, dump-log's; what a
+    consumer gets is tests/spark/test_consumer_view.py's."""
+    return CliRunner().invoke(cli, ["export", *map(str, args), "--include-control"], catch_exceptions=False)
 
 
 def tree(root: Path) -> dict[str, bytes]:
@@ -54,6 +56,7 @@ def test_parquet_round_trip_holds_what_dump_log_prints(parquet_local):
         assert (row.pop("log_dir"), row.pop("broker_id")) == (str(BASIC), None)   # no meta.properties
         if row["control"] is not None:
             row["control"] = {k: v for k, v in row["control"].items() if v is not None}
+        row["timestamp"] = millis(row["timestamp"])     # a Parquet timestamp (ms, UTC)
         got.setdefault(tp, []).append(row)
     want = {}
     for rec in dump_records(BASIC):
@@ -76,15 +79,16 @@ def test_spark_engine_writes_the_same_bytes(spark, parquet_local, tmp_path):
 
 def test_parquet_reads_back_in_spark_as_the_data_source_table(spark, parquet_local):
     back = spark.read.parquet(str(parquet_local)).orderBy("topic", "partition", "segment", "offset")
-    src = spark.read.format("kafkalog").load(str(BASIC)).orderBy("topic", "partition", "segment", "offset")
+    src = spark.read.format("kafkalog").option("includeControl", "true").load(str(BASIC)).orderBy("topic", "partition", "segment", "offset")
     cols = [c for c in src.columns if c != "partition"]
     assert back.select(*cols).collect() == src.select(*cols).collect()
 
 
 def test_jsonl_round_trip_and_same_bytes_from_spark(spark, tmp_path):
     local, sparked = tmp_path / "local.jsonl", tmp_path / "spark.jsonl"
-    assert run(BASIC, local, "--to", "jsonl").exit_code == 0
-    assert run(BASIC, sparked, "--to", "jsonl", "--engine", "spark", "--master", "local[2]").exit_code == 0
+    assert run(BASIC, local, "--to", "jsonl", "--payload-encoding", "base64").exit_code == 0
+    assert run(BASIC, sparked, "--to", "jsonl", "--payload-encoding", "base64", "--engine", "spark",
+               "--master", "local[2]").exit_code == 0
     assert local.read_bytes() == sparked.read_bytes()
     lines = [json.loads(x) for x in local.read_text().splitlines()]
     want = dump_records(BASIC)
@@ -162,7 +166,7 @@ def test_swapped_arguments_never_touch_the_log_dir(tmp_path):
 
 def test_jsonl_to_standard_output(tmp_path):
     r = CliRunner().invoke(cli, ["export", str(BASIC / "txn-0"), "-", "--to", "jsonl",
-                                                 "--payload-encoding", "utf8"], catch_exceptions=False)
+                                                 "--payload-encoding", "utf8", "--include-control"], catch_exceptions=False)
     assert r.exit_code == 0, r.stderr
     lines = [json.loads(ln) for ln in r.stdout.splitlines()]
     assert len(lines) == 15 and lines[0]["key"] == "t-commit-0" and lines[0]["topic"] == "txn"

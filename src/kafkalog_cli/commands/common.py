@@ -16,8 +16,10 @@ def read_options(f):
     decorators = [
         format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
         click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
-                     show_default=True, help="JSON only (with --format kafka it is ignored, with a warning): "
-                                             "how keys, values and header values are written."),
+                     show_default=True, help="--format json only (with --format text it is ignored, with a warning): "
+                                             "how keys, values and header values are written: utf8 (as "
+                                             "kafka-dump-log decodes them; the default of export --to jsonl too), "
+                                             "hex or base64 (exact bytes)."),
         click.option("--from-offset", type=int, default=None, help="Start at the batch holding this offset (found through the offset index)."),
         click.option("--to-offset", type=int, default=None, help="Stop after this offset."),
         click.option("--from-time", default=None, metavar="MS|ISO-8601",

@@ -34,7 +34,7 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
     PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
-    (every partition's). In --format kafka the output is kafka-dump-log 3.3.1's, byte for byte,
+    (every partition's). In the default --format text the output is kafka-dump-log 3.3.1's, byte for byte,
     including the mismatch and time-index reports it prints on stderr after all files.
 
     \b
@@ -138,7 +138,13 @@ def _options(verify_index_only, index_sanity_check, max_message_size):
 
 
 def _check_log_beside(path: Path) -> None:
+    from kafkalog_cli.storage.segment import listed, was_listed
+
     log = path.with_name(path.name.split(".")[0] + ".log")
+    if was_listed(path):    # a live broker may have moved or removed the segment since the listing
+        listed([log])
+        if not log.exists():
+            return          # read where it went (its .deleted name), or as it stands without it
     if not log.exists():
         raise InputError(f"no {log.name} beside this index (its entries are checked against the log)",
                          path=str(path), position=0)

@@ -47,6 +47,10 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
               help="As --key-decoder-class, for values.")
 @read_options
+@click.option("--timestamps", type=click.Choice(["ms", "iso"]), default="ms", show_default=True,
+              help="--format json: timestamps (a record's, a batch's base and max) as epoch milliseconds, or as "
+                   "ISO-8601 UTC text with milliseconds (2024-05-01T12:00:00.123Z; null for -1, no timestamp). "
+                   "With --format text it is ignored, with a warning.")
 @partition_filter_options
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
@@ -54,17 +58,19 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
             cluster_metadata_decoder, metadata_decoder_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,
             from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
-            value_regex, limit, jobs, only):
+            value_regex, limit, jobs, timestamps, only):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
     .snapshot files and KRaft .checkpoint snapshots, chosen by suffix as Kafka does. A partition
     dir stands for its .log files in offset order; a log dir for those of every partition.
 
-    In the default --format kafka the output is byte for byte what kafka-dump-log 3.3.1 prints;
+    In the default --format text the output is byte for byte what kafka-dump-log 3.3.1 prints;
     where Kafka would die with a stack trace, one line on stderr says why, with the file and
     byte position, and the exit code is non-zero. --format json stops at the same files, with the
-    same line and exit code.
+    same line and exit code; its record lines name their topic, partition and file, and keys,
+    values and header values are UTF-8 text by default (--payload-encoding, the same default as
+    `export --to jsonl`).
 
     A log dir stands for the logs a broker loads: live and -future partition dirs; a -delete or
     -stray dir is not read (a note on stderr says so). A dir that is neither a log dir nor a
@@ -86,6 +92,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
       kafkalog dump-log --files 00000000000000000000.log --print-data-log
       kafkalog dump-log /var/lib/kafka/data/orders-3 --format json --from-time 2024-05-01T00:00Z
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
+      kafkalog dump-log /var/lib/kafka/data --format json --key user-42 --timestamps iso | jq '[.topic, .partition, .offset, .timestamp]'
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
     """
     given = [f for group in files for f in group.split(",") if f] + list(paths)
@@ -122,9 +129,10 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
     ctx = click.get_current_context()
-    if fmt == "text" and ctx.get_parameter_source("payload_encoding") not in (None, click.core.ParameterSource.DEFAULT):
-        click.echo("kafkalog: warning: --payload-encoding applies to --format json only; "
-                   "--format kafka prints payloads as kafka-dump-log does", err=True)
+    for name, option in (("payload_encoding", "--payload-encoding"), ("timestamps", "--timestamps")):
+        if fmt == "text" and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+            click.echo(f"kafkalog: warning: {option} applies to --format json only; "
+                       "--format text prints records as kafka-dump-log does", err=True)
     from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
@@ -162,7 +170,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
                    else "share_group_state" if share_group_state_decoder else None)
         dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
                   payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
-                  jobs=jobs_or_cores(jobs))
+                  jobs=jobs_or_cores(jobs), timestamps=timestamps)
         return
 
     opts = DumpOptions(

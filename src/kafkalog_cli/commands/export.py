@@ -18,8 +18,23 @@ from kafkalog_cli.spark.cli_options import engine_options
 @engine_options(remote=True)
 @jobs_option("With --engine local: worker processes (0: one per core).")
 @partition_filter_options
-@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="base64",
-              show_default=True, help="jsonl: how keys, values and header values are written.")
+@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
+              show_default=True, help="jsonl: how keys, values and header values are written; utf8 is dump-log --format json's "
+                   "default too (lossy for binary payloads: invalid UTF-8 becomes U+FFFD, as kafka-dump-log "
+                   "prints it); hex and base64 keep the exact bytes.")
+@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]),
+              default="read_uncommitted", show_default=True,
+              help="As a consumer's isolation.level: read_uncommitted returns the records up to the high "
+                   "watermark; read_committed also leaves out aborted transactions' records and stops at the "
+                   "last stable offset. Control records (transaction markers) are never returned.")
+@click.option("--include-control", is_flag=True,
+              help="The raw view: every record of the files, control records and aborted ones included, and "
+                   "past the high watermark: the records dump-log --format json --deep-iteration prints.")
+@click.option("--from-offset", type=int, default=None, help="Only records at or after this offset.")
+@click.option("--to-offset", type=int, default=None, help="Only records at or before this offset.")
+@click.option("--from-time", default=None, metavar="MS|ISO-8601",
+              help="Only records stamped at or after this (epoch ms, or ISO-8601: UTC without an offset).")
+@click.option("--to-time", default=None, metavar="MS|ISO-8601", help="Only records stamped at or before this.")
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
 @click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
@@ -30,7 +45,8 @@ from kafkalog_cli.spark.cli_options import engine_options
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
 @format_option("How the summary is printed.")
-def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_payload, no_headers, compression,
+def command(paths, out, to, engine, master, jobs, only, payload_encoding, isolation_level, include_control,
+            from_offset, to_offset, from_time, to_time, no_payload, no_headers, compression,
             row_group_rows, overwrite, fmt):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
@@ -40,10 +56,19 @@ def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_pay
     whose copy a row is; when a topic-partition is in several log dirs, the Parquet tree has
     a log_dir=<dir> level under partition=<n>.
 
+    The records are those a Kafka consumer of each partition is returned, from its log start
+    offset: no control records (transaction markers), nothing at or above the high watermark
+    (the log dir's replication-offset-checkpoint; without an entry, the log end offset stands
+    in, with a note on stderr); with --isolation-level read_committed no record of an aborted
+    transaction either, and nothing from the last stable offset on, as `transactions` shows it.
+    --include-control is the raw view: every record in the files. --from-offset, --to-offset,
+    --from-time and --to-time keep the records within them (bounds included).
+
     The columns are those of the `kafkalog` Spark data source and of `dump-log --format json`:
     offset, timestamp, timestamp_type, key, value, headers, sequence, base_offset, producer_id,
     producer_epoch, is_transactional, is_control (crc and is_valid for legacy records, control
     for transaction markers) and segment; in Parquet, topic and partition are the directories.
+    timestamp is an Arrow/Parquet timestamp (milliseconds, UTC); in JSON Lines, epoch ms.
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
     renamed into place when complete. A log dir's -delete and -stray partition dirs are not
     exported (a note on stderr); -future ones are, as the logs a broker loads.
@@ -56,8 +81,10 @@ def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_pay
     \b
     Examples:
       kafkalog export /var/lib/kafka/data --to parquet /data/kafka-parquet
-      kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding utf8
-      kafkalog export orders-3 --to jsonl - --payload-encoding utf8 | jq .value
+      kafkalog export orders-3 --to jsonl orders-3.jsonl --payload-encoding base64
+      kafkalog export orders-3 --to jsonl - | jq .value
+      kafkalog export /var/lib/kafka/data --topic orders --isolation-level read_committed \\
+          --from-time 2024-05-01 --to-time 2024-05-08 --to parquet last-week
       kafkalog export /shared/kafka --to parquet /shared/out --engine spark --master spark://m:7077
       kafkalog export 's3a://backups/kafka/*' --topic 'orders-*' --to parquet out --compression zstd
     """
@@ -70,10 +97,22 @@ def command(paths, out, to, engine, master, jobs, only, payload_encoding, no_pay
     for d, kind in left_out_of(paths):
         note(d, kind)
 
+    from kafkalog_cli.commands.common import parse_time_option
+
+    from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
+    for lo, hi, names in ((from_offset, to_offset, "--from-offset {} is after --to-offset {}"),
+                          (from_ms, to_ms, "--from-time {} is after --to-time {}")):
+        if lo is not None and hi is not None and lo > hi:
+            raise click.UsageError(names.format(lo, hi) + ": nothing can match.")
+    if include_control and isolation_level == "read_committed":
+        raise click.UsageError("--include-control is the raw view (read_uncommitted, every record); "
+                               "it excludes --isolation-level read_committed.")
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
-                         include_headers=not no_headers, compression=compression, row_group_rows=row_group_rows)
+                         include_headers=not no_headers, compression=compression, row_group_rows=row_group_rows,
+                         isolation_level=isolation_level, include_control=include_control,
+                         from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms)
     summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite,
-                     only=only)
+                     only=only, on_note=lambda text: click.echo(f"kafkalog: note: {text}", err=True))
     to_stderr = out == "-"      # stdout carries the records
     if fmt == "json":
         click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)

@@ -21,10 +21,13 @@ from kafkalog_cli.render.transactions import hanging_table, partition_tables
                    "a candidate (find-hanging's --max-transaction-timeout). 30m, 2h, 1d12h.")
 @click.option("--producers", is_flag=True, help="Text: also list every active producer (describe-producers).")
 @now_option
+@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The broker's server.properties: its producer.id.expiration.ms decides which producers have "
+                   "expired (without it: __cluster_metadata's broker config, else Kafka's default, 1 day).")
 @format_option("text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "
                "transaction).")
 @partition_filter_options
-def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
+def command(paths, find_hanging, max_age, producers, now_ms, server_properties, fmt, only):
     """What a broker knows of each partition's producers and transactions, from the files: the
     producer state rebuilt from the latest producer snapshot and the log after it (without the
     producers expired at --now), the open transactions with their first offset and the time since
@@ -41,7 +44,15 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
     __transaction_state partitions among the PATHs (all of them are needed: a transactional id
     lives in one); without any, every candidate is reported (coordinator_state null), as nothing
     tells a slow transaction from a hanging one. What the live coordinator would do next (abort on
-    its transaction timeout) cannot be known from files.
+    its transaction timeout) cannot be known from files. Each hanging transaction gets a
+    `kafkalog: next:` line on stderr (json: abort_command) with kafka-transactions.sh's abort
+    for it: `abort --topic T --partition P --start-offset N` (brokers 3.0 and later), or with
+    --producer-id, --producer-epoch and --coordinator-epoch before 3.0.
+
+    Producers expired at the clock (--now, else the system clock: no open transaction and idle
+    longer than producer.id.expiration.ms, from --server-properties, __cluster_metadata or Kafka's
+    default) are not shown, as the broker expires them; a `kafkalog: note:` line on stderr counts
+    them (json: expired_producer_ids).
 
     \b
     Exit codes: 0 done (no hanging transaction with --find-hanging); 1 --find-hanging found
@@ -53,12 +64,16 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
     from kafkalog_cli.ops import transactions as ops
     from kafkalog_cli.storage.logdir import select_partition_dirs
 
+    from kafkalog_cli.config import read_server_properties
+
     now = now_or_clock(now_ms)
+    clock = "--now" if now_ms is not None else "the system clock; --now MS reads the files as of another time"
+    broker = read_server_properties(server_properties) if server_properties is not None else None
     groups = select_partition_dirs(paths, only=only).groups
     results: list[tuple[Path, ops.PartitionTransactions]] = []
     failed = 0          # a partition that cannot be read does not hide the others
     for log_dir, dirs in groups.items():
-        resolver = ConfigResolver.of_log_dir(log_dir)
+        resolver = ConfigResolver.of_log_dir(log_dir, server_properties=broker)
         for partition in ops.read_partitions(log_dir, dirs):
             if partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC or not partition.segments:
                 continue
@@ -71,6 +86,13 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
                 continue
             for note in pt.notes:
                 click.echo(f"kafkalog: warning: {note}", err=True)
+            if pt.expired:
+                expiration = resolver.for_topic(partition.topic_partition.topic).source("producer.id.expiration.ms")
+                click.echo(f"kafkalog: note: {pt.name}: {len(pt.expired)} producer(s) in the files not shown "
+                           f"(producer id {', '.join(str(p.producer_id) for p in pt.expired)}): expired at the clock "
+                           f"used, {_iso(now)} ({clock}): no open transaction and no write for "
+                           f"longer than {expiration}, as the broker expires them (describe lists every producer in the files, "
+                           f"without a clock)", err=True)
             if pt.damage is not None:
                 click.echo(f"kafkalog: {pt.damage.line()}", err=True)
                 failed = failed or int(pt.damage.exit_code)
@@ -83,6 +105,8 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
                 click.echo(json.dumps(h.to_json()))
         else:
             click.echo(hanging_table(hanging), nl=False)
+            for h in hanging:
+                click.echo(_next_step(h), err=True)
         failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
     elif fmt == "json":
         for log_dir, pt in results:
@@ -91,6 +115,24 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
         click.echo(partition_tables([pt for _, pt in results], producers), nl=False)
     if failed:
         click.get_current_context().exit(failed)
+
+
+def _next_step(h) -> str:
+    """What to do about a hanging transaction, with the broker running (kafkalog writes no marker)."""
+    t = h.txn
+    out = (f"kafkalog: next: {t.topic}-{t.partition}: the transaction from offset {t.start_offset} holds the last "
+           f"stable offset (read_committed consumers stop there); with the broker running, abort it with "
+           f"`{h.abort_command}` (brokers 3.0 and later; before 3.0: `{h.abort_command_before_3_0}`), "
+           f"which makes the partition's leader write the ABORT marker")
+    if h.describe_command:
+        out += f"; `{h.describe_command}` shows what the coordinator holds first"
+    return out
+
+
+def _iso(ms: int) -> str:
+    from kafkalog_cli.render.jsonl import iso_time
+
+    return iso_time(ms) or str(ms)
 
 
 def _coordinator(paths, ops):

@@ -55,7 +55,7 @@ from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, PartitionSelec
                                         select_partition_dirs)
 from kafkalog_cli.storage.names import PartitionFilter
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
-from kafkalog_cli.storage.segment import read_file
+from kafkalog_cli.storage.segment import read_file, read_listed
 
 # the configs describe shows: what decides what retention and the cleaner remove
 SHOWN_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes")
@@ -100,8 +100,11 @@ def producer_facts(part: Partition, log_end_offset: int) -> ProducerFacts:
         if off > log_end_offset or off <= log_start:
             continue
         path = part.snapshot_path(off)
+        data = read_listed(path)
+        if data is None:        # removed by a live broker since the listing (noted)
+            continue
         try:
-            state = ProducerState.from_snapshot(read_file(path), 0, _NEVER_EXPIRES, str(path))
+            state = ProducerState.from_snapshot(data, 0, _NEVER_EXPIRES, str(path))
         except KafkalogError as e:
             skipped.append(e.line())
             continue

@@ -37,6 +37,7 @@ from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+_NEVER = 1 << 62        # an expiration no producer reaches
 KRAFT_METADATA_TOPIC = "__cluster_metadata"     # the controller's log: no producer, no transaction
 # DescribeTransactions lists a transaction's partitions in these states: the coordinator still
 # writes their markers (TransactionsCommand.filterHangingTransactions)
@@ -103,6 +104,7 @@ class PartitionTransactions:
     open: list[OpenTransaction] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)      # producer snapshots that could not be used
     damage: KafkalogError | None = None    # the active segment's tail that is not a batch (what follows is read up to it)
+    expired: list[ProducerEntry] = field(default_factory=list)   # in the state, expired at now_ms (not shown)
 
     @property
     def stable_bound(self) -> str:
@@ -114,6 +116,7 @@ class PartitionTransactions:
                 "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
                 "stable_bound": self.stable_bound,
                 "producers": [producer_json(p) for p in self.producers],
+                "expired_producer_ids": [p.producer_id for p in self.expired],
                 "open_transactions": [t.to_json() for t in self.open]}
 
 
@@ -148,7 +151,8 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
     notes: list[str] = []
 
     def rebuild(upto: int) -> ProducerState:
-        return rebuild_producer_state(partition.directory, segments, upto, now_ms=now_ms, expiration_ms=expiration_ms,
+        # every producer kept (as describe reads them); those expired at now_ms are told apart below
+        return rebuild_producer_state(partition.directory, segments, upto, now_ms=now_ms, expiration_ms=_NEVER,
                                       log_start=log_start, ignored=lambda message, f: notes.append(f"{f}: {message}"))
 
     if bound >= leo:        # the usual case: the state at the log end offset (its snapshot, when there is one)
@@ -164,10 +168,12 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
     active = [e for e in tracked.entries.values()
               if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms]
     active.sort(key=lambda e: e.producer_id)
+    kept = {e.producer_id for e in active}
+    expired = sorted((e for e in tracked.entries.values() if e.producer_id not in kept), key=lambda e: e.producer_id)
     open_txns = [OpenTransaction(tp.topic, tp.partition, e, now_ms) for e in active if e.current_txn_first_offset >= 0]
     open_txns.sort(key=lambda t: t.start_offset)
     return PartitionTransactions(partition.name, tp.topic, tp.partition, log_start, leo, hw, lso, active, open_txns,
-                                 notes, tail_damage(segments[-1]))
+                                 notes, tail_damage(segments[-1]), expired)
 
 
 def tail_damage(seg: Segment) -> KafkalogError | None:
@@ -204,11 +210,34 @@ class Hanging:
     coordinator: CoordinatorTransaction | None
     reason: str
 
+    @property
+    def abort_command(self) -> str:
+        """kafka-transactions.sh's abort (TransactionsCommand.AbortTransactionCommand), for brokers
+        3.0 and later: the partition's leader writes the ABORT marker, and the LSO moves on."""
+        t = self.txn
+        return (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {t.topic} "
+                f"--partition {t.partition} --start-offset {t.start_offset}")
+
+    @property
+    def abort_command_before_3_0(self) -> str:
+        p = self.txn.producer
+        return (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {self.txn.topic} "
+                f"--partition {self.txn.partition} --producer-id {p.producer_id} --producer-epoch {p.epoch} "
+                f"--coordinator-epoch {p.coordinator_epoch}")
+
+    @property
+    def describe_command(self) -> str | None:
+        c = self.coordinator
+        return (None if c is None else
+                f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}")
+
     def to_json(self) -> dict:
         c = self.coordinator
         return {"kind": "hanging_transaction", **self.txn.to_json(),
                 "transactional_id": c.transactional_id if c else None,
-                "coordinator_state": c.metadata.state.name if c else None, "reason": self.reason}
+                "coordinator_state": c.metadata.state.name if c else None, "reason": self.reason,
+                "abort_command": self.abort_command, "abort_command_before_3_0": self.abort_command_before_3_0,
+                "describe_command": self.describe_command}
 
 
 def find_hanging(txns: Iterable[OpenTransaction], max_age_ms: int,

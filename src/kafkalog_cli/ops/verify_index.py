@@ -21,7 +21,7 @@ from kafkalog_cli.formats.indexes import (
 )
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.names import offset_from_name
-from kafkalog_cli.storage.segment import map_file, read_file
+from kafkalog_cli.storage.segment import listed, map_file, read_file, was_listed
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # kafka-dump-log's --max-message-size
 
@@ -90,7 +90,12 @@ def start_offset_of(path: Path) -> int:
 
 
 def _beside(path: Path, suffix: str) -> Path:
-    return path.with_name(path.name.split(".")[0] + suffix)
+    """The segment's file with `suffix`. Beside a listed index, listed too: a live broker moves a
+    segment's files together (storage.segment.followed)."""
+    other = path.with_name(path.name.split(".")[0] + suffix)
+    if was_listed(path):
+        listed([other])
+    return other
 
 
 def check_offset_index(path: Path, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, *,

@@ -25,7 +25,9 @@ from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
     PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges,
 )
-from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
+from kafkalog_cli.render.schema import (
+    BATCH, CONTROL_RECORD, FILE, LEGACY, LOCATED, RECORD, TRAILING_BYTES, UNKNOWN_FILE,
+)
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
@@ -54,6 +56,20 @@ def payload_text(encoding: str) -> Callable[[bytes], str]:
 def payload_encoder(encoding: str) -> Callable[[bytes | None], str | None]:
     text = payload_text(encoding)
     return lambda b: None if b is None else text(b)
+
+
+def iso_time(ms: int) -> str | None:
+    """Epoch milliseconds as ISO-8601 UTC text with milliseconds (2024-05-01T12:00:00.123Z); None
+    for a negative one (-1: no timestamp, as legacy v0 records have) or one past year 9999."""
+    from datetime import datetime, timedelta, timezone
+
+    if ms < 0:
+        return None
+    try:
+        t = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(milliseconds=ms)
+    except OverflowError:
+        return None
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
 def header_object(key: str, value: str | None) -> dict:
@@ -279,10 +295,34 @@ def _note(s: str) -> None:
     sys.stderr.write(f"kafkalog: note: {one_line(s)}\n")
 
 
+# Where a record line comes from: the writer lays a file's topic, partition and file in after
+# "kind" (schema.LOCATED), by replacing the opening every record line has: the per-record
+# templates and the fast paths never see them, and every path writes the same bytes. The
+# opening cannot occur elsewhere in a line: inside a JSON string its quotes are escaped.
+RECORD_OPEN = dumps({"kind": RECORD.name})[:-1] + ", "
+_RECORD_OPEN = RECORD_OPEN.encode()
+
+
+def record_prefix(given: str) -> str:
+    """RECORD_OPEN with the topic, partition and file of `given` (a .log in a partition dir; null
+    topic and partition elsewhere, as the Arrow rows have them), in the schema's order."""
+    from kafkalog_cli.storage.names import parse_partition_dir
+
+    path = Path(given)
+    tp = parse_partition_dir(path.parent.name) if path.name.endswith(".log") else None
+    values = {"topic": tp.topic if tp else None, "partition": tp.partition if tp else None, "file": given}
+    obj = {"kind": RECORD.name}
+    obj.update((f.name, values[f.name]) for f in RECORD.fields if f.only is LOCATED)
+    return dumps(obj)[:-1] + ", "
+
+
 class JsonDumper:
     def __init__(self, out, *, deep: bool, payload_encoding: str = "utf8", decoder: str | None = None,
-                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1):
+                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms"):
         self.out = out
+        self.iso = timestamps == "iso"
+        self._prefix = RECORD_OPEN
+        self._prefix_bytes = _RECORD_OPEN
         self.deep = deep or (filters is not None and filters.needs_records) or decoder is not None
         self.enc = payload_encoder(payload_encoding)
         self.decode = _structured_decoder(decoder) if decoder else None
@@ -290,9 +330,11 @@ class JsonDumper:
         self.filters = filters
         self.jobs = jobs
         # the record fast path: unfiltered, undecoded dumps (anything else needs Record objects)
-        self.layout = _record_layout(payload_encoding) if filters is None and decoder is None else None
+        # (ISO timestamps: the general path, which writes them)
+        self.layout = _record_layout(payload_encoding) if filters is None and decoder is None and not self.iso else None
         # a search's records: their lines cut out of the batch's, when most of it is found
-        self.found_layout = _record_layout(payload_encoding) if filters is not None and decoder is None else None
+        self.found_layout = (_record_layout(payload_encoding) if filters is not None and decoder is None
+                             and not self.iso else None)
         self._lines: list[str] = []      # objects not yet encoded
         self._parts: list[bytes] = []    # encoded lines not yet written
         self._size = 0
@@ -301,6 +343,27 @@ class JsonDumper:
         self._lines.append(dumps(obj))
         if len(self._lines) >= 1024:
             self.flush()
+
+    def _emit_record(self, obj: dict) -> None:
+        """A record object, with where it comes from laid in (see RECORD_OPEN)."""
+        self._lines.append(dumps(obj).replace(RECORD_OPEN, self._prefix, 1))
+        if len(self._lines) >= 1024:
+            self.flush()
+
+    def _located(self, lines: bytes) -> bytes:
+        """Record lines of the fast paths, with where they come from laid in."""
+        return lines.replace(_RECORD_OPEN, self._prefix_bytes)
+
+    def _batch_text(self, b: RecordBatch, given: str) -> bytes:
+        if not self.iso:
+            return batch_line(b, given)
+        return dumps(self._batch_obj(b, given)).encode("utf-8", "surrogatepass")
+
+    def _batch_obj(self, b: RecordBatch, given: str) -> dict:
+        obj = batch_object(b, given)
+        if self.iso:
+            obj["base_timestamp"], obj["max_timestamp"] = iso_time(obj["base_timestamp"]), iso_time(obj["max_timestamp"])
+        return obj
 
     def _emit_lines(self, lines: bytes, more: bytes = b"") -> None:
         """UTF-8 lines, without the last newline (and `more` such lines after them)."""
@@ -333,6 +396,8 @@ class JsonDumper:
     def dump(self, given: str) -> None:
         path = Path(given)
         suffix = path.name[path.name.rfind("."):] if "." in path.name else ""
+        self._prefix = record_prefix(given)
+        self._prefix_bytes = self._prefix.encode("utf-8", "surrogatepass")
         try:
             if suffix in (".log", ".checkpoint"):
                 self._emit(FILE.object(file=given, type=suffix[1:]))
@@ -379,36 +444,38 @@ class JsonDumper:
                 release_pages(buf, released, b.position)
                 released = b.position
             if b.magic != 2:
-                self._emit(batch_object(b, given))
+                self._emit(self._batch_obj(b, given))
             elif records is None and layout is not None and not b.attributes & 0x20:
                 try:
                     text = fast_v2_json(b, layout)
                 except Exception:   # anything unusual: the general path says what is wrong
                     self._emit_lines(batch_line(b, given))
                 else:
-                    self._emit_lines(batch_line(b, given), text)
+                    self._emit_lines(batch_line(b, given), self._located(text))
                     continue
             else:
-                self._emit_lines(batch_line(b, given))
+                self._emit_lines(self._batch_text(b, given))
             if not self.deep:
                 continue
             if records is not None and self.found_layout is not None and b.magic == 2 and not b.attributes & 0x20:
                 found = found_lines(b, records, f, lambda: fast_v2_json(b, self.found_layout).split(b"\n"))
                 if found is not None:
                     if found:
-                        self._emit_lines(b"\n".join(line for _, line in found))
+                        self._emit_lines(self._located(b"\n".join(line for _, line in found)))
                     continue
             if records is None:
                 records = b.records()
             template = record_template(b)
             for r in records if f is None else f.shown(records):
                 obj = record_object(r, b, self.enc, template)
+                if self.iso:
+                    obj["timestamp"] = iso_time(obj["timestamp"])
                 if self.decode is not None:
                     try:
                         obj["decoded"] = _decode_control(r) if b.is_control else self.decode(r)
                     except KafkalogError as e:
                         raise e.in_record(r.offset, b.position) from None
-                self._emit(obj)
+                self._emit_record(obj)
         return valid
 
     def _dump_parallel(self, buf, start: int, end: int, given: str) -> int:
@@ -437,9 +504,9 @@ class JsonDumper:
 
 
 def dump_json(targets, out, *, deep: bool, payload_encoding: str, decoder: str | None = None,
-              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1) -> None:
+              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms") -> None:
     d = JsonDumper(out, deep=deep, payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes,
-                   filters=filters, jobs=jobs)
+                   filters=filters, jobs=jobs, timestamps=timestamps)
     for t in targets:
         if filters is not None and filters.spent:
             break

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 # ------------------------------------------------------------------ Arrow types
 INT8, INT32, INT64, STRING, BINARY, BOOL = "int8", "int32", "int64", "string", "binary", "bool"
+TIMESTAMP_MS = "timestamp_ms"      # Arrow timestamp(ms, UTC), Spark's TimestampType; JSON: epoch ms
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ LEGACY = When("legacy records only")
 CONTROL_RECORD = When("control records only: `type`, `type_id`, and for markers `version`, `coordinator_epoch`",
                       "is_control", (True,))
 DECODED = When("with an internal-topic decoder")
+# dump-log's record lines name where they come from; the writer lays these in front of each line
+# of a file's records (render.jsonl.JsonDumper.record_prefix), so the per-record templates and
+# the fast paths never carry them. Export's lines and Arrow rows have their own (topic,
+# partition, segment, ...)
+LOCATED = When("dump-log")
 UNKNOWN_FILE = When("`true`, for a file of no known type, which is skipped", "type", ("unknown",))
 OFFSET_CHECK = When("check `offset` or `offset_not_found` only", "check", ("offset", "offset_not_found"))
 TIMESTAMP_CHECK = When("check `timestamp` or `timestamp_order` only", "check", ("timestamp", "timestamp_order"))
@@ -136,8 +142,8 @@ BATCH = Kind("batch", (
     Field("computed_crc", arrow=INT64),
     Field("is_valid", arrow=BOOL),
     Field("timestamp_type", arrow=STRING),
-    Field("base_timestamp", arrow=INT64),
-    Field("max_timestamp", arrow=INT64),
+    Field("base_timestamp", "epoch ms, or ISO-8601 text with `--timestamps iso`", INT64),
+    Field("max_timestamp", "epoch ms, or ISO-8601 text with `--timestamps iso`", INT64),
     Field("producer_id", arrow=INT64),
     Field("producer_epoch", arrow=INT32),
     Field("base_sequence", arrow=INT32),
@@ -150,9 +156,12 @@ BATCH = Kind("batch", (
 ))
 
 RECORD = Kind("record", (
-    TOPIC, PARTITION,
+    Field("topic", "the partition dir's topic; null outside one", STRING, only=LOCATED),
+    Field("partition", "the partition dir's number; null outside one", INT32, only=LOCATED),
+    Field("file", "the segment, as the `file` line names it", only=LOCATED),
     Field("offset", arrow=INT64),
-    Field("timestamp", arrow=INT64),
+    Field("timestamp", "epoch ms; with `--timestamps iso`, ISO-8601 UTC text (null for -1, no timestamp)",
+          TIMESTAMP_MS),
     Field("timestamp_type", arrow=STRING),
     Field("key", "encoded string or null", BINARY),
     Field("value", "encoded string or null", BINARY),

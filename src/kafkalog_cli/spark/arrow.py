@@ -18,7 +18,9 @@ from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.scan import RecordColumns, scan_columns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
+from kafkalog_cli.ops.consumer_view import CUT, SKIP, STOP, ConsumerView
 from kafkalog_cli.ops.verify import release_pages
+from kafkalog_cli.storage.remote import segment_batches, segment_chunks as _chunks  # noqa: F401 (segment_batches: export)
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
@@ -31,6 +33,7 @@ _SCALARS = {
     schema.STRING: (pa.string(), "string"),
     schema.BINARY: (pa.binary(), "binary"),
     schema.BOOL: (pa.bool_(), "boolean"),
+    schema.TIMESTAMP_MS: (pa.timestamp("ms", tz="UTC"), "timestamp"),
 }
 
 
@@ -175,6 +178,16 @@ class Pushdown:
 
 
 # ------------------------------------------------------------------ reading
+def within_view(f: Pushdown | None, view: ConsumerView) -> Pushdown:
+    """`f` narrowed to the view's offsets, for a batch the view cuts."""
+    import copy
+
+    g = Pushdown() if f is None else copy.deepcopy(f)
+    g.offset.at_least(view.start)
+    g.offset.at_most(view.end - 1)
+    return g
+
+
 def _start_position(seg: Segment, f: Pushdown | None) -> int:
     """Where to start reading: through the offset index for a lower offset bound, through the time
     index for a lower timestamp bound (as `dump-log --from-offset/--from-time`)."""
@@ -192,63 +205,86 @@ def _start_position(seg: Segment, f: Pushdown | None) -> int:
 
 
 def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None = None,
-                 rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False) -> Iterator[pa.RecordBatch]:
+                 rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False,
+                 view: ConsumerView | None = None) -> Iterator[pa.RecordBatch]:
     """The segment's rows as Arrow record batches, decoded batch by batch: a local Segment
     mmap'd, a storage.remote.RemoteSegment by ranged reads. The table shows what is there, as
     dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at a batch whose
-    CRC fails instead, as a consumer with check.crcs does."""
-    from kafkalog_cli.formats.records import iter_batches
-
+    CRC fails instead, as a consumer with check.crcs does. `view` (records only): what a
+    consumer of the partition is returned (ops.consumer_view), chosen batch by batch here, before
+    any column is built."""
     f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
+    if level != "record":
+        view = None
+    if view is not None and not view.keeps_segment(ref.base_offset, ref.next_base_offset):
+        return
     rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
-    chunks = None
-    try:
-        start = _start_position(ref, f) if level == "record" else 0
-        past_end = False
-        chunks = _chunks(ref, start)
-        for off, buf in chunks:
-            if past_end:
-                break
-            rows.offset = off           # chunk positions are relative to the chunk
-            pos = released = start - off if start > off else 0
-            for b in iter_batches(buf, pos, len(buf)):
-                if level == "record":
-                    if f is not None:
-                        if f.offset.hi is not None and b.magic >= 2 and b.base_offset_field > f.offset.hi:
-                            past_end = True
-                            break
-                        if f.offset.lo is not None and b.last_offset < f.offset.lo:
-                            continue
-                        if f.timestamp.lo is not None and b.max_timestamp < f.timestamp.lo:
-                            continue
-                    if verify_crc:
-                        b.ensure_valid()
-                rows.add(b, f)
-                if rows.count >= rows_per_batch:
-                    yield rows.flush()
-                    release_pages(buf, released, b.position)
-                    released = b.position
-    except KafkalogError as e:
-        if e.position is not None and getattr(rows, "offset", 0):
-            e.position += rows.offset
-        raise e.located(path=ref.path)
-    finally:
-        if chunks is not None:
-            chunks.close()          # a local segment is unmapped now, not when collected
+    released, last_buf = 0, None
+    for off, buf, b, g in selected(ref, f if level == "record" else None, view, verify_crc, level == "record"):
+        if buf is not last_buf:
+            released, last_buf = b.position, buf
+        rows.offset = off           # chunk positions are relative to the chunk
+        try:
+            rows.add(b, g)
+        except KafkalogError as e:  # a record that does not decode
+            if e.path is None and e.position is not None:
+                e.position += off
+            raise e.located(path=ref.path)
+        if rows.count >= rows_per_batch:
+            yield rows.flush()
+            release_pages(buf, released, b.position)
+            released = b.position
     if rows.count:
         yield rows.flush()
 
 
-def _chunks(ref, start: int):
-    """(position, bytes) of the segment from `start`: one mmap of a local file (unmapped when
-    done), or a remote segment's ranged reads, each ending at a batch boundary."""
-    if hasattr(ref, "chunks"):
-        yield from ref.chunks(start)
-        return
-    with ref.mapped() as buf:
-        yield 0, buf
+def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: bool, records: bool = True):
+    """(chunk position, chunk, batch, the batch's record filter) for the batches of the segment
+    that `f` (pushed-down filters or export's ranges) and `view` (a consumer's view) keep: the one
+    selection of read_segment and of export's JSON Lines. Errors name the segment and the byte in
+    it."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    chunks = None
+    off = 0
+    try:
+        start = _start_position(ref, f) if records else 0
+        chunks = _chunks(ref, start)
+        for off, buf in chunks:
+            pos = start - off if start > off else 0
+            for b in iter_batches(buf, pos, len(buf)):
+                g = f               # this batch's record filter
+                if records:
+                    if view is not None:
+                        verdict = view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional,
+                                               b.producer_id)
+                        if verdict == STOP:
+                            return
+                        if verify_crc:      # as the consumer checks every batch it is sent
+                            b.ensure_valid()
+                        if verdict == SKIP:
+                            continue
+                        if verdict == CUT:
+                            g = within_view(f, view)
+                    if f is not None:
+                        if f.offset.hi is not None and b.magic >= 2 and b.base_offset_field > f.offset.hi:
+                            return
+                        if f.offset.lo is not None and b.last_offset < f.offset.lo:
+                            continue
+                        if f.timestamp.lo is not None and b.max_timestamp < f.timestamp.lo:
+                            continue
+                    if verify_crc and view is None:
+                        b.ensure_valid()
+                yield off, buf, b, g
+    except KafkalogError as e:
+        if e.position is not None and off:
+            e.position += off
+        raise e.located(path=ref.path)
+    finally:
+        if chunks is not None:
+            chunks.close()          # a local segment is unmapped now, not when collected
 
 
 def segment_log_dir(ref) -> str | None:
@@ -265,33 +301,13 @@ def broker_id(log_dir: str | None) -> int | None:
         return None
     from kafkalog_cli.config import node_id_of
     from kafkalog_cli.formats.checkpoints import parse_properties
-    from kafkalog_cli.storage.remote import read_whole
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.remote import read_any
 
     path = f"{log_dir}/meta.properties"
     try:
-        if is_remote(path):
-            data = read_whole(path)
-        else:
-            with open(path, "rb") as fh:
-                data = fh.read()
-        return node_id_of(parse_properties(data, path=path))
+        return node_id_of(parse_properties(read_any(path), path=path))
     except (OSError, KafkalogError):
         return None
-
-
-def segment_batches(ref):
-    """(position of its chunk, batch) for every batch of the segment, local or remote; a batch's
-    own position is within its chunk."""
-    from kafkalog_cli.formats.records import iter_batches
-
-    chunks = _chunks(ref, 0)
-    try:
-        for off, buf in chunks:
-            for b in iter_batches(buf, 0, len(buf)):
-                yield off, b
-    finally:
-        chunks.close()
 
 
 class _Rows:
@@ -307,7 +323,9 @@ class _Rows:
         self.offset = 0         # where the bytes read start in the file (a remote segment's chunk)
 
     def flush(self) -> pa.RecordBatch:
-        arrays = [_repeat(self.fixed[n], t, self.count) if n in self.fixed else self._array(n, t)
+        # timestamps are built as the int64 milliseconds they are, and typed as timestamps here
+        arrays = [_repeat(self.fixed[n], t, self.count) if n in self.fixed
+                  else self._array(n, pa.int64()).view(t) if pa.types.is_timestamp(t) else self._array(n, t)
                   for n, t, _ in self.cols]
         self.count = 0
         self._clear()

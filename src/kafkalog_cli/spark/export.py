@@ -29,12 +29,33 @@ ROW_GROUP_ROWS = 1 << 20        # pyarrow's default row-group size
 @dataclass(frozen=True)
 class ExportOptions:
     to: str = "parquet"
-    payload_encoding: str = "base64"      # jsonl only: keys, values and header values
+    payload_encoding: str = "utf8"        # jsonl only: keys, values and header values (dump-log's default)
     include_payload: bool = True
     include_headers: bool = True
     compression: str = "snappy"           # parquet: the codec of every column
     row_group_rows: int = ROW_GROUP_ROWS  # parquet: at most this many rows a row group
     by_log_dir: bool = False              # parquet: a log_dir=<dir> level under partition=<n>
+    # what a consumer is returned (ops.consumer_view): no control records, nothing outside [log
+    # start, high watermark), and read_committed: no aborted records, nothing from the LSO on.
+    # include_control: every record of the files (dump-log --format json --deep-iteration's)
+    isolation_level: str = "read_uncommitted"
+    include_control: bool = False
+    from_offset: int | None = None        # ranges: records with offsets and timestamps within them
+    to_offset: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+
+    def pushdown(self):
+        """The ranges as the reader's record filter (None: no range)."""
+        from kafkalog_cli.spark.arrow import Pushdown
+
+        p = Pushdown()
+        for bounds, lo, hi in ((p.offset, self.from_offset, self.to_offset), (p.timestamp, self.from_time, self.to_time)):
+            if lo is not None:
+                bounds.at_least(lo)
+            if hi is not None:
+                bounds.at_most(hi)
+        return p if p.on_records else None
 
 
 def _part_name(index: int, ref) -> str:
@@ -73,10 +94,12 @@ def shared_partitions(refs) -> bool:
 
 def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     """Write one segment's records; returns {"segment", "records", "file"}. `unit` is
-    (index in the export, storage Segment)."""
-    from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
+    (index in the export, storage Segment, its partition's ops.consumer_view.ConsumerView or None:
+    every record)."""
+    from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment, selected
 
-    index, ref = unit
+    index, ref, view = unit
+    pushdown = options.pushdown()
     root = Path(staging)
     cols = columns("record", options.include_payload, options.include_headers)
     if options.to == "parquet":
@@ -91,7 +114,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         n = 0
         try:
             with pq.ParquetWriter(path, schema, compression=options.compression) as w:
-                for rb in read_segment(ref, file_cols, verify_crc=True):
+                for rb in read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown):
                     w.write_batch(rb, row_group_size=options.row_group_rows)
                     n += rb.num_rows
         except OSError as e:
@@ -103,7 +126,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     enc = payload_encoder(options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
     n = 0
-    from kafkalog_cli.spark.arrow import broker_id, segment_batches, segment_log_dir
+    from kafkalog_cli.spark.arrow import broker_id, segment_log_dir
 
     log_dir = segment_log_dir(ref)
     head = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path, "log_dir": log_dir,
@@ -111,28 +134,35 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     try:
         with open(path, "wb") as out:
             lines = []
-            off = 0
-            try:
-                for off, b in segment_batches(ref):
-                    b.ensure_valid()   # as a consumer with check.crcs: corrupt data never becomes rows
-                    for r in b.records():
-                        obj = record_object(r, b, enc)
-                        del obj["kind"]
-                        if not options.include_payload:
-                            del obj["key"], obj["value"]
-                        if not options.include_headers:
-                            del obj["headers"]
-                        lines.append(dumps({**head, **obj}))
-                        n += 1
-                    if len(lines) >= 4096:
-                        out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
-                        lines.clear()
-            except Exception as e:
-                if hasattr(e, "located"):
-                    if off and e.position is not None:   # a remote chunk's position, in the file
-                        e.position += off
-                    raise e.located(path=ref.path)
-                raise
+            if pushdown is not None and not pushdown.keeps_segment(ref) or (
+                    view is not None and not view.keeps_segment(ref.base_offset, ref.next_base_offset)):
+                batches = ()
+            else:
+                # as a consumer with check.crcs: corrupt data never becomes rows
+                batches = selected(ref, pushdown, view, verify_crc=True)
+            for off, _, b, g in batches:
+                try:
+                    records = b.records()
+                except Exception as e:
+                    if hasattr(e, "located"):
+                        if e.path is None and off and e.position is not None:   # a remote chunk's position
+                            e.position += off
+                        raise e.located(path=ref.path)
+                    raise
+                for r in records:
+                    if g is not None and not g.keeps_record(r.offset, r.timestamp):
+                        continue
+                    obj = record_object(r, b, enc)
+                    del obj["kind"]
+                    if not options.include_payload:
+                        del obj["key"], obj["value"]
+                    if not options.include_headers:
+                        del obj["headers"]
+                    lines.append(dumps({**head, **obj}))
+                    n += 1
+                if len(lines) >= 4096:
+                    out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
+                    lines.clear()
             if lines:
                 out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
     except OSError as e:
@@ -176,10 +206,13 @@ def _check_replaceable(out: Path, to: str) -> None:
 
 
 def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
-           jobs: int = 0, overwrite: bool = False, spark=None, only=None) -> dict:
+           jobs: int = 0, overwrite: bool = False, spark=None, only=None, on_note=None) -> dict:
     """Export the segments under `paths` (local paths, globs, archives, remote URIs) to `out`;
-    `only`: a storage.names.PartitionFilter. Returns {"segments", "records", "out", "files"}."""
+    `only`: a storage.names.PartitionFilter; `on_note(text)`: what the export leaves out that the
+    user should hear of. Returns {"segments", "records", "out", "files"}."""
     import dataclasses
+
+    from kafkalog_cli.ops.consumer_view import ISOLATION_LEVELS, READ_UNCOMMITTED, view_notes, views_for
 
     from kafkalog_cli.storage.remote import segments_of_sources
 
@@ -192,11 +225,19 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
     to_stdout = str(out) == "-"
     if to_stdout and options.to != "jsonl":
         raise UsageError("OUT '-' (standard output) needs --to jsonl")
+    if options.isolation_level not in ISOLATION_LEVELS:
+        raise UsageError(f"--isolation-level must be one of {', '.join(ISOLATION_LEVELS)}, not {options.isolation_level!r}")
+    if options.include_control and options.isolation_level != READ_UNCOMMITTED:
+        raise UsageError("--include-control is the raw view (every record, read_uncommitted); it excludes "
+                         "--isolation-level read_committed")
     refs = segments_of_sources(paths, only=only)
     if options.to == "parquet":
         options = dataclasses.replace(options, by_log_dir=shared_partitions(refs))
+    views = {} if options.include_control else views_for(refs, options.isolation_level)
+    units = [(i, r, views.get(str(r.directory))) for i, r in enumerate(refs)]
+    view_notes(views, on_note)
     if to_stdout:
-        return _export_to_stdout(refs, options, engine, master, jobs, spark)
+        return _export_to_stdout(units, options, engine, master, jobs, spark)
     out = Path(out).absolute()
     _check_out(out, paths)
     if out.exists() and not overwrite:
@@ -212,7 +253,7 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
     except OSError as e:
         raise WriteError(e.strerror or str(e), path=str(staging)) from None
     try:
-        results = _write_parts(refs, staging, options, engine, master, jobs, spark)
+        results = _write_parts(units, staging, options, engine, master, jobs, spark)
         if options.to == "jsonl":
             final = out.parent / f".{out.name}.kafkalog-export-{os.getpid()}.jsonl"
             with open(final, "wb") as dst:
@@ -233,7 +274,7 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
             "files": [r["file"] for r in results] if options.to == "parquet" else [out.name]}
 
 
-def _export_to_stdout(refs, options: ExportOptions, engine, master, jobs, spark) -> dict:
+def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark) -> dict:
     """--to jsonl with OUT '-': the segments' files are written to a temporary directory (the
     workers run in parallel), then copied to standard output in order."""
     import sys
@@ -242,19 +283,19 @@ def _export_to_stdout(refs, options: ExportOptions, engine, master, jobs, spark)
     # Spark executors on other hosts need a shared directory: the current one, as for OUT
     staging = Path(tempfile.mkdtemp(prefix=".kafkalog-export-", dir=os.getcwd() if engine == "spark" else None))
     try:
-        results = _write_parts(refs, staging, options, engine, master, jobs, spark)
+        results = _write_parts(units, staging, options, engine, master, jobs, spark)
         sys.stdout.flush()
         _concat_parts(results, staging, sys.stdout.buffer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"out": "-", "segments": len(refs), "records": sum(r["records"] for r in results), "files": ["-"]}
+    return {"out": "-", "segments": len(units), "records": sum(r["records"] for r in results), "files": ["-"]}
 
 
-def _write_parts(refs, staging: Path, options: ExportOptions, engine, master, jobs, spark) -> list[dict]:
+def _write_parts(units, staging: Path, options: ExportOptions, engine, master, jobs, spark) -> list[dict]:
     """One file per segment under `staging`, by the local pool or Spark; their results in order."""
     from kafkalog_cli.spark.engine import run_partitions
 
-    return run_partitions(export_segment, list(enumerate(refs)), engine=engine, master=master, jobs=jobs,
+    return run_partitions(export_segment, units, engine=engine, master=master, jobs=jobs,
                           args=(str(staging), options), spark=spark)
 
 

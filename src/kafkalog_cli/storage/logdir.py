@@ -310,7 +310,11 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
         for s in suffixes:
             if f.name == f"{o:020d}{s}":
                 files.append((o, suffixes.index(s), f))
-    return [f for _, _, f in sorted(files)]
+    out = [f for _, _, f in sorted(files)]
+    from kafkalog_cli.storage import segment
+
+    segment.listed(out)         # a live broker may rename or delete them before they are read
+    return out
 
 
 @dataclass
@@ -396,6 +400,8 @@ def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) ->
             raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
         files = expand_paths([p], on_left_out=on_left_out, tally=tally)
         segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
+        for seg, f in zip(segs, files):
+            seg.listed = seg.is_log and f != p     # found by listing a dir, not named by the user
         for seg, nxt in zip(segs, segs[1:]):
             if nxt.directory == seg.directory and nxt.is_log:
                 seg.next_base_offset = nxt.base_offset

@@ -13,7 +13,7 @@ from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
-from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.segment import Segment, listed
 
 if TYPE_CHECKING:  # records are imported when batches are read, not to list a directory
     from kafkalog_cli.formats.records import RecordBatch
@@ -78,8 +78,10 @@ class Partition:
             elif suffix.endswith(names.TEMP_SUFFIXES):
                 temp_files.append(name)
         bases.sort()
+        # a live broker may rename or delete them before they are read (storage.segment.followed)
+        listed(f"{directory}/{name}" for name in entries if len(name) >= 22 and name[:20].isdigit())
         last = len(bases) - 1
-        segments = [Segment(directory, b, is_active=i == last) for i, b in enumerate(bases)]
+        segments = [Segment(directory, b, is_active=i == last, listed=True) for i, b in enumerate(bases)]
         if segments:   # LogManager recovers every log of a dir without its clean-shutdown file
             segments[-1].recovered_on_load = not os.path.exists(
                 os.path.join(directory.parent, names.CLEAN_SHUTDOWN_FILE))

@@ -317,3 +317,36 @@ def segments_of_sources(paths, only=None, on_left_out=None) -> list:
     if local:
         out += segments_of(local, on_left_out=on_left_out, only=only)
     return out
+
+
+def segment_chunks(ref, start: int = 0):
+    """(position, bytes) of a segment from `start`: one mmap of a local file (unmapped when
+    done), or a remote segment's ranged reads, each ending at a batch boundary."""
+    if hasattr(ref, "chunks"):
+        yield from ref.chunks(start)
+        return
+    with ref.mapped() as buf:
+        yield 0, buf
+
+
+def segment_batches(ref):
+    """(position of its chunk, batch) for every batch of the segment, local or remote; a batch's
+    own position is within its chunk."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    chunks = segment_chunks(ref, 0)
+    try:
+        for off, buf in chunks:
+            for b in iter_batches(buf, 0, len(buf)):
+                yield off, b
+    finally:
+        chunks.close()
+
+
+def read_any(path: str) -> bytes:
+    """A small file's bytes, local or remote (a log dir's meta.properties, its checkpoints);
+    OSError or KafkalogError when it cannot be read."""
+    if is_remote(path):
+        return read_whole(path)
+    with open(path, "rb") as fh:
+        return fh.read()

@@ -14,7 +14,7 @@ from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
-    INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
+    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
     offset_from_name, parse_partition_dir, segment_file,
 )
 
@@ -51,18 +51,84 @@ class LogTail:
     position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
 
 
+# ------------------------------------------------------------------ a live broker's dir
+# Read-only commands may run beside a live broker, whose retention and cleaner rename a segment's
+# files to `.deleted` (LocalLog.deleteSegmentFiles: renamed at once, deleted file.delete.delay.ms
+# later) or replace them (the cleaner's .cleaned -> .swap -> rename) between kafkalog's listing
+# of a partition dir and its opening a file. A file that a listing found and that is gone when
+# opened is followed to its `.deleted` name, or, gone altogether, read as empty: the log is read
+# as it stands, and `live_note` says so (a command sets it; by default it writes to stderr).
+_LISTED: set[str] = set()
+
+
+def listed(paths) -> None:
+    """Files a listing of a partition dir found (storage.logdir, Partition.open)."""
+    _LISTED.update(map(str, paths))
+
+
+def _stderr_note(text: str) -> None:
+    import sys
+
+    from kafkalog_cli.errors import one_line
+
+    sys.stderr.write(f"kafkalog: note: {one_line(text)}\n")
+
+
+live_note: Callable[[str], None] = _stderr_note
+
+
+class RemovedByBroker(InputError):
+    """A listed file removed since the listing (no `.deleted` copy either)."""
+
+
+def followed(path: Path | str) -> Path | str:
+    """`path`, or where the broker moved it since it was listed (its `.deleted` name); raises
+    RemovedByBroker if it is gone altogether. A path no listing found is left as it is (a
+    missing file given by the user stays an error)."""
+    if str(path) not in _LISTED or os.path.lexists(path):
+        return path
+    moved = Path(f"{path}{DELETED_SUFFIX}")
+    if os.path.lexists(moved):
+        live_note(f"{path}: renamed to {moved.name} by the broker while this command ran (retention or the "
+                  f"cleaner deletes it soon): read from there")
+        return moved
+    live_note(f"{path}: removed by the broker while this command ran (retention or the cleaner): read as it "
+              f"stands, without it")
+    raise RemovedByBroker("removed by the broker while this command ran", path=str(path))
+
+
+def was_listed(path: Path | str) -> bool:
+    return str(path) in _LISTED
+
+
+def read_listed(path: Path | str) -> bytes | None:
+    """read_file, or None for a listed file the broker has removed since (noted)."""
+    try:
+        with _opened(followed(path)) as f:
+            return f.read()
+    except RemovedByBroker:
+        return None
+
+
 def map_file(path: Path | str):
-    """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)."""
-    with _opened(path) as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)
+    or for a listed file the broker has removed since (see `followed`)."""
+    try:
+        with _opened(followed(path)) as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return b""
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except RemovedByBroker:
+        return b""
 
 
 def read_file(path: Path | str) -> bytes:
     """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
-    with _opened(path) as f:
-        return f.read()
+    try:
+        with _opened(followed(path)) as f:
+            return f.read()
+    except RemovedByBroker:
+        return b""
 
 
 def not_regular_reason(path: Path | str) -> str | None:
@@ -74,6 +140,8 @@ def not_regular_reason(path: Path | str) -> str | None:
     except FileNotFoundError:
         if os.path.islink(path):
             return "dangling symbolic link (its target does not exist)"
+        if str(path) in _LISTED:
+            return None     # a live broker moved or removed it since the listing: reading it follows it
         return "no such file"
     except PermissionError:
         return "permission denied"
@@ -140,6 +208,7 @@ class Segment:
     is_active: bool = False
     next_base_offset: int | None = None     # the next segment's base in the partition, if known
     recovered_on_load: bool = False         # the broker recovers it on load (no clean shutdown)
+    listed: bool = False                    # found by a listing: a live broker may move it (`followed`)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
@@ -215,6 +284,8 @@ class Segment:
     @property
     def log(self):
         if self._log is None:
+            if self.listed:     # also in a worker process, whose own listing this was not
+                _LISTED.add(str(self.source_path))
             self._log = map_file(self.source_path)
         return self._log
 
@@ -240,7 +311,17 @@ class Segment:
 
     def stat(self) -> os.stat_result:
         if self._stat is None:
-            self._stat = os.stat(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX))
+            path = self.read_from if self.read_from is not None else self._name(LOG_SUFFIX)
+            try:
+                self._stat = os.stat(path)
+            except FileNotFoundError:
+                if not self.listed and str(path) not in _LISTED:
+                    raise
+                _LISTED.add(str(path))
+                try:                # renamed or removed by a live broker since the listing
+                    self._stat = os.stat(followed(path))
+                except (RemovedByBroker, FileNotFoundError):
+                    self._stat = os.stat_result((0,) * 10)
         return self._stat
 
     @property
@@ -255,6 +336,20 @@ class Segment:
     def last_modified_ms(self) -> int:
         """File.lastModified: whole milliseconds."""
         return self.stat().st_mtime_ns // 1_000_000
+
+    def _open_fd(self, path) -> int | None:
+        """os.open for reading; a listed file a live broker has moved since is followed, and one
+        it removed is None (storage.segment.followed)."""
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            if not self.listed and str(path) not in _LISTED:
+                raise
+        _LISTED.add(str(path))
+        try:
+            return os.open(followed(path), os.O_RDONLY)
+        except (RemovedByBroker, FileNotFoundError):
+            return None
 
     def index_file_bytes(self, suffix: str, entry_size: int) -> int:
         """An index file's size in whole entries (LogCleaner's group sizing), 0 when absent."""
@@ -281,7 +376,9 @@ class Segment:
         from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
 
         size = self.size
-        fd = os.open(self.source_path, os.O_RDONLY)
+        fd = self._open_fd(self.source_path)
+        if fd is None:
+            return
         try:
             pos = 0
             while pos + 17 < size:
@@ -307,7 +404,10 @@ class Segment:
         from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
 
         # a str path: describe reads the first header of every segment of a log dir
-        fd = os.open(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX), os.O_RDONLY)
+        fd = self._open_fd(self.read_from if self.read_from is not None else self._name(LOG_SUFFIX))
+        if fd is None:
+            self._stat = os.stat_result((0,) * 10)
+            return None
         try:
             self._stat = os.fstat(fd)
             head = os.pread(fd, RECORD_BATCH_OVERHEAD, 0)
@@ -627,12 +727,35 @@ class Segment:
         if not os.path.lexists(path):
             return []
         parse = parse_time_index if suffix == TIME_INDEX_SUFFIX else parse_offset_index
-        buf = map_file(path)
-        try:
-            return parse(buf, self.base_offset)
-        finally:
-            if isinstance(buf, mmap.mmap):
-                buf.close()
+        from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+
+        size = TIME_ENTRY_SIZE if suffix == TIME_INDEX_SUFFIX else OFFSET_ENTRY_SIZE
+        return parse(_entries_prefix(path, size), self.base_offset)
+
+
+def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
+    """An index file's bytes up to the first chunk that ends in a zero slot (the preallocated
+    tail, where parsing stops), read with pread 64 KiB at a time. Not an mmap: a live broker
+    trims the active segment's preallocated index when it rolls (LogSegment.onBecomeInactiveSegment),
+    and a mapping read past the new end is a SIGBUS. A file gone since is empty."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return b""
+    out = bytearray()
+    try:
+        while True:
+            chunk = os.pread(fd, 1 << 16, len(out))
+            if not chunk:
+                break
+            out += chunk
+            n = len(out) - len(out) % entry_size
+            if n > entry_size and not any(out[n - entry_size:n]):
+                del out[n:]         # whole entries, the zero slot last
+                break
+    finally:
+        os.close(fd)
+    return bytes(out)
 
 
 def appended_offset_of_max_timestamp(batch: "RecordBatch") -> int:
