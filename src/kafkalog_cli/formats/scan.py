@@ -265,6 +265,9 @@ class JsonLayout(NamedTuple):
     # UTF-8 text (payloads and ASCII between them) as the escaped text of a JSON string; None
     # when it is not valid UTF-8. None: the payload encoding has no such way (see _joined_lines)
     escaped: Callable[[bytes], bytes | None] | None = None
+    # the payload encoding by name (utf8, hex, base64): the compiled core escapes these itself,
+    # as `strings` and `escaped` do; None: it hands the batch to the pure fast_v2_json
+    encoding: str | None = None
 
 
 def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
@@ -1319,3 +1322,21 @@ def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
     """The headers of a record already walked (their sizes hold), as the reference builds them."""
     pairs, _ = _header_pairs(data, pos, len(data))
     return tuple([Header(java_utf8(key), value) for key, value in pairs])
+
+
+# ------------------------------------------------------------------ the compiled core
+# formats/_cscan.pyx compiles the hot scanners above; formats/core.py says whether it is used (it
+# is built, and KAFKALOG_PURE_PYTHON is not set). The pure ones stay here, in PURE: the
+# reference the compiled ones are tested against, and what they hand anything unusual to.
+COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok")
+PURE = {name: globals()[name] for name in COMPILED}
+CORE = "pure"
+
+from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
+
+_compiled = compiled_scan()
+if _compiled is not None:
+    fast_v2_text = _compiled.fast_v2_text
+    fast_v2_json = _compiled.fast_v2_json
+    v2_records_ok = _compiled.v2_records_ok
+    CORE = "compiled"

@@ -178,7 +178,8 @@ def _record_layout(encoding: str) -> JsonLayout:
         header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
         null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
         no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
-        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None)
+        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None,
+        encoding=encoding)
 
 
 def _utf8_escaped(text: bytes) -> bytes | None:

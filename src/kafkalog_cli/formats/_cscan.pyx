@@ -1,0 +1,789 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled core of formats/scan.py: the same scanners, in C, equal to the pure ones byte for
+byte (tests/formats/test_core.py holds them so, and to the reference decoder).
+
+formats/scan.py stays the reference and the fallback: it swaps these in at import unless
+KAFKALOG_PURE_PYTHON is set (formats/core.py decides). Each function here takes the arguments
+and gives the results of its namesake there. Anything it does not handle the way the pure code
+does (an encoding it does not know, numbers past 64 bits, a layout of another shape) it hands to
+that namesake, so the two can only differ by a bug the tests would see; anything the general
+path must judge raises Malformed, as the pure scanners do.
+
+No Python object is made per record on the common path: a batch's records are walked into a C
+array (every size checked as records.py checks it), then written as text straight into one
+buffer, which becomes the one str or bytes the pure function returns.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, INT64_MAX, INT64_MIN
+from libc.string cimport memcpy, memchr
+
+from kafkalog_cli.formats import scan as _pure
+from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.records import Header, Record
+
+Malformed = _pure.Malformed
+records_region = _pure.records_region
+_pure_text = _pure.PURE["fast_v2_text"]
+_pure_json = _pure.PURE["fast_v2_json"]
+
+cdef int64_t INT32_MAX = 2147483647
+cdef int64_t NO_SEQUENCE = -1
+cdef int RECORD_BATCH_OVERHEAD = 61
+
+
+# ------------------------------------------------------------------ an output buffer
+cdef struct Out:
+    char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef int out_init(Out* o, Py_ssize_t cap) except -1:
+    o.p = <char*>PyMem_Malloc(cap)
+    if o.p == NULL:
+        raise MemoryError()
+    o.n = 0
+    o.cap = cap
+    return 0
+
+
+cdef int out_grow(Out* o, Py_ssize_t need) except -1:
+    cdef Py_ssize_t cap = o.cap * 2
+    if cap < o.n + need:
+        cap = o.n + need + 4096
+    cdef char* p = <char*>PyMem_Realloc(o.p, cap)
+    if p == NULL:
+        raise MemoryError()
+    o.p = p
+    o.cap = cap
+    return 0
+
+
+cdef inline int out_put(Out* o, const char* s, Py_ssize_t k) except -1:
+    if o.n + k > o.cap:
+        out_grow(o, k)
+    memcpy(o.p + o.n, s, k)
+    o.n += k
+    return 0
+
+
+cdef inline int out_byte(Out* o, char c) except -1:
+    if o.n + 1 > o.cap:
+        out_grow(o, 1)
+    o.p[o.n] = c
+    o.n += 1
+    return 0
+
+
+cdef inline int out_int(Out* o, int64_t v) except -1:
+    """v in decimal, as Python's str() and %d write it."""
+    cdef char tmp[24]
+    cdef int i = 24
+    cdef uint64_t u
+    if v < 0:
+        u = <uint64_t>0 - <uint64_t>v
+    else:
+        u = <uint64_t>v
+    while True:
+        i -= 1
+        tmp[i] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if v < 0:
+        i -= 1
+        tmp[i] = 45   # '-'
+    return out_put(o, tmp + i, 24 - i)
+
+
+# ------------------------------------------------------------------ varints (ByteUtils)
+cdef inline Py_ssize_t rd_zigzag(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
+                                 bint long_) except -2:
+    """read_varint (long_ false: at most 5 bytes, 32 bits) or read_varlong at d[pos], bounded by
+    end -> the next position; -1 when the bytes run out or the varint is too long (the pure
+    reader raises then, and its caller gives up)."""
+    cdef uint64_t raw = 0
+    cdef int shift = 0
+    cdef int max_shift = 63 if long_ else 28
+    cdef uint8_t b
+    while True:
+        if pos >= end:
+            return -1
+        b = d[pos]
+        pos += 1
+        raw |= (<uint64_t>(b & 0x7F)) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > max_shift:
+            return -1
+    if not long_:
+        raw &= 0xFFFFFFFF
+    out[0] = (<int64_t>(raw >> 1)) ^ (-(<int64_t>(raw & 1)))
+    return pos
+
+
+# ------------------------------------------------------------------ UTF-8 as Python decodes it
+cdef inline bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Whether bytes.decode("utf-8") accepts s[:n] (no surrogates, no overlong forms, nothing
+    past U+10FFFF), so Python's text of it is the bytes themselves."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t c, c2
+    cdef uint64_t w
+    while i < n:
+        while i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if w & 0x8080808080808080ULL:
+                break
+            i += 8
+        if i >= n:
+            break
+        c = s[i]
+        if c < 0x80:
+            i += 1
+        elif c < 0xC2:
+            return False
+        elif c < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif c < 0xF0:
+            if i + 2 >= n:
+                return False
+            c2 = s[i + 1]
+            if (c2 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
+                return False
+            if c == 0xE0 and c2 < 0xA0:
+                return False
+            if c == 0xED and c2 >= 0xA0:
+                return False
+            i += 3
+        elif c < 0xF5:
+            if i + 3 >= n:
+                return False
+            c2 = s[i + 1]
+            if (c2 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return False
+            if c == 0xF0 and c2 < 0x90:
+                return False
+            if c == 0xF4 and c2 >= 0x90:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef int put_text(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """A key or value as kafka-dump-log's StringDecoder prints it (Java's UTF-8 decoding), as
+    UTF-8 (surrogatepass, as the result is decoded)."""
+    if utf8_valid(s, n):
+        return out_put(o, <const char*>s, n)
+    t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8", "surrogatepass")
+    return out_put(o, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+
+
+# JSON string escapes, as json.dumps(ensure_ascii=False) (and orjson) write them: 0 keeps the byte
+cdef char ESC[256]
+cdef int _i
+for _i in range(256):
+    ESC[_i] = 0
+for _i in range(0x20):
+    ESC[_i] = b'u'
+ESC[0x08] = b'b'
+ESC[0x09] = b't'
+ESC[0x0A] = b'n'
+ESC[0x0C] = b'f'
+ESC[0x0D] = b'r'
+ESC[0x22] = b'"'
+ESC[0x5C] = b'\\'
+cdef const char* HEX = b"0123456789abcdef"
+
+
+cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """Valid UTF-8 as the escaped text of a JSON string."""
+    cdef Py_ssize_t i = 0, run = 0
+    cdef char e
+    cdef uint8_t c
+    if o.n + n > o.cap:
+        out_grow(o, n)
+    while i < n:
+        c = s[i]
+        e = ESC[c]
+        if e == 0:
+            i += 1
+            continue
+        if i > run:
+            out_put(o, <const char*>(s + run), i - run)
+        if e == b'u':
+            out_put(o, b"\\u00", 4)
+            out_byte(o, HEX[c >> 4])
+            out_byte(o, HEX[c & 15])
+        else:
+            out_byte(o, b'\\')
+            out_byte(o, e)
+        i += 1
+        run = i
+    if n > run:
+        out_put(o, <const char*>(s + run), n - run)
+    return 0
+
+
+cdef int put_json_utf8(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding)."""
+    if utf8_valid(s, n):
+        return put_escaped_valid(o, s, n)
+    t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8")
+    return put_escaped_valid(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+
+
+cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef int put_payload(Out* o, const uint8_t* s, Py_ssize_t n, int enc) except -1:
+    """A payload's escaped text in the encoding: 0 utf8, 1 hex, 2 base64 (render/jsonl.py's)."""
+    cdef Py_ssize_t i
+    cdef uint32_t v
+    cdef char* w
+    if enc == 0:
+        return put_json_utf8(o, s, n)
+    if enc == 1:
+        if o.n + 2 * n > o.cap:
+            out_grow(o, 2 * n)
+        w = o.p + o.n
+        for i in range(n):
+            w[2 * i] = HEX[s[i] >> 4]
+            w[2 * i + 1] = HEX[s[i] & 15]
+        o.n += 2 * n
+        return 0
+    if o.n + 4 * (n // 3 + 1) > o.cap:
+        out_grow(o, 4 * (n // 3 + 1))
+    w = o.p + o.n
+    i = 0
+    while i + 3 <= n:
+        v = (<uint32_t>s[i] << 16) | (<uint32_t>s[i + 1] << 8) | s[i + 2]
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = B64[(v >> 6) & 63]
+        w[3] = B64[v & 63]
+        w += 4
+        i += 3
+    if n - i == 1:
+        v = <uint32_t>s[i] << 16
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = b'='
+        w[3] = b'='
+        w += 4
+    elif n - i == 2:
+        v = (<uint32_t>s[i] << 16) | (<uint32_t>s[i + 1] << 8)
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = B64[(v >> 6) & 63]
+        w[3] = b'='
+        w += 4
+    o.n = w - o.p
+    return 0
+
+
+# ------------------------------------------------------------------ the record walk
+cdef struct Rec:
+    int64_t od          # offset delta
+    int64_t td          # timestamp delta
+    Py_ssize_t key      # positions in the records' bytes
+    Py_ssize_t value
+    Py_ssize_t headers  # where the header count starts
+    int64_t klen        # -1: null
+    int64_t vlen
+    int64_t nh          # headers
+
+
+cdef struct Region:
+    Py_buffer view
+    const uint8_t* d
+    Py_ssize_t pos
+    Py_ssize_t end
+    bint held
+
+
+cdef int region_open(Region* r, batch) except -1:
+    data, start, end = records_region(batch)
+    r.held = False
+    PyObject_GetBuffer(data, &r.view, PyBUF_SIMPLE)
+    r.held = True
+    r.d = <const uint8_t*>r.view.buf
+    r.pos = start
+    r.end = end
+    if r.end > r.view.len or r.pos < 0 or r.pos > r.end:
+        raise Malformed("records outside the buffer")
+    return 0
+
+
+cdef inline void region_close(Region* r) noexcept:
+    if r.held:
+        PyBuffer_Release(&r.view)
+        r.held = False
+
+
+cdef Py_ssize_t walk_headers(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t* nh) except -2:
+    """_header_pairs's checks over a record's headers at pos -> where they end (-1: give up)."""
+    cdef int64_t n, hk, hv, i
+    pos = rd_zigzag(d, pos, end, &n, False)
+    if pos < 0 or n < 0 or n > end - pos:
+        return -1
+    nh[0] = n
+    for i in range(n):
+        pos = rd_zigzag(d, pos, end, &hk, False)
+        if pos < 0 or hk < 0 or pos + hk > end:
+            return -1
+        pos += hk
+        pos = rd_zigzag(d, pos, end, &hv, False)
+        if pos < 0:
+            return -1
+        if hv >= 0:
+            if pos + hv > end:
+                return -1
+            pos += hv
+    return pos
+
+
+cdef Rec* walk(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t count) except NULL:
+    """The records of a v2 batch (d[pos:end)) into a new array (PyMem_Free it), every size
+    checked; Malformed on anything the pure scanners give up on (and on nothing they take)."""
+    if count > (end - pos) // 7:    # a record takes 7 bytes at least
+        raise Malformed("more records than bytes")
+    cdef Rec* recs = <Rec*>PyMem_Malloc(sizeof(Rec) * (count if count else 1))
+    if recs == NULL:
+        raise MemoryError()
+    try:
+        walk_into(d, pos, end, count, recs)
+    except BaseException:
+        PyMem_Free(recs)
+        raise
+    return recs
+
+
+cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, Rec* recs) except -1:
+    cdef Py_ssize_t i, body, rend
+    cdef int64_t length, v
+    cdef Rec* r
+    cdef uint8_t b
+    for i in range(count):
+        r = recs + i
+        if pos < end and d[pos] < 0x80:
+            b = d[pos]
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            pos = rd_zigzag(d, pos, end, &length, False)
+            if pos < 0:
+                raise Malformed("record length")
+        if length < 0 or length > end - pos:
+            raise Malformed("record size")
+        body = pos
+        rend = pos + length
+        # attributes, then timestampDelta
+        pos = rd_zigzag(d, pos + 1, rend, &r.td, True)
+        if pos < 0:
+            raise Malformed("timestamp delta")
+        if pos < rend and d[pos] < 0x80:
+            b = d[pos]
+            r.od = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            pos = rd_zigzag(d, pos, rend, &r.od, False)
+            if pos < 0:
+                raise Malformed("offset delta")
+        pos = rd_zigzag(d, pos, rend, &v, False)
+        if pos < 0:
+            raise Malformed("key size")
+        r.key = pos
+        if v >= 0:
+            if v > rend - pos:
+                raise Malformed("key")
+            pos += v
+            r.klen = v
+        else:
+            r.klen = -1
+        pos = rd_zigzag(d, pos, rend, &v, False)
+        if pos < 0:
+            raise Malformed("value size")
+        r.value = pos
+        if v >= 0:
+            if v > rend - pos:
+                raise Malformed("value")
+            pos += v
+            r.vlen = v
+        else:
+            r.vlen = -1
+        r.headers = pos
+        if pos >= rend:
+            raise Malformed("headers")
+        if d[pos] == 0:
+            pos += 1
+            r.nh = 0
+        else:
+            pos = walk_headers(d, pos, rend, &r.nh)
+            if pos < 0:
+                raise Malformed("headers")
+        if pos != rend:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    return 0
+
+
+cdef inline bint add_ok(int64_t a, int64_t b) noexcept:
+    if b > 0:
+        return a <= INT64_MAX - b
+    return a >= INT64_MIN - b
+
+
+cdef inline int64_t sequence_of(int64_t base_seq, int64_t od) noexcept:
+    """increment_sequence(base_seq, od), or NO_SEQUENCE without a producer sequence."""
+    if base_seq < 0:
+        return NO_SEQUENCE
+    if base_seq > INT32_MAX - od:
+        return od - (INT32_MAX - base_seq) - 1
+    return base_seq + od
+
+
+cdef bint numbers_fit(Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts) noexcept:
+    """Whether every offset and timestamp of the batch fits 64 bits (else the pure code, whose
+    ints do not overflow, writes the batch)."""
+    cdef Py_ssize_t i
+    for i in range(count):
+        if not add_ok(base, recs[i].od) or not add_ok(base_ts, recs[i].td):
+            return False
+    return True
+
+
+cdef int put_header_keys(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh) except -1:
+    """A record's header keys as kafka-dump-log lists them: comma-separated, Java's decoding."""
+    cdef int64_t i, hk, hv
+    pos = rd_zigzag(d, pos, pos + 10, &hk, False)    # the count (walked already)
+    for i in range(nh):
+        if i:
+            out_byte(o, b',')
+        pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+        put_text(o, d + pos, hk)
+        pos += hk
+        pos = rd_zigzag(d, pos, pos + 10, &hv, False)
+        if hv > 0:
+            pos += hv
+    return 0
+
+
+# ------------------------------------------------------------------ record text
+def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
+    """scan.fast_v2_text, compiled."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    cdef int64_t base = batch.base_offset_field
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef int attributes = batch.attributes
+    cdef bint log_append = attributes & 0x08
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t clast
+    try:
+        clast = last
+    except OverflowError:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    if clast == INT64_MAX:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef Out o
+    o.p = NULL
+    cdef Py_ssize_t i
+    cdef Rec* r
+    cdef int64_t off, ts
+    cdef const char* label = b" LogAppendTime: " if log_append else b" CreateTime: "
+    cdef Py_ssize_t label_len = 16 if log_append else 13
+    cdef const uint8_t* d
+    found = []
+    region_open(&reg, batch)
+    try:
+        recs = walk(reg.d, reg.pos, reg.end, count)
+        if not numbers_fit(recs, count, base, base_ts):
+            return _pure_text(batch, last, pairs, metadata, data_log)
+        d = reg.d
+        out_init(&o, count * (96 if metadata else 8) + (reg.end - reg.pos if data_log else 0) + 64)
+        for i in range(count):
+            r = recs + i
+            off = base + r.od
+            if clast != -1 and off != clast + 1:
+                found.append((clast, off))
+            clast = off
+            if metadata:
+                ts = max_ts if log_append else base_ts + r.td
+                out_put(&o, b"| offset: ", 10)
+                out_int(&o, off)
+                out_put(&o, label, label_len)
+                out_int(&o, ts)
+                out_put(&o, b" keySize: ", 10)
+                out_int(&o, r.klen)
+                out_put(&o, b" valueSize: ", 12)
+                out_int(&o, r.vlen)
+                out_put(&o, b" sequence: ", 11)
+                out_int(&o, sequence_of(base_seq, r.od))
+                out_put(&o, b" headerKeys: [", 14)
+                if r.nh:
+                    put_header_keys(&o, d, r.headers, r.nh)
+                out_byte(&o, b']')
+                if data_log:
+                    if r.klen >= 0:
+                        out_put(&o, b" key: ", 6)
+                        put_text(&o, d + r.key, r.klen)
+                    if r.vlen >= 0:
+                        out_put(&o, b" payload: ", 10)
+                        put_text(&o, d + r.value, r.vlen)
+            elif data_log:
+                if r.klen >= 0:
+                    out_put(&o, b"| key: ", 7)
+                    put_text(&o, d + r.key, r.klen)
+                if r.vlen >= 0:
+                    out_put(&o, b" payload: ", 10)
+                    put_text(&o, d + r.value, r.vlen)
+            out_byte(&o, b'\n')
+        text = PyUnicode_DecodeUTF8(o.p, o.n, "surrogatepass")
+    finally:
+        PyMem_Free(recs)
+        PyMem_Free(o.p)
+        region_close(&reg)
+    if found:
+        pairs += found
+    return text, clast
+
+
+# ------------------------------------------------------------------ record JSON
+cdef enum:
+    MAX_SLOTS = 8
+
+
+cdef struct Format:
+    # a %-format cut at its slots: literal i is lits[starts[i]:starts[i + 1]]
+    char* lits
+    Py_ssize_t starts[MAX_SLOTS + 2]
+    char kinds[MAX_SLOTS]       # b'd' or b'b'
+    int slots
+
+
+cdef int format_parse(Format* f, bytes fmt) except -1:
+    """Cut a %-format of %d, %b and %% (anything else: Malformed) into literals and slots."""
+    cdef const char* s = PyBytes_AS_STRING(fmt)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(fmt), i = 0, w = 0
+    f.lits = <char*>PyMem_Malloc(n + 1)
+    if f.lits == NULL:
+        raise MemoryError()
+    f.slots = 0
+    f.starts[0] = 0
+    while i < n:
+        if s[i] != b'%':
+            f.lits[w] = s[i]
+            w += 1
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise Malformed("format")
+        if s[i + 1] == b'%':
+            f.lits[w] = b'%'
+            w += 1
+            i += 2
+            continue
+        if (s[i + 1] != b'd' and s[i + 1] != b'b') or f.slots == MAX_SLOTS:
+            raise Malformed("format")
+        f.kinds[f.slots] = s[i + 1]
+        f.slots += 1
+        f.starts[f.slots] = w
+        i += 2
+    f.starts[f.slots + 1] = w
+    return 0
+
+
+cdef inline int format_lit(Out* o, Format* f, int i) except -1:
+    return out_put(o, f.lits + f.starts[i], f.starts[i + 1] - f.starts[i])
+
+
+cdef int put_headers_json(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh, int enc, Format* header,
+                          Format* null_header, bytes open_, bytes sep, bytes close) except -1:
+    """_headers_text: a record's headers as a JSON list (keys as Java decodes them)."""
+    cdef int64_t i, hk, hv
+    cdef Py_ssize_t kpos
+    out_put(o, PyBytes_AS_STRING(open_), PyBytes_GET_SIZE(open_))
+    pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+    for i in range(nh):
+        if i:
+            out_put(o, PyBytes_AS_STRING(sep), PyBytes_GET_SIZE(sep))
+        pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+        kpos = pos
+        pos += hk
+        pos = rd_zigzag(d, pos, pos + 10, &hv, False)
+        if hv < 0:
+            format_lit(o, null_header, 0)
+            out_byte(o, b'"')
+            put_json_utf8(o, d + kpos, hk)
+            out_byte(o, b'"')
+            format_lit(o, null_header, 1)
+        else:
+            format_lit(o, header, 0)
+            out_byte(o, b'"')
+            put_json_utf8(o, d + kpos, hk)
+            out_byte(o, b'"')
+            format_lit(o, header, 1)
+            put_payload(o, d + pos, hv, enc)
+            format_lit(o, header, 2)
+            pos += hv
+    out_put(o, PyBytes_AS_STRING(close), PyBytes_GET_SIZE(close))
+    return 0
+
+
+_ENCODINGS = {"utf8": 0, "hex": 1, "base64": 2}
+
+
+def fast_v2_json(batch, layout):
+    """scan.fast_v2_json, compiled."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    enc_name = getattr(layout, "encoding", None)
+    if batch.magic != 2 or enc_name not in _ENCODINGS:
+        return _pure_json(batch, layout)
+    cdef int enc = _ENCODINGS[enc_name]
+    cdef int64_t base = batch.base_offset_field
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef bint log_append = batch.attributes & 0x08
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef int64_t base_seq = batch.base_sequence
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef Out o
+    o.p = NULL
+    cdef Format line, string, header, null_header
+    line.lits = string.lits = header.lits = null_header.lits = NULL
+    cdef Py_ssize_t i, knulls = 0, vnulls = 0, nheaders = 0
+    cdef int variant, s, expect
+    cdef Rec* r
+    cdef const uint8_t* d
+    cdef bytes null
+    region_open(&reg, batch)
+    try:
+        recs = walk(reg.d, reg.pos, reg.end, count)
+        if not count:
+            return b""
+        if not numbers_fit(recs, count, base, base_ts):
+            return _pure_json(batch, layout)
+        for i in range(count):
+            if recs[i].klen < 0:
+                knulls += 1
+            if recs[i].vlen < 0:
+                vnulls += 1
+            if recs[i].nh or reg.d[recs[i].headers] != 0:
+                nheaders += 1
+        variant = (1 if knulls else 0) | (2 if vnulls else 0)
+        if nheaders:
+            variant |= 4
+        if base_seq >= 0:
+            variant |= 8
+        fmt = layout.line(batch, variant)
+        if not fmt:
+            raise Malformed("no layout for this batch")
+        format_parse(&line, fmt)
+        expect = 4 + (1 if variant & 4 else 0) + (1 if variant & 8 else 0)
+        format_parse(&string, layout.string)
+        format_parse(&header, layout.header)
+        format_parse(&null_header, layout.null_header)
+        if (line.slots != expect or string.slots != 1 or header.slots != 2 or null_header.slots != 1
+                or line.kinds[0] != b'd' or line.kinds[1] != b'd' or line.kinds[2] != b'b' or line.kinds[3] != b'b'
+                or (variant & 4 and line.kinds[4] != b'b') or (variant & 8 and line.kinds[expect - 1] != b'd')):
+            return _pure_json(batch, layout)
+        null = layout.null
+        no_headers = layout.no_headers
+        open_, sep, close = layout.open, layout.sep, layout.close
+        d = reg.d
+        out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 2 * (reg.end - reg.pos) + 64)
+        for i in range(count):
+            r = recs + i
+            if i:
+                out_byte(&o, b'\n')
+            format_lit(&o, &line, 0)
+            out_int(&o, base + r.od)
+            format_lit(&o, &line, 1)
+            out_int(&o, max_ts if log_append else base_ts + r.td)
+            format_lit(&o, &line, 2)
+            # key, then value: a string's text (inside the format's quotes), or a whole value
+            if variant & 1:
+                if r.klen < 0:
+                    out_put(&o, PyBytes_AS_STRING(null), PyBytes_GET_SIZE(null))
+                else:
+                    format_lit(&o, &string, 0)
+                    put_payload(&o, d + r.key, r.klen, enc)
+                    format_lit(&o, &string, 1)
+            else:
+                put_payload(&o, d + r.key, r.klen, enc)
+            format_lit(&o, &line, 3)
+            if variant & 2:
+                if r.vlen < 0:
+                    out_put(&o, PyBytes_AS_STRING(null), PyBytes_GET_SIZE(null))
+                else:
+                    format_lit(&o, &string, 0)
+                    put_payload(&o, d + r.value, r.vlen, enc)
+                    format_lit(&o, &string, 1)
+            else:
+                put_payload(&o, d + r.value, r.vlen, enc)
+            format_lit(&o, &line, 4)
+            s = 4
+            if variant & 4:
+                if r.nh or d[r.headers] != 0:
+                    put_headers_json(&o, d, r.headers, r.nh, enc, &header, &null_header, open_, sep, close)
+                else:
+                    out_put(&o, PyBytes_AS_STRING(no_headers), PyBytes_GET_SIZE(no_headers))
+                s += 1
+                format_lit(&o, &line, s)
+            if variant & 8:
+                out_int(&o, sequence_of(base_seq, r.od))
+                s += 1
+                format_lit(&o, &line, s)
+        return PyBytes_FromStringAndSize(o.p, o.n)
+    finally:
+        PyMem_Free(recs)
+        PyMem_Free(o.p)
+        PyMem_Free(line.lits)
+        PyMem_Free(string.lits)
+        PyMem_Free(header.lits)
+        PyMem_Free(null_header.lits)
+        region_close(&reg)
+
+
+# ------------------------------------------------------------------ records checks (verify-crc --deep)
+def v2_records_ok(batch):
+    """scan.v2_records_ok, compiled: the walk, and offsets increasing within the batch's range."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        return False
+    cdef int64_t last_delta = batch.last_offset_delta
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef int64_t prev = -1
+    cdef Py_ssize_t i
+    region_open(&reg, batch)
+    try:
+        try:
+            recs = walk(reg.d, reg.pos, reg.end, count)
+        except Malformed:
+            return False
+        for i in range(count):
+            if recs[i].od <= prev:
+                return False
+            prev = recs[i].od
+        return prev <= last_delta
+    finally:
+        PyMem_Free(recs)
+        region_close(&reg)
