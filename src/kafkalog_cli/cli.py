@@ -92,8 +92,19 @@ def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None)
     ctx.exit(int(code))
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    """`kafkalog --version`: the version, and which core runs the record paths (formats/core.py)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kafkalog_cli.formats import core
+
+    click.echo(f"kafkalog, version {__version__}, {core.describe()}")
+    ctx.exit()
+
+
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and which core (compiled or pure-Python) runs, and exit.")
 @click.option("--debug", is_flag=True, help="Show a Python traceback when a command fails.")
 def cli(debug: bool) -> None:
     """Read, verify, repair, retain and compact Apache Kafka's on-disk logs.

@@ -121,7 +121,7 @@ cdef inline Py_ssize_t rd_zigzag(const uint8_t* d, Py_ssize_t pos, Py_ssize_t en
         if shift > max_shift:
             return -1
     if not long_:
-        raw &= 0xFFFFFFFF
+        raw = <uint32_t>raw
     out[0] = (<int64_t>(raw >> 1)) ^ (-(<int64_t>(raw & 1)))
     return pos
 
@@ -205,30 +205,28 @@ cdef const char* HEX = b"0123456789abcdef"
 
 cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
     """Valid UTF-8 as the escaped text of a JSON string."""
-    cdef Py_ssize_t i = 0, run = 0
+    cdef Py_ssize_t i
     cdef char e
     cdef uint8_t c
-    if o.n + n > o.cap:
-        out_grow(o, n)
-    while i < n:
+    if o.n + 6 * n > o.cap:
+        out_grow(o, 6 * n)
+    cdef char* w = o.p + o.n
+    for i in range(n):
         c = s[i]
         e = ESC[c]
         if e == 0:
-            i += 1
-            continue
-        if i > run:
-            out_put(o, <const char*>(s + run), i - run)
-        if e == b'u':
-            out_put(o, b"\\u00", 4)
-            out_byte(o, HEX[c >> 4])
-            out_byte(o, HEX[c & 15])
+            w[0] = <char>c
+            w += 1
+        elif e == b'u':
+            memcpy(w, b"\\u00", 4)
+            w[4] = HEX[c >> 4]
+            w[5] = HEX[c & 15]
+            w += 6
         else:
-            out_byte(o, b'\\')
-            out_byte(o, e)
-        i += 1
-        run = i
-    if n > run:
-        out_put(o, <const char*>(s + run), n - run)
+            w[0] = b'\\'
+            w[1] = e
+            w += 2
+    o.n = w - o.p
     return 0
 
 
