@@ -228,10 +228,13 @@ def test_v2_records_ok_compiled_is_pure(raw, at, xor, field):
 
 # ------------------------------------------------------------------ whole dumps, both cores
 def _text_dump(data: bytes, tmp_path, fast, **opts) -> tuple[bytes, bytes, str | None]:
+    """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop
+    (kafka_text_run) when `fast` is the compiled scanner."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     out, err = io.BytesIO(), io.BytesIO()
     d = KafkaDumper(out, err, DumpOptions(parser=STRING, deep_iteration=True, **opts))
+    d._run = compiled.kafka_text_run if fast is compiled.fast_v2_text else None
     error = None
     with pytest.MonkeyPatch.context() as m:
         m.setattr(kafka, "fast_v2_text", fast)
@@ -283,6 +286,37 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
     assert text == _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
     assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8") == \
         _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8")
+
+
+@needs_compiled
+@PROPERTY
+@given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=5),
+       cut=st.integers(0, 200), flags=st.sampled_from(FLAGS))
+def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags):
+    """kafka_text_run (batch lines and records, a run of batches at a time) against
+    render/kafka.py's loop on the pure core: chains of any batches, offsets jumping (the
+    non-consecutive report), a cut-off last batch (invalid bytes at the end)."""
+    metadata, data_log = flags
+    data = b"".join(chain)
+    data = data[: len(data) - cut]
+    opts = dict(print_data_log=data_log, skip_record_metadata=not metadata)
+    assert _text_dump(data, tmp_path, compiled.fast_v2_text, **opts) == \
+        _text_dump(data, tmp_path, PURE["fast_v2_text"], **opts)
+
+
+@needs_compiled
+def test_the_compiled_batch_loop_renders_runs_and_leaves_the_rest():
+    from kafkalog_cli.formats.records import build_legacy_batch
+
+    good = build_v2_batch([SimpleRecord(key=b"k", value=b"v", timestamp=1)] * 3, 0)
+    legacy = build_legacy_batch([SimpleRecord(key=b"k", value=b"v", timestamp=1)], 3, magic=1)
+    data = good + legacy + good
+    pairs: list = []
+    text, pos, last = compiled.kafka_text_run(data, 0, len(data), -1, pairs, True, False, 1 << 20)
+    assert (pos, last, pairs) == (len(good), 2, [])         # stops at the legacy batch
+    assert text.decode().splitlines()[0].startswith("baseOffset: 0 lastOffset: 2 count: 3 ")
+    text, pos, last = compiled.kafka_text_run(data, pos + len(legacy), len(data), 2, pairs, True, False, 1 << 20)
+    assert (pos, last, pairs) == (len(data), 2, [(2, 0)])
 
 
 @needs_compiled

@@ -17,8 +17,10 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
-from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, INT64_MAX, INT64_MIN
-from libc.string cimport memcpy, memchr
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, int16_t, uint16_t, INT64_MAX, INT64_MIN
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.buffer cimport PyBUF_READ
+from libc.string cimport memcpy, memchr, strlen
 
 from kafkalog_cli.formats import scan as _pure
 from kafkalog_cli.formats.jutf8 import java_utf8
@@ -68,6 +70,11 @@ cdef inline int out_put(Out* o, const char* s, Py_ssize_t k) except -1:
     memcpy(o.p + o.n, s, k)
     o.n += k
     return 0
+
+
+cdef inline int out_lit(Out* o, const char* s) except -1:
+    """A C string literal (its length folds to a constant once inlined)."""
+    return out_put(o, s, strlen(s))
 
 
 cdef inline int out_byte(Out* o, char c) except -1:
@@ -476,6 +483,57 @@ cdef int put_header_keys(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh) e
 
 
 # ------------------------------------------------------------------ record text
+cdef int put_records_text(Out* o, const uint8_t* d, Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts,
+                          bint log_append, int64_t max_ts, int64_t base_seq, int64_t* last, list found,
+                          bint metadata, bint data_log) except -1:
+    """The record lines of a walked batch, as KafkaDumper._records writes them with the
+    StringDecoder parser; `found` gets the non-consecutive (previous, offset) pairs in file order."""
+    cdef Py_ssize_t i
+    cdef Rec* r
+    cdef int64_t off, ts, clast = last[0]
+    cdef const char* label = b" LogAppendTime: " if log_append else b" CreateTime: "
+    cdef Py_ssize_t label_len = 16 if log_append else 13
+    for i in range(count):
+        r = recs + i
+        off = base + r.od
+        if clast != -1 and off != clast + 1:
+            found.append((clast, off))
+        clast = off
+        if metadata:
+            ts = max_ts if log_append else base_ts + r.td
+            out_lit(o, b"| offset: ")
+            out_int(o, off)
+            out_put(o, label, label_len)
+            out_int(o, ts)
+            out_lit(o, b" keySize: ")
+            out_int(o, r.klen)
+            out_lit(o, b" valueSize: ")
+            out_int(o, r.vlen)
+            out_lit(o, b" sequence: ")
+            out_int(o, sequence_of(base_seq, r.od))
+            out_lit(o, b" headerKeys: [")
+            if r.nh:
+                put_header_keys(o, d, r.headers, r.nh)
+            out_byte(o, b']')
+            if data_log:
+                if r.klen >= 0:
+                    out_lit(o, b" key: ")
+                    put_text(o, d + r.key, r.klen)
+                if r.vlen >= 0:
+                    out_lit(o, b" payload: ")
+                    put_text(o, d + r.value, r.vlen)
+        elif data_log:
+            if r.klen >= 0:
+                out_lit(o, b"| key: ")
+                put_text(o, d + r.key, r.klen)
+            if r.vlen >= 0:
+                out_lit(o, b" payload: ")
+                put_text(o, d + r.value, r.vlen)
+        out_byte(o, b'\n')
+    last[0] = clast
+    return 0
+
+
 def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     """scan.fast_v2_text, compiled."""
     cdef int64_t count = batch.records_count
@@ -485,8 +543,7 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
         return _pure_text(batch, last, pairs, metadata, data_log)
     cdef int64_t base = batch.base_offset_field
     cdef int64_t base_ts = batch.base_timestamp
-    cdef int attributes = batch.attributes
-    cdef bint log_append = attributes & 0x08
+    cdef bint log_append = batch.attributes & 0x08
     cdef int64_t max_ts = batch.max_timestamp
     cdef int64_t base_seq = batch.base_sequence
     cdef int64_t clast
@@ -500,57 +557,15 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     cdef Rec* recs = NULL
     cdef Out o
     o.p = NULL
-    cdef Py_ssize_t i
-    cdef Rec* r
-    cdef int64_t off, ts
-    cdef const char* label = b" LogAppendTime: " if log_append else b" CreateTime: "
-    cdef Py_ssize_t label_len = 16 if log_append else 13
-    cdef const uint8_t* d
     found = []
     region_open(&reg, batch)
     try:
         recs = walk(reg.d, reg.pos, reg.end, count)
         if not numbers_fit(recs, count, base, base_ts):
             return _pure_text(batch, last, pairs, metadata, data_log)
-        d = reg.d
-        out_init(&o, count * (96 if metadata else 8) + (reg.end - reg.pos if data_log else 0) + 64)
-        for i in range(count):
-            r = recs + i
-            off = base + r.od
-            if clast != -1 and off != clast + 1:
-                found.append((clast, off))
-            clast = off
-            if metadata:
-                ts = max_ts if log_append else base_ts + r.td
-                out_put(&o, b"| offset: ", 10)
-                out_int(&o, off)
-                out_put(&o, label, label_len)
-                out_int(&o, ts)
-                out_put(&o, b" keySize: ", 10)
-                out_int(&o, r.klen)
-                out_put(&o, b" valueSize: ", 12)
-                out_int(&o, r.vlen)
-                out_put(&o, b" sequence: ", 11)
-                out_int(&o, sequence_of(base_seq, r.od))
-                out_put(&o, b" headerKeys: [", 14)
-                if r.nh:
-                    put_header_keys(&o, d, r.headers, r.nh)
-                out_byte(&o, b']')
-                if data_log:
-                    if r.klen >= 0:
-                        out_put(&o, b" key: ", 6)
-                        put_text(&o, d + r.key, r.klen)
-                    if r.vlen >= 0:
-                        out_put(&o, b" payload: ", 10)
-                        put_text(&o, d + r.value, r.vlen)
-            elif data_log:
-                if r.klen >= 0:
-                    out_put(&o, b"| key: ", 7)
-                    put_text(&o, d + r.key, r.klen)
-                if r.vlen >= 0:
-                    out_put(&o, b" payload: ", 10)
-                    put_text(&o, d + r.value, r.vlen)
-            out_byte(&o, b'\n')
+        out_init(&o, count * (112 if metadata else 8) + (reg.end - reg.pos if data_log else 0) + 64)
+        put_records_text(&o, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq, &clast, found,
+                         metadata, data_log)
         text = PyUnicode_DecodeUTF8(o.p, o.n, "surrogatepass")
     finally:
         PyMem_Free(recs)
@@ -559,6 +574,175 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     if found:
         pairs += found
     return text, clast
+
+
+# ------------------------------------------------------------------ batches and records as text, a run at a time
+cdef inline int64_t be64(const uint8_t* p) noexcept:
+    cdef uint64_t v = 0
+    cdef int i
+    for i in range(8):
+        v = (v << 8) | p[i]
+    return <int64_t>v
+
+
+cdef inline int32_t be32(const uint8_t* p) noexcept:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int16_t be16(const uint8_t* p) noexcept:
+    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+
+
+cdef const char* CODEC_NAMES[5]
+CODEC_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd"]
+
+from kafkalog_cli.formats.crc import crc32c as _crc32c
+from kafkalog_cli.formats.compression import decompress as _decompress
+
+
+def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
+                   Py_ssize_t limit):
+    """kafka-dump-log's lines (batch line, then its record lines) of the v2 data batches from
+    buf[pos:end), as render/kafka.py's loop writes them with the StringDecoder parser, until
+    about `limit` bytes are written or a batch this does not render: legacy, control, short or
+    incomplete batches, an unknown codec, records the record text scanner gives up on, numbers
+    past 64 bits. -> (UTF-8 text, the position of that batch (or where the walk ended), the last
+    record offset); `pairs` gets the non-consecutive (previous, offset) pairs in file order. The
+    caller's own loop goes on from the position returned."""
+    cdef Py_buffer view
+    cdef Out o
+    cdef Rec* recs = NULL
+    cdef int64_t clast
+    try:
+        clast = last
+    except OverflowError:
+        return b"", pos, last
+    if clast == INT64_MAX:
+        return b"", pos, last
+    cdef const uint8_t* d
+    cdef const uint8_t* h
+    cdef Py_ssize_t total, rpos, rend
+    cdef int32_t size, count, lod, base_seq, crc_stored
+    cdef int64_t base, base_ts, max_ts, pid, last_seq, computed
+    cdef int16_t epoch
+    cdef int attributes, codec
+    cdef const uint8_t* rd
+    found = []
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    o.p = NULL
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        out_init(&o, limit + (1 << 16))
+        while pos + 17 < end and o.n < limit:
+            h = d + pos
+            size = be32(h + 8)
+            if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+                break
+            total = size + 12
+            attributes = be16(h + 21) & 0xFF
+            if attributes >= 0x80:
+                attributes -= 0x100
+            codec = attributes & 0x07
+            if attributes & 0x20 or codec > 4:
+                break
+            base = be64(h)
+            lod = be32(h + 23)
+            base_ts = be64(h + 27)
+            max_ts = be64(h + 35)
+            pid = be64(h + 43)
+            epoch = be16(h + 51)
+            base_seq = be32(h + 53)
+            count = be32(h + 57)
+            if count < 0 or not add_ok(base, lod):
+                break
+            crc_stored = be32(h + 17)
+            # the records first: a batch the scanner gives up on is left whole to the caller
+            if codec:
+                try:
+                    data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
+                                                                      total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
+                except Exception:
+                    break
+                if type(data) is not bytes:
+                    data = bytes(data)
+                rd = <const uint8_t*>PyBytes_AS_STRING(data)
+                rpos, rend = 0, PyBytes_GET_SIZE(data)
+            else:
+                rd = h
+                rpos, rend = RECORD_BATCH_OVERHEAD, total
+            try:
+                recs = walk(rd, rpos, rend, count)
+            except Malformed:
+                break
+            if not numbers_fit(recs, count, base, base_ts):
+                break
+            computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), total - 21, PyBUF_READ))
+            # the batch line (render/kafka.py's batch_line)
+            out_lit(&o, b"baseOffset: ")
+            out_int(&o, base)
+            out_lit(&o, b" lastOffset: ")
+            out_int(&o, base + lod)
+            out_lit(&o, b" count: ")
+            out_int(&o, count)
+            out_lit(&o, b" baseSequence: ")
+            out_int(&o, base_seq)
+            out_lit(&o, b" lastSequence: ")
+            if base_seq == -1:
+                last_seq = -1
+            elif base_seq > INT32_MAX - lod:
+                last_seq = lod - (INT32_MAX - base_seq) - 1
+            else:
+                last_seq = base_seq + lod
+            out_int(&o, last_seq)
+            out_lit(&o, b" producerId: ")
+            out_int(&o, pid)
+            out_lit(&o, b" producerEpoch: ")
+            out_int(&o, epoch)
+            out_lit(&o, b" partitionLeaderEpoch: ")
+            out_int(&o, be32(h + 12))
+            if attributes & 0x10:
+                out_lit(&o, b" isTransactional: true")
+            else:
+                out_lit(&o, b" isTransactional: false")
+            out_lit(&o, b" isControl: false deleteHorizonMs: ")
+            if attributes & 0x40:
+                out_lit(&o, b"OptionalLong[")
+                out_int(&o, base_ts)
+                out_byte(&o, b']')
+            else:
+                out_lit(&o, b"OptionalLong.empty")
+            out_lit(&o, b" position: ")
+            out_int(&o, pos)
+            if attributes & 0x08:
+                out_lit(&o, b" LogAppendTime: ")
+            else:
+                out_lit(&o, b" CreateTime: ")
+            out_int(&o, max_ts)
+            out_lit(&o, b" size: ")
+            out_int(&o, total)
+            out_lit(&o, b" magic: 2 compresscodec: ")
+            out_lit(&o, CODEC_NAMES[codec])
+            out_lit(&o, b" crc: ")
+            out_int(&o, <uint32_t>crc_stored)
+            if computed == <uint32_t>crc_stored:
+                out_lit(&o, b" isvalid: true\n")
+            else:
+                out_lit(&o, b" isvalid: false\n")
+            put_records_text(&o, rd, recs, count, base, base_ts, attributes & 0x08, max_ts, base_seq, &clast,
+                             found, metadata, data_log)
+            PyMem_Free(recs)
+            recs = NULL
+            pos += total
+        text = PyBytes_FromStringAndSize(o.p, o.n)
+    finally:
+        PyMem_Free(recs)
+        PyMem_Free(o.p)
+        PyBuffer_Release(&view)
+    if found:
+        pairs += found
+    return text, pos, clast
 
 
 # ------------------------------------------------------------------ record JSON

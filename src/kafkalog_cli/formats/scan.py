@@ -1331,6 +1331,10 @@ def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
 COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok")
 PURE = {name: globals()[name] for name in COMPILED}
 CORE = "pure"
+# The compiled core's only function without a pure twin here: the whole loop of an unfiltered
+# dump-log --deep-iteration over runs of v2 data batches, batch lines included (its pure twin is
+# that loop, in render/kafka.py, which the tests compare it with). None on the pure core.
+kafka_text_run = None
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
@@ -1339,4 +1343,5 @@ if _compiled is not None:
     fast_v2_text = _compiled.fast_v2_text
     fast_v2_json = _compiled.fast_v2_json
     v2_records_ok = _compiled.v2_records_ok
+    kafka_text_run = _compiled.kafka_text_run
     CORE = "compiled"
