@@ -17,6 +17,7 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.ref cimport PyObject, Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, int16_t, uint16_t, INT64_MAX, INT64_MIN
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
@@ -37,16 +38,30 @@ cdef int RECORD_BATCH_OVERHEAD = 61
 
 
 # ------------------------------------------------------------------ an output buffer
+# A bytes object written in place and cut to its length at the end (out_bytes), so the text is
+# never copied into a new object.
+cdef extern from "Python.h":
+    PyObject* new_bytes "PyBytes_FromStringAndSize"(const char* s, Py_ssize_t n) except NULL
+    char* bytes_data "PyBytes_AS_STRING"(PyObject* b)
+    int _PyBytes_Resize(PyObject** b, Py_ssize_t n) except -1
+
+
 cdef struct Out:
+    PyObject* obj
     char* p
     Py_ssize_t n
     Py_ssize_t cap
 
 
+cdef inline void out_clear(Out* o) noexcept:
+    o.obj = NULL
+    o.p = NULL
+    o.n = o.cap = 0
+
+
 cdef int out_init(Out* o, Py_ssize_t cap) except -1:
-    o.p = <char*>PyMem_Malloc(cap)
-    if o.p == NULL:
-        raise MemoryError()
+    o.obj = new_bytes(NULL, cap)
+    o.p = bytes_data(o.obj)
     o.n = 0
     o.cap = cap
     return 0
@@ -56,12 +71,24 @@ cdef int out_grow(Out* o, Py_ssize_t need) except -1:
     cdef Py_ssize_t cap = o.cap * 2
     if cap < o.n + need:
         cap = o.n + need + 4096
-    cdef char* p = <char*>PyMem_Realloc(o.p, cap)
-    if p == NULL:
-        raise MemoryError()
-    o.p = p
+    _PyBytes_Resize(&o.obj, cap)
+    o.p = bytes_data(o.obj)
     o.cap = cap
     return 0
+
+
+cdef object out_bytes(Out* o):
+    """The text written, as bytes (the buffer itself, cut to length)."""
+    _PyBytes_Resize(&o.obj, o.n)
+    b = <object>o.obj
+    Py_XDECREF(o.obj)
+    out_clear(o)
+    return b
+
+
+cdef inline void out_free(Out* o) noexcept:
+    Py_XDECREF(o.obj)
+    out_clear(o)
 
 
 cdef inline int out_put(Out* o, const char* s, Py_ssize_t k) except -1:
@@ -85,25 +112,41 @@ cdef inline int out_byte(Out* o, char c) except -1:
     return 0
 
 
+cdef int _i
+cdef char DIGITS[200]
+for _i in range(100):
+    DIGITS[2 * _i] = 48 + _i // 10
+    DIGITS[2 * _i + 1] = 48 + _i % 10
+
+
 cdef inline int out_int(Out* o, int64_t v) except -1:
     """v in decimal, as Python's str() and %d write it."""
     cdef char tmp[24]
     cdef int i = 24
-    cdef uint64_t u
+    cdef uint64_t u, q
     if v < 0:
         u = <uint64_t>0 - <uint64_t>v
     else:
         u = <uint64_t>v
-    while True:
+    while u >= 100:
+        q = u // 100
+        i -= 2
+        memcpy(tmp + i, DIGITS + 2 * (u - q * 100), 2)
+        u = q
+    if u >= 10:
+        i -= 2
+        memcpy(tmp + i, DIGITS + 2 * u, 2)
+    else:
         i -= 1
-        tmp[i] = <char>(48 + u % 10)
-        u //= 10
-        if u == 0:
-            break
+        tmp[i] = <char>(48 + u)
     if v < 0:
         i -= 1
         tmp[i] = 45   # '-'
-    return out_put(o, tmp + i, 24 - i)
+    if o.n + 24 > o.cap:
+        out_grow(o, 24)
+    memcpy(o.p + o.n, tmp + i, 24 - i)
+    o.n += 24 - i
+    return 0
 
 
 # ------------------------------------------------------------------ varints (ByteUtils)
@@ -195,7 +238,6 @@ cdef int put_text(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
 
 # JSON string escapes, as json.dumps(ensure_ascii=False) (and orjson) write them: 0 keeps the byte
 cdef char ESC[256]
-cdef int _i
 for _i in range(256):
     ESC[_i] = 0
 for _i in range(0x20):
@@ -208,31 +250,60 @@ ESC[0x0D] = b'r'
 ESC[0x22] = b'"'
 ESC[0x5C] = b'\\'
 cdef const char* HEX = b"0123456789abcdef"
+# each byte's text in a JSON string (ESCN[c] bytes of ESC8[c]): itself, or its escape
+cdef uint64_t ESC8[256]
+cdef uint8_t ESCN[256]
+cdef char* _e
+for _i in range(256):
+    _e = <char*>&ESC8[_i]
+    ESC8[_i] = 0
+    if ESC[_i] == 0:
+        _e[0] = <char>_i
+        ESCN[_i] = 1
+    elif ESC[_i] == b'u':
+        memcpy(_e, b"\\u00", 4)
+        _e[4] = HEX[_i >> 4]
+        _e[5] = HEX[_i & 15]
+        ESCN[_i] = 6
+    else:
+        _e[0] = b'\\'
+        _e[1] = ESC[_i]
+        ESCN[_i] = 2
+
+
+cdef inline bint has_zero(uint64_t v) noexcept:
+    """Whether a byte of v is 0 (exact as to whether any is)."""
+    return ((v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL) != 0
+
+
+cdef inline bint has_below_space(uint64_t v) noexcept:
+    """Whether a byte of v is below 0x20."""
+    return ((v - 0x2020202020202020ULL) & ~v & 0x8080808080808080ULL) != 0
 
 
 cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
     """Valid UTF-8 as the escaped text of a JSON string."""
     cdef Py_ssize_t i
-    cdef char e
     cdef uint8_t c
-    if o.n + 6 * n > o.cap:
-        out_grow(o, 6 * n)
+    if o.n + 6 * n + 8 > o.cap:
+        out_grow(o, 6 * n + 8)
     cdef char* w = o.p + o.n
-    for i in range(n):
+    cdef uint64_t x
+    i = 0
+    while i < n:
+        if i + 8 <= n:
+            # eight bytes at once when none is below 0x20, '"' or '\\' (UTF-8's high bytes pass)
+            memcpy(&x, s + i, 8)
+            if not (has_below_space(x) or has_zero(x ^ 0x2222222222222222ULL)
+                    or has_zero(x ^ 0x5C5C5C5C5C5C5C5CULL)):
+                memcpy(w, &x, 8)
+                w += 8
+                i += 8
+                continue
         c = s[i]
-        e = ESC[c]
-        if e == 0:
-            w[0] = <char>c
-            w += 1
-        elif e == b'u':
-            memcpy(w, b"\\u00", 4)
-            w[4] = HEX[c >> 4]
-            w[5] = HEX[c & 15]
-            w += 6
-        else:
-            w[0] = b'\\'
-            w[1] = e
-            w += 2
+        i += 1
+        memcpy(w, &ESC8[c], 8)      # the byte or its escape, without a branch (8 bytes of room kept)
+        w += ESCN[c]
     o.n = w - o.p
     return 0
 
@@ -556,7 +627,7 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Out o
-    o.p = NULL
+    out_clear(&o)
     found = []
     region_open(&reg, batch)
     try:
@@ -569,7 +640,7 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
         text = PyUnicode_DecodeUTF8(o.p, o.n, "surrogatepass")
     finally:
         PyMem_Free(recs)
-        PyMem_Free(o.p)
+        out_free(&o)
         region_close(&reg)
     if found:
         pairs += found
@@ -629,7 +700,7 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
     cdef const uint8_t* rd
     found = []
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
-    o.p = NULL
+    out_clear(&o)
     try:
         d = <const uint8_t*>view.buf
         if end > view.len:
@@ -735,10 +806,10 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
             PyMem_Free(recs)
             recs = NULL
             pos += total
-        text = PyBytes_FromStringAndSize(o.p, o.n)
+        text = out_bytes(&o)
     finally:
         PyMem_Free(recs)
-        PyMem_Free(o.p)
+        out_free(&o)
         PyBuffer_Release(&view)
     if found:
         pairs += found
@@ -847,7 +918,7 @@ def fast_v2_json(batch, layout):
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Out o
-    o.p = NULL
+    out_clear(&o)
     cdef Format line, string, header, null_header
     line.lits = string.lits = header.lits = null_header.lits = NULL
     cdef Py_ssize_t i, knulls = 0, vnulls = 0, nheaders = 0
@@ -890,7 +961,7 @@ def fast_v2_json(batch, layout):
         no_headers = layout.no_headers
         open_, sep, close = layout.open, layout.sep, layout.close
         d = reg.d
-        out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 2 * (reg.end - reg.pos) + 64)
+        out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 6 * (reg.end - reg.pos) + 64)
         for i in range(count):
             r = recs + i
             if i:
@@ -933,10 +1004,10 @@ def fast_v2_json(batch, layout):
                 out_int(&o, sequence_of(base_seq, r.od))
                 s += 1
                 format_lit(&o, &line, s)
-        return PyBytes_FromStringAndSize(o.p, o.n)
+        return out_bytes(&o)
     finally:
         PyMem_Free(recs)
-        PyMem_Free(o.p)
+        out_free(&o)
         PyMem_Free(line.lits)
         PyMem_Free(string.lits)
         PyMem_Free(header.lits)
@@ -969,3 +1040,9 @@ def v2_records_ok(batch):
     finally:
         PyMem_Free(recs)
         region_close(&reg)
+
+
+# Imported first (not through formats/scan.py), this module made scan import it half-built and
+# take the pure core: it is complete now, so scan swaps it in (formats/core.py's rule still holds)
+if _pure.CORE == "pure":
+    _pure.install_compiled()

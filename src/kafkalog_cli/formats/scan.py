@@ -1338,10 +1338,18 @@ kafka_text_run = None
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
-_compiled = compiled_scan()
-if _compiled is not None:
-    fast_v2_text = _compiled.fast_v2_text
-    fast_v2_json = _compiled.fast_v2_json
-    v2_records_ok = _compiled.v2_records_ok
-    kafka_text_run = _compiled.kafka_text_run
+
+def install_compiled() -> None:
+    """Use the compiled scanners, when formats/core.py says so (see CORE)."""
+    global fast_v2_text, fast_v2_json, v2_records_ok, kafka_text_run, CORE
+    compiled = compiled_scan()
+    if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
+        return
+    fast_v2_text = compiled.fast_v2_text
+    fast_v2_json = compiled.fast_v2_json
+    v2_records_ok = compiled.v2_records_ok
+    kafka_text_run = compiled.kafka_text_run
     CORE = "compiled"
+
+
+install_compiled()

@@ -23,7 +23,7 @@ from kafkalog_cli.formats.scan import (
 from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
-    PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges,
+    PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges, write_all,
 )
 from kafkalog_cli.render.schema import BATCH, CONTROL_RECORD, FILE, LEGACY, RECORD, TRAILING_BYTES, UNKNOWN_FILE
 from kafkalog_cli.storage.names import offset_from_name
@@ -294,6 +294,7 @@ class JsonDumper:
         self.layout = _record_layout(payload_encoding) if filters is None and decoder is None else None
         # a search's records: their lines cut out of the batch's, when most of it is found
         self.found_layout = _record_layout(payload_encoding) if filters is not None and decoder is None else None
+        self._fd = output_fd(out)
         self._lines: list[str] = []      # objects not yet encoded
         self._parts: list[bytes] = []    # encoded lines not yet written
         self._size = 0
@@ -326,6 +327,9 @@ class JsonDumper:
         if self._parts:
             if isinstance(self.out, Sink):
                 self.out.writelines(self._parts)
+            elif self._fd is not None:      # the parts as they are, by writev: a join copies them all
+                self.out.flush()
+                write_all(self._fd, self._parts)
             else:
                 self.out.write(b"".join(self._parts))
             self._parts.clear()
@@ -431,6 +435,7 @@ class JsonDumper:
     def _render_range(self, buf, start: int, stop: int, given: str) -> tuple[list[bytes], int]:
         """In a worker: the bytes of one range, and where its last batch ends."""
         self.out = Sink()
+        self._fd = None
         self._lines, self._parts, self._size = [], [], 0
         valid = self._batches(buf, start, stop, given)
         self.flush()
