@@ -1,4 +1,4 @@
-"""The compiled core (formats/_cscan.pyx, Cython), built with the machine's C compiler when there
+"""The compiled core (formats/_cscan.pyx and _cframing.pyx, Cython), built with the machine's C compiler when there
 is one. Everything else is in pyproject.toml. Without a compiler, or without Cython, the install
 goes on and kafkalog runs on its pure-Python core (formats/core.py; `kafkalog --version` says
 which core runs)."""
@@ -37,7 +37,8 @@ def _extensions():
     from setuptools import Extension
 
     return cythonize(
-        [Extension("kafkalog_cli.formats._cscan", ["src/kafkalog_cli/formats/_cscan.pyx"])],
+        [Extension(f"kafkalog_cli.formats.{name}", [f"src/kafkalog_cli/formats/{name}.pyx"])
+         for name in ("_cscan", "_cframing")],
         compiler_directives={"language_level": 3}, quiet=True)
 
 

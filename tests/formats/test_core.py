@@ -25,7 +25,7 @@ from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
 from tests.formats.strategies import CODECS, v2_batches
-from tests.formats.test_scan import STRING, _batch, _damaged, _general_text
+from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
 from tests.render.test_fast_path import _segment
 
 try:
@@ -224,6 +224,53 @@ def test_v2_records_ok_compiled_is_pure(raw, at, xor, field):
         b = _batch(set_v2_crc(data))
     c, p = _outcome(compiled.v2_records_ok, b), _outcome(PURE["v2_records_ok"], b)
     assert (c[0] == "ok" and c[1]) == (p[0] == "ok" and p[1])    # passes in both, or asks the reference in both
+
+
+# ------------------------------------------------------------------ verify-crc's walk (formats/_cframing)
+try:
+    from kafkalog_cli.formats import _cframing as compiled_framing
+except ImportError:
+    compiled_framing = None
+needs_compiled_framing = pytest.mark.skipif(compiled_framing is None, reason=WHY_NOT or "the compiled core is not built")
+
+
+def _checked(buf: bytes, deep: bool, run, stride: int = 0):
+    """check_batches's whole answer (findings with their messages and CRCs, in order), with `run`
+    as its compiled walk (None: the pure loop alone); `stride` > 0 tells of the stretches walked
+    every `stride` bytes, as verify-crc does every 64 MiB."""
+    from kafkalog_cli.formats import framing
+
+    told: list = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(framing, "_check_run", run)
+        if stride:
+            m.setattr(framing, "WALKED_BYTES", stride)
+        c = framing.check_batches(buf, 0, len(buf), file="f.log", deep=deep,
+                                  walked=(lambda a, b: told.append((a, b))) if stride else None)
+    return c, told
+
+
+@needs_compiled_framing
+@PROPERTY
+@given(buf=damaged_chains(), deep=st.booleans(), stride=st.sampled_from([0, 1, 700]))
+def test_check_batches_compiled_is_pure(buf, deep, stride):
+    assert _checked(buf, deep, compiled_framing.check_run, stride) == _checked(buf, deep, None, stride)
+
+
+@needs_compiled_framing
+@PROPERTY
+@given(buf=damaged_chains(), target=st.sampled_from([1, 100, 5000]), tail=st.sampled_from([0, 50, 10**6]),
+       stride=st.sampled_from([1, 64 << 20]))
+def test_batch_cuts_compiled_is_pure(buf, target, tail, stride):
+    from kafkalog_cli.formats import framing
+
+    def cuts(compiled: bool):
+        told: list = []
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(framing, "_compiled_cuts", compiled_framing.batch_cuts if compiled else None)
+            m.setattr(framing, "WALKED_BYTES", stride)
+            return framing.batch_cuts(buf, 0, len(buf), target, tail, lambda a, b: told.append((a, b))), told
+    assert cuts(True) == cuts(False)
 
 
 # ------------------------------------------------------------------ whole dumps, both cores

@@ -11,7 +11,7 @@ import os
 
 ENV = "KAFKALOG_PURE_PYTHON"
 
-# set by compiled_scan(): why the pure core runs, when it does
+# set by compiled_module(): why the pure core runs, when it does
 _why_pure: str | None = None
 
 
@@ -20,21 +20,28 @@ def forced_pure() -> bool:
     return os.environ.get(ENV, "").strip() not in ("", "0")
 
 
-def compiled_scan():
-    """The compiled scanners (formats/_cscan), or None: the pure core is asked for, or the
-    compiled one is not built (an install without a C compiler) or does not import."""
+def compiled_module(name: str):
+    """The compiled module kafkalog_cli.formats.<name> (_cscan: the scanners; _cframing:
+    verify-crc's batch walk), or None: the pure core is asked for, or the compiled one is not built
+    (an install without a C compiler) or does not import."""
     global _why_pure
     if forced_pure():
         _why_pure = f"{ENV} is set"
         return None
+    import importlib
+
+    full = f"kafkalog_cli.formats.{name}"
     try:
-        from kafkalog_cli.formats import _cscan
+        return importlib.import_module(full)
     except ImportError as e:
-        _why_pure = ("the compiled core is not built" if getattr(e, "name", None) == "kafkalog_cli.formats._cscan"
+        _why_pure = ("the compiled core is not built" if getattr(e, "name", None) == full
                      else f"the compiled core does not import: {e}")
         return None
-    _why_pure = None
-    return _cscan
+
+
+def compiled_scan():
+    """The compiled scanners (formats/_cscan), or None."""
+    return compiled_module("_cscan")
 
 
 def name() -> str:
