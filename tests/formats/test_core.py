@@ -298,6 +298,7 @@ def _json_dump(data: bytes, tmp_path, fast, encoding: str) -> tuple[bytes, str |
     path.write_bytes(data)
     out = io.BytesIO()
     d = JsonDumper(out, deep=True, payload_encoding=encoding)
+    d._run = compiled.json_run if fast is compiled.fast_v2_json else None     # the compiled batch loop too
     error = None
     with pytest.MonkeyPatch.context() as m:
         m.setattr(jsonl, "fast_v2_json", fast)
@@ -340,8 +341,8 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
 @given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=5),
        cut=st.integers(0, 200), flags=st.sampled_from(FLAGS))
 def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags):
-    """kafka_text_run (batch lines and records, a run of batches at a time) against
-    render/kafka.py's loop on the pure core: chains of any batches, offsets jumping (the
+    """kafka_text_run and json_run (batch lines and records, a run of batches at a time) against
+    render/kafka.py's and render/jsonl.py's loops on the pure core: chains of any batches, offsets jumping (the
     non-consecutive report), a cut-off last batch (invalid bytes at the end)."""
     metadata, data_log = flags
     data = b"".join(chain)
@@ -349,6 +350,9 @@ def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chai
     opts = dict(print_data_log=data_log, skip_record_metadata=not metadata)
     assert _text_dump(data, tmp_path, compiled.fast_v2_text, **opts) == \
         _text_dump(data, tmp_path, PURE["fast_v2_text"], **opts)
+    encoding = ENCODINGS[cut % 3]
+    assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
+        _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
 
 
 @needs_compiled

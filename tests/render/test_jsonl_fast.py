@@ -134,6 +134,7 @@ def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, 
     real = scan._joined_lines
     monkeypatch.setattr(scan, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
     monkeypatch.setattr(jsonl, "fast_v2_json", scan.PURE["fast_v2_json"])
+    monkeypatch.setattr(scan, "json_run", None)
     recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs))
             for i, (k, v, hs) in enumerate(records)]
     batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,

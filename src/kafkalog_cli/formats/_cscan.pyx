@@ -818,7 +818,7 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
 
 # ------------------------------------------------------------------ record JSON
 cdef enum:
-    MAX_SLOTS = 8
+    MAX_SLOTS = 16
 
 
 cdef struct Format:
@@ -901,15 +901,137 @@ cdef int put_headers_json(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh, 
 _ENCODINGS = {"utf8": 0, "hex": 1, "base64": 2}
 
 
+cdef struct Shape:
+    # a JsonLayout, cut up once: the texts around the payloads and the headers
+    int enc
+    Format string
+    Format header
+    Format null_header
+    PyObject* null
+    PyObject* no_headers
+    PyObject* open
+    PyObject* sep
+    PyObject* close
+
+
+cdef inline void shape_clear(Shape* sh) noexcept:
+    sh.string.lits = sh.header.lits = sh.null_header.lits = NULL
+
+
+cdef inline void shape_free(Shape* sh) noexcept:
+    PyMem_Free(sh.string.lits)
+    PyMem_Free(sh.header.lits)
+    PyMem_Free(sh.null_header.lits)
+    shape_clear(sh)
+
+
+cdef bint shape_init(Shape* sh, layout) except -1:
+    """Cut `layout` up (the layout object keeps the bytes alive); False when it is not of the
+    shape this writes (the pure fast_v2_json writes it then)."""
+    enc_name = getattr(layout, "encoding", None)
+    if enc_name not in _ENCODINGS:
+        return False
+    sh.enc = _ENCODINGS[enc_name]
+    format_parse(&sh.string, layout.string)
+    format_parse(&sh.header, layout.header)
+    format_parse(&sh.null_header, layout.null_header)
+    if sh.string.slots != 1 or sh.header.slots != 2 or sh.null_header.slots != 1:
+        return False
+    for part in (layout.null, layout.no_headers, layout.open, layout.sep, layout.close):
+        if type(part) is not bytes:
+            return False
+    sh.null = <PyObject*>layout.null
+    sh.no_headers = <PyObject*>layout.no_headers
+    sh.open = <PyObject*>layout.open
+    sh.sep = <PyObject*>layout.sep
+    sh.close = <PyObject*>layout.close
+    return True
+
+
+cdef inline int out_obj(Out* o, PyObject* b) except -1:
+    return out_put(o, bytes_data(b), PyBytes_GET_SIZE(<object>b))
+
+
+cdef int variant_of(const uint8_t* d, Rec* recs, Py_ssize_t count, int64_t base_seq) noexcept:
+    """The variant of the batch's record line (JsonLayout.line): which columns hold a null,
+    whether any record has headers, whether there are sequences."""
+    cdef Py_ssize_t i
+    cdef int variant = 0
+    for i in range(count):
+        if recs[i].klen < 0:
+            variant |= 1
+        if recs[i].vlen < 0:
+            variant |= 2
+        if recs[i].nh or d[recs[i].headers] != 0:
+            variant |= 4
+    if base_seq >= 0:
+        variant |= 8
+    return variant
+
+
+cdef bint line_fits(Format* line, int variant) noexcept:
+    """Whether the record line's slots are the ones put_records_json fills."""
+    cdef int expect = 4 + (1 if variant & 4 else 0) + (1 if variant & 8 else 0)
+    return (line.slots == expect and line.kinds[0] == b'd' and line.kinds[1] == b'd' and line.kinds[2] == b'b'
+            and line.kinds[3] == b'b' and (not variant & 4 or line.kinds[4] == b'b')
+            and (not variant & 8 or line.kinds[expect - 1] == b'd'))
+
+
+cdef int put_payload_slot(Out* o, Shape* sh, const uint8_t* d, Py_ssize_t at, int64_t n, bint whole) except -1:
+    """A key or value: its escaped text (inside the line's quotes), or with `whole` (its column
+    holds a null) a whole JSON value."""
+    if not whole:
+        return put_payload(o, d + at, n, sh.enc)
+    if n < 0:
+        return out_obj(o, sh.null)
+    format_lit(o, &sh.string, 0)
+    put_payload(o, d + at, n, sh.enc)
+    return format_lit(o, &sh.string, 1)
+
+
+cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const uint8_t* d, Rec* recs,
+                          Py_ssize_t count, int64_t base, int64_t base_ts, bint log_append, int64_t max_ts,
+                          int64_t base_seq) except -1:
+    """The record lines of a walked batch, joined by newlines."""
+    cdef Py_ssize_t i
+    cdef int s
+    cdef Rec* r
+    for i in range(count):
+        r = recs + i
+        if i:
+            out_byte(o, b'\n')
+        format_lit(o, line, 0)
+        out_int(o, base + r.od)
+        format_lit(o, line, 1)
+        out_int(o, max_ts if log_append else base_ts + r.td)
+        format_lit(o, line, 2)
+        put_payload_slot(o, sh, d, r.key, r.klen, variant & 1)
+        format_lit(o, line, 3)
+        put_payload_slot(o, sh, d, r.value, r.vlen, variant & 2)
+        format_lit(o, line, 4)
+        s = 4
+        if variant & 4:
+            if r.nh or d[r.headers] != 0:
+                put_headers_json(o, d, r.headers, r.nh, sh.enc, &sh.header, &sh.null_header, <bytes>sh.open,
+                                 <bytes>sh.sep, <bytes>sh.close)
+            else:
+                out_obj(o, sh.no_headers)
+            s += 1
+            format_lit(o, line, s)
+        if variant & 8:
+            out_int(o, sequence_of(base_seq, r.od))
+            s += 1
+            format_lit(o, line, s)
+    return 0
+
+
 def fast_v2_json(batch, layout):
     """scan.fast_v2_json, compiled."""
     cdef int64_t count = batch.records_count
     if count < 0:
         raise Malformed("negative count")
-    enc_name = getattr(layout, "encoding", None)
-    if batch.magic != 2 or enc_name not in _ENCODINGS:
+    if batch.magic != 2:
         return _pure_json(batch, layout)
-    cdef int enc = _ENCODINGS[enc_name]
     cdef int64_t base = batch.base_offset_field
     cdef int64_t base_ts = batch.base_timestamp
     cdef bint log_append = batch.attributes & 0x08
@@ -919,100 +1041,173 @@ def fast_v2_json(batch, layout):
     cdef Rec* recs = NULL
     cdef Out o
     out_clear(&o)
-    cdef Format line, string, header, null_header
-    line.lits = string.lits = header.lits = null_header.lits = NULL
-    cdef Py_ssize_t i, knulls = 0, vnulls = 0, nheaders = 0
-    cdef int variant, s, expect
-    cdef Rec* r
-    cdef const uint8_t* d
-    cdef bytes null
+    cdef Format line
+    line.lits = NULL
+    cdef Shape sh
+    shape_clear(&sh)
+    cdef int variant
     region_open(&reg, batch)
     try:
         recs = walk(reg.d, reg.pos, reg.end, count)
         if not count:
             return b""
-        if not numbers_fit(recs, count, base, base_ts):
+        if not numbers_fit(recs, count, base, base_ts) or not shape_init(&sh, layout):
             return _pure_json(batch, layout)
-        for i in range(count):
-            if recs[i].klen < 0:
-                knulls += 1
-            if recs[i].vlen < 0:
-                vnulls += 1
-            if recs[i].nh or reg.d[recs[i].headers] != 0:
-                nheaders += 1
-        variant = (1 if knulls else 0) | (2 if vnulls else 0)
-        if nheaders:
-            variant |= 4
-        if base_seq >= 0:
-            variant |= 8
+        variant = variant_of(reg.d, recs, count, base_seq)
         fmt = layout.line(batch, variant)
         if not fmt:
             raise Malformed("no layout for this batch")
         format_parse(&line, fmt)
-        expect = 4 + (1 if variant & 4 else 0) + (1 if variant & 8 else 0)
-        format_parse(&string, layout.string)
-        format_parse(&header, layout.header)
-        format_parse(&null_header, layout.null_header)
-        if (line.slots != expect or string.slots != 1 or header.slots != 2 or null_header.slots != 1
-                or line.kinds[0] != b'd' or line.kinds[1] != b'd' or line.kinds[2] != b'b' or line.kinds[3] != b'b'
-                or (variant & 4 and line.kinds[4] != b'b') or (variant & 8 and line.kinds[expect - 1] != b'd')):
+        if not line_fits(&line, variant):
             return _pure_json(batch, layout)
-        null = layout.null
-        no_headers = layout.no_headers
-        open_, sep, close = layout.open, layout.sep, layout.close
-        d = reg.d
         out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 6 * (reg.end - reg.pos) + 64)
-        for i in range(count):
-            r = recs + i
-            if i:
-                out_byte(&o, b'\n')
-            format_lit(&o, &line, 0)
-            out_int(&o, base + r.od)
-            format_lit(&o, &line, 1)
-            out_int(&o, max_ts if log_append else base_ts + r.td)
-            format_lit(&o, &line, 2)
-            # key, then value: a string's text (inside the format's quotes), or a whole value
-            if variant & 1:
-                if r.klen < 0:
-                    out_put(&o, PyBytes_AS_STRING(null), PyBytes_GET_SIZE(null))
-                else:
-                    format_lit(&o, &string, 0)
-                    put_payload(&o, d + r.key, r.klen, enc)
-                    format_lit(&o, &string, 1)
-            else:
-                put_payload(&o, d + r.key, r.klen, enc)
-            format_lit(&o, &line, 3)
-            if variant & 2:
-                if r.vlen < 0:
-                    out_put(&o, PyBytes_AS_STRING(null), PyBytes_GET_SIZE(null))
-                else:
-                    format_lit(&o, &string, 0)
-                    put_payload(&o, d + r.value, r.vlen, enc)
-                    format_lit(&o, &string, 1)
-            else:
-                put_payload(&o, d + r.value, r.vlen, enc)
-            format_lit(&o, &line, 4)
-            s = 4
-            if variant & 4:
-                if r.nh or d[r.headers] != 0:
-                    put_headers_json(&o, d, r.headers, r.nh, enc, &header, &null_header, open_, sep, close)
-                else:
-                    out_put(&o, PyBytes_AS_STRING(no_headers), PyBytes_GET_SIZE(no_headers))
-                s += 1
-                format_lit(&o, &line, s)
-            if variant & 8:
-                out_int(&o, sequence_of(base_seq, r.od))
-                s += 1
-                format_lit(&o, &line, s)
+        put_records_json(&o, &sh, &line, variant, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq)
         return out_bytes(&o)
     finally:
         PyMem_Free(recs)
         out_free(&o)
         PyMem_Free(line.lits)
-        PyMem_Free(string.lits)
-        PyMem_Free(header.lits)
-        PyMem_Free(null_header.lits)
+        shape_free(&sh)
         region_close(&reg)
+
+
+def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit):
+    """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
+    records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
+    are written or a batch this does not write (as kafka_text_run). The batch and record lines'
+    %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
+    position, size) and record_format(variant, attributes, producer_id, producer_epoch,
+    base_offset). -> (the lines, joined by newlines, without the last; the position of the batch
+    it stops at)."""
+    cdef Py_buffer view
+    cdef Out o
+    cdef Rec* recs = NULL
+    cdef Shape sh
+    cdef Format bline, rline
+    cdef const uint8_t* d
+    cdef const uint8_t* h
+    cdef const uint8_t* rd
+    cdef Py_ssize_t total, rpos, rend, n = 0
+    cdef int32_t size, count, lod, base_seq
+    cdef uint32_t crc_stored, computed
+    cdef int64_t base, base_ts, max_ts, pid, last_seq
+    cdef int attributes, codec, variant, k
+    cdef int64_t values[16]
+    shape_clear(&sh)
+    bline.lits = rline.lits = NULL
+    out_clear(&o)
+    if not shape_init(&sh, layout):
+        shape_free(&sh)
+        return b"", pos
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        out_init(&o, limit + (1 << 16))
+        while pos + 17 < end and o.n < limit:
+            h = d + pos
+            size = be32(h + 8)
+            if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+                break
+            total = size + 12
+            attributes = be16(h + 21) & 0xFF
+            if attributes >= 0x80:
+                attributes -= 0x100
+            codec = attributes & 0x07
+            if attributes & 0x20 or codec > 4:
+                break
+            base = be64(h)
+            lod = be32(h + 23)
+            base_ts = be64(h + 27)
+            max_ts = be64(h + 35)
+            pid = be64(h + 43)
+            base_seq = be32(h + 53)
+            count = be32(h + 57)
+            if count < 0 or not add_ok(base, lod):
+                break
+            if codec:
+                try:
+                    data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
+                                                                      total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
+                except Exception:
+                    break
+                if type(data) is not bytes:
+                    data = bytes(data)
+                rd = <const uint8_t*>PyBytes_AS_STRING(data)
+                rpos, rend = 0, PyBytes_GET_SIZE(data)
+            else:
+                rd = h
+                rpos, rend = RECORD_BATCH_OVERHEAD, total
+            try:
+                recs = walk(rd, rpos, rend, count)
+            except Malformed:
+                break
+            if not numbers_fit(recs, count, base, base_ts):
+                break
+            crc_stored = <uint32_t>be32(h + 17)
+            computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), total - 21, PyBUF_READ))
+            fmt = batch_format(attributes, computed == crc_stored, (attributes & 0x40) != 0, buf, pos, total)
+            variant = variant_of(rd, recs, count, base_seq) if count else 0
+            rfmt = record_format(variant, attributes, pid, be16(h + 51), base) if count else b""
+            if count and not rfmt:
+                break
+            try:
+                format_parse(&bline, fmt)
+                if count:
+                    format_parse(&rline, rfmt)
+            except Malformed:
+                break
+            if bline.slots != (15 if attributes & 0x40 else 14) or (count and not line_fits(&rline, variant)):
+                break
+            # the batch line: render/jsonl.py's batch_line, its values in _BATCH_SLOTS's order
+            if base_seq == -1:
+                last_seq = -1
+            elif base_seq > INT32_MAX - lod:
+                last_seq = lod - (INT32_MAX - base_seq) - 1
+            else:
+                last_seq = base_seq + lod
+            values[0] = base
+            values[1] = base + lod
+            values[2] = count
+            values[3] = pos
+            values[4] = total
+            values[5] = crc_stored
+            values[6] = computed
+            values[7] = base_ts
+            values[8] = max_ts
+            values[9] = pid
+            values[10] = be16(h + 51)
+            values[11] = base_seq
+            values[12] = last_seq
+            values[13] = be32(h + 12)
+            values[14] = base_ts
+            if n:
+                out_byte(&o, b'\n')
+            for k in range(bline.slots):
+                format_lit(&o, &bline, k)
+                out_int(&o, values[k])
+            format_lit(&o, &bline, bline.slots)
+            if count:
+                out_byte(&o, b'\n')
+                put_records_json(&o, &sh, &rline, variant, rd, recs, count, base, base_ts, attributes & 0x08,
+                                 max_ts, base_seq)
+            PyMem_Free(recs)
+            recs = NULL
+            PyMem_Free(bline.lits)
+            PyMem_Free(rline.lits)
+            bline.lits = rline.lits = NULL
+            n += 1
+            pos += total
+        text = out_bytes(&o)
+    finally:
+        PyMem_Free(recs)
+        PyMem_Free(bline.lits)
+        PyMem_Free(rline.lits)
+        out_free(&o)
+        shape_free(&sh)
+        PyBuffer_Release(&view)
+    return text, pos
 
 
 # ------------------------------------------------------------------ records checks (verify-crc --deep)

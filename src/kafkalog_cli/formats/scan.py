@@ -1335,13 +1335,14 @@ CORE = "pure"
 # dump-log --deep-iteration over runs of v2 data batches, batch lines included (its pure twin is
 # that loop, in render/kafka.py, which the tests compare it with). None on the pure core.
 kafka_text_run = None
+json_run = None     # the same for dump-log --format json: its pure twin is render/jsonl.py's loop
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
 
 def install_compiled() -> None:
     """Use the compiled scanners, when formats/core.py says so (see CORE)."""
-    global fast_v2_text, fast_v2_json, v2_records_ok, kafka_text_run, CORE
+    global fast_v2_text, fast_v2_json, v2_records_ok, kafka_text_run, json_run, CORE
     compiled = compiled_scan()
     if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
         return
@@ -1349,6 +1350,7 @@ def install_compiled() -> None:
     fast_v2_json = compiled.fast_v2_json
     v2_records_ok = compiled.v2_records_ok
     kafka_text_run = compiled.kafka_text_run
+    json_run = compiled.json_run
     CORE = "compiled"
 
 
