@@ -113,3 +113,29 @@ def test_sigkill_installed_command_at_random_instants(tmp_path):
     assert (d / "big-0" / "00000000000000000000.index").stat().st_size > 0
     r = subprocess.run(exe, capture_output=True, text=True)
     assert "nothing to do" in r.stdout
+
+
+def test_kill_the_overflow_split_after_every_step(tmp_path):
+    # a damaged base offset (outside the CRC) in codec-none-0's last batch, after a crash: recover
+    # splits the segment as the broker does (.cleaned -> .swap -> rename). Killed at any step, a
+    # second recover (as the broker's LogLoader) finishes or redoes the split and reaches the same
+    # dir, keeping every batch
+    from ..ops.test_recover_broker_cases import damaged
+
+    def run(d, fault_after=None):
+        (ld, parts), = partition_dirs_for([d]).items()
+        p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795460000000))
+        return apply(p, FsOps(ld, Quarantine(tmp_path / "q", "recover"), fault_after=fault_after))
+
+    ref, _ = damaged(tmp_path / "ref", "offset-overflow")
+    kept = offsets(ref)
+    total = run(ref)["fs_steps"]
+    want = segment_files(ref)
+    assert total > 8
+    for n in range(1, total):
+        d, _ = damaged(tmp_path / f"k{n}", "offset-overflow")
+        with pytest.raises(InjectedFault):
+            run(d, fault_after=n)
+        run(d)
+        assert segment_files(d) == want, f"after a kill at step {n}"
+        assert kept <= offsets(d)

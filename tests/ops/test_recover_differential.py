@@ -165,9 +165,10 @@ def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tm
 
 
 def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(tmp_path):
-    # seed 400004: a damaged base offset (not covered by the CRC) puts a batch 2^40 offsets past
-    # its segment's base; the broker fails to start (its split refuses the segment). recover said
-    # so with exit 4 (a bad path) and no file; it is corrupt input: exit 3, file and byte
+    # seed 400004: a damaged base offset (not covered by the CRC) puts the first batch 2^40 offsets
+    # past its segment's base; the broker fails to start (its split requires the segment's last
+    # batch to overflow: "Split operation is only permitted for segments with overflow"). It is
+    # corrupt input: exit 3, file and byte, and what stops the broker
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").unlink()
     rp = d / "recovery-point-offset-checkpoint"
@@ -175,7 +176,9 @@ def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(
     log = flip(seg(d, "multi-segment-0", 300, ".log"), 2, 0xD9)
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
     assert r.exit_code == 3
-    assert f"{log}: byte 0: segment 300 holds offsets beyond 2^31 of its base" in r.output
+    out = " ".join(r.output.split())
+    assert f"{log}: byte 0: a batch at byte 0 ends at offset 238594023227716, more than 2^31 - 1 above" in out
+    assert "Split operation is only permitted for segments with overflow); the broker does not start" in out
 
 
 def test_a_snapshot_the_swap_replaces_is_taken_again_at_the_recovered_base(tmp_path):

@@ -10,7 +10,7 @@ import click
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 from kafkalog_cli.commands.options import format_option, partition_filter_options
 
-from kafkalog_cli.errors import CorruptIndexError, InputError, KafkalogError, one_line
+from kafkalog_cli.errors import CorruptIndexError, ExitCode, InputError, KafkalogError, one_line
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
@@ -20,9 +20,11 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 @click.command("dump-index", short_help="Dump or check .index, .timeindex, .txnindex and .snapshot files.", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--verify-index-only", is_flag=True,
-              help="Check .index and .timeindex entries against the .log; print only the problems.")
+              help="Check .index and .timeindex entries against the .log, and zero-filled slots after them. "
+                   "text: kafka-dump-log's output, kafkalog's problems on stderr; json: only the problems "
+                   "and notes, then a summary. Goes on past a damaged file.")
 @click.option("--index-sanity-check", is_flag=True,
-              help="Run Kafka's sanityCheck on .index and .timeindex files only.")
+              help="Run Kafka's sanityCheck on .index and .timeindex files only (and report zero-filled slots).")
 @click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
               help="Largest batch expected when checking .index entries against the log.")
 @format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
@@ -37,9 +39,12 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
 
     \b
     Exit codes: 0 done (mismatches and a corrupt producer snapshot are reported, as Kafka
-    does, not failures); 2 usage; 3 corrupt input (a failed --index-sanity-check, an entry
-    pointing at no batch of the .log); 4 missing, unreadable or unrecognised path, or an index
-    without its .log: the other paths are still dumped first. The same in both formats.
+    does, not failures); 1 an index with zero-filled slots that the broker keeps (a segment it
+    does not recover on load; `kafkalog recover --repair` rebuilds it: those it rebuilds are
+    notes); 2 usage; 3 corrupt input (a failed --index-sanity-check, an entry pointing at no
+    batch of the .log; with --verify-index-only every other file is still checked); 4 missing,
+    unreadable or unrecognised path, or an index without its .log: the other paths are still
+    dumped first. The same in both formats.
 
     \b
     Examples:
@@ -59,14 +64,44 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
         except InputError as e:
             bad.append(e)
     tally.check(paths)
+    health = _zero_filled(targets) if verify_index_only or index_sanity_check else {}
     if fmt == "json":
-        _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
+        failed = _dump_json(targets, verify_index_only, index_sanity_check, max_message_size, health)
     else:
-        _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
+        failed = _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
+        for z in health.values():    # notes only in json: stderr stays kafka-dump-log's where all is well
+            if z.problem:
+                click.echo(f"kafkalog: {one_line(f'{z.path}: byte {z.position}: {z.message()}')}", err=True)
     if bad:
         for e in bad[:-1]:
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise bad[-1]
+    if failed:
+        for e in failed[1:]:
+            click.echo(f"kafkalog: {one_line(str(e))}", err=True)
+        raise failed[0]
+    if any(z.problem for z in health.values()):
+        sys.exit(int(ExitCode.PROBLEMS))
+
+
+def _zero_filled(targets) -> dict:
+    """{index path: ops.index_health.ZeroFilledIndex} for the .index/.timeindex files given."""
+    from kafkalog_cli.ops.describe import open_partition
+    from kafkalog_cli.ops.index_health import zero_filled_indexes
+    from kafkalog_cli.storage.logdir import LogDir
+
+    wanted = {str(Path(t).absolute()): t for t in targets if Path(t).suffix in (".index", ".timeindex")}
+    out = {}
+    for d in sorted({Path(t).absolute().parent for t in wanted}):
+        try:
+            part = open_partition(d, LogDir(d.parent).checkpoints(strict=False))
+            found = zero_filled_indexes(part)
+        except KafkalogError:
+            continue        # the dump itself reports what does not read
+        for z in found:
+            if z.path in wanted:
+                out[wanted[z.path]] = z
+    return out
 
 
 def expand_index_paths(paths, tally=None) -> list[str]:
@@ -128,16 +163,23 @@ def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer,
                          _options(verify_index_only, index_sanity_check, max_message_size))
     warnings = []
+    failed: list[KafkalogError] = []
     for t in targets:
         path = Path(t)
         try:
-            dumper.dump(t)      # prints "Dumping <path>" first, as Kafka does before it fails
-        except InputError as e:
-            if path.suffix in (".index", ".timeindex"):
-                _check_log_beside(path)
-            raise e.located(path=str(path.absolute()))
+            try:
+                dumper.dump(t)      # prints "Dumping <path>" first, as Kafka does before it fails
+            except InputError as e:
+                if path.suffix in (".index", ".timeindex"):
+                    _check_log_beside(path)
+                raise e.located(path=str(path.absolute()))
+            except KafkalogError as e:
+                raise e.located(path=str(path.absolute()))
         except KafkalogError as e:
-            raise e.located(path=str(path.absolute()))
+            if not verify_index_only:
+                raise
+            failed.append(e)        # reported at the end; every other file is still checked
+            continue
         odd = _odd_size(path)
         if odd is not None:
             warnings.append(f"kafkalog: {t}: byte {odd[0]}: {odd[1]} trailing bytes are not a whole "
@@ -145,9 +187,10 @@ def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size
     dumper.finish()
     for w in warnings:
         click.echo(w, err=True)
+    return failed
 
 
-def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size) -> None:
+def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size, health) -> list[KafkalogError]:
     from kafkalog_cli.ops.verify_index import sanity_check
     from kafkalog_cli.render.index_json import index_objects, sanity_object
     from kafkalog_cli.render.jsonl import dumps
@@ -159,19 +202,36 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
     def emit(obj):
         out.write(dumps(obj) + "\n")
 
+    problems = notes = 0
     for t in targets:
         path = Path(t)
         suffix = path.suffix
-        emit(FILE.object(file=t, type=suffix[1:]))
+        if not verify_index_only:
+            emit(FILE.object(file=t, type=suffix[1:]))
         checked = suffix in (".index", ".timeindex")
+        if t in health:
+            emit(health[t].to_json())
+            problems += health[t].problem
+            notes += not health[t].problem
         try:
             if checked and index_sanity_check:
                 sanity_check(path)
                 emit(sanity_object(t))
             elif checked and verify_index_only:
-                _check_log_beside(path)
-                for obj in verify_objects(path, t, max_message_size):
+                # problems only: the mismatches, or the error that stops this file's check
+                try:
+                    _check_log_beside(path)
+                    found = verify_objects(path, t, max_message_size)
+                except KafkalogError as e:
+                    e.located(path=t)
+                    emit({"kind": "problem", "problem": "unreadable" if isinstance(e, InputError) else "corrupt",
+                          "file": t, "position": e.position, "message": e.message})
+                    failures.append(e)
+                    problems += 1
+                    continue
+                for obj in found:
                     emit(obj)
+                problems += len(found)
             elif checked:
                 # the same checks against the .log as --format kafka, so the exit code agrees
                 _check_log_beside(path)
@@ -199,9 +259,13 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size)
         odd = _odd_size(path)
         if odd is not None:
             emit(TRAILING_BYTES.object(file=t, position=odd[0], size=odd[1]))
+    if verify_index_only:
+        emit({"kind": "summary", "files": len(targets), "problems": problems, "notes": notes,
+              "ok": not problems})
     out.flush()
-    if failures:
+    if failures and not verify_index_only:
         raise failures[0]
+    return failures
 
 
 def verify_objects(path: Path, given: str, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> list[dict]:

@@ -101,6 +101,8 @@ def command(paths, deep, fmt, jobs, only, engine, master):
     nbytes = sum(r.bytes for r in reports)
     problems = [p for r in reports for p in r.problems]
     unreadable = any(r.unreadable for r in reports)
+    indexes = _zero_filled_indexes(groups)
+    index_problems = [z for z in indexes if z.problem]
     out = sys.stdout
     from kafkalog_cli.commands.common import one_line
     from kafkalog_cli.ops.verify import UNREADABLE
@@ -111,20 +113,51 @@ def command(paths, deep, fmt, jobs, only, engine, master):
     if fmt == "json":
         for p in problems:
             out.write(json.dumps(p.to_json()) + "\n")
+        for z in indexes:
+            out.write(json.dumps(z.to_json()) + "\n")
         out.write(json.dumps({"kind": "summary", "files": files, "batches": batches, "bytes": nbytes,
-                              "problems": len(problems), "elapsed_s": round(elapsed, 3),
-                              "ok": not problems}) + "\n")
+                              "problems": len(problems) + len(index_problems),
+                              "notes": len(indexes) - len(index_problems), "elapsed_s": round(elapsed, 3),
+                              "ok": not problems and not index_problems}) + "\n")
     else:
         for p in problems:
             out.write(one_line(p.line()) + "\n")
+        for z in index_problems:
+            out.write(one_line(f"{z.path}: byte {z.position}: {z.message()}") + "\n")
+        for z in indexes:
+            if not z.problem:
+                click.echo(one_line(f"kafkalog: note: {z.path}: byte {z.position}: {z.message()}"), err=True)
         from kafkalog_cli.render.human import verify_summary
 
-        out.write(verify_summary(files, batches, nbytes, len(problems), elapsed) + "\n")
+        out.write(verify_summary(files, batches, nbytes, len(problems) + len(index_problems), elapsed) + "\n")
     out.flush()
     if unreadable:
         sys.exit(int(ExitCode.INPUT))
-    if problems:
+    if problems or index_problems:
         sys.exit(int(ExitCode.PROBLEMS))
+
+
+def _zero_filled_indexes(groups) -> list:
+    """The zero-filled index tails of the local partition dirs verified (ops.index_health): notes
+    where the broker rebuilds them on load, problems where it keeps them."""
+    from pathlib import Path
+
+    from kafkalog_cli.ops.describe import open_partition
+    from kafkalog_cli.ops.index_health import zero_filled_indexes
+    from kafkalog_cli.storage.logdir import LogDir
+    from kafkalog_cli.storage.sources import is_remote
+
+    out = []
+    for name, files in groups:
+        d = Path(name)
+        if is_remote(name) or not d.is_dir():
+            continue
+        try:
+            part = open_partition(d, LogDir(d.parent).checkpoints(strict=False))
+            out.extend(zero_filled_indexes(part))
+        except Exception:  # noqa: BLE001 - a partition the CRC walk reported on already
+            continue
+    return out
 
 
 def _matching(groups, bad_paths, tally):

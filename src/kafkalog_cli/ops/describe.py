@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from kafkalog_cli.ops.index_health import zero_filled_indexes
 from kafkalog_cli.config import ConfigResolver, ConfigValue, TopicConfig
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import compression_from_id
@@ -211,6 +212,7 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
                 problems.append(tail.damage.line())
     if part.load_problem is not None:
         problems.append(part.load_problem)
+    problems.extend(f"{z.path}: byte {z.position}: {z.message()}" for z in zero_filled_indexes(part) if z.problem)
     size = sum(s.size for s in segs)
     leo = part.log_end_offset
     log_start = part.log_start_offset

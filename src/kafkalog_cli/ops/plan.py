@@ -27,6 +27,7 @@ class ActionKind(str, enum.Enum):
     UPDATE_CHECKPOINT = "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
     CREATE_SEGMENT_FILE = "create_segment"   # a new segment's .log / .index / .timeindex
     REWRITE_SEGMENT = "rewrite_segment"    # --salvage: kept byte ranges copied to .cleaned, swapped in
+    SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Action:
     keep_mtime: bool = False
     ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
     source: Path | None = None             # rewrite_segment: the file the ranges are read from
+    pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
 
     def to_json(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
@@ -61,6 +63,8 @@ class Action:
             out["bytes"] = len(self.data) if self.preallocate is None else self.preallocate
         if self.ranges is not None:
             out["kept_ranges"] = [list(r) for r in self.ranges]
+        if self.pieces is not None:
+            out["split_into"] = [{"base_offset": s.base_offset, "bytes": s.size} for s in self.pieces]
         return out
 
 
@@ -165,6 +169,8 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
+    elif k == ActionKind.SPLIT_SEGMENT:
+        _split_segment(a, fsops)
     else:
         mtime = None
         if a.keep_mtime and a.path.exists():
@@ -180,3 +186,28 @@ def _rewrite_segment(a: Action, fsops: FsOps) -> None:
     cleaned = a.path.with_name(a.path.name + CLEANED_SUFFIX)
     fsops.copy_ranges(src, cleaned, a.ranges or [])
     fsops.replace_segments([cleaned], [(src, a.reason)])
+
+
+def _split_segment(a: Action, fsops: FsOps) -> None:
+    """LocalLog.splitOverflowedSegment: each new segment's .log (its byte range of the old one),
+    .index and .timeindex written as `.cleaned`, with the old segment's mtime, then Kafka's replace
+    protocol, newest segment first, replaces the old segment's files (into the quarantine)."""
+    from kafkalog_cli.storage.names import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
+                                            segment_file)
+    old_log = a.path
+    d = old_log.parent
+    base = int(old_log.name[:20])
+    mtime = old_log.stat().st_mtime_ns
+    cleaned: list[Path] = []
+    for piece in a.pieces or []:
+        files = [segment_file(d, piece.base_offset, suf + CLEANED_SUFFIX)
+                 for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        fsops.copy_ranges(old_log, files[0], [(piece.start, piece.end)])
+        fsops.write_atomic(files[1], piece.index)
+        fsops.write_atomic(files[2], piece.time_index)
+        fsops.set_mtime(files[0], mtime)
+        cleaned.append(files)
+    order = [f for files in reversed(cleaned) for f in files]     # changeFileSuffixes, newest first
+    old = [(segment_file(d, base, suf), a.reason) for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX,
+                                                               TXN_INDEX_SUFFIX)]
+    fsops.replace_segments(order, old)

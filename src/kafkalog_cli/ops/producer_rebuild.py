@@ -162,18 +162,21 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
             break
         if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
             continue
-        replay(seg, state, start)
+        replay(seg, state, start, upto)
     return state
 
 
-def replay(seg: Segment, state: ProducerState, start: int = 0) -> None:
-    """Producer state through a segment's batches from offset `start` (headers only, no CRC);
-    the walk stops quietly at the first batch that does not parse."""
+def replay(seg: Segment, state: ProducerState, start: int = 0, stop: int = 1 << 63) -> None:
+    """Producer state through a segment's batches from offset `start` to the batch holding `stop`
+    (rebuildProducerState's maxPosition; headers only, no CRC); the walk stops quietly at the
+    first batch that does not parse."""
     with seg.mapped():
         try:
             for batch in seg.batches():
                 if batch.last_offset < start:
                     continue
+                if batch.last_offset >= stop:
+                    break
                 if batch.magic >= 2 and batch.producer_id >= 0:
                     state.update(batch)
         except KafkalogError:

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 import struct
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,6 +41,7 @@ from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
@@ -117,13 +120,24 @@ def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
             continue
             break
         except CorruptIndexError as e:
-            if "offset overflow" in e.message:
-                raise OffsetOverflowError(
-                    f"segment {base} holds offsets beyond 2^31 of its base; a broker splits such a "
-                    f"segment (Kafka 3.3.1 fails to start when the batch's base offset is damaged), "
-                    f"which kafkalog does not do", position=e.position) from None
-            # InvalidOffsetException: Kafka empties the segment
-            return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
+            if "offset overflow" not in e.message:
+                # InvalidOffsetException: Kafka empties the segment
+                return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
+            where = batch.position if salvage else e.position
+            overflow = OffsetOverflowError(
+                f"a batch at byte {where} ends at offset {e.message.split()[5]}, more than 2^31 - 1 above the "
+                f"segment's base offset {base} (LogSegmentOffsetOverflowException: a damaged base offset)",
+                position=where)
+            if not salvage:
+                raise overflow from None
+            # --salvage: the batch whose offsets overflow is damage, skipped like any other
+            error = overflow
+            nxt = _next_valid_batch(buf, where + 1, end, next_offset)
+            skipped.append((where, end if nxt is None else nxt))
+            if nxt is None:
+                break
+            pos = nxt
+            continue
         except (CorruptRecordError, InvalidRecordError) as e:
             error = e
             bad = e.position if e.position is not None else pos
@@ -239,6 +253,35 @@ class KeptFinding(Finding):
         return {**super().to_json(), "left_as_broker_leaves": True}
 
 
+def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], recovery_point: int) -> None:
+    """Under .kafka_cleanshutdown the broker recovers nothing. The segments it would have
+    recovered without the marker (from the one holding the recovery point) are checked all the
+    same: a batch that fails LogSegment.recover's check is kept, and served as it is. One finding
+    each, with what the broker does, what --all would cost and what --salvage would keep."""
+    start = 0
+    for i, s in enumerate(segments):
+        if s.base_offset <= recovery_point:
+            start = i
+    for i, s in enumerate(segments[start:], start):
+        tail = s.recovery_walk(0, validate=True)
+        if not tail.corrupt_batch:
+            continue            # a torn or zero-padded end: the active segment's note says it
+        with s.mapped() as buf:
+            lost = _offsets_in(buf, tail.valid_size)
+            later = _next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
+            intact = _offsets_in(buf, later) if later is not None else None
+        cost = f"truncating at byte {tail.valid_size}" + (f" (offsets {lost[0]}..{lost[1]})" if lost else "")
+        if i + 1 < len(segments):
+            cost += f" and deleting the {len(segments) - i - 1} later segment(s)"
+        keep = (f"; `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the intact batches "
+                f"after them (offsets {intact[0]}..{intact[1]})" if intact else "")
+        p.findings.append(KeptFinding(part.name, (
+            f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it (.kafka_cleanshutdown: "
+            f"no recovery) and serves it as it is, so consumers of these offsets fail on it. "
+            f"`kafkalog recover --all` recovers as the broker would without the marker, {cost}{keep}"),
+            str(s.log_path), tail.valid_size))
+
+
 def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: str, buf, index: bytes, timeindex: bytes,
                missing_time_index: bool) -> None:
     """One finding for index damage a broker keeps: what, what the broker does, the consequence."""
@@ -275,6 +318,22 @@ def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs
     if _next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
         return f"valid batches follow the invalid one at byte {r.valid_bytes}"
     return None
+
+
+def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, int] | None:
+    """What a broker that loads the active segment without recovering it (after a clean shutdown)
+    leaves wrong at its end, and where, or None: the offsets it will not serve, or the bytes after
+    the last complete batch that it keeps and appends after."""
+    tail = s.unrecovered_tail(entry)
+    if tail.damage is None:
+        return None
+    if tail.next_offset == s.base_offset and tail.valid_size == 0 and tail.max_timestamp < 0 \
+            and "leads to no complete batch" in tail.damage.message:
+        return tail.damage.message, tail.damage.position
+    size = s.size
+    return (f"{size - tail.valid_size} bytes after the last complete batch (log end {tail.next_offset}) are not a "
+            f"whole batch: the broker keeps them and appends its next batches after them, where readers of "
+            f"those offsets will meet them", tail.valid_size)
 
 
 def load_failure(buf, start: int) -> str | None:
@@ -349,7 +408,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)
         part = Partition.open(d, roots.for_partition(tp))
-        leo = _plan_partition(p, part, clean, opts)
+        leo = _plan_partition_or_split(p, part, clean, opts)
         if leo is not None and (tp.topic != METADATA_TOPIC or rps.get(tp) is not None):
             # KRaft's metadata log is not LogManager's: it never has a recovery-point entry
             new_rps[(tp.topic, tp.partition)] = leo
@@ -357,6 +416,123 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, rps.path, "recovery point = log end offset",
                      data=ckpt.encode_offsets(new_rps, order=rps.order)))
     return p
+
+
+class SegmentOverflow(Exception):
+    """Recovery met a batch whose offsets overflow its segment's index: the broker splits the
+    segment and recovers again (LogLoader.retryOnOffsetOverflow)."""
+
+    def __init__(self, segment: Segment, error: OffsetOverflowError, leftovers: list[Action]):
+        super().__init__(error.message)
+        self.segment, self.error = segment, error
+        self.leftovers = leftovers         # the leftover files' deletes and renames, done first
+
+
+def _plan_partition_or_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
+    """`_plan_partition`, in a plan of its own, merged into `p`; where the recovery meets an
+    offset overflow, the broker's split first, then the recovery of the split segments."""
+    sub = Plan(p.op, p.log_dir)
+    try:
+        leo = _plan_partition(sub, part, clean, opts)
+    except SegmentOverflow as o:
+        return _plan_split(p, part, clean, opts, o)
+    _merge(p, sub)
+    return leo
+
+
+def _merge(p: Plan, sub: Plan, moved: tuple[Path, Path] | None = None) -> None:
+    """`sub`'s actions, findings and summaries appended to `p`; with `moved` (staged dir, real
+    dir), its paths taken from the staged copy to the partition itself."""
+    def real(path):
+        if moved is None or path is None:
+            return path
+        path = Path(path)
+        return moved[1] / path.relative_to(moved[0]) if path.is_relative_to(moved[0]) else path
+
+    for a in sub.actions:
+        p.add(dataclasses.replace(a, path=real(a.path), target=real(a.target), source=real(a.source)))
+    for f in sub.findings:     # replaced, not rebuilt: a KeptFinding stays one
+        p.findings.append(f if moved is None or f.path is None else dataclasses.replace(f, path=str(real(f.path))))
+    p.partitions.update(sub.partitions)
+
+
+def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: SegmentOverflow) -> int | None:
+    """LocalLog.splitOverflowedSegment, then the recovery run again (on a staged copy of the
+    partition with the split made, so that the plan shows both; applying it splits first)."""
+    s, name = o.segment, part.name
+    cfg = opts.resolver.for_topic(part.topic_partition.topic)
+    with s.mapped() as buf:
+        try:
+            pieces = split_overflowed_segment(buf, s.base_offset, cfg.index_interval_bytes, o.error.position)
+        except OffsetOverflowError as e:
+            # the broker does not start: refused, with what stops it
+            raise OffsetOverflowError(f"{o.error.message}; the broker splits such a segment, but here it "
+                                      f"cannot: {e.message}. `kafkalog recover --salvage` skips the damaged batch",
+                                      path=str(s.log_path), position=e.position) from None
+    with tempfile.TemporaryDirectory(prefix="kafkalog-split-") as tmp:
+        staged = _stage_split(part, s, pieces, Path(tmp), clean, o.leftovers)
+        sub = Plan(p.op, p.log_dir)
+        leo = _plan_partition_or_split(sub, Partition.open(staged, part.checkpoints), clean, opts)
+    bases = [x.base_offset for x in pieces]
+    layout = ", ".join(f"{x.base_offset} (offsets {x.base_offset}..{_last_offset(s, x)})"
+                       for x in sorted(pieces, key=lambda x: x.base_offset))
+    p.note(name, f"segment {s.base_offset}: {o.error.message}. The broker splits the segment "
+                 f"(LocalLog.splitOverflowedSegment) into segments {layout} and recovers them, and so does "
+                 f"kafkalog: the damaged batch's records are served at those offsets, the log end becomes {leo}, "
+                 f"and producers and consumers go on from there. `kafkalog recover --salvage` skips the damaged "
+                 f"batch instead", s.log_path, o.error.position)
+    for a in o.leftovers:
+        p.add(a)
+    p.add(Action(ActionKind.SPLIT_SEGMENT, s.log_path, "offsets overflow the segment's index: split as the "
+                 "broker splits it", name, pieces=pieces, source=s.log_path))
+    _merge(p, sub, moved=(staged, part.directory))
+    p.partitions[name]["split_segments"] = {str(s.base_offset): bases}
+    return leo
+
+
+def _last_offset(s: Segment, piece) -> int:
+    """The last offset of the last batch in the piece's byte range of segment `s`."""
+    last = piece.base_offset
+    with s.mapped() as buf:
+        for b in iter_batches(buf, piece.start, piece.end):
+            last = b.last_offset
+    return last
+
+
+def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, leftovers: list[Action]) -> Path:
+    """A copy of the partition dir as the leftover handling and the split leave it (the old
+    segment's files gone, the new ones in place with its mtime), to plan the recovery that
+    follows. Unchanged files are hard links where the file system allows, else copies; nothing in
+    the log dir is touched."""
+    staged = tmp / part.directory.name
+    staged.mkdir()
+    if clean:
+        (tmp / names.CLEAN_SHUTDOWN_FILE).touch()
+    old = {s.file(suf).name for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX,
+                                        names.TXN_INDEX_SUFFIX)}
+    gone = {a.path.name for a in leftovers if a.kind == ActionKind.DELETE}
+    renamed = {a.target.name: a.path for a in leftovers if a.kind == ActionKind.RENAME}
+    sources = {f.name: f for f in part.directory.iterdir() if f.is_file() and f.name not in gone}
+    for src in renamed.values():
+        sources.pop(src.name, None)
+    sources.update({name: src for name, src in renamed.items()})
+    for name, f in sources.items():
+        if name in old:
+            continue
+        try:
+            os.link(f, staged / name)
+        except OSError:
+            shutil.copy2(f, staged / name)
+    mtime = s.source_path.stat().st_mtime_ns
+    with open(s.source_path, "rb") as src:
+        for piece in pieces:
+            src.seek(piece.start)
+            log = segment_file(staged, piece.base_offset, names.LOG_SUFFIX)
+            log.write_bytes(src.read(piece.size))
+            os.utime(log, ns=(mtime, mtime))
+            segment_file(staged, piece.base_offset, names.INDEX_SUFFIX).write_bytes(piece.index)
+            segment_file(staged, piece.base_offset, names.TIME_INDEX_SUFFIX).write_bytes(piece.time_index)
+    return staged
 
 
 def check_segments_readable(part: Partition) -> None:
@@ -377,6 +553,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     log_start = part.checkpoints.log_start_offset or 0
     cfg = opts.resolver.for_topic(part.topic_partition.topic)
     segs = _resolve_leftovers(p, part)
+    leftovers = list(p.actions)          # LogLoader's first pass, before any recovery
     bases = sorted(segs)
     summary = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(bases),
                "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
@@ -392,6 +569,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             if b <= recovery_point:
                 start_idx = i
     recover_set = set(bases[start_idx:])
+    if clean and not opts.all_segments:
+        _note_hidden_by_marker(p, part, [segs[b] for b in bases], recovery_point)
     swapped_without_index: dict[int, int] = {}      # base -> the zero-filled .index length the broker leaves
     for b in bases:
         # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
@@ -442,13 +621,21 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 tidx = _current(p, s.time_index_path) or b""
                 # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
                 entries = parse_offset_index(idx, b)
-                nxt = s.next_offset_after(entries[-1].position if entries else 0)
+                nxt = s.next_offset_after((entries[-1].offset - b, entries[-1].position) if entries else None)
                 # the broker does not check the indexes of a segment it does not recover
                 # (LogSegment.sanityCheck): their damage is repaired with --repair only
                 damage = index_problem(buf, b, idx, tidx, nxt)
                 problem = damage if opts.repair else None
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
+                    kept = None if problem is not None else _unrecovered_end(
+                        s, (entries[-1].offset - b, entries[-1].position) if entries else None)
+                    if kept is not None and opts.repair:
+                        problem = kept[0]
+                    elif kept is not None:
+                        p.note(name, f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
+                                     f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
+                                     f"recovers the segment instead", s.log_path, kept[1])
                 if problem is None and damage is not None:
                     _note_kept(p, name, s, b, damage, buf, idx, tidx,
                                missing_time_index=_source(p, s.time_index_path) is None)
@@ -456,7 +643,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     try:
                         lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
                     except OffsetOverflowError as e:
-                        raise e.located(path=str(s.log_path)) from None
+                        lost = f"its offsets overflow: {e.message}; a broker splits it only when it recovers it"
                     if lost is not None:
                         # the broker keeps the segment as it is (below the recovery point or after a
                         # clean shutdown): a repair beyond Kafka never costs valid batches
@@ -485,7 +672,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             try:
                 r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
             except OffsetOverflowError as e:
-                raise e.located(path=str(s.log_path)) from None
+                raise SegmentOverflow(s, e.located(path=str(s.log_path)), leftovers) from None
             size = len(buf)
             cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
             truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
@@ -511,13 +698,21 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                                  + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
                                  ranges=r.kept_ranges, bytes_removed=cut, source=s.log_path))
                     for a_, e_ in r.skipped:
-                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})", s.log_path, a_)
+                        gap = _offsets_between(buf, r.kept_ranges, a_, e_)
+                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})"
+                                     + (f": offsets {gap[0]}..{gap[1]} are lost for good" if gap else ""),
+                               s.log_path, a_)
                 else:
                     valid_end = r.valid_bytes
-                    p.add(Action(ActionKind.TRUNCATE, s.log_path, "invalid or incomplete batches at the end"
-                                 if not r.invalid_offset else "offsets out of order: Kafka empties the segment",
-                                 name, at=valid_end, bytes_removed=size - valid_end,
-                                 offsets_removed=_offsets_in(buf, valid_end)))
+                    why = ("invalid or incomplete batches at the end" if not r.invalid_offset
+                           else "offsets out of order: Kafka empties the segment")
+                    later = None if r.invalid_offset else _next_valid_batch(buf, valid_end + 1, size, r.next_offset)
+                    if later is not None:
+                        intact = _offsets_in(buf, later)
+                        why += (f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
+                                f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those")
+                    p.add(Action(ActionKind.TRUNCATE, s.log_path, why, name, at=valid_end,
+                                 bytes_removed=size - valid_end, offsets_removed=_offsets_in(buf, valid_end)))
             _index_actions(p, s, r, name)
             leo = r.next_offset
             if r.next_offset > b:
@@ -533,6 +728,16 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
             p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, log_start, suf), "empty log", name, data=b""))
         live_bases = [log_start]
         leo = log_start
+    if not recover_set and bases and not _upgrade_path(p, part, clean, live_bases):
+        # nothing recovered: rebuildProducerState(lastOffset = the log end) runs truncateAndReload
+        # (snapshots above the log end go), loads the latest snapshot at or below it and replays
+        # the log from there up to it, snapshotting the last two segment bases on the way
+        def state_at(upto: int) -> ProducerState:
+            return rebuild_producer_state(d, [segs[b] for b in live_bases], upto, now_ms=opts.now_ms,
+                                          expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)
+        state = state_at(leo)
+        snapshots_to_write.update(_snapshots_before_recovery(p, part, [segs[b] for b in live_bases], leo,
+                                                             state, state_at))
     _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
                       start=max(log_start, live_bases[0]), clean=clean,
                       recovered_from=min(recover_set) if recover_set else None)
@@ -572,6 +777,26 @@ def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
                 epochs.append((latest, b.base_offset))
     except KafkalogError:
         pass
+
+
+def _offsets_between(buf, kept: list[tuple[int, int]] | None, start: int, end: int) -> tuple[int, int] | None:
+    """--salvage: the offsets a skipped byte range [start, end) held, from the kept batches around
+    it (the damaged bytes themselves cannot be trusted): after the last kept batch before it, up to
+    the first kept batch after it (or the end of what the skipped bytes' headers still say)."""
+    before = [r for r in kept or [] if r[1] <= start]
+    after = [r for r in kept or [] if r[0] >= end]
+    first = _last_in(buf, before[-1]) + 1 if before else None
+    last = _offsets_in(buf, after[0][0])[0] - 1 if after and _offsets_in(buf, after[0][0]) else None
+    if first is None or last is None or last < first:
+        return None
+    return first, last
+
+
+def _last_in(buf, rng: tuple[int, int]) -> int:
+    last = -1
+    for b in iter_batches(buf, rng[0], rng[1]):
+        last = b.last_offset
+    return last
 
 
 def _offsets_in(buf, start: int) -> tuple[int, int] | None:
@@ -636,7 +861,8 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
                  and (recovered_from is None or off <= recovered_from)}
     writes = {off: data for off, data in new.items() if off in keep and off > start}
     if leo not in writes:
-        if clean and not surviving and not writes:
+        if not writes and (_upgrade_path(p, part, clean, bases) if recovered_from is None
+                           else clean and not surviving):
             lower = [b for b in bases if b < bases[-1]]
             last = 0
             for off in (lower[-1] if lower else None, bases[-1], leo):
@@ -655,6 +881,17 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
         if off not in surviving and off not in writes:
             why = "at or below the log start offset" if off <= start else "stray producer snapshot"
             p.add(Action(ActionKind.DELETE, f, why, part.name))
+
+
+def _upgrade_path(p: Plan, part: Partition, clean: bool, bases: list[int]) -> bool:
+    """rebuildProducerState's upgrade path: after a clean shutdown with no snapshot left once
+    removeStraySnapshots has run (it keeps those at segment bases and the latest stray above the
+    last base), the broker writes empty snapshots instead of scanning the log."""
+    if not clean:
+        return False
+    gone = _gone(p)
+    return not any(part.path(f) not in gone and (off in bases or off > bases[-1])
+                   for off, f in part.snapshots.items())
 
 
 def _snapshots_before_recovery(p: Plan, part: Partition, segments: list[Segment], first: int,
@@ -733,7 +970,7 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
     if log_swaps:
         # the range the swapped-in segments cover: each .swap's own walk, from its first byte
         lo = min(offset_from_name(f) for f in log_swaps)
-        hi = max(Segment(part.directory, offset_from_name(f), read_from=part.path(f)).next_offset_after(0)
+        hi = max(Segment(part.directory, offset_from_name(f), read_from=part.path(f)).next_offset_after(None)
                  for f in log_swaps)
         for f in files:
             off = offset_from_name(f)

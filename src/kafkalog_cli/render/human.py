@@ -26,6 +26,9 @@ def action(a: Action) -> str:
         what += ")"
     elif k == ActionKind.REWRITE_SEGMENT:
         what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
+    elif k == ActionKind.SPLIT_SEGMENT:
+        what = f"split {a.path} into segments " + ", ".join(
+            f"{s.base_offset} ({s.size} bytes)" for s in a.pieces or [])
     elif a.data is not None:
         n = len(a.data) if a.preallocate is None else a.preallocate
         what = f"{k.value.replace('_', ' ')} {a.path} ({n} bytes)"

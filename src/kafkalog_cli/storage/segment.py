@@ -359,8 +359,33 @@ class Segment:
         recovery would leave."""
         if self._tail is None:
             with self.mapped():      # one mapping for the entry's check and the walk
-                self._tail = self.recovery_walk(self._tail_start(), validate=self.recovered_on_load)
+                if self.recovered_on_load:
+                    self._tail = self.recovery_walk(self._tail_start(), validate=True)
+                else:
+                    self._tail = self.unrecovered_tail(self.last_offset_index_entry())
         return self._tail
+
+    def unrecovered_tail(self, entry: tuple[int, int] | None) -> "LogTail":
+        """The tail as a broker that loads the segment without recovering it (after a clean
+        shutdown) reads it, LogSegment.readNextOffset exactly: from the offset index's last entry
+        `entry` (relative offset, position; None: an empty index), the batches from the first
+        whose last offset reaches the entry's offset. When no complete batch does (the entry points
+        at a torn batch or past the file's end) the log ends at the base offset, whatever the file
+        holds before it; that is the tail's `damage`, naming what the broker will not serve."""
+        with self.mapped() as log:
+            start = read_next_offset_position(log, self.base_offset, entry)
+            if start is not None:
+                return self.recovery_walk(start, validate=False)
+            whole = self.recovery_walk(0, validate=False)
+            if whole.next_offset == self.base_offset:
+                return whole
+            off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
+            why = (f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch: "
+                   f"a broker that loads this segment without recovering it (after a clean shutdown) "
+                   f"takes its log end as the base offset {self.base_offset} and does not serve offsets "
+                   f"{self.base_offset}..{whole.next_offset - 1}; its next appends reuse them")
+            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, path=str(self.source_path),
+                                                                              position=pos))
 
     def _tail_start(self) -> int:
         entry = self.last_offset_index_entry()
@@ -516,15 +541,11 @@ class Segment:
 
     # -- for ops.recover: LogLoader reads a segment whose offset index is not at index_path yet
     #    (a .index.swap about to be renamed) or not to be trusted (a .log.swap's own walk)
-    def next_offset_after(self, position: int) -> int:
-        """LogSegment.readNextOffset from `position`, the last entry of an offset index the caller
-        holds (0: none): the valid batches from there (from byte 0 when it does not point at a
-        sound batch). Never raises on the .log's content, as read_next_offset."""
-        if position:
-            with self.mapped() as log:
-                if position + 17 > len(log) or _batch_fault(log, position) is not None:
-                    position = 0
-        return self.recovery_walk(position, validate=False).next_offset
+    def next_offset_after(self, entry: tuple[int, int] | None) -> int:
+        """LogSegment.readNextOffset of a segment loaded without recovery, from `entry`, the last
+        (relative offset, position) of an offset index the caller holds (None: none), as
+        `unrecovered_tail`. Never raises on the .log's content, as read_next_offset."""
+        return self.unrecovered_tail(entry).next_offset
 
     # -- closing the active segment (roll: LogSegment.shouldRoll, onBecomeInactiveSegment) needs
     # every batch from byte 0, not only the unindexed tail, and the indexes' entries without
@@ -738,6 +759,31 @@ def _check_entry_batch(log, position: int, offset: int) -> str | None:
     if first > offset:
         return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
                 f"{first}, after the entry's")
+    return None
+
+
+def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | None) -> int | None:
+    """Where LogSegment.readNextOffset starts reading (Kafka 3.3.1: read(offsetIndex.lastOffset,
+    log.sizeInBytes) -> translateOffset -> FileRecords.searchForOffsetWithSize): the first
+    complete batch, walking the headers from the index's last entry, whose last offset is at
+    least that entry's offset; None when there is none (the read returns null and the log end is
+    the base offset). FileLogInputStream.nextBatch checks sizes only: no CRC, no magic. A size
+    below 14 stops the walk here (the broker fails to start on it: recover's load_failure)."""
+    target, pos = (base_offset + entry[0], entry[1]) if entry else (base_offset, 0)
+    n = len(log)
+    while pos + 17 < n:
+        size = int.from_bytes(log[pos + 8 : pos + 12], "big", signed=True)
+        if size < 14 or pos > n - 12 - size:
+            return None
+        magic = log[pos + 16]
+        if magic >= 2 and magic < 0x80:     # DefaultFileChannelRecordBatch: baseOffset + lastOffsetDelta
+            last = (int.from_bytes(log[pos : pos + 8], "big", signed=True)
+                    + int.from_bytes(log[pos + 23 : pos + 27], "big", signed=True)) if size >= 15 else -1
+        else:                               # a legacy wrapper: its own offset
+            last = int.from_bytes(log[pos : pos + 8], "big", signed=True)
+        if last >= target:
+            return pos
+        pos += 12 + size
     return None
 
 
