@@ -105,7 +105,7 @@ def raw_crc32c(files: list[Path]) -> tuple[float, int]:
     return time.perf_counter() - t, total
 
 
-def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], repeat: int = 3) -> None:
+def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], repeat: int = 7) -> None:
     """verify-crc's CPU seconds (start-up, workers and page release included) with --jobs 1 and 2,
     beside one core's raw crc32c pass (CPU seconds) over the same bytes: targets, jobs 2 <= jobs 1,
     and >= 0.9x raw crc32c per CPU-second (the library loop, and the command)."""
@@ -116,8 +116,11 @@ def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], r
     raw = statistics.median(_cpu(lambda: raw_crc32c(files)) for _ in range(repeat))
     lib = statistics.median(_cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1))
                             for _ in range(repeat))
-    cmd = {j: statistics.median(run([*kafkalog, "verify-crc", str(part), "--jobs", str(j)])[2] for _ in range(repeat))
-           for j in (1, 2)}
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(repeat):     # alternated, so both meet the same load
+        for j in (1, 2):
+            runs[j].append(run([*kafkalog, "verify-crc", str(part), "--jobs", str(j)])[2])
+    cmd = {j: statistics.median(v) for j, v in runs.items()}
     print(f"raw crc32c {total / raw / 1e9:5.2f} GB per CPU-second; verify_groups (library, 1 job) {raw / lib:4.2f}x "
           f"raw per CPU-second (target >= 0.9x); verify-crc command --jobs 1 {cmd[1]:.3f} CPU s ({raw / cmd[1]:4.2f}x "
           f"raw, start-up included), --jobs 2 {cmd[2]:.3f} CPU s (target <= --jobs 1)   {load()}")

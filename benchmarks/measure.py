@@ -28,7 +28,10 @@ def kafkalog_command() -> list[str]:
     compileall.compile_dir(str(Path(kafkalog_cli.__file__).parent), quiet=1)
     if os.environ.get("PYTHONPATH"):
         return [sys.executable, "-m", "kafkalog_cli"]
-    return [shutil.which("kafkalog") or str(Path(sys.executable).with_name("kafkalog"))]
+    # the command of this interpreter's install first: one found on PATH (a pyenv shim, another
+    # venv) may be another copy of kafkalog, on another core
+    beside = Path(sys.executable).with_name("kafkalog")
+    return [str(beside) if beside.exists() else (shutil.which("kafkalog") or "kafkalog")]
 
 
 def run(argv: list[str]) -> tuple[float, float, float]:

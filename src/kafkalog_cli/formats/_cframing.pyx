@@ -13,16 +13,7 @@ from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t
 from kafkalog_cli.formats.crc import crc32c as _crc32c
 
 
-cdef inline int64_t be64(const uint8_t* p) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
-
-
-cdef inline int32_t be32(const uint8_t* p) noexcept:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+include "_bigendian.pxi"
 
 
 def check_run(buf, Py_ssize_t pos, Py_ssize_t end, prev, Py_ssize_t stop, deep, file, list findings):

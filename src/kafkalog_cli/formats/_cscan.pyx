@@ -648,20 +648,7 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
 
 
 # ------------------------------------------------------------------ batches and records as text, a run at a time
-cdef inline int64_t be64(const uint8_t* p) noexcept:
-    cdef uint64_t v = 0
-    cdef int i
-    for i in range(8):
-        v = (v << 8) | p[i]
-    return <int64_t>v
-
-
-cdef inline int32_t be32(const uint8_t* p) noexcept:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
-
-
-cdef inline int16_t be16(const uint8_t* p) noexcept:
-    return <int16_t>((<uint16_t>p[0] << 8) | p[1])
+include "_bigendian.pxi"
 
 
 cdef const char* CODEC_NAMES[5]
@@ -669,6 +656,84 @@ CODEC_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd"]
 
 from kafkalog_cli.formats.crc import crc32c as _crc32c
 from kafkalog_cli.formats.compression import decompress as _decompress
+
+
+cdef struct Head:
+    # a v2 data batch's header, and its records walked
+    Py_ssize_t total
+    int attributes
+    int64_t base, base_ts, max_ts, pid
+    int32_t lod, base_seq, count, ple
+    int16_t epoch
+    uint32_t crc, computed
+    const uint8_t* rd         # the records' bytes (the batch's, or `data` decompressed)
+    Rec* recs                 # PyMem_Free it
+
+
+cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end):
+    """The v2 data batch at d[pos] read into b, its records walked and its CRC-32C computed ->
+    what holds the records' bytes (keep it while b.rd is read), or False: the runs leave this
+    batch to their caller's loop (legacy, control, short or incomplete batches, an unknown
+    codec, records the scanners give up on, numbers past 64 bits)."""
+    cdef const uint8_t* h = d + pos
+    cdef int32_t size = be32(h + 8)
+    cdef int codec
+    cdef Py_ssize_t rpos, rend
+    b.recs = NULL
+    if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+        return False
+    b.total = size + 12
+    b.attributes = be16(h + 21) & 0xFF
+    if b.attributes >= 0x80:
+        b.attributes -= 0x100
+    codec = b.attributes & 0x07
+    if b.attributes & 0x20 or codec > 4:
+        return False
+    b.base = be64(h)
+    b.ple = be32(h + 12)
+    b.crc = <uint32_t>be32(h + 17)
+    b.lod = be32(h + 23)
+    b.base_ts = be64(h + 27)
+    b.max_ts = be64(h + 35)
+    b.pid = be64(h + 43)
+    b.epoch = be16(h + 51)
+    b.base_seq = be32(h + 53)
+    b.count = be32(h + 57)
+    if b.count < 0 or not add_ok(b.base, b.lod):
+        return False
+    data = buf
+    if codec:
+        try:
+            data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
+                                                              b.total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
+        except Exception:
+            return False
+        if type(data) is not bytes:
+            data = bytes(data)
+        b.rd = <const uint8_t*>PyBytes_AS_STRING(data)
+        rpos, rend = 0, PyBytes_GET_SIZE(data)
+    else:
+        b.rd = h
+        rpos, rend = RECORD_BATCH_OVERHEAD, b.total
+    try:
+        b.recs = walk(b.rd, rpos, rend, b.count)
+    except Malformed:
+        return False
+    if not numbers_fit(b.recs, b.count, b.base, b.base_ts):
+        PyMem_Free(b.recs)
+        b.recs = NULL
+        return False
+    b.computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), b.total - 21, PyBUF_READ))
+    return data
+
+
+cdef inline int64_t last_sequence(Head* b) noexcept:
+    """RecordBatch.last_sequence."""
+    if b.base_seq == -1:
+        return -1
+    if b.base_seq > INT32_MAX - b.lod:
+        return b.lod - (INT32_MAX - b.base_seq) - 1
+    return b.base_seq + b.lod
 
 
 def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
@@ -682,7 +747,6 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
     caller's own loop goes on from the position returned."""
     cdef Py_buffer view
     cdef Out o
-    cdef Rec* recs = NULL
     cdef int64_t clast
     try:
         clast = last
@@ -691,13 +755,8 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
     if clast == INT64_MAX:
         return b"", pos, last
     cdef const uint8_t* d
-    cdef const uint8_t* h
-    cdef Py_ssize_t total, rpos, rend
-    cdef int32_t size, count, lod, base_seq, crc_stored
-    cdef int64_t base, base_ts, max_ts, pid, last_seq, computed
-    cdef int16_t epoch
-    cdef int attributes, codec
-    cdef const uint8_t* rd
+    cdef Head b
+    b.recs = NULL
     found = []
     PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
     out_clear(&o)
@@ -707,108 +766,62 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
             end = view.len
         out_init(&o, limit + (1 << 16))
         while pos + 17 < end and o.n < limit:
-            h = d + pos
-            size = be32(h + 8)
-            if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+            held = open_batch(&b, buf, d, pos, end)
+            if held is False:
                 break
-            total = size + 12
-            attributes = be16(h + 21) & 0xFF
-            if attributes >= 0x80:
-                attributes -= 0x100
-            codec = attributes & 0x07
-            if attributes & 0x20 or codec > 4:
-                break
-            base = be64(h)
-            lod = be32(h + 23)
-            base_ts = be64(h + 27)
-            max_ts = be64(h + 35)
-            pid = be64(h + 43)
-            epoch = be16(h + 51)
-            base_seq = be32(h + 53)
-            count = be32(h + 57)
-            if count < 0 or not add_ok(base, lod):
-                break
-            crc_stored = be32(h + 17)
-            # the records first: a batch the scanner gives up on is left whole to the caller
-            if codec:
-                try:
-                    data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
-                                                                      total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
-                except Exception:
-                    break
-                if type(data) is not bytes:
-                    data = bytes(data)
-                rd = <const uint8_t*>PyBytes_AS_STRING(data)
-                rpos, rend = 0, PyBytes_GET_SIZE(data)
-            else:
-                rd = h
-                rpos, rend = RECORD_BATCH_OVERHEAD, total
-            try:
-                recs = walk(rd, rpos, rend, count)
-            except Malformed:
-                break
-            if not numbers_fit(recs, count, base, base_ts):
-                break
-            computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), total - 21, PyBUF_READ))
             # the batch line (render/kafka.py's batch_line)
             out_lit(&o, b"baseOffset: ")
-            out_int(&o, base)
+            out_int(&o, b.base)
             out_lit(&o, b" lastOffset: ")
-            out_int(&o, base + lod)
+            out_int(&o, b.base + b.lod)
             out_lit(&o, b" count: ")
-            out_int(&o, count)
+            out_int(&o, b.count)
             out_lit(&o, b" baseSequence: ")
-            out_int(&o, base_seq)
+            out_int(&o, b.base_seq)
             out_lit(&o, b" lastSequence: ")
-            if base_seq == -1:
-                last_seq = -1
-            elif base_seq > INT32_MAX - lod:
-                last_seq = lod - (INT32_MAX - base_seq) - 1
-            else:
-                last_seq = base_seq + lod
-            out_int(&o, last_seq)
+            out_int(&o, last_sequence(&b))
             out_lit(&o, b" producerId: ")
-            out_int(&o, pid)
+            out_int(&o, b.pid)
             out_lit(&o, b" producerEpoch: ")
-            out_int(&o, epoch)
+            out_int(&o, b.epoch)
             out_lit(&o, b" partitionLeaderEpoch: ")
-            out_int(&o, be32(h + 12))
-            if attributes & 0x10:
+            out_int(&o, b.ple)
+            if b.attributes & 0x10:
                 out_lit(&o, b" isTransactional: true")
             else:
                 out_lit(&o, b" isTransactional: false")
             out_lit(&o, b" isControl: false deleteHorizonMs: ")
-            if attributes & 0x40:
+            if b.attributes & 0x40:
                 out_lit(&o, b"OptionalLong[")
-                out_int(&o, base_ts)
+                out_int(&o, b.base_ts)
                 out_byte(&o, b']')
             else:
                 out_lit(&o, b"OptionalLong.empty")
             out_lit(&o, b" position: ")
             out_int(&o, pos)
-            if attributes & 0x08:
+            if b.attributes & 0x08:
                 out_lit(&o, b" LogAppendTime: ")
             else:
                 out_lit(&o, b" CreateTime: ")
-            out_int(&o, max_ts)
+            out_int(&o, b.max_ts)
             out_lit(&o, b" size: ")
-            out_int(&o, total)
+            out_int(&o, b.total)
             out_lit(&o, b" magic: 2 compresscodec: ")
-            out_lit(&o, CODEC_NAMES[codec])
+            out_lit(&o, CODEC_NAMES[b.attributes & 0x07])
             out_lit(&o, b" crc: ")
-            out_int(&o, <uint32_t>crc_stored)
-            if computed == <uint32_t>crc_stored:
+            out_int(&o, b.crc)
+            if b.computed == b.crc:
                 out_lit(&o, b" isvalid: true\n")
             else:
                 out_lit(&o, b" isvalid: false\n")
-            put_records_text(&o, rd, recs, count, base, base_ts, attributes & 0x08, max_ts, base_seq, &clast,
-                             found, metadata, data_log)
-            PyMem_Free(recs)
-            recs = NULL
-            pos += total
+            put_records_text(&o, b.rd, b.recs, b.count, b.base, b.base_ts, b.attributes & 0x08, b.max_ts,
+                             b.base_seq, &clast, found, metadata, data_log)
+            PyMem_Free(b.recs)
+            b.recs = NULL
+            pos += b.total
         text = out_bytes(&o)
     finally:
-        PyMem_Free(recs)
+        PyMem_Free(b.recs)
         out_free(&o)
         PyBuffer_Release(&view)
     if found:
@@ -1081,18 +1094,14 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
     it stops at)."""
     cdef Py_buffer view
     cdef Out o
-    cdef Rec* recs = NULL
+    cdef Head b
     cdef Shape sh
     cdef Format bline, rline
     cdef const uint8_t* d
-    cdef const uint8_t* h
-    cdef const uint8_t* rd
-    cdef Py_ssize_t total, rpos, rend, n = 0
-    cdef int32_t size, count, lod, base_seq
-    cdef uint32_t crc_stored, computed
-    cdef int64_t base, base_ts, max_ts, pid, last_seq
-    cdef int attributes, codec, variant, k
+    cdef Py_ssize_t n = 0
+    cdef int variant, k
     cdef int64_t values[16]
+    b.recs = NULL
     shape_clear(&sh)
     bline.lits = rline.lits = NULL
     out_clear(&o)
@@ -1106,102 +1115,58 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
             end = view.len
         out_init(&o, limit + (1 << 16))
         while pos + 17 < end and o.n < limit:
-            h = d + pos
-            size = be32(h + 8)
-            if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+            held = open_batch(&b, buf, d, pos, end)
+            if held is False:
                 break
-            total = size + 12
-            attributes = be16(h + 21) & 0xFF
-            if attributes >= 0x80:
-                attributes -= 0x100
-            codec = attributes & 0x07
-            if attributes & 0x20 or codec > 4:
-                break
-            base = be64(h)
-            lod = be32(h + 23)
-            base_ts = be64(h + 27)
-            max_ts = be64(h + 35)
-            pid = be64(h + 43)
-            base_seq = be32(h + 53)
-            count = be32(h + 57)
-            if count < 0 or not add_ok(base, lod):
-                break
-            if codec:
-                try:
-                    data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
-                                                                      total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
-                except Exception:
-                    break
-                if type(data) is not bytes:
-                    data = bytes(data)
-                rd = <const uint8_t*>PyBytes_AS_STRING(data)
-                rpos, rend = 0, PyBytes_GET_SIZE(data)
-            else:
-                rd = h
-                rpos, rend = RECORD_BATCH_OVERHEAD, total
-            try:
-                recs = walk(rd, rpos, rend, count)
-            except Malformed:
-                break
-            if not numbers_fit(recs, count, base, base_ts):
-                break
-            crc_stored = <uint32_t>be32(h + 17)
-            computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), total - 21, PyBUF_READ))
-            fmt = batch_format(attributes, computed == crc_stored, (attributes & 0x40) != 0, buf, pos, total)
-            variant = variant_of(rd, recs, count, base_seq) if count else 0
-            rfmt = record_format(variant, attributes, pid, be16(h + 51), base) if count else b""
-            if count and not rfmt:
+            fmt = batch_format(b.attributes, b.computed == b.crc, (b.attributes & 0x40) != 0, buf, pos, b.total)
+            variant = variant_of(b.rd, b.recs, b.count, b.base_seq) if b.count else 0
+            rfmt = record_format(variant, b.attributes, b.pid, b.epoch, b.base) if b.count else b""
+            if b.count and not rfmt:
                 break
             try:
                 format_parse(&bline, fmt)
-                if count:
+                if b.count:
                     format_parse(&rline, rfmt)
             except Malformed:
                 break
-            if bline.slots != (15 if attributes & 0x40 else 14) or (count and not line_fits(&rline, variant)):
+            if bline.slots != (15 if b.attributes & 0x40 else 14) or (b.count and not line_fits(&rline, variant)):
                 break
             # the batch line: render/jsonl.py's batch_line, its values in _BATCH_SLOTS's order
-            if base_seq == -1:
-                last_seq = -1
-            elif base_seq > INT32_MAX - lod:
-                last_seq = lod - (INT32_MAX - base_seq) - 1
-            else:
-                last_seq = base_seq + lod
-            values[0] = base
-            values[1] = base + lod
-            values[2] = count
+            values[0] = b.base
+            values[1] = b.base + b.lod
+            values[2] = b.count
             values[3] = pos
-            values[4] = total
-            values[5] = crc_stored
-            values[6] = computed
-            values[7] = base_ts
-            values[8] = max_ts
-            values[9] = pid
-            values[10] = be16(h + 51)
-            values[11] = base_seq
-            values[12] = last_seq
-            values[13] = be32(h + 12)
-            values[14] = base_ts
+            values[4] = b.total
+            values[5] = b.crc
+            values[6] = b.computed
+            values[7] = b.base_ts
+            values[8] = b.max_ts
+            values[9] = b.pid
+            values[10] = b.epoch
+            values[11] = b.base_seq
+            values[12] = last_sequence(&b)
+            values[13] = b.ple
+            values[14] = b.base_ts
             if n:
                 out_byte(&o, b'\n')
             for k in range(bline.slots):
                 format_lit(&o, &bline, k)
                 out_int(&o, values[k])
             format_lit(&o, &bline, bline.slots)
-            if count:
+            if b.count:
                 out_byte(&o, b'\n')
-                put_records_json(&o, &sh, &rline, variant, rd, recs, count, base, base_ts, attributes & 0x08,
-                                 max_ts, base_seq)
-            PyMem_Free(recs)
-            recs = NULL
+                put_records_json(&o, &sh, &rline, variant, b.rd, b.recs, b.count, b.base, b.base_ts,
+                                 b.attributes & 0x08, b.max_ts, b.base_seq)
+            PyMem_Free(b.recs)
+            b.recs = NULL
             PyMem_Free(bline.lits)
             PyMem_Free(rline.lits)
             bline.lits = rline.lits = NULL
             n += 1
-            pos += total
+            pos += b.total
         text = out_bytes(&o)
     finally:
-        PyMem_Free(recs)
+        PyMem_Free(b.recs)
         PyMem_Free(bline.lits)
         PyMem_Free(rline.lits)
         out_free(&o)

@@ -294,8 +294,11 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
     leaves by os._exit: no interpreter teardown, no parent's buffers flushed twice."""
     import pickle
 
+    import gc
+
     children = []
-    try:
+    gc.freeze()     # the objects of now stay out of the collector: a child's collection would
+    try:            # touch (and so copy) every page of them
         for w in range(1, jobs):
             r, wr = os.pipe()
             pid = os.fork()
@@ -320,6 +323,7 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
             results[i] = fn(items[i])
             if done:
                 done(i)
+        gc.unfreeze()
         for w, (pid, r) in enumerate(children, 1):
             with os.fdopen(r, "rb") as f:
                 data = f.read()
@@ -336,6 +340,7 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
                     done(i)
         return results
     finally:
+        gc.unfreeze()
         for pid, r in children:
             if r is not None:
                 os.close(r)
@@ -358,6 +363,8 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
     # remote files are read here: pyarrow's S3 client must not cross a fork
     if jobs > 1 and len(flat) > 1 and total >= parallel_min_bytes and not any(is_remote(c.file) for c in flat):
         tell = (lambda i: on_progress(flat[i].end - flat[i].start)) if on_progress else None
+        from kafkalog_cli.storage.segment import map_file  # noqa: F401 - what _run_chunk imports, imported
+        #                              once before the fork rather than once in every process after it
         if hasattr(os, "fork"):
             results = _fork_map(_run_chunk, flat, min(jobs, len(flat)), tell)
         else:  # pragma: no cover - platforms without fork
