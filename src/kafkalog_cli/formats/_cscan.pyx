@@ -426,6 +426,24 @@ cdef Py_ssize_t walk_headers(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, i
     return pos
 
 
+cdef inline Py_ssize_t rd_payload(const uint8_t* d, Py_ssize_t pos, Py_ssize_t rend, Py_ssize_t* at,
+                                  int64_t* n) except -2:
+    """A key or value at pos (its size, then its bytes): where its bytes are and their size (-1:
+    null, for any negative size) -> the next position; -1 when it does not fit the record."""
+    cdef int64_t v
+    pos = rd_zigzag(d, pos, rend, &v, False)
+    if pos < 0:
+        return -1
+    at[0] = pos
+    if v < 0:
+        n[0] = -1
+        return pos
+    if v > rend - pos:
+        return -1
+    n[0] = v
+    return pos + v
+
+
 cdef Rec* walk(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t count) except NULL:
     """The records of a v2 batch (d[pos:end)) into a new array (PyMem_Free it), every size
     checked; Malformed on anything the pure scanners give up on (and on nothing they take)."""
@@ -444,7 +462,7 @@ cdef Rec* walk(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t count) 
 
 cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, Rec* recs) except -1:
     cdef Py_ssize_t i, body, rend
-    cdef int64_t length, v
+    cdef int64_t length
     cdef Rec* r
     cdef uint8_t b
     for i in range(count):
@@ -473,28 +491,12 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
             pos = rd_zigzag(d, pos, rend, &r.od, False)
             if pos < 0:
                 raise Malformed("offset delta")
-        pos = rd_zigzag(d, pos, rend, &v, False)
+        pos = rd_payload(d, pos, rend, &r.key, &r.klen)
         if pos < 0:
-            raise Malformed("key size")
-        r.key = pos
-        if v >= 0:
-            if v > rend - pos:
-                raise Malformed("key")
-            pos += v
-            r.klen = v
-        else:
-            r.klen = -1
-        pos = rd_zigzag(d, pos, rend, &v, False)
+            raise Malformed("key")
+        pos = rd_payload(d, pos, rend, &r.value, &r.vlen)
         if pos < 0:
-            raise Malformed("value size")
-        r.value = pos
-        if v >= 0:
-            if v > rend - pos:
-                raise Malformed("value")
-            pos += v
-            r.vlen = v
-        else:
-            r.vlen = -1
+            raise Malformed("value")
         r.headers = pos
         if pos >= rend:
             raise Malformed("headers")
