@@ -38,3 +38,9 @@ def corpus_copy(tmp_path_factory) -> Path:
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner()
+
+
+def pytest_report_header(config):
+    """The broker the broker tests run against (KAFKA_HOME), or that they are skipped."""
+    from .kafka_dist import describe
+    return f"kafka broker: {describe()}"

@@ -13,7 +13,7 @@ import click
 
 from kafkalog_cli import __version__
 from kafkalog_cli.allocator import tune_for_streaming
-from kafkalog_cli.errors import ExitCode, KafkalogError
+from kafkalog_cli.errors import EXIT_CODE_PRECEDENCE, EXIT_CODE_TABLE, ExitCode, KafkalogError
 
 # name -> "module:attribute" of a click.Command
 COMMANDS: dict[str, str] = {
@@ -30,7 +30,12 @@ COMMANDS: dict[str, str] = {
     "export": "kafkalog_cli.commands.export:command",
     "describe": "kafkalog_cli.commands.describe:command",
     "get-offsets": "kafkalog_cli.commands.get_offsets:command",
+    "consumer-groups": "kafkalog_cli.commands.consumer_groups:command",
+    "metadata": "kafkalog_cli.commands.metadata:command",
+    "compare-replicas": "kafkalog_cli.commands.compare_replicas:command",
+    "move-partition": "kafkalog_cli.commands.move_partition:command",
     "completion": "kafkalog_cli.commands.completion:command",
+    "doctor": "kafkalog_cli.commands.doctor:command",
 }
 
 
@@ -102,7 +107,21 @@ def _print_version(ctx: click.Context, _param, value: bool) -> None:
     ctx.exit()
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+def _exit_codes_epilog() -> str:
+    """The exit-code table (errors.EXIT_CODE_TABLE) and its precedence, as --help prints them."""
+    import textwrap
+
+    lines = ["\b", "Exit codes (every command; each command's --help says which it returns):"]
+    for code, meaning in EXIT_CODE_TABLE:
+        wrapped = textwrap.wrap(meaning, 72)
+        lines.append(f"  {int(code)}  {wrapped[0]}")
+        lines += [f"     {w}" for w in wrapped[1:]]
+    lines += ["", "\b", "Precedence, when one run meets several:",
+              *("  " + w for w in textwrap.wrap(EXIT_CODE_PRECEDENCE + ".", 74))]
+    return "\n".join(lines)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_codes_epilog())
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
               help="Show the version and which core (compiled or pure-Python) runs, and exit.")
 @click.option("--debug", is_flag=True, help="Show a Python traceback when a command fails.")
@@ -113,16 +132,5 @@ def cli(debug: bool) -> None:
     Commands that change files take the log dir's .lock first, so they refuse to run behind a
     live broker, and they move what they remove to a quarantine outside the log dir.
 
-    \b
-    Exit codes:
-      0  success, nothing wrong found
-      1  problems found (verify-crc), or a dump that Kafka's own tool would abort
-      2  usage error
-      3  corrupt input: a record, index or checkpoint that cannot be right
-      4  missing, unreadable or unrecognised path
-      5  the log dir is locked by a running broker or another kafkalog
-      6  a change could not be written (read-only file system, full disk or quarantine)
-      7  retain or compact refused to delete on a guess (a deciding config cannot be
-         read); everything else was done
     """
     tune_for_streaming()

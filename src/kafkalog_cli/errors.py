@@ -30,6 +30,37 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
+# The table every command follows, as `kafkalog --help`, kafkalog(1) and README "Exit codes"
+# print it: (code, meaning). One line each, so --help can print it as it is.
+EXIT_CODE_TABLE: tuple[tuple[int, str], ...] = (
+    (ExitCode.OK, "done; nothing wrong found, nothing to do"),
+    (ExitCode.PROBLEMS, "something found or pending: problems (verify-crc), hanging transactions,"
+                        " a --dry-run that would change something, doctor warnings"),
+    (ExitCode.USAGE, "usage error, or refused as Kafka refuses (an internal topic, an offset out of range)"),
+    (ExitCode.CORRUPT, "corrupt input: a record, index or checkpoint that cannot be right"),
+    (ExitCode.INPUT, "a path that is missing, unreadable, or not a log dir, partition dir or Kafka file"),
+    (ExitCode.LOCKED, "a log dir is locked by a running broker or another kafkalog (it was skipped)"),
+    (ExitCode.IO, "a change could not be written: read-only file system, full disk, full quarantine"),
+    (ExitCode.CONFIG_UNKNOWN, "refused to delete on a guess (a deciding config is unknown); the rest was done"),
+    (ExitCode.BROKER_WONT_START, "doctor: a broker would not start on these log dirs"),
+)
+
+# When one run meets several outcomes, the code is the first that applies, in this order: a
+# failure (2, 3, 4 or 6: the first one met), then 8, 7, 5, 1, and 0.
+EXIT_CODE_PRECEDENCE = ("a failure (2, 3, 4, 6: the first met) wins over 8, 8 over 7, 7 over 5, "
+                        "5 over 1, and 1 over 0")
+_RANKED = (ExitCode.BROKER_WONT_START, ExitCode.CONFIG_UNKNOWN, ExitCode.LOCKED, ExitCode.PROBLEMS)
+
+
+def exit_code_of(codes) -> int:
+    """The one code for a run that met `codes` (EXIT_CODE_PRECEDENCE); 0 for none."""
+    codes = [int(c) for c in codes if int(c) != ExitCode.OK]
+    failures = [c for c in codes if c not in _RANKED]
+    if failures:
+        return failures[0]
+    return next((int(c) for c in _RANKED if c in codes), int(ExitCode.OK))
+
+
 class KafkalogError(Exception):
     """Base class. `path` and `position` locate the problem; `str()` is the one line we print."""
 

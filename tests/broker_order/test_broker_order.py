@@ -20,14 +20,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint, parse_offset_checkpoint_entries
 from kafkalog_cli.formats.scala_order import topic_partition_hash
 
-from ..kafka_broker import KAFKA_HOME, _free_port, broker_run, needs_broker
+from ..kafka_broker import broker_run, format_log_dir, needs_broker
 
 FILES = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
          "replication-offset-checkpoint", "cleaner-offset-checkpoint")
@@ -106,26 +105,12 @@ print(json.dumps(done))
 """
 
 
-def _format(log_dir: Path, work: Path) -> None:
-    """kafka-storage.sh format: a new one-node KRaft cluster on `log_dir`."""
-    ctl, port = _free_port(), _free_port()
-    cfg = work / "format.properties"
-    cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
-                   f"controller.listener.names=CONTROLLER\n"
-                   f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}\n"
-                   f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
-                   f"log.dirs={log_dir}\n")
-    env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", "a2Fma2Fsb2ctY2tvcmRlcg",
-                    "-c", str(cfg)], check=True, capture_output=True, env=env)
-
-
 def run_broker(work: Path) -> list[Path]:
     """The snapshots, in phase order, then the clean shutdown's files and a restarted broker's."""
     log_dir, out = work / "logdir", work / "snapshots"
     log_dir.mkdir(parents=True)
     out.mkdir()
-    _format(log_dir, work)
+    format_log_dir(log_dir, work)
     res = broker_run(log_dir, work, SCRIPT, str(log_dir), str(out), json.dumps(PHASES), properties={
         "log.cleaner.enable": "true", "log.cleaner.backoff.ms": "300",
         "log.flush.offset.checkpoint.interval.ms": "1000",

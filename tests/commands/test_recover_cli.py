@@ -25,7 +25,7 @@ def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
         r = invoke("recover", "--dry-run", "--format", "json", d)
     finally:
         p.kill(); p.wait()
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output       # changes pending
     plan = json.loads(r.output)
     assert any(a["action"] == "truncate" for a in plan["actions"])
     assert tree_state(d) == before

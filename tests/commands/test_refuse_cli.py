@@ -77,7 +77,7 @@ def test_the_text_plan_shows_the_deciding_configs_under_a_deletion(tmp_path):
 def test_assume_kafka_defaults_takes_the_seven_days(tmp_path):
     d = copy_case("size", tmp_path)
     r = invoke("retain", "--dry-run", "--now", params("size")["now_ms"], "--assume-kafka-defaults", "--format", "json", d)
-    assert r.exit_code == 0 and r.stderr == ""
+    assert r.exit_code == 1 and r.stderr == ""       # segments would go
     summary = [json.loads(x) for x in r.stdout.splitlines()][1]
     assert summary["rolled"] and summary["configs"]["retention.ms"]["origin"] == "Kafka default (assumed)"
 

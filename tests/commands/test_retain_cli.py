@@ -59,7 +59,7 @@ def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     d = copy_case("time", tmp_path)
     before = tree(d)
     r = retain("--dry-run", d)
-    assert r.exit_code == 0
+    assert r.exit_code == 1      # segments would go
     assert "delete " + str(d / "ret-time-0" / "00000000000000000760.log") in r.stdout
     assert "ret-time-0: would delete 5 segment(s)" in r.stdout and "log start offset 0 -> 944" in r.stdout
     assert tree(d) == before

@@ -11,7 +11,7 @@ def test_roll_if_needed_dry_run_then_apply(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
     before = tree_state(d)
     r = CliRunner().invoke(cli, ["roll", "--if-needed", "--now", "1795249186389", "--dry-run", "--format", "json", str(d)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 1, r.output      # a roll is due
     plan = json.loads(r.output)
     assert plan["partitions"]["roll-createtime-0"]["rolled"]
     assert tree_state(d) == before

@@ -109,6 +109,7 @@ def main(argv=None) -> int:
         return 2
     work = a.work or Path(tempfile.mkdtemp(prefix="kafkalog-diff-"))
     work.mkdir(parents=True, exist_ok=True)
+    _emit({"kafka": broker.version_label(), "work": str(work)})
     t0 = time.monotonic()
     if a.what == "recover":
         s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
@@ -116,6 +117,7 @@ def main(argv=None) -> int:
         s = run_roll(work, a.seed)
     else:
         s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
+    s["kafka"] = broker.version_label()
     s["seconds"] = round(time.monotonic() - t0)
     s["work"] = str(work)
     _emit(s)

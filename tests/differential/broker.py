@@ -1,6 +1,7 @@
 """A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
 
-KAFKA_HOME names a Kafka 3.3.1 distribution (../shared/tools/kafka-broker builds one), KAFKA_PY a
+KAFKA_HOME names a Kafka distribution: 3.3.1 or 3.9.0-rc3 (tools/kafka-broker builds both; which
+one it is comes from its jars, tests/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
 python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
 PID (SIGTERM: a clean shutdown), never by kafka-server-stop.sh, which stops every broker.
@@ -18,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.kafka_dist import kafka_dist
+
 KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
 KAFKA_PY = os.environ.get("KAFKA_PY", sys.executable)
 CLIENT = Path(__file__).with_name("client.py")
@@ -27,10 +30,22 @@ LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/([^/,]+), .*?logEndOffset
 # The controller of a combined node logs these while its quorum forms: not about any log
 CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start processing because of "
                                 r"(TimeoutException|NotControllerException)")
+# A tiered (3.6+) broker's remote log manager runs its first copy task before the topic-based
+# remote log metadata manager has read __remote_log_metadata; it logs this ERROR, with
+# "IllegalStateException: This instance is in invalid state, initialized: false" on the next line,
+# and retries: not about any log
+RLM_NOT_READY = "Error occurred while copying log segments of partition"
 
 
 def available() -> bool:
-    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK)
+    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK) \
+        and kafka_dist(KAFKA_HOME) is not None
+
+
+def version_label() -> str:
+    """Which Kafka the campaign runs against, e.g. "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at ..."."""
+    d = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
+    return d.label if d else "none"
 
 
 def free_ports(n: int) -> list[int]:
@@ -54,6 +69,31 @@ def read_properties(path: Path) -> dict[str, str]:
             k, v = line.split("=", 1)
             out[k.strip()] = v.strip()
     return out
+
+
+def tiered_supported() -> bool:
+    """KAFKA_HOME is a 3.6+ broker with Kafka's LocalTieredStorage beside it (rsm/, as
+    tools/kafka-broker/build-all-3.9.sh lays it out)."""
+    d = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
+    return bool(d and d.at_least(3, 6) and list(Path(KAFKA_HOME, "rsm").glob("kafka-storage-*-test.jar")))
+
+
+def tiered_config(remote: Path, metadata_partitions: int = 50) -> dict[str, str]:
+    """Broker properties for tiered storage through LocalTieredStorage, its uploads under
+    `remote`/kafka-tiered-storage. Every broker started on a dir with remote.storage.enable
+    topics needs them (a 3.9 broker refuses such topics with the storage system off) and the
+    same `remote` (the uploads the dir's __remote_log_metadata names)."""
+    jars = sorted(str(j) for j in Path(KAFKA_HOME, "rsm").glob("*.jar"))
+    return {
+        "remote.log.storage.system.enable": "true",
+        "remote.log.storage.manager.class.name": "org.apache.kafka.server.log.remote.storage.LocalTieredStorage",
+        "remote.log.storage.manager.class.path": ":".join(jars),
+        "rsm.config.dir": str(remote),
+        "remote.log.metadata.manager.listener.name": "PLAINTEXT",
+        "rlmm.config.remote.log.metadata.topic.replication.factor": "1",
+        "rlmm.config.remote.log.metadata.topic.num.partitions": str(metadata_partitions),
+        "remote.log.manager.task.interval.ms": "1000",
+    }
 
 
 # The broker's settings for every run: no time retention, no cleaner unless asked, deletes of
@@ -112,8 +152,10 @@ class BrokerRun:
 
     @property
     def errors(self) -> list[str]:
-        return [ln for ln in self.log.splitlines()
-                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        lines = self.log.splitlines()
+        return [ln for i, ln in enumerate(lines)
+                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)
+                and not (RLM_NOT_READY in ln and i + 1 < len(lines) and "initialized: false" in lines[i + 1])]
 
 
 @dataclass
@@ -159,12 +201,13 @@ class Broker:
         path.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
         return path
 
-    def format(self) -> None:
-        """kafka-storage.sh format on an empty dir (a new cluster)."""
+    def format(self, release_version: str | None = None) -> None:
+        """kafka-storage.sh format on an empty dir (a new cluster); `release_version` pins
+        metadata.version (default: the broker's latest, 3.3-IV3 on 3.3.1, 3.9-IV0 on 3.9)."""
         props = self.write_config()
         cid = subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"], capture_output=True,
-                             text=True, check=True).stdout.strip()
-        subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", cid, "-c", str(props)],
+                             text=True, check=True, env=self._env()).stdout.strip()
+        subprocess.run(kafka_dist(KAFKA_HOME).format_args(cid, props, release_version),
                        capture_output=True, check=True, env=self._env())
 
     def _env(self) -> dict[str, str]:
@@ -187,6 +230,15 @@ class Broker:
         log = self.server_log.read_text(errors="replace") if self.server_log.exists() else ""
         self.stop()
         raise BrokerDidNotStart(self.data, log)
+
+    def wait_log(self, text: str, timeout: float = 60) -> bool:
+        """Wait until server.log holds `text`; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.server_log.exists() and text in self.server_log.read_text(errors="replace"):
+                return True
+            time.sleep(0.3)
+        return False
 
     def wait_no_deleted(self, timeout: float = 30) -> None:
         """Segments the loader dropped are deleted asynchronously (log.segment.delete.delay.ms)."""

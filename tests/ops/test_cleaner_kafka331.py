@@ -173,6 +173,7 @@ def test_checkpoint_past_the_log_end_is_reset_even_when_not_cleaned(tmp_path):
     write_segment(part, 0, [one("z", "v", 0)])            # only the active segment: nothing cleanable
     (part.parent / names.CLEANER_CHECKPOINT).write_text("0\n1\nt 0 50\n")
     r = compact(part, "--dry-run")
+    assert r.exit_code == 1      # the reset is a change pending
     assert "cleaner-offset-checkpoint 50 outside [0, 1]: reset to 0" in r.output, r.output
     assert checkpoint(part, names.CLEANER_CHECKPOINT) == "0\n1\nt 0 50\n"       # not with --dry-run
     r = compact(part)

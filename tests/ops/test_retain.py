@@ -237,7 +237,8 @@ def test_empty_active_segment_is_kept_without_a_roll(tmp_path):
     assert [f.name for f in (d / "t-0").glob("*.log")] == ["00000000000000000002.log"]
     assert not (d / "t-0" / "00000000000000000001.snapshot").exists()
     assert (d / "t-0" / "00000000000000000002.snapshot").exists()
-    assert (d / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n0 2\n"
+    # the log is left empty at 2: (0, 2) is dropped as the broker's next load drops it
+    assert (d / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n0\n"
 
 
 def test_every_segment_expired_rolls_a_new_empty_segment_first(tmp_path):
@@ -250,7 +251,9 @@ def test_every_segment_expired_rolls_a_new_empty_segment_first(tmp_path):
     assert (part / "00000000000000000003.log").stat().st_size == 0
     assert (part / "00000000000000000003.index").stat().st_size == 0     # as a clean shutdown leaves them
     assert (part / "00000000000000000003.timeindex").stat().st_size == 0
-    assert (part / "leader-epoch-checkpoint").read_text() == "0\n1\n0 3\n"
+    # truncateFromStart(3) leaves (0, 3); the broker's next load drops it (LogLoader's
+    # truncateFromEnd(log end offset 3)): written as that load leaves it
+    assert (part / "leader-epoch-checkpoint").read_text() == "0\n0\n"
     assert report["partitions"]["t-0"]["rolled"] and report["partitions"]["t-0"]["new_log_start_offset"] == 3
     # the recovery point follows the log start offset (UnifiedLog.updateLogStartOffset)
     assert (d / "recovery-point-offset-checkpoint").read_text() == "0\n1\nt 0 3\n"

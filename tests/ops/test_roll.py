@@ -3,7 +3,7 @@ import os
 import pytest
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import CorruptRecordError
 from kafkalog_cli.formats.indexes import TimeIndexEntry, encode_time_index
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.logdir import partition_dirs_for
@@ -79,7 +79,7 @@ def test_a_corrupt_active_segment_is_left_to_recover(tmp_path):
     with open(log, "r+b") as f:                      # the second batch's length: below the minimum
         f.seek(first + 8)
         f.write((5).to_bytes(4, "big"))
-    with pytest.raises(InputError) as e:
+    with pytest.raises(CorruptRecordError) as e:      # corrupt input: exit 3
         plan_for(d)
     assert "corrupt active segment; run `kafkalog recover` first" in e.value.message
     assert e.value.path == str(log) and e.value.position == first
@@ -90,7 +90,7 @@ def test_bytes_after_the_last_complete_batch_are_left_to_recover(tmp_path):
     size = log.stat().st_size
     with open(log, "ab") as f:
         f.write(b"\x00\x07\x00")
-    with pytest.raises(InputError) as e:
+    with pytest.raises(CorruptRecordError) as e:
         plan_for(d)
     assert "bytes after the last complete batch" in e.value.message
     assert e.value.path == str(log) and e.value.position == size

@@ -68,7 +68,9 @@ def test_a_dry_run_plans_without_the_lock_and_changes_nothing(tmp_path):
         p.kill(); p.wait()
     assert out.dry_run and out.report is None and out.quarantine is None
     assert any(a.kind.value == "truncate" for a in out.plan.actions)
-    assert out.to_json() == {"dry_run": True, **out.plan.to_json()}
+    # the plan, and what it would free and hold (storage.space): the default quarantine holds the cut
+    assert out.to_json() == {"dry_run": True, **out.plan.to_json(), **out.space.to_json()}
+    assert out.space.held_in_quarantine > 0
     assert tree_state(d) == before
 
 

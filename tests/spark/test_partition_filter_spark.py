@@ -32,6 +32,6 @@ def test_verify_crc_retain_and_compact_on_spark_act_on_the_filtered_partitions(s
         out = {e: invoke(command, d, "--topic", "txn", "--topic", "compacted", "--dry-run", "--format", "json",
                          "--assume-kafka-defaults", "--now", "1795460048823", "--engine", e)
                for e in ("local", "spark")}
-        assert out["spark"].exit_code == 0, out["spark"].output
+        assert out["spark"].exit_code == out["local"].exit_code in (0, 1), out["spark"].output   # 1: changes pending
         assert out["spark"].stdout == out["local"].stdout
         assert "codec-" not in out["spark"].stdout and "compacted-0" in out["spark"].stdout

@@ -63,9 +63,9 @@ def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_di
     start offset, as the broker loads it: nothing of it is cleanable.
 
     \b
-    Exit codes: 0 done or nothing to do; 7 a partition was not cleaned as a deciding config is
+    Exit codes: 0 done or nothing to do; 1 --dry-run: a partition would be cleaned; 7 a partition was not cleaned as a deciding config is
     unknown (everything else was done); 2 usage error, 3 corrupt input, 4 bad path, 5 the log
-    dir is locked, 6 write failure.
+    dir is locked, 6 write failure. Precedence: kafkalog --help.
     """
     check_engine(engine, master)
     groups = partition_groups(paths, only=only)   # the cleaner works on current logs: -future/-delete/-stray noted

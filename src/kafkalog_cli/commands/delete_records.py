@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (dry_run_option, format_option, partition_filter_options,
+from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, partition_filter_options,
                                            quarantine_options, report_option)
 from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
@@ -26,12 +26,13 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
               help="Delete the records below OFFSET in every partition given (-1: below the high watermark); "
                    "internal topics are skipped.")
 @partition_filter_options
+@config_options
 @quarantine_options
 @dry_run_option
 @format_option("text: a line per partition. json: one object per partition.")
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
+def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
     wholly below it, as the broker's next retention check does.
@@ -53,11 +54,11 @@ def command(paths, offset_json, before, only, quarantine_dir, no_quarantine, dry
     Takes each log dir's .lock (not with --dry-run).
 
     \b
-    Exit codes: 0 done or nothing to do; 2 usage error, or a partition refused as Kafka refuses
+    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 2 usage error, or a partition refused as Kafka refuses
     it (OFFSET_OUT_OF_RANGE, INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION; the other partitions are
     done); 7 offset -1 with no high watermark known (refused as a guess); 5 a log dir was locked
     (a broker runs on it) and skipped; 3 corrupt input, 4 bad path or a partition of the offset
-    JSON in none of the paths, 6 write failure. 2, 3, 4 and 6 win over 7, and 7 over 5.
+    JSON in none of the paths, 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
     from kafkalog_cli.commands.common import partition_groups
     from kafkalog_cli.commands.retain import report_partitions
@@ -72,7 +73,10 @@ def command(paths, offset_json, before, only, quarantine_dir, no_quarantine, dry
     groups = partition_groups(paths, only=only)
     if offset_json is not None:
         groups = _requested(groups, offsets, offset_json)
-    operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(offsets=offsets, before=before))
+    named = frozenset(tp.topic for p in paths if (tp := parse_partition_dir(Path(p).name)) is not None)
+    patterns = tuple(only.topics) if only else ()
+    operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(
+        offsets=offsets, before=before, named_topics=named, topic_patterns=patterns), configs)
     report_partitions(operation, groups, fmt=fmt, report_path=report_path,
                       text_lines=lambda outcome: _text(outcome, verbose), dry_run=dry_run,
                       quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)

@@ -98,7 +98,8 @@ def command(paths, only, configs, fmt, jobs):
         if fmt == "json":
             click.echo(json.dumps(item.to_json()))
             continue
-        lines = [render.log_dir_summary(item), *render.unknown_config_lines(partitions)]
+        lines = [render.log_dir_summary(item), *render.kafka_version_lines(item),
+                 *render.unknown_config_lines(partitions)]
         if rich:
             from rich.console import Console
 

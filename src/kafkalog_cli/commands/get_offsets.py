@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import note_left_out, one_line_errors, parse_time_option
-from kafkalog_cli.commands.options import format_option, partition_filter_options
+from kafkalog_cli.commands.options import config_options, format_option, partition_filter_options
 from kafkalog_cli.errors import ExitCode, KafkalogError
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
 # no client lists)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__cluster_metadata"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"})
 
 
 def parse_time_spec(value: str):
@@ -25,19 +25,22 @@ def parse_time_spec(value: str):
         return OffsetSpec(SPEC_NAMES[v])
     ms = parse_time_option(v, "--time")
     if ms < 0 and ms not in SPEC_NAMES.values():
-        raise click.BadParameter(f"{value!r}: a negative time other than -1 (latest), -2 (earliest) "
-                                 f"or -3 (max-timestamp)", param_hint="--time")
+        raise click.BadParameter(f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
+                                 f"-3 (max-timestamp), -4 (earliest-local) or -5 (latest-tiered)", param_hint="--time")
     return OffsetSpec(ms)
 
 
 @click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--time", "time_value", default="latest", show_default=True,
-              metavar="earliest|latest|max-timestamp|MS|ISO-8601",
-              help="earliest: the log start offset. latest: the last fetchable offset (see "
-                   "--isolation-level). max-timestamp: the offset of the largest timestamp. MS or "
+              metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
+              help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
+                   "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
+                   "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
+                   "latest-tiered (3.9+): the last offset uploaded to remote storage. MS or "
                    "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
-                   "-2, -1 and -3 are earliest, latest and max-timestamp, as kafka-get-offsets takes them.")
+                   "-2, -1, -3, -4 and -5 are earliest, latest, max-timestamp, earliest-local and latest-tiered, "
+                   "as kafka-get-offsets takes them.")
 @click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed", "none"]),
               default="read_uncommitted", show_default=True,
               help="What latest answers and what an offset must be below: read_uncommitted the high "
@@ -46,10 +49,11 @@ def parse_time_spec(value: str):
 @click.option("--exclude-internal-topics", is_flag=True,
               help="Leave out __consumer_offsets, __transaction_state and __cluster_metadata.")
 @partition_filter_options
+@config_options
 @format_option("text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
                "with where the offset comes from.")
 @one_line_errors
-def command(paths, time_value, isolation_level, exclude_internal_topics, only, fmt):
+def command(paths, time_value, isolation_level, exclude_internal_topics, only, configs, fmt):
     """Print, for each partition, the offset a broker's ListOffsets would answer, from the files
     alone: the offline kafka-get-offsets (Kafka 3.3.1's Partition.fetchOffsetForTimestamp).
 
@@ -93,6 +97,7 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
       kafkalog get-offsets /var/lib/kafka/data --time earliest --format json
     """
     from kafkalog_cli.ops import describe as describe_ops
+    from kafkalog_cli.ops import tiered
     from kafkalog_cli.ops.list_offsets import EARLIEST_TIMESTAMP, IsolationLevel, list_offsets
     from kafkalog_cli.render.describe import offsets_line
     from kafkalog_cli.storage.names import REPLICATION_CHECKPOINT, PartitionDirKind
@@ -107,13 +112,18 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
     failed = False
     answers = []
     warn = lambda m: click.echo(f"kafkalog: warning: {m}", err=True)  # noqa: E731
+    configs = configs.for_log_dirs(selection.groups)
     for log_dir, dirs in selection.groups.items():
+        resolver = configs.resolver(log_dir)
         for part in describe_ops.partitions_of(log_dir, dirs):
             tp = part.topic_partition
             if exclude_internal_topics and tp is not None and tp.topic in INTERNAL_TOPICS:
                 continue
             try:
-                answers.append(list_offsets(part, spec, isolation, warn))
+                remote = None
+                if tp is not None and part.segments:
+                    remote = tiered.remote_log(part, resolver.for_topic(tp.topic), resolver)
+                answers.append(list_offsets(part, spec, isolation, warn, resolver.versions, remote))
             except KafkalogError as e:
                 click.echo(f"kafkalog: {e.line()}", err=True)
                 failed = True
@@ -129,6 +139,10 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, f
                 and spec.timestamp != EARLIEST_TIMESTAMP:
             click.echo(f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
                        f"the log end offset stands in for it", err=True)
+        if answer.by_version:
+            click.echo(f"kafkalog: note: {name}: {spec.name}: "
+                       + ", ".join(f"{v}: {o}" for v, o in answer.by_version.items())
+                       + " (the versions the log dir allows disagree; state it with --kafka-version)", err=True)
         if answer.offset is None:
             click.echo(f"kafkalog: note: {name}: no offset: {answer.reason}", err=True)
             continue

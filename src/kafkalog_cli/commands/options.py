@@ -50,14 +50,21 @@ def _config_sources(f):
     """Hands the command one `configs` (an ops.runner.ConfigSources) for the five options."""
     @functools.wraps(f)
     def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-                assume_kafka_defaults, **kwargs):
+                assume_kafka_defaults, kafka_version, remote_log_metadata, **kwargs):
         from kafkalog_cli.ops.runner import ConfigSources
 
         configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
-                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults)
+                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults,
+                                kafka_version=kafka_version, remote_log_metadata=tuple(remote_log_metadata))
         return f(*args, configs=configs, **kwargs)
     return wrapper
 
+
+kafka_version_option = click.option(
+    "--kafka-version", metavar="VERSION",
+    help="The Kafka version that will start on the log dir next (3.3 to 4.2, e.g. 3.9): decides the rules "
+         "that changed between versions (tiered storage, internal topics, ListOffsets) where the log dir "
+         "does not (describe shows the range it allows). Older than what the dir proves: exit 2.")
 
 config_options = _stack(
     click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
@@ -74,6 +81,12 @@ config_options = _stack(
     click.option("--assume-kafka-defaults", is_flag=True,
                  help="The broker ran with Kafka's defaults: take them for every config that cannot be "
                       "read (else retain and compact refuse to delete by it, exit 7)."),
+    kafka_version_option,
+    click.option("--remote-log-metadata", multiple=True, metavar="PATH",
+                 type=click.Path(exists=True, file_okay=False, path_type=Path),
+                 help="Where a tiered partition's upload state is: a __remote_log_metadata-N partition dir, or a "
+                      "log dir holding it (e.g. a copy from the broker that leads it). Repeatable. Else the log "
+                      "dir's own is read, and without one a deletion that depends on it is refused (exit 7)."),
     _config_sources,
 )
 
@@ -134,23 +147,31 @@ def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: st
                    report_path: Path | None = None, **run) -> None:
     """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
     that log dir is done; or the JSON reports at the end (one object for one log dir, else a
-    list). --report: the list, also to that file. Exits 7 when a deletion was refused."""
+    list). --report: the list, also to that file. Exits 2 when a partition was refused as Kafka
+    refuses it, else 7 when a deletion was refused as a guess, else 1 when a dry run would change
+    something (errors.exit_code_of)."""
     import json
 
-    from kafkalog_cli.errors import ExitCode
+    from kafkalog_cli.errors import ExitCode, exit_code_of
 
     reports = []
-    refused = False
+    codes = []
     for _, outcome in run_log_dirs(operation, groups, **run):
-        refused |= echo_diagnostics(outcome)
+        if echo_diagnostics(outcome):
+            codes.append(ExitCode.CONFIG_UNKNOWN)
+        for line in outcome.kafka_refusals:
+            click.echo(f"kafkalog: {line}", err=True)
+            codes.append(ExitCode.REFUSED_BY_KAFKA)
+        if outcome.pending:
+            codes.append(ExitCode.PROBLEMS)
         reports.append(outcome.to_json())
         if fmt == "text":
             click.echo(render(outcome))
     if fmt == "json":
         click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
     write_report(report_path, reports)
-    if refused:
-        click.get_current_context().exit(int(ExitCode.CONFIG_UNKNOWN))
+    if exit_code_of(codes):
+        click.get_current_context().exit(exit_code_of(codes))
 
 
 def write_report(report_path: Path | None, reports: list) -> None:

@@ -53,10 +53,12 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
     load the partition without it.
 
     \b
-    Exit codes: 0 recovered, repairs included; 2 usage; 3 corrupt input that cannot be
+    Exit codes: 0 recovered, repairs included (--dry-run: nothing to do); 1 --dry-run: the
+    plan would change something; 2 usage; 3 corrupt input that cannot be
     handled; 4 a path that is not a log dir or partition dir, or a segment that is not a
     regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
-    written. Log dirs before the one that failed are recovered and reported.
+    written. Log dirs before the one that failed are recovered and reported. Precedence:
+    kafkalog --help.
     """
     groups = partition_groups(paths, LOADED, only)
     for parts in groups.values():

@@ -12,7 +12,7 @@ import click
 
 from kafkalog_cli.commands.options import (change_options, echo_diagnostics, now_or_clock, partition_filter_options,
                                            report_option, run_log_dirs, write_report)
-from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError
+from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
 from kafkalog_cli.render import human
@@ -47,10 +47,10 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     a successful run prints nothing unless -v (what was deleted is in the quarantine's manifest).
 
     \b
-    Exit codes: 0 done or nothing to do; 7 a deletion by time or size was refused, as a
+    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 7 a deletion by time or size was refused, as a
     deciding config is unknown (everything else was done); 5 a log dir was locked (a broker runs
     on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure (these win
-    over 7, and 7 over 5).
+    over 7, 7 over 5, and 5 over 1).
     """
     from kafkalog_cli.commands.common import partition_groups
 
@@ -67,7 +67,7 @@ def report_partitions(operation: Operation, groups: dict, *, fmt: str, report_pa
     """retain and delete-records: run each log dir (a locked or failing one does not stop the
     others; Spark: one task per log dir), print `text_lines` or one JSON object per partition,
     a line on stderr per refusal and per partition error, write --report, and exit with the
-    worst code (exit_code_of)."""
+    worst code (errors.exit_code_of; a dry run that would change something is 1)."""
     codes: list[int] = []
     reports: list[dict] = []
     for log_dir, outcome in run_log_dirs(operation, groups, errors="return", **run):
@@ -84,22 +84,16 @@ def report_partitions(operation: Operation, groups: dict, *, fmt: str, report_pa
         reports.append(outcome.to_json())
         if echo_diagnostics(outcome):
             codes.append(int(ExitCode.CONFIG_UNKNOWN))
+        if outcome.pending:
+            codes.append(int(ExitCode.PROBLEMS))
         for summary in outcome.plan.partitions.values():
             if summary.get("status") == "error":
                 codes.append(summary["exit_code"])
                 click.echo(f"kafkalog: {summary['detail']}", err=True)
         _report(outcome, fmt, text_lines)
     write_report(report_path, reports)
-    if codes:
+    if exit_code_of(codes):
         click.get_current_context().exit(exit_code_of(codes))
-
-
-def exit_code_of(codes: list[int]) -> int:
-    """A failure (2, 3, 4, 6) wins over a refusal (7), which wins over a locked log dir (5)."""
-    failures = [c for c in codes if c not in (ExitCode.LOCKED, ExitCode.CONFIG_UNKNOWN)]
-    if failures:
-        return failures[0]
-    return int(ExitCode.CONFIG_UNKNOWN if ExitCode.CONFIG_UNKNOWN in codes else ExitCode.LOCKED)
 
 
 def _report(outcome: Outcome, fmt: str, text_lines: Callable[[Outcome], list[str]]) -> None:

@@ -32,8 +32,9 @@ def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_
     with a note on stderr.
 
     \b
-    Exit codes: 0 rolled or nothing to roll; 2 usage; 3 corrupt input; 4 bad path;
+    Exit codes: 0 rolled or nothing to roll; 1 --dry-run: something would be rolled; 2 usage; 3 corrupt input; 4 bad path;
     5 the log dir is locked (a broker runs on it); 6 a change could not be written.
+    Precedence: kafkalog --help.
     """
     groups = partition_groups(paths, only=only)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))

@@ -49,7 +49,7 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
     segment is read up to the damage and shown; a partition that cannot be read at all is
     left out; 3 wins over 1); 4 bad path or no partition.
     """
-    from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
+    from kafkalog_cli.config import ConfigResolver
     from kafkalog_cli.ops import transactions as ops
     from kafkalog_cli.storage.logdir import select_partition_dirs
 
@@ -58,7 +58,7 @@ def command(paths, find_hanging, max_age, producers, now_ms, fmt, only):
     results: list[tuple[Path, ops.PartitionTransactions]] = []
     failed = 0          # a partition that cannot be read does not hide the others
     for log_dir, dirs in groups.items():
-        resolver = ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+        resolver = ConfigResolver.of_log_dir(log_dir)
         for partition in ops.read_partitions(log_dir, dirs):
             if partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC or not partition.segments:
                 continue

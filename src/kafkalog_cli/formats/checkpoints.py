@@ -289,6 +289,11 @@ def _uuid_bytes(s: str) -> bytes:
     return raw
 
 
+def topic_id_bytes(topic_id: str) -> bytes:
+    """The 16 bytes of a topic id as Uuid.toString writes it (ValueError where Uuid.fromString fails)."""
+    return _uuid_bytes(topic_id)
+
+
 def parse_partition_metadata(buf: bytes | bytearray | memoryview, *,
                              path: str | None = None) -> PartitionMetadata:
     """PartitionMetadataReadBuffer.read: `<anything>: 0` then `<anything>: <uuid>`; later lines are

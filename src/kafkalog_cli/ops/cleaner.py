@@ -292,6 +292,10 @@ class CleanContext:
     active_producers: dict[int, LastRecord]
     txn: CleanedTransactionMetadata
     stats: CleanerStats = field(default_factory=CleanerStats)
+    # KAFKA-17076 (4.0+, Cleaner.cleanInto): the round's upper bound (firstUncleanableOffset); the
+    # batch ending just below it is retained, empty if need be, so the log end offset survives.
+    # None: the 3.x rule (only an active producer's last batch is retained empty)
+    upper_bound_offset: int | None = None
 
 
 class CleanedSegment:
@@ -413,9 +417,10 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
         discard_records = can_discard and b.has_delete_horizon and b.base_timestamp <= ctx.now_ms
     else:
         discard_records = can_discard
-    # RETAIN_EMPTY only for an active producer's last batch (Kafka 3.3; the 4.x rule that also
-    # keeps the round's last batch, KAFKA-17076, is not in the reference broker)
-    retain_empty = b.producer_id >= 0 and _is_last_of_producer(b, ctx)
+    # RETAIN_EMPTY for an active producer's last batch, and (4.0+, KAFKA-17076) for the batch
+    # whose next offset is the round's upper bound
+    retain_empty = (b.producer_id >= 0 and _is_last_of_producer(b, ctx)) or \
+        (ctx.upper_bound_offset is not None and b.last_offset + 1 == ctx.upper_bound_offset)
     if not retain_empty and discard_records:
         return None                                     # BatchRetention.DELETE
     marker_for_empty_txn = can_discard and is_control

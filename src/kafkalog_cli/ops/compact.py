@@ -29,8 +29,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig, cluster_metadata_configs,
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig,
                                  compaction_deciding_configs, refusal_line, unknown_configs)
+from kafkalog_cli.config.versions import CLEANER_RETAINS_LAST_BATCH, KafkaVersions
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
@@ -40,6 +41,7 @@ from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan, run_report
+from kafkalog_cli.storage.space import Space
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
@@ -138,12 +140,37 @@ class RefusedPartition:
 
 
 @dataclass
+class TieredRefusal:
+    """A partition compact refuses as Kafka does: remote.storage.enable on a compacted topic
+    (LogConfig.validateNoRemoteStorageForCompactedTopic, 3.6+: "Remote log storage is
+    unsupported for the compacted topics"; UnifiedLog.isRemoteLogEnabled never tiers one)."""
+
+    name: str
+    cfg: TopicConfig
+
+    @property
+    def line(self) -> str:
+        v = self.cfg.source("remote.storage.enable")
+        return (f"{self.name}: refused as Kafka refuses it: Remote log storage is unsupported for the compacted "
+                f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)")
+
+    def to_json(self) -> dict:
+        return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
+                "exit_code": 2, "configs": self.cfg.provenance(("cleanup.policy", "remote.storage.enable"))}
+
+
+@dataclass
 class CompactPlan:
     log_dir: Path
     now_ms: int
     decisions: list[PartitionDecision] = field(default_factory=list)
     notes: Plan = None
     refused: list[RefusedPartition] = field(default_factory=list)
+    tiered: list[TieredRefusal] = field(default_factory=list)
+
+    @property
+    def kafka_refusals(self) -> list[str]:
+        return [t.line for t in self.tiered]
 
     @property
     def selected(self) -> list[PartitionDecision]:
@@ -153,8 +180,16 @@ class CompactPlan:
     def refusals(self) -> list[str]:
         return [r.line for r in self.refused]
 
+    @property
+    def pending(self) -> bool:
+        """Running it would change something: a partition to clean, a cleaner-offset-checkpoint
+        entry to reset, or the notes' own changes."""
+        return (bool(self.selected) or any(d.log.checkpoint_reset for d in self.decisions)
+                or bool(self.notes is not None and self.notes.actions))
+
     def partitions_json(self) -> list[dict]:
-        return [d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
+        return ([d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
+                + [t.to_json() for t in self.tiered])
 
     def to_json(self) -> dict:
         return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
@@ -186,7 +221,7 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     `for_each_partition`). Returns the plan and the report `apply` would return (None without
     `fsops`). The caller holds the log dir's lock."""
     log_dir = Path(log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     cp = CompactPlan(log_dir, opts.now_ms, notes=Plan("compact", log_dir))
     checkpoints = ckpt.read_offsets(log_dir / names.CLEANER_CHECKPOINT)
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
@@ -198,7 +233,9 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
         cfg = resolver.for_topic(tp.topic)
         deciding = deciding_configs(cfg, opts.force)
         unknown = unknown_configs(tp.topic, cfg, deciding)
-        if unknown:
+        if cfg.compact and cfg.remote_storage_enable:
+            cp.tiered.append(TieredRefusal(d.name, cfg))
+        elif unknown:
             cp.refused.append(RefusedPartition(d.name, cfg, deciding, unknown))
         elif cfg.compact:
             key = (tp.topic, tp.partition)
@@ -349,8 +386,13 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
     map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
     end_offset = m.latest_offset + 1
+    # KAFKA-17076 (4.0) where the next broker is 4.0+; where the versions the dir allows disagree,
+    # 3.x's rule: the two differ only in an empty batch (no record), which every version loads
+    retain_last = (opts.resolver.versions if opts.resolver is not None else KafkaVersions()).applies(
+        CLEANER_RETAINS_LAST_BATCH) is True
     ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
-                       ltc.active_producers, CleanedTransactionMetadata())
+                       ltc.active_producers, CleanedTransactionMetadata(),
+                       upper_bound_offset=ltc.first_uncleanable if retain_last else None)
     groups = group_segments_by_size(segments_overlapping(segs, 0, end_offset), cfg.segment_bytes,
                                     cfg.segment_index_bytes, ltc.first_uncleanable)
     source_bytes = 0
@@ -454,6 +496,10 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
 
 
 def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
+    by_name = {Path(d).name: figures for d, figures in fsops.space.items()}
+    for entry in done:
+        if isinstance(entry, dict) and "partition" in entry:
+            entry.update(by_name.get(entry["partition"], Space()).to_json())
     return run_report("compact", cp.log_dir, fsops, now_ms=cp.now_ms, cleaned=done, partitions=cp.partitions_json(),
                       findings=[f.to_json() for f in cp.notes.findings])
 
@@ -488,9 +534,9 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
     if workers <= 1:
         for item in items:
             try:
-                results.append((job(item, fsops, max(jobs, 1)), None, 0, []))
+                results.append((job(item, fsops, max(jobs, 1)), None, 0, [], {}))
             except KafkalogError as e:
-                results.append((None, e, 0, []))
+                results.append((None, e, 0, [], {}))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
@@ -510,11 +556,13 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
             _JOB = None
     out = []
     first_error = None
-    for value, err, steps, entries in results:
+    for value, err, steps, entries, space in results:
         if fsops is not None:
             fsops.steps += steps
             if fsops.quarantine is not None:
                 fsops.quarantine.entries.extend(entries)
+            for directory, figures in space.items():
+                fsops.space.setdefault(directory, Space()).add(figures)
         if err is not None and first_error is None:
             first_error = err
         out.append(value)
@@ -531,8 +579,8 @@ def _worker(i: int):
     except KafkalogError as e:
         value, err = None, e
     if wfs is None:
-        return value, err, 0, []
-    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else [])
+        return value, err, 0, [], {}
+    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else []), wfs.space
 
 
 def _log_dir_files(fsops: FsOps | None):

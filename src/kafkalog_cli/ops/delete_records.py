@@ -1,7 +1,10 @@
 """`delete-records`: Kafka's DeleteRecords, offline (kafka-delete-records.sh).
 
 What a Kafka 3.3.1 broker does with a DeleteRecords request, then with its next retention check:
-1. ReplicaManager.deleteRecordsOnLocalLog refuses internal topics (InvalidTopicException);
+1. ReplicaManager.deleteRecordsOnLocalLog refuses internal topics (InvalidTopicException; the list
+   is Topic.isInternal's of the version that loads the dir next, config.versions: 3.9 adds
+   __share_group_state; where the versions the dir allows disagree, the partition is refused as
+   a guess, exit 7);
    Partition.deleteRecordsOnLeader refuses a topic whose cleanup.policy has no `delete`
    (PolicyViolationException), takes offset -1 for the high watermark and refuses any other
    negative offset (OffsetOutOfRangeException);
@@ -19,7 +22,14 @@ Steps 2-4 are ops.retain's log-start-offset machinery with the log start raised 
 (retain.run_passes, deletion_actions, plan_log_start_changes): the same crash-safe order, so a
 killed run is finished by running it again (or by retain, or by the broker itself). One step
 comes before it: the raised log start offsets are written to log-start-offset-checkpoint before
-any segment goes, so a broker loading the dir after a kill at any instant starts at them.
+any segment goes, so a broker loading the dir after a kill at any instant starts at them. On a
+full disk (retain.full_disk) that write comes last instead: nothing can be written before
+something is freed, and a kill midway leaves the log start at the first remaining segment's base
+(between the old and the new one; a rerun finishes).
+
+A tiered partition (ops.tiered) keeps its log start offset as checkpointed (it may be below the
+first local segment): DeleteRecords raises it, the local log start offset follows, and a local
+segment goes when it is uploaded or (3.7+) wholly below the new log start offset.
 
 The high watermark is the replication-offset-checkpoint's entry, clamped into [log start, log end]
 as the broker loads it. Without an entry, the offset is bounded by the log end offset instead
@@ -31,9 +41,10 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import INTERNAL_TOPICS, ConfigResolver, cluster_metadata_configs
+from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.config.versions import internal_topic
 from kafkalog_cli.errors import ExitCode, UsageError
-from kafkalog_cli.ops import retain
+from kafkalog_cli.ops import retain, tiered
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import checkpoints as checkpoint_text
@@ -53,6 +64,16 @@ class DeleteRecordsOptions:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     before: int | None = None
     resolver: ConfigResolver | None = None   # None: the log dir's __cluster_metadata (cleanup.policy)
+    free_first: bool | None = None           # None: when the log dir's file system is full (retain.full_disk)
+    # --before: the topics the request names (partition dirs given as paths, --topic patterns);
+    # an internal topic among them is refused, the others a whole log dir holds are left out
+    named_topics: frozenset[str] = frozenset()
+    topic_patterns: tuple[str, ...] = ()
+
+    def named(self, topic: str) -> bool:
+        import fnmatch
+
+        return topic in self.named_topics or any(fnmatch.fnmatchcase(topic, p) for p in self.topic_patterns)
 
     def requested(self, tp: TopicPartition) -> int | None:
         return self.before if self.before is not None else self.offsets.get((tp.topic, tp.partition))
@@ -161,7 +182,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
     the plan), then the log-start-offset retention pass and LogManager's checkpoints."""
     log_dir = Path(log_dir)
     p = DeleteRecordsPlan("delete-records", log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
 
     def plan_one(partition: Partition) -> tuple[dict, retain.Retention | None, list[Action]]:
         summary, result, actions = _plan_partition(partition, opts, resolver)
@@ -173,8 +194,10 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
 
     wanted = [d for d in partition_dirs if (tp := parse_partition_dir(d.name)) is not None
               and opts.requested(tp) is not None]
+    free_first = retain.full_disk(p, opts.free_first)
     roots = retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
-    _log_starts_first(p, roots.log_start_offsets)
+    if not free_first:
+        _log_starts_first(p, roots.log_start_offsets)
     return p
 
 
@@ -213,16 +236,25 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
                        exit_code=int(code))
         return summary, None, []
 
-    if tp.topic in INTERNAL_TOPICS or tp.topic == retain.KRAFT_METADATA_TOPIC:
-        if opts.before is not None:   # a whole log dir was asked for: its internal topics are not
-            summary.update(status="skipped", detail="internal topic: Kafka never deletes records of it")
+    # ReplicaManager.deleteRecordsOnLocalLog: Topic.isInternal, whose list changed (3.9:
+    # __share_group_state); the KRaft metadata log is no replica partition a client can name
+    internal = internal_topic(tp.topic, resolver.versions)
+    if (internal is not None and internal.applies is not False) or tp.topic == retain.KRAFT_METADATA_TOPIC:
+        if opts.before is not None and not opts.named(tp.topic):
+            # a whole log dir was asked for: its internal topics are not part of the request
+            summary.update(status="skipped", detail="internal topic: not part of a request for a whole log dir")
             return summary, None, []
-        return refuse(ExitCode.USAGE, "INVALID_TOPIC_EXCEPTION", f"cannot delete records of internal topic {tp.topic}")
+        if internal is not None and internal.applies is None:
+            line = f"{name}: " + internal.refusal(f"whether {tp.topic} is internal (DeleteRecords refused)")
+            summary.update(status="refused", refusal=line, detail=line)
+            return summary, None, []
+        return refuse(ExitCode.REFUSED_BY_KAFKA, "INVALID_TOPIC_EXCEPTION",
+                      f"Cannot delete records of internal topic {tp.topic}")
     cfg = resolver.for_topic(tp.topic)
     policy = cfg.source("cleanup.policy")
     summary["configs"] = cfg.provenance(("cleanup.policy",))
     if "delete" not in cfg.cleanup_policy:
-        return refuse(ExitCode.USAGE, "POLICY_VIOLATION",
+        return refuse(ExitCode.REFUSED_BY_KAFKA, "POLICY_VIOLATION",
                       f"records of partition {name} can not be deleted due to the configured policy ({policy})")
     actions = retain.leftover_actions(partition)
     if not partition.segments:
@@ -250,13 +282,25 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
         offset = hw
     summary["offset"] = offset
     if offset < 0:
-        return refuse(ExitCode.USAGE, "OFFSET_OUT_OF_RANGE", f"the offset {offset} is not valid")
+        return refuse(ExitCode.REFUSED_BY_KAFKA, "OFFSET_OUT_OF_RANGE", f"the offset {offset} is not valid")
     bound = hw if hw is not None else leo
     if offset > bound:
-        return refuse(ExitCode.USAGE, "OFFSET_OUT_OF_RANGE",
+        return refuse(ExitCode.REFUSED_BY_KAFKA, "OFFSET_OUT_OF_RANGE",
                       f"cannot increment the log start offset to {offset} since it is larger than the "
                       f"{summary['bound']} {bound}")
-    result = retain.run_passes(partition, cfg, now_ms=0, by_config=False, raise_log_start_to=offset)
+    remote = tiered.remote_log(partition, cfg, resolver)
+    if remote.maybe_tiered and remote.enabled is not False:
+        # a remote-enabled log: the log start offset is the checkpoint's as is (it may be below
+        # the first local segment: remote data), and DeleteRecords raises it over remote data too
+        result = retain.run_tiered_passes(partition, cfg, 0, remote, by_config=False, raise_log_start_to=offset)
+        log_start = result.old_log_start_offset
+        summary["remote_log"] = remote.to_json()
+        summary["local_log_start_offset"] = result.local_log_start_offset
+        if result.blocked is not None:
+            line = f"{name}: {result.blocked}; {retain.UPLOAD_UNKNOWN_HOW}"
+            summary.update(refusal=line)
+    else:
+        result = retain.run_passes(partition, cfg, now_ms=0, by_config=False, raise_log_start_to=offset)
     freed, tidy = retain.deletion_actions(partition, result, actions)
     start = result.new_log_start_offset
     summary.update(

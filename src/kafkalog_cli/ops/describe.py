@@ -6,7 +6,8 @@ decoded (except the markers after the latest producer snapshot, which the broker
 Where each value comes from (the man page says the same):
 - size: the .log files' sizes (kafka-log-dirs' `size`); segments: the .log files.
 - log start offset: max(log-start-offset-checkpoint, the first segment's base) (UnifiedLog's
-  load rule); log end offset: the active segment's LogSegment.readNextOffset (its last
+  load rule); for a remote-enabled partition (ops.tiered) the checkpoint's as is, remote data
+  included, with its local log start offset beside it; log end offset: the active segment's LogSegment.readNextOffset (its last
   offset-index entry, then the valid batches after it: a damaged end is where the broker's
   recovery truncates, and a problem). A log start above it is the empty log LogLoader makes.
 - high watermark: the replication-offset-checkpoint's entry clamped into [log start, log end]
@@ -27,7 +28,10 @@ Where each value comes from (the man page says the same):
   offset; min.compaction.lag.ms is not applied (it needs a clock: `compact --dry-run --now`).
 - cleanup.policy, retention.ms, retention.bytes: config.ConfigResolver, each with its source;
   an unknown one is shown as unknown, never as a value.
-- per log dir: its quarantine (storage.quarantine's default root beside it): folders, bytes
+- per log dir: the Kafka versions that may load it next (config.versions: what the dir proves
+  bounds it from below: metadata.version, meta.properties' directory.id, .kafka_cleanshutdown's
+  JSON; --kafka-version states it), each bound with the file that gives it;
+  its quarantine (storage.quarantine's default root beside it): folders, bytes
   kept, and how many are not restored.
 """
 from __future__ import annotations
@@ -38,10 +42,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
+from kafkalog_cli.config import ConfigResolver, ConfigValue, KafkaVersions, TopicConfig
 from kafkalog_cli.ops.index_health import zero_filled_indexes
-from kafkalog_cli.config import ConfigResolver, ConfigValue, TopicConfig
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import compression_from_id
+from kafkalog_cli.ops import tiered
 from kafkalog_cli.ops.cleaner import segments_overlapping
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark, high_watermark_at_load
 from kafkalog_cli.ops.producer_rebuild import ProducerState, replay
@@ -128,6 +133,8 @@ class PartitionDescription:
     configs: dict[str, ConfigValue]
     problems: list[str] = field(default_factory=list)
     high_watermark: int | None = None    # the checkpoint's entry clamped as the broker loads it
+    local_log_start_offset: int | None = None   # a remote-enabled partition's (ops.tiered)
+    remote_log: dict | None = None              # ops.tiered.RemoteLog.to_json, where it may be tiered
 
     @property
     def name(self) -> str:
@@ -141,6 +148,7 @@ class PartitionDescription:
             "topic": self.topic, "partition": self.partition,
             "size_bytes": self.size_bytes, "segments": self.segments,
             "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
+            "local_log_start_offset": self.local_log_start_offset, "remote_log": self.remote_log,
             "high_watermark": self.high_watermark, "high_watermark_checkpoint": c.high_watermark,
             "recovery_point": c.recovery_point,
             "cleaner_checkpoint": c.cleaner_offset, "log_start_offset_checkpoint": c.log_start_offset,
@@ -179,6 +187,7 @@ class LogDirDescription:
     quarantine: QuarantineUsage | None
     config_warning: str | None
     left_out: list[tuple[str, str]]   # (partition dir, kind) of the dirs not read
+    kafka_versions: KafkaVersions | None = None   # the Kafka versions that may load it next
 
     def to_json(self) -> dict:
         return {"kind": "log_dir", "log_dir": self.path, "is_log_dir": self.is_log_dir,
@@ -186,10 +195,12 @@ class LogDirDescription:
                 "clean_shutdown": self.clean_shutdown, "checkpoint_files": self.checkpoint_files,
                 "quarantine": self.quarantine.to_json() if self.quarantine else None,
                 "config_warning": self.config_warning,
-                "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out]}
+                "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out],
+                "kafka_versions": self.kafka_versions.to_dict() if self.kafka_versions is not None else None}
 
 
-def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path | None = None) -> PartitionDescription:
+def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path | None = None,
+                       resolver: ConfigResolver | None = None) -> PartitionDescription:
     """The facts of one partition (see the module docstring for where each comes from)."""
     problems: list[str] = []
     segs = part.segments
@@ -223,11 +234,21 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
     configs = {n: cfg.source(n) for n in SHOWN_CONFIGS} if cfg is not None else {}
     dirty = _dirty_ratio(part, leo, producers) if cfg is not None and cfg.compact and leo is not None else None
     tp = part.topic_partition
+    local_start = remote_json = None
+    if resolver is not None and cfg is not None and tp is not None and segs:
+        remote = tiered.remote_log(part, cfg, resolver)
+        if remote is not tiered.NOT_TIERED:
+            remote_json = remote.to_json()
+        if remote.enabled:
+            # LogLoader: a remote-enabled log's start is the checkpoint's as is (0 without an entry)
+            checkpointed = part.checkpoints.log_start_offset
+            log_start = checkpointed if checkpointed is not None else 0
+            local_start = max(log_start, segs[0].base_offset)
     return PartitionDescription(
         str(log_dir) if log_dir is not None else None, str(part.directory), tp.topic if tp else None,
         tp.partition if tp else None, size, len(segs), log_start, leo, part.checkpoints, first_ts, max_ts, max_off,
         sorted(compression_from_id(c).kafka_name for c in codecs), producers, dirty, configs, problems,
-        checkpointed_high_watermark(part))
+        checkpointed_high_watermark(part), local_start, remote_json)
 
 
 def _guarded(read: Callable, problems: list[str]):
@@ -306,7 +327,7 @@ def describe(selection: PartitionSelection, resolver_for: Callable[[Path], Confi
         cfgs = {t: resolver.for_topic(t) for t in sorted(topics)} if resolver is not None else {}
         roots = LogDir(log_dir).checkpoints(strict=False)
         total = 0
-        for desc in _describe_dirs(log_dir, dirs, roots, cfgs, jobs):
+        for desc in _describe_dirs(log_dir, dirs, roots, cfgs, jobs, resolver):
             total += desc.size_bytes
             yield desc
         present = [n for n in (names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
@@ -316,41 +337,44 @@ def describe(selection: PartitionSelection, resolver_for: Callable[[Path], Confi
             str(log_dir), is_log_dir, len(dirs), total,
             os.path.exists(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)), present,
             quarantine_usage(log_dir) if is_log_dir else None,
-            resolver.warning if resolver is not None else None, left_out.get(log_dir, []))
+            resolver.warning if resolver is not None else None, left_out.get(log_dir, []),
+            resolver.versions if resolver is not None else None)
 
 
 PARALLEL_MIN_PARTITIONS = 1000    # fewer are read here: forking costs more than it saves
 _CHUNK = 250
-_SHARED: tuple | None = None      # (log dir, root checkpoints, configs), inherited by forked workers
+_SHARED: tuple | None = None      # (log dir, root checkpoints, configs, resolver), inherited by forked workers
 
 
-def _describe_dir(log_dir: Path, d: Path, roots: RootCheckpoints, cfgs: dict[str, TopicConfig]) -> PartitionDescription:
+def _describe_dir(log_dir: Path, d: Path, roots: RootCheckpoints, cfgs: dict[str, TopicConfig],
+                  resolver: ConfigResolver | None = None) -> PartitionDescription:
     part = open_partition(d, roots)
     try:
         tp = part.topic_partition
-        return describe_partition(part, cfgs.get(tp.topic) if tp is not None else None, log_dir)
+        return describe_partition(part, cfgs.get(tp.topic) if tp is not None else None, log_dir,
+                                  resolver)
     finally:
         part.close()
 
 
 def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
-    log_dir, roots, cfgs = _SHARED
-    return [_describe_dir(log_dir, d, roots, cfgs) for d in dirs]
+    log_dir, roots, cfgs, resolver = _SHARED
+    return [_describe_dir(log_dir, d, roots, cfgs, resolver) for d in dirs]
 
 
 def _describe_dirs(log_dir: Path, dirs: list[Path], roots: RootCheckpoints, cfgs: dict[str, TopicConfig],
-                   jobs: int) -> Iterator[PartitionDescription]:
+                   jobs: int, resolver: ConfigResolver | None = None) -> Iterator[PartitionDescription]:
     """The descriptions of `dirs` in order: here, or in chunks in forked workers (the root
     checkpoints and configs, read once here, are inherited, not sent)."""
     if jobs <= 1 or len(dirs) < PARALLEL_MIN_PARTITIONS:
         for d in dirs:
-            yield _describe_dir(log_dir, d, roots, cfgs)
+            yield _describe_dir(log_dir, d, roots, cfgs, resolver)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
     global _SHARED
-    _SHARED = (log_dir, roots, cfgs)
+    _SHARED = (log_dir, roots, cfgs, resolver)
     try:
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
             for chunk in pool.map(_describe_chunk, [dirs[i:i + _CHUNK] for i in range(0, len(dirs), _CHUNK)]):

@@ -33,9 +33,13 @@ import enum
 from dataclasses import dataclass
 from typing import Callable
 
+from kafkalog_cli.config.versions import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP_RULE
+from kafkalog_cli.config.versions import LATEST_TIERED_TIMESTAMP as LATEST_TIERED_TIMESTAMP_RULE
+from kafkalog_cli.config.versions import MAX_TIMESTAMP_EXACT, KafkaVersions
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.ops.describe import producer_facts
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
+from kafkalog_cli.ops.tiered import RemoteLog
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
@@ -43,7 +47,10 @@ from kafkalog_cli.storage.segment import Segment
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-SPEC_NAMES = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max-timestamp": MAX_TIMESTAMP}
+EARLIEST_LOCAL_TIMESTAMP = -4       # ListOffsetsRequest, 3.5+ (KIP-405)
+LATEST_TIERED_TIMESTAMP = -5        # ListOffsetsRequest, 3.9+ (KIP-1005)
+SPEC_NAMES = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max-timestamp": MAX_TIMESTAMP,
+              "earliest-local": EARLIEST_LOCAL_TIMESTAMP, "latest-tiered": LATEST_TIERED_TIMESTAMP}
 
 
 class IsolationLevel(enum.Enum):
@@ -77,6 +84,7 @@ class OffsetAnswer:
     last_fetchable_source: str
     high_watermark_known: bool
     reason: str | None = None          # why there is no offset
+    by_version: dict | None = None     # {rule: answer} where the versions the dir allows disagree
 
     def to_json(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "partition_dir": self.directory,
@@ -84,13 +92,18 @@ class OffsetAnswer:
                 "timestamp": self.timestamp, "source": self.source,
                 "last_fetchable_offset": self.last_fetchable_offset,
                 "last_fetchable_source": self.last_fetchable_source,
-                "high_watermark_known": self.high_watermark_known, "reason": self.reason}
+                "high_watermark_known": self.high_watermark_known, "reason": self.reason,
+                "by_version": self.by_version}
 
 
 def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
-                 warn: Callable[[str], None] | None = None) -> OffsetAnswer:
+                 warn: Callable[[str], None] | None = None, versions: KafkaVersions | None = None,
+                 remote: RemoteLog | None = None) -> OffsetAnswer:
     """The broker's answer for `part` (its `checkpoints` filled from the log dir's files).
-    `warn` gets a line when an index cannot be used as a shortcut (the log is scanned instead)."""
+    `warn` gets a line when an index cannot be used as a shortcut (the log is scanned instead).
+    `versions`: the Kafka versions that may load the dir (config.versions; None: 3.3 to 4.2);
+    `remote`: the partition's tiered state (ops.tiered; None: not tiered)."""
+    versions = versions if versions is not None else KafkaVersions()
     tp = part.topic_partition
     answer = OffsetAnswer(tp.topic if tp else None, tp.partition if tp else None, str(part.directory), spec,
                           isolation, None, None, "", None, "", part.checkpoints.high_watermark is not None)
@@ -105,6 +118,18 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     log_start = part.log_start_offset
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(part, isolation, log_start, leo)
     t = spec.timestamp
+    tiered = remote is not None and remote.enabled is True
+    if tiered and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+        return _tiered_answer(answer, part, t, remote, versions)
+    if t in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+        rule = EARLIEST_LOCAL_TIMESTAMP_RULE if t == EARLIEST_LOCAL_TIMESTAMP else LATEST_TIERED_TIMESTAMP_RULE
+        if versions.applies(rule) is False:
+            answer.reason = f"Kafka {versions.stated or versions.range_text} does not know {spec.name} ({rule.since}+)"
+            return answer
+        if t == LATEST_TIERED_TIMESTAMP:   # UnifiedLog.fetchOffsetByTimestamp: -1 when not remote-enabled
+            answer.offset, answer.source = -1, "not a remote-enabled partition: -1 (UnifiedLog.fetchOffsetByTimestamp)"
+            return answer
+        t = EARLIEST_TIMESTAMP             # not remote-enabled: earliest-local is earliest
     if t == EARLIEST_TIMESTAMP:
         answer.offset = log_start
         from_checkpoint = part.checkpoints.log_start_offset is not None and \
@@ -121,6 +146,26 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     if t == MAX_TIMESTAMP:
         found = _max_timestamp(part.segments)
         answer.source = "the largest timestamp of the time indexes (and the active segment's unindexed batches)"
+        exact = versions.decide(MAX_TIMESTAMP_EXACT)
+        if exact.applies is not False:
+            try:
+                in_batch = _max_timestamp_in_batch(part.segments, warn)
+            except KafkalogError as e:
+                if exact.applies:
+                    raise
+                in_batch = None
+                answer.by_version = {"3.8+": f"error: {e.line()}", "before 3.8": found[1]}
+            if exact.applies:
+                found = in_batch
+                answer.source = ("the record with the largest timestamp, in the batch the time index points at "
+                                 "(Kafka 3.8+)")
+            elif in_batch != found and answer.by_version is None:
+                answer.by_version = {"3.8+": None if in_batch is None else in_batch[1], "before 3.8": found[1]}
+                answer.source += f" (before 3.8; {exact.by}: 3.8+ answers the record itself, " \
+                                 f"{'none' if in_batch is None else in_batch[1]})"
+        if found is None:
+            answer.reason = "no record in the batch holding the largest timestamp has it (a magic 0 batch)"
+            return answer
     else:
         seg = next((s for s in part.segments if _largest_timestamp(s) >= t), None)
         answer.source = f"the first record with a timestamp >= {t}, through the time index then the batches"
@@ -137,6 +182,69 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
         return answer
     answer.timestamp, answer.offset = ts, offset
     return answer
+
+
+def _tiered_answer(answer: OffsetAnswer, part: Partition, t: int, remote: RemoteLog,
+                   versions: KafkaVersions) -> OffsetAnswer:
+    """UnifiedLog.fetchOffsetByTimestamp on a remote-enabled log (3.9): earliest is the log start
+    offset as LogLoader loads it (the checkpoint's, remote data included; 0 without an entry),
+    earliest-local the local log start offset, latest-tiered highestOffsetInRemoteStorage."""
+    checkpointed = part.checkpoints.log_start_offset
+    log_start = checkpointed if checkpointed is not None else 0
+    local = max(log_start, part.segments[0].base_offset)
+    if t == EARLIEST_TIMESTAMP:
+        answer.offset = log_start
+        answer.source = (f"log start offset of a remote-enabled partition: {names.LOG_START_OFFSET_CHECKPOINT} as is"
+                         if checkpointed is not None else
+                         f"log start offset of a remote-enabled partition: no {names.LOG_START_OFFSET_CHECKPOINT} "
+                         f"entry, 0 until the remote tier raises it")
+    elif t == EARLIEST_LOCAL_TIMESTAMP:
+        answer.offset, answer.source = local, "local log start offset: max(log start offset, first local segment base)"
+    else:
+        if versions.applies(LATEST_TIERED_TIMESTAMP_RULE) is False:
+            answer.reason = f"Kafka {versions.stated or versions.range_text} does not know latest-tiered (3.9+)"
+        elif not remote.upload.known:
+            answer.reason = remote.upload.source
+        else:
+            answer.offset = remote.upload.highest_offset_in_remote_storage
+            answer.source = f"highestOffsetInRemoteStorage: {remote.upload.source}"
+    return answer
+
+
+def _max_timestamp_in_batch(segments: list[Segment], warn: Callable[[str], None] | None) -> tuple[int, int] | None:
+    """UnifiedLog's MAX_TIMESTAMP from 3.8 (KAFKA-16310): the segment with the largest
+    maxTimestampSoFar, its batches from the offset index's entry for that offset, the first batch
+    whose max timestamp is it, and in it the first record with it (RecordBatch.offsetOfMaxTimestamp;
+    none for magic 0)."""
+    best_seg, best = None, None
+    for seg in segments:
+        found = seg.max_timestamp_and_offset()
+        if best is None or found[0] > best[0]:
+            best_seg, best = seg, found
+    ts, offset = best
+    error = None
+    with best_seg.mapped():
+        try:
+            end = best_seg.recovered_tail().valid_size if best_seg.is_active else None
+            for batch in best_seg.batches(best_seg.offset_index_position(offset, warn), end):
+                if batch.max_timestamp != ts:
+                    continue
+                if batch.magic == 0:
+                    return None
+                try:
+                    records = batch.records()
+                except KafkalogError as e:    # its position is inside the payload: name the batch's
+                    raise type(e)(f"the batch of offsets {batch.base_offset_field}..{batch.last_offset}: {e.message}",
+                                  path=str(best_seg.source_path), position=batch.position) from None
+                return next(((r.timestamp, r.offset) for r in records if r.timestamp == ts), None)
+        except KafkalogError as e:
+            error = e
+            while e is not None:          # the frames hold views of the mapping: free them before it closes
+                e.__traceback__, e = None, e.__cause__ or e.__context__
+            error.__cause__ = error.__context__ = None
+    if error is not None:
+        raise error
+    return None
 
 
 def _last_fetchable(part: Partition, isolation: IsolationLevel, log_start: int, leo: int) -> tuple[int, str]:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import enum
 import itertools
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
+from kafkalog_cli.storage.space import FreeSpace, QuarantinePlace, Space, allocated
 from kafkalog_cli.storage.names import CLEANED_SUFFIX
 
 
@@ -27,6 +29,10 @@ class ActionKind(str, enum.Enum):
     UPDATE_CHECKPOINT = "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
     CREATE_SEGMENT_FILE = "create_segment"   # a new segment's .log / .index / .timeindex
     REWRITE_SEGMENT = "rewrite_segment"    # --salvage: kept byte ranges copied to .cleaned, swapped in
+    MAKE_DIR = "make_dir"                  # a new directory (move-partition's -future dir)
+    COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
+    RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
+    REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
     SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
 
 
@@ -105,6 +111,11 @@ class Plan:
     def empty(self) -> bool:
         return not self.actions
 
+    @property
+    def pending(self) -> bool:
+        """Applying the plan would change something."""
+        return bool(self.actions)
+
     def to_json(self) -> dict:
         return {"op": self.op, "log_dir": str(self.log_dir),
                 "partitions": self.partitions,
@@ -112,16 +123,45 @@ class Plan:
                 "actions": [a.to_json() for a in self.actions]}
 
 
+def bytes_before_freeing(actions: list[Action]) -> int:
+    """The bytes of file content the actions write before the first one that frees space (a
+    delete or a truncation): what the disk must have free for the plan to start. Empty files
+    (a new segment's) take an inode and no block; deleting the leftovers of an interrupted write
+    frees next to nothing."""
+    need = 0
+    for a in actions:
+        if a.kind is ActionKind.TRUNCATE or (a.kind is ActionKind.DELETE and not a.path.name.endswith(TMP_SUFFIX)):
+            break
+        if a.kind in (ActionKind.RENAME,):
+            continue
+        need += max(len(a.data or b""), a.preallocate or 0) if a.kind is not ActionKind.REWRITE_SEGMENT else 1
+    return need
+
+
+def takes_blocks(a: Action) -> bool:
+    """The action writes file content (not an empty file, a rename, a delete or a cut)."""
+    return a.kind in (ActionKind.REWRITE_SEGMENT,) or bool(a.data) or bool(a.preallocate)
+
+
 def preflight(plan: Plan, fsops: FsOps) -> None:
     """Fail before the first change: each directory to change must take a file, the quarantine
     must be creatable and hold the bytes it will receive. A read-only file system or a full
-    quarantine is then reported with the log dir as it was."""
-    for d in sorted({a.path.parent for a in plan.actions}):
-        fsops.check_writable(d)
+    quarantine is then reported with the log dir as it was. A plan that frees space before it
+    writes a byte (retain and delete-records on a full disk) needs no free block to start: its
+    probe is an empty file."""
+    needs_blocks = bytes_before_freeing(plan.actions) > 0
+    for d in sorted({_existing(a.path.parent) for a in plan.actions}):
+        fsops.check_writable(d, needs_blocks=needs_blocks)
     q = fsops.quarantine
     if q is not None and q.folder is not None and any(
             a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
-        fsops.prepare_quarantine()
+        try:
+            fsops.prepare_quarantine()
+        except WriteError as e:
+            if "no space left" in e.message and not fsops._moves_by_copy():
+                e.message += (": the quarantine is on the log dir's file system, where keeping a file frees "
+                              "nothing; give --quarantine DIR on another file system, or --no-quarantine")
+            raise
         need = sum(a.bytes_removed or 0 for a in plan.actions if a.kind == ActionKind.TRUNCATE)
         try:
             free = shutil.disk_usage(q.folder).free
@@ -130,6 +170,13 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
         if free is not None and need > free:
             raise WriteError(f"cannot write to the quarantine: no space left on device "
                              f"({need} bytes needed, {free} free)", path=str(q.folder))
+
+
+def _existing(d: Path) -> Path:
+    """`d`, or its nearest existing ancestor (a directory the plan creates is checked there)."""
+    while not d.exists() and d.parent != d:
+        d = d.parent
+    return d
 
 
 def apply(plan: Plan, fsops: FsOps) -> dict:
@@ -147,18 +194,65 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         for a in run:
             _apply_one(a, fsops)
             done.append(a.to_json())
+    space_by_partition(plan.partitions, fsops.space)
     return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_json() for f in plan.findings],
                       partitions=plan.partitions)
 
 
+def space_by_partition(partitions: dict[str, dict], space: dict[str, Space]) -> None:
+    """storage.space's two figures into each partition's summary (that of a partition whose
+    files did not change: 0 and 0), by the name of the directory the changed files are in."""
+    by_name: dict[str, Space] = {}
+    for directory, figures in space.items():
+        by_name.setdefault(Path(directory).name, Space()).add(figures)
+    for name, summary in partitions.items():
+        if isinstance(summary, dict):
+            summary.update(by_name.get(name, Space()).to_json())
+
+
 def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
     """The JSON report of a run that changed a log dir (every mutating op's): the op's own fields,
-    in order, then where the removed data was kept (None: nothing was, or --no-quarantine) and
-    the file-system steps taken."""
+    in order, then storage.space's two figures for the whole run (checkpoints included), where
+    the removed data was kept (None: nothing was, or --no-quarantine) and the file-system steps
+    taken."""
     q = fsops.quarantine
-    return {"op": op, "log_dir": str(log_dir), **fields,
+    return {"op": op, "log_dir": str(log_dir), **fields, **fsops.space_total().to_json(),
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}
+
+
+def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
+    """A dry run's two figures (storage.space), per partition into its summary and in total:
+    each file the plan deletes as `place` treats it, each truncation's cut bytes, less what
+    the plan writes."""
+    by_name: dict[str, Space] = {}
+    total = Space()
+    block = FreeSpace.of(plan.log_dir).block_size
+    for a in plan.actions:
+        figures = Space()
+        if a.kind is ActionKind.DELETE:
+            try:
+                st = os.lstat(a.path)
+            except OSError:
+                continue
+            figures = place.space(st.st_size, allocated(st), st.st_nlink == 1)
+        elif a.kind is ActionKind.TRUNCATE and a.bytes_removed:
+            figures = place.space(a.bytes_removed, a.bytes_removed)
+        elif a.data is not None:        # a write: its blocks taken, those of the file it replaces given back
+            try:
+                st = os.lstat(a.path)
+                old, held = (allocated(st) if st.st_nlink == 1 else 0), st.st_size
+            except OSError:
+                old, held = 0, 0
+            new = -(-max(len(a.data), a.preallocate or 0) // block) * block
+            figures = place.space(held, old)
+            figures.freed_on_disk = (old if place is not QuarantinePlace.SAME_FILE_SYSTEM else 0) - new
+        by_name.setdefault(a.path.parent.name, Space()).add(figures)
+        total.add(figures)
+    for name, summary in plan.partitions.items():
+        if isinstance(summary, dict):
+            summary.update(by_name.get(name, Space()).to_json())
+    return total
 
 
 def _apply_one(a: Action, fsops: FsOps) -> None:
@@ -169,13 +263,22 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
+    elif k == ActionKind.MAKE_DIR:
+        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None)
+    elif k == ActionKind.COPY_FILE:
+        fsops.copy_file(a.source, a.path)
+    elif k == ActionKind.RENAME_DIR:
+        fsops.rename_dir(a.path, a.target)
+    elif k == ActionKind.REMOVE_DIR:
+        fsops.remove_tree(a.path)
     elif k == ActionKind.SPLIT_SEGMENT:
         _split_segment(a, fsops)
     else:
         mtime = None
         if a.keep_mtime and a.path.exists():
             mtime = a.path.stat().st_mtime_ns
-        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate)
+        like = a.source.stat() if a.source is not None and a.source.exists() else None
+        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate, like=like)
 
 
 def _rewrite_segment(a: Action, fsops: FsOps) -> None:

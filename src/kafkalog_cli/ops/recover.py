@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
+from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
                                  InvalidRecordError, KafkalogError, OffsetOverflowError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
@@ -41,6 +41,7 @@ from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
+from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
@@ -396,7 +397,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     check_partition_dirs(partition_dirs)
     p = Plan("recover", log_dir)
     if opts.resolver is None:
-        opts = dataclasses.replace(opts, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir)))
+        opts = dataclasses.replace(opts, resolver=ConfigResolver.of_log_dir(log_dir))
     ld = LogDir(log_dir)
     clean = ld.file(names.CLEAN_SHUTDOWN_FILE).exists()
     # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it
@@ -504,35 +505,27 @@ def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, le
     segment's files gone, the new ones in place with its mtime), to plan the recovery that
     follows. Unchanged files are hard links where the file system allows, else copies; nothing in
     the log dir is touched."""
-    staged = tmp / part.directory.name
-    staged.mkdir()
-    if clean:
-        (tmp / names.CLEAN_SHUTDOWN_FILE).touch()
     old = {s.file(suf).name for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX,
                                         names.TXN_INDEX_SUFFIX)}
     gone = {a.path.name for a in leftovers if a.kind == ActionKind.DELETE}
     renamed = {a.target.name: a.path for a in leftovers if a.kind == ActionKind.RENAME}
-    sources = {f.name: f for f in part.directory.iterdir() if f.is_file() and f.name not in gone}
+    links = {f.name: f for f in part.directory.iterdir() if f.is_file() and f.name not in gone}
     for src in renamed.values():
-        sources.pop(src.name, None)
-    sources.update({name: src for name, src in renamed.items()})
-    for name, f in sources.items():
-        if name in old:
-            continue
-        try:
-            os.link(f, staged / name)
-        except OSError:
-            shutil.copy2(f, staged / name)
+        links.pop(src.name, None)
+    links.update(renamed)
+    links = {name: f for name, f in links.items() if name not in old}
     mtime = s.source_path.stat().st_mtime_ns
+    contents: dict[str, tuple[bytes, int | None]] = {}
     with open(s.source_path, "rb") as src:
         for piece in pieces:
             src.seek(piece.start)
-            log = segment_file(staged, piece.base_offset, names.LOG_SUFFIX)
-            log.write_bytes(src.read(piece.size))
-            os.utime(log, ns=(mtime, mtime))
-            segment_file(staged, piece.base_offset, names.INDEX_SUFFIX).write_bytes(piece.index)
-            segment_file(staged, piece.base_offset, names.TIME_INDEX_SUFFIX).write_bytes(piece.time_index)
-    return staged
+            name = segment_file(Path(), piece.base_offset, "").name
+            contents[name + names.LOG_SUFFIX] = (src.read(piece.size), mtime)
+            contents[name + names.INDEX_SUFFIX] = (piece.index, None)
+            contents[name + names.TIME_INDEX_SUFFIX] = (piece.time_index, None)
+    if clean:     # Partition.open reads the marker beside the partition dir
+        stage_copy(tmp, {}, {names.CLEAN_SHUTDOWN_FILE: (b"", None)})
+    return stage_copy(tmp / part.directory.name, links, contents)
 
 
 def check_segments_readable(part: Partition) -> None:

@@ -30,6 +30,16 @@ a `.log`, which recover, Kafka and a rerun of retain delete), then producer snap
 kept segment, the leader-epoch-checkpoint, and the log dir's checkpoints last. At every
 instant the remaining segments are a suffix of the old ones, and Kafka's load rule
 (logStartOffset = max(checkpoint, first segment base)) gives the right start.
+
+When every segment goes, the new empty active segment at the log end offset is created first,
+never the log-start checkpoint first: its files are empty (an inode each, no block), so this
+works on a 100% full disk too, and a kill before the last old segment goes leaves a segment at
+the log end, so the loader never creates one at an older checkpointed offset (3.3.1 LogLoader,
+no segment left) and reuses offsets. The roll's writes to the segment it closes are left out,
+as that segment goes in the same run. On a full disk (full_disk: less than
+storage.space.FULL_BELOW free) what needs blocks (the roll's producer snapshot) moves after the
+deletions. An empty log's leader-epoch-checkpoint is written as the broker's next load leaves
+it (truncateFromEnd(log end offset)), so `recover` finds nothing to do.
 """
 from __future__ import annotations
 
@@ -38,21 +48,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, cluster_metadata_configs, refusal_line,
+from kafkalog_cli.config import (ConfigResolver, TopicConfig, refusal_line,
                                  retention_deciding_configs, unknown_configs)
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
-                                              parse_leader_epoch_checkpoint,
+                                              parse_leader_epoch_checkpoint, truncate_from_end,
                                               truncate_from_start)
 from kafkalog_cli.storage import checkpoints as checkpoint_text
+from kafkalog_cli.ops import tiered
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply  # noqa: F401  (apply: the op's API)
+from kafkalog_cli.ops.tiered import RemoteLog
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, takes_blocks  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import OffsetCheckpoint, RootCheckpoints
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.space import FreeSpace
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"   # LogManager leaves it to KRaft: never retained here
 
@@ -73,6 +86,16 @@ class DeletionReason(str, enum.Enum):
         return (f"retention time {cfg.retention_ms}ms breach based on the largest record timestamp "
                 f"in the segment")
 
+    def describe_local(self, cfg: TopicConfig, local_log_start_offset: int) -> str:
+        """The broker's words for a remote-enabled log (StartOffsetBreach, RetentionSizeBreach,
+        RetentionMsBreach with remoteLogEnabledAndRemoteCopyEnabled), the segment uploaded."""
+        if self is DeletionReason.LOG_START_OFFSET_BREACH:
+            return f"local log start offset {local_log_start_offset} breach"
+        if self is DeletionReason.RETENTION_SIZE_BREACH:
+            return f"local log retention size {cfg.local_retention_bytes_effective} breach (uploaded)"
+        return (f"local log retention time {cfg.local_retention_ms_effective}ms breach based on the largest record "
+                f"timestamp in the segment (uploaded)")
+
 
 @dataclass
 class RetainPlan(Plan):
@@ -85,6 +108,7 @@ class RetainPlan(Plan):
 class RetainOptions:
     now_ms: int
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
+    free_first: bool | None = None           # None: when the log dir's file system is full (full_disk)
 
 
 # ------------------------------------------------------------------ Kafka's walk
@@ -162,6 +186,16 @@ class Retention:
     first_segment_base: int
     deleted: list[DeletedSegment] = field(default_factory=list)
     rolled_at: int | None = None           # the new empty segment's base, when all went
+    # tiered storage (ops.tiered): the local log start offset, raised by local deletions while the
+    # log start offset stays; the checkpoint entry kept (3.8+ lists every remote-enabled
+    # partition, KAFKA-16146); the leader epochs truncated only where the log start moved
+    local_log_start_offset: int | None = None
+    remote_log_enabled: bool = False
+    blocked: str | None = None             # why a deletion the predicates ask for cannot be decided
+
+    @property
+    def log_start_changed(self) -> bool:
+        return self.new_log_start_offset > self.old_log_start_offset
 
 
 def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: bool = True,
@@ -200,6 +234,90 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
             break
         result.first_segment_base = segments[0].base_offset
         result.new_log_start_offset = max(result.new_log_start_offset, result.first_segment_base)
+    return result
+
+
+# ------------------------------------------------------------------ tiered storage
+def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Predicate, log_start_offset: int,
+                     remote: RemoteLog) -> tuple[list[Segment], bool, str | None]:
+    """UnifiedLog.deletableSegments for a remote-enabled log with remote copy on (3.6+): as
+    deletable_segments, and each segment also eligible (isSegmentEligibleForDeletion): uploaded
+    (its last offset <= highestOffsetInRemoteStorage) or, 3.7+, the log start offset at or past
+    the next segment. Returns (the deletable segments, whether the broker rolls the active
+    segment first (shouldRoll, 3.7+), why the walk stopped undecided: None when it did not)."""
+    out: list[Segment] = []
+    upload = remote.upload
+    highest = upload.highest_offset_in_remote_storage if upload.known else None
+    rule37 = remote.roll_and_start_offset_rule.applies if remote.roll_and_start_offset_rule else None
+    roll = False
+    for i, seg in enumerate(segments):
+        nxt = segments[i + 1] if i + 1 < len(segments) else None
+        upper = nxt.base_offset if nxt is not None else seg.tail().next_offset
+        breached = high_watermark >= upper and predicate(seg, nxt)
+        if breached and nxt is None and seg.size > 0:
+            if rule37 is None:
+                return out, False, (remote.roll_and_start_offset_rule.refusal(
+                    f"rolling the active segment {seg.base_offset}") if remote.roll_and_start_offset_rule else None)
+            roll = rule37
+        if not breached or (nxt is None and seg.size == 0):
+            break
+        uploaded = None if highest is None else upper > 0 and upper - 1 <= highest
+        by_start = nxt is not None and log_start_offset >= nxt.base_offset
+        if uploaded or (by_start and rule37):
+            out.append(seg)
+            continue
+        if uploaded is None and nxt is not None:
+            return out, roll, (f"segment {seg.base_offset}: {upload.source}; a local segment of a tiered partition "
+                               f"goes only once uploaded (UnifiedLog.deletableSegments)")
+        if by_start and rule37 is None:
+            return out, roll, remote.roll_and_start_offset_rule.refusal(
+                f"deleting segment {seg.base_offset}, below the log start offset but not uploaded,")
+        break
+    return out, roll, None
+
+
+def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remote: RemoteLog, by_config: bool = True,
+                      raise_log_start_to: int | None = None) -> Retention:
+    """UnifiedLog.deleteOldSegments on a remote-enabled log with remote copy on (module ops.tiered):
+    the log start offset is the checkpoint's as is (LogLoader, isRemoteLogEnabled; 0 without an
+    entry); the local log start offset is max(it, the first segment base); the passes use
+    local.retention.ms/bytes and raise only the local log start offset. `raise_log_start_to`: a
+    DeleteRecords first (UnifiedLog.maybeIncrementLogStartOffset: the local one follows)."""
+    segments = list(partition.segments)
+    checkpointed = partition.checkpoints.log_start_offset
+    log_start = checkpointed if checkpointed is not None else 0
+    if raise_log_start_to is not None:
+        log_start_new = max(log_start, raise_log_start_to)
+    else:
+        log_start_new = log_start
+    result = Retention(log_start, log_start_new, segments[0].base_offset,
+                       local_log_start_offset=max(log_start_new, segments[0].base_offset), remote_log_enabled=True)
+    hw_checkpoint = partition.checkpoints.high_watermark
+    passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
+        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.local_log_start_offset))]
+    if by_config:
+        passes += [(DeletionReason.RETENTION_SIZE_BREACH,
+                    lambda: size_breach(segments, cfg.local_retention_bytes_effective)),
+                   (DeletionReason.RETENTION_MS_BREACH, lambda: time_breach(now_ms, cfg.local_retention_ms_effective))]
+    for reason, make in passes:
+        predicate = make()
+        if predicate is None or not segments:
+            continue
+        # LogLoader raises the high watermark to the local log start offset (updateLocalLogStartOffset)
+        hw = max(high_watermark_at_load(hw_checkpoint, log_start), result.local_log_start_offset)
+        gone, roll, blocked = tiered_deletable(segments, hw, predicate, result.new_log_start_offset, remote)
+        if gone:
+            detail = reason.describe_local(cfg, result.local_log_start_offset)
+            result.deleted += [DeletedSegment(s, reason, detail) for s in gone]
+            segments = segments[len(gone):]
+            result.first_segment_base = result.local_log_start_offset = segments[0].base_offset
+        if blocked is not None and result.blocked is None:
+            result.blocked = blocked
+        if roll:
+            result.rolled_at = segments[-1].tail().next_offset   # the old active segment stays, not uploaded
+            break
+        if blocked is not None:
+            break
     return result
 
 
@@ -249,9 +367,16 @@ def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], p
         if result is not None:
             # LogManager's rules, applied on every run so that a rerun finishes an interrupted one
             key, start = (tp.topic, tp.partition), result.new_log_start_offset
-            new_log_starts[key] = start if start > result.first_segment_base else -1
-            if (partition.checkpoints.recovery_point or 0) < start:
-                new_recovery_points[key] = start
+            if result.remote_log_enabled:
+                # 3.8+ lists every remote-enabled partition (KAFKA-16146); its entry is the log start
+                # offset the remote tier needs: written where it moved, else left as it is
+                if result.log_start_changed:
+                    new_log_starts[key] = start
+            else:
+                new_log_starts[key] = start if start > result.first_segment_base else -1
+            if result.log_start_changed or not result.remote_log_enabled:
+                if (partition.checkpoints.recovery_point or 0) < start:
+                    new_recovery_points[key] = start
     _checkpoint_actions(p, roots, new_log_starts, new_recovery_points)
     return roots
 
@@ -260,8 +385,10 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
     """Retention for `partition_dirs` of `log_dir` (plan_log_start_changes)."""
     log_dir = Path(log_dir)
     p = RetainPlan("retain", log_dir)
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     configs: dict[str, TopicConfig] = {}
+
+    free_first = full_disk(p, opts.free_first)
 
     def plan_one(partition: Partition) -> tuple[dict, Retention | None, list[Action]]:
         name, tp = partition.name, partition.topic_partition
@@ -270,8 +397,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
                                      detail="the KRaft metadata log is retained by the controller"), None, []
         cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
         actions: list[Action] = []
-        summary, result = _plan_partition(partition, cfg, opts, actions)
-        if summary.get("refused"):
+        summary, result = _plan_partition(partition, cfg, opts, actions, resolver, free_first)
+        if summary.get("refusal"):
             p.refusals.append(summary["refusal"])
         return summary, result, actions
 
@@ -279,19 +406,47 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
     return p
 
 
+def full_disk(p: Plan, free_first: bool | None) -> bool:
+    """Whether the plan frees space before it writes a byte: asked (`free_first`), or the log
+    dir's file system has less than storage.space.FULL_BELOW free. Noted in the plan."""
+    free = FreeSpace.of(p.log_dir)
+    if free_first is None:
+        free_first = free.full
+    if free_first:
+        p.note(p.log_dir.name, f"the log dir's file system is full ({free.bytes} bytes free): segments are deleted "
+               f"before anything is written (a new active segment's files are empty: an inode each, no block); "
+               f"the log start offset checkpoint and producer snapshots come after")
+    return free_first
+
+
 def partition_summary(name: str, tp: TopicPartition, **kw) -> dict:
     return {"partition": name, "topic": tp.topic, "partition_id": tp.partition, **kw}
 
 
+UPLOAD_UNKNOWN_HOW = ("to proceed, give that __remote_log_metadata partition (a copy of it from the broker "
+                      "that holds it, or that broker's log dir) with --remote-log-metadata PATH, or let the "
+                      "broker apply local retention itself (it knows what was uploaded)")
+
+
 def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
-                    actions: list[Action]) -> tuple[dict, Retention | None]:
+                    actions: list[Action], resolver: ConfigResolver,
+                    free_first: bool = False) -> tuple[dict, Retention | None]:
     name, tp = partition.name, partition.topic_partition
     actions += leftover_actions(partition)
     if not partition.segments:
         return partition_summary(name, tp, status="skipped", detail="no segment"), None
-    deciding = retention_deciding_configs(cfg)
+    remote = tiered.remote_log(partition, cfg, resolver)
+    deciding = retention_deciding_configs(cfg, remote.maybe_tiered)
     unknown = unknown_configs(tp.topic, cfg, deciding)
-    result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
+    version_refusal = None
+    if remote.enabled is None or remote.copy_enabled is None:
+        # the plain rules and the tiered ones disagree, and nothing says which the broker applies
+        version_refusal = f"{name}: retention by time or size refused: {remote.undecided}" + (
+            "" if "state it with" in (remote.undecided or "") else "; state it with --kafka-version VERSION")
+    if remote.maybe_tiered and remote.enabled is not False:
+        result = run_tiered_passes(partition, cfg, opts.now_ms, remote, by_config=not unknown and not version_refusal)
+    else:
+        result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
     summary = partition_summary(
         name, tp, status="deleted" if result.deleted else "nothing to do",
         cleanup_policy=",".join(cfg.cleanup_policy), retention_ms=cfg.retention_ms,
@@ -299,6 +454,10 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
         rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted],
         configs=cfg.provenance(deciding))
+    if remote is not tiered.NOT_TIERED:
+        summary["remote_log"] = remote.to_json()
+        if result.remote_log_enabled:
+            summary["local_log_start_offset"] = result.local_log_start_offset
     if partition.checkpoints.high_watermark is None:
         summary["detail"] = ("no high watermark in replication-offset-checkpoint: only segments below "
                              "the log start offset are eligible")
@@ -306,9 +465,20 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         line = refusal_line(name, unknown)
         summary.update(status="refused", refused=[u.to_dict() for u in unknown], refusal=line,
                        detail="refused to delete by time or size: " + line.partition(": ")[2])
+    elif version_refusal is not None or result.blocked is not None:
+        line = version_refusal or f"{name}: {result.blocked}; {UPLOAD_UNKNOWN_HOW}"
+        summary.update(status="refused", refusal=line, detail="refused: " + line.partition(": ")[2])
+    later: list[Action] = []
     if result.rolled_at is not None:
-        _roll_actions(partition, cfg, opts, actions)
+        rolled = _roll_actions(partition, cfg, opts, result)
+        if free_first:      # the new segment's empty files first; its producer snapshot once space is back
+            later = [a for a in rolled if takes_blocks(a)]
+            rolled = [a for a in rolled if not takes_blocks(a)]
+        actions += rolled
     freed, tidy = deletion_actions(partition, result, actions)
+    if later:
+        at = len(actions) - len(tidy)
+        actions[at:at] = later
     summary["bytes_freed"] = freed
     if tidy and not result.deleted and not unknown:
         summary["status"] = "tidied"
@@ -353,7 +523,14 @@ def deletion_actions(partition: Partition, result: Retention, actions: list[Acti
         freed += _size_of(snapshot)
         tidy.append(Action(ActionKind.DELETE, snapshot,
                            f"producer snapshot below the first segment {first}", name))
-    epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name)
+    # an empty log (every segment went, now or in the run a kill interrupted): its log end offset
+    empty_at = result.rolled_at
+    left = partition.segments[len(result.deleted):]
+    if empty_at is None and len(left) == 1 and left[0].empty:
+        empty_at = left[0].base_offset
+    epoch_action = None
+    if not result.remote_log_enabled or result.log_start_changed:
+        epoch_action = _leader_epoch_action(d, result.new_log_start_offset, name, empty_at)
     if epoch_action is not None:
         tidy.append(epoch_action)
     actions += tidy
@@ -367,8 +544,10 @@ def _size_of(path: Path) -> int:
         return 0
 
 
-def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, actions: list[Action]) -> None:
-    """Kafka rolls before deleting every segment: ops.roll's plan for this partition, as is."""
+def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, result: Retention) -> list[Action]:
+    """Kafka rolls before deleting every segment: ops.roll's plan for this partition, less what
+    it would write to the segment it closes (final time-index entry, trims), which goes in the
+    same run: the new segment's files and its producer snapshot."""
     from kafkalog_cli.ops import roll
 
     rolled = Plan("roll", partition.directory.parent)
@@ -376,23 +555,31 @@ def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, a
     if not rolled.actions:
         raise InputError("every segment has expired but the active segment cannot be rolled",
                          path=str(partition.segments[-1].log_path))
-    actions.extend(rolled.actions)
+    closed = partition.segments[-1].base_offset
+    return [a for a in rolled.actions if names.offset_from_name(a.path.name) != closed]
 
 
-def _leader_epoch_action(d: Path, new_log_start: int, name: str) -> Action | None:
-    """LeaderEpochFileCache.truncateFromStart(new log start), written as its flush writes it."""
+def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int | None = None) -> Action | None:
+    """LeaderEpochFileCache.truncateFromStart(new log start), written as its flush writes it.
+    When the log is left empty (`rolled_at`: its log end offset, every segment gone), also
+    LogLoader's truncateFromEnd(log end offset), which the broker's next start applies to an
+    entry at the log end offset: the file is written as that start leaves it, so `recover` has
+    nothing to do (and a rerun after a kill writes the same)."""
     path = d / names.LEADER_EPOCH_CHECKPOINT
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    if _epochs_start_at_or_after(raw, new_log_start):
+    if _epochs_start_at_or_after(raw, new_log_start) and rolled_at is None:
         return None
     try:
         cache = load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
     except ValueError as e:   # a negative epoch or offset: Kafka's assign refuses it too
         raise InputError(str(e), path=str(path)) from None
-    data = encode_leader_epoch_checkpoint(truncate_from_start(cache, new_log_start))
+    cache = truncate_from_start(cache, new_log_start)
+    if rolled_at is not None:
+        cache = truncate_from_end(cache, rolled_at)
+    data = encode_leader_epoch_checkpoint(cache)
     if data == raw:
         return None
     return Action(ActionKind.UPDATE_CHECKPOINT, path,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, TopicConfig
-from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry, encode_time_index
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
@@ -39,14 +39,15 @@ class RollOptions:
 
 
 def _walk_active(seg: Segment) -> Segment.Walk:
-    """The active segment's batches, which must all be sound: a damaged one is recover's job."""
+    """The active segment's batches, which must all be sound: a damaged one is recover's job
+    (corrupt input, exit 3)."""
     try:
         walk = seg.walk()
     except KafkalogError as e:
-        raise InputError(f"corrupt active segment; run `kafkalog recover` first ({e.message})",
+        raise CorruptRecordError(f"corrupt active segment; run `kafkalog recover` first ({e.message})",
                          path=str(seg.log_path), position=e.position) from None
     if not walk.zeros_after:
-        raise InputError("bytes after the last complete batch; run `kafkalog recover` first",
+        raise CorruptRecordError("bytes after the last complete batch; run `kafkalog recover` first",
                          path=str(seg.log_path), position=walk.valid_size)
     return walk
 
@@ -100,7 +101,7 @@ def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeI
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     p = Plan("roll", Path(log_dir))
-    resolver = opts.resolver or ConfigResolver(cluster_metadata=cluster_metadata_configs(log_dir))
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         if tp.topic == "__cluster_metadata":

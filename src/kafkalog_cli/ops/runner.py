@@ -14,11 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, MetadataState, parse_key_values,
-                                 parse_topic_key_values, read_cluster_metadata, read_server_properties)
-from kafkalog_cli.ops.plan import apply
+from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, MetadataState, parse_key_values,
+                                 parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
+from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.space import QuarantinePlace, Space
 from kafkalog_cli.storage.names import parse_partition_dir
 
 
@@ -34,6 +35,8 @@ class ConfigSources:
     no_cluster_metadata: bool = False
     topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
     assume_kafka_defaults: bool = False
+    kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
+    remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
@@ -46,7 +49,11 @@ class ConfigSources:
         parse_topic_key_values(sources.topic_config_items, sources.topics)
         if sources.server_properties is not None:
             read_server_properties(sources.server_properties)
+        sources.stated_version()
         return sources
+
+    def stated_version(self) -> KafkaVersion | None:
+        return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
         """The resolver for one log dir; its `warning` is the one line to print when the log
@@ -55,13 +62,17 @@ class ConfigSources:
             metadata = ClusterMetadata(MetadataState.IGNORED)
         else:
             metadata = read_cluster_metadata(log_dir)
-        return ConfigResolver(
+        resolver = ConfigResolver(
+            kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
             server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
             cluster_metadata=metadata,
             overrides=parse_key_values(self.config_pairs, "--config"),
             topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
             assume_kafka_defaults=self.assume_kafka_defaults,
+            remote_log_metadata=tuple(self.remote_log_metadata),
         )
+        resolver.check_version_bounds()
+        return resolver
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,7 @@ class Outcome:
     report: dict | None = None        # None: a dry run, nothing changed
     quarantine: str | None = None
     warning: str | None = None
+    space: Space | None = None        # a dry run's storage.space figures for the whole log dir
 
     @property
     def refusals(self) -> list[str]:
@@ -100,11 +112,23 @@ class Outcome:
         return list(getattr(self.plan, "refusals", ()))
 
     @property
+    def kafka_refusals(self) -> list[str]:
+        """One line per partition refused as Kafka itself refuses it (compact on a tiered topic)."""
+        return list(getattr(self.plan, "kafka_refusals", ()))
+
+    @property
     def dry_run(self) -> bool:
         return self.report is None
 
+    @property
+    def pending(self) -> bool:
+        """A dry run whose plan would change something (the command exits 1)."""
+        return self.dry_run and self.plan.pending
+
     def to_json(self) -> dict:
-        return {"dry_run": True, **self.plan.to_json()} if self.report is None else self.report
+        if self.report is not None:
+            return self.report
+        return {"dry_run": True, **self.plan.to_json(), **(self.space.to_json() if self.space else {})}
 
 
 def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path], *, dry_run: bool = False,
@@ -114,9 +138,15 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
     going to the quarantine. Module level, so a Spark task can run it."""
     log_dir = Path(log_dir)
     root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
+    place = QuarantinePlace.of(log_dir, root)
     if dry_run:
         opts = operation.options_for(log_dir)
-        return Outcome(operation.plan(log_dir, partition_dirs, opts), warning=opts.resolver.warning)
+        plan = operation.plan(log_dir, partition_dirs, opts)
+        space = None
+        if isinstance(plan, Plan):
+            _note_space_kept(plan, place, root)
+            space = estimate_space(plan, place)
+        return Outcome(plan, warning=opts.resolver.warning, space=space)
     with LogDirLock(log_dir):
         # --jobs workers of `run` work under this lock: they never take it themselves
         opts = operation.options_for(log_dir)
@@ -125,5 +155,20 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             plan, report = operation.run(log_dir, partition_dirs, opts, fsops)
         else:
             plan = operation.plan(log_dir, partition_dirs, opts)
+            _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
     return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning)
+
+
+FREES_SPACE = ("retain", "delete-records")     # the ops run to free space
+
+
+def _note_space_kept(plan: Plan, place: QuarantinePlace, root: Path | None) -> None:
+    """A plan that removes data, kept in a quarantine on the log dir's own file system, frees
+    nothing on disk: the plan and the report say so, and how to free it."""
+    if plan.op in FREES_SPACE and place is QuarantinePlace.SAME_FILE_SYSTEM and any(
+            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE) for a in plan.actions):
+        plan.note(plan.log_dir.name, f"nothing is freed on disk: the quarantine {root} is on the log dir's file "
+                  f"system, where a removed file stays as a hard link (held_in_quarantine); to free the space, "
+                  f"`kafkalog quarantine prune` it later, or run with --quarantine DIR on another file system "
+                  f"or --no-quarantine")

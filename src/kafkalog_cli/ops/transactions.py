@@ -28,7 +28,7 @@ from typing import Iterable
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.internal.transaction_state import (TransactionLogValue, TransactionState, read_key,
-                                                             read_value)
+                                                             read_value_v0_or_v1)
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.ops.producer_rebuild import ProducerEntry, ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage.logdir import RootCheckpoints
@@ -190,7 +190,7 @@ def coordinator_transactions(partitions: Iterable[Partition]) -> dict[int, Coord
                     if rec.value is None:
                         by_id.pop(key, None)
                     else:
-                        by_id[key] = read_value(rec.value)
+                        by_id[key] = read_value_v0_or_v1(rec.value)
             except KafkalogError as e:
                 raise e.located(path=str(seg.log_path), position=batch.position) from None
     return {v.producer_id: CoordinatorTransaction(t, v) for t, v in by_id.items()}

@@ -79,6 +79,20 @@ def log_dir_summary(ld: LogDirDescription) -> str:
     return f"{what} {ld.path}: " + "; ".join(parts)
 
 
+def kafka_version_lines(ld: LogDirDescription) -> list[str]:
+    """The Kafka versions that may load the log dir next, and what bounds them."""
+    v = ld.kafka_versions
+    if v is None:
+        return []
+    if v.stated is not None:
+        head = f"Kafka version: {v.stated} (--kafka-version); the log dir allows {v.range_text}"
+    else:
+        head = f"Kafka version: {v.range_text}"
+    if not v.evidence:
+        head += " (nothing in the log dir bounds it: a ZooKeeper-era dir, or no metadata.version; state it with --kafka-version)"
+    return [head] + [f"  at least {e.at_least}: {e.source.value} {e.detail} ({e.path})" for e in v.evidence]
+
+
 def unknown_config_lines(descs: Iterable[PartitionDescription]) -> list[str]:
     """One line per reason a shown config is unknown, naming the configs and how to state them."""
     from kafkalog_cli.config import Unknown, how_to_state

@@ -24,6 +24,10 @@ def action(a: Action) -> str:
         if a.offsets_removed:
             what += f", offsets {a.offsets_removed[0]}..{a.offsets_removed[1]}"
         what += ")"
+    elif k == ActionKind.COPY_FILE:
+        what = f"copy {a.source} -> {a.path}"
+    elif k == ActionKind.RENAME_DIR:
+        what = f"rename {a.path} -> {a.target.name if a.target.parent == a.path.parent else a.target}"
     elif k == ActionKind.REWRITE_SEGMENT:
         what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
     elif k == ActionKind.SPLIT_SEGMENT:
@@ -82,7 +86,8 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
     why = "; ".join(f"{', '.join(map(str, bases))}: {reason}" for reason, bases in by_reason.items())
     verb = "would delete" if dry_run else "deleted"
     line = (f"{name}: {verb} {summary['segments_deleted']} segment(s), {summary['bytes_freed']} bytes "
-            f"({why}); log start offset {summary['old_log_start_offset']} -> {summary['new_log_start_offset']}")
+            f"({why}){space(summary, dry_run)}; log start offset {summary['old_log_start_offset']} -> "
+            f"{summary['new_log_start_offset']}")
     if summary.get("rolled"):
         line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
     if status == "refused":
@@ -92,12 +97,24 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
     return line
 
 
+def space(figures: dict, dry_run: bool = False) -> str:
+    """storage.space's two figures, as `; N bytes freed on disk, M held in the quarantine`."""
+    if "freed_on_disk" not in figures:
+        return ""
+    freed, held = figures["freed_on_disk"], figures["held_in_quarantine"]
+    disk = (f"{freed} bytes {'to free' if dry_run else 'freed'} on disk" if freed >= 0 else
+            f"{-freed} bytes {'to take' if dry_run else 'taken'} on disk")
+    return f"; {disk}, {held} {'to hold' if dry_run else 'held'} in the quarantine"
+
+
 def retain_outcome(o: Outcome, verbose: bool) -> list[str]:
     """Made for cron: nothing after a run without -v; the plan and a line per partition that
     loses segments with --dry-run; a line per partition with -v."""
     lines = []
     if o.dry_run:
         lines.append(plan(o.plan))
+    if verbose and not o.dry_run:
+        lines.extend(finding(f) for f in o.plan.findings)
     if o.dry_run or verbose:
         lines.extend(retain_partition(summary, o.dry_run) for summary in o.plan.partitions.values()
                      if verbose or summary.get("segments_deleted"))
@@ -149,6 +166,21 @@ def compact_outcome(o: Outcome) -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------------------ doctor
+def doctor(diag) -> str:
+    """The verdict, then one block per finding (most severe first): what, the broker, the fix."""
+    counts = {}
+    for f in diag.findings:
+        counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
+    tally = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
+    lines = [f"doctor: {diag.verdict}" + (f" ({tally})" if tally else "")]
+    for f in diag.findings:
+        lines += [f"{f.severity.value.upper():8}{f.path}: {f.problem}",
+                  f"        broker: {f.broker}",
+                  f"        fix:    {f.fix}"]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------ summaries
 def export_summary(summary: dict, to_stdout: bool) -> str:
     return (f"exported {summary['records']} records from {summary['segments']} segments to "
@@ -159,3 +191,31 @@ def verify_summary(files: int, batches: int, nbytes: int, problems: int, elapsed
     rate = f" ({nbytes / elapsed / 1e6:.0f} MB/s)" if elapsed > 0 and nbytes else ""
     return (f"verify-crc: {files} file{'s' if files != 1 else ''}, {batches} batches, {nbytes} bytes, "
             f"{problems} problem{'s' if problems != 1 else ''} in {elapsed:.2f} s{rate}")
+
+
+# ------------------------------------------------------------------------------ move-partition
+def move_plan(p) -> str:
+    """move-partition's plan: a run of file copies as one line (how many, how many bytes, from
+    where to where), every other step as `plan` prints it."""
+    from kafkalog_cli.ops.plan import ActionKind
+
+    lines = [f"move-partition {p.topic_partition}: {p.source_log_dir} -> {p.log_dir} ({p.state.value}, "
+             f"{len(p.actions)} step(s))"]
+    lines.extend(finding(f) for f in p.findings)
+    copies: list = []
+
+    def flush() -> None:
+        if copies:
+            size = sum(a.source.stat().st_size for a in copies if a.source.exists())
+            lines.append(f"  - copy {len(copies)} file(s), {size} bytes, {copies[0].source.parent} -> "
+                         f"{copies[0].path.parent}: each fsynced, with the source's mode, mtime and owner")
+            copies.clear()
+
+    for a in p.actions:
+        if a.kind == ActionKind.COPY_FILE:
+            copies.append(a)
+            continue
+        flush()
+        lines.append(f"  - {action(a)}")
+    flush()
+    return "\n".join(lines)

@@ -196,8 +196,25 @@ SANITY_CHECK = Kind("sanity_check", (
     Field("file"), Field("passed"), Field("position", only=FAILED), Field("error", only=FAILED),
 ), "the outcome of dump-index --index-sanity-check")
 
+ZERO_FILLED = When("problem `index_zero_filled` only", "problem", ("index_zero_filled",))
+_FINDING = (
+    Field("problem", "`index_zero_filled`, `corrupt` (the check of this file stopped) or `unreadable`"),
+    Field("file"), Field("position"),
+    Field("entries", "real entries before the zero slots", only=ZERO_FILLED),
+    Field("zero_slots", only=ZERO_FILLED),
+    Field("rebuilt_on_load", "the broker recovers the segment, and rebuilds the index, on its next start",
+          only=ZERO_FILLED),
+    Field("message"),
+)
+PROBLEM = Kind("problem", _FINDING, "dump-index --verify-index-only and --index-sanity-check: what kafka-dump-log "
+               "does not see, or the error that stopped a file's check (exit 1 or 3)")
+NOTE = Kind("note", _FINDING, "as `problem`, for what the broker repairs on its own (zero slots in an index it "
+            "rebuilds on load): no exit 1")
+SUMMARY = Kind("summary", (Field("files"), Field("problems"), Field("notes"), Field("ok")),
+               "dump-index --verify-index-only: the last line")
+
 KINDS = (FILE, BATCH, RECORD, TRAILING_BYTES, INDEX_ENTRY, TIME_INDEX_ENTRY, ABORTED_TXN,
-         PRODUCER_STATE, CORRUPT_SNAPSHOT, INDEX_MISMATCH, SANITY_CHECK)
+         PRODUCER_STATE, CORRUPT_SNAPSHOT, INDEX_MISMATCH, SANITY_CHECK, PROBLEM, NOTE, SUMMARY)
 
 
 def markdown_table() -> str:

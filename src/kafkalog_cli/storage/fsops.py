@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX
+from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, strip_temp_suffix
+from kafkalog_cli.storage import ownership
+from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
                                              Quarantine, QuarantineEntry, default_quarantine_root,
                                              quarantine_root, utc_stamp)
@@ -43,6 +45,7 @@ __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarant
 TMP_SUFFIX = ".kafkalog-tmp"
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
+_OURS = (TMP_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX)   # our own files: never a reference for an owner
 _PARALLEL_HASH_BYTES = 64 << 20   # below this, threads cost more than they save
 _HASH_THREADS = max(2, min(4, os.cpu_count() or 1))
 # a hard link into the quarantine is not possible: copy instead
@@ -83,6 +86,10 @@ class FsOps:
         self._written: dict[str, tuple[int, str]] = {}   # (size, sha256) of what this op wrote, by path
         self._ids = itertools.count(1)
         self._manifest: Path | None = None      # the quarantine's manifest, once it exists
+        self._by_copy: bool | None = None        # the quarantine is on another file system
+        # storage.space's two figures, by the directory of the files changed (a partition dir,
+        # or the log dir for its checkpoints)
+        self.space: dict[str, Space] = {}
 
     @property
     def fault_exits(self) -> bool:
@@ -122,6 +129,26 @@ class FsOps:
                   errno.EDQUOT: "disk quota exceeded"}.get(e.errno, e.strerror or str(e))
         return WriteError(f"cannot {doing}: {reason}", path=str(getattr(e, "filename", None) or path))
 
+    # -- space -------------------------------------------------------------------------------
+    def _account(self, path: Path, freed: int = 0, held: int = 0) -> None:
+        key = os.path.dirname(os.path.abspath(path))
+        self.space.setdefault(key, Space()).add(Space(freed, held))
+
+    def space_total(self) -> Space:
+        total = Space()
+        for s in self.space.values():
+            total.add(s)
+        return total
+
+    def _moves_by_copy(self) -> bool:
+        """The quarantine is on another file system: a file leaves the log dir by a copy, so
+        removing it frees its blocks there and then."""
+        if self._by_copy is None:
+            from kafkalog_cli.storage.space import same_file_system
+
+            self._by_copy = self._keeping() and not same_file_system(self.base_dir, self.quarantine.root)
+        return self._by_copy
+
     # -- primitives --------------------------------------------------------------------------
     def fsync_dir(self, directory: Path) -> None:
         try:
@@ -132,9 +159,10 @@ class FsOps:
         self.step(f"fsync {directory}")
 
     def write_atomic(self, path: Path, data: bytes, mtime_ns: int | None = None,
-                     preallocate: int | None = None) -> None:
+                     preallocate: int | None = None, like: os.stat_result | None = None) -> None:
         """tmp in the same dir, fsync, (mtime), rename over `path`, fsync the dir.
         `preallocate` extends the file with zeros to that length, as Kafka's index setLength.
+        `like`: the new file takes this mode, and (as root) this owner and group.
         The file it replaces (unless identical) is kept in the quarantine first."""
         path = Path(path)
         tmp = path.with_name(path.name + TMP_SUFFIX)
@@ -142,25 +170,21 @@ class FsOps:
         try:
             self._pre("write", tmp)
             with open(tmp, "wb") as f:
+                ownership.adopt(f.fileno(), ownership.like(path, skip=_OURS))
                 f.write(data)
                 if preallocate is not None and preallocate > len(data):
                     f.truncate(preallocate)
                 f.flush()
                 os.fsync(f.fileno())
+            if like is not None:
+                take_owner_and_mode(tmp, like)
             if mtime_ns is not None:
                 os.utime(tmp, ns=(mtime_ns, mtime_ns))
         except OSError as e:
             _unlink_quietly(tmp)
             raise self._error(e, path, "write") from None
         self.step(f"write {tmp}")
-        try:
-            self._pre("rename", path)
-            os.replace(tmp, path)
-        except OSError as e:
-            _unlink_quietly(tmp)
-            raise self._error(e, path, "rename") from None
-        self.step(f"rename {tmp} -> {path}")
-        self.fsync_dir(path.parent)
+        self._tmp_into_place(tmp, path)
         if new is not None:
             self._written[_key(path)] = new
 
@@ -180,7 +204,11 @@ class FsOps:
             self._note(entry)
         try:
             self._pre("write", path)
+            final, _ = strip_temp_suffix(path.name)       # a .cleaned file takes the segment's owner
+            reference = ownership.like(path.with_name(final), skip=_OURS) if final != path.name else \
+                ownership.like(path, skip=_OURS)
             f = open(path, "wb")
+            ownership.adopt(f.fileno(), reference)
         except OSError as e:
             raise self._error(e, path, "write") from None
         try:
@@ -194,6 +222,8 @@ class FsOps:
                 raise self._error(e, Path(e.filename or path), "write") from None
             raise
         self.step(f"write {path}")
+        with contextlib.suppress(OSError):
+            self._account(path, freed=-allocated(os.stat(path)))
         if entry is not None:
             entry.new_size, entry.new_sha256 = self._hash(path)
             self._append_entry(entry)
@@ -225,14 +255,85 @@ class FsOps:
         for swap in swaps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
-    def check_writable(self, directory: Path) -> None:
+    # -- whole files and directories (move-partition) --------------------------------------------
+    def make_dir(self, path: Path, like: os.stat_result | None = None) -> None:
+        """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
+        as root, its owner and group; its entry fsynced in the parent."""
+        path = Path(path)
+        if not path.parent.is_dir():
+            self._make_dirs(path.parent)
+        try:
+            self._pre("mkdir", path)
+            os.mkdir(path)
+            if like is not None:
+                take_owner_and_mode(path, like)
+        except OSError as e:
+            raise self._error(e, path, "create the directory") from None
+        self.step(f"mkdir {path}")
+        self.fsync_dir(path.parent)
+
+    def copy_file(self, src: Path, dst: Path) -> None:
+        """`src` copied to `dst` (a new file: nothing is overwritten, so nothing is quarantined):
+        streamed to `<dst>.kafkalog-tmp`, fsynced, given the source's mode, modification time and
+        (as root) owner and group, renamed to `dst`, the directory fsynced. A kill leaves `dst`
+        whole or absent (and at worst the tmp file, which Kafka ignores and recover removes)."""
+        src, dst = Path(src), Path(dst)
+        tmp = dst.with_name(dst.name + TMP_SUFFIX)
+        try:
+            st = os.stat(src)
+            self._pre("copy", tmp)
+            with open(src, "rb") as fi, open(tmp, "wb") as fo:
+                _copy_stream(fi, fo, None)
+                fo.flush()
+                os.fsync(fo.fileno())
+            take_owner_and_mode(tmp, st)
+            os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        except OSError as e:
+            _unlink_quietly(tmp)
+            raise self._error(e, Path(getattr(e, "filename", None) or dst), "copy") from None
+        self.step(f"copy {src} -> {tmp}")
+        self._tmp_into_place(tmp, dst)
+
+    def _tmp_into_place(self, tmp: Path, path: Path) -> None:
+        """A complete, fsynced `tmp` renamed over `path`, the directory fsynced (a failed rename
+        removes `tmp`: nothing refers to it)."""
+        try:
+            self._pre("rename", path)
+            self._account_replacing(path, tmp)
+            os.replace(tmp, path)
+        except OSError as e:
+            _unlink_quietly(tmp)
+            raise self._error(e, path, "rename") from None
+        self.step(f"rename {tmp} -> {path}")
+        self.fsync_dir(path.parent)
+
+    def rename_dir(self, src: Path, dst: Path) -> None:
+        """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
+        copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
+        src, dst = Path(src), Path(dst)
+        if os.path.lexists(dst):
+            raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        try:
+            self._pre("rename", src)
+            os.rename(src, dst)
+        except OSError as e:
+            raise self._error(e, src, "rename") from None
+        self.step(f"rename {src} -> {dst}")
+        self.fsync_dir(dst.parent)
+        if src.parent != dst.parent:
+            self.fsync_dir(src.parent)
+
+    def check_writable(self, directory: Path, needs_blocks: bool = True) -> None:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
-        system, no space, no permission): a probe file written, fsynced and removed."""
+        system, no space, no permission): a probe file written, fsynced and removed.
+        `needs_blocks` False: the change frees space before it writes any byte (a full disk's
+        retain), so the probe is an empty file: an inode, no block."""
         probe = Path(directory) / (".kafkalog-probe" + TMP_SUFFIX)
         try:
             self._pre("write", probe)
             with open(probe, "wb") as f:
-                f.write(b"\0")
+                if needs_blocks:
+                    f.write(b"\0")
                 os.fsync(f.fileno())
             os.unlink(probe)
         except OSError as e:
@@ -246,6 +347,9 @@ class FsOps:
         moved = self._keep_renamed(src, dst) if self._keeping() else None
         try:
             self._pre("rename", src)
+            if os.path.lexists(dst):
+                st = os.lstat(dst)
+                self._account(dst, freed=allocated(st) if st.st_nlink == 1 else 0)
             os.rename(src, dst)
         except OSError as e:
             raise self._error(e, Path(src), "rename") from None
@@ -275,6 +379,7 @@ class FsOps:
         try:
             self._pre("truncate", path)
             os.truncate(path, size)
+            self._account(path, freed=allocated(st) - allocated(os.stat(path)))
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -328,6 +433,10 @@ class FsOps:
             self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
             self._unlink_all([path for path, _ in batch], missing_ok=True)
             return
+        if self._moves_by_copy():
+            for path, reason in batch:
+                self._move_by_copy(path, reason)
+            return
         kept, kept_in = [], {}
         for path, reason in batch:
             target, stored = self._quarantine_target(path)
@@ -340,7 +449,37 @@ class FsOps:
             self.fsync_dir(d)
         self._note_all([self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
                         for (path, reason, _, stored, _), (size, sha) in zip(kept, facts)])
+        for (path, *_), (size, _) in zip(kept, facts):
+            self._account(path, held=size)
         self._unlink_all([path for path, _ in batch], missing_ok=False)
+
+    def _account_replacing(self, path: Path, new: Path) -> None:
+        """The space figures of `new` renamed over `path`: the new file's blocks taken, the old
+        one's given back when this was its last link (else the quarantine holds it)."""
+        try:
+            taken = allocated(os.stat(new))
+            old = os.lstat(path)
+        except FileNotFoundError:
+            old = None
+        except OSError:
+            return
+        self._account(path, freed=-taken + (allocated(old) if old is not None and old.st_nlink == 1 else 0))
+
+    def _move_by_copy(self, path: Path, reason: str) -> None:
+        """One file into a quarantine on another file system, so that its space comes back at
+        once (a full disk's retain frees segment by segment): copied to `<target>.partial`,
+        fsynced, renamed; the copy read back and checked against what was read from the log
+        dir; its entry written; then the file unlinked and its directory fsynced."""
+        target, stored = self._quarantine_target(path)
+        written = self._written.pop(_key(path), None)
+        size, sha = self._copy_range(path, target, 0, None)
+        self.fsync_dir(target.parent)
+        if self._hash(target) != (size, sha) or (written is not None and written != (size, sha)):
+            raise WriteError("the copy in the quarantine does not read back as the file: nothing was removed",
+                             path=str(target))
+        self._note(self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha))
+        self._account(path, held=size)
+        self._unlink_all([path], missing_ok=False)
 
     def _unlink_all(self, paths: list[Path], missing_ok: bool) -> None:
         """Unlink in order, one step each, then fsync each directory once (also those already
@@ -350,11 +489,14 @@ class FsOps:
             for path in paths:
                 try:
                     self._pre("unlink", path)
+                    st = os.lstat(path)
                     os.unlink(path)
                 except FileNotFoundError:
                     if missing_ok:
                         continue
                     raise
+                if st.st_nlink == 1:         # its last link: df gains its blocks
+                    self._account(path, freed=allocated(st))
                 self.step(f"unlink {path}")
                 left[path.parent] = None
         except OSError as e:
@@ -492,9 +634,24 @@ class FsOps:
             for d in reversed(missing):
                 self._pre("mkdir", d)
                 d.mkdir(exist_ok=True)
+                ownership.adopt_dir(d, self._holds(d))
                 _fsync_path(d.parent, directory=True)
         except OSError as e:
             raise self._error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
+
+    def _holds(self, directory: Path) -> Path:
+        """The log dir's directory whose files a quarantine directory holds (its owner and mode
+        are the quarantine directory's): the partition dir for `<folder>/<partition>`, else the
+        log dir."""
+        q = self.quarantine
+        if q is not None and q.folder is not None:
+            try:
+                rel = Path(directory).relative_to(q.folder)
+            except ValueError:
+                rel = None
+            if rel is not None and rel.parts and (self.base_dir / rel).is_dir():
+                return self.base_dir / rel
+        return self.base_dir
 
     def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
         """`path` kept at `target`, durable: (size, sha256) of what is kept."""
@@ -531,6 +688,7 @@ class FsOps:
         _, facts["sha256"] = self._copy_range(path, target, start, end)
         self.fsync_dir(target.parent)
         self._note(self._entry(EntryKind.CUT, path, reason, stored=stored, **facts))
+        self._account(path, held=end - start)
 
     def _keep_overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None:
         """write_atomic's entry: the old file kept (unless identical), or the new file noted as
@@ -560,6 +718,7 @@ class FsOps:
             target, stored = self._quarantine_target(path)
             self._keep_whole(path, target, (old_size, old_sha))
             self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old_size, sha256=old_sha, **new))
+            self._account(path, held=old_size)
         return None if zeros else (size, sha)
 
     def _keep_renamed(self, src: Path, dst: Path) -> tuple[int, str]:
@@ -570,6 +729,7 @@ class FsOps:
             target, stored = self._quarantine_target(dst)
             size, sha = self._keep_whole(dst, target, self._written.pop(_key(dst), None))
             facts = dict(stored=stored, size=size, sha256=sha)
+            self._account(dst, held=size)
         self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=moved[0],
                                new_sha256=moved[1], **facts))
         return moved
@@ -583,6 +743,7 @@ class FsOps:
         try:
             self._pre("copy", dst)
             with open(src, "rb") as fi, open(partial, "wb") as fo:
+                ownership.adopt(fo.fileno(), os.stat(fi.fileno()))    # a kept file keeps its owner
                 fi.seek(start)
                 size = _copy_stream(fi, fo, None if end is None else end - start, h)
                 fo.flush()
@@ -657,7 +818,9 @@ class FsOps:
         self._make_dirs(q.folder)
         try:
             self._pre("write", q.journal)
+            reference = ownership.like(q.journal)
             fd = os.open(q.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            ownership.adopt(fd, reference)
         except FileExistsError:
             fd = None
         except OSError as e:
@@ -673,6 +836,14 @@ class FsOps:
             self.step(f"write {q.journal}")
             self.fsync_dir(q.folder)
         self._manifest = q.journal
+
+
+def take_owner_and_mode(path: Path, like: os.stat_result) -> None:
+    """`path` gets the permission bits of `like` and, when we run as root, its owner and group, so
+    that a broker running as its own user can open what kafkalog wrote."""
+    os.chmod(path, like.st_mode & 0o7777)
+    if os.geteuid() == 0 and (os.stat(path).st_uid, os.stat(path).st_gid) != (like.st_uid, like.st_gid):
+        os.chown(path, like.st_uid, like.st_gid)
 
 
 def _key(path: Path) -> str:
@@ -739,3 +910,22 @@ def _unlink_quietly(path: Path) -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+def stage_copy(directory: Path, links: dict[str, Path], contents: dict[str, tuple[bytes, int | None]]) -> Path:
+    """A scratch copy of a partition dir outside every log dir, for planning (recover's overflow
+    split): `directory` created with `links` (name -> file, hard-linked where the file system
+    allows, else copied) and `contents` (name -> (bytes, mtime_ns or None)). Never inside a log
+    dir: the broker takes every directory there for a partition."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, src in links.items():
+        try:
+            os.link(src, directory / name)
+        except OSError:
+            shutil.copy2(src, directory / name)
+    for name, (data, mtime_ns) in contents.items():
+        (directory / name).write_bytes(data)
+        if mtime_ns is not None:
+            os.utime(directory / name, ns=(mtime_ns, mtime_ns))
+    return directory

@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from kafkalog_cli.errors import InputError, LockedError, WriteError
+from kafkalog_cli.storage import ownership
 from kafkalog_cli.storage.names import LOCK_FILE
 
 # struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
@@ -44,11 +45,14 @@ class LogDirLock:
         if not self.log_dir.is_dir():
             raise InputError("not a directory", path=str(self.log_dir))
         try:
+            reference = None if self.path.exists() else ownership.like(self.path)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            if reference is not None:        # as root: the broker's user must open it too
+                ownership.adopt(fd, reference)
         except OSError as e:
             if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 # A read-only or foreign dir: we could not change anything in it anyway.
-                raise WriteError(f"cannot open the lock file: {e.strerror}", path=str(self.path)) from None
+                raise WriteError(f"cannot open the lock file: {(e.strerror or str(e)).lower()}", path=str(self.path)) from None
             raise
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

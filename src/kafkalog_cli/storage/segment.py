@@ -476,6 +476,16 @@ class Segment:
         after the entry's offset. Otherwise the log is scanned from its first byte (and `warn`,
         if given, gets one line saying why), so a damaged index never hides records."""
         log = self.log
+        for b in self.batches(self.offset_index_position(offset, warn)):
+            if b.last_offset >= offset:
+                return b.position
+        return len(log)
+
+    def offset_index_position(self, offset: int, warn: Callable[[str], None] | None = None) -> int:
+        """OffsetIndex.lookup(offset).position: the position of the largest offset-index entry at
+        or below `offset` (0 without one), where the broker starts reading for it; the index
+        checked as position_for_offset checks it (0 when it cannot be used)."""
+        log = self.log
         start = 0
         entry = None
         entries, why = _usable_entries(self.offset_index,
@@ -493,10 +503,7 @@ class Segment:
                 why = _check_entry_batch(log, entry.position, entry.offset)
                 if why is None:
                     start = entry.position
-        for b in self.batches(self._scan_start(start, why, self.index_path, warn)):
-            if b.last_offset >= offset:
-                return b.position
-        return len(log)
+        return self._scan_start(start, why, self.index_path, warn)
 
     def position_for_timestamp(self, timestamp: int, warn: Callable[[str], None] | None = None) -> int:
         """Byte position of the first batch that may hold a record with timestamp >= `timestamp`:

@@ -259,17 +259,48 @@ def format_metadata_record(value: bytes | memoryview | None, offset: int,
 class ConfigsImage:
     """The part of Kafka's MetadataImage that decides a log's config, built by replaying records
     in log order (TopicsDelta and ConfigurationsDelta): the live topics, each topic's config
-    overrides, and the broker configs by resource name ("" is the cluster-wide default)."""
+    overrides, the broker configs by resource name ("" is the cluster-wide default) and the
+    finalized feature levels (FeatureLevelRecord: metadata.version, transaction.version, ...).
+
+    Metadata transactions (KIP-868, 3.6+; MetadataBatchLoader.replay): the records after a
+    BeginTransactionRecord take effect at its EndTransactionRecord, are dropped at an
+    AbortTransactionRecord, and a transaction still open where the log ends is not published."""
 
     topic_ids: dict[str, str] = field(default_factory=dict)                 # topic id -> name
     topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic name -> overrides
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    features: dict[str, int] = field(default_factory=dict)                  # name -> finalized level
+    pending: list | None = None              # the records of an open metadata transaction
+    aborted_transactions: int = 0
 
     @property
     def topics(self) -> frozenset[str]:
         return frozenset(self.topic_ids.values())
 
-    def replay(self, rec: MetadataRecord) -> None:
+    @property
+    def in_transaction(self) -> bool:
+        return self.pending is not None
+
+    def replay(self, rec: MetadataRecord, offset: int | None = None) -> None:
+        if rec.api_key == BEGIN_TRANSACTION_RECORD:
+            self.pending = []                # a second Begin: Kafka's loader faults; the newer one counts
+            return
+        if rec.api_key == END_TRANSACTION_RECORD:
+            pending, self.pending = self.pending or [], None
+            for r in pending:
+                self._apply(r)
+            return
+        if rec.api_key == ABORT_TRANSACTION_RECORD:
+            if self.pending is not None:
+                self.aborted_transactions += 1
+            self.pending = None
+            return
+        if self.pending is not None:
+            self.pending.append(rec)
+        else:
+            self._apply(rec)
+
+    def _apply(self, rec: MetadataRecord) -> None:
         d = rec.data
         if rec.api_key == 2:      # TOPIC_RECORD
             self.topic_ids[d["topicId"]] = d["name"]
@@ -278,6 +309,8 @@ class ConfigsImage:
             name = self.topic_ids.pop(d["topicId"], None)
             if name is not None:
                 self.topic_configs.pop(name, None)
+        elif rec.api_key == 12:   # FEATURE_LEVEL_RECORD
+            self.features[d["name"]] = d["featureLevel"]
         elif rec.api_key == 4:    # CONFIG_RECORD: a null value deletes the key
             if d["resourceType"] == CONFIG_RESOURCE_TOPIC:
                 configs = self.topic_configs.setdefault(d["resourceName"], {})
@@ -289,6 +322,13 @@ class ConfigsImage:
                 configs.pop(d["name"], None)
             else:
                 configs[d["name"]] = d["value"]
+
+    def undecoded(self, offset: int | None, error: Exception) -> None:
+        """A record that does not decode sets no config."""
+
+
+# MetadataRecordType ids of the metadata transaction records (3.6+)
+BEGIN_TRANSACTION_RECORD, END_TRANSACTION_RECORD, ABORT_TRANSACTION_RECORD = 23, 24, 25
 
 
 def topic_configs(values: Iterable[bytes | memoryview | None]) -> dict[str, dict[str, str]]:

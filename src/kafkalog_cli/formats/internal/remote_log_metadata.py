@@ -105,3 +105,64 @@ def decode_remote_log_metadata(value: bytes | memoryview | None) -> dict[str, An
     api_key, version, schema, fields = read_api_message(value, SCHEMAS)
     return {"type": SCHEMAS[api_key][0], "version": version, "data": json_node(schema, fields, version),
             "text": _to_string(api_key, fields)}
+
+
+# ------------------------------------------------------------------ which partition, what state
+DEFAULT_METADATA_TOPIC_PARTITIONS = 50     # TopicBasedRemoteLogMetadataManagerConfig
+METADATA_TOPIC = "__remote_log_metadata"   # ...REMOTE_LOG_METADATA_TOPIC_NAME
+COPY_SEGMENT_FINISHED = 1                  # RemoteLogSegmentState.COPY_SEGMENT_FINISHED's id
+
+
+def _int32(x: int) -> int:
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def murmur2(data: bytes) -> int:
+    """org.apache.kafka.common.utils.Utils.murmur2, a signed 32-bit int."""
+    m, r, mask = 0x5BD1E995, 24, 0xFFFFFFFF
+    length = len(data)
+    h = (0x9747B28C ^ length) & mask
+    for i in range(length // 4):
+        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
+        k = (k * m) & mask
+        k ^= k >> r
+        k = (k * m) & mask
+        h = ((h * m) & mask) ^ k
+    tail = length & ~3
+    rest = length % 4
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & mask
+    h ^= h >> 13
+    h = (h * m) & mask
+    h ^= h >> 15
+    return _int32(h)
+
+
+def _java_long_hash(v: int) -> int:
+    v &= 0xFFFFFFFFFFFFFFFF
+    return _int32(v ^ (v >> 32))
+
+
+def metadata_partition(topic_id: bytes, partition: int, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS) -> int:
+    """RemoteLogMetadataTopicPartitioner.metadataPartition: murmur2 of the 4 bytes of
+    Objects.hash(topicId's least and most significant bits, partition), made positive
+    (Utils.toPositive), modulo the metadata topic's partition count."""
+    most, least = int.from_bytes(topic_id[:8], "big"), int.from_bytes(topic_id[8:16], "big")
+    h = 1
+    for part in (_java_long_hash(least), _java_long_hash(most), _int32(partition)):
+        h = _int32(31 * h + part)
+    return (murmur2((h & 0xFFFFFFFF).to_bytes(4, "big")) & 0x7FFFFFFF) % partitions
+
+
+def decode_remote_log_record(value: bytes | memoryview | None) -> tuple[int, dict[str, Any]]:
+    """(apiKey, fields as read) of one __remote_log_metadata record; InvalidRecordError if not one."""
+    if value is None:
+        raise InvalidRecordError("__remote_log_metadata record without a value")
+    api_key, _, _, fields = read_api_message(value, SCHEMAS)
+    return api_key, fields

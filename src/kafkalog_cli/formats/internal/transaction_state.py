@@ -91,7 +91,11 @@ def read_value(value: bytes | memoryview) -> TransactionLogValue:
     if version != 0:
         raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
                                   f"transaction log message value", position=0)
-    d = read_struct(r, _VALUE, version)
+    return _value_of(version, read_struct(r, _VALUE, version))
+
+
+def _value_of(version: int, d: dict[str, Any]) -> TransactionLogValue:
+    """TransactionLogValue from its read fields (any version), its status checked."""
     status = d["transactionStatus"]
     if not 0 <= status <= 7:
         raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown transaction state id {status} "
@@ -101,6 +105,24 @@ def read_value(value: bytes | memoryview) -> TransactionLogValue:
         version, d["producerId"], d["producerEpoch"], d["transactionTimeoutMs"], TransactionState(status),
         None if parts is None else [(p["topic"], list(p["partitionIds"])) for p in parts],
         d["transactionLastUpdateTimestampMs"], d["transactionStartTimestampMs"])
+
+
+def read_value_v0_or_v1(value: bytes | memoryview) -> TransactionLogValue:
+    """TransactionLog.readTxnRecordValue as Kafka 4.x reads it: version 0, or the flexible version
+    1 (KIP-890, TransactionLogValue.json "validVersions": "0-1", "flexibleVersions": "1+"), which
+    brokers write once the finalized transaction.version is at least 1. 3.3.1 knows only 0
+    (read_value); the tagged fields of 1 (previous/next producer id, clientTransactionVersion)
+    do not change what a transaction's state is."""
+    from kafkalog_cli.formats.internal.schemas import MESSAGES
+
+    r = Readable(value)
+    version = r.read_int16()
+    if version == 0:
+        return read_value(value)
+    if version != 1:
+        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
+                                  f"transaction log message value", position=0)
+    return _value_of(version, read_struct(r, MESSAGES["TransactionLogValue"], version))
 
 
 def _topic_partition_hash(topic: str, partition: int) -> int:

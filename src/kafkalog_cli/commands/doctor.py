@@ -1,0 +1,58 @@
+"""`kafkalog doctor LOGDIR...`: options -> ops.doctor -> a verdict, findings and fixes."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.errors import ExitCode, InputError, UsageError
+
+
+@click.command("doctor", short_help="Will a broker start on these log dirs? If not, why, and the fix.")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
+                   "when none is given) and metadata.log.dir are checked against the log dirs.")
+@click.option("--user", metavar="USER",
+              help="The user the broker runs as [default: the owner of each log dir].")
+@format_option("text: the verdict and one block per finding. json: one object for scripts.")
+def command(paths, server_properties, user, fmt):
+    """Say whether a Kafka broker would start on these log dirs and, if not, why and the exact
+    fix. Changes nothing and takes no lock (a held .lock is a finding).
+
+    Follows Kafka 3.3.1's start-up: meta.properties in every log dir (missing, damaged,
+    disagreeing across log dirs or with server.properties' node.id, a directory.id in two log
+    dirs), the KRaft metadata log's place, a held .lock, files the broker's user cannot read or
+    write and read-only mounts, free space and inodes for what the broker writes as it starts,
+    damaged checkpoint files, segments that stop the load or are truncated by it (recover's own
+    plan, with the broker's words), directories that are not partitions, -delete/-future/-stray
+    dirs and unknown files. Each finding has a severity (error: the broker will not start;
+    warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
+    what the broker does, and the fix (a kafkalog command where one exists).
+
+    \b
+    Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings; 8 it will not
+    start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
+    log dir. Precedence: kafkalog --help.
+    """
+    from kafkalog_cli.ops import doctor
+    from kafkalog_cli.render import human
+
+    config = doctor.BrokerConfig.read(server_properties)
+    dirs = [Path(p) for p in paths] or [Path(d) for d in config.log_dirs]
+    if not dirs:
+        raise UsageError("give the log dirs, or --server-properties with log.dirs")
+    for d in dirs:
+        if d.exists() and not d.is_dir():
+            raise InputError("not a directory (give the broker's log dirs)", path=str(d))
+    diag = doctor.diagnose(dirs, config, user)
+    if fmt == "json":
+        click.echo(json.dumps(diag.to_json(), indent=2))
+    else:
+        click.echo(human.doctor(diag))
+    if not diag.starts:
+        click.get_current_context().exit(int(ExitCode.BROKER_WONT_START))
+    if any(f.severity.value == "warning" for f in diag.findings):
+        click.get_current_context().exit(int(ExitCode.PROBLEMS))

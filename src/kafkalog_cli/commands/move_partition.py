@@ -1,0 +1,92 @@
+"""`kafkalog move-partition SRC_LOGDIR DST_LOGDIR --topic T --partition N`: options ->
+ops.move_partition under both log dirs' locks -> the plan or the report."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.errors import ExitCode
+
+from kafkalog_cli.commands.common import one_line_errors
+from kafkalog_cli.commands.options import dry_run_option, format_option, quarantine_options, report_option
+
+
+@click.command("move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD).")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.argument("destination", type=click.Path(path_type=Path))
+@click.option("--topic", required=True, metavar="TOPIC", help="The partition's topic (a name, not a pattern).")
+@click.option("--partition", required=True, type=click.IntRange(min=0), metavar="N", help="The partition number.")
+@quarantine_options
+@dry_run_option
+@format_option("text: the plan or what was done. json: one object.")
+@report_option
+@one_line_errors
+def command(source, destination, topic, partition, quarantine_dir, no_quarantine, dry_run, fmt, report_path):
+    """Move the partition TOPIC-N from the log dir SOURCE to the log dir DESTINATION of the same
+    stopped broker (JBOD: a full or failing disk), as Kafka's alter-log-dirs move would, offline.
+
+    Takes both log dirs' .lock (not with --dry-run), checks the destination's free space, then:
+    copies the partition, fsynced, into the destination as the broker's own future replica
+    (<topic>-<partition>.<uuid>-future, which a broker started meanwhile completes itself); gives
+    the destination's recovery-point, log-start-offset, replication-offset and cleaner-offset
+    checkpoints the partition's entries from the source's; renames the copy live; renames the
+    source <topic>-<partition>.<uuid>-delete (the broker deletes it on its next start); removes
+    the source's entries. New files take the source's mode, mtime and (as root) owner and group;
+    overwritten checkpoint files are kept in the quarantine. A run killed at any step is finished
+    by running it again; see kafkalog-move-partition(1) for what the broker does meanwhile, and
+    for Kafka 3.7+ KRaft JBOD (directory.id).
+
+    Refused: a destination that holds the partition (unless it is this command's own identical
+    copy of a killed run), log dirs of different brokers, a source not shut down cleanly into a
+    destination that was, or with a .swap file (run recover first).
+
+    \b
+    Exit codes: 0 moved, or nothing to do (moved already); 1 a dry run with the move pending;
+    2 usage or refused (see above);
+    3 a damaged checkpoint file; 4 a missing log dir or partition; 5 a log dir is locked (a
+    broker runs on it); 6 not enough space in the destination, or a write failed.
+    """
+    from kafkalog_cli.commands.options import write_report
+    from kafkalog_cli.ops import move_partition as ops
+    from kafkalog_cli.render import human
+    from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+    from kafkalog_cli.storage.lock import LogDirLock
+    from kafkalog_cli.storage.names import TopicPartition
+
+    tp = TopicPartition(topic, partition)
+    root = quarantine_root(destination, quarantine_dir, no_quarantine)
+    if dry_run:
+        plan = ops.plan(source, destination, tp)
+        report = {"dry_run": True, **plan.to_json()}
+    else:
+        first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
+        with LogDirLock(first), LogDirLock(second):
+            plan = ops.plan(source, destination, tp)
+            report = ops.apply(plan, FsOps(destination, Quarantine(root, "move-partition")))
+    if fmt == "json":
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(_text(plan, report, dry_run, human))
+    write_report(report_path, [report])
+    if dry_run and plan.actions:       # the one exit-code table: a dry run with changes pending
+        sys.exit(int(ExitCode.PROBLEMS))
+
+
+def _text(plan, report: dict, dry_run: bool, human) -> str:
+    from kafkalog_cli.ops.move_partition import MoveState
+
+    lines = [human.move_plan(plan)] if plan.actions or plan.findings else [
+        f"move-partition {plan.topic_partition}: nothing to do ({plan.state.value})"]
+    lines += [f"  note: {n}" for n in plan.notes]
+    if not dry_run and plan.actions and plan.state is MoveState.MOVED:
+        lines.append(f"{plan.topic_partition} was in {plan.log_dir} already; its stale entries left the source's "
+                     f"checkpoints")
+    elif not dry_run and plan.actions:
+        lines.append(f"moved {plan.topic_partition} to {plan.log_dir} ({plan.bytes_to_copy} bytes copied); the "
+                     f"source's -delete dir is deleted by the broker on its next start")
+        if report.get("quarantine"):
+            lines.append(f"  overwritten checkpoint files kept in {report['quarantine']}")
+    return "\n".join(lines)

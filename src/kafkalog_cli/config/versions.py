@@ -1,0 +1,298 @@
+"""The Kafka version that will load a log dir next, as a range, and the rules that depend on it.
+
+What a log dir holds bounds that version from below only: a broker never writes what it cannot
+read, but metadata.version stays old until someone upgrades it, and a ZooKeeper-era dir says
+nothing at all. So the version is a range [what the dir proves, the newest kafkalog knows]:
+
+- metadata.version, the last FeatureLevelRecord "metadata.version" in __cluster_metadata (and in
+  the log dir's bootstrap.checkpoint): its release (MetadataVersion: feature level 19 is 3.7-IV4,
+  25 is 4.0-IV3, 29 is 4.2-IV1); a broker refuses to start on a metadata.version it does not know
+  (QuorumController / BrokerServer: "unsupported metadata.version");
+- meta.properties with a directory.id: 3.7 and later write it (MetaProperties, KIP-858);
+- `.kafka_cleanshutdown` holding JSON ({"version":0,"brokerEpoch":N}): 3.7 and later write it
+  (CleanShutdownFileHandler, KIP-966); 3.3 to 3.6 leave it empty.
+
+kafkalog models 3.3 to 4.2; a version older than 3.3 follows 3.3's rules in every rule here. A
+rule (VersionRule, "since" a version) applies where every version of the range agrees; where
+they disagree the version stated with `--kafka-version` decides; where nothing decides and the
+rule would decide a deletion, the op refuses (exit 7) and says how to state it.
+"""
+from __future__ import annotations
+
+import enum
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalog_cli.errors import UsageError
+
+
+@dataclass(frozen=True, order=True)
+class KafkaVersion:
+    """A Kafka release as its rules change: major.minor (a patch release changes none here)."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: str, option: str = "--kafka-version") -> "KafkaVersion":
+        """`3.9`, `3.9.0`, `3.9.0-rc3`, `4.0.0`."""
+        m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?(?:-[A-Za-z0-9.]+)?\s*", str(text))
+        if not m:
+            raise UsageError(f"{option}: {text!r} is not a Kafka version (e.g. 3.9 or 4.0.0)")
+        version = cls(int(m.group(1)), int(m.group(2)))
+        if version < OLDEST_MODELLED:
+            version = OLDEST_MODELLED   # older releases follow 3.3's rules in everything modelled here
+        return version
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+
+KNOWN_VERSIONS = tuple(KafkaVersion(3, m) for m in range(3, 10)) + tuple(KafkaVersion(4, m) for m in range(0, 3))
+OLDEST_MODELLED, NEWEST_MODELLED = KNOWN_VERSIONS[0], KNOWN_VERSIONS[-1]
+
+# MetadataVersion (server-common): feature level -> release. 1-3 are 3.0-3.2 (a KRaft dir of
+# those is loaded by 3.3+ only after an upgrade), 30+ are releases after 4.2.
+_MV_RELEASES = {1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
+                8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1",
+                14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4",
+                20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3",
+                26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0",
+                32: "4.4-IV1", 33: "4.4-IV2", 34: "4.5-IV0"}
+
+
+def metadata_version_release(level: int) -> str | None:
+    """`3.7-IV4` for feature level 19 (MetadataVersion); None for a level kafkalog does not know."""
+    return _MV_RELEASES.get(level)
+
+
+class VersionSource(enum.Enum):
+    """What bounds the version, in words."""
+
+    METADATA_VERSION = "metadata.version"
+    DIRECTORY_ID = "meta.properties directory.id"
+    CLEAN_SHUTDOWN = ".kafka_cleanshutdown content"
+    KAFKA_VERSION_OPTION = "--kafka-version"
+
+
+@dataclass(frozen=True)
+class VersionEvidence:
+    """One fact of the log dir that proves the next broker is at least `at_least`."""
+
+    source: VersionSource
+    at_least: KafkaVersion
+    detail: str          # `feature level 19 (3.7-IV4)`
+    path: str            # the file that holds it
+
+    def __str__(self) -> str:
+        return f"{self.source.value} {self.detail} in {self.path}: Kafka {self.at_least} or later"
+
+    def to_dict(self) -> dict:
+        return {"source": self.source.name, "at_least": str(self.at_least), "detail": self.detail, "path": self.path}
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    """A rule that holds from Kafka `since` on; `where` cites Kafka's class and method."""
+
+    name: str
+    since: KafkaVersion
+    where: str
+
+    def applies(self, version: KafkaVersion) -> bool:
+        return version >= self.since
+
+
+@dataclass(frozen=True)
+class RuleDecision:
+    """Whether a rule applies to the log dir's next broker: True/False, or None when the versions
+    of the range disagree and none was stated; `by` says what decided it, in words."""
+
+    rule: VersionRule
+    applies: bool | None
+    by: str
+
+    @property
+    def known(self) -> bool:
+        return self.applies is not None
+
+    def refusal(self, what: str) -> str:
+        """`<what> depends on the Kafka version ...; state it with --kafka-version`."""
+        return (f"{what} depends on the Kafka version that will load the log dir ({self.rule.name}: Kafka "
+                f"{self.rule.since} and later, {self.by}); state it with --kafka-version VERSION")
+
+
+@dataclass(frozen=True)
+class KafkaVersions:
+    """The range of Kafka versions that may load the log dir next, and the version stated."""
+
+    evidence: tuple[VersionEvidence, ...] = ()
+    stated: KafkaVersion | None = None
+
+    @property
+    def low(self) -> KafkaVersion:
+        return max((e.at_least for e in self.evidence), default=OLDEST_MODELLED)
+
+    @property
+    def high(self) -> KafkaVersion:
+        return max(NEWEST_MODELLED, self.low)
+
+    @property
+    def candidates(self) -> tuple[KafkaVersion, ...]:
+        if self.stated is not None:
+            return (self.stated,)
+        return tuple(v for v in KNOWN_VERSIONS if v >= self.low) or (self.low,)
+
+    @property
+    def range_text(self) -> str:
+        low = "3.3 or older" if self.low == OLDEST_MODELLED and not self.evidence else str(self.low)
+        return f"{low} to {self.high} (or later)" if self.low < self.high else f"{self.low} or later"
+
+    def decide(self, rule: VersionRule) -> RuleDecision:
+        answers = {rule.applies(v) for v in self.candidates}
+        if self.stated is not None:
+            return RuleDecision(rule, rule.applies(self.stated), f"--kafka-version {self.stated}")
+        if len(answers) == 1:
+            return RuleDecision(rule, answers.pop(), f"every version the log dir allows ({self.range_text})")
+        return RuleDecision(rule, None, f"the log dir allows {self.range_text}")
+
+    def applies(self, rule: VersionRule) -> bool | None:
+        return self.decide(rule).applies
+
+    def with_stated(self, stated: KafkaVersion | None) -> "KafkaVersions":
+        """These versions with `stated`, which the log dir must allow: a broker older than what the dir
+        proves refuses to load it (a usage error naming the proof)."""
+        if stated is not None:
+            too_new = [e for e in self.evidence if e.at_least > stated]
+            if too_new:
+                raise UsageError(f"--kafka-version {stated}: the log dir needs Kafka {too_new[0].at_least} or "
+                                 f"later ({too_new[0]})")
+        return KafkaVersions(self.evidence, stated)
+
+    def to_dict(self) -> dict:
+        return {"low": str(self.low), "high": str(self.high), "range": self.range_text,
+                "stated": str(self.stated) if self.stated else None,
+                "evidence": [e.to_dict() for e in self.evidence]}
+
+
+def _release(text: str) -> KafkaVersion:
+    return KafkaVersion.parse(text.split("-")[0])
+
+
+def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None,
+                        metadata_path: str | None = None, stated: KafkaVersion | None = None) -> KafkaVersions:
+    """What `log_dir` proves about its next broker: `metadata_version` (the feature level the
+    caller replayed from __cluster_metadata, at `metadata_path`), bootstrap.checkpoint's,
+    meta.properties' directory.id and .kafka_cleanshutdown's JSON. Never raises for what it
+    reads: a file that cannot be read proves nothing."""
+    log_dir = Path(log_dir)
+    out: list[VersionEvidence] = []
+    levels = [(metadata_version, metadata_path or str(log_dir / "__cluster_metadata-0"))]
+    levels.append((bootstrap_metadata_version(log_dir), str(log_dir / "bootstrap.checkpoint")))
+    for level, path in levels:
+        if level is None or level < 1:
+            continue
+        release = metadata_version_release(level)
+        at_least = _release(release) if release else KafkaVersion(NEWEST_MODELLED.major, NEWEST_MODELLED.minor + 1)
+        out.append(VersionEvidence(VersionSource.METADATA_VERSION, max(at_least, OLDEST_MODELLED),
+                                   f"feature level {level} ({release or 'newer than 4.2'})", path))
+    props = _read_text(log_dir / "meta.properties")
+    if props is not None and re.search(r"(?m)^\s*directory\.id\s*[=:]", props):
+        out.append(VersionEvidence(VersionSource.DIRECTORY_ID, KafkaVersion(3, 7), "present",
+                                   str(log_dir / "meta.properties")))
+    clean = _read_text(log_dir / ".kafka_cleanshutdown")
+    if clean and clean.strip():
+        try:
+            content = json.loads(clean)
+        except ValueError:
+            content = None
+        if isinstance(content, dict) and "brokerEpoch" in content:
+            out.append(VersionEvidence(VersionSource.CLEAN_SHUTDOWN, KafkaVersion(3, 7),
+                                       f"{{\"version\":{content.get('version')},\"brokerEpoch\":{content['brokerEpoch']}}}",
+                                       str(log_dir / ".kafka_cleanshutdown")))
+    return KafkaVersions(tuple(out)).with_stated(stated)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_bytes()[:1 << 16].decode("utf-8", "replace")
+    except OSError:
+        return None
+
+
+def bootstrap_metadata_version(log_dir: Path) -> int | None:
+    """metadata.version in the log dir's bootstrap.checkpoint (kafka-storage format writes it)."""
+    from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
+    from kafkalog_cli.formats.records import iter_batches
+    from kafkalog_cli.errors import KafkalogError
+
+    try:
+        buf = (log_dir / "bootstrap.checkpoint").read_bytes()
+    except OSError:
+        return None
+    level = None
+    try:
+        for batch in iter_batches(buf):
+            if batch.is_control:
+                continue
+            for rec in batch.records():
+                try:
+                    r = decode_metadata_record(rec.value)
+                except KafkalogError:
+                    continue
+                if r.api_key == 12 and r.data.get("name") == "metadata.version":
+                    level = r.data["featureLevel"]
+    except KafkalogError:
+        return level
+    return level
+
+
+# ------------------------------------------------------------------ the rules that changed
+# Each cites where Kafka changed it; see the ops that use them.
+TIERED_STORAGE = VersionRule(
+    "tiered storage", KafkaVersion(3, 6),
+    "UnifiedLog.isRemoteLogEnabled / deletableSegments (3.6: remote.storage.enable acts; before, it is ignored)")
+TIERED_ROLL_AND_START_OFFSET = VersionRule(
+    "tiered retention rolls the active segment and deletes below the log start offset", KafkaVersion(3, 7),
+    "UnifiedLog.deletableSegments: shouldRoll, allowDeletionDueToLogStartOffsetIncremented (3.7)")
+TIERED_LOG_START_CHECKPOINT = VersionRule(
+    "log-start-offset-checkpoint lists every remote-enabled partition", KafkaVersion(3, 8),
+    "LogManager.checkpointLogStartOffsetsInDir: log.remoteLogEnabled() || ... (KAFKA-16146, 3.8)")
+REMOTE_LOG_COPY_DISABLE = VersionRule(
+    "remote.log.copy.disable", KafkaVersion(3, 9),
+    "UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled (3.9, KIP-950)")
+SHARE_GROUP_STATE_INTERNAL = VersionRule(
+    "__share_group_state is internal", KafkaVersion(3, 9),
+    "Topic.INTERNAL_TOPICS (3.9 adds SHARE_GROUP_STATE_TOPIC_NAME)")
+EARLIEST_LOCAL_TIMESTAMP = VersionRule(
+    "ListOffsets earliest-local (-4)", KafkaVersion(3, 5),
+    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.EARLIEST_LOCAL_TIMESTAMP (3.5)")
+LATEST_TIERED_TIMESTAMP = VersionRule(
+    "ListOffsets latest-tiered (-5)", KafkaVersion(3, 9),
+    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.LATEST_TIERED_TIMESTAMP (3.9, KIP-1005)")
+MAX_TIMESTAMP_EXACT = VersionRule(
+    "max-timestamp answers the record with the largest timestamp", KafkaVersion(3, 8),
+    "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)")
+
+CLEANER_RETAINS_LAST_BATCH = VersionRule(
+    "the cleaner retains the last batch of a round", KafkaVersion(4, 0),
+    "Cleaner.cleanInto: batch.nextOffset == upperBoundOffsetOfCleaningRound -> RETAIN_EMPTY (KAFKA-17076, 4.0)")
+SEGMENT_BYTES_FLOOR_1MIB = VersionRule(
+    "segment.bytes at least 1 MiB", KafkaVersion(4, 0),
+    "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)")
+
+ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
+
+# Topic.isInternal by version (clients/src/main/java/org/apache/kafka/common/internals/Topic.java:
+# 3.3.1 to 3.8 __consumer_offsets and __transaction_state; 3.9 to 4.2 also __share_group_state).
+# The KRaft metadata log and __remote_log_metadata are not in Kafka's list.
+INTERNAL_TOPIC_RULES = {"__consumer_offsets": ALWAYS, "__transaction_state": ALWAYS,
+                        "__share_group_state": SHARE_GROUP_STATE_INTERNAL}
+
+
+def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
+    """Whether Topic.isInternal(topic) on the next broker (None: a topic no version calls internal)."""
+    rule = INTERNAL_TOPIC_RULES.get(topic)
+    return None if rule is None else versions.decide(rule)

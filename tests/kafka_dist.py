@@ -1,0 +1,97 @@
+"""Which Kafka a KAFKA_HOME holds, and what differs between the versions the broker tests run.
+
+The version comes from the distribution itself: `kafka/kafka-version.properties` inside
+libs/kafka-clients-*.jar (what `kafka-server-start.sh --version` prints), else the name of
+libs/kafka_<scala>-<version>.jar. A from-source build by tools/kafka-broker also leaves
+BUILD-INFO (the git tag it was built from, e.g. 3.9.0-rc3, whose gradle.properties says 3.9.0).
+
+Harness differences by version, kept here so every broker helper agrees:
+- `kafka-storage.sh format`: the same `-t CLUSTER_ID -c CONFIG` on 3.3 and 3.9 with a static
+  `controller.quorum.voters`; 3.9 writes meta.properties version 1 with a directory.id and
+  metadata.version 3.9-IV0 (3.3.1: 3.3-IV3) unless `--release-version` says otherwise
+  (`format_args(release_version=...)`).
+- a 3.9 broker started on a dir formatted by 3.3.1 adds directory.id to meta.properties
+  (MetaPropertiesEnsemble), and writes `{"version":0,"brokerEpoch":N}` into
+  `.kafka_cleanshutdown` on a clean stop (3.3.1: an empty file).
+"""
+from __future__ import annotations
+
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class KafkaDist:
+    home: str
+    version: str          # as the jars say: "3.3.1", "3.9.0"
+    commit: str           # the commit id the jars carry ("" if unknown)
+    tag: str              # the git tag of a from-source build (BUILD-INFO), else the version
+
+    @property
+    def version_tuple(self) -> tuple[int, ...]:
+        return tuple(int(x) for x in re.findall(r"\d+", self.version)[:3])
+
+    def at_least(self, *v: int) -> bool:
+        return self.version_tuple >= v
+
+    @property
+    def label(self) -> str:
+        """What a test report says: "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at /opt/..."."""
+        inner = ", ".join(x for x in ((self.version if self.tag != self.version else ""),
+                                      (f"commit {self.commit}" if self.commit else "")) if x)
+        return f"Kafka {self.tag}" + (f" ({inner})" if inner else "") + f" at {self.home}"
+
+    def format_args(self, cluster_id: str, config: str | Path, release_version: str | None = None) -> list[str]:
+        """`kafka-storage.sh format` for a one-node KRaft cluster with a static voter set (the
+        same flags on 3.3 and 3.9; `--release-version` pins metadata.version on both)."""
+        args = [f"{self.home}/bin/kafka-storage.sh", "format", "-t", cluster_id, "-c", str(config)]
+        if release_version:
+            args += ["--release-version", release_version]
+        return args
+
+
+def _properties(text: str) -> dict[str, str]:
+    out = {}
+    for line in text.splitlines():
+        if "=" in line and not line.lstrip().startswith("#"):
+            k, v = line.split("=", 1)
+            out[k.strip()] = v.strip()
+    return out
+
+
+@lru_cache(maxsize=None)
+def kafka_dist(home: str | None = None) -> KafkaDist | None:
+    """The Kafka at `home` (default KAFKA_HOME), or None when there is none."""
+    home = home if home is not None else os.environ.get("KAFKA_HOME", "")
+    libs = Path(home, "libs") if home else None
+    if not libs or not libs.is_dir():
+        return None
+    version = commit = ""
+    for jar in sorted(libs.glob("kafka-clients-*.jar")):
+        try:
+            with zipfile.ZipFile(jar) as z:
+                props = _properties(z.read("kafka/kafka-version.properties").decode("latin-1"))
+            version, commit = props.get("version", ""), props.get("commitId", "")
+            break
+        except (KeyError, OSError, zipfile.BadZipFile):
+            continue
+    if not version:
+        for jar in sorted(libs.glob("kafka_2.*-*.jar")):
+            m = re.fullmatch(r"kafka_2\.\d+-(\d+\.\d+\.\d+[^-]*?)\.jar", jar.name)
+            if m:
+                version = m.group(1)
+                break
+    if not version:
+        return None
+    info = Path(home, "BUILD-INFO")
+    tag = _properties(info.read_text()).get("tag", version) if info.exists() else version
+    return KafkaDist(home=home, version=version, commit=commit, tag=tag)
+
+
+def describe() -> str:
+    d = kafka_dist()
+    return d.label if d else "no Kafka (KAFKA_HOME unset or not a Kafka distribution)"
