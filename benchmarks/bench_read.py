@@ -9,12 +9,19 @@ Builds v2 segments of 100-byte records (100-byte values, 8-byte keys), 100 recor
   verify-crc   `kafkalog verify-crc <partition>` (installed command, start-up included) and the
                library (`verify_groups`, every core) on the 1 GiB partition; target >= 50% of raw
   dump-log     batch lines of one segment, installed command, output to /dev/null; target >= 8%
-  --deep-iteration / --print-data-log, Kafka text and --format json   records/s to /dev/null,
-               beside kafka-python's decoder (DefaultRecordBatch over the same bytes, one core)
-               run just before each, the median of --repeat pairs, wall-clock and per CPU-second;
-               targets >= 3.8x and >= 2.7x kafka-python's rate, wall-clock (the figure is skipped,
-               with a note, when kafka-python is not installed)
-  verify-crc --deep   records/s over the same segment; target >= 3.8x kafka-python's rate
+  --deep-iteration / --print-data-log, Kafka text and --format json   records/s to /dev/null
+               with --jobs 1, beside kafka-python's decoder (DefaultRecordBatch over the same
+               bytes, one core) and aiokafka's C decoder (Cython) run just before each, the median
+               of --repeat runs, wall-clock and per CPU-second; targets: per CPU-second
+               --deep-iteration >= aiokafka's C decoder, --print-data-log >= 8x kafka-python
+               (wall-clock with every core: >= 3.8x and >= 2.7x); a reference that is not
+               installed is skipped with a note
+  verify-crc --deep   records/s over the same segment; target >= 15x kafka-python per CPU-second
+  kafka-dump-log   3.3.1's (KAFKA_HOME, default /opt/kafka-3.3.1) on --deep-iteration and
+               --print-data-log of the same segment: target >= 10x its records per CPU-second
+  verify-crc CPU   --jobs 1 and --jobs 2 CPU seconds over the partition (start-up, workers and
+               page release included; target: --jobs 2 <= --jobs 1), and the library's and the
+               command's bytes per CPU-second beside raw crc32c's (target >= 0.9x)
   peak memory  the largest process's peak resident set (a worker's, or the command's) of each
                command, and of JSON Lines and verify-crc --deep over the 1 GiB partition; target
                < 300 MiB
@@ -41,7 +48,9 @@ from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure import KAFKA_PYTHON_MISSING, best_run, kafkalog_command, versus_kafka_python  # noqa: E402
+from measure import (  # noqa: E402
+    AIOKAFKA_MISSING, KAFKA_PYTHON_MISSING, best_run, kafka_dump_log, kafkalog_command, load, run, versus_kafka_python,
+)
 
 RECORDS_PER_BATCH = 100
 VALUE = bytes(range(100))
@@ -94,6 +103,33 @@ def raw_crc32c(files: list[Path]) -> tuple[float, int]:
             total += len(mm)
             mm.close()
     return time.perf_counter() - t, total
+
+
+def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], repeat: int = 7) -> None:
+    """verify-crc's CPU seconds (start-up, workers and page release included) with --jobs 1 and 2,
+    beside one core's raw crc32c pass (CPU seconds) over the same bytes: targets, jobs 2 <= jobs 1,
+    and >= 0.9x raw crc32c per CPU-second (the library loop, and the command)."""
+    import statistics
+
+    from kafkalog_cli.ops.verify import verify_groups
+
+    raw = statistics.median(_cpu(lambda: raw_crc32c(files)) for _ in range(repeat))
+    lib = statistics.median(_cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1))
+                            for _ in range(repeat))
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(repeat):     # alternated, so both meet the same load
+        for j in (1, 2):
+            runs[j].append(run([*kafkalog, "verify-crc", str(part), "--jobs", str(j)])[2])
+    cmd = {j: statistics.median(v) for j, v in runs.items()}
+    print(f"raw crc32c {total / raw / 1e9:5.2f} GB per CPU-second; verify_groups (library, 1 job) {raw / lib:4.2f}x "
+          f"raw per CPU-second (target >= 0.9x); verify-crc command --jobs 1 {cmd[1]:.3f} CPU s ({raw / cmd[1]:4.2f}x "
+          f"raw, start-up included), --jobs 2 {cmd[2]:.3f} CPU s (target <= --jobs 1)   {load()}")
+
+
+def _cpu(fn) -> float:
+    c = time.process_time()
+    fn()
+    return time.process_time() - c
 
 
 def best(fn, repeat: int = 3):
@@ -158,21 +194,42 @@ def main() -> None:
         print(f"record-level runs over {nrec:,} records; each beside a kafka-python run just before it "
               f"(DefaultRecordBatch, one core), medians of {a.repeat}; cpu: records per CPU-second of all "
               f"the command's processes over kafka-python's (what one free core gives)")
-        runs = [("dump-log --deep-iteration", ["dump-log", "--files", str(deep), "--deep-iteration"], 3.8),
-                ("dump-log --print-data-log", ["dump-log", "--files", str(deep), "--print-data-log"], 2.7),
+        # per CPU-second, --jobs 1 (issue 25's targets): beside kafka-python and aiokafka's C decoder
+        # of the same bytes; the wall-clock targets (all cores) of before still printed beside them
+        runs = [("dump-log --deep-iteration", ["dump-log", "--files", str(deep), "--deep-iteration"], 3.8, None, 1.0),
+                ("dump-log --print-data-log", ["dump-log", "--files", str(deep), "--print-data-log"], 2.7, 8.0, None),
                 ("json --deep-iteration", ["dump-log", "--files", str(deep), "--format", "json",
-                                           "--deep-iteration"], 3.8),
+                                           "--deep-iteration"], 3.8, None, 1.0),
                 ("json --print-data-log", ["dump-log", "--files", str(deep), "--format", "json",
-                                           "--print-data-log"], 2.7),
-                ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8)]
-        for name, args, target in runs:
-            v = versus_kafka_python([*kafkalog, *args], nrec, [deep], min(deep.stat().st_size, 16 << 20), a.repeat)
+                                           "--print-data-log"], 2.7, 8.0, None),
+                ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8, 15.0, None)]
+        ours = {}
+        for name, args, target, cpu_target, aio_target in runs:
+            v = versus_kafka_python([*kafkalog, *args, "--jobs", "1"], nrec, [deep], min(deep.stat().st_size, 16 << 20),
+                                    a.repeat)
             if v is None:
                 print(KAFKA_PYTHON_MISSING)
                 break
+            ours[name] = v
+            cpu_goal = f" (target >= {cpu_target}x)" if cpu_target else ""
+            aio = ("" if v.aiokafka_cpu is None else
+                   f", {v.aiokafka_cpu:4.2f}x aiokafka's C decoder" + (f" (target >= {aio_target}x)" if aio_target else ""))
             print(f"kafkalog {name:26s} {nrec / v.seconds / 1e3:6.0f}k records/s   {v.seconds:.2f} s   "
-                  f"{v.wall:4.2f}x kafka-python (target >= {target}x), cpu {v.cpu:4.2f}x   peak {v.peak_mib:.0f} MiB   "
-                  f"{v.loads}")
+                  f"{v.wall:4.2f}x kafka-python (target >= {target}x); per CPU-second {v.cpu:5.2f}x kafka-python"
+                  f"{cpu_goal}{aio}   {v.cpu_s:.2f} CPU s   peak {v.peak_mib:.0f} MiB   {v.loads}")
+        if ours and next(iter(ours.values())).aiokafka_cpu is None:
+            print(AIOKAFKA_MISSING)
+        for name, args in (("dump-log --deep-iteration", ["--deep-iteration"]),
+                           ("dump-log --print-data-log", ["--deep-iteration", "--print-data-log"])):
+            if name not in ours:
+                continue
+            kd = kafka_dump_log(["--files", str(deep), *args])
+            if kd is None:
+                print("kafka-dump-log is not installed (KAFKA_HOME): its reference is skipped")
+                break
+            print(f"kafka-dump-log 3.3.1 {' '.join(args):33s} {kd[1]:.2f} CPU s ({kd[0]:.2f} s): kafkalog {name} "
+                  f"{kd[1] / ours[name].cpu_s:5.1f}x per CPU-second (target >= 10x)   {load()}")
+        verify_cpu(kafkalog, part, total, files)
         if a.skip_memory:
             return
         for name, args in (("json --print-data-log", ["dump-log", str(part), "--format", "json", "--print-data-log"]),

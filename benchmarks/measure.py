@@ -28,7 +28,10 @@ def kafkalog_command() -> list[str]:
     compileall.compile_dir(str(Path(kafkalog_cli.__file__).parent), quiet=1)
     if os.environ.get("PYTHONPATH"):
         return [sys.executable, "-m", "kafkalog_cli"]
-    return [shutil.which("kafkalog") or str(Path(sys.executable).with_name("kafkalog"))]
+    # the command of this interpreter's install first: one found on PATH (a pyenv shim, another
+    # venv) may be another copy of kafkalog, on another core
+    beside = Path(sys.executable).with_name("kafkalog")
+    return [str(beside) if beside.exists() else (shutil.which("kafkalog") or "kafkalog")]
 
 
 def run(argv: list[str]) -> tuple[float, float, float]:
@@ -74,26 +77,34 @@ class Versus:
     #                    one free core gives; with n free cores, wall tends to n times this
     peak_mib: float    # the largest peak RSS of any of its processes, over the runs
     loads: str         # the 1-minute load average at each run
+    cpu_s: float = 0.0           # the command's CPU seconds (all its processes), median
+    aiokafka_cpu: float | None = None   # its records per CPU-second over aiokafka's C decoder's
+    #                                     (same bytes, same load), median; None: not installed
 
 
 def versus_kafka_python(argv: list[str], records: int, paths: list[Path], limit: int,
                         repeat: int = 5) -> Versus | None:
     """`argv` over `records` records beside kafka-python decoding up to `limit` bytes of
     `paths`, `repeat` times; None when kafka-python is not installed."""
-    walls, cpus, secs, peaks, loads = [], [], [], [], []
+    walls, cpus, secs, peaks, loads, cpu_s, aio = [], [], [], [], [], [], []
     for _ in range(repeat):
         kp = kafka_python_decode(paths, limit)
         if kp is None:
             return None
         n, kp_wall, kp_cpu = kp
+        ak = aiokafka_decode(paths, 4 * limit)
         el, peak, cpu = run(argv)
         walls.append((records / el) / (n / kp_wall))
         cpus.append((records / cpu) / (n / kp_cpu))
+        if ak is not None:
+            aio.append((records / cpu) / (ak[0] / ak[2]))
         secs.append(el)
+        cpu_s.append(cpu)
         peaks.append(peak)
         loads.append(f"{os.getloadavg()[0]:.1f}")
     med = statistics.median
-    return Versus(med(secs), med(walls), med(cpus), max(peaks), "load " + " ".join(loads))
+    return Versus(med(secs), med(walls), med(cpus), max(peaks), "load " + " ".join(loads), med(cpu_s),
+                  med(aio) if aio else None)
 
 
 def load() -> str:
@@ -107,6 +118,21 @@ def kafka_python_rate(paths: list[Path], limit: int) -> float | None:
     return kp[0] / kp[1] if kp else None
 
 
+AIOKAFKA_MISSING = ("aiokafka's C extension is not installed (pip install aiokafka): the compiled-decoder "
+                    "reference is skipped")
+
+
+def aiokafka_decode(paths: list[Path], limit: int) -> tuple[int, float, float] | None:
+    """aiokafka's C decoder (aiokafka.record._crecords.DefaultRecordBatch, Cython) over the same
+    bytes as kafka_python_decode, fields touched alike: (records, wall seconds, CPU seconds);
+    None when aiokafka or its C extension is not installed."""
+    try:
+        from aiokafka.record._crecords import DefaultRecordBatch
+    except ImportError:
+        return None
+    return _decode_with(DefaultRecordBatch, paths, limit)
+
+
 def kafka_python_decode(paths: list[Path], limit: int) -> tuple[int, float, float] | None:
     """kafka-python decoding v2 batches (DefaultRecordBatch, pure Python, one core) over up to
     `limit` bytes of `paths`, touching key, value, offset and headers as a consumer does:
@@ -115,6 +141,21 @@ def kafka_python_decode(paths: list[Path], limit: int) -> tuple[int, float, floa
         from kafka.record.default_records import DefaultRecordBatch
     except ImportError:
         return None
+    return _decode_with(DefaultRecordBatch, paths, limit)
+
+
+def kafka_dump_log(args: list[str]) -> tuple[float, float] | None:
+    """kafka-dump-log of $KAFKA_HOME (Kafka 3.3.1's, from ../shared/tools/kafka-broker) with
+    `args`, output to /dev/null: (wall seconds, CPU seconds of the JVM); None without KAFKA_HOME."""
+    home = os.environ.get("KAFKA_HOME", "/opt/kafka-3.3.1")
+    tool = Path(home) / "bin" / "kafka-dump-log.sh"
+    if not tool.exists():
+        return None
+    el, _, cpu = run([str(tool), *args])
+    return el, cpu
+
+
+def _decode_with(DefaultRecordBatch, paths: list[Path], limit: int) -> tuple[int, float, float]:
     chunks = []
     left = limit
     for path in paths:

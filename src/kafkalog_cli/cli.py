@@ -97,6 +97,16 @@ def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None)
     ctx.exit(int(code))
 
 
+def _print_version(ctx: click.Context, _param, value: bool) -> None:
+    """`kafkalog --version`: the version, and which core runs the record paths (formats/core.py)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kafkalog_cli.formats import core
+
+    click.echo(f"kafkalog, version {__version__}, {core.describe()}")
+    ctx.exit()
+
+
 def _exit_codes_epilog() -> str:
     """The exit-code table (errors.EXIT_CODE_TABLE) and its precedence, as --help prints them."""
     import textwrap
@@ -112,7 +122,8 @@ def _exit_codes_epilog() -> str:
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_codes_epilog())
-@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version and which core (compiled or pure-Python) runs, and exit.")
 @click.option("--debug", is_flag=True, help="Show a Python traceback when a command fails.")
 def cli(debug: bool) -> None:
     """Read, verify, repair, retain and compact Apache Kafka's on-disk logs.

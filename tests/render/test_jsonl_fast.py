@@ -126,12 +126,15 @@ def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, 
     escaped in one call and the lines made in two %-passes (scan._joined_lines): any payload
     (%-syntax, empty, DEL, invalid UTF-8), any headers (none, several, null values) come out
     as the general path writes them, and the path is taken whenever no payload holds a DEL or
-    invalid UTF-8."""
+    invalid UTF-8. (The pure core's way: the compiled one writes each line itself, and
+    tests/formats/test_core.py holds it equal to this.)"""
     from kafkalog_cli.formats import scan
 
     taken = []
     real = scan._joined_lines
     monkeypatch.setattr(scan, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
+    monkeypatch.setattr(jsonl, "fast_v2_json", scan.PURE["fast_v2_json"])
+    monkeypatch.setattr(scan, "json_run", None)
     recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs))
             for i, (k, v, hs) in enumerate(records)]
     batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,

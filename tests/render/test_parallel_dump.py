@@ -150,7 +150,7 @@ def test_a_range_reaches_a_pipe_whole_and_in_order(monkeypatch, short):
     got: list = []
     reader = threading.Thread(target=_drain, args=(r, got))
     reader.start()
-    parallel._write_all(w, parts)
+    parallel.write_all(w, parts)
     os.close(w)
     reader.join()
     assert got == [b"".join(parts)]

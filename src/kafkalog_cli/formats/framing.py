@@ -16,6 +16,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
+from kafkalog_cli.formats.core import compiled_module
 from kafkalog_cli.formats.crc import crc32c
 
 # Kafka's sizes (Records.LOG_OVERHEAD, LegacyRecord.RECORD_OVERHEAD_V0,
@@ -32,12 +33,20 @@ WALKED_BYTES = 64 << 20    # how often a walk tells of the stretch it has walked
 
 
 # ------------------------------------------------------------------ batch boundaries
+# formats/_cframing.pyx: the compiled core's batch_cuts and check_batches walk (None: the pure
+# ones here, the reference, run; formats/core.py decides)
+_cframing = compiled_module("_cframing")
+_compiled_cuts = getattr(_cframing, "batch_cuts", None)
+
+
 def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
                walked: Callable[[int, int], None] | None = None) -> list[int]:
     """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
     fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
     chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`
     hears of each stretch walked, about every 64 MiB (to let a mapping's pages go)."""
+    if _compiled_cuts is not None and end <= len(buf):
+        return _compiled_cuts(buf, start, end, target, min_tail, walked, WALKED_BYTES)
     cuts = [start]
     pos, nxt = start, start + target
     told = start
@@ -59,6 +68,9 @@ def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
 
 
 # ------------------------------------------------------------------ batch checks (verify-crc)
+# The compiled core's walk over runs of batches that need no finding (formats/_cframing.pyx),
+# or None: check_batches's own loop (the reference) checks every batch then.
+_check_run = getattr(_cframing, "check_run", None)
 
 # the kinds of verify-crc's problems that a check over bytes finds
 CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
@@ -120,7 +132,19 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     limit = end - _HEAD_LEN
     told = start
     tell = start + WALKED_BYTES if walked is not None else end
+    run = _check_run
     while pos + 17 < end:
+        if run is not None:     # the batches from pos that need no finding, compiled
+            pos, n, run_first, run_first_position, prev = run(buf, pos, end, prev, tell,
+                                                              deep_findings if deep else None, file, findings)
+            if n:
+                batches += n
+                if first is None:
+                    first, res.first_position = run_first, run_first_position
+                if pos > tell:
+                    walked(told, pos)
+                    told, tell = pos, pos + WALKED_BYTES
+                continue
         if pos <= limit:
             base, size, ple, magic, stored, attrs, lod = head(buf, pos)
         else:  # near the end: fewer than 27 bytes left

@@ -265,6 +265,9 @@ class JsonLayout(NamedTuple):
     # UTF-8 text (payloads and ASCII between them) as the escaped text of a JSON string; None
     # when it is not valid UTF-8. None: the payload encoding has no such way (see _joined_lines)
     escaped: Callable[[bytes], bytes | None] | None = None
+    # the payload encoding by name (utf8, hex, base64): the compiled core escapes these itself,
+    # as `strings` and `escaped` do; None: it hands the batch to the pure fast_v2_json
+    encoding: str | None = None
 
 
 def fast_v2_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
@@ -1319,3 +1322,36 @@ def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
     """The headers of a record already walked (their sizes hold), as the reference builds them."""
     pairs, _ = _header_pairs(data, pos, len(data))
     return tuple([Header(java_utf8(key), value) for key, value in pairs])
+
+
+# ------------------------------------------------------------------ the compiled core
+# formats/_cscan.pyx compiles the hot scanners above; formats/core.py says whether it is used (it
+# is built, and KAFKALOG_PURE_PYTHON is not set). The pure ones stay here, in PURE: the
+# reference the compiled ones are tested against, and what they hand anything unusual to.
+COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok")
+PURE = {name: globals()[name] for name in COMPILED}
+CORE = "pure"
+# The compiled core's only function without a pure twin here: the whole loop of an unfiltered
+# dump-log --deep-iteration over runs of v2 data batches, batch lines included (its pure twin is
+# that loop, in render/kafka.py, which the tests compare it with). None on the pure core.
+kafka_text_run = None
+json_run = None     # the same for dump-log --format json: its pure twin is render/jsonl.py's loop
+
+from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
+
+
+def install_compiled() -> None:
+    """Use the compiled scanners, when formats/core.py says so (see CORE)."""
+    global fast_v2_text, fast_v2_json, v2_records_ok, kafka_text_run, json_run, CORE
+    compiled = compiled_scan()
+    if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
+        return
+    fast_v2_text = compiled.fast_v2_text
+    fast_v2_json = compiled.fast_v2_json
+    v2_records_ok = compiled.v2_records_ok
+    kafka_text_run = compiled.kafka_text_run
+    json_run = compiled.json_run
+    CORE = "compiled"
+
+
+install_compiled()

@@ -16,14 +16,15 @@ import orjson
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
-from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch
+from kafkalog_cli.formats import scan
+from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch, iter_batches
 from kafkalog_cli.formats.scan import (
     DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json,
 )
 from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
-    PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges,
+    PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of, render_ranges, write_all,
 )
 from kafkalog_cli.render.schema import (
     BATCH, CONTROL_RECORD, FILE, LEGACY, LOCATED, RECORD, TRAILING_BYTES, UNKNOWN_FILE,
@@ -98,13 +99,9 @@ _BATCH_SLOTS = ("base_offset", "last_offset", "count", "position", "size", "crc"
 _BATCH_LINES: dict[tuple, bytes] = {}
 
 
-def batch_line(b: RecordBatch, file: str) -> bytes:
-    """batch_object(b, file) of a v2 batch as UTF-8 JSON text, through a %-format kept per file and
-    per the batch's non-numeric values (the per-batch dict and its encoding cost as much as the
-    batch's records take to scan). Same bytes as dumps(batch_object(b, file))."""
-    valid = b.is_valid()
-    horizon = b.delete_horizon_ms
-    key = (file, b.attributes, valid, horizon is None)
+def batch_format(b: RecordBatch, file: str, valid: bool) -> bytes:
+    """The %-format of batch_line, kept per file and per the batch's non-numeric values."""
+    key = (file, b.attributes, valid, b.delete_horizon_ms is None)
     fmt = _BATCH_LINES.get(key)
     if fmt is None:
         if len(_BATCH_LINES) > 4096:
@@ -115,6 +112,16 @@ def batch_line(b: RecordBatch, file: str) -> bytes:
                 obj[name] = _mark(name)
         fmt = _BATCH_LINES[key] = _slotted(dumps(obj), [
             (name, "%d", False) for name in _BATCH_SLOTS if obj[name] is not None])
+    return fmt
+
+
+def batch_line(b: RecordBatch, file: str) -> bytes:
+    """batch_object(b, file) of a v2 batch as UTF-8 JSON text, through a %-format kept per file and
+    per the batch's non-numeric values (the per-batch dict and its encoding cost as much as the
+    batch's records take to scan). Same bytes as dumps(batch_object(b, file))."""
+    valid = b.is_valid()
+    horizon = b.delete_horizon_ms
+    fmt = batch_format(b, file, valid)
     base = b.base_offset_field
     values = (base, base + b.last_offset_delta, b.records_count, b.position, b.size, b.crc,
               b.crc if valid else b.compute_crc(), b.base_timestamp, b.max_timestamp, b.producer_id,
@@ -194,7 +201,8 @@ def _record_layout(encoding: str) -> JsonLayout:
         header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
         null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
         no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
-        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None)
+        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None,
+        encoding=encoding)
 
 
 def _utf8_escaped(text: bytes) -> bytes | None:
@@ -239,20 +247,34 @@ def record_line(b: RecordBatch, variant: int) -> bytes:
     key = (variant, b.magic, b.attributes & 0x38, b.producer_id, b.producer_epoch)
     fmt = _LINES.get(key)
     if fmt is None:
-        if len(_LINES) > 4096:
-            _LINES.clear()
-        obj = record_template(b)
-        obj[_BASE] = _mark(_BASE)
-        for name, *_ in _FIELDS:
-            obj[name] = _mark(name)
-        if not variant & HEADERS_SLOT:
-            obj["headers"] = []
-        if not variant & SEQUENCE_SLOT:
-            obj["sequence"] = NO_SEQUENCE
-        fmt = _LINES[key] = _slotted(dumps(obj), [
-            (name, slot, inside and not variant & whole) for name, slot, inside, whole in _FIELDS
-            if name in obj and obj[name] == _mark(name)])
+        fmt = _record_format(b, variant, key)
     return fmt.replace(_BASE_MARK, b"%d" % b.base_offset_field) if fmt else b""
+
+
+def _record_format(b: RecordBatch, variant: int, key: tuple) -> bytes:
+    """record_line's format, the base offset's mark still in it: made and kept under `key`."""
+    if len(_LINES) > 4096:
+        _LINES.clear()
+    obj = record_template(b)
+    obj[_BASE] = _mark(_BASE)
+    for name, *_ in _FIELDS:
+        obj[name] = _mark(name)
+    if not variant & HEADERS_SLOT:
+        obj["headers"] = []
+    if not variant & SEQUENCE_SLOT:
+        obj["sequence"] = NO_SEQUENCE
+    fmt = _LINES[key] = _slotted(dumps(obj), [
+        (name, slot, inside and not variant & whole) for name, slot, inside, whole in _FIELDS
+        if name in obj and obj[name] == _mark(name)])
+    return fmt
+
+
+def _batch_of(attributes: int, producer_id: int, epoch: int, base: int) -> RecordBatch:
+    """A v2 batch header of these values (for record_line's format, made once per variant)."""
+    import struct
+
+    head = struct.pack(">qiibIhiqqqhii", base, 49, -1, 2, 0, attributes & 0xFF, 0, 0, 0, producer_id, epoch, -1, 0)
+    return RecordBatch(head, 0, len(head), 2)
 
 
 def _structured_decoder(name: str):
@@ -335,6 +357,10 @@ class JsonDumper:
         # a search's records: their lines cut out of the batch's, when most of it is found
         self.found_layout = (_record_layout(payload_encoding) if filters is not None and decoder is None
                              and not self.iso else None)
+        self._fd = output_fd(out)
+        # the compiled core's loop over runs of v2 data batches (None on the pure core)
+        self._run = scan.json_run if self.layout is not None else None
+        self._in_run = False
         self._lines: list[str] = []      # objects not yet encoded
         self._parts: list[bytes] = []    # encoded lines not yet written
         self._size = 0
@@ -388,6 +414,9 @@ class JsonDumper:
         if self._parts:
             if isinstance(self.out, Sink):
                 self.out.writelines(self._parts)
+            elif self._fd is not None:      # the parts as they are, by writev: a join copies them all
+                self.out.flush()
+                write_all(self._fd, self._parts)
             else:
                 self.out.write(b"".join(self._parts))
             self._parts.clear()
@@ -432,11 +461,45 @@ class JsonDumper:
         if end > valid and f is None and self.max_bytes == INT_MAX:
             self._emit(TRAILING_BYTES.object(file=given, position=valid, size=end - valid))
 
+    def _runs(self, buf, pos: int, end: int, given: str) -> int:
+        """_batches of an unfiltered deep dump on the compiled core: runs of v2 data batches
+        written by its json_run, each batch it leaves (legacy, control, damaged) written by
+        _batches. -> the end of the last batch read."""
+        released = pos
+
+        def batch_fmt(attributes: int, valid: bool, horizon: bool, buf, position: int, size: int) -> bytes:
+            fmt = _BATCH_LINES.get((given, attributes, valid, not horizon))
+            return fmt if fmt is not None else batch_format(RecordBatch(buf, position, size, 2), given, valid)
+
+        def record_fmt(variant: int, attributes: int, producer_id: int, epoch: int, base: int) -> bytes:
+            fmt = _LINES.get((variant, 2, attributes & 0x38, producer_id, epoch))
+            if fmt is None:     # made from a batch of those values (record_template reads no other)
+                return record_line(_batch_of(attributes, producer_id, epoch, base), variant)
+            return fmt.replace(_BASE_MARK, b"%d" % base) if fmt else b""
+
+        while True:
+            text, pos = self._run(buf, pos, end, self.layout, batch_fmt, record_fmt, 1 << 20)
+            if text:
+                self._emit_lines(self._located(text))
+            if pos - released > RELEASE_BYTES:
+                release_pages(buf, released, pos)
+                released = pos
+            batch = next(iter_batches(buf, pos, end), None)
+            if batch is None:
+                return pos
+            pos = self._batches(buf, pos, batch.position + batch.size, given)
+
     def _batches(self, buf, start: int, end: int, given: str) -> int:
         """The objects of the batches of buf[start:end) (and their records, when deep) -> the end
         of the last batch read."""
         f = self.filters
         layout = self.layout if self.deep else None
+        if layout is not None and f is None and self._run is not None and not self._in_run:
+            self._in_run = True
+            try:
+                return self._runs(buf, start, end, given)
+            finally:
+                self._in_run = False
         valid = released = start
         for b, records in selected_batches(buf, start, end, f, self.deep):
             valid = b.position + b.size
@@ -497,6 +560,7 @@ class JsonDumper:
     def _render_range(self, buf, start: int, stop: int, given: str) -> tuple[list[bytes], int]:
         """In a worker: the bytes of one range, and where its last batch ends."""
         self.out = Sink()
+        self._fd = None
         self._lines, self._parts, self._size = [], [], 0
         valid = self._batches(buf, start, stop, given)
         self.flush()

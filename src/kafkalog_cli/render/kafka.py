@@ -18,6 +18,7 @@ from kafkalog_cli.formats.control import (
     ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
 )
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
+from kafkalog_cli.formats import scan
 from kafkalog_cli.formats.scan import fast_v2_text
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.ops.verify_index import (
@@ -165,6 +166,8 @@ class KafkaDumper:
         self.reports = _Reports()
         self._buf: list[str] = []
         self._fast = self._fast_ok()
+        # the compiled core's batch loop (None on the pure core): the record fast path's cases
+        self._run = scan.kafka_text_run if self._fast else None
         # a search's records: their lines cut out of the batch's, when most of it is found
         self._fast_found = options.filters is not None and (
             not options.print_data_log or bool(getattr(options.parser, "string_decoders", False)))
@@ -252,6 +255,8 @@ class KafkaDumper:
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
             released = valid
+            if deep and f is None and self._run is not None:
+                valid, last_offset = self._runs(buf, valid, end, last_offset, pairs)
             for batch, records in selected_batches(buf, valid, end, f, deep):
                 self._w(batch_line(batch, batch.position))
                 if deep:
@@ -269,6 +274,32 @@ class KafkaDumper:
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
+
+    def _runs(self, buf, pos: int, end: int, last_offset: int, pairs: list) -> tuple[int, int]:
+        """The sequential loop of an unfiltered deep dump on the compiled core: runs of v2 data
+        batches written by its kafka_text_run, each batch it leaves (legacy, control, damaged)
+        written here as the loop in dump_log writes it. -> (end of the last complete batch, last
+        record offset), where that loop then finds no batch."""
+        o = self.o
+        released = pos
+        while True:
+            local: list = []
+            text, pos, last_offset = self._run(buf, pos, end, last_offset, local, not o.skip_record_metadata,
+                                               o.print_data_log, 1 << 20)
+            if text:
+                self.flush()
+                self.out.write(text)
+            for pr in local:
+                pairs.insert(0, pr)
+            if pos - released > RELEASE_BYTES:
+                release_pages(buf, released, pos)
+                released = pos
+            batch = next(iter_batches(buf, pos, end), None)
+            if batch is None:
+                return pos, last_offset
+            self._w(batch_line(batch, batch.position))
+            last_offset = self._records(batch, last_offset, pairs)
+            pos = batch.position + batch.size
 
     def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:
         """Batch lines and records of buf[start:stop) (no filters) -> (end of the last complete

@@ -122,7 +122,7 @@ def _worker(conn, buf, ranges, fd: int, render: RangeRenderer) -> None:
         if not conn.recv():
             return
         try:
-            _write_all(fd, parts)
+            write_all(fd, parts)
         except BrokenPipeError:
             conn.send(("epipe",))
             return
@@ -142,7 +142,7 @@ def _iov_max() -> int:
 _IOV_MAX = _iov_max()
 
 
-def _write_all(fd: int, parts: Sequence[bytes]) -> None:
+def write_all(fd: int, parts: Sequence[bytes]) -> None:
     """`parts` to `fd`, in order, with writev (up to IOV_MAX parts a call): a range's output is
     many lines' worth of parts, and a join would copy all of it once more."""
     for i in range(0, len(parts), _IOV_MAX):

@@ -1,0 +1,45 @@
+"""The compiled core (formats/_cscan.pyx and _cframing.pyx, Cython), built with the machine's C compiler when there
+is one. Everything else is in pyproject.toml. Without a compiler, or without Cython, the install
+goes on and kafkalog runs on its pure-Python core (formats/core.py; `kafkalog --version` says
+which core runs)."""
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+
+class OptionalBuildExt(build_ext):
+    """build_ext whose failure leaves the pure-Python core, with a warning, instead of failing
+    the install."""
+
+    def run(self):
+        try:
+            super().run()
+        except Exception as e:  # no compiler at all (DistutilsPlatformError), ...
+            self._skipped(e)
+
+    def build_extension(self, ext):
+        try:
+            super().build_extension(ext)
+        except Exception as e:  # the compiler failed (CompileError, LinkError, ...)
+            self._skipped(e)
+
+    def _skipped(self, e):
+        self.warn(f"kafkalog: the compiled core was not built ({type(e).__name__}: {e}); "
+                  "kafkalog runs on its pure-Python core")
+
+
+def _extensions():
+    try:
+        from Cython.Build import cythonize
+    except ImportError:
+        print("kafkalog: Cython is not installed: the compiled core is not built; kafkalog runs on its "
+              "pure-Python core")
+        return []
+    from setuptools import Extension
+
+    return cythonize(
+        [Extension(f"kafkalog_cli.formats.{name}", [f"src/kafkalog_cli/formats/{name}.pyx"])
+         for name in ("_cscan", "_cframing")],
+        compiler_directives={"language_level": 3}, quiet=True)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

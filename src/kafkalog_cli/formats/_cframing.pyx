@@ -1,0 +1,104 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled core of formats/framing.py's check_batches: its walk over the v2 batches that
+need no finding (complete, at least their header's size, CRC-32C right, last offset delta not
+negative, offsets increasing), in C. The pure loop stays the reference and does everything
+else: check_batches hands each run of such batches to `check_run` and checks the batch it stops
+at itself, so the findings, their order and the counts are the pure loop's (tests/formats/
+test_core.py holds the two equal over damaged chains). Small on purpose: verify-crc loads it at
+start, as it loads framing.py, and it imports only the CRC-32C function."""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_READ
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t
+
+from kafkalog_cli.formats.crc import crc32c as _crc32c
+
+
+include "_bigendian.pxi"
+
+
+def check_run(buf, Py_ssize_t pos, Py_ssize_t end, prev, Py_ssize_t stop, deep, file, list findings):
+    """check_batches's loop over buf[pos:end) while each batch is a v2 batch that needs no
+    finding of its own, until the walk passes `stop` (where check_batches tells of the stretch
+    walked) -> (position of the batch it stops at, batches walked, first batch's base offset,
+    its position, last offset of the last one); `prev` is the last offset before (None: none).
+    `deep`: check_batches's records check of a batch (scan.deep_findings), or None."""
+    cdef Py_buffer view
+    cdef const uint8_t* d
+    cdef const uint8_t* h
+    cdef int32_t size, lod
+    cdef int64_t base, last, cprev = 0
+    cdef uint32_t stored
+    cdef Py_ssize_t total, n = 0, first_pos = -1
+    cdef bint has_prev = prev is not None
+    first = None
+    if has_prev:
+        try:
+            cprev = prev
+        except OverflowError:
+            return pos, 0, None, None, prev
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        while pos + 27 <= end and pos <= stop:
+            h = d + pos
+            size = be32(h + 8)
+            if size < 14 or h[16] != 2:
+                break
+            total = <Py_ssize_t>size + 12
+            if pos + total > end or total < 61:
+                break
+            base = be64(h)
+            lod = be32(h + 23)
+            if lod < 0 or base > 0x7FFFFFFFFFFFFFFF - lod or (has_prev and base <= cprev):
+                break
+            stored = <uint32_t>be32(h + 17)
+            if _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), total - 21, PyBUF_READ)) != stored:
+                break
+            last = base + lod
+            if deep is not None:
+                deep(buf, pos, total, 2, file, base, last, findings)
+            if first is None:
+                first = base
+                first_pos = pos
+            cprev = last
+            has_prev = True
+            n += 1
+            pos += total
+    finally:
+        PyBuffer_Release(&view)
+    if n == 0:
+        return pos, 0, None, None, prev
+    return pos, n, first, first_pos, cprev
+
+
+def batch_cuts(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t target, Py_ssize_t min_tail, walked=None,
+               Py_ssize_t walked_bytes=64 << 20):
+    """framing.batch_cuts, compiled (the size fields walked in C; `walked` told alike)."""
+    cdef Py_buffer view
+    cdef const uint8_t* d
+    cdef Py_ssize_t pos = start, nxt = start + target, told = start
+    cdef int32_t size
+    cuts = [start]
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            raise ValueError("end is past the buffer")
+        while pos + 17 < end:
+            size = be32(d + pos + 8)
+            if size < 14 or pos > end - 12 - size:
+                break
+            pos += <Py_ssize_t>size + 12
+            if pos >= nxt and end - pos > min_tail:
+                cuts.append(pos)
+                nxt = pos + target
+            if walked is not None and pos - told > walked_bytes:
+                walked(told, pos)
+                told = pos
+    finally:
+        PyBuffer_Release(&view)
+    if walked is not None:
+        walked(told, min(pos + 17, end))
+    return cuts

@@ -1,0 +1,1210 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""The compiled core of formats/scan.py: the same scanners, in C, equal to the pure ones byte for
+byte (tests/formats/test_core.py holds them so, and to the reference decoder).
+
+formats/scan.py stays the reference and the fallback: it swaps these in at import unless
+KAFKALOG_PURE_PYTHON is set (formats/core.py decides). Each function here takes the arguments
+and gives the results of its namesake there. Anything it does not handle the way the pure code
+does (an encoding it does not know, numbers past 64 bits, a layout of another shape) it hands to
+that namesake, so the two can only differ by a bug the tests would see; anything the general
+path must judge raises Malformed, as the pure scanners do.
+
+No Python object is made per record on the common path: a batch's records are walked into a C
+array (every size checked as records.py checks it), then written as text straight into one
+buffer, which becomes the one str or bytes the pure function returns.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from cpython.ref cimport PyObject, Py_XDECREF
+from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, int16_t, uint16_t, INT64_MAX, INT64_MIN
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.buffer cimport PyBUF_READ
+from libc.string cimport memcpy, memchr, strlen
+
+from kafkalog_cli.formats import scan as _pure
+from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.records import Header, Record
+
+Malformed = _pure.Malformed
+records_region = _pure.records_region
+_pure_text = _pure.PURE["fast_v2_text"]
+_pure_json = _pure.PURE["fast_v2_json"]
+
+cdef int64_t INT32_MAX = 2147483647
+cdef int64_t NO_SEQUENCE = -1
+cdef int RECORD_BATCH_OVERHEAD = 61
+
+
+# ------------------------------------------------------------------ an output buffer
+# A bytes object written in place and cut to its length at the end (out_bytes), so the text is
+# never copied into a new object.
+cdef extern from "Python.h":
+    PyObject* new_bytes "PyBytes_FromStringAndSize"(const char* s, Py_ssize_t n) except NULL
+    char* bytes_data "PyBytes_AS_STRING"(PyObject* b)
+    int _PyBytes_Resize(PyObject** b, Py_ssize_t n) except -1
+
+
+cdef struct Out:
+    PyObject* obj
+    char* p
+    Py_ssize_t n
+    Py_ssize_t cap
+
+
+cdef inline void out_clear(Out* o) noexcept:
+    o.obj = NULL
+    o.p = NULL
+    o.n = o.cap = 0
+
+
+cdef int out_init(Out* o, Py_ssize_t cap) except -1:
+    o.obj = new_bytes(NULL, cap)
+    o.p = bytes_data(o.obj)
+    o.n = 0
+    o.cap = cap
+    return 0
+
+
+cdef int out_grow(Out* o, Py_ssize_t need) except -1:
+    cdef Py_ssize_t cap = o.cap * 2
+    if cap < o.n + need:
+        cap = o.n + need + 4096
+    _PyBytes_Resize(&o.obj, cap)
+    o.p = bytes_data(o.obj)
+    o.cap = cap
+    return 0
+
+
+cdef object out_bytes(Out* o):
+    """The text written, as bytes (the buffer itself, cut to length)."""
+    _PyBytes_Resize(&o.obj, o.n)
+    b = <object>o.obj
+    Py_XDECREF(o.obj)
+    out_clear(o)
+    return b
+
+
+cdef inline void out_free(Out* o) noexcept:
+    Py_XDECREF(o.obj)
+    out_clear(o)
+
+
+cdef inline int out_put(Out* o, const char* s, Py_ssize_t k) except -1:
+    if o.n + k > o.cap:
+        out_grow(o, k)
+    memcpy(o.p + o.n, s, k)
+    o.n += k
+    return 0
+
+
+cdef inline int out_lit(Out* o, const char* s) except -1:
+    """A C string literal (its length folds to a constant once inlined)."""
+    return out_put(o, s, strlen(s))
+
+
+cdef inline int out_byte(Out* o, char c) except -1:
+    if o.n + 1 > o.cap:
+        out_grow(o, 1)
+    o.p[o.n] = c
+    o.n += 1
+    return 0
+
+
+cdef int _i
+cdef char DIGITS[200]
+for _i in range(100):
+    DIGITS[2 * _i] = 48 + _i // 10
+    DIGITS[2 * _i + 1] = 48 + _i % 10
+
+
+cdef inline int out_int(Out* o, int64_t v) except -1:
+    """v in decimal, as Python's str() and %d write it."""
+    cdef char tmp[24]
+    cdef int i = 24
+    cdef uint64_t u, q
+    if v < 0:
+        u = <uint64_t>0 - <uint64_t>v
+    else:
+        u = <uint64_t>v
+    while u >= 100:
+        q = u // 100
+        i -= 2
+        memcpy(tmp + i, DIGITS + 2 * (u - q * 100), 2)
+        u = q
+    if u >= 10:
+        i -= 2
+        memcpy(tmp + i, DIGITS + 2 * u, 2)
+    else:
+        i -= 1
+        tmp[i] = <char>(48 + u)
+    if v < 0:
+        i -= 1
+        tmp[i] = 45   # '-'
+    if o.n + 24 > o.cap:
+        out_grow(o, 24)
+    memcpy(o.p + o.n, tmp + i, 24 - i)
+    o.n += 24 - i
+    return 0
+
+
+# ------------------------------------------------------------------ varints (ByteUtils)
+cdef inline Py_ssize_t rd_zigzag(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t* out,
+                                 bint long_) except -2:
+    """read_varint (long_ false: at most 5 bytes, 32 bits) or read_varlong at d[pos], bounded by
+    end -> the next position; -1 when the bytes run out or the varint is too long (the pure
+    reader raises then, and its caller gives up)."""
+    cdef uint64_t raw = 0
+    cdef int shift = 0
+    cdef int max_shift = 63 if long_ else 28
+    cdef uint8_t b
+    while True:
+        if pos >= end:
+            return -1
+        b = d[pos]
+        pos += 1
+        raw |= (<uint64_t>(b & 0x7F)) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift > max_shift:
+            return -1
+    if not long_:
+        raw = <uint32_t>raw
+    out[0] = (<int64_t>(raw >> 1)) ^ (-(<int64_t>(raw & 1)))
+    return pos
+
+
+# ------------------------------------------------------------------ UTF-8 as Python decodes it
+cdef inline bint utf8_valid(const uint8_t* s, Py_ssize_t n) noexcept nogil:
+    """Whether bytes.decode("utf-8") accepts s[:n] (no surrogates, no overlong forms, nothing
+    past U+10FFFF), so Python's text of it is the bytes themselves."""
+    cdef Py_ssize_t i = 0
+    cdef uint8_t c, c2
+    cdef uint64_t w
+    while i < n:
+        while i + 8 <= n:
+            memcpy(&w, s + i, 8)
+            if w & 0x8080808080808080ULL:
+                break
+            i += 8
+        if i >= n:
+            break
+        c = s[i]
+        if c < 0x80:
+            i += 1
+        elif c < 0xC2:
+            return False
+        elif c < 0xE0:
+            if i + 1 >= n or (s[i + 1] & 0xC0) != 0x80:
+                return False
+            i += 2
+        elif c < 0xF0:
+            if i + 2 >= n:
+                return False
+            c2 = s[i + 1]
+            if (c2 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80:
+                return False
+            if c == 0xE0 and c2 < 0xA0:
+                return False
+            if c == 0xED and c2 >= 0xA0:
+                return False
+            i += 3
+        elif c < 0xF5:
+            if i + 3 >= n:
+                return False
+            c2 = s[i + 1]
+            if (c2 & 0xC0) != 0x80 or (s[i + 2] & 0xC0) != 0x80 or (s[i + 3] & 0xC0) != 0x80:
+                return False
+            if c == 0xF0 and c2 < 0x90:
+                return False
+            if c == 0xF4 and c2 >= 0x90:
+                return False
+            i += 4
+        else:
+            return False
+    return True
+
+
+cdef int put_text(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """A key or value as kafka-dump-log's StringDecoder prints it (Java's UTF-8 decoding), as
+    UTF-8 (surrogatepass, as the result is decoded)."""
+    if utf8_valid(s, n):
+        return out_put(o, <const char*>s, n)
+    t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8", "surrogatepass")
+    return out_put(o, PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+
+
+# JSON string escapes, as json.dumps(ensure_ascii=False) (and orjson) write them: 0 keeps the byte
+cdef char ESC[256]
+for _i in range(256):
+    ESC[_i] = 0
+for _i in range(0x20):
+    ESC[_i] = b'u'
+ESC[0x08] = b'b'
+ESC[0x09] = b't'
+ESC[0x0A] = b'n'
+ESC[0x0C] = b'f'
+ESC[0x0D] = b'r'
+ESC[0x22] = b'"'
+ESC[0x5C] = b'\\'
+cdef const char* HEX = b"0123456789abcdef"
+# each byte's text in a JSON string (ESCN[c] bytes of ESC8[c]): itself, or its escape
+cdef uint64_t ESC8[256]
+cdef uint8_t ESCN[256]
+cdef char* _e
+for _i in range(256):
+    _e = <char*>&ESC8[_i]
+    ESC8[_i] = 0
+    if ESC[_i] == 0:
+        _e[0] = <char>_i
+        ESCN[_i] = 1
+    elif ESC[_i] == b'u':
+        memcpy(_e, b"\\u00", 4)
+        _e[4] = HEX[_i >> 4]
+        _e[5] = HEX[_i & 15]
+        ESCN[_i] = 6
+    else:
+        _e[0] = b'\\'
+        _e[1] = ESC[_i]
+        ESCN[_i] = 2
+
+
+cdef inline bint has_zero(uint64_t v) noexcept:
+    """Whether a byte of v is 0 (exact as to whether any is)."""
+    return ((v - 0x0101010101010101ULL) & ~v & 0x8080808080808080ULL) != 0
+
+
+cdef inline bint has_below_space(uint64_t v) noexcept:
+    """Whether a byte of v is below 0x20."""
+    return ((v - 0x2020202020202020ULL) & ~v & 0x8080808080808080ULL) != 0
+
+
+cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """Valid UTF-8 as the escaped text of a JSON string."""
+    cdef Py_ssize_t i
+    cdef uint8_t c
+    if o.n + 6 * n + 8 > o.cap:
+        out_grow(o, 6 * n + 8)
+    cdef char* w = o.p + o.n
+    cdef uint64_t x
+    i = 0
+    while i < n:
+        if i + 8 <= n:
+            # eight bytes at once when none is below 0x20, '"' or '\\' (UTF-8's high bytes pass)
+            memcpy(&x, s + i, 8)
+            if not (has_below_space(x) or has_zero(x ^ 0x2222222222222222ULL)
+                    or has_zero(x ^ 0x5C5C5C5C5C5C5C5CULL)):
+                memcpy(w, &x, 8)
+                w += 8
+                i += 8
+                continue
+        c = s[i]
+        i += 1
+        memcpy(w, &ESC8[c], 8)      # the byte or its escape, without a branch (8 bytes of room kept)
+        w += ESCN[c]
+    o.n = w - o.p
+    return 0
+
+
+cdef int put_json_utf8(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding)."""
+    if utf8_valid(s, n):
+        return put_escaped_valid(o, s, n)
+    t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8")
+    return put_escaped_valid(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+
+
+cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+
+
+cdef int put_payload(Out* o, const uint8_t* s, Py_ssize_t n, int enc) except -1:
+    """A payload's escaped text in the encoding: 0 utf8, 1 hex, 2 base64 (render/jsonl.py's)."""
+    cdef Py_ssize_t i
+    cdef uint32_t v
+    cdef char* w
+    if enc == 0:
+        return put_json_utf8(o, s, n)
+    if enc == 1:
+        if o.n + 2 * n > o.cap:
+            out_grow(o, 2 * n)
+        w = o.p + o.n
+        for i in range(n):
+            w[2 * i] = HEX[s[i] >> 4]
+            w[2 * i + 1] = HEX[s[i] & 15]
+        o.n += 2 * n
+        return 0
+    if o.n + 4 * (n // 3 + 1) > o.cap:
+        out_grow(o, 4 * (n // 3 + 1))
+    w = o.p + o.n
+    i = 0
+    while i + 3 <= n:
+        v = (<uint32_t>s[i] << 16) | (<uint32_t>s[i + 1] << 8) | s[i + 2]
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = B64[(v >> 6) & 63]
+        w[3] = B64[v & 63]
+        w += 4
+        i += 3
+    if n - i == 1:
+        v = <uint32_t>s[i] << 16
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = b'='
+        w[3] = b'='
+        w += 4
+    elif n - i == 2:
+        v = (<uint32_t>s[i] << 16) | (<uint32_t>s[i + 1] << 8)
+        w[0] = B64[(v >> 18) & 63]
+        w[1] = B64[(v >> 12) & 63]
+        w[2] = B64[(v >> 6) & 63]
+        w[3] = b'='
+        w += 4
+    o.n = w - o.p
+    return 0
+
+
+# ------------------------------------------------------------------ the record walk
+cdef struct Rec:
+    int64_t od          # offset delta
+    int64_t td          # timestamp delta
+    Py_ssize_t key      # positions in the records' bytes
+    Py_ssize_t value
+    Py_ssize_t headers  # where the header count starts
+    int64_t klen        # -1: null
+    int64_t vlen
+    int64_t nh          # headers
+
+
+cdef struct Region:
+    Py_buffer view
+    const uint8_t* d
+    Py_ssize_t pos
+    Py_ssize_t end
+    bint held
+
+
+cdef int region_open(Region* r, batch) except -1:
+    data, start, end = records_region(batch)
+    r.held = False
+    PyObject_GetBuffer(data, &r.view, PyBUF_SIMPLE)
+    r.held = True
+    r.d = <const uint8_t*>r.view.buf
+    r.pos = start
+    r.end = end
+    if r.end > r.view.len or r.pos < 0 or r.pos > r.end:
+        raise Malformed("records outside the buffer")
+    return 0
+
+
+cdef inline void region_close(Region* r) noexcept:
+    if r.held:
+        PyBuffer_Release(&r.view)
+        r.held = False
+
+
+cdef Py_ssize_t walk_headers(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t* nh) except -2:
+    """_header_pairs's checks over a record's headers at pos -> where they end (-1: give up)."""
+    cdef int64_t n, hk, hv, i
+    pos = rd_zigzag(d, pos, end, &n, False)
+    if pos < 0 or n < 0 or n > end - pos:
+        return -1
+    nh[0] = n
+    for i in range(n):
+        pos = rd_zigzag(d, pos, end, &hk, False)
+        if pos < 0 or hk < 0 or pos + hk > end:
+            return -1
+        pos += hk
+        pos = rd_zigzag(d, pos, end, &hv, False)
+        if pos < 0:
+            return -1
+        if hv >= 0:
+            if pos + hv > end:
+                return -1
+            pos += hv
+    return pos
+
+
+cdef inline Py_ssize_t rd_payload(const uint8_t* d, Py_ssize_t pos, Py_ssize_t rend, Py_ssize_t* at,
+                                  int64_t* n) except -2:
+    """A key or value at pos (its size, then its bytes): where its bytes are and their size (-1:
+    null, for any negative size) -> the next position; -1 when it does not fit the record."""
+    cdef int64_t v
+    pos = rd_zigzag(d, pos, rend, &v, False)
+    if pos < 0:
+        return -1
+    at[0] = pos
+    if v < 0:
+        n[0] = -1
+        return pos
+    if v > rend - pos:
+        return -1
+    n[0] = v
+    return pos + v
+
+
+cdef Rec* walk(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t count) except NULL:
+    """The records of a v2 batch (d[pos:end)) into a new array (PyMem_Free it), every size
+    checked; Malformed on anything the pure scanners give up on (and on nothing they take)."""
+    if count > (end - pos) // 7:    # a record takes 7 bytes at least
+        raise Malformed("more records than bytes")
+    cdef Rec* recs = <Rec*>PyMem_Malloc(sizeof(Rec) * (count if count else 1))
+    if recs == NULL:
+        raise MemoryError()
+    try:
+        walk_into(d, pos, end, count, recs)
+    except BaseException:
+        PyMem_Free(recs)
+        raise
+    return recs
+
+
+cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, Rec* recs) except -1:
+    cdef Py_ssize_t i, body, rend
+    cdef int64_t length
+    cdef Rec* r
+    cdef uint8_t b
+    for i in range(count):
+        r = recs + i
+        if pos < end and d[pos] < 0x80:
+            b = d[pos]
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            pos = rd_zigzag(d, pos, end, &length, False)
+            if pos < 0:
+                raise Malformed("record length")
+        if length < 0 or length > end - pos:
+            raise Malformed("record size")
+        body = pos
+        rend = pos + length
+        # attributes, then timestampDelta
+        pos = rd_zigzag(d, pos + 1, rend, &r.td, True)
+        if pos < 0:
+            raise Malformed("timestamp delta")
+        if pos < rend and d[pos] < 0x80:
+            b = d[pos]
+            r.od = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            pos = rd_zigzag(d, pos, rend, &r.od, False)
+            if pos < 0:
+                raise Malformed("offset delta")
+        pos = rd_payload(d, pos, rend, &r.key, &r.klen)
+        if pos < 0:
+            raise Malformed("key")
+        pos = rd_payload(d, pos, rend, &r.value, &r.vlen)
+        if pos < 0:
+            raise Malformed("value")
+        r.headers = pos
+        if pos >= rend:
+            raise Malformed("headers")
+        if d[pos] == 0:
+            pos += 1
+            r.nh = 0
+        else:
+            pos = walk_headers(d, pos, rend, &r.nh)
+            if pos < 0:
+                raise Malformed("headers")
+        if pos != rend:
+            raise Malformed("record size")
+    if pos != end:
+        raise Malformed("bytes remain")
+    return 0
+
+
+cdef inline bint add_ok(int64_t a, int64_t b) noexcept:
+    if b > 0:
+        return a <= INT64_MAX - b
+    return a >= INT64_MIN - b
+
+
+cdef inline int64_t sequence_of(int64_t base_seq, int64_t od) noexcept:
+    """increment_sequence(base_seq, od), or NO_SEQUENCE without a producer sequence."""
+    if base_seq < 0:
+        return NO_SEQUENCE
+    if base_seq > INT32_MAX - od:
+        return od - (INT32_MAX - base_seq) - 1
+    return base_seq + od
+
+
+cdef bint numbers_fit(Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts) noexcept:
+    """Whether every offset and timestamp of the batch fits 64 bits (else the pure code, whose
+    ints do not overflow, writes the batch)."""
+    cdef Py_ssize_t i
+    for i in range(count):
+        if not add_ok(base, recs[i].od) or not add_ok(base_ts, recs[i].td):
+            return False
+    return True
+
+
+cdef int put_header_keys(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh) except -1:
+    """A record's header keys as kafka-dump-log lists them: comma-separated, Java's decoding."""
+    cdef int64_t i, hk, hv
+    pos = rd_zigzag(d, pos, pos + 10, &hk, False)    # the count (walked already)
+    for i in range(nh):
+        if i:
+            out_byte(o, b',')
+        pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+        put_text(o, d + pos, hk)
+        pos += hk
+        pos = rd_zigzag(d, pos, pos + 10, &hv, False)
+        if hv > 0:
+            pos += hv
+    return 0
+
+
+# ------------------------------------------------------------------ record text
+cdef int put_records_text(Out* o, const uint8_t* d, Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts,
+                          bint log_append, int64_t max_ts, int64_t base_seq, int64_t* last, list found,
+                          bint metadata, bint data_log) except -1:
+    """The record lines of a walked batch, as KafkaDumper._records writes them with the
+    StringDecoder parser; `found` gets the non-consecutive (previous, offset) pairs in file order."""
+    cdef Py_ssize_t i
+    cdef Rec* r
+    cdef int64_t off, ts, clast = last[0]
+    cdef const char* label = b" LogAppendTime: " if log_append else b" CreateTime: "
+    cdef Py_ssize_t label_len = 16 if log_append else 13
+    for i in range(count):
+        r = recs + i
+        off = base + r.od
+        if clast != -1 and off != clast + 1:
+            found.append((clast, off))
+        clast = off
+        if metadata:
+            ts = max_ts if log_append else base_ts + r.td
+            out_lit(o, b"| offset: ")
+            out_int(o, off)
+            out_put(o, label, label_len)
+            out_int(o, ts)
+            out_lit(o, b" keySize: ")
+            out_int(o, r.klen)
+            out_lit(o, b" valueSize: ")
+            out_int(o, r.vlen)
+            out_lit(o, b" sequence: ")
+            out_int(o, sequence_of(base_seq, r.od))
+            out_lit(o, b" headerKeys: [")
+            if r.nh:
+                put_header_keys(o, d, r.headers, r.nh)
+            out_byte(o, b']')
+            if data_log:
+                if r.klen >= 0:
+                    out_lit(o, b" key: ")
+                    put_text(o, d + r.key, r.klen)
+                if r.vlen >= 0:
+                    out_lit(o, b" payload: ")
+                    put_text(o, d + r.value, r.vlen)
+        elif data_log:
+            if r.klen >= 0:
+                out_lit(o, b"| key: ")
+                put_text(o, d + r.key, r.klen)
+            if r.vlen >= 0:
+                out_lit(o, b" payload: ")
+                put_text(o, d + r.value, r.vlen)
+        out_byte(o, b'\n')
+    last[0] = clast
+    return 0
+
+
+def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
+    """scan.fast_v2_text, compiled."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    cdef int64_t base = batch.base_offset_field
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef bint log_append = batch.attributes & 0x08
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t clast
+    try:
+        clast = last
+    except OverflowError:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    if clast == INT64_MAX:
+        return _pure_text(batch, last, pairs, metadata, data_log)
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef Out o
+    out_clear(&o)
+    found = []
+    region_open(&reg, batch)
+    try:
+        recs = walk(reg.d, reg.pos, reg.end, count)
+        if not numbers_fit(recs, count, base, base_ts):
+            return _pure_text(batch, last, pairs, metadata, data_log)
+        out_init(&o, count * (112 if metadata else 8) + (reg.end - reg.pos if data_log else 0) + 64)
+        put_records_text(&o, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq, &clast, found,
+                         metadata, data_log)
+        text = PyUnicode_DecodeUTF8(o.p, o.n, "surrogatepass")
+    finally:
+        PyMem_Free(recs)
+        out_free(&o)
+        region_close(&reg)
+    if found:
+        pairs += found
+    return text, clast
+
+
+# ------------------------------------------------------------------ batches and records as text, a run at a time
+include "_bigendian.pxi"
+
+
+cdef const char* CODEC_NAMES[5]
+CODEC_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd"]
+
+from kafkalog_cli.formats.crc import crc32c as _crc32c
+from kafkalog_cli.formats.compression import decompress as _decompress
+
+
+cdef struct Head:
+    # a v2 data batch's header, and its records walked
+    Py_ssize_t total
+    int attributes
+    int64_t base, base_ts, max_ts, pid
+    int32_t lod, base_seq, count, ple
+    int16_t epoch
+    uint32_t crc, computed
+    const uint8_t* rd         # the records' bytes (the batch's, or `data` decompressed)
+    Rec* recs                 # PyMem_Free it
+
+
+cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end):
+    """The v2 data batch at d[pos] read into b, its records walked and its CRC-32C computed ->
+    what holds the records' bytes (keep it while b.rd is read), or False: the runs leave this
+    batch to their caller's loop (legacy, control, short or incomplete batches, an unknown
+    codec, records the scanners give up on, numbers past 64 bits)."""
+    cdef const uint8_t* h = d + pos
+    cdef int32_t size = be32(h + 8)
+    cdef int codec
+    cdef Py_ssize_t rpos, rend
+    b.recs = NULL
+    if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+        return False
+    b.total = size + 12
+    b.attributes = be16(h + 21) & 0xFF
+    if b.attributes >= 0x80:
+        b.attributes -= 0x100
+    codec = b.attributes & 0x07
+    if b.attributes & 0x20 or codec > 4:
+        return False
+    b.base = be64(h)
+    b.ple = be32(h + 12)
+    b.crc = <uint32_t>be32(h + 17)
+    b.lod = be32(h + 23)
+    b.base_ts = be64(h + 27)
+    b.max_ts = be64(h + 35)
+    b.pid = be64(h + 43)
+    b.epoch = be16(h + 51)
+    b.base_seq = be32(h + 53)
+    b.count = be32(h + 57)
+    if b.count < 0 or not add_ok(b.base, b.lod):
+        return False
+    data = buf
+    if codec:
+        try:
+            data = _decompress(codec, PyMemoryView_FromMemory(<char*>(h + RECORD_BATCH_OVERHEAD),
+                                                              b.total - RECORD_BATCH_OVERHEAD, PyBUF_READ), 2)
+        except Exception:
+            return False
+        if type(data) is not bytes:
+            data = bytes(data)
+        b.rd = <const uint8_t*>PyBytes_AS_STRING(data)
+        rpos, rend = 0, PyBytes_GET_SIZE(data)
+    else:
+        b.rd = h
+        rpos, rend = RECORD_BATCH_OVERHEAD, b.total
+    try:
+        b.recs = walk(b.rd, rpos, rend, b.count)
+    except Malformed:
+        return False
+    if not numbers_fit(b.recs, b.count, b.base, b.base_ts):
+        PyMem_Free(b.recs)
+        b.recs = NULL
+        return False
+    b.computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), b.total - 21, PyBUF_READ))
+    return data
+
+
+cdef inline int64_t last_sequence(Head* b) noexcept:
+    """RecordBatch.last_sequence."""
+    if b.base_seq == -1:
+        return -1
+    if b.base_seq > INT32_MAX - b.lod:
+        return b.lod - (INT32_MAX - b.base_seq) - 1
+    return b.base_seq + b.lod
+
+
+def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
+                   Py_ssize_t limit):
+    """kafka-dump-log's lines (batch line, then its record lines) of the v2 data batches from
+    buf[pos:end), as render/kafka.py's loop writes them with the StringDecoder parser, until
+    about `limit` bytes are written or a batch this does not render: legacy, control, short or
+    incomplete batches, an unknown codec, records the record text scanner gives up on, numbers
+    past 64 bits. -> (UTF-8 text, the position of that batch (or where the walk ended), the last
+    record offset); `pairs` gets the non-consecutive (previous, offset) pairs in file order. The
+    caller's own loop goes on from the position returned."""
+    cdef Py_buffer view
+    cdef Out o
+    cdef int64_t clast
+    try:
+        clast = last
+    except OverflowError:
+        return b"", pos, last
+    if clast == INT64_MAX:
+        return b"", pos, last
+    cdef const uint8_t* d
+    cdef Head b
+    b.recs = NULL
+    found = []
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    out_clear(&o)
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        out_init(&o, limit + (1 << 16))
+        while pos + 17 < end and o.n < limit:
+            held = open_batch(&b, buf, d, pos, end)
+            if held is False:
+                break
+            # the batch line (render/kafka.py's batch_line)
+            out_lit(&o, b"baseOffset: ")
+            out_int(&o, b.base)
+            out_lit(&o, b" lastOffset: ")
+            out_int(&o, b.base + b.lod)
+            out_lit(&o, b" count: ")
+            out_int(&o, b.count)
+            out_lit(&o, b" baseSequence: ")
+            out_int(&o, b.base_seq)
+            out_lit(&o, b" lastSequence: ")
+            out_int(&o, last_sequence(&b))
+            out_lit(&o, b" producerId: ")
+            out_int(&o, b.pid)
+            out_lit(&o, b" producerEpoch: ")
+            out_int(&o, b.epoch)
+            out_lit(&o, b" partitionLeaderEpoch: ")
+            out_int(&o, b.ple)
+            if b.attributes & 0x10:
+                out_lit(&o, b" isTransactional: true")
+            else:
+                out_lit(&o, b" isTransactional: false")
+            out_lit(&o, b" isControl: false deleteHorizonMs: ")
+            if b.attributes & 0x40:
+                out_lit(&o, b"OptionalLong[")
+                out_int(&o, b.base_ts)
+                out_byte(&o, b']')
+            else:
+                out_lit(&o, b"OptionalLong.empty")
+            out_lit(&o, b" position: ")
+            out_int(&o, pos)
+            if b.attributes & 0x08:
+                out_lit(&o, b" LogAppendTime: ")
+            else:
+                out_lit(&o, b" CreateTime: ")
+            out_int(&o, b.max_ts)
+            out_lit(&o, b" size: ")
+            out_int(&o, b.total)
+            out_lit(&o, b" magic: 2 compresscodec: ")
+            out_lit(&o, CODEC_NAMES[b.attributes & 0x07])
+            out_lit(&o, b" crc: ")
+            out_int(&o, b.crc)
+            if b.computed == b.crc:
+                out_lit(&o, b" isvalid: true\n")
+            else:
+                out_lit(&o, b" isvalid: false\n")
+            put_records_text(&o, b.rd, b.recs, b.count, b.base, b.base_ts, b.attributes & 0x08, b.max_ts,
+                             b.base_seq, &clast, found, metadata, data_log)
+            PyMem_Free(b.recs)
+            b.recs = NULL
+            pos += b.total
+        text = out_bytes(&o)
+    finally:
+        PyMem_Free(b.recs)
+        out_free(&o)
+        PyBuffer_Release(&view)
+    if found:
+        pairs += found
+    return text, pos, clast
+
+
+# ------------------------------------------------------------------ record JSON
+cdef enum:
+    MAX_SLOTS = 16
+
+
+cdef struct Format:
+    # a %-format cut at its slots: literal i is lits[starts[i]:starts[i + 1]]
+    char* lits
+    Py_ssize_t starts[MAX_SLOTS + 2]
+    char kinds[MAX_SLOTS]       # b'd' or b'b'
+    int slots
+
+
+cdef int format_parse(Format* f, bytes fmt) except -1:
+    """Cut a %-format of %d, %b and %% (anything else: Malformed) into literals and slots."""
+    cdef const char* s = PyBytes_AS_STRING(fmt)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(fmt), i = 0, w = 0
+    f.lits = <char*>PyMem_Malloc(n + 1)
+    if f.lits == NULL:
+        raise MemoryError()
+    f.slots = 0
+    f.starts[0] = 0
+    while i < n:
+        if s[i] != b'%':
+            f.lits[w] = s[i]
+            w += 1
+            i += 1
+            continue
+        if i + 1 >= n:
+            raise Malformed("format")
+        if s[i + 1] == b'%':
+            f.lits[w] = b'%'
+            w += 1
+            i += 2
+            continue
+        if (s[i + 1] != b'd' and s[i + 1] != b'b') or f.slots == MAX_SLOTS:
+            raise Malformed("format")
+        f.kinds[f.slots] = s[i + 1]
+        f.slots += 1
+        f.starts[f.slots] = w
+        i += 2
+    f.starts[f.slots + 1] = w
+    return 0
+
+
+cdef inline int format_lit(Out* o, Format* f, int i) except -1:
+    return out_put(o, f.lits + f.starts[i], f.starts[i + 1] - f.starts[i])
+
+
+cdef int put_headers_json(Out* o, const uint8_t* d, Py_ssize_t pos, int64_t nh, int enc, Format* header,
+                          Format* null_header, bytes open_, bytes sep, bytes close) except -1:
+    """_headers_text: a record's headers as a JSON list (keys as Java decodes them)."""
+    cdef int64_t i, hk, hv
+    cdef Py_ssize_t kpos
+    out_put(o, PyBytes_AS_STRING(open_), PyBytes_GET_SIZE(open_))
+    pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+    for i in range(nh):
+        if i:
+            out_put(o, PyBytes_AS_STRING(sep), PyBytes_GET_SIZE(sep))
+        pos = rd_zigzag(d, pos, pos + 10, &hk, False)
+        kpos = pos
+        pos += hk
+        pos = rd_zigzag(d, pos, pos + 10, &hv, False)
+        if hv < 0:
+            format_lit(o, null_header, 0)
+            out_byte(o, b'"')
+            put_json_utf8(o, d + kpos, hk)
+            out_byte(o, b'"')
+            format_lit(o, null_header, 1)
+        else:
+            format_lit(o, header, 0)
+            out_byte(o, b'"')
+            put_json_utf8(o, d + kpos, hk)
+            out_byte(o, b'"')
+            format_lit(o, header, 1)
+            put_payload(o, d + pos, hv, enc)
+            format_lit(o, header, 2)
+            pos += hv
+    out_put(o, PyBytes_AS_STRING(close), PyBytes_GET_SIZE(close))
+    return 0
+
+
+_ENCODINGS = {"utf8": 0, "hex": 1, "base64": 2}
+
+
+cdef struct Shape:
+    # a JsonLayout, cut up once: the texts around the payloads and the headers
+    int enc
+    Format string
+    Format header
+    Format null_header
+    PyObject* null
+    PyObject* no_headers
+    PyObject* open
+    PyObject* sep
+    PyObject* close
+
+
+cdef inline void shape_clear(Shape* sh) noexcept:
+    sh.string.lits = sh.header.lits = sh.null_header.lits = NULL
+
+
+cdef inline void shape_free(Shape* sh) noexcept:
+    PyMem_Free(sh.string.lits)
+    PyMem_Free(sh.header.lits)
+    PyMem_Free(sh.null_header.lits)
+    shape_clear(sh)
+
+
+cdef bint shape_init(Shape* sh, layout) except -1:
+    """Cut `layout` up (the layout object keeps the bytes alive); False when it is not of the
+    shape this writes (the pure fast_v2_json writes it then)."""
+    enc_name = getattr(layout, "encoding", None)
+    if enc_name not in _ENCODINGS:
+        return False
+    sh.enc = _ENCODINGS[enc_name]
+    format_parse(&sh.string, layout.string)
+    format_parse(&sh.header, layout.header)
+    format_parse(&sh.null_header, layout.null_header)
+    if sh.string.slots != 1 or sh.header.slots != 2 or sh.null_header.slots != 1:
+        return False
+    for part in (layout.null, layout.no_headers, layout.open, layout.sep, layout.close):
+        if type(part) is not bytes:
+            return False
+    sh.null = <PyObject*>layout.null
+    sh.no_headers = <PyObject*>layout.no_headers
+    sh.open = <PyObject*>layout.open
+    sh.sep = <PyObject*>layout.sep
+    sh.close = <PyObject*>layout.close
+    return True
+
+
+cdef inline int out_obj(Out* o, PyObject* b) except -1:
+    return out_put(o, bytes_data(b), PyBytes_GET_SIZE(<object>b))
+
+
+cdef int variant_of(const uint8_t* d, Rec* recs, Py_ssize_t count, int64_t base_seq) noexcept:
+    """The variant of the batch's record line (JsonLayout.line): which columns hold a null,
+    whether any record has headers, whether there are sequences."""
+    cdef Py_ssize_t i
+    cdef int variant = 0
+    for i in range(count):
+        if recs[i].klen < 0:
+            variant |= 1
+        if recs[i].vlen < 0:
+            variant |= 2
+        if recs[i].nh or d[recs[i].headers] != 0:
+            variant |= 4
+    if base_seq >= 0:
+        variant |= 8
+    return variant
+
+
+cdef bint line_fits(Format* line, int variant) noexcept:
+    """Whether the record line's slots are the ones put_records_json fills."""
+    cdef int expect = 4 + (1 if variant & 4 else 0) + (1 if variant & 8 else 0)
+    return (line.slots == expect and line.kinds[0] == b'd' and line.kinds[1] == b'd' and line.kinds[2] == b'b'
+            and line.kinds[3] == b'b' and (not variant & 4 or line.kinds[4] == b'b')
+            and (not variant & 8 or line.kinds[expect - 1] == b'd'))
+
+
+cdef int put_payload_slot(Out* o, Shape* sh, const uint8_t* d, Py_ssize_t at, int64_t n, bint whole) except -1:
+    """A key or value: its escaped text (inside the line's quotes), or with `whole` (its column
+    holds a null) a whole JSON value."""
+    if not whole:
+        return put_payload(o, d + at, n, sh.enc)
+    if n < 0:
+        return out_obj(o, sh.null)
+    format_lit(o, &sh.string, 0)
+    put_payload(o, d + at, n, sh.enc)
+    return format_lit(o, &sh.string, 1)
+
+
+cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const uint8_t* d, Rec* recs,
+                          Py_ssize_t count, int64_t base, int64_t base_ts, bint log_append, int64_t max_ts,
+                          int64_t base_seq) except -1:
+    """The record lines of a walked batch, joined by newlines."""
+    cdef Py_ssize_t i
+    cdef int s
+    cdef Rec* r
+    for i in range(count):
+        r = recs + i
+        if i:
+            out_byte(o, b'\n')
+        format_lit(o, line, 0)
+        out_int(o, base + r.od)
+        format_lit(o, line, 1)
+        out_int(o, max_ts if log_append else base_ts + r.td)
+        format_lit(o, line, 2)
+        put_payload_slot(o, sh, d, r.key, r.klen, variant & 1)
+        format_lit(o, line, 3)
+        put_payload_slot(o, sh, d, r.value, r.vlen, variant & 2)
+        format_lit(o, line, 4)
+        s = 4
+        if variant & 4:
+            if r.nh or d[r.headers] != 0:
+                put_headers_json(o, d, r.headers, r.nh, sh.enc, &sh.header, &sh.null_header, <bytes>sh.open,
+                                 <bytes>sh.sep, <bytes>sh.close)
+            else:
+                out_obj(o, sh.no_headers)
+            s += 1
+            format_lit(o, line, s)
+        if variant & 8:
+            out_int(o, sequence_of(base_seq, r.od))
+            s += 1
+            format_lit(o, line, s)
+    return 0
+
+
+def fast_v2_json(batch, layout):
+    """scan.fast_v2_json, compiled."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return _pure_json(batch, layout)
+    cdef int64_t base = batch.base_offset_field
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef bint log_append = batch.attributes & 0x08
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef int64_t base_seq = batch.base_sequence
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef Out o
+    out_clear(&o)
+    cdef Format line
+    line.lits = NULL
+    cdef Shape sh
+    shape_clear(&sh)
+    cdef int variant
+    region_open(&reg, batch)
+    try:
+        recs = walk(reg.d, reg.pos, reg.end, count)
+        if not count:
+            return b""
+        if not numbers_fit(recs, count, base, base_ts) or not shape_init(&sh, layout):
+            return _pure_json(batch, layout)
+        variant = variant_of(reg.d, recs, count, base_seq)
+        fmt = layout.line(batch, variant)
+        if not fmt:
+            raise Malformed("no layout for this batch")
+        format_parse(&line, fmt)
+        if not line_fits(&line, variant):
+            return _pure_json(batch, layout)
+        out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 6 * (reg.end - reg.pos) + 64)
+        put_records_json(&o, &sh, &line, variant, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq)
+        return out_bytes(&o)
+    finally:
+        PyMem_Free(recs)
+        out_free(&o)
+        PyMem_Free(line.lits)
+        shape_free(&sh)
+        region_close(&reg)
+
+
+def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit):
+    """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
+    records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
+    are written or a batch this does not write (as kafka_text_run). The batch and record lines'
+    %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
+    position, size) and record_format(variant, attributes, producer_id, producer_epoch,
+    base_offset). -> (the lines, joined by newlines, without the last; the position of the batch
+    it stops at)."""
+    cdef Py_buffer view
+    cdef Out o
+    cdef Head b
+    cdef Shape sh
+    cdef Format bline, rline
+    cdef const uint8_t* d
+    cdef Py_ssize_t n = 0
+    cdef int variant, k
+    cdef int64_t values[16]
+    b.recs = NULL
+    shape_clear(&sh)
+    bline.lits = rline.lits = NULL
+    out_clear(&o)
+    if not shape_init(&sh, layout):
+        shape_free(&sh)
+        return b"", pos
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        out_init(&o, limit + (1 << 16))
+        while pos + 17 < end and o.n < limit:
+            held = open_batch(&b, buf, d, pos, end)
+            if held is False:
+                break
+            fmt = batch_format(b.attributes, b.computed == b.crc, (b.attributes & 0x40) != 0, buf, pos, b.total)
+            variant = variant_of(b.rd, b.recs, b.count, b.base_seq) if b.count else 0
+            rfmt = record_format(variant, b.attributes, b.pid, b.epoch, b.base) if b.count else b""
+            if b.count and not rfmt:
+                break
+            try:
+                format_parse(&bline, fmt)
+                if b.count:
+                    format_parse(&rline, rfmt)
+            except Malformed:
+                break
+            if bline.slots != (15 if b.attributes & 0x40 else 14) or (b.count and not line_fits(&rline, variant)):
+                break
+            # the batch line: render/jsonl.py's batch_line, its values in _BATCH_SLOTS's order
+            values[0] = b.base
+            values[1] = b.base + b.lod
+            values[2] = b.count
+            values[3] = pos
+            values[4] = b.total
+            values[5] = b.crc
+            values[6] = b.computed
+            values[7] = b.base_ts
+            values[8] = b.max_ts
+            values[9] = b.pid
+            values[10] = b.epoch
+            values[11] = b.base_seq
+            values[12] = last_sequence(&b)
+            values[13] = b.ple
+            values[14] = b.base_ts
+            if n:
+                out_byte(&o, b'\n')
+            for k in range(bline.slots):
+                format_lit(&o, &bline, k)
+                out_int(&o, values[k])
+            format_lit(&o, &bline, bline.slots)
+            if b.count:
+                out_byte(&o, b'\n')
+                put_records_json(&o, &sh, &rline, variant, b.rd, b.recs, b.count, b.base, b.base_ts,
+                                 b.attributes & 0x08, b.max_ts, b.base_seq)
+            PyMem_Free(b.recs)
+            b.recs = NULL
+            PyMem_Free(bline.lits)
+            PyMem_Free(rline.lits)
+            bline.lits = rline.lits = NULL
+            n += 1
+            pos += b.total
+        text = out_bytes(&o)
+    finally:
+        PyMem_Free(b.recs)
+        PyMem_Free(bline.lits)
+        PyMem_Free(rline.lits)
+        out_free(&o)
+        shape_free(&sh)
+        PyBuffer_Release(&view)
+    return text, pos
+
+
+# ------------------------------------------------------------------ records checks (verify-crc --deep)
+def v2_records_ok(batch):
+    """scan.v2_records_ok, compiled: the walk, and offsets increasing within the batch's range."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        return False
+    cdef int64_t last_delta = batch.last_offset_delta
+    cdef Region reg
+    cdef Rec* recs = NULL
+    cdef int64_t prev = -1
+    cdef Py_ssize_t i
+    region_open(&reg, batch)
+    try:
+        try:
+            recs = walk(reg.d, reg.pos, reg.end, count)
+        except Malformed:
+            return False
+        for i in range(count):
+            if recs[i].od <= prev:
+                return False
+            prev = recs[i].od
+        return prev <= last_delta
+    finally:
+        PyMem_Free(recs)
+        region_close(&reg)
+
+
+# Imported first (not through formats/scan.py), this module made scan import it half-built and
+# take the pure core: it is complete now, so scan swaps it in (formats/core.py's rule still holds)
+if _pure.CORE == "pure":
+    _pure.install_compiled()

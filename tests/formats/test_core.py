@@ -1,0 +1,383 @@
+"""The compiled core (formats/_cscan.pyx) against the pure one (formats/scan.py, the reference
+and the fallback) and against the reference decoder (RecordBatch.records() and the renderers'
+general paths): the same bytes over every record shape (null keys and values, headers, control
+batches, every codec, LogAppendTime, sequences that wrap, offsets past 64 bits), and damaged
+input giving up in both or neither, so the dump shows the same error.
+
+The comparisons skip, with the reason, when the compiled core is not built (an install without
+a C compiler); the tests of which core is active run everywhere."""
+from __future__ import annotations
+
+import io
+import os
+import struct
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.formats import core, scan
+from kafkalog_cli.formats.compression import Compression
+from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
+from kafkalog_cli.render import jsonl, kafka
+from kafkalog_cli.render.jsonl import JsonDumper
+from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
+from tests.formats.strategies import CODECS, v2_batches
+from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
+from tests.render.test_fast_path import _segment
+
+try:
+    from kafkalog_cli.formats import _cscan as compiled
+    WHY_NOT = None
+except ImportError as e:
+    compiled = None
+    WHY_NOT = f"the compiled core is not built (kafkalog_cli.formats._cscan: {e}); only the pure core is tested"
+
+needs_compiled = pytest.mark.skipif(compiled is None, reason=WHY_NOT or "")
+PURE = scan.PURE
+PROPERTY = settings(max_examples=150, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)
+ENCODINGS = ["utf8", "hex", "base64"]
+
+
+def _outcome(fn, *args):
+    """What a scanner gives: ("ok", result) or ("gives up", None) (the general path then judges)."""
+    try:
+        return "ok", fn(*args)
+    except Exception:
+        return "gives up", None
+
+
+def _layout(encoding: str):
+    return JsonDumper(io.BytesIO(), deep=True, payload_encoding=encoding).layout
+
+
+# ------------------------------------------------------------------ which core runs
+def test_the_environment_variable_chooses_the_core_this_process_runs():
+    if core.forced_pure() or compiled is None:
+        assert scan.CORE == "pure" and scan.fast_v2_text is PURE["fast_v2_text"]
+        assert kafka.fast_v2_text is PURE["fast_v2_text"] and jsonl.fast_v2_json is PURE["fast_v2_json"]
+    else:
+        assert scan.CORE == "compiled" and scan.fast_v2_text is compiled.fast_v2_text
+        assert kafka.fast_v2_text is compiled.fast_v2_text and jsonl.fast_v2_json is compiled.fast_v2_json
+
+
+@pytest.mark.parametrize("value, pure", [("1", True), ("yes", True), ("0", False), ("", False)])
+def test_kafkalog_version_says_which_core_runs(value, pure):
+    env = {**os.environ, core.ENV: value}
+    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "--version"], capture_output=True, text=True, env=env,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("kafkalog, version ")
+    if pure:
+        assert p.stdout.rstrip().endswith(f"pure-Python core ({core.ENV} is set)")
+    elif compiled is not None:
+        assert p.stdout.rstrip().endswith("compiled core (Cython)")
+    else:
+        assert "pure-Python core (the compiled core is not built)" in p.stdout
+
+
+def test_a_core_that_does_not_import_leaves_the_pure_core(monkeypatch):
+    monkeypatch.delenv(core.ENV, raising=False)
+    import kafkalog_cli.formats
+
+    monkeypatch.setitem(sys.modules, "kafkalog_cli.formats._cscan", None)   # import fails
+    monkeypatch.delattr(kafkalog_cli.formats, "_cscan", raising=False)
+    assert core.compiled_scan() is None
+    assert "compiled core is not built" in core._why_pure
+
+
+# ------------------------------------------------------------------ record text
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(), flags=st.sampled_from(FLAGS), before=st.sampled_from([-1, 0, 10**12, 2**63 - 1, 2**70]))
+def test_record_text_compiled_is_pure_is_reference(raw, flags, before):
+    b = _batch(raw)
+    c = _outcome(compiled.fast_v2_text, b, before, [], *flags)
+    assert c == _outcome(PURE["fast_v2_text"], b, before, [], *flags)
+    assert c[0] == "ok"       # no fallback hides a difference
+    pairs: list = []
+    text, last = compiled.fast_v2_text(b, before, pairs, *flags)
+    assert (text.encode("utf-8", "replace"), last, pairs) == _general_text(b, before, *flags)
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       flags=st.sampled_from(FLAGS))
+def test_record_text_of_damaged_records_gives_up_in_both_or_neither(raw, at, xor, flags):
+    b = _damaged(raw, at, xor)
+    pure_pairs: list = []
+    c = _outcome(compiled.fast_v2_text, b, 5, [], *flags)
+    p = _outcome(PURE["fast_v2_text"], b, 5, pure_pairs, *flags)
+    assert c[0] == p[0] and c == p
+
+
+def _control(offset: int) -> bytes:
+    key, value = struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 7)
+    return build_v2_batch([SimpleRecord(key=key, value=value, timestamp=1_700_000_000_000)], offset,
+                          producer_id=42, producer_epoch=1, is_transactional=True, is_control=True)
+
+
+@needs_compiled
+@pytest.mark.parametrize("flags", FLAGS)
+def test_control_batches_and_headers_are_the_same_text(flags):
+    recs = [SimpleRecord(key=None if i % 2 else b"k", value=None if i % 3 else "\u00e9\xff".encode("latin-1"),
+                         timestamp=i, headers=(Header("tr\u00e9", b"x"), Header("", None)) if i % 4 else ())
+            for i in range(9)]
+    for raw in (_control(7), build_v2_batch(recs, 0), build_v2_batch([], 3)):
+        b = _batch(raw)
+        assert _outcome(compiled.fast_v2_text, b, -1, [], *flags) == _outcome(PURE["fast_v2_text"], b, -1, [], *flags)
+
+
+# ------------------------------------------------------------------ record JSON
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(), encoding=st.sampled_from(ENCODINGS))
+def test_record_json_compiled_is_pure(raw, encoding):
+    b = _batch(raw)
+    layout = _layout(encoding)
+    c = _outcome(compiled.fast_v2_json, b, layout)
+    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+    assert c[0] == "ok"
+
+
+_TRICKY = st.lists(st.sampled_from([b"%", b"%b", b"%d", b"%%", b"\x7f", b"\x00", b"\x1f", b"\n", b"\"", b"\\", b"/",
+                                    b"plain", "\u00e9\u2028\U0001f600".encode(), b"\xff", b"\xed\xa0\x80",
+                                    b"\xf4\x90\x80\x80", b"\xe0\x80", b"\xc0\xaf", b"\xf0\x9f\x98"]),
+                   max_size=6).map(b"".join)
+_HEADERS = st.lists(st.tuples(st.sampled_from(["h", "", "%", "\x7f", "caf\u00e9", "\"\\\n", "\x01"]),
+                              st.none() | _TRICKY), max_size=3)
+
+
+@needs_compiled
+@PROPERTY
+@given(records=st.lists(st.tuples(st.none() | _TRICKY, st.none() | _TRICKY, _HEADERS), min_size=0, max_size=8),
+       producer=st.sampled_from([None, 0, 2**31 - 3]), codec=st.sampled_from(CODECS),
+       encoding=st.sampled_from(ENCODINGS), control=st.booleans())
+def test_tricky_payloads_are_the_same_json_and_text(records, producer, codec, encoding, control):
+    """Payloads that JSON escapes, invalid and overlong UTF-8, encoded surrogates, truncated
+    sequences, %-syntax, DEL; header keys and values likewise; null keys and values."""
+    recs = [SimpleRecord(key=k, value=v, timestamp=1000 + 70 * i, headers=tuple(Header(hk, hv) for hk, hv in hs))
+            for i, (k, v, hs) in enumerate(records)]
+    raw = build_v2_batch(recs, 5, compression=codec, producer_id=-1 if producer is None else 7,
+                         producer_epoch=-1 if producer is None else 0,
+                         base_sequence=-1 if producer is None else producer, is_control=control)
+    b = _batch(raw)
+    layout = _layout(encoding)
+    c = _outcome(compiled.fast_v2_json, b, layout)
+    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+    assert c[0] == "ok" or control     # JSON's control records: the general path's
+    for flags in FLAGS:
+        assert _outcome(compiled.fast_v2_text, b, 4, [], *flags) == _outcome(PURE["fast_v2_text"], b, 4, [], *flags)
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       encoding=st.sampled_from(ENCODINGS))
+def test_record_json_of_damaged_records_gives_up_in_both_or_neither(raw, at, xor, encoding):
+    b = _damaged(raw, at, xor)
+    layout = _layout(encoding)
+    c = _outcome(compiled.fast_v2_json, b, layout)
+    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+
+
+@needs_compiled
+def test_offsets_and_timestamps_past_64_bits_are_the_pure_cores():
+    """The compiled core's numbers are 64-bit: a base offset near the top hands the batch to the
+    pure code (Python ints), which writes what the reference does."""
+    raw = bytearray(build_v2_batch([SimpleRecord(key=b"k", value=b"v", timestamp=5)] * 3, 0))
+    struct.pack_into(">q", raw, 0, 2**63 - 2)             # base offset: + delta 2 overflows
+    struct.pack_into(">q", raw, 27, 2**63 - 1)            # base timestamp
+    b = _batch(set_v2_crc(raw))
+    for flags in FLAGS:
+        c = _outcome(compiled.fast_v2_text, b, -1, [], *flags)
+        assert c == _outcome(PURE["fast_v2_text"], b, -1, [], *flags) and c[0] == "ok"
+    for encoding in ENCODINGS:
+        layout = _layout(encoding)
+        assert _outcome(compiled.fast_v2_json, b, layout) == _outcome(PURE["fast_v2_json"], b, layout)
+
+
+# ------------------------------------------------------------------ deep verify
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches())
+def test_v2_records_ok_compiled_takes_every_well_formed_batch(raw):
+    b = _batch(raw)
+    assert compiled.v2_records_ok(b) is True and PURE["v2_records_ok"](b) is True
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE, Compression.GZIP]), at=st.integers(0, 2**20),
+       xor=st.integers(1, 255), field=st.sampled_from(["records", "last_offset_delta", "count"]))
+def test_v2_records_ok_compiled_is_pure(raw, at, xor, field):
+    data = bytearray(raw)
+    if field == "records":
+        b = _damaged(raw, at, xor)
+    else:
+        struct.pack_into(">i", data, 23 if field == "last_offset_delta" else 57, at % 40 - 3)
+        b = _batch(set_v2_crc(data))
+    c, p = _outcome(compiled.v2_records_ok, b), _outcome(PURE["v2_records_ok"], b)
+    assert (c[0] == "ok" and c[1]) == (p[0] == "ok" and p[1])    # passes in both, or asks the reference in both
+
+
+# ------------------------------------------------------------------ verify-crc's walk (formats/_cframing)
+try:
+    from kafkalog_cli.formats import _cframing as compiled_framing
+except ImportError:
+    compiled_framing = None
+needs_compiled_framing = pytest.mark.skipif(compiled_framing is None, reason=WHY_NOT or "the compiled core is not built")
+
+
+def _checked(buf: bytes, deep: bool, run, stride: int = 0):
+    """check_batches's whole answer (findings with their messages and CRCs, in order), with `run`
+    as its compiled walk (None: the pure loop alone); `stride` > 0 tells of the stretches walked
+    every `stride` bytes, as verify-crc does every 64 MiB."""
+    from kafkalog_cli.formats import framing
+
+    told: list = []
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(framing, "_check_run", run)
+        if stride:
+            m.setattr(framing, "WALKED_BYTES", stride)
+        c = framing.check_batches(buf, 0, len(buf), file="f.log", deep=deep,
+                                  walked=(lambda a, b: told.append((a, b))) if stride else None)
+    return c, told
+
+
+@needs_compiled_framing
+@PROPERTY
+@given(buf=damaged_chains(), deep=st.booleans(), stride=st.sampled_from([0, 1, 700]))
+def test_check_batches_compiled_is_pure(buf, deep, stride):
+    assert _checked(buf, deep, compiled_framing.check_run, stride) == _checked(buf, deep, None, stride)
+
+
+@needs_compiled_framing
+@PROPERTY
+@given(buf=damaged_chains(), target=st.sampled_from([1, 100, 5000]), tail=st.sampled_from([0, 50, 10**6]),
+       stride=st.sampled_from([1, 64 << 20]))
+def test_batch_cuts_compiled_is_pure(buf, target, tail, stride):
+    from kafkalog_cli.formats import framing
+
+    def cuts(compiled: bool):
+        told: list = []
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(framing, "_compiled_cuts", compiled_framing.batch_cuts if compiled else None)
+            m.setattr(framing, "WALKED_BYTES", stride)
+            return framing.batch_cuts(buf, 0, len(buf), target, tail, lambda a, b: told.append((a, b))), told
+    assert cuts(True) == cuts(False)
+
+
+# ------------------------------------------------------------------ whole dumps, both cores
+def _text_dump(data: bytes, tmp_path, fast, **opts) -> tuple[bytes, bytes, str | None]:
+    """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop
+    (kafka_text_run) when `fast` is the compiled scanner."""
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    out, err = io.BytesIO(), io.BytesIO()
+    d = KafkaDumper(out, err, DumpOptions(parser=STRING, deep_iteration=True, **opts))
+    d._run = compiled.kafka_text_run if fast is compiled.fast_v2_text else None
+    error = None
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(kafka, "fast_v2_text", fast)
+        try:
+            d.dump(str(path))
+            d.finish()
+        except KafkalogError as e:
+            error = str(e)
+    return out.getvalue(), err.getvalue(), error
+
+
+def _json_dump(data: bytes, tmp_path, fast, encoding: str) -> tuple[bytes, str | None]:
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    out = io.BytesIO()
+    d = JsonDumper(out, deep=True, payload_encoding=encoding)
+    d._run = compiled.json_run if fast is compiled.fast_v2_json else None     # the compiled batch loop too
+    error = None
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(jsonl, "fast_v2_json", fast)
+        try:
+            d.dump(str(path))
+        except KafkalogError as e:
+            error = str(e)
+    return out.getvalue(), error
+
+
+@needs_compiled
+@pytest.mark.parametrize("data_log", [False, True])
+def test_a_segment_of_every_codec_legacy_and_control_batches_dumps_the_same(tmp_path, data_log):
+    data = _segment() + _control(10**6)
+    assert _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log) == \
+        _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
+    for encoding in ENCODINGS:
+        assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
+            _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       data_log=st.booleans())
+def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor, data_log):
+    """A record damaged under a right CRC: both cores give up on the batch, and the general
+    path writes the same lines and the same error (file and byte position)."""
+    good = build_v2_batch([SimpleRecord(key=b"a", value=b"b", timestamp=1)], 0)
+    b = _damaged(raw, at, xor)
+    data = good + bytes(b.buf) + good
+    text = _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log)
+    assert text == _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
+    assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8") == \
+        _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8")
+
+
+@needs_compiled
+@PROPERTY
+@given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=5),
+       cut=st.integers(0, 200), flags=st.sampled_from(FLAGS))
+def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags):
+    """kafka_text_run and json_run (batch lines and records, a run of batches at a time) against
+    render/kafka.py's and render/jsonl.py's loops on the pure core: chains of any batches, offsets jumping (the
+    non-consecutive report), a cut-off last batch (invalid bytes at the end)."""
+    metadata, data_log = flags
+    data = b"".join(chain)
+    data = data[: len(data) - cut]
+    opts = dict(print_data_log=data_log, skip_record_metadata=not metadata)
+    assert _text_dump(data, tmp_path, compiled.fast_v2_text, **opts) == \
+        _text_dump(data, tmp_path, PURE["fast_v2_text"], **opts)
+    encoding = ENCODINGS[cut % 3]
+    assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
+        _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
+
+
+@needs_compiled
+def test_the_compiled_batch_loop_renders_runs_and_leaves_the_rest():
+    from kafkalog_cli.formats.records import build_legacy_batch
+
+    good = build_v2_batch([SimpleRecord(key=b"k", value=b"v", timestamp=1)] * 3, 0)
+    legacy = build_legacy_batch([SimpleRecord(key=b"k", value=b"v", timestamp=1)], 3, magic=1)
+    data = good + legacy + good
+    pairs: list = []
+    text, pos, last = compiled.kafka_text_run(data, 0, len(data), -1, pairs, True, False, 1 << 20)
+    assert (pos, last, pairs) == (len(good), 2, [])         # stops at the legacy batch
+    assert text.decode().splitlines()[0].startswith("baseOffset: 0 lastOffset: 2 count: 3 ")
+    text, pos, last = compiled.kafka_text_run(data, pos + len(legacy), len(data), 2, pairs, True, False, 1 << 20)
+    assert (pos, last, pairs) == (len(data), 2, [(2, 0)])
+
+
+@needs_compiled
+def test_the_compiled_core_takes_every_well_formed_v2_batch_of_the_segment():
+    n = 0
+    for b in iter_batches(_segment()):
+        if b.magic == 2 and not b.is_control:
+            compiled.fast_v2_text(b, -1, [], True, True)
+            for encoding in ENCODINGS:
+                compiled.fast_v2_json(b, _layout(encoding))
+            assert compiled.v2_records_ok(b)
+            n += 1
+    assert n > 10
