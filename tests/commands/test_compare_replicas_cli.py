@@ -62,3 +62,26 @@ def test_bad_input_is_one_line_and_its_exit_code(tmp_path):
     r = invoke("compare-replicas", a, b)
     assert r.exit_code == 3
     assert len(r.output.strip().splitlines()) == 1 and "leader-epoch-checkpoint: byte 4:" in r.output
+
+
+def test_archives_of_log_dirs_compare_as_the_dirs_do(tmp_path):
+    # backups of two brokers' log dirs, as operators keep them: a .tar.gz and a .zip
+    import shutil
+    import tarfile
+
+    unclean_election(tmp_path)
+    with tarfile.open(tmp_path / "b1.tar.gz", "w:gz") as t:
+        t.add(tmp_path / "b1", arcname="b1")
+    shutil.make_archive(str(tmp_path / "b2"), "zip", tmp_path, "b2")
+    dirs = invoke("compare-replicas", tmp_path / "b1", tmp_path / "b2", "--topic", "t", "--partition", "0",
+                  "--format", "json")
+    arch = invoke("compare-replicas", tmp_path / "b1.tar.gz", tmp_path / "b2.zip", "--topic", "t", "--partition", "0",
+                  "--format", "json")
+    assert arch.exit_code == dirs.exit_code == 1, arch.output
+    a, d = json.loads(arch.output), json.loads(dirs.output)
+    keys = ("label", "divergence_offset", "truncate_to", "truncated_records")
+    assert [tuple(r.get(k) for k in keys) for r in a["replicas"]] == [tuple(r.get(k) for k in keys) for r in d["replicas"]]
+    assert a["replicas"][0]["truncated_records"] == 70
+    (tmp_path / "bad.tar").write_bytes(b"not a tar")
+    r = invoke("compare-replicas", tmp_path / "bad.tar", tmp_path / "b2.zip", "--topic", "t", "--partition", "0")
+    assert r.exit_code == 4 and "cannot unpack the archive" in r.output and len(r.output.strip().splitlines()) == 1

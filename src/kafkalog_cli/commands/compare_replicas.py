@@ -25,7 +25,7 @@ from kafkalog_cli.commands.options import format_option
 @one_line_errors
 def command(paths, topic, partition, leader, limit, fmt):
     """Compare copies of one partition taken from different brokers (partition dirs, or log dirs
-    with --topic and --partition) and tell where they diverge, as Kafka's replica fetcher finds it
+    with --topic and --partition; or .tar, .tar.gz, .tgz, .zip archives of either) and tell where they diverge, as Kafka's replica fetcher finds it
     after a leader change: the follower asks the leader for the end offset of its latest leader
     epoch (OffsetsForLeaderEpoch) and truncates to it, again until both know the epoch. Epochs
     are each replica's leader-epoch-checkpoint as the broker loads it (its batches' epochs when
@@ -47,8 +47,11 @@ def command(paths, topic, partition, leader, limit, fmt):
     from kafkalog_cli.ops import compare_replicas as ops
     from kafkalog_cli.render.replicas import comparison
 
-    replicas = [ops.open_replica(p, topic, partition) for p in paths]
-    result = ops.compare(replicas, leader=leader, limit=limit)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kafkalog-replicas-") as scratch:   # for archives
+        replicas = [ops.open_replica(p, topic, partition, Path(scratch) / str(i)) for i, p in enumerate(paths)]
+        result = ops.compare(replicas, leader=leader, limit=limit)
     if fmt == "json":
         click.echo(json.dumps(result.to_json(), indent=2))
     else:

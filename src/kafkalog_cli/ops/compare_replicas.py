@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import node_id_of
+from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
 from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cache, parse_leader_epoch_checkpoint,
                                               parse_partition_metadata, parse_properties, truncate_from_end,
@@ -259,11 +260,20 @@ def follower_truncation(leader: Replica, follower: Replica, max_rounds: int = 10
 
 
 # ------------------------------------------------------------------ replicas
-def open_replica(path: Path, topic: str | None = None, partition: int | None = None) -> Replica:
-    """A partition dir, or a log dir with `topic` and `partition` naming the partition in it."""
+def open_replica(path: Path, topic: str | None = None, partition: int | None = None,
+                 scratch: Path | None = None) -> Replica:
+    """A partition dir, or a log dir with `topic` and `partition` naming the partition in it; or
+    an archive of either (tar, zip), unpacked into `scratch` (a dir outside every log dir)."""
     path = Path(path)
     if not path.exists():
         raise InputError("no such file or directory", path=str(path))
+    if path.is_file() and path.name.endswith(ARCHIVE_SUFFIXES):
+        if scratch is None:
+            raise UsageError(f"{path} is an archive: unpacking it needs a scratch dir")
+        replica = open_replica(unpack_archive(path, scratch), topic, partition)
+        if replica.broker_id is None:
+            replica.label = str(path)
+        return replica
     if not path.is_dir():
         raise InputError("not a directory (give a partition dir, or a log dir with --topic and --partition)",
                          path=str(path))

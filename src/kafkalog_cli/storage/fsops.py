@@ -929,3 +929,33 @@ def stage_copy(directory: Path, links: dict[str, Path], contents: dict[str, tupl
         if mtime_ns is not None:
             os.utime(directory / name, ns=(mtime_ns, mtime_ns))
     return directory
+
+
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip")
+
+
+def unpack_archive(archive: Path, into: Path) -> Path:
+    """An archive of a log dir or a partition dir (tar, tar.gz/bz2/xz, zip) unpacked into `into`,
+    a scratch dir outside every log dir; -> the dir it holds (its one top-level directory, else
+    `into`). Members that would land outside `into` (absolute paths, `..`, links) are refused."""
+    import tarfile
+    import zipfile
+
+    from kafkalog_cli.errors import InputError
+
+    archive, into = Path(archive), Path(into)
+    into.mkdir(parents=True, exist_ok=True)
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as z:
+                for m in z.namelist():
+                    if Path(m).is_absolute() or ".." in Path(m).parts:
+                        raise InputError(f"archive member {m!r} points outside the archive", path=str(archive))
+                z.extractall(into)
+        else:
+            with tarfile.open(archive) as t:
+                t.extractall(into, filter="data")
+    except (tarfile.TarError, zipfile.BadZipFile, OSError) as e:
+        raise InputError(f"cannot unpack the archive: {e}", path=str(archive)) from None
+    tops = [p for p in into.iterdir() if not p.name.startswith(".")]
+    return tops[0] if len(tops) == 1 and tops[0].is_dir() else into
