@@ -107,3 +107,29 @@ def test_partition_dir_a_checkpoint_cannot_name_stops_with_exit_4(tmp_path):
     assert len(lines) == 1 and str(bad) in lines[0] and "checkpoint" in lines[0]
     assert tree_state(tmp_path) == before
     assert "exit 4" in invoke("recover", "--help").output
+
+
+def test_a_dry_run_notes_a_held_lock(tmp_path):
+    # a dry run takes no lock, so it plans on a live broker's dir: it says the real run would stop
+    import shutil
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import cli
+    from ..storage.test_lock import hold_lock
+
+    d = tmp_path / "ld"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    holder = hold_lock(d / ".lock")
+    try:
+        for cmd in (["recover", "--dry-run"], ["retain", "--dry-run", "--assume-kafka-defaults"]):
+            r = CliRunner().invoke(cli, [*cmd, str(d)])
+            assert r.exit_code in (0, 1), r.output
+            assert (f"kafkalog: note: {d}/.lock is held by process {holder.pid} (a broker running on this log dir?): "
+                    f"a real run would stop there with exit 5") in r.stderr, (cmd, r.stderr)
+    finally:
+        holder.kill()
+        holder.wait()
+    r = CliRunner().invoke(cli, ["recover", "--dry-run", str(d)])
+    assert ".lock is held" not in r.stderr

@@ -191,6 +191,10 @@ def echo_diagnostics(outcome) -> bool:
     partition whose deletion by config was refused. True when something was refused."""
     if outcome.warning:
         click.echo(f"kafkalog: warning: {outcome.warning}", err=True)
+    pid = getattr(outcome, "lock_holder", None)
+    if pid is not None:
+        click.echo(f"kafkalog: note: {outcome.plan.log_dir}/.lock is held by process {pid} (a broker running on "
+                   f"this log dir?): a real run would stop there with exit 5", err=True)
     for line in outcome.refusals:
         click.echo(f"kafkalog: {line}", err=True)
     return bool(outcome.refusals)

@@ -18,7 +18,7 @@ from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, 
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
-from kafkalog_cli.storage.lock import LogDirLock
+from kafkalog_cli.storage.lock import LogDirLock, lock_holder
 from kafkalog_cli.storage.space import QuarantinePlace, Space
 from kafkalog_cli.storage.names import parse_partition_dir
 
@@ -105,6 +105,7 @@ class Outcome:
     quarantine: str | None = None
     warning: str | None = None
     space: Space | None = None        # a dry run's storage.space figures for the whole log dir
+    lock_holder: int | None = None    # a dry run: the process holding the log dir's .lock, if any
 
     @property
     def refusals(self) -> list[str]:
@@ -146,7 +147,7 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         if isinstance(plan, Plan):
             _note_space_kept(plan, place, root)
             space = estimate_space(plan, place)
-        return Outcome(plan, warning=opts.resolver.warning, space=space)
+        return Outcome(plan, warning=opts.resolver.warning, space=space, lock_holder=lock_holder(log_dir))
     with LogDirLock(log_dir):
         # --jobs workers of `run` work under this lock: they never take it themselves
         opts = operation.options_for(log_dir)

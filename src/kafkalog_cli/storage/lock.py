@@ -31,6 +31,19 @@ def holder_pid(fd: int) -> int | None:
     return None if l_type == fcntl.F_UNLCK else pid
 
 
+def lock_holder(log_dir: Path) -> int | None:
+    """The pid that holds `log_dir`'s .lock (a broker, another kafkalog), or None; takes no lock
+    (what a dry run tells its user before a real run would stop on it)."""
+    try:
+        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDWR)
+    except OSError:
+        return None
+    try:
+        return holder_pid(fd)
+    finally:
+        os.close(fd)
+
+
 class LogDirLock:
     """Context manager: holds `<logdir>/.lock` exclusively until exit.
 
