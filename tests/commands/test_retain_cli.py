@@ -187,3 +187,25 @@ def test_the_default_quarantine_of_a_symlinked_log_dir_is_beside_the_real_one(tm
     stored = list((real.parent / ".kafkalog-quarantine" / real.name).rglob("*.log"))
     assert stored, "deleted segments are kept beside the real log dir (a rename on its file system)"
     assert not (tmp_path / "links" / ".kafkalog-quarantine").exists()
+
+
+def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
+    # issue 26: "cleanup_policy": "delete", "retention_ms": 604800000 beside a refusal saying
+    # those values are unknown; they are null, the refusal and `configs` say why
+    import json
+    import shutil
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import cli
+
+    d = tmp_path / "ld"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    r = CliRunner().invoke(cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)])
+    doc = json.loads(r.stdout)
+    part = doc["partitions"] if "partitions" in doc else doc
+    part = part[0] if isinstance(part, list) else part
+    assert part["status"] == "refused"
+    assert (part["cleanup_policy"], part["retention_ms"], part["retention_bytes"]) == (None, None, None)
+    assert part["configs"]["retention.ms"]["known"] is False and part["configs"]["retention.ms"]["unknown"]

@@ -423,6 +423,12 @@ def partition_summary(name: str, tp: TopicPartition, **kw) -> dict:
     return {"partition": name, "topic": tp.topic, "partition_id": tp.partition, **kw}
 
 
+def _if_known(cfg: TopicConfig, name: str, value):
+    """A deciding value for the JSON summary: null where it is only Kafka's default because the
+    real one cannot be read (the `configs` and `refused` entries say why), never the guess."""
+    return value if cfg.source(name).known else None
+
+
 UPLOAD_UNKNOWN_HOW = ("to proceed, give that __remote_log_metadata partition (a copy of it from the broker "
                       "that holds it, or that broker's log dir) with --remote-log-metadata PATH, or let the "
                       "broker apply local retention itself (it knows what was uploaded)")
@@ -449,8 +455,10 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
     summary = partition_summary(
         name, tp, status="deleted" if result.deleted else "nothing to do",
-        cleanup_policy=",".join(cfg.cleanup_policy), retention_ms=cfg.retention_ms,
-        retention_bytes=cfg.retention_bytes, segments_deleted=len(result.deleted), bytes_freed=0,
+        cleanup_policy=_if_known(cfg, "cleanup.policy", ",".join(cfg.cleanup_policy)),
+        retention_ms=_if_known(cfg, "retention.ms", cfg.retention_ms),
+        retention_bytes=_if_known(cfg, "retention.bytes", cfg.retention_bytes),
+        segments_deleted=len(result.deleted), bytes_freed=0,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
         rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted],
         configs=cfg.provenance(deciding))
