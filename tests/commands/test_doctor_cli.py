@@ -267,7 +267,8 @@ def test_no_false_alarm_on_log_dirs_a_broker_loaded(tmp_path, rel):
 # ------------------------------------------------------------------ the real broker agrees
 BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point", "damaged leader epochs",
                 "torn tail", "offset overflow", "-future, -delete, a note", "a 3.7+ -stray dir, a 3.3 broker",
-                "a -future dir beside its current one"]
+                "a -future dir beside its current one", "empty meta.properties", "another broker's log dir",
+                "held .lock"]
 
 
 @needs_broker
