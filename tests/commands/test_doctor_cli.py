@@ -268,7 +268,7 @@ def test_no_false_alarm_on_log_dirs_a_broker_loaded(tmp_path, rel):
 BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point", "damaged leader epochs",
                 "torn tail", "offset overflow", "-future, -delete, a note", "a 3.7+ -stray dir, a 3.3 broker",
                 "a -future dir beside its current one", "empty meta.properties", "another broker's log dir",
-                "held .lock"]
+                "held .lock", "node.id of server.properties", "metadata log in a data dir"]
 
 
 @needs_broker
@@ -277,7 +277,11 @@ def test_the_verdict_agrees_with_a_real_broker(tmp_path, name):
     build, code, _, _ = CASES[name]
     dirs, extra = build(tmp_path)[:2]
     r = doctor(*dirs, *extra)
-    v = broker_verdict(dirs, tmp_path / "work")
+    # the broker runs with the node.id of the server.properties doctor was given, if any
+    sp = Path(extra[extra.index("--server-properties") + 1]) if "--server-properties" in extra else None
+    node = next((int(ln.split("=", 1)[1]) for ln in sp.read_text().splitlines() if ln.startswith("node.id=")),
+                None) if sp is not None else None
+    v = broker_verdict(dirs, tmp_path / "work", node_id=node)
     assert v.started == (r.exit_code != 8), (r.output, v.log[-3000:])
 
 
