@@ -26,7 +26,8 @@ def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
     finally:
         p.kill(); p.wait()
     assert r.exit_code == 1, r.output       # changes pending
-    plan = json.loads(r.output)
+    assert f"kafkalog: note: {d}/.lock is held by process {p.pid}" in r.stderr
+    plan = json.loads(r.stdout)
     assert any(a["action"] == "truncate" for a in plan["actions"])
     assert tree_state(d) == before
 
