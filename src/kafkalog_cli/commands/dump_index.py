@@ -86,16 +86,13 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
 
 def _zero_filled(targets) -> dict:
     """{index path: ops.index_health.ZeroFilledIndex} for the .index/.timeindex files given."""
-    from kafkalog_cli.ops.describe import open_partition
-    from kafkalog_cli.ops.index_health import zero_filled_indexes
-    from kafkalog_cli.storage.logdir import LogDir
+    from kafkalog_cli.ops.index_health import zero_filled_in_dir
 
     wanted = {str(Path(t).absolute()): t for t in targets if Path(t).suffix in (".index", ".timeindex")}
     out = {}
     for d in sorted({Path(t).absolute().parent for t in wanted}):
         try:
-            part = open_partition(d, LogDir(d.parent).checkpoints(strict=False))
-            found = zero_filled_indexes(part)
+            found = zero_filled_in_dir(d)
         except KafkalogError:
             continue        # the dump itself reports what does not read
         for z in found:

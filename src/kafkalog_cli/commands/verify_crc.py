@@ -142,9 +142,7 @@ def _zero_filled_indexes(groups) -> list:
     where the broker rebuilds them on load, problems where it keeps them."""
     from pathlib import Path
 
-    from kafkalog_cli.ops.describe import open_partition
-    from kafkalog_cli.ops.index_health import zero_filled_indexes
-    from kafkalog_cli.storage.logdir import LogDir
+    from kafkalog_cli.ops.index_health import zero_filled_in_dir
     from kafkalog_cli.storage.sources import is_remote
 
     out = []
@@ -153,8 +151,7 @@ def _zero_filled_indexes(groups) -> list:
         if is_remote(name) or not d.is_dir():
             continue
         try:
-            part = open_partition(d, LogDir(d.parent).checkpoints(strict=False))
-            out.extend(zero_filled_indexes(part))
+            out.extend(zero_filled_in_dir(d))
         except Exception:  # noqa: BLE001 - a partition the CRC walk reported on already
             continue
     return out

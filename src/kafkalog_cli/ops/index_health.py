@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.partition import Partition
 
 _ENTRY = {names.INDEX_SUFFIX: 8, names.TIME_INDEX_SUFFIX: 12}
@@ -75,3 +77,12 @@ def zero_filled_indexes(part: Partition) -> list[ZeroFilledIndex]:
             if slots > 0:
                 out.append(ZeroFilledIndex(str(path), entries * size, entries, slots, s.base_offset in rebuilt))
     return out
+
+
+def zero_filled_in_dir(directory: Path) -> list[ZeroFilledIndex]:
+    """`zero_filled_indexes` of one partition dir, with its log dir's checkpoints (read leniently,
+    as a broker starting afresh reads a damaged one): what verify-crc and dump-index report."""
+    part = Partition.open(directory)
+    if part.topic_partition is not None:
+        part.checkpoints = LogDir(Path(directory).parent).checkpoints(strict=False).for_partition(part.topic_partition)
+    return zero_filled_indexes(part)

@@ -475,8 +475,9 @@ def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: 
         sub = Plan(p.op, p.log_dir)
         leo = _plan_partition_or_split(sub, Partition.open(staged, part.checkpoints), clean, opts)
     bases = [x.base_offset for x in pieces]
-    layout = ", ".join(f"{x.base_offset} (offsets {x.base_offset}..{_last_offset(s, x)})"
-                       for x in sorted(pieces, key=lambda x: x.base_offset))
+    with s.mapped() as buf:     # a piece holds at least one batch: the split appends one or fails
+        layout = ", ".join(f"{x.base_offset} (offsets {x.base_offset}..{_last_in(buf, (x.start, x.end))})"
+                           for x in sorted(pieces, key=lambda x: x.base_offset))
     p.note(name, f"segment {s.base_offset}: {o.error.message}. The broker splits the segment "
                  f"(LocalLog.splitOverflowedSegment) into segments {layout} and recovers them, and so does "
                  f"kafkalog: the damaged batch's records are served at those offsets, the log end becomes {leo}, "
@@ -489,15 +490,6 @@ def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: 
     _merge(p, sub, moved=(staged, part.directory))
     p.partitions[name]["split_segments"] = {str(s.base_offset): bases}
     return leo
-
-
-def _last_offset(s: Segment, piece) -> int:
-    """The last offset of the last batch in the piece's byte range of segment `s`."""
-    last = piece.base_offset
-    with s.mapped() as buf:
-        for b in iter_batches(buf, piece.start, piece.end):
-            last = b.last_offset
-    return last
 
 
 def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, leftovers: list[Action]) -> Path:
