@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,19 @@ def restore_preallocated(root: Path) -> None:
                 f = note.parent / rel
                 if f.exists() and f.stat().st_size < int(length):
                     os.truncate(f, int(length))
+
+
+# the quarantine registry (storage.quarantine_registry) of every run in the tests, never the
+# user's: this for session fixtures, a dir of each test's own below
+os.environ["KAFKALOG_STATE_DIR"] = tempfile.mkdtemp(prefix="kafkalog-state-")
+
+
+@pytest.fixture(autouse=True)
+def state_dir(tmp_path_factory, monkeypatch) -> Path:
+    """$KAFKALOG_STATE_DIR: a test's own, so registries never mix (subprocesses inherit it)."""
+    d = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("KAFKALOG_STATE_DIR", str(d))
+    return d
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,8 @@ import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
+from tests.run_lines import of_kind
+
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
 
@@ -132,7 +134,7 @@ def test_a_conflicting_change_is_refused_exit_3_and_nothing_changes(tmp_path):
     r = kafkalog("quarantine", "restore", "--dry-run", f["folder"])
     assert r.exit_code == 3 and f"  ! {log}: is 5716 bytes" in r.output
     r = kafkalog("quarantine", "restore", "--dry-run", "--format", "json", f["folder"])
-    assert json.loads(r.stdout)["conflicts"] == [{"path": str(log), "message": "is 5716 bytes; recover left it at 5706 bytes"}]
+    assert of_kind(r.stdout, "folder")[0]["conflicts"] == [{"path": str(log), "message": "is 5716 bytes; recover left it at 5706 bytes"}]
 
 
 def test_a_damaged_kept_copy_is_refused(tmp_path):

@@ -8,7 +8,7 @@ import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.commands.options import (change_options, jobs_option, now_or_clock, partition_filter_options,
-                                           print_outcomes, report_option)
+                                           report_run, report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
@@ -74,5 +74,5 @@ def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_di
                               jobs=1 if engine == "spark" else jobs_or_cores(jobs))
     # ops.compact.run plans and cleans partition by partition, over --jobs workers under the lock
     operation = Operation("compact", partial(ops.plan, estimate=True), opts, configs, run=ops.run)
-    print_outcomes(operation, groups, human.compact_outcome, fmt=fmt, engine=engine, master=master,
+    report_run(operation, groups, human.compact_outcome, fmt=fmt, engine=engine, master=master,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)

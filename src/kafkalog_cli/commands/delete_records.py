@@ -61,7 +61,7 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     JSON in none of the paths, 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
     from kafkalog_cli.commands.common import partition_groups
-    from kafkalog_cli.commands.retain import report_partitions
+    from kafkalog_cli.commands.options import report_run
 
     if (offset_json is None) == (before is None):
         raise click.UsageError("give exactly one of --offset-json FILE and --before OFFSET")
@@ -77,9 +77,8 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     patterns = tuple(only.topics) if only else ()
     operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(
         offsets=offsets, before=before, named_topics=named, topic_patterns=patterns), configs)
-    report_partitions(operation, groups, fmt=fmt, report_path=report_path,
-                      text_lines=lambda outcome: _text(outcome, verbose), dry_run=dry_run,
-                      quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+    report_run(operation, groups, lambda outcome: _text(outcome, verbose), fmt=fmt, report_path=report_path,
+               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
 
 
 def _read(path: Path) -> bytes:

@@ -2,7 +2,6 @@
 ops.move_partition under both log dirs' locks -> the plan or the report."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -21,7 +20,8 @@ from kafkalog_cli.commands.options import dry_run_option, format_option, quarant
 @click.option("--partition", required=True, type=click.IntRange(min=0), metavar="N", help="The partition number.")
 @quarantine_options
 @dry_run_option
-@format_option("text: the plan or what was done. json: one object.")
+@format_option("text: the plan or what was done, and a summary line. json: the run's JSON Lines (the partition, "
+               "the destination log dir, the totals).")
 @report_option
 @one_line_errors
 def command(source, destination, topic, partition, quarantine_dir, no_quarantine, dry_run, fmt, report_path):
@@ -49,8 +49,10 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     3 a damaged checkpoint file; 4 a missing log dir or partition; 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
-    from kafkalog_cli.commands.options import write_report
+    from kafkalog_cli.commands.options import emit_lines, finish_run
     from kafkalog_cli.ops import move_partition as ops
+    from kafkalog_cli.ops.runner import Outcome
+    from kafkalog_cli.render.run_lines import RunLines
     from kafkalog_cli.render import human
     from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
     from kafkalog_cli.storage.lock import LogDirLock
@@ -66,13 +68,14 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
             report = ops.apply(plan, FsOps(destination, Quarantine(root, "move-partition")))
-    if fmt == "json":
-        click.echo(json.dumps(report, indent=2))
-    else:
+    lines = RunLines("move-partition", dry_run=dry_run)
+    emit_lines(fmt, lines.outcome(Outcome(plan, None if dry_run else report, report.get("quarantine"))))
+    if fmt == "text":
         click.echo(_text(plan, report, dry_run, human))
-    write_report(report_path, [report])
-    if dry_run and plan.actions:       # the one exit-code table: a dry run with changes pending
-        sys.exit(int(ExitCode.PROBLEMS))
+    code = int(ExitCode.PROBLEMS) if dry_run and plan.actions else 0   # the one exit-code table
+    finish_run(lines, fmt, report_path, code)
+    if code:
+        sys.exit(code)
 
 
 def _text(plan, report: dict, dry_run: bool, human) -> str:

@@ -104,7 +104,8 @@ now_option = click.option("--now", "now_ms", type=int, metavar="MS",
                           help="The clock, in epoch milliseconds [default: the system clock].")
 
 report_option = click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-                             help="Also write the JSON report to this file.")
+                             help="Also append the run's JSON Lines (as --format json prints them, a run id and "
+                                  "time on each, totals last) to this file.")
 
 # what every command that changes log dirs takes, in their --help order
 change_options = _stack(config_options, quarantine_options, dry_run_option, format_option("Output format."),
@@ -143,47 +144,98 @@ def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "lo
         yield log_dir, outcome
 
 
-def print_outcomes(operation, groups: dict[Path, list[Path]], render, *, fmt: str,
-                   report_path: Path | None = None, **run) -> None:
-    """recover, roll and compact: each log dir's outcome as `render` writes it for people, once
-    that log dir is done; or the JSON reports at the end (one object for one log dir, else a
-    list). --report: the list, also to that file. Exits 2 when a partition was refused as Kafka
-    refuses it, else 7 when a deletion was refused as a guess, else 1 when a dry run would change
-    something (errors.exit_code_of)."""
-    import json
+def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, report_path: Path | None = None,
+               keep_going: bool = False, quiet: bool = False, **run) -> None:
+    """Every command that changes log dirs: run each log dir, print its lines (render.run_lines:
+    a line per partition, then the log dir's) once it is done, or `text(outcome)` for people,
+    then the totals line, or its one-line summary (not when `quiet`: retain under cron); append
+    the run's lines to --report FILE. A locked or failing log dir: with `keep_going` (retain,
+    delete-records) a line on stderr and the next log dir, else the run stops there (recover,
+    roll, compact) after its lines are out, as the error. Exits with the worst code
+    (errors.exit_code_of): 2 a partition refused as Kafka refuses it, 7 a deletion refused as a
+    guess, 1 a dry run that would change something."""
+    from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of
+    from kafkalog_cli.render.run_lines import RunLines
 
-    from kafkalog_cli.errors import ExitCode, exit_code_of
-
-    reports = []
-    codes = []
-    for _, outcome in run_log_dirs(operation, groups, **run):
+    lines = RunLines(operation.name, dry_run=bool(run.get("dry_run")))
+    codes: list[int] = []
+    stopped = None
+    for log_dir, outcome in run_log_dirs(operation, groups, errors="return", **run):
+        if isinstance(outcome, KafkalogError):
+            locked = isinstance(outcome, LockedError)
+            codes.append(int(outcome.exit_code))
+            emit_lines(fmt, [lines.failure(log_dir, outcome, locked)])
+            if not keep_going:
+                stopped = outcome
+                break
+            click.echo(f"kafkalog: {log_dir}: skipped: {outcome}" if locked else f"kafkalog: {outcome}", err=True)
+            continue
         if echo_diagnostics(outcome):
-            codes.append(ExitCode.CONFIG_UNKNOWN)
+            codes.append(int(ExitCode.CONFIG_UNKNOWN))
         for line in outcome.kafka_refusals:
             click.echo(f"kafkalog: {line}", err=True)
-            codes.append(ExitCode.REFUSED_BY_KAFKA)
+            codes.append(int(ExitCode.REFUSED_BY_KAFKA))
         if outcome.pending:
-            codes.append(ExitCode.PROBLEMS)
-        reports.append(outcome.to_json())
-        if fmt == "text":
-            click.echo(render(outcome))
+            codes.append(int(ExitCode.PROBLEMS))
+        for partition in _partition_summaries(outcome):
+            if partition.get("status") == "error":
+                codes.append(partition["exit_code"])
+                click.echo(f"kafkalog: {partition['detail']}", err=True)
+        made = lines.outcome(outcome)
+        if fmt == "json":
+            emit_lines(fmt, made)
+        else:
+            shown = text(outcome)
+            for line in [shown] if isinstance(shown, str) else shown:
+                click.echo(line)
+    code = int(stopped.exit_code) if stopped is not None else exit_code_of(codes)
+    # a run stopped by an error: its one line says it all to people (the JSON still sums it up)
+    finish_run(lines, fmt, report_path, code, quiet=quiet or stopped is not None)
+    if stopped is not None:
+        raise stopped
+    if code:
+        click.get_current_context().exit(code)
+
+
+def _partition_summaries(outcome) -> list[dict]:
+    partitions = getattr(outcome.plan, "partitions", None)
+    return [s for s in partitions.values() if isinstance(s, dict)] if isinstance(partitions, dict) else []
+
+
+def emit_lines(fmt: str, made: list[dict]) -> None:
+    """--format json: the lines, as they are made."""
     if fmt == "json":
-        click.echo(json.dumps(reports if len(reports) != 1 else reports[0], indent=2))
-    write_report(report_path, reports)
-    if exit_code_of(codes):
-        click.get_current_context().exit(exit_code_of(codes))
+        import json
+
+        for line in made:
+            click.echo(json.dumps(line))
 
 
-def write_report(report_path: Path | None, reports: list) -> None:
-    """--report FILE: every log dir's JSON report, as a list; written whole or not at all, as
-    every file kafkalog writes."""
+def finish_run(lines, fmt: str, report_path: Path | None, exit_code: int, quiet: bool = False) -> None:
+    """The totals line (json), or its summary for people (text, unless `quiet`); then the run's
+    lines appended to --report FILE."""
+    from kafkalog_cli.render.run_lines import summary
+
+    totals = lines.totals(exit_code)
+    if fmt == "json":
+        emit_lines(fmt, [totals])
+    elif not quiet:
+        click.echo(summary(totals))
+    append_report(report_path, lines.lines)
+
+
+def append_report(report_path: Path | None, lines: list[dict]) -> None:
+    """--report FILE: the run's lines appended in one write (O_APPEND: whole, not interleaved with
+    another run's, as far as the OS allows) and fdatasynced, so an hourly cron job keeps one file."""
     if report_path is None:
         return
     import json
 
     from kafkalog_cli.storage.fsops import FsOps
 
-    FsOps(report_path.parent).write_atomic(report_path, (json.dumps(reports, indent=2) + "\n").encode())
+    fsops = FsOps(report_path.parent)
+    fsops.fault_after = None        # a fault injected into the run's steps (tests) is not the report's
+    fsops.append_line(report_path, "".join(json.dumps(line) + "\n" for line in lines).encode())
 
 
 def echo_diagnostics(outcome) -> bool:

@@ -8,9 +8,13 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
+from kafkalog_cli.commands.options import emit_lines, finish_run, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
+from kafkalog_cli.render.run_lines import RunLines
 from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_registry import forget
+from kafkalog_cli.storage.space import freed_by_removing
 from kafkalog_cli.storage.lock import LogDirLock
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -66,8 +70,12 @@ def _folders(paths) -> list[q.QuarantineFolder]:
 @one_line_errors
 def list_command(paths, fmt):
     """The quarantine folders of PATHS (log dirs, quarantine dirs or folders; default: the current
-    directory), oldest first: op, time, entries, bytes kept and whether restored."""
+    directory), oldest first: op, time, entries, bytes kept and whether restored. For a log dir:
+    its default quarantine and every folder a run recorded for it in the registry
+    ($KAFKALOG_STATE_DIR/quarantines.json), wherever --quarantine put it; a recorded folder that
+    no longer exists is listed as gone."""
     rows = [f.to_json() for f in _folders(paths)]
+    rows += [q.gone_row(g, Path(p)) for p in paths or [Path(".")] for g in q.gone_folders(p)]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
         return
@@ -75,7 +83,7 @@ def list_command(paths, fmt):
         click.echo("no quarantine folders")
         return
     table = [("TIME", "OP", "ENTRIES", "BYTES", "STATUS", "FOLDER")]
-    table += [(r["time"][:19] + "Z", r["op"], str(r["entries"]), str(r["bytes"]), r["status"], r["folder"])
+    table += [(r["time"][:19] + "Z", r["op"], _cell(r["entries"]), _cell(r["bytes"]), r["status"], r["folder"])
               for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
@@ -83,12 +91,17 @@ def list_command(paths, fmt):
                    + "  " + row[5])
 
 
+def _cell(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
 @command.command("restore")
 @click.argument("folder", type=click.Path(path_type=Path))
 @dry_run_option
 @format_option
+@report_option
 @one_line_errors
-def restore_command(folder, dry_run, fmt):
+def restore_command(folder, dry_run, fmt, report_path):
     """Put back everything the run of FOLDER removed or overwrote, and remove what it created,
     newest first: the log dir as it was before the run, byte for byte. Takes the log dir's .lock
     (not with --dry-run). Refuses, changing nothing, when the log dir changed since in a way that
@@ -98,7 +111,7 @@ def restore_command(folder, dry_run, fmt):
     f = q.QuarantineFolder.open(folder)
     if dry_run:
         plan = q.plan_restore(f)
-        _show(plan, fmt, None)
+        _show(plan, fmt, None, report_path)
         _refuse(plan)
         return
     with LogDirLock(f.restore_target()):
@@ -106,19 +119,24 @@ def restore_command(folder, dry_run, fmt):
         plan = q.plan_restore(f)
         _refuse(plan)
         undone = q.restore(plan, FsOps(f.log_dir))
-    _show(plan, fmt, undone)
+    _show(plan, fmt, undone, report_path)
 
 
-def _show(plan: q.RestorePlan, fmt: str, undone: int | None) -> None:
-    if fmt == "json":
-        click.echo(json.dumps({"dry_run": undone is None, **plan.to_json(),
-                               **({} if undone is None else {"undone": undone})}, indent=2))
-    elif undone is None:
-        click.echo(plan.render())
-    elif undone or plan.steps:
-        click.echo(f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone")
-    else:
-        click.echo(f"nothing to restore: {plan.folder.path} was restored already")
+def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path | None) -> None:
+    lines = RunLines("quarantine restore", dry_run=undone is None)
+    folder = lines.folder({**plan.to_json(), **({} if undone is None else {"undone": undone}),
+                           "held_in_quarantine": 0},
+                          f"{plan.folder.path}: restore puts the kept data back and does not measure the "
+                          f"blocks it takes on disk")
+    emit_lines(fmt, [folder])
+    if fmt == "text":
+        if undone is None:
+            click.echo(plan.render())
+        elif undone or plan.steps:
+            click.echo(f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone")
+        else:
+            click.echo(f"nothing to restore: {plan.folder.path} was restored already")
+    finish_run(lines, fmt, report_path, int(KafkalogError.exit_code) if plan.conflicts else 0)
 
 
 def _refuse(plan: q.RestorePlan) -> None:
@@ -135,22 +153,30 @@ def _refuse(plan: q.RestorePlan) -> None:
 @click.option("--older-than", required=True, type=Duration(), metavar="DURATION",
               help="Remove the folders of runs that started longer ago than this: 7d, 12h, 30m, 1d12h (s m h d w).")
 @dry_run_option
+@format_option
+@report_option
 @one_line_errors
-def prune_command(paths, older_than, dry_run):
+def prune_command(paths, older_than, dry_run, fmt, report_path):
     """Remove the quarantine folders of PATHS (log dirs, quarantine dirs or folders; default: the
-    current directory) whose run started more than DURATION ago. What they kept is gone for
-    good: the space comes back."""
+    current directory) whose run started more than DURATION ago: for a log dir, those the
+    registry holds for it too. What they kept is gone for good: the space comes back (the
+    freed_on_disk of the summary: the blocks of the files whose last link they were)."""
     folders = _folders(paths)
     old = q.older_than(folders, older_than)
     leftovers = [p for root in sorted({f.path.parent for f in folders}) for p in q.pruning_leftovers(root)]
-    for f in old:
-        click.echo(f"{'would remove' if dry_run else 'removed'} {f.path} ({f.op}, {len(f.entries)} entries, "
-                   f"{f.bytes} bytes)")
+    lines = RunLines("quarantine prune", dry_run=dry_run)
+    for path, row, what in [(f.path, f.to_json(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
+                           [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:
+        line = lines.folder({**row, "freed_on_disk": freed_by_removing(path), "held_in_quarantine": 0}, "")
         if not dry_run:
-            FsOps(f.path.parent).remove_tree(f.path)
-    for p in leftovers:
-        click.echo(f"{'would remove' if dry_run else 'removed'} {p} (left by an interrupted prune)")
-        if not dry_run:
-            FsOps(p.parent).remove_tree(p)
-    if not old and not leftovers:
+            FsOps(path.parent).remove_tree(path)
+        emit_lines(fmt, [line])
+        if fmt == "text":
+            click.echo(f"{'would remove' if dry_run else 'removed'} {path} ({what})")
+    if not dry_run and old:
+        warning = forget([f.path for f in old])
+        if warning:
+            click.echo(f"kafkalog: warning: {warning}", err=True)
+    if fmt == "text" and not old and not leftovers:
         click.echo("nothing to prune")
+    finish_run(lines, fmt, report_path, 0)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, print_outcomes,
+from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_run,
                                            report_option)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
@@ -65,6 +65,6 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, repair=repair,
                               now_ms=now_or_clock(now_ms))
-    print_outcomes(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+    report_run(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
                    no_quarantine=no_quarantine)

@@ -1,20 +1,18 @@
 """`kafkalog retain PATH...`: options -> ops.retain -> one line per partition (or none).
 
-Made for cron: quiet unless -v, exit 0 whenever nothing failed (also when nothing was due), a
+Made for cron: quiet off a terminal unless -v, exit 0 whenever nothing failed (also when nothing was due), a
 locked log dir skipped with its own exit code (5) while the others are still retained."""
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
-from typing import Callable
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, echo_diagnostics, now_or_clock, partition_filter_options,
-                                           report_option, run_log_dirs, write_report)
-from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of
+from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_option,
+                                           report_run)
 from kafkalog_cli.ops import retain as ops
-from kafkalog_cli.ops.runner import Operation, Outcome
+from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.render import human
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
@@ -44,7 +42,9 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     --assume-kafka-defaults when the broker ran with Kafka's defaults).
 
     Takes each log dir's .lock (not with --dry-run); a locked log dir is skipped. Made for cron:
-    a successful run prints nothing unless -v (what was deleted is in the quarantine's manifest).
+    a successful run prints one summary line on a terminal (segments deleted, bytes freed on disk
+    and held in the quarantine, and where), and nothing under cron unless -v; --format json and
+    --report FILE give the run's JSON Lines (kafkalog-retain(1)).
 
     \b
     Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 7 a deletion by time or size was refused, as a
@@ -57,50 +57,8 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     check_engine(engine, master)
     groups = partition_groups(paths, only=only)   # retention works on current logs: -future/-delete/-stray noted
     operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
-    report_partitions(operation, groups, fmt=fmt, report_path=report_path,
-                      text_lines=lambda outcome: human.retain_outcome(outcome, verbose), engine=engine,
-                      master=master, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
-
-
-def report_partitions(operation: Operation, groups: dict, *, fmt: str, report_path: Path | None,
-                      text_lines: Callable[[Outcome], list[str]], **run) -> None:
-    """retain and delete-records: run each log dir (a locked or failing one does not stop the
-    others; Spark: one task per log dir), print `text_lines` or one JSON object per partition,
-    a line on stderr per refusal and per partition error, write --report, and exit with the
-    worst code (errors.exit_code_of; a dry run that would change something is 1)."""
-    codes: list[int] = []
-    reports: list[dict] = []
-    for log_dir, outcome in run_log_dirs(operation, groups, errors="return", **run):
-        if isinstance(outcome, KafkalogError):
-            e = outcome
-            codes.append(int(e.exit_code))
-            status = "locked" if isinstance(e, LockedError) else "error"
-            click.echo(f"kafkalog: {log_dir}: skipped: {e}" if status == "locked" else f"kafkalog: {e}", err=True)
-            failed = {"log_dir": str(log_dir), "status": status, "detail": str(e), "exit_code": int(e.exit_code)}
-            reports.append(failed)
-            if fmt == "json":
-                click.echo(json.dumps(failed))
-            continue
-        reports.append(outcome.to_json())
-        if echo_diagnostics(outcome):
-            codes.append(int(ExitCode.CONFIG_UNKNOWN))
-        if outcome.pending:
-            codes.append(int(ExitCode.PROBLEMS))
-        for summary in outcome.plan.partitions.values():
-            if summary.get("status") == "error":
-                codes.append(summary["exit_code"])
-                click.echo(f"kafkalog: {summary['detail']}", err=True)
-        _report(outcome, fmt, text_lines)
-    write_report(report_path, reports)
-    if exit_code_of(codes):
-        click.get_current_context().exit(exit_code_of(codes))
-
-
-def _report(outcome: Outcome, fmt: str, text_lines: Callable[[Outcome], list[str]]) -> None:
-    if fmt == "json":
-        for summary in outcome.plan.partitions.values():
-            click.echo(json.dumps({"log_dir": str(outcome.plan.log_dir), **summary, "dry_run": outcome.dry_run,
-                                   "quarantine": outcome.quarantine if summary.get("segments_deleted") else None}))
-        return
-    for line in text_lines(outcome):
-        click.echo(line)
+    # made for cron: a run without -v prints its summary line only on a terminal
+    quiet = not (verbose or dry_run or sys.stdout.isatty())
+    report_run(operation, groups, lambda outcome: human.retain_outcome(outcome, verbose), fmt=fmt,
+               report_path=report_path, keep_going=True, quiet=quiet, engine=engine, master=master,
+               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, print_outcomes,
+from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_run,
                                            report_option)
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
@@ -38,6 +38,6 @@ def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_
     """
     groups = partition_groups(paths, only=only)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
-    print_outcomes(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+    report_run(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
                    no_quarantine=no_quarantine)

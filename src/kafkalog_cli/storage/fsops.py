@@ -835,6 +835,9 @@ class FsOps:
                 os.close(fd)
             self.step(f"write {q.journal}")
             self.fsync_dir(q.folder)
+            # found again by `quarantine list LOGDIR` wherever --quarantine put it
+            from kafkalog_cli.storage.quarantine_registry import record
+            record(self.base_dir, q.folder)
         self._manifest = q.journal
 
 

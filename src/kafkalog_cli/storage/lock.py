@@ -47,10 +47,12 @@ def lock_holder(log_dir: Path) -> int | None:
 class LogDirLock:
     """Context manager: holds `<logdir>/.lock` exclusively until exit.
 
-    Like the broker we create the file when it is missing (it is empty)."""
+    Like the broker we create the file when it is missing (it is empty). `wait`: block until
+    the holder lets go (kafkalog's own state dir, held for a moment), instead of LockedError."""
 
-    def __init__(self, log_dir: Path):
+    def __init__(self, log_dir: Path, wait: bool = False):
         self.log_dir = Path(log_dir)
+        self.wait = wait
         self.path = self.log_dir / LOCK_FILE
         self._fd: int | None = None
 
@@ -68,7 +70,7 @@ class LogDirLock:
                 raise WriteError(f"cannot open the lock file: {(e.strerror or str(e)).lower()}", path=str(self.path)) from None
             raise
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as e:
             if e.errno not in (errno.EACCES, errno.EAGAIN):
                 os.close(fd)

@@ -335,8 +335,10 @@ def is_folder(path: Path) -> bool:
 
 def find_folders(path: Path | str) -> list[Path]:
     """The quarantine folders `path` stands for, oldest first: a folder itself; a log dir's
-    default quarantine; or a quarantine dir (what --quarantine named, `.kafkalog-quarantine` or
-    one of its log dir folders) searched two levels down."""
+    default quarantine and every folder the registry (storage.quarantine_registry) holds for it,
+    wherever --quarantine put it; or a quarantine dir (what --quarantine named,
+    `.kafkalog-quarantine` or one of its log dir folders) searched two levels down."""
+    from kafkalog_cli.storage import quarantine_registry
     from kafkalog_cli.storage.logdir import is_log_dir
 
     path = Path(path)
@@ -348,8 +350,35 @@ def find_folders(path: Path | str) -> list[Path]:
         return [path]
     if is_log_dir(path):
         root = default_quarantine_root(path)
-        return _folders_under(root, 1) if root.is_dir() else []
+        found = _folders_under(root, 1) if root.is_dir() else []
+        found += [f for f in quarantine_registry.folders_of(path) if is_folder(f) and f not in found]
+        return sorted(found, key=_oldest_first)
     return _folders_under(path, 2)
+
+
+def gone_folders(path: Path | str) -> list[Path]:
+    """The folders the registry holds for the log dir `path` that are no longer there (removed
+    by hand, or their disk unmounted): `quarantine list` shows them as gone."""
+    from kafkalog_cli.storage import quarantine_registry
+    from kafkalog_cli.storage.logdir import is_log_dir
+
+    path = Path(path)
+    if not path.is_dir() or is_folder(path) or not is_log_dir(path):
+        return []
+    return [f for f in quarantine_registry.folders_of(path) if not is_folder(f)]
+
+
+def gone_row(folder: Path, log_dir: Path) -> dict:
+    """`quarantine list`'s row for a registered folder that is gone: what its name says."""
+    stamp, op = _split_name(folder.name)
+    at = parse_stamp(stamp)
+    return {"folder": str(folder), "op": op, "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else stamp,
+            "log_dir": os.path.realpath(log_dir), "entries": None, "bytes": None, "status": "gone",
+            "manifest_version": None}
+
+
+def _oldest_first(p: Path) -> tuple[str, str]:
+    return _split_name(p.name)[0], str(p)
 
 
 def _folders_under(root: Path, depth: int) -> list[Path]:
@@ -361,7 +390,7 @@ def _folders_under(root: Path, depth: int) -> list[Path]:
             found.append(d)
         elif depth > 1:
             found.extend(_folders_under(d, depth - 1))
-    return sorted(found, key=lambda p: (_split_name(p.name)[0], str(p)))
+    return sorted(found, key=_oldest_first)
 
 
 def pruning_leftovers(root: Path) -> list[Path]:

@@ -61,6 +61,26 @@ def allocated(st: os.stat_result) -> int:
     return st.st_blocks * 512
 
 
+def freed_by_removing(tree: Path) -> int:
+    """What `df` gains when the directory `tree` goes: the blocks of its directories and of each
+    file whose last link it holds (a quarantine's hard link to a file still in a log dir frees
+    nothing)."""
+    total = 0
+    for root, dirs, files in os.walk(tree):
+        for name in [*dirs, *files]:
+            try:
+                st = os.lstat(os.path.join(root, name))
+            except OSError:
+                continue
+            if st.st_nlink == 1 or name in dirs:
+                total += allocated(st)
+    try:
+        total += allocated(os.lstat(tree))
+    except OSError:
+        pass
+    return total
+
+
 def _existing(path: Path) -> Path:
     """`path`, or its nearest ancestor that exists (a quarantine not made yet)."""
     p = Path(os.path.abspath(path))
