@@ -37,3 +37,8 @@ def log_dir_report(text: str, index: int = 0) -> dict:
              for o in all_lines if o["kind"] == "partition" and o["log_dir"] == report["log_dir"]]
     report["partitions"] = parts if report["command"] == "compact" else {p["partition"]: p for p in parts}
     return report
+
+
+def stable(text: str) -> list[dict]:
+    """The lines without what differs between two runs of the same work: the run id, the times."""
+    return [{k: v for k, v in o.items() if k not in ("run_id", "time")} for o in lines(text)]

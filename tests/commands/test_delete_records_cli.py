@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..ops.test_retain import NEW, make_log_dir
+from ..run_lines import log_dir_report, of_kind, partitions, totals
 from .test_retain_cli import held_lock, tree  # noqa: F401  (a fixture)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
@@ -58,7 +59,7 @@ def test_json_is_one_object_per_partition(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": SEGMENTS, "u-0": SEGMENTS}, hw={"u-0": 2})
     r = invoke(d, "--before", 3, "--format", "json", "--no-quarantine")
     assert r.exit_code == 2
-    by = {s["partition"]: s for s in map(json.loads, r.stdout.splitlines())}
+    by = partitions(r.stdout)
     assert (by["t-0"]["status"], by["t-0"]["new_log_start_offset"], by["t-0"]["high_watermark"]) == ("deleted", 3, 9)
     assert by["t-0"]["configs"]["cleanup.policy"]["origin"] == "Kafka default (unknown)"
     assert (by["u-0"]["status"], by["u-0"]["error"]) == ("error", "OFFSET_OUT_OF_RANGE")
@@ -72,7 +73,7 @@ def test_offset_json_and_the_topic_filter(tmp_path):
     spec = offsets_file(tmp_path, ("t", 0, 4), ("t", 1, -1), ("u", 0, 5))
     r = invoke(d, "--offset-json-file", spec, "--topic", "t", "--partition", 1, "--format", "json")
     assert r.exit_code == 0, r.output
-    assert [json.loads(x)["partition"] for x in r.stdout.splitlines()] == ["t-1"]
+    assert list(partitions(r.stdout)) == ["t-1"]
     assert (d / "log-start-offset-checkpoint").read_text() == "0\n1\nt 1 9\n"
 
 
@@ -107,11 +108,14 @@ def test_a_locked_log_dir_is_exit_5_and_untouched(tmp_path, held_lock):
 
 def test_report_file(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": SEGMENTS})
-    r = invoke(d, "--before", 6, "--report", tmp_path / "report.json", "--no-quarantine")
+    r = invoke(d, "--before", 6, "--report", tmp_path / "report.jsonl", "--no-quarantine")
     assert r.exit_code == 0, r.output
-    report, = json.loads((tmp_path / "report.json").read_text())
-    assert report["op"] == "delete-records" and report["partitions"]["t-0"]["new_log_start_offset"] == 6
+    report = log_dir_report((tmp_path / "report.jsonl").read_text())
+    assert report["command"] == "delete-records" and report["partitions"]["t-0"]["new_log_start_offset"] == 6
     assert report["quarantine"] is None
+    total = totals((tmp_path / "report.jsonl").read_text())
+    assert total["segments_deleted"] == report["partitions"]["t-0"]["segments_deleted"] > 0 and total["held_in_quarantine"] == 0 and total["quarantine"] == []
+    assert r.output.splitlines()[-1].startswith("delete-records: 1 log dir, 1 partition, ")
 
 
 def test_internal_topics_and_policy_on_the_example_log_dir(tmp_path):
@@ -160,7 +164,8 @@ def test_quarantine_restore_undoes_a_run_exactly(tmp_path):
     before = tree(d)
     r = invoke(d, "--before", 7, "--format", "json")
     assert r.exit_code == 0, r.output
-    folder = {json.loads(x)["quarantine"] for x in r.stdout.splitlines()} - {None}
+    folder = {x["quarantine"] for x in of_kind(r.stdout, "partition")} - {None}
+    assert totals(r.stdout)["quarantine"] == list(folder)
     assert len(folder) == 1 and tree(d) != before
     r = CliRunner().invoke(cli, ["quarantine", "restore", folder.pop()])
     assert r.exit_code == 0, r.output

@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
+from ..run_lines import log_dir_report, totals
 from ..storage.test_lock import hold_lock
 from ..ops.move_helpers import TP, live_copies, state, two_log_dirs
 
@@ -29,8 +30,9 @@ def test_moves_then_nothing_to_do(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
     assert r.exit_code == 0, r.output
-    report = json.loads(r.output)
+    report = log_dir_report(r.output)
     assert report["state"] == "move" and report["bytes_copied"] == 16057 and report["quarantine"]
+    assert report["partitions"][str(TP)] and totals(r.output)["quarantine"] == [report["quarantine"]]
     assert live_copies(TP, src, dst) == [dst / str(TP)]
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
     assert r.exit_code == 0 and "nothing to do (moved)" in r.output

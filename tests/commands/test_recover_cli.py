@@ -10,6 +10,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
 
 from ..ops.conftest import copy_case, tree_state
+from ..run_lines import log_dir_report, totals
 from ..storage.test_lock import hold_lock
 
 
@@ -27,7 +28,7 @@ def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
         p.kill(); p.wait()
     assert r.exit_code == 1, r.output       # changes pending
     assert f"kafkalog: note: {d}/.lock is held by process {p.pid}" in r.stderr
-    plan = json.loads(r.stdout)
+    plan = log_dir_report(r.stdout)
     assert any(a["action"] == "truncate" for a in plan["actions"])
     assert tree_state(d) == before
 
@@ -36,9 +37,10 @@ def test_json_report_after_apply(tmp_path):
     d = copy_case("recover-torn-tail", tmp_path)
     r = invoke("recover", "--format", "json", "--quarantine", tmp_path / "q", d)
     assert r.exit_code == 0, r.output
-    rep = json.loads(r.output)
+    rep = log_dir_report(r.output)
     assert rep["changed"] and rep["quarantine"].startswith(str(tmp_path / "q"))
     assert rep["partitions"]["rec-none-0"]["log_end_offset"] == 794
+    assert totals(r.output)["quarantine"] == [rep["quarantine"]]
 
 
 def test_locked_dir(tmp_path):

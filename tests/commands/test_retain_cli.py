@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
+from ..run_lines import ENVELOPE, of_kind, partitions, totals
 from ..ops.test_retain import (FIXTURES, NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
                                server_properties)
 
@@ -40,8 +41,7 @@ def test_json_is_one_summary_per_partition(tmp_path):
     d = copy_case("time", tmp_path)
     r = retain("--format", "json", "--no-quarantine", d)
     assert r.exit_code == 0, r.stderr
-    lines = [json.loads(x) for x in r.stdout.splitlines()]
-    by = {x["partition"]: x for x in lines}
+    by = partitions(r.stdout)
     assert set(by) == {"__cluster_metadata-0", "ret-time-0", "ret-time-blocker-0"}
     t = by["ret-time-0"]
     assert (t["segments_deleted"], t["old_log_start_offset"], t["new_log_start_offset"]) == (5, 0, 944)
@@ -53,6 +53,8 @@ def test_json_is_one_summary_per_partition(tmp_path):
                                 "largest_timestamp": 1622926400000, "timestamp_from": "time index"}
     assert by["ret-time-blocker-0"]["new_log_start_offset"] == 192
     assert by["__cluster_metadata-0"]["status"] == "skipped"
+    assert totals(r.stdout)["segments_deleted"] == sum(p.get("segments_deleted") or 0 for p in by.values())
+    assert totals(r.stdout)["freed_on_disk"] >= t["bytes_freed"]      # --no-quarantine: the blocks of what went
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
@@ -84,13 +86,13 @@ def test_verbose_then_idempotent(tmp_path):
 def test_configs_from_the_command_line_win(tmp_path):
     d = copy_case("time", tmp_path)
     r = retain("--dry-run", "--format", "json", "--topic-config", "ret-time:retention.ms=-1", d)
-    by = {x["partition"]: x for x in map(json.loads, r.stdout.splitlines())}
+    by = partitions(r.stdout)
     assert by["ret-time-0"]["status"] == "nothing to do"
     assert by["ret-time-blocker-0"]["segments_deleted"] == 1
     # without the log dir's __cluster_metadata the topic has no retention.bytes: nothing is due
     d2 = copy_case("size", tmp_path / "2")
     r = retain("--dry-run", "--format", "json", "--no-cluster-metadata", d2, case="size")
-    assert json.loads(r.stdout.splitlines()[1])["status"] == "nothing to do"
+    assert of_kind(r.stdout, "partition")[1]["status"] == "nothing to do"
 
 
 @pytest.fixture
@@ -122,10 +124,11 @@ def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
     assert r.stderr == f"kafkalog: {locked}: skipped: {locked / '.lock'}: in use by process {pid} " \
                        f"(a broker or another kafkalog holds the lock)\n"
     assert tree(locked) == before
-    lines = [json.loads(x) for x in r.stdout.splitlines()]
-    assert lines[0] == {"log_dir": str(locked), "status": "locked", "detail": r.stderr[10:].split(": skipped: ")[1].strip(),
-                        "exit_code": 5}
-    assert lines[1]["segments_deleted"] == 1 and not (free / "t-0" / "00000000000000000000.log").exists()
+    first, *others = of_kind(r.stdout, "log_dir")
+    assert {k: v for k, v in first.items() if k not in ENVELOPE} == {
+        "log_dir": str(locked), "dry_run": False, "status": "locked",
+        "detail": r.stderr[10:].split(": skipped: ")[1].strip(), "exit_code": 5}
+    assert partitions(r.stdout)["t-0"]["segments_deleted"] == 1 and not (free / "t-0" / "00000000000000000000.log").exists()
 
 
 def test_safe_under_set_e_and_quiet(tmp_path):
@@ -203,9 +206,7 @@ def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
     d = tmp_path / "ld"
     shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
     r = CliRunner().invoke(cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)])
-    doc = json.loads(r.stdout)
-    part = doc["partitions"] if "partitions" in doc else doc
-    part = part[0] if isinstance(part, list) else part
+    (part,) = of_kind(r.stdout, "partition")
     assert part["status"] == "refused"
     assert (part["cleanup_policy"], part["retention_ms"], part["retention_bytes"]) == (None, None, None)
     assert part["configs"]["retention.ms"]["known"] is False and part["configs"]["retention.ms"]["unknown"]

@@ -179,4 +179,4 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
             click.echo(f"kafkalog: warning: {warning}", err=True)
     if fmt == "text" and not old and not leftovers:
         click.echo("nothing to prune")
-    finish_run(lines, fmt, report_path, 0)
+    finish_run(lines, fmt, report_path, 0, quiet=not (old or leftovers))

@@ -96,8 +96,10 @@ class RunLines:
             self.partitions += 1
             self.segments_deleted += int(summary.get("segments_deleted") or 0)
             quarantine = outcome.quarantine if summary.get("held_in_quarantine") else None
-            made.append(self.line("partition", **{"log_dir": log_dir, "dry_run": outcome.dry_run, "partition": name,
-                                                  **summary, "quarantine": quarantine}))
+            fields = {"log_dir": log_dir, "dry_run": outcome.dry_run, "partition": name, **summary}
+            if fields["partition"] != name:       # a summary whose `partition` is the number
+                fields.update(partition=name, partition_id=fields["partition"])
+            made.append(self.line("partition", **fields, quarantine=quarantine))
         self.log_dirs += 1
         self.changes += _changes(report, partitions)
         self.count(report, unknown_why or f"{log_dir}: {self.command}{' --dry-run' if self.dry_run else ''} "
