@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from tests import bad_inputs as B
 
+from ..run_lines import of_kind
 from ..test_bad_input import LOG_CASES
 
 BROKER = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
@@ -60,7 +61,7 @@ def test_every_broker_log_dir(tmp_path, log_dir):
     # 2: a compacted topic (POLICY_VIOLATION); 3: a damaged active segment (recover first);
     # 7: no high watermark for -1 to stand for
     assert r.exit_code in (0, 2, 3, 7), r.stderr
-    for s in map(json.loads, r.stdout.splitlines()):
+    for s in of_kind(r.stdout, "partition"):
         if s["status"] in ("deleted", "raised", "nothing to do"):
             assert s["new_log_start_offset"] == s["high_watermark"], s
         elif s["status"] == "refused":

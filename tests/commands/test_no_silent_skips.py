@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.run_lines import log_dir_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 UUID = "0123456789abcdef0123456789abcdef"
@@ -124,7 +125,7 @@ def test_recover_recovers_a_future_log_and_leaves_delete_and_stray_untouched(tmp
     untouched = {k: state(ld / f"txn-0.{UUID}-{k}") for k in ("delete", "stray")}
     r = invoke("recover", "--format", "json", "--no-quarantine", ld)
     assert r.exit_code == 0, r.output
-    report = json.loads(r.stdout)
+    report = log_dir_report(r.stdout)
     assert f"txn-0.{UUID}-future" in report["partitions"]
     assert (ld / f"txn-0.{UUID}-future" / "00000000000000000000.log").stat().st_size == \
         (ld / "txn-0" / "00000000000000000000.log").stat().st_size        # the torn tail is gone
@@ -210,8 +211,8 @@ def test_a_log_dir_named_like_a_partition_is_read_as_a_log_dir(tmp_path, cmd, ke
 def test_a_log_dir_named_like_a_partition_is_a_log_dir_for_recover(tmp_path, keep_meta):
     ld = copy_examples(tmp_path, "kafka-1", ignore=None if keep_meta else ROOT_FILES)
     r = invoke("recover", "--dry-run", "--format", "json", ld)
-    assert r.exit_code == (1 if json.loads(r.stdout)["actions"] else 0), r.output
-    assert "txn-0" in json.loads(r.stdout)["partitions"]
+    assert r.exit_code == (1 if log_dir_report(r.stdout)["actions"] else 0), r.output
+    assert "txn-0" in log_dir_report(r.stdout)["partitions"]
 
 
 # ------------------------------------------------------------------ dump-log --format json on non-segments

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.commands.test_retain_cli import held_lock  # noqa: F401  (a fixture)
+from tests.run_lines import log_dir_report, partitions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 LOG = "00000000000000000000.log"
@@ -181,18 +182,15 @@ def test_roll_rolls_only_the_matching_partitions(logdir):
 
 def planned(command: str, stdout: str) -> list[str]:
     """The partitions a --dry-run --format json plans."""
-    if command == "retain":     # one object per partition
-        return sorted(json.loads(line)["partition"] for line in stdout.splitlines())
-    partitions = json.loads(stdout)["partitions"]
-    return sorted(p["partition"] for p in partitions) if command == "compact" else sorted(partitions)
+    return sorted(partitions(stdout))
 
 
 def _dry_run_code(command: str, stdout: str) -> int:
     """1 when the dry run has changes pending, else 0 (compact: nothing to clean here)."""
     if command == "retain":
-        pending = any(json.loads(line).get("segments_deleted") for line in stdout.splitlines())
+        pending = any(p.get("segments_deleted") for p in partitions(stdout).values())
     else:
-        pending = command != "compact" and bool(json.loads(stdout)["actions"])
+        pending = command != "compact" and bool(log_dir_report(stdout)["actions"])
     return 1 if pending else 0
 
 

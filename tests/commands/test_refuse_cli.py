@@ -22,6 +22,7 @@ from tests.commands.test_retain_cli import held_lock  # noqa: F401  (a fixture)
 from tests.ops.compact_helpers import records_of, restore
 from tests.ops.test_retain import (DAY, FIXTURES, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
                                    server_properties)
+from tests.run_lines import log_dir_report, of_kind
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KEYED_OVERWRITES_NOW = "1795248446186"
@@ -59,7 +60,7 @@ def test_retain_size_with_server_properties_matches_the_broker(tmp_path):
     skip = "leader-epoch-checkpoint"    # the broker's restart added an epoch at the log end offset
     assert {k: v for k, v in partition_files(d).items() if not k.endswith(skip)} == \
         {k: v for k, v in partition_files(after).items() if not k.endswith(skip)}
-    summary = [json.loads(x) for x in r.stdout.splitlines()][1]
+    summary = of_kind(r.stdout, "partition")[1]
     # the values that decided it, each with its source
     assert summary["configs"]["retention.bytes"]["origin"] == "cluster metadata"
     assert summary["configs"]["cleanup.policy"]["known"]
@@ -78,7 +79,7 @@ def test_assume_kafka_defaults_takes_the_seven_days(tmp_path):
     d = copy_case("size", tmp_path)
     r = invoke("retain", "--dry-run", "--now", params("size")["now_ms"], "--assume-kafka-defaults", "--format", "json", d)
     assert r.exit_code == 1 and r.stderr == ""       # segments would go
-    summary = [json.loads(x) for x in r.stdout.splitlines()][1]
+    summary = of_kind(r.stdout, "partition")[1]
     assert summary["rolled"] and summary["configs"]["retention.ms"]["origin"] == "Kafka default (assumed)"
 
 
@@ -136,14 +137,14 @@ def test_compact_without_metadata_refuses_unless_stated(tmp_path):
     # --force does not need the dirty ratio
     r = invoke("compact", "--dry-run", "--force", "--now", KEYED_OVERWRITES_NOW, "--format", "json",
                "--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-lz4:cleanup.policy=compact", d)
-    refused = {p["partition"]: [u["name"] for u in p["refused"]] for p in json.loads(r.stdout)["partitions"]}
+    refused = {p["partition"]: [u["name"] for u in p["refused"]] for p in log_dir_report(r.stdout)["partitions"]}
     assert refused["cmp-none-0"] == ["min.compaction.lag.ms", "delete.retention.ms"]
     # said: the broker ran with Kafka's defaults
     r = invoke("compact", "--now", KEYED_OVERWRITES_NOW, "--assume-kafka-defaults", "--format", "json",
                "--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",
                "--topic-config", "cmp-none:index.interval.bytes=512", d)
     assert r.exit_code == 0 and r.stderr == "", r.output
-    rep = json.loads(r.stdout)
+    rep = log_dir_report(r.stdout)
     assert [c["partition"] for c in rep["cleaned"]] == ["cmp-none-0"]
     assert rep["partitions"][0]["configs"]["delete.retention.ms"]["assumed"]
     assert records_of(d / "cmp-none-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")

@@ -14,6 +14,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.internal.remote_log_metadata import metadata_partition, murmur2
 
 from ..ops.tiered_helpers import copy_example, topic_id_of, uploaded
+from tests.run_lines import partitions
 
 ISSUE_22 = ["--assume-kafka-defaults", "--topic", "multi-segment",
             "--topic-config", "multi-segment:remote.storage.enable=true",
@@ -60,8 +61,7 @@ def test_uploaded_segment_goes_active_one_stays_log_start_kept(tmp_path):
     starts = (d / "log-start-offset-checkpoint").read_bytes()
     r = run("retain", "--kafka-version", "3.9", "--now", 1 << 50, *ISSUE_22, "--format", "json", d)
     assert r.exit_code == 0, r.output + r.stderr
-    summary = json.loads(r.output)
-    part = summary["partitions"]["multi-segment-0"] if "partitions" in summary else summary
+    part = partitions(r.stdout)["multi-segment-0"]
     left = files(d)
     assert "00000000000000000000.log" not in left          # uploaded (0..299): by local.retention.bytes
     assert "00000000000000000300.log" in left              # not uploaded: kept

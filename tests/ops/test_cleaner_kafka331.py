@@ -16,6 +16,7 @@ from kafkalog_cli.formats.records import build_v2_batch, empty_v2_batch, iter_ba
 from kafkalog_cli.ops import cleaner
 from kafkalog_cli.storage import names
 from tests.ops.test_compact_generated import T, NOW, batches, consumer_view, recs, replicated_to_the_end, write_segment
+from tests.run_lines import log_dir_report
 
 # the broker these logs stand for ran with Kafka's defaults (compact refuses to guess them)
 CFG = ["--topic-config", "t:cleanup.policy=compact", "--assume-kafka-defaults", "--no-quarantine", "--now", str(NOW)]
@@ -71,7 +72,7 @@ def test_full_map_stops_at_any_keyed_record_once_full(tmp_path):
     write_segment(part, 10, [one("z", "v", 10)])
     r = compact(part, "--dedupe-buffer-size", "240", "--format", "json")
     assert r.exit_code == 0, r.output
-    rounds = json.loads(r.output)["cleaned"][0]["rounds"]
+    rounds = log_dir_report(r.output)["cleaned"][0]["rounds"]
     assert [x["end_offset"] for x in rounds] == [9, 10]      # Kafka's round 1 ends before k0 at 9
     assert consumer_view(part)[0] == (1, "k1", "v") and consumer_view(part)[-2] == (9, "k0", "new")
 
@@ -82,7 +83,7 @@ def test_batch_with_more_keys_than_the_map_progresses_mid_batch(tmp_path):
     write_segment(part, 12, [one("z", "v", 12)])
     r = compact(part, "--dedupe-buffer-size", "240", "--format", "json")
     assert r.exit_code == 0, r.output
-    rounds = json.loads(r.output)["cleaned"][0]["rounds"]
+    rounds = log_dir_report(r.output)["cleaned"][0]["rounds"]
     assert [x["end_offset"] for x in rounds] == [9, 12]
     assert checkpoint(part, names.CLEANER_CHECKPOINT).splitlines()[-1] == "t 0 12"
     assert [o for o, _, _ in consumer_view(part)] == list(range(13))

@@ -8,6 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.run_lines import log_dir_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = 1795460000000
@@ -267,7 +268,7 @@ def test_a_missing_time_index_is_created_empty_as_the_broker_does_and_rebuilt_wi
     assert r.exit_code == 0, r.output
     assert tidx.read_bytes() == b""
     import json
-    found = [f for f in json.loads(r.output)["findings"] if f.get("path") == str(tidx)]
+    found = [f for f in log_dir_report(r.output)["findings"] if f.get("path") == str(tidx)]
     assert len(found) == 1 and found[0]["left_as_broker_leaves"] is True
     assert "a broker creates it empty" in found[0]["message"] and "mtime" in found[0]["message"]
     tidx.unlink()
