@@ -456,6 +456,7 @@ class FsOps:
     def _account_replacing(self, path: Path, new: Path) -> None:
         """The space figures of `new` renamed over `path`: the new file's blocks taken, the old
         one's given back when this was its last link (else the quarantine holds it)."""
+        taken = 0
         try:
             taken = allocated(os.stat(new))
             old = os.lstat(path)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from kafkalog_cli.storage.names import META_PROPERTIES
 STATE_ENV = "KAFKALOG_STATE_DIR"
 REGISTRY = "quarantines.json"
 VERSION = 1
+_THREADS = threading.Lock()      # lockf excludes other processes only, not this one's threads
 
 
 def state_dir() -> Path:
@@ -89,7 +91,7 @@ def _change(change) -> str | None:
             except KafkalogError:
                 if not d.is_dir():    # another run made it meanwhile: fine
                     raise
-        with LogDirLock(d, wait=True):
+        with _THREADS, LogDirLock(d, wait=True):
             doc = _read(d / REGISTRY)
             change(doc["log_dirs"])
             fsops.write_atomic(d / REGISTRY, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
