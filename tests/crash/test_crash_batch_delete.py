@@ -171,7 +171,8 @@ def test_killed_for_real_after_the_manifest_before_the_unlinks_restore_is_exact(
     (folder,) = json.loads(kafkalog("quarantine", "list", "--format", "json", d).output)
     assert folder["entries"] > 10
     r = kafkalog("quarantine", "restore", "--dry-run", folder["folder"])
-    steps = r.output.splitlines()[1:]
+    *steps, summary = r.output.splitlines()[1:]
+    assert summary.startswith(f"quarantine restore --dry-run: 1 quarantine folder, {folder['entries']} changes pending")
     assert r.exit_code == 0 and len(steps) == folder["entries"], r.output
     assert all(s.startswith("  - leave ") and s.endswith(": already as before retain") for s in steps), r.output
     r = kafkalog("quarantine", "restore", folder["folder"])

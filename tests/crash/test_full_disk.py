@@ -35,6 +35,7 @@ from kafkalog_cli.storage.logdir import partition_dirs_for
 from ..broker_start import broker_verdict, needs_broker
 from ..fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
 from ..ops.conftest import tree_state
+from ..run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"
 NOW = 1795249186389
@@ -74,10 +75,11 @@ def state(d: Path) -> dict[str, str]:
 def test_a_full_disk_is_freed_and_the_result_loads(fs, tmp_path, command):
     args, start, left = CASES[command]
     d = full_copy(fs)
-    report = tmp_path / "report.json"
+    report = tmp_path / "report.jsonl"
     r = invoke(*args, "--no-quarantine", "--report", report, d)
     assert r.exit_code == 0, r.output
-    rep = json.loads(report.read_text())[0]
+    rep = log_dir_report(report.read_text())
+    assert totals(report.read_text())["freed_on_disk"] == rep["freed_on_disk"]
     part = rep["partitions"][PART]
     # what df gains is what the report says, per partition and in total; nothing is held
     assert free_bytes(fs) == rep["freed_on_disk"] == part["freed_on_disk"] > 0
@@ -87,7 +89,7 @@ def test_a_full_disk_is_freed_and_the_result_loads(fs, tmp_path, command):
     # the result loads: recover has nothing to change...
     r = invoke("recover", "--dry-run", "--format", "json", "--no-quarantine", "--now", NOW, d)
     assert r.exit_code in (0, 1), r.output
-    changes = [(a["action"], Path(a["path"]).name, a["reason"]) for a in json.loads(r.stdout)["actions"]]
+    changes = [(a["action"], Path(a["path"]).name, a["reason"]) for a in log_dir_report(r.stdout)["actions"]]
     # ...but the producer snapshot at the new log start offset, which the broker keeps after its own
     # retention or DeleteRecords too and deletes at its next load (ProducerStateManager.truncateAndReload:
     # offset <= log start): kafkalog writes what the broker writes (tests/fixtures/broker)
@@ -129,10 +131,10 @@ def test_a_quarantine_on_another_file_system_frees_as_it_goes_and_restores(fs, t
     d = full_copy(fs)
     before = tree_state(d)
     q = tmp_path / "q"                      # on the disk under the tmpfs: another file system
-    report = tmp_path / "report.json"
+    report = tmp_path / "report.jsonl"
     r = invoke(*args, "--quarantine", q, "--report", report, d)
     assert r.exit_code == 0, r.output
-    rep = json.loads(report.read_text())[0]
+    rep = log_dir_report(report.read_text())
     (folder,) = [m.parent for m in q.rglob("manifest.jsonl")]
     kept = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and f.name != "manifest.jsonl")
     assert rep["held_in_quarantine"] == kept > sum(len(v) for k, v in before.items() if k.startswith(PART)

@@ -111,7 +111,8 @@ class RunLines:
     def folder(self, row: dict, unknown_why: str) -> dict:
         """A quarantine folder restored or pruned (`row`: its fields, with the figures it has)."""
         self.folders += 1
-        self.changes += 1 if "undone" not in row else int(row["undone"])
+        # restore: the entries undone (a dry run: its steps); prune: the folder removed
+        self.changes += int(row["undone"]) if "undone" in row else len(row["steps"]) if "steps" in row else 1
         self.count(row, unknown_why)
         return self.line("folder", dry_run=self.dry_run, **{k: v for k, v in row.items() if k != "quarantine"})
 
