@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (config_options, dry_run_option, format_option, partition_filter_options,
-                                           quarantine_options, report_option)
+from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, format_option,
+                                           partition_filter_options, quarantine_options, report_option)
 from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -29,7 +29,7 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 @config_options
 @quarantine_options
 @dry_run_option
-@format_option("text: a line per partition. json: one object per partition.")
+@format_option(RUN_FORMAT_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
 def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):

@@ -108,7 +108,9 @@ report_option = click.option("--report", "report_path", type=click.Path(dir_okay
                                   "time on each, totals last) to this file.")
 
 # what every command that changes log dirs takes, in their --help order
-change_options = _stack(config_options, quarantine_options, dry_run_option, format_option("Output format."),
+RUN_FORMAT_HELP = ("text: the plan or what was done, then one summary line. json: the run's JSON Lines, a run id and "
+                   "time on each: a line per partition, per log dir, and the totals (kafkalog(1), REPORTS).")
+change_options = _stack(config_options, quarantine_options, dry_run_option, format_option(RUN_FORMAT_HELP),
                         now_option)
 
 
