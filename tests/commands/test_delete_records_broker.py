@@ -15,6 +15,7 @@ import pytest
 from kafkalog_cli.cli import cli
 
 from ..kafka_broker import broker_run, needs_broker
+from ..run_lines import partitions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 pytestmark = needs_broker
@@ -65,7 +66,7 @@ def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
     res = runner.invoke(cli, ["delete-records", str(d), "--offset-json", str(spec), "--format", "json",
                               "--quarantine", str(tmp_path / "q")])
     assert res.exit_code == 0, res.output
-    starts = {s["partition"]: s["new_log_start_offset"] for s in map(json.loads, res.output.splitlines())}
+    starts = {name: s["new_log_start_offset"] for name, s in partitions(res.stdout).items()}
     assert starts == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "codec-zstd-0": 60, "txn-0": 8}
     assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
     want = {name: dumped_records(runner, d / name, start) for name, start in starts.items()}

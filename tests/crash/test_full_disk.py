@@ -118,7 +118,7 @@ def test_a_dry_run_says_what_it_would_free_and_that_the_default_quarantine_frees
     # checkpoint takes a block
     assert "bytes to take on disk, 16004 to hold in the quarantine" in r.stdout
     r = invoke(*RETAIN, "--dry-run", "--no-quarantine", "--format", "json", d)
-    plan = json.loads(r.stdout.splitlines()[0])
+    plan = log_dir_report(r.stdout)
     assert plan["held_in_quarantine"] == 0 and plan["freed_on_disk"] >= 15996
     r = invoke(*RETAIN, "-v", d)
     assert r.exit_code == 0 and "nothing is freed on disk" in r.stdout
