@@ -134,6 +134,7 @@ def test_one_shape_for_every_mutating_command(tmp_path):
     pruned = lines(r.stdout)
     assert [o["kind"] for o in pruned] == ["folder"] * (len(pruned) - 1) + ["totals"]
     assert pruned[-1]["folders"] == len(pruned) - 1 == len(folders) and pruned[-1]["freed_on_disk"] > 0
+    assert all(o["created"] < o["time"] and o["op"] in ("roll", "retain") for o in pruned[:-1])   # the run's, the line's
     assert not any(p.exists() for p in q.iterdir() if not p.name.startswith("."))
 
 

@@ -19,7 +19,8 @@ then the kind's own fields:
                of the log dir beside its partitions: findings, actions (a dry run) or changed,
                freed_on_disk, held_in_quarantine, quarantine, fs_steps. A log dir that was
                locked or failed: detail and exit_code instead.
-    folder     a quarantine folder restored or pruned: folder, log_dir, op, and what was done
+    folder     a quarantine folder restored or pruned: folder, log_dir, op, created (when its
+               run started), and what was done
     totals     the last line: dry_run, log_dirs, failed (log dirs locked or stopped by an
                error), folders (restored or pruned), partitions, changes, segments_deleted,
                freed_on_disk and held_in_quarantine (storage.space: what `du` and `df` see),
@@ -37,6 +38,7 @@ from pathlib import Path
 
 from kafkalog_cli.storage.space import FIELDS
 
+ENVELOPE = ("run_id", "time", "command", "kind")
 KINDS = ("partition", "log_dir", "folder", "totals")
 
 
@@ -63,6 +65,7 @@ class RunLines:
     quarantines: list[str] = field(default_factory=list)
 
     def line(self, kind: str, **fields) -> dict:
+        assert not set(ENVELOPE) & set(fields), f"a {kind} field takes an envelope's name: {set(ENVELOPE) & set(fields)}"
         out = {"run_id": self.run_id, "time": iso_now(), "command": self.command, "kind": kind, **fields}
         self.lines.append(out)
         return out
@@ -81,7 +84,7 @@ class RunLines:
         if q and q not in self.quarantines:
             self.quarantines.append(q)
 
-    def outcome(self, outcome, unknown_why: str | None = None) -> list[dict]:
+    def outcome(self, outcome) -> list[dict]:
         """The lines of one log dir's ops.runner.Outcome: a line per partition, then the log dir's."""
         report = dict(outcome.to_json())
         report.pop("dry_run", None)
@@ -102,19 +105,21 @@ class RunLines:
             made.append(self.line("partition", **fields, quarantine=quarantine))
         self.log_dirs += 1
         self.changes += _changes(report, partitions)
-        self.count(report, unknown_why or f"{log_dir}: {self.command}{' --dry-run' if self.dry_run else ''} "
-                                          f"does not measure it")
+        self.count(report, f"{log_dir}: a dry run of {self.command} does not estimate it" if outcome.dry_run
+                   else f"{log_dir}: {self.command} does not measure it")
         made.append(self.line("log_dir", log_dir=log_dir, dry_run=outcome.dry_run,
                               status="dry run" if outcome.dry_run else "done", **report))
         return made
 
     def folder(self, row: dict, unknown_why: str) -> dict:
-        """A quarantine folder restored or pruned (`row`: its fields, with the figures it has)."""
+        """A quarantine folder restored or pruned (`row`: its fields, with the figures it has;
+        its `time`, when the folder's run started, becomes `created`)."""
+        row = {("created" if k == "time" else k): v for k, v in row.items()}
         self.folders += 1
         # restore: the entries undone (a dry run: its steps); prune: the folder removed
         self.changes += int(row["undone"]) if "undone" in row else len(row["steps"]) if "steps" in row else 1
         self.count(row, unknown_why)
-        return self.line("folder", dry_run=self.dry_run, **{k: v for k, v in row.items() if k != "quarantine"})
+        return self.line("folder", dry_run=self.dry_run, **row)
 
     def failure(self, log_dir: Path, error, locked: bool) -> dict:
         """A log dir that was locked (skipped, nothing changed) or stopped by an error (what it
