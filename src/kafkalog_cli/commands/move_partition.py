@@ -50,6 +50,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.options import write_report
+    from kafkalog_cli.ops.clean_shutdown import settle_marker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.render import human
     from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
@@ -65,7 +66,11 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
-            report = ops.apply(plan, FsOps(destination, Quarantine(root, "move-partition")))
+            fsops = FsOps(destination, Quarantine(root, "move-partition"))
+            report = ops.apply(plan, fsops)
+            marker = settle_marker(destination, plan, report, fsops)
+        if marker:
+            click.echo(f"kafkalog: note: {marker}", err=True)
     if fmt == "json":
         click.echo(json.dumps(report, indent=2))
     else:
