@@ -283,6 +283,13 @@ SEGMENT_BYTES_FLOOR_1MIB = VersionRule(
     "segment.bytes at least 1 MiB", KafkaVersion(4, 0),
     "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)")
 
+REMOTE_RETENTION_BOUNDS = VersionRule(
+    "local retention within the total retention", KafkaVersion(3, 6),
+    "LogConfig.validateRemoteStorageRetentionSize / validateRemoteStorageRetentionTime (KAFKA-15295, 3.6)")
+REMOTE_COPY_DISABLE_RETENTION = VersionRule(
+    "remote.log.copy.disable with local retention equal to the total", KafkaVersion(3, 9),
+    "LogConfig.validateRetentionConfigsWhenRemoteCopyDisabled (KIP-950, 3.9)")
+
 ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
 
 # Topic.isInternal by version (clients/src/main/java/org/apache/kafka/common/internals/Topic.java:

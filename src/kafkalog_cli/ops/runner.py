@@ -53,6 +53,9 @@ class ConfigSources:
         sources.stated_version()
         return sources
 
+    def topic_overrides_topics(self) -> list[str]:
+        return list(parse_topic_key_values(self.topic_config_items))
+
     def stated_version(self) -> KafkaVersion | None:
         return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
 
@@ -73,6 +76,7 @@ class ConfigSources:
             remote_log_metadata=tuple(self.remote_log_metadata),
         )
         resolver.check_version_bounds()
+        resolver.check_retention_bounds(self.topics if self.topics is not None else self.topic_overrides_topics())
         return resolver
 
 
