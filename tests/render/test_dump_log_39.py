@@ -8,9 +8,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.internal.kafka_protocol import write_struct
-from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.internal.transaction_state import format_transaction_record_39
+from tests.test_kafka_versions import _v1_transaction_value
 
 HERE = Path(__file__).resolve().parents[1] / "fixtures" / "dump-log-3.9"
 KIP848 = "../groups-broker-3.9-kip848/logdir"
@@ -57,13 +56,10 @@ KEY = struct.pack(">hh", 0, 8) + b"default_"
 
 
 def test_transaction_log_39_reads_flexible_values_and_names_unknown_keys():
-    value = struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
-        "producerId": 7, "previousProducerId": 6, "producerEpoch": 1, "transactionTimeoutMs": 60000,
-        "transactionStatus": 4, "transactionPartitions": [{"topic": "t", "partitionIds": [0, 1]}],
-        "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4, "clientTransactionVersion": 2}, 1)
+    value = _v1_transaction_value()
     assert format_transaction_record_39(KEY, value, 7) == (
         "transaction_metadata::transactionalId=default_",
-        "producerId:7,producerEpoch:1,state=CompleteCommit,partitions=[t-1,t-0],txnLastUpdateTimestamp=5,"
+        "producerId:13,producerEpoch:1,state=CompleteCommit,partitions=[t-1],txnLastUpdateTimestamp=5,"
         "txnTimeoutMs=60000")
     assert format_transaction_record_39(b"\x00\x01\x00\x01x", None, 7) == ("unknown::version=1", None)
     with pytest.raises(InvalidRecordError, match="Unknown version 2 from the transaction log message value"):
