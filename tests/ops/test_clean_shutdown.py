@@ -111,3 +111,14 @@ def test_batches_of_an_epoch_the_checkpoint_lacks(tmp_path):
     assert verdict.problems["codec-none-0"] == (
         "segment 0: batches of leader epoch 0, beyond leader-epoch-checkpoint's latest (-1): a recovery adds it, "
         "a load that skips recovery does not")
+
+
+def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
+    from kafkalog_cli.ops.clean_shutdown import changed_partitions
+
+    d = logdir(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(d)
+    got = changed_partitions(link, [d / "multi-segment-0" / "00000000000000000300.timeindex",
+                                    link / "codec-none-0", d / "recovery-point-offset-checkpoint", None])
+    assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}

@@ -27,6 +27,7 @@ on are compared (producer snapshots: the whole partition).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,18 +60,20 @@ class MarkerVerdict:
 
 def changed_partitions(log_dir: Path, paths) -> dict[str, set[str] | None]:
     """The partition dirs of `log_dir` that `paths` (files a run wrote, renamed or removed) are
-    in, each with the names of its changed files."""
-    log_dir = Path(log_dir).resolve()
+    in, each with the names of its changed files (a partition dir itself: WHOLE). Compared by
+    real path: the run may have named the log dir through a symlink."""
+    log_dir = os.path.realpath(log_dir)
     out: dict[str, set[str] | None] = {}
     for p in paths:
         if p is None:
             continue
-        p = Path(p).resolve() if not Path(p).is_absolute() else Path(p)
-        if p.parent.parent == log_dir:
-            files = out.setdefault(p.parent.name, set())
+        p = Path(p)
+        parent = os.path.realpath(p.parent)
+        if os.path.dirname(parent) == log_dir:
+            files = out.setdefault(os.path.basename(parent), set())
             if files is not WHOLE:
                 files.add(p.name)
-        elif p.parent == log_dir and p.is_dir():
+        elif parent == log_dir and p.is_dir():
             out[p.name] = WHOLE
     return out
 
