@@ -230,3 +230,59 @@ def test_segment_bytes_floor_of_4_0_on_the_command_line():
     assert r.exit_code == 2 and "at least 1048576 from Kafka 4.0, KIP-1030" in r.stderr
     r = run("roll", "--dry-run", "--kafka-version", "3.9", "--config", "segment.bytes=1000", EXAMPLE)
     assert r.exit_code == 1                 # a dry run with changes pending
+
+
+# ------------------------------------------------------------------ records only 4.0+ writes
+def _internal_dir(root: Path, name: str, key: bytes, value: bytes | None) -> Path:
+    (root / name).mkdir(parents=True)
+    (root / name / "00000000000000000000.log").write_bytes(build_v2_batch([SimpleRecord(key, value, 5)], 0))
+    return root
+
+
+def _v1_transaction_value() -> bytes:
+    return struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
+        "producerId": 13, "previousProducerId": 12, "producerEpoch": 1, "transactionTimeoutMs": 60000,
+        "transactionStatus": 4, "transactionPartitions": [{"topic": "t", "partitionIds": [1]}],
+        "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4, "clientTransactionVersion": 2}, 1)
+
+
+def _evidence(d: Path) -> list[dict]:
+    r = run("describe", d, "--format", "json")
+    return [json.loads(x) for x in r.stdout.splitlines() if '"kind": "log_dir"' in x][0]["kafka_versions"]["evidence"]
+
+
+def test_a_flexible_transaction_state_value_proves_4_0(tmp_path):
+    key = struct.pack(">hh", 0, 3) + b"app"
+    d = _internal_dir(tmp_path / "logs", "__transaction_state-0", key, _v1_transaction_value())
+    path = str(d / "__transaction_state-0" / "00000000000000000000.log")
+    assert _evidence(d) == [{"source": "TRANSACTION_STATE_VALUE", "at_least": "4.0",
+                             "detail": "1 at offset 0 (transaction.version >= 1)", "path": path}]
+    r = run("describe", d)
+    assert (f"#   at least 4.0: __transaction_state value version 1 at offset 0 (transaction.version >= 1) "
+            f"({path})") in r.stdout
+    assert run("describe", d, "--kafka-version", "3.9").exit_code == 2      # older than the dir proves
+
+
+def test_share_group_state_and_new_group_records_prove_4_0(tmp_path):
+    share_key = struct.pack(">h", 0) + write_struct(MESSAGES["ShareSnapshotKey"], {
+        "groupId": "sg", "topicId": bytes(range(16)), "partition": 0}, 0)
+    share_value = struct.pack(">h", 0) + write_struct(MESSAGES["ShareSnapshotValue"], {
+        "snapshotEpoch": 0, "stateEpoch": 0, "leaderEpoch": 0, "startOffset": 0, "createTimestamp": 1,
+        "writeTimestamp": 1, "deliveryCompleteCount": -1, "stateBatches": []}, 0)
+    d = _internal_dir(tmp_path / "logs", "__share_group_state-0", share_key, share_value)
+    regex_key = struct.pack(">h", 16) + write_struct(MESSAGES["ConsumerGroupRegularExpressionKey"], {
+        "groupId": "g", "regularExpression": "t.*"}, 16)
+    _internal_dir(d, "__consumer_offsets-0", regex_key, None)
+    assert [(e["source"], e["at_least"], e["detail"]) for e in _evidence(d)] == [
+        ("SHARE_GROUP_STATE_RECORD", "4.0", "ShareSnapshot at offset 0 (the share coordinator, KIP-932)"),
+        ("GROUP_RECORD_TYPE", "4.0", "16 (ConsumerGroupRegularExpression) at offset 0 (unknown to 3.9's group "
+                                     "coordinator)")]
+
+
+def test_what_33_to_39_write_proves_nothing(tmp_path):
+    # a version 0 transaction value, a classic offset commit, bytes in the share topic that are no record of it
+    key = struct.pack(">hh", 0, 3) + b"app"
+    d = _internal_dir(tmp_path / "logs", "__transaction_state-0", key, b"\x00\x00" + _v1_transaction_value()[2:])
+    _internal_dir(d, "__share_group_state-0", b"just a key", b"v")
+    assert _evidence(d) == []
+    assert {e["source"] for e in _evidence(EXAMPLE)} == {"METADATA_VERSION"}    # 3.3.1's own internal topics

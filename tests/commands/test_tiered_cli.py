@@ -196,9 +196,14 @@ def test_3_6_keeps_a_segment_below_the_log_start_offset_until_uploaded(tmp_path)
 
 def test_remote_log_copy_disable_brings_back_the_plain_rules_from_3_9(tmp_path):
     d = copy_example(tmp_path)
-    args = ["retain", "--dry-run", *ISSUE_22, "--topic-config", "multi-segment:remote.log.copy.disable=true", d]
+    # with copying off, 3.9's LogConfig wants local.retention.bytes -2 or equal to retention.bytes
+    args = ["retain", "--dry-run", *ISSUE_22, "--topic-config", "multi-segment:remote.log.copy.disable=true",
+            "--topic-config", "multi-segment:local.retention.bytes=-2", d]
     r = run(*args, "--kafka-version", "3.9")
     assert r.exit_code == 1 and "segment 0: retention size 5000 breach" in r.output   # a dry run, changes pending
+    r = run(*args[:-3], d, "--kafka-version", "3.9")     # local.retention.bytes=1000: Kafka refuses the config
+    assert r.exit_code == 2 and "the `local.retention.bytes` and `retention.bytes` must be set to the identical " \
+                                "value" in r.stderr
     r = run(*args, "--kafka-version", "3.8")          # 3.8 has no remote.log.copy.disable: tiered, upload unknown
     assert r.exit_code == 7 and "upload state unknown" in r.stderr
 

@@ -3,8 +3,9 @@ LocalTieredStorage beside it, as tools/kafka-broker/build-all-3.9.sh lays out 3.
 otherwise). One generated tiered dir (tiered.py) per module:
 - a broker on a copy serves every partition from its log start offset, the uploaded part from the
   remote tier, exactly as kafkalog dump-log lists the uploaded segments and then the local ones;
-- the broker's own kafka-dump-log and kafkalog dump-log print the same for every .log the broker
-  wrote, the uploaded segments and __remote_log_metadata included."""
+- the broker's own kafka-dump-log and kafkalog dump-log --kafka-version <the broker's> print the
+  same for every .log the broker wrote, the uploaded segments, __remote_log_metadata and
+  __cluster_metadata included (3.9's __consumer_offsets text: tests/render/test_dump_log_39.py)."""
 from __future__ import annotations
 
 import os
@@ -46,28 +47,12 @@ def test_a_broker_serves_from_the_log_start_through_the_remote_tier_as_dump_log_
         assert p["start"] == 0 and p["same"] and p["served"] == p["end"] > 0, (name, p)
 
 
-# kafkalog's decoders against 3.9.0-rc3's kafka-dump-log: what differs today (issue 22, items 2 and 4;
-# the modelling is not this harness's): the group is run and compared, and fails as expected
-KNOWN_3_9 = {
-    "cluster-metadata": "3.6+ metadata records (BeginTransactionRecord, ZkMigrationStateRecord, "
-                        "EndTransactionRecord ...): kafkalog prints 3.3.1's 'Unknown metadata id 23'",
-    "remote-log-metadata": "kafkalog's RemoteLogSegmentMetadata ends ', txnIdxEmpty=false}' (a Kafka after "
-                           "3.9.0-rc3); "
-                           "3.9.0-rc3 prints no txnIdxEmpty",
-}
+def _text_version() -> str:
+    """dump-log --kafka-version for the broker's own kafka-dump-log: its major.minor."""
+    return ".".join(map(str, broker.kafka_dist(broker.KAFKA_HOME).version_tuple[:2]))
 
 
-def _groups():
-    out = []
-    for g in ("topics", "remote-segments", "remote-log-metadata", "cluster-metadata"):
-        marks = []
-        if g in KNOWN_3_9 and broker.available() and broker.kafka_dist(broker.KAFKA_HOME).at_least(3, 6):
-            marks = [pytest.mark.xfail(reason=KNOWN_3_9[g], strict=False)]
-        out.append(pytest.param(g, marks=marks))
-    return out
-
-
-@pytest.mark.parametrize("group", _groups())
+@pytest.mark.parametrize("group", ["topics", "remote-segments", "remote-log-metadata", "cluster-metadata"])
 def test_kafka_dump_log_and_kafkalog_print_the_same(tiered, tmp_path, group):
     import shutil
     from tests.differential.loadcheck import kafkalog
@@ -92,7 +77,7 @@ def test_kafka_dump_log_and_kafkalog_print_the_same(tiered, tmp_path, group):
     args = ["--print-data-log", *flags, "--files", ",".join(map(str, files))]
     theirs = subprocess.run([f"{broker.KAFKA_HOME}/bin/kafka-dump-log.sh", *args], capture_output=True, text=True,
                             env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx256m"}, timeout=600)
-    ours = kafkalog("dump-log", *args)
+    ours = kafkalog("dump-log", "--kafka-version", _text_version(), *args)
     assert theirs.returncode == 0 and ours.rc == 0, (theirs.stderr[-1000:], ours.stderr[-1000:])
     assert theirs.stdout.count("Dumping ") == len(files)
     if ours.stdout != theirs.stdout:

@@ -268,9 +268,14 @@ def test_a_missing_time_index_is_created_empty_as_the_broker_does_and_rebuilt_wi
     assert r.exit_code == 0, r.output
     assert tidx.read_bytes() == b""
     import json
-    found = [f for f in log_dir_report(r.output)["findings"] if f.get("path") == str(tidx)]
+    report = log_dir_report(r.stdout)
+    found = [f for f in report["findings"] if f.get("path") == str(tidx)]
     assert len(found) == 1 and found[0]["left_as_broker_leaves"] is True
     assert "a broker creates it empty" in found[0]["message"] and "mtime" in found[0]["message"]
+    # a broker that skips recovery would keep that empty time index: the marker goes
+    assert not (d / ".kafka_cleanshutdown").exists()
+    assert "kafkalog: note: removed .kafka_cleanshutdown" in r.stderr
+    assert report["changed"][-1]["path"] == str(d / ".kafka_cleanshutdown")
     tidx.unlink()
     recover(d, "--repair")
     assert tidx.read_bytes() == want

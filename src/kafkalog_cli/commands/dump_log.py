@@ -12,7 +12,7 @@ from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_
 from kafkalog_cli.commands.options import partition_filter_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
-    INT_MAX, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser,
+    INT_MAX, METADATA_TEXTS, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser, dump_log_text,
     offsets_parser, remote_log_metadata_parser, share_group_state_parser, transaction_log_parser,
 )
 from kafkalog_cli.storage.selection import Filters, segments_in_range
@@ -36,10 +36,16 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @click.option("--offsets-decoder", is_flag=True, help="Decode __consumer_offsets records (implies --print-data-log).")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode __transaction_state records (implies --print-data-log).")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode KRaft __cluster_metadata records (implies --print-data-log).")
-@click.option("--metadata-decoder-version", type=click.Choice(["3.3.1", "4.2"]), default="3.3.1", show_default=True,
+@click.option("--metadata-decoder-version", type=click.Choice(["3.3.1", "3.9", "4.2"]), default=None,
+              show_default="3.3.1, or --kafka-version's",
               help="With --cluster-metadata-decoder, text as this kafka-dump-log prints it: 3.3.1's, byte for byte "
-                   "(its errors on record versions newer brokers write included), or 4.2's (every record type "
-                   "and version up to metadata.version 4.2-IV1). JSON decodes with 4.2's schemas always.")
+                   "(its errors on record versions newer brokers write included), 3.9's (metadata.version up to "
+                   "3.9-IV0) or 4.2's (every record type and version up to metadata.version 4.2-IV1). JSON decodes "
+                   "with 4.2's schemas always.")
+@click.option("--kafka-version", metavar="VERSION", default=None,
+              help="The text of this Kafka's kafka-dump-log: 3.3 (3.3.1, the default) or 3.9 (3.9.0-rc3), whose "
+                   "decoders print __consumer_offsets records as JSON, read version 1 __transaction_state values, "
+                   "know the 3.6-3.9 metadata records and print no txnIdxEmpty. --format json is the same for both.")
 @click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode __share_group_state records (implies --print-data-log).")
 @click.option("--key-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
@@ -55,7 +61,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 @_one_line_errors
 def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
-            cluster_metadata_decoder, metadata_decoder_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
+            cluster_metadata_decoder, metadata_decoder_version, kafka_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,
             from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
             value_regex, limit, jobs, timestamps, only):
@@ -103,14 +109,20 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
         if a is not None and b is not None:
             raise click.UsageError(f"{names} exclude each other.")
+    text = dump_log_text(kafka_version)
+    if metadata_decoder_version is None:
+        metadata_decoder_version = METADATA_TEXTS[text]
+    elif kafka_version is not None and metadata_decoder_version != METADATA_TEXTS[text]:
+        raise click.UsageError(f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
+                               f"{kafka_version} name two kafka-dump-logs: give one.")
     if offsets_decoder:
-        parser = offsets_parser()
+        parser = offsets_parser(text)
     elif transaction_log_decoder:
-        parser = transaction_log_parser()
+        parser = transaction_log_parser(text)
     elif cluster_metadata_decoder:
         parser = cluster_metadata_parser(metadata_decoder_version)
     elif remote_log_metadata_decoder:
-        parser = remote_log_metadata_parser()
+        parser = remote_log_metadata_parser(text)
     elif share_group_state_decoder:
         parser = share_group_state_parser()
     else:

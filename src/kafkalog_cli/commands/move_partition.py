@@ -50,6 +50,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.options import emit_lines, finish_run
+    from kafkalog_cli.ops.clean_shutdown import settle_marker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.ops.runner import Outcome
     from kafkalog_cli.render.run_lines import RunLines
@@ -67,7 +68,11 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
-            report = ops.apply(plan, FsOps(destination, Quarantine(root, "move-partition")))
+            fsops = FsOps(destination, Quarantine(root, "move-partition"))
+            report = ops.apply(plan, fsops)
+            marker = settle_marker(destination, plan, report, fsops)
+        if marker:
+            click.echo(f"kafkalog: note: {marker}", err=True)
     lines = RunLines("move-partition", dry_run=dry_run)
     emit_lines(fmt, lines.outcome(Outcome(plan, None if dry_run else report, report.get("quarantine"))))
     if fmt == "text":

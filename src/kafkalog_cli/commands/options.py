@@ -249,6 +249,8 @@ def echo_diagnostics(outcome) -> bool:
     if pid is not None:
         click.echo(f"kafkalog: note: {outcome.plan.log_dir}/.lock is held by process {pid} (a broker running on "
                    f"this log dir?): a real run would stop there with exit 5", err=True)
+    if getattr(outcome, "marker_removed", None):
+        click.echo(f"kafkalog: note: {outcome.marker_removed}", err=True)
     for line in outcome.refusals:
         click.echo(f"kafkalog: {line}", err=True)
     return bool(outcome.refusals)

@@ -226,6 +226,31 @@ class ConfigResolver:
                 raise UsageError(f"{option}: invalid value {raw} for config segment.bytes (at least 1048576 from "
                                  f"Kafka 4.0, KIP-1030; {self.versions.decide(SEGMENT_BYTES_FLOOR_1MIB).by})")
 
+    def check_retention_bounds(self, topics: Iterable[str]) -> None:
+        """config.bounds on the values given (--config, --topic-config, --server-properties) for
+        `topics` (those of the log dirs processed): tiered storage's local retention within the
+        total, as LogConfig checks it."""
+        from kafkalog_cli.config.bounds import BROKER_INVOLVED, INVOLVED, SYSTEM_ENABLE, check_retention_bounds
+
+        meta = self.metadata
+
+        def given(topic: str) -> tuple[str, set]:
+            own = set(self.topic_overrides.get(topic, {}))
+            return (f"--topic-config {topic}" if own & set(INVOLVED) else "--config"), own | set(self.overrides)
+
+        def effective(topic: str):
+            cfg = self.for_topic(topic).config_values
+            if any(not cfg[n].known and not cfg[n].assumed for n in INVOLVED if n in cfg):
+                return None
+            return {n: cfg[n].value for n in INVOLVED if n in cfg}
+
+        props = self.server_properties or {}
+        broker = None
+        if props:
+            on = props.get(SYSTEM_ENABLE, "").strip().lower() == "true" and any(p in props for p in BROKER_INVOLVED)
+            broker = (on, {n: v.value for n, v in self._broker_level(meta).items()})
+        check_retention_bounds(self.versions, topics, given, effective, broker)
+
     def broker_property(self, prop: str) -> tuple[str | None, str]:
         """A broker property that is no topic config's synonym (remote.log.storage.system.enable):
         (its raw value, where from), or (None, why unknown). Static only: server.properties."""

@@ -10,7 +10,14 @@ nothing at all. So the version is a range [what the dir proves, the newest kafka
   (QuorumController / BrokerServer: "unsupported metadata.version");
 - meta.properties with a directory.id: 3.7 and later write it (MetaProperties, KIP-858);
 - `.kafka_cleanshutdown` holding JSON ({"version":0,"brokerEpoch":N}): 3.7 and later write it
-  (CleanShutdownFileHandler, KIP-966); 3.3 to 3.6 leave it empty.
+  (CleanShutdownFileHandler, KIP-966); 3.3 to 3.6 leave it empty;
+- records only a 4.0+ coordinator writes, in the newest batches of the internal topics
+  (record_evidence): a __transaction_state value of version 1 (TransactionLog.valueToBytes writes it
+  once transaction.version >= 1, whose TV_1 needs metadata.version 4.0-IV0), a __share_group_state
+  record (3.9 names the topic but has no share coordinator), a __consumer_offsets record type
+  above 8 (3.9's CoordinatorRecordSerde reads 0-8).
+Producer snapshots bound nothing (ProducerStateManager writes version 1 from 0.11 to 3.9), nor do
+metadata record types beyond what metadata.version proves (each is gated by it).
 
 kafkalog models 3.3 to 4.2; a version older than 3.3 follows 3.3's rules in every rule here. A
 rule (VersionRule, "since" a version) applies where every version of the range agrees; where
@@ -74,6 +81,9 @@ class VersionSource(enum.Enum):
     METADATA_VERSION = "metadata.version"
     DIRECTORY_ID = "meta.properties directory.id"
     CLEAN_SHUTDOWN = ".kafka_cleanshutdown content"
+    TRANSACTION_STATE_VALUE = "__transaction_state value version"
+    SHARE_GROUP_STATE_RECORD = "__share_group_state record"
+    GROUP_RECORD_TYPE = "__consumer_offsets record type"
     KAFKA_VERSION_OPTION = "--kafka-version"
 
 
@@ -212,7 +222,82 @@ def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None
             out.append(VersionEvidence(VersionSource.CLEAN_SHUTDOWN, KafkaVersion(3, 7),
                                        f"{{\"version\":{content.get('version')},\"brokerEpoch\":{content['brokerEpoch']}}}",
                                        str(log_dir / ".kafka_cleanshutdown")))
+    out += record_evidence(log_dir)
     return KafkaVersions(tuple(out)).with_stated(stated)
+
+
+_KAFKA_40 = KafkaVersion(4, 0)
+_TOPIC_EVIDENCE = ("__transaction_state", "__share_group_state", "__consumer_offsets")
+
+
+def record_evidence(log_dir: Path) -> list[VersionEvidence]:
+    """One VersionEvidence per internal topic whose newest batches (each partition's active
+    segment, from its last offset-index entry: what the current broker wrote last, read cheaply)
+    hold a record only Kafka 4.0+ writes; see the module's docstring."""
+    found: dict[str, VersionEvidence] = {}
+    try:
+        dirs = sorted(p for p in log_dir.iterdir() if p.name.rsplit("-", 1)[0] in _TOPIC_EVIDENCE and p.is_dir())
+    except OSError:
+        return []
+    for d in dirs:
+        topic = d.name.rsplit("-", 1)[0]
+        if topic not in found:
+            e = _newest_records_evidence(d, topic)
+            if e is not None:
+                found[topic] = e
+    return [found[t] for t in _TOPIC_EVIDENCE if t in found]
+
+
+def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.records import iter_batches
+    from kafkalog_cli.storage.segment import Segment
+
+    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
+    if not logs:
+        return None
+    seg = Segment.from_log_path(logs[-1])
+    try:
+        entry = seg.last_offset_index_entry()
+        with seg.mapped() as buf:
+            for batch in iter_batches(buf, entry[1] if entry and entry[1] < len(buf) else 0):
+                if batch.is_control:
+                    continue
+                for r in batch.records():
+                    e = _record_evidence(topic, r, str(logs[-1]))
+                    if e is not None:
+                        return e
+    except (KafkalogError, OSError):
+        return None        # a damaged or unreadable tail proves nothing
+    return None
+
+
+def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
+    """The evidence record `r` gives, or None; only a record that reads as the coordinator's
+    counts (bytes that merely start like one prove nothing)."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.internal.coordinator import Coordinator, deserialize
+    from kafkalog_cli.formats.internal.transaction_state import read_value_v0_or_v1
+
+    if r.key is None or len(r.key) < 2:
+        return None
+    try:
+        if topic == "__transaction_state":
+            if r.value is not None and read_value_v0_or_v1(r.value).version == 1:
+                return VersionEvidence(VersionSource.TRANSACTION_STATE_VALUE, _KAFKA_40,
+                                       f"1 at offset {r.offset} (transaction.version >= 1)", path)
+        elif topic == "__share_group_state":
+            rec = deserialize(Coordinator.SHARE, r.key, r.value)
+            return VersionEvidence(VersionSource.SHARE_GROUP_STATE_RECORD, _KAFKA_40,
+                                   f"{rec.name} at offset {r.offset} (the share coordinator, KIP-932)", path)
+        elif Coordinator.GROUP_39.schemas(int.from_bytes(r.key[:2], "big", signed=True)) is None:
+            rec = deserialize(Coordinator.GROUP, r.key, r.value)
+            return VersionEvidence(VersionSource.GROUP_RECORD_TYPE, _KAFKA_40,
+                                   f"{rec.record_type} ({rec.name}) at offset {r.offset} (unknown to 3.9's group "
+                                   f"coordinator)", path)
+    except KafkalogError:
+        return None
+    return None
 
 
 def _read_text(path: Path) -> str | None:
@@ -282,6 +367,13 @@ CLEANER_RETAINS_LAST_BATCH = VersionRule(
 SEGMENT_BYTES_FLOOR_1MIB = VersionRule(
     "segment.bytes at least 1 MiB", KafkaVersion(4, 0),
     "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)")
+
+REMOTE_RETENTION_BOUNDS = VersionRule(
+    "local retention within the total retention", KafkaVersion(3, 6),
+    "LogConfig.validateRemoteStorageRetentionSize / validateRemoteStorageRetentionTime (KAFKA-15295, 3.6)")
+REMOTE_COPY_DISABLE_RETENTION = VersionRule(
+    "remote.log.copy.disable with local retention equal to the total", KafkaVersion(3, 9),
+    "LogConfig.validateRetentionConfigsWhenRemoteCopyDisabled (KIP-950, 3.9)")
 
 ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, MetadataState, parse_key_values,
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
+from kafkalog_cli.ops.clean_shutdown import settle_marker
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock, lock_holder
@@ -52,6 +53,9 @@ class ConfigSources:
         sources.stated_version()
         return sources
 
+    def topic_overrides_topics(self) -> list[str]:
+        return list(parse_topic_key_values(self.topic_config_items))
+
     def stated_version(self) -> KafkaVersion | None:
         return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
 
@@ -72,6 +76,7 @@ class ConfigSources:
             remote_log_metadata=tuple(self.remote_log_metadata),
         )
         resolver.check_version_bounds()
+        resolver.check_retention_bounds(self.topics if self.topics is not None else self.topic_overrides_topics())
         return resolver
 
 
@@ -106,6 +111,7 @@ class Outcome:
     warning: str | None = None
     space: Space | None = None        # a dry run's storage.space figures for the whole log dir
     lock_holder: int | None = None    # a dry run: the process holding the log dir's .lock, if any
+    marker_removed: str | None = None  # why the run removed .kafka_cleanshutdown (ops.clean_shutdown)
 
     @property
     def refusals(self) -> list[str]:
@@ -158,7 +164,9 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             plan = operation.plan(log_dir, partition_dirs, opts)
             _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
-    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning)
+        marker = settle_marker(log_dir, plan, report, fsops)
+    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=marker)
+
 
 
 FREES_SPACE = ("retain", "delete-records")     # the ops run to free space

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from kafkalog_cli.errors import InputError, KafkalogError, KafkaToolError, one_line
+from kafkalog_cli.config.versions import KafkaVersion
+from kafkalog_cli.errors import InputError, KafkalogError, KafkaToolError, UsageError, one_line
 from kafkalog_cli.formats.control import (
     ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
 )
@@ -92,16 +93,43 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
     return parse
 
 
-def offsets_parser() -> MessageParser:
-    from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
+# kafka-dump-log's text, by the release that prints it: 3.3.1's by default, 3.9.0-rc3's with
+# dump-log --kafka-version 3.9. They differ in the decoders only: 3.9 prints __consumer_offsets
+# records as JSON (CoordinatorRecordSerde), reads __transaction_state values of version 1, knows the
+# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty.
+KAFKA_331, KAFKA_39 = KafkaVersion(3, 3), KafkaVersion(3, 9)
+DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3"}
+METADATA_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9"}     # cluster_metadata_parser's name of each
 
+
+def dump_log_text(version: str | None) -> KafkaVersion:
+    """--kafka-version for dump-log's text: the release whose kafka-dump-log it prints (a usage
+    error for one whose text kafkalog does not model)."""
+    if version is None:
+        return KAFKA_331
+    v = KafkaVersion.parse(version)
+    if v not in DUMP_LOG_TEXTS:
+        raise UsageError(f"--kafka-version {version}: dump-log prints kafka-dump-log's text of Kafka "
+                         + " or ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
+                         + "; --format json decodes every version")
+    return v
+
+
+def offsets_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
+    from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
+    from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
+
+    if kafka == KAFKA_39:
+        return lambda r: format_coordinator_record(Coordinator.GROUP_39, r.key, r.value, r.offset)
     return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
-def transaction_log_parser() -> MessageParser:
-    from kafkalog_cli.formats.internal.transaction_state import format_transaction_record
+def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
+    from kafkalog_cli.formats.internal.transaction_state import (format_transaction_record,
+                                                                 format_transaction_record_39)
 
-    return lambda r: format_transaction_record(r.key, r.value, r.offset)
+    fmt = format_transaction_record_39 if kafka == KAFKA_39 else format_transaction_record
+    return lambda r: fmt(r.key, r.value, r.offset)
 
 
 def share_group_state_parser() -> MessageParser:
@@ -110,17 +138,20 @@ def share_group_state_parser() -> MessageParser:
     return lambda r: format_coordinator_record(Coordinator.SHARE, r.key, r.value, r.offset)
 
 
-def remote_log_metadata_parser() -> MessageParser:
+def remote_log_metadata_parser(kafka: KafkaVersion | None = None) -> MessageParser:
+    """3.3.1 had no such decoder: by default 4.2's text, with --kafka-version 3.9 3.9's."""
     from kafkalog_cli.formats.internal.remote_log_metadata import format_remote_log_metadata
 
-    return lambda r: (None, format_remote_log_metadata(r.value, r.offset))   # these records have no key
+    txn_idx_empty = kafka != KAFKA_39
+    return lambda r: (None, format_remote_log_metadata(r.value, r.offset, txn_idx_empty))   # no key
 
 
 def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
-    """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (3.3.1 or 4.2)."""
-    from kafkalog_cli.formats.internal.cluster_metadata import METADATA_SCHEMAS_42, format_metadata_record
+    """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (3.3.1, 3.9 or 4.2)."""
+    from kafkalog_cli.formats.internal.cluster_metadata import (METADATA_SCHEMAS_39, METADATA_SCHEMAS_42,
+                                                                format_metadata_record)
 
-    schemas = METADATA_SCHEMAS_42 if kafka_version == "4.2" else None
+    schemas = {"4.2": METADATA_SCHEMAS_42, "3.9": METADATA_SCHEMAS_39}.get(kafka_version)
 
     def parse(r: Record):
         return None, format_metadata_record(r.value, offset=r.offset, schemas=schemas)

@@ -23,7 +23,7 @@ from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 
 __all__ = [
     "MetadataRecord", "METADATA_SCHEMAS", "decode_metadata_record", "format_metadata_record", "topic_configs",
-    "MetadataParseError", "read_api_message", "METADATA_SCHEMAS_42", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
+    "MetadataParseError", "read_api_message", "METADATA_SCHEMAS_42", "METADATA_SCHEMAS_39", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
 ]
 
 V1 = versions("1+")
@@ -143,6 +143,10 @@ METADATA_SCHEMAS: dict[int, tuple[str, Struct]] = {
 METADATA_SCHEMAS_42: dict[int, tuple[str, Struct]] = {
     key: (type_name(struct.name), struct) for key, struct in METADATA_RECORDS.items()
 }
+
+# Kafka 3.9's MetadataRecordType: 4.2's but ClearElrRecord (28, 4.0); every other record's fields and
+# versions checked one by one against 3.9.0-rc3's metadata JSON schemas
+METADATA_SCHEMAS_39: dict[int, tuple[str, Struct]] = {k: v for k, v in METADATA_SCHEMAS_42.items() if k != 28}
 
 CONFIG_RESOURCE_TOPIC = 2   # ConfigResource.Type.TOPIC
 CONFIG_RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER: resource name "" = the cluster default, else a broker id

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
@@ -36,13 +36,25 @@ class Coordinator(enum.Enum):
     GROUP = GROUP_RECORD_TYPES
     SHARE = SHARE_RECORD_TYPES
     TRANSACTION = TRANSACTION_RECORD_TYPES
+    # Kafka 3.9's CoordinatorRecordSerde: the consumer group records, types 0-8 (its share group
+    # schemas exist, its serde does not read them). Their schemas are 4.2's, checked field by field
+    # against 3.9.0-rc3's JSON, but for the tagged fields 3.9 does not have (_NOT_IN_39)
+    GROUP_39 = {t: n for t, n in GROUP_RECORD_TYPES.items() if t <= 8}
 
     def schemas(self, record_type: int) -> tuple[str, Struct, Struct] | None:
         """(record name, key schema, value schema) of a record type, or None if unknown."""
         name = self.value.get(record_type)
         if name is None:
             return None
-        return name, MESSAGES[name + "Key"], MESSAGES[name + "Value"]
+        key, value = MESSAGES[name + "Key"], MESSAGES[name + "Value"]
+        if self is Coordinator.GROUP_39 and name + "Value" in _NOT_IN_39:
+            gone = _NOT_IN_39[name + "Value"]
+            value = replace(value, fields=tuple(f for f in value.fields if f.name not in gone))
+        return name, key, value
+
+
+# tagged fields added after 3.9: a 3.9 reader skips them as unknown tags, its JSON does not show them
+_NOT_IN_39 = {"ConsumerGroupMetadataValue": {"metadataHash"}}
 
 
 class UnknownVersionError(InvalidRecordError):
@@ -70,9 +82,10 @@ class CoordinatorRecord:
     value_schema: Struct
     value_version: int | None
     value: dict[str, Any] | None
+    kafka_39: bool = False         # JSON as 3.9's generated converters write it (json_node's struct_tag_defaults)
 
     def key_json(self) -> dict[str, Any]:
-        return json_node(self.key_schema, self.key, self.record_type)
+        return json_node(self.key_schema, self.key, self.record_type, struct_tag_defaults=self.kafka_39)
 
     def value_json(self) -> dict[str, Any] | None:
         """The value as the record's JsonConverter writes it; a classic group's consumer
@@ -80,7 +93,7 @@ class CoordinatorRecord:
         prepareGroupMetadataValue)."""
         if self.value is None or self.value_version is None:
             return None
-        node = json_node(self.value_schema, self.value, self.value_version)
+        node = json_node(self.value_schema, self.value, self.value_version, struct_tag_defaults=self.kafka_39)
         if self.name == "GroupMetadata" and node.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
             for member in node.get("members") or ():
                 for field, schema in (("subscription", "ConsumerProtocolSubscription"),
@@ -136,21 +149,24 @@ def deserialize(coordinator: Coordinator, key: bytes | memoryview,
         raise UnknownRecordTypeError(record_type)
     name, key_schema, value_schema = known
     key_fields = _read_message(r, key_schema, record_type, "key")
+    kafka_39 = coordinator is Coordinator.GROUP_39
     if value is None:
-        return CoordinatorRecord(record_type, name, key_schema, key_fields, value_schema, None, None)
+        return CoordinatorRecord(record_type, name, key_schema, key_fields, value_schema, None, None, kafka_39)
     rv = Readable(value)
     version = _read_version(rv, "value")
     return CoordinatorRecord(record_type, name, key_schema, key_fields, value_schema, version,
-                             _read_message(rv, value_schema, version, "value"))
+                             _read_message(rv, value_schema, version, "value"), kafka_39)
 
 
 def format_coordinator_record(coordinator: Coordinator, key: bytes | memoryview | None,
                               value: bytes | memoryview | None, offset: int) -> tuple[str | None, str | None]:
     """(key text, payload text) as kafka-dump-log 4.2 prints them with --offsets-decoder,
-    --share-group-state-decoder or --transaction-log-decoder. A record without a key is an
-    InvalidRecordError: Kafka throws and stops there."""
+    --share-group-state-decoder or --transaction-log-decoder (3.9's --offsets-decoder with
+    Coordinator.GROUP_39). A record without a key is an InvalidRecordError: Kafka throws and
+    stops there."""
     if key is None:
-        raise InvalidRecordError(f"Failed to decode message at offset {offset} using the specified decoder "
+        decoder = "offset topic decoder" if coordinator is Coordinator.GROUP_39 else "the specified decoder"
+        raise InvalidRecordError(f"Failed to decode message at offset {offset} using {decoder} "
                                  f"(message had a missing key)")
     try:
         rec = deserialize(coordinator, key, value)

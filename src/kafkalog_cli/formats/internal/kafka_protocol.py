@@ -468,17 +468,24 @@ def _write_value(f: Field, value: Any, version: int, possible: Versions, flexibl
 # ---------------------------------------------------------------------------------------------
 # JSON as the generated JsonConverters + Jackson write it
 
-def json_node(spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None) -> dict[str, Any]:
+def json_node(spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None,
+              struct_tag_defaults: bool = False) -> dict[str, Any]:
     """The ObjectNode XJsonConverter.write(message, version) builds: fields in schema order, only
     those present at `version`, tagged fields only when not at their default. Values keep their
-    Python types; uuids become strings, bytes stay bytes (Jackson writes them as base64)."""
+    Python types; uuids become strings, bytes stay bytes (Jackson writes them as base64).
+    `struct_tag_defaults`: Kafka 3.9's generator, which takes a tagged struct's default to be the
+    struct of its fields' defaults (`equals(new X())`) even where the schema says null, so a null
+    one is written (`"classicMemberMetadata":null`); 4.x's omits it."""
     possible = spec.valid if parent is None else _intersect(parent, spec.valid)
     node: dict[str, Any] = {}
     for f in spec.fields:
         if not member(f.versions, possible, version):
             continue
         value = values[f.name]
-        if f.tagged is not None and value == default_value(f):
+        default = default_value(f)
+        if struct_tag_defaults and f.type == "struct" and f.default is NULL:
+            default = {sub.name: default_value(sub) for sub in f.fields}
+        if f.tagged is not None and value == default:
             continue
         node[f.name] = _json_value(f, value, version, possible)
     return node

@@ -60,15 +60,17 @@ def _offsets(start: int, end: int) -> str:
     return f"startOffset={start}, endOffset={end}"
 
 
-def _to_string(api_key: int, d: dict[str, Any]) -> str:
+def _to_string(api_key: int, d: dict[str, Any], txn_idx_empty: bool = True) -> str:
+    """The RemoteLogMetadata's toString(); `txn_idx_empty`: 4.x's RemoteLogSegmentMetadata ends
+    with it (KIP-1058's tagged txnIndexEmpty), 3.9's has neither the field nor the text."""
     if api_key == 0:
         return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
                 f"{_offsets(d['startOffset'], d['endOffset'])}, brokerId={d['brokerId']}, "
                 f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
                 f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
                 f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
-                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
-                f"txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}")
+                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}"
+                + (f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}" if txn_idx_empty else "}"))
     if api_key == 1:
         return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
                 f"customMetadata={_custom(d['customMetadata'])}, "
@@ -86,13 +88,14 @@ def _to_string(api_key: int, d: dict[str, Any]) -> str:
             f"state={state}}}")
 
 
-def format_remote_log_metadata(value: bytes | memoryview | None, offset: int) -> str:
-    """What kafka-dump-log 4.2 --remote-log-metadata-decoder prints after ` payload: `."""
+def format_remote_log_metadata(value: bytes | memoryview | None, offset: int, txn_idx_empty: bool = True) -> str:
+    """What kafka-dump-log 4.2 --remote-log-metadata-decoder prints after ` payload: `
+    (`txn_idx_empty=False`: 3.9's)."""
     try:
         if value is None:
             raise InvalidRecordError("null")     # record.value().remaining() on a null value
         api_key, _, _, fields = read_api_message(value, SCHEMAS)
-        return _to_string(api_key, fields)
+        return _to_string(api_key, fields, txn_idx_empty)
     except InvalidRecordError as e:
         return f"Error at offset {offset}, skipping. {e.message}"
 

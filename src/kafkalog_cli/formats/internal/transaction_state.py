@@ -159,12 +159,28 @@ def format_transaction_record(key: bytes | memoryview | None, value: bytes | mem
         return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
 
 
-def _format_331(key: bytes | memoryview | None, value: bytes | memoryview | None) -> tuple[str, str]:
+def format_transaction_record_39(key: bytes | memoryview | None, value: bytes | memoryview | None,
+                                 offset: int = -1) -> tuple[str | None, str | None]:
+    """(key text, payload text) as kafka-dump-log 3.9 --transaction-log-decoder prints them:
+    3.3.1's text, values of version 0 or 1 (the flexible one), and a key of an unknown version as
+    `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey). A value of
+    another version throws (IllegalStateException): an InvalidRecordError, the dump stops."""
+    if key is None:
+        read_key(key)             # the NullPointerException 3.3.1 has too
+    r = Readable(key)
+    version = r.read_int16()
+    if version != 0:
+        return f"unknown::version={version}", None
+    return _format_331(key, value, read_value_v0_or_v1)
+
+
+def _format_331(key: bytes | memoryview | None, value: bytes | memoryview | None,
+                read=None) -> tuple[str, str]:
     k = read_key(key)
     key_text = f"transaction_metadata::transactionalId={k.transactional_id}"
     if value is None:
         return key_text, "<DELETE>"
-    v = read_value(value)
+    v = (read or read_value)(value)
     partitions = ",".join(_partitions_in_set_order(v))
     return key_text, (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},"
                       f"partitions=[{partitions}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"

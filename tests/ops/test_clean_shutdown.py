@@ -1,0 +1,124 @@
+""".kafka_cleanshutdown after a change (ops.clean_shutdown): kept byte for byte where a broker
+that skips recovery loads every changed partition as a recovery would, removed into the
+quarantine (restorable) otherwise, with the reason in the report."""
+import shutil
+import struct
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
+from ..run_lines import log_dir_report
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+NOW = 1795460000000
+MARKER_37 = b'{"version":0,"brokerEpoch":42}'      # what 3.7+ writes (KIP-966)
+
+
+def logdir(tmp_path: Path, marker: bytes = MARKER_37) -> Path:
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLES, d)
+    (d / ".kafka_cleanshutdown").write_bytes(marker)
+    return d
+
+
+def seg(d: Path, part: str, base: int, suffix: str) -> Path:
+    return d / part / f"{base:020d}{suffix}"
+
+
+def run(*args):
+    return CliRunner().invoke(cli, [*map(str, args)])
+
+
+def test_recover_all_keeps_the_37_marker_byte_for_byte(tmp_path):
+    # a torn last batch the marker hides: --all cuts it, and the result loads the same without recovery
+    d = logdir(tmp_path)
+    log = seg(d, "codec-none-0", 0, ".log")
+    whole = log.read_bytes()
+    log.write_bytes(whole + whole[:40])
+    r = run("recover", "--all", "--quarantine", tmp_path / "q", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    assert log.read_bytes() == whole
+    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+    assert "kafka_cleanshutdown" not in r.output + r.stderr
+
+
+def test_roll_keeps_the_empty_33_marker(tmp_path):
+    d = logdir(tmp_path, b"")
+    r = run("roll", "--no-quarantine", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    assert (d / ".kafka_cleanshutdown").read_bytes() == b""
+
+
+def test_an_empty_active_time_index_removes_the_marker_and_restore_puts_it_back(tmp_path):
+    # recover creates the missing time index empty, as the broker does; a broker that skips recovery
+    # would take the active segment's largest timestamp from it (none): the marker goes
+    d = logdir(tmp_path)
+    seg(d, "multi-segment-0", 300, ".timeindex").unlink()
+    r = run("recover", "--quarantine", tmp_path / "q", "--format", "json", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    report = log_dir_report(r.stdout)
+    assert not (d / ".kafka_cleanshutdown").exists()
+    why = ("removed .kafka_cleanshutdown, with which the broker skips recovery and would load the log dir otherwise "
+           "than kafkalog left it (multi-segment-0: segment 300: the time index's last entry (none) is below the "
+           "segment's largest timestamp 1700000599000: a load that skips recovery takes the smaller one); without "
+           "it the broker recovers the log dir on its next start")
+    assert f"kafkalog: note: {why}" in r.stderr
+    assert report["findings"][-1] == {"partition": "logdir", "message": why, "path": str(d / ".kafka_cleanshutdown")}
+    assert report["changed"][-1] == {"action": "delete", "path": str(d / ".kafka_cleanshutdown"), "reason": why}
+    folder = report["quarantine"]
+    r = run("quarantine", "restore", folder)
+    assert r.exit_code == 0, r.output
+    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+
+
+def test_damage_in_a_partition_the_run_did_not_change_keeps_the_marker(tmp_path):
+    # the broker skipped codec-none-0's torn tail before the run and skips it after: not this run's doing
+    d = logdir(tmp_path)
+    log = seg(d, "codec-none-0", 0, ".log")
+    log.write_bytes(log.read_bytes() + bytes(range(1, 41)))
+    r = run("roll", "--topic", "multi-segment", "--no-quarantine", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+
+
+def test_no_producer_snapshot_under_the_marker_is_an_empty_producer_state(tmp_path):
+    d = logdir(tmp_path)
+    for f in (d / "idempotent-lz4-0").glob("*.snapshot"):
+        f.unlink()
+    verdict = judge(d, {"idempotent-lz4-0": {"00000000000000000000.timeindex"}})
+    assert verdict.problems == {"idempotent-lz4-0": (
+        "no producer snapshot, and the batch at offset 0 has producer id 0: a load that skips recovery starts with "
+        "an empty producer state, a recovery rebuilds it")}
+    assert judge(d, {"codec-none-0": WHOLE}).keep
+
+
+def test_an_offset_index_entry_past_the_log_ends_a_skipped_load_at_the_base_offset(tmp_path):
+    d = logdir(tmp_path)
+    seg(d, "multi-segment-0", 300, ".index").write_bytes(struct.pack(">ii", 250, 9000))
+    verdict = judge(d, {"multi-segment-0": {"00000000000000000300.index"}})
+    assert verdict.problems["multi-segment-0"] == (
+        "segment 300: a load that skips recovery ends the log at 300 (from the offset index's last entry), "
+        "a recovery at 600")
+
+
+def test_batches_of_an_epoch_the_checkpoint_lacks(tmp_path):
+    # a recovery assigns the epochs of the batches it reads; a load that skips it keeps the checkpoint's
+    d = logdir(tmp_path)
+    (d / "codec-none-0" / "leader-epoch-checkpoint").write_text("0\n0\n")
+    verdict = judge(d, {"codec-none-0": {"00000000000000000000.log"}})
+    assert verdict.problems["codec-none-0"] == (
+        "segment 0: batches of leader epoch 0, beyond leader-epoch-checkpoint's latest (-1): a recovery adds it, "
+        "a load that skips recovery does not")
+
+
+def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
+    from kafkalog_cli.ops.clean_shutdown import changed_partitions
+
+    d = logdir(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(d)
+    got = changed_partitions(link, [d / "multi-segment-0" / "00000000000000000300.timeindex",
+                                    link / "codec-none-0", d / "recovery-point-offset-checkpoint", None])
+    assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}
