@@ -106,6 +106,10 @@ def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_p
         for volatile in ("quarantine", "run_id", "time"):     # the folder's name holds the run's time
             rep.pop(volatile)
         rep["log_dir"] = None
+    # the checkpoint's versions the quarantine keeps are the workers' in the order they finished:
+    # an offset of another length makes the figure a byte or two apart; the partitions' own agree
+    held = [rep.pop("held_in_quarantine") for rep in (rep1, rep2)]
+    assert abs(held[0] - held[1]) <= 8 and held[0] > 0
     assert rep1 == rep2
     assert [c["partition"] for c in rep2["cleaned"]] == ["cmp-lz4-0", "cmp-none-0"]    # input order
     assert _state(d1) == _state(d2)

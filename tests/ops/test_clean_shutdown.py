@@ -122,3 +122,43 @@ def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
     got = changed_partitions(link, [d / "multi-segment-0" / "00000000000000000300.timeindex",
                                     link / "codec-none-0", d / "recovery-point-offset-checkpoint", None])
     assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}
+
+
+def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers_and_the_next_run_settles_it(tmp_path):
+    # the marker is renamed aside before the first change: a kill at any instant after it leaves a
+    # log dir without the marker (the broker recovers it in full); the next run puts it back
+    import os
+    import subprocess
+    import sys
+    for step in range(1, 6):          # the first step after which the marker is aside (the quarantine's come first)
+        shutil.rmtree(tmp_path / "logdir", ignore_errors=True)
+        d = logdir(tmp_path)
+        log = seg(d, "codec-none-0", 0, ".log")
+        whole = log.read_bytes()
+        log.write_bytes(whole + whole[:40])
+        env = {**os.environ, "KAFKALOG_FAULT_AFTER": str(step)}
+        killed = subprocess.run([sys.executable, "-m", "kafkalog_cli", "recover", "--all", "--quarantine",
+                                 str(tmp_path / "q"), "--now", str(NOW), str(d)], env=env, capture_output=True, text=True)
+        assert killed.returncode == 137, killed.stderr
+        if not (d / ".kafka_cleanshutdown").exists():
+            break
+    assert (d / ".kafka_cleanshutdown.kafkalog-tmp").read_bytes() == MARKER_37
+    assert log.read_bytes() == whole + whole[:40]          # the kill came before any change to the log
+    dry = run("recover", "--all", "--dry-run", "--now", NOW, d)
+    assert ".kafka_cleanshutdown.kafkalog-tmp: the clean-shutdown marker, set aside by a kafkalog run that was killed" \
+        in dry.output
+    r = run("recover", "--all", "--quarantine", tmp_path / "q", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    assert log.read_bytes() == whole
+    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+    assert not (d / ".kafka_cleanshutdown.kafkalog-tmp").exists()
+
+
+def test_a_run_without_changes_leaves_the_marker_untouched(tmp_path):
+    d = logdir(tmp_path)
+    before = os_stat = (d / ".kafka_cleanshutdown").stat()
+    r = run("recover", "--quarantine", tmp_path / "q", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    after = (d / ".kafka_cleanshutdown").stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, os_stat.st_mtime_ns)
+    assert not (tmp_path / "q").exists() or not any((tmp_path / "q").rglob("manifest.jsonl"))

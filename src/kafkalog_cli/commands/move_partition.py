@@ -50,7 +50,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.options import emit_lines, finish_run
-    from kafkalog_cli.ops.clean_shutdown import settle_marker
+    from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.ops.runner import Outcome
     from kafkalog_cli.render.run_lines import RunLines
@@ -69,8 +69,9 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
             fsops = FsOps(destination, Quarantine(root, "move-partition"))
-            report = ops.apply(plan, fsops)
-            marker = settle_marker(destination, plan, report, fsops)
+            clean_shutdown = CleanShutdownMarker(destination)
+            report = ops.apply(plan, fsops, before_changes=lambda: clean_shutdown.set_aside(fsops))
+            marker = clean_shutdown.settle(plan, report, fsops)
         if marker:
             click.echo(f"kafkalog: note: {marker}", err=True)
     lines = RunLines("move-partition", dry_run=dry_run)

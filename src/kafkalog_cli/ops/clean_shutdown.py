@@ -168,46 +168,77 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
     return None
 
 
-def settle(log_dir: Path, changed: dict[str, set[str] | None], fsops: FsOps) -> str | None:
-    """The marker after a run that changed `changed`: left untouched, or removed through `fsops`
-    (kept in the quarantine) when `judge` finds a partition a skipped recovery would load
-    differently. Returns the line saying so, or None."""
-    marker = Path(log_dir) / names.CLEAN_SHUTDOWN_FILE
-    if not changed or not marker.exists():
-        return None
-    verdict = judge(log_dir, changed)
-    if verdict.keep:
-        return None
-    why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the log dir "
-           f"otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers the log dir "
-           f"on its next start")
-    fsops.delete(marker, why)
-    return why
+class CleanShutdownMarker:
+    """The marker of one log dir through a run that changes it.
 
+    `set_aside`, right before the run's first change, renames it to `<marker>.kafkalog-tmp` (a
+    journaled rename, reversed by `quarantine restore`): a run killed at any instant then leaves a
+    log dir the broker recovers in full on its next start (it ignores files at a log dir's root),
+    never one it loads half changed without looking. `settle`, after the run, puts it back byte
+    for byte or removes it into the quarantine. A marker set aside by a killed run is settled by
+    the next run on that log dir (a dry run names it), judged over every partition, since what the
+    killed run changed is not known."""
 
-def settle_marker(log_dir: Path, plan, report: dict, fsops: FsOps) -> str | None:
-    """`settle` for the partitions a run changed: those of its plan's actions,
-    or the partitions compact cleaned. Where the marker goes, the plan and the report say why
-    (a finding, and the removal among what changed)."""
-    if isinstance(plan, Plan):
-        changed = changed_partitions(log_dir, [p for a in plan.actions for p in (a.path, a.target)])
-        for a in plan.actions:
-            if a.kind is ActionKind.SPLIT_SEGMENT and a.path.parent.name in changed:
-                changed[a.path.parent.name] = WHOLE
-        notes = plan
-    else:
-        changed = {e["partition"]: WHOLE for e in report.get("cleaned", ()) if isinstance(e, dict) and "partition" in e}
-        notes = plan.notes
-    why = settle(log_dir, changed, fsops)
-    if why is not None:
-        marker = Path(log_dir) / names.CLEAN_SHUTDOWN_FILE
-        notes.note(Path(log_dir).name, why, marker)
+    def __init__(self, log_dir: Path):
+        self.log_dir = Path(log_dir)
+        self.path = self.log_dir / names.CLEAN_SHUTDOWN_FILE
+        self.aside = self.log_dir / names.CLEAN_SHUTDOWN_ASIDE
+        self.held: Path | None = None
+        # set aside by a killed run, and no marker since (a broker that started would have written one)
+        self.left_by_killed_run = self.aside.exists() and not self.path.exists()
+
+    def set_aside(self, fsops: FsOps) -> None:
+        if not self.left_by_killed_run and self.path.exists():
+            fsops.rename(self.path, self.aside)
+            self.held = self.aside
+
+    def note_dry_run(self, plan) -> None:
+        """A dry run names a marker that a killed run set aside, and what the next run does."""
+        if self.left_by_killed_run:
+            (plan if isinstance(plan, Plan) else plan.notes).note(
+                self.log_dir.name, f"{self.aside.name}: the clean-shutdown marker, set aside by a kafkalog run that was "
+                f"killed; the next run puts it back if every partition loads without recovery as with it, else "
+                f"removes it (until then the broker recovers the log dir on start)", self.aside)
+
+    def settle(self, plan, report: dict, fsops: FsOps) -> str | None:
+        """After the run: put back, or removed (through `fsops`, kept in the quarantine) when
+        `judge` finds a partition of those the run changed (its plan's actions, or the partitions
+        compact cleaned; every partition after a killed run) that a skipped recovery would load
+        otherwise. Where it goes, the plan and the report say why (a finding, and the removal among
+        what changed). Returns that line, or None."""
+        current = self.aside if self.held or self.left_by_killed_run else self.path
+        if not current.exists():
+            return None
+        changed = self._all_partitions() if self.left_by_killed_run else self._changed(plan, report)
+        verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
+        if verdict.keep:
+            if current != self.path:
+                fsops.rename(current, self.path)
+            return None
+        why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the log "
+               f"dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers the log "
+               f"dir on its next start")
+        fsops.delete(current, why)
+        notes = plan if isinstance(plan, Plan) else plan.notes
+        notes.note(self.log_dir.name, why, self.path)
         report.setdefault("findings", []).append(notes.findings[-1].to_json())
         if isinstance(report.get("changed"), list):
-            report["changed"].append(Action(ActionKind.DELETE, marker, why).to_json())
+            report["changed"].append(Action(ActionKind.DELETE, self.path, why).to_json())
         report["quarantine"] = report.get("quarantine") or (
             str(fsops.quarantine.folder) if fsops.quarantine is not None and fsops.quarantine.folder else None)
-    return why
+        return why
+
+    def _changed(self, plan, report: dict) -> dict[str, set[str] | None]:
+        if isinstance(plan, Plan):
+            changed = changed_partitions(self.log_dir, [p for a in plan.actions for p in (a.path, a.target)])
+            for a in plan.actions:
+                if a.kind is ActionKind.SPLIT_SEGMENT and a.path.parent.name in changed:
+                    changed[a.path.parent.name] = WHOLE
+            return changed
+        return {e["partition"]: WHOLE for e in report.get("cleaned", ()) if isinstance(e, dict) and "partition" in e}
+
+    def _all_partitions(self) -> dict[str, set[str] | None]:
+        return {d.name: WHOLE for d in self.log_dir.iterdir() if d.is_dir() and names.parse_partition_dir(d.name)}
 
 
 def _read(path: Path) -> bytes:

@@ -403,7 +403,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it
     roots = ld.checkpoints(strict=False)
     rps = roots.recovery_points
-    for tmp in sorted(log_dir.glob("*" + TMP_SUFFIX)):
+    for tmp in sorted(t for t in log_dir.glob("*" + TMP_SUFFIX) if t.name != names.CLEAN_SHUTDOWN_ASIDE):
         p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
     new_rps = dict(rps.offsets)
     for d in partition_dirs:

@@ -348,7 +348,7 @@ def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], p
     roots = read_root_checkpoints(log_dir)
     new_log_starts: dict[tuple[str, int], int] = {}
     new_recovery_points: dict[tuple[str, int], int] = {}
-    for tmp in sorted(log_dir.glob("*" + TMP_SUFFIX)):
+    for tmp in sorted(t for t in log_dir.glob("*" + TMP_SUFFIX) if t.name != names.CLEAN_SHUTDOWN_ASIDE):
         p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, MetadataState, parse_key_values,
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
-from kafkalog_cli.ops.clean_shutdown import settle_marker
+from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
 from kafkalog_cli.storage.lock import LogDirLock, lock_holder
@@ -149,6 +149,7 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
     if dry_run:
         opts = operation.options_for(log_dir)
         plan = operation.plan(log_dir, partition_dirs, opts)
+        CleanShutdownMarker(log_dir).note_dry_run(plan)
         space = None
         if isinstance(plan, Plan):
             _note_space_kept(plan, place, root)
@@ -158,14 +159,16 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         # --jobs workers of `run` work under this lock: they never take it themselves
         opts = operation.options_for(log_dir)
         fsops = FsOps(log_dir, Quarantine(root, operation.name))
+        marker = CleanShutdownMarker(log_dir)
         if operation.run is not None:
+            marker.set_aside(fsops)
             plan, report = operation.run(log_dir, partition_dirs, opts, fsops)
         else:
             plan = operation.plan(log_dir, partition_dirs, opts)
             _note_space_kept(plan, place, root)
-            report = apply(plan, fsops)
-        marker = settle_marker(log_dir, plan, report, fsops)
-    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=marker)
+            report = apply(plan, fsops, before_changes=lambda: marker.set_aside(fsops))
+        removed = marker.settle(plan, report, fsops)
+    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed)
 
 
 

@@ -22,6 +22,8 @@ TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 # Root files of a log dir
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+# where a kafkalog run keeps the marker while it changes the log dir (ops.clean_shutdown)
+CLEAN_SHUTDOWN_ASIDE = CLEAN_SHUTDOWN_FILE + ".kafkalog-tmp"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks
