@@ -273,6 +273,21 @@ def test_batch_cuts_compiled_is_pure(buf, target, tail, stride):
     assert cuts(True) == cuts(False)
 
 
+@needs_compiled_framing
+@PROPERTY
+@given(data=st.binary(max_size=3 * 8192 * 2 + 800), skip=st.integers(0, 7),
+       size=st.sampled_from([None, 767, 768, 769, 24575, 24576, 24577, 50000]))
+def test_the_compiled_crc32c_is_the_packages(data, skip, size):
+    """_crc32c.h's three-stream CRC-32C (verify-crc's, and dump-log's isvalid) against the
+    crc32c package, over every alignment and the lengths where its stream sizes change."""
+    from kafkalog_cli.formats.crc import crc32c
+
+    if size is not None:
+        data = (data * (size // max(len(data), 1) + 1))[:size] if data else bytes(size)
+    piece = data[skip:]
+    assert compiled_framing.crc32c_of(piece) == crc32c(piece) == compiled.crc32c_of(piece)
+
+
 # ------------------------------------------------------------------ whole dumps, both cores
 def _text_dump(data: bytes, tmp_path, fast, **opts) -> tuple[bytes, bytes, str | None]:
     """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop

@@ -651,12 +651,12 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
 
 # ------------------------------------------------------------------ batches and records as text, a run at a time
 include "_bigendian.pxi"
+include "_crc32c.pxi"
 
 
 cdef const char* CODEC_NAMES[5]
 CODEC_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd"]
 
-from kafkalog_cli.formats.crc import crc32c as _crc32c
 from kafkalog_cli.formats.compression import decompress as _decompress
 
 
@@ -725,7 +725,7 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
         PyMem_Free(b.recs)
         b.recs = NULL
         return False
-    b.computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), b.total - 21, PyBUF_READ))
+    b.computed = crc32c_at(h + 21, b.total - 21)
     return data
 
 
