@@ -20,12 +20,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats import core, scan
 from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
+from kafkalog_cli.formats.records import (
+    RECORD_BATCH_OVERHEAD, Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc,
+)
 from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
 from tests.formats.strategies import CODECS, v2_batches
 from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
+from tests.formats.test_scan_search import searches
 from tests.render.test_fast_path import _segment
 
 try:
@@ -527,3 +530,42 @@ def test_arrow_tables_of_a_segment_of_every_codec_legacy_and_control_batches(tmp
         assert t["compiled"][0] == "error"
     else:
         assert sum(len(rows) for _, rows in t["compiled"]) > 1000
+
+
+# ------------------------------------------------------------------ key/value search (dump-log --key/--value)
+def _searched(scanner, b, f) -> tuple:
+    """What dump-log shows of a batch searched with `scanner`: the records it finds (and their
+    places), or, where it gives up, what selection.py's fallback shows: the reference decoder's
+    records that pass the filters, or its error."""
+    indices: list = []
+    try:
+        return "found", scanner(b, f.search, indices), indices
+    except Exception:
+        pass
+    try:
+        recs = b.records()
+    except Exception as e:
+        return "error", str(e)
+    found = [(i, r) for i, r in enumerate(recs) if f.record_matches(r)]
+    return "found", [r for _, r in found], [i for i, _ in found]
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(), f=searches())
+def test_search_compiled_is_pure_is_reference(raw, f):
+    b = _batch(raw)
+    fast = _searched(compiled.search_v2, b, f)
+    assert fast == _searched(PURE["search_v2"], b, f)
+    assert fast[1] == [r for r in b.records() if f.record_matches(r)]
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), f=searches(), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       crc=st.booleans())
+def test_search_of_damaged_records_shows_the_same_on_both_cores(raw, f, at, xor, crc):
+    damaged = bytearray(raw)
+    damaged[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
+    b = _batch(set_v2_crc(damaged) if crc else bytes(damaged))
+    assert _searched(compiled.search_v2, b, f) == _searched(PURE["search_v2"], b, f)

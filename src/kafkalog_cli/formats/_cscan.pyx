@@ -21,7 +21,7 @@ from cpython.ref cimport PyObject, Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, int16_t, uint16_t, INT64_MAX, INT64_MIN
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
-from libc.string cimport memcpy, memchr, strlen
+from libc.string cimport memcpy, memchr, memcmp, strlen
 
 from kafkalog_cli.formats import scan as _pure
 from kafkalog_cli.formats.jutf8 import java_utf8
@@ -32,6 +32,8 @@ records_region = _pure.records_region
 _pure_text = _pure.PURE["fast_v2_text"]
 _pure_json = _pure.PURE["fast_v2_json"]
 _pure_columns = _pure.PURE["scan_columns"]
+_pure_search = _pure.PURE["search_v2"]
+_headers_at = _pure._headers_at
 
 cdef int64_t INT32_MAX = 2147483647
 cdef int64_t NO_SEQUENCE = -1
@@ -406,6 +408,7 @@ cdef struct Rec:
     int64_t klen        # -1: null
     int64_t vlen
     int64_t nh          # headers
+    uint8_t attributes  # the record's own attributes byte
 
 
 cdef struct Region:
@@ -509,6 +512,7 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
         if length < 0 or length > end - pos:
             raise Malformed("record size")
         body = pos
+        r.attributes = d[pos] if pos < end else 0
         rend = pos + length
         # attributes, then timestampDelta
         pos = rd_zigzag(d, pos + 1, rend, &r.td, True)
@@ -1288,7 +1292,7 @@ def scan_columns(batch, cols):
     cdef int64_t base_seq = batch.base_sequence
     cdef Py_ssize_t shift = cols.size, row0 = cols.rows, first = len(cols.header_spans) // 4
     cdef Py_ssize_t i, j, n, headers, p, k0
-    cdef int64_t hk, hv, nh
+    cdef int64_t hk = 0, hv = 0, nh = 0
     cdef int64_t* o64
     cdef int64_t* t64
     cdef int32_t* s32
@@ -1374,6 +1378,79 @@ def scan_columns(batch, cols):
     cols.header_spans.frombytes(hspans)
     if null_hvalues:
         cols.null_header_values += null_hvalues
+
+
+# ------------------------------------------------------------------ record search
+def search_v2(batch, search, indices=None):
+    """scan.search_v2, compiled: the records walked in C (every size checked as records.py
+    checks it), the key tests in C and the regexes called on the payloads they test; Record
+    objects only for the records found."""
+    cdef int64_t count = batch.records_count
+    if count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return _pure_search(batch, search, indices)
+    cdef int64_t base = batch.base_offset_field
+    cdef int64_t base_ts = batch.base_timestamp
+    cdef bint log_append = batch.attributes & 0x08
+    cdef int64_t max_ts = batch.max_timestamp
+    cdef int64_t base_seq = batch.base_sequence
+    cdef const uint8_t* d
+    cdef const uint8_t* kx = NULL
+    cdef const uint8_t* kp = NULL
+    cdef Py_ssize_t klen = -1, plen = 0, i
+    cdef bint hit, keyed
+    cdef Rec* r
+    cdef Rec* recs = NULL
+    data, pos, end = records_region(batch)
+    if type(data) is not bytes:     # an mmap: the records copied once, as the pure search does
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, PyBytes_GET_SIZE(data)
+    if search.rules_out(data, pos, end) and batch.is_valid():
+        return []
+    kexact, kprefix, kregex, vregex = search.key, search.key_prefix, search.key_regex, search.value_regex
+    keyed = kexact is not None or kprefix is not None or kregex is not None
+    if kexact is not None:
+        kx = <const uint8_t*>PyBytes_AS_STRING(kexact)
+        klen = PyBytes_GET_SIZE(kexact)
+    if kprefix is not None:
+        kp = <const uint8_t*>PyBytes_AS_STRING(kprefix)
+        plen = PyBytes_GET_SIZE(kprefix)
+    if end - pos < 0 or end > PyBytes_GET_SIZE(data):
+        raise Malformed("records outside the buffer")
+    d = <const uint8_t*>PyBytes_AS_STRING(data)
+    out = []
+    recs = walk(d, pos, end, count)
+    try:
+        if not numbers_fit(recs, count, base, base_ts):
+            return _pure_search(batch, search, indices)
+        for i in range(count):
+            r = recs + i
+            if r.klen >= 0:
+                hit = (r.klen >= plen and (kx == NULL or r.klen == klen)
+                       and (kx == NULL or memcmp(d + r.key, kx, klen) == 0)
+                       and (kp == NULL or memcmp(d + r.key, kp, plen) == 0))
+                if hit and kregex is not None:
+                    hit = kregex.search(PyBytes_FromStringAndSize(<const char*>(d + r.key), r.klen)) is not None
+            else:
+                hit = not keyed
+            if r.vlen >= 0:
+                if hit and vregex is not None:
+                    hit = vregex.search(PyBytes_FromStringAndSize(<const char*>(d + r.value), r.vlen)) is not None
+            elif vregex is not None:
+                hit = False
+            if hit:
+                out.append(Record(
+                    base + r.od, max_ts if log_append else base_ts + r.td,
+                    PyBytes_FromStringAndSize(<const char*>(d + r.key), r.klen) if r.klen >= 0 else None,
+                    PyBytes_FromStringAndSize(<const char*>(d + r.value), r.vlen) if r.vlen >= 0 else None,
+                    _headers_at(data, r.headers) if r.nh else (), sequence_of(base_seq, r.od), r.attributes, 2,
+                    None, True, r.klen, r.vlen))
+                if indices is not None:
+                    indices.append(i)
+    finally:
+        PyMem_Free(recs)
+    return out
 
 
 # Imported first (not through formats/scan.py), this module made scan import it half-built and

@@ -1328,7 +1328,7 @@ def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
 # formats/_cscan.pyx compiles the hot scanners above; formats/core.py says whether it is used (it
 # is built, and KAFKALOG_PURE_PYTHON is not set). The pure ones stay here, in PURE: the
 # reference the compiled ones are tested against, and what they hand anything unusual to.
-COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok", "scan_columns")
+COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok", "scan_columns", "search_v2")
 PURE = {name: globals()[name] for name in COMPILED}
 CORE = "pure"
 # The compiled core's only function without a pure twin here: the whole loop of an unfiltered
@@ -1342,7 +1342,7 @@ from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, 
 
 def install_compiled() -> None:
     """Use the compiled scanners, when formats/core.py says so (see CORE)."""
-    global fast_v2_text, fast_v2_json, v2_records_ok, scan_columns, kafka_text_run, json_run, CORE
+    global fast_v2_text, fast_v2_json, v2_records_ok, scan_columns, search_v2, kafka_text_run, json_run, CORE
     compiled = compiled_scan()
     if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
         return
@@ -1350,6 +1350,7 @@ def install_compiled() -> None:
     fast_v2_json = compiled.fast_v2_json
     v2_records_ok = compiled.v2_records_ok
     scan_columns = compiled.scan_columns
+    search_v2 = compiled.search_v2
     kafka_text_run = compiled.kafka_text_run
     json_run = compiled.json_run
     CORE = "compiled"
