@@ -309,7 +309,7 @@ cdef inline bint has_below_space(uint64_t v) noexcept:
 
 cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
     """Valid UTF-8 as the escaped text of a JSON string."""
-    cdef Py_ssize_t i
+    cdef Py_ssize_t i, k
     cdef uint8_t c
     if o.n + 6 * n + 8 > o.cap:
         out_grow(o, 6 * n + 8)
@@ -328,7 +328,8 @@ cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
                 continue
             # a byte of the eight needs its escape: all eight through the table, without
             # looking at the next eight from each byte of these
-            for c in s[i:i + 8]:
+            for k in range(i, i + 8):
+                c = s[k]
                 memcpy(w, &ESC8[c], 8)
                 w += ESCN[c]
             i += 8
