@@ -1336,6 +1336,7 @@ CORE = "pure"
 # that loop, in render/kafka.py, which the tests compare it with). None on the pure core.
 kafka_text_run = None
 json_run = None     # the same for dump-log --format json: its pure twin is render/jsonl.py's loop
+gather_spans = None  # a binary Arrow column's buffers from RecordColumns' spans: spark/arrow.py's take
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
@@ -1343,6 +1344,7 @@ from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, 
 def install_compiled() -> None:
     """Use the compiled scanners, when formats/core.py says so (see CORE)."""
     global fast_v2_text, fast_v2_json, v2_records_ok, scan_columns, search_v2, kafka_text_run, json_run, CORE
+    global gather_spans
     compiled = compiled_scan()
     if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
         return
@@ -1353,6 +1355,7 @@ def install_compiled() -> None:
     search_v2 = compiled.search_v2
     kafka_text_run = compiled.kafka_text_run
     json_run = compiled.json_run
+    gather_spans = compiled.gather_spans
     CORE = "compiled"
 
 
