@@ -20,15 +20,13 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats import core, scan
 from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import (
-    RECORD_BATCH_OVERHEAD, Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc,
-)
+from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
 from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
 from tests.formats.strategies import CODECS, v2_batches
 from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
-from tests.formats.test_scan_search import searches
+from tests.formats.test_scan_search import damaged_batch, searches
 from tests.render.test_fast_path import _segment
 
 try:
@@ -579,7 +577,5 @@ def test_search_compiled_is_pure_is_reference(raw, f):
 @given(raw=v2_batches(codecs=[Compression.NONE]), f=searches(), at=st.integers(0, 2**20), xor=st.integers(1, 255),
        crc=st.booleans())
 def test_search_of_damaged_records_shows_the_same_on_both_cores(raw, f, at, xor, crc):
-    damaged = bytearray(raw)
-    damaged[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    b = _batch(set_v2_crc(damaged) if crc else bytes(damaged))
+    b = damaged_batch(raw, at, xor, crc)
     assert _searched(compiled.search_v2, b, f) == _searched(PURE["search_v2"], b, f)

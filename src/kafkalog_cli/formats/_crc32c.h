@@ -99,44 +99,41 @@ static inline uint64_t kl_load64(const unsigned char *p) {
     return v;
 }
 
+/* three chains over a buffer's blocks of 3 x `block` bytes, joined: the CRC register after them */
+__attribute__((target("sse4.2")))
+static inline uint64_t kl_streams(uint64_t crc0, const unsigned char **at, size_t *len, size_t block,
+                                  uint32_t zeros[][256]) {
+    const unsigned char *next = *at, *end;
+    uint64_t crc1, crc2;
+    while (*len >= block * 3) {
+        crc1 = crc2 = 0;
+        end = next + block;
+        do {
+            crc0 = _mm_crc32_u64(crc0, kl_load64(next));
+            crc1 = _mm_crc32_u64(crc1, kl_load64(next + block));
+            crc2 = _mm_crc32_u64(crc2, kl_load64(next + block * 2));
+            next += 8;
+        } while (next < end);
+        crc0 = kl_shift(zeros, (uint32_t)crc0) ^ crc1;
+        crc0 = kl_shift(zeros, (uint32_t)crc0) ^ crc2;
+        next += block * 2;
+        *len -= block * 3;
+    }
+    *at = next;
+    return crc0;
+}
+
 /* the CRC-32C of buf[0:len) continued from crc (0 to start), as crc32c.crc32c(buf, crc);
  * only after kl_crc32c_ready() said 1 */
 __attribute__((target("sse4.2")))
 static uint32_t kl_crc32c(uint32_t crc, const unsigned char *next, size_t len) {
-    const unsigned char *end;
-    uint64_t crc0 = crc ^ 0xffffffffu, crc1, crc2;
+    uint64_t crc0 = crc ^ 0xffffffffu;
     while (len && ((uintptr_t)next & 7) != 0) {
         crc0 = _mm_crc32_u8((uint32_t)crc0, *next++);
         len--;
     }
-    while (len >= KL_LONG * 3) {
-        crc1 = crc2 = 0;
-        end = next + KL_LONG;
-        do {
-            crc0 = _mm_crc32_u64(crc0, kl_load64(next));
-            crc1 = _mm_crc32_u64(crc1, kl_load64(next + KL_LONG));
-            crc2 = _mm_crc32_u64(crc2, kl_load64(next + KL_LONG * 2));
-            next += 8;
-        } while (next < end);
-        crc0 = kl_shift(kl_long, (uint32_t)crc0) ^ crc1;
-        crc0 = kl_shift(kl_long, (uint32_t)crc0) ^ crc2;
-        next += KL_LONG * 2;
-        len -= KL_LONG * 3;
-    }
-    while (len >= KL_SHORT * 3) {
-        crc1 = crc2 = 0;
-        end = next + KL_SHORT;
-        do {
-            crc0 = _mm_crc32_u64(crc0, kl_load64(next));
-            crc1 = _mm_crc32_u64(crc1, kl_load64(next + KL_SHORT));
-            crc2 = _mm_crc32_u64(crc2, kl_load64(next + KL_SHORT * 2));
-            next += 8;
-        } while (next < end);
-        crc0 = kl_shift(kl_short, (uint32_t)crc0) ^ crc1;
-        crc0 = kl_shift(kl_short, (uint32_t)crc0) ^ crc2;
-        next += KL_SHORT * 2;
-        len -= KL_SHORT * 3;
-    }
+    crc0 = kl_streams(crc0, &next, &len, KL_LONG, kl_long);
+    crc0 = kl_streams(crc0, &next, &len, KL_SHORT, kl_short);
     while (len >= 8) {
         crc0 = _mm_crc32_u64(crc0, kl_load64(next));
         next += 8;

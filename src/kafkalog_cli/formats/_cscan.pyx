@@ -550,6 +550,28 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
     return 0
 
 
+cdef struct Fields:
+    # what the record scanners read of a batch's header
+    int64_t count, base, base_ts, max_ts, base_seq
+    bint log_append
+
+
+cdef bint v2_fields(Fields* f, batch) except -1:
+    """The batch's fields into f -> False for a legacy batch (the pure scanner takes it); raises
+    Malformed for a negative record count, as the pure scanners do."""
+    f.count = batch.records_count
+    if f.count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return False
+    f.base = batch.base_offset_field
+    f.base_ts = batch.base_timestamp
+    f.log_append = batch.attributes & 0x08
+    f.max_ts = batch.max_timestamp
+    f.base_seq = batch.base_sequence
+    return True
+
+
 cdef inline bint add_ok(int64_t a, int64_t b) noexcept:
     if b > 0:
         return a <= INT64_MAX - b
@@ -645,16 +667,11 @@ cdef int put_records_text(Out* o, const uint8_t* d, Rec* recs, Py_ssize_t count,
 
 def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     """scan.fast_v2_text, compiled."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_text(batch, last, pairs, metadata, data_log)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef int64_t clast
     try:
         clast = last
@@ -1083,16 +1100,11 @@ cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const ui
 
 def fast_v2_json(batch, layout):
     """scan.fast_v2_json, compiled."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_json(batch, layout)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Out o
@@ -1281,16 +1293,11 @@ def scan_columns(batch, cols):
     records.py checks it) and appended to `cols` as machine arrays a column at a time; raises
     Malformed on anything the pure scanners give up on, or on numbers the arrays do not hold,
     and then leaves `cols` as it was."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_columns(batch, cols)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef Py_ssize_t shift = cols.size, row0 = cols.rows, first = len(cols.header_spans) // 4
     cdef Py_ssize_t i, j, n, headers, p, k0
     cdef int64_t hk = 0, hv = 0, nh = 0
@@ -1386,16 +1393,11 @@ def search_v2(batch, search, indices=None):
     """scan.search_v2, compiled: the records walked in C (every size checked as records.py
     checks it), the key tests in C and the regexes called on the payloads they test; Record
     objects only for the records found."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_search(batch, search, indices)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef const uint8_t* d
     cdef const uint8_t* kx = NULL
     cdef const uint8_t* kp = NULL
