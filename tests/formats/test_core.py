@@ -579,3 +579,33 @@ def test_search_compiled_is_pure_is_reference(raw, f):
 def test_search_of_damaged_records_shows_the_same_on_both_cores(raw, f, at, xor, crc):
     b = damaged_batch(raw, at, xor, crc)
     assert _searched(compiled.search_v2, b, f) == _searched(PURE["search_v2"], b, f)
+
+
+# ------------------------------------------------------------------ runs longer than one call
+@needs_compiled
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_runs_past_their_size_and_a_percent_in_the_path_write_what_the_pure_loops_write(tmp_path, encoding):
+    """Several MiB of batches: the compiled loops stop at their size (render/parallel.RUN_BYTES)
+    and go on; the JSON record lines carry a partition dir whose name holds '%' (laid into the
+    lines' %-formats), with a control batch and a legacy batch in the middle."""
+    from kafkalog_cli.formats.records import build_legacy_batch
+    from kafkalog_cli.render.parallel import RUN_BYTES
+
+    records = [SimpleRecord(key=b"k%d%%d" % i, value=bytes(range(i % 7, 200)), timestamp=1000 + i,
+                            headers=(Header("h%", b"%s"),) if i % 3 else ()) for i in range(100)]
+    parts, off = [], 0
+    while sum(map(len, parts)) < 3 * RUN_BYTES:
+        parts.append(build_v2_batch(records, off))
+        off += len(records)
+        if len(parts) == 40:
+            parts.append(_control(off))
+            parts.append(build_legacy_batch([SimpleRecord(b"a", b"b", 5)], off + 1, magic=1))
+            off += 2
+    data = b"".join(parts)
+    where = tmp_path / "to%dpic%s-0"
+    where.mkdir()
+    fast_json, pure_json = (_json_dump(data, where, f, encoding) for f in (compiled.fast_v2_json, PURE["fast_v2_json"]))
+    assert fast_json == pure_json and fast_json[1] is None
+    assert b'"topic": "to%dpic%s"' in fast_json[0] and len(fast_json[0]) > 3 * RUN_BYTES
+    assert _text_dump(data, where, compiled.fast_v2_text, print_data_log=True) == \
+        _text_dump(data, where, PURE["fast_v2_text"], print_data_log=True)
