@@ -307,19 +307,21 @@ cdef inline bint has_below_space(uint64_t v) noexcept:
     return ((v - 0x2020202020202020ULL) & ~v & 0x8080808080808080ULL) != 0
 
 
-cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
-    """Valid UTF-8 as the escaped text of a JSON string."""
+cdef int put_escaped(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """UTF-8 as the escaped text of a JSON string -> 1 when every byte was ASCII (the text is
+    valid UTF-8 then, with no look of its own), else 0."""
     cdef Py_ssize_t i, k
     cdef uint8_t c
+    cdef uint64_t x, high = 0
     if o.n + 6 * n + 8 > o.cap:
         out_grow(o, 6 * n + 8)
     cdef char* w = o.p + o.n
-    cdef uint64_t x
     i = 0
     while i < n:
         if i + 8 <= n:
             # eight bytes at once when none is below 0x20, '"' or '\\' (UTF-8's high bytes pass)
             memcpy(&x, s + i, 8)
+            high |= x
             if not (has_below_space(x) or has_zero(x ^ 0x2222222222222222ULL)
                     or has_zero(x ^ 0x5C5C5C5C5C5C5C5CULL)):
                 memcpy(w, &x, 8)
@@ -335,19 +337,24 @@ cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
             i += 8
             continue
         c = s[i]
+        high |= c
         i += 1
         memcpy(w, &ESC8[c], 8)      # the byte or its escape, without a branch (8 bytes of room kept)
         w += ESCN[c]
     o.n = w - o.p
-    return 0
+    return (high & 0x8080808080808080ULL) == 0
 
 
 cdef int put_json_utf8(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
-    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding)."""
-    if utf8_valid(s, n):
-        return put_escaped_valid(o, s, n)
+    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding):
+    escaped at once, and looked at again only when it holds a byte past ASCII."""
+    cdef Py_ssize_t mark = o.n
+    if put_escaped(o, s, n) or utf8_valid(s, n):
+        return 0
+    o.n = mark          # not UTF-8: its text as Java decodes it instead
     t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8")
-    return put_escaped_valid(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+    put_escaped(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+    return 0
 
 
 cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
