@@ -609,3 +609,16 @@ def test_runs_past_their_size_and_a_percent_in_the_path_write_what_the_pure_loop
     assert b'"topic": "to%dpic%s"' in fast_json[0] and len(fast_json[0]) > 3 * RUN_BYTES
     assert _text_dump(data, where, compiled.fast_v2_text, print_data_log=True) == \
         _text_dump(data, where, PURE["fast_v2_text"], print_data_log=True)
+
+
+@needs_compiled
+def test_numbers_at_every_count_of_digits_are_written_as_python_writes_them():
+    """Offsets and timestamps at each power of ten and beside it (the compiled core counts a
+    number's digits from its bit length)."""
+    numbers = sorted({10**e + d for e in range(19) for d in (-1, 0, 1)} | {2**63 - 3, 2**62})
+    for n in numbers:
+        for ts in (n, -n, 0):
+            b = _batch(build_v2_batch([SimpleRecord(b"k", b"v", ts), SimpleRecord(None, b"x", ts)], n))
+            for flags in FLAGS:
+                assert compiled.fast_v2_text(b, -1, [], *flags) == PURE["fast_v2_text"](b, -1, [], *flags)
+            assert compiled.fast_v2_json(b, _layout("utf8")) == PURE["fast_v2_json"](b, _layout("utf8"))

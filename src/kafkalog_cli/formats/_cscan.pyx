@@ -140,11 +140,40 @@ for _i in range(100):
     DIGITS[2 * _i + 1] = 48 + _i % 10
 
 
+cdef extern from *:
+    """
+    static inline int kl_bitlen64(unsigned long long v) {
+    #if defined(__GNUC__) || defined(__clang__)
+        return v ? 64 - __builtin_clzll(v) : 0;
+    #else
+        int n = 0;
+        while (v) { n++; v >>= 1; }
+        return n;
+    #endif
+    }
+    """
+    int kl_bitlen64(unsigned long long v) noexcept nogil
+
+
+cdef uint64_t POW10[20]
+POW10[0] = 1
+for _i in range(1, 20):
+    POW10[_i] = POW10[_i - 1] * 10
+
+
+cdef inline int decimal_digits(uint64_t u) noexcept:
+    """How many digits u has in decimal: from its bit length (log10 2 ~ 1233 / 4096), one
+    comparison after (a division per digit was a quarter of a JSON line's cost)."""
+    cdef int t = (kl_bitlen64(u | 1) * 1233) >> 12
+    t += u >= POW10[t]
+    return t if t else 1
+
+
 cdef inline int out_int(Out* o, int64_t v) except -1:
     """v in decimal, as Python's str() and %d write it: its digits counted, then written in
     place from the last."""
-    cdef uint64_t u, q, t
-    cdef int k = 1
+    cdef uint64_t u, q
+    cdef int k
     cdef char* w
     if o.n + 24 > o.cap:
         out_grow(o, 24)
@@ -155,10 +184,7 @@ cdef inline int out_int(Out* o, int64_t v) except -1:
         w += 1
     else:
         u = <uint64_t>v
-    t = u
-    while t >= 10:
-        t //= 10
-        k += 1
+    k = decimal_digits(u)
     o.n = (w - o.p) + k
     w += k
     while u >= 100:
