@@ -11,6 +11,8 @@ cdef extern from "_crc32c.h":
     uint32_t kl_crc32c(uint32_t crc, const unsigned char* p, size_t n) nogil
 
 cdef bint HW_CRC32C = kl_crc32c_ready()
+# whether the CRC-32C above runs in C (without the GIL), for the Python side
+CRC32C_IN_C = bool(HW_CRC32C)
 
 
 cdef inline uint32_t crc32c_at(const uint8_t* p, Py_ssize_t n) except? 0:
