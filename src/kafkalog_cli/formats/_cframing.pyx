@@ -26,23 +26,25 @@ cdef struct Run:
 cdef int walk_run(Run* r, const uint8_t* d, Py_ssize_t end, Py_ssize_t stop, bint has_deep, object buf, object deep,
                   object file, list findings) except -1 nogil:
     """check_run's loop; the GIL is taken only for `deep` and for the `crc32c` package (the CPU
-    without the instruction), so with neither it runs without it."""
+    without the instruction), so with neither it runs without it. (The walk's state is in
+    locals while it runs: the bytes read could alias *r.)"""
     cdef const uint8_t* h
     cdef int32_t size, lod
-    cdef int64_t base, last
+    cdef int64_t base, last, prev = r.prev, first = r.first
     cdef uint32_t stored, computed
-    cdef Py_ssize_t total
-    while r.pos + 27 <= end and r.pos <= stop:
-        h = d + r.pos
+    cdef Py_ssize_t total, pos = r.pos, n = r.n, first_pos = r.first_pos
+    cdef bint has_prev = r.has_prev
+    while pos + 27 <= end and pos <= stop:
+        h = d + pos
         size = be32(h + 8)
         if size < 14 or h[16] != 2:
             break
         total = <Py_ssize_t>size + 12
-        if r.pos + total > end or total < 61:
+        if pos + total > end or total < 61:
             break
         base = be64(h)
         lod = be32(h + 23)
-        if lod < 0 or base > INT64_MAX - lod or (r.has_prev and base <= r.prev):
+        if lod < 0 or base > INT64_MAX - lod or (has_prev and base <= prev):
             break
         stored = <uint32_t>be32(h + 17)
         if HW_CRC32C:
@@ -55,14 +57,15 @@ cdef int walk_run(Run* r, const uint8_t* d, Py_ssize_t end, Py_ssize_t stop, bin
         last = base + lod
         if has_deep:
             with gil:
-                deep(buf, r.pos, total, 2, file, base, last, findings)
-        if r.n == 0:
-            r.first = base
-            r.first_pos = r.pos
-        r.prev = last
-        r.has_prev = True
-        r.n += 1
-        r.pos += total
+                deep(buf, pos, total, 2, file, base, last, findings)
+        if n == 0:
+            first = base
+            first_pos = pos
+        prev = last
+        has_prev = True
+        n += 1
+        pos += total
+    r.pos, r.n, r.first_pos, r.first, r.prev, r.has_prev = pos, n, first_pos, first, prev, has_prev
     return 0
 
 
