@@ -113,9 +113,12 @@ def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], r
 
     from kafkalog_cli.ops.verify import verify_groups
 
-    raw = statistics.median(_cpu(lambda: raw_crc32c(files)) for _ in range(repeat))
-    lib = statistics.median(_cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1))
-                            for _ in range(repeat))
+    pairs = []
+    for _ in range(repeat):     # raw then the library, so that each pair meets the same load
+        r = _cpu(lambda: raw_crc32c(files))
+        pairs.append((r, _cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1))))
+    raw = statistics.median(r for r, _ in pairs)
+    lib = raw / statistics.median(r / v for r, v in pairs)      # the median ratio, as seconds
     runs: dict[int, list[float]] = {1: [], 2: []}
     for _ in range(repeat):     # alternated, so both meet the same load
         for j in (1, 2):

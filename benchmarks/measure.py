@@ -192,9 +192,13 @@ class PeakMemory:
         self.peak_mib = 0.0
         self.jvm_mib = 0.0
         self._cpu: dict[int, float] = {}
+        self._jvm_cpu: dict[int, float] = {}
+        self._before: dict[int, float] = {}     # CPU seconds of the processes there at the start
         self._stop = threading.Event()
 
     def __enter__(self):
+        # workers that outlive a body (Spark's reused Python workers, the JVM) count from here
+        self._before = {pid: cpu for pid, _, _, cpu in _descendants(os.getpid())}
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
         return self
@@ -208,13 +212,19 @@ class PeakMemory:
             for pid, name, hwm, cpu in _descendants(os.getpid()):
                 if name == "java":
                     self.jvm_mib = max(self.jvm_mib, hwm)
+                    self._jvm_cpu[pid] = cpu - self._before.get(pid, 0.0)
                 else:
                     self.peak_mib = max(self.peak_mib, hwm)
-                    self._cpu[pid] = cpu
+                    self._cpu[pid] = cpu - self._before.get(pid, 0.0)
 
     @property
     def cpu_s(self) -> float:
         return sum(self._cpu.values())
+
+    @property
+    def jvm_cpu_s(self) -> float:
+        """CPU seconds of the java processes (Spark's JVM) while the body ran."""
+        return sum(self._jvm_cpu.values())
 
 
 def _descendants(root: int):

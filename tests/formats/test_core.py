@@ -26,6 +26,7 @@ from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
 from tests.formats.strategies import CODECS, v2_batches
 from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
+from tests.formats.test_scan_search import damaged_batch, searches
 from tests.render.test_fast_path import _segment
 
 try:
@@ -273,6 +274,21 @@ def test_batch_cuts_compiled_is_pure(buf, target, tail, stride):
     assert cuts(True) == cuts(False)
 
 
+@needs_compiled_framing
+@PROPERTY
+@given(data=st.binary(max_size=3 * 8192 * 2 + 800), skip=st.integers(0, 7),
+       size=st.sampled_from([None, 767, 768, 769, 24575, 24576, 24577, 50000]))
+def test_the_compiled_crc32c_is_the_packages(data, skip, size):
+    """_crc32c.h's three-stream CRC-32C (verify-crc's, and dump-log's isvalid) against the
+    crc32c package, over every alignment and the lengths where its stream sizes change."""
+    from kafkalog_cli.formats.crc import crc32c
+
+    if size is not None:
+        data = (data * (size // max(len(data), 1) + 1))[:size] if data else bytes(size)
+    piece = data[skip:]
+    assert compiled_framing.crc32c_of(piece) == crc32c(piece) == compiled.crc32c_of(piece)
+
+
 # ------------------------------------------------------------------ whole dumps, both cores
 def _text_dump(data: bytes, tmp_path, fast, **opts) -> tuple[bytes, bytes, str | None]:
     """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop
@@ -381,3 +397,228 @@ def test_the_compiled_core_takes_every_well_formed_v2_batch_of_the_segment():
             assert compiled.v2_records_ok(b)
             n += 1
     assert n > 10
+
+
+# ------------------------------------------------------------------ Arrow columns (export, the Spark source)
+def _columns_of(scanner, batches) -> tuple:
+    """What `scanner` leaves in one RecordColumns after the batches (each one it gives up on
+    leaves the columns as they were): every field, the payload bytes joined."""
+    cols = scan.RecordColumns()
+    gave_up = []
+    for b in batches:
+        try:
+            scanner(b, cols)
+        except Exception:
+            gave_up.append(b.position)
+    return (cols.rows, b"".join(cols.data), cols.size, cols.offsets.tolist(), cols.timestamps.tolist(),
+            cols.sequences.tolist(), cols.spans.tolist(), cols.null_keys, cols.null_values, cols.header_ends.tolist(),
+            cols.header_spans.tolist(), cols.null_header_values), gave_up
+
+
+@needs_compiled
+@PROPERTY
+@given(chain=st.lists(v2_batches(), min_size=1, max_size=4))
+def test_record_columns_compiled_are_pure(chain):
+    """Every record shape and codec, several batches into one set of columns (positions shifted
+    by the bytes before, header indexes counted on)."""
+    batches = [_batch(raw) for raw in chain]
+    assert _columns_of(compiled.scan_columns, batches) == _columns_of(PURE["scan_columns"], batches)
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255))
+def test_record_columns_of_damaged_records_are_pure_or_the_reference(raw, at, xor):
+    """A damaged batch: where both scanners take it, the same columns; where the compiled one
+    gives up and the pure one does not, the reference decoder's rows (what arrow.py builds then)
+    are the pure scanner's."""
+    b = _damaged(raw, at, xor)
+    fast, fast_gave_up = _columns_of(compiled.scan_columns, [b])
+    pure, pure_gave_up = _columns_of(PURE["scan_columns"], [b])
+    if not fast_gave_up and not pure_gave_up:
+        assert fast == pure
+    elif fast_gave_up and not pure_gave_up:
+        ref = _columns_of(lambda b, cols: [cols.add_record(r.offset, r.timestamp, r.sequence, r.key, r.value,
+                                                           [(h.key.encode("utf-8"), h.value) for h in r.headers])
+                                           for r in b.records()], [b])
+        assert not ref[1] and _rows_of(ref[0]) == _rows_of(pure)
+
+
+def _rows_of(c: tuple) -> list:
+    """RecordColumns' fields as rows of values (positions resolved into their bytes)."""
+    rows, data, _, offsets, timestamps, sequences, spans, null_keys, null_values, ends, hspans, null_hv = c
+    out, h = [], 0
+    for i in range(rows):
+        key = None if i in null_keys else data[spans[4 * i]:spans[4 * i + 1]]
+        value = None if i in null_values else data[spans[4 * i + 2]:spans[4 * i + 3]]
+        headers = []
+        while h < ends[i]:
+            headers.append((data[hspans[4 * h]:hspans[4 * h + 1]],
+                            None if h in null_hv else data[hspans[4 * h + 2]:hspans[4 * h + 3]]))
+            h += 1
+        out.append((offsets[i], timestamps[i], sequences[i], key, value, headers))
+    return out
+
+
+def _tables(tmp_path, data: bytes, **kw) -> dict:
+    """read_segment's rows of a segment (the Arrow record batches export and the Spark source
+    build) with the compiled column scanner, the pure one, and none (the reference decoder's
+    Record objects): their schemas and values, or the error."""
+    from kafkalog_cli.spark import arrow
+
+    d = tmp_path / "topic-7"
+    d.mkdir(exist_ok=True)
+    (d / "00000000000000000000.log").write_bytes(data)
+    from kafkalog_cli.storage.logdir import segments_of
+
+    (ref,) = segments_of([str(d)])
+
+    def general(b, cols):
+        raise scan.Malformed("the reference decoder, please")
+
+    out = {}
+    # the pure core builds the payload columns by `take`; the compiled one fills their buffers
+    for name, scanner, gather in (("compiled", compiled.scan_columns, compiled.gather_spans),
+                                  ("pure", PURE["scan_columns"], None), ("reference", general, None)):
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(arrow, "scan_columns", scanner)
+            m.setattr(scan, "gather_spans", gather)
+            try:
+                got = [(b.schema, b.to_pylist(), _parquet(b)) for b in arrow.read_segment(ref, arrow.columns("record"), **kw)]
+            except KafkalogError as e:
+                got = ("error", e.message, e.position)
+        out[name] = got
+    return out
+
+
+def _parquet(rb) -> bytes:
+    """The Parquet file export writes of one record batch."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    with pq.ParquetWriter(sink, rb.schema, compression="snappy") as w:
+        w.write_batch(rb)
+    return sink.getvalue().to_pybytes()
+
+
+def _view(isolation: str, start: int, end: int, aborted: dict | None = None):
+    from kafkalog_cli.ops.consumer_view import ConsumerView
+
+    return ConsumerView(isolation, start, end, end, end, aborted=aborted or {})
+
+
+@needs_compiled
+@PROPERTY
+@given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=4),
+       rows=st.sampled_from([1, 7, 8192]), view=st.sampled_from([None, ("read_uncommitted", 0, 2**62),
+                                                                  ("read_committed", 3, 40), ("read_uncommitted", 10, 11)]),
+       verify_crc=st.booleans())
+def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, view, verify_crc):
+    """Export's and the Spark source's tables, table for table, over every record shape, control
+    batches, the consumer view's options (offset ranges, read_committed) and verify_crc."""
+    import struct as _struct
+
+    data, off = bytearray(), 0
+    for raw in chain:      # offsets increasing from batch to batch, as a partition has them
+        b = bytearray(raw)
+        _struct.pack_into(">q", b, 0, off)
+        off += _struct.unpack_from(">i", b, 23)[0] + 1
+        data += b
+    t = _tables(tmp_path, bytes(data), rows_per_batch=rows, verify_crc=verify_crc,
+                view=_view(*view) if view else None)
+    assert t["compiled"] == t["pure"] == t["reference"]
+
+
+@needs_compiled
+@pytest.mark.parametrize("corrupt", [False, True])
+def test_arrow_tables_of_a_segment_of_every_codec_legacy_and_control_batches(tmp_path, corrupt):
+    from tests.render.test_fast_path import _corrupt_records
+
+    data = _segment()
+    t = _tables(tmp_path, _corrupt_records(data) if corrupt else data, rows_per_batch=50)
+    assert t["compiled"] == t["pure"] == t["reference"]
+    if corrupt:
+        assert t["compiled"][0] == "error"
+    else:
+        assert sum(len(rows) for _, rows, _ in t["compiled"]) > 1000
+
+
+# ------------------------------------------------------------------ key/value search (dump-log --key/--value)
+def _searched(scanner, b, f) -> tuple:
+    """What dump-log shows of a batch searched with `scanner`: the records it finds (and their
+    places), or, where it gives up, what selection.py's fallback shows: the reference decoder's
+    records that pass the filters, or its error."""
+    indices: list = []
+    try:
+        return "found", scanner(b, f.search, indices), indices
+    except Exception:
+        pass
+    try:
+        recs = b.records()
+    except Exception as e:
+        return "error", str(e)
+    found = [(i, r) for i, r in enumerate(recs) if f.record_matches(r)]
+    return "found", [r for _, r in found], [i for i, _ in found]
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(), f=searches())
+def test_search_compiled_is_pure_is_reference(raw, f):
+    b = _batch(raw)
+    fast = _searched(compiled.search_v2, b, f)
+    assert fast == _searched(PURE["search_v2"], b, f)
+    assert fast[1] == [r for r in b.records() if f.record_matches(r)]
+
+
+@needs_compiled
+@PROPERTY
+@given(raw=v2_batches(codecs=[Compression.NONE]), f=searches(), at=st.integers(0, 2**20), xor=st.integers(1, 255),
+       crc=st.booleans())
+def test_search_of_damaged_records_shows_the_same_on_both_cores(raw, f, at, xor, crc):
+    b = damaged_batch(raw, at, xor, crc)
+    assert _searched(compiled.search_v2, b, f) == _searched(PURE["search_v2"], b, f)
+
+
+# ------------------------------------------------------------------ runs longer than one call
+@needs_compiled
+@pytest.mark.parametrize("encoding", ENCODINGS)
+def test_runs_past_their_size_and_a_percent_in_the_path_write_what_the_pure_loops_write(tmp_path, encoding):
+    """Several MiB of batches: the compiled loops stop at their size (render/parallel.RUN_BYTES)
+    and go on; the JSON record lines carry a partition dir whose name holds '%' (laid into the
+    lines' %-formats), with a control batch and a legacy batch in the middle."""
+    from kafkalog_cli.formats.records import build_legacy_batch
+    from kafkalog_cli.render.parallel import RUN_BYTES
+
+    records = [SimpleRecord(key=b"k%d%%d" % i, value=bytes(range(i % 7, 200)), timestamp=1000 + i,
+                            headers=(Header("h%", b"%s"),) if i % 3 else ()) for i in range(100)]
+    parts, off = [], 0
+    while sum(map(len, parts)) < 3 * RUN_BYTES:
+        parts.append(build_v2_batch(records, off))
+        off += len(records)
+        if len(parts) == 40:
+            parts.append(_control(off))
+            parts.append(build_legacy_batch([SimpleRecord(b"a", b"b", 5)], off + 1, magic=1))
+            off += 2
+    data = b"".join(parts)
+    where = tmp_path / "to%dpic%s-0"
+    where.mkdir()
+    fast_json, pure_json = (_json_dump(data, where, f, encoding) for f in (compiled.fast_v2_json, PURE["fast_v2_json"]))
+    assert fast_json == pure_json and fast_json[1] is None
+    assert b'"topic": "to%dpic%s"' in fast_json[0] and len(fast_json[0]) > 3 * RUN_BYTES
+    assert _text_dump(data, where, compiled.fast_v2_text, print_data_log=True) == \
+        _text_dump(data, where, PURE["fast_v2_text"], print_data_log=True)
+
+
+@needs_compiled
+def test_numbers_at_every_count_of_digits_are_written_as_python_writes_them():
+    """Offsets and timestamps at each power of ten and beside it (the compiled core counts a
+    number's digits from its bit length)."""
+    numbers = sorted({10**e + d for e in range(19) for d in (-1, 0, 1)} | {2**63 - 3, 2**62})
+    for n in numbers:
+        for ts in (n, -n, 0):
+            b = _batch(build_v2_batch([SimpleRecord(b"k", b"v", ts), SimpleRecord(None, b"x", ts)], n))
+            for flags in FLAGS:
+                assert compiled.fast_v2_text(b, -1, [], *flags) == PURE["fast_v2_text"](b, -1, [], *flags)
+            assert compiled.fast_v2_json(b, _layout("utf8")) == PURE["fast_v2_json"](b, _layout("utf8"))

@@ -40,6 +40,13 @@ def _batch(raw: bytes):
     return b
 
 
+def damaged_batch(raw: bytes, at: int, xor: int, crc: bool):
+    """The batch with one byte of its records changed (its CRC made right again with `crc`)."""
+    damaged = bytearray(raw)
+    damaged[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
+    return _batch(set_v2_crc(damaged) if crc else bytes(damaged))
+
+
 def _reference(b, f: Filters) -> list:
     return [r for r in b.records() if f.record_matches(r)]
 
@@ -58,9 +65,7 @@ def test_search_finds_what_filtering_the_general_paths_records_finds(raw, f):
 @given(raw=v2_batches(codecs=[Compression.NONE]), f=searches(), at=st.integers(0, 2**20), xor=st.integers(1, 255),
        crc=st.booleans())
 def test_on_damaged_records_search_gives_up_agrees_or_rules_the_batch_out(raw, f, at, xor, crc):
-    damaged = bytearray(raw)
-    damaged[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    b = _batch(set_v2_crc(damaged) if crc else bytes(damaged))
+    b = damaged_batch(raw, at, xor, crc)
     try:
         found = search_v2(b, f.search)
     except Exception:

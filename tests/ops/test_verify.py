@@ -133,3 +133,34 @@ def test_group_paths(tmp_path, part):
         V.group_paths([str(tmp_path / "nope")])
     with pytest.raises(InputError):
         V.group_paths([str(part / "00000000000000000185.index")])
+
+
+def test_jobs_as_threads_and_as_processes_give_the_one_process_report(tmp_path, monkeypatch):
+    """verify-crc --jobs 2: threads where the compiled walk lets the GIL go, forked processes
+    otherwise; the same files, problems and offsets as one job, and progress for every byte."""
+    d = tmp_path / "t-0"
+    d.mkdir()
+    files = []
+    for k in range(5):
+        batches = [B.good_batch(1000 * k + 3 * i) for i in range(200)]
+        if k == 2:
+            bad = bytearray(batches[50])
+            bad[-1] ^= 1
+            batches[50] = bytes(bad)
+        path = d / f"{1000 * k:020d}.log"
+        path.write_bytes(b"".join(batches) + (b"\0\0" if k == 4 else b""))
+        files.append(str(path))
+    groups = [(str(d), files)]
+
+    def report(r):
+        return ([(p.kind, Path(p.file).name, p.position, p.base_offset) for p in r.problems],
+                [(Path(f.file).name, f.batches, f.bytes, f.first_offset, f.last_offset) for f in r.files])
+
+    one = report(V.verify_groups(groups, jobs=1)[0])
+    assert {kind for kind, *_ in one[0]} == {"crc", "trailing_bytes"}
+    told: list = []
+    threads = V.verify_groups(groups, jobs=2, parallel_min_bytes=0, on_progress=told.append)[0]
+    assert report(threads) == one
+    assert sum(told) == sum(Path(f).stat().st_size for f in files)
+    monkeypatch.setattr(V, "walks_without_gil", lambda: False)
+    assert report(V.verify_groups(groups, jobs=2, parallel_min_bytes=0)[0]) == one

@@ -21,7 +21,7 @@ from cpython.ref cimport PyObject, Py_XDECREF
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, int16_t, uint16_t, INT64_MAX, INT64_MIN
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
-from libc.string cimport memcpy, memchr, strlen
+from libc.string cimport memcpy, memchr, memcmp, strlen
 
 from kafkalog_cli.formats import scan as _pure
 from kafkalog_cli.formats.jutf8 import java_utf8
@@ -31,6 +31,9 @@ Malformed = _pure.Malformed
 records_region = _pure.records_region
 _pure_text = _pure.PURE["fast_v2_text"]
 _pure_json = _pure.PURE["fast_v2_json"]
+_pure_columns = _pure.PURE["scan_columns"]
+_pure_search = _pure.PURE["search_v2"]
+_headers_at = _pure._headers_at
 
 cdef int64_t INT32_MAX = 2147483647
 cdef int64_t NO_SEQUENCE = -1
@@ -91,10 +94,28 @@ cdef inline void out_free(Out* o) noexcept:
     out_clear(o)
 
 
+cdef inline void copy_bytes(char* w, const char* s, Py_ssize_t k) noexcept:
+    """memcpy, with the short pieces of a line (a format's literals, a key) copied eight bytes
+    at a time inline: a call to memcpy per piece was a tenth of a JSON dump's CPU."""
+    cdef Py_ssize_t i = 0
+    if k > 128:
+        memcpy(w, s, k)
+    elif k >= 8:
+        while i + 8 <= k:
+            memcpy(w + i, s + i, 8)
+            i += 8
+        if i < k:
+            memcpy(w + k - 8, s + k - 8, 8)
+    else:
+        while i < k:
+            w[i] = s[i]
+            i += 1
+
+
 cdef inline int out_put(Out* o, const char* s, Py_ssize_t k) except -1:
     if o.n + k > o.cap:
         out_grow(o, k)
-    memcpy(o.p + o.n, s, k)
+    copy_bytes(o.p + o.n, s, k)
     o.n += k
     return 0
 
@@ -119,33 +140,64 @@ for _i in range(100):
     DIGITS[2 * _i + 1] = 48 + _i % 10
 
 
+cdef extern from *:
+    """
+    static inline int kl_bitlen64(unsigned long long v) {
+    #if defined(__GNUC__) || defined(__clang__)
+        return v ? 64 - __builtin_clzll(v) : 0;
+    #else
+        int n = 0;
+        while (v) { n++; v >>= 1; }
+        return n;
+    #endif
+    }
+    """
+    int kl_bitlen64(unsigned long long v) noexcept nogil
+
+
+cdef uint64_t POW10[20]
+POW10[0] = 1
+for _i in range(1, 20):
+    POW10[_i] = POW10[_i - 1] * 10
+
+
+cdef inline int decimal_digits(uint64_t u) noexcept:
+    """How many digits u has in decimal: from its bit length (log10 2 ~ 1233 / 4096), one
+    comparison after (a division per digit was a quarter of a JSON line's cost)."""
+    cdef int t = (kl_bitlen64(u | 1) * 1233) >> 12
+    t += u >= POW10[t]
+    return t if t else 1
+
+
 cdef inline int out_int(Out* o, int64_t v) except -1:
-    """v in decimal, as Python's str() and %d write it."""
-    cdef char tmp[24]
-    cdef int i = 24
+    """v in decimal, as Python's str() and %d write it: its digits counted, then written in
+    place from the last."""
     cdef uint64_t u, q
-    if v < 0:
-        u = <uint64_t>0 - <uint64_t>v
-    else:
-        u = <uint64_t>v
-    while u >= 100:
-        q = u // 100
-        i -= 2
-        memcpy(tmp + i, DIGITS + 2 * (u - q * 100), 2)
-        u = q
-    if u >= 10:
-        i -= 2
-        memcpy(tmp + i, DIGITS + 2 * u, 2)
-    else:
-        i -= 1
-        tmp[i] = <char>(48 + u)
-    if v < 0:
-        i -= 1
-        tmp[i] = 45   # '-'
+    cdef int k
+    cdef char* w
     if o.n + 24 > o.cap:
         out_grow(o, 24)
-    memcpy(o.p + o.n, tmp + i, 24 - i)
-    o.n += 24 - i
+    w = o.p + o.n
+    if v < 0:
+        u = <uint64_t>0 - <uint64_t>v
+        w[0] = 45   # '-'
+        w += 1
+    else:
+        u = <uint64_t>v
+    k = decimal_digits(u)
+    o.n = (w - o.p) + k
+    w += k
+    while u >= 100:
+        q = u // 100
+        w -= 2
+        memcpy(w, DIGITS + 2 * (u - q * 100), 2)
+        u = q
+    if u >= 10:
+        w -= 2
+        memcpy(w, DIGITS + 2 * u, 2)
+    else:
+        w -= 1
+        w[0] = <char>(48 + u)
     return 0
 
 
@@ -281,39 +333,54 @@ cdef inline bint has_below_space(uint64_t v) noexcept:
     return ((v - 0x2020202020202020ULL) & ~v & 0x8080808080808080ULL) != 0
 
 
-cdef int put_escaped_valid(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
-    """Valid UTF-8 as the escaped text of a JSON string."""
-    cdef Py_ssize_t i
+cdef int put_escaped(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
+    """UTF-8 as the escaped text of a JSON string -> 1 when every byte was ASCII (the text is
+    valid UTF-8 then, with no look of its own), else 0."""
+    cdef Py_ssize_t i, k
     cdef uint8_t c
+    cdef uint64_t x, high = 0
     if o.n + 6 * n + 8 > o.cap:
         out_grow(o, 6 * n + 8)
     cdef char* w = o.p + o.n
-    cdef uint64_t x
     i = 0
     while i < n:
         if i + 8 <= n:
             # eight bytes at once when none is below 0x20, '"' or '\\' (UTF-8's high bytes pass)
             memcpy(&x, s + i, 8)
+            high |= x
             if not (has_below_space(x) or has_zero(x ^ 0x2222222222222222ULL)
                     or has_zero(x ^ 0x5C5C5C5C5C5C5C5CULL)):
                 memcpy(w, &x, 8)
                 w += 8
                 i += 8
                 continue
+            # a byte of the eight needs its escape: all eight through the table, without
+            # looking at the next eight from each byte of these
+            for k in range(i, i + 8):
+                c = s[k]
+                memcpy(w, &ESC8[c], 8)
+                w += ESCN[c]
+            i += 8
+            continue
         c = s[i]
+        high |= c
         i += 1
         memcpy(w, &ESC8[c], 8)      # the byte or its escape, without a branch (8 bytes of room kept)
         w += ESCN[c]
     o.n = w - o.p
-    return 0
+    return (high & 0x8080808080808080ULL) == 0
 
 
 cdef int put_json_utf8(Out* o, const uint8_t* s, Py_ssize_t n) except -1:
-    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding)."""
-    if utf8_valid(s, n):
-        return put_escaped_valid(o, s, n)
+    """A payload as the escaped text of a JSON string in the utf8 encoding (Java's decoding):
+    escaped at once, and looked at again only when it holds a byte past ASCII."""
+    cdef Py_ssize_t mark = o.n
+    if put_escaped(o, s, n) or utf8_valid(s, n):
+        return 0
+    o.n = mark          # not UTF-8: its text as Java decodes it instead
     t = java_utf8(PyBytes_FromStringAndSize(<const char*>s, n)).encode("utf-8")
-    return put_escaped_valid(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+    put_escaped(o, <const uint8_t*>PyBytes_AS_STRING(t), PyBytes_GET_SIZE(t))
+    return 0
 
 
 cdef const char* B64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
@@ -375,6 +442,7 @@ cdef struct Rec:
     int64_t klen        # -1: null
     int64_t vlen
     int64_t nh          # headers
+    uint8_t attributes  # the record's own attributes byte
 
 
 cdef struct Region:
@@ -478,6 +546,7 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
         if length < 0 or length > end - pos:
             raise Malformed("record size")
         body = pos
+        r.attributes = d[pos] if pos < end else 0
         rend = pos + length
         # attributes, then timestampDelta
         pos = rd_zigzag(d, pos + 1, rend, &r.td, True)
@@ -512,6 +581,28 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
     if pos != end:
         raise Malformed("bytes remain")
     return 0
+
+
+cdef struct Fields:
+    # what the record scanners read of a batch's header
+    int64_t count, base, base_ts, max_ts, base_seq
+    bint log_append
+
+
+cdef bint v2_fields(Fields* f, batch) except -1:
+    """The batch's fields into f -> False for a legacy batch (the pure scanner takes it); raises
+    Malformed for a negative record count, as the pure scanners do."""
+    f.count = batch.records_count
+    if f.count < 0:
+        raise Malformed("negative count")
+    if batch.magic != 2:
+        return False
+    f.base = batch.base_offset_field
+    f.base_ts = batch.base_timestamp
+    f.log_append = batch.attributes & 0x08
+    f.max_ts = batch.max_timestamp
+    f.base_seq = batch.base_sequence
+    return True
 
 
 cdef inline bint add_ok(int64_t a, int64_t b) noexcept:
@@ -609,16 +700,11 @@ cdef int put_records_text(Out* o, const uint8_t* d, Rec* recs, Py_ssize_t count,
 
 def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     """scan.fast_v2_text, compiled."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_text(batch, last, pairs, metadata, data_log)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef int64_t clast
     try:
         clast = last
@@ -651,12 +737,12 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
 
 # ------------------------------------------------------------------ batches and records as text, a run at a time
 include "_bigendian.pxi"
+include "_crc32c.pxi"
 
 
 cdef const char* CODEC_NAMES[5]
 CODEC_NAMES[:] = [b"none", b"gzip", b"snappy", b"lz4", b"zstd"]
 
-from kafkalog_cli.formats.crc import crc32c as _crc32c
 from kafkalog_cli.formats.compression import decompress as _decompress
 
 
@@ -725,7 +811,7 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
         PyMem_Free(b.recs)
         b.recs = NULL
         return False
-    b.computed = _crc32c(PyMemoryView_FromMemory(<char*>(h + 21), b.total - 21, PyBUF_READ))
+    b.computed = crc32c_at(h + 21, b.total - 21)
     return data
 
 
@@ -1006,8 +1092,9 @@ cdef int put_payload_slot(Out* o, Shape* sh, const uint8_t* d, Py_ssize_t at, in
 
 cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const uint8_t* d, Rec* recs,
                           Py_ssize_t count, int64_t base, int64_t base_ts, bint log_append, int64_t max_ts,
-                          int64_t base_seq) except -1:
-    """The record lines of a walked batch, joined by newlines."""
+                          int64_t base_seq, bint base_slot=False) except -1:
+    """The record lines of a walked batch, joined by newlines; `base_slot`: the line's last slot
+    takes the batch's base offset (json_run's lines, kept from batch to batch)."""
     cdef Py_ssize_t i
     cdef int s
     cdef Rec* r
@@ -1037,21 +1124,20 @@ cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const ui
             out_int(o, sequence_of(base_seq, r.od))
             s += 1
             format_lit(o, line, s)
+        if base_slot:
+            out_int(o, base)
+            s += 1
+            format_lit(o, line, s)
     return 0
 
 
 def fast_v2_json(batch, layout):
     """scan.fast_v2_json, compiled."""
-    cdef int64_t count = batch.records_count
-    if count < 0:
-        raise Malformed("negative count")
-    if batch.magic != 2:
+    cdef Fields f
+    if not v2_fields(&f, batch):
         return _pure_json(batch, layout)
-    cdef int64_t base = batch.base_offset_field
-    cdef int64_t base_ts = batch.base_timestamp
-    cdef bint log_append = batch.attributes & 0x08
-    cdef int64_t max_ts = batch.max_timestamp
-    cdef int64_t base_seq = batch.base_sequence
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Out o
@@ -1091,9 +1177,11 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
     records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
     are written or a batch this does not write (as kafka_text_run). The batch and record lines'
     %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
-    position, size) and record_format(variant, attributes, producer_id, producer_epoch,
-    base_offset). -> (the lines, joined by newlines, without the last; the position of the batch
-    it stops at)."""
+    position, size) and record_format(variant, attributes, producer_id, producer_epoch), whose
+    last slot is the batch's base offset; each is asked again only when its arguments (but
+    buf, position and size) change from the batch before: a Python call and a format cut up
+    per batch were a fifth of a deep dump's CPU. -> (the lines, joined by newlines, without the
+    last; the position of the batch it stops at)."""
     cdef Py_buffer view
     cdef Out o
     cdef Head b
@@ -1101,8 +1189,11 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
     cdef Format bline, rline
     cdef const uint8_t* d
     cdef Py_ssize_t n = 0
-    cdef int variant, k
+    cdef int variant, k, expect
     cdef int64_t values[16]
+    # the arguments the formats in bline and rline were made for (-1: none yet)
+    cdef int bkey = -1, rvariant = -1, rattributes = 0, repoch = 0
+    cdef int64_t rpid = 0
     b.recs = NULL
     shape_clear(&sh)
     bline.lits = rline.lits = NULL
@@ -1120,19 +1211,41 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
             held = open_batch(&b, buf, d, pos, end)
             if held is False:
                 break
-            fmt = batch_format(b.attributes, b.computed == b.crc, (b.attributes & 0x40) != 0, buf, pos, b.total)
+            k = (b.attributes & 0xFF) | (0x100 if b.computed == b.crc else 0)
+            if k != bkey:
+                fmt = batch_format(b.attributes, b.computed == b.crc, (b.attributes & 0x40) != 0, buf, pos, b.total)
+                PyMem_Free(bline.lits)
+                bline.lits = NULL
+                bkey = -1
+                try:
+                    format_parse(&bline, fmt)
+                except Malformed:
+                    break
+                if bline.slots != (15 if b.attributes & 0x40 else 14):
+                    break
+                bkey = k
             variant = variant_of(b.rd, b.recs, b.count, b.base_seq) if b.count else 0
-            rfmt = record_format(variant, b.attributes, b.pid, b.epoch, b.base) if b.count else b""
-            if b.count and not rfmt:
-                break
-            try:
-                format_parse(&bline, fmt)
-                if b.count:
+            if b.count and (variant != rvariant or b.attributes != rattributes or b.pid != rpid
+                            or b.epoch != repoch):
+                rfmt = record_format(variant, b.attributes, b.pid, b.epoch)
+                PyMem_Free(rline.lits)
+                rline.lits = NULL
+                rvariant = -1
+                if not rfmt:
+                    break
+                try:
                     format_parse(&rline, rfmt)
-            except Malformed:
-                break
-            if bline.slots != (15 if b.attributes & 0x40 else 14) or (b.count and not line_fits(&rline, variant)):
-                break
+                except Malformed:
+                    break
+                # the base offset's slot is the last: the record line's own slots before it
+                expect = rline.slots - 1
+                if expect < 0 or rline.kinds[expect] != b'd':
+                    break
+                rline.slots = expect
+                if not line_fits(&rline, variant):
+                    break
+                rline.slots = expect + 1
+                rvariant, rattributes, rpid, repoch = variant, b.attributes, b.pid, b.epoch
             # the batch line: render/jsonl.py's batch_line, its values in _BATCH_SLOTS's order
             values[0] = b.base
             values[1] = b.base + b.lod
@@ -1158,12 +1271,9 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
             if b.count:
                 out_byte(&o, b'\n')
                 put_records_json(&o, &sh, &rline, variant, b.rd, b.recs, b.count, b.base, b.base_ts,
-                                 b.attributes & 0x08, b.max_ts, b.base_seq)
+                                 b.attributes & 0x08, b.max_ts, b.base_seq, True)
             PyMem_Free(b.recs)
             b.recs = NULL
-            PyMem_Free(bline.lits)
-            PyMem_Free(rline.lits)
-            bline.lits = rline.lits = NULL
             n += 1
             pos += b.total
         text = out_bytes(&o)
@@ -1202,6 +1312,216 @@ def v2_records_ok(batch):
     finally:
         PyMem_Free(recs)
         region_close(&reg)
+
+
+
+# ------------------------------------------------------------------ record columns (Arrow)
+cdef inline Py_ssize_t rd_small(const uint8_t* d, Py_ssize_t pos, int64_t* v) noexcept:
+    """A varint the walk has checked already (its bytes are there) -> the next position."""
+    return rd_zigzag(d, pos, pos + 10, v, False)
+
+
+def scan_columns(batch, cols):
+    """scan.scan_columns, compiled: the records of a v2 batch walked in C (every size checked as
+    records.py checks it) and appended to `cols` as machine arrays a column at a time; raises
+    Malformed on anything the pure scanners give up on, or on numbers the arrays do not hold,
+    and then leaves `cols` as it was."""
+    cdef Fields f
+    if not v2_fields(&f, batch):
+        return _pure_columns(batch, cols)
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
+    cdef Py_ssize_t shift = cols.size, row0 = cols.rows, first = len(cols.header_spans) // 4
+    cdef Py_ssize_t i, j, n, headers, p, k0
+    cdef int64_t hk = 0, hv = 0, nh = 0
+    cdef int64_t* o64
+    cdef int64_t* t64
+    cdef int32_t* s32
+    cdef int32_t* sp
+    cdef int32_t* e32
+    cdef int32_t* h32
+    cdef Rec* r
+    cdef Region reg
+    cdef Rec* recs = NULL
+    region_open(&reg, batch)
+    try:
+        recs = walk(reg.d, reg.pos, reg.end, count)
+        if not numbers_fit(recs, count, base, base_ts):
+            raise Malformed("numbers past 64 bits")
+        n = reg.end - reg.pos
+        headers = 0
+        for i in range(count):
+            headers += recs[i].nh
+        if shift + n > INT32_MAX or first + headers > INT32_MAX or row0 + count > INT32_MAX:
+            raise Malformed("positions past 32 bits")
+        offsets = PyBytes_FromStringAndSize(NULL, 8 * count)
+        timestamps = PyBytes_FromStringAndSize(NULL, 8 * count)
+        sequences = PyBytes_FromStringAndSize(NULL, 4 * count)
+        spans = PyBytes_FromStringAndSize(NULL, 16 * count)
+        ends = PyBytes_FromStringAndSize(NULL, 4 * count)
+        hspans = PyBytes_FromStringAndSize(NULL, 16 * headers)
+        o64 = <int64_t*>PyBytes_AS_STRING(offsets)
+        t64 = <int64_t*>PyBytes_AS_STRING(timestamps)
+        s32 = <int32_t*>PyBytes_AS_STRING(sequences)
+        sp = <int32_t*>PyBytes_AS_STRING(spans)
+        e32 = <int32_t*>PyBytes_AS_STRING(ends)
+        h32 = <int32_t*>PyBytes_AS_STRING(hspans)
+        null_keys, null_values, null_hvalues = [], [], []
+        k0 = shift - reg.pos       # a position in the records' bytes -> one in cols' data
+        headers = first
+        for i in range(count):
+            r = recs + i
+            o64[i] = base + r.od
+            t64[i] = max_ts if log_append else base_ts + r.td
+            s32[i] = <int32_t>sequence_of(base_seq, r.od)
+            sp[4 * i] = <int32_t>(r.key + k0)
+            sp[4 * i + 1] = <int32_t>(r.key + k0 + (r.klen if r.klen > 0 else 0))
+            sp[4 * i + 2] = <int32_t>(r.value + k0)
+            sp[4 * i + 3] = <int32_t>(r.value + k0 + (r.vlen if r.vlen > 0 else 0))
+            if r.klen < 0:
+                null_keys.append(row0 + i)
+            if r.vlen < 0:
+                null_values.append(row0 + i)
+            if r.nh:
+                p = rd_small(reg.d, r.headers, &nh)
+                for j in range(r.nh):
+                    p = rd_small(reg.d, p, &hk)
+                    h32[0] = <int32_t>(p + k0)
+                    h32[1] = <int32_t>(p + k0 + hk)
+                    p = rd_small(reg.d, p + hk, &hv)
+                    h32[2] = <int32_t>(p + k0)
+                    if hv >= 0:
+                        p += hv
+                    else:
+                        null_hvalues.append(headers)
+                    h32[3] = <int32_t>(p + k0)
+                    h32 += 4
+                    headers += 1
+            e32[i] = <int32_t>headers
+        data = reg.view.obj
+        if type(data) is not bytes or reg.pos or reg.end != PyBytes_GET_SIZE(data):
+            data = PyBytes_FromStringAndSize(<const char*>(reg.d + reg.pos), n)
+    finally:
+        PyMem_Free(recs)
+        region_close(&reg)
+    cols.sequences.frombytes(sequences)
+    cols.rows += count
+    cols.data.append(data)
+    cols.size += n
+    cols.offsets.frombytes(offsets)
+    cols.timestamps.frombytes(timestamps)
+    cols.spans.frombytes(spans)
+    if null_keys:
+        cols.null_keys += null_keys
+    if null_values:
+        cols.null_values += null_values
+    cols.header_ends.frombytes(ends)
+    cols.header_spans.frombytes(hspans)
+    if null_hvalues:
+        cols.null_header_values += null_hvalues
+
+
+# ------------------------------------------------------------------ record search
+def search_v2(batch, search, indices=None):
+    """scan.search_v2, compiled: the records walked in C (every size checked as records.py
+    checks it), the key tests in C and the regexes called on the payloads they test; Record
+    objects only for the records found."""
+    cdef Fields f
+    if not v2_fields(&f, batch):
+        return _pure_search(batch, search, indices)
+    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
+    cdef bint log_append = f.log_append
+    cdef const uint8_t* d
+    cdef const uint8_t* kx = NULL
+    cdef const uint8_t* kp = NULL
+    cdef Py_ssize_t klen = -1, plen = 0, i
+    cdef bint hit, keyed
+    cdef Rec* r
+    cdef Rec* recs = NULL
+    data, pos, end = records_region(batch)
+    if type(data) is not bytes:     # an mmap: the records copied once, as the pure search does
+        data = bytes(memoryview(data)[pos:end])
+        pos, end = 0, PyBytes_GET_SIZE(data)
+    if search.rules_out(data, pos, end) and batch.is_valid():
+        return []
+    kexact, kprefix, kregex, vregex = search.key, search.key_prefix, search.key_regex, search.value_regex
+    keyed = kexact is not None or kprefix is not None or kregex is not None
+    if kexact is not None:
+        kx = <const uint8_t*>PyBytes_AS_STRING(kexact)
+        klen = PyBytes_GET_SIZE(kexact)
+    if kprefix is not None:
+        kp = <const uint8_t*>PyBytes_AS_STRING(kprefix)
+        plen = PyBytes_GET_SIZE(kprefix)
+    if end - pos < 0 or end > PyBytes_GET_SIZE(data):
+        raise Malformed("records outside the buffer")
+    d = <const uint8_t*>PyBytes_AS_STRING(data)
+    out = []
+    recs = walk(d, pos, end, count)
+    try:
+        if not numbers_fit(recs, count, base, base_ts):
+            return _pure_search(batch, search, indices)
+        for i in range(count):
+            r = recs + i
+            if r.klen >= 0:
+                hit = (r.klen >= plen and (kx == NULL or r.klen == klen)
+                       and (kx == NULL or memcmp(d + r.key, kx, klen) == 0)
+                       and (kp == NULL or memcmp(d + r.key, kp, plen) == 0))
+                if hit and kregex is not None:
+                    hit = kregex.search(PyBytes_FromStringAndSize(<const char*>(d + r.key), r.klen)) is not None
+            else:
+                hit = not keyed
+            if r.vlen >= 0:
+                if hit and vregex is not None:
+                    hit = vregex.search(PyBytes_FromStringAndSize(<const char*>(d + r.value), r.vlen)) is not None
+            elif vregex is not None:
+                hit = False
+            if hit:
+                out.append(Record(
+                    base + r.od, max_ts if log_append else base_ts + r.td,
+                    PyBytes_FromStringAndSize(<const char*>(d + r.key), r.klen) if r.klen >= 0 else None,
+                    PyBytes_FromStringAndSize(<const char*>(d + r.value), r.vlen) if r.vlen >= 0 else None,
+                    _headers_at(data, r.headers) if r.nh else (), sequence_of(base_seq, r.od), r.attributes, 2,
+                    None, True, r.klen, r.vlen))
+                if indices is not None:
+                    indices.append(i)
+    finally:
+        PyMem_Free(recs)
+    return out
+
+
+
+def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n):
+    """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
+    RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
+    (Arrow's int32 offsets buffer, data buffer) of a binary column of them: what spark/arrow.py's
+    `take` over a covering array makes, in one pass."""
+    cdef const int32_t[::1] sp = spans
+    cdef const uint8_t[::1] src = whole
+    cdef Py_ssize_t i, total = 0, a, b, size = src.shape[0]
+    if n < 0 or first < 0 or first > 2 or 4 * n > sp.shape[0]:
+        raise ValueError("spans out of range")
+    for i in range(n):
+        a = sp[4 * i + first]
+        b = sp[4 * i + first + 1]
+        if not 0 <= a <= b <= size:
+            raise ValueError("span out of range")
+        total += b - a
+    if total > INT32_MAX:
+        raise ValueError("past 2 GiB")
+    offsets = PyBytes_FromStringAndSize(NULL, 4 * (n + 1))
+    data = PyBytes_FromStringAndSize(NULL, total)
+    cdef int32_t* off = <int32_t*>PyBytes_AS_STRING(offsets)
+    cdef char* w = PyBytes_AS_STRING(data)
+    cdef const char* s = <const char*>&src[0] if size else <const char*>b""
+    total = 0
+    off[0] = 0
+    for i in range(n):
+        a = sp[4 * i + first]
+        b = sp[4 * i + first + 1]
+        memcpy(w + total, s + a, b - a)
+        total += b - a
+        off[i + 1] = <int32_t>total
+    return offsets, data
 
 
 # Imported first (not through formats/scan.py), this module made scan import it half-built and

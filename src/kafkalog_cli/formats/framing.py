@@ -72,6 +72,12 @@ def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
 # or None: check_batches's own loop (the reference) checks every batch then.
 _check_run = getattr(_cframing, "check_run", None)
 
+
+def walks_without_gil() -> bool:
+    """Whether check_batches without `deep` lets the GIL go while it walks (the compiled walk,
+    with the CPU's CRC-32C instruction)."""
+    return _check_run is not None and getattr(_cframing, "CRC32C_IN_C", False)
+
 # the kinds of verify-crc's problems that a check over bytes finds
 CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
 INNER_CRC = "inner_crc"       # deep: a legacy inner message's CRC-32

@@ -1328,7 +1328,7 @@ def _headers_at(data: bytes, pos: int) -> tuple[Header, ...]:
 # formats/_cscan.pyx compiles the hot scanners above; formats/core.py says whether it is used (it
 # is built, and KAFKALOG_PURE_PYTHON is not set). The pure ones stay here, in PURE: the
 # reference the compiled ones are tested against, and what they hand anything unusual to.
-COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok")
+COMPILED = ("fast_v2_text", "fast_v2_json", "v2_records_ok", "scan_columns", "search_v2")
 PURE = {name: globals()[name] for name in COMPILED}
 CORE = "pure"
 # The compiled core's only function without a pure twin here: the whole loop of an unfiltered
@@ -1336,21 +1336,26 @@ CORE = "pure"
 # that loop, in render/kafka.py, which the tests compare it with). None on the pure core.
 kafka_text_run = None
 json_run = None     # the same for dump-log --format json: its pure twin is render/jsonl.py's loop
+gather_spans = None  # a binary Arrow column's buffers from RecordColumns' spans: spark/arrow.py's take
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
 
 def install_compiled() -> None:
     """Use the compiled scanners, when formats/core.py says so (see CORE)."""
-    global fast_v2_text, fast_v2_json, v2_records_ok, kafka_text_run, json_run, CORE
+    global fast_v2_text, fast_v2_json, v2_records_ok, scan_columns, search_v2, kafka_text_run, json_run, CORE
+    global gather_spans
     compiled = compiled_scan()
     if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
         return
     fast_v2_text = compiled.fast_v2_text
     fast_v2_json = compiled.fast_v2_json
     v2_records_ok = compiled.v2_records_ok
+    scan_columns = compiled.scan_columns
+    search_v2 = compiled.search_v2
     kafka_text_run = compiled.kafka_text_run
     json_run = compiled.json_run
+    gather_spans = compiled.gather_spans
     CORE = "compiled"
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.framing import OFFSETS, Finding, batch_cuts, check_batches
+from kafkalog_cli.formats.framing import OFFSETS, WALKED_BYTES, Finding, batch_cuts, check_batches
 
 # problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
@@ -125,8 +125,13 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
         return _ChunkResult(error=e.strerror or str(e))
     try:
         end = len(buf) if c.last else c.end
-        w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep,
-                          walked=lambda a, b: release_pages(buf, a, b))
+        populate_pages(buf, c.start, min(end, c.start + WALKED_BYTES))
+
+        def walked(a: int, b: int) -> None:     # the stretch read goes, the next one comes in
+            release_pages(buf, a, b)
+            populate_pages(buf, b, min(end, b + WALKED_BYTES))
+
+        w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep, walked=walked)
         return _ChunkResult(w.batches, w.bytes, w.first_offset, w.last_offset,
                             [Problem(**asdict(f)) for f in w.findings], len(buf), w.first_position)
     finally:
@@ -199,6 +204,25 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))
     return chunks
+
+
+# madvise(2)'s MADV_POPULATE_READ (Linux 5.14; the mmap module names it from Python 3.13 on)
+_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
+
+
+def populate_pages(buf, start: int, stop: int) -> None:
+    """Map the pages of a range of a file's map that is about to be read, in one call: a fault
+    per 16 pages cost verify-crc a tenth of its CPU. Where the kernel has no such call (before
+    Linux 5.14, other systems), the pages come in as they are read."""
+    global _POPULATE_READ
+    if _POPULATE_READ is None or not isinstance(buf, mmap.mmap):
+        return
+    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
+    if stop > lo:
+        try:
+            buf.madvise(_POPULATE_READ, lo, stop - lo)
+        except (OSError, ValueError, AttributeError):
+            _POPULATE_READ = None
 
 
 def release_pages(buf, start: int, stop: int) -> None:
@@ -347,6 +371,49 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
             os.waitpid(pid, 0)
 
 
+def _thread_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] | None) -> list:
+    """[fn(x) for x in items] in `jobs` threads of this process, item i in thread i % jobs, as
+    _fork_map deals them: for the compiled walk, which lets the GIL go while it checks CRCs
+    (walks_without_gil), threads cost no fork, no copied pages and no second exit, so --jobs 2
+    costs the CPU of --jobs 1. `done(i)` hears of each item finished, in this thread: this
+    thread's as they finish, the others' at the end (as _fork_map tells of its children's)."""
+    import threading
+
+    results: list = [None] * len(items)
+    errors: list = []
+
+    def work(w: int) -> None:
+        try:
+            for i in range(w, len(items), jobs):
+                results[i] = fn(items[i])
+                if w == 0 and done:
+                    done(i)
+        except BaseException as e:   # raised here, after the others end
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(1, jobs)]
+    for t in threads:
+        t.start()
+    work(0)
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    if done:
+        for i in range(len(items)):
+            if i % jobs:
+                done(i)
+    return results
+
+
+def walks_without_gil() -> bool:
+    """Whether check_batches's walk runs compiled and without the GIL (formats/_cframing, with
+    the CPU's CRC-32C instruction), so that verify-crc's jobs can be threads."""
+    from kafkalog_cli.formats import framing
+
+    return framing.walks_without_gil()
+
+
 def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jobs: int = 1,
                   on_progress: Callable[[int], None] | None = None,
                   parallel_min_bytes: int = 32 << 20) -> list[PartitionReport]:
@@ -365,7 +432,9 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
         tell = (lambda i: on_progress(flat[i].end - flat[i].start)) if on_progress else None
         from kafkalog_cli.storage.segment import map_file  # noqa: F401 - what _run_chunk imports, imported
         #                              once before the fork rather than once in every process after it
-        if hasattr(os, "fork"):
+        if not deep and walks_without_gil():
+            results = _thread_map(_run_chunk, flat, min(jobs, len(flat)), tell)
+        elif hasattr(os, "fork"):
             results = _fork_map(_run_chunk, flat, min(jobs, len(flat)), tell)
         else:  # pragma: no cover - platforms without fork
             import multiprocessing as mp

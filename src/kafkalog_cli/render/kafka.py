@@ -28,7 +28,7 @@ from kafkalog_cli.ops.verify_index import (
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
 from kafkalog_cli.ops.verify import release_pages
-from kafkalog_cli.render.parallel import (PARALLEL_MIN_BYTES, RELEASE_BYTES, Sink, output_fd, ranges_of,
+from kafkalog_cli.render.parallel import (PARALLEL_MIN_BYTES, RELEASE_BYTES, RUN_BYTES, Sink, output_fd, ranges_of,
                                           render_ranges)
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 
@@ -316,7 +316,7 @@ class KafkaDumper:
         while True:
             local: list = []
             text, pos, last_offset = self._run(buf, pos, end, last_offset, local, not o.skip_record_metadata,
-                                               o.print_data_log, 1 << 20)
+                                               o.print_data_log, RUN_BYTES)
             if text:
                 self.flush()
                 self.out.write(text)
@@ -325,6 +325,8 @@ class KafkaDumper:
             if pos - released > RELEASE_BYTES:
                 release_pages(buf, released, pos)
                 released = pos
+            if len(text) >= RUN_BYTES:      # the run stopped at its size, not at a batch it leaves
+                continue
             batch = next(iter_batches(buf, pos, end), None)
             if batch is None:
                 return pos, last_offset

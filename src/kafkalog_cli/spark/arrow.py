@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats import scan
 from kafkalog_cli.formats.scan import RecordColumns, scan_columns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
@@ -483,26 +484,37 @@ def _repeat(value, type_: pa.DataType, n: int) -> pa.Array:
 def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
     """Those of the key, value and headers columns of `r` in `names`: slices of its bytes, picked
     by `take` from one binary array whose elements cover the bytes end to end (the gaps between
-    payloads, then a payload, and so on), so each payload is copied once, in C."""
+    payloads, then a payload, and so on), so each payload is copied once, in C; on the compiled
+    core, the column's buffers are filled in one pass instead (scan.gather_spans), equal to
+    what `take` makes."""
     whole = b"".join(r.data)
     data = pa.py_buffer(whole)
+    gather = scan.gather_spans
+
+    def picked(spans: array, pieces, at: int, n: int, nulls) -> pa.Array:
+        if gather is None:
+            return pieces.take(_every_fourth(at, n, nulls))
+        offsets, payloads = gather(whole, spans, at - 1, n)
+        return pa.Array.from_buffers(pa.binary(), n, [_validity(n, nulls), pa.py_buffer(offsets),
+                                                      pa.py_buffer(payloads)])
+
     out = {}
     if "key" in names or "value" in names:
-        pieces = _covering(data, r.spans)
+        pieces = _covering(data, r.spans) if gather is None else None
         for name, at, nulls in (("key", 1, r.null_keys), ("value", 3, r.null_values)):
             if name in names:
-                out[name] = pieces.take(_every_fourth(at, r.rows, nulls))
+                out[name] = picked(r.spans, pieces, at, r.rows, nulls)
     if "headers" not in names:
         return out
-    hpieces = _covering(data, r.header_spans)
+    hpieces = _covering(data, r.header_spans) if gather is None else None
     n = len(r.header_spans) // 4
-    keys = hpieces.take(_every_fourth(1, n, ()))
+    keys = picked(r.header_spans, hpieces, 1, n, ())
     try:
         keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
     except pa.ArrowInvalid:                # Java's replacement characters, one at a time
         keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
                         pa.string())
-    values = hpieces.take(_every_fourth(3, n, r.null_header_values))
+    values = picked(r.header_spans, hpieces, 3, n, r.null_header_values)
     offsets = _integers(array("i", [0]) + r.header_ends, pa.int32())
     out["headers"] = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE)))
     return out
@@ -521,13 +533,17 @@ def _every_fourth(at: int, n: int, nulls) -> pa.Array:
     indexes = _STRIDES.get(at)
     if indexes is None or indexes.size < 4 * n:
         indexes = _STRIDES[at] = pa.py_buffer(array("i", range(at, 4 * max(n, 1 << 16), 4)))
-    valid = None
-    if nulls:
-        valid = bytearray(b"\xff") * -(-n // 8)
-        for row in nulls:
-            valid[row >> 3] &= ~(1 << (row & 7))
-        valid = pa.py_buffer(valid)
-    return pa.Array.from_buffers(pa.int32(), n, [valid, indexes])
+    return pa.Array.from_buffers(pa.int32(), n, [_validity(n, nulls), indexes])
+
+
+def _validity(n: int, nulls) -> pa.Buffer | None:
+    """An Arrow validity bitmap of n rows, the rows in `nulls` cleared (None: no null)."""
+    if not nulls:
+        return None
+    valid = bytearray(b"\xff") * -(-n // 8)
+    for row in nulls:
+        valid[row >> 3] &= ~(1 << (row & 7))
+    return pa.py_buffer(valid)
 
 
 def scan_segment(ref: Segment, level: str = "record") -> int:
