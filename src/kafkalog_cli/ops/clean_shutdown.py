@@ -171,13 +171,13 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
 class CleanShutdownMarker:
     """The marker of one log dir through a run that changes it.
 
-    `set_aside`, right before the run's first change, renames it to `<marker>.kafkalog-tmp` (a
-    journaled rename, reversed by `quarantine restore`): a run killed at any instant then leaves a
-    log dir the broker recovers in full on its next start (it ignores files at a log dir's root),
-    never one it loads half changed without looking. `settle`, after the run, puts it back byte
-    for byte or removes it into the quarantine. A marker set aside by a killed run is settled by
-    the next run on that log dir (a dry run names it), judged over every partition, since what the
-    killed run changed is not known."""
+    `set_aside`, right before the run's first change, renames it to `<marker>.kafkalog-tmp`: a run
+    killed at any instant then leaves a log dir the broker recovers in full on its next start (it
+    ignores files at a log dir's root), never one it loads half changed without looking. `settle`,
+    after the run, puts it back byte for byte, or removes it into the quarantine (the rename then
+    journaled first, so `quarantine restore` puts it back under its name). A marker set aside by a
+    killed run is settled by the next run on that log dir (a dry run names it), judged over every
+    partition, since what the killed run changed is not known."""
 
     def __init__(self, log_dir: Path):
         self.log_dir = Path(log_dir)
@@ -189,7 +189,7 @@ class CleanShutdownMarker:
 
     def set_aside(self, fsops: FsOps) -> None:
         if not self.left_by_killed_run and self.path.exists():
-            fsops.rename(self.path, self.aside)
+            fsops.rename(self.path, self.aside, journal=False)    # journaled only if it stays (settle)
             self.held = self.aside
 
     def note_dry_run(self, plan) -> None:
@@ -213,11 +213,13 @@ class CleanShutdownMarker:
         verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
         if verdict.keep:
             if current != self.path:
-                fsops.rename(current, self.path)
+                fsops.rename(current, self.path, journal=False)
             return None
         why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the log "
                f"dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers the log "
                f"dir on its next start")
+        if current != self.path:
+            fsops.journal_rename(self.path, current)      # restore: the marker back under its name
         fsops.delete(current, why)
         notes = plan if isinstance(plan, Plan) else plan.notes
         notes.note(self.log_dir.name, why, self.path)

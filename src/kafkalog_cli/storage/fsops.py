@@ -340,11 +340,13 @@ class FsOps:
             _unlink_quietly(probe)
             raise self._error(e, Path(directory), "write in") from None
 
-    def rename(self, src: Path, dst: Path) -> None:
+    def rename(self, src: Path, dst: Path, journal: bool = True) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
-        A file it replaces is kept in the quarantine first."""
+        A file it replaces is kept in the quarantine first. `journal=False`: no entry (and no
+        quarantine folder) for a rename a run may undo itself; `journal_rename` records it later
+        if it stays."""
         src, dst = Path(src), Path(dst)
-        moved = self._keep_renamed(src, dst) if self._keeping() else None
+        moved = self._keep_renamed(src, dst) if journal and self._keeping() else None
         try:
             self._pre("rename", src)
             if os.path.lexists(dst):
@@ -357,6 +359,14 @@ class FsOps:
         self.fsync_dir(Path(dst).parent)
         if moved is not None:
             self._written[_key(dst)] = moved
+
+    def journal_rename(self, src: Path, dst: Path) -> None:
+        """The entry of a rename done with journal=False, written before the next step changes
+        `dst`, so that restore reverses it."""
+        if self._keeping():
+            size, sha = self._hash(dst)
+            self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=size,
+                                   new_sha256=sha))
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
         if self._keeping() and _key(path) not in self._written:
