@@ -70,7 +70,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
             plan = ops.plan(source, destination, tp)
             fsops = FsOps(destination, Quarantine(root, "move-partition"))
             clean_shutdown = CleanShutdownMarker(destination)
-            report = ops.apply(plan, fsops, before_changes=lambda: clean_shutdown.set_aside(fsops))
+            fsops.before_change = clean_shutdown.set_aside
+            report = ops.apply(plan, fsops)
             marker = clean_shutdown.settle(plan, report, fsops)
         if marker:
             click.echo(f"kafkalog: note: {marker}", err=True)

@@ -27,6 +27,7 @@ on are compared (producer snapshots: the whole partition).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,8 +175,8 @@ class CleanShutdownMarker:
     `set_aside`, right before the run's first change, renames it to `<marker>.kafkalog-tmp`: a run
     killed at any instant then leaves a log dir the broker recovers in full on its next start (it
     ignores files at a log dir's root), never one it loads half changed without looking. `settle`,
-    after the run, puts it back byte for byte, or removes it into the quarantine (the rename then
-    journaled first, so `quarantine restore` puts it back under its name). A marker set aside by a
+    after the run, puts it back byte for byte, or removes it into the quarantine (`quarantine
+    restore` reverses both steps: the marker is back under its name). A marker set aside by a
     killed run is settled by the next run on that log dir (a dry run names it), judged over every
     partition, since what the killed run changed is not known."""
 
@@ -183,14 +184,15 @@ class CleanShutdownMarker:
         self.log_dir = Path(log_dir)
         self.path = self.log_dir / names.CLEAN_SHUTDOWN_FILE
         self.aside = self.log_dir / names.CLEAN_SHUTDOWN_ASIDE
-        self.held: Path | None = None
         # set aside by a killed run, and no marker since (a broker that started would have written one)
         self.left_by_killed_run = self.aside.exists() and not self.path.exists()
 
     def set_aside(self, fsops: FsOps) -> None:
-        if not self.left_by_killed_run and self.path.exists():
-            fsops.rename(self.path, self.aside, journal=False)    # journaled only if it stays (settle)
-            self.held = self.aside
+        """FsOps.before_change: a journaled rename (restore reverses it). Compact's workers each
+        call it: the first renames, under the lock of the log dir's shared files."""
+        with getattr(fsops, "shared", None) or contextlib.nullcontext():
+            if not self.left_by_killed_run and self.path.exists():
+                fsops.rename(self.path, self.aside)
 
     def note_dry_run(self, plan) -> None:
         """A dry run names a marker that a killed run set aside, and what the next run does."""
@@ -206,20 +208,18 @@ class CleanShutdownMarker:
         compact cleaned; every partition after a killed run) that a skipped recovery would load
         otherwise. Where it goes, the plan and the report say why (a finding, and the removal among
         what changed). Returns that line, or None."""
-        current = self.aside if self.held or self.left_by_killed_run else self.path
+        current = self.aside if self.aside.exists() and not self.path.exists() else self.path
         if not current.exists():
             return None
         changed = self._all_partitions() if self.left_by_killed_run else self._changed(plan, report)
         verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
         if verdict.keep:
             if current != self.path:
-                fsops.rename(current, self.path, journal=False)
+                fsops.rename(current, self.path)
             return None
         why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the log "
                f"dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers the log "
                f"dir on its next start")
-        if current != self.path:
-            fsops.journal_rename(self.path, current)      # restore: the marker back under its name
         fsops.delete(current, why)
         notes = plan if isinstance(plan, Plan) else plan.notes
         notes.note(self.log_dir.name, why, self.path)

@@ -267,10 +267,12 @@ def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: T
     dec.deciding = deciding_configs(cfg, opts.force)
     if ltc.checkpoint_reset and fsops is not None:
         # grabFilthiestCompactedLog: updateCheckpoints for every such log, cleaned or not
+        fsops.about_to_change()
         with _log_dir_files(fsops):
             _update_checkpoint(fsops, ltc, ltc.first_dirty, opts.checkpoint_order)
     entry = None
     if dec.selected and fsops is not None:
+        fsops.about_to_change()
         entry = clean_partition(ltc, fsops, opts, notes, map_jobs)
     elif dec.selected and estimate:
         dec.estimate = clean_round(ltc, opts, None, map_jobs)

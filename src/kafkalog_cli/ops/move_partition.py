@@ -393,12 +393,11 @@ def _summary(p: MovePlan, src: Path, dst: Path, live_src: Path | None, target: P
             "bytes_to_copy": p.bytes_to_copy, "free_bytes": p.free_bytes}
 
 
-def apply(p: MovePlan, fsops: FsOps, before_changes=None) -> dict:
-    """Carry the plan out; the space is checked first (exit 6 before anything is written).
-    `before_changes`: as plan.apply's."""
+def apply(p: MovePlan, fsops: FsOps) -> dict:
+    """Carry the plan out; the space is checked first (exit 6 before anything is written)."""
     if p.free_bytes is not None and p.bytes_to_copy > p.free_bytes:
         raise WriteError(f"no space left on device: {p.bytes_to_copy} bytes to copy, {p.free_bytes} free",
                          path=str(p.log_dir))
-    report = apply_plan(p, fsops, before_changes)
+    report = apply_plan(p, fsops)
     report.update(source_log_dir=str(p.source_log_dir), state=p.state.value, bytes_copied=p.bytes_to_copy, notes=p.notes)
     return report

@@ -11,7 +11,6 @@ import enum
 import itertools
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,14 +179,13 @@ def _existing(d: Path) -> Path:
     return d
 
 
-def apply(plan: Plan, fsops: FsOps, before_changes: Callable[[], None] | None = None) -> dict:
+def apply(plan: Plan, fsops: FsOps) -> dict:
     """Carry out `plan` through `fsops`; return the JSON report of what changed. A run of
     consecutive deletes is one batch (FsOps.delete_segment_files, as LocalLog.deleteSegmentFiles
-    takes a list): its syncs are paid once, not per file; the order is kept. `before_changes`
-    runs after the preflight, before the first change (the clean-shutdown marker set aside)."""
+    takes a list): its syncs are paid once, not per file; the order is kept."""
     preflight(plan, fsops)
-    if plan.actions and before_changes is not None:
-        before_changes()
+    if plan.actions:
+        fsops.about_to_change()
     done = []
     for deleting, run in itertools.groupby(plan.actions, key=lambda a: a.kind == ActionKind.DELETE):
         run = list(run)

@@ -160,13 +160,13 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         opts = operation.options_for(log_dir)
         fsops = FsOps(log_dir, Quarantine(root, operation.name))
         marker = CleanShutdownMarker(log_dir)
+        fsops.before_change = marker.set_aside
         if operation.run is not None:
-            marker.set_aside(fsops)
             plan, report = operation.run(log_dir, partition_dirs, opts, fsops)
         else:
             plan = operation.plan(log_dir, partition_dirs, opts)
             _note_space_kept(plan, place, root)
-            report = apply(plan, fsops, before_changes=lambda: marker.set_aside(fsops))
+            report = apply(plan, fsops)
         removed = marker.settle(plan, report, fsops)
     return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed)
 

@@ -81,6 +81,8 @@ class FsOps:
         self.on_step = on_step
         # tests: called before each system call with (kind, path); may raise OSError (EROFS...)
         self.before: Callable[[str, Path], None] | None = None
+        # called once, by about_to_change, right before an operation's first change to the log dir
+        self.before_change: Callable[[FsOps], None] | None = None
         self.steps = 0
         self.journal: list[str] = []            # the steps' descriptions
         self._written: dict[str, tuple[int, str]] = {}   # (size, sha256) of what this op wrote, by path
@@ -104,6 +106,7 @@ class FsOps:
         w = FsOps(self.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp), fault_after=self.fault_after)
         w._fault_exits = self._fault_exits
         w.before = self.before
+        w.before_change = self.before_change
         w.shared = shared
         return w
 
@@ -118,6 +121,13 @@ class FsOps:
             if self._fault_exits:
                 os._exit(137)
             raise InjectedFault(f"fault injected after step {self.steps}: {description}")
+
+    def about_to_change(self) -> None:
+        """An operation is about to make its first change: `before_change` runs (once per FsOps;
+        a worker's may find it done by another)."""
+        hook, self.before_change = self.before_change, None
+        if hook is not None:
+            hook(self)
 
     def _pre(self, kind: str, path: Path) -> None:
         if self.before is not None:
@@ -340,13 +350,11 @@ class FsOps:
             _unlink_quietly(probe)
             raise self._error(e, Path(directory), "write in") from None
 
-    def rename(self, src: Path, dst: Path, journal: bool = True) -> None:
+    def rename(self, src: Path, dst: Path) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
-        A file it replaces is kept in the quarantine first. `journal=False`: no entry (and no
-        quarantine folder) for a rename a run may undo itself; `journal_rename` records it later
-        if it stays."""
+        A file it replaces is kept in the quarantine first."""
         src, dst = Path(src), Path(dst)
-        moved = self._keep_renamed(src, dst) if journal and self._keeping() else None
+        moved = self._keep_renamed(src, dst) if self._keeping() else None
         try:
             self._pre("rename", src)
             if os.path.lexists(dst):
@@ -359,14 +367,6 @@ class FsOps:
         self.fsync_dir(Path(dst).parent)
         if moved is not None:
             self._written[_key(dst)] = moved
-
-    def journal_rename(self, src: Path, dst: Path) -> None:
-        """The entry of a rename done with journal=False, written before the next step changes
-        `dst`, so that restore reverses it."""
-        if self._keeping():
-            size, sha = self._hash(dst)
-            self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=size,
-                                   new_sha256=sha))
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
         if self._keeping() and _key(path) not in self._written:
