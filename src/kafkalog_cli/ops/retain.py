@@ -559,7 +559,8 @@ def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, r
     from kafkalog_cli.ops import roll
 
     rolled = Plan("roll", partition.directory.parent)
-    roll.plan_partition(rolled, partition, cfg, roll.RollOptions(if_needed=False, now_ms=opts.now_ms))
+    roll.plan_partition(rolled, partition, cfg, roll.RollOptions(if_needed=False, now_ms=opts.now_ms,
+                                                                    resolver=opts.resolver))
     if not rolled.actions:
         raise InputError("every segment has expired but the active segment cannot be rolled",
                          path=str(partition.segments[-1].log_path))
