@@ -3,6 +3,7 @@
     python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check]
     python -m tests.differential roll [--work DIR]
     python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
+    python -m tests.differential retain|delete-records|compact [--seed N] [--work DIR]   (3.6+, tiered)
 
 Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
 differences, load-check problems). Exit 1 when anything differs."""
@@ -91,9 +92,35 @@ def run_commands(work: Path, only: list[str], commands: tuple[str, ...] = COMMAN
     return summary
 
 
+DELETIONS = ("retain", "delete-records", "compact")
+
+
+def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
+    """deletions.py's campaign `kind` on the base of `seed` (generated once under `work`/base-<seed>)."""
+    from tests.differential.deletions import generate_base, run_campaign, unexplained
+    from tests.differential.tiered import TieredDir
+    where = work / f"base-{seed}"
+    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
+    n = len(list(work.glob(f"{kind}-*")))
+    r = run_campaign(kind, base, work / f"{kind}-{n}", load_check)
+    _emit(r)
+    cases, odd = r["cases"], unexplained(r)
+    return {"kind": kind, "seed": seed, "cases": len(cases),
+            "identical": sum(1 for n, c in cases.items() if n not in odd and "explained" not in c
+                             and "refused_by_both" not in c),
+            "refused_by_both": sum(1 for c in cases.values() if "refused_by_both" in c),
+            "explained": {n: c["explained"] for n, c in cases.items() if "explained" in c},
+            "cases_differing": sum(1 for n in odd if n != "other"),
+            "other_differences": len(odd.get("other", {})),
+            "kafkalog_failures": sum(1 for k, v in r["kafkalog"].items() if v["rc"] not in (0, None)
+                                     and "refused_by_both" not in cases.get(k, {})),
+            "load_check_problems": len(r.get("load_check", [])),
+            "records_served": sum(v["served"] for v in r.get("served", {}).values())}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.differential")
-    ap.add_argument("what", choices=["recover", "roll", "commands"])
+    ap.add_argument("what", choices=["recover", "roll", "commands", *DELETIONS])
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path)
@@ -115,6 +142,11 @@ def main(argv=None) -> int:
         s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
+    elif a.what in DELETIONS:
+        if not broker.tiered_supported():
+            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            return 2
+        s = run_deletions(work, a.what, a.seed, not a.no_load_check)
     else:
         s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
     s["kafka"] = broker.version_label()
