@@ -96,26 +96,33 @@ DELETIONS = ("retain", "delete-records", "compact")
 
 
 def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
-    """deletions.py's campaign `kind` on the base of `seed` (generated once under `work`/base-<seed>)."""
-    from tests.differential.deletions import generate_base, run_campaign, unexplained
+    """deletions.py's campaign `kind`, every round, on the base of `seed` (generated once under
+    `work`/base-<seed>, reused by the next campaign given the same --work)."""
+    from tests.differential.deletions import ROUNDS, generate_base, run_campaign, unexplained
     from tests.differential.tiered import TieredDir
     where = work / f"base-{seed}"
     base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
-    n = len(list(work.glob(f"{kind}-*")))
-    r = run_campaign(kind, base, work / f"{kind}-{n}", load_check)
-    _emit(r)
-    cases, odd = r["cases"], unexplained(r)
-    return {"kind": kind, "seed": seed, "cases": len(cases),
-            "identical": sum(1 for n, c in cases.items() if n not in odd and "explained" not in c
-                             and "refused_by_both" not in c),
-            "refused_by_both": sum(1 for c in cases.values() if "refused_by_both" in c),
-            "explained": {n: c["explained"] for n, c in cases.items() if "explained" in c},
-            "cases_differing": sum(1 for n in odd if n != "other"),
-            "other_differences": len(odd.get("other", {})),
-            "kafkalog_failures": sum(1 for k, v in r["kafkalog"].items() if v["rc"] not in (0, None)
-                                     and "refused_by_both" not in cases.get(k, {})),
-            "load_check_problems": len(r.get("load_check", [])),
-            "records_served": sum(v["served"] for v in r.get("served", {}).values())}
+    summary = {"kind": kind, "seed": seed, "rounds": 0, "cases": 0, "identical": 0, "refused_by_both": 0,
+               "explained": {}, "cases_differing": 0, "other_differences": 0, "kafkalog_failures": 0,
+               "load_check_problems": 0, "records_served": 0}
+    for round_ in range(ROUNDS[kind]):
+        n = len(list(work.glob(f"{kind}-*")))
+        r = run_campaign(kind, base, work / f"{kind}-{n}", load_check, round_)
+        _emit(r)
+        cases, odd = r["cases"], unexplained(r)
+        summary["rounds"] += 1
+        summary["cases"] += len(cases)
+        summary["identical"] += sum(1 for n, c in cases.items() if n not in odd and "explained" not in c
+                                    and "refused_by_both" not in c)
+        summary["refused_by_both"] += sum(1 for c in cases.values() if "refused_by_both" in c)
+        summary["explained"].update({f"{round_}:{n}": c["explained"] for n, c in cases.items() if "explained" in c})
+        summary["cases_differing"] += sum(1 for n in odd if n != "other")
+        summary["other_differences"] += len(odd.get("other", {}))
+        summary["kafkalog_failures"] += sum(1 for k, v in r["kafkalog"].items() if v["rc"] not in (0, None)
+                                            and "refused_by_both" not in cases.get(k, {}))
+        summary["load_check_problems"] += len(r.get("load_check", []))
+        summary["records_served"] += sum(v["served"] for v in r.get("served", {}).values())
+    return summary
 
 
 def main(argv=None) -> int:

@@ -78,17 +78,28 @@ def time_boundary(part: Path, now_ms: int) -> tuple[int, int]:
     return now_ms - mid, i + 1
 
 
-def plan_campaign(kind: str, base: TieredDir, now_ms: int) -> dict:
-    """The configs (AlterConfigs / --topic-config) and DeleteRecords offsets of a campaign."""
-    if kind == "retain":
+ROUNDS = {"retain": 2, "delete-records": 2, "compact": 1}      # broker runs per campaign
+
+
+def plan_campaign(kind: str, base: TieredDir, now_ms: int, round_: int = 0) -> dict:
+    """The configs (AlterConfigs / --topic-config) or DeleteRecords offsets of round `round_` of a
+    campaign: each topic once per round, each round on fresh copies of the base."""
+    from tests.differential.generate import leo
+    if kind == "retain" and round_ == 0:
         ms, gone = time_boundary(base.data / "r-time-0", now_ms)
-        return {"configs": {"r-time": {"retention.ms": str(ms)}, "r-expire": {"retention.ms": "600000"},
-                            "t-plain": {"retention.bytes": "40000"}, "t-bytes": {"local.retention.bytes": "20000"}},
+        return {"configs": {"r-time": {"retention.ms": str(ms)},           # plain, by time, partial
+                            "r-expire": {"retention.ms": "600000"},        # plain, every segment: a roll
+                            "t-plain": {"retention.bytes": "40000"},       # plain, by size
+                            "t-bytes": {"local.retention.bytes": "20000"}},  # tiered, local by size
                 "expect": {"r-time": f"{gone} segments expired"}}
-    if kind == "delete-records":
-        bases = {topic: local_bases(base.data / f"{topic}-0") for topic in ("t-plain", "r-time", "t-bytes", "t-time")}
-        rt = bases["r-time"]
-        tb, tt = bases["t-bytes"], bases["t-time"]
+    if kind == "retain":
+        return {"configs": {"t-bytes": {"local.retention.ms": "1000"},     # tiered, local by time: 3.7+ rolls
+                            "r-time": {"retention.bytes": "50000"},
+                            "r-expire": {"retention.bytes": "1"},          # all but the active segment
+                            "t-plain": {"retention.ms": "600000"}}}
+    bases = {topic: local_bases(base.data / f"{topic}-0") for topic in ("t-plain", "r-time", "t-bytes", "t-time")}
+    if kind == "delete-records" and round_ == 0:
+        rt, tb = bases["r-time"], bases["t-bytes"]
         uploaded = remote_bases(base.remote, "t-time-0")
         return {"offsets": {
             "t-plain-0": (bases["t-plain"][1] + bases["t-plain"][2]) // 2,      # inside a segment
@@ -96,6 +107,13 @@ def plan_campaign(kind: str, base: TieredDir, now_ms: int) -> dict:
             "t-bytes-0": (tb[1] + tb[2]) // 2 if len(tb) > 2 else tb[0] + 1,    # local, uploaded
             "t-time-0": uploaded[len(uploaded) // 2] + 1 if uploaded else 1,     # remote only
             "r-compact-0": 5}}                                                 # refused by both
+    if kind == "delete-records":
+        return {"offsets": {
+            "t-plain-0": -1,                                                   # the high watermark
+            "r-time-0": 0,                                                     # below the log start: no-op
+            "r-expire-0": leo(base.data, "r-expire-0") - 1,                    # all but the last record
+            "t-bytes-0": max(1, bases["t-bytes"][0] // 2),                     # remote only, below local
+            "t-time-0": leo(base.data, "t-time-0")}}                           # everything, remote included
     if kind == "compact":
         return {}
     raise ValueError(kind)
@@ -157,11 +175,8 @@ def cleaner_clock(part: Path) -> int | None:
     return min(horizons) - DELETE_RETENTION_MS if horizons else None
 
 
-def kafkalog_acts(kind: str, t: TieredDir, work: Path, plan: dict, acted: dict) -> dict:
-    """kafkalog on `t` (another copy) with the broker run's properties and clock: the middle of
-    its run, or for compact the cleaner's own clock where its output shows it (the delete horizon
-    it stamped on tombstones is that clock + delete.retention.ms: byte equality needs the same ms)."""
-    now = acted.get("cleaner_clock") or sum(acted["clock"]) // 2
+def kafkalog_acts(kind: str, t: TieredDir, work: Path, plan: dict, acted: dict, now: int) -> dict:
+    """kafkalog on `t` (another copy) with the broker run's properties, at `now`."""
     common = ["--server-properties", acted["properties"], "--quarantine", work / f"q-{kind}"]
     out = {}
     if kind == "retain":
@@ -181,18 +196,22 @@ def kafkalog_acts(kind: str, t: TieredDir, work: Path, plan: dict, acted: dict) 
     return {k: {"rc": r.rc, "stdout": r.stdout[-1500:], "stderr": r.stderr[-1500:]} for k, r in out.items()}
 
 
-def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True) -> dict:
+def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True, round_: int = 0) -> dict:
     work.mkdir(parents=True)
-    plan = plan_campaign(kind, base, int(time.time() * 1000))
+    plan = plan_campaign(kind, base, int(time.time() * 1000), round_)
     theirs = base.copy(work / "broker-copy")
     acted = broker_acts(kind, theirs, work, plan)
     if kind == "compact":
         acted["cleaner_clock"] = cleaner_clock(theirs.data / "r-compact-0")
     ours = base.copy(work / "kafkalog-copy")
-    ran = kafkalog_acts(kind, ours, work, plan, acted)
+    # the broker's clock: the middle of its run, or for compact the cleaner's own clock where its
+    # output shows it (the delete horizon it stamped on tombstones is that clock + delete.retention.ms:
+    # byte equality needs the same ms). Every other case is decided minutes away from either end.
+    now = acted.get("cleaner_clock") or sum(acted["clock"]) // 2
+    ran = kafkalog_acts(kind, ours, work, plan, acted, now)
     diffs = compare_log_dirs(theirs.data, ours.data)
     parts = [p.name for p in partition_dirs(ours.data) if p.name.rsplit("-", 1)[0] in USER_TOPICS]
-    out = {"kind": kind, "plan": plan, "broker": {k: v for k, v in acted.items() if k != "properties"},
+    out = {"kind": kind, "round": round_, "now_ms": now, "plan": plan, "broker": {k: v for k, v in acted.items() if k != "properties"},
            "kafkalog": ran, "cases": {}, "other": {}}
     out["broker"]["clock"] = list(acted["clock"])
     for name in parts:
@@ -222,7 +241,8 @@ def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True
         for name, case in out["cases"].items():
             if "remote" in case:       # what the broker on kafkalog's result left of the remote tier
                 case["remote"]["after_load"] = remote_bases(work / "load" / "copy" / "remote", name)
-    explain(out)
+    explain(out, work)
+    (work / "case.json").write_text(json.dumps(out))
     return out
 
 
@@ -231,23 +251,59 @@ REMOTE_BELOW_LOG_START = (
     "start offset (RLMExpirationTask, deleteRemoteLogSegment) and logged it in __remote_log_metadata; "
     "kafkalog never changes the remote tier, and the broker started on kafkalog's result deleted the same "
     "segments itself")
-RLM_RECORDS = "the remote log manager's DELETE_SEGMENT records of those deletions (and the recovery point they moved)"
+ROLLED_THEN_UPLOADED = (
+    "remote tier: both rolled the active segment (local retention, 3.7+); the broker then uploaded it and "
+    "deleted it locally; kafkalog cannot upload and keeps it, its .log, .index and .timeindex byte for byte "
+    "the files the broker uploaded, and the broker started on kafkalog's result uploaded it itself")
+RLM_RECORDS = ("the remote log manager's records of those uploads and deletions (RemoteLogSegmentMetadata "
+               "updates) and the recovery point they moved")
 METADATA_PARTITION = "__remote_log_metadata-0"
 
 
-def explain(r: dict) -> None:
+def _remote_last_offset(remote: Path, name: str, base: int) -> int:
+    from kafkalog_cli.formats.records import iter_batches
+    from tests.differential.tiered import remote_dir
+    f, = remote_dir(remote, name).glob(f"{base:020d}-*.log")
+    return max(b.last_offset for b in iter_batches(f.read_bytes()))
+
+
+def _uploaded_as_kept(work: Path, name: str, case: dict) -> bool:
+    """ROLLED_THEN_UPLOADED holds for `case`: what only kafkalog has is one segment's files, the one
+    segment only the broker's remote tier has, with the same .log/.index/.timeindex bytes."""
+    from tests.differential.tiered import remote_dir
+    rem = case["remote"]
+    extra = sorted(set(rem["broker"]) - set(rem["kafkalog"]))
+    if len(extra) != 1 or set(rem["kafkalog"]) - set(rem["broker"]) or extra[0] not in rem.get("after_load", []):
+        return False
+    base = f"{extra[0]:020d}"
+    if sorted(case["differences"]) != [f"only kafkalog has {base}{x}" for x in (".index", ".log", ".snapshot", ".timeindex")]:
+        return False
+    uploaded = remote_dir(work / "broker-copy" / "remote", name)
+    kept = work / "kafkalog-copy" / "data" / name
+    for suffix in (".log", ".index", ".timeindex"):
+        up = list(uploaded.glob(f"{base}-*{suffix}")) if uploaded else []
+        if len(up) != 1 or up[0].read_bytes() != (kept / f"{base}{suffix}").read_bytes():
+            return False
+    return True
+
+
+def explain(r: dict, work: Path) -> None:
     """Mark the differences with a verified reason ("explained"); what is left is unexplained."""
     explained_remote = False
     for name, case in r["cases"].items():
         rem = case.get("remote")
         if not rem or rem["broker"] == rem["kafkalog"]:
             continue
+        if _uploaded_as_kept(work, name, case):
+            case["explained"] = ROLLED_THEN_UPLOADED
+            explained_remote = True
+            continue
         start = r.get("served", {}).get(name, {}).get("start")
-        ours = rem["kafkalog"]
-        # each segment only kafkalog kept ends below the log start: the next one starts at or below it
-        below = start is not None and all(i + 1 < len(ours) and ours[i + 1] <= start
-                                          for i, b in enumerate(ours) if b not in rem["broker"])
-        if below and set(rem["broker"]) <= set(ours) and rem.get("after_load") == rem["broker"]:
+        # each uploaded segment only kafkalog kept ends below the log start offset
+        below = start is not None and all(_remote_last_offset(work / "kafkalog-copy" / "remote", name, b) < start
+                                          for b in rem["kafkalog"] if b not in rem["broker"])
+        if below and not case["differences"] and set(rem["broker"]) <= set(rem["kafkalog"]) \
+                and rem.get("after_load") == rem["broker"]:
             case["explained"] = REMOTE_BELOW_LOG_START
             explained_remote = True
     if explained_remote:
