@@ -299,11 +299,12 @@ def explain(r: dict, work: Path) -> None:
             explained_remote = True
             continue
         start = r.get("served", {}).get(name, {}).get("start")
+        if case["differences"] or start is None or not set(rem["broker"]) <= set(rem["kafkalog"]) \
+                or rem.get("after_load") != rem["broker"]:
+            continue
         # each uploaded segment only kafkalog kept ends below the log start offset
-        below = start is not None and all(_remote_last_offset(work / "kafkalog-copy" / "remote", name, b) < start
-                                          for b in rem["kafkalog"] if b not in rem["broker"])
-        if below and not case["differences"] and set(rem["broker"]) <= set(rem["kafkalog"]) \
-                and rem.get("after_load") == rem["broker"]:
+        if all(_remote_last_offset(work / "kafkalog-copy" / "remote", name, b) < start
+               for b in rem["kafkalog"] if b not in rem["broker"]):
             case["explained"] = REMOTE_BELOW_LOG_START
             explained_remote = True
     if explained_remote:
