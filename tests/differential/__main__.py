@@ -4,6 +4,7 @@
     python -m tests.differential roll [--work DIR]
     python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
     python -m tests.differential retain|delete-records|compact [--seed N] [--work DIR]   (3.6+, tiered)
+    python -m tests.differential tiered-roll-recover [--seed N] [--work DIR]   (roll, recover --all, load check)
 
 Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
 differences, load-check problems). Exit 1 when anything differs."""
@@ -125,9 +126,27 @@ def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
     return summary
 
 
+def run_keeping(work: Path, seed: int) -> dict:
+    """roll and recover --all on the base of `seed` (deletions.commands_keep_the_log)."""
+    from tests.differential.deletions import commands_keep_the_log, generate_base
+    from tests.differential.tiered import TieredDir
+    where = work / f"base-{seed}"
+    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
+    n = len(list(work.glob("tiered-roll-recover-*")))
+    r = commands_keep_the_log(base, work / f"tiered-roll-recover-{n}")
+    _emit(r)
+    unclean = r.pop("recover-unclean")
+    return {"kind": "tiered-roll-recover", "seed": seed, "commands": len(r),
+            "load_check_problems": sum(len(v["load_check"]) for v in r.values()),
+            "kafkalog_failures": sum(v["rc"] != 0 for v in r.values()) + (unclean["rc"] != 0),
+            "records_served": sum(s["served"] for v in r.values() for s in v["served"].values()),
+            "recover_unclean_partitions_recovered_by_the_broker": len(unclean["broker_recovered"]),
+            "other_differences": len(unclean["differences"]), "recover_unclean": unclean["differences"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.differential")
-    ap.add_argument("what", choices=["recover", "roll", "commands", *DELETIONS])
+    ap.add_argument("what", choices=["recover", "roll", "commands", *DELETIONS, "tiered-roll-recover"])
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path)
@@ -149,11 +168,12 @@ def main(argv=None) -> int:
         s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
-    elif a.what in DELETIONS:
+    elif a.what in (*DELETIONS, "tiered-roll-recover"):
         if not broker.tiered_supported():
             print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
             return 2
-        s = run_deletions(work, a.what, a.seed, not a.no_load_check)
+        s = run_deletions(work, a.what, a.seed, not a.no_load_check) if a.what in DELETIONS \
+            else run_keeping(work, a.seed)
     else:
         s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
     s["kafka"] = broker.version_label()

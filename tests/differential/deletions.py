@@ -227,23 +227,80 @@ def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True
         out["cases"][name] = case
     out["other"] = diffs
     if load_check:
-        served = serves_from_log_start(ours, work / "load", parts)
-        problems = [f"broker ERROR: {e[:300]}" for e in served["errors"]] + served["recovered"]
-        for name, p in served["partitions"].items():
-            start = _log_start(ours.data, ours.data / name)
-            if p["start"] != start:
-                problems.append(f"{name}: the broker's log start offset {p['start']}, kafkalog's {start}")
-            if not p["same"] or p["served"] != p["listed"]:
-                problems.append(f"{name}: served {p['served']} records, dump-log lists {p['listed']}")
-        out["load_check"] = problems
-        out["served"] = {n: {k: p[k] for k in ("start", "end", "served", "local_start")}
-                         for n, p in served["partitions"].items()}
+        out["load_check"], out["served"] = load_check_tiered(ours, work / "load", parts)
         for name, case in out["cases"].items():
             if "remote" in case:       # what the broker on kafkalog's result left of the remote tier
                 case["remote"]["after_load"] = remote_bases(work / "load" / "copy" / "remote", name)
     explain(out, work)
     (work / "case.json").write_text(json.dumps(out))
     return out
+
+
+def load_check_tiered(t: TieredDir, work: Path, parts: list[str]) -> tuple[list[str], dict]:
+    """A broker on a copy of kafkalog's result `t`: it recovers nothing, logs no ERROR, and serves
+    each partition from kafkalog's log start offset (through the remote tier) exactly as dump-log
+    lists the uploaded then the local segments. The problems, and what was served."""
+    served = serves_from_log_start(t, work, parts)
+    problems = [f"broker ERROR: {e[:300]}" for e in served["errors"]] + served["recovered"]
+    for name, p in served["partitions"].items():
+        start = _log_start(t.data, t.data / name)
+        if p["start"] != start:
+            problems.append(f"{name}: the broker's log start offset {p['start']}, kafkalog's {start}")
+        if not p["same"] or p["served"] != p["listed"]:
+            problems.append(f"{name}: served {p['served']} records, dump-log lists {p['listed']}")
+    return problems, {n: {k: p[k] for k in ("start", "end", "served", "local_start")}
+                      for n, p in served["partitions"].items()}
+
+
+# the commands that change a tiered partition without a broker to compare with: each on its own
+# copy, then the load check, which must find every offset from the log start offset still served
+KEEPING = {"roll": [], "recover": ["--all"]}
+
+
+def commands_keep_the_log(base: TieredDir, work: Path) -> dict:
+    """roll and recover --all on copies of the base: the broker serves every partition from the log
+    start offset it had before (the tiered ones from 0, through the remote tier)."""
+    out = {}
+    for cmd, flags in KEEPING.items():
+        t = base.copy(work / cmd)
+        props = Broker(t.data, work / f"props-{cmd}", t.config()).write_config()
+        parts = [p.name for p in partition_dirs(t.data) if p.name.rsplit("-", 1)[0] in USER_TOPICS]
+        starts = {n: _log_start(t.data, t.data / n) for n in parts}
+        r = kafkalog(cmd, *flags, "--server-properties", props, "--quarantine", work / f"q-{cmd}", t.data)
+        problems, served = load_check_tiered(t, work / f"load-{cmd}", parts) if r.rc == 0 else (
+            [f"kafkalog {cmd}: rc {r.rc}: {r.stderr[-400:]}"], {})
+        problems += [f"{n}: log start offset {s['start']}, before {starts[n]}" for n, s in served.items()
+                     if s["start"] != starts[n]]
+        out[cmd] = {"rc": r.rc, "stdout": r.stdout[-800:], "load_check": problems, "served": served}
+    out["recover-unclean"] = recover_like_the_broker(base, work / "unclean")
+    return out
+
+
+def _unclean(t: TieredDir) -> TieredDir:
+    """`t` as after a crash with nothing flushed: no .kafka_cleanshutdown, no recovery point."""
+    (t.data / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    (t.data / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    return t
+
+
+def recover_like_the_broker(base: TieredDir, work: Path) -> dict:
+    """The broker's recovery of every segment (an unclean copy of the base) against `kafkalog
+    recover` of another: compared byte for byte (compare.py), tiered partitions included."""
+    theirs, ours = _unclean(base.copy(work / "broker-copy")), _unclean(base.copy(work / "kafkalog-copy"))
+    b = Broker(theirs.data, work / "broker", theirs.config())
+    b.start()
+    try:
+        b.wait_log(RLMM_READY)
+        b.wait_no_deleted()
+    finally:
+        run = b.stop()
+    r = kafkalog("recover", "--server-properties", b.work / "server.properties", "--quarantine", work / "q",
+                 "--now", int(time.time() * 1000), ours.data)
+    diffs = compare_log_dirs(theirs.data, ours.data) if r.rc == 0 else {}
+    recovered = sorted({ln.split("partition=")[1].split(",")[0] for ln in run.log.splitlines()
+                        if "Recovering unflushed segment" in ln and "partition=" in ln})
+    return {"rc": r.rc, "stdout": r.stdout[-1500:], "stderr": r.stderr[-800:], "broker_errors": run.errors,
+            "broker_recovered": recovered, "differences": diffs}
 
 
 REMOTE_BELOW_LOG_START = (

@@ -29,3 +29,11 @@ def test_kafkalog_deletes_what_the_broker_deletes_and_the_broker_serves_the_rest
     assert r["load_check"] == [], r["load_check"]
     # a tiered partition served from below its first local segment: through the remote tier
     assert any(s["start"] < s["local_start"] for n, s in r["served"].items() if n.startswith("t-")), r["served"]
+
+
+def test_roll_and_recover_keep_every_offset_a_tiered_partition_serves(base, tmp_path):
+    from tests.differential.deletions import commands_keep_the_log
+    r = commands_keep_the_log(base, tmp_path)
+    for cmd, res in r.items():
+        assert res["rc"] == 0 and res["load_check"] == [], (cmd, res)
+        assert res["served"]["t-time-0"]["start"] == 0 < res["served"]["t-time-0"]["local_start"], (cmd, res)

@@ -88,3 +88,24 @@ def test_without_the_upload_state_retain_refuses_and_deletes_nothing(tmp_path):
     assert r.exit_code == 7, r.output
     assert "upload state" in r.output and "--remote-log-metadata" in r.output
     assert _files(d / "t-bytes-0") == before
+
+
+@pytest.mark.parametrize("remote_storage, kept", [("true", True), ("false", False)])
+def test_recover_keeps_the_snapshot_at_a_tiered_logs_first_local_segment(tmp_path, remote_storage, kept):
+    # A 3.9.0-rc3 broker recovering every segment of this dir (no clean shutdown, no recovery point)
+    # left t-bytes-0 and t-time-0 as they are but for its leader election (tests/differential
+    # tiered-roll-recover, 0 differences): LogLoader takes a remote-enabled log's start offset from
+    # the checkpoint, 0 here, so truncateAndReload keeps the snapshot at the first local segment. A
+    # plain log starts at that segment, and the snapshot at its base goes.
+    d = tmp_path / "logs"
+    shutil.copytree(FIX / "before", d)
+    (d / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+    before = {p: _files(d / p) for p in ("t-bytes-0", "t-time-0")}
+    r = CliRunner().invoke(cli, ["recover", "--server-properties", str(FIX / "server.properties"), "--no-quarantine",
+                                 "--topic-config", f"t-bytes:remote.storage.enable={remote_storage}",
+                                 "--topic-config", f"t-time:remote.storage.enable={remote_storage}", str(d)])
+    assert r.exit_code == 0, r.output
+    for p, first in (("t-bytes-0", 136), ("t-time-0", 589)):
+        assert (d / p / f"{first:020d}.snapshot").exists() == kept, r.output
+        if kept:
+            assert _files(d / p) == before[p]
