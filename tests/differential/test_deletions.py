@@ -34,6 +34,9 @@ def test_kafkalog_deletes_what_the_broker_deletes_and_the_broker_serves_the_rest
 def test_roll_and_recover_keep_every_offset_a_tiered_partition_serves(base, tmp_path):
     from tests.differential.deletions import commands_keep_the_log
     r = commands_keep_the_log(base, tmp_path)
+    unclean = r.pop("recover-unclean")       # the broker's recovery of every segment against recover's
+    assert unclean["rc"] == 0 and unclean["differences"] == {} and unclean["broker_errors"] == [], unclean
+    assert {"t-bytes-0", "t-time-0"} <= set(unclean["broker_recovered"]), unclean
     for cmd, res in r.items():
         assert res["rc"] == 0 and res["load_check"] == [], (cmd, res)
         assert res["served"]["t-time-0"]["start"] == 0 < res["served"]["t-time-0"]["local_start"], (cmd, res)
