@@ -1,6 +1,6 @@
 """Run the differential cases outside pytest (needs KAFKA_HOME and KAFKA_PY):
 
-    python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check]
+    python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check] [--tiered]
     python -m tests.differential roll [--work DIR]
     python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
     python -m tests.differential retain|delete-records|compact [--seed N] [--work DIR]   (3.6+, tiered)
@@ -27,9 +27,16 @@ def _emit(obj) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False) -> dict:
-    gen = generate(work / "generated", seed)
-    bases = [EXAMPLES, gen.clean, gen.live]
+def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False,
+                tiered: bool = False) -> dict:
+    remote = None
+    if tiered:          # deletions.py's base (seed 7: its uploads settle as tiered.py waits for)
+        from tests.differential.deletions import generate_base
+        t = generate_base(work / "tiered-base", 7)
+        bases, remote = [t.data], t.remote
+    else:
+        gen = generate(work / "generated", seed)
+        bases = [EXAMPLES, gen.clean, gen.live]
     summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
                "cases_broker_refused": 0, "cases_broker_appended": 0, "other_differences": 0,
                "checkpoint_order_only": 0,
@@ -37,7 +44,8 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: boo
     i = 0
     while summary["cases"] < cases:
         try:
-            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair)
+            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair,
+                              remote)
         except Exception as e:      # a batch the harness could not run (reported, not counted)
             _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
             summary["harness_errors"] = summary.get("harness_errors", 0) + 1
@@ -154,6 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument("--case", action="append", default=[])
     ap.add_argument("--repair", action="store_true", help="recover: run `kafkalog recover --repair` "
                     "(its repairs beyond Kafka are counted as beyond_kafka, not as differences)")
+    ap.add_argument("--tiered", action="store_true", help="recover: damage a tiered dir (3.6+ with "
+                    "LocalTieredStorage), every broker on a copy of its remote tier too")
     ap.add_argument("--command", action="append", default=[], choices=COMMANDS,
                     help="commands: only these (repeatable; default all)")
     a = ap.parse_args(argv)
@@ -165,7 +175,10 @@ def main(argv=None) -> int:
     _emit({"kafka": broker.version_label(), "work": str(work)})
     t0 = time.monotonic()
     if a.what == "recover":
-        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
+        if a.tiered and not broker.tiered_supported():
+            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            return 2
+        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
     elif a.what in (*DELETIONS, "tiered-roll-recover"):

@@ -9,21 +9,27 @@ three more plain topics:
              active one first);
 - r-compact: keyed, cleanup.policy=compact, never cleaned (the cleaner is off while it is written).
 
-Each campaign is one broker run on a copy of the base (`TieredDir.copy`: the log dir and the
-remote tier) and kafkalog on another copy with the same broker properties (the run's own
-server.properties, given with --server-properties) and the same topic configs (--topic-config
-where the broker was given them by an AlterConfigs), at the broker's clock (--now: the middle of
-the broker's run; every case is chosen to be decided minutes away from it):
+Each round of a campaign (plan_campaign, ROUNDS) is one broker run on a copy of the base
+(`TieredDir.copy`: the log dir and the remote tier) and kafkalog on another copy with the same
+broker properties (the run's own server.properties, given with --server-properties) and the same
+topic configs (--topic-config where the broker was given them by an AlterConfigs), at the broker's
+clock (--now: the middle of the broker's run, every case decided minutes away from it; compact:
+the cleaner's own clock, cleaner_clock):
 - retain:  the broker applies retention (log.initial.task.delay.ms 2 s, checks every second) after
-           AlterConfigs: r-time retention.ms between two segments, r-expire everything expired,
-           t-plain retention.bytes, t-bytes local.retention.bytes (uploaded segments only);
+           AlterConfigs; round 0: r-time retention.ms between two segments, r-expire everything
+           expired, t-plain retention.bytes, t-bytes local.retention.bytes (uploaded segments only);
+           round 1: t-bytes local.retention.ms (3.7+ rolls the active segment), size retention;
 - delete-records: DeleteRecords through kafka-python's admin client, then the broker's retention
-           checks delete the segments below the new log start; on r-compact both refuse;
+           checks delete the segments below the new log start: inside a segment, at a base, into
+           remote-only data, below the local log start, to the log end, the high watermark (-1);
+           on r-compact both refuse;
 - compact: the cleaner (log.cleaner.enable) cleans r-compact.
 Then every partition dir and the root checkpoints are compared byte for byte (compare.py, like
-with like), the remote tier by its uploaded segments, and a broker started on kafkalog's result
-serves every partition from kafkalog's log start offset, the remote tier included, exactly as
-dump-log lists the uploaded then the local segments (tiered.serves_from_log_start).
+with like), the remote tier by its uploaded segments (a difference there counts until `explain`
+checks its reason), and a broker started on kafkalog's result serves every partition from
+kafkalog's log start offset, the remote tier included, exactly as dump-log lists the uploaded then
+the local segments (load_check_tiered). `commands_keep_the_log` does the same load check after
+roll and recover --all, and compares the broker's recovery of every segment with recover's.
 """
 from __future__ import annotations
 
