@@ -1,8 +1,10 @@
 """Run the differential cases outside pytest (needs KAFKA_HOME and KAFKA_PY):
 
-    python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check]
+    python -m tests.differential recover --cases 200 --seed 1 [--work DIR] [--no-load-check] [--tiered]
     python -m tests.differential roll [--work DIR]
     python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
+    python -m tests.differential retain|delete-records|compact [--seed N] [--work DIR]   (3.6+, tiered)
+    python -m tests.differential tiered-roll-recover [--seed N] [--work DIR]   (roll, recover --all, load check)
 
 Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
 differences, load-check problems). Exit 1 when anything differs."""
@@ -25,9 +27,16 @@ def _emit(obj) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False) -> dict:
-    gen = generate(work / "generated", seed)
-    bases = [EXAMPLES, gen.clean, gen.live]
+def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False,
+                tiered: bool = False) -> dict:
+    remote = None
+    if tiered:          # deletions.py's base (seed 7: its uploads settle as tiered.py waits for)
+        from tests.differential.deletions import generate_base
+        t = generate_base(work / "tiered-base", 7)
+        bases, remote = [t.data], t.remote
+    else:
+        gen = generate(work / "generated", seed)
+        bases = [EXAMPLES, gen.clean, gen.live]
     summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
                "cases_broker_refused": 0, "cases_broker_appended": 0, "other_differences": 0,
                "checkpoint_order_only": 0,
@@ -35,7 +44,8 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: boo
     i = 0
     while summary["cases"] < cases:
         try:
-            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair)
+            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair,
+                              remote)
         except Exception as e:      # a batch the harness could not run (reported, not counted)
             _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
             summary["harness_errors"] = summary.get("harness_errors", 0) + 1
@@ -91,9 +101,60 @@ def run_commands(work: Path, only: list[str], commands: tuple[str, ...] = COMMAN
     return summary
 
 
+DELETIONS = ("retain", "delete-records", "compact")
+
+
+def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
+    """deletions.py's campaign `kind`, every round, on the base of `seed` (generated once under
+    `work`/base-<seed>, reused by the next campaign given the same --work)."""
+    from tests.differential.deletions import ROUNDS, generate_base, run_campaign, unexplained
+    from tests.differential.tiered import TieredDir
+    where = work / f"base-{seed}"
+    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
+    summary = {"kind": kind, "seed": seed, "rounds": 0, "cases": 0, "identical": 0, "refused_by_both": 0,
+               "explained": {}, "cases_differing": 0, "other_differences": 0, "kafkalog_failures": 0,
+               "load_check_problems": 0, "records_served": 0}
+    for round_ in range(ROUNDS[kind]):
+        n = len(list(work.glob(f"{kind}-*")))
+        r = run_campaign(kind, base, work / f"{kind}-{n}", load_check, round_)
+        _emit(r)
+        cases, odd = r["cases"], unexplained(r)
+        summary["rounds"] += 1
+        summary["cases"] += len(cases)
+        summary["identical"] += sum(1 for n, c in cases.items() if n not in odd and "explained" not in c
+                                    and "refused_by_both" not in c)
+        summary["refused_by_both"] += sum(1 for c in cases.values() if "refused_by_both" in c)
+        summary["explained"].update({f"{round_}:{n}": c["explained"] for n, c in cases.items() if "explained" in c})
+        summary["cases_differing"] += sum(1 for n in odd if n != "other")
+        summary["other_differences"] += len(odd.get("other", {}))
+        summary["kafkalog_failures"] += sum(1 for k, v in r["kafkalog"].items() if v["rc"] not in (0, None)
+                                            and "refused_by_both" not in cases.get(k, {}))
+        summary["load_check_problems"] += len(r.get("load_check", []))
+        summary["records_served"] += sum(v["served"] for v in r.get("served", {}).values())
+    return summary
+
+
+def run_keeping(work: Path, seed: int) -> dict:
+    """roll and recover --all on the base of `seed` (deletions.commands_keep_the_log)."""
+    from tests.differential.deletions import commands_keep_the_log, generate_base
+    from tests.differential.tiered import TieredDir
+    where = work / f"base-{seed}"
+    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
+    n = len(list(work.glob("tiered-roll-recover-*")))
+    r = commands_keep_the_log(base, work / f"tiered-roll-recover-{n}")
+    _emit(r)
+    unclean = r.pop("recover-unclean")
+    return {"kind": "tiered-roll-recover", "seed": seed, "commands": len(r),
+            "load_check_problems": sum(len(v["load_check"]) for v in r.values()),
+            "kafkalog_failures": sum(v["rc"] != 0 for v in r.values()) + (unclean["rc"] != 0),
+            "records_served": sum(s["served"] for v in r.values() for s in v["served"].values()),
+            "recover_unclean_partitions_recovered_by_the_broker": len(unclean["broker_recovered"]),
+            "other_differences": len(unclean["differences"]), "recover_unclean": unclean["differences"]}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.differential")
-    ap.add_argument("what", choices=["recover", "roll", "commands"])
+    ap.add_argument("what", choices=["recover", "roll", "commands", *DELETIONS, "tiered-roll-recover"])
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path)
@@ -101,6 +162,8 @@ def main(argv=None) -> int:
     ap.add_argument("--case", action="append", default=[])
     ap.add_argument("--repair", action="store_true", help="recover: run `kafkalog recover --repair` "
                     "(its repairs beyond Kafka are counted as beyond_kafka, not as differences)")
+    ap.add_argument("--tiered", action="store_true", help="recover: damage a tiered dir (3.6+ with "
+                    "LocalTieredStorage), every broker on a copy of its remote tier too")
     ap.add_argument("--command", action="append", default=[], choices=COMMANDS,
                     help="commands: only these (repeatable; default all)")
     a = ap.parse_args(argv)
@@ -112,9 +175,18 @@ def main(argv=None) -> int:
     _emit({"kafka": broker.version_label(), "work": str(work)})
     t0 = time.monotonic()
     if a.what == "recover":
-        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair)
+        if a.tiered and not broker.tiered_supported():
+            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            return 2
+        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
+    elif a.what in (*DELETIONS, "tiered-roll-recover"):
+        if not broker.tiered_supported():
+            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            return 2
+        s = run_deletions(work, a.what, a.seed, not a.no_load_check) if a.what in DELETIONS \
+            else run_keeping(work, a.seed)
     else:
         s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
     s["kafka"] = broker.version_label()

@@ -32,23 +32,28 @@ def copy_dir(src: Path, dst: Path) -> Path:
 
 
 # ------------------------------------------------------------------ recover
-def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, repair: bool = False) -> dict:
+def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, repair: bool = False,
+                  remote: Path | None = None) -> dict:
     """One broker start for many cases: every partition of a copy of `base` damaged on its own
     (seeded), the broker recovers one copy, `kafkalog recover` another; compared file by file.
     By default recover does what the broker does: every difference counts. With `repair`
-    (`recover --repair`), a case it repairs beyond Kafka is "beyond_kafka" instead."""
+    (`recover --repair`), a case it repairs beyond Kafka is "beyond_kafka" instead. With `remote`
+    (tiered.py: `base` is a tiered dir's data, `remote` its remote tier), every broker runs on a
+    copy of both with tiered storage on; __remote_log_metadata is not damaged (the remote log
+    manager's own topic), and the load check serves the tiered partitions through the remote tier."""
     rng = random.Random(seed)
     work.mkdir(parents=True)
     damaged = copy_dir(base, work / "damaged")
     if not (base / ".kafka_cleanshutdown").exists():
         rng.random()          # same draws, but a live dir stays without its marker
-    desc = damage_log_dir(rng, damaged, partition_dirs(damaged))
+    desc = damage_log_dir(rng, damaged, [p for p in partition_dirs(damaged)
+                                         if remote is None or not p.name.startswith("__remote_log_metadata-")])
     if not (base / ".kafka_cleanshutdown").exists():
         desc["clean_shutdown"] = False
         (damaged / ".kafka_cleanshutdown").unlink(missing_ok=True)
     ours = copy_dir(damaged, work / "kafkalog")
     r = kafkalog("recover", *(["--repair"] if repair else []), "--quarantine", work / "q", "--now", now_ms(), ours)
-    theirs, run, refused = _broker_recovers(damaged, work)
+    theirs, run, refused = _broker_recovers(damaged, work, remote)
     appended = _appended_after_load(theirs, run)
     diffs = compare_log_dirs(theirs, ours, skip=set(refused) | set(appended)) if r.rc == 0 else {}
     out = {"seed": seed, "base": str(base), "clean_shutdown": desc["clean_shutdown"], "kafkalog_rc": r.rc,
@@ -83,6 +88,16 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
         if ra.rc != 0:
             out["load_check"] = [f"recover --all: rc {ra.rc}: {ra.stderr[-500:]}"]
             return out
+        if remote is not None:
+            from tests.differential.deletions import load_check_tiered
+            from tests.differential.tiered import TieredDir
+            (target / ".kafka_cleanshutdown").touch()
+            problems, served = load_check_tiered(TieredDir(target, remote), work / "load",
+                                                 [p.name for p in partition_dirs(target)
+                                                  if not p.name.startswith("__remote_log_metadata-")])
+            out["load_check"] = problems
+            out["load_checked_records"] = sum(v["served"] for v in served.values())
+            return out
         lc = broker_loads(target, work / "load")
         out["load_check"] = lc.problems
         out["load_checked_records"] = lc.records
@@ -107,19 +122,24 @@ def _appended_after_load(theirs: Path, run) -> dict[str, str]:
     return out
 
 
-def _broker_recovers(damaged: Path, work: Path):
-    """The broker's recovery of a copy of `damaged`. A partition whose damage stops the broker
-    (a fatal error while loading logs) is left out of its copy, and the broker started again: its
-    case is reported as refused by the broker, with the error."""
-    from tests.differential.broker import BrokerDidNotStart
+def _broker_recovers(damaged: Path, work: Path, remote: Path | None = None):
+    """The broker's recovery of a copy of `damaged` (and of `remote`, its remote tier, if any). A
+    partition whose damage stops the broker (a fatal error while loading logs) is left out of its
+    copy, and the broker started again: its case is reported as refused by the broker, with the error."""
+    from tests.differential.broker import BrokerDidNotStart, tiered_config
     refused: dict[str, str] = {}
     for attempt in range(6):
         theirs = work / f"broker-{attempt}"
         copy_dir(damaged, theirs)
+        config = None
+        if remote is not None:
+            from tests.differential.tiered import METADATA_PARTITIONS
+            shutil.copytree(remote, work / f"broker-{attempt}-remote", symlinks=True)
+            config = tiered_config(work / f"broker-{attempt}-remote", METADATA_PARTITIONS)
         for name in refused:
             shutil.rmtree(theirs / name)
         try:
-            run, _ = run_broker(theirs, work / f"broker-run-{attempt}")
+            run, _ = run_broker(theirs, work / f"broker-run-{attempt}", config=config)
             return theirs, run, refused
         except BrokerDidNotStart as e:
             part = e.partition(theirs)

@@ -8,6 +8,8 @@ Requests:
                               "batches": [{"records": [[key, value, ts, [[hk, hv]...]]...],
                                            "txn": null|"commit"|"abort"}]}]}
       keys/values/header values are latin-1 strings or null; ts null: the producer's clock
+  {"op": "delete_records", "offsets": {"topic-p": offset}}        (DeleteRecords: the new log start offsets)
+      -> {"topic-p": low watermark}
   {"op": "consume", "partitions": ["topic-p", ...]}
       -> {"topic-p": {"start": n, "end": n, "records": [[offset, ts, key_b64, value_b64,
                                                           [[hk, hv_b64]...]]...]}}
@@ -77,6 +79,17 @@ def produce(bs, req):
     return {"offsets": out}
 
 
+def delete_records(bs, req):
+    from kafka import TopicPartition
+    from kafka.admin import KafkaAdminClient
+    a = KafkaAdminClient(bootstrap_servers=bs)
+    r = a.delete_records({TopicPartition(tp.rsplit("-", 1)[0], int(tp.rsplit("-", 1)[1])): o
+                          for tp, o in req["offsets"].items()}, timeout_ms=60000)
+    a.close()
+    return {f"{tp.topic}-{tp.partition}": v.get("low_watermark") if isinstance(v, dict) else str(v)
+            for tp, v in r.items()}
+
+
 def consume(bs, req):
     from kafka import KafkaConsumer, TopicPartition
     out = {}
@@ -102,5 +115,6 @@ def consume(bs, req):
 
 if __name__ == "__main__":
     request = json.load(sys.stdin)
-    print(json.dumps({"create": create, "alter": alter, "produce": produce, "consume": consume}[request["op"]](
+    print(json.dumps({"create": create, "alter": alter, "produce": produce, "delete_records": delete_records,
+                      "consume": consume}[request["op"]](
         sys.argv[1], request)))

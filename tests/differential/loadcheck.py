@@ -37,8 +37,9 @@ def now_ms() -> int:
 
 
 def partition_dirs(log_dir: Path) -> list[Path]:
+    """The topic partition dirs (not the metadata log, not a 3.6+ broker's remote-log-index-cache)."""
     return sorted(p for p in log_dir.iterdir() if p.is_dir() and "-" in p.name and p.name != METADATA
-                  and not p.name.endswith(("-delete", "-stray", "-future")))
+                  and p.name.rsplit("-", 1)[1].isdigit())
 
 
 def _log_start(log_dir: Path, part: Path) -> int:

@@ -93,7 +93,10 @@ def _tiered_done(t: TieredDir) -> bool:
     return True
 
 
-def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: float = 240) -> TieredDir:
+def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: float = 240,
+                    extra_topics: dict[str, dict] | None = None, extra_jobs=None) -> TieredDir:
+    """The tiered dir; `extra_topics` (name -> configs) created beside TIERED_TOPICS and the
+    client.py produce jobs `extra_jobs(rng)` returns produced with them."""
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
     t = TieredDir(work / "data", work / "remote")
@@ -102,11 +105,12 @@ def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: fl
     b.format()
     b.start()
     try:
-        b.client({"op": "create", "topics": [{"name": n, "configs": c} for n, c in TIERED_TOPICS.items()]})
+        topics = {**TIERED_TOPICS, **(extra_topics or {})}
+        b.client({"op": "create", "topics": [{"name": n, "configs": c} for n, c in topics.items()]})
         t0 = int(time.time() * 1000) - 3_600_000
         batches = _batches(rng, "t", n_batches, t0)
         b.client({"op": "produce", "jobs": [{"topic": n, "producer": {}, "batches": batches}
-                                            for n in TIERED_TOPICS]})
+                                            for n in TIERED_TOPICS] + (extra_jobs(rng) if extra_jobs else [])})
         deadline = time.monotonic() + timeout
         while not _tiered_done(t):
             if time.monotonic() > deadline:

@@ -68,6 +68,9 @@ def test_retain_partition_lines():
     assert human.retain_partition(_deleted(rolled=True), dry_run=True) == (
         "orders-3: would delete 3 segment(s), 300 bytes (0, 20: too old; 10: too big); log start offset 0 -> 30; "
         "rolled a new empty segment at 30 first")
+    # a tiered log rolls at its log end offset, its log start offset staying below the remote data
+    assert human.retain_partition(_deleted(rolled=True, rolled_at=589, new_log_start_offset=0)).endswith(
+        "log start offset 0 -> 0; rolled a new empty segment at 589 first")
     assert human.retain_partition({"partition": "a-0", "status": "skipped", "detail": "internal"}) == "a-0: internal"
     assert human.retain_partition({"partition": "a-0", "status": "nothing to do"}) == "a-0: nothing to do"
 

@@ -63,7 +63,8 @@ def _config_sources(f):
 kafka_version_option = click.option(
     "--kafka-version", metavar="VERSION",
     help="The Kafka version that will start on the log dir next (3.3 to 4.2, e.g. 3.9): decides the rules "
-         "that changed between versions (tiered storage, internal topics, ListOffsets) where the log dir "
+         "that changed between versions (tiered storage, internal topics, ListOffsets, roll's closing "
+         "time-index entry) where the log dir "
          "does not (describe shows the range it allows). Older than what the dir proves: exit 2.")
 
 config_options = _stack(

@@ -360,6 +360,10 @@ LATEST_TIERED_TIMESTAMP = VersionRule(
 MAX_TIMESTAMP_EXACT = VersionRule(
     "max-timestamp answers the record with the largest timestamp", KafkaVersion(3, 8),
     "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)")
+TIME_INDEX_BATCH_LAST_OFFSET = VersionRule(
+    "an append indexes its max timestamp at the batch's last offset", KafkaVersion(3, 8),
+    "LogValidator.assignOffsetsNonCompressed: shallowOffsetOfMaxTimestamp = offsetCounter.value - 1, kept by "
+    "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)")
 
 CLEANER_RETAINS_LAST_BATCH = VersionRule(
     "the cleaner retains the last batch of a round", KafkaVersion(4, 0),

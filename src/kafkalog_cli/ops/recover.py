@@ -724,7 +724,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
         snapshots_to_write.update(_snapshots_before_recovery(p, part, [segs[b] for b in live_bases], leo,
                                                              state, state_at))
     _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
-                      start=max(log_start, live_bases[0]), clean=clean,
+                      start=_loaded_log_start(p, part, cfg, opts.resolver, log_start, live_bases[0]), clean=clean,
                       recovered_from=min(recover_set) if recover_set else None)
     # leader epochs: assigned from the batches, then truncated to [.., LEO)
     epochs = [(e, o) for e, o in epochs if o < leo]
@@ -828,6 +828,24 @@ def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
     old = _current(p, txn)
     if (data or old is not None) and old != data:
         p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
+
+
+def _loaded_log_start(p: Plan, part: Partition, cfg, resolver: ConfigResolver, checkpointed: int,
+                      first_base: int) -> int:
+    """LogLoader's newLogStartOffset, below which rebuildProducerState (truncateAndReload) drops
+    the snapshots: for a remote-enabled log (3.6+) the checkpoint's as is, which may lie below the
+    first local segment (remote data), so the snapshot at that segment's base stays; else max(it,
+    the first segment's base). Not known whether the log is remote-enabled: the snapshots stay
+    (a broker that loads the log as a plain one removes them itself), with a note."""
+    from kafkalog_cli.ops import tiered
+
+    if checkpointed >= first_base:
+        return checkpointed
+    remote = tiered.remote_log(part, cfg, resolver)
+    if remote.enabled is None:
+        p.note(part.name, f"producer snapshots at or below the first segment {first_base} kept: whether the "
+                          f"log is remote-enabled is not known ({remote.undecided})")
+    return checkpointed if remote.enabled is not False else first_base
 
 
 def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes],

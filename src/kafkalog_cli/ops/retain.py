@@ -460,7 +460,7 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         retention_bytes=_if_known(cfg, "retention.bytes", cfg.retention_bytes),
         segments_deleted=len(result.deleted), bytes_freed=0,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
-        rolled=result.rolled_at is not None, segments=[x.to_json() for x in result.deleted],
+        rolled=result.rolled_at is not None, rolled_at=result.rolled_at, segments=[x.to_json() for x in result.deleted],
         configs=cfg.provenance(deciding))
     if remote is not tiered.NOT_TIERED:
         summary["remote_log"] = remote.to_json()
@@ -559,7 +559,8 @@ def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, r
     from kafkalog_cli.ops import roll
 
     rolled = Plan("roll", partition.directory.parent)
-    roll.plan_partition(rolled, partition, cfg, roll.RollOptions(if_needed=False, now_ms=opts.now_ms))
+    roll.plan_partition(rolled, partition, cfg, roll.RollOptions(if_needed=False, now_ms=opts.now_ms,
+                                                                    resolver=opts.resolver))
     if not rolled.actions:
         raise InputError("every segment has expired but the active segment cannot be rolled",
                          path=str(partition.segments[-1].log_path))

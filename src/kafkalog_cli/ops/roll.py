@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, TopicConfig
+from kafkalog_cli.config.versions import TIME_INDEX_BATCH_LAST_OFFSET, KafkaVersions
 from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry, encode_time_index
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
@@ -80,23 +81,42 @@ def should_roll(seg: Segment, walk: Segment.Walk, index_entries: int, time_entri
     return None
 
 
-def final_time_index_entry(walk: Segment.Walk, times: list, live: bool) -> TimeIndexEntry | None:
+def final_time_index_entry(walk: Segment.Walk, times: list, live: bool,
+                           batch_last_offset: bool = False) -> TimeIndexEntry | None:
     """The entry onBecomeInactiveSegment appends: (maxTimestampSoFar, offsetOfMaxTimestampSoFar)
     when its timestamp is above the time index's last one, else none.
 
     A live dir (no .kafka_cleanshutdown: copied from a running broker, or after a crash) is closed
     as the running broker closes it: every batch above the last entry was appended in that
     session (a restart leaves the max so far in the time index, by close() or by recovery), so
-    the offset is the one LogSegment.append tracked. After a clean shutdown the restarted broker
-    takes the max so far from the time index's last entry (LogSegment.maxTimestampAndOffsetSoFar):
-    there is nothing to append. (A follower appends without LogValidator and tracks the batch's
-    last offset: offline a leader's and a follower's log dir cannot be told apart; the leader's
-    rule is taken.)"""
+    the offset is the one LogSegment.append tracked: the batch's last offset from Kafka 3.8 on
+    (`batch_last_offset`, config.versions.TIME_INDEX_BATCH_LAST_OFFSET), before it the first
+    record holding the max in an uncompressed CreateTime batch. After a clean shutdown the
+    restarted broker takes the max so far from the time index's last entry
+    (LogSegment.maxTimestampAndOffsetSoFar): there is nothing to append. (A follower appends
+    without LogValidator and tracks the batch's last offset: offline a leader's and a follower's
+    log dir cannot be told apart; the leader's rule is taken.)"""
     if not live or walk.max_timestamp < 0:
         return None
     if times and walk.max_timestamp <= times[-1].timestamp:
         return None
-    return TimeIndexEntry(walk.max_timestamp, walk.appended_offset_of_max_timestamp)
+    offset = walk.offset_of_max_timestamp if batch_last_offset else walk.appended_offset_of_max_timestamp
+    return TimeIndexEntry(walk.max_timestamp, offset)
+
+
+def _batch_last_offset(p: Plan, name: str, walk: Segment.Walk, versions: KafkaVersions) -> bool:
+    """TIME_INDEX_BATCH_LAST_OFFSET for the log dir. Where its versions disagree and none was
+    stated, the lowest one decides (the broker that appended is at least what the dir proves, and
+    a dir that proves 3.8 decides it): an index entry, not a deletion; the note gives both."""
+    decision = versions.decide(TIME_INDEX_BATCH_LAST_OFFSET)
+    if decision.known:
+        return decision.applies
+    applies = TIME_INDEX_BATCH_LAST_OFFSET.applies(versions.low)
+    if walk.offset_of_max_timestamp != walk.appended_offset_of_max_timestamp:
+        p.note(name, f"the closing time-index entry's offset depends on the Kafka version ({decision.by}): "
+                     f"{walk.offset_of_max_timestamp} from 3.8 on, {walk.appended_offset_of_max_timestamp} before; "
+                     f"took {versions.low}'s; state it with --kafka-version VERSION")
+    return applies
 
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
@@ -132,7 +152,9 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
         return
     summary.update(rolled=True, reason=reason or "requested", new_segment=new)
     # 1. onBecomeInactiveSegment: final time-index entry, trim indexes and log
-    final = final_time_index_entry(walk, times, live=not (d.parent / names.CLEAN_SHUTDOWN_FILE).exists())
+    live = not (d.parent / names.CLEAN_SHUTDOWN_FILE).exists()
+    last = live and _batch_last_offset(p, name, walk, opts.resolver.versions if opts.resolver else KafkaVersions())
+    final = final_time_index_entry(walk, times, live, batch_last_offset=last)
     if final is not None:
         times.append(final)
     tpath = seg.time_index_path

@@ -89,7 +89,8 @@ def retain_partition(summary: dict, dry_run: bool = False) -> str:
             f"({why}){space(summary, dry_run)}; log start offset {summary['old_log_start_offset']} -> "
             f"{summary['new_log_start_offset']}")
     if summary.get("rolled"):
-        line += f"; rolled a new empty segment at {summary['new_log_start_offset']} first"
+        # a tiered log rolls without moving its log start offset (the old active segment stays)
+        line += f"; rolled a new empty segment at {summary.get('rolled_at', summary['new_log_start_offset'])} first"
     if status == "refused":
         line += f"\n  {summary['detail']}"
     elif summary.get("configs") and any(s["reason"] != "log-start-offset" for s in summary["segments"]):
