@@ -147,11 +147,16 @@ def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers
     dry = run("recover", "--all", "--dry-run", "--now", NOW, d)
     assert ".kafka_cleanshutdown.kafkalog-tmp: the clean-shutdown marker, set aside by a kafkalog run that was killed" \
         in dry.output
+    doctor = run("doctor", d)
+    assert doctor.exit_code != 8 and "the clean-shutdown marker, set aside by a kafkalog run that was killed" \
+        in doctor.output and f"kafkalog recover {d}" in doctor.output
     r = run("recover", "--all", "--quarantine", tmp_path / "q", "--now", NOW, d)
     assert r.exit_code == 0, r.output
     assert log.read_bytes() == whole
     assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
     assert not (d / ".kafka_cleanshutdown.kafkalog-tmp").exists()
+    assert ("put back .kafka_cleanshutdown, set aside by a kafkalog run that was killed: every partition loads "
+            "without recovery as a recovery loads it") in r.stdout
 
 
 def test_a_run_without_changes_leaves_the_marker_untouched(tmp_path):

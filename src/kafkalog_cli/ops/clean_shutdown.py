@@ -207,28 +207,36 @@ class CleanShutdownMarker:
         `judge` finds a partition of those the run changed (its plan's actions, or the partitions
         compact cleaned; every partition after a killed run) that a skipped recovery would load
         otherwise. Where it goes, the plan and the report say why (a finding, and the removal among
-        what changed). Returns that line, or None."""
+        what changed). Returns the line saying it was removed, or None."""
         current = self.aside if self.aside.exists() and not self.path.exists() else self.path
         if not current.exists():
             return None
         changed = self._all_partitions() if self.left_by_killed_run else self._changed(plan, report)
         verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
         if verdict.keep:
-            if current != self.path:
-                fsops.rename(current, self.path)
-            return None
-        why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the log "
-               f"dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers the log "
-               f"dir on its next start")
-        fsops.delete(current, why)
+            if current == self.path:
+                return None
+            fsops.rename(current, self.path)
+            if not self.left_by_killed_run:
+                return None             # this run's own set-aside: nothing changed for the broker
+            why = (f"put back {names.CLEAN_SHUTDOWN_FILE}, set aside by a kafkalog run that was killed: every "
+                   f"partition loads without recovery as a recovery loads it")
+            action = Action(ActionKind.RENAME, current, why, target=self.path)
+        else:
+            why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the "
+                   f"log dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers "
+                   f"the log dir on its next start")
+            fsops.delete(current, why)
+            action = Action(ActionKind.DELETE, self.path, why)
         notes = plan if isinstance(plan, Plan) else plan.notes
         notes.note(self.log_dir.name, why, self.path)
         report.setdefault("findings", []).append(notes.findings[-1].to_json())
         if isinstance(report.get("changed"), list):
-            report["changed"].append(Action(ActionKind.DELETE, self.path, why).to_json())
+            report["changed"].append(action.to_json())
         report["quarantine"] = report.get("quarantine") or (
             str(fsops.quarantine.folder) if fsops.quarantine is not None and fsops.quarantine.folder else None)
-        return why
+        # a removal is said on stderr too; a put-back only in the plan and report (cron stays quiet)
+        return why if action.kind is ActionKind.DELETE else None
 
     def _changed(self, plan, report: dict) -> dict[str, set[str] | None]:
         if isinstance(plan, Plan):

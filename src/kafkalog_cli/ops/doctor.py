@@ -383,6 +383,11 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
                                    "topic-partition or topic-partition.uniqueId-delete (if marked for deletion): "
                                    "a broker before 3.7 exits",
                                    f"move it out of the log dir (mv {e.path} {d.parent}/), or run a 3.7+ broker"))
+        elif e.is_file() and e.name == names.CLEAN_SHUTDOWN_ASIDE:
+            out.append(Finding(Severity.NOTE, "file", e.path, "the clean-shutdown marker, set aside by a kafkalog run "
+                               "that was killed", "ignored: without the marker it recovers the log dir on start",
+                               f"nothing to do; the next kafkalog run on the log dir (kafkalog recover {d}) puts it "
+                               f"back where every partition loads without recovery as with it, else removes it"))
         elif e.is_file() and e.name not in ROOT_FILES and not e.name.endswith(".tmp"):
             out.append(Finding(Severity.NOTE, "file", e.path, "not a file Kafka keeps in a log dir", "ignored",
                                "nothing to do (or move it away)"))
