@@ -248,7 +248,7 @@ class CleanShutdownMarker:
         return {e["partition"]: WHOLE for e in report.get("cleaned", ()) if isinstance(e, dict) and "partition" in e}
 
     def _all_partitions(self) -> dict[str, set[str] | None]:
-        return {d.name: WHOLE for d in self.log_dir.iterdir() if d.is_dir() and names.parse_partition_dir(d.name)}
+        return {d.name: WHOLE for d in LogDir(self.log_dir).partition_dirs()}
 
 
 def _read(path: Path) -> bytes:

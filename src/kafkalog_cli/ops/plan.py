@@ -17,7 +17,7 @@ from pathlib import Path
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
 from kafkalog_cli.storage.space import FreeSpace, QuarantinePlace, Space, allocated
-from kafkalog_cli.storage.names import CLEANED_SUFFIX
+from kafkalog_cli.storage.names import CLEAN_SHUTDOWN_ASIDE, CLEANED_SUFFIX
 
 
 class ActionKind(str, enum.Enum):
@@ -121,6 +121,14 @@ class Plan:
                 "partitions": self.partitions,
                 "findings": [f.to_json() for f in self.findings],
                 "actions": [a.to_json() for a in self.actions]}
+
+
+def delete_interrupted_writes(p: Plan, log_dir: Path) -> None:
+    """Our own `*.kafkalog-tmp` files at the log dir's root, left by a killed write: deleted first.
+    The clean-shutdown marker a killed run set aside is not one (ops.clean_shutdown settles it)."""
+    for tmp in sorted(Path(log_dir).glob("*" + TMP_SUFFIX)):
+        if tmp.name != CLEAN_SHUTDOWN_ASIDE:
+            p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
 
 
 def bytes_before_freeing(actions: list[Action]) -> int:

@@ -35,7 +35,7 @@ from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
+from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
 from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
@@ -403,8 +403,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     # read leniently: a damaged checkpoint has no entry, as a broker starting afresh takes it
     roots = ld.checkpoints(strict=False)
     rps = roots.recovery_points
-    for tmp in sorted(t for t in log_dir.glob("*" + TMP_SUFFIX) if t.name != names.CLEAN_SHUTDOWN_ASIDE):
-        p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
+    delete_interrupted_writes(p, log_dir)
     new_rps = dict(rps.offsets)
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)

@@ -58,9 +58,8 @@ from kafkalog_cli.storage import checkpoints as checkpoint_text
 from kafkalog_cli.ops import tiered
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.tiered import RemoteLog
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, takes_blocks  # noqa: F401  (apply: the op's API)
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, delete_interrupted_writes, takes_blocks  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import OffsetCheckpoint, RootCheckpoints
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
@@ -348,8 +347,7 @@ def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], p
     roots = read_root_checkpoints(log_dir)
     new_log_starts: dict[tuple[str, int], int] = {}
     new_recovery_points: dict[tuple[str, int], int] = {}
-    for tmp in sorted(t for t in log_dir.glob("*" + TMP_SUFFIX) if t.name != names.CLEAN_SHUTDOWN_ASIDE):
-        p.add(Action(ActionKind.DELETE, tmp, "an interrupted kafkalog write"))
+    delete_interrupted_writes(p, log_dir)
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
         if tp is None:
