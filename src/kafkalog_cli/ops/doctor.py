@@ -276,7 +276,7 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
         return out
     if vfs.f_flag & os.ST_RDONLY:
         out.append(Finding(Severity.WARNING, "access", str(d), "on a read-only file system",
-                           f"\"Failed to create lock file\" / AccessDeniedException: the log dir is offline",
+                           "\"Failed to create lock file\" / AccessDeniedException: the log dir is offline",
                            f"remount it read-write (mount -o remount,rw $(df --output=target {d} | tail -1))",
                            offline=True))
         return out

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import shutil
 import struct
 import tempfile
 from dataclasses import dataclass, field

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
-from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
+from kafkalog_cli.errors import CorruptRecordError, InputError
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
