@@ -460,7 +460,7 @@ def _rows_of(c: tuple) -> list:
     return out
 
 
-def _tables(tmp_path, data: bytes, **kw) -> dict:
+def _tables(tmp_path, data: bytes, bytes_per_batch: int | None = None, **kw) -> dict:
     """read_segment's rows of a segment (the Arrow record batches export and the Spark source
     build) with the compiled column scanner, the pure one, and none (the reference decoder's
     Record objects): their schemas and values, or the error."""
@@ -477,12 +477,17 @@ def _tables(tmp_path, data: bytes, **kw) -> dict:
         raise scan.Malformed("the reference decoder, please")
 
     out = {}
-    # the pure core builds the payload columns by `take`; the compiled one fills their buffers
-    for name, scanner, gather in (("compiled", compiled.scan_columns, compiled.gather_spans),
-                                  ("pure", PURE["scan_columns"], None), ("reference", general, None)):
+    # the pure core builds the payload columns by `take` and selects batch by batch; the compiled
+    # one fills their buffers and takes runs of batches in C
+    for name, scanner, gather, run in (("compiled", compiled.scan_columns, compiled.gather_spans, compiled.columns_run),
+                                       ("pure", PURE["scan_columns"], None, None), ("reference", general, None, None)):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(arrow, "scan_columns", scanner)
             m.setattr(scan, "gather_spans", gather)
+            m.setattr(scan, "columns_run", run)
+            m.setattr(scan, "spread", compiled.spread if run else None)
+            if bytes_per_batch is not None:
+                m.setattr(arrow, "BYTES_PER_BATCH", bytes_per_batch)
             try:
                 got = [(b.schema, b.to_pylist(), _parquet(b)) for b in arrow.read_segment(ref, arrow.columns("record"), **kw)]
             except KafkalogError as e:
@@ -513,10 +518,11 @@ def _view(isolation: str, start: int, end: int, aborted: dict | None = None):
 @given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=4),
        rows=st.sampled_from([1, 7, 8192]), view=st.sampled_from([None, ("read_uncommitted", 0, 2**62),
                                                                   ("read_committed", 3, 40), ("read_uncommitted", 10, 11)]),
-       verify_crc=st.booleans())
-def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, view, verify_crc):
+       verify_crc=st.booleans(), bytes_per_batch=st.sampled_from([None, 1, 300]))
+def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, view, verify_crc, bytes_per_batch):
     """Export's and the Spark source's tables, table for table, over every record shape, control
-    batches, the consumer view's options (offset ranges, read_committed) and verify_crc."""
+    batches, the consumer view's options (offset ranges, read_committed), verify_crc and Arrow
+    batches ended by their rows or by their payload bytes."""
     import struct as _struct
 
     data, off = bytearray(), 0
@@ -525,7 +531,7 @@ def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, vie
         _struct.pack_into(">q", b, 0, off)
         off += _struct.unpack_from(">i", b, 23)[0] + 1
         data += b
-    t = _tables(tmp_path, bytes(data), rows_per_batch=rows, verify_crc=verify_crc,
+    t = _tables(tmp_path, bytes(data), bytes_per_batch, rows_per_batch=rows, verify_crc=verify_crc,
                 view=_view(*view) if view else None)
     assert t["compiled"] == t["pure"] == t["reference"]
 
@@ -542,6 +548,83 @@ def test_arrow_tables_of_a_segment_of_every_codec_legacy_and_control_batches(tmp
         assert t["compiled"][0] == "error"
     else:
         assert sum(len(rows) for _, rows, _ in t["compiled"]) > 1000
+
+
+def _run_chain() -> tuple[bytes, list[int]]:
+    """Plain v2 batches (every codec), then a transactional one, a control one and a plain one:
+    the chain and its batches' positions."""
+    parts, off = [], 0
+    for i, codec in enumerate(CODECS):
+        recs = [SimpleRecord(key=b"k%d" % j, value=b"v" * j, timestamp=1000 + j, headers=(Header("h", None),))
+                for j in range(3)]
+        parts.append(build_v2_batch(recs, off, compression=codec))
+        off += 3
+    parts.append(build_v2_batch([SimpleRecord(b"t", b"x", 2000)], off, producer_id=42, producer_epoch=1,
+                                is_transactional=True))
+    parts.append(_control(off + 1))
+    parts.append(build_v2_batch([SimpleRecord(None, None, 3000)], off + 2))
+    positions, at = [], 0
+    for p in parts:
+        positions.append(at)
+        at += len(p)
+    return b"".join(bytes(p) for p in parts), positions + [at]
+
+
+@needs_compiled
+def test_columns_run_takes_plain_batches_and_leaves_the_others_to_the_loop():
+    """The compiled run takes a stretch of plain batches as scan_columns would take each, and
+    stops at each batch the Python loop must judge, at its rows and bytes limits, at a view's
+    bounds and at a CRC that fails when told to check."""
+    from array import array
+
+    data, at = _run_chain()
+    plain = len(CODECS)
+
+    def run(pos, lo=-(2**63), hi=2**63 - 1, txn=True, verify=True, rows=8192, size=1 << 20, buf=data):
+        cols, values, of_row = scan.RecordColumns(), tuple([] for _ in range(6)), array("i")
+        end = compiled.columns_run(buf, pos, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size)
+        return end, cols, values, of_row
+
+    end, cols, values, of_row = run(0, txn=False)
+    assert end == at[plain]                        # every plain batch, up to the transactional one
+    want = scan.RecordColumns()
+    for b in list(iter_batches(data))[:plain]:
+        PURE["scan_columns"](b, want)
+    assert _rows_of(_fields(cols)) == _rows_of(_fields(want)) and cols.rows == 3 * plain
+    assert values[1] == [3 * i for i in range(plain)] and list(of_row) == [i for i in range(plain) for _ in range(3)]
+    assert values[0] == ["CreateTime"] * plain and values[4] == [False] * plain
+    assert run(0)[0] == at[plain + 1]               # and that one too, where no transaction was aborted
+    assert run(at[plain + 1])[0] == at[plain + 1]   # control
+    assert run(at[plain + 2])[0] == at[-1]
+    assert run(0, rows=4)[0] == at[2]               # stops once it holds 4 rows or more
+    assert run(0, size=1)[0] == at[1]
+    assert run(0, lo=1)[0] == 0 and run(0, hi=3 * plain - 1, txn=False)[0] == at[plain - 1]
+    bad = bytearray(data)
+    bad[at[1] + 70] ^= 1                            # the second batch's records (its CRC fails)
+    assert run(0, buf=bytes(bad))[0] == at[1] and run(0, buf=bytes(bad), verify=False, txn=False)[0] == at[plain]
+
+
+def _fields(c) -> tuple:
+    return (c.rows, b"".join(c.data), c.size, c.offsets, c.timestamps, c.sequences, c.spans, c.null_keys,
+            c.null_values, c.header_ends, c.header_spans, c.null_header_values)
+
+
+@needs_compiled
+def test_spread_and_gather_are_take_and_cast():
+    import pyarrow as pa
+    from array import array
+
+    values, rows = array("q", [5, -1, 2**62]), array("i", [0, 0, 2, 1, 2])
+    want = pa.array(list(values), pa.int64()).take(pa.array(list(rows), pa.int32()))
+    got = pa.Array.from_buffers(pa.int64(), 5, [None, pa.py_buffer(compiled.spread(values, 8, rows))])
+    assert got.equals(want)
+    with pytest.raises(ValueError):
+        compiled.spread(values, 8, array("i", [3]))
+    whole = b"ab\xc3\xa9\xff"
+    spans = array("i", [0, 2, 0, 0, 2, 4, 0, 0, 4, 5, 0, 0])
+    assert compiled.gather_spans(whole, spans, 0, 2, True) == (array("i", [0, 2, 4]).tobytes(), b"ab\xc3\xa9")
+    assert compiled.gather_spans(whole, spans, 0, 3, True) is None        # \xff is not UTF-8: Java's decoding
+    assert compiled.gather_spans(whole, spans, 0, 3)[1] == whole
 
 
 # ------------------------------------------------------------------ key/value search (dump-log --key/--value)

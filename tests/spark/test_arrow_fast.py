@@ -28,11 +28,15 @@ def _ref(tmp_path, data: bytes):
 
 
 def _read(ref, monkeypatch, *, fast: bool, rows: int = 8192, **options) -> list[pa.RecordBatch]:
+    from kafkalog_cli.formats import scan
+
     with monkeypatch.context() as m:
         if not fast:
             def general(b, cols):
                 raise ValueError("the general path, please")
             m.setattr(arrow, "scan_columns", general)
+            for name in ("columns_run", "gather_spans", "spread"):     # the compiled core's, if built
+                m.setattr(scan, name, None)
         return list(read_segment(ref, columns("record", **options), rows_per_batch=rows))
 
 

@@ -204,3 +204,61 @@ def test_a_batch_whose_crc_fails_is_not_exported_to_parquet_either(tmp_path):
     r = run(part, tmp_path / "out", "--to", "parquet")
     assert r.exit_code == 3 and "Record is corrupt (stored crc = " in r.output
     assert not (tmp_path / "out").exists()
+
+
+def test_parquet_row_groups_are_whole_and_offsets_delta_encoded(tmp_path):
+    """A segment of 20,000 records is one row group (not one per Arrow batch of 8192); offsets,
+    timestamps and sequences are delta-encoded; payloads carry no min/max statistics."""
+    import pyarrow.parquet as pq
+
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
+    d = tmp_path / "logs" / "orders-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(b"".join(
+        build_v2_batch([SimpleRecord(b"k%d" % (i + j), b"v" * 30, 1_700_000_000_000 + i + j) for j in range(100)], i)
+        for i in range(0, 20_000, 100)))
+    out = tmp_path / "out"
+    r = CliRunner().invoke(cli, ["export", str(tmp_path / "logs"), str(out), "--to", "parquet"])
+    assert r.exit_code == 0, r.output
+    (f,) = out.rglob("*.parquet")
+    meta = pq.ParquetFile(f).metadata
+    assert meta.num_row_groups == 1 and meta.num_rows == 20_000
+    group = meta.row_group(0)
+    col = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    for name in ("offset", "timestamp", "sequence"):
+        assert "DELTA_BINARY_PACKED" in col[name].encodings, name
+    assert (col["offset"].statistics.min, col["offset"].statistics.max) == (0, 19_999)
+    assert not col["value"].is_stats_set and not col["key"].is_stats_set
+    assert pq.read_table(f).column("offset").to_pylist() == list(range(20_000))
+    small = tmp_path / "small"
+    r = CliRunner().invoke(cli, ["export", str(tmp_path / "logs"), str(small), "--to", "parquet", "--row-group-size", "3000"])
+    (f,) = small.rglob("*.parquet")
+    assert [pq.ParquetFile(f).metadata.row_group(i).num_rows for i in range(7)] == [3000] * 6 + [2000]
+
+
+def test_a_row_group_ends_at_its_bytes_too(tmp_path, monkeypatch):
+    """Records of 4 KiB: an Arrow batch ends at BYTES_PER_BATCH of payloads and a row group at
+    ROW_GROUP_BYTES of Arrow data, whichever batch crosses it (a worker holds one row group in
+    memory), every record still exported once."""
+    import pyarrow.parquet as pq
+
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+    from kafkalog_cli.spark import arrow
+    from kafkalog_cli.spark import export as export_module
+
+    monkeypatch.setattr(export_module, "ROW_GROUP_BYTES", 1 << 20)
+    monkeypatch.setattr(arrow, "BYTES_PER_BATCH", 256 << 10)
+    d = tmp_path / "logs" / "big-0"
+    d.mkdir(parents=True)
+    (d / "00000000000000000000.log").write_bytes(b"".join(
+        build_v2_batch([SimpleRecord(None, bytes([i % 251]) * 4096, 1000 + i + j) for j in range(10)], i)
+        for i in range(0, 2000, 10)))
+    summary = export_module.export([str(tmp_path / "logs")], tmp_path / "out", export_module.ExportOptions(),
+                                   jobs=1)
+    assert summary["records"] == 2000
+    (f,) = (tmp_path / "out").rglob("*.parquet")
+    meta = pq.ParquetFile(f).metadata
+    sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
+    assert sum(sizes) == 2000 and 7 <= len(sizes) <= 8 and max(sizes) <= 256 + 70
+    assert pq.read_table(f).column("offset").to_pylist() == list(range(2000))

@@ -755,6 +755,7 @@ cdef struct Head:
     int16_t epoch
     uint32_t crc, computed
     const uint8_t* rd         # the records' bytes (the batch's, or `data` decompressed)
+    Py_ssize_t rpos, rend     # where in rd
     Rec* recs                 # PyMem_Free it
 
 
@@ -766,7 +767,6 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
     cdef const uint8_t* h = d + pos
     cdef int32_t size = be32(h + 8)
     cdef int codec
-    cdef Py_ssize_t rpos, rend
     b.recs = NULL
     if size < 14 or pos > end - 12 - size or h[16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
         return False
@@ -799,12 +799,12 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
         if type(data) is not bytes:
             data = bytes(data)
         b.rd = <const uint8_t*>PyBytes_AS_STRING(data)
-        rpos, rend = 0, PyBytes_GET_SIZE(data)
+        b.rpos, b.rend = 0, PyBytes_GET_SIZE(data)
     else:
         b.rd = h
-        rpos, rend = RECORD_BATCH_OVERHEAD, b.total
+        b.rpos, b.rend = RECORD_BATCH_OVERHEAD, b.total
     try:
-        b.recs = walk(b.rd, rpos, rend, b.count)
+        b.recs = walk(b.rd, b.rpos, b.rend, b.count)
     except Malformed:
         return False
     if not numbers_fit(b.recs, b.count, b.base, b.base_ts):
@@ -1321,6 +1321,167 @@ cdef inline Py_ssize_t rd_small(const uint8_t* d, Py_ssize_t pos, int64_t* v) no
     return rd_zigzag(d, pos, pos + 10, v, False)
 
 
+cdef struct Cols:
+    # what scan_columns and columns_run append to a RecordColumns, before they do: its machine
+    # values in growable buffers, with positions already those of the RecordColumns
+    Out offsets, timestamps, sequences, spans, ends, hspans, data, batch_rows
+    Py_ssize_t shift, row0, first     # the RecordColumns' size, rows and headers before
+    Py_ssize_t rows, headers          # rows and headers added
+
+
+cdef inline Out* cols_out(Cols* c, int i) noexcept:
+    if i == 0:
+        return &c.offsets
+    if i == 1:
+        return &c.timestamps
+    if i == 2:
+        return &c.sequences
+    if i == 3:
+        return &c.spans
+    if i == 4:
+        return &c.ends
+    if i == 5:
+        return &c.hspans
+    if i == 6:
+        return &c.data
+    return &c.batch_rows
+
+
+cdef void cols_clear(Cols* c) noexcept:
+    cdef int i
+    for i in range(8):
+        out_clear(cols_out(c, i))
+
+
+cdef int cols_open(Cols* c, cols) except -1:
+    """c, empty, for appending to the RecordColumns `cols` (cols_clear it first: cols_free frees
+    what this made if it fails half way)."""
+    cdef int i
+    c.shift = cols.size
+    c.row0 = cols.rows
+    c.first = len(cols.header_spans) // 4
+    c.rows = c.headers = 0
+    for i in range(8):
+        out_init(cols_out(c, i), 1024)
+    return 0
+
+
+cdef void cols_free(Cols* c) noexcept:
+    cdef int i
+    for i in range(8):
+        out_free(cols_out(c, i))
+
+
+cdef int out_reserve(Out* o, Py_ssize_t cap) except -1:
+    """Room for cap bytes in all (one resize now rather than a doubling, and its copy, later)."""
+    if cap > o.cap:
+        _PyBytes_Resize(&o.obj, cap)
+        o.p = bytes_data(o.obj)
+        o.cap = cap
+    return 0
+
+
+cdef int cols_reserve(Cols* c, Py_ssize_t rows, Py_ssize_t data) except -1:
+    """Room in c for about `rows` more rows holding `data` more bytes, as those so far."""
+    cdef double per = <double>rows / c.rows
+    out_reserve(&c.offsets, c.offsets.n + 8 * rows)
+    out_reserve(&c.timestamps, c.timestamps.n + 8 * rows)
+    out_reserve(&c.sequences, c.sequences.n + 4 * rows)
+    out_reserve(&c.spans, c.spans.n + 16 * rows)
+    out_reserve(&c.ends, c.ends.n + 4 * rows)
+    out_reserve(&c.batch_rows, c.batch_rows.n + 4 * rows)
+    out_reserve(&c.hspans, c.hspans.n + <Py_ssize_t>(c.hspans.n * per) + 64)
+    out_reserve(&c.data, c.data.n + data)
+    return 0
+
+
+cdef inline char* out_room(Out* o, Py_ssize_t k) except NULL:
+    """k bytes at the end of o, to write in place."""
+    if o.n + k > o.cap:
+        out_grow(o, k)
+    o.n += k
+    return o.p + o.n - k
+
+
+cdef int cols_put(Cols* c, const uint8_t* rd, Py_ssize_t rpos, Py_ssize_t rend, Rec* recs, Py_ssize_t count,
+                  int64_t base, int64_t base_ts, bint log_append, int64_t max_ts, int64_t base_seq,
+                  list null_keys, list null_values, list null_hvalues) except -1:
+    """A v2 batch's records (walked into recs, their bytes rd[rpos:rend)) appended to c -> 1, with
+    nothing appended, when a position would pass 32 bits (Arrow's offsets)."""
+    cdef Py_ssize_t n = rend - rpos, i, j, headers = 0, p, k0, row
+    cdef int64_t hk = 0, hv = 0, nh = 0
+    cdef Rec* r
+    for i in range(count):
+        headers += recs[i].nh
+    k0 = c.shift + c.data.n     # where the records' bytes go in the RecordColumns' data
+    if k0 + n > INT32_MAX or c.first + c.headers + headers > INT32_MAX or c.row0 + c.rows + count > INT32_MAX:
+        return 1
+    cdef int64_t* o64 = <int64_t*>out_room(&c.offsets, 8 * count)
+    cdef int64_t* t64 = <int64_t*>out_room(&c.timestamps, 8 * count)
+    cdef int32_t* s32 = <int32_t*>out_room(&c.sequences, 4 * count)
+    cdef int32_t* sp = <int32_t*>out_room(&c.spans, 16 * count)
+    cdef int32_t* e32 = <int32_t*>out_room(&c.ends, 4 * count)
+    cdef int32_t* h32 = <int32_t*>out_room(&c.hspans, 16 * headers)
+    memcpy(out_room(&c.data, n), rd + rpos, n)
+    k0 -= rpos                  # a position in rd -> one in the RecordColumns' data
+    row = c.row0 + c.rows
+    headers = c.first + c.headers
+    for i in range(count):
+        r = recs + i
+        o64[i] = base + r.od
+        t64[i] = max_ts if log_append else base_ts + r.td
+        s32[i] = <int32_t>sequence_of(base_seq, r.od)
+        sp[4 * i] = <int32_t>(r.key + k0)
+        sp[4 * i + 1] = <int32_t>(r.key + k0 + (r.klen if r.klen > 0 else 0))
+        sp[4 * i + 2] = <int32_t>(r.value + k0)
+        sp[4 * i + 3] = <int32_t>(r.value + k0 + (r.vlen if r.vlen > 0 else 0))
+        if r.klen < 0:
+            null_keys.append(row + i)
+        if r.vlen < 0:
+            null_values.append(row + i)
+        if r.nh:
+            p = rd_small(rd, r.headers, &nh)
+            for j in range(r.nh):
+                p = rd_small(rd, p, &hk)
+                h32[0] = <int32_t>(p + k0)
+                h32[1] = <int32_t>(p + k0 + hk)
+                p = rd_small(rd, p + hk, &hv)
+                h32[2] = <int32_t>(p + k0)
+                if hv >= 0:
+                    p += hv
+                else:
+                    null_hvalues.append(headers)
+                h32[3] = <int32_t>(p + k0)
+                h32 += 4
+                headers += 1
+        e32[i] = <int32_t>headers
+    c.rows += count
+    c.headers = headers - c.first
+    return 0
+
+
+cdef int cols_close(Cols* c, cols, list null_keys, list null_values, list null_hvalues) except -1:
+    """What c holds appended to the RecordColumns `cols`."""
+    if not c.rows:
+        return 0
+    cols.sequences.frombytes(out_bytes(&c.sequences))
+    cols.rows += c.rows
+    cols.size += c.data.n
+    cols.data.append(out_bytes(&c.data))
+    cols.offsets.frombytes(out_bytes(&c.offsets))
+    cols.timestamps.frombytes(out_bytes(&c.timestamps))
+    cols.spans.frombytes(out_bytes(&c.spans))
+    if null_keys:
+        cols.null_keys += null_keys
+    if null_values:
+        cols.null_values += null_values
+    cols.header_ends.frombytes(out_bytes(&c.ends))
+    cols.header_spans.frombytes(out_bytes(&c.hspans))
+    if null_hvalues:
+        cols.null_header_values += null_hvalues
+    return 0
+
+
 def scan_columns(batch, cols):
     """scan.scan_columns, compiled: the records of a v2 batch walked in C (every size checked as
     records.py checks it) and appended to `cols` as machine arrays a column at a time; raises
@@ -1329,96 +1490,92 @@ def scan_columns(batch, cols):
     cdef Fields f
     if not v2_fields(&f, batch):
         return _pure_columns(batch, cols)
-    cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
-    cdef bint log_append = f.log_append
-    cdef Py_ssize_t shift = cols.size, row0 = cols.rows, first = len(cols.header_spans) // 4
-    cdef Py_ssize_t i, j, n, headers, p, k0
-    cdef int64_t hk = 0, hv = 0, nh = 0
-    cdef int64_t* o64
-    cdef int64_t* t64
-    cdef int32_t* s32
-    cdef int32_t* sp
-    cdef int32_t* e32
-    cdef int32_t* h32
-    cdef Rec* r
     cdef Region reg
     cdef Rec* recs = NULL
-    region_open(&reg, batch)
+    cdef Cols c
+    null_keys, null_values, null_hvalues = [], [], []
+    cols_clear(&c)
+    reg.held = False
     try:
-        recs = walk(reg.d, reg.pos, reg.end, count)
-        if not numbers_fit(recs, count, base, base_ts):
+        cols_open(&c, cols)
+        region_open(&reg, batch)
+        recs = walk(reg.d, reg.pos, reg.end, f.count)
+        if not numbers_fit(recs, f.count, f.base, f.base_ts):
             raise Malformed("numbers past 64 bits")
-        n = reg.end - reg.pos
-        headers = 0
-        for i in range(count):
-            headers += recs[i].nh
-        if shift + n > INT32_MAX or first + headers > INT32_MAX or row0 + count > INT32_MAX:
+        if cols_put(&c, reg.d, reg.pos, reg.end, recs, f.count, f.base, f.base_ts, f.log_append, f.max_ts,
+                    f.base_seq, null_keys, null_values, null_hvalues):
             raise Malformed("positions past 32 bits")
-        offsets = PyBytes_FromStringAndSize(NULL, 8 * count)
-        timestamps = PyBytes_FromStringAndSize(NULL, 8 * count)
-        sequences = PyBytes_FromStringAndSize(NULL, 4 * count)
-        spans = PyBytes_FromStringAndSize(NULL, 16 * count)
-        ends = PyBytes_FromStringAndSize(NULL, 4 * count)
-        hspans = PyBytes_FromStringAndSize(NULL, 16 * headers)
-        o64 = <int64_t*>PyBytes_AS_STRING(offsets)
-        t64 = <int64_t*>PyBytes_AS_STRING(timestamps)
-        s32 = <int32_t*>PyBytes_AS_STRING(sequences)
-        sp = <int32_t*>PyBytes_AS_STRING(spans)
-        e32 = <int32_t*>PyBytes_AS_STRING(ends)
-        h32 = <int32_t*>PyBytes_AS_STRING(hspans)
-        null_keys, null_values, null_hvalues = [], [], []
-        k0 = shift - reg.pos       # a position in the records' bytes -> one in cols' data
-        headers = first
-        for i in range(count):
-            r = recs + i
-            o64[i] = base + r.od
-            t64[i] = max_ts if log_append else base_ts + r.td
-            s32[i] = <int32_t>sequence_of(base_seq, r.od)
-            sp[4 * i] = <int32_t>(r.key + k0)
-            sp[4 * i + 1] = <int32_t>(r.key + k0 + (r.klen if r.klen > 0 else 0))
-            sp[4 * i + 2] = <int32_t>(r.value + k0)
-            sp[4 * i + 3] = <int32_t>(r.value + k0 + (r.vlen if r.vlen > 0 else 0))
-            if r.klen < 0:
-                null_keys.append(row0 + i)
-            if r.vlen < 0:
-                null_values.append(row0 + i)
-            if r.nh:
-                p = rd_small(reg.d, r.headers, &nh)
-                for j in range(r.nh):
-                    p = rd_small(reg.d, p, &hk)
-                    h32[0] = <int32_t>(p + k0)
-                    h32[1] = <int32_t>(p + k0 + hk)
-                    p = rd_small(reg.d, p + hk, &hv)
-                    h32[2] = <int32_t>(p + k0)
-                    if hv >= 0:
-                        p += hv
-                    else:
-                        null_hvalues.append(headers)
-                    h32[3] = <int32_t>(p + k0)
-                    h32 += 4
-                    headers += 1
-            e32[i] = <int32_t>headers
-        data = reg.view.obj
-        if type(data) is not bytes or reg.pos or reg.end != PyBytes_GET_SIZE(data):
-            data = PyBytes_FromStringAndSize(<const char*>(reg.d + reg.pos), n)
+        cols_close(&c, cols, null_keys, null_values, null_hvalues)
     finally:
         PyMem_Free(recs)
+        cols_free(&c)
         region_close(&reg)
-    cols.sequences.frombytes(sequences)
-    cols.rows += count
-    cols.data.append(data)
-    cols.size += n
-    cols.offsets.frombytes(offsets)
-    cols.timestamps.frombytes(timestamps)
-    cols.spans.frombytes(spans)
-    if null_keys:
-        cols.null_keys += null_keys
-    if null_values:
-        cols.null_values += null_values
-    cols.header_ends.frombytes(ends)
-    cols.header_spans.frombytes(hspans)
-    if null_hvalues:
-        cols.null_header_values += null_hvalues
+
+
+def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, batch_of_row, int64_t lo,
+                int64_t hi, bint transactional, bint verify, Py_ssize_t max_rows, Py_ssize_t max_bytes):
+    """spark/arrow.py's selection and _RecordRows.add over a run of v2 data batches from
+    buf[pos:end), in C: each batch's records appended to the RecordColumns `cols` as scan_columns
+    appends them, its values to the six lists of `batch_values` (timestamp_type, base_offset,
+    producer_id, producer_epoch, is_transactional, is_control) and its index in them to
+    `batch_of_row` once a record. Batches are taken while cols holds fewer than max_rows rows
+    and max_bytes bytes, up to the first the caller's loop must judge: a batch open_batch leaves
+    (legacy, control, short, incomplete, ...), one with offsets outside [lo, hi), a
+    transactional one unless `transactional`, one whose CRC fails when `verify`. -> the
+    position of the batch it stopped at (or where the walk ended)."""
+    cdef Py_buffer view
+    cdef Head b
+    cdef Cols c
+    cdef const uint8_t* d
+    cdef Py_ssize_t bidx, i, first_batch
+    cdef int32_t* w
+    b.recs = NULL
+    ts_types, bases, pids, epochs, txns, controls = batch_values
+    null_keys, null_values, null_hvalues = [], [], []
+    bidx = first_batch = len(bases)
+    cols_clear(&c)
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        cols_open(&c, cols)
+        d = <const uint8_t*>view.buf
+        if end > view.len:
+            end = view.len
+        while pos + 17 < end and c.row0 + c.rows < max_rows and c.shift + c.data.n < max_bytes:
+            held = open_batch(&b, buf, d, pos, end)
+            if held is False:
+                break
+            if (b.base < lo or b.base + b.lod >= hi or (b.attributes & 0x10 and not transactional)
+                    or (verify and b.computed != b.crc)):
+                break
+            if cols_put(&c, b.rd, b.rpos, b.rend, b.recs, b.count, b.base, b.base_ts, b.attributes & 0x08, b.max_ts,
+                        b.base_seq, null_keys, null_values, null_hvalues):
+                break
+            PyMem_Free(b.recs)
+            b.recs = NULL
+            w = <int32_t*>out_room(&c.batch_rows, 4 * b.count)
+            for i in range(b.count):
+                w[i] = <int32_t>bidx
+            bidx += 1
+            ts_types.append("LogAppendTime" if b.attributes & 0x08 else "CreateTime")
+            bases.append(b.base)
+            pids.append(b.pid)
+            epochs.append(b.epoch)
+            txns.append(True if b.attributes & 0x10 else False)
+            controls.append(False)
+            pos += b.total
+            if bidx == first_batch + 1 and c.rows:    # room for the run's rows, told by its first batch's
+                i = max_rows - c.row0 - c.rows
+                if i > 0:
+                    cols_reserve(&c, i, min(min(end - pos, max_bytes - c.shift - c.data.n),
+                                            <Py_ssize_t>(<double>c.data.n / c.rows * i * 1.05) + 4096))
+        cols_close(&c, cols, null_keys, null_values, null_hvalues)
+        if c.batch_rows.n:
+            batch_of_row.frombytes(out_bytes(&c.batch_rows))
+    finally:
+        PyMem_Free(b.recs)
+        cols_free(&c)
+        PyBuffer_Release(&view)
+    return pos
 
 
 # ------------------------------------------------------------------ record search
@@ -1490,11 +1647,12 @@ def search_v2(batch, search, indices=None):
 
 
 
-def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n):
+def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
     """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
     RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
     (Arrow's int32 offsets buffer, data buffer) of a binary column of them: what spark/arrow.py's
-    `take` over a covering array makes, in one pass."""
+    `take` over a covering array makes, in one pass. `utf8`: None unless every span is UTF-8
+    that Python's decoder takes (a string column's check, which `cast` makes on the pure core)."""
     cdef const int32_t[::1] sp = spans
     cdef const uint8_t[::1] src = whole
     cdef Py_ssize_t i, total = 0, a, b, size = src.shape[0]
@@ -1518,10 +1676,37 @@ def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n):
     for i in range(n):
         a = sp[4 * i + first]
         b = sp[4 * i + first + 1]
-        memcpy(w + total, s + a, b - a)
+        if utf8 and not utf8_valid(<const uint8_t*>(s + a), b - a):
+            return None
+        copy_bytes(w + total, s + a, b - a)
         total += b - a
         off[i + 1] = <int32_t>total
     return offsets, data
+
+
+def spread(values, Py_ssize_t width, rows):
+    """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
+    them in `rows` (int32) -> the rows' values end to end: spark/arrow.py's `take` of a batch's
+    values for each of its records."""
+    cdef Py_buffer view
+    cdef const int32_t[::1] r = rows
+    cdef Py_ssize_t i, n = r.shape[0], k
+    cdef const char* v
+    if width not in (1, 2, 4, 8):
+        raise ValueError("width")
+    out = PyBytes_FromStringAndSize(NULL, n * width)
+    cdef char* w = PyBytes_AS_STRING(out)
+    PyObject_GetBuffer(values, &view, PyBUF_SIMPLE)
+    try:
+        v = <const char*>view.buf
+        k = view.len // width
+        for i in range(n):
+            if not 0 <= r[i] < k:
+                raise ValueError("row index out of range")
+            memcpy(w + i * width, v + r[i] * width, width)
+    finally:
+        PyBuffer_Release(&view)
+    return out
 
 
 # Imported first (not through formats/scan.py), this module made scan import it half-built and

@@ -1337,6 +1337,8 @@ CORE = "pure"
 kafka_text_run = None
 json_run = None     # the same for dump-log --format json: its pure twin is render/jsonl.py's loop
 gather_spans = None  # a binary Arrow column's buffers from RecordColumns' spans: spark/arrow.py's take
+columns_run = None   # spark/arrow.py's selection and _RecordRows.add over runs of v2 data batches
+spread = None        # a batch's values one a record: spark/arrow.py's take
 
 from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, which _cscan reads)
 
@@ -1344,7 +1346,7 @@ from kafkalog_cli.formats.core import compiled_scan  # noqa: E402  (after PURE, 
 def install_compiled() -> None:
     """Use the compiled scanners, when formats/core.py says so (see CORE)."""
     global fast_v2_text, fast_v2_json, v2_records_ok, scan_columns, search_v2, kafka_text_run, json_run, CORE
-    global gather_spans
+    global gather_spans, columns_run, spread
     compiled = compiled_scan()
     if compiled is None or not hasattr(compiled, "kafka_text_run"):   # none, or half-built: it calls again
         return
@@ -1356,6 +1358,8 @@ def install_compiled() -> None:
     kafka_text_run = compiled.kafka_text_run
     json_run = compiled.json_run
     gather_spans = compiled.gather_spans
+    columns_run = compiled.columns_run
+    spread = compiled.spread
     CORE = "compiled"
 
 

@@ -25,6 +25,8 @@ from kafkalog_cli.storage.remote import segment_batches, segment_chunks as _chun
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
+BYTES_PER_BATCH = 32 << 20     # or this many bytes of keys, values and headers (records of a MiB)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # Arrow type and Spark DDL type of each of render.schema's type names
 _SCALARS = {
@@ -213,7 +215,8 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
     dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at a batch whose
     CRC fails instead, as a consumer with check.crcs does. `view` (records only): what a
     consumer of the partition is returned (ops.consumer_view), chosen batch by batch here, before
-    any column is built."""
+    any column is built. An Arrow batch ends after the Kafka batch that brings it to
+    `rows_per_batch` rows or BYTES_PER_BATCH bytes of payloads."""
     f = pushdown if pushdown is not None and (pushdown.on_records or pushdown.empty) else None
     if pushdown is not None and not pushdown.keeps_segment(ref):
         return
@@ -222,30 +225,38 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
     if view is not None and not view.keeps_segment(ref.base_offset, ref.next_base_offset):
         return
     rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
+    run = None
+    if level == "record" and f is None and scan.columns_run is not None:
+        run = rows.runner(view, verify_crc, rows_per_batch)
     released, last_buf = 0, None
-    for off, buf, b, g in selected(ref, f if level == "record" else None, view, verify_crc, level == "record"):
+    for off, buf, b, g in selected(ref, f if level == "record" else None, view, verify_crc, level == "record", run):
+        at = g if b is None else b.position
         if buf is not last_buf:
-            released, last_buf = b.position, buf
-        rows.offset = off           # chunk positions are relative to the chunk
-        try:
-            rows.add(b, g)
-        except KafkalogError as e:  # a record that does not decode
-            if e.path is None and e.position is not None:
-                e.position += off
-            raise e.located(path=ref.path)
-        if rows.count >= rows_per_batch:
+            released, last_buf = at, buf
+        if b is not None:
+            rows.offset = off           # chunk positions are relative to the chunk
+            try:
+                rows.add(b, g)
+            except KafkalogError as e:  # a record that does not decode
+                if e.path is None and e.position is not None:
+                    e.position += off
+                raise e.located(path=ref.path)
+        if rows.count >= rows_per_batch or rows.size >= BYTES_PER_BATCH:
             yield rows.flush()
-            release_pages(buf, released, b.position)
-            released = b.position
+            release_pages(buf, released, at)
+            released = at
     if rows.count:
         yield rows.flush()
 
 
-def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: bool, records: bool = True):
+def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: bool, records: bool = True,
+             run=None):
     """(chunk position, chunk, batch, the batch's record filter) for the batches of the segment
     that `f` (pushed-down filters or export's ranges) and `view` (a consumer's view) keep: the one
     selection of read_segment and of export's JSON Lines. Errors name the segment and the byte in
-    it."""
+    it. `run` (read_segment's, on the compiled core: _RecordRows.runner) takes runs of batches
+    itself, (chunk, position) -> the position of the first batch it leaves to this loop; after
+    each run this yields (chunk position, chunk, None, that position)."""
     from kafkalog_cli.formats.records import iter_batches
 
     chunks = None
@@ -255,7 +266,10 @@ def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: boo
         chunks = _chunks(ref, start)
         for off, buf in chunks:
             pos = start - off if start > off else 0
-            for b in iter_batches(buf, pos, len(buf)):
+            for b in iter_batches(buf, pos, len(buf)) if run is None else _between_runs(buf, pos, run):
+                if b.__class__ is int:      # a run's end
+                    yield off, buf, None, b
+                    continue
                 g = f               # this batch's record filter
                 if records:
                     if view is not None:
@@ -286,6 +300,24 @@ def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: boo
     finally:
         if chunks is not None:
             chunks.close()          # a local segment is unmapped now, not when collected
+
+
+def _between_runs(buf, pos: int, run):
+    """The batches of buf from pos that `run` leaves, and the position where each run ends."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    end = len(buf)
+    while True:
+        at = run(buf, pos)
+        if at != pos:
+            pos = at
+            yield at
+            continue        # it stopped at its rows (the caller made them a batch) or at a batch it leaves
+        b = next(iter_batches(buf, pos, end), None)
+        if b is None:
+            return
+        yield b
+        pos = b.position + b.size
 
 
 def segment_log_dir(ref) -> str | None:
@@ -322,15 +354,30 @@ class _Rows:
                       "broker_id": broker_id(log_dir)}
         self.count = 0
         self.offset = 0         # where the bytes read start in the file (a remote segment's chunk)
+        self._constants: dict = {}
+
+    @property
+    def size(self) -> int:
+        """Bytes of payloads held (what ends an Arrow batch besides its rows)."""
+        return 0
 
     def flush(self) -> pa.RecordBatch:
         # timestamps are built as the int64 milliseconds they are, and typed as timestamps here
-        arrays = [_repeat(self.fixed[n], t, self.count) if n in self.fixed
+        arrays = [self._constant(n, self.fixed[n], t) if n in self.fixed
                   else self._array(n, pa.int64()).view(t) if pa.types.is_timestamp(t) else self._array(n, t)
                   for n, t, _ in self.cols]
         self.count = 0
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _constant(self, name: str, value, type_: pa.DataType) -> pa.Array:
+        """`value` for each of the rows: a slice of one array kept per column and value (a
+        segment's topic, path..., or a value every batch so far had), not made again each time."""
+        key = (name, value)
+        made = self._constants.get(key)
+        if made is None or len(made) < self.count:
+            made = self._constants[key] = _repeat(value, type_, max(self.count, ROWS_PER_BATCH + 1024))
+        return made.slice(0, self.count)
 
     def _array(self, name: str, type_: pa.DataType) -> pa.Array:
         raise NotImplementedError
@@ -372,6 +419,25 @@ class _RecordRows(_Rows):
     def __init__(self, ref: Segment, cols):
         super().__init__(ref, cols)
         self._clear()
+
+    @property
+    def size(self) -> int:
+        return self.records.size
+
+    def runner(self, view: ConsumerView | None, verify_crc: bool, rows_per_batch: int):
+        """scan.columns_run as selected's `run`: the batches `add` would take with no record filter
+        (inside the view's offsets; transactional ones only where no transaction was aborted;
+        CRCs checked when `verify_crc`), until rows_per_batch rows or BYTES_PER_BATCH bytes."""
+        lo, hi, txn = (_INT64_MIN, _INT64_MAX, True) if view is None else (
+            view.start, min(view.end, _INT64_MAX), not view.aborted)
+        columns_run = scan.columns_run
+
+        def run(buf, pos: int) -> int:
+            at = columns_run(buf, pos, len(buf), self.records, tuple(self.batch_values[n] for n in _BATCH_VALUES),
+                             self.batch_of_row, lo, hi, txn, verify_crc, rows_per_batch, BYTES_PER_BATCH)
+            self.count = self.records.rows
+            return at
+        return run
 
     def add(self, b, f) -> None:
         start = self.records.rows
@@ -416,10 +482,17 @@ class _RecordRows(_Rows):
         if name in ("offset", "timestamp", "sequence"):
             return _integers(getattr(self.records, name + "s"), type_)
         if name in self.batch_values:
-            return _column(self.batch_values[name], type_).take(self._batch_index)
+            values = self.batch_values[name]
+            if values.count(values[0]) == len(values):     # one value for all (a segment's are, mostly)
+                return self._constant(name, values[0], type_)
+            if scan.spread is not None and type_ in _INT_CODES:
+                values = array(_INT_CODES[type_], values)
+                return pa.Array.from_buffers(type_, self.count, [None, pa.py_buffer(
+                    scan.spread(values, values.itemsize, self.batch_of_row))])
+            return _column(values, type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
         if not self.record_values:
-            return pa.nulls(self.count, type_)
+            return self._constant(name, None, type_)
         column: list = [None] * self.count
         for start, n, *values in self.record_values:
             if values[i] is not None:
@@ -491,12 +564,13 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
     data = pa.py_buffer(whole)
     gather = scan.gather_spans
 
-    def picked(spans: array, pieces, at: int, n: int, nulls) -> pa.Array:
+    def picked(spans: array, pieces, at: int, n: int, nulls, type_=pa.binary()) -> pa.Array | None:
         if gather is None:
             return pieces.take(_every_fourth(at, n, nulls))
-        offsets, payloads = gather(whole, spans, at - 1, n)
-        return pa.Array.from_buffers(pa.binary(), n, [_validity(n, nulls), pa.py_buffer(offsets),
-                                                      pa.py_buffer(payloads)])
+        got = gather(whole, spans, at - 1, n, type_ == pa.string())
+        if got is None:
+            return None
+        return pa.Array.from_buffers(type_, n, [_validity(n, nulls), pa.py_buffer(got[0]), pa.py_buffer(got[1])])
 
     out = {}
     if "key" in names or "value" in names:
@@ -508,10 +582,13 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
         return out
     hpieces = _covering(data, r.header_spans) if gather is None else None
     n = len(r.header_spans) // 4
-    keys = picked(r.header_spans, hpieces, 1, n, ())
-    try:
-        keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
-    except pa.ArrowInvalid:                # Java's replacement characters, one at a time
+    keys = picked(r.header_spans, hpieces, 1, n, (), pa.string())     # None: not all UTF-8
+    if gather is None:
+        try:
+            keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
+        except pa.ArrowInvalid:
+            keys = None
+    if keys is None:                           # Java's replacement characters, one at a time
         keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
                         pa.string())
     values = picked(r.header_spans, hpieces, 3, n, r.null_header_values)

@@ -58,7 +58,7 @@ def result(value):
 
 def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str], *, engine: str = "local",
                    master: str | None = None, jobs: int = 0, args: tuple = (), kwargs: dict | None = None,
-                   spark=None, star: bool = False, errors: str = "raise") -> list[Any]:
+                   spark=None, star: bool = False, errors: str = "raise", preload: Sequence[str] = ()) -> list[Any]:
     """[fn(d, *args, **kwargs) for d in partition_dirs], in that order, run by `engine`. Items that
     are Paths are passed as str; any other picklable item is passed as it is.
 
@@ -66,7 +66,8 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
     spark: one Spark task per partition on `master` (default local[*]), or on `spark` if given.
     star: each item is a tuple of leading arguments, fn(*item, *args, **kwargs).
     errors: "raise" raises the first KafkalogError (in item order) once all are done; "return"
-    puts the rebuilt error in that item's place (see `result`)."""
+    puts the rebuilt error in that item's place (see `result`). preload: modules fn imports when
+    it runs (pyarrow.parquet, for export), imported once by the local pool's fork server."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, not {engine!r}")
     items = [(i, str(d) if isinstance(d, Path) else d) for i, d in enumerate(partition_dirs)]
@@ -96,9 +97,9 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
 
             ctx = multiprocessing.get_context("forkserver" if hasattr(os, "fork") else "spawn")
             if ctx.get_start_method() == "forkserver":
-                # the workers fork from a server that has imported fn's module (pyarrow, for
-                # export) once, instead of each importing it
-                ctx.set_forkserver_preload([fn.__module__])
+                # the workers fork from a server that has imported fn's module and `preload`
+                # (pyarrow, for export) once, instead of each importing them
+                ctx.set_forkserver_preload([fn.__module__, *preload])
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 results = list(pool.map(call, items, chunksize=1))
     out: list[Any] = [None] * len(items)

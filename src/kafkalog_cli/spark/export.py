@@ -24,6 +24,13 @@ HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 FORMATS = ("parquet", "jsonl")
 CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 ROW_GROUP_ROWS = 1 << 20        # pyarrow's default row-group size
+ROW_GROUP_BYTES = 64 << 20      # or this many bytes of Arrow data (a row group is held until written)
+# Offsets, timestamps and sequences rise record by record: delta-encoded they take a few bits
+# each, where a dictionary only costs (every value a new entry, until it falls back). Keys, values
+# and headers get no statistics: min/max of payloads prune nothing (a partition's keys come in no
+# order) and cost a compare a byte.
+_DELTA = ("offset", "timestamp", "sequence")
+_NO_STATISTICS = ("key", "value", "headers")
 
 
 @dataclass(frozen=True)
@@ -113,10 +120,11 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         path = d / f"{_part_name(index, ref)}.parquet"
         n = 0
         try:
-            with pq.ParquetWriter(path, schema, compression=options.compression) as w:
-                for rb in read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown):
-                    w.write_batch(rb, row_group_size=options.row_group_rows)
-                    n += rb.num_rows
+            with pq.ParquetWriter(path, schema, compression=options.compression, **_writer_options(schema)) as w:
+                for group in _row_groups(read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown),
+                                         options.row_group_rows):
+                    w.write_table(group, row_group_size=options.row_group_rows)
+                    n += group.num_rows
         except OSError as e:
             raise WriteError(e.strerror or str(e), path=str(path)) from None
         return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
@@ -168,6 +176,49 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     except OSError as e:
         raise WriteError(e.strerror or str(e), path=str(path)) from None
     return {"segment": ref.path, "records": n, "file": path.name}
+
+
+def _writer_options(schema) -> dict:
+    """ParquetWriter's encodings and statistics for export's columns (see _DELTA)."""
+    names = schema.names
+    return {"use_dictionary": [c for c in _parquet_columns(schema) if c.split(".")[0] not in _DELTA],
+            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA if c in names},
+            "write_statistics": [c for c in _parquet_columns(schema) if c.split(".")[0] not in _NO_STATISTICS]}
+
+
+def _parquet_columns(schema) -> list[str]:
+    """The dotted paths of the schema's leaf columns, as ParquetWriter's options name them."""
+    import pyarrow as pa
+
+    def leaves(prefix: str, t) -> list[str]:
+        if pa.types.is_struct(t):
+            return [p for f in t for p in leaves(f"{prefix}.{f.name}", f.type)]
+        if pa.types.is_list(t):
+            return leaves(f"{prefix}.list.element", t.value_type)
+        return [prefix]
+
+    return [p for f in schema for p in leaves(f.name, f.type)]
+
+
+def _row_groups(batches, rows: int):
+    """Arrow record batches gathered into tables of whole row groups: at most `rows` rows and
+    about ROW_GROUP_BYTES bytes each (one write a row group: each write makes its own)."""
+    import pyarrow as pa
+
+    held, held_rows, held_bytes = [], 0, 0
+    for rb in batches:
+        while rb.num_rows:
+            take = min(rb.num_rows, rows - held_rows)
+            part = rb if take == rb.num_rows else rb.slice(0, take)
+            rb = rb.slice(take)
+            held.append(part)
+            held_rows += part.num_rows
+            held_bytes += part.nbytes
+            if held_rows >= rows or held_bytes >= ROW_GROUP_BYTES:
+                yield pa.Table.from_batches(held)
+                held, held_rows, held_bytes = [], 0, 0
+    if held:
+        yield pa.Table.from_batches(held)
 
 
 _KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint", ".lock",
@@ -296,7 +347,8 @@ def _write_parts(units, staging: Path, options: ExportOptions, engine, master, j
     from kafkalog_cli.spark.engine import run_partitions
 
     return run_partitions(export_segment, units, engine=engine, master=master, jobs=jobs,
-                          args=(str(staging), options), spark=spark)
+                          args=(str(staging), options), spark=spark,
+                          preload=("kafkalog_cli.spark.arrow", "pyarrow.parquet") if options.to == "parquet" else ())
 
 
 def _concat_parts(results: list[dict], staging: Path, dst) -> None:
