@@ -40,7 +40,7 @@ from kafkalog_cli.spark.cli_options import engine_options
 @click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
               default="snappy", show_default=True, help="parquet: the codec of every column.")
 @click.option("--row-group-size", "row_group_rows", type=click.IntRange(min=1), default=1 << 20,
-              show_default=True, metavar="ROWS", help="parquet: at most this many records a row group.")
+              show_default=True, metavar="ROWS", help="parquet: at most this many records a row group (a row group also ends once it holds about 64 MiB).")
 @click.option("--overwrite", is_flag=True,
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
