@@ -41,8 +41,10 @@ def test_recover_keeps_the_batch_and_rebuilds_what_the_broker_rebuilt(tmp_path, 
     before = log.read_bytes()
     recover(d, tmp_path, all_segments)
     assert log.read_bytes() == before                       # nothing truncated, nothing deleted
-    for name in (f"{0:020d}.index", f"{0:020d}.timeindex", f"{112:020d}.snapshot"):
+    for name in (f"{0:020d}.log", f"{0:020d}.index", f"{0:020d}.timeindex", f"{112:020d}.snapshot"):
         assert (d / PART / name).read_bytes() == (CASE / "after" / PART / name).read_bytes(), name
+    assert sorted(f.name for f in (d / PART).iterdir()) == sorted(f.name for f in (CASE / "after" / PART).iterdir())
+    assert "g-gzip 0 112" in (d / "recovery-point-offset-checkpoint").read_text().splitlines()
 
 
 def test_dump_log_lists_the_batch_where_it_lies_as_kafka_dump_log_does():
