@@ -10,9 +10,10 @@ broker.tiered_supported()), and what such a dir serves.
 Its `data` is the log dir, `remote` LocalTieredStorage's root (rsm.config.dir). Every broker started
 on a copy needs `broker.tiered_config(<copy of remote>)` (`TieredDir.copy` makes both).
 
-`tiered_records(remote, name)` lists the records of a partition's uploaded segments with
-`kafkalog dump-log` (on copies named <base>.log), so that a load check can compare what the broker
-serves from the log start offset (remote first) with dump-log of remote + local.
+`tiered_segments(remote, name)` lists a partition's uploaded segments with `kafkalog dump-log` (on
+copies named <base>.log), so that a load check can compare what the broker serves from the log
+start offset (remote first) with what a consumer receives from dump-log of remote + local
+(loadcheck.consumed).
 """
 from __future__ import annotations
 
@@ -125,10 +126,10 @@ def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: fl
     return t
 
 
-def tiered_records(remote: Path, name: str, work: Path) -> list[list]:
-    """The data records of partition `name`'s uploaded segments, as `kafkalog dump-log` lists them
-    (loadcheck.listed_records) on copies named <base>.log."""
-    from tests.differential.loadcheck import listed_records
+def tiered_segments(remote: Path, name: str, work: Path) -> list:
+    """Partition `name`'s uploaded segments as `kafkalog dump-log` lists them (loadcheck.listing),
+    on copies of their .log and .index named <base>.log, <base>.index."""
+    from tests.differential.loadcheck import listing
     d = remote_dir(remote, name)
     if d is None:
         return []
@@ -137,9 +138,9 @@ def tiered_records(remote: Path, name: str, work: Path) -> list[list]:
         shutil.rmtree(part)
     part.mkdir(parents=True)
     for f in d.iterdir():
-        if f.name.endswith(".log"):
-            shutil.copyfile(f, part / f"{f.name[:20]}.log")
-    return listed_records(part)
+        if f.name.endswith((".log", ".index")):
+            shutil.copyfile(f, part / f"{f.name[:20]}{f.suffix}")
+    return listing(part)
 
 
 def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> dict:
@@ -147,7 +148,7 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
     remote tier: what it served against dump-log of the uploaded segments then the local ones
     (the local ones from the first offset no upload holds)."""
     from tests.differential.broker import run_broker
-    from tests.differential.loadcheck import listed_records
+    from tests.differential.loadcheck import consumed, listing
     c = t.copy(work / "copy")
     def consume(b):
         # remote reads before the metadata manager has read __remote_log_metadata fail (an ERROR,
@@ -160,11 +161,15 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
     recovered = [ln for ln in run.log.splitlines() if "Recovering unflushed segment" in ln and METADATA not in ln]
     out = {"errors": run.errors, "recovered": recovered, "partitions": {}}
     for name in partitions:
-        remote = tiered_records(t.remote, name, work / "remote-listing")
-        upto = remote[-1][0] + 1 if remote else 0
-        listed = remote + [r for r in listed_records(t.data / name) if r[0] >= upto]
+        # below the local log start offset (the first local segment's base) the broker reads the
+        # remote tier (RemoteLogManager.read: the uploaded segment holding the offset, from its
+        # first batch reaching it), from it on the local log: one model of both (consumed)
+        local = listing(t.data / name)
+        local_start = local[0].base if local else None
+        remote = [s for s in tiered_segments(t.remote, name, work / "remote-listing")
+                  if local_start is None or s.base < local_start]
         g = got[name]
-        want = [r for r in listed if g["start"] <= r[0] < g["end"]]
+        want = consumed(remote + local, g["start"], g["end"])
         out["partitions"][name] = {"start": g["start"], "end": g["end"], "served": len(g["records"]),
                                    "listed": len(want), "same": g["records"] == want,
                                    "local_start": (local_bases(t.data / name) or [None])[0],
