@@ -371,13 +371,13 @@ class _Rows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     def _constant(self, name: str, value, type_: pa.DataType) -> pa.Array:
-        """`value` for each of the rows: a slice of one array kept per column and value (a
-        segment's topic, path..., or a value every batch so far had), not made again each time."""
-        key = (name, value)
-        made = self._constants.get(key)
-        if made is None or len(made) < self.count:
-            made = self._constants[key] = _repeat(value, type_, max(self.count, ROWS_PER_BATCH + 1024))
-        return made.slice(0, self.count)
+        """`value` for each of the rows: a slice of the column's last such array while its value
+        stays (a segment's topic and path, a producer's id...), not made again each time; one
+        array a column at most."""
+        kept = self._constants.get(name)
+        if kept is None or len(kept[1]) < self.count or kept[0] != value or type(kept[0]) is not type(value):
+            kept = self._constants[name] = (value, _repeat(value, type_, max(self.count, ROWS_PER_BATCH + 1024)))
+        return kept[1].slice(0, self.count)
 
     def _array(self, name: str, type_: pa.DataType) -> pa.Array:
         raise NotImplementedError
