@@ -290,13 +290,13 @@ def test_the_compiled_crc32c_is_the_packages(data, skip, size):
 
 
 # ------------------------------------------------------------------ whole dumps, both cores
-def _text_dump(data: bytes, tmp_path, fast, **opts) -> tuple[bytes, bytes, str | None]:
+def _text_dump(data: bytes, tmp_path, fast, deep: bool = True, **opts) -> tuple[bytes, bytes, str | None]:
     """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop
-    (kafka_text_run) when `fast` is the compiled scanner."""
+    (kafka_text_run) when `fast` is the compiled scanner; `deep` False: the batch lines only."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     out, err = io.BytesIO(), io.BytesIO()
-    d = KafkaDumper(out, err, DumpOptions(parser=STRING, deep_iteration=True, **opts))
+    d = KafkaDumper(out, err, DumpOptions(parser=STRING, deep_iteration=deep, **opts))
     d._run = compiled.kafka_text_run if fast is compiled.fast_v2_text else None
     error = None
     with pytest.MonkeyPatch.context() as m:
@@ -331,6 +331,9 @@ def test_a_segment_of_every_codec_legacy_and_control_batches_dumps_the_same(tmp_
     data = _segment() + _control(10**6)
     assert _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log) == \
         _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
+    if not data_log:        # the batch lines alone
+        assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False) == \
+            _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False)
     for encoding in ENCODINGS:
         assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
             _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
@@ -348,6 +351,8 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
     data = good + bytes(b.buf) + good
     text = _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log)
     assert text == _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
+    lines = _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False)   # no record walked: no error
+    assert lines == _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False) and lines[2] is None
     assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8") == \
         _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8")
 
@@ -355,17 +360,18 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
 @needs_compiled
 @PROPERTY
 @given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=5),
-       cut=st.integers(0, 200), flags=st.sampled_from(FLAGS))
-def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags):
+       cut=st.integers(0, 200), flags=st.sampled_from(FLAGS), deep=st.booleans())
+def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags, deep):
     """kafka_text_run and json_run (batch lines and records, a run of batches at a time) against
     render/kafka.py's and render/jsonl.py's loops on the pure core: chains of any batches, offsets jumping (the
-    non-consecutive report), a cut-off last batch (invalid bytes at the end)."""
+    non-consecutive report), a cut-off last batch (invalid bytes at the end); kafka_text_run
+    also without --deep-iteration (batch lines only)."""
     metadata, data_log = flags
     data = b"".join(chain)
     data = data[: len(data) - cut]
-    opts = dict(print_data_log=data_log, skip_record_metadata=not metadata)
-    assert _text_dump(data, tmp_path, compiled.fast_v2_text, **opts) == \
-        _text_dump(data, tmp_path, PURE["fast_v2_text"], **opts)
+    opts = dict(print_data_log=data_log and deep, skip_record_metadata=not metadata)
+    assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep, **opts) == \
+        _text_dump(data, tmp_path, PURE["fast_v2_text"], deep, **opts)
     encoding = ENCODINGS[cut % 3]
     assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
         _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
@@ -384,6 +390,17 @@ def test_the_compiled_batch_loop_renders_runs_and_leaves_the_rest():
     assert text.decode().splitlines()[0].startswith("baseOffset: 0 lastOffset: 2 count: 3 ")
     text, pos, last = compiled.kafka_text_run(data, pos + len(legacy), len(data), 2, pairs, True, False, 1 << 20)
     assert (pos, last, pairs) == (len(data), 2, [(2, 0)])
+    # batch lines only: records neither walked nor decompressed (an undecodable gzip payload under
+    # a right CRC still gets its line, as kafka-dump-log prints it without --deep-iteration)
+    from kafkalog_cli.formats.records import set_v2_crc
+
+    gz = bytearray(build_v2_batch([SimpleRecord(key=b"k", value=b"v" * 50, timestamp=1)], 0,
+                                  compression=Compression.GZIP))
+    gz[-4:] = b"\0\0\0\0"
+    gz = bytes(set_v2_crc(gz))
+    text, pos, last = compiled.kafka_text_run(gz + good, 0, len(gz) + len(good), -1, pairs, True, False, 1 << 20, False)
+    assert pos == len(gz) + len(good) and last == -1 and len(text.decode().splitlines()) == 2
+    assert compiled.kafka_text_run(gz, 0, len(gz), -1, [], True, False, 1 << 20)[1] == 0   # deep: left to the loop
 
 
 @needs_compiled

@@ -759,11 +759,12 @@ cdef struct Head:
     Rec* recs                 # PyMem_Free it
 
 
-cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end):
-    """The v2 data batch at d[pos] read into b, its records walked and its CRC-32C computed ->
-    what holds the records' bytes (keep it while b.rd is read), or False: the runs leave this
-    batch to their caller's loop (legacy, control, short or incomplete batches, an unknown
-    codec, records the scanners give up on, numbers past 64 bits)."""
+cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, bint records=True):
+    """The v2 data batch at d[pos] read into b, its records walked (unless not `records`: its
+    header only) and its CRC-32C computed -> what holds the records' bytes (keep it while b.rd is
+    read), or False: the runs leave this batch to their caller's loop (legacy, control, short or
+    incomplete batches, an unknown codec, records the scanners give up on, numbers past 64
+    bits)."""
     cdef const uint8_t* h = d + pos
     cdef int32_t size = be32(h + 8)
     cdef int codec
@@ -789,6 +790,9 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
     b.count = be32(h + 57)
     if b.count < 0 or not add_ok(b.base, b.lod):
         return False
+    if not records:
+        b.computed = crc32c_at(h + 21, b.total - 21)
+        return buf
     data = buf
     if codec:
         try:
@@ -825,14 +829,15 @@ cdef inline int64_t last_sequence(Head* b) noexcept:
 
 
 def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
-                   Py_ssize_t limit):
+                   Py_ssize_t limit, bint records=True):
     """kafka-dump-log's lines (batch line, then its record lines) of the v2 data batches from
     buf[pos:end), as render/kafka.py's loop writes them with the StringDecoder parser, until
     about `limit` bytes are written or a batch this does not render: legacy, control, short or
     incomplete batches, an unknown codec, records the record text scanner gives up on, numbers
     past 64 bits. -> (UTF-8 text, the position of that batch (or where the walk ended), the last
     record offset); `pairs` gets the non-consecutive (previous, offset) pairs in file order. The
-    caller's own loop goes on from the position returned."""
+    caller's own loop goes on from the position returned. Not `records`: the batch lines only
+    (dump-log without --deep-iteration), the records neither walked nor decompressed."""
     cdef Py_buffer view
     cdef Out o
     cdef int64_t clast
@@ -854,7 +859,7 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
             end = view.len
         out_init(&o, limit + (1 << 16))
         while pos + 17 < end and o.n < limit:
-            held = open_batch(&b, buf, d, pos, end)
+            held = open_batch(&b, buf, d, pos, end, records)
             if held is False:
                 break
             # the batch line (render/kafka.py's batch_line)
@@ -902,8 +907,9 @@ def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint m
                 out_lit(&o, b" isvalid: true\n")
             else:
                 out_lit(&o, b" isvalid: false\n")
-            put_records_text(&o, b.rd, b.recs, b.count, b.base, b.base_ts, b.attributes & 0x08, b.max_ts,
-                             b.base_seq, &clast, found, metadata, data_log)
+            if records:
+                put_records_text(&o, b.rd, b.recs, b.count, b.base, b.base_ts, b.attributes & 0x08, b.max_ts,
+                                 b.base_seq, &clast, found, metadata, data_log)
             PyMem_Free(b.recs)
             b.recs = NULL
             pos += b.total

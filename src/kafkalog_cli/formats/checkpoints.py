@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
 from kafkalog_cli.errors import CheckpointError
-from kafkalog_cli.formats.internal.kafka_protocol import java_string_hash
 from kafkalog_cli.formats.scala_order import CheckpointKind, broker_order
 
 T = TypeVar("T")
@@ -457,6 +456,9 @@ def _store_order(keys: list[str], order: str) -> list[str]:
     `jdk8` (Hashtable of 11 buckets walked from the top, newest first in a bucket; exact below 9 keys)."""
     if order == "sorted":
         return sorted(keys)
+    # (imported here: the protocol module costs every checkpoint reader's start-up a few ms)
+    from kafkalog_cli.formats.internal.kafka_protocol import java_string_hash
+
     if order == "jdk9":
         n = 16
         while len(keys) >= n * 3 // 4:

@@ -286,8 +286,8 @@ class KafkaDumper:
                 # batch or nothing, so the loop below reads no further batch
                 valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
             released = valid
-            if deep and f is None and self._run is not None:
-                valid, last_offset = self._runs(buf, valid, end, last_offset, pairs)
+            if f is None and self._run is not None:
+                valid, last_offset = self._runs(buf, valid, end, last_offset, pairs, deep)
             for batch, records in selected_batches(buf, valid, end, f, deep):
                 self._w(batch_line(batch, batch.position))
                 if deep:
@@ -306,17 +306,17 @@ class KafkaDumper:
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
 
-    def _runs(self, buf, pos: int, end: int, last_offset: int, pairs: list) -> tuple[int, int]:
-        """The sequential loop of an unfiltered deep dump on the compiled core: runs of v2 data
-        batches written by its kafka_text_run, each batch it leaves (legacy, control, damaged)
-        written here as the loop in dump_log writes it. -> (end of the last complete batch, last
-        record offset), where that loop then finds no batch."""
+    def _runs(self, buf, pos: int, end: int, last_offset: int, pairs: list, deep: bool = True) -> tuple[int, int]:
+        """The sequential loop of an unfiltered dump on the compiled core: runs of v2 data
+        batches written by its kafka_text_run (their records too when `deep`), each batch it
+        leaves (legacy, control, damaged) written here as the loop in dump_log writes it. -> (end
+        of the last complete batch, last record offset), where that loop then finds no batch."""
         o = self.o
         released = pos
         while True:
             local: list = []
             text, pos, last_offset = self._run(buf, pos, end, last_offset, local, not o.skip_record_metadata,
-                                               o.print_data_log, RUN_BYTES)
+                                               o.print_data_log, RUN_BYTES, deep)
             if text:
                 self.flush()
                 self.out.write(text)
@@ -331,7 +331,8 @@ class KafkaDumper:
             if batch is None:
                 return pos, last_offset
             self._w(batch_line(batch, batch.position))
-            last_offset = self._records(batch, last_offset, pairs)
+            if deep:
+                last_offset = self._records(batch, last_offset, pairs)
             pos = batch.position + batch.size
 
     def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:

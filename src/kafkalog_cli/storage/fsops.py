@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, strip_temp_suffix
+from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX, strip_temp_suffix
 from kafkalog_cli.storage import ownership
 from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
@@ -42,7 +42,6 @@ from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUA
 __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarantine", "QuarantineEntry",
            "TMP_SUFFIX", "default_quarantine_root", "quarantine_root", "utc_stamp"]
 
-TMP_SUFFIX = ".kafkalog-tmp"
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
 _OURS = (TMP_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX)   # our own files: never a reference for an owner

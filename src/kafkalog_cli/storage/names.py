@@ -18,12 +18,13 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+TMP_SUFFIX = ".kafkalog-tmp"               # a file kafkalog is writing (storage.fsops), until it is renamed
 
 # Root files of a log dir
 LOCK_FILE = ".lock"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 # where a kafkalog run keeps the marker while it changes the log dir (ops.clean_shutdown)
-CLEAN_SHUTDOWN_ASIDE = CLEAN_SHUTDOWN_FILE + ".kafkalog-tmp"
+CLEAN_SHUTDOWN_ASIDE = CLEAN_SHUTDOWN_FILE + TMP_SUFFIX
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks

@@ -11,8 +11,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import TMP_SUFFIX
-from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
+from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment, listed
 
 if TYPE_CHECKING:  # records are imported when batches are read, not to list a directory
