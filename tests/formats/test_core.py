@@ -309,11 +309,11 @@ def _text_dump(data: bytes, tmp_path, fast, deep: bool = True, **opts) -> tuple[
     return out.getvalue(), err.getvalue(), error
 
 
-def _json_dump(data: bytes, tmp_path, fast, encoding: str) -> tuple[bytes, str | None]:
+def _json_dump(data: bytes, tmp_path, fast, encoding: str, deep: bool = True) -> tuple[bytes, str | None]:
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     out = io.BytesIO()
-    d = JsonDumper(out, deep=True, payload_encoding=encoding)
+    d = JsonDumper(out, deep=deep, payload_encoding=encoding)
     d._run = compiled.json_run if fast is compiled.fast_v2_json else None     # the compiled batch loop too
     error = None
     with pytest.MonkeyPatch.context() as m:
@@ -334,6 +334,8 @@ def test_a_segment_of_every_codec_legacy_and_control_batches_dumps_the_same(tmp_
     if not data_log:        # the batch lines alone
         assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False) == \
             _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False)
+        assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8", deep=False) == \
+            _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8", deep=False)
     for encoding in ENCODINGS:
         assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
             _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
@@ -353,6 +355,8 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
     assert text == _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
     lines = _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False)   # no record walked: no error
     assert lines == _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False) and lines[2] is None
+    lines = _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8", deep=False)
+    assert lines == _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8", deep=False) and lines[1] is None
     assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8") == \
         _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8")
 
@@ -373,8 +377,8 @@ def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chai
     assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep, **opts) == \
         _text_dump(data, tmp_path, PURE["fast_v2_text"], deep, **opts)
     encoding = ENCODINGS[cut % 3]
-    assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
-        _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
+    assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding, deep) == \
+        _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding, deep)
 
 
 @needs_compiled

@@ -1178,7 +1178,8 @@ def fast_v2_json(batch, layout):
         region_close(&reg)
 
 
-def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit):
+def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit,
+             bint records=True):
     """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
     records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
     are written or a batch this does not write (as kafka_text_run). The batch and record lines'
@@ -1187,7 +1188,8 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
     last slot is the batch's base offset; each is asked again only when its arguments (but
     buf, position and size) change from the batch before: a Python call and a format cut up
     per batch were a fifth of a deep dump's CPU. -> (the lines, joined by newlines, without the
-    last; the position of the batch it stops at)."""
+    last; the position of the batch it stops at). Not `records`: the batch lines only, the
+    records neither walked nor decompressed."""
     cdef Py_buffer view
     cdef Out o
     cdef Head b
@@ -1214,7 +1216,7 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
             end = view.len
         out_init(&o, limit + (1 << 16))
         while pos + 17 < end and o.n < limit:
-            held = open_batch(&b, buf, d, pos, end)
+            held = open_batch(&b, buf, d, pos, end, records)
             if held is False:
                 break
             k = (b.attributes & 0xFF) | (0x100 if b.computed == b.crc else 0)
@@ -1230,8 +1232,8 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
                 if bline.slots != (15 if b.attributes & 0x40 else 14):
                     break
                 bkey = k
-            variant = variant_of(b.rd, b.recs, b.count, b.base_seq) if b.count else 0
-            if b.count and (variant != rvariant or b.attributes != rattributes or b.pid != rpid
+            variant = variant_of(b.rd, b.recs, b.count, b.base_seq) if records and b.count else 0
+            if records and b.count and (variant != rvariant or b.attributes != rattributes or b.pid != rpid
                             or b.epoch != repoch):
                 rfmt = record_format(variant, b.attributes, b.pid, b.epoch)
                 PyMem_Free(rline.lits)
@@ -1274,7 +1276,7 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
                 format_lit(&o, &bline, k)
                 out_int(&o, values[k])
             format_lit(&o, &bline, bline.slots)
-            if b.count:
+            if records and b.count:
                 out_byte(&o, b'\n')
                 put_records_json(&o, &sh, &rline, variant, b.rd, b.recs, b.count, b.base, b.base_ts,
                                  b.attributes & 0x08, b.max_ts, b.base_seq, True)
@@ -1333,6 +1335,7 @@ cdef struct Cols:
     Out offsets, timestamps, sequences, spans, ends, hspans, data, batch_rows
     Py_ssize_t shift, row0, first     # the RecordColumns' size, rows and headers before
     Py_ssize_t rows, headers          # rows and headers added
+    Py_ssize_t payload0, payload      # its payload bytes before, and those added
 
 
 cdef inline Out* cols_out(Cols* c, int i) noexcept:
@@ -1364,6 +1367,8 @@ cdef int cols_open(Cols* c, cols) except -1:
     what this made if it fails half way)."""
     cdef int i
     c.shift = cols.size
+    c.payload0 = cols.payload
+    c.payload = 0
     c.row0 = cols.rows
     c.first = len(cols.header_spans) // 4
     c.rows = c.headers = 0
@@ -1443,18 +1448,24 @@ cdef int cols_put(Cols* c, const uint8_t* rd, Py_ssize_t rpos, Py_ssize_t rend, 
         sp[4 * i + 3] = <int32_t>(r.value + k0 + (r.vlen if r.vlen > 0 else 0))
         if r.klen < 0:
             null_keys.append(row + i)
+        else:
+            c.payload += r.klen
         if r.vlen < 0:
             null_values.append(row + i)
+        else:
+            c.payload += r.vlen
         if r.nh:
             p = rd_small(rd, r.headers, &nh)
             for j in range(r.nh):
                 p = rd_small(rd, p, &hk)
                 h32[0] = <int32_t>(p + k0)
                 h32[1] = <int32_t>(p + k0 + hk)
+                c.payload += hk
                 p = rd_small(rd, p + hk, &hv)
                 h32[2] = <int32_t>(p + k0)
                 if hv >= 0:
                     p += hv
+                    c.payload += hv
                 else:
                     null_hvalues.append(headers)
                 h32[3] = <int32_t>(p + k0)
@@ -1473,6 +1484,7 @@ cdef int cols_close(Cols* c, cols, list null_keys, list null_values, list null_h
     cols.sequences.frombytes(out_bytes(&c.sequences))
     cols.rows += c.rows
     cols.size += c.data.n
+    cols.payload += c.payload
     cols.data.append(out_bytes(&c.data))
     cols.offsets.frombytes(out_bytes(&c.offsets))
     cols.timestamps.frombytes(out_bytes(&c.timestamps))
@@ -1525,7 +1537,7 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
     appends them, its values to the six lists of `batch_values` (timestamp_type, base_offset,
     producer_id, producer_epoch, is_transactional, is_control) and its index in them to
     `batch_of_row` once a record. Batches are taken while cols holds fewer than max_rows rows
-    and max_bytes bytes, up to the first the caller's loop must judge: a batch open_batch leaves
+    and max_bytes bytes of payloads (its `payload`), up to the first the caller's loop must judge: a batch open_batch leaves
     (legacy, control, short, incomplete, ...), one with offsets outside [lo, hi), a
     transactional one unless `transactional`, one whose CRC fails when `verify`. -> the
     position of the batch it stopped at (or where the walk ended)."""
@@ -1546,7 +1558,7 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
         d = <const uint8_t*>view.buf
         if end > view.len:
             end = view.len
-        while pos + 17 < end and c.row0 + c.rows < max_rows and c.shift + c.data.n < max_bytes:
+        while pos + 17 < end and c.row0 + c.rows < max_rows and c.payload0 + c.payload < max_bytes:
             held = open_batch(&b, buf, d, pos, end)
             if held is False:
                 break
@@ -1572,8 +1584,7 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
             if bidx == first_batch + 1 and c.rows:    # room for the run's rows, told by its first batch's
                 i = max_rows - c.row0 - c.rows
                 if i > 0:
-                    cols_reserve(&c, i, min(min(end - pos, max_bytes - c.shift - c.data.n),
-                                            <Py_ssize_t>(<double>c.data.n / c.rows * i * 1.05) + 4096))
+                    cols_reserve(&c, i, min(end - pos, <Py_ssize_t>(<double>c.data.n / c.rows * i * 1.05) + 4096))
         cols_close(&c, cols, null_keys, null_values, null_hvalues)
         if c.batch_rows.n:
             batch_of_row.frombytes(out_bytes(&c.batch_rows))

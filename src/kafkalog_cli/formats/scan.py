@@ -591,6 +591,7 @@ class RecordColumns:
     rows: int = 0
     data: list = field(default_factory=list)          # bytes holding the payloads, in order
     size: int = 0                                      # their total length
+    payload: int = 0    # bytes of keys, values, header keys and values (the same on every path)
     offsets: array = field(default_factory=lambda: array("q"))
     timestamps: array = field(default_factory=lambda: array("q"))
     sequences: array = field(default_factory=lambda: array("i"))
@@ -623,6 +624,7 @@ class RecordColumns:
         if payload:
             self.data.append(payload)
             self.size += len(payload)
+            self.payload += len(payload)
         return start, self.size
 
 
@@ -761,6 +763,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     cols.rows += count
     cols.data.append(data)
     cols.size += len(data)
+    cols.payload += (sum(spans[1::2]) - sum(spans[0::2])) + (sum(hspans[1::2]) - sum(hspans[0::2]))
     cols.offsets.frombytes(_packed("q", offsets))
     cols.timestamps.frombytes(_packed("q", timestamps))
     cols.spans.frombytes(_packed("i", spans))

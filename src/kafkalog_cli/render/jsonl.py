@@ -462,9 +462,9 @@ class JsonDumper:
             self._emit(TRAILING_BYTES.object(file=given, position=valid, size=end - valid))
 
     def _runs(self, buf, pos: int, end: int, given: str) -> int:
-        """_batches of an unfiltered deep dump on the compiled core: runs of v2 data batches
-        written by its json_run, each batch it leaves (legacy, control, damaged) written by
-        _batches. -> the end of the last batch read."""
+        """_batches of an unfiltered dump on the compiled core: runs of v2 data batches written
+        by its json_run (their records too when deep), each batch it leaves (legacy, control,
+        damaged) written by _batches. -> the end of the last batch read."""
         released = pos
         # the record lines' opening with where they come from laid in (% doubled: the formats are
         # %-formats), put in each batch's format: the run's text needs no _located pass, which
@@ -485,7 +485,7 @@ class JsonDumper:
             return fmt.replace(_BASE_MARK, b"%d").replace(_RECORD_OPEN, opening, 1) if fmt else b""
 
         while True:
-            text, pos = self._run(buf, pos, end, self.layout, batch_fmt, record_fmt, RUN_BYTES)
+            text, pos = self._run(buf, pos, end, self.layout, batch_fmt, record_fmt, RUN_BYTES, self.deep)
             if text:
                 self._emit_lines(text)
             if pos - released > RELEASE_BYTES:
@@ -503,7 +503,7 @@ class JsonDumper:
         of the last batch read."""
         f = self.filters
         layout = self.layout if self.deep else None
-        if layout is not None and f is None and self._run is not None and not self._in_run:
+        if self.layout is not None and f is None and self._run is not None and not self._in_run:
             self._in_run = True
             try:
                 return self._runs(buf, start, end, given)

@@ -422,7 +422,7 @@ class _RecordRows(_Rows):
 
     @property
     def size(self) -> int:
-        return self.records.size
+        return self.records.payload
 
     def runner(self, view: ConsumerView | None, verify_crc: bool, rows_per_batch: int):
         """scan.columns_run as selected's `run`: the batches `add` would take with no record filter
