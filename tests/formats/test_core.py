@@ -625,6 +625,20 @@ def test_columns_run_takes_plain_batches_and_leaves_the_others_to_the_loop():
     assert run(0, buf=bytes(bad))[0] == at[1] and run(0, buf=bytes(bad), verify=False, txn=False)[0] == at[plain]
 
 
+@needs_compiled
+def test_columns_run_gives_a_batch_without_records_no_values():
+    """An empty v2 batch (a compacted-away producer's, kept for its state) adds no row and, as
+    _RecordRows.add, no batch values: the rows' batch indexes stay those of the pure path."""
+    from array import array
+
+    data = (build_v2_batch([SimpleRecord(b"a", b"1", 1)] * 3, 0) + build_v2_batch([], 3)
+            + build_v2_batch([SimpleRecord(b"b", b"2", 2)] * 2, 4))
+    cols, values, of_row = scan.RecordColumns(), tuple([] for _ in range(6)), array("i")
+    end = compiled.columns_run(data, 0, len(data), cols, values, of_row, -(2**63), 2**63 - 1, True, True, 8192, 1 << 20)
+    assert end == len(data) and cols.rows == 5 and list(cols.offsets) == [0, 1, 2, 4, 5]
+    assert values[1] == [0, 4] and list(of_row) == [0, 0, 0, 1, 1]
+
+
 def _fields(c) -> tuple:
     return (c.rows, b"".join(c.data), c.size, c.offsets, c.timestamps, c.sequences, c.spans, c.null_keys,
             c.null_values, c.header_ends, c.header_spans, c.null_header_values)

@@ -1570,6 +1570,9 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
                 break
             PyMem_Free(b.recs)
             b.recs = NULL
+            pos += b.total
+            if not b.count:     # no row: no values (as _RecordRows.add)
+                continue
             w = <int32_t*>out_room(&c.batch_rows, 4 * b.count)
             for i in range(b.count):
                 w[i] = <int32_t>bidx
@@ -1580,7 +1583,6 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
             epochs.append(b.epoch)
             txns.append(True if b.attributes & 0x10 else False)
             controls.append(False)
-            pos += b.total
             if bidx == first_batch + 1 and c.rows:    # room for the run's rows, told by its first batch's
                 i = max_rows - c.row0 - c.rows
                 if i > 0:
