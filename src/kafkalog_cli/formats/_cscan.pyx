@@ -1329,37 +1329,24 @@ cdef inline Py_ssize_t rd_small(const uint8_t* d, Py_ssize_t pos, int64_t* v) no
     return rd_zigzag(d, pos, pos + 10, v, False)
 
 
+cdef enum:
+    # Cols.out's buffers
+    OFFSETS, TIMESTAMPS, SEQUENCES, SPANS, ENDS, HSPANS, DATA, BATCH_ROWS, N_COLS
+
+
 cdef struct Cols:
     # what scan_columns and columns_run append to a RecordColumns, before they do: its machine
     # values in growable buffers, with positions already those of the RecordColumns
-    Out offsets, timestamps, sequences, spans, ends, hspans, data, batch_rows
+    Out out[N_COLS]
     Py_ssize_t shift, row0, first     # the RecordColumns' size, rows and headers before
     Py_ssize_t rows, headers          # rows and headers added
     Py_ssize_t payload0, payload      # its payload bytes before, and those added
 
 
-cdef inline Out* cols_out(Cols* c, int i) noexcept:
-    if i == 0:
-        return &c.offsets
-    if i == 1:
-        return &c.timestamps
-    if i == 2:
-        return &c.sequences
-    if i == 3:
-        return &c.spans
-    if i == 4:
-        return &c.ends
-    if i == 5:
-        return &c.hspans
-    if i == 6:
-        return &c.data
-    return &c.batch_rows
-
-
 cdef void cols_clear(Cols* c) noexcept:
     cdef int i
-    for i in range(8):
-        out_clear(cols_out(c, i))
+    for i in range(N_COLS):
+        out_clear(&c.out[i])
 
 
 cdef int cols_open(Cols* c, cols) except -1:
@@ -1372,15 +1359,15 @@ cdef int cols_open(Cols* c, cols) except -1:
     c.row0 = cols.rows
     c.first = len(cols.header_spans) // 4
     c.rows = c.headers = 0
-    for i in range(8):
-        out_init(cols_out(c, i), 1024)
+    for i in range(N_COLS):
+        out_init(&c.out[i], 1024)
     return 0
 
 
 cdef void cols_free(Cols* c) noexcept:
     cdef int i
-    for i in range(8):
-        out_free(cols_out(c, i))
+    for i in range(N_COLS):
+        out_free(&c.out[i])
 
 
 cdef int out_reserve(Out* o, Py_ssize_t cap) except -1:
@@ -1395,14 +1382,14 @@ cdef int out_reserve(Out* o, Py_ssize_t cap) except -1:
 cdef int cols_reserve(Cols* c, Py_ssize_t rows, Py_ssize_t data) except -1:
     """Room in c for about `rows` more rows holding `data` more bytes, as those so far."""
     cdef double per = <double>rows / c.rows
-    out_reserve(&c.offsets, c.offsets.n + 8 * rows)
-    out_reserve(&c.timestamps, c.timestamps.n + 8 * rows)
-    out_reserve(&c.sequences, c.sequences.n + 4 * rows)
-    out_reserve(&c.spans, c.spans.n + 16 * rows)
-    out_reserve(&c.ends, c.ends.n + 4 * rows)
-    out_reserve(&c.batch_rows, c.batch_rows.n + 4 * rows)
-    out_reserve(&c.hspans, c.hspans.n + <Py_ssize_t>(c.hspans.n * per) + 64)
-    out_reserve(&c.data, c.data.n + data)
+    out_reserve(&c.out[OFFSETS], c.out[OFFSETS].n + 8 * rows)
+    out_reserve(&c.out[TIMESTAMPS], c.out[TIMESTAMPS].n + 8 * rows)
+    out_reserve(&c.out[SEQUENCES], c.out[SEQUENCES].n + 4 * rows)
+    out_reserve(&c.out[SPANS], c.out[SPANS].n + 16 * rows)
+    out_reserve(&c.out[ENDS], c.out[ENDS].n + 4 * rows)
+    out_reserve(&c.out[BATCH_ROWS], c.out[BATCH_ROWS].n + 4 * rows)
+    out_reserve(&c.out[HSPANS], c.out[HSPANS].n + <Py_ssize_t>(c.out[HSPANS].n * per) + 64)
+    out_reserve(&c.out[DATA], c.out[DATA].n + data)
     return 0
 
 
@@ -1424,16 +1411,16 @@ cdef int cols_put(Cols* c, const uint8_t* rd, Py_ssize_t rpos, Py_ssize_t rend, 
     cdef Rec* r
     for i in range(count):
         headers += recs[i].nh
-    k0 = c.shift + c.data.n     # where the records' bytes go in the RecordColumns' data
+    k0 = c.shift + c.out[DATA].n     # where the records' bytes go in the RecordColumns' data
     if k0 + n > INT32_MAX or c.first + c.headers + headers > INT32_MAX or c.row0 + c.rows + count > INT32_MAX:
         return 1
-    cdef int64_t* o64 = <int64_t*>out_room(&c.offsets, 8 * count)
-    cdef int64_t* t64 = <int64_t*>out_room(&c.timestamps, 8 * count)
-    cdef int32_t* s32 = <int32_t*>out_room(&c.sequences, 4 * count)
-    cdef int32_t* sp = <int32_t*>out_room(&c.spans, 16 * count)
-    cdef int32_t* e32 = <int32_t*>out_room(&c.ends, 4 * count)
-    cdef int32_t* h32 = <int32_t*>out_room(&c.hspans, 16 * headers)
-    memcpy(out_room(&c.data, n), rd + rpos, n)
+    cdef int64_t* o64 = <int64_t*>out_room(&c.out[OFFSETS], 8 * count)
+    cdef int64_t* t64 = <int64_t*>out_room(&c.out[TIMESTAMPS], 8 * count)
+    cdef int32_t* s32 = <int32_t*>out_room(&c.out[SEQUENCES], 4 * count)
+    cdef int32_t* sp = <int32_t*>out_room(&c.out[SPANS], 16 * count)
+    cdef int32_t* e32 = <int32_t*>out_room(&c.out[ENDS], 4 * count)
+    cdef int32_t* h32 = <int32_t*>out_room(&c.out[HSPANS], 16 * headers)
+    memcpy(out_room(&c.out[DATA], n), rd + rpos, n)
     k0 -= rpos                  # a position in rd -> one in the RecordColumns' data
     row = c.row0 + c.rows
     headers = c.first + c.headers
@@ -1481,20 +1468,20 @@ cdef int cols_close(Cols* c, cols, list null_keys, list null_values, list null_h
     """What c holds appended to the RecordColumns `cols`."""
     if not c.rows:
         return 0
-    cols.sequences.frombytes(out_bytes(&c.sequences))
+    cols.sequences.frombytes(out_bytes(&c.out[SEQUENCES]))
     cols.rows += c.rows
-    cols.size += c.data.n
+    cols.size += c.out[DATA].n
     cols.payload += c.payload
-    cols.data.append(out_bytes(&c.data))
-    cols.offsets.frombytes(out_bytes(&c.offsets))
-    cols.timestamps.frombytes(out_bytes(&c.timestamps))
-    cols.spans.frombytes(out_bytes(&c.spans))
+    cols.data.append(out_bytes(&c.out[DATA]))
+    cols.offsets.frombytes(out_bytes(&c.out[OFFSETS]))
+    cols.timestamps.frombytes(out_bytes(&c.out[TIMESTAMPS]))
+    cols.spans.frombytes(out_bytes(&c.out[SPANS]))
     if null_keys:
         cols.null_keys += null_keys
     if null_values:
         cols.null_values += null_values
-    cols.header_ends.frombytes(out_bytes(&c.ends))
-    cols.header_spans.frombytes(out_bytes(&c.hspans))
+    cols.header_ends.frombytes(out_bytes(&c.out[ENDS]))
+    cols.header_spans.frombytes(out_bytes(&c.out[HSPANS]))
     if null_hvalues:
         cols.null_header_values += null_hvalues
     return 0
@@ -1573,7 +1560,7 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
             pos += b.total
             if not b.count:     # no row: no values (as _RecordRows.add)
                 continue
-            w = <int32_t*>out_room(&c.batch_rows, 4 * b.count)
+            w = <int32_t*>out_room(&c.out[BATCH_ROWS], 4 * b.count)
             for i in range(b.count):
                 w[i] = <int32_t>bidx
             bidx += 1
@@ -1586,10 +1573,10 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
             if bidx == first_batch + 1 and c.rows:    # room for the run's rows, told by its first batch's
                 i = max_rows - c.row0 - c.rows
                 if i > 0:
-                    cols_reserve(&c, i, min(end - pos, <Py_ssize_t>(<double>c.data.n / c.rows * i * 1.05) + 4096))
+                    cols_reserve(&c, i, min(end - pos, <Py_ssize_t>(<double>c.out[DATA].n / c.rows * i * 1.05) + 4096))
         cols_close(&c, cols, null_keys, null_values, null_hvalues)
-        if c.batch_rows.n:
-            batch_of_row.frombytes(out_bytes(&c.batch_rows))
+        if c.out[BATCH_ROWS].n:
+            batch_of_row.frombytes(out_bytes(&c.out[BATCH_ROWS]))
     finally:
         PyMem_Free(b.recs)
         cols_free(&c)

@@ -180,10 +180,10 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
 
 def _writer_options(schema) -> dict:
     """ParquetWriter's encodings and statistics for export's columns (see _DELTA)."""
-    names = schema.names
-    return {"use_dictionary": [c for c in _parquet_columns(schema) if c.split(".")[0] not in _DELTA],
-            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA if c in names},
-            "write_statistics": [c for c in _parquet_columns(schema) if c.split(".")[0] not in _NO_STATISTICS]}
+    leaves = _parquet_columns(schema)
+    return {"use_dictionary": [c for c in leaves if c.split(".")[0] not in _DELTA],
+            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA if c in schema.names},
+            "write_statistics": [c for c in leaves if c.split(".")[0] not in _NO_STATISTICS]}
 
 
 def _parquet_columns(schema) -> list[str]:
