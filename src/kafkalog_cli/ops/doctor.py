@@ -24,8 +24,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import CheckpointError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
+from kafkalog_cli.formats.meta_properties import MetaProperties, config_int
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.lock import holder_pid
@@ -96,9 +97,9 @@ class BrokerConfig:
         if path is None:
             return cls()
         props = parse_properties(Path(path).read_bytes(), path=str(path))
-        node = props.get("node.id", props.get("broker.id"))
+        node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
         dirs = props.get("log.dirs", props.get("log.dir", ""))
-        return cls(int(node) if node and node.strip().lstrip("-").isdigit() else None,
+        return cls(node,
                    bool(props.get("process.roles", "").strip()),
                    tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"))
 
@@ -175,16 +176,24 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                    "a ZooKeeper-mode broker writes it at start", "nothing to do"))
             continue
         problems = []
+        typed = None
+        try:
+            typed = MetaProperties.parse(m, path=f)
+        except CheckpointError as e:
+            problems.append(f"\"{e.message}\"")
         version = m.get("version")
-        if kraft and version != "1":
+        if kraft and version != "1" and (typed is not None or version is None):
             problems.append(f"version is {version!r}, a KRaft broker needs 1 (\"Expected version 1, but got "
-                            f"version {version}\")")
+                            f"version {typed.version if typed else 0}\")")
         for key in (("cluster.id", "node.id") if kraft else ("broker.id",)):     # ZooKeeper's v0: no cluster.id
-            if not m.get(key):
+            if not m.get(key) and not any(key in p for p in problems):
                 problems.append(f"no {key} (\"Failed to find required property {key}.\")")
         node = m.get("node.id", m.get("broker.id"))
-        if node is not None and not node.strip().lstrip("-").isdigit():
-            problems.append(f"node.id {node!r} is not a number (\"Failed to parse node.id property\")")
+        if kraft and typed is not None and typed.node_id is not None and typed.node_id < 0:
+            # KafkaConfig.validateValues refuses a negative node.id under process.roles, so no
+            # configured node.id matches it (KafkaRaftServer: InconsistentNodeIdException)
+            problems.append(f"node.id {typed.node_id} is negative: a KRaft broker's node.id is 0 or more, so it never "
+                            "matches (InconsistentNodeIdException)")
         if problems:
             out.append(Finding(Severity.ERROR, "meta.properties", f, "damaged: " + "; ".join(problems),
                                "RuntimeException at start: the broker exits",
@@ -192,7 +201,7 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)"))
             continue
         seen[d] = m
-        if config.node_id is not None and node is not None and node.strip() != str(config.node_id):
+        if config.node_id is not None and typed is not None and typed.node_id != config.node_id:
             out.append(Finding(Severity.ERROR, "meta.properties", f,
                                f"node.id {node} here, {config.node_id} in server.properties",
                                f"InconsistentNodeIdException: Configured node.id `{config.node_id}` doesn't match "
@@ -266,6 +275,49 @@ def _can(st: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
     return bits & need == need
 
 
+@dataclass(frozen=True)
+class BrokerUser:
+    """Whom access is judged for: a uid and its groups, as the kernel checks them."""
+
+    uid: int
+    gids: frozenset[int]
+    owner: str          # for chown: the name, else the uid
+    group: int          # for chown: the primary group
+    label: str          # "kafka (uid 1000)", or "uid 4242"
+    how: str = ""       # how it was found, when inferred
+
+
+def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | Finding":
+    """The broker's user: --user (a uid, or a name this host's passwd knows), else the log dir's
+    owner. A uid without a passwd entry (a container's user) is judged by its number, with the
+    log dir's group as its group when it owns the log dir. A name this host does not know is a
+    warning that access was not checked."""
+    if user is not None and not user.isdigit():
+        try:
+            pw = pwd.getpwnam(user)
+        except KeyError:
+            return Finding(Severity.WARNING, "access", str(d),
+                           f"access could not be checked: --user {user}: no such user on this host",
+                           "unknown: whether the broker's user can read and write these files was not checked",
+                           "give the broker's uid instead (--user UID: `id -u` where the broker runs, or the uid "
+                           "in its container image)")
+        uid = pw.pw_uid
+    else:
+        uid = int(user) if user is not None else st.st_uid
+        try:
+            pw = pwd.getpwuid(uid)
+        except KeyError:
+            pw = None
+    source = f"--user {user}" if user is not None else f"inferred from the owner of {d}"
+    if pw is not None:
+        return BrokerUser(uid, frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid)), pw.pw_name, pw.pw_gid,
+                          f"{pw.pw_name} (uid {uid})")
+    gid = st.st_gid if st.st_uid == uid else None
+    groups = f"its group taken as {gid}, the log dir's" if gid is not None else "no group known"
+    return BrokerUser(uid, frozenset({gid} if gid is not None else ()), str(uid), gid if gid is not None else st.st_gid,
+                      f"uid {uid}", f"; uid {uid} has no passwd entry here ({source}; {groups})")
+
+
 def check_access(d: Path, user: str | None) -> list[Finding]:
     """Files and dirs the broker's user (`user`, else the log dir's owner) cannot read and write,
     and a read-only mount."""
@@ -281,11 +333,10 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
                            offline=True))
         return out
     st = d.stat()
-    try:
-        pw = pwd.getpwnam(user) if user else pwd.getpwuid(st.st_uid)
-    except KeyError:
-        return out
-    uid, gids = pw.pw_uid, set(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    who = broker_user(d, st, user)
+    if isinstance(who, Finding):
+        return [who]
+    uid, gids = who.uid, who.gids
     bad = []
     for root, dirs, files in os.walk(d):
         depth = len(Path(root).relative_to(d).parts)
@@ -305,12 +356,12 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
         bad.insert(0, d)
     if bad:
         shown = ", ".join(str(p) for p in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        group = st.st_gid
         out.append(Finding(Severity.WARNING, "access", shown,
-                           f"{len(bad)} file(s) or dir(s) the broker's user {pw.pw_name} cannot read and write "
-                           "(owned by another user, or its mode)",
-                           "AccessDeniedException while loading: the log dir is offline",
-                           f"chown -R {pw.pw_name}:{group} {d} && chmod -R u+rwX {d}", offline=True))
+                           f"{len(bad)} file(s) or dir(s) the broker's user {who.label} cannot read and write "
+                           f"(owned by another user, or its mode){who.how}",
+                           "AccessDeniedException while loading (LogSegment.open -> FileRecords.open opens every "
+                           "segment for reading and writing): the log dir is offline",
+                           f"chown -R {who.owner}:{who.group} {d} && chmod -R u+rwX {d}", offline=True))
     return out
 
 
@@ -487,9 +538,12 @@ def check_segments(d: Path) -> list[Finding]:
 def _node_id(metas: dict) -> int | None:
     for m in metas.values():
         if isinstance(m, dict):
-            raw = m.get("node.id", m.get("broker.id"))
-            if raw is not None and raw.strip().lstrip("-").isdigit():
-                return int(raw)
+            try:
+                node = MetaProperties.parse(m).node_id
+            except CheckpointError:
+                continue
+            if node is not None:
+                return node
     return None
 
 
