@@ -212,13 +212,16 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
     if len({tuple(sorted(common(m).items())) for m in seen.values()}) > 1:
         listing = "; ".join(f"{d}: cluster.id={m.get('cluster.id')} node.id={m.get('node.id', m.get('broker.id'))}"
                             for d, m in seen.items())
+        evidence, fix = "", ("keep only this broker's log dirs in log.dirs (the others belong to another broker or "
+                             "cluster)")
+        if len({m.get("cluster.id") for m in seen.values()}) > 1:
+            evidence, fix = judge_cluster_ids(seen, metadata_dir)
         out.append(Finding(Severity.ERROR, "meta.properties", ", ".join(str(d) for d in seen),
-                           f"not the same in every log dir ({listing})",
+                           f"not the same in every log dir ({listing}){evidence}",
                            "InconsistentBrokerMetadataException: BrokerMetadata is not consistent across log.dirs. "
                            "This could happen if multiple brokers shared a log directory (log.dirs) or partial data "
                            "was manually copied from another broker",
-                           "keep only this broker's log dirs in log.dirs (the others belong to another broker or "
-                           "cluster)"))
+                           fix))
     ids: dict[str, list[Path]] = {}
     for d, m in seen.items():
         if m.get("directory.id"):
@@ -239,6 +242,94 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"list {d} first in log.dirs (or set metadata.log.dir={d}), or move {METADATA_DIR} "
                                f"out of {d}"))
     return out
+
+
+def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, str]:
+    """Which meta.properties holds the wrong cluster.id, from evidence: a log dir whose partitions'
+    topic ids (partition.metadata) are all in this cluster's metadata log (the image at the end
+    of __cluster_metadata-0, in the metadata log dir) is this cluster's, one whose partitions'
+    ids are none of them another cluster's. Among this cluster's log dirs the cluster.id most of
+    them hold is right; on a tie, the metadata log dir's (kafka-storage format wrote it with the
+    metadata log, and the quorum replicated that log under it: KafkaRaftClient answers another
+    cluster id with INCONSISTENT_CLUSTER_ID). The metadata log holds no cluster id of its own
+    (quorum-state's clusterId is empty). Returns (the evidence, the fix)."""
+    from collections import Counter
+
+    from kafkalog_cli.ops.metadata_image import read_metadata_image
+
+    cannot = ("cannot tell which cluster.id is right from these log dirs (no metadata log among them to match "
+              "their partitions' topic ids against): set the cluster.id of the other brokers of this cluster "
+              "(their meta.properties) in every log dir of this broker, or keep only this broker's log dirs in "
+              "log.dirs")
+    topic_ids: set[str] = set()
+    if (metadata_dir / METADATA_DIR).is_dir():
+        try:
+            topic_ids = {t.id for t in read_metadata_image(metadata_dir).image.topics.values()}
+        except KafkalogError:
+            pass
+    if not topic_ids:
+        return "", cannot
+    ours: dict[Path, int] = {}
+    theirs: dict[Path, int] = {}
+    for d in seen:
+        ids = [t for t in (_topic_id(Path(e.path)) for e in _partition_dirs(d)) if t is not None]
+        ours[d] = sum(t in topic_ids for t in ids)
+        theirs[d] = len(ids) - ours[d]
+    cluster = {d: m.get("cluster.id") for d, m in seen.items()}
+    this = [d for d in seen if (d == metadata_dir or ours[d]) and not theirs[d]]
+    votes = Counter(cluster[d] for d in this).most_common()
+    if not votes:
+        return "", cannot
+    right = votes[0][0]
+    why = f"held by {votes[0][1]} of this cluster's {len(this)} log dirs"
+    if len(votes) > 1 and votes[1][1] == votes[0][1]:
+        if metadata_dir not in seen:
+            return "", cannot
+        right, why = cluster[metadata_dir], f"the metadata log dir's, {metadata_dir}"
+    evidence, fixes = [], []
+    for d in seen:
+        if cluster[d] == right:
+            continue
+        meta = d / names.META_PROPERTIES
+        if d in this:
+            evidence.append(f"{d}: {ours[d]} partition(s), every topic id in the metadata log of {metadata_dir}: "
+                            "this cluster's" if d != metadata_dir else f"{d}: holds this cluster's metadata log")
+            fixes.append(f"set cluster.id={right} in {meta} (the cluster.id {why})")
+        elif theirs[d] and not ours[d]:
+            evidence.append(f"{d}: {theirs[d]} partition(s), no topic id in the metadata log of {metadata_dir}: "
+                            "another cluster's")
+            fixes.append(f"remove {d} from log.dirs (another cluster's log dir)")
+        elif not theirs[d] and not ours[d]:
+            evidence.append(f"{d}: no partition with a topic id")
+            fixes.append(f"set cluster.id={right} in {meta} (it holds no partition to lose), or remove {d} from "
+                         "log.dirs")
+        else:
+            evidence.append(f"{d}: {ours[d]} partition(s) of this cluster, {theirs[d]} of none it knows")
+            fixes.append(f"cannot tell which for {d}: compare its partitions with the cluster's (kafkalog "
+                         f"compare-replicas), then set cluster.id={right} in {meta} or remove {d} from log.dirs")
+    return "; evidence: " + "; ".join(evidence), "; ".join(fixes)
+
+
+def _partition_dirs(d: Path) -> list[os.DirEntry]:
+    """The live partition dirs of a log dir, but the metadata log's."""
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
+        if parsed is not None and parsed.kind is PartitionDirKind.LIVE and e.name != METADATA_DIR:
+            out.append(e)
+    return out
+
+
+def _topic_id(partition_dir: Path) -> str | None:
+    """partition.metadata's topic id, None without a readable one."""
+    try:
+        return parse_properties((partition_dir / "partition.metadata").read_bytes()).get("topic_id")
+    except (OSError, KafkalogError, ValueError):
+        return None
 
 
 # ------------------------------------------------------------------ .lock, access, space
@@ -568,15 +659,9 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
     for d in log_dirs:
         if not d.is_dir():
             continue
-        for e in sorted(os.scandir(d), key=lambda e: e.name):
-            parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
-            if parsed is None or parsed.kind is not PartitionDirKind.LIVE or e.name == METADATA_DIR:
-                continue
-            tp = parsed.topic_partition
-            try:
-                topic_id = parse_properties((Path(e.path) / "partition.metadata").read_bytes()).get("topic_id")
-            except (OSError, KafkalogError, ValueError):
-                topic_id = None
+        for e in _partition_dirs(d):
+            tp = parse_partition_dir_name(e.name).topic_partition
+            topic_id = _topic_id(Path(e.path))
             topic = by_id.get(topic_id) if topic_id else None
             part = topic.partitions.get(tp.partition) if topic is not None else None
             if topic_id is None:
