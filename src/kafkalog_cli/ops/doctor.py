@@ -48,7 +48,7 @@ class Severity(str, enum.Enum):
 @dataclass
 class Finding:
     severity: Severity
-    check: str               # meta.properties, lock, access, space, checkpoint, segment, directory, file
+    check: str               # meta.properties, lock, access, space, checkpoint, segment, crc, directory, file
     path: str
     problem: str
     broker: str              # what the broker does with it, in its words
@@ -586,7 +586,8 @@ _KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "Inv
 
 def check_segments(d: Path) -> list[Finding]:
     """recover's plan, partition by partition, as the broker's load would run: what it cannot
-    recover stops the broker; what it truncates is lost."""
+    recover stops the broker; what it truncates is lost; a batch failing its CRC in a segment it
+    does not recover (bit rot, the plan's kept damage) is served as it is: a warning."""
     from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
     from kafkalog_cli.ops import recover
 
@@ -609,6 +610,10 @@ def check_segments(d: Path) -> list[Finding]:
             continue
         except OSError:
             continue            # access: check_access says it
+        for kept in p.findings:
+            if isinstance(kept, recover.BitRotFinding) and kept.rot is not None:
+                out.append(Finding(Severity.WARNING, "crc", kept.rot.file, kept.rot.what(), kept.rot.who_is_hit(),
+                                   kept.rot.fixes(d)))
         cuts = [a for a in p.actions if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX
                 and a.bytes_removed]
         gone = [a for a in p.actions if a.kind.value == "delete" and a.path.suffix == names.LOG_SUFFIX
