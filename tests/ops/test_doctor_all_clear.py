@@ -223,3 +223,13 @@ def test_recover_dry_run_names_bit_rot_it_keeps(tmp_path):
     real = CliRunner().invoke(cli, ["recover", str(d)])
     assert real.exit_code == 1 and "offsets 100..124" in real.output
     assert {p: p.read_bytes() for p in before} == before     # kept: recover does not change it by default
+
+
+def test_a_server_properties_node_id_outside_an_int_is_an_error_finding(tmp_path):
+    d = copy(tmp_path)
+    sp = tmp_path / "server.properties"
+    sp.write_text(f"process.roles=broker,controller\nnode.id=2147483648\nlog.dirs={d}\n")
+    r = doctor("--server-properties", sp, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (f,) = findings(r, "server.properties")
+    assert "Invalid value 2147483648 for configuration node.id" in f["problem"] and str(sp) in f["fix"]

@@ -7,14 +7,13 @@ node.id, broker.id, cluster.id or directory.id goes through here.
 """
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
+from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes
 
 META_PROPERTIES = "meta.properties"
 JAVA_INT_MIN, JAVA_INT_MAX = -(2 ** 31), 2 ** 31 - 1
@@ -46,19 +45,6 @@ def config_int(props: Mapping[str, str], key: str, *, path: str | None = None) -
     return value
 
 
-def uuid_problem(raw: str) -> str | None:
-    """Why Uuid.fromString refuses `raw` (URL-safe base64 of 16 bytes, 22 characters), or None."""
-    if len(raw) > 24:
-        return f"Input string with prefix `{raw[:24]}` is too long to be decoded as a base64 UUID"
-    try:
-        decoded = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
-    except (binascii.Error, ValueError):
-        return f"Input string `{raw}` cannot be decoded as a base64 UUID"
-    if len(decoded) != 16 or not re.fullmatch(r"[A-Za-z0-9_-]+", raw):
-        return f"Input string `{raw}` decoded as {len(decoded)} bytes, which is not equal to the expected 16 bytes"
-    return None
-
-
 @dataclass(frozen=True)
 class MetaProperties:
     """A log dir's meta.properties: version 0 (ZooKeeper era: broker.id, cluster.id optional) or
@@ -86,7 +72,7 @@ class MetaProperties:
         version = int_prop("version")
         version = 0 if version is None else version
         if version not in (0, 1):
-            raise CheckpointError(f"Unknown meta.properties version {version}", path=path)
+            raise CheckpointError(f"Unknown meta.properties version number {version}", path=path)
         cluster_id = props.get("cluster.id")
         node_id = int_prop("broker.id" if version == 0 else "node.id")
         if version == 1:
@@ -94,16 +80,17 @@ class MetaProperties:
                 if value is None:
                     raise CheckpointError(f"Failed to find required property {key}.", path=path)
         directory_id = props.get("directory.id")
-        if directory_id is not None and (why := uuid_problem(directory_id)) is not None:
-            raise CheckpointError(f"Unable to read directory.id as a Uuid: {why}", path=path)
+        if directory_id is not None:
+            try:
+                topic_id_bytes(directory_id)          # Uuid.fromString, as for a topic id
+            except ValueError as e:
+                raise CheckpointError(f"Unable to read directory.id as a Uuid: {e}", path=path) from None
         return cls(version, cluster_id, node_id, directory_id)
 
     @classmethod
     def read(cls, log_dir: str | Path, data: bytes | None = None) -> "MetaProperties":
         """The log dir's meta.properties (`data`: its bytes, when the caller read them); OSError
         when it cannot be read, CheckpointError naming the file when Kafka would refuse it."""
-        from kafkalog_cli.formats.checkpoints import parse_properties
-
         path = f"{log_dir}/{META_PROPERTIES}"
         if data is None:
             data = Path(path).read_bytes()

@@ -91,17 +91,24 @@ class BrokerConfig:
     kraft: bool | None = None
     log_dirs: tuple[str, ...] = ()
     metadata_log_dir: str | None = None
+    path: str | None = None
+    refused: str | None = None      # a value KafkaConfig refuses (the broker exits before its log dirs)
 
     @classmethod
     def read(cls, path: Path | None) -> "BrokerConfig":
         if path is None:
             return cls()
         props = parse_properties(Path(path).read_bytes(), path=str(path))
-        node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
+        refused = None
+        try:
+            node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
+        except CheckpointError as e:
+            node, refused = None, e.message
         dirs = props.get("log.dirs", props.get("log.dir", ""))
         return cls(node,
                    bool(props.get("process.roles", "").strip()),
-                   tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"))
+                   tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"),
+                   str(path), refused)
 
 
 def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None) -> Diagnosis:
@@ -113,6 +120,10 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         any(m.get("version") == "1" for m in metas.values() if isinstance(m, dict))
         or any((d / METADATA_DIR).is_dir() for d in log_dirs))
     metadata_dir = Path(config.metadata_log_dir) if config.metadata_log_dir else log_dirs[0]
+    if config.refused:
+        out.append(Finding(Severity.ERROR, "server.properties", config.path or "server.properties", config.refused,
+                           f"ConfigException: {config.refused}: the broker exits before it reads its log dirs",
+                           f"set a number from 0 to 2147483647 in {config.path}"))
     out += check_meta_properties(metas, config, kraft, metadata_dir)
     for d in log_dirs:
         if not d.is_dir():
