@@ -84,3 +84,11 @@ def test_read_names_the_file(tmp_path):
     assert e.value.path == f"{tmp_path}/meta.properties"
     with pytest.raises(FileNotFoundError):
         MetaProperties.read(tmp_path / "none")
+
+
+def test_node_id_in_reads_only_the_id():
+    assert MetaProperties.node_id_in({"node.id": "3"}) == 3          # no cluster.id needed
+    assert MetaProperties.node_id_in({"broker.id": "4"}) == 4
+    assert MetaProperties.node_id_in({}) is None
+    with pytest.raises(CheckpointError, match="Failed to parse node.id property as an int"):
+        MetaProperties.node_id_in({"node.id": "99999999999999999999"}, path="m")

@@ -312,8 +312,11 @@ def _node_id(log_dir: Path) -> int | None:
     broker reads it (None when it cannot be read or the broker would refuse it)."""
     from kafkalog_cli.formats.meta_properties import MetaProperties
 
+    from kafkalog_cli.formats.checkpoints import parse_properties
+
+    path = f"{log_dir}/meta.properties"
     try:
-        return MetaProperties.read(log_dir).node_id
+        return MetaProperties.node_id_in(parse_properties(Path(path).read_bytes(), path=path), path=path)
     except (OSError, KafkalogError):
         return None
 

@@ -45,6 +45,17 @@ def config_int(props: Mapping[str, str], key: str, *, path: str | None = None) -
     return value
 
 
+def _int_prop(props: Mapping[str, str], key: str, path: str | None) -> int | None:
+    """RawMetaProperties.intValue: absent is None; else Integer.parseInt, in the broker's words."""
+    raw = props.get(key)
+    if raw is None:
+        return None
+    value = java_int(raw)
+    if value is None:
+        raise CheckpointError(f"Failed to parse {key} property as an int: For input string: \"{raw}\"", path=path)
+    return value
+
+
 @dataclass(frozen=True)
 class MetaProperties:
     """A log dir's meta.properties: version 0 (ZooKeeper era: broker.id, cluster.id optional) or
@@ -59,22 +70,12 @@ class MetaProperties:
     def parse(cls, props: Mapping[str, str], *, path: str | None = None) -> "MetaProperties":
         """What the broker makes of `props`, or a CheckpointError in its words. Integer.parseInt
         does not trim: `node.id=1 ` (a trailing blank Properties.load keeps) stops a broker."""
-        def int_prop(key: str) -> int | None:
-            raw = props.get(key)
-            if raw is None:
-                return None
-            value = java_int(raw)
-            if value is None:
-                raise CheckpointError(f"Failed to parse {key} property as an int: For input string: \"{raw}\"",
-                                      path=path)
-            return value
-
-        version = int_prop("version")
+        version = _int_prop(props, "version", path)
         version = 0 if version is None else version
         if version not in (0, 1):
             raise CheckpointError(f"Unknown meta.properties version number {version}", path=path)
         cluster_id = props.get("cluster.id")
-        node_id = int_prop("broker.id" if version == 0 else "node.id")
+        node_id = _int_prop(props, "broker.id" if version == 0 else "node.id", path)
         if version == 1:
             for key, value in (("cluster.id", cluster_id), ("node.id", node_id)):
                 if value is None:
@@ -86,6 +87,12 @@ class MetaProperties:
             except ValueError as e:
                 raise CheckpointError(f"Unable to read directory.id as a Uuid: {e}", path=path) from None
         return cls(version, cluster_id, node_id, directory_id)
+
+    @staticmethod
+    def node_id_in(props: Mapping[str, str], *, path: str | None = None) -> int | None:
+        """Just the broker's id (node.id, else broker.id), for a reader that needs nothing else:
+        None when absent, a CheckpointError where Kafka refuses the value."""
+        return _int_prop(props, "node.id" if "node.id" in props else "broker.id", path)
 
     @classmethod
     def read(cls, log_dir: str | Path, data: bytes | None = None) -> "MetaProperties":

@@ -30,7 +30,7 @@ from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
 from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cache, parse_leader_epoch_checkpoint,
-                                              parse_partition_metadata, truncate_from_end,
+                                              parse_partition_metadata, parse_properties, truncate_from_end,
                                               truncate_from_start)
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
@@ -306,8 +306,9 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
 
 
 def _broker_id(log_dir: Path) -> int | None:
+    meta = log_dir / names.META_PROPERTIES
     try:
-        return MetaProperties.read(log_dir).node_id
+        return MetaProperties.node_id_in(parse_properties(meta.read_bytes(), path=str(meta)), path=str(meta))
     except (OSError, CheckpointError):
         return None
 

@@ -337,11 +337,14 @@ def broker_id(log_dir: str | None) -> int | None:
     from kafkalog_cli.formats.meta_properties import MetaProperties
     from kafkalog_cli.storage.remote import read_any
 
+    from kafkalog_cli.formats.checkpoints import parse_properties
+
+    path = f"{log_dir}/meta.properties"
     try:
-        data = read_any(f"{log_dir}/meta.properties")
+        data = read_any(path)
     except OSError:
         return None
-    return MetaProperties.read(log_dir, data).node_id
+    return MetaProperties.node_id_in(parse_properties(data, path=path), path=path)
 
 
 class _Rows:
