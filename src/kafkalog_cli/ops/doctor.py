@@ -448,6 +448,9 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
                 pst = p.lstat()
             except OSError:
                 continue
+            # read and write: LogSegment.open -> FileRecords.open(mutable) -> openChannel opens an
+            # existing segment with FileChannel.open(CREATE, READ, WRITE) (RandomAccessFile "rw"
+            # only for a new preallocated one); the indexes are mapped read-write too
             need = 7 if stat.S_ISDIR(pst.st_mode) else 6
             if stat.S_ISREG(pst.st_mode) or stat.S_ISDIR(pst.st_mode):
                 if not _can(pst, uid, gids, need):
