@@ -55,6 +55,7 @@ class Finding:
     fix: str
     offline: bool = False    # the broker takes this log dir offline (an error when it is the last)
     log_dir: str | None = None
+    unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
     def to_json(self) -> dict:
         return {"severity": self.severity.value, "check": self.check, "path": self.path, "problem": self.problem,
@@ -74,6 +75,8 @@ class Diagnosis:
     def verdict(self) -> str:
         if not self.starts:
             return "a broker will not start on these log dirs"
+        if any(f.unchecked for f in self.findings):
+            return "not known whether a broker starts: some checks could not be made (see the warnings)"
         if any(f.severity is Severity.WARNING for f in self.findings):
             return "a broker starts, with warnings"
         return "a broker starts on these log dirs"
@@ -402,7 +405,7 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | 
                            f"access could not be checked: --user {user}: no such user on this host",
                            "unknown: whether the broker's user can read and write these files was not checked",
                            "give the broker's uid instead (--user UID: `id -u` where the broker runs, or the uid "
-                           "in its container image)")
+                           "in its container image)", unchecked=True)
         uid = pw.pw_uid
     else:
         uid = int(user) if user is not None else st.st_uid
