@@ -40,8 +40,8 @@ def command(paths, server_properties, user, fmt):
     what the broker does, and the fix (a kafkalog command where one exists).
 
     \b
-    Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings; 8 it will not
-    start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
+    Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
+    could not be made (not known whether it starts); 8 it will not start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
     log dir. Precedence: kafkalog --help.
     """
     from kafkalog_cli.ops import doctor
