@@ -233,3 +233,19 @@ def test_a_server_properties_node_id_outside_an_int_is_an_error_finding(tmp_path
     assert r.exit_code == 8, r.output
     (f,) = findings(r, "server.properties")
     assert "Invalid value 2147483648 for configuration node.id" in f["problem"] and str(sp) in f["fix"]
+
+
+@needs_root
+def test_the_owner_taken_as_the_brokers_user_is_said_to_be_inferred(tmp_path):
+    from ..storage.test_ownership import broker_user
+
+    user = broker_user()
+    d = copy(tmp_path)
+    owned_by(d, user.pw_uid)
+    os.chown(d, user.pw_uid, user.pw_gid)
+    bad = d / "txn-0" / "00000000000000000000.log"
+    os.chown(bad, 0, 0)
+    r = doctor(d, "--format", "json")
+    (f,) = findings(r, "access")
+    assert f"{user.pw_name} (uid {user.pw_uid})" in f["problem"] and f"inferred from the owner of {d}" in f["problem"]
+    assert "inferred" not in findings(doctor(d, "--user", user.pw_name, "--format", "json"), "access")[0]["problem"]

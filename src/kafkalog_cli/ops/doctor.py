@@ -416,7 +416,7 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | 
     source = f"--user {user}" if user is not None else f"inferred from the owner of {d}"
     if pw is not None:
         return BrokerUser(uid, frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid)), pw.pw_name, pw.pw_gid,
-                          f"{pw.pw_name} (uid {uid})")
+                          f"{pw.pw_name} (uid {uid})", f"; the broker's user {source}" if user is None else "")
     gid = st.st_gid if st.st_uid == uid else None
     groups = f"its group taken as {gid}, the log dir's" if gid is not None else "no group known"
     return BrokerUser(uid, frozenset({gid} if gid is not None else ()), str(uid), gid if gid is not None else st.st_gid,
