@@ -44,9 +44,10 @@ from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, se
 from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
+
 if TYPE_CHECKING:
     from kafkalog_cli.ops.verify import BitRot
-from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
@@ -442,7 +443,9 @@ def note_bit_rot(p: Plan, partition_dirs: list[Path]) -> None:
     removed: dict[str, list[Action]] = {}
     for a in p.actions:
         if a.kind in (ActionKind.TRUNCATE, ActionKind.DELETE, ActionKind.REWRITE_SEGMENT):
-            removed.setdefault(os.path.abspath(a.path), []).append(a)
+            # a salvage rewrite's ranges are positions in its source
+            read = a.source if a.kind is ActionKind.REWRITE_SEGMENT and a.source is not None else a.path
+            removed.setdefault(os.path.abspath(read), []).append(a)
 
     def cut(file: str, position: int) -> bool:
         for a in removed.get(os.path.abspath(file), ()):
