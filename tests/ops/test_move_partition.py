@@ -88,6 +88,9 @@ def test_refuses_another_brokers_dir_and_an_unclean_source(tmp_path):
     (dst / "meta.properties").write_text((src / "meta.properties").read_text().replace("node.id=1", "node.id=2"))
     with pytest.raises(UsageError, match="different brokers"):
         ops.plan(src, dst, TP)
+    # node ids compare as Kafka's ints: +1 is node 1 (Integer.parseInt), one broker
+    (dst / "meta.properties").write_text((src / "meta.properties").read_text().replace("node.id=1", "node.id=+1"))
+    ops.plan(src, dst, TP)
     shutil.copy(src / "meta.properties", dst / "meta.properties")
     (src / ".kafka_cleanshutdown").unlink()
     with pytest.raises(UsageError, match="not shut down cleanly"):

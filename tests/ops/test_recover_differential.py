@@ -21,9 +21,9 @@ def logdir(tmp_path: Path) -> Path:
     return d
 
 
-def recover(d: Path, *extra: str):
+def recover(d: Path, *extra: str, code: int = 0):
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), *extra, str(d)])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == code, r.output
     return r
 
 
@@ -111,8 +111,9 @@ def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path
     (d / ".kafka_cleanshutdown").unlink()
     flip(seg(d, "multi-segment-0", 0, ".log"), 649, 0xD8)
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
-    recover(d)
+    r = recover(d, code=1)      # the batch fails its CRC: bit rot the broker serves, named and left
     assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
+    assert "bit rot in multi-segment-0" in r.output and "byte 626 of 00000000000000000000.log" in r.output
 
 
 def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
@@ -125,9 +126,10 @@ def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
     index = seg(d, "multi-segment-0", 0, ".index")
     index.write_bytes(bytes(index.stat().st_size))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
-    r = recover(d, "--repair")
+    r = recover(d, "--repair", code=1)
     assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
     assert "would drop valid batches" in r.output and "a broker keeps it as it is" in r.output
+    assert "bit rot in multi-segment-0" in r.output
 
 
 def test_a_cleaned_segment_index_entry_past_its_batch_is_the_broker_s_own(tmp_path):

@@ -24,7 +24,8 @@ def command(paths, only, configs, fmt, jobs):
     """Describe each partition of log dirs and partition dirs, offline: the broker's
     `kafka-log-dirs --describe`, and more. Reads only listings, stats, index tails, the first
     batch header of each segment, the active segment's unindexed end, the root checkpoints and
-    the latest producer snapshot.
+    the latest producer snapshot. So its problems say nothing of the CRCs of closed segments'
+    batches (bit rot): verify-crc, doctor or recover --dry-run read them.
 
     \b
     Per partition, and where each value comes from:

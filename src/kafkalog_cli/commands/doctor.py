@@ -15,26 +15,33 @@ from kafkalog_cli.errors import ExitCode, InputError, UsageError
 @click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
                    "when none is given) and metadata.log.dir are checked against the log dirs.")
-@click.option("--user", metavar="USER",
-              help="The user the broker runs as [default: the owner of each log dir].")
+@click.option("--user", metavar="UID|NAME",
+              help="The broker's user: a uid (a container's, no passwd entry needed) or a name this host's "
+                   "passwd knows [default: the owner of each log dir, by uid]. A name this host does not know: "
+                   "a warning that access could not be checked (exit 1).")
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
 def command(paths, server_properties, user, fmt):
     """Say whether a Kafka broker would start on these log dirs and, if not, why and the exact
     fix. Changes nothing and takes no lock (a held .lock is a finding).
 
-    Follows Kafka 3.3.1's start-up: meta.properties in every log dir (missing, damaged,
-    disagreeing across log dirs or with server.properties' node.id, a directory.id in two log
-    dirs), the KRaft metadata log's place, a held .lock, files the broker's user cannot read or
-    write and read-only mounts, free space and inodes for what the broker writes as it starts,
-    damaged checkpoint files, segments that stop the load or are truncated by it (recover's own
-    plan, with the broker's words), directories that are not partitions, -delete/-future/-stray
-    dirs and unknown files. Each finding has a severity (error: the broker will not start;
+    Follows Kafka 3.3.1's start-up: meta.properties in every log dir, read with Kafka's types
+    (node.id a Java int, no blank around it; directory.id a Uuid): missing, damaged, disagreeing
+    across log dirs or with server.properties' node.id, a directory.id in two log dirs; where
+    cluster.id differs, which meta.properties is wrong, judged from the partitions' topic ids
+    against the metadata log's topics (it says so when that does not decide it); the KRaft
+    metadata log's place, a held .lock, files the broker's user cannot read or write (judged by
+    uid and gid: a uid without a passwd entry too) and read-only mounts, free space and inodes
+    for what the broker writes as it starts, damaged checkpoint files, segments that stop the
+    load or are truncated by it (recover's own plan, with the broker's words), bit rot (a batch
+    failing its CRC in a segment the broker does not recover: it serves it, and consumers and
+    followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
+    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
     what the broker does, and the fix (a kafkalog command where one exists).
 
     \b
-    Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings; 8 it will not
-    start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
+    Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
+    could not be made (not known whether it starts); 8 it will not start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
     log dir. Precedence: kafkalog --help.
     """
     from kafkalog_cli.ops import doctor

@@ -156,7 +156,7 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
     delete-records) a line on stderr and the next log dir, else the run stops there (recover,
     roll, compact) after its lines are out, as the error. Exits with the worst code
     (errors.exit_code_of): 2 a partition refused as Kafka refuses it, 7 a deletion refused as a
-    guess, 1 a dry run that would change something."""
+    guess, 1 a dry run that would change something, or damage the plan names and leaves (bit rot)."""
     from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of
     from kafkalog_cli.render.run_lines import RunLines
 
@@ -178,8 +178,8 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
         for line in outcome.kafka_refusals:
             click.echo(f"kafkalog: {line}", err=True)
             codes.append(int(ExitCode.REFUSED_BY_KAFKA))
-        if outcome.pending:
-            codes.append(int(ExitCode.PROBLEMS))
+        if outcome.pending or any(getattr(f, "kept_problem", False) for f in getattr(outcome.plan, "findings", ())):
+            codes.append(int(ExitCode.PROBLEMS))      # a change pending, or damage left as the broker keeps it
         for partition in _partition_summaries(outcome):
             if partition.get("status") == "error":
                 codes.append(partition["exit_code"])

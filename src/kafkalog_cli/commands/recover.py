@@ -40,7 +40,10 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
 
     Damage a broker keeps (the indexes of a segment it does not recover) is reported, one line
     per file, and left as the broker leaves it; --repair rebuilds it too. With --all every
-    segment is recovered, so its indexes are rebuilt whatever --repair says.
+    segment is recovered, so its indexes are rebuilt whatever --repair says. Bit rot (a batch
+    failing its CRC in a segment the broker does not recover, which it serves as it is) is
+    named in the plan and the report with who is hit and the fixes (compare-replicas for a
+    healthy replica's bytes, or --all --salvage for that partition) and left as it is: exit 1.
 
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
@@ -54,7 +57,7 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
 
     \b
     Exit codes: 0 recovered, repairs included (--dry-run: nothing to do); 1 --dry-run: the
-    plan would change something; 2 usage; 3 corrupt input that cannot be
+    plan would change something, or (with or without --dry-run) bit rot is left; 2 usage; 3 corrupt input that cannot be
     handled; 4 a path that is not a log dir or partition dir, or a segment that is not a
     regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
     written. Log dirs before the one that failed are recovered and reported. Precedence:

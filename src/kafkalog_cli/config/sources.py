@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTEGER, INTERNAL_TOPICS, KAFKA_TOPIC_CONFIGS,
+from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTERNAL_TOPICS, KAFKA_TOPIC_CONFIGS,
                                           METADATA_PARTITION_DIR, broker_value, check_compaction_lags,
                                           check_remote_storage, parse_value)
 from kafkalog_cli.config.provenance import Unknown
@@ -308,17 +308,22 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
 
 
 def _node_id(log_dir: Path) -> int | None:
-    """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties."""
+    """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties, as the
+    broker reads it (None when it cannot be read or the broker would refuse it)."""
+    from kafkalog_cli.formats.meta_properties import MetaProperties
+
     from kafkalog_cli.formats.checkpoints import parse_properties
 
-    path = log_dir / "meta.properties"
+    path = f"{log_dir}/meta.properties"
     try:
-        return node_id_of(parse_properties(path.read_bytes(), path=str(path)))
+        return MetaProperties.node_id_in(parse_properties(Path(path).read_bytes(), path=path), path=path)
     except (OSError, KafkalogError):
         return None
 
 
-def node_id_of(props: Mapping[str, str]) -> int | None:
-    """node.id (KRaft) or broker.id (ZooKeeper era) of meta.properties or server.properties."""
-    raw = props.get("node.id", props.get("broker.id", "")).strip()
-    return int(raw) if INTEGER.fullmatch(raw) else None
+def node_id_of(props: Mapping[str, str], *, path: str | None = None) -> int | None:
+    """node.id (KRaft) or broker.id (ZooKeeper era) of server.properties, a ConfigDef INT (a value
+    Kafka refuses raises, naming `path`). meta.properties: formats.meta_properties.MetaProperties."""
+    from kafkalog_cli.formats.meta_properties import config_int
+
+    return config_int(props, "node.id" if "node.id" in props else "broker.id", path=path)

@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import node_id_of
+from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
 from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cache, parse_leader_epoch_checkpoint,
@@ -308,7 +308,7 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
 def _broker_id(log_dir: Path) -> int | None:
     meta = log_dir / names.META_PROPERTIES
     try:
-        return node_id_of(parse_properties(meta.read_bytes(), path=str(meta)))
+        return MetaProperties.node_id_in(parse_properties(meta.read_bytes(), path=str(meta)), path=str(meta))
     except (OSError, CheckpointError):
         return None
 

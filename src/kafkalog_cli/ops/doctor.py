@@ -24,8 +24,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import CheckpointError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
+from kafkalog_cli.formats.meta_properties import MetaProperties, config_int
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.lock import holder_pid
@@ -47,13 +48,14 @@ class Severity(str, enum.Enum):
 @dataclass
 class Finding:
     severity: Severity
-    check: str               # meta.properties, lock, access, space, checkpoint, segment, directory, file
+    check: str               # meta.properties, lock, access, space, checkpoint, segment, crc, directory, file
     path: str
     problem: str
     broker: str              # what the broker does with it, in its words
     fix: str
     offline: bool = False    # the broker takes this log dir offline (an error when it is the last)
     log_dir: str | None = None
+    unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
     def to_json(self) -> dict:
         return {"severity": self.severity.value, "check": self.check, "path": self.path, "problem": self.problem,
@@ -73,6 +75,8 @@ class Diagnosis:
     def verdict(self) -> str:
         if not self.starts:
             return "a broker will not start on these log dirs"
+        if any(f.unchecked for f in self.findings):
+            return "not known whether a broker starts: some checks could not be made (see the warnings)"
         if any(f.severity is Severity.WARNING for f in self.findings):
             return "a broker starts, with warnings"
         return "a broker starts on these log dirs"
@@ -90,17 +94,24 @@ class BrokerConfig:
     kraft: bool | None = None
     log_dirs: tuple[str, ...] = ()
     metadata_log_dir: str | None = None
+    path: str | None = None
+    refused: str | None = None      # a value KafkaConfig refuses (the broker exits before its log dirs)
 
     @classmethod
     def read(cls, path: Path | None) -> "BrokerConfig":
         if path is None:
             return cls()
         props = parse_properties(Path(path).read_bytes(), path=str(path))
-        node = props.get("node.id", props.get("broker.id"))
+        refused = None
+        try:
+            node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
+        except CheckpointError as e:
+            node, refused = None, e.message
         dirs = props.get("log.dirs", props.get("log.dir", ""))
-        return cls(int(node) if node and node.strip().lstrip("-").isdigit() else None,
+        return cls(node,
                    bool(props.get("process.roles", "").strip()),
-                   tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"))
+                   tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"),
+                   str(path), refused)
 
 
 def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None) -> Diagnosis:
@@ -112,6 +123,10 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         any(m.get("version") == "1" for m in metas.values() if isinstance(m, dict))
         or any((d / METADATA_DIR).is_dir() for d in log_dirs))
     metadata_dir = Path(config.metadata_log_dir) if config.metadata_log_dir else log_dirs[0]
+    if config.refused:
+        out.append(Finding(Severity.ERROR, "server.properties", config.path or "server.properties", config.refused,
+                           f"ConfigException: {config.refused}: the broker exits before it reads its log dirs",
+                           f"set a number from 0 to 2147483647 in {config.path}"))
     out += check_meta_properties(metas, config, kraft, metadata_dir)
     for d in log_dirs:
         if not d.is_dir():
@@ -175,16 +190,24 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                    "a ZooKeeper-mode broker writes it at start", "nothing to do"))
             continue
         problems = []
+        typed = None
+        try:
+            typed = MetaProperties.parse(m, path=f)
+        except CheckpointError as e:
+            problems.append(f"\"{e.message}\"")
         version = m.get("version")
-        if kraft and version != "1":
+        if kraft and version != "1" and (typed is not None or version is None):
             problems.append(f"version is {version!r}, a KRaft broker needs 1 (\"Expected version 1, but got "
-                            f"version {version}\")")
+                            f"version {typed.version if typed else 0}\")")
         for key in (("cluster.id", "node.id") if kraft else ("broker.id",)):     # ZooKeeper's v0: no cluster.id
-            if not m.get(key):
+            if not m.get(key) and not any(key in p for p in problems):
                 problems.append(f"no {key} (\"Failed to find required property {key}.\")")
         node = m.get("node.id", m.get("broker.id"))
-        if node is not None and not node.strip().lstrip("-").isdigit():
-            problems.append(f"node.id {node!r} is not a number (\"Failed to parse node.id property\")")
+        if kraft and typed is not None and typed.node_id is not None and typed.node_id < 0:
+            # KafkaConfig.validateValues refuses a negative node.id under process.roles, so no
+            # configured node.id matches it (KafkaRaftServer: InconsistentNodeIdException)
+            problems.append(f"node.id {typed.node_id} is negative: a KRaft broker's node.id is 0 or more, so it never "
+                            "matches (InconsistentNodeIdException)")
         if problems:
             out.append(Finding(Severity.ERROR, "meta.properties", f, "damaged: " + "; ".join(problems),
                                "RuntimeException at start: the broker exits",
@@ -192,7 +215,7 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)"))
             continue
         seen[d] = m
-        if config.node_id is not None and node is not None and node.strip() != str(config.node_id):
+        if config.node_id is not None and typed is not None and typed.node_id != config.node_id:
             out.append(Finding(Severity.ERROR, "meta.properties", f,
                                f"node.id {node} here, {config.node_id} in server.properties",
                                f"InconsistentNodeIdException: Configured node.id `{config.node_id}` doesn't match "
@@ -203,13 +226,16 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
     if len({tuple(sorted(common(m).items())) for m in seen.values()}) > 1:
         listing = "; ".join(f"{d}: cluster.id={m.get('cluster.id')} node.id={m.get('node.id', m.get('broker.id'))}"
                             for d, m in seen.items())
+        evidence, fix = "", ("keep only this broker's log dirs in log.dirs (the others belong to another broker or "
+                             "cluster)")
+        if len({m.get("cluster.id") for m in seen.values()}) > 1:
+            evidence, fix = judge_cluster_ids(seen, metadata_dir)
         out.append(Finding(Severity.ERROR, "meta.properties", ", ".join(str(d) for d in seen),
-                           f"not the same in every log dir ({listing})",
+                           f"not the same in every log dir ({listing}){evidence}",
                            "InconsistentBrokerMetadataException: BrokerMetadata is not consistent across log.dirs. "
                            "This could happen if multiple brokers shared a log directory (log.dirs) or partial data "
                            "was manually copied from another broker",
-                           "keep only this broker's log dirs in log.dirs (the others belong to another broker or "
-                           "cluster)"))
+                           fix))
     ids: dict[str, list[Path]] = {}
     for d, m in seen.items():
         if m.get("directory.id"):
@@ -230,6 +256,94 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"list {d} first in log.dirs (or set metadata.log.dir={d}), or move {METADATA_DIR} "
                                f"out of {d}"))
     return out
+
+
+def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, str]:
+    """Which meta.properties holds the wrong cluster.id, from evidence: a log dir whose partitions'
+    topic ids (partition.metadata) are all in this cluster's metadata log (the image at the end
+    of __cluster_metadata-0, in the metadata log dir) is this cluster's, one whose partitions'
+    ids are none of them another cluster's. Among this cluster's log dirs the cluster.id most of
+    them hold is right; on a tie, the metadata log dir's (kafka-storage format wrote it with the
+    metadata log, and the quorum replicated that log under it: KafkaRaftClient answers another
+    cluster id with INCONSISTENT_CLUSTER_ID). The metadata log holds no cluster id of its own
+    (quorum-state's clusterId is empty). Returns (the evidence, the fix)."""
+    from collections import Counter
+
+    from kafkalog_cli.ops.metadata_image import read_metadata_image
+
+    cannot = ("cannot tell which cluster.id is right from these log dirs (no metadata log among them to match "
+              "their partitions' topic ids against): set the cluster.id of the other brokers of this cluster "
+              "(their meta.properties) in every log dir of this broker, or keep only this broker's log dirs in "
+              "log.dirs")
+    topic_ids: set[str] = set()
+    if (metadata_dir / METADATA_DIR).is_dir():
+        try:
+            topic_ids = {t.id for t in read_metadata_image(metadata_dir).image.topics.values()}
+        except KafkalogError:
+            pass
+    if not topic_ids:
+        return "", cannot
+    ours: dict[Path, int] = {}
+    theirs: dict[Path, int] = {}
+    for d in seen:
+        ids = [t for t in (_topic_id(Path(e.path)) for e in _partition_dirs(d)) if t is not None]
+        ours[d] = sum(t in topic_ids for t in ids)
+        theirs[d] = len(ids) - ours[d]
+    cluster = {d: m.get("cluster.id") for d, m in seen.items()}
+    this = [d for d in seen if (d == metadata_dir or ours[d]) and not theirs[d]]
+    votes = Counter(cluster[d] for d in this).most_common()
+    if not votes:
+        return "", cannot
+    right = votes[0][0]
+    why = f"held by {votes[0][1]} of this cluster's {len(this)} log dirs"
+    if len(votes) > 1 and votes[1][1] == votes[0][1]:
+        if metadata_dir not in seen:
+            return "", cannot
+        right, why = cluster[metadata_dir], f"the metadata log dir's, {metadata_dir}"
+    evidence, fixes = [], []
+    for d in seen:
+        if cluster[d] == right:
+            continue
+        meta = d / names.META_PROPERTIES
+        if d in this:
+            evidence.append(f"{d}: {ours[d]} partition(s), every topic id in the metadata log of {metadata_dir}: "
+                            "this cluster's" if d != metadata_dir else f"{d}: holds this cluster's metadata log")
+            fixes.append(f"set cluster.id={right} in {meta} (the cluster.id {why})")
+        elif theirs[d] and not ours[d]:
+            evidence.append(f"{d}: {theirs[d]} partition(s), no topic id in the metadata log of {metadata_dir}: "
+                            "another cluster's")
+            fixes.append(f"remove {d} from log.dirs (another cluster's log dir)")
+        elif not theirs[d] and not ours[d]:
+            evidence.append(f"{d}: no partition with a topic id")
+            fixes.append(f"set cluster.id={right} in {meta} (it holds no partition to lose), or remove {d} from "
+                         "log.dirs")
+        else:
+            evidence.append(f"{d}: {ours[d]} partition(s) of this cluster, {theirs[d]} of none it knows")
+            fixes.append(f"cannot tell which for {d}: compare its partitions with the cluster's (kafkalog "
+                         f"compare-replicas), then set cluster.id={right} in {meta} or remove {d} from log.dirs")
+    return "; evidence: " + "; ".join(evidence), "; ".join(fixes)
+
+
+def _partition_dirs(d: Path) -> list[os.DirEntry]:
+    """The live partition dirs of a log dir, but the metadata log's."""
+    try:
+        entries = sorted(os.scandir(d), key=lambda e: e.name)
+    except OSError:
+        return []
+    out = []
+    for e in entries:
+        parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
+        if parsed is not None and parsed.kind is PartitionDirKind.LIVE and e.name != METADATA_DIR:
+            out.append(e)
+    return out
+
+
+def _topic_id(partition_dir: Path) -> str | None:
+    """partition.metadata's topic id, None without a readable one."""
+    try:
+        return parse_properties((partition_dir / "partition.metadata").read_bytes()).get("topic_id")
+    except (OSError, KafkalogError, ValueError):
+        return None
 
 
 # ------------------------------------------------------------------ .lock, access, space
@@ -266,6 +380,49 @@ def _can(st: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
     return bits & need == need
 
 
+@dataclass(frozen=True)
+class BrokerUser:
+    """Whom access is judged for: a uid and its groups, as the kernel checks them."""
+
+    uid: int
+    gids: frozenset[int]
+    owner: str          # for chown: the name, else the uid
+    group: int          # for chown: the primary group
+    label: str          # "kafka (uid 1000)", or "uid 4242"
+    how: str = ""       # how it was found, when inferred
+
+
+def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | Finding":
+    """The broker's user: --user (a uid, or a name this host's passwd knows), else the log dir's
+    owner. A uid without a passwd entry (a container's user) is judged by its number, with the
+    log dir's group as its group when it owns the log dir. A name this host does not know is a
+    warning that access was not checked."""
+    if user is not None and not user.isdigit():
+        try:
+            pw = pwd.getpwnam(user)
+        except KeyError:
+            return Finding(Severity.WARNING, "access", str(d),
+                           f"access could not be checked: --user {user}: no such user on this host",
+                           "unknown: whether the broker's user can read and write these files was not checked",
+                           "give the broker's uid instead (--user UID: `id -u` where the broker runs, or the uid "
+                           "in its container image)", unchecked=True)
+        uid = pw.pw_uid
+    else:
+        uid = int(user) if user is not None else st.st_uid
+        try:
+            pw = pwd.getpwuid(uid)
+        except KeyError:
+            pw = None
+    source = f"--user {user}" if user is not None else f"inferred from the owner of {d}"
+    if pw is not None:
+        return BrokerUser(uid, frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid)), pw.pw_name, pw.pw_gid,
+                          f"{pw.pw_name} (uid {uid})", f"; the broker's user {source}" if user is None else "")
+    gid = st.st_gid if st.st_uid == uid else None
+    groups = f"its group taken as {gid}, the log dir's" if gid is not None else "no group known"
+    return BrokerUser(uid, frozenset({gid} if gid is not None else ()), str(uid), gid if gid is not None else st.st_gid,
+                      f"uid {uid}", f"; uid {uid} has no passwd entry here ({source}; {groups})")
+
+
 def check_access(d: Path, user: str | None) -> list[Finding]:
     """Files and dirs the broker's user (`user`, else the log dir's owner) cannot read and write,
     and a read-only mount."""
@@ -281,11 +438,10 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
                            offline=True))
         return out
     st = d.stat()
-    try:
-        pw = pwd.getpwnam(user) if user else pwd.getpwuid(st.st_uid)
-    except KeyError:
-        return out
-    uid, gids = pw.pw_uid, set(os.getgrouplist(pw.pw_name, pw.pw_gid))
+    who = broker_user(d, st, user)
+    if isinstance(who, Finding):
+        return [who]
+    uid, gids = who.uid, who.gids
     bad = []
     for root, dirs, files in os.walk(d):
         depth = len(Path(root).relative_to(d).parts)
@@ -295,6 +451,9 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
                 pst = p.lstat()
             except OSError:
                 continue
+            # read and write: LogSegment.open -> FileRecords.open(mutable) -> openChannel opens an
+            # existing segment with FileChannel.open(CREATE, READ, WRITE) (RandomAccessFile "rw"
+            # only for a new preallocated one); the indexes are mapped read-write too
             need = 7 if stat.S_ISDIR(pst.st_mode) else 6
             if stat.S_ISREG(pst.st_mode) or stat.S_ISDIR(pst.st_mode):
                 if not _can(pst, uid, gids, need):
@@ -305,12 +464,12 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
         bad.insert(0, d)
     if bad:
         shown = ", ".join(str(p) for p in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        group = st.st_gid
         out.append(Finding(Severity.WARNING, "access", shown,
-                           f"{len(bad)} file(s) or dir(s) the broker's user {pw.pw_name} cannot read and write "
-                           "(owned by another user, or its mode)",
-                           "AccessDeniedException while loading: the log dir is offline",
-                           f"chown -R {pw.pw_name}:{group} {d} && chmod -R u+rwX {d}", offline=True))
+                           f"{len(bad)} file(s) or dir(s) the broker's user {who.label} cannot read and write "
+                           f"(owned by another user, or its mode){who.how}",
+                           "AccessDeniedException while loading (LogSegment.open -> FileRecords.open opens every "
+                           "segment for reading and writing): the log dir is offline",
+                           f"chown -R {who.owner}:{who.group} {d} && chmod -R u+rwX {d}", offline=True))
     return out
 
 
@@ -444,7 +603,8 @@ _KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "Inv
 
 def check_segments(d: Path) -> list[Finding]:
     """recover's plan, partition by partition, as the broker's load would run: what it cannot
-    recover stops the broker; what it truncates is lost."""
+    recover stops the broker; what it truncates is lost; a batch failing its CRC in a segment it
+    does not recover (bit rot, the plan's kept damage) is served as it is: a warning."""
     from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
     from kafkalog_cli.ops import recover
 
@@ -467,6 +627,10 @@ def check_segments(d: Path) -> list[Finding]:
             continue
         except OSError:
             continue            # access: check_access says it
+        for kept in p.findings:
+            if isinstance(kept, recover.BitRotFinding) and kept.rot is not None:
+                out.append(Finding(Severity.WARNING, "crc", kept.rot.file, kept.rot.what(), kept.rot.who_is_hit(),
+                                   kept.rot.fixes(d)))
         cuts = [a for a in p.actions if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX
                 and a.bytes_removed]
         gone = [a for a in p.actions if a.kind.value == "delete" and a.path.suffix == names.LOG_SUFFIX
@@ -487,9 +651,12 @@ def check_segments(d: Path) -> list[Finding]:
 def _node_id(metas: dict) -> int | None:
     for m in metas.values():
         if isinstance(m, dict):
-            raw = m.get("node.id", m.get("broker.id"))
-            if raw is not None and raw.strip().lstrip("-").isdigit():
-                return int(raw)
+            try:
+                node = MetaProperties.parse(m).node_id
+            except CheckpointError:
+                continue
+            if node is not None:
+                return node
     return None
 
 
@@ -514,15 +681,9 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
     for d in log_dirs:
         if not d.is_dir():
             continue
-        for e in sorted(os.scandir(d), key=lambda e: e.name):
-            parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
-            if parsed is None or parsed.kind is not PartitionDirKind.LIVE or e.name == METADATA_DIR:
-                continue
-            tp = parsed.topic_partition
-            try:
-                topic_id = parse_properties((Path(e.path) / "partition.metadata").read_bytes()).get("topic_id")
-            except (OSError, KafkalogError, ValueError):
-                topic_id = None
+        for e in _partition_dirs(d):
+            tp = parse_partition_dir_name(e.name).topic_partition
+            topic_id = _topic_id(Path(e.path))
             topic = by_id.get(topic_id) if topic_id else None
             part = topic.partitions.get(tp.partition) if topic is not None else None
             if topic_id is None:

@@ -117,8 +117,12 @@ def check_same_broker(src: Path, dst: Path, notes: list[str]) -> None:
                          f"(format it with kafka-storage.sh, or add it to log.dirs and start the broker once)")
     if a is None or b is None:
         return
+    from kafkalog_cli.formats.meta_properties import MetaProperties
+
+    ids = {d: MetaProperties.node_id_in(m, path=str(d / names.META_PROPERTIES)) for d, m in ((src, a), (dst, b))}
     for key in ("cluster.id", "node.id", "broker.id"):
-        if key in a and key in b and a[key] != b[key]:
+        same = a.get(key) == b.get(key) if key == "cluster.id" else ids[src] == ids[dst]   # node ids as ints
+        if key in a and key in b and not same:
             raise UsageError(f"{src} and {dst} belong to different brokers ({key} {a[key]} and {b[key]} in "
                              f"meta.properties): move-partition moves a partition between log dirs of one broker")
     ida, idb = a.get("directory.id"), b.get("directory.id")

@@ -24,6 +24,7 @@ import struct
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
@@ -44,6 +45,9 @@ from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
+
+if TYPE_CHECKING:
+    from kafkalog_cli.ops.verify import BitRot
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
@@ -414,7 +418,50 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     if new_rps != rps.offsets:
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, rps.path, "recovery point = log end offset",
                      data=ckpt.encode_offsets(new_rps, order=rps.order)))
+    note_bit_rot(p, partition_dirs)
     return p
+
+
+@dataclass
+class BitRotFinding(KeptFinding):
+    """A batch failing its CRC in a segment the plan leaves as it is: the broker serves it."""
+
+    rot: "BitRot | None" = None
+    kept_problem: ClassVar[bool] = True     # a run that leaves it exits 1 (something found)
+
+    def to_json(self) -> dict:
+        return {**super().to_json(), "damage": "crc", "offsets": [self.rot.base_offset, self.rot.last_offset]}
+
+
+def note_bit_rot(p: Plan, partition_dirs: list[Path]) -> None:
+    """Damage the broker keeps and recover leaves by default: every batch failing its CRC
+    (ops.verify's check) that the plan's truncations, deletions and salvage rewrites leave in
+    place, one finding each with who is hit and the fixes. A batch already named as kept under
+    .kafka_cleanshutdown is not named twice."""
+    from kafkalog_cli.ops.verify import bit_rot
+
+    removed: dict[str, list[Action]] = {}
+    for a in p.actions:
+        if a.kind in (ActionKind.TRUNCATE, ActionKind.DELETE, ActionKind.REWRITE_SEGMENT):
+            # a salvage rewrite's ranges are positions in its source
+            read = a.source if a.kind is ActionKind.REWRITE_SEGMENT and a.source is not None else a.path
+            removed.setdefault(os.path.abspath(read), []).append(a)
+
+    def cut(file: str, position: int) -> bool:
+        for a in removed.get(os.path.abspath(file), ()):
+            if a.kind is ActionKind.DELETE or (a.kind is ActionKind.TRUNCATE and a.at is not None and position >= a.at):
+                return True
+            if a.kind is ActionKind.REWRITE_SEGMENT and not any(lo <= position < hi for lo, hi in a.ranges or ()):
+                return True
+        return False
+
+    named = {(os.path.abspath(f.path), f.position) for f in p.findings if isinstance(f, KeptFinding) and f.path}
+    for d in partition_dirs:
+        for rot in bit_rot(d, cut):
+            if (os.path.abspath(rot.file), rot.position) in named:
+                continue
+            p.findings.append(BitRotFinding(rot.partition, f"{rot.what()}: left as it is; {rot.who_is_hit()}. Fix: "
+                                            f"{rot.fixes(p.log_dir)}", rot.file, rot.position, rot=rot))
 
 
 class SegmentOverflow(Exception):

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.framing import OFFSETS, WALKED_BYTES, Finding, batch_cuts, check_batches
+from kafkalog_cli.formats.framing import CRC, OFFSETS, WALKED_BYTES, Finding, batch_cuts, check_batches
 
 # problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
@@ -471,6 +471,69 @@ def verify_partition(directory: str | Path, deep: bool = False) -> PartitionRepo
     rep = verify_groups([(str(d), files)], deep=deep, jobs=1)[0]
     rep.elapsed = time.perf_counter() - t0
     return rep
+
+
+@dataclass(frozen=True)
+class BitRot:
+    """A batch whose bytes no longer match its stored CRC, in a segment the broker loads without
+    recovering it (below the recovery point, or under .kafka_cleanshutdown): it serves the batch as
+    it is. What that does, to whom, and the fixes are said here, for doctor and recover alike."""
+
+    partition_dir: str
+    file: str
+    position: int
+    base_offset: int | None
+    last_offset: int | None
+    stored_crc: int | None
+    computed_crc: int | None
+
+    @property
+    def partition(self) -> str:
+        return os.path.basename(self.partition_dir)
+
+    @property
+    def offsets(self) -> str:
+        if self.base_offset is None:
+            return "offsets unknown"
+        return f"offsets {self.base_offset}..{self.last_offset}" if self.last_offset is not None \
+            else f"offset {self.base_offset}"
+
+    def what(self) -> str:
+        return (f"bit rot in {self.partition}: the batch at byte {self.position} of {os.path.basename(self.file)} "
+                f"({self.offsets}) fails its CRC (stored crc = {self.stored_crc}, computed crc = {self.computed_crc})")
+
+    def who_is_hit(self) -> str:
+        """The broker's and its clients' words (Fetcher's CompletedFetch.maybeEnsureValid,
+        AbstractFetcherThread.processFetchRequest)."""
+        at = self.base_offset if self.base_offset is not None else "?"
+        return (f"the broker loads and serves it as it is (it checks CRCs only in the segments it recovers). "
+                f"A consumer (check.crcs=true, the default) fails in poll(): \"Record batch for partition "
+                f"{self.partition} at offset {at} is invalid, cause: Record is corrupt\"; if this replica is the "
+                f"leader, every follower logs \"Found invalid messages during fetch for partition {self.partition} "
+                f"offset {at}\", stops advancing and drops out of the ISR (acks=all producers fail once the ISR "
+                f"is below min.insync.replicas); if it is a follower, nothing shows until it leads")
+
+    def fixes(self, log_dir: str | Path) -> str:
+        from kafkalog_cli.storage.names import parse_partition_dir_name
+
+        parsed = parse_partition_dir_name(self.partition)
+        only = (f" --topic {parsed.topic_partition.topic} --partition {parsed.topic_partition.partition}"
+                if parsed is not None else "")
+        return (f"a healthy replica's bytes: kafkalog compare-replicas finds a replica whose copy of these offsets "
+                f"is intact (copy its segment in with the broker stopped); else kafkalog recover {log_dir} --all "
+                f"--salvage{only} drops the damaged batch ({self.offsets} lost for good) and keeps the batches "
+                f"around it")
+
+
+def bit_rot(partition_dir: str | Path, cut: Callable[[str, int], bool] = lambda file, position: False
+            ) -> list[BitRot]:
+    """verify-crc's CRC check of a partition's segments: every batch whose CRC fails, but those
+    `cut(file, position)` says a recovery removes (the broker does not keep them)."""
+    rep = verify_partition(partition_dir)
+    return [BitRot(str(partition_dir), p.file, p.position, p.base_offset, p.last_offset, p.stored_crc,
+                   p.computed_crc)
+            for p in rep.problems if p.kind == CRC and p.file and p.position is not None
+            and not cut(p.file, p.position)]
 
 
 def group_paths(paths: Iterable[str]) -> list[tuple[str, list[str]]]:

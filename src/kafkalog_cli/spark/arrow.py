@@ -329,18 +329,22 @@ def segment_log_dir(ref) -> str | None:
 
 @functools.lru_cache(maxsize=1024)
 def broker_id(log_dir: str | None) -> int | None:
-    """node.id (KRaft) or broker.id of the log dir's meta.properties; None without a readable one."""
+    """node.id (KRaft) or broker.id of the log dir's meta.properties; None without a readable one.
+    One the broker would refuse (node.id=99999999999999999999) raises, naming the file: the
+    column is never a guess."""
     if log_dir is None:
         return None
-    from kafkalog_cli.config import node_id_of
-    from kafkalog_cli.formats.checkpoints import parse_properties
+    from kafkalog_cli.formats.meta_properties import MetaProperties
     from kafkalog_cli.storage.remote import read_any
+
+    from kafkalog_cli.formats.checkpoints import parse_properties
 
     path = f"{log_dir}/meta.properties"
     try:
-        return node_id_of(parse_properties(read_any(path), path=path))
-    except (OSError, KafkalogError):
+        data = read_any(path)
+    except OSError:
         return None
+    return MetaProperties.node_id_in(parse_properties(data, path=path), path=path)
 
 
 class _Rows:

@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.storage.names import META_PROPERTIES
 
 STATE_ENV = "KAFKALOG_STATE_DIR"
 REGISTRY = "quarantines.json"
@@ -50,14 +49,20 @@ class LogDirKey:
 
     @classmethod
     def of(cls, log_dir: Path) -> "LogDirKey":
-        from kafkalog_cli.formats.checkpoints import parse_properties
+        from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes
 
         props: dict[str, str] = {}
         try:
-            props = parse_properties(Path(log_dir, META_PROPERTIES).read_bytes())
+            props = parse_properties(Path(log_dir, "meta.properties").read_bytes())
         except (OSError, KafkalogError, ValueError):
             pass                     # no meta.properties (a copy, an old broker), or a damaged one
-        return cls(os.path.realpath(log_dir), props.get("cluster.id"), props.get("directory.id"))
+        directory_id = props.get("directory.id")
+        try:
+            if directory_id is not None:
+                topic_id_bytes(directory_id)     # a Uuid, as MetaProperties reads it
+        except ValueError:
+            directory_id = None
+        return cls(os.path.realpath(log_dir), props.get("cluster.id"), directory_id)
 
     def matches(self, path: str, entry: dict) -> bool:
         return path == self.path or (self.directory_id is not None and entry.get("directory_id") == self.directory_id
