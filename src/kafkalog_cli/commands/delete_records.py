@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, format_option,
-                                           partition_filter_options, quarantine_options, report_option)
+from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, follow_symlinks_option,
+                                           format_option, partition_filter_options, quarantine_options,
+                                           report_option)
 from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -28,11 +29,13 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 @partition_filter_options
 @config_options
 @quarantine_options
+@follow_symlinks_option
 @dry_run_option
 @format_option(RUN_FORMAT_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
+def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+            verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
     wholly below it, as the broker's next retention check does.
@@ -78,7 +81,8 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(
         offsets=offsets, before=before, named_topics=named, topic_patterns=patterns), configs)
     report_run(operation, groups, lambda outcome: _text(outcome, verbose), fmt=fmt, report_path=report_path,
-               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
+               follow_symlinks=follow_symlinks)
 
 
 def _read(path: Path) -> bytes:

@@ -28,8 +28,8 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
-            report_path):
+def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+            dry_run, fmt, now_ms, report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
@@ -70,4 +70,4 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
                               now_ms=now_or_clock(now_ms))
     report_run(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine)
+                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

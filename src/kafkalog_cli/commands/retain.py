@@ -24,7 +24,8 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, report_path, engine, master):
+def command(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
+            report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -61,4 +62,5 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     quiet = not (verbose or dry_run or sys.stdout.isatty())
     report_run(operation, groups, lambda outcome: human.retain_outcome(outcome, verbose), fmt=fmt,
                report_path=report_path, keep_going=True, quiet=quiet, engine=engine, master=master,
-               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
+               follow_symlinks=follow_symlinks)

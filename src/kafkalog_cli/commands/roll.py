@@ -21,7 +21,8 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
+            report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).
 
@@ -40,4 +41,4 @@ def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
     report_run(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine)
+                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)
