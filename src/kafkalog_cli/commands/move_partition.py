@@ -49,7 +49,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     \b
     Exit codes: 0 moved, or nothing to do (moved already); 1 a dry run with the move pending;
     2 usage or refused (see above);
-    3 a damaged checkpoint file; 4 a missing log dir or partition; 5 a log dir is locked (a
+    3 a damaged checkpoint file; 4 a missing log dir or partition, or a source partition linked
+    out of its log dir (--follow-symlinks moves it); 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.options import emit_lines, finish_run

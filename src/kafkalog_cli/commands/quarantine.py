@@ -55,7 +55,8 @@ def command() -> None:
       2  usage error
       3  restore refused: the log dir changed since the run in a way that conflicts,
          or the kept data or the manifest is damaged (nothing was changed)
-      4  not a quarantine folder, log dir or quarantine dir
+      4  not a quarantine folder, log dir or quarantine dir; or a restore through a
+         symbolic link out of the log dir (without --follow-symlinks: nothing changed)
       5  the log dir is locked by a running broker or another kafkalog
       6  a change could not be written
     """

@@ -58,8 +58,9 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
     \b
     Exit codes: 0 recovered, repairs included (--dry-run: nothing to do); 1 --dry-run: the
     plan would change something, or (with or without --dry-run) bit rot is left; 2 usage; 3 corrupt input that cannot be
-    handled; 4 a path that is not a log dir or partition dir, or a segment that is not a
-    regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
+    handled; 4 a path that is not a log dir or partition dir, a segment that is not a
+    regular file, or a partition linked out of the log dir (left unchanged, the others done:
+    --follow-symlinks); 5 the log dir is locked (a broker runs on it); 6 a change could not be
     written. Log dirs before the one that failed are recovered and reported. Precedence:
     kafkalog --help.
     """
