@@ -18,6 +18,12 @@ op makes has its entry, files it creates included, so that `kafkalog quarantine 
 undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A run of
 deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays its
 syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
+
+The write gate (`_gate`, storage/links.py's WriteBounds): every method passes each path it will
+change through it before its first step and its quarantine entry, so nothing is ever created,
+written, cut, appended, renamed, deleted, linked or made outside the log dir and its quarantine
+(and the dirs an op adds: move-partition's source, restore's folder), judged on resolved paths:
+never through a symbolic link out of them unless `follow_symlinks` (OutsideLogDirError, exit 4).
 """
 from __future__ import annotations
 
