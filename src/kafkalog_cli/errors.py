@@ -22,7 +22,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2           # bad options (click's own code), or refused as Kafka itself refuses
     REFUSED_BY_KAFKA = 2  # (an internal topic for delete-records, a tiered topic for compact...)
     CORRUPT = 3         # the input is not what its name says: corrupt or truncated data
-    INPUT = 4           # missing, unreadable or unrecognised path; not a log dir
+    INPUT = 4           # missing, unreadable or unrecognised path; not a log dir; a link out of it
     LOCKED = 5          # the log dir's .lock is held by a broker or another kafkalog
     IO = 6              # writing failed: read-only file system, full disk, quarantine full
     CONFIG_UNKNOWN = 7  # refused to delete on a guess (a deciding config unknown); everything else was done
@@ -38,7 +38,8 @@ EXIT_CODE_TABLE: tuple[tuple[int, str], ...] = (
                         " a --dry-run that would change something, doctor warnings"),
     (ExitCode.USAGE, "usage error, or refused as Kafka refuses (an internal topic, an offset out of range)"),
     (ExitCode.CORRUPT, "corrupt input: a record, index or checkpoint that cannot be right"),
-    (ExitCode.INPUT, "a path that is missing, unreadable, or not a log dir, partition dir or Kafka file"),
+    (ExitCode.INPUT, "a path that is missing, unreadable, or not a log dir, partition dir or Kafka file; or a"
+                     " symbolic link out of the log dir that kafkalog will not write through (left unchanged)"),
     (ExitCode.LOCKED, "a log dir is locked by a running broker or another kafkalog (it was skipped)"),
     (ExitCode.IO, "a change could not be written: read-only file system, full disk, full quarantine"),
     (ExitCode.CONFIG_UNKNOWN, "refused to delete on a guess (a deciding config is unknown); the rest was done"),
@@ -147,6 +148,13 @@ class UsageError(KafkalogError):
 
 class InputError(KafkalogError):
     """A path that is missing, unreadable, or not the kind of file or directory asked for."""
+
+    exit_code = ExitCode.INPUT
+
+
+class OutsideLogDirError(KafkalogError):
+    """A change that would land outside the log dir and its quarantine: through a symbolic link
+    that leads out of it (without --follow-symlinks), or anywhere else. Nothing of it is written."""
 
     exit_code = ExitCode.INPUT
 

@@ -45,8 +45,8 @@ def _bytes(ctx, param, value: str) -> int:
 @change_options
 @report_option
 @engine_options
-def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
-            report_path, engine, master):
+def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+            dry_run, fmt, now_ms, report_path, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon
     and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
@@ -64,8 +64,8 @@ def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_di
 
     \b
     Exit codes: 0 done or nothing to do; 1 --dry-run: a partition would be cleaned; 7 a partition was not cleaned as a deciding config is
-    unknown (everything else was done); 2 usage error, 3 corrupt input, 4 bad path, 5 the log
-    dir is locked, 6 write failure. Precedence: kafkalog --help.
+    unknown (everything else was done); 2 usage error, 3 corrupt input, 4 bad path or
+    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 5 the log dir is locked, 6 write failure. Precedence: kafkalog --help.
     """
     check_engine(engine, master)
     groups = partition_groups(paths, only=only)   # the cleaner works on current logs: -future/-delete/-stray noted
@@ -75,4 +75,5 @@ def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_di
     # ops.compact.run plans and cleans partition by partition, over --jobs workers under the lock
     operation = Operation("compact", partial(ops.plan, estimate=True), opts, configs, run=ops.run)
     report_run(operation, groups, human.compact_outcome, fmt=fmt, engine=engine, master=master,
-                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
+                   follow_symlinks=follow_symlinks)

@@ -6,8 +6,9 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, format_option,
-                                           partition_filter_options, quarantine_options, report_option)
+from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, follow_symlinks_option,
+                                           format_option, partition_filter_options, quarantine_options,
+                                           report_option)
 from kafkalog_cli.errors import InputError, UsageError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -28,11 +29,13 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 @partition_filter_options
 @config_options
 @quarantine_options
+@follow_symlinks_option
 @dry_run_option
 @format_option(RUN_FORMAT_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, verbose, report_path):
+def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+            verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
     wholly below it, as the broker's next retention check does.
@@ -57,8 +60,8 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 2 usage error, or a partition refused as Kafka refuses
     it (OFFSET_OUT_OF_RANGE, INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION; the other partitions are
     done); 7 offset -1 with no high watermark known (refused as a guess); 5 a log dir was locked
-    (a broker runs on it) and skipped; 3 corrupt input, 4 bad path or a partition of the offset
-    JSON in none of the paths, 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
+    (a broker runs on it) and skipped; 3 corrupt input, 4 bad path, a partition of the offset
+    JSON in none of the paths, or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
     from kafkalog_cli.commands.common import partition_groups
     from kafkalog_cli.commands.options import report_run
@@ -78,7 +81,8 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(
         offsets=offsets, before=before, named_topics=named, topic_patterns=patterns), configs)
     report_run(operation, groups, lambda outcome: _text(outcome, verbose), fmt=fmt, report_path=report_path,
-               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
+               follow_symlinks=follow_symlinks)
 
 
 def _read(path: Path) -> bytes:

@@ -10,7 +10,8 @@ import click
 from kafkalog_cli.errors import ExitCode
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import dry_run_option, format_option, quarantine_options, report_option
+from kafkalog_cli.commands.options import (dry_run_option, follow_symlinks_option, format_option, quarantine_options,
+                                           report_option)
 
 
 @click.command("move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD).")
@@ -19,12 +20,14 @@ from kafkalog_cli.commands.options import dry_run_option, format_option, quarant
 @click.option("--topic", required=True, metavar="TOPIC", help="The partition's topic (a name, not a pattern).")
 @click.option("--partition", required=True, type=click.IntRange(min=0), metavar="N", help="The partition number.")
 @quarantine_options
+@follow_symlinks_option
 @dry_run_option
 @format_option("text: the plan or what was done, and a summary line. json: the run's JSON Lines (the partition, "
                "the destination log dir, the totals).")
 @report_option
 @one_line_errors
-def command(source, destination, topic, partition, quarantine_dir, no_quarantine, dry_run, fmt, report_path):
+def command(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+            report_path):
     """Move the partition TOPIC-N from the log dir SOURCE to the log dir DESTINATION of the same
     stopped broker (JBOD: a full or failing disk), as Kafka's alter-log-dirs move would, offline.
 
@@ -46,7 +49,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     \b
     Exit codes: 0 moved, or nothing to do (moved already); 1 a dry run with the move pending;
     2 usage or refused (see above);
-    3 a damaged checkpoint file; 4 a missing log dir or partition; 5 a log dir is locked (a
+    3 a damaged checkpoint file; 4 a missing log dir or partition, or a source partition linked
+    out of its log dir (--follow-symlinks moves it); 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.options import emit_lines, finish_run
@@ -56,11 +60,15 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     from kafkalog_cli.render.run_lines import RunLines
     from kafkalog_cli.render import human
     from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+    from kafkalog_cli.storage.links import link_out
     from kafkalog_cli.storage.lock import LogDirLock
     from kafkalog_cli.storage.names import TopicPartition
 
     tp = TopicPartition(topic, partition)
     root = quarantine_root(destination, quarantine_dir, no_quarantine)
+    linked = None if follow_symlinks else link_out(source, Path(source) / str(tp))
+    if linked is not None:
+        raise linked.error()           # its dir, or a file in it, links out of the log dir: left as it is
     if dry_run:
         plan = ops.plan(source, destination, tp)
         report = {"dry_run": True, **plan.to_json()}
@@ -68,7 +76,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
-            fsops = FsOps(destination, Quarantine(root, "move-partition"))
+            fsops = FsOps(destination, Quarantine(root, "move-partition"), follow_symlinks=follow_symlinks)
             clean_shutdown = CleanShutdownMarker(destination)
             fsops.before_change = clean_shutdown.set_aside
             report = ops.apply(plan, fsops)

@@ -98,6 +98,12 @@ quarantine_options = _stack(
     click.option("--no-quarantine", is_flag=True, help="Drop removed data instead of keeping it."),
 )
 
+follow_symlinks_option = click.option(
+    "--follow-symlinks", is_flag=True,
+    help="Also change a partition whose dir, or a file in it, is a symbolic link that leads out of the log dir, "
+         "writing through the link as a broker does. Without it such a partition is left unchanged, one line on "
+         "stderr says which and where the link leads (exit 4), and the others are done.")
+
 dry_run_option = click.option("--dry-run", "-n", is_flag=True,
                               help="Print the plan and change nothing (takes no lock).")
 
@@ -111,8 +117,8 @@ report_option = click.option("--report", "report_path", type=click.Path(dir_okay
 # what every command that changes log dirs takes, in their --help order
 RUN_FORMAT_HELP = ("text: the plan or what was done, then one summary line. json: the run's JSON Lines, a run id and "
                    "time on each: a line per partition, per log dir, and the totals (kafkalog(1), REPORTS).")
-change_options = _stack(config_options, quarantine_options, dry_run_option, format_option(RUN_FORMAT_HELP),
-                        now_option)
+change_options = _stack(config_options, quarantine_options, follow_symlinks_option, dry_run_option,
+                        format_option(RUN_FORMAT_HELP), now_option)
 
 
 def now_or_clock(now_ms: int | None) -> int:
@@ -156,8 +162,9 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
     delete-records) a line on stderr and the next log dir, else the run stops there (recover,
     roll, compact) after its lines are out, as the error. Exits with the worst code
     (errors.exit_code_of): 2 a partition refused as Kafka refuses it, 7 a deletion refused as a
-    guess, 1 a dry run that would change something, or damage the plan names and leaves (bit rot)."""
-    from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of
+    guess, 1 a dry run that would change something, or damage the plan names and leaves (bit rot),
+    4 a partition left unchanged as it links out of the log dir (storage.links)."""
+    from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of, one_line
     from kafkalog_cli.render.run_lines import RunLines
 
     lines = RunLines(operation.name, dry_run=bool(run.get("dry_run")))
@@ -175,6 +182,9 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
             continue
         if echo_diagnostics(outcome):
             codes.append(int(ExitCode.CONFIG_UNKNOWN))
+        for link in outcome.left:          # a partition dir linked out of the log dir: left unchanged
+            click.echo(f"kafkalog: {one_line(link.line())}", err=True)
+            codes.append(int(ExitCode.INPUT))
         for line in outcome.kafka_refusals:
             click.echo(f"kafkalog: {line}", err=True)
             codes.append(int(ExitCode.REFUSED_BY_KAFKA))
@@ -238,6 +248,7 @@ def append_report(report_path: Path | None, lines: list[dict]) -> None:
 
     fsops = FsOps(report_path.parent)
     fsops.fault_after = None        # a fault injected into the run's steps (tests) is not the report's
+    fsops.bounds = None             # the user's own file, wherever it or a link there leads: no log dir
     fsops.append_line(report_path, "".join(json.dumps(line) + "\n" for line in lines).encode())
 
 

@@ -13,6 +13,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.render.run_lines import RunLines
 from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.links import refuse_links_out
 from kafkalog_cli.storage.quarantine_registry import forget
 from kafkalog_cli.storage.space import freed_by_removing
 from kafkalog_cli.storage.lock import LogDirLock
@@ -54,7 +55,8 @@ def command() -> None:
       2  usage error
       3  restore refused: the log dir changed since the run in a way that conflicts,
          or the kept data or the manifest is damaged (nothing was changed)
-      4  not a quarantine folder, log dir or quarantine dir
+      4  not a quarantine folder, log dir or quarantine dir; or a restore through a
+         symbolic link out of the log dir (without --follow-symlinks: nothing changed)
       5  the log dir is locked by a running broker or another kafkalog
       6  a change could not be written
     """
@@ -97,28 +99,33 @@ def _cell(n: int | None) -> str:
 
 @command.command("restore")
 @click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--follow-symlinks", is_flag=True,
+              help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
+                   "(a run with --follow-symlinks changed it), writing through the link. Without it such a restore "
+                   "is refused, exit 4, nothing changed.")
 @dry_run_option
 @format_option
 @report_option
 @one_line_errors
-def restore_command(folder, dry_run, fmt, report_path):
+def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
     """Put back everything the run of FOLDER removed or overwrote, and remove what it created,
     newest first: the log dir as it was before the run, byte for byte. Takes the log dir's .lock
     (not with --dry-run). Refuses, changing nothing, when the log dir changed since in a way that
     conflicts (a file to put back exists with other content, a file is not the length the run
     left it at) or when a kept file's sha256 differs from the manifest's. A restore that was
-    killed finishes when run again."""
+    killed finishes when run again. It never writes through a symbolic link out of the log dir
+    unless --follow-symlinks (exit 4, nothing changed)."""
     f = q.QuarantineFolder.open(folder)
     if dry_run:
         plan = q.plan_restore(f)
         _show(plan, fmt, None, report_path)
-        _refuse(plan)
+        _refuse(plan, follow_symlinks)
         return
     with LogDirLock(f.restore_target()):
         f = q.QuarantineFolder.open(folder)     # as it is under the lock
         plan = q.plan_restore(f)
-        _refuse(plan)
-        undone = q.restore(plan, FsOps(f.log_dir))
+        _refuse(plan, follow_symlinks)
+        undone = q.restore(plan, FsOps(f.log_dir, follow_symlinks=follow_symlinks))
     _show(plan, fmt, undone, report_path)
 
 
@@ -139,8 +146,11 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
     finish_run(lines, fmt, report_path, int(KafkalogError.exit_code) if plan.conflicts else 0)
 
 
-def _refuse(plan: q.RestorePlan) -> None:
+def _refuse(plan: q.RestorePlan, follow_symlinks: bool = False) -> None:
     if not plan.conflicts:
+        if not follow_symlinks:     # all or nothing: a link out of the log dir is refused before any change
+            refuse_links_out(plan.log_dir, (p for s in plan.steps
+                                            for p in (s.entry.source, s.entry.target, s.entry.tmp)))
         return
     first, more = plan.conflicts[0], len(plan.conflicts) - 1
     also = f" (and {more} more: --dry-run lists them)" if more else ""

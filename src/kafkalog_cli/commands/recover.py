@@ -28,8 +28,8 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms,
-            report_path):
+def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+            dry_run, fmt, now_ms, report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
@@ -58,8 +58,9 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
     \b
     Exit codes: 0 recovered, repairs included (--dry-run: nothing to do); 1 --dry-run: the
     plan would change something, or (with or without --dry-run) bit rot is left; 2 usage; 3 corrupt input that cannot be
-    handled; 4 a path that is not a log dir or partition dir, or a segment that is not a
-    regular file; 5 the log dir is locked (a broker runs on it); 6 a change could not be
+    handled; 4 a path that is not a log dir or partition dir, a segment that is not a
+    regular file, or a partition linked out of the log dir (left unchanged, the others done:
+    --follow-symlinks); 5 the log dir is locked (a broker runs on it); 6 a change could not be
     written. Log dirs before the one that failed are recovered and reported. Precedence:
     kafkalog --help.
     """
@@ -70,4 +71,4 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
                               now_ms=now_or_clock(now_ms))
     report_run(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine)
+                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

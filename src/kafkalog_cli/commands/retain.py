@@ -24,7 +24,8 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, verbose, report_path, engine, master):
+def command(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
+            report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -49,7 +50,7 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     \b
     Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 7 a deletion by time or size was refused, as a
     deciding config is unknown (everything else was done); 5 a log dir was locked (a broker runs
-    on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure (these win
+    on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure (these win
     over 7, 7 over 5, and 5 over 1).
     """
     from kafkalog_cli.commands.common import partition_groups
@@ -61,4 +62,5 @@ def command(paths, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, n
     quiet = not (verbose or dry_run or sys.stdout.isatty())
     report_run(operation, groups, lambda outcome: human.retain_outcome(outcome, verbose), fmt=fmt,
                report_path=report_path, keep_going=True, quiet=quiet, engine=engine, master=master,
-               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine)
+               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
+               follow_symlinks=follow_symlinks)

@@ -21,7 +21,8 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_run, fmt, now_ms, report_path):
+def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
+            report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).
 
@@ -32,12 +33,12 @@ def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, dry_
     with a note on stderr.
 
     \b
-    Exit codes: 0 rolled or nothing to roll; 1 --dry-run: something would be rolled; 2 usage; 3 corrupt input; 4 bad path;
-    5 the log dir is locked (a broker runs on it); 6 a change could not be written.
+    Exit codes: 0 rolled or nothing to roll; 1 --dry-run: something would be rolled; 2 usage; 3 corrupt input; 4 bad path, or
+    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks); 5 the log dir is locked (a broker runs on it); 6 a change could not be written.
     Precedence: kafkalog --help.
     """
     groups = partition_groups(paths, only=only)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
     report_run(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine)
+                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

@@ -133,7 +133,7 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
             continue
         since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
         for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
-                      check_checkpoints, check_segments, check_space):
+                      check_checkpoints, check_segments, check_space, check_links):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
@@ -503,6 +503,25 @@ def check_space(d: Path) -> list[Finding]:
 
 
 # ------------------------------------------------------------------ what loadLogs reads
+def check_links(d: Path) -> list[Finding]:
+    """A partition dir that is, or holds, a symbolic link out of the log dir (storage.links): the
+    broker follows it; kafkalog's mutating commands leave that partition unless --follow-symlinks."""
+    from kafkalog_cli.storage.links import link_out
+
+    out = []
+    for e in sorted(os.scandir(d), key=lambda e: e.name):
+        if parse_partition_dir_name(e.name) is not None and e.is_dir(follow_symlinks=True) and \
+                (found := link_out(d, Path(e.path))) is not None:
+            what = "a symbolic link" if found.link == found.partition_dir else f"{found.link.name} is a symbolic link"
+            out.append(Finding(Severity.NOTE, "link", e.path, f"{what} to {found.leads_to}, outside the log dir",
+                               "follows it (LogManager.loadLogs keeps what File.isDirectory takes for a dir) and "
+                               "reads, appends to, truncates and deletes the partition's files where it leads",
+                               "nothing to do for the broker; kafkalog's mutating commands (recover, roll, retain, "
+                               "compact, delete-records, move-partition) leave this partition unchanged unless "
+                               "--follow-symlinks"))
+    return out
+
+
 def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
     """Every subdirectory must parse as a partition dir (LogManager.loadLogs). `-stray` is 3.7+'s:
     a broker before it (the one that wrote a meta.properties without directory.id) exits on it."""

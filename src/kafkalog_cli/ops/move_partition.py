@@ -402,6 +402,8 @@ def apply(p: MovePlan, fsops: FsOps) -> dict:
     if p.free_bytes is not None and p.bytes_to_copy > p.free_bytes:
         raise WriteError(f"no space left on device: {p.bytes_to_copy} bytes to copy, {p.free_bytes} free",
                          path=str(p.log_dir))
+    if fsops.bounds is not None:      # the move changes the source and its staging dir too
+        fsops.bounds = fsops.bounds.including(p.source_log_dir, *filter(None, [staging_root(p.log_dir)]))
     report = apply_plan(p, fsops)
     report.update(source_log_dir=str(p.source_log_dir), state=p.state.value, bytes_copied=p.bytes_to_copy, notes=p.notes)
     return report

@@ -19,6 +19,7 @@ from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, 
 from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+from kafkalog_cli.storage.links import LinkOut, split_links_out
 from kafkalog_cli.storage.lock import LogDirLock, lock_holder
 from kafkalog_cli.storage.space import QuarantinePlace, Space
 from kafkalog_cli.storage.names import parse_partition_dir
@@ -112,6 +113,7 @@ class Outcome:
     space: Space | None = None        # a dry run's storage.space figures for the whole log dir
     lock_holder: int | None = None    # a dry run: the process holding the log dir's .lock, if any
     marker_removed: str | None = None  # why the run removed .kafka_cleanshutdown (ops.clean_shutdown)
+    left: list[LinkOut] = field(default_factory=list)   # partitions left unchanged: a link out of the log dir
 
     @property
     def refusals(self) -> list[str]:
@@ -139,14 +141,19 @@ class Outcome:
 
 
 def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path], *, dry_run: bool = False,
-                quarantine_dir: Path | None = None, no_quarantine: bool = False) -> Outcome:
+                quarantine_dir: Path | None = None, no_quarantine: bool = False,
+                follow_symlinks: bool = False) -> Outcome:
     """Plan `partition_dirs` of `log_dir` (a dry run takes no lock), or take the log dir's lock,
     plan under it (nobody changes the log dir meanwhile) and apply through fsops, removed data
-    going to the quarantine. Module level, so a Spark task can run it."""
+    going to the quarantine. A partition dir that is, or holds, a symbolic link out of the log
+    dir is left out of the plan (Outcome.left) unless `follow_symlinks` (storage.links); FsOps'
+    gate refuses any change through one all the same. Module level, so a Spark task can run it."""
     log_dir = Path(log_dir)
+    leave = (lambda dirs: (list(dirs), [])) if follow_symlinks else (lambda dirs: split_links_out(log_dir, dirs))
     root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
     place = QuarantinePlace.of(log_dir, root)
     if dry_run:
+        partition_dirs, left = leave(partition_dirs)
         opts = operation.options_for(log_dir)
         plan = operation.plan(log_dir, partition_dirs, opts)
         CleanShutdownMarker(log_dir).note_dry_run(plan)
@@ -154,11 +161,12 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         if isinstance(plan, Plan):
             _note_space_kept(plan, place, root)
             space = estimate_space(plan, place)
-        return Outcome(plan, warning=opts.resolver.warning, space=space, lock_holder=lock_holder(log_dir))
+        return Outcome(plan, warning=opts.resolver.warning, space=space, lock_holder=lock_holder(log_dir), left=left)
     with LogDirLock(log_dir):
         # --jobs workers of `run` work under this lock: they never take it themselves
+        partition_dirs, left = leave(partition_dirs)
         opts = operation.options_for(log_dir)
-        fsops = FsOps(log_dir, Quarantine(root, operation.name))
+        fsops = FsOps(log_dir, Quarantine(root, operation.name), follow_symlinks=follow_symlinks)
         marker = CleanShutdownMarker(log_dir)
         fsops.before_change = marker.set_aside
         if operation.run is not None:
@@ -168,7 +176,7 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
         removed = marker.settle(plan, report, fsops)
-    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed)
+    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed, left=left)
 
 
 

@@ -103,6 +103,10 @@ class RunLines:
             if fields["partition"] != name:       # a summary whose `partition` is the number
                 fields.update(partition=name, partition_id=fields["partition"])
             made.append(self.line("partition", **fields, quarantine=quarantine))
+        for link in getattr(outcome, "left", ()):      # left unchanged: a link out of the log dir
+            self.partitions += 1
+            made.append(self.line("partition", log_dir=log_dir, dry_run=outcome.dry_run, **link.to_json(),
+                                  quarantine=None))
         self.log_dirs += 1
         self.changes += _changes(report, partitions)
         self.count(report, f"{log_dir}: a dry run of {self.command} does not estimate it" if outcome.dry_run

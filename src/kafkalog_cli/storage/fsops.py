@@ -18,6 +18,12 @@ op makes has its entry, files it creates included, so that `kafkalog quarantine 
 undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A run of
 deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays its
 syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
+
+The write gate (`_gate`, storage/links.py's WriteBounds): every method passes each path it will
+change through it before its first step and its quarantine entry, so nothing is ever created,
+written, cut, appended, renamed, deleted, linked or made outside the log dir and its quarantine
+(and the dirs an op adds: move-partition's source, restore's folder), judged on resolved paths:
+never through a symbolic link out of them unless `follow_symlinks` (OutsideLogDirError, exit 4).
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from typing import BinaryIO, Callable, Iterator
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX, strip_temp_suffix
 from kafkalog_cli.storage import ownership
+from kafkalog_cli.storage.links import WriteBounds
 from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
                                              Quarantine, QuarantineEntry, default_quarantine_root,
@@ -47,6 +54,10 @@ _COPY_CHUNK = 1 << 20
 _OURS = (TMP_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX)   # our own files: never a reference for an owner
 _PARALLEL_HASH_BYTES = 64 << 20   # below this, threads cost more than they save
 _HASH_THREADS = max(2, min(4, os.cpu_count() or 1))
+# the gate's kinds of change that write into what a path leads to (the rest add, remove or rename a name)
+_CONTENT = frozenset({"write", "copy", "truncate", "extend", "utime"})
+_ON_THE_WAY = frozenset({"mkdir", "rmdir"})   # a directory on the way to a root may be made (and removed empty)
+_PROBE = ".kafkalog-probe"                     # check_writable's: judged by the directory it probes
 # a hard link into the quarantine is not possible: copy instead
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
 
@@ -68,9 +79,15 @@ class FsOps:
     """Carries out single file-system steps; counts them; turns OSError into WriteError."""
 
     def __init__(self, base_dir: Path, quarantine: Quarantine | None = None,
-                 fault_after: int | None = None, on_step: Callable[[int, str], None] | None = None):
+                 fault_after: int | None = None, on_step: Callable[[int, str], None] | None = None,
+                 *, follow_symlinks: bool = False):
         self.base_dir = Path(base_dir)          # the log dir: quarantine paths are relative to it
         self.quarantine = quarantine
+        # the write gate: changes only under the log dir and the quarantine (an op that owns
+        # another dir adds it: WriteBounds.including), never through a link out of them unless
+        # `follow_symlinks`; None: kafkalog's own file where the user put it (--report FILE)
+        roots = [self.base_dir] + ([quarantine.root] if quarantine is not None and quarantine.root else [])
+        self.bounds: WriteBounds | None = WriteBounds(roots, follow_symlinks)
         if fault_after is None and os.environ.get(FAULT_ENV):
             fault_after = int(os.environ[FAULT_ENV])
             self._fault_exits = True
@@ -104,6 +121,7 @@ class FsOps:
         q = self.quarantine
         w = FsOps(self.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp), fault_after=self.fault_after)
         w._fault_exits = self._fault_exits
+        w.bounds = self.bounds
         w.before = self.before
         w.before_change = self.before_change
         w.shared = shared
@@ -129,8 +147,22 @@ class FsOps:
             hook(self)
 
     def _pre(self, kind: str, path: Path) -> None:
+        """Before each system call that changes something: the gate, then the tests' hook."""
+        self._gate(kind, path)
         if self.before is not None:
             self.before(kind, Path(path))
+
+    def _gate(self, kind: str, *paths: Path) -> None:
+        """The write gate every change passes, before any step or quarantine entry of it:
+        OutsideLogDirError when a path would change something outside the log dir and its
+        quarantine (storage.links.WriteBounds; `kind` as `_pre`'s)."""
+        if self.bounds is None or kind == "fsync":
+            return
+        for path in map(Path, paths):
+            if path.name.startswith(_PROBE):
+                self.bounds.check(path.parent, content=True, on_the_way=True)
+            else:
+                self.bounds.check(path, content=kind in _CONTENT, on_the_way=kind in _ON_THE_WAY)
 
     def _error(self, e: OSError, path: Path, doing: str) -> WriteError:
         reason = {errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
@@ -175,6 +207,8 @@ class FsOps:
         The file it replaces (unless identical) is kept in the quarantine first."""
         path = Path(path)
         tmp = path.with_name(path.name + TMP_SUFFIX)
+        self._gate("write", tmp)
+        self._gate("rename", path)
         new = self._keep_overwritten(path, tmp, data, preallocate) if self._keeping() else None
         try:
             self._pre("write", tmp)
@@ -205,6 +239,7 @@ class FsOps:
         With a quarantine, its entry is written before the file (a kill leaves an entry for the
         partial file) and completed with its size and sha256 after."""
         path = Path(path)
+        self._gate("write", path)
         entry = None
         if self._keeping():
             if os.path.lexists(path):
@@ -288,6 +323,7 @@ class FsOps:
         whole or absent (and at worst the tmp file, which Kafka ignores and recover removes)."""
         src, dst = Path(src), Path(dst)
         tmp = dst.with_name(dst.name + TMP_SUFFIX)
+        self._gate("rename", dst)
         try:
             st = os.stat(src)
             self._pre("copy", tmp)
@@ -320,6 +356,7 @@ class FsOps:
         """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
         copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
         src, dst = Path(src), Path(dst)
+        self._gate("rename", src, dst)
         if os.path.lexists(dst):
             raise WriteError("cannot rename a directory over an existing one", path=str(dst))
         try:
@@ -353,6 +390,7 @@ class FsOps:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
         A file it replaces is kept in the quarantine first."""
         src, dst = Path(src), Path(dst)
+        self._gate("rename", src, dst)
         moved = self._keep_renamed(src, dst) if self._keeping() else None
         try:
             self._pre("rename", src)
@@ -368,6 +406,7 @@ class FsOps:
             self._written[_key(dst)] = moved
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
+        self._gate("utime", path)
         if self._keeping() and _key(path) not in self._written:
             st = self._stat(path, "set the time of")
             self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns, new_mtime_ns=mtime_ns))
@@ -381,6 +420,7 @@ class FsOps:
         """Cut `path` to `size` bytes; the cut bytes go to the quarantine first (all-zero padding,
         such as a preallocated index's, is only noted)."""
         path = Path(path)
+        self._gate("truncate", path)
         st = self._stat(path, "stat")
         if st.st_size <= size:
             return
@@ -402,6 +442,7 @@ class FsOps:
 
     def extend(self, path: Path, size: int) -> None:
         """setLength to a larger size (zeros), e.g. an index resized for the active segment."""
+        self._gate("extend", path)
         if self._keeping():
             st = self._stat(path, "extend")
             if st.st_size < size:
@@ -438,6 +479,7 @@ class FsOps:
             if _key(path) not in seen:
                 seen.add(_key(path))
                 batch.append((Path(path), reason))
+        self._gate("unlink", *(path for path, _ in batch))
         if not self._keeping():
             self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
             self._unlink_all([path for path, _ in batch], missing_ok=True)
@@ -530,6 +572,7 @@ class FsOps:
         try:
             for stored, path in files:
                 stored, path = Path(stored), Path(path)
+                self._gate("rename", path)
                 try:
                     self._pre("rename", stored)
                     os.rename(stored, path)
@@ -750,6 +793,7 @@ class FsOps:
         fsynced, renamed to `dst`: (size, sha256) of the copy."""
         partial = partial or dst.with_name(dst.name + PARTIAL_SUFFIX)
         h = hashlib.sha256()
+        self._gate("copy", partial)
         try:
             self._pre("copy", dst)
             with open(src, "rb") as fi, open(partial, "wb") as fo:

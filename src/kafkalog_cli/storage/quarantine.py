@@ -754,6 +754,8 @@ def restore(plan: RestorePlan, fsops: "FsOps") -> int:
         raise ValueError("restore writes through an FsOps without a quarantine")
     folder = plan.folder
     progress = folder.path / PROGRESS
+    if fsops.bounds is not None:      # the restore's progress is written in the folder, kept files leave it
+        fsops.bounds = fsops.bounds.including(folder.path)
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
     for batched, run in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):

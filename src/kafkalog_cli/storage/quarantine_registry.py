@@ -89,6 +89,7 @@ def _change(change) -> str | None:
     d = state_dir()
     fsops = FsOps(d)
     fsops.fault_after = None          # a fault injected into a run's steps (tests) is not the registry's
+    fsops.bounds = None               # kafkalog's own state dir (its parents made as needed): no log dir
     try:
         if not d.is_dir():
             try:
