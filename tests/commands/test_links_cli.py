@@ -251,3 +251,16 @@ def test_doctor_notes_a_link_out_of_the_log_dir(tmp_path):
     assert "leave this partition unchanged unless --follow-symlinks" in r.output
     plain = invoke("doctor", log_dir(tmp_path, "plain"))
     assert r.exit_code == plain.exit_code, (r.output, plain.output)     # a note: the broker starts
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_a_lock_file_linked_out_is_not_created_there(tmp_path, name):
+    d = log_dir(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (d / ".lock").unlink(missing_ok=True)
+    (d / ".lock").symlink_to(outside / "lock")
+    r = invoke(*COMMANDS[name], d)
+    assert r.exit_code == 4, r.output
+    assert f"kafkalog: {d / '.lock'}: through a symbolic link to {outside / 'lock'}, outside the log dir" in r.output
+    assert list(outside.iterdir()) == []

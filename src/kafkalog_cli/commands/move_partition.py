@@ -74,7 +74,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         report = {"dry_run": True, **plan.to_json()}
     else:
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
-        with LogDirLock(first), LogDirLock(second):
+        with LogDirLock(first, follow_symlinks=follow_symlinks), LogDirLock(second, follow_symlinks=follow_symlinks):
             plan = ops.plan(source, destination, tp)
             fsops = FsOps(destination, Quarantine(root, "move-partition"), follow_symlinks=follow_symlinks)
             clean_shutdown = CleanShutdownMarker(destination)

@@ -121,7 +121,7 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
         _show(plan, fmt, None, report_path)
         _refuse(plan, follow_symlinks)
         return
-    with LogDirLock(f.restore_target()):
+    with LogDirLock(f.restore_target(), follow_symlinks=follow_symlinks):
         f = q.QuarantineFolder.open(folder)     # as it is under the lock
         plan = q.plan_restore(f)
         _refuse(plan, follow_symlinks)

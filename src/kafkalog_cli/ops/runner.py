@@ -162,7 +162,7 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             _note_space_kept(plan, place, root)
             space = estimate_space(plan, place)
         return Outcome(plan, warning=opts.resolver.warning, space=space, lock_holder=lock_holder(log_dir), left=left)
-    with LogDirLock(log_dir):
+    with LogDirLock(log_dir, follow_symlinks=follow_symlinks):
         # --jobs workers of `run` work under this lock: they never take it themselves
         partition_dirs, left = leave(partition_dirs)
         opts = operation.options_for(log_dir)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kafkalog_cli.errors import InputError, LockedError, WriteError
 from kafkalog_cli.storage import ownership
+from kafkalog_cli.storage.links import WriteBounds
 from kafkalog_cli.storage.names import LOCK_FILE
 
 # struct flock on Linux (x86_64, aarch64): short l_type, short l_whence, off_t l_start,
@@ -48,17 +49,21 @@ class LogDirLock:
     """Context manager: holds `<logdir>/.lock` exclusively until exit.
 
     Like the broker we create the file when it is missing (it is empty). `wait`: block until
-    the holder lets go (kafkalog's own state dir, held for a moment), instead of LockedError."""
+    the holder lets go (kafkalog's own state dir, held for a moment), instead of LockedError.
+    A `.lock` that is a link out of the log dir is not opened (it would be created there) unless
+    `follow_symlinks`: the write gate's rule (storage.links), judged before the open."""
 
-    def __init__(self, log_dir: Path, wait: bool = False):
+    def __init__(self, log_dir: Path, wait: bool = False, follow_symlinks: bool = False):
         self.log_dir = Path(log_dir)
         self.wait = wait
+        self.follow_symlinks = follow_symlinks
         self.path = self.log_dir / LOCK_FILE
         self._fd: int | None = None
 
     def acquire(self) -> "LogDirLock":
         if not self.log_dir.is_dir():
             raise InputError("not a directory", path=str(self.log_dir))
+        WriteBounds([self.log_dir], self.follow_symlinks).check(self.path, content=True)
         try:
             reference = None if self.path.exists() else ownership.like(self.path)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
