@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores, note_left_out, one_line_errors
-from kafkalog_cli.commands.options import config_options, format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.options import InputPath, config_options, format_option, jobs_option, partition_filter_options
 from kafkalog_cli.errors import ExitCode
 
 
 @click.command("describe", short_help="Each partition's offsets, sizes, producers and configs.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @partition_filter_options
 @config_options
 @format_option("text: a table (rich on a terminal; tab-separated with a header line when piped). "

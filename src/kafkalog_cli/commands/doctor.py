@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import ExitCode, InputError, UsageError
 
 
 @click.command("doctor", short_help="Will a broker start on these log dirs? If not, why, and the fix.")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
+@click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path),
               help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
                    "when none is given) and metadata.log.dir are checked against the log dirs.")
 @click.option("--user", metavar="USER",

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import note_left_out, one_line_errors, parse_time_option
-from kafkalog_cli.commands.options import config_options, format_option, partition_filter_options
+from kafkalog_cli.commands.options import InputPath, config_options, format_option, partition_filter_options
 from kafkalog_cli.errors import ExitCode, KafkalogError
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
@@ -31,7 +31,7 @@ def parse_time_spec(value: str):
 
 
 @click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--time", "time_value", default="latest", show_default=True,
               metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
               help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "

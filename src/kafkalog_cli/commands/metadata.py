@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import ExitCode, one_line
 
 
 @click.command("metadata", short_help="The KRaft metadata image: newest snapshot plus the log after it.")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=InputPath(path_type=Path))
 @click.option("--at-offset", type=click.IntRange(min=0), default=None, metavar="N",
               help="The image as of the metadata record at offset N (from the newest snapshot ending at or "
                    "before it).")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import emit_lines, finish_run, report_option
+from kafkalog_cli.commands.options import InputPath, emit_lines, finish_run, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.render.run_lines import RunLines
@@ -36,7 +36,7 @@ class Duration(click.ParamType):
         return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
-paths_argument = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+paths_argument = click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True, help="Output format.")
 dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what would be done and change nothing.")
@@ -96,7 +96,7 @@ def _cell(n: int | None) -> str:
 
 
 @command.command("restore")
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=InputPath(path_type=Path))
 @dry_run_option
 @format_option
 @report_option

@@ -15,15 +15,13 @@ from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTEGER,
                                           check_remote_storage, parse_value)
 from kafkalog_cli.config.provenance import Unknown
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.storage import files
 
 def read_properties(path: Path) -> dict[str, str]:
     """A java.util.Properties file (Properties.load, as Kafka's Utils.loadProps reads it)."""
     from kafkalog_cli.formats.checkpoints import parse_properties
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(e.strerror or str(e), path=str(path)) from None
+    data = files.read_bytes(path)
     return parse_properties(data, path=str(path))
 
 
@@ -312,9 +310,12 @@ def _node_id(log_dir: Path) -> int | None:
     from kafkalog_cli.formats.checkpoints import parse_properties
 
     path = log_dir / "meta.properties"
+    raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError, as the broker fails
+    if raw is None:
+        return None
     try:
-        return node_id_of(parse_properties(path.read_bytes(), path=str(path)))
-    except (OSError, KafkalogError):
+        return node_id_of(parse_properties(raw, path=str(path)))
+    except KafkalogError:
         return None
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.storage import checkpoints as ckpt
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.lock import holder_pid
 from kafkalog_cli.storage.names import PartitionDirKind, parse_partition_dir_name
@@ -95,7 +96,7 @@ class BrokerConfig:
     def read(cls, path: Path | None) -> "BrokerConfig":
         if path is None:
             return cls()
-        props = parse_properties(Path(path).read_bytes(), path=str(path))
+        props = parse_properties(files.read_bytes(path), path=str(path))
         node = props.get("node.id", props.get("broker.id"))
         dirs = props.get("log.dirs", props.get("log.dir", ""))
         return cls(int(node) if node and node.strip().lstrip("-").isdigit() else None,
@@ -141,11 +142,11 @@ def _meta(d: Path) -> dict | str | None:
     """The log dir's meta.properties as Properties.load reads it, None when missing, or the
     reason it cannot be read."""
     try:
-        raw = (d / names.META_PROPERTIES).read_bytes()
-    except FileNotFoundError:
+        raw = files.read_bytes_if_exists(d / names.META_PROPERTIES)
+    except KafkalogError as e:      # a FIFO, a directory, permission denied: the broker fails to read it
+        return e.message
+    if raw is None:
         return None
-    except OSError as e:
-        return e.strerror or str(e)
     return parse_properties(raw, path=str(d / names.META_PROPERTIES))
 
 
@@ -236,9 +237,9 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
 def check_lock(d: Path) -> list[Finding]:
     path = d / names.LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return []
+        fd = files.open_fd(path)
+    except KafkalogError:
+        return []       # none yet (the broker creates it), or no file to lock: judged where access is
     try:
         pid = holder_pid(fd)
     finally:
@@ -424,12 +425,11 @@ def check_checkpoints(d: Path) -> list[Finding]:
             continue
         f = Path(e.path) / names.LEADER_EPOCH_CHECKPOINT
         try:
-            raw = f.read_bytes()
-        except OSError:
-            continue
-        try:
+            raw = files.read_bytes_if_exists(f)
+            if raw is None:
+                continue
             parse_leader_epoch_checkpoint(raw, path=str(f))
-        except (KafkalogError, ValueError) as err:
+        except (KafkalogError, ValueError) as err:      # unreadable (a FIFO, mode 000) or damaged
             out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {err}",
                                f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir is offline",
                                f"kafkalog recover {d} (writes the leader epochs of the recovered log) or "
@@ -519,9 +519,19 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
             if parsed is None or parsed.kind is not PartitionDirKind.LIVE or e.name == METADATA_DIR:
                 continue
             tp = parsed.topic_partition
+            f = Path(e.path) / "partition.metadata"
             try:
-                topic_id = parse_properties((Path(e.path) / "partition.metadata").read_bytes()).get("topic_id")
-            except (OSError, KafkalogError, ValueError):
+                raw = files.read_bytes_if_exists(f)
+            except KafkalogError as err:    # a FIFO, mode 000: PartitionMetadataFile.read fails
+                out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"cannot be read: {err.message}",
+                                   f"KafkaStorageException: Error while reading partition metadata file {f}: "
+                                   "the log dir is offline",
+                                   f"mv {f} {f}.unreadable (the broker writes it again from the metadata)",
+                                   offline=True))
+                continue
+            try:
+                topic_id = parse_properties(raw).get("topic_id") if raw is not None else None
+            except (KafkalogError, ValueError):
                 topic_id = None
             topic = by_id.get(topic_id) if topic_id else None
             part = topic.partitions.get(tp.partition) if topic is not None else None

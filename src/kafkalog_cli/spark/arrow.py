@@ -7,6 +7,7 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 from __future__ import annotations
 
 import functools
+import os
 from array import array
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -339,7 +340,9 @@ def broker_id(log_dir: str | None) -> int | None:
     path = f"{log_dir}/meta.properties"
     try:
         return node_id_of(parse_properties(read_any(path), path=path))
-    except (OSError, KafkalogError):
+    except (OSError, KafkalogError) as e:
+        if isinstance(e, InputError) and os.path.exists(path):
+            raise       # there but unreadable (a FIFO, permission denied): a broker fails on it too
         return None
 
 
