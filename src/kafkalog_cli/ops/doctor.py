@@ -24,7 +24,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import files
@@ -119,7 +119,7 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
             continue
         since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
         for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
-                      check_checkpoints, check_segments, check_space):
+                      check_file_types, check_checkpoints, check_segments, check_space):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
@@ -164,7 +164,9 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"cannot be read: {m}",
                                f"\"Failed to read {f}\": the log dir is offline; the metadata log dir's stops the "
                                "start (\"Cannot start server since `meta.properties` could not be loaded\")",
-                               f"chown/chmod it so the broker's user reads it (ls -l {f})", offline=True))
+                               f"replace it with a regular file holding this broker's meta.properties (ls -l {f})"
+                               if _not_regular(f) else f"chown/chmod it so the broker's user reads it (ls -l {f})",
+                               offline=True))
             continue
         if m is None:
             if kraft:
@@ -395,6 +397,46 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
     return out
 
 
+def _not_regular(path: str | os.PathLike) -> str | None:
+    """What is at `path` when it is there and not a regular file ("a FIFO", ...), else None."""
+    try:
+        return files.kind_of(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def check_file_types(d: Path) -> list[Finding]:
+    """Each file the broker reads (the log dir's own files, a partition's segments, indexes,
+    snapshots and checkpoints) must be a regular file: a FIFO there blocks the broker's read, a
+    directory, socket or device fails it. meta.properties is check_meta_properties'."""
+    out = []
+
+    def finding(path: str, kind: str) -> Finding:
+        return Finding(Severity.ERROR, "file", path, files.not_regular_message(kind),
+                       "the broker cannot read it as a file (a FIFO blocks its read, anything else fails it): "
+                       "the log dir does not load",
+                       f"move it out of the log dir (mv {path} {d.parent}/); kafkalog recover {d} then shows what "
+                       "is missing")
+
+    for e in sorted(os.scandir(d), key=lambda e: e.name):
+        if e.name in ROOT_FILES and e.name != names.META_PROPERTIES:
+            kind = _not_regular(e.path)
+            if kind is not None:
+                out.append(finding(e.path, kind))
+        elif e.is_dir() and parse_partition_dir_name(e.name) is not None:
+            try:
+                inner = sorted(os.scandir(e.path), key=lambda f: f.name)
+            except OSError:
+                continue            # access: check_access says it
+            for f in inner:
+                if names.offset_from_name(f.name) is not None or f.name in (names.LEADER_EPOCH_CHECKPOINT,
+                                                                           names.PARTITION_METADATA):
+                    kind = _not_regular(f.path)
+                    if kind is not None:
+                        out.append(finding(f.path, kind))
+    return out
+
+
 def check_checkpoints(d: Path) -> list[Finding]:
     """A damaged checkpoint takes its log dir offline: LogDirFailureChannel hears of the read
     error before LogManager resets the value (\"Error while reading checkpoint file\", then
@@ -410,8 +452,8 @@ def check_checkpoints(d: Path) -> list[Finding]:
              names.CLEANER_CHECKPOINT: ("", set_aside.replace("{what}", "cleaner offsets"))}
     for name, (reset, fix) in after.items():
         f = d / name
-        if not f.exists():
-            continue
+        if not f.exists() or _not_regular(f):
+            continue            # a FIFO, a directory: check_file_types says it
         try:
             ckpt.read_offsets_strict(f)
         except (KafkalogError, ValueError, OSError) as e:
@@ -449,7 +491,12 @@ def check_segments(d: Path) -> list[Finding]:
     from kafkalog_cli.ops import recover
 
     out = []
-    opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
+    try:
+        opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
+    except InputError as err:
+        if err.path and os.path.dirname(err.path) == str(d):
+            return []           # a log dir's own file that cannot be read: its check names it
+        raise
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
         if parsed is None or parsed.kind not in (PartitionDirKind.LIVE, PartitionDirKind.FUTURE):
@@ -459,6 +506,9 @@ def check_segments(d: Path) -> list[Finding]:
         except KafkalogError as err:
             if isinstance(err, OSError) or getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
                 continue
+            if isinstance(err, InputError) and err.path and (os.path.dirname(err.path) == str(d)
+                                                             or _not_regular(err.path)):
+                continue        # a log dir's own file, or not a regular file: their checks name it once
             kafka = _KAFKA_NAMES.get(type(err).__name__, "KafkaException")
             out.append(Finding(Severity.ERROR, "segment", err.path or e.path, err.message,
                                f"{kafka} while loading {e.name}: the broker exits",
