@@ -77,6 +77,11 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise bad[-1]
     if failed:
+        # one line per file: a .timeindex is checked against its .index and both against the .log
+        first: dict[str, KafkalogError] = {}
+        for e in failed:
+            first.setdefault(str(e), e)
+        failed = list(first.values())
         for e in failed[1:]:
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise failed[0]

@@ -11,7 +11,6 @@ path as well (exit 4, README "Exit codes")."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import stat
@@ -55,9 +54,11 @@ def os_error_message(path: Path | str, e: OSError) -> str:
         return "permission denied"
     if isinstance(e, IsADirectoryError):
         return "is a directory, not a file"
-    if e.errno == errno.ENXIO:      # O_WRONLY|O_NONBLOCK on a FIFO no one reads
-        return not_regular_message("a FIFO")
-    return e.strerror or str(e)
+    try:                            # ENXIO: a socket, or a FIFO opened for writing with no reader
+        kind = kind_of(os.stat(path).st_mode)
+    except OSError:
+        kind = None
+    return not_regular_message(kind) if kind is not None else e.strerror or str(e)
 
 
 def open_fd(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
@@ -77,6 +78,18 @@ def open_fd(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> in
         os.close(fd)
         raise
     return fd
+
+
+def check_regular(path: Path | str) -> None:
+    """An InputError when something is at `path` that is not a regular file (a FIFO, a directory,
+    a socket, a device); nothing there, or a regular file, passes. Only stats: for a file that is
+    moved or linked, not read (a write's refusal before it changes anything)."""
+    try:
+        kind = kind_of(os.stat(path).st_mode)
+    except OSError:
+        return
+    if kind is not None:
+        raise InputError(not_regular_message(kind), path=str(path))
 
 
 def open_file(path: Path | str, mode: str = "rb") -> BinaryIO:
