@@ -35,7 +35,9 @@ def command(paths, server_properties, user, fmt):
     \b
     Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings; 8 it will not
     start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
-    log dir. Precedence: kafkalog --help.
+    log dir, or a file or dir kafkalog itself cannot read (permission denied to this process:
+    the findings are still printed, each such path on stderr; what it holds was not checked).
+    Precedence: kafkalog --help.
     """
     from kafkalog_cli.ops import doctor
     from kafkalog_cli.render import human
@@ -52,6 +54,10 @@ def command(paths, server_properties, user, fmt):
         click.echo(json.dumps(diag.to_json(), indent=2))
     else:
         click.echo(human.doctor(diag))
+    for e in diag.unread:       # not checked: never an all-clear
+        click.echo(f"kafkalog: {e.line()}", err=True)
+    if diag.unread:
+        click.get_current_context().exit(int(ExitCode.INPUT))
     if not diag.starts:
         click.get_current_context().exit(int(ExitCode.BROKER_WONT_START))
     if any(f.severity.value == "warning" for f in diag.findings):

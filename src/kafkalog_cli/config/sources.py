@@ -14,7 +14,7 @@ from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTEGER,
                                           METADATA_PARTITION_DIR, broker_value, check_compaction_lags,
                                           check_remote_storage, parse_value)
 from kafkalog_cli.config.provenance import Unknown
-from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.errors import ExitCode, InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -110,6 +110,7 @@ class MetadataDamage:
     path: str
     position: int | None
     reason: str
+    exit_code: int = 3        # errors.ExitCode: 3 damage; 4 a file that cannot be opened
 
     def __str__(self) -> str:
         where = self.path + (f": byte {self.position}" if self.position is not None else "")
@@ -217,7 +218,8 @@ def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> Meta
         partition = Partition.open(meta)
         names = os.listdir(meta)
     except (KafkalogError, OSError) as e:
-        damage = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}")
+        damage = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}",
+                                int(getattr(e, "exit_code", ExitCode.INPUT)))
         return MetadataLogRead(new_image(), None, damage, None, 0)
     snapshots = sorted(((int(m.group(1)), n) for n in names if (m := _SNAPSHOT_NAME.fullmatch(n))
                         and (until is None or int(m.group(1)) <= until + 1)), reverse=True)
@@ -266,7 +268,7 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
     try:
         buf = read_file(seg.source_path)   # bytes, not a mapping: records keep views into it
     except KafkalogError as e:
-        return MetadataDamage(path, None, f"cannot be read: {e.message}"), start
+        return MetadataDamage(path, None, f"cannot be read: {e.message}", int(e.exit_code)), start
     expected, pos = start, 0
     try:
         for batch in iter_batches(buf):

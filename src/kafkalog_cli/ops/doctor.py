@@ -65,6 +65,9 @@ class Finding:
 class Diagnosis:
     log_dirs: list[str]
     findings: list[Finding] = field(default_factory=list)
+    # what kafkalog itself could not read (permission denied to this process): not checked, so
+    # never an all-clear (the command names each and exits 4)
+    unread: list[InputError] = field(default_factory=list)
 
     @property
     def starts(self) -> bool:
@@ -74,13 +77,14 @@ class Diagnosis:
     def verdict(self) -> str:
         if not self.starts:
             return "a broker will not start on these log dirs"
+        unread = f" (not checked: {len(self.unread)} path(s) kafkalog could not read)" if self.unread else ""
         if any(f.severity is Severity.WARNING for f in self.findings):
-            return "a broker starts, with warnings"
-        return "a broker starts on these log dirs"
+            return "a broker starts, with warnings" + unread
+        return "a broker starts on these log dirs" + unread
 
     def to_json(self) -> dict:
         return {"log_dirs": self.log_dirs, "starts": self.starts, "verdict": self.verdict,
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings], "unread": [e.line() for e in self.unread]}
 
 
 @dataclass(frozen=True)
@@ -119,11 +123,17 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
             continue
         since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
         for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
-                      check_file_types, check_checkpoints, check_segments, check_space):
+                      check_file_types, lambda d: check_checkpoints(d, diag.unread),
+                      lambda d: check_segments(d, diag.unread), check_space):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
-    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas))
+    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas),
+                             diag.unread)
+    first: dict[str, InputError] = {}
+    for e in diag.unread:
+        first.setdefault(e.line(), e)
+    diag.unread[:] = first.values()
     # a log dir taken offline stops the broker when no log dir is left
     offline = {f.log_dir for f in out if f.offline}
     if offline and {str(d) for d in log_dirs} <= offline:
@@ -437,7 +447,19 @@ def check_file_types(d: Path) -> list[Finding]:
     return out
 
 
-def check_checkpoints(d: Path) -> list[Finding]:
+def _unread(err: KafkalogError, unread: list | None) -> bool:
+    """Whether `err` is a file kafkalog itself could not open (permission denied to this process,
+    not a FIFO in a file's place: that is check_file_types' finding); then it goes to `unread`."""
+    if unread is None or not isinstance(err, InputError) or not err.path or \
+            _not_regular(err.path) not in (None, "a directory"):
+        return False
+    if isinstance(err, files.MissingFile) or os.access(err.path, os.R_OK | (os.X_OK if os.path.isdir(err.path) else 0)):
+        return False
+    unread.append(err)
+    return True
+
+
+def check_checkpoints(d: Path, unread: list | None = None) -> list[Finding]:
     """A damaged checkpoint takes its log dir offline: LogDirFailureChannel hears of the read
     error before LogManager resets the value (\"Error while reading checkpoint file\", then
     \"resetting the recovery checkpoint to 0\", then \"Stopping serving logs in dir\"), as a
@@ -456,22 +478,40 @@ def check_checkpoints(d: Path) -> list[Finding]:
             continue            # a FIFO, a directory: check_file_types says it
         try:
             ckpt.read_offsets_strict(f)
-        except (KafkalogError, ValueError, OSError) as e:
-            said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
-            out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                               f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
-                               f"\"Stopping serving logs in dir {d}\": the log dir is offline",
-                               fix.format(f=f), offline=True))
+        except KafkalogError as e:
+            if _unread(e, unread):
+                continue
+            out.append(_damaged_checkpoint(d, f, name, reset, fix, e))
+        except (ValueError, OSError) as e:
+            out.append(_damaged_checkpoint(d, f, name, reset, fix, e))
+    return out + _epoch_checkpoints(d, unread)
+
+
+def _damaged_checkpoint(d: Path, f: Path, name: str, reset: str, fix: str, e: Exception) -> Finding:
+    said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
+    return Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
+                   f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
+                   f"\"Stopping serving logs in dir {d}\": the log dir is offline",
+                   fix.format(f=f), offline=True)
+
+
+def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
+    """Each partition's leader-epoch-checkpoint, as LeaderEpochCheckpointFile.read."""
+    out = []
     for e in os.scandir(d):
         if not e.is_dir() or parse_partition_dir_name(e.name) is None:
             continue
         f = Path(e.path) / names.LEADER_EPOCH_CHECKPOINT
+        if _not_regular(f):
+            continue            # check_file_types says it
         try:
             raw = files.read_bytes_if_exists(f)
             if raw is None:
                 continue
             parse_leader_epoch_checkpoint(raw, path=str(f))
-        except (KafkalogError, ValueError) as err:      # unreadable (a FIFO, mode 000) or damaged
+        except (KafkalogError, ValueError) as err:
+            if isinstance(err, KafkalogError) and _unread(err, unread):
+                continue
             out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {err}",
                                f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir is offline",
                                f"kafkalog recover {d} (writes the leader epochs of the recovered log) or "
@@ -484,7 +524,7 @@ _KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "Inv
                 "InvalidRecordError": "InvalidRecordException", "CorruptSnapshotError": "CorruptSnapshotException"}
 
 
-def check_segments(d: Path) -> list[Finding]:
+def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
     """recover's plan, partition by partition, as the broker's load would run: what it cannot
     recover stops the broker; what it truncates is lost."""
     from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
@@ -494,8 +534,10 @@ def check_segments(d: Path) -> list[Finding]:
     try:
         opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
     except InputError as err:
-        if err.path and os.path.dirname(err.path) == str(d):
+        if err.path and os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path):
             return []           # a log dir's own file that cannot be read: its check names it
+        if _unread(err, unread):
+            return []
         raise
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
@@ -506,17 +548,21 @@ def check_segments(d: Path) -> list[Finding]:
         except KafkalogError as err:
             if isinstance(err, OSError) or getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
                 continue
-            if isinstance(err, InputError) and err.path and (os.path.dirname(err.path) == str(d)
-                                                             or _not_regular(err.path)):
+            if isinstance(err, InputError) and err.path and err.path != e.path and (
+                    os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path) or _not_regular(err.path)):
                 continue        # a log dir's own file, or not a regular file: their checks name it once
+            if _unread(err, unread):
+                continue
             kafka = _KAFKA_NAMES.get(type(err).__name__, "KafkaException")
             out.append(Finding(Severity.ERROR, "segment", err.path or e.path, err.message,
                                f"{kafka} while loading {e.name}: the broker exits",
                                f"kafkalog recover {d} --dry-run shows the damage; kafkalog recover {d} --salvage "
                                "keeps what can be kept (the rest goes to the quarantine)"))
             continue
-        except OSError:
-            continue            # access: check_access says it
+        except OSError as err:
+            if isinstance(err, PermissionError) and unread is not None:   # to kafkalog itself: not checked
+                unread.append(InputError("permission denied", path=err.filename or e.path))
+            continue            # the broker's user's access: check_access says it
         cuts = [a for a in p.actions if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX
                 and a.bytes_removed]
         gone = [a for a in p.actions if a.kind.value == "delete" and a.path.suffix == names.LOG_SUFFIX
@@ -543,7 +589,8 @@ def _node_id(metas: dict) -> int | None:
     return None
 
 
-def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None) -> list[Finding]:
+def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None,
+                      unread: list | None = None) -> list[Finding]:
     """Partitions the metadata (the image at the end of __cluster_metadata-0) no longer assigns to
     this broker, by LogManager.isStrayKraftReplica (3.7+): no topic id in partition.metadata, a
     topic id the image does not hold (deleted, or recreated under a new id), or replicas without
@@ -572,7 +619,9 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
             f = Path(e.path) / "partition.metadata"
             try:
                 raw = files.read_bytes_if_exists(f)
-            except KafkalogError as err:    # a FIFO, mode 000: PartitionMetadataFile.read fails
+            except KafkalogError as err:    # a FIFO: PartitionMetadataFile.read fails
+                if _unread(err, unread):
+                    continue
                 out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"cannot be read: {err.message}",
                                    f"KafkaStorageException: Error while reading partition metadata file {f}: "
                                    "the log dir is offline",

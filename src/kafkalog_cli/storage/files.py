@@ -23,6 +23,10 @@ from kafkalog_cli.errors import InputError
 _OPEN_FLAGS = os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
+class MissingFile(InputError):
+    """Nothing at the path (ENOENT, ENOTDIR; a dangling symlink included)."""
+
+
 def kind_of(mode: int) -> str | None:
     """What a file of this st_mode is, when it is not a regular file: "a directory", "a FIFO",
     "a socket", "a device"; None for a regular file."""
@@ -68,7 +72,8 @@ def open_fd(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> in
     try:
         fd = os.open(path, flags | _OPEN_FLAGS, mode)
     except OSError as e:
-        raise InputError(os_error_message(path, e), path=str(path)) from None
+        missing = isinstance(e, (FileNotFoundError, NotADirectoryError))
+        raise (MissingFile if missing else InputError)(os_error_message(path, e), path=str(path)) from None
     try:
         kind = kind_of(os.fstat(fd).st_mode)
         if kind is not None:
@@ -128,7 +133,5 @@ def read_bytes_if_exists(path: Path | str, limit: int | None = None) -> bytes | 
     (permission denied, a FIFO, a directory) is an InputError, never taken as absent."""
     try:
         return read_bytes(path, limit)
-    except InputError:
-        if os.path.exists(path):
-            raise
+    except MissingFile:
         return None
