@@ -122,7 +122,7 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         if not d.is_dir():
             continue
         since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
-        for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
+        for check in (lambda d: check_lock(d, diag.unread), lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
                       check_file_types, lambda d: check_checkpoints(d, diag.unread),
                       lambda d: check_segments(d, diag.unread), check_space):
             for f in check(d):
@@ -246,12 +246,15 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
 
 
 # ------------------------------------------------------------------ .lock, access, space
-def check_lock(d: Path) -> list[Finding]:
+def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
     path = d / names.LOCK_FILE
     try:
         fd = files.open_fd(path)
-    except KafkalogError:
-        return []       # none yet (the broker creates it), or no file to lock: judged where access is
+    except KafkalogError as e:
+        # none yet (the broker creates it); not a regular file (check_file_types says it); or not
+        # readable by kafkalog itself: who holds it is not checked
+        _unread(e, unread)
+        return []
     try:
         pid = holder_pid(fd)
     finally:

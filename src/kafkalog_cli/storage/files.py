@@ -4,10 +4,10 @@ Opening a FIFO blocks until a peer opens its other end (for reading: a writer; f
 reader), so a FIFO where Kafka expects a regular file would hang a command forever. Every open
 here is non-blocking (O_NONBLOCK), the open file is checked with fstat (no race with a stat
 before the open), anything but a regular file is refused with an InputError naming the path and
-what is there, and O_NONBLOCK is cleared before the fd is used. A broker fails to read such a
-file too (FileChannel.open reads a FIFO, a directory or a device as no Kafka file), so none of
-them is ever taken as an absent file. Missing and unreadable files are InputErrors naming the
-path as well (exit 4, README "Exit codes")."""
+what is there, and O_NONBLOCK is cleared before the fd is used. A broker cannot read such a
+file as a Kafka file either (its blocking open(2) waits on a FIFO; a directory fails), so none
+of them is ever taken as an absent file. Missing and unreadable files are InputErrors naming
+the path as well (exit 4, README "Exit codes")."""
 from __future__ import annotations
 
 import contextlib

@@ -315,17 +315,13 @@ class Segment:
         it removed is None (storage.segment.followed)."""
         try:
             return files.open_fd(path)
-        except InputError:
-            if os.path.lexists(path) or not self.listed and str(path) not in _LISTED:
+        except files.MissingFile:
+            if not self.listed and str(path) not in _LISTED:
                 raise
         _LISTED.add(str(path))
         try:
             return files.open_fd(followed(path))
-        except RemovedByBroker:
-            return None
-        except InputError:
-            if os.path.lexists(followed(path)):
-                raise
+        except (RemovedByBroker, files.MissingFile):
             return None
 
     def index_file_bytes(self, suffix: str, entry_size: int) -> int:
@@ -717,9 +713,7 @@ def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
     and a mapping read past the new end is a SIGBUS. A file gone since is empty."""
     try:
         fd = files.open_fd(path)
-    except InputError:
-        if os.path.lexists(path):
-            raise
+    except files.MissingFile:
         return b""          # gone since it was listed
     out = bytearray()
     try:
@@ -765,9 +759,7 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
     padding slot is found by bisection. An all-zero file has no entry."""
     try:
         fd = files.open_fd(path)
-    except InputError:
-        if os.path.lexists(path):
-            raise
+    except files.MissingFile:
         return None
     try:
         slots = os.fstat(fd).st_size // entry.size
