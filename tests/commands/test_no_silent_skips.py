@@ -275,6 +275,9 @@ UNREADABLE = {
     "server.properties": ("../server.properties", lambda ld, t: ["transactions", "--server-properties",
                                                                  t / "server.properties", ld]),
     "recover": ("multi-segment-0/00000000000000000300.log", lambda ld, t: ["recover", "--dry-run", ld]),
+    # a segment retain deletes: what cannot be read cannot be kept in the quarantine
+    "retain": ("multi-segment-0/00000000000000000000.log",
+               lambda ld, t: ["retain", "--assume-kafka-defaults", "--now", "1900000000000", ld]),
 }
 
 
@@ -293,6 +296,7 @@ def test_an_unreadable_file_is_exit_4_naming_it_never_skipped(tmp_path, reader):
         target.chmod(0o755 if target.is_dir() else 0o644)
     assert r.returncode == 4, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert target.exists()      # still in its place: nothing it could not read was removed
     errors = _errors(r.stderr)
     assert any(str(target) in line and "permission denied" in line.lower() for line in errors), r.stderr
     if reader.startswith("export"):

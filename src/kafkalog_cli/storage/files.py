@@ -85,16 +85,14 @@ def open_fd(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> in
     return fd
 
 
-def check_regular(path: Path | str) -> None:
-    """An InputError when something is at `path` that is not a regular file (a FIFO, a directory,
-    a socket, a device); nothing there, or a regular file, passes. Only stats: for a file that is
-    moved or linked, not read (a write's refusal before it changes anything)."""
+def check_readable(path: Path | str) -> None:
+    """An InputError when the file at `path` cannot be read (not a regular file, permission
+    denied); nothing there passes. For a file about to be kept (linked or copied) before anything
+    changes: opened without blocking and closed again."""
     try:
-        kind = kind_of(os.stat(path).st_mode)
-    except OSError:
-        return
-    if kind is not None:
-        raise InputError(not_regular_message(kind), path=str(path))
+        os.close(open_fd(path))
+    except MissingFile:
+        pass
 
 
 def open_file(path: Path | str, mode: str = "rb") -> BinaryIO:

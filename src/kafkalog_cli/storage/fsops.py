@@ -34,7 +34,7 @@ from typing import BinaryIO, Callable, Iterator
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX, strip_temp_suffix
 from kafkalog_cli.storage import ownership
-from kafkalog_cli.storage.files import check_regular, open_fd, open_file
+from kafkalog_cli.storage.files import check_readable, open_fd, open_file
 from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
                                              Quarantine, QuarantineEntry, default_quarantine_root,
@@ -440,8 +440,8 @@ class FsOps:
                 seen.add(_key(path))
                 batch.append((Path(path), reason))
         if self._keeping():
-            for path, _ in batch:       # no bytes to keep: refused before anything changes
-                check_regular(path)
+            for path, _ in batch:       # bytes it cannot read cannot be kept: refused before any change
+                check_readable(path)
         if not self._keeping():
             self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
             self._unlink_all([path for path, _ in batch], missing_ok=True)
