@@ -215,8 +215,16 @@ def unreadable(monkeypatch):
             raise PermissionError(13, "Permission denied", os.fspath(file))
         return real_open(file, *a, **k)
 
+    real_os_open = os.open
+
+    def os_guarded(file, *a, **k):      # storage.files opens every file with os.open
+        if isinstance(file, (str, os.PathLike)) and os.path.abspath(os.fspath(file)) in denied:
+            raise PermissionError(13, "Permission denied", os.fspath(file))
+        return real_os_open(file, *a, **k)
+
     monkeypatch.setattr(builtins, "open", guarded)
     monkeypatch.setattr(io, "open", guarded)
+    monkeypatch.setattr(os, "open", os_guarded)
     return lambda p: denied.add(os.path.abspath(p))
 
 

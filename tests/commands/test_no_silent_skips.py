@@ -225,3 +225,134 @@ def test_dump_log_json_exits_as_kafka_mode_on_a_file_that_is_no_segment(tmp_path
     assert text.exit_code == code, text.output
     assert js.exit_code == code, js.output
     assert js.stderr.strip().splitlines()[-1].startswith(f"kafkalog: {f}: ")
+
+
+# ------------------------------------------------------------------ unreadable files (issue 31, class 2)
+# Run without the file-permission override capabilities (as root, setpriv drops them), so that a
+# mode 000 file cannot be read: each reader exits 4 with one line naming the file, never skips it.
+SETPRIV = shutil.which("setpriv")
+DROP = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
+SRC = Path(__file__).resolve().parents[2] / "src"
+needs_setpriv = pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed")
+
+
+def run_unprivileged(*args, timeout: float = 60):
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return subprocess.run([SETPRIV, *DROP, sys.executable, "-m", "kafkalog_cli", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _errors(stderr: str) -> list[str]:
+    return [x for x in stderr.splitlines() if x.startswith("kafkalog: ") and not x.startswith("kafkalog: note:")]
+
+
+# (reader, the file made unreadable, its command line): every reader of a file in a log dir
+UNREADABLE = {
+    "export jsonl": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["export", ld, t / "o.jsonl", "--to", "jsonl"]),
+    "export parquet": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["export", ld, t / "o", "--to", "parquet"]),
+    "verify-crc": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["verify-crc", ld]),
+    "describe segment": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["describe", ld]),
+    "describe index": ("multi-segment-0/00000000000000000000.timeindex", lambda ld, t: ["describe", ld]),
+    "dump-log dir": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["dump-log", ld]),
+    "dump-index dir": ("multi-segment-0/00000000000000000000.index", lambda ld, t: ["dump-index", "--verify-index-only", ld]),
+    "transactions snapshot": ("txn-0/00000000000000000015.snapshot", lambda ld, t: ["transactions", ld]),
+    "consumer-groups": ("__consumer_offsets-0/00000000000000000000.log", lambda ld, t: ["consumer-groups", ld]),
+    "metadata": ("__cluster_metadata-0/00000000000000000000.log", lambda ld, t: ["metadata", ld]),
+    "metadata quorum-state": ("__cluster_metadata-0/quorum-state", lambda ld, t: ["metadata", ld]),
+    "get-offsets": ("multi-segment-0/00000000000000000300.log", lambda ld, t: ["get-offsets", ld]),
+    "compare-replicas epochs": ("multi-segment-0/leader-epoch-checkpoint",
+                                lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"]),
+    "compare-replicas dir": ("multi-segment-0",
+                             lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"]),
+    "doctor partition dir": ("multi-segment-0", lambda ld, t: ["doctor", ld]),
+    "doctor checkpoint": ("recovery-point-offset-checkpoint", lambda ld, t: ["doctor", ld]),
+    "config meta.properties": ("meta.properties", lambda ld, t: ["describe", ld]),
+    "config bootstrap.checkpoint": ("bootstrap.checkpoint", lambda ld, t: ["get-offsets", ld]),
+    "config clean shutdown": (".kafka_cleanshutdown", lambda ld, t: ["describe", ld]),
+    "server.properties": ("../server.properties", lambda ld, t: ["transactions", "--server-properties",
+                                                                 t / "server.properties", ld]),
+    "recover": ("multi-segment-0/00000000000000000300.log", lambda ld, t: ["recover", "--dry-run", ld]),
+    # a segment retain deletes: what cannot be read cannot be kept in the quarantine
+    "retain": ("multi-segment-0/00000000000000000000.log",
+               lambda ld, t: ["retain", "--assume-kafka-defaults", "--now", "1900000000000", ld]),
+}
+
+
+@needs_setpriv
+@pytest.mark.parametrize("reader", list(UNREADABLE))
+def test_an_unreadable_file_is_exit_4_naming_it_never_skipped(tmp_path, reader):
+    rel, args = UNREADABLE[reader]
+    ld = copy_examples(tmp_path)
+    shutil.copytree(EXAMPLES, tmp_path / "b")
+    (tmp_path / "server.properties").write_text("log.retention.hours=1\n")
+    target = (ld / rel).resolve()
+    target.chmod(0)
+    try:
+        r = run_unprivileged(*args(ld, tmp_path))
+    finally:
+        target.chmod(0o755 if target.is_dir() else 0o644)
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert target.exists()      # still in its place: nothing it could not read was removed
+    errors = _errors(r.stderr)
+    assert any(str(target) in line and "permission denied" in line.lower() for line in errors), r.stderr
+    if reader.startswith("export"):
+        assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o").exists()   # no partial export vouched for
+
+
+@needs_setpriv
+def test_export_of_a_readable_copy_has_every_record(tmp_path):
+    """The same export, every file readable: all 1,248 records."""
+    ld = copy_examples(tmp_path)
+    r = run_unprivileged("export", ld, tmp_path / "o.jsonl", "--to", "jsonl")
+    assert r.returncode == 0, r.stderr
+    assert "exported 1248 records from 16 segments" in r.stdout
+    assert len((tmp_path / "o.jsonl").read_text().splitlines()) == 1248
+
+
+def test_the_consumer_view_does_not_start_after_a_segment_it_cannot_open(tmp_path):
+    """export's and the Spark source's listing (ops.consumer_view.views_for): a segment that cannot
+    be opened is an InputError naming it, not damage after which the view starts."""
+    from kafkalog_cli.errors import InputError
+    from kafkalog_cli.ops.consumer_view import views_for
+    from kafkalog_cli.storage.remote import segments_of_sources
+
+    ld = copy_examples(tmp_path)
+    seg = ld / "multi-segment-0" / "00000000000000000000.log"
+    seg.unlink()
+    os.mkfifo(seg)
+    refs = segments_of_sources([str(ld / "multi-segment-0")])
+    with pytest.raises(InputError) as e:
+        views_for(refs, "read_uncommitted")
+    assert e.value.path == str(seg) and "a FIFO" in e.value.message
+
+
+# ------------------------------------------------------------------ compare-replicas, paths (issue 31, class 11)
+@needs_setpriv
+@pytest.mark.parametrize("cmd", ["compare-replicas", "describe", "verify-crc", "dump-log", "recover", "doctor"])
+def test_an_unreadable_dir_argument_is_exit_4_not_a_usage_error(tmp_path, cmd):
+    a = copy_examples(tmp_path, "a")
+    b = copy_examples(tmp_path, "b")
+    args = {"compare-replicas": [cmd, a / "multi-segment-0", b / "multi-segment-0"],
+            "recover": [cmd, "--dry-run", b / "multi-segment-0"]}.get(cmd, [cmd, b / "multi-segment-0"])
+    (b / "multi-segment-0").chmod(0)
+    try:
+        r = run_unprivileged(*args)
+    finally:
+        (b / "multi-segment-0").chmod(0o755)
+    assert r.returncode == 4, (r.stdout, r.stderr)
+    assert "Usage:" not in r.stderr
+    assert any(str(b / "multi-segment-0") in line and "ermission denied" in line for line in _errors(r.stderr)), r.stderr
+
+
+@pytest.mark.parametrize("args", [["doctor", "--server-properties", "{t}/none.properties", "{t}/ld"],
+                                  ["transactions", "--server-properties", "{t}/none.properties", "{t}/ld"],
+                                  ["delete-records", "--offset-json", "{t}/none.json", "{t}/ld"]])
+def test_a_missing_file_option_is_exit_4_naming_it(tmp_path, args):
+    copy_examples(tmp_path)
+    r = invoke(*[a.format(t=tmp_path) for a in args])
+    assert r.exit_code == 4, r.output
+    assert r.stderr.strip().splitlines() == [f"kafkalog: {tmp_path}/{args[2].split('/')[-1]}: no such file or directory"]

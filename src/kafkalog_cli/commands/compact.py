@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
-from kafkalog_cli.commands.options import (change_options, jobs_option, now_or_clock, partition_filter_options,
+from kafkalog_cli.commands.options import (InputPath, change_options, jobs_option, now_or_clock, partition_filter_options,
                                            report_run, report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
@@ -33,7 +33,7 @@ def _bytes(ctx, param, value: str) -> int:
 
 
 @click.command("compact", short_help="Compact cleanup.policy=compact topics, as the log cleaner does.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--force", is_flag=True,
               help="Clean every compacted partition with cleanable bytes, whatever its dirty ratio.")
 @click.option("--dedupe-buffer-size", default=str(DEFAULT_DEDUPE_BUFFER), callback=_bytes, show_default=True,

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import InputPath, format_option
 
 
 @click.command("compare-replicas", short_help="Where copies of a partition from different brokers diverge, as a "
                                               "follower's truncation finds it.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--topic", default=None, metavar="TOPIC", help="With log dirs: the topic of the partition to compare.")
 @click.option("--partition", type=click.IntRange(min=0), default=None, metavar="N",
               help="With log dirs: the partition number.")

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import InputError, one_line
 
 
 @click.command("consumer-groups", short_help="Consumer groups and their committed offsets, from __consumer_offsets.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--group", default=None, metavar="GROUP",
               help="Only this group: reads only the __consumer_offsets partition that holds it.")
 @click.option("--offsets-partitions", type=click.IntRange(min=1), default=None, metavar="N",

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, config_options, dry_run_option, follow_symlinks_option,
-                                           format_option, partition_filter_options, quarantine_options,
-                                           report_option)
-from kafkalog_cli.errors import InputError, UsageError
+from kafkalog_cli.commands.options import (InputPath, RUN_FORMAT_HELP, config_options, dry_run_option,
+                                           follow_symlinks_option, format_option, partition_filter_options,
+                                           quarantine_options, report_option)
+from kafkalog_cli.errors import InputError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
 from kafkalog_cli.render import human
@@ -18,9 +18,9 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 
 @click.command("delete-records", short_help="Raise log start offsets and delete the segments below, "
                                             "as kafka-delete-records.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--offset-json", "--offset-json-file", "offset_json", metavar="FILE",
-              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              type=InputPath(exists=True, dir_okay=False, path_type=Path),
               help='kafka-delete-records\' file: {"partitions": [{"topic": "t", "partition": 0, "offset": 42}], '
                    '"version": 1}. Offset -1: the high watermark.')
 @click.option("--before", type=int, metavar="OFFSET",
@@ -86,10 +86,10 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise UsageError(e.strerror or str(e), path=str(path)) from None
+    """The offset JSON file's bytes; missing or unreadable is an InputError (exit 4)."""
+    from kafkalog_cli.storage.files import read_bytes
+
+    return read_bytes(path)
 
 
 def _requested(groups: dict, offsets: dict, offset_json: Path) -> dict:

@@ -8,12 +8,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores, note_left_out, one_line_errors
-from kafkalog_cli.commands.options import config_options, format_option, jobs_option, partition_filter_options
-from kafkalog_cli.errors import ExitCode
+from kafkalog_cli.commands.options import InputPath, config_options, format_option, jobs_option, partition_filter_options
+from kafkalog_cli.errors import ExitCode, exit_code_of
 
 
 @click.command("describe", short_help="Each partition's offsets, sizes, producers and configs.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @partition_filter_options
 @config_options
 @format_option("text: a table (rich on a terminal; tab-separated with a header line when piped). "
@@ -58,7 +58,8 @@ def command(paths, only, configs, fmt, jobs):
     \b
     Exit codes: 0 done; 2 usage error; 3 a file could not be read whole (a damaged tail or
     snapshot: its partition's other facts are still printed, the reason on stderr); 4 bad path,
-    or --topic/--partition match nothing.
+    a file that cannot be opened (permission denied, a FIFO or directory in its place: the other
+    facts are still printed), or --topic/--partition match nothing.
 
     \b
     Examples:
@@ -76,7 +77,7 @@ def command(paths, only, configs, fmt, jobs):
         note(d, kind)
     configs = configs.for_log_dirs(selection.groups)
     rich = fmt == "text" and sys.stdout.isatty()
-    problems = False
+    problems: list[int] = []       # exit codes, in the order met
     partitions: list = []
     summaries: list[str] = []
     if fmt == "text" and not rich:
@@ -85,7 +86,8 @@ def command(paths, only, configs, fmt, jobs):
         if not isinstance(item, LogDirDescription):
             for line in item.problems:
                 click.echo(f"kafkalog: {item.name}: {line}", err=True)
-            problems |= bool(item.problems)
+            if item.problems:
+                problems.extend(item.problem_codes or [ExitCode.CORRUPT])
             if fmt == "json":
                 click.echo(json.dumps(item.to_json()))
             elif rich:
@@ -114,4 +116,4 @@ def command(paths, only, configs, fmt, jobs):
     for line in summaries:
         click.echo(f"# {line}")
     if problems:
-        click.get_current_context().exit(int(ExitCode.CORRUPT))
+        click.get_current_context().exit(exit_code_of(problems))

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import format_option
+from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import ExitCode, InputError, UsageError
 
 
 @click.command("doctor", short_help="Will a broker start on these log dirs? If not, why, and the fix.")
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+@click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
+@click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path),
               help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
                    "when none is given) and metadata.log.dir are checked against the log dirs.")
 @click.option("--user", metavar="UID|NAME",
@@ -41,8 +41,10 @@ def command(paths, server_properties, user, fmt):
 
     \b
     Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
-    could not be made (not known whether it starts); 8 it will not start; 2 usage (no log dir given or in --server-properties); 4 a path that is a file, not a
-    log dir. Precedence: kafkalog --help.
+    could not be made (not known whether it starts); 8 it will not start; 2 usage (no log dir
+    given or in --server-properties); 4 a path that is a file, not a log dir, or a file or dir
+    kafkalog itself cannot read (permission denied to this process: the findings are still
+    printed, each such path on stderr; what it holds was not checked). Precedence: kafkalog --help.
     """
     from kafkalog_cli.ops import doctor
     from kafkalog_cli.render import human
@@ -59,6 +61,10 @@ def command(paths, server_properties, user, fmt):
         click.echo(json.dumps(diag.to_json(), indent=2))
     else:
         click.echo(human.doctor(diag))
+    for e in diag.unread:       # not checked: never an all-clear
+        click.echo(f"kafkalog: {e.line()}", err=True)
+    if diag.unread:
+        click.get_current_context().exit(int(ExitCode.INPUT))
     if not diag.starts:
         click.get_current_context().exit(int(ExitCode.BROKER_WONT_START))
     if any(f.severity.value == "warning" for f in diag.findings):

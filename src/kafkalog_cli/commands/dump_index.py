@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-from kafkalog_cli.commands.options import format_option, partition_filter_options
+from kafkalog_cli.commands.options import InputPath, format_option, partition_filter_options
 
 from kafkalog_cli.errors import CorruptIndexError, ExitCode, InputError, KafkalogError, one_line
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
@@ -18,7 +18,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 
 
 @click.command("dump-index", short_help="Dump or check .index, .timeindex, .txnindex and .snapshot files.", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=InputPath())
 @click.option("--verify-index-only", is_flag=True,
               help="Check .index and .timeindex entries against the .log, and zero-filled slots after them. "
                    "text: kafka-dump-log's output, kafkalog's problems on stderr; json: only the problems "
@@ -77,6 +77,11 @@ def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt,
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise bad[-1]
     if failed:
+        # one line per file: a .timeindex is checked against its .index and both against the .log
+        first: dict[str, KafkalogError] = {}
+        for e in failed:
+            first.setdefault(str(e), e)
+        failed = list(first.values())
         for e in failed[1:]:
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
         raise failed[0]

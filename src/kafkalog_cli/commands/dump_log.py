@@ -9,7 +9,7 @@ import click
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
-from kafkalog_cli.commands.options import partition_filter_options
+from kafkalog_cli.commands.options import InputPath, partition_filter_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, METADATA_TEXTS, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser, dump_log_text,
@@ -21,7 +21,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 
 
 @click.command("dump-log", short_help="Print segments as kafka-dump-log does, or as JSON Lines.", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=InputPath())
 @click.option("--files", "files", metavar="FILE[,FILE...]", multiple=True,
               help="Kafka's form: a comma-separated list of files to dump (may be repeated).")
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")

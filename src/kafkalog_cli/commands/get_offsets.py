@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import note_left_out, one_line_errors, parse_time_option
-from kafkalog_cli.commands.options import config_options, format_option, partition_filter_options
-from kafkalog_cli.errors import ExitCode, KafkalogError
+from kafkalog_cli.commands.options import InputPath, config_options, format_option, partition_filter_options
+from kafkalog_cli.errors import KafkalogError, exit_code_of
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
 # no client lists)
@@ -31,7 +31,7 @@ def parse_time_spec(value: str):
 
 
 @click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--time", "time_value", default="latest", show_default=True,
               metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
               help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
@@ -87,8 +87,9 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, c
 
     \b
     Exit codes: 0 done (also when a partition has no offset); 2 usage error (a --time that is
-    not a time); 3 a file could not be read (its partition is left out, the reason on stderr, the
-    others are printed); 4 bad path, or --topic/--partition match nothing.
+    not a time); 3 a file is damaged (its partition is left out, the reason on stderr, the
+    others are printed); 4 bad path, a file that cannot be opened (permission denied, a FIFO in its
+    place: its partition is left out likewise), or --topic/--partition match nothing.
 
     \b
     Examples:
@@ -109,7 +110,7 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, c
     note = note_left_out("not read")
     for d, kind in selection.left_out:
         note(d, kind)
-    failed = False
+    failed: list[int] = []         # the exit codes of the partitions that failed, in order
     answers = []
     warn = lambda m: click.echo(f"kafkalog: warning: {m}", err=True)  # noqa: E731
     configs = configs.for_log_dirs(selection.groups)
@@ -126,7 +127,7 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, c
                 answers.append(list_offsets(part, spec, isolation, warn, resolver.versions, remote))
             except KafkalogError as e:
                 click.echo(f"kafkalog: {e.line()}", err=True)
-                failed = True
+                failed.append(int(e.exit_code))
             finally:
                 part.close()
     # kafka-get-offsets' order: by topic, then partition, whatever log dir holds them
@@ -148,4 +149,4 @@ def command(paths, time_value, isolation_level, exclude_internal_topics, only, c
             continue
         click.echo(offsets_line(answer))
     if failed:
-        click.get_current_context().exit(int(ExitCode.CORRUPT))
+        click.get_current_context().exit(exit_code_of(failed))

@@ -7,12 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import format_option
-from kafkalog_cli.errors import ExitCode, one_line
+from kafkalog_cli.commands.options import InputPath, format_option
+from kafkalog_cli.errors import one_line
 
 
 @click.command("metadata", short_help="The KRaft metadata image: newest snapshot plus the log after it.")
-@click.argument("path", type=click.Path(path_type=Path))
+@click.argument("path", type=InputPath(path_type=Path))
 @click.option("--at-offset", type=click.IntRange(min=0), default=None, metavar="N",
               help="The image as of the metadata record at offset N (from the newest snapshot ending at or "
                    "before it).")
@@ -42,7 +42,8 @@ def command(path, at_offset, fmt):
 
     \b
     Exit codes: 0 done; 2 usage error; 3 the metadata log is damaged (the image up to the
-    damage is printed, the damage named on stderr by file and byte position); 4 bad path, or
+    damage is printed, the damage named on stderr by file and byte position); 4 bad path, a file of the metadata log
+    that cannot be opened (permission denied, a FIFO: the image up to it is printed likewise), or
     no __cluster_metadata-0 (a ZooKeeper-era log dir).
 
     \b
@@ -68,4 +69,4 @@ def command(path, at_offset, fmt):
             click.echo(line)
     if read.damage is not None:
         click.echo(f"kafkalog: {one_line(str(read.damage))}: the metadata log is read up to here", err=True)
-        click.get_current_context().exit(int(ExitCode.CORRUPT))
+        click.get_current_context().exit(read.damage.exit_code)

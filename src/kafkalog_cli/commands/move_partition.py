@@ -10,13 +10,13 @@ import click
 from kafkalog_cli.errors import ExitCode
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import (dry_run_option, follow_symlinks_option, format_option, quarantine_options,
-                                           report_option)
+from kafkalog_cli.commands.options import (InputPath, dry_run_option, follow_symlinks_option, format_option,
+                                           quarantine_options, report_option)
 
 
 @click.command("move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD).")
-@click.argument("source", type=click.Path(path_type=Path))
-@click.argument("destination", type=click.Path(path_type=Path))
+@click.argument("source", type=InputPath(path_type=Path))
+@click.argument("destination", type=InputPath(path_type=Path))
 @click.option("--topic", required=True, metavar="TOPIC", help="The partition's topic (a name, not a pattern).")
 @click.option("--partition", required=True, type=click.IntRange(min=0), metavar="N", help="The partition number.")
 @quarantine_options

@@ -19,6 +19,37 @@ FORMATS = ("text", "json")
 FORMAT_ALIASES = {"kafka": "text", "human": "text"}
 
 
+class InputPath(click.Path):
+    """click.Path for a path the command reads: a missing, unreadable or wrong-kind path is exit 4
+    with one line naming it (README "Exit codes"), never click's usage error (exit 2). Readability
+    is left to the command, which reads the path through storage.files, names what it cannot read
+    and still processes the other paths."""
+
+    def __init__(self, **kw):
+        kw.setdefault("readable", False)
+        super().__init__(**kw)
+
+    def convert(self, value, param, ctx):
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter:
+            import os
+
+            from kafkalog_cli.errors import InputError
+
+            path = os.fsdecode(value)
+            if not os.path.exists(path):
+                why = ("dangling symbolic link (its target does not exist)" if os.path.islink(path)
+                       else "no such file or directory")
+            elif os.path.isdir(path):
+                why = "is a directory, not a file"
+            elif not self.file_okay:
+                why = "not a directory"
+            else:
+                why = "cannot be read"
+            raise InputError(why, path=path) from None
+
+
 class FormatChoice(click.Choice):
     """click.Choice over FORMATS that also takes FORMAT_ALIASES, as the name they stand for.
     --help, completion and errors name only FORMATS."""
@@ -74,7 +105,7 @@ config_options = _stack(
     click.option("--topic-config", "topic_config_items", multiple=True, metavar="TOPIC:KEY=VALUE",
                  help="A topic config for one topic; wins over --config. Repeatable. A topic with no "
                       "partition in the paths given is a usage error (exit 2)."),
-    click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path),
                  help="The broker's server.properties: its log.* settings are the defaults. A file with "
                       "no broker setting, or a value Kafka would refuse, is a usage error (exit 2)."),
     click.option("--no-cluster-metadata", is_flag=True,
@@ -84,7 +115,7 @@ config_options = _stack(
                       "read (else retain and compact refuse to delete by it, exit 7)."),
     kafka_version_option,
     click.option("--remote-log-metadata", multiple=True, metavar="PATH",
-                 type=click.Path(exists=True, file_okay=False, path_type=Path),
+                 type=InputPath(exists=True, file_okay=False, path_type=Path),
                  help="Where a tiered partition's upload state is: a __remote_log_metadata-N partition dir, or a "
                       "log dir holding it (e.g. a copy from the broker that leads it). Repeatable. Else the log "
                       "dir's own is read, and without one a deletion that depends on it is refused (exit 7)."),

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import emit_lines, finish_run, report_option
+from kafkalog_cli.commands.options import InputPath, emit_lines, finish_run, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.render.run_lines import RunLines
@@ -37,7 +37,7 @@ class Duration(click.ParamType):
         return sum(float(n) * _UNITS[u] for n, u in parts)
 
 
-paths_argument = click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+paths_argument = click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
 format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
                              show_default=True, help="Output format.")
 dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what would be done and change nothing.")
@@ -98,7 +98,7 @@ def _cell(n: int | None) -> str:
 
 
 @command.command("restore")
-@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("folder", type=InputPath(path_type=Path))
 @click.option("--follow-symlinks", is_flag=True,
               help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
                    "(a run with --follow-symlinks changed it), writing through the link. Without it such a restore "

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_run,
+from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_run,
                                            report_option)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
@@ -15,7 +15,7 @@ from kafkalog_cli.render import human
 
 
 @click.command("recover", short_help="Repair log dirs after a crash, as a broker does at startup.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--all", "all_segments", is_flag=True,
               help="Check every segment, whatever the recovery point and .kafka_cleanshutdown say.")
 @click.option("--salvage", is_flag=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_option,
+from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_option,
                                            report_run)
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation
@@ -18,7 +18,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
 
 @click.command("retain", short_help="Delete segments past retention.ms or retention.bytes.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @partition_filter_options
 @change_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (change_options, now_or_clock, partition_filter_options, report_run,
+from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_run,
                                            report_option)
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
@@ -14,7 +14,7 @@ from kafkalog_cli.render import human
 
 
 @click.command("roll", short_help="Close each active segment and open a new one, as a broker rolls.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--if-needed", is_flag=True,
               help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "
                    "(from the first batch's timestamp), a full index, or offset overflow.")

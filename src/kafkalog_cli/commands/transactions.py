@@ -6,14 +6,14 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import format_option, now_option, now_or_clock, partition_filter_options
+from kafkalog_cli.commands.options import InputPath, format_option, now_option, now_or_clock, partition_filter_options
 from kafkalog_cli.commands.quarantine import Duration
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.render.transactions import hanging_table, partition_tables
 
 @click.command("transactions", short_help="Producers, open transactions and last stable offsets; "
                                           "find hanging transactions.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--find-hanging", is_flag=True,
               help="Only the hanging transactions, as kafka-transactions.sh find-hanging (exit 1 when there are).")
 @click.option("--max-age", type=Duration(), default="15m", show_default=True, metavar="DURATION",
@@ -21,7 +21,7 @@ from kafkalog_cli.render.transactions import hanging_table, partition_tables
                    "a candidate (find-hanging's --max-transaction-timeout). 30m, 2h, 1d12h.")
 @click.option("--producers", is_flag=True, help="Text: also list every active producer (describe-producers).")
 @now_option
-@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+@click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path), default=None,
               help="The broker's server.properties: its producer.id.expiration.ms decides which producers have "
                    "expired (without it: __cluster_metadata's broker config, else Kafka's default, 1 day).")
 @format_option("text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "

@@ -8,7 +8,7 @@ import time
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.options import InputPath, format_option, jobs_option, partition_filter_options
 
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
@@ -17,7 +17,7 @@ PROGRESS_MIN_BYTES = 64 << 20
 
 
 @click.command("verify-crc", short_help="Check every batch's CRC, sizes and offsets; exit 1 on problems.", context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=InputPath())
 @click.option("--deep", is_flag=True,
               help="Also decode records: legacy inner-message CRCs, record counts against the header, "
                    "decompression failures, record offsets.")

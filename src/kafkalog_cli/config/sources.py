@@ -14,16 +14,14 @@ from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTERNAL
                                           METADATA_PARTITION_DIR, broker_value, check_compaction_lags,
                                           check_remote_storage, parse_value)
 from kafkalog_cli.config.provenance import Unknown
-from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.errors import ExitCode, KafkalogError, UsageError
+from kafkalog_cli.storage import files
 
 def read_properties(path: Path) -> dict[str, str]:
     """A java.util.Properties file (Properties.load, as Kafka's Utils.loadProps reads it)."""
     from kafkalog_cli.formats.checkpoints import parse_properties
 
-    try:
-        data = Path(path).read_bytes()
-    except OSError as e:
-        raise InputError(e.strerror or str(e), path=str(path)) from None
+    data = files.read_bytes(path)
     return parse_properties(data, path=str(path))
 
 
@@ -112,6 +110,7 @@ class MetadataDamage:
     path: str
     position: int | None
     reason: str
+    exit_code: int = 3        # errors.ExitCode: 3 damage; 4 a file that cannot be opened
 
     def __str__(self) -> str:
         where = self.path + (f": byte {self.position}" if self.position is not None else "")
@@ -219,7 +218,8 @@ def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> Meta
         partition = Partition.open(meta)
         names = os.listdir(meta)
     except (KafkalogError, OSError) as e:
-        damage = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}")
+        damage = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}",
+                                int(getattr(e, "exit_code", ExitCode.INPUT)))
         return MetadataLogRead(new_image(), None, damage, None, 0)
     snapshots = sorted(((int(m.group(1)), n) for n in names if (m := _SNAPSHOT_NAME.fullmatch(n))
                         and (until is None or int(m.group(1)) <= until + 1)), reverse=True)
@@ -268,7 +268,7 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
     try:
         buf = read_file(seg.source_path)   # bytes, not a mapping: records keep views into it
     except KafkalogError as e:
-        return MetadataDamage(path, None, f"cannot be read: {e.message}"), start
+        return MetadataDamage(path, None, f"cannot be read: {e.message}", int(e.exit_code)), start
     expected, pos = start, 0
     try:
         for batch in iter_batches(buf):
@@ -314,10 +314,13 @@ def _node_id(log_dir: Path) -> int | None:
 
     from kafkalog_cli.formats.checkpoints import parse_properties
 
-    path = f"{log_dir}/meta.properties"
+    path = log_dir / "meta.properties"
+    raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError, as the broker fails
+    if raw is None:
+        return None
     try:
-        return MetaProperties.node_id_in(parse_properties(Path(path).read_bytes(), path=path), path=path)
-    except (OSError, KafkalogError):
+        return MetaProperties.node_id_in(parse_properties(raw, path=str(path)), path=str(path))
+    except KafkalogError:
         return None
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.storage.files import read_bytes_if_exists
 
 
 @dataclass(frozen=True, order=True)
@@ -301,10 +302,10 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
 
 
 def _read_text(path: Path) -> str | None:
-    try:
-        return path.read_bytes()[:1 << 16].decode("utf-8", "replace")
-    except OSError:
-        return None
+    """The file's first 64 KiB as text, None when there is no file; one there that cannot be
+    read is an InputError (the broker fails on it too)."""
+    raw = read_bytes_if_exists(path, 1 << 16)
+    return None if raw is None else raw.decode("utf-8", "replace")
 
 
 def bootstrap_metadata_version(log_dir: Path) -> int | None:
@@ -313,9 +314,8 @@ def bootstrap_metadata_version(log_dir: Path) -> int | None:
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.errors import KafkalogError
 
-    try:
-        buf = (log_dir / "bootstrap.checkpoint").read_bytes()
-    except OSError:
+    buf = read_bytes_if_exists(log_dir / "bootstrap.checkpoint")   # unreadable: InputError, as BootstrapDirectory fails
+    if buf is None:
         return None
     level = None
     try:

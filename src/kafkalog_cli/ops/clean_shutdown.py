@@ -37,6 +37,7 @@ from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.partition import Partition
@@ -252,10 +253,9 @@ class CleanShutdownMarker:
 
 
 def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
+    """The file's bytes, b"" when there is none; unreadable is an InputError."""
+    raw = files.read_bytes_if_exists(path)
+    return b"" if raw is None else raw
 
 
 def _first_producer(s: Segment, start: int) -> tuple[int, int] | None:

@@ -36,6 +36,7 @@ from kafkalog_cli.formats.scan import Malformed
 from kafkalog_cli.formats.scan import record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import segment_file
 from kafkalog_cli.storage.segment import Segment
@@ -79,7 +80,7 @@ def iter_chunk_batches(path: Path, start: int, end: int, chunk: int) -> Iterator
     A read failure is an InputError naming the file (it must not pass for a failure to write
     the `.cleaned` file that the batches are streamed to)."""
     try:
-        with open(path, "rb") as f:
+        with files.opened(path) as f:
             pos = start
             while pos < end:
                 f.seek(pos)

@@ -35,6 +35,7 @@ from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cach
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.logdir import LogDir, is_log_dir
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir_name
 from kafkalog_cli.storage.partition import Partition
@@ -307,17 +308,18 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
 
 def _broker_id(log_dir: Path) -> int | None:
     meta = log_dir / names.META_PROPERTIES
+    raw = files.read_bytes_if_exists(meta)     # there but unreadable: InputError, as the broker fails
     try:
-        return MetaProperties.node_id_in(parse_properties(meta.read_bytes(), path=str(meta)), path=str(meta))
-    except (OSError, CheckpointError):
+        return None if raw is None else MetaProperties.node_id_in(parse_properties(raw, path=str(meta)),
+                                                                   path=str(meta))
+    except CheckpointError:
         return None
 
 
 def _topic_id(path: Path) -> str | None:
     f = path / names.PARTITION_METADATA
-    try:
-        raw = f.read_bytes()
-    except OSError:
+    raw = files.read_bytes_if_exists(f)
+    if raw is None:
         return None
     return parse_partition_metadata(raw, path=str(f)).topic_id
 
@@ -327,10 +329,7 @@ def _epochs(part: Partition, lso: int, leo: int, notes: list[str]) -> tuple[list
     is an error: the broker would not load the partition), truncated from the end at the log end
     offset and from the start at the log start offset; without the file, the batches' epochs."""
     f = part.path(names.LEADER_EPOCH_CHECKPOINT)
-    try:
-        raw = f.read_bytes()
-    except FileNotFoundError:
-        raw = None
+    raw = files.read_bytes_if_exists(f)
     if raw is not None:
         try:
             cache = load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(f)))

@@ -23,6 +23,7 @@ transaction still open at the high watermark, else the high watermark (as ops.tr
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -158,13 +159,17 @@ def views_for(refs, isolation: str) -> dict[str, ConsumerView]:
 
 def _readable(segs, segment_batches, damage: list):
     """The batches of the segments in order; a segment's batches after one that does not read
-    are skipped, and `damage` gets the error (reading the records reports it, with its byte)."""
-    from kafkalog_cli.errors import KafkalogError
+    are skipped, and `damage` gets the error (reading the records reports it, with its byte).
+    A segment that cannot be opened at all (permission denied, a FIFO) is an InputError at once:
+    taken as damage, the view would start after it and the export would leave it out unread."""
+    from kafkalog_cli.errors import InputError, KafkalogError
 
     for s in segs:
         try:
             for _, b in segment_batches(s):
                 yield b
+        except InputError:
+            raise
         except KafkalogError as e:
             damage.append(e)
 
@@ -172,7 +177,7 @@ def _readable(segs, segment_batches, damage: list):
 def _root_entries(log_dir: str) -> tuple[dict, dict]:
     """The log dir's replication-offset-checkpoint and log-start-offset-checkpoint entries, read
     leniently (a damaged or missing file has none)."""
-    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.errors import InputError, KafkalogError
     from kafkalog_cli.formats.checkpoints import parse_offset_checkpoint
     from kafkalog_cli.storage import names
     from kafkalog_cli.storage.remote import read_any
@@ -182,7 +187,9 @@ def _root_entries(log_dir: str) -> tuple[dict, dict]:
         path = f"{log_dir}/{name}"
         try:
             out.append(parse_offset_checkpoint(read_any(path), path=path))
-        except (OSError, KafkalogError):
+        except (OSError, KafkalogError) as e:
+            if isinstance(e, InputError) and os.path.exists(path):
+                raise       # there but unreadable (a FIFO, permission denied): a broker fails on it too
             out.append({})
     return out[0], out[1]
 

@@ -138,6 +138,7 @@ class PartitionDescription:
     high_watermark: int | None = None    # the checkpoint's entry clamped as the broker loads it
     local_log_start_offset: int | None = None   # a remote-enabled partition's (ops.tiered)
     remote_log: dict | None = None              # ops.tiered.RemoteLog.to_json, where it may be tiered
+    problem_codes: list[int] = field(default_factory=list)   # exit codes of the problems that carry one
 
     @property
     def name(self) -> str:
@@ -206,20 +207,21 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
                        resolver: ConfigResolver | None = None) -> PartitionDescription:
     """The facts of one partition (see the module docstring for where each comes from)."""
     problems: list[str] = []
+    codes: list[int] = []
     segs = part.segments
     first_ts = max_ts = max_off = None
     codecs: set[int] = set()
     for s in segs:
-        first = _guarded(s.first_batch_attributes, problems)     # also stats the .log for its size
+        first = _guarded(s.first_batch_attributes, problems, codes)     # also stats the .log for its size
         if first is not None:
             codecs.add(first[1])
             if first_ts is None:
                 first_ts = first[0]
-        found = _guarded(s.max_timestamp_and_offset, problems)
+        found = _guarded(s.max_timestamp_and_offset, problems, codes)
         if found is not None and found[0] >= 0 and (max_ts is None or found[0] > max_ts):
             max_ts, max_off = found
     if segs:
-        tail = _guarded(segs[-1].recovered_tail, problems)
+        tail = _guarded(segs[-1].recovered_tail, problems, codes)
         if tail is not None:
             codecs |= tail.codecs
             if tail.damage is not None:   # the broker's recovery truncates it: the answers stop before it
@@ -251,16 +253,18 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
         str(log_dir) if log_dir is not None else None, str(part.directory), tp.topic if tp else None,
         tp.partition if tp else None, size, len(segs), log_start, leo, part.checkpoints, first_ts, max_ts, max_off,
         sorted(compression_from_id(c).kafka_name for c in codecs), producers, dirty, configs, problems,
-        checkpointed_high_watermark(part), local_start, remote_json)
+        checkpointed_high_watermark(part), local_start, remote_json, codes)
 
 
-def _guarded(read: Callable, problems: list[str]):
-    """A fact read from a file, or None with the one-line reason in `problems` (a damaged
-    tail is what `kafkalog recover` repairs; the other facts are still told)."""
+def _guarded(read: Callable, problems: list[str], codes: list[int]):
+    """A fact read from a file, or None with the one-line reason in `problems` and its exit code
+    in `codes` (a damaged tail is what `kafkalog recover` repairs, exit 3; a file that cannot be
+    read is exit 4; the other facts are still told)."""
     try:
         return read()
     except KafkalogError as e:
         problems.append(e.line())
+        codes.append(int(e.exit_code))
         return None
 
 

@@ -24,10 +24,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.errors import CheckpointError, KafkalogError
+from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.formats.meta_properties import MetaProperties, config_int
 from kafkalog_cli.storage import checkpoints as ckpt
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.lock import holder_pid
 from kafkalog_cli.storage.names import PartitionDirKind, parse_partition_dir_name
@@ -66,6 +67,9 @@ class Finding:
 class Diagnosis:
     log_dirs: list[str]
     findings: list[Finding] = field(default_factory=list)
+    # what kafkalog itself could not read (permission denied to this process): not checked, so
+    # never an all-clear (the command names each and exits 4)
+    unread: list[InputError] = field(default_factory=list)
 
     @property
     def starts(self) -> bool:
@@ -75,15 +79,16 @@ class Diagnosis:
     def verdict(self) -> str:
         if not self.starts:
             return "a broker will not start on these log dirs"
-        if any(f.unchecked for f in self.findings):
-            return "not known whether a broker starts: some checks could not be made (see the warnings)"
+        unread = f" (not checked: {len(self.unread)} path(s) kafkalog could not read)" if self.unread else ""
+        if any(f.unchecked for f in self.findings) or self.unread:
+            return "not known whether a broker starts: some checks could not be made" + unread
         if any(f.severity is Severity.WARNING for f in self.findings):
-            return "a broker starts, with warnings"
-        return "a broker starts on these log dirs"
+            return "a broker starts, with warnings" + unread
+        return "a broker starts on these log dirs" + unread
 
     def to_json(self) -> dict:
         return {"log_dirs": self.log_dirs, "starts": self.starts, "verdict": self.verdict,
-                "findings": [f.to_json() for f in self.findings]}
+                "findings": [f.to_json() for f in self.findings], "unread": [e.line() for e in self.unread]}
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,7 @@ class BrokerConfig:
     def read(cls, path: Path | None) -> "BrokerConfig":
         if path is None:
             return cls()
-        props = parse_properties(Path(path).read_bytes(), path=str(path))
+        props = parse_properties(files.read_bytes(path), path=str(path))
         refused = None
         try:
             node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
@@ -132,12 +137,19 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         if not d.is_dir():
             continue
         since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
-        for check in (check_lock, lambda d: check_access(d, user), lambda d: check_directories(d, since_3_7),
-                      check_checkpoints, check_segments, check_space, check_links):
+        for check in (lambda d: check_lock(d, diag.unread), lambda d: check_access(d, user),
+                      lambda d: check_directories(d, since_3_7), check_file_types,
+                      lambda d: check_checkpoints(d, diag.unread), lambda d: check_segments(d, diag.unread),
+                      check_space, check_links):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
-    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas))
+    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas),
+                             diag.unread)
+    first: dict[str, InputError] = {}
+    for e in diag.unread:
+        first.setdefault(e.line(), e)
+    diag.unread[:] = first.values()
     # a log dir taken offline stops the broker when no log dir is left
     offline = {f.log_dir for f in out if f.offline}
     if offline and {str(d) for d in log_dirs} <= offline:
@@ -156,11 +168,11 @@ def _meta(d: Path) -> dict | str | None:
     """The log dir's meta.properties as Properties.load reads it, None when missing, or the
     reason it cannot be read."""
     try:
-        raw = (d / names.META_PROPERTIES).read_bytes()
-    except FileNotFoundError:
+        raw = files.read_bytes_if_exists(d / names.META_PROPERTIES)
+    except KafkalogError as e:      # a FIFO, a directory, permission denied: the broker fails to read it
+        return e.message
+    if raw is None:
         return None
-    except OSError as e:
-        return e.strerror or str(e)
     return parse_properties(raw, path=str(d / names.META_PROPERTIES))
 
 
@@ -178,7 +190,9 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"cannot be read: {m}",
                                f"\"Failed to read {f}\": the log dir is offline; the metadata log dir's stops the "
                                "start (\"Cannot start server since `meta.properties` could not be loaded\")",
-                               f"chown/chmod it so the broker's user reads it (ls -l {f})", offline=True))
+                               f"replace it with a regular file holding this broker's meta.properties (ls -l {f})"
+                               if _not_regular(f) else f"chown/chmod it so the broker's user reads it (ls -l {f})",
+                               offline=True))
             continue
         if m is None:
             if kraft:
@@ -341,17 +355,21 @@ def _partition_dirs(d: Path) -> list[os.DirEntry]:
 def _topic_id(partition_dir: Path) -> str | None:
     """partition.metadata's topic id, None without a readable one."""
     try:
-        return parse_properties((partition_dir / "partition.metadata").read_bytes()).get("topic_id")
-    except (OSError, KafkalogError, ValueError):
+        raw = files.read_bytes_if_exists(partition_dir / "partition.metadata")
+        return parse_properties(raw).get("topic_id") if raw is not None else None
+    except (KafkalogError, ValueError):
         return None
 
 
 # ------------------------------------------------------------------ .lock, access, space
-def check_lock(d: Path) -> list[Finding]:
+def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
     path = d / names.LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
+        fd = files.open_fd(path)
+    except KafkalogError as e:
+        # none yet (the broker creates it); not a regular file (check_file_types says it); or not
+        # readable by kafkalog itself: who holds it is not checked
+        _unread(e, unread)
         return []
     try:
         pid = holder_pid(fd)
@@ -443,9 +461,9 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
         return [who]
     uid, gids = who.uid, who.gids
     bad = []
-    for root, dirs, files in os.walk(d):
+    for root, dirs, regular in os.walk(d):
         depth = len(Path(root).relative_to(d).parts)
-        for name in dirs + files:
+        for name in dirs + regular:
             p = Path(root, name)
             try:
                 pst = p.lstat()
@@ -572,7 +590,59 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
     return out
 
 
-def check_checkpoints(d: Path) -> list[Finding]:
+def _not_regular(path: str | os.PathLike) -> str | None:
+    """What is at `path` when it is there and not a regular file ("a FIFO", ...), else None."""
+    try:
+        return files.kind_of(os.stat(path).st_mode)
+    except OSError:
+        return None
+
+
+def check_file_types(d: Path) -> list[Finding]:
+    """Each file the broker reads (the log dir's own files, a partition's segments, indexes,
+    snapshots and checkpoints) must be a regular file: a FIFO there blocks the broker's read, a
+    directory, socket or device fails it. meta.properties is check_meta_properties'."""
+    out = []
+
+    def finding(path: str, kind: str) -> Finding:
+        return Finding(Severity.ERROR, "file", path, files.not_regular_message(kind),
+                       "the broker cannot read it as a file (a FIFO blocks its read, anything else fails it): "
+                       "the log dir does not load",
+                       f"move it out of the log dir (mv {path} {d.parent}/); kafkalog recover {d} then shows what "
+                       "is missing")
+
+    for e in sorted(os.scandir(d), key=lambda e: e.name):
+        if e.name in ROOT_FILES and e.name != names.META_PROPERTIES:
+            kind = _not_regular(e.path)
+            if kind is not None:
+                out.append(finding(e.path, kind))
+        elif e.is_dir() and parse_partition_dir_name(e.name) is not None:
+            try:
+                inner = sorted(os.scandir(e.path), key=lambda f: f.name)
+            except OSError:
+                continue            # access: check_access says it
+            for f in inner:
+                if names.offset_from_name(f.name) is not None or f.name in (names.LEADER_EPOCH_CHECKPOINT,
+                                                                           names.PARTITION_METADATA):
+                    kind = _not_regular(f.path)
+                    if kind is not None:
+                        out.append(finding(f.path, kind))
+    return out
+
+
+def _unread(err: KafkalogError, unread: list | None) -> bool:
+    """Whether `err` is a file kafkalog itself could not open (permission denied to this process,
+    not a FIFO in a file's place: that is check_file_types' finding); then it goes to `unread`."""
+    if unread is None or not isinstance(err, InputError) or not err.path or \
+            _not_regular(err.path) not in (None, "a directory"):
+        return False
+    if isinstance(err, files.MissingFile) or os.access(err.path, os.R_OK | (os.X_OK if os.path.isdir(err.path) else 0)):
+        return False
+    unread.append(err)
+    return True
+
+
+def check_checkpoints(d: Path, unread: list | None = None) -> list[Finding]:
     """A damaged checkpoint takes its log dir offline: LogDirFailureChannel hears of the read
     error before LogManager resets the value (\"Error while reading checkpoint file\", then
     \"resetting the recovery checkpoint to 0\", then \"Stopping serving logs in dir\"), as a
@@ -587,27 +657,44 @@ def check_checkpoints(d: Path) -> list[Finding]:
              names.CLEANER_CHECKPOINT: ("", set_aside.replace("{what}", "cleaner offsets"))}
     for name, (reset, fix) in after.items():
         f = d / name
-        if not f.exists():
-            continue
+        if not f.exists() or _not_regular(f):
+            continue            # a FIFO, a directory: check_file_types says it
         try:
             ckpt.read_offsets_strict(f)
-        except (KafkalogError, ValueError, OSError) as e:
-            said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
-            out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                               f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
-                               f"\"Stopping serving logs in dir {d}\": the log dir is offline",
-                               fix.format(f=f), offline=True))
+        except KafkalogError as e:
+            if _unread(e, unread):
+                continue
+            out.append(_damaged_checkpoint(d, f, name, reset, fix, e))
+        except (ValueError, OSError) as e:
+            out.append(_damaged_checkpoint(d, f, name, reset, fix, e))
+    return out + _epoch_checkpoints(d, unread)
+
+
+def _damaged_checkpoint(d: Path, f: Path, name: str, reset: str, fix: str, e: Exception) -> Finding:
+    said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
+    return Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
+                   f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
+                   f"\"Stopping serving logs in dir {d}\": the log dir is offline",
+                   fix.format(f=f), offline=True)
+
+
+def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
+    """Each partition's leader-epoch-checkpoint, as LeaderEpochCheckpointFile.read."""
+    out = []
     for e in os.scandir(d):
         if not e.is_dir() or parse_partition_dir_name(e.name) is None:
             continue
         f = Path(e.path) / names.LEADER_EPOCH_CHECKPOINT
+        if _not_regular(f):
+            continue            # check_file_types says it
         try:
-            raw = f.read_bytes()
-        except OSError:
-            continue
-        try:
+            raw = files.read_bytes_if_exists(f)
+            if raw is None:
+                continue
             parse_leader_epoch_checkpoint(raw, path=str(f))
         except (KafkalogError, ValueError) as err:
+            if isinstance(err, KafkalogError) and _unread(err, unread):
+                continue
             out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {err}",
                                f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir is offline",
                                f"kafkalog recover {d} (writes the leader epochs of the recovered log) or "
@@ -620,7 +707,7 @@ _KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "Inv
                 "InvalidRecordError": "InvalidRecordException", "CorruptSnapshotError": "CorruptSnapshotException"}
 
 
-def check_segments(d: Path) -> list[Finding]:
+def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
     """recover's plan, partition by partition, as the broker's load would run: what it cannot
     recover stops the broker; what it truncates is lost; a batch failing its CRC in a segment it
     does not recover (bit rot, the plan's kept damage) is served as it is: a warning."""
@@ -628,7 +715,14 @@ def check_segments(d: Path) -> list[Finding]:
     from kafkalog_cli.ops import recover
 
     out = []
-    opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
+    try:
+        opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
+    except InputError as err:
+        if err.path and os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path):
+            return []           # a log dir's own file that cannot be read: its check names it
+        if _unread(err, unread):
+            return []
+        raise
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
         if parsed is None or parsed.kind not in (PartitionDirKind.LIVE, PartitionDirKind.FUTURE):
@@ -638,14 +732,21 @@ def check_segments(d: Path) -> list[Finding]:
         except KafkalogError as err:
             if isinstance(err, OSError) or getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
                 continue
+            if isinstance(err, InputError) and err.path and err.path != e.path and (
+                    os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path) or _not_regular(err.path)):
+                continue        # a log dir's own file, or not a regular file: their checks name it once
+            if _unread(err, unread):
+                continue
             kafka = _KAFKA_NAMES.get(type(err).__name__, "KafkaException")
             out.append(Finding(Severity.ERROR, "segment", err.path or e.path, err.message,
                                f"{kafka} while loading {e.name}: the broker exits",
                                f"kafkalog recover {d} --dry-run shows the damage; kafkalog recover {d} --salvage "
                                "keeps what can be kept (the rest goes to the quarantine)"))
             continue
-        except OSError:
-            continue            # access: check_access says it
+        except OSError as err:
+            if isinstance(err, PermissionError) and unread is not None:   # to kafkalog itself: not checked
+                unread.append(InputError("permission denied", path=err.filename or e.path))
+            continue            # the broker's user's access: check_access says it
         for kept in p.findings:
             if isinstance(kept, recover.BitRotFinding) and kept.rot is not None:
                 out.append(Finding(Severity.WARNING, "crc", kept.rot.file, kept.rot.what(), kept.rot.who_is_hit(),
@@ -679,7 +780,8 @@ def _node_id(metas: dict) -> int | None:
     return None
 
 
-def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None) -> list[Finding]:
+def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None,
+                      unread: list | None = None) -> list[Finding]:
     """Partitions the metadata (the image at the end of __cluster_metadata-0) no longer assigns to
     this broker, by LogManager.isStrayKraftReplica (3.7+): no topic id in partition.metadata, a
     topic id the image does not hold (deleted, or recreated under a new id), or replicas without
@@ -702,7 +804,22 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
             continue
         for e in _partition_dirs(d):
             tp = parse_partition_dir_name(e.name).topic_partition
-            topic_id = _topic_id(Path(e.path))
+            f = Path(e.path) / "partition.metadata"
+            try:
+                raw = files.read_bytes_if_exists(f)
+            except KafkalogError as err:    # a FIFO: PartitionMetadataFile.read fails
+                if _unread(err, unread):
+                    continue
+                out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"cannot be read: {err.message}",
+                                   f"KafkaStorageException: Error while reading partition metadata file {f}: "
+                                   "the log dir is offline",
+                                   f"mv {f} {f}.unreadable (the broker writes it again from the metadata)",
+                                   offline=True))
+                continue
+            try:
+                topic_id = parse_properties(raw).get("topic_id") if raw is not None else None
+            except (KafkalogError, ValueError):
+                topic_id = None
             topic = by_id.get(topic_id) if topic_id else None
             part = topic.partitions.get(tp.partition) if topic is not None else None
             if topic_id is None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kafkalog_cli.config import METADATA_PARTITION_DIR, MetadataDamage, replay_metadata_log
 from kafkalog_cli.errors import InputError
+from kafkalog_cli.storage import files
 from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 
 
@@ -27,9 +28,12 @@ class QuorumState:
     def read(cls, path: Path) -> "QuorumState | None":
         import json
 
+        raw = files.read_bytes_if_exists(path)    # there but unreadable: InputError
         try:
-            data = json.loads(path.read_text())
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw is not None else None
+        except ValueError:
+            return None
+        if not isinstance(data, dict):
             return None
         voters = data.get("currentVoters")
         leader = data.get("leaderId", -1)

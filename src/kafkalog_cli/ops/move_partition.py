@@ -49,6 +49,7 @@ from kafkalog_cli.formats.checkpoints import parse_properties
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply as apply_plan
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
 from kafkalog_cli.storage.quarantine import PRUNING_SUFFIX
 from kafkalog_cli.storage.logdir import DirKind, OffsetCheckpoint, RootCheckpoints, dir_kind
@@ -100,10 +101,8 @@ def _log_dir(path: Path, role: str) -> Path:
 
 def _meta(log_dir: Path) -> dict[str, str] | None:
     f = log_dir / names.META_PROPERTIES
-    try:
-        return parse_properties(f.read_bytes(), path=str(f))
-    except FileNotFoundError:
-        return None
+    raw = files.read_bytes_if_exists(f)
+    return None if raw is None else parse_properties(raw, path=str(f))
 
 
 def check_same_broker(src: Path, dst: Path, notes: list[str]) -> None:
@@ -181,7 +180,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _sha256(p: Path) -> str:
     h = hashlib.sha256()
-    with open(p, "rb") as f:
+    with files.opened(p) as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()

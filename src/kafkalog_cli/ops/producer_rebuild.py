@@ -14,6 +14,7 @@ from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
 from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, read_listed, was_listed
 
@@ -150,7 +151,7 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
     for off, f in reversed(snaps):
         if off > upto or (log_start is not None and off <= log_start):
             continue
-        data = read_listed(f) if was_listed(f) else f.read_bytes()
+        data = read_listed(f) if was_listed(f) else files.read_bytes(f)
         if data is None:        # removed by a live broker since the listing (noted)
             continue
         try:

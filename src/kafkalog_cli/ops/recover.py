@@ -38,6 +38,7 @@ from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
 from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.fsops import TMP_SUFFIX
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
@@ -553,7 +554,7 @@ def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, le
     links = {name: f for name, f in links.items() if name not in old}
     mtime = s.source_path.stat().st_mtime_ns
     contents: dict[str, tuple[bytes, int | None]] = {}
-    with open(s.source_path, "rb") as src:
+    with files.opened(s.source_path) as src:
         for piece in pieces:
             src.seek(piece.start)
             name = segment_file(Path(), piece.base_offset, "").name
@@ -783,9 +784,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
 def _epochs_problem(path: Path) -> str | None:
     """Why a broker would fail to load this leader-epoch-checkpoint (LeaderEpochCheckpointFile.read
     and LeaderEpochFileCache.assign), or None (also when there is none)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = files.read_bytes_if_exists(path)
+    if raw is None:
         return None
     try:
         load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))

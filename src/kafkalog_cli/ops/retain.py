@@ -60,6 +60,7 @@ from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.tiered import RemoteLog
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, delete_interrupted_writes, takes_blocks  # noqa: F401  (apply: the op's API)
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.logdir import OffsetCheckpoint, RootCheckpoints
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
@@ -573,9 +574,8 @@ def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int 
     entry at the log end offset: the file is written as that start leaves it, so `recover` has
     nothing to do (and a rerun after a kill writes the same)."""
     path = d / names.LEADER_EPOCH_CHECKPOINT
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = files.read_bytes_if_exists(path)
+    if raw is None:
         return None
     if _epochs_start_at_or_after(raw, new_log_start) and rolled_at is None:
         return None

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, TopicConfig
 from kafkalog_cli.config.versions import TIME_INDEX_BATCH_LAST_OFFSET, KafkaVersions
-from kafkalog_cli.errors import CorruptRecordError, KafkalogError
+from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry, encode_time_index
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
@@ -44,6 +44,8 @@ def _walk_active(seg: Segment) -> Segment.Walk:
     (corrupt input, exit 3)."""
     try:
         walk = seg.walk()
+    except InputError:
+        raise                   # cannot be opened (permission denied, a FIFO): exit 4, not damage
     except KafkalogError as e:
         raise CorruptRecordError(f"corrupt active segment; run `kafkalog recover` first ({e.message})",
                          path=str(seg.log_path), position=e.position) from None

@@ -45,6 +45,7 @@ from kafkalog_cli.formats.internal.remote_log_metadata import (COPY_SEGMENT_FINI
                                                                DEFAULT_METADATA_TOPIC_PARTITIONS, METADATA_TOPIC,
                                                                decode_remote_log_record, metadata_partition)
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files
 from kafkalog_cli.storage.names import TopicPartition
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.partition import Partition
@@ -201,7 +202,7 @@ def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_
     tp = partition.topic_partition
     d = partition.directory
     try:
-        meta = parse_partition_metadata((d / names.PARTITION_METADATA).read_bytes(),
+        meta = parse_partition_metadata(files.read_bytes(d / names.PARTITION_METADATA),
                                         path=str(d / names.PARTITION_METADATA))
     except (OSError, KafkalogError) as e:
         why = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)

@@ -7,6 +7,7 @@ payloads as bytes instead of encoded text; nothing is decoded here that the libr
 from __future__ import annotations
 
 import functools
+import os
 from array import array
 from dataclasses import dataclass, field
 from typing import Iterator
@@ -343,6 +344,10 @@ def broker_id(log_dir: str | None) -> int | None:
     try:
         data = read_any(path)
     except OSError:
+        return None
+    except InputError:
+        if os.path.exists(path):
+            raise       # there but unreadable (a FIFO, permission denied): a broker fails on it too
         return None
     return MetaProperties.node_id_in(parse_properties(data, path=path), path=path)
 

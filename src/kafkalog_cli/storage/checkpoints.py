@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
+from kafkalog_cli.storage.files import read_bytes_if_exists
 from kafkalog_cli.formats.checkpoints import (
     EpochEntry, encode_leader_epoch_checkpoint, encode_offset_checkpoint, parse_leader_epoch_checkpoint,
     parse_offset_checkpoint_entries,
@@ -14,10 +15,8 @@ from kafkalog_cli.formats.checkpoints import (
 
 
 def _read(path: Path) -> bytes | None:
-    try:
-        return Path(path).read_bytes()
-    except FileNotFoundError:
-        return None
+    """The file's bytes, None when there is none; unreadable is an InputError (exit 4)."""
+    return read_bytes_if_exists(path)
 
 
 def read_offsets_strict(path: Path) -> tuple[dict[tuple[str, int], int], list[tuple[str, int]]]:

@@ -40,6 +40,7 @@ from typing import BinaryIO, Callable, Iterator
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX, strip_temp_suffix
 from kafkalog_cli.storage import ownership
+from kafkalog_cli.storage.files import check_readable, open_fd, open_file
 from kafkalog_cli.storage.links import WriteBounds
 from kafkalog_cli.storage.space import Space, allocated
 from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
@@ -275,7 +276,7 @@ class FsOps:
 
     def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
         """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
-        with self.create(dst) as fo, open(src, "rb") as fi:
+        with self.create(dst) as fo, open_file(src) as fi:
             for start, end in ranges:
                 fi.seek(start)
                 _copy_stream(fi, fo, end - start)
@@ -327,7 +328,7 @@ class FsOps:
         try:
             st = os.stat(src)
             self._pre("copy", tmp)
-            with open(src, "rb") as fi, open(tmp, "wb") as fo:
+            with open_file(src) as fi, open(tmp, "wb") as fo:
                 _copy_stream(fi, fo, None)
                 fo.flush()
                 os.fsync(fo.fileno())
@@ -480,6 +481,9 @@ class FsOps:
                 seen.add(_key(path))
                 batch.append((Path(path), reason))
         self._gate("unlink", *(path for path, _ in batch))
+        if self._keeping():
+            for path, _ in batch:       # bytes it cannot read cannot be kept: refused before any change
+                check_readable(path)
         if not self._keeping():
             self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
             self._unlink_all([path for path, _ in batch], missing_ok=True)
@@ -597,12 +601,12 @@ class FsOps:
         path = Path(path)
         try:
             self._pre("write", path)
-            with open(path, "r+b") as fo:
+            with open_file(path, "r+b") as fo:
                 end = fo.seek(0, os.SEEK_END)
                 if src is None:
                     fo.truncate(end + length)
                 else:
-                    with open(src, "rb") as fi:
+                    with open_file(src) as fi:
                         _copy_stream(fi, fo, length)
                 fo.flush()
                 os.fsync(fo.fileno())
@@ -618,7 +622,7 @@ class FsOps:
         new = not os.path.exists(path)
         try:
             self._pre("write", path)
-            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            fd = open_fd(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             try:
                 if os.write(fd, line) != len(line):
                     raise OSError(errno.ENOSPC, "short write", str(path))
@@ -796,7 +800,7 @@ class FsOps:
         self._gate("copy", partial)
         try:
             self._pre("copy", dst)
-            with open(src, "rb") as fi, open(partial, "wb") as fo:
+            with open_file(src) as fi, open(partial, "wb") as fo:
                 ownership.adopt(fo.fileno(), os.stat(fi.fileno()))    # a kept file keeps its owner
                 fi.seek(start)
                 size = _copy_stream(fi, fo, None if end is None else end - start, h)
@@ -924,7 +928,7 @@ def _copy_stream(fi: BinaryIO, fo: BinaryIO, length: int | None, h=None) -> int:
 def _hash_file(path: Path) -> tuple[int, str]:
     h = hashlib.sha256()
     size = 0
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         while chunk := f.read(_COPY_CHUNK):
             h.update(chunk)
             size += len(chunk)
@@ -935,7 +939,7 @@ def _compare_file(path: Path, data: bytes, size: int) -> tuple[int, str, bool]:
     """(size, sha256) of `path`, and whether it holds `data` then zeros up to `size`: one read."""
     h = hashlib.sha256()
     n, same = 0, True
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         while chunk := f.read(_COPY_CHUNK):
             h.update(chunk)
             if same:
@@ -949,7 +953,7 @@ def _scan(path: Path, start: int, end: int) -> tuple[bool, str]:
     """(all zero?, sha256) of [start, end) of `path`."""
     h = hashlib.sha256()
     zeros = True
-    with open(path, "rb") as f:
+    with open_file(path) as f:
         f.seek(start)
         remaining = end - start
         while remaining > 0:
@@ -1004,13 +1008,13 @@ def unpack_archive(archive: Path, into: Path) -> Path:
     into.mkdir(parents=True, exist_ok=True)
     try:
         if archive.name.endswith(".zip"):
-            with zipfile.ZipFile(archive) as z:
+            with open_file(archive) as f, zipfile.ZipFile(f) as z:
                 for m in z.namelist():
                     if Path(m).is_absolute() or ".." in Path(m).parts:
                         raise InputError(f"archive member {m!r} points outside the archive", path=str(archive))
                 z.extractall(into)
         else:
-            with tarfile.open(archive) as t:
+            with open_file(archive) as f, tarfile.open(fileobj=f) as t:
                 t.extractall(into, filter="data")
     except (tarfile.TarError, zipfile.BadZipFile, OSError) as e:
         raise InputError(f"cannot unpack the archive: {e}", path=str(archive)) from None

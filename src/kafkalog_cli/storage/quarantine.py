@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.storage import files
 
 if TYPE_CHECKING:
     from kafkalog_cli.storage.fsops import FsOps
@@ -169,7 +170,7 @@ class Quarantine:
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a journal; a torn last line (no newline: a kill during the
     append) is left out, a damaged line before it is an error."""
-    data = path.read_bytes()
+    data = files.read_bytes(path)
     lines = data.split(b"\n")
     lines.pop()                           # b"" after the last newline, or a torn line
     for n, raw in enumerate(lines, 1):
@@ -249,7 +250,7 @@ class QuarantineFolder:
     @classmethod
     def _open_legacy(cls, path: Path) -> "QuarantineFolder":
         try:
-            m = json.loads((path / LEGACY_MANIFEST).read_text())
+            m = json.loads(files.read_bytes(path / LEGACY_MANIFEST))
             raw = m["entries"]
         except (ValueError, KeyError, TypeError):
             raise KafkalogError("not a kafkalog manifest: the manifest is damaged",
@@ -526,7 +527,7 @@ class _Content:
                 for off in range(0, e - s, _CHUNK):
                     yield bytes(min(_CHUNK, e - s - off))
                 continue
-            with open(path, "rb") as f:
+            with files.opened(path) as f:
                 f.seek(s)
                 left = e - s
                 while left:

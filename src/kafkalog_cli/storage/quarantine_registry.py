@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.storage import files
+from kafkalog_cli.storage.names import META_PROPERTIES
 
 STATE_ENV = "KAFKALOG_STATE_DIR"
 REGISTRY = "quarantines.json"
@@ -53,9 +55,11 @@ class LogDirKey:
 
         props: dict[str, str] = {}
         try:
-            props = parse_properties(Path(log_dir, "meta.properties").read_bytes())
-        except (OSError, KafkalogError, ValueError):
-            pass                     # no meta.properties (a copy, an old broker), or a damaged one
+            props = parse_properties(files.read_bytes(Path(log_dir, META_PROPERTIES)))
+        except (KafkalogError, ValueError):
+            # none (a copy, an old broker), damaged or unreadable: the key is the path alone (the
+            # commands that read the log dir report the file themselves)
+            pass
         directory_id = props.get("directory.id")
         try:
             if directory_id is not None:
@@ -72,8 +76,8 @@ class LogDirKey:
 def _read(path: Path) -> dict:
     """The registry, or an empty one (none yet; a damaged one is rebuilt from the runs to come)."""
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = json.loads(files.read_bytes(path))
+    except (KafkalogError, ValueError):
         return {"kafkalog_quarantine_registry": VERSION, "log_dirs": {}}
     if not isinstance(doc, dict) or not isinstance(doc.get("log_dirs"), dict):
         return {"kafkalog_quarantine_registry": VERSION, "log_dirs": {}}

@@ -345,8 +345,9 @@ def segment_batches(ref):
 
 def read_any(path: str) -> bytes:
     """A small file's bytes, local or remote (a log dir's meta.properties, its checkpoints);
-    OSError or KafkalogError when it cannot be read."""
+    OSError or KafkalogError (InputError for a local file: storage.files) when it cannot be read."""
     if is_remote(path):
         return read_whole(path)
-    with open(path, "rb") as fh:
-        return fh.read()
+    from kafkalog_cli.storage.files import read_bytes
+
+    return read_bytes(path)

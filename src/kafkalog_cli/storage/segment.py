@@ -4,13 +4,13 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import stat
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from kafkalog_cli.errors import CorruptRecordError, InputError
+from kafkalog_cli.storage import files
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
@@ -147,41 +147,14 @@ def not_regular_reason(path: Path | str) -> str | None:
         return "permission denied"
     except OSError as e:
         return e.strerror or str(e)
-    mode = st.st_mode
-    if stat.S_ISREG(mode):
-        return None
-    if stat.S_ISDIR(mode):
-        return "is a directory, not a file"
-    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
-            else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a regular file")
-    return f"not a regular file ({kind}); only regular files are read" if kind.startswith("a ") else kind
+    kind = files.kind_of(st.st_mode)
+    return None if kind is None else files.not_regular_message(kind)
 
 
-class _opened:
-    """open(path, 'rb') of a regular file, whose failures are InputErrors naming the path.
-    Directories, FIFOs, devices and sockets are refused before anything is opened."""
-
-    def __init__(self, path: Path | str):
-        self.path = path
-
-    def __enter__(self):
-        why = not_regular_reason(self.path)
-        if why is not None:
-            raise InputError(why, path=str(self.path))
-        try:
-            self.f = open(self.path, "rb")
-        except FileNotFoundError:
-            raise InputError("no such file", path=str(self.path)) from None
-        except IsADirectoryError:
-            raise InputError("is a directory, not a file", path=str(self.path)) from None
-        except PermissionError:
-            raise InputError("permission denied", path=str(self.path)) from None
-        except OSError as e:
-            raise InputError(e.strerror or str(e), path=str(self.path)) from None
-        return self.f
-
-    def __exit__(self, *exc):
-        self.f.close()
+def _opened(path: Path | str):
+    """storage.files.opened: a regular file's object, its failures InputErrors naming the path
+    (a FIFO, device, socket or directory is refused without blocking)."""
+    return files.opened(path)
 
 
 def _file_property(suffix: str) -> property:
@@ -341,14 +314,14 @@ class Segment:
         """os.open for reading; a listed file a live broker has moved since is followed, and one
         it removed is None (storage.segment.followed)."""
         try:
-            return os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
+            return files.open_fd(path)
+        except files.MissingFile:
             if not self.listed and str(path) not in _LISTED:
                 raise
         _LISTED.add(str(path))
         try:
-            return os.open(followed(path), os.O_RDONLY)
-        except (RemovedByBroker, FileNotFoundError):
+            return files.open_fd(followed(path))
+        except (RemovedByBroker, files.MissingFile):
             return None
 
     def index_file_bytes(self, suffix: str, entry_size: int) -> int:
@@ -739,9 +712,9 @@ def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
     trims the active segment's preallocated index when it rolls (LogSegment.onBecomeInactiveSegment),
     and a mapping read past the new end is a SIGBUS. A file gone since is empty."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return b""
+        fd = files.open_fd(path)
+    except files.MissingFile:
+        return b""          # gone since it was listed
     out = bytearray()
     try:
         while True:
@@ -785,8 +758,8 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
     slots; a real entry at slot i > 0 never has relative offset 0 (offsets increase), so the first
     padding slot is found by bisection. An all-zero file has no entry."""
     try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
+        fd = files.open_fd(path)
+    except files.MissingFile:
         return None
     try:
         slots = os.fstat(fd).st_size // entry.size
@@ -821,7 +794,7 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
 
 
 def _read_or_empty(path: Path) -> bytes:
-    """An index's bytes, or b'' when there is no such file (a FIFO is never opened)."""
+    """An index's bytes, or b'' when there is no such file (a FIFO there is an InputError)."""
     if not os.path.lexists(path):
         return b""
     return read_file(path)
