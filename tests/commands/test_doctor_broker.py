@@ -9,15 +9,20 @@ Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python wit
 127.0.0.1 and is stopped by its own PID."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
+import struct
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
 
 from ..broker_start import broker_verdict, needs_broker
 from ..kafka_broker import broker_run
+from ..kraft_cluster import Cluster, needs_cluster
 from ..ops.test_doctor_all_clear import MOVED, findings, owned_by, rot, split, unused_uid
 from .test_doctor_cli import copy, doctor, props, write_props
 
@@ -102,8 +107,8 @@ def test_a_bare_uids_log_dir_doctor_and_the_broker_run_as_that_uid_agree(base, r
         assert v.lines(f"Shutdown broker because all log dirs in {d} have failed"), v.log[-3000:]
 
 
-# A consumer of multi-segment-0 from offset 0 with CRC checks on (the default): the offsets it got
-# and the error poll() raised, if any.
+# Consumers of multi-segment-0 from offset 0 with CRC checks on (the default): kafka-python's
+# offsets and poll()'s error, and what Kafka's console consumer printed and said.
 CONSUME_CHECKED = r"""
 import json, sys, time
 from kafka import KafkaConsumer, TopicPartition
@@ -120,7 +125,14 @@ while time.monotonic() < deadline and error is None and (not got or got[-1] < 59
     except Exception as e:
         error = f"{type(e).__name__}: {e}"
 c.close()
-print(json.dumps({"offsets": got, "error": error}))
+# and Kafka's own Java consumer, the one whose words doctor quotes
+import os, subprocess
+java = subprocess.run([os.path.join(os.environ["KAFKA_HOME"], "bin", "kafka-console-consumer.sh"),
+                       "--bootstrap-server", sys.argv[1], "--topic", "multi-segment", "--partition", "0",
+                       "--offset", "0", "--max-messages", "600", "--timeout-ms", "20000"],
+                      capture_output=True, text=True, timeout=120, env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"})
+print(json.dumps({"offsets": got, "error": error, "java_records": len(java.stdout.splitlines()),
+                  "java_error": [x for x in java.stderr.splitlines() if "is invalid" in x]}))
 """
 
 
@@ -137,4 +149,70 @@ def test_bit_rot_the_broker_serves_until_a_consumer_checks_the_crc(tmp_path):
     out = served["output"]
     assert out["offsets"] == list(range(100)), out
     assert out["error"] and "CorruptRecord" in out["error"] and "offset 100" in out["error"], out
+    assert out["java_records"] == 100 and out["java_error"], out
+    assert "Record batch for partition multi-segment-0 at offset 100 is invalid, cause: Record is corrupt" \
+        in out["java_error"][0], out
     assert not [line for line in served["log"].splitlines() if "Shutdown broker" in line or "Halting" in line]
+
+
+def rot_batch(segment: Path, index: int) -> int:
+    """Flip the last byte of the value of the `index`-th batch's (one-record) last record; returns
+    that batch's base offset."""
+    buf = bytearray(segment.read_bytes())
+    pos = 0
+    for _ in range(index):
+        pos += 12 + struct.unpack_from(">i", buf, pos + 8)[0]
+    end = pos + 12 + struct.unpack_from(">i", buf, pos + 8)[0]
+    buf[end - 2] ^= 0x01          # the byte before the record's header count (0)
+    segment.write_bytes(bytes(buf))
+    return struct.unpack_from(">q", buf, pos)[0]
+
+
+@needs_cluster
+def test_bit_rot_on_the_leader_stops_a_follower_fetching_through_it(tmp_path):
+    """The leader's closed segment has a rotted batch the follower has not fetched yet: every
+    fetch fails whole (UnifiedLog.analyzeAndValidateRecords checks every batch before appending
+    any); the follower logs "Found invalid messages during fetch" with its own fetch offset
+    (AbstractFetcherThread: currentFetchState.fetchOffset), appends nothing, stays out of the ISR."""
+    c = Cluster(tmp_path / "cluster", brokers=2, broker_config={"replica.lag.time.max.ms": "5000"})
+    b1, b2 = c.brokers[1], c.brokers[2]
+    try:
+        c.start(c.controller)
+        c.start(b1)
+        c.start(b2)
+        c.client(1, {"op": "create", "topics": [{"name": "t", "assignment": {"0": [1, 2]},
+                                                 "configs": {"segment.bytes": "1024"}}]})
+        c.wait_for(1, "t", 0, lambda s: s["leader"] == 1 and s["isr"] == [1, 2])
+        c.stop(b2)
+        c.wait_for(1, "t", 0, lambda s: s["isr"] == [1])
+        c.client(1, {"op": "produce", "topic": "t", "partition": 0, "acks": 1, "keys": [f"k{i}" for i in range(40)]})
+        c.stop(b1)
+        part = b1.log_dirs[0] / "t-0"
+        segments = sorted(part.glob("*.log"))
+        assert len(segments) >= 3, segments
+        rotted = rot_batch(segments[0], 4)
+        r = doctor(b1.log_dirs[0], "--format", "json")
+        assert r.exit_code == 1, r.output
+        (f,) = findings(r, "crc")
+        assert f"offsets {rotted}..{rotted}" in f["problem"] and "Found invalid messages during fetch" in f["broker"]
+        c.start(b1)
+        c.wait_for(1, "t", 0, lambda s: s["leader"] == 1)
+        c.start(b2)
+        deadline = time.monotonic() + 90
+        while "Found invalid messages during fetch for partition t-0" not in b2.log():
+            assert time.monotonic() < deadline, b2.log()[-3000:]
+            time.sleep(0.5)
+        said = sorted({int(m) for m in re.findall(r"Found invalid messages during fetch for partition t-0 offset (\d+)",
+                                                   b2.log())})
+        cause = [line for line in b2.log().splitlines() if "CorruptRecordException" in line]
+        time.sleep(6)                       # longer than replica.lag.time.max.ms
+        assert c.wait_for(1, "t", 0, lambda s: True)["isr"] == [1]
+        # the follower logs its own fetch offset (it had nothing: 0), not the rotted batch's
+        assert said == [0], said
+        assert cause and "Record is corrupt" in cause[0], cause
+        print(json.dumps({"rotted batch": rotted, "follower said offsets": said, "cause": cause[0][:300],
+                          "doctor says": f["broker"]}))
+    finally:
+        c.stop_all()
+    # it appended nothing: a fetch is validated whole, so the batches before the rotted one stay out too
+    assert sum(s.stat().st_size for s in (b2.log_dirs[0] / "t-0").glob("*.log")) == 0
