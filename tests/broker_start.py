@@ -28,9 +28,11 @@ class Verdict:
 
 
 def broker_verdict(log_dirs: list[Path], work: Path, user: str | None = None, node_id: int | None = None,
-                   timeout: float = 120, settle: float = 8, extra: dict | None = None) -> Verdict:
-    """Start a broker on `log_dirs` (as `user` when given), and say whether it started and stayed
-    up `settle` seconds (a log dir that fails on its first checkpoint write takes it down then)."""
+                   timeout: float = 120, settle: float = 8, extra: dict | None = None,
+                   uid: int | None = None) -> Verdict:
+    """Start a broker on `log_dirs` (as `user` when given, or as the bare `uid`, which needs no
+    passwd entry: the container case), and say whether it started and stayed up `settle` seconds
+    (a log dir that fails on its first checkpoint write takes it down then)."""
     work.mkdir(parents=True, exist_ok=True)
     if node_id is None:
         node_id = 1
@@ -50,6 +52,9 @@ def broker_verdict(log_dirs: list[Path], work: Path, user: str | None = None, no
     if user is not None:
         subprocess.run(["chown", "-R", user, str(work)], check=True)
         cmd = ["runuser", "-u", user, "--", "env", f"LOG_DIR={logs}", "KAFKA_HEAP_OPTS=-Xmx512m", *cmd]
+    elif uid is not None:
+        subprocess.run(["chown", "-R", f"{uid}:{uid}", str(work)], check=True)
+        cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
     env = {**os.environ, "LOG_DIR": str(logs), "KAFKA_HEAP_OPTS": "-Xmx512m"}
     with open(console, "wb") as out:
         broker = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
