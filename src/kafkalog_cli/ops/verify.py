@@ -504,14 +504,16 @@ class BitRot:
 
     def who_is_hit(self) -> str:
         """The broker's and its clients' words (Fetcher's CompletedFetch.maybeEnsureValid,
-        AbstractFetcherThread.processFetchRequest)."""
+        AbstractFetcherThread.processFetchRequest, which logs the follower's own fetch offset;
+        UnifiedLog.analyzeAndValidateRecords checks a whole fetch before appending any of it)."""
         at = self.base_offset if self.base_offset is not None else "?"
         return (f"the broker loads and serves it as it is (it checks CRCs only in the segments it recovers). "
                 f"A consumer (check.crcs=true, the default) fails in poll(): \"Record batch for partition "
                 f"{self.partition} at offset {at} is invalid, cause: Record is corrupt\"; if this replica is the "
-                f"leader, every follower logs \"Found invalid messages during fetch for partition {self.partition} "
-                f"offset {at}\", stops advancing and drops out of the ISR (acks=all producers fail once the ISR "
-                f"is below min.insync.replicas); if it is a follower, nothing shows until it leads")
+                f"leader, a follower whose fetch reaches offset {at} logs \"Found invalid messages during fetch "
+                f"for partition {self.partition} offset F\" (F its own fetch offset, at or below {at}), takes no "
+                f"record of that fetch, stops advancing and drops out of the ISR (acks=all producers fail once the "
+                f"ISR is below min.insync.replicas); if it is a follower, nothing shows until it leads")
 
     def fixes(self, log_dir: str | Path) -> str:
         from kafkalog_cli.storage.names import parse_partition_dir_name
