@@ -336,18 +336,37 @@ class FsOps:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
         system, no space, no permission): a probe file written, fsynced and removed.
         `needs_blocks` False: the change frees space before it writes any byte (a full disk's
-        retain), so the probe is an empty file: an inode, no block."""
-        probe = Path(directory) / (".kafkalog-probe" + TMP_SUFFIX)
+        retain), so the probe is an empty file: an inode, no block.
+        The probe has no name (O_TMPFILE), so a kill leaves nothing behind; where the file system
+        has no unnamed files it gets a name of its own (`.kafkalog-probe-<random>.kafkalog-tmp`,
+        never a leftover another plan is about to remove: recover removes it as any interrupted write)."""
+        directory = Path(directory)
+        probe = directory / (".kafkalog-probe" + TMP_SUFFIX)
+        named = None
         try:
             self._pre("write", probe)
-            with open(probe, "wb") as f:
+            try:
+                fd = os.open(directory, os.O_WRONLY | getattr(os, "O_TMPFILE", 0) | os.O_CLOEXEC, 0o600) \
+                    if hasattr(os, "O_TMPFILE") else None
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP):
+                    raise
+                fd = None
+            if fd is None:
+                named = directory / f".kafkalog-probe-{os.urandom(8).hex()}{TMP_SUFFIX}"
+                fd = os.open(named, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
                 if needs_blocks:
-                    f.write(b"\0")
-                os.fsync(f.fileno())
-            os.unlink(probe)
+                    os.write(fd, b"\0")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if named is not None:
+                os.unlink(named)
         except OSError as e:
-            _unlink_quietly(probe)
-            raise self._error(e, Path(directory), "write in") from None
+            if named is not None:
+                _unlink_quietly(named)
+            raise self._error(e, directory, "write in") from None
 
     def rename(self, src: Path, dst: Path) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
