@@ -109,6 +109,9 @@ def restore_command(folder, dry_run, fmt, report_path):
     left it at) or when a kept file's sha256 differs from the manifest's. A restore that was
     killed finishes when run again."""
     f = q.QuarantineFolder.open(folder)
+    if not f.entries:            # a run killed before its first entry: nothing was changed
+        _show(q.plan_restore(f), fmt, None if dry_run else 0, report_path)
+        return
     if dry_run:
         plan = q.plan_restore(f)
         _show(plan, fmt, None, report_path)
@@ -134,6 +137,9 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
             click.echo(plan.render())
         elif undone or plan.steps:
             click.echo(f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone")
+        elif not plan.folder.entries:
+            click.echo(f"nothing to restore: {plan.folder.path} holds no entry (its run was stopped before "
+                       f"its first change)")
         else:
             click.echo(f"nothing to restore: {plan.folder.path} was restored already")
     finish_run(lines, fmt, report_path, int(KafkalogError.exit_code) if plan.conflicts else 0)

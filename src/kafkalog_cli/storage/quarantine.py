@@ -221,6 +221,9 @@ class QuarantineFolder:
             return cls._open_journal(path)
         if (path / LEGACY_MANIFEST).is_file():
             return cls._open_legacy(path)
+        if _killed_before_manifest(path):
+            stamp, op = _split_name(path.name)
+            return cls(path, op, stamp, _legacy_log_dir(path, []), [], VERSION, RestoreProgress.read(path / PROGRESS))
         if not path.exists():
             raise InputError("no such file or directory", path=str(path))
         raise InputError(f"not a quarantine folder (no {JOURNAL} or {LEGACY_MANIFEST})", path=str(path))
@@ -330,7 +333,16 @@ def _legacy_log_dir(folder: Path, entries: list[QuarantineEntry]) -> Path | None
 
 
 def is_folder(path: Path) -> bool:
-    return (path / JOURNAL).is_file() or (path / LEGACY_MANIFEST).is_file()
+    return (path / JOURNAL).is_file() or (path / LEGACY_MANIFEST).is_file() or _killed_before_manifest(path)
+
+
+def _killed_before_manifest(path: Path) -> bool:
+    """A run's folder (`<UTC stamp>-<op>`) without its manifest: the run was killed between
+    making the folder and writing the manifest's header, before its first change (every entry is
+    written ahead of the change it describes). A folder of no entries: nothing to restore."""
+    stamp, op = _split_name(path.name)
+    return bool(op) and parse_stamp(stamp) is not None and path.is_dir() and not (path / JOURNAL).exists() \
+        and not (path / LEGACY_MANIFEST).exists()
 
 
 def find_folders(path: Path | str) -> list[Path]:
@@ -612,11 +624,11 @@ class _Simulation:
 def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     """The undo of every entry not undone yet, newest first, checked against the log dir as it is:
     conflicts are listed, and a plan with conflicts must not be carried out."""
-    log_dir = folder.restore_target()
+    pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
+    log_dir = folder.restore_target() if pending else folder.log_dir
     sim = _Simulation(folder)
     steps, conflicts = [], []
     blocked: set[str] = set()       # paths of a refused entry: older entries there follow from it
-    pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
     for e in pending:
         paths = {p for p in (e.source, e.target, e.tmp) if p is not None}
         if paths & blocked:
