@@ -33,6 +33,7 @@ class ActionKind(str, enum.Enum):
     COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
     RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
     REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
+    REMOVE_EMPTY_DIR = "remove_empty_dir"  # kafkalog's own staging dir once empty (left when not empty)
     SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
 
 
@@ -52,6 +53,7 @@ class Action:
     ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
     source: Path | None = None             # rewrite_segment: the file the ranges are read from
     pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
+    size: int | None = None                # copy_file: the bytes copied
 
     def to_json(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
@@ -67,6 +69,8 @@ class Action:
             out["offsets_removed"] = list(self.offsets_removed)
         if self.data is not None:
             out["bytes"] = len(self.data) if self.preallocate is None else self.preallocate
+        if self.size is not None:
+            out["bytes"] = self.size
         if self.ranges is not None:
             out["kept_ranges"] = [list(r) for r in self.ranges]
         if self.pieces is not None:
@@ -159,7 +163,10 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
     probe is an empty file."""
     needs_blocks = bytes_before_freeing(plan.actions) > 0
     for d in sorted({_existing(a.path.parent) for a in plan.actions}):
-        fsops.check_writable(d, needs_blocks=needs_blocks)
+        # a directory that only loses files or has them renamed (move-partition's source) takes no block
+        fills = any(takes_blocks(a) or a.kind in (ActionKind.COPY_FILE, ActionKind.MAKE_DIR)
+                    for a in plan.actions if _existing(a.path.parent) == d)
+        fsops.check_writable(d, needs_blocks=needs_blocks and fills)
     q = fsops.quarantine
     if q is not None and q.folder is not None and any(
             a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
@@ -281,6 +288,8 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         fsops.rename_dir(a.path, a.target)
     elif k == ActionKind.REMOVE_DIR:
         fsops.remove_tree(a.path)
+    elif k == ActionKind.REMOVE_EMPTY_DIR:
+        fsops.remove_empty_dir(a.path)
     elif k == ActionKind.SPLIT_SEGMENT:
         _split_segment(a, fsops)
     else:

@@ -332,6 +332,20 @@ class FsOps:
         if src.parent != dst.parent:
             self.fsync_dir(src.parent)
 
+    def remove_empty_dir(self, path: Path) -> None:
+        """An empty directory of kafkalog's own removed (one rmdir; a directory that is not
+        empty, or gone, is left as it is), its parent fsynced."""
+        path = Path(path)
+        try:
+            self._pre("rmdir", path)
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                return
+            raise self._error(e, path, "remove the directory") from None
+        self.step(f"rmdir {path}")
+        self.fsync_dir(path.parent)
+
     def check_writable(self, directory: Path, needs_blocks: bool = True) -> None:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
         system, no space, no permission): a probe file written, fsynced and removed.
