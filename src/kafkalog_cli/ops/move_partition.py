@@ -399,7 +399,8 @@ def _checkpoint_actions(p: MovePlan, src: RootCheckpoints, dst: RootCheckpoints,
                     for file, s, _ in pairs if key in s.offsets]
         if rewrites and not _room_for(rewrites, rewrites[0].path.parent):
             # LogManager writes each log dir's checkpoints from the logs in that dir alone
-            # (checkpointLogRecoveryOffsetsInDir, checkpointLogStartOffsetsInDir: logsByDir), so
+            # (checkpointRecoveryOffsetsInDir, checkpointLogStartOffsetsInDir over logsByDir;
+            # ReplicaManager.checkpointHighWatermarks groups by the log's parent dir), so
             # the broker drops these entries itself at its first checkpoint; a full source (the
             # reason for the move) needs no new block from this command
             p.notes.append(f"the source's checkpoints keep their entries for {tp}: no space for new copies of "
