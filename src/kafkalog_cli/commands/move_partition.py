@@ -68,7 +68,7 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with LogDirLock(first), LogDirLock(second):
             plan = ops.plan(source, destination, tp)
-            fsops = FsOps(destination, Quarantine(root, "move-partition"))
+            fsops = FsOps(destination, Quarantine(root, "move-partition", other_log_dirs=(Path(source),)))
             clean_shutdown = CleanShutdownMarker(destination)
             fsops.before_change = clean_shutdown.set_aside
             report = ops.apply(plan, fsops)

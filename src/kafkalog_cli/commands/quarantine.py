@@ -1,6 +1,7 @@
 """`kafkalog quarantine list|restore|prune`: options -> storage.quarantine -> output."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -117,7 +118,10 @@ def restore_command(folder, dry_run, fmt, report_path):
         _show(plan, fmt, None, report_path)
         _refuse(plan)
         return
-    with LogDirLock(f.restore_target()):
+    f.restore_target()
+    with contextlib.ExitStack() as locks:
+        for log_dir in sorted(f.log_dirs, key=lambda d: str(Path(d).resolve())):   # move-partition's: both
+            locks.enter_context(LogDirLock(log_dir))
         f = q.QuarantineFolder.open(folder)     # as it is under the lock
         plan = q.plan_restore(f)
         _refuse(plan)

@@ -183,7 +183,7 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
-STAGING_DIRNAME = ".kafkalog-staging"
+STAGING_DIRNAME = names.STAGING_DIRNAME
 
 
 def staging_root(log_dir: Path) -> Path | None:

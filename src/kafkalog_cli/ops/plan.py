@@ -202,10 +202,15 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
     if plan.actions:
         fsops.about_to_change()
     done = []
-    for deleting, run in itertools.groupby(plan.actions, key=lambda a: a.kind == ActionKind.DELETE):
+    batched = (ActionKind.DELETE, ActionKind.RENAME_DIR)
+    for kind, run in itertools.groupby(plan.actions, key=lambda a: a.kind if a.kind in batched else None):
         run = list(run)
-        if deleting:
+        if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
+            done += [a.to_json() for a in run]
+            continue
+        if kind is ActionKind.RENAME_DIR:   # their entries in one write: nothing between the renames
+            fsops.rename_dirs([(a.path, a.target) for a in run])
             done += [a.to_json() for a in run]
             continue
         for a in run:
@@ -281,11 +286,11 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
     elif k == ActionKind.MAKE_DIR:
-        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None)
+        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None, copy_of=a.source)
     elif k == ActionKind.COPY_FILE:
         fsops.copy_file(a.source, a.path)
     elif k == ActionKind.RENAME_DIR:
-        fsops.rename_dir(a.path, a.target)
+        fsops.rename_dirs([(a.path, a.target)])
     elif k == ActionKind.REMOVE_DIR:
         fsops.remove_tree(a.path)
     elif k == ActionKind.REMOVE_EMPTY_DIR:

@@ -265,10 +265,15 @@ class FsOps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
     # -- whole files and directories (move-partition) --------------------------------------------
-    def make_dir(self, path: Path, like: os.stat_result | None = None) -> None:
+    def make_dir(self, path: Path, like: os.stat_result | None = None, copy_of: Path | None = None) -> None:
         """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
-        as root, its owner and group; its entry fsynced in the parent."""
+        as root, its owner and group; its entry fsynced in the parent. With a quarantine its
+        entry is written first; `copy_of`: the directory whose files it will hold copies of
+        (restore removes it when it holds nothing else)."""
         path = Path(path)
+        if self._keeping():
+            self._note(self._entry(EntryKind.DIR_CREATED, path, "",
+                                   copy_of=None if copy_of is None else os.path.abspath(copy_of)))
         if not path.parent.is_dir():
             self._make_dirs(path.parent)
         try:
@@ -317,20 +322,49 @@ class FsOps:
         self.fsync_dir(path.parent)
 
     def rename_dir(self, src: Path, dst: Path) -> None:
-        """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
-        copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
-        src, dst = Path(src), Path(dst)
-        if os.path.lexists(dst):
-            raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        """`rename_dirs` of one."""
+        self.rename_dirs([(src, dst)])
+
+    def rename_dirs(self, pairs: list[tuple[Path, Path]]) -> None:
+        """Directories renamed in order (Kafka's dir suffixes: `-future` -> live, live -> `-delete`;
+        a staged copy into its log dir, on one file system), never over an existing one; both
+        parents fsynced after each. With a quarantine every entry is written first, in one
+        write, so that nothing comes between the renames (move-partition's two live copies last
+        one rename)."""
+        pairs = [(Path(src), Path(dst)) for src, dst in pairs]
+        for _, dst in pairs:
+            if os.path.lexists(dst):
+                raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        if self._keeping():
+            self._note_all([self._entry(EntryKind.DIR_RENAMED, src, "", target=os.path.abspath(dst))
+                            for src, dst in pairs])
+        for src, dst in pairs:
+            try:
+                self._pre("rename", src)
+                os.rename(src, dst)
+            except OSError as e:
+                raise self._error(e, src, "rename") from None
+            self.step(f"rename {src} -> {dst}")
+            self.fsync_dir(dst.parent)
+            if src.parent != dst.parent:
+                self.fsync_dir(src.parent)
+
+    def remove_copy(self, path: Path) -> None:
+        """A directory of copies removed (restore of move-partition: every file checked to be a
+        copy first): its files unlinked, then the directory; a kill leaves part of them, which
+        the rerun removes."""
+        path = Path(path)
         try:
-            self._pre("rename", src)
-            os.rename(src, dst)
+            for name in sorted(os.listdir(path), reverse=True):
+                self._pre("unlink", path / name)
+                os.unlink(path / name)
+                self.step(f"unlink {path / name}")
+            self._pre("rmdir", path)
+            os.rmdir(path)
         except OSError as e:
-            raise self._error(e, src, "rename") from None
-        self.step(f"rename {src} -> {dst}")
-        self.fsync_dir(dst.parent)
-        if src.parent != dst.parent:
-            self.fsync_dir(src.parent)
+            raise self._error(e, Path(getattr(e, "filename", None) or path), "remove") from None
+        self.step(f"rmdir {path}")
+        self.fsync_dir(path.parent)
 
     def remove_empty_dir(self, path: Path) -> None:
         """An empty directory of kafkalog's own removed (one rmdir; a directory that is not

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.storage.names import STAGING_DIRNAME, TMP_SUFFIX
 
 if TYPE_CHECKING:
     from kafkalog_cli.storage.fsops import FsOps
@@ -97,6 +98,8 @@ class EntryKind(str, enum.Enum):
     RENAMED = "renamed"            # source renamed to target (an old target is `stored`)
     EXTENDED = "extended"          # a file grown with zeros from size to new_size
     MTIME = "mtime"                # a file's modification time set
+    DIR_CREATED = "dir_created"    # a directory the op made (move-partition's copy; `copy_of` its original)
+    DIR_RENAMED = "dir_renamed"    # a directory renamed, source -> target (Kafka's -future, -delete)
 
 
 @dataclass
@@ -120,6 +123,7 @@ class QuarantineEntry:
     tmp: str | None = None         # the temporary file the op writes first (write_atomic)
     mtime_ns: int | None = None    # the file's mtime before the op changed it
     new_mtime_ns: int | None = None
+    copy_of: str | None = None     # dir_created: the directory whose files it holds copies of
 
     def to_json(self) -> dict:
         out: dict = {}
@@ -149,6 +153,7 @@ class Quarantine:
     op: str
     stamp: str = field(default_factory=utc_stamp)
     entries: list[QuarantineEntry] = field(default_factory=list)
+    other_log_dirs: tuple[Path, ...] = ()     # more log dirs the op changes (move-partition's source)
 
     @property
     def folder(self) -> Path | None:
@@ -161,6 +166,8 @@ class Quarantine:
     def header(self, log_dir: Path) -> bytes:
         h = {"kafkalog_quarantine": VERSION, "op": self.op, "created": self.stamp,
              "log_dir": os.path.abspath(log_dir)}
+        if self.other_log_dirs:
+            h["log_dirs"] = [os.path.abspath(log_dir), *(os.path.abspath(d) for d in self.other_log_dirs)]
         return (json.dumps(h, separators=(",", ":")) + "\n").encode()
 
 
@@ -213,6 +220,12 @@ class QuarantineFolder:
     entries: list[QuarantineEntry]
     version: int
     progress: RestoreProgress
+    other_log_dirs: list[Path] = field(default_factory=list)   # the manifest's other log dirs
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir the run changed: the one it ran on, then the others (move-partition's source)."""
+        return [d for d in [self.log_dir, *self.other_log_dirs] if d is not None]
 
     @classmethod
     def open(cls, path: Path | str) -> "QuarantineFolder":
@@ -245,9 +258,10 @@ class QuarantineFolder:
         entries = list(by_id.values())
         stamp, op = _split_name(path.name)
         log_dir = header.get("log_dir") or next((e.log_dir for e in entries if e.log_dir), None)
+        others = [Path(d) for d in header.get("log_dirs", []) if isinstance(d, str) and d != log_dir]
         return cls(path, header.get("op", op), header.get("created", stamp),
                    Path(log_dir) if log_dir else None, entries, int(header.get("kafkalog_quarantine", VERSION)),
-                   RestoreProgress.read(path / PROGRESS))
+                   RestoreProgress.read(path / PROGRESS), others)
 
     @classmethod
     def _open_legacy(cls, path: Path) -> "QuarantineFolder":
@@ -455,6 +469,10 @@ class RestoreStep:
             return pre + "; ".join(x for x in (back, old) if x)
         if k is EntryKind.EXTENDED:
             return pre + f"cut {e.source} back to {e.size} bytes"
+        if k is EntryKind.DIR_RENAMED:
+            return pre + f"rename the directory {e.target} back to {e.source}"
+        if k is EntryKind.DIR_CREATED:
+            return pre + f"remove {e.source} ({folder.op} made it: copies of {e.copy_of})"
         return pre + f"set the modification time of {e.source} back"
 
     def to_json(self) -> dict:
@@ -556,6 +574,13 @@ class _Simulation:
         self.folder = folder
         self.files: dict[str, _Content | None] = {}
         self._sha: dict[tuple, str] = {}
+        self.dirs: dict[str, str | None] = {}   # a directory's path -> where it is on disk now (None: gone)
+
+    def real_dir(self, path: str) -> str | None:
+        """Where the directory `path` is on disk once the planned steps are done (None: absent)."""
+        if path in self.dirs:
+            return self.dirs[path]
+        return path if os.path.isdir(path) and not os.path.islink(path) else None
 
     def get(self, path: str) -> _Content | None:
         if path not in self.files:
@@ -635,7 +660,7 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
             blocked |= paths
             continue
         try:
-            _check_inside(e, log_dir)
+            _check_inside(e, folder.log_dirs)
             steps.append(_DECIDE[e.kind](e, sim, folder))
         except _Refused as r:
             conflicts.append(r.conflict)
@@ -643,11 +668,15 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     return RestorePlan(folder, steps, conflicts)
 
 
-def _check_inside(e: QuarantineEntry, log_dir: Path) -> None:
-    root = os.path.abspath(log_dir)
-    for p in (e.source, e.target, e.tmp):
-        if p is not None and os.path.commonpath([root, os.path.abspath(p)]) != root:
-            raise _Refused(p, f"outside the log dir {log_dir}: the manifest is not to be trusted")
+def _check_inside(e: QuarantineEntry, log_dirs: list[Path]) -> None:
+    """Every path of an entry is in one of the manifest's log dirs, or in the staging dir of
+    one (`<parent>/.kafkalog-staging/<log dir name>/`, where move-partition makes its copy)."""
+    roots = [os.path.abspath(d) for d in log_dirs]
+    roots += [os.path.join(os.path.dirname(r), STAGING_DIRNAME, os.path.basename(r)) for r in roots]
+    for p in (e.source, e.target, e.tmp, e.copy_of):
+        if p is not None and not any(os.path.commonpath([r, os.path.abspath(p)]) == r for r in roots):
+            where = " or ".join(str(d) for d in log_dirs)
+            raise _Refused(p, f"outside the log dir {where}: the manifest is not to be trusted")
 
 
 def _left_at(c: _Content | None) -> str:
@@ -749,9 +778,42 @@ def _mtime(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Re
     return RestoreStep(e, RestoreAction.SKIP if sim.get(e.source) is None else RestoreAction.UNDO)
 
 
+def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    src, dst = sim.real_dir(e.source), sim.real_dir(e.target)
+    if dst is not None and src is None:
+        sim.dirs[e.source], sim.dirs[e.target] = dst, None
+        return RestoreStep(e, RestoreAction.UNDO)
+    if src is not None and dst is None:
+        return RestoreStep(e, RestoreAction.SKIP)
+    if src is None:
+        raise _Refused(e.target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed")
+    raise _Refused(e.source, f"exists beside {e.target}, which {folder.op} renamed it to")
+
+
+def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    """The copy the op made is removed when it holds nothing but copies of `copy_of`'s files
+    (byte for byte, as the log dir is once the newer entries are undone) and the op's partial
+    copies: removing it loses nothing."""
+    real = sim.real_dir(e.source)
+    if real is None:
+        return RestoreStep(e, RestoreAction.SKIP)
+    original = sim.real_dir(e.copy_of) if e.copy_of else None
+    for name in sorted(os.listdir(real)):
+        if name.endswith(TMP_SUFFIX):
+            continue
+        mine = sim.get(os.path.join(real, name))
+        theirs = sim.get(os.path.join(original, name)) if original is not None else None
+        if mine is None or theirs is None or mine.size != theirs.size or sim.sha256(mine) != sim.sha256(theirs):
+            raise _Refused(os.path.join(e.source, name),
+                           f"is not a copy of {os.path.join(e.copy_of or '?', name)}: it changed since {folder.op} "
+                           f"copied it (a broker ran on it?)")
+    sim.dirs[e.source] = None
+    return RestoreStep(e, RestoreAction.UNDO)
+
+
 _DECIDE = {EntryKind.REMOVED: _removed, EntryKind.CUT: _cut, EntryKind.OVERWRITTEN: _overwritten,
            EntryKind.CREATED: _created, EntryKind.RENAMED: _renamed, EntryKind.EXTENDED: _extended,
-           EntryKind.MTIME: _mtime}
+           EntryKind.MTIME: _mtime, EntryKind.DIR_CREATED: _dir_created, EntryKind.DIR_RENAMED: _dir_renamed}
 
 
 # ----------------------------------------------------------------------------- restore: carrying it out
@@ -814,6 +876,15 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> N
         fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), e.end - e.start)
     elif k is EntryKind.EXTENDED:
         fsops.truncate(source, e.size, f"restore: zeros {folder.op} added")
+    elif k is EntryKind.DIR_RENAMED and step.action is RestoreAction.UNDO:
+        if not source.parent.is_dir():          # the staging dir, removed once the copy was in place
+            fsops.make_dir(source.parent)
+        fsops.rename_dir(Path(e.target), source)
+    elif k is EntryKind.DIR_CREATED and step.action is RestoreAction.UNDO:
+        fsops.remove_copy(source)
+        if source.parent.parent.name == STAGING_DIRNAME:
+            fsops.remove_empty_dir(source.parent)
+            fsops.remove_empty_dir(source.parent.parent)
     # the time too (retention reads a segment's mtime); also when skipped: a killed restore may
     # have put the bytes back but not yet the time
     if e.mtime_ns is not None and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME) and source.exists():
