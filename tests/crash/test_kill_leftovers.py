@@ -137,3 +137,15 @@ def test_list_and_prune_take_a_folder_killed_before_its_manifest(tmp_path):
     r = invoke("quarantine", "prune", d, "--older-than", "1s")
     assert r.exit_code == 0, r.output
     assert f"removed {folder}" in r.output and not folder.exists()
+
+
+def test_prune_finishes_a_killed_prune_of_the_last_folder(tmp_path):
+    """A prune killed after renaming the log dir's only folder aside: the rerun removes it."""
+    d, folder = _empty_folder(tmp_path)
+    aside = folder.with_name(f".{folder.name}.kafkalog-pruning")
+    folder.rename(aside)
+    (aside / "kept").write_bytes(b"x")
+    r = invoke("quarantine", "prune", d, "--older-than", "1s")
+    assert r.exit_code == 0, r.output
+    assert f"removed {aside} (left by an interrupted prune)" in r.output
+    assert not aside.exists()

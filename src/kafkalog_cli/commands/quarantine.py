@@ -173,7 +173,8 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
     freed_on_disk of the summary: the blocks of the files whose last link they were)."""
     folders = _folders(paths)
     old = q.older_than(folders, older_than)
-    leftovers = [p for root in sorted({f.path.parent for f in folders}) for p in q.pruning_leftovers(root)]
+    roots = {f.path.parent for f in folders} | {r for p in (paths or [Path(".")]) for r in q.quarantine_roots(p)}
+    leftovers = [p for root in sorted(roots) for p in q.pruning_leftovers(root)]
     lines = RunLines("quarantine prune", dry_run=dry_run)
     for path, row, what in [(f.path, f.to_json(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
                            [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:

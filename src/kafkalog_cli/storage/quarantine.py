@@ -419,6 +419,29 @@ def _folders_under(root: Path, depth: int) -> list[Path]:
     return sorted(found, key=_oldest_first)
 
 
+def quarantine_roots(path: Path | str) -> list[Path]:
+    """The directories that hold the quarantine folders `path` stands for (as find_folders reads
+    it), whether or not any folder is left in them: where a killed prune's leftovers are."""
+    from kafkalog_cli.storage import quarantine_registry
+    from kafkalog_cli.storage.logdir import is_log_dir
+
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    if is_folder(path):
+        return [path.parent]
+    if is_log_dir(path):
+        roots = [default_quarantine_root(path)] + [f.parent for f in quarantine_registry.folders_of(path)]
+    else:
+        roots = [path] + [d for d in sorted(path.iterdir()) if d.is_dir() and not d.name.startswith(".")
+                          and not is_folder(d)]
+    out: list[Path] = []
+    for r in roots:
+        if r.is_dir() and r not in out:
+            out.append(r)
+    return out
+
+
 def pruning_leftovers(root: Path) -> list[Path]:
     """Folders a killed prune had renamed aside but not yet removed."""
     return sorted(p for p in root.glob(".*" + PRUNING_SUFFIX) if p.is_dir())
