@@ -601,22 +601,34 @@ class _Simulation:
 
     def real_dir(self, path: str) -> str | None:
         """Where the directory `path` is on disk once the planned steps are done (None: absent)."""
-        if path in self.dirs:
-            return self.dirs[path]
-        return path if os.path.isdir(path) and not os.path.islink(path) else None
+        disk = self.on_disk(path)
+        return disk if disk is not None and os.path.isdir(disk) and not os.path.islink(disk) else None
+
+    def on_disk(self, path: str) -> str | None:
+        """Where `path` is on disk now, for the directory renames planned so far (None: in a
+        directory that will be gone)."""
+        d = path
+        while True:
+            if d in self.dirs:
+                real = self.dirs[d]
+                return None if real is None else real + path[len(d):]
+            parent = os.path.dirname(d)
+            if parent == d:
+                return path
+            d = parent
 
     def get(self, path: str) -> _Content | None:
         if path not in self.files:
+            disk = self.on_disk(path)
             try:
-                size = os.stat(path).st_size
+                size = os.stat(disk).st_size if disk is not None else None
             except FileNotFoundError:
-                self.files[path] = None
-            else:
-                self.files[path] = _Content([(path, 0, size)], origin=path)
+                size = None
+            self.files[path] = None if size is None else _Content([(disk, 0, size)], origin=disk)
         return self.files[path]
 
     def set(self, path: str, content: _Content | None) -> None:
-        if content is not None and not os.path.isdir(os.path.dirname(path)):
+        if content is not None and self.real_dir(os.path.dirname(path)) is None:
             raise _Refused(path, "its directory is gone")
         self.files[path] = content
 
@@ -824,8 +836,8 @@ def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
     for name in sorted(os.listdir(real)):
         if name.endswith(TMP_SUFFIX):
             continue
-        mine = sim.get(os.path.join(real, name))
-        theirs = sim.get(os.path.join(original, name)) if original is not None else None
+        mine = sim.get(os.path.join(e.source, name))
+        theirs = sim.get(os.path.join(e.copy_of, name)) if original is not None else None
         if mine is None or theirs is None or mine.size != theirs.size or sim.sha256(mine) != sim.sha256(theirs):
             raise _Refused(os.path.join(e.source, name),
                            f"is not a copy of {os.path.join(e.copy_of or '?', name)}: it changed since {folder.op} "
