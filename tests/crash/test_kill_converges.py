@@ -17,8 +17,10 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -37,6 +39,7 @@ from tests.ops.move_helpers import TP, two_log_dirs
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 SEED = int(os.environ.get("KAFKALOG_KILL_SEED", "31"))
 KILLS_PER_COMMAND = int(os.environ.get("KAFKALOG_KILLS", "2"))
+MAX_DELAY = float(os.environ.get("KAFKALOG_KILL_MAX_DELAY", "0.2"))     # seconds after the first change
 NOW = 1795249186389
 _UUID = re.compile(r"\.[0-9a-f]{32}-(delete|future)")
 
@@ -247,27 +250,48 @@ def quarantine_folders(dirs: list[Path]) -> list[Path]:
     return sorted(out, key=lambda f: f.name, reverse=True)
 
 
-def kill_and_rerun(name: str, case: Case, root: Path, n: int, want: dict, original: dict) -> list[str]:
-    """Kill the command after step n, run it again; what differs from the uninterrupted run."""
+def _sigkill_midway(argv: list[str], dirs: list[Path], delay: float) -> int:
+    """Start the command, wait for its quarantine folder (its first change is next), sleep
+    `delay` and SIGKILL it wherever it is (inside a step too); its exit status (-9: killed)."""
+    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", *argv], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while p.poll() is None and time.monotonic() < deadline and not any(
+            (d.parent / QUARANTINE_DIRNAME).is_dir() for d in dirs):
+        time.sleep(0.001)
+    time.sleep(delay)
+    if p.poll() is None:
+        p.send_signal(signal.SIGKILL)
+    return p.wait()
+
+
+def kill_and_rerun(name: str, case: Case, root: Path, n: int, want: dict, original: dict,
+                   delay: float | None = None) -> list[str]:
+    """Kill the command after step n (or, with `delay`, by SIGKILL that long after its first
+    change begins), run it again; what differs from the uninterrupted run."""
     dirs, args = case.setup(root)
     mine = state(dirs)
     argv = _argv(dirs, args)
-    killed = _kafkalog(argv, {FAULT_ENV: str(n)})
-    if killed.returncode != 137:
-        return [f"{name}: not killed at step {n} (exit {killed.returncode}: {killed.stderr.strip()[-300:]})"]
+    at = f"step {n}" if delay is None else f"{delay * 1000:.1f} ms after its first change"
+    if delay is None:
+        killed = _kafkalog(argv, {FAULT_ENV: str(n)})
+        if killed.returncode != 137:
+            return [f"{name}: not killed at step {n} (exit {killed.returncode}: {killed.stderr.strip()[-300:]})"]
+    else:
+        _sigkill_midway(argv, dirs, delay)     # it may have finished: then the rerun has nothing to do
     again = _kafkalog(argv)
     if again.returncode != 0:
-        return [f"{name}: killed at step {n}, the rerun exits {again.returncode}: {again.stderr.strip()[-300:]}"]
+        return [f"{name}: killed at {at}, the rerun exits {again.returncode}: {again.stderr.strip()[-300:]}"]
     got = state(dirs)
     if case.compare is not None:
         got, want = case.compare(got, dirs), case.compare(want, None)
-    problems = [f"{name}: killed at step {n}: {d}" for d in differences(got, want, kept_mtimes(original, want), mine)]
+    problems = [f"{name}: killed at {at}: {d}" for d in differences(got, want, kept_mtimes(original, want), mine)]
     if case.restorable and not problems:
         for folder in quarantine_folders(dirs):
             r = CliRunner().invoke(cli, ["quarantine", "restore", str(folder)])
             if r.exit_code != 0:
-                return [f"{name}: killed at step {n}: restore of {folder.name} exits {r.exit_code}: {r.output.strip()}"]
-        problems += [f"{name}: killed at step {n}, restored: {d}"
+                return [f"{name}: killed at {at}: restore of {folder.name} exits {r.exit_code}: {r.output.strip()}"]
+        problems += [f"{name}: killed at {at}, restored: {d}"
                      for d in differences(state(dirs), mine, set(mine), mine)]
     return problems
 
@@ -292,3 +316,21 @@ def test_a_killed_run_converges_when_run_again(name, tmp_path, monkeypatch):
     for n in kill_points(total, name):
         problems += kill_and_rerun(name, case, tmp_path / f"k{n}", n, want, original)
     assert not problems, f"{total} steps\n" + "\n".join(problems[:20])
+
+
+SIGKILLED = ("recover", "recover --salvage", "retain", "compact", "delete-records", "roll", "move-partition")
+
+
+@pytest.mark.parametrize("name", SIGKILLED)
+def test_a_sigkill_inside_a_step_converges_too(name, tmp_path, monkeypatch):
+    """A real SIGKILL at seeded delays after the run's first change begins: it lands inside a
+    step (between a file's write and its fsync, a link and its manifest line...), which the step
+    hook cannot reach; wherever it lands, the rerun converges and the folders restore."""
+    case = CASES[name]
+    _, original, want = steps_of(case, tmp_path / "ref", monkeypatch)
+    rng = random.Random(f"{SEED}:sigkill:{name}")
+    problems = []
+    for i in range(max(1, KILLS_PER_COMMAND // 2)):
+        delay = rng.uniform(0, MAX_DELAY)
+        problems += kill_and_rerun(name, case, tmp_path / f"s{i}", 0, want, original, delay=delay)
+    assert not problems, "\n".join(problems[:20])
