@@ -35,7 +35,9 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     checkpoints the partition's entries from the source's; renames the copy live; renames the
     source <topic>-<partition>.<uuid>-delete (the broker deletes it on its next start); removes
     the source's entries. New files take the source's mode, mtime and (as root) owner and group;
-    overwritten checkpoint files are kept in the quarantine. A run killed at any step is finished
+    overwritten checkpoint files are kept in the quarantine, whose folder `kafkalog quarantine
+    restore` undoes the move with. On a full source disk the source needs renames only (its
+    checkpoints keep their entries, which the broker drops). A run killed at any step is finished
     by running it again; see kafkalog-move-partition(1) for what the broker does meanwhile, and
     for Kafka 3.7+ KRaft JBOD (directory.id).
 

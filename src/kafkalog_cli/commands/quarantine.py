@@ -45,7 +45,7 @@ dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what 
 
 @click.group("quarantine", short_help="List, restore or prune what the commands that change log dirs kept.")
 def command() -> None:
-    """What recover, roll, retain, compact and delete-records removed or overwrote, kept beside each log dir in
+    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
 
