@@ -685,7 +685,8 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     """The undo of every entry not undone yet, newest first, checked against the log dir as it is:
     conflicts are listed, and a plan with conflicts must not be carried out."""
     pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
-    log_dir = folder.restore_target() if pending else folder.log_dir
+    if pending:
+        folder.restore_target()       # entries to undo: the manifest must say where they go
     sim = _Simulation(folder)
     steps, conflicts = [], []
     blocked: set[str] = set()       # paths of a refused entry: older entries there follow from it
