@@ -136,6 +136,15 @@ def restore_case(root):
     return [d], ["quarantine", "restore", folder]
 
 
+def restore_move_case(root):
+    """A moved partition, and the move's folder to restore (the partition back in the source)."""
+    dirs, args = move_case(root)
+    r = CliRunner().invoke(cli, _argv(dirs, args))
+    assert r.exit_code == 0, r.output
+    folder, = find_folders(dirs[1])
+    return dirs, ["quarantine", "restore", folder]
+
+
 def prune_case(root):
     d, folder = _retained(root)
     return [d, folder.parent], ["quarantine", "prune", d, "--older-than", "0s"]
@@ -170,6 +179,7 @@ CASES = {
     "compact": Case(compact_case, compare=by_records),
     "move-partition": Case(move_case),
     "quarantine restore": Case(restore_case, restorable=False),
+    "quarantine restore (a move)": Case(restore_move_case, restorable=False),
     "quarantine prune": Case(prune_case, restorable=False),
 }
 
