@@ -67,3 +67,97 @@ def test_completion_offers_both_commands_and_their_options():
         c.value for c in comp.get_completions(["move-partition"], "--")}
     assert {"--topic", "--partition", "--leader", "--limit", "--format"} <= {
         c.value for c in comp.get_completions(["compare-replicas"], "--")}
+
+
+def _files(*dirs):
+    import os
+    out = {}
+    for d in dirs:
+        for root, _, names in os.walk(d):
+            for n in names:
+                if n != ".lock":
+                    p = os.path.join(root, n)
+                    out[os.path.relpath(p, d.parent)] = open(p, "rb").read()
+    return out
+
+
+def test_the_text_counts_the_bytes_it_copied(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+    assert r.exit_code == 0, r.output
+    assert "copy 10 file(s), 16057 bytes" in r.output and "(16057 bytes copied)" in r.output
+
+
+def test_the_copy_bytes_are_in_the_json_plan(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--dry-run",
+               "--format", "json")
+    assert r.exit_code == 1, r.output
+    copies = [a for a in log_dir_report(r.output)["actions"] if a["action"] == "copy_file"]
+    assert len(copies) == 10 and sum(a["bytes"] for a in copies) == 16057
+
+
+def test_no_staging_dir_is_left(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / ".kafkalog-staging").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kafkalog-quarantine", "disk1", "disk2"]
+
+
+def test_an_empty_staging_dir_a_kill_left_is_removed_by_the_rerun(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    assert invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition).exit_code == 0
+    (tmp_path / ".kafkalog-staging" / "disk2").mkdir(parents=True)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+    assert r.exit_code == 0, r.output
+    assert not (tmp_path / ".kafkalog-staging").exists()
+
+
+def test_restore_of_its_quarantine_folder_puts_the_partition_back_in_the_source(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    before = _files(src, dst)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    assert r.exit_code == 0, r.output
+    folder = log_dir_report(r.output)["quarantine"]
+    r = invoke("quarantine", "restore", folder, "--dry-run")
+    assert r.exit_code == 0, r.output
+    r = invoke("quarantine", "restore", folder)
+    assert r.exit_code == 0, r.output
+    assert "restored" in r.output
+    assert _files(src, dst) == before
+    assert live_copies(TP, src, dst) == [src / str(TP)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".kafkalog-quarantine", "disk1", "disk2"]
+    r = invoke("quarantine", "restore", folder)
+    assert r.exit_code == 0 and "nothing to restore" in r.output
+
+
+def test_restore_refuses_when_the_moved_copy_changed(tmp_path):
+    src, dst = two_log_dirs(tmp_path)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    folder = log_dir_report(r.output)["quarantine"]
+    log = sorted((dst / str(TP)).glob("*.log"))[-1]
+    log.write_bytes(log.read_bytes() + b"more")      # the broker appended after the move
+    moved = _files(src, dst)
+    r = invoke("quarantine", "restore", folder)
+    assert r.exit_code == 3, r.output
+    assert "nothing changed" in r.output and str(log.name) in r.output
+    assert _files(src, dst) == moved
+
+
+def test_moves_off_a_full_source_disk(tmp_path):
+    from ..fullfs import fill, free_bytes, tmpfs
+
+    with tmpfs(tmp_path / "fs", "4m") as fs:
+        src, dst = two_log_dirs(tmp_path / "x")
+        import shutil
+        shutil.move(str(src), str(fs / "disk1"))
+        src = fs / "disk1"
+        fill(fs)
+        r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+        assert r.exit_code == 0, r.output
+        assert live_copies(TP, src, dst) == [dst / str(TP)]
+        assert "the broker drops" in r.output
+        assert free_bytes(fs) == 0
+        r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+        assert r.exit_code == 0 and "nothing to do (moved)" in r.output, r.output

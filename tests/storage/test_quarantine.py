@@ -58,6 +58,9 @@ def run_op(ops: FsOps, d: Path) -> None:
     ops.set_mtime(p / "leader-epoch-checkpoint", T0 + 99)                # mtime
     ops.write_atomic(p / "00000000000000000050.snapshot", b"snap")       # created (the stray tmp kept first)
     ops.write_atomic(d / "recovery-point-offset-checkpoint", b"0\n1\nt 0 50\n", mtime_ns=T0 + 7)   # overwritten
+    ops.make_dir(d / "t-1.x-future", copy_of=p)                          # dir_created: copies of t-0's files
+    ops.copy_file(p / "leader-epoch-checkpoint", d / "t-1.x-future" / "leader-epoch-checkpoint")
+    ops.rename_dirs([(d / "t-1.x-future", d / "t-1")])                   # dir_renamed
 
 
 def state(d: Path) -> dict[str, tuple[bytes, int]]:
@@ -115,7 +118,10 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
     assert f"remove {d / 't-0' / '00000000000000000050.snapshot'} (test created it)" in text
     assert f"append 4 bytes from t-0/00000000000000000000.log.bytes-100-104 to {d / 't-0' / '00000000000000000000.log'}" in text
     assert f"append 32 zero bytes to {d / 't-0' / '00000000000000000000.index'} at byte 8" in text
-    assert json.loads(json.dumps(plan.to_json()))["steps"][0]["kind"] == "overwritten"
+    assert f"rename the directory {d / 't-1'} back to {d / 't-1.x-future'}" in text
+    assert f"remove {d / 't-1.x-future'} (test made it: copies of {d / 't-0'})" in text
+    assert [s["kind"] for s in json.loads(json.dumps(plan.to_json()))["steps"][:3]] == \
+        ["dir_renamed", "dir_created", "overwritten"]
 
 
 def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_path):

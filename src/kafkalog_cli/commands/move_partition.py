@@ -38,7 +38,9 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     checkpoints the partition's entries from the source's; renames the copy live; renames the
     source <topic>-<partition>.<uuid>-delete (the broker deletes it on its next start); removes
     the source's entries. New files take the source's mode, mtime and (as root) owner and group;
-    overwritten checkpoint files are kept in the quarantine. A run killed at any step is finished
+    overwritten checkpoint files are kept in the quarantine, whose folder `kafkalog quarantine
+    restore` undoes the move with. On a full source disk the source needs renames only (its
+    checkpoints keep their entries, which the broker drops). A run killed at any step is finished
     by running it again; see kafkalog-move-partition(1) for what the broker does meanwhile, and
     for Kafka 3.7+ KRaft JBOD (directory.id).
 
@@ -76,7 +78,8 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with LogDirLock(first, follow_symlinks=follow_symlinks), LogDirLock(second, follow_symlinks=follow_symlinks):
             plan = ops.plan(source, destination, tp)
-            fsops = FsOps(destination, Quarantine(root, "move-partition"), follow_symlinks=follow_symlinks)
+            fsops = FsOps(destination, Quarantine(root, "move-partition", other_log_dirs=(Path(source),)),
+                          follow_symlinks=follow_symlinks)
             clean_shutdown = CleanShutdownMarker(destination)
             fsops.before_change = clean_shutdown.set_aside
             report = ops.apply(plan, fsops)

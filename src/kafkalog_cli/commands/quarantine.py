@@ -1,6 +1,7 @@
 """`kafkalog quarantine list|restore|prune`: options -> storage.quarantine -> output."""
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -45,7 +46,7 @@ dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what 
 
 @click.group("quarantine", short_help="List, restore or prune what the commands that change log dirs kept.")
 def command() -> None:
-    """What recover, roll, retain, compact and delete-records removed or overwrote, kept beside each log dir in
+    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
 
@@ -116,12 +117,18 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
     killed finishes when run again. It never writes through a symbolic link out of the log dir
     unless --follow-symlinks (exit 4, nothing changed)."""
     f = q.QuarantineFolder.open(folder)
+    if not f.entries:            # a run killed before its first entry: nothing was changed
+        _show(q.plan_restore(f), fmt, None if dry_run else 0, report_path)
+        return
     if dry_run:
         plan = q.plan_restore(f)
         _show(plan, fmt, None, report_path)
         _refuse(plan, follow_symlinks)
         return
-    with LogDirLock(f.restore_target(), follow_symlinks=follow_symlinks):
+    f.restore_target()
+    with contextlib.ExitStack() as locks:
+        for log_dir in sorted(f.log_dirs, key=lambda d: str(Path(d).resolve())):   # move-partition's: both
+            locks.enter_context(LogDirLock(log_dir, follow_symlinks=follow_symlinks))
         f = q.QuarantineFolder.open(folder)     # as it is under the lock
         plan = q.plan_restore(f)
         _refuse(plan, follow_symlinks)
@@ -141,6 +148,9 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
             click.echo(plan.render())
         elif undone or plan.steps:
             click.echo(f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone")
+        elif not plan.folder.entries:
+            click.echo(f"nothing to restore: {plan.folder.path} holds no entry (its run was stopped before "
+                       f"its first change)")
         else:
             click.echo(f"nothing to restore: {plan.folder.path} was restored already")
     finish_run(lines, fmt, report_path, int(KafkalogError.exit_code) if plan.conflicts else 0)
@@ -149,7 +159,7 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
 def _refuse(plan: q.RestorePlan, follow_symlinks: bool = False) -> None:
     if not plan.conflicts:
         if not follow_symlinks:     # all or nothing: a link out of the log dir is refused before any change
-            refuse_links_out(plan.log_dir, (p for s in plan.steps
+            refuse_links_out(plan.folder.restore_roots, (p for s in plan.steps
                                             for p in (s.entry.source, s.entry.target, s.entry.tmp)))
         return
     first, more = plan.conflicts[0], len(plan.conflicts) - 1
@@ -173,7 +183,8 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
     freed_on_disk of the summary: the blocks of the files whose last link they were)."""
     folders = _folders(paths)
     old = q.older_than(folders, older_than)
-    leftovers = [p for root in sorted({f.path.parent for f in folders}) for p in q.pruning_leftovers(root)]
+    roots = {f.path.parent for f in folders} | {r for p in (paths or [Path(".")]) for r in q.quarantine_roots(p)}
+    leftovers = [p for root in sorted(roots) for p in q.pruning_leftovers(root)]
     lines = RunLines("quarantine prune", dry_run=dry_run)
     for path, row, what in [(f.path, f.to_json(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
                            [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:

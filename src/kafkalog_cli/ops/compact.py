@@ -32,7 +32,7 @@ from pathlib import Path
 from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig,
                                  compaction_deciding_configs, refusal_line, unknown_configs)
 from kafkalog_cli.config.versions import CLEANER_RETAINS_LAST_BATCH, KafkaVersions
-from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
                                       build_offset_map, clean_into, collect_aborted_transactions,
@@ -260,6 +260,7 @@ def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: T
     """One partition, planned and (with `fsops`) cleaned: (decision or None, cleaned entry or
     None, findings). The unit of work of --jobs."""
     notes = Plan("compact", log_dir)
+    finish_interrupted_rewrite(d, fsops, notes)
     ltc = log_to_clean(d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes, high_watermark)
     if ltc is None:
         return None, None, notes.findings
@@ -277,6 +278,29 @@ def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: T
     elif dec.selected and estimate:
         dec.estimate = clean_round(ltc, opts, None, map_jobs)
     return dec, entry, notes.findings
+
+
+def finish_interrupted_rewrite(d: Path, fsops: FsOps | None, notes: Plan) -> bool:
+    """A killed run's `.cleaned`/`.swap`/`.deleted` files (this command's own replace protocol,
+    or the broker's cleaner's) finished first, as the broker's LogLoader finishes them on start
+    (LogLoader.removeTempFilesAndCollectSwapFiles: `.cleaned` deleted, a `.swap` at or above the
+    smallest `.cleaned` offset deleted; then each valid `.swap` completes: the files in its range
+    removed, its suffix stripped), through `fsops`; without it (a plan) only noted. A rerun of a
+    killed compact so goes on from where Kafka's own protocol left it. True when there were any."""
+    from kafkalog_cli.ops import recover
+    from kafkalog_cli.ops.plan import apply as apply_plan
+
+    finish = Plan("compact", fsops.base_dir if fsops is not None else d.parent)
+    left = recover.finish_interrupted_rewrites(finish, Partition.open(d))
+    if not left:
+        return False
+    shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
+    notes.note(d.name, f"an interrupted rewrite left {shown}: {'finished' if fsops is not None else 'finishing it'} "
+                       f"first as the broker's LogLoader does ({len(finish.actions)} step(s))", d)
+    if fsops is not None and finish.actions:
+        fsops.about_to_change()
+        apply_plan(finish, fsops)
+    return True
 
 
 def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
@@ -301,8 +325,6 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     if not segs:
         notes.note(d.name, "no segment")
         return None
-    for leftover in part.temp_files:
-        raise InputError(f"an interrupted rewrite left {leftover}; run `kafkalog recover` first", path=str(d / leftover))
     bases = part.base_offsets
     active = part.active_segment
     leo = active.read_next_offset()
@@ -463,7 +485,16 @@ def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
     opts = dataclasses.replace(opts, checkpoint_order=list(ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)))
     def job(dec: PartitionDecision, wfs: FsOps, map_jobs: int):
         notes = Plan("compact", cp.log_dir)
-        return clean_partition(dec.log, wfs, opts, notes, map_jobs), notes.findings
+        ltc = dec.log
+        if finish_interrupted_rewrite(ltc.directory, wfs, notes):     # planned before: the log as it is now
+            key = (ltc.topic, ltc.partition)
+            ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg,
+                               ckpt.read_offsets(wfs.base_dir / names.CLEANER_CHECKPOINT).get(key),
+                               ckpt.read_offsets(wfs.base_dir / names.LOG_START_OFFSET_CHECKPOINT).get(key),
+                               opts.now_ms, notes, ltc.checkpointed_hw)
+            if ltc is None:
+                return None, notes.findings
+        return clean_partition(ltc, wfs, opts, notes, map_jobs), notes.findings
 
     done = []
     for entry, findings in for_each_partition(cp.selected, job, fsops, opts.jobs):

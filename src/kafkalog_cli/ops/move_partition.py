@@ -186,7 +186,7 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
-STAGING_DIRNAME = ".kafkalog-staging"
+STAGING_DIRNAME = names.STAGING_DIRNAME
 
 
 def staging_root(log_dir: Path) -> Path | None:
@@ -267,6 +267,7 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
         if live_dst is not None:
             p.state = MoveState.MOVED
             _checkpoint_actions(p, src_roots, dst_roots, tp, name, finish_only=True)
+            _remove_staging_once_empty(p, dst, name)
             p.partitions[name] = _summary(p, src, dst, None, live_dst)
             return p
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
@@ -288,6 +289,7 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
         _checkpoint_actions(p, src_roots, dst_roots, tp, name, dst_only=True)
         _switch_source(p, live_src, name)
         _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)
+        _remove_staging_once_empty(p, dst, name)
         p.partitions[name] = _summary(p, src, dst, live_src, live_dst)
         return p
     future_name = f"{tp}.{future_id or uuid.uuid4().hex}-future"
@@ -326,7 +328,8 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
                 p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
     for f in files:
         if not (staged / f.name).exists():
-            p.add(Action(ActionKind.COPY_FILE, staged / f.name, "copied and fsynced", name, source=f))
+            p.add(Action(ActionKind.COPY_FILE, staged / f.name, "copied and fsynced", name, source=f,
+                         size=f.stat().st_size))
             p.bytes_to_copy += f.stat().st_size
     # the entries first: a future dir appears with the recovery point, log start offset, high
     # watermark and cleaner offset it is loaded with (keyed by topic-partition, so they hold for it)
@@ -345,8 +348,26 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
                  target=dst / name))
     _switch_source(p, live_src, name)
     _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)
+    _remove_staging_once_empty(p, dst, name)
     p.partitions[name] = _summary(p, src, dst, live_src, dst / name)
     return p
+
+
+def _remove_staging_once_empty(p: MovePlan, dst: Path, name: str) -> None:
+    """The staging dir (and `.kafkalog-staging` above it) removed once the plan has emptied it:
+    each one rmdir, so a kill leaves it empty, and the next run (of any state) removes it."""
+    root = staging_root(dst)
+    if root is None:
+        return
+    gone = {a.path for a in p.actions if a.kind in (ActionKind.RENAME_DIR, ActionKind.REMOVE_DIR)}
+    made = any(a.kind is ActionKind.MAKE_DIR and a.path.parent == root for a in p.actions)
+    left = {c for c in root.iterdir()} - gone if root.is_dir() else set()
+    if left or not (made or root.is_dir()):
+        return
+    p.add(Action(ActionKind.REMOVE_EMPTY_DIR, root, "the staging dir, empty once the copy is in place", name))
+    others = [c for c in root.parent.iterdir() if c != root] if root.parent.is_dir() else []
+    if not others:
+        p.add(Action(ActionKind.REMOVE_EMPTY_DIR, root.parent, f"{STAGING_DIRNAME}, empty", name))
 
 
 def _switch_source(p: MovePlan, live_src: Path, name: str) -> None:
@@ -376,11 +397,32 @@ def _checkpoint_actions(p: MovePlan, src: RootCheckpoints, dst: RootCheckpoints,
                 p.add(Action(ActionKind.UPDATE_CHECKPOINT, d.path, f"{what}, from the source's {file}", name,
                              data=_encode(want, d), source=like))
     if not dst_only:
-        for file, s, _ in pairs:
-            if key in s.offsets:
-                want = {k: v for k, v in s.offsets.items() if k != key}
-                p.add(Action(ActionKind.UPDATE_CHECKPOINT, s.path, f"{tp} moved out of this log dir", name,
-                             data=_encode(want, s), source=s.path))
+        rewrites = [Action(ActionKind.UPDATE_CHECKPOINT, s.path, f"{tp} moved out of this log dir", name,
+                           data=_encode({k: v for k, v in s.offsets.items() if k != key}, s), source=s.path)
+                    for file, s, _ in pairs if key in s.offsets]
+        if rewrites and not _room_for(rewrites, rewrites[0].path.parent):
+            # LogManager writes each log dir's checkpoints from the logs in that dir alone
+            # (checkpointRecoveryOffsetsInDir, checkpointLogStartOffsetsInDir over logsByDir;
+            # ReplicaManager.checkpointHighWatermarks groups by the log's parent dir), so
+            # the broker drops these entries itself at its first checkpoint; a full source (the
+            # reason for the move) needs no new block from this command
+            p.notes.append(f"the source's checkpoints keep their entries for {tp}: no space for new copies of "
+                           f"them in {rewrites[0].path.parent}; the broker drops them at its next checkpoint")
+            return
+        for a in rewrites:
+            p.add(a)
+
+
+def _room_for(actions: list[Action], directory: Path) -> bool:
+    """The file system of `directory` has the blocks the new files take (each written beside the
+    file it replaces, which the quarantine may keep: counted all at once)."""
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return True
+    block = st.f_frsize or 4096
+    need = sum(-(-len(a.data or b"") // block) * block for a in actions)
+    return need <= st.f_bavail * block
 
 
 def _encode(offsets: dict, c: OffsetCheckpoint) -> bytes:

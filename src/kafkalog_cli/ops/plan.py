@@ -33,6 +33,7 @@ class ActionKind(str, enum.Enum):
     COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
     RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
     REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
+    REMOVE_EMPTY_DIR = "remove_empty_dir"  # kafkalog's own staging dir once empty (left when not empty)
     SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
 
 
@@ -52,6 +53,7 @@ class Action:
     ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
     source: Path | None = None             # rewrite_segment: the file the ranges are read from
     pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
+    size: int | None = None                # copy_file: the bytes copied
 
     def to_json(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
@@ -67,6 +69,8 @@ class Action:
             out["offsets_removed"] = list(self.offsets_removed)
         if self.data is not None:
             out["bytes"] = len(self.data) if self.preallocate is None else self.preallocate
+        if self.size is not None:
+            out["bytes"] = self.size
         if self.ranges is not None:
             out["kept_ranges"] = [list(r) for r in self.ranges]
         if self.pieces is not None:
@@ -159,7 +163,10 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
     probe is an empty file."""
     needs_blocks = bytes_before_freeing(plan.actions) > 0
     for d in sorted({_existing(a.path.parent) for a in plan.actions}):
-        fsops.check_writable(d, needs_blocks=needs_blocks)
+        # a directory that only loses files or has them renamed (move-partition's source) takes no block
+        fills = any(takes_blocks(a) or a.kind in (ActionKind.COPY_FILE, ActionKind.MAKE_DIR)
+                    for a in plan.actions if _existing(a.path.parent) == d)
+        fsops.check_writable(d, needs_blocks=needs_blocks and fills)
     q = fsops.quarantine
     if q is not None and q.folder is not None and any(
             a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
@@ -195,10 +202,15 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
     if plan.actions:
         fsops.about_to_change()
     done = []
-    for deleting, run in itertools.groupby(plan.actions, key=lambda a: a.kind == ActionKind.DELETE):
+    batched = (ActionKind.DELETE, ActionKind.RENAME_DIR)
+    for kind, run in itertools.groupby(plan.actions, key=lambda a: a.kind if a.kind in batched else None):
         run = list(run)
-        if deleting:
+        if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
+            done += [a.to_json() for a in run]
+            continue
+        if kind is ActionKind.RENAME_DIR:   # their entries in one write: nothing between the renames
+            fsops.rename_dirs([(a.path, a.target) for a in run])
             done += [a.to_json() for a in run]
             continue
         for a in run:
@@ -274,13 +286,15 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
     elif k == ActionKind.MAKE_DIR:
-        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None)
+        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None, copy_of=a.source)
     elif k == ActionKind.COPY_FILE:
         fsops.copy_file(a.source, a.path)
     elif k == ActionKind.RENAME_DIR:
-        fsops.rename_dir(a.path, a.target)
+        fsops.rename_dirs([(a.path, a.target)])
     elif k == ActionKind.REMOVE_DIR:
         fsops.remove_tree(a.path)
+    elif k == ActionKind.REMOVE_EMPTY_DIR:
+        fsops.remove_empty_dir(a.path)
     elif k == ActionKind.SPLIT_SEGMENT:
         _split_segment(a, fsops)
     else:

@@ -984,6 +984,17 @@ def _loader_files(part: Partition) -> list[str]:
     return sorted(n for n in listed if os.path.isfile(part.path(n)))
 
 
+def finish_interrupted_rewrites(p: Plan, part: Partition) -> list[str]:
+    """The leftovers of an interrupted rewrite (our `*.kafkalog-tmp`, `.deleted`, `.cleaned`,
+    `.swap`) resolved as LogLoader resolves them on start (removeTempFilesAndCollectSwapFiles,
+    then the swap pass: the files a valid `.swap` covers removed, the `.swap` renamed): the
+    actions into `p`; the leftover names (none: nothing to finish)."""
+    left = sorted([*part.leftovers, *part.temp_files])
+    if left:
+        _resolve_leftovers(p, part)
+    return left
+
+
 def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
     """LogLoader.removeTempFilesAndCollectSwapFiles + the swap handling; returns the segments as
     they will be once the actions run (a swapped-in one read from its .swap until it is renamed)."""

@@ -207,7 +207,7 @@ def move_plan(p) -> str:
 
     def flush() -> None:
         if copies:
-            size = sum(a.source.stat().st_size for a in copies if a.source.exists())
+            size = sum(a.size or 0 for a in copies)
             lines.append(f"  - copy {len(copies)} file(s), {size} bytes, {copies[0].source.parent} -> "
                          f"{copies[0].path.parent}: each fsynced, with the source's mode, mtime and owner")
             copies.clear()

@@ -301,10 +301,16 @@ class FsOps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
     # -- whole files and directories (move-partition) --------------------------------------------
-    def make_dir(self, path: Path, like: os.stat_result | None = None) -> None:
+    def make_dir(self, path: Path, like: os.stat_result | None = None, copy_of: Path | None = None) -> None:
         """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
-        as root, its owner and group; its entry fsynced in the parent."""
+        as root, its owner and group; its entry fsynced in the parent. With a quarantine its
+        entry is written first; `copy_of`: the directory whose files it will hold copies of
+        (restore removes it when it holds nothing else)."""
         path = Path(path)
+        self._gate("mkdir", path)
+        if self._keeping():
+            self._note(self._entry(EntryKind.DIR_CREATED, path, "",
+                                   copy_of=None if copy_of is None else os.path.abspath(copy_of)))
         if not path.parent.is_dir():
             self._make_dirs(path.parent)
         try:
@@ -354,38 +360,100 @@ class FsOps:
         self.fsync_dir(path.parent)
 
     def rename_dir(self, src: Path, dst: Path) -> None:
-        """One directory renamed (Kafka's dir suffixes: `-future` -> live, live -> `-delete`; a staged
-        copy into its log dir, on one file system), never over an existing one; both parents fsynced."""
-        src, dst = Path(src), Path(dst)
-        self._gate("rename", src, dst)
-        if os.path.lexists(dst):
-            raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        """`rename_dirs` of one."""
+        self.rename_dirs([(src, dst)])
+
+    def rename_dirs(self, pairs: list[tuple[Path, Path]]) -> None:
+        """Directories renamed in order (Kafka's dir suffixes: `-future` -> live, live -> `-delete`;
+        a staged copy into its log dir, on one file system), never over an existing one; both
+        parents fsynced after each. With a quarantine every entry is written first, in one
+        write, so that nothing comes between the renames (move-partition's two live copies last
+        one rename)."""
+        pairs = [(Path(src), Path(dst)) for src, dst in pairs]
+        for src, dst in pairs:
+            self._gate("rename", src, dst)
+            if os.path.lexists(dst):
+                raise WriteError("cannot rename a directory over an existing one", path=str(dst))
+        if self._keeping():
+            self._note_all([self._entry(EntryKind.DIR_RENAMED, src, "", target=os.path.abspath(dst))
+                            for src, dst in pairs])
+        for src, dst in pairs:
+            try:
+                self._pre("rename", src)
+                os.rename(src, dst)
+            except OSError as e:
+                raise self._error(e, src, "rename") from None
+            self.step(f"rename {src} -> {dst}")
+            self.fsync_dir(dst.parent)
+            if src.parent != dst.parent:
+                self.fsync_dir(src.parent)
+
+    def remove_copy(self, path: Path) -> None:
+        """A directory of copies removed (restore of move-partition: every file checked to be a
+        copy first): its files unlinked, then the directory; a kill leaves part of them, which
+        the rerun removes."""
+        path = Path(path)
         try:
-            self._pre("rename", src)
-            os.rename(src, dst)
+            for name in sorted(os.listdir(path), reverse=True):
+                self._pre("unlink", path / name)
+                os.unlink(path / name)
+                self.step(f"unlink {path / name}")
+            self._pre("rmdir", path)
+            os.rmdir(path)
         except OSError as e:
-            raise self._error(e, src, "rename") from None
-        self.step(f"rename {src} -> {dst}")
-        self.fsync_dir(dst.parent)
-        if src.parent != dst.parent:
-            self.fsync_dir(src.parent)
+            raise self._error(e, Path(getattr(e, "filename", None) or path), "remove") from None
+        self.step(f"rmdir {path}")
+        self.fsync_dir(path.parent)
+
+    def remove_empty_dir(self, path: Path) -> None:
+        """An empty directory of kafkalog's own removed (one rmdir; a directory that is not
+        empty, or gone, is left as it is), its parent fsynced."""
+        path = Path(path)
+        try:
+            self._pre("rmdir", path)
+            os.rmdir(path)
+        except OSError as e:
+            if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
+                return
+            raise self._error(e, path, "remove the directory") from None
+        self.step(f"rmdir {path}")
+        self.fsync_dir(path.parent)
 
     def check_writable(self, directory: Path, needs_blocks: bool = True) -> None:
         """Fail before the first change when `directory` cannot take a new file (a read-only file
         system, no space, no permission): a probe file written, fsynced and removed.
         `needs_blocks` False: the change frees space before it writes any byte (a full disk's
-        retain), so the probe is an empty file: an inode, no block."""
-        probe = Path(directory) / (".kafkalog-probe" + TMP_SUFFIX)
+        retain), so the probe is an empty file: an inode, no block.
+        The probe has no name (O_TMPFILE), so a kill leaves nothing behind; where the file system
+        has no unnamed files it gets a name of its own (`.kafkalog-probe-<random>.kafkalog-tmp`,
+        never a leftover another plan is about to remove: recover removes it as any interrupted write)."""
+        directory = Path(directory)
+        probe = directory / (".kafkalog-probe" + TMP_SUFFIX)
+        named = None
         try:
             self._pre("write", probe)
-            with open(probe, "wb") as f:
+            try:
+                fd = os.open(directory, os.O_WRONLY | getattr(os, "O_TMPFILE", 0) | os.O_CLOEXEC, 0o600) \
+                    if hasattr(os, "O_TMPFILE") else None
+            except OSError as e:
+                if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP):
+                    raise
+                fd = None
+            if fd is None:
+                named = directory / f".kafkalog-probe-{os.urandom(8).hex()}{TMP_SUFFIX}"
+                fd = os.open(named, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            try:
                 if needs_blocks:
-                    f.write(b"\0")
-                os.fsync(f.fileno())
-            os.unlink(probe)
+                    os.write(fd, b"\0")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            if named is not None:
+                os.unlink(named)
         except OSError as e:
-            _unlink_quietly(probe)
-            raise self._error(e, Path(directory), "write in") from None
+            if named is not None:
+                _unlink_quietly(named)
+            raise self._error(e, directory, "write in") from None
 
     def rename(self, src: Path, dst: Path) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).

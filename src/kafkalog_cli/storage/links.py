@@ -99,10 +99,11 @@ def split_links_out(log_dir: Path, partition_dirs: Iterable[Path]) -> tuple[list
     return keep, left
 
 
-def refuse_links_out(log_dir: Path, paths: Iterable[str | Path | None]) -> None:
+def refuse_links_out(roots: Iterable[Path], paths: Iterable[str | Path | None]) -> None:
     """OutsideLogDirError for the first of `paths` (files a change writes into) that leads out of
-    `log_dir`: a check before the first change of an all-or-nothing run (quarantine restore)."""
-    bounds = WriteBounds([log_dir])
+    `roots` (the log dirs it may change): a check before the first change of an all-or-nothing run
+    (quarantine restore)."""
+    bounds = WriteBounds(roots)
     for p in paths:
         if p is not None:
             bounds.check(p, content=True)

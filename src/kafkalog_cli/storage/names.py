@@ -19,6 +19,7 @@ SWAP_SUFFIX = ".swap"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 TMP_SUFFIX = ".kafkalog-tmp"               # a file kafkalog is writing (storage.fsops), until it is renamed
+STAGING_DIRNAME = ".kafkalog-staging"       # beside a log dir: move-partition's copies being made
 
 # Root files of a log dir
 LOCK_FILE = ".lock"

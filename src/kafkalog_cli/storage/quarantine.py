@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
+from kafkalog_cli.storage.names import STAGING_DIRNAME, TMP_SUFFIX
 
 if TYPE_CHECKING:
     from kafkalog_cli.storage.fsops import FsOps
@@ -98,6 +99,8 @@ class EntryKind(str, enum.Enum):
     RENAMED = "renamed"            # source renamed to target (an old target is `stored`)
     EXTENDED = "extended"          # a file grown with zeros from size to new_size
     MTIME = "mtime"                # a file's modification time set
+    DIR_CREATED = "dir_created"    # a directory the op made (move-partition's copy; `copy_of` its original)
+    DIR_RENAMED = "dir_renamed"    # a directory renamed, source -> target (Kafka's -future, -delete)
 
 
 @dataclass
@@ -121,6 +124,7 @@ class QuarantineEntry:
     tmp: str | None = None         # the temporary file the op writes first (write_atomic)
     mtime_ns: int | None = None    # the file's mtime before the op changed it
     new_mtime_ns: int | None = None
+    copy_of: str | None = None     # dir_created: the directory whose files it holds copies of
 
     def to_json(self) -> dict:
         out: dict = {}
@@ -150,6 +154,7 @@ class Quarantine:
     op: str
     stamp: str = field(default_factory=utc_stamp)
     entries: list[QuarantineEntry] = field(default_factory=list)
+    other_log_dirs: tuple[Path, ...] = ()     # more log dirs the op changes (move-partition's source)
 
     @property
     def folder(self) -> Path | None:
@@ -162,6 +167,8 @@ class Quarantine:
     def header(self, log_dir: Path) -> bytes:
         h = {"kafkalog_quarantine": VERSION, "op": self.op, "created": self.stamp,
              "log_dir": os.path.abspath(log_dir)}
+        if self.other_log_dirs:
+            h["log_dirs"] = [os.path.abspath(log_dir), *(os.path.abspath(d) for d in self.other_log_dirs)]
         return (json.dumps(h, separators=(",", ":")) + "\n").encode()
 
 
@@ -214,6 +221,19 @@ class QuarantineFolder:
     entries: list[QuarantineEntry]
     version: int
     progress: RestoreProgress
+    other_log_dirs: list[Path] = field(default_factory=list)   # the manifest's other log dirs
+
+    @property
+    def log_dirs(self) -> list[Path]:
+        """Every log dir the run changed: the one it ran on, then the others (move-partition's source)."""
+        return [d for d in [self.log_dir, *self.other_log_dirs] if d is not None]
+
+    @property
+    def restore_roots(self) -> list[Path]:
+        """Where a restore of this folder may change files (the write gate's roots): its log dirs,
+        and for a run over several (move-partition) the staging dirs beside them."""
+        moved = self.log_dirs if self.other_log_dirs else []
+        return [*self.log_dirs, *(d.parent / STAGING_DIRNAME for d in moved)]
 
     @classmethod
     def open(cls, path: Path | str) -> "QuarantineFolder":
@@ -222,6 +242,9 @@ class QuarantineFolder:
             return cls._open_journal(path)
         if (path / LEGACY_MANIFEST).is_file():
             return cls._open_legacy(path)
+        if _killed_before_manifest(path):
+            stamp, op = _split_name(path.name)
+            return cls(path, op, stamp, _legacy_log_dir(path, []), [], VERSION, RestoreProgress.read(path / PROGRESS))
         if not path.exists():
             raise InputError("no such file or directory", path=str(path))
         raise InputError(f"not a quarantine folder (no {JOURNAL} or {LEGACY_MANIFEST})", path=str(path))
@@ -243,9 +266,10 @@ class QuarantineFolder:
         entries = list(by_id.values())
         stamp, op = _split_name(path.name)
         log_dir = header.get("log_dir") or next((e.log_dir for e in entries if e.log_dir), None)
+        others = [Path(d) for d in header.get("log_dirs", []) if isinstance(d, str) and d != log_dir]
         return cls(path, header.get("op", op), header.get("created", stamp),
                    Path(log_dir) if log_dir else None, entries, int(header.get("kafkalog_quarantine", VERSION)),
-                   RestoreProgress.read(path / PROGRESS))
+                   RestoreProgress.read(path / PROGRESS), others)
 
     @classmethod
     def _open_legacy(cls, path: Path) -> "QuarantineFolder":
@@ -331,7 +355,16 @@ def _legacy_log_dir(folder: Path, entries: list[QuarantineEntry]) -> Path | None
 
 
 def is_folder(path: Path) -> bool:
-    return (path / JOURNAL).is_file() or (path / LEGACY_MANIFEST).is_file()
+    return (path / JOURNAL).is_file() or (path / LEGACY_MANIFEST).is_file() or _killed_before_manifest(path)
+
+
+def _killed_before_manifest(path: Path) -> bool:
+    """A run's folder (`<UTC stamp>-<op>`) without its manifest: the run was killed between
+    making the folder and writing the manifest's header, before its first change (every entry is
+    written ahead of the change it describes). A folder of no entries: nothing to restore."""
+    stamp, op = _split_name(path.name)
+    return bool(op) and parse_stamp(stamp) is not None and path.is_dir() and not (path / JOURNAL).exists() \
+        and not (path / LEGACY_MANIFEST).exists()
 
 
 def find_folders(path: Path | str) -> list[Path]:
@@ -394,6 +427,29 @@ def _folders_under(root: Path, depth: int) -> list[Path]:
     return sorted(found, key=_oldest_first)
 
 
+def quarantine_roots(path: Path | str) -> list[Path]:
+    """The directories that hold the quarantine folders `path` stands for (as find_folders reads
+    it), whether or not any folder is left in them: where a killed prune's leftovers are."""
+    from kafkalog_cli.storage import quarantine_registry
+    from kafkalog_cli.storage.logdir import is_log_dir
+
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    if is_folder(path):
+        return [path.parent]
+    if is_log_dir(path):
+        roots = [default_quarantine_root(path)] + [f.parent for f in quarantine_registry.folders_of(path)]
+    else:
+        roots = [path] + [d for d in sorted(path.iterdir()) if d.is_dir() and not d.name.startswith(".")
+                          and not is_folder(d)]
+    out: list[Path] = []
+    for r in roots:
+        if r.is_dir() and r not in out:
+            out.append(r)
+    return out
+
+
 def pruning_leftovers(root: Path) -> list[Path]:
     """Folders a killed prune had renamed aside but not yet removed."""
     return sorted(p for p in root.glob(".*" + PRUNING_SUFFIX) if p.is_dir())
@@ -444,6 +500,10 @@ class RestoreStep:
             return pre + "; ".join(x for x in (back, old) if x)
         if k is EntryKind.EXTENDED:
             return pre + f"cut {e.source} back to {e.size} bytes"
+        if k is EntryKind.DIR_RENAMED:
+            return pre + f"rename the directory {e.target} back to {e.source}"
+        if k is EntryKind.DIR_CREATED:
+            return pre + f"remove {e.source} ({folder.op} made it: copies of {e.copy_of})"
         return pre + f"set the modification time of {e.source} back"
 
     def to_json(self) -> dict:
@@ -545,19 +605,39 @@ class _Simulation:
         self.folder = folder
         self.files: dict[str, _Content | None] = {}
         self._sha: dict[tuple, str] = {}
+        self.dirs: dict[str, str | None] = {}   # a directory's path -> where it is on disk now (None: gone)
+
+    def real_dir(self, path: str) -> str | None:
+        """Where the directory `path` is on disk once the planned steps are done (None: absent). A
+        link to a directory is one (a partition dir linked out: the write gate decides on it)."""
+        disk = self.on_disk(path)
+        return disk if disk is not None and os.path.isdir(disk) else None
+
+    def on_disk(self, path: str) -> str | None:
+        """Where `path` is on disk now, for the directory renames planned so far (None: in a
+        directory that will be gone)."""
+        d = path
+        while True:
+            if d in self.dirs:
+                real = self.dirs[d]
+                return None if real is None else real + path[len(d):]
+            parent = os.path.dirname(d)
+            if parent == d:
+                return path
+            d = parent
 
     def get(self, path: str) -> _Content | None:
         if path not in self.files:
+            disk = self.on_disk(path)
             try:
-                size = os.stat(path).st_size
+                size = os.stat(disk).st_size if disk is not None else None
             except FileNotFoundError:
-                self.files[path] = None
-            else:
-                self.files[path] = _Content([(path, 0, size)], origin=path)
+                size = None
+            self.files[path] = None if size is None else _Content([(disk, 0, size)], origin=disk)
         return self.files[path]
 
     def set(self, path: str, content: _Content | None) -> None:
-        if content is not None and not os.path.isdir(os.path.dirname(path)):
+        if content is not None and self.real_dir(os.path.dirname(path)) is None:
             raise _Refused(path, "its directory is gone")
         self.files[path] = content
 
@@ -613,18 +693,19 @@ class _Simulation:
 def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     """The undo of every entry not undone yet, newest first, checked against the log dir as it is:
     conflicts are listed, and a plan with conflicts must not be carried out."""
-    log_dir = folder.restore_target()
+    pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
+    if pending:
+        folder.restore_target()       # entries to undo: the manifest must say where they go
     sim = _Simulation(folder)
     steps, conflicts = [], []
     blocked: set[str] = set()       # paths of a refused entry: older entries there follow from it
-    pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
     for e in pending:
         paths = {p for p in (e.source, e.target, e.tmp) if p is not None}
         if paths & blocked:
             blocked |= paths
             continue
         try:
-            _check_inside(e, log_dir)
+            _check_inside(e, folder.log_dirs)
             steps.append(_DECIDE[e.kind](e, sim, folder))
         except _Refused as r:
             conflicts.append(r.conflict)
@@ -632,11 +713,15 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     return RestorePlan(folder, steps, conflicts)
 
 
-def _check_inside(e: QuarantineEntry, log_dir: Path) -> None:
-    root = os.path.abspath(log_dir)
-    for p in (e.source, e.target, e.tmp):
-        if p is not None and os.path.commonpath([root, os.path.abspath(p)]) != root:
-            raise _Refused(p, f"outside the log dir {log_dir}: the manifest is not to be trusted")
+def _check_inside(e: QuarantineEntry, log_dirs: list[Path]) -> None:
+    """Every path of an entry is in one of the manifest's log dirs, or in the staging dir of
+    one (`<parent>/.kafkalog-staging/<log dir name>/`, where move-partition makes its copy)."""
+    roots = [os.path.abspath(d) for d in log_dirs]
+    roots += [os.path.join(os.path.dirname(r), STAGING_DIRNAME, os.path.basename(r)) for r in roots]
+    for p in (e.source, e.target, e.tmp, e.copy_of):
+        if p is not None and not any(os.path.commonpath([r, os.path.abspath(p)]) == r for r in roots):
+            where = " or ".join(str(d) for d in log_dirs)
+            raise _Refused(p, f"outside the log dir {where}: the manifest is not to be trusted")
 
 
 def _left_at(c: _Content | None) -> str:
@@ -738,9 +823,42 @@ def _mtime(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Re
     return RestoreStep(e, RestoreAction.SKIP if sim.get(e.source) is None else RestoreAction.UNDO)
 
 
+def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    src, dst = sim.real_dir(e.source), sim.real_dir(e.target)
+    if dst is not None and src is None:
+        sim.dirs[e.source], sim.dirs[e.target] = dst, None
+        return RestoreStep(e, RestoreAction.UNDO)
+    if src is not None and dst is None:
+        return RestoreStep(e, RestoreAction.SKIP)
+    if src is None:
+        raise _Refused(e.target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed")
+    raise _Refused(e.source, f"exists beside {e.target}, which {folder.op} renamed it to")
+
+
+def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    """The copy the op made is removed when it holds nothing but copies of `copy_of`'s files
+    (byte for byte, as the log dir is once the newer entries are undone) and the op's partial
+    copies: removing it loses nothing."""
+    real = sim.real_dir(e.source)
+    if real is None:
+        return RestoreStep(e, RestoreAction.SKIP)
+    original = sim.real_dir(e.copy_of) if e.copy_of else None
+    for name in sorted(os.listdir(real)):
+        if name.endswith(TMP_SUFFIX):
+            continue
+        mine = sim.get(os.path.join(e.source, name))
+        theirs = sim.get(os.path.join(e.copy_of, name)) if original is not None else None
+        if mine is None or theirs is None or mine.size != theirs.size or sim.sha256(mine) != sim.sha256(theirs):
+            raise _Refused(os.path.join(e.source, name),
+                           f"is not a copy of {os.path.join(e.copy_of or '?', name)}: it changed since {folder.op} "
+                           f"copied it (a broker ran on it?)")
+    sim.dirs[e.source] = None
+    return RestoreStep(e, RestoreAction.UNDO)
+
+
 _DECIDE = {EntryKind.REMOVED: _removed, EntryKind.CUT: _cut, EntryKind.OVERWRITTEN: _overwritten,
            EntryKind.CREATED: _created, EntryKind.RENAMED: _renamed, EntryKind.EXTENDED: _extended,
-           EntryKind.MTIME: _mtime}
+           EntryKind.MTIME: _mtime, EntryKind.DIR_CREATED: _dir_created, EntryKind.DIR_RENAMED: _dir_renamed}
 
 
 # ----------------------------------------------------------------------------- restore: carrying it out
@@ -756,7 +874,7 @@ def restore(plan: RestorePlan, fsops: "FsOps") -> int:
     folder = plan.folder
     progress = folder.path / PROGRESS
     if fsops.bounds is not None:      # the restore's progress is written in the folder, kept files leave it
-        fsops.bounds = fsops.bounds.including(folder.path)
+        fsops.bounds = fsops.bounds.including(folder.path, *folder.restore_roots)
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
     for batched, run in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
@@ -805,6 +923,15 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> N
         fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), e.end - e.start)
     elif k is EntryKind.EXTENDED:
         fsops.truncate(source, e.size, f"restore: zeros {folder.op} added")
+    elif k is EntryKind.DIR_RENAMED and step.action is RestoreAction.UNDO:
+        if not source.parent.is_dir():          # the staging dir, removed once the copy was in place
+            fsops.make_dir(source.parent)
+        fsops.rename_dir(Path(e.target), source)
+    elif k is EntryKind.DIR_CREATED and step.action is RestoreAction.UNDO:
+        fsops.remove_copy(source)
+        if source.parent.parent.name == STAGING_DIRNAME:
+            fsops.remove_empty_dir(source.parent)
+            fsops.remove_empty_dir(source.parent.parent)
     # the time too (retention reads a segment's mtime); also when skipped: a killed restore may
     # have put the bytes back but not yet the time
     if e.mtime_ns is not None and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME) and source.exists():
