@@ -853,7 +853,8 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
     (truncateAndReload); at the log end, the one there if it reads, else the state written
     (takeSnapshot, only past the latest snapshot). After a clean shutdown with no snapshot at
     all, empty ones at the last two segment bases and the log end (rebuildProducerState's
-    upgrade path: the broker does not scan the log for producers then)."""
+    upgrade path: the broker does not scan the log for producers then), those above the log
+    start offset only, so that the result is one a second recover leaves as it is."""
     keep = set(bases) | {leo}
     gone = _gone(p)
     existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
@@ -865,7 +866,9 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
         if not writes and (_upgrade_path(p, part, clean, bases) if recovered_from is None
                            else clean and not surviving):
             lower = [b for b in bases if b < bases[-1]]
-            last = 0
+            # none at or below the log start offset: the broker writes it here but its next
+            # load deletes it (truncateAndReload), so recover would undo it on every other run
+            last = start
             for off in (lower[-1] if lower else None, bases[-1], leo):
                 if off is not None and off > last:
                     writes[off] = ProducerState().snapshot_bytes()
