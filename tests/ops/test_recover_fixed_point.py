@@ -24,7 +24,7 @@ from .conftest import copy_case
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "logdir"
 TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in the field
-CASES = int(os.environ.get("KAFKALOG_FIXED_POINT_CASES", "24"))
+CASES = int(os.environ.get("KAFKALOG_FIXED_POINT_CASES", "60"))
 SEED = int(os.environ.get("KAFKALOG_FIXED_POINT_SEED", "31"))
 MODES = ([], ["--repair"], ["--salvage"], ["--all"])
 

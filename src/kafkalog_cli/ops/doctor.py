@@ -480,6 +480,12 @@ def check_segments(d: Path) -> list[Finding]:
                                "follows, then starts",
                                f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
                                f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it"))
+        for f in p.findings:
+            if isinstance(f, recover.IndexFaultFinding):
+                what = f.message.removesuffix("; recovering it")
+                out.append(Finding(Severity.WARNING, "index", f.path, f"a corrupt offset index: {what}",
+                                   "it loads the segment without recovering it (.kafka_cleanshutdown) and serves "
+                                   "from the log end the index gives", f"kafkalog recover {d} rebuilds the index"))
     return out
 
 

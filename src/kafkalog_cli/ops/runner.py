@@ -94,10 +94,10 @@ class Operation:
     options: Any                      # the op's options; `resolver` is filled in per log dir
     configs: ConfigSources = field(default_factory=ConfigSources)
     run: Callable[..., tuple[Any, dict]] | None = None
-    # the plan depends on .kafka_cleanshutdown (recover): when the run removed the marker, the
-    # recovery the broker's next start does is planned and applied in the same run, so that the
-    # result is one a second run leaves as it is
-    replans_without_marker: bool = False
+    # False for an op whose plan already is the load .kafka_cleanshutdown gives (recover plans the
+    # broker's load without recovery under it): its changes never make the marker go, or the next
+    # run, planning a recovery, would undo them (only a marker a killed run set aside is judged)
+    judges_marker: bool = True
 
     def options_for(self, log_dir: Path) -> Any:
         return dataclasses.replace(self.options, resolver=self.configs.resolver(log_dir))
@@ -171,27 +171,9 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             plan = operation.plan(log_dir, partition_dirs, opts)
             _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
-        removed = marker.settle(plan, report, fsops)
-        if removed and operation.replans_without_marker and operation.run is None:
-            report = _apply_recovery_without_marker(operation, log_dir, partition_dirs, opts, plan, report, fsops)
+        removed = marker.settle(plan, report, fsops, judge_changes=operation.judges_marker)
     return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed)
 
-
-def _apply_recovery_without_marker(operation: Operation, log_dir: Path, partition_dirs: list[Path], opts,
-                                   plan: Plan, report: dict, fsops: FsOps) -> dict:
-    """After the run removed .kafka_cleanshutdown: plan again as the broker's next start loads the
-    log dir (with recovery) and apply that too; the one plan and report hold both passes."""
-    again = operation.plan(log_dir, partition_dirs, opts)
-    if not again.actions:
-        return report
-    more = apply(again, fsops)
-    plan.actions.extend(again.actions)
-    plan.findings.extend(again.findings)
-    for name, summary in again.partitions.items():
-        plan.partitions[name] = summary
-    return {**more, "partitions": plan.partitions, "changed": report.get("changed", []) + more["changed"],
-            "findings": report.get("findings", []) + more["findings"],
-            "quarantine": more.get("quarantine") or report.get("quarantine")}
 
 
 FREES_SPACE = ("retain", "delete-records")     # the ops run to free space
