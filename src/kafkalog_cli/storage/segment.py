@@ -122,6 +122,18 @@ def map_file(path: Path | str):
         return b""
 
 
+def unmap(buf) -> None:
+    """Close an mmap from map_file (anything else is left alone). While a view of it is still
+    held (a memoryview in an exception's traceback frames, a buffer handed out), closing raises
+    BufferError: the map then goes when the last view does, as the collector releases it. The one
+    place a segment's mapping is closed, so no reader's error turns into a BufferError."""
+    if isinstance(buf, mmap.mmap):
+        try:
+            buf.close()
+        except BufferError:
+            pass
+
+
 def read_file(path: Path | str) -> bytes:
     """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
     try:
@@ -300,9 +312,8 @@ class Segment:
                 self.close()
 
     def close(self) -> None:
-        if isinstance(self._log, mmap.mmap):
-            self._log.close()
-        self._log = None
+        log, self._log = self._log, None
+        unmap(log)
 
     # -- LogSegment.size, lastModified
     def _name(self, suffix: str) -> str:
