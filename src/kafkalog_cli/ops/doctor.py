@@ -357,6 +357,11 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
                                    "topic-partition or topic-partition.uniqueId-delete (or -future): the broker exits",
                                    f"move it out of the log dir (mv {e.path} {d.parent}/), or give log.dirs a "
                                    "subdirectory of this mount"))
+            elif parsed.kind is PartitionDirKind.NOT_UTF8:
+                out.append(Finding(Severity.NOTE, "directory", e.path, "a partition dir whose name is not UTF-8",
+                                   "it loads it under a topic name with U+FFFD, which no topic has ([a-zA-Z0-9._-]): "
+                                   "its records are served to nobody", "rename it to the topic's name, or move it out "
+                                   "of the log dir"))
             elif parsed.kind is PartitionDirKind.DELETE:
                 out.append(Finding(Severity.NOTE, "directory", e.path, "a partition being deleted",
                                    "deleted after file.delete.delay.ms (\"Deleted log for partition\")", "nothing to do"))
