@@ -38,6 +38,7 @@ class ConfigSources:
     assume_kafka_defaults: bool = False
     kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
     remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
+    log_dirs: tuple[Path, ...] = ()         # every log dir the run processes: where a metadata log is
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
@@ -45,7 +46,7 @@ class ConfigSources:
         is a usage error before any log dir is touched."""
         topics = frozenset(tp.topic for parts in groups.values() for d in parts
                            if (tp := parse_partition_dir(Path(d).name)) is not None)
-        sources = dataclasses.replace(self, topics=topics)
+        sources = dataclasses.replace(self, topics=topics, log_dirs=tuple(groups))
         parse_key_values(sources.config_pairs, "--config")
         parse_topic_key_values(sources.topic_config_items, sources.topics)
         if sources.server_properties is not None:
@@ -65,7 +66,8 @@ class ConfigSources:
         if self.no_cluster_metadata:
             metadata = ClusterMetadata(MetadataState.IGNORED)
         else:
-            metadata = read_cluster_metadata(log_dir)
+            # metadata.log.dir may be another of the log dirs given (JBOD)
+            metadata = read_cluster_metadata(log_dir, self.log_dirs)
         resolver = ConfigResolver(
             kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
             server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
