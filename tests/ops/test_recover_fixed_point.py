@@ -2,7 +2,8 @@
 --salvage, --all) on a damaged copy of a real log dir, `recover --dry-run` plans 0 changes and
 exits 0, and a second `recover` changes no byte, no name and no mtime.
 
-The damages are drawn from a seeded generator over real fixtures: truncations, text in place of
+The damages are drawn from a seeded generator over real fixtures (examples/logdir, the broker's
+recover-unclean-kill and recover-leftovers cases): truncations, text in place of
 a segment, flipped bytes, zeroed ranges, missing, odd-sized or garbage indexes and snapshots,
 stray snapshots, checkpoints pointing anywhere, no clean-shutdown marker. Set
 KAFKALOG_FIXED_POINT_CASES for a longer run (and KAFKALOG_FIXED_POINT_SEED for another seed)."""
@@ -140,8 +141,10 @@ def damage(d: Path, rng: random.Random) -> str:
 
 
 def _source(i: int, tmp: Path) -> Path:
-    if i % 3 == 2:
+    if i % 4 == 2:
         return copy_case("recover-unclean-kill", tmp)
+    if i % 4 == 3:
+        return copy_case("recover-leftovers", tmp)      # .cleaned, .swap and .deleted files
     shutil.copytree(EXAMPLES, tmp / "logdir")
     for root, dirs, files in os.walk(tmp / "logdir"):
         for n in dirs + files:
