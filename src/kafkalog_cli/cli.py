@@ -97,6 +97,17 @@ def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None)
     ctx.exit(int(code))
 
 
+def _escape_unencodable_output() -> None:
+    """File names whose bytes are not UTF-8 reach the text as lone surrogates (os.fsdecode), which
+    a strict stdout or stderr refuses with UnicodeEncodeError: they are written escaped (\\udcff),
+    as errors.one_line writes them, whatever line of whichever command prints them."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")
+        except (AttributeError, ValueError, OSError):   # not a TextIOWrapper, or closed
+            pass
+
+
 def _print_version(ctx: click.Context, _param, value: bool) -> None:
     """`kafkalog --version`: the version, and which core runs the record paths (formats/core.py)."""
     if not value or ctx.resilient_parsing:
@@ -133,4 +144,5 @@ def cli(debug: bool) -> None:
     live broker, and they move what they remove to a quarantine outside the log dir.
 
     """
+    _escape_unencodable_output()
     tune_for_streaming()

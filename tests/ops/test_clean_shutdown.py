@@ -51,12 +51,28 @@ def test_roll_keeps_the_empty_33_marker(tmp_path):
     assert (d / ".kafka_cleanshutdown").read_bytes() == b""
 
 
-def test_an_empty_active_time_index_removes_the_marker_and_restore_puts_it_back(tmp_path):
-    # recover creates the missing time index empty, as the broker does; a broker that skips recovery
-    # would take the active segment's largest timestamp from it (none): the marker goes
+def test_recover_keeps_the_marker_its_plan_loads_with(tmp_path):
+    # recover creates the missing time index empty, as the broker's load under the marker does: its
+    # plan is that load, so the marker stays (without it, the next recover would plan a recovery
+    # and undo this run: recover's result is a fixed point)
     d = logdir(tmp_path)
     seg(d, "multi-segment-0", 300, ".timeindex").unlink()
-    r = run("recover", "--quarantine", tmp_path / "q", "--format", "json", "--now", NOW, d)
+    r = run("recover", "--quarantine", tmp_path / "q", "--now", NOW, d)
+    assert r.exit_code == 0, r.output
+    assert seg(d, "multi-segment-0", 300, ".timeindex").read_bytes() == b""
+    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+    assert "kafka_cleanshutdown" not in r.stderr
+    again = run("recover", "--dry-run", "--now", NOW, d)
+    assert (again.exit_code, ": 0 change(s)" in again.stdout) == (0, True), again.stdout
+
+
+def test_an_empty_active_time_index_removes_the_marker_and_restore_puts_it_back(tmp_path):
+    # a marker a killed run set aside is judged over every partition: a broker that skips recovery
+    # would take the active segment's largest timestamp from the empty time index (none): it goes
+    d = logdir(tmp_path)
+    (d / ".kafka_cleanshutdown").rename(d / ".kafka_cleanshutdown.kafkalog-tmp")
+    seg(d, "multi-segment-0", 300, ".timeindex").write_bytes(b"")
+    r = run("recover", "--topic", "codec-none", "--quarantine", tmp_path / "q", "--format", "json", "--now", NOW, d)
     assert r.exit_code == 0, r.output
     report = log_dir_report(r.stdout)
     assert not (d / ".kafka_cleanshutdown").exists()
@@ -67,10 +83,12 @@ def test_an_empty_active_time_index_removes_the_marker_and_restore_puts_it_back(
     assert f"kafkalog: note: {why}" in r.stderr
     assert report["findings"][-1] == {"partition": "logdir", "message": why, "path": str(d / ".kafka_cleanshutdown")}
     assert report["changed"][-1] == {"action": "delete", "path": str(d / ".kafka_cleanshutdown"), "reason": why}
+    assert not (d / ".kafka_cleanshutdown.kafkalog-tmp").exists()
     folder = report["quarantine"]
     r = run("quarantine", "restore", folder)
     assert r.exit_code == 0, r.output
-    assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
+    # back as the killed run left it, set aside: the next run settles it again
+    assert (d / ".kafka_cleanshutdown.kafkalog-tmp").read_bytes() == MARKER_37
 
 
 def test_damage_in_a_partition_the_run_did_not_change_keeps_the_marker(tmp_path):

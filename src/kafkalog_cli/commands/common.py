@@ -122,6 +122,8 @@ _LEFT_OUT = {
     "stray": "a stray replica's dir (-stray: KRaft keeps it aside for an operator)",
     "future": "a future replica's dir (-future: being moved into this log dir)",
     "live": "a live partition dir",
+    "not-utf8": ("a dir whose name is not UTF-8 (no Kafka topic has such a name: a broker loads it under one "
+                 "with U+FFFD and serves it to nobody)"),
 }
 
 

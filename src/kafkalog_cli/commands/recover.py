@@ -69,6 +69,7 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, repair=repair,
                               now_ms=now_or_clock(now_ms))
-    report_run(Operation("recover", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+    operation = Operation("recover", ops.plan, opts, configs, judges_marker=False)
+    report_run(operation, groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
                    no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

@@ -174,15 +174,51 @@ class ClusterMetadata(Mapping):
 _SNAPSHOT_NAME = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
 
 
-def read_cluster_metadata(log_dir: Path | str) -> ClusterMetadata:
-    """The topic and broker configs in `<log_dir>/__cluster_metadata-0`: the latest valid KRaft
-    snapshot (`<end offset>-<epoch>.checkpoint`), then the log from the snapshot's end offset,
-    up to the first invalid batch. Never raises for what it reads: damage is in the result."""
+def metadata_log_dir(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -> Path:
+    """The log dir whose __cluster_metadata-0 holds `log_dir`'s topic configs: its own when it
+    has one; else, as a broker with several log.dirs keeps the metadata log in one of them
+    (metadata.log.dir, by default the first), the one of `log_dirs` (those a run was given) that
+    has one and the same cluster.id in meta.properties, that of the same node.id first (topic
+    configs are the cluster's: any broker's metadata log records them). `log_dir` itself when none
+    does, or when which cluster is not known and the candidates' clusters differ."""
+    log_dir = Path(log_dir)
+    if (log_dir / METADATA_PARTITION_DIR).is_dir():
+        return log_dir
+    cluster, node = _meta_ids(log_dir)
+    found = []
+    for d in map(Path, log_dirs):
+        if d != log_dir and (d / METADATA_PARTITION_DIR).is_dir():
+            c, n = _meta_ids(d)
+            if cluster is None or c is None or c == cluster:
+                found.append((d, c, n))
+    if cluster is None and len({c for _, c, _ in found}) > 1:
+        return log_dir
+    found.sort(key=lambda f: not (node is not None and f[2] == node))
+    return found[0][0] if found else log_dir
+
+
+def _meta_ids(log_dir: Path) -> tuple[str | None, int | None]:
+    """(cluster.id, node.id) of a log dir's meta.properties; None for what it does not say."""
+    from kafkalog_cli.formats.checkpoints import parse_properties
+
+    path = log_dir / "meta.properties"
+    try:
+        props = parse_properties(path.read_bytes(), path=str(path))
+    except (OSError, KafkalogError):
+        return None, None
+    return props.get("cluster.id", "").strip() or None, node_id_of(props)
+
+
+def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -> ClusterMetadata:
+    """The topic and broker configs in the __cluster_metadata-0 of `log_dir`, or of the log dir
+    among `log_dirs` that holds its broker's (metadata_log_dir): the latest valid KRaft snapshot
+    (`<end offset>-<epoch>.checkpoint`), then the log from the snapshot's end offset, up to the
+    first invalid batch. Never raises for what it reads: damage is in the result."""
     from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
 
     log_dir = Path(log_dir)
     node_id = _node_id(log_dir)
-    meta = log_dir / METADATA_PARTITION_DIR
+    meta = metadata_log_dir(log_dir, log_dirs) / METADATA_PARTITION_DIR
     if not meta.is_dir():
         return ClusterMetadata(MetadataState.ABSENT, node_id=node_id)
     read = replay_metadata_log(meta, ConfigsImage)

@@ -251,6 +251,7 @@ def record_evidence(log_dir: Path) -> list[VersionEvidence]:
 
 def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.storage.segment import Segment
 
@@ -261,7 +262,7 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
-            for batch in iter_batches(buf, entry[1] if entry and entry[1] < len(buf) else 0):
+            for batch in iter_batches(buf, read_start(entry[1], len(buf)) if entry and entry[1] < len(buf) else 0):
                 if batch.is_control:
                     continue
                 for r in batch.records():

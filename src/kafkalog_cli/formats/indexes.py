@@ -148,6 +148,48 @@ def encode_time_index(entries: Iterable[TimeIndexEntry], base_offset: int) -> by
     return struct.pack(">" + "qi" * (len(flat) // 2), *flat)
 
 
+def offset_entry_problem(entry: OffsetIndexEntry, base_offset: int, log_size: int | None,
+                         previous: OffsetIndexEntry | None = None) -> str | None:
+    """Why an offset-index entry is not one Kafka could have written for a segment at
+    `base_offset` with a `log_size`-byte .log (after `previous`, the entry before it), or None.
+    OffsetIndex.append writes offsets that strictly increase from the base offset (a relative
+    offset in 0..Int.MAX) and positions of batch starts, which increase and lie inside the log.
+    With `log_size` None, only what no Kafka ever writes (an offset below the base, a negative
+    position) counts: a position past the end of a .log cut since is the log's damage, not the
+    index's. The one judge of offset-index entries: no reader uses an entry's position it rejects."""
+    if entry.offset < base_offset:
+        return f"entry offset {entry.offset} is below the segment's base offset {base_offset}"
+    if entry.position < 0:
+        return f"entry position {entry.position} is negative"
+    if log_size is not None and not entry.position < max(log_size, 1):
+        return f"entry position {entry.position} is outside the {log_size}-byte log"
+    if previous is not None and (entry.offset <= previous.offset or entry.position < previous.position):
+        return (f"entry (offset {entry.offset}, position {entry.position}) is not after "
+                f"(offset {previous.offset}, position {previous.position})")
+    return None
+
+
+def time_entry_problem(entry: TimeIndexEntry, base_offset: int, previous: TimeIndexEntry | None = None) -> str | None:
+    """Why a time-index entry is not one Kafka could have written for a segment at `base_offset`
+    (after `previous`), or None: TimeIndex.maybeAppend writes timestamps that increase and offsets
+    that do not decrease, from the base offset on. The one judge of time-index entries."""
+    if entry.offset < base_offset:
+        return f"entry offset {entry.offset} is below the segment's base offset {base_offset}"
+    if previous is not None and (entry.timestamp < previous.timestamp or entry.offset < previous.offset):
+        return (f"entry (timestamp {entry.timestamp}, offset {entry.offset}) is not after "
+                f"(timestamp {previous.timestamp}, offset {previous.offset})")
+    return None
+
+
+def read_start(position: int, log_size: int) -> int:
+    """The byte of a `log_size`-byte .log at which a read for an offset-index entry's `position`
+    starts, as Kafka takes it: LogSegment.translateOffset reads from max(entry position, 0) (its
+    startingFilePosition), and FileRecords.searchForOffsetWithSize finds no batch from a position
+    at or past the end. The one place where an entry's position, anything a damaged file holds
+    (negative, past the end), becomes a position in the log."""
+    return min(max(position, 0), log_size)
+
+
 # ---------------------------------------------------------------------------------------------
 # Lookups (AbstractIndex.largestLowerBoundSlotFor)
 

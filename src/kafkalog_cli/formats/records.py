@@ -286,6 +286,8 @@ def iter_batches(buf, start: int = 0, end: int | None = None) -> Iterator[Record
     "invalid bytes at the end"); raises CorruptRecordError for a size below 14."""
     if end is None:
         end = len(buf)
+    if start < 0:   # a position from damaged file data (formats.indexes.read_start clamps entries')
+        raise CorruptRecordError(f"position {start} is before the first byte of the log", position=0)
     pos = start
     unpack = _PREFIX.unpack_from
     while pos + HEADER_SIZE_UP_TO_MAGIC < end:

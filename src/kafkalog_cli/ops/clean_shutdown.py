@@ -203,16 +203,18 @@ class CleanShutdownMarker:
                 f"killed; the next run puts it back if every partition loads without recovery as with it, else "
                 f"removes it (until then the broker recovers the log dir on start)", self.aside)
 
-    def settle(self, plan, report: dict, fsops: FsOps) -> str | None:
+    def settle(self, plan, report: dict, fsops: FsOps, judge_changes: bool = True) -> str | None:
         """After the run: put back, or removed (through `fsops`, kept in the quarantine) when
         `judge` finds a partition of those the run changed (its plan's actions, or the partitions
         compact cleaned; every partition after a killed run) that a skipped recovery would load
         otherwise. Where it goes, the plan and the report say why (a finding, and the removal among
-        what changed). Returns the line saying it was removed, or None."""
+        what changed). Returns the line saying it was removed, or None. Without `judge_changes`
+        (recover, whose plan is the marker's load) only a killed run's marker is judged."""
         current = self.aside if self.aside.exists() and not self.path.exists() else self.path
         if not current.exists():
             return None
-        changed = self._all_partitions() if self.left_by_killed_run else self._changed(plan, report)
+        changed = (self._all_partitions() if self.left_by_killed_run
+                   else self._changed(plan, report) if judge_changes else {})
         verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
         if verdict.keep:
             if current == self.path:

@@ -553,6 +553,11 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
                                    "topic-partition or topic-partition.uniqueId-delete (or -future): the broker exits",
                                    f"move it out of the log dir (mv {e.path} {d.parent}/), or give log.dirs a "
                                    "subdirectory of this mount"))
+            elif parsed.kind is PartitionDirKind.NOT_UTF8:
+                out.append(Finding(Severity.NOTE, "directory", e.path, "a partition dir whose name is not UTF-8",
+                                   "it loads it under a topic name with U+FFFD, which no topic has ([a-zA-Z0-9._-]): "
+                                   "its records are served to nobody", "rename it to the topic's name, or move it out "
+                                   "of the log dir"))
             elif parsed.kind is PartitionDirKind.DELETE:
                 out.append(Finding(Severity.NOTE, "directory", e.path, "a partition being deleted",
                                    "deleted after file.delete.delay.ms (\"Deleted log for partition\")", "nothing to do"))
@@ -764,6 +769,12 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                                "follows, then starts",
                                f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
                                f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it"))
+        for f in p.findings:
+            if isinstance(f, recover.IndexFaultFinding):
+                what = f.message.removesuffix("; recovering it")
+                out.append(Finding(Severity.WARNING, "index", f.path, f"a corrupt offset index: {what}",
+                                   "it loads the segment without recovering it (.kafka_cleanshutdown) and serves "
+                                   "from the log end the index gives", f"kafkalog recover {d} rebuilds the index"))
     return out
 
 

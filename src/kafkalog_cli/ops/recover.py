@@ -30,7 +30,8 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
                                  InvalidRecordError, KafkalogError, OffsetOverflowError)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
-from kafkalog_cli.formats.indexes import IndexBuilder, parse_offset_index, parse_time_index
+from kafkalog_cli.formats.indexes import (IndexBuilder, offset_entry_problem, parse_offset_index, parse_time_index,
+                                          read_start)
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches, RecordBatch
 from kafkalog_cli.formats.txnindex import encode_txn_index
@@ -221,8 +222,9 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
     if len(entries) * 8 != len(index):
         return "offset index has zero-filled slots after its entries"
     last_off, last_pos = base - 1, -1
-    for e in entries:
-        if e.offset <= last_off or e.position <= last_pos or e.position + 17 > len(seg_buf):
+    for i, e in enumerate(entries):
+        if (offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
+                or e.position <= last_pos or e.position + 17 > len(seg_buf)):
             return f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
         try:
             b = next(iter_batches(seg_buf, e.position))
@@ -256,6 +258,11 @@ class KeptFinding(Finding):
 
     def to_json(self) -> dict:
         return {**super().to_json(), "left_as_broker_leaves": True}
+
+
+class IndexFaultFinding(Finding):
+    """An offset index whose last entry Kafka never writes, with which a load without recovery
+    drops the active segment's offsets: recover rebuilds it (doctor warns of it)."""
 
 
 def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], recovery_point: int) -> None:
@@ -341,12 +348,18 @@ def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, in
             f"those offsets will meet them", tail.valid_size)
 
 
+def _entry_kafka_never_writes(entries: list, base: int) -> bool:
+    """The offset index's last entry is one OffsetIndex.append never writes (a negative position,
+    an offset below the base): the index's damage, not a .log cut since."""
+    return bool(entries) and offset_entry_problem(entries[-1], base, None) is not None
+
+
 def load_failure(buf, start: int) -> str | None:
     """Why a broker loading this active segment without recovering it (after a clean shutdown)
     would fail to start, or None: LogSegment.readNextOffset walks the batch headers from the last
     offset-index entry (FileLogInputStream.nextBatch), and a size below 14 there is a
     CorruptRecordException that stops LogManager (zeros or garbage appended after the shutdown)."""
-    pos, end = start, len(buf)
+    pos, end = read_start(start, len(buf)), len(buf)
     while pos + 17 <= end:
         size = _PREFIX.unpack_from(buf, pos)[1]
         if size < 14:
@@ -657,12 +670,16 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 # (LogSegment.sanityCheck): their damage is repaired with --repair only
                 damage = index_problem(buf, b, idx, tidx, nxt)
                 problem = damage if opts.repair else None
+                index_fault = False
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
                     kept = None if problem is not None else _unrecovered_end(
                         s, (entries[-1].offset - b, entries[-1].position) if entries else None)
-                    if kept is not None and opts.repair:
+                    if kept is not None and (opts.repair or _entry_kafka_never_writes(entries, b)):
+                        # such an entry (not an unflushed tail) drops the segment's offsets from a
+                        # clean load: recovering it rebuilds the index (_valid_data_lost guards the batches)
                         problem = kept[0]
+                        index_fault = not opts.repair
                     elif kept is not None:
                         p.note(name, f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
                                      f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
@@ -694,7 +711,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     if recover_set and b > min(recover_set):
                         replay(s, state)
                     continue
-                p.note(name, f"segment {b}: {problem}; recovering it", s.index_path)
+                p.findings.append((IndexFaultFinding if index_fault else Finding)(
+                    name, f"segment {b}: {problem}; recovering it", str(s.index_path)))
             summary["recovered_segments"].append(b)
             if last_end is not None and b > last_end:
                 # recoverSegment's rebuild up to this base snapshots it: past the previous
@@ -900,7 +918,8 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
     (truncateAndReload); at the log end, the one there if it reads, else the state written
     (takeSnapshot, only past the latest snapshot). After a clean shutdown with no snapshot at
     all, empty ones at the last two segment bases and the log end (rebuildProducerState's
-    upgrade path: the broker does not scan the log for producers then)."""
+    upgrade path: the broker does not scan the log for producers then), those above the log
+    start offset only, so that the result is one a second recover leaves as it is."""
     keep = set(bases) | {leo}
     gone = _gone(p)
     existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
@@ -912,7 +931,9 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
         if not writes and (_upgrade_path(p, part, clean, bases) if recovered_from is None
                            else clean and not surviving):
             lower = [b for b in bases if b < bases[-1]]
-            last = 0
+            # none at or below the log start offset: the broker writes it here but its next
+            # load deletes it (truncateAndReload), so recover would undo it on every other run
+            last = start
             for off in (lower[-1] if lower else None, bases[-1], leo):
                 if off is not None and off > last:
                     writes[off] = ProducerState().snapshot_bytes()

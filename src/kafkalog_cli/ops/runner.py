@@ -39,6 +39,7 @@ class ConfigSources:
     assume_kafka_defaults: bool = False
     kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
     remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
+    log_dirs: tuple[Path, ...] = ()         # every log dir the run processes: where a metadata log is
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
@@ -46,7 +47,7 @@ class ConfigSources:
         is a usage error before any log dir is touched."""
         topics = frozenset(tp.topic for parts in groups.values() for d in parts
                            if (tp := parse_partition_dir(Path(d).name)) is not None)
-        sources = dataclasses.replace(self, topics=topics)
+        sources = dataclasses.replace(self, topics=topics, log_dirs=tuple(groups))
         parse_key_values(sources.config_pairs, "--config")
         parse_topic_key_values(sources.topic_config_items, sources.topics)
         if sources.server_properties is not None:
@@ -66,7 +67,8 @@ class ConfigSources:
         if self.no_cluster_metadata:
             metadata = ClusterMetadata(MetadataState.IGNORED)
         else:
-            metadata = read_cluster_metadata(log_dir)
+            # metadata.log.dir may be another of the log dirs given (JBOD)
+            metadata = read_cluster_metadata(log_dir, self.log_dirs)
         resolver = ConfigResolver(
             kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
             server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
@@ -95,6 +97,10 @@ class Operation:
     options: Any                      # the op's options; `resolver` is filled in per log dir
     configs: ConfigSources = field(default_factory=ConfigSources)
     run: Callable[..., tuple[Any, dict]] | None = None
+    # False for an op whose plan already is the load .kafka_cleanshutdown gives (recover plans the
+    # broker's load without recovery under it): its changes never make the marker go, or the next
+    # run, planning a recovery, would undo them (only a marker a killed run set aside is judged)
+    judges_marker: bool = True
 
     def options_for(self, log_dir: Path) -> Any:
         return dataclasses.replace(self.options, resolver=self.configs.resolver(log_dir))
@@ -175,7 +181,7 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             plan = operation.plan(log_dir, partition_dirs, opts)
             _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
-        removed = marker.settle(plan, report, fsops)
+        removed = marker.settle(plan, report, fsops, judge_changes=operation.judges_marker)
     return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed, left=left)
 
 

@@ -112,7 +112,7 @@ class _ChunkResult:
 
 
 def _run_chunk(c: _Chunk) -> _ChunkResult:
-    from kafkalog_cli.storage.segment import map_file
+    from kafkalog_cli.storage.segment import map_file, unmap
     from kafkalog_cli.storage.sources import is_remote
 
     if is_remote(c.file):
@@ -135,11 +135,7 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
         return _ChunkResult(w.batches, w.bytes, w.first_offset, w.last_offset,
                             [Problem(**asdict(f)) for f in w.findings], len(buf), w.first_position)
     finally:
-        if hasattr(buf, "close"):
-            try:
-                buf.close()
-            except BufferError:   # a memoryview still refers to it; the GC closes it
-                pass
+        unmap(buf)
 
 
 def _run_remote(c: _Chunk) -> _ChunkResult:
@@ -148,6 +144,7 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
     in a sparse anonymous map of the file's size, so every position and every "bytes to the end"
     is the file's, and the offsets check goes on from one range to the next."""
     from kafkalog_cli.storage.remote import remote_file
+    from kafkalog_cli.storage.segment import unmap
 
     try:
         seg = remote_file(c.file)
@@ -170,7 +167,7 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
                 if w.last_offset is not None:
                     res.last_offset = w.last_offset
         finally:
-            buf.close()
+            unmap(buf)
         return res
     except InputError as e:
         return _ChunkResult(error=e.message)
@@ -192,7 +189,7 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
         size = 0
     if size <= target * 3 // 2:
         return [_Chunk(file, 0, size, True, deep)]
-    from kafkalog_cli.storage.segment import map_file
+    from kafkalog_cli.storage.segment import map_file, unmap
 
     try:
         buf = map_file(file)
@@ -200,7 +197,7 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
         return [_Chunk(file, 0, size, True, deep)]
     # the walk maps what it touches: its pages go as it goes
     cuts = batch_cuts(buf, 0, len(buf), target, target // 2, lambda a, b: release_pages(buf, a, b))
-    buf.close()
+    unmap(buf)
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))
     return chunks

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kafkalog_cli.errors import one_line
 
 if TYPE_CHECKING:       # importing ops.compact (the cleaner) would slow every command's start
     from kafkalog_cli.ops.compact import CompactPlan
@@ -175,10 +176,10 @@ def doctor(diag) -> str:
         counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
     tally = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in counts.items())
     lines = [f"doctor: {diag.verdict}" + (f" ({tally})" if tally else "")]
-    for f in diag.findings:
-        lines += [f"{f.severity.value.upper():8}{f.path}: {f.problem}",
-                  f"        broker: {f.broker}",
-                  f"        fix:    {f.fix}"]
+    for f in diag.findings:     # one_line: a file name may hold control or undecodable bytes
+        lines += [one_line(f"{f.severity.value.upper():8}{f.path}: {f.problem}"),
+                  one_line(f"        broker: {f.broker}"),
+                  one_line(f"        fix:    {f.fix}")]
     return "\n".join(lines)
 
 

@@ -86,6 +86,9 @@ class PartitionDirKind(Enum):
                            # deletes it (addLogToBeDeleted), never serves it
     STRAY = "stray"        # `.<uuid>-stray` (KRaft): a replica no longer assigned to this broker,
                            # kept aside for an operator
+    NOT_UTF8 = "not-utf8"  # a name whose bytes are not UTF-8: the JVM reads them as U+FFFD, a
+                           # topic name no topic has ([a-zA-Z0-9._-]), so nobody is served its
+                           # log; never read or changed (its name cannot be written out either)
 
     @property
     def loaded(self) -> bool:
@@ -111,7 +114,18 @@ def parse_partition_dir_name(name: str) -> PartitionDir | None:
     m = _PARTITION_DIR.match(name)
     if not m:
         return None
+    if kind.loaded and not _utf8(name):
+        kind = PartitionDirKind.NOT_UTF8
     return PartitionDir(TopicPartition(m.group("topic"), int(m.group("partition"))), kind)
+
+
+def _utf8(name: str) -> bool:
+    """The name's bytes were UTF-8 (os.fsdecode escapes other bytes as lone surrogates)."""
+    try:
+        name.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
 
 
 def parse_partition_dir(name: str) -> TopicPartition | None:

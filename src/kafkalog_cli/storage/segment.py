@@ -122,6 +122,18 @@ def map_file(path: Path | str):
         return b""
 
 
+def unmap(buf) -> None:
+    """Close an mmap from map_file (anything else is left alone). While a view of it is still
+    held (a memoryview in an exception's traceback frames, a buffer handed out), closing raises
+    BufferError: the map then goes when the last view does, as the collector releases it. The one
+    place a segment's mapping is closed, so no reader's error turns into a BufferError."""
+    if isinstance(buf, mmap.mmap):
+        try:
+            buf.close()
+        except BufferError:
+            pass
+
+
 def read_file(path: Path | str) -> bytes:
     """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
     try:
@@ -273,9 +285,8 @@ class Segment:
                 self.close()
 
     def close(self) -> None:
-        if isinstance(self._log, mmap.mmap):
-            self._log.close()
-        self._log = None
+        log, self._log = self._log, None
+        unmap(log)
 
     # -- LogSegment.size, lastModified
     def _name(self, suffix: str) -> str:
@@ -452,13 +463,19 @@ class Segment:
             whole = self.recovery_walk(0, validate=False)
             if whole.next_offset == self.base_offset:
                 return whole
+            from kafkalog_cli.formats.indexes import OffsetIndexEntry, offset_entry_problem, read_start
+
             off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
-            why = (f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch: "
-                   f"a broker that loads this segment without recovering it (after a clean shutdown) "
+            bad = offset_entry_problem(OffsetIndexEntry(off, pos), self.base_offset, None) if entry else None
+            why = (f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch"
+                   + (f" ({bad})" if bad else "") +
+                   f": a broker that loads this segment without recovering it (after a clean shutdown) "
                    f"takes its log end as the base offset {self.base_offset} and does not serve offsets "
                    f"{self.base_offset}..{whole.next_offset - 1}; its next appends reuse them")
-            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, path=str(self.source_path),
-                                                                              position=pos))
+            # a bad entry is the index's fault: name the index, else the .log where the entry points
+            where = (dict(path=str(self.index_path)) if bad else
+                     dict(path=str(self.source_path), position=read_start(pos, len(log))))
+            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where))
 
     def _tail_start(self) -> int:
         entry = self.last_offset_index_entry()
@@ -816,28 +833,22 @@ def _usable_entries(read: Callable[[], list], check: Callable[[list], str | None
 def _check_offset_entries(entries, base_offset: int, log_size: int) -> str | None:
     """Why the offset index's entries cannot be trusted, or None: offsets must be at least the
     base offset and strictly increase, positions lie inside the log and do not decrease."""
-    prev = None
+    from kafkalog_cli.formats.indexes import offset_entry_problem
+
     for i, e in enumerate(entries):
-        if e.offset < base_offset:
-            return f"byte {i * 8}: entry offset {e.offset} is below the segment's base offset {base_offset}"
-        if not 0 <= e.position < max(log_size, 1):
-            return f"byte {i * 8}: entry position {e.position} is outside the {log_size}-byte log"
-        if prev is not None and (e.offset <= prev.offset or e.position < prev.position):
-            return (f"byte {i * 8}: entry (offset {e.offset}, position {e.position}) is not after "
-                    f"(offset {prev.offset}, position {prev.position})")
-        prev = e
+        why = offset_entry_problem(e, base_offset, log_size, entries[i - 1] if i else None)
+        if why is not None:
+            return f"byte {i * 8}: {why}"
     return None
 
 
 def _check_time_entries(entries, base_offset: int) -> str | None:
-    prev = None
+    from kafkalog_cli.formats.indexes import time_entry_problem
+
     for i, e in enumerate(entries):
-        if e.offset < base_offset:
-            return f"byte {i * 12}: entry offset {e.offset} is below the segment's base offset {base_offset}"
-        if prev is not None and (e.timestamp < prev.timestamp or e.offset < prev.offset):
-            return (f"byte {i * 12}: entry (timestamp {e.timestamp}, offset {e.offset}) is not after "
-                    f"(timestamp {prev.timestamp}, offset {prev.offset})")
-        prev = e
+        why = time_entry_problem(e, base_offset, entries[i - 1] if i else None)
+        if why is not None:
+            return f"byte {i * 12}: {why}"
     return None
 
 
@@ -848,6 +859,8 @@ def _check_entry_batch(log, position: int, offset: int) -> str | None:
     from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
 
     n = len(log)
+    if position < 0:
+        return f"entry (offset {offset}, position {position}) points before the log's first byte"
     if position + 17 > n:
         return f"entry (offset {offset}, position {position}) points past the last batch header"
     size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
@@ -872,8 +885,10 @@ def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | No
     least that entry's offset; None when there is none (the read returns null and the log end is
     the base offset). FileLogInputStream.nextBatch checks sizes only: no CRC, no magic. A size
     below 14 stops the walk here (the broker fails to start on it: recover's load_failure)."""
-    target, pos = (base_offset + entry[0], entry[1]) if entry else (base_offset, 0)
+    from kafkalog_cli.formats.indexes import read_start
+
     n = len(log)
+    target, pos = (base_offset + entry[0], read_start(entry[1], n)) if entry else (base_offset, 0)
     while pos + 17 < n:
         size = int.from_bytes(log[pos + 8 : pos + 12], "big", signed=True)
         if size < 14 or pos > n - 12 - size:
