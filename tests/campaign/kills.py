@@ -250,7 +250,7 @@ def _kill_case(v: Verdict, case_id: str, source: Path, target: KillTarget, insta
     if not killed.killed:
         v.mutation += " [ended before the kill]"
         check_run(v, killed, target.codes)
-    d = unchanged(out_b, b.outside_state())
+    d = unchanged(out_b, b.outside_state(killed=killed.killed))
     v.check(Invariant.NOTHING_OUTSIDE, d is None, f"killed run: {d}")
     again = runner.run(b, target.argv(b) + report(b))
     check_run(v, again, target.codes)

@@ -73,13 +73,19 @@ def python_error(run: Run) -> str | None:
     return None
 
 
+# Exit codes that are failures (README "Exit codes": "a failure (2, 3, 4 or 6)") and those that
+# refuse or skip with one line per partition or log dir on stderr (5, 7). 8 is doctor's verdict,
+# with its findings on stdout.
+_FAILURES = frozenset({2, 3, 4, 5, 6, 7})
+
+
 def stray_stderr(run: Run) -> str | None:
     """A failed run's stderr must be `kafkalog: ...` lines (a failure, or a note/warning), each
-    one line; anything else (a usage screen, a bare message) is named."""
-    if run.rc in (0, 1):
+    one line; anything else (a usage screen, a bare message, nothing at all) is named."""
+    if run.rc not in _FAILURES:
         return None
     for line in run.stderr.splitlines():
-        if line.strip() and not line.startswith("kafkalog: ") and not line.startswith("  "):
+        if line.strip() and not line.startswith("kafkalog: "):
             return f"stderr line not `kafkalog: ...`: {line[:160]}"
     if run.stderr.strip() == "":
         return f"exit {run.rc} with nothing on stderr"
