@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from . import runner, workspace
-from .cases import restore_all, tree_state
+from .cases import replay_args, restore_all, tree_state
 from .commands import NOW_MS, RESTORE_CODES, WRITER
 from .oracle import Invariant, Verdict, check_run, same_data, unchanged
 from .sources import EXAMPLES, label, sources
@@ -86,7 +86,9 @@ def _tp(part: Path) -> tuple[str, str]:
 
 
 def _middle_offset(part: Path) -> int:
-    """A base offset inside the log: the last segment's base, or the offset of a batch half way."""
+    """An offset to delete below: the last segment's base; in a log of one segment, a number
+    in 1..999 drawn from its bytes (an offset inside a small log, or past its end: both are
+    work for delete-records, the second a refusal the rerun must repeat)."""
     segs = _segments(part)
     if len(segs) > 1:
         return int(segs[-1].name[:20])
@@ -173,7 +175,8 @@ def plan(case_id: str, corpus: Path | None) -> tuple[Path, KillTarget, Instant]:
     rng = random.Random(f"{case_id}:plan")
     target = TARGETS[n % len(TARGETS)]
     srcs = sources(corpus)
-    source = srcs[0] if len(srcs) == 1 or rng.random() < 0.5 else rng.choice(srcs[1:])
+    on_examples = rng.random() < 0.5    # drawn with or without a corpus (see cases.plan)
+    source = srcs[0] if on_examples or len(srcs) == 1 else rng.choice(srcs[1:])
     return source, target, rng.choice(list(Instant))
 
 
@@ -203,7 +206,8 @@ def _quarantine_view(ws: Workspace) -> list[str]:
 def run_kill_case(case_id: str, corpus: Path | None, tmp: Path, keep: bool = False) -> Verdict:
     source, target, instant = plan(case_id, corpus)
     started = time.monotonic()
-    v = Verdict(case_id, target.name, f"{label(source)}: kill at a {instant.value}")
+    v = Verdict(case_id, target.name, f"{label(source)}: kill at a {instant.value}",
+                replay_args=replay_args(source, corpus))
     root = tmp / case_id
     try:
         _kill_case(v, case_id, source, target, instant, root)

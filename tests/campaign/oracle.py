@@ -47,12 +47,13 @@ class Verdict:
     checked: Counter = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
+    replay_args: str = ""       # what a replay needs besides the case id (--corpus DIR)
 
     def check(self, inv: Invariant, ok: bool, symptom: str = "") -> bool:
         self.checked[inv] += 1
         if not ok:
             self.failures.append(Failure(inv, self.case_id, self.command, self.mutation, symptom,
-                                         f"python -m tests.campaign --replay {self.case_id}"))
+                                         f"python -m tests.campaign --replay {self.case_id}{self.replay_args}"))
         return ok
 
 
