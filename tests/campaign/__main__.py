@@ -47,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     tmp.mkdir(parents=True, exist_ok=True)
     keep = bool(a.keep and a.replay)
     _set_timeout(a.timeout)
+    print(f"kafkalog under test: {runner.package_root()}/kafkalog_cli ({_version()})", flush=True)
     tally, started = Tally(), time.monotonic()
     if a.jobs > 1:
         with ProcessPoolExecutor(a.jobs, initializer=_set_timeout, initargs=(a.timeout,)) as pool:
@@ -66,6 +67,13 @@ def main(argv: list[str] | None = None) -> int:
         import shutil
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if tally.failures else 0
+
+
+def _version() -> str:
+    import subprocess
+    out = subprocess.run([*runner.kafkalog(["--version"])], capture_output=True, text=True,
+                         env={**__import__("os").environ, "PYTHONPATH": runner.package_root()})
+    return out.stdout.strip()
 
 
 def _set_timeout(seconds: float) -> None:

@@ -1,12 +1,16 @@
 """Every command the campaign runs, as one table: how to call it on a workspace, whether it
-may change the log dir, and the exit codes its --help documents (README "Exit codes").
+may change the log dir, and the exit codes it documents (its --help, else README "Exit codes").
 
 To add a command: one Command entry in COMMANDS (and, if it changes log dirs, one KillTarget
 in kills.py)."""
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+import functools
+import itertools
+import os
+import re
+from dataclasses import dataclass
 from typing import Callable
 
 from .workspace import Workspace
@@ -40,10 +44,33 @@ class Command:
     name: str
     argv: Callable[[Args], list[str]]
     mode: Mode
-    codes: frozenset[int]                 # documented exit codes (the command's --help)
+    fallback: frozenset[int]    # the exit codes README's table gives it, where --help lists none
     second: Second = Second.NONE
     dry_run: Callable[[Args], list[str]] | None = None   # a MUTATING command's --dry-run
-    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def codes(self) -> frozenset[int]:
+        """The exit codes the command documents: its own --help's "Exit codes:" paragraph, read
+        from the kafkalog under test (so a code a fix documents counts at once), else the
+        README table's."""
+        return documented_codes(self.name) or self.fallback
+
+
+_HELP_CODES = re.compile(r"(?:^|[;,]|Exit codes?:)\s*(\d)\s+(?=[a-z(-])")
+
+
+@functools.lru_cache(maxsize=None)
+def documented_codes(name: str) -> frozenset[int]:
+    """The codes in `kafkalog <subcommand> --help`'s "Exit codes:" paragraph (empty if none)."""
+    import subprocess
+    from . import runner
+    words = list(itertools.takewhile(lambda w: not w.startswith("-"), name.split()))
+    env = {**os.environ, "PYTHONPATH": runner.package_root(), "COLUMNS": "200"}
+    out = subprocess.run([*runner.PROGRAM, *words, "--help"], capture_output=True, text=True, env=env,
+                         timeout=runner.TIMEOUT_S).stdout
+    text = " ".join(out.split())
+    m = re.search(r"Exit codes?:(.*?)(?:Precedence|$)", text)
+    return frozenset(int(c) for c in _HELP_CODES.findall(m.group(1))) if m else frozenset()
 
 
 def _l(a: Args) -> str:
@@ -118,4 +145,4 @@ def restore_argv(folder) -> list[str]:
     return ["quarantine", "restore", str(folder)]
 
 
-RESTORE_CODES = frozenset({0, 2, 3, 4, 5, 6})
+RESTORE_CODES = frozenset({0, 2, 3, 4, 5, 6})    # README's table: quarantine restore's --help lists none

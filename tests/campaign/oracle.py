@@ -98,7 +98,7 @@ def check_run(v: Verdict, run: Run, codes: frozenset[int]) -> None:
     if not v.check(Invariant.NO_HANG, not run.timed_out, f"no exit after {run.seconds:.0f} s: {run.shell()}"):
         return
     v.check(Invariant.EXIT_CODE, run.rc in codes,
-            f"exit {run.rc} (documented: {sorted(codes)}): {_last_line(run.stderr)}")
+            f"exit {run.rc} (documented: {sorted(codes)}): {_last_line(run.stderr) or _last_line(run.stdout)}")
     err = python_error(run) or stray_stderr(run)
     v.check(Invariant.NO_PYTHON_ERROR, err is None, err or "")
 

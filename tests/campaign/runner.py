@@ -21,6 +21,14 @@ FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # kafkalog's own: die (exit 137, as SIGKILL
 PROGRAM: list[str] = [sys.executable, "-m", "kafkalog_cli"]
 
 
+def package_root() -> str:
+    """Where the kafkalog_cli this process imports lives (a worktree's src/, or site-packages):
+    the child imports the same one, whatever its cwd (a relative PYTHONPATH would not resolve
+    in the workspace, and an editable install elsewhere would be taken instead)."""
+    import kafkalog_cli
+    return os.path.dirname(os.path.dirname(os.path.abspath(kafkalog_cli.__file__)))
+
+
 def can_drop_caps() -> bool:
     return os.geteuid() != 0 or shutil.which("setpriv") is not None
 
@@ -53,6 +61,8 @@ def run(ws: Workspace, args: list[str], drop_caps: bool = False, timeout: float 
     argv = kafkalog(args, drop_caps)
     timeout = TIMEOUT_S if timeout is None else timeout
     env = ws.env()
+    env["PYTHONPATH"] = os.pathsep.join([package_root()] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep)
+                                                             if p and os.path.isabs(p)])
     if fault_after is not None:
         env[FAULT_ENV] = str(fault_after)
     start = time.monotonic()

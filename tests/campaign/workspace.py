@@ -79,13 +79,26 @@ def make(root: Path, source: Path, second: bool = False) -> Workspace:
     ws.root.mkdir(parents=True)
     shutil.copytree(source, ws.logdir, symlinks=True)
     _extend_preallocated(source, ws.logdir)
+    _writable(ws.logdir)
     if second:
         shutil.copytree(source, ws.logdir2, symlinks=True)
+        _writable(ws.logdir2)
     for d in ("quarantine", "out", "state", "tmp", "outside/home", "outside/parked"):
         (ws.root / d).mkdir(parents=True)
     (ws.outside / "sentinel.txt").write_text("outside the log dir: nothing may change this\n")
     (ws.outside / "sentinel.log").write_bytes(bytes(range(256)) * 8)
     return ws
+
+
+def _writable(root: Path) -> None:
+    """The corpus is stored read-only (0444 files, 0555 dirs); a broker's log dir is its own and
+    writable (umask 022), and a copy must not fail a write for the storage's reason."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, os.stat(dirpath).st_mode | stat.S_IWUSR)
+        for n in filenames:
+            p = os.path.join(dirpath, n)
+            if not os.path.islink(p):
+                os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
 
 
 def _extend_preallocated(source: Path, copy: Path) -> None:
