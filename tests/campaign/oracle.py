@@ -93,13 +93,20 @@ def stray_stderr(run: Run) -> str | None:
     return None
 
 
+# dump-log and dump-index print kafka-dump-log's own reports on stderr, byte for byte
+# (`Mismatches in :...`, `Non-consecutive offsets in ...`, the time-index reports: the corpus's
+# goldens), so their stderr is held to "no Python error" only.
+_KAFKA_STDERR = ("dump-log", "dump-index")
+
+
 def check_run(v: Verdict, run: Run, codes: frozenset[int]) -> None:
     """Invariants 1-3 of one finished run (not one we killed on purpose)."""
     if not v.check(Invariant.NO_HANG, not run.timed_out, f"no exit after {run.seconds:.0f} s: {run.shell()}"):
         return
     v.check(Invariant.EXIT_CODE, run.rc in codes,
             f"exit {run.rc} (documented: {sorted(codes)}): {_last_line(run.stderr) or _last_line(run.stdout)}")
-    err = python_error(run) or stray_stderr(run)
+    kafka_stderr = any(a in _KAFKA_STDERR for a in run.argv[:6])
+    err = python_error(run) or (None if kafka_stderr else stray_stderr(run))
     v.check(Invariant.NO_PYTHON_ERROR, err is None, err or "")
 
 
