@@ -23,7 +23,6 @@ from .tree import Entry, snapshot
 
 # The subtrees of W a run may change; everything else in W (W itself included) is "outside".
 INSIDE = frozenset({"logdir", "logdir2", "quarantine", "out", "state", "tmp"})
-STAGING = ".kafkalog-staging"
 
 
 @dataclass
@@ -64,8 +63,11 @@ class Workspace:
         (their mtimes) and are compared by the other invariants. W's own mtime is left out:
         move-partition's documented staging dir (`<dst>/../.kafkalog-staging/`, kafkalog-move-partition(1))
         is made and removed in W during a run; a name left in W still shows. After a killed run
-        (`killed`) what is staged there may remain until the rerun, so it is left out too."""
-        snap = snapshot(self.root, skip=INSIDE | ({STAGING} if killed else set()))
+        (`killed`) kafkalog's own work files beside the log dir (the staging dir, a write probe:
+        `.kafkalog-*`) may remain until the rerun, so they are left out; after the rerun they
+        count again."""
+        own = {n for n in os.listdir(self.root) if n.startswith(".kafkalog-")} if killed else set()
+        snap = snapshot(self.root, skip=INSIDE | own)
         snap["."] = dataclasses.replace(snap["."], mtime_ns=0)
         return snap
 
