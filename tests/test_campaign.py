@@ -130,3 +130,18 @@ def test_workspace_removal_handles_what_mutations_leave(tmp_path):
         cases.mutations.apply(kind, random.Random(1), ws)
     workspace.remove(ws.root)
     assert not ws.root.exists()
+
+
+def test_documented_codes_are_read_from_help(fake, monkeypatch, tmp_path):
+    """The exit codes come from the command's own "Exit codes:" paragraph, in both of the forms
+    the --help texts use (`; N what` and `, N what`)."""
+    from tests.campaign import commands
+    script = tmp_path / "help.py"
+    script.write_text("print('Usage: x\\n\\n  Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would\\n"
+                      "  change; 7 refused; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure.')\n")
+    monkeypatch.setattr(runner, "PROGRAM", [sys.executable, str(script)])
+    commands.documented_codes.cache_clear()
+    try:
+        assert commands.documented_codes("retain --dry-run") == {0, 1, 2, 3, 4, 6, 7}
+    finally:
+        commands.documented_codes.cache_clear()
