@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.campaign import cases, kills, runner, workspace
-from tests.campaign.commands import WRITER, Args, Command, Mode, READER
+from tests.campaign.commands import READER, WRITER, Command, Mode
 from tests.campaign.oracle import Invariant, Verdict
 from tests.campaign.report import tally
 from tests.campaign.sources import EXAMPLES

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import enum
 import json
-import os
 import random
 import struct
 import time
@@ -25,7 +24,7 @@ from . import runner, workspace
 from .cases import replay_args, restore_all, tree_state
 from .commands import NOW_MS, RESTORE_CODES, WRITER, documented_codes
 from .oracle import Invariant, Verdict, check_run, same_data, unchanged
-from .sources import EXAMPLES, label, sources
+from .sources import label, sources
 from .workspace import Workspace
 
 
