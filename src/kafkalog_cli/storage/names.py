@@ -36,6 +36,7 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
 
 _DIGITS = re.compile(r"^\d{20}$")
+LONG_MAX = (1 << 63) - 1
 _PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 # UnifiedLog.logDirNameWithSuffix: `<topic>-<partition>.<uuid>-<suffix>` (the uuid without dashes);
 # Kafka's patterns take any non-blank uuid
@@ -52,10 +53,19 @@ def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
 
 
 def offset_from_name(name: str) -> int | None:
-    """Kafka's offsetFromFileName: the text before the first '.'; None if it is not 20 digits."""
+    """Kafka's offsetFromFileName: the text before the first '.'; None if it is not 20 digits.
+    20 digits above Long.MAX_VALUE are a CorruptRecordError (exit 3): Long.parseLong fails on
+    them, so the broker loads no partition that holds such a file."""
     stem = name.split(".", 1)[0]
     if _DIGITS.match(stem):
-        return int(stem)
+        offset = int(stem)
+        if offset > LONG_MAX:
+            from kafkalog_cli.errors import CorruptRecordError
+
+            raise CorruptRecordError("a base offset above Long.MAX_VALUE in the file name: Kafka's "
+                                     "offsetFromFileName (Long.parseLong) fails on it and the broker does not "
+                                     "load this partition", path=name)
+        return offset
     return None
 
 

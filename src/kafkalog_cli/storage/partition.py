@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from kafkalog_cli.errors import InputError
+from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment, listed
@@ -69,11 +69,11 @@ class Partition:
                 continue
             suffix = name[20:]
             if suffix == names.LOG_SUFFIX:
-                bases.append(int(name[:20]))
+                bases.append(_offset(directory, name))
             elif suffix == names.SNAPSHOT_SUFFIX:
-                snapshots[int(name[:20])] = name
+                snapshots[_offset(directory, name)] = name
             elif suffix in _INDEX_SUFFIXES:
-                index_files.setdefault(int(name[:20]), []).append(name)
+                index_files.setdefault(_offset(directory, name), []).append(name)
             elif suffix.endswith(names.TEMP_SUFFIXES):
                 temp_files.append(name)
         bases.sort()
@@ -166,3 +166,12 @@ class Partition:
     def close(self) -> None:
         for s in self.segments:
             s.close()
+
+
+def _offset(directory, name: str) -> int:
+    """A listed file's base offset (names.offset_from_name), its error naming the whole path."""
+    try:
+        return names.offset_from_name(name)
+    except KafkalogError as e:
+        e.path = f"{directory}/{name}"
+        raise

@@ -1,0 +1,61 @@
+"""A file named with 20 digits above Long.MAX_VALUE: Kafka's LogFileUtils.offsetFromFileName
+(Long.parseLong) fails on it, so the broker does not load the partition. Every command says so
+in one line with exit 3, and a command that changes log dirs changes nothing there (it never
+writes the number into a checkpoint its next run cannot read)."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from kafkalog_cli.storage.names import offset_from_name
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+TOO_BIG = "99999999999999999999"
+
+
+def test_a_name_above_long_max_is_no_offset_kafka_reads():
+    assert offset_from_name("09223372036854775807.log") == (1 << 63) - 1
+    with pytest.raises(Exception) as e:
+        offset_from_name(TOO_BIG + ".log")
+    assert e.value.exit_code == 3
+    assert "Long.MAX_VALUE" in str(e.value)
+
+
+def _copy(tmp_path: Path) -> Path:
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLE, d)
+    (d / "codec-gzip-0" / "00000000000000000000.log").rename(d / "codec-gzip-0" / f"{TOO_BIG}.log")
+    return d
+
+
+def _tree(d: Path) -> dict:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("args", [
+    ["delete-records", "--before", "10", "--topic", "codec-gzip"],
+    ["recover", "--topic", "codec-gzip"],
+    ["retain", "--topic", "codec-gzip", "--config", "retention.ms=1000", "--assume-kafka-defaults"],
+])
+def test_a_command_that_changes_log_dirs_refuses_and_changes_nothing(tmp_path, args):
+    d = _copy(tmp_path)
+    before = _tree(d)
+    r = CliRunner().invoke(cli, [*args, str(d)])
+    assert r.exit_code == 3, r.output
+    assert f"{d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE" in r.output
+    assert "Traceback" not in r.output and "internal error" not in r.output
+    assert {k: v for k, v in _tree(d).items() if not k.startswith(".lock")} == \
+           {k: v for k, v in before.items() if not k.startswith(".lock")}
+
+
+@pytest.mark.parametrize("args", [["verify-crc"], ["describe"], ["get-offsets", "--time", "latest"], ["dump-log"]])
+def test_a_read_command_names_it(tmp_path, args):
+    d = _copy(tmp_path)
+    r = CliRunner().invoke(cli, [*args, str(d / "codec-gzip-0")])
+    assert r.exit_code == 3, r.output
+    assert "a base offset above Long.MAX_VALUE" in r.output
+    assert "Traceback" not in r.output and "internal error" not in r.output
