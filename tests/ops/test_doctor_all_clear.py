@@ -98,6 +98,7 @@ def test_node_id_outside_a_java_int_or_negative_stops_the_broker(tmp_path, value
     r = doctor(d, "--format", "json")
     assert r.exit_code == 8, r.output
     assert any(says in f["problem"] for f in findings(r, "meta.properties")), r.output
+    assert not findings(r, "assignment"), r.output     # no node to judge assignments by: no notes
 
 
 def test_node_id_at_the_top_of_the_int_range_is_taken(tmp_path):

@@ -800,7 +800,7 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
     keeps it loaded without serving it. Nothing is checked without a metadata log or a node id."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
-    if node_id is None or not (metadata_dir / METADATA_DIR).is_dir():
+    if node_id is None or node_id < 0 or not (metadata_dir / METADATA_DIR).is_dir():   # < 0: never a KRaft node
         return []
     try:
         image = read_metadata_image(metadata_dir).image
