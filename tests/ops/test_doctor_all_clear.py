@@ -226,6 +226,15 @@ def test_recover_dry_run_names_bit_rot_it_keeps(tmp_path):
     assert {p: p.read_bytes() for p in before} == before     # kept: recover does not change it by default
 
 
+def test_recover_without_the_crc_check_says_it_did_not_check(tmp_path):
+    d = copy(tmp_path)
+    rot(d)
+    r = CliRunner().invoke(cli, ["recover", str(d), "--dry-run", "--no-crc-check"])
+    assert r.exit_code == 0, r.output
+    assert "offsets 100..124" not in r.output
+    assert "were not checked (--no-crc-check)" in r.output
+
+
 def test_a_server_properties_node_id_outside_an_int_is_an_error_finding(tmp_path):
     d = copy(tmp_path)
     sp = tmp_path / "server.properties"

@@ -25,10 +25,14 @@ from kafkalog_cli.render import human
               help="Also rebuild what a broker would keep damaged: the indexes of segments it does not "
                    "recover (zero-filled, out of order, pointing past the log, a missing time index) and "
                    "the preallocated index a .log.swap without its .index.swap leaves.")
+@click.option("--no-crc-check", "check_crc", flag_value=False, default=True,
+              help="Do not read the segments the broker does not recover for bit rot (a batch failing its "
+                   "CRC): recover then reads only what the broker's recovery reads, for a cron run over a "
+                   "large log dir; the plan says they were not checked (kafkalog verify-crc checks them).")
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+def command(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
             dry_run, fmt, now_ms, report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
@@ -44,6 +48,7 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
     failing its CRC in a segment the broker does not recover, which it serves as it is) is
     named in the plan and the report with who is hit and the fixes (compare-replicas for a
     healthy replica's bytes, or --all --salvage for that partition) and left as it is: exit 1.
+    So every segment is read; --no-crc-check reads only what the broker's recovery reads.
 
     A partition dir whose topic name holds whitespace (e.g. `with space-1`) stops the run before
     anything changes, exit 4: a broker loads it but cannot write it to a checkpoint file it can
@@ -68,7 +73,7 @@ def command(paths, all_segments, salvage, repair, only, configs, quarantine_dir,
     for parts in groups.values():
         ops.check_partition_dirs(parts)      # before any log dir is changed
     opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, repair=repair,
-                              now_ms=now_or_clock(now_ms))
+                              now_ms=now_or_clock(now_ms), check_crc=check_crc)
     operation = Operation("recover", ops.plan, opts, configs, judges_marker=False)
     report_run(operation, groups, human.plan_outcome, fmt=fmt,
                    report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,

@@ -392,6 +392,7 @@ class RecoverOptions:
     now_ms: int = 0
     repair: bool = False                     # also rebuild the indexes a broker keeps damaged
     resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
+    check_crc: bool = True                   # read every segment for bit rot (note_bit_rot)
 
 
 def check_partition_dirs(partition_dirs) -> None:
@@ -432,7 +433,11 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     if new_rps != rps.offsets:
         p.add(Action(ActionKind.UPDATE_CHECKPOINT, rps.path, "recovery point = log end offset",
                      data=ckpt.encode_offsets(new_rps, order=rps.order)))
-    note_bit_rot(p, partition_dirs)
+    if opts.check_crc:
+        note_bit_rot(p, partition_dirs)
+    else:
+        p.note(log_dir.name, "the CRCs of the segments the broker does not recover were not checked "
+               "(--no-crc-check): bit rot there is not named; kafkalog verify-crc checks them")
     return p
 
 
