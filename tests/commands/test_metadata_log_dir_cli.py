@@ -63,3 +63,20 @@ def test_another_cluster_s_metadata_log_is_not_used(tmp_path):
     assert f"rebuild index {disk2 / INDEX} (8 bytes)" in dry.stdout, dry.stdout
     row = next(ln for ln in invoke("describe", disk1, disk2).stdout.splitlines() if ln.startswith("compacted-0"))
     assert "compact (cluster metadata)" not in row
+
+
+@pytest.mark.parametrize("damage, code, severity", [
+    ("not utf-8", 8, "ERROR"),      # the broker refuses its broker.id
+    ("fifo", 1, "WARNING"),         # the broker cannot read it: that log dir goes offline, the other starts
+])
+def test_a_damaged_meta_properties_beside_is_doctors_finding_not_a_failure(tmp_path, damage, code, severity):
+    disk1, disk2 = jbod(tmp_path)
+    meta = disk2 / "meta.properties"
+    if damage == "fifo":
+        meta.unlink()
+        os.mkfifo(meta)
+    else:
+        meta.write_bytes(b"version=0\nbroker.id=\xff\xfe1\n")
+    r = invoke("doctor", disk1, disk2)
+    assert r.exit_code == code, r.output
+    assert f"{severity:<8}{meta}" in r.stdout, r.stdout
