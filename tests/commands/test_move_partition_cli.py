@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import json
+import os
 
+import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -70,7 +72,6 @@ def test_completion_offers_both_commands_and_their_options():
 
 
 def _files(*dirs):
-    import os
     out = {}
     for d in dirs:
         for root, _, names in os.walk(d):
@@ -103,6 +104,20 @@ def test_no_staging_dir_is_left(tmp_path):
     assert r.exit_code == 0, r.output
     assert not (tmp_path / ".kafkalog-staging").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [".kafkalog-quarantine", "disk1", "disk2"]
+
+
+@pytest.mark.parametrize("kind", ["directory", "fifo"])
+def test_a_file_it_cannot_copy_stops_it_before_anything_is_staged(tmp_path, kind):
+    src, dst = two_log_dirs(tmp_path)
+    bad = src / str(TP) / "00000000000000000000.timeindex"
+    bad.unlink()
+    bad.mkdir() if kind == "directory" else os.mkfifo(bad)
+    before = _files(src, dst)
+    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
+    assert r.exit_code == 4, r.output
+    assert r.stderr.startswith(f"kafkalog: {bad}: ") and len(r.stderr.splitlines()) == 1, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk1", "disk2"]
+    assert _files(src, dst) == before
 
 
 def test_an_empty_staging_dir_a_kill_left_is_removed_by_the_rerun(tmp_path):

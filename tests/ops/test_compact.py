@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import errno
 import os
+from pathlib import Path
 
 import pytest
 
@@ -164,12 +165,21 @@ def test_a_source_segment_that_cannot_be_read_while_cleaning_is_an_input_error(t
     source = log_dir / "cmp-tomb-0" / "00000000000000000000.log"
     opened = []
 
-    def failing_open(path, *a, **kw):
-        opened.append(path)
-        if path == source and opened.count(source) == 2:      # the map pass read it; now cleanInto
-            raise OSError(errno.EIO, "Input/output error", str(path))
-        return open(path, *a, **kw)
-    monkeypatch.setattr(cleaner, "open", failing_open, raising=False)
+    real = cleaner.files
+
+    class FailingFiles:
+        """The cleaner's storage.files, whose second open of `source` fails as a disk would."""
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        @staticmethod
+        def opened(path, *a, **kw):
+            opened.append(Path(path))
+            if Path(path) == source and opened.count(source) == 2:      # the map pass read it; now cleanInto
+                raise OSError(errno.EIO, "Input/output error", str(path))
+            return real.opened(path, *a, **kw)
+    monkeypatch.setattr(cleaner, "files", FailingFiles())
     with pytest.raises(InputError) as e:
         run(log_dir, ["cmp-tomb-0"], params("tombstones")["now_ms"], resolver_for("tombstones"))
     assert (e.value.path, e.value.message, e.value.exit_code) == (str(source), "Input/output error", 4)

@@ -50,6 +50,7 @@ from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply as apply_plan
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage import files
+from kafkalog_cli.storage.files import check_readable
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
 from kafkalog_cli.storage.quarantine import PRUNING_SUFFIX
 from kafkalog_cli.storage.logdir import DirKind, OffsetCheckpoint, RootCheckpoints, dir_kind
@@ -273,6 +274,8 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
     _refuse_unclean_source(live_src, dst)
     files = _files(live_src)
+    for f in files:     # what cannot be copied stops the move before anything is staged
+        check_readable(f)
     left = sorted(f.name for f in live_src.iterdir() if f not in files)
     if left:
         p.notes.append(f"not copied: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} (files the broker deletes "
