@@ -4,7 +4,6 @@ partitions come from disk1's __cluster_metadata-0 (multi-segment's index.interva
 compacted's cleanup.policy=compact), for every command that resolves them."""
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
