@@ -77,13 +77,10 @@ def test_a_server_properties_int_is_trimmed_and_ranged():
     assert e.value.path == "server.properties"
 
 
-def test_read_names_the_file(tmp_path):
-    (tmp_path / "meta.properties").write_text(f"version=1\ncluster.id={CLUSTER}\nnode.id=99999999999999999999\n")
+def test_a_refused_value_names_the_file():
     with pytest.raises(CheckpointError) as e:
-        MetaProperties.read(tmp_path)
-    assert e.value.path == f"{tmp_path}/meta.properties"
-    with pytest.raises(FileNotFoundError):
-        MetaProperties.read(tmp_path / "none")
+        meta(f"version=1\ncluster.id={CLUSTER}\nnode.id=99999999999999999999\n")
+    assert e.value.path == "m/meta.properties"
 
 
 def test_node_id_in_reads_only_the_id():

@@ -10,12 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
-from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes
+from kafkalog_cli.formats.checkpoints import topic_id_bytes
 
-META_PROPERTIES = "meta.properties"
 JAVA_INT_MIN, JAVA_INT_MAX = -(2 ** 31), 2 ** 31 - 1
 # Integer.parseInt: an optional sign, then digits (Character.digit: any Unicode decimal digit);
 # no blank anywhere, no underscore, no empty text
@@ -93,12 +91,3 @@ class MetaProperties:
         """Just the broker's id (node.id, else broker.id), for a reader that needs nothing else:
         None when absent, a CheckpointError where Kafka refuses the value."""
         return _int_prop(props, "node.id" if "node.id" in props else "broker.id", path)
-
-    @classmethod
-    def read(cls, log_dir: str | Path, data: bytes | None = None) -> "MetaProperties":
-        """The log dir's meta.properties (`data`: its bytes, when the caller read them); OSError
-        when it cannot be read, CheckpointError naming the file when Kafka would refuse it."""
-        path = f"{log_dir}/{META_PROPERTIES}"
-        if data is None:
-            data = Path(path).read_bytes()
-        return cls.parse(parse_properties(data, path=path), path=path)
