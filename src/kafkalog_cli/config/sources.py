@@ -198,15 +198,23 @@ def metadata_log_dir(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -
 
 
 def _meta_ids(log_dir: Path) -> tuple[str | None, int | None]:
-    """(cluster.id, node.id) of a log dir's meta.properties; None for what it does not say."""
+    """(cluster.id, node.id) of a log dir's meta.properties, as the broker reads them; None for
+    what it does not say or the broker would refuse (only the choice of a metadata log rests on
+    them: the commands that read meta.properties name what is wrong with it)."""
     from kafkalog_cli.formats.checkpoints import parse_properties
+    from kafkalog_cli.formats.meta_properties import MetaProperties
 
     path = log_dir / "meta.properties"
     try:
-        props = parse_properties(path.read_bytes(), path=str(path))
-    except (OSError, KafkalogError):
+        raw = files.read_bytes_if_exists(path)
+        props = parse_properties(raw, path=str(path)) if raw is not None else {}
+    except KafkalogError:
         return None, None
-    return props.get("cluster.id", "").strip() or None, node_id_of(props)
+    try:
+        node = MetaProperties.node_id_in(props, path=str(path))
+    except KafkalogError:
+        node = None
+    return props.get("cluster.id", "").strip() or None, node
 
 
 def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -> ClusterMetadata:
