@@ -24,9 +24,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_cli.config import node_id_of
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
-from kafkalog_cli.formats.meta_properties import MetaProperties, config_int
+from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import files
 from kafkalog_cli.storage import names
@@ -109,7 +110,7 @@ class BrokerConfig:
         props = parse_properties(files.read_bytes(path), path=str(path))
         refused = None
         try:
-            node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
+            node = node_id_of(props, path=str(path))
         except CheckpointError as e:
             node, refused = None, e.message
         dirs = props.get("log.dirs", props.get("log.dir", ""))
