@@ -531,8 +531,7 @@ def check_links(d: Path) -> list[Finding]:
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         if parse_partition_dir_name(e.name) is not None and e.is_dir(follow_symlinks=True) and \
                 (found := link_out(d, Path(e.path))) is not None:
-            what = "a symbolic link" if found.link == found.partition_dir else f"{found.link.name} is a symbolic link"
-            out.append(Finding(Severity.NOTE, "link", e.path, f"{what} to {found.leads_to}, outside the log dir",
+            out.append(Finding(Severity.NOTE, "link", e.path, f"{found.what} to {found.leads_to}, outside the log dir",
                                "follows it (LogManager.loadLogs keeps what File.isDirectory takes for a dir) and "
                                "reads, appends to, truncates and deletes the partition's files where it leads",
                                "nothing to do for the broker; kafkalog's mutating commands (recover, roll, retain, "
