@@ -89,3 +89,11 @@ def test_node_id_in_reads_only_the_id():
     assert MetaProperties.node_id_in({}) is None
     with pytest.raises(CheckpointError, match="Failed to parse node.id property as an int"):
         MetaProperties.node_id_in({"node.id": "99999999999999999999"}, path="m")
+
+
+def test_directory_id_in_reads_only_the_directory_id():
+    assert MetaProperties.directory_id_in({"directory.id": CLUSTER}) == CLUSTER    # any Uuid
+    assert MetaProperties.directory_id_in({}) is None
+    with pytest.raises(CheckpointError, match="Unable to read directory.id as a Uuid") as e:
+        MetaProperties.directory_id_in({"directory.id": "not-a-uuid"}, path="m")
+    assert e.value.path == "m"

@@ -78,13 +78,19 @@ class MetaProperties:
             for key, value in (("cluster.id", cluster_id), ("node.id", node_id)):
                 if value is None:
                     raise CheckpointError(f"Failed to find required property {key}.", path=path)
+        return cls(version, cluster_id, node_id, cls.directory_id_in(props, path=path))
+
+    @staticmethod
+    def directory_id_in(props: Mapping[str, str], *, path: str | None = None) -> str | None:
+        """Just the log dir's directory.id (3.7+): None when absent, a CheckpointError where it is
+        not a Uuid (Uuid.fromString, as for a topic id)."""
         directory_id = props.get("directory.id")
         if directory_id is not None:
             try:
-                topic_id_bytes(directory_id)          # Uuid.fromString, as for a topic id
+                topic_id_bytes(directory_id)
             except ValueError as e:
                 raise CheckpointError(f"Unable to read directory.id as a Uuid: {e}", path=path) from None
-        return cls(version, cluster_id, node_id, directory_id)
+        return directory_id
 
     @staticmethod
     def node_id_in(props: Mapping[str, str], *, path: str | None = None) -> int | None:
