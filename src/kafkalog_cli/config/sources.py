@@ -354,9 +354,8 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
 def _node_id(log_dir: Path) -> int | None:
     """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties, as the
     broker reads it (None when it cannot be read or the broker would refuse it)."""
-    from kafkalog_cli.formats.meta_properties import MetaProperties
-
     from kafkalog_cli.formats.checkpoints import parse_properties
+    from kafkalog_cli.formats.meta_properties import MetaProperties
 
     path = log_dir / "meta.properties"
     raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError, as the broker fails
