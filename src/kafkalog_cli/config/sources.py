@@ -225,7 +225,7 @@ def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = 
     from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
 
     log_dir = Path(log_dir)
-    node_id = _node_id(log_dir)
+    node_id = log_dir_node_id(log_dir)
     meta = metadata_log_dir(log_dir, log_dirs) / METADATA_PARTITION_DIR
     if not meta.is_dir():
         return ClusterMetadata(MetadataState.ABSENT, node_id=node_id)
@@ -351,9 +351,10 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
     return None, expected
 
 
-def _node_id(log_dir: Path) -> int | None:
+def log_dir_node_id(log_dir: Path) -> int | None:
     """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties, as the
-    broker reads it (None when it cannot be read or the broker would refuse it)."""
+    broker reads it: None when there is none or the broker would refuse the value; one there but
+    unreadable (a FIFO, permission denied) is an InputError, as the broker fails on it."""
     from kafkalog_cli.formats.checkpoints import parse_properties
     from kafkalog_cli.formats.meta_properties import MetaProperties
 
