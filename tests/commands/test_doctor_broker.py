@@ -1,4 +1,4 @@
-"""Acceptance: `doctor`'s verdicts on issue 31's false all-clears, judged by a real broker's
+"""Acceptance: `doctor`'s verdicts on false all-clears, judged by a real broker's
 start-up on the same log dir: a `node.id` Kafka refuses, two log dirs whose cluster.id differs
 (and doctor's fix), a log dir of a uid with no passwd entry holding one root-owned segment (the
 broker run as that bare uid), and bit rot in a closed segment (the broker starts; a consumer

@@ -1,4 +1,4 @@
-"""A FIFO where Kafka expects a regular file (issue 31, class 7): every command returns, never
+"""A FIFO where Kafka expects a regular file: every command returns, never
 blocked in open(); a command that reads the file exits 4 with one stderr line naming it (doctor:
 exit 8 with a finding naming it); one that does not read it answers as on the intact copy. Never
 a traceback or "internal error".
@@ -25,7 +25,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 SRC = Path(__file__).resolve().parents[2] / "src"
 GUARD_S = 20.0
 
-# the file kinds of issue 31, each at one place in examples/logdir
+# the file kinds a FIFO stands in for, each at one place in examples/logdir
 KINDS = {
     "recovery-point-offset-checkpoint": "recovery-point-offset-checkpoint",
     "meta.properties": "meta.properties",

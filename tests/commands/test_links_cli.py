@@ -1,4 +1,4 @@
-"""Symbolic links out of the log dir (issue 31, class 1): the broker follows them, and so do the
+"""Symbolic links out of the log dir: the broker follows them, and so do the
 read commands; a mutating command changes nothing through one unless --follow-symlinks, says
 on stderr which partition it left and why, exits 4, and still does the other partitions."""
 from __future__ import annotations

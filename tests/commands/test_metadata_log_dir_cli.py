@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,23 @@ def test_a_damaged_meta_properties_beside_is_doctors_finding_not_a_failure(tmp_p
     r = invoke("doctor", disk1, disk2)
     assert r.exit_code == code, r.output
     assert f"{severity:<8}{meta}" in r.stdout, r.stdout
+
+
+def test_a_node_id_kafka_refuses_in_the_other_log_dir_does_not_stop_the_choice(tmp_path):
+    disk1, disk2 = jbod(tmp_path)
+    meta = (disk2 / "meta.properties").read_text().splitlines()
+    (disk2 / "meta.properties").write_text("\n".join("node.id=abc" if ln.startswith("node.id=") else ln
+                                                     for ln in meta) + "\n")
+    dry = invoke("recover", "--dry-run", disk1, disk2)
+    assert dry.exit_code == 1, dry.stderr
+    assert f"rebuild index {disk2 / INDEX} (88 bytes)" in dry.stdout, dry.stdout
+
+
+def test_a_fifo_for_the_other_log_dir_s_meta_properties_is_named_not_waited_on(tmp_path):
+    disk1, disk2 = jbod(tmp_path)
+    (disk1 / "meta.properties").unlink()
+    os.mkfifo(disk1 / "meta.properties")
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "recover", "--dry-run", str(disk2), str(disk1)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 4, r.stderr
+    assert f"kafkalog: {disk1 / 'meta.properties'}: not a regular file (a FIFO)" in r.stderr, r.stderr

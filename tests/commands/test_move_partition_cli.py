@@ -147,6 +147,22 @@ def test_restore_of_its_quarantine_folder_puts_the_partition_back_in_the_source(
     assert r.exit_code == 0 and "nothing to restore" in r.output
 
 
+def test_restore_of_a_move_between_log_dirs_named_through_a_link(tmp_path):
+    """/var/lib/kafka -> /data/kafka: the staging dir is beside the resolved log dir, and the
+    restore finds the entries there inside the run's log dirs."""
+    (tmp_path / "real").mkdir()
+    src, dst = two_log_dirs(tmp_path / "real")
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    before = _files(src, dst)
+    r = invoke("move-partition", tmp_path / "via" / src.name, tmp_path / "via" / dst.name,
+               "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    assert r.exit_code == 0, r.output
+    r = invoke("quarantine", "restore", log_dir_report(r.output)["quarantine"])
+    assert r.exit_code == 0, r.output
+    assert _files(src, dst) == before
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == [".kafkalog-quarantine", "disk1", "disk2"]
+
+
 def test_restore_refuses_when_the_moved_copy_changed(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")

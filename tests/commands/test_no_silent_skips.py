@@ -227,7 +227,7 @@ def test_dump_log_json_exits_as_kafka_mode_on_a_file_that_is_no_segment(tmp_path
     assert js.stderr.strip().splitlines()[-1].startswith(f"kafkalog: {f}: ")
 
 
-# ------------------------------------------------------------------ unreadable files (issue 31, class 2)
+# ------------------------------------------------------------------ unreadable files
 # Run without the file-permission override capabilities (as root, setpriv drops them), so that a
 # mode 000 file cannot be read: each reader exits 4 with one line naming the file, never skips it.
 SETPRIV = shutil.which("setpriv")
@@ -330,7 +330,7 @@ def test_the_consumer_view_does_not_start_after_a_segment_it_cannot_open(tmp_pat
     assert e.value.path == str(seg) and "a FIFO" in e.value.message
 
 
-# ------------------------------------------------------------------ compare-replicas, paths (issue 31, class 11)
+# ------------------------------------------------------------------ compare-replicas, paths
 @needs_setpriv
 @pytest.mark.parametrize("cmd", ["compare-replicas", "describe", "verify-crc", "dump-log", "recover", "doctor"])
 def test_an_unreadable_dir_argument_is_exit_4_not_a_usage_error(tmp_path, cmd):

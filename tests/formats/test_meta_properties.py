@@ -77,13 +77,10 @@ def test_a_server_properties_int_is_trimmed_and_ranged():
     assert e.value.path == "server.properties"
 
 
-def test_read_names_the_file(tmp_path):
-    (tmp_path / "meta.properties").write_text(f"version=1\ncluster.id={CLUSTER}\nnode.id=99999999999999999999\n")
+def test_a_refused_value_names_the_file():
     with pytest.raises(CheckpointError) as e:
-        MetaProperties.read(tmp_path)
-    assert e.value.path == f"{tmp_path}/meta.properties"
-    with pytest.raises(FileNotFoundError):
-        MetaProperties.read(tmp_path / "none")
+        meta(f"version=1\ncluster.id={CLUSTER}\nnode.id=99999999999999999999\n")
+    assert e.value.path == "m/meta.properties"
 
 
 def test_node_id_in_reads_only_the_id():
@@ -92,3 +89,11 @@ def test_node_id_in_reads_only_the_id():
     assert MetaProperties.node_id_in({}) is None
     with pytest.raises(CheckpointError, match="Failed to parse node.id property as an int"):
         MetaProperties.node_id_in({"node.id": "99999999999999999999"}, path="m")
+
+
+def test_directory_id_in_reads_only_the_directory_id():
+    assert MetaProperties.directory_id_in({"directory.id": CLUSTER}) == CLUSTER    # any Uuid
+    assert MetaProperties.directory_id_in({}) is None
+    with pytest.raises(CheckpointError, match="Unable to read directory.id as a Uuid") as e:
+        MetaProperties.directory_id_in({"directory.id": "not-a-uuid"}, path="m")
+    assert e.value.path == "m"

@@ -170,7 +170,7 @@ def test_another_clusters_dir_is_the_one_to_leave_out(tmp_path):
     r = doctor(a, b, "--format", "json")
     assert r.exit_code == 8, r.output
     (f,) = [f for f in findings(r, "meta.properties") if "not the same" in f["problem"]]
-    assert f"remove {b} from log.dirs" in f["fix"] and f"cluster.id=" not in f["fix"]
+    assert f"remove {b} from log.dirs" in f["fix"] and "cluster.id=" not in f["fix"]
 
 
 def test_without_a_metadata_log_it_says_it_cannot_tell(tmp_path):

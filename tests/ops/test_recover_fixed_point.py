@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
+from ..storage.test_quarantine import state      # every file but .lock: its bytes and mtime
 from .conftest import copy_case
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,17 +29,6 @@ TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in th
 CASES = int(os.environ.get("KAFKALOG_FIXED_POINT_CASES", "60"))
 SEED = int(os.environ.get("KAFKALOG_FIXED_POINT_SEED", "31"))
 MODES = ([], ["--repair"], ["--salvage"], ["--all"])
-
-
-def state(d: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file under the log dir (but the lock): its bytes and mtime."""
-    out = {}
-    for root, _, files in os.walk(d):
-        for n in files:
-            f = Path(root) / n
-            if n != ".lock":
-                out[str(f.relative_to(d))] = (f.read_bytes(), f.stat().st_mtime_ns)
-    return out
 
 
 def recover(d: Path, *args: str):

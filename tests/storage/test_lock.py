@@ -70,3 +70,4 @@ def test_a_lock_file_linked_inside_the_log_dir_is_taken(tmp_path):
     (tmp_path / ".lock").symlink_to(tmp_path / "held")
     with LogDirLock(tmp_path):
         pass
+    assert (tmp_path / ".lock").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [".lock", "held"]

@@ -198,14 +198,17 @@ def metadata_log_dir(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -
 
 
 def _meta_ids(log_dir: Path) -> tuple[str | None, int | None]:
-    """(cluster.id, node.id) of a log dir's meta.properties; None for what it does not say or
-    what cannot be read (the commands that read that log dir name the file)."""
+    """(cluster.id, node.id) of a log dir's meta.properties, as the broker reads them; None for
+    what it does not say or the broker would refuse (only the choice of a metadata log rests on
+    them: the commands that read meta.properties name what is wrong with it). A file that cannot
+    be read is an InputError: the choice is never made without it."""
     from kafkalog_cli.formats.checkpoints import parse_properties
     from kafkalog_cli.formats.meta_properties import MetaProperties
 
     path = log_dir / "meta.properties"
+    raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError naming it
     try:
-        props = parse_properties(files.read_bytes(path), path=str(path))
+        props = parse_properties(raw, path=str(path)) if raw is not None else {}
     except KafkalogError:
         return None, None
     try:
@@ -223,7 +226,7 @@ def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = 
     from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
 
     log_dir = Path(log_dir)
-    node_id = _node_id(log_dir)
+    node_id = log_dir_node_id(log_dir)
     meta = metadata_log_dir(log_dir, log_dirs) / METADATA_PARTITION_DIR
     if not meta.is_dir():
         return ClusterMetadata(MetadataState.ABSENT, node_id=node_id)
@@ -349,12 +352,12 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
     return None, expected
 
 
-def _node_id(log_dir: Path) -> int | None:
+def log_dir_node_id(log_dir: Path) -> int | None:
     """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties, as the
-    broker reads it (None when it cannot be read or the broker would refuse it)."""
-    from kafkalog_cli.formats.meta_properties import MetaProperties
-
+    broker reads it: None when there is none or the broker would refuse the value; one there but
+    unreadable (a FIFO, permission denied) is an InputError, as the broker fails on it."""
     from kafkalog_cli.formats.checkpoints import parse_properties
+    from kafkalog_cli.formats.meta_properties import MetaProperties
 
     path = log_dir / "meta.properties"
     raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError, as the broker fails

@@ -10,12 +10,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
-from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes
+from kafkalog_cli.formats.checkpoints import topic_id_bytes
 
-META_PROPERTIES = "meta.properties"
 JAVA_INT_MIN, JAVA_INT_MAX = -(2 ** 31), 2 ** 31 - 1
 # Integer.parseInt: an optional sign, then digits (Character.digit: any Unicode decimal digit);
 # no blank anywhere, no underscore, no empty text
@@ -80,25 +78,22 @@ class MetaProperties:
             for key, value in (("cluster.id", cluster_id), ("node.id", node_id)):
                 if value is None:
                     raise CheckpointError(f"Failed to find required property {key}.", path=path)
+        return cls(version, cluster_id, node_id, cls.directory_id_in(props, path=path))
+
+    @staticmethod
+    def directory_id_in(props: Mapping[str, str], *, path: str | None = None) -> str | None:
+        """Just the log dir's directory.id (3.7+): None when absent, a CheckpointError where it is
+        not a Uuid (Uuid.fromString, as for a topic id)."""
         directory_id = props.get("directory.id")
         if directory_id is not None:
             try:
-                topic_id_bytes(directory_id)          # Uuid.fromString, as for a topic id
+                topic_id_bytes(directory_id)
             except ValueError as e:
                 raise CheckpointError(f"Unable to read directory.id as a Uuid: {e}", path=path) from None
-        return cls(version, cluster_id, node_id, directory_id)
+        return directory_id
 
     @staticmethod
     def node_id_in(props: Mapping[str, str], *, path: str | None = None) -> int | None:
         """Just the broker's id (node.id, else broker.id), for a reader that needs nothing else:
         None when absent, a CheckpointError where Kafka refuses the value."""
         return _int_prop(props, "node.id" if "node.id" in props else "broker.id", path)
-
-    @classmethod
-    def read(cls, log_dir: str | Path, data: bytes | None = None) -> "MetaProperties":
-        """The log dir's meta.properties (`data`: its bytes, when the caller read them); OSError
-        when it cannot be read, CheckpointError naming the file when Kafka would refuse it."""
-        path = f"{log_dir}/{META_PROPERTIES}"
-        if data is None:
-            data = Path(path).read_bytes()
-        return cls.parse(parse_properties(data, path=path), path=path)

@@ -26,11 +26,11 @@ import enum
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.formats.meta_properties import MetaProperties
+from kafkalog_cli.config import log_dir_node_id
 from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
 from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cache, parse_leader_epoch_checkpoint,
-                                              parse_partition_metadata, parse_properties, truncate_from_end,
+                                              parse_partition_metadata, truncate_from_end,
                                               truncate_from_start)
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
@@ -297,23 +297,13 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
     part = Partition.open(path, roots.for_partition(parsed.topic_partition), parsed.topic_partition)
     if not part.segments:
         raise InputError("no segment (.log) in this partition dir", path=str(path))
-    broker = _broker_id(path.parent)
+    broker = log_dir_node_id(path.parent)
     lso, leo = part.log_start_offset, part.log_end_offset
     notes: list[str] = []
     epochs, source = _epochs(part, lso, leo, notes)
     return Replica(label=f"broker {broker}" if broker is not None else str(path), partition=part, broker_id=broker,
                    log_start_offset=lso, log_end_offset=leo, high_watermark=checkpointed_high_watermark(part),
                    epochs=epochs, epoch_source=source, topic_id=_topic_id(path), notes=notes)
-
-
-def _broker_id(log_dir: Path) -> int | None:
-    meta = log_dir / names.META_PROPERTIES
-    raw = files.read_bytes_if_exists(meta)     # there but unreadable: InputError, as the broker fails
-    try:
-        return None if raw is None else MetaProperties.node_id_in(parse_properties(raw, path=str(meta)),
-                                                                   path=str(meta))
-    except CheckpointError:
-        return None
 
 
 def _topic_id(path: Path) -> str | None:

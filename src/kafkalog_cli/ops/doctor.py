@@ -24,9 +24,10 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_cli.config import node_id_of
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
-from kafkalog_cli.formats.meta_properties import MetaProperties, config_int
+from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import files
 from kafkalog_cli.storage import names
@@ -109,7 +110,7 @@ class BrokerConfig:
         props = parse_properties(files.read_bytes(path), path=str(path))
         refused = None
         try:
-            node = config_int(props, "node.id" if "node.id" in props else "broker.id", path=str(path))
+            node = node_id_of(props, path=str(path))
         except CheckpointError as e:
             node, refused = None, e.message
         dirs = props.get("log.dirs", props.get("log.dir", ""))
@@ -530,8 +531,7 @@ def check_links(d: Path) -> list[Finding]:
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         if parse_partition_dir_name(e.name) is not None and e.is_dir(follow_symlinks=True) and \
                 (found := link_out(d, Path(e.path))) is not None:
-            what = "a symbolic link" if found.link == found.partition_dir else f"{found.link.name} is a symbolic link"
-            out.append(Finding(Severity.NOTE, "link", e.path, f"{what} to {found.leads_to}, outside the log dir",
+            out.append(Finding(Severity.NOTE, "link", e.path, f"{found.what} to {found.leads_to}, outside the log dir",
                                "follows it (LogManager.loadLogs keeps what File.isDirectory takes for a dir) and "
                                "reads, appends to, truncates and deletes the partition's files where it leads",
                                "nothing to do for the broker; kafkalog's mutating commands (recover, roll, retain, "

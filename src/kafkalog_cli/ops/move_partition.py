@@ -187,9 +187,6 @@ def _sha256(p: Path) -> str:
     return h.hexdigest()
 
 
-STAGING_DIRNAME = names.STAGING_DIRNAME
-
-
 def staging_root(log_dir: Path) -> Path | None:
     """Where a copy into `log_dir` is staged: `<log dir>/../.kafkalog-staging/<log dir name>/`,
     outside every log dir and on the log dir's file system (one rename moves it in); None when
@@ -200,7 +197,7 @@ def staging_root(log_dir: Path) -> Path | None:
             return None
     except OSError:
         return None
-    return real.parent / STAGING_DIRNAME / real.name
+    return names.staging_dir(real)
 
 
 def _glob(name: str) -> str:
@@ -370,7 +367,7 @@ def _remove_staging_once_empty(p: MovePlan, dst: Path, name: str) -> None:
     p.add(Action(ActionKind.REMOVE_EMPTY_DIR, root, "the staging dir, empty once the copy is in place", name))
     others = [c for c in root.parent.iterdir() if c != root] if root.parent.is_dir() else []
     if not others:
-        p.add(Action(ActionKind.REMOVE_EMPTY_DIR, root.parent, f"{STAGING_DIRNAME}, empty", name))
+        p.add(Action(ActionKind.REMOVE_EMPTY_DIR, root.parent, f"{names.STAGING_DIRNAME}, empty", name))
 
 
 def _switch_source(p: MovePlan, live_src: Path, name: str) -> None:

@@ -221,7 +221,7 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
     entries = parse_offset_index(index, base)
     if len(entries) * 8 != len(index):
         return "offset index has zero-filled slots after its entries"
-    last_off, last_pos = base - 1, -1
+    last_pos = -1
     for i, e in enumerate(entries):
         if (offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
                 or e.position <= last_pos or e.position + 17 > len(seg_buf)):
@@ -232,7 +232,7 @@ def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offse
             return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
         if b.last_offset != e.offset and not _cleaned_entry(seg_buf, b, e.offset, next_offset):
             return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
-        last_off, last_pos = e.offset, e.position
+        last_pos = e.position
     tentries = parse_time_index(timeindex, base)
     if len(tentries) * 12 != len(timeindex):
         return "time index has zero-filled slots after its entries"

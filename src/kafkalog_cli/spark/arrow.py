@@ -335,10 +335,9 @@ def broker_id(log_dir: str | None) -> int | None:
     column is never a guess."""
     if log_dir is None:
         return None
+    from kafkalog_cli.formats.checkpoints import parse_properties
     from kafkalog_cli.formats.meta_properties import MetaProperties
     from kafkalog_cli.storage.remote import read_any
-
-    from kafkalog_cli.formats.checkpoints import parse_properties
 
     path = f"{log_dir}/meta.properties"
     try:

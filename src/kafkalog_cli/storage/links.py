@@ -49,9 +49,13 @@ class LinkOut:
     leads_to: str
 
     @property
+    def what(self) -> str:
+        """What is a link: "a symbolic link" (the dir itself) or "<file> is a symbolic link"."""
+        return "a symbolic link" if self.link == self.partition_dir else f"{self.link.name} is a symbolic link"
+
+    @property
     def why(self) -> str:
-        what = "a symbolic link" if self.link == self.partition_dir else f"{self.link.name} is a symbolic link"
-        return f"{what} to {self.leads_to}, outside the log dir: left unchanged ({FOLLOW_HINT})"
+        return f"{self.what} to {self.leads_to}, outside the log dir: left unchanged ({FOLLOW_HINT})"
 
     def line(self) -> str:
         """The stderr line (without `kafkalog: `)."""

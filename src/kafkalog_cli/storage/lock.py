@@ -11,8 +11,8 @@ import os
 import struct
 from pathlib import Path
 
-from kafkalog_cli.errors import InputError, LockedError, WriteError
-from kafkalog_cli.storage import ownership
+from kafkalog_cli.errors import InputError, KafkalogError, LockedError, WriteError
+from kafkalog_cli.storage import files, ownership
 from kafkalog_cli.storage.links import WriteBounds
 from kafkalog_cli.storage.names import LOCK_FILE
 
@@ -36,8 +36,8 @@ def lock_holder(log_dir: Path) -> int | None:
     """The pid that holds `log_dir`'s .lock (a broker, another kafkalog), or None; takes no lock
     (what a dry run tells its user before a real run would stop on it)."""
     try:
-        fd = os.open(os.path.join(log_dir, LOCK_FILE), os.O_RDWR)
-    except OSError:
+        fd = files.open_fd(os.path.join(log_dir, LOCK_FILE), os.O_RDWR)
+    except KafkalogError:
         return None
     try:
         return holder_pid(fd)

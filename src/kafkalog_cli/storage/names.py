@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -50,6 +51,14 @@ def filename_prefix(offset: int) -> str:
 
 def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / (filename_prefix(base_offset) + suffix)
+
+
+def staging_dir(log_dir: Path | str) -> Path:
+    """Where move-partition stages a copy into `log_dir`: `<log dir>/../.kafkalog-staging/<log dir
+    name>/` of the resolved log dir (beside it on its file system, outside every log dir), however
+    the log dir was named (a link to it, a path through one)."""
+    real = Path(os.path.realpath(log_dir))
+    return real.parent / STAGING_DIRNAME / real.name
 
 
 def offset_from_name(name: str) -> int | None:

@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
-from kafkalog_cli.storage.names import STAGING_DIRNAME, TMP_SUFFIX
+from kafkalog_cli.storage.names import STAGING_DIRNAME, TMP_SUFFIX, staging_dir
 
 if TYPE_CHECKING:
     from kafkalog_cli.storage.fsops import FsOps
@@ -233,7 +233,7 @@ class QuarantineFolder:
         """Where a restore of this folder may change files (the write gate's roots): its log dirs,
         and for a run over several (move-partition) the staging dirs beside them."""
         moved = self.log_dirs if self.other_log_dirs else []
-        return [*self.log_dirs, *(d.parent / STAGING_DIRNAME for d in moved)]
+        return [*self.log_dirs, *(staging_dir(d).parent for d in moved)]
 
     @classmethod
     def open(cls, path: Path | str) -> "QuarantineFolder":
@@ -715,9 +715,8 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
 
 def _check_inside(e: QuarantineEntry, log_dirs: list[Path]) -> None:
     """Every path of an entry is in one of the manifest's log dirs, or in the staging dir of
-    one (`<parent>/.kafkalog-staging/<log dir name>/`, where move-partition makes its copy)."""
-    roots = [os.path.abspath(d) for d in log_dirs]
-    roots += [os.path.join(os.path.dirname(r), STAGING_DIRNAME, os.path.basename(r)) for r in roots]
+    one (storage.names.staging_dir, where move-partition makes its copy)."""
+    roots = [os.path.abspath(d) for d in log_dirs] + [str(staging_dir(d)) for d in log_dirs]
     for p in (e.source, e.target, e.tmp, e.copy_of):
         if p is not None and not any(os.path.commonpath([r, os.path.abspath(p)]) == r for r in roots):
             where = " or ".join(str(d) for d in log_dirs)

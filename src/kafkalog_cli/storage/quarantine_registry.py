@@ -51,7 +51,8 @@ class LogDirKey:
 
     @classmethod
     def of(cls, log_dir: Path) -> "LogDirKey":
-        from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes
+        from kafkalog_cli.formats.checkpoints import parse_properties
+        from kafkalog_cli.formats.meta_properties import MetaProperties
 
         props: dict[str, str] = {}
         try:
@@ -60,11 +61,9 @@ class LogDirKey:
             # none (a copy, an old broker), damaged or unreadable: the key is the path alone (the
             # commands that read the log dir report the file themselves)
             pass
-        directory_id = props.get("directory.id")
         try:
-            if directory_id is not None:
-                topic_id_bytes(directory_id)     # a Uuid, as MetaProperties reads it
-        except ValueError:
+            directory_id = MetaProperties.directory_id_in(props)
+        except KafkalogError:
             directory_id = None
         return cls(os.path.realpath(log_dir), props.get("cluster.id"), directory_id)
 

@@ -104,7 +104,7 @@ def was_listed(path: Path | str) -> bool:
 def read_listed(path: Path | str) -> bytes | None:
     """read_file, or None for a listed file the broker has removed since (noted)."""
     try:
-        with _opened(followed(path)) as f:
+        with files.opened(followed(path)) as f:
             return f.read()
     except RemovedByBroker:
         return None
@@ -114,7 +114,7 @@ def map_file(path: Path | str):
     """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)
     or for a listed file the broker has removed since (see `followed`)."""
     try:
-        with _opened(followed(path)) as f:
+        with files.opened(followed(path)) as f:
             if os.fstat(f.fileno()).st_size == 0:
                 return b""
             return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
@@ -137,7 +137,7 @@ def unmap(buf) -> None:
 def read_file(path: Path | str) -> bytes:
     """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
     try:
-        with _opened(followed(path)) as f:
+        with files.opened(followed(path)) as f:
             return f.read()
     except RemovedByBroker:
         return b""
@@ -149,24 +149,12 @@ def not_regular_reason(path: Path | str) -> str | None:
     is never opened, since opening one for reading blocks until a writer comes."""
     try:
         st = os.stat(path)
-    except FileNotFoundError:
-        if os.path.islink(path):
-            return "dangling symbolic link (its target does not exist)"
-        if str(path) in _LISTED:
-            return None     # a live broker moved or removed it since the listing: reading it follows it
-        return "no such file"
-    except PermissionError:
-        return "permission denied"
     except OSError as e:
-        return e.strerror or str(e)
+        if isinstance(e, FileNotFoundError) and str(path) in _LISTED and not os.path.islink(path):
+            return None     # a live broker moved or removed it since the listing: reading it follows it
+        return files.os_error_message(path, e)
     kind = files.kind_of(st.st_mode)
     return None if kind is None else files.not_regular_message(kind)
-
-
-def _opened(path: Path | str):
-    """storage.files.opened: a regular file's object, its failures InputErrors naming the path
-    (a FIFO, device, socket or directory is refused without blocking)."""
-    return files.opened(path)
 
 
 def _file_property(suffix: str) -> property:
