@@ -1,7 +1,9 @@
 """A file named with 20 digits above Long.MAX_VALUE: Kafka's LogFileUtils.offsetFromFileName
 (Long.parseLong) fails on it, so the broker does not load the partition. Every command says so
-in one line with exit 3, and a command that changes log dirs changes nothing there (it never
-writes the number into a checkpoint its next run cannot read)."""
+in one line with exit 4 (a path that is no Kafka file), doctor as the broker's failure to start,
+and a command that changes log dirs changes nothing there (it never writes the number into a
+checkpoint its next run cannot read); a reader that does not read such a file (verify-crc, a
+snapshot) is not stopped by it."""
 from __future__ import annotations
 
 import shutil
@@ -11,18 +13,21 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.storage.names import offset_from_name
+from kafkalog_cli.errors import InputError
+from kafkalog_cli.storage.names import offset_from_name, unparsable_offset
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 TOO_BIG = "99999999999999999999"
 
 
-def test_a_name_above_long_max_is_no_offset_kafka_reads():
+def test_a_name_above_long_max_is_no_offset_kafka_reads(tmp_path):
     assert offset_from_name("09223372036854775807.log") == (1 << 63) - 1
-    with pytest.raises(Exception) as e:
-        offset_from_name(TOO_BIG + ".log")
-    assert e.value.exit_code == 3
+    assert offset_from_name(TOO_BIG + ".log") is None
+    with pytest.raises(InputError) as e:
+        unparsable_offset(tmp_path, TOO_BIG + ".log", (".log",))
+    assert e.value.exit_code == 4 and e.value.path == f"{tmp_path}/{TOO_BIG}.log"
     assert "Long.MAX_VALUE" in str(e.value)
+    unparsable_offset(tmp_path, TOO_BIG + ".snapshot", (".log",))       # not a suffix asked for
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -45,7 +50,7 @@ def test_a_command_that_changes_log_dirs_refuses_and_changes_nothing(tmp_path, a
     d = _copy(tmp_path)
     before = _tree(d)
     r = CliRunner().invoke(cli, [*args, str(d)])
-    assert r.exit_code == 3, r.output
+    assert r.exit_code == 4, r.output
     assert f"{d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE" in r.output
     assert "Traceback" not in r.output and "internal error" not in r.output
     assert {k: v for k, v in _tree(d).items() if not k.startswith(".lock")} == \
@@ -56,6 +61,21 @@ def test_a_command_that_changes_log_dirs_refuses_and_changes_nothing(tmp_path, a
 def test_a_read_command_names_it(tmp_path, args):
     d = _copy(tmp_path)
     r = CliRunner().invoke(cli, [*args, str(d / "codec-gzip-0")])
-    assert r.exit_code == 3, r.output
+    assert r.exit_code == 4, r.output
     assert "a base offset above Long.MAX_VALUE" in r.output
     assert "Traceback" not in r.output and "internal error" not in r.output
+
+
+def test_doctor_says_the_broker_does_not_start(tmp_path):
+    d = _copy(tmp_path)
+    r = CliRunner().invoke(cli, ["doctor", str(d)])
+    assert r.exit_code == 8, r.output
+    assert f"ERROR   {d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE" in r.output
+
+
+def test_verify_crc_reads_past_a_snapshot_it_does_not_read(tmp_path):
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLE, d)
+    (d / "txn-0" / "00000000000000000015.snapshot").rename(d / "txn-0" / f"{TOO_BIG}.snapshot")
+    r = CliRunner().invoke(cli, ["verify-crc", "--deep", str(d)])
+    assert r.exit_code == 0, r.output

@@ -302,6 +302,7 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
     """A partition dir's files with `suffixes`, in offset order (then suffix order)."""
     files = []
     for f in d.iterdir():
+        names.unparsable_offset(d, f.name, suffixes)     # never taken for absent
         o = names.offset_from_name(f.name)
         if o is None:
             continue

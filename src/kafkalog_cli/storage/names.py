@@ -62,20 +62,26 @@ def staging_dir(log_dir: Path | str) -> Path:
 
 
 def offset_from_name(name: str) -> int | None:
-    """Kafka's offsetFromFileName: the text before the first '.'; None if it is not 20 digits.
-    20 digits above Long.MAX_VALUE are a CorruptRecordError (exit 3): Long.parseLong fails on
-    them, so the broker loads no partition that holds such a file."""
+    """Kafka's offsetFromFileName: the text before the first '.'; None if it is not 20 digits
+    or not a long (unparsable_offset)."""
     stem = name.split(".", 1)[0]
     if _DIGITS.match(stem):
         offset = int(stem)
-        if offset > LONG_MAX:
-            from kafkalog_cli.errors import CorruptRecordError
-
-            raise CorruptRecordError("a base offset above Long.MAX_VALUE in the file name: Kafka's "
-                                     "offsetFromFileName (Long.parseLong) fails on it and the broker does not "
-                                     "load this partition", path=name)
-        return offset
+        return offset if offset <= LONG_MAX else None
     return None
+
+
+def unparsable_offset(directory, name: str, suffixes: tuple[str, ...]) -> None:
+    """An InputError (exit 4) for a file with one of `suffixes` named with 20 digits above
+    Long.MAX_VALUE: Kafka's offsetFromFileName (Long.parseLong) fails on it, so the broker loads
+    no partition that holds it, and no reader may take it for absent."""
+    stem, dot, suffix = name.partition(".")
+    if _DIGITS.match(stem) and int(stem) > LONG_MAX and dot + suffix in suffixes:
+        from kafkalog_cli.errors import InputError
+
+        raise InputError("a base offset above Long.MAX_VALUE in the file name: Kafka's offsetFromFileName "
+                         "(Long.parseLong) fails on it and the broker does not load this partition",
+                         path=f"{directory}/{name}")
 
 
 def strip_temp_suffix(name: str) -> tuple[str, str | None]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
-from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment, listed
@@ -18,6 +18,8 @@ if TYPE_CHECKING:  # records are imported when batches are read, not to list a d
     from kafkalog_cli.formats.records import RecordBatch
 
 _INDEX_SUFFIXES = (names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)
+# the files LogLoader and ProducerStateManager parse an offset from (offsetFromFile)
+_KAFKA_SUFFIXES = (names.LOG_SUFFIX, names.SNAPSHOT_SUFFIX, *_INDEX_SUFFIXES)
 
 
 @dataclass(frozen=True)
@@ -68,12 +70,13 @@ class Partition:
                     temp_files.append(name)
                 continue
             suffix = name[20:]
+            names.unparsable_offset(directory, name, _KAFKA_SUFFIXES)
             if suffix == names.LOG_SUFFIX:
-                bases.append(_offset(directory, name))
+                bases.append(int(name[:20]))
             elif suffix == names.SNAPSHOT_SUFFIX:
-                snapshots[_offset(directory, name)] = name
+                snapshots[int(name[:20])] = name
             elif suffix in _INDEX_SUFFIXES:
-                index_files.setdefault(_offset(directory, name), []).append(name)
+                index_files.setdefault(int(name[:20]), []).append(name)
             elif suffix.endswith(names.TEMP_SUFFIXES):
                 temp_files.append(name)
         bases.sort()
@@ -167,11 +170,3 @@ class Partition:
         for s in self.segments:
             s.close()
 
-
-def _offset(directory, name: str) -> int:
-    """A listed file's base offset (names.offset_from_name), its error naming the whole path."""
-    try:
-        return names.offset_from_name(name)
-    except KafkalogError as e:
-        e.path = f"{directory}/{name}"
-        raise
