@@ -145,7 +145,7 @@ def kafka_python_decode(paths: list[Path], limit: int) -> tuple[int, float, floa
 
 
 def kafka_dump_log(args: list[str]) -> tuple[float, float] | None:
-    """kafka-dump-log of $KAFKA_HOME (Kafka 3.3.1's, from ../shared/tools/kafka-broker) with
+    """kafka-dump-log of $KAFKA_HOME (Kafka 3.3.1's, from tools/kafka-broker) with
     `args`, output to /dev/null: (wall seconds, CPU seconds of the JVM); None without KAFKA_HOME."""
     home = os.environ.get("KAFKA_HOME", "/opt/kafka-3.3.1")
     tool = Path(home) / "bin" / "kafka-dump-log.sh"

@@ -1,4 +1,4 @@
-"""The package drawing of DESIGN.md, enforced: layers import downward only (import-linter's
+"""The package drawing of docs/design.md, enforced: layers import downward only (import-linter's
 contract in pyproject.toml), no module imports another module's private names, and the only
 segment and partition models are storage's."""
 from __future__ import annotations

@@ -4,7 +4,7 @@ after a run killed midway. And the broker's own DeleteRecords leaves the same fi
 delete-records case in the shared corpus, so the broker makes one here).
 
 Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
-(../shared/tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
+(tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
 127.0.0.1 and is stopped by its own PID."""
 import json
 import shutil

@@ -1,5 +1,5 @@
 """Topic configs with Kafka's names, units, defaults and validators, and where every effective
-value comes from (spec §12: LogConfig, KafkaConfig, DynamicBrokerConfig, Kafka 3.3.1).
+value comes from (LogConfig, KafkaConfig, DynamicBrokerConfig, Kafka 3.3.1).
 
 Resolution, most specific first (ConfigSource names the level):
 

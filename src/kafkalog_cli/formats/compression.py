@@ -1,4 +1,5 @@
-"""The four codecs, framed exactly as Kafka frames them (spec §2).
+"""The four codecs, framed exactly as Kafka frames them (CompressionType.wrapForOutput,
+wrapForInput).
 
 - gzip: RFC 1952 as java.util.zip.GZIPOutputStream writes it; concatenated members are read.
 - snappy: xerial snappy-java framing (16-byte header, then int32 length + raw block chunks of at

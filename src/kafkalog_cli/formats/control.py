@@ -1,4 +1,4 @@
-"""Control records: the one record of a control batch (spec §4, "Control batches").
+"""Control records: the one record of a control batch (ControlRecordType, EndTransactionMarker).
 
 The key is `version int16 | type int16` (Kafka's ControlRecordType); the value depends on the
 type: an EndTransactionMarker for ABORT and COMMIT, a SnapshotHeaderRecord or

@@ -1,4 +1,5 @@
-"""Record batches of message formats v0, v1 and v2: one batch model for all three (spec §1, §3, §4).
+"""Record batches of message formats v0, v1 and v2: one batch model for all three
+(LegacyRecord, AbstractLegacyRecordBatch, DefaultRecordBatch, DefaultRecord).
 
 Reading is lazy and zero-copy: a `RecordBatch` is a view over a memoryview (usually of an mmap'd
 segment). Its header fields are unpacked with one precompiled struct; records are decoded only

@@ -1,6 +1,7 @@
 """Kafka's Cleaner (LogCleaner.scala `Cleaner`, MemoryRecords.filterTo), offline: the offset map
 over the dirty section, then every group of segments up to the map's end copied into one
-`.cleaned` segment with Kafka's record and batch retention rules (spec §10).
+`.cleaned` segment with Kafka's record and batch retention rules
+(Cleaner.cleanInto, shouldRetainRecord, shouldDiscardBatch).
 
 Speed. A record that survives in the dirty section is, by construction, the one whose offset the
 map holds for its key; so a data batch of the dirty section that holds none of the map's offsets

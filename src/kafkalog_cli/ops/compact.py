@@ -1,4 +1,4 @@
-"""`kafkalog compact`: Kafka's log cleaner, offline (spec §10: LogCleanerManager, LogCleaner).
+"""`kafkalog compact`: Kafka's log cleaner, offline (LogCleanerManager, LogCleaner).
 
 plan(): per compacted partition, LogCleanerManager's view: the dirty section from the
 cleaner-offset-checkpoint to the first uncleanable offset (the active segment, the last stable

@@ -1,4 +1,5 @@
-"""The cleaner's offset map: key -> last offset, bounded as Kafka's SkimpyOffsetMap (spec §10).
+"""The cleaner's offset map: key -> last offset, bounded as Kafka's SkimpyOffsetMap
+(SkimpyOffsetMap.put, LogCleaner's Cleaner.buildOffsetMap).
 
 Kafka's map is an open-addressing table of `MD5(key) 16 B | offset 8 B` slots in a buffer of
 `log.cleaner.dedupe.buffer.size` bytes; a cleaning round stops before putting any keyed record

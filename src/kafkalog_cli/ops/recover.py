@@ -1,4 +1,4 @@
-"""`kafkalog recover`: the broker's startup recovery, offline (spec §8: LogLoader, LogSegment.recover).
+"""`kafkalog recover`: the broker's startup recovery, offline (LogLoader.load, LogSegment.recover).
 
 plan() reads and decides; apply() (ops.plan.apply) changes files. Per partition, in this order,
 which keeps every intermediate state loadable by a broker and by a second `recover`:

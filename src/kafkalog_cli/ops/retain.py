@@ -1,4 +1,4 @@
-"""`retain`: Kafka's retention, offline (spec §9: UnifiedLog.deleteOldSegments, deletableSegments,
+"""`retain`: Kafka's retention, offline (UnifiedLog.deleteOldSegments, deletableSegments,
 deleteSegments; LogManager's checkpoints).
 
 For each partition, three passes in Kafka's order, each over what the previous one left:

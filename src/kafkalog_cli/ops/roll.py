@@ -1,4 +1,4 @@
-"""`kafkalog roll`: Kafka's roll, offline (spec §7: LogSegment.shouldRoll, LocalLog.roll,
+"""`kafkalog roll`: Kafka's roll, offline (LogSegment.shouldRoll, LocalLog.roll,
 LogSegment.onBecomeInactiveSegment, UnifiedLog.roll).
 
 For each partition whose active segment is not empty (and, with `--if-needed`, where Kafka's own

@@ -1,7 +1,7 @@
 """The only code that changes files. Every change is a short sequence of single file-system steps,
 each counted by `FsOps.step()`: the choke point where tests inject a crash.
 
-Crash safety (spec §13.8):
+Crash safety (as Kafka's CheckpointFile.write: tmp file, fsync, atomic rename, directory fsync):
 - new content goes to `<name>.kafkalog-tmp` in the same directory, is fsynced, renamed over the
   final name, and the directory is fsynced; a crash leaves either the old or the new file, plus at
   worst a stray tmp file that `kafkalog recover` removes (Kafka ignores unknown suffixes);

@@ -1,4 +1,4 @@
-"""The log dir's `.lock`, taken as a broker takes it (spec §11, FileLock).
+"""The log dir's `.lock`, taken as a broker takes it (LogManager.lockLogDirs, FileLock.tryLock).
 
 The JVM's FileChannel.tryLock() is POSIX `fcntl(F_SETLK, F_WRLCK, 0, 0)`, so we use
 `fcntl.lockf(LOCK_EX | LOCK_NB)`. Not `flock`: on Linux flock locks and fcntl locks do not see
