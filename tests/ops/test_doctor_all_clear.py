@@ -101,6 +101,16 @@ def test_node_id_outside_a_java_int_or_negative_stops_the_broker(tmp_path, value
     assert not findings(r, "assignment"), r.output     # no node to judge assignments by: no notes
 
 
+def test_a_meta_properties_properties_load_refuses_stops_the_broker(tmp_path):
+    d = copy(tmp_path)
+    with open(d / "meta.properties", "a") as f:
+        f.write("=\\u12\n")          # Properties.load: "Malformed \\uxxxx encoding."
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (f,) = findings(r, "meta.properties")
+    assert f["problem"] == 'damaged: "Malformed \\uxxxx encoding."' and "IllegalArgumentException" in f["broker"]
+
+
 def test_node_id_at_the_top_of_the_int_range_is_taken(tmp_path):
     d = copy(tmp_path)
     write_props(d, {**props(d), "node.id": "2147483647"})

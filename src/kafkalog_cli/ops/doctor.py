@@ -165,16 +165,28 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
 
 
 # ------------------------------------------------------------------ meta.properties
-def _meta(d: Path) -> dict | str | None:
-    """The log dir's meta.properties as Properties.load reads it, None when missing, or the
-    reason it cannot be read."""
+@dataclass(frozen=True)
+class UnparsableProperties:
+    """A meta.properties that Properties.load itself refuses (a malformed \\uxxxx escape): its
+    IllegalArgumentException is no IOException, so BrokerMetadataCheckpoint.read's caller does
+    not take the log dir offline; the broker exits."""
+
+    message: str
+
+
+def _meta(d: Path) -> dict | str | UnparsableProperties | None:
+    """The log dir's meta.properties as Properties.load reads it, None when missing, the reason
+    it cannot be read, or what Properties.load refuses in it."""
     try:
         raw = files.read_bytes_if_exists(d / names.META_PROPERTIES)
     except KafkalogError as e:      # a FIFO, a directory, permission denied: the broker fails to read it
         return e.message
     if raw is None:
         return None
-    return parse_properties(raw, path=str(d / names.META_PROPERTIES))
+    try:
+        return parse_properties(raw, path=str(d / names.META_PROPERTIES))
+    except CheckpointError as e:
+        return UnparsableProperties(e.message)
 
 
 def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path) -> list[Finding]:
@@ -194,6 +206,12 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
                                f"replace it with a regular file holding this broker's meta.properties (ls -l {f})"
                                if _not_regular(f) else f"chown/chmod it so the broker's user reads it (ls -l {f})",
                                offline=True))
+            continue
+        if isinstance(m, UnparsableProperties):
+            out.append(Finding(Severity.ERROR, "meta.properties", f, f"damaged: \"{m.message}\"",
+                               "IllegalArgumentException at start (Properties.load): the broker exits",
+                               f"restore it from a copy, or write version=1, cluster.id={cluster} and the broker's "
+                               f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)"))
             continue
         if m is None:
             if kraft:
