@@ -79,3 +79,38 @@ def test_verify_crc_reads_past_a_snapshot_it_does_not_read(tmp_path):
     (d / "txn-0" / "00000000000000000015.snapshot").rename(d / "txn-0" / f"{TOO_BIG}.snapshot")
     r = CliRunner().invoke(cli, ["verify-crc", "--deep", str(d)])
     assert r.exit_code == 0, r.output
+
+
+def test_an_offset_past_long_max_names_no_file_and_no_checkpoint_entry():
+    from kafkalog_cli.errors import CorruptRecordError
+    from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint
+    from kafkalog_cli.storage.names import filename_prefix
+
+    assert filename_prefix((1 << 63) - 1) == "09223372036854775807"
+    with pytest.raises(CorruptRecordError):
+        filename_prefix(1 << 63)
+    with pytest.raises(CorruptRecordError) as e:
+        encode_offset_checkpoint({("t", 0): 1 << 63})
+    assert "t-0: offset 9223372036854775808 is not a Kafka long" in str(e.value)
+
+
+def test_recover_refuses_a_batch_whose_offsets_overflow_and_changes_nothing(tmp_path):
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLE, d)
+    log = d / "codec-none-0" / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    pos = 0
+    while pos + 12 <= len(raw):                       # to the last batch: its base offset is not in its CRC
+        size = int.from_bytes(raw[pos + 8:pos + 12], "big")
+        if pos + 12 + size >= len(raw):
+            break
+        pos += 12 + size
+    raw[pos:pos + 8] = ((1 << 63) - 1).to_bytes(8, "big")
+    log.write_bytes(bytes(raw))
+    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    before = _tree(d)
+    r = CliRunner().invoke(cli, ["recover", "--repair", "--all", "--topic", "codec-none", str(d)])
+    assert r.exit_code == 3, r.output
+    assert "is not a Kafka long" in r.output and "Traceback" not in r.output
+    strip = lambda t: {k: v for k, v in t.items() if not k.startswith(".lock")}    # noqa: E731
+    assert strip(_tree(d)) == strip(before)

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Mapping, TypeVar
 
-from kafkalog_cli.errors import CheckpointError
+from kafkalog_cli.errors import CheckpointError, CorruptRecordError
 from kafkalog_cli.formats.scala_order import CheckpointKind, broker_order
 
 T = TypeVar("T")
@@ -174,6 +174,10 @@ def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
     for topic, _ in offsets:
         if not topic or _JAVA_WS.search(topic):
             raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint file")
+    for (topic, partition), offset in offsets.items():
+        if not _INT64[0] <= offset <= _INT64[1]:    # offsets that overflowed a batch's long arithmetic
+            raise CorruptRecordError(f"{topic}-{partition}: offset {offset} is not a Kafka long: a batch whose "
+                                     f"offsets overflow Long.MAX_VALUE (the broker's recovery fails on it too)")
     if isinstance(kind, str):
         named = CheckpointKind.of_file(kind)
         if named is None:

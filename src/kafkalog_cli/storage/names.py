@@ -45,7 +45,13 @@ _SUFFIXED_DIR = re.compile(r"^(?P<name>\S+-\S+)\.\S+-(?P<suffix>delete|future|st
 
 
 def filename_prefix(offset: int) -> str:
-    """The 20-digit zero-padded offset Kafka names files with."""
+    """The 20-digit zero-padded offset Kafka names files with. An offset above Long.MAX_VALUE (a
+    batch whose offsets overflow) names no file Kafka can read: a CorruptRecordError, at planning."""
+    if offset > LONG_MAX:
+        from kafkalog_cli.errors import CorruptRecordError
+
+        raise CorruptRecordError(f"offset {offset} is not a Kafka long: a batch whose offsets overflow "
+                                 "Long.MAX_VALUE (the broker's recovery fails on it too)")
     return f"{offset:020d}"
 
 
