@@ -78,7 +78,8 @@ def _files(*dirs):
             for n in names:
                 if n != ".lock":
                     p = os.path.join(root, n)
-                    out[os.path.relpath(p, d.parent)] = open(p, "rb").read()
+                    # a FIFO a test put in a file's place is named, never opened (it would block)
+                    out[os.path.relpath(p, d.parent)] = open(p, "rb").read() if os.path.isfile(p) else "not a file"
     return out
 
 
