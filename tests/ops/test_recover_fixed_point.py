@@ -189,3 +189,22 @@ def test_text_in_place_of_an_only_segment_under_a_clean_shutdown(tmp_path):
         assert (dry.exit_code, ": 0 change(s)" in dry.stdout) == (0, True), dry.stdout
         assert recover(d, *mode).exit_code == 0
         assert state(d) == settled
+
+
+def test_an_epoch_entry_past_the_log_end_settles_in_one_run(tmp_path):
+    """(5, Long.MAX_VALUE) in leader-epoch-checkpoint: LogSegment.recover assigns no lower epoch
+    while it is there and truncateFromEnd drops it after, so a broker's second load would assign
+    the batches' epoch 0; recover drops it first and settles in one run."""
+    d = tmp_path / "logdir"
+    shutil.copytree(EXAMPLES, d)
+    (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    cache = d / "codec-none-0" / "leader-epoch-checkpoint"
+    cache.write_text("0\n1\n5 9223372036854775807\n")
+    first = CliRunner().invoke(cli, ["recover", "--topic", "codec-none", str(d)])
+    assert first.exit_code == 0, first.output
+    assert cache.read_text() == "0\n1\n0 0\n"
+    settled = state(d)
+    dry = CliRunner().invoke(cli, ["recover", "--dry-run", "--topic", "codec-none", str(d)])
+    assert dry.exit_code == 0 and ": 0 change(s)" in dry.stdout, dry.stdout
+    assert CliRunner().invoke(cli, ["recover", "--topic", "codec-none", str(d)]).exit_code == 0
+    assert state(d) == settled

@@ -645,6 +645,13 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     else:
         old_epochs = ckpt.read_epochs(epochs_path)
     epochs = list(old_epochs or [])
+    if epochs and bases:
+        # entries at or past the log end before recovery go at its end in any case
+        # (LeaderEpochFileCache.truncateFromEnd); dropped first, as a second load starts without
+        # them, so that the epochs LogSegment.recover assigns only above the latest one are
+        # assigned in this run and the result is a fixed point
+        bound = segs[bases[-1]].read_next_offset()
+        epochs = [(e, o) for e, o in epochs if o < bound]
     state = rebuild_producer_state(d, [segs[b] for b in bases], min(recover_set) if recover_set else None,
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
                                    log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
