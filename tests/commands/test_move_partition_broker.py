@@ -129,8 +129,8 @@ def test_what_the_broker_does_with_a_killed_move(tmp_path):
         shutil.copytree(dst / "c-0", src / "c-0", copy_function=shutil.copy2)
         try:
             c.start(b)
-        except RuntimeError as e:
-            assert "Duplicate log directories for c-0" in str(e)
+        except RuntimeError:     # its message holds the log's tail, cut: the broker's own log has the line
+            assert "Duplicate log directories for c-0" in b.log()
         else:
             raise AssertionError("the broker started on two live copies")
         r = CliRunner().invoke(cli, ["move-partition", str(src), str(dst), "--topic", "c", "--partition", "0"])
