@@ -356,17 +356,7 @@ def log_dir_node_id(log_dir: Path) -> int | None:
     """node.id (KRaft) or broker.id (ZooKeeper era) from the log dir's meta.properties, as the
     broker reads it: None when there is none or the broker would refuse the value; one there but
     unreadable (a FIFO, permission denied) is an InputError, as the broker fails on it."""
-    from kafkalog_cli.formats.checkpoints import parse_properties
-    from kafkalog_cli.formats.meta_properties import MetaProperties
-
-    path = log_dir / "meta.properties"
-    raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError, as the broker fails
-    if raw is None:
-        return None
-    try:
-        return MetaProperties.node_id_in(parse_properties(raw, path=str(path)), path=str(path))
-    except KafkalogError:
-        return None
+    return _meta_ids(log_dir)[1]
 
 
 def node_id_of(props: Mapping[str, str], *, path: str | None = None) -> int | None:
