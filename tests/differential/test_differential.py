@@ -20,10 +20,10 @@ def generated(tmp_path_factory):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_recover_matches_the_broker_and_the_broker_loads_it(generated, seed, tmp_path):
-    from tests.differential.cases import EXAMPLES, recover_batch
+    from tests.differential.cases import EXAMPLES, RECOVERED, recover_batch
     base = [EXAMPLES, generated.clean, generated.live][seed % 3]
     b = recover_batch(seed, base, tmp_path / "batch")
-    assert b["kafkalog_rc"] == 0, b["kafkalog_stderr"]
+    assert b["kafkalog_rc"] in RECOVERED, b["kafkalog_stderr"]
     differing = {n: c for n, c in b["cases"].items() if c["differences"] and "beyond_kafka" not in c}
     assert differing == {} and b["other"] == {}, (differing, b["other"])
     assert b["load_check"] == []
