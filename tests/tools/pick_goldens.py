@@ -41,6 +41,8 @@ MAX_FILE = 200_000
 
 def main() -> None:
     goldens = CORPUS / "goldens"
+    if not goldens.is_dir():
+        sys.exit(f"pick_goldens: no corpus at {CORPUS} (give its folder, or set KAFKALOG_CORPUS)")
     targets = set()
     for args in goldens.rglob("*.args"):
         rel = str(args.parent.relative_to(goldens))
