@@ -45,7 +45,7 @@ def _bytes(ctx, param, value: str) -> int:
 @change_options
 @report_option
 @engine_options
-def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+def compact(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
             dry_run, fmt, now_ms, report_path, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon

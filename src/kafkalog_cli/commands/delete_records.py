@@ -34,7 +34,7 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 @format_option(RUN_FORMAT_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+def delete_records(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
             verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments

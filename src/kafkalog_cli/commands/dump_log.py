@@ -59,7 +59,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
                    "With --format text it is ignored, with a warning.")
 @partition_filter_options
 @_one_line_errors
-def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
+def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, metadata_decoder_version, kafka_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,

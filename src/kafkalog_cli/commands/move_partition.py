@@ -26,7 +26,7 @@ from kafkalog_cli.commands.options import (InputPath, dry_run_option, follow_sym
                "the destination log dir, the totals).")
 @report_option
 @one_line_errors
-def command(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+def move_partition(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
             report_path):
     """Move the partition TOPIC-N from the log dir SOURCE to the log dir DESTINATION of the same
     stopped broker (JBOD: a full or failing disk), as Kafka's alter-log-dirs move would, offline.

@@ -45,7 +45,7 @@ dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what 
 
 
 @click.group("quarantine", short_help="List, restore or prune what the commands that change log dirs kept.")
-def command() -> None:
+def quarantine() -> None:
     """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
@@ -67,7 +67,7 @@ def _folders(paths) -> list[q.QuarantineFolder]:
     return [q.QuarantineFolder.open(f) for p in (paths or [Path(".")]) for f in q.find_folders(p)]
 
 
-@command.command("list")
+@quarantine.command("list")
 @paths_argument
 @format_option
 @one_line_errors
@@ -98,7 +98,7 @@ def _cell(n: int | None) -> str:
     return "-" if n is None else str(n)
 
 
-@command.command("restore")
+@quarantine.command("restore")
 @click.argument("folder", type=InputPath(path_type=Path))
 @click.option("--follow-symlinks", is_flag=True,
               help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
@@ -168,7 +168,7 @@ def _refuse(plan: q.RestorePlan, follow_symlinks: bool = False) -> None:
                         path=first.path)
 
 
-@command.command("prune")
+@quarantine.command("prune")
 @paths_argument
 @click.option("--older-than", required=True, type=Duration(), metavar="DURATION",
               help="Remove the folders of runs that started longer ago than this: 7d, 12h, 30m, 1d12h (s m h d w).")

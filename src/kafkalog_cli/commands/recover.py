@@ -32,7 +32,7 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+def recover(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
             dry_run, fmt, now_ms, report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 

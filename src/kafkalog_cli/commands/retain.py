@@ -24,7 +24,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def command(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
+def retain(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
             report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 

@@ -26,7 +26,7 @@ PROGRESS_MIN_BYTES = 64 << 20
 @partition_filter_options
 @engine_options(remote=True)
 @_one_line_errors
-def command(paths, deep, fmt, jobs, only, engine, master):
+def verify_crc(paths, deep, fmt, jobs, only, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
 
     PATHS may also be globs, `file://` paths and remote URIs (`s3a://`, `s3://`, `hdfs://`,
