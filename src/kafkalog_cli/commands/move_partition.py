@@ -59,7 +59,7 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
     from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.ops.runner import Outcome
-    from kafkalog_cli.render.run_lines import RunLines
+    from kafkalog_cli.render.change_report import RunLines
     from kafkalog_cli.render import human
     from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
     from kafkalog_cli.storage.links import link_out

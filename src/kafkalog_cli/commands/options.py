@@ -186,7 +186,7 @@ def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "lo
 
 def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, report_path: Path | None = None,
                keep_going: bool = False, quiet: bool = False, **run) -> None:
-    """Every command that changes log dirs: run each log dir, print its lines (render.run_lines:
+    """Every command that changes log dirs: run each log dir, print its lines (render.change_report:
     a line per partition, then the log dir's) once it is done, or `text(outcome)` for people,
     then the totals line, or its one-line summary (not when `quiet`: retain under cron); append
     the run's lines to --report FILE. A locked or failing log dir: with `keep_going` (retain,
@@ -196,7 +196,7 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
     guess, 1 a dry run that would change something, or damage the plan names and leaves (bit rot),
     4 a partition left unchanged as it links out of the log dir (storage.links)."""
     from kafkalog_cli.errors import ExitCode, KafkalogError, LockedError, exit_code_of, one_line
-    from kafkalog_cli.render.run_lines import RunLines
+    from kafkalog_cli.render.change_report import RunLines
 
     lines = RunLines(operation.name, dry_run=bool(run.get("dry_run")))
     codes: list[int] = []
@@ -258,7 +258,7 @@ def emit_lines(fmt: str, made: list[dict]) -> None:
 def finish_run(lines, fmt: str, report_path: Path | None, exit_code: int, quiet: bool = False) -> None:
     """The totals line (json), or its summary for people (text, unless `quiet`); then the run's
     lines appended to --report FILE."""
-    from kafkalog_cli.render.run_lines import summary
+    from kafkalog_cli.render.change_report import summary
 
     totals = lines.totals(exit_code)
     if fmt == "json":

@@ -12,7 +12,7 @@ from kafkalog_cli.commands.common import one_line_errors
 from kafkalog_cli.commands.options import InputPath, emit_lines, finish_run, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
-from kafkalog_cli.render.run_lines import RunLines
+from kafkalog_cli.render.change_report import RunLines
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.links import refuse_links_out
 from kafkalog_cli.storage.quarantine_registry import forget

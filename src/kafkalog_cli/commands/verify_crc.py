@@ -143,7 +143,7 @@ def _zero_filled_indexes(groups) -> list:
     from pathlib import Path
 
     from kafkalog_cli.ops.index_health import zero_filled_in_dir
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     out = []
     for name, files in groups:
@@ -163,7 +163,7 @@ def _matching(groups, bad_paths, tally):
     import posixpath
     from pathlib import Path
 
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     kept, places = [], []
     for i, (name, files) in enumerate(groups):
