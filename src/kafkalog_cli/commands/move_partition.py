@@ -55,7 +55,7 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
     out of its log dir (--follow-symlinks moves it); 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
-    from kafkalog_cli.commands.options import emit_lines, finish_run
+    from kafkalog_cli.commands.change_run import emit_lines, finish_run
     from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.ops.runner import Outcome

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import InputPath, emit_lines, finish_run, report_option
+from kafkalog_cli.commands.change_run import emit_lines, finish_run
+from kafkalog_cli.commands.options import InputPath, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.render.change_report import RunLines
