@@ -29,7 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine import QuarantineEntry
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 TARGET_S = 5.0
 SEGMENT_BYTES = 4096

@@ -61,7 +61,9 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
     from kafkalog_cli.ops.runner import Outcome
     from kafkalog_cli.render.change_report import RunLines
     from kafkalog_cli.render import human
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine import quarantine_root
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
     from kafkalog_cli.storage.links import link_out
     from kafkalog_cli.storage.lock import LogDirLock
     from kafkalog_cli.storage.names import TopicPartition
