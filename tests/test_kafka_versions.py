@@ -210,7 +210,8 @@ def _compacted_dir(root: Path) -> Path:
 def test_the_4_0_cleaner_keeps_the_last_batch_of_a_round_empty(tmp_path, version, kept):
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.ops import compact
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     d = _compacted_dir(tmp_path / "l")
     res = ConfigResolver(overrides={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
