@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -10,11 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from kafkalog_cli.errors import CorruptRecordError, InputError
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, live_files
+from kafkalog_cli.storage.live_files import map_file, read_file, unmap
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.storage.names import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
+    INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
     offset_from_name, parse_partition_dir, segment_file,
 )
 
@@ -51,98 +51,6 @@ class LogTail:
     position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
 
 
-# ------------------------------------------------------------------ a live broker's dir
-# Read-only commands may run beside a live broker, whose retention and cleaner rename a segment's
-# files to `.deleted` (LocalLog.deleteSegmentFiles: renamed at once, deleted file.delete.delay.ms
-# later) or replace them (the cleaner's .cleaned -> .swap -> rename) between kafkalog's listing
-# of a partition dir and its opening a file. A file that a listing found and that is gone when
-# opened is followed to its `.deleted` name, or, gone altogether, read as empty: the log is read
-# as it stands, and `live_note` says so (a command sets it; by default it writes to stderr).
-_LISTED: set[str] = set()
-
-
-def listed(paths) -> None:
-    """Files a listing of a partition dir found (storage.logdir, Partition.open)."""
-    _LISTED.update(map(str, paths))
-
-
-def _stderr_note(text: str) -> None:
-    import sys
-
-    from kafkalog_cli.errors import one_line
-
-    sys.stderr.write(f"kafkalog: note: {one_line(text)}\n")
-
-
-live_note: Callable[[str], None] = _stderr_note
-
-
-class RemovedByBroker(InputError):
-    """A listed file removed since the listing (no `.deleted` copy either)."""
-
-
-def followed(path: Path | str) -> Path | str:
-    """`path`, or where the broker moved it since it was listed (its `.deleted` name); raises
-    RemovedByBroker if it is gone altogether. A path no listing found is left as it is (a
-    missing file given by the user stays an error)."""
-    if str(path) not in _LISTED or os.path.lexists(path):
-        return path
-    moved = Path(f"{path}{DELETED_SUFFIX}")
-    if os.path.lexists(moved):
-        live_note(f"{path}: renamed to {moved.name} by the broker while this command ran (retention or the "
-                  f"cleaner deletes it soon): read from there")
-        return moved
-    live_note(f"{path}: removed by the broker while this command ran (retention or the cleaner): read as it "
-              f"stands, without it")
-    raise RemovedByBroker("removed by the broker while this command ran", path=str(path))
-
-
-def was_listed(path: Path | str) -> bool:
-    return str(path) in _LISTED
-
-
-def read_listed(path: Path | str) -> bytes | None:
-    """read_file, or None for a listed file the broker has removed since (noted)."""
-    try:
-        with files.opened(followed(path)) as f:
-            return f.read()
-    except RemovedByBroker:
-        return None
-
-
-def map_file(path: Path | str):
-    """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)
-    or for a listed file the broker has removed since (see `followed`)."""
-    try:
-        with files.opened(followed(path)) as f:
-            if os.fstat(f.fileno()).st_size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except RemovedByBroker:
-        return b""
-
-
-def unmap(buf) -> None:
-    """Close an mmap from map_file (anything else is left alone). While a view of it is still
-    held (a memoryview in an exception's traceback frames, a buffer handed out), closing raises
-    BufferError: the map then goes when the last view does, as the collector releases it. The one
-    place a segment's mapping is closed, so no reader's error turns into a BufferError."""
-    if isinstance(buf, mmap.mmap):
-        try:
-            buf.close()
-        except BufferError:
-            pass
-
-
-def read_file(path: Path | str) -> bytes:
-    """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
-    try:
-        with files.opened(followed(path)) as f:
-            return f.read()
-    except RemovedByBroker:
-        return b""
-
-
 def not_regular_reason(path: Path | str) -> str | None:
     """Why `path` cannot be read as a file (missing, a dangling symlink, a directory, a FIFO,
     a device or socket), or None for a regular file (or a symlink to one). Only stats: a FIFO
@@ -150,7 +58,7 @@ def not_regular_reason(path: Path | str) -> str | None:
     try:
         st = os.stat(path)
     except OSError as e:
-        if isinstance(e, FileNotFoundError) and str(path) in _LISTED and not os.path.islink(path):
+        if isinstance(e, FileNotFoundError) and live_files.was_listed(path) and not os.path.islink(path):
             return None     # a live broker moved or removed it since the listing: reading it follows it
         return files.os_error_message(path, e)
     kind = files.kind_of(st.st_mode)
@@ -181,7 +89,7 @@ class Segment:
     is_active: bool = False
     next_base_offset: int | None = None     # the next segment's base in the partition, if known
     recovered_on_load: bool = False         # the broker recovers it on load (no clean shutdown)
-    listed: bool = False                    # found by a listing: a live broker may move it (`followed`)
+    listed: bool = False                    # found by a listing: a live broker may move it (`live_files.followed`)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
@@ -258,7 +166,7 @@ class Segment:
     def log(self):
         if self._log is None:
             if self.listed:     # also in a worker process, whose own listing this was not
-                _LISTED.add(str(self.source_path))
+                live_files.listed([self.source_path])
             self._log = map_file(self.source_path)
         return self._log
 
@@ -287,12 +195,12 @@ class Segment:
             try:
                 self._stat = os.stat(path)
             except FileNotFoundError:
-                if not self.listed and str(path) not in _LISTED:
+                if not self.listed and not live_files.was_listed(path):
                     raise
-                _LISTED.add(str(path))
+                live_files.listed([path])
                 try:                # renamed or removed by a live broker since the listing
-                    self._stat = os.stat(followed(path))
-                except (RemovedByBroker, FileNotFoundError):
+                    self._stat = os.stat(live_files.followed(path))
+                except (live_files.RemovedByBroker, FileNotFoundError):
                     self._stat = os.stat_result((0,) * 10)
         return self._stat
 
@@ -311,16 +219,16 @@ class Segment:
 
     def _open_fd(self, path) -> int | None:
         """os.open for reading; a listed file a live broker has moved since is followed, and one
-        it removed is None (storage.segment.followed)."""
+        it removed is None (storage.live_files.followed)."""
         try:
             return files.open_fd(path)
         except files.MissingFile:
-            if not self.listed and str(path) not in _LISTED:
+            if not self.listed and not live_files.was_listed(path):
                 raise
-        _LISTED.add(str(path))
+        live_files.listed([path])
         try:
-            return files.open_fd(followed(path))
-        except (RemovedByBroker, files.MissingFile):
+            return files.open_fd(live_files.followed(path))
+        except (live_files.RemovedByBroker, files.MissingFile):
             return None
 
     def index_file_bytes(self, suffix: str, entry_size: int) -> int:
