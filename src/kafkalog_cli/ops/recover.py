@@ -22,18 +22,17 @@ import dataclasses
 import os
 import struct
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
-                                 InvalidRecordError, KafkalogError, OffsetOverflowError)
+from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
-from kafkalog_cli.formats.indexes import (IndexBuilder, offset_entry_problem, parse_offset_index, parse_time_index,
+from kafkalog_cli.formats.indexes import (offset_entry_problem, parse_offset_index, parse_time_index,
                                           read_start)
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
-from kafkalog_cli.formats.records import iter_batches, RecordBatch
+from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
@@ -46,6 +45,7 @@ from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, se
 from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.recovery import SegmentRecovery, StopReason, next_valid_batch, recover_segment
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
 if TYPE_CHECKING:
@@ -53,162 +53,6 @@ if TYPE_CHECKING:
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
-
-
-@dataclass
-class ScanResult:
-    valid_bytes: int
-    next_offset: int
-    builder: IndexBuilder
-    aborted: list
-    epochs: list[tuple[int, int]]            # (epoch, start offset) assigned from batch headers
-    error: KafkalogError | None = None
-    invalid_offset: bool = False
-    kept_ranges: list[tuple[int, int]] | None = None   # --salvage
-    skipped: list[tuple[int, int]] = field(default_factory=list)
-
-
-# ------------------------------------------------------------------ LogSegment.recover
-def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: list[tuple[int, int]],
-                 salvage: bool = False) -> ScanResult:
-    """Run LogSegment.recover's loop over `buf` (an mmap). Updates `state` and `epochs` in place."""
-    mv = memoryview(buf) if len(buf) else None
-    try:
-        return _scan(buf, mv, base, interval, state, epochs, salvage)
-    finally:
-        if mv is not None:
-            mv.release()
-
-
-def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
-    builder = IndexBuilder(base, interval)
-    aborted = []
-    new_epochs: list[tuple[int, int]] = []
-    valid = 0            # bytes kept so far (positions in the rewritten file with --salvage)
-    pos = 0
-    end = len(buf)
-    next_offset = base
-    kept: list[tuple[int, int]] = []
-    skipped: list[tuple[int, int]] = []
-    error = None
-    latest_epoch = epochs[-1][0] if epochs else -1
-    while True:
-        try:
-            if not salvage and mv is not None:
-                # fast path: plain v2 batches (no producer id, not control) checked inline
-                pos, valid, nxt, latest_epoch = _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs)
-                if nxt is not None:
-                    next_offset = nxt
-            batch = next(iter_batches(buf, pos, end), None)
-            if batch is None:
-                break
-            batch.ensure_valid()
-            if salvage and kept and batch.base_offset < next_offset:
-                raise CorruptRecordError("offsets go backwards", position=batch.position)
-            builder.on_batch(valid, batch.size, batch.last_offset, batch.max_timestamp)
-            if salvage:
-                if kept and kept[-1][1] == batch.position:
-                    kept[-1] = (kept[-1][0], batch.position + batch.size)
-                else:
-                    kept.append((batch.position, batch.position + batch.size))
-            valid += batch.size
-            next_offset = batch.last_offset + 1
-            if batch.magic >= 2:
-                ple = batch.partition_leader_epoch
-                if ple >= 0 and ple > latest_epoch:
-                    new_epochs.append((ple, batch.base_offset))
-                    latest_epoch = ple
-                if batch.producer_id >= 0:
-                    txn = state.update(batch)
-                    if txn is not None:
-                        aborted.append(txn)
-            pos = batch.position + batch.size
-            continue
-            break
-        except CorruptIndexError as e:
-            if "offset overflow" not in e.message:
-                # InvalidOffsetException: Kafka empties the segment
-                return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
-            where = batch.position if salvage else e.position
-            overflow = OffsetOverflowError(
-                f"a batch at byte {where} ends at offset {e.message.split()[5]}, more than 2^31 - 1 above the "
-                f"segment's base offset {base} (LogSegmentOffsetOverflowException: a damaged base offset)",
-                position=where)
-            if not salvage:
-                raise overflow from None
-            # --salvage: the batch whose offsets overflow is damage, skipped like any other
-            error = overflow
-            nxt = _next_valid_batch(buf, where + 1, end, next_offset)
-            skipped.append((where, end if nxt is None else nxt))
-            if nxt is None:
-                break
-            pos = nxt
-            continue
-        except (CorruptRecordError, InvalidRecordError) as e:
-            error = e
-            bad = e.position if e.position is not None else pos
-            if not salvage:
-                break
-            nxt = _next_valid_batch(buf, bad + 1, end, next_offset)
-            if nxt is None:
-                skipped.append((bad, end))
-                break
-            skipped.append((bad, nxt))
-            pos = nxt
-            continue
-    epochs.extend(new_epochs)
-    builder.finish()
-    # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
-    return ScanResult(valid, next_offset, builder, aborted, new_epochs, error,
-                      kept_ranges=kept if salvage else None, skipped=skipped)
-
-
-_V2H = struct.Struct(">qiibIhiqqqhii")
-
-
-def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
-    """LogSegment.recover's loop for the common batch, without building batch objects: stops
-    (for the general path to handle, with Kafka's messages) at anything else."""
-    from kafkalog_cli.formats.crc import crc32c
-    unpack = _V2H.unpack_from
-    on_batch = builder.on_batch
-    nxt = None
-    while pos + 61 <= end:
-        bo, size, ple, magic, crc, attrs, lod, _bts, mts, pid, _pep, _seq, _cnt = unpack(buf, pos)
-        total = size + 12
-        if magic != 2 or size < 49 or pos > end - total or pid >= 0 or attrs & 0x20:
-            break
-        if crc32c(mv[pos + 21:pos + total]) != crc:
-            break
-        last = bo + lod
-        on_batch(valid, total, last, mts)
-        if ple >= 0 and ple > latest_epoch:
-            new_epochs.append((ple, bo))
-            latest_epoch = ple
-        valid += total
-        pos += total
-        nxt = last + 1
-    return pos, valid, nxt, latest_epoch
-
-
-def _next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
-    """--salvage: the next position holding a whole batch with a valid header and CRC whose
-    offsets continue upward."""
-    pos = start
-    while pos + 17 < end:
-        # a v2 batch has magic 2 at +16; legacy 0/1. Check plausibility before the CRC.
-        magic = buf[pos + 16]
-        if magic <= 2:
-            off, size = _PREFIX.unpack_from(buf, pos)
-            if 14 <= size and pos + 12 + size <= end and off >= min_offset:
-                b = RecordBatch(buf, pos, size + 12, magic)
-                try:
-                    if b.is_valid() and b.base_offset >= min_offset:
-                        return pos
-                except KafkalogError:
-                    pass
-        pos += 1
-    return None
 
 
 # ------------------------------------------------------------------ index checks
@@ -280,7 +124,7 @@ def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], re
             continue            # a torn or zero-padded end: the active segment's note says it
         with s.mapped() as buf:
             lost = _offsets_in(buf, tail.valid_size)
-            later = _next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
+            later = next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
             intact = _offsets_in(buf, later) if later is not None else None
         cost = f"truncating at byte {tail.valid_size}" + (f" (offsets {lost[0]}..{lost[1]})" if lost else "")
         if i + 1 < len(segments):
@@ -322,12 +166,12 @@ def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs
     """What LogSegment.recover would drop that is valid, or None: it truncates at the first
     invalid batch, which loses nothing valid only when no valid batch follows in this segment and
     no segment follows (the later ones are deleted)."""
-    r = scan_segment(buf, base, interval, state.copy(), list(epochs))
+    r = recover_segment(buf, base, interval, state.copy(), list(epochs))
     if r.valid_bytes == len(buf):
         return None
     if not last:
         return f"the segment is cut at byte {r.valid_bytes} and every later segment deleted"
-    if _next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
+    if next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
         return f"valid batches follow the invalid one at byte {r.valid_bytes}"
     return None
 
@@ -339,8 +183,7 @@ def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, in
     tail = s.unrecovered_tail(entry)
     if tail.damage is None:
         return None
-    if tail.next_offset == s.base_offset and tail.valid_size == 0 and tail.max_timestamp < 0 \
-            and "leads to no complete batch" in tail.damage.message:
+    if tail.stop is StopReason.NO_BATCH_AT_INDEX_ENTRY:
         return tail.damage.message, tail.damage.position
     size = s.size
     return (f"{size - tail.valid_size} bytes after the last complete batch (log end {tail.next_offset}) are not a "
@@ -731,7 +574,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 # segment's end when the cleaner left a gap
                 snapshots_to_write[b] = state.snapshot_bytes()
             try:
-                r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
+                r = recover_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
             except OffsetOverflowError as e:
                 raise SegmentOverflow(s, e.located(path=str(s.log_path)), leftovers) from None
             size = len(buf)
@@ -767,7 +610,7 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                     valid_end = r.valid_bytes
                     why = ("invalid or incomplete batches at the end" if not r.invalid_offset
                            else "offsets out of order: Kafka empties the segment")
-                    later = None if r.invalid_offset else _next_valid_batch(buf, valid_end + 1, size, r.next_offset)
+                    later = None if r.invalid_offset else next_valid_batch(buf, valid_end + 1, size, r.next_offset)
                     if later is not None:
                         intact = _offsets_in(buf, later)
                         why += (f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
@@ -892,7 +735,7 @@ def _current(p: Plan, f: Path) -> bytes | None:
     return None if src is None else read_file(src)
 
 
-def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
+def _index_actions(p: Plan, s: Segment, r: SegmentRecovery, name: str) -> None:
     b = r.builder
     for suf, data in ((names.INDEX_SUFFIX, b.offset_index_bytes()), (names.TIME_INDEX_SUFFIX, b.time_index_bytes())):
         f = s.file(suf)

@@ -13,6 +13,7 @@ from kafkalog_cli.storage import files, live_files
 from kafkalog_cli.storage.live_files import map_file, read_file, unmap
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
+    from kafkalog_cli.storage.recovery import LogTail
 from kafkalog_cli.storage.names import (
     INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
     offset_from_name, parse_partition_dir, segment_file,
@@ -33,22 +34,6 @@ class BatchHeader(NamedTuple):
     base_offset: int
     last_offset: int
     max_timestamp: int
-
-
-@dataclass
-class LogTail:
-    """What only the .log can tell about a segment's end, read by `Segment.recovery_walk`: its
-    next offset, the largest batch timestamp of the batches walked, and the end of the complete
-    valid batches (where a broker's recovery would truncate)."""
-
-    next_offset: int
-    max_timestamp: int
-    valid_size: int
-    offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
-    codecs: frozenset = frozenset()       # compression ids of those batches
-    damage: "CorruptRecordError | None" = None   # what stopped the walk (not preallocated zeros)
-    corrupt_batch: bool = False           # the damage is a batch that is not sound, not a torn end
-    position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
 
 
 def not_regular_reason(path: Path | str) -> str | None:
@@ -360,6 +345,7 @@ class Segment:
             if whole.next_offset == self.base_offset:
                 return whole
             from kafkalog_cli.formats.indexes import OffsetIndexEntry, offset_entry_problem, read_start
+            from kafkalog_cli.storage.recovery import LogTail, StopReason
 
             off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
             bad = offset_entry_problem(OffsetIndexEntry(off, pos), self.base_offset, None) if entry else None
@@ -371,7 +357,8 @@ class Segment:
             # a bad entry is the index's fault: name the index, else the .log where the entry points
             where = (dict(path=str(self.index_path)) if bad else
                      dict(path=str(self.source_path), position=read_start(pos, len(log))))
-            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where))
+            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where),
+                           stop=StopReason.NO_BATCH_AT_INDEX_ENTRY)
 
     def _tail_start(self) -> int:
         entry = self.last_offset_index_entry()
@@ -569,39 +556,12 @@ class Segment:
                                 t.damage is None, appended)
 
     def recovery_walk(self, start: int = 0, validate: bool = True) -> "LogTail":
-        """The one walk of a segment's batches from `start`, by LogSegment.recover's rule: every
-        complete batch with a size of at least 14 (and, `validate`, a known magic and a matching
-        CRC: what recovery checks and a clean load's readNextOffset does not) counts; the first
-        that is not (or bytes that are not a whole batch) ends the log there, and is the tail's
-        `damage` (a CorruptRecordError naming the file and byte) unless only zeros follow (a
-        preallocated .log)."""
-        from kafkalog_cli.formats.records import iter_batches
+        """`storage.recovery.walk_tail` over this segment's .log from `start` (LogSegment.recover's
+        rule without rebuilding anything; `validate` False: readNextOffset's, sizes only)."""
+        from kafkalog_cli.storage.recovery import walk_tail
 
         with self.mapped() as buf:
-            size = len(buf)
-            if start >= size:
-                start = 0
-            nxt, max_ts, end = self.base_offset, -1, start
-            offset_of_max, max_pos, codecs = -1, -1, set()
-            fault = None
-            try:
-                for b in iter_batches(buf, start):
-                    fault = _batch_fault(buf, b.position) if validate else None
-                    if fault is not None:
-                        break
-                    nxt, end = b.last_offset + 1, b.position + b.size
-                    if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
-                        max_ts, offset_of_max, max_pos = b.max_timestamp, b.last_offset, b.position
-                    codecs.add(b.compression_id)
-            except CorruptRecordError as e:
-                fault = e.message
-            damage = None
-            if bytes(buf[end:]).strip(b"\0"):
-                why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
-                                f" (a broker's recovery truncates them, as `kafkalog recover` does)")
-                damage = CorruptRecordError(why, path=str(self.source_path), position=end)
-            return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage,
-                           damage is not None and fault is not None, max_pos)
+            return walk_tail(buf, self.base_offset, str(self.source_path), start, validate)
 
     def mapped_index_entries(self, suffix: str) -> list:
         """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
@@ -753,6 +713,7 @@ def _check_entry_batch(log, position: int, offset: int) -> str | None:
     a size of at least 14 that fits in the file, a known magic, a valid CRC, and a first offset
     (for legacy entries, the wrapper's offset) not after the entry's offset."""
     from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
+    from kafkalog_cli.storage.recovery import batch_fault
 
     n = len(log)
     if position < 0:
@@ -764,7 +725,7 @@ def _check_entry_batch(log, position: int, offset: int) -> str | None:
     if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
         return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
                 f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
-    if _batch_fault(log, position) is not None:
+    if batch_fault(log, position) is not None:
         return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
     first = b.base_offset_field if magic >= 2 else b.last_offset
@@ -798,22 +759,4 @@ def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | No
         if last >= target:
             return pos
         pos += 12 + size
-    return None
-
-
-def _batch_fault(log, position: int) -> str | None:
-    """Why the complete batch at `position` is not one LogSegment.recover keeps (an unknown
-    magic, a CRC that does not match its bytes), or None."""
-    from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
-
-    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
-    magic = log[position + 16]
-    if magic not in _MAGICS:
-        return f"Invalid magic {magic if magic < 128 else magic - 256} in the batch of {size + LOG_OVERHEAD} bytes"
-    try:
-        valid = RecordBatch(log, position, size + LOG_OVERHEAD, magic).is_valid()
-    except Exception:  # noqa: BLE001 - a header too short to hold its CRC
-        valid = False
-    if not valid:
-        return f"the batch of {size + LOG_OVERHEAD} bytes fails its CRC check"
     return None
