@@ -29,8 +29,7 @@ from typing import TYPE_CHECKING, ClassVar
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
-from kafkalog_cli.formats.indexes import (offset_entry_problem, parse_offset_index, parse_time_index,
-                                          read_start)
+from kafkalog_cli.formats.indexes import parse_offset_index, read_start
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.formats.txnindex import encode_txn_index
@@ -44,6 +43,7 @@ from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
+from kafkalog_cli.storage.index_checks import entry_kafka_never_writes, index_rebuild_reason
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.recovery import SegmentRecovery, StopReason, next_valid_batch, recover_segment
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
@@ -53,47 +53,6 @@ if TYPE_CHECKING:
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
-
-
-# ------------------------------------------------------------------ index checks
-def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> str | None:
-    """Why a broker-kept index is wrong (zero-filled, truncated, pointing nowhere), or None."""
-    if len(index) % 8:
-        return f"offset index length {len(index)} is not a multiple of 8"
-    if len(timeindex) % 12:
-        return f"time index length {len(timeindex)} is not a multiple of 12"
-    entries = parse_offset_index(index, base)
-    if len(entries) * 8 != len(index):
-        return "offset index has zero-filled slots after its entries"
-    last_pos = -1
-    for i, e in enumerate(entries):
-        if (offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
-                or e.position <= last_pos or e.position + 17 > len(seg_buf)):
-            return f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
-        try:
-            b = next(iter_batches(seg_buf, e.position))
-        except (StopIteration, KafkalogError):
-            return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
-        if b.last_offset != e.offset and not _cleaned_entry(seg_buf, b, e.offset, next_offset):
-            return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
-        last_pos = e.position
-    tentries = parse_time_index(timeindex, base)
-    if len(tentries) * 12 != len(timeindex):
-        return "time index has zero-filled slots after its entries"
-    last_ts, last_o = None, base
-    for t in tentries:
-        if (last_ts is not None and t.timestamp <= last_ts) or t.offset < last_o or t.offset >= max(next_offset, base + 1):
-            return f"time index entry ({t.timestamp}, {t.offset}) is out of order or beyond the log"
-        last_ts, last_o = t.timestamp, t.offset
-    if len(seg_buf) and not tentries:
-        # a closed segment always gets a final entry unless no batch has a timestamp
-        try:
-            for b in iter_batches(seg_buf):
-                if b.max_timestamp >= 0:
-                    return "time index is empty but the log has timestamps"
-        except KafkalogError as e:
-            return f"time index is empty and the log does not read to its end ({e.message})"
-    return None
 
 
 @dataclass
@@ -191,12 +150,6 @@ def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, in
             f"those offsets will meet them", tail.valid_size)
 
 
-def _entry_kafka_never_writes(entries: list, base: int) -> bool:
-    """The offset index's last entry is one OffsetIndex.append never writes (a negative position,
-    an offset below the base): the index's damage, not a .log cut since."""
-    return bool(entries) and offset_entry_problem(entries[-1], base, None) is not None
-
-
 def load_failure(buf, start: int) -> str | None:
     """Why a broker loading this active segment without recovering it (after a clean shutdown)
     would fail to start, or None: LogSegment.readNextOffset walks the batch headers from the last
@@ -212,19 +165,6 @@ def load_failure(buf, start: int) -> str | None:
             return None
         pos += 12 + size
     return None
-
-
-def _cleaned_entry(seg_buf, batch, offset: int, next_offset: int) -> bool:
-    """An entry the log cleaner writes: it indexes a retained batch under the largest offset of
-    the records it read (LogCleaner.cleanInto appends with the source's maxOffset), so the offset
-    is past the batch's last one but before the next batch's first: lookups still land right."""
-    if offset < batch.last_offset:
-        return False
-    try:
-        nxt = next(iter_batches(seg_buf, batch.position + batch.size), None)
-    except KafkalogError:
-        return False
-    return offset < (nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1))
 
 
 # ------------------------------------------------------------------ the plan
@@ -523,14 +463,14 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
                 nxt = s.next_offset_after((entries[-1].offset - b, entries[-1].position) if entries else None)
                 # the broker does not check the indexes of a segment it does not recover
                 # (LogSegment.sanityCheck): their damage is repaired with --repair only
-                damage = index_problem(buf, b, idx, tidx, nxt)
+                damage = index_rebuild_reason(buf, b, idx, tidx, nxt)
                 problem = damage if opts.repair else None
                 index_fault = False
                 if problem is None and b == bases[-1]:
                     problem = load_failure(buf, entries[-1].position if entries else 0)
                     kept = None if problem is not None else _unrecovered_end(
                         s, (entries[-1].offset - b, entries[-1].position) if entries else None)
-                    if kept is not None and (opts.repair or _entry_kafka_never_writes(entries, b)):
+                    if kept is not None and (opts.repair or entry_kafka_never_writes(entries, b)):
                         # such an entry (not an unflushed tail) drops the segment's offsets from a
                         # clean load: recovering it rebuilds the index (_valid_data_lost guards the batches)
                         problem = kept[0]

@@ -365,7 +365,9 @@ class Segment:
         if entry is None or entry[1] == 0:
             return 0
         with self.mapped() as log:
-            sound = _check_entry_batch(log, entry[1], self.base_offset + entry[0]) is None
+            from kafkalog_cli.storage.index_checks import entry_batch_problem
+
+            sound = entry_batch_problem(log, entry[1], self.base_offset + entry[0]) is None
         return entry[1] if sound else 0
 
     def read_next_offset(self) -> int:
@@ -461,8 +463,10 @@ class Segment:
         log = self.log
         start = 0
         entry = None
-        entries, why = _usable_entries(self.offset_index,
-                                       lambda es: _check_offset_entries(es, self.base_offset, len(log)))
+        from kafkalog_cli.storage.index_checks import entry_batch_problem, offset_entries_problem, usable_entries
+
+        entries, why = usable_entries(self.offset_index,
+                                      lambda es: offset_entries_problem(es, self.base_offset, len(log)))
         if why is None:
             lo, hi = 0, len(entries) - 1
             while lo <= hi:
@@ -473,7 +477,7 @@ class Segment:
                 else:
                     hi = mid - 1
             if entry is not None and entry.position > 0:
-                why = _check_entry_batch(log, entry.position, entry.offset)
+                why = entry_batch_problem(log, entry.position, entry.offset)
                 if why is None:
                     start = entry.position
         return self._scan_start(start, why, self.index_path, warn)
@@ -486,8 +490,9 @@ class Segment:
         holding the entry's offset has the entry's timestamp as its max timestamp; otherwise the
         log is scanned from its first byte (and `warn` says why)."""
         entry = None
-        entries, why = _usable_entries(self.time_index,
-                                       lambda es: _check_time_entries(es, self.base_offset))
+        from kafkalog_cli.storage.index_checks import time_entries_problem, usable_entries
+
+        entries, why = usable_entries(self.time_index, lambda es: time_entries_problem(es, self.base_offset))
         if why is None:
             for e in entries:
                 if e.timestamp < timestamp:
@@ -671,68 +676,6 @@ def _read_or_empty(path: Path) -> bytes:
     if not os.path.lexists(path):
         return b""
     return read_file(path)
-
-
-_MAGICS = (0, 1, 2)
-
-
-def _usable_entries(read: Callable[[], list], check: Callable[[list], str | None]) -> tuple[list, str | None]:
-    """An index's entries for a seek, and why they cannot be used (None if they can): unreadable,
-    or failing `check`. An unusable index only costs the seek its shortcut."""
-    try:
-        entries = read()
-    except Exception as e:  # noqa: BLE001 - whatever makes the index unreadable
-        return [], f"cannot be read ({getattr(e, 'message', e)})"
-    return entries, check(entries)
-
-
-def _check_offset_entries(entries, base_offset: int, log_size: int) -> str | None:
-    """Why the offset index's entries cannot be trusted, or None: offsets must be at least the
-    base offset and strictly increase, positions lie inside the log and do not decrease."""
-    from kafkalog_cli.formats.indexes import offset_entry_problem
-
-    for i, e in enumerate(entries):
-        why = offset_entry_problem(e, base_offset, log_size, entries[i - 1] if i else None)
-        if why is not None:
-            return f"byte {i * 8}: {why}"
-    return None
-
-
-def _check_time_entries(entries, base_offset: int) -> str | None:
-    from kafkalog_cli.formats.indexes import time_entry_problem
-
-    for i, e in enumerate(entries):
-        why = time_entry_problem(e, base_offset, entries[i - 1] if i else None)
-        if why is not None:
-            return f"byte {i * 12}: {why}"
-    return None
-
-
-def _check_entry_batch(log, position: int, offset: int) -> str | None:
-    """Why the batch an index entry points at cannot be where the entry's offset starts, or None:
-    a size of at least 14 that fits in the file, a known magic, a valid CRC, and a first offset
-    (for legacy entries, the wrapper's offset) not after the entry's offset."""
-    from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
-    from kafkalog_cli.storage.recovery import batch_fault
-
-    n = len(log)
-    if position < 0:
-        return f"entry (offset {offset}, position {position}) points before the log's first byte"
-    if position + 17 > n:
-        return f"entry (offset {offset}, position {position}) points past the last batch header"
-    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
-    magic = log[position + 16]
-    if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
-        return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
-                f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
-    if batch_fault(log, position) is not None:
-        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
-    b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
-    first = b.base_offset_field if magic >= 2 else b.last_offset
-    if first > offset:
-        return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
-                f"{first}, after the entry's")
-    return None
 
 
 def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | None) -> int | None:
