@@ -98,7 +98,8 @@ def recover_segment(buf, base: int, interval: int, state: ProducerStateUpdate, e
 class _Walk:
     """One run of `recover_segment`: the walk's state, and one method per thing it does."""
 
-    def __init__(self, buf, mv, base, interval, state, epochs, salvage):
+    def __init__(self, buf, mv: memoryview | None, base: int, interval: int, state: ProducerStateUpdate,
+                 epochs: list[tuple[int, int]], salvage: bool):
         self.buf, self.mv, self.base, self.interval = buf, mv, base, interval
         self.state, self.epochs, self.salvage = state, epochs, salvage
         self.builder = IndexBuilder(base, interval)
@@ -112,7 +113,8 @@ class _Walk:
         self.kept: list[tuple[int, int]] = []
         self.skipped: list[tuple[int, int]] = []
         self.error: KafkalogError | None = None
-        self.stop, self.stopped_at = StopReason.END, None
+        self.stop = StopReason.END
+        self.stopped_at: int | None = None
 
     def run(self) -> SegmentRecovery:
         batch = None
@@ -176,7 +178,9 @@ class _Walk:
     def _skip_overflow(self, e: OffsetOverflowError, batch: RecordBatch | None) -> bool:
         """A batch whose offsets overflow the segment's index: raised for the broker's split, or
         with --salvage skipped like any other damage. True: the walk goes on."""
-        where = batch.position if self.salvage else e.position
+        # IndexBuilder locates every overflow at the bytes kept so far: the batch's own byte
+        # with --salvage, where kept bytes and positions differ
+        where = batch.position if self.salvage and batch is not None else (e.position or 0)
         overflow = OffsetOverflowError(
             f"a batch at byte {where} ends at offset {e.offset}, more than 2^31 - 1 above the "
             f"segment's base offset {self.base} (LogSegmentOffsetOverflowException: a damaged base offset)",
