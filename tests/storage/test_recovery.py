@@ -9,7 +9,7 @@ from kafkalog_cli.errors import OffsetOverflowError
 from kafkalog_cli.formats.indexes import IndexBuilder, TimeIndexEntry, encode_time_index
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.producer_rebuild import ProducerState
-from kafkalog_cli.storage.index_checks import index_rebuild_reason, time_entries_problem
+from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, index_rebuild_reason, time_entries_problem
 from kafkalog_cli.storage.recovery import StopReason, recover_segment
 
 T = 1_700_000_000_000
@@ -75,5 +75,13 @@ def test_an_equal_timestamp_is_usable_for_a_seek_but_not_what_recovery_writes():
     log = _batch(0, ts=T) + _batch(2, ts=T + 5)
     entries = [TimeIndexEntry(T + 1, 1), TimeIndexEntry(T + 1, 3)]
     assert time_entries_problem(entries, 0) is None
-    why = index_rebuild_reason(log, 0, b"", encode_time_index(entries, 0), 4)
-    assert why == f"time index entry ({T + 1}, 3) is out of order or beyond the log"
+    defect = index_rebuild_reason(log, 0, b"", encode_time_index(entries, 0), 4)
+    assert defect == IndexDefect(IndexFile.TIME_INDEX, f"time index entry ({T + 1}, 3) is out of order or beyond the log")
+
+
+def test_an_empty_time_index_beside_timestamps_is_told_by_a_field_not_by_its_words():
+    """clean-shutdown forgives the active segment only this defect (its final entry comes when
+    it is closed): a field says which, whatever the message."""
+    log = _batch(0) + _batch(2)
+    assert index_rebuild_reason(log, 0, b"", b"", 4) == IndexDefect(
+        IndexFile.TIME_INDEX, "time index is empty but the log has timestamps", no_final_time_entry=True)

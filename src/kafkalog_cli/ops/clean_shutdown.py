@@ -148,9 +148,9 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
         with s.mapped() as buf:
             nxt = s.unrecovered_tail(s.last_offset_index_entry()).next_offset if s is active else \
                 s.recovery_walk(0, validate=False).next_offset
-            problem = index_rebuild_reason(buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt)
-        if problem is not None and not (s is active and problem.startswith("time index is empty but")):
-            return (f"segment {s.base_offset}: {problem}: a load that skips recovery keeps the index as it is, "
+            defect = index_rebuild_reason(buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt)
+        if defect is not None and not (s is active and defect.no_final_time_entry):
+            return (f"segment {s.base_offset}: {defect.why}: a load that skips recovery keeps the index as it is, "
                     f"a recovery rebuilds it")
     if not part.snapshots:
         start = part.log_start_offset or 0

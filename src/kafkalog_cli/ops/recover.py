@@ -43,7 +43,7 @@ from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
-from kafkalog_cli.storage.index_checks import entry_kafka_never_writes, index_rebuild_reason
+from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, entry_kafka_never_writes, index_rebuild_reason
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.recovery import SegmentRecovery, StopReason, next_valid_batch, recover_segment
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
@@ -97,12 +97,12 @@ def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], re
             str(s.log_path), tail.valid_size))
 
 
-def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: str, buf, index: bytes, timeindex: bytes,
+def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: IndexDefect, buf, index: bytes, timeindex: bytes,
                missing_time_index: bool) -> None:
     """One finding for index damage a broker keeps: what, what the broker does, the consequence."""
     what = "creates it empty" if missing_time_index else "keeps it as it is"
-    path = s.time_index_path if "time index" in damage else s.index_path
-    p.findings.append(KeptFinding(name, f"segment {b}: {damage}; a broker {what} (it does not check the "
+    path = s.time_index_path if damage.file is IndexFile.TIME_INDEX else s.index_path
+    p.findings.append(KeptFinding(name, f"segment {b}: {damage.why}; a broker {what} (it does not check the "
                                   f"indexes of a segment it does not recover){kept_consequence(buf, timeindex)}; "
                                   f"rerun with --repair to rebuild it", str(path)))
 
@@ -512,7 +512,7 @@ class _PartitionRecovery:
         # the broker does not check the indexes of a segment it does not recover
         # (LogSegment.sanityCheck): their damage is repaired with --repair only
         damage = index_rebuild_reason(buf, b, idx, tidx, nxt)
-        problem = damage if self.opts.repair else None
+        problem = damage.why if damage is not None and self.opts.repair else None
         index_fault = False
         if problem is None and b == self.bases[-1]:
             problem, index_fault = self._active_segment_problem(s, buf, entries)

@@ -24,6 +24,8 @@ a judgement of the file) are ops.verify_index's.
 """
 from __future__ import annotations
 
+import enum
+from dataclasses import dataclass
 from typing import Callable
 
 from kafkalog_cli.errors import KafkalogError
@@ -103,19 +105,56 @@ def zero_slots(file_length: int, entries: int, entry_size: int) -> int:
 
 
 # ------------------------------------------------------------------ 3. the index recovery builds
-def index_rebuild_reason(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> str | None:
-    """Why a broker-kept index is not the one LogSegment.recover builds (zero-filled, truncated,
+class IndexFile(enum.Enum):
+    """Which of a segment's indexes a defect is in."""
+
+    OFFSET_INDEX = ".index"
+    TIME_INDEX = ".timeindex"
+
+
+@dataclass(frozen=True)
+class IndexDefect:
+    """How a broker-kept index differs from the one LogSegment.recover builds: in which file,
+    why (for the user), and whether it is only a missing final time-index entry (an empty time
+    index beside batches with timestamps: what the active segment has until it is closed)."""
+
+    file: IndexFile
+    why: str
+    no_final_time_entry: bool = False
+
+
+def index_rebuild_reason(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> IndexDefect | None:
+    """How a broker-kept index is not the one LogSegment.recover builds (zero-filled, truncated,
     pointing nowhere), or None: recover rebuilds it."""
     if len(index) % OFFSET_ENTRY_SIZE:
-        return f"offset index length {len(index)} is not a multiple of 8"
+        return IndexDefect(IndexFile.OFFSET_INDEX, f"offset index length {len(index)} is not a multiple of 8")
     if len(timeindex) % TIME_ENTRY_SIZE:
-        return f"time index length {len(timeindex)} is not a multiple of 12"
+        return IndexDefect(IndexFile.TIME_INDEX, f"time index length {len(timeindex)} is not a multiple of 12")
     entries = parse_offset_index(index, base)
     if zero_slots(len(index), len(entries), OFFSET_ENTRY_SIZE):
-        return "offset index has zero-filled slots after its entries"
+        return IndexDefect(IndexFile.OFFSET_INDEX, "offset index has zero-filled slots after its entries")
     why = _offset_entries_not_built(seg_buf, base, entries, next_offset)
     if why is not None:
-        return why
+        return IndexDefect(IndexFile.OFFSET_INDEX, why)
+    why = _time_entries_not_built(seg_buf, base, timeindex, next_offset)
+    if why is not None:
+        return IndexDefect(IndexFile.TIME_INDEX, why)
+    if len(seg_buf) and not len(timeindex):
+        # a closed segment always gets a final entry unless no batch has a timestamp
+        try:
+            for b in iter_batches(seg_buf):
+                if b.max_timestamp >= 0:
+                    return IndexDefect(IndexFile.TIME_INDEX, "time index is empty but the log has timestamps",
+                                       no_final_time_entry=True)
+        except KafkalogError as e:
+            return IndexDefect(IndexFile.TIME_INDEX,
+                               f"time index is empty and the log does not read to its end ({e.message})")
+    return None
+
+
+def _time_entries_not_built(seg_buf, base: int, timeindex: bytes, next_offset: int) -> str | None:
+    """Why time-index entries are not LogSegment.recover's, or None: no zero-filled slot after
+    them, each after the one before with a greater timestamp, none at or past the log end."""
     tentries = parse_time_index(timeindex, base)
     if zero_slots(len(timeindex), len(tentries), TIME_ENTRY_SIZE):
         return "time index has zero-filled slots after its entries"
@@ -125,14 +164,6 @@ def index_rebuild_reason(seg_buf, base: int, index: bytes, timeindex: bytes, nex
         if (time_entry_problem(t, base, prev) is not None or (prev is not None and t.timestamp == prev.timestamp)
                 or t.offset >= max(next_offset, base + 1)):
             return f"time index entry ({t.timestamp}, {t.offset}) is out of order or beyond the log"
-    if len(seg_buf) and not tentries:
-        # a closed segment always gets a final entry unless no batch has a timestamp
-        try:
-            for b in iter_batches(seg_buf):
-                if b.max_timestamp >= 0:
-                    return "time index is empty but the log has timestamps"
-        except KafkalogError as e:
-            return f"time index is empty and the log does not read to its end ({e.message})"
     return None
 
 
