@@ -124,7 +124,12 @@ class CorruptIndexError(KafkalogError):
 
 class OffsetOverflowError(CorruptIndexError):
     """Kafka's LogSegmentOffsetOverflowException: an offset too far from the segment's base to
-    index (the broker splits such a segment)."""
+    index (the broker splits such a segment). `offset` is that offset, where known."""
+
+    def __init__(self, message: str, path: str | None = None, position: int | None = None,
+                 offset: int | None = None):
+        super().__init__(message, path, position)
+        self.offset = offset
 
 
 class InvalidOffsetError(CorruptIndexError):

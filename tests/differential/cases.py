@@ -82,7 +82,7 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
                 and diffs_here and all("index" in d for d in diffs_here)):
             repairs.append(SWAP_WITHOUT_INDEX)
         if repair and repairs and diffs_here:
-            # kafkalog checks what the broker does not (recover.py: index_problem, load_failure)
+            # kafkalog checks what the broker does not (storage/index_checks.py: index_rebuild_reason; recover.py: load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:

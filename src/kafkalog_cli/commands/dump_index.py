@@ -140,7 +140,7 @@ def _options(verify_index_only, index_sanity_check, max_message_size):
 
 
 def _check_log_beside(path: Path) -> None:
-    from kafkalog_cli.storage.segment import listed, was_listed
+    from kafkalog_cli.storage.live_files import listed, was_listed
 
     log = path.with_name(path.name.split(".")[0] + ".log")
     if was_listed(path):    # a live broker may have moved or removed the segment since the listing
