@@ -83,3 +83,31 @@ def test_installed_command_killed_midway_then_rerun(tmp_path):
         again = subprocess.run(exe + [str(src), str(dst)], capture_output=True, text=True)
         assert again.returncode == 0, again.stderr
         assert state(src, dst) == want, f"after a kill at step {n}"
+
+
+def test_kill_rerun_then_restore_every_folder_gives_back_the_dirs(tmp_path):
+    """A run killed after any step, then run again, leaves two quarantine folders; restoring
+    them newest first puts both log dirs back as they were before the move, with nothing left in
+    the staging dir. The killed run journals each rename before it makes it, so its folder names
+    renames that never happened: restore finds the directory where the chain of renames stopped."""
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import cli
+    from kafkalog_cli.storage.quarantine import staging_dir
+
+    src, dst = two_log_dirs(tmp_path / "ref")
+    total = move(src, dst, tmp_path / "qref")["fs_steps"]
+    for n in range(1, total):
+        src, dst = two_log_dirs(tmp_path / f"k{n}")
+        before = state(src, dst)
+        q = tmp_path / f"q{n}"
+        with pytest.raises(InjectedFault):
+            move(src, dst, q, fault_after=n)
+        move(src, dst, q)
+        for folder in sorted(q.iterdir(), reverse=True):
+            r = CliRunner().invoke(cli, ["quarantine", "restore", str(folder)])
+            assert r.exit_code == 0, f"restore of {folder.name} after a kill at step {n}: {r.output}"
+        assert state(src, dst) == before, f"after a kill at step {n} of {total}"
+        for d in (src, dst):
+            staged = staging_dir(d)
+            assert not staged.exists() or not any(staged.iterdir()), f"{staged} after step {n}"

@@ -35,7 +35,8 @@ def two_log_dirs(root: Path) -> tuple[Path, Path]:
 
 def move(src: Path, dst: Path, quarantine: Path | None = None, fault_after: int | None = None, tp=TP) -> dict:
     plan = ops.plan(src, dst, tp, future_id="f" * 32)
-    return ops.apply(plan, FsOps(dst, Quarantine(quarantine, "move-partition"), fault_after=fault_after))
+    keeper = Quarantine(quarantine, "move-partition", other_log_dirs=(src,))
+    return ops.apply(plan, FsOps(dst, keeper, fault_after=fault_after))
 
 
 _UUID = re.compile(r"\.[0-9a-f]{32}-(delete|future)")

@@ -802,9 +802,25 @@ def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
         return RestoreStep(e, RestoreAction.UNDO)
     if src is not None and dst is None:
         return RestoreStep(e, RestoreAction.SKIP)
+    if src is None and _chain_stopped_before(e, sim, folder):
+        return RestoreStep(e, RestoreAction.SKIP)
     if src is None:
         raise _Refused(e.target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed")
     raise _Refused(e.source, f"exists beside {e.target}, which {folder.op} renamed it to")
+
+
+def _chain_stopped_before(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> bool:
+    """Whether a rename that left neither its source nor its target never ran: an op journals a
+    rename before it makes it, so a kill can leave renames journaled in a chain (staging -> -future
+    -> live) of which the first never happened. Then the directory still sits at the source of the
+    chain's earliest rename, and every later link is not to be undone."""
+    source = e.source
+    for earlier in reversed(folder.entries[:folder.entries.index(e)]):
+        if earlier.kind is EntryKind.DIR_RENAMED and earlier.target == source:
+            if sim.real_dir(earlier.source) is not None:
+                return True
+            source = earlier.source
+    return False
 
 
 def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
