@@ -30,8 +30,8 @@ def test_a_clean_renamed_or_patterned_entry_fails_the_check():
         {"kafkalog_cli.a", "kafkalog_cli.elsewhere"}, lambda m: m != "kafkalog_cli.gone")
     assert problems == [
         "kafkalog_cli.clean: clean now, take it off the not-yet list in pyproject.toml",
-        "kafkalog_cli.gone: on the not-yet list but no such module (renamed or removed: its entry goes, "
-        "or follows it if it still has errors)",
+        ("kafkalog_cli.gone: on the not-yet list but no such module (renamed or removed: its entry goes, "
+         "or follows it if it still has errors)"),
         "kafkalog_cli.render.*: the not-yet list names modules, not patterns",
     ]
 
