@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import glob
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import kafkalog_cli
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong, write_varint, write_varlong
 
@@ -79,3 +86,26 @@ def test_readers_keep_their_names():
     assert (read_varint.__name__, read_varlong.__name__) == ("read_varint", "read_varlong")
     with pytest.raises(InvalidRecordError, match="Varlong is too long, most significant bit in the 10th byte"):
         read_varlong(b"\xff" * 10 + b"\x01", 0)
+
+
+def _python_3_10() -> str | None:
+    """A Python 3.10 (the oldest pyproject.toml allows), or None."""
+    candidates = [shutil.which("python3.10"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python")))]
+    for exe in filter(None, candidates):
+        probe = subprocess.run([exe, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 10))"],
+                               capture_output=True, check=False)
+        if probe.returncode == 0:
+            return exe
+    return None
+
+
+def test_the_varint_readers_import_on_python_3_10():
+    exe = _python_3_10()
+    if exe is None:
+        pytest.skip("no Python 3.10 here")
+    src = str(Path(kafkalog_cli.__file__).resolve().parent.parent)
+    code = ("from kafkalog_cli.formats.varint import read_varint, read_varlong\n"
+            "print(read_varint(b'\\x02', 0), read_varlong(b'\\x01', 0), read_varint.__name__)")
+    done = subprocess.run([exe, "-c", code], capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": src})
+    assert (done.returncode, done.stderr, done.stdout) == (0, "", "(1, 1) (-1, 1) read_varint\n")

@@ -208,7 +208,7 @@ def _targets(given: list[str], only, from_offset: int | None, to_offset: int | N
     from kafkalog_cli.storage.logdir import FilterTally, expand_paths
 
     note = note_left_out("not read")
-    targets = []
+    targets: list[str] = []
     tally = FilterTally(only)
     for g in given:
         if os.path.isdir(g):

@@ -19,7 +19,7 @@ passed Kafka's checks already and are not judged here.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 from kafkalog_cli.config.versions import REMOTE_COPY_DISABLE_RETENTION, REMOTE_RETENTION_BOUNDS, KafkaVersions
 from kafkalog_cli.errors import UsageError
@@ -37,7 +37,7 @@ def config_exception(name: str, value, message: str) -> str:
     return f"Invalid value {value} for configuration {name}: {message}"
 
 
-def retention_problem(values: Mapping[str, object], copy_disable_checked: bool) -> str | None:
+def retention_problem(values: Mapping[str, Any], copy_disable_checked: bool) -> str | None:
     """Kafka's message for the first check `values` (retention.ms/bytes, local.retention.ms/bytes,
     remote.log.copy.disable: parsed) fails, or None."""
     for total_name, local_name, unlimited in (("retention.bytes", "local.retention.bytes", lambda v: v <= -1),

@@ -59,8 +59,10 @@ class ConfigKey:
     def _validate(self, value: Any) -> None:
         if self.choices is not None and not set(value if isinstance(value, tuple) else (value,)) <= self.choices:
             raise ValueError(f"one of {', '.join(sorted(self.choices))}")
-        if self.at_most is not None and not self.at_least <= value <= self.at_most:
-            raise ValueError(f"between {_num(self.at_least)} and {_num(self.at_most)}")
+        if self.at_most is not None:
+            assert self.at_least is not None  # Range.between: a maximum comes with its minimum
+            if not self.at_least <= value <= self.at_most:
+                raise ValueError(f"between {_num(self.at_least)} and {_num(self.at_most)}")
         if self.at_least is not None and value < self.at_least:
             raise ValueError(f"at least {_num(self.at_least)}")
 

@@ -327,7 +327,8 @@ def _broker_level(static: Mapping[str, str] | None, meta: ClusterMetadata, node_
     config takes its first synonym present."""
     readable = meta.state in (MetadataState.READ, MetadataState.DAMAGED)
     per_broker = {k: v for k, v in meta.broker_configs.items() if k != ""} if readable else {}
-    layers = [(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, None, meta.broker_configs.get("", {}) if readable else {})]
+    layers: list[tuple[ConfigSource, str | None, Mapping[str, str]]] = [
+        (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, None, meta.broker_configs.get("", {}) if readable else {})]
     if node_id is not None:
         layers.append((ConfigSource.DYNAMIC_BROKER_CONFIG, f"broker {node_id}", per_broker.get(str(node_id), {})))
     props = _merged_broker_props(static or {}, layers)
@@ -353,10 +354,13 @@ def _broker_level(static: Mapping[str, str] | None, meta: ClusterMetadata, node_
     return out
 
 
-def _merged_broker_props(static: Mapping[str, str], layers) -> dict[str, tuple[str, ConfigSource, str | None]]:
+def _merged_broker_props(static: Mapping[str, str],
+                         layers: Iterable[tuple[ConfigSource, str | None, Mapping[str, str]]]
+                         ) -> dict[str, tuple[str, ConfigSource, str | None]]:
     """{broker property: (value, source, which broker)}: DynamicBrokerConfig.overrideProps, a
     dynamic key replacing its static synonyms (brokerConfigSynonyms)."""
-    props = {k: (v, ConfigSource.STATIC_BROKER_CONFIG, None) for k, v in static.items()}
+    props: dict[str, tuple[str, ConfigSource, str | None]] = {
+        k: (v, ConfigSource.STATIC_BROKER_CONFIG, None) for k, v in static.items()}
     for source, who, layer in layers:
         for k, v in layer.items():
             for synonym in synonym_group(k):

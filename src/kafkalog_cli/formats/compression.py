@@ -262,7 +262,7 @@ class Codec:
     min_magic: int = 0
 
 
-CODECS: dict[Compression, Codec] = {c.compression: c for c in (
+CODECS: dict[int, Codec] = {c.compression: c for c in (
     Codec(Compression.NONE, _none, _none),
     Codec(Compression.GZIP, _gzip_compress, _gzip_decompress),
     Codec(Compression.SNAPPY, _snappy_compress, _snappy_decompress),

@@ -1,6 +1,7 @@
 """Protobuf-style zigzag varints, as Kafka's ByteUtils reads and writes them."""
 from __future__ import annotations
 
+import sys
 from types import FunctionType
 from typing import Any, Callable
 
@@ -16,6 +17,12 @@ ZIGZAG = ([(i >> 1) ^ -(i & 1) for i in range(0x80)]
 # int objects made (a shift is not one of the interpreter's specialised operations, and every
 # int above 256 is a new object to allocate and free).
 ZIGZAG2 = [[0] * 0x80 + ZIGZAG[0x80 + (c << 7) : 0x100 + (c << 7)] for c in range(0x80)]
+
+
+# each reader's own globals (_zigzag_reader), declared for the type checker only
+MAX_SHIFT: int
+MASK: int
+TOO_LONG: str
 
 
 def _read_zigzag(buf, pos: int) -> tuple[int, int]:
@@ -46,7 +53,10 @@ def _read_zigzag(buf, pos: int) -> tuple[int, int]:
 
 
 def _zigzag_reader(name: str, max_bytes: int, bits: int, too_long: str) -> Callable[[Any, int], tuple[int, int]]:
-    code = _read_zigzag.__code__.replace(co_name=name, co_qualname=name)
+    if sys.version_info >= (3, 11):
+        code = _read_zigzag.__code__.replace(co_name=name, co_qualname=name)
+    else:  # no co_qualname before 3.11
+        code = _read_zigzag.__code__.replace(co_name=name)
     limits = {"MAX_SHIFT": 7 * (max_bytes - 1), "MASK": (1 << bits) - 1, "TOO_LONG": too_long}
     read = FunctionType(code, {**globals(), **limits}, name)
     read.__doc__ = f"Zigzag {name[5:]} (at most {max_bytes} bytes) at `pos` -> (value, next position)."

@@ -64,18 +64,18 @@ def changed_partitions(log_dir: Path, paths) -> dict[str, set[str] | None]:
     """The partition dirs of `log_dir` that `paths` (files a run wrote, renamed or removed) are
     in, each with the names of its changed files (a partition dir itself: WHOLE). Compared by
     real path: the run may have named the log dir through a symlink."""
-    log_dir = os.path.realpath(log_dir)
+    real_log_dir = os.path.realpath(log_dir)
     out: dict[str, set[str] | None] = {}
     for p in paths:
         if p is None:
             continue
         p = Path(p)
         parent = os.path.realpath(p.parent)
-        if os.path.dirname(parent) == log_dir:
+        if os.path.dirname(parent) == real_log_dir:
             files = out.setdefault(os.path.basename(parent), set())
             if files is not WHOLE:
                 files.add(p.name)
-        elif parent == log_dir and p.is_dir():
+        elif parent == real_log_dir and p.is_dir():
             out[p.name] = WHOLE
     return out
 

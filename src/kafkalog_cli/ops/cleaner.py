@@ -21,7 +21,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import BinaryIO, Callable, Iterator
 
 from kafkalog_cli.errors import CorruptRecordError, InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
@@ -148,8 +148,8 @@ def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, st
                 if d is not None:          # the common case: straight into the dict
                     before = len(d)
                     try:
-                        data, s, e = records_region(b)
-                        n, kl = scan_keys_into(data, s, e, b.records_count, b.base_offset_field, d, start_offset)
+                        data, s, end = records_region(b)
+                        n, kl = scan_keys_into(data, s, end, b.records_count, b.base_offset_field, d, start_offset)
                     except (Malformed, KafkalogError):
                         raise _decode_error(b, path, chunk_pos) from None
                     m.added(len(d) - before, max(kl, 0))
@@ -190,7 +190,7 @@ def _batch_keys(b: RecordBatch, keys: list, offs: list, path: Path, chunk_pos: i
             offs.append(r.offset)
 
 
-def _map_worker(args) -> tuple[dict, int, int, int]:
+def _map_worker(args) -> tuple[dict[bytes, int], int, int, int]:
     """One byte range of the dirty section, in a worker process (no capacity limit: the caller
     checked that the whole section has fewer records than the map holds)."""
     path, start_pos, end_pos, start_offset, first_offset, txns = args
@@ -199,7 +199,9 @@ def _map_worker(args) -> tuple[dict, int, int, int]:
     txn.start_at(first_offset, txns)
     stats = MapStats()
     map_segment_range(m, Path(path), start_pos, end_pos, start_offset, txn, stats)
-    return m.as_dict(), m.latest_offset, stats.records_read, stats.bytes_read
+    d = m.as_dict()
+    assert d is not None  # a map of 1 TiB keeps the dict layout
+    return d, m.latest_offset, stats.records_read, stats.bytes_read
 
 
 def build_offset_map(m: OffsetMap, dirty: list[tuple[Segment, int]], start: int, end: int,
@@ -254,7 +256,9 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
     if total_records > capacity or total < (8 << 20):
         return None        # the map could fill up (exact order matters), or too small to pay
     per = total / jobs
-    ranges, acc, cur = [], 0, None
+    ranges: list[tuple] = []
+    acc = 0
+    cur: list | None = None
     for seg, pos, size, base in heads:
         if cur is None or cur[0] is not seg or (acc >= per * len(ranges) + per and len(ranges) < jobs - 1):
             if cur is not None:
@@ -263,6 +267,7 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
         else:
             cur[2] = pos + size
         acc += size
+    assert cur is not None  # heads is not empty (else total is 0, returned above)
     ranges.append(tuple(cur))
     return [(seg.source_path, s, e, fo) for seg, s, e, fo in ranges]
 
@@ -311,7 +316,7 @@ class CleanedSegment:
         self.index = IndexBuilder(base, index_interval_bytes, max_index_bytes // OFFSET_ENTRY_SIZE,
                                   max_index_bytes // TIME_ENTRY_SIZE)
         self.aborted: list[AbortedTxn] = []
-        self._f = None
+        self._f: BinaryIO | None = None
 
     def path(self, suffix: str) -> Path:
         return segment_file(self.directory, self.base, suffix + names.CLEANED_SUFFIX)
@@ -525,12 +530,13 @@ def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: 
     if len(spans) == count and not need_horizon:
         res.update(b.max_timestamp, b.last_offset, b.last_offset)
         return bytes(b.data)                             # writeOriginalBatch
+    horizon: int | None
     if need_horizon:
         horizon = ctx.now_ms + ctx.delete_retention_ms
     else:
         horizon = b.base_timestamp if b.has_delete_horizon else None
     base_ts = horizon if horizon is not None else spans[0].timestamp
-    body = bytearray()
+    body: bytes | bytearray = bytearray()
     for sp in spans:      # attributes 0, the new timestamp delta, the rest of the record verbatim
         rec = b"\x00" + write_varlong(sp.timestamp - base_ts) + data[sp.rest_start:sp.end]
         body += write_varint(len(rec))

@@ -164,7 +164,7 @@ class CompactPlan:
     log_dir: Path
     now_ms: int
     decisions: list[PartitionDecision] = field(default_factory=list)
-    notes: Plan = None
+    notes: Plan = field(default_factory=lambda: Plan("compact", Path()))    # plan() gives the log dir's
     refused: list[RefusedPartition] = field(default_factory=list)
     tiered: list[TieredRefusal] = field(default_factory=list)
 
@@ -227,9 +227,10 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
     starts = ckpt.read_offsets(log_dir / names.LOG_START_OFFSET_CHECKPOINT)
     hws = _high_watermarks(log_dir, cp.notes)
     opts = dataclasses.replace(opts, checkpoint_order=list(checkpoints))
-    items = []
+    items: list[_Item] = []
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
+        assert tp is not None  # a live partition dir (partition_groups): its name parses
         cfg = resolver.for_topic(tp.topic)
         deciding = deciding_configs(cfg, opts.force)
         unknown = unknown_configs(tp.topic, cfg, deciding)
@@ -241,7 +242,7 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
             key = (tp.topic, tp.partition)
             items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key), hws.get(key)))
 
-    def job(item, wfs: FsOps | None, map_jobs: int):
+    def job(item: _Item, wfs: FsOps | None, map_jobs: int):
         return compact_partition(log_dir, *item, opts, wfs, estimate=estimate, map_jobs=map_jobs)
 
     cleaned = []
@@ -252,6 +253,11 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
         if entry is not None:
             cleaned.append(entry)
     return cp, (None if fsops is None else _report(cp, fsops, cleaned))
+
+
+# one partition's work for --jobs: (dir, topic, partition, configs, cleaner checkpoint, log start
+# checkpoint, high watermark checkpoint), compact_partition's arguments after the log dir
+_Item = tuple[Path, str, int, TopicConfig, int | None, int | None, int | None]
 
 
 def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: TopicConfig,
@@ -327,6 +333,7 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
         return None
     bases = part.base_offsets
     active = part.active_segment
+    assert active is not None  # segs is not empty
     leo = active.read_next_offset()
     log_start = max(start_checkpoint, bases[0]) if start_checkpoint is not None else bases[0]
     state = _producer_state(d, segs, leo, cfg, now_ms, notes)
@@ -488,12 +495,13 @@ def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
         ltc = dec.log
         if finish_interrupted_rewrite(ltc.directory, wfs, notes):     # planned before: the log as it is now
             key = (ltc.topic, ltc.partition)
-            ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg,
+            now = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg,
                                ckpt.read_offsets(wfs.base_dir / names.CLEANER_CHECKPOINT).get(key),
                                ckpt.read_offsets(wfs.base_dir / names.LOG_START_OFFSET_CHECKPOINT).get(key),
                                opts.now_ms, notes, ltc.checkpointed_hw)
-            if ltc is None:
+            if now is None:
                 return None, notes.findings
+            ltc = now
         return clean_partition(ltc, wfs, opts, notes, map_jobs), notes.findings
 
     done = []
@@ -515,8 +523,10 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
         checkpoints = ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)
         starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
         key = (ltc.topic, ltc.partition)
-        ltc = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
-                           starts.get(key), opts.now_ms, notes, ltc.checkpointed_hw)
+        again = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
+                             starts.get(key), opts.now_ms, notes, ltc.checkpointed_hw)
+        assert again is not None  # None only for a partition without segments, and a round keeps one
+        ltc = again
     entry = {"partition": ltc.name, "rounds": rounds,
              "messages_read": sum(r["messages_read"] for r in rounds),
              "messages_written": rounds[-1]["messages_written"],
@@ -554,7 +564,7 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
 # others, with one process or many: the first error in input order is raised once all are done,
 # so output, exit code and the files left are the same whatever --jobs is.
 
-_JOB = None                  # (items, job, parent fsops, map_jobs, lock): inherited by forked workers
+_JOB: tuple | None = None    # (items, job, parent fsops, map_jobs, lock): inherited by forked workers
 
 
 def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list:
@@ -605,6 +615,7 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
 
 
 def _worker(i: int):
+    assert _JOB is not None  # set before the pool forks its workers
     items, job, parent, map_jobs, lock = _JOB
     wfs = None if parent is None else parent.for_worker(lock)
     try:

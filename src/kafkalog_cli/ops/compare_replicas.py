@@ -25,6 +25,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.config import log_dir_node_id
 from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
@@ -181,7 +182,7 @@ class Comparison:
         by_replica = {id(f.follower): f for f in self.followers}
         replicas = []
         for r in self.replicas:
-            out = {"label": r.label, "path": str(r.path), "broker_id": r.broker_id, "topic_id": r.topic_id,
+            out: dict[str, Any] = {"label": r.label, "path": str(r.path), "broker_id": r.broker_id, "topic_id": r.topic_id,
                    "role": "leader" if r is self.leader else "follower",
                    "log_start_offset": r.log_start_offset, "log_end_offset": r.log_end_offset,
                    "high_watermark": r.high_watermark,
@@ -289,6 +290,7 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
             raise InputError(f"no partition dir of {tp} in this log dir", path=str(path))
         path = candidates[0]   # the live one sorts before a future one
         parsed = parse_partition_dir_name(path.name)
+        assert parsed is not None  # a partition dir of the listing
     elif (topic is not None and topic != parsed.topic_partition.topic) or \
             (partition is not None and partition != parsed.topic_partition.partition):
         raise UsageError(f"{path} is a partition dir of {parsed.topic_partition}, not of the --topic/--partition given")
@@ -299,6 +301,7 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
         raise InputError("no segment (.log) in this partition dir", path=str(path))
     broker = log_dir_node_id(path.parent)
     lso, leo = part.log_start_offset, part.log_end_offset
+    assert lso is not None and leo is not None  # None only without segments (above)
     notes: list[str] = []
     epochs, source = _epochs(part, lso, leo, notes)
     return Replica(label=f"broker {broker}" if broker is not None else str(path), partition=part, broker_id=broker,
@@ -475,4 +478,6 @@ def compare(replicas: list[Replica], leader: str | None = None, limit: int | Non
     points = [f.divergence_offset for f in followers if f.divergence_offset is not None]
     start = min(points) if points else None
     lead, count, _ = records_from(chosen.partition, start, limit) if start is not None else ([], 0, 0)
-    return Comparison(next(iter(tps)), replicas, chosen, reason, followers, lead, start, count, notes)
+    tp = next(iter(tps))
+    assert tp is not None  # open_replica opens partition dirs by their parsed name
+    return Comparison(tp, replicas, chosen, reason, followers, lead, start, count, notes)

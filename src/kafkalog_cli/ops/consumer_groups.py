@@ -32,7 +32,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator, cast
 
 from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.control import ControlRecordType
@@ -237,7 +237,7 @@ class GroupCoordinatorReplay:
         if name == "OffsetCommit":
             self._offset_commit(k["group"], k["topic"], k["partition"], v, batch_offset, txn_pid, partition)
             return
-        group_id = k.get("group", k.get("groupId"))
+        group_id = cast(str, k.get("group", k.get("groupId")))    # every group record's key has one
         if self.only_group is not None and group_id != self.only_group:
             return
         if name == "GroupMetadata":
@@ -319,6 +319,7 @@ class GroupCoordinatorReplay:
         elif record == "TargetAssignmentMetadata":
             g.target_assignment_epoch = v["assignmentEpoch"]
         elif record == "MemberMetadata":
+            assert member_id is not None  # its key has memberId
             m = g.members.get(member_id) or GroupMember(member_id, v["clientId"], v["clientHost"])
             m.client_id, m.client_host = v["clientId"], v["clientHost"]
             m.group_instance_id, m.rack_id = v.get("instanceId"), v.get("rackId")
@@ -331,12 +332,14 @@ class GroupCoordinatorReplay:
                 m.session_timeout_ms = classic["sessionTimeoutMs"]
             g.members[member_id] = m
         elif record == "CurrentMemberAssignment" and kind is not GroupType.STREAMS:
+            assert member_id is not None  # its key has memberId
             m = g.members.setdefault(member_id, GroupMember(member_id, "", ""))
             m.member_epoch, m.state = v["memberEpoch"], MEMBER_STATES.get(v["state"], str(v["state"]))
             m.assignment = _by_topic_id(v["assignedPartitions"])
             m.pending_revocation = _by_topic_id(v.get("partitionsPendingRevocation") or ())
             m.assignment_topic_ids = True
         elif record == "CurrentMemberAssignment":
+            assert member_id is not None  # its key has memberId
             m = g.members.setdefault(member_id, GroupMember(member_id, "", ""))
             m.member_epoch, m.state = v["memberEpoch"], MEMBER_STATES.get(v["state"], str(v["state"]))
 
@@ -451,6 +454,7 @@ def live_partitions(paths: Iterable[Path]) -> dict[TopicPartition, list[tuple[Pa
 def open_partition(log_dir: Path, d: Path) -> Partition:
     """The partition with its entries in the log dir's root checkpoints (read leniently)."""
     part = Partition.open(d)
+    assert part.topic_partition is not None  # a dir of live_partitions: its name parses
     part.checkpoints = LogDir(log_dir).checkpoints(strict=False).for_partition(part.topic_partition)
     return part
 

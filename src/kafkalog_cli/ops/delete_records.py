@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.config.versions import internal_topic
@@ -118,7 +119,7 @@ def parse_offset_json(data: bytes, path: str) -> dict[tuple[str, int], int]:
     for entry in partitions.value:
         if not isinstance(entry.value, dict):
             raise fail("each partition must be an object with topic, partition and offset", entry)
-        fields = {}
+        fields: dict[str, Any] = {}       # each checked against its kind below
         for name, kind in (("topic", str), ("partition", int), ("offset", int)):
             node = entry.value.get(name)
             if node is None:
@@ -141,7 +142,7 @@ class _Located:
     pos: int              # character index in the text
 
 
-_SCAN = json.JSONDecoder().scan_once
+_SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, not in typeshed
 
 
 def _skip_ws(text: str, i: int) -> int:
@@ -228,7 +229,9 @@ def _log_starts_first(p: Plan, checkpoint: OffsetCheckpoint) -> None:
 def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: ConfigResolver
                     ) -> tuple[dict, retain.Retention | None, list[Action]]:
     name, tp = partition.name, partition.topic_partition
+    assert tp is not None  # plan() passes partition dirs whose name parses,
     requested = opts.requested(tp)
+    assert requested is not None  # and that have a requested offset
     summary = retain.partition_summary(name, tp, requested_offset=requested)
 
     def refuse(code: ExitCode, error: str, detail: str):
@@ -267,6 +270,7 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
                       f"{partition.load_problem}; delete-records changes nothing until the log start offset "
                       f"checkpoint and the segments agree")
     log_start, leo = partition.log_start_offset, partition.log_end_offset
+    assert log_start is not None and leo is not None  # None only without segments (above)
     checkpointed = partition.checkpoints.high_watermark
     hw = None if checkpointed is None else high_watermark_at_load(checkpointed, log_start, leo)
     summary.update(high_watermark=hw, log_end_offset=leo,

@@ -28,7 +28,7 @@ def checkpointed_high_watermark(part: "Partition") -> int | None:
     """The high watermark the broker loads `part` with, as describe, get-offsets and transactions
     tell it: its replication-offset-checkpoint entry clamped into [log start, log end]
     (UnifiedLog.updateHighWatermark); None when it has no entry or no segment."""
-    checkpointed, leo = part.checkpoints.high_watermark, part.log_end_offset
-    if checkpointed is None or leo is None:
+    checkpointed, start, leo = part.checkpoints.high_watermark, part.log_start_offset, part.log_end_offset
+    if checkpointed is None or start is None or leo is None:     # start is None only where leo is
         return None
-    return high_watermark_at_load(checkpointed, part.log_start_offset, leo)
+    return high_watermark_at_load(checkpointed, start, leo)

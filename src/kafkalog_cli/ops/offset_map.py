@@ -99,7 +99,7 @@ class OffsetMap:
     # -- size
     @property
     def size(self) -> int:
-        return len(self._dict) if self._dict is not None else self._table.size
+        return len(self._dict) if self._dict is not None else self._slots().size
 
     def __len__(self) -> int:
         return self.size
@@ -137,7 +137,9 @@ class OffsetMap:
             if self._dict_bytes > self.memory:
                 self._to_table()
             return
-        self._table.put(hashlib.md5(key).digest(), offset)
+        t = self._table
+        assert t is not None  # the dict layout was left
+        t.put(hashlib.md5(key).digest(), offset)
 
     def put_all(self, keys: Sequence[bytes], offsets: Sequence[int]) -> int:
         """Put records in order; returns how many were put (fewer than given once full)."""
@@ -179,11 +181,17 @@ class OffsetMap:
         self.put_all(list(other), list(other.values()))
 
     def _to_table(self) -> None:
+        assert self._dict is not None  # called in the dict layout only
         t = _SlotTable(self.slots)
         md5 = hashlib.md5
         for k, v in self._dict.items():
             t.put(md5(k).digest(), v)
         self._table, self._dict, self._dict_bytes = t, None, 0
+
+    def _slots(self) -> _SlotTable:
+        """The slot table, once the dict layout has been left (one of the two is always set)."""
+        assert self._table is not None
+        return self._table
 
     # -- reads
     def get(self, key: bytes) -> int:
@@ -191,11 +199,13 @@ class OffsetMap:
         d = self._dict
         if d is not None:
             return d.get(key, -1)
-        return self._table.get(hashlib.md5(key).digest())
+        t = self._table
+        assert t is not None  # the dict layout was left
+        return t.get(hashlib.md5(key).digest())
 
     def offsets(self) -> Iterable[int]:
         """Every stored offset: the records that survive in the dirty section."""
-        return self._dict.values() if self._dict is not None else self._table.offsets()
+        return self._dict.values() if self._dict is not None else self._slots().offsets()
 
     def as_dict(self) -> dict[bytes, int] | None:
         """The dict itself while in dict layout (read-only use: fast lookups in hot loops)."""

@@ -88,7 +88,7 @@ class Finding:
     position: int | None = None
 
     def to_json(self) -> dict:
-        out = {"partition": self.partition, "message": self.message}
+        out: dict[str, str | int] = {"partition": self.partition, "message": self.message}
         if self.path:
             out["path"] = self.path
         if self.position is not None:
@@ -203,14 +203,14 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         fsops.about_to_change()
     done = []
     batched = (ActionKind.DELETE, ActionKind.RENAME_DIR)
-    for kind, run in itertools.groupby(plan.actions, key=lambda a: a.kind if a.kind in batched else None):
-        run = list(run)
+    for kind, group in itertools.groupby(plan.actions, key=lambda a: a.kind if a.kind in batched else None):
+        run = list(group)
         if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
             done += [a.to_json() for a in run]
             continue
         if kind is ActionKind.RENAME_DIR:   # their entries in one write: nothing between the renames
-            fsops.rename_dirs([(a.path, a.target) for a in run])
+            fsops.rename_dirs([(a.path, _target(a)) for a in run])
             done += [a.to_json() for a in run]
             continue
         for a in run:
@@ -277,20 +277,28 @@ def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
     return total
 
 
+def _target(a: Action) -> Path:
+    """A rename's target (a RENAME or RENAME_DIR action always has one)."""
+    assert a.target is not None, a
+    return a.target
+
+
 def _apply_one(a: Action, fsops: FsOps) -> None:
     k = a.kind
     if k == ActionKind.RENAME:
-        fsops.rename(a.path, a.target)
+        fsops.rename(a.path, _target(a))
     elif k == ActionKind.TRUNCATE:
+        assert a.at is not None, a  # a TRUNCATE action always has its size
         fsops.truncate(a.path, a.at, a.reason, keep_mtime=a.keep_mtime)
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
     elif k == ActionKind.MAKE_DIR:
         fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None, copy_of=a.source)
     elif k == ActionKind.COPY_FILE:
+        assert a.source is not None, a  # a COPY_FILE action always has its source
         fsops.copy_file(a.source, a.path)
     elif k == ActionKind.RENAME_DIR:
-        fsops.rename_dirs([(a.path, a.target)])
+        fsops.rename_dirs([(a.path, _target(a))])
     elif k == ActionKind.REMOVE_DIR:
         fsops.remove_tree(a.path)
     elif k == ActionKind.REMOVE_EMPTY_DIR:
@@ -325,7 +333,7 @@ def _split_segment(a: Action, fsops: FsOps) -> None:
     d = old_log.parent
     base = int(old_log.name[:20])
     mtime = old_log.stat().st_mtime_ns
-    cleaned: list[Path] = []
+    cleaned: list[list[Path]] = []
     for piece in a.pieces or []:
         files = [segment_file(d, piece.base_offset, suf + CLEANED_SUFFIX)
                  for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]

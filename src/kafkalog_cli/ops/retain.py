@@ -207,6 +207,7 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
     against the high watermark); a lower one changes nothing."""
     segments = list(partition.segments)
     log_start = partition.log_start_offset
+    assert log_start is not None  # None only without segments, and segments[0] is read below
     hw_checkpoint = partition.checkpoints.high_watermark
     result = Retention(log_start, max(log_start, raise_log_start_to if raise_log_start_to is not None else log_start),
                        segments[0].base_offset)
@@ -270,8 +271,9 @@ def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Pr
             return out, roll, (f"segment {seg.base_offset}: {upload.source}; a local segment of a tiered partition "
                                f"goes only once uploaded (UnifiedLog.deletableSegments)")
         if by_start and rule37 is None:
-            return out, roll, remote.roll_and_start_offset_rule.refusal(
+            return out, roll, (remote.roll_and_start_offset_rule.refusal(
                 f"deleting segment {seg.base_offset}, below the log start offset but not uploaded,")
+                if remote.roll_and_start_offset_rule else None)
         break
     return out, roll, None
 
@@ -293,8 +295,14 @@ def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remot
     result = Retention(log_start, log_start_new, segments[0].base_offset,
                        local_log_start_offset=max(log_start_new, segments[0].base_offset), remote_log_enabled=True)
     hw_checkpoint = partition.checkpoints.high_watermark
+
+    def local_start() -> int:
+        """The local log start offset: set above, raised by each pass."""
+        assert result.local_log_start_offset is not None
+        return result.local_log_start_offset
+
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
-        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.local_log_start_offset))]
+        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(local_start()))]
     if by_config:
         passes += [(DeletionReason.RETENTION_SIZE_BREACH,
                     lambda: size_breach(segments, cfg.local_retention_bytes_effective)),
@@ -304,10 +312,10 @@ def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remot
         if predicate is None or not segments:
             continue
         # LogLoader raises the high watermark to the local log start offset (updateLocalLogStartOffset)
-        hw = max(high_watermark_at_load(hw_checkpoint, log_start), result.local_log_start_offset)
+        hw = max(high_watermark_at_load(hw_checkpoint, log_start), local_start())
         gone, roll, blocked = tiered_deletable(segments, hw, predicate, result.new_log_start_offset, remote)
         if gone:
-            detail = reason.describe_local(cfg, result.local_log_start_offset)
+            detail = reason.describe_local(cfg, local_start())
             result.deleted += [DeletedSegment(s, reason, detail) for s in gone]
             segments = segments[len(gone):]
             result.first_segment_base = result.local_log_start_offset = segments[0].base_offset
@@ -391,6 +399,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
 
     def plan_one(partition: Partition) -> tuple[dict, Retention | None, list[Action]]:
         name, tp = partition.name, partition.topic_partition
+        assert tp is not None  # a live partition dir (partition_groups): its name parses
         if tp.topic == KRAFT_METADATA_TOPIC:
             return partition_summary(name, tp, status="skipped",
                                      detail="the KRaft metadata log is retained by the controller"), None, []
@@ -437,6 +446,7 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
                     actions: list[Action], resolver: ConfigResolver,
                     free_first: bool = False) -> tuple[dict, Retention | None]:
     name, tp = partition.name, partition.topic_partition
+    assert tp is not None  # a live partition dir (partition_groups): its name parses
     actions += leftover_actions(partition)
     if not partition.segments:
         return partition_summary(name, tp, status="skipped", detail="no segment"), None

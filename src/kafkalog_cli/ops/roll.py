@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kafkalog_cli.config import ConfigResolver, TopicConfig
 from kafkalog_cli.config.versions import TIME_INDEX_BATCH_LAST_OFFSET, KafkaVersions
@@ -111,7 +112,7 @@ def _batch_last_offset(p: Plan, name: str, walk: Segment.Walk, versions: KafkaVe
     stated, the lowest one decides (the broker that appended is at least what the dir proves, and
     a dir that proves 3.8 decides it): an index entry, not a deletion; the note gives both."""
     decision = versions.decide(TIME_INDEX_BATCH_LAST_OFFSET)
-    if decision.known:
+    if decision.applies is not None:    # decision.known
         return decision.applies
     applies = TIME_INDEX_BATCH_LAST_OFFSET.applies(versions.low)
     if walk.offset_of_max_timestamp != walk.appended_offset_of_max_timestamp:
@@ -126,6 +127,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
     resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
     for d in partition_dirs:
         tp = parse_partition_dir(d.name)
+        assert tp is not None  # a live partition dir (partition_groups): its name parses
         if tp.topic == "__cluster_metadata":
             continue        # the KRaft metadata log rolls on its own terms (the raft layer)
         plan_partition(p, Partition.open(d), resolver.for_topic(tp.topic), opts)
@@ -143,7 +145,7 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
     offsets = seg.mapped_index_entries(names.INDEX_SUFFIX)
     times = seg.mapped_index_entries(names.TIME_INDEX_SUFFIX)
     base, new = seg.base_offset, walk.next_offset
-    summary = {"active_segment": base, "log_end_offset": new, "rolled": False}
+    summary: dict[str, Any] = {"active_segment": base, "log_end_offset": new, "rolled": False}
     p.partitions[name] = summary
     if walk.valid_size == 0:
         p.note(name, f"active segment {base} is empty: nothing to roll")

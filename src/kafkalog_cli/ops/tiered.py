@@ -121,6 +121,7 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
         if shown is None:
             return RemoteLog(False, False, f"remote.storage.enable unknown ({enable.origin}); nothing in the log "
                                            f"dir shows tiered storage in use")
+        assert enable.unknown is not None  # not known (above)
         return RemoteLog(None, None, f"remote.storage.enable is unknown ({enable.origin})",
                          undecided=f"remote.storage.enable is unknown ({enable.unknown.value}) and {shown}; "
                                    f"state it with --topic-config {topic}:remote.storage.enable=true|false, or "
@@ -200,6 +201,7 @@ def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_
     `elsewhere` (--remote-log-metadata: log dirs or that partition's dirs, e.g. copied from the
     broker that leads it), else the one beside the partition in its log dir."""
     tp = partition.topic_partition
+    assert tp is not None  # the callers' partition dirs are loaded logs': the name parses
     d = partition.directory
     try:
         meta = parse_partition_metadata(files.read_bytes(d / names.PARTITION_METADATA),

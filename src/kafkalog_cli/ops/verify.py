@@ -317,7 +317,7 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
 
     import gc
 
-    children = []
+    children: list[tuple[int, int | None]] = []     # (pid, read end of its pipe: None once read)
     gc.freeze()     # the objects of now stay out of the collector: a child's collection would
     try:            # touch (and so copy) every page of them
         for w in range(1, jobs):
@@ -345,8 +345,9 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
             if done:
                 done(i)
         gc.unfreeze()
-        for w, (pid, r) in enumerate(children, 1):
-            with os.fdopen(r, "rb") as f:
+        for w, (pid, fd) in enumerate(children, 1):
+            assert fd is not None  # made None below, once read
+            with os.fdopen(fd, "rb") as f:
                 data = f.read()
             children[w - 1] = (pid, None)
             try:
@@ -362,9 +363,9 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
         return results
     finally:
         gc.unfreeze()
-        for pid, r in children:
-            if r is not None:
-                os.close(r)
+        for pid, fd in children:
+            if fd is not None:
+                os.close(fd)
             os.waitpid(pid, 0)
 
 

@@ -15,7 +15,7 @@ import fcntl
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO, Iterator, cast
 
 from kafkalog_cli.errors import InputError
 
@@ -100,7 +100,7 @@ def open_file(path: Path | str, mode: str = "rb") -> BinaryIO:
     flags = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT}[mode]
     fd = open_fd(path, flags)
     try:
-        return os.fdopen(fd, mode)
+        return cast(BinaryIO, os.fdopen(fd, mode))  # a binary mode: the keys above
     except BaseException:
         os.close(fd)
         raise

@@ -65,8 +65,8 @@ class Keeper(Protocol):
     which keeps what a change takes before FsOps makes the change. FsOps calls these only while
     `keeping`, but for `cut` and `dropped`, which also note what --no-quarantine drops."""
 
-    keeping: bool
-
+    @property
+    def keeping(self) -> bool: ...
     def moves_by_copy(self) -> bool: ...
     def holds(self, directory: Path) -> Path: ...
     def prepare(self) -> None: ...
@@ -90,7 +90,10 @@ class QuarantineLike(Protocol):
     root: Path | None
     op: str
     stamp: str
+    entries: list       # storage.quarantine.QuarantineEntry, which fsops does not import
 
+    @property
+    def folder(self) -> Path | None: ...
     def writer(self, fsops: "FsOps") -> Keeper: ...
 
 

@@ -216,7 +216,7 @@ def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left
     that is an InputError. A command that expands its paths one at a time passes its own
     `tally` instead, and checks it once every path is expanded."""
     own = tally is None
-    if own:
+    if tally is None:
         tally = FilterTally(only)
     on_left_out = tally.notes(on_left_out)
     out: list[Path] = []

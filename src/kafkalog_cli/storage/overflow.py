@@ -129,6 +129,7 @@ def _append_from_file(buf, start: int, base: int, builder: IndexBuilder) -> int:
             chunk += b.size
         if not chunk:
             return position
+        assert max_ts is not None  # set by the chunk's first batch
         # physicalPosition: the new segment's size before this append
         builder.on_append(position - start, chunk, largest, max_ts, offset_of_max)
         position += chunk

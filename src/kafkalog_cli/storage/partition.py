@@ -125,7 +125,10 @@ class Partition:
         (deleteSegmentsIfLogStartGreaterThanLogEnd) then deletes every segment and starts an
         empty one at the log start offset."""
         start = self.checkpoints.log_start_offset
-        return bool(self.segments) and start is not None and start > self.segments_end_offset
+        if not self.segments or start is None:
+            return False
+        end = self.segments_end_offset
+        return end is not None and start > end
 
     @property
     def load_problem(self) -> str | None:

@@ -19,7 +19,7 @@ from kafkalog_cli.storage import names
 from kafkalog_cli.storage.paths_given import expand_sources, has_glob, is_remote, scheme
 
 CHUNK = 8 << 20          # bytes of batches fetched by one ranged read
-_SCHEMES = {"s3a": "s3", "s3n": "s3"}     # Hadoop's names for what pyarrow calls s3
+_SCHEMES: dict[str | None, str] = {"s3a": "s3", "s3n": "s3"}     # Hadoop's names for what pyarrow calls s3
 
 
 def filesystem(uri: str):
@@ -255,6 +255,7 @@ def remote_segments(uri: str, only=None) -> list[RemoteSegment]:
 
     fs, root = filesystem(uri)
     s = scheme(uri)
+    assert s is not None  # a remote URI (is_remote): filesystem() opens no other
     if has_glob(root):
         static = root[: min(root.index(c) for c in "*?[" if c in root)].rsplit("/", 1)[0]
         pattern = root

@@ -169,8 +169,8 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
     a time, so a format error is raised where the walk meets it, and none is read once the limit
     is spent."""
     if f is None:
-        for b in iter_batches(buf, start, end):
-            yield b, None
+        for batch in iter_batches(buf, start, end):
+            yield batch, None
         return
     batches = iter_batches(buf, start, end)
     search = f.search
@@ -183,7 +183,7 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
             return
         if verdict is Verdict.SKIP:
             continue
-        records = None
+        records: list[Record] | None = None
         if f.needs_records:
             records = found_records(b, search) if search is not None and b.magic == 2 else None
             if records is None:
@@ -193,7 +193,7 @@ def selected_batches(buf, start: int, end: int, f: Filters | None,
         yield b, records
 
 
-class FoundRecords(list):
+class FoundRecords(list[Record]):
     """The records a search found in one batch, in order, and their places in it (`indices`)."""
 
     def __init__(self, records: list[Record], indices: list[int]):

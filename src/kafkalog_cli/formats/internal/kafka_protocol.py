@@ -312,12 +312,12 @@ def read_struct(r: Readable, spec: Struct, version: int, parent: Versions | None
         for _ in range(count):
             tag = r.read_unsigned_varint()
             size = r.read_unsigned_varint()
-            f = by_tag.get(tag)
-            if f is None:
+            tagged_field = by_tag.get(tag)
+            if tagged_field is None:
                 r.read_array(size)  # unknown tagged field: kept raw by Kafka, never printed
                 continue
-            if member(_intersect(f.versions, f.tagged), flexible_possible, version):
-                out[f.name] = _read_value(r, f, version, possible, True, tagged=True)
+            if member(_intersect(tagged_field.versions, tagged_field.tagged), flexible_possible, version):
+                out[tagged_field.name] = _read_value(r, tagged_field, version, possible, True, tagged=True)
             else:
                 raise InvalidRecordError(f"java.lang.RuntimeException: Tag {tag} is not valid for version {version}",
                                          position=r.position)
