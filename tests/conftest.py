@@ -56,5 +56,5 @@ def runner() -> CliRunner:
 
 def pytest_report_header(config):
     """The broker the broker tests run against (KAFKA_HOME), or that they are skipped."""
-    from .kafka_dist import describe
+    from tests.helpers.kafka_dist import describe
     return f"kafka broker: {describe()}"

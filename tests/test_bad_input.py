@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 
 LOG_CASES = ["empty", "text", "size_2gb", "unknown_magic", "cut_short", "garbage_compressed", "bad_crc"]
 

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 
-from . import bad_inputs as B
-from .field_damage import base_offset_overflow, torn_tail
+from tests.helpers import bad_inputs as B
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from .ops.test_transactions import NOW as HANGING_NOW
 from .storage.test_lock import hold_lock
 from .test_man_pages import EXIT_CODES
@@ -159,7 +159,7 @@ class Env:
         return [str(src), str(dst), "--topic", TP.topic, "--partition", str(TP.partition)]
 
     def bad(self, builder) -> Path:
-        """A log dir holding one partition built by tests/bad_inputs.py; the path it returns."""
+        """A log dir holding one partition built by tests/helpers/bad_inputs.py; the path it returns."""
         root = self.tmp / "bad"
         path = builder(root)
         (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=x\n")

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from .test_exit_codes import DIRTY
-from tests.run_lines import log_dir_report, totals
+from tests.helpers.run_lines import log_dir_report, totals
 
 
 def _dirty(tmp_path):

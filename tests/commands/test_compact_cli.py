@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
-from tests.run_lines import log_dir_report, stable
+from tests.helpers.run_lines import log_dir_report, stable
 from tests.ops.compact_helpers import FIXTURES, records_of, restore
 
 CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ..bad_inputs import fix_crc, garbage_compressed, good_batch, partition
+from tests.helpers.bad_inputs import fix_crc, garbage_compressed, good_batch, partition
 from kafkalog_cli.formats.compression import Compression
 
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -14,8 +14,8 @@ import pytest
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import broker_run, needs_broker
-from ..run_lines import partitions
+from tests.helpers.kafka_broker import broker_run, needs_broker
+from tests.helpers.run_lines import partitions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 pytestmark = needs_broker

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from ..ops.test_retain import NEW, make_log_dir
-from ..run_lines import log_dir_report, of_kind, partitions, totals
+from tests.helpers.run_lines import log_dir_report, of_kind, partitions, totals
 from .test_retain_cli import held_lock, tree  # noqa: F401  (a fixture)
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"

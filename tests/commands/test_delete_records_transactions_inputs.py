@@ -1,4 +1,4 @@
-"""delete-records and transactions on damaged segments (tests/bad_inputs) and on every log dir a
+"""delete-records and transactions on damaged segments (tests/helpers/bad_inputs) and on every log dir a
 real broker wrote (tests/fixtures/broker): never a traceback, a documented exit code, one
 `kafkalog:` line naming the file on failure, and on real log dirs Kafka's invariants."""
 import json
@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 
-from ..run_lines import of_kind
+from tests.helpers.run_lines import of_kind
 from ..test_bad_input import LOG_CASES
 
 BROKER = Path(__file__).resolve().parents[1] / "fixtures" / "broker"

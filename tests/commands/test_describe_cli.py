@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.render import describe as render
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 from tests.test_bad_input import LOG_CASES, run
 
 EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"

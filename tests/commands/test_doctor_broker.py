@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from ..broker_start import broker_verdict, needs_broker
-from ..kafka_broker import broker_run
-from ..kraft_cluster import Cluster, needs_cluster
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.kafka_broker import broker_run
+from tests.helpers.kraft_cluster import Cluster, needs_cluster
 from ..ops.test_doctor_all_clear import MOVED, findings, owned_by, rot, split, unused_uid
 from .test_doctor_cli import copy, doctor, props, write_props
 

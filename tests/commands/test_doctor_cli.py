@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..broker_start import broker_verdict, needs_broker
-from ..field_damage import base_offset_overflow, torn_tail
-from ..fullfs import EXAMPLES, fill, tmpfs
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
+from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
 from ..storage.test_lock import hold_lock
 
 REPO = Path(__file__).resolve().parents[2]
@@ -274,7 +274,7 @@ BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point
 @needs_broker
 @pytest.mark.parametrize("name", BROKER_CASES)
 def test_the_verdict_agrees_with_a_real_broker(tmp_path, name):
-    from tests.kafka_dist import kafka_dist
+    from tests.helpers.kafka_dist import kafka_dist
     dist = kafka_dist()
     if name == "duplicate directory.id" and not (dist and dist.at_least(3, 7)):
         pytest.skip(f"directory.id is Kafka 3.7+'s; KAFKA_HOME is {dist.label if dist else 'unknown'}")

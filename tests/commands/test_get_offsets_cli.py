@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 from tests.ops.test_describe import EXAMPLES, checkpoint
 from tests.test_bad_input import LOG_CASES, run
 

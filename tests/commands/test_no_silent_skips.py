@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 UUID = "0123456789abcdef0123456789abcdef"

@@ -17,7 +17,7 @@ import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
-from tests.run_lines import of_kind
+from tests.helpers.run_lines import of_kind
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV

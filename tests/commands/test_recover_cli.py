@@ -10,7 +10,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
 
 from ..ops.conftest import copy_case, tree_state
-from ..run_lines import log_dir_report, totals
+from tests.helpers.run_lines import log_dir_report, totals
 from ..storage.test_lock import hold_lock
 
 

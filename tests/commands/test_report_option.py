@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.cli import cli
-from tests.run_lines import ENVELOPE
+from tests.helpers.run_lines import ENVELOPE
 
 from ..storage.test_lock import hold_lock
 

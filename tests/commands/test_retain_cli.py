@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..run_lines import ENVELOPE, of_kind, partitions, totals
+from tests.helpers.run_lines import ENVELOPE, of_kind, partitions, totals
 from ..ops.test_retain import (FIXTURES, NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
                                server_properties)
 

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import quarantine_registry
 
-from ..run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
+from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))

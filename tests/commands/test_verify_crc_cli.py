@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 
 READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
 

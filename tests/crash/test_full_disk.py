@@ -32,10 +32,10 @@ from kafkalog_cli.ops.runner import ConfigSources
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from ..broker_start import broker_verdict, needs_broker
-from ..fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
 from ..ops.conftest import tree_state
-from ..run_lines import log_dir_report, totals
+from tests.helpers.run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"
 NOW = 1795249186389

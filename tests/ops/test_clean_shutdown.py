@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
-from ..run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = 1795460000000

@@ -8,7 +8,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.formats.txnindex import parse_txn_index
-from tests.run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
 
 T = 1_700_000_000_000
 

@@ -10,7 +10,7 @@ import pytest
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.ops import verify as V
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 
 READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
 

@@ -12,7 +12,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import CorruptRecordError, InputError
 from kafkalog_cli.spark.engine import result, run_partitions
 from kafkalog_cli.spark.jobs import verify_group
-from tests.run_lines import log_dir_report, stable
+from tests.helpers.run_lines import log_dir_report, stable
 from tests.spark.helpers import FIXTURES
 
 BROKER = FIXTURES / "corpus" / "broker"

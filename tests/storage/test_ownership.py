@@ -19,8 +19,8 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
 from kafkalog_cli.storage.lock import LogDirLock
 
-from ..broker_start import broker_verdict, needs_broker
-from ..fullfs import EXAMPLES
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.fullfs import EXAMPLES
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="kafkalog adopts owners only when run as root")
 MODE = 0o640                 # not what root's umask gives a new file (0644): a mode that must be copied
