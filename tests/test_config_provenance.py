@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.runner import ConfigSources
+from tests.helpers.paths import FIXTURES
 
 
 def resolver_from_options(log_dir, config_pairs=(), topic_config_items=(), server_properties=None,
@@ -27,7 +28,6 @@ from kafkalog_cli.config import (
 from kafkalog_cli.errors import ExitCode, UsageError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RETAIN_SIZE = FIXTURES / "broker" / "retain-size"
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 META_LOG = "__cluster_metadata-0/00000000000000000000.log"

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "logdir"
 pytestmark = pytest.mark.e2e
 
 

@@ -21,8 +21,9 @@ from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from .ops.test_transactions import NOW as HANGING_NOW
 from .storage.test_lock import hold_lock
 from .test_man_pages import EXIT_CODES
+from tests.helpers.paths import EXAMPLES
+from tests.helpers import paths
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "logdir"
 NOW = "1795249186389"          # the clock the dry runs and the runs share
 
 
@@ -399,4 +400,4 @@ def test_a_dry_run_with_nothing_to_do_is_0(tmp_path, command, args):
 def test_codes_in_use_are_the_table():
     assert {int(c) for c, _ in EXIT_CODE_TABLE} == set(range(9))
     assert all(int(c) in range(9) for c in ExitCode if c is not ExitCode.INTERRUPTED)
-    assert os.path.exists(Path(__file__).parent.parent / "man" / "kafkalog.1")
+    assert os.path.exists(paths.MAN / "kafkalog.1")

@@ -21,13 +21,12 @@ from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 from .test_config_provenance import _config_record, _topic_record, kraft_log_dir
+from tests.helpers.paths import EXAMPLES as EXAMPLE, REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent.parent / "shared" / "corpus"
 if not CORPUS.is_dir():
     CORPUS = Path("/work/shared/corpus")
 WILD = CORPUS / "wild"
-EXAMPLE = ROOT / "examples" / "logdir"
 needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs ../shared/corpus (real 4.x log dirs)")
 
 

@@ -8,8 +8,7 @@ import click
 import pytest
 
 from kafkalog_cli.cli import COMMANDS, cli
-
-MAN = Path(__file__).resolve().parent.parent / "man"
+from tests.helpers.paths import MAN
 
 
 def _man_text(page: Path) -> str:

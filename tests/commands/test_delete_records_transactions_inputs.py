@@ -3,7 +3,6 @@ real broker wrote (tests/fixtures/broker): never a traceback, a documented exit 
 `kafkalog:` line naming the file on failure, and on real log dirs Kafka's invariants."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -13,8 +12,8 @@ from tests.helpers import bad_inputs as B
 
 from tests.helpers.run_lines import of_kind
 from ..test_bad_input import LOG_CASES
+from tests.helpers.paths import BROKER
 
-BROKER = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 LOG_DIRS = sorted(p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after")))
 
 

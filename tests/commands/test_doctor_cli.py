@@ -18,8 +18,8 @@ from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
 from ..storage.test_lock import hold_lock
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import REPO
+from tests.helpers import paths
 
 
 def doctor(*args):
@@ -302,12 +302,11 @@ def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
     # LogManager.isStrayKraftReplica (3.7+): a topic id the metadata image does not hold (a topic
     # deleted while this broker was down), or replicas without this node
     import shutil
-    from pathlib import Path
     from click.testing import CliRunner
     from kafkalog_cli.cli import cli
 
     d = tmp_path / "ld"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     shutil.copytree(d / "codec-none-0", d / "gone-0")
     meta = d / "gone-0" / "partition.metadata"
     meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: AAAAAAAAAAAAAAAAAAAAAA\n")

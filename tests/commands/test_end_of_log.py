@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import FIXTURES
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
 TORN_HW = FIXTURES / "offsets" / "torn-tail-hw"      # rec-none-0's torn active segment 725, HW 800
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -11,8 +10,9 @@ from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
 from tests.ops.test_describe import EXAMPLES, checkpoint
 from tests.test_bad_input import LOG_CASES, run
+from tests.helpers.paths import CORPUS
 
-TS = Path(__file__).parents[1] / "fixtures" / "corpus" / "broker" / "formats" / "ts-nonmonotonic" / "before"
+TS = CORPUS / "broker" / "formats" / "ts-nonmonotonic" / "before"
 PARTITIONS = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 

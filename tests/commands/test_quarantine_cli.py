@@ -23,8 +23,9 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
 
 from ..ops import compact_helpers, conftest, test_retain
+from tests.helpers.paths import MAN
 
-MAN = Path(__file__).resolve().parents[2] / "man" / "kafkalog-quarantine.1"
+MAN = MAN / "kafkalog-quarantine.1"
 COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.policy=compact",
                "--topic-config", "cmp-none:segment.bytes=16384", "--topic-config", "cmp-none:index.interval.bytes=512",
                "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01", "--topic-config",

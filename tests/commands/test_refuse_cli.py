@@ -23,8 +23,8 @@ from tests.ops.compact_helpers import records_of, restore
 from tests.ops.test_retain import (DAY, FIXTURES, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
                                    server_properties)
 from tests.helpers.run_lines import log_dir_report, of_kind
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KEYED_OVERWRITES_NOW = "1795248446186"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -14,8 +13,7 @@ from kafkalog_cli.cli import cli
 from tests.helpers.run_lines import ENVELOPE
 
 from ..storage.test_lock import hold_lock
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 @pytest.mark.parametrize("command", [

@@ -13,6 +13,7 @@ from kafkalog_cli.cli import cli
 from tests.helpers.run_lines import ENVELOPE, of_kind, partitions, totals
 from ..ops.test_retain import (FIXTURES, NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
                                server_properties)
+from tests.helpers import paths
 
 KAFKALOG = Path(sys.executable).with_name("kafkalog")
 
@@ -197,14 +198,13 @@ def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
     # those values are unknown; they are null, the refusal and `configs` say why
     import json
     import shutil
-    from pathlib import Path
 
     from click.testing import CliRunner
 
     from kafkalog_cli.cli import cli
 
     d = tmp_path / "ld"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     r = CliRunner().invoke(cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)])
     (part,) = of_kind(r.stdout, "partition")
     assert part["status"] == "refused"

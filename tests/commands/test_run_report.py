@@ -20,8 +20,9 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import quarantine_registry
 
 from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
+from tests.helpers.paths import EXAMPLES
+from tests.helpers import paths
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))
 RETAIN = ["retain", "--assume-kafka-defaults", "--now", "1900000000000"]   # segments of examples/ are due
 
@@ -217,5 +218,5 @@ def test_the_state_dir_defaults_to_xdg_state_home(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("field", ENVELOPE)
 def test_the_envelope_is_documented(field):
-    man = (Path(__file__).resolve().parents[2] / "man" / "kafkalog.1").read_text()
+    man = (paths.MAN / "kafkalog.1").read_text()
     assert f".B {field}\n" in man

@@ -10,8 +10,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import build_v2_batch
 
 from ..ops.test_transactions import MIN, NOW, data, marker, txn_state_record
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def invoke(*args):

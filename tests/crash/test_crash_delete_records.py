@@ -17,8 +17,8 @@ from kafkalog_cli.storage.logdir import partition_dirs_for
 from ..ops.test_delete_records import SEGMENTS, run
 from ..ops.test_retain import kept_offsets, make_log_dir
 from .test_crash_retain import partition_files, state
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 OFFSETS = {("t", 0): 7, ("u", 0): 4}          # into the third and the second segment
 
 

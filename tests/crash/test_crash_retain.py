@@ -15,6 +15,7 @@ from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quaranti
 
 from ..ops.test_retain import (NOW, OLD, copy_case, kept_offsets, make_log_dir, params, res_with, resolver,
                                run)
+from tests.helpers import paths
 
 
 def state(d: Path) -> dict[str, str]:
@@ -98,7 +99,7 @@ def test_kill_during_roll_and_delete_of_every_segment(tmp_path):
 def test_installed_command_killed_midway_then_rerun(tmp_path):
     """The real process dies (exit 137, as after SIGKILL) after step N; cron's next run finishes."""
     ref = copy_case("time", tmp_path / "ref")
-    now, props = str(params("time")["now_ms"]), str(Path(__file__).parents[1] / "fixtures/broker/retain-time/config/server.properties")
+    now, props = str(params("time")["now_ms"]), str(paths.BROKER / "retain-time" / "config" / "server.properties")
     exe = [str(Path(sys.executable).with_name("kafkalog")), "retain", "--now", now, "--server-properties", props,
            "--no-quarantine"]
     assert subprocess.run(exe + [str(ref)]).returncode == 0

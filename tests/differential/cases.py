@@ -15,9 +15,8 @@ from tests.differential.broker import run_broker
 from tests.differential.compare import ORDER_ONLY, compare_log_dirs
 from tests.differential.damage import damage_log_dir, segments
 from tests.differential.loadcheck import broker_loads, kafkalog, now_ms, partition_dirs
+from tests.helpers.paths import EXAMPLES
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "logdir"
 CORPUS = Path(os.environ.get("KAFKALOG_CORPUS", "/work/shared/corpus")) / "broker"
 
 

@@ -10,8 +10,7 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
-
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "broker"
+from tests.helpers.paths import BROKER as FIXTURES
 
 
 def restore(case: str, snapshot: str, dst: Path) -> Path:

@@ -3,8 +3,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import BROKER as FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 RECOVER_CASES = ["torn-tail", "tail-garbage", "leftovers", "missing-index", "zeroed-index", "unclean-kill"]
 COMPARED = (".log", ".index", ".timeindex")
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
 from tests.helpers.run_lines import log_dir_report
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = 1795460000000
 MARKER_37 = b'{"version":0,"brokerEpoch":42}'      # what 3.7+ writes (KIP-966)
 

@@ -2,7 +2,6 @@
 UnifiedLog.maybeIncrementLogStartOffset) and the log-start-offset pass after it, on small logs
 whose segments hold offsets 0-2, 3-5 and 6-8 (high watermark 9 unless stated)."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -14,9 +13,9 @@ from kafkalog_cli.storage.fsops import FsOps, Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
 from .test_retain import NEW, make_log_dir
+from tests.helpers.paths import FIXTURES
 
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def logdir(tmp_path, hw=None, log_start=None, partitions=("t-0",)):

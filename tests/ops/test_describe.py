@@ -16,9 +16,7 @@ from kafkalog_cli.ops import compact
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
 from tests.ops.compact_helpers import params, resolver_for, restore
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+from tests.helpers.paths import EXAMPLES, FIXTURES
 
 
 def checkpoint(log_dir: Path, name: str) -> dict[str, int]:

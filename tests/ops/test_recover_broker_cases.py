@@ -16,9 +16,9 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from tests.differential import broker as live
 from tests.differential.compare import epochs_match
+from tests.helpers.paths import EXAMPLES, FIXTURES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-EXPECTED = Path(__file__).resolve().parents[1] / "fixtures" / "recover_broker"
+EXPECTED = FIXTURES / "recover_broker"
 NOW = 1795460000000
 OVERFLOW_BASE = 260584255782952        # 40 with byte 2 of its base offset flipped (xor 0xED)
 

@@ -18,8 +18,8 @@ from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
 from kafkalog_cli.storage.segment import Segment, last_index_entry
+from tests.helpers.paths import BROKER as FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 DAY = 86_400_000
 TIME_ENTRY = struct.Struct(">qi")      # a .timeindex slot: timestamp, relative offset
 

@@ -2,15 +2,14 @@
 find-hanging, on small logs built batch by batch, and on the example log dir a Kafka 3.3.1 broker
 wrote."""
 import struct
-from pathlib import Path
 
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import transactions as tx
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = 1_800_000_000_000
 MIN = 60_000
 T = NOW - 30 * MIN                    # when the records were written

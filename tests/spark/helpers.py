@@ -7,8 +7,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+from tests.helpers.paths import FIXTURES
 
 
 def segment_files(root: Path) -> list[Path]:

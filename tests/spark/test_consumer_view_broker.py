@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, needs_broker
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 pytestmark = needs_broker
 
 SCRIPT = r"""

@@ -5,9 +5,9 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from tests.helpers.paths import CORPUS as OUT
 
 CORPUS = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/corpus").resolve()
-OUT = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 
 PATTERNS = [
     "legacy/v0-", "legacy/v1-", "legacy/v2-empty-batch", "legacy/v2-headers", "legacy/v2-logappend",
