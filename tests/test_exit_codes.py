@@ -19,7 +19,7 @@ from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 from tests.helpers import bad_inputs as B
 from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from .ops.test_transactions import NOW as HANGING_NOW
-from .storage.test_lock import hold_lock
+from tests.helpers.locks import hold_lock
 from .test_man_pages import EXIT_CODES
 from tests.helpers.paths import EXAMPLES
 from tests.helpers import paths

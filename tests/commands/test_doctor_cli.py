@@ -17,7 +17,7 @@ from kafkalog_cli.cli import cli
 from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
-from ..storage.test_lock import hold_lock
+from tests.helpers.locks import hold_lock
 from tests.helpers.paths import REPO
 from tests.helpers import paths
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 
 from tests.helpers.run_lines import log_dir_report, totals
-from ..storage.test_lock import hold_lock
+from tests.helpers.locks import hold_lock
 from ..ops.move_helpers import TP, live_copies, state, two_log_dirs
 
 

@@ -12,7 +12,6 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.commands.test_retain_cli import held_lock  # noqa: F401  (a fixture)
 from tests.helpers.run_lines import log_dir_report, partitions
 from tests.helpers.paths import EXAMPLES
 

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
 
-from ..ops.conftest import copy_case, tree_state
+from tests.helpers.broker_cases import copy_case, tree_state
 from tests.helpers.run_lines import log_dir_report, totals
-from ..storage.test_lock import hold_lock
+from tests.helpers.locks import hold_lock
 from tests.helpers import paths
 
 
@@ -120,7 +120,7 @@ def test_a_dry_run_notes_a_held_lock(tmp_path):
     from click.testing import CliRunner
 
     from kafkalog_cli.cli import cli
-    from ..storage.test_lock import hold_lock
+    from tests.helpers.locks import hold_lock
 
     d = tmp_path / "ld"
     shutil.copytree(paths.EXAMPLES, d)

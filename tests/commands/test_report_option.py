@@ -12,7 +12,7 @@ import pytest
 from kafkalog_cli.cli import cli
 from tests.helpers.run_lines import ENVELOPE
 
-from ..storage.test_lock import hold_lock
+from tests.helpers.locks import hold_lock
 from tests.helpers.paths import EXAMPLES
 
 

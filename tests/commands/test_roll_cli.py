@@ -2,7 +2,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..ops.conftest import copy_case, tree_state
+from tests.helpers.broker_cases import copy_case, tree_state
 from tests.helpers.run_lines import log_dir_report, partitions
 
 

@@ -15,8 +15,8 @@ from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quaranti
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
 from ..ops.test_delete_records import SEGMENTS, run
-from ..ops.test_retain import kept_offsets, make_log_dir
-from .test_crash_retain import partition_files, state
+from tests.helpers.retention import kept_offsets, make_log_dir
+from tests.helpers.file_states import partition_hashes as partition_files, hashes as state
 from tests.helpers.paths import EXAMPLES
 
 OFFSETS = {("t", 0): 7, ("u", 0): 4}          # into the third and the second segment

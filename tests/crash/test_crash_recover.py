@@ -14,7 +14,7 @@ from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
 
-from ..ops.conftest import copy_case, segment_files
+from tests.helpers.broker_cases import copy_case, segment_files
 
 
 def offsets(d):

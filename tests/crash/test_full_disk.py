@@ -34,7 +34,7 @@ from kafkalog_cli.storage.logdir import partition_dirs_for
 
 from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
-from ..ops.conftest import tree_state
+from tests.helpers.broker_cases import tree_state
 from tests.helpers.run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"

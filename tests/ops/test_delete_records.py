@@ -12,7 +12,7 @@ from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from .test_retain import NEW, make_log_dir
+from tests.helpers.retention import NEW, make_log_dir
 from tests.helpers.paths import FIXTURES
 
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]

@@ -9,7 +9,7 @@ from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import ActionKind, apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
 
-from .conftest import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
+from tests.helpers.broker_cases import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
 
 
 def run(log_dir, tmp_path, **kw):

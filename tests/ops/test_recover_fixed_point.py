@@ -20,8 +20,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..storage.test_quarantine import state      # every file but .lock: its bytes and mtime
-from .conftest import copy_case
+from tests.helpers.file_states import bytes_and_mtimes as state  # every file but .lock: its bytes and mtime
+from tests.helpers.broker_cases import copy_case
 from tests.helpers.paths import EXAMPLES
 
 TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in the field

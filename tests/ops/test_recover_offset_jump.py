@@ -17,7 +17,7 @@ from tests.differential.generate import topic_configs
 from tests.differential.loadcheck import (Batch, Segment, broker_loads, consumed, kafkalog, listed_records, listing,
                                           records_of, served_problems)
 
-from .conftest import FIXTURES, copy_case
+from tests.helpers.broker_cases import FIXTURES, copy_case
 from .test_recover import run
 from tests.helpers.paths import EXAMPLES
 

@@ -94,7 +94,7 @@ def test_engine_usage_and_missing_java(tmp_path, monkeypatch):
 
 
 def _retain(case: str, d: Path, engine: str):
-    from tests.ops.test_retain import params, server_properties
+    from tests.helpers.retention import params, server_properties
 
     return invoke("retain", "--now", params(case)["now_ms"], "--server-properties", server_properties(case),
                   "-v", "--format", "json", "--engine", engine, d)
@@ -102,7 +102,7 @@ def _retain(case: str, d: Path, engine: str):
 
 @pytest.mark.parametrize("case", ["time", "size"])
 def test_retain_spark_deletes_and_reports_what_local_does(spark, tmp_path, case):
-    from tests.ops.test_retain import copy_case, partition_files
+    from tests.helpers.retention import copy_case, partition_files
 
     out = {}
     for engine in ("local", "spark"):
@@ -118,7 +118,7 @@ def test_retain_spark_deletes_and_reports_what_local_does(spark, tmp_path, case)
 
 def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
     from kafkalog_cli.storage.lock import LogDirLock
-    from tests.ops.test_retain import copy_case
+    from tests.helpers.retention import copy_case
 
     d = copy_case("time", tmp_path)
     with LogDirLock(d):

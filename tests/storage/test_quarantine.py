@@ -10,6 +10,7 @@ import pytest
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+from tests.helpers.file_states import bytes_and_mtimes as state
 
 T0 = 1_700_000_000_000_000_000
 
@@ -61,16 +62,6 @@ def run_op(ops: FsOps, d: Path) -> None:
     ops.make_dir(d / "t-1.x-future", copy_of=p)                          # dir_created: copies of t-0's files
     ops.copy_file(p / "leader-epoch-checkpoint", d / "t-1.x-future" / "leader-epoch-checkpoint")
     ops.rename_dirs([(d / "t-1.x-future", d / "t-1")])                   # dir_renamed
-
-
-def state(d: Path) -> dict[str, tuple[bytes, int]]:
-    out = {}
-    for root, _, files in os.walk(d):
-        for n in files:
-            f = Path(root) / n
-            if n != ".lock":
-                out[str(f.relative_to(d))] = (f.read_bytes(), f.stat().st_mtime_ns)
-    return out
 
 
 def quarantined(tmp_path: Path, fault_after=None) -> tuple[Path, dict, q.QuarantineFolder]:
