@@ -111,7 +111,7 @@ class Env:
 
     def dirty(self) -> Path:
         """A compacted topic with overwritten keys the cleaner would remove."""
-        from .ops.compact_helpers import restore
+        from tests.helpers.compaction import restore
 
         return restore("keyed-overwrites", "before", self.tmp / "logs")
 

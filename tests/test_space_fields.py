@@ -13,7 +13,7 @@ from tests.helpers.run_lines import log_dir_report, totals
 
 
 def _dirty(tmp_path):
-    from .ops.compact_helpers import restore
+    from tests.helpers.compaction import restore
 
     return restore("keyed-overwrites", "before", tmp_path / "logs")
 

@@ -22,8 +22,7 @@ from tests.helpers.run_lines import of_kind
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
 
-from tests.helpers import broker_cases, retention
-from tests.ops import compact_helpers
+from tests.helpers import broker_cases, compaction, retention
 from tests.helpers.paths import MAN
 
 MAN = MAN / "kafkalog-quarantine.1"
@@ -50,7 +49,7 @@ def _retain(dest):
 
 
 def _compact(dest):
-    return compact_helpers.restore("keyed-overwrites", "before", dest / "logs"), ["compact", *COMPACT_CFG]
+    return compaction.restore("keyed-overwrites", "before", dest / "logs"), ["compact", *COMPACT_CFG]
 
 
 OPS = {"recover-torn-tail": _recover("recover-torn-tail"), "recover-zeroed-index": _recover("recover-zeroed-index"),

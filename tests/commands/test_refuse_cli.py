@@ -18,7 +18,7 @@ from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.runner import ConfigSources, Operation, run_log_dir
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.logdir import partition_dirs_for
-from tests.ops.compact_helpers import records_of, restore
+from tests.helpers.compaction import records_of, restore
 from tests.helpers.paths import BROKER as FIXTURES
 from tests.helpers.retention import (DAY, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
                                      server_properties)

@@ -33,7 +33,7 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps
 from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
 
-from tests.ops.compact_helpers import params as compact_params, restore as compact_fixture
+from tests.helpers.compaction import params as compact_params, restore as compact_fixture
 from tests.ops.move_helpers import TP, two_log_dirs
 from tests.helpers.paths import EXAMPLES
 

@@ -15,7 +15,7 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batc
 from kafkalog_cli.ops import compact
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
-from tests.ops.compact_helpers import params, resolver_for, restore
+from tests.helpers.compaction import params, resolver_for, restore
 from tests.helpers.paths import EXAMPLES, FIXTURES
 
 

@@ -128,8 +128,8 @@ def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
 
 
 def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
-    from tests.commands.test_compact_cli import CFG
-    from tests.ops.compact_helpers import FIXTURES as CFIX, records_of, restore
+    from tests.helpers.compaction import CFG
+    from tests.helpers.compaction import FIXTURES as CFIX, records_of, restore
 
     out = {}
     for engine in ("local", "spark"):
@@ -150,8 +150,8 @@ def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
 
 
 def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
-    from tests.commands.test_compact_cli import CFG
-    from tests.ops.compact_helpers import restore
+    from tests.helpers.compaction import CFG
+    from tests.helpers.compaction import restore
 
     from kafkalog_cli.storage.lock import LogDirLock
 
