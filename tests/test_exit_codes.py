@@ -18,7 +18,7 @@ from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 
 from tests.helpers import bad_inputs as B
 from tests.helpers.field_damage import base_offset_overflow, torn_tail
-from .ops.test_transactions import NOW as HANGING_NOW
+from tests.helpers.transactions import NOW as HANGING_NOW
 from tests.helpers.locks import hold_lock
 from .test_man_pages import EXIT_CODES
 from tests.helpers.paths import EXAMPLES
@@ -92,7 +92,7 @@ class Env:
 
     def hanging(self) -> Path:
         """A transaction left open an hour ago (tests/commands/test_transactions_cli.py's log dir)."""
-        from .commands.test_transactions_cli import log_dir
+        from tests.helpers.transactions import log_dir
 
         return log_dir(self.tmp)
 
@@ -136,7 +136,7 @@ class Env:
     def replicas(self, diverged: bool, damaged: bool = False) -> list[str]:
         """Two copies of one partition (tests/ops/test_compare_replicas.py's): after an unclean
         election, or one a prefix of the other."""
-        from .ops.test_compare_replicas import run, unclean_election, write_replica
+        from tests.helpers.replicas import run, unclean_election, write_replica
 
         if diverged:
             a, b = unclean_election(self.tmp)

@@ -8,7 +8,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
-from tests.ops.test_describe import EXAMPLES, checkpoint
+from tests.ops.test_describe import checkpoint
+from tests.helpers.paths import EXAMPLES
 from tests.test_bad_input import LOG_CASES, run
 from tests.helpers.paths import CORPUS
 

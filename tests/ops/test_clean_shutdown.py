@@ -3,28 +3,14 @@ that skips recovery loads every changed partition as a recovery would, removed i
 quarantine (restorable) otherwise, with the reason in the report."""
 import shutil
 import struct
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
 from tests.helpers.run_lines import log_dir_report
-from tests.helpers.paths import EXAMPLES
+from tests.helpers.clean_shutdown import MARKER_37, NOW, logdir, seg
 
-NOW = 1795460000000
-MARKER_37 = b'{"version":0,"brokerEpoch":42}'      # what 3.7+ writes (KIP-966)
-
-
-def logdir(tmp_path: Path, marker: bytes = MARKER_37) -> Path:
-    d = tmp_path / "logdir"
-    shutil.copytree(EXAMPLES, d)
-    (d / ".kafka_cleanshutdown").write_bytes(marker)
-    return d
-
-
-def seg(d: Path, part: str, base: int, suffix: str) -> Path:
-    return d / part / f"{base:020d}{suffix}"
 
 
 def run(*args):
