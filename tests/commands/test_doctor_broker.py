@@ -23,8 +23,8 @@ import pytest
 from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.kafka_broker import broker_run
 from tests.helpers.kraft_cluster import Cluster, needs_cluster
-from ..ops.test_doctor_all_clear import MOVED, findings, owned_by, rot, split, unused_uid
-from .test_doctor_cli import copy, doctor, props, write_props
+from tests.helpers.doctor import (MOVED, copy, doctor, findings, owned_by, props, rot, split, unused_uid,
+                                  write_props)
 from tests.helpers import paths
 
 pytestmark = needs_broker

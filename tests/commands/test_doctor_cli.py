@@ -20,26 +20,7 @@ from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
 from tests.helpers.locks import hold_lock
 from tests.helpers.paths import REPO
 from tests.helpers import paths
-
-
-def doctor(*args):
-    r = CliRunner().invoke(cli, ["doctor", *map(str, args)])
-    assert "Traceback" not in r.output, r.output
-    return r
-
-
-def copy(tmp_path: Path, name: str = "logdir") -> Path:
-    d = tmp_path / name
-    shutil.copytree(EXAMPLES, d)
-    return d
-
-
-def props(d: Path) -> dict:
-    return dict(line.split("=", 1) for line in (d / "meta.properties").read_text().splitlines() if "=" in line)
-
-
-def write_props(d: Path, values: dict) -> None:
-    (d / "meta.properties").write_text("#\n" + "".join(f"{k}={v}\n" for k, v in values.items()))
+from tests.helpers.doctor import copy, doctor, props, write_props
 
 
 # ------------------------------------------------------------------ the field's cases
@@ -195,7 +176,7 @@ def test_a_file_the_brokers_user_cannot_write(tmp_path):
     user owns: that log dir goes offline, so with it alone the broker does not start."""
     if os.geteuid() != 0:
         pytest.skip("needs root to give files to another user")
-    from ..storage.test_ownership import broker_user
+    from tests.helpers.doctor import broker_user
 
     user = broker_user()
     d = copy(tmp_path)
