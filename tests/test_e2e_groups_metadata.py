@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from .test_e2e import kafkalog
+from tests.helpers.e2e import kafkalog
 from tests.helpers.paths import FIXTURES
 
 LOGDIR = FIXTURES / "groups-broker-3.3.1" / "logdir"

@@ -14,7 +14,7 @@ import pytest
 
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
-from .test_e2e import _exe
+from tests.helpers.e2e import _exe
 from tests.helpers.paths import EXAMPLES, REPO as ROOT
 
 README = (ROOT / "README.md").read_text()

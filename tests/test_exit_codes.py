@@ -16,13 +16,13 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 
-from tests.helpers import bad_inputs as B
+from tests.helpers import bad_inputs as B, paths
 from tests.helpers.field_damage import base_offset_overflow, torn_tail
 from tests.helpers.transactions import NOW as HANGING_NOW
 from tests.helpers.locks import hold_lock
-from .test_man_pages import EXIT_CODES
+from tests.helpers.exit_codes import EXIT_CODES
 from tests.helpers.paths import EXAMPLES
-from tests.helpers import paths
+from tests.helpers.compaction import DIRTY
 
 NOW = "1795249186389"          # the clock the dry runs and the runs share
 
@@ -177,9 +177,6 @@ def _usage(cmd, *extra):
 
 
 ASSUME = ["--assume-kafka-defaults", "--now", NOW]
-DIRTY = ["--now", "1795248446186"] + [a for t in ("cmp-none", "cmp-lz4") for kv in (
-    "cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512", "min.cleanable.dirty.ratio=0.01",
-    "delete.retention.ms=86400000", "min.compaction.lag.ms=0") for a in ("--topic-config", f"{t}:{kv}")]
 RETAIN_DUE = ["--topic", "multi-segment", *ASSUME]
 
 

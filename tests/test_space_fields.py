@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from .test_exit_codes import DIRTY
+from tests.helpers.compaction import DIRTY
 from tests.helpers.run_lines import log_dir_report, totals
 
 

@@ -11,7 +11,7 @@ from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
 
 from tests.helpers.run_lines import of_kind
-from ..test_bad_input import LOG_CASES
+from tests.helpers.bad_inputs import LOG_CASES
 from tests.helpers.paths import BROKER
 
 LOG_DIRS = sorted(p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after")))

@@ -12,7 +12,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.render import describe as render
 from tests.helpers import bad_inputs as B
-from tests.test_bad_input import LOG_CASES, run
+from tests.helpers.bad_inputs import LOG_CASES, run
 from tests.helpers.paths import EXAMPLES
 
 PARTITIONS = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())

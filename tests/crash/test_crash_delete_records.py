@@ -14,7 +14,7 @@ from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from ..ops.test_delete_records import SEGMENTS, run
+from tests.helpers.delete_records import SEGMENTS, run
 from tests.helpers.retention import kept_offsets, make_log_dir
 from tests.helpers.file_states import partition_hashes as partition_files, hashes as state
 from tests.helpers.paths import EXAMPLES

@@ -123,3 +123,7 @@ CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "c
        # the rest of what the broker ran with (PARAMS.json): compact refuses to guess them
        "--topic-config", "cmp-none:delete.retention.ms=86400000", "--topic-config", "cmp-none:min.compaction.lag.ms=0"]
 
+
+DIRTY = ["--now", "1795248446186"] + [a for t in ("cmp-none", "cmp-lz4") for kv in (
+    "cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512", "min.cleanable.dirty.ratio=0.01",
+    "delete.retention.ms=86400000", "min.compaction.lag.ms=0") for a in ("--topic-config", f"{t}:{kv}")]

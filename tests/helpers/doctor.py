@@ -55,6 +55,7 @@ def owned_by(d: Path, uid: int) -> None:
 def findings(r, check: str | None = None) -> list[dict]:
     return [f for f in json.loads(r.stdout)["findings"] if check is None or f["check"] == check]
 
+
 MOVED = ["multi-segment-0", "compacted-0", "txn-0", "idempotent-lz4-0", "logappend-time-0"]
 
 

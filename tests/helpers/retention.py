@@ -127,6 +127,7 @@ def make_log_dir(root: Path, partitions: dict[str, list[list[int]]], hw: dict | 
     (root / "recovery-point-offset-checkpoint").write_text("0\n0\n")
     return root
 
+
 _EMPTY_SNAPSHOT = encode_producer_snapshot([])
 
 NOW = 1_800_000_000_000

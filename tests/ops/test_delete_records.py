@@ -10,25 +10,10 @@ from kafkalog_cli.errors import UsageError
 from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, Quarantine
-from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from tests.helpers.retention import NEW, make_log_dir
 from tests.helpers.paths import FIXTURES
+from tests.helpers.delete_records import logdir, plan_for, run
 
-SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]
-
-
-def logdir(tmp_path, hw=None, log_start=None, partitions=("t-0",)):
-    return make_log_dir(tmp_path / "logs", {p: SEGMENTS for p in partitions}, hw=hw, log_start=log_start)
-
-
-def plan_for(d, resolver=None, **opts):
-    (log_dir, parts), = partition_dirs_for([d]).items()
-    return dr.plan(log_dir, parts, dr.DeleteRecordsOptions(resolver=resolver or ConfigResolver(), **opts))
-
-
-def run(d, quarantine=None, fault_after=None, **opts):
-    return apply(plan_for(d, **opts), FsOps(d, Quarantine(quarantine, "delete-records"), fault_after=fault_after))
 
 
 def files(d):

@@ -18,7 +18,7 @@ from tests.differential.loadcheck import (Batch, Segment, broker_loads, consumed
                                           records_of, served_problems)
 
 from tests.helpers.broker_cases import FIXTURES, copy_case
-from .test_recover import run
+from tests.helpers.recovery import run
 from tests.helpers.paths import EXAMPLES
 
 CASE = FIXTURES / "recover-offset-jump"
