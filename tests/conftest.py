@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from tests.helpers.paths import FIXTURES
-
-CORPUS = FIXTURES / "corpus"
+from tests.helpers.paths import CORPUS
 
 
 def restore_preallocated(root: Path) -> None:

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
-from tests.ops.test_describe import checkpoint
+from tests.helpers.file_states import checkpoint
 from tests.helpers.paths import CORPUS, EXAMPLES
 from tests.helpers.bad_inputs import LOG_CASES, run
 

@@ -46,3 +46,12 @@ def partition_hashes(d: Path, files: dict[str, str] | None = None) -> dict[str, 
             continue
         out[k] = v
     return out
+
+
+def checkpoint(log_dir: Path, name: str) -> dict[str, int]:
+    """{partition dir name: offset} from a root checkpoint's text."""
+    path = log_dir / name
+    if not path.exists():
+        return {}
+    lines = path.read_text().splitlines()[2:]
+    return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines if line.strip())}

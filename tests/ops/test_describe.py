@@ -18,15 +18,7 @@ from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
 from tests.helpers.compaction import params, resolver_for, restore
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.transactions import txn_partition as _txn_partition
-
-
-def checkpoint(log_dir: Path, name: str) -> dict[str, int]:
-    """{partition dir name: offset} from a root checkpoint's text."""
-    path = log_dir / name
-    if not path.exists():
-        return {}
-    lines = path.read_text().splitlines()[2:]
-    return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines if line.strip())}
+from tests.helpers.file_states import checkpoint
 
 
 def walk(part_dir: Path) -> list:

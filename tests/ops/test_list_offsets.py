@@ -16,7 +16,7 @@ from kafkalog_cli.ops import describe
 from kafkalog_cli.ops.list_offsets import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel,
                                            OffsetSpec, list_offsets)
 from kafkalog_cli.storage.logdir import LogDir
-from tests.ops.test_describe import checkpoint
+from tests.helpers.file_states import checkpoint
 from tests.helpers.paths import EXAMPLES, FIXTURES
 
 TS = FIXTURES / "corpus" / "broker" / "formats" / "ts-nonmonotonic" / "before"
