@@ -52,6 +52,24 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+# The slow tier, by kind: a test that starts a Kafka broker (*_broker.py, broker_order/,
+# differential/), kills or crashes a command (crash/), runs the campaign, starts Spark or the S3
+# server (these fixtures), or runs the installed script (e2e). The fast tier, `-m "not slow"`, is
+# everything else; a single slow test elsewhere carries @pytest.mark.slow itself.
+SLOW_DIRS = ("broker_order", "crash", "differential")
+SLOW_FILES = ("test_campaign.py",)
+SLOW_FIXTURES = {"spark", "pushdown", "s3", "cluster", "shared"}
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).parent
+    for item in items:
+        rel = Path(str(item.fspath)).relative_to(root)
+        if (rel.parts[0] in SLOW_DIRS or rel.name in SLOW_FILES or rel.name.endswith("_broker.py")
+                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("e2e")):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_report_header(config):
     """The broker the broker tests run against (KAFKA_HOME), or that they are skipped."""
     from tests.helpers.kafka_dist import describe
