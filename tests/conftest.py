@@ -62,11 +62,10 @@ SLOW_FIXTURES = {"spark", "pushdown", "s3", "cluster", "shared"}
 
 
 def pytest_collection_modifyitems(config, items):
-    root = Path(__file__).parent
     for item in items:
-        rel = Path(str(item.fspath)).relative_to(root)
-        if (rel.parts[0] in SLOW_DIRS or rel.name in SLOW_FILES or rel.name.endswith("_broker.py")
-                or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())) or item.get_closest_marker("e2e")):
+        parts = item.nodeid.split("::", 1)[0].split("/")       # tests/<dir>/.../test_x.py
+        if (parts[1] in SLOW_DIRS or parts[-1] in SLOW_FILES or parts[-1].endswith("_broker.py")
+                or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())) or "e2e" in item.keywords):
             item.add_marker(pytest.mark.slow)
 
 
