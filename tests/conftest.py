@@ -53,19 +53,30 @@ def runner() -> CliRunner:
 
 
 # The slow tier, by kind: a test that starts a Kafka broker (*_broker.py, broker_order/,
-# differential/), kills or crashes a command (crash/), runs the campaign, starts Spark or the S3
-# server (these fixtures), or runs the installed script (e2e). The fast tier, `-m "not slow"`, is
-# everything else; a single slow test elsewhere carries @pytest.mark.slow itself.
+# differential/), kills or crashes a command (crash/), runs the campaign, runs the installed script
+# (e2e, the man pages' examples, the FIFO guards that wait on it), starts Spark or the S3 server
+# (these fixtures, Spark from the shell), or a long property run (more than Hypothesis's default
+# 100 examples). The fast tier, `-m "not slow"`, is everything else; a single slow test elsewhere
+# carries @pytest.mark.slow itself.
 SLOW_DIRS = ("broker_order", "crash", "differential")
-SLOW_FILES = ("test_campaign.py",)
+SLOW_FILES = ("test_campaign.py", "test_man_examples.py", "commands/test_fifo_in_a_files_place.py",
+              "spark/test_session.py")
 SLOW_FIXTURES = {"spark", "pushdown", "s3", "cluster", "shared"}
+LONG_PROPERTY = 100
+
+
+def _long_property(item) -> bool:
+    settings = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_settings", None)
+    return settings is not None and settings.max_examples > LONG_PROPERTY
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        parts = item.nodeid.split("::", 1)[0].split("/")       # tests/<dir>/.../test_x.py
-        if (parts[1] in SLOW_DIRS or parts[-1] in SLOW_FILES or parts[-1].endswith("_broker.py")
-                or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())) or "e2e" in item.keywords):
+        path = item.nodeid.split("::", 1)[0]                   # tests/<dir>/.../test_x.py
+        parts = path.split("/")
+        if (parts[1] in SLOW_DIRS or path.endswith(SLOW_FILES) or parts[-1].endswith("_broker.py")
+                or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())) or "e2e" in item.keywords
+                or _long_property(item)):
             item.add_marker(pytest.mark.slow)
 
 

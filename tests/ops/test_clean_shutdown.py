@@ -4,6 +4,7 @@ quarantine (restorable) otherwise, with the reason in the report."""
 import shutil
 import struct
 
+import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -128,6 +129,7 @@ def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
     assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}
 
 
+@pytest.mark.slow     # kills a run
 def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers_and_the_next_run_settles_it(tmp_path):
     # the marker is renamed aside before the first change: a kill at any instant after it leaves a
     # log dir without the marker (the broker recovers it in full); the next run puts it back

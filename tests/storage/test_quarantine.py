@@ -115,6 +115,7 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
         ["dir_renamed", "dir_created", "overwritten"]
 
 
+@pytest.mark.slow     # a kill at every step
 def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_path):
     total = total_steps(tmp_path / "ref")
     assert total > 40
@@ -124,6 +125,7 @@ def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_p
         assert state(d) == before, f"killed after step {n} of {total}"
 
 
+@pytest.mark.slow     # a kill at every step
 def test_a_restore_killed_at_any_step_finishes_when_run_again(tmp_path):
     d, _, folder = quarantined(tmp_path / "ref")
     undo = FsOps(d)
