@@ -20,16 +20,16 @@ from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
+from tests.corpus import corpus_path
+from tests.corpus import needs_corpus as needs_corpus_at
 from tests.helpers.kraft_records import (config_record as _config_record, topic_record as _topic_record,
                                          kraft_log_dir)
-from tests.helpers.paths import EXAMPLES as EXAMPLE, REPO as ROOT
+from tests.helpers.paths import EXAMPLES as EXAMPLE
 from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
 
-CORPUS = ROOT.parent.parent / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+CORPUS = corpus_path()
 WILD = CORPUS / "wild"
-needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs ../shared/corpus (real 4.x log dirs)")
+needs_corpus = needs_corpus_at("wild")      # real 4.x log dirs
 
 
 def run(*args):
@@ -150,7 +150,7 @@ def test_a_named_internal_topic_is_refused_with_before_too(tmp_path):
 TS = CORPUS / "broker" / "formats" / "ts-nonmonotonic" / "before"
 
 
-@pytest.mark.skipif(not TS.is_dir(), reason="needs ../shared/corpus")
+@needs_corpus_at("broker", "formats", "ts-nonmonotonic", "before")
 def test_max_timestamp_by_version():
     def answer(*extra):
         r = run("get-offsets", TS, "--topic", "ts-jumble-zstd", "--time", "max-timestamp", *extra)
@@ -162,7 +162,7 @@ def test_max_timestamp_by_version():
     assert out == "ts-jumble-zstd:0:1084" and "3.8+: 1083, before 3.8: 1084" in err
 
 
-@pytest.mark.skipif(not TS.is_dir(), reason="needs ../shared/corpus")
+@needs_corpus_at("broker", "formats", "ts-nonmonotonic", "before")
 def test_earliest_local_and_latest_tiered_on_a_plain_partition():
     r = run("get-offsets", TS, "--topic", "ts-jumble", "--time", "earliest-local")
     assert r.stdout.strip() == "ts-jumble:0:0"
@@ -211,7 +211,8 @@ def _compacted_dir(root: Path) -> Path:
 def test_the_4_0_cleaner_keeps_the_last_batch_of_a_round_empty(tmp_path, version, kept):
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.ops import compact
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     d = _compacted_dir(tmp_path / "l")
     res = ConfigResolver(overrides={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",

@@ -11,13 +11,13 @@ import subprocess
 from pathlib import Path
 
 from kafkalog_cli.storage.names import offset_from_name, segment_file
+from tests.corpus import corpus_path
 from tests.differential.broker import run_broker
 from tests.differential.compare import ORDER_ONLY, compare_log_dirs
 from tests.differential.damage import damage_log_dir, segments
 from tests.differential.loadcheck import broker_loads, kafkalog, now_ms, partition_dirs
-from tests.helpers.paths import EXAMPLES
 
-CORPUS = Path(os.environ.get("KAFKALOG_CORPUS", "/work/shared/corpus")) / "broker"
+CORPUS = corpus_path() / "broker"
 
 
 # recover's exits after a run that changed what it plans: 0, or 1 when it names bit rot it leaves

@@ -5,7 +5,8 @@ from __future__ import annotations
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from tests.helpers.retention import NEW, make_log_dir
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from tests.helpers.paths import EXAMPLES
 

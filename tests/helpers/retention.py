@@ -14,7 +14,8 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batc
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.logdir import partition_dirs_for
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.paths import BROKER as FIXTURES
 
 DAY = 86_400_000

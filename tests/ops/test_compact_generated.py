@@ -13,7 +13,8 @@ from kafkalog_cli.formats.txnindex import AbortedTxn, parse_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.compaction import (NOW, T, batches, consumer_view, recs, replicated_to_the_end,
                                       write_segment)
 from tests.helpers.compaction import DAY, HOUR

@@ -9,7 +9,8 @@ from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs
 from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment, last_index_entry
 from tests.helpers.paths import BROKER as FIXTURES
 from tests.helpers.retention import (DAY, NEW, NOW, OLD, TIME_ENTRY, copy_case, kept_offsets, make_log_dir,

@@ -30,7 +30,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 @format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
 @partition_filter_options
 @_one_line_errors
-def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt, only):
+def dump_index(paths, verify_index_only, index_sanity_check, max_message_size, fmt, only):
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
     PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
