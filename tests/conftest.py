@@ -52,6 +52,16 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+@pytest.fixture
+def base():
+    """A directory every user may traverse (pytest's tmp_path is root's alone): a broker or a
+    command run as another uid must reach the log dir inside it."""
+    d = Path(tempfile.mkdtemp(prefix="kafkalog-base-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
 # The slow tier, by kind: a test that starts a Kafka broker (*_broker.py, broker_order/,
 # differential/), kills or crashes a command (crash/), runs the campaign, runs the installed script
 # (e2e, the man pages' examples, the FIFO guards that wait on it), starts Spark or the S3 server

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import struct
-import tempfile
 import time
 from pathlib import Path
 
@@ -28,15 +27,6 @@ from tests.helpers.doctor import (MOVED, copy, doctor, findings, owned_by, props
 from tests.helpers import paths
 
 pytestmark = needs_broker
-
-
-@pytest.fixture
-def base():
-    """A directory every uid may traverse (pytest's tmp_path is root's alone)."""
-    d = Path(tempfile.mkdtemp(prefix="kafkalog-doctor-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("value, broker_says", [

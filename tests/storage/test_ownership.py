@@ -8,7 +8,6 @@ import os
 import pwd
 import shutil
 import stat
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,6 @@ from tests.helpers.doctor import broker_user
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="kafkalog adopts owners only when run as root")
 MODE = 0o640                 # not what root's umask gives a new file (0644): a mode that must be copied
 NOW = "1795249186389"
-
-
-@pytest.fixture
-def base():
-    """A directory every user may traverse (pytest's tmp_path is root's alone): the broker's user
-    must reach the log dir."""
-    d = Path(tempfile.mkdtemp(prefix="kafkalog-owner-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def owned_copy(base: Path, user: pwd.struct_passwd) -> Path:
