@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "kafkalog_cli"
 
 

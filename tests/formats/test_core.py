@@ -24,10 +24,9 @@ from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, i
 from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
-from tests.formats.strategies import CODECS, v2_batches
-from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
-from tests.formats.test_scan_search import damaged_batch, searches
-from tests.render.test_fast_path import _segment
+from tests.helpers.strategies import CODECS, damaged_chains, searches, v2_batches
+from tests.helpers.segments import (STRING, batch as _batch, damaged as _damaged, damaged_batch,
+                                    general_text as _general_text, segment as _segment)
 
 try:
     from kafkalog_cli.formats import _cscan as compiled
@@ -560,7 +559,7 @@ def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, vie
 @needs_compiled
 @pytest.mark.parametrize("corrupt", [False, True])
 def test_arrow_tables_of_a_segment_of_every_codec_legacy_and_control_batches(tmp_path, corrupt):
-    from tests.render.test_fast_path import _corrupt_records
+    from tests.helpers.segments import corrupt_records as _corrupt_records
 
     data = _segment()
     t = _tables(tmp_path, _corrupt_records(data) if corrupt else data, rows_per_batch=50)

@@ -3,7 +3,6 @@ values on well-formed batches (and no fallback there), and never a different ans
 ones (a scanner may give up with Malformed, never disagree)."""
 from __future__ import annotations
 
-import io
 import struct
 
 import pytest
@@ -22,25 +21,12 @@ from kafkalog_cli.formats.scan import (
     v2_records_ok,
 )
 from kafkalog_cli.formats.varint import read_varint, write_varlong
-from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
-from tests.formats.strategies import batch_chains, v2_batches
+from tests.helpers.strategies import (FIELDS as _FIELDS, VALUES as _VALUES, damaged_chains,
+                                      v2_batches)
+from tests.helpers.segments import batch as _batch, damaged as _damaged, general_text as _general_text
 
-STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)
-
-
-def _batch(raw: bytes) -> RecordBatch:
-    (b,) = iter_batches(raw)
-    return b
-
-
-def _damaged(raw: bytes, at: int, xor: int) -> RecordBatch:
-    """The batch with one byte of its records changed and its CRC made right again, so only the
-    record decoding can notice."""
-    b = bytearray(raw)
-    b[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    return _batch(set_v2_crc(b))
 
 
 def _uncompressed():
@@ -48,17 +34,6 @@ def _uncompressed():
 
 
 # ------------------------------------------------------------------ record text
-def _general_text(b: RecordBatch, last: int, metadata: bool, data_log: bool):
-    """What dump-log's general path (Record objects from records()) writes for the batch's
-    records, and the non-consecutive pairs in file order."""
-    out = io.BytesIO()
-    d = KafkaDumper(out, io.BytesIO(), DumpOptions(parser=STRING, deep_iteration=True, print_data_log=data_log,
-                                                   skip_record_metadata=not metadata))
-    d._fast = False
-    pairs: list = []
-    last = d._records(b, last, pairs)
-    d.flush()
-    return out.getvalue(), last, pairs[::-1]
 
 
 def _fast_text(b: RecordBatch, last: int, metadata: bool, data_log: bool):
@@ -205,31 +180,6 @@ def test_span_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
 
 
 # ------------------------------------------------------------------ batch checks
-# (offset within a batch, width) of the header fields a damaged chain gets wrong values in
-_FIELDS = {"size": (8, 4), "magic": (16, 1), "crc": (17, 4), "last_offset_delta": (23, 4), "count": (57, 4)}
-_VALUES = [-1, 0, 1, 13, 14, 48, 49, 2**31 - 1]
-
-
-@st.composite
-def damaged_chains(draw) -> bytes:
-    """A chain of batches, then: a byte changed anywhere, a header field set to an edge value
-    (the CRC made right again or not), or the end cut off; or nothing."""
-    chain = draw(batch_chains())
-    buf = bytearray(chain)
-    how = draw(st.sampled_from(["none", "byte", "field", "cut"]))
-    if how == "byte":
-        buf[draw(st.integers(0, len(buf) - 1))] ^= draw(st.integers(1, 255))
-    elif how == "field":
-        b = draw(st.sampled_from(list(iter_batches(chain))))
-        at, width = _FIELDS[draw(st.sampled_from(sorted(_FIELDS)))]
-        value = draw(st.sampled_from(_VALUES + [b.last_offset_delta - 1, b.last_offset_delta + 1]))
-        field = (value % 256).to_bytes(1, "big") if width == 1 else (value % 2**32).to_bytes(4, "big")
-        buf[b.position + at : b.position + at + width] = field
-        if b.magic == 2 and b.size >= RECORD_BATCH_OVERHEAD and at != 17 and draw(st.booleans()):
-            buf[b.position : b.position + b.size] = set_v2_crc(bytearray(buf[b.position : b.position + b.size]))
-    elif how == "cut":
-        buf = buf[: draw(st.integers(0, len(buf)))]
-    return bytes(buf)
 
 
 def _reference_deep(b: RecordBatch, found: set) -> None:

@@ -20,9 +20,9 @@ from kafkalog_cli.render import jsonl
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD
 from kafkalog_cli.formats.varint import read_varint
-from tests.formats.strategies import v2_batches
-from tests.formats.test_scan import _damaged
-from tests.render.test_fast_path import _corrupt_records, _segment
+from tests.helpers.strategies import v2_batches
+from tests.helpers.segments import (corrupt_records as _corrupt_records, damaged as _damaged,
+                                    segment as _segment)
 
 ENCODINGS = ["utf8", "hex", "base64"]
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

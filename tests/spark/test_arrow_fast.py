@@ -13,8 +13,8 @@ from kafkalog_cli.formats.scan import RecordColumns, scan_columns
 from kafkalog_cli.spark import arrow
 from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
 from kafkalog_cli.storage.logdir import segments_of
-from tests.formats.strategies import batch_chains, v2_batches
-from tests.render.test_fast_path import _corrupt_records, _segment
+from tests.helpers.strategies import batch_chains, v2_batches
+from tests.helpers.segments import corrupt_records as _corrupt_records, segment as _segment
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
