@@ -30,8 +30,10 @@ per value otherwise).
 """
 from __future__ import annotations
 
+import operator
 import struct
 from array import array
+from itertools import accumulate
 from struct import pack
 
 from kafkalog_cli.formats.jutf8 import java_utf8
@@ -962,23 +964,19 @@ def gather_spans(whole, spans, first: int, n: int, utf8: bool = False) -> tuple[
         raise ValueError("spans out of range")
     starts = spans[first:4 * n:4]
     ends = spans[first + 1:4 * n:4]
-    pieces = []
-    offsets = array("i", [0])
-    total = 0
-    for a, b in zip(starts, ends):
-        if not 0 <= a <= b <= size:
-            raise ValueError("span out of range")
-        total += b - a
-        if total > INT32_MAX:
-            raise ValueError("past 2 GiB")
-        pieces.append(whole[a:b])
-        offsets.append(total)
+    if n and (min(starts) < 0 or max(ends) > size or any(map(operator.gt, starts, ends))):
+        raise ValueError("span out of range")
+    if sum(ends) - sum(starts) > INT32_MAX:
+        raise ValueError("past 2 GiB")
+    pieces = list(map(whole.__getitem__, map(slice, starts, ends)))
     if utf8:
-        for piece in pieces:
-            try:
+        try:
+            for piece in pieces:
                 piece.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
+        except UnicodeDecodeError:
+            return None
+    offsets = array("i", [0])
+    offsets.extend(accumulate(map(operator.sub, ends, starts)))
     return offsets.tobytes(), b"".join(pieces)
 
 
@@ -994,10 +992,6 @@ def spread(values, width: int, rows) -> bytes:
         raise ValueError("width")
     v = memoryview(values).cast("B")
     v = v[:len(v) // width * width].cast(code)
-    k = len(v)
-    out = array(code)
-    for r in rows:
-        if not 0 <= r < k:
-            raise ValueError("row index out of range")
-    out.extend(v[r] for r in rows)
-    return out.tobytes()
+    if len(rows) and (min(rows) < 0 or max(rows) >= len(v)):
+        raise ValueError("row index out of range")
+    return array(code, map(v.__getitem__, rows)).tobytes()
