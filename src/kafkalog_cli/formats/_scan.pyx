@@ -580,7 +580,7 @@ cdef struct Fields:
 
 
 cdef bint v2_fields(Fields* f, batch) except -1:
-    """The batch's fields into f -> False for a legacy batch (the pure scanner takes it); raises
+    """The batch's fields into f -> False for a legacy batch (its callers decline it); raises
     Declined for a negative record count, as the pure scanners do."""
     f.count = batch.records_count
     if f.count < 0:
@@ -611,8 +611,8 @@ cdef inline int64_t sequence_of(int64_t base_seq, int64_t od) noexcept:
 
 
 cdef bint numbers_fit(Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts) noexcept:
-    """Whether every offset and timestamp of the batch fits 64 bits (else the pure code, whose
-    ints do not overflow, writes the batch)."""
+    """Whether every offset and timestamp of the batch fits 64 bits (else the batch is declined:
+    the reference decoder, whose ints do not overflow, writes it)."""
     cdef Py_ssize_t i
     for i in range(count):
         if not add_ok(base, recs[i].od) or not add_ok(base_ts, recs[i].td):
@@ -1024,7 +1024,7 @@ cdef inline void shape_free(Shape* sh) noexcept:
 
 cdef bint shape_init(Shape* sh, layout) except -1:
     """Cut `layout` up (the layout object keeps the bytes alive); False when it is not of the
-    shape this writes (the pure batch_json writes it then)."""
+    shape this writes (the batch is declined then)."""
     enc_name = getattr(layout, "encoding", None)
     if enc_name not in _ENCODINGS:
         return False
@@ -1646,9 +1646,8 @@ def search_v2(batch, search, indices=None):
 def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
     """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
     RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
-    (Arrow's int32 offsets buffer, data buffer) of a binary column of them: what spark/arrow.py's
-    `take` over a covering array makes, in one pass. `utf8`: None unless every span is UTF-8
-    that Python's decoder takes (a string column's check, which `cast` makes on the pure core)."""
+    (Arrow's int32 offsets buffer, data buffer) of a binary column of them, in one pass. `utf8`:
+    None unless every span is UTF-8 that Python's decoder takes (a string column's check)."""
     cdef const int32_t[::1] sp = spans
     cdef const uint8_t[::1] src = whole
     cdef Py_ssize_t i, total = 0, a, b, size = src.shape[0]
@@ -1682,8 +1681,8 @@ def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
 
 def spread(values, Py_ssize_t width, rows):
     """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
-    them in `rows` (int32) -> the rows' values end to end: spark/arrow.py's `take` of a batch's
-    values for each of its records."""
+    them in `rows` (int32) -> the rows' values end to end: a batch's values for each of its
+    records."""
     cdef Py_buffer view
     cdef const int32_t[::1] r = rows
     cdef Py_ssize_t i, n = r.shape[0], k
