@@ -22,7 +22,8 @@ from gen_segment import build_logdir  # noqa: E402
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.ops import compact
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 KAFKA_SECONDS = 2.6
 

@@ -29,13 +29,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, QuarantineEntry
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine import QuarantineEntry
+from kafkalog_cli.storage.quarantine_writer import Quarantine, QuarantineWriter
 
 TARGET_S = 5.0
 SEGMENT_BYTES = 4096
 
 
-class _RewritingFsOps(FsOps):
+class _RewritingWriter(QuarantineWriter):
     """The old manifest: all entries rewritten atomically after every new one."""
 
     def _note_all(self, entries: list[QuarantineEntry]) -> None:
@@ -43,6 +45,14 @@ class _RewritingFsOps(FsOps):
         q = self.quarantine
         FsOps(q.folder).write_atomic(q.folder / "manifest.json",
                           (json.dumps({"entries": [e.to_json() for e in q.entries]}, indent=2) + "\n").encode())
+
+
+class _RewritingFsOps(FsOps):
+    """An FsOps whose quarantine is written the old way (_RewritingWriter)."""
+
+    def __init__(self, base_dir: Path, quarantine: Quarantine, **kw):
+        super().__init__(base_dir, quarantine, **kw)
+        self.keeper = _RewritingWriter(self, quarantine)
 
 
 def build(log_dir: Path, segments: int) -> list[Path]:

@@ -1,4 +1,4 @@
-"""Reading the JSON Lines of the commands that change log dirs (render/run_lines.py) as a test
+"""Reading the JSON Lines of the commands that change log dirs (render/change_report.py) as a test
 reads them: every line, the lines of a kind, one log dir's report with its partitions, the totals."""
 from __future__ import annotations
 

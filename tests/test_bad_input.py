@@ -1,7 +1,7 @@
 """Bad input never gives a traceback: dump-log, dump-index and verify-crc each answer with a
 documented exit code and, on failure, one line `kafkalog: <file>: [byte N: ]<what>`.
 
-Documented codes (kafkalog(1), README): 0 done, 1 problems found (verify-crc), 3 corrupt input,
+Documented codes (kafkalog(1), docs/safety.md): 0 done, 1 problems found (verify-crc), 3 corrupt input,
 4 missing, unreadable or unrecognised path."""
 from __future__ import annotations
 

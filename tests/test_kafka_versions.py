@@ -20,15 +20,15 @@ from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
+from .corpus import corpus_path
+from .corpus import needs_corpus as needs_corpus_at
 from .test_config_provenance import _config_record, _topic_record, kraft_log_dir
 
 ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT.parent.parent / "shared" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/corpus")
+CORPUS = corpus_path()
 WILD = CORPUS / "wild"
 EXAMPLE = ROOT / "examples" / "logdir"
-needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs ../shared/corpus (real 4.x log dirs)")
+needs_corpus = needs_corpus_at("wild")      # real 4.x log dirs
 
 
 def run(*args):
@@ -149,7 +149,7 @@ def test_a_named_internal_topic_is_refused_with_before_too(tmp_path):
 TS = CORPUS / "broker" / "formats" / "ts-nonmonotonic" / "before"
 
 
-@pytest.mark.skipif(not TS.is_dir(), reason="needs ../shared/corpus")
+@needs_corpus_at("broker", "formats", "ts-nonmonotonic", "before")
 def test_max_timestamp_by_version():
     def answer(*extra):
         r = run("get-offsets", TS, "--topic", "ts-jumble-zstd", "--time", "max-timestamp", *extra)
@@ -161,7 +161,7 @@ def test_max_timestamp_by_version():
     assert out == "ts-jumble-zstd:0:1084" and "3.8+: 1083, before 3.8: 1084" in err
 
 
-@pytest.mark.skipif(not TS.is_dir(), reason="needs ../shared/corpus")
+@needs_corpus_at("broker", "formats", "ts-nonmonotonic", "before")
 def test_earliest_local_and_latest_tiered_on_a_plain_partition():
     r = run("get-offsets", TS, "--topic", "ts-jumble", "--time", "earliest-local")
     assert r.stdout.strip() == "ts-jumble:0:0"
@@ -210,7 +210,8 @@ def _compacted_dir(root: Path) -> Path:
 def test_the_4_0_cleaner_keeps_the_last_batch_of_a_round_empty(tmp_path, version, kept):
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.ops import compact
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     d = _compacted_dir(tmp_path / "l")
     res = ConfigResolver(overrides={"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",

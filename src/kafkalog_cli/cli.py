@@ -15,27 +15,27 @@ from kafkalog_cli import __version__
 from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.errors import EXIT_CODE_PRECEDENCE, EXIT_CODE_TABLE, ExitCode, KafkalogError
 
-# name -> "module:attribute" of a click.Command
+# name -> "module:attribute" of a click.Command (each named after its command)
 COMMANDS: dict[str, str] = {
-    "dump-log": "kafkalog_cli.commands.dump_log:command",
-    "dump-index": "kafkalog_cli.commands.dump_index:command",
-    "verify-crc": "kafkalog_cli.commands.verify_crc:command",
-    "recover": "kafkalog_cli.commands.recover:command",
-    "roll": "kafkalog_cli.commands.roll:command",
-    "retain": "kafkalog_cli.commands.retain:command",
-    "delete-records": "kafkalog_cli.commands.delete_records:command",
-    "transactions": "kafkalog_cli.commands.transactions:command",
-    "compact": "kafkalog_cli.commands.compact:command",
-    "quarantine": "kafkalog_cli.commands.quarantine:command",
-    "export": "kafkalog_cli.commands.export:command",
-    "describe": "kafkalog_cli.commands.describe:command",
-    "get-offsets": "kafkalog_cli.commands.get_offsets:command",
-    "consumer-groups": "kafkalog_cli.commands.consumer_groups:command",
-    "metadata": "kafkalog_cli.commands.metadata:command",
-    "compare-replicas": "kafkalog_cli.commands.compare_replicas:command",
-    "move-partition": "kafkalog_cli.commands.move_partition:command",
-    "completion": "kafkalog_cli.commands.completion:command",
-    "doctor": "kafkalog_cli.commands.doctor:command",
+    "dump-log": "kafkalog_cli.commands.dump_log:dump_log",
+    "dump-index": "kafkalog_cli.commands.dump_index:dump_index",
+    "verify-crc": "kafkalog_cli.commands.verify_crc:verify_crc",
+    "recover": "kafkalog_cli.commands.recover:recover",
+    "roll": "kafkalog_cli.commands.roll:roll",
+    "retain": "kafkalog_cli.commands.retain:retain",
+    "delete-records": "kafkalog_cli.commands.delete_records:delete_records",
+    "transactions": "kafkalog_cli.commands.transactions:transactions",
+    "compact": "kafkalog_cli.commands.compact:compact",
+    "quarantine": "kafkalog_cli.commands.quarantine:quarantine",
+    "export": "kafkalog_cli.commands.export:export",
+    "describe": "kafkalog_cli.commands.describe:describe",
+    "get-offsets": "kafkalog_cli.commands.get_offsets:get_offsets",
+    "consumer-groups": "kafkalog_cli.commands.consumer_groups:consumer_groups",
+    "metadata": "kafkalog_cli.commands.metadata:metadata",
+    "compare-replicas": "kafkalog_cli.commands.compare_replicas:compare_replicas",
+    "move-partition": "kafkalog_cli.commands.move_partition:move_partition",
+    "completion": "kafkalog_cli.commands.completion:completion",
+    "doctor": "kafkalog_cli.commands.doctor:doctor",
 }
 
 

@@ -1,5 +1,5 @@
 """One exception hierarchy. Every error knows the file and byte position it is about, when it
-knows them, and the exit code the command line turns it into (documented in README and man)."""
+knows them, and the exit code the command line turns it into (documented in docs/safety.md and kafkalog(1))."""
 from __future__ import annotations
 
 import enum
@@ -14,7 +14,7 @@ def one_line(s: str) -> str:
 
 
 class ExitCode(enum.IntEnum):
-    """One table for every command (README "Exit codes", `kafkalog --help`, kafkalog(1))."""
+    """One table for every command (docs/safety.md "Exit codes", `kafkalog --help`, kafkalog(1))."""
 
     OK = 0              # done; nothing wrong found, nothing to do
     PROBLEMS = 1        # something found or pending: problems, hanging transactions, a dry run
@@ -30,7 +30,7 @@ class ExitCode(enum.IntEnum):
     INTERRUPTED = 130
 
 
-# The table every command follows, as `kafkalog --help`, kafkalog(1) and README "Exit codes"
+# The table every command follows, as `kafkalog --help`, kafkalog(1) and docs/safety.md
 # print it: (code, meaning). One line each, so --help can print it as it is.
 EXIT_CODE_TABLE: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "done; nothing wrong found, nothing to do"),
@@ -124,7 +124,12 @@ class CorruptIndexError(KafkalogError):
 
 class OffsetOverflowError(CorruptIndexError):
     """Kafka's LogSegmentOffsetOverflowException: an offset too far from the segment's base to
-    index (the broker splits such a segment)."""
+    index (the broker splits such a segment). `offset` is that offset, where known."""
+
+    def __init__(self, message: str, path: str | None = None, position: int | None = None,
+                 offset: int | None = None):
+        super().__init__(message, path, position)
+        self.offset = offset
 
 
 class InvalidOffsetError(CorruptIndexError):

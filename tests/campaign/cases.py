@@ -135,7 +135,7 @@ def _mutating(v: Verdict, ws, m, args, command: Command) -> None:
 
 def restore_all(v: Verdict, ws, s0: dict, outside: dict, drop_caps: bool) -> None:
     """Invariant 8: restoring every quarantine folder, newest first, gives back every name, byte,
-    mode and file mtime of the log dir(s) as they were before the runs (README: "The log dir is
+    mode and file mtime of the log dir(s) as they were before the runs (docs/safety.md: "The log dir is
     then byte for byte what it was (modification times ... included)")."""
     folders = sorted((f for f in ws.quarantine.iterdir() if f.is_dir()), reverse=True)
     if not folders:

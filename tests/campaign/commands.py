@@ -1,5 +1,5 @@
 """Every command the campaign runs, as one table: how to call it on a workspace, whether it
-may change the log dir, and the exit codes it documents (its --help, else README "Exit codes").
+may change the log dir, and the exit codes it documents (its --help, else docs/safety.md "Exit codes").
 
 To add a command: one Command entry in COMMANDS (and, if it changes log dirs, one KillTarget
 in kills.py)."""
@@ -44,7 +44,7 @@ class Command:
     name: str
     argv: Callable[[Args], list[str]]
     mode: Mode
-    fallback: frozenset[int]    # the exit codes README's table gives it, where --help lists none
+    fallback: frozenset[int]    # the exit codes docs/safety.md gives it, where --help lists none
     second: Second = Second.NONE
     dry_run: Callable[[Args], list[str]] | None = None   # a MUTATING command's --dry-run
 
@@ -52,7 +52,7 @@ class Command:
     def codes(self) -> frozenset[int]:
         """The exit codes the command documents: its own --help's "Exit codes:" paragraph, read
         from the kafkalog under test (so a code a fix documents counts at once), else the
-        README table's."""
+        docs/safety.md table's."""
         return documented_codes(self.name) or self.fallback
 
 
@@ -145,4 +145,4 @@ def restore_argv(folder) -> list[str]:
     return ["quarantine", "restore", str(folder)]
 
 
-RESTORE_CODES = frozenset({0, 2, 3, 4, 5, 6})    # README's table: quarantine restore's --help lists none
+RESTORE_CODES = frozenset({0, 2, 3, 4, 5, 6})    # docs/safety.md: quarantine restore's --help lists none

@@ -121,7 +121,7 @@ class KillTarget:
     name: str
     prepare: Callable[[Workspace, random.Random], str]   # gives the copy work to do
     argv: Callable[[Workspace], list[str]]
-    fallback: frozenset[int]        # README's codes, where the command's --help lists none
+    fallback: frozenset[int]        # docs/safety.md's codes, where the command's --help lists none
     restore_check: bool = True      # restore gives back the prepared copy (not for restore/prune)
 
     @property

@@ -1,4 +1,4 @@
-"""The promises (README) as checks: each invariant is checked and tallied on its own, and a
+"""The promises (docs/safety.md) as checks: each invariant is checked and tallied on its own, and a
 failure carries what a person needs to replay it."""
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def python_error(run: Run) -> str | None:
     return None
 
 
-# Exit codes that are failures (README "Exit codes": "a failure (2, 3, 4 or 6)") and those that
+# Exit codes that are failures (docs/safety.md "Exit codes": "a failure (2, 3, 4 or 6)") and those that
 # refuse or skip with one line per partition or log dir on stderr (5, 7). 8 is doctor's verdict,
 # with its findings on stdout.
 _FAILURES = frozenset({2, 3, 4, 5, 6, 7})

@@ -6,7 +6,7 @@ outside them that nothing may touch.
     W/quarantine  --quarantine (created first, so the run adds no name to W itself)
     W/out         export's output
     W/outside     sentinel files, the targets of the symlinks a mutation plants, HOME
-    W/state       KAFKALOG_STATE_DIR: the quarantine registry the README documents, outside
+    W/state       KAFKALOG_STATE_DIR: the quarantine registry docs/safety.md documents, outside
                   every log dir by design
     W/tmp         TMPDIR: the process's own temporary files
 """

@@ -88,7 +88,8 @@ def test_broker_after_a_kill_midway_starts_at_the_log_start_offset_set(tmp_path,
     the dir (deleting the orphans itself) and starts at the raised log start offset."""
     from kafkalog_cli.ops import delete_records
     from kafkalog_cli.ops.plan import apply
-    from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     def killed(d: Path, n: int) -> None:
         p = delete_records.plan(d, [d / "multi-segment-0"], delete_records.DeleteRecordsOptions(before=350))

@@ -17,9 +17,10 @@ from kafkalog_cli.cli import cli
 from ..broker_start import broker_verdict, needs_broker
 from ..field_damage import base_offset_overflow, torn_tail
 from ..fullfs import EXAMPLES, fill, tmpfs
+from ..corpus import ENV as CORPUS_ENV
+from ..corpus import corpus_dir, corpus_path
 from ..storage.test_lock import hold_lock
 
-REPO = Path(__file__).resolve().parents[2]
 
 
 def doctor(*args):
@@ -237,21 +238,14 @@ def test_usage_and_bad_paths(tmp_path):
 
 
 # ------------------------------------------------------------------ no false alarm
-def _corpus() -> Path | None:
-    for c in (REPO.parent / "shared" / "corpus", REPO.parent.parent / "shared" / "corpus", Path("/work/shared/corpus")):
-        if (c / "broker").is_dir():
-            return c
-    return None
-
-
-CORPUS = _corpus()
+CORPUS = corpus_path() if corpus_dir("broker") else None
 BROKER_DIRS = sorted(str(p.relative_to(CORPUS)) for p in (CORPUS / "broker").glob("*/*/*")
                      if p.name in ("before", "after", "after2")) if CORPUS else []
 WILD_DIRS = sorted(str(p.parent.relative_to(CORPUS)) for p in (CORPUS / "wild").rglob("meta.properties")) if CORPUS else []
 DAMAGED = {"broker/recover/tail-garbage/before", "broker/recover/torn-tail/before"}   # the broker truncates them
 
 
-@pytest.mark.skipif(CORPUS is None, reason="the shared corpus (../shared/corpus) is not beside this checkout")
+@pytest.mark.skipif(CORPUS is None, reason=f"needs the corpus at {corpus_path()} (set {CORPUS_ENV})")
 @pytest.mark.parametrize("rel", BROKER_DIRS + WILD_DIRS)
 def test_no_false_alarm_on_log_dirs_a_broker_loaded(tmp_path, rel):
     d = tmp_path / "d"

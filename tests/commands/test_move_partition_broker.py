@@ -83,7 +83,8 @@ def test_what_the_broker_does_with_a_killed_move(tmp_path):
     copies (killed between the two renames: the broker refuses to start, "Duplicate log
     directories"; running the command again finishes)."""
     from kafkalog_cli.ops import move_partition as ops
-    from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
     from kafkalog_cli.storage.names import TopicPartition
 
     print("Kafka", kafka_version())

@@ -1,4 +1,4 @@
-"""--report FILE on every mutating command: the run's JSON Lines (render/run_lines.py), appended
+"""--report FILE on every mutating command: the run's JSON Lines (render/change_report.py), appended
 (an hourly cron job keeps one file): each line with the run's id and its time, the totals last,
 the same lines --format json prints."""
 from __future__ import annotations

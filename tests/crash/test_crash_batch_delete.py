@@ -18,7 +18,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine, default_quarantine_root
+from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine import default_quarantine_root
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
 
 from .test_crash_retain import partition_files

@@ -12,7 +12,8 @@ from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 from ..ops.conftest import copy_case, segment_files
 

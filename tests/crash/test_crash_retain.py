@@ -11,7 +11,8 @@ import pytest
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
+from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 from ..ops.test_retain import (NOW, OLD, copy_case, kept_offsets, make_log_dir, params, res_with, resolver,
                                run)

@@ -29,7 +29,8 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.ops import delete_records, recover, retain
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.ops.runner import ConfigSources
-from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault, Quarantine
+from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
 from ..broker_start import broker_verdict, needs_broker
@@ -151,7 +152,7 @@ def test_another_file_system_is_moved_file_by_file(tmp_path):
     shutil.copytree(EXAMPLES, d)
     p = _retain_plan(d, free_first=True)
     fsops = FsOps(d, Quarantine(tmp_path / "q", "retain"))
-    fsops._by_copy = True                   # as on another file system (tmp_path is one here)
+    fsops.keeper._by_copy = True            # as on another file system (tmp_path is one here)
     apply(p, fsops)
     steps = [s.split()[0:2] for s in fsops.journal if s.startswith(("copy", "unlink"))]
     gone = [a.path for a in p.actions if a.kind.value == "delete"]

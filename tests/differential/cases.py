@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 from kafkalog_cli.storage.names import offset_from_name, segment_file
+from tests.corpus import corpus_path
 from tests.differential.broker import run_broker
 from tests.differential.compare import ORDER_ONLY, compare_log_dirs
 from tests.differential.damage import damage_log_dir, segments
@@ -18,7 +19,7 @@ from tests.differential.loadcheck import broker_loads, kafkalog, now_ms, partiti
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "logdir"
-CORPUS = Path(os.environ.get("KAFKALOG_CORPUS", "/work/shared/corpus")) / "broker"
+CORPUS = corpus_path() / "broker"
 
 
 # recover's exits after a run that changed what it plans: 0, or 1 when it names bit rot it leaves
@@ -81,7 +82,7 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
                 and diffs_here and all("index" in d for d in diffs_here)):
             repairs.append(SWAP_WITHOUT_INDEX)
         if repair and repairs and diffs_here:
-            # kafkalog checks what the broker does not (recover.py: index_problem, load_failure)
+            # kafkalog checks what the broker does not (storage/index_checks.py: index_rebuild_reason; recover.py: load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs         # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:

@@ -9,7 +9,8 @@ from pathlib import Path
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import compact
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "broker"
 

@@ -11,7 +11,8 @@ from kafkalog_cli.errors import InputError, WriteError
 from kafkalog_cli.ops import cleaner, compact
 from kafkalog_cli.render import human
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.ops.compact_helpers import FIXTURES, params, records_of, resolver_for, restore, run
 
 SEGMENT_FILES = ("*.log", "*.index", "*.timeindex", "*.txnindex")

@@ -14,7 +14,8 @@ from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_tx
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.partition import Partition
 
 NOW = 1_800_000_000_000

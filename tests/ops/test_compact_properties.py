@@ -7,7 +7,8 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops import compact
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.ops.test_compact_generated import replicated_to_the_end
 
 NOW = 1_800_000_000_000

@@ -10,7 +10,8 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
 from .test_retain import NEW, make_log_dir

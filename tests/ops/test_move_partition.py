@@ -133,7 +133,8 @@ def test_not_enough_space_is_exit_6_before_any_change(tmp_path):
     before = state(src, dst)
     p = ops.plan(src, dst, TP)
     p.free_bytes = p.bytes_to_copy - 1
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
     with pytest.raises(WriteError, match="no space"):
         ops.apply(p, FsOps(dst, Quarantine(None, "move-partition")))
     assert state(src, dst) == before

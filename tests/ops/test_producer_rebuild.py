@@ -9,7 +9,7 @@ import pytest
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops.producer_rebuild import ProducerState
-from kafkalog_cli.ops.recover import scan_segment
+from kafkalog_cli.storage.recovery import recover_segment
 
 T = 1_700_000_000_000
 PID = 7
@@ -45,7 +45,7 @@ def test_a_marker_kafka_cannot_deserialize_is_an_invalid_record(value):
 def test_recover_keeps_the_bad_marker_and_drops_what_follows_as_kafka_does():
     head = data(0) + marker(1, struct.pack(">hi", -1, 42))
     buf = head + build_v2_batch([SimpleRecord(b"k", b"v", T)], 2)
-    r = scan_segment(buf, 0, 4096, ProducerState(), [])
+    r = recover_segment(buf, 0, 4096, ProducerState(), [])
     # LogSegment.recover counts the batch in validBytes before updating producer state
     assert (r.valid_bytes, r.next_offset) == (len(head), 2)
     assert isinstance(r.error, InvalidRecordError)

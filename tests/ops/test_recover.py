@@ -7,7 +7,8 @@ import pytest
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import ActionKind, apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 from .conftest import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
 

@@ -1,5 +1,5 @@
 """recover's fast batch walk (`_fast_run`, LogSegment.recover's loop for plain v2 batches) gives
-exactly the ScanResult of the general path: valid bytes, next offset, index bytes, leader epochs,
+exactly the SegmentRecovery of the general path: valid bytes, next offset, index bytes, leader epochs,
 aborted transactions, the error and where it is, the producer state. Generated segments mix
 plain, producer, transactional, control and legacy batches, then tear, flip and pad them."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import example, given, settings, strategies as st
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import SimpleRecord, build_legacy_batch, build_v2_batch
 from kafkalog_cli.formats.txnindex import encode_txn_index
-from kafkalog_cli.ops import recover
+from kafkalog_cli.storage import recovery
 from kafkalog_cli.ops.producer_rebuild import ProducerState
 
 T = 1_700_000_000_000
@@ -76,7 +76,7 @@ def _general_only(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
 def _scan(data: bytes, base: int, interval: int, epochs: list) -> tuple:
     state, epochs = ProducerState(), list(epochs)
     try:
-        r = recover.scan_segment(data, base, interval, state, epochs)
+        r = recovery.recover_segment(data, base, interval, state, epochs)
     except Exception as e:  # noqa: BLE001 - the same exception either way is the property
         return ("raised", type(e).__name__, str(e))
     err = r.error
@@ -95,7 +95,7 @@ def test_fast_walk_matches_the_general_path(base, specs, damages, interval, epoc
     data = _segment(base, specs, damages)
     fast = _scan(data, base, interval, epochs)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(recover, "_fast_run", _general_only)
+        mp.setattr(recovery, "_fast_run", _general_only)
         general = _scan(data, base, interval, epochs)
     assert fast == general
 
@@ -104,7 +104,7 @@ def test_the_fast_walk_takes_plain_batches():
     """The property above compares two paths only if the fast one runs: on plain v2 batches it
     takes them all, the general path none."""
     data = b"".join(_batch("plain", i * 2, 2, 0, Compression.NONE, T + i) for i in range(5))
-    real, calls = recover._fast_run, []
+    real, calls = recovery._fast_run, []
 
     def spy(*args):
         out = real(*args)
@@ -112,6 +112,6 @@ def test_the_fast_walk_takes_plain_batches():
         return out
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(recover, "_fast_run", spy)
-        r = recover.scan_segment(data, 0, 4096, ProducerState(), [])
+        mp.setattr(recovery, "_fast_run", spy)
+        r = recovery.recover_segment(data, 0, 4096, ProducerState(), [])
     assert calls[0] == len(data) and r.valid_bytes == len(data) and r.next_offset == 10

@@ -16,7 +16,8 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batc
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.logdir import partition_dirs_for
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment, last_index_entry
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"

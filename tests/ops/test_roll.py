@@ -9,7 +9,8 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment
 
 from .conftest import FIXTURES, copy_case, segment_files

@@ -1,8 +1,7 @@
 """The `kafkalog` data source against `kafkalog dump-log --format json` on real Kafka files
-(tests/fixtures/corpus: copies of ../shared/corpus; the whole corpus too when it is there)."""
+(tests/fixtures/corpus: copies of the corpus; the whole corpus too where KAFKALOG_CORPUS finds it)."""
 from __future__ import annotations
 
-import os
 import shutil
 from collections import defaultdict
 from pathlib import Path
@@ -10,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.storage.names import parse_partition_dir
+from tests.corpus import corpus_path, needs_corpus
 from tests.spark.helpers import (
     FIXTURES, actual_batch, actual_record, dump_json, expected_batch, expected_record, rows, segment_files,
 )
 
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 MULTI = BASIC / "multi-segment-0"
-SHARED_CORPUS = Path(os.environ.get("KAFKALOG_CORPUS", Path(__file__).parents[3] / "shared" / "corpus"))
+SHARED_CORPUS = corpus_path()
 
 
 def check_against_dump_log(spark, files: list[Path]) -> int:
@@ -59,7 +59,7 @@ def test_every_fixture_file_holds_what_dump_log_json_prints(spark):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not SHARED_CORPUS.is_dir(), reason=f"the full corpus is not at {SHARED_CORPUS} (set KAFKALOG_CORPUS)")
+@needs_corpus()
 def test_every_corpus_file_holds_what_dump_log_json_prints(spark):
     files = segment_files(SHARED_CORPUS)
     assert len(files) > 390

@@ -31,7 +31,7 @@ def archive(tmp_path):
 
 def test_expand_sources(archive, tmp_path, monkeypatch):
     from kafkalog_cli.errors import InputError
-    from kafkalog_cli.storage.sources import expand_sources
+    from kafkalog_cli.storage.paths_given import expand_sources
 
     brokers = [str(archive / "host-a" / "broker-0"), str(archive / "host-b" / "broker-1")]
     assert expand_sources([str(archive)]) == brokers

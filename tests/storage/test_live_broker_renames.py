@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.storage import logdir, partition, segment
+from kafkalog_cli.storage import live_files, logdir, partition
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 BASE = "00000000000000000300"
@@ -39,7 +39,7 @@ def _broker(d: Path, how: str) -> None:
 @pytest.fixture(autouse=True)
 def _forget_listings():
     yield
-    segment._LISTED.clear()
+    live_files._LISTED.clear()
 
 
 @pytest.mark.parametrize("how", ["rename", "delete"])
@@ -58,24 +58,24 @@ def test_a_segment_the_broker_moves_is_followed_or_reported(tmp_path, monkeypatc
             _broker(part, how)
 
     if when == "after-listing":
-        real = segment.listed
+        real = live_files.listed
 
         def listed(paths):
             paths = list(paths)
             real(paths)
             if any(Path(p).parent == part for p in paths):
                 broker_acts()
-        monkeypatch.setattr(segment, "listed", listed)
+        monkeypatch.setattr(live_files, "listed", listed)
         monkeypatch.setattr(logdir, "listed", listed, raising=False)
         monkeypatch.setattr(partition, "listed", listed)
     else:
-        real_followed = segment.followed
+        real_followed = live_files.followed
 
         def followed(path):
             if Path(path).parent == part and Path(path).name.startswith(BASE):
                 broker_acts()
             return real_followed(path)
-        monkeypatch.setattr(segment, "followed", followed)
+        monkeypatch.setattr(live_files, "followed", followed)
     r = CliRunner().invoke(cli, [args[0], str(data), *args[1:]])
     assert done, "the broker's rename never happened: the test would prove nothing"
     assert r.exit_code == 0, r.output

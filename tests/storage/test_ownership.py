@@ -16,7 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.lock import LogDirLock
 
 from ..broker_start import broker_verdict, needs_broker

@@ -9,7 +9,8 @@ import pytest
 
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.storage import quarantine as q
-from kafkalog_cli.storage.fsops import FsOps, InjectedFault, Quarantine
+from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 T0 = 1_700_000_000_000_000_000
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.errors import ExitCode, OutsideLogDirError
-from kafkalog_cli.storage.fsops import FsOps, Quarantine
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 
 @pytest.fixture

@@ -1,12 +1,16 @@
-"""Copy a chosen, small set of kafka-dump-log goldens and the files they dump from
-../shared/corpus into tests/fixtures/corpus (run once by a developer; the tests never need
-../shared). Each chosen target brings its segment siblings and every golden variant of it."""
+"""Copy a chosen, small set of kafka-dump-log goldens and the files they dump from the corpus
+(the folder given, else KAFKALOG_CORPUS: tests/corpus.py) into tests/fixtures/corpus (run once by
+a developer; the tests never need the corpus). Each chosen target brings its segment siblings
+and every golden variant of it."""
 import os
 import shutil
 import sys
 from pathlib import Path
 
-CORPUS = Path(sys.argv[1] if len(sys.argv) > 1 else "../shared/corpus").resolve()
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.corpus import corpus_path  # noqa: E402  (run as a script, from anywhere)
+
+CORPUS = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else corpus_path().resolve()
 OUT = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 
 PATTERNS = [
@@ -37,6 +41,8 @@ MAX_FILE = 200_000
 
 def main() -> None:
     goldens = CORPUS / "goldens"
+    if not goldens.is_dir():
+        sys.exit(f"pick_goldens: no corpus at {CORPUS} (give its folder, or set KAFKALOG_CORPUS)")
     targets = set()
     for args in goldens.rglob("*.args"):
         rel = str(args.parent.relative_to(goldens))

@@ -7,8 +7,9 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores
+from kafkalog_cli.commands.change_run import report_run
 from kafkalog_cli.commands.options import (InputPath, change_options, jobs_option, now_or_clock, partition_filter_options,
-                                           report_run, report_option)
+                                           report_option)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
@@ -45,7 +46,7 @@ def _bytes(ctx, param, value: str) -> int:
 @change_options
 @report_option
 @engine_options
-def command(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+def compact(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
             dry_run, fmt, now_ms, report_path, engine, master):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon

@@ -23,7 +23,7 @@ from kafkalog_cli.commands.options import InputPath, format_option
               help="List at most this many records of each replica beyond the divergence point (all are counted).")
 @format_option("text: for people. json: one object.")
 @one_line_errors
-def command(paths, topic, partition, leader, limit, fmt):
+def compare_replicas(paths, topic, partition, leader, limit, fmt):
     """Compare copies of one partition taken from different brokers (partition dirs, or log dirs
     with --topic and --partition; or .tar, .tar.gz, .tgz, .zip archives of either) and tell where they diverge, as Kafka's replica fetcher finds it
     after a leader change: the follower asks the leader for the end offset of its latest leader

@@ -8,7 +8,7 @@ from click.shell_completion import get_completion_class
 @click.command("completion", short_help="Print the shell completion script (bash, zsh or fish).")
 @click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
 @click.pass_context
-def command(ctx: click.Context, shell: str) -> None:
+def completion(ctx: click.Context, shell: str) -> None:
     """Print the completion script for SHELL.
 
     \b

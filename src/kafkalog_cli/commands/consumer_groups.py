@@ -26,7 +26,7 @@ from kafkalog_cli.errors import InputError, one_line
                "json: one object per group (its state, members and offsets), then any pending transactional "
                "offset commits.")
 @one_line_errors
-def command(paths, group, offsets_partitions, view, fmt):
+def consumer_groups(paths, group, offsets_partitions, view, fmt):
     """Consumer groups, offline: replay the __consumer_offsets partitions of log dirs (or
     partition dirs) as the group coordinator loads them, and print each group's committed
     offsets with the lag against the log end offsets found in the same paths, as

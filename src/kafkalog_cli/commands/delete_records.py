@@ -34,7 +34,7 @@ from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 @format_option(RUN_FORMAT_HELP)
 @click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
 @report_option
-def command(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+def delete_records(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
             verbose, report_path):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
@@ -64,7 +64,7 @@ def command(paths, offset_json, before, only, configs, quarantine_dir, no_quaran
     JSON in none of the paths, or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
     from kafkalog_cli.commands.common import partition_groups
-    from kafkalog_cli.commands.options import report_run
+    from kafkalog_cli.commands.change_run import report_run
 
     if (offset_json is None) == (before is None):
         raise click.UsageError("give exactly one of --offset-json FILE and --before OFFSET")

@@ -20,7 +20,7 @@ from kafkalog_cli.errors import ExitCode, exit_code_of
                "json: one object per partition, then one per log dir, with a \"kind\" field.")
 @jobs_option("Worker processes for a log dir of 1,000 partitions or more (0: one per core).")
 @one_line_errors
-def command(paths, only, configs, fmt, jobs):
+def describe(paths, only, configs, fmt, jobs):
     """Describe each partition of log dirs and partition dirs, offline: the broker's
     `kafka-log-dirs --describe`, and more. Reads only listings, stats, index tails, the first
     batch header of each segment, the active segment's unindexed end, the root checkpoints and

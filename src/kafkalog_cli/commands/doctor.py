@@ -20,7 +20,7 @@ from kafkalog_cli.errors import ExitCode, InputError, UsageError
                    "passwd knows [default: the owner of each log dir, by uid]. A name this host does not know: "
                    "a warning that access could not be checked (exit 1).")
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
-def command(paths, server_properties, user, fmt):
+def doctor(paths, server_properties, user, fmt):
     """Say whether a Kafka broker would start on these log dirs and, if not, why and the exact
     fix. Changes nothing and takes no lock (a held .lock is a finding).
 
@@ -46,17 +46,17 @@ def command(paths, server_properties, user, fmt):
     kafkalog itself cannot read (permission denied to this process: the findings are still
     printed, each such path on stderr; what it holds was not checked). Precedence: kafkalog --help.
     """
-    from kafkalog_cli.ops import doctor
+    from kafkalog_cli.ops import doctor as ops
     from kafkalog_cli.render import human
 
-    config = doctor.BrokerConfig.read(server_properties)
+    config = ops.BrokerConfig.read(server_properties)
     dirs = [Path(p) for p in paths] or [Path(d) for d in config.log_dirs]
     if not dirs:
         raise UsageError("give the log dirs, or --server-properties with log.dirs")
     for d in dirs:
         if d.exists() and not d.is_dir():
             raise InputError("not a directory (give the broker's log dirs)", path=str(d))
-    diag = doctor.diagnose(dirs, config, user)
+    diag = ops.diagnose(dirs, config, user)
     if fmt == "json":
         click.echo(json.dumps(diag.to_json(), indent=2))
     else:

@@ -30,7 +30,7 @@ _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 @format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
 @partition_filter_options
 @_one_line_errors
-def command(paths, verify_index_only, index_sanity_check, max_message_size, fmt, only):
+def dump_index(paths, verify_index_only, index_sanity_check, max_message_size, fmt, only):
     """Dump .index, .timeindex, .txnindex and producer .snapshot files.
 
     PATHS are index files, partition dirs (all their index files, in offset order) or log dirs
@@ -140,7 +140,7 @@ def _options(verify_index_only, index_sanity_check, max_message_size):
 
 
 def _check_log_beside(path: Path) -> None:
-    from kafkalog_cli.storage.segment import listed, was_listed
+    from kafkalog_cli.storage.live_files import listed, was_listed
 
     log = path.with_name(path.name.split(".")[0] + ".log")
     if was_listed(path):    # a live broker may have moved or removed the segment since the listing

@@ -59,7 +59,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
                    "With --format text it is ignored, with a warning.")
 @partition_filter_options
 @_one_line_errors
-def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
+def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
             verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
             cluster_metadata_decoder, metadata_decoder_version, kafka_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,
@@ -101,75 +101,20 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
       kafkalog dump-log /var/lib/kafka/data --format json --key user-42 --timestamps iso | jq '[.topic, .partition, .offset, .timestamp]'
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
     """
-    given = [f for group in files for f in group.split(",") if f] + list(paths)
-    if not given:
-        raise click.UsageError('Missing required argument "[files]": give --files or PATHS.')
-    if verify_index_only and index_sanity_check:
-        raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
-    for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
-        if a is not None and b is not None:
-            raise click.UsageError(f"{names} exclude each other.")
-    text = dump_log_text(kafka_version)
-    if metadata_decoder_version is None:
-        metadata_decoder_version = METADATA_TEXTS[text]
-    elif kafka_version is not None and metadata_decoder_version != METADATA_TEXTS[text]:
-        raise click.UsageError(f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
-                               f"{kafka_version} name two kafka-dump-logs: give one.")
-    if offsets_decoder:
-        parser = offsets_parser(text)
-    elif transaction_log_decoder:
-        parser = transaction_log_parser(text)
-    elif cluster_metadata_decoder:
-        parser = cluster_metadata_parser(metadata_decoder_version)
-    elif remote_log_metadata_decoder:
-        parser = remote_log_metadata_parser(text)
-    elif share_group_state_decoder:
-        parser = share_group_state_parser()
-    else:
-        from kafkalog_cli.errors import InputError
-
-        decoders = []
-        for value, hint in ((key_decoder_class, "--key-decoder-class"), (value_decoder_class, "--value-decoder-class")):
-            try:
-                decoders.append(decoder_for(value or _DEFAULT_DECODER))
-            except InputError as e:
-                raise click.BadParameter(e.message, param_hint=hint) from None
-        parser = decoder_parser(*decoders)
-    data = (print_data_log or offsets_decoder or transaction_log_decoder or cluster_metadata_decoder
-            or remote_log_metadata_decoder or share_group_state_decoder
+    given = _paths_given(files, paths)
+    _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex)
+    decoders = dict(offsets=offsets_decoder, transactions=transaction_log_decoder, metadata=cluster_metadata_decoder,
+                    remote_log_metadata=remote_log_metadata_decoder, share_group_state=share_group_state_decoder)
+    parser = _record_parser(kafka_version, metadata_decoder_version, decoders, key_decoder_class, value_decoder_class)
+    data = (print_data_log or any(decoders.values())
             or key_decoder_class is not None or value_decoder_class is not None)
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
-    ctx = click.get_current_context()
-    for name, option in (("payload_encoding", "--payload-encoding"), ("timestamps", "--timestamps")):
-        if fmt == "text" and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
-            click.echo(f"kafkalog: warning: {option} applies to --format json only; "
-                       "--format text prints records as kafka-dump-log does", err=True)
+    _warn_json_only_options(fmt)
     from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
         raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
-    from kafkalog_cli.commands.common import note_left_out
-    from kafkalog_cli.storage.logdir import FilterTally, expand_paths
-
-    note = note_left_out("not read")
-
-    # Directories expand to their .log files; files keep the form they were given in, and one
-    # that cannot be read is kept whatever --topic says, for the dumper to report in its turn
-    targets = []
-    tally = FilterTally(only)
-    for g in given:
-        if os.path.isdir(g):
-            found = expand_paths([g], on_left_out=note, tally=tally)
-            targets.extend(str(p) for p in segments_in_range(found, from_offset, to_offset))
-        elif os.path.exists(g) and not os.path.isfile(g):
-            from kafkalog_cli.errors import InputError
-
-            # a FIFO or a device would block or never end
-            raise InputError("not a regular file or directory", path=g)
-        elif not os.path.isfile(g) or tally.keep_path(g):
-            targets.append(g)
-    tally.check(given)
-
+    targets = _targets(given, only, from_offset, to_offset)
     filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
                             key=key if key_hex is None else key_hex, limit=limit,
                             key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
@@ -177,9 +122,7 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
-        decoder = ("offsets" if offsets_decoder else "transactions" if transaction_log_decoder
-                   else "metadata" if cluster_metadata_decoder else "remote_log_metadata" if remote_log_metadata_decoder
-                   else "share_group_state" if share_group_state_decoder else None)
+        decoder = next((name for name, on in decoders.items() if on), None)
         dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
                   payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
                   jobs=jobs_or_cores(jobs), timestamps=timestamps)
@@ -197,6 +140,89 @@ def command(paths, files, deep_iteration, print_data_log, skip_record_metadata, 
             break
         dumper.dump(g)
     dumper.finish()
+
+
+def _paths_given(files: tuple[str, ...], paths: tuple[str, ...]) -> list[str]:
+    """--files (comma-separated, repeatable) then PATHS; a usage error when there are none."""
+    given = [f for group in files for f in group.split(",") if f] + list(paths)
+    if not given:
+        raise click.UsageError('Missing required argument "[files]": give --files or PATHS.')
+    return given
+
+
+def _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex) -> None:
+    """A usage error for two options given together that exclude each other."""
+    if verify_index_only and index_sanity_check:
+        raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
+    for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
+        if a is not None and b is not None:
+            raise click.UsageError(f"{names} exclude each other.")
+
+
+def _record_parser(kafka_version, metadata_decoder_version, decoders: dict[str, bool], key_decoder_class,
+                   value_decoder_class):
+    """What prints a record's key and payload in --format text, as kafka-dump-log's flags pick
+    it: an internal topic's decoder (`decoders`, the first one given), else the key and value
+    decoder classes; as the kafka-dump-log of --kafka-version or --metadata-decoder-version."""
+    text = dump_log_text(kafka_version)
+    if metadata_decoder_version is None:
+        metadata_decoder_version = METADATA_TEXTS[text]
+    elif kafka_version is not None and metadata_decoder_version != METADATA_TEXTS[text]:
+        raise click.UsageError(f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
+                               f"{kafka_version} name two kafka-dump-logs: give one.")
+    if decoders["offsets"]:
+        return offsets_parser(text)
+    if decoders["transactions"]:
+        return transaction_log_parser(text)
+    if decoders["metadata"]:
+        return cluster_metadata_parser(metadata_decoder_version)
+    if decoders["remote_log_metadata"]:
+        return remote_log_metadata_parser(text)
+    if decoders["share_group_state"]:
+        return share_group_state_parser()
+    from kafkalog_cli.errors import InputError
+
+    classes = []
+    for value, hint in ((key_decoder_class, "--key-decoder-class"), (value_decoder_class, "--value-decoder-class")):
+        try:
+            classes.append(decoder_for(value or _DEFAULT_DECODER))
+        except InputError as e:
+            raise click.BadParameter(e.message, param_hint=hint) from None
+    return decoder_parser(*classes)
+
+
+def _warn_json_only_options(fmt: str) -> None:
+    """A warning on stderr for each option given that only --format json reads."""
+    ctx = click.get_current_context()
+    for name, option in (("payload_encoding", "--payload-encoding"), ("timestamps", "--timestamps")):
+        if fmt == "text" and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
+            click.echo(f"kafkalog: warning: {option} applies to --format json only; "
+                       "--format text prints records as kafka-dump-log does", err=True)
+
+
+def _targets(given: list[str], only, from_offset: int | None, to_offset: int | None) -> list[str]:
+    """The files to dump, in order. Directories expand to their .log files (those --topic and
+    --partition keep, in the offset range); files keep the form they were given in, and one
+    that cannot be read is kept whatever --topic says, for the dumper to report in its turn."""
+    from kafkalog_cli.commands.common import note_left_out
+    from kafkalog_cli.storage.logdir import FilterTally, expand_paths
+
+    note = note_left_out("not read")
+    targets = []
+    tally = FilterTally(only)
+    for g in given:
+        if os.path.isdir(g):
+            found = expand_paths([g], on_left_out=note, tally=tally)
+            targets.extend(str(p) for p in segments_in_range(found, from_offset, to_offset))
+        elif os.path.exists(g) and not os.path.isfile(g):
+            from kafkalog_cli.errors import InputError
+
+            # a FIFO or a device would block or never end
+            raise InputError("not a regular file or directory", path=g)
+        elif not os.path.isfile(g) or tally.keep_path(g):
+            targets.append(g)
+    tally.check(given)
+    return targets
 
 
 def _named_as_kafka_reads(target: str) -> str:

@@ -45,7 +45,7 @@ from kafkalog_cli.spark.cli_options import engine_options
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
 @format_option("How the summary is printed.")
-def command(paths, out, to, engine, master, jobs, only, payload_encoding, isolation_level, include_control,
+def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolation_level, include_control,
             from_offset, to_offset, from_time, to_time, no_payload, no_headers, compression,
             row_group_rows, overwrite, fmt):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.

@@ -53,7 +53,7 @@ def parse_time_spec(value: str):
 @format_option("text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
                "with where the offset comes from.")
 @one_line_errors
-def command(paths, time_value, isolation_level, exclude_internal_topics, only, configs, fmt):
+def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, only, configs, fmt):
     """Print, for each partition, the offset a broker's ListOffsets would answer, from the files
     alone: the offline kafka-get-offsets (Kafka 3.3.1's Partition.fetchOffsetForTimestamp).
 

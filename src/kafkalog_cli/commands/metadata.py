@@ -18,7 +18,7 @@ from kafkalog_cli.errors import one_line
                    "before it).")
 @format_option("text: a tree. json: one object with every part of the image.")
 @one_line_errors
-def command(path, at_offset, fmt):
+def metadata(path, at_offset, fmt):
     """The KRaft metadata image of a log dir (or of its __cluster_metadata-0 dir), offline:
     the newest `<offset>-<epoch>.checkpoint` snapshot that reads whole, then the metadata log
     after it to its end (or to --at-offset N), replayed as the brokers' MetadataLoader does.

@@ -26,7 +26,7 @@ from kafkalog_cli.commands.options import (InputPath, dry_run_option, follow_sym
                "the destination log dir, the totals).")
 @report_option
 @one_line_errors
-def command(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
+def move_partition(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
             report_path):
     """Move the partition TOPIC-N from the log dir SOURCE to the log dir DESTINATION of the same
     stopped broker (JBOD: a full or failing disk), as Kafka's alter-log-dirs move would, offline.
@@ -55,13 +55,15 @@ def command(source, destination, topic, partition, quarantine_dir, no_quarantine
     out of its log dir (--follow-symlinks moves it); 5 a log dir is locked (a
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
-    from kafkalog_cli.commands.options import emit_lines, finish_run
+    from kafkalog_cli.commands.change_run import emit_lines, finish_run
     from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.ops.runner import Outcome
-    from kafkalog_cli.render.run_lines import RunLines
+    from kafkalog_cli.render.change_report import RunLines
     from kafkalog_cli.render import human
-    from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+    from kafkalog_cli.storage.fsops import FsOps
+    from kafkalog_cli.storage.quarantine import quarantine_root
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
     from kafkalog_cli.storage.links import link_out
     from kafkalog_cli.storage.lock import LogDirLock
     from kafkalog_cli.storage.names import TopicPartition

@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import InputPath, emit_lines, finish_run, report_option
+from kafkalog_cli.commands.change_run import emit_lines, finish_run
+from kafkalog_cli.commands.options import InputPath, report_option
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.storage import quarantine as q
-from kafkalog_cli.render.run_lines import RunLines
+from kafkalog_cli.render.change_report import RunLines
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.links import refuse_links_out
 from kafkalog_cli.storage.quarantine_registry import forget
@@ -45,7 +46,7 @@ dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what 
 
 
 @click.group("quarantine", short_help="List, restore or prune what the commands that change log dirs kept.")
-def command() -> None:
+def quarantine() -> None:
     """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
@@ -67,7 +68,7 @@ def _folders(paths) -> list[q.QuarantineFolder]:
     return [q.QuarantineFolder.open(f) for p in (paths or [Path(".")]) for f in q.find_folders(p)]
 
 
-@command.command("list")
+@quarantine.command("list")
 @paths_argument
 @format_option
 @one_line_errors
@@ -98,7 +99,7 @@ def _cell(n: int | None) -> str:
     return "-" if n is None else str(n)
 
 
-@command.command("restore")
+@quarantine.command("restore")
 @click.argument("folder", type=InputPath(path_type=Path))
 @click.option("--follow-symlinks", is_flag=True,
               help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
@@ -168,7 +169,7 @@ def _refuse(plan: q.RestorePlan, follow_symlinks: bool = False) -> None:
                         path=first.path)
 
 
-@command.command("prune")
+@quarantine.command("prune")
 @paths_argument
 @click.option("--older-than", required=True, type=Duration(), metavar="DURATION",
               help="Remove the folders of runs that started longer ago than this: 7d, 12h, 30m, 1d12h (s m h d w).")

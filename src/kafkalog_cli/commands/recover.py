@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_run,
-                                           report_option)
+from kafkalog_cli.commands.change_run import report_run
+from kafkalog_cli.commands.options import InputPath, change_options, now_or_clock, partition_filter_options, report_option
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -32,7 +32,7 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
+def recover(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
             dry_run, fmt, now_ms, report_path):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 

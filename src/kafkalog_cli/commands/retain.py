@@ -9,8 +9,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_option,
-                                           report_run)
+from kafkalog_cli.commands.change_run import report_run
+from kafkalog_cli.commands.options import InputPath, change_options, now_or_clock, partition_filter_options, report_option
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.render import human
@@ -24,7 +24,7 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def command(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
+def retain(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
             report_path, engine, master):
     """Delete the segments a broker's retention would delete, offline.
 

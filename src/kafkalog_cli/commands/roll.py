@@ -5,8 +5,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (InputPath, change_options, now_or_clock, partition_filter_options, report_run,
-                                           report_option)
+from kafkalog_cli.commands.change_run import report_run
+from kafkalog_cli.commands.options import InputPath, change_options, now_or_clock, partition_filter_options, report_option
 from kafkalog_cli.ops import roll as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.commands.common import partition_groups
@@ -21,7 +21,7 @@ from kafkalog_cli.render import human
 @partition_filter_options
 @change_options
 @report_option
-def command(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
+def roll(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
             report_path):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).

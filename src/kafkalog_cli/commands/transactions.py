@@ -27,7 +27,7 @@ from kafkalog_cli.render.transactions import hanging_table, partition_tables
 @format_option("text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "
                "transaction).")
 @partition_filter_options
-def command(paths, find_hanging, max_age, producers, now_ms, server_properties, fmt, only):
+def transactions(paths, find_hanging, max_age, producers, now_ms, server_properties, fmt, only):
     """What a broker knows of each partition's producers and transactions, from the files: the
     producer state rebuilt from the latest producer snapshot and the log after it (without the
     producers expired at --now), the open transactions with their first offset and the time since

@@ -26,7 +26,7 @@ PROGRESS_MIN_BYTES = 64 << 20
 @partition_filter_options
 @engine_options(remote=True)
 @_one_line_errors
-def command(paths, deep, fmt, jobs, only, engine, master):
+def verify_crc(paths, deep, fmt, jobs, only, engine, master):
     """Verify the CRC of every batch in segments, partition dirs or log dirs.
 
     PATHS may also be globs, `file://` paths and remote URIs (`s3a://`, `s3://`, `hdfs://`,
@@ -143,7 +143,7 @@ def _zero_filled_indexes(groups) -> list:
     from pathlib import Path
 
     from kafkalog_cli.ops.index_health import zero_filled_in_dir
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     out = []
     for name, files in groups:
@@ -163,7 +163,7 @@ def _matching(groups, bad_paths, tally):
     import posixpath
     from pathlib import Path
 
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     kept, places = [], []
     for i, (name, files) in enumerate(groups):

@@ -71,7 +71,7 @@ from kafkalog_cli.config.resolver import (  # noqa: F401
     retention_deciding_configs, unknown_configs, versions_of)
 from kafkalog_cli.config.versions import (  # noqa: F401
     KafkaVersion, KafkaVersions, RuleDecision, VersionEvidence, VersionRule, VersionSource, read_kafka_versions)
-from kafkalog_cli.config.sources import (  # noqa: F401
+from kafkalog_cli.config.config_sources import (  # noqa: F401
     ClusterMetadata, MetadataDamage, MetadataLogRead, MetadataState, check_topic_overrides, cluster_metadata_configs,
     log_dir_node_id, node_id_of, parse_key_values, parse_topic_key_values, read_cluster_metadata, read_properties,
     read_server_properties, replay_metadata_log)

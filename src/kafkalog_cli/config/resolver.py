@@ -10,7 +10,7 @@ from typing import Any, Iterable
 from kafkalog_cli.config.defaults import (BROKER_SYNONYMS, DYNAMIC_LOG_CONFIGS, INTERNAL_TOPICS, LONG_MAX, METADATA_TOPIC,
                                           TOPIC_ONLY_CONFIGS, broker_value, json_value, parse_value, synonym_group)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown
-from kafkalog_cli.config.sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
+from kafkalog_cli.config.config_sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
 from kafkalog_cli.config.versions import SEGMENT_BYTES_FLOOR_1MIB, KafkaVersion, KafkaVersions, read_kafka_versions
 from kafkalog_cli.errors import UsageError
 

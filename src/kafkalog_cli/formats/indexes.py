@@ -377,7 +377,7 @@ class IndexBuilder:
         """LogSegment.ensureOffsetInRange's LogSegmentOffsetOverflowException: the broker splits
         the segment."""
         return OffsetOverflowError(f"Detected offset overflow at offset {offset} in segment with base offset "
-                                   f"{self.base_offset}", position=position)
+                                   f"{self.base_offset}", position=position, offset=offset)
 
 
     def _append_offset(self, offset: int, rel: int, position: int) -> None:

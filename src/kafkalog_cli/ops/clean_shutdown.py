@@ -106,7 +106,8 @@ def judge(log_dir: Path, changed: dict[str, set[str] | None]) -> MarkerVerdict:
 def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | None:
     """The first thing a broker that loads `part` without recovering it gets wrong, or None.
     `files`: the names of the files the run changed (WHOLE: all of them)."""
-    from kafkalog_cli.ops.recover import index_problem, load_failure
+    from kafkalog_cli.ops.recover import load_failure
+    from kafkalog_cli.storage.index_checks import index_rebuild_reason
 
     if not part.segments:
         return None
@@ -147,9 +148,9 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
         with s.mapped() as buf:
             nxt = s.unrecovered_tail(s.last_offset_index_entry()).next_offset if s is active else \
                 s.recovery_walk(0, validate=False).next_offset
-            problem = index_problem(buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt)
-        if problem is not None and not (s is active and problem.startswith("time index is empty but")):
-            return (f"segment {s.base_offset}: {problem}: a load that skips recovery keeps the index as it is, "
+            defect = index_rebuild_reason(buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt)
+        if defect is not None and not (s is active and defect.no_final_time_entry):
+            return (f"segment {s.base_offset}: {defect.why}: a load that skips recovery keeps the index as it is, "
                     f"a recovery rebuilds it")
     if not part.snapshots:
         start = part.log_start_offset or 0

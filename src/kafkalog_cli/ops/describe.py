@@ -55,7 +55,7 @@ from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, PartitionSelec
                                         select_partition_dirs)
 from kafkalog_cli.storage.names import PartitionFilter
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
-from kafkalog_cli.storage.segment import read_listed
+from kafkalog_cli.storage.live_files import read_listed
 
 # the configs describe shows: what decides what retention and the cleaner remove
 SHOWN_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes")

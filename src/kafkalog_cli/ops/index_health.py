@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.storage import names
+from kafkalog_cli.storage.index_checks import zero_slots
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.partition import Partition
 
@@ -73,7 +74,7 @@ def zero_filled_indexes(part: Partition) -> list[ZeroFilledIndex]:
             except OSError:
                 continue
             entries = len(s.mapped_index_entries(suffix))
-            slots = length // size - entries
+            slots = zero_slots(length, entries, size)
             if slots > 0:
                 out.append(ZeroFilledIndex(str(path), entries * size, entries, slots, s.base_offset in rebuilt))
     return out

@@ -240,92 +240,29 @@ def _refuse_unclean_source(src_dir: Path, dst: Path) -> None:
 
 # ------------------------------------------------------------------ the plan
 def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id: str | None = None) -> MovePlan:
+    """The move of `tp` from one log dir to the other, from wherever a killed run left it: done
+    but for the source's checkpoints (MOVED), both copies live (SWITCHING), or the copy to make
+    or finish, staged outside the destination or as its future dir, then the two renames."""
     src, dst = _log_dir(source_log_dir, "source"), _log_dir(dest_log_dir, "destination")
-    if os.path.realpath(src) == os.path.realpath(dst):
-        raise UsageError(f"the source and the destination are the same log dir ({src})")
+    _refuse_same_dir_or_metadata(src, dst, tp)
     name = str(tp)
-    if tp.topic == "__cluster_metadata":
-        raise UsageError("__cluster_metadata is the KRaft metadata log, which the raft layer keeps in "
-                         "metadata.log.dir (LogManager never loads it): to move it, move the dir and change that "
-                         "setting, not the partition")
     p = MovePlan("move-partition", dst, source_log_dir=src, topic_partition=tp)
     check_same_broker(src, dst, p.notes)
     s_dirs, d_dirs = _partition_dirs(src, tp), _partition_dirs(dst, tp)
     live_src = (s_dirs.get(PartitionDirKind.LIVE) or [None])[0]
     live_dst = (d_dirs.get(PartitionDirKind.LIVE) or [None])[0]
     futures = d_dirs.get(PartitionDirKind.FUTURE, [])
-    if s_dirs.get(PartitionDirKind.FUTURE):
-        raise UsageError(f"{src} holds a future replica of {tp} ({s_dirs[PartitionDirKind.FUTURE][0].name}): a move "
-                         f"into it is under way; start the broker to let it finish, or remove that dir")
-    if len(futures) > 1:
-        raise UsageError(f"{dst} holds {len(futures)} future dirs of {tp}; the broker refuses to start on that "
-                         f"(Duplicate log directories): remove all but one")
-    src_roots, dst_roots = RootCheckpoints.read(src, strict=True), RootCheckpoints.read(dst, strict=True)
+    _refuse_future_dirs(src, dst, tp, s_dirs, futures)
+    roots = RootCheckpoints.read(src, strict=True), RootCheckpoints.read(dst, strict=True)
     if live_src is None:
         if live_dst is not None:
-            p.state = MoveState.MOVED
-            _checkpoint_actions(p, src_roots, dst_roots, tp, name, finish_only=True)
-            _remove_staging_once_empty(p, dst, name)
-            p.partitions[name] = _summary(p, src, dst, None, live_dst)
-            return p
+            return _plan_finish(p, roots, live_dst)
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
     _refuse_unclean_source(live_src, dst)
-    files = _files(live_src)
-    for f in files:     # what cannot be copied stops the move before anything is staged
-        check_readable(f)
-    left = sorted(f.name for f in live_src.iterdir() if f not in files)
-    if left:
-        p.notes.append(f"not copied: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} (files the broker deletes "
-                       f"when it loads the log: .deleted, .cleaned; kafkalog's interrupted writes)")
+    files = _files_to_copy(p, live_src)
     if live_dst is not None:
-        theirs = sorted(f.name for f in live_dst.iterdir())
-        if futures or theirs != sorted(f.name for f in files) or \
-                not all(_same_file(f, live_dst / f.name) for f in files):
-            raise UsageError(f"the destination holds {tp} already ({live_dst}): move-partition does not merge two "
-                             f"copies; the broker would refuse to start on both (Duplicate log directories)")
-        p.state = MoveState.SWITCHING
-        p.note(name, "both log dirs hold identical live copies: a move was killed between its two renames; "
-                     "finishing it", live_dst)
-        _checkpoint_actions(p, src_roots, dst_roots, tp, name, dst_only=True)
-        _switch_source(p, live_src, name)
-        _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)
-        _remove_staging_once_empty(p, dst, name)
-        p.partitions[name] = _summary(p, src, dst, live_src, live_dst)
-        return p
-    future_name = f"{tp}.{future_id or uuid.uuid4().hex}-future"
-    if futures:
-        # a future dir of the partition: this command's (complete, or staged in place) or a move
-        # the broker began; resumed when it holds nothing but the source's files
-        target = futures[0]
-        _check_prefix(target, live_src, p, name)
-        staged = target
-    else:
-        root = staging_root(dst)
-        staged = None
-        if root is None:
-            target = staged = dst / future_name
-            p.notes.append(f"{dst} is a mount point: the copy is staged in it as the future dir {future_name} "
-                           f"(a broker started on a partial copy completes it itself; run this command again)")
-        else:
-            for old in sorted(root.glob(f"{_glob(str(tp))}.*-future")) if root.is_dir() else []:
-                if staged is None and _is_prefix(old, live_src):
-                    staged = old
-                    p.state = MoveState.RESUME
-                    p.note(name, f"resuming the copy staged in {old}", old)
-                else:
-                    p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy of a killed run", name))
-            for old in sorted(root.glob(f".{_glob(str(tp))}.*-future{PRUNING_SUFFIX}")) if root.is_dir() else []:
-                p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy, half removed", name))
-            target = dst / (staged.name if staged is not None else future_name)
-            if staged is None:
-                staged = root / future_name
-        if not staged.exists():
-            p.add(Action(ActionKind.MAKE_DIR, staged, "the copy, staged outside the log dir on its file system "
-                         "(the broker stops on an unknown dir inside it)" if staged != target else
-                         "the copy, staged as the broker's own future replica", name, source=live_src))
-        for f in staged.iterdir() if staged.exists() else []:
-            if f.name.endswith(TMP_SUFFIX):
-                p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
+        return _plan_switch(p, roots, live_src, live_dst, files, futures)
+    staged, target = _staging(p, live_src, futures, future_id)
     for f in files:
         if not (staged / f.name).exists():
             p.add(Action(ActionKind.COPY_FILE, staged / f.name, "copied and fsynced", name, source=f,
@@ -333,24 +270,137 @@ def plan(source_log_dir: Path, dest_log_dir: Path, tp: TopicPartition, future_id
             p.bytes_to_copy += f.stat().st_size
     # the entries first: a future dir appears with the recovery point, log start offset, high
     # watermark and cleaner offset it is loaded with (keyed by topic-partition, so they hold for it)
-    _checkpoint_actions(p, src_roots, dst_roots, tp, name, dst_only=True)
+    _checkpoint_actions(p, *roots, tp, name, dst_only=True)
     if staged != target:
         p.add(Action(ActionKind.RENAME_DIR, staged, "the whole copy into the destination, as the broker's own "
                      "future replica (which a broker started now would finish moving itself)", name, target=target))
-    try:
-        p.free_bytes = shutil.disk_usage(dst).free
-    except OSError:
-        p.free_bytes = None
-    if p.free_bytes is not None and p.bytes_to_copy > p.free_bytes:
-        p.note(name, f"not enough space in the destination: {p.bytes_to_copy} bytes to copy, {p.free_bytes} free",
-               dst)
+    _note_space(p)
     p.add(Action(ActionKind.RENAME_DIR, target, "the copy becomes the partition's live dir", name,
                  target=dst / name))
     _switch_source(p, live_src, name)
-    _checkpoint_actions(p, src_roots, dst_roots, tp, name, src_only=True)
+    _checkpoint_actions(p, *roots, tp, name, src_only=True)
     _remove_staging_once_empty(p, dst, name)
     p.partitions[name] = _summary(p, src, dst, live_src, dst / name)
     return p
+
+
+def _refuse_same_dir_or_metadata(src: Path, dst: Path, tp: TopicPartition) -> None:
+    """UsageError for a move into the log dir it comes from, or of the KRaft metadata log."""
+    if os.path.realpath(src) == os.path.realpath(dst):
+        raise UsageError(f"the source and the destination are the same log dir ({src})")
+    if tp.topic == "__cluster_metadata":
+        raise UsageError("__cluster_metadata is the KRaft metadata log, which the raft layer keeps in "
+                         "metadata.log.dir (LogManager never loads it): to move it, move the dir and change that "
+                         "setting, not the partition")
+
+
+def _refuse_future_dirs(src: Path, dst: Path, tp: TopicPartition, s_dirs: dict[PartitionDirKind, list[Path]],
+                        futures: list[Path]) -> None:
+    """UsageError for a future replica in the source (a move into it under way) or more than one
+    in the destination (the broker refuses to start on them)."""
+    if s_dirs.get(PartitionDirKind.FUTURE):
+        raise UsageError(f"{src} holds a future replica of {tp} ({s_dirs[PartitionDirKind.FUTURE][0].name}): a move "
+                         f"into it is under way; start the broker to let it finish, or remove that dir")
+    if len(futures) > 1:
+        raise UsageError(f"{dst} holds {len(futures)} future dirs of {tp}; the broker refuses to start on that "
+                         f"(Duplicate log directories): remove all but one")
+
+
+def _plan_finish(p: MovePlan, roots: tuple[RootCheckpoints, RootCheckpoints], live_dst: Path) -> MovePlan:
+    """MOVED: the partition is live in the destination only; what is left is the source's
+    checkpoint entries and the staging dir."""
+    tp, name = p.topic_partition, str(p.topic_partition)
+    p.state = MoveState.MOVED
+    _checkpoint_actions(p, *roots, tp, name, finish_only=True)
+    _remove_staging_once_empty(p, p.log_dir, name)
+    p.partitions[name] = _summary(p, p.source_log_dir, p.log_dir, None, live_dst)
+    return p
+
+
+def _files_to_copy(p: MovePlan, live_src: Path) -> list[Path]:
+    """The source's files the copy takes, each checked readable (what cannot be copied stops the
+    move before anything is staged); the others named in a note."""
+    files = _files(live_src)
+    for f in files:
+        check_readable(f)
+    left = sorted(f.name for f in live_src.iterdir() if f not in files)
+    if left:
+        p.notes.append(f"not copied: {', '.join(left[:5])}{' ...' if len(left) > 5 else ''} (files the broker deletes "
+                       f"when it loads the log: .deleted, .cleaned; kafkalog's interrupted writes)")
+    return files
+
+
+def _plan_switch(p: MovePlan, roots: tuple[RootCheckpoints, RootCheckpoints], live_src: Path, live_dst: Path,
+                 files: list[Path], futures: list[Path]) -> MovePlan:
+    """SWITCHING: both log dirs hold a live copy. Identical ones are a move killed between its
+    two renames, finished here; any other copy in the destination is refused (no merge)."""
+    tp, name = p.topic_partition, str(p.topic_partition)
+    theirs = sorted(f.name for f in live_dst.iterdir())
+    if futures or theirs != sorted(f.name for f in files) or \
+            not all(_same_file(f, live_dst / f.name) for f in files):
+        raise UsageError(f"the destination holds {tp} already ({live_dst}): move-partition does not merge two "
+                         f"copies; the broker would refuse to start on both (Duplicate log directories)")
+    p.state = MoveState.SWITCHING
+    p.note(name, "both log dirs hold identical live copies: a move was killed between its two renames; "
+                 "finishing it", live_dst)
+    _checkpoint_actions(p, *roots, tp, name, dst_only=True)
+    _switch_source(p, live_src, name)
+    _checkpoint_actions(p, *roots, tp, name, src_only=True)
+    _remove_staging_once_empty(p, p.log_dir, name)
+    p.partitions[name] = _summary(p, p.source_log_dir, p.log_dir, live_src, live_dst)
+    return p
+
+
+def _staging(p: MovePlan, live_src: Path, futures: list[Path], future_id: str | None) -> tuple[Path, Path]:
+    """(staged, target): where the copy is made, and the future dir it becomes in the destination
+    (the same dir when it is staged in place). A future dir of the partition there is resumed
+    (this command's, or a move the broker began, when it holds nothing but the source's files);
+    else the copy is staged in the destination's staging dir, resuming a copy a killed run
+    staged there and removing stale ones, or, on a mount point, in place."""
+    dst, tp, name = p.log_dir, p.topic_partition, str(p.topic_partition)
+    future_name = f"{tp}.{future_id or uuid.uuid4().hex}-future"
+    if futures:
+        target = futures[0]
+        _check_prefix(target, live_src, p, name)
+        return target, target
+    root = staging_root(dst)
+    staged = None
+    if root is None:
+        target = staged = dst / future_name
+        p.notes.append(f"{dst} is a mount point: the copy is staged in it as the future dir {future_name} "
+                       f"(a broker started on a partial copy completes it itself; run this command again)")
+    else:
+        for old in sorted(root.glob(f"{_glob(str(tp))}.*-future")) if root.is_dir() else []:
+            if staged is None and _is_prefix(old, live_src):
+                staged = old
+                p.state = MoveState.RESUME
+                p.note(name, f"resuming the copy staged in {old}", old)
+            else:
+                p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy of a killed run", name))
+        for old in sorted(root.glob(f".{_glob(str(tp))}.*-future{PRUNING_SUFFIX}")) if root.is_dir() else []:
+            p.add(Action(ActionKind.REMOVE_DIR, old, "a stale staged copy, half removed", name))
+        target = dst / (staged.name if staged is not None else future_name)
+        if staged is None:
+            staged = root / future_name
+    if not staged.exists():
+        p.add(Action(ActionKind.MAKE_DIR, staged, "the copy, staged outside the log dir on its file system "
+                     "(the broker stops on an unknown dir inside it)" if staged != target else
+                     "the copy, staged as the broker's own future replica", name, source=live_src))
+    for f in staged.iterdir() if staged.exists() else []:
+        if f.name.endswith(TMP_SUFFIX):
+            p.add(Action(ActionKind.DELETE, f, "a partial copy of a killed run", name))
+    return staged, target
+
+
+def _note_space(p: MovePlan) -> None:
+    """The destination's free bytes, and a note when the copy needs more."""
+    try:
+        p.free_bytes = shutil.disk_usage(p.log_dir).free
+    except OSError:
+        p.free_bytes = None
+    if p.free_bytes is not None and p.bytes_to_copy > p.free_bytes:
+        p.note(str(p.topic_partition), f"not enough space in the destination: {p.bytes_to_copy} bytes to copy, "
+               f"{p.free_bytes} free", p.log_dir)
 
 
 def _remove_staging_once_empty(p: MovePlan, dst: Path, name: str) -> None:

@@ -16,7 +16,8 @@ from kafkalog_cli.formats.txnindex import AbortedTxn
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage import files
 from kafkalog_cli.storage.names import offset_from_name
-from kafkalog_cli.storage.segment import Segment, read_listed, was_listed
+from kafkalog_cli.storage.live_files import read_listed, was_listed
+from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass

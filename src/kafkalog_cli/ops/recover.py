@@ -22,18 +22,16 @@ import dataclasses
 import os
 import struct
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
-                                 InvalidRecordError, KafkalogError, OffsetOverflowError)
+from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
-from kafkalog_cli.formats.indexes import (IndexBuilder, offset_entry_problem, parse_offset_index, parse_time_index,
-                                          read_start)
+from kafkalog_cli.formats.indexes import parse_offset_index, read_start
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
-from kafkalog_cli.formats.records import iter_batches, RecordBatch
+from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
@@ -45,7 +43,9 @@ from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
+from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, entry_kafka_never_writes, index_rebuild_reason
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.recovery import SegmentRecovery, StopReason, next_valid_batch, recover_segment
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
 if TYPE_CHECKING:
@@ -53,203 +53,6 @@ if TYPE_CHECKING:
 
 METADATA_TOPIC = "__cluster_metadata"
 _PREFIX = struct.Struct(">qi")
-
-
-@dataclass
-class ScanResult:
-    valid_bytes: int
-    next_offset: int
-    builder: IndexBuilder
-    aborted: list
-    epochs: list[tuple[int, int]]            # (epoch, start offset) assigned from batch headers
-    error: KafkalogError | None = None
-    invalid_offset: bool = False
-    kept_ranges: list[tuple[int, int]] | None = None   # --salvage
-    skipped: list[tuple[int, int]] = field(default_factory=list)
-
-
-# ------------------------------------------------------------------ LogSegment.recover
-def scan_segment(buf, base: int, interval: int, state: ProducerState, epochs: list[tuple[int, int]],
-                 salvage: bool = False) -> ScanResult:
-    """Run LogSegment.recover's loop over `buf` (an mmap). Updates `state` and `epochs` in place."""
-    mv = memoryview(buf) if len(buf) else None
-    try:
-        return _scan(buf, mv, base, interval, state, epochs, salvage)
-    finally:
-        if mv is not None:
-            mv.release()
-
-
-def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
-    builder = IndexBuilder(base, interval)
-    aborted = []
-    new_epochs: list[tuple[int, int]] = []
-    valid = 0            # bytes kept so far (positions in the rewritten file with --salvage)
-    pos = 0
-    end = len(buf)
-    next_offset = base
-    kept: list[tuple[int, int]] = []
-    skipped: list[tuple[int, int]] = []
-    error = None
-    latest_epoch = epochs[-1][0] if epochs else -1
-    while True:
-        try:
-            if not salvage and mv is not None:
-                # fast path: plain v2 batches (no producer id, not control) checked inline
-                pos, valid, nxt, latest_epoch = _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs)
-                if nxt is not None:
-                    next_offset = nxt
-            batch = next(iter_batches(buf, pos, end), None)
-            if batch is None:
-                break
-            batch.ensure_valid()
-            if salvage and kept and batch.base_offset < next_offset:
-                raise CorruptRecordError("offsets go backwards", position=batch.position)
-            builder.on_batch(valid, batch.size, batch.last_offset, batch.max_timestamp)
-            if salvage:
-                if kept and kept[-1][1] == batch.position:
-                    kept[-1] = (kept[-1][0], batch.position + batch.size)
-                else:
-                    kept.append((batch.position, batch.position + batch.size))
-            valid += batch.size
-            next_offset = batch.last_offset + 1
-            if batch.magic >= 2:
-                ple = batch.partition_leader_epoch
-                if ple >= 0 and ple > latest_epoch:
-                    new_epochs.append((ple, batch.base_offset))
-                    latest_epoch = ple
-                if batch.producer_id >= 0:
-                    txn = state.update(batch)
-                    if txn is not None:
-                        aborted.append(txn)
-            pos = batch.position + batch.size
-            continue
-            break
-        except CorruptIndexError as e:
-            if "offset overflow" not in e.message:
-                # InvalidOffsetException: Kafka empties the segment
-                return ScanResult(0, base, IndexBuilder(base, interval), [], [], e, invalid_offset=True)
-            where = batch.position if salvage else e.position
-            overflow = OffsetOverflowError(
-                f"a batch at byte {where} ends at offset {e.message.split()[5]}, more than 2^31 - 1 above the "
-                f"segment's base offset {base} (LogSegmentOffsetOverflowException: a damaged base offset)",
-                position=where)
-            if not salvage:
-                raise overflow from None
-            # --salvage: the batch whose offsets overflow is damage, skipped like any other
-            error = overflow
-            nxt = _next_valid_batch(buf, where + 1, end, next_offset)
-            skipped.append((where, end if nxt is None else nxt))
-            if nxt is None:
-                break
-            pos = nxt
-            continue
-        except (CorruptRecordError, InvalidRecordError) as e:
-            error = e
-            bad = e.position if e.position is not None else pos
-            if not salvage:
-                break
-            nxt = _next_valid_batch(buf, bad + 1, end, next_offset)
-            if nxt is None:
-                skipped.append((bad, end))
-                break
-            skipped.append((bad, nxt))
-            pos = nxt
-            continue
-    epochs.extend(new_epochs)
-    builder.finish()
-    # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
-    return ScanResult(valid, next_offset, builder, aborted, new_epochs, error,
-                      kept_ranges=kept if salvage else None, skipped=skipped)
-
-
-_V2H = struct.Struct(">qiibIhiqqqhii")
-
-
-def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
-    """LogSegment.recover's loop for the common batch, without building batch objects: stops
-    (for the general path to handle, with Kafka's messages) at anything else."""
-    from kafkalog_cli.formats.crc import crc32c
-    unpack = _V2H.unpack_from
-    on_batch = builder.on_batch
-    nxt = None
-    while pos + 61 <= end:
-        bo, size, ple, magic, crc, attrs, lod, _bts, mts, pid, _pep, _seq, _cnt = unpack(buf, pos)
-        total = size + 12
-        if magic != 2 or size < 49 or pos > end - total or pid >= 0 or attrs & 0x20:
-            break
-        if crc32c(mv[pos + 21:pos + total]) != crc:
-            break
-        last = bo + lod
-        on_batch(valid, total, last, mts)
-        if ple >= 0 and ple > latest_epoch:
-            new_epochs.append((ple, bo))
-            latest_epoch = ple
-        valid += total
-        pos += total
-        nxt = last + 1
-    return pos, valid, nxt, latest_epoch
-
-
-def _next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
-    """--salvage: the next position holding a whole batch with a valid header and CRC whose
-    offsets continue upward."""
-    pos = start
-    while pos + 17 < end:
-        # a v2 batch has magic 2 at +16; legacy 0/1. Check plausibility before the CRC.
-        magic = buf[pos + 16]
-        if magic <= 2:
-            off, size = _PREFIX.unpack_from(buf, pos)
-            if 14 <= size and pos + 12 + size <= end and off >= min_offset:
-                b = RecordBatch(buf, pos, size + 12, magic)
-                try:
-                    if b.is_valid() and b.base_offset >= min_offset:
-                        return pos
-                except KafkalogError:
-                    pass
-        pos += 1
-    return None
-
-
-# ------------------------------------------------------------------ index checks
-def index_problem(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> str | None:
-    """Why a broker-kept index is wrong (zero-filled, truncated, pointing nowhere), or None."""
-    if len(index) % 8:
-        return f"offset index length {len(index)} is not a multiple of 8"
-    if len(timeindex) % 12:
-        return f"time index length {len(timeindex)} is not a multiple of 12"
-    entries = parse_offset_index(index, base)
-    if len(entries) * 8 != len(index):
-        return "offset index has zero-filled slots after its entries"
-    last_pos = -1
-    for i, e in enumerate(entries):
-        if (offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
-                or e.position <= last_pos or e.position + 17 > len(seg_buf)):
-            return f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
-        try:
-            b = next(iter_batches(seg_buf, e.position))
-        except (StopIteration, KafkalogError):
-            return f"offset index entry ({e.offset}, {e.position}) does not point at a batch"
-        if b.last_offset != e.offset and not _cleaned_entry(seg_buf, b, e.offset, next_offset):
-            return f"offset index entry ({e.offset}, {e.position}) points at a batch ending at {b.last_offset}"
-        last_pos = e.position
-    tentries = parse_time_index(timeindex, base)
-    if len(tentries) * 12 != len(timeindex):
-        return "time index has zero-filled slots after its entries"
-    last_ts, last_o = None, base
-    for t in tentries:
-        if (last_ts is not None and t.timestamp <= last_ts) or t.offset < last_o or t.offset >= max(next_offset, base + 1):
-            return f"time index entry ({t.timestamp}, {t.offset}) is out of order or beyond the log"
-        last_ts, last_o = t.timestamp, t.offset
-    if len(seg_buf) and not tentries:
-        # a closed segment always gets a final entry unless no batch has a timestamp
-        try:
-            for b in iter_batches(seg_buf):
-                if b.max_timestamp >= 0:
-                    return "time index is empty but the log has timestamps"
-        except KafkalogError as e:
-            return f"time index is empty and the log does not read to its end ({e.message})"
-    return None
 
 
 @dataclass
@@ -280,7 +83,7 @@ def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], re
             continue            # a torn or zero-padded end: the active segment's note says it
         with s.mapped() as buf:
             lost = _offsets_in(buf, tail.valid_size)
-            later = _next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
+            later = next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
             intact = _offsets_in(buf, later) if later is not None else None
         cost = f"truncating at byte {tail.valid_size}" + (f" (offsets {lost[0]}..{lost[1]})" if lost else "")
         if i + 1 < len(segments):
@@ -294,12 +97,12 @@ def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], re
             str(s.log_path), tail.valid_size))
 
 
-def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: str, buf, index: bytes, timeindex: bytes,
+def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: IndexDefect, buf, index: bytes, timeindex: bytes,
                missing_time_index: bool) -> None:
     """One finding for index damage a broker keeps: what, what the broker does, the consequence."""
     what = "creates it empty" if missing_time_index else "keeps it as it is"
-    path = s.time_index_path if "time index" in damage else s.index_path
-    p.findings.append(KeptFinding(name, f"segment {b}: {damage}; a broker {what} (it does not check the "
+    path = s.time_index_path if damage.file is IndexFile.TIME_INDEX else s.index_path
+    p.findings.append(KeptFinding(name, f"segment {b}: {damage.why}; a broker {what} (it does not check the "
                                   f"indexes of a segment it does not recover){kept_consequence(buf, timeindex)}; "
                                   f"rerun with --repair to rebuild it", str(path)))
 
@@ -322,12 +125,12 @@ def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs
     """What LogSegment.recover would drop that is valid, or None: it truncates at the first
     invalid batch, which loses nothing valid only when no valid batch follows in this segment and
     no segment follows (the later ones are deleted)."""
-    r = scan_segment(buf, base, interval, state.copy(), list(epochs))
+    r = recover_segment(buf, base, interval, state.copy(), list(epochs))
     if r.valid_bytes == len(buf):
         return None
     if not last:
         return f"the segment is cut at byte {r.valid_bytes} and every later segment deleted"
-    if _next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
+    if next_valid_batch(buf, r.valid_bytes + 1, len(buf), r.next_offset) is not None:
         return f"valid batches follow the invalid one at byte {r.valid_bytes}"
     return None
 
@@ -339,19 +142,12 @@ def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, in
     tail = s.unrecovered_tail(entry)
     if tail.damage is None:
         return None
-    if tail.next_offset == s.base_offset and tail.valid_size == 0 and tail.max_timestamp < 0 \
-            and "leads to no complete batch" in tail.damage.message:
+    if tail.stop is StopReason.NO_BATCH_AT_INDEX_ENTRY:
         return tail.damage.message, tail.damage.position
     size = s.size
     return (f"{size - tail.valid_size} bytes after the last complete batch (log end {tail.next_offset}) are not a "
             f"whole batch: the broker keeps them and appends its next batches after them, where readers of "
             f"those offsets will meet them", tail.valid_size)
-
-
-def _entry_kafka_never_writes(entries: list, base: int) -> bool:
-    """The offset index's last entry is one OffsetIndex.append never writes (a negative position,
-    an offset below the base): the index's damage, not a .log cut since."""
-    return bool(entries) and offset_entry_problem(entries[-1], base, None) is not None
 
 
 def load_failure(buf, start: int) -> str | None:
@@ -369,19 +165,6 @@ def load_failure(buf, start: int) -> str | None:
             return None
         pos += 12 + size
     return None
-
-
-def _cleaned_entry(seg_buf, batch, offset: int, next_offset: int) -> bool:
-    """An entry the log cleaner writes: it indexes a retained batch under the largest offset of
-    the records it read (LogCleaner.cleanInto appends with the source's maxOffset), so the offset
-    is past the batch's last one but before the next batch's first: lookups still land right."""
-    if offset < batch.last_offset:
-        return False
-    try:
-        nxt = next(iter_batches(seg_buf, batch.position + batch.size), None)
-    except KafkalogError:
-        return False
-    return offset < (nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1))
 
 
 # ------------------------------------------------------------------ the plan
@@ -596,219 +379,304 @@ def check_segments_readable(part: Partition) -> None:
 
 
 def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
+    """LogLoader.load for one partition, planned into `p`: the leftovers resolved, the segments
+    from the one holding the recovery point recovered (the others' indexes checked), then the
+    producer snapshots, the leader epochs and the log end offset, which it returns."""
     check_segments_readable(part)
-    d, name = part.directory, part.name
-    recovery_point = part.checkpoints.recovery_point or 0
-    log_start = part.checkpoints.log_start_offset or 0
-    cfg = opts.resolver.for_topic(part.topic_partition.topic)
-    segs = _resolve_leftovers(p, part)
-    leftovers = list(p.actions)          # LogLoader's first pass, before any recovery
-    bases = sorted(segs)
-    summary = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(bases),
-               "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
-    p.partitions[name] = summary
-    # which segments to check batch by batch
-    if opts.all_segments:
-        start_idx = 0
-    elif clean:
-        start_idx = len(bases)
-    else:
-        start_idx = 0
-        for i, b in enumerate(bases):
-            if b <= recovery_point:
-                start_idx = i
-    recover_set = set(bases[start_idx:])
-    if clean and not opts.all_segments:
-        _note_hidden_by_marker(p, part, [segs[b] for b in bases], recovery_point)
-    swapped_without_index: dict[int, int] = {}      # base -> the zero-filled .index length the broker leaves
-    for b in bases:
-        # LogLoader.loadSegmentFiles: a segment without an .index is recovered. A swapped-in
-        # segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1)
-        index_source = _source(p, segs[b].index_path)
-        swapped_in_without_index_swap = (segs[b].read_from is not None and
-                                         (index_source is None or index_source == segs[b].index_path))
-        if swapped_in_without_index_swap and b not in recover_set and not opts.repair:
-            # the swap pass opened the .swap segment: readNextOffset created a preallocated
-            # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
-            # not delete), so loadSegmentFiles finds that index
-            swapped_without_index[b] = cfg.segment_index_bytes // 8 * 8
-        elif index_source is None:
-            recover_set.add(b)
-    epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
-    epochs_problem = _epochs_problem(epochs_path)
-    if epochs_problem is not None:
-        # a broker refuses to load the partition; rebuilt from the batches' partition leader epochs:
-        # headers of the segments not scanned, the scan of the others
-        p.note(name, f"{epochs_problem}; Kafka would refuse it: rebuilt from the partition leader "
-                     f"epochs of the batches", epochs_path)
-        old_epochs = None
-    else:
-        old_epochs = ckpt.read_epochs(epochs_path)
-    epochs = list(old_epochs or [])
-    if epochs and bases:
-        # entries at or past the log end before recovery go at its end in any case
-        # (LeaderEpochFileCache.truncateFromEnd); dropped first, as a second load starts without
-        # them, so that the epochs LogSegment.recover assigns only above the latest one are
-        # assigned in this run and the result is a fixed point
-        bound = segs[bases[-1]].read_next_offset()
-        epochs = [(e, o) for e, o in epochs if o < bound]
-    state = rebuild_producer_state(d, [segs[b] for b in bases], min(recover_set) if recover_set else None,
-                                   now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
-                                   log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
-    snapshots_to_write: dict[int, bytes] = {}
-    last_end: int | None = None          # where the previous recovered segment ended
-    if recover_set:
-        snapshots_to_write.update(_snapshots_before_recovery(
-            p, part, [segs[b] for b in bases], min(recover_set), state,
-            lambda upto: rebuild_producer_state(d, [segs[b] for b in bases], upto, now_ms=opts.now_ms,
-                                                expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)))
-    leo = bases[0] if bases else log_start
-    deleted_from: int | None = None
-    for i, b in enumerate(bases):
-        s = segs[b]
-        with s.mapped() as buf:
-            if b not in recover_set:
-                idx = _current(p, s.index_path) or b""
-                if b in swapped_without_index:
-                    idx = bytes(swapped_without_index[b])
-                    p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.index_path, "the swapped-in segment had no "
-                                 ".index.swap: the broker's swap pass leaves a preallocated zero-filled index",
-                                 name, data=b"", preallocate=len(idx)))
-                tidx = _current(p, s.time_index_path) or b""
-                # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
-                entries = parse_offset_index(idx, b)
-                nxt = s.next_offset_after((entries[-1].offset - b, entries[-1].position) if entries else None)
-                # the broker does not check the indexes of a segment it does not recover
-                # (LogSegment.sanityCheck): their damage is repaired with --repair only
-                damage = index_problem(buf, b, idx, tidx, nxt)
-                problem = damage if opts.repair else None
-                index_fault = False
-                if problem is None and b == bases[-1]:
-                    problem = load_failure(buf, entries[-1].position if entries else 0)
-                    kept = None if problem is not None else _unrecovered_end(
-                        s, (entries[-1].offset - b, entries[-1].position) if entries else None)
-                    if kept is not None and (opts.repair or _entry_kafka_never_writes(entries, b)):
-                        # such an entry (not an unflushed tail) drops the segment's offsets from a
-                        # clean load: recovering it rebuilds the index (_valid_data_lost guards the batches)
-                        problem = kept[0]
-                        index_fault = not opts.repair
-                    elif kept is not None:
-                        p.note(name, f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
-                                     f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
-                                     f"recovers the segment instead", s.log_path, kept[1])
-                if problem is None and damage is not None:
-                    _note_kept(p, name, s, b, damage, buf, idx, tidx,
-                               missing_time_index=_source(p, s.time_index_path) is None)
-                if problem is not None and not opts.salvage:
-                    try:
-                        lost = _valid_data_lost(buf, b, cfg.index_interval_bytes, state, epochs, b == bases[-1])
-                    except OffsetOverflowError as e:
-                        lost = f"its offsets overflow: {e.message}; a broker splits it only when it recovers it"
-                    if lost is not None:
-                        # the broker keeps the segment as it is (below the recovery point or after a
-                        # clean shutdown): a repair beyond Kafka never costs valid batches
-                        p.note(name, f"segment {b}: {problem}; not rebuilt: recovering it would drop "
-                                     f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
-                                     f"it as a broker's recovery would, --salvage skips only the damage",
-                               s.log_path)
-                        problem = None
-                if problem is None:
-                    if _source(p, s.time_index_path) is None:
-                        p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.time_index_path, "no time index: the "
-                                     "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
-                                     name, data=b""))
-                    leo = nxt
-                    if epochs_problem is not None:
-                        _epochs_from_headers(buf, epochs)
-                    if recover_set and b > min(recover_set):
-                        replay(s, state)
+    run = _PartitionRecovery(p, part, clean, opts)
+    run.plan_segments()
+    return run.finish()
+
+
+class _PartitionRecovery:
+    """One partition's recovery plan: what the steps share, one method per step."""
+
+    def __init__(self, p: Plan, part: Partition, clean: bool, opts: RecoverOptions):
+        self.p, self.part, self.clean, self.opts = p, part, clean, opts
+        self.name = part.name
+        self.log_start = part.checkpoints.log_start_offset or 0
+        self.cfg = opts.resolver.for_topic(part.topic_partition.topic)
+        self.segs = _resolve_leftovers(p, part)
+        self.leftovers = list(p.actions)          # LogLoader's first pass, before any recovery
+        self.bases = sorted(self.segs)
+        recovery_point = part.checkpoints.recovery_point or 0
+        self.summary = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(self.bases),
+                        "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
+        p.partitions[self.name] = self.summary
+        self.recover_set = self._segments_recovered(recovery_point)
+        if clean and not opts.all_segments:
+            _note_hidden_by_marker(p, part, [self.segs[b] for b in self.bases], recovery_point)
+        self.swapped_without_index = self._segments_without_index()
+        self.epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
+        self.epochs_problem, self.old_epochs, self.epochs = self._starting_epochs()
+        self.state = self._state_at(min(self.recover_set) if self.recover_set else None,
+                                    ignored=lambda m, f: p.note(self.name, m, f))
+        self.snapshots_to_write: dict[int, bytes] = {}
+        self.last_end: int | None = None          # where the previous recovered segment ended
+        if self.recover_set:
+            self.snapshots_to_write.update(_snapshots_before_recovery(
+                p, part, [self.segs[b] for b in self.bases], min(self.recover_set), self.state, self._state_at))
+        self.leo = self.bases[0] if self.bases else self.log_start
+        self.deleted_from: int | None = None
+
+    # -- before the segments
+    def _segments_recovered(self, recovery_point: int) -> set[int]:
+        """The segments LogLoader checks batch by batch: every one with --all, none after a clean
+        shutdown, else from the one holding the recovery point."""
+        if self.opts.all_segments:
+            start_idx = 0
+        elif self.clean:
+            start_idx = len(self.bases)
+        else:
+            start_idx = 0
+            for i, b in enumerate(self.bases):
+                if b <= recovery_point:
+                    start_idx = i
+        return set(self.bases[start_idx:])
+
+    def _segments_without_index(self) -> dict[int, int]:
+        """LogLoader.loadSegmentFiles: a segment without an .index is recovered (added to the
+        recovered set). A swapped-in segment is loaded like any other once its .swap files are
+        renamed (Kafka 3.3.1); returns base -> the zero-filled .index length the broker leaves
+        for a swapped-in segment without an .index.swap that is not recovered."""
+        out: dict[int, int] = {}
+        for b in self.bases:
+            index_source = _source(self.p, self.segs[b].index_path)
+            swapped_in_without_index_swap = (self.segs[b].read_from is not None and
+                                             (index_source is None or index_source == self.segs[b].index_path))
+            if swapped_in_without_index_swap and b not in self.recover_set and not self.opts.repair:
+                # the swap pass opened the .swap segment: readNextOffset created a preallocated
+                # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
+                # not delete), so loadSegmentFiles finds that index
+                out[b] = self.cfg.segment_index_bytes // 8 * 8
+            elif index_source is None:
+                self.recover_set.add(b)
+        return out
+
+    def _starting_epochs(self) -> tuple[str | None, list | None, list[tuple[int, int]]]:
+        """The leader-epoch-checkpoint as recovery starts from it: (why a broker would refuse it
+        or None, its entries or None, the epochs recovery goes on from)."""
+        problem = _epochs_problem(self.epochs_path)
+        if problem is not None:
+            # a broker refuses to load the partition; rebuilt from the batches' partition leader epochs:
+            # headers of the segments not scanned, the scan of the others
+            self.p.note(self.name, f"{problem}; Kafka would refuse it: rebuilt from the partition leader "
+                                   f"epochs of the batches", self.epochs_path)
+            old = None
+        else:
+            old = ckpt.read_epochs(self.epochs_path)
+        epochs = list(old or [])
+        if epochs and self.bases:
+            # entries at or past the log end before recovery go at its end in any case
+            # (LeaderEpochFileCache.truncateFromEnd); dropped first, as a second load starts without
+            # them, so that the epochs LogSegment.recover assigns only above the latest one are
+            # assigned in this run and the result is a fixed point
+            bound = self.segs[self.bases[-1]].read_next_offset()
+            epochs = [(e, o) for e, o in epochs if o < bound]
+        return problem, old, epochs
+
+    def _state_at(self, upto: int | None, bases: list[int] | None = None, ignored=None) -> ProducerState:
+        """rebuildProducerState up to `upto` over the segments `bases` (all by default)."""
+        kw = {} if ignored is None else {"ignored": ignored}
+        return rebuild_producer_state(self.part.directory, [self.segs[b] for b in (self.bases if bases is None else bases)], upto,
+                                      now_ms=self.opts.now_ms, expiration_ms=self.cfg.producer_id_expiration_ms,
+                                      log_start=self.log_start, **kw)
+
+    # -- the segments
+    def plan_segments(self) -> None:
+        """Each segment in order: kept as the broker keeps it, or recovered; a recovery that cuts
+        the log ends the walk (the later segments are deleted)."""
+        for i, b in enumerate(self.bases):
+            s = self.segs[b]
+            with s.mapped() as buf:
+                if b not in self.recover_set and self._kept(s, buf):
                     continue
-                p.findings.append((IndexFaultFinding if index_fault else Finding)(
-                    name, f"segment {b}: {problem}; recovering it", str(s.index_path)))
-            summary["recovered_segments"].append(b)
-            if last_end is not None and b > last_end:
-                # recoverSegment's rebuild up to this base snapshots it: past the previous
-                # segment's end when the cleaner left a gap
-                snapshots_to_write[b] = state.snapshot_bytes()
-            try:
-                r = scan_segment(buf, b, cfg.index_interval_bytes, state, epochs, opts.salvage)
-            except OffsetOverflowError as e:
-                raise SegmentOverflow(s, e.located(path=str(s.log_path)), leftovers) from None
-            size = len(buf)
-            cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
-            truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
-            if r.error is not None:
-                p.note(name, f"segment {b}: {r.error.message}", s.log_path,
-                       r.error.position if r.error.position is not None else r.valid_bytes)
-            later = bases[i + 1:]
-            if truncating and later and not opts.salvage:
-                # Kafka deletes all later segments; newest first, .log first, so that a crash
-                # leaves a log that still ends in order
-                for lb in reversed(later):
-                    for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
-                        f = segs[lb].file(suf)
-                        if _source(p, f) is not None:
-                            p.add(Action(ActionKind.DELETE, f, f"after the corruption in segment {b}", name))
-                    summary["deleted_segments"].append(lb)
-                deleted_from = later[0]
-            if truncating:
-                summary["truncated_bytes"] += cut
-                holes = [(a_, e_) for a_, e_ in r.skipped if e_ < size]
-                if holes:
-                    p.add(Action(ActionKind.REWRITE_SEGMENT, s.log_path, "--salvage: damaged bytes "
-                                 + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
-                                 ranges=r.kept_ranges, bytes_removed=cut, source=s.log_path))
-                    for a_, e_ in r.skipped:
-                        gap = _offsets_between(buf, r.kept_ranges, a_, e_)
-                        p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})"
-                                     + (f": offsets {gap[0]}..{gap[1]} are lost for good" if gap else ""),
-                               s.log_path, a_)
-                else:
-                    valid_end = r.valid_bytes
-                    why = ("invalid or incomplete batches at the end" if not r.invalid_offset
-                           else "offsets out of order: Kafka empties the segment")
-                    later = None if r.invalid_offset else _next_valid_batch(buf, valid_end + 1, size, r.next_offset)
-                    if later is not None:
-                        intact = _offsets_in(buf, later)
-                        why += (f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
-                                f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those")
-                    p.add(Action(ActionKind.TRUNCATE, s.log_path, why, name, at=valid_end,
-                                 bytes_removed=size - valid_end, offsets_removed=_offsets_in(buf, valid_end)))
-            _index_actions(p, s, r, name)
-            leo = r.next_offset
-            if r.next_offset > b:
-                # takeSnapshot writes only past the last snapshot: an emptied segment gets none
-                snapshots_to_write[r.next_offset] = state.snapshot_bytes()
-            last_end = r.next_offset
-            if deleted_from is not None:
+                self._recover(i, s, buf)
+            if self.deleted_from is not None:
                 break
-    live_bases = [b for b in bases if deleted_from is None or b < deleted_from]
-    if not bases:
-        p.note(name, f"no segment: creating an empty one at the log start offset {log_start}")
-        for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
-            p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, log_start, suf), "empty log", name, data=b""))
-        live_bases = [log_start]
-        leo = log_start
-    if not recover_set and bases and not _upgrade_path(p, part, clean, live_bases):
-        # nothing recovered: rebuildProducerState(lastOffset = the log end) runs truncateAndReload
-        # (snapshots above the log end go), loads the latest snapshot at or below it and replays
-        # the log from there up to it, snapshotting the last two segment bases on the way
-        def state_at(upto: int) -> ProducerState:
-            return rebuild_producer_state(d, [segs[b] for b in live_bases], upto, now_ms=opts.now_ms,
-                                          expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)
-        state = state_at(leo)
-        snapshots_to_write.update(_snapshots_before_recovery(p, part, [segs[b] for b in live_bases], leo,
-                                                             state, state_at))
-    _snapshot_actions(p, part, live_bases, leo, snapshots_to_write, state.snapshot_bytes(),
-                      start=_loaded_log_start(p, part, cfg, opts.resolver, log_start, live_bases[0]), clean=clean,
-                      recovered_from=min(recover_set) if recover_set else None)
-    # leader epochs: assigned from the batches, then truncated to [.., LEO)
-    epochs = [(e, o) for e, o in epochs if o < leo]
-    if epochs != old_epochs:
-        p.add(Action(ActionKind.UPDATE_CHECKPOINT, epochs_path, "leader epochs of the recovered log", name,
-                     data=ckpt.encode_epochs(epochs)))
-    summary["log_end_offset"] = leo
-    return leo
+
+    def _kept(self, s: Segment, buf) -> bool:
+        """A segment the broker does not recover: True when it stays as it is (its kept damage
+        noted), False when recover recovers it all the same (a finding says why)."""
+        p, b, name = self.p, s.base_offset, self.name
+        idx = _current(p, s.index_path) or b""
+        if b in self.swapped_without_index:
+            idx = bytes(self.swapped_without_index[b])
+            p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.index_path, "the swapped-in segment had no "
+                         ".index.swap: the broker's swap pass leaves a preallocated zero-filled index",
+                         name, data=b"", preallocate=len(idx)))
+        tidx = _current(p, s.time_index_path) or b""
+        # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
+        entries = parse_offset_index(idx, b)
+        nxt = s.next_offset_after((entries[-1].offset - b, entries[-1].position) if entries else None)
+        # the broker does not check the indexes of a segment it does not recover
+        # (LogSegment.sanityCheck): their damage is repaired with --repair only
+        damage = index_rebuild_reason(buf, b, idx, tidx, nxt)
+        problem = damage.why if damage is not None and self.opts.repair else None
+        index_fault = False
+        if problem is None and b == self.bases[-1]:
+            problem, index_fault = self._active_segment_problem(s, buf, entries)
+        if problem is None and damage is not None:
+            _note_kept(p, name, s, b, damage, buf, idx, tidx, missing_time_index=_source(p, s.time_index_path) is None)
+        if problem is not None and not self.opts.salvage and self._recovery_costs_valid_data(s, buf, problem):
+            problem = None
+        if problem is None:
+            self._keep(s, buf, nxt)
+            return True
+        p.findings.append((IndexFaultFinding if index_fault else Finding)(
+            name, f"segment {b}: {problem}; recovering it", str(s.index_path)))
+        return False
+
+    def _active_segment_problem(self, s: Segment, buf, entries: list) -> tuple[str | None, bool]:
+        """What makes recover recover the active segment a broker loads without recovery (after
+        a clean shutdown), or None: a load that would fail, or (with --repair, or for an index
+        entry Kafka never writes) an end the broker gets wrong. The bool: the index's fault."""
+        b = s.base_offset
+        problem = load_failure(buf, entries[-1].position if entries else 0)
+        if problem is not None:
+            return problem, False
+        kept = _unrecovered_end(s, (entries[-1].offset - b, entries[-1].position) if entries else None)
+        if kept is not None and (self.opts.repair or entry_kafka_never_writes(entries, b)):
+            # such an entry (not an unflushed tail) drops the segment's offsets from a
+            # clean load: recovering it rebuilds the index (_valid_data_lost guards the batches)
+            return kept[0], not self.opts.repair
+        if kept is not None:
+            self.p.note(self.name, f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
+                                   f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
+                                   f"recovers the segment instead", s.log_path, kept[1])
+        return None, False
+
+    def _recovery_costs_valid_data(self, s: Segment, buf, problem: str) -> bool:
+        """True (noted) when recovering a segment the broker keeps would drop valid batches: a
+        repair beyond Kafka never costs valid batches."""
+        b = s.base_offset
+        try:
+            lost = _valid_data_lost(buf, b, self.cfg.index_interval_bytes, self.state, self.epochs,
+                                    b == self.bases[-1])
+        except OffsetOverflowError as e:
+            lost = f"its offsets overflow: {e.message}; a broker splits it only when it recovers it"
+        if lost is None:
+            return False
+        # the broker keeps the segment as it is (below the recovery point or after a clean shutdown)
+        self.p.note(self.name, f"segment {b}: {problem}; not rebuilt: recovering it would drop "
+                               f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
+                               f"it as a broker's recovery would, --salvage skips only the damage", s.log_path)
+        return True
+
+    def _keep(self, s: Segment, buf, nxt: int) -> None:
+        """A segment loaded as it is: a missing time index created empty, its end taken as the log
+        end so far, its epochs and producers taken from its headers."""
+        if _source(self.p, s.time_index_path) is None:
+            self.p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.time_index_path, "no time index: the "
+                              "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
+                              self.name, data=b""))
+        self.leo = nxt
+        if self.epochs_problem is not None:
+            _epochs_from_headers(buf, self.epochs)
+        if self.recover_set and s.base_offset > min(self.recover_set):
+            replay(s, self.state)
+
+    def _recover(self, i: int, s: Segment, buf) -> None:
+        """LogSegment.recover on segment `i`: the walk, then the truncation (or --salvage's
+        rewrite) with the later segments' deletion, the rebuilt indexes and the snapshot."""
+        b, name = s.base_offset, self.name
+        self.summary["recovered_segments"].append(b)
+        if self.last_end is not None and b > self.last_end:
+            # recoverSegment's rebuild up to this base snapshots it: past the previous
+            # segment's end when the cleaner left a gap
+            self.snapshots_to_write[b] = self.state.snapshot_bytes()
+        try:
+            r = recover_segment(buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, self.opts.salvage)
+        except OffsetOverflowError as e:
+            raise SegmentOverflow(s, e.located(path=str(s.log_path)), self.leftovers) from None
+        size = len(buf)
+        cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
+        truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
+        if r.error is not None:
+            self.p.note(name, f"segment {b}: {r.error.message}", s.log_path,
+                        r.error.position if r.error.position is not None else r.valid_bytes)
+        later = self.bases[i + 1:]
+        if truncating and later and not self.opts.salvage:
+            self._delete_later(b, later)
+        if truncating:
+            self.summary["truncated_bytes"] += cut
+            self._cut(s, buf, r, cut)
+        _index_actions(self.p, s, r, name)
+        self.leo = r.next_offset
+        if r.next_offset > b:
+            # takeSnapshot writes only past the last snapshot: an emptied segment gets none
+            self.snapshots_to_write[r.next_offset] = self.state.snapshot_bytes()
+        self.last_end = r.next_offset
+
+    def _delete_later(self, b: int, later: list[int]) -> None:
+        """Kafka deletes all segments after a truncated one; newest first, .log first, so that a
+        crash leaves a log that still ends in order."""
+        for lb in reversed(later):
+            for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
+                f = self.segs[lb].file(suf)
+                if _source(self.p, f) is not None:
+                    self.p.add(Action(ActionKind.DELETE, f, f"after the corruption in segment {b}", self.name))
+            self.summary["deleted_segments"].append(lb)
+        self.deleted_from = later[0]
+
+    def _cut(self, s: Segment, buf, r: SegmentRecovery, cut: int) -> None:
+        """The bytes recovery drops: --salvage's rewrite without the damaged ranges, else the
+        truncation at the end of the valid batches."""
+        p, b, name, size = self.p, s.base_offset, self.name, len(buf)
+        holes = [(a_, e_) for a_, e_ in r.skipped if e_ < size]
+        if holes:
+            p.add(Action(ActionKind.REWRITE_SEGMENT, s.log_path, "--salvage: damaged bytes "
+                         + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
+                         ranges=r.kept_ranges, bytes_removed=cut, source=s.log_path))
+            for a_, e_ in r.skipped:
+                gap = _offsets_between(buf, r.kept_ranges, a_, e_)
+                p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})"
+                             + (f": offsets {gap[0]}..{gap[1]} are lost for good" if gap else ""),
+                       s.log_path, a_)
+            return
+        valid_end = r.valid_bytes
+        why = ("invalid or incomplete batches at the end" if not r.invalid_offset
+               else "offsets out of order: Kafka empties the segment")
+        later = None if r.invalid_offset else next_valid_batch(buf, valid_end + 1, size, r.next_offset)
+        if later is not None:
+            intact = _offsets_in(buf, later)
+            why += (f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
+                    f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those")
+        p.add(Action(ActionKind.TRUNCATE, s.log_path, why, name, at=valid_end,
+                     bytes_removed=size - valid_end, offsets_removed=_offsets_in(buf, valid_end)))
+
+    # -- after the segments
+    def finish(self) -> int:
+        """An empty segment where there is none, the producer snapshots, the leader epochs (cut
+        at the log end) and the summary's log end offset, which it returns."""
+        p, part, name = self.p, self.part, self.name
+        live_bases = [b for b in self.bases if self.deleted_from is None or b < self.deleted_from]
+        if not self.bases:
+            p.note(name, f"no segment: creating an empty one at the log start offset {self.log_start}")
+            for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
+                p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(part.directory, self.log_start, suf),
+                             "empty log", name, data=b""))
+            live_bases = [self.log_start]
+            self.leo = self.log_start
+        if not self.recover_set and self.bases and not _upgrade_path(p, part, self.clean, live_bases):
+            # nothing recovered: rebuildProducerState(lastOffset = the log end) runs truncateAndReload
+            # (snapshots above the log end go), loads the latest snapshot at or below it and replays
+            # the log from there up to it, snapshotting the last two segment bases on the way
+            def state_at(upto: int) -> ProducerState:
+                return self._state_at(upto, live_bases)
+            self.state = state_at(self.leo)
+            self.snapshots_to_write.update(_snapshots_before_recovery(
+                p, part, [self.segs[b] for b in live_bases], self.leo, self.state, state_at))
+        _snapshot_actions(p, part, live_bases, self.leo, self.snapshots_to_write, self.state.snapshot_bytes(),
+                          start=_loaded_log_start(p, part, self.cfg, self.opts.resolver, self.log_start, live_bases[0]),
+                          clean=self.clean, recovered_from=min(self.recover_set) if self.recover_set else None)
+        # leader epochs: assigned from the batches, then truncated to [.., LEO)
+        epochs = [(e, o) for e, o in self.epochs if o < self.leo]
+        if epochs != self.old_epochs:
+            p.add(Action(ActionKind.UPDATE_CHECKPOINT, self.epochs_path, "leader epochs of the recovered log", name,
+                         data=ckpt.encode_epochs(epochs)))
+        self.summary["log_end_offset"] = self.leo
+        return self.leo
 
 
 def _epochs_problem(path: Path) -> str | None:
@@ -892,7 +760,7 @@ def _current(p: Plan, f: Path) -> bytes | None:
     return None if src is None else read_file(src)
 
 
-def _index_actions(p: Plan, s: Segment, r: ScanResult, name: str) -> None:
+def _index_actions(p: Plan, s: Segment, r: SegmentRecovery, name: str) -> None:
     b = r.builder
     for suf, data in ((names.INDEX_SUFFIX, b.offset_index_bytes()), (names.TIME_INDEX_SUFFIX, b.time_index_bytes())):
         f = s.file(suf)

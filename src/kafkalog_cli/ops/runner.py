@@ -18,7 +18,9 @@ from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, 
                                  parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
 from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
-from kafkalog_cli.storage.fsops import FsOps, Quarantine, quarantine_root
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.quarantine import quarantine_root
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.links import LinkOut, split_links_out
 from kafkalog_cli.storage.lock import LogDirLock, lock_holder
 from kafkalog_cli.storage.space import QuarantinePlace, Space

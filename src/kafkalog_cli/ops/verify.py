@@ -113,7 +113,7 @@ class _ChunkResult:
 
 def _run_chunk(c: _Chunk) -> _ChunkResult:
     from kafkalog_cli.storage.segment import map_file, unmap
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     if is_remote(c.file):
         return _run_remote(c)
@@ -179,7 +179,7 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
     """Cut a file into ranges of about `target` bytes that start on batch boundaries (by walking
     the size fields only); a broken chain ends the splitting and the last range reports it.
     A remote file is one chunk: it is read range by range where it is checked."""
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     if is_remote(file):
         return [_Chunk(file, 0, 0, True, deep)]
@@ -422,7 +422,7 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
     flat = [c for files in plan for chunks in files for c in chunks]
     total = sum(c.end - c.start for c in flat)
     results: list[_ChunkResult]
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     # remote files are read here: pyarrow's S3 client must not cross a fork
     if jobs > 1 and len(flat) > 1 and total >= parallel_min_bytes and not any(is_remote(c.file) for c in flat):
@@ -563,7 +563,7 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
     `on_left_out(dir, kind)` hears of each partition dir of a log dir that is not read."""
     from kafkalog_cli.storage.logdir import files_of_partition, read_partition_dirs
     from kafkalog_cli.storage.segment import not_regular_reason
-    from kafkalog_cli.storage.sources import is_remote
+    from kafkalog_cli.storage.paths_given import is_remote
 
     groups: list[tuple[str, list[str]]] = []
     errors: list[tuple[int, InputError]] = []

@@ -21,7 +21,7 @@ from kafkalog_cli.formats.indexes import (
 )
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.names import offset_from_name
-from kafkalog_cli.storage.segment import listed, map_file, read_file, was_listed
+from kafkalog_cli.storage.live_files import listed, map_file, read_file, was_listed
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # kafka-dump-log's --max-message-size
 
@@ -91,7 +91,7 @@ def start_offset_of(path: Path) -> int:
 
 def _beside(path: Path, suffix: str) -> Path:
     """The segment's file with `suffix`. Beside a listed index, listed too: a live broker moves a
-    segment's files together (storage.segment.followed)."""
+    segment's files together (storage.live_files.followed)."""
     other = path.with_name(path.name.split(".")[0] + suffix)
     if was_listed(path):
         listed([other])

@@ -3,8 +3,8 @@
 value means, Arrow type.
 
 render/jsonl.py and render/index_json.py build their objects from `Kind.template`, so the keys
-come in this order; spark/arrow.py derives its columns from `Field.arrow`; README's "JSON Lines
-schema" table is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
+come in this order; spark/arrow.py derives its columns from `Field.arrow`; the table of
+docs/json-lines.md is `markdown_table()` (tests/render/test_schema.py holds all three to this module).
 
 No pyarrow here: Arrow types are named as pyarrow names them and spark/arrow.py builds them.
 """
@@ -41,7 +41,7 @@ class When:
     """A JSON field that only some objects of a kind have. `field`/`values`: those whose `field`
     holds one of `values`; without `field`, the writer knows (the batch's magic, an option)."""
 
-    says: str                     # README's words
+    says: str                     # the docs' words
     field: str | None = None
     values: tuple = ()
 
@@ -83,7 +83,7 @@ UNSET = object()   # a value a renderer did not set: the JSON encoder refuses it
 class Kind:
     name: str                   # the value of "kind", always the first key
     fields: tuple[Field, ...]
-    about: str = ""             # README's words on the object as a whole
+    about: str = ""             # the docs' words on the object as a whole
     _blanks: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def template(self, *only: When) -> dict:
@@ -227,7 +227,7 @@ KINDS = (FILE, BATCH, RECORD, TRAILING_BYTES, INDEX_ENTRY, TIME_INDEX_ENTRY, ABO
 
 
 def markdown_table() -> str:
-    """README's "JSON Lines schema" table."""
+    """The JSON Lines schema table of docs/json-lines.md (written there by tools/gen_docs.py)."""
     rows = ["| kind | fields |", "|---|---|"]
     for k in KINDS:
         fields = ", ".join(f.readme() for f in k.fields if f.json).replace("|", "\\|")

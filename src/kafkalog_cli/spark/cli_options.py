@@ -1,7 +1,7 @@
 """`--engine local|spark`, `--master URL` and `--conf KEY=VALUE`, shared by export, verify-crc,
 retain and compact. Importing this does not import pyspark.
 
-With --engine spark, the command's PATHS are what storage.sources.expand_sources makes of them
+With --engine spark, the command's PATHS are what storage.paths_given.expand_sources makes of them
 before the command sees them: globs and archives (a dir of log dirs) expanded, `file://` taken
 off, every path absolute (an executor resolves a relative path in its own work dir), and so
 are --quarantine and --server-properties. Only the commands that merely read (export,
@@ -57,7 +57,7 @@ def engine_options(f=None, *, remote: bool = False):
 def driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
     """The command's paths as the executors must see them (see the module's doc)."""
     from kafkalog_cli.errors import UsageError
-    from kafkalog_cli.storage.sources import absolute, expand_sources, is_remote
+    from kafkalog_cli.storage.paths_given import absolute, expand_sources, is_remote
 
     kwargs = dict(kwargs)
     paths = kwargs.get("paths")

@@ -46,7 +46,7 @@ from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment
 from kafkalog_cli.ops.consumer_view import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, view_notes, views_for
 from kafkalog_cli.spark.kafka_compat import kafka_ddl, kafka_options, native_columns, to_kafka, warn
-from kafkalog_cli.spark.sources import partition_filter, source_paths
+from kafkalog_cli.spark.datasource_options import partition_filter, source_paths
 from kafkalog_cli.storage.remote import segments_of_sources
 
 _TRUE = ("true", "1", "yes")

@@ -228,7 +228,7 @@ _KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".c
 def _check_out(out: Path, paths) -> None:
     """OUT must be apart from every input: an export never writes into, over or around the data
     it reads (swapped arguments must not cost a log dir)."""
-    from kafkalog_cli.storage.sources import is_remote, local_path
+    from kafkalog_cli.storage.paths_given import is_remote, local_path
 
     real_out = Path(os.path.realpath(out))
     for p in paths:

@@ -7,7 +7,7 @@ before the open), anything but a regular file is refused with an InputError nami
 what is there, and O_NONBLOCK is cleared before the fd is used. A broker cannot read such a
 file as a Kafka file either (its blocking open(2) waits on a FIFO; a directory fails), so none
 of them is ever taken as an absent file. Missing and unreadable files are InputErrors naming
-the path as well (exit 4, README "Exit codes")."""
+the path as well (exit 4, docs/safety.md "Exit codes")."""
 from __future__ import annotations
 
 import contextlib

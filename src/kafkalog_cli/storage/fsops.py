@@ -9,15 +9,16 @@ Crash safety (as Kafka's CheckpointFile.write: tmp file, fsync, atomic rename, d
   of a file written anew) is first made durable in the quarantine, its entry appended to the
   quarantine's journal, and only then is the log dir changed.
 
-Quarantine (storage/quarantine.py has the model, the manifest and restore). The default is a
-sibling of the log dir, `<logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<op>/`: on the
-same file system, so a whole file is kept by one hard link (no copy, no extra space) before it
-leaves the log dir, and outside every log dir. Across file systems (`--quarantine DIR`) a file is
-copied to `<name>.partial`, fsynced and renamed. `--no-quarantine` really drops. Every change the
-op makes has its entry, files it creates included, so that `kafkalog quarantine restore` can
-undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A run of
-deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays its
-syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
+Quarantine (storage/quarantine_writer.py writes it, called by FsOps before each change and making
+its own changes through FsOps; storage/quarantine.py has the entries, the manifest and restore).
+The default is a sibling of the log dir, `<logdir>/../.kafkalog-quarantine/<logdir name>/<UTC
+time>-<op>/`: on the same file system, so a whole file is kept by one hard link (no copy, no extra
+space) before it leaves the log dir, and outside every log dir. Across file systems (`--quarantine
+DIR`) a file is copied to `<name>.partial`, fsynced and renamed. `--no-quarantine` really drops.
+Every change the op makes has its entry, files it creates included, so that `kafkalog quarantine
+restore` can undo the run exactly: each entry is one line appended (O(1)) to `manifest.jsonl`. A
+run of deletes (`delete_segment_files`, as Kafka's LocalLog.deleteSegmentFiles takes a list) pays
+its syncs once for the batch: one fsync per directory and one manifest write + fdatasync.
 
 The write gate (`_gate`, storage/links.py's WriteBounds): every method passes each path it will
 change through it before its first step and its quarantine entry, so nothing is ever created,
@@ -31,24 +32,20 @@ import concurrent.futures
 import contextlib
 import errno
 import hashlib
-import itertools
 import os
 import shutil
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO, Callable, Iterator, Protocol
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.names import CLEANED_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX, strip_temp_suffix
+from kafkalog_cli.storage.names import (CLEANED_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX,
+                                        strip_temp_suffix)
 from kafkalog_cli.storage import ownership
-from kafkalog_cli.storage.files import check_readable, open_fd, open_file
+from kafkalog_cli.storage.files import open_fd, open_file
 from kafkalog_cli.storage.links import WriteBounds
 from kafkalog_cli.storage.space import Space, allocated
-from kafkalog_cli.storage.quarantine import (PARTIAL_SUFFIX, PRUNING_SUFFIX, QUARANTINE_DIRNAME, EntryKind,
-                                             Quarantine, QuarantineEntry, default_quarantine_root,
-                                             quarantine_root, utc_stamp)
 
-__all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "QUARANTINE_DIRNAME", "Quarantine", "QuarantineEntry",
-           "TMP_SUFFIX", "default_quarantine_root", "quarantine_root", "utc_stamp"]
+__all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "TMP_SUFFIX"]
 
 FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
@@ -61,6 +58,40 @@ _ON_THE_WAY = frozenset({"mkdir", "rmdir"})   # a directory on the way to a root
 _PROBE = ".kafkalog-probe"                     # check_writable's: judged by the directory it probes
 # a hard link into the quarantine is not possible: copy instead
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
+
+
+class Keeper(Protocol):
+    """What FsOps asks of its quarantine's writer (storage.quarantine_writer.QuarantineWriter),
+    which keeps what a change takes before FsOps makes the change. FsOps calls these only while
+    `keeping`, but for `cut` and `dropped`, which also note what --no-quarantine drops."""
+
+    keeping: bool
+
+    def moves_by_copy(self) -> bool: ...
+    def holds(self, directory: Path) -> Path: ...
+    def prepare(self) -> None: ...
+    def wrote(self, path: Path, facts: tuple[int, str]) -> None: ...
+    def overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None: ...
+    def creating(self, path: Path) -> object: ...
+    def created(self, entry, path: Path) -> None: ...
+    def dir_created(self, path: Path, copy_of: Path | None) -> None: ...
+    def dirs_renamed(self, pairs: list[tuple[Path, Path]]) -> None: ...
+    def renamed(self, src: Path, dst: Path) -> tuple[int, str]: ...
+    def mtime_set(self, path: Path, mtime_ns: int) -> None: ...
+    def extending(self, path: Path, size: int) -> None: ...
+    def cut(self, path: Path, start: int, st: os.stat_result, reason: str) -> None: ...
+    def remove_kept(self, batch: list[tuple[Path, str]]) -> None: ...
+    def dropped(self, batch: list[tuple[Path, str]]) -> None: ...
+
+
+class QuarantineLike(Protocol):
+    """What FsOps asks of the quarantine it is given (storage.quarantine_writer.Quarantine)."""
+
+    root: Path | None
+    op: str
+    stamp: str
+
+    def writer(self, fsops: "FsOps") -> Keeper: ...
 
 
 class InjectedFault(BaseException):
@@ -79,7 +110,7 @@ def _fsync_path(path: Path, directory: bool = False) -> None:
 class FsOps:
     """Carries out single file-system steps; counts them; turns OSError into WriteError."""
 
-    def __init__(self, base_dir: Path, quarantine: Quarantine | None = None,
+    def __init__(self, base_dir: Path, quarantine: QuarantineLike | None = None,
                  fault_after: int | None = None, on_step: Callable[[int, str], None] | None = None,
                  *, follow_symlinks: bool = False):
         self.base_dir = Path(base_dir)          # the log dir: quarantine paths are relative to it
@@ -102,10 +133,8 @@ class FsOps:
         self.before_change: Callable[[FsOps], None] | None = None
         self.steps = 0
         self.journal: list[str] = []            # the steps' descriptions
-        self._written: dict[str, tuple[int, str]] = {}   # (size, sha256) of what this op wrote, by path
-        self._ids = itertools.count(1)
-        self._manifest: Path | None = None      # the quarantine's manifest, once it exists
-        self._by_copy: bool | None = None        # the quarantine is on another file system
+        # keeps what each change takes, before the change (None: no quarantine, nothing noted)
+        self.keeper: Keeper | None = None if quarantine is None else quarantine.writer(self)
         # storage.space's two figures, by the directory of the files changed (a partition dir,
         # or the log dir for its checkpoints)
         self.space: dict[str, Space] = {}
@@ -120,7 +149,7 @@ class FsOps:
         worker appends whole lines to), fault injection and test hook, and its own step count.
         `shared`: the lock around the log dir's shared files (checkpoints)."""
         q = self.quarantine
-        w = FsOps(self.base_dir, None if q is None else Quarantine(q.root, q.op, q.stamp), fault_after=self.fault_after)
+        w = FsOps(self.base_dir, None if q is None else type(q)(q.root, q.op, q.stamp), fault_after=self.fault_after)
         w._fault_exits = self._fault_exits
         w.bounds = self.bounds
         w.before = self.before
@@ -165,14 +194,14 @@ class FsOps:
             else:
                 self.bounds.check(path, content=kind in _CONTENT, on_the_way=kind in _ON_THE_WAY)
 
-    def _error(self, e: OSError, path: Path, doing: str) -> WriteError:
+    def write_error(self, e: OSError, path: Path, doing: str) -> WriteError:
         reason = {errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
                   errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
                   errno.EDQUOT: "disk quota exceeded"}.get(e.errno, e.strerror or str(e))
         return WriteError(f"cannot {doing}: {reason}", path=str(getattr(e, "filename", None) or path))
 
     # -- space -------------------------------------------------------------------------------
-    def _account(self, path: Path, freed: int = 0, held: int = 0) -> None:
+    def account(self, path: Path, freed: int = 0, held: int = 0) -> None:
         key = os.path.dirname(os.path.abspath(path))
         self.space.setdefault(key, Space()).add(Space(freed, held))
 
@@ -185,11 +214,7 @@ class FsOps:
     def _moves_by_copy(self) -> bool:
         """The quarantine is on another file system: a file leaves the log dir by a copy, so
         removing it frees its blocks there and then."""
-        if self._by_copy is None:
-            from kafkalog_cli.storage.space import same_file_system
-
-            self._by_copy = self._keeping() and not same_file_system(self.base_dir, self.quarantine.root)
-        return self._by_copy
+        return self._keeping() and self.keeper.moves_by_copy()
 
     # -- primitives --------------------------------------------------------------------------
     def fsync_dir(self, directory: Path) -> None:
@@ -197,7 +222,7 @@ class FsOps:
             self._pre("fsync", directory)
             _fsync_path(directory, directory=True)
         except OSError as e:
-            raise self._error(e, directory, "fsync directory") from None
+            raise self.write_error(e, directory, "fsync directory") from None
         self.step(f"fsync {directory}")
 
     def write_atomic(self, path: Path, data: bytes, mtime_ns: int | None = None,
@@ -210,7 +235,7 @@ class FsOps:
         tmp = path.with_name(path.name + TMP_SUFFIX)
         self._gate("write", tmp)
         self._gate("rename", path)
-        new = self._keep_overwritten(path, tmp, data, preallocate) if self._keeping() else None
+        new = self.keeper.overwritten(path, tmp, data, preallocate) if self._keeping() else None
         try:
             self._pre("write", tmp)
             with open(tmp, "wb") as f:
@@ -226,11 +251,11 @@ class FsOps:
                 os.utime(tmp, ns=(mtime_ns, mtime_ns))
         except OSError as e:
             _unlink_quietly(tmp)
-            raise self._error(e, path, "write") from None
+            raise self.write_error(e, path, "write") from None
         self.step(f"write {tmp}")
         self._tmp_into_place(tmp, path)
         if new is not None:
-            self._written[_key(path)] = new
+            self.keeper.wrote(path, new)
 
     @contextlib.contextmanager
     def create(self, path: Path) -> Iterator[BinaryIO]:
@@ -241,12 +266,7 @@ class FsOps:
         partial file) and completed with its size and sha256 after."""
         path = Path(path)
         self._gate("write", path)
-        entry = None
-        if self._keeping():
-            if os.path.lexists(path):
-                self.delete(path, "written over by a new file")
-            entry = self._entry(EntryKind.CREATED, path, "")
-            self._note(entry)
+        entry = self.keeper.creating(path) if self._keeping() else None
         try:
             self._pre("write", path)
             final, _ = strip_temp_suffix(path.name)       # a .cleaned file takes the segment's owner
@@ -255,7 +275,7 @@ class FsOps:
             f = open(path, "wb")
             ownership.adopt(f.fileno(), reference)
         except OSError as e:
-            raise self._error(e, path, "write") from None
+            raise self.write_error(e, path, "write") from None
         try:
             with f:
                 yield f
@@ -264,15 +284,13 @@ class FsOps:
         except Exception as e:
             _unlink_quietly(path)
             if isinstance(e, OSError):
-                raise self._error(e, Path(e.filename or path), "write") from None
+                raise self.write_error(e, Path(e.filename or path), "write") from None
             raise
         self.step(f"write {path}")
         with contextlib.suppress(OSError):
-            self._account(path, freed=-allocated(os.stat(path)))
+            self.account(path, freed=-allocated(os.stat(path)))
         if entry is not None:
-            entry.new_size, entry.new_sha256 = self._hash(path)
-            self._append_entry(entry)
-            self._written[_key(path)] = (entry.new_size, entry.new_sha256)
+            self.keeper.created(entry, path)
 
     def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
         """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
@@ -309,17 +327,16 @@ class FsOps:
         path = Path(path)
         self._gate("mkdir", path)
         if self._keeping():
-            self._note(self._entry(EntryKind.DIR_CREATED, path, "",
-                                   copy_of=None if copy_of is None else os.path.abspath(copy_of)))
+            self.keeper.dir_created(path, copy_of)
         if not path.parent.is_dir():
-            self._make_dirs(path.parent)
+            self.make_dirs(path.parent)
         try:
             self._pre("mkdir", path)
             os.mkdir(path)
             if like is not None:
                 take_owner_and_mode(path, like)
         except OSError as e:
-            raise self._error(e, path, "create the directory") from None
+            raise self.write_error(e, path, "create the directory") from None
         self.step(f"mkdir {path}")
         self.fsync_dir(path.parent)
 
@@ -342,7 +359,7 @@ class FsOps:
             os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
         except OSError as e:
             _unlink_quietly(tmp)
-            raise self._error(e, Path(getattr(e, "filename", None) or dst), "copy") from None
+            raise self.write_error(e, Path(getattr(e, "filename", None) or dst), "copy") from None
         self.step(f"copy {src} -> {tmp}")
         self._tmp_into_place(tmp, dst)
 
@@ -355,7 +372,7 @@ class FsOps:
             os.replace(tmp, path)
         except OSError as e:
             _unlink_quietly(tmp)
-            raise self._error(e, path, "rename") from None
+            raise self.write_error(e, path, "rename") from None
         self.step(f"rename {tmp} -> {path}")
         self.fsync_dir(path.parent)
 
@@ -375,14 +392,13 @@ class FsOps:
             if os.path.lexists(dst):
                 raise WriteError("cannot rename a directory over an existing one", path=str(dst))
         if self._keeping():
-            self._note_all([self._entry(EntryKind.DIR_RENAMED, src, "", target=os.path.abspath(dst))
-                            for src, dst in pairs])
+            self.keeper.dirs_renamed(pairs)
         for src, dst in pairs:
             try:
                 self._pre("rename", src)
                 os.rename(src, dst)
             except OSError as e:
-                raise self._error(e, src, "rename") from None
+                raise self.write_error(e, src, "rename") from None
             self.step(f"rename {src} -> {dst}")
             self.fsync_dir(dst.parent)
             if src.parent != dst.parent:
@@ -401,7 +417,7 @@ class FsOps:
             self._pre("rmdir", path)
             os.rmdir(path)
         except OSError as e:
-            raise self._error(e, Path(getattr(e, "filename", None) or path), "remove") from None
+            raise self.write_error(e, Path(getattr(e, "filename", None) or path), "remove") from None
         self.step(f"rmdir {path}")
         self.fsync_dir(path.parent)
 
@@ -415,7 +431,7 @@ class FsOps:
         except OSError as e:
             if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOENT):
                 return
-            raise self._error(e, path, "remove the directory") from None
+            raise self.write_error(e, path, "remove the directory") from None
         self.step(f"rmdir {path}")
         self.fsync_dir(path.parent)
 
@@ -453,36 +469,35 @@ class FsOps:
         except OSError as e:
             if named is not None:
                 _unlink_quietly(named)
-            raise self._error(e, directory, "write in") from None
+            raise self.write_error(e, directory, "write in") from None
 
     def rename(self, src: Path, dst: Path) -> None:
         """One atomic rename (Kafka's suffix protocol: .cleaned -> .swap -> final, -> .deleted).
         A file it replaces is kept in the quarantine first."""
         src, dst = Path(src), Path(dst)
         self._gate("rename", src, dst)
-        moved = self._keep_renamed(src, dst) if self._keeping() else None
+        moved = self.keeper.renamed(src, dst) if self._keeping() else None
         try:
             self._pre("rename", src)
             if os.path.lexists(dst):
                 st = os.lstat(dst)
-                self._account(dst, freed=allocated(st) if st.st_nlink == 1 else 0)
+                self.account(dst, freed=allocated(st) if st.st_nlink == 1 else 0)
             os.rename(src, dst)
         except OSError as e:
-            raise self._error(e, Path(src), "rename") from None
+            raise self.write_error(e, Path(src), "rename") from None
         self.step(f"rename {src} -> {dst}")
         self.fsync_dir(Path(dst).parent)
         if moved is not None:
-            self._written[_key(dst)] = moved
+            self.keeper.wrote(dst, moved)
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
         self._gate("utime", path)
-        if self._keeping() and _key(path) not in self._written:
-            st = self._stat(path, "set the time of")
-            self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns, new_mtime_ns=mtime_ns))
+        if self._keeping():
+            self.keeper.mtime_set(path, mtime_ns)
         try:
             os.utime(path, ns=(mtime_ns, mtime_ns))
         except OSError as e:
-            raise self._error(e, Path(path), "set the time of") from None
+            raise self.write_error(e, Path(path), "set the time of") from None
         self.step(f"utime {path}")
 
     def truncate(self, path: Path, size: int, reason: str, keep_mtime: bool = False) -> None:
@@ -490,14 +505,15 @@ class FsOps:
         such as a preallocated index's, is only noted)."""
         path = Path(path)
         self._gate("truncate", path)
-        st = self._stat(path, "stat")
+        st = self.stat(path, "stat")
         if st.st_size <= size:
             return
-        self._keep_bytes(path, size, st, reason)
+        if self.keeper is not None:
+            self.keeper.cut(path, size, st, reason)
         try:
             self._pre("truncate", path)
             os.truncate(path, size)
-            self._account(path, freed=allocated(st) - allocated(os.stat(path)))
+            self.account(path, freed=allocated(st) - allocated(os.stat(path)))
             fd = os.open(path, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -506,22 +522,18 @@ class FsOps:
             if keep_mtime:
                 os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
         except OSError as e:
-            raise self._error(e, path, "truncate") from None
+            raise self.write_error(e, path, "truncate") from None
         self.step(f"truncate {path} to {size}")
 
     def extend(self, path: Path, size: int) -> None:
         """setLength to a larger size (zeros), e.g. an index resized for the active segment."""
         self._gate("extend", path)
         if self._keeping():
-            st = self._stat(path, "extend")
-            if st.st_size < size:
-                self._written.pop(_key(path), None)
-                self._note(self._entry(EntryKind.EXTENDED, path, "", size=st.st_size, new_size=size,
-                                       mtime_ns=st.st_mtime_ns))
+            self.keeper.extending(path, size)
         try:
             os.truncate(path, size)
         except OSError as e:
-            raise self._error(e, Path(path), "extend") from None
+            raise self.write_error(e, Path(path), "extend") from None
         self.step(f"extend {path} to {size}")
 
     def delete(self, path: Path, reason: str) -> None:
@@ -550,31 +562,11 @@ class FsOps:
                 batch.append((Path(path), reason))
         self._gate("unlink", *(path for path, _ in batch))
         if self._keeping():
-            for path, _ in batch:       # bytes it cannot read cannot be kept: refused before any change
-                check_readable(path)
-        if not self._keeping():
-            self._note_all([self._entry(EntryKind.REMOVED, path, reason) for path, reason in batch])
-            self._unlink_all([path for path, _ in batch], missing_ok=True)
+            self.keeper.remove_kept(batch)
             return
-        if self._moves_by_copy():
-            for path, reason in batch:
-                self._move_by_copy(path, reason)
-            return
-        kept, kept_in = [], {}
-        for path, reason in batch:
-            target, stored = self._quarantine_target(path)
-            written = self._written.pop(_key(path), None)     # what this op wrote there: hashed already
-            known = self._link_or_copy(path, target) or written
-            kept.append((path, reason, target, stored, known))
-            kept_in[target.parent] = None
-        facts = self._hash_all([(target, known) for _, _, target, _, known in kept])
-        for d in kept_in:
-            self.fsync_dir(d)
-        self._note_all([self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
-                        for (path, reason, _, stored, _), (size, sha) in zip(kept, facts)])
-        for (path, *_), (size, _) in zip(kept, facts):
-            self._account(path, held=size)
-        self._unlink_all([path for path, _ in batch], missing_ok=False)
+        if self.keeper is not None:
+            self.keeper.dropped(batch)
+        self.unlink_all([path for path, _ in batch], missing_ok=True)
 
     def _account_replacing(self, path: Path, new: Path) -> None:
         """The space figures of `new` renamed over `path`: the new file's blocks taken, the old
@@ -587,25 +579,9 @@ class FsOps:
             old = None
         except OSError:
             return
-        self._account(path, freed=-taken + (allocated(old) if old is not None and old.st_nlink == 1 else 0))
+        self.account(path, freed=-taken + (allocated(old) if old is not None and old.st_nlink == 1 else 0))
 
-    def _move_by_copy(self, path: Path, reason: str) -> None:
-        """One file into a quarantine on another file system, so that its space comes back at
-        once (a full disk's retain frees segment by segment): copied to `<target>.partial`,
-        fsynced, renamed; the copy read back and checked against what was read from the log
-        dir; its entry written; then the file unlinked and its directory fsynced."""
-        target, stored = self._quarantine_target(path)
-        written = self._written.pop(_key(path), None)
-        size, sha = self._copy_range(path, target, 0, None)
-        self.fsync_dir(target.parent)
-        if self._hash(target) != (size, sha) or (written is not None and written != (size, sha)):
-            raise WriteError("the copy in the quarantine does not read back as the file: nothing was removed",
-                             path=str(target))
-        self._note(self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha))
-        self._account(path, held=size)
-        self._unlink_all([path], missing_ok=False)
-
-    def _unlink_all(self, paths: list[Path], missing_ok: bool) -> None:
+    def unlink_all(self, paths: list[Path], missing_ok: bool) -> None:
         """Unlink in order, one step each, then fsync each directory once (also those already
         left when an unlink fails, so that what was done is durable when the error is shown)."""
         left: dict[Path, None] = {}
@@ -620,14 +596,14 @@ class FsOps:
                         continue
                     raise
                 if st.st_nlink == 1:         # its last link: df gains its blocks
-                    self._account(path, freed=allocated(st))
+                    self.account(path, freed=allocated(st))
                 self.step(f"unlink {path}")
                 left[path.parent] = None
         except OSError as e:
             for d in left:
                 with contextlib.suppress(WriteError):     # the unlink's error is the one to show
                     self.fsync_dir(d)
-            raise self._error(e, path, "delete") from None
+            raise self.write_error(e, path, "delete") from None
         for d in left:
             self.fsync_dir(d)
 
@@ -650,8 +626,8 @@ class FsOps:
                     os.rename(stored, path)
                 except OSError as e:
                     if e.errno != errno.EXDEV:
-                        raise self._error(e, path, "put back") from None
-                    self._copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
+                        raise self.write_error(e, path, "put back") from None
+                    self.copy_range(stored, path, 0, None, path.with_name(path.name + TMP_SUFFIX))
                 else:
                     self.step(f"rename {stored} -> {path}")
                 dirs[path.parent] = None
@@ -679,7 +655,7 @@ class FsOps:
                 fo.flush()
                 os.fsync(fo.fileno())
         except OSError as e:
-            raise self._error(e, path, "append to") from None
+            raise self.write_error(e, path, "append to") from None
         self.step(f"append {length} bytes to {path}")
 
     def append_line(self, path: Path, line: bytes) -> None:
@@ -698,7 +674,7 @@ class FsOps:
             finally:
                 os.close(fd)
         except OSError as e:
-            raise self._error(e, path, "write") from None
+            raise self.write_error(e, path, "write") from None
         self.step(f"append {path}")
         if new:
             self.fsync_dir(path.parent)
@@ -717,38 +693,52 @@ class FsOps:
             self._pre("rmtree", aside)
             shutil.rmtree(aside)
         except OSError as e:
-            raise self._error(e, Path(getattr(e, "filename", None) or folder), "remove") from None
+            raise self.write_error(e, Path(getattr(e, "filename", None) or folder), "remove") from None
         self.step(f"rmtree {aside}")
         self.fsync_dir(folder.parent)
 
-    # -- quarantine --------------------------------------------------------------------------
+    # -- the quarantine's writer works through these -------------------------------------------
     def _keeping(self) -> bool:
-        q = self.quarantine
-        return q is not None and q.root is not None
+        """Removed data is kept in a quarantine (not --no-quarantine, not without one)."""
+        return self.keeper is not None and self.keeper.keeping
 
-    def _entry(self, kind: EntryKind, path: Path, reason: str, **facts) -> QuarantineEntry:
-        return QuarantineEntry(kind, os.path.abspath(path), reason, utc_stamp(), id=f"{os.getpid()}-{next(self._ids)}",
-                               log_dir=os.path.abspath(self.base_dir), **facts)
+    def hard_link(self, path: Path, target: Path) -> bool:
+        """`target` made a hard link to `path` (not fsynced in its directory), one step; False
+        where the file system cannot link them (another one, no links: the caller copies)."""
+        try:
+            self._pre("link", target)
+            os.link(path, target, follow_symlinks=False)
+        except OSError as e:
+            if e.errno not in _NO_LINK:
+                raise self.write_error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
+            return False
+        self.step(f"link {path} -> {target}")
+        return True
 
-    def _quarantine_target(self, path: Path) -> tuple[Path, str]:
-        """Where `path` is kept: its path relative to the log dir, inside the folder (`.1`, `.2`...
-        when that name is taken), the directories made: (target, its name relative to the folder)."""
-        path = os.path.abspath(path)
-        base = os.path.abspath(self.base_dir)
-        if os.path.commonpath([path, base]) == base and path != base:
-            rel = os.path.relpath(path, base)
-        else:
-            rel = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
-        folder = str(self.quarantine.folder)
-        name, n = rel, 1
-        while os.path.lexists(os.path.join(folder, name)) or os.path.lexists(os.path.join(folder, name + PARTIAL_SUFFIX)):
-            name = f"{rel}.{n}"
-            n += 1
-        target = Path(folder, name)
-        self._make_dirs(target.parent)
-        return target, name
+    def create_journal(self, path: Path, header: bytes) -> bool:
+        """A journal (the quarantine's manifest) created exclusively with its header line, fsynced,
+        its directory fsynced; False when it exists (another process of the same run made it)."""
+        try:
+            self._pre("write", path)
+            reference = ownership.like(path)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
+            ownership.adopt(fd, reference)
+        except FileExistsError:
+            return False
+        except OSError as e:
+            raise self.write_error(e, path, "create the quarantine") from None
+        try:
+            os.write(fd, header)
+            os.fsync(fd)
+        except OSError as e:
+            raise self.write_error(e, path, "write to the quarantine") from None
+        finally:
+            os.close(fd)
+        self.step(f"write {path}")
+        self.fsync_dir(path.parent)
+        return True
 
-    def _make_dirs(self, directory: Path) -> None:
+    def make_dirs(self, directory: Path) -> None:
         """mkdir -p, each new directory's entry fsynced in its parent."""
         missing = []
         d = Path(directory)
@@ -759,107 +749,12 @@ class FsOps:
             for d in reversed(missing):
                 self._pre("mkdir", d)
                 d.mkdir(exist_ok=True)
-                ownership.adopt_dir(d, self._holds(d))
+                ownership.adopt_dir(d, self.base_dir if self.keeper is None else self.keeper.holds(d))
                 _fsync_path(d.parent, directory=True)
         except OSError as e:
-            raise self._error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
+            raise self.write_error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
 
-    def _holds(self, directory: Path) -> Path:
-        """The log dir's directory whose files a quarantine directory holds (its owner and mode
-        are the quarantine directory's): the partition dir for `<folder>/<partition>`, else the
-        log dir."""
-        q = self.quarantine
-        if q is not None and q.folder is not None:
-            try:
-                rel = Path(directory).relative_to(q.folder)
-            except ValueError:
-                rel = None
-            if rel is not None and rel.parts and (self.base_dir / rel).is_dir():
-                return self.base_dir / rel
-        return self.base_dir
-
-    def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
-        """`path` kept at `target`, durable: (size, sha256) of what is kept."""
-        kept = self._link_or_copy(path, target) or known or self._hash(target)
-        self.fsync_dir(target.parent)
-        return kept
-
-    def _link_or_copy(self, path: Path, target: Path) -> tuple[int, str] | None:
-        """`path` kept at `target` by a hard link (None: not hashed yet), else by a copy through
-        `<target>.partial`, fsynced: (size, sha256) of the copy. The directory is not fsynced."""
-        try:
-            self._pre("link", target)
-            os.link(path, target, follow_symlinks=False)
-        except OSError as e:
-            if e.errno not in _NO_LINK:
-                raise self._error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
-            return self._copy_range(path, target, 0, None)
-        self.step(f"link {path} -> {target}")
-        return None
-
-    def _keep_bytes(self, path: Path, start: int, st: os.stat_result, reason: str) -> None:
-        end = st.st_size
-        self._written.pop(_key(path), None)
-        facts = dict(start=start, end=end, size=end - start)
-        if not self._keeping():
-            self._note(self._entry(EntryKind.CUT, path, reason, **facts))
-            return
-        zeros, sha = _scan(path, start, end)
-        facts.update(sha256=sha, mtime_ns=st.st_mtime_ns)
-        if zeros:
-            self._note(self._entry(EntryKind.CUT, path, reason, zeros=True, **facts))
-            return
-        target, stored = self._quarantine_target(path.with_name(f"{path.name}.bytes-{start}-{end}"))
-        _, facts["sha256"] = self._copy_range(path, target, start, end)
-        self.fsync_dir(target.parent)
-        self._note(self._entry(EntryKind.CUT, path, reason, stored=stored, **facts))
-        self._account(path, held=end - start)
-
-    def _keep_overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None:
-        """write_atomic's entry: the old file kept (unless identical), or the new file noted as
-        created. The new content's sha256 covers `data`; its zero padding (an index's
-        preallocation) is only counted, not hashed. Returns (size, sha256) of the new file when
-        it has no padding (what a later rename or delete of it can reuse)."""
-        zeros = max((preallocate or 0) - len(data), 0)
-        size, sha = len(data) + zeros, hashlib.sha256(data).hexdigest()
-        new = dict(new_size=size, new_sha256=sha, new_zeros=zeros or None, tmp=os.path.abspath(tmp))
-        if os.path.lexists(tmp):
-            self.delete(tmp, "a leftover temporary file, written over")
-        self._written.pop(_key(path), None)
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            self._note(self._entry(EntryKind.CREATED, path, "", **new))
-            return None if zeros else (size, sha)
-        except OSError as e:
-            raise self._error(e, path, "stat") from None
-        try:
-            old_size, old_sha, same = _compare_file(path, data, size)
-        except OSError as e:
-            raise self._error(e, path, "read") from None
-        if same:      # the same bytes: only the file's time changes
-            self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns))
-        else:
-            target, stored = self._quarantine_target(path)
-            self._keep_whole(path, target, (old_size, old_sha))
-            self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old_size, sha256=old_sha, **new))
-            self._account(path, held=old_size)
-        return None if zeros else (size, sha)
-
-    def _keep_renamed(self, src: Path, dst: Path) -> tuple[int, str]:
-        """rename's entry (a target it replaces kept first): (size, sha256) of the moved file."""
-        moved = self._written.pop(_key(src), None) or self._hash(src)
-        facts = {}
-        if os.path.lexists(dst):
-            target, stored = self._quarantine_target(dst)
-            size, sha = self._keep_whole(dst, target, self._written.pop(_key(dst), None))
-            facts = dict(stored=stored, size=size, sha256=sha)
-            self._account(dst, held=size)
-        self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=moved[0],
-                               new_sha256=moved[1], **facts))
-        return moved
-
-    def _copy_range(self, src: Path, dst: Path, start: int, end: int | None,
+    def copy_range(self, src: Path, dst: Path, start: int, end: int | None,
                     partial: Path | None = None) -> tuple[int, str]:
         """[start, end) of `src` (to its end when None) copied to `partial` (`<dst>.partial`),
         fsynced, renamed to `dst`: (size, sha256) of the copy."""
@@ -878,11 +773,11 @@ class FsOps:
             os.rename(partial, dst)
         except OSError as e:
             _unlink_quietly(partial)
-            raise self._error(e, dst, "write to the quarantine") from None
+            raise self.write_error(e, dst, "write to the quarantine") from None
         self.step(f"copy {src}[{start}:{end}] -> {dst}")
         return size, h.hexdigest()
 
-    def _hash_all(self, files: list[tuple[Path, tuple[int, str] | None]]) -> list[tuple[int, str]]:
+    def digest_all(self, files: list[tuple[Path, tuple[int, str] | None]]) -> list[tuple[int, str]]:
         """(size, sha256) of each (path, known facts or None): those not known read by a few
         threads at once when there is much to read (hashlib lets go of the GIL on large
         buffers), so that reading one file overlaps hashing another."""
@@ -893,78 +788,28 @@ class FsOps:
             big = False
         if big:
             with concurrent.futures.ThreadPoolExecutor(min(_HASH_THREADS, len(todo))) as pool:
-                hashed = iter(list(pool.map(self._hash, todo)))
+                hashed = iter(list(pool.map(self.digest, todo)))
         else:
-            hashed = map(self._hash, todo)
+            hashed = map(self.digest, todo)
         return [known or next(hashed) for _, known in files]
 
-    def _hash(self, path: Path) -> tuple[int, str]:
+    def digest(self, path: Path) -> tuple[int, str]:
         try:
             return _hash_file(path)
         except OSError as e:
-            raise self._error(e, Path(path), "read") from None
+            raise self.write_error(e, Path(path), "read") from None
 
-    def _stat(self, path: Path, doing: str) -> os.stat_result:
+    def stat(self, path: Path, doing: str) -> os.stat_result:
         try:
             return os.stat(path)
         except OSError as e:
-            raise self._error(e, Path(path), doing) from None
+            raise self.write_error(e, Path(path), doing) from None
 
     def prepare_quarantine(self) -> None:
         """Create the quarantine folder and its manifest now, so that an unwritable or full
         quarantine is found before the log dir is touched."""
         if self._keeping():
-            self._open_manifest()
-
-    def _note(self, entry: QuarantineEntry) -> None:
-        self._note_all([entry])
-
-    def _note_all(self, entries: list[QuarantineEntry]) -> None:
-        """Record entries: in memory (for the report) and, with a quarantine folder, as lines of
-        its manifest, one write and one fdatasync for all, before the changes they describe."""
-        if self.quarantine is None or not entries:
-            return
-        self.quarantine.entries.extend(entries)
-        if self._keeping():
-            self._append_entries(entries)
-
-    def _append_entry(self, entry: QuarantineEntry) -> None:
-        self._append_entries([entry])
-
-    def _append_entries(self, entries: list[QuarantineEntry]) -> None:
-        self._open_manifest()
-        self.append_line(self._manifest, b"".join(e.line() for e in entries))
-
-    def _open_manifest(self) -> None:
-        """The quarantine folder and its manifest's header line, once (another process of the same
-        run may have written them: the manifest is created exclusively)."""
-        if self._manifest is not None:
-            return
-        q = self.quarantine
-        self._make_dirs(q.folder)
-        try:
-            self._pre("write", q.journal)
-            reference = ownership.like(q.journal)
-            fd = os.open(q.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o644)
-            ownership.adopt(fd, reference)
-        except FileExistsError:
-            fd = None
-        except OSError as e:
-            raise self._error(e, q.journal, "create the quarantine") from None
-        if fd is not None:
-            try:
-                os.write(fd, q.header(self.base_dir))
-                os.fsync(fd)
-            except OSError as e:
-                raise self._error(e, q.journal, "write to the quarantine") from None
-            finally:
-                os.close(fd)
-            self.step(f"write {q.journal}")
-            self.fsync_dir(q.folder)
-            # found again by `quarantine list LOGDIR` wherever --quarantine put it
-            from kafkalog_cli.storage.quarantine_registry import record
-            record(self.base_dir, q.folder)
-        self._manifest = q.journal
+            self.keeper.prepare()
 
 
 def take_owner_and_mode(path: Path, like: os.stat_result) -> None:
@@ -1001,37 +846,6 @@ def _hash_file(path: Path) -> tuple[int, str]:
             h.update(chunk)
             size += len(chunk)
     return size, h.hexdigest()
-
-
-def _compare_file(path: Path, data: bytes, size: int) -> tuple[int, str, bool]:
-    """(size, sha256) of `path`, and whether it holds `data` then zeros up to `size`: one read."""
-    h = hashlib.sha256()
-    n, same = 0, True
-    with open_file(path) as f:
-        while chunk := f.read(_COPY_CHUNK):
-            h.update(chunk)
-            if same:
-                want = data[n:n + len(chunk)]
-                same = chunk.startswith(want) and chunk.count(0, len(want)) == len(chunk) - len(want)
-            n += len(chunk)
-    return n, h.hexdigest(), same and n == size
-
-
-def _scan(path: Path, start: int, end: int) -> tuple[bool, str]:
-    """(all zero?, sha256) of [start, end) of `path`."""
-    h = hashlib.sha256()
-    zeros = True
-    with open_file(path) as f:
-        f.seek(start)
-        remaining = end - start
-        while remaining > 0:
-            chunk = f.read(min(_COPY_CHUNK, remaining))
-            if not chunk:
-                break
-            h.update(chunk)
-            zeros = zeros and chunk.count(0) == len(chunk)
-            remaining -= len(chunk)
-    return zeros, h.hexdigest()
 
 
 def _unlink_quietly(path: Path) -> None:

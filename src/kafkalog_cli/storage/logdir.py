@@ -312,9 +312,9 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
             if f.name == f"{o:020d}{s}":
                 files.append((o, suffixes.index(s), f))
     out = [f for _, _, f in sorted(files)]
-    from kafkalog_cli.storage import segment
+    from kafkalog_cli.storage import live_files
 
-    segment.listed(out)         # a live broker may rename or delete them before they are read
+    live_files.listed(out)         # a live broker may rename or delete them before they are read
     return out
 
 

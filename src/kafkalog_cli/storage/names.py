@@ -21,6 +21,8 @@ SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFI
 TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 TMP_SUFFIX = ".kafkalog-tmp"               # a file kafkalog is writing (storage.fsops), until it is renamed
 STAGING_DIRNAME = ".kafkalog-staging"       # beside a log dir: move-partition's copies being made
+PARTIAL_SUFFIX = ".partial"                 # a copy into the quarantine, until it is complete
+PRUNING_SUFFIX = ".kafkalog-pruning"       # a quarantine folder prune renamed aside before removing it
 
 # Root files of a log dir
 LOCK_FILE = ".lock"

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Iterator
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
-from kafkalog_cli.storage.segment import Segment, listed
+from kafkalog_cli.storage.live_files import listed
+from kafkalog_cli.storage.segment import Segment
 
 if TYPE_CHECKING:  # records are imported when batches are read, not to list a directory
     from kafkalog_cli.formats.records import RecordBatch
@@ -80,7 +81,7 @@ class Partition:
             elif suffix.endswith(names.TEMP_SUFFIXES):
                 temp_files.append(name)
         bases.sort()
-        # a live broker may rename or delete them before they are read (storage.segment.followed)
+        # a live broker may rename or delete them before they are read (storage.live_files.followed)
         listed(f"{directory}/{name}" for name in entries if len(name) >= 22 and name[:20].isdigit())
         last = len(bases) - 1
         segments = [Segment(directory, b, is_active=i == last, listed=True) for i, b in enumerate(bases)]

@@ -1,4 +1,5 @@
 """The quarantine: what an operation took out of a log dir, kept beside it, and how to put it back.
+Its entries, layout, listing and restore are here; storage/quarantine_writer.py writes it.
 
 Layout. A broker treats every subdirectory of a log dir as a partition, so nothing may be added
 inside it. Each run of recover, roll, retain or compact gets a folder `<root>/<UTC stamp>-<op>/`,
@@ -43,7 +44,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
-from kafkalog_cli.storage.names import STAGING_DIRNAME, TMP_SUFFIX, staging_dir
+from kafkalog_cli.storage.names import PRUNING_SUFFIX, STAGING_DIRNAME, TMP_SUFFIX, staging_dir
 
 if TYPE_CHECKING:
     from kafkalog_cli.storage.fsops import FsOps
@@ -52,8 +53,6 @@ QUARANTINE_DIRNAME = ".kafkalog-quarantine"
 JOURNAL = "manifest.jsonl"
 LEGACY_MANIFEST = "manifest.json"
 PROGRESS = "restore.jsonl"
-PARTIAL_SUFFIX = ".partial"
-PRUNING_SUFFIX = ".kafkalog-pruning"      # a folder prune renamed aside before removing it
 VERSION = 2
 _STAMP = "%Y%m%dT%H%M%S.%fZ"
 _CHUNK = 1 << 20
@@ -144,32 +143,6 @@ class QuarantineEntry:
         e = cls(**{k: v for k, v in d.items() if k in known})
         e.kind = EntryKind(e.kind)
         return e
-
-
-@dataclass
-class Quarantine:
-    """Where removed data goes. `root=None` means --no-quarantine: removed data is dropped."""
-
-    root: Path | None
-    op: str
-    stamp: str = field(default_factory=utc_stamp)
-    entries: list[QuarantineEntry] = field(default_factory=list)
-    other_log_dirs: tuple[Path, ...] = ()     # more log dirs the op changes (move-partition's source)
-
-    @property
-    def folder(self) -> Path | None:
-        return None if self.root is None else Path(self.root) / f"{self.stamp}-{self.op}"
-
-    @property
-    def journal(self) -> Path | None:
-        return None if self.folder is None else self.folder / JOURNAL
-
-    def header(self, log_dir: Path) -> bytes:
-        h = {"kafkalog_quarantine": VERSION, "op": self.op, "created": self.stamp,
-             "log_dir": os.path.abspath(log_dir)}
-        if self.other_log_dirs:
-            h["log_dirs"] = [os.path.abspath(log_dir), *(os.path.abspath(d) for d in self.other_log_dirs)]
-        return (json.dumps(h, separators=(",", ":")) + "\n").encode()
 
 
 # ----------------------------------------------------------------------------- reading folders

@@ -16,7 +16,7 @@ from typing import Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.sources import expand_sources, has_glob, is_remote, scheme
+from kafkalog_cli.storage.paths_given import expand_sources, has_glob, is_remote, scheme
 
 CHUNK = 8 << 20          # bytes of batches fetched by one ranged read
 _SCHEMES = {"s3a": "s3", "s3n": "s3"}     # Hadoop's names for what pyarrow calls s3

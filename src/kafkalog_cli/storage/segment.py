@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import contextlib
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -10,11 +9,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
 
 from kafkalog_cli.errors import CorruptRecordError, InputError
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, live_files
+from kafkalog_cli.storage.live_files import map_file, read_file, unmap
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
+    from kafkalog_cli.storage.recovery import LogTail
 from kafkalog_cli.storage.names import (
-    DELETED_SUFFIX, INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
+    INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
     offset_from_name, parse_partition_dir, segment_file,
 )
 
@@ -35,114 +36,6 @@ class BatchHeader(NamedTuple):
     max_timestamp: int
 
 
-@dataclass
-class LogTail:
-    """What only the .log can tell about a segment's end, read by `Segment.recovery_walk`: its
-    next offset, the largest batch timestamp of the batches walked, and the end of the complete
-    valid batches (where a broker's recovery would truncate)."""
-
-    next_offset: int
-    max_timestamp: int
-    valid_size: int
-    offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
-    codecs: frozenset = frozenset()       # compression ids of those batches
-    damage: "CorruptRecordError | None" = None   # what stopped the walk (not preallocated zeros)
-    corrupt_batch: bool = False           # the damage is a batch that is not sound, not a torn end
-    position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
-
-
-# ------------------------------------------------------------------ a live broker's dir
-# Read-only commands may run beside a live broker, whose retention and cleaner rename a segment's
-# files to `.deleted` (LocalLog.deleteSegmentFiles: renamed at once, deleted file.delete.delay.ms
-# later) or replace them (the cleaner's .cleaned -> .swap -> rename) between kafkalog's listing
-# of a partition dir and its opening a file. A file that a listing found and that is gone when
-# opened is followed to its `.deleted` name, or, gone altogether, read as empty: the log is read
-# as it stands, and `live_note` says so (a command sets it; by default it writes to stderr).
-_LISTED: set[str] = set()
-
-
-def listed(paths) -> None:
-    """Files a listing of a partition dir found (storage.logdir, Partition.open)."""
-    _LISTED.update(map(str, paths))
-
-
-def _stderr_note(text: str) -> None:
-    import sys
-
-    from kafkalog_cli.errors import one_line
-
-    sys.stderr.write(f"kafkalog: note: {one_line(text)}\n")
-
-
-live_note: Callable[[str], None] = _stderr_note
-
-
-class RemovedByBroker(InputError):
-    """A listed file removed since the listing (no `.deleted` copy either)."""
-
-
-def followed(path: Path | str) -> Path | str:
-    """`path`, or where the broker moved it since it was listed (its `.deleted` name); raises
-    RemovedByBroker if it is gone altogether. A path no listing found is left as it is (a
-    missing file given by the user stays an error)."""
-    if str(path) not in _LISTED or os.path.lexists(path):
-        return path
-    moved = Path(f"{path}{DELETED_SUFFIX}")
-    if os.path.lexists(moved):
-        live_note(f"{path}: renamed to {moved.name} by the broker while this command ran (retention or the "
-                  f"cleaner deletes it soon): read from there")
-        return moved
-    live_note(f"{path}: removed by the broker while this command ran (retention or the cleaner): read as it "
-              f"stands, without it")
-    raise RemovedByBroker("removed by the broker while this command ran", path=str(path))
-
-
-def was_listed(path: Path | str) -> bool:
-    return str(path) in _LISTED
-
-
-def read_listed(path: Path | str) -> bytes | None:
-    """read_file, or None for a listed file the broker has removed since (noted)."""
-    try:
-        with files.opened(followed(path)) as f:
-            return f.read()
-    except RemovedByBroker:
-        return None
-
-
-def map_file(path: Path | str):
-    """The file's bytes without copying them: an mmap, or b'' for an empty file (mmap refuses 0)
-    or for a listed file the broker has removed since (see `followed`)."""
-    try:
-        with files.opened(followed(path)) as f:
-            if os.fstat(f.fileno()).st_size == 0:
-                return b""
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except RemovedByBroker:
-        return b""
-
-
-def unmap(buf) -> None:
-    """Close an mmap from map_file (anything else is left alone). While a view of it is still
-    held (a memoryview in an exception's traceback frames, a buffer handed out), closing raises
-    BufferError: the map then goes when the last view does, as the collector releases it. The one
-    place a segment's mapping is closed, so no reader's error turns into a BufferError."""
-    if isinstance(buf, mmap.mmap):
-        try:
-            buf.close()
-        except BufferError:
-            pass
-
-
-def read_file(path: Path | str) -> bytes:
-    """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
-    try:
-        with files.opened(followed(path)) as f:
-            return f.read()
-    except RemovedByBroker:
-        return b""
-
-
 def not_regular_reason(path: Path | str) -> str | None:
     """Why `path` cannot be read as a file (missing, a dangling symlink, a directory, a FIFO,
     a device or socket), or None for a regular file (or a symlink to one). Only stats: a FIFO
@@ -150,7 +43,7 @@ def not_regular_reason(path: Path | str) -> str | None:
     try:
         st = os.stat(path)
     except OSError as e:
-        if isinstance(e, FileNotFoundError) and str(path) in _LISTED and not os.path.islink(path):
+        if isinstance(e, FileNotFoundError) and live_files.was_listed(path) and not os.path.islink(path):
             return None     # a live broker moved or removed it since the listing: reading it follows it
         return files.os_error_message(path, e)
     kind = files.kind_of(st.st_mode)
@@ -181,7 +74,7 @@ class Segment:
     is_active: bool = False
     next_base_offset: int | None = None     # the next segment's base in the partition, if known
     recovered_on_load: bool = False         # the broker recovers it on load (no clean shutdown)
-    listed: bool = False                    # found by a listing: a live broker may move it (`followed`)
+    listed: bool = False                    # found by a listing: a live broker may move it (`live_files.followed`)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: "LogTail | None" = field(default=None, repr=False)
@@ -258,7 +151,7 @@ class Segment:
     def log(self):
         if self._log is None:
             if self.listed:     # also in a worker process, whose own listing this was not
-                _LISTED.add(str(self.source_path))
+                live_files.listed([self.source_path])
             self._log = map_file(self.source_path)
         return self._log
 
@@ -287,12 +180,12 @@ class Segment:
             try:
                 self._stat = os.stat(path)
             except FileNotFoundError:
-                if not self.listed and str(path) not in _LISTED:
+                if not self.listed and not live_files.was_listed(path):
                     raise
-                _LISTED.add(str(path))
+                live_files.listed([path])
                 try:                # renamed or removed by a live broker since the listing
-                    self._stat = os.stat(followed(path))
-                except (RemovedByBroker, FileNotFoundError):
+                    self._stat = os.stat(live_files.followed(path))
+                except (live_files.RemovedByBroker, FileNotFoundError):
                     self._stat = os.stat_result((0,) * 10)
         return self._stat
 
@@ -311,16 +204,16 @@ class Segment:
 
     def _open_fd(self, path) -> int | None:
         """os.open for reading; a listed file a live broker has moved since is followed, and one
-        it removed is None (storage.segment.followed)."""
+        it removed is None (storage.live_files.followed)."""
         try:
             return files.open_fd(path)
         except files.MissingFile:
-            if not self.listed and str(path) not in _LISTED:
+            if not self.listed and not live_files.was_listed(path):
                 raise
-        _LISTED.add(str(path))
+        live_files.listed([path])
         try:
-            return files.open_fd(followed(path))
-        except (RemovedByBroker, files.MissingFile):
+            return files.open_fd(live_files.followed(path))
+        except (live_files.RemovedByBroker, files.MissingFile):
             return None
 
     def index_file_bytes(self, suffix: str, entry_size: int) -> int:
@@ -452,6 +345,7 @@ class Segment:
             if whole.next_offset == self.base_offset:
                 return whole
             from kafkalog_cli.formats.indexes import OffsetIndexEntry, offset_entry_problem, read_start
+            from kafkalog_cli.storage.recovery import LogTail, StopReason
 
             off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
             bad = offset_entry_problem(OffsetIndexEntry(off, pos), self.base_offset, None) if entry else None
@@ -463,14 +357,17 @@ class Segment:
             # a bad entry is the index's fault: name the index, else the .log where the entry points
             where = (dict(path=str(self.index_path)) if bad else
                      dict(path=str(self.source_path), position=read_start(pos, len(log))))
-            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where))
+            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where),
+                           stop=StopReason.NO_BATCH_AT_INDEX_ENTRY)
 
     def _tail_start(self) -> int:
         entry = self.last_offset_index_entry()
         if entry is None or entry[1] == 0:
             return 0
         with self.mapped() as log:
-            sound = _check_entry_batch(log, entry[1], self.base_offset + entry[0]) is None
+            from kafkalog_cli.storage.index_checks import entry_batch_problem
+
+            sound = entry_batch_problem(log, entry[1], self.base_offset + entry[0]) is None
         return entry[1] if sound else 0
 
     def read_next_offset(self) -> int:
@@ -566,8 +463,10 @@ class Segment:
         log = self.log
         start = 0
         entry = None
-        entries, why = _usable_entries(self.offset_index,
-                                       lambda es: _check_offset_entries(es, self.base_offset, len(log)))
+        from kafkalog_cli.storage.index_checks import entry_batch_problem, offset_entries_problem, usable_entries
+
+        entries, why = usable_entries(self.offset_index,
+                                      lambda es: offset_entries_problem(es, self.base_offset, len(log)))
         if why is None:
             lo, hi = 0, len(entries) - 1
             while lo <= hi:
@@ -578,7 +477,7 @@ class Segment:
                 else:
                     hi = mid - 1
             if entry is not None and entry.position > 0:
-                why = _check_entry_batch(log, entry.position, entry.offset)
+                why = entry_batch_problem(log, entry.position, entry.offset)
                 if why is None:
                     start = entry.position
         return self._scan_start(start, why, self.index_path, warn)
@@ -591,8 +490,9 @@ class Segment:
         holding the entry's offset has the entry's timestamp as its max timestamp; otherwise the
         log is scanned from its first byte (and `warn` says why)."""
         entry = None
-        entries, why = _usable_entries(self.time_index,
-                                       lambda es: _check_time_entries(es, self.base_offset))
+        from kafkalog_cli.storage.index_checks import time_entries_problem, usable_entries
+
+        entries, why = usable_entries(self.time_index, lambda es: time_entries_problem(es, self.base_offset))
         if why is None:
             for e in entries:
                 if e.timestamp < timestamp:
@@ -661,39 +561,12 @@ class Segment:
                                 t.damage is None, appended)
 
     def recovery_walk(self, start: int = 0, validate: bool = True) -> "LogTail":
-        """The one walk of a segment's batches from `start`, by LogSegment.recover's rule: every
-        complete batch with a size of at least 14 (and, `validate`, a known magic and a matching
-        CRC: what recovery checks and a clean load's readNextOffset does not) counts; the first
-        that is not (or bytes that are not a whole batch) ends the log there, and is the tail's
-        `damage` (a CorruptRecordError naming the file and byte) unless only zeros follow (a
-        preallocated .log)."""
-        from kafkalog_cli.formats.records import iter_batches
+        """`storage.recovery.walk_tail` over this segment's .log from `start` (LogSegment.recover's
+        rule without rebuilding anything; `validate` False: readNextOffset's, sizes only)."""
+        from kafkalog_cli.storage.recovery import walk_tail
 
         with self.mapped() as buf:
-            size = len(buf)
-            if start >= size:
-                start = 0
-            nxt, max_ts, end = self.base_offset, -1, start
-            offset_of_max, max_pos, codecs = -1, -1, set()
-            fault = None
-            try:
-                for b in iter_batches(buf, start):
-                    fault = _batch_fault(buf, b.position) if validate else None
-                    if fault is not None:
-                        break
-                    nxt, end = b.last_offset + 1, b.position + b.size
-                    if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
-                        max_ts, offset_of_max, max_pos = b.max_timestamp, b.last_offset, b.position
-                    codecs.add(b.compression_id)
-            except CorruptRecordError as e:
-                fault = e.message
-            damage = None
-            if bytes(buf[end:]).strip(b"\0"):
-                why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
-                                f" (a broker's recovery truncates them, as `kafkalog recover` does)")
-                damage = CorruptRecordError(why, path=str(self.source_path), position=end)
-            return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage,
-                           damage is not None and fault is not None, max_pos)
+            return walk_tail(buf, self.base_offset, str(self.source_path), start, validate)
 
     def mapped_index_entries(self, suffix: str) -> list:
         """The `.index` or `.timeindex` entries (INDEX_SUFFIX or TIME_INDEX_SUFFIX) through an
@@ -805,67 +678,6 @@ def _read_or_empty(path: Path) -> bytes:
     return read_file(path)
 
 
-_MAGICS = (0, 1, 2)
-
-
-def _usable_entries(read: Callable[[], list], check: Callable[[list], str | None]) -> tuple[list, str | None]:
-    """An index's entries for a seek, and why they cannot be used (None if they can): unreadable,
-    or failing `check`. An unusable index only costs the seek its shortcut."""
-    try:
-        entries = read()
-    except Exception as e:  # noqa: BLE001 - whatever makes the index unreadable
-        return [], f"cannot be read ({getattr(e, 'message', e)})"
-    return entries, check(entries)
-
-
-def _check_offset_entries(entries, base_offset: int, log_size: int) -> str | None:
-    """Why the offset index's entries cannot be trusted, or None: offsets must be at least the
-    base offset and strictly increase, positions lie inside the log and do not decrease."""
-    from kafkalog_cli.formats.indexes import offset_entry_problem
-
-    for i, e in enumerate(entries):
-        why = offset_entry_problem(e, base_offset, log_size, entries[i - 1] if i else None)
-        if why is not None:
-            return f"byte {i * 8}: {why}"
-    return None
-
-
-def _check_time_entries(entries, base_offset: int) -> str | None:
-    from kafkalog_cli.formats.indexes import time_entry_problem
-
-    for i, e in enumerate(entries):
-        why = time_entry_problem(e, base_offset, entries[i - 1] if i else None)
-        if why is not None:
-            return f"byte {i * 12}: {why}"
-    return None
-
-
-def _check_entry_batch(log, position: int, offset: int) -> str | None:
-    """Why the batch an index entry points at cannot be where the entry's offset starts, or None:
-    a size of at least 14 that fits in the file, a known magic, a valid CRC, and a first offset
-    (for legacy entries, the wrapper's offset) not after the entry's offset."""
-    from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
-
-    n = len(log)
-    if position < 0:
-        return f"entry (offset {offset}, position {position}) points before the log's first byte"
-    if position + 17 > n:
-        return f"entry (offset {offset}, position {position}) points past the last batch header"
-    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
-    magic = log[position + 16]
-    if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
-        return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
-                f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
-    if _batch_fault(log, position) is not None:
-        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
-    b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
-    first = b.base_offset_field if magic >= 2 else b.last_offset
-    if first > offset:
-        return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
-                f"{first}, after the entry's")
-    return None
-
-
 def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | None) -> int | None:
     """Where LogSegment.readNextOffset starts reading (Kafka 3.3.1: read(offsetIndex.lastOffset,
     log.sizeInBytes) -> translateOffset -> FileRecords.searchForOffsetWithSize): the first
@@ -890,22 +702,4 @@ def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | No
         if last >= target:
             return pos
         pos += 12 + size
-    return None
-
-
-def _batch_fault(log, position: int) -> str | None:
-    """Why the complete batch at `position` is not one LogSegment.recover keeps (an unknown
-    magic, a CRC that does not match its bytes), or None."""
-    from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch
-
-    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
-    magic = log[position + 16]
-    if magic not in _MAGICS:
-        return f"Invalid magic {magic if magic < 128 else magic - 256} in the batch of {size + LOG_OVERHEAD} bytes"
-    try:
-        valid = RecordBatch(log, position, size + LOG_OVERHEAD, magic).is_valid()
-    except Exception:  # noqa: BLE001 - a header too short to hold its CRC
-        valid = False
-    if not valid:
-        return f"the batch of {size + LOG_OVERHEAD} bytes fails its CRC check"
     return None
