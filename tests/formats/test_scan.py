@@ -1,6 +1,6 @@
-"""Every fast scanner of formats.scan against the reference decoder (formats.records): the same
+"""Every record scanner (formats/byte_loops.py's, and the key and span scanners) against the reference decoder (formats.records): the same
 values on well-formed batches (and no fallback there), and never a different answer on damaged
-ones (a scanner may give up with Malformed, never disagree)."""
+ones (a scanner may give up with Declined, never disagree)."""
 from __future__ import annotations
 
 import struct
@@ -16,10 +16,10 @@ from kafkalog_cli.formats.records import (
     encode_v2_record, iter_batches, set_v2_crc,
 )
 from kafkalog_cli.formats.framing import CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, check_batches
-from kafkalog_cli.formats.scan import (
-    Malformed, fast_v2_text, record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at,
-    v2_records_ok,
-)
+from kafkalog_cli.formats.byte_loops import batch_text, v2_records_ok
+from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
+from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.v2_region import Declined, records_region
 from kafkalog_cli.formats.varint import read_varint, write_varlong
 from tests.helpers.strategies import (FIELDS as _FIELDS, VALUES as _VALUES, damaged_chains,
                                       v2_batches)
@@ -38,7 +38,7 @@ def _uncompressed():
 
 def _fast_text(b: RecordBatch, last: int, metadata: bool, data_log: bool):
     pairs: list = []
-    text, last = fast_v2_text(b, last, pairs, metadata, data_log)
+    text, last = batch_text(b, last, pairs, metadata, data_log)
     return text.encode("utf-8", "replace"), last, pairs
 
 
@@ -111,7 +111,7 @@ def test_key_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
     for scan, ref in ((_keys, lambda b: want), (lambda b: _keys_into(b, 0), lambda b: _reference_keys_into(b, 0))):
         try:
             got = scan(b)
-        except (Malformed, KafkalogError):
+        except (Declined, KafkalogError):
             continue
         assert got == ref(b)
 
@@ -173,7 +173,7 @@ def test_span_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
         return
     try:
         data, s, e, spans = _spans(b)
-    except (Malformed, KafkalogError):
+    except (Declined, KafkalogError):
         return
     # (re-encoding a damaged header key is lossy, so the bytes are compared on well-formed ones)
     assert [(x.offset, x.timestamp, x.key, x.has_value) for x in spans] == [w[:4] for w in want]
@@ -291,9 +291,9 @@ def test_every_record_scanner_gives_up_where_the_reference_fails():
     b = _batch(set_v2_crc(raw))
     with pytest.raises(KafkalogError):
         b.records()
-    for scan in (lambda: fast_v2_text(b, -1, [], True, True), lambda: _keys(b), lambda: _keys_into(b, 0),
+    for scan in (lambda: batch_text(b, -1, [], True, True), lambda: _keys(b), lambda: _keys_into(b, 0),
                  lambda: _spans(b)):
-        with pytest.raises((Malformed, IndexError)):
+        with pytest.raises((Declined, IndexError)):
             scan()
 
 

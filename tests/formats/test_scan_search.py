@@ -1,4 +1,4 @@
-"""formats.scan.search_v2 (dump-log's search) against the reference: on well-formed batches the
+"""search_v2 (formats/byte_loops.py: dump-log's search) against the reference: on well-formed batches the
 records it finds are exactly those of RecordBatch.records() that storage.selection.Filters lets
 through (and it never gives up there); on damaged ones it gives up, or agrees, or (a CRC-valid
 batch whose bytes hold no possible match) finds nothing."""
@@ -9,8 +9,10 @@ import re
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
-from kafkalog_cli.formats.scan import RecordSearch, records_region, search_v2
+from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
+from kafkalog_cli.formats.byte_loops import search_v2
+from kafkalog_cli.formats.record_search import RecordSearch
+from kafkalog_cli.formats.v2_region import records_region
 from kafkalog_cli.storage.selection import Filters
 from tests.helpers.strategies import searches, v2_batches
 from tests.helpers.segments import damaged_batch

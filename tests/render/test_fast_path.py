@@ -1,4 +1,4 @@
-"""The record fast path (formats.scan.fast_v2_text) writes exactly what the general path writes:
+"""The record fast path (batch_text, formats/byte_loops.py) writes exactly what the general path writes:
 same stdout bytes, same stderr reports, same error at the same point."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.records import (
     SimpleRecord, build_v2_batch, iter_batches,
 )
-from kafkalog_cli.formats.scan import fast_v2_text
+from kafkalog_cli.formats.byte_loops import batch_text
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
 from tests.helpers.strategies import v2_batches
 from tests.helpers.segments import CODECS, STRING, corrupt_records as _corrupt_records, segment as _segment
@@ -59,7 +59,7 @@ def test_the_fast_path_takes_every_well_formed_v2_batch():
     n = 0
     for b in iter_batches(data):
         if b.magic == 2 and not b.is_control:
-            fast_v2_text(b, -1, [], True, True)   # raises if it would fall back
+            batch_text(b, -1, [], True, True)   # raises if it would fall back
             n += 1
     assert n == 4 * len(CODECS) + 1
 
@@ -91,4 +91,4 @@ def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, fla
     assert fast == _dump(tmp_path, batch, fast=False, **flags)
     assert fast[2] is None
     (b,) = iter_batches(batch)
-    fast_v2_text(b, -1, [], True, True)   # the fast path took it: no fallback hid a difference
+    batch_text(b, -1, [], True, True)   # the fast path took it: no fallback hid a difference
