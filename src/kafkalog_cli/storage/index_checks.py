@@ -32,7 +32,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.indexes import (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, offset_entry_problem,
                                           parse_offset_index, parse_time_index, time_entry_problem)
 from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch, iter_batches
-from kafkalog_cli.storage.recovery import batch_fault
+from kafkalog_cli.storage.recovery import BatchCheck, passes
 
 _MAGICS = (0, 1, 2)
 
@@ -82,9 +82,9 @@ def entry_batch_problem(log, position: int, offset: int) -> str | None:
     if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
         return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
                 f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
-    if batch_fault(log, position) is not None:
-        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
+    if not passes(b, BatchCheck.KNOWN_MAGIC):
+        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     first = b.base_offset_field if magic >= 2 else b.last_offset
     if first > offset:
         return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "

@@ -549,7 +549,7 @@ class Segment:
         """`recovery_walk` from byte 0. Raises the CorruptRecordError (naming the file and byte)
         of a batch that is not sound (a size below 14, an unknown magic, a CRC that does not
         match); bytes after the last complete batch are told by `zeros_after`."""
-        with self.mapped() as log:
+        with self.mapped():
             t = self.recovery_walk(0, validate=self.recovered_on_load)
             if t.corrupt_batch:
                 raise t.damage
