@@ -5,7 +5,7 @@ Kafka walks a segment batch by batch on recovery (LogSegment.recover): each batc
 (ensureOffsetInRange), the offset and time indexes are rebuilt from it, producer state and leader
 epochs are updated; the first batch that fails ends the log there (the caller truncates), and
 bytes after the last complete batch are dropped silently. That walk is written once,
-`walk_batches`: it checks each batch (`BatchCheck`), hands the ones it keeps to a `WalkVisitor`,
+`walk_batches`: it checks each batch (`BatchValidation`), hands the ones it keeps to a `WalkVisitor`,
 and says where and why it stopped as a `WalkStop` (a `StopReason`, the byte, the batch, the
 error as a value). Its two visitors:
 
@@ -49,7 +49,7 @@ class StopReason(enum.Enum):
     NO_BATCH_AT_INDEX_ENTRY = "no batch at the offset index's last entry"
 
 
-class BatchCheck(enum.Enum):
+class BatchValidation(enum.Enum):
     """What the walk checks of each complete batch, beyond the size of at least 14 that
     FileLogInputStream needs to read one at all."""
 
@@ -60,18 +60,18 @@ class BatchCheck(enum.Enum):
     KNOWN_MAGIC = "ensureValid and a known magic"
 
 
-def check_batch(batch: RecordBatch, check: BatchCheck) -> None:
+def check_batch(batch: RecordBatch, check: BatchValidation) -> None:
     """Raises the CorruptRecordError (Kafka's message, at the batch's byte) of a complete batch
     that fails `check`."""
-    if check is BatchCheck.SIZES:
+    if check is BatchValidation.SIZES:
         return
-    if check is BatchCheck.KNOWN_MAGIC and batch.magic not in _MAGICS:
+    if check is BatchValidation.KNOWN_MAGIC and batch.magic not in _MAGICS:
         raise CorruptRecordError(f"Invalid magic {batch.magic} in the batch of {batch.size} bytes",
                                  position=batch.position)
     batch.ensure_valid()
 
 
-def passes(batch: RecordBatch, check: BatchCheck) -> bool:
+def passes(batch: RecordBatch, check: BatchValidation) -> bool:
     """Whether a complete batch passes `check` (`check_batch` as a verdict)."""
     try:
         check_batch(batch, check)
@@ -114,7 +114,7 @@ _STOPS = ((OffsetOverflowError, StopReason.OFFSET_OVERFLOW), (CorruptIndexError,
           (InvalidRecordError, StopReason.INVALID_RECORD), (CorruptRecordError, StopReason.CORRUPT_RECORD))
 
 
-def walk_batches(buf, start: int, check: BatchCheck, visitor: WalkVisitor) -> WalkStop:
+def walk_batches(buf, start: int, check: BatchValidation, visitor: WalkVisitor) -> WalkStop:
     """LogSegment.recover's walk over `buf` (a segment's bytes) from `start`, the one loop: each
     complete batch is checked (`check`) and handed to `visitor.take`; the first that fails (or
     whose take raises) stops the walk there, unless `visitor.resume_after` says where to go on.
@@ -218,7 +218,7 @@ class _Recovery(WalkVisitor):
             self.skim = self._skim
 
     def run(self) -> SegmentRecovery:
-        stop = walk_batches(self.buf, 0, BatchCheck.ENSURE_VALID, self)
+        stop = walk_batches(self.buf, 0, BatchValidation.ENSURE_VALID, self)
         if stop.reason is StopReason.INVALID_OFFSET:
             # InvalidOffsetException: Kafka empties the segment
             assert stop.error is not None
@@ -381,7 +381,7 @@ def walk_tail(buf, base_offset: int, path: str, start: int = 0, validate: bool =
     if start >= size:
         start = 0
     tail = _Tail(base_offset, start)
-    stop = walk_batches(buf, start, BatchCheck.KNOWN_MAGIC if validate else BatchCheck.SIZES, tail)
+    stop = walk_batches(buf, start, BatchValidation.KNOWN_MAGIC if validate else BatchValidation.SIZES, tail)
     fault = None if stop.error is None else tail_fault(stop)
     end = tail.valid_size
     damage, reason = None, StopReason.END
