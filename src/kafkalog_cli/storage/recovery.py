@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from kafkalog_cli.errors import (CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError,
                                  OffsetOverflowError)
@@ -409,7 +410,7 @@ class _Tail(WalkVisitor):
         self.codecs.add(batch.compression_id)
 
     def resume_after(self, stop: WalkStop) -> int | None:
-        if not isinstance(stop.error, CorruptRecordError):
+        if stop.error is not None and not isinstance(stop.error, CorruptRecordError):
             raise stop.error      # nothing but a batch's check stops this walk
         return None
 
