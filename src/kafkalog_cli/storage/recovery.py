@@ -11,8 +11,8 @@ error as a value). Its two visitors:
 
 - `recover_segment`: the whole recovery, for `kafkalog recover` (what it rebuilds: the indexes,
   the aborted transactions, the leader epochs);
-- `walk_tail`: the walk rebuilding nothing (`Segment.recovery_walk`: describe, verify, doctor,
-  roll, clean-shutdown), and, with `validate` False, the walk of a load without recovery
+- `walk_tail`: the walk rebuilding nothing (`Segment.recovery_walk`: describe, doctor, roll,
+  clean-shutdown, retention), and, with `validate` False, the walk of a load without recovery
   (LogSegment.readNextOffset: sizes only).
 
 Callers decide on the structured fields (`StopReason`, positions), never on a message's text;
@@ -86,7 +86,7 @@ class WalkStop:
     """Where and why `walk_batches` stopped, as values: `position` is the byte of the batch (or
     of the bytes that are not one; None at the END), `batch` the complete batch that failed
     (None when its size field is below 14 or nothing failed), `error` the exception Kafka meets
-    there, with Kafka's message."""
+    there, with Kafka's message (an unknown magic, which Kafka does not check, in our words)."""
 
     reason: StopReason
     position: int | None = None
