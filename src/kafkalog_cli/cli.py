@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "move-partition": "kafkalog_cli.commands.move_partition:move_partition",
     "completion": "kafkalog_cli.commands.completion:completion",
     "doctor": "kafkalog_cli.commands.doctor:doctor",
+    "schemas": "kafkalog_cli.commands.schemas:schemas",
 }
 
 

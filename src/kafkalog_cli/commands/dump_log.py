@@ -10,6 +10,7 @@ from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
 from kafkalog_cli.commands.options import InputPath, partition_filter_options
+from kafkalog_cli.commands.schema_options import schema_decoding, schema_options
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, METADATA_TEXTS, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser, dump_log_text,
@@ -57,6 +58,7 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
               help="--format json: timestamps (a record's, a batch's base and max) as epoch milliseconds, or as "
                    "ISO-8601 UTC text with milliseconds (2024-05-01T12:00:00.123Z; null for -1, no timestamp). "
                    "With --format text it is ignored, with a warning.")
+@schema_options
 @partition_filter_options
 @_one_line_errors
 def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
@@ -64,7 +66,7 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
             cluster_metadata_decoder, metadata_decoder_version, kafka_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
             value_decoder_class, fmt, payload_encoding,
             from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
-            value_regex, limit, jobs, timestamps, only):
+            value_regex, limit, jobs, timestamps, only, decode_schemas=False, schemas=(), schema=(), reader_version=None):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
@@ -119,13 +121,18 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
                             key=key if key_hex is None else key_hex, limit=limit,
                             key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
                             key_regex=key_regex, value_regex=value_regex)
+    decoding = schema_decoding(given, fmt, decode_schemas, schemas, schema, reader_version)
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
         decoder = next((name for name, on in decoders.items() if on), None)
-        dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
-                  payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
-                  jobs=jobs_or_cores(jobs), timestamps=timestamps)
+        out = sys.stdout.buffer if decoding is None else decoding.writer(payload_encoding)
+        dump_json(map(_named_as_kafka_reads, targets), out, deep=deep_iteration or data or decoding is not None,
+                  payload_encoding=payload_encoding if decoding is None else "base64", decoder=decoder,
+                  max_bytes=max_bytes, filters=filters, jobs=jobs_or_cores(jobs) if decoding is None else 1,
+                  timestamps=timestamps)
+        if decoding is not None:
+            decoding.finish(out)
         return
 
     opts = DumpOptions(

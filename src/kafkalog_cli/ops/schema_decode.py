@@ -1,0 +1,458 @@
+"""Keys and values decoded with the schemas that wrote them, each resolved to one reader schema
+per subject, by each format's own rules:
+
+- Avro (fastavro): Avro's schema resolution from the writer's schema to the reader's;
+- Protobuf (the protobuf runtime; .proto text compiled by grpcio-tools' protoc): the bytes
+  parsed as the reader's message of the same full name, fields matched by number; a field
+  number whose wire type changed is an incompatible mix;
+- JSON Schema (jsonschema): the JSON parsed, then valid against the reader's schema.
+
+The reader of a subject is its latest live version, or `reader_version`. Whatever cannot be
+decoded (an unknown id, bytes not in the wire format, a payload its own schema does not read)
+is a `Undecoded`: the caller keeps the bytes and reports the offset. A payload that its writer
+reads but that does not resolve to the reader is a `SchemaMismatchError` naming both ids."""
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from functools import cached_property
+
+from kafkalog_cli.errors import ExitCode, KafkalogError
+from kafkalog_cli.formats.schema_wire import SchemaRef, WireError, header_ref, read_header, read_prefix
+from kafkalog_cli.ops.schema_registry import DEFAULT_CONTEXT, Registry, SchemaRegistryError, SchemaType, SchemaVersion
+
+
+class SchemaMismatchError(KafkalogError):
+    """Writer and reader schemas of one subject that do not resolve (exit 2: name the reader
+    with --reader-version, or read the partition's versions apart)."""
+
+    exit_code = ExitCode.USAGE
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded key or value: the object, and the schemas that wrote and read it."""
+    value: object
+    writer: SchemaVersion
+    reader: SchemaVersion
+    ref: SchemaRef | None
+
+    def schema_object(self) -> dict:
+        """The `key_schema`/`value_schema` member of a JSON line."""
+        out = {"id": self.writer.id, "subject": self.writer.subject, "version": self.writer.version,
+               "type": self.writer.schema_type.value}
+        if self.ref is not None and self.ref.guid is not None:
+            out["guid"] = str(self.ref.guid)
+        if self.ref is not None and self.ref.message_indexes is not None:
+            out["message_indexes"] = list(self.ref.message_indexes)
+        if self.reader is not self.writer:
+            out["reader_id"] = self.reader.id
+            out["reader_version"] = self.reader.version
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Undecoded:
+    """Why a key or value was kept as bytes."""
+    reason: str
+    schema_id: int | str | None = None
+
+    def schema_object(self) -> dict:
+        return {"id": self.schema_id, "error": self.reason}
+
+
+# -- one parsed schema per format
+
+
+class _Avro:
+    def __init__(self, registry: Registry, v: SchemaVersion):
+        import fastavro
+
+        named: dict = {}
+        _parse_avro_refs(registry, v, named, set())
+        try:
+            self.parsed = fastavro.parse_schema(json.loads(v.schema), named_schemas=named)
+        except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
+            raise SchemaRegistryError(f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
+                                      path=v.source or None) from None
+
+    def decode(self, payload, reader: "_Avro | None"):
+        from fastavro import schemaless_reader
+
+        bio = io.BytesIO(payload)
+        out = schemaless_reader(bio, self.parsed, None if reader is None else reader.parsed)
+        if bio.tell() != len(payload):
+            raise ValueError(f"{len(payload) - bio.tell()} bytes after the record")
+        return out
+
+    @staticmethod
+    def resolution_error(e: Exception) -> bool:
+        from fastavro.read import SchemaResolutionError
+
+        return isinstance(e, SchemaResolutionError)
+
+
+def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: set) -> None:
+    """The named types of `v`'s references, parsed into `named` before `v` is (depth first)."""
+    import fastavro
+
+    for ref in v.references:
+        target = registry.resolve(ref)
+        if target is None:
+            raise SchemaRegistryError(f"{v.subject} version {v.version}: reference {ref.name} names "
+                                      f"{ref.subject} version {ref.version}, which is not in the registry")
+        if (target.subject, target.version) in seen:
+            continue
+        seen.add((target.subject, target.version))
+        _parse_avro_refs(registry, target, named, seen)
+        fastavro.parse_schema(json.loads(target.schema), named_schemas=named)
+
+
+# Protobuf's wire types by field type: a field number may change type only within one group
+_WIRE_GROUPS = {
+    **dict.fromkeys((5, 13, 3, 4, 8, 14), "varint"),      # int32 uint32 int64 uint64 bool enum
+    **dict.fromkeys((17, 18), "zigzag"),                   # sint32 sint64
+    **dict.fromkeys((7, 15), "fixed32"), 2: "fixed32",     # fixed32 sfixed32 float
+    **dict.fromkeys((6, 16), "fixed64"), 1: "fixed64",     # fixed64 sfixed64 double
+    **dict.fromkeys((9, 12, 11), "length"),                # string bytes message
+    10: "group",
+}
+
+
+class _Protobuf:
+    def __init__(self, registry: Registry, v: SchemaVersion):
+        from google.protobuf import descriptor_pb2, descriptor_pool
+
+        fds = descriptor_pb2.FileDescriptorSet.FromString(_compile_proto(registry, v))
+        self.pool = descriptor_pool.DescriptorPool()
+        left = list(fds.file)
+        while left:     # each file after those it imports
+            added = {f.name for f in fds.file if f not in left}
+            ready = [f for f in left if all(d in added for d in f.dependency)] or left[:1]
+            for f in ready:
+                self.pool.Add(f)
+                left.remove(f)
+        self.file = self.pool.FindFileByName(_MAIN_PROTO)
+        self.classes: dict = {}
+
+    def message(self, indexes):
+        """The message the indexes name in the file (SchemaId's message_indexes)."""
+        desc = None
+        types = self.file.message_types_by_name
+        ordered = list(self.file.message_types_by_name.values())
+        for i in indexes:
+            if i < 0 or i >= len(ordered):
+                raise ValueError(f"message indexes {list(indexes)} name no message of the schema")
+            desc = ordered[i]
+            ordered = list(desc.nested_types)
+        del types
+        if desc is None:
+            raise ValueError("empty message indexes")
+        return desc
+
+    def message_class(self, desc):
+        cls = self.classes.get(desc.full_name)
+        if cls is None:
+            from google.protobuf import message_factory
+
+            cls = self.classes[desc.full_name] = message_factory.GetMessageClass(desc)
+        return cls
+
+    def decode(self, payload, indexes, reader: "_Protobuf | None"):
+        from google.protobuf import json_format
+
+        desc = self.message(indexes or (0,))
+        if reader is not None:
+            try:
+                rdesc = reader.pool.FindMessageTypeByName(desc.full_name)
+            except KeyError:
+                raise _Incompatible(f"the reader has no message {desc.full_name}") from None
+            _check_wire_types(desc, rdesc)
+            desc = rdesc
+            owner = reader
+        else:
+            owner = self
+        msg = owner.message_class(desc).FromString(bytes(payload))
+        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+
+
+class _Incompatible(Exception):
+    """A writer that does not resolve to the reader, by the format's rules."""
+
+
+def _check_wire_types(w, r, seen=None) -> None:
+    """Protobuf's rule: a field number read by both schemas keeps its wire type."""
+    seen = set() if seen is None else seen
+    if (w.full_name, r.full_name) in seen:
+        return
+    seen.add((w.full_name, r.full_name))
+    for f in w.fields:
+        rf = r.fields_by_number.get(f.number)
+        if rf is None:
+            continue
+        if _WIRE_GROUPS.get(f.type) != _WIRE_GROUPS.get(rf.type) or (
+                f.label == f.LABEL_REPEATED) != (rf.label == rf.LABEL_REPEATED) and f.type in (9, 12, 11):
+            raise _Incompatible(f"{w.full_name} field {f.number} ({f.name}) changed its type")
+        if f.type == 11 and rf.type == 11:
+            _check_wire_types(f.message_type, rf.message_type, seen)
+
+
+_MAIN_PROTO = "__kafkalog_main__.proto"
+
+
+def _serialized(text: str):
+    """A FileDescriptorProto given base64-encoded, as confluent-kafka's serializer sends a
+    schema (the registry's `format=serialized`); None for .proto text."""
+    import base64
+    import binascii
+
+    from google.protobuf import descriptor_pb2
+    from google.protobuf.message import DecodeError
+
+    if any(c.isspace() for c in text.strip()) or not text.strip():
+        return None
+    try:
+        fd = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(text, validate=True))
+    except (binascii.Error, ValueError, DecodeError):
+        return None
+    return fd if fd.name or fd.message_type else None
+
+
+def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
+    """`v`'s schema and its references (each under the import name it is referenced by) as a
+    FileDescriptorSet: .proto text compiled by protoc (grpcio-tools), serialized descriptors
+    taken as they are."""
+    try:
+        import grpc_tools
+    except ImportError:   # pragma: no cover - the extra names it
+        raise SchemaRegistryError("decoding Protobuf needs grpcio-tools (pip install kafkalog-cli[schemas])") from None
+    from google.protobuf import descriptor_pb2
+
+    given = descriptor_pb2.FileDescriptorSet()
+    texts: dict[str, str] = {}
+    stack, seen = [(v, _MAIN_PROTO)], set()
+    while stack:
+        cur, name = stack.pop()
+        fd = _serialized(cur.schema)
+        if fd is not None:
+            fd.name = name
+            given.file.append(fd)
+        else:
+            texts[name] = cur.schema
+        for ref in cur.references:
+            target = registry.resolve(ref)
+            if target is None:
+                raise SchemaRegistryError(f"{cur.subject} version {cur.version}: reference {ref.name} names "
+                                          f"{ref.subject} version {ref.version}, which is not in the registry")
+            if ref.name not in seen:
+                seen.add(ref.name)
+                stack.append((target, ref.name))
+    if _MAIN_PROTO not in texts:
+        return given.SerializeToString()
+    with tempfile.TemporaryDirectory(prefix="kafkalog-proto-") as tmp:
+        for name, text in texts.items():
+            path = os.path.join(tmp, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text)
+        out = os.path.join(tmp, "set.pb")
+        args = [f"-I{tmp}", f"-I{os.path.join(os.path.dirname(grpc_tools.__file__), '_proto')}",
+                f"--descriptor_set_out={out}", "--include_imports"]
+        if given.file:
+            with open(os.path.join(tmp, "given.pb"), "wb") as f:
+                f.write(given.SerializeToString())
+            args.append(f"--descriptor_set_in={os.path.join(tmp, 'given.pb')}")
+        # protoc prints its errors on the process's stderr: run it in a child to catch them
+        code = "import sys; from grpc_tools import protoc; sys.exit(protoc.main(sys.argv[1:]))"
+        done = subprocess.run([sys.executable, "-c", code, "protoc", *args, _MAIN_PROTO],
+                              capture_output=True, text=True, cwd=tmp)
+        if done.returncode != 0:
+            why = " ".join((done.stderr or "protoc failed").replace(tmp + os.sep, "").split())
+            raise SchemaRegistryError(f"{v.subject} version {v.version}: protoc: {why}", path=v.source or None)
+        with open(out, "rb") as f:
+            return f.read()
+
+
+class _JsonSchema:
+    def __init__(self, registry: Registry, v: SchemaVersion):
+        import jsonschema
+        import referencing
+
+        try:
+            schema = json.loads(v.schema)
+        except ValueError as e:
+            raise SchemaRegistryError(f"{v.subject} version {v.version}: not JSON: {e}", path=v.source or None) from None
+        resources = []
+        stack, seen = [v], set()
+        while stack:
+            cur = stack.pop()
+            for ref in cur.references:
+                target = registry.resolve(ref)
+                if target is None:
+                    raise SchemaRegistryError(f"{cur.subject} version {cur.version}: reference {ref.name} names "
+                                              f"{ref.subject} version {ref.version}, which is not in the registry")
+                if ref.name not in seen:
+                    seen.add(ref.name)
+                    resources.append((ref.name, referencing.Resource.from_contents(
+                        json.loads(target.schema), default_specification=referencing.jsonschema.DRAFT7)))
+                    stack.append(target)
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
+        self.validator = cls(schema, registry=referencing.Registry().with_resources(resources))
+
+    def decode(self, payload, reader: "_JsonSchema | None"):
+        value = json.loads(bytes(payload))
+        err = next(iter(self.validator.iter_errors(value)), None)
+        if err is not None:
+            raise ValueError(f"not valid for its schema: {err.message}")
+        if reader is not None:
+            err = next(iter(reader.validator.iter_errors(value)), None)
+            if err is not None:
+                raise _Incompatible(f"not valid for the reader's schema: {err.message}")
+        return value
+
+
+_PARSERS = {SchemaType.AVRO: _Avro, SchemaType.PROTOBUF: _Protobuf, SchemaType.JSON: _JsonSchema}
+
+
+def _ident(ref: SchemaRef) -> int | str:
+    """The id (or GUID) as a JSON line names it."""
+    return ref.schema_id if ref.schema_id is not None else str(ref.guid)
+
+
+class SchemaDecoder:
+    """Decodes the keys and values of records with a Registry; one per run (it caches the parsed
+    schemas and the reader of each subject)."""
+
+    def __init__(self, registry: Registry, reader_version: int | None = None):
+        self.registry = registry
+        self.reader_version = reader_version
+        self._parsed: dict[int, object] = {}
+        self._readers: dict[str, SchemaVersion] = {}
+        self._ids: dict[tuple, SchemaVersion | None] = {}
+        self._topic_subjects: dict[tuple[str, bool], str | None] = {}
+
+    def parsed(self, v: SchemaVersion):
+        """`v` parsed (compiled), once; a schema that does not parse fails each time it is asked."""
+        p = self._parsed.get(id(v))
+        if p is None:
+            try:
+                p = _PARSERS[v.schema_type](self.registry, v)
+            except SchemaRegistryError as e:
+                p = e
+            self._parsed[id(v)] = p
+        if isinstance(p, SchemaRegistryError):
+            raise p
+        return p
+
+    def reader_of(self, subject: str) -> SchemaVersion | None:
+        """The reader schema of a subject: its latest live version, or the one chosen."""
+        r = self._readers.get(subject)
+        if r is None:
+            if self.reader_version is None:
+                r = self.registry.latest(subject)
+            else:
+                r = self.registry.version(subject, self.reader_version)
+                if r is None:
+                    raise SchemaMismatchError(f"--reader-version {self.reader_version}: subject {subject} "
+                                              "has no such version")
+            if r is not None:
+                self._readers[subject] = r
+        return r
+
+    def topic_subject(self, topic: str, is_key: bool) -> str | None:
+        """TopicNameStrategy's subject for the topic, when the registry has it."""
+        k = (topic, is_key)
+        if k not in self._topic_subjects:
+            name = f"{topic}-{'key' if is_key else 'value'}"
+            self._topic_subjects[k] = name if name in self.registry.versions else None
+        return self._topic_subjects[k]
+
+    def writer(self, ref: SchemaRef, topic_subject: str | None) -> SchemaVersion | None:
+        k = (ref.schema_id, ref.guid, topic_subject)
+        if k in self._ids:
+            return self._ids[k]
+        found = (self.registry.by_guid(ref.guid) if ref.guid is not None
+                 else self.registry.by_id(ref.schema_id, DEFAULT_CONTEXT))
+        # the topic's own subject first, when the id is registered under several
+        found.sort(key=lambda v: (v.subject != topic_subject, v.deleted))
+        self._ids[k] = found[0] if found else None
+        return self._ids[k]
+
+    def decode(self, topic: str, is_key: bool, data, headers=()) -> Decoded | Undecoded | None:
+        """`data` (a key or value) decoded; None when nothing says it was written with a schema
+        (no header, no file bound, no subject for the topic, and no known id framed)."""
+        bound = self.registry.bound.get((topic, is_key))
+        hdr = header_ref(headers, is_key) if headers else None
+        subject = self.topic_subject(topic, is_key)
+        if data is None:
+            return None
+        if bound is not None:
+            return self._decode_bound(bound, data)
+        try:
+            protobuf = self._protobuf_hint(subject)
+            if hdr is not None:
+                ref = read_header(hdr, protobuf)
+            else:
+                ref = read_prefix(data, protobuf)
+        except WireError as e:
+            if hdr is None and subject is None:
+                return None
+            return Undecoded(f"not in the schema registry's wire format: {e} (byte {e.position})")
+        writer = self.writer(ref, subject)
+        if writer is None:
+            gone = self.registry.gone(ref.schema_id) if ref.schema_id is not None else None
+            if gone is not None:
+                return Undecoded(f"schema id {ref.label} ({gone.subject} version {gone.version}) was deleted for good "
+                                 "(a hard delete)", _ident(ref))
+            if hdr is None and subject is None and not self.registry.ever_had(f"{topic}-{'key' if is_key else 'value'}"):
+                return None
+            return Undecoded(f"schema {'GUID' if ref.guid else 'id'} {ref.label} is not in the registry", _ident(ref))
+        if writer.schema_type is SchemaType.PROTOBUF and ref.message_indexes is None:
+            ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
+        reader = self.reader_of(writer.subject) or writer
+        payload = memoryview(data)[ref.start:] if hdr is None else data
+        return self._decode(writer, reader, ref, payload)
+
+    def _protobuf_hint(self, subject: str | None) -> bool:
+        latest = self.registry.latest(subject) if subject is not None else None
+        return latest is not None and latest.schema_type is SchemaType.PROTOBUF
+
+    def _decode_bound(self, bound: SchemaVersion, data):
+        try:
+            ref = read_prefix(data, bound.schema_type is SchemaType.PROTOBUF)
+        except WireError as e:
+            return Undecoded(f"not in the schema registry's wire format: {e} (byte {e.position})")
+        return self._decode(bound, bound, ref, memoryview(data)[ref.start:])
+
+    def _decode(self, writer: SchemaVersion, reader: SchemaVersion, ref: SchemaRef, payload):
+        try:
+            w = self.parsed(writer)
+            r = None if reader is writer or reader.schema == writer.schema and reader.references == writer.references \
+                else self.parsed(reader)
+        except SchemaRegistryError as e:
+            return Undecoded(e.message, _ident(ref))
+        try:
+            if writer.schema_type is SchemaType.PROTOBUF:
+                value = w.decode(payload, ref.message_indexes, r)
+            else:
+                value = w.decode(payload, r)
+        except _Incompatible as e:
+            raise self._mismatch(writer, reader, str(e)) from None
+        except Exception as e:   # noqa: BLE001 - any failure of the decoder is bytes it does not read
+            if r is not None and writer.schema_type is SchemaType.AVRO and _Avro.resolution_error(e):
+                raise self._mismatch(writer, reader, str(e)) from None
+            return Undecoded(f"{writer.schema_type.value} payload its schema (id {ref.label}) does not read: "
+                             f"{type(e).__name__}: {e}", _ident(ref))
+        return Decoded(value, writer, reader if r is not None else writer, ref)
+
+    @staticmethod
+    def _mismatch(writer: SchemaVersion, reader: SchemaVersion, why: str) -> SchemaMismatchError:
+        return SchemaMismatchError(
+            f"schema id {writer.id} ({writer.subject} version {writer.version}) does not resolve to the reader "
+            f"schema id {reader.id} ({reader.subject} version {reader.version}): {why}; choose another "
+            "--reader-version")
