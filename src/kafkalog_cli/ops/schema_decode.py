@@ -18,12 +18,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from functools import cached_property
 
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.formats.schema_wire import SchemaRef, WireError, header_ref, read_header, read_prefix
+from kafkalog_cli.storage.fsops import scratch_dir
 from kafkalog_cli.ops.schema_registry import DEFAULT_CONTEXT, Registry, SchemaRegistryError, SchemaType, SchemaVersion
 
 
@@ -254,18 +254,15 @@ def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
                 stack.append((target, ref.name))
     if _MAIN_PROTO not in texts:
         return given.SerializeToString()
-    with tempfile.TemporaryDirectory(prefix="kafkalog-proto-") as tmp:
-        for name, text in texts.items():
-            path = os.path.join(tmp, name)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
+    files = {name: text.encode("utf-8") for name, text in texts.items()}
+    if given.file:
+        files["given.pb"] = given.SerializeToString()
+    with scratch_dir(files, prefix="kafkalog-proto-") as root:
+        tmp = str(root)
         out = os.path.join(tmp, "set.pb")
         args = [f"-I{tmp}", f"-I{os.path.join(os.path.dirname(grpc_tools.__file__), '_proto')}",
                 f"--descriptor_set_out={out}", "--include_imports"]
         if given.file:
-            with open(os.path.join(tmp, "given.pb"), "wb") as f:
-                f.write(given.SerializeToString())
             args.append(f"--descriptor_set_in={os.path.join(tmp, 'given.pb')}")
         # protoc prints its errors on the process's stderr: run it in a child to catch them
         code = "import sys; from grpc_tools import protoc; sys.exit(protoc.main(sys.argv[1:]))"

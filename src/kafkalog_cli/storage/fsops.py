@@ -905,3 +905,21 @@ def unpack_archive(archive: Path, into: Path) -> Path:
         raise InputError(f"cannot unpack the archive: {e}", path=str(archive)) from None
     tops = [p for p in into.iterdir() if not p.name.startswith(".")]
     return tops[0] if len(tops) == 1 and tops[0].is_dir() else into
+
+
+@contextlib.contextmanager
+def scratch_dir(files: dict[str, bytes], prefix: str = "kafkalog-") -> Iterator[Path]:
+    """A private temporary directory, outside every log dir, holding `files` (relative name ->
+    bytes) for a tool that reads only files (protoc); removed with what the tool wrote there."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        for name, data in files.items():
+            path = (root / name).resolve()
+            if root.resolve() not in path.parents:
+                raise ValueError(f"{name!r} is not a name inside the scratch dir")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        yield root
