@@ -332,6 +332,8 @@ class SchemaDecoder:
         self._readers: dict[str, SchemaVersion] = {}
         self._ids: dict[tuple, SchemaVersion | None] = {}
         self._topic_subjects: dict[tuple[str, bool], str | None] = {}
+        # (topic, is_key, the 4 id bytes) -> the decoding of an Avro id met before, prefix-framed
+        self._fast: dict[tuple, object] = {}
 
     def parsed(self, v: SchemaVersion):
         """`v` parsed (compiled), once; a schema that does not parse fails each time it is asked."""
@@ -383,6 +385,15 @@ class SchemaDecoder:
     def decode(self, topic: str, is_key: bool, data, headers=()) -> Decoded | Undecoded | None:
         """`data` (a key or value) decoded; None when nothing says it was written with a schema
         (no header, no file bound, no subject for the topic, and no known id framed)."""
+        if data is not None and len(data) >= 5 and data[0] == 0 and (not headers or header_ref(headers, is_key) is None):
+            fast = self._fast.get((topic, is_key, data[1:5]))
+            if fast is not None:
+                got = fast(data)
+                if got is not None:
+                    return got
+        return self._decode_slow(topic, is_key, data, headers)
+
+    def _decode_slow(self, topic: str, is_key: bool, data, headers) -> Decoded | Undecoded | None:
         bound = self.registry.bound.get((topic, is_key))
         hdr = header_ref(headers, is_key) if headers else None
         subject = self.topic_subject(topic, is_key)
@@ -413,7 +424,31 @@ class SchemaDecoder:
             ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
         reader = self.reader_of(writer.subject) or writer
         payload = memoryview(data)[ref.start:] if hdr is None else data
-        return self._decode(writer, reader, ref, payload)
+        got = self._decode(writer, reader, ref, payload)
+        if isinstance(got, Decoded) and hdr is None and writer.schema_type is SchemaType.AVRO:
+            self._fast[(topic, is_key, bytes(data[1:5]))] = self._avro_fast(got)
+        return got
+
+    def _avro_fast(self, first: Decoded):
+        """The decoding of the next prefix-framed Avro payloads of that id: fastavro straight on
+        the bytes after the prefix; None (the general path) for whatever fails."""
+        from fastavro import schemaless_reader
+
+        writer, reader, ref = first.writer, first.reader, first.ref
+        w = self.parsed(writer).parsed
+        r = None if reader is writer else self.parsed(reader).parsed
+
+        def fast(data, BytesIO=io.BytesIO):
+            bio = BytesIO(data)
+            bio.seek(5)
+            try:
+                value = schemaless_reader(bio, w, r)
+            except Exception:   # noqa: BLE001 - the general path says what it is
+                return None
+            if bio.tell() != len(data):
+                return None
+            return Decoded(value, writer, reader, ref)
+        return fast
 
     def _protobuf_hint(self, subject: str | None) -> bool:
         latest = self.registry.latest(subject) if subject is not None else None
