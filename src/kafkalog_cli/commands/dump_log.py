@@ -89,8 +89,15 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
     every one given (a null key or value passes none of its own), with each batch holding one;
     they imply --deep-iteration, and --limit counts the records found.
 
+    Schemas: --decode-schemas (--format json) decodes keys and values in Confluent's wire format
+    (Avro, Protobuf, JSON Schema) with the _schemas topic among the log dirs given, each subject's
+    versions resolved to its latest (or --reader-version), as `key`/`value` JSON values beside
+    `key_schema`/`value_schema`; what does not decode keeps its bytes. See docs/schemas.md.
+
     \b
-    Exit codes: 0 done; 2 usage; 3 corrupt input where kafka-dump-log would die (a corrupt size
+    Exit codes: 0 done; 1 with --decode-schemas, --schemas or --schema: a key or value kept as
+    bytes (named on stderr with its offset); 2 usage, or schema versions that do not resolve to
+    one reader; 3 corrupt input where kafka-dump-log would die (a corrupt size
     field, a .log not named after an offset), after what it printed; 4 a missing or
     unreadable path, a FIFO, directory or dangling symlink in a file's place, a file name
     without a suffix, or a directory that is not a log dir or partition dir.
