@@ -167,6 +167,18 @@ class Env:
         return path
 
 
+def _schemas_not_json(e: Env) -> Path:
+    """A log dir whose _schemas topic holds a record whose key is not the registry's JSON."""
+    d = e.tmp / "registry"
+    (d / "_schemas-0").mkdir(parents=True)
+    (d / "_schemas-0" / "00000000000000000000.log").write_bytes(B.good_batch())
+    (d / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=x\n")
+    return d
+
+
+SCHEMAS_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "schemas" / "logdir"
+
+
 # (command, code) -> build(env) -> (args, what stderr must say: a substring, or None for nothing)
 def _missing(cmd, *extra):
     return lambda e: ([cmd, *extra, str(e.tmp / "nope")], "nope")
@@ -219,6 +231,8 @@ def _zero_filled_index(e: Env) -> Path:
 CASES = {
     # --------------------------------------------------------------- readers
     ("dump-log", 0): lambda e: (["dump-log", str(EXAMPLES / "txn-0")], None),
+    ("dump-log", 1): lambda e: (["dump-log", str(SCHEMAS_FIXTURE), "--topic", "legacy", "--format", "json",
+                                 "--decode-schemas"], "value kept as bytes"),
     ("dump-log", 2): _usage("dump-log"),
     ("dump-log", 3): lambda e: (["dump-log", str(e.bad(B.bad_name))], "does not start with an offset"),
     ("dump-log", 4): _missing("dump-log"),
@@ -327,6 +341,10 @@ CASES = {
     ("move-partition", 4): lambda e: (["move-partition", *e.move()[:2], "--topic", "nope", "--partition", "0"], "nope-0"),
     ("move-partition", 5): lambda e: (["move-partition", *e.move(locked=True)], "in use by process"),
     ("move-partition", 6): lambda e: (["move-partition", *e.move(read_only=True)], "read-only file system"),
+    ("schemas", 0): lambda e: (["schemas", str(SCHEMAS_FIXTURE)], None),
+    ("schemas", 2): _usage("schemas"),
+    ("schemas", 3): lambda e: (["schemas", str(_schemas_not_json(e))], "record at offset 0: not JSON"),
+    ("schemas", 4): _missing("schemas"),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),
     ("quarantine", 3): _restore_conflict,

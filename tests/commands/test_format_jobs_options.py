@@ -30,7 +30,8 @@ WITH_JOBS = [n for n in sorted(COMMANDS) if _option(n, "jobs") is not None]
 def test_the_commands_that_print_take_format_and_jobs():
     assert set(WITH_FORMAT) == {"dump-log", "dump-index", "verify-crc", "recover", "roll", "retain", "compact",
                                 "export", "describe", "get-offsets", "delete-records", "transactions",
-                                "consumer-groups", "metadata", "compare-replicas", "move-partition", "doctor"}
+                                "consumer-groups", "metadata", "compare-replicas", "move-partition", "doctor",
+                                "schemas"}
     assert set(WITH_JOBS) == {"dump-log", "verify-crc", "compact", "export", "describe"}
 
 

@@ -7,6 +7,7 @@ import json
 import click
 
 from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.schema_options import schema_options, schema_spec
 from kafkalog_cli.spark.cli_options import engine_options
 
 
@@ -44,10 +45,11 @@ from kafkalog_cli.spark.cli_options import engine_options
 @click.option("--overwrite", is_flag=True,
               help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
                    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
+@schema_options
 @format_option("How the summary is printed.")
 def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolation_level, include_control,
             from_offset, to_offset, from_time, to_time, no_payload, no_headers, compression,
-            row_group_rows, overwrite, fmt):
+            row_group_rows, overwrite, fmt, decode_schemas=False, schemas=(), schema=(), reader_version=None):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
     PATHS may also be globs ('/backup/*/broker-*'), archives (a dir of brokers' log dirs),
@@ -69,6 +71,10 @@ def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolati
     producer_epoch, is_transactional, is_control (crc and is_valid for legacy records, control
     for transaction markers) and segment; in Parquet, topic and partition are the directories.
     timestamp is an Arrow/Parquet timestamp (milliseconds, UTC); in JSON Lines, epoch ms.
+    With --decode-schemas (or --schemas, --schema), Parquet's key and value columns of a topic
+    with a schema are typed by its reader schema (records as structs, unions, arrays, maps, enums,
+    timestamps, dates, decimals, UUIDs), followed by value_schema_id, value_bytes and value_error:
+    what does not decode is kept there, as bytes (docs/schemas.md).
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
     renamed into place when complete. A log dir's -delete and -stray partition dirs are not
     exported (a note on stderr); -future ones are, as the logs a broker loads.
@@ -107,10 +113,15 @@ def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolati
     if include_control and isolation_level == "read_committed":
         raise click.UsageError("--include-control is the raw view (read_uncommitted, every record); "
                                "it excludes --isolation-level read_committed.")
+    spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version)
+    if spec is not None and to != "parquet":
+        raise click.UsageError("--decode-schemas, --schemas and --schema type the columns of --to parquet; "
+                               "for JSON, dump-log --format json --decode-schemas.")
     opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
                          include_headers=not no_headers, compression=compression, row_group_rows=row_group_rows,
                          isolation_level=isolation_level, include_control=include_control,
-                         from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms)
+                         from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
+                         schemas=spec)
     summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite,
                      only=only, on_note=lambda text: click.echo(f"kafkalog: note: {text}", err=True))
     to_stderr = out == "-"      # stdout carries the records

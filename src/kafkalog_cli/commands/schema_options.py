@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sys
 
+from dataclasses import dataclass
+
 import click
 
 from kafkalog_cli.errors import ExitCode
@@ -23,8 +25,16 @@ def schema_options(f):
     f = click.option("--schemas", "schemas", multiple=True, metavar="SOURCE", help=_SOURCE_HELP)(f)
     f = click.option("--decode-schemas", is_flag=True,
                      help="Decode keys and values in Confluent's wire format (Avro, Protobuf, JSON Schema) with "
-                          "the schemas of the _schemas topic among the log dirs given; --format json only.")(f)
+                          "the schemas of the _schemas topic among the log dirs given (dump-log: --format json; export: "
+                          "--to parquet, typed columns).")(f)
     return f
+
+
+@dataclass(frozen=True)
+class SchemaSpec:
+    """The schemas of a run and the reader chosen: what export's tasks decode with (picklable)."""
+    registry: object
+    reader_version: int | None = None
 
 
 class SchemaDecoding:
@@ -60,3 +70,14 @@ def schema_decoding(paths, fmt: str, decode_schemas: bool, schemas, schema, read
 
     registry = load_registry(paths if decode_schemas else (), schemas, schema)
     return SchemaDecoding(SchemaDecoder(registry, reader_version))
+
+
+def schema_spec(paths, decode_schemas: bool, schemas, schema, reader_version) -> SchemaSpec | None:
+    """export's schemas (--to parquet), or None when no option asks for them."""
+    if not (decode_schemas or schemas or schema):
+        if reader_version is not None:
+            raise click.UsageError("--reader-version needs --decode-schemas, --schemas or --schema.")
+        return None
+    from kafkalog_cli.ops.schema_registry import load_registry
+
+    return SchemaSpec(load_registry(paths if decode_schemas else (), schemas, schema), reader_version)

@@ -163,7 +163,9 @@ class _Protobuf:
             cls = self.classes[desc.full_name] = message_factory.GetMessageClass(desc)
         return cls
 
-    def decode(self, payload, indexes, reader: "_Protobuf | None"):
+    def decode(self, payload, indexes, reader: "_Protobuf | None", as_message: bool = False):
+        """The payload as protobuf's JSON mapping (field names as in the .proto), or as the
+        message itself."""
         from google.protobuf import json_format
 
         desc = self.message(indexes or (0,))
@@ -178,11 +180,17 @@ class _Protobuf:
         else:
             owner = self
         msg = owner.message_class(desc).FromString(bytes(payload))
-        return json_format.MessageToDict(msg, preserving_proto_field_name=True)
+        return msg if as_message else json_format.MessageToDict(msg, preserving_proto_field_name=True)
 
 
 class _Incompatible(Exception):
     """A writer that does not resolve to the reader, by the format's rules."""
+
+
+def is_repeated(f) -> bool:
+    """A protobuf field is repeated (protobuf 6+ names it is_repeated; older ones, its label)."""
+    rep = getattr(f, "is_repeated", None)
+    return rep if rep is not None else f.label == 3
 
 
 def _check_wire_types(w, r, seen=None) -> None:
@@ -196,7 +204,7 @@ def _check_wire_types(w, r, seen=None) -> None:
         if rf is None:
             continue
         if _WIRE_GROUPS.get(f.type) != _WIRE_GROUPS.get(rf.type) or (
-                f.label == f.LABEL_REPEATED) != (rf.label == rf.LABEL_REPEATED) and f.type in (9, 12, 11):
+                f.type in (9, 12, 11) and is_repeated(f) != is_repeated(rf)):
             raise _Incompatible(f"{w.full_name} field {f.number} ({f.name}) changed its type")
         if f.type == 11 and rf.type == 11:
             _check_wire_types(f.message_type, rf.message_type, seen)
@@ -325,9 +333,11 @@ class SchemaDecoder:
     """Decodes the keys and values of records with a Registry; one per run (it caches the parsed
     schemas and the reader of each subject)."""
 
-    def __init__(self, registry: Registry, reader_version: int | None = None):
+    def __init__(self, registry: Registry, reader_version: int | None = None, protobuf_messages: bool = False):
+        """`protobuf_messages`: Protobuf values as messages (for Arrow), not their JSON mapping."""
         self.registry = registry
         self.reader_version = reader_version
+        self.protobuf_messages = protobuf_messages
         self._parsed: dict[int, object] = {}
         self._readers: dict[str, SchemaVersion] = {}
         self._ids: dict[tuple, SchemaVersion | None] = {}
@@ -470,7 +480,7 @@ class SchemaDecoder:
             return Undecoded(e.message, _ident(ref))
         try:
             if writer.schema_type is SchemaType.PROTOBUF:
-                value = w.decode(payload, ref.message_indexes, r)
+                value = w.decode(payload, ref.message_indexes, r, self.protobuf_messages)
             else:
                 value = w.decode(payload, r)
         except _Incompatible as e:

@@ -51,6 +51,7 @@ class ExportOptions:
     to_offset: int | None = None
     from_time: int | None = None
     to_time: int | None = None
+    schemas: object = None                # parquet: a commands.schema_options.SchemaSpec: typed keys and values
 
     def pushdown(self):
         """The ranges as the reader's record filter (None: no range)."""
@@ -113,8 +114,16 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         import pyarrow.parquet as pq
 
         in_dirs = ("topic", "partition", "log_dir") if options.by_log_dir else ("topic", "partition")
+        if options.schemas is not None and options.include_payload and not options.include_headers:
+            cols = columns("record", True, True)      # the schema id may be in a header
         file_cols = [c for c in cols if c[0] not in in_dirs]
         schema = arrow_schema(file_cols)
+        typed = None
+        if options.schemas is not None and options.include_payload:
+            from kafkalog_cli.render.schema_arrow import TypedTables
+
+            typed = TypedTables(options.schemas, ref.topic, options.include_headers)
+            schema = typed.schema(schema)
         d = _partition_dir(root, ref, options.by_log_dir)
         d.mkdir(parents=True, exist_ok=True)
         path = d / f"{_part_name(index, ref)}.parquet"
@@ -123,6 +132,8 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
             with pq.ParquetWriter(path, schema, compression=options.compression, **_writer_options(schema)) as w:
                 for group in _row_groups(read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown),
                                          options.row_group_rows):
+                    if typed is not None:
+                        group = typed.table(group)
                     w.write_table(group, row_group_size=options.row_group_rows)
                     n += group.num_rows
         except OSError as e:

@@ -1,0 +1,398 @@
+"""Decoded keys and values as typed Arrow columns (export --to parquet with schemas).
+
+The column's type comes from the reader schema of the topic's subject (`<topic>-value`, or the
+file bound to the topic), so every segment of a topic gets the same type:
+
+- Avro: records as structs, arrays as lists, maps as maps, enums as strings, `[null, T]` as a
+  nullable T, other unions as structs of `member0..n` (as Spark's from_avro), fixed as fixed-size
+  binary; logical types as Arrow's: timestamp-millis/micros (UTC), local-timestamp-*, date,
+  time-millis/micros, decimal (decimal128, or decimal256 past 38 digits), uuid (arrow.uuid);
+- Protobuf: the message as a struct (a file of several top-level messages: a struct of them by
+  name, the one a record holds set), enums as their names, maps as maps, repeated as lists,
+  google.protobuf.Timestamp as a timestamp (UTC, ns);
+- JSON Schema: objects with properties as structs, arrays as lists, integer/number/boolean/string
+  as int64/float64/bool/string, anything else as its JSON text.
+
+A key or value that does not decode is null in the typed column and kept, whole, in
+`value_bytes` (`key_bytes`) with the reason in `value_error`; `value_schema_id` names the writer."""
+from __future__ import annotations
+
+import json
+
+from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
+from kafkalog_cli.ops.schema_registry import SchemaType, SchemaVersion
+
+
+def column_schema(decoder: SchemaDecoder, topic: str, is_key: bool) -> SchemaVersion | None:
+    """The reader schema whose type the topic's key or value column takes, or None (no schema:
+    the column stays bytes)."""
+    bound = decoder.registry.bound.get((topic, is_key))
+    if bound is not None:
+        return bound
+    subject = decoder.topic_subject(topic, is_key)
+    return decoder.reader_of(subject) if subject is not None else None
+
+
+# -- Avro
+
+
+def _avro_type(s, named: dict):
+    import pyarrow as pa
+
+    if isinstance(s, str):
+        if s in named:
+            return named[s]
+        return _AVRO_PRIMITIVES()[s]
+    if isinstance(s, list):
+        branches = [b for b in s if b != "null"]
+        if len(branches) == 1:
+            return _avro_type(branches[0], named)
+        return pa.struct([pa.field(f"member{i}", _avro_type(b, named)) for i, b in enumerate(branches)])
+    t = s.get("type")
+    logical = s.get("logicalType")
+    if logical == "decimal" and t in ("bytes", "fixed"):
+        p, sc = int(s.get("precision", 38)), int(s.get("scale", 0))
+        out = pa.decimal128(p, sc) if p <= 38 else pa.decimal256(p, sc)
+    elif logical in _AVRO_LOGICAL() and t in ("int", "long", "string"):
+        out = _AVRO_LOGICAL()[logical]
+    elif t == "record" or t == "error":
+        out = None
+        name = _full_name(s)
+        # a recursive record cannot be an Arrow type: its nested uses become JSON text
+        named[name] = pa.string()
+        out = pa.struct([pa.field(f["name"], _avro_type(f["type"], named)) for f in s["fields"]])
+    elif t == "enum":
+        out = pa.string()
+    elif t == "array":
+        out = pa.list_(_avro_type(s["items"], named))
+    elif t == "map":
+        out = pa.map_(pa.string(), _avro_type(s["values"], named))
+    elif t == "fixed":
+        out = pa.binary(int(s["size"]))
+    else:
+        out = _avro_type(t, named)
+    if isinstance(s, dict) and t in ("record", "error", "enum", "fixed"):
+        named[_full_name(s)] = out
+        named.setdefault(s["name"], out)
+    return out
+
+
+def _avro_references(registry, v: SchemaVersion, named: dict, seen: set) -> None:
+    """The Arrow types of the named types `v`'s references define, depth first."""
+    for ref in v.references:
+        target = registry.resolve(ref)
+        if target is None or (target.subject, target.version) in seen:
+            continue
+        seen.add((target.subject, target.version))
+        _avro_references(registry, target, named, seen)
+        _avro_type(json.loads(target.schema), named)
+
+
+def _full_name(s: dict) -> str:
+    name = s["name"]
+    return name if "." in name or not s.get("namespace") else f"{s['namespace']}.{name}"
+
+
+def _AVRO_PRIMITIVES():
+    import pyarrow as pa
+
+    return {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
+            "float": pa.float32(), "double": pa.float64(), "bytes": pa.binary(), "string": pa.string()}
+
+
+def _AVRO_LOGICAL():
+    import pyarrow as pa
+
+    return {"timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
+            "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
+            "date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
+            "uuid": pa.uuid()}
+
+
+def _to_arrow_value(v, t):
+    """A decoded value as pyarrow builds `t` from it: UUIDs as their 16 bytes, union members
+    placed, recursive records as JSON text."""
+    import pyarrow as pa
+    import uuid
+
+    if v is None:
+        return None
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        return (v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))).bytes
+    if pa.types.is_struct(t):
+        if t.num_fields and t.field(0).name == "member0" and not isinstance(v, dict) or (
+                t.num_fields and t.field(0).name == "member0" and isinstance(v, dict)
+                and set(v) - {f.name for f in t}):
+            return _union_member(v, t)
+        if not isinstance(v, dict):
+            return None
+        return {f.name: _to_arrow_value(v.get(f.name), f.type) for f in t}
+    if pa.types.is_list(t):
+        return [_to_arrow_value(x, t.value_type) for x in v]
+    if pa.types.is_map(t):
+        return [(k, _to_arrow_value(x, t.item_type)) for k, x in v.items()]
+    if pa.types.is_string(t) and not isinstance(v, str):
+        return json.dumps(v, default=str)
+    return v
+
+
+def _union_member(v, t):
+    """A non-null union's value as the struct of its members: the first member whose Arrow type
+    takes the Python value is set."""
+    import pyarrow as pa
+
+    out = {f.name: None for f in t}
+    for f in t:
+        ft = f.type
+        ok = ((pa.types.is_boolean(ft) and isinstance(v, bool))
+              or (pa.types.is_integer(ft) and isinstance(v, int) and not isinstance(v, bool))
+              or (pa.types.is_floating(ft) and isinstance(v, float))
+              or (pa.types.is_string(ft) and isinstance(v, str))
+              or ((pa.types.is_binary(ft) or pa.types.is_fixed_size_binary(ft)) and isinstance(v, bytes))
+              or (pa.types.is_struct(ft) and isinstance(v, dict)) or (pa.types.is_map(ft) and isinstance(v, dict))
+              or (pa.types.is_list(ft) and isinstance(v, list)))
+        if ok:
+            out[f.name] = _to_arrow_value(v, ft)
+            return out
+    return out
+
+
+# -- Protobuf
+
+_PB_SCALARS = None
+
+
+def _pb_scalar(t: int):
+    import pyarrow as pa
+
+    global _PB_SCALARS
+    if _PB_SCALARS is None:
+        _PB_SCALARS = {1: pa.float64(), 2: pa.float32(), 3: pa.int64(), 4: pa.uint64(), 5: pa.int32(),
+                       6: pa.uint64(), 7: pa.uint32(), 8: pa.bool_(), 9: pa.string(), 12: pa.binary(),
+                       13: pa.uint32(), 14: pa.string(), 15: pa.int32(), 16: pa.int64(), 17: pa.int32(),
+                       18: pa.int64()}
+    return _PB_SCALARS[t]
+
+
+def _pb_message_type(desc, seen: tuple = ()):
+    import pyarrow as pa
+
+    if desc.full_name == "google.protobuf.Timestamp":
+        return pa.timestamp("ns", tz="UTC")
+    if desc.full_name in seen:
+        return pa.string()
+    fields = []
+    for f in desc.fields:
+        if f.message_type is not None and f.message_type.GetOptions().map_entry:
+            k, v = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
+            t = pa.map_(_pb_field_type(k, seen + (desc.full_name,)), _pb_field_type(v, seen + (desc.full_name,)))
+        else:
+            t = _pb_field_type(f, seen + (desc.full_name,))
+            if is_repeated(f):
+                t = pa.list_(t)
+        fields.append(pa.field(f.name, t))
+    return pa.struct(fields)
+
+
+def _pb_field_type(f, seen):
+    return _pb_message_type(f.message_type, seen) if f.type in (10, 11) else _pb_scalar(f.type)
+
+
+def _pb_value(msg, t):
+    """A protobuf message as the Python value of its Arrow type `t`."""
+    import datetime
+
+    import pyarrow as pa
+
+    if msg.DESCRIPTOR.full_name == "google.protobuf.Timestamp":
+        return datetime.datetime.fromtimestamp(0, datetime.timezone.utc) + datetime.timedelta(
+            seconds=msg.seconds, microseconds=msg.nanos // 1000)
+    if pa.types.is_string(t):
+        from google.protobuf import json_format
+
+        return json.dumps(json_format.MessageToDict(msg, preserving_proto_field_name=True))
+    out = {}
+    for f in msg.DESCRIPTOR.fields:
+        ft = t.field(f.name).type
+        value = getattr(msg, f.name)
+        if pa.types.is_map(ft):
+            out[f.name] = [(k, _pb_one(f.message_type.fields_by_name["value"], value[k], ft.item_type)) for k in value]
+        elif is_repeated(f):
+            out[f.name] = [_pb_one(f, x, ft.value_type) for x in value]
+        elif f.type in (10, 11) and not msg.HasField(f.name):
+            out[f.name] = None
+        else:
+            out[f.name] = _pb_one(f, value, ft)
+    return out
+
+
+def _pb_one(f, value, t):
+    if f.type in (10, 11):
+        return _pb_value(value, t)
+    if f.type == 14:
+        ev = f.enum_type.values_by_number.get(value)
+        return ev.name if ev is not None else str(value)
+    return value
+
+
+# -- JSON Schema
+
+
+def _json_type(s: dict, depth: int = 0):
+    import pyarrow as pa
+
+    t = s.get("type") if isinstance(s, dict) else None
+    if isinstance(t, list):
+        rest = [x for x in t if x != "null"]
+        t = rest[0] if len(rest) == 1 else None
+    if t == "object" and isinstance(s.get("properties"), dict) and depth < 32:
+        return pa.struct([pa.field(k, _json_type(v, depth + 1)) for k, v in s["properties"].items()])
+    if t == "array" and isinstance(s.get("items"), dict) and depth < 32:
+        return pa.list_(_json_type(s["items"], depth + 1))
+    return {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_(), "string": pa.string()}.get(t, pa.string())
+
+
+def _json_value(v, t):
+    import pyarrow as pa
+
+    if v is None:
+        return None
+    if pa.types.is_struct(t):
+        return {f.name: _json_value(v.get(f.name), f.type) for f in t} if isinstance(v, dict) else None
+    if pa.types.is_list(t):
+        return [_json_value(x, t.value_type) for x in v] if isinstance(v, list) else None
+    if pa.types.is_string(t):
+        return v if isinstance(v, str) else json.dumps(v)
+    if pa.types.is_floating(t):
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    if pa.types.is_integer(t):
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    if pa.types.is_boolean(t):
+        return v if isinstance(v, bool) else None
+    return v
+
+
+# -- columns
+
+
+def storage_type(t):
+    """`t` with its extension types (arrow.uuid) as their storage: what pa.array builds nested
+    values into, cast to `t` after."""
+    import pyarrow as pa
+
+    if isinstance(t, pa.BaseExtensionType):
+        return t.storage_type
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, storage_type(f.type), f.nullable) for f in t])
+    if pa.types.is_list(t):
+        return pa.list_(storage_type(t.value_type))
+    if pa.types.is_map(t):
+        return pa.map_(storage_type(t.key_type), storage_type(t.item_type))
+    return t
+
+
+class TypedColumn:
+    """The Arrow type of a topic's key or value column and the conversion of decoded values to it."""
+
+    def __init__(self, decoder: SchemaDecoder, reader: SchemaVersion):
+        import pyarrow as pa
+
+        self.reader = reader
+        self.kind = reader.schema_type
+        if self.kind is SchemaType.AVRO:
+            named: dict = {}
+            _avro_references(decoder.registry, reader, named, set())
+            self.type = _avro_type(json.loads(reader.schema), named)
+            self.convert = lambda d: _to_arrow_value(d.value, self.type)
+        elif self.kind is SchemaType.PROTOBUF:
+            pb = decoder.parsed(reader)
+            tops = list(pb.file.message_types_by_name.values())
+            self.messages = {m.full_name: m.name for m in tops}
+            if len(tops) == 1:
+                self.type = _pb_message_type(tops[0])
+                self.convert = lambda d: _pb_value(d.value, self.type) if d.value.DESCRIPTOR.full_name == tops[0].full_name else None
+            else:
+                self.type = pa.struct([pa.field(m.name, _pb_message_type(m)) for m in tops])
+
+                def convert(d):
+                    name = self.messages.get(d.value.DESCRIPTOR.full_name)
+                    if name is None:
+                        return None
+                    out = {m.name: None for m in tops}
+                    out[name] = _pb_value(d.value, self.type.field(name).type)
+                    return out
+                self.convert = convert
+        else:
+            self.type = _json_type(json.loads(reader.schema))
+            self.convert = lambda d: _json_value(d.value, self.type)
+        self.storage = storage_type(self.type)
+
+
+def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_headers: bool):
+    """`table`'s key and value columns (binary) replaced by typed ones where the topic has a
+    schema, with `<field>_schema_id`, `<field>_bytes` and `<field>_error` after each; `columns`
+    caches each (topic, is_key)'s TypedColumn (or None)."""
+    import pyarrow as pa
+
+    names = table.column_names
+    headers = None
+    if "headers" in names:
+        headers = [[(h["key"], h["value"]) for h in (hs or ())] for hs in table.column("headers").to_pylist()]
+    for field, is_key in (("key", True), ("value", False)):
+        if field not in names:
+            continue
+        k = (topic, is_key)
+        if k not in columns:
+            reader = column_schema(decoder, topic, is_key)
+            columns[k] = TypedColumn(decoder, reader) if reader is not None else None
+        col = columns[k]
+        if col is None:
+            continue
+        raw = table.column(field).to_pylist()
+        values, ids, kept, errors = [], [], [], []
+        for i, data in enumerate(raw):
+            got = decoder.decode(topic, is_key, data, headers[i] if headers is not None else ())
+            if isinstance(got, Decoded):
+                converted = col.convert(got)
+                if converted is None and got.value is not None:
+                    values.append(None), ids.append(got.writer.id), kept.append(data)
+                    errors.append(f"not the column's type ({col.reader.subject} version {col.reader.version})")
+                    continue
+                values.append(converted), ids.append(got.writer.id), kept.append(None), errors.append(None)
+            else:
+                values.append(None)
+                ids.append(got.schema_id if isinstance(got, Undecoded) and isinstance(got.schema_id, int) else None)
+                kept.append(data)
+                errors.append(got.reason if isinstance(got, Undecoded) else
+                              (None if data is None else "not in the schema registry's wire format"))
+        at = table.column_names.index(field)
+        table = table.set_column(at, pa.field(field, col.type), pa.array(values, type=col.storage).cast(col.type))
+        table = table.add_column(at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32()))
+        table = table.add_column(at + 2, pa.field(f"{field}_bytes", pa.binary()), pa.array(kept, type=pa.binary()))
+        table = table.add_column(at + 3, pa.field(f"{field}_error", pa.string()), pa.array(errors, type=pa.string()))
+    if not keep_headers and "headers" in table.column_names:
+        table = table.drop_columns(["headers"])
+    return table
+
+
+_DECODERS: dict[int, SchemaDecoder] = {}
+
+
+class TypedTables:
+    """One segment's row groups with typed keys and values: the decoder of the run's schemas
+    (one a process: Spark tasks and pool workers each build theirs once)."""
+
+    def __init__(self, spec, topic: str, keep_headers: bool):
+        dec = _DECODERS.get(id(spec))
+        if dec is None:
+            dec = _DECODERS[id(spec)] = SchemaDecoder(spec.registry, spec.reader_version, protobuf_messages=True)
+            dec.spec = spec     # held, so its id is not reused while the decoder is cached
+        self.decoder, self.topic, self.keep_headers = dec, topic or "", keep_headers
+        self.columns: dict = {}
+
+    def table(self, table):
+        return decode_table(table, self.topic, self.decoder, self.columns, self.keep_headers)
+
+    def schema(self, schema):
+        """The Parquet file's schema: `schema` with the typed columns laid in."""
+        return self.table(schema.empty_table()).schema

@@ -1,0 +1,112 @@
+"""export --to parquet --decode-schemas: typed columns from the serializer-made log dir
+(tests/fixtures/schemas), equal to fastavro's decoding of the same bytes and to the
+serializers' inputs."""
+import datetime
+import decimal
+import io
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from kafkalog_cli.cli import cli
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+fastavro = pytest.importorskip("fastavro")
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas"
+LOGDIR = FIXTURE / "logdir"
+INPUTS = json.loads((FIXTURE / "inputs.json").read_text())
+
+
+def _shapes():
+    """make_logdir.py's Avro schemas (the ones the serializers were given)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_logdir", FIXTURE / "make_logdir.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _table(out: Path, topic: str):
+    return pq.read_table(next((out / f"topic={topic}").rglob("*.parquet")))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from click.testing import CliRunner
+
+    base = tmp_path_factory.mktemp("export")
+    runner = CliRunner()
+    typed = runner.invoke(cli, ["export", str(LOGDIR), "--to", "parquet", str(base / "typed"), "--decode-schemas",
+                                "--jobs", "1", "--topic", "orders", "--topic", "customers", "--topic", "events",
+                                "--topic", "readings", "--topic", "legacy"])
+    plain = runner.invoke(cli, ["export", str(LOGDIR), "--to", "parquet", str(base / "plain"), "--jobs", "1",
+                                "--topic", "orders"])
+    assert typed.exit_code == 0 and plain.exit_code == 0, typed.output + plain.output
+    return base / "typed", base / "plain"
+
+
+def test_avro_values_are_typed_columns_equal_to_fastavro_on_the_same_bytes(exported):
+    typed, plain = exported
+    t = _table(typed, "orders")
+    parquet = pq.ParquetFile(next((typed / "topic=orders").rglob("*.parquet"))).schema.to_arrow_schema()
+    v = parquet.field("value").type
+    assert str(v.field("amount").type) == "decimal128(10, 2)"
+    assert str(v.field("created").type) == "timestamp[ms, tz=UTC]"
+    assert str(v.field("day").type) == "date32[day]" and v.field("uid").type.extension_name == "arrow.uuid"
+    assert str(v.field("attrs").type).startswith("map<string, int64") and str(v.field("tags").type) == "list<element: string>"
+    assert str(v.field("shipping").type) == "struct<city: string, weight: double>"
+    # the reader is orders-value version 2: fastavro resolves each writer's bytes to it
+    schemas = {1: _shapes().ORDER_V1, 3: _shapes().ORDER_V2}
+    reader = fastavro.parse_schema(schemas[3])
+    raw = _table(plain, "orders").column("value").to_pylist()
+    rows = t.select(["value", "value_schema_id", "value_bytes", "value_error"]).to_pylist()
+    for i, (data, row) in enumerate(zip(raw[:7], rows[:7])):
+        # offset 6 carries its schema GUID in a header: its value is the Avro bytes alone
+        sid, payload = (3, data) if i == 6 else (int.from_bytes(data[1:5], "big"), data[5:])
+        want = fastavro.schemaless_reader(io.BytesIO(payload), fastavro.parse_schema(schemas[sid]), reader)
+        want["attrs"] = list(want["attrs"].items())
+        want["uid"] = uuid.UUID(str(want["uid"]))
+        assert row["value"] == want and row["value_schema_id"] == sid and row["value_bytes"] is None
+    last = rows[7]
+    assert last["value"] is None and last["value_bytes"] == raw[7] and last["value_schema_id"] == 3
+    assert last["value_error"].startswith("AVRO payload its schema (id 3) does not read")
+    assert t.column("key").type == pa.string()
+    assert t.column("key").to_pylist()[:6] == [f"order-{i}" for i in range(6)]
+    first = rows[0]["value"]
+    assert (first["amount"], first["created"], first["day"]) == (
+        decimal.Decimal("0.00"), datetime.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc),
+        datetime.date(2024, 5, 1))
+
+
+def test_protobuf_messages_of_one_file_are_a_struct_of_them(exported):
+    typed, _ = exported
+    values = _table(typed, "events").column("value").to_pylist()
+    assert [v["Click"] for v in values[:2]] == [{"page": "/p/0", "x": -1}, {"page": "/p/1", "x": 0}]
+    p = values[2]["Purchase"]
+    assert values[2]["Click"] is None
+    assert (p["total"], p["kind"], p["delta"], p["blob"], p["labels"]) == (
+        {"currency": "EUR", "units": 5}, "ONLINE", -5, b"\x00\xff", [("src", "web")])
+    assert p["at"] == datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
+
+
+def test_json_schema_and_referencing_avro_values_are_structs_of_the_inputs(exported):
+    typed, _ = exported
+    assert _table(typed, "readings").column("value").to_pylist() == [
+        {"sensor": r["sensor"], "celsius": r["celsius"], "ok": r["ok"], "tags": r["tags"]} for r in INPUTS["readings"]]
+    assert _table(typed, "customers").column("value").to_pylist() == INPUTS["customers"]
+
+
+def test_a_topic_without_a_schema_keeps_its_bytes_column(exported):
+    typed, _ = exported
+    t = _table(typed, "legacy")
+    assert t.column("value").type == pa.binary() and "value_error" not in t.column_names
+
+
+def test_schemas_type_parquet_only(runner, tmp_path):
+    res = runner.invoke(cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"])
+    assert res.exit_code == 2 and "--to parquet" in res.stderr
