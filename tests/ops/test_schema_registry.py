@@ -1,0 +1,116 @@
+"""The registry replayed from `_schemas` records as the registry's store replays them, and the
+resolution rules of each format (ops/schema_registry.py, ops/schema_decode.py)."""
+import json
+
+import pytest
+
+from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, SchemaMismatchError, Undecoded
+from kafkalog_cli.ops.schema_registry import Registry, SchemaRegistryError, load_registry
+
+
+def _schema(subject, version, sid, schema, **more):
+    return ({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1},
+            {"subject": subject, "version": version, "id": sid, "schema": schema, "deleted": False, **more})
+
+
+def _replay(*records) -> Registry:
+    reg = Registry()
+    for k, v in records:
+        reg.apply(k, v, "test")
+    return reg
+
+
+def test_delete_subject_soft_deletes_up_to_its_version_and_clear_subject_drops_them():
+    a = '"string"'
+    reg = _replay(_schema("s", 1, 1, a), _schema("s", 2, 2, '"long"'), _schema("s", 3, 3, '"int"'),
+                  ({"keytype": "DELETE_SUBJECT", "subject": "s", "magic": 0}, {"subject": "s", "version": 2}))
+    assert [v.version for v in reg.subject_versions("s")] == [3]
+    assert [v.version for v in reg.subject_versions("s", deleted=True)] == [1, 2, 3]
+    assert reg.by_id(1)[0].deleted                          # a soft-deleted id still answers
+    reg.apply({"keytype": "CLEAR_SUBJECT", "subject": "s", "magic": 0}, {"subject": "s"}, "test")
+    assert [v.version for v in reg.subject_versions("s", deleted=True)] == [3]
+
+
+def test_a_tombstone_deletes_a_version_for_good_and_the_id_is_remembered_as_gone():
+    reg = _replay(_schema("s", 1, 7, '"string"'), ({"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, None))
+    assert reg.subjects(deleted=True) == [] and reg.by_id(7) == []
+    assert (reg.gone(7).subject, reg.gone(7).version) == ("s", 1)
+
+
+def test_ids_are_per_context_and_configs_keep_the_last_value():
+    reg = _replay(_schema(":.staging:s", 1, 1, '"int"'), _schema("s", 1, 1, '"string"'),
+                  ({"keytype": "CONFIG", "subject": None, "magic": 0}, {"compatibilityLevel": "FULL"}),
+                  ({"keytype": "CONFIG", "subject": None, "magic": 0}, None))
+    assert [v.subject for v in reg.by_id(1)] == ["s"]
+    assert [v.subject for v in reg.by_id(1, ".staging")] == [":.staging:s"]
+    assert reg.configs == {}
+
+
+def test_a_key_of_unknown_keytype_is_an_error():
+    with pytest.raises(SchemaRegistryError, match="unknown keytype 'WHAT'"):
+        _replay(({"keytype": "WHAT", "magic": 0}, {}))
+
+
+def test_a_rest_dir_with_url_encoded_subjects(tmp_path):
+    d = tmp_path / "subjects" / "a%2Fb-value" / "versions"
+    d.mkdir(parents=True)
+    (d / "1").write_text(json.dumps({"id": 4, "schema": '"string"'}))
+    reg = load_registry(sources=[str(tmp_path)])
+    assert [(v.subject, v.version, v.id) for v in reg.subject_versions("a/b-value")] == [("a/b-value", 1, 4)]
+
+
+# -- resolution, on bytes the protobuf runtime and fastavro write
+
+PROTO_V1 = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; int32 n = 2; }\n'
+PROTO_V2_OK = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; int64 n = 2; bool extra = 3; }\n'
+PROTO_V2_BAD = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; string n = 2; }\n'
+
+
+def _proto_bytes(reg, v1):
+    dec = SchemaDecoder(reg)
+    pb = dec.parsed(v1)
+    msg = pb.message_class(pb.message((0,)))(name="x", n=-3)
+    return b"\x00" + (1).to_bytes(4, "big") + b"\x00" + msg.SerializeToString()
+
+
+@pytest.mark.parametrize("v2, ok", [(PROTO_V2_OK, True), (PROTO_V2_BAD, False)])
+def test_protobuf_resolves_by_field_number_and_wire_type(v2, ok):
+    pytest.importorskip("grpc_tools")
+    reg = _replay(_schema("t-value", 1, 1, PROTO_V1, schemaType="PROTOBUF"),
+                  _schema("t-value", 2, 2, v2, schemaType="PROTOBUF"))
+    data = _proto_bytes(reg, reg.version("t-value", 1))
+    dec = SchemaDecoder(reg)
+    if ok:
+        got = dec.decode("t", False, data)
+        assert isinstance(got, Decoded) and got.value == {"name": "x", "n": "-3"} and got.reader.version == 2
+    else:
+        with pytest.raises(SchemaMismatchError, match=r"schema id 1 \(t-value version 1\) does not resolve to the "
+                                                      r"reader schema id 2 \(t-value version 2\): t.M field 2 \(n\)"):
+            dec.decode("t", False, data)
+    assert isinstance(SchemaDecoder(reg, reader_version=1).decode("t", False, data), Decoded)
+
+
+def test_json_schema_reader_validation_and_undecodable_bytes():
+    v1 = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
+    v2 = json.dumps({"type": "object", "properties": {"a": {"type": "string"}}})
+    reg = _replay(_schema("j-value", 1, 1, v1, schemaType="JSON"), _schema("j-value", 2, 2, v2, schemaType="JSON"))
+    data = b"\x00\x00\x00\x00\x01" + b'{"a": 5}'
+    with pytest.raises(SchemaMismatchError, match="schema id 1 .* reader schema id 2 .*not valid for the reader"):
+        SchemaDecoder(reg).decode("j", False, data)
+    got = SchemaDecoder(reg, reader_version=1).decode("j", False, b"\x00\x00\x00\x00\x01{not json")
+    assert isinstance(got, Undecoded) and got.schema_id == 1 and "does not read" in got.reason
+    assert SchemaDecoder(reg).decode("j", False, b"\x02abc").reason.startswith("not in the schema registry's wire format")
+
+
+def test_avro_promotes_and_fills_defaults_to_the_reader():
+    fastavro = pytest.importorskip("fastavro")
+    import io
+
+    w = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}]}
+    r = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "long"},
+                                                   {"name": "s", "type": "string", "default": "d"}]}
+    reg = _replay(_schema("r-value", 1, 1, json.dumps(w)), _schema("r-value", 2, 2, json.dumps(r)))
+    bio = io.BytesIO()
+    fastavro.schemaless_writer(bio, fastavro.parse_schema(w), {"n": 9})
+    got = SchemaDecoder(reg).decode("r", False, b"\x00\x00\x00\x00\x01" + bio.getvalue())
+    assert got.value == {"n": 9, "s": "d"} and (got.writer.id, got.reader.id) == (1, 2)
