@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any, Callable
 from functools import cached_property
 
 from kafkalog_cli.errors import ExitCode, KafkalogError
@@ -44,8 +45,8 @@ class Decoded:
 
     def schema_object(self) -> dict:
         """The `key_schema`/`value_schema` member of a JSON line."""
-        out = {"id": self.writer.id, "subject": self.writer.subject, "version": self.writer.version,
-               "type": self.writer.schema_type.value}
+        out: dict[str, object] = {"id": self.writer.id, "subject": self.writer.subject,
+                                  "version": self.writer.version, "type": self.writer.schema_type.value}
         if self.ref is not None and self.ref.guid is not None:
             out["guid"] = str(self.ref.guid)
         if self.ref is not None and self.ref.message_indexes is not None:
@@ -287,6 +288,7 @@ class _JsonSchema:
     def __init__(self, registry: Registry, v: SchemaVersion):
         import jsonschema
         import referencing
+        import referencing.jsonschema
 
         try:
             schema = json.loads(v.schema)
@@ -343,7 +345,7 @@ class SchemaDecoder:
         self._ids: dict[tuple, SchemaVersion | None] = {}
         self._topic_subjects: dict[tuple[str, bool], str | None] = {}
         # (topic, is_key, the 4 id bytes) -> the decoding of an Avro id met before, prefix-framed
-        self._fast: dict[tuple, object] = {}
+        self._fast: dict[tuple, Callable[[Any], Decoded | None]] = {}
 
     def parsed(self, v: SchemaVersion):
         """`v` parsed (compiled), once; a schema that does not parse fails each time it is asked."""
@@ -385,8 +387,12 @@ class SchemaDecoder:
         k = (ref.schema_id, ref.guid, topic_subject)
         if k in self._ids:
             return self._ids[k]
-        found = (self.registry.by_guid(ref.guid) if ref.guid is not None
-                 else self.registry.by_id(ref.schema_id, DEFAULT_CONTEXT))
+        if ref.guid is not None:
+            found = self.registry.by_guid(ref.guid)
+        elif ref.schema_id is not None:
+            found = self.registry.by_id(ref.schema_id, DEFAULT_CONTEXT)
+        else:
+            found = []
         # the topic's own subject first, when the id is registered under several
         found.sort(key=lambda v: (v.subject != topic_subject, v.deleted))
         self._ids[k] = found[0] if found else None

@@ -185,16 +185,18 @@ class Registry:
                     del self.versions[subject]
                 return
             self.add(schema_version(value, where))
+        elif kt in (KeyType.DELETE_SUBJECT, KeyType.CLEAR_SUBJECT) and not isinstance(subject, str):
+            raise SchemaRegistryError(f"a {kt.value} key without a subject")
         elif kt is KeyType.CONFIG:
             self._keep(self.configs, subject, value)
         elif kt is KeyType.MODE:
             self._keep(self.modes, subject, value)
-        elif kt is KeyType.DELETE_SUBJECT and value is not None:
+        elif kt is KeyType.DELETE_SUBJECT and value is not None and isinstance(subject, str):
             upto = value.get("version")
             for n, v in self.versions.get(subject, {}).items():
                 if not isinstance(upto, int) or n <= upto:
                     v.deleted = True
-        elif kt is KeyType.CLEAR_SUBJECT and value is not None:
+        elif kt is KeyType.CLEAR_SUBJECT and value is not None and isinstance(subject, str):
             left = {n: v for n, v in self.versions.get(subject, {}).items() if not v.deleted}
             if left:
                 self.versions[subject] = left

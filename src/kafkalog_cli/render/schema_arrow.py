@@ -249,7 +249,8 @@ def _json_type(s: dict, depth: int = 0):
         return pa.struct([pa.field(k, _json_type(v, depth + 1)) for k, v in s["properties"].items()])
     if t == "array" and isinstance(s.get("items"), dict) and depth < 32:
         return pa.list_(_json_type(s["items"], depth + 1))
-    return {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_(), "string": pa.string()}.get(t, pa.string())
+    scalars = {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_(), "string": pa.string()}
+    return scalars.get(t, pa.string()) if isinstance(t, str) else pa.string()
 
 
 def _json_value(v, t):
@@ -349,22 +350,27 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         if col is None:
             continue
         raw = table.column(field).to_pylist()
-        values, ids, kept, errors = [], [], [], []
+        values: list = []
+        ids: list[int | None] = []
+        kept: list[bytes | None] = []
+        errors: list[str | None] = []
         for i, data in enumerate(raw):
             got = decoder.decode(topic, is_key, data, headers[i] if headers is not None else ())
+            value, sid, error = None, None, None
             if isinstance(got, Decoded):
-                converted = col.convert(got)
-                if converted is None and got.value is not None:
-                    values.append(None), ids.append(got.writer.id), kept.append(data)
-                    errors.append(f"not the column's type ({col.reader.subject} version {col.reader.version})")
-                    continue
-                values.append(converted), ids.append(got.writer.id), kept.append(None), errors.append(None)
-            else:
-                values.append(None)
-                ids.append(got.schema_id if isinstance(got, Undecoded) and isinstance(got.schema_id, int) else None)
-                kept.append(data)
-                errors.append(got.reason if isinstance(got, Undecoded) else
-                              (None if data is None else "not in the schema registry's wire format"))
+                sid = got.writer.id
+                value = col.convert(got)
+                if value is None and got.value is not None:
+                    error = f"not the column's type ({col.reader.subject} version {col.reader.version})"
+            elif isinstance(got, Undecoded):
+                sid = got.schema_id if isinstance(got.schema_id, int) else None
+                error = got.reason
+            elif data is not None:
+                error = "not in the schema registry's wire format"
+            values.append(value)
+            ids.append(sid)
+            kept.append(data if error is not None else None)
+            errors.append(error)
         at = table.column_names.index(field)
         table = table.set_column(at, pa.field(field, col.type), pa.array(values, type=col.storage).cast(col.type))
         table = table.add_column(at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32()))
@@ -376,6 +382,7 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
 
 
 _DECODERS: dict[int, SchemaDecoder] = {}
+_SPECS: list = []
 
 
 class TypedTables:
@@ -386,7 +393,7 @@ class TypedTables:
         dec = _DECODERS.get(id(spec))
         if dec is None:
             dec = _DECODERS[id(spec)] = SchemaDecoder(spec.registry, spec.reader_version, protobuf_messages=True)
-            dec.spec = spec     # held, so its id is not reused while the decoder is cached
+            _SPECS.append(spec)     # held, so its id is not reused while the decoder is cached
         self.decoder, self.topic, self.keep_headers = dec, topic or "", keep_headers
         self.columns: dict = {}
 
