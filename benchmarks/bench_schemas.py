@@ -4,7 +4,10 @@
 least any decoder of Confluent's framing must do (one call per record). Both per CPU-second
 (time.process_time), best of --repeat runs; the target is >= 80%.
 
-    python benchmarks/bench_schemas.py [--records N] [--repeat N]
+    python benchmarks/bench_schemas.py [--records N] [--repeat N] [--export]
+
+--export also times (per CPU-second) `export --to parquet` of a log dir holding those records: typed columns
+(--decode-schemas) beside today's bytes columns (the target is at least half the rate).
 
 The payloads are the orders of tests/fixtures/schemas (records, decimals, enums, timestamps,
 dates, uuids, arrays, maps, unions), serialized by fastavro as confluent-kafka's AvroSerializer
@@ -55,6 +58,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--export", action="store_true")
+    ap.add_argument("--workdir", default="/tmp/kafkalog-bench-schemas")
     a = ap.parse_args()
     data = payloads(a.records, ORDER_V2)
     reg = Registry()
@@ -80,6 +85,55 @@ def main() -> None:
     print(f"fastavro.schemaless_reader loop: {a.records / ref_s:,.0f} records/CPU-s")
     print(f"kafkalog SchemaDecoder.decode:   {a.records / our_s:,.0f} records/CPU-s "
           f"({100 * ref_s / our_s:.0f}% of fastavro; target >= 80%)")
+    if a.export:
+        export_rates(Path(a.workdir), data, a.repeat)
+
+
+def logdir_of(root: Path, data: list[bytes]) -> Path:
+    """A log dir with the payloads in `orders-0` and their schema in `_schemas-0`."""
+    import shutil
+
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
+    if root.exists():
+        shutil.rmtree(root)
+    (root / "orders-0").mkdir(parents=True)
+    (root / "_schemas-0").mkdir()
+    (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
+    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
+    value = json.dumps({"subject": "orders-value", "version": 1, "id": 7, "schema": json.dumps(ORDER_V2)}).encode()
+    (root / "_schemas-0" / "00000000000000000000.log").write_bytes(
+        build_v2_batch([SimpleRecord(key=key, value=value, timestamp=0)], 0))
+    with open(root / "orders-0" / "00000000000000000000.log", "wb") as f:
+        for base in range(0, len(data), 500):
+            f.write(build_v2_batch([SimpleRecord(key=None, value=d, timestamp=1_700_000_000_000)
+                                    for d in data[base:base + 500]], base))
+    return root
+
+
+def export_rates(work: Path, data: list[bytes], repeat: int) -> None:
+    import shutil
+
+    from kafkalog_cli.commands.schema_options import schema_spec
+    from kafkalog_cli.spark.export import ExportOptions, export
+
+    logdir = logdir_of(work / "logdir", data)
+    part = [str(logdir / "orders-0")]
+
+    def run(spec):
+        out = work / "out"
+        shutil.rmtree(out, ignore_errors=True)
+        t = time.process_time()       # this process and its threads (jobs=1 runs in process)
+        export(part, str(out), ExportOptions(to="parquet", schemas=spec), engine="local", jobs=1)
+        return time.process_time() - t
+
+    plain = min(run(None) for _ in range(repeat))
+    spec = schema_spec([str(logdir)], True, (), (), None)
+    typed = min(run(spec) for _ in range(repeat))
+    n = len(data)
+    print(f"export --to parquet, value bytes:         {n / plain:,.0f} records/CPU-s")
+    print(f"export --to parquet --decode-schemas:     {n / typed:,.0f} records/CPU-s "
+          f"({100 * plain / typed:.0f}% of the bytes export; target >= 50%)")
 
 
 if __name__ == "__main__":

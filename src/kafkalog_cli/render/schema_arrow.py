@@ -136,6 +136,41 @@ def _to_arrow_value(v, t):
     return v
 
 
+def converter(t):
+    """A function making a decoded value buildable as `t` by pa.array, compiled once per type;
+    None where the value is buildable as it is (most of a record: dicts, lists, decimals,
+    datetimes). What it does not foresee falls back to `_to_arrow_value`."""
+    import uuid
+
+    import pyarrow as pa
+
+    if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        UUID = uuid.UUID
+        return lambda v: None if v is None else (v.bytes if isinstance(v, UUID) else UUID(str(v)).bytes)
+    if pa.types.is_struct(t):
+        if t.num_fields and t.field(0).name == "member0":
+            return lambda v: None if v is None else _union_member(v, t)
+        convs = [(f.name, c) for f in t if (c := converter(f.type)) is not None]
+        if not convs:
+            return None
+
+        def struct(v):
+            if v is None or not isinstance(v, dict):
+                return None
+            out = dict(v)
+            for name, c in convs:
+                out[name] = c(v.get(name))
+            return out
+        return struct
+    if pa.types.is_list(t):
+        c = converter(t.value_type)
+        return None if c is None else (lambda v: None if v is None else [c(x) for x in v])
+    if pa.types.is_map(t):
+        c = converter(t.item_type)
+        return None if c is None else (lambda v: None if v is None else [(k, c(x)) for k, x in v.items()])
+    return None
+
+
 def _union_member(v, t):
     """A non-null union's value as the struct of its members: the first member whose Arrow type
     takes the Python value is set."""
@@ -304,7 +339,8 @@ class TypedColumn:
             named: dict = {}
             _avro_references(decoder.registry, reader, named, set())
             self.type = _avro_type(json.loads(reader.schema), named)
-            self.convert = lambda d: _to_arrow_value(d.value, self.type)
+            fast = converter(self.type)
+            self.convert = (lambda d: d.value) if fast is None else (lambda d: fast(d.value))
         elif self.kind is SchemaType.PROTOBUF:
             pb = decoder.parsed(reader)
             tops = list(pb.file.message_types_by_name.values())
@@ -372,7 +408,11 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
             kept.append(data if error is not None else None)
             errors.append(error)
         at = table.column_names.index(field)
-        table = table.set_column(at, pa.field(field, col.type), pa.array(values, type=col.storage).cast(col.type))
+        try:
+            built = pa.array(values, type=col.storage)
+        except (pa.ArrowException, TypeError, ValueError):   # a shape the converter did not foresee
+            built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
+        table = table.set_column(at, pa.field(field, col.type), built.cast(col.type))
         table = table.add_column(at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32()))
         table = table.add_column(at + 2, pa.field(f"{field}_bytes", pa.binary()), pa.array(kept, type=pa.binary()))
         table = table.add_column(at + 3, pa.field(f"{field}_error", pa.string()), pa.array(errors, type=pa.string()))
