@@ -20,12 +20,11 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable
-from functools import cached_property
 
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.formats.schema_wire import SchemaRef, WireError, header_ref, read_header, read_prefix
-from kafkalog_cli.storage.fsops import scratch_dir
 from kafkalog_cli.ops.schema_registry import DEFAULT_CONTEXT, Registry, SchemaRegistryError, SchemaType, SchemaVersion
+from kafkalog_cli.storage.fsops import scratch_dir
 
 
 class SchemaMismatchError(KafkalogError):
@@ -144,14 +143,12 @@ class _Protobuf:
     def message(self, indexes):
         """The message the indexes name in the file (SchemaId's message_indexes)."""
         desc = None
-        types = self.file.message_types_by_name
-        ordered = list(self.file.message_types_by_name.values())
+        ordered = list(self.file.message_types_by_name.values())     # in the file's order
         for i in indexes:
             if i < 0 or i >= len(ordered):
                 raise ValueError(f"message indexes {list(indexes)} name no message of the schema")
             desc = ordered[i]
             ordered = list(desc.nested_types)
-        del types
         if desc is None:
             raise ValueError("empty message indexes")
         return desc

@@ -18,7 +18,6 @@ replays it; it answers as the REST API would (`subjects`, `versions`, `by_id`)."
 from __future__ import annotations
 
 import json
-import os
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
