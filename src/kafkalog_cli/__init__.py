@@ -31,6 +31,10 @@ _EXPORTS = {
     "Partition": "kafkalog_cli.storage.partition",
     "LogDir": "kafkalog_cli.storage.logdir",
     "TopicPartition": "kafkalog_cli.storage.names",
+    # schemas: the Schema Registry from _schemas, and records decoded with it
+    "load_registry": "kafkalog_cli.ops.schema_registry",
+    "Registry": "kafkalog_cli.ops.schema_registry",
+    "SchemaDecoder": "kafkalog_cli.ops.schema_decode",
     # errors
     "KafkalogError": "kafkalog_cli.errors",
     "ExitCode": "kafkalog_cli.errors",
