@@ -3,7 +3,7 @@ serializers (against its mock registry client), produced into a live Kafka 3.3.1
 the `_schemas` records the registry writes for those registrations, decode offline to what the
 serializers were given.
 
-Runs when KAFKA_HOME and KAFKA_PY are set (tests/kafka_broker.py) and confluent-kafka is
+Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py) and confluent-kafka is
 installed; skipped otherwise. With KAFKALOG_SAVE_BROKER_RUN=<dir> the log dir and the
 serializers' inputs are saved there (how tests/fixtures/schemas/ was made: SOURCES.md)."""
 import json
