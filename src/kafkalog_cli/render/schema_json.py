@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import datetime
 import decimal
+import json
 import math
 import uuid
 
@@ -74,7 +75,10 @@ class SchemaJsonWriter:
     def _line(self, line: bytes) -> bytes:
         if not line.startswith(_RECORD):
             return line
-        obj = orjson.loads(line)
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:      # a file name that is not UTF-8 (its surrogates kept)
+            obj = json.loads(line.decode("utf-8", "surrogatepass"))
         if obj.get("is_control"):
             return self._reencoded(obj)
         headers = [(h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
