@@ -373,7 +373,7 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
 
     names = table.column_names
     headers = None
-    if "headers" in names:
+    if "headers" in names and table.num_rows and len(table.column("headers").combine_chunks().flatten()):
         headers = [[(h["key"], h["value"]) for h in (hs or ())] for hs in table.column("headers").to_pylist()]
     for field, is_key in (("key", True), ("value", False)):
         if field not in names:
