@@ -176,7 +176,7 @@ def _schemas_not_json(e: Env) -> Path:
     return d
 
 
-SCHEMAS_FIXTURE = Path(__file__).resolve().parent / "fixtures" / "schemas" / "logdir"
+SCHEMAS_FIXTURE = paths.SCHEMAS / "logdir"
 
 
 # (command, code) -> build(env) -> (args, what stderr must say: a substring, or None for nothing)

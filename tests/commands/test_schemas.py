@@ -2,14 +2,13 @@
 serializers and a live Kafka 3.3.1 broker (tests/fixtures/schemas/SOURCES.md), on the corpus'
 `_schemas` topics and Connect JSON topic, and on REST-shaped dirs and schema files."""
 import json
-from pathlib import Path
 
 from kafkalog_cli.cli import cli
 
-from ..corpus import corpus_dir, needs_corpus
-from ..ops.schema_cases import assert_decoded_as_given, decoded_records
+from tests.corpus import corpus_dir, needs_corpus
+from tests.helpers.paths import SCHEMAS as FIXTURE
+from tests.helpers.schemas import assert_decoded_as_given, decoded_records
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas"
 LOGDIR = FIXTURE / "logdir"
 INPUTS = json.loads((FIXTURE / "inputs.json").read_text())
 SPOOLDIR = ("wild", "mscaldas2012__kafka-connect-spooldir", "kafka-data")

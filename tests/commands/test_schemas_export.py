@@ -16,19 +16,11 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 fastavro = pytest.importorskip("fastavro")
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas"
+from tests.helpers.paths import SCHEMAS as FIXTURE
+from tests.helpers.schemas import make_logdir
+
 LOGDIR = FIXTURE / "logdir"
 INPUTS = json.loads((FIXTURE / "inputs.json").read_text())
-
-
-def _shapes():
-    """make_logdir.py's Avro schemas (the ones the serializers were given)."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("make_logdir", FIXTURE / "make_logdir.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _table(out: Path, topic: str):
@@ -61,7 +53,7 @@ def test_avro_values_are_typed_columns_equal_to_fastavro_on_the_same_bytes(expor
     assert str(v.field("attrs").type).startswith("map<string, int64") and str(v.field("tags").type) == "list<element: string>"
     assert str(v.field("shipping").type) == "struct<city: string, weight: double>"
     # the reader is orders-value version 2: fastavro resolves each writer's bytes to it
-    schemas = {1: _shapes().ORDER_V1, 3: _shapes().ORDER_V2}
+    schemas = {1: make_logdir().ORDER_V1, 3: make_logdir().ORDER_V2}
     reader = fastavro.parse_schema(schemas[3])
     raw = _table(plain, "orders").column("value").to_pylist()
     rows = t.select(["value", "value_schema_id", "value_bytes", "value_error"]).to_pylist()

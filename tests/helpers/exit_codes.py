@@ -5,7 +5,7 @@ from __future__ import annotations
 
 # The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
 EXIT_CODES = {
-    "dump-log": (0, 2, 3, 4),
+    "dump-log": (0, 1, 2, 3, 4),
     "dump-index": (0, 1, 2, 3, 4),
     "verify-crc": (0, 1, 2, 4),
     "export": (0, 2, 3, 4, 6),
@@ -24,4 +24,5 @@ EXIT_CODES = {
     "metadata": (0, 2, 3, 4),
     "compare-replicas": (0, 1, 2, 3, 4),
     "move-partition": (0, 1, 2, 3, 4, 5, 6),
+    "schemas": (0, 2, 3, 4),
 }

@@ -15,3 +15,4 @@ CORPUS = FIXTURES / "corpus"                     # the copied corpus and its gol
 INTERNAL = FIXTURES / "internal"                 # Kafka's internal topics' segments
 READ = FIXTURES / "read"
 SMALL = FIXTURES / "small"
+SCHEMAS = FIXTURES / "schemas"                   # records by confluent-kafka's serializers, _schemas

@@ -9,32 +9,26 @@ serializers' inputs are saved there (how tests/fixtures/schemas/ was made: SOURC
 import json
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from ..kafka_broker import broker_run, format_log_dir, needs_broker
-from .schema_cases import assert_decoded_as_given, decoded_records
+from tests.helpers.kafka_broker import broker_run, format_log_dir, needs_broker
+from tests.helpers.schemas import assert_decoded_as_given, decoded_records, make_logdir
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "schemas"
 pytestmark = needs_broker
 
 
 def test_serializer_bytes_from_a_live_broker_decode_to_their_inputs(tmp_path, runner):
     pytest.importorskip("confluent_kafka")
-    sys.path.insert(0, str(FIXTURE))
-    try:
-        from make_logdir import PRODUCE, plan
-    finally:
-        sys.path.remove(str(FIXTURE))
-    made = plan()
+    made_by = make_logdir()
+    made = made_by.plan()
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(made))
     log_dir = tmp_path / "logdir"
     log_dir.mkdir()
     format_log_dir(log_dir, tmp_path)
-    run = broker_run(log_dir, tmp_path, PRODUCE, str(plan_path))
+    run = broker_run(log_dir, tmp_path, made_by.PRODUCE, str(plan_path))
     assert run["output"] == {"ok": True}
     inputs = json.loads(json.dumps(made["inputs"]))
     save = os.environ.get("KAFKALOG_SAVE_BROKER_RUN")

@@ -1,5 +1,6 @@
 """What the schema tests check on a log dir made from confluent-kafka's serializers (made by
-tests/fixtures/schemas/make_logdir.py): dump-log --decode-schemas against the inputs."""
+tests/fixtures/schemas/make_logdir.py): dump-log --decode-schemas against the inputs; and
+make_logdir itself, loaded from the fixture dir."""
 import json
 
 from kafkalog_cli.cli import cli
@@ -44,3 +45,15 @@ def assert_decoded_as_given(decoded, inputs) -> None:
     assert err.endswith("kafkalog: 2 keys or values were not decoded and are kept as bytes\n")
     events = topics["events"]
     assert [r["value_schema"]["message_indexes"] for r in events] == [[0], [0], [1], [1]]
+
+
+def make_logdir():
+    """tests/fixtures/schemas/make_logdir.py as a module (its plan(), schemas and PRODUCE script)."""
+    import importlib.util
+
+    from tests.helpers.paths import SCHEMAS
+
+    spec = importlib.util.spec_from_file_location("make_logdir", SCHEMAS / "make_logdir.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
