@@ -12,6 +12,7 @@ least any decoder of Confluent's framing must do (one call per record). Both per
 The payloads are the orders of tests/fixtures/schemas (records, decimals, enums, timestamps,
 dates, uuids, arrays, maps, unions), serialized by fastavro as confluent-kafka's AvroSerializer
 frames them."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,7 +31,7 @@ from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder
 from kafkalog_cli.ops.schema_registry import Registry, SchemaVersion
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "schemas"))
-from make_logdir import ORDER_V2  # noqa: E402
+from make_logdir import ORDER_V2
 
 
 def payloads(n: int, schema) -> list[bytes]:
@@ -39,11 +40,23 @@ def payloads(n: int, schema) -> list[bytes]:
     for i in range(n):
         bio = io.BytesIO()
         bio.write(b"\x00" + (7).to_bytes(4, "big"))
-        fastavro.schemaless_writer(bio, parsed, {
-            "id": i, "amount": decimal.Decimal(f"{i % 1000}.{i % 100:02d}"), "status": "PAID",
-            "created": datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc), "day": datetime.date(2024, 5, 1),
-            "uid": uuid.UUID(int=i), "tags": ["a", "b"], "attrs": {"k": i}, "note": None if i % 2 else "n",
-            "shipping": {"city": "c", "weight": 1.5}, "channel": "web"})
+        fastavro.schemaless_writer(
+            bio,
+            parsed,
+            {
+                "id": i,
+                "amount": decimal.Decimal(f"{i % 1000}.{i % 100:02d}"),
+                "status": "PAID",
+                "created": datetime.datetime(2024, 5, 1, tzinfo=datetime.timezone.utc),
+                "day": datetime.date(2024, 5, 1),
+                "uid": uuid.UUID(int=i),
+                "tags": ["a", "b"],
+                "attrs": {"k": i},
+                "note": None if i % 2 else "n",
+                "shipping": {"city": "c", "weight": 1.5},
+                "channel": "web",
+            },
+        )
         out.append(bio.getvalue())
     return out
 
@@ -83,8 +96,10 @@ def main() -> None:
     our_s = min(cpu(ours) for _ in range(a.repeat))
     print(f"records: {a.records}")
     print(f"fastavro.schemaless_reader loop: {a.records / ref_s:,.0f} records/CPU-s")
-    print(f"kafkalog SchemaDecoder.decode:   {a.records / our_s:,.0f} records/CPU-s "
-          f"({100 * ref_s / our_s:.0f}% of fastavro; target >= 80%)")
+    print(
+        f"kafkalog SchemaDecoder.decode:   {a.records / our_s:,.0f} records/CPU-s "
+        f"({100 * ref_s / our_s:.0f}% of fastavro; target >= 80%)"
+    )
     if a.export:
         export_rates(Path(a.workdir), data, a.repeat)
 
@@ -100,14 +115,26 @@ def logdir_of(root: Path, data: list[bytes]) -> Path:
     (root / "orders-0").mkdir(parents=True)
     (root / "_schemas-0").mkdir()
     (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
-    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}).encode()
-    value = json.dumps({"subject": "orders-value", "version": 1, "id": 7, "schema": json.dumps(ORDER_V2)}).encode()
+    key = json.dumps(
+        {"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1}
+    ).encode()
+    value = json.dumps(
+        {"subject": "orders-value", "version": 1, "id": 7, "schema": json.dumps(ORDER_V2)}
+    ).encode()
     (root / "_schemas-0" / "00000000000000000000.log").write_bytes(
-        build_v2_batch([SimpleRecord(key=key, value=value, timestamp=0)], 0))
+        build_v2_batch([SimpleRecord(key=key, value=value, timestamp=0)], 0)
+    )
     with open(root / "orders-0" / "00000000000000000000.log", "wb") as f:
         for base in range(0, len(data), 500):
-            f.write(build_v2_batch([SimpleRecord(key=None, value=d, timestamp=1_700_000_000_000)
-                                    for d in data[base:base + 500]], base))
+            f.write(
+                build_v2_batch(
+                    [
+                        SimpleRecord(key=None, value=d, timestamp=1_700_000_000_000)
+                        for d in data[base : base + 500]
+                    ],
+                    base,
+                )
+            )
     return root
 
 
@@ -123,7 +150,7 @@ def export_rates(work: Path, data: list[bytes], repeat: int) -> None:
     def run(spec):
         out = work / "out"
         shutil.rmtree(out, ignore_errors=True)
-        t = time.process_time()       # this process and its threads (jobs=1 runs in process)
+        t = time.process_time()  # this process and its threads (jobs=1 runs in process)
         export(part, str(out), ExportOptions(to="parquet", schemas=spec), engine="local", jobs=1)
         return time.process_time() - t
 
@@ -132,8 +159,10 @@ def export_rates(work: Path, data: list[bytes], repeat: int) -> None:
     typed = min(run(spec) for _ in range(repeat))
     n = len(data)
     print(f"export --to parquet, value bytes:         {n / plain:,.0f} records/CPU-s")
-    print(f"export --to parquet --decode-schemas:     {n / typed:,.0f} records/CPU-s "
-          f"({100 * plain / typed:.0f}% of the bytes export; target >= 50%)")
+    print(
+        f"export --to parquet --decode-schemas:     {n / typed:,.0f} records/CPU-s "
+        f"({100 * plain / typed:.0f}% of the bytes export; target >= 50%)"
+    )
 
 
 if __name__ == "__main__":

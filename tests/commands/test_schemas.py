@@ -1,10 +1,10 @@
 """`kafkalog schemas` and dump-log --decode-schemas on a log dir made by confluent-kafka's own
 serializers and a live Kafka 3.3.1 broker (tests/fixtures/schemas/SOURCES.md), on the corpus'
 `_schemas` topics and Connect JSON topic, and on REST-shaped dirs and schema files."""
+
 import json
 
 from kafkalog_cli.cli import cli
-
 from tests.corpus import corpus_dir, needs_corpus
 from tests.helpers.paths import SCHEMAS as FIXTURE
 from tests.helpers.schemas import assert_decoded_as_given, decoded_records
@@ -35,16 +35,20 @@ def test_schemas_lists_subjects_versions_and_ids_as_the_registry_answers(runner)
 
 
 def test_schemas_json_is_the_registry_answer_and_a_hard_delete_is_gone(runner):
-    res = runner.invoke(cli, ["schemas", str(LOGDIR / "_schemas-0"), "--format", "json", "--deleted"])
+    res = runner.invoke(
+        cli, ["schemas", str(LOGDIR / "_schemas-0"), "--format", "json", "--deleted"]
+    )
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.stdout.splitlines()]
-    assert "legacy-value" not in {x["subject"] for x in lines}          # soft-deleted, then tombstoned
+    assert "legacy-value" not in {x["subject"] for x in lines}  # soft-deleted, then tombstoned
     orders = [x for x in lines if x["subject"] == "orders-value"]
     assert [(x["version"], x["id"], x["deleted"]) for x in orders] == [(1, 1, False), (2, 3, False)]
-    assert "schemaType" not in orders[0]                                  # AVRO, as the registry leaves it out
+    assert "schemaType" not in orders[0]  # AVRO, as the registry leaves it out
     events = next(x for x in lines if x["subject"] == "events-value")
     assert events["schemaType"] == "PROTOBUF" and [r["name"] for r in events["references"]] == [
-        "common.proto", "google/protobuf/timestamp.proto"]
+        "common.proto",
+        "google/protobuf/timestamp.proto",
+    ]
 
 
 def test_dump_log_decodes_serializer_bytes_to_their_inputs(runner):
@@ -52,24 +56,60 @@ def test_dump_log_decodes_serializer_bytes_to_their_inputs(runner):
 
 
 def test_a_schema_file_bound_to_a_topic_decodes_what_the_registry_lost(runner):
-    code, err, topics = decoded_records(runner, LOGDIR, "--topic", "legacy",
-                                        "--schema", f"legacy={FIXTURE / 'files' / 'legacy.avsc'}")
+    code, err, topics = decoded_records(
+        runner,
+        LOGDIR,
+        "--topic",
+        "legacy",
+        "--schema",
+        f"legacy={FIXTURE / 'files' / 'legacy.avsc'}",
+    )
     assert code == 0, err
     assert topics["legacy"][0]["value"] == {"n": 7}
-    assert topics["legacy"][0]["value_schema"] == {"id": None, "subject": "legacy-value", "version": 1, "type": "AVRO"}
+    assert topics["legacy"][0]["value_schema"] == {
+        "id": None,
+        "subject": "legacy-value",
+        "version": 1,
+        "type": "AVRO",
+    }
 
 
 def test_an_incompatible_reader_is_an_error_naming_both_ids(runner):
-    res = runner.invoke(cli, ["dump-log", str(LOGDIR / "orders-0"), "--format", "json",
-                              "--schemas", str(LOGDIR), "--schemas", str(FIXTURE / "files" / "rest")])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(LOGDIR / "orders-0"),
+            "--format",
+            "json",
+            "--schemas",
+            str(LOGDIR),
+            "--schemas",
+            str(FIXTURE / "files" / "rest"),
+        ],
+    )
     assert res.exit_code == 2
     assert res.stderr.splitlines()[-1].startswith(
         "kafkalog: schema id 1 (orders-value version 1) does not resolve to the reader schema id 99 "
-        "(orders-value version 3): ")
+        "(orders-value version 3): "
+    )
     # the reader chosen by version reads them all
-    res = runner.invoke(cli, ["dump-log", str(LOGDIR / "orders-0"), "--format", "json", "--schemas", str(LOGDIR),
-                              "--schemas", str(FIXTURE / "files" / "rest"), "--reader-version", "1"])
-    assert res.exit_code == 1, res.stderr      # only the garbage record is left as bytes
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(LOGDIR / "orders-0"),
+            "--format",
+            "json",
+            "--schemas",
+            str(LOGDIR),
+            "--schemas",
+            str(FIXTURE / "files" / "rest"),
+            "--reader-version",
+            "1",
+        ],
+    )
+    assert res.exit_code == 1, res.stderr  # only the garbage record is left as bytes
     values = [json.loads(x)["value"] for x in res.stdout.splitlines() if '"kind": "record"' in x]
     assert [v.get("channel") for v in values[:7]] == [None] * 7 and values[0]["id"] == 1000
 
@@ -84,14 +124,18 @@ def test_corpus_schemas_topics_read_without_error(runner):
     for parts in (SPOOLDIR, PATIENTS):
         res = runner.invoke(cli, ["schemas", str(corpus_dir(*parts))])
         assert res.exit_code == 0, res.output
-        assert res.stdout == "SUBJECT  VERSION  ID  TYPE  REFERENCES\n"   # NOOP records only
+        assert res.stdout == "SUBJECT  VERSION  ID  TYPE  REFERENCES\n"  # NOOP records only
         assert res.stderr.startswith("kafkalog: note: no schema in ")
 
 
 @needs_corpus(*SPOOLDIR)
 def test_the_connect_json_topic_reads_unchanged_with_decoding_on(runner):
     d = corpus_dir(*SPOOLDIR)
-    plain = runner.invoke(cli, ["dump-log", str(d / "test10-0"), "--format", "json", "--print-data-log"])
-    decoded = runner.invoke(cli, ["dump-log", str(d / "test10-0"), "--format", "json", "--schemas", str(d)])
+    plain = runner.invoke(
+        cli, ["dump-log", str(d / "test10-0"), "--format", "json", "--print-data-log"]
+    )
+    decoded = runner.invoke(
+        cli, ["dump-log", str(d / "test10-0"), "--format", "json", "--schemas", str(d)]
+    )
     assert plain.exit_code == decoded.exit_code == 0, decoded.stderr
     assert decoded.stdout == plain.stdout and decoded.stderr == ""

@@ -1,6 +1,7 @@
 """export --to parquet --decode-schemas: typed columns from the serializer-made log dir
 (tests/fixtures/schemas), equal to fastavro's decoding of the same bytes and to the
 serializers' inputs."""
+
 import datetime
 import decimal
 import io
@@ -33,11 +34,43 @@ def exported(tmp_path_factory):
 
     base = tmp_path_factory.mktemp("export")
     runner = CliRunner()
-    typed = runner.invoke(cli, ["export", str(LOGDIR), "--to", "parquet", str(base / "typed"), "--decode-schemas",
-                                "--jobs", "1", "--topic", "orders", "--topic", "customers", "--topic", "events",
-                                "--topic", "readings", "--topic", "legacy"])
-    plain = runner.invoke(cli, ["export", str(LOGDIR), "--to", "parquet", str(base / "plain"), "--jobs", "1",
-                                "--topic", "orders"])
+    typed = runner.invoke(
+        cli,
+        [
+            "export",
+            str(LOGDIR),
+            "--to",
+            "parquet",
+            str(base / "typed"),
+            "--decode-schemas",
+            "--jobs",
+            "1",
+            "--topic",
+            "orders",
+            "--topic",
+            "customers",
+            "--topic",
+            "events",
+            "--topic",
+            "readings",
+            "--topic",
+            "legacy",
+        ],
+    )
+    plain = runner.invoke(
+        cli,
+        [
+            "export",
+            str(LOGDIR),
+            "--to",
+            "parquet",
+            str(base / "plain"),
+            "--jobs",
+            "1",
+            "--topic",
+            "orders",
+        ],
+    )
     assert typed.exit_code == 0 and plain.exit_code == 0, typed.output + plain.output
     return base / "typed", base / "plain"
 
@@ -45,12 +78,20 @@ def exported(tmp_path_factory):
 def test_avro_values_are_typed_columns_equal_to_fastavro_on_the_same_bytes(exported):
     typed, plain = exported
     t = _table(typed, "orders")
-    parquet = pq.ParquetFile(next((typed / "topic=orders").rglob("*.parquet"))).schema.to_arrow_schema()
+    parquet = pq.ParquetFile(
+        next((typed / "topic=orders").rglob("*.parquet"))
+    ).schema.to_arrow_schema()
     v = parquet.field("value").type
     assert str(v.field("amount").type) == "decimal128(10, 2)"
     assert str(v.field("created").type) == "timestamp[ms, tz=UTC]"
-    assert str(v.field("day").type) == "date32[day]" and v.field("uid").type.extension_name == "arrow.uuid"
-    assert str(v.field("attrs").type).startswith("map<string, int64") and str(v.field("tags").type) == "list<element: string>"
+    assert (
+        str(v.field("day").type) == "date32[day]"
+        and v.field("uid").type.extension_name == "arrow.uuid"
+    )
+    assert (
+        str(v.field("attrs").type).startswith("map<string, int64")
+        and str(v.field("tags").type) == "list<element: string>"
+    )
     assert str(v.field("shipping").type) == "struct<city: string, weight: double>"
     # the reader is orders-value version 2: fastavro resolves each writer's bytes to it
     schemas = {1: make_logdir().ORDER_V1, 3: make_logdir().ORDER_V2}
@@ -60,7 +101,9 @@ def test_avro_values_are_typed_columns_equal_to_fastavro_on_the_same_bytes(expor
     for i, (data, row) in enumerate(zip(raw[:7], rows[:7])):
         # offset 6 carries its schema GUID in a header: its value is the Avro bytes alone
         sid, payload = (3, data) if i == 6 else (int.from_bytes(data[1:5], "big"), data[5:])
-        want = fastavro.schemaless_reader(io.BytesIO(payload), fastavro.parse_schema(schemas[sid]), reader)
+        want = fastavro.schemaless_reader(
+            io.BytesIO(payload), fastavro.parse_schema(schemas[sid]), reader
+        )
         want["attrs"] = list(want["attrs"].items())
         want["uid"] = uuid.UUID(str(want["uid"]))
         assert row["value"] == want and row["value_schema_id"] == sid and row["value_bytes"] is None
@@ -71,8 +114,10 @@ def test_avro_values_are_typed_columns_equal_to_fastavro_on_the_same_bytes(expor
     assert t.column("key").to_pylist()[:6] == [f"order-{i}" for i in range(6)]
     first = rows[0]["value"]
     assert (first["amount"], first["created"], first["day"]) == (
-        decimal.Decimal("0.00"), datetime.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc),
-        datetime.date(2024, 5, 1))
+        decimal.Decimal("0.00"),
+        datetime.datetime(2024, 5, 1, 12, 0, 0, 123000, tzinfo=datetime.timezone.utc),
+        datetime.date(2024, 5, 1),
+    )
 
 
 def test_protobuf_messages_of_one_file_are_a_struct_of_them(exported):
@@ -82,14 +127,21 @@ def test_protobuf_messages_of_one_file_are_a_struct_of_them(exported):
     p = values[2]["Purchase"]
     assert values[2]["Click"] is None
     assert (p["total"], p["kind"], p["delta"], p["blob"], p["labels"]) == (
-        {"currency": "EUR", "units": 5}, "ONLINE", -5, b"\x00\xff", [("src", "web")])
+        {"currency": "EUR", "units": 5},
+        "ONLINE",
+        -5,
+        b"\x00\xff",
+        [("src", "web")],
+    )
     assert p["at"] == datetime.datetime(2024, 5, 1, 12, 0, tzinfo=datetime.timezone.utc)
 
 
 def test_json_schema_and_referencing_avro_values_are_structs_of_the_inputs(exported):
     typed, _ = exported
     assert _table(typed, "readings").column("value").to_pylist() == [
-        {"sensor": r["sensor"], "celsius": r["celsius"], "ok": r["ok"], "tags": r["tags"]} for r in INPUTS["readings"]]
+        {"sensor": r["sensor"], "celsius": r["celsius"], "ok": r["ok"], "tags": r["tags"]}
+        for r in INPUTS["readings"]
+    ]
     assert _table(typed, "customers").column("value").to_pylist() == INPUTS["customers"]
 
 
@@ -100,5 +152,7 @@ def test_a_topic_without_a_schema_keeps_its_bytes_column(exported):
 
 
 def test_schemas_type_parquet_only(runner, tmp_path):
-    res = runner.invoke(cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"])
+    res = runner.invoke(
+        cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"]
+    )
     assert res.exit_code == 2 and "--to parquet" in res.stderr

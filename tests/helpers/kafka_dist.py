@@ -14,22 +14,23 @@ Harness differences by version, kept here so every broker helper agrees:
   (MetaPropertiesEnsemble), and writes `{"version":0,"brokerEpoch":N}` into
   `.kafka_cleanshutdown` on a clean stop (3.3.1: an empty file).
 """
+
 from __future__ import annotations
 
 import os
 import re
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 
 @dataclass(frozen=True)
 class KafkaDist:
     home: str
-    version: str          # as the jars say: "3.3.1", "3.9.0"
-    commit: str           # the commit id the jars carry ("" if unknown)
-    tag: str              # the git tag of a from-source build (BUILD-INFO), else the version
+    version: str  # as the jars say: "3.3.1", "3.9.0"
+    commit: str  # the commit id the jars carry ("" if unknown)
+    tag: str  # the git tag of a from-source build (BUILD-INFO), else the version
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -41,11 +42,19 @@ class KafkaDist:
     @property
     def label(self) -> str:
         """What a test report says: "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at /opt/..."."""
-        inner = ", ".join(x for x in ((self.version if self.tag != self.version else ""),
-                                      (f"commit {self.commit}" if self.commit else "")) if x)
+        inner = ", ".join(
+            x
+            for x in (
+                (self.version if self.tag != self.version else ""),
+                (f"commit {self.commit}" if self.commit else ""),
+            )
+            if x
+        )
         return f"Kafka {self.tag}" + (f" ({inner})" if inner else "") + f" at {self.home}"
 
-    def format_args(self, cluster_id: str, config: str | Path, release_version: str | None = None) -> list[str]:
+    def format_args(
+        self, cluster_id: str, config: str | Path, release_version: str | None = None
+    ) -> list[str]:
         """`kafka-storage.sh format` for a one-node KRaft cluster with a static voter set (the
         same flags on 3.3 and 3.9; `--release-version` pins metadata.version on both)."""
         args = [f"{self.home}/bin/kafka-storage.sh", "format", "-t", cluster_id, "-c", str(config)]
@@ -63,7 +72,7 @@ def _properties(text: str) -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def kafka_dist(home: str | None = None) -> KafkaDist | None:
     """The Kafka at `home` (default KAFKA_HOME), or None when there is none."""
     home = home if home is not None else os.environ.get("KAFKA_HOME", "")

@@ -1,6 +1,7 @@
 """What the schema tests check on a log dir made from confluent-kafka's serializers (made by
 tests/fixtures/schemas/make_logdir.py): dump-log --decode-schemas against the inputs; and
 make_logdir itself, loaded from the fixture dir."""
+
 import json
 
 from kafkalog_cli.cli import cli
@@ -11,7 +12,9 @@ ORDERS_V2_DEFAULT = {"channel": "web"}
 
 def decoded_records(runner, log_dir, *more: str):
     """(exit code, stderr, {topic: [record objects]}) of dump-log --decode-schemas on the log dir."""
-    res = runner.invoke(cli, ["dump-log", str(log_dir), "--format", "json", "--decode-schemas", *more])
+    res = runner.invoke(
+        cli, ["dump-log", str(log_dir), "--format", "json", "--decode-schemas", *more]
+    )
     out: dict = {}
     for line in res.stdout.splitlines():
         obj = json.loads(line)
@@ -34,13 +37,18 @@ def assert_decoded_as_given(decoded, inputs) -> None:
     assert [r["value_schema"]["version"] for r in orders[:-1]] == [1, 1, 1, 2, 2, 2, 2]
     assert {r["value_schema"].get("reader_version", 2) for r in orders[:-1]} == {2}
     assert [r["key"] for r in orders[:6]] == [f"order-{i}" for i in range(6)]
-    assert "guid" in orders[6]["value_schema"]          # the header framing
+    assert "guid" in orders[6]["value_schema"]  # the header framing
     garbage, legacy = orders[-1], topics["legacy"][0]
-    assert "error" in garbage["value_schema"] and garbage["value"] == "\x00" * 4 + chr(3) + "\ufffd" * 3
+    assert (
+        "error" in garbage["value_schema"]
+        and garbage["value"] == "\x00" * 4 + chr(3) + "\ufffd" * 3
+    )
     gone = "schema id 10 (legacy-value version 1) was deleted for good (a hard delete)"
     assert legacy["value_schema"] == {"id": 10, "error": gone}
-    assert f"orders-0/00000000000000000000.log: offset {garbage['offset']}: value kept as bytes: AVRO payload its " \
-           "schema (id 3) does not read: " in err
+    assert (
+        f"orders-0/00000000000000000000.log: offset {garbage['offset']}: value kept as bytes: AVRO payload its "
+        "schema (id 3) does not read: " in err
+    )
     assert f"legacy-0/00000000000000000000.log: offset 0: value kept as bytes: {gone}\n" in err
     assert err.endswith("kafkalog: 2 keys or values were not decoded and are kept as bytes\n")
     events = topics["events"]

@@ -1,5 +1,6 @@
 """The registry replayed from `_schemas` records as the registry's store replays them, and the
 resolution rules of each format (ops/schema_registry.py, ops/schema_decode.py)."""
+
 import json
 
 import pytest
@@ -9,8 +10,17 @@ from kafkalog_cli.ops.schema_registry import Registry, SchemaRegistryError, load
 
 
 def _schema(subject, version, sid, schema, **more):
-    return ({"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1},
-            {"subject": subject, "version": version, "id": sid, "schema": schema, "deleted": False, **more})
+    return (
+        {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1},
+        {
+            "subject": subject,
+            "version": version,
+            "id": sid,
+            "schema": schema,
+            "deleted": False,
+            **more,
+        },
+    )
 
 
 def _replay(*records) -> Registry:
@@ -22,25 +32,35 @@ def _replay(*records) -> Registry:
 
 def test_delete_subject_soft_deletes_up_to_its_version_and_clear_subject_drops_them():
     a = '"string"'
-    reg = _replay(_schema("s", 1, 1, a), _schema("s", 2, 2, '"long"'), _schema("s", 3, 3, '"int"'),
-                  ({"keytype": "DELETE_SUBJECT", "subject": "s", "magic": 0}, {"subject": "s", "version": 2}))
+    reg = _replay(
+        _schema("s", 1, 1, a),
+        _schema("s", 2, 2, '"long"'),
+        _schema("s", 3, 3, '"int"'),
+        ({"keytype": "DELETE_SUBJECT", "subject": "s", "magic": 0}, {"subject": "s", "version": 2}),
+    )
     assert [v.version for v in reg.subject_versions("s")] == [3]
     assert [v.version for v in reg.subject_versions("s", deleted=True)] == [1, 2, 3]
-    assert reg.by_id(1)[0].deleted                          # a soft-deleted id still answers
+    assert reg.by_id(1)[0].deleted  # a soft-deleted id still answers
     reg.apply({"keytype": "CLEAR_SUBJECT", "subject": "s", "magic": 0}, {"subject": "s"}, "test")
     assert [v.version for v in reg.subject_versions("s", deleted=True)] == [3]
 
 
 def test_a_tombstone_deletes_a_version_for_good_and_the_id_is_remembered_as_gone():
-    reg = _replay(_schema("s", 1, 7, '"string"'), ({"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, None))
+    reg = _replay(
+        _schema("s", 1, 7, '"string"'),
+        ({"keytype": "SCHEMA", "subject": "s", "version": 1, "magic": 1}, None),
+    )
     assert reg.subjects(deleted=True) == [] and reg.by_id(7) == []
     assert (reg.gone(7).subject, reg.gone(7).version) == ("s", 1)
 
 
 def test_ids_are_per_context_and_configs_keep_the_last_value():
-    reg = _replay(_schema(":.staging:s", 1, 1, '"int"'), _schema("s", 1, 1, '"string"'),
-                  ({"keytype": "CONFIG", "subject": None, "magic": 0}, {"compatibilityLevel": "FULL"}),
-                  ({"keytype": "CONFIG", "subject": None, "magic": 0}, None))
+    reg = _replay(
+        _schema(":.staging:s", 1, 1, '"int"'),
+        _schema("s", 1, 1, '"string"'),
+        ({"keytype": "CONFIG", "subject": None, "magic": 0}, {"compatibilityLevel": "FULL"}),
+        ({"keytype": "CONFIG", "subject": None, "magic": 0}, None),
+    )
     assert [v.subject for v in reg.by_id(1)] == ["s"]
     assert [v.subject for v in reg.by_id(1, ".staging")] == [":.staging:s"]
     assert reg.configs == {}
@@ -56,13 +76,17 @@ def test_a_rest_dir_with_url_encoded_subjects(tmp_path):
     d.mkdir(parents=True)
     (d / "1").write_text(json.dumps({"id": 4, "schema": '"string"'}))
     reg = load_registry(sources=[str(tmp_path)])
-    assert [(v.subject, v.version, v.id) for v in reg.subject_versions("a/b-value")] == [("a/b-value", 1, 4)]
+    assert [(v.subject, v.version, v.id) for v in reg.subject_versions("a/b-value")] == [
+        ("a/b-value", 1, 4)
+    ]
 
 
 # -- resolution, on bytes the protobuf runtime and fastavro write
 
 PROTO_V1 = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; int32 n = 2; }\n'
-PROTO_V2_OK = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; int64 n = 2; bool extra = 3; }\n'
+PROTO_V2_OK = (
+    'syntax = "proto3";\npackage t;\nmessage M { string name = 1; int64 n = 2; bool extra = 3; }\n'
+)
 PROTO_V2_BAD = 'syntax = "proto3";\npackage t;\nmessage M { string name = 1; string n = 2; }\n'
 
 
@@ -76,16 +100,25 @@ def _proto_bytes(reg, v1):
 @pytest.mark.parametrize("v2, ok", [(PROTO_V2_OK, True), (PROTO_V2_BAD, False)])
 def test_protobuf_resolves_by_field_number_and_wire_type(v2, ok):
     pytest.importorskip("grpc_tools")
-    reg = _replay(_schema("t-value", 1, 1, PROTO_V1, schemaType="PROTOBUF"),
-                  _schema("t-value", 2, 2, v2, schemaType="PROTOBUF"))
+    reg = _replay(
+        _schema("t-value", 1, 1, PROTO_V1, schemaType="PROTOBUF"),
+        _schema("t-value", 2, 2, v2, schemaType="PROTOBUF"),
+    )
     data = _proto_bytes(reg, reg.version("t-value", 1))
     dec = SchemaDecoder(reg)
     if ok:
         got = dec.decode("t", False, data)
-        assert isinstance(got, Decoded) and got.value == {"name": "x", "n": "-3"} and got.reader.version == 2
+        assert (
+            isinstance(got, Decoded)
+            and got.value == {"name": "x", "n": "-3"}
+            and got.reader.version == 2
+        )
     else:
-        with pytest.raises(SchemaMismatchError, match=r"schema id 1 \(t-value version 1\) does not resolve to the "
-                                                      r"reader schema id 2 \(t-value version 2\): t.M field 2 \(n\)"):
+        with pytest.raises(
+            SchemaMismatchError,
+            match=r"schema id 1 \(t-value version 1\) does not resolve to the "
+            r"reader schema id 2 \(t-value version 2\): t.M field 2 \(n\)",
+        ):
             dec.decode("t", False, data)
     assert isinstance(SchemaDecoder(reg, reader_version=1).decode("t", False, data), Decoded)
 
@@ -93,13 +126,22 @@ def test_protobuf_resolves_by_field_number_and_wire_type(v2, ok):
 def test_json_schema_reader_validation_and_undecodable_bytes():
     v1 = json.dumps({"type": "object", "properties": {"a": {"type": "integer"}}})
     v2 = json.dumps({"type": "object", "properties": {"a": {"type": "string"}}})
-    reg = _replay(_schema("j-value", 1, 1, v1, schemaType="JSON"), _schema("j-value", 2, 2, v2, schemaType="JSON"))
+    reg = _replay(
+        _schema("j-value", 1, 1, v1, schemaType="JSON"),
+        _schema("j-value", 2, 2, v2, schemaType="JSON"),
+    )
     data = b"\x00\x00\x00\x00\x01" + b'{"a": 5}'
-    with pytest.raises(SchemaMismatchError, match="schema id 1 .* reader schema id 2 .*not valid for the reader"):
+    with pytest.raises(
+        SchemaMismatchError, match="schema id 1 .* reader schema id 2 .*not valid for the reader"
+    ):
         SchemaDecoder(reg).decode("j", False, data)
     got = SchemaDecoder(reg, reader_version=1).decode("j", False, b"\x00\x00\x00\x00\x01{not json")
     assert isinstance(got, Undecoded) and got.schema_id == 1 and "does not read" in got.reason
-    assert SchemaDecoder(reg).decode("j", False, b"\x02abc").reason.startswith("not in the schema registry's wire format")
+    assert (
+        SchemaDecoder(reg)
+        .decode("j", False, b"\x02abc")
+        .reason.startswith("not in the schema registry's wire format")
+    )
 
 
 def test_avro_promotes_and_fills_defaults_to_the_reader():
@@ -107,8 +149,11 @@ def test_avro_promotes_and_fills_defaults_to_the_reader():
     import io
 
     w = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "int"}]}
-    r = {"type": "record", "name": "R", "fields": [{"name": "n", "type": "long"},
-                                                   {"name": "s", "type": "string", "default": "d"}]}
+    r = {
+        "type": "record",
+        "name": "R",
+        "fields": [{"name": "n", "type": "long"}, {"name": "s", "type": "string", "default": "d"}],
+    }
     reg = _replay(_schema("r-value", 1, 1, json.dumps(w)), _schema("r-value", 2, 2, json.dumps(r)))
     bio = io.BytesIO()
     fastavro.schemaless_writer(bio, fastavro.parse_schema(w), {"n": 9})

@@ -6,6 +6,7 @@ serializers were given.
 Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py) and confluent-kafka is
 installed; skipped otherwise. With KAFKALOG_SAVE_BROKER_RUN=<dir> the log dir and the
 serializers' inputs are saved there (how tests/fixtures/schemas/ was made: SOURCES.md)."""
+
 import json
 import os
 import shutil

@@ -1,4 +1,5 @@
 """`kafkalog get-offsets PATH --time ...`: options -> ops.list_offsets -> kafka-get-offsets' lines."""
+
 from __future__ import annotations
 
 import json
@@ -7,12 +8,19 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import note_left_out, one_line_errors, parse_time_option
-from kafkalog_cli.commands.options import InputPath, config_options, format_option, partition_filter_options
+from kafkalog_cli.commands.options import (
+    InputPath,
+    config_options,
+    format_option,
+    partition_filter_options,
+)
 from kafkalog_cli.errors import KafkalogError, exit_code_of
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
 # no client lists)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"})
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
 
 
 def parse_time_spec(value: str):
@@ -25,33 +33,52 @@ def parse_time_spec(value: str):
         return OffsetSpec(SPEC_NAMES[v])
     ms = parse_time_option(v, "--time")
     if ms < 0 and ms not in SPEC_NAMES.values():
-        raise click.BadParameter(f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
-                                 f"-3 (max-timestamp), -4 (earliest-local) or -5 (latest-tiered)", param_hint="--time")
+        raise click.BadParameter(
+            f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
+            f"-3 (max-timestamp), -4 (earliest-local) or -5 (latest-tiered)",
+            param_hint="--time",
+        )
     return OffsetSpec(ms)
 
 
-@click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
+@click.command(
+    "get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline."
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--time", "time_value", default="latest", show_default=True,
-              metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
-              help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
-                   "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
-                   "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
-                   "latest-tiered (3.9+): the last offset uploaded to remote storage. MS or "
-                   "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
-                   "-2, -1, -3, -4 and -5 are earliest, latest, max-timestamp, earliest-local and latest-tiered, "
-                   "as kafka-get-offsets takes them.")
-@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed", "none"]),
-              default="read_uncommitted", show_default=True,
-              help="What latest answers and what an offset must be below: read_uncommitted the high "
-                   "watermark (kafka-get-offsets), read_committed the last stable offset, none the log "
-                   "end offset (a follower's request).")
-@click.option("--exclude-internal-topics", is_flag=True,
-              help="Leave out __consumer_offsets, __transaction_state and __cluster_metadata.")
+@click.option(
+    "--time",
+    "time_value",
+    default="latest",
+    show_default=True,
+    metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
+    help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
+    "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
+    "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
+    "latest-tiered (3.9+): the last offset uploaded to remote storage. MS or "
+    "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
+    "-2, -1, -3, -4 and -5 are earliest, latest, max-timestamp, earliest-local and latest-tiered, "
+    "as kafka-get-offsets takes them.",
+)
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed", "none"]),
+    default="read_uncommitted",
+    show_default=True,
+    help="What latest answers and what an offset must be below: read_uncommitted the high "
+    "watermark (kafka-get-offsets), read_committed the last stable offset, none the log "
+    "end offset (a follower's request).",
+)
+@click.option(
+    "--exclude-internal-topics",
+    is_flag=True,
+    help="Leave out __consumer_offsets, __transaction_state and __cluster_metadata.",
+)
 @partition_filter_options
 @config_options
-@format_option("text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
-               "with where the offset comes from.")
+@format_option(
+    "text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
+    "with where the offset comes from."
+)
 @one_line_errors
 def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, only, configs, fmt):
     """Print, for each partition, the offset a broker's ListOffsets would answer, from the files
@@ -110,7 +137,7 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     note = note_left_out("not read")
     for d, kind in selection.left_out:
         note(d, kind)
-    failed: list[int] = []         # the exit codes of the partitions that failed, in order
+    failed: list[int] = []  # the exit codes of the partitions that failed, in order
     answers = []
     warn = lambda m: click.echo(f"kafkalog: warning: {m}", err=True)  # noqa: E731
     configs = configs.for_log_dirs(selection.groups)
@@ -136,14 +163,23 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
             click.echo(json.dumps(answer.to_json()))
             continue
         name = Path(answer.directory).name
-        if not answer.high_watermark_known and isolation is not IsolationLevel.NONE \
-                and spec.timestamp != EARLIEST_TIMESTAMP:
-            click.echo(f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
-                       f"the log end offset stands in for it", err=True)
+        if (
+            not answer.high_watermark_known
+            and isolation is not IsolationLevel.NONE
+            and spec.timestamp != EARLIEST_TIMESTAMP
+        ):
+            click.echo(
+                f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
+                f"the log end offset stands in for it",
+                err=True,
+            )
         if answer.by_version:
-            click.echo(f"kafkalog: note: {name}: {spec.name}: "
-                       + ", ".join(f"{v}: {o}" for v, o in answer.by_version.items())
-                       + " (the versions the log dir allows disagree; state it with --kafka-version)", err=True)
+            click.echo(
+                f"kafkalog: note: {name}: {spec.name}: "
+                + ", ".join(f"{v}: {o}" for v, o in answer.by_version.items())
+                + " (the versions the log dir allows disagree; state it with --kafka-version)",
+                err=True,
+            )
         if answer.offset is None:
             click.echo(f"kafkalog: note: {name}: no offset: {answer.reason}", err=True)
             continue

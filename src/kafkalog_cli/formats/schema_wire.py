@@ -7,13 +7,14 @@ byte 1 and a 16-byte GUID, the payload then carrying no prefix. A Protobuf paylo
 message indexes after the id (in the prefix, or in the header value): a zigzag varint count
 then that many zigzag varints, the path of the message in its .proto; `[0]`, the first message,
 is written as the single byte 0x00. Pure: bytes in, values out."""
+
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
 
-MAGIC_ID = 0            # _MAGIC_BYTE_V0: a 4-byte schema id follows
-MAGIC_GUID = 1          # _MAGIC_BYTE_V1: a 16-byte schema GUID follows
+MAGIC_ID = 0  # _MAGIC_BYTE_V0: a 4-byte schema id follows
+MAGIC_GUID = 1  # _MAGIC_BYTE_V1: a 16-byte schema GUID follows
 KEY_SCHEMA_ID_HEADER = "__key_schema_id"
 VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
 _MAX_INDEXES = 100_000  # SchemaId._read_index_array's bound
@@ -31,6 +32,7 @@ class WireError(ValueError):
 class SchemaRef:
     """Which schema wrote a payload: an id (prefix) or a GUID (header), the Protobuf message
     indexes when asked for, and where the payload itself starts in the bytes read."""
+
     schema_id: int | None
     guid: uuid.UUID | None
     message_indexes: tuple[int, ...] | None

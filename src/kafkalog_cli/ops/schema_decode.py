@@ -11,6 +11,7 @@ The reader of a subject is its latest live version, or `reader_version`. Whateve
 decoded (an unknown id, bytes not in the wire format, a payload its own schema does not read)
 is a `Undecoded`: the caller keeps the bytes and reports the offset. A payload that its writer
 reads but that does not resolve to the reader is a `SchemaMismatchError` naming both ids."""
+
 from __future__ import annotations
 
 import io
@@ -18,12 +19,25 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from kafkalog_cli.errors import ExitCode, KafkalogError
-from kafkalog_cli.formats.schema_wire import SchemaRef, WireError, header_ref, read_header, read_prefix
-from kafkalog_cli.ops.schema_registry import DEFAULT_CONTEXT, Registry, SchemaRegistryError, SchemaType, SchemaVersion
+from kafkalog_cli.formats.schema_wire import (
+    SchemaRef,
+    WireError,
+    header_ref,
+    read_header,
+    read_prefix,
+)
+from kafkalog_cli.ops.schema_registry import (
+    DEFAULT_CONTEXT,
+    Registry,
+    SchemaRegistryError,
+    SchemaType,
+    SchemaVersion,
+)
 from kafkalog_cli.storage.fsops import scratch_dir
 
 
@@ -37,6 +51,7 @@ class SchemaMismatchError(KafkalogError):
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """A decoded key or value: the object, and the schemas that wrote and read it."""
+
     value: object
     writer: SchemaVersion
     reader: SchemaVersion
@@ -44,8 +59,12 @@ class Decoded:
 
     def schema_object(self) -> dict:
         """The `key_schema`/`value_schema` member of a JSON line."""
-        out: dict[str, object] = {"id": self.writer.id, "subject": self.writer.subject,
-                                  "version": self.writer.version, "type": self.writer.schema_type.value}
+        out: dict[str, object] = {
+            "id": self.writer.id,
+            "subject": self.writer.subject,
+            "version": self.writer.version,
+            "type": self.writer.schema_type.value,
+        }
         if self.ref is not None and self.ref.guid is not None:
             out["guid"] = str(self.ref.guid)
         if self.ref is not None and self.ref.message_indexes is not None:
@@ -59,6 +78,7 @@ class Decoded:
 @dataclass(frozen=True, slots=True)
 class Undecoded:
     """Why a key or value was kept as bytes."""
+
     reason: str
     schema_id: int | str | None = None
 
@@ -78,10 +98,12 @@ class _Avro:
         try:
             self.parsed = fastavro.parse_schema(json.loads(v.schema), named_schemas=named)
         except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
-            raise SchemaRegistryError(f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
-                                      path=v.source or None) from None
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
+                path=v.source or None,
+            ) from None
 
-    def decode(self, payload, reader: "_Avro | None"):
+    def decode(self, payload, reader: _Avro | None):
         from fastavro import schemaless_reader
 
         bio = io.BytesIO(payload)
@@ -104,8 +126,10 @@ def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: se
     for ref in v.references:
         target = registry.resolve(ref)
         if target is None:
-            raise SchemaRegistryError(f"{v.subject} version {v.version}: reference {ref.name} names "
-                                      f"{ref.subject} version {ref.version}, which is not in the registry")
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: reference {ref.name} names "
+                f"{ref.subject} version {ref.version}, which is not in the registry"
+            )
         if (target.subject, target.version) in seen:
             continue
         seen.add((target.subject, target.version))
@@ -115,11 +139,13 @@ def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: se
 
 # Protobuf's wire types by field type: a field number may change type only within one group
 _WIRE_GROUPS = {
-    **dict.fromkeys((5, 13, 3, 4, 8, 14), "varint"),      # int32 uint32 int64 uint64 bool enum
-    **dict.fromkeys((17, 18), "zigzag"),                   # sint32 sint64
-    **dict.fromkeys((7, 15), "fixed32"), 2: "fixed32",     # fixed32 sfixed32 float
-    **dict.fromkeys((6, 16), "fixed64"), 1: "fixed64",     # fixed64 sfixed64 double
-    **dict.fromkeys((9, 12, 11), "length"),                # string bytes message
+    **dict.fromkeys((5, 13, 3, 4, 8, 14), "varint"),  # int32 uint32 int64 uint64 bool enum
+    **dict.fromkeys((17, 18), "zigzag"),  # sint32 sint64
+    **dict.fromkeys((7, 15), "fixed32"),
+    2: "fixed32",  # fixed32 sfixed32 float
+    **dict.fromkeys((6, 16), "fixed64"),
+    1: "fixed64",  # fixed64 sfixed64 double
+    **dict.fromkeys((9, 12, 11), "length"),  # string bytes message
     10: "group",
 }
 
@@ -131,7 +157,7 @@ class _Protobuf:
         fds = descriptor_pb2.FileDescriptorSet.FromString(_compile_proto(registry, v))
         self.pool = descriptor_pool.DescriptorPool()
         left = list(fds.file)
-        while left:     # each file after those it imports
+        while left:  # each file after those it imports
             added = {f.name for f in fds.file if f not in left}
             ready = [f for f in left if all(d in added for d in f.dependency)] or left[:1]
             for f in ready:
@@ -143,7 +169,7 @@ class _Protobuf:
     def message(self, indexes):
         """The message the indexes name in the file (SchemaId's message_indexes)."""
         desc = None
-        ordered = list(self.file.message_types_by_name.values())     # in the file's order
+        ordered = list(self.file.message_types_by_name.values())  # in the file's order
         for i in indexes:
             if i < 0 or i >= len(ordered):
                 raise ValueError(f"message indexes {list(indexes)} name no message of the schema")
@@ -161,7 +187,7 @@ class _Protobuf:
             cls = self.classes[desc.full_name] = message_factory.GetMessageClass(desc)
         return cls
 
-    def decode(self, payload, indexes, reader: "_Protobuf | None", as_message: bool = False):
+    def decode(self, payload, indexes, reader: _Protobuf | None, as_message: bool = False):
         """The payload as protobuf's JSON mapping (field names as in the .proto), or as the
         message itself."""
         from google.protobuf import json_format
@@ -178,7 +204,9 @@ class _Protobuf:
         else:
             owner = self
         msg = owner.message_class(desc).FromString(bytes(payload))
-        return msg if as_message else json_format.MessageToDict(msg, preserving_proto_field_name=True)
+        return (
+            msg if as_message else json_format.MessageToDict(msg, preserving_proto_field_name=True)
+        )
 
 
 class _Incompatible(Exception):
@@ -202,7 +230,8 @@ def _check_wire_types(w, r, seen=None) -> None:
         if rf is None:
             continue
         if _WIRE_GROUPS.get(f.type) != _WIRE_GROUPS.get(rf.type) or (
-                f.type in (9, 12, 11) and is_repeated(f) != is_repeated(rf)):
+            f.type in (9, 12, 11) and is_repeated(f) != is_repeated(rf)
+        ):
             raise _Incompatible(f"{w.full_name} field {f.number} ({f.name}) changed its type")
         if f.type == 11 and rf.type == 11:
             _check_wire_types(f.message_type, rf.message_type, seen)
@@ -235,8 +264,10 @@ def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
     taken as they are."""
     try:
         import grpc_tools
-    except ImportError:   # pragma: no cover - the extra names it
-        raise SchemaRegistryError("decoding Protobuf needs grpcio-tools (pip install kafkalog-cli[schemas])") from None
+    except ImportError:  # pragma: no cover - the extra names it
+        raise SchemaRegistryError(
+            "decoding Protobuf needs grpcio-tools (pip install kafkalog-cli[schemas])"
+        ) from None
     from google.protobuf import descriptor_pb2
 
     given = descriptor_pb2.FileDescriptorSet()
@@ -253,8 +284,10 @@ def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
         for ref in cur.references:
             target = registry.resolve(ref)
             if target is None:
-                raise SchemaRegistryError(f"{cur.subject} version {cur.version}: reference {ref.name} names "
-                                          f"{ref.subject} version {ref.version}, which is not in the registry")
+                raise SchemaRegistryError(
+                    f"{cur.subject} version {cur.version}: reference {ref.name} names "
+                    f"{ref.subject} version {ref.version}, which is not in the registry"
+                )
             if ref.name not in seen:
                 seen.add(ref.name)
                 stack.append((target, ref.name))
@@ -266,17 +299,27 @@ def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
     with scratch_dir(files, prefix="kafkalog-proto-") as root:
         tmp = str(root)
         out = os.path.join(tmp, "set.pb")
-        args = [f"-I{tmp}", f"-I{os.path.join(os.path.dirname(grpc_tools.__file__), '_proto')}",
-                f"--descriptor_set_out={out}", "--include_imports"]
+        args = [
+            f"-I{tmp}",
+            f"-I{os.path.join(os.path.dirname(grpc_tools.__file__), '_proto')}",
+            f"--descriptor_set_out={out}",
+            "--include_imports",
+        ]
         if given.file:
             args.append(f"--descriptor_set_in={os.path.join(tmp, 'given.pb')}")
         # protoc prints its errors on the process's stderr: run it in a child to catch them
         code = "import sys; from grpc_tools import protoc; sys.exit(protoc.main(sys.argv[1:]))"
-        done = subprocess.run([sys.executable, "-c", code, "protoc", *args, _MAIN_PROTO],
-                              capture_output=True, text=True, cwd=tmp)
+        done = subprocess.run(
+            [sys.executable, "-c", code, "protoc", *args, _MAIN_PROTO],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+        )
         if done.returncode != 0:
             why = " ".join((done.stderr or "protoc failed").replace(tmp + os.sep, "").split())
-            raise SchemaRegistryError(f"{v.subject} version {v.version}: protoc: {why}", path=v.source or None)
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: protoc: {why}", path=v.source or None
+            )
         with open(out, "rb") as f:
             return f.read()
 
@@ -290,7 +333,9 @@ class _JsonSchema:
         try:
             schema = json.loads(v.schema)
         except ValueError as e:
-            raise SchemaRegistryError(f"{v.subject} version {v.version}: not JSON: {e}", path=v.source or None) from None
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: not JSON: {e}", path=v.source or None
+            ) from None
         resources = []
         stack, seen = [v], set()
         while stack:
@@ -298,17 +343,26 @@ class _JsonSchema:
             for ref in cur.references:
                 target = registry.resolve(ref)
                 if target is None:
-                    raise SchemaRegistryError(f"{cur.subject} version {cur.version}: reference {ref.name} names "
-                                              f"{ref.subject} version {ref.version}, which is not in the registry")
+                    raise SchemaRegistryError(
+                        f"{cur.subject} version {cur.version}: reference {ref.name} names "
+                        f"{ref.subject} version {ref.version}, which is not in the registry"
+                    )
                 if ref.name not in seen:
                     seen.add(ref.name)
-                    resources.append((ref.name, referencing.Resource.from_contents(
-                        json.loads(target.schema), default_specification=referencing.jsonschema.DRAFT7)))
+                    resources.append(
+                        (
+                            ref.name,
+                            referencing.Resource.from_contents(
+                                json.loads(target.schema),
+                                default_specification=referencing.jsonschema.DRAFT7,
+                            ),
+                        )
+                    )
                     stack.append(target)
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
         self.validator = cls(schema, registry=referencing.Registry().with_resources(resources))
 
-    def decode(self, payload, reader: "_JsonSchema | None"):
+    def decode(self, payload, reader: _JsonSchema | None):
         value = json.loads(bytes(payload))
         err = next(iter(self.validator.iter_errors(value)), None)
         if err is not None:
@@ -332,7 +386,9 @@ class SchemaDecoder:
     """Decodes the keys and values of records with a Registry; one per run (it caches the parsed
     schemas and the reader of each subject)."""
 
-    def __init__(self, registry: Registry, reader_version: int | None = None, protobuf_messages: bool = False):
+    def __init__(
+        self, registry: Registry, reader_version: int | None = None, protobuf_messages: bool = False
+    ):
         """`protobuf_messages`: Protobuf values as messages (for Arrow), not their JSON mapping."""
         self.registry = registry
         self.reader_version = reader_version
@@ -366,8 +422,10 @@ class SchemaDecoder:
             else:
                 r = self.registry.version(subject, self.reader_version)
                 if r is None:
-                    raise SchemaMismatchError(f"--reader-version {self.reader_version}: subject {subject} "
-                                              "has no such version")
+                    raise SchemaMismatchError(
+                        f"--reader-version {self.reader_version}: subject {subject} "
+                        "has no such version"
+                    )
             if r is not None:
                 self._readers[subject] = r
         return r
@@ -398,7 +456,12 @@ class SchemaDecoder:
     def decode(self, topic: str, is_key: bool, data, headers=()) -> Decoded | Undecoded | None:
         """`data` (a key or value) decoded; None when nothing says it was written with a schema
         (no header, no file bound, no subject for the topic, and no known id framed)."""
-        if data is not None and len(data) >= 5 and data[0] == 0 and (not headers or header_ref(headers, is_key) is None):
+        if (
+            data is not None
+            and len(data) >= 5
+            and data[0] == 0
+            and (not headers or header_ref(headers, is_key) is None)
+        ):
             fast = self._fast.get((topic, is_key, data[1:5]))
             if fast is not None:
                 got = fast(data)
@@ -428,15 +491,25 @@ class SchemaDecoder:
         if writer is None:
             gone = self.registry.gone(ref.schema_id) if ref.schema_id is not None else None
             if gone is not None:
-                return Undecoded(f"schema id {ref.label} ({gone.subject} version {gone.version}) was deleted for good "
-                                 "(a hard delete)", _ident(ref))
-            if hdr is None and subject is None and not self.registry.ever_had(f"{topic}-{'key' if is_key else 'value'}"):
+                return Undecoded(
+                    f"schema id {ref.label} ({gone.subject} version {gone.version}) was deleted for good "
+                    "(a hard delete)",
+                    _ident(ref),
+                )
+            if (
+                hdr is None
+                and subject is None
+                and not self.registry.ever_had(f"{topic}-{'key' if is_key else 'value'}")
+            ):
                 return None
-            return Undecoded(f"schema {'GUID' if ref.guid else 'id'} {ref.label} is not in the registry", _ident(ref))
+            return Undecoded(
+                f"schema {'GUID' if ref.guid else 'id'} {ref.label} is not in the registry",
+                _ident(ref),
+            )
         if writer.schema_type is SchemaType.PROTOBUF and ref.message_indexes is None:
             ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
         reader = self.reader_of(writer.subject) or writer
-        payload = memoryview(data)[ref.start:] if hdr is None else data
+        payload = memoryview(data)[ref.start :] if hdr is None else data
         got = self._decode(writer, reader, ref, payload)
         if isinstance(got, Decoded) and hdr is None and writer.schema_type is SchemaType.AVRO:
             self._fast[(topic, is_key, bytes(data[1:5]))] = self._avro_fast(got)
@@ -456,11 +529,12 @@ class SchemaDecoder:
             bio.seek(5)
             try:
                 value = schemaless_reader(bio, w, r)
-            except Exception:   # noqa: BLE001 - the general path says what it is
+            except Exception:
                 return None
             if bio.tell() != len(data):
                 return None
             return Decoded(value, writer, reader, ref)
+
         return fast
 
     def _protobuf_hint(self, subject: str | None) -> bool:
@@ -472,13 +546,18 @@ class SchemaDecoder:
             ref = read_prefix(data, bound.schema_type is SchemaType.PROTOBUF)
         except WireError as e:
             return Undecoded(f"not in the schema registry's wire format: {e} (byte {e.position})")
-        return self._decode(bound, bound, ref, memoryview(data)[ref.start:])
+        return self._decode(bound, bound, ref, memoryview(data)[ref.start :])
 
     def _decode(self, writer: SchemaVersion, reader: SchemaVersion, ref: SchemaRef, payload):
         try:
             w = self.parsed(writer)
-            r = None if reader is writer or reader.schema == writer.schema and reader.references == writer.references \
+            r = (
+                None
+                if reader is writer
+                or reader.schema == writer.schema
+                and reader.references == writer.references
                 else self.parsed(reader)
+            )
         except SchemaRegistryError as e:
             return Undecoded(e.message, _ident(ref))
         try:
@@ -488,11 +567,18 @@ class SchemaDecoder:
                 value = w.decode(payload, r)
         except _Incompatible as e:
             raise self._mismatch(writer, reader, str(e)) from None
-        except Exception as e:   # noqa: BLE001 - any failure of the decoder is bytes it does not read
-            if r is not None and writer.schema_type is SchemaType.AVRO and _Avro.resolution_error(e):
+        except Exception as e:
+            if (
+                r is not None
+                and writer.schema_type is SchemaType.AVRO
+                and _Avro.resolution_error(e)
+            ):
                 raise self._mismatch(writer, reader, str(e)) from None
-            return Undecoded(f"{writer.schema_type.value} payload its schema (id {ref.label}) does not read: "
-                             f"{type(e).__name__}: {e}", _ident(ref))
+            return Undecoded(
+                f"{writer.schema_type.value} payload its schema (id {ref.label}) does not read: "
+                f"{type(e).__name__}: {e}",
+                _ident(ref),
+            )
         return Decoded(value, writer, reader if r is not None else writer, ref)
 
     @staticmethod
@@ -500,4 +586,5 @@ class SchemaDecoder:
         return SchemaMismatchError(
             f"schema id {writer.id} ({writer.subject} version {writer.version}) does not resolve to the reader "
             f"schema id {reader.id} ({reader.subject} version {reader.version}): {why}; choose another "
-            "--reader-version")
+            "--reader-version"
+        )

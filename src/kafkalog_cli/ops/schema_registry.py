@@ -15,6 +15,7 @@ serde) holds JSON keys and values. The key's `keytype` says what a record is:
 A subject in a context other than the default one reads `:.ctx:name`; ids are numbered per
 context. The state is the last record of each key, in offset order, as the registry's store
 replays it; it answers as the REST API would (`subjects`, `versions`, `by_id`)."""
+
 from __future__ import annotations
 
 import json
@@ -32,6 +33,7 @@ DEFAULT_CONTEXT = "."
 
 class KeyType(str, Enum):
     """SchemaRegistryKeyType."""
+
     SCHEMA = "SCHEMA"
     CONFIG = "CONFIG"
     MODE = "MODE"
@@ -54,6 +56,7 @@ class SchemaRegistryError(KafkalogError):
 @dataclass(frozen=True)
 class Reference:
     """A schema's reference: the name it is imported by, and the subject version it is."""
+
     name: str
     subject: str
     version: int
@@ -62,6 +65,7 @@ class Reference:
 @dataclass
 class SchemaVersion:
     """One version of a subject (SchemaValue)."""
+
     subject: str
     version: int
     id: int | None
@@ -72,7 +76,7 @@ class SchemaVersion:
     metadata: dict | None = None
     rule_set: dict | None = None
     guid: uuid.UUID | None = None
-    source: str = ""            # where it was read: a file, or `_schemas` file and offset
+    source: str = ""  # where it was read: a file, or `_schemas` file and offset
 
     @property
     def context(self) -> str:
@@ -84,7 +88,10 @@ class SchemaVersion:
         if self.schema_type is not SchemaType.AVRO:
             out["schemaType"] = self.schema_type.value
         if self.references:
-            out["references"] = [{"name": r.name, "subject": r.subject, "version": r.version} for r in self.references]
+            out["references"] = [
+                {"name": r.name, "subject": r.subject, "version": r.version}
+                for r in self.references
+            ]
         if self.metadata:
             out["metadata"] = self.metadata
         if self.rule_set:
@@ -96,30 +103,37 @@ class SchemaVersion:
 def context_of(subject: str) -> str:
     """`:.ctx:name` is in context `.ctx`; any other subject in the default context `.`."""
     if subject.startswith(":.") and subject.count(":") >= 2:
-        return subject[1:subject.index(":", 1)]
+        return subject[1 : subject.index(":", 1)]
     return DEFAULT_CONTEXT
 
 
 @dataclass
 class Registry:
     """Subjects and their versions, and the ids that name them (per context)."""
+
     versions: dict[str, dict[int, SchemaVersion]] = field(default_factory=dict)
     configs: dict[str | None, dict] = field(default_factory=dict)
     modes: dict[str | None, dict] = field(default_factory=dict)
     contexts: set[str] = field(default_factory=set)
     sources: list[str] = field(default_factory=list)
-    bound: dict[tuple[str, bool], SchemaVersion] = field(default_factory=dict)   # (topic, is_key)
+    bound: dict[tuple[str, bool], SchemaVersion] = field(default_factory=dict)  # (topic, is_key)
     # every version ever read, deleted for good since or not: what an unknown id once was
-    history: dict[tuple[str, int], SchemaVersion] = field(default_factory=dict)      # (context, id)
+    history: dict[tuple[str, int], SchemaVersion] = field(default_factory=dict)  # (context, id)
 
     # -- the registry's answers
     def subjects(self, deleted: bool = False) -> list[str]:
         """GET /subjects (`?deleted=true` with `deleted`)."""
-        return sorted(s for s, vs in self.versions.items() if any(deleted or not v.deleted for v in vs.values()))
+        return sorted(
+            s
+            for s, vs in self.versions.items()
+            if any(deleted or not v.deleted for v in vs.values())
+        )
 
     def subject_versions(self, subject: str, deleted: bool = False) -> list[SchemaVersion]:
         """GET /subjects/{subject}/versions, as versions in order."""
-        return [v for _, v in sorted(self.versions.get(subject, {}).items()) if deleted or not v.deleted]
+        return [
+            v for _, v in sorted(self.versions.get(subject, {}).items()) if deleted or not v.deleted
+        ]
 
     def latest(self, subject: str) -> SchemaVersion | None:
         """GET /subjects/{subject}/versions/latest."""
@@ -133,8 +147,12 @@ class Registry:
     def by_id(self, schema_id: int, context: str = DEFAULT_CONTEXT) -> list[SchemaVersion]:
         """Every subject version with that id (GET /schemas/ids/{id}/versions?deleted=true),
         live ones first."""
-        found = [v for vs in self.versions.values() for v in vs.values()
-                 if v.id == schema_id and v.context == context]
+        found = [
+            v
+            for vs in self.versions.values()
+            for v in vs.values()
+            if v.id == schema_id and v.context == context
+        ]
         return sorted(found, key=lambda v: (v.deleted, v.subject, v.version))
 
     def by_guid(self, guid: uuid.UUID) -> list[SchemaVersion]:
@@ -178,7 +196,7 @@ class Registry:
             version = key.get("version")
             if not isinstance(subject, str) or not isinstance(version, int):
                 raise SchemaRegistryError("a SCHEMA key without a subject and an integer version")
-            if value is None:                       # the tombstone of a hard delete
+            if value is None:  # the tombstone of a hard delete
                 self.versions.get(subject, {}).pop(version, None)
                 if not self.versions.get(subject, True):
                     del self.versions[subject]
@@ -219,8 +237,15 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
     try:
         st = SchemaType(value.get("schemaType") or "AVRO")
     except ValueError:
-        raise SchemaRegistryError(f"schemaType {value.get('schemaType')!r} is none of AVRO, PROTOBUF, JSON") from None
-    subject, version, sid, text = value.get("subject"), value.get("version"), value.get("id"), value.get("schema")
+        raise SchemaRegistryError(
+            f"schemaType {value.get('schemaType')!r} is none of AVRO, PROTOBUF, JSON"
+        ) from None
+    subject, version, sid, text = (
+        value.get("subject"),
+        value.get("version"),
+        value.get("id"),
+        value.get("schema"),
+    )
     if not isinstance(subject, str) or not isinstance(version, int) or not isinstance(text, str):
         raise SchemaRegistryError("a schema value without subject, version and schema")
     refs = []
@@ -228,11 +253,23 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
         try:
             refs.append(Reference(str(r["name"]), str(r["subject"]), int(r["version"])))
         except (KeyError, TypeError, ValueError):
-            raise SchemaRegistryError(f"a reference without name, subject and version: {r!r}") from None
+            raise SchemaRegistryError(
+                f"a reference without name, subject and version: {r!r}"
+            ) from None
     guid = value.get("guid")
-    return SchemaVersion(subject, version, sid if isinstance(sid, int) else None, text, st, tuple(refs),
-                         bool(value.get("deleted", False)), value.get("metadata"), value.get("ruleSet"),
-                         uuid.UUID(guid) if isinstance(guid, str) else None, where)
+    return SchemaVersion(
+        subject,
+        version,
+        sid if isinstance(sid, int) else None,
+        text,
+        st,
+        tuple(refs),
+        bool(value.get("deleted", False)),
+        value.get("metadata"),
+        value.get("ruleSet"),
+        uuid.UUID(guid) if isinstance(guid, str) else None,
+        where,
+    )
 
 
 # -- sources
@@ -255,13 +292,16 @@ def read_schemas_partition(registry: Registry, partition_dir: Path) -> None:
                 try:
                     key = json.loads(r.key)
                     value = None if r.value is None else json.loads(r.value)
-                    if not isinstance(key, dict) or (value is not None and not isinstance(value, dict)):
+                    if not isinstance(key, dict) or (
+                        value is not None and not isinstance(value, dict)
+                    ):
                         raise SchemaRegistryError("a key or value that is not a JSON object")
                     registry.apply(key, value, where)
                 except (ValueError, SchemaRegistryError) as e:
                     msg = e.message if isinstance(e, KafkalogError) else f"not JSON: {e}"
-                    raise SchemaRegistryError(f"record at offset {r.offset}: {msg}",
-                                              path=str(partition_dir)) from None
+                    raise SchemaRegistryError(
+                        f"record at offset {r.offset}: {msg}", path=str(partition_dir)
+                    ) from None
     finally:
         p.close()
     registry.sources.append(str(partition_dir))
@@ -330,7 +370,9 @@ def read_bound_file(registry: Registry, binding: str) -> None:
     target, sep, file = binding.partition("=")
     if not sep or not target or not file:
         raise UsageError(f"{binding!r}: give TOPIC=FILE, TOPIC:key=FILE or TOPIC:value=FILE")
-    topic, _, part = target.rpartition(":") if target.endswith((":key", ":value")) else (target, "", "value")
+    topic, _, part = (
+        target.rpartition(":") if target.endswith((":key", ":value")) else (target, "", "value")
+    )
     path = Path(file)
     st = _SUFFIX_TYPES.get(path.suffix)
     if st is None:
@@ -361,8 +403,11 @@ def load_registry(log_paths=(), sources=(), bindings=()) -> Registry:
         else:
             found = schemas_partitions([p])
             if not found:
-                raise InputError("neither a log dir holding _schemas, a _schemas partition dir, nor a dir "
-                                 "shaped as the registry's REST answers (subjects/<s>/versions/<n>)", path=s)
+                raise InputError(
+                    "neither a log dir holding _schemas, a _schemas partition dir, nor a dir "
+                    "shaped as the registry's REST answers (subjects/<s>/versions/<n>)",
+                    path=s,
+                )
             for d in found:
                 if str(d) not in reg.sources:
                     read_schemas_partition(reg, d)

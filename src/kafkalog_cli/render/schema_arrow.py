@@ -15,6 +15,7 @@ file bound to the topic), so every segment of a topic gets the same type:
 
 A key or value that does not decode is null in the typed column and kept, whole, in
 `value_bytes` (`key_bytes`) with the reason in `value_error`; `value_schema_id` names the writer."""
+
 from __future__ import annotations
 
 import json
@@ -47,7 +48,9 @@ def _avro_type(s, named: dict):
         branches = [b for b in s if b != "null"]
         if len(branches) == 1:
             return _avro_type(branches[0], named)
-        return pa.struct([pa.field(f"member{i}", _avro_type(b, named)) for i, b in enumerate(branches)])
+        return pa.struct(
+            [pa.field(f"member{i}", _avro_type(b, named)) for i, b in enumerate(branches)]
+        )
     t = s.get("type")
     logical = s.get("logicalType")
     if logical == "decimal" and t in ("bytes", "fixed"):
@@ -96,33 +99,56 @@ def _full_name(s: dict) -> str:
 def _AVRO_PRIMITIVES():
     import pyarrow as pa
 
-    return {"null": pa.null(), "boolean": pa.bool_(), "int": pa.int32(), "long": pa.int64(),
-            "float": pa.float32(), "double": pa.float64(), "bytes": pa.binary(), "string": pa.string()}
+    return {
+        "null": pa.null(),
+        "boolean": pa.bool_(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "bytes": pa.binary(),
+        "string": pa.string(),
+    }
 
 
 def _AVRO_LOGICAL():
     import pyarrow as pa
 
-    return {"timestamp-millis": pa.timestamp("ms", tz="UTC"), "timestamp-micros": pa.timestamp("us", tz="UTC"),
-            "local-timestamp-millis": pa.timestamp("ms"), "local-timestamp-micros": pa.timestamp("us"),
-            "date": pa.date32(), "time-millis": pa.time32("ms"), "time-micros": pa.time64("us"),
-            "uuid": pa.uuid()}
+    return {
+        "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+        "timestamp-micros": pa.timestamp("us", tz="UTC"),
+        "local-timestamp-millis": pa.timestamp("ms"),
+        "local-timestamp-micros": pa.timestamp("us"),
+        "date": pa.date32(),
+        "time-millis": pa.time32("ms"),
+        "time-micros": pa.time64("us"),
+        "uuid": pa.uuid(),
+    }
 
 
 def _to_arrow_value(v, t):
     """A decoded value as pyarrow builds `t` from it: UUIDs as their 16 bytes, union members
     placed, recursive records as JSON text."""
-    import pyarrow as pa
     import uuid
+
+    import pyarrow as pa
 
     if v is None:
         return None
     if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
         return (v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))).bytes
     if pa.types.is_struct(t):
-        if t.num_fields and t.field(0).name == "member0" and not isinstance(v, dict) or (
-                t.num_fields and t.field(0).name == "member0" and isinstance(v, dict)
-                and set(v) - {f.name for f in t}):
+        if (
+            t.num_fields
+            and t.field(0).name == "member0"
+            and not isinstance(v, dict)
+            or (
+                t.num_fields
+                and t.field(0).name == "member0"
+                and isinstance(v, dict)
+                and set(v) - {f.name for f in t}
+            )
+        ):
             return _union_member(v, t)
         if not isinstance(v, dict):
             return None
@@ -146,7 +172,9 @@ def converter(t):
 
     if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
         UUID = uuid.UUID
-        return lambda v: None if v is None else (v.bytes if isinstance(v, UUID) else UUID(str(v)).bytes)
+        return lambda v: (
+            None if v is None else (v.bytes if isinstance(v, UUID) else UUID(str(v)).bytes)
+        )
     if pa.types.is_struct(t):
         if t.num_fields and t.field(0).name == "member0":
             return lambda v: None if v is None else _union_member(v, t)
@@ -161,13 +189,18 @@ def converter(t):
             for name, c in convs:
                 out[name] = c(v.get(name))
             return out
+
         return struct
     if pa.types.is_list(t):
         c = converter(t.value_type)
         return None if c is None else (lambda v: None if v is None else [c(x) for x in v])
     if pa.types.is_map(t):
         c = converter(t.item_type)
-        return None if c is None else (lambda v: None if v is None else [(k, c(x)) for k, x in v.items()])
+        return (
+            None
+            if c is None
+            else (lambda v: None if v is None else [(k, c(x)) for k, x in v.items()])
+        )
     return None
 
 
@@ -179,13 +212,19 @@ def _union_member(v, t):
     out = {f.name: None for f in t}
     for f in t:
         ft = f.type
-        ok = ((pa.types.is_boolean(ft) and isinstance(v, bool))
-              or (pa.types.is_integer(ft) and isinstance(v, int) and not isinstance(v, bool))
-              or (pa.types.is_floating(ft) and isinstance(v, float))
-              or (pa.types.is_string(ft) and isinstance(v, str))
-              or ((pa.types.is_binary(ft) or pa.types.is_fixed_size_binary(ft)) and isinstance(v, bytes))
-              or (pa.types.is_struct(ft) and isinstance(v, dict)) or (pa.types.is_map(ft) and isinstance(v, dict))
-              or (pa.types.is_list(ft) and isinstance(v, list)))
+        ok = (
+            (pa.types.is_boolean(ft) and isinstance(v, bool))
+            or (pa.types.is_integer(ft) and isinstance(v, int) and not isinstance(v, bool))
+            or (pa.types.is_floating(ft) and isinstance(v, float))
+            or (pa.types.is_string(ft) and isinstance(v, str))
+            or (
+                (pa.types.is_binary(ft) or pa.types.is_fixed_size_binary(ft))
+                and isinstance(v, bytes)
+            )
+            or (pa.types.is_struct(ft) and isinstance(v, dict))
+            or (pa.types.is_map(ft) and isinstance(v, dict))
+            or (pa.types.is_list(ft) and isinstance(v, list))
+        )
         if ok:
             out[f.name] = _to_arrow_value(v, ft)
             return out
@@ -202,10 +241,24 @@ def _pb_scalar(t: int):
 
     global _PB_SCALARS
     if _PB_SCALARS is None:
-        _PB_SCALARS = {1: pa.float64(), 2: pa.float32(), 3: pa.int64(), 4: pa.uint64(), 5: pa.int32(),
-                       6: pa.uint64(), 7: pa.uint32(), 8: pa.bool_(), 9: pa.string(), 12: pa.binary(),
-                       13: pa.uint32(), 14: pa.string(), 15: pa.int32(), 16: pa.int64(), 17: pa.int32(),
-                       18: pa.int64()}
+        _PB_SCALARS = {
+            1: pa.float64(),
+            2: pa.float32(),
+            3: pa.int64(),
+            4: pa.uint64(),
+            5: pa.int32(),
+            6: pa.uint64(),
+            7: pa.uint32(),
+            8: pa.bool_(),
+            9: pa.string(),
+            12: pa.binary(),
+            13: pa.uint32(),
+            14: pa.string(),
+            15: pa.int32(),
+            16: pa.int64(),
+            17: pa.int32(),
+            18: pa.int64(),
+        }
     return _PB_SCALARS[t]
 
 
@@ -220,7 +273,10 @@ def _pb_message_type(desc, seen: tuple = ()):
     for f in desc.fields:
         if f.message_type is not None and f.message_type.GetOptions().map_entry:
             k, v = f.message_type.fields_by_name["key"], f.message_type.fields_by_name["value"]
-            t = pa.map_(_pb_field_type(k, seen + (desc.full_name,)), _pb_field_type(v, seen + (desc.full_name,)))
+            t = pa.map_(
+                _pb_field_type(k, seen + (desc.full_name,)),
+                _pb_field_type(v, seen + (desc.full_name,)),
+            )
         else:
             t = _pb_field_type(f, seen + (desc.full_name,))
             if is_repeated(f):
@@ -241,7 +297,8 @@ def _pb_value(msg, t):
 
     if msg.DESCRIPTOR.full_name == "google.protobuf.Timestamp":
         return datetime.datetime.fromtimestamp(0, datetime.timezone.utc) + datetime.timedelta(
-            seconds=msg.seconds, microseconds=msg.nanos // 1000)
+            seconds=msg.seconds, microseconds=msg.nanos // 1000
+        )
     if pa.types.is_string(t):
         from google.protobuf import json_format
 
@@ -251,7 +308,10 @@ def _pb_value(msg, t):
         ft = t.field(f.name).type
         value = getattr(msg, f.name)
         if pa.types.is_map(ft):
-            out[f.name] = [(k, _pb_one(f.message_type.fields_by_name["value"], value[k], ft.item_type)) for k in value]
+            out[f.name] = [
+                (k, _pb_one(f.message_type.fields_by_name["value"], value[k], ft.item_type))
+                for k in value
+            ]
         elif is_repeated(f):
             out[f.name] = [_pb_one(f, x, ft.value_type) for x in value]
         elif f.type in (10, 11) and not msg.HasField(f.name):
@@ -281,10 +341,17 @@ def _json_type(s: dict, depth: int = 0):
         rest = [x for x in t if x != "null"]
         t = rest[0] if len(rest) == 1 else None
     if t == "object" and isinstance(s.get("properties"), dict) and depth < 32:
-        return pa.struct([pa.field(k, _json_type(v, depth + 1)) for k, v in s["properties"].items()])
+        return pa.struct(
+            [pa.field(k, _json_type(v, depth + 1)) for k, v in s["properties"].items()]
+        )
     if t == "array" and isinstance(s.get("items"), dict) and depth < 32:
         return pa.list_(_json_type(s["items"], depth + 1))
-    scalars = {"integer": pa.int64(), "number": pa.float64(), "boolean": pa.bool_(), "string": pa.string()}
+    scalars = {
+        "integer": pa.int64(),
+        "number": pa.float64(),
+        "boolean": pa.bool_(),
+        "string": pa.string(),
+    }
     return scalars.get(t, pa.string()) if isinstance(t, str) else pa.string()
 
 
@@ -294,7 +361,9 @@ def _json_value(v, t):
     if v is None:
         return None
     if pa.types.is_struct(t):
-        return {f.name: _json_value(v.get(f.name), f.type) for f in t} if isinstance(v, dict) else None
+        return (
+            {f.name: _json_value(v.get(f.name), f.type) for f in t} if isinstance(v, dict) else None
+        )
     if pa.types.is_list(t):
         return [_json_value(x, t.value_type) for x in v] if isinstance(v, list) else None
     if pa.types.is_string(t):
@@ -347,7 +416,11 @@ class TypedColumn:
             self.messages = {m.full_name: m.name for m in tops}
             if len(tops) == 1:
                 self.type = _pb_message_type(tops[0])
-                self.convert = lambda d: _pb_value(d.value, self.type) if d.value.DESCRIPTOR.full_name == tops[0].full_name else None
+                self.convert = lambda d: (
+                    _pb_value(d.value, self.type)
+                    if d.value.DESCRIPTOR.full_name == tops[0].full_name
+                    else None
+                )
             else:
                 self.type = pa.struct([pa.field(m.name, _pb_message_type(m)) for m in tops])
 
@@ -358,6 +431,7 @@ class TypedColumn:
                     out = {m.name: None for m in tops}
                     out[name] = _pb_value(d.value, self.type.field(name).type)
                     return out
+
                 self.convert = convert
         else:
             self.type = _json_type(json.loads(reader.schema))
@@ -373,8 +447,15 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
 
     names = table.column_names
     headers = None
-    if "headers" in names and table.num_rows and len(table.column("headers").combine_chunks().flatten()):
-        headers = [[(h["key"], h["value"]) for h in (hs or ())] for hs in table.column("headers").to_pylist()]
+    if (
+        "headers" in names
+        and table.num_rows
+        and len(table.column("headers").combine_chunks().flatten())
+    ):
+        headers = [
+            [(h["key"], h["value"]) for h in (hs or ())]
+            for hs in table.column("headers").to_pylist()
+        ]
     for field, is_key in (("key", True), ("value", False)):
         if field not in names:
             continue
@@ -397,7 +478,9 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
                 sid = got.writer.id
                 value = col.convert(got)
                 if value is None and got.value is not None:
-                    error = f"not the column's type ({col.reader.subject} version {col.reader.version})"
+                    error = (
+                        f"not the column's type ({col.reader.subject} version {col.reader.version})"
+                    )
             elif isinstance(got, Undecoded):
                 sid = got.schema_id if isinstance(got.schema_id, int) else None
                 error = got.reason
@@ -410,12 +493,18 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         at = table.column_names.index(field)
         try:
             built = pa.array(values, type=col.storage)
-        except (pa.ArrowException, TypeError, ValueError):   # a shape the converter did not foresee
+        except (pa.ArrowException, TypeError, ValueError):  # a shape the converter did not foresee
             built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
         table = table.set_column(at, pa.field(field, col.type), built.cast(col.type))
-        table = table.add_column(at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32()))
-        table = table.add_column(at + 2, pa.field(f"{field}_bytes", pa.binary()), pa.array(kept, type=pa.binary()))
-        table = table.add_column(at + 3, pa.field(f"{field}_error", pa.string()), pa.array(errors, type=pa.string()))
+        table = table.add_column(
+            at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32())
+        )
+        table = table.add_column(
+            at + 2, pa.field(f"{field}_bytes", pa.binary()), pa.array(kept, type=pa.binary())
+        )
+        table = table.add_column(
+            at + 3, pa.field(f"{field}_error", pa.string()), pa.array(errors, type=pa.string())
+        )
     if not keep_headers and "headers" in table.column_names:
         table = table.drop_columns(["headers"])
     return table
@@ -432,8 +521,10 @@ class TypedTables:
     def __init__(self, spec, topic: str, keep_headers: bool):
         dec = _DECODERS.get(id(spec))
         if dec is None:
-            dec = _DECODERS[id(spec)] = SchemaDecoder(spec.registry, spec.reader_version, protobuf_messages=True)
-            _SPECS.append(spec)     # held, so its id is not reused while the decoder is cached
+            dec = _DECODERS[id(spec)] = SchemaDecoder(
+                spec.registry, spec.reader_version, protobuf_messages=True
+            )
+            _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
         self.decoder, self.topic, self.keep_headers = dec, topic or "", keep_headers
         self.columns: dict = {}
 

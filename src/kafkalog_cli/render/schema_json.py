@@ -5,6 +5,7 @@ record line has its key and value decoded where a schema wrote them, as `key`/`v
 values beside `key_schema`/`value_schema` ({id, subject, version, type}). What is not decoded
 keeps the payload encoding asked for, with `value_schema: {id, error}`, and a warning naming the
 file and offset goes to stderr: no record is dropped."""
+
 from __future__ import annotations
 
 import base64
@@ -77,12 +78,14 @@ class SchemaJsonWriter:
             return line
         try:
             obj = orjson.loads(line)
-        except orjson.JSONDecodeError:      # a file name that is not UTF-8 (its surrogates kept)
+        except orjson.JSONDecodeError:  # a file name that is not UTF-8 (its surrogates kept)
             obj = json.loads(line.decode("utf-8", "surrogatepass"))
         if obj.get("is_control"):
             return self._reencoded(obj)
-        headers = [(h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
-                   for h in obj.get("headers", ())]
+        headers = [
+            (h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
+            for h in obj.get("headers", ())
+        ]
         for field, is_key in (("key", True), ("value", False)):
             raw = obj.get(field)
             data = None if raw is None else base64.b64decode(raw)
@@ -95,8 +98,10 @@ class SchemaJsonWriter:
             if isinstance(got, Undecoded):
                 obj[f"{field}_schema"] = got.schema_object()
                 self.undecoded += 1
-                self.err.write(f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} kept as bytes: "
-                               f"{got.reason}\n".encode("utf-8", "backslashreplace"))
+                self.err.write(
+                    f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} kept as bytes: "
+                    f"{got.reason}\n".encode("utf-8", "backslashreplace")
+                )
         obj["headers"] = [{"key": k, "value": self.enc(v)} for k, v in headers]
         return dumps(obj).encode("utf-8", "surrogatepass")
 
@@ -104,6 +109,11 @@ class SchemaJsonWriter:
         for field in ("key", "value"):
             if obj.get(field) is not None:
                 obj[field] = self.enc(base64.b64decode(obj[field]))
-        obj["headers"] = [{"key": h["key"], "value": None if h["value"] is None else self.enc(base64.b64decode(h["value"]))}
-                          for h in obj.get("headers", ())]
+        obj["headers"] = [
+            {
+                "key": h["key"],
+                "value": None if h["value"] is None else self.enc(base64.b64decode(h["value"])),
+            }
+            for h in obj.get("headers", ())
+        ]
         return dumps(obj).encode("utf-8", "surrogatepass")

@@ -1,29 +1,36 @@
 """--transaction-log-decoder text, byte for byte as Kafka 3.3.1 printed it (goldens)."""
+
 from __future__ import annotations
 
 import struct
 
 import pytest
 
+from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
-
-from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.transaction_state import (
-    TransactionState, decode_transaction_record, format_transaction_record,
+    TransactionState,
+    decode_transaction_record,
+    format_transaction_record,
 )
 
 from ._logfile import fixture_records, golden_lines
 
-KEY = bytes.fromhex("0000000864656661756c745f")  # ItumelengMogase-ts-44-0.log: transactionalId "default_"
+KEY = bytes.fromhex(
+    "0000000864656661756c745f"
+)  # ItumelengMogase-ts-44-0.log: transactionalId "default_"
 
 
 def test_empty_state_golden():
-    value = bytes.fromhex("0000000000000000000000000000ea6000ffffffff00000192764aec98ffffffffffffffff")
+    value = bytes.fromhex(
+        "0000000000000000000000000000ea6000ffffffff00000192764aec98ffffffffffffffff"
+    )
     assert format_transaction_record(KEY, value) == (
         "transaction_metadata::transactionalId=default_",
         "producerId:0,producerEpoch:0,state=Empty,partitions=[],txnLastUpdateTimestamp=1728561474712,"
-        "txnTimeoutMs=60000")
+        "txnTimeoutMs=60000",
+    )
 
 
 def test_every_state_in_the_basic_case():
@@ -33,7 +40,14 @@ def test_every_state_in_the_basic_case():
         key, payload = format_transaction_record(r.key, r.value)
         assert line.endswith(f" key: {key} payload: {payload}".encode())
         states.append(payload.split("state=")[1].split(",")[0])
-    assert {"Empty", "Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"} <= set(states)
+    assert {
+        "Empty",
+        "Ongoing",
+        "PrepareCommit",
+        "CompleteCommit",
+        "PrepareAbort",
+        "CompleteAbort",
+    } <= set(states)
 
 
 def _value(state: int, partitions: list[tuple[str, list[int]]] | None, version: int = 0) -> bytes:
@@ -52,22 +66,31 @@ def test_partitions_print_in_scala_hashset_order():
     # TopicPartition("t", p).hashCode = 31 * (31 + p) + "t".hashCode = 1077 + 31p: t-0 in bucket 5,
     # t-1 in bucket 4 of 16, so t-1 prints first
     payload = format_transaction_record(KEY, _value(1, [("t", [0, 1])]))[1]
-    assert payload == "producerId:7,producerEpoch:1,state=Ongoing,partitions=[t-1,t-0],txnLastUpdateTimestamp=100," \
-                      "txnTimeoutMs=60000"
+    assert (
+        payload
+        == "producerId:7,producerEpoch:1,state=Ongoing,partitions=[t-1,t-0],txnLastUpdateTimestamp=100,"
+        "txnTimeoutMs=60000"
+    )
 
 
 def test_tombstone_and_empty_state_ignores_partitions():
-    assert format_transaction_record(KEY, None) == ("transaction_metadata::transactionalId=default_", "<DELETE>")
+    assert format_transaction_record(KEY, None) == (
+        "transaction_metadata::transactionalId=default_",
+        "<DELETE>",
+    )
     assert "partitions=[]" in format_transaction_record(KEY, _value(0, [("t", [0])]))[1]
     assert "state=PrepareEpochFence" in format_transaction_record(KEY, _value(7, []))[1]
 
 
-@pytest.mark.parametrize("key,value,message", [
-    (None, None, "NullPointerException"),
-    (KEY, _value(8, []), "Unknown transaction state id 8"),
-    (KEY, _value(1, None), "NullPointerException"),
-    (KEY, _value(1, [])[:-3], "BufferUnderflowException"),
-])
+@pytest.mark.parametrize(
+    "key,value,message",
+    [
+        (None, None, "NullPointerException"),
+        (KEY, _value(8, []), "Unknown transaction state id 8"),
+        (KEY, _value(1, None), "NullPointerException"),
+        (KEY, _value(1, [])[:-3], "BufferUnderflowException"),
+    ],
+)
 def test_what_kills_kafka_dump_log_raises(key, value, message):
     with pytest.raises(InvalidRecordError, match=message):
         format_transaction_record(key, value)
@@ -75,17 +98,31 @@ def test_what_kills_kafka_dump_log_raises(key, value, message):
 
 def test_versions_3_3_1_does_not_know_print_as_kafka_4_2_prints_them():
     assert format_transaction_record(b"\x00\x01\x00\x01x", None, 7) == (
-        "Unknown record type 1 at offset 7, skipping.", None)
+        "Unknown record type 1 at offset 7, skipping.",
+        None,
+    )
     # the flexible version 1 of KIP-890, with two of its tagged fields
-    value = struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
-        "producerId": 7, "previousProducerId": 6, "producerEpoch": 1, "transactionTimeoutMs": 60000,
-        "transactionStatus": 4, "transactionPartitions": [{"topic": "t", "partitionIds": [0, 1]}],
-        "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4, "clientTransactionVersion": 2}, 1)
+    value = struct.pack(">h", 1) + write_struct(
+        MESSAGES["TransactionLogValue"],
+        {
+            "producerId": 7,
+            "previousProducerId": 6,
+            "producerEpoch": 1,
+            "transactionTimeoutMs": 60000,
+            "transactionStatus": 4,
+            "transactionPartitions": [{"topic": "t", "partitionIds": [0, 1]}],
+            "transactionLastUpdateTimestampMs": 5,
+            "transactionStartTimestampMs": 4,
+            "clientTransactionVersion": 2,
+        },
+        1,
+    )
     assert format_transaction_record(KEY, value, 7) == (
         '{"type":"0","data":{"transactionalId":"default_"}}',
         '{"version":"1","data":{"producerId":7,"previousProducerId":6,"producerEpoch":1,"transactionTimeoutMs":60000,'
         '"transactionStatus":4,"transactionPartitions":[{"topic":"t","partitionIds":[0,1]}],'
-        '"transactionLastUpdateTimestampMs":5,"transactionStartTimestampMs":4,"clientTransactionVersion":2}}')
+        '"transactionLastUpdateTimestampMs":5,"transactionStartTimestampMs":4,"clientTransactionVersion":2}}',
+    )
     assert decode_transaction_record(KEY, value)["value"]["clientTransactionVersion"] == 2
 
 
