@@ -89,7 +89,7 @@ def describe(paths, only, configs, fmt, jobs):
             if item.problems:
                 problems.extend(item.problem_codes or [ExitCode.CORRUPT])
             if fmt == "json":
-                click.echo(json.dumps(item.to_json()))
+                click.echo(json.dumps(item.to_dict()))
             elif rich:
                 partitions.append(item)
             else:
@@ -99,7 +99,7 @@ def describe(paths, only, configs, fmt, jobs):
         if item.config_warning:
             click.echo(f"kafkalog: warning: {item.config_warning}", err=True)
         if fmt == "json":
-            click.echo(json.dumps(item.to_json()))
+            click.echo(json.dumps(item.to_dict()))
             continue
         lines = [render.log_dir_summary(item), *render.kafka_version_lines(item),
                  *render.unknown_config_lines(partitions)]

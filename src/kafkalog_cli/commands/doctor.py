@@ -58,7 +58,7 @@ def doctor(paths, server_properties, user, fmt):
             raise InputError("not a directory (give the broker's log dirs)", path=str(d))
     diag = ops.diagnose(dirs, config, user)
     if fmt == "json":
-        click.echo(json.dumps(diag.to_json(), indent=2))
+        click.echo(json.dumps(diag.to_dict(), indent=2))
     else:
         click.echo(human.doctor(diag))
     for e in diag.unread:       # not checked: never an all-clear

@@ -133,7 +133,7 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     # kafka-get-offsets' order: by topic, then partition, whatever log dir holds them
     for answer in sorted(answers, key=lambda a: (a.topic, a.partition)):
         if fmt == "json":
-            click.echo(json.dumps(answer.to_json()))
+            click.echo(json.dumps(answer.to_dict()))
             continue
         name = Path(answer.directory).name
         if not answer.high_watermark_known and isolation is not IsolationLevel.NONE \

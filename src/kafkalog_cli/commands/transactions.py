@@ -102,7 +102,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         hanging = ops.find_hanging((t for _, pt in results for t in pt.open), int(max_age * 1000), coordinator)
         if fmt == "json":
             for h in hanging:
-                click.echo(json.dumps(h.to_json()))
+                click.echo(json.dumps(h.to_dict()))
         else:
             click.echo(hanging_table(hanging), nl=False)
             for h in hanging:
@@ -110,7 +110,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
     elif fmt == "json":
         for log_dir, pt in results:
-            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
+            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_dict()}))
     else:
         click.echo(partition_tables([pt for _, pt in results], producers), nl=False)
     if failed:

@@ -72,7 +72,7 @@ class ConsumerView:
     def keeps_segment(self, base_offset: int, next_base_offset: int | None) -> bool:
         return base_offset < self.end and (next_base_offset is None or next_base_offset > self.start)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"isolation_level": self.isolation, "log_start_offset": self.start, "end_offset": self.end,
                 "high_watermark": self.high_watermark, "high_watermark_known": self.high_watermark_known,
                 "last_stable_offset": self.last_stable_offset,

@@ -59,7 +59,7 @@ class Finding:
     log_dir: str | None = None
     unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"severity": self.severity.value, "check": self.check, "path": self.path, "problem": self.problem,
                 "broker": self.broker, "fix": self.fix}
 
@@ -87,9 +87,9 @@ class Diagnosis:
             return "a broker starts, with warnings" + unread
         return "a broker starts on these log dirs" + unread
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"log_dirs": self.log_dirs, "starts": self.starts, "verdict": self.verdict,
-                "findings": [f.to_json() for f in self.findings], "unread": [e.line() for e in self.unread]}
+                "findings": [f.to_dict() for f in self.findings], "unread": [e.line() for e in self.unread]}
 
 
 @dataclass(frozen=True)

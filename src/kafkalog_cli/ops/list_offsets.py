@@ -86,7 +86,7 @@ class OffsetAnswer:
     reason: str | None = None          # why there is no offset
     by_version: dict | None = None     # {rule: answer} where the versions the dir allows disagree
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "partition_dir": self.directory,
                 "time": self.spec.name, "isolation_level": self.isolation.value, "offset": self.offset,
                 "timestamp": self.timestamp, "source": self.source,

@@ -59,8 +59,8 @@ _PREFIX = struct.Struct(">qi")
 class KeptFinding(Finding):
     """Damage left as the broker leaves it (not rebuilt without --repair)."""
 
-    def to_json(self) -> dict:
-        return {**super().to_json(), "left_as_broker_leaves": True}
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "left_as_broker_leaves": True}
 
 
 class IndexFaultFinding(Finding):
@@ -231,8 +231,8 @@ class BitRotFinding(KeptFinding):
     rot: "BitRot | None" = None
     kept_problem: ClassVar[bool] = True     # a run that leaves it exits 1 (something found)
 
-    def to_json(self) -> dict:
-        return {**super().to_json(), "damage": "crc", "offsets": [self.rot.base_offset, self.rot.last_offset]}
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "damage": "crc", "offsets": [self.rot.base_offset, self.rot.last_offset]}
 
 
 def note_bit_rot(p: Plan, partition_dirs: list[Path]) -> None:

@@ -81,7 +81,7 @@ class OpenTransaction:
         minutes = abs(self.age_ms) // 60_000
         return minutes if self.age_ms >= 0 else -minutes
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         p = self.producer
         return {"topic": self.topic, "partition": self.partition, "producer_id": p.producer_id,
                 "producer_epoch": p.epoch, "coordinator_epoch": p.coordinator_epoch,
@@ -110,14 +110,14 @@ class PartitionTransactions:
     def stable_bound(self) -> str:
         return "high_watermark" if self.high_watermark is not None else "log_end_offset"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"partition": self.name, "topic": self.topic, "partition_id": self.partition,
                 "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
                 "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
                 "stable_bound": self.stable_bound,
                 "producers": [producer_json(p) for p in self.producers],
                 "expired_producer_ids": [p.producer_id for p in self.expired],
-                "open_transactions": [t.to_json() for t in self.open]}
+                "open_transactions": [t.to_dict() for t in self.open]}
 
 
 def producer_json(p: ProducerEntry) -> dict:
@@ -231,9 +231,9 @@ class Hanging:
         return (None if c is None else
                 f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         c = self.coordinator
-        return {"kind": "hanging_transaction", **self.txn.to_json(),
+        return {"kind": "hanging_transaction", **self.txn.to_dict(),
                 "transactional_id": c.transactional_id if c else None,
                 "coordinator_state": c.metadata.state.name if c else None, "reason": self.reason,
                 "abort_command": self.abort_command, "abort_command_before_3_0": self.abort_command_before_3_0,
