@@ -18,7 +18,8 @@ Harness differences by version, kept here so every broker helper agrees:
 - 4.0.0-SNAPSHOT (trunk 1eb76443): the same format flags; metadata.version 4.0-IV0 by default.
   Transactions version 2 is an unstable feature there: `unstable.feature.versions.enable=true`
   (and `unstable.api.versions.enable=true`, for EndTxn v5) in the config and
-  `format_args(features={"transaction.version": 2})`.
+  `format_args(release_version="4.0-IV2")` (transaction.version defaults to 2 at that level; this
+  snapshot's format parses `--feature` but ignores it: StorageTool.runFormatCommand never passes it on).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ class KafkaDist:
                     features: dict[str, int] | None = None) -> list[str]:
         """`kafka-storage.sh format` for a one-node KRaft cluster with a static voter set (the
         same flags on 3.3, 3.9 and 4.0; `--release-version` pins metadata.version; `features`
-        sets feature levels with `--feature NAME=LEVEL`, 3.9 and later)."""
+        sets feature levels with `--feature NAME=LEVEL`, which the trunk snapshot ignores)."""
         args = [f"{self.home}/bin/kafka-storage.sh", "format", "-t", cluster_id, "-c", str(config)]
         if release_version:
             args += ["--release-version", release_version]

@@ -3,7 +3,8 @@
 #  1. tiered storage: 05-smoke-3.9.sh with KAFKA_VERSION=4.0.0-SNAPSHOT (default format: metadata.version
 #     4.0-IV0, transaction.version 0), as for 3.9.0-rc3.
 #  2. transactions version 2 (KIP-890): a second broker whose dir is formatted with transaction.version=2,
-#     an unstable feature in this snapshot (README.md, "Kafka 4.0.0-SNAPSHOT"); then
+#     an unstable feature in this snapshot (README.md, "Kafka 4.0.0-SNAPSHOT": metadata.version 4.0-IV2
+#     with unstable.feature.versions.enable=true; this snapshot's format ignores --feature); then
 #     - the build's own kafka-producer-perf-test.sh --transactional-id (its Java producer sends EndTxn v4,
 #       so the coordinator completes those transactions the pre-TV2 way: marker epoch = data epoch);
 #     - kafka-python with EndTxn v5 (kafka-python caps EndTxn at v3; raising the cap and taking the bumped
@@ -59,17 +60,18 @@ transaction.state.log.replication.factor=1
 transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
 group.initial.rebalance.delay.ms=0
-# transactions version 2 is unstable in this snapshot: format refuses transaction.version=2 without the
-# first line (it reads it from this file); the broker needs it to support the level, and the second
-# line to offer EndTxn v5 (its latest version is marked unstable)
+# transactions version 2 is unstable in this snapshot: format refuses metadata.version 4.0-IV2 (the first
+# with transaction.version 2, its default there) without the first line, which it reads from this file;
+# the broker needs it to run at that level, and the second line to offer EndTxn v5 (marked unstable)
 unstable.feature.versions.enable=true
 unstable.api.versions.enable=true
 EOF
 CID=$("$KH/bin/kafka-storage.sh" random-uuid)
-LOG_DIR=$W/logs "$KH/bin/kafka-storage.sh" format -t "$CID" -c "$W/server.properties" --feature transaction.version=2 \
+LOG_DIR=$W/logs "$KH/bin/kafka-storage.sh" format -t "$CID" -c "$W/server.properties" --release-version 4.0-IV2 \
   2>&1 | tee "$W/format.txt" || exit 1
 "$KH/bin/kafka-dump-log.sh" --cluster-metadata-decoder --files "$W/data/bootstrap.checkpoint" > "$W/dump-log/bootstrap.txt" 2>&1
 echo "bootstrap.checkpoint: $(grep -o '"name":"[a-z.]*","featureLevel":[0-9]*' "$W/dump-log/bootstrap.txt" | tr '\n' ' ')"
+grep -q '"name":"transaction.version","featureLevel":2' "$W/dump-log/bootstrap.txt" || { echo "not formatted with transaction.version 2"; exit 1; }
 LOG_DIR=$W/logs KAFKA_HEAP_OPTS=-Xmx512m "$KH/bin/kafka-server-start.sh" "$W/server.properties" > "$W/stdout" 2>&1 &
 pid=$!
 up=false
