@@ -153,3 +153,42 @@ def test_consumer_view_of_tv2_transactions():
                         (8, "stop")]
     uncommitted = consumer_view(batches(), READ_UNCOMMITTED, 10, None)
     assert (uncommitted.end, uncommitted.aborted) == (10, {})
+
+
+def _txn_state_v1(tid: str, pid: int, epoch: int, state: int, partitions, **tagged) -> SimpleRecord:
+    """TransactionLogKey 0 / TransactionLogValue 1, as a 4.0+ coordinator writes them."""
+    from kafkalog_cli.formats.internal.kafka_protocol import write_struct
+    from kafkalog_cli.formats.internal.schemas import MESSAGES
+
+    key = struct.pack(">hh", 0, len(tid)) + tid.encode()
+    value = struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
+        "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": 60000, "transactionStatus": state,
+        "transactionPartitions": [{"topic": t, "partitionIds": ids} for t, ids in partitions],
+        "transactionLastUpdateTimestampMs": T, "transactionStartTimestampMs": T, "clientTransactionVersion": 2,
+        **tagged}, 1)
+    return SimpleRecord(key, value, T)
+
+
+def test_find_hanging_after_a_producer_id_rotation(tmp_path):
+    """After the rotation the transactional id's value names the new id (TransactionMetadata
+    .prepareComplete): a transaction open under it with the coordinator Ongoing is not hanging.
+    One left open under the old id (its marker lost) is hanging, as kafka-transactions.sh finds no
+    transactional id for it (ListTransactions filters on producerId); where the coordinator wrote
+    previousProducerId (KAFKA-20310) the reason names the transactional id."""
+    log = [data(0, 10, EXHAUSTED, ts=NOW - 20 * MIN), data(1, 11, 0, ts=NOW - 20 * MIN)]
+    open_txns = tx.partition_transactions(partition(tmp_path, log, hw=2), NOW, DAY).open
+    assert [t.producer.producer_id for t in open_txns] == [10, 11]
+
+    def coordinator(name, **tagged):
+        recs = [_txn_state_v1("a", 10, EXHAUSTED, 1, [("t", [0])]),
+                _txn_state_v1("a", 11, 0, 1, [("t", [0])], **tagged)]
+        return tx.coordinator_transactions([partition(tmp_path / name, [build_v2_batch(recs, 0)],
+                                                      name="__transaction_state-0")])
+
+    hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("a"))         # 4.0 to 4.2: no previousProducerId
+    assert [(h.txn.producer.producer_id, h.coordinator, h.reason) for h in hanging] == [
+        (10, None, "no transactional id has this producer id in __transaction_state")]
+    hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("b", previousProducerId=10))
+    assert [(h.txn.producer.producer_id, h.to_json()["transactional_id"], h.reason) for h in hanging] == [
+        (10, None, "the transactional id a moved on to producer id 11 (previousProducerId 10 in "
+                   "__transaction_state): no marker comes under this producer id")]
