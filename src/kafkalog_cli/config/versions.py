@@ -315,13 +315,14 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
 # InitProducerId over an ongoing transaction): so a COMMIT one epoch above its data is TV2's alone.
 #
 # What a broker does when it reads such a log is the same under both versions: the load replays
-# the log as AppendOrigin.REPLICATION, whose ProducerAppendInfo.appendEndTxnMarker takes the
-# marker whatever its epoch (TV_UNKNOWN is checked as TV0, and a REPLICATION check only warns),
-# and a marker closes its producer's open transaction (ProducerStateEntry.update clears
-# currentTxnFirstOffset and, at a new epoch, the batch metadata). Only the leader's append
-# (origin COORDINATOR with the request's transactionVersion) refuses a TV2 marker at or below the
-# current epoch, which kafkalog never does. So kafkalog reads every dir with that one rule, whatever
-# the version: every COMMIT or ABORT marker of a producer closes its open transaction, at any epoch
+# the log as AppendOrigin.REPLICATION, whose ProducerAppendInfo.checkProducerEpoch only warns
+# (4.0: on a lower epoch; later, given TV_UNKNOWN, as TV0), so appendEndTxnMarker takes a marker
+# at any epoch and closes its producer's open transaction (ProducerStateEntry.update clears
+# currentTxnFirstOffset and, at a new epoch, the batch metadata). Only the leader's append, from
+# KAFKA-19446 on, refuses a TV2 marker at or below the current epoch, which kafkalog never does;
+# and a 4.0 coordinator aborting at InitProducerId can write an ABORT two epochs up (KAFKA-19367,
+# fixed in 4.1). So kafkalog reads every dir with that one rule, whatever the version: every
+# COMMIT or ABORT marker of a producer closes its open transaction, at any epoch
 # (ops.producer_rebuild, ops.consumer_view, ops.transactions). Where the version is unknown this
 # is also the choice that loses nothing: refusing a marker on its epoch would leave its
 # transaction open, hold the last stable offset there and hide every later record from a
