@@ -97,6 +97,15 @@ def test_the_tv2_abort_marker_gets_its_txnindex_entry():
     assert got == [None, None, None, None, AbortedTxn(0, 10, 4, 5, 6)]
 
 
+def test_an_abort_two_epochs_up_closes_its_transaction_too(tmp_path):
+    """A 4.0 coordinator aborting at InitProducerId under TV2 bumps twice (KAFKA-19367, fixed in
+    4.1): the ABORT is E + 2, and closes the transaction all the same."""
+    log = [data(0, 10, 3), marker(1, 10, 5, ABORT), data(2, 10, 5, ts=NOW - 20 * MIN)]
+    pt = tx.partition_transactions(partition(tmp_path, log, hw=3), NOW, DAY)
+    assert [(t.producer.epoch, t.start_offset) for t in pt.open] == [(5, 2)]
+    assert consumer_view(iter_batches(b"".join(log)), READ_COMMITTED, 3, None).aborted == {10: [(0, 1)]}
+
+
 def test_producer_id_rotation_at_epoch_exhaustion(tmp_path):
     """The marker goes under the old id at Short.MAX_VALUE; the new id starts at epoch 0: two
     producers, the old one with no transaction (it expires as any idle producer)."""

@@ -3,8 +3,8 @@ ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState dr
 
 The load replays batches as AppendOrigin.REPLICATION, whose checks only warn, so every version
 takes a transaction marker at any epoch. Under transactions version 2 (Kafka 4.0, KIP-890) each
-marker carries its data's epoch + 1: ProducerAppendInfo.appendEndTxnMarker (4.0: checkProducerEpoch
-with TV_UNKNOWN checked as TV0) completes the transaction, and ProducerStateEntry.update takes
+marker carries its data's epoch + 1: ProducerAppendInfo.appendEndTxnMarker (its checkProducerEpoch
+only warns for REPLICATION) completes the transaction, and ProducerStateEntry.update takes
 the marker's epoch, which drops the batch metadata of the old one (maybeUpdateProducerEpoch):
 the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 and no
 currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
