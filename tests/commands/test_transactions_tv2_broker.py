@@ -1,7 +1,7 @@
 """Acceptance on a real broker with transactions version 2 (KIP-890 part 2): Kafka 4.0.0-SNAPSHOT
-(trunk 1eb76443, tools/kafka-broker), its dir formatted with transaction.version=2 (an unstable
-feature there: `unstable.feature.versions.enable`, and `unstable.api.versions.enable` for EndTxn
-v5). kafka-python with EndTxn v5 (the client change tools/kafka-broker/05-smoke-4.0.sh makes)
+(trunk 1eb76443, tools/kafka-broker), its dir formatted at metadata.version 4.0-IV2, whose
+transaction.version is 2 (an unstable feature there: `unstable.feature.versions.enable`, and
+`unstable.api.versions.enable` for EndTxn v5). kafka-python with EndTxn v5 (the client change tools/kafka-broker/05-smoke-4.0.sh makes)
 commits three transactions and aborts one, each marker one epoch above its data, then leaves
 one open and dies. Stopped, the broker's files must give kafkalog its answers: the last stable
 offset and high watermark it served, the producer state of its own clean-shutdown snapshot
@@ -22,6 +22,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from kafkalog_cli.config.versions import transactions_v2_evidence
 from kafkalog_cli.formats.internal.transaction_state import format_transaction_record_39, read_value_v0_or_v1
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
@@ -89,8 +90,9 @@ os._exit(0)          # the fifth transaction stays open
 
 
 def _format_tv2(log_dir: Path, work: Path) -> None:
-    """kafka-storage.sh format with --feature transaction.version=2 (it reads
-    unstable.feature.versions.enable from the config)."""
+    """kafka-storage.sh format at metadata.version 4.0-IV2, whose default transaction.version is 2
+    (TransactionVersion.TV_2's bootstrapMetadataVersion), reading unstable.feature.versions.enable
+    from the config; this snapshot's format parses --feature but ignores it (tools/kafka-broker)."""
     ctl, port = _free_port(), _free_port()
     cfg = work / "format.properties"
     cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
@@ -99,7 +101,7 @@ def _format_tv2(log_dir: Path, work: Path) -> None:
                    f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
                    f"log.dirs={log_dir}\nunstable.feature.versions.enable=true\n")
     env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    subprocess.run(DIST.format_args("a2Fma2Fsb2ctdHYyLWNoZWNr", cfg) + ["--feature", "transaction.version=2"],
+    subprocess.run(DIST.format_args("a2Fma2Fsb2ctdHYyLWNoZWNr", cfg, release_version="4.0-IV2"),
                    check=True, capture_output=True, env=env)
 
 
@@ -118,6 +120,16 @@ def test_a_tv2_broker_and_kafkalog_agree(tmp_path):
     lso, hw = out["read_committed"], out["read_uncommitted"]
 
     part = d / "tv2-0"
+    # what the broker wrote: each marker one epoch above its transaction's data, the evidence of TV2
+    batches = list(iter_batches(sorted(part.glob("*.log"))[0].read_bytes()))
+    data_epochs, marker_epochs = [], []
+    for b in batches:
+        if b.is_control:
+            marker_epochs.append(b.producer_epoch)
+        elif not data_epochs or data_epochs[-1] != b.producer_epoch:
+            data_epochs.append(b.producer_epoch)
+    assert marker_epochs == [e + 1 for e in data_epochs[:4]] and len(data_epochs) == 5
+    assert transactions_v2_evidence(d)[0].detail.startswith("COMMIT of producer ")
     r = invoke("transactions", d, "--topic", "tv2", "--format", "json")
     assert r.exit_code == 0, r.output
     got, = map(json.loads, r.stdout.splitlines())
@@ -172,7 +184,14 @@ def test_the_tv2_coordinators_log_as_the_snapshots_kafka_dump_log_prints_it(tmp_
                 ours.append(f" key: {key} payload: {payload}")
                 if rec.value is not None:
                     values.append(read_value_v0_or_v1(rec.value))
-    assert {v.version for v in values} == {1} and values[-1].client_transaction_version == 2
+    # the end of a transaction records the client's transactions version (prepareAbortOrCommit,
+    # prepareComplete); this snapshot's other transitions write TV_0 (prepareTransitionTo's default)
+    assert {v.version for v in values} == {1}
+    ends = [v for v in values if v.state.name in ("PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")]
+    assert len(ends) == 8 and {v.client_transaction_version for v in ends} == {2}
+    # the epoch bumps at every prepare: 4 ends after the initial epoch
+    assert [v.producer_epoch for v in ends if v.state.name.startswith("Prepare")] == [
+        ends[0].producer_epoch + i for i in range(4)]
     tool = subprocess.run([f"{KAFKA_HOME}/bin/kafka-dump-log.sh", "--transaction-log-decoder", "--files", str(log)],
                           capture_output=True, text=True, check=True).stdout
     theirs = [line[line.index(" key: "):] for line in tool.splitlines() if " key: " in line]
