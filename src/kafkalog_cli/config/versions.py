@@ -85,6 +85,7 @@ class VersionSource(enum.Enum):
     TRANSACTION_STATE_VALUE = "__transaction_state value version"
     SHARE_GROUP_STATE_RECORD = "__share_group_state record"
     GROUP_RECORD_TYPE = "__consumer_offsets record type"
+    TRANSACTIONS_V2_MARKER = "transactions version 2 marker"
     KAFKA_VERSION_OPTION = "--kafka-version"
 
 
@@ -224,6 +225,8 @@ def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None
                                        f"{{\"version\":{content.get('version')},\"brokerEpoch\":{content['brokerEpoch']}}}",
                                        str(log_dir / ".kafka_cleanshutdown")))
     out += record_evidence(log_dir)
+    if max((e.at_least for e in out), default=OLDEST_MODELLED) < TRANSACTIONS_V2.since:
+        out += transactions_v2_evidence(log_dir)     # read only where it can raise the bound
     return KafkaVersions(tuple(out)).with_stated(stated)
 
 
@@ -298,6 +301,91 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
                                    f"{rec.record_type} ({rec.name}) at offset {r.offset} (unknown to 3.9's group "
                                    f"coordinator)", path)
     except KafkalogError:
+        return None
+    return None
+
+
+# ------------------------------------------------------------------ transactions version 2
+# KIP-890 part 2 (Kafka 4.0, transaction.version 2): the coordinator bumps the producer epoch at
+# every commit and abort (TransactionMetadata.prepareAbortOrCommit when
+# clientTransactionVersion.supportsEpochBump), so a transaction's data carry epoch E and its marker
+# E + 1; at epoch exhaustion the marker goes under the old producer id at Short.MAX_VALUE and the
+# producer continues under a new id (prepareComplete with nextProducerId). Before, a marker carries
+# its data's epoch, except an ABORT after a fencing bump (prepareFenceProducerEpoch,
+# InitProducerId over an ongoing transaction): so a COMMIT one epoch above its data is TV2's alone.
+#
+# What a broker does when it reads such a log is the same under both versions: the load replays
+# the log as AppendOrigin.REPLICATION, whose ProducerAppendInfo.checkProducerEpoch only warns
+# (4.0: on a lower epoch; later, given TV_UNKNOWN, as TV0), so appendEndTxnMarker takes a marker
+# at any epoch and closes its producer's open transaction (ProducerStateEntry.update clears
+# currentTxnFirstOffset and, at a new epoch, the batch metadata). Only the leader's append, from
+# KAFKA-19446 on, refuses a TV2 marker at or below the current epoch, which kafkalog never does;
+# and a 4.0 coordinator aborting at InitProducerId can write an ABORT two epochs up (KAFKA-19367,
+# fixed in 4.1). So kafkalog reads every dir with that one rule, whatever the version: every
+# COMMIT or ABORT marker of a producer closes its open transaction, at any epoch
+# (ops.producer_rebuild, ops.consumer_view, ops.transactions). Where the version is unknown this
+# is also the choice that loses nothing: refusing a marker on its epoch would leave its
+# transaction open, hold the last stable offset there and hide every later record from a
+# read_committed consumer.
+TRANSACTIONS_V2 = VersionRule(
+    "transactions version 2 (a producer epoch bump at every commit and abort)", KafkaVersion(4, 0),
+    "TransactionMetadata.prepareAbortOrCommit / prepareComplete; ProducerAppendInfo.appendEndTxnMarker "
+    "(KIP-890 part 2, TransactionVersion.TV_2, 4.0)")
+_TV2_TAIL_BYTES = 1 << 20       # how far past its last offset-index entry a partition's tail is read
+_TV2_PARTITIONS = 64            # how many partitions are read (a lower bound needs one proof, not all)
+
+
+def transactions_v2_evidence(log_dir: Path) -> list[VersionEvidence]:
+    """The first COMMIT marker found one epoch above the data batch of its producer right before
+    it (see TRANSACTIONS_V2), in the newest batches of the log dir's partitions: each active
+    segment from its last offset-index entry, at most 1 MiB, in at most 64 partitions (topics'
+    first, by name, then the internal ones: transactional offset commits put markers in
+    __consumer_offsets too), so that a dir of many partitions costs every command little. Never
+    raises: what cannot be read proves nothing, nor does what is not read."""
+    try:
+        dirs = sorted((p for p in log_dir.iterdir() if p.is_dir() and "-" in p.name
+                       and not p.name.startswith("__cluster_metadata-")),
+                      key=lambda p: (p.name.startswith("__"), p.name))[:_TV2_PARTITIONS]
+    except OSError:
+        return []
+    for d in dirs:
+        e = _tv2_marker_evidence(d)
+        if e is not None:
+            return [e]
+    return []
+
+
+def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.control import ControlRecordType
+    from kafkalog_cli.formats.indexes import read_start
+    from kafkalog_cli.formats.records import iter_batches
+    from kafkalog_cli.storage.segment import Segment
+
+    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
+    if not logs:
+        return None
+    seg = Segment.from_log_path(logs[-1])
+    last_data: dict[int, int] = {}        # producer id -> epoch of its last transactional data batch
+    try:
+        entry = seg.last_offset_index_entry()
+        with seg.mapped() as buf:
+            start = read_start(entry[1], len(buf)) if entry and entry[1] < len(buf) else 0
+            for batch in iter_batches(buf, start, min(len(buf), start + _TV2_TAIL_BYTES)):
+                if batch.magic < 2 or batch.producer_id < 0 or not batch.is_transactional:
+                    continue
+                pid = batch.producer_id
+                if not batch.is_control:
+                    last_data[pid] = batch.producer_epoch
+                    continue
+                data_epoch = last_data.pop(pid, None)
+                if (data_epoch is not None and batch.producer_epoch == data_epoch + 1
+                        and batch.control_type() is ControlRecordType.COMMIT):
+                    return VersionEvidence(
+                        VersionSource.TRANSACTIONS_V2_MARKER, TRANSACTIONS_V2.since,
+                        f"COMMIT of producer {pid} at offset {batch.base_offset}, epoch {batch.producer_epoch}: its "
+                        f"data's epoch + 1", str(logs[-1]))
+    except (KafkalogError, OSError):
         return None
     return None
 
