@@ -58,8 +58,11 @@ class KafkaVersion:
         return f"{self.major}.{self.minor}"
 
 
+# the one list of the versions kafkalog's rules know (--kafka-version takes each; an older one
+# follows 3.3's rules)
 KNOWN_VERSIONS = tuple(KafkaVersion(3, m) for m in range(3, 10)) + tuple(KafkaVersion(4, m) for m in range(0, 3))
 OLDEST_MODELLED, NEWEST_MODELLED = KNOWN_VERSIONS[0], KNOWN_VERSIONS[-1]
+KNOWN_VERSIONS_TEXT = ", ".join(map(str, KNOWN_VERSIONS))      # `3.3, 3.4, ..., 4.2` for --help and errors
 
 # MetadataVersion (server-common): feature level -> release. 1-3 are 3.0-3.2 (a KRaft dir of
 # those is loaded by 3.3+ only after an upgrade), 30+ are releases after 4.2.
@@ -393,3 +396,59 @@ def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
     """Whether Topic.isInternal(topic) on the next broker (None: a topic no version calls internal)."""
     rule = INTERNAL_TOPIC_RULES.get(topic)
     return None if rule is None else versions.decide(rule)
+
+# ------------------------------------------------------------------ Kafka 4.x: tools and start-up
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = VersionRule(
+    "ListOffsets earliest-pending-upload (-6)", KafkaVersion(4, 2),
+    "UnifiedLog.fetchOffsetByTimestamp -> fetchEarliestPendingUploadOffset; GetOffsetShell.parseOffsetSpec "
+    "(-6 or earliest-pending-upload: OffsetSpec.earliestPendingUpload) (KIP-1023, 4.2)")
+DUMP_LOG_LEADER_CHANGE = VersionRule(
+    "kafka-dump-log decodes LeaderChange control records", KafkaVersion(4, 1),
+    "DumpLogSegments control records: LEADER_CHANGE -> ControlRecordUtils.deserializeLeaderChangeMessage, "
+    "\" LeaderChange: \" + LeaderChangeMessageJsonConverter.write (KAFKA-19069, 4.1)")
+KRAFT_ONLY = VersionRule(
+    "KRaft only: no ZooKeeper mode", KafkaVersion(4, 0),
+    "KRaftConfigs.CONFIG_DEF: process.roles has no default (Missing required configuration); Kafka.buildServer "
+    "builds a KafkaRaftServer only (KIP-500, 4.0)")
+METADATA_VERSION_FLOOR = VersionRule(
+    "metadata.version at least 3.3-IV3 (feature level 7)", KafkaVersion(4, 0),
+    "MetadataVersion.fromFeatureLevel / MINIMUM_VERSION = IBP_3_3_IV3, read by BootstrapMetadata.metadataVersion "
+    "and FeatureControlManager.replay (4.0; the 4.0 upgrade notes: \"at least 3.3.x\")")
+REMOVED_BROKER_CONFIGS = VersionRule(
+    "broker configs 4.0 removed are ignored", KafkaVersion(4, 0),
+    "AbstractConfig.logUnused: an unknown config is logged and ignored (KIP-724 message format, KIP-500 "
+    "ZooKeeper, KIP-937; the 4.0 upgrade notes)")
+DIRECTORY_ID_ENSEMBLE = VersionRule(
+    "meta.properties directory.id: written, unique, not reserved", KafkaVersion(3, 7),
+    "MetaPropertiesEnsemble.verify (DirectoryId.reserved, duplicate directory ID) and "
+    "MetaPropertiesEnsemble.Copier.generateValidDirectoryId (KIP-858, 3.7)")
+
+# the highest metadata.version (feature level) each release knows: MetadataVersion.latestTesting
+# (a broker refuses a higher one: "No MetadataVersion with feature level N")
+LATEST_METADATA_VERSION = {KafkaVersion(4, 0): 25, KafkaVersion(4, 1): 27, KafkaVersion(4, 2): 29}
+MINIMUM_METADATA_VERSION_4X = 7        # IBP_3_3_IV3
+
+# what --help says changes with --kafka-version, one line per rule
+VERSION_RULES = (EARLIEST_LOCAL_TIMESTAMP, TIERED_STORAGE, REMOTE_RETENTION_BOUNDS, TIERED_ROLL_AND_START_OFFSET,
+                 DIRECTORY_ID_ENSEMBLE, MAX_TIMESTAMP_EXACT, TIME_INDEX_BATCH_LAST_OFFSET, TIERED_LOG_START_CHECKPOINT,
+                 LATEST_TIERED_TIMESTAMP, REMOTE_LOG_COPY_DISABLE, REMOTE_COPY_DISABLE_RETENTION,
+                 SHARE_GROUP_STATE_INTERNAL, CLEANER_RETAINS_LAST_BATCH, SEGMENT_BYTES_FLOOR_1MIB, KRAFT_ONLY,
+                 METADATA_VERSION_FLOOR, REMOVED_BROKER_CONFIGS, DUMP_LOG_LEADER_CHANGE,
+                 EARLIEST_PENDING_UPLOAD_TIMESTAMP)
+
+
+def rules_summary(rules=VERSION_RULES) -> str:
+    """`3.5+ ListOffsets earliest-local (-4); 3.6+ tiered storage; ...` for --help."""
+    return "; ".join(f"{r.since}+ {r.name}" for r in sorted(rules, key=lambda r: r.since))
+
+
+def stated_version(text: str | None, option: str = "--kafka-version") -> KafkaVersion | None:
+    """--kafka-version's value: one of KNOWN_VERSIONS (an older release follows 3.3's rules), a
+    usage error for a release newer than kafkalog's rules know."""
+    if text is None:
+        return None
+    v = KafkaVersion.parse(text, option)
+    if v > NEWEST_MODELLED:
+        raise UsageError(f"{option} {text}: kafkalog knows the rules of Kafka {KNOWN_VERSIONS_TEXT} "
+                         f"(an older release follows {OLDEST_MODELLED}'s)")
+    return v
