@@ -422,6 +422,11 @@ DIRECTORY_ID_ENSEMBLE = VersionRule(
     "meta.properties directory.id: written, unique, not reserved", KafkaVersion(3, 7),
     "MetaPropertiesEnsemble.verify (DirectoryId.reserved, duplicate directory ID) and "
     "MetaPropertiesEnsemble.Copier.generateValidDirectoryId (KIP-858, 3.7)")
+META_PROPERTIES_V0_IN_KRAFT = VersionRule(
+    "a version 0 meta.properties (broker.id) is read in KRaft", KafkaVersion(3, 7),
+    "MetaProperties.Builder(Properties): version 0 reads broker.id, neither it nor cluster.id required; "
+    "MetaPropertiesEnsemble.verify requires version 0 only of ZooKeeper brokers (REQUIRE_V0) (3.7; 3.3.1's "
+    "KafkaRaftServer: \"Expected version 1\")")
 
 # the highest metadata.version (feature level) each release knows: MetadataVersion.latestTesting
 # (a broker refuses a higher one: "No MetadataVersion with feature level N")
@@ -430,7 +435,7 @@ MINIMUM_METADATA_VERSION_4X = 7        # IBP_3_3_IV3
 
 # what --help says changes with --kafka-version, one line per rule
 VERSION_RULES = (EARLIEST_LOCAL_TIMESTAMP, TIERED_STORAGE, REMOTE_RETENTION_BOUNDS, TIERED_ROLL_AND_START_OFFSET,
-                 DIRECTORY_ID_ENSEMBLE, MAX_TIMESTAMP_EXACT, TIME_INDEX_BATCH_LAST_OFFSET, TIERED_LOG_START_CHECKPOINT,
+                 DIRECTORY_ID_ENSEMBLE, META_PROPERTIES_V0_IN_KRAFT, MAX_TIMESTAMP_EXACT, TIME_INDEX_BATCH_LAST_OFFSET, TIERED_LOG_START_CHECKPOINT,
                  LATEST_TIERED_TIMESTAMP, REMOTE_LOG_COPY_DISABLE, REMOTE_COPY_DISABLE_RETENTION,
                  SHARE_GROUP_STATE_INTERNAL, CLEANER_RETAINS_LAST_BATCH, SEGMENT_BYTES_FLOOR_1MIB, KRAFT_ONLY,
                  METADATA_VERSION_FLOOR, REMOVED_BROKER_CONFIGS, DUMP_LOG_LEADER_CHANGE,
