@@ -11,6 +11,8 @@ nothing at all. So the version is a range [what the dir proves, the newest kafka
 - meta.properties with a directory.id: 3.7 and later write it (MetaProperties, KIP-858);
 - `.kafka_cleanshutdown` holding JSON ({"version":0,"brokerEpoch":N}): 3.7 and later write it
   (CleanShutdownFileHandler, KIP-966); 3.3 to 3.6 leave it empty;
+- a KRaftVersion or KRaftVoters control record (types 5 and 6) in the metadata log's newest
+  segment or snapshot: 3.9 and later write them (KafkaRaftClient, kraft.version 1: KIP-853);
 - records only a 4.0+ coordinator writes, in the newest batches of the internal topics
   (record_evidence): a __transaction_state value of version 1 (TransactionLog.valueToBytes writes it
   once transaction.version >= 1, whose TV_1 needs metadata.version 4.0-IV0), a __share_group_state
@@ -88,6 +90,7 @@ class VersionSource(enum.Enum):
     TRANSACTION_STATE_VALUE = "__transaction_state value version"
     SHARE_GROUP_STATE_RECORD = "__share_group_state record"
     GROUP_RECORD_TYPE = "__consumer_offsets record type"
+    KRAFT_CONTROL_RECORD = "KRaft control record"
     KAFKA_VERSION_OPTION = "--kafka-version"
 
 
@@ -226,8 +229,47 @@ def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None
             out.append(VersionEvidence(VersionSource.CLEAN_SHUTDOWN, KafkaVersion(3, 7),
                                        f"{{\"version\":{content.get('version')},\"brokerEpoch\":{content['brokerEpoch']}}}",
                                        str(log_dir / ".kafka_cleanshutdown")))
+    out += kraft_control_evidence(log_dir)
     out += record_evidence(log_dir)
     return KafkaVersions(tuple(out)).with_stated(stated)
+
+
+_KAFKA_39 = KafkaVersion(3, 9)
+_KRAFT_CONTROL_TYPES = {5: "KRaftVersion", 6: "KRaftVoters"}     # ControlRecordType KRAFT_VERSION, KRAFT_VOTERS
+
+
+def kraft_control_evidence(log_dir: Path) -> list[VersionEvidence]:
+    """A KRaftVersion or KRaftVoters control record in the newest snapshot or segment of the log
+    dir's __cluster_metadata-0 (control batches only): Kafka 3.9 or later wrote it."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.control import parse_type_id
+    from kafkalog_cli.formats.records import iter_batches
+
+    meta = log_dir / "__cluster_metadata-0"
+    try:
+        snapshots = sorted(f for f in meta.glob("*.checkpoint") if f.name[:20].isdigit())
+        logs = sorted(f for f in meta.glob("*.log") if f.name[:20].isdigit())
+    except OSError:
+        return []
+    from kafkalog_cli.storage.segment import map_file, unmap
+
+    for path in snapshots[-1:] + logs[-1:]:
+        buf = b""
+        try:
+            buf = map_file(path)
+            for batch in iter_batches(buf):
+                if not batch.is_control:
+                    continue
+                for r in batch.records():
+                    name = _KRAFT_CONTROL_TYPES.get(parse_type_id(r.key))
+                    if name is not None:
+                        return [VersionEvidence(VersionSource.KRAFT_CONTROL_RECORD, _KAFKA_39,
+                                                f"{name} at offset {r.offset} (kraft.version 1, KIP-853)", str(path))]
+        except (KafkalogError, OSError, ValueError):
+            continue        # a damaged or unreadable file proves nothing
+        finally:
+            unmap(buf)
+    return []
 
 
 _KAFKA_40 = KafkaVersion(4, 0)
