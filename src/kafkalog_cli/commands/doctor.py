@@ -46,7 +46,9 @@ def command(paths, server_properties, user, kafka_version, fmt):
     followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
     that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
-    what the broker does, and the fix (a kafkalog command where one exists).
+    what the broker does, and the fix (a kafkalog command where one exists). With --kafka-version
+    it also follows that release's start-up: 3.7's directory.id rules, 4.0's KRaft-only start and
+    metadata.version floor (3.3-IV3), each release's newest metadata.version.
 
     \b
     Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
