@@ -76,3 +76,15 @@ def test_before_4_2_no_file_is_read(tmp_path):
     # refused on the option alone: a path that does not exist is not even looked at
     r = CliRunner().invoke(cli, ["get-offsets", str(tmp_path), "--kafka-version", "4.0", "--time", "-6"])
     assert r.exit_code == 2 and "Kafka 4.0 has no such time" in r.stderr
+
+
+WILD_42 = Path("/work/shared/corpus/wild/nomanazeem__Kafka-java/kafka-logs")     # metadata.version 29 (4.2-IV1)
+
+
+@pytest.mark.skipif(not WILD_42.is_dir(), reason="needs the corpus's real 4.2 log dir")
+def test_a_log_dir_only_4_2_loads_decides_it_without_the_option():
+    r = CliRunner().invoke(cli, ["get-offsets", str(WILD_42), "--time", "-6", "--topic", "__consumer_offsets"])
+    assert r.exit_code == 0 and r.stdout == ""
+    assert r.stderr == ("kafkalog: note: __consumer_offsets-15: no offset: the broker answers -1 "
+                        "(ListOffsetsResponse.UNKNOWN_OFFSET: kafka-get-offsets prints no line): not a remote-enabled "
+                        "partition\n")
