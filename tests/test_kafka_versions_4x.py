@@ -105,3 +105,21 @@ def test_real_4_2_dir_is_refused_to_4_1_tools_and_start_up():
     r = run("doctor", d, "--kafka-version", "4.1", "--format", "json")
     assert r.exit_code == 8
     assert any("Valid feature levels are from 7 to 27." in f["broker"] for f in json.loads(r.stdout)["findings"])
+
+
+# a log dir the 4.0.0-SNAPSHOT broker (trunk 1eb76443) wrote with transactions version 2 (t33-tv2's run)
+SNAPSHOT_DIR = Path(__import__("os").environ.get("KAFKALOG_TV2_EXAMPLE", "/opt/kafka-4.0.0-SNAPSHOT-tv2-example")) / "data"
+
+
+@pytest.mark.skipif(not SNAPSHOT_DIR.is_dir(), reason=f"needs {SNAPSHOT_DIR} (a 4.0.0-SNAPSHOT broker's log dir)")
+def test_the_snapshot_brokers_log_dir_proves_4_0_and_starts_4_0_only():
+    v = read_kafka_versions(SNAPSHOT_DIR)
+    assert str(v.low) == "4.0"
+    assert {e.source.name for e in v.evidence} >= {"METADATA_VERSION", "DIRECTORY_ID", "CLEAN_SHUTDOWN",
+                                                   "TRANSACTION_STATE_VALUE"}
+    r = run("doctor", SNAPSHOT_DIR, "--kafka-version", "4.0", "--format", "json")
+    assert not [f for f in json.loads(r.stdout)["findings"] if f["check"] == "metadata.version"]
+    r = run("doctor", SNAPSHOT_DIR, "--kafka-version", "3.9", "--format", "json")
+    assert r.exit_code == 8
+    assert any("No MetadataVersion with feature level 24. Valid feature levels are from 1 to 21." in f["broker"]
+               for f in json.loads(r.stdout)["findings"])
