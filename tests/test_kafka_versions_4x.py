@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.config.versions import (KNOWN_VERSIONS_TEXT, KafkaVersion, read_kafka_versions, rules_summary,
+from kafkalog_cli.config.versions import (KNOWN_VERSIONS_TEXT, read_kafka_versions, rules_summary,
                                           stated_version)
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch

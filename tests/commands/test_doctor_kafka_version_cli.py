@@ -133,7 +133,7 @@ def test_settings_4_0_removed_are_notes(tmp_path):
     d = copy(tmp_path)
     props = server_properties(tmp_path, d, **{"process.roles": "broker,controller", "node.id": 1,
                                               "log.message.format.version": "2.8"})
-    rc, found = doctor(d, "--server-properties", props, "--kafka-version", "4.0")
+    _, found = doctor(d, "--server-properties", props, "--kafka-version", "4.0")
     notes = [f for f in found if f["check"] == "server.properties"]
     assert [(f["severity"], f["problem"]) for f in notes] == [
         ("note", "log.message.format.version is set: message formats v0 and v1 are not written any more (KIP-724)")]
