@@ -30,7 +30,8 @@ Where each value comes from (the man page says the same):
   an unknown one is shown as unknown, never as a value.
 - per log dir: the Kafka versions that may load it next (config.versions: what the dir proves
   bounds it from below: metadata.version, meta.properties' directory.id, .kafka_cleanshutdown's
-  JSON; --kafka-version states it), each bound with the file that gives it;
+  JSON, the metadata log's KRaftVersion/KRaftVoters records, records only a 4.0+ coordinator
+  writes; --kafka-version states it), each bound with the file that gives it;
   its quarantine (storage.quarantine's default root beside it): folders, bytes
   kept, and how many are not restored.
 """

@@ -61,7 +61,9 @@ class ConfigSources:
         return list(parse_topic_key_values(self.topic_config_items))
 
     def stated_version(self) -> KafkaVersion | None:
-        return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
+        from kafkalog_cli.config.versions import stated_version
+
+        return stated_version(self.kafka_version) if self.kafka_version else None
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
         """The resolver for one log dir; its `warning` is the one line to print when the log
