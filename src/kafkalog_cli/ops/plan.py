@@ -50,7 +50,7 @@ class Action:
     data: bytes | None = None              # new content (written atomically)
     preallocate: int | None = None         # extend the new file with zeros to this length
     keep_mtime: bool = False
-    ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
+    ranges: list[tuple[int, int] | bytes] | None = None   # rewrite_segment: kept [start, end) ranges (bytes: spliced in)
     source: Path | None = None             # rewrite_segment: the file the ranges are read from
     pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
     size: int | None = None                # copy_file: the bytes copied
@@ -72,7 +72,9 @@ class Action:
         if self.size is not None:
             out["bytes"] = self.size
         if self.ranges is not None:
-            out["kept_ranges"] = [list(r) for r in self.ranges]
+            out["kept_ranges"] = [list(r) for r in self.ranges if not isinstance(r, bytes)]
+            if any(isinstance(r, bytes) for r in self.ranges):   # repair: the batches put between them
+                out["spliced_bytes"] = sum(len(r) for r in self.ranges if isinstance(r, bytes))
         if self.pieces is not None:
             out["split_into"] = [{"base_offset": s.base_offset, "bytes": s.size} for s in self.pieces]
         return out
@@ -320,6 +322,8 @@ def _rewrite_segment(a: Action, fsops: FsOps) -> None:
     src = a.source or a.path
     cleaned = a.path.with_name(a.path.name + CLEANED_SUFFIX)
     fsops.copy_ranges(src, cleaned, a.ranges or [])
+    if a.keep_mtime:     # repair: the same batches as before the damage, the segment's age kept
+        fsops.set_mtime(cleaned, src.stat().st_mtime_ns)
     fsops.replace_segments([cleaned], [(src, a.reason)])
 
 

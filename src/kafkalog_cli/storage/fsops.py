@@ -295,10 +295,15 @@ class FsOps:
         if entry is not None:
             self.keeper.created(entry, path)
 
-    def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
-        """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
+    def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int] | bytes]) -> None:
+        """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage); a
+        `bytes` item is written as it is (repair's batches, spliced between ranges of `src`)."""
         with self.create(dst) as fo, open_file(src) as fi:
-            for start, end in ranges:
+            for item in ranges:
+                if isinstance(item, (bytes, bytearray)):
+                    fo.write(item)
+                    continue
+                start, end = item
                 fi.seek(start)
                 _copy_stream(fi, fo, end - start)
 

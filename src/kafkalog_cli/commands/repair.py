@@ -1,0 +1,55 @@
+"""`kafkalog repair PATH... --from COPY...`: options -> ops.repair -> output."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from kafkalog_cli.commands.options import InputPath, change_options, partition_filter_options, report_option
+
+
+@click.command("repair", short_help="Put damaged batches back from another copy of the partition.")
+@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
+@click.option("--from", "donors", multiple=True, required=True, type=InputPath(path_type=Path), metavar="COPY",
+              help="Another copy of the partition: its partition dir (another broker's, or a backup of one), or "
+                   "a log dir holding a partition dir of the same name. Repeatable: the copies are tried in "
+                   "order. Read only.")
+@partition_filter_options
+@change_options
+@report_option
+def repair(paths, donors, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
+           report_path):
+    """Repair bit rot without losing a record: every batch of PATH's partitions that fails its
+    CRC or its framing, and every zeroed or garbled range, is replaced by the batches another
+    copy holds for the same offsets, spliced in at the same position (the indexes stay right).
+    Takes the log dir's .lock (not with --dry-run).
+
+    A donor's batches are taken only when they tile the damaged bytes exactly, are followed by
+    the batch this copy holds after the damage, agree with what is left of the damaged header,
+    are sound, and both copies' leader-epoch histories say one epoch wrote them (without epochs,
+    message format v0/v1: only offsets below both copies' high watermarks). On a compacted topic
+    batches are matched by offsets, never by position: a copy its cleaner rewrote differently
+    does not fit, and the range is reported lost. Bytes past this copy's own log end (a torn
+    tail) are never taken: `kafkalog recover` truncates them as the broker does.
+
+    The old segment goes to the quarantine before the spliced one replaces it (Kafka's .cleaned
+    -> .swap protocol); `kafkalog quarantine restore` gives it back. Each range restored, and
+    each still lost with why, is reported (--format json: `restored` and `lost` per partition).
+    A second run changes nothing.
+
+    \b
+    Exit codes: 0 repaired, or nothing damaged; 1 a damaged range left lost, or --dry-run: something would be
+    repaired; 2 usage; 3 corrupt input (a checkpoint); 4 bad path, or a partition linked out of the log dir;
+    5 the log dir is locked (a broker runs on it); 6 a change could not be written. Precedence: kafkalog --help.
+    """
+    from kafkalog_cli.commands.change_run import report_run
+    from kafkalog_cli.commands.common import partition_groups
+    from kafkalog_cli.ops import repair as ops
+    from kafkalog_cli.ops.runner import Operation
+    from kafkalog_cli.render import human
+
+    groups = partition_groups(paths, only=only)
+    opts = ops.RepairOptions(donors=tuple(donors))
+    report_run(Operation("repair", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+               report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
+               no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

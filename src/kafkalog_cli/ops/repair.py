@@ -1,0 +1,476 @@
+"""`kafkalog repair`: damaged batches put back from another copy of the partition.
+
+Followers append the leader's batches as they are (ReplicaFetcherThread.processPartitionData ->
+UnifiedLog.appendAsFollower, no re-validation), so wherever one leader epoch wrote an offset
+range, every copy holds the same batches for it until a cleaner rewrites them. For each damaged
+range of this replica's segments (a batch failing its CRC, a broken chain of size fields, a
+zeroed or garbled stretch), found by the one batch check (formats.framing.check_batches), the
+plan looks for a run of the donor's batches that
+
+- starts after this replica's last good offset before the damage and tiles the damaged bytes
+  exactly (same length, same position: the `.index` and `.timeindex` entries stay right),
+- is followed, in the donor, by the batch this replica holds right after the damage (same base
+  offset, a sound batch here), or ends where the segment ends,
+- matches what is left of the damaged batch's own header (its base offset; all its bytes but the
+  base offset where only the offset is wrong),
+- is sound in the donor, and was written under the same leader epoch in both copies: both
+  leader-epoch caches (as compare-replicas loads them) give one epoch for every offset of each
+  batch, equal to the batch's partition leader epoch. Without epochs in either copy (message
+  format v0/v1) only offsets below both copies' high watermarks are taken: committed offsets,
+  which replication makes the same on every in-sync copy.
+
+On a compacted topic each broker's cleaner rewrites its own copy, so positions are never
+trusted: batches are matched by offsets and by the damaged bytes' length and neighbours; a donor
+cleaned differently does not tile the damage and the range is reported lost, with why.
+
+The spliced segment is written as `<segment>.log.cleaned` and swapped in by Kafka's replace
+protocol (LocalLog.replaceSegments, through fsops), the old `.log` going to the quarantine. A
+rerun finishes an interrupted swap first, then finds nothing damaged: a second run changes
+nothing. Bytes past this replica's own log end (a follower's missing tail) are never taken.
+"""
+from __future__ import annotations
+
+import bisect
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.formats.checkpoints import EpochEntry
+from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0, check_batches
+from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, _epochs, open_replica
+from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
+from kafkalog_cli.ops.retain import leftover_actions
+from kafkalog_cli.storage import names
+from kafkalog_cli.storage.live_files import map_file, unmap
+from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
+
+_HEADER = struct.Struct(">qiib")          # base offset, size, partition leader epoch | legacy CRC, magic
+_HEADER_LEN = _HEADER.size                # 17
+_LOD = struct.Struct(">i")                # v2 lastOffsetDelta, at byte 23
+_NO_END = (1 << 63) - 1
+
+
+@dataclass
+class RepairOptions:
+    donors: tuple[Path, ...] = ()         # --from: partition dirs, or log dirs holding the partition
+    resolver: ConfigResolver | None = None
+
+
+@dataclass
+class LostRange(Finding):
+    """A damaged range no copy could restore: left as it is (the run exits 1)."""
+
+    kept_problem: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One batch of a chain, as its header and the one batch check see it."""
+
+    file: Path
+    position: int
+    size: int                 # with the 12-byte log overhead
+    base: int                 # v0/v1: the wrapper's offset (the last inner one)
+    last: int
+    magic: int
+    epoch: int                # v2's partition leader epoch; -1 for v0/v1
+    sound: bool               # check_batches found nothing
+    problem: str | None = None
+
+
+def batch_at(buf, pos: int, end: int, file: Path, prev: int | None) -> Batch | None:
+    """The batch at `pos` of `buf[:end]` if its size field frames one inside `end` with a known
+    magic (sound or not: check_batches says), else None. `prev`: the last offset before it."""
+    if pos + _HEADER_LEN > end:
+        return None
+    base, size, ple, magic = _HEADER.unpack_from(buf, pos)
+    total = size + LOG_OVERHEAD
+    if size < RECORD_OVERHEAD_V0 or pos + total > end or magic not in (0, 1, 2):
+        return None
+    last = base + _LOD.unpack_from(buf, pos + 23)[0] if magic == 2 and total >= 27 else base
+    found = check_batches(buf, pos, pos + total, file=str(file), tail=False, prev_offset=prev).findings
+    return Batch(file, pos, total, base, last, magic, ple if magic == 2 else -1, not found,
+                 found[0].message if found else None)
+
+
+@dataclass
+class Donor:
+    """Another copy of the partition: its epochs and high watermark (compare-replicas' Replica)
+    and its batches in offset order, each checked."""
+
+    replica: Replica
+    batches: list[Batch] = field(default_factory=list)
+    lasts: list[int] = field(default_factory=list)
+    buffers: dict[Path, object] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: Path) -> "Donor":
+        replica = open_replica(path)
+        d = cls(replica)
+        for seg in replica.partition.segments:
+            buf = map_file(seg.log_path)
+            d.buffers[seg.log_path] = buf
+            pos, end, prev = 0, len(buf), None
+            while True:
+                b = batch_at(buf, pos, end, seg.log_path, prev)
+                if b is None:
+                    if pos < end and not _all_zero(buf, pos, end):   # the rest unreadable: no batch to give
+                        nxt = (prev if prev is not None else seg.base_offset - 1) + 1
+                        d.batches.append(Batch(seg.log_path, pos, end - pos, nxt, nxt, -1, -1, False,
+                                               "its chain of batches breaks there"))
+                    break
+                d.batches.append(b)
+                pos += b.size
+                prev = b.last
+        d.lasts = [b.last for b in d.batches]
+        return d
+
+    @property
+    def label(self) -> str:
+        broker = f" (broker {self.replica.broker_id})" if self.replica.broker_id is not None else ""
+        return f"{self.replica.path}{broker}"
+
+    def after(self, offset: int) -> int:
+        """The index of the first batch whose last offset is above `offset`."""
+        return bisect.bisect_right(self.lasts, offset)
+
+    def bytes_of(self, b: Batch) -> bytes:
+        return bytes(self.buffers[b.file][b.position:b.position + b.size])
+
+    def close(self) -> None:
+        for buf in self.buffers.values():
+            unmap(buf)
+
+
+def own_history(replica: Replica) -> Replica:
+    """This copy's epochs and high watermark as its checkpoints hold them: not cut at the log end
+    its damage makes the walk find (compare-replicas loads them as the broker would, truncated
+    there), so damage in the active segment is judged against what the copy had written."""
+    part = replica.partition
+    if replica.epoch_source is EpochSource.CHECKPOINT:
+        replica.epochs, _ = _epochs(part, replica.log_start_offset, _NO_END, [])
+    replica.high_watermark = part.checkpoints.high_watermark
+    return replica
+
+
+def epoch_at(epochs: list[EpochEntry], offset: int) -> int | None:
+    """The epoch a leader-epoch cache gives `offset`: its last entry starting at or below it."""
+    found = None
+    for e in epochs:
+        if e.start_offset > offset:
+            break
+        found = e.epoch
+    return found
+
+
+def same_epoch(local: Replica, donor: Replica, b: Batch, first: int) -> str | None:
+    """None when both copies' epoch histories say one epoch wrote `first`..`b.last`, the batch's
+    own (v2); else why not."""
+    none = (local.epoch_source is EpochSource.NONE, donor.epoch_source is EpochSource.NONE)
+    if all(none):
+        hws = [r.high_watermark for r in (local, donor)]
+        if None in hws or b.last >= min(hws):
+            return (f"offsets {first}..{b.last}: neither copy has leader epochs (message format v0/v1) and they "
+                    f"are not below both copies' high watermarks ({hws[0]}, {hws[1]})")
+        return None
+    if any(none):
+        return f"offsets {first}..{b.last}: only one copy has a leader-epoch history; epochs cannot be compared"
+    epochs = {epoch_at(local.epochs, first), epoch_at(local.epochs, b.last),
+              epoch_at(donor.epochs, first), epoch_at(donor.epochs, b.last)}
+    if None in epochs or len(epochs) != 1:
+        return (f"offsets {first}..{b.last}: the copies' leader epochs differ (here {epoch_at(local.epochs, first)}"
+                f"..{epoch_at(local.epochs, b.last)}, in the donor {epoch_at(donor.epochs, first)}.."
+                f"{epoch_at(donor.epochs, b.last)})")
+    (epoch,) = epochs
+    if b.magic == 2 and b.epoch >= 0 and b.epoch != epoch:
+        return f"offsets {first}..{b.last}: the donor's batch says leader epoch {b.epoch}, its history {epoch}"
+    return None
+
+
+@dataclass
+class Splice:
+    """Donor batches that tile a damaged range of this replica's segment."""
+
+    position: int
+    data: bytes
+    first: int
+    last: int
+    donor: str
+
+
+def match(buf, pos: int, end: int, file: Path, prev: int, next_base: int | None, local: Replica,
+          donor: Donor) -> tuple[Splice | None, str]:
+    """The donor's batches for the damaged bytes from `pos` (after offset `prev`) of a segment of
+    `end` bytes whose next segment starts at `next_base` (None: the last segment), or why none fit."""
+    i = donor.after(prev)
+    if i == len(donor.batches):
+        return None, f"{donor.label} holds no batch after offset {prev}"
+    first_batch = donor.batches[i]
+    if first_batch.magic == 2 and first_batch.base <= prev:
+        return None, (f"{donor.label}'s batch {first_batch.base}..{first_batch.last} straddles offset {prev} "
+                      f"(batched or cleaned differently)")
+    size = 0
+    for j in range(i, len(donor.batches)):
+        b = donor.batches[j]
+        first = b.base if b.magic == 2 else (prev + 1 if j == i else donor.batches[j - 1].last + 1)
+        if not b.sound:
+            return None, f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too ({b.problem})"
+        if next_base is not None and b.last >= next_base:
+            return None, f"{donor.label}'s batches from offset {first_batch.base} do not tile the damaged bytes"
+        why = same_epoch(local, donor.replica, b, first)
+        if why:
+            return None, why
+        size += b.size
+        if pos + size > end:
+            return None, (f"{donor.label}'s batches for offsets {first_batch.base}..{b.last} take {size} bytes, "
+                          f"{end - pos} are here (cleaned or batched differently, or torn)")
+        nxt = donor.batches[j + 1] if j + 1 < len(donor.batches) else None
+        if pos + size == end:
+            fits = next_base is None or nxt is None or nxt.base >= next_base
+        else:
+            after = batch_at(buf, pos + size, end, file, b.last)
+            fits = after is not None and after.sound and nxt is not None and after.base == nxt.base
+        if not fits:
+            continue
+        data = b"".join(donor.bytes_of(x) for x in donor.batches[i:j + 1])
+        why = _disagrees(buf, pos, end, file, donor.batches[i:j + 1], data, prev)
+        if why:
+            return None, f"{donor.label}: {why}"
+        start = first_batch.base if first_batch.magic == 2 else prev + 1
+        return Splice(pos, data, start, b.last, donor.label), ""
+    return None, f"{donor.label} ends at offset {donor.batches[-1].last}: nothing there resumes this segment's chain"
+
+
+def _disagrees(buf, pos: int, end: int, file: Path, taken: list[Batch], data: bytes, prev: int) -> str | None:
+    """What is left of the damaged bytes must agree with the donor's batches put over them: a
+    batch here that is sound but for its base offset (which no CRC covers) must be the donor's
+    byte for byte from its size field on; the first damaged batch's base offset, where its magic
+    is readable and the offset plausible, must be the donor's."""
+    at = 0
+    compared = []
+    for t in taken:
+        here = batch_at(buf, pos + at, end, file, None)
+        compared.append(here is not None and here.sound and here.size == t.size)
+        if compared[-1] and bytes(buf[pos + at + 8:pos + at + t.size]) != data[at + 8:at + t.size]:
+            return (f"the sound bytes at byte {pos + at} differ from the donor's batch {t.base}..{t.last} "
+                    f"(another batch, not a copy)")
+        at += t.size
+    first = taken[0]
+    if not compared[0] and pos + _HEADER_LEN <= end:
+        base, _, _, magic = _HEADER.unpack_from(buf, pos)
+        if magic == first.magic == 2 and prev < base <= taken[-1].last and base != first.base:
+            return f"the damaged batch's header says base offset {base}, the donor's batch {first.base}"
+    return None
+
+
+def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor]) -> tuple[Splice | None, str]:
+    """The last segment from `pos` (zeros, or a torn or damaged last batch): the donor's batches
+    after `prev` and below this copy's own high watermark (offsets it held, and every in-sync
+    copy with it), where what is here is zeros or those very bytes. Past the high watermark
+    nothing is taken: what this copy never acknowledged is not its history."""
+    hw = local.high_watermark
+    if hw is None or hw <= prev + 1:
+        return None, (f"offsets from {prev + 1} are past this copy's high watermark ({hw}): its missing tail, "
+                      f"which the broker's recovery truncates (`kafkalog recover`) and replication fetches again; "
+                      f"not taken from a donor")
+    why = ""
+    for donor in donors:
+        i = donor.after(prev)
+        taken: list[Batch] = []
+        stop: Batch | None = None          # the donor's first batch not taken
+        for j in range(i, len(donor.batches)):
+            b = donor.batches[j]
+            first = b.base if b.magic == 2 else (prev + 1 if j == i else donor.batches[j - 1].last + 1)
+            if b.last >= hw or (j == i and b.magic == 2 and b.base <= prev):
+                stop = b
+                break
+            why = ("" if b.sound else f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too "
+                   f"({b.problem})") or same_epoch(local, donor.replica, b, first) or ""
+            if why:
+                break
+            taken.append(b)
+        if why:
+            continue
+        # they reach the high watermark: up to it, or to a gap the donor's cleaner left there
+        if not taken or (taken[-1].last != hw - 1 and not (stop is not None and stop.base >= hw)):
+            why = f"{donor.label} has no batches that end at this copy's high watermark {hw}"
+            continue
+        data = b"".join(donor.bytes_of(x) for x in taken)
+        here = bytes(buf[pos:end])
+        n = min(len(here), len(data))
+        if any(x != y and x != 0 for x, y in zip(here[:n], data[:n])) or here[n:].count(0) != len(here) - n:
+            why = f"the bytes here are neither zeros nor {donor.label}'s batches for offsets {prev + 1}..{hw - 1}"
+            continue
+        start = taken[0].base if taken[0].magic == 2 else prev + 1
+        return Splice(pos, data, start, taken[-1].last, donor.label), ""
+    return None, why or "no copy given holds this partition"
+
+
+def _all_zero(buf, start: int, end: int) -> bool:
+    return bytes(buf[start:end]).count(0) == end - start
+
+
+def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int, next_base: int | None,
+                   local: Replica, donors: list[Donor], name: str) -> None:
+    """Plan the repair of one segment: its damaged ranges spliced from the donors, the rest noted lost."""
+    buf = map_file(read_from)
+    try:
+        end = len(buf)
+        if not check_batches(buf, 0, end, file=str(log), tail=True).findings:
+            return
+        pieces: list = []
+        kept_from = 0
+        pos, prev = 0, base - 1
+        before: tuple[int, int] | None = None     # the last sound batch's position, the offset before it
+        while pos < end:
+            b = batch_at(buf, pos, end, log, prev)
+            if b is not None and b.sound:
+                before = (pos, prev)
+                pos, prev = pos + b.size, b.last
+                continue
+            reasons = []
+            splice = None
+            # a base offset raised by bit rot (no CRC covers it) passes for sound; the batch after
+            # it then breaks the order of offsets: the two are matched together from the first
+            starts = [(pos, prev)] + ([before] if before is not None and b is not None and b.sound is False
+                                      and "offsets" in (b.problem or "") else [])
+            for at, after_offset in starts:
+                for donor in donors:
+                    splice, why = match(buf, at, end, log, after_offset, next_base, local, donor)
+                    if splice is not None:
+                        break
+                    if at == pos:
+                        reasons.append(why)
+                if splice is not None:
+                    pos = at
+                    break
+            if splice is None and next_base is None:
+                # the last segment's end: zeros (preallocated, or zeroed) or a torn or damaged last
+                # batch, given back only below this copy's own high watermark
+                splice, why = _tail(buf, pos, end, prev, local, donors)
+                if splice is None and _all_zero(buf, pos, end):
+                    break       # the active segment's preallocated tail, and nothing of its history lost
+                reasons.append(why)
+            before = None
+            if splice is not None:
+                pieces += [(kept_from, pos), splice.data]
+                kept_from = min(pos + len(splice.data), end)
+                summary["restored"].append({"offsets": [splice.first, splice.last], "file": str(log),
+                                            "position": pos, "bytes": len(splice.data), "from": splice.donor})
+                p.note(name, f"offsets {splice.first}..{splice.last} ({len(splice.data)} bytes at byte {pos}) "
+                             f"restored from {splice.donor}", log, pos)
+                pos, prev = kept_from, splice.last
+                if pos < end and _all_zero(buf, pos, end):
+                    break
+                continue
+            what = b.problem if b is not None else "the chain of batches breaks here"
+            upto = (f"..{b.last}" if b is not None and b.last > prev else
+                    f"..{next_base - 1}" if next_base is not None else " to the log end")
+            why = "; ".join(r for r in reasons if r) or "no copy given holds this partition"
+            summary["lost"].append({"offsets": [prev + 1, b.last if b is not None and b.last > prev else
+                                                next_base - 1 if next_base is not None else None],
+                                    "file": str(log), "position": pos, "problem": what, "why": why})
+            p.findings.append(LostRange(name, f"offsets {prev + 1}{upto} not restored ({what}): {why}",
+                                        str(log), pos))
+            after = batch_at(buf, pos + b.size, end, log, b.last) if b is not None and pos + b.size < end else None
+            if b is not None and (pos + b.size == end or (after is not None and after.sound)):
+                pos, prev = pos + b.size, max(prev, b.last)     # framed: the chain goes on after it
+                continue
+            break
+        if pieces:
+            pieces.append((kept_from, end))
+            ranges = [x for x in pieces if isinstance(x, bytes) or x[1] > x[0]]
+            offsets = [r["offsets"] for r in summary["restored"] if r["file"] == str(log)]
+            p.add(Action(ActionKind.REWRITE_SEGMENT, log, f"repair: offsets "
+                         f"{', '.join(f'{a}..{z}' for a, z in offsets)} spliced in from another copy", name,
+                         ranges=ranges, source=read_from, keep_mtime=True))
+    finally:
+        unmap(buf)
+
+
+def _donor_dirs(partition_dir: Path, donors: tuple[Path, ...]) -> list[Path]:
+    """The copies of `partition_dir`'s partition among --from: a partition dir of the same topic
+    and partition, or a log dir holding a dir of that name."""
+    tp = parse_partition_dir(partition_dir.name)
+    out = []
+    for d in donors:
+        d = Path(d)
+        if d.resolve() == partition_dir.resolve():
+            continue
+        if parse_partition_dir(d.name) == tp and (d / "").is_dir() and any(d.glob("*" + names.LOG_SUFFIX)):
+            out.append(d)
+        elif (d / partition_dir.name).is_dir():
+            out.append(d / partition_dir.name)
+    return out
+
+
+def finish_interrupted(p: Plan, part_dir: Path, name: str) -> dict[int, Path]:
+    """A killed run's leftovers, finished as its replace protocol would have: `.cleaned` files
+    deleted, each `.swap` renamed over the file it replaces (which goes to the quarantine).
+    Returns where each segment's bytes are until then (its `.log.swap`)."""
+    from kafkalog_cli.storage.partition import Partition
+
+    part = Partition.open(part_dir)
+    p.actions += leftover_actions(part)
+    reading: dict[int, Path] = {}
+    swaps = [f for f in part.temp_files if f.endswith(names.SWAP_SUFFIX)]
+    for f in part.temp_files:
+        if f.endswith(names.CLEANED_SUFFIX):
+            p.add(Action(ActionKind.DELETE, part.path(f), "an interrupted repair's .cleaned file", name))
+    for f in swaps:
+        final = part.path(f[: -len(names.SWAP_SUFFIX)])
+        if final.exists():
+            p.add(Action(ActionKind.DELETE, final, "replaced by its .swap (an interrupted repair)", name))
+    for f in swaps:
+        final = f[: -len(names.SWAP_SUFFIX)]
+        p.add(Action(ActionKind.RENAME, part.path(f), "completes an interrupted swap", name, target=part.path(final)))
+        if final.endswith(names.LOG_SUFFIX) and offset_from_name(final) is not None:
+            reading[offset_from_name(final)] = part.path(f)
+    return reading
+
+
+def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> Plan:
+    """The repair of each partition dir from the copies in `options.donors`."""
+    p = Plan("repair", Path(log_dir))
+    for part_dir in partition_dirs:
+        part_dir = Path(part_dir)
+        name = part_dir.name
+        summary: dict = {"partition": name, "status": "sound", "donors": [], "restored": [], "lost": []}
+        p.partitions[name] = summary
+        reading = finish_interrupted(p, part_dir, name)
+        dirs = _donor_dirs(part_dir, options.donors)
+        local = own_history(open_replica(part_dir))
+        donors = []
+        try:
+            for d in dirs:
+                try:
+                    donor = Donor.open(d)
+                except KafkalogError as e:
+                    p.note(name, f"copy {d} not used: {e.message}", d)
+                    continue
+                if local.topic_id and donor.replica.topic_id and local.topic_id != donor.replica.topic_id:
+                    p.note(name, f"copy {d} not used: topic id {donor.replica.topic_id}, here {local.topic_id} "
+                                 f"(another topic of the same name)", d)
+                    donor.close()
+                    continue
+                donors.append(donor)
+                summary["donors"].append(donor.label)
+            bases = [offset_from_name(f.name) for f in sorted(part_dir.glob("*" + names.LOG_SUFFIX))]
+            bases = sorted(set(b for b in bases if b is not None) | set(reading))
+            for i, base in enumerate(bases):
+                log = names.segment_file(part_dir, base, names.LOG_SUFFIX)
+                repair_segment(p, summary, log, reading.get(base, log), base,
+                               bases[i + 1] if i + 1 < len(bases) else None, local, donors, name)
+        finally:
+            for donor in donors:
+                donor.close()
+        summary["status"] = ("lost" if summary["lost"] and not summary["restored"] else
+                             "partly repaired" if summary["lost"] else
+                             "repaired" if summary["restored"] else "sound")
+        if not dirs:
+            summary["status"] = summary["status"] if not summary["lost"] else "lost"
+            p.note(name, "no copy of this partition among --from")
+    return p
