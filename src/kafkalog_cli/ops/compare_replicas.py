@@ -303,7 +303,7 @@ def open_replica(path: Path, topic: str | None = None, partition: int | None = N
     lso, leo = part.log_start_offset, part.log_end_offset
     assert lso is not None and leo is not None  # None only without segments (above)
     notes: list[str] = []
-    epochs, source = _epochs(part, lso, leo, notes)
+    epochs, source = loaded_epochs(part, lso, leo, notes)
     return Replica(label=f"broker {broker}" if broker is not None else str(path), partition=part, broker_id=broker,
                    log_start_offset=lso, log_end_offset=leo, high_watermark=checkpointed_high_watermark(part),
                    epochs=epochs, epoch_source=source, topic_id=_topic_id(path), notes=notes)
@@ -317,7 +317,7 @@ def _topic_id(path: Path) -> str | None:
     return parse_partition_metadata(raw, path=str(f)).topic_id
 
 
-def _epochs(part: Partition, lso: int, leo: int, notes: list[str]) -> tuple[list[EpochEntry], EpochSource]:
+def loaded_epochs(part: Partition, lso: int, leo: int, notes: list[str]) -> tuple[list[EpochEntry], EpochSource]:
     """The epoch cache the broker loads: the checkpoint's entries assigned in order (a damaged file
     is an error: the broker would not load the partition), truncated from the end at the log end
     offset and from the start at the log start offset; without the file, the batches' epochs."""

@@ -40,7 +40,7 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.checkpoints import EpochEntry
 from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0, check_batches
-from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, _epochs, open_replica
+from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, loaded_epochs, open_replica
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
 from kafkalog_cli.ops.retain import leftover_actions
 from kafkalog_cli.storage import names
@@ -151,7 +151,7 @@ def own_history(replica: Replica) -> Replica:
     there), so damage in the active segment is judged against what the copy had written."""
     part = replica.partition
     if replica.epoch_source is EpochSource.CHECKPOINT:
-        replica.epochs, _ = _epochs(part, replica.log_start_offset, _NO_END, [])
+        replica.epochs, _ = loaded_epochs(part, replica.log_start_offset, _NO_END, [])
     replica.high_watermark = part.checkpoints.high_watermark
     return replica
 
