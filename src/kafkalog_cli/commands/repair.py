@@ -5,7 +5,8 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import InputPath, change_options, partition_filter_options, report_option
+from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, InputPath, dry_run_option, follow_symlinks_option,
+                                           format_option, partition_filter_options, quarantine_options, report_option)
 
 
 @click.command("repair", short_help="Put damaged batches back from another copy of the partition.")
@@ -15,10 +16,12 @@ from kafkalog_cli.commands.options import InputPath, change_options, partition_f
                    "a log dir holding a partition dir of the same name. Repeatable: the copies are tried in "
                    "order. Read only.")
 @partition_filter_options
-@change_options
+@quarantine_options
+@follow_symlinks_option
+@dry_run_option
+@format_option(RUN_FORMAT_HELP)
 @report_option
-def repair(paths, donors, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
-           report_path):
+def repair(paths, donors, only, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, report_path):
     """Repair bit rot without losing a record: every batch of PATH's partitions that fails its
     CRC or its framing, and every zeroed or garbled range, is replaced by the batches another
     copy holds for the same offsets, spliced in at the same position (the indexes stay right).
@@ -50,6 +53,6 @@ def repair(paths, donors, only, configs, quarantine_dir, no_quarantine, follow_s
 
     groups = partition_groups(paths, only=only)
     opts = ops.RepairOptions(donors=tuple(donors))
-    report_run(Operation("repair", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
+    report_run(Operation("repair", ops.plan, opts), groups, human.plan_outcome, fmt=fmt,
                report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
                no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)

@@ -36,14 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats.checkpoints import EpochEntry
+from kafkalog_cli.config import ConfigResolver, log_dir_node_id
+from kafkalog_cli.errors import CorruptRecordError, KafkalogError
+from kafkalog_cli.formats.checkpoints import EpochEntry, parse_partition_metadata
 from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0, check_batches
 from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, loaded_epochs, open_replica
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
 from kafkalog_cli.ops.retain import leftover_actions
-from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files, names
+from kafkalog_cli.storage.logdir import LogDir
+from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.live_files import map_file, unmap
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
 
@@ -145,15 +147,22 @@ class Donor:
             unmap(buf)
 
 
-def own_history(replica: Replica) -> Replica:
-    """This copy's epochs and high watermark as its checkpoints hold them: not cut at the log end
-    its damage makes the walk find (compare-replicas loads them as the broker would, truncated
-    there), so damage in the active segment is judged against what the copy had written."""
-    part = replica.partition
-    if replica.epoch_source is EpochSource.CHECKPOINT:
-        replica.epochs, _ = loaded_epochs(part, replica.log_start_offset, _NO_END, [])
-    replica.high_watermark = part.checkpoints.high_watermark
-    return replica
+def own_history(part_dir: Path) -> Replica:
+    """This copy as compare-replicas sees it, but with its epochs and high watermark as its
+    checkpoints hold them: not cut at the log end its damage makes a walk find (the broker's load
+    truncates them there), so damage in the active segment is judged against what the copy had
+    written. Opened with no segment too: a killed run may have left its `.log` as a `.swap`."""
+    tp = parse_partition_dir(part_dir.name)
+    part = Partition.open(part_dir, LogDir(part_dir.parent).checkpoints(strict=False).for_partition(tp), tp)
+    lso = part.checkpoints.log_start_offset or (part.segments[0].base_offset if part.segments else 0)
+    try:
+        epochs, source = loaded_epochs(part, lso, _NO_END, [])
+    except CorruptRecordError:      # no checkpoint, and damaged batches to take the epochs from
+        epochs, source = [], EpochSource.NONE
+    meta = files.read_bytes_if_exists(part.path(names.PARTITION_METADATA))
+    return Replica(str(part_dir), part, log_dir_node_id(part_dir.parent), lso, -1, part.checkpoints.high_watermark,
+                   epochs, source, parse_partition_metadata(meta, path=str(part.path(names.PARTITION_METADATA))).topic_id
+                   if meta is not None else None)
 
 
 def epoch_at(epochs: list[EpochEntry], offset: int) -> int | None:
@@ -411,8 +420,6 @@ def finish_interrupted(p: Plan, part_dir: Path, name: str) -> dict[int, Path]:
     """A killed run's leftovers, finished as its replace protocol would have: `.cleaned` files
     deleted, each `.swap` renamed over the file it replaces (which goes to the quarantine).
     Returns where each segment's bytes are until then (its `.log.swap`)."""
-    from kafkalog_cli.storage.partition import Partition
-
     part = Partition.open(part_dir)
     p.actions += leftover_actions(part)
     reading: dict[int, Path] = {}
@@ -442,7 +449,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> P
         p.partitions[name] = summary
         reading = finish_interrupted(p, part_dir, name)
         dirs = _donor_dirs(part_dir, options.donors)
-        local = own_history(open_replica(part_dir))
+        local = own_history(part_dir)
         donors = []
         try:
             for d in dirs:
