@@ -7,15 +7,13 @@ Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python wit
 127.0.0.1 and is stopped by its own PID."""
 import json
 import shutil
-from pathlib import Path
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import broker_run, needs_broker
-from .test_delete_records_broker import CONSUME
-from .test_repair_cli import batches, damage
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.commands.test_delete_records_broker import CONSUME
+from tests.helpers.kafka_broker import broker_run, needs_broker
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.repair import batches, damage
 pytestmark = needs_broker
 
 # compressed (gzip, zstd, snappy), transactional, idempotent, compacted, two segments

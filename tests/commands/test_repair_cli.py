@@ -10,12 +10,11 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.formats.framing import batch_cuts
 from kafkalog_cli.storage.partition import Partition
+from tests.helpers.paths import CORPUS, EXAMPLES
+from tests.helpers.repair import batches, damage
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "logdir"
-LEGACY = ROOT / "tests" / "fixtures" / "corpus" / "legacy"
+LEGACY = CORPUS / "legacy"
 
 
 def copies(tmp_path: Path, src: Path = EXAMPLES) -> tuple[Path, Path]:
@@ -25,33 +24,6 @@ def copies(tmp_path: Path, src: Path = EXAMPLES) -> tuple[Path, Path]:
         shutil.copytree(src, d)
         (d / ".lock").unlink(missing_ok=True)
     return a, b
-
-
-def batches(log: Path) -> list[int]:
-    """The batch positions of a sound segment."""
-    data = log.read_bytes()
-    return batch_cuts(data, 0, len(data), 1, 0)
-
-
-def damage(log: Path, how: str, at: int) -> None:
-    """Damage the batch at byte `at`: flip a record byte, flip a size-field bit, flip a base-offset
-    bit (no CRC covers it), zero it and the next batch, or write garbage over its header."""
-    data = bytearray(log.read_bytes())
-    cuts = batches(log) + [len(data)]
-    nxt = cuts[min(cuts.index(at) + 2, len(cuts) - 1)]
-    if how == "flip":
-        data[at + 70] ^= 0x10
-    elif how == "size":
-        data[at + 9] ^= 0x40
-    elif how == "base":
-        data[at + 7] ^= 0x04
-    elif how == "zero":
-        data[at + 5:nxt - 3] = bytes(nxt - 3 - at - 5)
-    elif how == "garbage":
-        data[at:at + 40] = bytes(range(7, 47))
-    mtime = log.stat().st_mtime_ns
-    log.write_bytes(bytes(data))
-    os.utime(log, ns=(mtime, mtime))
 
 
 def run(*args: str):

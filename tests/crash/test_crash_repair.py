@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import shutil
 
-from tests.commands.test_repair_cli import batches, damage
 from tests.crash.test_kill_converges import EXAMPLES, Case, kill_and_rerun, steps_of
+from tests.helpers.repair import batches, damage
 
 
 def repair_case(root):
