@@ -280,3 +280,35 @@ def test_message_format_v0_v1_without_a_high_watermark_is_lost(tmp_path):
     r = run("repair", a / "legacy-0", "--from", b)
     assert r.exit_code == 1
     assert "neither copy has leader epochs" in r.output
+
+
+def _follower_behind(tmp_path: Path) -> tuple[Path, Path]:
+    """A follower whose last 25 records never arrived (its high watermark 575), the leader's copy."""
+    a, b = copies(tmp_path)
+    ckpt = a / "replication-offset-checkpoint"
+    ckpt.write_text(ckpt.read_text().replace("multi-segment 0 600", "multi-segment 0 575"))
+    log = a / "multi-segment-0" / "00000000000000000300.log"
+    os.truncate(log, batches(log)[-1])
+    return a, b
+
+
+def test_a_follower_s_missing_tail_is_left_without_leader_tail(tmp_path):
+    a, b = _follower_behind(tmp_path)
+    before = logs_of(a / "multi-segment-0")
+    r = run("repair", a / "multi-segment-0", "--from", b)
+    assert r.exit_code == 0 and "nothing to do" in r.output, r.output
+    assert logs_of(a / "multi-segment-0") == before
+
+
+def test_leader_tail_takes_the_missing_tail_up_to_the_leader_s_high_watermark_and_says_so(tmp_path):
+    a, b = _follower_behind(tmp_path)
+    r = run("repair", a / "multi-segment-0", "--from", b, "--leader-tail", "--format", "json")
+    assert r.exit_code == 0, r.output
+    (summary,) = [x for x in json_lines(r.output) if x["kind"] == "partition"]
+    (restored,) = summary["restored"]
+    assert restored["offsets"] == [575, 599] and restored["past_own_high_watermark"] is True
+    (log_line,) = [x for x in json_lines(r.output) if x["kind"] == "log_dir"]
+    assert any("past this copy's own high watermark 575" in f["message"] for f in log_line["findings"])
+    assert logs_of(a / "multi-segment-0") == logs_of(b / "multi-segment-0")
+    assert records(a / "multi-segment-0") == 600
+    assert run("repair", a / "multi-segment-0", "--from", b, "--leader-tail").exit_code == 0

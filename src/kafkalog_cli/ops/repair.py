@@ -58,6 +58,7 @@ _NO_END = (1 << 63) - 1
 @dataclass
 class RepairOptions:
     donors: tuple[Path, ...] = ()         # --from: partition dirs, or log dirs holding the partition
+    leader_tail: bool = False             # --leader-tail: up to the donor's high watermark, past this copy's
     resolver: ConfigResolver | None = None
 
 
@@ -208,6 +209,7 @@ class Splice:
     first: int
     last: int
     donor: str
+    past_own: bool = False      # offsets past this copy's own high watermark (--leader-tail)
 
 
 def match(buf, pos: int, end: int, file: Path, prev: int, next_base: int | None, local: Replica,
@@ -275,18 +277,23 @@ def _disagrees(buf, pos: int, end: int, file: Path, taken: list[Batch], data: by
     return None
 
 
-def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor]) -> tuple[Splice | None, str]:
-    """The last segment from `pos` (zeros, or a torn or damaged last batch): the donor's batches
-    after `prev` and below this copy's own high watermark (offsets it held, and every in-sync
-    copy with it), where what is here is zeros or those very bytes. Past the high watermark
-    nothing is taken: what this copy never acknowledged is not its history."""
-    hw = local.high_watermark
-    if hw is None or hw <= prev + 1:
-        return None, (f"offsets from {prev + 1} are past this copy's high watermark ({hw}): its missing tail, "
-                      f"which the broker's recovery truncates (`kafkalog recover`) and replication fetches again; "
-                      f"not taken from a donor")
+def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor],
+          leader_tail: bool = False) -> tuple[Splice | None, str]:
+    """The last segment from `pos` (zeros, a torn or damaged last batch, or its end): the donor's
+    batches after `prev` and below this copy's own high watermark (offsets it held, and every
+    in-sync copy with it), where what is here is zeros or those very bytes. Past it nothing is
+    taken, what this copy never acknowledged not being its history; with `leader_tail`, up to the
+    donor's high watermark (a follower's tail as it would fetch it from the leader), under the
+    leader epoch this copy last knew, and said so."""
+    own = local.high_watermark
     why = ""
     for donor in donors:
+        hw = max(own or 0, donor.replica.high_watermark or 0) if leader_tail else own
+        if hw is None or hw <= prev + 1:
+            why = why or (f"offsets from {prev + 1} are past this copy's high watermark ({own}): its missing tail, "
+                          f"which the broker's recovery truncates (`kafkalog recover`) and replication fetches "
+                          f"again; not taken from a donor (--leader-tail takes it up to the donor's high watermark)")
+            continue
         i = donor.after(prev)
         taken: list[Batch] = []
         stop: Batch | None = None          # the donor's first batch not taken
@@ -305,7 +312,7 @@ def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor
             continue
         # they reach the high watermark: up to it, or to a gap the donor's cleaner left there
         if not taken or (taken[-1].last != hw - 1 and not (stop is not None and stop.base >= hw)):
-            why = f"{donor.label} has no batches that end at this copy's high watermark {hw}"
+            why = f"{donor.label} has no batches that end at the high watermark {hw}"
             continue
         data = b"".join(donor.bytes_of(x) for x in taken)
         here = bytes(buf[pos:end])
@@ -314,7 +321,7 @@ def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor
             why = f"the bytes here are neither zeros nor {donor.label}'s batches for offsets {prev + 1}..{hw - 1}"
             continue
         start = taken[0].base if taken[0].magic == 2 else prev + 1
-        return Splice(pos, data, start, taken[-1].last, donor.label), ""
+        return Splice(pos, data, start, taken[-1].last, donor.label, past_own=own is None or taken[-1].last >= own), ""
     return None, why or "no copy given holds this partition"
 
 
@@ -323,15 +330,26 @@ def _all_zero(buf, start: int, end: int) -> bool:
 
 
 def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int, next_base: int | None,
-                   local: Replica, donors: list[Donor], name: str) -> None:
+                   local: Replica, donors: list[Donor], name: str, leader_tail: bool = False) -> None:
     """Plan the repair of one segment: its damaged ranges spliced from the donors, the rest noted lost."""
     buf = map_file(read_from)
     try:
         end = len(buf)
-        if not check_batches(buf, 0, end, file=str(log), tail=True).findings:
+        if (next_base is not None or not leader_tail) and not check_batches(buf, 0, end, file=str(log),
+                                                                            tail=True).findings:
             return
         pieces: list = []
         kept_from = 0
+
+        def restored(splice: Splice) -> None:
+            summary["restored"].append({"offsets": [splice.first, splice.last], "file": str(log),
+                                        "position": splice.position, "bytes": len(splice.data),
+                                        "from": splice.donor, "past_own_high_watermark": splice.past_own})
+            past = (f"; past this copy's own high watermark {local.high_watermark}: the leader's tail, taken by "
+                    f"--leader-tail" if splice.past_own else "")
+            p.note(name, f"offsets {splice.first}..{splice.last} ({len(splice.data)} bytes at byte "
+                         f"{splice.position}) restored from {splice.donor}{past}", log, splice.position)
+
         pos, prev = 0, base - 1
         before: tuple[int, int] | None = None     # the last sound batch's position, the offset before it
         while pos < end:
@@ -359,7 +377,7 @@ def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int
             if splice is None and next_base is None:
                 # the last segment's end: zeros (preallocated, or zeroed) or a torn or damaged last
                 # batch, given back only below this copy's own high watermark
-                splice, why = _tail(buf, pos, end, prev, local, donors)
+                splice, why = _tail(buf, pos, end, prev, local, donors, leader_tail)
                 if splice is None and _all_zero(buf, pos, end):
                     break       # the active segment's preallocated tail, and nothing of its history lost
                 reasons.append(why)
@@ -367,10 +385,7 @@ def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int
             if splice is not None:
                 pieces += [(kept_from, pos), splice.data]
                 kept_from = min(pos + len(splice.data), end)
-                summary["restored"].append({"offsets": [splice.first, splice.last], "file": str(log),
-                                            "position": pos, "bytes": len(splice.data), "from": splice.donor})
-                p.note(name, f"offsets {splice.first}..{splice.last} ({len(splice.data)} bytes at byte {pos}) "
-                             f"restored from {splice.donor}", log, pos)
+                restored(splice)
                 pos, prev = kept_from, splice.last
                 if pos < end and _all_zero(buf, pos, end):
                     break
@@ -389,6 +404,13 @@ def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int
                 pos, prev = pos + b.size, max(prev, b.last)     # framed: the chain goes on after it
                 continue
             break
+        if leader_tail and next_base is None and pos >= end and not summary["lost"]:
+            # a sound end: the follower's missing tail, appended up to the leader's high watermark
+            splice, _ = _tail(buf, end, end, prev, local, donors, leader_tail)
+            if splice is not None:
+                pieces += [(kept_from, end), splice.data]
+                kept_from = end
+                restored(splice)
         if pieces:
             pieces.append((kept_from, end))
             ranges = [x for x in pieces if isinstance(x, bytes) or x[1] > x[0]]
@@ -470,7 +492,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> P
             for i, base in enumerate(bases):
                 log = names.segment_file(part_dir, base, names.LOG_SUFFIX)
                 repair_segment(p, summary, log, reading.get(base, log), base,
-                               bases[i + 1] if i + 1 < len(bases) else None, local, donors, name)
+                               bases[i + 1] if i + 1 < len(bases) else None, local, donors, name,
+                               options.leader_tail)
         finally:
             for donor in donors:
                 donor.close()
