@@ -312,3 +312,41 @@ def test_leader_tail_takes_the_missing_tail_up_to_the_leader_s_high_watermark_an
     assert logs_of(a / "multi-segment-0") == logs_of(b / "multi-segment-0")
     assert records(a / "multi-segment-0") == 600
     assert run("repair", a / "multi-segment-0", "--from", b, "--leader-tail").exit_code == 0
+
+
+def _local_tiered_storage(root: Path, part: Path) -> Path:
+    """`part`'s segments as LocalTieredStorage uploads them: <topic>-<partition>-<topic id>/
+    <start offset>-<segment id>.log with the segment's .leader_epoch_checkpoint."""
+    topic_id = (part / "partition.metadata").read_text().split("topic_id:")[1].strip()
+    d = root / "tiered" / f"{part.name}-{topic_id}"
+    d.mkdir(parents=True)
+    for i, log in enumerate(sorted(part.glob("*.log"))):
+        stem = f"{int(log.name[:20])}-{'segment%015d' % i}"
+        shutil.copy(log, d / f"{stem}.log")
+        shutil.copy(part / "leader-epoch-checkpoint", d / f"{stem}.leader_epoch_checkpoint")
+    return d
+
+
+def test_an_uploaded_segment_of_local_tiered_storage_is_a_donor(tmp_path):
+    a, b = copies(tmp_path)
+    tiered = _local_tiered_storage(tmp_path, b / "multi-segment-0")
+    part = a / "multi-segment-0"
+    damage(part / "00000000000000000000.log", "flip", 2593)
+    damage(part / "00000000000000000300.log", "zero", batches(part / "00000000000000000300.log")[4])
+    r = run("repair", part, "--from", tiered.parent, "--format", "json")
+    assert r.exit_code == 0, r.output
+    (summary,) = [x for x in json_lines(r.output) if x["kind"] == "partition"]
+    assert [x["offsets"] for x in summary["restored"]] == [[100, 124], [400, 449]]
+    assert all(x["from"] == str(tiered) for x in summary["restored"])
+    assert logs_of(part) == logs_of(b / "multi-segment-0")
+
+
+def test_an_uploaded_segment_of_another_topic_id_is_not_used(tmp_path):
+    a, b = copies(tmp_path)
+    tiered = _local_tiered_storage(tmp_path, b / "multi-segment-0")
+    other = tiered.with_name("multi-segment-0-rHc3nVAXQ0KAnYGJNzjKcA")
+    tiered.rename(other)
+    damage(a / "multi-segment-0" / "00000000000000000000.log", "flip", 2593)
+    r = run("repair", a / "multi-segment-0", "--from", other)
+    assert r.exit_code == 1
+    assert "another topic of the same name" in r.output

@@ -12,9 +12,10 @@ from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, InputPath, dry_run_o
 @click.command("repair", short_help="Put damaged batches back from another copy of the partition.")
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @click.option("--from", "donors", multiple=True, required=True, type=InputPath(path_type=Path), metavar="COPY",
-              help="Another copy of the partition: its partition dir (another broker's, or a backup of one), or "
-                   "a log dir holding a partition dir of the same name. Repeatable: the copies are tried in "
-                   "order. Read only.")
+              help="Another copy of the partition: its partition dir (another broker's, or a backup of one), a "
+                   "log dir holding a partition dir of the same name, or segments uploaded by LocalTieredStorage "
+                   "(its <topic>-<partition>-<topic id> dir, or the storage dir holding it). Repeatable: the "
+                   "copies are tried in order. Read only.")
 @click.option("--leader-tail", is_flag=True,
               help="Also take this copy's missing tail (its last segment's end, torn, zeroed or just short) from "
                    "the donor up to the donor's high watermark, past this copy's own: a follower's tail as it would "

@@ -31,6 +31,7 @@ nothing. Bytes past this replica's own log end (a follower's missing tail) are n
 from __future__ import annotations
 
 import bisect
+import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,7 @@ from typing import ClassVar
 
 from kafkalog_cli.config import ConfigResolver, log_dir_node_id
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError
-from kafkalog_cli.formats.checkpoints import EpochEntry, parse_partition_metadata
+from kafkalog_cli.formats.checkpoints import EpochEntry, parse_leader_epoch_checkpoint, parse_partition_metadata
 from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0, check_batches
 from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, loaded_epochs, open_replica
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
@@ -111,18 +112,20 @@ class Donor:
 
     @classmethod
     def open(cls, path: Path) -> "Donor":
-        replica = open_replica(path)
+        tiered = sorted(tiered_segments(path))
+        replica = tiered_replica(path, tiered) if tiered else open_replica(path)
         d = cls(replica)
-        for seg in replica.partition.segments:
-            buf = map_file(seg.log_path)
-            d.buffers[seg.log_path] = buf
+        logs = [(start, f) for start, f in tiered] or [(s.base_offset, s.log_path) for s in replica.partition.segments]
+        for base, log in logs:
+            buf = map_file(log)
+            d.buffers[log] = buf
             pos, end, prev = 0, len(buf), None
             while True:
-                b = batch_at(buf, pos, end, seg.log_path, prev)
+                b = batch_at(buf, pos, end, log, prev)
                 if b is None:
                     if pos < end and not _all_zero(buf, pos, end):   # the rest unreadable: no batch to give
-                        nxt = (prev if prev is not None else seg.base_offset - 1) + 1
-                        d.batches.append(Batch(seg.log_path, pos, end - pos, nxt, nxt, -1, -1, False,
+                        nxt = (prev if prev is not None else base - 1) + 1
+                        d.batches.append(Batch(log, pos, end - pos, nxt, nxt, -1, -1, False,
                                                "its chain of batches breaks there"))
                     break
                 d.batches.append(b)
@@ -146,6 +149,40 @@ class Donor:
     def close(self) -> None:
         for buf in self.buffers.values():
             unmap(buf)
+
+
+# LocalTieredStorage's files (RemoteLogSegmentFileset): <topic>-<partition>-<topic id>/<start offset>-<segment id>.log,
+# beside it the segment's .leader_epoch_checkpoint
+_TIERED_LOG = re.compile(r"(\d+)-([A-Za-z0-9_-]{22})\.log")
+_TIERED_EPOCHS = ".leader_epoch_checkpoint"
+
+
+def tiered_segments(path: Path) -> list[tuple[int, Path]]:
+    """The uploaded segments of a LocalTieredStorage partition dir, by start offset (none: not one)."""
+    out = []
+    for f in Path(path).iterdir() if Path(path).is_dir() else ():
+        m = _TIERED_LOG.fullmatch(f.name)
+        if m and f.is_file():
+            out.append((int(m[1]), f))
+    return out
+
+
+def tiered_replica(path: Path, segments: list[tuple[int, Path]]) -> Replica:
+    """Uploaded segments as a copy of the partition: the epochs of every segment's leader-epoch
+    file (each holds the cache as it was when its segment was uploaded), the high watermark past
+    the last uploaded batch (a leader uploads only segments below it), the topic id from the dir's name."""
+    entries: dict[int, int] = {}
+    for _, log in segments:
+        f = log.with_name(log.name[: -len(names.LOG_SUFFIX)] + _TIERED_EPOCHS)
+        raw = files.read_bytes_if_exists(f)
+        for e in parse_leader_epoch_checkpoint(raw, path=str(f)) if raw is not None else ():
+            entries[e.epoch] = min(e.start_offset, entries.get(e.epoch, e.start_offset))
+    epochs = [EpochEntry(epoch, start) for epoch, start in sorted(entries.items())]
+    name, _, topic_id = Path(path).name.rpartition("-")
+    tp = parse_partition_dir(name)
+    part = Partition(Path(path), tp)
+    return Replica(str(path), part, None, segments[0][0], -1, None, epochs,
+                   EpochSource.CHECKPOINT if epochs else EpochSource.NONE, topic_id or None)
 
 
 def own_history(part_dir: Path) -> Replica:
@@ -435,6 +472,11 @@ def _donor_dirs(partition_dir: Path, donors: tuple[Path, ...]) -> list[Path]:
             out.append(d)
         elif (d / partition_dir.name).is_dir():
             out.append(d / partition_dir.name)
+        elif d.name.rpartition("-")[0] == partition_dir.name and tiered_segments(d):
+            out.append(d)                      # LocalTieredStorage's <topic>-<partition>-<topic id>
+        elif d.is_dir():
+            out += [t for t in sorted(d.iterdir()) if t.name.rpartition("-")[0] == partition_dir.name
+                    and tiered_segments(t)]
     return out
 
 
