@@ -35,7 +35,7 @@ import re
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kafkalog_cli.config import ConfigResolver, log_dir_node_id
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError
@@ -108,7 +108,7 @@ class Donor:
     replica: Replica
     batches: list[Batch] = field(default_factory=list)
     lasts: list[int] = field(default_factory=list)
-    buffers: dict[Path, object] = field(default_factory=dict)
+    buffers: dict[Path, Any] = field(default_factory=dict)      # mmaps, or b"" for an empty file
 
     @classmethod
     def open(cls, path: Path) -> "Donor":
@@ -191,7 +191,8 @@ def own_history(part_dir: Path) -> Replica:
     truncates them there), so damage in the active segment is judged against what the copy had
     written. Opened with no segment too: a killed run may have left its `.log` as a `.swap`."""
     tp = parse_partition_dir(part_dir.name)
-    part = Partition.open(part_dir, LogDir(part_dir.parent).checkpoints(strict=False).for_partition(tp), tp)
+    roots = LogDir(part_dir.parent).checkpoints(strict=False)
+    part = Partition.open(part_dir, roots.for_partition(tp) if tp is not None else None, tp)
     lso = part.checkpoints.log_start_offset or (part.segments[0].base_offset if part.segments else 0)
     try:
         epochs, source = loaded_epochs(part, lso, _NO_END, [])
@@ -219,7 +220,8 @@ def same_epoch(local: Replica, donor: Replica, b: Batch, first: int) -> str | No
     none = (local.epoch_source is EpochSource.NONE, donor.epoch_source is EpochSource.NONE)
     if all(none):
         hws = [r.high_watermark for r in (local, donor)]
-        if None in hws or b.last >= min(hws):
+        known = [h for h in hws if h is not None]
+        if len(known) < 2 or b.last >= min(known):
             return (f"offsets {first}..{b.last}: neither copy has leader epochs (message format v0/v1) and they "
                     f"are not below both copies' high watermarks ({hws[0]}, {hws[1]})")
         return None
@@ -492,14 +494,15 @@ def finish_interrupted(p: Plan, part_dir: Path, name: str) -> dict[int, Path]:
         if f.endswith(names.CLEANED_SUFFIX):
             p.add(Action(ActionKind.DELETE, part.path(f), "an interrupted repair's .cleaned file", name))
     for f in swaps:
-        final = part.path(f[: -len(names.SWAP_SUFFIX)])
-        if final.exists():
-            p.add(Action(ActionKind.DELETE, final, "replaced by its .swap (an interrupted repair)", name))
+        replaced = part.path(f[: -len(names.SWAP_SUFFIX)])
+        if replaced.exists():
+            p.add(Action(ActionKind.DELETE, replaced, "replaced by its .swap (an interrupted repair)", name))
     for f in swaps:
         final = f[: -len(names.SWAP_SUFFIX)]
         p.add(Action(ActionKind.RENAME, part.path(f), "completes an interrupted swap", name, target=part.path(final)))
-        if final.endswith(names.LOG_SUFFIX) and offset_from_name(final) is not None:
-            reading[offset_from_name(final)] = part.path(f)
+        base = offset_from_name(final)
+        if final.endswith(names.LOG_SUFFIX) and base is not None:
+            reading[base] = part.path(f)
     return reading
 
 
@@ -529,8 +532,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> P
                     continue
                 donors.append(donor)
                 summary["donors"].append(donor.label)
-            bases = [offset_from_name(f.name) for f in sorted(part_dir.glob("*" + names.LOG_SUFFIX))]
-            bases = sorted(set(b for b in bases if b is not None) | set(reading))
+            named = [offset_from_name(f.name) for f in sorted(part_dir.glob("*" + names.LOG_SUFFIX))]
+            bases = sorted({b for b in named if b is not None} | set(reading))
             for i, base in enumerate(bases):
                 log = names.segment_file(part_dir, base, names.LOG_SUFFIX)
                 repair_segment(p, summary, log, reading.get(base, log), base,
