@@ -350,3 +350,35 @@ def test_an_uploaded_segment_of_another_topic_id_is_not_used(tmp_path):
     r = run("repair", a / "multi-segment-0", "--from", other)
     assert r.exit_code == 1
     assert "another topic of the same name" in r.output
+
+
+def test_a_donor_its_cleaner_rewrote_is_matched_by_offsets_not_positions(tmp_path):
+    """Each broker cleans its own copy: the donor's cleaned batches for the damaged offsets do
+    not tile the damaged bytes (reported lost, nothing changed); a batch the cleaner left alone
+    (the active segment) is restored from the same donor."""
+    import subprocess
+    import sys
+
+    from tests.helpers.compaction import params, restore
+
+    a = restore("tombstones", "before", tmp_path / "a")
+    b = restore("tombstones", "before", tmp_path / "b")
+    p = params("tombstones")
+    configs = [x for k, v in p["partitions"]["cmp-tomb-0"]["configs"].items() for x in ("--config", f"{k}={v}")]
+    cleaned = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", "--now", str(p["now_ms"]),
+                              "--assume-kafka-defaults", *configs, str(b), "--no-quarantine"], capture_output=True)
+    assert cleaned.returncode == 0, cleaned.stderr
+    part = a / "cmp-tomb-0"
+    first, active = part / "00000000000000000000.log", part / "00000000000000000875.log"
+    damage(first, "flip", 1010)                                # offsets 10..19, cleaned in the donor
+    damage(active, "flip", 915)                                # offsets 885..894, not cleaned
+    before = first.read_bytes()
+    r = run("repair", part, "--from", b, "--format", "json")
+    assert r.exit_code == 1, r.output
+    (summary,) = [x for x in json_lines(r.output) if x["kind"] == "partition"]
+    assert summary["status"] == "partly repaired"
+    assert [x["offsets"] for x in summary["restored"]] == [[885, 894]]
+    (lost,) = summary["lost"]
+    assert lost["offsets"][0] == 10 and lost["position"] == 1010 and "holds no batch between offsets 10" in lost["why"]
+    assert first.read_bytes() == before
+    assert active.read_bytes() == (b / "cmp-tomb-0" / "00000000000000000875.log").read_bytes()

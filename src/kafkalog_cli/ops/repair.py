@@ -269,6 +269,9 @@ def match(buf, pos: int, end: int, file: Path, prev: int, next_base: int | None,
         if not b.sound:
             return None, f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too ({b.problem})"
         if next_base is not None and b.last >= next_base:
+            if j == i:
+                return None, (f"{donor.label} holds no batch between offsets {prev + 1} and {next_base - 1} (its "
+                              f"cleaner removed them, or it never held them)")
             return None, f"{donor.label}'s batches from offset {first_batch.base} do not tile the damaged bytes"
         why = same_epoch(local, donor.replica, b, first)
         if why:
