@@ -85,9 +85,10 @@ class Batch:
     problem: str | None = None
 
 
-def batch_at(buf, pos: int, end: int, file: Path, prev: int | None) -> Batch | None:
+def batch_at(buf, pos: int, end: int, file: Path, prev: int | None, check: bool = True) -> Batch | None:
     """The batch at `pos` of `buf[:end]` if its size field frames one inside `end` with a known
-    magic (sound or not: check_batches says), else None. `prev`: the last offset before it."""
+    magic (sound or not: check_batches says; not `check`ed: taken for sound until Donor.verdict),
+    else None. `prev`: the last offset before it."""
     if pos + _HEADER_LEN > end:
         return None
     base, size, ple, magic = _HEADER.unpack_from(buf, pos)
@@ -95,6 +96,8 @@ def batch_at(buf, pos: int, end: int, file: Path, prev: int | None) -> Batch | N
     if size < RECORD_OVERHEAD_V0 or pos + total > end or magic not in (0, 1, 2):
         return None
     last = base + _LOD.unpack_from(buf, pos + 23)[0] if magic == 2 and total >= 27 else base
+    if not check:
+        return Batch(file, pos, total, base, last, magic, ple if magic == 2 else -1, True)
     found = check_batches(buf, pos, pos + total, file=str(file), tail=False, prev_offset=prev).findings
     return Batch(file, pos, total, base, last, magic, ple if magic == 2 else -1, not found,
                  found[0].message if found else None)
@@ -121,7 +124,7 @@ class Donor:
             d.buffers[log] = buf
             pos, end, prev = 0, len(buf), None
             while True:
-                b = batch_at(buf, pos, end, log, prev)
+                b = batch_at(buf, pos, end, log, prev, check=False)     # each checked when it is offered
                 if b is None:
                     if pos < end and not _all_zero(buf, pos, end):   # the rest unreadable: no batch to give
                         nxt = (prev if prev is not None else base - 1) + 1
@@ -142,6 +145,14 @@ class Donor:
     def after(self, offset: int) -> int:
         """The index of the first batch whose last offset is above `offset`."""
         return bisect.bisect_right(self.lasts, offset)
+
+    def verdict(self, b: Batch) -> str | None:
+        """Why the donor's batch `b` is not sound (check_batches, as verify-crc checks it), or None."""
+        if not b.sound:
+            return b.problem
+        found = check_batches(self.buffers[b.file], b.position, b.position + b.size, file=str(b.file),
+                              tail=False).findings
+        return found[0].message if found else None
 
     def bytes_of(self, b: Batch) -> bytes:
         return bytes(self.buffers[b.file][b.position:b.position + b.size])
@@ -202,6 +213,39 @@ def own_history(part_dir: Path) -> Replica:
     return Replica(str(part_dir), part, log_dir_node_id(part_dir.parent), lso, -1, part.checkpoints.high_watermark,
                    epochs, source, parse_partition_metadata(meta, path=str(part.path(names.PARTITION_METADATA))).topic_id
                    if meta is not None else None)
+
+
+class Donors:
+    """The copies given for one partition, opened when a damaged range first needs them (a sound
+    partition reads none of them); a copy that cannot be read, or of another topic id, is noted
+    and left out."""
+
+    def __init__(self, p: Plan, name: str, local: Replica, dirs: list[Path], summary: dict):
+        self.p, self.name, self.local, self.dirs, self.summary = p, name, local, dirs, summary
+        self.opened: list[Donor] | None = None
+
+    def __iter__(self):
+        if self.opened is None:
+            self.opened = []
+            for d in self.dirs:
+                try:
+                    donor = Donor.open(d)
+                except KafkalogError as e:
+                    self.p.note(self.name, f"copy {d} not used: {e.message}", d)
+                    continue
+                theirs, ours = donor.replica.topic_id, self.local.topic_id
+                if ours and theirs and ours != theirs:
+                    self.p.note(self.name, f"copy {d} not used: topic id {theirs}, here {ours} (another topic of "
+                                           f"the same name)", d)
+                    donor.close()
+                    continue
+                self.opened.append(donor)
+                self.summary["donors"].append(donor.label)
+        return iter(self.opened)
+
+    def close(self) -> None:
+        for donor in self.opened or []:
+            donor.close()
 
 
 def epoch_at(epochs: list[EpochEntry], offset: int) -> int | None:
@@ -266,8 +310,9 @@ def match(buf, pos: int, end: int, file: Path, prev: int, next_base: int | None,
     for j in range(i, len(donor.batches)):
         b = donor.batches[j]
         first = b.base if b.magic == 2 else (prev + 1 if j == i else donor.batches[j - 1].last + 1)
-        if not b.sound:
-            return None, f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too ({b.problem})"
+        problem = donor.verdict(b)
+        if problem:
+            return None, f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too ({problem})"
         if next_base is not None and b.last >= next_base:
             if j == i:
                 return None, (f"{donor.label} holds no batch between offsets {prev + 1} and {next_base - 1} (its "
@@ -319,7 +364,7 @@ def _disagrees(buf, pos: int, end: int, file: Path, taken: list[Batch], data: by
     return None
 
 
-def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor],
+def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: "Donors | list[Donor]",
           leader_tail: bool = False) -> tuple[Splice | None, str]:
     """The last segment from `pos` (zeros, a torn or damaged last batch, or its end): the donor's
     batches after `prev` and below this copy's own high watermark (offsets it held, and every
@@ -345,8 +390,9 @@ def _tail(buf, pos: int, end: int, prev: int, local: Replica, donors: list[Donor
             if b.last >= hw or (j == i and b.magic == 2 and b.base <= prev):
                 stop = b
                 break
-            why = ("" if b.sound else f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too "
-                   f"({b.problem})") or same_epoch(local, donor.replica, b, first) or ""
+            problem = donor.verdict(b)
+            why = (f"{donor.label}'s batch at offsets {first}..{b.last} is damaged too ({problem})" if problem
+                   else same_epoch(local, donor.replica, b, first) or "")
             if why:
                 break
             taken.append(b)
@@ -372,7 +418,7 @@ def _all_zero(buf, start: int, end: int) -> bool:
 
 
 def repair_segment(p: Plan, summary: dict, log: Path, read_from: Path, base: int, next_base: int | None,
-                   local: Replica, donors: list[Donor], name: str, leader_tail: bool = False) -> None:
+                   local: Replica, donors: "Donors | list[Donor]", name: str, leader_tail: bool = False) -> None:
     """Plan the repair of one segment: its damaged ranges spliced from the donors, the rest noted lost."""
     buf = map_file(read_from)
     try:
@@ -520,21 +566,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> P
         reading = finish_interrupted(p, part_dir, name)
         dirs = _donor_dirs(part_dir, options.donors)
         local = own_history(part_dir)
-        donors = []
+        donors = Donors(p, name, local, dirs, summary)
         try:
-            for d in dirs:
-                try:
-                    donor = Donor.open(d)
-                except KafkalogError as e:
-                    p.note(name, f"copy {d} not used: {e.message}", d)
-                    continue
-                if local.topic_id and donor.replica.topic_id and local.topic_id != donor.replica.topic_id:
-                    p.note(name, f"copy {d} not used: topic id {donor.replica.topic_id}, here {local.topic_id} "
-                                 f"(another topic of the same name)", d)
-                    donor.close()
-                    continue
-                donors.append(donor)
-                summary["donors"].append(donor.label)
             named = [offset_from_name(f.name) for f in sorted(part_dir.glob("*" + names.LOG_SUFFIX))]
             bases = sorted({b for b in named if b is not None} | set(reading))
             for i, base in enumerate(bases):
@@ -543,12 +576,10 @@ def plan(log_dir: Path, partition_dirs: list[Path], options: RepairOptions) -> P
                                bases[i + 1] if i + 1 < len(bases) else None, local, donors, name,
                                options.leader_tail)
         finally:
-            for donor in donors:
-                donor.close()
+            donors.close()
         summary["status"] = ("lost" if summary["lost"] and not summary["restored"] else
                              "partly repaired" if summary["lost"] else
                              "repaired" if summary["restored"] else "sound")
-        if not dirs:
-            summary["status"] = summary["status"] if not summary["lost"] else "lost"
+        if not dirs and summary["lost"]:
             p.note(name, "no copy of this partition among --from")
     return p
