@@ -1,9 +1,10 @@
 """The campaign's table: per invariant, runs checked and failures; then each failure with its
 case id, command, mutation, symptom and one-line reproduction."""
+
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from .oracle import Failure, Invariant, Verdict
 

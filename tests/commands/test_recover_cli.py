@@ -1,5 +1,4 @@
 import errno
-import json
 import subprocess
 import sys
 
@@ -8,11 +7,10 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
-
-from tests.helpers.broker_cases import copy_case, tree_state
-from tests.helpers.run_lines import log_dir_report, totals
-from tests.helpers.locks import hold_lock
 from tests.helpers import paths
+from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.locks import hold_lock
+from tests.helpers.run_lines import log_dir_report, totals
 
 
 def invoke(*args):
@@ -26,8 +24,9 @@ def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
     try:
         r = invoke("recover", "--dry-run", "--format", "json", d)
     finally:
-        p.kill(); p.wait()
-    assert r.exit_code == 1, r.output       # changes pending
+        p.kill()
+        p.wait()
+    assert r.exit_code == 1, r.output  # changes pending
     assert f"kafkalog: note: {d}/.lock is held by process {p.pid}" in r.stderr
     plan = log_dir_report(r.stdout)
     assert any(a["action"] == "truncate" for a in plan["actions"])
@@ -51,7 +50,8 @@ def test_locked_dir(tmp_path):
     try:
         r = invoke("recover", d)
     finally:
-        p.kill(); p.wait()
+        p.kill()
+        p.wait()
     assert r.exit_code == 5
     assert f"in use by process {p.pid}" in r.output
     assert len(r.output.strip().splitlines()) == 1
@@ -77,6 +77,7 @@ def test_write_failures_leave_the_dir_as_it_was(tmp_path, monkeypatch, err, wher
         def before_hook(kind, path):
             if (where == "quarantine") == (str(q) in str(path)):
                 raise OSError(err, "simulated", str(path))
+
         self.before = before_hook
 
     monkeypatch.setattr(fsops_mod.FsOps, "__init__", init)
@@ -129,8 +130,10 @@ def test_a_dry_run_notes_a_held_lock(tmp_path):
         for cmd in (["recover", "--dry-run"], ["retain", "--dry-run", "--assume-kafka-defaults"]):
             r = CliRunner().invoke(cli, [*cmd, str(d)])
             assert r.exit_code in (0, 1), r.output
-            assert (f"kafkalog: note: {d}/.lock is held by process {holder.pid} (a broker running on this log dir?): "
-                    f"a real run would stop there with exit 5") in r.stderr, (cmd, r.stderr)
+            assert (
+                f"kafkalog: note: {d}/.lock is held by process {holder.pid} (a broker running on this log dir?): "
+                f"a real run would stop there with exit 5"
+            ) in r.stderr, (cmd, r.stderr)
     finally:
         holder.kill()
         holder.wait()

@@ -1,4 +1,5 @@
 """`kafkalog repair`: damaged batches put back from another copy, as a user runs it."""
+
 from __future__ import annotations
 
 import json
@@ -33,7 +34,11 @@ def run(*args: str):
 def records(part: Path) -> int:
     p = Partition.open(part)
     try:
-        return sum(b.last_offset - b.base_offset + 1 for _, b in p.batches() if b.magic == 2 and not b.is_control)
+        return sum(
+            b.last_offset - b.base_offset + 1
+            for _, b in p.batches()
+            if b.magic == 2 and not b.is_control
+        )
     finally:
         p.close()
 
@@ -50,7 +55,7 @@ def test_one_flipped_byte_in_a_closed_segment_restores_all_600_records(tmp_path)
     a, b = copies(tmp_path)
     part = a / "multi-segment-0"
     log = part / "00000000000000000000.log"
-    damage(log, "flip", 2593)                         # the batch of offsets 100..124
+    damage(log, "flip", 2593)  # the batch of offsets 100..124
     assert run("verify-crc", part).exit_code == 1
     r = run("repair", part, "--from", b)
     assert r.exit_code == 0, r.output
@@ -69,7 +74,7 @@ def test_a_second_run_changes_nothing_and_a_dry_run_changes_nothing(tmp_path):
     damage(part / "00000000000000000000.log", "flip", 2593)
     before = logs_of(part)
     dry = run("repair", part, "--from", b, "--dry-run")
-    assert dry.exit_code == 1, dry.output                 # something would be repaired
+    assert dry.exit_code == 1, dry.output  # something would be repaired
     assert "would" in dry.output or "1 change pending" in dry.output
     assert logs_of(part) == before
     assert not (tmp_path / ".kafkalog-quarantine").exists()
@@ -89,8 +94,12 @@ def test_quarantine_restore_gives_the_damaged_bytes_back(tmp_path):
     r = run("repair", part, "--from", b, "--format", "json")
     assert r.exit_code == 0, r.output
     totals = json_lines(r.output)[-1]
-    assert totals["kind"] == "totals" and totals["command"] == "repair" and len(totals["quarantine"]) == 1
-    assert log.stat().st_mtime_ns == mtime                  # the segment's age kept
+    assert (
+        totals["kind"] == "totals"
+        and totals["command"] == "repair"
+        and len(totals["quarantine"]) == 1
+    )
+    assert log.stat().st_mtime_ns == mtime  # the segment's age kept
     assert run("quarantine", "restore", totals["quarantine"][0]).exit_code == 0
     assert log.read_bytes() == damaged
 
@@ -103,16 +112,33 @@ def test_the_json_report_names_each_range_restored(tmp_path):
     r = run("repair", a, "--from", b, "--format", "json")
     assert r.exit_code == 0, r.output
     lines = json_lines(r.output)
-    (summary,) = [x for x in lines if x["kind"] == "partition" and x["partition"] == "multi-segment-0"]
+    (summary,) = [
+        x for x in lines if x["kind"] == "partition" and x["partition"] == "multi-segment-0"
+    ]
     assert summary["status"] == "repaired" and summary["lost"] == []
     assert [x["offsets"] for x in summary["restored"]] == [[100, 124], [400, 449]]
     assert all(x["from"].startswith(str(b / "multi-segment-0")) for x in summary["restored"])
-    assert {x["status"] for x in lines if x["kind"] == "partition" and x["partition"] != "multi-segment-0"} == {"sound"}
+    assert {
+        x["status"]
+        for x in lines
+        if x["kind"] == "partition" and x["partition"] != "multi-segment-0"
+    } == {"sound"}
     assert logs_of(part) == logs_of(b / "multi-segment-0")
 
 
-@pytest.mark.parametrize("partition", ["codec-gzip-0", "codec-zstd-0", "codec-snappy-0", "txn-0",
-                                       "idempotent-lz4-0", "compacted-0", "logappend-time-0", "multi-segment-0"])
+@pytest.mark.parametrize(
+    "partition",
+    [
+        "codec-gzip-0",
+        "codec-zstd-0",
+        "codec-snappy-0",
+        "txn-0",
+        "idempotent-lz4-0",
+        "compacted-0",
+        "logappend-time-0",
+        "multi-segment-0",
+    ],
+)
 @pytest.mark.parametrize("how", ["flip", "size", "base", "zero", "garbage"])
 def test_each_kind_of_damage_in_each_kind_of_partition(tmp_path, partition, how):
     a, b = copies(tmp_path)
@@ -124,7 +150,11 @@ def test_each_kind_of_damage_in_each_kind_of_partition(tmp_path, partition, how)
         # no order a check can see (verify-crc passes it too)
         assert run("verify-crc", part).exit_code == 0
         return
-    damage(log, how, cuts[min(len(cuts) // 2, len(cuts) - 2)] if how == "base" else cuts[len(cuts) // 2])
+    damage(
+        log,
+        how,
+        cuts[min(len(cuts) // 2, len(cuts) - 2)] if how == "base" else cuts[len(cuts) // 2],
+    )
     assert logs_of(part) != logs_of(b / partition)
     r = run("repair", part, "--from", b / partition)
     assert r.exit_code == 0, r.output
@@ -186,7 +216,10 @@ def test_a_tail_past_the_own_high_watermark_is_never_taken_from_the_donor(tmp_pa
     a, b = copies(tmp_path)
     part = a / "multi-segment-0"
     (a / "replication-offset-checkpoint").write_text(
-        (a / "replication-offset-checkpoint").read_text().replace("multi-segment 0 600", "multi-segment 0 575"))
+        (a / "replication-offset-checkpoint")
+        .read_text()
+        .replace("multi-segment 0 600", "multi-segment 0 575")
+    )
     log = part / "00000000000000000300.log"
     os.truncate(log, log.stat().st_size - 7)
     before = log.read_bytes()
@@ -194,7 +227,11 @@ def test_a_tail_past_the_own_high_watermark_is_never_taken_from_the_donor(tmp_pa
     assert r.exit_code == 1
     (summary,) = [x for x in json_lines(r.output) if x["kind"] == "partition"]
     (lost,) = summary["lost"]
-    assert lost["offsets"][0] == 575 and "missing tail" in lost["why"] and "high watermark (575)" in lost["why"]
+    assert (
+        lost["offsets"][0] == 575
+        and "missing tail" in lost["why"]
+        and "high watermark (575)" in lost["why"]
+    )
     assert log.read_bytes() == before
 
 
@@ -206,9 +243,10 @@ def test_bytes_that_differ_from_the_donor_where_they_are_sound_are_not_overwritt
     damage(part / "00000000000000000000.log", "base", 2593)
     donor_log = b / "multi-segment-0" / "00000000000000000000.log"
     data = bytearray(donor_log.read_bytes())
-    data[2593 + 70] ^= 0x10                          # then its CRC fixed: a sound batch of other bytes
+    data[2593 + 70] ^= 0x10  # then its CRC fixed: a sound batch of other bytes
     from kafkalog_cli.formats.crc import crc32c
-    data[2593 + 17:2593 + 21] = crc32c(bytes(data[2593 + 21:2593 + 623])).to_bytes(4, "big")
+
+    data[2593 + 17 : 2593 + 21] = crc32c(bytes(data[2593 + 21 : 2593 + 623])).to_bytes(4, "big")
     donor_log.write_bytes(bytes(data))
     r = run("repair", part, "--from", b)
     assert r.exit_code == 1
@@ -242,8 +280,20 @@ def test_a_locked_log_dir_is_exit_5(tmp_path):
         fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
         import subprocess
         import sys
-        r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "repair", str(a / "multi-segment-0"), "--from",
-                            str(b)], capture_output=True, text=True)
+
+        r = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkalog_cli",
+                "repair",
+                str(a / "multi-segment-0"),
+                "--from",
+                str(b),
+            ],
+            capture_output=True,
+            text=True,
+        )
     assert r.returncode == 5, r.stderr
     assert r.stderr.startswith("kafkalog: ")
 
@@ -308,7 +358,9 @@ def test_leader_tail_takes_the_missing_tail_up_to_the_leader_s_high_watermark_an
     (restored,) = summary["restored"]
     assert restored["offsets"] == [575, 599] and restored["past_own_high_watermark"] is True
     (log_line,) = [x for x in json_lines(r.output) if x["kind"] == "log_dir"]
-    assert any("past this copy's own high watermark 575" in f["message"] for f in log_line["findings"])
+    assert any(
+        "past this copy's own high watermark 575" in f["message"] for f in log_line["findings"]
+    )
     assert logs_of(a / "multi-segment-0") == logs_of(b / "multi-segment-0")
     assert records(a / "multi-segment-0") == 600
     assert run("repair", a / "multi-segment-0", "--from", b, "--leader-tail").exit_code == 0
@@ -364,14 +416,31 @@ def test_a_donor_its_cleaner_rewrote_is_matched_by_offsets_not_positions(tmp_pat
     a = restore("tombstones", "before", tmp_path / "a")
     b = restore("tombstones", "before", tmp_path / "b")
     p = params("tombstones")
-    configs = [x for k, v in p["partitions"]["cmp-tomb-0"]["configs"].items() for x in ("--config", f"{k}={v}")]
-    cleaned = subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", "--now", str(p["now_ms"]),
-                              "--assume-kafka-defaults", *configs, str(b), "--no-quarantine"], capture_output=True)
+    configs = [
+        x
+        for k, v in p["partitions"]["cmp-tomb-0"]["configs"].items()
+        for x in ("--config", f"{k}={v}")
+    ]
+    cleaned = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "kafkalog_cli",
+            "compact",
+            "--now",
+            str(p["now_ms"]),
+            "--assume-kafka-defaults",
+            *configs,
+            str(b),
+            "--no-quarantine",
+        ],
+        capture_output=True,
+    )
     assert cleaned.returncode == 0, cleaned.stderr
     part = a / "cmp-tomb-0"
     first, active = part / "00000000000000000000.log", part / "00000000000000000875.log"
-    damage(first, "flip", 1010)                                # offsets 10..19, cleaned in the donor
-    damage(active, "flip", 915)                                # offsets 885..894, not cleaned
+    damage(first, "flip", 1010)  # offsets 10..19, cleaned in the donor
+    damage(active, "flip", 915)  # offsets 885..894, not cleaned
     before = first.read_bytes()
     r = run("repair", part, "--from", b, "--format", "json")
     assert r.exit_code == 1, r.output
@@ -379,6 +448,10 @@ def test_a_donor_its_cleaner_rewrote_is_matched_by_offsets_not_positions(tmp_pat
     assert summary["status"] == "partly repaired"
     assert [x["offsets"] for x in summary["restored"]] == [[885, 894]]
     (lost,) = summary["lost"]
-    assert lost["offsets"][0] == 10 and lost["position"] == 1010 and "holds no batch between offsets 10" in lost["why"]
+    assert (
+        lost["offsets"][0] == 10
+        and lost["position"] == 1010
+        and "holds no batch between offsets 10" in lost["why"]
+    )
     assert first.read_bytes() == before
     assert active.read_bytes() == (b / "cmp-tomb-0" / "00000000000000000875.log").read_bytes()

@@ -11,6 +11,7 @@ takes back as it was.
    reads every record from it exactly as broker 1 served them.
 
 Skipped without KAFKA_HOME and KAFKA_PY (the kafka-python client)."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,6 @@ import json
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kraft_cluster import Cluster, needs_cluster
 from tests.helpers.repair import batches, damage
 
@@ -32,11 +32,26 @@ def test_a_repaired_follower_rejoins_and_serves_every_record_as_the_leader_did(t
         c.start(c.controller)
         c.start(b1)
         c.start(b2)
-        c.client(1, {"op": "create", "topics": [{"name": "t", "assignment": {"0": [1, 2]},
-                                                 "configs": {"segment.bytes": "4096"}}]})
+        c.client(
+            1,
+            {
+                "op": "create",
+                "topics": [
+                    {"name": "t", "assignment": {"0": [1, 2]}, "configs": {"segment.bytes": "4096"}}
+                ],
+            },
+        )
         c.wait_for(1, "t", 0, lambda s: s["leader"] == 1 and s["isr"] == [1, 2])
-        c.client(1, {"op": "produce", "topic": "t", "partition": 0, "acks": "all",
-                     "keys": [f"k{i:03d}" for i in range(200)]})
+        c.client(
+            1,
+            {
+                "op": "produce",
+                "topic": "t",
+                "partition": 0,
+                "acks": "all",
+                "keys": [f"k{i:03d}" for i in range(200)],
+            },
+        )
         served = c.client(1, {"op": "consume", "topic": "t", "partition": 0})
         assert len(served["records"]) == 200
         c.stop(b2)
@@ -48,12 +63,20 @@ def test_a_repaired_follower_rejoins_and_serves_every_record_as_the_leader_did(t
         assert len(logs) >= 3, logs
         damage(logs[0], "flip", batches(logs[0])[3])
         damage(logs[1], "zero", batches(logs[1])[2])
-        r = CliRunner().invoke(cli, ["repair", str(follower), "--from", str(b1.log_dirs[0]), "--format", "json"])
+        r = CliRunner().invoke(
+            cli, ["repair", str(follower), "--from", str(b1.log_dirs[0]), "--format", "json"]
+        )
         assert r.exit_code == 0, r.output
         (summary,) = [x for x in map(json.loads, r.output.splitlines()) if x["kind"] == "partition"]
-        assert summary["status"] == "repaired" and len(summary["restored"]) == 2 and summary["lost"] == []
-        cmp = CliRunner().invoke(cli, ["compare-replicas", str(b1.log_dirs[0] / "t-0"), str(follower),
-                                       "--format", "json"])
+        assert (
+            summary["status"] == "repaired"
+            and len(summary["restored"]) == 2
+            and summary["lost"] == []
+        )
+        cmp = CliRunner().invoke(
+            cli,
+            ["compare-replicas", str(b1.log_dirs[0] / "t-0"), str(follower), "--format", "json"],
+        )
         assert cmp.exit_code == 0 and json.loads(cmp.output)["agree"] is True, cmp.output
 
         c.start(c.controller)

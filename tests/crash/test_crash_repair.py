@@ -2,6 +2,7 @@
 again converges on the uninterrupted run's log dir (every file's name, bytes and kept mtime), and
 the quarantine folders left restore the damaged original (tests/crash/test_kill_converges.py's
 driver, every step rather than a sample: the run is short)."""
+
 from __future__ import annotations
 
 import shutil
@@ -37,5 +38,7 @@ def test_a_sigkill_inside_a_step_converges_too(tmp_path, monkeypatch):
     _, original, want = steps_of(case, tmp_path / "ref", monkeypatch)
     problems = []
     for delay in (0.0, 0.004, 0.02):
-        problems += kill_and_rerun("repair", case, tmp_path / f"s{delay}", 0, want, original, delay=delay)
+        problems += kill_and_rerun(
+            "repair", case, tmp_path / f"s{delay}", 0, want, original, delay=delay
+        )
     assert not problems, "\n".join(problems[:20])

@@ -5,6 +5,7 @@ loops tested nowhere else; tests/formats/test_core.py holds the scanners and the
 
 The name checks read the sources and run on either core; the comparisons skip, with the reason,
 when the compiled core is not built."""
+
 from __future__ import annotations
 
 import ast
@@ -14,11 +15,12 @@ from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.formats import byte_loops
-from tests.helpers.strategies import batch_chains
 from tests.formats.test_scan import damaged_chains
+from tests.helpers.strategies import batch_chains
 
 FORMATS = Path(byte_loops.__file__).parent
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -29,8 +31,11 @@ _PYX_DEF = re.compile(r"^c?p?def\s+(?:[\w\[\]*]+\s+)*?(\w+)\s*\(", re.M)
 def _pyx_names(twin: str) -> list[str]:
     """The public functions of formats/<twin>.pyx, in source order."""
     text = (FORMATS / f"{twin}.pyx").read_text()
-    return [n for n, line in ((m.group(1), m.group(0)) for m in _PYX_DEF.finditer(text))
-            if not n.startswith("_") and not line.startswith("cdef")]
+    return [
+        n
+        for n, line in ((m.group(1), m.group(0)) for m in _PYX_DEF.finditer(text))
+        if not n.startswith("_") and not line.startswith("cdef")
+    ]
 
 
 def _py_names(twin: str, functions_only: bool = True) -> list[str]:
@@ -57,13 +62,15 @@ def test_every_compiled_module_has_a_pure_twin_and_byte_loops_knows_both():
     pyx = sorted(p.stem for p in FORMATS.glob("*.pyx"))
     assert pyx == sorted(byte_loops.TWINS)
     for twin in pyx:
-        assert (FORMATS / f"{twin}_py.py").exists(), f"formats/{twin}.pyx has no pure twin {twin}_py.py"
+        assert (FORMATS / f"{twin}_py.py").exists(), (
+            f"formats/{twin}.pyx has no pure twin {twin}_py.py"
+        )
 
 
 @pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
 def test_the_twins_have_the_same_public_functions_in_the_same_order(twin):
     assert _pyx_names(twin) == _py_names(twin)
-    assert _py_names(twin)      # the check reads something
+    assert _py_names(twin)  # the check reads something
 
 
 @pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
@@ -89,14 +96,20 @@ def test_neither_twin_imports_the_other(twin):
 
 def test_only_byte_loops_reads_the_environment_variable():
     src = FORMATS.parent
-    readers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if byte_loops.ENV in p.read_text())
+    readers = sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.py") if byte_loops.ENV in p.read_text()
+    )
     assert readers == ["formats/byte_loops.py"]
 
 
 # ------------------------------------------------------------------ the loops, compiled == pure
 @PROPERTY
-@given(buf=st.one_of(batch_chains(), damaged_chains()), deep=st.booleans(),
-       limit=st.sampled_from([1, 200, 1 << 20]), flags=st.sampled_from([(True, False), (True, True), (False, True)]))
+@given(
+    buf=st.one_of(batch_chains(), damaged_chains()),
+    deep=st.booleans(),
+    limit=st.sampled_from([1, 200, 1 << 20]),
+    flags=st.sampled_from([(True, False), (True, True), (False, True)]),
+)
 def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
     """The same text, stopping place and pairs; a batch one of them stops at, the caller's loop
     writes (so stopping earlier is allowed only at a batch the other writes the same)."""
@@ -112,7 +125,9 @@ def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
 
 
 @PROPERTY
-@given(data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2]))
+@given(
+    data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2])
+)
 def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
     compiled = _compiled("_scan")
     from kafkalog_cli.formats import _scan_py as pure
@@ -130,6 +145,7 @@ def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
             return f(whole, spans, first, n, utf8)
         except ValueError as e:
             return "ValueError", str(e)
+
     assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
 
 
@@ -147,4 +163,5 @@ def test_spread_compiled_is_pure(data, width):
             return f(values, width, rows)
         except ValueError as e:
             return "ValueError", str(e)
+
     assert outcome(compiled.spread) == outcome(pure.spread)

@@ -1,7 +1,7 @@
 """The exit codes each command can return (errors.ExitCode), which its --help and its man page
 state, and every exit-code test checks."""
-from __future__ import annotations
 
+from __future__ import annotations
 
 # The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
 EXIT_CODES = {

@@ -1,4 +1,5 @@
 """Damaged copies for `kafkalog repair`'s tests: bit rot of the kinds a disk gives, at a batch."""
+
 from __future__ import annotations
 
 import os
@@ -26,9 +27,9 @@ def damage(log: Path, how: str, at: int) -> None:
     elif how == "base":
         data[at + 7] ^= 0x04
     elif how == "zero":
-        data[at + 5:nxt - 3] = bytes(nxt - 3 - at - 5)
+        data[at + 5 : nxt - 3] = bytes(nxt - 3 - at - 5)
     elif how == "garbage":
-        data[at:at + 40] = bytes(range(7, 47))
+        data[at : at + 40] = bytes(range(7, 47))
     mtime = log.stat().st_mtime_ns
     log.write_bytes(bytes(data))
     os.utime(log, ns=(mtime, mtime))

@@ -1,32 +1,62 @@
 """`kafkalog repair PATH... --from COPY...`: options -> ops.repair -> output."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (RUN_FORMAT_HELP, InputPath, dry_run_option, follow_symlinks_option,
-                                           format_option, partition_filter_options, quarantine_options, report_option)
+from kafkalog_cli.commands.options import (
+    RUN_FORMAT_HELP,
+    InputPath,
+    dry_run_option,
+    follow_symlinks_option,
+    format_option,
+    partition_filter_options,
+    quarantine_options,
+    report_option,
+)
 
 
 @click.command("repair", short_help="Put damaged batches back from another copy of the partition.")
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--from", "donors", multiple=True, required=True, type=InputPath(path_type=Path), metavar="COPY",
-              help="Another copy of the partition: its partition dir (another broker's, or a backup of one), a "
-                   "log dir holding a partition dir of the same name, or segments uploaded by LocalTieredStorage "
-                   "(its <topic>-<partition>-<topic id> dir, or the storage dir holding it). Repeatable: the "
-                   "copies are tried in order. Read only.")
-@click.option("--leader-tail", is_flag=True,
-              help="Also take this copy's missing tail (its last segment's end, torn, zeroed or just short) from "
-                   "the donor up to the donor's high watermark, past this copy's own: a follower's tail as it would "
-                   "fetch it from the leader, under the leader epoch this copy last knew. Reported as such.")
+@click.option(
+    "--from",
+    "donors",
+    multiple=True,
+    required=True,
+    type=InputPath(path_type=Path),
+    metavar="COPY",
+    help="Another copy of the partition: its partition dir (another broker's, or a backup of one), a "
+    "log dir holding a partition dir of the same name, or segments uploaded by LocalTieredStorage "
+    "(its <topic>-<partition>-<topic id> dir, or the storage dir holding it). Repeatable: the "
+    "copies are tried in order. Read only.",
+)
+@click.option(
+    "--leader-tail",
+    is_flag=True,
+    help="Also take this copy's missing tail (its last segment's end, torn, zeroed or just short) from "
+    "the donor up to the donor's high watermark, past this copy's own: a follower's tail as it would "
+    "fetch it from the leader, under the leader epoch this copy last knew. Reported as such.",
+)
 @partition_filter_options
 @quarantine_options
 @follow_symlinks_option
 @dry_run_option
 @format_option(RUN_FORMAT_HELP)
 @report_option
-def repair(paths, donors, leader_tail, only, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, report_path):
+def repair(
+    paths,
+    donors,
+    leader_tail,
+    only,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    report_path,
+):
     """Repair bit rot without losing a record: every batch of PATH's partitions that fails its
     CRC or its framing, and every zeroed or garbled range, is replaced by the batches another
     copy holds for the same offsets, spliced in at the same position (the indexes stay right).
@@ -59,6 +89,14 @@ def repair(paths, donors, leader_tail, only, quarantine_dir, no_quarantine, foll
 
     groups = partition_groups(paths, only=only)
     opts = ops.RepairOptions(donors=tuple(donors), leader_tail=leader_tail)
-    report_run(Operation("repair", ops.plan, opts), groups, human.plan_outcome, fmt=fmt,
-               report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-               no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)
+    report_run(
+        Operation("repair", ops.plan, opts),
+        groups,
+        human.plan_outcome,
+        fmt=fmt,
+        report_path=report_path,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )

@@ -2,9 +2,11 @@
 
 CRC-32C uses the hardware-accelerated `crc32c` package; `crcmod` is the portable fallback for
 platforms where it does not install."""
+
 from __future__ import annotations
 
 import zlib
+
 
 def _load_crc32c():
     """The `crc32c` package's C extension, loaded without the package's __init__, which calls

@@ -8,23 +8,25 @@ only warns for REPLICATION) completes the transaction, and ProducerStateEntry.up
 the marker's epoch, which drops the batch metadata of the old one (maybeUpdateProducerEpoch):
 the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 and no
 currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
+
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from kafkalog_cli.errors import KafkalogError
-
-from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
-                                                 parse_producer_snapshot)
 from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
+from kafkalog_cli.formats.producer_state import (
+    ProducerSnapshotEntry,
+    encode_producer_snapshot,
+    parse_producer_snapshot,
+)
 from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
-from kafkalog_cli.storage.names import offset_from_name
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.live_files import read_listed, was_listed
+from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
 
 
@@ -32,29 +34,40 @@ from kafkalog_cli.storage.segment import Segment
 class ProducerEntry:
     producer_id: int
     epoch: int = -1
-    last_seq: int = -1          # of the last batch's metadata; -1 when there is none
+    last_seq: int = -1  # of the last batch's metadata; -1 when there is none
     last_offset: int = -1
     offset_delta: int = 0
-    timestamp: int = -1         # lastTimestamp
+    timestamp: int = -1  # lastTimestamp
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
 
     def to_snapshot(self) -> ProducerSnapshotEntry:
-        return ProducerSnapshotEntry(self.producer_id, self.epoch, self.last_seq, self.last_offset,
-                                     self.offset_delta, self.timestamp, self.coordinator_epoch,
-                                     self.current_txn_first_offset)
+        return ProducerSnapshotEntry(
+            self.producer_id,
+            self.epoch,
+            self.last_seq,
+            self.last_offset,
+            self.offset_delta,
+            self.timestamp,
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
 
 @dataclass
 class ProducerState:
     entries: dict[int, ProducerEntry] = field(default_factory=dict)
-    ongoing: dict[int, int] = field(default_factory=dict)    # txn first offset -> producer id
+    ongoing: dict[int, int] = field(default_factory=dict)  # txn first offset -> producer id
 
-    def copy(self) -> "ProducerState":
-        return ProducerState({k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing))
+    def copy(self) -> ProducerState:
+        return ProducerState(
+            {k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing)
+        )
 
     @classmethod
-    def from_snapshot(cls, buf, now_ms: int, expiration_ms: int, path: str | None = None) -> "ProducerState":
+    def from_snapshot(
+        cls, buf, now_ms: int, expiration_ms: int, path: str | None = None
+    ) -> ProducerState:
         """loadFromSnapshot: entries whose producer expired (no ongoing txn, lastTimestamp older
         than producer.id.expiration.ms) are dropped, as the broker drops them."""
         st = cls()
@@ -62,9 +75,15 @@ class ProducerState:
             if e.current_txn_first_offset < 0 and now_ms - e.timestamp >= expiration_ms:
                 continue
             st.entries[e.producer_id] = ProducerEntry(
-                e.producer_id, e.producer_epoch, e.last_sequence if e.last_offset >= 0 else -1,
-                e.last_offset, e.offset_delta if e.last_offset >= 0 else 0, e.timestamp,
-                e.coordinator_epoch, e.current_txn_first_offset)
+                e.producer_id,
+                e.producer_epoch,
+                e.last_sequence if e.last_offset >= 0 else -1,
+                e.last_offset,
+                e.offset_delta if e.last_offset >= 0 else 0,
+                e.timestamp,
+                e.coordinator_epoch,
+                e.current_txn_first_offset,
+            )
             if e.current_txn_first_offset >= 0:
                 st.ongoing[e.current_txn_first_offset] = e.producer_id
         return st
@@ -81,7 +100,9 @@ class ProducerState:
             # (ProducerStateManager.update still registers an empty entry for an unknown producer)
             return None
         epoch = batch.producer_epoch
-        if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
+        if (
+            e.epoch != epoch
+        ):  # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
             e.epoch = epoch
             e.last_seq, e.last_offset, e.offset_delta = -1, -1, 0
         if batch.is_control:
@@ -101,7 +122,9 @@ class ProducerState:
         if ctype not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return None
         # EndTransactionMarker.deserialize: a short value or a negative version is an InvalidRecordError
-        e.coordinator_epoch = EndTransactionMarker.deserialize_value(ctype, recs[0].value).coordinator_epoch
+        e.coordinator_epoch = EndTransactionMarker.deserialize_value(
+            ctype, recs[0].value
+        ).coordinator_epoch
         offset = batch.base_offset
         first = e.current_txn_first_offset
         e.current_txn_first_offset = -1
@@ -137,9 +160,16 @@ def _scala_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntr
     return sorted(entries.values(), key=lambda e: (h(e.producer_id) & (cap - 1), h(e.producer_id)))
 
 
-def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: int | None, *, now_ms: int,
-                           expiration_ms: int, log_start: int | None = None,
-                           ignored: Callable[[str, Path], None] | None = None) -> ProducerState:
+def rebuild_producer_state(
+    directory: Path,
+    segments: Sequence[Segment],
+    upto: int | None,
+    *,
+    now_ms: int,
+    expiration_ms: int,
+    log_start: int | None = None,
+    ignored: Callable[[str, Path], None] | None = None,
+) -> ProducerState:
     """Producer state at offset `upto` (the first segment to recover, the new segment's base...):
     the latest valid snapshot at or below it, then the log replayed up to it
     (UnifiedLog.rebuildProducerState). `upto=None`: past the log end.
@@ -149,10 +179,13 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
     is replayed from it. A snapshot that does not parse is skipped, and `ignored(message, path)`
     says so."""
     bases = [s.base_offset for s in segments]
-    if upto is None:        # past the log end: the latest snapshot, then what follows it
+    if upto is None:  # past the log end: the latest snapshot, then what follows it
         upto = 1 << 63
-    snaps = sorted((offset_from_name(f.name), f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
-                   if offset_from_name(f.name) is not None)
+    snaps = sorted(
+        (offset_from_name(f.name), f)
+        for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
+        if offset_from_name(f.name) is not None
+    )
     state = ProducerState()
     start = bases[0] if bases else 0
     if log_start is not None:
@@ -161,7 +194,7 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
         if off > upto or (log_start is not None and off <= log_start):
             continue
         data = read_listed(f) if was_listed(f) else files.read_bytes(f)
-        if data is None:        # removed by a live broker since the listing (noted)
+        if data is None:  # removed by a live broker since the listing (noted)
             continue
         try:
             state = ProducerState.from_snapshot(data, now_ms, expiration_ms, str(f))

@@ -2,16 +2,20 @@
 default (a damaged checkpoint means "no entry", as a fresh broker would start from 0), strictly
 where the log dir cannot be judged without it. Parsing and writing are formats.checkpoints';
 this only adds the leniency and keeps the file's own entry order."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
-from kafkalog_cli.storage.files import read_bytes_if_exists
 from kafkalog_cli.formats.checkpoints import (
-    EpochEntry, encode_leader_epoch_checkpoint, encode_offset_checkpoint, parse_leader_epoch_checkpoint,
+    EpochEntry,
+    encode_leader_epoch_checkpoint,
+    encode_offset_checkpoint,
+    parse_leader_epoch_checkpoint,
     parse_offset_checkpoint_entries,
 )
+from kafkalog_cli.storage.files import read_bytes_if_exists
 
 
 def _read(path: Path) -> bytes | None:
@@ -37,8 +41,11 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def encode_offsets(offsets: dict[tuple[str, int], int], order: list | None = None,
-                   kind: str = "recovery-point-offset-checkpoint") -> bytes:
+def encode_offsets(
+    offsets: dict[tuple[str, int], int],
+    order: list | None = None,
+    kind: str = "recovery-point-offset-checkpoint",
+) -> bytes:
     """`kind`: the file's name, which decides the broker's entry order."""
     return encode_offset_checkpoint(offsets, order=order, kind=kind)
 
@@ -48,7 +55,9 @@ def read_epochs(path: Path) -> list[tuple[int, int]]:
     if raw is None:
         return []
     try:
-        return [(e.epoch, e.start_offset) for e in parse_leader_epoch_checkpoint(raw, path=str(path))]
+        return [
+            (e.epoch, e.start_offset) for e in parse_leader_epoch_checkpoint(raw, path=str(path))
+        ]
     except CheckpointError:
         return []
 

@@ -13,6 +13,7 @@ compact; per partition and in total), defined here once:
 So --no-quarantine frees what it removes and holds nothing; the default quarantine (beside the
 log dir) holds it and frees nothing; `--quarantine DIR` on another file system does both.
 """
+
 from __future__ import annotations
 
 import enum
@@ -28,7 +29,7 @@ class Space:
     freed_on_disk: int = 0
     held_in_quarantine: int = 0
 
-    def add(self, other: "Space") -> "Space":
+    def add(self, other: Space) -> Space:
         self.freed_on_disk += other.freed_on_disk
         self.held_in_quarantine += other.held_in_quarantine
         return self
@@ -40,15 +41,19 @@ class Space:
 class QuarantinePlace(str, enum.Enum):
     """Where removed data goes, as it decides the two figures."""
 
-    NONE = "none"                    # --no-quarantine: freed, not held
-    SAME_FILE_SYSTEM = "same"        # hard links: held, not freed
-    OTHER_FILE_SYSTEM = "other"      # copied, then unlinked: freed and held
+    NONE = "none"  # --no-quarantine: freed, not held
+    SAME_FILE_SYSTEM = "same"  # hard links: held, not freed
+    OTHER_FILE_SYSTEM = "other"  # copied, then unlinked: freed and held
 
     @classmethod
-    def of(cls, log_dir: Path, quarantine_root: Path | None) -> "QuarantinePlace":
+    def of(cls, log_dir: Path, quarantine_root: Path | None) -> QuarantinePlace:
         if quarantine_root is None:
             return cls.NONE
-        return cls.SAME_FILE_SYSTEM if same_file_system(log_dir, quarantine_root) else cls.OTHER_FILE_SYSTEM
+        return (
+            cls.SAME_FILE_SYSTEM
+            if same_file_system(log_dir, quarantine_root)
+            else cls.OTHER_FILE_SYSTEM
+        )
 
     def space(self, size: int, allocated: int, last_link: bool = True) -> Space:
         """The two figures for removing one file of `size` bytes and `allocated` bytes of blocks."""
@@ -107,7 +112,7 @@ class FreeSpace:
     block_size: int
 
     @classmethod
-    def of(cls, path: Path) -> "FreeSpace":
+    def of(cls, path: Path) -> FreeSpace:
         st = os.statvfs(_existing(path))
         root = os.geteuid() == 0
         blocks = st.f_bfree if root else st.f_bavail
