@@ -1,7 +1,7 @@
-"""The compiled core (formats/_cscan.pyx and _cframing.pyx, Cython), built with the machine's C compiler when there
-is one. Everything else is in pyproject.toml. Without a compiler, or without Cython, the install
-goes on and kafkalog runs on its pure-Python core (formats/core.py; `kafkalog --version` says
-which core runs)."""
+"""The compiled core (formats/_scan.pyx and _framing_walk.pyx, Cython), built with the machine's C
+compiler where there is one. Everything else is in pyproject.toml. Without a compiler, or without
+Cython, the install goes on and kafkalog runs on their pure-Python twins (formats/_scan_py.py and
+_framing_walk_py.py; formats/byte_loops.py picks, and `kafkalog --version` says which core runs)."""
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
@@ -38,7 +38,7 @@ def _extensions():
 
     return cythonize(
         [Extension(f"kafkalog_cli.formats.{name}", [f"src/kafkalog_cli/formats/{name}.pyx"])
-         for name in ("_cscan", "_cframing")],
+         for name in ("_scan", "_framing_walk")],
         compiler_directives={"language_level": 3}, quiet=True)
 
 

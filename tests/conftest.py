@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
-FIXTURES = Path(__file__).parent / "fixtures"
-CORPUS = FIXTURES / "corpus"
+from tests.helpers.paths import CORPUS
 
 
 def restore_preallocated(root: Path) -> None:
@@ -54,7 +52,45 @@ def runner() -> CliRunner:
     return CliRunner()
 
 
+@pytest.fixture
+def base():
+    """A directory every user may traverse (pytest's tmp_path is root's alone): a broker or a
+    command run as another uid must reach the log dir inside it."""
+    d = Path(tempfile.mkdtemp(prefix="kafkalog-base-", dir="/tmp"))
+    d.chmod(0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+# The slow tier, by kind: a test that starts a Kafka broker (*_broker.py, broker_order/,
+# differential/), kills or crashes a command (crash/), runs the campaign, runs the installed script
+# (e2e, the man pages' examples, the FIFO guards that wait on it), starts Spark or the S3 server
+# (these fixtures, Spark from the shell), or a long property run (more than Hypothesis's default
+# 100 examples). The fast tier, `-m "not slow"`, is everything else; a single slow test elsewhere
+# carries @pytest.mark.slow itself.
+SLOW_DIRS = ("broker_order", "crash", "differential")
+SLOW_FILES = ("test_campaign.py", "test_man_examples.py", "commands/test_fifo_in_a_files_place.py",
+              "spark/test_session.py")
+SLOW_FIXTURES = {"spark", "pushdown", "s3", "cluster", "shared"}
+LONG_PROPERTY = 100
+
+
+def _long_property(item) -> bool:
+    settings = getattr(getattr(item, "obj", None), "_hypothesis_internal_use_settings", None)
+    return settings is not None and settings.max_examples > LONG_PROPERTY
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]                   # tests/<dir>/.../test_x.py
+        parts = path.split("/")
+        if (parts[1] in SLOW_DIRS or path.endswith(SLOW_FILES) or parts[-1].endswith("_broker.py")
+                or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())) or "e2e" in item.keywords
+                or _long_property(item)):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_report_header(config):
     """The broker the broker tests run against (KAFKA_HOME), or that they are skipped."""
-    from .kafka_dist import describe
+    from tests.helpers.kafka_dist import describe
     return f"kafka broker: {describe()}"

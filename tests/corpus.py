@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import REPO as ROOT
 
 ENV = "KAFKALOG_CORPUS"
-ROOT = Path(__file__).resolve().parents[1]
 FALLBACK = ROOT.parent / "shared" / "corpus"
 
 

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "kafkalog_cli"
 
 
@@ -102,4 +102,60 @@ def test_only_fsops_changes_files(writer):
         for i, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(writer, line) and not line.lstrip().startswith("#"):
                 found.append(f"{rel}:{i}: {line.strip()}")
+    assert not found, "\n".join(found)
+
+
+# ------------------------------------------------------------------ the compiled modules (.pyx)
+# import-linter reads only .py files: the compiled twins' imports are checked here by their text
+_PYX_IMPORT = re.compile(r"^(?:from\s+([\w.]+)\s+c?import\s+(\([\w\s,]+\)|[\w ,]+)|c?import\s+([\w.]+))", re.M)
+
+
+def _layers() -> list[list[str]]:
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    return [[m.strip() for m in layer.split(":")] for layer in layers]
+
+
+def _layer(module: str, layers: list[list[str]]) -> int:
+    for i, layer in enumerate(layers):
+        if any(module == m or module.startswith(m + ".") for m in layer):
+            return i
+    raise AssertionError(f"{module} is in no layer")
+
+
+def _pyx_imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(module, names imported from it) of each import and cimport of a .pyx (docstrings and
+    comments left out)."""
+    text = re.sub(r'"""[\s\S]*?"""|#[^\n]*', "", path.read_text())
+    out = []
+    for m in _PYX_IMPORT.finditer(text):
+        if m.group(1):
+            out.append((m.group(1), [n.split()[0] for n in m.group(2).strip("()").split(",") if n.strip()]))
+        else:
+            out.append((m.group(3), []))
+    return out
+
+
+@pytest.mark.parametrize("pyx", sorted(p.name for p in SRC.rglob("*.pyx")))
+def test_a_compiled_module_imports_downward_only_and_not_its_pure_twin(pyx):
+    """Each .pyx obeys the layers as its .py neighbours do, imports no private name of another
+    module, and imports nothing from its pure twin (name + "_py"), which must stand alone too."""
+    (path,) = SRC.rglob(pyx)
+    module = ".".join(path.relative_to(SRC.parent).with_suffix("").parts)
+    layers = _layers()
+    mine = _layer(module, layers)
+    twin = module + "_py"
+    found = []
+    imports = _pyx_imports(path)
+    assert imports      # the check reads something
+    for target, names in imports:
+        if not target.startswith("kafkalog_cli"):
+            continue
+        if _layer(target, layers) < mine:
+            found.append(f"{pyx}: imports {target} from a layer above")
+        if target == twin or twin in (f"{target}.{n}" for n in names):
+            found.append(f"{pyx}: imports its pure twin {twin}")
+        found += [f"{pyx}: from {target} import {n}" for n in names if _private(n)]
     assert not found, "\n".join(found)

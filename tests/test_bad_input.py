@@ -12,20 +12,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
+from tests.helpers.bad_inputs import LOG_CASES, run
 
-LOG_CASES = ["empty", "text", "size_2gb", "unknown_magic", "cut_short", "garbage_compressed", "bad_crc"]
-
-
-def run(*args):
-    r = CliRunner().invoke(cli, [str(a) for a in args])
-    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
-    assert "internal error" not in r.stderr
-    return r
 
 
 def one_error_line(r, name: str, *, byte: bool) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,6 +13,7 @@ from tests.campaign.commands import READER, WRITER, Command, Mode
 from tests.campaign.oracle import Invariant, Verdict
 from tests.campaign.report import tally
 from tests.campaign.sources import EXAMPLES
+from tests.helpers import paths
 
 # 70 read-only cases: every mutation kind twice (the kinds go in turn), commands drawn by the
 # seed; 10 kills: each command that changes log dirs once, each at a step (KAFKALOG_FAULT_AFTER:
@@ -61,7 +61,7 @@ def test_sample_has_no_failure(sample, inv):
 
 # -- the oracle catches each kind of violation ---------------------------------------------------
 
-FAKE = [sys.executable, str(Path(__file__).parent / "campaign" / "fake_command.py")]
+FAKE = [sys.executable, str(paths.REPO / "tests" / "campaign" / "fake_command.py")]
 
 
 @pytest.fixture

@@ -1,15 +1,14 @@
 """config.bounds: tiered storage's local retention within the total, refused as Kafka 3.6+'s
 LogConfig refuses it (exit 2, Kafka's message), where a version that may load the dir checks it."""
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.config.bounds import retention_problem
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "logdir"
 T = "multi-segment"
 
 

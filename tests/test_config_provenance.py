@@ -12,6 +12,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.runner import ConfigSources
+from tests.helpers.paths import FIXTURES
+from tests.helpers.kraft_records import (config_record as _config_record, kraft_log_dir,
+                                         topic_record as _topic_record)
 
 
 def resolver_from_options(log_dir, config_pairs=(), topic_config_items=(), server_properties=None,
@@ -27,7 +30,6 @@ from kafkalog_cli.config import (
 from kafkalog_cli.errors import ExitCode, UsageError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
 RETAIN_SIZE = FIXTURES / "broker" / "retain-size"
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 META_LOG = "__cluster_metadata-0/00000000000000000000.log"
@@ -35,27 +37,6 @@ DAY = 86_400_000
 
 
 # ------------------------------------------------------------------ a KRaft metadata log, written here
-def _cstr(s: str | None) -> bytes:
-    return b"\x00" if s is None else bytes([len(s) + 1]) + s.encode()
-
-
-def _topic_record(name: str, n: int) -> bytes:
-    return bytes([1, 2, 0]) + _cstr(name) + bytes([n]) * 16 + b"\x00"
-
-
-def _config_record(resource_type: int, resource: str, key: str, value: str | None) -> bytes:
-    return bytes([1, 4, 0, resource_type]) + _cstr(resource) + _cstr(key) + _cstr(value) + b"\x00"
-
-
-def kraft_log_dir(root: Path, values: list[bytes], node_id: int | None = 1) -> Path:
-    """A log dir whose __cluster_metadata-0 holds `values`, one record per batch."""
-    meta = root / "__cluster_metadata-0"
-    meta.mkdir(parents=True)
-    (meta / "00000000000000000000.log").write_bytes(
-        b"".join(build_v2_batch([SimpleRecord(None, v)], i) for i, v in enumerate(values)))
-    if node_id is not None:
-        (root / "meta.properties").write_text(f"#\nnode.id={node_id}\nversion=1\ncluster.id=x\n")
-    return root
 
 
 def copy_dir(src: Path, dest: Path) -> Path:

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import COMMANDS, cli
+from tests.helpers.paths import REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 MAN = ROOT / "man"
 README = ROOT / "README.md"

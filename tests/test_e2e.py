@@ -2,24 +2,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.e2e import _exe, kafkalog
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "logdir"
 pytestmark = pytest.mark.e2e
-
-
-def _exe() -> str:
-    beside = Path(sys.executable).with_name("kafkalog")
-    return str(beside) if beside.exists() else (shutil.which("kafkalog") or "kafkalog")
-
-
-def kafkalog(*args, **kw):
-    return subprocess.run([_exe(), *args], capture_output=True, timeout=120, **kw)
 
 
 def test_version_and_help():

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from tests.test_e2e import EXAMPLES, kafkalog
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.e2e import kafkalog
 
 pytestmark = pytest.mark.e2e
 

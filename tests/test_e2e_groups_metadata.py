@@ -3,13 +3,13 @@ the committed Kafka 3.3.1 broker run."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from .test_e2e import kafkalog
+from tests.helpers.e2e import kafkalog
+from tests.helpers.paths import FIXTURES
 
-LOGDIR = Path(__file__).resolve().parent / "fixtures" / "groups-broker-3.3.1" / "logdir"
+LOGDIR = FIXTURES / "groups-broker-3.3.1" / "logdir"
 EXPECTED = json.loads((LOGDIR.parent / "expected.json").read_text())
 pytestmark = pytest.mark.e2e
 

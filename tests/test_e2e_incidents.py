@@ -14,10 +14,9 @@ import pytest
 
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
-from .test_e2e import _exe
+from tests.helpers.e2e import _exe
+from tests.helpers.paths import EXAMPLES, REPO as ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "examples" / "logdir"
 README = (ROOT / "README.md").read_text()
 pytestmark = pytest.mark.e2e
 

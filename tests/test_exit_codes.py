@@ -16,13 +16,14 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
 
-from . import bad_inputs as B
-from .field_damage import base_offset_overflow, torn_tail
-from .ops.test_transactions import NOW as HANGING_NOW
-from .storage.test_lock import hold_lock
-from .test_man_pages import EXIT_CODES
+from tests.helpers import bad_inputs as B, paths
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
+from tests.helpers.transactions import NOW as HANGING_NOW
+from tests.helpers.locks import hold_lock
+from tests.helpers.exit_codes import EXIT_CODES
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.compaction import DIRTY
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "logdir"
 NOW = "1795249186389"          # the clock the dry runs and the runs share
 
 
@@ -91,7 +92,7 @@ class Env:
 
     def hanging(self) -> Path:
         """A transaction left open an hour ago (tests/commands/test_transactions_cli.py's log dir)."""
-        from .commands.test_transactions_cli import log_dir
+        from tests.helpers.transactions import log_dir
 
         return log_dir(self.tmp)
 
@@ -110,7 +111,7 @@ class Env:
 
     def dirty(self) -> Path:
         """A compacted topic with overwritten keys the cleaner would remove."""
-        from .ops.compact_helpers import restore
+        from tests.helpers.compaction import restore
 
         return restore("keyed-overwrites", "before", self.tmp / "logs")
 
@@ -135,7 +136,7 @@ class Env:
     def replicas(self, diverged: bool, damaged: bool = False) -> list[str]:
         """Two copies of one partition (tests/ops/test_compare_replicas.py's): after an unclean
         election, or one a prefix of the other."""
-        from .ops.test_compare_replicas import run, unclean_election, write_replica
+        from tests.helpers.replicas import run, unclean_election, write_replica
 
         if diverged:
             a, b = unclean_election(self.tmp)
@@ -159,7 +160,7 @@ class Env:
         return [str(src), str(dst), "--topic", TP.topic, "--partition", str(TP.partition)]
 
     def bad(self, builder) -> Path:
-        """A log dir holding one partition built by tests/bad_inputs.py; the path it returns."""
+        """A log dir holding one partition built by tests/helpers/bad_inputs.py; the path it returns."""
         root = self.tmp / "bad"
         path = builder(root)
         (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=x\n")
@@ -176,9 +177,6 @@ def _usage(cmd, *extra):
 
 
 ASSUME = ["--assume-kafka-defaults", "--now", NOW]
-DIRTY = ["--now", "1795248446186"] + [a for t in ("cmp-none", "cmp-lz4") for kv in (
-    "cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512", "min.cleanable.dirty.ratio=0.01",
-    "delete.retention.ms=86400000", "min.compaction.lag.ms=0") for a in ("--topic-config", f"{t}:{kv}")]
 RETAIN_DUE = ["--topic", "multi-segment", *ASSUME]
 
 
@@ -399,4 +397,4 @@ def test_a_dry_run_with_nothing_to_do_is_0(tmp_path, command, args):
 def test_codes_in_use_are_the_table():
     assert {int(c) for c, _ in EXIT_CODE_TABLE} == set(range(9))
     assert all(int(c) in range(9) for c in ExitCode if c is not ExitCode.INTERRUPTED)
-    assert os.path.exists(Path(__file__).parent.parent / "man" / "kafkalog.1")
+    assert os.path.exists(paths.MAN / "kafkalog.1")

@@ -2,16 +2,13 @@
 floors run (.ci/floors) installs: the two cannot drift apart."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+from tests.helpers.paths import REPO as ROOT
 
 tomllib = pytest.importorskip("tomllib")    # Python 3.11 on
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def _requirements() -> list[Requirement]:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import READ
 
-READ = Path(__file__).parent / "fixtures" / "read"
 SOURCES = [
     READ / "rec-none-0" / "00000000000000000185",     # v2, uncompressed, with .index and .timeindex
     READ / "ts-jumble-0" / "00000000000000000000",    # v2, out-of-order timestamps

@@ -20,14 +20,15 @@ from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
-from .corpus import corpus_path
-from .corpus import needs_corpus as needs_corpus_at
-from .test_config_provenance import _config_record, _topic_record, kraft_log_dir
+from tests.corpus import corpus_path
+from tests.corpus import needs_corpus as needs_corpus_at
+from tests.helpers.kraft_records import (config_record as _config_record, topic_record as _topic_record,
+                                         kraft_log_dir)
+from tests.helpers.paths import EXAMPLES as EXAMPLE
+from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = corpus_path()
 WILD = CORPUS / "wild"
-EXAMPLE = ROOT / "examples" / "logdir"
 needs_corpus = needs_corpus_at("wild")      # real 4.x log dirs
 
 
@@ -238,13 +239,6 @@ def _internal_dir(root: Path, name: str, key: bytes, value: bytes | None) -> Pat
     (root / name).mkdir(parents=True)
     (root / name / "00000000000000000000.log").write_bytes(build_v2_batch([SimpleRecord(key, value, 5)], 0))
     return root
-
-
-def _v1_transaction_value() -> bytes:
-    return struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
-        "producerId": 13, "previousProducerId": 12, "producerEpoch": 1, "transactionTimeoutMs": 60000,
-        "transactionStatus": 4, "transactionPartitions": [{"topic": "t", "partitionIds": [1]}],
-        "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4, "clientTransactionVersion": 2}, 1)
 
 
 def _evidence(d: Path) -> list[dict]:

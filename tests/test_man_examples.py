@@ -13,10 +13,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import EXAMPLES, MAN
 
-ROOT = Path(__file__).resolve().parents[1]
-MAN = ROOT / "man"
-EXAMPLES = ROOT / "examples" / "logdir"
 KAFKALOG = shutil.which("kafkalog", path=str(Path(sys.executable).parent)) or shutil.which("kafkalog")
 CRON_PATH = "/usr/bin:/bin"
 CRON_LINE = re.compile(r"^(\S+\s+){5}(?=\S)")

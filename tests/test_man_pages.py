@@ -8,8 +8,8 @@ import click
 import pytest
 
 from kafkalog_cli.cli import COMMANDS, cli
-
-MAN = Path(__file__).resolve().parent.parent / "man"
+from tests.helpers.paths import MAN
+from tests.helpers.exit_codes import EXIT_CODES
 
 
 def _man_text(page: Path) -> str:
@@ -33,30 +33,6 @@ def test_every_option_of_a_command_is_in_its_man_page(name):
     for param in cmd.params:
         if isinstance(param, click.Option) and "--help" not in param.opts:
             assert any(o in text for o in param.opts), f"{name}: {param.opts} not in {page.name}"
-
-
-# The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
-EXIT_CODES = {
-    "dump-log": (0, 2, 3, 4),
-    "dump-index": (0, 1, 2, 3, 4),
-    "verify-crc": (0, 1, 2, 4),
-    "export": (0, 2, 3, 4, 6),
-    "recover": (0, 1, 2, 3, 4, 5, 6),
-    "roll": (0, 1, 2, 3, 4, 5, 6),
-    "retain": (0, 1, 2, 3, 4, 5, 6, 7),
-    "compact": (0, 1, 2, 3, 4, 5, 6, 7),
-    "delete-records": (0, 1, 2, 3, 4, 5, 6, 7),
-    "transactions": (0, 1, 2, 3, 4),
-    "quarantine": (0, 2, 3, 4, 5, 6),
-    "completion": (0, 2),
-    "describe": (0, 2, 3, 4),
-    "get-offsets": (0, 2, 3, 4),
-    "doctor": (0, 1, 2, 4, 8),
-    "consumer-groups": (0, 2, 3, 4),
-    "metadata": (0, 2, 3, 4),
-    "compare-replicas": (0, 1, 2, 3, 4),
-    "move-partition": (0, 1, 2, 3, 4, 5, 6),
-}
 
 
 # retain's and compact's --help and man pages are being rewritten with issue 11's refusals (their

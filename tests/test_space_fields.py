@@ -8,12 +8,12 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from .test_exit_codes import DIRTY
-from tests.run_lines import log_dir_report, totals
+from tests.helpers.compaction import DIRTY
+from tests.helpers.run_lines import log_dir_report, totals
 
 
 def _dirty(tmp_path):
-    from .ops.compact_helpers import restore
+    from tests.helpers.compaction import restore
 
     return restore("keyed-overwrites", "before", tmp_path / "logs")
 
@@ -40,7 +40,7 @@ def test_compact_with_the_default_quarantine_holds_what_it_replaced(tmp_path):
 
 
 def test_recover_reports_what_its_cut_frees_and_holds(tmp_path):
-    from .ops.conftest import copy_case
+    from tests.helpers.broker_cases import copy_case
 
     d = copy_case("recover-torn-tail", tmp_path)
     r = CliRunner().invoke(cli, ["recover", str(d), "--format", "json", "--quarantine", str(tmp_path / "q")])

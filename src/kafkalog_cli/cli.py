@@ -109,12 +109,12 @@ def _escape_unencodable_output() -> None:
 
 
 def _print_version(ctx: click.Context, _param, value: bool) -> None:
-    """`kafkalog --version`: the version, and which core runs the record paths (formats/core.py)."""
+    """`kafkalog --version`: the version, and which core runs the record paths (formats/byte_loops.py)."""
     if not value or ctx.resilient_parsing:
         return
-    from kafkalog_cli.formats import core
+    from kafkalog_cli.formats import byte_loops
 
-    click.echo(f"kafkalog, version {__version__}, {core.describe()}")
+    click.echo(f"kafkalog, version {__version__}, {byte_loops.describe()}")
     ctx.exit()
 
 

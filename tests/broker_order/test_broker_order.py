@@ -10,7 +10,7 @@ checkpoint from 5 entries on is a HashMap, ordered by the keys). The last snapsh
 clean shutdown wrote, and a restart on it writes the same again (only partitions whose hashCodes
 are equal may swap: the broker itself orders those by insertion).
 
-Runs when KAFKA_HOME and KAFKA_PY are set (tests/kafka_broker.py); skipped otherwise.
+Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py); skipped otherwise.
     KAFKA_HOME=/opt/kafka-3.3.1 KAFKA_PY=/opt/kafka-build/venv/bin/python \\
       python -m pytest tests/broker_order
 `python -m tests.broker_order.test_broker_order OUT` keeps the snapshots in OUT (the fixtures of
@@ -26,7 +26,7 @@ from pathlib import Path
 from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint, parse_offset_checkpoint_entries
 from kafkalog_cli.formats.scala_order import topic_partition_hash
 
-from ..kafka_broker import broker_run, format_log_dir, needs_broker
+from tests.helpers.kafka_broker import broker_run, format_log_dir, needs_broker
 
 FILES = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
          "replication-offset-checkpoint", "cleaner-offset-checkpoint")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from tests.helpers.paths import EXAMPLES
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples" / "logdir"
 _ROOT_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint")
 
 

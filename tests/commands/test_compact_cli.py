@@ -2,20 +2,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
-from tests.run_lines import log_dir_report, stable
-from tests.ops.compact_helpers import FIXTURES, records_of, restore
+from tests.helpers.run_lines import log_dir_report, stable
+from tests.helpers.compaction import FIXTURES, records_of, restore
+from tests.helpers import paths
+from tests.helpers.compaction import CFG
 
-CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",
-       "--topic-config", "cmp-none:index.interval.bytes=512", "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01",
-       # the rest of what the broker ran with (PARAMS.json): compact refuses to guess them
-       "--topic-config", "cmp-none:delete.retention.ms=86400000", "--topic-config", "cmp-none:min.compaction.lag.ms=0"]
 
 
 def test_compact_json_then_nothing_left(tmp_path):
@@ -155,6 +152,6 @@ def test_a_quarantine_inside_the_log_dir_is_refused(tmp_path):
     import shutil
 
     d = tmp_path / "logdir"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     r = _Runner().invoke(_cli, ["compact", "--quarantine", str(d / "q"), str(d)])
     assert r.exit_code == 2 and "is inside the log dir" in r.stderr and not (d / "q").exists()

@@ -24,7 +24,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..kraft_cluster import Cluster, kafka_version, needs_cluster
+from tests.helpers.kraft_cluster import Cluster, kafka_version, needs_cluster
 
 pytestmark = needs_cluster
 

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..ops.test_compare_replicas import run, unclean_election, write_replica
+from tests.helpers.replicas import run, unclean_election, write_replica
 
 
 def invoke(*args):

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import FIXTURES
+from tests.helpers import paths
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "groups-broker-3.3.1"
+FIXTURE = FIXTURES / "groups-broker-3.3.1"
 LOGDIR = FIXTURE / "logdir"
 EXPECTED = json.loads((FIXTURE / "expected.json").read_text())
 
@@ -105,7 +106,7 @@ def test_a_damaged_record_is_one_line_with_file_and_position(runner, tmp_path):
     ("examples/logdir", "examples-consumer-groups.txt"),
 ])
 def test_golden_text(runner, path, golden):
-    root = Path(__file__).resolve().parents[2]
+    root = paths.REPO
     r = runner.invoke(cli, ["consumer-groups", str(root / path)])
     assert r.exit_code == 0
     assert r.stdout == (FIXTURE.parent / "groups-metadata-goldens" / golden).read_text()

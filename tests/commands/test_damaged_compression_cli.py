@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ..bad_inputs import fix_crc, garbage_compressed, good_batch, partition
+from tests.helpers.bad_inputs import fix_crc, garbage_compressed, good_batch, partition
 from kafkalog_cli.formats.compression import Compression
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.helpers.paths import SRC
 
 
 def codec_5(d: Path) -> Path:

@@ -3,18 +3,17 @@
 import json
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..ops.test_retain import NEW, make_log_dir
-from ..run_lines import log_dir_report, of_kind, partitions, totals
-from .test_retain_cli import held_lock, tree  # noqa: F401  (a fixture)
+from tests.helpers.retention import NEW, make_log_dir
+from tests.helpers.run_lines import log_dir_report, of_kind, partitions, totals
+from tests.helpers.file_states import tree
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]        # offsets 0-2, 3-5, 6-8
 
 

@@ -1,20 +1,19 @@
-"""delete-records and transactions on damaged segments (tests/bad_inputs) and on every log dir a
+"""delete-records and transactions on damaged segments (tests/helpers/bad_inputs) and on every log dir a
 real broker wrote (tests/fixtures/broker): never a traceback, a documented exit code, one
 `kafkalog:` line naming the file on failure, and on real log dirs Kafka's invariants."""
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
+from tests.helpers import bad_inputs as B
 
-from ..run_lines import of_kind
-from ..test_bad_input import LOG_CASES
+from tests.helpers.run_lines import of_kind
+from tests.helpers.bad_inputs import LOG_CASES
+from tests.helpers.paths import BROKER
 
-BROKER = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 LOG_DIRS = sorted(p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after")))
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 import io
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,10 +11,10 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.render import describe as render
-from tests import bad_inputs as B
-from tests.test_bad_input import LOG_CASES, run
+from tests.helpers import bad_inputs as B
+from tests.helpers.bad_inputs import LOG_CASES, run
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
 PARTITIONS = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 

@@ -14,28 +14,19 @@ import os
 import re
 import shutil
 import struct
-import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
-from ..broker_start import broker_verdict, needs_broker
-from ..kafka_broker import broker_run
-from ..kraft_cluster import Cluster, needs_cluster
-from ..ops.test_doctor_all_clear import MOVED, findings, owned_by, rot, split, unused_uid
-from .test_doctor_cli import copy, doctor, props, write_props
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.kafka_broker import broker_run
+from tests.helpers.kraft_cluster import Cluster, needs_cluster
+from tests.helpers.doctor import (MOVED, copy, doctor, findings, owned_by, props, rot, split, unused_uid,
+                                  write_props)
+from tests.helpers import paths
 
 pytestmark = needs_broker
-
-
-@pytest.fixture
-def base():
-    """A directory every uid may traverse (pytest's tmp_path is root's alone)."""
-    d = Path(tempfile.mkdtemp(prefix="kafkalog-doctor-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.mark.parametrize("value, broker_says", [
@@ -86,7 +77,7 @@ def test_a_bare_uids_log_dir_doctor_and_the_broker_run_as_that_uid_agree(base, r
     the root segment the same broker, as the same uid, starts: the uid alone is no obstacle."""
     uid = unused_uid()
     d = base / "logdir"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     owned_by(d, uid)
     bad = d / "multi-segment-0" / "00000000000000000000.log"
     if root_segment:

@@ -14,33 +14,14 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..broker_start import broker_verdict, needs_broker
-from ..field_damage import base_offset_overflow, torn_tail
-from ..fullfs import EXAMPLES, fill, tmpfs
-from ..corpus import ENV as CORPUS_ENV
-from ..corpus import corpus_dir, corpus_path
-from ..storage.test_lock import hold_lock
-
-
-
-def doctor(*args):
-    r = CliRunner().invoke(cli, ["doctor", *map(str, args)])
-    assert "Traceback" not in r.output, r.output
-    return r
-
-
-def copy(tmp_path: Path, name: str = "logdir") -> Path:
-    d = tmp_path / name
-    shutil.copytree(EXAMPLES, d)
-    return d
-
-
-def props(d: Path) -> dict:
-    return dict(line.split("=", 1) for line in (d / "meta.properties").read_text().splitlines() if "=" in line)
-
-
-def write_props(d: Path, values: dict) -> None:
-    (d / "meta.properties").write_text("#\n" + "".join(f"{k}={v}\n" for k, v in values.items()))
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
+from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
+from tests.corpus import ENV as CORPUS_ENV
+from tests.corpus import corpus_dir, corpus_path
+from tests.helpers.locks import hold_lock
+from tests.helpers import paths
+from tests.helpers.doctor import copy, doctor, props, write_props
 
 
 # ------------------------------------------------------------------ the field's cases
@@ -196,7 +177,7 @@ def test_a_file_the_brokers_user_cannot_write(tmp_path):
     user owns: that log dir goes offline, so with it alone the broker does not start."""
     if os.geteuid() != 0:
         pytest.skip("needs root to give files to another user")
-    from ..storage.test_ownership import broker_user
+    from tests.helpers.doctor import broker_user
 
     user = broker_user()
     d = copy(tmp_path)
@@ -268,7 +249,7 @@ BROKER_CASES = ["missing meta.properties", "lost+found", "damaged recovery point
 @needs_broker
 @pytest.mark.parametrize("name", BROKER_CASES)
 def test_the_verdict_agrees_with_a_real_broker(tmp_path, name):
-    from tests.kafka_dist import kafka_dist
+    from tests.helpers.kafka_dist import kafka_dist
     dist = kafka_dist()
     if name == "duplicate directory.id" and not (dist and dist.at_least(3, 7)):
         pytest.skip(f"directory.id is Kafka 3.7+'s; KAFKA_HOME is {dist.label if dist else 'unknown'}")
@@ -296,12 +277,11 @@ def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
     # LogManager.isStrayKraftReplica (3.7+): a topic id the metadata image does not hold (a topic
     # deleted while this broker was down), or replicas without this node
     import shutil
-    from pathlib import Path
     from click.testing import CliRunner
     from kafkalog_cli.cli import cli
 
     d = tmp_path / "ld"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     shutil.copytree(d / "codec-none-0", d / "gone-0")
     meta = d / "gone-0" / "partition.metadata"
     meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: AAAAAAAAAAAAAAAAAAAAAA\n")

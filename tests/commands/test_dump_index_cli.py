@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES as _EX, READ
 
-READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
 GOLDENS = READ / "goldens"
 CASES = sorted((a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args"))
 
@@ -144,11 +144,8 @@ def test_log_file_is_refused(tmp_path):
 import os as _os
 import shutil as _shutil
 import struct as _struct
-from pathlib import Path as _Path
 
 import pytest as _pytest
-
-_EX = _Path(__file__).resolve().parents[2] / "examples" / "logdir"
 
 
 @_pytest.fixture

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def lines(res):

@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from kafkalog_cli.cli import cli
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.storage.selection import Filters
-from tests.formats.strategies import v2_batches
+from tests.helpers.strategies import v2_batches
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 LOG = "00000000000000000000.log"
 
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD
 from kafkalog_cli.storage import selection
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NONE = EXAMPLES / "codec-none-0"    # keys k000.. (every 7th null), values value-<n>-x.. (some null)
 LOG = "00000000000000000000.log"
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import FIXTURES
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
 TORN_HW = FIXTURES / "offsets" / "torn-tail-hw"      # rec-none-0's torn active segment 725, HW 800
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 
@@ -113,7 +112,7 @@ def test_a_log_start_above_the_log_end_is_the_empty_log_the_broker_loads(tmp_pat
 def test_a_batch_failing_its_crc_ends_the_log_only_when_the_broker_recovers_it(tmp_path):
     # without .kafka_cleanshutdown LogSegment.recover checks every CRC and truncates at the first
     # that does not match; after a clean shutdown readNextOffset walks the headers unchecked
-    from tests import bad_inputs as B
+    from tests.helpers import bad_inputs as B
 
     log = B.bad_crc(tmp_path)
     r = invoke("get-offsets", log.parent.parent, "--time", "latest", "--isolation-level", "none")

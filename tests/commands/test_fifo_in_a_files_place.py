@@ -20,9 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES, SRC
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-SRC = Path(__file__).resolve().parents[2] / "src"
 GUARD_S = 20.0
 
 # the file kinds a FIFO stands in for, each at one place in examples/logdir

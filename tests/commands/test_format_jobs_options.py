@@ -2,16 +2,13 @@
 --jobs option, across every command."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import COMMANDS, cli
 from kafkalog_cli.commands.options import FormatChoice
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def _command(name: str) -> click.Command:

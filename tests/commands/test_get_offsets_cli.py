@@ -2,17 +2,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
-from tests.ops.test_describe import EXAMPLES, checkpoint
-from tests.test_bad_input import LOG_CASES, run
+from tests.helpers import bad_inputs as B
+from tests.helpers.file_states import checkpoint
+from tests.helpers.paths import CORPUS, EXAMPLES
+from tests.helpers.bad_inputs import LOG_CASES, run
 
-TS = Path(__file__).parents[1] / "fixtures" / "corpus" / "broker" / "formats" / "ts-nonmonotonic" / "before"
+TS = CORPUS / "broker" / "formats" / "ts-nonmonotonic" / "before"
 PARTITIONS = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 

@@ -1,5 +1,5 @@
 """Acceptance against a real Kafka broker (KAFKA_HOME, a Kafka 3.3.1 distribution; KAFKA_PY, a
-Python with kafka-python; skipped without them, see tests/kafka_broker.py). Kafka 3.3.1 has no
+Python with kafka-python; skipped without them, see tests/helpers/kafka_broker.py). Kafka 3.3.1 has no
 KIP-848 consumer groups: their replay is tested on records built from Kafka 4.2's schemas and
 on the corpus' Kafka 4.x files instead (tests/ops/test_consumer_groups.py).
 
@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
-from ..kafka_dist import kafka_dist
+from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
+from tests.helpers.kafka_dist import kafka_dist
 from .metadata_checks import image, image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 
 

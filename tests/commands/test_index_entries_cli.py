@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 ACTIVE = "multi-segment-0/00000000000000000300"
 # an internal topic too: its newest batches are read for the Kafka version (config.versions)
 ACTIVES = [ACTIVE, "__consumer_offsets-0/00000000000000000000"]

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES as EXAMPLE
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = "1900000000000"
 LINKED, TWIN = "multi-segment-0", "multi-segment-1"
 ACTIVE_LOG = "00000000000000000300.log"

@@ -7,15 +7,14 @@ import json
 import lzma
 import re
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
 
 from .metadata_checks import image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
+from tests.helpers.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 LOGDIR = FIXTURES / "groups-broker-3.3.1" / "logdir"
 EXPECTED = json.loads((FIXTURES / "groups-broker-3.3.1" / "expected.json").read_text())
 GOLDENS = FIXTURES / "groups-metadata-goldens"

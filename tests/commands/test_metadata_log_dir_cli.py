@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 INDEX = "multi-segment-0/00000000000000000000.index"
 
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.checkpoints import read_offsets
 
-from ..kraft_cluster import Cluster, kafka_version, needs_cluster
+from tests.helpers.kraft_cluster import Cluster, kafka_version, needs_cluster
 
 pytestmark = needs_cluster
 KEYS = [f"k{i}" for i in range(10)]

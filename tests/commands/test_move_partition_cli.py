@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..run_lines import log_dir_report, totals
-from ..storage.test_lock import hold_lock
+from tests.helpers.run_lines import log_dir_report, totals
+from tests.helpers.locks import hold_lock
 from ..ops.move_helpers import TP, live_copies, state, two_log_dirs
 
 
@@ -178,7 +178,7 @@ def test_restore_refuses_when_the_moved_copy_changed(tmp_path):
 
 
 def test_moves_off_a_full_source_disk(tmp_path):
-    from ..fullfs import fill, free_bytes, tmpfs
+    from tests.helpers.fullfs import fill, free_bytes, tmpfs
 
     with tmpfs(tmp_path / "fs", "4m") as fs:
         src, dst = two_log_dirs(tmp_path / "x")

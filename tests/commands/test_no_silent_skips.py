@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
+from tests.helpers.paths import EXAMPLES, SRC
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 UUID = "0123456789abcdef0123456789abcdef"
 NOW = "1900000000000"
 DEFAULTS = ("--assume-kafka-defaults",)
@@ -232,7 +232,6 @@ def test_dump_log_json_exits_as_kafka_mode_on_a_file_that_is_no_segment(tmp_path
 # mode 000 file cannot be read: each reader exits 4 with one line naming the file, never skips it.
 SETPRIV = shutil.which("setpriv")
 DROP = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
-SRC = Path(__file__).resolve().parents[2] / "src"
 needs_setpriv = pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed")
 
 

@@ -13,8 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 BAD = os.fsdecode(b"codec-n\xffne-0")
 COMMANDS = [
     (["export", "{d}", "{out}.parquet", "--to", "parquet"], (0,)),

@@ -15,8 +15,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage.names import offset_from_name, unparsable_offset
+from tests.helpers.paths import EXAMPLES as EXAMPLE
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 TOO_BIG = "99999999999999999999"
 
 

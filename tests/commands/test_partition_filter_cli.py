@@ -12,10 +12,9 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.commands.test_retain_cli import held_lock  # noqa: F401  (a fixture)
-from tests.run_lines import log_dir_report, partitions
+from tests.helpers.run_lines import log_dir_report, partitions
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 LOG = "00000000000000000000.log"
 READ_COMMANDS = ("dump-log", "dump-index", "verify-crc")
 CHANGE_COMMANDS = ("recover", "roll", "retain", "compact")

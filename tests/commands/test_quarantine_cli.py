@@ -17,14 +17,15 @@ import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
-from tests.run_lines import of_kind
+from tests.helpers.run_lines import of_kind
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
 
-from ..ops import compact_helpers, conftest, test_retain
+from tests.helpers import broker_cases, compaction, retention
+from tests.helpers.paths import MAN
 
-MAN = Path(__file__).resolve().parents[2] / "man" / "kafkalog-quarantine.1"
+MAN = MAN / "kafkalog-quarantine.1"
 COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.policy=compact",
                "--topic-config", "cmp-none:segment.bytes=16384", "--topic-config", "cmp-none:index.interval.bytes=512",
                "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01", "--topic-config",
@@ -34,21 +35,21 @@ COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.pol
 
 
 def _recover(case):
-    return lambda dest: (conftest.copy_case(case, dest), ["recover", "--now", "1795248200000"])
+    return lambda dest: (broker_cases.copy_case(case, dest), ["recover", "--now", "1795248200000"])
 
 
 def _roll(dest):
-    return conftest.copy_case("roll-time-roll", dest), ["roll", "--if-needed", "--now", "1795249186389"]
+    return broker_cases.copy_case("roll-time-roll", dest), ["roll", "--if-needed", "--now", "1795249186389"]
 
 
 def _retain(dest):
-    return test_retain.copy_case("time", dest), [
-        "retain", "--now", str(test_retain.params("time")["now_ms"]),
-        "--server-properties", str(test_retain.server_properties("time"))]
+    return retention.copy_case("time", dest), [
+        "retain", "--now", str(retention.params("time")["now_ms"]),
+        "--server-properties", str(retention.server_properties("time"))]
 
 
 def _compact(dest):
-    return compact_helpers.restore("keyed-overwrites", "before", dest / "logs"), ["compact", *COMPACT_CFG]
+    return compaction.restore("keyed-overwrites", "before", dest / "logs"), ["compact", *COMPACT_CFG]
 
 
 OPS = {"recover-torn-tail": _recover("recover-torn-tail"), "recover-zeroed-index": _recover("recover-zeroed-index"),

@@ -9,9 +9,10 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
 
-from ..ops.conftest import copy_case, tree_state
-from ..run_lines import log_dir_report, totals
-from ..storage.test_lock import hold_lock
+from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.run_lines import log_dir_report, totals
+from tests.helpers.locks import hold_lock
+from tests.helpers import paths
 
 
 def invoke(*args):
@@ -115,15 +116,14 @@ def test_partition_dir_a_checkpoint_cannot_name_stops_with_exit_4(tmp_path):
 def test_a_dry_run_notes_a_held_lock(tmp_path):
     # a dry run takes no lock, so it plans on a live broker's dir: it says the real run would stop
     import shutil
-    from pathlib import Path
 
     from click.testing import CliRunner
 
     from kafkalog_cli.cli import cli
-    from ..storage.test_lock import hold_lock
+    from tests.helpers.locks import hold_lock
 
     d = tmp_path / "ld"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     holder = hold_lock(d / ".lock")
     try:
         for cmd in (["recover", "--dry-run"], ["retain", "--dry-run", "--assume-kafka-defaults"]):

@@ -18,13 +18,13 @@ from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.runner import ConfigSources, Operation, run_log_dir
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.logdir import partition_dirs_for
-from tests.commands.test_retain_cli import held_lock  # noqa: F401  (a fixture)
-from tests.ops.compact_helpers import records_of, restore
-from tests.ops.test_retain import (DAY, FIXTURES, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
-                                   server_properties)
-from tests.run_lines import log_dir_report, of_kind
+from tests.helpers.compaction import records_of, restore
+from tests.helpers.paths import BROKER as FIXTURES
+from tests.helpers.retention import (DAY, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
+                                     server_properties)
+from tests.helpers.run_lines import log_dir_report, of_kind
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KEYED_OVERWRITES_NOW = "1795248446186"
 
 

@@ -6,16 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
-from tests.run_lines import ENVELOPE
+from tests.helpers.run_lines import ENVELOPE
 
-from ..storage.test_lock import hold_lock
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
+from tests.helpers.locks import hold_lock
+from tests.helpers.paths import EXAMPLES
 
 
 @pytest.mark.parametrize("command", [

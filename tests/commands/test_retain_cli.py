@@ -10,9 +10,12 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..run_lines import ENVELOPE, of_kind, partitions, totals
-from ..ops.test_retain import (FIXTURES, NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
-                               server_properties)
+from tests.helpers.run_lines import ENVELOPE, of_kind, partitions, totals
+from tests.helpers.paths import BROKER as FIXTURES
+from tests.helpers.retention import (NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
+                                     server_properties)
+from tests.helpers import paths
+from tests.helpers.file_states import tree
 
 KAFKALOG = Path(sys.executable).with_name("kafkalog")
 
@@ -20,10 +23,6 @@ KAFKALOG = Path(sys.executable).with_name("kafkalog")
 def retain(*args, case="time"):
     base = ["retain", "--now", str(params(case)["now_ms"]), "--server-properties", str(server_properties(case))]
     return CliRunner().invoke(cli, base + [str(a) for a in args])
-
-
-def tree(d: Path) -> dict[str, bytes]:
-    return {str(f.relative_to(d)): f.read_bytes() for f in sorted(d.rglob("*")) if f.is_file() and f.name != ".lock"}
 
 
 @pytest.mark.parametrize("case", ["time", "size"])
@@ -94,23 +93,6 @@ def test_configs_from_the_command_line_win(tmp_path):
     r = retain("--dry-run", "--format", "json", "--no-cluster-metadata", d2, case="size")
     assert of_kind(r.stdout, "partition")[1]["status"] == "nothing to do"
 
-
-@pytest.fixture
-def held_lock(tmp_path):
-    """A process holding a log dir's .lock as a broker does (lockf = fcntl, like the JVM)."""
-    procs = []
-
-    def hold(d: Path):
-        code = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
-                "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n")
-        p = subprocess.Popen([sys.executable, "-c", code, str(d / ".lock")], stdout=subprocess.PIPE, text=True)
-        assert p.stdout.readline().strip() == "locked"
-        procs.append(p)
-        return p.pid
-    yield hold
-    for p in procs:
-        p.kill()
-        p.wait()
 
 
 def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
@@ -197,14 +179,13 @@ def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
     # those values are unknown; they are null, the refusal and `configs` say why
     import json
     import shutil
-    from pathlib import Path
 
     from click.testing import CliRunner
 
     from kafkalog_cli.cli import cli
 
     d = tmp_path / "ld"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "logdir", d)
+    shutil.copytree(paths.EXAMPLES, d)
     r = CliRunner().invoke(cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)])
     (part,) = of_kind(r.stdout, "partition")
     assert part["status"] == "refused"

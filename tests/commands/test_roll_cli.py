@@ -2,8 +2,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..ops.conftest import copy_case, tree_state
-from ..run_lines import log_dir_report, partitions
+from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.run_lines import log_dir_report, partitions
 
 
 def test_roll_if_needed_dry_run_then_apply(tmp_path):

@@ -19,9 +19,10 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import quarantine_registry
 
-from ..run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
+from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
+from tests.helpers.paths import EXAMPLES
+from tests.helpers import paths
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))
 RETAIN = ["retain", "--assume-kafka-defaults", "--now", "1900000000000"]   # segments of examples/ are due
 
@@ -55,6 +56,7 @@ def on_a_terminal(*args: str) -> tuple[int, str]:
 
 
 # ------------------------------------------------------------------------------ point 7
+@pytest.mark.slow     # the installed script on a pseudo-terminal
 def test_a_successful_retain_on_a_terminal_says_what_it_did_and_where_the_quarantine_is(tmp_path):
     d = copy(tmp_path)
     code, out = on_a_terminal(*RETAIN, str(d))
@@ -190,6 +192,7 @@ def test_an_unwritable_state_dir_is_a_warning_never_a_failure(tmp_path, monkeypa
     assert len(list((tmp_path / "q").iterdir())) == 1        # the data was kept all the same
 
 
+@pytest.mark.slow     # concurrent runs of the installed script
 def test_runs_at_once_lose_no_entry(tmp_path, state_dir):
     log_dirs = [tmp_path / f"ld{i}" for i in range(8)]
     threads = [threading.Thread(target=quarantine_registry.record, args=(ld, tmp_path / "q" / f"f{i}"))
@@ -217,5 +220,5 @@ def test_the_state_dir_defaults_to_xdg_state_home(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("field", ENVELOPE)
 def test_the_envelope_is_documented(field):
-    man = (Path(__file__).resolve().parents[2] / "man" / "kafkalog.1").read_text()
+    man = (paths.MAN / "kafkalog.1").read_text()
     assert f".B {field}\n" in man

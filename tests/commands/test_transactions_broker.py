@@ -3,18 +3,17 @@ committing) answers ListOffsets read_committed with the last stable offset and r
 with the high watermark; stopped, its files must give `kafkalog transactions` the same answers,
 the open transaction, and no hanging one while the coordinator's log says it is Ongoing.
 
-Runs when KAFKA_HOME and KAFKA_PY are set (tests/kafka_broker.py), skipped otherwise."""
+Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py), skipped otherwise."""
 import json
 import shutil
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import broker_run, needs_broker
+from tests.helpers.kafka_broker import broker_run, needs_broker
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 pytestmark = needs_broker
 
 # begin a transaction on txn-0, write 3 records, ask both end offsets, die without committing

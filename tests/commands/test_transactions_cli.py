@@ -2,33 +2,18 @@
 code, --topic/--partition and bad input."""
 import json
 import shutil
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import build_v2_batch
 
-from ..ops.test_transactions import MIN, NOW, data, marker, txn_state_record
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.transactions import MIN, NOW, log_dir, txn_state_record
+from tests.helpers.paths import EXAMPLES
 
 
 def invoke(*args):
     return CliRunner().invoke(cli, ["transactions", *map(str, args)])
-
-
-def log_dir(tmp_path, with_state=False) -> Path:
-    d = tmp_path / "logs"
-    parts = {"t-0": [data(0, 10, ts=NOW - 20 * MIN), data(1, 11, txn=False, ts=NOW - MIN), marker(2, 10)],
-             "t-1": [data(0, 12, ts=NOW - 60 * MIN), data(1, 13, ts=NOW - 5 * MIN)]}
-    if with_state:
-        parts["__transaction_state-0"] = [build_v2_batch([txn_state_record("app", 13, 1, [("t", [1])])], 0)]
-    for name, batches in parts.items():
-        (d / name).mkdir(parents=True)
-        (d / name / "00000000000000000000.log").write_bytes(b"".join(batches))
-    (d / "replication-offset-checkpoint").write_text("0\n2\nt 0 3\nt 1 2\n")
-    return d
 
 
 def test_the_tables(tmp_path):

@@ -10,9 +10,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests import bad_inputs as B
-
-READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
+from tests.helpers import bad_inputs as B
+from tests.helpers.paths import EXAMPLES as _EXAMPLES, READ
 
 
 def invoke(*args):
@@ -134,9 +133,6 @@ def test_piped_output_has_no_decoration(tmp_path):
 import os as _os
 import pytest
 import shutil as _shutil
-from pathlib import Path as _Path
-
-_EXAMPLES = _Path(__file__).resolve().parents[2] / "examples" / "logdir"
 
 
 @pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])

@@ -23,8 +23,9 @@ from kafkalog_cli.storage.quarantine import default_quarantine_root
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
 
-from .test_crash_retain import partition_files
-from ..ops.test_retain import DAY, NEW, NOW, OLD, apply, make_log_dir, plan_for, res_with
+from tests.helpers.file_states import partition_hashes as partition_files
+from kafkalog_cli.ops.plan import apply
+from tests.helpers.retention import DAY, NEW, NOW, OLD, make_log_dir, plan_for, res_with
 
 RETAIN = ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", f"retention.ms={7 * DAY}"]
 SEGMENT = re.compile(r"\d{20}\.log(\.\d+)?$")

@@ -15,7 +15,7 @@ from kafkalog_cli.ops import cleaner, compact, recover
 from kafkalog_cli.ops.plan import apply as apply_plan
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from tests.ops.compact_helpers import FIXTURES, params, records_of, resolver_for, restore
+from tests.helpers.compaction import FIXTURES, params, records_of, resolver_for, restore
 
 NOW = params("tombstones")["now_ms"]
 

@@ -15,11 +15,11 @@ from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from ..ops.test_delete_records import SEGMENTS, run
-from ..ops.test_retain import kept_offsets, make_log_dir
-from .test_crash_retain import partition_files, state
+from tests.helpers.delete_records import SEGMENTS, run
+from tests.helpers.retention import kept_offsets, make_log_dir
+from tests.helpers.file_states import partition_hashes as partition_files, hashes as state
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 OFFSETS = {("t", 0): 7, ("u", 0): 4}          # into the third and the second segment
 
 

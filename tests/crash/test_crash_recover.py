@@ -15,7 +15,7 @@ from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 
-from ..ops.conftest import copy_case, segment_files
+from tests.helpers.broker_cases import copy_case, segment_files
 
 
 def offsets(d):
@@ -121,7 +121,7 @@ def test_kill_the_overflow_split_after_every_step(tmp_path):
     # splits the segment as the broker does (.cleaned -> .swap -> rename). Killed at any step, a
     # second recover (as the broker's LogLoader) finishes or redoes the split and reaches the same
     # dir, keeping every batch
-    from ..ops.test_recover_broker_cases import damaged
+    from tests.helpers.recovery import damaged
 
     def run(d, fault_after=None):
         (ld, parts), = partition_dirs_for([d]).items()

@@ -1,6 +1,5 @@
 """Crash safety of retain: kill it after every single file-system step; a rerun of retain (or
 `recover` then retain) must reach the uninterrupted run's state, and no kept record may be lost."""
-import hashlib
 import os
 import subprocess
 import sys
@@ -14,18 +13,10 @@ from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 
-from ..ops.test_retain import (NOW, OLD, copy_case, kept_offsets, make_log_dir, params, res_with, resolver,
-                               run)
-
-
-def state(d: Path) -> dict[str, str]:
-    """Every file of the topic partitions and the root checkpoints, by content hash."""
-    out = {}
-    for f in sorted(d.rglob("*")):
-        rel = f.relative_to(d)
-        if f.is_file() and not rel.parts[0].startswith("__cluster_metadata") and f.name != ".lock":
-            out[str(rel)] = hashlib.sha256(f.read_bytes()).hexdigest()
-    return out
+from tests.helpers.retention import (NOW, OLD, copy_case, kept_offsets, make_log_dir, params, res_with,
+                                     resolver, run)
+from tests.helpers import paths
+from tests.helpers.file_states import hashes as state, partition_hashes as partition_files
 
 
 def crash_then_rerun(case: str, tmp_path: Path, n: int, quarantine: bool, via_recover: bool = False) -> Path:
@@ -52,23 +43,6 @@ def test_kill_after_every_step_then_rerun(case, quarantine, tmp_path):
         d = crash_then_rerun(case, tmp_path, n, quarantine)
         assert state(d) == want, f"after a kill at step {n} of {total}"
         assert kept <= kept_offsets(d)
-
-
-def partition_files(d: Path, files: dict[str, str] | None = None) -> dict[str, str]:
-    """Partition files (recover owns the root's) of `files` (by default state(d)), without a
-    producer snapshot at or below the first segment's base: retain and delete-records keep the one
-    at the new log start, as the broker's retention does, and recover deletes it, as the broker's
-    next load does (ProducerStateManager.truncateAndReload)."""
-    out = {}
-    for k, v in (state(d) if files is None else files).items():
-        if "/" not in k:
-            continue
-        part, name = k.split("/", 1)
-        first = min(int(f.name[:20]) for f in (d / part).glob("*.log"))
-        if name.endswith(".snapshot") and int(name[:20]) <= first:
-            continue
-        out[k] = v
-    return out
 
 
 def test_kill_then_recover_then_retain(tmp_path):
@@ -99,7 +73,7 @@ def test_kill_during_roll_and_delete_of_every_segment(tmp_path):
 def test_installed_command_killed_midway_then_rerun(tmp_path):
     """The real process dies (exit 137, as after SIGKILL) after step N; cron's next run finishes."""
     ref = copy_case("time", tmp_path / "ref")
-    now, props = str(params("time")["now_ms"]), str(Path(__file__).parents[1] / "fixtures/broker/retain-time/config/server.properties")
+    now, props = str(params("time")["now_ms"]), str(paths.BROKER / "retain-time" / "config" / "server.properties")
     exe = [str(Path(sys.executable).with_name("kafkalog")), "retain", "--now", now, "--server-properties", props,
            "--no-quarantine"]
     assert subprocess.run(exe + [str(ref)]).returncode == 0

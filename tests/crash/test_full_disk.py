@@ -33,10 +33,10 @@ from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from ..broker_start import broker_verdict, needs_broker
-from ..fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
-from ..ops.conftest import tree_state
-from ..run_lines import log_dir_report, totals
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
+from tests.helpers.broker_cases import tree_state
+from tests.helpers.run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"
 NOW = 1795249186389

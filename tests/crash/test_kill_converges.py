@@ -33,10 +33,10 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps
 from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
 
-from tests.ops.compact_helpers import params as compact_params, restore as compact_fixture
+from tests.helpers.compaction import params as compact_params, restore as compact_fixture
 from tests.ops.move_helpers import TP, two_log_dirs
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 SEED = int(os.environ.get("KAFKALOG_KILL_SEED", "31"))
 KILLS_PER_COMMAND = int(os.environ.get("KAFKALOG_KILLS", "2"))
 MAX_DELAY = float(os.environ.get("KAFKALOG_KILL_MAX_DELAY", "0.2"))     # seconds after the first change

@@ -16,9 +16,9 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
 
-from tests.ops.compact_helpers import FIXTURES, params, records_of, restore
+from tests.helpers.compaction import FIXTURES, params, records_of, restore
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 PROBE = ".kafkalog-probe.kafkalog-tmp"
 
 

@@ -1,7 +1,7 @@
 """A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
 
 KAFKA_HOME names a Kafka distribution: 3.3.1 or 3.9.0-rc3 (tools/kafka-broker builds both; which
-one it is comes from its jars, tests/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
+one it is comes from its jars, tests/helpers/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
 python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
 PID (SIGTERM: a clean shutdown), never by kafka-server-stop.sh, which stops every broker.
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.kafka_dist import kafka_dist
+from tests.helpers.kafka_dist import kafka_dist
 
 KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
 KAFKA_PY = os.environ.get("KAFKA_PY", sys.executable)

@@ -17,8 +17,6 @@ from tests.differential.compare import ORDER_ONLY, compare_log_dirs
 from tests.differential.damage import damage_log_dir, segments
 from tests.differential.loadcheck import broker_loads, kafkalog, now_ms, partition_dirs
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "logdir"
 CORPUS = corpus_path() / "broker"
 
 

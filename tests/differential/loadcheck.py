@@ -15,8 +15,7 @@ from pathlib import Path
 
 from tests.differential.broker import BrokerDidNotStart, run_broker
 from tests.differential.compare import METADATA
-
-SRC = Path(__file__).resolve().parents[2] / "src"
+from tests.helpers.paths import SRC
 
 
 @dataclass

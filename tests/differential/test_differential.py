@@ -20,7 +20,8 @@ def generated(tmp_path_factory):
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_recover_matches_the_broker_and_the_broker_loads_it(generated, seed, tmp_path):
-    from tests.differential.cases import EXAMPLES, RECOVERED, recover_batch
+    from tests.differential.cases import RECOVERED, recover_batch
+    from tests.helpers.paths import EXAMPLES
     base = [EXAMPLES, generated.clean, generated.live][seed % 3]
     b = recover_batch(seed, base, tmp_path / "batch")
     assert b["kafkalog_rc"] in RECOVERED, b["kafkalog_stderr"]

@@ -3,7 +3,7 @@ comparison takes the broker's leader election as the broker's epoch cache does."
 import random
 import shutil
 
-from tests.differential.cases import EXAMPLES
+from tests.helpers.paths import EXAMPLES
 from tests.differential.compare import compare_log_dirs, epochs_match
 from tests.differential.damage import damage_log_dir
 from tests.differential.loadcheck import partition_dirs

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import datetime as dt
 from itertools import islice
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -16,8 +15,7 @@ from kafkalog_cli.formats.checkpoints import (
     load_leader_epoch_cache, parse_clean_shutdown, parse_leader_epoch_checkpoint,
     parse_offset_checkpoint, parse_offset_checkpoint_entries, parse_partition_metadata, parse_properties,
     truncate_from_end, truncate_from_start)
-
-SMALL = Path(__file__).resolve().parent.parent / "fixtures" / "small"
+from tests.helpers.paths import SMALL
 
 
 def read(rel: str) -> bytes:

@@ -1,5 +1,5 @@
-"""The compiled core (formats/_cscan.pyx) against the pure one (formats/scan.py, the reference
-and the fallback) and against the reference decoder (RecordBatch.records() and the renderers'
+"""The compiled twins (formats/_scan.pyx, _framing_walk.pyx) against their pure twins
+(formats/_scan_py.py, _framing_walk_py.py: the reference and the fallback) and against the reference decoder (RecordBatch.records() and the renderers'
 general paths): the same bytes over every record shape (null keys and values, headers, control
 batches, every codec, LogAppendTime, sequences that wrap, offsets past 64 bits), and damaged
 input giving up in both or neither, so the dump shows the same error.
@@ -13,31 +13,33 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats import core, scan
+from kafkalog_cli.formats import _framing_walk_py as pure_framing, _scan_py as pure, byte_loops
 from kafkalog_cli.formats.compression import Compression
+from kafkalog_cli.formats.record_columns import RecordColumns
+from kafkalog_cli.formats.v2_region import Declined
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
 from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
-from tests.formats.strategies import CODECS, v2_batches
-from tests.formats.test_scan import STRING, _batch, _damaged, _general_text, damaged_chains
-from tests.formats.test_scan_search import damaged_batch, searches
-from tests.render.test_fast_path import _segment
+from tests.helpers.strategies import CODECS, damaged_chains, searches, v2_batches
+from tests.helpers.segments import (STRING, batch as _batch, damaged as _damaged, damaged_batch,
+                                    general_text as _general_text, segment as _segment)
 
 try:
-    from kafkalog_cli.formats import _cscan as compiled
+    from kafkalog_cli.formats import _scan as compiled
     WHY_NOT = None
 except ImportError as e:
     compiled = None
-    WHY_NOT = f"the compiled core is not built (kafkalog_cli.formats._cscan: {e}); only the pure core is tested"
+    WHY_NOT = f"the compiled core is not built (kafkalog_cli.formats._scan: {e}); only the pure core is tested"
 
 needs_compiled = pytest.mark.skipif(compiled is None, reason=WHY_NOT or "")
-PURE = scan.PURE
 PROPERTY = settings(max_examples=150, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)
@@ -58,23 +60,23 @@ def _layout(encoding: str):
 
 # ------------------------------------------------------------------ which core runs
 def test_the_environment_variable_chooses_the_core_this_process_runs():
-    if core.forced_pure() or compiled is None:
-        assert scan.CORE == "pure" and scan.fast_v2_text is PURE["fast_v2_text"]
-        assert kafka.fast_v2_text is PURE["fast_v2_text"] and jsonl.fast_v2_json is PURE["fast_v2_json"]
-    else:
-        assert scan.CORE == "compiled" and scan.fast_v2_text is compiled.fast_v2_text
-        assert kafka.fast_v2_text is compiled.fast_v2_text and jsonl.fast_v2_json is compiled.fast_v2_json
+    chosen = pure if byte_loops.forced_pure() or compiled is None else compiled
+    assert byte_loops.core() == ("pure" if chosen is pure else "compiled")
+    for name in byte_loops.SCAN:
+        assert getattr(byte_loops, name) is getattr(chosen, name)
+    assert kafka.batch_text is chosen.batch_text and jsonl.batch_json is chosen.batch_json
+    assert kafka.text_of_batches is chosen.text_of_batches and jsonl.lines_of_batches is chosen.lines_of_batches
 
 
 @pytest.mark.parametrize("value, pure", [("1", True), ("yes", True), ("0", False), ("", False)])
 def test_kafkalog_version_says_which_core_runs(value, pure):
-    env = {**os.environ, core.ENV: value}
+    env = {**os.environ, byte_loops.ENV: value}
     p = subprocess.run([sys.executable, "-m", "kafkalog_cli", "--version"], capture_output=True, text=True, env=env,
                        timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("kafkalog, version ")
     if pure:
-        assert p.stdout.rstrip().endswith(f"pure-Python core ({core.ENV} is set)")
+        assert p.stdout.rstrip().endswith(f"pure-Python core ({byte_loops.ENV} is set)")
     elif compiled is not None:
         assert p.stdout.rstrip().endswith("compiled core (Cython)")
     else:
@@ -82,13 +84,15 @@ def test_kafkalog_version_says_which_core_runs(value, pure):
 
 
 def test_a_core_that_does_not_import_leaves_the_pure_core(monkeypatch):
-    monkeypatch.delenv(core.ENV, raising=False)
     import kafkalog_cli.formats
 
-    monkeypatch.setitem(sys.modules, "kafkalog_cli.formats._cscan", None)   # import fails
-    monkeypatch.delattr(kafkalog_cli.formats, "_cscan", raising=False)
-    assert core.compiled_scan() is None
-    assert "compiled core is not built" in core._why_pure
+    monkeypatch.setattr(byte_loops, "_why_pure", None)
+    monkeypatch.setattr(byte_loops, "_chosen", {})
+    monkeypatch.setitem(sys.modules, "kafkalog_cli.formats._scan", None)   # import fails
+    monkeypatch.delattr(kafkalog_cli.formats, "_scan", raising=False)
+    assert byte_loops.twin("_scan") is pure
+    assert byte_loops.core() == "pure"
+    assert byte_loops.describe() == "pure-Python core (the compiled core is not built)"
 
 
 # ------------------------------------------------------------------ record text
@@ -96,12 +100,15 @@ def test_a_core_that_does_not_import_leaves_the_pure_core(monkeypatch):
 @PROPERTY
 @given(raw=v2_batches(), flags=st.sampled_from(FLAGS), before=st.sampled_from([-1, 0, 10**12, 2**63 - 1, 2**70]))
 def test_record_text_compiled_is_pure_is_reference(raw, flags, before):
+    """The same text and pairs; past 64 bits (a last offset of 2**63 - 1 or more) the compiled
+    one declines, and the caller's general path writes what the pure one does."""
     b = _batch(raw)
-    c = _outcome(compiled.fast_v2_text, b, before, [], *flags)
-    assert c == _outcome(PURE["fast_v2_text"], b, before, [], *flags)
-    assert c[0] == "ok"       # no fallback hides a difference
+    c = _outcome(compiled.batch_text, b, before, [], *flags)
+    p = _outcome(pure.batch_text, b, before, [], *flags)
+    assert p[0] == "ok"       # no fallback hides a difference
+    assert c == p if before < 2**63 - 1 else c == ("gives up", None)
     pairs: list = []
-    text, last = compiled.fast_v2_text(b, before, pairs, *flags)
+    text, last = pure.batch_text(b, before, pairs, *flags)
     assert (text.encode("utf-8", "replace"), last, pairs) == _general_text(b, before, *flags)
 
 
@@ -112,8 +119,8 @@ def test_record_text_compiled_is_pure_is_reference(raw, flags, before):
 def test_record_text_of_damaged_records_gives_up_in_both_or_neither(raw, at, xor, flags):
     b = _damaged(raw, at, xor)
     pure_pairs: list = []
-    c = _outcome(compiled.fast_v2_text, b, 5, [], *flags)
-    p = _outcome(PURE["fast_v2_text"], b, 5, pure_pairs, *flags)
+    c = _outcome(compiled.batch_text, b, 5, [], *flags)
+    p = _outcome(pure.batch_text, b, 5, pure_pairs, *flags)
     assert c[0] == p[0] and c == p
 
 
@@ -131,7 +138,7 @@ def test_control_batches_and_headers_are_the_same_text(flags):
             for i in range(9)]
     for raw in (_control(7), build_v2_batch(recs, 0), build_v2_batch([], 3)):
         b = _batch(raw)
-        assert _outcome(compiled.fast_v2_text, b, -1, [], *flags) == _outcome(PURE["fast_v2_text"], b, -1, [], *flags)
+        assert _outcome(compiled.batch_text, b, -1, [], *flags) == _outcome(pure.batch_text, b, -1, [], *flags)
 
 
 # ------------------------------------------------------------------ record JSON
@@ -141,8 +148,8 @@ def test_control_batches_and_headers_are_the_same_text(flags):
 def test_record_json_compiled_is_pure(raw, encoding):
     b = _batch(raw)
     layout = _layout(encoding)
-    c = _outcome(compiled.fast_v2_json, b, layout)
-    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+    c = _outcome(compiled.batch_json, b, layout)
+    assert c == _outcome(pure.batch_json, b, layout)
     assert c[0] == "ok"
 
 
@@ -169,11 +176,11 @@ def test_tricky_payloads_are_the_same_json_and_text(records, producer, codec, en
                          base_sequence=-1 if producer is None else producer, is_control=control)
     b = _batch(raw)
     layout = _layout(encoding)
-    c = _outcome(compiled.fast_v2_json, b, layout)
-    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+    c = _outcome(compiled.batch_json, b, layout)
+    assert c == _outcome(pure.batch_json, b, layout)
     assert c[0] == "ok" or control     # JSON's control records: the general path's
     for flags in FLAGS:
-        assert _outcome(compiled.fast_v2_text, b, 4, [], *flags) == _outcome(PURE["fast_v2_text"], b, 4, [], *flags)
+        assert _outcome(compiled.batch_text, b, 4, [], *flags) == _outcome(pure.batch_text, b, 4, [], *flags)
 
 
 @needs_compiled
@@ -183,24 +190,35 @@ def test_tricky_payloads_are_the_same_json_and_text(records, producer, codec, en
 def test_record_json_of_damaged_records_gives_up_in_both_or_neither(raw, at, xor, encoding):
     b = _damaged(raw, at, xor)
     layout = _layout(encoding)
-    c = _outcome(compiled.fast_v2_json, b, layout)
-    assert c == _outcome(PURE["fast_v2_json"], b, layout)
+    c = _outcome(compiled.batch_json, b, layout)
+    assert c == _outcome(pure.batch_json, b, layout)
 
 
 @needs_compiled
 def test_offsets_and_timestamps_past_64_bits_are_the_pure_cores():
-    """The compiled core's numbers are 64-bit: a base offset near the top hands the batch to the
-    pure code (Python ints), which writes what the reference does."""
+    """The compiled core's numbers are 64-bit: a base offset near the top makes it decline the
+    batch (the caller's general path, Python ints, writes it); the pure one writes it, and the
+    dumps on either core are the same."""
     raw = bytearray(build_v2_batch([SimpleRecord(key=b"k", value=b"v", timestamp=5)] * 3, 0))
     struct.pack_into(">q", raw, 0, 2**63 - 2)             # base offset: + delta 2 overflows
     struct.pack_into(">q", raw, 27, 2**63 - 1)            # base timestamp
-    b = _batch(set_v2_crc(raw))
+    raw = set_v2_crc(raw)
+    b = _batch(raw)
     for flags in FLAGS:
-        c = _outcome(compiled.fast_v2_text, b, -1, [], *flags)
-        assert c == _outcome(PURE["fast_v2_text"], b, -1, [], *flags) and c[0] == "ok"
+        with pytest.raises(Declined):
+            compiled.batch_text(b, -1, [], *flags)
+        assert _outcome(pure.batch_text, b, -1, [], *flags)[0] == "ok"
     for encoding in ENCODINGS:
         layout = _layout(encoding)
-        assert _outcome(compiled.fast_v2_json, b, layout) == _outcome(PURE["fast_v2_json"], b, layout)
+        c = _outcome(compiled.batch_json, b, layout)
+        assert c == ("gives up", None) or c == _outcome(pure.batch_json, b, layout)
+    with tempfile.TemporaryDirectory() as d:
+        for data_log in (False, True):
+            assert _text_dump(raw, Path(d), compiled.batch_text, print_data_log=data_log) == \
+                _text_dump(raw, Path(d), pure.batch_text, print_data_log=data_log)
+        for encoding in ENCODINGS:
+            assert _json_dump(raw, Path(d), compiled.batch_json, encoding) == \
+                _json_dump(raw, Path(d), pure.batch_json, encoding)
 
 
 # ------------------------------------------------------------------ deep verify
@@ -209,7 +227,7 @@ def test_offsets_and_timestamps_past_64_bits_are_the_pure_cores():
 @given(raw=v2_batches())
 def test_v2_records_ok_compiled_takes_every_well_formed_batch(raw):
     b = _batch(raw)
-    assert compiled.v2_records_ok(b) is True and PURE["v2_records_ok"](b) is True
+    assert compiled.v2_records_ok(b) is True and pure.v2_records_ok(b) is True
 
 
 @needs_compiled
@@ -223,13 +241,13 @@ def test_v2_records_ok_compiled_is_pure(raw, at, xor, field):
     else:
         struct.pack_into(">i", data, 23 if field == "last_offset_delta" else 57, at % 40 - 3)
         b = _batch(set_v2_crc(data))
-    c, p = _outcome(compiled.v2_records_ok, b), _outcome(PURE["v2_records_ok"], b)
+    c, p = _outcome(compiled.v2_records_ok, b), _outcome(pure.v2_records_ok, b)
     assert (c[0] == "ok" and c[1]) == (p[0] == "ok" and p[1])    # passes in both, or asks the reference in both
 
 
-# ------------------------------------------------------------------ verify-crc's walk (formats/_cframing)
+# ------------------------------------------------------------------ verify-crc's walk (formats/_framing_walk)
 try:
-    from kafkalog_cli.formats import _cframing as compiled_framing
+    from kafkalog_cli.formats import _framing_walk as compiled_framing
 except ImportError:
     compiled_framing = None
 needs_compiled_framing = pytest.mark.skipif(compiled_framing is None, reason=WHY_NOT or "the compiled core is not built")
@@ -237,13 +255,13 @@ needs_compiled_framing = pytest.mark.skipif(compiled_framing is None, reason=WHY
 
 def _checked(buf: bytes, deep: bool, run, stride: int = 0):
     """check_batches's whole answer (findings with their messages and CRCs, in order), with `run`
-    as its compiled walk (None: the pure loop alone); `stride` > 0 tells of the stretches walked
+    as its walk over sound batches (None: a walk that takes none, check_batches's loop alone); `stride` > 0 tells of the stretches walked
     every `stride` bytes, as verify-crc does every 64 MiB."""
     from kafkalog_cli.formats import framing
 
     told: list = []
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(framing, "_check_run", run)
+        m.setattr(byte_loops, "check_sound_batches", run or (lambda buf, pos, end, prev, *_: (pos, 0, None, None, prev)))
         if stride:
             m.setattr(framing, "WALKED_BYTES", stride)
         c = framing.check_batches(buf, 0, len(buf), file="f.log", deep=deep,
@@ -255,7 +273,8 @@ def _checked(buf: bytes, deep: bool, run, stride: int = 0):
 @PROPERTY
 @given(buf=damaged_chains(), deep=st.booleans(), stride=st.sampled_from([0, 1, 700]))
 def test_check_batches_compiled_is_pure(buf, deep, stride):
-    assert _checked(buf, deep, compiled_framing.check_run, stride) == _checked(buf, deep, None, stride)
+    c = _checked(buf, deep, compiled_framing.check_sound_batches, stride)
+    assert c == _checked(buf, deep, pure_framing.check_sound_batches, stride) == _checked(buf, deep, None, stride)
 
 
 @needs_compiled_framing
@@ -268,7 +287,7 @@ def test_batch_cuts_compiled_is_pure(buf, target, tail, stride):
     def cuts(compiled: bool):
         told: list = []
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(framing, "_compiled_cuts", compiled_framing.batch_cuts if compiled else None)
+            m.setattr(byte_loops, "batch_cuts", compiled_framing.batch_cuts if compiled else pure_framing.batch_cuts)
             m.setattr(framing, "WALKED_BYTES", stride)
             return framing.batch_cuts(buf, 0, len(buf), target, tail, lambda a, b: told.append((a, b))), told
     assert cuts(True) == cuts(False)
@@ -286,21 +305,21 @@ def test_the_compiled_crc32c_is_the_packages(data, skip, size):
     if size is not None:
         data = (data * (size // max(len(data), 1) + 1))[:size] if data else bytes(size)
     piece = data[skip:]
-    assert compiled_framing.crc32c_of(piece) == crc32c(piece) == compiled.crc32c_of(piece)
+    assert compiled_framing.crc32c_of(piece) == crc32c(piece) == pure_framing.crc32c_of(piece)
 
 
 # ------------------------------------------------------------------ whole dumps, both cores
 def _text_dump(data: bytes, tmp_path, fast, deep: bool = True, **opts) -> tuple[bytes, bytes, str | None]:
     """dump-log's text of `data` with `fast` as the record scanner, and the compiled batch loop
-    (kafka_text_run) when `fast` is the compiled scanner; `deep` False: the batch lines only."""
+    (text_of_batches) when `fast` is the compiled scanner; `deep` False: the batch lines only."""
     path = tmp_path / "00000000000000000000.log"
     path.write_bytes(data)
     out, err = io.BytesIO(), io.BytesIO()
     d = KafkaDumper(out, err, DumpOptions(parser=STRING, deep_iteration=deep, **opts))
-    d._run = compiled.kafka_text_run if fast is compiled.fast_v2_text else None
+    d._run = (compiled if fast is compiled.batch_text else pure).text_of_batches
     error = None
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(kafka, "fast_v2_text", fast)
+        m.setattr(kafka, "batch_text", fast)
         try:
             d.dump(str(path))
             d.finish()
@@ -314,10 +333,10 @@ def _json_dump(data: bytes, tmp_path, fast, encoding: str, deep: bool = True) ->
     path.write_bytes(data)
     out = io.BytesIO()
     d = JsonDumper(out, deep=deep, payload_encoding=encoding)
-    d._run = compiled.json_run if fast is compiled.fast_v2_json else None     # the compiled batch loop too
+    d._run = (compiled if fast is compiled.batch_json else pure).lines_of_batches     # the run of batches too
     error = None
     with pytest.MonkeyPatch.context() as m:
-        m.setattr(jsonl, "fast_v2_json", fast)
+        m.setattr(jsonl, "batch_json", fast)
         try:
             d.dump(str(path))
         except KafkalogError as e:
@@ -329,16 +348,16 @@ def _json_dump(data: bytes, tmp_path, fast, encoding: str, deep: bool = True) ->
 @pytest.mark.parametrize("data_log", [False, True])
 def test_a_segment_of_every_codec_legacy_and_control_batches_dumps_the_same(tmp_path, data_log):
     data = _segment() + _control(10**6)
-    assert _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log) == \
-        _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
+    assert _text_dump(data, tmp_path, compiled.batch_text, print_data_log=data_log) == \
+        _text_dump(data, tmp_path, pure.batch_text, print_data_log=data_log)
     if not data_log:        # the batch lines alone
-        assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False) == \
-            _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False)
-        assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8", deep=False) == \
-            _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8", deep=False)
+        assert _text_dump(data, tmp_path, compiled.batch_text, deep=False) == \
+            _text_dump(data, tmp_path, pure.batch_text, deep=False)
+        assert _json_dump(data, tmp_path, compiled.batch_json, "utf8", deep=False) == \
+            _json_dump(data, tmp_path, pure.batch_json, "utf8", deep=False)
     for encoding in ENCODINGS:
-        assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding) == \
-            _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding)
+        assert _json_dump(data, tmp_path, compiled.batch_json, encoding) == \
+            _json_dump(data, tmp_path, pure.batch_json, encoding)
 
 
 @needs_compiled
@@ -351,14 +370,14 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
     good = build_v2_batch([SimpleRecord(key=b"a", value=b"b", timestamp=1)], 0)
     b = _damaged(raw, at, xor)
     data = good + bytes(b.buf) + good
-    text = _text_dump(data, tmp_path, compiled.fast_v2_text, print_data_log=data_log)
-    assert text == _text_dump(data, tmp_path, PURE["fast_v2_text"], print_data_log=data_log)
-    lines = _text_dump(data, tmp_path, compiled.fast_v2_text, deep=False)   # no record walked: no error
-    assert lines == _text_dump(data, tmp_path, PURE["fast_v2_text"], deep=False) and lines[2] is None
-    lines = _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8", deep=False)
-    assert lines == _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8", deep=False) and lines[1] is None
-    assert _json_dump(data, tmp_path, compiled.fast_v2_json, "utf8") == \
-        _json_dump(data, tmp_path, PURE["fast_v2_json"], "utf8")
+    text = _text_dump(data, tmp_path, compiled.batch_text, print_data_log=data_log)
+    assert text == _text_dump(data, tmp_path, pure.batch_text, print_data_log=data_log)
+    lines = _text_dump(data, tmp_path, compiled.batch_text, deep=False)   # no record walked: no error
+    assert lines == _text_dump(data, tmp_path, pure.batch_text, deep=False) and lines[2] is None
+    lines = _json_dump(data, tmp_path, compiled.batch_json, "utf8", deep=False)
+    assert lines == _json_dump(data, tmp_path, pure.batch_json, "utf8", deep=False) and lines[1] is None
+    assert _json_dump(data, tmp_path, compiled.batch_json, "utf8") == \
+        _json_dump(data, tmp_path, pure.batch_json, "utf8")
 
 
 @needs_compiled
@@ -366,19 +385,19 @@ def test_a_damaged_segment_dumps_the_same_bytes_and_error(tmp_path, raw, at, xor
 @given(chain=st.lists(v2_batches() | st.builds(_control, st.integers(0, 2**40)), min_size=1, max_size=5),
        cut=st.integers(0, 200), flags=st.sampled_from(FLAGS), deep=st.booleans())
 def test_the_compiled_batch_loop_writes_what_the_pure_loop_writes(tmp_path, chain, cut, flags, deep):
-    """kafka_text_run and json_run (batch lines and records, a run of batches at a time) against
+    """text_of_batches and lines_of_batches (batch lines and records, a run of batches at a time) against
     render/kafka.py's and render/jsonl.py's loops on the pure core: chains of any batches, offsets jumping (the
-    non-consecutive report), a cut-off last batch (invalid bytes at the end); kafka_text_run
+    non-consecutive report), a cut-off last batch (invalid bytes at the end); text_of_batches
     also without --deep-iteration (batch lines only)."""
     metadata, data_log = flags
     data = b"".join(chain)
     data = data[: len(data) - cut]
     opts = dict(print_data_log=data_log and deep, skip_record_metadata=not metadata)
-    assert _text_dump(data, tmp_path, compiled.fast_v2_text, deep, **opts) == \
-        _text_dump(data, tmp_path, PURE["fast_v2_text"], deep, **opts)
+    assert _text_dump(data, tmp_path, compiled.batch_text, deep, **opts) == \
+        _text_dump(data, tmp_path, pure.batch_text, deep, **opts)
     encoding = ENCODINGS[cut % 3]
-    assert _json_dump(data, tmp_path, compiled.fast_v2_json, encoding, deep) == \
-        _json_dump(data, tmp_path, PURE["fast_v2_json"], encoding, deep)
+    assert _json_dump(data, tmp_path, compiled.batch_json, encoding, deep) == \
+        _json_dump(data, tmp_path, pure.batch_json, encoding, deep)
 
 
 @needs_compiled
@@ -389,10 +408,10 @@ def test_the_compiled_batch_loop_renders_runs_and_leaves_the_rest():
     legacy = build_legacy_batch([SimpleRecord(key=b"k", value=b"v", timestamp=1)], 3, magic=1)
     data = good + legacy + good
     pairs: list = []
-    text, pos, last = compiled.kafka_text_run(data, 0, len(data), -1, pairs, True, False, 1 << 20)
+    text, pos, last = compiled.text_of_batches(data, 0, len(data), -1, pairs, True, False, 1 << 20)
     assert (pos, last, pairs) == (len(good), 2, [])         # stops at the legacy batch
     assert text.decode().splitlines()[0].startswith("baseOffset: 0 lastOffset: 2 count: 3 ")
-    text, pos, last = compiled.kafka_text_run(data, pos + len(legacy), len(data), 2, pairs, True, False, 1 << 20)
+    text, pos, last = compiled.text_of_batches(data, pos + len(legacy), len(data), 2, pairs, True, False, 1 << 20)
     assert (pos, last, pairs) == (len(data), 2, [(2, 0)])
     # batch lines only: records neither walked nor decompressed (an undecodable gzip payload under
     # a right CRC still gets its line, as kafka-dump-log prints it without --deep-iteration)
@@ -402,9 +421,9 @@ def test_the_compiled_batch_loop_renders_runs_and_leaves_the_rest():
                                   compression=Compression.GZIP))
     gz[-4:] = b"\0\0\0\0"
     gz = bytes(set_v2_crc(gz))
-    text, pos, last = compiled.kafka_text_run(gz + good, 0, len(gz) + len(good), -1, pairs, True, False, 1 << 20, False)
+    text, pos, last = compiled.text_of_batches(gz + good, 0, len(gz) + len(good), -1, pairs, True, False, 1 << 20, False)
     assert pos == len(gz) + len(good) and last == -1 and len(text.decode().splitlines()) == 2
-    assert compiled.kafka_text_run(gz, 0, len(gz), -1, [], True, False, 1 << 20)[1] == 0   # deep: left to the loop
+    assert compiled.text_of_batches(gz, 0, len(gz), -1, [], True, False, 1 << 20)[1] == 0   # deep: left to the loop
 
 
 @needs_compiled
@@ -412,9 +431,9 @@ def test_the_compiled_core_takes_every_well_formed_v2_batch_of_the_segment():
     n = 0
     for b in iter_batches(_segment()):
         if b.magic == 2 and not b.is_control:
-            compiled.fast_v2_text(b, -1, [], True, True)
+            compiled.batch_text(b, -1, [], True, True)
             for encoding in ENCODINGS:
-                compiled.fast_v2_json(b, _layout(encoding))
+                compiled.batch_json(b, _layout(encoding))
             assert compiled.v2_records_ok(b)
             n += 1
     assert n > 10
@@ -424,7 +443,7 @@ def test_the_compiled_core_takes_every_well_formed_v2_batch_of_the_segment():
 def _columns_of(scanner, batches) -> tuple:
     """What `scanner` leaves in one RecordColumns after the batches (each one it gives up on
     leaves the columns as they were): every field, the payload bytes joined."""
-    cols = scan.RecordColumns()
+    cols = RecordColumns()
     gave_up = []
     for b in batches:
         try:
@@ -443,7 +462,7 @@ def test_record_columns_compiled_are_pure(chain):
     """Every record shape and codec, several batches into one set of columns (positions shifted
     by the bytes before, header indexes counted on)."""
     batches = [_batch(raw) for raw in chain]
-    assert _columns_of(compiled.scan_columns, batches) == _columns_of(PURE["scan_columns"], batches)
+    assert _columns_of(compiled.scan_columns, batches) == _columns_of(pure.scan_columns, batches)
 
 
 @needs_compiled
@@ -455,14 +474,14 @@ def test_record_columns_of_damaged_records_are_pure_or_the_reference(raw, at, xo
     are the pure scanner's."""
     b = _damaged(raw, at, xor)
     fast, fast_gave_up = _columns_of(compiled.scan_columns, [b])
-    pure, pure_gave_up = _columns_of(PURE["scan_columns"], [b])
-    if not fast_gave_up and not pure_gave_up:
-        assert fast == pure
-    elif fast_gave_up and not pure_gave_up:
+    slow, slow_gave_up = _columns_of(pure.scan_columns, [b])
+    if not fast_gave_up and not slow_gave_up:
+        assert fast == slow
+    elif fast_gave_up and not slow_gave_up:
         ref = _columns_of(lambda b, cols: [cols.add_record(r.offset, r.timestamp, r.sequence, r.key, r.value,
                                                            [(h.key.encode("utf-8"), h.value) for h in r.headers])
                                            for r in b.records()], [b])
-        assert not ref[1] and _rows_of(ref[0]) == _rows_of(pure)
+        assert not ref[1] and _rows_of(ref[0]) == _rows_of(slow)
 
 
 def _rows_of(c: tuple) -> list:
@@ -495,18 +514,17 @@ def _tables(tmp_path, data: bytes, bytes_per_batch: int | None = None, **kw) -> 
     (ref,) = segments_of([str(d)])
 
     def general(b, cols):
-        raise scan.Malformed("the reference decoder, please")
+        raise Declined("the reference decoder, please")
 
     out = {}
-    # the pure core builds the payload columns by `take` and selects batch by batch; the compiled
-    # one fills their buffers and takes runs of batches in C
-    for name, scanner, gather, run in (("compiled", compiled.scan_columns, compiled.gather_spans, compiled.columns_run),
-                                       ("pure", PURE["scan_columns"], None, None), ("reference", general, None, None)):
+    # each twin's scanner, run of batches and Arrow buffers; the reference: the pure twin's with
+    # every batch's records from the reference decoder
+    for name, twin, scanner in (("compiled", compiled, compiled.scan_columns), ("pure", pure, pure.scan_columns),
+                                ("reference", pure, general)):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(arrow, "scan_columns", scanner)
-            m.setattr(scan, "gather_spans", gather)
-            m.setattr(scan, "columns_run", run)
-            m.setattr(scan, "spread", compiled.spread if run else None)
+            for loop in ("gather_spans", "columns_of_batches", "spread"):
+                m.setattr(arrow, loop, getattr(twin, loop))
             if bytes_per_batch is not None:
                 m.setattr(arrow, "BYTES_PER_BATCH", bytes_per_batch)
             try:
@@ -560,7 +578,7 @@ def test_arrow_tables_compiled_are_pure_are_reference(tmp_path, chain, rows, vie
 @needs_compiled
 @pytest.mark.parametrize("corrupt", [False, True])
 def test_arrow_tables_of_a_segment_of_every_codec_legacy_and_control_batches(tmp_path, corrupt):
-    from tests.render.test_fast_path import _corrupt_records
+    from tests.helpers.segments import corrupt_records as _corrupt_records
 
     data = _segment()
     t = _tables(tmp_path, _corrupt_records(data) if corrupt else data, rows_per_batch=50)
@@ -592,7 +610,7 @@ def _run_chain() -> tuple[bytes, list[int]]:
 
 
 @needs_compiled
-def test_columns_run_takes_plain_batches_and_leaves_the_others_to_the_loop():
+def test_columns_of_batches_takes_plain_batches_and_leaves_the_others_to_the_loop():
     """The compiled run takes a stretch of plain batches as scan_columns would take each, and
     stops at each batch the Python loop must judge, at its rows and bytes limits, at a view's
     bounds and at a CRC that fails when told to check."""
@@ -602,15 +620,15 @@ def test_columns_run_takes_plain_batches_and_leaves_the_others_to_the_loop():
     plain = len(CODECS)
 
     def run(pos, lo=-(2**63), hi=2**63 - 1, txn=True, verify=True, rows=8192, size=1 << 20, buf=data):
-        cols, values, of_row = scan.RecordColumns(), tuple([] for _ in range(6)), array("i")
-        end = compiled.columns_run(buf, pos, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size)
+        cols, values, of_row = RecordColumns(), tuple([] for _ in range(6)), array("i")
+        end = compiled.columns_of_batches(buf, pos, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size)
         return end, cols, values, of_row
 
     end, cols, values, of_row = run(0, txn=False)
     assert end == at[plain]                        # every plain batch, up to the transactional one
-    want = scan.RecordColumns()
+    want = RecordColumns()
     for b in list(iter_batches(data))[:plain]:
-        PURE["scan_columns"](b, want)
+        pure.scan_columns(b, want)
     assert _rows_of(_fields(cols)) == _rows_of(_fields(want)) and cols.rows == 3 * plain
     assert values[1] == [3 * i for i in range(plain)] and list(of_row) == [i for i in range(plain) for _ in range(3)]
     assert values[0] == ["CreateTime"] * plain and values[4] == [False] * plain
@@ -626,15 +644,15 @@ def test_columns_run_takes_plain_batches_and_leaves_the_others_to_the_loop():
 
 
 @needs_compiled
-def test_columns_run_gives_a_batch_without_records_no_values():
+def test_columns_of_batches_gives_a_batch_without_records_no_values():
     """An empty v2 batch (a compacted-away producer's, kept for its state) adds no row and, as
     _RecordRows.add, no batch values: the rows' batch indexes stay those of the pure path."""
     from array import array
 
     data = (build_v2_batch([SimpleRecord(b"a", b"1", 1)] * 3, 0) + build_v2_batch([], 3)
             + build_v2_batch([SimpleRecord(b"b", b"2", 2)] * 2, 4))
-    cols, values, of_row = scan.RecordColumns(), tuple([] for _ in range(6)), array("i")
-    end = compiled.columns_run(data, 0, len(data), cols, values, of_row, -(2**63), 2**63 - 1, True, True, 8192, 1 << 20)
+    cols, values, of_row = RecordColumns(), tuple([] for _ in range(6)), array("i")
+    end = compiled.columns_of_batches(data, 0, len(data), cols, values, of_row, -(2**63), 2**63 - 1, True, True, 8192, 1 << 20)
     assert end == len(data) and cols.rows == 5 and list(cols.offsets) == [0, 1, 2, 4, 5]
     assert values[1] == [0, 4] and list(of_row) == [0, 0, 0, 1, 1]
 
@@ -686,7 +704,7 @@ def _searched(scanner, b, f) -> tuple:
 def test_search_compiled_is_pure_is_reference(raw, f):
     b = _batch(raw)
     fast = _searched(compiled.search_v2, b, f)
-    assert fast == _searched(PURE["search_v2"], b, f)
+    assert fast == _searched(pure.search_v2, b, f)
     assert fast[1] == [r for r in b.records() if f.record_matches(r)]
 
 
@@ -696,7 +714,7 @@ def test_search_compiled_is_pure_is_reference(raw, f):
        crc=st.booleans())
 def test_search_of_damaged_records_shows_the_same_on_both_cores(raw, f, at, xor, crc):
     b = damaged_batch(raw, at, xor, crc)
-    assert _searched(compiled.search_v2, b, f) == _searched(PURE["search_v2"], b, f)
+    assert _searched(compiled.search_v2, b, f) == _searched(pure.search_v2, b, f)
 
 
 # ------------------------------------------------------------------ runs longer than one call
@@ -722,11 +740,11 @@ def test_runs_past_their_size_and_a_percent_in_the_path_write_what_the_pure_loop
     data = b"".join(parts)
     where = tmp_path / "to%dpic%s-0"
     where.mkdir()
-    fast_json, pure_json = (_json_dump(data, where, f, encoding) for f in (compiled.fast_v2_json, PURE["fast_v2_json"]))
+    fast_json, pure_json = (_json_dump(data, where, f, encoding) for f in (compiled.batch_json, pure.batch_json))
     assert fast_json == pure_json and fast_json[1] is None
     assert b'"topic": "to%dpic%s"' in fast_json[0] and len(fast_json[0]) > 3 * RUN_BYTES
-    assert _text_dump(data, where, compiled.fast_v2_text, print_data_log=True) == \
-        _text_dump(data, where, PURE["fast_v2_text"], print_data_log=True)
+    assert _text_dump(data, where, compiled.batch_text, print_data_log=True) == \
+        _text_dump(data, where, pure.batch_text, print_data_log=True)
 
 
 @needs_compiled
@@ -738,5 +756,5 @@ def test_numbers_at_every_count_of_digits_are_written_as_python_writes_them():
         for ts in (n, -n, 0):
             b = _batch(build_v2_batch([SimpleRecord(b"k", b"v", ts), SimpleRecord(None, b"x", ts)], n))
             for flags in FLAGS:
-                assert compiled.fast_v2_text(b, -1, [], *flags) == PURE["fast_v2_text"](b, -1, [], *flags)
-            assert compiled.fast_v2_json(b, _layout("utf8")) == PURE["fast_v2_json"](b, _layout("utf8"))
+                assert compiled.batch_text(b, -1, [], *flags) == pure.batch_text(b, -1, [], *flags)
+            assert compiled.batch_json(b, _layout("utf8")) == pure.batch_json(b, _layout("utf8"))

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,8 +12,8 @@ from kafkalog_cli.formats.indexes import (
     IndexBuilder, OffsetIndexEntry, TimeIndexEntry, encode_offset_index, encode_time_index,
     lookup_offset, lookup_timestamp, offset_index_entry_count, parse_offset_index, parse_time_index,
     sanity_check_offset_index, sanity_check_time_index, time_index_entry_count)
+from tests.helpers.paths import SMALL
 
-SMALL = Path(__file__).resolve().parent.parent / "fixtures" / "small"
 PREALLOCATED_INDEX = 10485760     # recover/unclean-kill/PREALLOCATED.txt
 PREALLOCATED_TIMEINDEX = 10485756
 

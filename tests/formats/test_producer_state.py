@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -12,8 +11,8 @@ from kafkalog_cli.errors import CorruptSnapshotError
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.producer_state import (
     ProducerSnapshot, ProducerSnapshotEntry, encode_producer_snapshot, parse_producer_snapshot)
+from tests.helpers.paths import SMALL
 
-SMALL = Path(__file__).resolve().parent.parent / "fixtures" / "small"
 TXN = (SMALL / "txn" / "00000000000000000015.snapshot").read_bytes()
 IDEMPOTENT = (SMALL / "idempotent" / "00000000000000000030.snapshot").read_bytes()
 EMPTY = (SMALL / "multi-segment" / "00000000000000000300.snapshot").read_bytes()

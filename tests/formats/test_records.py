@@ -16,7 +16,7 @@ from kafkalog_cli.formats.records import (
     Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch, empty_v2_batch, iter_batches,
     valid_end,
 )
-from tests.conftest import CORPUS, FIXTURES
+from tests.helpers.paths import CORPUS, FIXTURES
 
 LEGACY = sorted(p for p in (CORPUS / "legacy").iterdir() if (p / "expected.json").exists())
 VECTORS = json.loads((FIXTURES / "vectors" / "vectors.json").read_text())

@@ -17,8 +17,9 @@ from kafkalog_cli.formats.scala_order import (
     CheckpointKind, any_ref_map_order, broker_order, champ_order, concurrent_hash_map_order, hash_map_order,
     immutable_map_order, topic_partition_hash,
 )
+from tests.helpers.paths import FIXTURES
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "checkpoint_order"
+FIXTURES = FIXTURES / "checkpoint_order"
 BROKER_FILES = sorted(p for p in FIXTURES.glob("*/*-offset-checkpoint"))
 
 

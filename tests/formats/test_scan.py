@@ -1,9 +1,8 @@
-"""Every fast scanner of formats.scan against the reference decoder (formats.records): the same
+"""Every record scanner (formats/byte_loops.py's, and the key and span scanners) against the reference decoder (formats.records): the same
 values on well-formed batches (and no fallback there), and never a different answer on damaged
-ones (a scanner may give up with Malformed, never disagree)."""
+ones (a scanner may give up with Declined, never disagree)."""
 from __future__ import annotations
 
-import io
 import struct
 
 import pytest
@@ -17,30 +16,17 @@ from kafkalog_cli.formats.records import (
     encode_v2_record, iter_batches, set_v2_crc,
 )
 from kafkalog_cli.formats.framing import CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, check_batches
-from kafkalog_cli.formats.scan import (
-    Malformed, fast_v2_text, record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at,
-    v2_records_ok,
-)
+from kafkalog_cli.formats.byte_loops import batch_text, v2_records_ok
+from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
+from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.v2_region import Declined, records_region
 from kafkalog_cli.formats.varint import read_varint, write_varlong
-from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
-from tests.formats.strategies import batch_chains, v2_batches
+from tests.helpers.strategies import (FIELDS as _FIELDS, VALUES as _VALUES, damaged_chains,
+                                      v2_batches)
+from tests.helpers.segments import batch as _batch, damaged as _damaged, general_text as _general_text
 
-STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)
-
-
-def _batch(raw: bytes) -> RecordBatch:
-    (b,) = iter_batches(raw)
-    return b
-
-
-def _damaged(raw: bytes, at: int, xor: int) -> RecordBatch:
-    """The batch with one byte of its records changed and its CRC made right again, so only the
-    record decoding can notice."""
-    b = bytearray(raw)
-    b[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    return _batch(set_v2_crc(b))
 
 
 def _uncompressed():
@@ -48,22 +34,11 @@ def _uncompressed():
 
 
 # ------------------------------------------------------------------ record text
-def _general_text(b: RecordBatch, last: int, metadata: bool, data_log: bool):
-    """What dump-log's general path (Record objects from records()) writes for the batch's
-    records, and the non-consecutive pairs in file order."""
-    out = io.BytesIO()
-    d = KafkaDumper(out, io.BytesIO(), DumpOptions(parser=STRING, deep_iteration=True, print_data_log=data_log,
-                                                   skip_record_metadata=not metadata))
-    d._fast = False
-    pairs: list = []
-    last = d._records(b, last, pairs)
-    d.flush()
-    return out.getvalue(), last, pairs[::-1]
 
 
 def _fast_text(b: RecordBatch, last: int, metadata: bool, data_log: bool):
     pairs: list = []
-    text, last = fast_v2_text(b, last, pairs, metadata, data_log)
+    text, last = batch_text(b, last, pairs, metadata, data_log)
     return text.encode("utf-8", "replace"), last, pairs
 
 
@@ -136,7 +111,7 @@ def test_key_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
     for scan, ref in ((_keys, lambda b: want), (lambda b: _keys_into(b, 0), lambda b: _reference_keys_into(b, 0))):
         try:
             got = scan(b)
-        except (Malformed, KafkalogError):
+        except (Declined, KafkalogError):
             continue
         assert got == ref(b)
 
@@ -198,38 +173,13 @@ def test_span_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
         return
     try:
         data, s, e, spans = _spans(b)
-    except (Malformed, KafkalogError):
+    except (Declined, KafkalogError):
         return
     # (re-encoding a damaged header key is lossy, so the bytes are compared on well-formed ones)
     assert [(x.offset, x.timestamp, x.key, x.has_value) for x in spans] == [w[:4] for w in want]
 
 
 # ------------------------------------------------------------------ batch checks
-# (offset within a batch, width) of the header fields a damaged chain gets wrong values in
-_FIELDS = {"size": (8, 4), "magic": (16, 1), "crc": (17, 4), "last_offset_delta": (23, 4), "count": (57, 4)}
-_VALUES = [-1, 0, 1, 13, 14, 48, 49, 2**31 - 1]
-
-
-@st.composite
-def damaged_chains(draw) -> bytes:
-    """A chain of batches, then: a byte changed anywhere, a header field set to an edge value
-    (the CRC made right again or not), or the end cut off; or nothing."""
-    chain = draw(batch_chains())
-    buf = bytearray(chain)
-    how = draw(st.sampled_from(["none", "byte", "field", "cut"]))
-    if how == "byte":
-        buf[draw(st.integers(0, len(buf) - 1))] ^= draw(st.integers(1, 255))
-    elif how == "field":
-        b = draw(st.sampled_from(list(iter_batches(chain))))
-        at, width = _FIELDS[draw(st.sampled_from(sorted(_FIELDS)))]
-        value = draw(st.sampled_from(_VALUES + [b.last_offset_delta - 1, b.last_offset_delta + 1]))
-        field = (value % 256).to_bytes(1, "big") if width == 1 else (value % 2**32).to_bytes(4, "big")
-        buf[b.position + at : b.position + at + width] = field
-        if b.magic == 2 and b.size >= RECORD_BATCH_OVERHEAD and at != 17 and draw(st.booleans()):
-            buf[b.position : b.position + b.size] = set_v2_crc(bytearray(buf[b.position : b.position + b.size]))
-    elif how == "cut":
-        buf = buf[: draw(st.integers(0, len(buf)))]
-    return bytes(buf)
 
 
 def _reference_deep(b: RecordBatch, found: set) -> None:
@@ -341,9 +291,9 @@ def test_every_record_scanner_gives_up_where_the_reference_fails():
     b = _batch(set_v2_crc(raw))
     with pytest.raises(KafkalogError):
         b.records()
-    for scan in (lambda: fast_v2_text(b, -1, [], True, True), lambda: _keys(b), lambda: _keys_into(b, 0),
+    for scan in (lambda: batch_text(b, -1, [], True, True), lambda: _keys(b), lambda: _keys_into(b, 0),
                  lambda: _spans(b)):
-        with pytest.raises((Malformed, IndexError)):
+        with pytest.raises((Declined, IndexError)):
             scan()
 
 

@@ -1,4 +1,4 @@
-"""formats.scan.search_v2 (dump-log's search) against the reference: on well-formed batches the
+"""search_v2 (formats/byte_loops.py: dump-log's search) against the reference: on well-formed batches the
 records it finds are exactly those of RecordBatch.records() that storage.selection.Filters lets
 through (and it never gives up there); on damaged ones it gives up, or agrees, or (a CRC-valid
 batch whose bytes hold no possible match) finds nothing."""
@@ -10,41 +10,19 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
-from kafkalog_cli.formats.scan import RecordSearch, records_region, search_v2
+from kafkalog_cli.formats.byte_loops import search_v2
+from kafkalog_cli.formats.record_search import RecordSearch
+from kafkalog_cli.formats.v2_region import records_region
 from kafkalog_cli.storage.selection import Filters
-from tests.formats.strategies import v2_batches
+from tests.helpers.strategies import searches, v2_batches
+from tests.helpers.segments import damaged_batch
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-# keys in the strategies are b"k" * n or null, values runs of "é" (c3 a9), odd ones ending in ff
-KEYS = st.none() | st.sampled_from([b"", b"k", b"kk", b"k" * 63, b"k" * 64, b"k" * 8192, b"zz"])
-PREFIXES = st.none() | st.sampled_from([b"", b"k", b"k" * 64, b"z"])
-KEY_REGEXES = st.none() | st.sampled_from([rb"", rb"^k{1,2}$", rb"k{64}", rb"^$", rb"x", rb"(?<=k)k", rb"\Ak"])
-VALUE_REGEXES = st.none() | st.sampled_from([
-    rb"", rb"\xff", rb"\xff$", rb"^\xc3", rb"^$", rb"(\xc3\xa9){32}", rb"\xa9\xc3\xa9\xff", rb"nothing", rb"^(?!\xc3)"])
-
-
-@st.composite
-def searches(draw) -> Filters:
-    f = Filters(key=draw(KEYS), key_prefix=draw(PREFIXES), key_regex=draw(KEY_REGEXES.map(_compiled)),
-                value_regex=draw(VALUE_REGEXES.map(_compiled)))
-    return f if f.search is not None else Filters(value_regex=re.compile(rb"\xa9"))
-
-
-def _compiled(pattern: bytes | None):
-    return None if pattern is None else re.compile(pattern)
 
 
 def _batch(raw: bytes):
     (b,) = iter_batches(raw)
     return b
-
-
-def damaged_batch(raw: bytes, at: int, xor: int, crc: bool):
-    """The batch with one byte of its records changed (its CRC made right again with `crc`)."""
-    damaged = bytearray(raw)
-    damaged[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    return _batch(set_v2_crc(damaged) if crc else bytes(damaged))
 
 
 def _reference(b, f: Filters) -> list:

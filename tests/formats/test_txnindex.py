@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -11,8 +10,8 @@ from hypothesis import strategies as st
 from kafkalog_cli.errors import CorruptIndexError
 from kafkalog_cli.formats.txnindex import (
     AbortedTxn, aborted_txn_count, encode_aborted_txn, encode_txn_index, parse_txn_index, sanity_check)
+from tests.helpers.paths import SMALL
 
-SMALL = Path(__file__).resolve().parent.parent / "fixtures" / "small"
 REAL = (SMALL / "txn" / "00000000000000000000.txnindex").read_bytes()
 
 

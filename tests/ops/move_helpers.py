@@ -14,8 +14,8 @@ from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import LOADED, partition_dirs_for
 from kafkalog_cli.storage.names import TopicPartition
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 TP = TopicPartition("multi-segment", 0)
 
 

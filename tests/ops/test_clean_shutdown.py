@@ -3,28 +3,15 @@ that skips recovery loads every changed partition as a recovery would, removed i
 quarantine (restorable) otherwise, with the reason in the report."""
 import shutil
 import struct
-from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
-from ..run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
+from tests.helpers.clean_shutdown import MARKER_37, NOW, logdir, seg
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-NOW = 1795460000000
-MARKER_37 = b'{"version":0,"brokerEpoch":42}'      # what 3.7+ writes (KIP-966)
-
-
-def logdir(tmp_path: Path, marker: bytes = MARKER_37) -> Path:
-    d = tmp_path / "logdir"
-    shutil.copytree(EXAMPLES, d)
-    (d / ".kafka_cleanshutdown").write_bytes(marker)
-    return d
-
-
-def seg(d: Path, part: str, base: int, suffix: str) -> Path:
-    return d / part / f"{base:020d}{suffix}"
 
 
 def run(*args):
@@ -142,6 +129,7 @@ def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
     assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}
 
 
+@pytest.mark.slow     # kills a run
 def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers_and_the_next_run_settles_it(tmp_path):
     # the marker is renamed aside before the first change: a kill at any instant after it leaves a
     # log dir without the marker (the broker recovers it in full); the next run puts it back

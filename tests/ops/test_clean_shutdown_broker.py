@@ -8,7 +8,7 @@ import pytest
 
 from tests.differential import broker as live
 from tests.differential.loadcheck import broker_loads, kafkalog, listed_records
-from tests.ops.test_clean_shutdown import MARKER_37, NOW, logdir, seg
+from tests.helpers.clean_shutdown import MARKER_37, NOW, logdir, seg
 
 pytestmark = pytest.mark.skipif(not live.available(), reason="needs KAFKA_HOME (Kafka 3.3.1 or 3.9.0-rc3) and KAFKA_PY")
 

@@ -15,8 +15,9 @@ from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_pr
 from kafkalog_cli.formats.records import build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.ops import cleaner
 from kafkalog_cli.storage import names
-from tests.ops.test_compact_generated import T, NOW, batches, consumer_view, recs, replicated_to_the_end, write_segment
-from tests.run_lines import log_dir_report
+from tests.helpers.compaction import (T, NOW, batches, consumer_view, recs, replicated_to_the_end,
+                                      write_segment)
+from tests.helpers.run_lines import log_dir_report
 
 # the broker these logs stand for ran with Kafka's defaults (compact refuses to guess them)
 CFG = ["--topic-config", "t:cleanup.policy=compact", "--assume-kafka-defaults", "--no-quarantine", "--now", str(NOW)]

@@ -13,7 +13,7 @@ from kafkalog_cli.render import human
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from tests.ops.compact_helpers import FIXTURES, params, records_of, resolver_for, restore, run
+from tests.helpers.compaction import FIXTURES, params, records_of, resolver_for, restore, run
 
 SEGMENT_FILES = ("*.log", "*.index", "*.timeindex", "*.txnindex")
 

@@ -3,31 +3,26 @@ builds a partition with formats.records / formats.txnindex, cleans it, and check
 consumer reads (offsets, keys, values) and the files left, as Kafka's cleaner would leave them."""
 from __future__ import annotations
 
-import os
 import struct
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_legacy_batch, build_v2_batch, iter_batches
-from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index, parse_txn_index
+from kafkalog_cli.formats.txnindex import AbortedTxn, parse_txn_index
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from kafkalog_cli.storage.partition import Partition
+from tests.helpers.compaction import (NOW, T, batches, consumer_view, recs, replicated_to_the_end,
+                                      write_segment)
+from tests.helpers.compaction import DAY, HOUR
 
-NOW = 1_800_000_000_000
-HOUR, DAY = 3_600_000, 86_400_000
 RETENTION = DAY                       # delete.retention.ms
-T = NOW - HOUR                        # when the records were written
 
 
 # ------------------------------------------------------------------------------ building logs
-def recs(*pairs, ts=T):
-    return [SimpleRecord(None if k is None else k.encode(), None if v is None else v.encode(), ts)
-            for k, v in pairs]
 
 
 def marker(offset: int, kind: ControlRecordType, pid: int, epoch: int = 0) -> bytes:
@@ -36,18 +31,6 @@ def marker(offset: int, kind: ControlRecordType, pid: int, epoch: int = 0) -> by
     r = SimpleRecord(struct.pack(">hh", 0, int(kind)), struct.pack(">hi", 0, 0), T)
     return build_v2_batch([r], offset, producer_id=pid, producer_epoch=epoch, is_transactional=True,
                           is_control=True)
-
-
-def write_segment(part: Path, base: int, batches: list[bytes], mtime_ms: int | None = None,
-                  aborted: list[AbortedTxn] = ()) -> None:
-    part.mkdir(parents=True, exist_ok=True)
-    log = part / f"{base:020d}.log"
-    log.write_bytes(b"".join(batches))
-    if aborted:
-        (part / f"{base:020d}.txnindex").write_bytes(encode_txn_index(aborted))
-    if mtime_ms is not None:
-        for f in part.glob(f"{base:020d}.*"):
-            os.utime(f, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
 
 
 def roll(part: Path, batches: list[bytes], mtime_ms: int | None = None) -> None:
@@ -65,16 +48,6 @@ def resolver(**configs) -> ConfigResolver:
     return ConfigResolver(overrides=base)
 
 
-def replicated_to_the_end(part: Path, overwrite: bool = False) -> None:
-    """A replication-offset-checkpoint with the partition's log end offset (`overwrite` False:
-    unless the test wrote one): without it the broker loads the high watermark at the log start
-    offset, and nothing is cleanable."""
-    path = part.parent / names.REPLICATION_CHECKPOINT
-    if overwrite or not path.exists():
-        topic, _, partition = part.name.rpartition("-")
-        path.write_bytes(ckpt.encode_offsets({(topic, int(partition)): Partition.open(part).log_end_offset}))
-
-
 def clean(part: Path, now: int, res: ConfigResolver, jobs: int = 1) -> dict:
     log_dir = part.parent
     replicated_to_the_end(part, overwrite=True)     # the data the test appended is replicated
@@ -85,27 +58,6 @@ def clean(part: Path, now: int, res: ConfigResolver, jobs: int = 1) -> dict:
 
 
 # ------------------------------------------------------------------------------ reading them back
-def consumer_view(part: Path) -> list[tuple]:
-    """(offset, key, value) of every record a consumer from the start receives (control batches
-    are not delivered)."""
-    out = []
-    for log in sorted(part.glob("*.log")):
-        for b in iter_batches(log.read_bytes()):
-            if not b.is_control:
-                out += [(r.offset, r.key and r.key.decode(), r.value and r.value.decode()) for r in b.records()]
-    return out
-
-
-def batches(part: Path) -> list[tuple]:
-    """(base offset, last offset, producer id, epoch, base sequence, record count, control type or
-    None, delete horizon) of every batch in the log."""
-    out = []
-    for log in sorted(part.glob("*.log")):
-        for b in iter_batches(log.read_bytes()):
-            ctype = b.control_type() if b.is_control else None
-            out.append((b.base_offset, b.last_offset, b.producer_id, b.producer_epoch, b.base_sequence,
-                        len(b.records()), None if ctype is None else ctype.name, b.delete_horizon_ms))
-    return out
 
 
 def markers(part: Path) -> dict[int, tuple]:

@@ -9,7 +9,7 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batc
 from kafkalog_cli.ops import compact
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from tests.ops.test_compact_generated import replicated_to_the_end
+from tests.helpers.compaction import replicated_to_the_end
 
 NOW = 1_800_000_000_000
 RETENTION = 86_400_000
@@ -85,7 +85,8 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
 
 
 # the map pass's dict loop against the list loop it replaces (record lengths of 1, 2 and 3 varint bytes)
-from kafkalog_cli.formats.scan import records_region, scan_keys, scan_keys_into  # noqa: E402
+from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into  # noqa: E402
+from kafkalog_cli.formats.v2_region import records_region  # noqa: E402
 
 sized = st.tuples(st.one_of(st.none(), st.binary(max_size=20)),
                   st.one_of(st.none(), st.integers(0, 40), st.integers(60, 200), st.integers(8180, 9000)))

@@ -1,4 +1,5 @@
 from kafkalog_cli.config import ConfigResolver, broker_defaults, read_properties
+from tests.helpers import paths
 
 
 def test_defaults():
@@ -35,11 +36,10 @@ def test_most_specific_wins(tmp_path):
 
 
 def test_topic_configs_come_from_the_latest_kraft_snapshot_when_the_log_is_gone():
-    from pathlib import Path
 
     from kafkalog_cli.config import cluster_metadata_configs
 
-    logdir = Path(__file__).resolve().parents[1] / "fixtures" / "kraft-snapshot"
+    logdir = paths.FIXTURES / "kraft-snapshot"
     configs = cluster_metadata_configs(logdir)
     assert configs["__consumer_offsets"]["cleanup.policy"] == "compact"
     assert configs["_confluent-ksql-default__command_topic"]["retention.ms"] == "-1"

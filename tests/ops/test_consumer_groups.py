@@ -17,9 +17,8 @@ from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_
 from kafkalog_cli.ops.consumer_groups import (GroupCoordinatorReplay, GroupState, GroupType, describe_groups,
                                               metadata_image_of, offsets_topic_layout, partition_for)
 from kafkalog_cli.storage.partition import Partition
+from tests.helpers.paths import EXAMPLES, INTERNAL as FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "internal"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 T = 1_700_000_000_000
 TOPIC_ID = uuid.UUID("6f1b1c2e-0000-4000-8000-000000000001").bytes
 

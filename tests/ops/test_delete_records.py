@@ -2,7 +2,6 @@
 UnifiedLog.maybeIncrementLogStartOffset) and the log-start-offset pass after it, on small logs
 whose segments hold offsets 0-2, 3-5 and 6-8 (high watermark 9 unless stated)."""
 import json
-from pathlib import Path
 
 import pytest
 
@@ -12,25 +11,10 @@ from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from kafkalog_cli.storage.logdir import partition_dirs_for
 
-from .test_retain import NEW, make_log_dir
+from tests.helpers.paths import FIXTURES
+from tests.helpers.delete_records import logdir, plan_for, run
 
-SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def logdir(tmp_path, hw=None, log_start=None, partitions=("t-0",)):
-    return make_log_dir(tmp_path / "logs", {p: SEGMENTS for p in partitions}, hw=hw, log_start=log_start)
-
-
-def plan_for(d, resolver=None, **opts):
-    (log_dir, parts), = partition_dirs_for([d]).items()
-    return dr.plan(log_dir, parts, dr.DeleteRecordsOptions(resolver=resolver or ConfigResolver(), **opts))
-
-
-def run(d, quarantine=None, fault_after=None, **opts):
-    return apply(plan_for(d, **opts), FsOps(d, Quarantine(quarantine, "delete-records"), fault_after=fault_after))
 
 
 def files(d):

@@ -16,8 +16,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.differential.compare import epochs_match
+from tests.helpers.paths import BROKER
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "broker" / "deletions-3.9"
+FIX = BROKER / "deletions-3.9"
 PARAMS = json.loads((FIX / "PARAMS.json").read_text())["cases"] if FIX.is_dir() else {}
 
 

@@ -11,23 +11,14 @@ import pytest
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import compression_from_id
 from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot, parse_producer_snapshot
-from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
+from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import compact
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
-from tests.ops.compact_helpers import params, resolver_for, restore
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
-FIXTURES = Path(__file__).parents[1] / "fixtures"
-
-
-def checkpoint(log_dir: Path, name: str) -> dict[str, int]:
-    """{partition dir name: offset} from a root checkpoint's text."""
-    path = log_dir / name
-    if not path.exists():
-        return {}
-    lines = path.read_text().splitlines()[2:]
-    return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines if line.strip())}
+from tests.helpers.compaction import params, resolver_for, restore
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.transactions import txn_partition as _txn_partition
+from tests.helpers.file_states import checkpoint
 
 
 def walk(part_dir: Path) -> list:
@@ -93,21 +84,6 @@ def test_json_objects_carry_their_kind():
     assert items[0]["topic"] == "txn" and items[0]["high_watermark"] == 15
     assert items[0]["producer_ids"] == [1] and items[0]["open_transactions"] == []
     assert items[1]["log_dir"] == str(EXAMPLES)
-
-
-def _txn_partition(log_dir: Path, snapshot: bytes | None = None) -> Path:
-    """`t-0`: producer 7's transactional batch at offsets 0-2, after it a plain batch at 3-4,
-    and no COMMIT yet: the transaction is open."""
-    d = log_dir / "t-0"
-    d.mkdir(parents=True)
-    txn = build_v2_batch([SimpleRecord(b"k", b"v", 1000 + i) for i in range(3)], 0, producer_id=7, producer_epoch=0,
-                         base_sequence=0, is_transactional=True)
-    plain = build_v2_batch([SimpleRecord(b"k", b"v", 2000 + i) for i in range(2)], 3)
-    (d / "00000000000000000000.log").write_bytes(txn + plain)
-    if snapshot is not None:
-        (d / "00000000000000000005.snapshot").write_bytes(snapshot)
-    (log_dir / "replication-offset-checkpoint").write_text("0\n1\nt 0 5\n")
-    return d
 
 
 def test_an_open_transaction_is_found_by_replaying_the_log_after_the_latest_snapshot(tmp_path):

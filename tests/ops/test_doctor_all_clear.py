@@ -4,42 +4,17 @@ checked), meta.properties' values with Kafka's types and ranges, a cluster.id mi
 from the metadata log's topic ids, and bit rot in closed segments the broker serves as it is."""
 from __future__ import annotations
 
-import json
 import os
-import pwd
 import shutil
-import struct
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..commands.test_doctor_cli import copy, doctor, props, write_props
+from tests.helpers.doctor import copy, doctor, findings, owned_by, props, rot, split, unused_uid, write_props
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give files to another uid")
-
-
-def unused_uid() -> int:
-    uid = 4242
-    while True:
-        try:
-            pwd.getpwuid(uid)
-        except KeyError:
-            return uid
-        uid += 1
-
-
-def owned_by(d: Path, uid: int) -> None:
-    for root, dirs, files in os.walk(d):
-        for n in dirs + files:
-            os.chown(os.path.join(root, n), uid, uid, follow_symlinks=False)
-    os.chown(d, uid, uid)
-
-
-def findings(r, check: str | None = None) -> list[dict]:
-    return [f for f in json.loads(r.stdout)["findings"] if check is None or f["check"] == check]
 
 
 # ------------------------------------------------------------------ the broker's user
@@ -129,23 +104,6 @@ def test_export_names_the_file_of_a_node_id_out_of_range(tmp_path):
 
 
 # ------------------------------------------------------------------ cluster.id mismatch
-MOVED = ["multi-segment-0", "compacted-0", "txn-0", "idempotent-lz4-0", "logappend-time-0"]
-
-
-def split(t: Path, names: list[str], data_dirs: int = 1) -> list[Path]:
-    """The example log dir as a broker's JBOD: the metadata log and most partitions in `a`, the
-    five partitions of MOVED spread over the data dirs."""
-    a = copy(t, "a")
-    out = [a]
-    for i in range(data_dirs):
-        b = copy(t, names[i])
-        for p in b.iterdir():
-            if p.is_dir() and p.name not in MOVED[i::data_dirs]:
-                shutil.rmtree(p)
-        out.append(b)
-    for p in MOVED:
-        shutil.rmtree(a / p)
-    return out
 
 
 def test_a_data_dir_with_the_wrong_cluster_id_is_named_with_the_value(tmp_path):
@@ -193,17 +151,6 @@ def test_without_a_metadata_log_it_says_it_cannot_tell(tmp_path):
 
 
 # ------------------------------------------------------------------ bit rot in a closed segment
-def rot(d: Path) -> Path:
-    """A flipped byte inside a record of the fifth batch (offsets 100..124) of segment 0."""
-    seg = d / "multi-segment-0" / "00000000000000000000.log"
-    buf = bytearray(seg.read_bytes())
-    pos = 0
-    for _ in range(4):
-        pos += 12 + struct.unpack_from(">i", buf, pos + 8)[0]
-    assert struct.unpack_from(">q", buf, pos)[0] == 100
-    buf[pos + 61 + 20] ^= 0x01
-    seg.write_bytes(bytes(buf))
-    return seg
 
 
 def test_bit_rot_in_a_closed_segment_is_a_warning_naming_who_is_hit(tmp_path):
@@ -257,7 +204,7 @@ def test_a_server_properties_node_id_outside_an_int_is_an_error_finding(tmp_path
 
 @needs_root
 def test_the_owner_taken_as_the_brokers_user_is_said_to_be_inferred(tmp_path):
-    from ..storage.test_ownership import broker_user
+    from tests.helpers.doctor import broker_user
 
     user = broker_user()
     d = copy(tmp_path)

@@ -16,7 +16,8 @@ from kafkalog_cli.ops import describe
 from kafkalog_cli.ops.list_offsets import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel,
                                            OffsetSpec, list_offsets)
 from kafkalog_cli.storage.logdir import LogDir
-from tests.ops.test_describe import EXAMPLES, FIXTURES, checkpoint
+from tests.helpers.file_states import checkpoint
+from tests.helpers.paths import EXAMPLES, FIXTURES
 
 TS = FIXTURES / "corpus" / "broker" / "formats" / "ts-nonmonotonic" / "before"
 PARTITIONS = ("ts-jumble-0", "ts-jumble-zstd-0")
@@ -135,7 +136,7 @@ def test_a_checkpointed_high_watermark_past_the_log_end_is_clamped(tmp_path):
 
 
 def test_read_committed_stops_at_the_first_open_transaction(tmp_path):
-    from tests.ops.test_describe import _txn_partition
+    from tests.helpers.transactions import txn_partition as _txn_partition
 
     _txn_partition(tmp_path)
     part = partition(tmp_path, "t-0")

@@ -16,9 +16,8 @@ from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 from kafkalog_cli.ops.metadata_image import read_metadata_image
+from tests.helpers.paths import EXAMPLES, INTERNAL as FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "internal"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 KEYS = {s.name: k for k, s in METADATA_RECORDS.items()}
 TID = uuid.UUID("00000000-0000-4000-8000-0000000000aa").bytes
 TID2 = uuid.UUID("00000000-0000-4000-8000-0000000000bb").bytes

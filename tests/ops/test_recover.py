@@ -1,24 +1,14 @@
 """Acceptance: every corpus recover case, byte-identical .log/.index/.timeindex and the same
 segments as the Kafka 3.3.1 broker left; twice == once."""
-import struct
 
 import pytest
 
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
-from kafkalog_cli.ops.plan import ActionKind, apply
-from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
+from kafkalog_cli.ops.plan import ActionKind
 
-from .conftest import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
-
-
-def run(log_dir, tmp_path, **kw):
-    groups = partition_dirs_for([log_dir])
-    (ld, parts), = groups.items()
-    p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795248200000, **kw))
-    report = apply(p, FsOps(ld, Quarantine(tmp_path / "q", "recover")))
-    return p, report
+from tests.helpers.broker_cases import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
+from tests.helpers.recovery import run
 
 
 @pytest.mark.parametrize("case", RECOVER_CASES)

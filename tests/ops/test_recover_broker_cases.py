@@ -6,7 +6,6 @@ The broker's own results are committed in tests/fixtures/recover_broker (its par
 loading, and its recovery-point entry); with KAFKA_HOME and KAFKA_PY set, each case is also run on
 a live broker and compared file by file."""
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,47 +15,11 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from tests.differential import broker as live
 from tests.differential.compare import epochs_match
+from tests.helpers.paths import FIXTURES
+from tests.helpers.recovery import CASES, OVERFLOW_BASE, damaged
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-EXPECTED = Path(__file__).resolve().parents[1] / "fixtures" / "recover_broker"
+EXPECTED = FIXTURES / "recover_broker"
 NOW = 1795460000000
-OVERFLOW_BASE = 260584255782952        # 40 with byte 2 of its base offset flipped (xor 0xED)
-
-
-def torn_txn(d: Path) -> str:
-    """The transactional partition's last batch (its COMMIT marker at offset 14) cut short."""
-    log = d / "txn-0" / f"{0:020d}.log"
-    with open(log, "r+b") as f:
-        f.truncate(600)
-    return "txn-0"
-
-
-def cut_active(d: Path) -> str:
-    """The active segment truncated inside a batch, 7773 -> 5867 bytes: its offset index's last
-    entry (offset 599, position 7101) now points past the file's end."""
-    with open(d / "multi-segment-0" / f"{300:020d}.log", "r+b") as f:
-        f.truncate(5867)
-    return "multi-segment-0"
-
-
-def overflow(d: Path) -> str:
-    """A flipped byte in the last batch's base offset (not covered by the CRC), after a crash."""
-    (d / ".kafka_cleanshutdown").unlink()
-    log = d / "codec-none-0" / f"{0:020d}.log"
-    data = bytearray(log.read_bytes())
-    data[1323 + 2] ^= 0xED
-    log.write_bytes(bytes(data))
-    return "codec-none-0"
-
-
-CASES = {"torn-txn-under-marker": torn_txn, "active-cut-under-marker": cut_active, "offset-overflow": overflow}
-
-
-def damaged(tmp_path: Path, case: str) -> tuple[Path, str]:
-    d = tmp_path / "logdir"
-    shutil.copytree(EXAMPLES, d)
-    (d / ".lock").unlink()
-    return d, CASES[case](d)
 
 
 def recover(d: Path, *extra: str, code: int = 0):

@@ -8,9 +8,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 NOW = 1795460000000
 
 

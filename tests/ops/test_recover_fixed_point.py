@@ -20,11 +20,10 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..storage.test_quarantine import state      # every file but .lock: its bytes and mtime
-from .conftest import copy_case
+from tests.helpers.file_states import bytes_and_mtimes as state  # every file but .lock: its bytes and mtime
+from tests.helpers.broker_cases import copy_case
+from tests.helpers.paths import EXAMPLES
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "logdir"
 TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in the field
 CASES = int(os.environ.get("KAFKALOG_FIXED_POINT_CASES", "60"))
 SEED = int(os.environ.get("KAFKALOG_FIXED_POINT_SEED", "31"))

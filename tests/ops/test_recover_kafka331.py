@@ -8,7 +8,8 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.formats.txnindex import parse_txn_index
-from tests.run_lines import log_dir_report
+from tests.helpers.run_lines import log_dir_report
+from tests.helpers import paths
 
 T = 1_700_000_000_000
 
@@ -154,8 +155,7 @@ def test_swapped_in_segment_without_its_index_is_recovered_with_repair(tmp_path)
 # ------------------------------------------------------------------ log-dir checkpoints
 def test_kraft_metadata_log_gets_no_recovery_point_entry(tmp_path):
     import shutil
-    from pathlib import Path
-    src = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+    src = paths.EXAMPLES
     root = tmp_path / "logdir"
     shutil.copytree(src, root)
     before = (root / "recovery-point-offset-checkpoint").read_text()

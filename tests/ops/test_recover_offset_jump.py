@@ -6,7 +6,6 @@ offsets. Case 3100002 of `tests.differential recover --cases 24 --seed 31`
 import hashlib
 import json
 import shutil
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -18,12 +17,12 @@ from tests.differential.generate import topic_configs
 from tests.differential.loadcheck import (Batch, Segment, broker_loads, consumed, kafkalog, listed_records, listing,
                                           records_of, served_problems)
 
-from .conftest import FIXTURES, copy_case
-from .test_recover import run
+from tests.helpers.broker_cases import FIXTURES, copy_case
+from tests.helpers.recovery import run
+from tests.helpers.paths import EXAMPLES
 
 CASE = FIXTURES / "recover-offset-jump"
 PART = "g-gzip-0"
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 JUMP = 27 + (0x5E << 24)        # the batch of offset 27, byte 2994 flipped 0x00 -> 0x5e
 
 

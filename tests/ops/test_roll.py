@@ -13,8 +13,8 @@ from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment
 
-from .conftest import FIXTURES, copy_case, segment_files
-from .test_retain import make_log_dir
+from tests.helpers.broker_cases import FIXTURES, copy_case, segment_files
+from tests.helpers.retention import make_log_dir
 
 NOW = 1795249186389
 T0 = 1_700_000_000_000

@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import BROKER
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "broker" / "roll-in-session"
+FIX = BROKER / "roll-in-session"
 NOW = 1795460000000
 
 
@@ -69,7 +70,7 @@ def test_clean_dir_is_closed_as_the_restarted_broker_closes_it(tmp_path, tp, bas
 # harness (generate.py, seed 4). Its last batch, offsets 105..112 uncompressed, holds its max
 # timestamp on records 109 and 111; 3.9 indexes the batch's last offset, 112 (LogValidator
 # shallowOffsetOfMaxTimestamp = offsetCounter.value - 1, KAFKA-16310), 3.3.1 the first record's.
-FIX39 = Path(__file__).resolve().parents[1] / "fixtures" / "broker" / "roll-in-session-3.9"
+FIX39 = BROKER / "roll-in-session-3.9"
 
 
 def prepared39(tmp_path: Path) -> Path:

@@ -14,9 +14,9 @@ from kafkalog_cli.errors import LockedError
 from kafkalog_cli.ops import compact, recover, retain, roll
 from kafkalog_cli.storage.quarantine import QuarantineFolder
 from kafkalog_cli.ops.runner import ConfigSources, Operation, Outcome, run_log_dir
-from tests.ops.compact_helpers import FIXTURES as COMPACT_FIXTURES, records_of, restore
-from tests.ops.conftest import copy_case, tree_state
-from tests.storage.test_lock import hold_lock
+from tests.helpers.compaction import FIXTURES as COMPACT_FIXTURES, records_of, restore
+from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.locks import hold_lock
 
 COMPACT_NOW = 1795248446186
 COMPACT_CFG = ConfigSources(topic_config_items=("cmp-none:cleanup.policy=compact", "cmp-none:segment.bytes=16384",

@@ -1,30 +1,15 @@
 """ops.transactions: producer states, open transactions, Kafka's last stable offset and
 find-hanging, on small logs built batch by batch, and on the example log dir a Kafka 3.3.1 broker
 wrote."""
-import struct
-from pathlib import Path
 
-from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import transactions as tx
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.transactions import MIN, NOW, T, data, marker, txn_state_record
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
-NOW = 1_800_000_000_000
-MIN = 60_000
-T = NOW - 30 * MIN                    # when the records were written
 DAY = 86_400_000
-
-
-def data(offset, pid, txn=True, ts=T, seq=0, epoch=0):
-    return build_v2_batch([SimpleRecord(b"k", b"v", ts)], offset, producer_id=pid, producer_epoch=epoch,
-                          base_sequence=seq, is_transactional=txn)
-
-
-def marker(offset, pid, kind=ControlRecordType.COMMIT, ts=T, epoch=0, coordinator_epoch=3):
-    r = SimpleRecord(struct.pack(">hh", 0, int(kind)), struct.pack(">hi", 0, coordinator_epoch), ts)
-    return build_v2_batch([r], offset, producer_id=pid, producer_epoch=epoch, is_transactional=True, is_control=True)
 
 
 def partition(tmp_path, batches, hw=None, name="t-0", snapshot=None) -> Partition:
@@ -83,16 +68,6 @@ def test_the_state_comes_from_the_snapshot_and_the_log_after_it(tmp_path):
 
 
 # ------------------------------------------------------------------ find-hanging
-def txn_state_record(tid: str, pid: int, state: int, partitions: list[tuple[str, list[int]]]) -> SimpleRecord:
-    """TransactionLogKey/Value version 0, as the coordinator writes them."""
-    def string(s):
-        return struct.pack(">h", len(s.encode())) + s.encode()
-    key = struct.pack(">h", 0) + string(tid)
-    value = struct.pack(">hqhib", 0, pid, 0, 60000, state) + struct.pack(">i", len(partitions))
-    for topic, ids in partitions:
-        value += string(topic) + struct.pack(">i", len(ids)) + b"".join(struct.pack(">i", i) for i in ids)
-    value += struct.pack(">qq", T, T)
-    return SimpleRecord(key, value, T)
 
 
 def test_find_hanging_as_kafka_filters_it(tmp_path):

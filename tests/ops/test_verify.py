@@ -10,9 +10,8 @@ import pytest
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.ops import verify as V
-from tests import bad_inputs as B
-
-READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
+from tests.helpers import bad_inputs as B
+from tests.helpers.paths import READ
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from kafkalog_cli.ops.verify_index import (
     IndexMismatch, OffsetNotFound, OutOfOrderTimestamp, TimestampMismatch, check_offset_index, check_time_index,
     index_lookup, sanity_check, start_offset_of,
 )
+from tests.helpers.paths import READ
 
-READ = Path(__file__).resolve().parents[1] / "fixtures" / "read"
 TS = 1_700_000_000_000
 NAME = "00000000000000000000"
 

@@ -14,8 +14,8 @@ from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.remote_log_metadata import metadata_partition
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+from tests.helpers.paths import EXAMPLES as EXAMPLE
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 COPY_SEGMENT_STARTED, COPY_SEGMENT_FINISHED = 0, 1
 
 

@@ -1,7 +1,6 @@
 """dump-log --kafka-version 3.9: kafka-dump-log 3.9.0-rc3's text, against what that tool printed
 (tests/fixtures/dump-log-3.9, SOURCES.md there); the default stays 3.3.1's."""
 import struct
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -9,9 +8,10 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.transaction_state import format_transaction_record_39
-from tests.test_kafka_versions import _v1_transaction_value
+from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
+from tests.helpers.paths import FIXTURES
 
-HERE = Path(__file__).resolve().parents[1] / "fixtures" / "dump-log-3.9"
+HERE = FIXTURES / "dump-log-3.9"
 KIP848 = "../groups-broker-3.9-kip848/logdir"
 CASES = {
     "remote-log-metadata": ("--remote-log-metadata-decoder", ["__remote_log_metadata-9/00000000000000000000.log"]),

@@ -1,4 +1,4 @@
-"""The JSON Lines record fast path (formats.scan.fast_v2_json with render.jsonl's layout) writes
+"""The JSON Lines record fast path (batch_json, formats/byte_loops.py, with render.jsonl's layout) writes
 exactly what the general path (Record objects, render.jsonl.record_object, json) writes: the same
 bytes, for every payload encoding, and the same error at the same point; big files rendered by
 worker processes come out the same too."""
@@ -14,15 +14,15 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
-from kafkalog_cli.formats.scan import fast_v2_json
+from kafkalog_cli.formats.byte_loops import batch_json
 from kafkalog_cli.render.jsonl import JsonDumper, dumps
 from kafkalog_cli.render import jsonl
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD
 from kafkalog_cli.formats.varint import read_varint
-from tests.formats.strategies import v2_batches
-from tests.formats.test_scan import _damaged
-from tests.render.test_fast_path import _corrupt_records, _segment
+from tests.helpers.strategies import v2_batches
+from tests.helpers.segments import (corrupt_records as _corrupt_records, damaged as _damaged,
+                                    segment as _segment)
 
 ENCODINGS = ["utf8", "hex", "base64"]
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -76,7 +76,7 @@ def test_the_fast_path_takes_every_well_formed_v2_batch():
         n = 0
         for b in iter_batches(data):
             if b.magic == 2 and not b.is_control:
-                fast_v2_json(b, layout)       # raises if it would fall back
+                batch_json(b, layout)       # raises if it would fall back
                 n += 1
         assert n > 20
 
@@ -93,7 +93,7 @@ def test_payloads_the_column_encoding_cannot_take_go_one_by_one(tmp_path):
     for encoding in ENCODINGS:
         layout = _fast_layout(encoding)
         for b in iter_batches(data):
-            fast_v2_json(b, layout)
+            batch_json(b, layout)
         fast = _dump(tmp_path, data, fast=True, encoding=encoding)
         assert fast == _dump(tmp_path, data, fast=False, encoding=encoding)
 
@@ -105,7 +105,7 @@ def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, enc
     assert fast == _dump(tmp_path, batch, fast=False, encoding=encoding)
     assert fast[1] is None
     (b,) = iter_batches(batch)
-    fast_v2_json(b, _fast_layout(encoding))   # the fast path took it: no fallback hid a difference
+    batch_json(b, _fast_layout(encoding))   # the fast path took it: no fallback hid a difference
 
 
 # Payload bytes that mean something to the joined path: %-format syntax, its DEL separator,
@@ -123,18 +123,18 @@ _HEADERS = st.lists(st.tuples(_HEADER_KEYS, st.none() | _TRICKY), max_size=3)
 @given(records=st.lists(st.tuples(_TRICKY, _TRICKY, _HEADERS), min_size=1, max_size=8), producer=st.booleans())
 def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, monkeypatch, records, producer):
     """Batches without null keys or values have every payload (header keys and values too)
-    escaped in one call and the lines made in two %-passes (scan._joined_lines): any payload
+    escaped in one call and the lines made in two %-passes (_scan_py._joined_lines): any payload
     (%-syntax, empty, DEL, invalid UTF-8), any headers (none, several, null values) come out
     as the general path writes them, and the path is taken whenever no payload holds a DEL or
     invalid UTF-8. (The pure core's way: the compiled one writes each line itself, and
     tests/formats/test_core.py holds it equal to this.)"""
-    from kafkalog_cli.formats import scan
+    from kafkalog_cli.formats import _scan_py
 
     taken = []
-    real = scan._joined_lines
-    monkeypatch.setattr(scan, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
-    monkeypatch.setattr(jsonl, "fast_v2_json", scan.PURE["fast_v2_json"])
-    monkeypatch.setattr(scan, "json_run", None)
+    real = _scan_py._joined_lines
+    monkeypatch.setattr(_scan_py, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
+    monkeypatch.setattr(jsonl, "batch_json", _scan_py.batch_json)
+    monkeypatch.setattr(jsonl, "lines_of_batches", _scan_py.lines_of_batches)
     recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs))
             for i, (k, v, hs) in enumerate(records)]
     batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,
@@ -163,7 +163,7 @@ def test_record_lines_of_damaged_records_are_the_general_paths_or_none(raw, at, 
     writes exactly the general path's lines, which then decodes the records too."""
     b = _damaged(raw, at, xor)
     try:
-        fast = fast_v2_json(b, _fast_layout(encoding))
+        fast = batch_json(b, _fast_layout(encoding))
     except Exception:
         return                       # the caller falls back to the general path
     enc, template = jsonl.payload_encoder(encoding), jsonl.record_template(b)
@@ -184,7 +184,7 @@ def test_a_record_longer_than_its_fields_is_left_to_the_general_path():
     with pytest.raises(KafkalogError):
         b.records()
     with pytest.raises(Exception):
-        fast_v2_json(b, _fast_layout("utf8"))
+        batch_json(b, _fast_layout("utf8"))
 
 
 def test_a_malformed_batch_fails_at_the_same_point(tmp_path):
@@ -198,7 +198,7 @@ def test_a_malformed_batch_fails_at_the_same_point(tmp_path):
 def test_a_record_line_is_a_record_object_of_the_schema():
     (b,) = iter_batches(build_v2_batch([SimpleRecord(b"k", b"v", 5)], 7, producer_id=3, producer_epoch=1,
                                        base_sequence=2**31 - 1, is_transactional=True))
-    (line,) = fast_v2_json(b, _fast_layout("utf8")).splitlines()
+    (line,) = batch_json(b, _fast_layout("utf8")).splitlines()
     assert json.loads(line) == {
         "kind": "record", "offset": 7, "timestamp": 5, "timestamp_type": "CreateTime", "key": "k", "value": "v",
         "headers": [], "sequence": 2**31 - 1, "base_offset": 7, "producer_id": 3, "producer_epoch": 1,

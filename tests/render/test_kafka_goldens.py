@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.cli import cli
-from tests.conftest import CORPUS
+from tests.helpers.paths import CORPUS
 
 GOLDENS = CORPUS / "goldens"
 CASES = sorted((a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args"))

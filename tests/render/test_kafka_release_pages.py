@@ -2,14 +2,13 @@
 resident memory before), and what it prints does not change."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.render import kafka
+from tests.helpers.paths import EXAMPLES
 
-SEGMENT = Path(__file__).resolve().parents[2] / "examples" / "logdir" / "multi-segment-0"
+SEGMENT = EXAMPLES / "multi-segment-0"
 
 
 def test_printed_pages_are_released_and_the_output_is_the_same(monkeypatch):

@@ -9,6 +9,8 @@ import os
 
 import pytest
 
+from tests.spark.helpers import BUCKET, archive_of
+
 _MISSING = None
 if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
     _MISSING = "pyspark/pyarrow not installed (pip install 'kafkalog-cli[spark]')"
@@ -57,3 +59,43 @@ def pushdown(spark):
     yield "kafkalog"
     spark.conf.set("spark.sql.python.filterPushdown.enabled", before)
     register(spark)
+
+
+
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """(local archive, s3 URI of its copy, environment for subprocesses)."""
+    skip = pytest.fail if os.environ.get("KAFKALOG_TESTS_NO_SKIP") else pytest.skip   # .ci/floors sets it
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError as e:
+        skip(f"moto[server] is not installed ({e.name})")
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+    except Exception as e:  # a port refused, a missing server dependency
+        skip(f"moto's S3 server did not start: {e}")
+    host, port = server.get_host_and_port()
+    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+           "AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_EC2_METADATA_DISABLED": "true"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        from pyarrow import fs
+
+        local = archive_of(tmp_path_factory.mktemp("s3src"))
+        s3fs = fs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1",
+                              allow_bucket_creation=True)
+        s3fs.create_dir(BUCKET)
+        for p in sorted(local.rglob("*")):
+            if p.is_file():
+                with s3fs.open_output_stream(f"{BUCKET}/archive/{p.relative_to(local)}") as out:
+                    out.write(p.read_bytes())
+        yield local, f"s3a://{BUCKET}/archive", env
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        server.stop()

@@ -1,14 +1,16 @@
-"""Compare DataFrame rows with what `kafkalog dump-log --format json` prints."""
+"""Compare DataFrame rows with what `kafkalog dump-log --format json` prints; the archive the
+remote-storage tests copy to their S3 server."""
 from __future__ import annotations
 
 import json
+import shutil
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-FIXTURES = Path(__file__).parent.parent / "fixtures"
+from tests.helpers.paths import FIXTURES
 
 
 def segment_files(root: Path) -> list[Path]:
@@ -76,3 +78,21 @@ def actual_batch(row: dict) -> dict:
 
 def rows(df) -> list[dict]:
     return df.toArrow().to_pylist()
+
+BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
+
+KAFKALOG = Path(sys.executable).with_name("kafkalog")
+
+BUCKET = "kafka-backups"
+
+
+def archive_of(root: Path) -> Path:
+    """archive/broker-0 (three partitions, node.id=0) and archive/broker-1 (a copy of one of
+    them, broker.id=1): one topic-partition in two log dirs."""
+    a = root / "archive"
+    for name, broker, parts in (("broker-0", "node.id=0", ("multi-segment-0", "txn-0", "codec-zstd-0")),
+                                ("broker-1", "broker.id=1", ("multi-segment-0",))):
+        for p in parts:
+            shutil.copytree(BASIC / p, a / name / p)
+        (a / name / "meta.properties").write_text(f"version=1\n{broker}\ncluster.id=x\n")
+    return a

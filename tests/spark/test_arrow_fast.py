@@ -1,4 +1,4 @@
-"""Arrow rows without Record objects (formats.scan.scan_columns, spark.arrow's column builders)
+"""Arrow rows without Record objects (scan_columns, formats/byte_loops.py, and spark.arrow's column builders)
 are the rows of the general path (Record objects, one value at a time): the same Arrow values,
 and the same Parquet bytes, for every codec, headers, nulls, legacy and control batches mixed in."""
 from __future__ import annotations
@@ -9,12 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches
-from kafkalog_cli.formats.scan import RecordColumns, scan_columns
+from kafkalog_cli.formats.byte_loops import scan_columns
+from kafkalog_cli.formats.record_columns import RecordColumns
 from kafkalog_cli.spark import arrow
 from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
 from kafkalog_cli.storage.logdir import segments_of
-from tests.formats.strategies import batch_chains, v2_batches
-from tests.render.test_fast_path import _corrupt_records, _segment
+from tests.helpers.strategies import batch_chains, v2_batches
+from tests.helpers.segments import corrupt_records as _corrupt_records, segment as _segment
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
@@ -28,15 +29,15 @@ def _ref(tmp_path, data: bytes):
 
 
 def _read(ref, monkeypatch, *, fast: bool, rows: int = 8192, **options) -> list[pa.RecordBatch]:
-    from kafkalog_cli.formats import scan
+    from kafkalog_cli.formats import _scan_py
 
     with monkeypatch.context() as m:
         if not fast:
             def general(b, cols):
                 raise ValueError("the general path, please")
             m.setattr(arrow, "scan_columns", general)
-            for name in ("columns_run", "gather_spans", "spread"):     # the compiled core's, if built
-                m.setattr(scan, name, None)
+            for name in ("columns_of_batches", "gather_spans", "spread"):     # the pure twin's
+                m.setattr(arrow, name, getattr(_scan_py, name))
         return list(read_segment(ref, columns("record", **options), rows_per_batch=rows))
 
 

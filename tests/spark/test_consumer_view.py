@@ -17,9 +17,8 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.consumer_view import READ_COMMITTED, READ_UNCOMMITTED, consumer_view, views_for
 from kafkalog_cli.storage.remote import segments_of_sources
+from tests.helpers.paths import EXAMPLES
 
-ROOT = Path(__file__).resolve().parents[2]
-EXAMPLES = ROOT / "examples" / "logdir"
 TXN = EXAMPLES / "txn-0"     # commit 0-4, COMMIT marker 5, abort 6-9, ABORT marker 10, commit 11-13, COMMIT 14
 
 

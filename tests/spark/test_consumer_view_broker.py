@@ -4,7 +4,7 @@ broker and `export --isolation-level read_committed` of the stopped broker's fil
 same records; a read_uncommitted consumer and the default export likewise.
 
 Producers and consumers are kafka-python's (KAFKA_PY; its transactional producer and its
-read_committed fetch); the broker is KAFKA_HOME's (tests/kafka_broker.py). Skipped without them."""
+read_committed fetch); the broker is KAFKA_HOME's (tests/helpers/kafka_broker.py). Skipped without them."""
 import json
 import shutil
 import subprocess
@@ -14,9 +14,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 
-from ..kafka_broker import KAFKA_HOME, broker_run, needs_broker
+from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, needs_broker
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 pytestmark = needs_broker
 
 SCRIPT = r"""

@@ -1,11 +1,10 @@
 """docs/spark.md prints the data source's schema as a StructType: it must be the one Spark gets."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from tests.helpers.paths import DOCS
 
-DOC = Path(__file__).parents[2] / "docs" / "spark.md"
+DOC = DOCS / "spark.md"
 
 
 def struct_type(level: str) -> str:

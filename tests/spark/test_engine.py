@@ -12,7 +12,7 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import CorruptRecordError, InputError
 from kafkalog_cli.spark.engine import result, run_partitions
 from kafkalog_cli.spark.jobs import verify_group
-from tests.run_lines import log_dir_report, stable
+from tests.helpers.run_lines import log_dir_report, stable
 from tests.spark.helpers import FIXTURES
 
 BROKER = FIXTURES / "corpus" / "broker"
@@ -94,7 +94,7 @@ def test_engine_usage_and_missing_java(tmp_path, monkeypatch):
 
 
 def _retain(case: str, d: Path, engine: str):
-    from tests.ops.test_retain import params, server_properties
+    from tests.helpers.retention import params, server_properties
 
     return invoke("retain", "--now", params(case)["now_ms"], "--server-properties", server_properties(case),
                   "-v", "--format", "json", "--engine", engine, d)
@@ -102,7 +102,7 @@ def _retain(case: str, d: Path, engine: str):
 
 @pytest.mark.parametrize("case", ["time", "size"])
 def test_retain_spark_deletes_and_reports_what_local_does(spark, tmp_path, case):
-    from tests.ops.test_retain import copy_case, partition_files
+    from tests.helpers.retention import copy_case, partition_files
 
     out = {}
     for engine in ("local", "spark"):
@@ -118,7 +118,7 @@ def test_retain_spark_deletes_and_reports_what_local_does(spark, tmp_path, case)
 
 def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
     from kafkalog_cli.storage.lock import LogDirLock
-    from tests.ops.test_retain import copy_case
+    from tests.helpers.retention import copy_case
 
     d = copy_case("time", tmp_path)
     with LogDirLock(d):
@@ -128,8 +128,8 @@ def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
 
 
 def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
-    from tests.commands.test_compact_cli import CFG
-    from tests.ops.compact_helpers import FIXTURES as CFIX, records_of, restore
+    from tests.helpers.compaction import CFG
+    from tests.helpers.compaction import FIXTURES as CFIX, records_of, restore
 
     out = {}
     for engine in ("local", "spark"):
@@ -150,8 +150,8 @@ def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
 
 
 def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
-    from tests.commands.test_compact_cli import CFG
-    from tests.ops.compact_helpers import restore
+    from tests.helpers.compaction import CFG
+    from tests.helpers.compaction import restore
 
     from kafkalog_cli.storage.lock import LogDirLock
 

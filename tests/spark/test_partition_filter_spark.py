@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def invoke(*args):

@@ -4,69 +4,14 @@ server cannot start (moto[server] is in the test extra)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.spark.helpers import FIXTURES
-
-BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
-KAFKALOG = Path(sys.executable).with_name("kafkalog")
-BUCKET = "kafka-backups"
+from tests.spark.helpers import BUCKET, KAFKALOG
 
 
-def _archive(root: Path) -> Path:
-    """archive/broker-0 (three partitions, node.id=0) and archive/broker-1 (a copy of one of
-    them, broker.id=1): one topic-partition in two log dirs."""
-    a = root / "archive"
-    for name, broker, parts in (("broker-0", "node.id=0", ("multi-segment-0", "txn-0", "codec-zstd-0")),
-                                ("broker-1", "broker.id=1", ("multi-segment-0",))):
-        for p in parts:
-            shutil.copytree(BASIC / p, a / name / p)
-        (a / name / "meta.properties").write_text(f"version=1\n{broker}\ncluster.id=x\n")
-    return a
-
-
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """(local archive, s3 URI of its copy, environment for subprocesses)."""
-    skip = pytest.fail if os.environ.get("KAFKALOG_TESTS_NO_SKIP") else pytest.skip   # .ci/floors sets it
-    try:
-        from moto.server import ThreadedMotoServer
-    except ImportError as e:
-        skip(f"moto[server] is not installed ({e.name})")
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    try:
-        server.start()
-    except Exception as e:  # a port refused, a missing server dependency
-        skip(f"moto's S3 server did not start: {e}")
-    host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_EC2_METADATA_DISABLED": "true"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        from pyarrow import fs
-
-        local = _archive(tmp_path_factory.mktemp("s3src"))
-        s3fs = fs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1",
-                              allow_bucket_creation=True)
-        s3fs.create_dir(BUCKET)
-        for p in sorted(local.rglob("*")):
-            if p.is_file():
-                with s3fs.open_output_stream(f"{BUCKET}/archive/{p.relative_to(local)}") as out:
-                    out.write(p.read_bytes())
-        yield local, f"s3a://{BUCKET}/archive", env
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        server.stop()
 
 
 def _key(seg) -> tuple:

@@ -1,4 +1,4 @@
-"""`kafkalog verify-crc` on S3-compatible storage (tests/spark/test_remote.py's moto server):
+"""`kafkalog verify-crc` on S3-compatible storage (the moto server of tests/spark/conftest.py):
 read by ranged reads, the same report as for the local copy of the same files, positions in
 the remote file's coordinates, on both engines. Skipped when moto's server cannot start."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.spark.test_remote import BUCKET, KAFKALOG, s3  # noqa: F401  (s3: the fixture)
+from tests.spark.helpers import BUCKET, KAFKALOG
 
 SEGMENT = "broker-0/multi-segment-0/00000000000000000300.log"
 

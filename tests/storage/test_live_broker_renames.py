@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import live_files, logdir, partition
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 BASE = "00000000000000000300"
 COMMANDS = [
     ["verify-crc", "--jobs", "1"],

@@ -2,13 +2,13 @@
 log dir of a live Kafka broker whose retention deletes 16 KiB segments every second while a
 producer writes. No run fails because the broker renamed or deleted a segment under it.
 
-Runs when KAFKA_HOME and KAFKA_PY are set (tests/kafka_broker.py), skipped otherwise."""
+Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py), skipped otherwise."""
 import json
 import shutil
 import sys
 from pathlib import Path
 
-from ..kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
+from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
 
 pytestmark = needs_broker
 KAFKALOG = str(Path(sys.executable).parent / "kafkalog")

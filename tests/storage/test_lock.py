@@ -1,27 +1,10 @@
-import fcntl
-import os
-import subprocess
-import sys
-import time
 
 import pytest
 
 from kafkalog_cli.errors import LockedError, OutsideLogDirError
-from kafkalog_cli.storage.lock import LogDirLock, holder_pid
+from kafkalog_cli.storage.lock import LogDirLock
+from tests.helpers.locks import hold_lock
 
-HOLD = """
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-print("locked", flush=True)
-time.sleep(60)
-"""
-
-
-def hold_lock(path):
-    p = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdout=subprocess.PIPE, text=True)
-    assert p.stdout.readline().strip() == "locked"
-    return p
 
 
 def test_lock_and_release(tmp_path):

@@ -14,8 +14,7 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.storage.logdir import LogDir, partition_dirs_for
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment, last_index_entry
-
-EXAMPLES = Path(__file__).parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def _batches(base: int, n: int, per: int = 3, ts0: int = 1_700_000_000_000) -> bytes:

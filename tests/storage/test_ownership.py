@@ -8,8 +8,6 @@ import os
 import pwd
 import shutil
 import stat
-import subprocess
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,35 +18,13 @@ from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.lock import LogDirLock
 
-from ..broker_start import broker_verdict, needs_broker
-from ..fullfs import EXAMPLES
+from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.fullfs import EXAMPLES
+from tests.helpers.doctor import broker_user
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="kafkalog adopts owners only when run as root")
 MODE = 0o640                 # not what root's umask gives a new file (0644): a mode that must be copied
 NOW = "1795249186389"
-
-
-def broker_user() -> pwd.struct_passwd:
-    """A user that is not root, as a broker runs: kafka, else postgres, else one made for this."""
-    for name in ("kafka", "postgres", "kafkalog-broker"):
-        try:
-            return pwd.getpwnam(name)
-        except KeyError:
-            continue
-    r = subprocess.run(["useradd", "--system", "--no-create-home", "kafkalog-broker"], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"no user other than root to own a log dir: useradd: {r.stderr.strip()}")
-    return pwd.getpwnam("kafkalog-broker")
-
-
-@pytest.fixture
-def base():
-    """A directory every user may traverse (pytest's tmp_path is root's alone): the broker's user
-    must reach the log dir."""
-    d = Path(tempfile.mkdtemp(prefix="kafkalog-owner-", dir="/tmp"))
-    d.chmod(0o755)
-    yield d
-    shutil.rmtree(d, ignore_errors=True)
 
 
 def owned_copy(base: Path, user: pwd.struct_passwd) -> Path:

@@ -11,8 +11,8 @@ from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, dir_kind, expa
                                          partition_dirs_for, segments_of, select_partition_dirs)
 from kafkalog_cli.storage.names import (PartitionDirKind, TopicPartition, parse_partition_dir,
                                         parse_partition_dir_name)
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
 ROOT_FILES = shutil.ignore_patterns("*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock",
                                     ".kafka_cleanshutdown")
 UUID = "0123456789abcdef0123456789abcdef"

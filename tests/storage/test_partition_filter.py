@@ -3,15 +3,13 @@ select_partition_dirs taking it (`only=`)."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage.logdir import FilterTally, expand_paths, segments_of, select_partition_dirs
 from kafkalog_cli.storage.names import PartitionFilter, TopicPartition
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "logdir"
+from tests.helpers.paths import EXAMPLES
 
 
 def test_globs_are_case_sensitive_and_partitions_and_topics_both_hold():

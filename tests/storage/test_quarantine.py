@@ -11,6 +11,7 @@ from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault
 from kafkalog_cli.storage.quarantine_writer import Quarantine
+from tests.helpers.file_states import bytes_and_mtimes as state
 
 T0 = 1_700_000_000_000_000_000
 
@@ -64,16 +65,6 @@ def run_op(ops: FsOps, d: Path) -> None:
     ops.rename_dirs([(d / "t-1.x-future", d / "t-1")])                   # dir_renamed
 
 
-def state(d: Path) -> dict[str, tuple[bytes, int]]:
-    out = {}
-    for root, _, files in os.walk(d):
-        for n in files:
-            f = Path(root) / n
-            if n != ".lock":
-                out[str(f.relative_to(d))] = (f.read_bytes(), f.stat().st_mtime_ns)
-    return out
-
-
 def quarantined(tmp_path: Path, fault_after=None) -> tuple[Path, dict, q.QuarantineFolder]:
     d = make_log_dir(tmp_path)
     before = state(d)
@@ -125,6 +116,7 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
         ["dir_renamed", "dir_created", "overwritten"]
 
 
+@pytest.mark.slow     # a kill at every step
 def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_path):
     total = total_steps(tmp_path / "ref")
     assert total > 40
@@ -134,6 +126,7 @@ def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_p
         assert state(d) == before, f"killed after step {n} of {total}"
 
 
+@pytest.mark.slow     # a kill at every step
 def test_a_restore_killed_at_any_step_finishes_when_run_again(tmp_path):
     d, _, folder = quarantined(tmp_path / "ref")
     undo = FsOps(d)

@@ -59,7 +59,7 @@ def test_records_shown(f, offsets):
 def test_a_key_filter_decodes_only_to_judge_and_skips_batches_without_a_match():
     log = batches()
     got = list(selected_batches(log, 0, len(log), Filters(key=b"k7"), True))
-    # the search builds only the records it finds (formats.scan.search_v2)
+    # the search builds only the records it finds (search_v2, formats/byte_loops.py)
     assert [(b.base_offset, [r.offset for r in recs]) for b, recs in got] == [(6, [7])]
     got = list(selected_batches(log, 0, len(log), Filters(from_time=TS + 7), True))
     assert [(b.base_offset, [r.offset for r in recs]) for b, recs in got] == [(6, [6, 7, 8]), (9, [9, 10, 11])]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from tests.corpus import corpus_path  # noqa: E402  (run as a script, from anywhere)
+from tests.helpers.paths import CORPUS as OUT  # noqa: E402
 
 CORPUS = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else corpus_path().resolve()
-OUT = Path(__file__).resolve().parents[1] / "fixtures" / "corpus"
 
 PATTERNS = [
     "legacy/v0-", "legacy/v1-", "legacy/v2-empty-batch", "legacy/v2-headers", "legacy/v2-logappend",

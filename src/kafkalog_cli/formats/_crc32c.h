@@ -1,5 +1,5 @@
 /* CRC-32C (Castagnoli) with the SSE4.2 crc32 instruction, three streams at once, for the
- * compiled core (_cframing.pyx, _cscan.pyx): verify-crc checks one batch of a few KiB at a
+ * compiled core (_framing_walk.pyx, _scan.pyx): verify-crc checks one batch of a few KiB at a
  * time, and the `crc32c` package, called per batch, runs at a third of its own speed on a long
  * buffer there (its call, and a short buffer's path). Mark Adler's method (crc32c.c, zlib
  * licence): a buffer of 3 x n bytes is three independent crc32 chains, joined by shifting a

@@ -20,10 +20,3 @@ cdef inline uint32_t crc32c_at(const uint8_t* p, Py_ssize_t n) except? 0:
     if HW_CRC32C:
         return kl_crc32c(0, p, n)
     return _crc32c_package(PyMemoryView_FromMemory(<char*>p, n, PyBUF_READ))
-
-
-def crc32c_of(data):
-    """The CRC-32C of a bytes-like object through the path above (tests hold it equal to the
-    package's)."""
-    cdef const uint8_t[::1] v = data
-    return crc32c_at(&v[0] if v.shape[0] else <const uint8_t*>b"", v.shape[0])

@@ -4,7 +4,10 @@ lay it out, walked without decoding a record.
 - `batch_cuts`: batch boundaries about N bytes apart, the ranges of dump-log's and verify-crc's
   workers;
 - `check_batches`: verify-crc's walk over a chain of batches (sizes, CRCs, offsets), with `deep`
-  also over each batch's records (formats/scan.py's `deep_findings`, loaded only then).
+  also over each batch's records (formats/deep_findings.py, loaded only then).
+
+The loops over the size fields and over the batches that need no finding are the framing walk
+(formats/_framing_walk.pyx, or its pure twin; formats/byte_loops.py picks one).
 
 This module is what `kafkalog verify-crc` loads at start: it imports neither the record decoder
 (records.py) nor the codecs, which cost more start-up than a small file's whole check.
@@ -16,7 +19,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Callable
 
-from kafkalog_cli.formats.core import compiled_module
+from kafkalog_cli.formats import byte_loops
 from kafkalog_cli.formats.crc import crc32c
 
 # Kafka's sizes (Records.LOG_OVERHEAD, LegacyRecord.RECORD_OVERHEAD_V0,
@@ -33,50 +36,21 @@ WALKED_BYTES = 64 << 20    # how often a walk tells of the stretch it has walked
 
 
 # ------------------------------------------------------------------ batch boundaries
-# formats/_cframing.pyx: the compiled core's batch_cuts and check_batches walk (None: the pure
-# ones here, the reference, run; formats/core.py decides)
-_cframing = compiled_module("_cframing")
-_compiled_cuts = getattr(_cframing, "batch_cuts", None)
-
-
 def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
                walked: Callable[[int, int], None] | None = None) -> list[int]:
     """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
     fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
     chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`
     hears of each stretch walked, about every 64 MiB (to let a mapping's pages go)."""
-    if _compiled_cuts is not None and end <= len(buf):
-        return _compiled_cuts(buf, start, end, target, min_tail, walked, WALKED_BYTES)
-    cuts = [start]
-    pos, nxt = start, start + target
-    told = start
-    unpack = _SIZE.unpack_from
-    while pos + 17 < end:
-        size = unpack(buf, pos + 8)[0]
-        if size < RECORD_OVERHEAD_V0 or pos > end - LOG_OVERHEAD - size:
-            break
-        pos += size + LOG_OVERHEAD
-        if pos >= nxt and end - pos > min_tail:
-            cuts.append(pos)
-            nxt = pos + target
-        if walked is not None and pos - told > WALKED_BYTES:
-            walked(told, pos)
-            told = pos
-    if walked is not None:
-        walked(told, min(pos + 17, end))
-    return cuts
+    return byte_loops.batch_cuts(buf, start, end, target, min_tail, walked, WALKED_BYTES)
 
 
 # ------------------------------------------------------------------ batch checks (verify-crc)
-# The compiled core's walk over runs of batches that need no finding (formats/_cframing.pyx),
-# or None: check_batches's own loop (the reference) checks every batch then.
-_check_run = getattr(_cframing, "check_run", None)
-
-
 def walks_without_gil() -> bool:
     """Whether check_batches without `deep` lets the GIL go while it walks (the compiled walk,
     with the CPU's CRC-32C instruction)."""
-    return _check_run is not None and getattr(_cframing, "CRC32C_IN_C", False)
+    return byte_loops.CRC32C_IN_C
+
 
 # the kinds of verify-crc's problems that a check over bytes finds
 CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
@@ -124,7 +98,7 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     64 MiB, as in `batch_cuts`. `prev_offset`: the last offset of the batch before `start`, when
     one range continues another (the offsets check goes on as in one pass)."""
     if deep:   # the record decoder, only now
-        from kafkalog_cli.formats.scan import deep_findings
+        from kafkalog_cli.formats.deep_findings import deep_findings
     res = BatchCheck()
     findings = res.findings
     mv = memoryview(buf)
@@ -138,19 +112,19 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     limit = end - _HEAD_LEN
     told = start
     tell = start + WALKED_BYTES if walked is not None else end
-    run = _check_run
+    sound_batches = byte_loops.check_sound_batches
     while pos + 17 < end:
-        if run is not None:     # the batches from pos that need no finding, compiled
-            pos, n, run_first, run_first_position, prev = run(buf, pos, end, prev, tell,
-                                                              deep_findings if deep else None, file, findings)
-            if n:
-                batches += n
-                if first is None:
-                    first, res.first_position = run_first, run_first_position
-                if pos > tell:
-                    walked(told, pos)
-                    told, tell = pos, pos + WALKED_BYTES
-                continue
+        # the batches from pos that need no finding, in one walk
+        pos, n, sound_first, sound_first_position, prev = sound_batches(
+            buf, pos, end, prev, tell, deep_findings if deep else None, file, findings)
+        if n:
+            batches += n
+            if first is None:
+                first, res.first_position = sound_first, sound_first_position
+            if pos > tell:
+                walked(told, pos)
+                told, tell = pos, pos + WALKED_BYTES
+            continue
         if pos <= limit:
             base, size, ple, magic, stored, attrs, lod = head(buf, pos)
         else:  # near the end: fewer than 27 bytes left

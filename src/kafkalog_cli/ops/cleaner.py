@@ -8,7 +8,7 @@ map holds for its key; so a data batch of the dirty section that holds none of t
 (a bisect over the sorted offsets) loses all its records, and is dropped or emptied without being
 decoded or even decompressed. Only batches holding a survivor, and the clean section, are read
 record by record. The map pass stores keys straight into the offset map's dict while it surely
-has room (formats.scan.scan_keys_into), and is split across byte ranges in worker processes when
+has room (formats.record_keys.scan_keys_into), and is split across byte ranges in worker processes when
 the section has fewer records than the map's capacity (so no key can be refused and the merge is
 exact) and cores are left over by --jobs (ops.compact.for_each_partition: a partition cleaned
 alone); on one 256 MiB partition and 2 cores that is ~1.4x faster than one process.
@@ -33,8 +33,9 @@ from kafkalog_cli.formats.compression import compress
 from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index
 from kafkalog_cli.formats.varint import write_varint, write_varlong
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
-from kafkalog_cli.formats.scan import Malformed
-from kafkalog_cli.formats.scan import record_starts, records_region, scan_keys, scan_keys_into, scan_spans, span_at
+from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
+from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.v2_region import Declined, records_region
 from kafkalog_cli.ops.offset_map import OffsetMap
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage import files
@@ -150,7 +151,7 @@ def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, st
                     try:
                         data, s, end = records_region(b)
                         n, kl = scan_keys_into(data, s, end, b.records_count, b.base_offset_field, d, start_offset)
-                    except (Malformed, KafkalogError):
+                    except (Declined, KafkalogError):
                         raise _decode_error(b, path, chunk_pos) from None
                     m.added(len(d) - before, max(kl, 0))
                     stats.records_read += n
@@ -178,7 +179,7 @@ def _batch_keys(b: RecordBatch, keys: list, offs: list, path: Path, chunk_pos: i
             data, s, e = records_region(b)
             scan_keys(data, s, e, b.records_count, b.base_offset_field, keys, offs)
             return
-        except (Malformed, KafkalogError):
+        except (Declined, KafkalogError):
             raise _decode_error(b, path, chunk_pos) from None
     try:
         recs = b.records()
@@ -472,7 +473,7 @@ def _retained_by_survivors(b: RecordBatch, ctx: CleanContext, survivors: list[in
         data, s, e = records_region(b)
         starts = record_starts(data, s, e, survivors[-1] - base)
         spans = [span_at(data, starts[o - base], base, b.base_timestamp) for o in survivors]
-    except (Malformed, KafkalogError):
+    except (Declined, KafkalogError):
         raise _decode_error(b, path, chunk_pos) from None
     d = ctx.map.as_dict()
     get = ctx.map.get if d is None else d.get
@@ -493,7 +494,7 @@ def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: P
         data, s, e = records_region(b)
         lat = b.max_timestamp if b.attributes & ATTR_TIMESTAMP_TYPE else None
         spans = scan_spans(data, s, e, b.records_count, b.base_offset_field, b.base_timestamp)
-    except (Malformed, KafkalogError):
+    except (Declined, KafkalogError):
         raise _decode_error(b, path, chunk_pos) from None
     if lat is not None:
         for sp in spans:

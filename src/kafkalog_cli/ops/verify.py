@@ -405,7 +405,7 @@ def _thread_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None
 
 
 def walks_without_gil() -> bool:
-    """Whether check_batches's walk runs compiled and without the GIL (formats/_cframing, with
+    """Whether check_batches's walk runs compiled and without the GIL (formats/_framing_walk, with
     the CPU's CRC-32C instruction), so that verify-crc's jobs can be threads."""
     from kafkalog_cli.formats import framing
 

@@ -16,11 +16,9 @@ import orjson
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
-from kafkalog_cli.formats import scan
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch, iter_batches
-from kafkalog_cli.formats.scan import (
-    DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout, fast_v2_json,
-)
+from kafkalog_cli.formats.byte_loops import batch_json, lines_of_batches
+from kafkalog_cli.formats.json_layout import DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout
 from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
@@ -165,7 +163,7 @@ def control_object(r: Record) -> dict:
 
 
 # ------------------------------------------------------------------ the record fast path's layout
-# The values fast_v2_json fills per record, in the schema's order: (name, slot, string: the slot
+# The values batch_json fills per record, in the schema's order: (name, slot, string: the slot
 # goes inside the string's quotes, unless the variant has the flag that the column holds a null)
 _FIELDS = (("offset", "%d", False, 0), ("timestamp", "%d", False, 0), ("key", "%b", True, KEYS_WHOLE),
            ("value", "%b", True, VALUES_WHOLE), ("headers", "%b", False, 0), ("sequence", "%d", False, 0))
@@ -193,7 +191,7 @@ def _slotted(text: str, slots) -> bytes:
 
 
 def _record_layout(encoding: str) -> JsonLayout:
-    """The layout of record lines, for fast_v2_json."""
+    """The layout of record lines, for batch_json."""
     one = dumps(header_object(_mark("key"), _mark("value")))
     opened, sep, closed = dumps([header_object(_mark("key"), _mark("value"))] * 2).split(one)
     return JsonLayout(
@@ -240,8 +238,8 @@ _BASE_MARK = dumps(_mark(_BASE)).encode()
 
 
 def record_line(b: RecordBatch, variant: int) -> bytes:
-    """The %-format of the record lines of v2 batch `b` for fast_v2_json (see JsonLayout.line),
-    made from record_template; b"" if the schema's order is not the one fast_v2_json fills.
+    """The %-format of the record lines of v2 batch `b` for batch_json (see JsonLayout.line),
+    made from record_template; b"" if the schema's order is not the one batch_json fills.
     Formats are kept per variant and per batch values but the base offset (the values
     record_template reads), which is filled in here."""
     key = (variant, b.magic, b.attributes & 0x38, b.producer_id, b.producer_epoch)
@@ -358,8 +356,8 @@ class JsonDumper:
         self.found_layout = (_record_layout(payload_encoding) if filters is not None and decoder is None
                              and not self.iso else None)
         self._fd = output_fd(out)
-        # the compiled core's loop over runs of v2 data batches (None on the pure core)
-        self._run = scan.json_run if self.layout is not None else None
+        # the loop over runs of v2 data batches (formats/byte_loops.py)
+        self._run = lines_of_batches if self.layout is not None else None
         self._in_run = False
         self._lines: list[str] = []      # objects not yet encoded
         self._parts: list[bytes] = []    # encoded lines not yet written
@@ -462,8 +460,8 @@ class JsonDumper:
             self._emit(TRAILING_BYTES.object(file=given, position=valid, size=end - valid))
 
     def _runs(self, buf, pos: int, end: int, given: str) -> int:
-        """_batches of an unfiltered dump on the compiled core: runs of v2 data batches written
-        by its json_run (their records too when deep), each batch it leaves (legacy, control,
+        """_batches of an unfiltered dump: runs of v2 data batches written by
+        lines_of_batches (their records too when deep), each batch it leaves (legacy, control,
         damaged) written by _batches. -> the end of the last batch read."""
         released = pos
         # the record lines' opening with where they come from laid in (% doubled: the formats are
@@ -477,7 +475,7 @@ class JsonDumper:
 
         def record_fmt(variant: int, attributes: int, producer_id: int, epoch: int) -> bytes:
             # the base offset as the format's last slot (the schema puts base_offset after
-            # every other slot's field): json_run keeps the format from batch to batch
+            # every other slot's field): lines_of_batches keeps the format from batch to batch
             key = (variant, 2, attributes & 0x38, producer_id, epoch)
             fmt = _LINES.get(key)
             if fmt is None:     # made from a batch of those values (record_template reads no other)
@@ -519,7 +517,7 @@ class JsonDumper:
                 self._emit(self._batch_obj(b, given))
             elif records is None and layout is not None and not b.attributes & 0x20:
                 try:
-                    text = fast_v2_json(b, layout)
+                    text = batch_json(b, layout)
                 except Exception:   # anything unusual: the general path says what is wrong
                     self._emit_lines(batch_line(b, given))
                 else:
@@ -530,7 +528,7 @@ class JsonDumper:
             if not self.deep:
                 continue
             if records is not None and self.found_layout is not None and b.magic == 2 and not b.attributes & 0x20:
-                found = found_lines(b, records, f, lambda: fast_v2_json(b, self.found_layout).split(b"\n"))
+                found = found_lines(b, records, f, lambda: batch_json(b, self.found_layout).split(b"\n"))
                 if found is not None:
                     if found:
                         self._emit_lines(self._located(b"\n".join(line for _, line in found)))

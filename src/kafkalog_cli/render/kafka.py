@@ -19,8 +19,7 @@ from kafkalog_cli.formats.control import (
     ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
 )
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
-from kafkalog_cli.formats import scan
-from kafkalog_cli.formats.scan import fast_v2_text
+from kafkalog_cli.formats.byte_loops import batch_text, text_of_batches
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.ops.verify_index import (
     DEFAULT_MAX_MESSAGE_SIZE, IndexMismatch, NonConsecutiveOffsets, OffsetNotFound, OutOfOrderTimestamp,
@@ -197,8 +196,8 @@ class KafkaDumper:
         self.reports = _Reports()
         self._buf: list[str] = []
         self._fast = self._fast_ok()
-        # the compiled core's batch loop (None on the pure core): the record fast path's cases
-        self._run = scan.kafka_text_run if self._fast else None
+        # the loop over runs of v2 data batches (formats/byte_loops.py): the record fast path's cases
+        self._run = text_of_batches if self._fast else None
         # a search's records: their lines cut out of the batch's, when most of it is found
         self._fast_found = options.filters is not None and (
             not options.print_data_log or bool(getattr(options.parser, "string_decoders", False)))
@@ -307,8 +306,8 @@ class KafkaDumper:
             self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
 
     def _runs(self, buf, pos: int, end: int, last_offset: int, pairs: list, deep: bool = True) -> tuple[int, int]:
-        """The sequential loop of an unfiltered dump on the compiled core: runs of v2 data
-        batches written by its kafka_text_run (their records too when `deep`), each batch it
+        """The sequential loop of an unfiltered dump: runs of v2 data batches written by
+        text_of_batches (their records too when `deep`), each batch it
         leaves (legacy, control, damaged) written here as the loop in dump_log writes it. -> (end
         of the last complete batch, last record offset), where that loop then finds no batch."""
         o = self.o
@@ -399,7 +398,7 @@ class KafkaDumper:
         if self._fast and batch.magic == 2 and not (batch.attributes & 0x20):
             local: list = []
             try:
-                text, last = fast_v2_text(batch, last_offset, local, not o.skip_record_metadata,
+                text, last = batch_text(batch, last_offset, local, not o.skip_record_metadata,
                                           o.print_data_log)
             except Exception:   # anything unusual: the general path says what Kafka would
                 pass
@@ -409,7 +408,7 @@ class KafkaDumper:
                     pairs.insert(0, pr)
                 return last
         if records is not None and self._fast_found and batch.magic == 2 and not (batch.attributes & 0x20):
-            found = found_lines(batch, records, o.filters, lambda: fast_v2_text(
+            found = found_lines(batch, records, o.filters, lambda: batch_text(
                 batch, -1, [], not o.skip_record_metadata, o.print_data_log)[0].split("\n")[:-1])
             if found is not None:
                 for r, line in found:

@@ -22,7 +22,7 @@ CHUNK_MIN_BYTES = 1 << 20
 # bench_read.py's segment); 1 MiB ranges measured 2% worse than 4 MiB.
 CHUNK_MAX_BYTES = 4 << 20
 RELEASE_BYTES = 64 << 20          # a reader lets go of the mapped pages it has read about this often
-RUN_BYTES = 1 << 20              # the text a compiled run (scan.kafka_text_run, json_run) writes before it returns
+RUN_BYTES = 1 << 20              # the text a run of batches (text_of_batches, lines_of_batches) writes before it returns
 
 # render(start, stop) -> (the bytes of buf[start:stop) in output order, a picklable summary)
 RangeRenderer = Callable[[int, int], tuple[Sequence[bytes], object]]

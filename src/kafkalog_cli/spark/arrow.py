@@ -16,8 +16,8 @@ import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats import scan
-from kafkalog_cli.formats.scan import RecordColumns, scan_columns
+from kafkalog_cli.formats.byte_loops import columns_of_batches, gather_spans, scan_columns, spread
+from kafkalog_cli.formats.record_columns import RecordColumns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
 from kafkalog_cli.ops.consumer_view import CUT, SKIP, STOP, ConsumerView
@@ -227,7 +227,7 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
         return
     rows = _BatchRows(ref, cols) if level == "batch" else _RecordRows(ref, cols)
     run = None
-    if level == "record" and f is None and scan.columns_run is not None:
+    if level == "record" and f is None:
         run = rows.runner(view, verify_crc, rows_per_batch)
     released, last_buf = 0, None
     for off, buf, b, g in selected(ref, f if level == "record" else None, view, verify_crc, level == "record", run):
@@ -255,7 +255,7 @@ def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: boo
     """(chunk position, chunk, batch, the batch's record filter) for the batches of the segment
     that `f` (pushed-down filters or export's ranges) and `view` (a consumer's view) keep: the one
     selection of read_segment and of export's JSON Lines. Errors name the segment and the byte in
-    it. `run` (read_segment's, on the compiled core: _RecordRows.runner) takes runs of batches
+    it. `run` (read_segment's: _RecordRows.runner) takes runs of batches
     itself, (chunk, position) -> the position of the first batch it leaves to this loop; after
     each run this yields (chunk position, chunk, None, that position)."""
     from kafkalog_cli.formats.records import iter_batches
@@ -419,7 +419,7 @@ class _BatchRows(_Rows):
 
 class _RecordRows(_Rows):
     """One row per record: the values of render.jsonl.record_object, with payloads as bytes. The
-    records of a v2 batch are cut into columns by formats.scan.scan_columns (no Record objects);
+    records of a v2 batch are cut into columns by scan_columns (formats/byte_loops.py; no Record objects);
     keys, values and headers become Arrow arrays over the batches' own bytes, and a batch's
     values become its rows' by one `take`, a column at a time. Legacy and control batches, and
     filtered reads, go through Record objects."""
@@ -433,15 +433,13 @@ class _RecordRows(_Rows):
         return self.records.payload
 
     def runner(self, view: ConsumerView | None, verify_crc: bool, rows_per_batch: int):
-        """scan.columns_run as selected's `run`: the batches `add` would take with no record filter
+        """columns_of_batches as selected's `run`: the batches `add` would take with no record filter
         (inside the view's offsets; transactional ones only where no transaction was aborted;
         CRCs checked when `verify_crc`), until rows_per_batch rows or BYTES_PER_BATCH bytes."""
         lo, hi, txn = (_INT64_MIN, _INT64_MAX, True) if view is None else (
             view.start, min(view.end, _INT64_MAX), not view.aborted)
-        columns_run = scan.columns_run
-
         def run(buf, pos: int) -> int:
-            at = columns_run(buf, pos, len(buf), self.records, tuple(self.batch_values[n] for n in _BATCH_VALUES),
+            at = columns_of_batches(buf, pos, len(buf), self.records, tuple(self.batch_values[n] for n in _BATCH_VALUES),
                              self.batch_of_row, lo, hi, txn, verify_crc, rows_per_batch, BYTES_PER_BATCH)
             self.count = self.records.rows
             return at
@@ -493,10 +491,10 @@ class _RecordRows(_Rows):
             values = self.batch_values[name]
             if values.count(values[0]) == len(values):     # one value for all (a segment's are, mostly)
                 return self._constant(name, values[0], type_)
-            if scan.spread is not None and type_ in _INT_CODES:
+            if type_ in _INT_CODES:
                 values = array(_INT_CODES[type_], values)
                 return pa.Array.from_buffers(type_, self.count, [None, pa.py_buffer(
-                    scan.spread(values, values.itemsize, self.batch_of_row))])
+                    spread(values, values.itemsize, self.batch_of_row))])
             return _column(values, type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
         if not self.record_values:
@@ -563,62 +561,33 @@ def _repeat(value, type_: pa.DataType, n: int) -> pa.Array:
 
 
 def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
-    """Those of the key, value and headers columns of `r` in `names`: slices of its bytes, picked
-    by `take` from one binary array whose elements cover the bytes end to end (the gaps between
-    payloads, then a payload, and so on), so each payload is copied once, in C; on the compiled
-    core, the column's buffers are filled in one pass instead (scan.gather_spans), equal to
-    what `take` makes."""
+    """Those of the key, value and headers columns of `r` in `names`: each column's buffers
+    filled from the spans of its bytes in one pass (gather_spans), so each payload is copied
+    once."""
     whole = b"".join(r.data)
-    data = pa.py_buffer(whole)
-    gather = scan.gather_spans
 
-    def picked(spans: array, pieces, at: int, n: int, nulls, type_=pa.binary()) -> pa.Array | None:
-        if gather is None:
-            return pieces.take(_every_fourth(at, n, nulls))
-        got = gather(whole, spans, at - 1, n, type_ == pa.string())
+    def picked(spans: array, at: int, n: int, nulls, type_=pa.binary()) -> pa.Array | None:
+        got = gather_spans(whole, spans, at - 1, n, type_ == pa.string())
         if got is None:
             return None
         return pa.Array.from_buffers(type_, n, [_validity(n, nulls), pa.py_buffer(got[0]), pa.py_buffer(got[1])])
 
     out = {}
     if "key" in names or "value" in names:
-        pieces = _covering(data, r.spans) if gather is None else None
         for name, at, nulls in (("key", 1, r.null_keys), ("value", 3, r.null_values)):
             if name in names:
-                out[name] = picked(r.spans, pieces, at, r.rows, nulls)
+                out[name] = picked(r.spans, at, r.rows, nulls)
     if "headers" not in names:
         return out
-    hpieces = _covering(data, r.header_spans) if gather is None else None
     n = len(r.header_spans) // 4
-    keys = picked(r.header_spans, hpieces, 1, n, (), pa.string())     # None: not all UTF-8
-    if gather is None:
-        try:
-            keys = keys.cast(pa.string())      # checks UTF-8 as strict as Python's decoder
-        except pa.ArrowInvalid:
-            keys = None
+    keys = picked(r.header_spans, 1, n, (), pa.string())     # None: not all UTF-8
     if keys is None:                           # Java's replacement characters, one at a time
         keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
                         pa.string())
-    values = picked(r.header_spans, hpieces, 3, n, r.null_header_values)
+    values = picked(r.header_spans, 3, n, r.null_header_values)
     offsets = _integers(array("i", [0]) + r.header_ends, pa.int32())
     out["headers"] = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE)))
     return out
-
-
-def _covering(data: pa.Buffer, spans: array) -> pa.BinaryArray:
-    return pa.Array.from_buffers(pa.binary(), len(spans), [None, pa.py_buffer(array("i", [0]) + spans), data])
-
-
-_STRIDES: dict[int, pa.Buffer] = {}
-
-
-def _every_fourth(at: int, n: int, nulls) -> pa.Array:
-    """Indexes at, at + 4, ... (n of them), null for the rows in `nulls`: a view of a buffer kept
-    per `at` (making n ints costs more than the take they serve)."""
-    indexes = _STRIDES.get(at)
-    if indexes is None or indexes.size < 4 * n:
-        indexes = _STRIDES[at] = pa.py_buffer(array("i", range(at, 4 * max(n, 1 << 16), 4)))
-    return pa.Array.from_buffers(pa.int32(), n, [_validity(n, nulls), indexes])
 
 
 def _validity(n: int, nulls) -> pa.Buffer | None:

@@ -1,6 +1,7 @@
 """Which segments, batches and records a read shows: our filters on kafka-dump-log (an offset or
 time range, a search on keys and values, a record limit), applied through the indexes where they
-can be, and the search through formats.scan.search_v2, which builds only the records it finds.
+can be, and the search through search_v2 (formats/byte_loops.py), which builds only the records
+it finds.
 
 Both renderers (Kafka text and JSON Lines) read through this module, so a filter selects the same
 batches and records in either format."""
@@ -13,7 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
-from kafkalog_cli.formats.scan import RecordSearch, search_v2
+from kafkalog_cli.formats.byte_loops import search_v2
+from kafkalog_cli.formats.record_search import RecordSearch
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
 

@@ -6,10 +6,8 @@ import json
 import lzma
 import struct
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Iterator
-
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "internal"
+from tests.helpers.paths import INTERNAL as FIXTURES
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The compiled core of formats/framing.py's check_batches: its walk over the v2 batches that
-need no finding (complete, at least their header's size, CRC-32C right, last offset delta not
-negative, offsets increasing), in C. The pure loop stays the reference and does everything
-else: check_batches hands each run of such batches to `check_run` and checks the batch it stops
-at itself, so the findings, their order and the counts are the pure loop's (tests/formats/
-test_core.py holds the two equal over damaged chains). Small on purpose: verify-crc loads it at
-start, as it loads framing.py. CRC-32C: the SSE4.2 instruction in C (_crc32c.h), three streams at
-once; the `crc32c` package, called per batch, ran at a third of its long-buffer speed on batches
-of a few KiB (verify-crc was 0.70x a raw pass, and is 1.2x now)."""
+"""The walk over a chain of batches' framing, compiled: the twin of formats/_framing_walk_py.py
+(the same public names in the same order; formats/byte_loops.py picks one).
+
+`check_sound_batches` walks the v2 batches that need no finding (complete, at least their
+header's size, CRC-32C right, last offset delta not negative, offsets increasing); framing.py's
+check_batches hands it each run of batches and checks the batch it stops at itself, so the
+findings, their order and the counts are the same on either core (tests/formats/test_core.py
+holds the two equal over damaged chains). Small on purpose: verify-crc loads it at start, as it
+loads framing.py. CRC-32C: the SSE4.2 instruction in C (_crc32c.h), three streams at once; the
+`crc32c` package, called per batch, ran at a third of its long-buffer speed on batches of a few
+KiB (verify-crc was 0.70x a raw pass, and is 1.2x now)."""
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_READ
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, INT64_MAX
@@ -17,7 +19,7 @@ include "_crc32c.pxi"
 
 
 cdef struct Run:
-    # check_run's walk: where it is and what it has seen
+    # check_sound_batches's walk: where it is and what it has seen
     Py_ssize_t pos, n, first_pos
     int64_t first, prev
     bint has_prev
@@ -25,7 +27,7 @@ cdef struct Run:
 
 cdef int walk_run(Run* r, const uint8_t* d, Py_ssize_t end, Py_ssize_t stop, bint has_deep, object buf, object deep,
                   object file, list findings) except -1 nogil:
-    """check_run's loop; the GIL is taken only for `deep` and for the `crc32c` package (the CPU
+    """check_sound_batches's loop; the GIL is taken only for `deep` and for the `crc32c` package (the CPU
     without the instruction), so with neither it runs without it. (The walk's state is in
     locals while it runs: the bytes read could alias *r.)"""
     cdef const uint8_t* h
@@ -69,12 +71,12 @@ cdef int walk_run(Run* r, const uint8_t* d, Py_ssize_t end, Py_ssize_t stop, bin
     return 0
 
 
-def check_run(buf, Py_ssize_t pos, Py_ssize_t end, prev, Py_ssize_t stop, deep, file, list findings):
+def check_sound_batches(buf, Py_ssize_t pos, Py_ssize_t end, prev, Py_ssize_t stop, deep, file, list findings):
     """check_batches's loop over buf[pos:end) while each batch is a v2 batch that needs no
     finding of its own, until the walk passes `stop` (where check_batches tells of the stretch
     walked) -> (position of the batch it stops at, batches walked, first batch's base offset,
     its position, last offset of the last one); `prev` is the last offset before (None: none).
-    `deep`: check_batches's records check of a batch (scan.deep_findings), or None. Without
+    `deep`: check_batches's records check of a batch (deep_findings), or None. Without
     `deep`, and with the CPU's CRC-32C instruction (CRC32C_IN_C), the walk lets the GIL go:
     verify-crc's jobs can be threads of one process."""
     cdef Py_buffer view
@@ -104,7 +106,7 @@ def check_run(buf, Py_ssize_t pos, Py_ssize_t end, prev, Py_ssize_t stop, deep, 
 
 def batch_cuts(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t target, Py_ssize_t min_tail, walked=None,
                Py_ssize_t walked_bytes=64 << 20):
-    """framing.batch_cuts, compiled (the size fields walked in C; `walked` told alike)."""
+    """_framing_walk_py.batch_cuts, compiled (the size fields walked in C; `walked` told alike)."""
     cdef Py_buffer view
     cdef const uint8_t* d
     cdef Py_ssize_t pos = start, nxt = start + target, told = start
@@ -131,3 +133,10 @@ def batch_cuts(buf, Py_ssize_t start, Py_ssize_t end, Py_ssize_t target, Py_ssiz
     if walked is not None:
         walked(told, min(pos + 17, end))
     return cuts
+
+
+def crc32c_of(data):
+    """The CRC-32C of a bytes-like object through the walk's path (_crc32c.pxi; tests hold it equal to the
+    package's)."""
+    cdef const uint8_t[::1] v = data
+    return crc32c_at(&v[0] if v.shape[0] else <const uint8_t*>b"", v.shape[0])

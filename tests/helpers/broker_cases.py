@@ -1,10 +1,11 @@
+"""The cases real brokers wrote under tests/fixtures/broker (each a before/ and, for recover, an
+after/): a writable copy of one, and the file states tests compare before and after a command."""
 import os
 import shutil
 from pathlib import Path
 
-import pytest
+from tests.helpers.paths import BROKER as FIXTURES
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "broker"
 RECOVER_CASES = ["torn-tail", "tail-garbage", "leftovers", "missing-index", "zeroed-index", "unclean-kill"]
 COMPARED = (".log", ".index", ".timeindex")
 

@@ -2,7 +2,7 @@
 driven by a kafka-python script, stopped by its own PID. Needs KAFKA_HOME (a Kafka 3.x
 distribution, e.g. 3.3.1 or 3.9.0-rc3 built by tools/kafka-broker) and KAFKA_PY (a Python with
 kafka-python); tests using it are skipped without them (`needs_broker`). Which Kafka it is
-(tests/kafka_dist.py) is in pytest's header and in every `broker_run` result ("kafka")."""
+(tests/helpers/kafka_dist.py) is in pytest's header and in every `broker_run` result ("kafka")."""
 import json
 import os
 import signal
@@ -59,7 +59,7 @@ def broker_run(log_dir: Path, work: Path, script: str, *args: str, properties: d
     bootstrap server and `args` as arguments, stop the broker (SIGTERM: a clean shutdown).
     `properties`: more broker properties. `kafka_home`: another Kafka distribution than KAFKA_HOME's.
     Returns the script's JSON output, the broker's ERROR lines, its server.log and which Kafka it was
-    ("kafka": e.g. "Kafka 3.9.0-rc3 (3.9.0, commit ...) at ...", tests/kafka_dist.py)."""
+    ("kafka": e.g. "Kafka 3.9.0-rc3 (3.9.0, commit ...) at ...", tests/helpers/kafka_dist.py)."""
     home = kafka_home or KAFKA_HOME
     props = dict(line.split("=", 1) for line in (log_dir / "meta.properties").read_text().splitlines()
                  if "=" in line and not line.startswith("#"))
@@ -104,6 +104,6 @@ def format_log_dir(log_dir: Path, work: Path, kafka_home: str | None = None) -> 
                    f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
                    f"log.dirs={log_dir}\n")
     env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    # the same flags on 3.3 and 3.9 with a static controller.quorum.voters (tests/kafka_dist.py)
+    # the same flags on 3.3 and 3.9 with a static controller.quorum.voters (tests/helpers/kafka_dist.py)
     subprocess.run(kafka_dist(kafka_home or KAFKA_HOME).format_args("a2Fma2Fsb2ctY2tvcmRlcg", cfg), check=True,
                    capture_output=True, env=env)

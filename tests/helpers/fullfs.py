@@ -10,8 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import EXAMPLES
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "logdir"
 FILLER = "filler"
 
 

@@ -1,13 +1,11 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
-"""The compiled core of formats/scan.py: the same scanners, in C, equal to the pure ones byte for
-byte (tests/formats/test_core.py holds them so, and to the reference decoder).
-
-formats/scan.py stays the reference and the fallback: it swaps these in at import unless
-KAFKALOG_PURE_PYTHON is set (formats/core.py decides). Each function here takes the arguments
-and gives the results of its namesake there. Anything it does not handle the way the pure code
-does (an encoding it does not know, numbers past 64 bits, a layout of another shape) it hands to
-that namesake, so the two can only differ by a bug the tests would see; anything the general
-path must judge raises Malformed, as the pure scanners do.
+"""The record scanners, compiled: the twin of formats/_scan_py.py (the same public names in the
+same order; formats/byte_loops.py picks one), equal to it byte for byte where both answer
+(tests/formats/test_core.py holds them so, and tests/formats/test_scan.py the pure one to the
+reference decoder). Each function takes the arguments and gives the results of its namesake
+there. Anything this does not handle (numbers past 64 bits, a layout of another shape) raises
+`Declined`, as the pure scanners do for anything the reference decoder must judge: the caller
+decodes that batch with the reference decoder, so the output is the same either way.
 
 No Python object is made per record on the common path: a batch's records are walked into a C
 array (every size checked as records.py checks it), then written as text straight into one
@@ -23,17 +21,9 @@ from cpython.memoryview cimport PyMemoryView_FromMemory
 from cpython.buffer cimport PyBUF_READ
 from libc.string cimport memcpy, memchr, memcmp, strlen
 
-from kafkalog_cli.formats import scan as _pure
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import Header, Record
-
-Malformed = _pure.Malformed
-records_region = _pure.records_region
-_pure_text = _pure.PURE["fast_v2_text"]
-_pure_json = _pure.PURE["fast_v2_json"]
-_pure_columns = _pure.PURE["scan_columns"]
-_pure_search = _pure.PURE["search_v2"]
-_headers_at = _pure._headers_at
+from kafkalog_cli.formats.v2_region import Declined, headers_at, records_region
 
 cdef int64_t INT32_MAX = 2147483647
 cdef int64_t NO_SEQUENCE = -1
@@ -462,7 +452,7 @@ cdef int region_open(Region* r, batch) except -1:
     r.pos = start
     r.end = end
     if r.end > r.view.len or r.pos < 0 or r.pos > r.end:
-        raise Malformed("records outside the buffer")
+        raise Declined("records outside the buffer")
     return 0
 
 
@@ -514,9 +504,9 @@ cdef inline Py_ssize_t rd_payload(const uint8_t* d, Py_ssize_t pos, Py_ssize_t r
 
 cdef Rec* walk(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, int64_t count) except NULL:
     """The records of a v2 batch (d[pos:end)) into a new array (PyMem_Free it), every size
-    checked; Malformed on anything the pure scanners give up on (and on nothing they take)."""
+    checked; Declined on anything the pure scanners give up on (and on nothing they take)."""
     if count > (end - pos) // 7:    # a record takes 7 bytes at least
-        raise Malformed("more records than bytes")
+        raise Declined("more records than bytes")
     cdef Rec* recs = <Rec*>PyMem_Malloc(sizeof(Rec) * (count if count else 1))
     if recs == NULL:
         raise MemoryError()
@@ -542,16 +532,16 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
         else:
             pos = rd_zigzag(d, pos, end, &length, False)
             if pos < 0:
-                raise Malformed("record length")
+                raise Declined("record length")
         if length < 0 or length > end - pos:
-            raise Malformed("record size")
+            raise Declined("record size")
         body = pos
         r.attributes = d[pos] if pos < end else 0
         rend = pos + length
         # attributes, then timestampDelta
         pos = rd_zigzag(d, pos + 1, rend, &r.td, True)
         if pos < 0:
-            raise Malformed("timestamp delta")
+            raise Declined("timestamp delta")
         if pos < rend and d[pos] < 0x80:
             b = d[pos]
             r.od = (b >> 1) ^ -(b & 1)
@@ -559,27 +549,27 @@ cdef int walk_into(const uint8_t* d, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t 
         else:
             pos = rd_zigzag(d, pos, rend, &r.od, False)
             if pos < 0:
-                raise Malformed("offset delta")
+                raise Declined("offset delta")
         pos = rd_payload(d, pos, rend, &r.key, &r.klen)
         if pos < 0:
-            raise Malformed("key")
+            raise Declined("key")
         pos = rd_payload(d, pos, rend, &r.value, &r.vlen)
         if pos < 0:
-            raise Malformed("value")
+            raise Declined("value")
         r.headers = pos
         if pos >= rend:
-            raise Malformed("headers")
+            raise Declined("headers")
         if d[pos] == 0:
             pos += 1
             r.nh = 0
         else:
             pos = walk_headers(d, pos, rend, &r.nh)
             if pos < 0:
-                raise Malformed("headers")
+                raise Declined("headers")
         if pos != rend:
-            raise Malformed("record size")
+            raise Declined("record size")
     if pos != end:
-        raise Malformed("bytes remain")
+        raise Declined("bytes remain")
     return 0
 
 
@@ -590,11 +580,11 @@ cdef struct Fields:
 
 
 cdef bint v2_fields(Fields* f, batch) except -1:
-    """The batch's fields into f -> False for a legacy batch (the pure scanner takes it); raises
-    Malformed for a negative record count, as the pure scanners do."""
+    """The batch's fields into f -> False for a legacy batch (its callers decline it); raises
+    Declined for a negative record count, as the pure scanners do."""
     f.count = batch.records_count
     if f.count < 0:
-        raise Malformed("negative count")
+        raise Declined("negative count")
     if batch.magic != 2:
         return False
     f.base = batch.base_offset_field
@@ -621,8 +611,8 @@ cdef inline int64_t sequence_of(int64_t base_seq, int64_t od) noexcept:
 
 
 cdef bint numbers_fit(Rec* recs, Py_ssize_t count, int64_t base, int64_t base_ts) noexcept:
-    """Whether every offset and timestamp of the batch fits 64 bits (else the pure code, whose
-    ints do not overflow, writes the batch)."""
+    """Whether every offset and timestamp of the batch fits 64 bits (else the batch is declined:
+    the reference decoder, whose ints do not overflow, writes it)."""
     cdef Py_ssize_t i
     for i in range(count):
         if not add_ok(base, recs[i].od) or not add_ok(base_ts, recs[i].td):
@@ -698,20 +688,20 @@ cdef int put_records_text(Out* o, const uint8_t* d, Rec* recs, Py_ssize_t count,
     return 0
 
 
-def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
-    """scan.fast_v2_text, compiled."""
+def batch_text(batch, last, list pairs, bint metadata, bint data_log):
+    """_scan_py.batch_text, compiled."""
     cdef Fields f
     if not v2_fields(&f, batch):
-        return _pure_text(batch, last, pairs, metadata, data_log)
+        raise Declined("numbers or a shape this does not take")
     cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
     cdef bint log_append = f.log_append
     cdef int64_t clast
     try:
         clast = last
     except OverflowError:
-        return _pure_text(batch, last, pairs, metadata, data_log)
+        raise Declined("numbers or a shape this does not take")
     if clast == INT64_MAX:
-        return _pure_text(batch, last, pairs, metadata, data_log)
+        raise Declined("numbers or a shape this does not take")
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Out o
@@ -721,7 +711,7 @@ def fast_v2_text(batch, last, list pairs, bint metadata, bint data_log):
     try:
         recs = walk(reg.d, reg.pos, reg.end, count)
         if not numbers_fit(recs, count, base, base_ts):
-            return _pure_text(batch, last, pairs, metadata, data_log)
+            raise Declined("numbers or a shape this does not take")
         out_init(&o, count * (112 if metadata else 8) + (reg.end - reg.pos if data_log else 0) + 64)
         put_records_text(&o, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq, &clast, found,
                          metadata, data_log)
@@ -809,7 +799,7 @@ cdef object open_batch(Head* b, buf, const uint8_t* d, Py_ssize_t pos, Py_ssize_
         b.rpos, b.rend = RECORD_BATCH_OVERHEAD, b.total
     try:
         b.recs = walk(b.rd, b.rpos, b.rend, b.count)
-    except Malformed:
+    except Declined:
         return False
     if not numbers_fit(b.recs, b.count, b.base, b.base_ts):
         PyMem_Free(b.recs)
@@ -828,7 +818,7 @@ cdef inline int64_t last_sequence(Head* b) noexcept:
     return b.base_seq + b.lod
 
 
-def kafka_text_run(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
+def text_of_batches(buf, Py_ssize_t pos, Py_ssize_t end, last, list pairs, bint metadata, bint data_log,
                    Py_ssize_t limit, bint records=True):
     """kafka-dump-log's lines (batch line, then its record lines) of the v2 data batches from
     buf[pos:end), as render/kafka.py's loop writes them with the StringDecoder parser, until
@@ -937,7 +927,7 @@ cdef struct Format:
 
 
 cdef int format_parse(Format* f, bytes fmt) except -1:
-    """Cut a %-format of %d, %b and %% (anything else: Malformed) into literals and slots."""
+    """Cut a %-format of %d, %b and %% (anything else: Declined) into literals and slots."""
     cdef const char* s = PyBytes_AS_STRING(fmt)
     cdef Py_ssize_t n = PyBytes_GET_SIZE(fmt), i = 0, w = 0
     f.lits = <char*>PyMem_Malloc(n + 1)
@@ -952,14 +942,14 @@ cdef int format_parse(Format* f, bytes fmt) except -1:
             i += 1
             continue
         if i + 1 >= n:
-            raise Malformed("format")
+            raise Declined("format")
         if s[i + 1] == b'%':
             f.lits[w] = b'%'
             w += 1
             i += 2
             continue
         if (s[i + 1] != b'd' and s[i + 1] != b'b') or f.slots == MAX_SLOTS:
-            raise Malformed("format")
+            raise Declined("format")
         f.kinds[f.slots] = s[i + 1]
         f.slots += 1
         f.starts[f.slots] = w
@@ -1034,7 +1024,7 @@ cdef inline void shape_free(Shape* sh) noexcept:
 
 cdef bint shape_init(Shape* sh, layout) except -1:
     """Cut `layout` up (the layout object keeps the bytes alive); False when it is not of the
-    shape this writes (the pure fast_v2_json writes it then)."""
+    shape this writes (the batch is declined then)."""
     enc_name = getattr(layout, "encoding", None)
     if enc_name not in _ENCODINGS:
         return False
@@ -1100,7 +1090,7 @@ cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const ui
                           Py_ssize_t count, int64_t base, int64_t base_ts, bint log_append, int64_t max_ts,
                           int64_t base_seq, bint base_slot=False) except -1:
     """The record lines of a walked batch, joined by newlines; `base_slot`: the line's last slot
-    takes the batch's base offset (json_run's lines, kept from batch to batch)."""
+    takes the batch's base offset (lines_of_batches's lines, kept from batch to batch)."""
     cdef Py_ssize_t i
     cdef int s
     cdef Rec* r
@@ -1137,11 +1127,11 @@ cdef int put_records_json(Out* o, Shape* sh, Format* line, int variant, const ui
     return 0
 
 
-def fast_v2_json(batch, layout):
-    """scan.fast_v2_json, compiled."""
+def batch_json(batch, layout):
+    """_scan_py.batch_json, compiled."""
     cdef Fields f
     if not v2_fields(&f, batch):
-        return _pure_json(batch, layout)
+        raise Declined("numbers or a shape this does not take")
     cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
     cdef bint log_append = f.log_append
     cdef Region reg
@@ -1159,14 +1149,14 @@ def fast_v2_json(batch, layout):
         if not count:
             return b""
         if not numbers_fit(recs, count, base, base_ts) or not shape_init(&sh, layout):
-            return _pure_json(batch, layout)
+            raise Declined("numbers or a shape this does not take")
         variant = variant_of(reg.d, recs, count, base_seq)
         fmt = layout.line(batch, variant)
         if not fmt:
-            raise Malformed("no layout for this batch")
+            raise Declined("no layout for this batch")
         format_parse(&line, fmt)
         if not line_fits(&line, variant):
-            return _pure_json(batch, layout)
+            raise Declined("numbers or a shape this does not take")
         out_init(&o, count * (PyBytes_GET_SIZE(fmt) + 16) + 6 * (reg.end - reg.pos) + 64)
         put_records_json(&o, &sh, &line, variant, reg.d, recs, count, base, base_ts, log_append, max_ts, base_seq)
         return out_bytes(&o)
@@ -1178,11 +1168,11 @@ def fast_v2_json(batch, layout):
         region_close(&reg)
 
 
-def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit,
+def lines_of_batches(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_format, Py_ssize_t limit,
              bint records=True):
     """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
     records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
-    are written or a batch this does not write (as kafka_text_run). The batch and record lines'
+    are written or a batch this does not write (as text_of_batches). The batch and record lines'
     %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
     position, size) and record_format(variant, attributes, producer_id, producer_epoch), whose
     last slot is the batch's base offset; each is asked again only when its arguments (but
@@ -1227,7 +1217,7 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
                 bkey = -1
                 try:
                     format_parse(&bline, fmt)
-                except Malformed:
+                except Declined:
                     break
                 if bline.slots != (15 if b.attributes & 0x40 else 14):
                     break
@@ -1243,7 +1233,7 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
                     break
                 try:
                     format_parse(&rline, rfmt)
-                except Malformed:
+                except Declined:
                     break
                 # the base offset's slot is the last: the record line's own slots before it
                 expect = rline.slots - 1
@@ -1297,7 +1287,7 @@ def json_run(buf, Py_ssize_t pos, Py_ssize_t end, layout, batch_format, record_f
 
 # ------------------------------------------------------------------ records checks (verify-crc --deep)
 def v2_records_ok(batch):
-    """scan.v2_records_ok, compiled: the walk, and offsets increasing within the batch's range."""
+    """_scan_py.v2_records_ok, compiled: the walk, and offsets increasing within the batch's range."""
     cdef int64_t count = batch.records_count
     if count < 0:
         return False
@@ -1310,7 +1300,7 @@ def v2_records_ok(batch):
     try:
         try:
             recs = walk(reg.d, reg.pos, reg.end, count)
-        except Malformed:
+        except Declined:
             return False
         for i in range(count):
             if recs[i].od <= prev:
@@ -1335,7 +1325,7 @@ cdef enum:
 
 
 cdef struct Cols:
-    # what scan_columns and columns_run append to a RecordColumns, before they do: its machine
+    # what scan_columns and columns_of_batches append to a RecordColumns, before they do: its machine
     # values in growable buffers, with positions already those of the RecordColumns
     Out out[N_COLS]
     Py_ssize_t shift, row0, first     # the RecordColumns' size, rows and headers before
@@ -1488,13 +1478,13 @@ cdef int cols_close(Cols* c, cols, list null_keys, list null_values, list null_h
 
 
 def scan_columns(batch, cols):
-    """scan.scan_columns, compiled: the records of a v2 batch walked in C (every size checked as
+    """_scan_py.scan_columns, compiled: the records of a v2 batch walked in C (every size checked as
     records.py checks it) and appended to `cols` as machine arrays a column at a time; raises
-    Malformed on anything the pure scanners give up on, or on numbers the arrays do not hold,
+    Declined on anything the pure scanners give up on, or on numbers the arrays do not hold,
     and then leaves `cols` as it was."""
     cdef Fields f
     if not v2_fields(&f, batch):
-        return _pure_columns(batch, cols)
+        raise Declined("numbers or a shape this does not take")
     cdef Region reg
     cdef Rec* recs = NULL
     cdef Cols c
@@ -1506,10 +1496,10 @@ def scan_columns(batch, cols):
         region_open(&reg, batch)
         recs = walk(reg.d, reg.pos, reg.end, f.count)
         if not numbers_fit(recs, f.count, f.base, f.base_ts):
-            raise Malformed("numbers past 64 bits")
+            raise Declined("numbers past 64 bits")
         if cols_put(&c, reg.d, reg.pos, reg.end, recs, f.count, f.base, f.base_ts, f.log_append, f.max_ts,
                     f.base_seq, null_keys, null_values, null_hvalues):
-            raise Malformed("positions past 32 bits")
+            raise Declined("positions past 32 bits")
         cols_close(&c, cols, null_keys, null_values, null_hvalues)
     finally:
         PyMem_Free(recs)
@@ -1517,7 +1507,7 @@ def scan_columns(batch, cols):
         region_close(&reg)
 
 
-def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, batch_of_row, int64_t lo,
+def columns_of_batches(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, batch_of_row, int64_t lo,
                 int64_t hi, bint transactional, bint verify, Py_ssize_t max_rows, Py_ssize_t max_bytes):
     """spark/arrow.py's selection and _RecordRows.add over a run of v2 data batches from
     buf[pos:end), in C: each batch's records appended to the RecordColumns `cols` as scan_columns
@@ -1586,12 +1576,12 @@ def columns_run(buf, Py_ssize_t pos, Py_ssize_t end, cols, tuple batch_values, b
 
 # ------------------------------------------------------------------ record search
 def search_v2(batch, search, indices=None):
-    """scan.search_v2, compiled: the records walked in C (every size checked as records.py
+    """_scan_py.search_v2, compiled: the records walked in C (every size checked as records.py
     checks it), the key tests in C and the regexes called on the payloads they test; Record
     objects only for the records found."""
     cdef Fields f
     if not v2_fields(&f, batch):
-        return _pure_search(batch, search, indices)
+        raise Declined("numbers or a shape this does not take")
     cdef int64_t count = f.count, base = f.base, base_ts = f.base_ts, max_ts = f.max_ts, base_seq = f.base_seq
     cdef bint log_append = f.log_append
     cdef const uint8_t* d
@@ -1616,13 +1606,13 @@ def search_v2(batch, search, indices=None):
         kp = <const uint8_t*>PyBytes_AS_STRING(kprefix)
         plen = PyBytes_GET_SIZE(kprefix)
     if end - pos < 0 or end > PyBytes_GET_SIZE(data):
-        raise Malformed("records outside the buffer")
+        raise Declined("records outside the buffer")
     d = <const uint8_t*>PyBytes_AS_STRING(data)
     out = []
     recs = walk(d, pos, end, count)
     try:
         if not numbers_fit(recs, count, base, base_ts):
-            return _pure_search(batch, search, indices)
+            raise Declined("numbers or a shape this does not take")
         for i in range(count):
             r = recs + i
             if r.klen >= 0:
@@ -1643,7 +1633,7 @@ def search_v2(batch, search, indices=None):
                     base + r.od, max_ts if log_append else base_ts + r.td,
                     PyBytes_FromStringAndSize(<const char*>(d + r.key), r.klen) if r.klen >= 0 else None,
                     PyBytes_FromStringAndSize(<const char*>(d + r.value), r.vlen) if r.vlen >= 0 else None,
-                    _headers_at(data, r.headers) if r.nh else (), sequence_of(base_seq, r.od), r.attributes, 2,
+                    headers_at(data, r.headers) if r.nh else (), sequence_of(base_seq, r.od), r.attributes, 2,
                     None, True, r.klen, r.vlen))
                 if indices is not None:
                     indices.append(i)
@@ -1656,9 +1646,8 @@ def search_v2(batch, search, indices=None):
 def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
     """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
     RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
-    (Arrow's int32 offsets buffer, data buffer) of a binary column of them: what spark/arrow.py's
-    `take` over a covering array makes, in one pass. `utf8`: None unless every span is UTF-8
-    that Python's decoder takes (a string column's check, which `cast` makes on the pure core)."""
+    (Arrow's int32 offsets buffer, data buffer) of a binary column of them, in one pass. `utf8`:
+    None unless every span is UTF-8 that Python's decoder takes (a string column's check)."""
     cdef const int32_t[::1] sp = spans
     cdef const uint8_t[::1] src = whole
     cdef Py_ssize_t i, total = 0, a, b, size = src.shape[0]
@@ -1692,8 +1681,8 @@ def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
 
 def spread(values, Py_ssize_t width, rows):
     """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
-    them in `rows` (int32) -> the rows' values end to end: spark/arrow.py's `take` of a batch's
-    values for each of its records."""
+    them in `rows` (int32) -> the rows' values end to end: a batch's values for each of its
+    records."""
     cdef Py_buffer view
     cdef const int32_t[::1] r = rows
     cdef Py_ssize_t i, n = r.shape[0], k
@@ -1713,9 +1702,3 @@ def spread(values, Py_ssize_t width, rows):
     finally:
         PyBuffer_Release(&view)
     return out
-
-
-# Imported first (not through formats/scan.py), this module made scan import it half-built and
-# take the pure core: it is complete now, so scan swaps it in (formats/core.py's rule still holds)
-if _pure.CORE == "pure":
-    _pure.install_compiled()

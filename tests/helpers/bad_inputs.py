@@ -6,6 +6,9 @@ import struct
 import zlib
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
@@ -98,3 +101,14 @@ def not_a_log_dir(d):
     p.mkdir(parents=True, exist_ok=True)
     (p / "cat.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really")
     return p
+
+
+LOG_CASES = ["empty", "text", "size_2gb", "unknown_magic", "cut_short", "garbage_compressed", "bad_crc"]
+
+
+def run(*args):
+    r = CliRunner().invoke(cli, [str(a) for a in args])
+    assert r.exception is None or isinstance(r.exception, SystemExit), repr(r.exception)
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
+    assert "internal error" not in r.stderr
+    return r

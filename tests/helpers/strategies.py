@@ -1,13 +1,17 @@
-"""Hypothesis strategies for v2 batches whose fields sit at the edges of the varint widths, shared
-by the scanner tests (tests/formats/test_scan.py) and the dump-log fast path tests."""
+"""Hypothesis strategies: v2 batches whose fields sit at the edges of the varint widths, chains of
+them damaged, and dump-log searches; shared by the scanner, fast path and search tests."""
 from __future__ import annotations
+
+import re
 
 from hypothesis import strategies as st
 
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import (
-    Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch,
+    RECORD_BATCH_OVERHEAD, Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch, iter_batches,
+    set_v2_crc,
 )
+from kafkalog_cli.storage.selection import Filters
 
 CODECS = list(Compression)
 # zigzag varints: 0..63 take one byte, 64..8191 two, 8192.. three (and 1 << 20 four)
@@ -79,3 +83,51 @@ def batch_chains(draw) -> bytes:
             parts.append(build_v2_batch(recs, off, compression=draw(st.sampled_from(CODECS))))
         off = max(0, off + draw(st.sampled_from([10, 10, 10, -30])))
     return b"".join(parts)
+
+# (offset within a batch, width) of the header fields a damaged chain gets wrong values in
+FIELDS = {"size": (8, 4), "magic": (16, 1), "crc": (17, 4), "last_offset_delta": (23, 4), "count": (57, 4)}
+
+VALUES = [-1, 0, 1, 13, 14, 48, 49, 2**31 - 1]
+
+
+@st.composite
+def damaged_chains(draw) -> bytes:
+    """A chain of batches, then: a byte changed anywhere, a header field set to an edge value
+    (the CRC made right again or not), or the end cut off; or nothing."""
+    chain = draw(batch_chains())
+    buf = bytearray(chain)
+    how = draw(st.sampled_from(["none", "byte", "field", "cut"]))
+    if how == "byte":
+        buf[draw(st.integers(0, len(buf) - 1))] ^= draw(st.integers(1, 255))
+    elif how == "field":
+        b = draw(st.sampled_from(list(iter_batches(chain))))
+        at, width = FIELDS[draw(st.sampled_from(sorted(FIELDS)))]
+        value = draw(st.sampled_from(VALUES + [b.last_offset_delta - 1, b.last_offset_delta + 1]))
+        field = (value % 256).to_bytes(1, "big") if width == 1 else (value % 2**32).to_bytes(4, "big")
+        buf[b.position + at : b.position + at + width] = field
+        if b.magic == 2 and b.size >= RECORD_BATCH_OVERHEAD and at != 17 and draw(st.booleans()):
+            buf[b.position : b.position + b.size] = set_v2_crc(bytearray(buf[b.position : b.position + b.size]))
+    elif how == "cut":
+        buf = buf[: draw(st.integers(0, len(buf)))]
+    return bytes(buf)
+
+# keys in the strategies are b"k" * n or null, values runs of "é" (c3 a9), odd ones ending in ff
+KEYS = st.none() | st.sampled_from([b"", b"k", b"kk", b"k" * 63, b"k" * 64, b"k" * 8192, b"zz"])
+
+PREFIXES = st.none() | st.sampled_from([b"", b"k", b"k" * 64, b"z"])
+
+KEY_REGEXES = st.none() | st.sampled_from([rb"", rb"^k{1,2}$", rb"k{64}", rb"^$", rb"x", rb"(?<=k)k", rb"\Ak"])
+
+VALUE_REGEXES = st.none() | st.sampled_from([
+    rb"", rb"\xff", rb"\xff$", rb"^\xc3", rb"^$", rb"(\xc3\xa9){32}", rb"\xa9\xc3\xa9\xff", rb"nothing", rb"^(?!\xc3)"])
+
+
+@st.composite
+def searches(draw) -> Filters:
+    f = Filters(key=draw(KEYS), key_prefix=draw(PREFIXES), key_regex=draw(KEY_REGEXES.map(_compiled)),
+                value_regex=draw(VALUE_REGEXES.map(_compiled)))
+    return f if f.search is not None else Filters(value_regex=re.compile(rb"\xa9"))
+
+
+def _compiled(pattern: bytes | None):
+    return None if pattern is None else re.compile(pattern)

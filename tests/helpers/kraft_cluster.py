@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from .differential.broker import free_ports
+from tests.differential.broker import free_ports
 
 KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
 KAFKA_PY = os.environ.get("KAFKA_PY", "")

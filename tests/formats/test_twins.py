@@ -1,0 +1,150 @@
+"""The twin rule (docs/design.md): each compiled module (formats/*.pyx) has a pure module beside it
+(the same name + "_py") with the same public names in the same order, formats/byte_loops.py
+re-exports exactly those names, and the two give the same answers on the same input (here for the
+loops tested nowhere else; tests/formats/test_core.py holds the scanners and the walks equal).
+
+The name checks read the sources and run on either core; the comparisons skip, with the reason,
+when the compiled core is not built."""
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from array import array
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kafkalog_cli.formats import byte_loops
+from tests.formats.strategies import batch_chains
+from tests.formats.test_scan import damaged_chains
+
+FORMATS = Path(byte_loops.__file__).parent
+PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# a function of a compiled module that Python sees: `def` or `cpdef` at the top level
+_PYX_DEF = re.compile(r"^c?p?def\s+(?:[\w\[\]*]+\s+)*?(\w+)\s*\(", re.M)
+
+
+def _pyx_names(twin: str) -> list[str]:
+    """The public functions of formats/<twin>.pyx, in source order."""
+    text = (FORMATS / f"{twin}.pyx").read_text()
+    return [n for n, line in ((m.group(1), m.group(0)) for m in _PYX_DEF.finditer(text))
+            if not n.startswith("_") and not line.startswith("cdef")]
+
+
+def _py_names(twin: str, functions_only: bool = True) -> list[str]:
+    """The public top-level names of formats/<twin>_py.py (functions, and with not
+    `functions_only` the names assigned too), in source order."""
+    tree = ast.parse((FORMATS / f"{twin}_py.py").read_text())
+    names = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            names.append(node.name)
+        elif not functions_only and isinstance(node, ast.Assign):
+            names += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    return [n for n in names if not n.startswith("_")]
+
+
+def _compiled(twin: str):
+    try:
+        return importlib.import_module(f"kafkalog_cli.formats.{twin}")
+    except ImportError as e:
+        pytest.skip(f"the compiled core is not built ({e})")
+
+
+def test_every_compiled_module_has_a_pure_twin_and_byte_loops_knows_both():
+    pyx = sorted(p.stem for p in FORMATS.glob("*.pyx"))
+    assert pyx == sorted(byte_loops.TWINS)
+    for twin in pyx:
+        assert (FORMATS / f"{twin}_py.py").exists(), f"formats/{twin}.pyx has no pure twin {twin}_py.py"
+
+
+@pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
+def test_the_twins_have_the_same_public_functions_in_the_same_order(twin):
+    assert _pyx_names(twin) == _py_names(twin)
+    assert _py_names(twin)      # the check reads something
+
+
+@pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
+def test_byte_loops_re_exports_the_pure_twins_public_names_in_order(twin):
+    assert list(byte_loops.TWINS[twin]) == _py_names(twin, functions_only=False)
+
+
+@pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
+def test_the_built_compiled_module_has_every_name_of_its_pure_twin(twin):
+    compiled = _compiled(twin)
+    pure = importlib.import_module(f"kafkalog_cli.formats.{twin}_py")
+    for name in byte_loops.TWINS[twin]:
+        assert callable(getattr(pure, name)) == callable(getattr(compiled, name)), name
+
+
+@pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
+def test_neither_twin_imports_the_other(twin):
+    pure = (FORMATS / f"{twin}_py.py").read_text()
+    compiled = (FORMATS / f"{twin}.pyx").read_text()
+    assert not re.search(rf"\b{twin}\b(?!_py)", re.sub(r'"""[\s\S]*?"""|#.*', "", pure))
+    assert not re.search(rf"\b{twin}_py\b", re.sub(r'"""[\s\S]*?"""|#.*', "", compiled))
+
+
+def test_only_byte_loops_reads_the_environment_variable():
+    src = FORMATS.parent
+    readers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if byte_loops.ENV in p.read_text())
+    assert readers == ["formats/byte_loops.py"]
+
+
+# ------------------------------------------------------------------ the loops, compiled == pure
+@PROPERTY
+@given(buf=st.one_of(batch_chains(), damaged_chains()), deep=st.booleans(),
+       limit=st.sampled_from([1, 200, 1 << 20]), flags=st.sampled_from([(True, False), (True, True), (False, True)]))
+def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
+    """The same text, stopping place and pairs; a batch one of them stops at, the caller's loop
+    writes (so stopping earlier is allowed only at a batch the other writes the same)."""
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+
+    got = []
+    for twin in (compiled, pure):
+        pairs: list = []
+        text, pos, last = twin.text_of_batches(buf, 0, len(buf), -1, pairs, *flags, limit, deep)
+        got.append((text, pos, last, pairs))
+    assert got[0] == got[1]
+
+
+@PROPERTY
+@given(data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2]))
+def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+
+    n = data.draw(st.integers(0, 8))
+    bound = st.integers(0, len(whole) + 2)
+    spans = array("i")
+    for _ in range(n):
+        a, b = sorted((data.draw(bound), data.draw(bound)))
+        c, d = sorted((data.draw(bound), data.draw(bound)))
+        spans.extend([a, b, c, d])
+
+    def outcome(f):
+        try:
+            return f(whole, spans, first, n, utf8)
+        except ValueError as e:
+            return "ValueError", str(e)
+    assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
+
+
+@PROPERTY
+@given(data=st.data(), width=st.sampled_from([1, 2, 4, 8, 3]))
+def test_spread_compiled_is_pure(data, width):
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+
+    values = data.draw(st.binary(max_size=8 * 6))
+    rows = array("i", data.draw(st.lists(st.integers(-1, 7), max_size=12)))
+
+    def outcome(f):
+        try:
+            return f(values, width, rows)
+        except ValueError as e:
+            return "ValueError", str(e)
+    assert outcome(compiled.spread) == outcome(pure.spread)
