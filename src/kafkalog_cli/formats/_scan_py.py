@@ -35,6 +35,7 @@ import struct
 from array import array
 from itertools import accumulate
 from struct import pack
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.json_layout import DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout
@@ -47,6 +48,9 @@ from kafkalog_cli.formats.records import (
 )
 from kafkalog_cli.formats.v2_region import Declined, header_pairs, headers_at, records_region
 from kafkalog_cli.formats.varint import ZIGZAG, ZIGZAG2, read_varint, read_varlong
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 
 def batch_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool) -> tuple[str, int]:
@@ -81,7 +85,7 @@ def batch_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_
     mid = f" {label}: "
     no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
     kpre = " key: " if metadata else "| key: "
-    lines = []
+    lines: list[str] = []
     append = lines.append
     rvarint = read_varint
     rvarlong = read_varlong
@@ -224,7 +228,7 @@ _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 _INT64_MAX = (1 << 63) - 1
 
 
-def _data_batch(buf, pos: int, end: int) -> tuple | None:
+def _data_batch(buf, pos: int, end: int) -> list[int] | None:
     """The header fields of the v2 data batch at buf[pos] (attributes as a signed byte), or None:
     the runs leave this batch to their caller's loop (legacy, control, short or incomplete
     batches, an unknown codec, a negative count, a last offset past 64 bits)."""
@@ -324,7 +328,11 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if type(data) is not bytes:
         data = bytes(memoryview(data)[pos:end])
         pos, end = 0, len(data)
-    offsets, timestamps, keys, values, headers = [], [], [], [], []
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[Any] = []            # bytes, or None where null (knulls and vnulls count them)
+    values: list[Any] = []
+    headers: list[tuple[int, list[tuple[bytes, bytes | None]]]] = []
     oappend, tappend, kappend, vappend = offsets.append, timestamps.append, keys.append, values.append
     base = batch.base_offset_field
     base_ts = batch.base_timestamp
@@ -435,6 +443,7 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
         text = _joined_lines(line, keys, values, headers, [offsets, timestamps, *more], layout)
         if text is not None:
             return text
+    columns: list[list]
     if knulls or vnulls:
         columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
     else:   # both columns escaped in one go (a few calls per batch fewer)
@@ -493,7 +502,10 @@ def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: 
         payloads[2:-1:2] = values
         pieces = (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
     # JSON text keeps DEL, % and b as they are, so the slots come through the escaping whole
-    fmt = layout.escaped(DEL.join(payloads).replace(b"%", b"%%%%").replace(DEL, b"%b"))
+    escape = layout.escaped
+    if escape is None:
+        return None
+    fmt = escape(DEL.join(payloads).replace(b"%", b"%%%%").replace(DEL, b"%b"))
     if fmt is None:
         return None
     try:
@@ -525,19 +537,20 @@ def _with_headers(head: bytes, middle: bytes, tail: bytes, keys: list[bytes], va
     end_after_value = value_close + layout.close + after + newline_head
     end_after_null = null_value + layout.close + after + newline_head
     no_headers = before + layout.no_headers + after + newline_head
-    of = [None] * len(keys)
+    of: list[list | None] = [None] * len(keys)       # each record's header pairs
     for i, pairs in headers:
         of[i] = pairs
-    payloads, pieces = [b""], []
+    payloads: list[bytes] = [b""]
+    pieces: list[bytes] = []
     pending = head
-    for key, value, pairs in zip(keys, values, of):
+    for key, value, record_pairs in zip(keys, values, of):
         pieces += (pending, middle)
         payloads += (key, value)
-        if not pairs:
+        if not record_pairs:
             pending = no_headers
             continue
         pending = first_key
-        for hkey, hvalue in pairs:
+        for hkey, hvalue in record_pairs:
             if hvalue is None:
                 pieces.append(pending)
                 payloads.append(hkey)
@@ -688,7 +701,11 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     base_ts = batch.base_timestamp
     # lists, not arrays, while scanning: an array converts each item through PyArg_Parse, which
     # costs more than struct's conversion of them all at the end
-    offsets, timestamps, spans, ends, hspans = [], [], [], [], []
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    spans: list[int] = []
+    ends: list[int] = []
+    hspans: list[int] = []
     null_keys, null_values, null_hvalues = [], [], []
     oappend, tappend, sextend, eappend, hextend = offsets.append, timestamps.append, spans.extend, ends.append, hspans.extend
     nheaders = headers = len(cols.header_spans) // 4      # before this batch's; so far
@@ -980,7 +997,7 @@ def gather_spans(whole, spans, first: int, n: int, utf8: bool = False) -> tuple[
     return offsets.tobytes(), b"".join(pieces)
 
 
-_WIDTH_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
+_WIDTH_CODES: dict[int, Literal["b", "h", "i", "q"]] = {1: "b", 2: "h", 4: "i", 8: "q"}
 
 
 def spread(values, width: int, rows) -> bytes:

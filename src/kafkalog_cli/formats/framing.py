@@ -121,7 +121,7 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
             batches += n
             if first is None:
                 first, res.first_position = sound_first, sound_first_position
-            if pos > tell:
+            if pos > tell and walked is not None:
                 walked(told, pos)
                 told, tell = pos, pos + WALKED_BYTES
             continue
@@ -182,7 +182,7 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
         prev = last
         batches += 1
         pos += total
-        if pos > tell:
+        if pos > tell and walked is not None:
             walked(told, pos)
             told, tell = pos, pos + WALKED_BYTES
     if tail and pos < end and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos):

@@ -22,7 +22,7 @@ class RecordSpan:
 
 
 def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: int) -> list[RecordSpan]:
-    out = []
+    out: list[RecordSpan] = []
     append = out.append
     try:
         for _ in range(count):
@@ -79,7 +79,7 @@ def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: 
 
 def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
     """Start positions of records 0..upto (only their length varints are read)."""
-    out = []
+    out: list[int] = []
     append = out.append
     try:
         for _ in range(upto + 1):
