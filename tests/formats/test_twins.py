@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kafkalog_cli.formats import byte_loops
-from tests.formats.strategies import batch_chains
+from tests.helpers.strategies import batch_chains
 from tests.formats.test_scan import damaged_chains
 
 FORMATS = Path(byte_loops.__file__).parent

@@ -10,7 +10,7 @@ from kafkalog_cli.formats.indexes import IndexBuilder, TimeIndexEntry, encode_ti
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.producer_rebuild import ProducerState
 from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, index_rebuild_reason, time_entries_problem
-from kafkalog_cli.storage.recovery import StopReason, recover_segment
+from kafkalog_cli.storage.recovery import StopReason, recover_segment, walk_tail
 
 T = 1_700_000_000_000
 
@@ -36,6 +36,29 @@ def test_a_crc_mismatch_stops_the_walk_as_a_corrupt_record_at_its_batch():
     r = _walk(first + bytes(bad) + _batch(4))
     assert (r.stop, r.stopped_at, r.valid_bytes, r.next_offset) == (StopReason.CORRUPT_RECORD, len(first), len(first), 2)
     assert "Record is corrupt" in r.error.message
+
+
+def test_recover_and_the_readers_stop_at_the_same_byte_each_in_its_own_words():
+    first = _batch(0)
+    bad = bytearray(_batch(2))
+    bad[-1] ^= 0xFF
+    data = first + bytes(bad) + _batch(4)
+    r, tail = _walk(data), walk_tail(data, 0, "/d/t-0/00000000000000000000.log")
+    assert (tail.stop, tail.valid_size, tail.next_offset) == (r.stop, r.stopped_at, r.next_offset)
+    assert r.error.message.startswith("Record is corrupt (stored crc = ")
+    assert str(tail.damage) == (f"/d/t-0/00000000000000000000.log: byte {len(first)}: "
+                                f"the batch of {len(bad)} bytes fails its CRC check")
+
+
+def test_an_unknown_magic_under_a_valid_crc_stops_the_readers_walk_but_not_recovery():
+    # a v2 batch's CRC does not cover its magic byte: Kafka's ensureValid keeps such a batch
+    bad = bytearray(_batch(2))
+    bad[16] = 3
+    data = _batch(0) + bytes(bad)
+    r, tail = _walk(data), walk_tail(data, 0, "/d/t-0/00000000000000000000.log")
+    assert (r.stop, r.valid_bytes, r.next_offset) == (StopReason.END, len(data), 4)
+    assert (tail.stop, tail.valid_size) == (StopReason.CORRUPT_RECORD, len(_batch(0)))
+    assert tail.damage.message == f"Invalid magic 3 in the batch of {len(bad)} bytes"
 
 
 def test_a_torn_last_batch_is_a_truncated_batch_dropped_without_an_error():

@@ -11,7 +11,7 @@ Kafka judges an index at three levels, and so does kafkalog; each rule is writte
    to scanning the .log from byte 0 when they fail.
 2. AbstractIndex/OffsetIndex/TimeIndex.sanityCheck (the last entry against the base offset and
    the first timestamp, whole slots): formats.indexes.sanity_check_offset_index /
-   sanity_check_time_index, byte-level (dump-index --index-sanity-check, verify-index).
+   sanity_check_time_index, byte-level (dump-log and dump-index --index-sanity-check).
 3. The index LogSegment.recover builds (`index_rebuild_reason`): what LogLoader keeps as it is
    only when it matches what recovery would write. Stricter than 1 on purpose: TimeIndex.maybeAppend
    appends only a timestamp greater than the last (an equal one is skipped, not refused), an
@@ -32,7 +32,7 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.indexes import (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, offset_entry_problem,
                                           parse_offset_index, parse_time_index, time_entry_problem)
 from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch, iter_batches
-from kafkalog_cli.storage.recovery import batch_fault
+from kafkalog_cli.storage.recovery import BatchValidation, passes
 
 _MAGICS = (0, 1, 2)
 
@@ -82,9 +82,9 @@ def entry_batch_problem(log, position: int, offset: int) -> str | None:
     if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
         return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
                 f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
-    if batch_fault(log, position) is not None:
-        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
+    if not passes(b, BatchValidation.KNOWN_MAGIC):
+        return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     first = b.base_offset_field if magic >= 2 else b.last_offset
     if first > offset:
         return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
@@ -95,7 +95,15 @@ def entry_batch_problem(log, position: int, offset: int) -> str | None:
 def entry_kafka_never_writes(entries: list, base: int) -> bool:
     """The offset index's last entry is one OffsetIndex.append never writes (a negative position,
     an offset below the base): the index's damage, not a .log cut since."""
-    return bool(entries) and offset_entry_problem(entries[-1], base, None) is not None
+    return bool(entries) and never_written_entry(entries[-1], base) is not None
+
+
+def never_written_entry(entry, base: int) -> IndexDefect | None:
+    """The defect of an offset-index entry OffsetIndex.append never writes for a segment at
+    `base` (an offset below the base, a negative position), or None: a position past the end of
+    a .log cut since is the log's damage, not the index's."""
+    why = offset_entry_problem(entry, base, None)
+    return None if why is None else IndexDefect(IndexFile.OFFSET_INDEX, why)
 
 
 def zero_slots(file_length: int, entries: int, entry_size: int) -> int:

@@ -1,24 +1,28 @@
 """LogSegment.recover's walk of a segment's batches, the one home of its rules.
 
 Kafka walks a segment batch by batch on recovery (LogSegment.recover): each batch is checked
-(ensureValid: its size, magic and CRC), its offsets are checked against the segment's index range
+(ensureValid: its size and CRC), its offsets are checked against the segment's index range
 (ensureOffsetInRange), the offset and time indexes are rebuilt from it, producer state and leader
 epochs are updated; the first batch that fails ends the log there (the caller truncates), and
-bytes after the last complete batch are dropped silently. Two walks here follow that rule:
+bytes after the last complete batch are dropped silently. That walk is written once,
+`walk_batches`: it checks each batch (`BatchValidation`), hands the ones it keeps to a `WalkVisitor`,
+and says where and why it stopped as a `WalkStop` (a `StopReason`, the byte, the batch, the
+error as a value). Its two visitors:
 
 - `recover_segment`: the whole recovery, for `kafkalog recover` (what it rebuilds: the indexes,
-  the aborted transactions, the leader epochs; where and why it stopped, as a `StopReason`);
-- `walk_tail`: the same walk without rebuilding anything (`Segment.recovery_walk`: describe,
-  verify, doctor, roll, clean-shutdown), and, without `validate`, the walk of a load without
-  recovery (LogSegment.readNextOffset: sizes only).
+  the aborted transactions, the leader epochs);
+- `walk_tail`: the walk rebuilding nothing (`Segment.recovery_walk`: describe, doctor, roll,
+  clean-shutdown, retention), and, with `validate` False, the walk of a load without recovery
+  (LogSegment.readNextOffset: sizes only).
 
-Callers decide on the structured fields (`StopReason`, positions), never on a message's text: the
-messages are Kafka's, for the user.
+Callers decide on the structured fields (`StopReason`, positions), never on a message's text;
+each words its own message from them (recover Kafka's words, the tail its own).
 """
 from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,7 +30,7 @@ from kafkalog_cli.errors import (CorruptIndexError, CorruptRecordError, InvalidR
                                  OffsetOverflowError)
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.indexes import IndexBuilder
-from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch, iter_batches
+from kafkalog_cli.formats.records import RecordBatch, iter_batches
 
 _PREFIX = struct.Struct(">qi")                      # baseOffset, batchLength
 _V2H = struct.Struct(">qiibIhiqqqhii")              # a v2 batch header, baseOffset .. recordsCount
@@ -44,6 +48,102 @@ class StopReason(enum.Enum):
     OFFSET_OVERFLOW = "LogSegmentOffsetOverflowException"   # the broker splits the segment
     # a load without recovery (readNextOffset): the offset index's last entry leads to no complete batch
     NO_BATCH_AT_INDEX_ENTRY = "no batch at the offset index's last entry"
+
+
+class BatchValidation(enum.Enum):
+    """What the walk checks of each complete batch, beyond the size of at least 14 that
+    FileLogInputStream needs to read one at all."""
+
+    SIZES = "sizes"                     # LogSegment.readNextOffset (a load without recovery): nothing more
+    ENSURE_VALID = "ensureValid"        # LogSegment.recover: the minimum overhead and the CRC
+    # beyond Kafka, for the readers (describe, doctor, roll, clean-shutdown): also a magic of 0..2,
+    # as a v2 batch's CRC does not cover its magic byte
+    KNOWN_MAGIC = "ensureValid and a known magic"
+
+
+def check_batch(batch: RecordBatch, check: BatchValidation) -> None:
+    """Raises the CorruptRecordError (Kafka's message, at the batch's byte) of a complete batch
+    that fails `check`."""
+    if check is BatchValidation.SIZES:
+        return
+    if check is BatchValidation.KNOWN_MAGIC and batch.magic not in _MAGICS:
+        raise CorruptRecordError(f"Invalid magic {batch.magic} in the batch of {batch.size} bytes",
+                                 position=batch.position)
+    batch.ensure_valid()
+
+
+def passes(batch: RecordBatch, check: BatchValidation) -> bool:
+    """Whether a complete batch passes `check` (`check_batch` as a verdict)."""
+    try:
+        check_batch(batch, check)
+    except CorruptRecordError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class WalkStop:
+    """Where and why `walk_batches` stopped, as values: `position` is the byte of the batch (or
+    of the bytes that are not one; None at the END), `batch` the complete batch that failed
+    (None when its size field is below 14 or nothing failed), `error` the exception Kafka meets
+    there, with Kafka's message (an unknown magic, which Kafka does not check, in our words)."""
+
+    reason: StopReason
+    position: int | None = None
+    batch: RecordBatch | None = None
+    error: KafkalogError | None = None
+
+
+class WalkVisitor:
+    """What a caller of `walk_batches` does with the batches it keeps, and where it goes on
+    after one that stops the walk. The default keeps nothing and ends at the first stop."""
+
+    # the fast path: a function walking plain batches itself from a position, returning where it
+    # stopped (the walk takes over there); None: every batch goes through `take`
+    skim: Callable[[int], int] | None = None
+
+    def take(self, batch: RecordBatch) -> None:
+        """A batch that passed the check. May raise what ends the walk (CorruptIndexError, ...)."""
+
+    def resume_after(self, stop: WalkStop) -> int | None:
+        """Where the walk goes on after `stop`, or None: it ends there."""
+        return None
+
+
+# what ends LogSegment.recover's walk at a batch, most specific first
+_STOPS = ((OffsetOverflowError, StopReason.OFFSET_OVERFLOW), (CorruptIndexError, StopReason.INVALID_OFFSET),
+          (InvalidRecordError, StopReason.INVALID_RECORD), (CorruptRecordError, StopReason.CORRUPT_RECORD))
+
+
+def walk_batches(buf, start: int, check: BatchValidation, visitor: WalkVisitor) -> WalkStop:
+    """LogSegment.recover's walk over `buf` (a segment's bytes) from `start`, the one loop: each
+    complete batch is checked (`check`) and handed to `visitor.take`; the first that fails (or
+    whose take raises) stops the walk there, unless `visitor.resume_after` says where to go on.
+    Bytes after the last complete batch end it as TRUNCATED_BATCH (dropped silently by Kafka)."""
+    end = len(buf)
+    pos = start
+    skim = visitor.skim
+    batches = None
+    while True:
+        batch = None
+        try:
+            if skim is not None:
+                pos, batches = skim(pos), None
+            if batches is None:
+                batches = iter_batches(buf, pos, end)
+            batch = next(batches, None)
+            if batch is None:
+                return WalkStop(StopReason.TRUNCATED_BATCH, pos) if pos < end else WalkStop(StopReason.END)
+            check_batch(batch, check)
+            visitor.take(batch)
+            pos = batch.position + batch.size
+        except (CorruptRecordError, InvalidRecordError, CorruptIndexError) as e:
+            reason = next(r for cls, r in _STOPS if isinstance(e, cls))
+            stop = WalkStop(reason, e.position if e.position is not None else pos, batch, e)
+            resume = visitor.resume_after(stop)
+            if resume is None:
+                return stop
+            pos, batches = resume, None
 
 
 class ProducerStateUpdate(Protocol):
@@ -82,21 +182,22 @@ class SegmentRecovery:
 def recover_segment(buf, base: int, interval: int, state: ProducerStateUpdate, epochs: list[tuple[int, int]],
                     salvage: bool = False) -> SegmentRecovery:
     """LogSegment.recover over `buf` (a segment's bytes, an mmap), for a segment at offset `base`
-    with index.interval.bytes `interval`. Updates `state` and `epochs` in place.
+    with index.interval.bytes `interval`: `walk_batches` with what it rebuilds. Updates `state`
+    and `epochs` in place.
 
     Raises OffsetOverflowError (the broker splits the segment: LogLoader.retryOnOffsetOverflow)
     unless `salvage`, which instead skips every damaged byte range and keeps the intact batches
     after it (beyond Kafka)."""
     mv = memoryview(buf) if len(buf) else None
     try:
-        return _Walk(buf, mv, base, interval, state, epochs, salvage).run()
+        return _Recovery(buf, mv, base, interval, state, epochs, salvage).run()
     finally:
         if mv is not None:
             mv.release()
 
 
-class _Walk:
-    """One run of `recover_segment`: the walk's state, and one method per thing it does."""
+class _Recovery(WalkVisitor):
+    """One run of `recover_segment`: the walk's visitor that rebuilds what recovery rebuilds."""
 
     def __init__(self, buf, mv: memoryview | None, base: int, interval: int, state: ProducerStateUpdate,
                  epochs: list[tuple[int, int]], salvage: bool):
@@ -107,7 +208,6 @@ class _Walk:
         self.new_epochs: list[tuple[int, int]] = []
         self.latest_epoch = epochs[-1][0] if epochs else -1
         self.valid = 0           # bytes kept so far (positions in the rewritten file with --salvage)
-        self.pos = 0
         self.end = len(buf)
         self.next_offset = base
         self.kept: list[tuple[int, int]] = []
@@ -115,34 +215,18 @@ class _Walk:
         self.error: KafkalogError | None = None
         self.stop = StopReason.END
         self.stopped_at: int | None = None
+        if not salvage and mv is not None:
+            self.skim = self._skim
 
     def run(self) -> SegmentRecovery:
-        batch = None
-        while True:
-            try:
-                if not self.salvage and self.mv is not None:
-                    # fast path: plain v2 batches (no producer id, not control) checked inline
-                    self.pos, self.valid, nxt, self.latest_epoch = _fast_run(
-                        self.mv, self.buf, self.pos, self.end, self.valid, self.builder, self.latest_epoch,
-                        self.new_epochs)
-                    if nxt is not None:
-                        self.next_offset = nxt
-                batch = next(iter_batches(self.buf, self.pos, self.end), None)
-                if batch is None:
-                    if self.pos < self.end and self.error is None:
-                        self.stop, self.stopped_at = StopReason.TRUNCATED_BATCH, self.pos
-                    break
-                self._take(batch)
-            except OffsetOverflowError as e:
-                if not self._skip_overflow(e, batch):
-                    break
-            except CorruptIndexError as e:
-                # InvalidOffsetException: Kafka empties the segment
-                return SegmentRecovery(0, self.base, IndexBuilder(self.base, self.interval), [], [], e,
-                                       StopReason.INVALID_OFFSET, e.position)
-            except (CorruptRecordError, InvalidRecordError) as e:
-                if not self._skip_damage(e):
-                    break
+        stop = walk_batches(self.buf, 0, BatchValidation.ENSURE_VALID, self)
+        if stop.reason is StopReason.INVALID_OFFSET:
+            # InvalidOffsetException: Kafka empties the segment
+            assert stop.error is not None
+            return SegmentRecovery(0, self.base, IndexBuilder(self.base, self.interval), [], [], stop.error,
+                                   StopReason.INVALID_OFFSET, stop.error.position)
+        if stop.reason is StopReason.TRUNCATED_BATCH and self.error is None:
+            self.stop, self.stopped_at = StopReason.TRUNCATED_BATCH, stop.position
         self.epochs.extend(self.new_epochs)
         self.builder.finish()
         # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
@@ -150,10 +234,18 @@ class _Walk:
                                self.error, self.stop, self.stopped_at,
                                kept_ranges=self.kept if self.salvage else None, skipped=self.skipped)
 
-    def _take(self, batch: RecordBatch) -> None:
-        """One batch that LogSegment.recover checks and keeps: indexed, counted, its leader epoch
-        and producer state taken."""
-        batch.ensure_valid()
+    def _skim(self, pos: int) -> int:
+        """The fast path: plain v2 batches (no producer id, not control) checked inline."""
+        assert self.mv is not None
+        pos, self.valid, nxt, self.latest_epoch = _fast_run(
+            self.mv, self.buf, pos, self.end, self.valid, self.builder, self.latest_epoch, self.new_epochs)
+        if nxt is not None:
+            self.next_offset = nxt
+        return pos
+
+    def take(self, batch: RecordBatch) -> None:
+        """One batch that LogSegment.recover keeps (ensureValid passed): indexed, counted, its
+        leader epoch and producer state taken."""
         if self.salvage and self.kept and batch.base_offset < self.next_offset:
             raise CorruptRecordError("offsets go backwards", position=batch.position)
         self.builder.on_batch(self.valid, batch.size, batch.last_offset, batch.max_timestamp)
@@ -173,14 +265,22 @@ class _Walk:
                 txn = self.state.update(batch)
                 if txn is not None:
                     self.aborted.append(txn)
-        self.pos = batch.position + batch.size
 
-    def _skip_overflow(self, e: OffsetOverflowError, batch: RecordBatch | None) -> bool:
+    def resume_after(self, stop: WalkStop) -> int | None:
+        if stop.reason is StopReason.INVALID_OFFSET:
+            return None
+        if stop.reason is StopReason.OFFSET_OVERFLOW:
+            return self._skip_overflow(stop)
+        return self._skip_damage(stop)
+
+    def _skip_overflow(self, stop: WalkStop) -> int | None:
         """A batch whose offsets overflow the segment's index: raised for the broker's split, or
-        with --salvage skipped like any other damage. True: the walk goes on."""
+        with --salvage skipped like any other damage. Returns where the walk goes on."""
+        e = stop.error
+        assert isinstance(e, OffsetOverflowError)
         # IndexBuilder locates every overflow at the bytes kept so far: the batch's own byte
         # with --salvage, where kept bytes and positions differ
-        where = batch.position if self.salvage and batch is not None else (e.position or 0)
+        where = stop.batch.position if self.salvage and stop.batch is not None else (e.position or 0)
         overflow = OffsetOverflowError(
             f"a batch at byte {where} ends at offset {e.offset}, more than 2^31 - 1 above the "
             f"segment's base offset {self.base} (LogSegmentOffsetOverflowException: a damaged base offset)",
@@ -190,26 +290,19 @@ class _Walk:
         self.error, self.stop, self.stopped_at = overflow, StopReason.OFFSET_OVERFLOW, where
         nxt = next_valid_batch(self.buf, where + 1, self.end, self.next_offset)
         self.skipped.append((where, self.end if nxt is None else nxt))
-        if nxt is None:
-            return False
-        self.pos = nxt
-        return True
+        return nxt
 
-    def _skip_damage(self, e: KafkalogError) -> bool:
+    def _skip_damage(self, stop: WalkStop) -> int | None:
         """A batch LogSegment.recover rejects: the walk ends there, or with --salvage it skips to
-        the next valid batch. True: the walk goes on."""
-        bad = e.position if e.position is not None else self.pos
-        kind = StopReason.INVALID_RECORD if isinstance(e, InvalidRecordError) else StopReason.CORRUPT_RECORD
-        self.error, self.stop, self.stopped_at = e, kind, bad
+        the next valid batch. Returns where the walk goes on."""
+        bad = stop.position
+        assert bad is not None
+        self.error, self.stop, self.stopped_at = stop.error, stop.reason, bad
         if not self.salvage:
-            return False
+            return None
         nxt = next_valid_batch(self.buf, bad + 1, self.end, self.next_offset)
-        if nxt is None:
-            self.skipped.append((bad, self.end))
-            return False
-        self.skipped.append((bad, nxt))
-        self.pos = nxt
-        return True
+        self.skipped.append((bad, self.end if nxt is None else nxt))
+        return nxt
 
 
 def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
@@ -280,49 +373,55 @@ class LogTail:
 
 
 def walk_tail(buf, base_offset: int, path: str, start: int = 0, validate: bool = True) -> LogTail:
-    """The walk of a segment's batches from `start` by LogSegment.recover's rule, rebuilding
-    nothing: every complete batch with a size of at least 14 (and, `validate`, a known magic and
-    a matching CRC: what recovery checks and a clean load's readNextOffset does not) counts; the
-    first that is not (or bytes that are not a whole batch) ends the log there, and is the tail's
-    `damage` (a CorruptRecordError naming `path` and the byte) unless only zeros follow (a
-    preallocated .log)."""
+    """`walk_batches` from `start` rebuilding nothing: every complete batch with a size of at
+    least 14 (and, `validate`, a known magic and a matching CRC: what recovery checks and a clean
+    load's readNextOffset does not) counts; the first that is not (or bytes that are not a whole
+    batch) ends the log there, and is the tail's `damage` (a CorruptRecordError naming `path`
+    and the byte) unless only zeros follow (a preallocated .log)."""
     size = len(buf)
     if start >= size:
         start = 0
-    nxt, max_ts, end = base_offset, -1, start
-    offset_of_max, max_pos, codecs = -1, -1, set()
-    fault = None
-    try:
-        for b in iter_batches(buf, start):
-            fault = batch_fault(buf, b.position) if validate else None
-            if fault is not None:
-                break
-            nxt, end = b.last_offset + 1, b.position + b.size
-            if b.max_timestamp > max_ts:      # strictly: the first batch with it, as LogSegment
-                max_ts, offset_of_max, max_pos = b.max_timestamp, b.last_offset, b.position
-            codecs.add(b.compression_id)
-    except CorruptRecordError as e:
-        fault = e.message
-    damage, stop = None, StopReason.END
+    tail = _Tail(base_offset, start)
+    stop = walk_batches(buf, start, BatchValidation.KNOWN_MAGIC if validate else BatchValidation.SIZES, tail)
+    fault = None if stop.error is None else tail_fault(stop)
+    end = tail.valid_size
+    damage, reason = None, StopReason.END
     if bytes(buf[end:]).strip(b"\0"):
         why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
                         f" (a broker's recovery truncates them, as `kafkalog recover` does)")
         damage = CorruptRecordError(why, path=path, position=end)
-        stop = StopReason.CORRUPT_RECORD if fault is not None else StopReason.TRUNCATED_BATCH
-    return LogTail(nxt, max_ts, end, offset_of_max, frozenset(codecs), damage, stop, max_pos)
+        reason = StopReason.CORRUPT_RECORD if fault is not None else StopReason.TRUNCATED_BATCH
+    return LogTail(tail.next_offset, tail.max_ts, end, tail.offset_of_max, frozenset(tail.codecs), damage, reason,
+                   tail.max_pos)
 
 
-def batch_fault(log, position: int) -> str | None:
-    """Why the complete batch at `position` is not one LogSegment.recover keeps (an unknown
-    magic, a CRC that does not match its bytes), or None."""
-    size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
-    magic = log[position + 16]
-    if magic not in _MAGICS:
-        return f"Invalid magic {magic if magic < 128 else magic - 256} in the batch of {size + LOG_OVERHEAD} bytes"
-    try:
-        valid = RecordBatch(log, position, size + LOG_OVERHEAD, magic).is_valid()
-    except Exception:  # noqa: BLE001 - a header too short to hold its CRC
-        valid = False
-    if not valid:
-        return f"the batch of {size + LOG_OVERHEAD} bytes fails its CRC check"
-    return None
+class _Tail(WalkVisitor):
+    """The visitor of `walk_tail`: what the kept batches say of the segment's end."""
+
+    def __init__(self, base_offset: int, start: int):
+        self.next_offset, self.max_ts, self.valid_size = base_offset, -1, start
+        self.offset_of_max, self.max_pos = -1, -1
+        self.codecs: set[int] = set()
+
+    def take(self, batch: RecordBatch) -> None:
+        self.next_offset, self.valid_size = batch.last_offset + 1, batch.position + batch.size
+        if batch.max_timestamp > self.max_ts:      # strictly: the first batch with it, as LogSegment
+            self.max_ts, self.offset_of_max, self.max_pos = batch.max_timestamp, batch.last_offset, batch.position
+        self.codecs.add(batch.compression_id)
+
+    def resume_after(self, stop: WalkStop) -> int | None:
+        if stop.error is not None and not isinstance(stop.error, CorruptRecordError):
+            raise stop.error      # nothing but a batch's check stops this walk
+        return None
+
+
+def tail_fault(stop: WalkStop) -> str:
+    """The readers' words for the batch that stopped a walk (Kafka's, FileLogInputStream's, for
+    a size below 14)."""
+    b, e = stop.batch, stop.error
+    if b is None:
+        assert e is not None
+        return e.message
+    if b.magic not in _MAGICS:
+        return f"Invalid magic {b.magic} in the batch of {b.size} bytes"
+    return f"the batch of {b.size} bytes fails its CRC check"

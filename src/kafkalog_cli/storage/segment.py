@@ -344,13 +344,14 @@ class Segment:
             whole = self.recovery_walk(0, validate=False)
             if whole.next_offset == self.base_offset:
                 return whole
-            from kafkalog_cli.formats.indexes import OffsetIndexEntry, offset_entry_problem, read_start
+            from kafkalog_cli.formats.indexes import OffsetIndexEntry, read_start
+            from kafkalog_cli.storage.index_checks import never_written_entry
             from kafkalog_cli.storage.recovery import LogTail, StopReason
 
             off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
-            bad = offset_entry_problem(OffsetIndexEntry(off, pos), self.base_offset, None) if entry else None
+            bad = never_written_entry(OffsetIndexEntry(off, pos), self.base_offset) if entry else None
             why = (f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch"
-                   + (f" ({bad})" if bad else "") +
+                   + (f" ({bad.why})" if bad else "") +
                    f": a broker that loads this segment without recovering it (after a clean shutdown) "
                    f"takes its log end as the base offset {self.base_offset} and does not serve offsets "
                    f"{self.base_offset}..{whole.next_offset - 1}; its next appends reuse them")
@@ -549,7 +550,7 @@ class Segment:
         """`recovery_walk` from byte 0. Raises the CorruptRecordError (naming the file and byte)
         of a batch that is not sound (a size below 14, an unknown magic, a CRC that does not
         match); bytes after the last complete batch are told by `zeros_after`."""
-        with self.mapped() as log:
+        with self.mapped():
             t = self.recovery_walk(0, validate=self.recovered_on_load)
             if t.corrupt_batch:
                 raise t.damage
