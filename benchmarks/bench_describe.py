@@ -75,7 +75,7 @@ def stat_walk(root: Path) -> int:
 
 def describe_all(root: Path, jobs: int = 1) -> list[dict]:
     selection = describe.select([root])
-    return [d.to_json() for d in describe.describe(selection, jobs=jobs)]
+    return [d.to_dict() for d in describe.describe(selection, jobs=jobs)]
 
 
 def main() -> int:

@@ -69,7 +69,7 @@ def test_a_dry_run_plans_without_the_lock_and_changes_nothing(tmp_path):
     assert out.dry_run and out.report is None and out.quarantine is None
     assert any(a.kind.value == "truncate" for a in out.plan.actions)
     # the plan, and what it would free and hold (storage.space): the default quarantine holds the cut
-    assert out.to_json() == {"dry_run": True, **out.plan.to_json(), **out.space.to_json()}
+    assert out.to_dict() == {"dry_run": True, **out.plan.to_dict(), **out.space.to_dict()}
     assert out.space.held_in_quarantine > 0
     assert tree_state(d) == before
 
@@ -99,8 +99,8 @@ def test_the_plan_is_made_under_the_lock_and_only_the_dry_run_without_it(tmp_pat
 def test_apply_reports_each_change_and_keeps_removed_data_in_a_quarantine_named_after_the_op(tmp_path):
     d = copy_case("recover-torn-tail", tmp_path)
     out = run_log_dir(_recover(), *_groups(d), quarantine_dir=tmp_path / "q")
-    assert not out.dry_run and out.to_json() is out.report
-    assert out.report["changed"] == [a.to_json() for a in out.plan.actions] != []
+    assert not out.dry_run and out.to_dict() is out.report
+    assert out.report["changed"] == [a.to_dict() for a in out.plan.actions] != []
     assert out.report["partitions"]["rec-none-0"]["log_end_offset"] == 794
     folder = Path(out.quarantine)
     assert out.quarantine == out.report["quarantine"] and folder.parent == tmp_path / "q"
@@ -150,5 +150,5 @@ def test_an_operation_and_its_outcome_survive_pickling_as_spark_sends_them(tmp_p
                                                                                         tmp_path / "logs")
     out = run_log_dir(again, *_groups(d), dry_run=True)
     back = pickle.loads(pickle.dumps(out))
-    assert isinstance(back, Outcome) and back.to_json() == out.to_json() == run_log_dir(op, *_groups(d),
-                                                                                         dry_run=True).to_json()
+    assert isinstance(back, Outcome) and back.to_dict() == out.to_dict() == run_log_dir(op, *_groups(d),
+                                                                                         dry_run=True).to_dict()

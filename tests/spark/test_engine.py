@@ -169,6 +169,6 @@ def test_run_log_dir_unit_equals_the_local_run(spark):
 
     op = Operation("roll", roll.plan, roll.RollOptions(now_ms=1795249186389))
     groups = partition_dirs_for([FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")])
-    local = [run_log_dir(op, d, parts, dry_run=True).to_json() for d, parts in groups.items()]
-    sparked = [o.to_json() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
+    local = [run_log_dir(op, d, parts, dry_run=True).to_dict() for d, parts in groups.items()]
+    sparked = [o.to_dict() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
     assert sparked == local and len(local) == 2 and all(r["dry_run"] and r["actions"] for r in local)

@@ -112,7 +112,7 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
     assert f"append 32 zero bytes to {d / 't-0' / '00000000000000000000.index'} at byte 8" in text
     assert f"rename the directory {d / 't-1'} back to {d / 't-1.x-future'}" in text
     assert f"remove {d / 't-1.x-future'} (test made it: copies of {d / 't-0'})" in text
-    assert [s["kind"] for s in json.loads(json.dumps(plan.to_json()))["steps"][:3]] == \
+    assert [s["kind"] for s in json.loads(json.dumps(plan.to_dict()))["steps"][:3]] == \
         ["dir_renamed", "dir_created", "overwritten"]
 
 

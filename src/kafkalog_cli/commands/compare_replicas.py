@@ -53,7 +53,7 @@ def compare_replicas(paths, topic, partition, leader, limit, fmt):
         replicas = [ops.open_replica(p, topic, partition, Path(scratch) / str(i)) for i, p in enumerate(paths)]
         result = ops.compare(replicas, leader=leader, limit=limit)
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         click.echo(comparison(result))
     if not result.agree:

@@ -83,7 +83,7 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
     for g in report.groups:
         rows = report.rows[g.group_id]
         if fmt == "json":
-            click.echo(json.dumps({"kind": "group", **g.to_json(), "offsets": [r.to_json() for r in rows]}))
+            click.echo(json.dumps({"kind": "group", **g.to_dict(), "offsets": [r.to_dict() for r in rows]}))
             continue
         message = render.state_note(g)
         if message is not None:
@@ -97,7 +97,7 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
     for pid, group_id, topic, partition, commit in report.pending:
         if fmt == "json":
             click.echo(json.dumps({"kind": "pending_offset_commit", "group": group_id, "topic": topic,
-                                   "partition": partition, **commit.to_json()}))
+                                   "partition": partition, **commit.to_dict()}))
         else:
             note(f"group {group_id!r}: a transactional offset commit of {topic}-{partition} to {commit.offset} "
                  f"(producer id {pid}, offset {commit.record_offset}) has no COMMIT or ABORT marker yet: not applied")

@@ -10,6 +10,7 @@ from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
 from kafkalog_cli.commands.options import InputPath, partition_filter_options
+from kafkalog_cli.config.versions import DUMP_LOG_LEADER_CHANGE, KafkaVersion
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX, METADATA_TEXTS, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser, dump_log_text,
@@ -43,9 +44,13 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
                    "3.9-IV0) or 4.2's (every record type and version up to metadata.version 4.2-IV1). JSON decodes "
                    "with 4.2's schemas always.")
 @click.option("--kafka-version", metavar="VERSION", default=None,
-              help="The text of this Kafka's kafka-dump-log: 3.3 (3.3.1, the default) or 3.9 (3.9.0-rc3), whose "
-                   "decoders print __consumer_offsets records as JSON, read version 1 __transaction_state values, "
-                   "know the 3.6-3.9 metadata records and print no txnIdxEmpty. --format json is the same for both.")
+              help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
+                   "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
+                   "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
+                   "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
+                   "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
+                   "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
+                   "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).")
 @click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).")
 @click.option("--share-group-state-decoder", is_flag=True, help="Decode __share_group_state records (implies --print-data-log).")
 @click.option("--key-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
@@ -105,7 +110,9 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
     _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex)
     decoders = dict(offsets=offsets_decoder, transactions=transaction_log_decoder, metadata=cluster_metadata_decoder,
                     remote_log_metadata=remote_log_metadata_decoder, share_group_state=share_group_state_decoder)
-    parser = _record_parser(kafka_version, metadata_decoder_version, decoders, key_decoder_class, value_decoder_class)
+    text = dump_log_text(kafka_version, fmt)
+    leader_change = DUMP_LOG_LEADER_CHANGE.applies(text)
+    parser = _record_parser(text, kafka_version, metadata_decoder_version, decoders, key_decoder_class, value_decoder_class)
     data = (print_data_log or any(decoders.values())
             or key_decoder_class is not None or value_decoder_class is not None)
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
@@ -125,14 +132,14 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
         decoder = next((name for name, on in decoders.items() if on), None)
         dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
                   payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
-                  jobs=jobs_or_cores(jobs), timestamps=timestamps)
+                  jobs=jobs_or_cores(jobs), timestamps=timestamps, control_bodies=leader_change)
         return
 
     opts = DumpOptions(
         deep_iteration=deep_iteration or data, print_data_log=data, skip_record_metadata=skip_record_metadata,
         verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
         max_message_size=max_message_size, max_bytes=max_bytes, parser=parser,
-        filters=filters, jobs=jobs_or_cores(jobs),
+        filters=filters, jobs=jobs_or_cores(jobs), leader_change=leader_change,
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:
@@ -159,15 +166,15 @@ def _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_he
             raise click.UsageError(f"{names} exclude each other.")
 
 
-def _record_parser(kafka_version, metadata_decoder_version, decoders: dict[str, bool], key_decoder_class,
+def _record_parser(text: KafkaVersion, kafka_version, metadata_decoder_version, decoders: dict[str, bool], key_decoder_class,
                    value_decoder_class):
     """What prints a record's key and payload in --format text, as kafka-dump-log's flags pick
     it: an internal topic's decoder (`decoders`, the first one given), else the key and value
-    decoder classes; as the kafka-dump-log of --kafka-version or --metadata-decoder-version."""
-    text = dump_log_text(kafka_version)
+    decoder classes; as the kafka-dump-log `text` (of --kafka-version and --format) or of
+    --metadata-decoder-version."""
     if metadata_decoder_version is None:
-        metadata_decoder_version = METADATA_TEXTS[text]
-    elif kafka_version is not None and metadata_decoder_version != METADATA_TEXTS[text]:
+        metadata_decoder_version = METADATA_TEXTS.get(text, "4.2")
+    elif kafka_version is not None and text in METADATA_TEXTS and metadata_decoder_version != METADATA_TEXTS[text]:
         raise click.UsageError(f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
                                f"{kafka_version} name two kafka-dump-logs: give one.")
     if decoders["offsets"]:

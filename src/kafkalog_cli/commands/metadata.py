@@ -63,7 +63,7 @@ def metadata(path, at_offset, fmt):
         click.echo(f"kafkalog: warning: {read.directory}: record at {where} does not decode, not applied: "
                    f"{one_line(error)}", err=True)
     if fmt == "json":
-        click.echo(json.dumps(read.to_json()))
+        click.echo(json.dumps(read.to_dict()))
     else:
         for line in render.tree(read):
             click.echo(line)

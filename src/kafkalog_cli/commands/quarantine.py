@@ -78,7 +78,7 @@ def list_command(paths, fmt):
     its default quarantine and every folder a run recorded for it in the registry
     ($KAFKALOG_STATE_DIR/quarantines.json), wherever --quarantine put it; a recorded folder that
     no longer exists is listed as gone."""
-    rows = [f.to_json() for f in _folders(paths)]
+    rows = [f.to_dict() for f in _folders(paths)]
     rows += [q.gone_row(g, Path(p)) for p in paths or [Path(".")] for g in q.gone_folders(p)]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -139,7 +139,7 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
 
 def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path | None) -> None:
     lines = RunLines("quarantine restore", dry_run=undone is None)
-    folder = lines.folder({**plan.to_json(), **({} if undone is None else {"undone": undone}),
+    folder = lines.folder({**plan.to_dict(), **({} if undone is None else {"undone": undone}),
                            "held_in_quarantine": 0},
                           f"{plan.folder.path}: restore puts the kept data back and does not measure the "
                           f"blocks it takes on disk")
@@ -187,7 +187,7 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
     roots = {f.path.parent for f in folders} | {r for p in (paths or [Path(".")]) for r in q.quarantine_roots(p)}
     leftovers = [p for root in sorted(roots) for p in q.pruning_leftovers(root)]
     lines = RunLines("quarantine prune", dry_run=dry_run)
-    for path, row, what in [(f.path, f.to_json(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
+    for path, row, what in [(f.path, f.to_dict(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
                            [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:
         line = lines.folder({**row, "freed_on_disk": freed_by_removing(path), "held_in_quarantine": 0}, "")
         if not dry_run:

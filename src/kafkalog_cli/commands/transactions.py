@@ -54,6 +54,12 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
     default) are not shown, as the broker expires them; a `kafkalog: note:` line on stderr counts
     them (json: expired_producer_ids).
 
+    Transactions version 2 (Kafka 4.0, KIP-890): a marker carries its data's producer epoch + 1
+    and closes the transaction as any marker does (a broker's load takes a marker at any epoch);
+    at epoch exhaustion the producer id rotates, and the old id stays a producer with no
+    transaction until it expires. A transaction left open under an old id hangs; where
+    __transaction_state records previousProducerId, the reason names its transactional id.
+
     \b
     Exit codes: 0 done (no hanging transaction with --find-hanging); 1 --find-hanging found
     hanging transactions; 2 usage error; 3 corrupt input: one line each (a damaged active
@@ -102,7 +108,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         hanging = ops.find_hanging((t for _, pt in results for t in pt.open), int(max_age * 1000), coordinator)
         if fmt == "json":
             for h in hanging:
-                click.echo(json.dumps(h.to_json()))
+                click.echo(json.dumps(h.to_dict()))
         else:
             click.echo(hanging_table(hanging), nl=False)
             for h in hanging:
@@ -110,7 +116,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
     elif fmt == "json":
         for log_dir, pt in results:
-            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
+            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_dict()}))
     else:
         click.echo(partition_tables([pt for _, pt in results], producers), nl=False)
     if failed:

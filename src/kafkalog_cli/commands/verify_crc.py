@@ -112,9 +112,9 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
             click.echo(f"kafkalog: {one_line(p.line())}", err=True)
     if fmt == "json":
         for p in problems:
-            out.write(json.dumps(p.to_json()) + "\n")
+            out.write(json.dumps(p.to_dict()) + "\n")
         for z in indexes:
-            out.write(json.dumps(z.to_json()) + "\n")
+            out.write(json.dumps(z.to_dict()) + "\n")
         out.write(json.dumps({"kind": "summary", "files": files, "batches": batches, "bytes": nbytes,
                               "problems": len(problems) + len(index_problems),
                               "notes": len(indexes) - len(index_problems), "elapsed_s": round(elapsed, 3),

@@ -106,7 +106,7 @@ class PartitionDecision:
     estimate: dict | None = None
     deciding: tuple[str, ...] = ()    # the configs that decided it (config.compaction_deciding_configs)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         lg = self.log
         out = {"partition": lg.name, "selected": self.selected, "reason": self.reason,
                "dirty_section": [lg.first_dirty, lg.first_uncleanable], "dirty_ratio": round(lg.ratio, 6),
@@ -134,7 +134,7 @@ class RefusedPartition:
     def line(self) -> str:
         return refusal_line(self.name, self.unknown)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
                 "refused": [u.to_dict() for u in self.unknown], "configs": self.cfg.provenance(self.deciding)}
 
@@ -154,7 +154,7 @@ class TieredRefusal:
         return (f"{self.name}: refused as Kafka refuses it: Remote log storage is unsupported for the compacted "
                 f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
                 "exit_code": 2, "configs": self.cfg.provenance(("cleanup.policy", "remote.storage.enable"))}
 
@@ -188,13 +188,13 @@ class CompactPlan:
                 or bool(self.notes is not None and self.notes.actions))
 
     def partitions_json(self) -> list[dict]:
-        return ([d.to_json() for d in self.decisions] + [r.to_json() for r in self.refused]
-                + [t.to_json() for t in self.tiered])
+        return ([d.to_dict() for d in self.decisions] + [r.to_dict() for r in self.refused]
+                + [t.to_dict() for t in self.tiered])
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
                 "partitions": self.partitions_json(),
-                "findings": [f.to_json() for f in self.notes.findings]}
+                "findings": [f.to_dict() for f in self.notes.findings]}
 
 
 def deciding_configs(cfg: TopicConfig, force: bool) -> tuple[str, ...]:
@@ -542,9 +542,9 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
     by_name = {Path(d).name: figures for d, figures in fsops.space.items()}
     for entry in done:
         if isinstance(entry, dict) and "partition" in entry:
-            entry.update(by_name.get(entry["partition"], Space()).to_json())
+            entry.update(by_name.get(entry["partition"], Space()).to_dict())
     return run_report("compact", cp.log_dir, fsops, now_ms=cp.now_ms, cleaned=done, partitions=cp.partitions_json(),
-                      findings=[f.to_json() for f in cp.notes.findings])
+                      findings=[f.to_dict() for f in cp.notes.findings])
 
 
 # ------------------------------------------------------------------------------ --jobs

@@ -101,7 +101,7 @@ class ReplicaRecord:
     transaction: TransactionState
     control: str | None = None     # COMMIT / ABORT / ... for a control record
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out = {"offset": self.offset, "timestamp": self.timestamp, "key": _text(self.key),
                "producer_id": self.producer_id, "producer_epoch": self.producer_epoch,
                "partition_leader_epoch": self.partition_leader_epoch, "transaction": self.transaction.value}
@@ -133,7 +133,7 @@ class Step:
     done: bool
     why: str
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"requested_epoch": self.requested_epoch, "leader_epoch": self.leader_epoch,
                 "leader_end_offset": self.leader_end_offset, "truncate_to": self.truncate_to,
                 "done": self.done, "why": self.why}
@@ -177,7 +177,7 @@ class Comparison:
     def method(self) -> Method:
         return Method.RECORDS if any(f.method is Method.RECORDS for f in self.followers) else Method.LEADER_EPOCH
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         tp = self.topic_partition
         by_replica = {id(f.follower): f for f in self.followers}
         replicas = []
@@ -193,11 +193,11 @@ class Comparison:
                 out.update(method=f.method.value, diverged=f.diverged, divergence_offset=f.divergence_offset,
                            truncate_to=f.truncate_to, truncated_records=f.truncated_count,
                            truncated_below_high_watermark=f.below_high_watermark,
-                           steps=[s.to_json() for s in f.steps],
-                           records=[x.to_json() for x in f.truncated])
+                           steps=[s.to_dict() for s in f.steps],
+                           records=[x.to_dict() for x in f.truncated])
             else:
                 out.update(records_from=self.leader_records_from, records_count=self.leader_records_count,
-                           records=[x.to_json() for x in self.leader_records])
+                           records=[x.to_dict() for x in self.leader_records])
             replicas.append(out)
         return {"topic": tp.topic, "partition": tp.partition, "agree": self.agree, "method": self.method.value,
                 "leader": self.leader.label, "leader_reason": self.leader_reason, "notes": self.notes,

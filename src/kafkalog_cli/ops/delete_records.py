@@ -298,7 +298,7 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
         # the first local segment: remote data), and DeleteRecords raises it over remote data too
         result = retain.run_tiered_passes(partition, cfg, 0, remote, by_config=False, raise_log_start_to=offset)
         log_start = result.old_log_start_offset
-        summary["remote_log"] = remote.to_json()
+        summary["remote_log"] = remote.to_dict()
         summary["local_log_start_offset"] = result.local_log_start_offset
         if result.blocked is not None:
             line = f"{name}: {result.blocked}; {retain.UPLOAD_UNKNOWN_HOW}"
@@ -311,7 +311,7 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
         status="deleted" if result.deleted else "raised" if start > log_start else "nothing to do",
         old_log_start_offset=log_start, new_log_start_offset=start, low_watermark=start,
         segments_deleted=len(result.deleted), bytes_freed=freed, rolled=False,
-        segments=[x.to_json() for x in result.deleted])
+        segments=[x.to_dict() for x in result.deleted])
     if not result.deleted:
         summary["detail"] = (f"log start offset {log_start} -> {start}, inside segment "
                              f"{result.first_segment_base}, which stays" if start > log_start else

@@ -24,7 +24,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import node_id_of
+from kafkalog_cli.config import KafkaVersion, node_id_of
+from kafkalog_cli.config.versions import META_PROPERTIES_V0_IN_KRAFT
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.formats.meta_properties import MetaProperties
@@ -59,7 +60,7 @@ class Finding:
     log_dir: str | None = None
     unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"severity": self.severity.value, "check": self.check, "path": self.path, "problem": self.problem,
                 "broker": self.broker, "fix": self.fix}
 
@@ -87,9 +88,9 @@ class Diagnosis:
             return "a broker starts, with warnings" + unread
         return "a broker starts on these log dirs" + unread
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"log_dirs": self.log_dirs, "starts": self.starts, "verdict": self.verdict,
-                "findings": [f.to_json() for f in self.findings], "unread": [e.line() for e in self.unread]}
+                "findings": [f.to_dict() for f in self.findings], "unread": [e.line() for e in self.unread]}
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,9 @@ class BrokerConfig:
                    str(path), refused)
 
 
-def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None) -> Diagnosis:
+def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None,
+             kafka_version: "KafkaVersion | None" = None) -> Diagnosis:
+    """`kafka_version`: also that release's start-up rules beyond 3.3.1's (ops.kafka_startup)."""
     log_dirs = [Path(d) for d in log_dirs]
     diag = Diagnosis([str(d) for d in log_dirs])
     out = diag.findings
@@ -133,7 +136,13 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         out.append(Finding(Severity.ERROR, "server.properties", config.path or "server.properties", config.refused,
                            f"ConfigException: {config.refused}: the broker exits before it reads its log dirs",
                            f"set a number from 0 to 2147483647 in {config.path}"))
-    out += check_meta_properties(metas, config, kraft, metadata_dir)
+    out += check_meta_properties(metas, config, kraft, metadata_dir,
+                                 kafka_version is not None and META_PROPERTIES_V0_IN_KRAFT.applies(kafka_version))
+    if kafka_version is not None:
+        from kafkalog_cli.ops.kafka_startup import check_startup
+
+        out += check_startup(kafka_version, log_dirs, metas, config, metadata_dir,
+                             lambda severity, *rest: Finding(Severity(severity), *rest))
     for d in log_dirs:
         if not d.is_dir():
             continue
@@ -189,7 +198,10 @@ def _meta(d: Path) -> dict | str | UnparsableProperties | None:
         return UnparsableProperties(e.message)
 
 
-def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path) -> list[Finding]:
+def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path,
+                          v0_in_kraft: bool = False) -> list[Finding]:
+    """`v0_in_kraft`: the broker reads a version 0 meta.properties in KRaft too (3.7+:
+    config.versions.META_PROPERTIES_V0_IN_KRAFT); 3.3.1 requires version 1."""
     out = []
     format_fix = ("kafka-storage.sh format --ignore-formatted -c server.properties -t {cluster} (the cluster.id "
                   "of the other log dirs; on a log dir that held data, restore its meta.properties instead)")
@@ -229,10 +241,11 @@ def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metada
         except CheckpointError as e:
             problems.append(f"\"{e.message}\"")
         version = m.get("version")
-        if kraft and version != "1" and (typed is not None or version is None):
+        v0_read = v0_in_kraft and typed is not None and typed.version == 0
+        if kraft and version != "1" and (typed is not None or version is None) and not v0_read:
             problems.append(f"version is {version!r}, a KRaft broker needs 1 (\"Expected version 1, but got "
                             f"version {typed.version if typed else 0}\")")
-        for key in (("cluster.id", "node.id") if kraft else ("broker.id",)):     # ZooKeeper's v0: no cluster.id
+        for key in (() if v0_read else ("cluster.id", "node.id") if kraft else ("broker.id",)):   # ZooKeeper's v0: no cluster.id
             if not m.get(key) and not any(key in p for p in problems):
                 problems.append(f"no {key} (\"Failed to find required property {key}.\")")
         node = m.get("node.id", m.get("broker.id"))

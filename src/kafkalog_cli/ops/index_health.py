@@ -42,7 +42,7 @@ class ZeroFilledIndex:
                 f"recovery point) and keeps them, so its lookups in this index go wrong; "
                 f"`kafkalog recover --repair` rebuilds it")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"kind": "problem" if self.problem else "note", "problem": "index_zero_filled", "file": self.path,
                 "position": self.position, "entries": self.entries, "zero_slots": self.zero_slots,
                 "rebuilt_on_load": self.rebuilt_on_load, "message": self.message()}

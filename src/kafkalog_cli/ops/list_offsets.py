@@ -23,6 +23,12 @@ A damaged active segment is read as the broker's recovery leaves it: up to its l
 (time-index entries past it ignored when the dir had no clean shutdown), the damage told to
 `warn`. A log start offset above the segments' end is the log LogLoader starts empty there.
 
+- earliest-pending-upload (-6, Kafka 4.2+, KIP-1023): UnifiedLog.fetchEarliestPendingUploadOffset:
+  -1 (kafka-get-offsets prints no line) when the partition is not remote-enabled; else
+  max(highestOffsetInRemoteStorage + 1, log start offset), or with nothing uploaded the log start
+  offset while the local log starts there (-1 when it does not: the leader does not know yet what
+  was uploaded). Before 4.2 it is refused: kafka-get-offsets of those versions has no such spec.
+
 Every answer but earliest and latest is dropped unless its offset is below the last fetchable
 offset, as Partition.fetchOffsetForTimestamp drops it: the broker then answers no offset (-1),
 and kafka-get-offsets prints no line for the partition.
@@ -35,8 +41,9 @@ from typing import Callable
 
 from kafkalog_cli.config.versions import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP_RULE
 from kafkalog_cli.config.versions import LATEST_TIERED_TIMESTAMP as LATEST_TIERED_TIMESTAMP_RULE
+from kafkalog_cli.config.versions import EARLIEST_PENDING_UPLOAD_TIMESTAMP as EARLIEST_PENDING_UPLOAD_RULE
 from kafkalog_cli.config.versions import MAX_TIMESTAMP_EXACT, KafkaVersions
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import KafkalogError, UsageError
 from kafkalog_cli.ops.describe import producer_facts
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.ops.tiered import RemoteLog
@@ -49,8 +56,10 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4       # ListOffsetsRequest, 3.5+ (KIP-405)
 LATEST_TIERED_TIMESTAMP = -5        # ListOffsetsRequest, 3.9+ (KIP-1005)
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6   # ListOffsetsRequest, 4.2+ (KIP-1023)
 SPEC_NAMES = {"earliest": EARLIEST_TIMESTAMP, "latest": LATEST_TIMESTAMP, "max-timestamp": MAX_TIMESTAMP,
-              "earliest-local": EARLIEST_LOCAL_TIMESTAMP, "latest-tiered": LATEST_TIERED_TIMESTAMP}
+              "earliest-local": EARLIEST_LOCAL_TIMESTAMP, "latest-tiered": LATEST_TIERED_TIMESTAMP,
+              "earliest-pending-upload": EARLIEST_PENDING_UPLOAD_TIMESTAMP}
 
 
 class IsolationLevel(enum.Enum):
@@ -86,7 +95,7 @@ class OffsetAnswer:
     reason: str | None = None          # why there is no offset
     by_version: dict | None = None     # {rule: answer} where the versions the dir allows disagree
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"topic": self.topic, "partition": self.partition, "partition_dir": self.directory,
                 "time": self.spec.name, "isolation_level": self.isolation.value, "offset": self.offset,
                 "timestamp": self.timestamp, "source": self.source,
@@ -119,6 +128,8 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(part, isolation, log_start, leo)
     t = spec.timestamp
     tiered = remote is not None and remote.enabled is True
+    if t == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
+        return _earliest_pending_upload(answer, part, remote if tiered else None, versions)
     if tiered and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
         return _tiered_answer(answer, part, t, remote, versions)
     if t in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
@@ -208,6 +219,46 @@ def _tiered_answer(answer: OffsetAnswer, part: Partition, t: int, remote: Remote
         else:
             answer.offset = remote.upload.highest_offset_in_remote_storage
             answer.source = f"highestOffsetInRemoteStorage: {remote.upload.source}"
+    return answer
+
+
+def require_earliest_pending_upload(versions: KafkaVersions) -> None:
+    """-6 exists from Kafka 4.2 (GetOffsetShell.parseOffsetSpec): a usage error where the Kafka
+    version is older, or not known (then it says how to state it)."""
+    decision = versions.decide(EARLIEST_PENDING_UPLOAD_RULE)
+    if decision.applies is False:
+        raise UsageError(f"--time -6 (earliest-pending-upload): Kafka {decision.by.removeprefix('--kafka-version ')} "
+                         f"has no such time; kafka-get-offsets takes it from Kafka 4.2 on (KIP-1023)")
+    if decision.applies is None:
+        raise UsageError(decision.refusal("--time -6 (earliest-pending-upload)"))
+
+
+def _earliest_pending_upload(answer: OffsetAnswer, part: Partition, remote: RemoteLog | None,
+                             versions: KafkaVersions) -> OffsetAnswer:
+    """UnifiedLog.fetchEarliestPendingUploadOffset (Kafka 4.2); -1 is no offset: kafka-get-offsets
+    prints no line for UNKNOWN_OFFSET."""
+    require_earliest_pending_upload(versions)
+    unknown = "the broker answers -1 (ListOffsetsResponse.UNKNOWN_OFFSET: kafka-get-offsets prints no line): "
+    if remote is None:
+        answer.reason = unknown + "not a remote-enabled partition"
+        return answer
+    if not remote.upload.known:
+        answer.reason = remote.upload.source
+        return answer
+    checkpointed = part.checkpoints.log_start_offset
+    log_start = checkpointed if checkpointed is not None else 0
+    local = max(log_start, part.segments[0].base_offset)
+    highest = remote.upload.highest_offset_in_remote_storage
+    if highest == -1:
+        if local != log_start:
+            answer.reason = (unknown + f"nothing uploaded as far as the leader knows, and the local log starts at "
+                             f"{local}, above the log start offset {log_start}")
+            return answer
+        answer.offset = log_start
+        answer.source = f"nothing uploaded yet: the log start offset ({remote.upload.source})"
+        return answer
+    answer.offset = max(highest + 1, log_start)
+    answer.source = (f"max(highestOffsetInRemoteStorage + 1, log start offset {log_start}): {remote.upload.source}")
     return answer
 
 

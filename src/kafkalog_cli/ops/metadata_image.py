@@ -41,7 +41,7 @@ class QuorumState:
                    None if data.get("votedId", -1) in (-1, None) else data.get("votedId"),
                    None if voters is None else sorted(v["voterId"] for v in voters))
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return self.__dict__.copy()
 
 
@@ -58,7 +58,7 @@ class MetadataImageRead:
     at_offset: int | None           # --at-offset
     quorum_state: QuorumState | None
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         img = self.image
         return {
             "metadata_dir": self.directory, "snapshot": self.snapshot, "at_offset": self.at_offset,
@@ -70,8 +70,8 @@ class MetadataImageRead:
             "aborted_transactions": [{"begin_offset": b, "abort_offset": a, "reason": r}
                                      for b, a, r in img.aborted_transactions],
             "undecoded_records": [{"offset": o, "error": e} for o, e in img.undecoded_records],
-            "quorum_state": None if self.quorum_state is None else self.quorum_state.to_json(),
-            **img.to_json(),
+            "quorum_state": None if self.quorum_state is None else self.quorum_state.to_dict(),
+            **img.to_dict(),
         }
 
 

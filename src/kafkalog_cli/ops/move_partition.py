@@ -83,8 +83,8 @@ class MovePlan(Plan):
     free_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        out = super().to_json()
+    def to_dict(self) -> dict:
+        out = super().to_dict()
         out.update(source_log_dir=str(self.source_log_dir), state=self.state.value, bytes_to_copy=self.bytes_to_copy,
                    free_bytes=self.free_bytes, notes=self.notes)
         return out

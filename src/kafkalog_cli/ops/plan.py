@@ -55,7 +55,7 @@ class Action:
     pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
     size: int | None = None                # copy_file: the bytes copied
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
         if self.partition:
             out["partition"] = self.partition
@@ -87,7 +87,7 @@ class Finding:
     path: str | None = None
     position: int | None = None
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict[str, str | int] = {"partition": self.partition, "message": self.message}
         if self.path:
             out["path"] = self.path
@@ -120,11 +120,11 @@ class Plan:
         """Applying the plan would change something."""
         return bool(self.actions)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"op": self.op, "log_dir": str(self.log_dir),
                 "partitions": self.partitions,
-                "findings": [f.to_json() for f in self.findings],
-                "actions": [a.to_json() for a in self.actions]}
+                "findings": [f.to_dict() for f in self.findings],
+                "actions": [a.to_dict() for a in self.actions]}
 
 
 def delete_interrupted_writes(p: Plan, log_dir: Path) -> None:
@@ -207,17 +207,17 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         run = list(group)
         if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
-            done += [a.to_json() for a in run]
+            done += [a.to_dict() for a in run]
             continue
         if kind is ActionKind.RENAME_DIR:   # their entries in one write: nothing between the renames
             fsops.rename_dirs([(a.path, _target(a)) for a in run])
-            done += [a.to_json() for a in run]
+            done += [a.to_dict() for a in run]
             continue
         for a in run:
             _apply_one(a, fsops)
-            done.append(a.to_json())
+            done.append(a.to_dict())
     space_by_partition(plan.partitions, fsops.space)
-    return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_json() for f in plan.findings],
+    return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_dict() for f in plan.findings],
                       partitions=plan.partitions)
 
 
@@ -229,7 +229,7 @@ def space_by_partition(partitions: dict[str, dict], space: dict[str, Space]) -> 
         by_name.setdefault(Path(directory).name, Space()).add(figures)
     for name, summary in partitions.items():
         if isinstance(summary, dict):
-            summary.update(by_name.get(name, Space()).to_json())
+            summary.update(by_name.get(name, Space()).to_dict())
 
 
 def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
@@ -238,7 +238,7 @@ def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
     the removed data was kept (None: nothing was, or --no-quarantine) and the file-system steps
     taken."""
     q = fsops.quarantine
-    return {"op": op, "log_dir": str(log_dir), **fields, **fsops.space_total().to_json(),
+    return {"op": op, "log_dir": str(log_dir), **fields, **fsops.space_total().to_dict(),
             "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
             "fs_steps": fsops.steps}
 
@@ -273,7 +273,7 @@ def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
         total.add(figures)
     for name, summary in plan.partitions.items():
         if isinstance(summary, dict):
-            summary.update(by_name.get(name, Space()).to_json())
+            summary.update(by_name.get(name, Space()).to_dict())
     return total
 
 

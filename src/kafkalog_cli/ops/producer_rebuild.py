@@ -1,5 +1,13 @@
 """Producer state rebuilt from snapshots plus the log (Kafka's ProducerStateManager and
-ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them)."""
+ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them).
+
+The load replays batches as AppendOrigin.REPLICATION, whose checks only warn, so every version
+takes a transaction marker at any epoch. Under transactions version 2 (Kafka 4.0, KIP-890) each
+marker carries its data's epoch + 1: ProducerAppendInfo.appendEndTxnMarker (its checkProducerEpoch
+only warns for REPLICATION) completes the transaction, and ProducerStateEntry.update takes
+the marker's epoch, which drops the batch metadata of the old one (maybeUpdateProducerEpoch):
+the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 and no
+currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -73,7 +81,7 @@ class ProducerState:
             # (ProducerStateManager.update still registers an empty entry for an unknown producer)
             return None
         epoch = batch.producer_epoch
-        if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch clears the batch metadata
+        if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
             e.epoch = epoch
             e.last_seq, e.last_offset, e.offset_delta = -1, -1, 0
         if batch.is_control:

@@ -59,8 +59,8 @@ _PREFIX = struct.Struct(">qi")
 class KeptFinding(Finding):
     """Damage left as the broker leaves it (not rebuilt without --repair)."""
 
-    def to_json(self) -> dict:
-        return {**super().to_json(), "left_as_broker_leaves": True}
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "left_as_broker_leaves": True}
 
 
 class IndexFaultFinding(Finding):
@@ -235,9 +235,9 @@ class BitRotFinding(KeptFinding):
     rot: "BitRot | None" = None
     kept_problem: ClassVar[bool] = True     # a run that leaves it exits 1 (something found)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         rot = self.rot
-        return {**super().to_json(), "damage": "crc",
+        return {**super().to_dict(), "damage": "crc",
                 "offsets": [rot.base_offset, rot.last_offset] if rot is not None else None}
 
 

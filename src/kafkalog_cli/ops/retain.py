@@ -167,7 +167,7 @@ class DeletedSegment:
     reason: DeletionReason
     detail: str
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         s = self.segment
         out = {"base_offset": s.base_offset, "size": s.size, "reason": self.reason.value,
                "detail": self.detail}
@@ -469,10 +469,10 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
         retention_bytes=_if_known(cfg, "retention.bytes", cfg.retention_bytes),
         segments_deleted=len(result.deleted), bytes_freed=0,
         old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
-        rolled=result.rolled_at is not None, rolled_at=result.rolled_at, segments=[x.to_json() for x in result.deleted],
+        rolled=result.rolled_at is not None, rolled_at=result.rolled_at, segments=[x.to_dict() for x in result.deleted],
         configs=cfg.provenance(deciding))
     if remote is not tiered.NOT_TIERED:
-        summary["remote_log"] = remote.to_json()
+        summary["remote_log"] = remote.to_dict()
         if result.remote_log_enabled:
             summary["local_log_start_offset"] = result.local_log_start_offset
     if partition.checkpoints.high_watermark is None:

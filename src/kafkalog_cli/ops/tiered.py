@@ -69,7 +69,7 @@ class UploadState:
     segments: int = 0                            # uploaded (COPY_SEGMENT_FINISHED) segments
     source: str = ""                             # where it comes from, or why it is unknown
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"known": self.known, "highest_offset_in_remote_storage": self.highest_offset_in_remote_storage
                 if self.known else None, "remote_log_start_offset": self.remote_log_start_offset,
                 "uploaded_segments": self.segments, "source": self.source}
@@ -99,9 +99,9 @@ class RemoteLog:
     def maybe_tiered(self) -> bool:
         return self.enabled is not False and self.copy_enabled is not False
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"remote_log_enabled": self.enabled, "remote_copy_enabled": self.copy_enabled, "why": self.why,
-                "upload": self.upload.to_json()}
+                "upload": self.upload.to_dict()}
 
 
 NOT_TIERED = RemoteLog(False, False, "remote.storage.enable=false")

@@ -11,6 +11,10 @@ Kafka 3.3.1's sources:
   is at or above it (ProducerStateManager's ongoingTxns and unreplicatedTxns). The high watermark
   is the replication-offset-checkpoint's, clamped as the broker loads it; without an entry the
   log end offset bounds it instead (`stable_bound`);
+- transactions version 2 (KIP-890, 4.0): a transaction's marker carries its data's epoch + 1 and
+  closes it all the same (config.versions.TRANSACTIONS_V2: one rule for every version); at epoch
+  exhaustion the producer id rotates, and the old id stays a producer without a transaction
+  until it expires;
 - hanging transactions: TransactionsCommand's find-hanging. An open transaction whose producer's
   last timestamp is more than `max_age_ms` before `now` is a candidate; it hangs unless the
   transaction coordinator still expects to write its marker: its producer id has a
@@ -81,7 +85,7 @@ class OpenTransaction:
         minutes = abs(self.age_ms) // 60_000
         return minutes if self.age_ms >= 0 else -minutes
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         p = self.producer
         return {"topic": self.topic, "partition": self.partition, "producer_id": p.producer_id,
                 "producer_epoch": p.epoch, "coordinator_epoch": p.coordinator_epoch,
@@ -110,14 +114,14 @@ class PartitionTransactions:
     def stable_bound(self) -> str:
         return "high_watermark" if self.high_watermark is not None else "log_end_offset"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"partition": self.name, "topic": self.topic, "partition_id": self.partition,
                 "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
                 "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
                 "stable_bound": self.stable_bound,
                 "producers": [producer_json(p) for p in self.producers],
                 "expired_producer_ids": [p.producer_id for p in self.expired],
-                "open_transactions": [t.to_json() for t in self.open]}
+                "open_transactions": [t.to_dict() for t in self.open]}
 
 
 def producer_json(p: ProducerEntry) -> dict:
@@ -231,9 +235,9 @@ class Hanging:
         return (None if c is None else
                 f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         c = self.coordinator
-        return {"kind": "hanging_transaction", **self.txn.to_json(),
+        return {"kind": "hanging_transaction", **self.txn.to_dict(),
                 "transactional_id": c.transactional_id if c else None,
                 "coordinator_state": c.metadata.state.name if c else None, "reason": self.reason,
                 "abort_command": self.abort_command, "abort_command_before_3_0": self.abort_command_before_3_0,
@@ -246,6 +250,11 @@ def find_hanging(txns: Iterable[OpenTransaction], max_age_ms: int,
     (strictly), then filterHangingTransactions against the coordinator's state when it is known
     (`coordinator` None: no __transaction_state was given)."""
     out = []
+    # transactions version 2 rotates the producer id at epoch exhaustion: the transactional id's
+    # value then names the old id as previousProducerId (written from KAFKA-20310 on; -1 before)
+    rotated = {} if coordinator is None else {
+        c.metadata.previous_producer_id: c for c in coordinator.values()
+        if c.metadata.previous_producer_id >= 0 and c.metadata.previous_producer_id != c.metadata.producer_id}
     for t in txns:
         if t.age_ms <= max_age_ms:
             continue
@@ -254,7 +263,12 @@ def find_hanging(txns: Iterable[OpenTransaction], max_age_ms: int,
                                         "(no __transaction_state in the paths given)"))
             continue
         c = coordinator.get(t.producer.producer_id)
-        if c is None:
+        if c is None and t.producer.producer_id in rotated:
+            moved = rotated[t.producer.producer_id]
+            out.append(Hanging(t, None, f"the transactional id {moved.transactional_id} moved on to producer id "
+                                        f"{moved.metadata.producer_id} (previousProducerId {t.producer.producer_id} "
+                                        f"in __transaction_state): no marker comes under this producer id"))
+        elif c is None:
             out.append(Hanging(t, None, "no transactional id has this producer id in __transaction_state"))
         elif not c.expects_marker(t.topic, t.partition):
             out.append(Hanging(t, c, f"the coordinator's transaction is {c.metadata.state.name} and does not "

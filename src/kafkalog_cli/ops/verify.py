@@ -40,7 +40,7 @@ class Problem(Finding):
             extra.append(f"computed crc {self.computed_crc}")
         return f"{where}: {self.message}" + (f" ({', '.join(extra)})" if extra else "")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         d = asdict(self)
         return {"kind": "problem", "problem": d.pop("kind"), **d}
 
@@ -83,7 +83,7 @@ class PartitionReport:
     def unreadable(self) -> bool:
         return any(not f.readable for f in self.files) or any(p.kind == UNREADABLE for p in self.problems)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"kind": "partition", "directory": self.directory, "files": len(self.files),
                 "batches": self.batches, "bytes": self.bytes, "problems": len(self.problems),
                 "elapsed_s": round(self.elapsed, 6)}

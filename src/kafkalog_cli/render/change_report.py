@@ -86,7 +86,7 @@ class RunLines:
 
     def outcome(self, outcome) -> list[dict]:
         """The lines of one log dir's ops.runner.Outcome: a line per partition, then the log dir's."""
-        report = dict(outcome.to_json())
+        report = dict(outcome.to_dict())
         report.pop("dry_run", None)
         log_dir = report.pop("log_dir", str(outcome.plan.log_dir))
         report.pop("op", None)
@@ -105,7 +105,7 @@ class RunLines:
             made.append(self.line("partition", **fields, quarantine=quarantine))
         for link in getattr(outcome, "left", ()):      # left unchanged: a link out of the log dir
             self.partitions += 1
-            made.append(self.line("partition", log_dir=log_dir, dry_run=outcome.dry_run, **link.to_json(),
+            made.append(self.line("partition", log_dir=log_dir, dry_run=outcome.dry_run, **link.to_dict(),
                                   quarantine=None))
         self.log_dirs += 1
         self.changes += _changes(report, partitions)

@@ -16,6 +16,7 @@ import orjson
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
+from kafkalog_cli.formats.internal.raft import add_control_body
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch, iter_batches
 from kafkalog_cli.formats.byte_loops import batch_json, lines_of_batches
 from kafkalog_cli.formats.json_layout import DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout
@@ -338,8 +339,10 @@ def record_prefix(given: str) -> str:
 
 class JsonDumper:
     def __init__(self, out, *, deep: bool, payload_encoding: str = "utf8", decoder: str | None = None,
-                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms"):
+                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms",
+                 control_bodies: bool = False):
         self.out = out
+        self.control_bodies = control_bodies    # kafka-dump-log 4.1+: KRaft control records' bodies in `control`
         self.iso = timestamps == "iso"
         self._prefix = RECORD_OPEN
         self._prefix_bytes = _RECORD_OPEN
@@ -538,6 +541,8 @@ class JsonDumper:
             template = record_template(b)
             for r in records if f is None else f.shown(records):
                 obj = record_object(r, b, self.enc, template)
+                if self.control_bodies and b.is_control:
+                    add_control_body(obj["control"], r.value)
                 if self.iso:
                     obj["timestamp"] = iso_time(obj["timestamp"])
                 if self.decode is not None:
@@ -575,9 +580,10 @@ class JsonDumper:
 
 
 def dump_json(targets, out, *, deep: bool, payload_encoding: str, decoder: str | None = None,
-              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms") -> None:
+              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms",
+              control_bodies: bool = False) -> None:
     d = JsonDumper(out, deep=deep, payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes,
-                   filters=filters, jobs=jobs, timestamps=timestamps)
+                   filters=filters, jobs=jobs, timestamps=timestamps, control_bodies=control_bodies)
     for t in targets:
         if filters is not None and filters.spent:
             break

@@ -95,22 +95,28 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 # kafka-dump-log's text, by the release that prints it: 3.3.1's by default, 3.9.0-rc3's with
 # dump-log --kafka-version 3.9. They differ in the decoders only: 3.9 prints __consumer_offsets
 # records as JSON (CoordinatorRecordSerde), reads __transaction_state values of version 1, knows the
-# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty.
-KAFKA_331, KAFKA_39 = KafkaVersion(3, 3), KafkaVersion(3, 9)
-DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3"}
-METADATA_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9"}     # cluster_metadata_parser's name of each
+# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty. 4.1 and 4.2
+# print every coordinator record through CoordinatorRecordSerde's JSON (DumpLogSegments'
+# CoordinatorRecordMessageParser), know the metadata records up to 4.2-IV1 (a 4.1 broker writes
+# none newer than 4.1-IV1) and decode LeaderChange control records (DUMP_LOG_LEADER_CHANGE).
+KAFKA_331, KAFKA_39, KAFKA_41, KAFKA_42 = KafkaVersion(3, 3), KafkaVersion(3, 9), KafkaVersion(4, 1), KafkaVersion(4, 2)
+DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3", KAFKA_41: "4.1", KAFKA_42: "4.2"}
+METADATA_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9", KAFKA_41: "4.2", KAFKA_42: "4.2"}   # cluster_metadata_parser's
 
 
-def dump_log_text(version: str | None) -> KafkaVersion:
-    """--kafka-version for dump-log's text: the release whose kafka-dump-log it prints (a usage
-    error for one whose text kafkalog does not model)."""
+def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
+    """--kafka-version for dump-log: the release whose kafka-dump-log it prints. --format json
+    takes every version kafkalog knows; --format text a usage error for one whose text kafkalog
+    does not model."""
+    from kafkalog_cli.config.versions import stated_version
+
     if version is None:
         return KAFKA_331
-    v = KafkaVersion.parse(version)
-    if v not in DUMP_LOG_TEXTS:
+    v = stated_version(version)
+    if v not in DUMP_LOG_TEXTS and fmt == "text":
         raise UsageError(f"--kafka-version {version}: dump-log prints kafka-dump-log's text of Kafka "
-                         + " or ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
-                         + "; --format json decodes every version")
+                         + ", ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
+                         + "; --format json takes every version")
     return v
 
 
@@ -120,6 +126,8 @@ def offsets_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
 
     if kafka == KAFKA_39:
         return lambda r: format_coordinator_record(Coordinator.GROUP_39, r.key, r.value, r.offset)
+    if kafka >= KAFKA_41:
+        return lambda r: format_coordinator_record(Coordinator.GROUP, r.key, r.value, r.offset)
     return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
@@ -127,6 +135,10 @@ def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
     from kafkalog_cli.formats.internal.transaction_state import (format_transaction_record,
                                                                  format_transaction_record_39)
 
+    if kafka >= KAFKA_41:
+        from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
+
+        return lambda r: format_coordinator_record(Coordinator.TRANSACTION, r.key, r.value, r.offset)
     fmt = format_transaction_record_39 if kafka == KAFKA_39 else format_transaction_record
     return lambda r: fmt(r.key, r.value, r.offset)
 
@@ -170,6 +182,7 @@ class DumpOptions:
     parser: MessageParser | None = None
     filters: "Filters | None" = None
     jobs: int = 1                  # worker processes for big .log files (deep output only)
+    leader_change: bool = False    # LeaderChange control records decoded (kafka-dump-log 4.1+)
 
 
 @dataclass
@@ -436,7 +449,7 @@ class KafkaDumper:
                     parts.append(f" isValid: {'true' if r.valid else 'false'} crc: {r.crc}}}")
                 self._w("".join(parts))
                 if control:
-                    self._w(control_text(r))
+                    self._w(control_text(r, o.leader_change))
             if o.print_data_log and not control:
                 try:
                     key, payload = o.parser(r)
@@ -556,7 +569,9 @@ def batch_line(b: RecordBatch, position: int) -> str:
             f"isvalid: {_bool(b.is_valid())}\n")
 
 
-def control_text(r: Record) -> str:
+def control_text(r: Record, leader_change: bool = False) -> str:
+    """What kafka-dump-log prints after a control record's metadata; `leader_change`: its body too,
+    as 4.1+ prints it (formats.internal.raft)."""
     c = decode_control(r.key, r.value)
     v = c.value
     if isinstance(v, EndTransactionMarker):
@@ -565,7 +580,8 @@ def control_text(r: Record) -> str:
         return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
     if isinstance(v, SnapshotFooterRecord):
         return f' SnapshotFooter {{"version":{v.version}}}'
-    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS):
+    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS) or (
+            leader_change and c.type == ControlRecordType.LEADER_CHANGE):
         # 3.3.1 printed these as UNKNOWN; 4.2 decodes them
         from kafkalog_cli.formats.internal.raft import format_raft_control
 

@@ -125,7 +125,7 @@ class QuarantineEntry:
     new_mtime_ns: int | None = None
     copy_of: str | None = None     # dir_created: the directory whose files it holds copies of
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict = {}
         for f in fields(self):
             v = getattr(self, f.name)
@@ -135,7 +135,7 @@ class QuarantineEntry:
         return out
 
     def line(self) -> bytes:
-        return (json.dumps(self.to_json(), separators=(",", ":")) + "\n").encode()
+        return (json.dumps(self.to_dict(), separators=(",", ":")) + "\n").encode()
 
     @classmethod
     def from_json(cls, d: dict) -> "QuarantineEntry":
@@ -291,7 +291,7 @@ class QuarantineFolder:
     def stored_path(self, e: QuarantineEntry) -> Path:
         return self.path / _needed(e, e.stored, "stored")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         at = self.created_at
         return {"folder": str(self.path), "op": self.op,
                 "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else self.created,
@@ -480,7 +480,7 @@ class RestoreStep:
             return pre + f"remove {e.source} ({folder.op} made it: copies of {e.copy_of})"
         return pre + f"set the modification time of {e.source} back"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"action": self.action.value, "kind": self.entry.kind.value, "source": self.entry.source,
                 **({"target": self.entry.target} if self.entry.target else {}),
                 **({"stored": self.entry.stored} if self.entry.stored else {}),
@@ -508,18 +508,18 @@ class RestorePlan:
 
     def render(self) -> str:
         f = self.folder
-        head = (f"restore {f.path} ({f.op} of {f.to_json()['time']}, log dir {f.log_dir}): "
+        head = (f"restore {f.path} ({f.op} of {f.to_dict()['time']}, log dir {f.log_dir}): "
                 f"{len(self.steps)} of {len(f.entries)} entries to undo, newest first")
         lines = [head]
         lines += [f"  ! {c}" for c in self.conflicts]
         lines += [f"  - {s.describe(f)}" for s in self.steps]
         return "\n".join(lines)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"folder": str(self.folder.path), "op": self.folder.op, "log_dir": str(self.folder.log_dir),
                 "entries": len(self.folder.entries), "status": self.folder.status,
                 "conflicts": [{"path": c.path, "message": c.message} for c in self.conflicts],
-                "steps": [s.to_json() for s in self.steps]}
+                "steps": [s.to_dict() for s in self.steps]}
 
 
 class _Refused(Exception):

@@ -93,7 +93,7 @@ class BrokerRegistration:
     is_migrating_zk_broker: bool = False
     directories: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"id": self.id, "epoch": self.epoch, "incarnation_id": self.incarnation_id,
                 "endpoints": [e.__dict__ for e in self.endpoints],
                 "supported_features": {n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()},
@@ -109,7 +109,7 @@ class ControllerRegistration:
     endpoints: list[Endpoint]
     supported_features: dict[str, tuple[int, int]]
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"id": self.id, "incarnation_id": self.incarnation_id, "zk_migration_ready": self.zk_migration_ready,
                 "endpoints": [e.__dict__ for e in self.endpoints],
                 "supported_features": {n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()}}
@@ -151,7 +151,7 @@ class PartitionRegistration:
             self.leader_recovery_state = LeaderRecoveryState(d["leaderRecoveryState"])
         self.partition_epoch += 1
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"replicas": self.replicas, "isr": self.isr, "eligible_leader_replicas": self.elr,
                 "last_known_elr": self.last_known_elr, "removing_replicas": self.removing_replicas,
                 "adding_replicas": self.adding_replicas, "leader": self.leader,
@@ -165,9 +165,9 @@ class TopicImage:
     id: str
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
 
-    def to_json(self, configs: dict[str, str]) -> dict:
+    def to_dict(self, configs: dict[str, str]) -> dict:
         return {"name": self.name, "id": self.id, "configs": configs,
-                "partitions": [{"partition": p, **r.to_json()} for p, r in sorted(self.partitions.items())]}
+                "partitions": [{"partition": p, **r.to_dict()} for p, r in sorted(self.partitions.items())]}
 
 
 @dataclass
@@ -388,14 +388,14 @@ class MetadataImage:
     def topic_configs(self, name: str) -> dict[str, str]:
         return dict(sorted(self.configs.get(("topic", name), {}).items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "metadata_version": metadata_version_name(self.metadata_version),
             "metadata_version_level": self.metadata_version,
             "features": dict(sorted(self.features.items())),
-            "brokers": [b.to_json() for _, b in sorted(self.brokers.items())],
-            "controllers": [c.to_json() for _, c in sorted(self.controllers.items())],
-            "topics": [t.to_json(self.topic_configs(n)) for n, t in sorted(self.topics.items())],
+            "brokers": [b.to_dict() for _, b in sorted(self.brokers.items())],
+            "controllers": [c.to_dict() for _, c in sorted(self.controllers.items())],
+            "topics": [t.to_dict(self.topic_configs(n)) for n, t in sorted(self.topics.items())],
             "configs": [{"resource_type": rt, "resource_name": rn, "configs": dict(sorted(c.items()))}
                         for (rt, rn), c in sorted(self.configs.items()) if rt != "topic"],
             "client_quotas": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in e],
