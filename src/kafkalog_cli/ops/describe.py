@@ -366,6 +366,8 @@ def _describe_dir(log_dir: Path, d: Path, roots: RootCheckpoints, cfgs: dict[str
 
 
 def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
+    # a forked worker's: _describe_dirs sets _SHARED before its pool forks
+    assert _SHARED is not None, "a worker of _describe_dirs' pool"
     log_dir, roots, cfgs, resolver = _SHARED
     return [_describe_dir(log_dir, d, roots, cfgs, resolver) for d in dirs]
 

@@ -146,7 +146,8 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
     for d in log_dirs:
         if not d.is_dir():
             continue
-        since_3_7 = isinstance(metas[d], dict) and "directory.id" in metas[d]     # 3.7+ writes a directory.id
+        meta = metas[d]
+        since_3_7 = isinstance(meta, dict) and "directory.id" in meta   # 3.7+ writes a directory.id
         for check in (lambda d: check_lock(d, diag.unread), lambda d: check_access(d, user),
                       lambda d: check_directories(d, since_3_7), check_file_types,
                       lambda d: check_checkpoints(d, diag.unread), lambda d: check_segments(d, diag.unread),
@@ -416,7 +417,7 @@ def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
                     f"else stop it (kill {pid}) before starting the broker")]
 
 
-def _can(st: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
+def _can(st: os.stat_result, uid: int, gids: frozenset[int], need: int) -> bool:
     """`need` (a mask of 4 read, 2 write, 1 execute) granted to uid/gids by st's mode."""
     if uid == 0:
         return True
@@ -476,7 +477,7 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | 
 def check_access(d: Path, user: str | None) -> list[Finding]:
     """Files and dirs the broker's user (`user`, else the log dir's owner) cannot read and write,
     and a read-only mount."""
-    out = []
+    out: list[Finding] = []
     try:
         vfs = os.statvfs(d)
     except OSError:
@@ -801,7 +802,7 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                                f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
                                f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it"))
         for f in p.findings:
-            if isinstance(f, recover.IndexFaultFinding):
+            if isinstance(f, recover.IndexFaultFinding) and f.path is not None:
                 what = f.message.removesuffix("; recovering it")
                 out.append(Finding(Severity.WARNING, "index", f.path, f"a corrupt offset index: {what}",
                                    "it loads the segment without recovering it (.kafka_cleanshutdown) and serves "
@@ -845,7 +846,10 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
         if not d.is_dir():
             continue
         for e in _partition_dirs(d):
-            tp = parse_partition_dir_name(e.name).topic_partition
+            parsed = parse_partition_dir_name(e.name)
+            if parsed is None:              # _partition_dirs keeps only the names that parse
+                continue
+            tp = parsed.topic_partition
             f = Path(e.path) / "partition.metadata"
             try:
                 raw = files.read_bytes_if_exists(f)

@@ -116,21 +116,21 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     tp = part.topic_partition
     answer = OffsetAnswer(tp.topic if tp else None, tp.partition if tp else None, str(part.directory), spec,
                           isolation, None, None, "", None, "", part.checkpoints.high_watermark is not None)
-    leo = part.log_end_offset
-    if leo is None:
+    leo, log_start, active = part.log_end_offset, part.log_start_offset, part.active_segment
+    if leo is None or log_start is None or active is None:      # all three known with a segment
         answer.reason = "the partition dir has no segment"
         return answer
-    damage = part.active_segment.recovered_tail().damage
+    damage = active.recovered_tail().damage
     for problem in (damage.line() if damage is not None else None, part.load_problem):
         if problem is not None and warn is not None:
             warn(problem)
-    log_start = part.log_start_offset
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(part, isolation, log_start, leo)
     t = spec.timestamp
     tiered = remote is not None and remote.enabled is True
     if t == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
         return _earliest_pending_upload(answer, part, remote if tiered else None, versions)
-    if tiered and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+    if tiered and remote is not None and \
+            t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
         return _tiered_answer(answer, part, t, remote, versions)
     if t in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
         rule = EARLIEST_LOCAL_TIMESTAMP_RULE if t == EARLIEST_LOCAL_TIMESTAMP else LATEST_TIERED_TIMESTAMP_RULE
@@ -154,6 +154,7 @@ def list_offsets(part: Partition, spec: OffsetSpec, isolation: IsolationLevel = 
     if part.segments_deleted_on_load:
         answer.reason = "the broker deletes every segment on load: its log holds no record"
         return answer
+    found: tuple[int, int] | None
     if t == MAX_TIMESTAMP:
         found = _max_timestamp(part.segments)
         answer.source = "the largest timestamp of the time indexes (and the active segment's unindexed batches)"
@@ -267,12 +268,9 @@ def _max_timestamp_in_batch(segments: list[Segment], warn: Callable[[str], None]
     maxTimestampSoFar, its batches from the offset index's entry for that offset, the first batch
     whose max timestamp is it, and in it the first record with it (RecordBatch.offsetOfMaxTimestamp;
     none for magic 0)."""
-    best_seg, best = None, None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best_seg, best = seg, found
-    ts, offset = best
+    # the first segment with the largest (the caller's partition has segments)
+    best_seg, (ts, offset) = max(((seg, seg.max_timestamp_and_offset()) for seg in segments),
+                                 key=lambda found: found[1][0])
     error = None
     with best_seg.mapped():
         try:
@@ -290,8 +288,10 @@ def _max_timestamp_in_batch(segments: list[Segment], warn: Callable[[str], None]
                 return next(((r.timestamp, r.offset) for r in records if r.timestamp == ts), None)
         except KafkalogError as e:
             error = e
-            while e is not None:          # the frames hold views of the mapping: free them before it closes
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            # the frames hold views of the mapping: free them before it closes
+            chained: BaseException | None = e
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     if error is not None:
         raise error
@@ -317,12 +317,8 @@ def _last_fetchable(part: Partition, isolation: IsolationLevel, log_start: int, 
 
 def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
     """UnifiedLog's MAX_TIMESTAMP: segments.maxBy(maxTimestampSoFar).maxTimestampAndOffsetSoFar."""
-    best = None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best = found
-    return best
+    # the first of the largest (the caller's partition has segments)
+    return max((seg.max_timestamp_and_offset() for seg in segments), key=lambda found: found[0])
 
 
 def _largest_timestamp(seg: Segment) -> int:
@@ -343,8 +339,9 @@ def _offset_for_timestamp(seg: Segment, target: int, log_start: int,
             return _search_for_timestamp(seg, target, log_start, warn)
         except KafkalogError as e:
             error = e
-            while e is not None:          # the chained errors' frames hold views too
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            chained: BaseException | None = e   # the chained errors' frames hold views too
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     raise error
 
