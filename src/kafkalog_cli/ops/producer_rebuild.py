@@ -151,8 +151,8 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
     bases = [s.base_offset for s in segments]
     if upto is None:        # past the log end: the latest snapshot, then what follows it
         upto = 1 << 63
-    snaps = sorted((offset_from_name(f.name), f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
-                   if offset_from_name(f.name) is not None)
+    snaps = sorted((off, f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
+                   if (off := offset_from_name(f.name)) is not None)
     state = ProducerState()
     start = bases[0] if bases else 0
     if log_start is not None:
