@@ -29,7 +29,7 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
 
-from ..kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
+from tests.helpers.kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
 
 pytestmark = [needs_broker, pytest.mark.skipif(not (DIST and DIST.at_least(4, 0)),
                                                reason="needs KAFKA_HOME of Kafka 4.0 or later (transactions version 2)")]

@@ -198,6 +198,6 @@ def test_find_hanging_after_a_producer_id_rotation(tmp_path):
     assert [(h.txn.producer.producer_id, h.coordinator, h.reason) for h in hanging] == [
         (10, None, "no transactional id has this producer id in __transaction_state")]
     hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("b", previousProducerId=10))
-    assert [(h.txn.producer.producer_id, h.to_json()["transactional_id"], h.reason) for h in hanging] == [
+    assert [(h.txn.producer.producer_id, h.to_dict()["transactional_id"], h.reason) for h in hanging] == [
         (10, None, "the transactional id a moved on to producer id 11 (previousProducerId 10 in "
                    "__transaction_state): no marker comes under this producer id")]

@@ -303,7 +303,8 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.storage.segment import Segment
 
-    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
+    # a name no base offset can be read from is the commands' own finding, not evidence
+    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
     if not logs:
         return None
     seg = Segment.from_log_path(logs[-1])
@@ -407,7 +408,8 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
     from kafkalog_cli.formats.records import iter_batches
     from kafkalog_cli.storage.segment import Segment
 
-    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
+    # a name no base offset can be read from is the commands' own finding, not evidence
+    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
     if not logs:
         return None
     seg = Segment.from_log_path(logs[-1])
