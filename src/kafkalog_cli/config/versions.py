@@ -33,9 +33,13 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.storage.files import read_bytes_if_exists
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass(frozen=True, order=True)
@@ -297,17 +301,24 @@ def record_evidence(log_dir: Path) -> list[VersionEvidence]:
     return [found[t] for t in _TOPIC_EVIDENCE if t in found]
 
 
+def _active_segment(d: Path) -> Segment | None:
+    """The partition dir's newest segment by its name, or None. A name no base offset can be read
+    from is the commands' own finding (exit 4), not evidence, so it is passed over here."""
+    from kafkalog_cli.storage.names import offset_from_name
+    from kafkalog_cli.storage.segment import Segment
+
+    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
+    return Segment.from_log_path(logs[-1]) if logs else None
+
+
 def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import Segment
 
-    # a name no base offset can be read from is the commands' own finding, not evidence
-    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
-    if not logs:
+    seg = _active_segment(d)
+    if seg is None:
         return None
-    seg = Segment.from_log_path(logs[-1])
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
@@ -315,7 +326,7 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
                 if batch.is_control:
                     continue
                 for r in batch.records():
-                    e = _record_evidence(topic, r, str(logs[-1]))
+                    e = _record_evidence(topic, r, seg.path)
                     if e is not None:
                         return e
     except (KafkalogError, OSError):
@@ -406,13 +417,10 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
     from kafkalog_cli.formats.control import ControlRecordType
     from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import Segment
 
-    # a name no base offset can be read from is the commands' own finding, not evidence
-    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
-    if not logs:
+    seg = _active_segment(d)
+    if seg is None:
         return None
-    seg = Segment.from_log_path(logs[-1])
     last_data: dict[int, int] = {}        # producer id -> epoch of its last transactional data batch
     try:
         entry = seg.last_offset_index_entry()
@@ -431,7 +439,7 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
                     return VersionEvidence(
                         VersionSource.TRANSACTIONS_V2_MARKER, TRANSACTIONS_V2.since,
                         f"COMMIT of producer {pid} at offset {batch.base_offset}, epoch {batch.producer_epoch}: its "
-                        f"data's epoch + 1", str(logs[-1]))
+                        f"data's epoch + 1", seg.path)
     except (KafkalogError, OSError):
         return None
     return None
