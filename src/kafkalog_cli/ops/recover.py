@@ -654,14 +654,16 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
         epochs = [(e, o) for e, o in epochs if o < bound]
     state = rebuild_producer_state(d, [segs[b] for b in bases], min(recover_set) if recover_set else None,
                                    now_ms=opts.now_ms, expiration_ms=cfg.producer_id_expiration_ms,
-                                   log_start=log_start, ignored=lambda m, f: p.note(name, m, f))
+                                   log_start=log_start, ignored=lambda m, f: p.note(name, m, f),
+                                   versions=opts.resolver.versions)
     snapshots_to_write: dict[int, bytes] = {}
     last_end: int | None = None          # where the previous recovered segment ended
     if recover_set:
         snapshots_to_write.update(_snapshots_before_recovery(
             p, part, [segs[b] for b in bases], min(recover_set), state,
             lambda upto: rebuild_producer_state(d, [segs[b] for b in bases], upto, now_ms=opts.now_ms,
-                                                expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)))
+                                                expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start,
+                                                versions=opts.resolver.versions)))
     leo = bases[0] if bases else log_start
     deleted_from: int | None = None
     for i, b in enumerate(bases):
@@ -795,7 +797,8 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
         # the log from there up to it, snapshotting the last two segment bases on the way
         def state_at(upto: int) -> ProducerState:
             return rebuild_producer_state(d, [segs[b] for b in live_bases], upto, now_ms=opts.now_ms,
-                                          expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start)
+                                          expiration_ms=cfg.producer_id_expiration_ms, log_start=log_start,
+                                          versions=opts.resolver.versions)
         state = state_at(leo)
         snapshots_to_write.update(_snapshots_before_recovery(p, part, [segs[b] for b in live_bases], leo,
                                                              state, state_at))
