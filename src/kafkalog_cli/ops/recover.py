@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, ClassVar
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import (CheckpointError, CorruptIndexError, CorruptRecordError, InputError,
                                  InvalidRecordError, KafkalogError, OffsetOverflowError)
-from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
+from kafkalog_cli.formats.checkpoints import (EpochEntry, assign_epoch, load_leader_epoch_cache,
+                                              parse_leader_epoch_checkpoint)
 from kafkalog_cli.formats.indexes import (IndexBuilder, offset_entry_problem, parse_offset_index, parse_time_index,
                                           read_start)
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
@@ -156,7 +157,8 @@ def _scan(buf, mv, base, interval, state, epochs, salvage) -> ScanResult:
             skipped.append((bad, nxt))
             pos = nxt
             continue
-    epochs.extend(new_epochs)
+    for e, o in new_epochs:
+        assign_epochs(epochs, e, o)
     builder.finish()
     # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
     return ScanResult(valid, next_offset, builder, aborted, new_epochs, error,
@@ -829,6 +831,13 @@ def _epochs_problem(path: Path) -> str | None:
     return None
 
 
+def assign_epochs(epochs: list[tuple[int, int]], epoch: int, start_offset: int) -> None:
+    """LeaderEpochFileCache.assign on `epochs` in place, as LogSegment.recover calls it for a batch
+    whose epoch is above the latest: entries from `start_offset` on go first (formats.checkpoints)."""
+    epochs[:] = [(x.epoch, x.start_offset) for x in assign_epoch([EpochEntry(e, o) for e, o in epochs],
+                                                                 epoch, start_offset)]
+
+
 def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
     """Leader epochs assigned from the batch headers of a segment not scanned (no CRC check), as
     the scan assigns them."""
@@ -837,7 +846,7 @@ def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
         for b in iter_batches(buf):
             if b.magic >= 2 and b.partition_leader_epoch >= 0 and b.partition_leader_epoch > latest:
                 latest = b.partition_leader_epoch
-                epochs.append((latest, b.base_offset))
+                assign_epochs(epochs, latest, b.base_offset)
     except KafkalogError:
         pass
 
