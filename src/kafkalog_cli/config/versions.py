@@ -509,6 +509,11 @@ TIME_INDEX_BATCH_LAST_OFFSET = VersionRule(
     "LogValidator.assignOffsetsNonCompressed: shallowOffsetOfMaxTimestamp = offsetCounter.value - 1, kept by "
     "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)")
 
+PRODUCER_SNAPSHOT_INSERTION_ORDER = VersionRule(
+    "producer snapshots list a hash bucket's producers in insertion order", KafkaVersion(3, 5),
+    "ProducerStateManager.writeSnapshot(file, producers, sync) iterates `producers`, a java.util.HashMap<Long, "
+    "ProducerStateEntry> (storage module, KAFKA-14480, 3.5); 3.3/3.4's Scala mutable.HashMap sorts a bucket by hash")
+
 CLEANER_RETAINS_LAST_BATCH = VersionRule(
     "the cleaner retains the last batch of a round", KafkaVersion(4, 0),
     "Cleaner.cleanInto: batch.nextOffset == upperBoundOffsetOfCleaningRound -> RETAIN_EMPTY (KAFKA-17076, 4.0)")

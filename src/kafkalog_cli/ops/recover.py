@@ -45,7 +45,9 @@ from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
 from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, entry_kafka_never_writes, index_rebuild_reason
 from kafkalog_cli.storage.partition import Partition
-from kafkalog_cli.storage.recovery import SegmentRecovery, StopReason, next_valid_batch, recover_segment
+from kafkalog_cli.storage.recovery import (
+    SegmentRecovery, StopReason, assign_epochs, next_valid_batch, recover_segment,
+)
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
 if TYPE_CHECKING:
@@ -494,7 +496,7 @@ class _PartitionRecovery:
         kw = {} if ignored is None else {"ignored": ignored}
         return rebuild_producer_state(self.part.directory, [self.segs[b] for b in (self.bases if bases is None else bases)], upto,
                                       now_ms=self.opts.now_ms, expiration_ms=self.cfg.producer_id_expiration_ms,
-                                      log_start=self.log_start, **kw)
+                                      log_start=self.log_start, versions=self.opts.resolver.versions, **kw)
 
     # -- the segments
     def plan_segments(self) -> None:
@@ -716,7 +718,7 @@ def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
         for b in iter_batches(buf):
             if b.magic >= 2 and b.partition_leader_epoch >= 0 and b.partition_leader_epoch > latest:
                 latest = b.partition_leader_epoch
-                epochs.append((latest, b.base_offset))
+                assign_epochs(epochs, latest, b.base_offset)
     except KafkalogError:
         pass
 

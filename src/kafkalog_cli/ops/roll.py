@@ -176,7 +176,8 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
     # 2. producer snapshot at the new base
     state = rebuild_producer_state(d, partition.segments, new, now_ms=opts.now_ms,
                                    expiration_ms=cfg.producer_id_expiration_ms,
-                                   ignored=lambda m, f: p.note(name, m, f))
+                                   ignored=lambda m, f: p.note(name, m, f),
+                                   versions=opts.resolver.versions if opts.resolver else None)
     snap = segment_file(d, new, names.SNAPSHOT_SUFFIX)
     data = state.snapshot_bytes()
     if not snap.exists() or read_file(snap) != data:
