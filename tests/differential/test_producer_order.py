@@ -3,7 +3,7 @@ import pytest
 
 from tests.differential import broker
 from tests.differential.producer_order import producer_order_case
-from tests.kafka_dist import kafka_dist
+from tests.helpers.kafka_dist import kafka_dist
 
 pytestmark = pytest.mark.skipif(not broker.available(), reason="needs KAFKA_HOME (a Kafka distribution) and KAFKA_PY")
 

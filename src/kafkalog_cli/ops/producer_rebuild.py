@@ -165,7 +165,9 @@ def snapshot_insertion_order(versions: KafkaVersions | None) -> bool:
     stated, the lowest one's (an order of entries, not a deletion)."""
     versions = versions or KafkaVersions()
     decision = versions.decide(PRODUCER_SNAPSHOT_INSERTION_ORDER)
-    return decision.applies if decision.known else PRODUCER_SNAPSHOT_INSERTION_ORDER.applies(versions.low)
+    if decision.applies is not None:
+        return decision.applies
+    return PRODUCER_SNAPSHOT_INSERTION_ORDER.applies(versions.low)
 
 
 def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: int | None, *, now_ms: int,
