@@ -317,6 +317,12 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     into the lines by two %-passes (`_joined_lines`); otherwise the payloads through
     `layout.strings` and the lines through one %-format. A Python call per record and field
     would cost more than all the rest."""
+    return _record_lines(batch, layout, layout.line, False)
+
+
+def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bool) -> bytes:
+    """batch_json's lines, each in the %-format line_of(batch, variant) gives; `base_slot`: that
+    format's last slot is the batch's base offset (lines_of_batches' record formats)."""
     count = batch.records_count
     if count < 0:
         raise Declined("negative count")
@@ -428,7 +434,9 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if seqs is not None:
         variant |= SEQUENCE_SLOT
         more.append(seqs)
-    line = layout.line(batch, variant)
+    if base_slot:
+        more.append([base] * count)
+    line = line_of(batch, variant)
     if not line:
         raise Declined("no layout for this batch")
     if not (knulls or vnulls) and layout.escaped is not None:
@@ -450,12 +458,62 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
 
 def lines_of_batches(buf, pos: int, end: int, layout: JsonLayout, batch_format, record_format, limit: int,
                      records: bool = True) -> tuple[bytes, int]:
-    """The JSON Lines of the v2 data batches from buf[pos:end), as render/jsonl.py's loop writes
-    them with `layout`, until about `limit` bytes are written or a batch this does not write ->
-    (the lines, joined by newlines, without the last; the position of the batch it stops at).
-    The pure twin takes no batch: render/jsonl.py's own loop writes each one (through
-    `batch_json`), which is what the compiled run's output is held equal to."""
-    return b"", pos
+    """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
+    records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
+    are written or a batch this does not write (as text_of_batches). The batch and record lines'
+    %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
+    position, size) and record_format(variant, attributes, producer_id, producer_epoch), whose
+    last slot is the batch's base offset; each is asked again only when its arguments (but buf,
+    position and size) change from the batch before. -> (the lines, joined by newlines, without
+    the last; the position of the batch it stops at). Not `records`: the batch lines only, the
+    records neither walked nor decompressed."""
+    end = min(end, len(buf))
+    out: list[bytes] = []
+    size = 0
+    mv = memoryview(buf)
+    bkey = rkey = None      # the arguments the formats in hand were made for
+    bfmt = rfmt = b""
+
+    def _record_format(variant: int, key: tuple) -> bytes:
+        nonlocal rkey, rfmt
+        if (variant, key) != rkey:
+            rfmt = record_format(variant, *key)
+            rkey = (variant, key)
+        return rfmt
+
+    while pos + 17 < end and size < limit:
+        head = _data_batch(buf, pos, end)
+        if head is None:
+            break
+        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = head
+        total += 12
+        text = b""
+        if records:
+            key = (attributes, pid, epoch)
+            try:
+                text = _record_lines(RecordBatch(buf, pos, total, 2), layout,
+                                     lambda batch, variant: _record_format(variant, key), True)
+            except Exception:   # the caller's loop: the reference decoder says what is wrong
+                break
+        computed = crc32c(mv[pos + 21:pos + total])
+        k = (attributes, computed == crc)
+        if k != bkey:
+            bfmt = batch_format(attributes, computed == crc, bool(attributes & 0x40), buf, pos, total)
+            bkey = k
+        values = (base, base + lod, count, pos, total, crc, computed, base_ts, max_ts, pid, epoch, base_seq,
+                  _last_sequence(base_seq, lod), ple, base_ts)
+        try:
+            line = bfmt % values[:15 if attributes & 0x40 else 14]
+        except TypeError:   # not the batch line's slots
+            break
+        if out:
+            out.append(b"\n")
+        out.append(line)
+        if text:
+            out += (b"\n", text)
+        size += len(line) + len(text)
+        pos += total
+    return b"".join(out), pos
 
 
 def _row_major(columns: list[list], count: int) -> tuple:
@@ -817,12 +875,45 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
 
 
 def columns_of_batches(buf, pos: int, end: int, cols: RecordColumns, batch_values: tuple, batch_of_row,
-                       lo: int, hi: int, txn: bool, verify: bool, rows: int, size: int) -> int:
-    """The records of the plain v2 data batches from buf[pos:end) appended to `cols` (and each
-    batch's values to `batch_values`, its index to `batch_of_row`), as spark/arrow.py's loop
-    adds them, until `rows` rows or `size` bytes of payloads or a batch this does not take ->
-    the position of that batch. The pure twin takes no batch: spark/arrow.py's own loop adds
-    each one (through `scan_columns`), which is what the compiled run is held equal to."""
+                       lo: int, hi: int, transactional: bool, verify: bool, max_rows: int, max_bytes: int) -> int:
+    """spark/arrow.py's selection and _RecordRows.add over a run of v2 data batches from
+    buf[pos:end): each batch's records appended to the RecordColumns `cols` by scan_columns, its
+    values to the six lists of `batch_values` (timestamp_type, base_offset, producer_id,
+    producer_epoch, is_transactional, is_control) and its index in them to `batch_of_row` once a
+    record. Batches are taken while cols holds fewer than max_rows rows and max_bytes bytes of
+    payloads (its `payload`), up to the first the caller's loop must judge: a batch the runs
+    leave (legacy, control, short, incomplete, ...), one with offsets outside [lo, hi), a
+    transactional one unless `transactional`, one whose CRC fails when `verify`, one whose
+    records scan_columns declines. -> the position of the batch it stopped at (or where the
+    walk ended)."""
+    end = min(end, len(buf))
+    ts_types, bases, pids, epochs, txns, controls = batch_values
+    mv = memoryview(buf)
+    while pos + 17 < end and cols.rows < max_rows and cols.payload < max_bytes:
+        head = _data_batch(buf, pos, end)
+        if head is None:
+            break
+        base, total, _, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = head
+        total += 12
+        if base < lo or base + lod >= hi or (attributes & 0x10 and not transactional):
+            break
+        if verify and crc32c(mv[pos + 21:pos + total]) != crc:
+            break
+        start = cols.rows
+        try:
+            scan_columns(RecordBatch(buf, pos, total, 2), cols)
+        except Exception:   # the caller's loop: records() says what is wrong, or decodes it
+            break
+        pos += total
+        if not count:       # no row: no values (as _RecordRows.add)
+            continue
+        batch_of_row.extend(array("i", [len(bases)]) * (cols.rows - start))
+        ts_types.append("LogAppendTime" if attributes & 0x08 else "CreateTime")
+        bases.append(base)
+        pids.append(pid)
+        epochs.append(epoch)
+        txns.append(bool(attributes & 0x10))
+        controls.append(False)
     return pos
 
 
