@@ -198,7 +198,7 @@ def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
 
 @PROPERTY
 @given(data=st.data(), width=st.sampled_from([1, 2, 4, 8, 3]))
-def test_spread_compiled_is_pure(data, width):
+def test_take_fixed_width_compiled_is_pure(data, width):
     compiled = _compiled("_scan")
     from kafkalog_cli.formats import _scan_py as pure
 
@@ -210,4 +210,4 @@ def test_spread_compiled_is_pure(data, width):
             return f(values, width, rows)
         except ValueError as e:
             return "ValueError", str(e)
-    assert outcome(compiled.spread) == outcome(pure.spread)
+    assert outcome(compiled.take_fixed_width) == outcome(pure.take_fixed_width)

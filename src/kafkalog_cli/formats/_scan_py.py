@@ -11,7 +11,7 @@ order; formats/byte_loops.py picks one). Each is the reference decoder (records.
 - record columns: `scan_columns`, the records of a batch as columns (`RecordColumns`), for the
   Arrow rows of the Spark data source and export; `columns_of_batches`, a run of batches;
 - search: `search_v2`, the records of a batch that pass dump-log's search;
-- Arrow buffers: `gather_spans`, `spread`.
+- Arrow buffers: `gather_spans`, `take_fixed_width`.
 
 Varints of one and two bytes are decoded inline (a Python call costs more than the rest of a
 record); longer ones go through varint.py. On anything unusual a record scanner raises
@@ -1074,7 +1074,7 @@ def gather_spans(whole, spans, first: int, n: int, utf8: bool = False) -> tuple[
 _WIDTH_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 
 
-def spread(values, width: int, rows) -> bytes:
+def take_fixed_width(values, width: int, rows) -> bytes:
     """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
     them in `rows` (int32) -> the rows' values end to end: a batch's values for each of its
     records."""
