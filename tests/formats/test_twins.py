@@ -197,13 +197,40 @@ def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
 
 
 @PROPERTY
+@given(data=st.data(), whole=st.binary(min_size=1, max_size=600) | st.text(max_size=200).map(str.encode),
+       utf8=st.booleans(), first=st.sampled_from([0, 2]), forward=st.booleans())
+def test_gather_spans_of_many_rows_compiled_is_pure(data, whole, utf8, first, forward):
+    """Past the rows where the pure twin gathers by numpy and pyarrow: spans running forward
+    through the bytes (as RecordColumns' do) or not, a span out of range, UTF-8 or not."""
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+
+    n = data.draw(st.integers(64, 160))
+    bound = st.integers(0, len(whole) + (0 if forward else 1))
+    bounds = [data.draw(bound) for _ in range(4 * n)]
+    if forward:
+        bounds.sort()
+    else:
+        for i in range(0, 4 * n, 2):
+            bounds[i:i + 2] = sorted(bounds[i:i + 2])
+    spans = array("i", bounds)
+
+    def outcome(f):
+        try:
+            return f(whole, spans, first, n, utf8)
+        except ValueError as e:
+            return "ValueError", str(e)
+    assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
+
+
+@PROPERTY
 @given(data=st.data(), width=st.sampled_from([1, 2, 4, 8, 3]))
 def test_take_fixed_width_compiled_is_pure(data, width):
     compiled = _compiled("_scan")
     from kafkalog_cli.formats import _scan_py as pure
 
     values = data.draw(st.binary(max_size=8 * 6))
-    rows = array("i", data.draw(st.lists(st.integers(-1, 7), max_size=12)))
+    rows = array("i", data.draw(st.lists(st.integers(-1, 7), max_size=12) | st.lists(st.integers(0, 5), min_size=64, max_size=100)))
 
     def outcome(f):
         try:
