@@ -492,7 +492,7 @@ def lines_of_batches(buf, pos: int, end: int, layout: JsonLayout, batch_format, 
             key = (attributes, pid, epoch)
             try:
                 text = _record_lines(RecordBatch(buf, pos, total, 2), layout,
-                                     lambda batch, variant: _record_format(variant, key), True)
+                                     lambda batch, variant, key=key: _record_format(variant, key), True)
             except Exception:   # the caller's loop: the reference decoder says what is wrong
                 break
         computed = crc32c(mv[pos + 21:pos + total])
@@ -893,7 +893,7 @@ def columns_of_batches(buf, pos: int, end: int, cols: RecordColumns, batch_value
         head = _data_batch(buf, pos, end)
         if head is None:
             break
-        base, total, _, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = head
+        base, total, _, _, crc, attributes, lod, _, _, pid, epoch, _, count = head
         total += 12
         if base < lo or base + lod >= hi or (attributes & 0x10 and not transactional):
             break
