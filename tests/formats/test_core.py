@@ -523,7 +523,7 @@ def _tables(tmp_path, data: bytes, bytes_per_batch: int | None = None, **kw) -> 
                                 ("reference", pure, general)):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(arrow, "scan_columns", scanner)
-            for loop in ("gather_spans", "columns_of_batches", "spread"):
+            for loop in ("gather_spans", "columns_of_batches", "take_fixed_width"):
                 m.setattr(arrow, loop, getattr(twin, loop))
             if bytes_per_batch is not None:
                 m.setattr(arrow, "BYTES_PER_BATCH", bytes_per_batch)
@@ -663,16 +663,16 @@ def _fields(c) -> tuple:
 
 
 @needs_compiled
-def test_spread_and_gather_are_take_and_cast():
+def test_take_fixed_width_and_gather_spans_are_take_and_cast():
     import pyarrow as pa
     from array import array
 
     values, rows = array("q", [5, -1, 2**62]), array("i", [0, 0, 2, 1, 2])
     want = pa.array(list(values), pa.int64()).take(pa.array(list(rows), pa.int32()))
-    got = pa.Array.from_buffers(pa.int64(), 5, [None, pa.py_buffer(compiled.spread(values, 8, rows))])
+    got = pa.Array.from_buffers(pa.int64(), 5, [None, pa.py_buffer(compiled.take_fixed_width(values, 8, rows))])
     assert got.equals(want)
     with pytest.raises(ValueError):
-        compiled.spread(values, 8, array("i", [3]))
+        compiled.take_fixed_width(values, 8, array("i", [3]))
     whole = b"ab\xc3\xa9\xff"
     spans = array("i", [0, 2, 0, 0, 2, 4, 0, 0, 4, 5, 0, 0])
     assert compiled.gather_spans(whole, spans, 0, 2, True) == (array("i", [0, 2, 4]).tobytes(), b"ab\xc3\xa9")

@@ -36,7 +36,8 @@ def _read(ref, monkeypatch, *, fast: bool, rows: int = 8192, **options) -> list[
             def general(b, cols):
                 raise ValueError("the general path, please")
             m.setattr(arrow, "scan_columns", general)
-            for name in ("columns_of_batches", "gather_spans", "spread"):     # the pure twin's
+            m.setattr(arrow, "columns_of_batches", lambda buf, pos, *_: pos)    # no run: add takes each batch
+            for name in ("gather_spans", "take_fixed_width"):     # the pure twin's
                 m.setattr(arrow, name, getattr(_scan_py, name))
         return list(read_segment(ref, columns("record", **options), rows_per_batch=rows))
 

@@ -23,7 +23,7 @@ ENV = "KAFKALOG_PURE_PYTHON"
 
 # each compiled module's public names, in its order (its pure twin's are the same)
 SCAN = ("batch_text", "text_of_batches", "batch_json", "lines_of_batches", "v2_records_ok", "scan_columns",
-        "columns_of_batches", "search_v2", "gather_spans", "spread")
+        "columns_of_batches", "search_v2", "gather_spans", "take_fixed_width")
 FRAMING_WALK = ("CRC32C_IN_C", "check_sound_batches", "batch_cuts", "crc32c_of")
 TWINS = {"_scan": SCAN, "_framing_walk": FRAMING_WALK}
 _TWIN_OF = {name: twin for twin, names in TWINS.items() for name in names}

@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats.byte_loops import columns_of_batches, gather_spans, scan_columns, spread
+from kafkalog_cli.formats.byte_loops import columns_of_batches, gather_spans, scan_columns, take_fixed_width
 from kafkalog_cli.formats.record_columns import RecordColumns
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
@@ -494,7 +494,7 @@ class _RecordRows(_Rows):
             if type_ in _INT_CODES:
                 values = array(_INT_CODES[type_], values)
                 return pa.Array.from_buffers(type_, self.count, [None, pa.py_buffer(
-                    spread(values, values.itemsize, self.batch_of_row))])
+                    take_fixed_width(values, values.itemsize, self.batch_of_row))])
             return _column(values, type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
         if not self.record_values:
