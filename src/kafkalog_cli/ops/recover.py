@@ -322,7 +322,9 @@ def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: 
     cfg = resolver.for_topic(tp.topic)
     with s.mapped() as buf:
         try:
-            pieces = split_overflowed_segment(buf, s.base_offset, cfg.index_interval_bytes, o.error.position)
+            position = o.error.position
+            assert position is not None, "recover_segment locates every overflow it raises"
+            pieces = split_overflowed_segment(buf, s.base_offset, cfg.index_interval_bytes, position)
         except OffsetOverflowError as e:
             # the broker does not start: refused, with what stops it
             raise OffsetOverflowError(f"{o.error.message}; the broker splits such a segment, but here it "
@@ -496,7 +498,7 @@ class _PartitionRecovery:
         kw = {} if ignored is None else {"ignored": ignored}
         return rebuild_producer_state(self.part.directory, [self.segs[b] for b in (self.bases if bases is None else bases)], upto,
                                       now_ms=self.opts.now_ms, expiration_ms=self.cfg.producer_id_expiration_ms,
-                                      log_start=self.log_start, versions=self.opts.resolver.versions, **kw)
+                                      log_start=self.log_start, versions=self.resolver.versions, **kw)
 
     # -- the segments
     def plan_segments(self) -> None:
@@ -942,12 +944,13 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
         p.add(Action(ActionKind.DELETE, part.path(f), "leftover .cleaned file (LogLoader deletes it)", name))
         present.discard(f)
     swapped_bases = set()
-    log_swaps = [f for f in valid_swaps if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)]
+    log_swaps = {f: swap_base for f in valid_swaps if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)
+                 and (swap_base := offset_from_name(f)) is not None}
     if log_swaps:
         # the range the swapped-in segments cover: each .swap's own walk, from its first byte
-        lo = min(offset_from_name(f) for f in log_swaps)
-        hi = max(Segment(part.directory, offset_from_name(f), read_from=part.path(f)).next_offset_after(None)
-                 for f in log_swaps)
+        lo = min(log_swaps.values())
+        hi = max(Segment(part.directory, base, read_from=part.path(f)).next_offset_after(None)
+                 for f, base in log_swaps.items())
         for f in files:
             off = offset_from_name(f)
             if (f in present and off is not None and lo <= off < hi and not f.endswith(names.SWAP_SUFFIX)
