@@ -20,13 +20,11 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from kafkalog_cli.formats import byte_loops
+from kafkalog_cli.formats.batch_findings import (  # noqa: F401 (the kinds, read as framing.CRC ...)
+    CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, Finding,
+)
 from kafkalog_cli.formats.crc import crc32c
-
-# Kafka's sizes (Records.LOG_OVERHEAD, LegacyRecord.RECORD_OVERHEAD_V0,
-# DefaultRecordBatch.RECORD_BATCH_OVERHEAD); records.py takes them from here
-LOG_OVERHEAD = 12                  # offset int64 + size int32
-RECORD_OVERHEAD_V0 = 14            # Kafka's minimum size for any entry
-RECORD_BATCH_OVERHEAD = 61         # v2 header
+from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 
 _HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
 _HEAD_LEN = _HEAD.size                     # 27
@@ -52,16 +50,6 @@ def walks_without_gil() -> bool:
     return byte_loops.CRC32C_IN_C
 
 
-# the kinds of verify-crc's problems that a check over bytes finds
-CRC = "crc"                   # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
-INNER_CRC = "inner_crc"       # deep: a legacy inner message's CRC-32
-SIZE = "size"                 # a size field below 14, or a v2 batch below 61 bytes
-TRAILING = "trailing_bytes"   # an incomplete batch at the end of the file (its bytes are ignored)
-MAGIC = "magic"               # a magic byte other than 0, 1, 2
-OFFSETS = "offsets"           # offsets not increasing within or across batches
-RECORDS = "records"           # deep: records that do not decode, or do not match the header
-
-
 @dataclass(slots=True)
 class BatchCheck:
     """What `check_batches` saw in one byte range."""
@@ -72,21 +60,6 @@ class BatchCheck:
     last_offset: int | None = None
     first_position: int | None = None
     findings: list[Finding] = field(default_factory=list)
-
-
-@dataclass
-class Finding:
-    """Something wrong at `position` of `file`: of `kind`, said by `message`, about the batch with
-    these offsets (and CRCs, for a CRC mismatch)."""
-
-    file: str | None
-    position: int | None
-    kind: str
-    message: str
-    base_offset: int | None = None
-    last_offset: int | None = None
-    stored_crc: int | None = None
-    computed_crc: int | None = None
 
 
 def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,

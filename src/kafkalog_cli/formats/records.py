@@ -16,7 +16,7 @@ from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, Kafkalog
 from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
-from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
+from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
 
