@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gen_segment import build_logdir  # noqa: E402
+from gen_segment import build_logdir
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.crc import crc32c

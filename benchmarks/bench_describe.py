@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_retain import build  # noqa: E402  the same log dir as the retention benchmark
-from measure import kafkalog_command, load, run  # noqa: E402
+from bench_retain import build  # the same log dir as the retention benchmark
+from measure import kafkalog_command, load, run
 
-from kafkalog_cli.formats.producer_state import encode_producer_snapshot  # noqa: E402
-from kafkalog_cli.ops import describe  # noqa: E402
+from kafkalog_cli.formats.producer_state import encode_producer_snapshot
+from kafkalog_cli.ops import describe
 
 TARGET_S = 5.0
 

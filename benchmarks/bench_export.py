@@ -35,7 +35,7 @@ from pathlib import Path
 from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure import KAFKA_PYTHON_MISSING, PeakMemory, kafka_python_decode, load  # noqa: E402
+from measure import KAFKA_PYTHON_MISSING, PeakMemory, kafka_python_decode, load
 
 RECORDS_PER_BATCH = 128
 TS0 = 1_700_000_000_000

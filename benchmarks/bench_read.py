@@ -48,8 +48,15 @@ from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from measure import (  # noqa: E402
-    AIOKAFKA_MISSING, KAFKA_PYTHON_MISSING, best_run, kafka_dump_log, kafkalog_command, load, run, versus_kafka_python,
+from measure import (
+    AIOKAFKA_MISSING,
+    KAFKA_PYTHON_MISSING,
+    best_run,
+    kafka_dump_log,
+    kafkalog_command,
+    load,
+    run,
+    versus_kafka_python,
 )
 
 RECORDS_PER_BATCH = 100

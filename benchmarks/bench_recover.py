@@ -20,8 +20,8 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 
 def build(d: Path, mib: int) -> Path:

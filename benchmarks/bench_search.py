@@ -37,8 +37,8 @@ from kafkalog_cli.storage.segment import map_file
 from kafkalog_cli.storage.selection import Filters, selected_batches
 
 sys.path.insert(0, str(Path(__file__).parent))
-from gen_segment import build  # noqa: E402
-from measure import KAFKA_PYTHON_MISSING, kafka_python_rate, kafkalog_command, load  # noqa: E402
+from gen_segment import build
+from measure import KAFKA_PYTHON_MISSING, kafka_python_rate, kafkalog_command, load
 
 NKEYS = 10_000
 

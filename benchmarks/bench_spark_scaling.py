@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_export import build_logdir, parse_size  # noqa: E402
+from bench_export import build_logdir, parse_size
 
 EXPECTED = 1.7
 
@@ -65,8 +65,8 @@ def main(argv=None) -> int:
         print(f"input: {size / (1 << 20):.0f} MiB, {a.partitions} partitions x 1 segment, {records:,} records; "
               f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
         from kafkalog_cli.spark.arrow import scan_segment
-        from kafkalog_cli.storage.logdir import segments_of
         from kafkalog_cli.spark.engine import run_partitions
+        from kafkalog_cli.storage.logdir import segments_of
 
         refs = segments_of([str(log_dir)])
         pool = {}

@@ -3,7 +3,6 @@ bytes of v2 batches (~16 KiB each, a producer's default batch.size) of ~100-byte
 `keys` keys, followed by an empty active segment and the producer snapshot a roll writes."""
 from __future__ import annotations
 
-import os
 import random
 import struct
 import sys

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from tests.helpers.paths import CORPUS
 
 

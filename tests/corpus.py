@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.paths import REPO as ROOT
 
 ENV = "KAFKALOG_CORPUS"

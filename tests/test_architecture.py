@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.paths import REPO as ROOT
 
 SRC = ROOT / "src" / "kafkalog_cli"

@@ -17,7 +17,6 @@ from tests.helpers import bad_inputs as B
 from tests.helpers.bad_inputs import LOG_CASES, run
 
 
-
 def one_error_line(r, name: str, *, byte: bool) -> str:
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

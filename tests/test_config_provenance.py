@@ -12,9 +12,10 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.runner import ConfigSources
+from tests.helpers.kraft_records import config_record as _config_record
+from tests.helpers.kraft_records import kraft_log_dir
+from tests.helpers.kraft_records import topic_record as _topic_record
 from tests.helpers.paths import FIXTURES
-from tests.helpers.kraft_records import (config_record as _config_record, kraft_log_dir,
-                                         topic_record as _topic_record)
 
 
 def resolver_from_options(log_dir, config_pairs=(), topic_config_items=(), server_properties=None,
@@ -23,9 +24,20 @@ def resolver_from_options(log_dir, config_pairs=(), topic_config_items=(), serve
     return ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties, no_cluster_metadata,
                          frozenset(topics) if topics is not None else None, assume_kafka_defaults).resolver(log_dir)
 from kafkalog_cli.config import (
-    ClusterMetadata, ConfigResolver, ConfigSource, MetadataState, Unknown, check_topic_overrides,
-    compaction_deciding_configs, parse_key_values, parse_topic_key_values, read_cluster_metadata,
-    read_server_properties, refusal_line, retention_deciding_configs, unknown_configs,
+    ClusterMetadata,
+    ConfigResolver,
+    ConfigSource,
+    MetadataState,
+    Unknown,
+    check_topic_overrides,
+    compaction_deciding_configs,
+    parse_key_values,
+    parse_topic_key_values,
+    read_cluster_metadata,
+    read_server_properties,
+    refusal_line,
+    retention_deciding_configs,
+    unknown_configs,
 )
 from kafkalog_cli.errors import ExitCode, UsageError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch

@@ -5,8 +5,9 @@ import json
 import subprocess
 
 import pytest
-from tests.helpers.paths import EXAMPLES
+
 from tests.helpers.e2e import _exe, kafkalog
+from tests.helpers.paths import EXAMPLES
 
 pytestmark = pytest.mark.e2e
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from tests.helpers.paths import EXAMPLES
 from tests.helpers.e2e import kafkalog
+from tests.helpers.paths import EXAMPLES
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
-
 from tests.helpers.e2e import _exe
-from tests.helpers.paths import EXAMPLES, REPO as ROOT
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.paths import REPO as ROOT
 
 README = (ROOT / "README.md").read_text()
 pytestmark = pytest.mark.e2e

@@ -15,14 +15,14 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import EXIT_CODE_TABLE, ExitCode, exit_code_of
-
-from tests.helpers import bad_inputs as B, paths
-from tests.helpers.field_damage import base_offset_overflow, torn_tail
-from tests.helpers.transactions import NOW as HANGING_NOW
-from tests.helpers.locks import hold_lock
-from tests.helpers.exit_codes import EXIT_CODES
-from tests.helpers.paths import EXAMPLES
+from tests.helpers import bad_inputs as B
+from tests.helpers import paths
 from tests.helpers.compaction import DIRTY
+from tests.helpers.exit_codes import EXIT_CODES
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
+from tests.helpers.locks import hold_lock
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.transactions import NOW as HANGING_NOW
 
 NOW = "1795249186389"          # the clock the dry runs and the runs share
 

@@ -6,6 +6,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
 from tests.helpers.paths import REPO as ROOT
 
 tomllib = pytest.importorskip("tomllib")    # Python 3.11 on

@@ -13,17 +13,23 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.config import ConfigResolver, KafkaVersion, read_cluster_metadata
-from kafkalog_cli.config.versions import (MAX_TIMESTAMP_EXACT, SHARE_GROUP_STATE_INTERNAL, TIERED_STORAGE,
-                                          KafkaVersions, internal_topic, metadata_version_release)
+from kafkalog_cli.config.versions import (
+    MAX_TIMESTAMP_EXACT,
+    SHARE_GROUP_STATE_INTERNAL,
+    TIERED_STORAGE,
+    KafkaVersions,
+    internal_topic,
+    metadata_version_release,
+)
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
-
 from tests.corpus import corpus_path
 from tests.corpus import needs_corpus as needs_corpus_at
-from tests.helpers.kraft_records import (config_record as _config_record, topic_record as _topic_record,
-                                         kraft_log_dir)
+from tests.helpers.kraft_records import config_record as _config_record
+from tests.helpers.kraft_records import kraft_log_dir
+from tests.helpers.kraft_records import topic_record as _topic_record
 from tests.helpers.paths import EXAMPLES as EXAMPLE
 from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
 

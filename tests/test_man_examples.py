@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.paths import EXAMPLES, MAN
 
 KAFKALOG = shutil.which("kafkalog", path=str(Path(sys.executable).parent)) or shutil.which("kafkalog")

@@ -8,8 +8,8 @@ import click
 import pytest
 
 from kafkalog_cli.cli import COMMANDS, cli
-from tests.helpers.paths import MAN
 from tests.helpers.exit_codes import EXIT_CODES
+from tests.helpers.paths import MAN
 
 
 def _man_text(page: Path) -> str:

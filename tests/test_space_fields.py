@@ -2,12 +2,9 @@
 in total, in the report of every command that removes data."""
 from __future__ import annotations
 
-import json
-
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.compaction import DIRTY
 from tests.helpers.run_lines import log_dir_report, totals
 

@@ -73,7 +73,7 @@ class KafkalogError(Exception):
         self.path = path
         self.position = position
 
-    def located(self, path: str | None = None, position: int | None = None) -> "KafkalogError":
+    def located(self, path: str | None = None, position: int | None = None) -> KafkalogError:
         """Fill in the location when a lower layer raised without knowing it."""
         if self.path is None and path is not None:
             self.path = path
@@ -81,7 +81,7 @@ class KafkalogError(Exception):
             self.position = position
         return self
 
-    def in_record(self, offset: int, batch_position: int) -> "KafkalogError":
+    def in_record(self, offset: int, batch_position: int) -> KafkalogError:
         """A decoder's error, whose position is inside a key or value, moved to the position of
         the record's batch in the .log (the record is named by its offset)."""
         inner = f" (byte {self.position} of the key or value)" if self.position is not None else ""

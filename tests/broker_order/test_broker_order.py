@@ -18,14 +18,15 @@ tests/formats/test_scala_order.py came from such a run)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 from pathlib import Path
 
-from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint, parse_offset_checkpoint_entries
+from kafkalog_cli.formats.checkpoints import (
+    encode_offset_checkpoint,
+    parse_offset_checkpoint_entries,
+)
 from kafkalog_cli.formats.scala_order import topic_partition_hash
-
 from tests.helpers.kafka_broker import broker_run, format_log_dir, needs_broker
 
 FILES = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",

@@ -16,7 +16,12 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.formats.scala_order import (
-    CheckpointKind, any_ref_map_order, broker_order, concurrent_hash_map_order, hash_map_order, topic_partition_hash,
+    CheckpointKind,
+    any_ref_map_order,
+    broker_order,
+    concurrent_hash_map_order,
+    hash_map_order,
+    topic_partition_hash,
 )
 
 KAFKA_HOME = os.environ.get("KAFKA_HOME")

@@ -10,8 +10,8 @@ import functools
 import itertools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .workspace import Workspace
 
@@ -59,10 +59,11 @@ class Command:
 _HELP_CODES = re.compile(r"(?:^|[;,]|Exit codes?:)\s*(\d)\s+(?=[a-z(-])")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def documented_codes(name: str) -> frozenset[int]:
     """The codes in `kafkalog <subcommand> --help`'s "Exit codes:" paragraph (empty if none)."""
     import subprocess
+
     from . import runner
     words = list(itertools.takewhile(lambda w: not w.startswith("-"), name.split()))
     env = {**os.environ, "PYTHONPATH": runner.package_root(), "COLUMNS": "200"}

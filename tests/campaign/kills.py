@@ -16,9 +16,9 @@ import json
 import random
 import struct
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from . import runner, workspace
 from .cases import replay_args, restore_all, tree_state

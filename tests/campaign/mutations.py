@@ -12,9 +12,9 @@ import os
 import random
 import socket
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .workspace import Workspace
 
@@ -74,7 +74,7 @@ class Kind(enum.Enum):
         self.family = family
 
     @classmethod
-    def by_label(cls, label: str) -> "Kind":
+    def by_label(cls, label: str) -> Kind:
         return next(k for k in cls if k.label == label)
 
 

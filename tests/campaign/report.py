@@ -3,7 +3,7 @@ case id, command, mutation, symptom and one-line reproduction."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable
+from collections.abc import Iterable
 
 from .oracle import Failure, Invariant, Verdict
 

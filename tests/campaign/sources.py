@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+
 from tests.helpers.paths import EXAMPLES
 
 _ROOT_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint")

@@ -1,18 +1,13 @@
 """kafkalog compact through the command line."""
 from __future__ import annotations
 
-import json
-
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
-from tests.helpers.run_lines import log_dir_report, stable
-from tests.helpers.compaction import FIXTURES, records_of, restore
 from tests.helpers import paths
-from tests.helpers.compaction import CFG
-
+from tests.helpers.compaction import CFG, FIXTURES, records_of, restore
+from tests.helpers.run_lines import log_dir_report, stable
 
 
 def test_compact_json_then_nothing_left(tmp_path):
@@ -35,7 +30,8 @@ def test_dry_run_human(tmp_path):
 
 def test_locked_log_dir_exit_5(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
-    import subprocess, sys, time
+    import subprocess
+    import sys
     holder = subprocess.Popen([sys.executable, "-c",
                                "import fcntl,sys,time;f=open(sys.argv[1],'a');fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)",
                                str(log_dir / ".lock")], stdout=subprocess.PIPE)
@@ -146,10 +142,11 @@ def test_jobs_dry_run_same_report(tmp_path):
 
 
 def test_a_quarantine_inside_the_log_dir_is_refused(tmp_path):
-    from kafkalog_cli.cli import cli as _cli
+    import shutil
+
     from click.testing import CliRunner as _Runner
 
-    import shutil
+    from kafkalog_cli.cli import cli as _cli
 
     d = tmp_path / "logdir"
     shutil.copytree(paths.EXAMPLES, d)

@@ -23,7 +23,6 @@ import shutil
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kraft_cluster import Cluster, kafka_version, needs_cluster
 
 pytestmark = needs_cluster

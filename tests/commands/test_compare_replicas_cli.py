@@ -6,7 +6,6 @@ import json
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.replicas import run, unclean_election, write_replica
 
 

@@ -9,8 +9,8 @@ import shutil
 import pytest
 
 from kafkalog_cli.cli import cli
-from tests.helpers.paths import FIXTURES
 from tests.helpers import paths
+from tests.helpers.paths import FIXTURES
 
 FIXTURE = FIXTURES / "groups-broker-3.3.1"
 LOGDIR = FIXTURE / "logdir"

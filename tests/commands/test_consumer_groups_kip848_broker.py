@@ -15,9 +15,14 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kafka_broker import KAFKA_PY, broker_run, format_log_dir
-from .metadata_checks import image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
+
+from .metadata_checks import (
+    image_before_controlled_shutdown,
+    image_partitions,
+    kafka_topic_ids,
+    kafka_topics_partitions,
+)
 
 KAFKA_HOME_39 = os.environ.get("KAFKA_HOME_39", "/opt/kafka-3.9.0-rc3")
 pytestmark = pytest.mark.skipif(

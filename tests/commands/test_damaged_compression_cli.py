@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.bad_inputs import fix_crc, garbage_compressed, good_batch, partition
 from kafkalog_cli.formats.compression import Compression
+from tests.helpers.bad_inputs import fix_crc, garbage_compressed, good_batch, partition
 from tests.helpers.paths import SRC
 
 

@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kafka_broker import broker_run, needs_broker
-from tests.helpers.run_lines import partitions
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.run_lines import partitions
 
 pytestmark = needs_broker
 

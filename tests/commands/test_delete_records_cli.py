@@ -8,11 +8,10 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.retention import NEW, make_log_dir
-from tests.helpers.run_lines import log_dir_report, of_kind, partitions, totals
 from tests.helpers.file_states import tree
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.retention import NEW, make_log_dir
+from tests.helpers.run_lines import log_dir_report, of_kind, partitions, totals
 
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]        # offsets 0-2, 3-5, 6-8
 

@@ -9,10 +9,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
-
-from tests.helpers.run_lines import of_kind
 from tests.helpers.bad_inputs import LOG_CASES
 from tests.helpers.paths import BROKER
+from tests.helpers.run_lines import of_kind
 
 LOG_DIRS = sorted(p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after")))
 

@@ -19,12 +19,22 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import paths
 from tests.helpers.broker_start import broker_verdict, needs_broker
+from tests.helpers.doctor import (
+    MOVED,
+    copy,
+    doctor,
+    findings,
+    owned_by,
+    props,
+    rot,
+    split,
+    unused_uid,
+    write_props,
+)
 from tests.helpers.kafka_broker import broker_run
 from tests.helpers.kraft_cluster import Cluster, needs_cluster
-from tests.helpers.doctor import (MOVED, copy, doctor, findings, owned_by, props, rot, split, unused_uid,
-                                  write_props)
-from tests.helpers import paths
 
 pytestmark = needs_broker
 

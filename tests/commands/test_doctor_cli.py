@@ -13,15 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.broker_start import broker_verdict, needs_broker
-from tests.helpers.field_damage import base_offset_overflow, torn_tail
-from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
 from tests.corpus import ENV as CORPUS_ENV
 from tests.corpus import corpus_dir, corpus_path
-from tests.helpers.locks import hold_lock
 from tests.helpers import paths
+from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.doctor import copy, doctor, props, write_props
+from tests.helpers.field_damage import base_offset_overflow, torn_tail
+from tests.helpers.fullfs import EXAMPLES, fill, tmpfs
+from tests.helpers.locks import hold_lock
 
 
 # ------------------------------------------------------------------ the field's cases
@@ -277,7 +276,9 @@ def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
     # LogManager.isStrayKraftReplica (3.7+): a topic id the metadata image does not hold (a topic
     # deleted while this broker was down), or replicas without this node
     import shutil
+
     from click.testing import CliRunner
+
     from kafkalog_cli.cli import cli
 
     d = tmp_path / "ld"

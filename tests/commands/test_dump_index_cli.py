@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.helpers.paths import EXAMPLES as _EX, READ
+from tests.helpers.paths import EXAMPLES as _EX
+from tests.helpers.paths import READ
 
 GOLDENS = READ / "goldens"
 CASES = sorted((a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args"))

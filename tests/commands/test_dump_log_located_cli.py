@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from kafkalog_cli.cli import cli
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.storage.selection import Filters
-from tests.helpers.strategies import v2_batches
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.strategies import v2_batches
 
 LOG = "00000000000000000000.log"
 

@@ -8,9 +8,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
+from tests.helpers.bad_inputs import LOG_CASES, run
 from tests.helpers.file_states import checkpoint
 from tests.helpers.paths import CORPUS, EXAMPLES
-from tests.helpers.bad_inputs import LOG_CASES, run
 
 TS = CORPUS / "broker" / "formats" / "ts-nonmonotonic" / "before"
 PARTITIONS = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())

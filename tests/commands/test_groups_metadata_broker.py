@@ -18,11 +18,16 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, format_log_dir, needs_broker
 from tests.helpers.kafka_dist import kafka_dist
-from .metadata_checks import image, image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 
+from .metadata_checks import (
+    image,
+    image_before_controlled_shutdown,
+    image_partitions,
+    kafka_topic_ids,
+    kafka_topics_partitions,
+)
 
 _DIST = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
 

@@ -11,9 +11,14 @@ import shutil
 import pytest
 
 from kafkalog_cli.cli import cli
-
-from .metadata_checks import image_before_controlled_shutdown, image_partitions, kafka_topic_ids, kafka_topics_partitions
 from tests.helpers.paths import FIXTURES
+
+from .metadata_checks import (
+    image_before_controlled_shutdown,
+    image_partitions,
+    kafka_topic_ids,
+    kafka_topics_partitions,
+)
 
 LOGDIR = FIXTURES / "groups-broker-3.3.1" / "logdir"
 EXPECTED = json.loads((FIXTURES / "groups-broker-3.3.1" / "expected.json").read_text())

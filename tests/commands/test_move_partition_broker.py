@@ -12,7 +12,6 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.checkpoints import read_offsets
-
 from tests.helpers.kraft_cluster import Cluster, kafka_version, needs_cluster
 
 pytestmark = needs_cluster
@@ -84,8 +83,8 @@ def test_what_the_broker_does_with_a_killed_move(tmp_path):
     directories"; running the command again finishes)."""
     from kafkalog_cli.ops import move_partition as ops
     from kafkalog_cli.storage.fsops import FsOps, InjectedFault
-    from kafkalog_cli.storage.quarantine_writer import Quarantine
     from kafkalog_cli.storage.names import TopicPartition
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     print("Kafka", kafka_version())
     c = Cluster(tmp_path / "cluster", brokers=1, log_dirs_per_broker=2, broker_config={

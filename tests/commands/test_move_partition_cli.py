@@ -1,16 +1,15 @@
 """kafkalog move-partition on the command line: the plan, the run, refusals, the lock."""
 from __future__ import annotations
 
-import json
 import os
 
 import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.run_lines import log_dir_report, totals
 from tests.helpers.locks import hold_lock
+from tests.helpers.run_lines import log_dir_report, totals
+
 from ..ops.move_helpers import TP, live_copies, state, two_log_dirs
 
 

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.helpers.run_lines import log_dir_report
 from tests.helpers.paths import EXAMPLES, SRC
+from tests.helpers.run_lines import log_dir_report
 
 UUID = "0123456789abcdef0123456789abcdef"
 NOW = "1900000000000"

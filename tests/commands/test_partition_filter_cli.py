@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.helpers.run_lines import log_dir_report, partitions
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.run_lines import log_dir_report, partitions
 
 LOG = "00000000000000000000.log"
 READ_COMMANDS = ("dump-log", "dump-index", "verify-crc")
@@ -210,7 +210,7 @@ def test_dry_run_plans_only_the_matching_partitions(command, logdir):
     assert planned(command, r.stdout) == ([] if command == "compact" else ["codec-gzip-1", "codec-lz4-1"])
 
 
-def test_a_log_dir_without_a_match_is_left_alone_its_lock_not_taken(logdir, tmp_path, held_lock):  # noqa: F811
+def test_a_log_dir_without_a_match_is_left_alone_its_lock_not_taken(logdir, tmp_path, held_lock):
     other = tmp_path / "other"
     shutil.copytree(EXAMPLES, other)
     held_lock(other)                    # a broker runs on it: touching it would be exit 5

@@ -17,13 +17,11 @@ import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
 
-from tests.helpers.run_lines import of_kind
-
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
-
 from tests.helpers import broker_cases, compaction, retention
 from tests.helpers.paths import MAN
+from tests.helpers.run_lines import of_kind
 
 MAN = MAN / "kafkalog-quarantine.1"
 COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.policy=compact",

@@ -1,5 +1,4 @@
 import errno
-import json
 import subprocess
 import sys
 
@@ -8,11 +7,10 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import fsops as fsops_mod
-
-from tests.helpers.broker_cases import copy_case, tree_state
-from tests.helpers.run_lines import log_dir_report, totals
-from tests.helpers.locks import hold_lock
 from tests.helpers import paths
+from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.locks import hold_lock
+from tests.helpers.run_lines import log_dir_report, totals
 
 
 def invoke(*args):

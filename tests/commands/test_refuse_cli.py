@@ -5,7 +5,6 @@ broker's high-watermark rule."""
 from __future__ import annotations
 
 import hashlib
-import json
 import pickle
 import shutil
 from pathlib import Path
@@ -20,10 +19,19 @@ from kafkalog_cli.storage import names
 from kafkalog_cli.storage.logdir import partition_dirs_for
 from tests.helpers.compaction import records_of, restore
 from tests.helpers.paths import BROKER as FIXTURES
-from tests.helpers.retention import (DAY, NEW, NOW, OLD, copy_case, make_log_dir, params, partition_files,
-                                     server_properties)
-from tests.helpers.run_lines import log_dir_report, of_kind
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.retention import (
+    DAY,
+    NEW,
+    NOW,
+    OLD,
+    copy_case,
+    make_log_dir,
+    params,
+    partition_files,
+    server_properties,
+)
+from tests.helpers.run_lines import log_dir_report, of_kind
 
 KEYED_OVERWRITES_NOW = "1795248446186"
 

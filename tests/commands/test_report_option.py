@@ -10,10 +10,9 @@ import shutil
 import pytest
 
 from kafkalog_cli.cli import cli
-from tests.helpers.run_lines import ENVELOPE
-
 from tests.helpers.locks import hold_lock
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.run_lines import ENVELOPE
 
 
 @pytest.mark.parametrize("command", [

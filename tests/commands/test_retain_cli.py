@@ -1,6 +1,4 @@
 """`kafkalog retain` as a cron job sees it: output, exit codes, locking, quarantine, idempotence."""
-import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,13 +7,20 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.run_lines import ENVELOPE, of_kind, partitions, totals
-from tests.helpers.paths import BROKER as FIXTURES
-from tests.helpers.retention import (NOW, OLD, NEW, copy_case, make_log_dir, params, partition_files,
-                                     server_properties)
 from tests.helpers import paths
 from tests.helpers.file_states import tree
+from tests.helpers.paths import BROKER as FIXTURES
+from tests.helpers.retention import (
+    NEW,
+    NOW,
+    OLD,
+    copy_case,
+    make_log_dir,
+    params,
+    partition_files,
+    server_properties,
+)
+from tests.helpers.run_lines import ENVELOPE, of_kind, partitions, totals
 
 KAFKALOG = Path(sys.executable).with_name("kafkalog")
 
@@ -177,7 +182,6 @@ def test_the_default_quarantine_of_a_symlinked_log_dir_is_beside_the_real_one(tm
 def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
     # issue 26: "cleanup_policy": "delete", "retention_ms": 604800000 beside a refusal saying
     # those values are unknown; they are null, the refusal and `configs` say why
-    import json
     import shutil
 
     from click.testing import CliRunner

@@ -1,7 +1,6 @@
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.broker_cases import copy_case, tree_state
 from tests.helpers.run_lines import log_dir_report, partitions
 

@@ -18,10 +18,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage import quarantine_registry
-
-from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
-from tests.helpers.paths import EXAMPLES
 from tests.helpers import paths
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
 
 KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))
 RETAIN = ["retain", "--assume-kafka-defaults", "--now", "1900000000000"]   # segments of examples/ are due

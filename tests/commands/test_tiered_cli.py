@@ -12,9 +12,9 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.internal.remote_log_metadata import metadata_partition, murmur2
+from tests.helpers.run_lines import partitions
 
 from ..ops.tiered_helpers import copy_example, topic_id_of, uploaded
-from tests.helpers.run_lines import partitions
 
 ISSUE_22 = ["--assume-kafka-defaults", "--topic", "multi-segment",
             "--topic-config", "multi-segment:remote.storage.enable=true",

@@ -10,7 +10,6 @@ import shutil
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kafka_broker import broker_run, needs_broker
 from tests.helpers.paths import EXAMPLES
 

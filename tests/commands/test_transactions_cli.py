@@ -7,9 +7,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import build_v2_batch
-
-from tests.helpers.transactions import MIN, NOW, log_dir, txn_state_record
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.transactions import MIN, NOW, log_dir, txn_state_record
 
 
 def invoke(*args):

@@ -23,12 +23,14 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.config.versions import transactions_v2_evidence
-from kafkalog_cli.formats.internal.transaction_state import format_transaction_record_39, read_value_v0_or_v1
+from kafkalog_cli.formats.internal.transaction_state import (
+    format_transaction_record_39,
+    read_value_v0_or_v1,
+)
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
-
 from tests.helpers.kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
 
 pytestmark = [needs_broker, pytest.mark.skipif(not (DIST and DIST.at_least(4, 0)),

@@ -15,7 +15,7 @@ from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, parse_pro
 from kafkalog_cli.formats.records import build_v2_batch
 from kafkalog_cli.formats.txnindex import parse_txn_index
 
-from ..ops.test_transactions_v2 import MIN, NOW, T, TV2_LOG, _txn_state_v1
+from ..ops.test_transactions_v2 import MIN, NOW, TV2_LOG, T, _txn_state_v1
 
 
 def invoke(*args):

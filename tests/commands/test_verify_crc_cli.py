@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from tests.helpers import bad_inputs as B
-from tests.helpers.paths import EXAMPLES as _EXAMPLES, READ
+from tests.helpers.paths import EXAMPLES as _EXAMPLES
+from tests.helpers.paths import READ
 
 
 def invoke(*args):
@@ -131,8 +132,9 @@ def test_piped_output_has_no_decoration(tmp_path):
 
 # ------------------------------------------------------------------ unreadable and non-segment paths
 import os as _os
-import pytest
 import shutil as _shutil
+
+import pytest
 
 
 @pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])

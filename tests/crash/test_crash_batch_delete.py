@@ -18,13 +18,11 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
-from kafkalog_cli.storage.quarantine import default_quarantine_root
-from kafkalog_cli.storage.quarantine_writer import Quarantine
-from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder
-
-from tests.helpers.file_states import partition_hashes as partition_files
 from kafkalog_cli.ops.plan import apply
+from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine import EntryKind, QuarantineFolder, default_quarantine_root
+from kafkalog_cli.storage.quarantine_writer import Quarantine
+from tests.helpers.file_states import partition_hashes as partition_files
 from tests.helpers.retention import DAY, NEW, NOW, OLD, make_log_dir, plan_for, res_with
 
 RETAIN = ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", f"retention.ms={7 * DAY}"]

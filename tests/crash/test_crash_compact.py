@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import cleaner, compact, recover
 from kafkalog_cli.ops.plan import apply as apply_plan
+from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.compaction import FIXTURES, params, records_of, resolver_for, restore
 

@@ -12,13 +12,13 @@ import pytest
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
-
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.delete_records import SEGMENTS, run
-from tests.helpers.retention import kept_offsets, make_log_dir
-from tests.helpers.file_states import partition_hashes as partition_files, hashes as state
+from tests.helpers.file_states import hashes as state
+from tests.helpers.file_states import partition_hashes as partition_files
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.retention import kept_offsets, make_log_dir
 
 OFFSETS = {("t", 0): 7, ("u", 0): 4}          # into the third and the second segment
 

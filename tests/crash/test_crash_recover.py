@@ -8,13 +8,12 @@ import time
 
 import pytest
 
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps, InjectedFault
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-
 from tests.helpers.broker_cases import copy_case, segment_files
 
 

@@ -7,16 +7,25 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-
-from tests.helpers.retention import (NOW, OLD, copy_case, kept_offsets, make_log_dir, params, res_with,
-                                     resolver, run)
 from tests.helpers import paths
-from tests.helpers.file_states import hashes as state, partition_hashes as partition_files
+from tests.helpers.file_states import hashes as state
+from tests.helpers.file_states import partition_hashes as partition_files
+from tests.helpers.retention import (
+    NOW,
+    OLD,
+    copy_case,
+    kept_offsets,
+    make_log_dir,
+    params,
+    res_with,
+    resolver,
+    run,
+)
 
 
 def crash_then_rerun(case: str, tmp_path: Path, n: int, quarantine: bool, via_recover: bool = False) -> Path:

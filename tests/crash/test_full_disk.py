@@ -15,7 +15,6 @@ free block before anything is freed, which a 100% full disk does not have.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -30,12 +29,11 @@ from kafkalog_cli.ops import delete_records, recover, retain
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.ops.runner import ConfigSources
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps, InjectedFault
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
-
+from kafkalog_cli.storage.quarantine_writer import Quarantine
+from tests.helpers.broker_cases import tree_state
 from tests.helpers.broker_start import broker_verdict, needs_broker
 from tests.helpers.fullfs import EXAMPLES, free_bytes, full_copy, tmpfs
-from tests.helpers.broker_cases import tree_state
 from tests.helpers.run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"

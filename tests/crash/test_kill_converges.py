@@ -21,9 +21,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 from click.testing import CliRunner
@@ -32,10 +32,10 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.fsops import FAULT_ENV, FsOps
 from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
-
-from tests.helpers.compaction import params as compact_params, restore as compact_fixture
-from tests.ops.move_helpers import TP, two_log_dirs
+from tests.helpers.compaction import params as compact_params
+from tests.helpers.compaction import restore as compact_fixture
 from tests.helpers.paths import EXAMPLES
+from tests.ops.move_helpers import TP, two_log_dirs
 
 SEED = int(os.environ.get("KAFKALOG_KILL_SEED", "31"))
 KILLS_PER_COMMAND = int(os.environ.get("KAFKALOG_KILLS", "2"))

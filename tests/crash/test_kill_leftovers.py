@@ -15,7 +15,6 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FAULT_ENV
-
 from tests.helpers.compaction import FIXTURES, params, records_of, restore
 from tests.helpers.paths import EXAMPLES
 

@@ -19,10 +19,17 @@ import time
 from pathlib import Path
 
 from tests.differential import broker
-from tests.differential.cases import (COMMANDS, CORPUS, RECOVERED, command_chain, corpus_cases,
-                                      recover_batch, roll_case)
-from tests.helpers.paths import EXAMPLES
+from tests.differential.cases import (
+    COMMANDS,
+    CORPUS,
+    RECOVERED,
+    command_chain,
+    corpus_cases,
+    recover_batch,
+    roll_case,
+)
 from tests.differential.generate import generate
+from tests.helpers.paths import EXAMPLES
 
 
 def _emit(obj) -> None:

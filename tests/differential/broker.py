@@ -167,7 +167,7 @@ class Broker:
     proc: subprocess.Popen | None = None
     port: int = 0
 
-    def __enter__(self) -> "Broker":
+    def __enter__(self) -> Broker:
         self.start()
         return self
 

@@ -41,8 +41,15 @@ from tests.differential.broker import Broker
 from tests.differential.compare import compare_log_dirs
 from tests.differential.generate import _batches
 from tests.differential.loadcheck import _log_start, kafkalog, partition_dirs
-from tests.differential.tiered import (RLMM_READY, SEGMENT, TieredDir, generate_tiered, local_bases, remote_bases,
-                                       serves_from_log_start)
+from tests.differential.tiered import (
+    RLMM_READY,
+    SEGMENT,
+    TieredDir,
+    generate_tiered,
+    local_bases,
+    remote_bases,
+    serves_from_log_start,
+)
 
 PLAIN = {"r-time": dict(SEGMENT), "r-expire": dict(SEGMENT),
          "r-compact": {**SEGMENT, "cleanup.policy": "compact", "segment.bytes": "4096",

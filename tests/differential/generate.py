@@ -114,8 +114,8 @@ def _roll_all(b: Broker) -> None:
 
 
 def leo(log_dir: Path, topic_partition: str) -> int:
-    from kafkalog_cli.storage.segment import Segment
     from kafkalog_cli.storage.names import offset_from_name
+    from kafkalog_cli.storage.segment import Segment
     part = log_dir / topic_partition
     bases = sorted(o for f in part.iterdir() if f.name.endswith(".log") and (o := offset_from_name(f.name)) is not None)
     return Segment(part, bases[-1]).read_next_offset() if bases else 0

@@ -3,10 +3,10 @@ comparison takes the broker's leader election as the broker's epoch cache does."
 import random
 import shutil
 
-from tests.helpers.paths import EXAMPLES
 from tests.differential.compare import compare_log_dirs, epochs_match
 from tests.differential.damage import damage_log_dir
 from tests.differential.loadcheck import partition_dirs
+from tests.helpers.paths import EXAMPLES
 
 
 def _tree(d):

@@ -55,6 +55,7 @@ def _text_version() -> str:
 @pytest.mark.parametrize("group", ["topics", "remote-segments", "remote-log-metadata", "cluster-metadata"])
 def test_kafka_dump_log_and_kafkalog_print_the_same(tiered, tmp_path, group):
     import shutil
+
     from tests.differential.loadcheck import kafkalog
     from tests.differential.tiered import remote_dir
     data = tiered.data

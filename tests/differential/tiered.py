@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,7 +48,7 @@ class TieredDir:
     data: Path
     remote: Path
 
-    def copy(self, dst: Path) -> "TieredDir":
+    def copy(self, dst: Path) -> TieredDir:
         """A copy of both (the log dir as tests/differential/cases.copy_dir makes it)."""
         from tests.differential.cases import copy_dir
         dst.mkdir(parents=True, exist_ok=True)

@@ -10,11 +10,25 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.formats.checkpoints import (
-    EpochEntry, PartitionMetadata, assign_epoch, encode_clean_shutdown, encode_leader_epoch_checkpoint,
-    encode_meta_properties, encode_offset_checkpoint, encode_partition_metadata, java_date,
-    load_leader_epoch_cache, parse_clean_shutdown, parse_leader_epoch_checkpoint,
-    parse_offset_checkpoint, parse_offset_checkpoint_entries, parse_partition_metadata, parse_properties,
-    truncate_from_end, truncate_from_start)
+    EpochEntry,
+    PartitionMetadata,
+    assign_epoch,
+    encode_clean_shutdown,
+    encode_leader_epoch_checkpoint,
+    encode_meta_properties,
+    encode_offset_checkpoint,
+    encode_partition_metadata,
+    java_date,
+    load_leader_epoch_cache,
+    parse_clean_shutdown,
+    parse_leader_epoch_checkpoint,
+    parse_offset_checkpoint,
+    parse_offset_checkpoint_entries,
+    parse_partition_metadata,
+    parse_properties,
+    truncate_from_end,
+    truncate_from_start,
+)
 from tests.helpers.paths import SMALL
 
 

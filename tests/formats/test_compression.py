@@ -2,8 +2,6 @@
 from __future__ import annotations
 
 import gzip
-import struct
-import zlib
 
 import cramjam
 import pytest
@@ -12,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CompressionError
-from kafkalog_cli.formats.compression import CODECS, Compression, codec_for, compress, decompress, lz4_frame_header
+from kafkalog_cli.formats.compression import (
+    CODECS,
+    Compression,
+    codec_for,
+    compress,
+    decompress,
+    lz4_frame_header,
+)
 
 
 def test_lz4_frame_headers_are_kafkas_including_magic_0s_wrong_checksum():

@@ -5,11 +5,16 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.control import (
-    ControlRecord, ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord,
+    ControlRecord,
+    ControlRecordType,
+    EndTransactionMarker,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
     decode_control,
 )
 

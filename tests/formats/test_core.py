@@ -17,20 +17,32 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats import _framing_walk_py as pure_framing, _scan_py as pure, byte_loops
+from kafkalog_cli.formats import _framing_walk_py as pure_framing
+from kafkalog_cli.formats import _scan_py as pure
+from kafkalog_cli.formats import byte_loops
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.record_columns import RecordColumns
+from kafkalog_cli.formats.records import (
+    Header,
+    SimpleRecord,
+    build_v2_batch,
+    iter_batches,
+    set_v2_crc,
+)
 from kafkalog_cli.formats.v2_region import Declined
-from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
 from kafkalog_cli.render import jsonl, kafka
 from kafkalog_cli.render.jsonl import JsonDumper
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper
+from tests.helpers.segments import STRING, damaged_batch
+from tests.helpers.segments import batch as _batch
+from tests.helpers.segments import damaged as _damaged
+from tests.helpers.segments import general_text as _general_text
+from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import CODECS, damaged_chains, searches, v2_batches
-from tests.helpers.segments import (STRING, batch as _batch, damaged as _damaged, damaged_batch,
-                                    general_text as _general_text, segment as _segment)
 
 try:
     from kafkalog_cli.formats import _scan as compiled
@@ -664,8 +676,9 @@ def _fields(c) -> tuple:
 
 @needs_compiled
 def test_take_fixed_width_and_gather_spans_are_take_and_cast():
-    import pyarrow as pa
     from array import array
+
+    import pyarrow as pa
 
     values, rows = array("q", [5, -1, 2**62]), array("i", [0, 0, 2, 1, 2])
     want = pa.array(list(values), pa.int64()).take(pa.array(list(rows), pa.int32()))

@@ -9,9 +9,20 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CorruptIndexError
 from kafkalog_cli.formats.indexes import (
-    IndexBuilder, OffsetIndexEntry, TimeIndexEntry, encode_offset_index, encode_time_index,
-    lookup_offset, lookup_timestamp, offset_index_entry_count, parse_offset_index, parse_time_index,
-    sanity_check_offset_index, sanity_check_time_index, time_index_entry_count)
+    IndexBuilder,
+    OffsetIndexEntry,
+    TimeIndexEntry,
+    encode_offset_index,
+    encode_time_index,
+    lookup_offset,
+    lookup_timestamp,
+    offset_index_entry_count,
+    parse_offset_index,
+    parse_time_index,
+    sanity_check_offset_index,
+    sanity_check_time_index,
+    time_index_entry_count,
+)
 from tests.helpers.paths import SMALL
 
 PREALLOCATED_INDEX = 10485760     # recover/unclean-kill/PREALLOCATED.txt

@@ -10,7 +10,11 @@ from hypothesis import strategies as st
 from kafkalog_cli.errors import CorruptSnapshotError
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.producer_state import (
-    ProducerSnapshot, ProducerSnapshotEntry, encode_producer_snapshot, parse_producer_snapshot)
+    ProducerSnapshot,
+    ProducerSnapshotEntry,
+    encode_producer_snapshot,
+    parse_producer_snapshot,
+)
 from tests.helpers.paths import SMALL
 
 TXN = (SMALL / "txn" / "00000000000000000015.snapshot").read_bytes()

@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import (
-    Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch, empty_v2_batch, iter_batches,
+    Header,
+    SimpleRecord,
+    TimestampType,
+    build_legacy_batch,
+    build_v2_batch,
+    empty_v2_batch,
+    iter_batches,
     valid_end,
 )
 from tests.helpers.paths import CORPUS, FIXTURES

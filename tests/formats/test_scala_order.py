@@ -12,10 +12,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkalog_cli.formats.checkpoints import encode_offset_checkpoint, parse_offset_checkpoint_entries
+from kafkalog_cli.formats.checkpoints import (
+    encode_offset_checkpoint,
+    parse_offset_checkpoint_entries,
+)
 from kafkalog_cli.formats.scala_order import (
-    CheckpointKind, any_ref_map_order, broker_order, champ_order, concurrent_hash_map_order, hash_map_order,
-    immutable_map_order, topic_partition_hash,
+    CheckpointKind,
+    any_ref_map_order,
+    broker_order,
+    champ_order,
+    concurrent_hash_map_order,
+    hash_map_order,
+    immutable_map_order,
+    topic_partition_hash,
 )
 from tests.helpers.paths import FIXTURES
 

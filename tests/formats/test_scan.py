@@ -6,24 +6,43 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError
-from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.compression import compress
-from kafkalog_cli.formats.records import (
-    RECORD_BATCH_OVERHEAD, RecordBatch, SimpleRecord, build_legacy_batch, build_v2_batch, encode_legacy_message,
-    encode_v2_record, iter_batches, set_v2_crc,
-)
-from kafkalog_cli.formats.framing import CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, check_batches
 from kafkalog_cli.formats.byte_loops import batch_text, v2_records_ok
+from kafkalog_cli.formats.compression import Compression, compress
+from kafkalog_cli.formats.framing import (
+    CRC,
+    INNER_CRC,
+    MAGIC,
+    OFFSETS,
+    RECORDS,
+    SIZE,
+    TRAILING,
+    check_batches,
+)
 from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
 from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.records import (
+    RECORD_BATCH_OVERHEAD,
+    RecordBatch,
+    SimpleRecord,
+    build_legacy_batch,
+    build_v2_batch,
+    encode_legacy_message,
+    encode_v2_record,
+    iter_batches,
+    set_v2_crc,
+)
 from kafkalog_cli.formats.v2_region import Declined, records_region
 from kafkalog_cli.formats.varint import read_varint, write_varlong
-from tests.helpers.strategies import (FIELDS as _FIELDS, VALUES as _VALUES, damaged_chains,
-                                      v2_batches)
-from tests.helpers.segments import batch as _batch, damaged as _damaged, general_text as _general_text
+from tests.helpers.segments import batch as _batch
+from tests.helpers.segments import damaged as _damaged
+from tests.helpers.segments import general_text as _general_text
+from tests.helpers.strategies import FIELDS as _FIELDS
+from tests.helpers.strategies import VALUES as _VALUES
+from tests.helpers.strategies import damaged_chains, v2_batches
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)

@@ -6,16 +6,21 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
 from kafkalog_cli.formats.byte_loops import search_v2
+from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.record_search import RecordSearch
+from kafkalog_cli.formats.records import (
+    SimpleRecord,
+    build_v2_batch,
+    iter_batches,
+)
 from kafkalog_cli.formats.v2_region import records_region
 from kafkalog_cli.storage.selection import Filters
-from tests.helpers.strategies import searches, v2_batches
 from tests.helpers.segments import damaged_batch
+from tests.helpers.strategies import searches, v2_batches
 
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,7 +9,13 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CorruptIndexError
 from kafkalog_cli.formats.txnindex import (
-    AbortedTxn, aborted_txn_count, encode_aborted_txn, encode_txn_index, parse_txn_index, sanity_check)
+    AbortedTxn,
+    aborted_txn_count,
+    encode_aborted_txn,
+    encode_txn_index,
+    parse_txn_index,
+    sanity_check,
+)
 from tests.helpers.paths import SMALL
 
 REAL = (SMALL / "txn" / "00000000000000000000.txnindex").read_bytes()

@@ -12,7 +12,13 @@ from hypothesis import strategies as st
 
 import kafkalog_cli
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.varint import ZIGZAG, read_varint, read_varlong, write_varint, write_varlong
+from kafkalog_cli.formats.varint import (
+    ZIGZAG,
+    read_varint,
+    read_varlong,
+    write_varint,
+    write_varlong,
+)
 
 
 @pytest.mark.parametrize("value,encoded", [(0, "00"), (-1, "01"), (1, "02"), (63, "7e"), (-64, "7f"), (64, "8001"),

@@ -3,7 +3,6 @@ directory and returns the path to give the command."""
 from __future__ import annotations
 
 import struct
-import zlib
 from pathlib import Path
 
 from click.testing import CliRunner

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
 from tests.helpers.paths import EXAMPLES
 
 NOW = 1795460000000

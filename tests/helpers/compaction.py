@@ -14,8 +14,8 @@ from kafkalog_cli.ops import compact
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.paths import BROKER as FIXTURES
 
 

@@ -6,8 +6,8 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.retention import NEW, make_log_dir
 
 SEGMENTS = [[NEW] * 3, [NEW] * 3, [NEW] * 3]

@@ -9,8 +9,10 @@ import shutil
 import struct
 import subprocess
 from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
+
 from kafkalog_cli.cli import cli
 from tests.helpers.paths import EXAMPLES
 

@@ -2,7 +2,6 @@
 state, and every exit-code test checks."""
 from __future__ import annotations
 
-
 # The exit codes each command can return (errors.ExitCode); its --help and its man page state each.
 EXIT_CODES = {
     "dump-log": (0, 2, 3, 4),

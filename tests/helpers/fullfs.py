@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from tests.helpers.paths import EXAMPLES
 
 FILLER = "filler"

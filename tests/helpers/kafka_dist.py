@@ -27,7 +27,7 @@ import os
 import re
 import zipfile
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 
@@ -78,7 +78,7 @@ def _properties(text: str) -> dict[str, str]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def kafka_dist(home: str | None = None) -> KafkaDist | None:
     """The Kafka at `home` (default KAFKA_HOME), or None when there is none."""
     home = home if home is not None else os.environ.get("KAFKA_HOME", "")

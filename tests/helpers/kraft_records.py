@@ -3,6 +3,7 @@ tests of where a config value comes from."""
 from __future__ import annotations
 
 from pathlib import Path
+
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 

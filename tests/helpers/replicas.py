@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 

@@ -7,14 +7,15 @@ import os
 import shutil
 import struct
 from pathlib import Path
+
 from kafkalog_cli.config import ConfigResolver, cluster_metadata_configs, read_properties
 from kafkalog_cli.formats.indexes import IndexBuilder
 from kafkalog_cli.formats.producer_state import encode_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops import retain
 from kafkalog_cli.ops.plan import apply
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.paths import BROKER as FIXTURES
 

@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import io
 import struct
+
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import (
-    RECORD_BATCH_OVERHEAD, Header, RecordBatch, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch,
-    iter_batches, set_v2_crc,
+    RECORD_BATCH_OVERHEAD,
+    Header,
+    RecordBatch,
+    SimpleRecord,
+    TimestampType,
+    build_legacy_batch,
+    build_v2_batch,
+    iter_batches,
+    set_v2_crc,
 )
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
 

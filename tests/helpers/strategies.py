@@ -8,7 +8,13 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import (
-    RECORD_BATCH_OVERHEAD, Header, SimpleRecord, TimestampType, build_legacy_batch, build_v2_batch, iter_batches,
+    RECORD_BATCH_OVERHEAD,
+    Header,
+    SimpleRecord,
+    TimestampType,
+    build_legacy_batch,
+    build_v2_batch,
+    iter_batches,
     set_v2_crc,
 )
 from kafkalog_cli.storage.selection import Filters

@@ -11,9 +11,9 @@ from pathlib import Path
 from kafkalog_cli.ops import move_partition as ops
 from kafkalog_cli.ops import recover
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.logdir import LOADED, partition_dirs_for
 from kafkalog_cli.storage.names import TopicPartition
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.paths import EXAMPLES
 
 TP = TopicPartition("multi-segment", 0)

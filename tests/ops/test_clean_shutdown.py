@@ -9,9 +9,8 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.ops.clean_shutdown import WHOLE, judge
-from tests.helpers.run_lines import log_dir_report
 from tests.helpers.clean_shutdown import MARKER_37, NOW, logdir, seg
-
+from tests.helpers.run_lines import log_dir_report
 
 
 def run(*args):

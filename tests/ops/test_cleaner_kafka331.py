@@ -5,7 +5,6 @@ what a user sees: exit code, output, and the records and files left."""
 from __future__ import annotations
 
 import errno
-import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -15,8 +14,15 @@ from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_pr
 from kafkalog_cli.formats.records import build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.ops import cleaner
 from kafkalog_cli.storage import names
-from tests.helpers.compaction import (T, NOW, batches, consumer_view, recs, replicated_to_the_end,
-                                      write_segment)
+from tests.helpers.compaction import (
+    NOW,
+    T,
+    batches,
+    consumer_view,
+    recs,
+    replicated_to_the_end,
+    write_segment,
+)
 from tests.helpers.run_lines import log_dir_report
 
 # the broker these logs stand for ran with Kafka's defaults (compact refuses to guess them)

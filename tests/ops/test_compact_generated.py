@@ -8,16 +8,30 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_legacy_batch, build_v2_batch, iter_batches
+from kafkalog_cli.formats.records import (
+    ControlRecordType,
+    SimpleRecord,
+    build_legacy_batch,
+    build_v2_batch,
+    iter_batches,
+)
 from kafkalog_cli.formats.txnindex import AbortedTxn, parse_txn_index
-from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops import compact
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from tests.helpers.compaction import (NOW, T, batches, consumer_view, recs, replicated_to_the_end,
-                                      write_segment)
-from tests.helpers.compaction import DAY, HOUR
+from tests.helpers.compaction import (
+    DAY,
+    HOUR,
+    NOW,
+    T,
+    batches,
+    consumer_view,
+    recs,
+    replicated_to_the_end,
+    write_segment,
+)
 
 RETENTION = DAY                       # delete.retention.ms
 

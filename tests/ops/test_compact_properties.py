@@ -1,7 +1,8 @@
 """Compaction's documented guarantees, on generated logs (hypothesis)."""
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import Compression

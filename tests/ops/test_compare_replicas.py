@@ -3,16 +3,14 @@ hand-worked cases and, as a property, against the ground truth of generated repl
 the record-by-record fallback; the records listed beyond the divergence point."""
 from __future__ import annotations
 
-
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
 from kafkalog_cli.formats.checkpoints import EpochEntry
 from kafkalog_cli.ops import compare_replicas as cr
 from tests.helpers.replicas import run, unclean_election, write_replica
-
-
 
 # ------------------------------------------------------------------ building replicas on disk
 

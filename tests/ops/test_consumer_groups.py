@@ -14,10 +14,18 @@ from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
 from kafkalog_cli.formats.internal.kafka_protocol import uuid_to_string, write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.formats.records import ControlRecordType, SimpleRecord, build_v2_batch
-from kafkalog_cli.ops.consumer_groups import (GroupCoordinatorReplay, GroupState, GroupType, describe_groups,
-                                              metadata_image_of, offsets_topic_layout, partition_for)
+from kafkalog_cli.ops.consumer_groups import (
+    GroupCoordinatorReplay,
+    GroupState,
+    GroupType,
+    describe_groups,
+    metadata_image_of,
+    offsets_topic_layout,
+    partition_for,
+)
 from kafkalog_cli.storage.partition import Partition
-from tests.helpers.paths import EXAMPLES, INTERNAL as FIXTURES
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.paths import INTERNAL as FIXTURES
 
 T = 1_700_000_000_000
 TOPIC_ID = uuid.UUID("6f1b1c2e-0000-4000-8000-000000000001").bytes

@@ -11,10 +11,8 @@ from kafkalog_cli.ops import delete_records as dr
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-
-from tests.helpers.paths import FIXTURES
 from tests.helpers.delete_records import logdir, plan_for, run
-
+from tests.helpers.paths import FIXTURES
 
 
 def files(d):

@@ -10,15 +10,19 @@ import pytest
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.formats.compression import compression_from_id
-from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot, parse_producer_snapshot
+from kafkalog_cli.formats.producer_state import (
+    ProducerSnapshotEntry,
+    encode_producer_snapshot,
+    parse_producer_snapshot,
+)
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import compact
 from kafkalog_cli.ops import describe as ops
 from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
 from tests.helpers.compaction import params, resolver_for, restore
+from tests.helpers.file_states import checkpoint
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.transactions import txn_partition as _txn_partition
-from tests.helpers.file_states import checkpoint
 
 
 def walk(part_dir: Path) -> list:

@@ -11,8 +11,17 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.doctor import copy, doctor, findings, owned_by, props, rot, split, unused_uid, write_props
+from tests.helpers.doctor import (
+    copy,
+    doctor,
+    findings,
+    owned_by,
+    props,
+    rot,
+    split,
+    unused_uid,
+    write_props,
+)
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give files to another uid")
 

@@ -13,8 +13,14 @@ import pytest
 
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops import describe
-from kafkalog_cli.ops.list_offsets import (EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, IsolationLevel,
-                                           OffsetSpec, list_offsets)
+from kafkalog_cli.ops.list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    IsolationLevel,
+    OffsetSpec,
+    list_offsets,
+)
 from kafkalog_cli.storage.logdir import LogDir
 from tests.helpers.file_states import checkpoint
 from tests.helpers.paths import EXAMPLES, FIXTURES

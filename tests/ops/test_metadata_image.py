@@ -12,11 +12,12 @@ import pytest
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.formats.internal.kafka_protocol import uuid_to_string, write_struct
+from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
-from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 from kafkalog_cli.ops.metadata_image import read_metadata_image
-from tests.helpers.paths import EXAMPLES, INTERNAL as FIXTURES
+from tests.helpers.paths import EXAMPLES
+from tests.helpers.paths import INTERNAL as FIXTURES
 
 KEYS = {s.name: k for k, s in METADATA_RECORDS.items()}
 TID = uuid.UUID("00000000-0000-4000-8000-0000000000aa").bytes

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -13,7 +12,7 @@ from kafkalog_cli.ops.plan import ActionKind
 from kafkalog_cli.storage.checkpoints import read_offsets
 from kafkalog_cli.storage.names import TopicPartition
 
-from .move_helpers import EXAMPLES, TP, live_copies, move, recover_actions, state, two_log_dirs
+from .move_helpers import TP, live_copies, move, recover_actions, state, two_log_dirs
 
 
 def test_moves_the_partition_and_its_checkpoint_entries(tmp_path):
@@ -180,7 +179,8 @@ def test_a_complete_future_dir_is_taken_as_it_is(tmp_path):
 
 
 # ------------------------------------------------------------------ the property
-from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch  # noqa: E402
 

@@ -3,10 +3,9 @@ segments as the Kafka 3.3.1 broker left; twice == once."""
 
 import pytest
 
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover
 from kafkalog_cli.ops.plan import ActionKind
-
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from tests.helpers.broker_cases import FIXTURES, RECOVER_CASES, copy_case, segment_files, tree_state
 from tests.helpers.recovery import run
 

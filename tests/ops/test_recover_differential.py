@@ -8,8 +8,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.helpers.run_lines import log_dir_report
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.run_lines import log_dir_report
 
 NOW = 1795460000000
 
@@ -136,7 +136,7 @@ def test_a_cleaned_segment_index_entry_past_its_batch_is_the_broker_s_own(tmp_pa
     # seed 600004: the log cleaner indexes a retained batch under the largest offset it read (here
     # 5 for a batch ending at 3, the next batch starting at 6); recover took it for a broken index
     # and rebuilt the broker's cleaned segment's indexes
-    from kafkalog_cli.formats.records import build_v2_batch, SimpleRecord
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
     d = logdir(tmp_path)
     part = d / "compacted-0"
     b1 = build_v2_batch([SimpleRecord(b"k%d" % i, b"v", 1_700_000_000_000 + i, (), i) for i in range(2, 4)], 2)
@@ -218,7 +218,7 @@ def test_a_recovered_segment_after_a_cleaner_gap_gets_a_snapshot_at_its_base(tmp
     # above the first recovered base, snapshots 3 (the first's end, later a stray) and 5 (the
     # second's base, recoverSegment's rebuild); recover kept the zero-filled 5.snapshot
     from kafkalog_cli.formats.producer_state import parse_producer_snapshot
-    from kafkalog_cli.formats.records import build_v2_batch, SimpleRecord
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
     d = tmp_path / "ld"
     part = d / "t-0"
     part.mkdir(parents=True)
@@ -269,7 +269,6 @@ def test_a_missing_time_index_is_created_empty_as_the_broker_does_and_rebuilt_wi
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), "--format", "json", str(d)])
     assert r.exit_code == 0, r.output
     assert tidx.read_bytes() == b""
-    import json
     report = log_dir_report(r.stdout)
     found = [f for f in report["findings"] if f.get("path") == str(tidx)]
     assert len(found) == 1 and found[0]["left_as_broker_leaves"] is True

@@ -19,9 +19,10 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
-from tests.helpers.file_states import bytes_and_mtimes as state  # every file but .lock: its bytes and mtime
 from tests.helpers.broker_cases import copy_case
+from tests.helpers.file_states import (
+    bytes_and_mtimes as state,  # every file but .lock: its bytes and mtime
+)
 from tests.helpers.paths import EXAMPLES
 
 TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in the field

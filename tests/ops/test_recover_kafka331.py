@@ -8,8 +8,8 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, empty_v2_batch, iter_batches
 from kafkalog_cli.formats.txnindex import parse_txn_index
-from tests.helpers.run_lines import log_dir_report
 from tests.helpers import paths
+from tests.helpers.run_lines import log_dir_report
 
 T = 1_700_000_000_000
 
@@ -115,7 +115,6 @@ def test_swapped_in_segment_below_the_recovery_point_is_not_recovered(tmp_path):
     d, index = _swap_case(tmp_path, with_index_swap=True)
     r = recover("--format", "json", tmp_path)
     assert r.exit_code == 0, r.output
-    import json
     rep = log_dir_report(r.output)
     assert rep["partitions"]["t-0"]["recovered_segments"] == [3]
     assert not list(d.glob("*.swap"))
@@ -130,7 +129,6 @@ def test_swapped_in_segment_without_its_index_keeps_the_broker_s_preallocated_in
     d, _ = _swap_case(tmp_path, with_index_swap=False)
     r = recover("--format", "json", tmp_path)
     assert r.exit_code == 0, r.output
-    import json
     rep = log_dir_report(r.output)
     assert rep["partitions"]["t-0"]["recovered_segments"] == [3]
     assert (d / f"{0:020d}.index").read_bytes() == bytes(10485760)
@@ -145,7 +143,6 @@ def test_swapped_in_segment_without_its_index_is_recovered_with_repair(tmp_path)
     d, _ = _swap_case(tmp_path, with_index_swap=False)
     r = recover("--repair", "--format", "json", tmp_path)
     assert r.exit_code == 0, r.output
-    import json
     rep = log_dir_report(r.output)
     assert rep["partitions"]["t-0"]["recovered_segments"] == [0, 3]
     assert (d / f"{0:020d}.index").read_bytes() == b""          # rebuilt: 3 small batches, no entry

@@ -14,12 +14,20 @@ from kafkalog_cli.cli import cli
 from kafkalog_cli.config.resolver import ConfigResolver
 from tests.differential import broker as live
 from tests.differential.generate import topic_configs
-from tests.differential.loadcheck import (Batch, Segment, broker_loads, consumed, kafkalog, listed_records, listing,
-                                          records_of, served_problems)
-
+from tests.differential.loadcheck import (
+    Batch,
+    Segment,
+    broker_loads,
+    consumed,
+    kafkalog,
+    listed_records,
+    listing,
+    records_of,
+    served_problems,
+)
 from tests.helpers.broker_cases import FIXTURES, copy_case
-from tests.helpers.recovery import run
 from tests.helpers.paths import EXAMPLES
+from tests.helpers.recovery import run
 
 CASE = FIXTURES / "recover-offset-jump"
 PART = "g-gzip-0"

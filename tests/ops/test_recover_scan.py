@@ -7,13 +7,14 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import example, given, settings, strategies as st
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.formats.compression import Compression
 from kafkalog_cli.formats.records import SimpleRecord, build_legacy_batch, build_v2_batch
 from kafkalog_cli.formats.txnindex import encode_txn_index
-from kafkalog_cli.storage import recovery
 from kafkalog_cli.ops.producer_rebuild import ProducerState
+from kafkalog_cli.storage import recovery
 
 T = 1_700_000_000_000
 KINDS = ("plain", "plain", "plain", "producer", "txn", "commit", "abort", "legacy")
@@ -77,7 +78,7 @@ def _scan(data: bytes, base: int, interval: int, epochs: list) -> tuple:
     state, epochs = ProducerState(), list(epochs)
     try:
         r = recovery.recover_segment(data, base, interval, state, epochs)
-    except Exception as e:  # noqa: BLE001 - the same exception either way is the property
+    except Exception as e:  # the same exception either way is the property
         return ("raised", type(e).__name__, str(e))
     err = r.error
     return (r.valid_bytes, r.next_offset, r.builder.offset_index_bytes(), r.builder.time_index_bytes(),

@@ -13,8 +13,22 @@ from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment, last_index_entry
 from tests.helpers.paths import BROKER as FIXTURES
-from tests.helpers.retention import (DAY, NEW, NOW, OLD, TIME_ENTRY, copy_case, kept_offsets, make_log_dir,
-                                     params, partition_files, plan_for, res_with, resolver, run)
+from tests.helpers.retention import (
+    DAY,
+    NEW,
+    NOW,
+    OLD,
+    TIME_ENTRY,
+    copy_case,
+    kept_offsets,
+    make_log_dir,
+    params,
+    partition_files,
+    plan_for,
+    res_with,
+    resolver,
+    run,
+)
 
 
 # ------------------------------------------------------------------ acceptance: the broker's results

@@ -6,13 +6,12 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CorruptRecordError
 from kafkalog_cli.formats.indexes import TimeIndexEntry, encode_time_index
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.ops import recover, roll
 from kafkalog_cli.ops.plan import apply
 from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.segment import Segment
-
 from tests.helpers.broker_cases import FIXTURES, copy_case, segment_files
 from tests.helpers.retention import make_log_dir
 

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.storage.logdir import partition_dirs_for
 from kafkalog_cli.errors import LockedError
 from kafkalog_cli.ops import compact, recover, retain, roll
-from kafkalog_cli.storage.quarantine import QuarantineFolder
 from kafkalog_cli.ops.runner import ConfigSources, Operation, Outcome, run_log_dir
-from tests.helpers.compaction import FIXTURES as COMPACT_FIXTURES, records_of, restore
+from kafkalog_cli.storage.logdir import partition_dirs_for
+from kafkalog_cli.storage.quarantine import QuarantineFolder
 from tests.helpers.broker_cases import copy_case, tree_state
+from tests.helpers.compaction import FIXTURES as COMPACT_FIXTURES
+from tests.helpers.compaction import records_of, restore
 from tests.helpers.locks import hold_lock
 
 COMPACT_NOW = 1795248446186

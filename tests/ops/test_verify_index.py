@@ -7,11 +7,23 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.errors import CorruptIndexError, KafkaToolError
-from kafkalog_cli.formats.indexes import OffsetIndexEntry, TimeIndexEntry, encode_offset_index, encode_time_index
+from kafkalog_cli.formats.indexes import (
+    OffsetIndexEntry,
+    TimeIndexEntry,
+    encode_offset_index,
+    encode_time_index,
+)
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.ops.verify_index import (
-    IndexMismatch, OffsetNotFound, OutOfOrderTimestamp, TimestampMismatch, check_offset_index, check_time_index,
-    index_lookup, sanity_check, start_offset_of,
+    IndexMismatch,
+    OffsetNotFound,
+    OutOfOrderTimestamp,
+    TimestampMismatch,
+    check_offset_index,
+    check_time_index,
+    index_lookup,
+    sanity_check,
+    start_offset_of,
 )
 from tests.helpers.paths import READ
 

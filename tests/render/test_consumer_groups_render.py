@@ -1,8 +1,20 @@
 """render.consumer_groups: Kafka 3.3.1 ConsumerGroupCommand's column widths and layout."""
 from __future__ import annotations
 
-from kafkalog_cli.ops.consumer_groups import (Group, GroupMember, GroupType, LogEnd, OffsetAndMetadata, offset_rows)
-from kafkalog_cli.render.consumer_groups import members_table, offsets_table, state_note, state_table
+from kafkalog_cli.ops.consumer_groups import (
+    Group,
+    GroupMember,
+    GroupType,
+    LogEnd,
+    OffsetAndMetadata,
+    offset_rows,
+)
+from kafkalog_cli.render.consumer_groups import (
+    members_table,
+    offsets_table,
+    state_note,
+    state_table,
+)
 
 
 def _group() -> Group:

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.transaction_state import format_transaction_record_39
-from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
 from tests.helpers.paths import FIXTURES
+from tests.helpers.transactions import v1_transaction_value as _v1_transaction_value
 
 HERE = FIXTURES / "dump-log-3.9"
 KIP848 = "../groups-broker-3.9-kip848/logdir"

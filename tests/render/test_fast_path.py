@@ -5,16 +5,21 @@ from __future__ import annotations
 import io
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats.records import (
-    SimpleRecord, build_v2_batch, iter_batches,
-)
 from kafkalog_cli.formats.byte_loops import batch_text
+from kafkalog_cli.formats.records import (
+    SimpleRecord,
+    build_v2_batch,
+    iter_batches,
+)
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
+from tests.helpers.segments import CODECS, STRING
+from tests.helpers.segments import corrupt_records as _corrupt_records
+from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import v2_batches
-from tests.helpers.segments import CODECS, STRING, corrupt_records as _corrupt_records, segment as _segment
 
 
 def _dump(tmp_path, data: bytes, *, fast: bool, **opts) -> tuple[bytes, bytes, str | None]:

@@ -10,19 +10,27 @@ import struct
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches, set_v2_crc
 from kafkalog_cli.formats.byte_loops import batch_json
-from kafkalog_cli.render.jsonl import JsonDumper, dumps
-from kafkalog_cli.render import jsonl
 from kafkalog_cli.formats.compression import Compression
-from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD
+from kafkalog_cli.formats.records import (
+    RECORD_BATCH_OVERHEAD,
+    Header,
+    SimpleRecord,
+    build_v2_batch,
+    iter_batches,
+    set_v2_crc,
+)
 from kafkalog_cli.formats.varint import read_varint
+from kafkalog_cli.render import jsonl
+from kafkalog_cli.render.jsonl import JsonDumper, dumps
+from tests.helpers.segments import corrupt_records as _corrupt_records
+from tests.helpers.segments import damaged as _damaged
+from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import v2_batches
-from tests.helpers.segments import (corrupt_records as _corrupt_records, damaged as _damaged,
-                                    segment as _segment)
 
 ENCODINGS = ["utf8", "hex", "base64"]
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

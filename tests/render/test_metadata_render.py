@@ -1,8 +1,14 @@
 """render.metadata: the tree's drawing and what each part of the image shows."""
 from __future__ import annotations
 
-from kafkalog_cli.formats.internal.metadata_image import (BrokerRegistration, Endpoint, LeaderRecoveryState,
-                                                          MetadataImage, PartitionRegistration, TopicImage)
+from kafkalog_cli.formats.internal.metadata_image import (
+    BrokerRegistration,
+    Endpoint,
+    LeaderRecoveryState,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
 from kafkalog_cli.ops.metadata_image import MetadataImageRead
 from kafkalog_cli.render.metadata import draw, tree
 

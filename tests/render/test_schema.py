@@ -16,7 +16,8 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.records import RecordBatch, iter_batches
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import JsonDumper, batch_object
-from tests.helpers.paths import CORPUS, READ, REPO as ROOT
+from tests.helpers.paths import CORPUS, READ
+from tests.helpers.paths import REPO as ROOT
 
 SUFFIXES = (".log", ".checkpoint", ".index", ".timeindex", ".txnindex", ".snapshot")
 KINDS = {k.name: k for k in schema.KINDS}

@@ -4,8 +4,8 @@ where KAFKALOG_TESTS_NO_SKIP is set, as .ci/floors sets it)."""
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import os
+import shutil
 
 import pytest
 

@@ -6,16 +6,18 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.formats.byte_loops import scan_columns
 from kafkalog_cli.formats.record_columns import RecordColumns
+from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.spark import arrow
 from kafkalog_cli.spark.arrow import arrow_schema, columns, read_segment
 from kafkalog_cli.storage.logdir import segments_of
+from tests.helpers.segments import corrupt_records as _corrupt_records
+from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import batch_chains, v2_batches
-from tests.helpers.segments import corrupt_records as _corrupt_records, segment as _segment
 
 PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

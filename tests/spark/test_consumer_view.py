@@ -7,7 +7,6 @@ columns and options."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,12 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
-from kafkalog_cli.ops.consumer_view import READ_COMMITTED, READ_UNCOMMITTED, consumer_view, views_for
+from kafkalog_cli.ops.consumer_view import (
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    consumer_view,
+    views_for,
+)
 from kafkalog_cli.storage.remote import segments_of_sources
 from tests.helpers.paths import EXAMPLES
 

@@ -7,13 +7,11 @@ Producers and consumers are kafka-python's (KAFKA_PY; its transactional producer
 read_committed fetch); the broker is KAFKA_HOME's (tests/helpers/kafka_broker.py). Skipped without them."""
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-
 from tests.helpers.kafka_broker import KAFKA_HOME, broker_run, needs_broker
 from tests.helpers.paths import EXAMPLES
 

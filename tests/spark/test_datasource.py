@@ -11,7 +11,14 @@ import pytest
 from kafkalog_cli.storage.names import parse_partition_dir
 from tests.corpus import corpus_path, needs_corpus
 from tests.spark.helpers import (
-    FIXTURES, actual_batch, actual_record, dump_json, expected_batch, expected_record, rows, segment_files,
+    FIXTURES,
+    actual_batch,
+    actual_record,
+    dump_json,
+    expected_batch,
+    expected_record,
+    rows,
+    segment_files,
 )
 
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+
 from tests.helpers.paths import DOCS
 
 DOC = DOCS / "spark.md"

@@ -9,9 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.errors import CorruptRecordError, InputError
+from kafkalog_cli.errors import CorruptRecordError
 from kafkalog_cli.spark.engine import result, run_partitions
-from kafkalog_cli.spark.jobs import verify_group
 from tests.helpers.run_lines import log_dir_report, stable
 from tests.spark.helpers import FIXTURES
 
@@ -128,8 +127,8 @@ def test_retain_spark_locked_log_dir_is_skipped_with_exit_5(spark, tmp_path):
 
 
 def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
-    from tests.helpers.compaction import CFG
-    from tests.helpers.compaction import FIXTURES as CFIX, records_of, restore
+    from tests.helpers.compaction import CFG, records_of, restore
+    from tests.helpers.compaction import FIXTURES as CFIX
 
     out = {}
     for engine in ("local", "spark"):
@@ -150,10 +149,8 @@ def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
 
 
 def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
-    from tests.helpers.compaction import CFG
-    from tests.helpers.compaction import restore
-
     from kafkalog_cli.storage.lock import LogDirLock
+    from tests.helpers.compaction import CFG, restore
 
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
     with LogDirLock(log_dir):
@@ -163,9 +160,9 @@ def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
 
 def test_run_log_dir_unit_equals_the_local_run(spark):
     from kafkalog_cli.ops import roll
-    from kafkalog_cli.storage.logdir import partition_dirs_for
     from kafkalog_cli.ops.runner import Operation, run_log_dir
     from kafkalog_cli.spark.jobs import run_log_dirs_spark
+    from kafkalog_cli.storage.logdir import partition_dirs_for
 
     op = Operation("roll", roll.plan, roll.RollOptions(now_ms=1795249186389))
     groups = partition_dirs_for([FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")])

@@ -12,15 +12,13 @@ import pytest
 from tests.spark.helpers import BUCKET, KAFKALOG
 
 
-
-
 def _key(seg) -> tuple:
     return (Path(seg.path).parent.parent.name, seg.topic, seg.partition, seg.base_offset, seg.size)
 
 
 def test_an_archive_on_s3_lists_the_segments_the_local_copy_has(s3):
-    from kafkalog_cli.storage.remote import segments_of_sources
     from kafkalog_cli.storage.names import PartitionFilter
+    from kafkalog_cli.storage.remote import segments_of_sources
 
     local, uri, _ = s3
     want = [_key(s) for s in segments_of_sources([str(local)])]
@@ -84,7 +82,6 @@ def test_a_pushed_offset_reads_only_from_the_index_entry_on(s3, monkeypatch):
 
 
 def test_a_corrupt_batch_on_s3_names_the_uri_and_its_byte(s3, monkeypatch, tmp_path):
-    from pyarrow import fs
 
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.storage import remote

@@ -43,7 +43,7 @@ def _upload(uri_key: str, data: bytes) -> None:
 
 
 @pytest.mark.parametrize("deep", [False, True])
-def test_a_clean_archive_on_s3_gives_the_local_copys_report(s3, monkeypatch, deep):  # noqa: F811
+def test_a_clean_archive_on_s3_gives_the_local_copys_report(s3, monkeypatch, deep):
     from kafkalog_cli.storage import remote
 
     local, uri, _ = s3
@@ -93,7 +93,7 @@ def _corrupt(local, tmp_path, kind="crc"):
 
 
 @pytest.mark.parametrize("kind", ["crc", "size"])
-def test_a_corrupt_batch_on_s3_is_reported_at_its_byte_in_the_remote_file(s3, monkeypatch, tmp_path, kind):  # noqa: F811
+def test_a_corrupt_batch_on_s3_is_reported_at_its_byte_in_the_remote_file(s3, monkeypatch, tmp_path, kind):
     from kafkalog_cli.storage import remote
 
     local, _, _ = s3
@@ -115,7 +115,7 @@ def test_a_corrupt_batch_on_s3_is_reported_at_its_byte_in_the_remote_file(s3, mo
         f"{size - at} bytes, cannot be read") in text
 
 
-def test_a_missing_remote_path_is_exit_4_and_the_others_are_still_verified(s3):  # noqa: F811
+def test_a_missing_remote_path_is_exit_4_and_the_others_are_still_verified(s3):
     local, uri, _ = s3
     missing = f"s3a://{BUCKET}/nothing-here"
     code, got, err = verify(missing, f"{uri}/broker-1")
@@ -124,7 +124,7 @@ def test_a_missing_remote_path_is_exit_4_and_the_others_are_still_verified(s3): 
     assert got[-1]["files"] == 2 and got[-1]["problems"] == 1
 
 
-def test_spark_on_s3_gives_the_local_engines_report(s3, tmp_path):  # noqa: F811
+def test_spark_on_s3_gives_the_local_engines_report(s3, tmp_path):
     local, uri, env = s3
     dst, broken, at = _corrupt(local, tmp_path)
     run_env = {**os.environ, **env}
@@ -144,7 +144,7 @@ def test_spark_on_s3_gives_the_local_engines_report(s3, tmp_path):  # noqa: F811
     assert outs["local"][-1]["files"] == 8
 
 
-def test_topic_and_partition_choose_remote_partition_dirs(s3):  # noqa: F811
+def test_topic_and_partition_choose_remote_partition_dirs(s3):
     local, uri, _ = s3
     code, want, _ = verify(local, "--topic", "multi-*")
     assert code == 0 and want[-1]["files"] == 4

@@ -6,10 +6,9 @@ import os
 import pytest
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.fsops import FsOps, InjectedFault, TMP_SUFFIX
-from kafkalog_cli.storage.quarantine import default_quarantine_root
+from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps, InjectedFault
+from kafkalog_cli.storage.quarantine import EntryKind, default_quarantine_root
 from kafkalog_cli.storage.quarantine_writer import Quarantine
-from kafkalog_cli.storage.quarantine import EntryKind
 
 
 def _manifest(folder):

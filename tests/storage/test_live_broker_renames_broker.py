@@ -3,8 +3,6 @@ log dir of a live Kafka broker whose retention deletes 16 KiB segments every sec
 producer writes. No run fails because the broker renamed or deleted a segment under it.
 
 Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py), skipped otherwise."""
-import json
-import shutil
 import sys
 from pathlib import Path
 

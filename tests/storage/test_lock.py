@@ -6,7 +6,6 @@ from kafkalog_cli.storage.lock import LogDirLock
 from tests.helpers.locks import hold_lock
 
 
-
 def test_lock_and_release(tmp_path):
     with LogDirLock(tmp_path) as lk:
         assert (tmp_path / ".lock").exists()

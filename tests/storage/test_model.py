@@ -149,7 +149,12 @@ def test_segment_files_are_named_by_base_offset(tmp_path):
 
 
 def test_seeks_say_why_they_do_not_use_an_index(tmp_path):
-    from kafkalog_cli.formats.indexes import OffsetIndexEntry, TimeIndexEntry, encode_offset_index, encode_time_index
+    from kafkalog_cli.formats.indexes import (
+        OffsetIndexEntry,
+        TimeIndexEntry,
+        encode_offset_index,
+        encode_time_index,
+    )
     from kafkalog_cli.formats.records import iter_batches
 
     log = _batches(0, 4)   # offsets 0-11, timestamps TS0 + offset; batches end at 2, 5, 8, 11

@@ -15,12 +15,11 @@ from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.lock import LogDirLock
-
+from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.broker_start import broker_verdict, needs_broker
-from tests.helpers.fullfs import EXAMPLES
 from tests.helpers.doctor import broker_user
+from tests.helpers.fullfs import EXAMPLES
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="kafkalog adopts owners only when run as root")
 MODE = 0o640                 # not what root's umask gives a new file (0644): a mode that must be copied

@@ -7,10 +7,23 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, dir_kind, expand_paths, is_log_dir,
-                                         partition_dirs_for, segments_of, select_partition_dirs)
-from kafkalog_cli.storage.names import (PartitionDirKind, TopicPartition, parse_partition_dir,
-                                        parse_partition_dir_name)
+from kafkalog_cli.storage.logdir import (
+    LOADED,
+    DirKind,
+    LogDir,
+    dir_kind,
+    expand_paths,
+    is_log_dir,
+    partition_dirs_for,
+    segments_of,
+    select_partition_dirs,
+)
+from kafkalog_cli.storage.names import (
+    PartitionDirKind,
+    TopicPartition,
+    parse_partition_dir,
+    parse_partition_dir_name,
+)
 from tests.helpers.paths import EXAMPLES
 
 ROOT_FILES = shutil.ignore_patterns("*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock",

@@ -7,7 +7,12 @@ import shutil
 import pytest
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.storage.logdir import FilterTally, expand_paths, segments_of, select_partition_dirs
+from kafkalog_cli.storage.logdir import (
+    FilterTally,
+    expand_paths,
+    segments_of,
+    select_partition_dirs,
+)
 from kafkalog_cli.storage.names import PartitionFilter, TopicPartition
 from tests.helpers.paths import EXAMPLES
 

@@ -9,7 +9,12 @@ from kafkalog_cli.errors import OffsetOverflowError
 from kafkalog_cli.formats.indexes import IndexBuilder, TimeIndexEntry, encode_time_index
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.producer_rebuild import ProducerState
-from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, index_rebuild_reason, time_entries_problem
+from kafkalog_cli.storage.index_checks import (
+    IndexDefect,
+    IndexFile,
+    index_rebuild_reason,
+    time_entries_problem,
+)
 from kafkalog_cli.storage.recovery import StopReason, recover_segment, walk_tail
 
 T = 1_700_000_000_000

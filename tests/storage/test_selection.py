@@ -10,7 +10,13 @@ from kafkalog_cli.errors import CorruptRecordError
 from kafkalog_cli.formats.indexes import OffsetIndexEntry, encode_offset_index
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 from kafkalog_cli.storage.segment import Segment, map_file
-from kafkalog_cli.storage.selection import Filters, Verdict, segments_in_range, selected_batches, start_position
+from kafkalog_cli.storage.selection import (
+    Filters,
+    Verdict,
+    segments_in_range,
+    selected_batches,
+    start_position,
+)
 
 TS = 1_700_000_000_000
 

@@ -2,14 +2,13 @@
 (the folder given, else KAFKALOG_CORPUS: tests/corpus.py) into tests/fixtures/corpus (run once by
 a developer; the tests never need the corpus). Each chosen target brings its segment siblings
 and every golden variant of it."""
-import os
 import shutil
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.corpus import corpus_path  # noqa: E402  (run as a script, from anywhere)
-from tests.helpers.paths import CORPUS as OUT  # noqa: E402
+from tests.corpus import corpus_path  # run as a script, from anywhere
+from tests.helpers.paths import CORPUS as OUT
 
 CORPUS = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else corpus_path().resolve()
 

@@ -6,14 +6,19 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.common import jobs_or_cores
 from kafkalog_cli.commands.change_run import report_run
-from kafkalog_cli.commands.options import (InputPath, change_options, jobs_option, now_or_clock, partition_filter_options,
-                                           report_option)
+from kafkalog_cli.commands.common import jobs_or_cores, partition_groups
+from kafkalog_cli.commands.options import (
+    InputPath,
+    change_options,
+    jobs_option,
+    now_or_clock,
+    partition_filter_options,
+    report_option,
+)
 from kafkalog_cli.ops import compact as ops
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, SLOT_SIZE
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.commands.common import partition_groups
 from kafkalog_cli.render import human
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 

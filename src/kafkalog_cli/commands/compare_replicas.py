@@ -43,11 +43,11 @@ def compare_replicas(paths, topic, partition, leader, limit, fmt):
     --topic/--partition); 3 corrupt input (a leader-epoch-checkpoint the broker would not load,
     a damaged batch); 4 a missing path or one with no partition dir or segment.
     """
+    import tempfile
+
     from kafkalog_cli.errors import ExitCode
     from kafkalog_cli.ops import compare_replicas as ops
     from kafkalog_cli.render.replicas import comparison
-
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="kafkalog-replicas-") as scratch:   # for archives
         replicas = [ops.open_replica(p, topic, partition, Path(scratch) / str(i)) for i, p in enumerate(paths)]

@@ -6,9 +6,17 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import (InputPath, RUN_FORMAT_HELP, config_options, dry_run_option,
-                                           follow_symlinks_option, format_option, partition_filter_options,
-                                           quarantine_options, report_option)
+from kafkalog_cli.commands.options import (
+    RUN_FORMAT_HELP,
+    InputPath,
+    config_options,
+    dry_run_option,
+    follow_symlinks_option,
+    format_option,
+    partition_filter_options,
+    quarantine_options,
+    report_option,
+)
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.ops import delete_records as ops
 from kafkalog_cli.ops.runner import Operation, Outcome
@@ -63,8 +71,8 @@ def delete_records(paths, offset_json, before, only, configs, quarantine_dir, no
     (a broker runs on it) and skipped; 3 corrupt input, 4 bad path, a partition of the offset
     JSON in none of the paths, or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
-    from kafkalog_cli.commands.common import partition_groups
     from kafkalog_cli.commands.change_run import report_run
+    from kafkalog_cli.commands.common import partition_groups
 
     if (offset_json is None) == (before is None):
         raise click.UsageError("give exactly one of --offset-json FILE and --before OFFSET")

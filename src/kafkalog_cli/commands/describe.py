@@ -8,7 +8,13 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import jobs_or_cores, note_left_out, one_line_errors
-from kafkalog_cli.commands.options import InputPath, config_options, format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.options import (
+    InputPath,
+    config_options,
+    format_option,
+    jobs_option,
+    partition_filter_options,
+)
 from kafkalog_cli.errors import ExitCode, exit_code_of
 
 

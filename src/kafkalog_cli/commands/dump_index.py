@@ -9,7 +9,6 @@ import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 from kafkalog_cli.commands.options import InputPath, format_option, partition_filter_options
-
 from kafkalog_cli.errors import CorruptIndexError, ExitCode, InputError, KafkalogError, one_line
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 

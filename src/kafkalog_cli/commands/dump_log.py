@@ -6,15 +6,24 @@ import sys
 
 import click
 
-from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
+from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 from kafkalog_cli.commands.options import InputPath, partition_filter_options
 from kafkalog_cli.config.versions import DUMP_LOG_LEADER_CHANGE, KafkaVersion
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
-    INT_MAX, METADATA_TEXTS, DumpOptions, KafkaDumper, cluster_metadata_parser, decoder_for, decoder_parser, dump_log_text,
-    offsets_parser, remote_log_metadata_parser, share_group_state_parser, transaction_log_parser,
+    INT_MAX,
+    METADATA_TEXTS,
+    DumpOptions,
+    KafkaDumper,
+    cluster_metadata_parser,
+    decoder_for,
+    decoder_parser,
+    dump_log_text,
+    offsets_parser,
+    remote_log_metadata_parser,
+    share_group_state_parser,
+    transaction_log_parser,
 )
 from kafkalog_cli.storage.selection import Filters, segments_in_range
 

@@ -7,7 +7,12 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.common import note_left_out, one_line_errors, parse_time_option
-from kafkalog_cli.commands.options import InputPath, config_options, format_option, partition_filter_options
+from kafkalog_cli.commands.options import (
+    InputPath,
+    config_options,
+    format_option,
+    partition_filter_options,
+)
 from kafkalog_cli.errors import KafkalogError, exit_code_of
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
@@ -107,8 +112,13 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     """
     from kafkalog_cli.ops import describe as describe_ops
     from kafkalog_cli.ops import tiered
-    from kafkalog_cli.ops.list_offsets import (EARLIEST_PENDING_UPLOAD_TIMESTAMP, EARLIEST_TIMESTAMP, IsolationLevel,
-                                               list_offsets, require_earliest_pending_upload)
+    from kafkalog_cli.ops.list_offsets import (
+        EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+        EARLIEST_TIMESTAMP,
+        IsolationLevel,
+        list_offsets,
+        require_earliest_pending_upload,
+    )
     from kafkalog_cli.render.describe import offsets_line
     from kafkalog_cli.storage.names import REPLICATION_CHECKPOINT, PartitionDirKind
 

@@ -7,11 +7,16 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.errors import ExitCode
-
 from kafkalog_cli.commands.common import one_line_errors
-from kafkalog_cli.commands.options import (InputPath, dry_run_option, follow_symlinks_option, format_option,
-                                           quarantine_options, report_option)
+from kafkalog_cli.commands.options import (
+    InputPath,
+    dry_run_option,
+    follow_symlinks_option,
+    format_option,
+    quarantine_options,
+    report_option,
+)
+from kafkalog_cli.errors import ExitCode
 
 
 @click.command("move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD).")
@@ -56,17 +61,17 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
     broker runs on it); 6 not enough space in the destination, or a write failed.
     """
     from kafkalog_cli.commands.change_run import emit_lines, finish_run
-    from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops import move_partition as ops
+    from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
     from kafkalog_cli.ops.runner import Outcome
-    from kafkalog_cli.render.change_report import RunLines
     from kafkalog_cli.render import human
+    from kafkalog_cli.render.change_report import RunLines
     from kafkalog_cli.storage.fsops import FsOps
-    from kafkalog_cli.storage.quarantine import quarantine_root
-    from kafkalog_cli.storage.quarantine_writer import Quarantine
     from kafkalog_cli.storage.links import link_out
     from kafkalog_cli.storage.lock import LogDirLock
     from kafkalog_cli.storage.names import TopicPartition
+    from kafkalog_cli.storage.quarantine import quarantine_root
+    from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     tp = TopicPartition(topic, partition)
     root = quarantine_root(destination, quarantine_dir, no_quarantine)

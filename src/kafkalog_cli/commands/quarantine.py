@@ -8,17 +8,17 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.common import one_line_errors
 from kafkalog_cli.commands.change_run import emit_lines, finish_run
+from kafkalog_cli.commands.common import one_line_errors
 from kafkalog_cli.commands.options import InputPath, report_option
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.render.change_report import RunLines
+from kafkalog_cli.storage import quarantine as q
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.links import refuse_links_out
+from kafkalog_cli.storage.lock import LogDirLock
 from kafkalog_cli.storage.quarantine_registry import forget
 from kafkalog_cli.storage.space import freed_by_removing
-from kafkalog_cli.storage.lock import LogDirLock
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")

@@ -6,12 +6,18 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.change_run import report_run
-from kafkalog_cli.commands.options import InputPath, change_options, now_or_clock, partition_filter_options, report_option
+from kafkalog_cli.commands.common import partition_groups
+from kafkalog_cli.commands.options import (
+    InputPath,
+    change_options,
+    now_or_clock,
+    partition_filter_options,
+    report_option,
+)
 from kafkalog_cli.ops import recover as ops
 from kafkalog_cli.ops.runner import Operation
-from kafkalog_cli.commands.common import partition_groups
-from kafkalog_cli.storage.logdir import LOADED
 from kafkalog_cli.render import human
+from kafkalog_cli.storage.logdir import LOADED
 
 
 @click.command("recover", short_help="Repair log dirs after a crash, as a broker does at startup.")

@@ -10,7 +10,13 @@ from pathlib import Path
 import click
 
 from kafkalog_cli.commands.change_run import report_run
-from kafkalog_cli.commands.options import InputPath, change_options, now_or_clock, partition_filter_options, report_option
+from kafkalog_cli.commands.options import (
+    InputPath,
+    change_options,
+    now_or_clock,
+    partition_filter_options,
+    report_option,
+)
 from kafkalog_cli.ops import retain as ops
 from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.render import human

@@ -6,10 +6,17 @@ from pathlib import Path
 
 import click
 
-from kafkalog_cli.commands.options import InputPath, format_option, now_option, now_or_clock, partition_filter_options
+from kafkalog_cli.commands.options import (
+    InputPath,
+    format_option,
+    now_option,
+    now_or_clock,
+    partition_filter_options,
+)
 from kafkalog_cli.commands.quarantine import Duration
 from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.render.transactions import hanging_table, partition_tables
+
 
 @click.command("transactions", short_help="Producers, open transactions and last stable offsets; "
                                           "find hanging transactions.")
@@ -66,11 +73,9 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
     segment is read up to the damage and shown; a partition that cannot be read at all is
     left out; 3 wins over 1); 4 bad path or no partition.
     """
-    from kafkalog_cli.config import ConfigResolver
+    from kafkalog_cli.config import ConfigResolver, read_server_properties
     from kafkalog_cli.ops import transactions as ops
     from kafkalog_cli.storage.logdir import select_partition_dirs
-
-    from kafkalog_cli.config import read_server_properties
 
     now = now_or_clock(now_ms)
     clock = "--now" if now_ms is not None else "the system clock; --now MS reads the files as of another time"

@@ -8,8 +8,12 @@ import time
 import click
 
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
-from kafkalog_cli.commands.options import InputPath, format_option, jobs_option, partition_filter_options
-
+from kafkalog_cli.commands.options import (
+    InputPath,
+    format_option,
+    jobs_option,
+    partition_filter_options,
+)
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.spark.cli_options import check_engine, engine_options
 
@@ -58,7 +62,12 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
       kafkalog verify-crc s3a://backups/kafka/broker-0 --engine spark
     """
     from kafkalog_cli.commands.common import jobs_or_cores
-    from kafkalog_cli.ops.verify import group_paths_lenient, total_bytes, unreadable_report, verify_groups
+    from kafkalog_cli.ops.verify import (
+        group_paths_lenient,
+        total_bytes,
+        unreadable_report,
+        verify_groups,
+    )
     from kafkalog_cli.storage.logdir import FilterTally
 
     check_engine(engine, master)
@@ -74,8 +83,14 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
     progress = None
     on_progress = None
     if sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES and engine == "local":
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
         from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
 
         progress = Progress("verify-crc", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
                             TimeRemainingColumn(), console=Console(stderr=True), transient=True)
@@ -152,7 +167,7 @@ def _zero_filled_indexes(groups) -> list:
             continue
         try:
             out.extend(zero_filled_in_dir(d))
-        except Exception:  # noqa: BLE001 - a partition the CRC walk reported on already
+        except Exception:  # a partition the CRC walk reported on already
             continue
     return out
 

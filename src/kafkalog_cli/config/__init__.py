@@ -62,16 +62,56 @@ invalid one (CRC, size, records that do not parse, offsets missing), on top of t
 batch, or zeros): the broker truncates it on recovery, it was never part of the replicated log,
 and it is not damage.
 """
+from kafkalog_cli.config.config_sources import (  # noqa: F401
+    ClusterMetadata,
+    MetadataDamage,
+    MetadataLogRead,
+    MetadataState,
+    check_topic_overrides,
+    cluster_metadata_configs,
+    log_dir_node_id,
+    node_id_of,
+    parse_key_values,
+    parse_topic_key_values,
+    read_cluster_metadata,
+    read_properties,
+    read_server_properties,
+    replay_metadata_log,
+)
 from kafkalog_cli.config.defaults import (  # noqa: F401
-    BROKER_KEYS, BROKER_SYNONYMS, CONFIG_DEF, DYNAMIC_LOG_CONFIGS, INTERNAL_TOPICS, KAFKA_TOPIC_CONFIGS, LONG_MAX,
-    METADATA_PARTITION_DIR, METADATA_TOPIC, ConfigKey, broker_defaults, check_compaction_lags, parse_value)
+    BROKER_KEYS,
+    BROKER_SYNONYMS,
+    CONFIG_DEF,
+    DYNAMIC_LOG_CONFIGS,
+    INTERNAL_TOPICS,
+    KAFKA_TOPIC_CONFIGS,
+    LONG_MAX,
+    METADATA_PARTITION_DIR,
+    METADATA_TOPIC,
+    ConfigKey,
+    broker_defaults,
+    check_compaction_lags,
+    parse_value,
+)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown  # noqa: F401
 from kafkalog_cli.config.resolver import (  # noqa: F401
-    FIELD_NAMES, ConfigResolver, TopicConfig, UnknownConfig, compaction_deciding_configs, how_to_state, refusal_line,
-    retention_deciding_configs, unknown_configs, versions_of)
+    FIELD_NAMES,
+    ConfigResolver,
+    TopicConfig,
+    UnknownConfig,
+    compaction_deciding_configs,
+    how_to_state,
+    refusal_line,
+    retention_deciding_configs,
+    unknown_configs,
+    versions_of,
+)
 from kafkalog_cli.config.versions import (  # noqa: F401
-    KafkaVersion, KafkaVersions, RuleDecision, VersionEvidence, VersionRule, VersionSource, read_kafka_versions)
-from kafkalog_cli.config.config_sources import (  # noqa: F401
-    ClusterMetadata, MetadataDamage, MetadataLogRead, MetadataState, check_topic_overrides, cluster_metadata_configs,
-    log_dir_node_id, node_id_of, parse_key_values, parse_topic_key_values, read_cluster_metadata, read_properties,
-    read_server_properties, replay_metadata_log)
+    KafkaVersion,
+    KafkaVersions,
+    RuleDecision,
+    VersionEvidence,
+    VersionRule,
+    VersionSource,
+    read_kafka_versions,
+)

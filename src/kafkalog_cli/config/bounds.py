@@ -19,9 +19,14 @@ passed Kafka's checks already and are not judged here.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
-from kafkalog_cli.config.versions import REMOTE_COPY_DISABLE_RETENTION, REMOTE_RETENTION_BOUNDS, KafkaVersions
+from kafkalog_cli.config.versions import (
+    REMOTE_COPY_DISABLE_RETENTION,
+    REMOTE_RETENTION_BOUNDS,
+    KafkaVersions,
+)
 from kafkalog_cli.errors import UsageError
 
 INVOLVED = ("remote.storage.enable", "retention.ms", "retention.bytes", "local.retention.ms",

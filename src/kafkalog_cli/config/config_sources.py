@@ -5,17 +5,26 @@ from __future__ import annotations
 import enum
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
-from kafkalog_cli.config.defaults import (BROKER_KEYS, BROKER_SYNONYMS, INTERNAL_TOPICS, KAFKA_TOPIC_CONFIGS,
-                                          METADATA_PARTITION_DIR, broker_value, check_compaction_lags,
-                                          check_remote_storage, parse_value)
+from kafkalog_cli.config.defaults import (
+    BROKER_KEYS,
+    BROKER_SYNONYMS,
+    INTERNAL_TOPICS,
+    KAFKA_TOPIC_CONFIGS,
+    METADATA_PARTITION_DIR,
+    broker_value,
+    check_compaction_lags,
+    check_remote_storage,
+    parse_value,
+)
 from kafkalog_cli.config.provenance import Unknown
 from kafkalog_cli.errors import ExitCode, KafkalogError, UsageError
 from kafkalog_cli.storage import files
+
 
 def read_properties(path: Path) -> dict[str, str]:
     """A java.util.Properties file (Properties.load, as Kafka's Utils.loadProps reads it)."""
@@ -139,7 +148,7 @@ class ClusterMetadata(Mapping):
         return self.features.get("metadata.version")
 
     @classmethod
-    def of(cls, topic_configs: Mapping[str, Mapping[str, str]]) -> "ClusterMetadata":
+    def of(cls, topic_configs: Mapping[str, Mapping[str, str]]) -> ClusterMetadata:
         """Topic configs known in full (library callers, tests)."""
         return cls(MetadataState.READ, frozenset(topic_configs), dict(topic_configs))
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from kafkalog_cli.config.defaults import json_value, text_of
 
+
 # ------------------------------------------------------------------ provenance
 class ConfigSource(enum.Enum):
     """Where an effective value comes from; Kafka's DescribeConfigs names where they exist. The

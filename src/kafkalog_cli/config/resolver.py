@@ -3,16 +3,37 @@ docstring), and which values decide a deletion and are unknown."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
-from kafkalog_cli.config.defaults import (BROKER_SYNONYMS, DYNAMIC_LOG_CONFIGS, INTERNAL_TOPICS, LONG_MAX, METADATA_TOPIC,
-                                          TOPIC_ONLY_CONFIGS, broker_value, json_value, parse_value, synonym_group)
+from kafkalog_cli.config.config_sources import (
+    ClusterMetadata,
+    MetadataState,
+    node_id_of,
+    read_cluster_metadata,
+)
+from kafkalog_cli.config.defaults import (
+    BROKER_SYNONYMS,
+    DYNAMIC_LOG_CONFIGS,
+    INTERNAL_TOPICS,
+    LONG_MAX,
+    METADATA_TOPIC,
+    TOPIC_ONLY_CONFIGS,
+    broker_value,
+    json_value,
+    parse_value,
+    synonym_group,
+)
 from kafkalog_cli.config.provenance import ConfigSource, ConfigValue, Unknown
-from kafkalog_cli.config.config_sources import ClusterMetadata, MetadataState, node_id_of, read_cluster_metadata
-from kafkalog_cli.config.versions import SEGMENT_BYTES_FLOOR_1MIB, KafkaVersion, KafkaVersions, read_kafka_versions
+from kafkalog_cli.config.versions import (
+    SEGMENT_BYTES_FLOOR_1MIB,
+    KafkaVersion,
+    KafkaVersions,
+    read_kafka_versions,
+)
 from kafkalog_cli.errors import UsageError
+
 
 # ------------------------------------------------------------------ the effective config
 @dataclass(frozen=True)
@@ -203,7 +224,7 @@ class ConfigResolver:
     _broker: dict | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
-    def of_log_dir(cls, log_dir, stated: KafkaVersion | None = None, **kw) -> "ConfigResolver":
+    def of_log_dir(cls, log_dir, stated: KafkaVersion | None = None, **kw) -> ConfigResolver:
         """The resolver an op uses when none is given: the log dir's own __cluster_metadata and
         the Kafka versions it allows."""
         meta = read_cluster_metadata(log_dir)
@@ -230,7 +251,12 @@ class ConfigResolver:
         """config.bounds on the values given (--config, --topic-config, --server-properties) for
         `topics` (those of the log dirs processed): tiered storage's local retention within the
         total, as LogConfig checks it."""
-        from kafkalog_cli.config.bounds import BROKER_INVOLVED, INVOLVED, SYSTEM_ENABLE, check_retention_bounds
+        from kafkalog_cli.config.bounds import (
+            BROKER_INVOLVED,
+            INVOLVED,
+            SYSTEM_ENABLE,
+            check_retention_bounds,
+        )
 
         meta = self.metadata
 

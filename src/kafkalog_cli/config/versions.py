@@ -50,7 +50,7 @@ class KafkaVersion:
     minor: int
 
     @classmethod
-    def parse(cls, text: str, option: str = "--kafka-version") -> "KafkaVersion":
+    def parse(cls, text: str, option: str = "--kafka-version") -> KafkaVersion:
         """`3.9`, `3.9.0`, `3.9.0-rc3`, `4.0.0`."""
         m = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?(?:-[A-Za-z0-9.]+)?\s*", str(text))
         if not m:
@@ -183,7 +183,7 @@ class KafkaVersions:
     def applies(self, rule: VersionRule) -> bool | None:
         return self.decide(rule).applies
 
-    def with_stated(self, stated: KafkaVersion | None) -> "KafkaVersions":
+    def with_stated(self, stated: KafkaVersion | None) -> KafkaVersions:
         """These versions with `stated`, which the log dir must allow: a broker older than what the dir
         proves refuses to load it (a usage error naming the proof)."""
         if stated is not None:
@@ -454,9 +454,9 @@ def _read_text(path: Path) -> str | None:
 
 def bootstrap_metadata_version(log_dir: Path) -> int | None:
     """metadata.version in the log dir's bootstrap.checkpoint (kafka-storage format writes it)."""
+    from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.errors import KafkalogError
 
     buf = read_bytes_if_exists(log_dir / "bootstrap.checkpoint")   # unreadable: InputError, as BootstrapDirectory fails
     if buf is None:

@@ -18,8 +18,9 @@ import base64
 import datetime as _dt
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import TypeVar
 
 from kafkalog_cli.errors import CheckpointError, CorruptRecordError
 from kafkalog_cli.formats.scala_order import CheckpointKind, broker_order
@@ -350,7 +351,7 @@ def _first_lines(text: str, n: int) -> list[tuple[str, int]]:
 def encode_partition_metadata(topic_id: str) -> bytes:
     """`version: 0\\ntopic_id: <id>` with NO trailing newline, as PartitionMetadataFileFormatter writes."""
     _uuid_bytes(topic_id)
-    return f"version: 0\ntopic_id: {topic_id}".encode("utf-8")
+    return f"version: 0\ntopic_id: {topic_id}".encode()
 
 
 def topic_id_to_string(raw: bytes) -> str:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import enum
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import cramjam
 

@@ -29,12 +29,12 @@ class ControlRecordType(enum.IntEnum):
     KRAFT_VOTERS = 6
 
     @classmethod
-    def parse(cls, key: bytes | None) -> "ControlRecordType":
+    def parse(cls, key: bytes | None) -> ControlRecordType:
         """ControlRecordType.parse: the type of a control record's key."""
         return cls.from_type_id(parse_type_id(key))
 
     @classmethod
-    def from_type_id(cls, type_id: int) -> "ControlRecordType":
+    def from_type_id(cls, type_id: int) -> ControlRecordType:
         try:
             return cls(type_id)
         except ValueError:
@@ -72,7 +72,7 @@ class EndTransactionMarker:
     coordinator_epoch: int
 
     @classmethod
-    def deserialize_value(cls, control_type: ControlRecordType, value: bytes | None) -> "EndTransactionMarker":
+    def deserialize_value(cls, control_type: ControlRecordType, value: bytes | None) -> EndTransactionMarker:
         """EndTransactionMarker.deserializeValue (Kafka 3.3.1)."""
         if not control_type.is_transaction_marker:
             raise ValueError(f"Invalid control record type for end transaction marker {control_type.name}")

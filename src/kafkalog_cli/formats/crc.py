@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import zlib
 
+
 def _load_crc32c():
     """The `crc32c` package's C extension, loaded without the package's __init__, which calls
     importlib.metadata.version() and so costs ~30 ms of every command's start-up."""

@@ -16,12 +16,19 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from kafkalog_cli.formats import byte_loops
 from kafkalog_cli.formats.batch_findings import (  # noqa: F401 (the kinds, read as framing.CRC ...)
-    CRC, INNER_CRC, MAGIC, OFFSETS, RECORDS, SIZE, TRAILING, Finding,
+    CRC,
+    INNER_CRC,
+    MAGIC,
+    OFFSETS,
+    RECORDS,
+    SIZE,
+    TRAILING,
+    Finding,
 )
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0

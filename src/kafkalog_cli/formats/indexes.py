@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain, islice, takewhile
 from operator import itemgetter
-from typing import Iterable, Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptIndexError, InvalidOffsetError, OffsetOverflowError
 

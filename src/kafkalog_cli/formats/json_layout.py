@@ -2,10 +2,10 @@
 (`batch_json`, `lines_of_batches`), which know no JSON."""
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from kafkalog_cli.formats.records import RecordBatch
-
 
 # the flags of a record line's variant (JsonLayout.line)
 KEYS_WHOLE, VALUES_WHOLE, HEADERS_SLOT, SEQUENCE_SLOT = 1, 2, 4, 8

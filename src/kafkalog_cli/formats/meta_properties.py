@@ -65,7 +65,7 @@ class MetaProperties:
     directory_id: str | None = None
 
     @classmethod
-    def parse(cls, props: Mapping[str, str], *, path: str | None = None) -> "MetaProperties":
+    def parse(cls, props: Mapping[str, str], *, path: str | None = None) -> MetaProperties:
         """What the broker makes of `props`, or a CheckpointError in its words. Integer.parseInt
         does not trim: `node.id=1 ` (a trailing blank Properties.load keeps) stops a broker."""
         version = _int_prop(props, "version", path)

@@ -14,8 +14,8 @@ version, then the CRC. Bytes after the last entry are not an error, but they are
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kafkalog_cli.errors import CorruptSnapshotError
 from kafkalog_cli.formats.crc import crc32c

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-
 # Pattern text that makes a regex's match depend on what lies around the bytes it is given
 # (anchors, word boundaries, lookarounds) or on how far a run may extend (possessive and atomic
 # matching): such a regex may match a key or value alone and not the batch's bytes, so it cannot
@@ -14,7 +13,7 @@ _CONTEXT_SENSITIVE = (b"^", b"$", b"\\b", b"\\B", b"\\A", b"\\Z", b"(?=", b"(?!"
                       b"*+", b"++", b"?+", b"}+")
 
 
-def _context_free(pattern: "re.Pattern[bytes]") -> bool:
+def _context_free(pattern: re.Pattern[bytes]) -> bool:
     return not any(t in pattern.pattern for t in _CONTEXT_SENSITIVE)
 
 
@@ -26,8 +25,8 @@ class RecordSearch:
 
     key: bytes | None = None
     key_prefix: bytes | None = None
-    key_regex: "re.Pattern[bytes] | None" = None
-    value_regex: "re.Pattern[bytes] | None" = None
+    key_regex: re.Pattern[bytes] | None = None
+    value_regex: re.Pattern[bytes] | None = None
 
     def rules_out(self, data: bytes, pos: int, end: int) -> bool:
         """Whether no record in data[pos:end) can match, by a look at all the bytes at once (C

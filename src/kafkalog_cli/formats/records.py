@@ -9,15 +9,21 @@ from __future__ import annotations
 
 import enum
 import struct
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
 
 from kafkalog_cli.errors import CorruptRecordError, InvalidRecordError, KafkalogError
-from kafkalog_cli.formats.compression import Compression, codec_for, compress, compression_from_id, decompress
+from kafkalog_cli.formats.compression import (
+    Compression,
+    codec_for,
+    compress,
+    compression_from_id,
+    decompress,
+)
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
-from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
 
 # ------------------------------------------------------------------ constants (Records, RecordBatch)

@@ -32,7 +32,7 @@ as the caller's: the existing file's order first, then the rest sorted.
 from __future__ import annotations
 
 import enum
-from typing import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 
 from kafkalog_cli.formats.internal.kafka_protocol import ScalaHashOrder, java_string_hash, to_int32
 
@@ -48,7 +48,7 @@ class CheckpointKind(enum.Enum):
     CLEANER_OFFSET = "cleaner-offset-checkpoint"
 
     @classmethod
-    def of_file(cls, name: str) -> "CheckpointKind | None":
+    def of_file(cls, name: str) -> CheckpointKind | None:
         return next((k for k in cls if k.value == name), None)
 
 

@@ -9,8 +9,8 @@ The file is not preallocated. Messages are Kafka 3.3.1's, with the path as the c
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from kafkalog_cli.errors import CorruptIndexError
 

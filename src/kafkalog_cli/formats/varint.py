@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import FunctionType
-from typing import Any, Callable
+from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
-
 
 # Zigzag values of the one- and two-byte varints, for hand-inlined hot loops (a list index is
 # cheaper than the shifts): ZIGZAG[b] for a one-byte varint b < 0x80, ZIGZAG[b + (c << 7)] for a

@@ -33,11 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.formats.records import iter_batches
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.partition import Partition

@@ -19,26 +19,36 @@ import bisect
 import contextlib
 import os
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from kafkalog_cli.errors import CorruptRecordError, InputError, InvalidRecordError, KafkalogError
-from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
-from kafkalog_cli.formats.records import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE,
-                                          ATTR_TRANSACTIONAL, RECORD_BATCH_OVERHEAD, RecordBatch,
-                                          SimpleRecord, TimestampType, build_legacy_batch, empty_v2_batch,
-                                          iter_batches, set_v2_crc)
 from kafkalog_cli.formats.compression import compress
-from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index
-from kafkalog_cli.formats.varint import write_varint, write_varlong
-from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
+from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
 from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
 from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.records import (
+    ATTR_CONTROL,
+    ATTR_DELETE_HORIZON,
+    ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatch,
+    SimpleRecord,
+    TimestampType,
+    build_legacy_batch,
+    empty_v2_batch,
+    iter_batches,
+    set_v2_crc,
+)
+from kafkalog_cli.formats.txnindex import AbortedTxn, encode_txn_index
 from kafkalog_cli.formats.v2_region import Declined, records_region
+from kafkalog_cli.formats.varint import write_varint, write_varlong
+from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.offset_map import OffsetMap
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import segment_file
 from kafkalog_cli.storage.segment import Segment

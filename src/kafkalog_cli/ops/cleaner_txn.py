@@ -3,7 +3,7 @@ transactions, and which transaction markers the cleaner may discard."""
 from __future__ import annotations
 
 import heapq
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.records import RecordBatch

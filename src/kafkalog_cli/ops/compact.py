@@ -29,25 +29,39 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, UnknownConfig,
-                                 compaction_deciding_configs, refusal_line, unknown_configs)
+from kafkalog_cli.config import (
+    ConfigResolver,
+    TopicConfig,
+    UnknownConfig,
+    compaction_deciding_configs,
+    refusal_line,
+    unknown_configs,
+)
 from kafkalog_cli.config.versions import CLEANER_RETAINS_LAST_BATCH, KafkaVersions
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.ops.cleaner import (CleanContext, CleanedSegment, CleanerStats, LastRecord,
-                                      build_offset_map, clean_into, collect_aborted_transactions,
-                                      group_segments_by_size, segments_overlapping)
+from kafkalog_cli.ops.cleaner import (
+    CleanContext,
+    CleanedSegment,
+    CleanerStats,
+    LastRecord,
+    build_offset_map,
+    clean_into,
+    collect_aborted_transactions,
+    group_segments_by_size,
+    segments_overlapping,
+)
 from kafkalog_cli.ops.cleaner_txn import CleanedTransactionMetadata
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 from kafkalog_cli.ops.offset_map import DEFAULT_DEDUPE_BUFFER, DEFAULT_LOAD_FACTOR, OffsetMap
 from kafkalog_cli.ops.plan import Plan, run_report
-from kafkalog_cli.storage.space import Space
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
+from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.space import Space
 
 
 @dataclass

@@ -28,15 +28,19 @@ from pathlib import Path
 from typing import Any
 
 from kafkalog_cli.config import log_dir_node_id
-from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError
-from kafkalog_cli.formats.checkpoints import (EpochEntry, load_leader_epoch_cache, parse_leader_epoch_checkpoint,
-                                              parse_partition_metadata, truncate_from_end,
-                                              truncate_from_start)
+from kafkalog_cli.formats.checkpoints import (
+    EpochEntry,
+    load_leader_epoch_cache,
+    parse_leader_epoch_checkpoint,
+    parse_partition_metadata,
+    truncate_from_end,
+    truncate_from_start,
+)
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, names
+from kafkalog_cli.storage.fsops import ARCHIVE_SUFFIXES, unpack_archive
 from kafkalog_cli.storage.logdir import LogDir, is_log_dir
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir_name
 from kafkalog_cli.storage.partition import Partition

@@ -30,15 +30,25 @@ A group lives in partition `Utils.abs(groupId.hashCode) % offsets.topic.num.part
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator, cast
+from typing import TYPE_CHECKING, cast
 
 from kafkalog_cli.errors import InputError, InvalidRecordError, KafkalogError
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.internal.consumer_offsets import deserialize_assignment
-from kafkalog_cli.formats.internal.coordinator import Coordinator, UnknownRecordTypeError, deserialize
-from kafkalog_cli.formats.internal.kafka_protocol import Readable, java_string_hash, read_struct, uuid_to_string
+from kafkalog_cli.formats.internal.coordinator import (
+    Coordinator,
+    UnknownRecordTypeError,
+    deserialize,
+)
+from kafkalog_cli.formats.internal.kafka_protocol import (
+    Readable,
+    java_string_hash,
+    read_struct,
+    uuid_to_string,
+)
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 from kafkalog_cli.storage.logdir import LogDir, PartitionDirKind, select_partition_dirs
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
@@ -407,7 +417,7 @@ class OffsetsTopicLayout:
     guessed: bool
 
 
-def offsets_topic_layout(found: list[int], stated: int | None, image: "MetadataImage | None" = None
+def offsets_topic_layout(found: list[int], stated: int | None, image: MetadataImage | None = None
                          ) -> OffsetsTopicLayout:
     """The partition count: stated, else the metadata log's (`image`, of the first log dir with
     one), else a guess from the partition numbers found."""
@@ -424,7 +434,7 @@ def offsets_topic_layout(found: list[int], stated: int | None, image: "MetadataI
                                  f"log records the topic (state it with --offsets-partitions)", True)
 
 
-def metadata_image_of(paths: Iterable[Path]) -> "MetadataImage | None":
+def metadata_image_of(paths: Iterable[Path]) -> MetadataImage | None:
     """The metadata image of the first log dir among `paths` (or the parent of a partition dir
     given) with a __cluster_metadata-0 that reads; None without one."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
@@ -475,7 +485,12 @@ def log_end_offsets(live: dict[TopicPartition, list[tuple[Path, Path]]], wanted:
     """What kafka-consumer-groups shows as LOG-END-OFFSET (ListOffsets latest, read_uncommitted:
     the high watermark) for each of `wanted` found among `live`; the largest where several log
     dirs hold a copy (the leader's is the highest)."""
-    from kafkalog_cli.ops.list_offsets import LATEST_TIMESTAMP, IsolationLevel, OffsetSpec, list_offsets
+    from kafkalog_cli.ops.list_offsets import (
+        LATEST_TIMESTAMP,
+        IsolationLevel,
+        OffsetSpec,
+        list_offsets,
+    )
 
     out: dict[tuple[str, int], LogEnd] = {}
     for topic, partition in sorted(wanted):

@@ -28,8 +28,8 @@ transaction still open at the high watermark, else the high watermark (as ops.tr
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Iterable
 
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
 

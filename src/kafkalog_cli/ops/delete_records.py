@@ -102,7 +102,7 @@ def parse_offset_json(data: bytes, path: str) -> dict[tuple[str, int], int]:
         raise UsageError(f"not valid JSON: {e.msg}", path=path, position=len(text[:e.pos].encode())) from None
     root = _located(text, 0)[0]
 
-    def fail(message: str, node: "_Located") -> UsageError:
+    def fail(message: str, node: _Located) -> UsageError:
         return UsageError(message, path=path, position=len(text[:node.pos].encode()))
 
     if not isinstance(root.value, dict):

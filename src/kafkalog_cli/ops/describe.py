@@ -39,24 +39,31 @@ from __future__ import annotations
 
 import bisect
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
 
 from kafkalog_cli.config import ConfigResolver, ConfigValue, KafkaVersions, TopicConfig
-from kafkalog_cli.ops.index_health import zero_filled_indexes
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.compression import compression_from_id
 from kafkalog_cli.ops import tiered
 from kafkalog_cli.ops.cleaner import segments_overlapping
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark, high_watermark_at_load
+from kafkalog_cli.ops.index_health import zero_filled_indexes
 from kafkalog_cli.ops.producer_rebuild import ProducerState, replay
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.logdir import (LOADED, DirKind, LogDir, PartitionSelection, RootCheckpoints, dir_kind,
-                                        select_partition_dirs)
+from kafkalog_cli.storage.live_files import read_listed
+from kafkalog_cli.storage.logdir import (
+    LOADED,
+    DirKind,
+    LogDir,
+    PartitionSelection,
+    RootCheckpoints,
+    dir_kind,
+    select_partition_dirs,
+)
 from kafkalog_cli.storage.names import PartitionFilter
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
-from kafkalog_cli.storage.live_files import read_listed
 
 # the configs describe shows: what decides what retention and the cleaner remove
 SHOWN_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes")
@@ -290,7 +297,11 @@ def _dirty_ratio(part: Partition, leo: int, producers: ProducerFacts | None) -> 
 
 def quarantine_usage(log_dir: Path) -> QuarantineUsage:
     """The log dir's default quarantine (beside it): its folders and the bytes they keep."""
-    from kafkalog_cli.storage.quarantine import QuarantineFolder, default_quarantine_root, find_folders
+    from kafkalog_cli.storage.quarantine import (
+        QuarantineFolder,
+        default_quarantine_root,
+        find_folders,
+    )
 
     usage = QuarantineUsage(str(default_quarantine_root(log_dir)))
     for path in find_folders(log_dir):

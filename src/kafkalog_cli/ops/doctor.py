@@ -30,8 +30,7 @@ from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.storage import files
-from kafkalog_cli.storage import names
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.lock import holder_pid
 from kafkalog_cli.storage.names import PartitionDirKind, parse_partition_dir_name
 from kafkalog_cli.storage.space import FreeSpace
@@ -105,7 +104,7 @@ class BrokerConfig:
     refused: str | None = None      # a value KafkaConfig refuses (the broker exits before its log dirs)
 
     @classmethod
-    def read(cls, path: Path | None) -> "BrokerConfig":
+    def read(cls, path: Path | None) -> BrokerConfig:
         if path is None:
             return cls()
         props = parse_properties(files.read_bytes(path), path=str(path))
@@ -122,7 +121,7 @@ class BrokerConfig:
 
 
 def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None,
-             kafka_version: "KafkaVersion | None" = None) -> Diagnosis:
+             kafka_version: KafkaVersion | None = None) -> Diagnosis:
     """`kafka_version`: also that release's start-up rules beyond 3.3.1's (ops.kafka_startup)."""
     log_dirs = [Path(d) for d in log_dirs]
     diag = Diagnosis([str(d) for d in log_dirs])
@@ -443,7 +442,7 @@ class BrokerUser:
     how: str = ""       # how it was found, when inferred
 
 
-def broker_user(d: Path, st: os.stat_result, user: str | None) -> "BrokerUser | Finding":
+def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | Finding:
     """The broker's user: --user (a uid, or a name this host's passwd knows), else the log dir's
     owner. A uid without a passwd entry (a container's user) is judged by its number, with the
     log dir's group as its group when it owns the log dir. A name this host does not know is a

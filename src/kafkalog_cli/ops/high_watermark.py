@@ -24,7 +24,7 @@ def high_watermark_at_load(checkpointed: int | None, log_start_offset: int, log_
     return hw if log_end_offset is None else min(hw, log_end_offset)
 
 
-def checkpointed_high_watermark(part: "Partition") -> int | None:
+def checkpointed_high_watermark(part: Partition) -> int | None:
     """The high watermark the broker loads `part` with, as describe, get-offsets and transactions
     tell it: its replication-offset-checkpoint entry clamped into [log start, log end]
     (UnifiedLog.updateHighWatermark); None when it has no entry or no segment."""

@@ -22,8 +22,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalog_cli.config.versions import (
-    DIRECTORY_ID_ENSEMBLE, KRAFT_ONLY, LATEST_METADATA_VERSION, METADATA_VERSION_FLOOR, MINIMUM_METADATA_VERSION_4X,
-    REMOVED_BROKER_CONFIGS, KafkaVersion, bootstrap_metadata_version, metadata_version_release,
+    DIRECTORY_ID_ENSEMBLE,
+    KRAFT_ONLY,
+    LATEST_METADATA_VERSION,
+    METADATA_VERSION_FLOOR,
+    MINIMUM_METADATA_VERSION_4X,
+    REMOVED_BROKER_CONFIGS,
+    KafkaVersion,
+    bootstrap_metadata_version,
+    metadata_version_release,
 )
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_properties, topic_id_bytes

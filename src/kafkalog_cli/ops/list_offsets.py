@@ -36,12 +36,14 @@ and kafka-get-offsets prints no line for the partition.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kafkalog_cli.config.versions import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP_RULE
+from kafkalog_cli.config.versions import (
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP as EARLIEST_PENDING_UPLOAD_RULE,
+)
 from kafkalog_cli.config.versions import LATEST_TIERED_TIMESTAMP as LATEST_TIERED_TIMESTAMP_RULE
-from kafkalog_cli.config.versions import EARLIEST_PENDING_UPLOAD_TIMESTAMP as EARLIEST_PENDING_UPLOAD_RULE
 from kafkalog_cli.config.versions import MAX_TIMESTAMP_EXACT, KafkaVersions
 from kafkalog_cli.errors import KafkalogError, UsageError
 from kafkalog_cli.ops.describe import producer_facts

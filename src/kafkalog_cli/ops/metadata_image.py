@@ -10,8 +10,8 @@ from pathlib import Path
 
 from kafkalog_cli.config import METADATA_PARTITION_DIR, MetadataDamage, replay_metadata_log
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.storage import files
 from kafkalog_cli.formats.internal.metadata_image import MetadataImage
+from kafkalog_cli.storage import files
 
 
 @dataclass
@@ -25,7 +25,7 @@ class QuorumState:
     voters: list[int] | None
 
     @classmethod
-    def read(cls, path: Path) -> "QuorumState | None":
+    def read(cls, path: Path) -> QuorumState | None:
         import json
 
         raw = files.read_bytes_if_exists(path)    # there but unreadable: InputError

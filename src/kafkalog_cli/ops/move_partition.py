@@ -46,16 +46,16 @@ from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError, InputError, UsageError, WriteError
 from kafkalog_cli.formats.checkpoints import parse_properties
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply as apply_plan
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan
+from kafkalog_cli.ops.plan import apply as apply_plan
 from kafkalog_cli.storage import checkpoints as ckpt
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.files import check_readable
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
-from kafkalog_cli.storage.quarantine import PRUNING_SUFFIX
 from kafkalog_cli.storage.logdir import DirKind, OffsetCheckpoint, RootCheckpoints, dir_kind
 from kafkalog_cli.storage.names import PartitionDirKind, TopicPartition, parse_partition_dir_name
 from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.quarantine import PRUNING_SUFFIX
 
 CHECKPOINTS = (names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT, names.REPLICATION_CHECKPOINT,
                names.CLEANER_CHECKPOINT)

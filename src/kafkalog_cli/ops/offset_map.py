@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 SLOT_SIZE = 24                 # MD5 16 B + offset int64
 HASH_SIZE = 16

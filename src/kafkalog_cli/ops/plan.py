@@ -16,8 +16,8 @@ from pathlib import Path
 
 from kafkalog_cli.errors import WriteError
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, FsOps
-from kafkalog_cli.storage.space import FreeSpace, QuarantinePlace, Space, allocated
 from kafkalog_cli.storage.names import CLEAN_SHUTDOWN_ASIDE, CLEANED_SUFFIX
+from kafkalog_cli.storage.space import FreeSpace, QuarantinePlace, Space, allocated
 
 
 class ActionKind(str, enum.Enum):
@@ -327,8 +327,13 @@ def _split_segment(a: Action, fsops: FsOps) -> None:
     """LocalLog.splitOverflowedSegment: each new segment's .log (its byte range of the old one),
     .index and .timeindex written as `.cleaned`, with the old segment's mtime, then Kafka's replace
     protocol, newest segment first, replaces the old segment's files (into the quarantine)."""
-    from kafkalog_cli.storage.names import (INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX,
-                                            segment_file)
+    from kafkalog_cli.storage.names import (
+        INDEX_SUFFIX,
+        LOG_SUFFIX,
+        TIME_INDEX_SUFFIX,
+        TXN_INDEX_SUFFIX,
+        segment_file,
+    )
     old_log = a.path
     d = old_log.parent
     base = int(old_log.name[:20])

@@ -10,22 +10,23 @@ the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 an
 currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from kafkalog_cli.config.versions import PRODUCER_SNAPSHOT_INSERTION_ORDER, KafkaVersions
 from kafkalog_cli.errors import KafkalogError
-
-from kafkalog_cli.formats.producer_state import (ProducerSnapshotEntry, encode_producer_snapshot,
-                                                 parse_producer_snapshot)
 from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
+from kafkalog_cli.formats.producer_state import (
+    ProducerSnapshotEntry,
+    encode_producer_snapshot,
+    parse_producer_snapshot,
+)
 from kafkalog_cli.formats.records import RecordBatch
 from kafkalog_cli.formats.txnindex import AbortedTxn
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
-from kafkalog_cli.storage.names import offset_from_name
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.live_files import read_listed, was_listed
+from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
 
 
@@ -54,12 +55,12 @@ class ProducerState:
     # (3.5+) or Scala's mutable.HashMap's (3.3, 3.4); `entries` keeps insertion order for the former
     insertion_order: bool = False
 
-    def copy(self) -> "ProducerState":
+    def copy(self) -> ProducerState:
         return ProducerState({k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing),
                              self.insertion_order)
 
     @classmethod
-    def from_snapshot(cls, buf, now_ms: int, expiration_ms: int, path: str | None = None) -> "ProducerState":
+    def from_snapshot(cls, buf, now_ms: int, expiration_ms: int, path: str | None = None) -> ProducerState:
         """loadFromSnapshot: entries whose producer expired (no ongoing txn, lastTimestamp older
         than producer.id.expiration.ms) are dropped, as the broker drops them."""
         st = cls()

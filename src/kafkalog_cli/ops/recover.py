@@ -33,20 +33,27 @@ from kafkalog_cli.formats.indexes import parse_offset_index, read_start
 from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.formats.txnindex import encode_txn_index
-from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
 from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
-from kafkalog_cli.storage.fsops import TMP_SUFFIX
+from kafkalog_cli.storage import checkpoints as ckpt
+from kafkalog_cli.storage import files, names
+from kafkalog_cli.storage.fsops import TMP_SUFFIX, stage_copy
+from kafkalog_cli.storage.index_checks import (
+    IndexDefect,
+    IndexFile,
+    entry_kafka_never_writes,
+    index_rebuild_reason,
+)
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
-from kafkalog_cli.storage.fsops import stage_copy
 from kafkalog_cli.storage.overflow import split_overflowed_segment
-from kafkalog_cli.storage.index_checks import IndexDefect, IndexFile, entry_kafka_never_writes, index_rebuild_reason
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.recovery import (
-    SegmentRecovery, StopReason, assign_epochs, next_valid_batch, recover_segment,
+    SegmentRecovery,
+    StopReason,
+    assign_epochs,
+    next_valid_batch,
+    recover_segment,
 )
 from kafkalog_cli.storage.segment import Segment, not_regular_reason, read_file
 
@@ -234,7 +241,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
 class BitRotFinding(KeptFinding):
     """A batch failing its CRC in a segment the plan leaves as it is: the broker serves it."""
 
-    rot: "BitRot | None" = None
+    rot: BitRot | None = None
     kept_problem: ClassVar[bool] = True     # a run that leaves it exits 1 (something found)
 
     def to_dict(self) -> dict:

@@ -44,23 +44,38 @@ it (truncateFromEnd(log end offset)), so `recover` finds nothing to do.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from kafkalog_cli.config import (ConfigResolver, TopicConfig, refusal_line,
-                                 retention_deciding_configs, unknown_configs)
+from kafkalog_cli.config import (
+    ConfigResolver,
+    TopicConfig,
+    refusal_line,
+    retention_deciding_configs,
+    unknown_configs,
+)
 from kafkalog_cli.errors import InputError, KafkalogError
-from kafkalog_cli.formats.checkpoints import (encode_leader_epoch_checkpoint, load_leader_epoch_cache,
-                                              parse_leader_epoch_checkpoint, truncate_from_end,
-                                              truncate_from_start)
-from kafkalog_cli.storage import checkpoints as checkpoint_text
+from kafkalog_cli.formats.checkpoints import (
+    encode_leader_epoch_checkpoint,
+    load_leader_epoch_cache,
+    parse_leader_epoch_checkpoint,
+    truncate_from_end,
+    truncate_from_start,
+)
 from kafkalog_cli.ops import tiered
 from kafkalog_cli.ops.high_watermark import high_watermark_at_load
+from kafkalog_cli.ops.plan import (  # noqa: F401  (apply: the op's API)
+    Action,
+    ActionKind,
+    Plan,
+    apply,
+    delete_interrupted_writes,
+    takes_blocks,
+)
 from kafkalog_cli.ops.tiered import RemoteLog
-from kafkalog_cli.ops.plan import Action, ActionKind, Plan, apply, delete_interrupted_writes, takes_blocks  # noqa: F401  (apply: the op's API)
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
+from kafkalog_cli.storage import checkpoints as checkpoint_text
+from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.logdir import OffsetCheckpoint, RootCheckpoints
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition

@@ -22,7 +22,12 @@ from typing import Any
 from kafkalog_cli.config import ConfigResolver, TopicConfig
 from kafkalog_cli.config.versions import TIME_INDEX_BATCH_LAST_OFFSET, KafkaVersions
 from kafkalog_cli.errors import CorruptRecordError, InputError, KafkalogError
-from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, TimeIndexEntry, encode_time_index
+from kafkalog_cli.formats.indexes import (
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY_SIZE,
+    TimeIndexEntry,
+    encode_time_index,
+)
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage import names

@@ -10,21 +10,31 @@ nothing: render/human.py and the commands turn an Outcome into text or JSON.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
-from kafkalog_cli.config import (ClusterMetadata, ConfigResolver, KafkaVersion, MetadataState, parse_key_values,
-                                 parse_topic_key_values, read_cluster_metadata, read_server_properties, versions_of)
+from kafkalog_cli.config import (
+    ClusterMetadata,
+    ConfigResolver,
+    KafkaVersion,
+    MetadataState,
+    parse_key_values,
+    parse_topic_key_values,
+    read_cluster_metadata,
+    read_server_properties,
+    versions_of,
+)
 from kafkalog_cli.ops.clean_shutdown import CleanShutdownMarker
 from kafkalog_cli.ops.plan import ActionKind, Plan, apply, estimate_space
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.quarantine import quarantine_root
-from kafkalog_cli.storage.quarantine_writer import Quarantine
 from kafkalog_cli.storage.links import LinkOut, split_links_out
 from kafkalog_cli.storage.lock import LogDirLock, lock_holder
-from kafkalog_cli.storage.space import QuarantinePlace, Space
 from kafkalog_cli.storage.names import parse_partition_dir
+from kafkalog_cli.storage.quarantine import quarantine_root
+from kafkalog_cli.storage.quarantine_writer import Quarantine
+from kafkalog_cli.storage.space import QuarantinePlace, Space
 
 
 @dataclass(frozen=True)
@@ -43,7 +53,7 @@ class ConfigSources:
     remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
     log_dirs: tuple[Path, ...] = ()         # every log dir the run processes: where a metadata log is
 
-    def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> "ConfigSources":
+    def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> ConfigSources:
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
         --config, --topic-config (also a topic with no partition there) or --server-properties
         is a usage error before any log dir is touched."""

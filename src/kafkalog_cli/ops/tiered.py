@@ -37,17 +37,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver, TopicConfig
-from kafkalog_cli.config.versions import (REMOTE_LOG_COPY_DISABLE, TIERED_ROLL_AND_START_OFFSET, TIERED_STORAGE,
-                                          KafkaVersions, RuleDecision)
+from kafkalog_cli.config.versions import (
+    REMOTE_LOG_COPY_DISABLE,
+    TIERED_ROLL_AND_START_OFFSET,
+    TIERED_STORAGE,
+    KafkaVersions,
+    RuleDecision,
+)
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_partition_metadata, topic_id_bytes
-from kafkalog_cli.formats.internal.remote_log_metadata import (COPY_SEGMENT_FINISHED,
-                                                               DEFAULT_METADATA_TOPIC_PARTITIONS, METADATA_TOPIC,
-                                                               decode_remote_log_record, metadata_partition)
-from kafkalog_cli.storage import names
-from kafkalog_cli.storage import files
-from kafkalog_cli.storage.names import TopicPartition
+from kafkalog_cli.formats.internal.remote_log_metadata import (
+    COPY_SEGMENT_FINISHED,
+    DEFAULT_METADATA_TOPIC_PARTITIONS,
+    METADATA_TOPIC,
+    decode_remote_log_record,
+    metadata_partition,
+)
 from kafkalog_cli.formats.records import iter_batches
+from kafkalog_cli.storage import files, names
+from kafkalog_cli.storage.names import TopicPartition
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import read_file
 

@@ -25,16 +25,25 @@ Kafka 3.3.1's sources:
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats.internal.transaction_state import (TransactionLogValue, TransactionState, read_key,
-                                                             read_value_v0_or_v1)
+from kafkalog_cli.formats.internal.transaction_state import (
+    TransactionLogValue,
+    TransactionState,
+    read_key,
+    read_value_v0_or_v1,
+)
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
-from kafkalog_cli.ops.producer_rebuild import ProducerEntry, ProducerState, rebuild_producer_state, replay
+from kafkalog_cli.ops.producer_rebuild import (
+    ProducerEntry,
+    ProducerState,
+    rebuild_producer_state,
+    replay,
+)
 from kafkalog_cli.storage.logdir import RootCheckpoints
 from kafkalog_cli.storage.names import parse_partition_dir
 from kafkalog_cli.storage.partition import Partition

@@ -11,12 +11,19 @@ from __future__ import annotations
 import mmap
 import os
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
 
 from kafkalog_cli.errors import InputError
-from kafkalog_cli.formats.framing import CRC, OFFSETS, WALKED_BYTES, Finding, batch_cuts, check_batches
+from kafkalog_cli.formats.framing import (
+    CRC,
+    OFFSETS,
+    WALKED_BYTES,
+    Finding,
+    batch_cuts,
+    check_batches,
+)
 
 # problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
@@ -112,8 +119,8 @@ class _ChunkResult:
 
 
 def _run_chunk(c: _Chunk) -> _ChunkResult:
-    from kafkalog_cli.storage.segment import map_file, unmap
     from kafkalog_cli.storage.paths_given import is_remote
+    from kafkalog_cli.storage.segment import map_file, unmap
 
     if is_remote(c.file):
         return _run_remote(c)
@@ -313,9 +320,8 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
     multiprocessing's pool: its import, its threads and its extra process cost more CPU than a
     whole --jobs 1 run saves on two cores (--jobs 2 must cost no more CPU than --jobs 1). A child
     leaves by os._exit: no interpreter teardown, no parent's buffers flushed twice."""
-    import pickle
-
     import gc
+    import pickle
 
     children: list[tuple[int, int | None]] = []     # (pid, read end of its pipe: None once read)
     gc.freeze()     # the objects of now stay out of the collector: a child's collection would
@@ -563,8 +569,8 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
     Directories are classified by storage's one rule (storage.logdir.read_partition_dirs);
     `on_left_out(dir, kind)` hears of each partition dir of a log dir that is not read."""
     from kafkalog_cli.storage.logdir import files_of_partition, read_partition_dirs
-    from kafkalog_cli.storage.segment import not_regular_reason
     from kafkalog_cli.storage.paths_given import is_remote
+    from kafkalog_cli.storage.segment import not_regular_reason
 
     groups: list[tuple[str, list[str]]] = []
     errors: list[tuple[int, InputError]] = []

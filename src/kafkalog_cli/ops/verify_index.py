@@ -16,12 +16,18 @@ from typing import NamedTuple
 
 from kafkalog_cli.errors import CorruptIndexError, KafkalogError, KafkaToolError
 from kafkalog_cli.formats.indexes import (
-    OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, OffsetIndexEntry, TimeIndexEntry, parse_offset_index,
-    parse_time_index, sanity_check_offset_index, sanity_check_time_index,
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY_SIZE,
+    OffsetIndexEntry,
+    TimeIndexEntry,
+    parse_offset_index,
+    parse_time_index,
+    sanity_check_offset_index,
+    sanity_check_time_index,
 )
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.live_files import listed, map_file, read_file, was_listed
+from kafkalog_cli.storage.names import offset_from_name
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # kafka-dump-log's --max-message-size
 

@@ -5,8 +5,9 @@ and cut; the log dirs' own facts follow as lines starting with `#`. On a termina
 table per log dir, its facts in the title."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kafkalog_cli.config import ConfigValue

@@ -15,7 +15,7 @@ if TYPE_CHECKING:       # importing ops.compact (the cleaner) would slow every c
 
 # ------------------------------------------------------------------------------ plans
 def action(a: Action) -> str:
-    from kafkalog_cli.ops.plan import ActionKind   # here, not at import: verify-crc starts faster
+    from kafkalog_cli.ops.plan import ActionKind  # here, not at import: verify-crc starts faster
 
     k = a.kind
     if k == ActionKind.RENAME:

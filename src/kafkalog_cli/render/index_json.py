@@ -2,14 +2,24 @@
 the index checks of ops/verify_index.py."""
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from kafkalog_cli.errors import CorruptIndexError, CorruptSnapshotError, InputError
 from kafkalog_cli.ops.verify_index import OffsetIndexCheck, TimeIndexCheck
 from kafkalog_cli.render.schema import (
-    ABORTED_TXN, CORRUPT_SNAPSHOT, FAILED, INDEX_ENTRY, INDEX_MISMATCH, LOG_TIMESTAMP, OFFSET_CHECK, ORDER,
-    PRODUCER_STATE, SANITY_CHECK, TIME_INDEX_ENTRY, TIMESTAMP_CHECK,
+    ABORTED_TXN,
+    CORRUPT_SNAPSHOT,
+    FAILED,
+    INDEX_ENTRY,
+    INDEX_MISMATCH,
+    LOG_TIMESTAMP,
+    OFFSET_CHECK,
+    ORDER,
+    PRODUCER_STATE,
+    SANITY_CHECK,
+    TIME_INDEX_ENTRY,
+    TIMESTAMP_CHECK,
 )
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import read_file

@@ -9,26 +9,44 @@ written by `finish()`, newest first where Kafka prepends to a Scala List.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from kafkalog_cli.config.versions import KafkaVersion
 from kafkalog_cli.errors import InputError, KafkalogError, KafkaToolError, UsageError, one_line
-from kafkalog_cli.formats.control import (
-    ControlRecordType, EndTransactionMarker, SnapshotFooterRecord, SnapshotHeaderRecord, decode_control,
-)
-from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
 from kafkalog_cli.formats.byte_loops import batch_text, text_of_batches
+from kafkalog_cli.formats.control import (
+    ControlRecordType,
+    EndTransactionMarker,
+    SnapshotFooterRecord,
+    SnapshotHeaderRecord,
+    decode_control,
+)
 from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
+from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.ops.verify_index import (
-    DEFAULT_MAX_MESSAGE_SIZE, IndexMismatch, NonConsecutiveOffsets, OffsetNotFound, OutOfOrderTimestamp,
-    TimestampMismatch, check_offset_index, check_time_index, start_offset_of,
+    DEFAULT_MAX_MESSAGE_SIZE,
+    IndexMismatch,
+    NonConsecutiveOffsets,
+    OffsetNotFound,
+    OutOfOrderTimestamp,
+    TimestampMismatch,
+    check_offset_index,
+    check_time_index,
+    start_offset_of,
+)
+from kafkalog_cli.render.parallel import (
+    PARALLEL_MIN_BYTES,
+    RELEASE_BYTES,
+    RUN_BYTES,
+    Sink,
+    output_fd,
+    ranges_of,
+    render_ranges,
 )
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
-from kafkalog_cli.ops.verify import release_pages
-from kafkalog_cli.render.parallel import (PARALLEL_MIN_BYTES, RELEASE_BYTES, RUN_BYTES, Sink, output_fd, ranges_of,
-                                          render_ranges)
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 
 INT_MAX = 2**31 - 1
@@ -132,8 +150,10 @@ def offsets_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
 
 
 def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
-    from kafkalog_cli.formats.internal.transaction_state import (format_transaction_record,
-                                                                 format_transaction_record_39)
+    from kafkalog_cli.formats.internal.transaction_state import (
+        format_transaction_record,
+        format_transaction_record_39,
+    )
 
     if kafka >= KAFKA_41:
         from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
@@ -159,8 +179,11 @@ def remote_log_metadata_parser(kafka: KafkaVersion | None = None) -> MessagePars
 
 def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
     """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (3.3.1, 3.9 or 4.2)."""
-    from kafkalog_cli.formats.internal.cluster_metadata import (METADATA_SCHEMAS_39, METADATA_SCHEMAS_42,
-                                                                format_metadata_record)
+    from kafkalog_cli.formats.internal.cluster_metadata import (
+        METADATA_SCHEMAS_39,
+        METADATA_SCHEMAS_42,
+        format_metadata_record,
+    )
 
     schemas = {"4.2": METADATA_SCHEMAS_42, "3.9": METADATA_SCHEMAS_39}.get(kafka_version)
 
@@ -180,7 +203,7 @@ class DumpOptions:
     max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
     max_bytes: int = INT_MAX
     parser: MessageParser | None = None
-    filters: "Filters | None" = None
+    filters: Filters | None = None
     jobs: int = 1                  # worker processes for big .log files (deep output only)
     leader_change: bool = False    # LeaderChange control records decoded (kafka-dump-log 4.1+)
 

@@ -9,7 +9,7 @@ those of the sequential dump.
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from kafkalog_cli.formats.framing import batch_cuts
 from kafkalog_cli.ops.verify import release_pages

@@ -5,7 +5,13 @@ from __future__ import annotations
 import datetime as _dt
 
 from kafkalog_cli.errors import one_line
-from kafkalog_cli.ops.compare_replicas import Comparison, FollowerResult, ReplicaRecord, Replica, TransactionState
+from kafkalog_cli.ops.compare_replicas import (
+    Comparison,
+    FollowerResult,
+    Replica,
+    ReplicaRecord,
+    TransactionState,
+)
 
 
 def _epochs(r: Replica) -> str:

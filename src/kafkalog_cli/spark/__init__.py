@@ -18,7 +18,9 @@ def register(spark) -> bool:
     Python scans keep their pushed filters to themselves: pyspark 4.1-4.3 reuse a DataFrame's
     first pushed-down reader for its later queries, which would answer them with wrong rows."""
     from kafkalog_cli.spark.datasource import (
-        KafkalogDataSource, KafkalogPushdownDataSource, pushdown_is_scan_scoped,
+        KafkalogDataSource,
+        KafkalogPushdownDataSource,
+        pushdown_is_scan_scoped,
     )
 
     if pushdown_is_scan_scoped(spark):

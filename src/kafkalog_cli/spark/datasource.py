@@ -43,10 +43,16 @@ import os
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from kafkalog_cli.allocator import tune_for_streaming
+from kafkalog_cli.ops.consumer_view import (
+    ISOLATION_LEVELS,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    view_notes,
+    views_for,
+)
 from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment
-from kafkalog_cli.ops.consumer_view import ISOLATION_LEVELS, READ_COMMITTED, READ_UNCOMMITTED, view_notes, views_for
-from kafkalog_cli.spark.kafka_compat import kafka_ddl, kafka_options, native_columns, to_kafka, warn
 from kafkalog_cli.spark.datasource_options import partition_filter, source_paths
+from kafkalog_cli.spark.kafka_compat import kafka_ddl, kafka_options, native_columns, to_kafka, warn
 from kafkalog_cli.storage.remote import segments_of_sources
 
 _TRUE = ("true", "1", "yes")
@@ -108,14 +114,14 @@ class KafkalogDataSource(DataSource):
             return kafka_ddl(_flag(self.options, "includeHeaders", False))
         return ddl(self._columns())
 
-    def reader(self, schema) -> "KafkalogReader":
+    def reader(self, schema) -> KafkalogReader:
         return KafkalogReader(self.options, self._columns())
 
 
 class KafkalogPushdownDataSource(KafkalogDataSource):
     """The same table, with filters pushed down: only for a Spark where pushdown_is_scan_scoped."""
 
-    def reader(self, schema) -> "KafkalogReader":
+    def reader(self, schema) -> KafkalogReader:
         return KafkalogPushdownReader(self.options, self._columns())
 
 
@@ -188,7 +194,13 @@ class KafkalogPushdownReader(KafkalogReader):
 
     def _push(self, p: Pushdown, flt) -> bool:
         from pyspark.sql.datasource import (
-            EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan, LessThanOrEqual, Not,
+            EqualTo,
+            GreaterThan,
+            GreaterThanOrEqual,
+            In,
+            LessThan,
+            LessThanOrEqual,
+            Not,
         )
 
         if isinstance(flt, Not) and isinstance(flt.child, (EqualTo, In)) and flt.child.attribute in (("topic",), ("partition",)):

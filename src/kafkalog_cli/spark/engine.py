@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.errors import KafkalogError

@@ -263,8 +263,12 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
     user should hear of. Returns {"segments", "records", "out", "files"}."""
     import dataclasses
 
-    from kafkalog_cli.ops.consumer_view import ISOLATION_LEVELS, READ_UNCOMMITTED, view_notes, views_for
-
+    from kafkalog_cli.ops.consumer_view import (
+        ISOLATION_LEVELS,
+        READ_UNCOMMITTED,
+        view_notes,
+        views_for,
+    )
     from kafkalog_cli.storage.remote import segments_of_sources
 
     if options.to not in FORMATS:

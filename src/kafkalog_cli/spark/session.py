@@ -7,7 +7,7 @@ import shutil
 import subprocess
 import sys
 
-from kafkalog_cli.errors import KafkalogError, ExitCode
+from kafkalog_cli.errors import ExitCode, KafkalogError
 
 
 class SparkUnavailableError(KafkalogError):
@@ -56,8 +56,8 @@ def check_java() -> str:
 
 def check_pyspark() -> None:
     try:
-        import pyspark  # noqa: F401
         import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
     except ImportError as e:
         raise SparkUnavailableError(
             f"--engine spark needs the spark extra ({e.name} is missing): pip install 'kafkalog-cli[spark]'"

@@ -7,11 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from kafkalog_cli.errors import CheckpointError
-from kafkalog_cli.storage.files import read_bytes_if_exists
 from kafkalog_cli.formats.checkpoints import (
-    EpochEntry, encode_leader_epoch_checkpoint, encode_offset_checkpoint, parse_leader_epoch_checkpoint,
+    EpochEntry,
+    encode_leader_epoch_checkpoint,
+    encode_offset_checkpoint,
+    parse_leader_epoch_checkpoint,
     parse_offset_checkpoint_entries,
 )
+from kafkalog_cli.storage.files import read_bytes_if_exists
 
 
 def _read(path: Path) -> bytes | None:

@@ -14,8 +14,9 @@ import contextlib
 import fcntl
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Iterator, cast
+from typing import BinaryIO, cast
 
 from kafkalog_cli.errors import InputError
 

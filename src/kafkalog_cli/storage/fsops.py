@@ -34,15 +34,22 @@ import errno
 import hashlib
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator, Protocol
+from typing import BinaryIO, Protocol
 
 from kafkalog_cli.errors import WriteError
-from kafkalog_cli.storage.names import (CLEANED_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX, SWAP_SUFFIX, TMP_SUFFIX,
-                                        strip_temp_suffix)
 from kafkalog_cli.storage import ownership
 from kafkalog_cli.storage.files import open_fd, open_file
 from kafkalog_cli.storage.links import WriteBounds
+from kafkalog_cli.storage.names import (
+    CLEANED_SUFFIX,
+    PARTIAL_SUFFIX,
+    PRUNING_SUFFIX,
+    SWAP_SUFFIX,
+    TMP_SUFFIX,
+    strip_temp_suffix,
+)
 from kafkalog_cli.storage.space import Space, allocated
 
 __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "TMP_SUFFIX"]
@@ -95,7 +102,7 @@ class QuarantineLike(Protocol):
     def __init__(self, root: Path | None, op: str, stamp: str) -> None: ...   # for_worker's copy
     @property
     def folder(self) -> Path | None: ...
-    def writer(self, fsops: "FsOps") -> Keeper: ...
+    def writer(self, fsops: FsOps) -> Keeper: ...
 
 
 class InjectedFault(BaseException):
@@ -150,7 +157,7 @@ class FsOps:
         """An injected fault (KAFKALOG_FAULT_AFTER) ends the process, as a SIGKILL would."""
         return self._fault_exits
 
-    def for_worker(self, shared: contextlib.AbstractContextManager[object]) -> "FsOps":
+    def for_worker(self, shared: contextlib.AbstractContextManager[object]) -> FsOps:
         """A forked worker's FsOps: the same log dir, quarantine folder (whose manifest.jsonl every
         worker appends whole lines to), fault injection and test hook, and its own step count.
         `shared`: the lock around the log dir's shared files (checkpoints)."""

@@ -25,12 +25,18 @@ a judgement of the file) are ops.verify_index's.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from kafkalog_cli.errors import KafkalogError
-from kafkalog_cli.formats.indexes import (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, offset_entry_problem,
-                                          parse_offset_index, parse_time_index, time_entry_problem)
+from kafkalog_cli.formats.indexes import (
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY_SIZE,
+    offset_entry_problem,
+    parse_offset_index,
+    parse_time_index,
+    time_entry_problem,
+)
 from kafkalog_cli.formats.records import LOG_OVERHEAD, RecordBatch, iter_batches
 from kafkalog_cli.storage.recovery import BatchValidation, passes
 
@@ -43,7 +49,7 @@ def usable_entries(read: Callable[[], list], check: Callable[[list], str | None]
     or failing `check`. An unusable index only costs the seek its shortcut."""
     try:
         entries = read()
-    except Exception as e:  # noqa: BLE001 - whatever makes the index unreadable
+    except Exception as e:  # whatever makes the index unreadable
         return [], f"cannot be read ({getattr(e, 'message', e)})"
     return entries, check(entries)
 

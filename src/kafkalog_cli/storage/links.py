@@ -25,9 +25,9 @@ that is a link itself, and a link from one place in the log dir to another, are 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from kafkalog_cli.errors import OutsideLogDirError
 
@@ -124,7 +124,7 @@ class WriteBounds:
         self.given = tuple(os.path.abspath(r) for r in roots)
         self.resolved = tuple(os.path.realpath(r) for r in roots)
 
-    def including(self, *roots: Path) -> "WriteBounds":
+    def including(self, *roots: Path) -> WriteBounds:
         """These bounds and `roots` (another dir the op owns: move-partition's source log dir)."""
         wider = WriteBounds((), self.follow_symlinks)
         wider.given = self.given + tuple(os.path.abspath(r) for r in roots)

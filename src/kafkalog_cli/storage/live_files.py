@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import files

@@ -60,7 +60,7 @@ class LogDirLock:
         self.path = self.log_dir / LOCK_FILE
         self._fd: int | None = None
 
-    def acquire(self) -> "LogDirLock":
+    def acquire(self) -> LogDirLock:
         if not self.log_dir.is_dir():
             raise InputError("not a directory", path=str(self.log_dir))
         WriteBounds([self.log_dir], self.follow_symlinks).check(self.path, content=True)
@@ -96,7 +96,7 @@ class LogDirLock:
                 os.close(self._fd)
                 self._fd = None
 
-    def __enter__(self) -> "LogDirLock":
+    def __enter__(self) -> LogDirLock:
         return self.acquire()
 
     def __exit__(self, *exc) -> None:

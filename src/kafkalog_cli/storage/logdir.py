@@ -9,8 +9,14 @@ from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.names import (PartitionDir, PartitionDirKind, PartitionFilter, TopicPartition,
-                                        parse_partition_dir, parse_partition_dir_name)
+from kafkalog_cli.storage.names import (
+    PartitionDir,
+    PartitionDirKind,
+    PartitionFilter,
+    TopicPartition,
+    parse_partition_dir,
+    parse_partition_dir_name,
+)
 
 if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding records
     from kafkalog_cli.storage.partition import Partition
@@ -39,10 +45,10 @@ class OffsetCheckpoint:
     exists: bool = False
 
     @classmethod
-    def read(cls, path: Path, strict: bool) -> "OffsetCheckpoint":
+    def read(cls, path: Path, strict: bool) -> OffsetCheckpoint:
         """Strictly, a damaged file raises CheckpointError; leniently it has no entry, as a
         broker starting afresh would take it."""
-        from kafkalog_cli.storage import checkpoints   # here: verify-crc walks dirs without them
+        from kafkalog_cli.storage import checkpoints  # here: verify-crc walks dirs without them
 
         if not path.exists():
             return cls(path)
@@ -67,7 +73,7 @@ class RootCheckpoints:
     cleaner_offsets: OffsetCheckpoint
 
     @classmethod
-    def read(cls, log_dir: Path, strict: bool = True) -> "RootCheckpoints":
+    def read(cls, log_dir: Path, strict: bool = True) -> RootCheckpoints:
         return cls(*(OffsetCheckpoint.read(log_dir / n, strict) for n in (
             names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
             names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT)))
@@ -102,7 +108,7 @@ class LogDir:
     path: Path
 
     @classmethod
-    def open(cls, path: Path | str) -> "LogDir":
+    def open(cls, path: Path | str) -> LogDir:
         path = Path(path)
         if not path.is_dir():
             raise InputError("not a directory", path=str(path))
@@ -126,7 +132,7 @@ class LogDir:
         sorted by topic then partition number."""
         return self.listing().of(kinds)
 
-    def partitions(self, dirs: list[Path] | None = None, strict: bool = True) -> list["Partition"]:
+    def partitions(self, dirs: list[Path] | None = None, strict: bool = True) -> list[Partition]:
         """The partitions (all, or those of `dirs`), each with its root checkpoint entries."""
         from kafkalog_cli.storage.partition import Partition
 
@@ -205,7 +211,7 @@ def is_partition_dir(path: Path) -> bool:
 
 
 def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None,
-                 only: PartitionFilter | None = None, tally: "FilterTally | None" = None) -> list[Path]:
+                 only: PartitionFilter | None = None, tally: FilterTally | None = None) -> list[Path]:
     """Files given directly are kept in order; a partition dir gives its files with `suffixes`
     in offset order; a log dir gives those of every log a broker loads (live and future), and
     `on_left_out(dir, kind)` is called for each partition dir it leaves out (being deleted,
@@ -386,7 +392,7 @@ def left_out_of(paths) -> list[tuple[Path, PartitionDirKind]]:
     return out
 
 
-def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) -> list["Segment"]:
+def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) -> list[Segment]:
     """A segment file (.log, or a KRaft .checkpoint), a partition dir or a log dir -> its
     segments, in topic, partition and offset order, with absolute paths and each one's next base
     offset in its partition. Missing or unrecognised paths are InputErrors; `on_left_out` and

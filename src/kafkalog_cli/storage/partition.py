@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import bisect
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import InputError
 from kafkalog_cli.storage import names
-from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.live_files import listed
+from kafkalog_cli.storage.names import TMP_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.segment import Segment
 
 if TYPE_CHECKING:  # records are imported when batches are read, not to list a directory
@@ -46,7 +47,7 @@ class Partition:
 
     @classmethod
     def open(cls, directory: Path | str, checkpoints: PartitionCheckpoints | None = None,
-             topic_partition: TopicPartition | None = None) -> "Partition":
+             topic_partition: TopicPartition | None = None) -> Partition:
         """`topic_partition`: the directory name's, when the caller has parsed it already."""
         if not isinstance(directory, Path):
             directory = Path(directory)
@@ -157,7 +158,7 @@ class Partition:
         return max(i, 0)
 
     def batches(self, from_offset: int | None = None, to_offset: int | None = None
-                ) -> Iterator[tuple[Segment, "RecordBatch"]]:
+                ) -> Iterator[tuple[Segment, RecordBatch]]:
         """Batches across segments, starting at the batch holding `from_offset` (found through the
         offset index) and stopping after the batch holding `to_offset`."""
         start = self.segment_index_for(from_offset) if from_offset is not None else 0

@@ -38,9 +38,10 @@ import hashlib
 import itertools
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
@@ -138,7 +139,7 @@ class QuarantineEntry:
         return (json.dumps(self.to_dict(), separators=(",", ":")) + "\n").encode()
 
     @classmethod
-    def from_json(cls, d: dict) -> "QuarantineEntry":
+    def from_json(cls, d: dict) -> QuarantineEntry:
         known = {f.name for f in fields(cls)}
         e = cls(**{k: v for k, v in d.items() if k in known})
         e.kind = EntryKind(e.kind)
@@ -170,7 +171,7 @@ class RestoreProgress:
     undone: set[str] = field(default_factory=set)
 
     @classmethod
-    def read(cls, path: Path) -> "RestoreProgress":
+    def read(cls, path: Path) -> RestoreProgress:
         p = cls()
         if not path.exists():
             return p
@@ -209,7 +210,7 @@ class QuarantineFolder:
         return [*self.log_dirs, *(staging_dir(d).parent for d in moved)]
 
     @classmethod
-    def open(cls, path: Path | str) -> "QuarantineFolder":
+    def open(cls, path: Path | str) -> QuarantineFolder:
         path = Path(path)
         if (path / JOURNAL).is_file():
             return cls._open_journal(path)
@@ -223,7 +224,7 @@ class QuarantineFolder:
         raise InputError(f"not a quarantine folder (no {JOURNAL} or {LEGACY_MANIFEST})", path=str(path))
 
     @classmethod
-    def _open_journal(cls, path: Path) -> "QuarantineFolder":
+    def _open_journal(cls, path: Path) -> QuarantineFolder:
         header: dict = {}
         by_id: dict[str, QuarantineEntry] = {}     # an id keeps its first place, its last line's facts
         for n, rec in _json_lines(path / JOURNAL):
@@ -245,7 +246,7 @@ class QuarantineFolder:
                    RestoreProgress.read(path / PROGRESS), others)
 
     @classmethod
-    def _open_legacy(cls, path: Path) -> "QuarantineFolder":
+    def _open_legacy(cls, path: Path) -> QuarantineFolder:
         try:
             m = json.loads(files.read_bytes(path / LEGACY_MANIFEST))
             raw = m["entries"]
@@ -552,10 +553,10 @@ class _Content:
         self.origin = origin              # the disk file this content is, untouched
 
     @classmethod
-    def zeros(cls, n: int) -> "_Content":
+    def zeros(cls, n: int) -> _Content:
         return cls([(None, 0, n)])
 
-    def slice(self, start: int, end: int) -> "_Content":
+    def slice(self, start: int, end: int) -> _Content:
         out, pos = [], 0
         for path, s, e in self.pieces:
             lo, hi = max(start, pos), min(end, pos + e - s)
@@ -564,7 +565,7 @@ class _Content:
             pos += e - s
         return _Content(out)
 
-    def __add__(self, other: "_Content") -> "_Content":
+    def __add__(self, other: _Content) -> _Content:
         return _Content(self.pieces + other.pieces)
 
     def chunks(self) -> Iterator[bytes]:
@@ -870,7 +871,7 @@ _DECIDE = {EntryKind.REMOVED: _removed, EntryKind.CUT: _cut, EntryKind.OVERWRITT
 
 # ----------------------------------------------------------------------------- restore: carrying it out
 
-def restore(plan: RestorePlan, fsops: "FsOps") -> int:
+def restore(plan: RestorePlan, fsops: FsOps) -> int:
     """Carry out a plan without conflicts through `fsops` (an FsOps without a quarantine: what the
     restore removes is what the op made, checked by sha256). Each entry's undo is recorded in
     restore.jsonl once done, so a rerun after a kill goes on from there. Returns the entries undone."""
@@ -908,7 +909,7 @@ def _record(d: dict) -> bytes:
     return (json.dumps(d, separators=(",", ":")) + "\n").encode()
 
 
-def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: "FsOps") -> None:
+def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: FsOps) -> None:
     e, source = step.entry, Path(step.entry.source)
     if step.remove_tmp:
         fsops.delete(Path(_needed(e, e.tmp, "tmp")), "restore: an interrupted write")

@@ -50,7 +50,7 @@ class LogDirKey:
     directory_id: str | None = None
 
     @classmethod
-    def of(cls, log_dir: Path) -> "LogDirKey":
+    def of(cls, log_dir: Path) -> LogDirKey:
         from kafkalog_cli.formats.checkpoints import parse_properties
         from kafkalog_cli.formats.meta_properties import MetaProperties
 

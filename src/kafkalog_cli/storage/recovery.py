@@ -26,8 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kafkalog_cli.errors import (CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError,
-                                 OffsetOverflowError)
+from kafkalog_cli.errors import (
+    CorruptIndexError,
+    CorruptRecordError,
+    InvalidRecordError,
+    KafkalogError,
+    OffsetOverflowError,
+)
 from kafkalog_cli.formats.checkpoints import EpochEntry, assign_epoch
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.indexes import IndexBuilder
@@ -364,7 +369,7 @@ class LogTail:
     valid_size: int
     offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
     codecs: frozenset = frozenset()       # compression ids of those batches
-    damage: "CorruptRecordError | None" = None   # what stopped the walk (not preallocated zeros)
+    damage: CorruptRecordError | None = None   # what stopped the walk (not preallocated zeros)
     stop: StopReason = StopReason.END     # why the walk stopped (END also for preallocated zeros)
     position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
 

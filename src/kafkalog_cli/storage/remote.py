@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import names

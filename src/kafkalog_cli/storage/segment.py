@@ -4,21 +4,29 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkalog_cli.errors import CorruptRecordError, InputError
 from kafkalog_cli.storage import files, live_files
 from kafkalog_cli.storage.live_files import map_file, read_file, unmap
+
 if TYPE_CHECKING:  # records are imported when batches are read, not to map a file
     from kafkalog_cli.formats.records import RecordBatch
     from kafkalog_cli.storage.recovery import LogTail
 from kafkalog_cli.storage.names import (
-    INDEX_SUFFIX, LOG_SUFFIX, SWAP_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX, TopicPartition,
-    offset_from_name, parse_partition_dir, segment_file,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    SWAP_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    TopicPartition,
+    offset_from_name,
+    parse_partition_dir,
+    segment_file,
 )
-
 
 _PREFIX = struct.Struct(">qi")                 # baseOffset, batchLength
 _V2_TAIL = struct.Struct(">hiqqqhii")         # attributes .. recordsCount, from byte 21
@@ -52,7 +60,7 @@ def not_regular_reason(path: Path | str) -> str | None:
 
 def _file_property(suffix: str) -> property:
     """A Segment property: its file with this suffix, `<base offset><suffix>` in its directory."""
-    def path(self: "Segment") -> Path:
+    def path(self: Segment) -> Path:
         return self.file(suffix)
 
     return property(path, doc=f"The segment's `{suffix}` file.")
@@ -77,11 +85,11 @@ class Segment:
     listed: bool = False                    # found by a listing: a live broker may move it (`live_files.followed`)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
-    _tail: "LogTail | None" = field(default=None, repr=False)
+    _tail: LogTail | None = field(default=None, repr=False)
     _largest: tuple[int, bool] | None = field(default=None, repr=False)
 
     @classmethod
-    def from_log_path(cls, path: Path | str) -> "Segment":
+    def from_log_path(cls, path: Path | str) -> Segment:
         path = Path(path)
         base = offset_from_name(path.name)
         if base is None:
@@ -89,7 +97,7 @@ class Segment:
         return cls(path.parent, base)
 
     @classmethod
-    def from_file(cls, path: Path | str) -> "Segment":
+    def from_file(cls, path: Path | str) -> Segment:
         """A `.log`, or another file read as a log (a KRaft snapshot `.checkpoint`, whose name's
         20 digits are its end offset)."""
         path = Path(path)
@@ -128,7 +136,7 @@ class Segment:
         return tp.partition if tp else None
 
     @classmethod
-    def with_log(cls, directory: Path, base_offset: int, log) -> "Segment":
+    def with_log(cls, directory: Path, base_offset: int, log) -> Segment:
         """A segment over a .log its reader has already mapped (`map_file`), so the indexes are
         checked against the same bytes and the file is not mapped twice."""
         return cls(directory, base_offset, _log=log)
@@ -225,7 +233,7 @@ class Segment:
         return n - n % entry_size
 
     # -- batches
-    def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator["RecordBatch"]:
+    def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator[RecordBatch]:
         from kafkalog_cli.formats.records import iter_batches
 
         try:
@@ -235,7 +243,7 @@ class Segment:
                 raise e.located(path=str(self.source_path))
             raise
 
-    def headers(self) -> Iterator["BatchHeader"]:
+    def headers(self) -> Iterator[BatchHeader]:
         """Every complete batch's header, read a header at a time with pread (no record is
         touched, nothing is mapped); stops at the first size that does not fit."""
         from kafkalog_cli.formats.records import RECORD_BATCH_OVERHEAD, RecordBatch
@@ -307,7 +315,7 @@ class Segment:
         """(timestamp, relative offset) of the time index's last real entry."""
         return last_index_entry(self._name(TIME_INDEX_SUFFIX), _TIME_ENTRY, 1)
 
-    def tail(self) -> "LogTail":
+    def tail(self) -> LogTail:
         """`recovered_tail`, for the callers that act on the segment (retention, compaction):
         a batch that is not sound is raised (a CorruptRecordError naming the file and byte), as
         repairing it is recover's job; a torn end is not an error (the broker truncates it)."""
@@ -316,7 +324,7 @@ class Segment:
             raise tail.damage
         return tail
 
-    def recovered_tail(self) -> "LogTail":
+    def recovered_tail(self) -> LogTail:
         """The batches after the last offset-index entry (from byte 0 when that entry does not
         point at a sound batch), walked by `recovery_walk`: the next offset (the log end offset
         for the active segment), their largest timestamp, the end of the valid batches, and the
@@ -330,7 +338,7 @@ class Segment:
                     self._tail = self.unrecovered_tail(self.last_offset_index_entry())
         return self._tail
 
-    def unrecovered_tail(self, entry: tuple[int, int] | None) -> "LogTail":
+    def unrecovered_tail(self, entry: tuple[int, int] | None) -> LogTail:
         """The tail as a broker that loads the segment without recovering it (after a clean
         shutdown) reads it, LogSegment.readNextOffset exactly: from the offset index's last entry
         `entry` (relative offset, position; None: an empty index), the batches from the first
@@ -464,7 +472,11 @@ class Segment:
         log = self.log
         start = 0
         entry = None
-        from kafkalog_cli.storage.index_checks import entry_batch_problem, offset_entries_problem, usable_entries
+        from kafkalog_cli.storage.index_checks import (
+            entry_batch_problem,
+            offset_entries_problem,
+            usable_entries,
+        )
 
         entries, why = usable_entries(self.offset_index,
                                       lambda es: offset_entries_problem(es, self.base_offset, len(log)))
@@ -546,7 +558,7 @@ class Segment:
         zeros_after: bool               # only zeros (or nothing) after the complete batches
         appended_offset_of_max_timestamp: int   # the offset LogSegment.append tracked for it
 
-    def walk(self) -> "Segment.Walk":
+    def walk(self) -> Segment.Walk:
         """`recovery_walk` from byte 0. Raises the CorruptRecordError (naming the file and byte)
         of a batch that is not sound (a size below 14, an unknown magic, a CRC that does not
         match); bytes after the last complete batch are told by `zeros_after`."""
@@ -561,7 +573,7 @@ class Segment:
             return Segment.Walk(t.valid_size, t.next_offset, t.max_timestamp, t.offset_of_max_timestamp,
                                 t.damage is None, appended)
 
-    def recovery_walk(self, start: int = 0, validate: bool = True) -> "LogTail":
+    def recovery_walk(self, start: int = 0, validate: bool = True) -> LogTail:
         """`storage.recovery.walk_tail` over this segment's .log from `start` (LogSegment.recover's
         rule without rebuilding anything; `validate` False: readNextOffset's, sizes only)."""
         from kafkalog_cli.storage.recovery import walk_tail
@@ -610,7 +622,7 @@ def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
     return bytes(out)
 
 
-def appended_offset_of_max_timestamp(batch: "RecordBatch") -> int:
+def appended_offset_of_max_timestamp(batch: RecordBatch) -> int:
     """The offset a leader's LogSegment.append tracks with a batch's max timestamp (Kafka 3.3.1
     LogValidator's shallowOffsetOfMaxTimestamp): in an uncompressed CreateTime batch the first
     record holding the max; in a compressed one (validated in place or recompressed) and under

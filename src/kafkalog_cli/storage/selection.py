@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
-from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
 from kafkalog_cli.formats.byte_loops import search_v2
 from kafkalog_cli.formats.record_search import RecordSearch
+from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
-
 
 _NO_SEARCH = RecordSearch()
 
@@ -43,15 +42,15 @@ class Filters:
     key: bytes | None = None
     limit: int | None = None
     key_prefix: bytes | None = None
-    key_regex: "re.Pattern[bytes] | None" = None
-    value_regex: "re.Pattern[bytes] | None" = None
+    key_regex: re.Pattern[bytes] | None = None
+    value_regex: re.Pattern[bytes] | None = None
 
     @classmethod
     def given(cls, *, from_offset: int | None = None, to_offset: int | None = None,
               from_time: int | None = None, to_time: int | None = None, key: str | bytes | None = None,
               limit: int | None = None, key_prefix: bytes | None = None,
-              key_regex: "re.Pattern[bytes] | None" = None,
-              value_regex: "re.Pattern[bytes] | None" = None) -> "Filters | None":
+              key_regex: re.Pattern[bytes] | None = None,
+              value_regex: re.Pattern[bytes] | None = None) -> Filters | None:
         """The filters of a command's options (a key given as text: its UTF-8), or None when
         none is given: an unfiltered read takes the fast paths."""
         f = cls(from_offset, to_offset, from_time, to_time, key.encode("utf-8") if isinstance(key, str) else key,

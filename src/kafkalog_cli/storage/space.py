@@ -28,7 +28,7 @@ class Space:
     freed_on_disk: int = 0
     held_in_quarantine: int = 0
 
-    def add(self, other: "Space") -> "Space":
+    def add(self, other: Space) -> Space:
         self.freed_on_disk += other.freed_on_disk
         self.held_in_quarantine += other.held_in_quarantine
         return self
@@ -45,7 +45,7 @@ class QuarantinePlace(str, enum.Enum):
     OTHER_FILE_SYSTEM = "other"      # copied, then unlinked: freed and held
 
     @classmethod
-    def of(cls, log_dir: Path, quarantine_root: Path | None) -> "QuarantinePlace":
+    def of(cls, log_dir: Path, quarantine_root: Path | None) -> QuarantinePlace:
         if quarantine_root is None:
             return cls.NONE
         return cls.SAME_FILE_SYSTEM if same_file_system(log_dir, quarantine_root) else cls.OTHER_FILE_SYSTEM
@@ -107,7 +107,7 @@ class FreeSpace:
     block_size: int
 
     @classmethod
-    def of(cls, path: Path) -> "FreeSpace":
+    def of(cls, path: Path) -> FreeSpace:
         st = os.statvfs(_existing(path))
         root = os.geteuid() == 0
         blocks = st.f_bfree if root else st.f_bavail

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import lzma
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
+
 from tests.helpers.paths import INTERNAL as FIXTURES
 
 

@@ -8,7 +8,11 @@ import pytest
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.cluster_metadata import (
-    METADATA_SCHEMAS, MetadataRecord, decode_metadata_record, format_metadata_record, topic_configs,
+    METADATA_SCHEMAS,
+    MetadataRecord,
+    decode_metadata_record,
+    format_metadata_record,
+    topic_configs,
 )
 
 from ._logfile import fixture_records, golden_lines

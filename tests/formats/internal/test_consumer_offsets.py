@@ -8,7 +8,11 @@ import pytest
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.consumer_offsets import (
-    GroupMetadataKey, OffsetCommitKey, decode_offsets_record, format_offsets_record, read_group_metadata_value,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    decode_offsets_record,
+    format_offsets_record,
+    read_group_metadata_value,
     read_key,
 )
 

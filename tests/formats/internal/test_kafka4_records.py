@@ -10,11 +10,22 @@ import pytest
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.internal.coordinator import (
-    Coordinator, decode_coordinator_record, format_coordinator_record,
+    Coordinator,
+    decode_coordinator_record,
+    format_coordinator_record,
 )
-from kafkalog_cli.formats.internal.kafka_protocol import Field, Struct, json_node, to_json, write_struct
+from kafkalog_cli.formats.internal.kafka_protocol import (
+    Field,
+    Struct,
+    json_node,
+    to_json,
+    write_struct,
+)
 from kafkalog_cli.formats.internal.raft import format_raft_control
-from kafkalog_cli.formats.internal.remote_log_metadata import decode_remote_log_metadata, format_remote_log_metadata
+from kafkalog_cli.formats.internal.remote_log_metadata import (
+    decode_remote_log_metadata,
+    format_remote_log_metadata,
+)
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 
 from ._logfile import FIXTURES
@@ -271,7 +282,10 @@ def test_remote_log_metadata_that_kafka_refuses():
 
 
 def test_kafka_4_2_metadata_text_from_the_library():
-    from kafkalog_cli.formats.internal.cluster_metadata import METADATA_SCHEMAS_42, format_metadata_record
+    from kafkalog_cli.formats.internal.cluster_metadata import (
+        METADATA_SCHEMAS_42,
+        format_metadata_record,
+    )
 
     value = bytes([1, 28, 0]) + b"\x02t\x00"     # frame 1, ClearElrRecord v0: topicName "t", no tags
     assert format_metadata_record(value, 4) == (

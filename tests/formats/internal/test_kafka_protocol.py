@@ -5,8 +5,21 @@ import pytest
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    ALL, BufferUnderflowError, Field, Readable, ScalaHashOrder, Struct, bigint_hex, java_double, java_string_hash,
-    json_node, member, read_struct, to_json, uuid_to_string, versions,
+    ALL,
+    BufferUnderflowError,
+    Field,
+    Readable,
+    ScalaHashOrder,
+    Struct,
+    bigint_hex,
+    java_double,
+    java_string_hash,
+    json_node,
+    member,
+    read_struct,
+    to_json,
+    uuid_to_string,
+    versions,
 )
 
 

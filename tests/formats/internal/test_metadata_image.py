@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 from kafkalog_cli.formats.internal.cluster_metadata import MetadataRecord
-from kafkalog_cli.formats.internal.metadata_image import LeaderRecoveryState, MetadataImage, metadata_version_name
+from kafkalog_cli.formats.internal.metadata_image import (
+    LeaderRecoveryState,
+    MetadataImage,
+    metadata_version_name,
+)
 
 
 def r(type_name: str, **data) -> MetadataRecord:

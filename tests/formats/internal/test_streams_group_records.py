@@ -10,7 +10,9 @@ import pytest
 
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.internal.coordinator import (
-    Coordinator, decode_coordinator_record, format_coordinator_record,
+    Coordinator,
+    decode_coordinator_record,
+    format_coordinator_record,
 )
 from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES

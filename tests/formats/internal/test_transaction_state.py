@@ -5,13 +5,16 @@ import struct
 
 import pytest
 
+from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import write_struct
 from kafkalog_cli.formats.internal.schemas import MESSAGES
-
-from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.transaction_state import (
-    TransactionState, decode_transaction_record, format_transaction_record, format_transaction_record_39,
-    format_transaction_record_40, read_value_v0_or_v1,
+    TransactionState,
+    decode_transaction_record,
+    format_transaction_record,
+    format_transaction_record_39,
+    format_transaction_record_40,
+    read_value_v0_or_v1,
 )
 
 from ._logfile import fixture_records, golden_lines

@@ -12,12 +12,24 @@ metadata.version 4.2-IV1 decode whole.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    ALL, NULL, Field, Readable, Struct, json_node, member, read_struct, to_int16, to_json, uuid_to_string, versions,
+    ALL,
+    NULL,
+    Field,
+    Readable,
+    Struct,
+    json_node,
+    member,
+    read_struct,
+    to_int16,
+    to_json,
+    uuid_to_string,
+    versions,
 )
 from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 

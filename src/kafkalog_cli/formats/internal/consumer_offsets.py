@@ -13,12 +13,26 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.internal.kafka_protocol import (
-    ALL, NULL, BufferUnderflowError, Field, Readable, ScalaHashOrder, Struct, Versioned, bigint_hex,
-    java_string_hash, read_struct, to_json, versions,
-)
 from kafkalog_cli.formats.internal.coordinator import (
-    Coordinator, UnknownVersionError, decode_coordinator_record, format_coordinator_record,
+    Coordinator,
+    UnknownVersionError,
+    decode_coordinator_record,
+    format_coordinator_record,
+)
+from kafkalog_cli.formats.internal.kafka_protocol import (
+    ALL,
+    NULL,
+    BufferUnderflowError,
+    Field,
+    Readable,
+    ScalaHashOrder,
+    Struct,
+    Versioned,
+    bigint_hex,
+    java_string_hash,
+    read_struct,
+    to_json,
+    versions,
 )
 
 __all__ = [

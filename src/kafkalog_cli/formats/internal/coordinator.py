@@ -18,10 +18,18 @@ from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    BufferUnderflowError, Readable, Struct, json_node, read_struct, to_json,
+    BufferUnderflowError,
+    Readable,
+    Struct,
+    json_node,
+    read_struct,
+    to_json,
 )
 from kafkalog_cli.formats.internal.schemas import (
-    GROUP_RECORD_TYPES, MESSAGES, SHARE_RECORD_TYPES, TRANSACTION_RECORD_TYPES,
+    GROUP_RECORD_TYPES,
+    MESSAGES,
+    SHARE_RECORD_TYPES,
+    TRANSACTION_RECORD_TYPES,
 )
 
 __all__ = ["Coordinator", "CoordinatorRecord", "UnknownRecordTypeError", "UnknownVersionError", "format_coordinator_record",

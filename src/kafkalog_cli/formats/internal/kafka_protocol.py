@@ -13,9 +13,10 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from decimal import Decimal
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from decimal import Decimal
+from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.varint import write_unsigned_varint
@@ -233,7 +234,7 @@ class Field:
     tagged: Versions = NONE
     tag: int | None = None
     default: Any = None          # None: the type's own default (0, "", [], false, zero uuid)
-    fields: tuple["Field", ...] = ()
+    fields: tuple[Field, ...] = ()
     zero_copy: bool = False
     ignorable: bool = False
 

@@ -130,7 +130,7 @@ class PartitionRegistration:
     last_known_elr: list[int] = field(default_factory=list)
 
     @classmethod
-    def from_record(cls, d: dict) -> "PartitionRegistration":
+    def from_record(cls, d: dict) -> PartitionRegistration:
         return cls(list(d["replicas"]), list(d["isr"]), list(d["removingReplicas"]), list(d["addingReplicas"]),
                    d["leader"], LeaderRecoveryState(d["leaderRecoveryState"]), d["leaderEpoch"], d["partitionEpoch"],
                    list(d.get("directories") or ()), list(d.get("eligibleLeaderReplicas") or ()),

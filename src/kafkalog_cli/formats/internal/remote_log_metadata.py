@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.internal.cluster_metadata import type_name, read_api_message
+from kafkalog_cli.formats.internal.cluster_metadata import read_api_message, type_name
 from kafkalog_cli.formats.internal.kafka_protocol import json_node, uuid_to_string
 from kafkalog_cli.formats.internal.schemas import MESSAGES, REMOTE_LOG_METADATA_RECORDS
 

@@ -13,10 +13,21 @@ from typing import Any, NoReturn
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.coordinator import (
-    Coordinator, UnknownVersionError, decode_coordinator_record, format_coordinator_record,
+    Coordinator,
+    UnknownVersionError,
+    decode_coordinator_record,
+    format_coordinator_record,
 )
 from kafkalog_cli.formats.internal.kafka_protocol import (
-    Field, Readable, ScalaHashOrder, Struct, Versioned, java_string_hash, read_struct, to_int32, versions,
+    Field,
+    Readable,
+    ScalaHashOrder,
+    Struct,
+    Versioned,
+    java_string_hash,
+    read_struct,
+    to_int32,
+    versions,
 )
 
 __all__ = [
