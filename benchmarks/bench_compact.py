@@ -6,6 +6,7 @@ checker of the data must do).
     .venv/bin/python benchmarks/bench_compact.py [--size MiB] [--keys N] [--jobs N]
 
 Prints seconds, MB/s and peak RSS (this process and its workers: ru_maxrss)."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,7 +37,7 @@ def main() -> None:
     ap.add_argument("--workdir", default="/tmp/kafkalog-bench-compact")
     a = ap.parse_args()
     work = Path(a.workdir)
-    cache = work / f"source-{a.size}-{a.keys}-hw"   # -hw: built with a replication-offset-checkpoint
+    cache = work / f"source-{a.size}-{a.keys}-hw"  # -hw: built with a replication-offset-checkpoint
     if not cache.exists():
         print(f"building a {a.size} MiB segment over {a.keys} keys in {cache} ...", flush=True)
         build_logdir(cache, a.size << 20, a.keys)
@@ -58,11 +59,19 @@ def main() -> None:
             c = crc32c(chunk, c)
     t_crc = time.perf_counter() - t
 
-    opts = compact.CompactOptions(now_ms=1_800_000_000_000, force=True, jobs=a.jobs,
-                                  resolver=ConfigResolver(overrides={
-                                      # stated, so that compact cleans rather than refuses (never a guess)
-                                      "cleanup.policy": "compact", "min.compaction.lag.ms": "0",
-                                      "delete.retention.ms": "86400000"}))
+    opts = compact.CompactOptions(
+        now_ms=1_800_000_000_000,
+        force=True,
+        jobs=a.jobs,
+        resolver=ConfigResolver(
+            overrides={
+                # stated, so that compact cleans rather than refuses (never a guess)
+                "cleanup.policy": "compact",
+                "min.compaction.lag.ms": "0",
+                "delete.retention.ms": "86400000",
+            }
+        ),
+    )
     t = time.perf_counter()
     cp = compact.plan(run, [run / "bench-0"], opts)
     report = compact.apply(cp, FsOps(run, Quarantine(None, "compact")), opts)
@@ -71,12 +80,16 @@ def main() -> None:
     rss_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     rss_kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     mb = size / 1e6
-    print(f"segment: {size} bytes, {r['messages_read']} messages -> {r['messages_written']}, {r['keys']} keys, "
-          f"jobs {a.jobs}")
+    print(
+        f"segment: {size} bytes, {r['messages_read']} messages -> {r['messages_written']}, {r['keys']} keys, "
+        f"jobs {a.jobs}"
+    )
     print(f"{'plain read (reference)':34s} {t_read:7.2f} s {mb / t_read:9.1f} MB/s")
     print(f"{'read + crc32c (reference)':34s} {t_crc:7.2f} s {mb / t_crc:9.1f} MB/s")
     print(f"{'kafkalog compact':34s} {t_compact:7.2f} s {mb / t_compact:9.1f} MB/s")
-    print(f"{'Kafka 3.3.1 cleaner (its log)':34s} {KAFKA_SECONDS:7.2f} s {mb / KAFKA_SECONDS:9.1f} MB/s")
+    print(
+        f"{'Kafka 3.3.1 cleaner (its log)':34s} {KAFKA_SECONDS:7.2f} s {mb / KAFKA_SECONDS:9.1f} MB/s"
+    )
     print(f"peak RSS: this process {rss_self:.0f} MiB, largest worker {rss_kids:.0f} MiB")
     shutil.rmtree(run, ignore_errors=True)
 

@@ -13,6 +13,7 @@ installed command printing its table to /dev/null, all with the load beside them
 
     python benchmarks/bench_describe.py [--partitions N] [--segments N] [--dir DIR] [--no-cli]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,10 @@ def build_log_dir(root: Path, partitions: int, segments: int) -> None:
 
 def _cpu() -> float:
     """CPU seconds of this process and its finished children (the forked workers)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
@@ -79,16 +83,24 @@ def describe_all(root: Path, jobs: int = 1) -> list[dict]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--segments", type=int, default=10)
-    ap.add_argument("--dir", type=Path, help="the log dir: built there when empty, and kept (a second run "
-                                            "reuses it) [default: a throw-away one in /dev/shm if present]")
+    ap.add_argument(
+        "--dir",
+        type=Path,
+        help="the log dir: built there when empty, and kept (a second run "
+        "reuses it) [default: a throw-away one in /dev/shm if present]",
+    )
     ap.add_argument("--no-cli", action="store_true", help="skip the run of the installed command")
     args = ap.parse_args()
     tmp = None
     if args.dir is None:
-        tmp = tempfile.mkdtemp(prefix="bench-describe-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+        tmp = tempfile.mkdtemp(
+            prefix="bench-describe-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None
+        )
         args.dir = Path(tmp) / "logs"
     root = args.dir
     root.mkdir(parents=True, exist_ok=True)
@@ -98,20 +110,28 @@ def main() -> int:
         os.sync()
         size = f"{args.partitions} partitions x {args.segments} segments"
         wall, cpu, files = timed(lambda: stat_walk(root))
-        print(f"reference: scandir + stat of {files} files: {wall:.2f} s wall, {cpu:.2f} s CPU ({load()})")
+        print(
+            f"reference: scandir + stat of {files} files: {wall:.2f} s wall, {cpu:.2f} s CPU ({load()})"
+        )
         wall, cpu, rows = timed(lambda: describe_all(root))
         errors = sum(1 for r in rows if r.get("problems"))
-        print(f"describe (library, one process): {wall:.2f} s wall, {cpu:.2f} s CPU for {size}, {len(rows)} "
-              f"objects, {errors} with problems ({load()}); target < {TARGET_S:.0f} s of CPU (the wall time "
-              f"of one idle core): {'OK' if cpu < TARGET_S else 'MISSED'}")
+        print(
+            f"describe (library, one process): {wall:.2f} s wall, {cpu:.2f} s CPU for {size}, {len(rows)} "
+            f"objects, {errors} with problems ({load()}); target < {TARGET_S:.0f} s of CPU (the wall time "
+            f"of one idle core): {'OK' if cpu < TARGET_S else 'MISSED'}"
+        )
         jobs = os.cpu_count() or 1
         pwall, pcpu, _ = timed(lambda: describe_all(root, jobs))
-        print(f"describe (library, {jobs} processes, the command's default): {pwall:.2f} s wall, {pcpu:.2f} s CPU "
-              f"in all ({load()})")
+        print(
+            f"describe (library, {jobs} processes, the command's default): {pwall:.2f} s wall, {pcpu:.2f} s CPU "
+            f"in all ({load()})"
+        )
         ok = cpu < TARGET_S and not errors
         if not args.no_cli:
             el, peak = run(kafkalog_command() + ["describe", str(root)])
-            print(f"kafkalog describe (command, table to /dev/null): {el:.2f} s, peak {peak:.0f} MiB ({load()})")
+            print(
+                f"kafkalog describe (command, table to /dev/null): {el:.2f} s, peak {peak:.0f} MiB ({load()})"
+            )
         return 0 if ok else 1
     finally:
         if tmp:

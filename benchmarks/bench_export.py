@@ -21,6 +21,7 @@ makes the 1 GiB partition). The load averages are printed beside each figure.
 
 Built under /dev/shm when there is one, so the figure is decoding and writing, not the disk.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -48,12 +49,21 @@ def parse_size(s: str) -> int:
 
 
 def template_batch() -> bytes:
-    recs = [SimpleRecord(key=b"key-%06d" % i, value=(b"v%05d-" % i) * 13 + b"xx", timestamp=TS0 + i,
-                         headers=(Header("h", b"1"),)) for i in range(RECORDS_PER_BATCH)]
+    recs = [
+        SimpleRecord(
+            key=b"key-%06d" % i,
+            value=(b"v%05d-" % i) * 13 + b"xx",
+            timestamp=TS0 + i,
+            headers=(Header("h", b"1"),),
+        )
+        for i in range(RECORDS_PER_BATCH)
+    ]
     return bytes(build_v2_batch(recs, 0))
 
 
-def build_logdir(root: Path, size: int, partitions: int, segment_size: int, topic: str = "bench") -> tuple[Path, int]:
+def build_logdir(
+    root: Path, size: int, partitions: int, segment_size: int, topic: str = "bench"
+) -> tuple[Path, int]:
     """A log dir of `partitions` partitions holding `size` bytes in all; returns (dir, records).
     One real batch is copied with its base offset patched (the CRC does not cover it)."""
     batch = bytearray(template_batch())
@@ -79,13 +89,22 @@ def build_logdir(root: Path, size: int, partitions: int, segment_size: int, topi
     return log_dir, records
 
 
-def run(log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, spark=None) -> tuple[float, dict]:
+def run(
+    log_dir: Path, out: Path, engine: str, master: str | None, jobs: int, spark=None
+) -> tuple[float, dict]:
     from kafkalog_cli.spark.export import ExportOptions, export
 
     shutil.rmtree(out, ignore_errors=True)
     t = time.perf_counter()
-    summary = export([str(log_dir)], out, ExportOptions(to="parquet"), engine=engine, master=master, jobs=jobs,
-                     spark=spark)
+    summary = export(
+        [str(log_dir)],
+        out,
+        ExportOptions(to="parquet"),
+        engine=engine,
+        master=master,
+        jobs=jobs,
+        spark=spark,
+    )
     return time.perf_counter() - t, summary
 
 
@@ -94,7 +113,10 @@ def _cpu() -> float:
     forkserver's: PeakMemory counts them)."""
     import resource
 
-    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
@@ -120,7 +142,9 @@ def main(argv=None) -> int:
     ap.add_argument("--count-master", default="local[2]", help="master of the count() figure")
     ap.add_argument("--jobs", type=int, default=0, help="--engine local workers (0: one per core)")
     ap.add_argument("--tmp", default="/dev/shm" if os.path.isdir("/dev/shm") else None)
-    ap.add_argument("--local-only", action="store_true", help="only the --engine local figure (no Spark)")
+    ap.add_argument(
+        "--local-only", action="store_true", help="only the --engine local figure (no Spark)"
+    )
     a = ap.parse_args(argv)
     size = parse_size(a.size)
     root = Path(tempfile.mkdtemp(prefix="kafkalog-bench-export-", dir=a.tmp))
@@ -129,15 +153,20 @@ def main(argv=None) -> int:
         log_dir, records = build_logdir(root, size, a.partitions, parse_size(a.segment_size))
         logs = sorted(log_dir.rglob("*.log"))
         nbytes = sum(f.stat().st_size for f in logs)
-        print(f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {len(logs)} segments, "
-              f"{records:,} records (built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} cores")
+        print(
+            f"input: {nbytes / (1 << 20):.0f} MiB, {a.partitions} partitions, {len(logs)} segments, "
+            f"{records:,} records (built in {time.perf_counter() - t:.1f} s); {os.cpu_count()} cores"
+        )
+
         def reference() -> tuple[float, float] | None:
             """kafka-python's records/s, wall-clock and per CPU-second, measured now."""
             r = kafka_python_decode(logs, 16 << 20)
             if r is None:
                 return None
-            print(f"kafka-python DefaultRecordBatch: {r[0] / r[1]:,.0f} records/s (one core), "
-                  f"{r[0] / r[2]:,.0f} per CPU-second, reference   {load()}")
+            print(
+                f"kafka-python DefaultRecordBatch: {r[0] / r[1]:,.0f} records/s (one core), "
+                f"{r[0] / r[2]:,.0f} per CPU-second, reference   {load()}"
+            )
             return r[0] / r[1], r[0] / r[2]
 
         def vs(rate: float, target: float, cpu: float | None = None) -> str:
@@ -159,17 +188,23 @@ def main(argv=None) -> int:
         one_s, _ = run(log_dir, root / "out-one", "local", None, 1)
         after = resource.getrusage(resource.RUSAGE_SELF)
         one_cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-        per_cpu = f"cpu {records / one_cpu / kp[1]:4.2f}x kafka-python (target >= 8x), " if kp else ""
+        per_cpu = (
+            f"cpu {records / one_cpu / kp[1]:4.2f}x kafka-python (target >= 8x), " if kp else ""
+        )
         # (this process's peak is the log dir's building: the pool's workers show the peak of one)
-        print(f"{'export, local --jobs 1':<30}{one_s:>9.2f}{records / one_s:>14,.0f}"
-              f"{nbytes / one_s / (1 << 20):>9.1f}   {per_cpu}{one_cpu:.2f} CPU s   {load()}")
+        print(
+            f"{'export, local --jobs 1':<30}{one_s:>9.2f}{records / one_s:>14,.0f}"
+            f"{nbytes / one_s / (1 << 20):>9.1f}   {per_cpu}{one_cpu:.2f} CPU s   {load()}"
+        )
         with PeakMemory() as mem:
             cpu = _cpu()
             local_s, local_sum = run(log_dir, root / "out-local", "local", None, a.jobs)
             cpu = _cpu() - cpu + mem.cpu_s
-        print(f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
-              f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5, cpu)}   "
-              f"worker peak {mem.peak_mib:.0f} MiB   {load()}")
+        print(
+            f"{'export, local (process pool)':<30}{local_s:>9.2f}{records / local_s:>14,.0f}"
+            f"{nbytes / local_s / (1 << 20):>9.1f}   {vs(records / local_s, 2.5, cpu)}   "
+            f"worker peak {mem.peak_mib:.0f} MiB   {load()}"
+        )
         if a.local_only:
             return 0
         t = time.perf_counter()
@@ -178,15 +213,23 @@ def main(argv=None) -> int:
         spark = get_session(a.master, app_name="bench-export")
         start_s = time.perf_counter() - t
         with PeakMemory() as mem:
-            spark_s, spark_sum = run(log_dir, root / "out-spark", "spark", a.master, a.jobs, spark=spark)
-        print(f"{'export, spark ' + a.master:<30}{spark_s:>9.2f}{records / spark_s:>14,.0f}"
-              f"{nbytes / spark_s / (1 << 20):>9.1f}   (+ {start_s:.1f} s session start)   "
-              f"Python worker peak {mem.peak_mib:.0f} MiB, JVM {mem.jvm_mib:.0f} MiB   {load()}")
+            spark_s, spark_sum = run(
+                log_dir, root / "out-spark", "spark", a.master, a.jobs, spark=spark
+            )
+        print(
+            f"{'export, spark ' + a.master:<30}{spark_s:>9.2f}{records / spark_s:>14,.0f}"
+            f"{nbytes / spark_s / (1 << 20):>9.1f}   (+ {start_s:.1f} s session start)   "
+            f"Python worker peak {mem.peak_mib:.0f} MiB, JVM {mem.jvm_mib:.0f} MiB   {load()}"
+        )
         assert local_sum["records"] == spark_sum["records"] == records, (local_sum, spark_sum)
-        same = all((root / "out-local" / f).read_bytes() == (root / "out-spark" / f).read_bytes()
-                   for f in local_sum["files"])
+        same = all(
+            (root / "out-local" / f).read_bytes() == (root / "out-spark" / f).read_bytes()
+            for f in local_sum["files"]
+        )
         out_mb = sum(f.stat().st_size for f in (root / "out-local").rglob("*.parquet")) / (1 << 20)
-        print(f"parquet: {out_mb:.0f} MiB in {len(local_sum['files'])} files; identical bytes from both engines: {same}")
+        print(
+            f"parquet: {out_mb:.0f} MiB in {len(local_sum['files'])} files; identical bytes from both engines: {same}"
+        )
         if a.count_master != a.master:
             spark.stop()
             spark = get_session(a.count_master, app_name="bench-count")
@@ -194,17 +237,25 @@ def main(argv=None) -> int:
 
         register(spark)
         kp = reference() if kp else None
-        spark.read.format("kafkalog").load(str(log_dir)).filter("offset < 10").count()   # starts the workers
-        with PeakMemory(interval=0.05) as mem:   # (their start is timed apart, as a cluster pays it once)
+        spark.read.format("kafkalog").load(str(log_dir)).filter(
+            "offset < 10"
+        ).count()  # starts the workers
+        with PeakMemory(
+            interval=0.05
+        ) as mem:  # (their start is timed apart, as a cluster pays it once)
             count_s = count(spark, log_dir, repeat=1, warm_up=False)
         per_cpu = ""
         if kp and mem.cpu_s:
-            per_cpu = (f"; per CPU-second: Python workers {records / mem.cpu_s / kp[1]:4.2f}x kafka-python "
-                       f"(target >= 8x, {mem.cpu_s:.2f} CPU s), with the JVM's "
-                       f"{records / (mem.cpu_s + mem.jvm_cpu_s) / kp[1]:4.2f}x ({mem.jvm_cpu_s:.2f} CPU s)")
-        print(f"{'count(), spark ' + a.count_master:<30}{count_s:>9.2f}{records / count_s:>14,.0f}"
-              f"{nbytes / count_s / (1 << 20):>9.1f}   {vs(records / count_s, 2)}{per_cpu}   "
-              f"Python worker peak {mem.peak_mib:.0f} MiB   {load()}")
+            per_cpu = (
+                f"; per CPU-second: Python workers {records / mem.cpu_s / kp[1]:4.2f}x kafka-python "
+                f"(target >= 8x, {mem.cpu_s:.2f} CPU s), with the JVM's "
+                f"{records / (mem.cpu_s + mem.jvm_cpu_s) / kp[1]:4.2f}x ({mem.jvm_cpu_s:.2f} CPU s)"
+            )
+        print(
+            f"{'count(), spark ' + a.count_master:<30}{count_s:>9.2f}{records / count_s:>14,.0f}"
+            f"{nbytes / count_s / (1 << 20):>9.1f}   {vs(records / count_s, 2)}{per_cpu}   "
+            f"Python worker peak {mem.peak_mib:.0f} MiB   {load()}"
+        )
         spark.stop()
         return 0 if same else 1
     finally:

@@ -18,6 +18,7 @@ Target: linear in the number of deletes, well under 5 s for 1,021 on the 2-core 
 machine. The log dir is built in DIR (default: the system's temporary directory, a real disk,
 since the cost is fsyncs).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -43,8 +44,10 @@ class _RewritingWriter(QuarantineWriter):
     def _note_all(self, entries: list[QuarantineEntry]) -> None:
         super()._note_all(entries)
         q = self.quarantine
-        FsOps(q.folder).write_atomic(q.folder / "manifest.json",
-                          (json.dumps({"entries": [e.to_dict() for e in q.entries]}, indent=2) + "\n").encode())
+        FsOps(q.folder).write_atomic(
+            q.folder / "manifest.json",
+            (json.dumps({"entries": [e.to_dict() for e in q.entries]}, indent=2) + "\n").encode(),
+        )
 
 
 class _RewritingFsOps(FsOps):
@@ -77,7 +80,9 @@ class _CountingSyncs:
             def call(fd):
                 self.calls += 1
                 return real(fd)
+
             return call
+
         os.fsync, os.fdatasync = (counted(f) for f in self._real)
         return self
 
@@ -85,13 +90,15 @@ class _CountingSyncs:
         os.fsync, os.fdatasync = self._real
 
 
-def run(work: Path, segments: int, deletes: int, fsops_class, batched: bool) -> tuple[float, float, int]:
+def run(
+    work: Path, segments: int, deletes: int, fsops_class, batched: bool
+) -> tuple[float, float, int]:
     """(wall s, CPU s, syncs) of the deletes."""
     log_dir = work / "logs"
     files = build(log_dir, segments)
     fsops = fsops_class(log_dir, Quarantine(work / "q", "retain"))
     fsops.prepare_quarantine()
-    os.sync()      # retain meets a settled log dir: do not bill the build's write-back to the deletes
+    os.sync()  # retain meets a settled log dir: do not bill the build's write-back to the deletes
     with _CountingSyncs() as syncs:
         t0, c0 = time.perf_counter(), time.process_time()
         if batched:
@@ -126,25 +133,37 @@ def fsync_ms(work: Path, n: int = 100) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--segments", type=int, default=1500)
     ap.add_argument("--deletes", type=int, default=1021)
-    ap.add_argument("--compare-old", action="store_true", help="also time the old rewrite-everything manifest")
+    ap.add_argument(
+        "--compare-old", action="store_true", help="also time the old rewrite-everything manifest"
+    )
     ap.add_argument("--dir", type=Path, default=None)
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-quarantine-", dir=args.dir))
     try:
-        print(f"one directory fsync on this disk: {fsync_ms(tmp / 'fsync'):.2f} ms; load {os.getloadavg()[0]:.1f}")
+        print(
+            f"one directory fsync on this disk: {fsync_ms(tmp / 'fsync'):.2f} ms; load {os.getloadavg()[0]:.1f}"
+        )
         for n in (args.deletes // 2, args.deletes):
             batch = run(tmp / f"batch-{n}", args.segments, n, FsOps, batched=True)
             each = run(tmp / f"each-{n}", args.segments, n, FsOps, batched=False)
-            print(f"{n:5d} deletes into a quarantine: batched {show(batch)} | one by one {show(each)}")
+            print(
+                f"{n:5d} deletes into a quarantine: batched {show(batch)} | one by one {show(each)}"
+            )
         took = batch[0]
-        print(f"target < {TARGET_S:.0f} s for {args.deletes}: {'OK' if took < TARGET_S else 'MISSED'} "
-              f"({took:.2f} s); load {os.getloadavg()[0]:.1f}")
+        print(
+            f"target < {TARGET_S:.0f} s for {args.deletes}: {'OK' if took < TARGET_S else 'MISSED'} "
+            f"({took:.2f} s); load {os.getloadavg()[0]:.1f}"
+        )
         if args.compare_old:
             old = run(tmp / "old", args.segments, args.deletes, _RewritingFsOps, batched=False)
-            print(f"{args.deletes} deletes, whole manifest rewritten per entry (the old way): {show(old)}")
+            print(
+                f"{args.deletes} deletes, whole manifest rewritten per entry (the old way): {show(old)}"
+            )
         return 0 if took < TARGET_S else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -32,6 +32,7 @@ The byte-rate figures are the best of three runs, with the load averages beside 
 
 (With PYTHONPATH set, `python -m kafkalog_cli` runs instead of the installed command.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,8 +65,10 @@ VALUE = bytes(range(100))
 
 
 def template_batch() -> bytes:
-    recs = [SimpleRecord(key=b"key-%04d" % i, value=VALUE, timestamp=1_700_000_000_000 + i)
-            for i in range(RECORDS_PER_BATCH)]
+    recs = [
+        SimpleRecord(key=b"key-%04d" % i, value=VALUE, timestamp=1_700_000_000_000 + i)
+        for i in range(RECORDS_PER_BATCH)
+    ]
     return build_v2_batch(recs, 0)
 
 
@@ -112,7 +115,9 @@ def raw_crc32c(files: list[Path]) -> tuple[float, int]:
     return time.perf_counter() - t, total
 
 
-def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], repeat: int = 7) -> None:
+def verify_cpu(
+    kafkalog: list[str], part: Path, total: int, files: list[Path], repeat: int = 7
+) -> None:
     """verify-crc's CPU seconds (start-up, workers and page release included) with --jobs 1 and 2,
     beside one core's raw crc32c pass (CPU seconds) over the same bytes: targets, jobs 2 <= jobs 1,
     and >= 0.9x raw crc32c per CPU-second (the library loop, and the command)."""
@@ -121,22 +126,29 @@ def verify_cpu(kafkalog: list[str], part: Path, total: int, files: list[Path], r
     from kafkalog_cli.ops.verify import verify_groups
 
     pairs = []
-    for _ in range(repeat):     # raw then the library, so that each pair meets the same load
+    for _ in range(repeat):  # raw then the library, so that each pair meets the same load
         r = _cpu(lambda: raw_crc32c(files))
-        pairs.append((r, _cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1))))
+        pairs.append(
+            (r, _cpu(lambda: verify_groups([(str(part), [str(f) for f in files])], jobs=1)))
+        )
     raw = statistics.median(r for r, _ in pairs)
-    lib = raw / statistics.median(r / v for r, v in pairs)      # the median ratio, as seconds
+    lib = raw / statistics.median(r / v for r, v in pairs)  # the median ratio, as seconds
     runs: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(repeat):     # alternated, so both meet the same load
+    for _ in range(repeat):  # alternated, so both meet the same load
         for j in (1, 2):
             runs[j].append(run([*kafkalog, "verify-crc", str(part), "--jobs", str(j)])[2])
     cmd = {j: statistics.median(v) for j, v in runs.items()}
     # the same bytes checked once in each of two threads at once, against once in one thread
-    tax = statistics.median(_cpu(lambda: _threads(files, 2)) / 2 / _cpu(lambda: _threads(files, 1)) for _ in range(repeat))
-    print(f"raw crc32c {total / raw / 1e9:5.2f} GB per CPU-second; verify_groups (library, 1 job) {raw / lib:4.2f}x "
-          f"raw per CPU-second (target >= 0.9x); verify-crc command --jobs 1 {cmd[1]:.3f} CPU s ({raw / cmd[1]:4.2f}x "
-          f"raw, start-up included), --jobs 2 {cmd[2]:.3f} CPU s (target <= --jobs 1; the machine's own cost of a "
-          f"second core: a raw crc32c pass costs {tax:4.2f}x its one-thread CPU while another runs beside it)   {load()}")
+    tax = statistics.median(
+        _cpu(lambda: _threads(files, 2)) / 2 / _cpu(lambda: _threads(files, 1))
+        for _ in range(repeat)
+    )
+    print(
+        f"raw crc32c {total / raw / 1e9:5.2f} GB per CPU-second; verify_groups (library, 1 job) {raw / lib:4.2f}x "
+        f"raw per CPU-second (target >= 0.9x); verify-crc command --jobs 1 {cmd[1]:.3f} CPU s ({raw / cmd[1]:4.2f}x "
+        f"raw, start-up included), --jobs 2 {cmd[2]:.3f} CPU s (target <= --jobs 1; the machine's own cost of a "
+        f"second core: a raw crc32c pass costs {tax:4.2f}x its one-thread CPU while another runs beside it)   {load()}"
+    )
 
 
 def _threads(files: list[Path], n: int) -> None:
@@ -161,14 +173,24 @@ def best(fn, repeat: int = 3):
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--segment-mib", type=int, default=256)
     ap.add_argument("--segments", type=int, default=4, help="segments in the verify-crc partition")
-    ap.add_argument("--deep-mib", type=int, default=256, help="segment size for the record-level runs")
-    ap.add_argument("--dir", default=None, help="keep the files here (default: a temp dir, removed)")
+    ap.add_argument(
+        "--deep-mib", type=int, default=256, help="segment size for the record-level runs"
+    )
+    ap.add_argument(
+        "--dir", default=None, help="keep the files here (default: a temp dir, removed)"
+    )
     ap.add_argument("--skip-deep", action="store_true")
-    ap.add_argument("--repeat", type=int, default=5, help="pairs of record-level runs (the median counts)")
-    ap.add_argument("--skip-memory", action="store_true", help="no runs over the whole partition for memory")
+    ap.add_argument(
+        "--repeat", type=int, default=5, help="pairs of record-level runs (the median counts)"
+    )
+    ap.add_argument(
+        "--skip-memory", action="store_true", help="no runs over the whole partition for memory"
+    )
     a = ap.parse_args()
 
     root = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="kafkalog-bench-"))
@@ -178,9 +200,11 @@ def main() -> None:
         t = time.perf_counter()
         files = build_partition(part, a.segment_mib << 20, a.segments)
         total = sum(f.stat().st_size for f in files)
-        print(f"built {len(files)} x {a.segment_mib} MiB v2 segments ({total / 2**30:.2f} GiB, "
-              f"{RECORDS_PER_BATCH} x 100-byte records per batch) in {time.perf_counter() - t:.1f} s; "
-              f"{os.cpu_count()} cores")
+        print(
+            f"built {len(files)} x {a.segment_mib} MiB v2 segments ({total / 2**30:.2f} GiB, "
+            f"{RECORDS_PER_BATCH} x 100-byte records per batch) in {time.perf_counter() - t:.1f} s; "
+            f"{os.cpu_count()} cores"
+        )
         raw_crc32c(files)  # warm the page cache
         t_raw, n = best(lambda: raw_crc32c(files))
         raw = n / t_raw
@@ -196,71 +220,126 @@ def main() -> None:
             r = verify_groups(group, jobs=jobs)
             assert not r[0].problems, r[0].problems[:3]
             return time.perf_counter() - t, r[0].bytes
+
         t_lib, _ = best(lib)
-        print(f"verify_groups (library, {jobs} jobs)  {total / t_lib / 1e9:6.2f} GB/s   {t_lib:.3f} s   "
-              f"{100 * (total / t_lib) / raw:5.1f}% of raw (target >= 50%)")
+        print(
+            f"verify_groups (library, {jobs} jobs)  {total / t_lib / 1e9:6.2f} GB/s   {t_lib:.3f} s   "
+            f"{100 * (total / t_lib) / raw:5.1f}% of raw (target >= 50%)"
+        )
         t_cli, mem, ld = best_run([*kafkalog, "verify-crc", str(part)])
-        print(f"kafkalog verify-crc (command)  {total / t_cli / 1e9:6.2f} GB/s   {t_cli:.3f} s   "
-              f"{100 * (total / t_cli) / raw:5.1f}% of raw (target >= 50%), start-up included   "
-              f"peak {mem:.0f} MiB   {ld}")
+        print(
+            f"kafkalog verify-crc (command)  {total / t_cli / 1e9:6.2f} GB/s   {t_cli:.3f} s   "
+            f"{100 * (total / t_cli) / raw:5.1f}% of raw (target >= 50%), start-up included   "
+            f"peak {mem:.0f} MiB   {ld}"
+        )
 
         seg = files[0]
         seg_bytes = seg.stat().st_size
         t_dump, mem, ld = best_run([*kafkalog, "dump-log", "--files", str(seg)])
-        print(f"kafkalog dump-log (batches)    {seg_bytes / t_dump / 1e9:6.2f} GB/s   {t_dump:.3f} s   "
-              f"{100 * (seg_bytes / t_dump) / raw:5.1f}% of raw (target >= 8%), start-up included   "
-              f"peak {mem:.0f} MiB   {ld}")
+        print(
+            f"kafkalog dump-log (batches)    {seg_bytes / t_dump / 1e9:6.2f} GB/s   {t_dump:.3f} s   "
+            f"{100 * (seg_bytes / t_dump) / raw:5.1f}% of raw (target >= 8%), start-up included   "
+            f"peak {mem:.0f} MiB   {ld}"
+        )
         if a.skip_deep:
             return
         deep_dir = root / "deep-0"
         deep = build_partition(deep_dir, a.deep_mib << 20, 1)[0]
         nrec = (deep.stat().st_size // len(template_batch())) * RECORDS_PER_BATCH
-        print(f"record-level runs over {nrec:,} records; each beside a kafka-python run just before it "
-              f"(DefaultRecordBatch, one core), medians of {a.repeat}; cpu: records per CPU-second of all "
-              f"the command's processes over kafka-python's (what one free core gives)")
+        print(
+            f"record-level runs over {nrec:,} records; each beside a kafka-python run just before it "
+            f"(DefaultRecordBatch, one core), medians of {a.repeat}; cpu: records per CPU-second of all "
+            f"the command's processes over kafka-python's (what one free core gives)"
+        )
         # per CPU-second, --jobs 1 (issue 25's targets): beside kafka-python and aiokafka's C decoder
         # of the same bytes; the wall-clock targets (all cores) of before still printed beside them
-        runs = [("dump-log --deep-iteration", ["dump-log", "--files", str(deep), "--deep-iteration"], 3.8, None, 1.0),
-                ("dump-log --print-data-log", ["dump-log", "--files", str(deep), "--print-data-log"], 2.7, 8.0, None),
-                ("json --deep-iteration", ["dump-log", "--files", str(deep), "--format", "json",
-                                           "--deep-iteration"], 3.8, None, 1.0),
-                ("json --print-data-log", ["dump-log", "--files", str(deep), "--format", "json",
-                                           "--print-data-log"], 2.7, 8.0, None),
-                ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8, 15.0, None)]
+        runs = [
+            (
+                "dump-log --deep-iteration",
+                ["dump-log", "--files", str(deep), "--deep-iteration"],
+                3.8,
+                None,
+                1.0,
+            ),
+            (
+                "dump-log --print-data-log",
+                ["dump-log", "--files", str(deep), "--print-data-log"],
+                2.7,
+                8.0,
+                None,
+            ),
+            (
+                "json --deep-iteration",
+                ["dump-log", "--files", str(deep), "--format", "json", "--deep-iteration"],
+                3.8,
+                None,
+                1.0,
+            ),
+            (
+                "json --print-data-log",
+                ["dump-log", "--files", str(deep), "--format", "json", "--print-data-log"],
+                2.7,
+                8.0,
+                None,
+            ),
+            ("verify-crc --deep", ["verify-crc", "--deep", str(deep)], 3.8, 15.0, None),
+        ]
         ours = {}
         for name, args, target, cpu_target, aio_target in runs:
-            v = versus_kafka_python([*kafkalog, *args, "--jobs", "1"], nrec, [deep], min(deep.stat().st_size, 16 << 20),
-                                    a.repeat)
+            v = versus_kafka_python(
+                [*kafkalog, *args, "--jobs", "1"],
+                nrec,
+                [deep],
+                min(deep.stat().st_size, 16 << 20),
+                a.repeat,
+            )
             if v is None:
                 print(KAFKA_PYTHON_MISSING)
                 break
             ours[name] = v
             cpu_goal = f" (target >= {cpu_target}x)" if cpu_target else ""
-            aio = ("" if v.aiokafka_cpu is None else
-                   f", {v.aiokafka_cpu:4.2f}x aiokafka's C decoder" + (f" (target >= {aio_target}x)" if aio_target else ""))
-            print(f"kafkalog {name:26s} {nrec / v.seconds / 1e3:6.0f}k records/s   {v.seconds:.2f} s   "
-                  f"{v.wall:4.2f}x kafka-python (target >= {target}x); per CPU-second {v.cpu:5.2f}x kafka-python"
-                  f"{cpu_goal}{aio}   {v.cpu_s:.2f} CPU s   peak {v.peak_mib:.0f} MiB   {v.loads}")
+            aio = (
+                ""
+                if v.aiokafka_cpu is None
+                else f", {v.aiokafka_cpu:4.2f}x aiokafka's C decoder"
+                + (f" (target >= {aio_target}x)" if aio_target else "")
+            )
+            print(
+                f"kafkalog {name:26s} {nrec / v.seconds / 1e3:6.0f}k records/s   {v.seconds:.2f} s   "
+                f"{v.wall:4.2f}x kafka-python (target >= {target}x); per CPU-second {v.cpu:5.2f}x kafka-python"
+                f"{cpu_goal}{aio}   {v.cpu_s:.2f} CPU s   peak {v.peak_mib:.0f} MiB   {v.loads}"
+            )
         if ours and next(iter(ours.values())).aiokafka_cpu is None:
             print(AIOKAFKA_MISSING)
-        for name, args in (("dump-log --deep-iteration", ["--deep-iteration"]),
-                           ("dump-log --print-data-log", ["--deep-iteration", "--print-data-log"])):
+        for name, args in (
+            ("dump-log --deep-iteration", ["--deep-iteration"]),
+            ("dump-log --print-data-log", ["--deep-iteration", "--print-data-log"]),
+        ):
             if name not in ours:
                 continue
             kd = kafka_dump_log(["--files", str(deep), *args])
             if kd is None:
                 print("kafka-dump-log is not installed (KAFKA_HOME): its reference is skipped")
                 break
-            print(f"kafka-dump-log 3.3.1 {' '.join(args):33s} {kd[1]:.2f} CPU s ({kd[0]:.2f} s): kafkalog {name} "
-                  f"{kd[1] / ours[name].cpu_s:5.1f}x per CPU-second (target >= 10x)   {load()}")
+            print(
+                f"kafka-dump-log 3.3.1 {' '.join(args):33s} {kd[1]:.2f} CPU s ({kd[0]:.2f} s): kafkalog {name} "
+                f"{kd[1] / ours[name].cpu_s:5.1f}x per CPU-second (target >= 10x)   {load()}"
+            )
         verify_cpu(kafkalog, part, total, files)
         if a.skip_memory:
             return
-        for name, args in (("json --print-data-log", ["dump-log", str(part), "--format", "json", "--print-data-log"]),
-                           ("verify-crc --deep", ["verify-crc", "--deep", str(part)])):
+        for name, args in (
+            (
+                "json --print-data-log",
+                ["dump-log", str(part), "--format", "json", "--print-data-log"],
+            ),
+            ("verify-crc --deep", ["verify-crc", "--deep", str(part)]),
+        ):
             el, mem, ld = best_run([*kafkalog, *args], repeat=1)
-            print(f"kafkalog {name:26s} over {total / 2**30:.2f} GiB: {el:.1f} s, peak {mem:.0f} MiB "
-                  f"(target < 300 MiB)   {ld}")
+            print(
+                f"kafkalog {name:26s} over {total / 2**30:.2f} GiB: {el:.1f} s, peak {mem:.0f} MiB "
+                f"(target < 300 MiB)   {ld}"
+            )
     finally:
         if not a.dir:
             shutil.rmtree(root, ignore_errors=True)

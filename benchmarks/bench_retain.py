@@ -16,6 +16,7 @@ The log dir is built under /dev/shm when there is one (300,000 small files build
 there; on a disk the build can take a minute), else in the system's temporary directory.
 Planning itself reads the same few bytes either way, from the page cache.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -41,14 +42,19 @@ SEGMENT_OFFSETS = 2 * RECORDS_PER_BATCH
 
 
 def batch_template(ts: int) -> bytes:
-    recs = [SimpleRecord(key=b"key-%d" % i, value=b"v" * 60, timestamp=ts) for i in range(RECORDS_PER_BATCH)]
+    recs = [
+        SimpleRecord(key=b"key-%d" % i, value=b"v" * 60, timestamp=ts)
+        for i in range(RECORDS_PER_BATCH)
+    ]
     return build_v2_batch(recs, 0, partition_leader_epoch=0)
 
 
 def segment_bytes(base: int, ts: int, cache: dict) -> tuple[bytes, bytes, bytes]:
     """.log, .index, .timeindex of one segment; the v2 CRC does not cover the base offset, so one
     template per timestamp is patched."""
-    a, b = cache.get(ts) or cache.setdefault(ts, (bytearray(batch_template(ts)), bytearray(batch_template(ts + 1))))
+    a, b = cache.get(ts) or cache.setdefault(
+        ts, (bytearray(batch_template(ts)), bytearray(batch_template(ts + 1)))
+    )
     struct.pack_into(">q", a, 0, base)
     struct.pack_into(">q", b, 0, base + RECORDS_PER_BATCH)
     log = bytes(a) + bytes(b)
@@ -62,7 +68,7 @@ def write(path: str, data: bytes, length: int | None = None) -> None:
     try:
         os.write(fd, data)
         if length is not None:
-            os.ftruncate(fd, length)       # preallocated: sparse zeros, as Kafka's setLength
+            os.ftruncate(fd, length)  # preallocated: sparse zeros, as Kafka's setLength
     finally:
         os.close(fd)
 
@@ -70,8 +76,8 @@ def write(path: str, data: bytes, length: int | None = None) -> None:
 def age_days(partition: int, segment: int, segments: int) -> float:
     """How old a segment's newest record is: mixes partitions with nothing, some, or all expired."""
     if partition % 100 == 0:
-        return 30 + segments - segment                     # every segment expired: a roll first
-    expired = partition % 4                                # 0..3 oldest segments older than 7 days
+        return 30 + segments - segment  # every segment expired: a roll first
+    expired = partition % 4  # 0..3 oldest segments older than 7 days
     return 10 + expired - segment if segment < expired else (segments - segment) * 0.5
 
 
@@ -103,12 +109,18 @@ def build(root: Path, partitions: int, segments: int) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--partitions", type=int, default=10_000)
     ap.add_argument("--segments", type=int, default=10)
     ap.add_argument("--keep", type=Path, help="build the log dir here and keep it")
-    ap.add_argument("--tmp", type=Path, default=Path("/dev/shm") if os.path.isdir("/dev/shm") else None,
-                    help="where to build the throw-away log dir [default: /dev/shm if present]")
+    ap.add_argument(
+        "--tmp",
+        type=Path,
+        default=Path("/dev/shm") if os.path.isdir("/dev/shm") else None,
+        help="where to build the throw-away log dir [default: /dev/shm if present]",
+    )
     args = ap.parse_args()
     tmp = None
     if args.keep:
@@ -122,21 +134,29 @@ def main() -> int:
         t0 = time.perf_counter()
         build(root, args.partitions, args.segments)
         built = time.perf_counter() - t0
-        os.sync()      # a cron run meets a settled log dir, not one with 300,000 files being written back
-        resolver = ConfigResolver(overrides={"retention.ms": str(7 * DAY)},
-                                  topic_overrides={f"topic-{t:04d}": {"retention.bytes": str(8 * 1024)}
-                                                   for t in range(0, args.partitions // 10, 10)})
+        os.sync()  # a cron run meets a settled log dir, not one with 300,000 files being written back
+        resolver = ConfigResolver(
+            overrides={"retention.ms": str(7 * DAY)},
+            topic_overrides={
+                f"topic-{t:04d}": {"retention.bytes": str(8 * 1024)}
+                for t in range(0, args.partitions // 10, 10)
+            },
+        )
         t0 = time.perf_counter()
-        (log_dir, parts), = partition_dirs_for([root]).items()
+        ((log_dir, parts),) = partition_dirs_for([root]).items()
         plan = retain.plan(log_dir, parts, retain.RetainOptions(now_ms=NOW, resolver=resolver))
         planned = time.perf_counter() - t0
         deleted = sum(s.get("segments_deleted", 0) for s in plan.partitions.values())
         rolled = sum(1 for s in plan.partitions.values() if s.get("rolled"))
         errors = sum(1 for s in plan.partitions.values() if s.get("status") == "error")
-        print(f"built {args.partitions} partitions x {args.segments} segments in {root} in {built:.1f} s")
-        print(f"retain plan: {planned:.2f} s for {args.partitions} partitions x {args.segments} segments "
-              f"({deleted} segments to delete, {rolled} partitions rolled first, {len(plan.actions)} actions, "
-              f"{errors} errors); target < {TARGET_S:.0f} s on 2 cores: {'OK' if planned < TARGET_S else 'MISSED'}")
+        print(
+            f"built {args.partitions} partitions x {args.segments} segments in {root} in {built:.1f} s"
+        )
+        print(
+            f"retain plan: {planned:.2f} s for {args.partitions} partitions x {args.segments} segments "
+            f"({deleted} segments to delete, {rolled} partitions rolled first, {len(plan.actions)} actions, "
+            f"{errors} errors); target < {TARGET_S:.0f} s on 2 cores: {'OK' if planned < TARGET_S else 'MISSED'}"
+        )
         return 0 if planned < TARGET_S and not errors else 1
     finally:
         if tmp:

@@ -16,6 +16,7 @@ a fixed number of syncs). Target: linear, under 5 s on the 2-core reference mach
     python benchmarks/bench_retain_quarantine.py [--segments 1500] [--expired 1021] [--sizes 3]
                                                  [--no-strace] [--dir DIR]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,13 +50,25 @@ def build(root: Path, segments: int, expired: int) -> None:
         os.utime(log, ns=(ts * 1_000_000, ts * 1_000_000))
     (root / "logs" / "replication-offset-checkpoint").write_text(f"0\n1\norders 0 {segments}\n")
     (root / "logs" / "recovery-point-offset-checkpoint").write_text(f"0\n1\norders 0 {segments}\n")
-    os.sync()      # retain meets a settled log dir: do not bill the build's write-back to the run
+    os.sync()  # retain meets a settled log dir: do not bill the build's write-back to the run
 
 
 def command(root: Path, extra: tuple[str, ...]) -> list[str]:
     exe = Path(sys.executable).with_name("kafkalog")
-    return [str(exe) if exe.exists() else "kafkalog", "retain", "--now", str(NOW), "--config", "cleanup.policy=delete",
-            "--config", f"retention.ms={7 * DAY}", "--config", "retention.bytes=-1", *extra, str(root / "logs")]
+    return [
+        str(exe) if exe.exists() else "kafkalog",
+        "retain",
+        "--now",
+        str(NOW),
+        "--config",
+        "cleanup.policy=delete",
+        "--config",
+        f"retention.ms={7 * DAY}",
+        "--config",
+        "retention.bytes=-1",
+        *extra,
+        str(root / "logs"),
+    ]
 
 
 @dataclass
@@ -77,8 +90,20 @@ def run(root: Path, extra: tuple[str, ...], cmd: list[str] | None = None) -> Fig
 def count_syncs(root: Path, extra: tuple[str, ...]) -> int:
     """fsync + fdatasync calls of one run under `strace -f -c` (its own run: strace slows it)."""
     out = root / "strace.txt"
-    subprocess.run(["strace", "-f", "-c", "-o", str(out), "-e", "trace=" + ",".join(SYNCS), *command(root, extra)],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            "strace",
+            "-f",
+            "-c",
+            "-o",
+            str(out),
+            "-e",
+            "trace=" + ",".join(SYNCS),
+            *command(root, extra),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     calls = 0
     for line in out.read_text().splitlines():
         f = line.split()
@@ -87,8 +112,9 @@ def count_syncs(root: Path, extra: tuple[str, ...]) -> int:
     return calls
 
 
-def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...],
-            strace: bool) -> tuple[Figure, Figure | None]:
+def measure(
+    base: Path, segments: int, expired: int, extra: tuple[str, ...], strace: bool
+) -> tuple[Figure, Figure | None]:
     """The run's figure, and with a quarantine that of `kafkalog quarantine restore` of it."""
     root = base / f"{segments}{'-'.join(extra)}"
     build(root, segments, expired)
@@ -97,7 +123,9 @@ def measure(base: Path, segments: int, expired: int, extra: tuple[str, ...],
     restored = None
     if not extra:
         (folder,) = (root / ".kafkalog-quarantine" / "logs").iterdir()
-        restored = run(root, extra, command(root, extra)[:1] + ["quarantine", "restore", str(folder)])
+        restored = run(
+            root, extra, command(root, extra)[:1] + ["quarantine", "restore", str(folder)]
+        )
         assert len(list((root / "logs" / "orders-0").glob("*.log"))) == segments
     if strace:
         again = base / f"{segments}{'-'.join(extra)}-strace"
@@ -117,8 +145,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--segments", type=int, default=1500)
     ap.add_argument("--expired", type=int, default=1021)
-    ap.add_argument("--sizes", type=int, default=3,
-                    help="also 1/N .. (N-1)/N of the size (linear?); 1: only the full size")
+    ap.add_argument(
+        "--sizes",
+        type=int,
+        default=3,
+        help="also 1/N .. (N-1)/N of the size (linear?); 1: only the full size",
+    )
     ap.add_argument("--no-strace", action="store_true", help="do not count syncs under strace")
     ap.add_argument("--dir", default=None, help="where to build (a real disk: the cost is fsyncs)")
     args = ap.parse_args()
@@ -130,11 +162,15 @@ def main() -> int:
             segments, expired = args.segments * k // args.sizes, args.expired * k // args.sizes
             ref, _ = measure(base, segments, expired, ("--no-quarantine",), strace)
             q, restored = measure(base, segments, expired, (), strace)
-            print(f"retain, {expired:5d} of {segments:5d} segments: quarantine {show(q)} | "
-                  f"--no-quarantine {show(ref)} | quarantine restore {show(restored)} | load {os.getloadavg()[0]:.1f}")
+            print(
+                f"retain, {expired:5d} of {segments:5d} segments: quarantine {show(q)} | "
+                f"--no-quarantine {show(ref)} | quarantine restore {show(restored)} | load {os.getloadavg()[0]:.1f}"
+            )
             full = q
-        print(f"target < {TARGET_S:.0f} s for {args.expired} of {args.segments}: "
-              f"{'OK' if full.wall < TARGET_S else 'MISSED'} ({full.wall:.2f} s)")
+        print(
+            f"target < {TARGET_S:.0f} s for {args.expired} of {args.segments}: "
+            f"{'OK' if full.wall < TARGET_S else 'MISSED'} ({full.wall:.2f} s)"
+        )
         return 0 if full.wall < TARGET_S else 1
     finally:
         shutil.rmtree(base, ignore_errors=True)

@@ -19,6 +19,7 @@ Builds (benchmarks/gen_segment.py) one segment of ~16 KiB v2 batches of ~100-byt
 
 (With PYTHONPATH set, `python -m kafkalog_cli` runs instead of the installed command.)
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,11 +50,31 @@ def searches(value: bytes) -> list[tuple[str, list[str], Filters]]:
     piece = value[20:28].decode()
     return [
         ("--key (one key)", ["--key", "key-004242"], Filters(key=b"key-004242")),
-        ("--key-prefix (1% of keys)", ["--key-prefix", "key-0042"], Filters(key_prefix=b"key-0042")),
-        ("--key-regex", ["--key-regex", "key-00[0-4]24[0-9]"], Filters(key_regex=re.compile(rb"key-00[0-4]24[0-9]"))),
-        ("--grep (1/64 of values)", ["--grep", piece], Filters(value_regex=re.compile(piece.encode()))),
-        ("--grep (absent)", ["--grep", "zzzzzzzzq"], Filters(value_regex=re.compile(rb"zzzzzzzzq"))),
-        ("--grep '^...' (anchored)", ["--grep", "^" + piece], Filters(value_regex=re.compile(b"^" + piece.encode()))),
+        (
+            "--key-prefix (1% of keys)",
+            ["--key-prefix", "key-0042"],
+            Filters(key_prefix=b"key-0042"),
+        ),
+        (
+            "--key-regex",
+            ["--key-regex", "key-00[0-4]24[0-9]"],
+            Filters(key_regex=re.compile(rb"key-00[0-4]24[0-9]")),
+        ),
+        (
+            "--grep (1/64 of values)",
+            ["--grep", piece],
+            Filters(value_regex=re.compile(piece.encode())),
+        ),
+        (
+            "--grep (absent)",
+            ["--grep", "zzzzzzzzq"],
+            Filters(value_regex=re.compile(rb"zzzzzzzzq")),
+        ),
+        (
+            "--grep '^...' (anchored)",
+            ["--grep", "^" + piece],
+            Filters(value_regex=re.compile(b"^" + piece.encode())),
+        ),
         ("--key-prefix key- (all)", ["--key-prefix", "key-"], Filters(key_prefix=b"key-")),
     ]
 
@@ -87,7 +108,9 @@ def library_cpu(seg: Path, f: Filters, general: bool, repeat: int = 3) -> tuple[
         for _ in range(repeat):
             t = time.process_time()
             n = 0
-            for _b, recs in selected_batches(buf, 0, len(buf), Filters(**{k: v for k, v in vars(f).items()}), True):
+            for _b, recs in selected_batches(
+                buf, 0, len(buf), Filters(**{k: v for k, v in vars(f).items()}), True
+            ):
                 n += sum(1 for r in recs if f.record_matches(r))
             el = time.process_time() - t
             best = el if best is None else min(best, el)
@@ -97,9 +120,13 @@ def library_cpu(seg: Path, f: Filters, general: bool, repeat: int = 3) -> tuple[
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--mib", type=int, default=64, help="segment size")
-    ap.add_argument("--dir", default=None, help="keep the files here (default: a temp dir, removed)")
+    ap.add_argument(
+        "--dir", default=None, help="keep the files here (default: a temp dir, removed)"
+    )
     a = ap.parse_args()
     root = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="kafkalog-bench-search-"))
     try:
@@ -110,32 +137,53 @@ def main() -> None:
         buf = map_file(seg)
         nrec = sum(b.records_count for b in iter_batches(buf))
         value = next(iter_batches(buf)).records()[0].value
-        print(f"segment: {seg.stat().st_size / 2**20:.0f} MiB, {nrec} records over {NKEYS} keys   {load()}")
+        print(
+            f"segment: {seg.stat().st_size / 2**20:.0f} MiB, {nrec} records over {NKEYS} keys   {load()}"
+        )
 
         # kafka_python_rate times itself by the clock: its records/s of CPU time, as ours are
         wall, cpu = time.perf_counter(), time.process_time()
         kp = kafka_python_rate([seg], 16 << 20)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
         kp = kp and kp * wall / cpu
-        print(f"{'kafka-python DefaultRecordBatch':34s} {kp / 1e3:7.0f}k records/s   reference" if kp
-              else KAFKA_PYTHON_MISSING)
+        print(
+            f"{'kafka-python DefaultRecordBatch':34s} {kp / 1e3:7.0f}k records/s   reference"
+            if kp
+            else KAFKA_PYTHON_MISSING
+        )
         kafkalog = kafkalog_command()
-        base = [*kafkalog, "dump-log", "--files", str(seg), "--format", "json", "--print-data-log", "--jobs", "1"]
+        base = [
+            *kafkalog,
+            "dump-log",
+            "--files",
+            str(seg),
+            "--format",
+            "json",
+            "--print-data-log",
+            "--jobs",
+            "1",
+        ]
         fast = nrec / cpu_run(base)
         vs_kp = f"   {fast / kp:4.1f}x kafka-python" if kp else ""
-        print(f"{'json fast path (unfiltered)':34s} {fast / 1e3:7.0f}k records/s   reference{vs_kp}")
+        print(
+            f"{'json fast path (unfiltered)':34s} {fast / 1e3:7.0f}k records/s   reference{vs_kp}"
+        )
         for name, opts, f in searches(value):
             rate = nrec / cpu_run([*base, *opts])
             n = found([*base, *opts])
             vs_kp = f"   {rate / kp:5.1f}x kafka-python" if kp else ""
-            print(f"{'search ' + name:34s} {rate / 1e3:7.0f}k records/s   {rate / fast:5.2f}x the fast path"
-                  f"{vs_kp}   {n} found")
+            print(
+                f"{'search ' + name:34s} {rate / 1e3:7.0f}k records/s   {rate / fast:5.2f}x the fast path"
+                f"{vs_kp}   {n} found"
+            )
         print(f"library: the selection alone, CPU s   {load()}")
         for name, _opts, f in searches(value):
             t_fast, n_fast = library_cpu(seg, f, general=False)
             t_gen, n_gen = library_cpu(seg, f, general=True)
             assert n_fast == n_gen, (name, n_fast, n_gen)
-            print(f"  {name:32s} scanner {t_fast:6.3f} s   records() {t_gen:6.3f} s   {t_gen / t_fast:5.1f}x")
+            print(
+                f"  {name:32s} scanner {t_fast:6.3f} s   records() {t_gen:6.3f} s   {t_gen / t_fast:5.1f}x"
+            )
     finally:
         if not a.dir:
             shutil.rmtree(root, ignore_errors=True)

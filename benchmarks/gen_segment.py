@@ -1,6 +1,7 @@
 """Builds the benchmark's input: a log dir with one partition whose first segment holds `size`
 bytes of v2 batches (~16 KiB each, a producer's default batch.size) of ~100-byte records over
 `keys` keys, followed by an empty active segment and the producer snapshot a roll writes."""
+
 from __future__ import annotations
 
 import random
@@ -13,14 +14,24 @@ from kafkalog_cli.formats.varint import write_varint, write_varlong
 
 
 def _record(off_delta: int, ts_delta: int, key: bytes, value: bytes) -> bytes:
-    body = (b"\x00" + write_varlong(ts_delta) + write_varint(off_delta) + write_varint(len(key)) + key
-            + write_varint(len(value)) + value + b"\x00")
+    body = (
+        b"\x00"
+        + write_varlong(ts_delta)
+        + write_varint(off_delta)
+        + write_varint(len(key))
+        + key
+        + write_varint(len(value))
+        + value
+        + b"\x00"
+    )
     return write_varint(len(body)) + body
 
 
 def build(path: Path, size: int, nkeys: int, seed: int = 7, batch_bytes: int = 16384) -> int:
     rnd = random.Random(seed)
-    values = [bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(78)) for _ in range(64)]
+    values = [
+        bytes(rnd.choice(b"abcdefghijklmnopqrstuvwxyz") for _ in range(78)) for _ in range(64)
+    ]
     keys = [b"key-%06d" % i for i in range(nkeys)]
     offset, written, ts0 = 0, 0, 1_700_000_000_000
     with open(path, "wb") as f:
@@ -32,7 +43,9 @@ def build(path: Path, size: int, nkeys: int, seed: int = 7, batch_bytes: int = 1
                 blen += len(r)
                 n += 1
             body = b"".join(recs)
-            after_crc = struct.pack(">hiqqqhii", 0, n - 1, ts0 + offset, ts0 + offset + n - 1, -1, -1, -1, n)
+            after_crc = struct.pack(
+                ">hiqqqhii", 0, n - 1, ts0 + offset, ts0 + offset + n - 1, -1, -1, -1, n
+            )
             crc = crc32c(after_crc + body)
             head = struct.pack(">qiibI", offset, 49 + len(body), 0, 2, crc)
             f.write(head + after_crc + body)

@@ -1,6 +1,7 @@
 """What the benchmark scripts share: the kafka-python yardstick, timed runs of the installed
 command with their peak memory, and the machine's load beside each figure (the machine is shared
 and noisy: compare ratios within one run, never absolute times across runs)."""
+
 from __future__ import annotations
 
 import compileall
@@ -16,7 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-KAFKA_PYTHON_MISSING = "kafka-python is not installed (pip install kafka-python): its reference is skipped"
+KAFKA_PYTHON_MISSING = (
+    "kafka-python is not installed (pip install kafka-python): its reference is skipped"
+)
+
 
 def kafkalog_command() -> list[str]:
     """The installed command, or this interpreter running the package (PYTHONPATH decides which
@@ -46,7 +50,9 @@ def run(argv: list[str]) -> tuple[float, float, float]:
         el = time.perf_counter() - t
         cpu = _children_cpu() - cpu
     if p.returncode not in (0, 1):
-        raise SystemExit(f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}")
+        raise SystemExit(
+            f"{' '.join(argv)} failed ({p.returncode}): {p.stderr.decode(errors='replace')[-500:]}"
+        )
     return el, mem.peak_mib, cpu
 
 
@@ -71,19 +77,20 @@ class Versus:
     """A command beside kafka-python, each run right after a kafka-python run, so that both meet
     the same load: medians over the pairs."""
 
-    seconds: float     # the command's wall-clock seconds
-    wall: float        # its records/s over kafka-python's (one core), wall-clock
-    cpu: float         # its records per CPU-second (all its processes) over kafka-python's: what
+    seconds: float  # the command's wall-clock seconds
+    wall: float  # its records/s over kafka-python's (one core), wall-clock
+    cpu: float  # its records per CPU-second (all its processes) over kafka-python's: what
     #                    one free core gives; with n free cores, wall tends to n times this
-    peak_mib: float    # the largest peak RSS of any of its processes, over the runs
-    loads: str         # the 1-minute load average at each run
-    cpu_s: float = 0.0           # the command's CPU seconds (all its processes), median
-    aiokafka_cpu: float | None = None   # its records per CPU-second over aiokafka's C decoder's
+    peak_mib: float  # the largest peak RSS of any of its processes, over the runs
+    loads: str  # the 1-minute load average at each run
+    cpu_s: float = 0.0  # the command's CPU seconds (all its processes), median
+    aiokafka_cpu: float | None = None  # its records per CPU-second over aiokafka's C decoder's
     #                                     (same bytes, same load), median; None: not installed
 
 
-def versus_kafka_python(argv: list[str], records: int, paths: list[Path], limit: int,
-                        repeat: int = 5) -> Versus | None:
+def versus_kafka_python(
+    argv: list[str], records: int, paths: list[Path], limit: int, repeat: int = 5
+) -> Versus | None:
     """`argv` over `records` records beside kafka-python decoding up to `limit` bytes of
     `paths`, `repeat` times; None when kafka-python is not installed."""
     walls, cpus, secs, peaks, loads, cpu_s, aio = [], [], [], [], [], [], []
@@ -103,8 +110,15 @@ def versus_kafka_python(argv: list[str], records: int, paths: list[Path], limit:
         peaks.append(peak)
         loads.append(f"{os.getloadavg()[0]:.1f}")
     med = statistics.median
-    return Versus(med(secs), med(walls), med(cpus), max(peaks), "load " + " ".join(loads), med(cpu_s),
-                  med(aio) if aio else None)
+    return Versus(
+        med(secs),
+        med(walls),
+        med(cpus),
+        max(peaks),
+        "load " + " ".join(loads),
+        med(cpu_s),
+        med(aio) if aio else None,
+    )
 
 
 def load() -> str:
@@ -118,8 +132,10 @@ def kafka_python_rate(paths: list[Path], limit: int) -> float | None:
     return kp[0] / kp[1] if kp else None
 
 
-AIOKAFKA_MISSING = ("aiokafka's C extension is not installed (pip install aiokafka): the compiled-decoder "
-                    "reference is skipped")
+AIOKAFKA_MISSING = (
+    "aiokafka's C extension is not installed (pip install aiokafka): the compiled-decoder "
+    "reference is skipped"
+)
 
 
 def aiokafka_decode(paths: list[Path], limit: int) -> tuple[int, float, float] | None:
@@ -193,7 +209,7 @@ class PeakMemory:
         self.jvm_mib = 0.0
         self._cpu: dict[int, float] = {}
         self._jvm_cpu: dict[int, float] = {}
-        self._before: dict[int, float] = {}     # CPU seconds of the processes there at the start
+        self._before: dict[int, float] = {}  # CPU seconds of the processes there at the start
         self._stop = threading.Event()
 
     def __enter__(self):
@@ -236,7 +252,7 @@ def _descendants(root: int):
                 with open(f"/proc/{d}/stat") as f:
                     fields = f.read().rsplit(")", 1)[1].split()
                 parents[int(d)] = int(fields[1])
-                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick    # utime + stime
+                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick  # utime + stime
             except OSError:
                 continue
     for pid in parents:

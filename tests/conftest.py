@@ -1,4 +1,5 @@
 """Shared fixtures: the copied corpus (tests/fixtures/corpus) and a CLI runner."""
+
 from __future__ import annotations
 
 import os
@@ -70,8 +71,12 @@ def base():
 # 100 examples). The fast tier, `-m "not slow"`, is everything else; a single slow test elsewhere
 # carries @pytest.mark.slow itself.
 SLOW_DIRS = ("broker_order", "crash", "differential")
-SLOW_FILES = ("test_campaign.py", "test_man_examples.py", "commands/test_fifo_in_a_files_place.py",
-              "spark/test_session.py")
+SLOW_FILES = (
+    "test_campaign.py",
+    "test_man_examples.py",
+    "commands/test_fifo_in_a_files_place.py",
+    "spark/test_session.py",
+)
 SLOW_FIXTURES = {"spark", "pushdown", "s3", "cluster", "shared"}
 LONG_PROPERTY = 100
 
@@ -83,15 +88,21 @@ def _long_property(item) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        path = item.nodeid.split("::", 1)[0]                   # tests/<dir>/.../test_x.py
+        path = item.nodeid.split("::", 1)[0]  # tests/<dir>/.../test_x.py
         parts = path.split("/")
-        if (parts[1] in SLOW_DIRS or path.endswith(SLOW_FILES) or parts[-1].endswith("_broker.py")
-                or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())) or "e2e" in item.keywords
-                or _long_property(item)):
+        if (
+            parts[1] in SLOW_DIRS
+            or path.endswith(SLOW_FILES)
+            or parts[-1].endswith("_broker.py")
+            or not SLOW_FIXTURES.isdisjoint(getattr(item, "fixturenames", ()))
+            or "e2e" in item.keywords
+            or _long_property(item)
+        ):
             item.add_marker(pytest.mark.slow)
 
 
 def pytest_report_header(config):
     """The broker the broker tests run against (KAFKA_HOME), or that they are skipped."""
     from tests.helpers.kafka_dist import describe
+
     return f"kafka broker: {describe()}"

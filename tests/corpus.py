@@ -4,6 +4,7 @@ The repo carries copies of what the fast tests need (tests/fixtures); the full c
 README.md says what is in it) is optional and lives outside the repo. Set KAFKALOG_CORPUS to its
 folder; without it, a `shared/corpus` folder beside the checkout is taken (the documented
 fallback, CONTRIBUTING.md). Tests that need it skip, naming the variable, when it is absent."""
+
 from __future__ import annotations
 
 import os

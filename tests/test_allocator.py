@@ -1,4 +1,5 @@
 """kafkalog_cli.allocator: glibc's malloc keeps the pages a streaming command frees."""
+
 from __future__ import annotations
 
 import ctypes

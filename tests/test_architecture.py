@@ -1,6 +1,7 @@
 """The package drawing of docs/design.md, enforced: layers import downward only (import-linter's
 contract in pyproject.toml), no module imports another module's private names, and the only
 segment and partition models are storage's."""
+
 from __future__ import annotations
 
 import ast
@@ -26,13 +27,15 @@ def test_layers_import_downward_only(capsys):
     from importlinter.cli import lint_imports
 
     cwd = os.getcwd()
-    os.chdir(ROOT)   # import-linter finds the package on sys.path and the config in the root
+    os.chdir(ROOT)  # import-linter finds the package on sys.path and the config in the root
     try:
-        code = lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+        code = lint_imports(
+            config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True
+        )
     finally:
         os.chdir(cwd)
     out = capsys.readouterr().out
-    assert code == 0, out[out.find("Broken contracts"):]
+    assert code == 0, out[out.find("Broken contracts") :]
 
 
 def _private(name: str) -> bool:
@@ -43,7 +46,7 @@ def test_no_module_imports_another_modules_private_names():
     found = []
     for name, path, tree in _modules():
         package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-        aliases: dict[str, str] = {}      # local name -> kafkalog module it stands for
+        aliases: dict[str, str] = {}  # local name -> kafkalog module it stands for
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 mod = node.module or ""
@@ -54,15 +57,22 @@ def test_no_module_imports_another_modules_private_names():
                     continue
                 for a in node.names:
                     if _private(a.name) and mod != name:
-                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: from {mod} import {a.name}")
+                        found.append(
+                            f"{path.relative_to(ROOT)}:{node.lineno}: from {mod} import {a.name}"
+                        )
                     aliases[a.asname or a.name] = f"{mod}.{a.name}"
             elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.startswith("kafkalog_cli"):
                         aliases[a.asname or a.name] = a.name
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
-                    and node.value.id in aliases and aliases[node.value.id] != name):
+            if (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and aliases[node.value.id] != name
+            ):
                 target = aliases[node.value.id]
                 if _is_module(target):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {target}.{node.attr}")
@@ -71,7 +81,9 @@ def test_no_module_imports_another_modules_private_names():
 
 def _is_module(dotted: str) -> bool:
     rel = Path(*dotted.split("."))
-    return (SRC.parent / rel).with_suffix(".py").exists() or (SRC.parent / rel / "__init__.py").exists()
+    return (SRC.parent / rel).with_suffix(".py").exists() or (
+        SRC.parent / rel / "__init__.py"
+    ).exists()
 
 
 # the per-op models the storage model replaced; a new one would be the same mistake again
@@ -89,12 +101,25 @@ def test_segments_and_partitions_are_modelled_in_storage_only():
     assert not found, "\n".join(found)
 
 
-@pytest.mark.parametrize("writer", [r"\bopen\([^)]*[\"'](w|wb|ab|r\+b|xb|a)[\"']", r"os\.(unlink|remove|rename|replace|truncate|utime)\(",
-                                    r"shutil\.(rmtree|move|copy\w*)\(", r"(?<!fsops)\.(unlink|rename|write_bytes|write_text)\("])
+@pytest.mark.parametrize(
+    "writer",
+    [
+        r"\bopen\([^)]*[\"'](w|wb|ab|r\+b|xb|a)[\"']",
+        r"os\.(unlink|remove|rename|replace|truncate|utime)\(",
+        r"shutil\.(rmtree|move|copy\w*)\(",
+        r"(?<!fsops)\.(unlink|rename|write_bytes|write_text)\(",
+    ],
+)
 def test_only_fsops_changes_files(writer):
     """storage/fsops.py is the only module that writes, renames or removes a file (the export
     writes its own output files, outside every log dir, in spark/export.py and render)."""
-    allowed = {"storage/fsops.py", "storage/lock.py", "spark/export.py", "spark/engine.py", "spark/session.py"}
+    allowed = {
+        "storage/fsops.py",
+        "storage/lock.py",
+        "spark/export.py",
+        "spark/engine.py",
+        "spark/session.py",
+    }
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = str(path.relative_to(SRC))
@@ -108,13 +133,17 @@ def test_only_fsops_changes_files(writer):
 
 # ------------------------------------------------------------------ the compiled modules (.pyx)
 # import-linter reads only .py files: the compiled twins' imports are checked here by their text
-_PYX_IMPORT = re.compile(r"^(?:from\s+([\w.]+)\s+c?import\s+(\([\w\s,]+\)|[\w ,]+)|c?import\s+([\w.]+))", re.M)
+_PYX_IMPORT = re.compile(
+    r"^(?:from\s+([\w.]+)\s+c?import\s+(\([\w\s,]+\)|[\w ,]+)|c?import\s+([\w.]+))", re.M
+)
 
 
 def _layers() -> list[list[str]]:
     import tomllib
 
-    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
+        "contracts"
+    ]
     (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
     return [[m.strip() for m in layer.split(":")] for layer in layers]
 
@@ -133,7 +162,9 @@ def _pyx_imports(path: Path) -> list[tuple[str, list[str]]]:
     out = []
     for m in _PYX_IMPORT.finditer(text):
         if m.group(1):
-            out.append((m.group(1), [n.split()[0] for n in m.group(2).strip("()").split(",") if n.strip()]))
+            out.append(
+                (m.group(1), [n.split()[0] for n in m.group(2).strip("()").split(",") if n.strip()])
+            )
         else:
             out.append((m.group(3), []))
     return out
@@ -150,7 +181,7 @@ def test_a_compiled_module_imports_downward_only_and_not_its_pure_twin(pyx):
     twin = module + "_py"
     found = []
     imports = _pyx_imports(path)
-    assert imports      # the check reads something
+    assert imports  # the check reads something
     for target, names in imports:
         if not target.startswith("kafkalog_cli"):
             continue

@@ -3,6 +3,7 @@ documented exit code and, on failure, one line `kafkalog: <file>: [byte N: ]<wha
 
 Documented codes (kafkalog(1), docs/safety.md): 0 done, 1 problems found (verify-crc), 3 corrupt input,
 4 missing, unreadable or unrecognised path."""
+
 from __future__ import annotations
 
 import builtins
@@ -37,8 +38,13 @@ def index_into(log: Path) -> Path:
 
 # ------------------------------------------------------------------ damaged .log files
 EXPECT_DUMP = {  # exit code of `dump-log --deep-iteration` (Kafka's success or failure)
-    "empty": 0, "text": 0, "size_2gb": 0, "unknown_magic": 0, "cut_short": 0,
-    "garbage_compressed": 3, "bad_crc": 3,
+    "empty": 0,
+    "text": 0,
+    "size_2gb": 0,
+    "unknown_magic": 0,
+    "cut_short": 0,
+    "garbage_compressed": 3,
+    "bad_crc": 3,
 }
 
 
@@ -82,9 +88,13 @@ def test_dump_index_over_damaged_log(tmp_path, case):
 
 
 EXPECT_VERIFY = {  # (exit code, problem kind) of `verify-crc --deep`
-    "empty": (0, None), "text": (1, "trailing_bytes"), "size_2gb": (1, "trailing_bytes"),
-    "unknown_magic": (1, "magic"), "cut_short": (1, "trailing_bytes"),
-    "garbage_compressed": (1, "records"), "bad_crc": (1, "crc"),
+    "empty": (0, None),
+    "text": (1, "trailing_bytes"),
+    "size_2gb": (1, "trailing_bytes"),
+    "unknown_magic": (1, "magic"),
+    "cut_short": (1, "trailing_bytes"),
+    "garbage_compressed": (1, "records"),
+    "bad_crc": (1, "crc"),
 }
 
 
@@ -114,7 +124,9 @@ def test_verify_crc_positions(tmp_path):
     r = run("verify-crc", log)
     line = r.stdout.splitlines()[0]
     pos = len(B.good_batch())
-    assert line.startswith(f"{log}: byte {pos}: v2 batch CRC-32C mismatch (offsets 3..5, stored crc ")
+    assert line.startswith(
+        f"{log}: byte {pos}: v2 batch CRC-32C mismatch (offsets 3..5, stored crc "
+    )
     assert "computed crc " in line
 
 
@@ -129,15 +141,16 @@ def test_bad_name(tmp_path):
     one_error_line(r, "segment.index", byte=False)
     r = run("verify-crc", log)
     assert r.exit_code == 1
-    assert r.stdout.splitlines()[0] == (f"{log}: file name is not a 20-digit offset, so the segment's base "
-                                        "offset cannot be checked")
+    assert r.stdout.splitlines()[0] == (
+        f"{log}: file name is not a 20-digit offset, so the segment's base offset cannot be checked"
+    )
 
 
 def test_index_without_log(tmp_path):
     idx = B.index_without_log(tmp_path)
     r = run("dump-index", idx)
     assert r.exit_code == 4
-    assert r.stdout == f"Dumping {idx}\n"          # what Kafka prints before it fails
+    assert r.stdout == f"Dumping {idx}\n"  # what Kafka prints before it fails
     line = one_error_line(r, idx.name, byte=True)
     assert "no 00000000000000000000.log beside this index" in line
     r = run("dump-log", "--files", idx)
@@ -152,15 +165,21 @@ def test_index_odd_size(tmp_path):
     idx = B.index_odd_size(tmp_path)
     r = run("dump-index", idx)
     assert r.exit_code == 0
-    assert r.stdout.splitlines()[1:] == ["offset: 0 position: 0", f"offset: 5 position: {len(B.good_batch())}"]
-    assert r.stderr.splitlines()[-1] == (f"kafkalog: {idx}: byte 16: 3 trailing bytes are not a whole "
-                                         "8-byte entry (ignored, as Kafka does)")
+    assert r.stdout.splitlines()[1:] == [
+        "offset: 0 position: 0",
+        f"offset: 5 position: {len(B.good_batch())}",
+    ]
+    assert r.stderr.splitlines()[-1] == (
+        f"kafkalog: {idx}: byte 16: 3 trailing bytes are not a whole "
+        "8-byte entry (ignored, as Kafka does)"
+    )
     r = run("dump-index", "--index-sanity-check", idx)
     assert r.exit_code == 3
     one_error_line(r, idx.name, byte=True)
     r = run("dump-index", "--format", "json", idx)
-    assert r.stdout.splitlines()[-1] == (f'{{"kind": "trailing_bytes", "file": "{idx}", "position": 16, '
-                                         '"size": 3}')
+    assert r.stdout.splitlines()[-1] == (
+        f'{{"kind": "trailing_bytes", "file": "{idx}", "position": 16, "size": 3}}'
+    )
     r = run("dump-log", "--files", idx)
     assert r.exit_code == 0 and "Index offset: 0, log offset: 2" in r.stderr
 
@@ -186,7 +205,9 @@ def test_not_a_log_dir(tmp_path, command):
 @pytest.mark.parametrize("command", [["dump-log", "--files"], ["dump-index"], ["verify-crc"]])
 def test_fifo_is_not_read(tmp_path, command):
     """A FIFO would block a reader forever: it is refused."""
-    fifo = tmp_path / ("00000000000000000000.index" if command[0] == "dump-index" else "00000000000000000000.log")
+    fifo = tmp_path / (
+        "00000000000000000000.index" if command[0] == "dump-index" else "00000000000000000000.log"
+    )
     os.mkfifo(fifo)
     r = run(*command, fifo)
     assert r.exit_code == 4
@@ -206,7 +227,7 @@ def unreadable(monkeypatch):
 
     real_os_open = os.open
 
-    def os_guarded(file, *a, **k):      # storage.files opens every file with os.open
+    def os_guarded(file, *a, **k):  # storage.files opens every file with os.open
         if isinstance(file, (str, os.PathLike)) and os.path.abspath(os.fspath(file)) in denied:
             raise PermissionError(13, "Permission denied", os.fspath(file))
         return real_os_open(file, *a, **k)
@@ -233,6 +254,6 @@ def test_unreadable_files(tmp_path, unreadable):
     r = run("dump-index", other)
     assert r.exit_code == 4
     assert "permission denied" in one_error_line(r, other.name, byte=False)
-    r = run("dump-index", idx)    # the index is readable, its .log is not
+    r = run("dump-index", idx)  # the index is readable, its .log is not
     assert r.exit_code == 4
     assert "permission denied" in one_error_line(r, log.name, byte=False)

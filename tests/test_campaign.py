@@ -1,6 +1,7 @@
 """The campaign's deterministic sample (tests/campaign/README.md): fixed read-only and kill cases
 on examples/logdir, zero failures per invariant; and the oracle's own tests, one per invariant,
 each showing a fake command that breaks that promise is caught."""
+
 from __future__ import annotations
 
 import random
@@ -42,11 +43,21 @@ def sample(tmp_path_factory):
 def test_sample_covers_every_kind_and_command():
     planned = [cases.plan(c, None) for c in READ_CASES]
     from tests.campaign.mutations import kinds
+
     assert {k for _, k, _ in planned} == set(kinds())
     assert len(kinds()) >= 25
-    assert {t.name for t in kills.TARGETS} >= {"recover", "recover --repair", "recover --salvage", "retain",
-                                                "compact", "delete-records", "roll", "move-partition",
-                                                "quarantine restore", "quarantine prune"}
+    assert {t.name for t in kills.TARGETS} >= {
+        "recover",
+        "recover --repair",
+        "recover --salvage",
+        "retain",
+        "compact",
+        "delete-records",
+        "roll",
+        "move-partition",
+        "quarantine restore",
+        "quarantine prune",
+    }
 
 
 @pytest.mark.parametrize("inv", list(Invariant), ids=lambda i: i.name)
@@ -56,7 +67,9 @@ def test_sample_has_no_failure(sample, inv):
         assert sample.checked[inv] == len(KILL_CASES)
     else:
         assert sample.checked[inv] > 0
-    assert not failed, "\n".join(f"{f.case_id} `{f.command}` on {f.mutation}: {f.symptom}" for f in failed)
+    assert not failed, "\n".join(
+        f"{f.case_id} `{f.command}` on {f.mutation}: {f.symptom}" for f in failed
+    )
 
 
 # -- the oracle catches each kind of violation ---------------------------------------------------
@@ -71,13 +84,21 @@ def fake(monkeypatch):
 
     def breaking(what: str) -> None:
         monkeypatch.setenv("FAKE_BREAKS", what)
+
     return breaking
 
 
 def _read_only(tmp_path, mode=Mode.READ_ONLY, codes=READER) -> Verdict:
-    ws, m, args = cases.build("r0-0", tmp_path / "w", EXAMPLES, cases.mutations.Kind.NONE, cases.Second.NONE)
-    cmd = Command("fake", lambda a: ["fake", str(a.ws.logdir)], mode, codes,
-                  dry_run=lambda a: ["fake", "--dry-run", str(a.ws.logdir)])
+    ws, m, args = cases.build(
+        "r0-0", tmp_path / "w", EXAMPLES, cases.mutations.Kind.NONE, cases.Second.NONE
+    )
+    cmd = Command(
+        "fake",
+        lambda a: ["fake", str(a.ws.logdir)],
+        mode,
+        codes,
+        dry_run=lambda a: ["fake", "--dry-run", str(a.ws.logdir)],
+    )
     v = Verdict("r0-0", cmd.name, str(m))
     (cases._mutating if mode is Mode.MUTATING else cases._read_only)(v, ws, m, args, cmd)
     return v
@@ -93,24 +114,30 @@ def test_oracle_passes_a_command_that_keeps_every_promise(fake, tmp_path):
     assert _failed(_read_only(tmp_path / "m", Mode.MUTATING, WRITER)) == set()
 
 
-@pytest.mark.parametrize("breaks,caught", [
-    ("outside", Invariant.NOTHING_OUTSIDE),
-    ("parent", Invariant.NOTHING_OUTSIDE),
-    ("hang", Invariant.NO_HANG),
-    ("traceback", Invariant.NO_PYTHON_ERROR),
-    ("bare-stderr", Invariant.NO_PYTHON_ERROR),
-    ("exit-code", Invariant.EXIT_CODE),
-    ("touch", Invariant.READ_ONLY),
-])
+@pytest.mark.parametrize(
+    "breaks,caught",
+    [
+        ("outside", Invariant.NOTHING_OUTSIDE),
+        ("parent", Invariant.NOTHING_OUTSIDE),
+        ("hang", Invariant.NO_HANG),
+        ("traceback", Invariant.NO_PYTHON_ERROR),
+        ("bare-stderr", Invariant.NO_PYTHON_ERROR),
+        ("exit-code", Invariant.EXIT_CODE),
+        ("touch", Invariant.READ_ONLY),
+    ],
+)
 def test_oracle_catches_a_read_only_violation(fake, tmp_path, breaks, caught):
     fake(breaks)
     assert caught in _failed(_read_only(tmp_path))
 
 
-@pytest.mark.parametrize("breaks,caught", [
-    ("every-run", Invariant.SECOND_RUN),
-    ("lose-bytes", Invariant.RESTORE),
-])
+@pytest.mark.parametrize(
+    "breaks,caught",
+    [
+        ("every-run", Invariant.SECOND_RUN),
+        ("lose-bytes", Invariant.RESTORE),
+    ],
+)
 def test_oracle_catches_a_mutating_violation(fake, tmp_path, breaks, caught):
     fake(breaks)
     assert caught in _failed(_read_only(tmp_path, Mode.MUTATING, WRITER))
@@ -118,8 +145,13 @@ def test_oracle_catches_a_mutating_violation(fake, tmp_path, breaks, caught):
 
 def test_oracle_catches_a_kill_that_does_not_converge(fake, tmp_path):
     fake("no-converge")
-    target = kills.KillTarget("fake", lambda ws, rng: "nothing", lambda ws: ["fake", str(ws.logdir)], WRITER,
-                              restore_check=False)
+    target = kills.KillTarget(
+        "fake",
+        lambda ws, rng: "nothing",
+        lambda ws: ["fake", str(ws.logdir)],
+        WRITER,
+        restore_check=False,
+    )
     v = Verdict("k0-0", "fake", "")
     kills._kill_case(v, "k0-0", EXAMPLES, target, kills.Instant.STEP, tmp_path / "k")
     assert Invariant.KILL_CONVERGES in _failed(v)
@@ -127,7 +159,11 @@ def test_oracle_catches_a_kill_that_does_not_converge(fake, tmp_path):
 
 def test_workspace_removal_handles_what_mutations_leave(tmp_path):
     ws = workspace.make(tmp_path / "w", EXAMPLES)
-    for kind in (cases.mutations.Kind.PERM_DIR_000, cases.mutations.Kind.TYPE_FIFO, cases.mutations.Kind.TYPE_SOCKET):
+    for kind in (
+        cases.mutations.Kind.PERM_DIR_000,
+        cases.mutations.Kind.TYPE_FIFO,
+        cases.mutations.Kind.TYPE_SOCKET,
+    ):
         cases.mutations.apply(kind, random.Random(1), ws)
     workspace.remove(ws.root)
     assert not ws.root.exists()
@@ -137,9 +173,12 @@ def test_documented_codes_are_read_from_help(fake, monkeypatch, tmp_path):
     """The exit codes come from the command's own "Exit codes:" paragraph, in both of the forms
     the --help texts use (`; N what` and `, N what`)."""
     from tests.campaign import commands
+
     script = tmp_path / "help.py"
-    script.write_text("print('Usage: x\\n\\n  Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would\\n"
-                      "  change; 7 refused; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure.')\n")
+    script.write_text(
+        "print('Usage: x\\n\\n  Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would\\n"
+        "  change; 7 refused; 2 usage error, 3 corrupt input, 4 bad path, 6 write failure.')\n"
+    )
     monkeypatch.setattr(runner, "PROGRAM", [sys.executable, str(script)])
     commands.documented_codes.cache_clear()
     try:

@@ -2,6 +2,7 @@
 tools/gen_docs.py writes from the code now (exit codes, each command's options as --help prints
 them, the JSON Lines schema, the public API), each page carries the blocks it promises, the
 README stays a front page (12 KB at most) and every link between the pages leads somewhere."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -60,11 +61,13 @@ def test_a_stale_block_is_found_and_rewritten():
 
 def test_the_check_fails_on_a_stale_page(tmp_path, monkeypatch):
     page = tmp_path / "safety.md"
-    page.write_text((DOCS / "safety.md").read_text().replace("| 8 | doctor:", "| 8 | the doctor:", 1))
+    page.write_text(
+        (DOCS / "safety.md").read_text().replace("| 8 | doctor:", "| 8 | the doctor:", 1)
+    )
     monkeypatch.setattr(gen_docs, "pages", lambda: [page])
     monkeypatch.setattr(gen_docs, "ROOT", tmp_path)
     assert gen_docs.main(["--check"]) == 1
-    assert "the doctor" in page.read_text()            # --check changes nothing
+    assert "the doctor" in page.read_text()  # --check changes nothing
     assert gen_docs.main([]) == 0 and gen_docs.main(["--check"]) == 0
 
 
@@ -72,24 +75,36 @@ def test_the_check_fails_on_a_stale_page(tmp_path, monkeypatch):
 def test_the_options_in_the_docs_are_those_help_prints(name):
     """Each option line of `kafkalog NAME --help` names an option of the generated table."""
     text = CliRunner().invoke(cli, [name, "--help"], terminal_width=200).output
-    listed = {line.split()[0].rstrip(",") for line in text.split("Options:", 1)[1].splitlines()
-              if line.startswith("  -")}
-    block = dict((m["name"], m["body"]) for m in gen_docs.BLOCK.finditer((DOCS / "commands.md").read_text()))
+    listed = {
+        line.split()[0].rstrip(",")
+        for line in text.split("Options:", 1)[1].splitlines()
+        if line.startswith("  -")
+    }
+    block = dict(
+        (m["name"], m["body"]) for m in gen_docs.BLOCK.finditer((DOCS / "commands.md").read_text())
+    )
     body = block[f"options: {name}"]
     for option in listed:
-        assert f"`{option}" in body or f", {option}" in body, f"{name}: {option} not in docs/commands.md"
+        assert f"`{option}" in body or f", {option}" in body, (
+            f"{name}: {option} not in docs/commands.md"
+        )
 
 
 def test_the_readme_is_a_front_page():
-    assert README.stat().st_size <= 12 * 1024, f"README.md is {README.stat().st_size} bytes: move text to docs/"
+    assert README.stat().st_size <= 12 * 1024, (
+        f"README.md is {README.stat().st_size} bytes: move text to docs/"
+    )
 
 
 def _links(path: Path) -> list[str]:
     return re.findall(r"\]\(([^)\s]+)\)", path.read_text())
 
 
-@pytest.mark.parametrize("page", [README, ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "page",
+    [README, ROOT / "CONTRIBUTING.md", *sorted(DOCS.glob("*.md"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_every_link_between_the_pages_leads_somewhere(page):
     for link in _links(page):
         if re.match(r"[a-z]+:", link):
@@ -110,9 +125,16 @@ def _anchor(heading: str) -> str:
 def test_nothing_points_outside_the_repo_but_the_corpus():
     """`../shared` appears only where the corpus's documented fallback is stated."""
     allowed = {"tests/corpus.py", "tools/conformance", "CONTRIBUTING.md", "tests/test_docs.py"}
-    for path in [README, ROOT / "CONTRIBUTING.md", *DOCS.glob("*.md"), *MAN.glob("*.1"),
-                 *(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py"), *(ROOT / "tests").rglob("*.md"),
-                 *(ROOT / "tools").glob("*")]:
+    for path in [
+        README,
+        ROOT / "CONTRIBUTING.md",
+        *DOCS.glob("*.md"),
+        *MAN.glob("*.1"),
+        *(ROOT / "src").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.py"),
+        *(ROOT / "tests").rglob("*.md"),
+        *(ROOT / "tools").glob("*"),
+    ]:
         if not path.is_file() or str(path.relative_to(ROOT)) in allowed:
             continue
         text = path.read_text(errors="replace")

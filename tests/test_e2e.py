@@ -1,4 +1,5 @@
 """The installed `kafkalog` command, run as a user runs it."""
+
 from __future__ import annotations
 
 import json
@@ -20,7 +21,7 @@ def test_version_and_help():
     listing = p.stdout.decode().split("Commands:\n")[1]
     for name in ("compact", "dump-index", "dump-log", "recover", "retain", "roll", "verify-crc"):
         line = next(ln for ln in listing.splitlines() if ln.split()[:1] == [name])
-        assert not line.endswith("..."), line     # a whole sentence, not click's cut-off
+        assert not line.endswith("..."), line  # a whole sentence, not click's cut-off
 
 
 def test_dump_log_of_the_sample_log_dir_as_the_quick_start_runs_it():
@@ -39,8 +40,12 @@ def test_json_output_pipes_into_a_json_parser():
 
 
 def test_a_closed_pipe_is_not_an_error():
-    p = subprocess.run(f"'{_exe()}' dump-log '{EXAMPLES}' --deep-iteration | head -1",
-                       shell=True, capture_output=True, timeout=60)
+    p = subprocess.run(
+        f"'{_exe()}' dump-log '{EXAMPLES}' --deep-iteration | head -1",
+        shell=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert p.stdout.decode().startswith("Dumping ") and b"Traceback" not in p.stderr
     assert b"Broken pipe" not in p.stderr
 
@@ -50,7 +55,10 @@ def test_a_text_file_is_all_invalid_bytes_as_kafka_says(tmp_path):
     f.write_text("this is not a kafka segment, just some text that goes on for a while\n")
     p = kafkalog("dump-log", str(f))
     assert p.returncode == 0
-    assert p.stdout.decode().splitlines()[-1] == "Found 69 invalid bytes at the end of 00000000000000000000.log"
+    assert (
+        p.stdout.decode().splitlines()[-1]
+        == "Found 69 invalid bytes at the end of 00000000000000000000.log"
+    )
 
 
 def test_bad_input_gives_one_line_and_a_documented_code(tmp_path):

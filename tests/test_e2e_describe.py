@@ -1,4 +1,5 @@
 """The installed `kafkalog describe` and `kafkalog get-offsets`, run as a user runs them."""
+
 from __future__ import annotations
 
 import json
@@ -14,8 +15,10 @@ pytestmark = pytest.mark.e2e
 def test_describe_pipes_into_awk_and_jq_shapes():
     p = kafkalog("describe", str(EXAMPLES))
     assert p.returncode == 0, p.stderr
-    rows = [line.split("\t") for line in p.stdout.decode().splitlines()[1:] if not line.startswith("#")]
-    assert {r[0]: r[4] for r in rows}["multi-segment-0"] == "600"        # LOG_END
+    rows = [
+        line.split("\t") for line in p.stdout.decode().splitlines()[1:] if not line.startswith("#")
+    ]
+    assert {r[0]: r[4] for r in rows}["multi-segment-0"] == "600"  # LOG_END
     p = kafkalog("describe", str(EXAMPLES), "--format", "json")
     kinds = [json.loads(line)["kind"] for line in p.stdout.decode().splitlines()]
     assert kinds.count("partition") == 14 and kinds[-1] == "log_dir"

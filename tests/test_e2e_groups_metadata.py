@@ -1,5 +1,6 @@
 """The installed `kafkalog consumer-groups` and `kafkalog metadata`, run as a user runs them, on
 the committed Kafka 3.3.1 broker run."""
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,11 @@ pytestmark = pytest.mark.e2e
 def test_consumer_groups_prints_kafkas_lines_and_pipes_to_a_json_parser():
     p = kafkalog("consumer-groups", str(LOGDIR))
     assert p.returncode == 0, p.stderr
-    assert sorted(p.stdout.decode().splitlines()) == sorted(EXPECTED["groups"]["stdout"].splitlines())
+    assert sorted(p.stdout.decode().splitlines()) == sorted(
+        EXPECTED["groups"]["stdout"].splitlines()
+    )
     p = kafkalog("consumer-groups", str(LOGDIR), "--group", "manual", "--format", "json")
-    group, = map(json.loads, p.stdout.decode().splitlines())
+    (group,) = map(json.loads, p.stdout.decode().splitlines())
     assert group["group"] == "manual" and len(group["offsets"]) == 3
 
 

@@ -1,6 +1,7 @@
 """Issue 26's acceptance: the seven incidents of an on-call night, each on a copy of
 examples/logdir, solved with the installed `kafkalog` and only the commands README.md shows
 (its "Which command do I want?" table and Quick start), checking what the operator checks."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -22,7 +23,9 @@ pytestmark = pytest.mark.e2e
 
 
 def kafkalog(*args, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([_exe(), *map(str, args)], capture_output=True, text=True, timeout=120, **kw)
+    return subprocess.run(
+        [_exe(), *map(str, args)], capture_output=True, text=True, timeout=120, **kw
+    )
 
 
 def readme_shows(command: str) -> None:
@@ -37,13 +40,19 @@ def copy(tmp_path: Path, name: str) -> Path:
 
 
 def du(path: Path) -> int:
-    return int(subprocess.run(["du", "-sB1", str(path)], capture_output=True, text=True, check=True).stdout.split()[0])
+    return int(
+        subprocess.run(
+            ["du", "-sB1", str(path)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
 
 
 def server_properties(tmp_path: Path, log_dir: Path) -> Path:
     """The broker's settings: Kafka's defaults, a week's retention."""
     f = tmp_path / "server.properties"
-    f.write_text(f"process.roles=broker,controller\nnode.id=1\nlog.dirs={log_dir}\nlog.retention.hours=168\n")
+    f.write_text(
+        f"process.roles=broker,controller\nnode.id=1\nlog.dirs={log_dir}\nlog.retention.hours=168\n"
+    )
     return f
 
 
@@ -73,16 +82,19 @@ def test_1_a_power_cut(tmp_path):
 
     readme_shows("kafkalog recover LOGDIR [--dry-run]")
     p = kafkalog("recover", "--dry-run", d)
-    assert p.returncode == 1                                    # changes pending
+    assert p.returncode == 1  # changes pending
     assert "offsets 20..39 are damaged" in p.stdout and "--salvage keeps those" in p.stdout
     p = kafkalog("recover", d)
     assert p.returncode == 0, p.stderr
     summary = p.stdout.splitlines()[-1]
-    assert summary.startswith("recover: 1 log dir, 14 partitions, ") and " held in the quarantine " in summary
+    assert (
+        summary.startswith("recover: 1 log dir, 14 partitions, ")
+        and " held in the quarantine " in summary
+    )
     p = kafkalog("verify-crc", d)
-    assert p.returncode == 0 and " 0 problems " in p.stdout     # the damage is gone
+    assert p.returncode == 0 and " 0 problems " in p.stdout  # the damage is gone
     folder = Path(summary.rsplit(" ", 1)[1])
-    p = kafkalog("quarantine", "list", d)                       # and kept, to be restored
+    p = kafkalog("quarantine", "list", d)  # and kept, to be restored
     assert p.returncode == 0 and str(folder) in p.stdout and " recover " in p.stdout
 
 
@@ -105,14 +117,16 @@ def test_2_a_full_disk(tmp_path):
 def test_3_a_vanished_key(tmp_path):
     """Where did key k003 go? Every record found names its topic and partition."""
     d = copy(tmp_path, "key")
-    readme_shows("kafkalog dump-log examples/logdir/codec-zstd-0 --format json --print-data-log --key k003 | jq .value")
+    readme_shows(
+        "kafkalog dump-log examples/logdir/codec-zstd-0 --format json --print-data-log --key k003 | jq .value"
+    )
     p = kafkalog("dump-log", d, "--format", "json", "--print-data-log", "--key", "k003")
     assert p.returncode == 0, p.stderr
     found = [o for o in map(json.loads, p.stdout.splitlines()) if o.get("kind") == "record"]
     assert found and all(o["key"] == "k003" for o in found)
     where = {(o["topic"], o["partition"]) for o in found}
-    assert ("codec-zstd", 0) in where and len(where) == len(found)      # each copy told apart
-    assert all(isinstance(o["value"], str) for o in found)              # `| jq .value` shows the text
+    assert ("codec-zstd", 0) in where and len(where) == len(found)  # each copy told apart
+    assert all(isinstance(o["value"], str) for o in found)  # `| jq .value` shows the text
 
 
 def test_4_a_groups_lag(tmp_path):
@@ -129,9 +143,17 @@ def test_5_a_stuck_transaction(tmp_path):
     """A producer began a transaction two hours ago and never ended it: the last stable offset
     is stuck; --find-hanging names it (exit 1)."""
     d = copy(tmp_path, "stuck")
-    two_hours_ago = int((dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)).timestamp() * 1000)
-    batch = build_v2_batch([SimpleRecord(key=b"k", value=b"never committed", timestamp=two_hours_ago)], 15,
-                           producer_id=4242, producer_epoch=0, base_sequence=0, is_transactional=True)
+    two_hours_ago = int(
+        (dt.datetime.now(dt.timezone.utc) - dt.timedelta(hours=2)).timestamp() * 1000
+    )
+    batch = build_v2_batch(
+        [SimpleRecord(key=b"k", value=b"never committed", timestamp=two_hours_ago)],
+        15,
+        producer_id=4242,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
     with open(d / "txn-0" / "00000000000000000000.log", "ab") as f:
         f.write(batch)
     hw = d / "replication-offset-checkpoint"
@@ -150,14 +172,38 @@ def test_6_last_weeks_data_to_parquet(tmp_path):
     d = copy(tmp_path, "parquet")
     raw = records(d, "--topic", "txn")
     newest = max(o["timestamp"] for o in raw)
-    since = dt.datetime.fromtimestamp(newest / 1000 - 7 * 86400, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    readme_shows("kafkalog export LOGDIR --to parquet OUT --from-time ISO --isolation-level read_committed")
+    since = dt.datetime.fromtimestamp(newest / 1000 - 7 * 86400, dt.timezone.utc).strftime(
+        "%Y-%m-%dT%H:%M:%SZ"
+    )
+    readme_shows(
+        "kafkalog export LOGDIR --to parquet OUT --from-time ISO --isolation-level read_committed"
+    )
     out = tmp_path / "last-week"
-    p = kafkalog("export", d, "--topic", "txn", "--to", "parquet", out, "--from-time", since,
-                 "--isolation-level", "read_committed")
+    p = kafkalog(
+        "export",
+        d,
+        "--topic",
+        "txn",
+        "--to",
+        "parquet",
+        out,
+        "--from-time",
+        since,
+        "--isolation-level",
+        "read_committed",
+    )
     assert p.returncode == 0, p.stderr
     rows = pq.read_table(out).to_pylist()
-    assert sorted(r["offset"] for r in rows) == [0, 1, 2, 3, 4, 11, 12, 13]     # 5, 10, 14 markers; 6..9 aborted
+    assert sorted(r["offset"] for r in rows) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        11,
+        12,
+        13,
+    ]  # 5, 10, 14 markers; 6..9 aborted
     committed = {o["offset"]: o["value"] for o in raw if o["offset"] in (0, 1, 2, 3, 4, 11, 12, 13)}
     assert {r["offset"]: r["value"] for r in rows} == {k: v.encode() for k, v in committed.items()}
 
@@ -168,11 +214,15 @@ def test_7_a_cron_job(tmp_path):
     d = copy(tmp_path, "cron")
     props = server_properties(tmp_path, d)
     report = tmp_path / "kafkalog-retain.jsonl"
-    readme_shows("kafkalog retain LOGDIR --no-quarantine --server-properties server.properties --report FILE")
+    readme_shows(
+        "kafkalog retain LOGDIR --no-quarantine --server-properties server.properties --report FILE"
+    )
     before = du(d)
     for _ in range(2):
-        p = kafkalog("retain", d, "--no-quarantine", "--server-properties", props, "--report", report)
-        assert (p.returncode, p.stdout, p.stderr) == (0, "", "")          # cron mails nothing
+        p = kafkalog(
+            "retain", d, "--no-quarantine", "--server-properties", props, "--report", report
+        )
+        assert (p.returncode, p.stdout, p.stderr) == (0, "", "")  # cron mails nothing
     runs: dict[str, list[dict]] = {}
     for line in map(json.loads, report.read_text().splitlines()):
         runs.setdefault(line["run_id"], []).append(line)

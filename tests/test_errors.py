@@ -1,4 +1,5 @@
 """errors: an error renders itself as one line whatever its file is called."""
+
 from __future__ import annotations
 
 from kafkalog_cli.errors import InvalidRecordError, one_line
@@ -12,4 +13,4 @@ def test_control_characters_are_escaped_and_printable_text_is_kept():
 def test_an_error_is_one_line_with_its_file_and_byte():
     e = InvalidRecordError("bad\nrecord", path="/logs/t-0/new\nline.log", position=61)
     assert e.line() == "/logs/t-0/new\\nline.log: byte 61: bad\\nrecord"
-    assert "\n" in str(e)   # str() stays the raw text
+    assert "\n" in str(e)  # str() stays the raw text

@@ -1,6 +1,7 @@
 """The one exit-code table (errors.EXIT_CODE_TABLE), held for every command: one case per code a
 command can return, each built as a user meets it, checked as the user sees it (the code, and
 one line on stderr naming the reason where the command failed)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -24,7 +25,7 @@ from tests.helpers.locks import hold_lock
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.transactions import NOW as HANGING_NOW
 
-NOW = "1795249186389"          # the clock the dry runs and the runs share
+NOW = "1795249186389"  # the clock the dry runs and the runs share
 
 
 class Env:
@@ -47,7 +48,9 @@ class Env:
     def read_only(self, d: Path) -> Path:
         """`d` as a read-only bind mount of itself: the EROFS a user meets."""
         if subprocess.run(["mount", "--bind", str(d), str(d)], capture_output=True).returncode != 0:
-            pytest.skip("mounting is not permitted here (needs root): no read-only file system to test on")
+            pytest.skip(
+                "mounting is not permitted here (needs root): no read-only file system to test on"
+            )
         self.stack.callback(lambda: subprocess.run(["umount", "-l", str(d)], capture_output=True))
         r = subprocess.run(["mount", "-o", "remount,bind,ro", str(d)], capture_output=True)
         if r.returncode != 0:
@@ -74,21 +77,17 @@ class Env:
             f.write(B.good_batch(10_000)[:40])
         return d
 
-
     def offset_overflow(self) -> Path:
         return base_offset_overflow(self.logdir())
-
 
     def torn_unclean(self) -> Path:
         """After a kill -9 mid-append: the broker truncates the torn batch as it starts (a warning)."""
         return torn_tail(self.logdir())
 
-
     def without_meta(self) -> Path:
         d = self.logdir()
         (d / "meta.properties").unlink()
         return d
-
 
     def hanging(self) -> Path:
         """A transaction left open an hour ago (tests/commands/test_transactions_cli.py's log dir)."""
@@ -96,18 +95,22 @@ class Env:
 
         return log_dir(self.tmp)
 
-
     def offsets(self, topic: str, partition: int, offset: int) -> Path:
         f = self.tmp / "offsets.json"
-        f.write_text(json.dumps({"partitions": [{"topic": topic, "partition": partition, "offset": offset}], "version": 1}))
+        f.write_text(
+            json.dumps(
+                {
+                    "partitions": [{"topic": topic, "partition": partition, "offset": offset}],
+                    "version": 1,
+                }
+            )
+        )
         return f
-
 
     def no_high_watermark(self) -> Path:
         d = self.logdir()
         (d / "replication-offset-checkpoint").write_text("0\n0\n")
         return d
-
 
     def dirty(self) -> Path:
         """A compacted topic with overwritten keys the cleaner would remove."""
@@ -115,12 +118,11 @@ class Env:
 
         return restore("keyed-overwrites", "before", self.tmp / "logs")
 
-
     def damaged_compacted(self) -> Path:
         d = self.dirty()
         seg = d / "cmp-none-0" / "00000000000000000174.log"
         data = bytearray(seg.read_bytes())
-        data[57:61] = (1000).to_bytes(4, "big")          # the first batch claims 1000 records
+        data[57:61] = (1000).to_bytes(4, "big")  # the first batch claims 1000 records
         seg.write_bytes(bytes(data))
         return d
 
@@ -141,12 +143,17 @@ class Env:
         if diverged:
             a, b = unclean_election(self.tmp)
         else:
-            a, b = write_replica(self.tmp / "b1", 1, run(5, 0)), write_replica(self.tmp / "b2", 2, run(3, 0))
+            a, b = (
+                write_replica(self.tmp / "b1", 1, run(5, 0)),
+                write_replica(self.tmp / "b2", 2, run(3, 0)),
+            )
         if damaged:
             (a / "leader-epoch-checkpoint").write_text("0\n1\n0 x\n")
         return [str(a), str(b)]
 
-    def move(self, damaged: bool = False, locked: bool = False, read_only: bool = False) -> list[str]:
+    def move(
+        self, damaged: bool = False, locked: bool = False, read_only: bool = False
+    ) -> list[str]:
         """move-partition's source and destination log dirs (tests/ops/test_move_partition.py's)."""
         from .ops.move_helpers import TP, two_log_dirs
 
@@ -183,8 +190,19 @@ RETAIN_DUE = ["--topic", "multi-segment", *ASSUME]
 def _quarantined(e: Env) -> tuple[Path, str]:
     d = e.logdir()
     q = e.tmp / "q"
-    r = CliRunner().invoke(cli, ["delete-records", str(d), "--topic", "multi-segment", "--before", "300",
-                                 "--quarantine", str(q)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "delete-records",
+            str(d),
+            "--topic",
+            "multi-segment",
+            "--before",
+            "300",
+            "--quarantine",
+            str(q),
+        ],
+    )
     assert r.exit_code == 0, r.output
     (folder,) = [p for p in q.rglob("manifest.jsonl")]
     return d, str(folder.parent)
@@ -220,36 +238,79 @@ CASES = {
     # --------------------------------------------------------------- readers
     ("dump-log", 0): lambda e: (["dump-log", str(EXAMPLES / "txn-0")], None),
     ("dump-log", 2): _usage("dump-log"),
-    ("dump-log", 3): lambda e: (["dump-log", str(e.bad(B.bad_name))], "does not start with an offset"),
+    ("dump-log", 3): lambda e: (
+        ["dump-log", str(e.bad(B.bad_name))],
+        "does not start with an offset",
+    ),
     ("dump-log", 4): _missing("dump-log"),
-    ("dump-index", 0): lambda e: (["dump-index", str(EXAMPLES / "multi-segment-0" / "00000000000000000000.index")], None),
-    ("dump-index", 1): lambda e: (["dump-index", "--verify-index-only", str(_zero_filled_index(e))], "zero-filled"),
+    ("dump-index", 0): lambda e: (
+        ["dump-index", str(EXAMPLES / "multi-segment-0" / "00000000000000000000.index")],
+        None,
+    ),
+    ("dump-index", 1): lambda e: (
+        ["dump-index", "--verify-index-only", str(_zero_filled_index(e))],
+        "zero-filled",
+    ),
     ("dump-index", 2): _usage("dump-index"),
-    ("dump-index", 3): lambda e: (["dump-index", "--index-sanity-check", str(e.bad(B.index_odd_size))], "index"),
+    ("dump-index", 3): lambda e: (
+        ["dump-index", "--index-sanity-check", str(e.bad(B.index_odd_size))],
+        "index",
+    ),
     ("dump-index", 4): _missing("dump-index"),
     ("verify-crc", 0): lambda e: (["verify-crc", str(EXAMPLES)], None),
     ("verify-crc", 1): lambda e: (["verify-crc", str(e.bad(B.bad_crc))], None),
     ("verify-crc", 2): _usage("verify-crc"),
     ("verify-crc", 4): _missing("verify-crc"),
-    ("export", 0): lambda e: (["export", str(EXAMPLES / "txn-0"), "--to", "jsonl", str(e.tmp / "out.jsonl")], None),
+    ("export", 0): lambda e: (
+        ["export", str(EXAMPLES / "txn-0"), "--to", "jsonl", str(e.tmp / "out.jsonl")],
+        None,
+    ),
     ("export", 2): _usage("export", "--to", "jsonl", "-"),
-    ("export", 3): lambda e: (["export", str(e.bad(B.bad_crc)), "--to", "jsonl", str(e.tmp / "o.jsonl")], "byte"),
-    ("export", 4): lambda e: (["export", str(e.tmp / "nope"), "--to", "jsonl", str(e.tmp / "o.jsonl")], "nope"),
-    ("export", 6): lambda e: (["export", str(EXAMPLES / "txn-0"), "--to", "jsonl",
-                               str(e.read_only(e.empty_dir("ro")) / "o.jsonl")],
-                              "read-only file system"),
+    ("export", 3): lambda e: (
+        ["export", str(e.bad(B.bad_crc)), "--to", "jsonl", str(e.tmp / "o.jsonl")],
+        "byte",
+    ),
+    ("export", 4): lambda e: (
+        ["export", str(e.tmp / "nope"), "--to", "jsonl", str(e.tmp / "o.jsonl")],
+        "nope",
+    ),
+    ("export", 6): lambda e: (
+        [
+            "export",
+            str(EXAMPLES / "txn-0"),
+            "--to",
+            "jsonl",
+            str(e.read_only(e.empty_dir("ro")) / "o.jsonl"),
+        ],
+        "read-only file system",
+    ),
     ("describe", 0): lambda e: (["describe", str(EXAMPLES)], None),
     ("describe", 2): _usage("describe"),
     ("describe", 3): lambda e: (["describe", str(e.bad(B.bad_crc).parent.parent)], "byte"),
     ("describe", 4): _missing("describe"),
     ("get-offsets", 0): lambda e: (["get-offsets", str(EXAMPLES)], None),
-    ("get-offsets", 2): lambda e: (["get-offsets", str(EXAMPLES), "--time", "not-a-time"], "not-a-time"),
-    ("get-offsets", 3): lambda e: (["get-offsets", str(e.bad(B.garbage_compressed).parent.parent), "--time", "0"],
-                                   "gzip"),
+    ("get-offsets", 2): lambda e: (
+        ["get-offsets", str(EXAMPLES), "--time", "not-a-time"],
+        "not-a-time",
+    ),
+    ("get-offsets", 3): lambda e: (
+        ["get-offsets", str(e.bad(B.garbage_compressed).parent.parent), "--time", "0"],
+        "gzip",
+    ),
     ("get-offsets", 4): _missing("get-offsets"),
     ("transactions", 0): lambda e: (["transactions", str(EXAMPLES), "--find-hanging"], None),
-    ("transactions", 1): lambda e: (["transactions", str(e.hanging()), "--find-hanging", "--max-age", "10m",
-                                     "--now", str(HANGING_NOW)], None),
+    ("transactions", 1): lambda e: (
+        [
+            "transactions",
+            str(e.hanging()),
+            "--find-hanging",
+            "--max-age",
+            "10m",
+            "--now",
+            str(HANGING_NOW),
+        ],
+        None,
+    ),
     ("transactions", 2): _usage("transactions"),
     ("transactions", 3): lambda e: (["transactions", str(e.bad(B.text).parent.parent)], "byte 0"),
     ("transactions", 4): _missing("transactions"),
@@ -257,50 +318,145 @@ CASES = {
     ("completion", 2): lambda e: (["completion", "tcsh"], "tcsh"),
     # --------------------------------------------------------------- writers
     ("recover", 0): lambda e: (["recover", str(e.logdir()), "--now", NOW], None),
-    ("recover", 1): lambda e: (["recover", "--dry-run", str(e.torn()), "--all", "--now", NOW], None),
+    ("recover", 1): lambda e: (
+        ["recover", "--dry-run", str(e.torn()), "--all", "--now", NOW],
+        None,
+    ),
     ("recover", 2): _usage("recover"),
-    ("recover", 3): lambda e: (["recover", str(e.offset_overflow()), "--now", NOW], "the broker does not start"),
+    ("recover", 3): lambda e: (
+        ["recover", str(e.offset_overflow()), "--now", NOW],
+        "the broker does not start",
+    ),
     ("recover", 4): _missing("recover"),
-    ("recover", 5): lambda e: (["recover", str(e.locked(e.torn())), "--now", NOW], "in use by process"),
-    ("recover", 6): lambda e: (["recover", str(e.read_only(e.torn())), "--all", "--now", NOW], "read-only file system"),
+    ("recover", 5): lambda e: (
+        ["recover", str(e.locked(e.torn())), "--now", NOW],
+        "in use by process",
+    ),
+    ("recover", 6): lambda e: (
+        ["recover", str(e.read_only(e.torn())), "--all", "--now", NOW],
+        "read-only file system",
+    ),
     ("roll", 0): lambda e: (["roll", str(e.logdir()), "--if-needed", "--now", "0"], None),
-    ("roll", 1): lambda e: (["roll", "--dry-run", str(e.logdir()), "--topic", "txn", "--now", NOW], None),
+    ("roll", 1): lambda e: (
+        ["roll", "--dry-run", str(e.logdir()), "--topic", "txn", "--now", NOW],
+        None,
+    ),
     ("roll", 2): _usage("roll"),
-    ("roll", 3): lambda e: (["roll", str(e.torn()), "--topic", "txn", "--now", NOW], "run `kafkalog recover` first"),
+    ("roll", 3): lambda e: (
+        ["roll", str(e.torn()), "--topic", "txn", "--now", NOW],
+        "run `kafkalog recover` first",
+    ),
     ("roll", 4): _missing("roll"),
     ("roll", 5): lambda e: (["roll", str(e.locked(e.logdir())), "--now", NOW], "in use by process"),
-    ("roll", 6): lambda e: (["roll", str(e.read_only(e.logdir())), "--topic", "txn", "--now", NOW], "read-only file system"),
+    ("roll", 6): lambda e: (
+        ["roll", str(e.read_only(e.logdir())), "--topic", "txn", "--now", NOW],
+        "read-only file system",
+    ),
     ("retain", 0): lambda e: (["retain", str(e.logdir()), "--topic", "txn", *ASSUME], None),
     ("retain", 1): lambda e: (["retain", "--dry-run", str(e.logdir()), *RETAIN_DUE], None),
     ("retain", 2): _usage("retain"),
-    ("retain", 3): lambda e: (["retain", str(e.damaged_checkpoint(e.logdir())), *ASSUME], "Malformed line"),
+    ("retain", 3): lambda e: (
+        ["retain", str(e.damaged_checkpoint(e.logdir())), *ASSUME],
+        "Malformed line",
+    ),
     ("retain", 4): _missing("retain"),
     ("retain", 5): lambda e: (["retain", str(e.locked(e.logdir())), *ASSUME], "in use by process"),
-    ("retain", 6): lambda e: (["retain", str(e.read_only(e.logdir())), *RETAIN_DUE], "read-only file system"),
-    ("retain", 7): lambda e: (["retain", str(e.logdir()), "--no-cluster-metadata", "--topic", "multi-segment",
-                               "--now", NOW], "retention"),
+    ("retain", 6): lambda e: (
+        ["retain", str(e.read_only(e.logdir())), *RETAIN_DUE],
+        "read-only file system",
+    ),
+    ("retain", 7): lambda e: (
+        [
+            "retain",
+            str(e.logdir()),
+            "--no-cluster-metadata",
+            "--topic",
+            "multi-segment",
+            "--now",
+            NOW,
+        ],
+        "retention",
+    ),
     ("compact", 0): lambda e: (["compact", str(e.logdir()), "--topic", "txn", *ASSUME], None),
     ("compact", 1): lambda e: (["compact", "--dry-run", str(e.dirty()), *DIRTY], None),
     ("compact", 2): _usage("compact"),
     ("compact", 3): lambda e: (["compact", str(e.damaged_compacted()), *DIRTY], "byte"),
     ("compact", 4): _missing("compact"),
-    ("compact", 5): lambda e: (["compact", str(e.locked(e.logdir())), *ASSUME], "in use by process"),
-    ("compact", 6): lambda e: (["compact", str(e.read_only(e.dirty())), *DIRTY], "read-only file system"),
-    ("compact", 7): lambda e: (["compact", str(e.logdir()), "--no-cluster-metadata", "--topic", "compacted",
-                                "--now", NOW], "cleanup.policy"),
-    ("delete-records", 0): lambda e: (["delete-records", str(e.logdir()), "--topic", "multi-segment", "--before", "300"], None),
-    ("delete-records", 1): lambda e: (["delete-records", "--dry-run", str(e.logdir()), "--topic", "multi-segment",
-                                       "--before", "300"], None),
-    ("delete-records", 2): lambda e: (["delete-records", str(e.logdir()), "--offset-json", str(e.offsets("__consumer_offsets", 0, 1))],
-                                      "INVALID_TOPIC_EXCEPTION"),
-    ("delete-records", 3): lambda e: (["delete-records", str(e.damaged_epochs(e.logdir())), "--topic", "multi-segment",
-                                       "--before", "300"], "leader-epoch-checkpoint"),
+    ("compact", 5): lambda e: (
+        ["compact", str(e.locked(e.logdir())), *ASSUME],
+        "in use by process",
+    ),
+    ("compact", 6): lambda e: (
+        ["compact", str(e.read_only(e.dirty())), *DIRTY],
+        "read-only file system",
+    ),
+    ("compact", 7): lambda e: (
+        ["compact", str(e.logdir()), "--no-cluster-metadata", "--topic", "compacted", "--now", NOW],
+        "cleanup.policy",
+    ),
+    ("delete-records", 0): lambda e: (
+        ["delete-records", str(e.logdir()), "--topic", "multi-segment", "--before", "300"],
+        None,
+    ),
+    ("delete-records", 1): lambda e: (
+        [
+            "delete-records",
+            "--dry-run",
+            str(e.logdir()),
+            "--topic",
+            "multi-segment",
+            "--before",
+            "300",
+        ],
+        None,
+    ),
+    ("delete-records", 2): lambda e: (
+        [
+            "delete-records",
+            str(e.logdir()),
+            "--offset-json",
+            str(e.offsets("__consumer_offsets", 0, 1)),
+        ],
+        "INVALID_TOPIC_EXCEPTION",
+    ),
+    ("delete-records", 3): lambda e: (
+        [
+            "delete-records",
+            str(e.damaged_epochs(e.logdir())),
+            "--topic",
+            "multi-segment",
+            "--before",
+            "300",
+        ],
+        "leader-epoch-checkpoint",
+    ),
     ("delete-records", 4): _missing("delete-records", "--before", "1"),
-    ("delete-records", 5): lambda e: (["delete-records", str(e.locked(e.logdir())), "--before", "1"], "in use by process"),
-    ("delete-records", 6): lambda e: (["delete-records", str(e.read_only(e.logdir())), "--topic", "multi-segment",
-                                       "--before", "300"], "read-only file system"),
-    ("delete-records", 7): lambda e: (["delete-records", str(e.no_high_watermark()), "--topic", "multi-segment",
-                                       "--before", "-1"], "high watermark"),
+    ("delete-records", 5): lambda e: (
+        ["delete-records", str(e.locked(e.logdir())), "--before", "1"],
+        "in use by process",
+    ),
+    ("delete-records", 6): lambda e: (
+        [
+            "delete-records",
+            str(e.read_only(e.logdir())),
+            "--topic",
+            "multi-segment",
+            "--before",
+            "300",
+        ],
+        "read-only file system",
+    ),
+    ("delete-records", 7): lambda e: (
+        [
+            "delete-records",
+            str(e.no_high_watermark()),
+            "--topic",
+            "multi-segment",
+            "--before",
+            "-1",
+        ],
+        "high watermark",
+    ),
     ("doctor", 0): lambda e: (["doctor", str(EXAMPLES)], None),
     ("doctor", 1): lambda e: (["doctor", str(e.torn_unclean())], None),
     ("doctor", 2): lambda e: (["doctor"], "give the log dirs"),
@@ -308,25 +464,51 @@ CASES = {
     ("doctor", 8): lambda e: (["doctor", str(e.without_meta())], None),
     ("consumer-groups", 0): lambda e: (["consumer-groups", str(EXAMPLES)], None),
     ("consumer-groups", 2): _usage("consumer-groups"),
-    ("consumer-groups", 3): lambda e: (["consumer-groups", str(e.bad_crc_in("__consumer_offsets-0"))], "Record is corrupt"),
+    ("consumer-groups", 3): lambda e: (
+        ["consumer-groups", str(e.bad_crc_in("__consumer_offsets-0"))],
+        "Record is corrupt",
+    ),
     ("consumer-groups", 4): _missing("consumer-groups"),
     ("metadata", 0): lambda e: (["metadata", str(EXAMPLES)], None),
     ("metadata", 2): _usage("metadata"),
-    ("metadata", 3): lambda e: (["metadata", str(e.bad_crc_in("__cluster_metadata-0"))], "Record is corrupt"),
+    ("metadata", 3): lambda e: (
+        ["metadata", str(e.bad_crc_in("__cluster_metadata-0"))],
+        "Record is corrupt",
+    ),
     ("metadata", 4): _missing("metadata"),
     ("compare-replicas", 0): lambda e: (["compare-replicas", *e.replicas(diverged=False)], None),
     ("compare-replicas", 1): lambda e: (["compare-replicas", *e.replicas(diverged=True)], None),
-    ("compare-replicas", 2): lambda e: (["compare-replicas", e.replicas(diverged=True)[0]], "at least two"),
-    ("compare-replicas", 3): lambda e: (["compare-replicas", *e.replicas(diverged=True, damaged=True)],
-                                        "leader-epoch-checkpoint"),
-    ("compare-replicas", 4): lambda e: (["compare-replicas", e.replicas(diverged=True)[0], str(e.tmp / "nope")], "nope"),
+    ("compare-replicas", 2): lambda e: (
+        ["compare-replicas", e.replicas(diverged=True)[0]],
+        "at least two",
+    ),
+    ("compare-replicas", 3): lambda e: (
+        ["compare-replicas", *e.replicas(diverged=True, damaged=True)],
+        "leader-epoch-checkpoint",
+    ),
+    ("compare-replicas", 4): lambda e: (
+        ["compare-replicas", e.replicas(diverged=True)[0], str(e.tmp / "nope")],
+        "nope",
+    ),
     ("move-partition", 0): lambda e: (["move-partition", *e.move()], None),
     ("move-partition", 1): lambda e: (["move-partition", *e.move(), "--dry-run"], None),
-    ("move-partition", 2): lambda e: (["move-partition", *e.move()[:2], "--topic", "multi-segment"], "--partition"),
+    ("move-partition", 2): lambda e: (
+        ["move-partition", *e.move()[:2], "--topic", "multi-segment"],
+        "--partition",
+    ),
     ("move-partition", 3): lambda e: (["move-partition", *e.move(damaged=True)], "checkpoint"),
-    ("move-partition", 4): lambda e: (["move-partition", *e.move()[:2], "--topic", "nope", "--partition", "0"], "nope-0"),
-    ("move-partition", 5): lambda e: (["move-partition", *e.move(locked=True)], "in use by process"),
-    ("move-partition", 6): lambda e: (["move-partition", *e.move(read_only=True)], "read-only file system"),
+    ("move-partition", 4): lambda e: (
+        ["move-partition", *e.move()[:2], "--topic", "nope", "--partition", "0"],
+        "nope-0",
+    ),
+    ("move-partition", 5): lambda e: (
+        ["move-partition", *e.move(locked=True)],
+        "in use by process",
+    ),
+    ("move-partition", 6): lambda e: (
+        ["move-partition", *e.move(read_only=True)],
+        "read-only file system",
+    ),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),
     ("quarantine", 3): _restore_conflict,
@@ -351,10 +533,14 @@ def test_exit_code(tmp_path, command, code):
     if code in (2, 3, 4, 5, 6, 7):
         assert r.stderr.strip(), "a failure says why on stderr"
         assert says is None or says.lower() in r.stderr.lower(), r.stderr
-        assert all(line.startswith(("kafkalog: ", "Usage:", "Try ", "Error:", "  ")) or not line
-                   for line in r.stderr.splitlines()), r.stderr
+        assert all(
+            line.startswith(("kafkalog: ", "Usage:", "Try ", "Error:", "  ")) or not line
+            for line in r.stderr.splitlines()
+        ), r.stderr
     elif code == 0:
-        assert "kafkalog: " not in r.stderr or "note:" in r.stderr or "warning:" in r.stderr, r.stderr
+        assert "kafkalog: " not in r.stderr or "note:" in r.stderr or "warning:" in r.stderr, (
+            r.stderr
+        )
 
 
 def test_the_table_is_in_help_in_order():
@@ -363,9 +549,22 @@ def test_the_table_is_in_help_in_order():
     assert at == sorted(at) and "Precedence" in text and "wins over 8" in text
 
 
-@pytest.mark.parametrize("codes,want", [
-    ([], 0), ([0, 0], 0), ([1, 0], 1), ([5, 1], 5), ([1, 7, 5], 7), ([8, 7], 8), ([7, 8, 1], 8),
-    ([1, 4, 3], 4), ([3, 4], 3), ([5, 6, 7], 6), ([8, 2], 2)])
+@pytest.mark.parametrize(
+    "codes,want",
+    [
+        ([], 0),
+        ([0, 0], 0),
+        ([1, 0], 1),
+        ([5, 1], 5),
+        ([1, 7, 5], 7),
+        ([8, 7], 8),
+        ([7, 8, 1], 8),
+        ([1, 4, 3], 4),
+        ([3, 4], 3),
+        ([5, 6, 7], 6),
+        ([8, 2], 2),
+    ],
+)
 def test_precedence(codes, want):
     assert exit_code_of(codes) == want
 
@@ -374,17 +573,32 @@ def test_a_refused_internal_topic_is_2_on_stderr_and_the_others_are_done(tmp_pat
     d = tmp_path / "ld"
     shutil.copytree(EXAMPLES, d)
     f = tmp_path / "o.json"
-    f.write_text(json.dumps({"partitions": [{"topic": "__consumer_offsets", "partition": 0, "offset": 1},
-                                            {"topic": "multi-segment", "partition": 0, "offset": 300}]}))
+    f.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "__consumer_offsets", "partition": 0, "offset": 1},
+                    {"topic": "multi-segment", "partition": 0, "offset": 300},
+                ]
+            }
+        )
+    )
     r = CliRunner().invoke(cli, ["delete-records", str(d), "--offset-json", str(f)])
     assert r.exit_code == ExitCode.REFUSED_BY_KAFKA == 2
     assert "INVALID_TOPIC_EXCEPTION" in r.stderr and "INVALID_TOPIC_EXCEPTION" not in r.stdout
     assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
 
 
-@pytest.mark.parametrize("command,args", [
-    ("recover", []), ("roll", ["--if-needed", "--now", "0"]), ("retain", ["--topic", "txn", *ASSUME]),
-    ("compact", ["--topic", "txn", *ASSUME]), ("delete-records", ["--topic", "multi-segment", "--before", "0"])])
+@pytest.mark.parametrize(
+    "command,args",
+    [
+        ("recover", []),
+        ("roll", ["--if-needed", "--now", "0"]),
+        ("retain", ["--topic", "txn", *ASSUME]),
+        ("compact", ["--topic", "txn", *ASSUME]),
+        ("delete-records", ["--topic", "multi-segment", "--before", "0"]),
+    ],
+)
 def test_a_dry_run_with_nothing_to_do_is_0(tmp_path, command, args):
     d = tmp_path / "ld"
     shutil.copytree(EXAMPLES, d)

@@ -1,5 +1,6 @@
 """.ci/floors.txt pins each direct dependency at pyproject.toml's lower bound, the versions the
 floors run (.ci/floors) installs: the two cannot drift apart."""
+
 from __future__ import annotations
 
 import pytest
@@ -9,7 +10,7 @@ from packaging.version import Version
 
 from tests.helpers.paths import REPO as ROOT
 
-tomllib = pytest.importorskip("tomllib")    # Python 3.11 on
+tomllib = pytest.importorskip("tomllib")  # Python 3.11 on
 
 
 def _requirements() -> list[Requirement]:
@@ -43,7 +44,9 @@ def test_every_direct_dependency_is_pinned_at_its_lower_bound():
     for req in _requirements():
         name, low = canonicalize_name(req.name), _lower_bound(req)
         # a package in two extras (pyspark in test and spark) has one floor
-        assert floors.setdefault(name, low) == low, f"pyproject.toml: {req.name} has two lower bounds"
+        assert floors.setdefault(name, low) == low, (
+            f"pyproject.toml: {req.name} has two lower bounds"
+        )
     assert _pins() == floors
 
 

@@ -3,6 +3,7 @@ fixtures in place of its paths and URLs: a copy of examples/logdir for the broke
 an `orders-3` partition and a `__consumer_offsets-7`), a server.properties, a quarantine folder a
 real run made. Each runs through /bin/sh with the installed `kafkalog`; a crontab line runs with
 cron's own PATH (/usr/bin:/bin), so a line that relies on kafkalog being on the PATH fails."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,9 @@ import pytest
 
 from tests.helpers.paths import EXAMPLES, MAN
 
-KAFKALOG = shutil.which("kafkalog", path=str(Path(sys.executable).parent)) or shutil.which("kafkalog")
+KAFKALOG = shutil.which("kafkalog", path=str(Path(sys.executable).parent)) or shutil.which(
+    "kafkalog"
+)
 CRON_PATH = "/usr/bin:/bin"
 CRON_LINE = re.compile(r"^(\S+\s+){5}(?=\S)")
 
@@ -53,7 +56,7 @@ def _sandbox(tmp: Path) -> dict[str, str]:
     props.parent.mkdir(parents=True)
     props.write_text("log.retention.hours=168\nlog.retention.bytes=-1\nlog.cleanup.policy=delete\n")
     (data / "server.properties").write_text(props.read_text())
-    with open(props, "a") as f:        # doctor's example reads its log dirs from it
+    with open(props, "a") as f:  # doctor's example reads its log dirs from it
         f.write(f"node.id=1\nprocess.roles=broker,controller\nlog.dirs={data}\n")
     # compare-replicas: the copies of other brokers (the same records: they agree)
     replicas = {}
@@ -65,15 +68,28 @@ def _sandbox(tmp: Path) -> dict[str, str]:
     shutil.copytree(EXAMPLES, disk1, symlinks=True)
     disk2.mkdir(parents=True)
     shutil.copy(EXAMPLES / "meta.properties", disk2 / "meta.properties")
-    (data / "offsets.json").write_text('{"partitions": [{"topic": "codec-none", "partition": 0, "offset": 10}]}')
-    for d in ("out", "log", "shared-out", "home/.local/share/bash-completion/completions", "home/.config/fish/completions"):
+    (data / "offsets.json").write_text(
+        '{"partitions": [{"topic": "codec-none", "partition": 0, "offset": 10}]}'
+    )
+    for d in (
+        "out",
+        "log",
+        "shared-out",
+        "home/.local/share/bash-completion/completions",
+        "home/.config/fish/completions",
+    ):
         (tmp / d).mkdir(parents=True, exist_ok=True)
     return {
         "/usr/local/bin/kafkalog": KAFKALOG,
-        "broker1/": f"{replicas['broker1']}/", "broker2/": f"{replicas['broker2']}/",
+        "broker1/": f"{replicas['broker1']}/",
+        "broker2/": f"{replicas['broker2']}/",
         **{f"/{k}": str(v) for k, v in replicas.items() if k.startswith("backup/")},
-        "/data/disk1/kafka": str(disk1), "/data/disk2/kafka": str(disk2), "--partition 3": "--partition 0",
-        "/var/lib/kafka/.kafkalog-quarantine": str(tmp / "var" / "lib" / "kafka" / ".kafkalog-quarantine"),
+        "/data/disk1/kafka": str(disk1),
+        "/data/disk2/kafka": str(disk2),
+        "--partition 3": "--partition 0",
+        "/var/lib/kafka/.kafkalog-quarantine": str(
+            tmp / "var" / "lib" / "kafka" / ".kafkalog-quarantine"
+        ),
         "/var/lib/kafka/data": str(data),
         "/mnt/kafka-archive/data": str(archive),
         "/etc/kafka/server.properties": str(props),
@@ -81,7 +97,7 @@ def _sandbox(tmp: Path) -> dict[str, str]:
         "/data/kafka-parquet": str(tmp / "out" / "kafka-parquet"),
         "/data/last-week": str(tmp / "out" / "last-week"),
         "/var/lib/kafka/meta": str(data),
-        "orders-app": "oracle-group",       # the sample dir's consumer group
+        "orders-app": "oracle-group",  # the sample dir's consumer group
         "--at-offset 1200": "--at-offset 200",  # within the sample dir's metadata log
         "/shared/kafka": str(data),
         "/shared/out": str(tmp / "shared-out" / "out"),
@@ -90,9 +106,14 @@ def _sandbox(tmp: Path) -> dict[str, str]:
         "--files 00000000000000000000.log": f"--files {data / 'codec-none-0' / '00000000000000000000.log'}",
         # the pages' topic `orders` and its partition 3: a topic of the sample dir, known to its
         # __cluster_metadata as a real broker's topic is
-        "orders-3": "codec-none-0", "orders:": "codec-none:", "'orders*'": "'codec-none*'",
-        "--topic orders": "--topic codec-none", '"topic": "orders"': '"topic": "codec-none"',
-        '"partition": 3': '"partition": 0', "user-42": "k042", "--before 1500000": "--before 20",
+        "orders-3": "codec-none-0",
+        "orders:": "codec-none:",
+        "'orders*'": "'codec-none*'",
+        "--topic orders": "--topic codec-none",
+        '"topic": "orders"': '"topic": "codec-none"',
+        '"partition": 3': '"partition": 0',
+        "user-42": "k042",
+        "--before 1500000": "--before 20",
     }
 
 
@@ -104,8 +125,21 @@ def substitute(command: str, subs: dict[str, str]) -> str:
 
 def _quarantine_folder(tmp: Path, data: str) -> str:
     """A folder a real retain run left, for the restore examples."""
-    r = subprocess.run([KAFKALOG, "delete-records", data, "--topic", "codec-none", "--partition", "0", "--before", "20"],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            KAFKALOG,
+            "delete-records",
+            data,
+            "--topic",
+            "codec-none",
+            "--partition",
+            "0",
+            "--before",
+            "20",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     root = Path(data).parent / ".kafkalog-quarantine" / "data"
     (folder,) = sorted(root.iterdir())
@@ -116,7 +150,12 @@ PAGES = sorted(p.name for p in MAN.glob("*.1") if examples(p))
 
 
 def test_the_pages_have_examples():
-    assert {"kafkalog-retain.1", "kafkalog-quarantine.1", "kafkalog-dump-log.1", "kafkalog-export.1"} <= set(PAGES)
+    assert {
+        "kafkalog-retain.1",
+        "kafkalog-quarantine.1",
+        "kafkalog-dump-log.1",
+        "kafkalog-export.1",
+    } <= set(PAGES)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -130,26 +169,45 @@ def test_every_example_runs_as_written(page, tmp_path):
     failures = []
     for command in examples(MAN / page):
         if "restore" in command and ".kafkalog-quarantine" in command:
-            folder = _quarantine_folder(tmp_path, data) if "--dry-run" in command else _last_folder(data)
-            command = re.sub(r"/var/lib/kafka/\.kafkalog-quarantine/data/\S+", "@QUARANTINE@", command)
+            folder = (
+                _quarantine_folder(tmp_path, data) if "--dry-run" in command else _last_folder(data)
+            )
+            command = re.sub(
+                r"/var/lib/kafka/\.kafkalog-quarantine/data/\S+", "@QUARANTINE@", command
+            )
             subs = dict(subs, **{"@QUARANTINE@": folder})
-        if " zsh" in command and not shutil.which("zsh") or " fish" in command and not shutil.which("fish"):
-            continue        # a shell this machine does not have
-        if "--engine spark" in command and not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        if (
+            " zsh" in command
+            and not shutil.which("zsh")
+            or " fish" in command
+            and not shutil.which("fish")
+        ):
+            continue  # a shell this machine does not have
+        if "--engine spark" in command and not (
+            shutil.which("java") or os.environ.get("JAVA_HOME")
+        ):
             continue
         run_env = env
         cron = CRON_LINE.match(command) and command.split()[0][0] in "0123456789*@"
         if cron:
             command = CRON_LINE.sub("", command)
-            run_env = dict(env, PATH=CRON_PATH)      # what cron gives a job
+            run_env = dict(env, PATH=CRON_PATH)  # what cron gives a job
         command = substitute(command, subs)
         command = re.sub(r"^python ", f"{sys.executable} ", command)
-        r = subprocess.run(["bash" if "eval" in command else "/bin/sh", "-c", command], cwd=data, env=run_env,
-                           capture_output=True, text=True, timeout=600)
+        r = subprocess.run(
+            ["bash" if "eval" in command else "/bin/sh", "-c", command],
+            cwd=data,
+            env=run_env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         # 1 is an answer, not a failure (the one exit-code table: a dry run with changes pending,
         # problems or findings reported)
         if r.returncode not in (0, 1) or "Traceback" in r.stderr:
-            failures.append(f"{'(cron) ' if cron else ''}{command}\n  exit {r.returncode}: {r.stderr.strip()[-600:]}")
+            failures.append(
+                f"{'(cron) ' if cron else ''}{command}\n  exit {r.returncode}: {r.stderr.strip()[-600:]}"
+            )
     assert not failures, "\n".join(failures)
 
 
@@ -166,11 +224,23 @@ def test_a_crontab_line_relying_on_path_fails_as_cron_runs_it(tmp_path):
     subs = _sandbox(tmp_path)
     old = "kafkalog retain --no-quarantine --format json /var/lib/kafka/data || [ $? -eq 5 ]"
     env = dict(os.environ, PATH=CRON_PATH)
-    r = subprocess.run(["/bin/sh", "-c", old.replace("/var/lib/kafka/data", subs["/var/lib/kafka/data"])],
-                       env=env, capture_output=True, text=True)
+    r = subprocess.run(
+        ["/bin/sh", "-c", old.replace("/var/lib/kafka/data", subs["/var/lib/kafka/data"])],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if shutil.which("kafkalog", path=CRON_PATH) is None:
         assert r.returncode != 0 and "not found" in r.stderr
-    r = subprocess.run(["/bin/sh", "-c", old.replace("kafkalog", KAFKALOG, 1)
-                        .replace("/var/lib/kafka/data", subs["/var/lib/kafka/data"])],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            "/bin/sh",
+            "-c",
+            old.replace("kafkalog", KAFKALOG, 1).replace(
+                "/var/lib/kafka/data", subs["/var/lib/kafka/data"]
+            ),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode != 0 and "retention.ms are unknown (no --server-properties" in r.stderr

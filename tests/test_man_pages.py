@@ -1,4 +1,5 @@
 """man/: a page for kafkalog and for every command, naming every option the command takes."""
+
 from __future__ import annotations
 
 import re
@@ -51,7 +52,7 @@ def test_help_states_the_exit_codes(name):
 
     text = CliRunner().invoke(cli, [name, "--help"]).output
     assert "Exit codes" in text, name
-    section = text[text.index("Exit codes"):].split("\n\n")[0]
+    section = text[text.index("Exit codes") :].split("\n\n")[0]
     assert _codes_in(section) >= set(EXIT_CODES[name]), section
 
 
@@ -59,5 +60,5 @@ def test_help_states_the_exit_codes(name):
 def test_man_page_states_the_exit_codes(name):
     text = _man_text(MAN / f"kafkalog-{name}.1")
     assert ".SH EXIT STATUS" in text, name
-    section = text[text.index(".SH EXIT STATUS"):].split("\n.SH ")[0]
+    section = text[text.index(".SH EXIT STATUS") :].split("\n.SH ")[0]
     assert _codes_in(section) >= set(EXIT_CODES[name]), section

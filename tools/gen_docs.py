@@ -26,6 +26,7 @@ Everything outside the markers is written by hand and kept as it is. The blocks:
 tests/test_docs.py regenerates every block and fails on any difference, so a copy never goes
 stale: change the code (an option's help=, the exit-code table, the schema), then run this.
 """
+
 from __future__ import annotations
 
 import re
@@ -48,9 +49,12 @@ MD_BEGIN = "<!-- generated: {name} (tools/gen_docs.py) -->"
 MD_END = "<!-- end generated: {name} -->"
 ROFF_BEGIN = '.\\" generated: {name} (tools/gen_docs.py)'
 ROFF_END = '.\\" end generated: {name}'
-BLOCK = re.compile(r"^(?P<begin>(?:<!-- |\.\\\" )generated: (?P<name>[^(\n]+?) \(tools/gen_docs\.py\)(?: -->)?)\n"
-                   r"(?P<body>.*?)"
-                   r"^(?P<end>(?:<!-- |\.\\\" )end generated: (?P=name)(?: -->)?)$", re.M | re.S)
+BLOCK = re.compile(
+    r"^(?P<begin>(?:<!-- |\.\\\" )generated: (?P<name>[^(\n]+?) \(tools/gen_docs\.py\)(?: -->)?)\n"
+    r"(?P<body>.*?)"
+    r"^(?P<end>(?:<!-- |\.\\\" )end generated: (?P=name)(?: -->)?)$",
+    re.M | re.S,
+)
 
 # a digit standing alone (not part of "3.9", "--max-age=1", "0x1f"): tests/test_man_pages.py's rule
 _CODE = re.compile(r"(?<![\w.=-])(\d)(?![\w.-])")
@@ -92,17 +96,24 @@ def help_text(full_name: str, cmd: click.Command) -> str:
 def exit_codes_in_help(name: str) -> set[int]:
     """The codes the "Exit codes" paragraph of the command's --help (and its subcommands') lists."""
     codes: set[int] = set()
-    for full_name, cmd in [(name, command(name)), *(_subcommands(name) if isinstance(command(name), click.Group) else [])]:
+    for full_name, cmd in [
+        (name, command(name)),
+        *(_subcommands(name) if isinstance(command(name), click.Group) else []),
+    ]:
         text = help_text(full_name, cmd)
         if "Exit codes" in text:
-            section = text[text.index("Exit codes"):].split("\n\n")[0]
+            section = text[text.index("Exit codes") :].split("\n\n")[0]
             codes |= {int(c) for c in _CODE.findall(section)}
     return codes
 
 
 def option_records(cmd: click.Command, full_name: str | None = None) -> list[tuple[str, str]]:
     """(the option's names and metavar, its help) for each option, exactly as --help lists them."""
-    ctx = context(full_name, cmd) if full_name else click.Context(cli, info_name="kafkalog", **cli.context_settings)
+    ctx = (
+        context(full_name, cmd)
+        if full_name
+        else click.Context(cli, info_name="kafkalog", **cli.context_settings)
+    )
     out = []
     for param in cmd.get_params(ctx):
         record = param.get_help_record(ctx)
@@ -132,7 +143,10 @@ def md_exit_codes() -> str:
         names = by_code.get(int(code), [])
         who = "every command" if len(names) == len(COMMANDS) else ", ".join(f"`{n}`" for n in names)
         rows.append(f"| {int(code)} | {_md_cell(meaning)} | {who} |")
-    return "\n".join(rows) + f"\n\n**Precedence**, when one run meets several: {EXIT_CODE_PRECEDENCE}.\n"
+    return (
+        "\n".join(rows)
+        + f"\n\n**Precedence**, when one run meets several: {EXIT_CODE_PRECEDENCE}.\n"
+    )
 
 
 def md_options(name: str) -> str:
@@ -142,8 +156,10 @@ def md_options(name: str) -> str:
         parts.append(f"`{usage(full_name, cmd)}`\n")
         records = option_records(cmd, full_name)
         if records:
-            parts.append("| option | what it does |\n|---|---|\n" + "".join(
-                f"| `{_md_cell(opts)}` | {_md_cell(text)} |\n" for opts, text in records))
+            parts.append(
+                "| option | what it does |\n|---|---|\n"
+                + "".join(f"| `{_md_cell(opts)}` | {_md_cell(text)} |\n" for opts, text in records)
+            )
     return "\n".join(parts)
 
 
@@ -157,7 +173,7 @@ def md_public_api() -> str:
     for name, module in kafkalog_cli._EXPORTS.items():
         obj = getattr(importlib.import_module(module), name)
         doc = (obj.__doc__ or "").strip().split("\n\n")[0]
-        if doc.startswith(f"{name}(") or doc == "An enumeration.":   # made by dataclass or enum
+        if doc.startswith(f"{name}(") or doc == "An enumeration.":  # made by dataclass or enum
             doc = ""
         kind = "class" if isinstance(obj, type) else "function"
         rows.append(f"| `{name}` | {kind} in `{module}` | {_md_cell(doc)} |")
@@ -170,13 +186,22 @@ def md_version_rules() -> str:
     from kafkalog_cli.config import versions
 
     src = ROOT / "src" / "kafkalog_cli"
-    rules = [(n, r) for n, r in vars(versions).items() if isinstance(r, versions.VersionRule) and n != "ALWAYS"]
+    rules = [
+        (n, r)
+        for n, r in vars(versions).items()
+        if isinstance(r, versions.VersionRule) and n != "ALWAYS"
+    ]
     rows = ["| rule | from Kafka | Kafka's source | asked in |", "|---|---|---|---|"]
     for name, rule in sorted(rules, key=lambda nr: (nr[1].since, nr[1].name)):
-        users = sorted(str(f.relative_to(src)) for f in src.rglob("*.py")
-                       if len(re.findall(rf"\b{name}\b", f.read_text())) > (f.name == "versions.py"))
-        rows.append(f"| {_md_cell(rule.name)} | {rule.since} | {_md_cell(rule.where)} | "
-                    f"{', '.join(f'`{u}`' for u in users) or 'nowhere yet (declared only)'} |")
+        users = sorted(
+            str(f.relative_to(src))
+            for f in src.rglob("*.py")
+            if len(re.findall(rf"\b{name}\b", f.read_text())) > (f.name == "versions.py")
+        )
+        rows.append(
+            f"| {_md_cell(rule.name)} | {rule.since} | {_md_cell(rule.where)} | "
+            f"{', '.join(f'`{u}`' for u in users) or 'nowhere yet (declared only)'} |"
+        )
     return "\n".join(rows) + "\n"
 
 
@@ -251,7 +276,9 @@ def regenerate(path: Path, text: str) -> tuple[str, list[str]]:
     def fill(m: re.Match) -> str:
         key = _key(path, m["name"])
         if key not in gens:
-            raise SystemExit(f"gen_docs: {path.relative_to(ROOT)}: unknown generated block {m['name']!r}")
+            raise SystemExit(
+                f"gen_docs: {path.relative_to(ROOT)}: unknown generated block {m['name']!r}"
+            )
         body = gens[key]()
         if body != m["body"]:
             changed.append(m["name"])

@@ -6,6 +6,7 @@ The public library API is re-exported here, imported lazily so that `kafkalog` s
     for segment, batch in Partition.open("/var/lib/kafka/data/orders-3").batches(from_offset=1000):
         ...
 """
+
 from __future__ import annotations
 
 import importlib

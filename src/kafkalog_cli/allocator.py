@@ -7,6 +7,7 @@ JSON Lines that is 130k page faults and a fifth of the CPU time in the kernel. A
 trim and mmap thresholds keep those pages in the process (a few MiB more resident at most).
 Other C libraries have no mallopt, or ignore these: then nothing changes.
 """
+
 from __future__ import annotations
 
 # glibc's malloc.h

@@ -2,6 +2,7 @@
 
 Commands are imported only when invoked, so `kafkalog dump-log` does not pay for the imports of
 `compact` or Spark (start-up time counts in every benchmark and in every cron run)."""
+
 from __future__ import annotations
 
 import importlib
@@ -83,8 +84,12 @@ class LazyGroup(click.Group):
         except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except Exception as e:  # a bug of ours: still one line, and --debug shows where
-            fail(ctx, f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
-                 ExitCode.CORRUPT, e)
+            fail(
+                ctx,
+                f"internal error: {type(e).__name__}: {e} (run with --debug for the traceback)",
+                ExitCode.CORRUPT,
+                e,
+            )
 
 
 def fail(ctx: click.Context, message: str, code: int, exc: BaseException | None) -> None:
@@ -104,7 +109,7 @@ def _escape_unencodable_output() -> None:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.reconfigure(errors="backslashreplace")
-        except (AttributeError, ValueError, OSError):   # not a TextIOWrapper, or closed
+        except (AttributeError, ValueError, OSError):  # not a TextIOWrapper, or closed
             pass
 
 
@@ -127,14 +132,28 @@ def _exit_codes_epilog() -> str:
         wrapped = textwrap.wrap(meaning, 72)
         lines.append(f"  {int(code)}  {wrapped[0]}")
         lines += [f"     {w}" for w in wrapped[1:]]
-    lines += ["", "\b", "Precedence, when one run meets several:",
-              *("  " + w for w in textwrap.wrap(EXIT_CODE_PRECEDENCE + ".", 74))]
+    lines += [
+        "",
+        "\b",
+        "Precedence, when one run meets several:",
+        *("  " + w for w in textwrap.wrap(EXIT_CODE_PRECEDENCE + ".", 74)),
+    ]
     return "\n".join(lines)
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=_exit_codes_epilog())
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
-              help="Show the version and which core (compiled or pure-Python) runs, and exit.")
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=_exit_codes_epilog(),
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and which core (compiled or pure-Python) runs, and exit.",
+)
 @click.option("--debug", is_flag=True, help="Show a Python traceback when a command fails.")
 def cli(debug: bool) -> None:
     """Read, verify, repair, retain and compact Apache Kafka's on-disk logs.

@@ -1,5 +1,6 @@
 """One exception hierarchy. Every error knows the file and byte position it is about, when it
 knows them, and the exit code the command line turns it into (documented in docs/safety.md and kafkalog(1))."""
+
 from __future__ import annotations
 
 import enum
@@ -16,16 +17,18 @@ def one_line(s: str) -> str:
 class ExitCode(enum.IntEnum):
     """One table for every command (docs/safety.md "Exit codes", `kafkalog --help`, kafkalog(1))."""
 
-    OK = 0              # done; nothing wrong found, nothing to do
-    PROBLEMS = 1        # something found or pending: problems, hanging transactions, a dry run
-                        # with changes, doctor warnings
-    USAGE = 2           # bad options (click's own code), or refused as Kafka itself refuses
+    OK = 0  # done; nothing wrong found, nothing to do
+    PROBLEMS = 1  # something found or pending: problems, hanging transactions, a dry run
+    # with changes, doctor warnings
+    USAGE = 2  # bad options (click's own code), or refused as Kafka itself refuses
     REFUSED_BY_KAFKA = 2  # (an internal topic for delete-records, a tiered topic for compact...)
-    CORRUPT = 3         # the input is not what its name says: corrupt or truncated data
-    INPUT = 4           # missing, unreadable or unrecognised path; not a log dir; a link out of it
-    LOCKED = 5          # the log dir's .lock is held by a broker or another kafkalog
-    IO = 6              # writing failed: read-only file system, full disk, quarantine full
-    CONFIG_UNKNOWN = 7  # refused to delete on a guess (a deciding config unknown); everything else was done
+    CORRUPT = 3  # the input is not what its name says: corrupt or truncated data
+    INPUT = 4  # missing, unreadable or unrecognised path; not a log dir; a link out of it
+    LOCKED = 5  # the log dir's .lock is held by a broker or another kafkalog
+    IO = 6  # writing failed: read-only file system, full disk, quarantine full
+    CONFIG_UNKNOWN = (
+        7  # refused to delete on a guess (a deciding config unknown); everything else was done
+    )
     BROKER_WONT_START = 8  # doctor: a broker would not start on these log dirs
     INTERRUPTED = 130
 
@@ -34,22 +37,41 @@ class ExitCode(enum.IntEnum):
 # print it: (code, meaning). One line each, so --help can print it as it is.
 EXIT_CODE_TABLE: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "done; nothing wrong found, nothing to do"),
-    (ExitCode.PROBLEMS, "something found or pending: problems (verify-crc), hanging transactions,"
-                        " a --dry-run that would change something, doctor warnings"),
-    (ExitCode.USAGE, "usage error, or refused as Kafka refuses (an internal topic, an offset out of range)"),
+    (
+        ExitCode.PROBLEMS,
+        "something found or pending: problems (verify-crc), hanging transactions,"
+        " a --dry-run that would change something, doctor warnings",
+    ),
+    (
+        ExitCode.USAGE,
+        "usage error, or refused as Kafka refuses (an internal topic, an offset out of range)",
+    ),
     (ExitCode.CORRUPT, "corrupt input: a record, index or checkpoint that cannot be right"),
-    (ExitCode.INPUT, "a path that is missing, unreadable, or not a log dir, partition dir or Kafka file; or a"
-                     " symbolic link out of the log dir that kafkalog will not write through (left unchanged)"),
-    (ExitCode.LOCKED, "a log dir is locked by a running broker or another kafkalog (it was skipped)"),
-    (ExitCode.IO, "a change could not be written: read-only file system, full disk, full quarantine"),
-    (ExitCode.CONFIG_UNKNOWN, "refused to delete on a guess (a deciding config is unknown); the rest was done"),
+    (
+        ExitCode.INPUT,
+        "a path that is missing, unreadable, or not a log dir, partition dir or Kafka file; or a"
+        " symbolic link out of the log dir that kafkalog will not write through (left unchanged)",
+    ),
+    (
+        ExitCode.LOCKED,
+        "a log dir is locked by a running broker or another kafkalog (it was skipped)",
+    ),
+    (
+        ExitCode.IO,
+        "a change could not be written: read-only file system, full disk, full quarantine",
+    ),
+    (
+        ExitCode.CONFIG_UNKNOWN,
+        "refused to delete on a guess (a deciding config is unknown); the rest was done",
+    ),
     (ExitCode.BROKER_WONT_START, "doctor: a broker would not start on these log dirs"),
 )
 
 # When one run meets several outcomes, the code is the first that applies, in this order: a
 # failure (2, 3, 4 or 6: the first one met), then 8, 7, 5, 1, and 0.
-EXIT_CODE_PRECEDENCE = ("a failure (2, 3, 4, 6: the first met) wins over 8, 8 over 7, 7 over 5, "
-                        "5 over 1, and 1 over 0")
+EXIT_CODE_PRECEDENCE = (
+    "a failure (2, 3, 4, 6: the first met) wins over 8, 8 over 7, 7 over 5, 5 over 1, and 1 over 0"
+)
 _RANKED = (ExitCode.BROKER_WONT_START, ExitCode.CONFIG_UNKNOWN, ExitCode.LOCKED, ExitCode.PROBLEMS)
 
 
@@ -126,8 +148,13 @@ class OffsetOverflowError(CorruptIndexError):
     """Kafka's LogSegmentOffsetOverflowException: an offset too far from the segment's base to
     index (the broker splits such a segment). `offset` is that offset, where known."""
 
-    def __init__(self, message: str, path: str | None = None, position: int | None = None,
-                 offset: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        path: str | None = None,
+        position: int | None = None,
+        offset: int | None = None,
+    ):
         super().__init__(message, path, position)
         self.offset = offset
 
@@ -174,4 +201,3 @@ class WriteError(KafkalogError):
     """A change could not be written: read-only file system, full disk, full quarantine."""
 
     exit_code = ExitCode.IO
-

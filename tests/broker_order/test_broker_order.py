@@ -15,6 +15,7 @@ Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py); skipp
       python -m pytest tests/broker_order
 `python -m tests.broker_order.test_broker_order OUT` keeps the snapshots in OUT (the fixtures of
 tests/formats/test_scala_order.py came from such a run)."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,12 @@ from kafkalog_cli.formats.checkpoints import (
 from kafkalog_cli.formats.scala_order import topic_partition_hash
 from tests.helpers.kafka_broker import broker_run, format_log_dir, needs_broker
 
-FILES = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
-         "replication-offset-checkpoint", "cleaner-offset-checkpoint")
+FILES = (
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
 
 # phase -> topics created in it: (name, partitions, compacted); cumulative 1, 3, 5, 12, 40, 200
 PHASES = [
@@ -38,8 +43,12 @@ PHASES = [
     [("orders-eu-west", 2, False)],
     [("x_y", 2, False)],
     [("payments.v2.transactions.high-priority-queue", 7, False)],
-    [("B", 3, False), ("metrics", 17, False), ("compacted-state.store-changelog", 4, True),
-     ("kv", 4, True)],
+    [
+        ("B", 3, False),
+        ("metrics", 17, False),
+        ("compacted-state.store-changelog", 4, True),
+        ("kv", 4, True),
+    ],
     [("telemetry-raw-events-2024", 100, False), ("z", 37, False), ("Aa", 23, False)],
 ]
 
@@ -112,12 +121,23 @@ def run_broker(work: Path) -> list[Path]:
     log_dir.mkdir(parents=True)
     out.mkdir()
     format_log_dir(log_dir, work)
-    res = broker_run(log_dir, work, SCRIPT, str(log_dir), str(out), json.dumps(PHASES), properties={
-        "log.cleaner.enable": "true", "log.cleaner.backoff.ms": "300",
-        "log.flush.offset.checkpoint.interval.ms": "1000",
-        "log.flush.start.offset.checkpoint.interval.ms": "1000",
-        "replica.high.watermark.checkpoint.interval.ms": "1000",
-        "auto.create.topics.enable": "false", "num.partitions": "1"})
+    res = broker_run(
+        log_dir,
+        work,
+        SCRIPT,
+        str(log_dir),
+        str(out),
+        json.dumps(PHASES),
+        properties={
+            "log.cleaner.enable": "true",
+            "log.cleaner.backoff.ms": "300",
+            "log.flush.offset.checkpoint.interval.ms": "1000",
+            "log.flush.start.offset.checkpoint.interval.ms": "1000",
+            "replica.high.watermark.checkpoint.interval.ms": "1000",
+            "auto.create.topics.enable": "false",
+            "num.partitions": "1",
+        },
+    )
     assert errors(res) == [], errors(res)[:5]
     res_phases = res["output"]
     final = _keep(log_dir, out / "shutdown-200")
@@ -163,7 +183,10 @@ def compare(snapshot: Path) -> dict[str, str]:
         offsets = {(t, p): o for t, p, o in entries}
         if encode_offset_checkpoint(offsets, kind=f) == data:
             got[f] = "same"
-        elif equal_hashes(offsets) and encode_offset_checkpoint(offsets, order=list(offsets), kind=f) == data:
+        elif (
+            equal_hashes(offsets)
+            and encode_offset_checkpoint(offsets, order=list(offsets), kind=f) == data
+        ):
             got[f] = "tie"
         else:
             got[f] = "DIFFERENT"
@@ -174,11 +197,19 @@ def compare(snapshot: Path) -> dict[str, str]:
 def test_the_brokers_checkpoints_are_our_bytes(tmp_path):
     snapshots = run_broker(tmp_path)
     results = {s.name: compare(s) for s in snapshots}
-    assert [s.name for s in snapshots] == ["phase1-1", "phase2-3", "phase3-5", "phase4-12", "phase5-40",
-                                           "phase6-200", "shutdown-200", "restart-200"]
+    assert [s.name for s in snapshots] == [
+        "phase1-1",
+        "phase2-3",
+        "phase3-5",
+        "phase4-12",
+        "phase5-40",
+        "phase6-200",
+        "shutdown-200",
+        "restart-200",
+    ]
     assert set(results["phase6-200"]) == set(FILES)
     for name, r in results.items():
-        print(name, r)                            # pytest -s shows the counts
+        print(name, r)  # pytest -s shows the counts
     verdicts = [v for r in results.values() for v in r.values()]
     assert "DIFFERENT" not in verdicts, results
     assert verdicts.count("same") >= 18, results
@@ -188,4 +219,10 @@ if __name__ == "__main__":
     work = Path(sys.argv[1])
     snaps = run_broker(work)
     for s in snaps:
-        print(s.name, {f: (len(parse_offset_checkpoint_entries((s / f).read_bytes())), v) for f, v in compare(s).items()})
+        print(
+            s.name,
+            {
+                f: (len(parse_offset_checkpoint_entries((s / f).read_bytes())), v)
+                for f, v in compare(s).items()
+            },
+        )

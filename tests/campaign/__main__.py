@@ -1,5 +1,6 @@
 """python -m tests.campaign --seed S --read-only N --kills K [--corpus DIR] [--jobs 2]
 python -m tests.campaign --replay CASE [--corpus DIR] [--keep]"""
+
 from __future__ import annotations
 
 import argparse
@@ -23,26 +24,52 @@ def run_case(case_id: str, corpus: str | None, tmp: str, keep: bool = False):
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.campaign", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.campaign",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--read-only", type=int, default=100, metavar="N", help="read-only cases (mutated copy, one command)")
+    ap.add_argument(
+        "--read-only",
+        type=int,
+        default=100,
+        metavar="N",
+        help="read-only cases (mutated copy, one command)",
+    )
     ap.add_argument("--kills", type=int, default=20, metavar="K", help="kill -9 cases")
-    ap.add_argument("--corpus", type=Path, default=None, help="also mutate the log dirs of this corpus (broker/, wild/)")
-    ap.add_argument("--jobs", type=int, default=1, help="cases run in parallel (at most 2 on a shared machine)")
-    ap.add_argument("--replay", metavar="CASE", action="append", help="run only this case id (repeatable)")
+    ap.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="also mutate the log dirs of this corpus (broker/, wild/)",
+    )
+    ap.add_argument(
+        "--jobs", type=int, default=1, help="cases run in parallel (at most 2 on a shared machine)"
+    )
+    ap.add_argument(
+        "--replay", metavar="CASE", action="append", help="run only this case id (repeatable)"
+    )
     ap.add_argument("--keep", action="store_true", help="with --replay: keep the case's workspace")
-    ap.add_argument("--tmp", type=Path, default=None, help="where workspaces go [default: a new temp dir]")
-    ap.add_argument("--timeout", type=float, default=runner.TIMEOUT_S,
-                    help="seconds a run may take before it counts as a hang [default: %(default)s]")
+    ap.add_argument(
+        "--tmp", type=Path, default=None, help="where workspaces go [default: a new temp dir]"
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=runner.TIMEOUT_S,
+        help="seconds a run may take before it counts as a hang [default: %(default)s]",
+    )
     ap.add_argument("--show", type=int, default=200, help="failures listed in the table")
     a = ap.parse_args(argv)
     corpus = str(a.corpus) if a.corpus else None
     if a.corpus is not None and not a.corpus.is_dir():
         print(f"campaign: no corpus at {a.corpus}", file=sys.stderr)
         return 2
-    ids = a.replay or ([read_case_id(a.seed, n) for n in range(a.read_only)]
-                       + [kill_case_id(a.seed, n) for n in range(a.kills)])
+    ids = a.replay or (
+        [read_case_id(a.seed, n) for n in range(a.read_only)]
+        + [kill_case_id(a.seed, n) for n in range(a.kills)]
+    )
     tmp = a.tmp or Path(tempfile.mkdtemp(prefix="kafkalog-campaign-"))
     tmp.mkdir(parents=True, exist_ok=True)
     keep = bool(a.keep and a.replay)
@@ -51,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     tally, started = Tally(), time.monotonic()
     if a.jobs > 1:
         with ProcessPoolExecutor(a.jobs, initializer=_set_timeout, initargs=(a.timeout,)) as pool:
-            for v in pool.map(run_case, ids, [corpus] * len(ids), [str(tmp)] * len(ids), chunksize=1):
+            for v in pool.map(
+                run_case, ids, [corpus] * len(ids), [str(tmp)] * len(ids), chunksize=1
+            ):
                 tally.add(v)
                 _progress(v, tally, len(ids))
     else:
@@ -65,14 +94,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"workspaces kept under {tmp}")
     elif a.tmp is None:
         import shutil
+
         shutil.rmtree(tmp, ignore_errors=True)
     return 1 if tally.failures else 0
 
 
 def _version() -> str:
     import subprocess
-    out = subprocess.run([*runner.kafkalog(["--version"])], capture_output=True, text=True,
-                         env={**__import__("os").environ, "PYTHONPATH": runner.package_root()})
+
+    out = subprocess.run(
+        [*runner.kafkalog(["--version"])],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, "PYTHONPATH": runner.package_root()},
+    )
     return out.stdout.strip()
 
 
@@ -82,8 +117,11 @@ def _set_timeout(seconds: float) -> None:
 
 def _progress(v, tally: Tally, total: int) -> None:
     mark = "F" if v.failures else "."
-    print(f"{tally.cases}/{total} {v.case_id} {mark} {v.command} | {v.mutation[:120]} ({v.seconds:.1f} s)",
-          file=sys.stderr, flush=True)
+    print(
+        f"{tally.cases}/{total} {v.case_id} {mark} {v.command} | {v.mutation[:120]} ({v.seconds:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ the oracle on what it did. A MUTATING command is followed up: a second run, its 
 
 A case id `r<seed>-<n>` fixes everything (source, mutation, command, partition): the same id on
 the same corpus gives the same case."""
+
 from __future__ import annotations
 
 import os
@@ -43,7 +44,9 @@ def plan(case_id: str, corpus: Path | None) -> tuple[Path, mutations.Kind, Comma
 
 def replay_args(source: Path, corpus: Path | None) -> str:
     """What a replay needs besides the case id: the corpus, for a case on one of its dirs."""
-    return f" --corpus {corpus}" if corpus is not None and label(source) != "examples/logdir" else ""
+    return (
+        f" --corpus {corpus}" if corpus is not None and label(source) != "examples/logdir" else ""
+    )
 
 
 def tree_state(ws: workspace.Workspace) -> dict:
@@ -54,9 +57,13 @@ def tree_state(ws: workspace.Workspace) -> dict:
     return out
 
 
-def _aim(ws: workspace.Workspace, source: Path, m: mutations.Mutation, rng: random.Random) -> tuple[str, int]:
+def _aim(
+    ws: workspace.Workspace, source: Path, m: mutations.Mutation, rng: random.Random
+) -> tuple[str, int]:
     """The partition a command that takes one aims at: the damaged one, else any."""
-    parts = sorted(p.name for p in source.iterdir() if p.is_dir() and p.name.rpartition("-")[2].isdigit())
+    parts = sorted(
+        p.name for p in source.iterdir() if p.is_dir() and p.name.rpartition("-")[2].isdigit()
+    )
     first = m.target.split("/", 1)[0]
     name = first if first in parts else (rng.choice(parts) if parts else "none-0")
     topic, _, n = name.rpartition("-")
@@ -81,7 +88,9 @@ def run_read_case(case_id: str, corpus: Path | None, tmp: Path, keep: bool = Fal
     root = tmp / case_id
     started = time.monotonic()
     ws, m, args = build(case_id, root, source, kind, command.second)
-    v = Verdict(case_id, command.name, f"{label(source)}: {m}", replay_args=replay_args(source, corpus))
+    v = Verdict(
+        case_id, command.name, f"{label(source)}: {m}", replay_args=replay_args(source, corpus)
+    )
     try:
         if command.mode is Mode.MUTATING:
             _mutating(v, ws, m, args, command)
@@ -122,14 +131,21 @@ def _mutating(v: Verdict, ws, m, args, command: Command) -> None:
     # strict: a file rewritten with the same bytes still changed (its mtime is retention's
     # fallback timestamp and the cleaner's)
     d = same_data(s1, tree_state(ws), strict_mtime=True)
-    v.check(Invariant.SECOND_RUN, d is None and (first.rc != 0 or again.rc == 0),
-            f"second run (exit {again.rc}, first {first.rc}) changed: {d}" if d else
-            f"second run exit {again.rc} after a first run's 0: {again.stderr.strip()[:160]}")
+    v.check(
+        Invariant.SECOND_RUN,
+        d is None and (first.rc != 0 or again.rc == 0),
+        f"second run (exit {again.rc}, first {first.rc}) changed: {d}"
+        if d
+        else f"second run exit {again.rc} after a first run's 0: {again.stderr.strip()[:160]}",
+    )
     if first.rc == 0 and command.dry_run is not None:
         dry = runner.run(ws, command.dry_run(args), drop_caps=m.drop_caps)
         check_run(v, dry, command.codes | {1})
-        v.check(Invariant.SECOND_RUN, dry.rc == 0,
-                f"--dry-run after the run exits {dry.rc}: {(dry.stdout + dry.stderr).strip()[:200]}")
+        v.check(
+            Invariant.SECOND_RUN,
+            dry.rc == 0,
+            f"--dry-run after the run exits {dry.rc}: {(dry.stdout + dry.stderr).strip()[:200]}",
+        )
     restore_all(v, ws, s0, outside, m.drop_caps)
 
 
@@ -146,9 +162,15 @@ def restore_all(v: Verdict, ws, s0: dict, outside: dict, drop_caps: bool) -> Non
         # a restore gives back the state before its own run: before a rerun that is the killed
         # run's, whose own work files beside the log dir (Workspace.outside_state) may be there;
         # the last one's is the state before every run, with nothing outside
-        _outside_check(v, ws, outside, f"after restore of {folder.name}", killed=folder != folders[-1])
-        if not v.check(Invariant.RESTORE, r.rc == 0, f"restore {folder.name} exits {r.rc}: "
-                       f"{r.stderr.strip().splitlines()[-1][:200] if r.stderr.strip() else ''}"):
+        _outside_check(
+            v, ws, outside, f"after restore of {folder.name}", killed=folder != folders[-1]
+        )
+        if not v.check(
+            Invariant.RESTORE,
+            r.rc == 0,
+            f"restore {folder.name} exits {r.rc}: "
+            f"{r.stderr.strip().splitlines()[-1][:200] if r.stderr.strip() else ''}",
+        ):
             return
     d = same_data(s0, tree_state(ws), base=s0, strict_mtime=True)
     v.check(Invariant.RESTORE, d is None, f"after restoring {len(folders)} folder(s): {d}")

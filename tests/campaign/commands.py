@@ -3,6 +3,7 @@ may change the log dir, and the exit codes it documents (its --help, else docs/s
 
 To add a command: one Command entry in COMMANDS (and, if it changes log dirs, one KillTarget
 in kills.py)."""
+
 from __future__ import annotations
 
 import enum
@@ -15,25 +16,27 @@ from dataclasses import dataclass
 
 from .workspace import Workspace
 
-NOW_MS = "1800000000000"     # a fixed clock (2027-01-15): retention and transaction ages repeat
+NOW_MS = "1800000000000"  # a fixed clock (2027-01-15): retention and transaction ages repeat
 
 
 class Mode(enum.Enum):
-    READ_ONLY = "read-only"      # must change nothing (invariant 5)
-    DRY_RUN = "dry-run"          # a mutating command's --dry-run: read-only too
-    MUTATING = "mutating"        # changes the log dir; a second run must change nothing (6)
+    READ_ONLY = "read-only"  # must change nothing (invariant 5)
+    DRY_RUN = "dry-run"  # a mutating command's --dry-run: read-only too
+    MUTATING = "mutating"  # changes the log dir; a second run must change nothing (6)
 
 
 class Second(enum.Enum):
     """What W/logdir2 is for a command that takes two log dirs."""
+
     NONE = "none"
-    COPY = "copy"      # an unmutated copy of the same source (compare-replicas' other replica)
-    EMPTY = "empty"    # a new log dir of the same broker (move-partition's destination)
+    COPY = "copy"  # an unmutated copy of the same source (compare-replicas' other replica)
+    EMPTY = "empty"  # a new log dir of the same broker (move-partition's destination)
 
 
 @dataclass(frozen=True)
 class Args:
     """What an argv builder may use: the workspace and the partition the case aims at."""
+
     ws: Workspace
     topic: str
     partition: int
@@ -44,9 +47,9 @@ class Command:
     name: str
     argv: Callable[[Args], list[str]]
     mode: Mode
-    fallback: frozenset[int]    # the exit codes docs/safety.md gives it, where --help lists none
+    fallback: frozenset[int]  # the exit codes docs/safety.md gives it, where --help lists none
     second: Second = Second.NONE
-    dry_run: Callable[[Args], list[str]] | None = None   # a MUTATING command's --dry-run
+    dry_run: Callable[[Args], list[str]] | None = None  # a MUTATING command's --dry-run
 
     @property
     def codes(self) -> frozenset[int]:
@@ -65,10 +68,16 @@ def documented_codes(name: str) -> frozenset[int]:
     import subprocess
 
     from . import runner
+
     words = list(itertools.takewhile(lambda w: not w.startswith("-"), name.split()))
     env = {**os.environ, "PYTHONPATH": runner.package_root(), "COLUMNS": "200"}
-    out = subprocess.run([*runner.PROGRAM, *words, "--help"], capture_output=True, text=True, env=env,
-                         timeout=runner.TIMEOUT_S).stdout
+    out = subprocess.run(
+        [*runner.PROGRAM, *words, "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=runner.TIMEOUT_S,
+    ).stdout
     text = " ".join(out.split())
     m = re.search(r"Exit codes?:(.*?)(?:Precedence|$)", text)
     return frozenset(int(c) for c in _HELP_CODES.findall(m.group(1))) if m else frozenset()
@@ -84,59 +93,155 @@ def _q(a: Args) -> list[str]:
 
 READER = frozenset({0, 2, 3, 4})
 WRITER = frozenset({0, 2, 3, 4, 5, 6})
-PLANNER = frozenset({0, 1, 2, 3, 4, 5, 6})   # a --dry-run: 1 when the plan would change something
+PLANNER = frozenset({0, 1, 2, 3, 4, 5, 6})  # a --dry-run: 1 when the plan would change something
 
 
-def _mutating(name: str, args: Callable[[Args], list[str]], codes: frozenset[int],
-              second: Second = Second.NONE) -> list[Command]:
+def _mutating(
+    name: str,
+    args: Callable[[Args], list[str]],
+    codes: frozenset[int],
+    second: Second = Second.NONE,
+) -> list[Command]:
     """The command, and its --dry-run as a read-only command of its own."""
-    run = lambda a: args(a) + _q(a)                                        # noqa: E731
-    dry = lambda a: args(a) + ["--dry-run"]                                # noqa: E731
-    return [Command(name, run, Mode.MUTATING, codes, second, dry_run=dry),
-            Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second)]
+    run = lambda a: args(a) + _q(a)  # noqa: E731
+    dry = lambda a: args(a) + ["--dry-run"]  # noqa: E731
+    return [
+        Command(name, run, Mode.MUTATING, codes, second, dry_run=dry),
+        Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second),
+    ]
 
 
 COMMANDS: list[Command] = [
     Command("describe", lambda a: ["describe", _l(a)], Mode.READ_ONLY, READER),
-    Command("describe --format json", lambda a: ["describe", "--format", "json", _l(a)], Mode.READ_ONLY, READER),
+    Command(
+        "describe --format json",
+        lambda a: ["describe", "--format", "json", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+    ),
     Command("verify-crc", lambda a: ["verify-crc", _l(a)], Mode.READ_ONLY, READER | {1}),
-    Command("verify-crc --deep", lambda a: ["verify-crc", "--deep", _l(a)], Mode.READ_ONLY, READER | {1}),
-    Command("dump-log --deep-iteration", lambda a: ["dump-log", "--deep-iteration", "--print-data-log",
-                                                   f"{_l(a)}/{a.topic}-{a.partition}"], Mode.READ_ONLY, READER),
-    Command("dump-log --format json", lambda a: ["dump-log", "--format", "json", f"{_l(a)}/{a.topic}-{a.partition}"],
-            Mode.READ_ONLY, READER),
+    Command(
+        "verify-crc --deep", lambda a: ["verify-crc", "--deep", _l(a)], Mode.READ_ONLY, READER | {1}
+    ),
+    Command(
+        "dump-log --deep-iteration",
+        lambda a: [
+            "dump-log",
+            "--deep-iteration",
+            "--print-data-log",
+            f"{_l(a)}/{a.topic}-{a.partition}",
+        ],
+        Mode.READ_ONLY,
+        READER,
+    ),
+    Command(
+        "dump-log --format json",
+        lambda a: ["dump-log", "--format", "json", f"{_l(a)}/{a.topic}-{a.partition}"],
+        Mode.READ_ONLY,
+        READER,
+    ),
     Command("dump-index", lambda a: ["dump-index", _l(a)], Mode.READ_ONLY, READER | {1}),
-    Command("dump-index --verify-index-only", lambda a: ["dump-index", "--verify-index-only", _l(a)],
-            Mode.READ_ONLY, READER | {1}),
-    Command("dump-index --index-sanity-check", lambda a: ["dump-index", "--index-sanity-check", _l(a)],
-            Mode.READ_ONLY, READER | {1}),
+    Command(
+        "dump-index --verify-index-only",
+        lambda a: ["dump-index", "--verify-index-only", _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+    ),
+    Command(
+        "dump-index --index-sanity-check",
+        lambda a: ["dump-index", "--index-sanity-check", _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+    ),
     Command("get-offsets", lambda a: ["get-offsets", _l(a)], Mode.READ_ONLY, READER),
-    Command("get-offsets --time max-timestamp", lambda a: ["get-offsets", "--time", "max-timestamp", _l(a)],
-            Mode.READ_ONLY, READER),
-    Command("transactions", lambda a: ["transactions", "--now", NOW_MS, _l(a)], Mode.READ_ONLY, READER),
-    Command("transactions --find-hanging", lambda a: ["transactions", "--find-hanging", "--now", NOW_MS, _l(a)],
-            Mode.READ_ONLY, READER | {1}),
+    Command(
+        "get-offsets --time max-timestamp",
+        lambda a: ["get-offsets", "--time", "max-timestamp", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+    ),
+    Command(
+        "transactions", lambda a: ["transactions", "--now", NOW_MS, _l(a)], Mode.READ_ONLY, READER
+    ),
+    Command(
+        "transactions --find-hanging",
+        lambda a: ["transactions", "--find-hanging", "--now", NOW_MS, _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+    ),
     Command("consumer-groups", lambda a: ["consumer-groups", _l(a)], Mode.READ_ONLY, READER),
     Command("doctor", lambda a: ["doctor", _l(a)], Mode.READ_ONLY, frozenset({0, 1, 2, 4, 8})),
     Command("metadata", lambda a: ["metadata", _l(a)], Mode.READ_ONLY, READER),
-    Command("export --to jsonl", lambda a: ["export", "--to", "jsonl", _l(a), str(a.ws.out / "x.jsonl")],
-            Mode.READ_ONLY, READER | {6}),
-    Command("export --to parquet", lambda a: ["export", "--to", "parquet", _l(a), str(a.ws.out / "x.parquet")],
-            Mode.READ_ONLY, READER | {6}),
-    Command("compare-replicas", lambda a: ["compare-replicas", "--topic", a.topic, "--partition", str(a.partition),
-                                           _l(a), str(a.ws.logdir2)],
-            Mode.READ_ONLY, READER | {1}, Second.COPY),
+    Command(
+        "export --to jsonl",
+        lambda a: ["export", "--to", "jsonl", _l(a), str(a.ws.out / "x.jsonl")],
+        Mode.READ_ONLY,
+        READER | {6},
+    ),
+    Command(
+        "export --to parquet",
+        lambda a: ["export", "--to", "parquet", _l(a), str(a.ws.out / "x.parquet")],
+        Mode.READ_ONLY,
+        READER | {6},
+    ),
+    Command(
+        "compare-replicas",
+        lambda a: [
+            "compare-replicas",
+            "--topic",
+            a.topic,
+            "--partition",
+            str(a.partition),
+            _l(a),
+            str(a.ws.logdir2),
+        ],
+        Mode.READ_ONLY,
+        READER | {1},
+        Second.COPY,
+    ),
     Command("quarantine list", lambda a: ["quarantine", "list", _l(a)], Mode.READ_ONLY, READER),
     *_mutating("recover", lambda a: ["recover", "--now", NOW_MS, _l(a)], WRITER),
-    *_mutating("recover --repair", lambda a: ["recover", "--repair", "--now", NOW_MS, _l(a)], WRITER),
-    *_mutating("recover --salvage", lambda a: ["recover", "--salvage", "--now", NOW_MS, _l(a)], WRITER),
-    *_mutating("retain", lambda a: ["retain", "--now", NOW_MS, "--assume-kafka-defaults", _l(a)], WRITER | {7}),
+    *_mutating(
+        "recover --repair", lambda a: ["recover", "--repair", "--now", NOW_MS, _l(a)], WRITER
+    ),
+    *_mutating(
+        "recover --salvage", lambda a: ["recover", "--salvage", "--now", NOW_MS, _l(a)], WRITER
+    ),
+    *_mutating(
+        "retain",
+        lambda a: ["retain", "--now", NOW_MS, "--assume-kafka-defaults", _l(a)],
+        WRITER | {7},
+    ),
     *_mutating("compact", lambda a: ["compact", "--force", "--now", NOW_MS, _l(a)], WRITER | {7}),
-    *_mutating("delete-records", lambda a: ["delete-records", "--topic", a.topic, "--partition", str(a.partition),
-                                            "--before", "5", _l(a)], WRITER | {7}),
+    *_mutating(
+        "delete-records",
+        lambda a: [
+            "delete-records",
+            "--topic",
+            a.topic,
+            "--partition",
+            str(a.partition),
+            "--before",
+            "5",
+            _l(a),
+        ],
+        WRITER | {7},
+    ),
     *_mutating("roll", lambda a: ["roll", "--now", NOW_MS, _l(a)], WRITER),
-    *_mutating("move-partition", lambda a: ["move-partition", "--topic", a.topic, "--partition", str(a.partition),
-                                            _l(a), str(a.ws.logdir2)], WRITER, Second.EMPTY),
+    *_mutating(
+        "move-partition",
+        lambda a: [
+            "move-partition",
+            "--topic",
+            a.topic,
+            "--partition",
+            str(a.partition),
+            _l(a),
+            str(a.ws.logdir2),
+        ],
+        WRITER,
+        Second.EMPTY,
+    ),
 ]
 
 BY_NAME = {c.name: c for c in COMMANDS}
@@ -146,4 +251,6 @@ def restore_argv(folder) -> list[str]:
     return ["quarantine", "restore", str(folder)]
 
 
-RESTORE_CODES = frozenset({0, 2, 3, 4, 5, 6})    # docs/safety.md: quarantine restore's --help lists none
+RESTORE_CODES = frozenset(
+    {0, 2, 3, 4, 5, 6}
+)  # docs/safety.md: quarantine restore's --help lists none

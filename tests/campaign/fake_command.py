@@ -1,5 +1,6 @@
 """A stand-in for kafkalog that breaks one promise on purpose (FAKE_BREAKS names which), so the
 oracle's tests can show that each invariant catches its violation. Run as a script."""
+
 import os
 import sys
 import time
@@ -12,7 +13,7 @@ def main() -> int:
     logdir = next((Path(a) for a in args if Path(a).name == "logdir"), None)
     ws = Path.cwd()
     if args[:2] == ["quarantine", "restore"]:
-        return 0          # says it restored, puts nothing back
+        return 0  # says it restored, puts nothing back
     if breaks == "outside":
         with open(ws / "outside" / "sentinel.txt", "a") as f:
             f.write("changed\n")
@@ -21,7 +22,10 @@ def main() -> int:
     elif breaks == "hang":
         time.sleep(30)
     elif breaks == "traceback":
-        print('Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom', file=sys.stderr)
+        print(
+            'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: boom',
+            file=sys.stderr,
+        )
         return 3
     elif breaks == "bare-stderr":
         print("something went wrong", file=sys.stderr)

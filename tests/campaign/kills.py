@@ -9,6 +9,7 @@ or a time (a real SIGKILL of the process group after a delay drawn from the unin
 duration; the same delay on replay, not always the same step).
 
 To add a command: one KillTarget in TARGETS."""
+
 from __future__ import annotations
 
 import enum
@@ -34,8 +35,11 @@ class Instant(enum.Enum):
 
 
 def _parts(ws: Workspace) -> list[Path]:
-    return sorted(p for p in ws.logdir.iterdir()
-                  if p.is_dir() and not p.is_symlink() and p.name.rpartition("-")[2].isdigit())
+    return sorted(
+        p
+        for p in ws.logdir.iterdir()
+        if p.is_dir() and not p.is_symlink() and p.name.rpartition("-")[2].isdigit()
+    )
 
 
 def _segments(part: Path) -> list[Path]:
@@ -67,7 +71,9 @@ def _bit_rot(ws: Workspace, rng: random.Random) -> str:
     """A crash plus one flipped byte in a batch of a closed segment (what --salvage skips)."""
     text = _crash_damage(ws, rng)
     closed = [s for p in _parts(ws) for s in _segments(p)[:-1] if s.stat().st_size > 200]
-    seg = rng.choice(closed or [s for p in _parts(ws) for s in _segments(p) if s.stat().st_size > 200])
+    seg = rng.choice(
+        closed or [s for p in _parts(ws) for s in _segments(p) if s.stat().st_size > 200]
+    )
     data = bytearray(seg.read_bytes())
     k = rng.randrange(70, len(data))
     data[k] ^= 0x5A
@@ -76,7 +82,10 @@ def _bit_rot(ws: Workspace, rng: random.Random) -> str:
 
 
 def _biggest(ws: Workspace) -> Path:
-    return max(_parts(ws), key=lambda p: (len(_segments(p)), sum(s.stat().st_size for s in _segments(p)), p.name))
+    return max(
+        _parts(ws),
+        key=lambda p: (len(_segments(p)), sum(s.stat().st_size for s in _segments(p)), p.name),
+    )
 
 
 def _tp(part: Path) -> tuple[str, str]:
@@ -92,7 +101,11 @@ def _middle_offset(part: Path) -> int:
     if len(segs) > 1:
         return int(segs[-1].name[:20])
     data = segs[0].read_bytes() if segs else b""
-    return max(1, struct.unpack_from(">q", data, len(data) // 2 - len(data) // 2 % 8)[0] % 1000) if len(data) > 16 else 1
+    return (
+        max(1, struct.unpack_from(">q", data, len(data) // 2 - len(data) // 2 % 8)[0] % 1000)
+        if len(data) > 16
+        else 1
+    )
 
 
 def _second_dir(ws: Workspace) -> None:
@@ -119,10 +132,10 @@ def _prepare_recover_run(ws: Workspace, rng: random.Random) -> str:
 @dataclass(frozen=True)
 class KillTarget:
     name: str
-    prepare: Callable[[Workspace, random.Random], str]   # gives the copy work to do
+    prepare: Callable[[Workspace, random.Random], str]  # gives the copy work to do
     argv: Callable[[Workspace], list[str]]
-    fallback: frozenset[int]        # docs/safety.md's codes, where the command's --help lists none
-    restore_check: bool = True      # restore gives back the prepared copy (not for restore/prune)
+    fallback: frozenset[int]  # docs/safety.md's codes, where the command's --help lists none
+    restore_check: bool = True  # restore gives back the prepared copy (not for restore/prune)
 
     @property
     def codes(self) -> frozenset[int]:
@@ -139,29 +152,91 @@ def _move_prepare(ws: Workspace, rng: random.Random) -> str:
 
 
 TARGETS: list[KillTarget] = [
-    KillTarget("recover", _crash_damage, lambda ws: ["recover", "--now", NOW_MS, str(ws.logdir)] + _q(ws), WRITER),
-    KillTarget("recover --repair", _crash_damage,
-               lambda ws: ["recover", "--repair", "--now", NOW_MS, str(ws.logdir)] + _q(ws), WRITER),
-    KillTarget("recover --salvage", _bit_rot,
-               lambda ws: ["recover", "--salvage", "--now", NOW_MS, str(ws.logdir)] + _q(ws), WRITER),
-    KillTarget("retain", lambda ws, rng: "retention.ms=7d (Kafka's default) at --now 2027",
-               lambda ws: ["retain", "--now", NOW_MS, "--assume-kafka-defaults", str(ws.logdir)] + _q(ws),
-               WRITER | {7}),
-    KillTarget("compact", lambda ws, rng: "--force on every compacted partition",
-               lambda ws: ["compact", "--force", "--now", NOW_MS, str(ws.logdir)] + _q(ws), WRITER | {7}),
-    KillTarget("delete-records", lambda ws, rng: f"partition {_biggest(ws).name}",
-               lambda ws: ["delete-records", "--topic", _tp(_biggest(ws))[0], "--partition", _tp(_biggest(ws))[1],
-                           "--before", str(_middle_offset(_biggest(ws))), str(ws.logdir)] + _q(ws), WRITER | {7}),
-    KillTarget("roll", lambda ws, rng: "every partition",
-               lambda ws: ["roll", "--now", NOW_MS, str(ws.logdir)] + _q(ws), WRITER),
-    KillTarget("move-partition", _move_prepare,
-               lambda ws: ["move-partition", "--topic", _tp(_biggest(ws))[0], "--partition", _tp(_biggest(ws))[1],
-                           str(ws.logdir), str(ws.logdir2)] + _q(ws), WRITER),
-    KillTarget("quarantine restore", _prepare_recover_run,
-               lambda ws: ["quarantine", "restore", _newest_folder(ws)], RESTORE_CODES, restore_check=False),
-    KillTarget("quarantine prune", _prepare_recover_run,
-               lambda ws: ["quarantine", "prune", "--older-than", "0s", str(ws.quarantine)], RESTORE_CODES,
-               restore_check=False),
+    KillTarget(
+        "recover",
+        _crash_damage,
+        lambda ws: ["recover", "--now", NOW_MS, str(ws.logdir)] + _q(ws),
+        WRITER,
+    ),
+    KillTarget(
+        "recover --repair",
+        _crash_damage,
+        lambda ws: ["recover", "--repair", "--now", NOW_MS, str(ws.logdir)] + _q(ws),
+        WRITER,
+    ),
+    KillTarget(
+        "recover --salvage",
+        _bit_rot,
+        lambda ws: ["recover", "--salvage", "--now", NOW_MS, str(ws.logdir)] + _q(ws),
+        WRITER,
+    ),
+    KillTarget(
+        "retain",
+        lambda ws, rng: "retention.ms=7d (Kafka's default) at --now 2027",
+        lambda ws: ["retain", "--now", NOW_MS, "--assume-kafka-defaults", str(ws.logdir)] + _q(ws),
+        WRITER | {7},
+    ),
+    KillTarget(
+        "compact",
+        lambda ws, rng: "--force on every compacted partition",
+        lambda ws: ["compact", "--force", "--now", NOW_MS, str(ws.logdir)] + _q(ws),
+        WRITER | {7},
+    ),
+    KillTarget(
+        "delete-records",
+        lambda ws, rng: f"partition {_biggest(ws).name}",
+        lambda ws: (
+            [
+                "delete-records",
+                "--topic",
+                _tp(_biggest(ws))[0],
+                "--partition",
+                _tp(_biggest(ws))[1],
+                "--before",
+                str(_middle_offset(_biggest(ws))),
+                str(ws.logdir),
+            ]
+            + _q(ws)
+        ),
+        WRITER | {7},
+    ),
+    KillTarget(
+        "roll",
+        lambda ws, rng: "every partition",
+        lambda ws: ["roll", "--now", NOW_MS, str(ws.logdir)] + _q(ws),
+        WRITER,
+    ),
+    KillTarget(
+        "move-partition",
+        _move_prepare,
+        lambda ws: (
+            [
+                "move-partition",
+                "--topic",
+                _tp(_biggest(ws))[0],
+                "--partition",
+                _tp(_biggest(ws))[1],
+                str(ws.logdir),
+                str(ws.logdir2),
+            ]
+            + _q(ws)
+        ),
+        WRITER,
+    ),
+    KillTarget(
+        "quarantine restore",
+        _prepare_recover_run,
+        lambda ws: ["quarantine", "restore", _newest_folder(ws)],
+        RESTORE_CODES,
+        restore_check=False,
+    ),
+    KillTarget(
+        "quarantine prune",
+        _prepare_recover_run,
+        lambda ws: ["quarantine", "prune", "--older-than", "0s", str(ws.quarantine)],
+        RESTORE_CODES,
+        restore_check=False,
+    ),
 ]
 
 BY_NAME = {t.name: t for t in TARGETS}
@@ -181,7 +256,7 @@ def plan(case_id: str, corpus: Path | None) -> tuple[Path, KillTarget, Instant]:
     rng = random.Random(f"{case_id}:plan")
     target = TARGETS[n % len(TARGETS)]
     srcs = sources(corpus)
-    on_examples = rng.random() < 0.5    # drawn with or without a corpus (see cases.plan)
+    on_examples = rng.random() < 0.5  # drawn with or without a corpus (see cases.plan)
     source = srcs[0] if on_examples or len(srcs) == 1 else rng.choice(srcs[1:])
     instant = rng.choice(list(Instant))
     return source, target, Instant.STEP if step_only else instant
@@ -213,8 +288,12 @@ def _quarantine_view(ws: Workspace) -> list[str]:
 def run_kill_case(case_id: str, corpus: Path | None, tmp: Path, keep: bool = False) -> Verdict:
     source, target, instant = plan(case_id, corpus)
     started = time.monotonic()
-    v = Verdict(case_id, target.name, f"{label(source)}: kill at a {instant.value}",
-                replay_args=replay_args(source, corpus))
+    v = Verdict(
+        case_id,
+        target.name,
+        f"{label(source)}: kill at a {instant.value}",
+        replay_args=replay_args(source, corpus),
+    )
     root = tmp / case_id
     try:
         _kill_case(v, case_id, source, target, instant, root)
@@ -231,16 +310,21 @@ def _copy(case_id: str, root: Path, source: Path, target: KillTarget) -> tuple[W
     return ws, what
 
 
-def _kill_case(v: Verdict, case_id: str, source: Path, target: KillTarget, instant: Instant, root: Path) -> None:
-    report = lambda ws: ["--report", str(ws.root / "tmp" / "report.jsonl")]   # noqa: E731
+def _kill_case(
+    v: Verdict, case_id: str, source: Path, target: KillTarget, instant: Instant, root: Path
+) -> None:
+    report = lambda ws: ["--report", str(ws.root / "tmp" / "report.jsonl")]  # noqa: E731
     # the uninterrupted run
     a, what = _copy(case_id, root / "a", source, target)
     v.mutation += f"; {what}"
     base_a, out_a = tree_state(a), a.outside_state()
     ref = runner.run(a, target.argv(a) + report(a))
     check_run(v, ref, target.codes)
-    v.check(Invariant.NOTHING_OUTSIDE, unchanged(out_a, a.outside_state()) is None,
-            f"uninterrupted run: {unchanged(out_a, a.outside_state())}")
+    v.check(
+        Invariant.NOTHING_OUTSIDE,
+        unchanged(out_a, a.outside_state()) is None,
+        f"uninterrupted run: {unchanged(out_a, a.outside_state())}",
+    )
     if ref.timed_out:
         return
     want, steps = tree_state(a), _report_steps(a)
@@ -273,9 +357,13 @@ def _kill_case(v: Verdict, case_id: str, source: Path, target: KillTarget, insta
     if diff is None and target.name == "quarantine prune":
         qa, qb = _quarantine_view(a), _quarantine_view(b)
         diff = None if qa == qb else f"quarantine folders {qa} vs {qb}"
-    v.check(Invariant.KILL_CONVERGES, diff is None and again.rc == ref.rc,
-            f"rerun exit {again.rc} (uninterrupted {ref.rc}): {_last(again.stderr)}" if diff is None else
-            f"rerun (exit {again.rc}) differs from the uninterrupted run: {diff}")
+    v.check(
+        Invariant.KILL_CONVERGES,
+        diff is None and again.rc == ref.rc,
+        f"rerun exit {again.rc} (uninterrupted {ref.rc}): {_last(again.stderr)}"
+        if diff is None
+        else f"rerun (exit {again.rc}) differs from the uninterrupted run: {diff}",
+    )
     if target.restore_check:
         restore_all(v, b, base_b, out_b, drop_caps=False)
         restore_all(v, a, base_a, out_a, drop_caps=False)

@@ -5,6 +5,7 @@ Each kind names what it damages (records, indexes, snapshots, checkpoints, prope
 file types, links, permissions). To add one: a member of Kind and a function registered with
 @mutation(Kind.X) that changes `ws.logdir` (and may plant targets under `ws.outside`) and
 returns the Mutation it did, or None where the copy has nothing it applies to."""
+
 from __future__ import annotations
 
 import enum
@@ -81,8 +82,8 @@ class Kind(enum.Enum):
 @dataclass(frozen=True)
 class Mutation:
     kind: Kind
-    target: str              # the path changed, relative to the log dir
-    detail: str              # what was done to it
+    target: str  # the path changed, relative to the log dir
+    detail: str  # what was done to it
     drop_caps: bool = False  # run the command without the file-permission override (root)
 
     def __str__(self) -> str:
@@ -96,6 +97,7 @@ def mutation(kind: Kind):
     def register(fn):
         _REGISTRY[kind] = fn
         return fn
+
     return register
 
 
@@ -117,6 +119,7 @@ def apply(kind: Kind, rng: random.Random, ws: Workspace) -> Mutation:
 
 # -- helpers ---------------------------------------------------------------------------------
 
+
 def _files(ws: Workspace, suffixes: tuple[str, ...], nonempty: bool = False) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(ws.logdir):
@@ -130,8 +133,11 @@ def _files(ws: Workspace, suffixes: tuple[str, ...], nonempty: bool = False) -> 
 
 
 def _partitions(ws: Workspace) -> list[Path]:
-    return sorted(p for p in ws.logdir.iterdir()
-                  if p.is_dir() and not p.is_symlink() and "-" in p.name and not p.name.startswith("."))
+    return sorted(
+        p
+        for p in ws.logdir.iterdir()
+        if p.is_dir() and not p.is_symlink() and "-" in p.name and not p.name.startswith(".")
+    )
 
 
 def _rel(ws: Workspace, p: Path) -> str:
@@ -164,16 +170,18 @@ def _batches(data: bytes) -> list[tuple[int, int]]:
 
 def _fix_crc(data: bytearray, pos: int, size: int) -> None:
     from kafkalog_cli.formats.crc import crc32c
+
     if size > 61 and data[pos + 16] == 2:
-        struct.pack_into(">I", data, pos + 17, crc32c(memoryview(data)[pos + 21:pos + size]))
+        struct.pack_into(">I", data, pos + 17, crc32c(memoryview(data)[pos + 21 : pos + size]))
 
 
-_EXTREMES_32 = (0, -1, 1, 11, 2**31 - 1, -2**31, 0x7FFFFF00)
-_EXTREMES_64 = (0, -1, 2**63 - 1, -2**63, 2**31, 2**32)
+_EXTREMES_32 = (0, -1, 1, 11, 2**31 - 1, -(2**31), 0x7FFFFF00)
+_EXTREMES_64 = (0, -1, 2**63 - 1, -(2**63), 2**31, 2**32)
 TEXT = b"This is not a Kafka log.\nJust some text, line after line.\n"
 
 
 # -- records ---------------------------------------------------------------------------------
+
 
 @mutation(Kind.LOG_BIT_FLIP)
 def _log_bit_flip(rng, ws):
@@ -209,7 +217,7 @@ def _log_zero_range(rng, ws):
     data = bytearray(f.read_bytes())
     start = rng.randrange(len(data))
     n = min(len(data) - start, rng.choice((4, 12, 61, 512, len(data))))
-    data[start:start + n] = bytes(n)
+    data[start : start + n] = bytes(n)
     _rewrite(f, bytes(data))
     return Mutation(Kind.LOG_ZERO_RANGE, _rel(ws, f), f"zeroed bytes {start}..{start + n}")
 
@@ -224,7 +232,7 @@ def _log_text(rng, ws):
         _rewrite(f, TEXT[:43] if rng.random() < 0.5 else TEXT * 4)
         return Mutation(Kind.LOG_TEXT, _rel(ws, f), "whole file replaced by text")
     at = rng.randrange(len(data))
-    data[at:at + len(TEXT)] = TEXT
+    data[at : at + len(TEXT)] = TEXT
     _rewrite(f, bytes(data))
     return Mutation(Kind.LOG_TEXT, _rel(ws, f), f"text written at byte {at}")
 
@@ -238,9 +246,11 @@ def _log_splice(rng, ws):
     data, other = f.read_bytes(), g.read_bytes()
     a = rng.randrange(len(data) + 1)
     b0 = rng.randrange(len(other))
-    piece = other[b0:b0 + rng.choice((12, 61, 300, len(other)))]
+    piece = other[b0 : b0 + rng.choice((12, 61, 300, len(other)))]
     _rewrite(f, data[:a] + piece + data[a:])
-    return Mutation(Kind.LOG_SPLICE, _rel(ws, f), f"{len(piece)} bytes of {_rel(ws, g)}@{b0} inserted at {a}")
+    return Mutation(
+        Kind.LOG_SPLICE, _rel(ws, f), f"{len(piece)} bytes of {_rel(ws, g)}@{b0} inserted at {a}"
+    )
 
 
 @mutation(Kind.LOG_LENGTH_EXTREME)
@@ -256,16 +266,29 @@ def _log_length_extreme(rng, ws):
     return Mutation(Kind.LOG_LENGTH_EXTREME, _rel(ws, f), f"batch@{pos} length={value}")
 
 
-_BATCH_FIELDS = {"baseOffset": (0, ">q"), "partitionLeaderEpoch": (12, ">i"), "magic": (16, ">b"),
-                 "attributes": (21, ">h"), "lastOffsetDelta": (23, ">i"), "baseTimestamp": (27, ">q"),
-                 "maxTimestamp": (35, ">q"), "producerId": (43, ">q"), "producerEpoch": (51, ">h"),
-                 "baseSequence": (53, ">i"), "recordsCount": (57, ">i")}
+_BATCH_FIELDS = {
+    "baseOffset": (0, ">q"),
+    "partitionLeaderEpoch": (12, ">i"),
+    "magic": (16, ">b"),
+    "attributes": (21, ">h"),
+    "lastOffsetDelta": (23, ">i"),
+    "baseTimestamp": (27, ">q"),
+    "maxTimestamp": (35, ">q"),
+    "producerId": (43, ">q"),
+    "producerEpoch": (51, ">h"),
+    "baseSequence": (53, ">i"),
+    "recordsCount": (57, ">i"),
+}
 
 
 @mutation(Kind.LOG_BATCH_FIELD)
 def _log_batch_field(rng, ws):
-    cands = [(f, b) for f in _files(ws, (".log",), nonempty=True) for b in _batches(f.read_bytes())
-             if b[1] > 61]
+    cands = [
+        (f, b)
+        for f in _files(ws, (".log",), nonempty=True)
+        for b in _batches(f.read_bytes())
+        if b[1] > 61
+    ]
     if not cands:
         return None
     f, (pos, size) = rng.choice(cands)
@@ -273,17 +296,25 @@ def _log_batch_field(rng, ws):
     name = rng.choice(sorted(_BATCH_FIELDS))
     off, fmt = _BATCH_FIELDS[name]
     width = struct.calcsize(fmt)
-    extremes = {1: (0, 1, 3, -1, 127), 2: (-1, 0x7FFF, 5, 7, 0x27), 4: _EXTREMES_32, 8: _EXTREMES_64}[width]
+    extremes = {
+        1: (0, 1, 3, -1, 127),
+        2: (-1, 0x7FFF, 5, 7, 0x27),
+        4: _EXTREMES_32,
+        8: _EXTREMES_64,
+    }[width]
     value = rng.choice(extremes)
     if name == "attributes":
-        value = rng.choice((5, 6, 7, 0x10, 0x20, 0x30, -1))    # codecs 5-7 do not exist
+        value = rng.choice((5, 6, 7, 0x10, 0x20, 0x30, -1))  # codecs 5-7 do not exist
     struct.pack_into(fmt, data, pos + off, value)
     fixed = rng.random() < 0.6
     if fixed:
         _fix_crc(data, pos, size)
     _rewrite(f, bytes(data))
-    return Mutation(Kind.LOG_BATCH_FIELD, _rel(ws, f),
-                    f"batch@{pos} {name}={value}" + (" (CRC fixed)" if fixed else ""))
+    return Mutation(
+        Kind.LOG_BATCH_FIELD,
+        _rel(ws, f),
+        f"batch@{pos} {name}={value}" + (" (CRC fixed)" if fixed else ""),
+    )
 
 
 @mutation(Kind.LOG_TAIL_GARBAGE)
@@ -291,12 +322,15 @@ def _log_tail_garbage(rng, ws):
     f = _pick(rng, _files(ws, (".log",)))
     if f is None:
         return None
-    junk = rng.choice((bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))), bytes(4096), TEXT))
+    junk = rng.choice(
+        (bytes(rng.randrange(256) for _ in range(rng.randrange(1, 200))), bytes(4096), TEXT)
+    )
     _rewrite(f, f.read_bytes() + junk)
     return Mutation(Kind.LOG_TAIL_GARBAGE, _rel(ws, f), f"{len(junk)} bytes appended")
 
 
 # -- indexes ---------------------------------------------------------------------------------
+
 
 @mutation(Kind.INDEX_ODD_SIZE)
 def _index_odd_size(rng, ws):
@@ -324,13 +358,20 @@ def _index_bad_entry(rng, ws):
         data.extend(bytes((i + 1) * width - len(data)))
     pos = i * width
     if f.suffix == ".index":
-        entry = (rng.choice((0x7FFFFFFF, -1, 0, 2**31 - 2)), rng.choice((-1, 2**31 - 1, -2**31, 10**9)))
+        entry = (
+            rng.choice((0x7FFFFFFF, -1, 0, 2**31 - 2)),
+            rng.choice((-1, 2**31 - 1, -(2**31), 10**9)),
+        )
         struct.pack_into(">ii", data, pos, *entry)
     elif f.suffix == ".timeindex":
-        entry = (rng.choice((-1, 2**63 - 1, 0, -2**63)), rng.choice((0x7FFFFFFF, -1, -2**31)))
+        entry = (rng.choice((-1, 2**63 - 1, 0, -(2**63))), rng.choice((0x7FFFFFFF, -1, -(2**31))))
         struct.pack_into(">qi", data, pos, *entry)
     else:
-        entry = (rng.choice((-1, 2**63 - 1)), rng.choice((-1, 2**63 - 1, 0)), rng.choice((-1, 2**63 - 1)))
+        entry = (
+            rng.choice((-1, 2**63 - 1)),
+            rng.choice((-1, 2**63 - 1, 0)),
+            rng.choice((-1, 2**63 - 1)),
+        )
         struct.pack_into(">hqqq", data, pos, 0, *entry)
     _rewrite(f, bytes(data))
     return Mutation(Kind.INDEX_BAD_ENTRY, _rel(ws, f), f"entry {i} = {entry}")
@@ -338,17 +379,23 @@ def _index_bad_entry(rng, ws):
 
 @mutation(Kind.INDEX_OUT_OF_ORDER)
 def _index_out_of_order(rng, ws):
-    cands = [f for f in _files(ws, (".index", ".timeindex")) if f.stat().st_size >= 2 * 12
-             and any(f.read_bytes()[:24])]
+    cands = [
+        f
+        for f in _files(ws, (".index", ".timeindex"))
+        if f.stat().st_size >= 2 * 12 and any(f.read_bytes()[:24])
+    ]
     f = _pick(rng, cands)
     if f is None:
         return None
     width = 8 if f.suffix == ".index" else 12
     data = bytearray(f.read_bytes())
-    used = [k for k in range(len(data) // width) if any(data[k * width:(k + 1) * width])] or [0, 1]
+    used = [k for k in range(len(data) // width) if any(data[k * width : (k + 1) * width])] or [
+        0,
+        1,
+    ]
     i, j = (used[0], used[-1]) if len(used) > 1 else (0, 1)
-    a, b = data[i * width:(i + 1) * width], data[j * width:(j + 1) * width]
-    data[i * width:(i + 1) * width], data[j * width:(j + 1) * width] = b, a
+    a, b = data[i * width : (i + 1) * width], data[j * width : (j + 1) * width]
+    data[i * width : (i + 1) * width], data[j * width : (j + 1) * width] = b, a
     _rewrite(f, bytes(data))
     return Mutation(Kind.INDEX_OUT_OF_ORDER, _rel(ws, f), f"entries {i} and {j} swapped")
 
@@ -364,6 +411,7 @@ def _index_missing(rng, ws):
 
 # -- snapshots -------------------------------------------------------------------------------
 
+
 @mutation(Kind.SNAPSHOT_DAMAGE)
 def _snapshot_damage(rng, ws):
     snaps = _files(ws, (".snapshot",))
@@ -378,7 +426,7 @@ def _snapshot_damage(rng, ws):
     data = bytearray(f.read_bytes())
     how = rng.choice(("truncate", "flip", "version", "count"))
     if how == "truncate" or len(data) < 10:
-        data = data[:rng.randrange(len(data) + 1)] if data else bytearray(b"\x00\x01")
+        data = data[: rng.randrange(len(data) + 1)] if data else bytearray(b"\x00\x01")
     elif how == "flip":
         k = rng.randrange(len(data))
         data[k] ^= 0x40
@@ -393,9 +441,21 @@ def _snapshot_damage(rng, ws):
 # -- checkpoints -----------------------------------------------------------------------------
 
 _CHECKPOINT_TEXTS = (
-    "0\n1\n{tp} -1\n", "0\n1\n{tp} 9223372036854775807\n", "0\n3\n{tp} 5\n", "1\n1\n{tp} 5\n",
-    "0\n1\n{tp} abc\n", "0\nX\n", "", "0\n1\n{tp}\n", "0\n1\n{tp} 5 6\n", "0\n-1\n",
-    "0\n1\nno-such-topic 0 5\n", "0\n2\n{tp} 5\n{tp} 6\n", "0\n1\n{tp} 5", "\xff\xfe\n")
+    "0\n1\n{tp} -1\n",
+    "0\n1\n{tp} 9223372036854775807\n",
+    "0\n3\n{tp} 5\n",
+    "1\n1\n{tp} 5\n",
+    "0\n1\n{tp} abc\n",
+    "0\nX\n",
+    "",
+    "0\n1\n{tp}\n",
+    "0\n1\n{tp} 5 6\n",
+    "0\n-1\n",
+    "0\n1\nno-such-topic 0 5\n",
+    "0\n2\n{tp} 5\n{tp} 6\n",
+    "0\n1\n{tp} 5",
+    "\xff\xfe\n",
+)
 
 
 def _tp_line(ws: Workspace, rng) -> str:
@@ -424,14 +484,21 @@ def _write_checkpoint(rng, ws, kind, f: Path) -> Mutation:
 
 @mutation(Kind.ROOT_CHECKPOINT)
 def _root_checkpoint(rng, ws):
-    name = rng.choice(("recovery-point-offset-checkpoint", "replication-offset-checkpoint",
-                       "log-start-offset-checkpoint"))
+    name = rng.choice(
+        (
+            "recovery-point-offset-checkpoint",
+            "replication-offset-checkpoint",
+            "log-start-offset-checkpoint",
+        )
+    )
     return _write_checkpoint(rng, ws, Kind.ROOT_CHECKPOINT, ws.logdir / name)
 
 
 @mutation(Kind.CLEANER_CHECKPOINT)
 def _cleaner_checkpoint(rng, ws):
-    return _write_checkpoint(rng, ws, Kind.CLEANER_CHECKPOINT, ws.logdir / "cleaner-offset-checkpoint")
+    return _write_checkpoint(
+        rng, ws, Kind.CLEANER_CHECKPOINT, ws.logdir / "cleaner-offset-checkpoint"
+    )
 
 
 @mutation(Kind.LEADER_EPOCH_CHECKPOINT)
@@ -440,8 +507,18 @@ def _leader_epoch_checkpoint(rng, ws):
     if part is None:
         return None
     f = part / "leader-epoch-checkpoint"
-    text = rng.choice(("0\n1\n-1 0\n", "0\n1\n5 9223372036854775807\n", "0\n2\n3 100\n2 50\n",
-                       "0\n1\n0\n", "0\n5\n0 0\n", "9\n0\n", "0\n1\n2147483648 0\n", "zz\n"))
+    text = rng.choice(
+        (
+            "0\n1\n-1 0\n",
+            "0\n1\n5 9223372036854775807\n",
+            "0\n2\n3 100\n2 50\n",
+            "0\n1\n0\n",
+            "0\n5\n0 0\n",
+            "9\n0\n",
+            "0\n1\n2147483648 0\n",
+            "zz\n",
+        )
+    )
     if f.exists():
         _rewrite(f, text.encode())
     else:
@@ -460,7 +537,7 @@ def _bootstrap_checkpoint(rng, ws):
     data = bytearray(f.read_bytes())
     how = rng.choice(("truncate", "flip", "text", "empty"))
     if how == "truncate" and data:
-        data = data[:rng.randrange(len(data))]
+        data = data[: rng.randrange(len(data))]
     elif how == "flip" and data:
         data[rng.randrange(len(data))] ^= 0x10
     elif how == "text":
@@ -472,6 +549,7 @@ def _bootstrap_checkpoint(rng, ws):
 
 
 # -- properties ------------------------------------------------------------------------------
+
 
 def _meta_lines(ws: Workspace) -> list[str]:
     f = ws.logdir / "meta.properties"
@@ -494,8 +572,14 @@ def _set_key(lines: list[str], key: str, value: str) -> list[str]:
 
 @mutation(Kind.META_NODE_ID)
 def _meta_node_id(rng, ws):
-    value = rng.choice(("2147483648", "-1", "-2", "abc", "", "99999999999999999999", " 1", "1.0", "0x10"))
-    key = "node.id" if any(ln.startswith("node.id") for ln in _meta_lines(ws)) or rng.random() < .5 else "broker.id"
+    value = rng.choice(
+        ("2147483648", "-1", "-2", "abc", "", "99999999999999999999", " 1", "1.0", "0x10")
+    )
+    key = (
+        "node.id"
+        if any(ln.startswith("node.id") for ln in _meta_lines(ws)) or rng.random() < 0.5
+        else "broker.id"
+    )
     _write_meta(ws, _set_key(_meta_lines(ws), key, value))
     return Mutation(Kind.META_NODE_ID, "meta.properties", f"{key}={value!r}")
 
@@ -530,8 +614,16 @@ def _meta_keys(rng, ws):
 @mutation(Kind.META_IDS)
 def _meta_ids(rng, ws):
     key = rng.choice(("cluster.id", "directory.id"))
-    value = rng.choice(("", "not-base64!", "AAAAAAAAAAAAAAAAAAAAAA", "x" * 300, "AAAAAAAAAAAAAAAAAAAAAQ",
-                        "////////////////////// "))
+    value = rng.choice(
+        (
+            "",
+            "not-base64!",
+            "AAAAAAAAAAAAAAAAAAAAAA",
+            "x" * 300,
+            "AAAAAAAAAAAAAAAAAAAAAQ",
+            "////////////////////// ",
+        )
+    )
     _write_meta(ws, _set_key(_meta_lines(ws), key, value))
     return Mutation(Kind.META_IDS, "meta.properties", f"{key}={value!r}")
 
@@ -551,8 +643,17 @@ def _partition_metadata(rng, ws):
     if part is None:
         return None
     f = part / "partition.metadata"
-    text = rng.choice(("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n", "version: 1\ntopic_id: x\n",
-                       "topic_id: \n", "", "version: 0\n", "\xff\xfe\n", "version: 0\ntopic_id: " + "A" * 40 + "\n"))
+    text = rng.choice(
+        (
+            "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n",
+            "version: 1\ntopic_id: x\n",
+            "topic_id: \n",
+            "",
+            "version: 0\n",
+            "\xff\xfe\n",
+            "version: 0\ntopic_id: " + "A" * 40 + "\n",
+        )
+    )
     data = text.encode("utf-8", "surrogateescape") if text != "\xff\xfe\n" else b"\xff\xfe\n"
     if f.exists():
         _rewrite(f, data)
@@ -563,6 +664,7 @@ def _partition_metadata(rng, ws):
 
 # -- names -----------------------------------------------------------------------------------
 
+
 @mutation(Kind.NAME_NON_UTF8)
 def _name_non_utf8(rng, ws):
     part = _pick(rng, _partitions(ws))
@@ -571,7 +673,9 @@ def _name_non_utf8(rng, ws):
     if rng.random() < 0.5:
         new = Path(os.fsdecode(os.fsencode(part.parent) + b"/t\xff\xfeopic-0"))
         os.rename(part, new)
-        return Mutation(Kind.NAME_NON_UTF8, _rel(ws, part), "partition dir renamed to b't\\xff\\xfeopic-0'")
+        return Mutation(
+            Kind.NAME_NON_UTF8, _rel(ws, part), "partition dir renamed to b't\\xff\\xfeopic-0'"
+        )
     f = _pick(rng, sorted(part.iterdir()))
     if f is None:
         return None
@@ -585,7 +689,9 @@ def _name_odd_suffix(rng, ws):
     f = _pick(rng, _files(ws, (".log", ".index", ".timeindex", ".snapshot")))
     if f is None:
         return None
-    suffix = rng.choice((".cleaned", ".swap", ".deleted", ".bak", ".kafkalog-tmp", "~", ".LOG", ".log.log"))
+    suffix = rng.choice(
+        (".cleaned", ".swap", ".deleted", ".bak", ".kafkalog-tmp", "~", ".LOG", ".log.log")
+    )
     new = f.with_name(f.name + suffix)
     if rng.random() < 0.5:
         new.write_bytes(f.read_bytes())
@@ -601,9 +707,18 @@ def _name_bad_offset(rng, ws):
     f = _pick(rng, _files(ws, (".log", ".index", ".snapshot")))
     if f is None:
         return None
-    stem = rng.choice(("99999999999999999999", "9223372036854775808", "0000000000000000000",
-                       "000000000000000000000", "-0000000000000000001", "0000000000000000000a",
-                       "18446744073709551615", "09223372036854775807"))
+    stem = rng.choice(
+        (
+            "99999999999999999999",
+            "9223372036854775808",
+            "0000000000000000000",
+            "000000000000000000000",
+            "-0000000000000000001",
+            "0000000000000000000a",
+            "18446744073709551615",
+            "09223372036854775807",
+        )
+    )
     new = f.with_name(stem + f.suffix)
     if new.exists():
         return None
@@ -614,11 +729,19 @@ def _name_bad_offset(rng, ws):
 @mutation(Kind.NAME_SPECIAL_DIR)
 def _name_special_dir(rng, ws):
     import shutil
+
     part = _pick(rng, _partitions(ws))
     if part is None:
         return None
-    suffix = rng.choice((".0123456789abcdef0123456789abcdef-delete", ".0123456789abcdef0123456789abcdef-future",
-                         "-stray", ".zz-delete", "-future"))
+    suffix = rng.choice(
+        (
+            ".0123456789abcdef0123456789abcdef-delete",
+            ".0123456789abcdef0123456789abcdef-future",
+            "-stray",
+            ".zz-delete",
+            "-future",
+        )
+    )
     new = part.with_name(part.name + suffix)
     if rng.random() < 0.5:
         shutil.copytree(part, new, symlinks=True)
@@ -631,8 +754,16 @@ def _name_special_dir(rng, ws):
 
 # -- file types ------------------------------------------------------------------------------
 
-_ANY_FILE = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", "checkpoint", "meta.properties",
-             "partition.metadata")
+_ANY_FILE = (
+    ".log",
+    ".index",
+    ".timeindex",
+    ".txnindex",
+    ".snapshot",
+    "checkpoint",
+    "meta.properties",
+    "partition.metadata",
+)
 
 
 def _replace_target(rng, ws) -> Path | None:
@@ -679,6 +810,7 @@ def _type_socket(rng, ws):
 
 # -- links -----------------------------------------------------------------------------------
 
+
 @mutation(Kind.LINK_DANGLING)
 def _link_dangling(rng, ws):
     f = _replace_target(rng, ws)
@@ -696,7 +828,9 @@ def _link_file_out(rng, ws):
     target = ws.outside / "parked" / f"{f.parent.name}__{f.name}"
     os.rename(f, target)
     os.symlink(target, f)
-    return Mutation(Kind.LINK_FILE_OUT, _rel(ws, f), "moved out of the log dir, a symlink left in its place")
+    return Mutation(
+        Kind.LINK_FILE_OUT, _rel(ws, f), "moved out of the log dir, a symlink left in its place"
+    )
 
 
 @mutation(Kind.LINK_PARTITION_OUT)
@@ -707,10 +841,15 @@ def _link_partition_out(rng, ws):
     target = ws.outside / "parked" / part.name
     os.rename(part, target)
     os.symlink(target, part)
-    return Mutation(Kind.LINK_PARTITION_OUT, _rel(ws, part), "partition dir moved out, a symlink left in its place")
+    return Mutation(
+        Kind.LINK_PARTITION_OUT,
+        _rel(ws, part),
+        "partition dir moved out, a symlink left in its place",
+    )
 
 
 # -- permissions -----------------------------------------------------------------------------
+
 
 @mutation(Kind.PERM_FILE_000)
 def _perm_file_000(rng, ws):

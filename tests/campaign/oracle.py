@@ -1,5 +1,6 @@
 """The promises (docs/safety.md) as checks: each invariant is checked and tallied on its own, and a
 failure carries what a person needs to replay it."""
+
 from __future__ import annotations
 
 import enum
@@ -14,13 +15,28 @@ from .tree import Entry
 
 class Invariant(enum.Enum):
     EXIT_CODE = ("1 documented exit code", "the exit code is one the command's --help documents")
-    NO_PYTHON_ERROR = ("2 no Python error", "no traceback, internal error or Python exception text; "
-                       "a failure is one `kafkalog: ...` line")
+    NO_PYTHON_ERROR = (
+        "2 no Python error",
+        "no traceback, internal error or Python exception text; "
+        "a failure is one `kafkalog: ...` line",
+    )
     NO_HANG = ("3 no hang", "each run ends within the timeout")
-    NOTHING_OUTSIDE = ("4 nothing outside", "nothing outside the log dir and its quarantine changed")
-    READ_ONLY = ("5 read-only unchanged", "a read-only command (or --dry-run) changed nothing in the log dir")
-    SECOND_RUN = ("6 second run idle", "a second run changed nothing and its --dry-run plans nothing")
-    KILL_CONVERGES = ("7 kill converges", "a rerun after kill -9 ends where an uninterrupted run ends")
+    NOTHING_OUTSIDE = (
+        "4 nothing outside",
+        "nothing outside the log dir and its quarantine changed",
+    )
+    READ_ONLY = (
+        "5 read-only unchanged",
+        "a read-only command (or --dry-run) changed nothing in the log dir",
+    )
+    SECOND_RUN = (
+        "6 second run idle",
+        "a second run changed nothing and its --dry-run plans nothing",
+    )
+    KILL_CONVERGES = (
+        "7 kill converges",
+        "a rerun after kill -9 ends where an uninterrupted run ends",
+    )
     RESTORE = ("8 restore gives back", "quarantine restore of every folder gives back the bytes")
 
     def __init__(self, label: str, meaning: str):
@@ -41,27 +57,39 @@ class Failure:
 @dataclass
 class Verdict:
     """What one case checked, and what failed."""
+
     case_id: str
     command: str
     mutation: str
     checked: Counter = field(default_factory=Counter)
     failures: list[Failure] = field(default_factory=list)
     seconds: float = 0.0
-    replay_args: str = ""       # what a replay needs besides the case id (--corpus DIR)
+    replay_args: str = ""  # what a replay needs besides the case id (--corpus DIR)
 
     def check(self, inv: Invariant, ok: bool, symptom: str = "") -> bool:
         self.checked[inv] += 1
         if not ok:
-            self.failures.append(Failure(inv, self.case_id, self.command, self.mutation, symptom,
-                                         f"python -m tests.campaign --replay {self.case_id}{self.replay_args}"))
+            self.failures.append(
+                Failure(
+                    inv,
+                    self.case_id,
+                    self.command,
+                    self.mutation,
+                    symptom,
+                    f"python -m tests.campaign --replay {self.case_id}{self.replay_args}",
+                )
+            )
         return ok
 
 
 # Python's own error text: a traceback, our internal-error line, or an exception's repr
 # (`ValueError: ...`, `click.exceptions.UsageError`) at the start of a line.
-_PYTHON_ERROR = re.compile(r"Traceback \(most recent call last\)|internal error|"
-                           r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b(?::|$)|"
-                           r"^Error: ", re.M)
+_PYTHON_ERROR = re.compile(
+    r"Traceback \(most recent call last\)|internal error|"
+    r"^\s*(?:[A-Za-z_][\w.]*\.)?[A-Z]\w*(?:Error|Exception|Warning)\b(?::|$)|"
+    r"^Error: ",
+    re.M,
+)
 
 
 def python_error(run: Run) -> str | None:
@@ -69,7 +97,7 @@ def python_error(run: Run) -> str | None:
     for stream, text in (("stderr", run.stderr), ("stdout", run.stdout)):
         m = _PYTHON_ERROR.search(text)
         if m:
-            line = text[text.rfind("\n", 0, m.start()) + 1:].split("\n", 1)[0]
+            line = text[text.rfind("\n", 0, m.start()) + 1 :].split("\n", 1)[0]
             return f"{stream}: {line[:200]}"
     return None
 
@@ -101,11 +129,16 @@ _KAFKA_STDERR = ("dump-log", "dump-index")
 
 def check_run(v: Verdict, run: Run, codes: frozenset[int]) -> None:
     """Invariants 1-3 of one finished run (not one we killed on purpose)."""
-    if not v.check(Invariant.NO_HANG, not run.timed_out, f"no exit after {run.seconds:.0f} s: {run.shell()}"):
+    if not v.check(
+        Invariant.NO_HANG, not run.timed_out, f"no exit after {run.seconds:.0f} s: {run.shell()}"
+    ):
         return
-    v.check(Invariant.EXIT_CODE, run.rc in codes,
-            f"exit {run.rc} (documented: {sorted(codes)}): {_last_line(run.stderr) or _last_line(run.stdout)}")
-    kafka_stderr = any(a in _KAFKA_STDERR for a in run.argv)     # after setpriv's own words too
+    v.check(
+        Invariant.EXIT_CODE,
+        run.rc in codes,
+        f"exit {run.rc} (documented: {sorted(codes)}): {_last_line(run.stderr) or _last_line(run.stdout)}",
+    )
+    kafka_stderr = any(a in _KAFKA_STDERR for a in run.argv)  # after setpriv's own words too
     err = python_error(run) or (None if kafka_stderr else stray_stderr(run))
     v.check(Invariant.NO_PYTHON_ERROR, err is None, err or "")
 
@@ -120,8 +153,9 @@ def _last_line(text: str) -> str:
 _UUID = re.compile(r"\.[0-9a-f]{32}-(delete|future)")
 
 
-def data_view(snap: dict[str, Entry], base: dict[str, Entry] | None = None,
-              strict_mtime: bool = False) -> dict[str, tuple]:
+def data_view(
+    snap: dict[str, Entry], base: dict[str, Entry] | None = None, strict_mtime: bool = False
+) -> dict[str, tuple]:
     """A tree as its data: names, kinds, modes, sizes and bytes; the mtime of a file only where
     it is the mtime it had in `base` (a file the run wrote carries the run's own clock, which two
     runs cannot share). Left out, each for its reason:
@@ -134,15 +168,23 @@ def data_view(snap: dict[str, Entry], base: dict[str, Entry] | None = None,
     for rel, e in snap.items():
         if rel.rsplit("/", 1)[-1] == ".lock":
             continue
-        keep_mtime = e.kind == "file" and base is not None and base.get(rel) is not None \
+        keep_mtime = (
+            e.kind == "file"
+            and base is not None
+            and base.get(rel) is not None
             and base[rel].mtime_ns == e.mtime_ns
+        )
         mt = e.mtime_ns if keep_mtime or (strict_mtime and e.kind == "file") else None
         out[_UUID.sub(r".X-\1", rel)] = (e.kind, e.mode, e.size, e.digest, mt)
     return out
 
 
-def same_data(a: dict[str, Entry], b: dict[str, Entry], base: dict[str, Entry] | None = None,
-              strict_mtime: bool = False) -> str | None:
+def same_data(
+    a: dict[str, Entry],
+    b: dict[str, Entry],
+    base: dict[str, Entry] | None = None,
+    strict_mtime: bool = False,
+) -> str | None:
     """None when a and b hold the same data, else the first differences."""
     va, vb = data_view(a, base, strict_mtime), data_view(b, base, strict_mtime)
     if base is not None and not strict_mtime:

@@ -1,5 +1,6 @@
 """The campaign's table: per invariant, runs checked and failures; then each failure with its
 case id, command, mutation, symptom and one-line reproduction."""
+
 from __future__ import annotations
 
 from collections import Counter

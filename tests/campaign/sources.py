@@ -1,5 +1,6 @@
 """The log dirs the campaign mutates: examples/logdir always, and with --corpus every log dir
 of the corpus's broker/ and wild/ folders (read-only: only ever copied)."""
+
 from __future__ import annotations
 
 import os
@@ -7,7 +8,11 @@ from pathlib import Path
 
 from tests.helpers.paths import EXAMPLES
 
-_ROOT_FILES = ("meta.properties", "recovery-point-offset-checkpoint", "replication-offset-checkpoint")
+_ROOT_FILES = (
+    "meta.properties",
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+)
 
 
 def sources(corpus: Path | None) -> list[Path]:
@@ -28,5 +33,5 @@ def label(source: Path) -> str:
     parts = source.parts
     for top in ("broker", "wild"):
         if top in parts:
-            return "/".join(parts[parts.index(top):])
+            return "/".join(parts[parts.index(top) :])
     return "examples/logdir"

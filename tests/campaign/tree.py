@@ -1,5 +1,6 @@
 """A tree's state as the oracle compares it: every name (never following a link), its type,
 mode, size, mtime and content hash, and what each symlink points at."""
+
 from __future__ import annotations
 
 import hashlib
@@ -12,17 +13,23 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Entry:
     """One name in a tree: enough to tell any change a command could make."""
-    kind: str            # file, dir, link, fifo, socket, other
+
+    kind: str  # file, dir, link, fifo, socket, other
     mode: int
     size: int
     mtime_ns: int
-    digest: str          # sha256 of a regular file, the target of a link, "" otherwise
+    digest: str  # sha256 of a regular file, the target of a link, "" otherwise
 
 
 def _kind(st: os.stat_result) -> str:
     m = st.st_mode
-    for test, name in ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "link"),
-                       (stat.S_ISFIFO, "fifo"), (stat.S_ISSOCK, "socket")):
+    for test, name in (
+        (stat.S_ISREG, "file"),
+        (stat.S_ISDIR, "dir"),
+        (stat.S_ISLNK, "link"),
+        (stat.S_ISFIFO, "fifo"),
+        (stat.S_ISSOCK, "socket"),
+    ):
         if test(m):
             return name
     return "other"
@@ -64,8 +71,9 @@ def snapshot(root: Path, skip: frozenset[str] = frozenset()) -> dict[str, Entry]
             if rel in skip:
                 continue
             out[rel] = entry(Path(dirpath) / name)
-        dirnames[:] = [d for d in dirnames
-                       if (d if rel_dir == "." else os.path.join(rel_dir, d)) not in skip]
+        dirnames[:] = [
+            d for d in dirnames if (d if rel_dir == "." else os.path.join(rel_dir, d)) not in skip
+        ]
     return out
 
 
@@ -81,8 +89,11 @@ def diff(before: dict[str, Entry], after: dict[str, Entry], limit: int = 4) -> l
         elif b is None:
             out.append(f"-{rel}")
         else:
-            fields = [f for f in ("kind", "mode", "size", "mtime_ns", "digest")
-                      if getattr(a, f) != getattr(b, f)]
+            fields = [
+                f
+                for f in ("kind", "mode", "size", "mtime_ns", "digest")
+                if getattr(a, f) != getattr(b, f)
+            ]
             out.append(f"~{rel}({','.join(fields)})")
     if len(out) > limit:
         out = out[:limit] + [f"... {len(out) - limit} more"]

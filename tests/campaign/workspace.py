@@ -10,6 +10,7 @@ outside them that nothing may touch.
                   every log dir by design
     W/tmp         TMPDIR: the process's own temporary files
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -51,9 +52,14 @@ class Workspace:
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
-        env.update(HOME=str(self.outside / "home"), KAFKALOG_STATE_DIR=str(self.root / "state"),
-                   TMPDIR=str(self.root / "tmp"), PYTHONDONTWRITEBYTECODE="1", COLUMNS="120",
-                   LC_ALL="C.UTF-8")
+        env.update(
+            HOME=str(self.outside / "home"),
+            KAFKALOG_STATE_DIR=str(self.root / "state"),
+            TMPDIR=str(self.root / "tmp"),
+            PYTHONDONTWRITEBYTECODE="1",
+            COLUMNS="120",
+            LC_ALL="C.UTF-8",
+        )
         for k in ("KAFKALOG_FAULT_AFTER", "XDG_STATE_HOME"):
             env.pop(k, None)
         return env
@@ -116,7 +122,7 @@ def _extend_preallocated(source: Path, copy: Path) -> None:
         length, rel = int(parts[0]), parts[1]
         prefix = source.name + "/"
         if rel.startswith(prefix):
-            rel = rel[len(prefix):]
+            rel = rel[len(prefix) :]
         f = copy / rel
         if f.is_file() and f.stat().st_size < length <= 16 << 20:
             st = f.stat()

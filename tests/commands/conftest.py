@@ -1,4 +1,5 @@
 """Fixtures of the command-line tests."""
+
 from __future__ import annotations
 
 import subprocess
@@ -14,12 +15,17 @@ def held_lock(tmp_path):
     procs = []
 
     def hold(d: Path):
-        code = ("import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
-                "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n")
-        p = subprocess.Popen([sys.executable, "-c", code, str(d / ".lock")], stdout=subprocess.PIPE, text=True)
+        code = (
+            "import fcntl, os, sys, time\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n"
+        )
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, str(d / ".lock")], stdout=subprocess.PIPE, text=True
+        )
         assert p.stdout.readline().strip() == "locked"
         procs.append(p)
         return p.pid
+
     yield hold
     for p in procs:
         p.kill()

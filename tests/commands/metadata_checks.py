@@ -1,5 +1,6 @@
 """What the metadata tests compare: kafka-topics --describe's partitions, and the image a broker
 served just before its controlled shutdown (from `kafkalog metadata --at-offset`)."""
+
 from __future__ import annotations
 
 import json
@@ -13,10 +14,15 @@ from kafkalog_cli.cli import cli
 def kafka_topics_partitions(text: str) -> dict[tuple[str, int], tuple[int, list[int], list[int]]]:
     """kafka-topics --describe's partition lines: (topic, partition) -> (leader, replicas, isr)."""
     out = {}
-    for m in re.finditer(r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: (\S*)\s+Isr: (\S*)",
-                         text):
-        out[(m[1], int(m[2]))] = (int(m[3]) if m[3] != "none" else -1, [int(x) for x in m[4].split(",") if x],
-                                  [int(x) for x in m[5].split(",") if x])
+    for m in re.finditer(
+        r"Topic: (\S+)\s+Partition: (\d+)\s+Leader: (-?\d+|none)\s+Replicas: (\S*)\s+Isr: (\S*)",
+        text,
+    ):
+        out[(m[1], int(m[2]))] = (
+            int(m[3]) if m[3] != "none" else -1,
+            [int(x) for x in m[4].split(",") if x],
+            [int(x) for x in m[5].split(",") if x],
+        )
     return out
 
 
@@ -25,16 +31,20 @@ def kafka_topic_ids(text: str) -> dict[str, str]:
 
 
 def image(log_dir, at_offset: int | None = None) -> dict:
-    args = ["metadata", str(log_dir), "--format", "json"] + (["--at-offset", str(at_offset)] if at_offset is not None
-                                                             else [])
+    args = ["metadata", str(log_dir), "--format", "json"] + (
+        ["--at-offset", str(at_offset)] if at_offset is not None else []
+    )
     r = CliRunner().invoke(cli, args)
     assert r.exit_code == 0, r.output
     return json.loads(r.stdout)
 
 
 def image_partitions(img: dict) -> dict[tuple[str, int], tuple[int, list[int], list[int]]]:
-    return {(t["name"], p["partition"]): (p["leader"], p["replicas"], p["isr"]) for t in img["topics"]
-            for p in t["partitions"]}
+    return {
+        (t["name"], p["partition"]): (p["leader"], p["replicas"], p["isr"])
+        for t in img["topics"]
+        for p in t["partitions"]
+    }
 
 
 def image_before_controlled_shutdown(log_dir) -> dict:

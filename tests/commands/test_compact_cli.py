@@ -1,4 +1,5 @@
 """kafkalog compact through the command line."""
+
 from __future__ import annotations
 
 from click.testing import CliRunner
@@ -12,19 +13,39 @@ from tests.helpers.run_lines import log_dir_report, stable
 
 def test_compact_json_then_nothing_left(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
-    r = CliRunner().invoke(cli, ["compact", str(log_dir / "cmp-none-0"), "--now", "1795248446186", "--format", "json", *CFG])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "compact",
+            str(log_dir / "cmp-none-0"),
+            "--now",
+            "1795248446186",
+            "--format",
+            "json",
+            *CFG,
+        ],
+    )
     assert r.exit_code == 0, r.output
     rep = log_dir_report(r.output)
-    assert rep["cleaned"][0]["messages_written"] == 100 and rep["cleaned"][0]["cleaner_offset_checkpoint"] == 1867
-    assert records_of(log_dir / "cmp-none-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")
-    r = CliRunner().invoke(cli, ["compact", str(log_dir / "cmp-none-0"), "--now", "1795248446186", *CFG])
+    assert (
+        rep["cleaned"][0]["messages_written"] == 100
+        and rep["cleaned"][0]["cleaner_offset_checkpoint"] == 1867
+    )
+    assert records_of(log_dir / "cmp-none-0") == records_of(
+        FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0"
+    )
+    r = CliRunner().invoke(
+        cli, ["compact", str(log_dir / "cmp-none-0"), "--now", "1795248446186", *CFG]
+    )
     assert r.exit_code == 0 and "nothing cleanable" in r.output
 
 
 def test_dry_run_human(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
-    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", *_both_topics_cfg()])
-    assert r.exit_code == 1, r.output       # a dry run with something to do
+    r = CliRunner().invoke(
+        cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", *_both_topics_cfg()]
+    )
+    assert r.exit_code == 1, r.output  # a dry run with something to do
     assert "clean cmp-none-0: dirty [0, 1867) ratio 1.000" in r.output and "100 keys" in r.output
 
 
@@ -32,9 +53,16 @@ def test_locked_log_dir_exit_5(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
     import subprocess
     import sys
-    holder = subprocess.Popen([sys.executable, "-c",
-                               "import fcntl,sys,time;f=open(sys.argv[1],'a');fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)",
-                               str(log_dir / ".lock")], stdout=subprocess.PIPE)
+
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time;f=open(sys.argv[1],'a');fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)",
+            str(log_dir / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         holder.stdout.readline()
         r = CliRunner().invoke(cli, ["compact", str(log_dir), "--now", "1795248446186", *CFG])
@@ -47,12 +75,16 @@ def test_corrupt_segment_one_line_with_position(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
     seg = log_dir / "cmp-none-0" / "00000000000000000174.log"
     data = bytearray(seg.read_bytes())
-    data[57:61] = (1000).to_bytes(4, "big")          # the first batch claims 1000 records
+    data[57:61] = (1000).to_bytes(4, "big")  # the first batch claims 1000 records
     seg.write_bytes(bytes(data))
-    r = CliRunner().invoke(cli, ["compact", str(log_dir), "--now", "1795248446186", *_both_topics_cfg()])
+    r = CliRunner().invoke(
+        cli, ["compact", str(log_dir), "--now", "1795248446186", *_both_topics_cfg()]
+    )
     assert r.exit_code == 3, r.output
     line = r.output.strip()
-    assert "\n" not in line and "00000000000000000174.log: byte 0:" in line and "Traceback" not in line
+    assert (
+        "\n" not in line and "00000000000000000174.log: byte 0:" in line and "Traceback" not in line
+    )
 
 
 def test_bad_dedupe_buffer_size_is_usage_error(tmp_path):
@@ -63,29 +95,52 @@ def test_bad_dedupe_buffer_size_is_usage_error(tmp_path):
 def _both_topics_cfg():
     out = []
     for topic in ("cmp-none", "cmp-lz4"):
-        for kv in ("cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512",
-                   "min.cleanable.dirty.ratio=0.01", "delete.retention.ms=86400000", "min.compaction.lag.ms=0"):
+        for kv in (
+            "cleanup.policy=compact",
+            "segment.bytes=16384",
+            "index.interval.bytes=512",
+            "min.cleanable.dirty.ratio=0.01",
+            "delete.retention.ms=86400000",
+            "min.compaction.lag.ms=0",
+        ):
             out += ["--topic-config", f"{topic}:{kv}"]
     return out
 
 
 def _state(log_dir):
-    return {str(p.relative_to(log_dir)): p.read_bytes() for p in sorted(log_dir.rglob("*"))
-            if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(log_dir)): p.read_bytes()
+        for p in sorted(log_dir.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def _run_jobs(tmp_path, jobs, corrupt=False):
     base = tmp_path / f"j{jobs}"
     log_dir = restore("keyed-overwrites", "before", base / "logs")
-    if corrupt:     # the first partition in input order fails; the second is still cleaned
+    if corrupt:  # the first partition in input order fails; the second is still cleaned
         seg = log_dir / "cmp-lz4-0" / "00000000000000000000.log"
         data = bytearray(seg.read_bytes())
         data[8:12] = (1 << 30).to_bytes(4, "big")
         seg.write_bytes(bytes(data))
     q = base / "q"
-    r = CliRunner().invoke(cli, ["compact", str(log_dir / "cmp-lz4-0"), str(log_dir / "cmp-none-0"), "--now",
-                                 "1795248446186", "--format", "json", "--jobs", str(jobs), "--quarantine", str(q),
-                                 *_both_topics_cfg()])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "compact",
+            str(log_dir / "cmp-lz4-0"),
+            str(log_dir / "cmp-none-0"),
+            "--now",
+            "1795248446186",
+            "--format",
+            "json",
+            "--jobs",
+            str(jobs),
+            "--quarantine",
+            str(q),
+            *_both_topics_cfg(),
+        ],
+    )
     manifests = [QuarantineFolder.open(m.parent) for m in q.rglob("manifest.jsonl")]
     return r, log_dir, manifests
 
@@ -96,7 +151,7 @@ def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_p
     assert r1.exit_code == r2.exit_code == 0, r1.output + r2.output
     rep1, rep2 = log_dir_report(r1.output), log_dir_report(r2.output)
     for rep in (rep1, rep2):
-        for volatile in ("quarantine", "run_id", "time"):     # the folder's name holds the run's time
+        for volatile in ("quarantine", "run_id", "time"):  # the folder's name holds the run's time
             rep.pop(volatile)
         rep["log_dir"] = None
     # the checkpoint's versions the quarantine keeps are the workers' in the order they finished:
@@ -104,10 +159,14 @@ def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_p
     held = [rep.pop("held_in_quarantine") for rep in (rep1, rep2)]
     assert abs(held[0] - held[1]) <= 8 and held[0] > 0
     assert rep1 == rep2
-    assert [c["partition"] for c in rep2["cleaned"]] == ["cmp-lz4-0", "cmp-none-0"]    # input order
+    assert [c["partition"] for c in rep2["cleaned"]] == ["cmp-lz4-0", "cmp-none-0"]  # input order
     assert _state(d1) == _state(d2)
-    assert records_of(d2 / "cmp-none-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")
-    assert records_of(d2 / "cmp-lz4-0") == records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-lz4-0")
+    assert records_of(d2 / "cmp-none-0") == records_of(
+        FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0"
+    )
+    assert records_of(d2 / "cmp-lz4-0") == records_of(
+        FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-lz4-0"
+    )
     # one quarantine folder whose manifest lists what both workers moved there
     assert len(m1) == len(m2) == 1
     removed = lambda m: [e for e in m.entries if e.kind is EntryKind.REMOVED]
@@ -134,11 +193,30 @@ def test_jobs_error_in_one_partition_same_exit_code_and_others_cleaned(tmp_path)
 
 def test_jobs_dry_run_same_report(tmp_path):
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
-    outs = [CliRunner().invoke(cli, ["compact", str(log_dir), "--dry-run", "--now", "1795248446186", "--format",
-                                     "json", "--jobs", str(j), *_both_topics_cfg()]) for j in (1, 2)]
-    assert outs[0].exit_code == outs[1].exit_code == 1     # a dry run with partitions to clean
+    outs = [
+        CliRunner().invoke(
+            cli,
+            [
+                "compact",
+                str(log_dir),
+                "--dry-run",
+                "--now",
+                "1795248446186",
+                "--format",
+                "json",
+                "--jobs",
+                str(j),
+                *_both_topics_cfg(),
+            ],
+        )
+        for j in (1, 2)
+    ]
+    assert outs[0].exit_code == outs[1].exit_code == 1  # a dry run with partitions to clean
     assert stable(outs[0].output) == stable(outs[1].output)
-    assert [p["partition"] for p in log_dir_report(outs[1].output)["partitions"]] == ["cmp-lz4-0", "cmp-none-0"]
+    assert [p["partition"] for p in log_dir_report(outs[1].output)["partitions"]] == [
+        "cmp-lz4-0",
+        "cmp-none-0",
+    ]
 
 
 def test_a_quarantine_inside_the_log_dir_is_refused(tmp_path):

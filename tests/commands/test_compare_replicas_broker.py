@@ -14,6 +14,7 @@ give the records the broker itself then truncates.
    truncated to (its server.log) is the one compare-replicas gave.
 
 Skipped without KAFKA_HOME and KAFKA_PY (the kafka-python client)."""
+
 from __future__ import annotations
 
 import json
@@ -29,46 +30,108 @@ pytestmark = needs_cluster
 
 
 def keys_by_offset(partition_dir) -> dict[int, str]:
-    r = CliRunner().invoke(cli, ["dump-log", str(partition_dir), "--format", "json", "--deep-iteration",
-                                 "--print-data-log"])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "dump-log",
+            str(partition_dir),
+            "--format",
+            "json",
+            "--deep-iteration",
+            "--print-data-log",
+        ],
+    )
     assert r.exit_code == 0, r.output
-    return {x["offset"]: x["key"] for x in map(json.loads, r.output.splitlines())
-            if x["kind"] == "record" and not x["is_control"]}
+    return {
+        x["offset"]: x["key"]
+        for x in map(json.loads, r.output.splitlines())
+        if x["kind"] == "record" and not x["is_control"]
+    }
 
 
 def test_unclean_election_divergence_is_what_the_broker_truncates(tmp_path):
     print("Kafka", kafka_version())
-    c = Cluster(tmp_path / "cluster", brokers=2, broker_config={"unclean.leader.election.enable": "true",
-                                                                   "replica.lag.time.max.ms": "5000"})
+    c = Cluster(
+        tmp_path / "cluster",
+        brokers=2,
+        broker_config={"unclean.leader.election.enable": "true", "replica.lag.time.max.ms": "5000"},
+    )
     b1, b2 = c.brokers[1], c.brokers[2]
     try:
         c.start(c.controller)
         c.start(b1)
         c.start(b2)
-        c.client(1, {"op": "create", "topics": [{"name": "t", "assignment": {"0": [1, 2]},
-                                                 "configs": {"unclean.leader.election.enable": "true"}}]})
+        c.client(
+            1,
+            {
+                "op": "create",
+                "topics": [
+                    {
+                        "name": "t",
+                        "assignment": {"0": [1, 2]},
+                        "configs": {"unclean.leader.election.enable": "true"},
+                    }
+                ],
+            },
+        )
         c.wait_for(1, "t", 0, lambda s: s["leader"] == 1 and s["isr"] == [1, 2])
-        a = c.client(1, {"op": "produce", "topic": "t", "partition": 0, "acks": "all",
-                         "keys": [f"a{i}" for i in range(20)]})["offsets"]
+        a = c.client(
+            1,
+            {
+                "op": "produce",
+                "topic": "t",
+                "partition": 0,
+                "acks": "all",
+                "keys": [f"a{i}" for i in range(20)],
+            },
+        )["offsets"]
         c.stop(b2)
         c.wait_for(1, "t", 0, lambda s: s["isr"] == [1])
-        x = c.client(1, {"op": "produce", "topic": "t", "partition": 0, "acks": 1,
-                         "keys": [f"x{i}" for i in range(7)]})["offsets"]
+        x = c.client(
+            1,
+            {
+                "op": "produce",
+                "topic": "t",
+                "partition": 0,
+                "acks": 1,
+                "keys": [f"x{i}" for i in range(7)],
+            },
+        )["offsets"]
         c.stop(b1)
         c.start(b2)
         c.wait_for(2, "t", 0, lambda s: s["leader"] == -1)
         elected = c.elect_unclean(2, "t", 0)
         state = c.wait_for(2, "t", 0, lambda s: s["leader"] == 2)
-        y = c.client(2, {"op": "produce", "topic": "t", "partition": 0, "acks": 1,
-                         "keys": [f"y{i}" for i in range(5)]})["offsets"]
+        y = c.client(
+            2,
+            {
+                "op": "produce",
+                "topic": "t",
+                "partition": 0,
+                "acks": 1,
+                "keys": [f"y{i}" for i in range(5)],
+            },
+        )["offsets"]
         c.stop(b2)
         assert (a[-1], x, y) == (19, list(range(20, 27)), list(range(20, 25))), (state, elected)
         # 4. the replicas as the brokers left them, compared offline
         r1, r2 = tmp_path / "copies" / "b1", tmp_path / "copies" / "b2"
         shutil.copytree(b1.log_dirs[0], r1)
         shutil.copytree(b2.log_dirs[0], r2)
-        res = CliRunner().invoke(cli, ["compare-replicas", str(r1), str(r2), "--topic", "t", "--partition", "0",
-                                       "--format", "json"])
+        res = CliRunner().invoke(
+            cli,
+            [
+                "compare-replicas",
+                str(r1),
+                str(r2),
+                "--topic",
+                "t",
+                "--partition",
+                "0",
+                "--format",
+                "json",
+            ],
+        )
         assert res.exit_code == 1, res.output
         doc = json.loads(res.output)
         assert doc["leader"] == "broker 2" and doc["method"] == "leader-epoch"

@@ -1,4 +1,5 @@
 """Shell completion offers consumer-groups and metadata, and their options."""
+
 from __future__ import annotations
 
 import os
@@ -11,8 +12,12 @@ import pytest
 
 def _complete(words: str) -> list[str]:
     exe = Path(sys.executable).with_name("kafkalog")
-    env = {**os.environ, "_KAFKALOG_COMPLETE": "bash_complete", "COMP_WORDS": words,
-           "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1))}
+    env = {
+        **os.environ,
+        "_KAFKALOG_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
     done = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
     return [line.split(",", 1)[1] for line in done.stdout.splitlines() if "," in line]
 

@@ -7,6 +7,7 @@ One group reads and leaves (Empty, its offsets kept); another is still running w
 kafka-consumer-groups.sh describes it and is then killed, so the broker stops with its member
 and assignment recorded. `kafkalog consumer-groups` must give the broker's rows, the live member's
 consumer id, host and client id included, from the files."""
+
 import json
 import os
 from pathlib import Path
@@ -27,7 +28,8 @@ from .metadata_checks import (
 KAFKA_HOME_39 = os.environ.get("KAFKA_HOME_39", "/opt/kafka-3.9.0-rc3")
 pytestmark = pytest.mark.skipif(
     not (Path(KAFKA_HOME_39, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
-    reason="needs KAFKA_HOME_39 (a Kafka 3.9 distribution, for KIP-848 groups) and KAFKA_PY")
+    reason="needs KAFKA_HOME_39 (a Kafka 3.9 distribution, for KIP-848 groups) and KAFKA_PY",
+)
 
 SCRIPT = r"""
 import json, os, signal, subprocess, sys, time
@@ -77,8 +79,11 @@ print(json.dumps({"left": left.returncode, "left_err": left.stderr[-2000:], "gro
 
 
 def _rows(text: str) -> set[tuple]:
-    return {tuple(line.split()) for line in text.splitlines()
-            if len(line.split()) >= 6 and line.split()[0] != "GROUP" and line.split()[2].isdigit()}
+    return {
+        tuple(line.split())
+        for line in text.splitlines()
+        if len(line.split()) >= 6 and line.split()[0] != "GROUP" and line.split()[2].isdigit()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -87,15 +92,30 @@ def served(tmp_path_factory):
     log_dir = work / "logdir"
     log_dir.mkdir()
     format_log_dir(log_dir, work, KAFKA_HOME_39)
-    res = broker_run(log_dir, work, SCRIPT, KAFKA_HOME_39, kafka_home=KAFKA_HOME_39, properties={
-        "group.coordinator.rebalance.protocols": "classic,consumer", "offsets.topic.num.partitions": "3",
-        "group.initial.rebalance.delay.ms": "0", "transaction.state.log.num.partitions": "1"})
+    res = broker_run(
+        log_dir,
+        work,
+        SCRIPT,
+        KAFKA_HOME_39,
+        kafka_home=KAFKA_HOME_39,
+        properties={
+            "group.coordinator.rebalance.protocols": "classic,consumer",
+            "offsets.topic.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+            "transaction.state.log.num.partitions": "1",
+        },
+    )
     out = res["output"]
     assert out["left"] == 0, out["left_err"]
-    if os.environ.get("KAFKALOG_SAVE_BROKER_RUN"):      # how tests/fixtures/groups-broker-3.9-kip848 was made
+    if os.environ.get(
+        "KAFKALOG_SAVE_BROKER_RUN"
+    ):  # how tests/fixtures/groups-broker-3.9-kip848 was made
         import shutil
+
         shutil.copytree(log_dir, os.environ["KAFKALOG_SAVE_BROKER_RUN"], dirs_exist_ok=True)
-        Path(os.environ["KAFKALOG_SAVE_BROKER_RUN"], "expected.json").write_text(json.dumps(out, indent=1))
+        Path(os.environ["KAFKALOG_SAVE_BROKER_RUN"], "expected.json").write_text(
+            json.dumps(out, indent=1)
+        )
     return log_dir, out
 
 
@@ -115,18 +135,27 @@ def test_the_json_says_they_are_kip_848_groups(served):
     assert {g["type"] for g in groups.values()} == {"consumer"}
     assert groups["g848-left"]["state"] == "Empty" and groups["g848-left"]["members"] == []
     live = groups["g848-live"]
-    member, = live["members"]
+    (member,) = live["members"]
     assert live["state"] == "Stable" and member["client_id"] == "g848-live-client"
-    assert sorted((a["topic"], a["partition"]) for a in member["assignment"]) == [("events", 0), ("events", 1)]
+    assert sorted((a["topic"], a["partition"]) for a in member["assignment"]) == [
+        ("events", 0),
+        ("events", 1),
+    ]
     assert live["group_epoch"] >= 1 and member["member_epoch"] == live["target_assignment_epoch"]
 
 
 def test_members_table_is_kafkas(served):
     log_dir, out = served
-    r = CliRunner().invoke(cli, ["consumer-groups", str(log_dir), "--group", "g848-live", "--members"])
+    r = CliRunner().invoke(
+        cli, ["consumer-groups", str(log_dir), "--group", "g848-live", "--members"]
+    )
     assert r.exit_code == 0, r.output
-    kafka, = [line.split() for line in out["members"]["stdout"].splitlines() if line.startswith("g848-live")]
-    ours, = [line.split() for line in r.stdout.splitlines() if line.startswith("g848-live")]
+    (kafka,) = [
+        line.split()
+        for line in out["members"]["stdout"].splitlines()
+        if line.startswith("g848-live")
+    ]
+    (ours,) = [line.split() for line in r.stdout.splitlines() if line.startswith("g848-live")]
     assert ours[:-1] == kafka[:-1], (out["members"], r.stdout)
     # Kafka 3.9's tool prints a KIP-848 member's assignment without its topic name ("(0,1)"); the
     # topic is named here, from the metadata log's topic ids
@@ -137,8 +166,12 @@ def test_the_3_9_metadata_image_agrees_with_kafka_topics(served):
     log_dir, out = served
     before = image_before_controlled_shutdown(log_dir)
     assert image_partitions(before) == kafka_topics_partitions(out["topics"]["stdout"])
-    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(out["topics"]["stdout"])
-    assert before["metadata_version"] == "3.9-IV0" and [c["id"] for c in before["controllers"]] == [1]
+    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(
+        out["topics"]["stdout"]
+    )
+    assert before["metadata_version"] == "3.9-IV0" and [c["id"] for c in before["controllers"]] == [
+        1
+    ]
     # 3.9 records each replica's log directory: the broker's one directory
     dirs = {d for t in before["topics"] for p in t["partitions"] for d in p["directories"]}
     assert dirs == set(before["brokers"][0]["directories"]) and len(dirs) == 1

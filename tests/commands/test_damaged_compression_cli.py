@@ -3,6 +3,7 @@ codec id 5, which no Kafka has): every reader answers with the one line naming t
 batch's byte (CompressionError, exit 3), on the compiled core and on the pure one, never a
 Python traceback or "internal error: BufferError" (a view of the segment's mmap held by the
 error while the segment is unmapped)."""
+
 from __future__ import annotations
 
 import os
@@ -19,7 +20,7 @@ from tests.helpers.paths import SRC
 
 def codec_5(d: Path) -> Path:
     b = bytearray(good_batch(0, 5, Compression.GZIP))
-    b[22] = (b[22] & ~7) | 5         # attributes' low three bits: the codec
+    b[22] = (b[22] & ~7) | 5  # attributes' low three bits: the codec
     return partition(d, fix_crc(b)) / "00000000000000000000.log"
 
 
@@ -34,14 +35,27 @@ def kafkalog(*args, pure: bool) -> subprocess.CompletedProcess:
     env.pop("KAFKALOG_PURE_PYTHON", None)
     if pure:
         env["KAFKALOG_PURE_PYTHON"] = "1"
-    return subprocess.run([sys.executable, "-m", "kafkalog_cli", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
 
 
 def assert_one_line(r: subprocess.CompletedProcess, log: Path) -> None:
-    assert "Traceback" not in r.stderr and "internal error" not in r.stderr and "BufferError" not in r.stderr, r.stderr
+    assert (
+        "Traceback" not in r.stderr
+        and "internal error" not in r.stderr
+        and "BufferError" not in r.stderr
+    ), r.stderr
     assert r.returncode == 3, (r.returncode, r.stderr)
-    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: ") and not ln.startswith("kafkalog: note")]
+    lines = [
+        ln
+        for ln in r.stderr.splitlines()
+        if ln.startswith("kafkalog: ") and not ln.startswith("kafkalog: note")
+    ]
     assert len(lines) == 1 and lines[0].startswith(f"kafkalog: {log}: byte 0: "), r.stderr
 
 

@@ -6,6 +6,7 @@ delete-records case in the shared corpus, so the broker makes one here).
 Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
 (tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
 127.0.0.1 and is stopped by its own PID."""
+
 import json
 import shutil
 from pathlib import Path
@@ -43,12 +44,26 @@ print(json.dumps(out))
 
 def dumped_records(runner, partition_dir: Path, from_offset: int) -> list:
     """What dump-log shows of a partition, from `from_offset` on, as the consumer reports it."""
-    res = runner.invoke(cli, ["dump-log", str(partition_dir), "--format", "json", "--deep-iteration",
-                              "--print-data-log", "--payload-encoding", "hex"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(partition_dir),
+            "--format",
+            "json",
+            "--deep-iteration",
+            "--print-data-log",
+            "--payload-encoding",
+            "hex",
+        ],
+    )
     assert res.exit_code == 0, res.output
     lines = [json.loads(x) for x in res.output.splitlines()]
-    return [[r["offset"], r["key"], r["value"]] for r in lines
-            if r["kind"] == "record" and not r["is_control"] and r["offset"] >= from_offset]
+    return [
+        [r["offset"], r["key"], r["value"]]
+        for r in lines
+        if r["kind"] == "record" and not r["is_control"] and r["offset"] >= from_offset
+    ]
 
 
 def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
@@ -57,16 +72,40 @@ def test_broker_serves_from_the_log_start_offset_set(tmp_path, runner):
     spec = tmp_path / "offsets.json"
     # inside the second segment (the first goes), inside the only segment of an idempotent
     # producer's log, and -1 (the high watermark: everything)
-    spec.write_text(json.dumps({"version": 1, "partitions": [
-        {"topic": "multi-segment", "partition": 0, "offset": 350},
-        {"topic": "idempotent-lz4", "partition": 0, "offset": 12},
-        {"topic": "codec-zstd", "partition": 0, "offset": -1},
-        {"topic": "txn", "partition": 0, "offset": 8}]}))       # inside a compressed transactional batch
-    res = runner.invoke(cli, ["delete-records", str(d), "--offset-json", str(spec), "--format", "json",
-                              "--quarantine", str(tmp_path / "q")])
+    spec.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": "multi-segment", "partition": 0, "offset": 350},
+                    {"topic": "idempotent-lz4", "partition": 0, "offset": 12},
+                    {"topic": "codec-zstd", "partition": 0, "offset": -1},
+                    {"topic": "txn", "partition": 0, "offset": 8},
+                ],
+            }
+        )
+    )  # inside a compressed transactional batch
+    res = runner.invoke(
+        cli,
+        [
+            "delete-records",
+            str(d),
+            "--offset-json",
+            str(spec),
+            "--format",
+            "json",
+            "--quarantine",
+            str(tmp_path / "q"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     starts = {name: s["new_log_start_offset"] for name, s in partitions(res.stdout).items()}
-    assert starts == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "codec-zstd-0": 60, "txn-0": 8}
+    assert starts == {
+        "multi-segment-0": 350,
+        "idempotent-lz4-0": 12,
+        "codec-zstd-0": 60,
+        "txn-0": 8,
+    }
     assert not (d / "multi-segment-0" / "00000000000000000000.log").exists()
     want = {name: dumped_records(runner, d / name, start) for name, start in starts.items()}
 
@@ -91,7 +130,9 @@ def test_broker_after_a_kill_midway_starts_at_the_log_start_offset_set(tmp_path,
     from kafkalog_cli.storage.quarantine_writer import Quarantine
 
     def killed(d: Path, n: int) -> None:
-        p = delete_records.plan(d, [d / "multi-segment-0"], delete_records.DeleteRecordsOptions(before=350))
+        p = delete_records.plan(
+            d, [d / "multi-segment-0"], delete_records.DeleteRecordsOptions(before=350)
+        )
         with pytest.raises(InjectedFault):
             apply(p, FsOps(d, Quarantine(None, "delete-records"), fault_after=n))
 
@@ -141,13 +182,24 @@ def test_same_files_as_the_brokers_own_delete_records(tmp_path, runner):
     broker_dir, ours = tmp_path / "broker" / "logdir", tmp_path / "ours" / "logdir"
     shutil.copytree(EXAMPLES, broker_dir)
     shutil.copytree(EXAMPLES, ours)
-    served = broker_run(broker_dir, tmp_path / "broker", ADMIN_DELETE, json.dumps(requests),
-                        str(broker_dir / "multi-segment-0" / "00000000000000000000.log"),
-                        properties={"log.retention.check.interval.ms": 1000, "file.delete.delay.ms": 0})
+    served = broker_run(
+        broker_dir,
+        tmp_path / "broker",
+        ADMIN_DELETE,
+        json.dumps(requests),
+        str(broker_dir / "multi-segment-0" / "00000000000000000000.log"),
+        properties={"log.retention.check.interval.ms": 1000, "file.delete.delay.ms": 0},
+    )
     assert served["errors"] == [] and served["output"] == {"deleted": True, "left": []}
     spec = tmp_path / "offsets.json"
-    spec.write_text(json.dumps({"partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in requests]}))
-    res = runner.invoke(cli, ["delete-records", str(ours), "--offset-json", str(spec), "--no-quarantine"])
+    spec.write_text(
+        json.dumps(
+            {"partitions": [{"topic": t, "partition": p, "offset": o} for t, p, o in requests]}
+        )
+    )
+    res = runner.invoke(
+        cli, ["delete-records", str(ours), "--offset-json", str(spec), "--no-quarantine"]
+    )
     assert res.exit_code == 0, res.output
 
     def entries(d: Path) -> dict:
@@ -155,8 +207,11 @@ def test_same_files_as_the_brokers_own_delete_records(tmp_path, runner):
         return {f"{t}-{p}": int(o) for t, p, o in (x.split() for x in lines)}
 
     names = [f"{t}-{p}" for t, p, _ in requests]
-    assert {n: entries(broker_dir).get(n) for n in names} == {n: entries(ours).get(n) for n in names} == {
-        "multi-segment-0": 350, "idempotent-lz4-0": 12, "txn-0": 8}
+    assert (
+        {n: entries(broker_dir).get(n) for n in names}
+        == {n: entries(ours).get(n) for n in names}
+        == {"multi-segment-0": 350, "idempotent-lz4-0": 12, "txn-0": 8}
+    )
     for name in names:
         logs = {f.name: f.read_bytes() for f in (broker_dir / name).glob("*.log")}
         assert logs == {f.name: f.read_bytes() for f in (ours / name).glob("*.log")}, name
@@ -164,6 +219,9 @@ def test_same_files_as_the_brokers_own_delete_records(tmp_path, runner):
         for d in (broker_dir, ours):
             assert not [f for f in (d / name).glob("*.snapshot") if int(f.stem) < first], (d, name)
         # LeaderEpochFileCache.truncateFromStart: the first entry starts at the log start offset
-        epochs = [(d / name / "leader-epoch-checkpoint").read_text().splitlines()[2] for d in (broker_dir, ours)]
+        epochs = [
+            (d / name / "leader-epoch-checkpoint").read_text().splitlines()[2]
+            for d in (broker_dir, ours)
+        ]
         assert epochs[0] == epochs[1], name
     assert not (broker_dir / "multi-segment-0" / "00000000000000000000.log").exists()

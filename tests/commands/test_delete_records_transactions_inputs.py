@@ -1,6 +1,7 @@
 """delete-records and transactions on damaged segments (tests/helpers/bad_inputs) and on every log dir a
 real broker wrote (tests/fixtures/broker): never a traceback, a documented exit code, one
 `kafkalog:` line naming the file on failure, and on real log dirs Kafka's invariants."""
+
 import json
 import shutil
 
@@ -13,7 +14,9 @@ from tests.helpers.bad_inputs import LOG_CASES
 from tests.helpers.paths import BROKER
 from tests.helpers.run_lines import of_kind
 
-LOG_DIRS = sorted(p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after")))
+LOG_DIRS = sorted(
+    p for p in BROKER.glob("*/*") if p.is_dir() and p.name.startswith(("before", "after"))
+)
 
 
 def run(*args):
@@ -26,16 +29,24 @@ def run(*args):
 @pytest.mark.parametrize("case", LOG_CASES)
 def test_damaged_segments(tmp_path, case):
     log = getattr(B, case)(tmp_path)
-    for args in (["transactions", log.parent, "--format", "json"],
-                 ["delete-records", log.parent, "--before", "1", "--dry-run"],
-                 ["delete-records", log.parent, "--before", "1", "--no-quarantine"]):
+    for args in (
+        ["transactions", log.parent, "--format", "json"],
+        ["delete-records", log.parent, "--before", "1", "--dry-run"],
+        ["delete-records", log.parent, "--before", "1", "--no-quarantine"],
+    ):
         r = run(*args)
-        assert r.exit_code in ((0, 1, 2, 3, 4) if "--dry-run" in args else (0, 2, 3, 4)), (args, r.exit_code, r.stderr)
-        if args[0] == "transactions" and case == "text":     # nothing in it is a batch
+        assert r.exit_code in ((0, 1, 2, 3, 4) if "--dry-run" in args else (0, 2, 3, 4)), (
+            args,
+            r.exit_code,
+            r.stderr,
+        )
+        if args[0] == "transactions" and case == "text":  # nothing in it is a batch
             assert r.exit_code == 3 and ": byte 0: " in r.stderr
         if r.exit_code in (3, 4):
             lines = r.stderr.strip().splitlines()
-            assert len(lines) == 1 and lines[0].startswith("kafkalog: ") and "topic-0" in lines[0], r.stderr
+            assert (
+                len(lines) == 1 and lines[0].startswith("kafkalog: ") and "topic-0" in lines[0]
+            ), r.stderr
 
 
 @pytest.mark.parametrize("log_dir", LOG_DIRS, ids=[f"{p.parent.name}/{p.name}" for p in LOG_DIRS])
@@ -44,8 +55,11 @@ def test_every_broker_log_dir(tmp_path, log_dir):
     # 3: a damaged active segment (recover's cases), named with its byte, and shown up to it
     assert r.exit_code in (0, 3), r.stderr
     if r.exit_code:
-        assert all(line.startswith(f"kafkalog: {log_dir}/") and ".log: byte " in line for line in r.stderr.splitlines()
-                   if not line.startswith("kafkalog: note: "))     # expired producers are noted (issue 26, 10)
+        assert all(
+            line.startswith(f"kafkalog: {log_dir}/") and ".log: byte " in line
+            for line in r.stderr.splitlines()
+            if not line.startswith("kafkalog: note: ")
+        )  # expired producers are noted (issue 26, 10)
     rows = [json.loads(x) for x in r.stdout.splitlines()]
     assert rows
     for x in rows:

@@ -1,4 +1,5 @@
 """`kafkalog describe`: the table as a script reads it, JSON Lines, the options, bad input."""
+
 from __future__ import annotations
 
 import io
@@ -26,7 +27,10 @@ def test_piped_text_is_a_header_then_one_tab_separated_row_per_partition():
     r = invoke(EXAMPLES)
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
-    header, rows = lines[0].split("\t"), [line.split("\t") for line in lines[1:] if not line.startswith("#")]
+    header, rows = (
+        lines[0].split("\t"),
+        [line.split("\t") for line in lines[1:] if not line.startswith("#")],
+    )
     assert header == list(render.COLUMNS)
     assert [row[0] for row in rows] == PARTITIONS
     assert all(len(row) == len(header) for row in rows)
@@ -35,7 +39,11 @@ def test_piped_text_is_a_header_then_one_tab_separated_row_per_partition():
     assert (multi[col["SEGMENTS"]], multi[col["LOG_END"]], multi[col["HW"]]) == ("2", "600", "600")
     assert multi[col["CODECS"]] == "snappy"
     txn = next(row for row in rows if row[0] == "txn-0")
-    assert (txn[col["PRODUCERS"]], txn[col["OPEN_TXNS"]], txn[col["CODECS"]]) == ("1", "0", "gzip,none")
+    assert (txn[col["PRODUCERS"]], txn[col["OPEN_TXNS"]], txn[col["CODECS"]]) == (
+        "1",
+        "0",
+        "gzip,none",
+    )
     compacted = next(row for row in rows if row[0] == "compacted-0")
     assert compacted[col["CLEANER_CHECKPOINT"]] == "36" and compacted[col["DIRTY_RATIO"]] == "0.000"
     assert compacted[col["CLEANUP_POLICY"]] == "compact (cluster metadata)"
@@ -48,8 +56,15 @@ def test_piped_text_is_a_header_then_one_tab_separated_row_per_partition():
 
 
 def test_configs_stated_on_the_command_line_are_shown_with_their_source():
-    r = invoke(EXAMPLES / "codec-gzip-0", "--config", "retention.ms=3600000", "--topic-config",
-               "codec-gzip:retention.bytes=1000", "--format", "json")
+    r = invoke(
+        EXAMPLES / "codec-gzip-0",
+        "--config",
+        "retention.ms=3600000",
+        "--topic-config",
+        "codec-gzip:retention.bytes=1000",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     part = json.loads(r.stdout.splitlines()[0])
     assert part["configs"]["retention.ms"]["value"] == 3600000
@@ -73,7 +88,9 @@ def test_topic_and_partition_filters():
     assert names == ["codec-gzip", "codec-lz4", "codec-none", "codec-snappy", "codec-zstd"]
     r = invoke(EXAMPLES, "--topic", "nope")
     assert r.exit_code == 4 and r.stdout == ""
-    assert r.stderr.strip().splitlines() == [f"kafkalog: {EXAMPLES}: no partition dir matches --topic 'nope'"]
+    assert r.stderr.strip().splitlines() == [
+        f"kafkalog: {EXAMPLES}: no partition dir matches --topic 'nope'"
+    ]
 
 
 def test_a_terminal_gets_a_rich_table_per_log_dir():
@@ -86,13 +103,15 @@ def test_a_terminal_gets_a_rich_table_per_log_dir():
     assert f"log dir {EXAMPLES}: 14 partition(s)" in text
     for name in PARTITIONS:
         assert name in text
-    assert "2023-11-14 22:13:20.059" in text       # codec-*'s max timestamp 1700000000059, in UTC
+    assert "2023-11-14 22:13:20.059" in text  # codec-*'s max timestamp 1700000000059, in UTC
 
 
 def test_a_left_out_partition_dir_gets_a_note(tmp_path):
     log_dir = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, log_dir)
-    (log_dir / "codec-none-0").rename(log_dir / "codec-none-0.0123456789abcdef0123456789abcdef-delete")
+    (log_dir / "codec-none-0").rename(
+        log_dir / "codec-none-0.0123456789abcdef0123456789abcdef-delete"
+    )
     r = invoke(log_dir, "--format", "json")
     assert r.exit_code == 0, r.output
     assert "kafkalog: note:" in r.stderr and "-delete" in r.stderr and "not read" in r.stderr
@@ -107,7 +126,10 @@ def test_a_damaged_tail_exits_3_after_describing_everything(corpus_copy):
     rows = [line for line in r.stdout.splitlines()[1:] if not line.startswith("#")]
     assert len(rows) == len([p for p in log_dir.iterdir() if p.is_dir()])
     (line,) = r.stderr.strip().splitlines()
-    assert line.startswith("kafkalog: rec-none-0: ") and "00000000000000000725.log: byte 6169: " in line
+    assert (
+        line.startswith("kafkalog: rec-none-0: ")
+        and "00000000000000000725.log: byte 6169: " in line
+    )
 
 
 @pytest.mark.parametrize("case", LOG_CASES)
@@ -116,7 +138,10 @@ def test_bad_segments_never_give_a_traceback(tmp_path, case):
     r = run("describe", log.parent)
     assert r.exit_code in (0, 3), r.output
     if r.exit_code == 3:
-        assert all(line.startswith("kafkalog: topic-0: ") and B.LOG0 in line for line in r.stderr.splitlines())
+        assert all(
+            line.startswith("kafkalog: topic-0: ") and B.LOG0 in line
+            for line in r.stderr.splitlines()
+        )
 
 
 @pytest.mark.parametrize("make, code", [(B.missing, 4), (B.not_a_log_dir, 4)])

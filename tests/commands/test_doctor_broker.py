@@ -7,6 +7,7 @@ checking CRCs is refused at the rotted batch).
 Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
 (tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
 127.0.0.1 and is stopped by its own PID."""
+
 from __future__ import annotations
 
 import json
@@ -39,18 +40,37 @@ from tests.helpers.kraft_cluster import Cluster, needs_cluster
 pytestmark = needs_broker
 
 
-@pytest.mark.parametrize("value, broker_says", [
-    ("2147483648", 'Failed to parse node.id property as an int: For input string: "2147483648"'),
-    ("99999999999999999999", 'Failed to parse node.id property as an int: For input string: "99999999999999999999"'),
-    ("1 ", 'Failed to parse node.id property as an int: For input string: "1 "'),   # Properties keeps the blank
-    ("-1", "InconsistentNodeIdException: Configured node.id `1` doesn't match stored node.id `-1'"),
-])
+@pytest.mark.parametrize(
+    "value, broker_says",
+    [
+        (
+            "2147483648",
+            'Failed to parse node.id property as an int: For input string: "2147483648"',
+        ),
+        (
+            "99999999999999999999",
+            'Failed to parse node.id property as an int: For input string: "99999999999999999999"',
+        ),
+        (
+            "1 ",
+            'Failed to parse node.id property as an int: For input string: "1 "',
+        ),  # Properties keeps the blank
+        (
+            "-1",
+            "InconsistentNodeIdException: Configured node.id `1` doesn't match stored node.id `-1'",
+        ),
+    ],
+)
 def test_a_node_id_doctor_refuses_the_broker_refuses_too(tmp_path, value, broker_says):
     d = copy(tmp_path)
     write_props(d, {**props(d), "node.id": value})
     r = doctor(d, "--format", "json")
     assert r.exit_code == 8, r.output
-    assert [f for f in findings(r, "meta.properties") if f["severity"] == "error" and "node.id" in f["problem"]]
+    assert [
+        f
+        for f in findings(r, "meta.properties")
+        if f["severity"] == "error" and "node.id" in f["problem"]
+    ]
     # server.properties says node.id=1 (an int): only meta.properties' value is wrong
     v = broker_verdict([d], tmp_path / "work", node_id=1)
     assert not v.started, v.log[-3000:]
@@ -68,18 +88,25 @@ def test_a_cluster_id_mismatch_doctors_fix_starts_the_broker_with_every_partitio
     (f,) = [f for f in findings(r, "meta.properties") if "not the same" in f["problem"]]
     assert f"set cluster.id={right} in {b / 'meta.properties'}" in f["fix"], f["fix"]
     v = broker_verdict([a, b], tmp_path / "refused")
-    assert not v.started and v.lines("BrokerMetadata is not consistent across log.dirs"), v.log[-3000:]
-    write_props(b, {**props(b), "cluster.id": right})       # the fix, as doctor words it
+    assert not v.started and v.lines("BrokerMetadata is not consistent across log.dirs"), v.log[
+        -3000:
+    ]
+    write_props(b, {**props(b), "cluster.id": right})  # the fix, as doctor words it
     assert doctor(a, b).exit_code == 0
     v = broker_verdict([a, b], tmp_path / "fixed")
     assert v.started, v.log[-3000:]
-    loaded = {line.split("Completed load of Log(dir=")[1].split(",")[0]
-              for line in v.lines("Completed load of Log(dir=") if f"completed in {b})" in line}
+    loaded = {
+        line.split("Completed load of Log(dir=")[1].split(",")[0]
+        for line in v.lines("Completed load of Log(dir=")
+        if f"completed in {b})" in line
+    }
     assert loaded == {str(b / p) for p in MOVED}, loaded
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
-                    reason="needs root and setpriv to run as a bare uid")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv"),
+    reason="needs root and setpriv to run as a bare uid",
+)
 @pytest.mark.parametrize("root_segment", [True, False], ids=["a root segment", "all the uid's"])
 def test_a_bare_uids_log_dir_doctor_and_the_broker_run_as_that_uid_agree(base, root_segment):
     """The container case: the log dir is uid 4242's (no passwd entry), one segment root's 0644;
@@ -93,7 +120,7 @@ def test_a_bare_uids_log_dir_doctor_and_the_broker_run_as_that_uid_agree(base, r
     if root_segment:
         os.chown(bad, 0, 0)
         bad.chmod(0o644)
-    for args in (["--user", str(uid)], []):          # given, and inferred from the log dir's owner
+    for args in (["--user", str(uid)], []):  # given, and inferred from the log dir's owner
         r = doctor(d, *args, "--format", "json")
         assert r.exit_code == (8 if root_segment else 0), (args, r.output)
         if root_segment:
@@ -143,17 +170,25 @@ def test_bit_rot_the_broker_serves_until_a_consumer_checks_the_crc(tmp_path):
     r = doctor(d, "--format", "json")
     assert r.exit_code == 1, r.output
     (f,) = findings(r, "crc")
-    assert f["severity"] == "warning" and str(seg) in f["path"] and "offsets 100..124" in f["problem"]
+    assert (
+        f["severity"] == "warning" and str(seg) in f["path"] and "offsets 100..124" in f["problem"]
+    )
     work = tmp_path / "work"
     work.mkdir()
-    served = broker_run(d, work, CONSUME_CHECKED)         # asserts "Kafka Server started"
+    served = broker_run(d, work, CONSUME_CHECKED)  # asserts "Kafka Server started"
     out = served["output"]
     assert out["offsets"] == list(range(100)), out
     assert out["error"] and "CorruptRecord" in out["error"] and "offset 100" in out["error"], out
     assert out["java_records"] == 100 and out["java_error"], out
-    assert "Record batch for partition multi-segment-0 at offset 100 is invalid, cause: Record is corrupt" \
-        in out["java_error"][0], out
-    assert not [line for line in served["log"].splitlines() if "Shutdown broker" in line or "Halting" in line]
+    assert (
+        "Record batch for partition multi-segment-0 at offset 100 is invalid, cause: Record is corrupt"
+        in out["java_error"][0]
+    ), out
+    assert not [
+        line
+        for line in served["log"].splitlines()
+        if "Shutdown broker" in line or "Halting" in line
+    ]
 
 
 def rot_batch(segment: Path, index: int) -> int:
@@ -164,7 +199,7 @@ def rot_batch(segment: Path, index: int) -> int:
     for _ in range(index):
         pos += 12 + struct.unpack_from(">i", buf, pos + 8)[0]
     end = pos + 12 + struct.unpack_from(">i", buf, pos + 8)[0]
-    buf[end - 2] ^= 0x01          # the byte before the record's header count (0)
+    buf[end - 2] ^= 0x01  # the byte before the record's header count (0)
     segment.write_bytes(bytes(buf))
     return struct.unpack_from(">q", buf, pos)[0]
 
@@ -181,12 +216,28 @@ def test_bit_rot_on_the_leader_stops_a_follower_fetching_through_it(tmp_path):
         c.start(c.controller)
         c.start(b1)
         c.start(b2)
-        c.client(1, {"op": "create", "topics": [{"name": "t", "assignment": {"0": [1, 2]},
-                                                 "configs": {"segment.bytes": "1024"}}]})
+        c.client(
+            1,
+            {
+                "op": "create",
+                "topics": [
+                    {"name": "t", "assignment": {"0": [1, 2]}, "configs": {"segment.bytes": "1024"}}
+                ],
+            },
+        )
         c.wait_for(1, "t", 0, lambda s: s["leader"] == 1 and s["isr"] == [1, 2])
         c.stop(b2)
         c.wait_for(1, "t", 0, lambda s: s["isr"] == [1])
-        c.client(1, {"op": "produce", "topic": "t", "partition": 0, "acks": 1, "keys": [f"k{i}" for i in range(40)]})
+        c.client(
+            1,
+            {
+                "op": "produce",
+                "topic": "t",
+                "partition": 0,
+                "acks": 1,
+                "keys": [f"k{i}" for i in range(40)],
+            },
+        )
         c.stop(b1)
         part = b1.log_dirs[0] / "t-0"
         segments = sorted(part.glob("*.log"))
@@ -195,7 +246,10 @@ def test_bit_rot_on_the_leader_stops_a_follower_fetching_through_it(tmp_path):
         r = doctor(b1.log_dirs[0], "--format", "json")
         assert r.exit_code == 1, r.output
         (f,) = findings(r, "crc")
-        assert f"offsets {rotted}..{rotted}" in f["problem"] and "Found invalid messages during fetch" in f["broker"]
+        assert (
+            f"offsets {rotted}..{rotted}" in f["problem"]
+            and "Found invalid messages during fetch" in f["broker"]
+        )
         c.start(b1)
         c.wait_for(1, "t", 0, lambda s: s["leader"] == 1)
         c.start(b2)
@@ -203,16 +257,30 @@ def test_bit_rot_on_the_leader_stops_a_follower_fetching_through_it(tmp_path):
         while "Found invalid messages during fetch for partition t-0" not in b2.log():
             assert time.monotonic() < deadline, b2.log()[-3000:]
             time.sleep(0.5)
-        said = sorted({int(m) for m in re.findall(r"Found invalid messages during fetch for partition t-0 offset (\d+)",
-                                                   b2.log())})
+        said = sorted(
+            {
+                int(m)
+                for m in re.findall(
+                    r"Found invalid messages during fetch for partition t-0 offset (\d+)", b2.log()
+                )
+            }
+        )
         cause = [line for line in b2.log().splitlines() if "CorruptRecordException" in line]
-        time.sleep(6)                       # longer than replica.lag.time.max.ms
+        time.sleep(6)  # longer than replica.lag.time.max.ms
         assert c.wait_for(1, "t", 0, lambda s: True)["isr"] == [1]
         # the follower logs its own fetch offset (it had nothing: 0), not the rotted batch's
         assert said == [0], said
         assert cause and "Record is corrupt" in cause[0], cause
-        print(json.dumps({"rotted batch": rotted, "follower said offsets": said, "cause": cause[0][:300],
-                          "doctor says": f["broker"]}))
+        print(
+            json.dumps(
+                {
+                    "rotted batch": rotted,
+                    "follower said offsets": said,
+                    "cause": cause[0][:300],
+                    "doctor says": f["broker"],
+                }
+            )
+        )
     finally:
         c.stop_all()
     # it appended nothing: a fetch is validated whole, so the batches before the rotted one stay out too

@@ -3,6 +3,7 @@ the start-up rules it shares with released 4.x (MetaPropertiesEnsemble.verify: a
 directory.id stops it; a version 0 meta.properties with broker.id is read in KRaft). The
 snapshot still has ZooKeeper mode and reads metadata.version from 3.0-IV1, so those rules are
 not checked here (docs/kafka-4-parity.md). Runs when KAFKA_HOME is a 4.x build; skipped otherwise."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,8 @@ from .test_doctor_cli import copy, props, write_props
 
 pytestmark = pytest.mark.skipif(
     not (KAFKA_HOME and DIST and DIST.version_tuple[:1] == (4,)),
-    reason="needs KAFKA_HOME at a Kafka 4.x build (tools/kafka-broker: 4.0.0-SNAPSHOT)")
+    reason="needs KAFKA_HOME at a Kafka 4.x build (tools/kafka-broker: 4.0.0-SNAPSHOT)",
+)
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
 """`kafkalog dump-index` against kafka-dump-log 3.3.1's own output (goldens copied into
 tests/fixtures/read/goldens), its partition-dir expansion, and its JSON mode."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,9 @@ from tests.helpers.paths import EXAMPLES as _EX
 from tests.helpers.paths import READ
 
 GOLDENS = READ / "goldens"
-CASES = sorted((a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args"))
+CASES = sorted(
+    (a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args")
+)
 
 
 def invoke(*args):
@@ -26,6 +29,7 @@ def invoke(*args):
 @pytest.fixture
 def corpus_like(tmp_path, monkeypatch):
     """Lay the fixtures out at their corpus paths and work from there, as the goldens were made."""
+
     def place(rel: Path) -> str:
         golden = GOLDENS / rel / "plain.stdout"
         corpus_path = golden.read_text().splitlines()[0].removeprefix("Dumping ")
@@ -33,6 +37,7 @@ def corpus_like(tmp_path, monkeypatch):
         if not dest.parent.exists():
             shutil.copytree(READ / rel.parent, dest.parent)
         return corpus_path
+
     monkeypatch.chdir(tmp_path)
     place.root = tmp_path
     return place
@@ -65,10 +70,17 @@ def test_mismatch_report_on_stderr(tmp_path):
 def test_partition_dir_is_its_index_files_in_offset_order(tmp_path):
     part = shutil.copytree(READ / "rec-none-0", tmp_path / "rec-none-0")
     r = invoke("dump-index", part)
-    dumped = [ln.removeprefix("Dumping ") for ln in r.stdout.splitlines() if ln.startswith("Dumping ")]
+    dumped = [
+        ln.removeprefix("Dumping ") for ln in r.stdout.splitlines() if ln.startswith("Dumping ")
+    ]
     assert [Path(p).name for p in dumped] == [
-        "00000000000000000185.index", "00000000000000000185.timeindex", "00000000000000000185.snapshot",
-        "00000000000000000363.index", "00000000000000000363.timeindex", "00000000000000000363.snapshot"]
+        "00000000000000000185.index",
+        "00000000000000000185.timeindex",
+        "00000000000000000185.snapshot",
+        "00000000000000000363.index",
+        "00000000000000000363.timeindex",
+        "00000000000000000363.snapshot",
+    ]
     single = invoke("dump-index", part / "00000000000000000185.index")
     assert r.stdout.startswith(single.stdout)
     assert "Mismatches in :" in r.stderr
@@ -79,48 +91,94 @@ def test_log_dir(tmp_path):
     (tmp_path / "logs" / "meta.properties").write_text("version=1\n")
     r = invoke("dump-index", tmp_path / "logs")
     assert r.exit_code == 0
-    assert "version: 0 producerId: 1 firstOffset: 6 lastOffset: 10 lastStableOffset: 11\n" in r.stdout
+    assert (
+        "version: 0 producerId: 1 firstOffset: 6 lastOffset: 10 lastStableOffset: 11\n" in r.stdout
+    )
 
 
 def test_json_entries(tmp_path):
     part = shutil.copytree(READ / "txn-0", tmp_path / "txn-0")
-    r = invoke("dump-index", "--format", "json", part / "00000000000000000000.txnindex",
-               part / "00000000000000000015.snapshot")
+    r = invoke(
+        "dump-index",
+        "--format",
+        "json",
+        part / "00000000000000000000.txnindex",
+        part / "00000000000000000015.snapshot",
+    )
     objs = [json.loads(x) for x in r.stdout.splitlines()]
     assert [o["kind"] for o in objs] == ["file", "aborted_txn", "file", "producer_state"]
-    assert objs[1] == {"kind": "aborted_txn", "version": 0, "producer_id": 1, "first_offset": 6,
-                       "last_offset": 10, "last_stable_offset": 11}
+    assert objs[1] == {
+        "kind": "aborted_txn",
+        "version": 0,
+        "producer_id": 1,
+        "first_offset": 6,
+        "last_offset": 10,
+        "last_stable_offset": 11,
+    }
     assert objs[3]["producer_id"] == 1 and objs[3]["current_txn_first_offset"] is None
 
 
 def test_json_verify_index_only_mismatch_objects(tmp_path):
     part = shutil.copytree(READ / "rec-none-0", tmp_path / "rec-none-0")
-    r = invoke("dump-index", "--format", "json", "--verify-index-only", part / "00000000000000000363.index")
+    r = invoke(
+        "dump-index", "--format", "json", "--verify-index-only", part / "00000000000000000363.index"
+    )
     objs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert objs[1] == {"kind": "index_mismatch", "file": str(part / "00000000000000000363.index"),
-                       "check": "offset", "index_offset": 363, "log_offset": 369}
+    assert objs[1] == {
+        "kind": "index_mismatch",
+        "file": str(part / "00000000000000000363.index"),
+        "check": "offset",
+        "index_offset": 363,
+        "log_offset": 369,
+    }
     assert r.stderr == ""
 
 
 def test_json_time_index_checks(tmp_path):
     part = shutil.copytree(READ / "ts-jumble-0", tmp_path / "ts-jumble-0")
-    r = invoke("dump-index", "--format", "json", "--verify-index-only", part / "00000000000000000000.timeindex")
+    r = invoke(
+        "dump-index",
+        "--format",
+        "json",
+        "--verify-index-only",
+        part / "00000000000000000000.timeindex",
+    )
     # problems only, then a summary
     *objs, summary = [json.loads(x) for x in r.stdout.splitlines()]
-    assert summary == {"kind": "summary", "files": 1, "problems": len(objs), "notes": 0, "ok": False}
-    golden = (GOLDENS / "ts-jumble-0/00000000000000000000.timeindex/verify-index-only.stderr").read_text()
+    assert summary == {
+        "kind": "summary",
+        "files": 1,
+        "problems": len(objs),
+        "notes": 0,
+        "ok": False,
+    }
+    golden = (
+        GOLDENS / "ts-jumble-0/00000000000000000000.timeindex/verify-index-only.stderr"
+    ).read_text()
     not_found = [ln for ln in golden.splitlines() if ln.startswith("Indexed offset: ")]
-    got = [f"Indexed offset: {o['index_offset']}, found log offset: {o['log_offset']}"
-           for o in objs if o["check"] == "offset_not_found"]
+    got = [
+        f"Indexed offset: {o['index_offset']}, found log offset: {o['log_offset']}"
+        for o in objs
+        if o["check"] == "offset_not_found"
+    ]
     assert got == not_found and got
     assert {o["kind"] for o in objs} == {"index_mismatch"}
 
 
 def test_json_sanity_check(tmp_path):
     part = shutil.copytree(READ / "rec-none-0", tmp_path / "rec-none-0")
-    r = invoke("dump-index", "--format", "json", "--index-sanity-check", part / "00000000000000000185.index")
+    r = invoke(
+        "dump-index",
+        "--format",
+        "json",
+        "--index-sanity-check",
+        part / "00000000000000000185.index",
+    )
     assert json.loads(r.stdout.splitlines()[1]) == {
-        "kind": "sanity_check", "file": str(part / "00000000000000000185.index"), "passed": True}
+        "kind": "sanity_check",
+        "file": str(part / "00000000000000000185.index"),
+        "passed": True,
+    }
     bad = part / "00000000000000000185.index"
     bad.write_bytes(bad.read_bytes() + b"\x01")
     r = invoke("dump-index", "--format", "json", "--index-sanity-check", bad)

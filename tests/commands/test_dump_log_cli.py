@@ -1,4 +1,5 @@
 """dump-log beyond Kafka: JSON Lines, filters through the indexes, directories, errors."""
+
 from __future__ import annotations
 
 import json
@@ -14,33 +15,81 @@ def lines(res):
 
 
 def test_json_batches_and_records_carry_the_documented_fields(runner):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "txn-0"), "--format", "json", "--deep-iteration"])
+    res = runner.invoke(
+        cli, ["dump-log", str(EXAMPLES / "txn-0"), "--format", "json", "--deep-iteration"]
+    )
     assert res.exit_code == 0, res.stderr
     objs = lines(res)
-    assert objs[0] == {"kind": "file", "file": str(EXAMPLES / "txn-0" / "00000000000000000000.log"), "type": "log"}
+    assert objs[0] == {
+        "kind": "file",
+        "file": str(EXAMPLES / "txn-0" / "00000000000000000000.log"),
+        "type": "log",
+    }
     batch = next(o for o in objs if o["kind"] == "batch")
     assert list(batch)[:4] == ["kind", "file", "base_offset", "last_offset"]
-    assert batch["codec"] == "gzip" and batch["is_transactional"] is True and batch["crc"] == batch["computed_crc"]
+    assert (
+        batch["codec"] == "gzip"
+        and batch["is_transactional"] is True
+        and batch["crc"] == batch["computed_crc"]
+    )
     record = next(o for o in objs if o["kind"] == "record")
-    assert record == {"kind": "record", "topic": "txn", "partition": 0,
-                      "file": str(EXAMPLES / "txn-0" / "00000000000000000000.log"), "offset": 0, "timestamp": 1795247595747, "timestamp_type": "CreateTime",
-                      "key": "t-commit-0", "value": "txn-commit-0", "headers": [], "sequence": 0, "base_offset": 0,
-                      "producer_id": 1, "producer_epoch": 0, "is_transactional": True, "is_control": False}
+    assert record == {
+        "kind": "record",
+        "topic": "txn",
+        "partition": 0,
+        "file": str(EXAMPLES / "txn-0" / "00000000000000000000.log"),
+        "offset": 0,
+        "timestamp": 1795247595747,
+        "timestamp_type": "CreateTime",
+        "key": "t-commit-0",
+        "value": "txn-commit-0",
+        "headers": [],
+        "sequence": 0,
+        "base_offset": 0,
+        "producer_id": 1,
+        "producer_epoch": 0,
+        "is_transactional": True,
+        "is_control": False,
+    }
     markers = [o["control"] for o in objs if o["kind"] == "record" and o["is_control"]]
     assert {m["type"] for m in markers} == {"COMMIT", "ABORT"}
 
 
-@pytest.mark.parametrize("encoding,expected", [("utf8", "k003"), ("hex", "6b303033"), ("base64", "azAwMw==")])
+@pytest.mark.parametrize(
+    "encoding,expected", [("utf8", "k003"), ("hex", "6b303033"), ("base64", "azAwMw==")]
+)
 def test_payload_encoding_applies_to_keys_values_and_headers(runner, encoding, expected):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "codec-zstd-0"), "--format", "json", "--print-data-log",
-                              "--key", "k003", "--payload-encoding", encoding])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(EXAMPLES / "codec-zstd-0"),
+            "--format",
+            "json",
+            "--print-data-log",
+            "--key",
+            "k003",
+            "--payload-encoding",
+            encoding,
+        ],
+    )
     recs = [o for o in lines(res) if o["kind"] == "record"]
     assert [r["key"] for r in recs] == [expected]
 
 
 def test_from_offset_starts_at_the_batch_holding_it_in_the_right_segment(runner):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "multi-segment-0"), "--from-offset", "450",
-                              "--to-offset", "452", "--deep-iteration"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(EXAMPLES / "multi-segment-0"),
+            "--from-offset",
+            "450",
+            "--to-offset",
+            "452",
+            "--deep-iteration",
+        ],
+    )
     assert res.exit_code == 0
     out = res.stdout.splitlines()
     # the segments before the one holding 450 are not even opened
@@ -50,17 +99,43 @@ def test_from_offset_starts_at_the_batch_holding_it_in_the_right_segment(runner)
 
 
 def test_time_filter_keeps_only_records_in_range(runner):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "multi-segment-0"), "--format", "json",
-                              "--from-time", "1700000100000", "--to-time", "1970-01-01T00:00:00Z", "--deep-iteration"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(EXAMPLES / "multi-segment-0"),
+            "--format",
+            "json",
+            "--from-time",
+            "1700000100000",
+            "--to-time",
+            "1970-01-01T00:00:00Z",
+            "--deep-iteration",
+        ],
+    )
     assert [o for o in lines(res) if o["kind"] == "record"] == []
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "multi-segment-0"), "--format", "json",
-                              "--from-time", "2023-11-14T22:14:20Z", "--to-time", "1700000062000", "--deep-iteration"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(EXAMPLES / "multi-segment-0"),
+            "--format",
+            "json",
+            "--from-time",
+            "2023-11-14T22:14:20Z",
+            "--to-time",
+            "1700000062000",
+            "--deep-iteration",
+        ],
+    )
     recs = [o for o in lines(res) if o["kind"] == "record"]
     assert recs and all(1700000060000 <= r["timestamp"] <= 1700000062000 for r in recs)
 
 
 def test_limit_counts_records_across_files(runner):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES), "--format", "json", "--deep-iteration", "--limit", "7"])
+    res = runner.invoke(
+        cli, ["dump-log", str(EXAMPLES), "--format", "json", "--deep-iteration", "--limit", "7"]
+    )
     assert res.exit_code == 0
     assert len([o for o in lines(res) if o["kind"] == "record"]) == 7
 
@@ -73,8 +148,16 @@ def test_a_log_dir_expands_to_every_partitions_logs(runner):
 
 
 def test_offsets_decoder_in_json_gives_structured_records(runner):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "__consumer_offsets-0"), "--format", "json",
-                              "--offsets-decoder"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(EXAMPLES / "__consumer_offsets-0"),
+            "--format",
+            "json",
+            "--offsets-decoder",
+        ],
+    )
     decoded = [o["decoded"] for o in lines(res) if o["kind"] == "record"]
     assert decoded[0]["type"] == "group_metadata" and decoded[0]["key"]["group"] == "oracle-group"
 
@@ -107,17 +190,32 @@ def test_a_corrupt_size_prints_what_kafka_printed_then_one_line(runner, tmp_path
     assert res.exit_code == 3
     assert res.stdout.count("isvalid: true") == res.stdout.count("baseOffset:") >= 1
     assert "invalid bytes" not in res.stdout
-    assert res.stderr.strip() == (f"kafkalog: {bad}: byte {len(src)}: Found record size -256 smaller than "
-                                  "minimum record overhead (14)")
+    assert res.stderr.strip() == (
+        f"kafkalog: {bad}: byte {len(src)}: Found record size -256 smaller than "
+        "minimum record overhead (14)"
+    )
 
 
 def test_integer_decoder_and_unknown_decoder(runner, tmp_path):
     from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
     f = tmp_path / "00000000000000000000.log"
-    f.write_bytes(build_v2_batch([SimpleRecord(b"\x00\x00\x00\x2a", b"\x00\x00\x00\x00\x00\x00\x00\x07", 5)], 0))
-    res = runner.invoke(cli, ["dump-log", str(f), "--key-decoder-class", "org.apache.kafka.tools.api.IntegerDecoder",
-                              "--value-decoder-class", "kafka.serializer.LongDecoder"])
+    f.write_bytes(
+        build_v2_batch(
+            [SimpleRecord(b"\x00\x00\x00\x2a", b"\x00\x00\x00\x00\x00\x00\x00\x07", 5)], 0
+        )
+    )
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(f),
+            "--key-decoder-class",
+            "org.apache.kafka.tools.api.IntegerDecoder",
+            "--value-decoder-class",
+            "kafka.serializer.LongDecoder",
+        ],
+    )
     assert res.stdout.splitlines()[-1].endswith("key: 42 payload: 7")
     res = runner.invoke(cli, ["dump-log", str(f), "--key-decoder-class", "com.example.Nope"])
     assert res.exit_code == 2 and "unknown decoder class" in res.stderr
@@ -147,19 +245,46 @@ def test_an_index_entry_pointing_mid_batch_is_not_trusted(runner, multi):
     idx.write_bytes(bytes(raw))
     res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "360"])
     assert res.exit_code == 0
-    assert any(line.startswith("baseOffset: 350 lastOffset: 374") for line in res.stdout.splitlines())
+    assert any(
+        line.startswith("baseOffset: 350 lastOffset: 374") for line in res.stdout.splitlines()
+    )
     assert "00000000000000000300.index" in res.stderr and "scanning" in res.stderr
-    res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "360", "--format", "json", "--deep-iteration"])
+    res = runner.invoke(
+        cli,
+        ["dump-log", str(multi), "--from-offset", "360", "--format", "json", "--deep-iteration"],
+    )
     assert _offsets(res)[0] == 360 and _offsets(res)[-1] == 599
 
 
 def test_a_garbage_time_index_does_not_hide_batches(runner, multi):
-    want = _offsets(runner.invoke(cli, ["dump-log", str(multi), "--from-time", "1700000400000", "--format", "json",
-                                        "--deep-iteration"]))
+    want = _offsets(
+        runner.invoke(
+            cli,
+            [
+                "dump-log",
+                str(multi),
+                "--from-time",
+                "1700000400000",
+                "--format",
+                "json",
+                "--deep-iteration",
+            ],
+        )
+    )
     assert want
     (multi / "00000000000000000300.timeindex").write_bytes(os.urandom(132))
-    res = runner.invoke(cli, ["dump-log", str(multi), "--from-time", "1700000400000", "--format", "json",
-                              "--deep-iteration"])
+    res = runner.invoke(
+        cli,
+        [
+            "dump-log",
+            str(multi),
+            "--from-time",
+            "1700000400000",
+            "--format",
+            "json",
+            "--deep-iteration",
+        ],
+    )
     assert res.exit_code == 0 and _offsets(res) == want
 
 
@@ -168,7 +293,9 @@ def test_a_13_byte_garbage_index_falls_back_to_a_scan(runner, multi):
     res = runner.invoke(cli, ["dump-log", str(multi), "--from-offset", "400"])
     assert res.exit_code == 0, res.stderr
     assert "internal error" not in res.stderr
-    assert any(line.startswith("baseOffset: 400 lastOffset: 424") for line in res.stdout.splitlines())
+    assert any(
+        line.startswith("baseOffset: 400 lastOffset: 424") for line in res.stdout.splitlines()
+    )
 
 
 @pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])
@@ -202,17 +329,24 @@ def test_an_unknown_suffix_is_ignored_as_kafka_does(runner):
 
 def test_option_checks(runner):
     d = str(EXAMPLES / "codec-gzip-0")
-    assert runner.invoke(cli, ["dump-log", d, "--from-offset", "500", "--to-offset", "100"]).exit_code == 2
+    assert (
+        runner.invoke(cli, ["dump-log", d, "--from-offset", "500", "--to-offset", "100"]).exit_code
+        == 2
+    )
     assert runner.invoke(cli, ["dump-log", d, "--max-bytes", "-1"]).exit_code == 2
     assert runner.invoke(cli, ["dump-log", d, "--key-decoder-class", "Foo"]).exit_code == 2
     res = runner.invoke(cli, ["dump-log", d, "--payload-encoding", "hex"])
     assert res.exit_code == 0 and "applies to --format json only" in res.stderr
-    assert "ISO-8601 without an offset: UTC" in " ".join(runner.invoke(cli, ["dump-log", "--help"]).stdout.split())
+    assert "ISO-8601 without an offset: UTC" in " ".join(
+        runner.invoke(cli, ["dump-log", "--help"]).stdout.split()
+    )
 
 
 @pytest.mark.parametrize("fmt", ["kafka", "json"])
 def test_a_decoder_error_names_the_batch_position_in_the_log(runner, fmt):
-    res = runner.invoke(cli, ["dump-log", str(EXAMPLES / "codec-gzip-0"), "--offsets-decoder", "--format", fmt])
+    res = runner.invoke(
+        cli, ["dump-log", str(EXAMPLES / "codec-gzip-0"), "--offsets-decoder", "--format", fmt]
+    )
     assert res.exit_code == 3
     # the records before it have keys of no record type Kafka knows (4.2 prints a line for each)
     assert "00000000000000000000.log: byte 0: record at offset 6: " in res.stderr

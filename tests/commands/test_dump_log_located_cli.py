@@ -1,6 +1,7 @@
 """Issue 26, point 9: dump-log's JSON record lines say where they come from (topic, partition,
 file), --timestamps iso, one default payload encoding for dump-log and export, help texts that
 name the options' real choices. The fast paths and the general path write the same bytes."""
+
 from __future__ import annotations
 
 import io
@@ -34,8 +35,14 @@ def test_a_key_search_over_a_log_dir_names_each_records_topic_and_partition():
     # reproduced first: five identical {"offset": 3, ...} lines, one per codec topic
     r = invoke("dump-log", EXAMPLES, "--format", "json", "--print-data-log", "--key", "k003")
     assert r.exit_code == 0, r.output
-    got = [(o["topic"], o["partition"], Path(o["file"]).parent.name, o["offset"], o["value"]) for o in lines(r.stdout)]
-    assert got == [(f"codec-{c}", 0, f"codec-{c}-0", 3, "value-3-xxx") for c in ("gzip", "lz4", "none", "snappy", "zstd")]
+    got = [
+        (o["topic"], o["partition"], Path(o["file"]).parent.name, o["offset"], o["value"])
+        for o in lines(r.stdout)
+    ]
+    assert got == [
+        (f"codec-{c}", 0, f"codec-{c}-0", 3, "value-3-xxx")
+        for c in ("gzip", "lz4", "none", "snappy", "zstd")
+    ]
     first = lines(r.stdout)[0]
     assert list(first)[:4] == ["kind", "topic", "partition", "file"]
 
@@ -66,20 +73,25 @@ def test_fast_and_general_paths_lay_in_the_same_topic_partition_and_file(part, e
         for rec in lines(fast.decode()):
             assert (rec["topic"], rec["partition"], rec["file"]) == (topic, int(n), str(log))
         # a search's lines, cut out of the fast path's, are the general path's too
-        assert (_dump(log, fast=True, payload_encoding=encoding, filters=Filters.given(key_prefix=b"k00"))
-                == _dump(log, fast=False, payload_encoding=encoding, filters=Filters.given(key_prefix=b"k00")))
+        assert _dump(
+            log, fast=True, payload_encoding=encoding, filters=Filters.given(key_prefix=b"k00")
+        ) == _dump(
+            log, fast=False, payload_encoding=encoding, filters=Filters.given(key_prefix=b"k00")
+        )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(data=v2_batches())
 def test_property_fast_path_with_a_location_is_the_general_paths_bytes(tmp_path_factory, data):
-    d = tmp_path_factory.mktemp("p") / 'top"ic\\x-7'     # a topic name JSON must escape
+    d = tmp_path_factory.mktemp("p") / 'top"ic\\x-7'  # a topic name JSON must escape
     d.mkdir()
     log = d / LOG
     log.write_bytes(data)
     try:
         fast = _dump(log, fast=True)
-    except Exception as e:      # a batch the general path refuses too
+    except Exception as e:  # a batch the general path refuses too
         with pytest.raises(type(e)):
             _dump(log, fast=False)
         return
@@ -94,12 +106,21 @@ def test_timestamps_iso_writes_utc_text_for_records_and_batches():
     iso = invoke("dump-log", part, "--format", "json", "--deep-iteration", "--timestamps", "iso")
     assert ms.exit_code == iso.exit_code == 0
     for a, b in zip(lines(ms.stdout), lines(iso.stdout)):
-        assert b["timestamp"] == datetime.fromtimestamp(a["timestamp"] / 1000, timezone.utc).strftime(
-            "%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-        assert {k: v for k, v in a.items() if k != "timestamp"} == {k: v for k, v in b.items() if k != "timestamp"}
+        assert (
+            b["timestamp"]
+            == datetime.fromtimestamp(a["timestamp"] / 1000, timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%S.%f"
+            )[:-3]
+            + "Z"
+        )
+        assert {k: v for k, v in a.items() if k != "timestamp"} == {
+            k: v for k, v in b.items() if k != "timestamp"
+        }
     assert lines(iso.stdout)[3]["timestamp"] == "2023-11-14T22:13:20.003Z"
     batch = lines(iso.stdout, "batch")[0]
-    assert batch["base_timestamp"].endswith("Z") and batch["max_timestamp"].startswith("2023-11-14T22:13:20.")
+    assert batch["base_timestamp"].endswith("Z") and batch["max_timestamp"].startswith(
+        "2023-11-14T22:13:20."
+    )
     # a search and a decoder take the general path: the same text there
     found = invoke("dump-log", part, "--format", "json", "--key", "k003", "--timestamps", "iso")
     assert [o["timestamp"] for o in lines(found.stdout)] == ["2023-11-14T22:13:20.003Z"]
@@ -113,7 +134,9 @@ def test_timestamps_is_ignored_with_a_warning_in_text_format():
 
 
 def test_dump_log_and_export_json_default_to_the_same_payload_encoding():
-    dumped = lines(invoke("dump-log", EXAMPLES / "codec-zstd-0", "--format", "json", "--key", "k003").stdout)
+    dumped = lines(
+        invoke("dump-log", EXAMPLES / "codec-zstd-0", "--format", "json", "--key", "k003").stdout
+    )
     r = invoke("export", EXAMPLES / "codec-zstd-0", "-", "--to", "jsonl")
     assert r.exit_code == 0, r.output
     exported = [json.loads(x) for x in r.stdout.splitlines()]
@@ -121,7 +144,9 @@ def test_dump_log_and_export_json_default_to_the_same_payload_encoding():
     assert three["value"] == dumped[0]["value"] == "value-3-xxx"
     assert three["key"] == dumped[0]["key"] == "k003"
     for name in ("dump-log", "export"):
-        assert "[default: utf8]" in invoke(name, "--help").stdout.replace("\n", " ").replace("  ", " ")
+        assert "[default: utf8]" in invoke(name, "--help").stdout.replace("\n", " ").replace(
+            "  ", " "
+        )
 
 
 @pytest.mark.parametrize("name", ["dump-log", "dump-index"])

@@ -6,6 +6,7 @@ a traceback or "internal error".
 The commands run in-process (CliRunner); a guard thread unblocks a command stuck in open() on
 the FIFO (opening its other end) and the test fails, so a regression is a failure, not a hang.
 A few cases run end to end in a subprocess with a timeout."""
+
 from __future__ import annotations
 
 import os
@@ -53,7 +54,11 @@ def args_of(cmd: str, ld: Path, tmp: Path) -> list:
         "consumer-groups": ["consumer-groups", ld],
         "doctor": ["doctor", ld],
         "export": ["export", ld, tmp / "out.jsonl", "--to", "jsonl"],
-        "compare-replicas": ["compare-replicas", ld / "multi-segment-0", tmp / "other" / "multi-segment-0"],
+        "compare-replicas": [
+            "compare-replicas",
+            ld / "multi-segment-0",
+            tmp / "other" / "multi-segment-0",
+        ],
         "metadata": ["metadata", ld],
         "quarantine": ["quarantine", "list", ld],
         "recover": ["recover", "--no-quarantine", ld],
@@ -61,49 +66,154 @@ def args_of(cmd: str, ld: Path, tmp: Path) -> list:
         "compact": ["compact", "--assume-kafka-defaults", ld],
         "roll": ["roll", ld],
         "delete-records": ["delete-records", "--before", "100", "--topic", "multi-segment", ld],
-        "move-partition": ["move-partition", "--topic", "multi-segment", "--partition", "0", ld, tmp / "other-dir"],
+        "move-partition": [
+            "move-partition",
+            "--topic",
+            "multi-segment",
+            "--partition",
+            "0",
+            ld,
+            tmp / "other-dir",
+        ],
     }[cmd]
 
 
-COMMANDS = ["describe", "verify-crc", "dump-index", "dump-log", "get-offsets", "transactions", "consumer-groups",
-            "doctor", "export", "compare-replicas", "metadata", "quarantine", "recover", "retain", "compact", "roll",
-            "delete-records", "move-partition"]
+COMMANDS = [
+    "describe",
+    "verify-crc",
+    "dump-index",
+    "dump-log",
+    "get-offsets",
+    "transactions",
+    "consumer-groups",
+    "doctor",
+    "export",
+    "compare-replicas",
+    "metadata",
+    "quarantine",
+    "recover",
+    "retain",
+    "compact",
+    "roll",
+    "delete-records",
+    "move-partition",
+]
 
-_ROOT = {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown"}
-_MULTI = {".index", ".timeindex", ".snapshot", "partition.metadata", "leader-epoch-checkpoint", ".log", "active .log"}
+_ROOT = {
+    "recovery-point-offset-checkpoint",
+    "meta.properties",
+    "bootstrap.checkpoint",
+    ".kafka_cleanshutdown",
+}
+_MULTI = {
+    ".index",
+    ".timeindex",
+    ".snapshot",
+    "partition.metadata",
+    "leader-epoch-checkpoint",
+    ".log",
+    "active .log",
+}
 
 # (command, kind) pairs whose command reads that file: exit 4 and one line naming it. The
 # others do not read it (verify-crc and dump-log read only .log files, consumer-groups and
 # metadata only their internal topics, compact only compacted topics, ...).
 READS: dict[str, set[str]] = {
-    "describe": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown",
-                 ".index", ".timeindex", ".snapshot", ".log", "active .log"},
+    "describe": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        ".index",
+        ".timeindex",
+        ".snapshot",
+        ".log",
+        "active .log",
+    },
     "verify-crc": {".log", "active .log"},
     "dump-index": {".index", ".timeindex", ".txnindex", ".snapshot", ".log", "active .log"},
     "dump-log": {".log", "active .log"},
-    "get-offsets": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint",
-                    ".kafka_cleanshutdown", "active .log"},
-    "transactions": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint",
-                     ".kafka_cleanshutdown", ".snapshot", "active .log"},
+    "get-offsets": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        "active .log",
+    },
+    "transactions": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        ".snapshot",
+        "active .log",
+    },
     "consumer-groups": {"recovery-point-offset-checkpoint"},
     "export": {"meta.properties", ".log", "active .log"},
-    "compare-replicas": {"recovery-point-offset-checkpoint", "meta.properties", "partition.metadata",
-                         "leader-epoch-checkpoint", "active .log"},
+    "compare-replicas": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "partition.metadata",
+        "leader-epoch-checkpoint",
+        "active .log",
+    },
     "metadata": set(),
     "quarantine": set(),
-    "recover": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown",
-                ".index", ".timeindex", ".snapshot", "leader-epoch-checkpoint", ".log", "active .log"},
+    "recover": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        ".index",
+        ".timeindex",
+        ".snapshot",
+        "leader-epoch-checkpoint",
+        ".log",
+        "active .log",
+    },
     # retain deletes segment 0 of multi-segment-0 and txn-0's: a file it would keep in the
     # quarantine that is not a regular file is refused before anything changes
-    "retain": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown",
-               ".index", ".timeindex", ".txnindex", ".snapshot", "leader-epoch-checkpoint", ".log", "active .log"},
+    "retain": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        ".index",
+        ".timeindex",
+        ".txnindex",
+        ".snapshot",
+        "leader-epoch-checkpoint",
+        ".log",
+        "active .log",
+    },
     "compact": {"meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown"},
-    "roll": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint", ".kafka_cleanshutdown",
-             ".snapshot", "active .log"},
-    "delete-records": {"recovery-point-offset-checkpoint", "meta.properties", "bootstrap.checkpoint",
-                       ".kafka_cleanshutdown", "leader-epoch-checkpoint", "active .log"},
-    "move-partition": {"recovery-point-offset-checkpoint", "meta.properties", ".index", ".timeindex", ".snapshot",
-                       "partition.metadata", "leader-epoch-checkpoint", ".log", "active .log"},
+    "roll": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        ".snapshot",
+        "active .log",
+    },
+    "delete-records": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        "bootstrap.checkpoint",
+        ".kafka_cleanshutdown",
+        "leader-epoch-checkpoint",
+        "active .log",
+    },
+    "move-partition": {
+        "recovery-point-offset-checkpoint",
+        "meta.properties",
+        ".index",
+        ".timeindex",
+        ".snapshot",
+        "partition.metadata",
+        "leader-epoch-checkpoint",
+        ".log",
+        "active .log",
+    },
     # doctor: every file the broker reads is judged (a finding, exit 8), .txnindex included
     "doctor": set(KINDS),
 }
@@ -160,7 +270,7 @@ def _copy(tmp: Path) -> Path:
     ld = tmp / "ld"
     shutil.copytree(EXAMPLES, ld)
     shutil.copytree(EXAMPLES / "multi-segment-0", tmp / "other" / "multi-segment-0")
-    (tmp / "other-dir").mkdir()       # move-partition's destination: a log dir of the same broker
+    (tmp / "other-dir").mkdir()  # move-partition's destination: a log dir of the same broker
     shutil.copy(EXAMPLES / "meta.properties", tmp / "other-dir" / "meta.properties")
     (tmp / "other-dir" / ".kafka_cleanshutdown").write_bytes(b"")
     return ld
@@ -185,34 +295,55 @@ def test_a_fifo_in_a_files_place_never_blocks(tmp_path, baseline, cmd, kind):
     err = r.stderr.strip().splitlines()
     if cmd == "doctor":
         assert r.exit_code == 8, r.output
-        assert any(str(fifo) in line and "not a regular file (a FIFO)" in line for line in r.stdout.splitlines()), \
-            r.stdout
+        assert any(
+            str(fifo) in line and "not a regular file (a FIFO)" in line
+            for line in r.stdout.splitlines()
+        ), r.stdout
     elif kind in READS[cmd]:
         assert r.exit_code == 4, r.output
         named = [line for line in err if str(fifo) in line]
         assert len(named) == 1 and "not a regular file (a FIFO)" in named[0], err
-        assert named[0].startswith("kafkalog: ") and len([x for x in err if not x.startswith("kafkalog: note:")]) == 1
+        assert (
+            named[0].startswith("kafkalog: ")
+            and len([x for x in err if not x.startswith("kafkalog: note:")]) == 1
+        )
     else:
         assert r.exit_code == baseline[cmd], r.output
 
 
 # ------------------------------------------------------------------ end to end: the hang itself
-@pytest.mark.parametrize("cmd, kind", [("describe", "meta.properties"), ("doctor", "meta.properties"),
-                                       ("compare-replicas", "meta.properties"), ("recover", ".index"),
-                                       ("retain", "recovery-point-offset-checkpoint"), ("export", ".log")])
+@pytest.mark.parametrize(
+    "cmd, kind",
+    [
+        ("describe", "meta.properties"),
+        ("doctor", "meta.properties"),
+        ("compare-replicas", "meta.properties"),
+        ("recover", ".index"),
+        ("retain", "recovery-point-offset-checkpoint"),
+        ("export", ".log"),
+    ],
+)
 def test_the_cli_returns_within_a_timeout(tmp_path, cmd, kind):
     ld, fifo = _with_fifo(tmp_path, kind)
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     try:
-        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *map(str, args_of(cmd, ld, tmp_path))],
-                           capture_output=True, text=True, timeout=GUARD_S, env=env)
+        p = subprocess.run(
+            [sys.executable, "-m", "kafkalog_cli", *map(str, args_of(cmd, ld, tmp_path))],
+            capture_output=True,
+            text=True,
+            timeout=GUARD_S,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         _unblock_once(fifo)
         pytest.fail(f"{cmd} hung on a FIFO {kind}")
     assert p.returncode == (8 if cmd == "doctor" else 4), p.stderr
     assert "Traceback" not in p.stderr and "internal error" not in p.stderr
     where = p.stdout if cmd == "doctor" else p.stderr
-    assert any(str(fifo) in line and "a FIFO" in line for line in where.splitlines()), (p.stdout, p.stderr)
+    assert any(str(fifo) in line and "a FIFO" in line for line in where.splitlines()), (
+        p.stdout,
+        p.stderr,
+    )
 
 
 def _unblock_once(fifo: Path) -> None:
@@ -237,10 +368,14 @@ def test_other_non_regular_files_are_named_by_what_they_are(tmp_path, kind):
         s = socket.socket(socket.AF_UNIX)
         try:
             s.bind(str(f))
-        except OSError as e:      # a path too long for sun_path
+        except OSError as e:  # a path too long for sun_path
             pytest.skip(str(e))
         s.close()
     r = CliRunner().invoke(cli, ["describe", str(ld)])
     assert r.exit_code == 4, r.output
-    what = "is a directory, not a file" if kind == "a directory" else "not a regular file (a socket); only regular files are read"
+    what = (
+        "is a directory, not a file"
+        if kind == "a directory"
+        else "not a regular file (a socket); only regular files are read"
+    )
     assert r.stderr.strip().splitlines() == [f"kafkalog: {f}: {what}"]

@@ -1,5 +1,6 @@
 """One --format vocabulary (text|json, with the former names kafka and human still taken) and one
 --jobs option, across every command."""
+
 from __future__ import annotations
 
 import click
@@ -28,9 +29,25 @@ WITH_JOBS = [n for n in sorted(COMMANDS) if _option(n, "jobs") is not None]
 
 
 def test_the_commands_that_print_take_format_and_jobs():
-    assert set(WITH_FORMAT) == {"dump-log", "dump-index", "verify-crc", "recover", "roll", "retain", "compact",
-                                "export", "describe", "get-offsets", "delete-records", "transactions",
-                                "consumer-groups", "metadata", "compare-replicas", "move-partition", "doctor"}
+    assert set(WITH_FORMAT) == {
+        "dump-log",
+        "dump-index",
+        "verify-crc",
+        "recover",
+        "roll",
+        "retain",
+        "compact",
+        "export",
+        "describe",
+        "get-offsets",
+        "delete-records",
+        "transactions",
+        "consumer-groups",
+        "metadata",
+        "compare-replicas",
+        "move-partition",
+        "doctor",
+    }
     assert set(WITH_JOBS) == {"dump-log", "verify-crc", "compact", "export", "describe"}
 
 
@@ -61,12 +78,24 @@ def test_an_unknown_format_names_only_the_vocabulary(name):
 
 @pytest.mark.parametrize("alias", ["kafka", "human"])
 def test_the_former_names_print_text(alias):
-    for args in (["dump-log", EXAMPLES / "txn-0", "--deep-iteration"],
-                 ["dump-index", EXAMPLES / "multi-segment-0"],
-                 ["recover", "--dry-run", EXAMPLES],
-                 ["retain", "--dry-run", "--now", "1900000000000", "-v", "--assume-kafka-defaults", EXAMPLES]):
+    for args in (
+        ["dump-log", EXAMPLES / "txn-0", "--deep-iteration"],
+        ["dump-index", EXAMPLES / "multi-segment-0"],
+        ["recover", "--dry-run", EXAMPLES],
+        [
+            "retain",
+            "--dry-run",
+            "--now",
+            "1900000000000",
+            "-v",
+            "--assume-kafka-defaults",
+            EXAMPLES,
+        ],
+    ):
         default = invoke(*args)
-        assert default.exit_code == (1 if args[0] == "retain" else 0), default.output   # retain: changes pending
+        assert default.exit_code == (1 if args[0] == "retain" else 0), (
+            default.output
+        )  # retain: changes pending
         assert invoke(*args, "--format", "text").output == default.output
         assert invoke(*args, "--format", alias).output == default.output
-        assert invoke(*args, "--format", alias.upper()).exit_code == 2    # as case-sensitive as text
+        assert invoke(*args, "--format", alias.upper()).exit_code == 2  # as case-sensitive as text

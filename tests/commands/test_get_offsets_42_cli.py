@@ -3,6 +3,7 @@ UnifiedLog.fetchEarliestPendingUploadOffset answers ListOffsets, and refused (ex
 whose kafka-get-offsets has no such spec (GetOffsetShell.parseOffsetSpec). The snapshot broker
 (4.0.0-SNAPSHOT trunk 1eb76443) predates KIP-1023, so the answers are checked against committed
 goldens (tests/fixtures/get-offsets-4.2/<case>.{stdout,stderr,rc}) only."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -48,12 +49,26 @@ def _nothing_uploaded_local_above_start(d):
 CASES = {
     # name: (set-up, arguments after the log dir)
     "uploaded-0-299": (_uploaded_below_local, [*TIERED, "--kafka-version", "4.2", "--time", "-6"]),
-    "uploaded-below-log-start": (_uploaded_below_log_start, [*TIERED, "--kafka-version", "4.2", "--time", "-6"]),
-    "nothing-uploaded": (_nothing_uploaded, [*TIERED, "--kafka-version", "4.2", "--time", "earliest-pending-upload"]),
-    "nothing-uploaded-local-above-start": (_nothing_uploaded_local_above_start,
-                                           [*TIERED, "--kafka-version", "4.2", "--time", "-6"]),
-    "not-remote-enabled": (None, ["--topic", "multi-segment", "--kafka-version", "4.2", "--time", "-6"]),
-    "json": (_uploaded_below_local, [*TIERED, "--kafka-version", "4.2", "--time", "-6", "--format", "json"]),
+    "uploaded-below-log-start": (
+        _uploaded_below_log_start,
+        [*TIERED, "--kafka-version", "4.2", "--time", "-6"],
+    ),
+    "nothing-uploaded": (
+        _nothing_uploaded,
+        [*TIERED, "--kafka-version", "4.2", "--time", "earliest-pending-upload"],
+    ),
+    "nothing-uploaded-local-above-start": (
+        _nothing_uploaded_local_above_start,
+        [*TIERED, "--kafka-version", "4.2", "--time", "-6"],
+    ),
+    "not-remote-enabled": (
+        None,
+        ["--topic", "multi-segment", "--kafka-version", "4.2", "--time", "-6"],
+    ),
+    "json": (
+        _uploaded_below_local,
+        [*TIERED, "--kafka-version", "4.2", "--time", "-6", "--format", "json"],
+    ),
     "refused-4.1": (_uploaded_below_local, [*TIERED, "--kafka-version", "4.1", "--time", "-6"]),
     "refused-3.9-name": (None, ["--kafka-version", "3.9", "--time", "earliest-pending-upload"]),
     "refused-unknown-version": (_uploaded_below_local, [*TIERED, "--time", "-6"]),
@@ -67,7 +82,11 @@ def test_earliest_pending_upload_matches_golden(tmp_path, case):
     if setup is not None:
         setup(d)
     r = CliRunner().invoke(cli, ["get-offsets", str(d), *args])
-    got = {"stdout": r.stdout.replace(str(d), "{LOGDIR}"), "stderr": r.stderr.replace(str(d), "{LOGDIR}"), "rc": f"{r.exit_code}\n"}
+    got = {
+        "stdout": r.stdout.replace(str(d), "{LOGDIR}"),
+        "stderr": r.stderr.replace(str(d), "{LOGDIR}"),
+        "rc": f"{r.exit_code}\n",
+    }
     for what, text in got.items():
         golden = GOLDENS / f"{case}.{what}"
         assert text == golden.read_text(), f"{case}.{what}"
@@ -75,17 +94,25 @@ def test_earliest_pending_upload_matches_golden(tmp_path, case):
 
 def test_before_4_2_no_file_is_read(tmp_path):
     # refused on the option alone: a path that does not exist is not even looked at
-    r = CliRunner().invoke(cli, ["get-offsets", str(tmp_path), "--kafka-version", "4.0", "--time", "-6"])
+    r = CliRunner().invoke(
+        cli, ["get-offsets", str(tmp_path), "--kafka-version", "4.0", "--time", "-6"]
+    )
     assert r.exit_code == 2 and "Kafka 4.0 has no such time" in r.stderr
 
 
-WILD_42 = corpus_path() / "wild" / "nomanazeem__Kafka-java" / "kafka-logs"     # metadata.version 29 (4.2-IV1)
+WILD_42 = (
+    corpus_path() / "wild" / "nomanazeem__Kafka-java" / "kafka-logs"
+)  # metadata.version 29 (4.2-IV1)
 
 
 @pytest.mark.skipif(not WILD_42.is_dir(), reason="needs the corpus's real 4.2 log dir")
 def test_a_log_dir_only_4_2_loads_decides_it_without_the_option():
-    r = CliRunner().invoke(cli, ["get-offsets", str(WILD_42), "--time", "-6", "--topic", "__consumer_offsets"])
+    r = CliRunner().invoke(
+        cli, ["get-offsets", str(WILD_42), "--time", "-6", "--topic", "__consumer_offsets"]
+    )
     assert r.exit_code == 0 and r.stdout == ""
-    assert r.stderr == ("kafkalog: note: __consumer_offsets-15: no offset: the broker answers -1 "
-                        "(ListOffsetsResponse.UNKNOWN_OFFSET: kafka-get-offsets prints no line): not a remote-enabled "
-                        "partition\n")
+    assert r.stderr == (
+        "kafkalog: note: __consumer_offsets-15: no offset: the broker answers -1 "
+        "(ListOffsetsResponse.UNKNOWN_OFFSET: kafka-get-offsets prints no line): not a remote-enabled "
+        "partition\n"
+    )

@@ -9,6 +9,7 @@ with configs, altered and deleted; while the broker runs the script records what
 kafka-consumer-groups.sh --describe --offsets, kafka-topics.sh --describe and kafka-configs.sh
 --describe answer. Then, with the broker stopped, `kafkalog consumer-groups` and `kafkalog
 metadata` must answer the same from the files."""
+
 import json
 import os
 import re
@@ -31,10 +32,14 @@ from .metadata_checks import (
 
 _DIST = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
 
-pytestmark = [needs_broker, pytest.mark.skipif(
-    _DIST is not None and _DIST.version_tuple[:2] != (3, 3),
-    reason=f"written for a Kafka 3.3.1 broker (its metadata.version, its controlled shutdown); KAFKA_HOME has "
-           f"{_DIST.label if _DIST else None}")]
+pytestmark = [
+    needs_broker,
+    pytest.mark.skipif(
+        _DIST is not None and _DIST.version_tuple[:2] != (3, 3),
+        reason=f"written for a Kafka 3.3.1 broker (its metadata.version, its controlled shutdown); KAFKA_HOME has "
+        f"{_DIST.label if _DIST else None}",
+    ),
+]
 
 SCRIPT = r"""
 import json, os, subprocess, sys, time
@@ -105,13 +110,26 @@ def served(tmp_path_factory):
     log_dir = work / "logdir"
     log_dir.mkdir()
     format_log_dir(log_dir, work)
-    res = broker_run(log_dir, work, SCRIPT, properties={"offsets.topic.num.partitions": "5", "group.initial.rebalance.delay.ms": "0",
-                                                        "transaction.state.log.num.partitions": "1"})
+    res = broker_run(
+        log_dir,
+        work,
+        SCRIPT,
+        properties={
+            "offsets.topic.num.partitions": "5",
+            "group.initial.rebalance.delay.ms": "0",
+            "transaction.state.log.num.partitions": "1",
+        },
+    )
     assert res["errors"] == [], res["errors"]
-    if os.environ.get("KAFKALOG_SAVE_BROKER_RUN"):      # how tests/fixtures/groups-broker-3.3.1 was made
+    if os.environ.get(
+        "KAFKALOG_SAVE_BROKER_RUN"
+    ):  # how tests/fixtures/groups-broker-3.3.1 was made
         import shutil
+
         shutil.copytree(log_dir, os.environ["KAFKALOG_SAVE_BROKER_RUN"], dirs_exist_ok=True)
-        Path(os.environ["KAFKALOG_SAVE_BROKER_RUN"], "expected.json").write_text(json.dumps(res["output"], indent=1))
+        Path(os.environ["KAFKALOG_SAVE_BROKER_RUN"], "expected.json").write_text(
+            json.dumps(res["output"], indent=1)
+        )
     return log_dir, res["output"]
 
 
@@ -134,7 +152,9 @@ def test_consumer_groups_give_the_offsets_kafka_consumer_groups_gave(served):
     log_dir, out = served
     assert out["consumed"] == 60 and out["groups"]["rc"] == 0, out["groups"]
     kafka = _kafka_rows(out["groups"]["stdout"])
-    assert {r[0] for r in kafka} == {"readers", "manual", "txn-group"}, out["groups"]   # no aborted commit
+    assert {r[0] for r in kafka} == {"readers", "manual", "txn-group"}, out[
+        "groups"
+    ]  # no aborted commit
     r = _invoke("consumer-groups", log_dir)
     assert r.exit_code == 0, r.output
     assert _kafka_rows(r.stdout) == kafka
@@ -151,13 +171,25 @@ def test_the_json_has_the_commit_metadata_and_the_transactional_commit(served):
     assert r.exit_code == 0, r.output
     groups = {g["group"]: g for g in map(json.loads, r.stdout.splitlines())}
     manual = {(o["topic"], o["partition"]): o for o in groups["manual"]["offsets"]}
-    assert (manual[("orders", 0)]["committed_offset"], manual[("orders", 0)]["metadata"]) == (12, "second")
+    assert (manual[("orders", 0)]["committed_offset"], manual[("orders", 0)]["metadata"]) == (
+        12,
+        "second",
+    )
     assert manual[("audit", 0)]["metadata"] == "meta-a"
-    txn, = groups["txn-group"]["offsets"]
-    assert (txn["topic"], txn["partition"], txn["committed_offset"], txn["metadata"]) == ("orders", 2, 17, "txn")
+    (txn,) = groups["txn-group"]["offsets"]
+    assert (txn["topic"], txn["partition"], txn["committed_offset"], txn["metadata"]) == (
+        "orders",
+        2,
+        17,
+        "txn",
+    )
     assert txn["producer_id"] is not None and txn["lag"] == 3
     readers = groups["readers"]
-    assert readers["state"] == "Empty" and readers["protocol_type"] == "consumer" and readers["generation"] >= 2
+    assert (
+        readers["state"] == "Empty"
+        and readers["protocol_type"] == "consumer"
+        and readers["generation"] >= 2
+    )
     assert {o["lag"] for o in readers["offsets"]} == {0}
 
 
@@ -165,8 +197,10 @@ def test_group_reads_only_the_partition_kafka_hashes_it_to(served):
     log_dir, out = served
     r = _invoke("consumer-groups", log_dir, "--group", "manual")
     assert r.exit_code == 0, r.output
-    assert _kafka_rows(r.stdout) == {row for row in _kafka_rows(out["groups"]["stdout"]) if row[0] == "manual"}
-    assert "guess" not in r.stderr            # the metadata log says __consumer_offsets has 5 partitions
+    assert _kafka_rows(r.stdout) == {
+        row for row in _kafka_rows(out["groups"]["stdout"]) if row[0] == "manual"
+    }
+    assert "guess" not in r.stderr  # the metadata log says __consumer_offsets has 5 partitions
 
 
 def test_the_metadata_image_agrees_with_kafka_topics_and_kafka_configs(served):
@@ -177,7 +211,9 @@ def test_the_metadata_image_agrees_with_kafka_topics_and_kafka_configs(served):
     before = image_before_controlled_shutdown(log_dir)
     assert image_partitions(before) == live
     assert before["metadata_version"] == "3.3-IV3"
-    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(out["topics"]["stdout"])
+    assert {t["name"]: t["id"] for t in before["topics"]} == kafka_topic_ids(
+        out["topics"]["stdout"]
+    )
     # dynamic topic configs, as kafka-configs --describe lists them
     configs = {t["name"]: t["configs"] for t in before["topics"]}
     for topic, answer in out["configs"].items():
@@ -186,7 +222,9 @@ def test_the_metadata_image_agrees_with_kafka_topics_and_kafka_configs(served):
     # after the shutdown: the broker fenced, leaders gone, the same replicas and ISR
     end = image(log_dir)
     assert end["brokers"][0]["fenced"] and end["last_offset"] > before["last_offset"]
-    assert {k: v[1:] for k, v in image_partitions(end).items()} == {k: v[1:] for k, v in live.items()}
+    assert {k: v[1:] for k, v in image_partitions(end).items()} == {
+        k: v[1:] for k, v in live.items()
+    }
 
 
 def test_the_tree_names_what_the_broker_holds(served):

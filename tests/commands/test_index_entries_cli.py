@@ -5,6 +5,7 @@ recovering it; LogSegment.readNextOffset reads from max(entry position, 0)
 (LogSegment.translateOffset) and finds no batch at or after the entry's offset, so its log end is
 the base offset. recover rebuilds the index; describe and doctor name it; get-offsets answers
 what the broker serves, with a warning naming the index."""
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,11 @@ def invoke(*args):
 
 
 def files(d: Path) -> dict[str, tuple[bytes, int]]:
-    return {str(p.relative_to(d)): (p.read_bytes(), p.stat().st_mtime_ns)
-            for p in sorted(d.rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(d)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(d.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.mark.parametrize("active", ACTIVES)
@@ -68,7 +72,9 @@ def test_recover_rebuilds_the_index(kind, active, tmp_path):
     assert (again.exit_code, ": 0 change(s)" in again.stdout) == (0, True), again.stdout
 
 
-@pytest.mark.parametrize("entry", [*BAD_ENTRIES.values(), struct.pack(">ii", -5, 0), struct.pack(">ii", 250, 1 << 30)])
+@pytest.mark.parametrize(
+    "entry", [*BAD_ENTRIES.values(), struct.pack(">ii", -5, 0), struct.pack(">ii", 250, 1 << 30)]
+)
 def test_recover_repair_rebuilds_the_index(entry, tmp_path):
     d = copy(tmp_path)
     idx = last_entry(d, entry)
@@ -101,12 +107,19 @@ def test_read_commands_name_the_index_and_change_nothing(kind, active, tmp_path)
     assert len(lines) == 1 and str(idx) in lines[0], desc.stderr
     doc = invoke("doctor", d)
     assert doc.exit_code == 1 and "WARNING" in doc.stdout and str(idx) in doc.stdout, doc.stdout
-    for args in (["get-offsets", d], ["get-offsets", "--time", "-2", d], ["recover", "--dry-run", d],
-                 ["dump-index", "--verify-index-only", idx], ["verify-crc", d]):
+    for args in (
+        ["get-offsets", d],
+        ["get-offsets", "--time", "-2", d],
+        ["recover", "--dry-run", d],
+        ["dump-index", "--verify-index-only", idx],
+        ["verify-crc", d],
+    ):
         r = invoke(*args)
         assert r.exit_code in (0, 1, 3), (args, r.exit_code, r.stderr)
         if r.exit_code == 3:
-            assert len([ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: ")]) == 1, r.stderr
+            assert len([ln for ln in r.stderr.splitlines() if ln.startswith("kafkalog: ")]) == 1, (
+                r.stderr
+            )
     got = invoke("get-offsets", d)
     # the broker serves the segment from its base offset: readNextOffset finds no batch
     topic, _, base = active.partition("/")
@@ -115,14 +128,20 @@ def test_read_commands_name_the_index_and_change_nothing(kind, active, tmp_path)
     assert files(d) == before
 
 
-@pytest.mark.parametrize("entry", [struct.pack(">qi", 1_700_000_000_000, -7), struct.pack(">qi", -1, 0x7FFFFFFF)])
+@pytest.mark.parametrize(
+    "entry", [struct.pack(">qi", 1_700_000_000_000, -7), struct.pack(">qi", -1, 0x7FFFFFFF)]
+)
 def test_a_time_index_entry_kafka_never_writes(entry, tmp_path):
     d = copy(tmp_path)
     tidx = d / f"{ACTIVE}.timeindex"
     tidx.write_bytes(tidx.read_bytes()[:-12] + entry)
     before = files(d)
-    for args in (["describe", d], ["get-offsets", "--time", "1700000000000", d], ["doctor", d],
-                 ["dump-index", "--verify-index-only", tidx]):
+    for args in (
+        ["describe", d],
+        ["get-offsets", "--time", "1700000000000", d],
+        ["doctor", d],
+        ["dump-index", "--verify-index-only", tidx],
+    ):
         r = invoke(*args)
         assert r.exit_code in (0, 1, 3), (args, r.exit_code, r.stderr)
     assert files(d) == before

@@ -1,6 +1,7 @@
 """Symbolic links out of the log dir: the broker follows them, and so do the
 read commands; a mutating command changes nothing through one unless --follow-symlinks, says
 on stderr which partition it left and why, exits 4, and still does the other partitions."""
+
 from __future__ import annotations
 
 import hashlib
@@ -25,12 +26,22 @@ COMMANDS = {
     "recover --salvage": ["recover", "--salvage", "--all"],
     "roll": ["roll", "--now", NOW],
     "retain": ["retain", "--now", NOW, "--config", "retention.ms=1000", "--assume-kafka-defaults"],
-    "compact": ["compact", "--force", "--now", NOW, "--assume-kafka-defaults", "--jobs", "1",
-                "--topic-config", "multi-segment:cleanup.policy=compact", "--topic-config",
-                "multi-segment:min.cleanable.dirty.ratio=0.01"],
+    "compact": [
+        "compact",
+        "--force",
+        "--now",
+        NOW,
+        "--assume-kafka-defaults",
+        "--jobs",
+        "1",
+        "--topic-config",
+        "multi-segment:cleanup.policy=compact",
+        "--topic-config",
+        "multi-segment:min.cleanable.dirty.ratio=0.01",
+    ],
     "delete-records": ["delete-records", "--before", "400", "--topic", "multi-segment"],
 }
-DAMAGE = {"recover", "recover --salvage"}      # a torn write at the end of the active segment
+DAMAGE = {"recover", "recover --salvage"}  # a torn write at the end of the active segment
 
 
 def invoke(*args):
@@ -83,14 +94,27 @@ def snapshot(root: Path) -> dict:
         for n in dirnames + filenames:
             p = Path(dirpath, n)
             st = os.lstat(p)
-            digest = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() and not p.is_symlink() else None
-            out[str(p.relative_to(root))] = (digest, st.st_mtime_ns, st.st_mode, os.readlink(p) if p.is_symlink() else None)
+            digest = (
+                hashlib.sha256(p.read_bytes()).hexdigest()
+                if p.is_file() and not p.is_symlink()
+                else None
+            )
+            out[str(p.relative_to(root))] = (
+                digest,
+                st.st_mtime_ns,
+                st.st_mode,
+                os.readlink(p) if p.is_symlink() else None,
+            )
     return out
 
 
 def partition_view(p: Path) -> dict:
     """A partition dir's files as a reader sees them (through links): name -> sha256."""
-    return {f.name: hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(p.iterdir()) if f.name != ".lock"}
+    return {
+        f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(p.iterdir())
+        if f.name != ".lock"
+    }
 
 
 def _setup(tmp_path, name, how):
@@ -117,10 +141,11 @@ def test_nothing_changes_through_a_link_out_of_the_log_dir(tmp_path, name, how):
     left = [line for line in r.stderr.splitlines() if "outside the log dir" in line]
     assert len(left) == 1, r.stderr
     assert left[0].startswith(f"kafkalog: {d / LINKED}: ") and left[0].endswith(
-        "left unchanged (--follow-symlinks changes it)"), left[0]
+        "left unchanged (--follow-symlinks changes it)"
+    ), left[0]
     assert str(elsewhere / (LINKED if how == "dir" else ACTIVE_LOG)) in left[0]
     assert "Traceback" not in r.output
-    assert partition_view(d / TWIN) != twin           # the other partitions are done
+    assert partition_view(d / TWIN) != twin  # the other partitions are done
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -142,7 +167,10 @@ def test_a_dry_run_says_so_too(tmp_path, name):
     before = snapshot(tmp_path)
     r = invoke(*COMMANDS[name], "--dry-run", d)
     assert r.exit_code == 4, r.output
-    assert f"kafkalog: {d / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir" in r.stderr
+    assert (
+        f"kafkalog: {d / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir"
+        in r.stderr
+    )
     assert snapshot(tmp_path) == before
 
 
@@ -160,7 +188,7 @@ def test_follow_symlinks_changes_it(tmp_path, name, how):
 def test_a_link_that_stays_inside_the_log_dir_is_inside(tmp_path):
     d = log_dir(tmp_path)
     shutil.move(str(d / LINKED), str(d / "multi-segment-2"))
-    os.symlink("multi-segment-2", d / LINKED)           # relative, to a partition dir of the same log dir
+    os.symlink("multi-segment-2", d / LINKED)  # relative, to a partition dir of the same log dir
     before = partition_view(d / LINKED)
     r = invoke("roll", "--now", NOW, d)
     assert r.exit_code == 0, r.output
@@ -170,7 +198,7 @@ def test_a_link_that_stays_inside_the_log_dir_is_inside(tmp_path):
 def test_a_log_dir_that_is_itself_a_link_works_as_before(tmp_path):
     real = log_dir(tmp_path / "data")
     (tmp_path / "var").mkdir()
-    os.symlink(real, tmp_path / "var" / "kafka")       # /var/lib/kafka -> /data/kafka
+    os.symlink(real, tmp_path / "var" / "kafka")  # /var/lib/kafka -> /data/kafka
     twin, linked = partition_view(real / TWIN), partition_view(real / LINKED)
     r = invoke(*COMMANDS["retain"], tmp_path / "var" / "kafka")
     assert r.exit_code == 0, r.output
@@ -206,13 +234,25 @@ def test_move_partition_leaves_a_linked_partition(tmp_path):
     before = snapshot(tmp_path)
     r = invoke("move-partition", src, dst, "--topic", "multi-segment", "--partition", 0)
     assert r.exit_code == 4, r.output
-    assert f"kafkalog: {src / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir" in r.stderr
+    assert (
+        f"kafkalog: {src / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir"
+        in r.stderr
+    )
     assert snapshot(tmp_path) == before
-    r = invoke("move-partition", src, dst, "--topic", "multi-segment", "--partition", 0, "--follow-symlinks")
+    r = invoke(
+        "move-partition",
+        src,
+        dst,
+        "--topic",
+        "multi-segment",
+        "--partition",
+        0,
+        "--follow-symlinks",
+    )
     assert r.exit_code == 0, r.output
     assert (dst / LINKED).is_dir() and not (dst / LINKED).is_symlink()
     assert not os.path.lexists(src / LINKED)
-    assert partition_view(elsewhere / LINKED)             # the data itself is left where it was
+    assert partition_view(elsewhere / LINKED)  # the data itself is left where it was
 
 
 def test_move_partition_of_a_plain_partition_works_as_before(tmp_path):
@@ -247,10 +287,12 @@ def test_doctor_notes_a_link_out_of_the_log_dir(tmp_path):
     r = invoke("doctor", d)
     note = [line for line in r.output.splitlines() if "symbolic link" in line]
     assert len(note) == 1, r.output
-    assert note[0].startswith(f"NOTE    {d / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir")
+    assert note[0].startswith(
+        f"NOTE    {d / LINKED}: a symbolic link to {elsewhere / LINKED}, outside the log dir"
+    )
     assert "leave this partition unchanged unless --follow-symlinks" in r.output
     plain = invoke("doctor", log_dir(tmp_path, "plain"))
-    assert r.exit_code == plain.exit_code, (r.output, plain.output)     # a note: the broker starts
+    assert r.exit_code == plain.exit_code, (r.output, plain.output)  # a note: the broker starts
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
@@ -262,5 +304,8 @@ def test_a_lock_file_linked_out_is_not_created_there(tmp_path, name):
     (d / ".lock").symlink_to(outside / "lock")
     r = invoke(*COMMANDS[name], d)
     assert r.exit_code == 4, r.output
-    assert f"kafkalog: {d / '.lock'}: through a symbolic link to {outside / 'lock'}, outside the log dir" in r.output
+    assert (
+        f"kafkalog: {d / '.lock'}: through a symbolic link to {outside / 'lock'}, outside the log dir"
+        in r.output
+    )
     assert list(outside.iterdir()) == []

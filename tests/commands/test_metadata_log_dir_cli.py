@@ -2,6 +2,7 @@
 multi-segment-0 and compacted-0 were moved to disk2. Given together, the topic configs of disk2's
 partitions come from disk1's __cluster_metadata-0 (multi-segment's index.interval.bytes=512,
 compacted's cleanup.policy=compact), for every command that resolves them."""
+
 from __future__ import annotations
 
 import os
@@ -27,10 +28,15 @@ def jbod(tmp_path: Path, cluster_id: str | None = None) -> tuple[Path, Path]:
         (disk1 / part).rename(disk2 / part)
     meta = (disk1 / "meta.properties").read_text()
     if cluster_id is not None:
-        meta = "\n".join(f"cluster.id={cluster_id}" if ln.startswith("cluster.id=") else ln for ln in meta.splitlines())
+        meta = "\n".join(
+            f"cluster.id={cluster_id}" if ln.startswith("cluster.id=") else ln
+            for ln in meta.splitlines()
+        )
     (disk2 / "meta.properties").write_text(meta)
     # a kill -9: recovered from 0, the segment's index lost
-    (disk2 / "recovery-point-offset-checkpoint").write_text("0\n2\nmulti-segment 0 0\ncompacted 0 37\n")
+    (disk2 / "recovery-point-offset-checkpoint").write_text(
+        "0\n2\nmulti-segment 0 0\ncompacted 0 37\n"
+    )
     (disk2 / INDEX).unlink()
     return disk1, disk2
 
@@ -63,15 +69,28 @@ def test_another_cluster_s_metadata_log_is_not_used(tmp_path):
     disk1, disk2 = jbod(tmp_path, cluster_id="AnotherCluster00000000")
     dry = invoke("recover", "--dry-run", disk1, disk2)
     assert f"rebuild index {disk2 / INDEX} (8 bytes)" in dry.stdout, dry.stdout
-    row = next(ln for ln in invoke("describe", disk1, disk2).stdout.splitlines() if ln.startswith("compacted-0"))
+    row = next(
+        ln
+        for ln in invoke("describe", disk1, disk2).stdout.splitlines()
+        if ln.startswith("compacted-0")
+    )
     assert "compact (cluster metadata)" not in row
 
 
-@pytest.mark.parametrize("damage, code, severity", [
-    ("not utf-8", 8, "ERROR"),      # the broker refuses its broker.id
-    ("fifo", 1, "WARNING"),         # the broker cannot read it: that log dir goes offline, the other starts
-])
-def test_a_damaged_meta_properties_beside_is_doctors_finding_not_a_failure(tmp_path, damage, code, severity):
+@pytest.mark.parametrize(
+    "damage, code, severity",
+    [
+        ("not utf-8", 8, "ERROR"),  # the broker refuses its broker.id
+        (
+            "fifo",
+            1,
+            "WARNING",
+        ),  # the broker cannot read it: that log dir goes offline, the other starts
+    ],
+)
+def test_a_damaged_meta_properties_beside_is_doctors_finding_not_a_failure(
+    tmp_path, damage, code, severity
+):
     disk1, disk2 = jbod(tmp_path)
     meta = disk2 / "meta.properties"
     if damage == "fifo":
@@ -87,8 +106,9 @@ def test_a_damaged_meta_properties_beside_is_doctors_finding_not_a_failure(tmp_p
 def test_a_node_id_kafka_refuses_in_the_other_log_dir_does_not_stop_the_choice(tmp_path):
     disk1, disk2 = jbod(tmp_path)
     meta = (disk2 / "meta.properties").read_text().splitlines()
-    (disk2 / "meta.properties").write_text("\n".join("node.id=abc" if ln.startswith("node.id=") else ln
-                                                     for ln in meta) + "\n")
+    (disk2 / "meta.properties").write_text(
+        "\n".join("node.id=abc" if ln.startswith("node.id=") else ln for ln in meta) + "\n"
+    )
     dry = invoke("recover", "--dry-run", disk1, disk2)
     assert dry.exit_code == 1, dry.stderr
     assert f"rebuild index {disk2 / INDEX} (88 bytes)" in dry.stdout, dry.stdout
@@ -98,7 +118,13 @@ def test_a_fifo_for_the_other_log_dir_s_meta_properties_is_named_not_waited_on(t
     disk1, disk2 = jbod(tmp_path)
     (disk1 / "meta.properties").unlink()
     os.mkfifo(disk1 / "meta.properties")
-    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "recover", "--dry-run", str(disk2), str(disk1)],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", "recover", "--dry-run", str(disk2), str(disk1)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 4, r.stderr
-    assert f"kafkalog: {disk1 / 'meta.properties'}: not a regular file (a FIFO)" in r.stderr, r.stderr
+    assert f"kafkalog: {disk1 / 'meta.properties'}: not a regular file (a FIFO)" in r.stderr, (
+        r.stderr
+    )

@@ -1,4 +1,5 @@
 """kafkalog move-partition on the command line: the plan, the run, refusals, the lock."""
+
 from __future__ import annotations
 
 import os
@@ -20,20 +21,37 @@ def invoke(*args):
 def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     before = state(src, dst)
-    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--dry-run")
-    assert r.exit_code == 1, r.output      # a dry run with changes pending
+    r = invoke(
+        "move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--dry-run"
+    )
+    assert r.exit_code == 1, r.output  # a dry run with changes pending
     assert r.output.startswith(f"move-partition {TP}: {src} -> {dst} (move, ")
-    assert "copy 10 file(s), 16057 bytes" in r.output and "-> multi-segment-0: the copy becomes the partition's live dir" in r.output
+    assert (
+        "copy 10 file(s), 16057 bytes" in r.output
+        and "-> multi-segment-0: the copy becomes the partition's live dir" in r.output
+    )
     assert state(src, dst) == before
 
 
 def test_moves_then_nothing_to_do(tmp_path):
     src, dst = two_log_dirs(tmp_path)
-    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    r = invoke(
+        "move-partition",
+        src,
+        dst,
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     report = log_dir_report(r.output)
     assert report["state"] == "move" and report["bytes_copied"] == 16057 and report["quarantine"]
-    assert report["partitions"][str(TP)] and totals(r.output)["quarantine"] == [report["quarantine"]]
+    assert report["partitions"][str(TP)] and totals(r.output)["quarantine"] == [
+        report["quarantine"]
+    ]
     assert live_copies(TP, src, dst) == [dst / str(TP)]
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
     assert r.exit_code == 0 and "nothing to do (moved)" in r.output
@@ -45,7 +63,7 @@ def test_refusals_and_the_lock(tmp_path):
     assert r.exit_code == 4 and "no partition dir of nope-0 in the source log dir" in r.output
     r = invoke("move-partition", src, dst, "--topic", TP.topic)
     assert r.exit_code == 2
-    holder = hold_lock(dst / ".lock")     # a broker: another process
+    holder = hold_lock(dst / ".lock")  # a broker: another process
     try:
         r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
     finally:
@@ -55,7 +73,11 @@ def test_refusals_and_the_lock(tmp_path):
     assert live_copies(TP, src, dst) == [src / str(TP)]
     (src / ".kafka_cleanshutdown").unlink()
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
-    assert r.exit_code == 2 and "not shut down cleanly" in r.output and len(r.output.strip().splitlines()) == 1
+    assert (
+        r.exit_code == 2
+        and "not shut down cleanly" in r.output
+        and len(r.output.strip().splitlines()) == 1
+    )
 
 
 def test_completion_offers_both_commands_and_their_options():
@@ -65,9 +87,11 @@ def test_completion_offers_both_commands_and_their_options():
     names = [c.value for c in comp.get_completions([], "")]
     assert "move-partition" in names and "compare-replicas" in names
     assert {"--topic", "--partition", "--dry-run", "--quarantine"} <= {
-        c.value for c in comp.get_completions(["move-partition"], "--")}
+        c.value for c in comp.get_completions(["move-partition"], "--")
+    }
     assert {"--topic", "--partition", "--leader", "--limit", "--format"} <= {
-        c.value for c in comp.get_completions(["compare-replicas"], "--")}
+        c.value for c in comp.get_completions(["compare-replicas"], "--")
+    }
 
 
 def _files(*dirs):
@@ -78,7 +102,9 @@ def _files(*dirs):
                 if n != ".lock":
                     p = os.path.join(root, n)
                     # a FIFO a test put in a file's place is named, never opened (it would block)
-                    out[os.path.relpath(p, d.parent)] = open(p, "rb").read() if os.path.isfile(p) else "not a file"
+                    out[os.path.relpath(p, d.parent)] = (
+                        open(p, "rb").read() if os.path.isfile(p) else "not a file"
+                    )
     return out
 
 
@@ -91,8 +117,18 @@ def test_the_text_counts_the_bytes_it_copied(tmp_path):
 
 def test_the_copy_bytes_are_in_the_json_plan(tmp_path):
     src, dst = two_log_dirs(tmp_path)
-    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--dry-run",
-               "--format", "json")
+    r = invoke(
+        "move-partition",
+        src,
+        dst,
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        "--dry-run",
+        "--format",
+        "json",
+    )
     assert r.exit_code == 1, r.output
     copies = [a for a in log_dir_report(r.output)["actions"] if a["action"] == "copy_file"]
     assert len(copies) == 10 and sum(a["bytes"] for a in copies) == 16057
@@ -122,7 +158,12 @@ def test_a_file_it_cannot_copy_stops_it_before_anything_is_staged(tmp_path, kind
 
 def test_an_empty_staging_dir_a_kill_left_is_removed_by_the_rerun(tmp_path):
     src, dst = two_log_dirs(tmp_path)
-    assert invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition).exit_code == 0
+    assert (
+        invoke(
+            "move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition
+        ).exit_code
+        == 0
+    )
     (tmp_path / ".kafkalog-staging" / "disk2").mkdir(parents=True)
     r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition)
     assert r.exit_code == 0, r.output
@@ -132,7 +173,17 @@ def test_an_empty_staging_dir_a_kill_left_is_removed_by_the_rerun(tmp_path):
 def test_restore_of_its_quarantine_folder_puts_the_partition_back_in_the_source(tmp_path):
     src, dst = two_log_dirs(tmp_path)
     before = _files(src, dst)
-    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    r = invoke(
+        "move-partition",
+        src,
+        dst,
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     folder = log_dir_report(r.output)["quarantine"]
     r = invoke("quarantine", "restore", folder, "--dry-run")
@@ -154,21 +205,44 @@ def test_restore_of_a_move_between_log_dirs_named_through_a_link(tmp_path):
     src, dst = two_log_dirs(tmp_path / "real")
     (tmp_path / "via").symlink_to(tmp_path / "real")
     before = _files(src, dst)
-    r = invoke("move-partition", tmp_path / "via" / src.name, tmp_path / "via" / dst.name,
-               "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    r = invoke(
+        "move-partition",
+        tmp_path / "via" / src.name,
+        tmp_path / "via" / dst.name,
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        "--format",
+        "json",
+    )
     assert r.exit_code == 0, r.output
     r = invoke("quarantine", "restore", log_dir_report(r.output)["quarantine"])
     assert r.exit_code == 0, r.output
     assert _files(src, dst) == before
-    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == [".kafkalog-quarantine", "disk1", "disk2"]
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == [
+        ".kafkalog-quarantine",
+        "disk1",
+        "disk2",
+    ]
 
 
 def test_restore_refuses_when_the_moved_copy_changed(tmp_path):
     src, dst = two_log_dirs(tmp_path)
-    r = invoke("move-partition", src, dst, "--topic", TP.topic, "--partition", TP.partition, "--format", "json")
+    r = invoke(
+        "move-partition",
+        src,
+        dst,
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        "--format",
+        "json",
+    )
     folder = log_dir_report(r.output)["quarantine"]
     log = sorted((dst / str(TP)).glob("*.log"))[-1]
-    log.write_bytes(log.read_bytes() + b"more")      # the broker appended after the move
+    log.write_bytes(log.read_bytes() + b"more")  # the broker appended after the move
     moved = _files(src, dst)
     r = invoke("quarantine", "restore", folder)
     assert r.exit_code == 3, r.output
@@ -182,6 +256,7 @@ def test_moves_off_a_full_source_disk(tmp_path):
     with tmpfs(tmp_path / "fs", "4m") as fs:
         src, dst = two_log_dirs(tmp_path / "x")
         import shutil
+
         shutil.move(str(src), str(fs / "disk1"))
         src = fs / "disk1"
         fill(fs)

@@ -1,6 +1,7 @@
 """No silent skips, no empty success (issue 11, item 6): every command classifies directories by
 storage's one rule, says what it does with -future/-delete/-stray partition dirs, and exits 4 on
 what it cannot read."""
+
 from __future__ import annotations
 
 import hashlib
@@ -44,8 +45,9 @@ def state(d: Path) -> dict[str, str]:
 
 
 # a log dir's own files: without them, only its partition dirs say what it is
-ROOT_FILES = shutil.ignore_patterns("*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock",
-                                    ".kafka_cleanshutdown")
+ROOT_FILES = shutil.ignore_patterns(
+    "*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock", ".kafka_cleanshutdown"
+)
 
 
 def copy_examples(tmp_path: Path, name: str = "ld", **kw) -> Path:
@@ -56,14 +58,19 @@ def copy_examples(tmp_path: Path, name: str = "ld", **kw) -> Path:
 
 def mutating(cmd: str, path: Path, *extra) -> list:
     """A mutating command's dry run over `path` (what it selects is the same as without)."""
-    opts = {"recover": [], "roll": [], "retain": ["--now", NOW, *DEFAULTS], "compact": [*DEFAULTS]}[cmd]
+    opts = {"recover": [], "roll": [], "retain": ["--now", NOW, *DEFAULTS], "compact": [*DEFAULTS]}[
+        cmd
+    ]
     return [cmd, "--dry-run", *opts, *extra, path]
 
 
 def read(cmd: str, path: Path, tmp_path: Path) -> list:
-    return {"dump-log": ["dump-log", path], "dump-index": ["dump-index", path],
-            "verify-crc": ["verify-crc", path],
-            "export": ["export", path, tmp_path / "out.jsonl", "--to", "jsonl"]}[cmd]
+    return {
+        "dump-log": ["dump-log", path],
+        "dump-index": ["dump-index", path],
+        "verify-crc": ["verify-crc", path],
+        "export": ["export", path, tmp_path / "out.jsonl", "--to", "jsonl"],
+    }[cmd]
 
 
 def _supports_assume_defaults(cmd: str) -> bool:
@@ -105,7 +112,7 @@ def test_recover_exits_4_on_a_segment_that_is_not_a_regular_file(tmp_path, how, 
     assert r.exit_code == 4, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and str(seg) in lines[0], lines
-    assert state(ld) == before        # nothing in the log dir changed
+    assert state(ld) == before  # nothing in the log dir changed
 
 
 # ------------------------------------------------------------------ -future, -delete, -stray
@@ -119,7 +126,7 @@ def _with_kinds(tmp_path: Path) -> Path:
 def test_recover_recovers_a_future_log_and_leaves_delete_and_stray_untouched(tmp_path):
     ld = _with_kinds(tmp_path)
     (ld / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    for kind in ("future", "delete", "stray"):      # a torn tail in each
+    for kind in ("future", "delete", "stray"):  # a torn tail in each
         with open(ld / f"txn-0.{UUID}-{kind}" / "00000000000000000000.log", "ab") as f:
             f.write(struct.pack(">qi", 99, 500) + b"\0" * 7)
     untouched = {k: state(ld / f"txn-0.{UUID}-{k}") for k in ("delete", "stray")}
@@ -127,13 +134,16 @@ def test_recover_recovers_a_future_log_and_leaves_delete_and_stray_untouched(tmp
     assert r.exit_code == 0, r.output
     report = log_dir_report(r.stdout)
     assert f"txn-0.{UUID}-future" in report["partitions"]
-    assert (ld / f"txn-0.{UUID}-future" / "00000000000000000000.log").stat().st_size == \
-        (ld / "txn-0" / "00000000000000000000.log").stat().st_size        # the torn tail is gone
+    assert (ld / f"txn-0.{UUID}-future" / "00000000000000000000.log").stat().st_size == (
+        ld / "txn-0" / "00000000000000000000.log"
+    ).stat().st_size  # the torn tail is gone
     for k in ("delete", "stray"):
         assert state(ld / f"txn-0.{UUID}-{k}") == untouched[k]
         assert f"txn-0.{UUID}-{k}" not in report["partitions"]
-        assert any(f"txn-0.{UUID}-{k}" in line and "left untouched" in line
-                   for line in r.stderr.splitlines()), r.stderr
+        assert any(
+            f"txn-0.{UUID}-{k}" in line and "left untouched" in line
+            for line in r.stderr.splitlines()
+        ), r.stderr
 
 
 @pytest.mark.parametrize("cmd", READS)
@@ -160,9 +170,12 @@ def test_verify_crc_counts_the_future_log(tmp_path):
 def test_roll_notes_what_it_leaves_alone(tmp_path):
     ld = _with_kinds(tmp_path)
     r = invoke("roll", "--dry-run", "--format", "json", ld)
-    assert r.exit_code == 1, r.output       # segments to roll
+    assert r.exit_code == 1, r.output  # segments to roll
     for k in ("future", "delete", "stray"):
-        assert any(f"txn-0.{UUID}-{k}" in line and "left untouched" in line for line in r.stderr.splitlines())
+        assert any(
+            f"txn-0.{UUID}-{k}" in line and "left untouched" in line
+            for line in r.stderr.splitlines()
+        )
 
 
 # ------------------------------------------------------------------ what is a log dir
@@ -231,7 +244,12 @@ def test_dump_log_json_exits_as_kafka_mode_on_a_file_that_is_no_segment(tmp_path
 # Run without the file-permission override capabilities (as root, setpriv drops them), so that a
 # mode 000 file cannot be read: each reader exits 4 with one line naming the file, never skips it.
 SETPRIV = shutil.which("setpriv")
-DROP = ["--bounding-set", "-dac_override,-dac_read_search", "--inh-caps", "-dac_override,-dac_read_search"]
+DROP = [
+    "--bounding-set",
+    "-dac_override,-dac_read_search",
+    "--inh-caps",
+    "-dac_override,-dac_read_search",
+]
 needs_setpriv = pytest.mark.skipif(SETPRIV is None, reason="setpriv (util-linux) is not installed")
 
 
@@ -240,43 +258,84 @@ def run_unprivileged(*args, timeout: float = 60):
     import sys
 
     env = {**os.environ, "PYTHONPATH": f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    return subprocess.run([SETPRIV, *DROP, sys.executable, "-m", "kafkalog_cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [SETPRIV, *DROP, sys.executable, "-m", "kafkalog_cli", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def _errors(stderr: str) -> list[str]:
-    return [x for x in stderr.splitlines() if x.startswith("kafkalog: ") and not x.startswith("kafkalog: note:")]
+    return [
+        x
+        for x in stderr.splitlines()
+        if x.startswith("kafkalog: ") and not x.startswith("kafkalog: note:")
+    ]
 
 
 # (reader, the file made unreadable, its command line): every reader of a file in a log dir
 UNREADABLE = {
-    "export jsonl": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["export", ld, t / "o.jsonl", "--to", "jsonl"]),
-    "export parquet": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["export", ld, t / "o", "--to", "parquet"]),
+    "export jsonl": (
+        "multi-segment-0/00000000000000000000.log",
+        lambda ld, t: ["export", ld, t / "o.jsonl", "--to", "jsonl"],
+    ),
+    "export parquet": (
+        "multi-segment-0/00000000000000000000.log",
+        lambda ld, t: ["export", ld, t / "o", "--to", "parquet"],
+    ),
     "verify-crc": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["verify-crc", ld]),
-    "describe segment": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["describe", ld]),
-    "describe index": ("multi-segment-0/00000000000000000000.timeindex", lambda ld, t: ["describe", ld]),
+    "describe segment": (
+        "multi-segment-0/00000000000000000000.log",
+        lambda ld, t: ["describe", ld],
+    ),
+    "describe index": (
+        "multi-segment-0/00000000000000000000.timeindex",
+        lambda ld, t: ["describe", ld],
+    ),
     "dump-log dir": ("multi-segment-0/00000000000000000000.log", lambda ld, t: ["dump-log", ld]),
-    "dump-index dir": ("multi-segment-0/00000000000000000000.index", lambda ld, t: ["dump-index", "--verify-index-only", ld]),
-    "transactions snapshot": ("txn-0/00000000000000000015.snapshot", lambda ld, t: ["transactions", ld]),
-    "consumer-groups": ("__consumer_offsets-0/00000000000000000000.log", lambda ld, t: ["consumer-groups", ld]),
+    "dump-index dir": (
+        "multi-segment-0/00000000000000000000.index",
+        lambda ld, t: ["dump-index", "--verify-index-only", ld],
+    ),
+    "transactions snapshot": (
+        "txn-0/00000000000000000015.snapshot",
+        lambda ld, t: ["transactions", ld],
+    ),
+    "consumer-groups": (
+        "__consumer_offsets-0/00000000000000000000.log",
+        lambda ld, t: ["consumer-groups", ld],
+    ),
     "metadata": ("__cluster_metadata-0/00000000000000000000.log", lambda ld, t: ["metadata", ld]),
     "metadata quorum-state": ("__cluster_metadata-0/quorum-state", lambda ld, t: ["metadata", ld]),
     "get-offsets": ("multi-segment-0/00000000000000000300.log", lambda ld, t: ["get-offsets", ld]),
-    "compare-replicas epochs": ("multi-segment-0/leader-epoch-checkpoint",
-                                lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"]),
-    "compare-replicas dir": ("multi-segment-0",
-                             lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"]),
+    "compare-replicas epochs": (
+        "multi-segment-0/leader-epoch-checkpoint",
+        lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"],
+    ),
+    "compare-replicas dir": (
+        "multi-segment-0",
+        lambda ld, t: ["compare-replicas", ld / "multi-segment-0", t / "b" / "multi-segment-0"],
+    ),
     "doctor partition dir": ("multi-segment-0", lambda ld, t: ["doctor", ld]),
     "doctor checkpoint": ("recovery-point-offset-checkpoint", lambda ld, t: ["doctor", ld]),
     "config meta.properties": ("meta.properties", lambda ld, t: ["describe", ld]),
     "config bootstrap.checkpoint": ("bootstrap.checkpoint", lambda ld, t: ["get-offsets", ld]),
     "config clean shutdown": (".kafka_cleanshutdown", lambda ld, t: ["describe", ld]),
-    "server.properties": ("../server.properties", lambda ld, t: ["transactions", "--server-properties",
-                                                                 t / "server.properties", ld]),
-    "recover": ("multi-segment-0/00000000000000000300.log", lambda ld, t: ["recover", "--dry-run", ld]),
+    "server.properties": (
+        "../server.properties",
+        lambda ld, t: ["transactions", "--server-properties", t / "server.properties", ld],
+    ),
+    "recover": (
+        "multi-segment-0/00000000000000000300.log",
+        lambda ld, t: ["recover", "--dry-run", ld],
+    ),
     # a segment retain deletes: what cannot be read cannot be kept in the quarantine
-    "retain": ("multi-segment-0/00000000000000000000.log",
-               lambda ld, t: ["retain", "--assume-kafka-defaults", "--now", "1900000000000", ld]),
+    "retain": (
+        "multi-segment-0/00000000000000000000.log",
+        lambda ld, t: ["retain", "--assume-kafka-defaults", "--now", "1900000000000", ld],
+    ),
 }
 
 
@@ -295,11 +354,15 @@ def test_an_unreadable_file_is_exit_4_naming_it_never_skipped(tmp_path, reader):
         target.chmod(0o755 if target.is_dir() else 0o644)
     assert r.returncode == 4, (r.stdout, r.stderr)
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
-    assert target.exists()      # still in its place: nothing it could not read was removed
+    assert target.exists()  # still in its place: nothing it could not read was removed
     errors = _errors(r.stderr)
-    assert any(str(target) in line and "permission denied" in line.lower() for line in errors), r.stderr
+    assert any(str(target) in line and "permission denied" in line.lower() for line in errors), (
+        r.stderr
+    )
     if reader.startswith("export"):
-        assert not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o").exists()   # no partial export vouched for
+        assert (
+            not (tmp_path / "o.jsonl").exists() and not (tmp_path / "o").exists()
+        )  # no partial export vouched for
 
 
 @needs_setpriv
@@ -331,12 +394,16 @@ def test_the_consumer_view_does_not_start_after_a_segment_it_cannot_open(tmp_pat
 
 # ------------------------------------------------------------------ compare-replicas, paths
 @needs_setpriv
-@pytest.mark.parametrize("cmd", ["compare-replicas", "describe", "verify-crc", "dump-log", "recover", "doctor"])
+@pytest.mark.parametrize(
+    "cmd", ["compare-replicas", "describe", "verify-crc", "dump-log", "recover", "doctor"]
+)
 def test_an_unreadable_dir_argument_is_exit_4_not_a_usage_error(tmp_path, cmd):
     a = copy_examples(tmp_path, "a")
     b = copy_examples(tmp_path, "b")
-    args = {"compare-replicas": [cmd, a / "multi-segment-0", b / "multi-segment-0"],
-            "recover": [cmd, "--dry-run", b / "multi-segment-0"]}.get(cmd, [cmd, b / "multi-segment-0"])
+    args = {
+        "compare-replicas": [cmd, a / "multi-segment-0", b / "multi-segment-0"],
+        "recover": [cmd, "--dry-run", b / "multi-segment-0"],
+    }.get(cmd, [cmd, b / "multi-segment-0"])
     (b / "multi-segment-0").chmod(0)
     try:
         r = run_unprivileged(*args)
@@ -344,14 +411,24 @@ def test_an_unreadable_dir_argument_is_exit_4_not_a_usage_error(tmp_path, cmd):
         (b / "multi-segment-0").chmod(0o755)
     assert r.returncode == 4, (r.stdout, r.stderr)
     assert "Usage:" not in r.stderr
-    assert any(str(b / "multi-segment-0") in line and "ermission denied" in line for line in _errors(r.stderr)), r.stderr
+    assert any(
+        str(b / "multi-segment-0") in line and "ermission denied" in line
+        for line in _errors(r.stderr)
+    ), r.stderr
 
 
-@pytest.mark.parametrize("args", [["doctor", "--server-properties", "{t}/none.properties", "{t}/ld"],
-                                  ["transactions", "--server-properties", "{t}/none.properties", "{t}/ld"],
-                                  ["delete-records", "--offset-json", "{t}/none.json", "{t}/ld"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["doctor", "--server-properties", "{t}/none.properties", "{t}/ld"],
+        ["transactions", "--server-properties", "{t}/none.properties", "{t}/ld"],
+        ["delete-records", "--offset-json", "{t}/none.json", "{t}/ld"],
+    ],
+)
 def test_a_missing_file_option_is_exit_4_naming_it(tmp_path, args):
     copy_examples(tmp_path)
     r = invoke(*[a.format(t=tmp_path) for a in args])
     assert r.exit_code == 4, r.output
-    assert r.stderr.strip().splitlines() == [f"kafkalog: {tmp_path}/{args[2].split('/')[-1]}: no such file or directory"]
+    assert r.stderr.strip().splitlines() == [
+        f"kafkalog: {tmp_path}/{args[2].split('/')[-1]}: no such file or directory"
+    ]

@@ -3,6 +3,7 @@ topic has such a name (topic names are [a-zA-Z0-9._-]; the JVM reads the bytes a
 the broker loads the log under a name nobody asks for). storage.names parses it as such a dir
 (PartitionDirKind.NOT_UTF8): every command leaves it alone with one `kafkalog: note:` line, as
 -delete and -stray dirs, never "internal error: UnicodeEncodeError"."""
+
 from __future__ import annotations
 
 import os
@@ -41,8 +42,11 @@ def logdir(tmp_path: Path) -> Path:
 
 
 def state(d: Path) -> dict[str, bytes]:
-    return {os.fsencode(p.relative_to(d)).hex(): p.read_bytes() for p in d.rglob("*")
-            if p.is_file() and p.name != ".lock"}
+    return {
+        os.fsencode(p.relative_to(d)).hex(): p.read_bytes()
+        for p in d.rglob("*")
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 @pytest.mark.parametrize("args,codes", COMMANDS, ids=[" ".join(a[:2]) for a, _ in COMMANDS])
@@ -68,15 +72,19 @@ def test_files_with_non_utf8_names_in_a_partition_dir(logdir, tmp_path):
     plan names them escaped (\\udcff), the run removes them into the quarantine, restore puts the
     same bytes back under the same names."""
     part = logdir / "multi-segment-0"
-    names = [os.fsdecode(b"00000000000000000300.index\xff.kafkalog-tmp"),
-             os.fsdecode(b"0000000000000000\xff300.log.deleted")]
+    names = [
+        os.fsdecode(b"00000000000000000300.index\xff.kafkalog-tmp"),
+        os.fsdecode(b"0000000000000000\xff300.log.deleted"),
+    ]
     for n in names:
         (part / n).write_bytes(b"leftover")
     before = state(logdir)
     r = CliRunner().invoke(cli, ["recover", "--quarantine", str(tmp_path / "q"), str(logdir)])
     assert r.exit_code == 0, (r.stderr, r.stdout)
     assert "internal error" not in r.stderr
-    assert all(f"{part}/{n}".encode("utf-8", "backslashreplace").decode() in r.stdout for n in names), r.stdout
+    assert all(
+        f"{part}/{n}".encode("utf-8", "backslashreplace").decode() in r.stdout for n in names
+    ), r.stdout
     assert not any((part / n).exists() for n in names)
     folder = next((tmp_path / "q").iterdir())
     r = CliRunner().invoke(cli, ["quarantine", "restore", str(folder)])

@@ -4,6 +4,7 @@ in one line with exit 4 (a path that is no Kafka file), doctor as the broker's f
 and a command that changes log dirs changes nothing there (it never writes the number into a
 checkpoint its next run cannot read); a reader that does not read such a file (verify-crc, a
 snapshot) is not stopped by it."""
+
 from __future__ import annotations
 
 import shutil
@@ -27,7 +28,7 @@ def test_a_name_above_long_max_is_no_offset_kafka_reads(tmp_path):
         unparsable_offset(tmp_path, TOO_BIG + ".log", (".log",))
     assert e.value.exit_code == 4 and e.value.path == f"{tmp_path}/{TOO_BIG}.log"
     assert "Long.MAX_VALUE" in str(e.value)
-    unparsable_offset(tmp_path, TOO_BIG + ".snapshot", (".log",))       # not a suffix asked for
+    unparsable_offset(tmp_path, TOO_BIG + ".snapshot", (".log",))  # not a suffix asked for
 
 
 def _copy(tmp_path: Path) -> Path:
@@ -41,11 +42,21 @@ def _tree(d: Path) -> dict:
     return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
 
 
-@pytest.mark.parametrize("args", [
-    ["delete-records", "--before", "10", "--topic", "codec-gzip"],
-    ["recover", "--topic", "codec-gzip"],
-    ["retain", "--topic", "codec-gzip", "--config", "retention.ms=1000", "--assume-kafka-defaults"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["delete-records", "--before", "10", "--topic", "codec-gzip"],
+        ["recover", "--topic", "codec-gzip"],
+        [
+            "retain",
+            "--topic",
+            "codec-gzip",
+            "--config",
+            "retention.ms=1000",
+            "--assume-kafka-defaults",
+        ],
+    ],
+)
 def test_a_command_that_changes_log_dirs_refuses_and_changes_nothing(tmp_path, args):
     d = _copy(tmp_path)
     before = _tree(d)
@@ -53,11 +64,14 @@ def test_a_command_that_changes_log_dirs_refuses_and_changes_nothing(tmp_path, a
     assert r.exit_code == 4, r.output
     assert f"{d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE" in r.output
     assert "Traceback" not in r.output and "internal error" not in r.output
-    assert {k: v for k, v in _tree(d).items() if not k.startswith(".lock")} == \
-           {k: v for k, v in before.items() if not k.startswith(".lock")}
+    assert {k: v for k, v in _tree(d).items() if not k.startswith(".lock")} == {
+        k: v for k, v in before.items() if not k.startswith(".lock")
+    }
 
 
-@pytest.mark.parametrize("args", [["verify-crc"], ["describe"], ["get-offsets", "--time", "latest"], ["dump-log"]])
+@pytest.mark.parametrize(
+    "args", [["verify-crc"], ["describe"], ["get-offsets", "--time", "latest"], ["dump-log"]]
+)
 def test_a_read_command_names_it(tmp_path, args):
     d = _copy(tmp_path)
     r = CliRunner().invoke(cli, [*args, str(d / "codec-gzip-0")])
@@ -70,7 +84,10 @@ def test_doctor_says_the_broker_does_not_start(tmp_path):
     d = _copy(tmp_path)
     r = CliRunner().invoke(cli, ["doctor", str(d)])
     assert r.exit_code == 8, r.output
-    assert f"ERROR   {d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE" in r.output
+    assert (
+        f"ERROR   {d / 'codec-gzip-0' / TOO_BIG}.log: a base offset above Long.MAX_VALUE"
+        in r.output
+    )
 
 
 def test_verify_crc_reads_past_a_snapshot_it_does_not_read(tmp_path):
@@ -100,17 +117,17 @@ def test_recover_refuses_a_batch_whose_offsets_overflow_and_changes_nothing(tmp_
     log = d / "codec-none-0" / "00000000000000000000.log"
     raw = bytearray(log.read_bytes())
     pos = 0
-    while pos + 12 <= len(raw):                       # to the last batch: its base offset is not in its CRC
-        size = int.from_bytes(raw[pos + 8:pos + 12], "big")
+    while pos + 12 <= len(raw):  # to the last batch: its base offset is not in its CRC
+        size = int.from_bytes(raw[pos + 8 : pos + 12], "big")
         if pos + 12 + size >= len(raw):
             break
         pos += 12 + size
-    raw[pos:pos + 8] = ((1 << 63) - 1).to_bytes(8, "big")
+    raw[pos : pos + 8] = ((1 << 63) - 1).to_bytes(8, "big")
     log.write_bytes(bytes(raw))
     (d / ".kafka_cleanshutdown").unlink(missing_ok=True)
     before = _tree(d)
     r = CliRunner().invoke(cli, ["recover", "--repair", "--all", "--topic", "codec-none", str(d)])
     assert r.exit_code == 3, r.output
     assert "is not a Kafka long" in r.output and "Traceback" not in r.output
-    strip = lambda t: {k: v for k, v in t.items() if not k.startswith(".lock")}    # noqa: E731
+    strip = lambda t: {k: v for k, v in t.items() if not k.startswith(".lock")}  # noqa: E731
     assert strip(_tree(d)) == strip(before)

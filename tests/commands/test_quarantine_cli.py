@@ -1,6 +1,7 @@
 """`kafkalog quarantine list|restore|prune`: for each of recover, roll, retain and compact run
 through the command line, `quarantine restore` gives back the log dir byte for byte, also after
 a kill -9 during the run; a conflicting change is refused; list, prune, --help, the man page."""
+
 from __future__ import annotations
 
 import hashlib
@@ -24,12 +25,27 @@ from tests.helpers.paths import MAN
 from tests.helpers.run_lines import of_kind
 
 MAN = MAN / "kafkalog-quarantine.1"
-COMPACT_CFG = ["--now", "1795248446186", "--topic-config", "cmp-none:cleanup.policy=compact",
-               "--topic-config", "cmp-none:segment.bytes=16384", "--topic-config", "cmp-none:index.interval.bytes=512",
-               "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01", "--topic-config",
-               "cmp-lz4:cleanup.policy=compact", "--topic-config", "cmp-lz4:min.cleanable.dirty.ratio=0.01",
-               # the rest of what the broker ran with (PARAMS.json)
-               "--config", "delete.retention.ms=86400000", "--config", "min.compaction.lag.ms=0"]
+COMPACT_CFG = [
+    "--now",
+    "1795248446186",
+    "--topic-config",
+    "cmp-none:cleanup.policy=compact",
+    "--topic-config",
+    "cmp-none:segment.bytes=16384",
+    "--topic-config",
+    "cmp-none:index.interval.bytes=512",
+    "--topic-config",
+    "cmp-none:min.cleanable.dirty.ratio=0.01",
+    "--topic-config",
+    "cmp-lz4:cleanup.policy=compact",
+    "--topic-config",
+    "cmp-lz4:min.cleanable.dirty.ratio=0.01",
+    # the rest of what the broker ran with (PARAMS.json)
+    "--config",
+    "delete.retention.ms=86400000",
+    "--config",
+    "min.compaction.lag.ms=0",
+]
 
 
 def _recover(case):
@@ -37,21 +53,38 @@ def _recover(case):
 
 
 def _roll(dest):
-    return broker_cases.copy_case("roll-time-roll", dest), ["roll", "--if-needed", "--now", "1795249186389"]
+    return broker_cases.copy_case("roll-time-roll", dest), [
+        "roll",
+        "--if-needed",
+        "--now",
+        "1795249186389",
+    ]
 
 
 def _retain(dest):
     return retention.copy_case("time", dest), [
-        "retain", "--now", str(retention.params("time")["now_ms"]),
-        "--server-properties", str(retention.server_properties("time"))]
+        "retain",
+        "--now",
+        str(retention.params("time")["now_ms"]),
+        "--server-properties",
+        str(retention.server_properties("time")),
+    ]
 
 
 def _compact(dest):
-    return compaction.restore("keyed-overwrites", "before", dest / "logs"), ["compact", *COMPACT_CFG]
+    return compaction.restore("keyed-overwrites", "before", dest / "logs"), [
+        "compact",
+        *COMPACT_CFG,
+    ]
 
 
-OPS = {"recover-torn-tail": _recover("recover-torn-tail"), "recover-zeroed-index": _recover("recover-zeroed-index"),
-       "roll": _roll, "retain": _retain, "compact": _compact}
+OPS = {
+    "recover-torn-tail": _recover("recover-torn-tail"),
+    "recover-zeroed-index": _recover("recover-zeroed-index"),
+    "roll": _roll,
+    "retain": _retain,
+    "compact": _compact,
+}
 
 
 def tree(d: Path) -> dict[str, tuple[int, str]]:
@@ -92,7 +125,9 @@ def test_restore_gives_back_the_log_dir_byte_for_byte(op, tmp_path):
     assert r.exit_code == 0, r.output
     assert tree(d) != before
     (f,) = folders(d)
-    assert f["op"] == args[0] and f["entries"] > 0 and f["status"] == "kept" and f["log_dir"] == str(d)
+    assert (
+        f["op"] == args[0] and f["entries"] > 0 and f["status"] == "kept" and f["log_dir"] == str(d)
+    )
     r = kafkalog("quarantine", "restore", "--dry-run", f["folder"])
     assert r.exit_code == 0 and tree(d) != before and "entries to undo, newest first" in r.output
     r = kafkalog("quarantine", "restore", f["folder"])
@@ -111,7 +146,12 @@ def test_after_a_kill_9_during_the_run_restore_gives_back_the_log_dir(op, tmp_pa
         d, args = OPS[op](tmp_path / f"k{n}")
         before = tree(d)
         env = {**os.environ, FAULT_ENV: str(n), "PYTHONPATH": os.pathsep.join(sys.path)}
-        p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(d)], env=env, capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-m", "kafkalog_cli", *args, str(d)],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert p.returncode in (137, 0), p.stderr
         restore_all(d)
         assert tree(d) == before, f"{op} killed after step {n}"
@@ -122,18 +162,22 @@ def test_a_conflicting_change_is_refused_exit_3_and_nothing_changes(tmp_path):
     assert kafkalog(*args, d).exit_code == 0
     (f,) = folders(d)
     log = d / "rec-none-0" / "00000000000000000725.log"
-    with open(log, "ab") as fh:                 # a broker appended after recover
+    with open(log, "ab") as fh:  # a broker appended after recover
         fh.write(b"\0" * 10)
     after, kept = tree(d), tree(Path(f["folder"]))
     r = kafkalog("quarantine", "restore", f["folder"])
     assert r.exit_code == 3
-    assert r.output.strip() == (f"kafkalog: {log}: is 5716 bytes; recover left it at 5706 bytes; refusing to "
-                                f"restore {f['folder']}, nothing changed")
+    assert r.output.strip() == (
+        f"kafkalog: {log}: is 5716 bytes; recover left it at 5706 bytes; refusing to "
+        f"restore {f['folder']}, nothing changed"
+    )
     assert tree(d) == after and tree(Path(f["folder"])) == kept
     r = kafkalog("quarantine", "restore", "--dry-run", f["folder"])
     assert r.exit_code == 3 and f"  ! {log}: is 5716 bytes" in r.output
     r = kafkalog("quarantine", "restore", "--dry-run", "--format", "json", f["folder"])
-    assert of_kind(r.stdout, "folder")[0]["conflicts"] == [{"path": str(log), "message": "is 5716 bytes; recover left it at 5706 bytes"}]
+    assert of_kind(r.stdout, "folder")[0]["conflicts"] == [
+        {"path": str(log), "message": "is 5716 bytes; recover left it at 5706 bytes"}
+    ]
 
 
 def test_a_damaged_kept_copy_is_refused(tmp_path):
@@ -151,15 +195,22 @@ def test_restore_takes_the_lock_exit_5(tmp_path):
     assert kafkalog(*args, d).exit_code == 0
     (f,) = folders(d)
     after = tree(d)
-    holder = subprocess.Popen([sys.executable, "-c", "import fcntl,sys,time;f=open(sys.argv[1],'a');"
-                               "fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)", str(d / ".lock")],
-                              stdout=subprocess.PIPE)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time;f=open(sys.argv[1],'a');"
+            "fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)",
+            str(d / ".lock"),
+        ],
+        stdout=subprocess.PIPE,
+    )
     try:
         holder.stdout.readline()
         r = kafkalog("quarantine", "restore", f["folder"])
         assert r.exit_code == 5 and f"in use by process {holder.pid}" in r.output
         assert tree(d) == after
-        assert kafkalog("quarantine", "restore", "--dry-run", f["folder"]).exit_code == 0   # no lock
+        assert kafkalog("quarantine", "restore", "--dry-run", f["folder"]).exit_code == 0  # no lock
     finally:
         holder.kill()
         holder.wait()
@@ -171,12 +222,22 @@ def test_list_text_and_json(tmp_path):
     assert kafkalog(*args, d).exit_code == 0
     (f,) = folders(d)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", f["time"])
-    assert f["bytes"] == sum(p.stat().st_size for p in Path(f["folder"]).rglob("*") if p.is_file()
-                             and p.name != "manifest.jsonl")
+    assert f["bytes"] == sum(
+        p.stat().st_size
+        for p in Path(f["folder"]).rglob("*")
+        if p.is_file() and p.name != "manifest.jsonl"
+    )
     r = kafkalog("quarantine", "list", d)
     header, row = r.output.splitlines()
     assert header.split() == ["TIME", "OP", "ENTRIES", "BYTES", "STATUS", "FOLDER"]
-    assert row.split() == [f["time"][:19] + "Z", "recover", str(f["entries"]), str(f["bytes"]), "kept", f["folder"]]
+    assert row.split() == [
+        f["time"][:19] + "Z",
+        "recover",
+        str(f["entries"]),
+        str(f["bytes"]),
+        "kept",
+        f["folder"],
+    ]
     # the quarantine dir itself, and the current directory by default
     assert folders(tmp_path / ".kafkalog-quarantine") == [f]
     cwd = os.getcwd()
@@ -196,8 +257,17 @@ def test_prune_removes_folders_older_than_the_duration(tmp_path):
     root = Path(new["folder"]).parent
     old = root / "20200101T000000.000000Z-retain"
     old.mkdir()
-    (old / "manifest.jsonl").write_text(json.dumps({"kafkalog_quarantine": 2, "op": "retain",
-                                                    "created": "20200101T000000.000000Z", "log_dir": str(d)}) + "\n")
+    (old / "manifest.jsonl").write_text(
+        json.dumps(
+            {
+                "kafkalog_quarantine": 2,
+                "op": "retain",
+                "created": "20200101T000000.000000Z",
+                "log_dir": str(d),
+            }
+        )
+        + "\n"
+    )
     leftover = root / ".20190101T000000.000000Z-roll.kafkalog-pruning"
     leftover.mkdir()
     r = kafkalog("quarantine", "prune", "--older-than", "7d", "--dry-run", d)
@@ -211,7 +281,7 @@ def test_prune_removes_folders_older_than_the_duration(tmp_path):
     assert r.exit_code == 0 and r.output == "nothing to prune\n"
     r = kafkalog("quarantine", "prune", "--older-than", "7 days", d)
     assert r.exit_code == 2 and "not a duration" in r.output
-    assert kafkalog("quarantine", "prune", d).exit_code == 2          # --older-than is required
+    assert kafkalog("quarantine", "prune", d).exit_code == 2  # --older-than is required
     time.sleep(0.01)
     r = kafkalog("quarantine", "prune", "--older-than", "0s", d)
     assert r.exit_code == 0 and not any(root.iterdir())
@@ -243,11 +313,15 @@ def test_the_man_page_names_every_option_and_exit_code():
             if isinstance(param, click.Option) and "--help" not in param.opts:
                 assert any(o in text for o in param.opts), (name, param.opts)
     for code in range(2, 7):
-        assert re.search(rf"^\.B {code}$", text[text.index(".SH EXIT STATUS"):], re.M), code
+        assert re.search(rf"^\.B {code}$", text[text.index(".SH EXIT STATUS") :], re.M), code
     assert "manifest.jsonl" in text and "restore.jsonl" in text
 
 
 def test_completion_offers_the_subcommands():
     comp = ShellComplete(cli, {}, "kafkalog", "_KAFKALOG_COMPLETE")
-    assert [c.value for c in comp.get_completions(["quarantine"], "")] == ["list", "prune", "restore"]
+    assert [c.value for c in comp.get_completions(["quarantine"], "")] == [
+        "list",
+        "prune",
+        "restore",
+    ]
     assert "--older-than" in [c.value for c in comp.get_completions(["quarantine", "prune"], "--")]

@@ -24,8 +24,9 @@ def test_dry_run_json_changes_nothing_and_takes_no_lock(tmp_path):
     try:
         r = invoke("recover", "--dry-run", "--format", "json", d)
     finally:
-        p.kill(); p.wait()
-    assert r.exit_code == 1, r.output       # changes pending
+        p.kill()
+        p.wait()
+    assert r.exit_code == 1, r.output  # changes pending
     assert f"kafkalog: note: {d}/.lock is held by process {p.pid}" in r.stderr
     plan = log_dir_report(r.stdout)
     assert any(a["action"] == "truncate" for a in plan["actions"])
@@ -49,7 +50,8 @@ def test_locked_dir(tmp_path):
     try:
         r = invoke("recover", d)
     finally:
-        p.kill(); p.wait()
+        p.kill()
+        p.wait()
     assert r.exit_code == 5
     assert f"in use by process {p.pid}" in r.output
     assert len(r.output.strip().splitlines()) == 1
@@ -75,6 +77,7 @@ def test_write_failures_leave_the_dir_as_it_was(tmp_path, monkeypatch, err, wher
         def before_hook(kind, path):
             if (where == "quarantine") == (str(q) in str(path)):
                 raise OSError(err, "simulated", str(path))
+
         self.before = before_hook
 
     monkeypatch.setattr(fsops_mod.FsOps, "__init__", init)
@@ -127,8 +130,10 @@ def test_a_dry_run_notes_a_held_lock(tmp_path):
         for cmd in (["recover", "--dry-run"], ["retain", "--dry-run", "--assume-kafka-defaults"]):
             r = CliRunner().invoke(cli, [*cmd, str(d)])
             assert r.exit_code in (0, 1), r.output
-            assert (f"kafkalog: note: {d}/.lock is held by process {holder.pid} (a broker running on this log dir?): "
-                    f"a real run would stop there with exit 5") in r.stderr, (cmd, r.stderr)
+            assert (
+                f"kafkalog: note: {d}/.lock is held by process {holder.pid} (a broker running on this log dir?): "
+                f"a real run would stop there with exit 5"
+            ) in r.stderr, (cmd, r.stderr)
     finally:
         holder.kill()
         holder.wait()

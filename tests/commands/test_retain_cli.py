@@ -1,4 +1,5 @@
 """`kafkalog retain` as a cron job sees it: output, exit codes, locking, quarantine, idempotence."""
+
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,13 @@ KAFKALOG = Path(sys.executable).with_name("kafkalog")
 
 
 def retain(*args, case="time"):
-    base = ["retain", "--now", str(params(case)["now_ms"]), "--server-properties", str(server_properties(case))]
+    base = [
+        "retain",
+        "--now",
+        str(params(case)["now_ms"]),
+        "--server-properties",
+        str(server_properties(case)),
+    ]
     return CliRunner().invoke(cli, base + [str(a) for a in args])
 
 
@@ -34,11 +41,15 @@ def retain(*args, case="time"):
 def test_acceptance_through_the_command_line(case, tmp_path):
     d = copy_case(case, tmp_path)
     r = retain("--no-quarantine", d, case=case)
-    assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""     # quiet unless -v
+    assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""  # quiet unless -v
     after = FIXTURES / f"retain-{case}" / "after"
-    strip = lambda files: {k: v for k, v in files.items() if not k.endswith("leader-epoch-checkpoint")}  # noqa: E731
+    strip = lambda files: {
+        k: v for k, v in files.items() if not k.endswith("leader-epoch-checkpoint")
+    }  # noqa: E731
     assert strip(partition_files(d)) == strip(partition_files(after))
-    assert (d / "log-start-offset-checkpoint").read_bytes() == (after / "log-start-offset-checkpoint").read_bytes()
+    assert (d / "log-start-offset-checkpoint").read_bytes() == (
+        after / "log-start-offset-checkpoint"
+    ).read_bytes()
 
 
 def test_json_is_one_summary_per_partition(tmp_path):
@@ -48,26 +59,45 @@ def test_json_is_one_summary_per_partition(tmp_path):
     by = partitions(r.stdout)
     assert set(by) == {"__cluster_metadata-0", "ret-time-0", "ret-time-blocker-0"}
     t = by["ret-time-0"]
-    assert (t["segments_deleted"], t["old_log_start_offset"], t["new_log_start_offset"]) == (5, 0, 944)
-    assert t["bytes_freed"] == sum(len(v) for k, v in partition_files(FIXTURES / "retain-time/before").items()
-                                   if k.startswith("ret-time-0/0") and int(k[11:31]) < 944)
-    assert t["segments"][0] == {"base_offset": 0, "size": 16313, "reason": "retention.ms",
-                                "detail": "retention time 2592000000ms breach based on the largest record "
-                                          "timestamp in the segment",
-                                "largest_timestamp": 1622926400000, "timestamp_from": "time index"}
+    assert (t["segments_deleted"], t["old_log_start_offset"], t["new_log_start_offset"]) == (
+        5,
+        0,
+        944,
+    )
+    assert t["bytes_freed"] == sum(
+        len(v)
+        for k, v in partition_files(FIXTURES / "retain-time/before").items()
+        if k.startswith("ret-time-0/0") and int(k[11:31]) < 944
+    )
+    assert t["segments"][0] == {
+        "base_offset": 0,
+        "size": 16313,
+        "reason": "retention.ms",
+        "detail": "retention time 2592000000ms breach based on the largest record "
+        "timestamp in the segment",
+        "largest_timestamp": 1622926400000,
+        "timestamp_from": "time index",
+    }
     assert by["ret-time-blocker-0"]["new_log_start_offset"] == 192
     assert by["__cluster_metadata-0"]["status"] == "skipped"
-    assert totals(r.stdout)["segments_deleted"] == sum(p.get("segments_deleted") or 0 for p in by.values())
-    assert totals(r.stdout)["freed_on_disk"] >= t["bytes_freed"]      # --no-quarantine: the blocks of what went
+    assert totals(r.stdout)["segments_deleted"] == sum(
+        p.get("segments_deleted") or 0 for p in by.values()
+    )
+    assert (
+        totals(r.stdout)["freed_on_disk"] >= t["bytes_freed"]
+    )  # --no-quarantine: the blocks of what went
 
 
 def test_dry_run_prints_the_plan_and_changes_nothing(tmp_path):
     d = copy_case("time", tmp_path)
     before = tree(d)
     r = retain("--dry-run", d)
-    assert r.exit_code == 1      # segments would go
+    assert r.exit_code == 1  # segments would go
     assert "delete " + str(d / "ret-time-0" / "00000000000000000760.log") in r.stdout
-    assert "ret-time-0: would delete 5 segment(s)" in r.stdout and "log start offset 0 -> 944" in r.stdout
+    assert (
+        "ret-time-0: would delete 5 segment(s)" in r.stdout
+        and "log start offset 0 -> 944" in r.stdout
+    )
     assert tree(d) == before
     assert not (tmp_path / ".kafkalog-quarantine").exists()
 
@@ -80,7 +110,9 @@ def test_verbose_then_idempotent(tmp_path):
     quarantine = tmp_path / ".kafkalog-quarantine" / "logs"
     assert f"removed files kept in {quarantine}" in r.stdout
     kept = sorted(p.name for p in quarantine.rglob("*.log"))
-    assert kept == ["00000000000000000000.log"] * 2 + [f"{b:020d}.log" for b in (192, 384, 576, 760)]
+    assert kept == ["00000000000000000000.log"] * 2 + [
+        f"{b:020d}.log" for b in (192, 384, 576, 760)
+    ]
     state = tree(d)
     r = retain("-v", d)
     assert r.exit_code == 0 and "ret-time-0: nothing to do" in r.stdout
@@ -99,29 +131,53 @@ def test_configs_from_the_command_line_win(tmp_path):
     assert of_kind(r.stdout, "partition")[1]["status"] == "nothing to do"
 
 
-
 def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
     locked = make_log_dir(tmp_path / "a" / "logs", {"t-0": [[OLD], [NEW]]})
     free = make_log_dir(tmp_path / "b" / "logs", {"t-0": [[OLD], [NEW]]})
     pid = held_lock(locked)
     before = tree(locked)
-    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", "retention.ms=604800000",
-                                                 "--format", "json", str(locked), str(free)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "retain",
+            "--now",
+            str(NOW),
+            "--config",
+            "cleanup.policy=delete",
+            "--config",
+            "retention.ms=604800000",
+            "--format",
+            "json",
+            str(locked),
+            str(free),
+        ],
+    )
     assert r.exit_code == 5
-    assert r.stderr == f"kafkalog: {locked}: skipped: {locked / '.lock'}: in use by process {pid} " \
-                       f"(a broker or another kafkalog holds the lock)\n"
+    assert (
+        r.stderr == f"kafkalog: {locked}: skipped: {locked / '.lock'}: in use by process {pid} "
+        f"(a broker or another kafkalog holds the lock)\n"
+    )
     assert tree(locked) == before
     first, *others = of_kind(r.stdout, "log_dir")
     assert {k: v for k, v in first.items() if k not in ENVELOPE} == {
-        "log_dir": str(locked), "dry_run": False, "status": "locked",
-        "detail": r.stderr[10:].split(": skipped: ")[1].strip(), "exit_code": 5}
-    assert partitions(r.stdout)["t-0"]["segments_deleted"] == 1 and not (free / "t-0" / "00000000000000000000.log").exists()
+        "log_dir": str(locked),
+        "dry_run": False,
+        "status": "locked",
+        "detail": r.stderr[10:].split(": skipped: ")[1].strip(),
+        "exit_code": 5,
+    }
+    assert (
+        partitions(r.stdout)["t-0"]["segments_deleted"] == 1
+        and not (free / "t-0" / "00000000000000000000.log").exists()
+    )
 
 
 def test_safe_under_set_e_and_quiet(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": [[OLD], [NEW]]})
-    script = (f"set -e\n{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\n"
-              f"{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\necho still-here\n")
+    script = (
+        f"set -e\n{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\n"
+        f"{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\necho still-here\n"
+    )
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "still-here\n", "")
     assert [p.name for p in (d / "t-0").glob("*.log")] == ["00000000000000000001.log"]
@@ -131,7 +187,9 @@ def test_safe_under_set_e_and_quiet(tmp_path):
 def test_bad_checkpoint_is_one_line_with_file_and_byte(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": [[OLD], [NEW]]})
     (d / "replication-offset-checkpoint").write_text("0\n1\nt 0 x12\n")
-    r = subprocess.run([str(KAFKALOG), "retain", "--now", str(NOW), str(d)], capture_output=True, text=True)
+    r = subprocess.run(
+        [str(KAFKALOG), "retain", "--now", str(NOW), str(d)], capture_output=True, text=True
+    )
     assert r.returncode == 3
     assert r.stderr.startswith(f"kafkalog: {d / 'replication-offset-checkpoint'}: byte 4: ")
     assert len(r.stderr.splitlines()) == 1 and "Traceback" not in r.stderr
@@ -146,8 +204,20 @@ def test_missing_path_exit_code_4(tmp_path):
 def test_a_corrupt_partition_fails_the_run_but_not_the_others(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"a-0": [[OLD], [NEW]], "b-0": [[OLD], [NEW]]})
     (d / "a-0" / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")
-    r = CliRunner().invoke(cli, ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", "retention.ms=604800000",
-                                                 "--no-quarantine", str(d)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "retain",
+            "--now",
+            str(NOW),
+            "--config",
+            "cleanup.policy=delete",
+            "--config",
+            "retention.ms=604800000",
+            "--no-quarantine",
+            str(d),
+        ],
+    )
     assert r.exit_code == 3
     assert r.stderr.startswith(f"kafkalog: {d / 'a-0' / 'leader-epoch-checkpoint'}: ")
     assert (d / "a-0" / "00000000000000000000.log").exists()
@@ -190,8 +260,17 @@ def test_json_of_a_refused_partition_shows_no_guessed_value(tmp_path):
 
     d = tmp_path / "ld"
     shutil.copytree(paths.EXAMPLES, d)
-    r = CliRunner().invoke(cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)])
+    r = CliRunner().invoke(
+        cli, ["retain", "--dry-run", "--format", "json", "--topic", "multi-segment", str(d)]
+    )
     (part,) = of_kind(r.stdout, "partition")
     assert part["status"] == "refused"
-    assert (part["cleanup_policy"], part["retention_ms"], part["retention_bytes"]) == (None, None, None)
-    assert part["configs"]["retention.ms"]["known"] is False and part["configs"]["retention.ms"]["unknown"]
+    assert (part["cleanup_policy"], part["retention_ms"], part["retention_bytes"]) == (
+        None,
+        None,
+        None,
+    )
+    assert (
+        part["configs"]["retention.ms"]["known"] is False
+        and part["configs"]["retention.ms"]["unknown"]
+    )

@@ -2,6 +2,7 @@
 every command that changes log dirs, a summary line on a terminal (also for a successful
 retain, saying where the quarantine is), bytes freed as `du` sees them; and `quarantine list
 LOGDIR` finding what --quarantine put elsewhere, through the registry in $KAFKALOG_STATE_DIR."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,12 @@ from tests.helpers.paths import EXAMPLES
 from tests.helpers.run_lines import ENVELOPE, lines, log_dir_report, of_kind, totals
 
 KAFKALOG = str(Path(sys.executable).with_name("kafkalog"))
-RETAIN = ["retain", "--assume-kafka-defaults", "--now", "1900000000000"]   # segments of examples/ are due
+RETAIN = [
+    "retain",
+    "--assume-kafka-defaults",
+    "--now",
+    "1900000000000",
+]  # segments of examples/ are due
 
 
 def copy(tmp_path: Path, name: str = "data") -> Path:
@@ -33,7 +39,11 @@ def copy(tmp_path: Path, name: str = "data") -> Path:
 
 
 def du(path: Path) -> int:
-    return int(subprocess.run(["du", "-sB1", str(path)], capture_output=True, text=True, check=True).stdout.split()[0])
+    return int(
+        subprocess.run(
+            ["du", "-sB1", str(path)], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
 
 
 def on_a_terminal(*args: str) -> tuple[int, str]:
@@ -45,7 +55,7 @@ def on_a_terminal(*args: str) -> tuple[int, str]:
     while True:
         try:
             chunk = os.read(main, 4096)
-        except OSError:            # EIO: the other end closed
+        except OSError:  # EIO: the other end closed
             break
         if not chunk:
             break
@@ -55,7 +65,7 @@ def on_a_terminal(*args: str) -> tuple[int, str]:
 
 
 # ------------------------------------------------------------------------------ point 7
-@pytest.mark.slow     # the installed script on a pseudo-terminal
+@pytest.mark.slow  # the installed script on a pseudo-terminal
 def test_a_successful_retain_on_a_terminal_says_what_it_did_and_where_the_quarantine_is(tmp_path):
     d = copy(tmp_path)
     code, out = on_a_terminal(*RETAIN, str(d))
@@ -72,11 +82,24 @@ def test_a_successful_retain_on_a_terminal_says_what_it_did_and_where_the_quaran
 
 def test_every_mutating_command_ends_its_text_with_one_summary_line(tmp_path):
     d = copy(tmp_path)
-    for args, head in ((["recover", "--dry-run"], "recover --dry-run: 1 log dir, 14 partitions, 0 changes pending"),
-                       (["roll", "--topic", "txn"], "roll: 1 log dir, 1 partition, 4 changes, 4.0 KiB taken on disk, 56 B held in the quarantine "),
-                       (["delete-records", "--before", "100", "--topic", "multi-segment", "--no-quarantine"],
-                        "delete-records: 1 log dir, 1 partition, "),
-                       (["compact", "--assume-kafka-defaults", "--topic", "compacted"], "compact: 1 log dir, 1 partition")):
+    for args, head in (
+        (
+            ["recover", "--dry-run"],
+            "recover --dry-run: 1 log dir, 14 partitions, 0 changes pending",
+        ),
+        (
+            ["roll", "--topic", "txn"],
+            "roll: 1 log dir, 1 partition, 4 changes, 4.0 KiB taken on disk, 56 B held in the quarantine ",
+        ),
+        (
+            ["delete-records", "--before", "100", "--topic", "multi-segment", "--no-quarantine"],
+            "delete-records: 1 log dir, 1 partition, ",
+        ),
+        (
+            ["compact", "--assume-kafka-defaults", "--topic", "compacted"],
+            "compact: 1 log dir, 1 partition",
+        ),
+    ):
         r = CliRunner().invoke(cli, [*args, str(d)])
         assert r.exit_code == 0, r.output
         assert r.stdout.splitlines()[-1].startswith(head), (args, r.stdout)
@@ -99,7 +122,9 @@ def test_freed_on_disk_is_what_du_sees_and_the_totals_sum_the_partitions(tmp_pat
 
 def test_a_figure_that_cannot_be_known_is_null_with_its_reason(tmp_path):
     d = copy(tmp_path)
-    r = CliRunner().invoke(cli, ["compact", "--dry-run", "--assume-kafka-defaults", "--format", "json", str(d)])
+    r = CliRunner().invoke(
+        cli, ["compact", "--dry-run", "--assume-kafka-defaults", "--format", "json", str(d)]
+    )
     total = totals(r.stdout)
     assert total["freed_on_disk"] is None and total["held_in_quarantine"] is None
     assert set(total["unknown"]) == {"freed_on_disk", "held_in_quarantine"}
@@ -111,10 +136,13 @@ def test_one_shape_for_every_mutating_command(tmp_path):
     prune: the same four fields first on every line, the totals last."""
     d = copy(tmp_path)
     q = tmp_path / "q"
-    runs = [["recover", "--quarantine", str(q), str(d)], ["roll", "--topic", "txn", "--quarantine", str(q), str(d)],
-            [*RETAIN, "--quarantine", str(q), str(d)],
-            ["compact", "--assume-kafka-defaults", "--quarantine", str(q), str(d)],
-            ["delete-records", "--before", "0", "--topic", "txn", "--quarantine", str(q), str(d)]]
+    runs = [
+        ["recover", "--quarantine", str(q), str(d)],
+        ["roll", "--topic", "txn", "--quarantine", str(q), str(d)],
+        [*RETAIN, "--quarantine", str(q), str(d)],
+        ["compact", "--assume-kafka-defaults", "--quarantine", str(q), str(d)],
+        ["delete-records", "--before", "0", "--topic", "txn", "--quarantine", str(q), str(d)],
+    ]
     other = tmp_path / "disk2" / "data"
     other.mkdir(parents=True)
     (other / "meta.properties").write_bytes((d / "meta.properties").read_bytes())
@@ -127,25 +155,38 @@ def test_one_shape_for_every_mutating_command(tmp_path):
         assert {o["command"] for o in out} == {args[0]} and out[-1]["exit_code"] == 0
         commands.append(args[0])
     folders = sorted(q.iterdir())
-    assert [f.name.split("-", 1)[1] for f in folders] == ["roll", "retain"]     # found by the registry below
+    assert [f.name.split("-", 1)[1] for f in folders] == [
+        "roll",
+        "retain",
+    ]  # found by the registry below
     folder = folders[0]
-    r = CliRunner().invoke(cli, ["quarantine", "restore", "--dry-run", "--format", "json", str(folder)])
+    r = CliRunner().invoke(
+        cli, ["quarantine", "restore", "--dry-run", "--format", "json", str(folder)]
+    )
     assert [o["kind"] for o in lines(r.stdout)] == ["folder", "totals"]
-    r = CliRunner().invoke(cli, ["quarantine", "prune", "--older-than", "0s", "--format", "json", str(d)])
+    r = CliRunner().invoke(
+        cli, ["quarantine", "prune", "--older-than", "0s", "--format", "json", str(d)]
+    )
     pruned = lines(r.stdout)
     assert [o["kind"] for o in pruned] == ["folder"] * (len(pruned) - 1) + ["totals"]
-    assert pruned[-1]["folders"] == len(pruned) - 1 == len(folders) and pruned[-1]["freed_on_disk"] > 0
-    assert all(o["created"] < o["time"] and o["op"] in ("roll", "retain") for o in pruned[:-1])   # the run's, the line's
+    assert (
+        pruned[-1]["folders"] == len(pruned) - 1 == len(folders) and pruned[-1]["freed_on_disk"] > 0
+    )
+    assert all(
+        o["created"] < o["time"] and o["op"] in ("roll", "retain") for o in pruned[:-1]
+    )  # the run's, the line's
     assert not any(p.exists() for p in q.iterdir() if not p.name.startswith("."))
 
 
 # ------------------------------------------------------------------------------ point 8
-def test_quarantine_list_finds_what_went_elsewhere_and_shows_a_removed_one_as_gone(tmp_path, state_dir):
+def test_quarantine_list_finds_what_went_elsewhere_and_shows_a_removed_one_as_gone(
+    tmp_path, state_dir
+):
     d = copy(tmp_path)
     elsewhere = tmp_path / "big-disk" / "kafkalog-q"
     r = CliRunner().invoke(cli, [*RETAIN, "--quarantine", str(elsewhere), str(d)])
     assert r.exit_code == 0, r.output
-    r = CliRunner().invoke(cli, ["recover", "--topic", "txn", "--all", str(d)])      # the default place
+    r = CliRunner().invoke(cli, ["recover", "--topic", "txn", "--all", str(d)])  # the default place
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(cli, ["quarantine", "list", "--format", "json", str(d)])
     rows = json.loads(r.stdout)
@@ -153,7 +194,9 @@ def test_quarantine_list_finds_what_went_elsewhere_and_shows_a_removed_one_as_go
     assert ("retain", elsewhere) in places
     # recover --all drops the snapshot at the new log start, as the broker's load does
     # (ProducerStateManager.truncateAndReload: offsets at or below the log start), in the default place
-    assert places - {("retain", elsewhere)} == {("recover", d.parent / ".kafkalog-quarantine" / d.name)}
+    assert places - {("retain", elsewhere)} == {
+        ("recover", d.parent / ".kafkalog-quarantine" / d.name)
+    }
     assert all(row["status"] == "kept" for row in rows)
     registry = json.loads((state_dir / "quarantines.json").read_text())
     assert registry["log_dirs"][os.path.realpath(d)]["cluster_id"] == "ytU2o_qzT-eCvGOTk9Y8iw"
@@ -174,7 +217,9 @@ def test_a_log_dir_mounted_elsewhere_is_found_by_its_directory_id(tmp_path):
     moved = tmp_path / "mnt" / "data"
     moved.parent.mkdir()
     d.rename(moved)
-    rows = json.loads(CliRunner().invoke(cli, ["quarantine", "list", "--format", "json", str(moved)]).stdout)
+    rows = json.loads(
+        CliRunner().invoke(cli, ["quarantine", "list", "--format", "json", str(moved)]).stdout
+    )
     assert [r["op"] for r in rows] == ["retain"] and rows[0]["status"] == "kept"
 
 
@@ -186,26 +231,42 @@ def test_an_unwritable_state_dir_is_a_warning_never_a_failure(tmp_path, monkeypa
     r = CliRunner().invoke(cli, [*RETAIN, "--quarantine", str(tmp_path / "q"), str(d)])
     assert r.exit_code == 0, r.output
     (warning,) = r.stderr.splitlines()
-    assert warning.startswith(f"kafkalog: warning: cannot record the quarantine in {blocker / 'state'}/quarantines.json")
+    assert warning.startswith(
+        f"kafkalog: warning: cannot record the quarantine in {blocker / 'state'}/quarantines.json"
+    )
     assert "KAFKALOG_STATE_DIR" in warning
-    assert len(list((tmp_path / "q").iterdir())) == 1        # the data was kept all the same
+    assert len(list((tmp_path / "q").iterdir())) == 1  # the data was kept all the same
 
 
-@pytest.mark.slow     # concurrent runs of the installed script
+@pytest.mark.slow  # concurrent runs of the installed script
 def test_runs_at_once_lose_no_entry(tmp_path, state_dir):
     log_dirs = [tmp_path / f"ld{i}" for i in range(8)]
-    threads = [threading.Thread(target=quarantine_registry.record, args=(ld, tmp_path / "q" / f"f{i}"))
-               for i, ld in enumerate(log_dirs)]
-    procs = [subprocess.Popen([sys.executable, "-c", "import sys; from pathlib import Path; from kafkalog_cli.storage "
-                               "import quarantine_registry as r; r.record(Path(sys.argv[1]), Path(sys.argv[2]))",
-                               str(ld), str(tmp_path / "p" / ld.name)]) for ld in log_dirs]
+    threads = [
+        threading.Thread(target=quarantine_registry.record, args=(ld, tmp_path / "q" / f"f{i}"))
+        for i, ld in enumerate(log_dirs)
+    ]
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from kafkalog_cli.storage "
+                "import quarantine_registry as r; r.record(Path(sys.argv[1]), Path(sys.argv[2]))",
+                str(ld),
+                str(tmp_path / "p" / ld.name),
+            ]
+        )
+        for ld in log_dirs
+    ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert all(p.wait(timeout=60) == 0 for p in procs)
     registry = json.loads((state_dir / "quarantines.json").read_text())["log_dirs"]
-    assert {Path(k).name: len(v["folders"]) for k, v in registry.items()} == {ld.name: 2 for ld in log_dirs}
+    assert {Path(k).name: len(v["folders"]) for k, v in registry.items()} == {
+        ld.name: 2 for ld in log_dirs
+    }
 
 
 def test_the_state_dir_defaults_to_xdg_state_home(tmp_path, monkeypatch):

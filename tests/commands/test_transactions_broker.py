@@ -4,6 +4,7 @@ with the high watermark; stopped, its files must give `kafkalog transactions` th
 the open transaction, and no hanging one while the coordinator's log says it is Ongoing.
 
 Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py), skipped otherwise."""
+
 import json
 import shutil
 
@@ -43,13 +44,17 @@ def test_lso_and_open_transaction_as_the_broker_answered(tmp_path):
     served = broker_run(d, tmp_path, OPEN_TXN)
     assert served["errors"] == []
     lso, hw = served["output"]["read_committed"], served["output"]["read_uncommitted"]
-    assert (lso, hw) == (15, 18)                  # the transaction began at the old log end offset
+    assert (lso, hw) == (15, 18)  # the transaction began at the old log end offset
 
     r = CliRunner().invoke(cli, ["transactions", str(d), "--topic", "txn", "--format", "json"])
     assert r.exit_code == 0, r.output
-    got, = map(json.loads, r.stdout.splitlines())
-    assert (got["last_stable_offset"], got["high_watermark"], got["log_end_offset"]) == (lso, hw, hw)
-    txn, = got["open_transactions"]
+    (got,) = map(json.loads, r.stdout.splitlines())
+    assert (got["last_stable_offset"], got["high_watermark"], got["log_end_offset"]) == (
+        lso,
+        hw,
+        hw,
+    )
+    (txn,) = got["open_transactions"]
     assert (txn["start_offset"], txn["topic"], txn["partition"]) == (15, "txn", 0)
 
     # the coordinator's log (__transaction_state in the same log dir) still expects to end it
@@ -58,7 +63,9 @@ def test_lso_and_open_transaction_as_the_broker_answered(tmp_path):
     # without the coordinator's log nothing tells it from a hanging one: reported, exit 1
     alone = tmp_path / "alone"
     shutil.copytree(d, alone, ignore=shutil.ignore_patterns("__transaction_state-*"))
-    r = CliRunner().invoke(cli, ["transactions", str(alone), "--find-hanging", "--max-age", "0s", "--format", "json"])
+    r = CliRunner().invoke(
+        cli, ["transactions", str(alone), "--find-hanging", "--max-age", "0s", "--format", "json"]
+    )
     assert r.exit_code == 1
-    hanging, = map(json.loads, r.stdout.splitlines())
+    (hanging,) = map(json.loads, r.stdout.splitlines())
     assert (hanging["start_offset"], hanging["coordinator_state"]) == (15, None)

@@ -10,6 +10,7 @@ coordinator's log says Ongoing, and recover's .txnindex equal to the broker's.
 
 Runs when KAFKA_HOME is a Kafka 4.x distribution and KAFKA_PY a Python with kafka-python,
 skipped otherwise."""
+
 from __future__ import annotations
 
 import json
@@ -33,11 +34,20 @@ from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
 from tests.helpers.kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
 
-pytestmark = [needs_broker, pytest.mark.skipif(not (DIST and DIST.at_least(4, 0)),
-                                               reason="needs KAFKA_HOME of Kafka 4.0 or later (transactions version 2)")]
-TV2_PROPERTIES = {"unstable.feature.versions.enable": "true", "unstable.api.versions.enable": "true",
-                  "transaction.state.log.num.partitions": "1", "num.partitions": "1",
-                  "group.initial.rebalance.delay.ms": "0"}
+pytestmark = [
+    needs_broker,
+    pytest.mark.skipif(
+        not (DIST and DIST.at_least(4, 0)),
+        reason="needs KAFKA_HOME of Kafka 4.0 or later (transactions version 2)",
+    ),
+]
+TV2_PROPERTIES = {
+    "unstable.feature.versions.enable": "true",
+    "unstable.api.versions.enable": "true",
+    "transaction.state.log.num.partitions": "1",
+    "num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 TV2_CLIENT = r"""
 import json, os, sys
@@ -97,14 +107,20 @@ def _format_tv2(log_dir: Path, work: Path) -> None:
     from the config; this snapshot's format parses --feature but ignores it (tools/kafka-broker)."""
     ctl, port = _free_port(), _free_port()
     cfg = work / "format.properties"
-    cfg.write_text(f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
-                   f"controller.listener.names=CONTROLLER\n"
-                   f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}\n"
-                   f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
-                   f"log.dirs={log_dir}\nunstable.feature.versions.enable=true\n")
+    cfg.write_text(
+        f"process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@127.0.0.1:{ctl}\n"
+        f"controller.listener.names=CONTROLLER\n"
+        f"listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{ctl}\n"
+        f"listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT\n"
+        f"log.dirs={log_dir}\nunstable.feature.versions.enable=true\n"
+    )
     env = {**os.environ, "LOG_DIR": str(work / "format-logs")}
-    subprocess.run(DIST.format_args("a2Fma2Fsb2ctdHYyLWNoZWNr", cfg, release_version="4.0-IV2"),
-                   check=True, capture_output=True, env=env)
+    subprocess.run(
+        DIST.format_args("a2Fma2Fsb2ctdHYyLWNoZWNr", cfg, release_version="4.0-IV2"),
+        check=True,
+        capture_output=True,
+        env=env,
+    )
 
 
 def invoke(*args):
@@ -118,7 +134,9 @@ def test_a_tv2_broker_and_kafkalog_agree(tmp_path):
     served = broker_run(d, tmp_path, TV2_CLIENT, properties=TV2_PROPERTIES)
     assert served["errors"] == []
     out = served["output"]
-    assert [e[3] for e in out["end_txn"]] == [e[1] + 1 for e in out["end_txn"]]     # the coordinator bumped
+    assert [e[3] for e in out["end_txn"]] == [
+        e[1] + 1 for e in out["end_txn"]
+    ]  # the coordinator bumped
     lso, hw = out["read_committed"], out["read_uncommitted"]
 
     part = d / "tv2-0"
@@ -134,9 +152,9 @@ def test_a_tv2_broker_and_kafkalog_agree(tmp_path):
     assert transactions_v2_evidence(d)[0].detail.startswith("COMMIT of producer ")
     r = invoke("transactions", d, "--topic", "tv2", "--format", "json")
     assert r.exit_code == 0, r.output
-    got, = map(json.loads, r.stdout.splitlines())
+    (got,) = map(json.loads, r.stdout.splitlines())
     assert (got["last_stable_offset"], got["high_watermark"]) == (lso, hw)
-    txn, = got["open_transactions"]
+    (txn,) = got["open_transactions"]
     assert txn["start_offset"] == lso
     # the coordinator's log says Ongoing with tv2-0: not hanging
     r = invoke("transactions", d, "--find-hanging", "--max-age", "0s")
@@ -144,12 +162,16 @@ def test_a_tv2_broker_and_kafkalog_agree(tmp_path):
 
     # the broker's clean-shutdown snapshot at the log end, against the log replayed alone
     snaps = sorted(part.glob("*.snapshot"))
-    broker_entries = sorted(parse_producer_snapshot(snaps[-1].read_bytes()).entries, key=lambda e: e.producer_id)
+    broker_entries = sorted(
+        parse_producer_snapshot(snaps[-1].read_bytes()).entries, key=lambda e: e.producer_id
+    )
     alone = tmp_path / "alone" / "tv2-0"
     shutil.copytree(part, alone, ignore=shutil.ignore_patterns("*.snapshot"))
     p = Partition.open(alone, PartitionCheckpoints())
     state = rebuild_producer_state(alone, p.segments, None, now_ms=0, expiration_ms=1 << 62)
-    ours = sorted(parse_producer_snapshot(state.snapshot_bytes()).entries, key=lambda e: e.producer_id)
+    ours = sorted(
+        parse_producer_snapshot(state.snapshot_bytes()).entries, key=lambda e: e.producer_id
+    )
     assert ours == broker_entries
 
     # read_committed: what the broker's consumer got
@@ -189,12 +211,21 @@ def test_the_tv2_coordinators_log_as_the_snapshots_kafka_dump_log_prints_it(tmp_
     # the end of a transaction records the client's transactions version (prepareAbortOrCommit,
     # prepareComplete); this snapshot's other transitions write TV_0 (prepareTransitionTo's default)
     assert {v.version for v in values} == {1}
-    ends = [v for v in values if v.state.name in ("PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")]
+    ends = [
+        v
+        for v in values
+        if v.state.name in ("PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort")
+    ]
     assert len(ends) == 8 and {v.client_transaction_version for v in ends} == {2}
     # the epoch bumps at every prepare: 4 ends after the initial epoch
     assert [v.producer_epoch for v in ends if v.state.name.startswith("Prepare")] == [
-        ends[0].producer_epoch + i for i in range(4)]
-    tool = subprocess.run([f"{KAFKA_HOME}/bin/kafka-dump-log.sh", "--transaction-log-decoder", "--files", str(log)],
-                          capture_output=True, text=True, check=True).stdout
-    theirs = [line[line.index(" key: "):] for line in tool.splitlines() if " key: " in line]
+        ends[0].producer_epoch + i for i in range(4)
+    ]
+    tool = subprocess.run(
+        [f"{KAFKA_HOME}/bin/kafka-dump-log.sh", "--transaction-log-decoder", "--files", str(log)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    theirs = [line[line.index(" key: ") :] for line in tool.splitlines() if " key: " in line]
     assert ours == theirs

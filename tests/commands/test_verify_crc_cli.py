@@ -1,4 +1,5 @@
 """`kafkalog verify-crc`: what a user sees, text and JSON, exit codes, --jobs, no decoration when piped."""
+
 from __future__ import annotations
 
 import json
@@ -32,9 +33,11 @@ def test_clean_log_dir(tmp_path):
     # rec-none-0's active segment was copied from a crashed broker: its preallocated index is a
     # note (the broker rebuilds it on load), not a problem
     index = tmp_path / "logs" / "rec-none-0" / "00000000000000000363.index"
-    assert r.stderr == (f"kafkalog: note: {index}: byte 8: 19 zero-filled slot(s) after its 1 entries: the broker "
-                        f"recovers this segment on its next start and rebuilds the index (a crash leaves "
-                        f"preallocated indexes so)\n")
+    assert r.stderr == (
+        f"kafkalog: note: {index}: byte 8: 19 zero-filled slot(s) after its 1 entries: the broker "
+        f"recovers this segment on its next start and rebuilds the index (a crash leaves "
+        f"preallocated indexes so)\n"
+    )
 
 
 def test_a_zero_filled_index_the_broker_keeps_is_a_problem(tmp_path):
@@ -49,7 +52,8 @@ def test_a_zero_filled_index_the_broker_keeps_is_a_problem(tmp_path):
     assert r.stdout.splitlines()[0] == (
         f"{index}: byte 8: 19 zero-filled slot(s) after its 1 entries: the broker does not recover this segment on "
         f"load (.kafka_cleanshutdown, or below the recovery point) and keeps them, so its lookups in this index go "
-        f"wrong; `kafkalog recover --repair` rebuilds it")
+        f"wrong; `kafkalog recover --repair` rebuilds it"
+    )
     assert ", 1 problem in " in r.stdout.splitlines()[1]
     for cmd in (["dump-index", "--verify-index-only"], ["dump-index", "--index-sanity-check"]):
         r = invoke(*cmd, tmp_path / "logs")
@@ -57,14 +61,25 @@ def test_a_zero_filled_index_the_broker_keeps_is_a_problem(tmp_path):
         assert f"kafkalog: {index}: byte 8: 19 zero-filled slot(s)" in r.stderr
     r = invoke("dump-index", "--verify-index-only", "--format", "json", tmp_path / "logs")
     objs = [json.loads(x) for x in r.stdout.splitlines()]
-    assert [(o["kind"], o.get("file")) for o in objs if o["kind"] == "problem"] == [("problem", str(index))]
+    assert [(o["kind"], o.get("file")) for o in objs if o["kind"] == "problem"] == [
+        ("problem", str(index))
+    ]
     # and kafka-dump-log's own mismatch: the zero slot 0 read as an entry (363 at byte 0)
-    assert [(o["kind"], o["index_offset"]) for o in objs if o["kind"] == "index_mismatch"] == [("index_mismatch", 363)]
-    assert objs[-1] == {"kind": "summary", "files": len(list((tmp_path / "logs" / "rec-none-0").glob("*index")))
-                        + len(list((tmp_path / "logs" / "rec-none-0").glob("*.snapshot"))),
-                        "problems": 2, "notes": 0, "ok": False}
+    assert [(o["kind"], o["index_offset"]) for o in objs if o["kind"] == "index_mismatch"] == [
+        ("index_mismatch", 363)
+    ]
+    assert objs[-1] == {
+        "kind": "summary",
+        "files": len(list((tmp_path / "logs" / "rec-none-0").glob("*index")))
+        + len(list((tmp_path / "logs" / "rec-none-0").glob("*.snapshot"))),
+        "problems": 2,
+        "notes": 0,
+        "ok": False,
+    }
     r = invoke("describe", "--format", "json", tmp_path / "logs")
-    assert any("19 zero-filled slot(s)" in p for p in json.loads(r.stdout.splitlines()[0])["problems"])
+    assert any(
+        "19 zero-filled slot(s)" in p for p in json.loads(r.stdout.splitlines()[0])["problems"]
+    )
 
 
 def test_problems_then_summary_exit_1(tmp_path):
@@ -72,7 +87,9 @@ def test_problems_then_summary_exit_1(tmp_path):
     r = invoke("verify-crc", log.parent)
     assert r.exit_code == 1
     lines = r.stdout.splitlines()
-    assert lines[0].startswith(f"{log}: byte {len(B.good_batch())}: v2 batch CRC-32C mismatch (offsets 3..5, stored crc ")
+    assert lines[0].startswith(
+        f"{log}: byte {len(B.good_batch())}: v2 batch CRC-32C mismatch (offsets 3..5, stored crc "
+    )
     assert lines[1].startswith("verify-crc: 1 file, 2 batches, ") and ", 1 problem in " in lines[1]
 
 
@@ -81,12 +98,19 @@ def test_json(tmp_path):
     r = invoke("verify-crc", "--format", "json", log)
     assert r.exit_code == 1
     problem, summary = (json.loads(x) for x in r.stdout.splitlines())
-    assert problem == {"kind": "problem", "problem": "trailing_bytes", "file": str(log),
-                       "position": len(B.good_batch()),
-                       "message": f"{len(B.good_batch()) - 10} trailing bytes are not a complete batch "
-                                  f"(its size field says {len(B.good_batch()) - 12} bytes follow, "
-                                  f"{len(B.good_batch()) - 22} do)",
-                       "base_offset": None, "last_offset": None, "stored_crc": None, "computed_crc": None}
+    assert problem == {
+        "kind": "problem",
+        "problem": "trailing_bytes",
+        "file": str(log),
+        "position": len(B.good_batch()),
+        "message": f"{len(B.good_batch()) - 10} trailing bytes are not a complete batch "
+        f"(its size field says {len(B.good_batch()) - 12} bytes follow, "
+        f"{len(B.good_batch()) - 22} do)",
+        "base_offset": None,
+        "last_offset": None,
+        "stored_crc": None,
+        "computed_crc": None,
+    }
     assert summary["kind"] == "summary" and summary["problems"] == 1 and summary["batches"] == 1
     assert summary["ok"] is False
 
@@ -102,7 +126,7 @@ def test_continues_after_a_corrupt_size(tmp_path):
 
 def test_deep_finds_what_the_crc_cannot(tmp_path):
     log = B.garbage_compressed(tmp_path)
-    assert invoke("verify-crc", log).exit_code == 0      # the CRC is right
+    assert invoke("verify-crc", log).exit_code == 0  # the CRC is right
     r = invoke("verify-crc", "--deep", log)
     assert r.exit_code == 1
     assert r.stdout.startswith(f"{log}: byte 0: records do not decode: ")
@@ -124,7 +148,9 @@ def test_piped_output_has_no_decoration(tmp_path):
     """The installed command, stdout and stderr to pipes: plain lines only, no escape codes."""
     log = B.bad_crc(tmp_path)
     exe = Path(sys.executable).with_name("kafkalog")
-    p = subprocess.run([str(exe), "verify-crc", str(log)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [str(exe), "verify-crc", str(log)], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 1
     assert "\x1b[" not in p.stdout + p.stderr and p.stderr == ""
     assert len(p.stdout.splitlines()) == 2
@@ -143,8 +169,11 @@ def test_an_unreadable_segment_is_exit_4_not_skipped(runner, tmp_path, kind):
     _shutil.copytree(_EXAMPLES / "multi-segment-0", d)
     log = d / "00000000000000000300.log"
     log.unlink()
-    {"dangling": lambda: log.symlink_to(d / "nowhere"), "directory": log.mkdir,
-     "fifo": lambda: _os.mkfifo(log)}[kind]()
+    {
+        "dangling": lambda: log.symlink_to(d / "nowhere"),
+        "directory": log.mkdir,
+        "fifo": lambda: _os.mkfifo(log),
+    }[kind]()
     res = runner.invoke(cli, ["verify-crc", str(d)])
     assert res.exit_code == 4
     assert "00000000000000000300.log" in res.stderr and "0 problems" not in res.stdout

@@ -3,6 +3,7 @@ deletes becomes): killed after any step inside a batch (while the files are link
 quarantine, after the manifest's one append, part way through the unlinks), the log dir is one
 that `kafkalog recover` loads and nothing is lost; `kafkalog quarantine restore` gives back the log
 dir byte for byte; a rerun of retain finishes the job."""
+
 from __future__ import annotations
 
 import hashlib
@@ -25,27 +26,44 @@ from kafkalog_cli.storage.quarantine_writer import Quarantine
 from tests.helpers.file_states import partition_hashes as partition_files
 from tests.helpers.retention import DAY, NEW, NOW, OLD, make_log_dir, plan_for, res_with
 
-RETAIN = ["retain", "--now", str(NOW), "--config", "cleanup.policy=delete", "--config", f"retention.ms={7 * DAY}"]
+RETAIN = [
+    "retain",
+    "--now",
+    str(NOW),
+    "--config",
+    "cleanup.policy=delete",
+    "--config",
+    f"retention.ms={7 * DAY}",
+]
 SEGMENT = re.compile(r"\d{20}\.log(\.\d+)?$")
 
 
 def fresh(root: Path) -> Path:
     """Two partitions whose old segments expire: two runs of deletes, one in each partition dir
     (the leader-epoch-checkpoint written between them)."""
-    return make_log_dir(root / "logs", {"t-0": [[OLD], [OLD, OLD], [OLD], [OLD], [NEW, NEW]],
-                                        "u-0": [[OLD], [OLD], [NEW]]})
+    return make_log_dir(
+        root / "logs",
+        {"t-0": [[OLD], [OLD, OLD], [OLD], [OLD], [NEW, NEW]], "u-0": [[OLD], [OLD], [NEW]]},
+    )
 
 
 def tree(d: Path) -> dict[str, str]:
     """Every file of the log dir (the .lock left out): relative name -> sha256."""
-    return {str(f.relative_to(d)): hashlib.sha256(f.read_bytes()).hexdigest()
-            for f in sorted(d.rglob("*")) if f.is_file() and f.name != ".lock"}
+    return {
+        str(f.relative_to(d)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(d.rglob("*"))
+        if f.is_file() and f.name != ".lock"
+    }
 
 
 def batches(files) -> set[tuple[str, int, int]]:
     """(partition, base offset, last offset) of every record batch of the given segment files
     (in the log dir or kept in the quarantine: both under their partition dir's name)."""
-    return {(f.parent.name, b.base_offset, b.last_offset) for f in files for b in iter_batches(f.read_bytes())}
+    return {
+        (f.parent.name, b.base_offset, b.last_offset)
+        for f in files
+        for b in iter_batches(f.read_bytes())
+    }
 
 
 def kafkalog(*args):
@@ -67,16 +85,16 @@ def batch_ranges(journal: list[str]) -> list[range]:
     kinds = [j.split()[0] for j in journal]
     out = []
     for a, kind in enumerate(kinds):
-        if kind == "append" and kinds[a + 1:a + 2] == ["unlink"]:
+        if kind == "append" and kinds[a + 1 : a + 2] == ["unlink"]:
             start = a
             while kinds[start - 1] == "fsync":
                 start -= 1
             while kinds[start - 1] == "link":
                 start -= 1
             end = a + 1
-            while kinds[end:end + 1] == ["unlink"]:
+            while kinds[end : end + 1] == ["unlink"]:
                 end += 1
-            while kinds[end:end + 1] == ["fsync"]:
+            while kinds[end : end + 1] == ["fsync"]:
                 end += 1
             out.append(range(start + 1, end + 1))
     return out
@@ -100,7 +118,7 @@ def reference(tmp_path_factory):
 def test_a_batch_is_linked_journalled_once_then_unlinked_in_order(reference):
     journal = reference[2]
     ranges = batch_ranges(journal)
-    assert len(ranges) == 2               # t-0's deletes, then u-0's (its leader-epoch-checkpoint between)
+    assert len(ranges) == 2  # t-0's deletes, then u-0's (its leader-epoch-checkpoint between)
     for r in ranges:
         kinds = [journal[n - 1].split()[0] for n in r]
         links, unlinks = kinds.count("link"), kinds.count("unlink")
@@ -129,11 +147,16 @@ def test_killed_inside_a_batch_restore_gives_back_the_log_dir(reference, tmp_pat
 
 
 @pytest.mark.slow
-def test_killed_inside_a_batch_recover_loads_it_nothing_is_lost_and_retain_finishes(reference, tmp_path):
+def test_killed_inside_a_batch_recover_loads_it_nothing_is_lost_and_retain_finishes(
+    reference, tmp_path
+):
     before, _, journal, records, kept = reference
-    ref = fresh(tmp_path / "ref")         # what recover then retain make of the log dir uninterrupted
-    assert kafkalog("recover", "--now", NOW, ref).exit_code == 0 and kafkalog(*RETAIN, ref).exit_code == 0
-    want = partition_files(ref, tree(ref))   # the partitions' files (recover owns the root's)
+    ref = fresh(tmp_path / "ref")  # what recover then retain make of the log dir uninterrupted
+    assert (
+        kafkalog("recover", "--now", NOW, ref).exit_code == 0
+        and kafkalog(*RETAIN, ref).exit_code == 0
+    )
+    want = partition_files(ref, tree(ref))  # the partitions' files (recover owns the root's)
     for n in batch_steps(journal):
         d = fresh(tmp_path / f"k{n}")
         retain(d, fault_after=n)
@@ -159,23 +182,38 @@ def test_killed_inside_a_batch_recover_loads_it_nothing_is_lost_and_retain_finis
         assert partition_files(d, tree(d)) == want, at
 
 
-def test_killed_for_real_after_the_manifest_before_the_unlinks_restore_is_exact(reference, tmp_path):
+def test_killed_for_real_after_the_manifest_before_the_unlinks_restore_is_exact(
+    reference, tmp_path
+):
     """The installed command dies (exit 137, as after SIGKILL) right after a batch's entries are
     written: its files are still in the log dir, and restore accepts that."""
     before, _, journal, _, _ = reference
-    n = next(i for i, j in enumerate(journal, 1) if j.startswith("append") and j.endswith("manifest.jsonl"))
+    n = next(
+        i
+        for i, j in enumerate(journal, 1)
+        if j.startswith("append") and j.endswith("manifest.jsonl")
+    )
     d = fresh(tmp_path)
     env = {**os.environ, FAULT_ENV: str(n), "PYTHONPATH": os.pathsep.join(sys.path)}
-    p = subprocess.run([sys.executable, "-m", "kafkalog_cli", *RETAIN, str(d)], env=env, capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", *RETAIN, str(d)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert p.returncode == 137, p.stderr
-    assert tree(d) == before          # nothing unlinked yet
+    assert tree(d) == before  # nothing unlinked yet
     (folder,) = json.loads(kafkalog("quarantine", "list", "--format", "json", d).output)
     assert folder["entries"] > 10
     r = kafkalog("quarantine", "restore", "--dry-run", folder["folder"])
     *steps, summary = r.output.splitlines()[1:]
-    assert summary.startswith(f"quarantine restore --dry-run: 1 quarantine folder, {folder['entries']} changes pending")
+    assert summary.startswith(
+        f"quarantine restore --dry-run: 1 quarantine folder, {folder['entries']} changes pending"
+    )
     assert r.exit_code == 0 and len(steps) == folder["entries"], r.output
-    assert all(s.startswith("  - leave ") and s.endswith(": already as before retain") for s in steps), r.output
+    assert all(
+        s.startswith("  - leave ") and s.endswith(": already as before retain") for s in steps
+    ), r.output
     r = kafkalog("quarantine", "restore", folder["folder"])
     assert r.exit_code == 0, r.output
     assert tree(d) == before

@@ -1,6 +1,7 @@
 """Crash safety of compact: kill apply after every file-system step, and partway through the
 `.cleaned` files of a group; `recover` then a new compact must reach exactly what an uninterrupted
 run (the broker's cleaner) wrote, and no record may be lost meanwhile."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ def _compact(d, q, fault_after=None):
 
 
 def _recover(d, q):
-    (ld, parts), = partition_dirs_for([d]).items()
-    apply_plan(recover.plan(ld, parts, recover.RecoverOptions(now_ms=NOW)), FsOps(ld, Quarantine(q, "recover")))
+    ((ld, parts),) = partition_dirs_for([d]).items()
+    apply_plan(
+        recover.plan(ld, parts, recover.RecoverOptions(now_ms=NOW)),
+        FsOps(ld, Quarantine(q, "recover")),
+    )
 
 
 def _final_values(d):
@@ -54,12 +58,14 @@ def test_kill_compact_after_every_step(tmp_path):
 # ------------------------------------------------------------------------------ partway through the .cleaned files
 # A process kill, not a power cut: what was written stays in the page cache, so fsync can be skipped
 # (a no-op here keeps these sweeps fast; the test above keeps the real calls).
-MERGED = {"segment.bytes": str(1 << 20)}      # the five segments cleaned as one group: 0 <- 177 .. 705
+MERGED = {"segment.bytes": str(1 << 20)}  # the five segments cleaned as one group: 0 <- 177 .. 705
 
 
 def _resolver(extra: dict | None) -> ConfigResolver:
     res = resolver_for("tombstones")
-    return ConfigResolver(topic_overrides={t: {**cfg, **(extra or {})} for t, cfg in res.topic_overrides.items()})
+    return ConfigResolver(
+        topic_overrides={t: {**cfg, **(extra or {})} for t, cfg in res.topic_overrides.items()}
+    )
 
 
 def _run(d, q, extra, fault_after=None):
@@ -71,7 +77,9 @@ def _run(d, q, extra, fault_after=None):
 
 
 def _temp_files(d):
-    return sorted(p.name for p in (d / "cmp-tomb-0").iterdir() if p.name.endswith(names.TEMP_SUFFIXES))
+    return sorted(
+        p.name for p in (d / "cmp-tomb-0").iterdir() if p.name.endswith(names.TEMP_SUFFIXES)
+    )
 
 
 def _converges(d, tmp_path, extra, want, finals, where):
@@ -95,9 +103,13 @@ def test_kill_at_every_step_while_the_cleaned_files_are_created(tmp_path, no_fsy
     journal = _run(ref, tmp_path / "q", extra)
     want, finals = records_of(ref / "cmp-tomb-0"), _final_values(ref)
     # each group's files created in the partition dir and their mtimes set, before replaceSegments
-    steps = [n for n, what in enumerate(journal, 1)
-             if what.split()[0] in ("write", "utime") and Path(what.split()[1]).parent.name == "cmp-tomb-0"]
-    assert len(steps) == (6 if extra else 30)       # log, index, timeindex: written, then their mtimes
+    steps = [
+        n
+        for n, what in enumerate(journal, 1)
+        if what.split()[0] in ("write", "utime")
+        and Path(what.split()[1]).parent.name == "cmp-tomb-0"
+    ]
+    assert len(steps) == (6 if extra else 30)  # log, index, timeindex: written, then their mtimes
     for n in steps:
         d = restore("tombstones", "before", tmp_path / f"k{n}")
         with pytest.raises(InjectedFault):
@@ -119,10 +131,11 @@ def test_kill_partway_through_writing_a_cleaned_log(tmp_path, no_fsync, monkeypa
         nonlocal calls
         calls += 1
         real_append(self, data, *a)
+
     monkeypatch.setattr(cleaner.CleanedSegment, "append", counting)
     _run(ref, tmp_path / "q", extra)
     want, finals = records_of(ref / "cmp-tomb-0"), _final_values(ref)
-    assert calls >= 4                               # segment 0 is emptied: nothing appended
+    assert calls >= 4  # segment 0 is emptied: nothing appended
     for k in range(calls):
         seen = 0
 
@@ -133,6 +146,7 @@ def test_kill_partway_through_writing_a_cleaned_log(tmp_path, no_fsync, monkeypa
                 raise InjectedFault(f"killed in append {k}")
             seen += 1
             real_append(self, data, *a)
+
         monkeypatch.setattr(cleaner.CleanedSegment, "append", dying)
         d = restore("tombstones", "before", tmp_path / f"a{k}")
         with pytest.raises(InjectedFault):

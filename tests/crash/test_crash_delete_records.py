@@ -1,6 +1,7 @@
 """Crash safety of delete-records: kill it after every single file-system step; running it again
 (or `recover` then it again) must reach the uninterrupted run's state, no record at or above the
 new log start offset may be lost, and the broker's load rule must give that log start offset."""
+
 import os
 import shutil
 import subprocess
@@ -20,7 +21,7 @@ from tests.helpers.file_states import partition_hashes as partition_files
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.retention import kept_offsets, make_log_dir
 
-OFFSETS = {("t", 0): 7, ("u", 0): 4}          # into the third and the second segment
+OFFSETS = {("t", 0): 7, ("u", 0): 4}  # into the third and the second segment
 
 
 def fresh(path: Path) -> Path:
@@ -64,14 +65,17 @@ def test_kill_after_every_step_then_rerun(tmp_path, quarantine):
 
 
 def recovered(d: Path, q: Path) -> None:
-    (ld, parts), = partition_dirs_for([d]).items()
-    apply(recover.plan(ld, parts, recover.RecoverOptions(now_ms=0)), FsOps(ld, Quarantine(q, "recover")))
+    ((ld, parts),) = partition_dirs_for([d]).items()
+    apply(
+        recover.plan(ld, parts, recover.RecoverOptions(now_ms=0)),
+        FsOps(ld, Quarantine(q, "recover")),
+    )
 
 
 def test_kill_then_recover_then_rerun(tmp_path):
     ref = fresh(tmp_path / "ref")
     total = run(ref, tmp_path / "qref", offsets=OFFSETS)["fs_steps"]
-    ref = fresh(tmp_path / "ref2")            # what recover writes (indexes) differs from the fixture's
+    ref = fresh(tmp_path / "ref2")  # what recover writes (indexes) differs from the fixture's
     recovered(ref, tmp_path / "qref2")
     run(ref, tmp_path / "qref2", offsets=OFFSETS)
     want = partition_files(ref)
@@ -86,17 +90,30 @@ def test_kill_then_recover_then_rerun(tmp_path):
 
 def test_installed_command_killed_midway_then_rerun(tmp_path):
     """The real process dies (exit 137, as after SIGKILL) after step N; the same command again finishes."""
+
     def copy(name):
         d = tmp_path / name / "logdir"
         shutil.copytree(EXAMPLES, d)
         return d
-    exe = [str(Path(sys.executable).with_name("kafkalog")), "delete-records", "--topic", "multi-segment",
-           "--topic", "idempotent-lz4", "--before", "-1", "--no-quarantine"]
+
+    exe = [
+        str(Path(sys.executable).with_name("kafkalog")),
+        "delete-records",
+        "--topic",
+        "multi-segment",
+        "--topic",
+        "idempotent-lz4",
+        "--before",
+        "-1",
+        "--no-quarantine",
+    ]
     ref = copy("ref")
     assert subprocess.run(exe + [str(ref)], capture_output=True).returncode == 0
     for n in (1, 3, 5):
         d = copy(f"k{n}")
-        killed = subprocess.run(exe + [str(d)], env={**os.environ, FAULT_ENV: str(n)}, capture_output=True)
+        killed = subprocess.run(
+            exe + [str(d)], env={**os.environ, FAULT_ENV: str(n)}, capture_output=True
+        )
         assert killed.returncode == 137
         again = subprocess.run(exe + [str(d)], capture_output=True, text=True)
         assert again.returncode == 0, again.stderr

@@ -4,6 +4,7 @@ current one), `kafkalog recover --dry-run` has nothing to do in either, and the 
 again ends where an uninterrupted run ends. The one exception, by design and stated in the man
 page: the step between the two renames leaves two identical live copies (the broker refuses to
 start, "Duplicate log directories"; nothing is lost; running again finishes)."""
+
 import os
 import subprocess
 import sys
@@ -47,7 +48,7 @@ def test_kill_after_every_step_then_rerun(tmp_path, quarantine):
         s, d = kinds(src), kinds(dst)
         assert live, f"no live copy after a kill at step {n}"
         assert not s.get(PartitionDirKind.FUTURE), n
-        if len(live) == 2:       # the one instant between the two renames
+        if len(live) == 2:  # the one instant between the two renames
             duplicates.append(n)
             assert files(live[0]) == files(live[1]) == original
         # a future dir is only ever beside the live source, and whole
@@ -60,7 +61,11 @@ def test_kill_after_every_step_then_rerun(tmp_path, quarantine):
                     assert files(x) == original, f"{x.name} after a kill at step {n}"
         # nothing to do but, at worst, the temporary file of a checkpoint write killed before its
         # rename (the broker ignores it; recover and the next run remove it)
-        left = [a for a in recover_actions(src) + recover_actions(dst) if not a.path.name.endswith(TMP_SUFFIX)]
+        left = [
+            a
+            for a in recover_actions(src) + recover_actions(dst)
+            if not a.path.name.endswith(TMP_SUFFIX)
+        ]
         assert left == [], n
         move(src, dst, q)
         assert state(src, dst) == want, f"after a kill at step {n} of {total}"
@@ -71,14 +76,22 @@ def test_kill_after_every_step_then_rerun(tmp_path, quarantine):
 
 def test_installed_command_killed_midway_then_rerun(tmp_path):
     """The real process dies (exit 137, as after SIGKILL) after step N; the same command again finishes."""
-    exe = [str(Path(sys.executable).with_name("kafkalog")), "move-partition", "--topic", TP.topic,
-           "--partition", str(TP.partition)]
+    exe = [
+        str(Path(sys.executable).with_name("kafkalog")),
+        "move-partition",
+        "--topic",
+        TP.topic,
+        "--partition",
+        str(TP.partition),
+    ]
     src, dst = two_log_dirs(tmp_path / "ref")
     assert subprocess.run(exe + [str(src), str(dst)], capture_output=True).returncode == 0
     want = state(src, dst)
     for n in (2, 9, 27):
         src, dst = two_log_dirs(tmp_path / f"k{n}")
-        killed = subprocess.run(exe + [str(src), str(dst)], env={**os.environ, FAULT_ENV: str(n)}, capture_output=True)
+        killed = subprocess.run(
+            exe + [str(src), str(dst)], env={**os.environ, FAULT_ENV: str(n)}, capture_output=True
+        )
         assert killed.returncode == 137
         again = subprocess.run(exe + [str(src), str(dst)], capture_output=True, text=True)
         assert again.returncode == 0, again.stderr
@@ -106,7 +119,9 @@ def test_kill_rerun_then_restore_every_folder_gives_back_the_dirs(tmp_path):
         move(src, dst, q)
         for folder in sorted(q.iterdir(), reverse=True):
             r = CliRunner().invoke(cli, ["quarantine", "restore", str(folder)])
-            assert r.exit_code == 0, f"restore of {folder.name} after a kill at step {n}: {r.output}"
+            assert r.exit_code == 0, (
+                f"restore of {folder.name} after a kill at step {n}: {r.output}"
+            )
         assert state(src, dst) == before, f"after a kill at step {n} of {total}"
         for d in (src, dst):
             staged = staging_dir(d)

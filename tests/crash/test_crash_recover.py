@@ -1,5 +1,6 @@
 """Crash safety: kill recover and roll after every single file-system step; a following
 `recover` must reach the uninterrupted run's state and keep every record it keeps."""
+
 import random
 import signal
 import subprocess
@@ -28,13 +29,13 @@ def offsets(d):
 
 
 def run_recover(d, q, fault_after=None):
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795248200000))
     return apply(p, FsOps(ld, Quarantine(q, "recover"), fault_after=fault_after))
 
 
 def run_roll(d, q, fault_after=None):
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(now_ms=1795249186389, if_needed=True))
     return apply(p, FsOps(ld, Quarantine(q, "roll"), fault_after=fault_after))
 
@@ -71,19 +72,26 @@ def test_kill_roll_after_every_step(tmp_path):
         # each partition ends either rolled or not, never in between
         for part in ("roll-createtime-0", "roll-logappend-0", "roll-wallclock-0"):
             mine = {k: v for k, v in got.items() if k.startswith(part)}
-            assert any(mine == {k: v for k, v in s.items() if k.startswith(part)} for s in states), (n, part)
+            assert any(
+                mine == {k: v for k, v in s.items() if k.startswith(part)} for s in states
+            ), (n, part)
         assert kept <= offsets(d)
 
 
 def _big_partition(d, mib=48):
     """A v2 partition of `mib` MiB (100-byte records, 100 per batch) with a torn tail."""
     from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
     part = d / "big-0"
     part.mkdir(parents=True)
     (d / "recovery-point-offset-checkpoint").write_text("0\n1\nbig 0 0\n")
-    recs = [SimpleRecord(key=None, value=b"v" * 100, headers=(), timestamp=1700000000000 + i) for i in range(100)]
+    recs = [
+        SimpleRecord(key=None, value=b"v" * 100, headers=(), timestamp=1700000000000 + i)
+        for i in range(100)
+    ]
     batch0 = build_v2_batch(recs, 0)
     import struct
+
     n = (mib << 20) // len(batch0)
     with open(part / "00000000000000000000.log", "wb") as f:
         for i in range(n):
@@ -123,7 +131,7 @@ def test_kill_the_overflow_split_after_every_step(tmp_path):
     from tests.helpers.recovery import damaged
 
     def run(d, fault_after=None):
-        (ld, parts), = partition_dirs_for([d]).items()
+        ((ld, parts),) = partition_dirs_for([d]).items()
         p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795460000000))
         return apply(p, FsOps(ld, Quarantine(tmp_path / "q", "recover"), fault_after=fault_after))
 

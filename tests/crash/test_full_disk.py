@@ -12,6 +12,7 @@ max(checkpoint, first segment's base)) never lands below the new log start with 
 Writing log-start-offset-checkpoint before the last segment goes was the other way; it needs a
 free block before anything is freed, which a 100% full disk does not have.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,10 +39,21 @@ from tests.helpers.run_lines import log_dir_report, totals
 
 PART = "multi-segment-0"
 NOW = 1795249186389
-RETAIN = ["retain", "--assume-kafka-defaults", "--config", "retention.bytes=20000", "--topic", "multi-segment",
-          "--now", str(NOW)]
+RETAIN = [
+    "retain",
+    "--assume-kafka-defaults",
+    "--config",
+    "retention.bytes=20000",
+    "--topic",
+    "multi-segment",
+    "--now",
+    str(NOW),
+]
 DELETE = ["delete-records", "--topic", "multi-segment", "--partition", "0", "--before", "300"]
-CASES = {"retain": (RETAIN, 600, [600]), "delete-records": (DELETE, 300, [300])}   # args, new log start, bases left
+CASES = {
+    "retain": (RETAIN, 600, [600]),
+    "delete-records": (DELETE, 300, [300]),
+}  # args, new log start, bases left
 
 
 def invoke(*args):
@@ -66,8 +78,13 @@ def loaded_log_start(d: Path) -> int:
 
 
 def state(d: Path) -> dict[str, str]:
-    return {str(f.relative_to(d)): hashlib.sha256(f.read_bytes()).hexdigest() for f in sorted(d.rglob("*"))
-            if f.is_file() and f.name != ".lock" and not f.relative_to(d).parts[0].startswith("__cluster_metadata")}
+    return {
+        str(f.relative_to(d)): hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in sorted(d.rglob("*"))
+        if f.is_file()
+        and f.name != ".lock"
+        and not f.relative_to(d).parts[0].startswith("__cluster_metadata")
+    }
 
 
 @pytest.mark.parametrize("command", sorted(CASES))
@@ -88,7 +105,10 @@ def test_a_full_disk_is_freed_and_the_result_loads(fs, tmp_path, command):
     # the result loads: recover has nothing to change...
     r = invoke("recover", "--dry-run", "--format", "json", "--no-quarantine", "--now", NOW, d)
     assert r.exit_code in (0, 1), r.output
-    changes = [(a["action"], Path(a["path"]).name, a["reason"]) for a in log_dir_report(r.stdout)["actions"]]
+    changes = [
+        (a["action"], Path(a["path"]).name, a["reason"])
+        for a in log_dir_report(r.stdout)["actions"]
+    ]
     # ...but the producer snapshot at the new log start offset, which the broker keeps after its own
     # retention or DeleteRecords too and deletes at its next load (ProducerStateManager.truncateAndReload:
     # offset <= log start): kafkalog writes what the broker writes (tests/fixtures/broker)
@@ -102,7 +122,10 @@ def test_the_default_quarantine_frees_nothing_and_says_how(fs, command):
     before = tree_state(d)
     r = invoke(*args, d)
     assert r.exit_code == 6
-    assert "no space left on device" in r.stderr and "--quarantine DIR on another file system" in r.stderr
+    assert (
+        "no space left on device" in r.stderr
+        and "--quarantine DIR on another file system" in r.stderr
+    )
     assert "--no-quarantine" in r.stderr and len(r.stderr.strip().splitlines()) == 1
     assert tree_state(d) == before and free_bytes(fs) == 0
 
@@ -129,15 +152,20 @@ def test_a_quarantine_on_another_file_system_frees_as_it_goes_and_restores(fs, t
     args, _, left = CASES[command]
     d = full_copy(fs)
     before = tree_state(d)
-    q = tmp_path / "q"                      # on the disk under the tmpfs: another file system
+    q = tmp_path / "q"  # on the disk under the tmpfs: another file system
     report = tmp_path / "report.jsonl"
     r = invoke(*args, "--quarantine", q, "--report", report, d)
     assert r.exit_code == 0, r.output
     rep = log_dir_report(report.read_text())
     (folder,) = [m.parent for m in q.rglob("manifest.jsonl")]
-    kept = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and f.name != "manifest.jsonl")
-    assert rep["held_in_quarantine"] == kept > sum(len(v) for k, v in before.items() if k.startswith(PART)
-                                                   and not (d / k).exists())
+    kept = sum(
+        f.stat().st_size for f in folder.rglob("*") if f.is_file() and f.name != "manifest.jsonl"
+    )
+    assert (
+        rep["held_in_quarantine"]
+        == kept
+        > sum(len(v) for k, v in before.items() if k.startswith(PART) and not (d / k).exists())
+    )
     assert free_bytes(fs) == rep["freed_on_disk"] > 0 and bases(d) == left
     r = invoke("quarantine", "restore", folder)
     assert r.exit_code == 0, r.output
@@ -150,29 +178,41 @@ def test_another_file_system_is_moved_file_by_file(tmp_path):
     shutil.copytree(EXAMPLES, d)
     p = _retain_plan(d, free_first=True)
     fsops = FsOps(d, Quarantine(tmp_path / "q", "retain"))
-    fsops.keeper._by_copy = True            # as on another file system (tmp_path is one here)
+    fsops.keeper._by_copy = True  # as on another file system (tmp_path is one here)
     apply(p, fsops)
     steps = [s.split()[0:2] for s in fsops.journal if s.startswith(("copy", "unlink"))]
     gone = [a.path for a in p.actions if a.kind.value == "delete"]
     assert len(gone) >= 7
     for f in gone:
-        copied = next(i for i, (what, src) in enumerate(steps) if what == "copy" and src.startswith(str(f) + "["))
+        copied = next(
+            i
+            for i, (what, src) in enumerate(steps)
+            if what == "copy" and src.startswith(str(f) + "[")
+        )
         assert steps[copied + 1] == ["unlink", str(f)], steps
 
 
 # ------------------------------------------------------------------ crash safety of the order
 def _retain_plan(d: Path, free_first: bool):
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     parts = [x for x in parts if x.name == PART]
     sources = ConfigSources(("retention.bytes=20000",), assume_kafka_defaults=True)
-    return retain.plan(ld, parts, retain.RetainOptions(now_ms=NOW, resolver=sources.resolver(ld), free_first=free_first))
+    return retain.plan(
+        ld,
+        parts,
+        retain.RetainOptions(now_ms=NOW, resolver=sources.resolver(ld), free_first=free_first),
+    )
 
 
 def _delete_plan(d: Path, free_first: bool):
-    (ld, parts), = partition_dirs_for([d]).items()
-    return delete_records.plan(ld, [x for x in parts if x.name == PART],
-                               delete_records.DeleteRecordsOptions(offsets={("multi-segment", 0): 300},
-                                                                   free_first=free_first))
+    ((ld, parts),) = partition_dirs_for([d]).items()
+    return delete_records.plan(
+        ld,
+        [x for x in parts if x.name == PART],
+        delete_records.DeleteRecordsOptions(
+            offsets={("multi-segment", 0): 300}, free_first=free_first
+        ),
+    )
 
 
 PLANS = {"retain": _retain_plan, "delete-records": _delete_plan}
@@ -183,14 +223,16 @@ def assert_loads(d: Path, new_start: int) -> None:
     end offset unchanged, every record at or above the loaded start still there."""
     start = loaded_log_start(d)
     assert 0 <= start <= new_start
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = recover.plan(ld, [x for x in parts if x.name == PART], recover.RecoverOptions(now_ms=NOW))
     assert p.partitions[PART]["log_end_offset"] == 600
     assert not [a for a in p.actions if a.kind.value == "truncate"]
 
 
 @pytest.mark.parametrize("command", sorted(PLANS))
-def test_kill_after_every_step_of_the_free_first_order_loads_and_a_rerun_finishes(tmp_path, command):
+def test_kill_after_every_step_of_the_free_first_order_loads_and_a_rerun_finishes(
+    tmp_path, command
+):
     ref = tmp_path / "ref"
     shutil.copytree(EXAMPLES, ref)
     plan = PLANS[command]
@@ -209,7 +251,9 @@ def test_kill_after_every_step_of_the_free_first_order_loads_and_a_rerun_finishe
 
 
 @pytest.mark.parametrize("command", sorted(CASES))
-def test_kill_9_at_every_step_on_a_full_disk_then_recover_loads_and_rerun_finishes(fs, tmp_path, command):
+def test_kill_9_at_every_step_on_a_full_disk_then_recover_loads_and_rerun_finishes(
+    fs, tmp_path, command
+):
     """The installed command, killed (exit 137, as after SIGKILL) after each step on a real full
     disk; `recover --dry-run` loads what it left, and the same command again finishes the run."""
     args, new_start, _ = CASES[command]
@@ -221,13 +265,28 @@ def test_kill_9_at_every_step_on_a_full_disk_then_recover_loads_and_rerun_finish
     steps = 1
     while True:
         d = full_copy(fs)
-        killed = subprocess.run(exe + [str(d)], env={**os.environ, FAULT_ENV: str(steps)}, capture_output=True, text=True)
+        killed = subprocess.run(
+            exe + [str(d)],
+            env={**os.environ, FAULT_ENV: str(steps)},
+            capture_output=True,
+            text=True,
+        )
         if killed.returncode == 0:
-            break                              # past the last step: the run completed
+            break  # past the last step: the run completed
         assert killed.returncode == 137, killed.stderr
         assert_loads(d, new_start)
-        loaded = subprocess.run([str(Path(sys.executable).with_name("kafkalog")), "recover", "--dry-run",
-                                 "--now", str(NOW), str(d)], capture_output=True, text=True)
+        loaded = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("kafkalog")),
+                "recover",
+                "--dry-run",
+                "--now",
+                str(NOW),
+                str(d),
+            ],
+            capture_output=True,
+            text=True,
+        )
         assert loaded.returncode in (0, 1), loaded.stderr
         again = subprocess.run(exe + [str(d)], capture_output=True, text=True)
         assert again.returncode == 0, (steps, again.stderr)
@@ -242,8 +301,9 @@ def test_a_broker_that_fails_on_the_full_disk_starts_after_retain(fs, tmp_path):
     d = full_copy(fs)
     failed = broker_verdict([d], tmp_path / "first")
     assert not failed.started, failed.log[-3000:]
-    assert failed.lines("Error while writing to checkpoint file") or failed.lines("No space left on device"), \
-        failed.log[-3000:]
+    assert failed.lines("Error while writing to checkpoint file") or failed.lines(
+        "No space left on device"
+    ), failed.log[-3000:]
     r = invoke(*RETAIN, "--no-quarantine", d)
     assert r.exit_code == 0, r.output
     assert free_bytes(fs) > 0

@@ -11,6 +11,7 @@ not); then the SAME command runs again, and:
 A small deterministic sample runs in the suite (seed 31, KILLS_PER_COMMAND kills each). Set
 KAFKALOG_KILLS=N (and KAFKALOG_KILL_SEED) for a longer run; each failure names the command, the
 step it was killed at and what differed."""
+
 from __future__ import annotations
 
 import os
@@ -39,7 +40,9 @@ from tests.ops.move_helpers import TP, two_log_dirs
 
 SEED = int(os.environ.get("KAFKALOG_KILL_SEED", "31"))
 KILLS_PER_COMMAND = int(os.environ.get("KAFKALOG_KILLS", "2"))
-MAX_DELAY = float(os.environ.get("KAFKALOG_KILL_MAX_DELAY", "0.2"))     # seconds after the first change
+MAX_DELAY = float(
+    os.environ.get("KAFKALOG_KILL_MAX_DELAY", "0.2")
+)  # seconds after the first change
 NOW = 1795249186389
 _UUID = re.compile(r"\.[0-9a-f]{32}-(delete|future)")
 
@@ -48,8 +51,9 @@ _UUID = re.compile(r"\.[0-9a-f]{32}-(delete|future)")
 class Case:
     """A log dir (or two) with work for one command: `setup(root)` builds it under `root` and
     returns the log dirs to compare and the command's arguments."""
+
     setup: Callable[[Path], tuple[list[Path], list[str]]]
-    restorable: bool = True          # its quarantine folders restore the original
+    restorable: bool = True  # its quarantine folders restore the original
     # the state compared (None: every file): compact's rerun regroups the segments the killed
     # run had cleaned already (Cleaner.groupSegmentsBySize), as a restarted broker's cleaner
     # does, so its partition dirs are compared by their records, offsets and batches
@@ -98,28 +102,64 @@ def recover_salvage_case(root):
 
 
 def retain_case(root):
-    return [_examples(root)], ["retain", "--assume-kafka-defaults", "--config", "retention.bytes=20000",
-                               "--topic", "multi-segment", "--now", NOW]
+    return [_examples(root)], [
+        "retain",
+        "--assume-kafka-defaults",
+        "--config",
+        "retention.bytes=20000",
+        "--topic",
+        "multi-segment",
+        "--now",
+        NOW,
+    ]
 
 
 def delete_records_case(root):
-    return [_examples(root)], ["delete-records", "--topic", "multi-segment", "--partition", "0", "--before", "300"]
+    return [_examples(root)], [
+        "delete-records",
+        "--topic",
+        "multi-segment",
+        "--partition",
+        "0",
+        "--before",
+        "300",
+    ]
 
 
 def roll_case(root):
-    return [_examples(root)], ["roll", "--topic", "multi-segment", "--topic", "codec-*", "--now", NOW]
+    return [_examples(root)], [
+        "roll",
+        "--topic",
+        "multi-segment",
+        "--topic",
+        "codec-*",
+        "--now",
+        NOW,
+    ]
 
 
 def compact_case(root):
     d = compact_fixture("tombstones", "before", root / "logdir")
     p = compact_params("tombstones")
-    configs = [x for k, v in p["partitions"]["cmp-tomb-0"]["configs"].items() for x in ("--config", f"{k}={v}")]
+    configs = [
+        x
+        for k, v in p["partitions"]["cmp-tomb-0"]["configs"].items()
+        for x in ("--config", f"{k}={v}")
+    ]
     return [d], ["compact", "--now", p["now_ms"], "--assume-kafka-defaults", *configs]
 
 
 def move_case(root):
     src, dst = two_log_dirs(root)
-    return [src, dst], ["move-partition", "--topic", TP.topic, "--partition", TP.partition, src, dst]
+    return [src, dst], [
+        "move-partition",
+        "--topic",
+        TP.topic,
+        "--partition",
+        TP.partition,
+        src,
+        dst,
+    ]
 
 
 def _retained(root) -> tuple[Path, Path]:
@@ -127,7 +167,7 @@ def _retained(root) -> tuple[Path, Path]:
     dirs, args = retain_case(root)
     r = CliRunner().invoke(cli, [*map(str, args), str(dirs[0])])
     assert r.exit_code == 0, r.output
-    folder, = find_folders(dirs[0])
+    (folder,) = find_folders(dirs[0])
     return dirs[0], folder
 
 
@@ -141,7 +181,7 @@ def restore_move_case(root):
     dirs, args = move_case(root)
     r = CliRunner().invoke(cli, _argv(dirs, args))
     assert r.exit_code == 0, r.output
-    folder, = find_folders(dirs[1])
+    (folder,) = find_folders(dirs[1])
     return dirs, ["quarantine", "restore", folder]
 
 
@@ -163,8 +203,15 @@ def by_records(st: dict, dirs: list[Path] | None) -> dict:
         records = []
         for _, data in sorted(files):
             for b in iter_batches(data):
-                records.append((b.base_offset, b.last_offset, b.producer_id, b.attributes,
-                                tuple((r.offset, r.timestamp, r.key, r.value) for r in b.records())))
+                records.append(
+                    (
+                        b.base_offset,
+                        b.last_offset,
+                        b.producer_id,
+                        b.attributes,
+                        tuple((r.offset, r.timestamp, r.key, r.value) for r in b.records()),
+                    )
+                )
         out[f"{part} (records)"] = (repr(records).encode(), 0)
     return out
 
@@ -187,7 +234,7 @@ CASES = {
 def _argv(dirs: list[Path], args: list) -> list[str]:
     args = [str(a) for a in args]
     if args[0] in ("quarantine", "move-partition"):
-        return args                       # their paths are in their arguments
+        return args  # their paths are in their arguments
     return [*args, *map(str, dirs)]
 
 
@@ -233,7 +280,7 @@ def steps_of(case: Case, root: Path, monkeypatch) -> tuple[int, dict, dict]:
     before = state(dirs)
     real = FsOps.step
     steps: dict[int, int] = {}
-    alive: list[FsOps] = []        # held, so that no two FsOps share an id() and a count
+    alive: list[FsOps] = []  # held, so that no two FsOps share an id() and a count
 
     def counting(self, description):
         if id(self) not in steps:
@@ -249,8 +296,13 @@ def steps_of(case: Case, root: Path, monkeypatch) -> tuple[int, dict, dict]:
 
 
 def _kafkalog(argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "kafkalog_cli", *argv], capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", *argv],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
 
 
 def quarantine_folders(dirs: list[Path]) -> list[Path]:
@@ -266,11 +318,17 @@ def quarantine_folders(dirs: list[Path]) -> list[Path]:
 def _sigkill_midway(argv: list[str], dirs: list[Path], delay: float) -> int:
     """Start the command, wait for its quarantine folder (its first change is next), sleep
     `delay` and SIGKILL it wherever it is (inside a step too); its exit status (-9: killed)."""
-    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", *argv], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kafkalog_cli", *argv],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
-    while p.poll() is None and time.monotonic() < deadline and not any(
-            (d.parent / QUARANTINE_DIRNAME).is_dir() for d in dirs):
+    while (
+        p.poll() is None
+        and time.monotonic() < deadline
+        and not any((d.parent / QUARANTINE_DIRNAME).is_dir() for d in dirs)
+    ):
         time.sleep(0.001)
     time.sleep(delay)
     if p.poll() is None:
@@ -278,8 +336,15 @@ def _sigkill_midway(argv: list[str], dirs: list[Path], delay: float) -> int:
     return p.wait()
 
 
-def kill_and_rerun(name: str, case: Case, root: Path, n: int, want: dict, original: dict,
-                   delay: float | None = None) -> list[str]:
+def kill_and_rerun(
+    name: str,
+    case: Case,
+    root: Path,
+    n: int,
+    want: dict,
+    original: dict,
+    delay: float | None = None,
+) -> list[str]:
     """Kill the command after step n (or, with `delay`, by SIGKILL that long after its first
     change begins), run it again; what differs from the uninterrupted run."""
     dirs, args = case.setup(root)
@@ -289,23 +354,34 @@ def kill_and_rerun(name: str, case: Case, root: Path, n: int, want: dict, origin
     if delay is None:
         killed = _kafkalog(argv, {FAULT_ENV: str(n)})
         if killed.returncode != 137:
-            return [f"{name}: not killed at step {n} (exit {killed.returncode}: {killed.stderr.strip()[-300:]})"]
+            return [
+                f"{name}: not killed at step {n} (exit {killed.returncode}: {killed.stderr.strip()[-300:]})"
+            ]
     else:
-        _sigkill_midway(argv, dirs, delay)     # it may have finished: then the rerun has nothing to do
+        _sigkill_midway(argv, dirs, delay)  # it may have finished: then the rerun has nothing to do
     again = _kafkalog(argv)
     if again.returncode != 0:
-        return [f"{name}: killed at {at}, the rerun exits {again.returncode}: {again.stderr.strip()[-300:]}"]
+        return [
+            f"{name}: killed at {at}, the rerun exits {again.returncode}: {again.stderr.strip()[-300:]}"
+        ]
     got = state(dirs)
     if case.compare is not None:
         got, want = case.compare(got, dirs), case.compare(want, None)
-    problems = [f"{name}: killed at {at}: {d}" for d in differences(got, want, kept_mtimes(original, want), mine)]
+    problems = [
+        f"{name}: killed at {at}: {d}"
+        for d in differences(got, want, kept_mtimes(original, want), mine)
+    ]
     if case.restorable and not problems:
         for folder in quarantine_folders(dirs):
             r = CliRunner().invoke(cli, ["quarantine", "restore", str(folder)])
             if r.exit_code != 0:
-                return [f"{name}: killed at {at}: restore of {folder.name} exits {r.exit_code}: {r.output.strip()}"]
-        problems += [f"{name}: killed at {at}, restored: {d}"
-                     for d in differences(state(dirs), mine, set(mine), mine)]
+                return [
+                    f"{name}: killed at {at}: restore of {folder.name} exits {r.exit_code}: {r.output.strip()}"
+                ]
+        problems += [
+            f"{name}: killed at {at}, restored: {d}"
+            for d in differences(state(dirs), mine, set(mine), mine)
+        ]
     return problems
 
 
@@ -331,7 +407,15 @@ def test_a_killed_run_converges_when_run_again(name, tmp_path, monkeypatch):
     assert not problems, f"{total} steps\n" + "\n".join(problems[:20])
 
 
-SIGKILLED = ("recover", "recover --salvage", "retain", "compact", "delete-records", "roll", "move-partition")
+SIGKILLED = (
+    "recover",
+    "recover --salvage",
+    "retain",
+    "compact",
+    "delete-records",
+    "roll",
+    "move-partition",
+)
 
 
 @pytest.mark.parametrize("name", SIGKILLED)

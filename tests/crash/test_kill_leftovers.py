@@ -2,6 +2,7 @@
 compact's `.cleaned`/`.swap` files, a quarantine folder killed before its manifest. Each test
 puts the leftover a kill leaves (found by killing the real process) and runs the command a cron
 job would run again, asserting what the user sees."""
+
 from __future__ import annotations
 
 import json
@@ -35,7 +36,15 @@ def test_a_probe_left_by_a_kill_stops_no_command(tmp_path):
     assert "cannot quarantine" not in r.output
     assert not (d / PROBE).exists() and not (d / "multi-segment-0" / PROBE).exists()
     (d / PROBE).write_bytes(b"")
-    r = invoke("retain", d, "--assume-kafka-defaults", "--config", "retention.ms=1", "--topic", "multi-segment")
+    r = invoke(
+        "retain",
+        d,
+        "--assume-kafka-defaults",
+        "--config",
+        "retention.ms=1",
+        "--topic",
+        "multi-segment",
+    )
     assert r.exit_code == 0, r.output
     assert not (d / PROBE).exists()
     (d / PROBE).write_bytes(b"")
@@ -53,33 +62,46 @@ def test_no_probe_is_left_for_a_kill_to_leave(tmp_path, monkeypatch):
     shutil.copytree(EXAMPLES, d)
     listed = []
     real_fsync = os.fsync
-    monkeypatch.setattr(fsops.os, "fsync", lambda fd: (listed.append(sorted(os.listdir(d))), real_fsync(fd))[1])
+    monkeypatch.setattr(
+        fsops.os, "fsync", lambda fd: (listed.append(sorted(os.listdir(d))), real_fsync(fd))[1]
+    )
     fsops.FsOps(d).check_writable(d)
     assert listed and all(names == sorted(os.listdir(d)) for names in listed)
     assert not [n for n in os.listdir(d) if "probe" in n]
 
 
 COMPACT = ["--now", params("tombstones")["now_ms"], "--assume-kafka-defaults"] + [
-    x for k, v in params("tombstones")["partitions"]["cmp-tomb-0"]["configs"].items()
-    for x in ("--config", f"{k}={v}")]
+    x
+    for k, v in params("tombstones")["partitions"]["cmp-tomb-0"]["configs"].items()
+    for x in ("--config", f"{k}={v}")
+]
 
 
 def _compact(d: Path, env=None):
-    return subprocess.run([sys.executable, "-m", "kafkalog_cli", "compact", str(d), *map(str, COMPACT)],
-                          capture_output=True, text=True, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", "compact", str(d), *map(str, COMPACT)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _files(d: Path) -> dict[str, bytes]:
-    return {str(f.relative_to(d)): f.read_bytes() for f in sorted(d.rglob("*"))
-            if f.is_file() and f.name != ".lock"}
+    return {
+        str(f.relative_to(d)): f.read_bytes()
+        for f in sorted(d.rglob("*"))
+        if f.is_file() and f.name != ".lock"
+    }
 
 
 def test_compact_finishes_its_own_interrupted_rewrite(tmp_path):
     ref = restore("tombstones", "before", tmp_path / "ref")
     assert _compact(ref).returncode == 0
     want = _files(ref)
-    assert records_of(ref / "cmp-tomb-0") == records_of(FIXTURES / "compact-tombstones" / "after" / "cmp-tomb-0")
-    for n in (5, 20, 130):       # a .index.cleaned; an .index.swap; a later segment's .cleaned
+    assert records_of(ref / "cmp-tomb-0") == records_of(
+        FIXTURES / "compact-tombstones" / "after" / "cmp-tomb-0"
+    )
+    for n in (5, 20, 130):  # a .index.cleaned; an .index.swap; a later segment's .cleaned
         d = restore("tombstones", "before", tmp_path / f"k{n}")
         assert _compact(d, {FAULT_ENV: str(n)}).returncode == 137
         assert any(f.name.endswith((".cleaned", ".swap")) for f in (d / "cmp-tomb-0").iterdir()), n
@@ -93,10 +115,13 @@ def test_compact_finishes_its_own_interrupted_rewrite(tmp_path):
             # smaller segments together (Cleaner.groupSegmentsBySize), as a restarted broker's
             # does; the records, offsets and checkpoints are the uninterrupted run's
             assert records_of(d / "cmp-tomb-0") == records_of(ref / "cmp-tomb-0"), n
-            assert {k: v for k, v in _files(d).items() if "/" not in k} == \
-                {k: v for k, v in want.items() if "/" not in k}, n
+            assert {k: v for k, v in _files(d).items() if "/" not in k} == {
+                k: v for k, v in want.items() if "/" not in k
+            }, n
         settled = _files(d)
-        assert _compact(d).returncode == 0 and _files(d) == settled, f"a second rerun changed the log (kill at {n})"
+        assert _compact(d).returncode == 0 and _files(d) == settled, (
+            f"a second rerun changed the log (kill at {n})"
+        )
 
 
 def test_compact_dry_run_names_the_leftovers_it_would_finish(tmp_path):

@@ -9,6 +9,7 @@
 
 Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
 differences, load-check problems). Exit 1 when anything differs."""
+
 from __future__ import annotations
 
 import argparse
@@ -36,26 +37,44 @@ def _emit(obj) -> None:
     print(json.dumps(obj), flush=True)
 
 
-def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: bool = False,
-                tiered: bool = False) -> dict:
+def run_recover(
+    work: Path, cases: int, seed: int, load_check: bool, repair: bool = False, tiered: bool = False
+) -> dict:
     remote = None
-    if tiered:          # deletions.py's base (seed 7: its uploads settle as tiered.py waits for)
+    if tiered:  # deletions.py's base (seed 7: its uploads settle as tiered.py waits for)
         from tests.differential.deletions import generate_base
+
         t = generate_base(work / "tiered-base", 7)
         bases, remote = [t.data], t.remote
     else:
         gen = generate(work / "generated", seed)
         bases = [EXAMPLES, gen.clean, gen.live]
-    summary = {"kind": "recover", "batches": 0, "cases": 0, "cases_differing": 0, "cases_beyond_kafka": 0,
-               "cases_broker_refused": 0, "cases_broker_appended": 0, "other_differences": 0,
-               "checkpoint_order_only": 0,
-               "kafkalog_failures": 0, "load_check_problems": 0, "records_served": 0}
+    summary = {
+        "kind": "recover",
+        "batches": 0,
+        "cases": 0,
+        "cases_differing": 0,
+        "cases_beyond_kafka": 0,
+        "cases_broker_refused": 0,
+        "cases_broker_appended": 0,
+        "other_differences": 0,
+        "checkpoint_order_only": 0,
+        "kafkalog_failures": 0,
+        "load_check_problems": 0,
+        "records_served": 0,
+    }
     i = 0
     while summary["cases"] < cases:
         try:
-            b = recover_batch(seed * 100000 + i, bases[i % len(bases)], work / f"batch-{i}", load_check, repair,
-                              remote)
-        except Exception as e:      # a batch the harness could not run (reported, not counted)
+            b = recover_batch(
+                seed * 100000 + i,
+                bases[i % len(bases)],
+                work / f"batch-{i}",
+                load_check,
+                repair,
+                remote,
+            )
+        except Exception as e:  # a batch the harness could not run (reported, not counted)
             _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
             summary["harness_errors"] = summary.get("harness_errors", 0) + 1
             i += 1
@@ -64,11 +83,16 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: boo
         _emit(b)
         summary["batches"] += 1
         summary["cases"] += len(b["cases"])
-        summary["cases_differing"] += sum(1 for c in b["cases"].values()
-                                          if c["differences"] and "beyond_kafka" not in c)
+        summary["cases_differing"] += sum(
+            1 for c in b["cases"].values() if c["differences"] and "beyond_kafka" not in c
+        )
         summary["cases_beyond_kafka"] += sum(1 for c in b["cases"].values() if "beyond_kafka" in c)
-        summary["cases_broker_refused"] += sum(1 for c in b["cases"].values() if "broker_refused" in c)
-        summary["cases_broker_appended"] += sum(1 for c in b["cases"].values() if "broker_appended" in c)
+        summary["cases_broker_refused"] += sum(
+            1 for c in b["cases"].values() if "broker_refused" in c
+        )
+        summary["cases_broker_appended"] += sum(
+            1 for c in b["cases"].values() if "broker_appended" in c
+        )
         summary["other_differences"] += len(b["other"])
         summary["checkpoint_order_only"] += bool(b.get("checkpoint_order_only"))
         summary["kafkalog_failures"] += b["kafkalog_rc"] not in RECOVERED
@@ -79,9 +103,13 @@ def run_recover(work: Path, cases: int, seed: int, load_check: bool, repair: boo
 
 def run_roll(work: Path, seed: int) -> dict:
     from tests.differential.generate import TOPICS, leo
+
     gen = generate(work / "generated", seed)
     summary = {"kind": "roll", "cases": 0, "cases_differing": 0}
-    for name, before, after in (("live", gen.live, gen.rolled), ("clean", gen.clean, gen.rolled_again)):
+    for name, before, after in (
+        ("live", gen.live, gen.rolled),
+        ("clean", gen.clean, gen.rolled_again),
+    ):
         leos = {f"{n}-0": leo(before, f"{n}-0") for n in TOPICS}
         r = roll_case(name, before, after, leos, work)
         _emit(r)
@@ -93,8 +121,14 @@ def run_roll(work: Path, seed: int) -> dict:
 
 
 def run_commands(work: Path, only: list[str], commands: tuple[str, ...] = COMMANDS) -> dict:
-    summary = {"kind": "commands", "cases": 0, "commands_run": 0, "refused": 0, "load_check_problems": 0,
-               "records_served": 0}
+    summary = {
+        "kind": "commands",
+        "cases": 0,
+        "commands_run": 0,
+        "refused": 0,
+        "load_check_problems": 0,
+        "records_served": 0,
+    }
     for case in corpus_cases():
         name = str(case.relative_to(CORPUS))
         if only and name not in only:
@@ -118,11 +152,27 @@ def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
     `work`/base-<seed>, reused by the next campaign given the same --work)."""
     from tests.differential.deletions import ROUNDS, generate_base, run_campaign, unexplained
     from tests.differential.tiered import TieredDir
+
     where = work / f"base-{seed}"
-    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
-    summary = {"kind": kind, "seed": seed, "rounds": 0, "cases": 0, "identical": 0, "refused_by_both": 0,
-               "explained": {}, "cases_differing": 0, "other_differences": 0, "kafkalog_failures": 0,
-               "load_check_problems": 0, "records_served": 0}
+    base = (
+        TieredDir(where / "data", where / "remote")
+        if (where / "data").is_dir()
+        else generate_base(where, seed)
+    )
+    summary = {
+        "kind": kind,
+        "seed": seed,
+        "rounds": 0,
+        "cases": 0,
+        "identical": 0,
+        "refused_by_both": 0,
+        "explained": {},
+        "cases_differing": 0,
+        "other_differences": 0,
+        "kafkalog_failures": 0,
+        "load_check_problems": 0,
+        "records_served": 0,
+    }
     for round_ in range(ROUNDS[kind]):
         n = len(list(work.glob(f"{kind}-*")))
         r = run_campaign(kind, base, work / f"{kind}-{n}", load_check, round_)
@@ -130,14 +180,22 @@ def run_deletions(work: Path, kind: str, seed: int, load_check: bool) -> dict:
         cases, odd = r["cases"], unexplained(r)
         summary["rounds"] += 1
         summary["cases"] += len(cases)
-        summary["identical"] += sum(1 for n, c in cases.items() if n not in odd and "explained" not in c
-                                    and "refused_by_both" not in c)
+        summary["identical"] += sum(
+            1
+            for n, c in cases.items()
+            if n not in odd and "explained" not in c and "refused_by_both" not in c
+        )
         summary["refused_by_both"] += sum(1 for c in cases.values() if "refused_by_both" in c)
-        summary["explained"].update({f"{round_}:{n}": c["explained"] for n, c in cases.items() if "explained" in c})
+        summary["explained"].update(
+            {f"{round_}:{n}": c["explained"] for n, c in cases.items() if "explained" in c}
+        )
         summary["cases_differing"] += sum(1 for n in odd if n != "other")
         summary["other_differences"] += len(odd.get("other", {}))
-        summary["kafkalog_failures"] += sum(1 for k, v in r["kafkalog"].items() if v["rc"] not in (0, None)
-                                            and "refused_by_both" not in cases.get(k, {}))
+        summary["kafkalog_failures"] += sum(
+            1
+            for k, v in r["kafkalog"].items()
+            if v["rc"] not in (0, None) and "refused_by_both" not in cases.get(k, {})
+        )
         summary["load_check_problems"] += len(r.get("load_check", []))
         summary["records_served"] += sum(v["served"] for v in r.get("served", {}).values())
     return summary
@@ -147,35 +205,67 @@ def run_keeping(work: Path, seed: int) -> dict:
     """roll and recover --all on the base of `seed` (deletions.commands_keep_the_log)."""
     from tests.differential.deletions import commands_keep_the_log, generate_base
     from tests.differential.tiered import TieredDir
+
     where = work / f"base-{seed}"
-    base = TieredDir(where / "data", where / "remote") if (where / "data").is_dir() else generate_base(where, seed)
+    base = (
+        TieredDir(where / "data", where / "remote")
+        if (where / "data").is_dir()
+        else generate_base(where, seed)
+    )
     n = len(list(work.glob("tiered-roll-recover-*")))
     r = commands_keep_the_log(base, work / f"tiered-roll-recover-{n}")
     _emit(r)
     unclean = r.pop("recover-unclean")
-    return {"kind": "tiered-roll-recover", "seed": seed, "commands": len(r),
-            "load_check_problems": sum(len(v["load_check"]) for v in r.values()),
-            "kafkalog_failures": sum(v["rc"] != 0 for v in r.values()) + (unclean["rc"] != 0),
-            "records_served": sum(s["served"] for v in r.values() for s in v["served"].values()),
-            "recover_unclean_partitions_recovered_by_the_broker": len(unclean["broker_recovered"]),
-            "other_differences": len(unclean["differences"]), "recover_unclean": unclean["differences"]}
+    return {
+        "kind": "tiered-roll-recover",
+        "seed": seed,
+        "commands": len(r),
+        "load_check_problems": sum(len(v["load_check"]) for v in r.values()),
+        "kafkalog_failures": sum(v["rc"] != 0 for v in r.values()) + (unclean["rc"] != 0),
+        "records_served": sum(s["served"] for v in r.values() for s in v["served"].values()),
+        "recover_unclean_partitions_recovered_by_the_broker": len(unclean["broker_recovered"]),
+        "other_differences": len(unclean["differences"]),
+        "recover_unclean": unclean["differences"],
+    }
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.differential")
-    ap.add_argument("what", choices=["recover", "roll", "commands", *DELETIONS, "tiered-roll-recover",
-                                     "producer-order"])
+    ap.add_argument(
+        "what",
+        choices=[
+            "recover",
+            "roll",
+            "commands",
+            *DELETIONS,
+            "tiered-roll-recover",
+            "producer-order",
+        ],
+    )
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path)
     ap.add_argument("--no-load-check", action="store_true")
     ap.add_argument("--case", action="append", default=[])
-    ap.add_argument("--repair", action="store_true", help="recover: run `kafkalog recover --repair` "
-                    "(its repairs beyond Kafka are counted as beyond_kafka, not as differences)")
-    ap.add_argument("--tiered", action="store_true", help="recover: damage a tiered dir (3.6+ with "
-                    "LocalTieredStorage), every broker on a copy of its remote tier too")
-    ap.add_argument("--command", action="append", default=[], choices=COMMANDS,
-                    help="commands: only these (repeatable; default all)")
+    ap.add_argument(
+        "--repair",
+        action="store_true",
+        help="recover: run `kafkalog recover --repair` "
+        "(its repairs beyond Kafka are counted as beyond_kafka, not as differences)",
+    )
+    ap.add_argument(
+        "--tiered",
+        action="store_true",
+        help="recover: damage a tiered dir (3.6+ with "
+        "LocalTieredStorage), every broker on a copy of its remote tier too",
+    )
+    ap.add_argument(
+        "--command",
+        action="append",
+        default=[],
+        choices=COMMANDS,
+        help="commands: only these (repeatable; default all)",
+    )
     a = ap.parse_args(argv)
     if not broker.available():
         print("KAFKA_HOME is not set to a Kafka distribution: nothing to run", file=sys.stderr)
@@ -186,30 +276,44 @@ def main(argv=None) -> int:
     t0 = time.monotonic()
     if a.what == "recover":
         if a.tiered and not broker.tiered_supported():
-            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            print(
+                "KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run",
+                file=sys.stderr,
+            )
             return 2
         s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
     elif a.what == "producer-order":
         from tests.differential.producer_order import producer_order_case
+
         s = producer_order_case(work)
         s["kind"] = "producer-order"
         s["cases_differing"] = int(not s["identical"])
     elif a.what in (*DELETIONS, "tiered-roll-recover"):
         if not broker.tiered_supported():
-            print("KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run", file=sys.stderr)
+            print(
+                "KAFKA_HOME is not a 3.6+ Kafka with LocalTieredStorage (rsm/): nothing to run",
+                file=sys.stderr,
+            )
             return 2
-        s = run_deletions(work, a.what, a.seed, not a.no_load_check) if a.what in DELETIONS \
+        s = (
+            run_deletions(work, a.what, a.seed, not a.no_load_check)
+            if a.what in DELETIONS
             else run_keeping(work, a.seed)
+        )
     else:
         s = run_commands(work, a.case, tuple(a.command) or COMMANDS)
     s["kafka"] = broker.version_label()
     s["seconds"] = round(time.monotonic() - t0)
     s["work"] = str(work)
     _emit(s)
-    bad = s.get("cases_differing", 0) + s.get("other_differences", 0) + s.get("load_check_problems", 0) \
+    bad = (
+        s.get("cases_differing", 0)
+        + s.get("other_differences", 0)
+        + s.get("load_check_problems", 0)
         + s.get("kafkalog_failures", 0)
+    )
     return 1 if bad else 0
 
 

@@ -6,6 +6,7 @@ python with kafka-python (the client runs there, see client.py). Each broker get
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
 PID (SIGTERM: a clean shutdown), never by kafka-server-stop.sh, which stops every broker.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,10 @@ STARTED = "Kafka Server started"
 RECOVERING = re.compile(r"Recovering unflushed segment (\d+)")
 LOADED = re.compile(r"Completed load of Log\(dir=[^,]*/([^/,]+), .*?logEndOffset=(\d+)\)")
 # The controller of a combined node logs these while its quorum forms: not about any log
-CONTROLLER_STARTUP = re.compile(r"\[Controller \d+\] \w+: unable to start processing because of "
-                                r"(TimeoutException|NotControllerException)")
+CONTROLLER_STARTUP = re.compile(
+    r"\[Controller \d+\] \w+: unable to start processing because of "
+    r"(TimeoutException|NotControllerException)"
+)
 # A tiered (3.6+) broker's remote log manager runs its first copy task before the topic-based
 # remote log metadata manager has read __remote_log_metadata; it logs this ERROR, with
 # "IllegalStateException: This instance is in invalid state, initialized: false" on the next line,
@@ -39,8 +42,11 @@ BIND_FAILED = "java.net.BindException: Address already in use"
 
 
 def available() -> bool:
-    return bool(KAFKA_HOME) and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK) \
+    return (
+        bool(KAFKA_HOME)
+        and os.access(os.path.join(KAFKA_HOME, "bin", "kafka-server-start.sh"), os.X_OK)
         and kafka_dist(KAFKA_HOME) is not None
+    )
 
 
 def version_label() -> str:
@@ -76,7 +82,9 @@ def tiered_supported() -> bool:
     """KAFKA_HOME is a 3.6+ broker with Kafka's LocalTieredStorage beside it (rsm/, as
     tools/kafka-broker/build-all-3.9.sh lays it out)."""
     d = kafka_dist(KAFKA_HOME) if KAFKA_HOME else None
-    return bool(d and d.at_least(3, 6) and list(Path(KAFKA_HOME, "rsm").glob("kafka-storage-*-test.jar")))
+    return bool(
+        d and d.at_least(3, 6) and list(Path(KAFKA_HOME, "rsm").glob("kafka-storage-*-test.jar"))
+    )
 
 
 def tiered_config(remote: Path, metadata_partitions: int = 50) -> dict[str, str]:
@@ -117,8 +125,9 @@ class BrokerDidNotStart(RuntimeError):
     def __init__(self, data: Path, log: str):
         self.log = log
         lines = log.splitlines()
-        fatal = [ln for ln in lines if "Exception" in ln and str(data) in ln] or \
-            [ln for ln in lines if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)]
+        fatal = [ln for ln in lines if "Exception" in ln and str(data) in ln] or [
+            ln for ln in lines if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)
+        ]
         self.reason = fatal[-1] if fatal else log[-500:]
         super().__init__(f"broker did not start on {data}: {self.reason}")
 
@@ -154,15 +163,21 @@ class BrokerRun:
     @property
     def errors(self) -> list[str]:
         lines = self.log.splitlines()
-        return [ln for i, ln in enumerate(lines)
-                if " ERROR " in ln and not CONTROLLER_STARTUP.search(ln)
-                and not (RLM_NOT_READY in ln and i + 1 < len(lines) and "initialized: false" in lines[i + 1])]
+        return [
+            ln
+            for i, ln in enumerate(lines)
+            if " ERROR " in ln
+            and not CONTROLLER_STARTUP.search(ln)
+            and not (
+                RLM_NOT_READY in ln and i + 1 < len(lines) and "initialized: false" in lines[i + 1]
+            )
+        ]
 
 
 @dataclass
 class Broker:
-    data: Path                      # the log dir (meta.properties inside)
-    work: Path                      # config, logs
+    data: Path  # the log dir (meta.properties inside)
+    work: Path  # config, logs
     config: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen | None = None
     port: int = 0
@@ -183,7 +198,11 @@ class Broker:
         return self.work / "logs" / "server.log"
 
     def write_config(self) -> Path:
-        meta = read_properties(self.data / "meta.properties") if (self.data / "meta.properties").exists() else {}
+        meta = (
+            read_properties(self.data / "meta.properties")
+            if (self.data / "meta.properties").exists()
+            else {}
+        )
         nid = meta.get("node.id", "1")
         self.port, cport = free_ports(2)
         cfg = {
@@ -195,7 +214,8 @@ class Broker:
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.data),
-            **BASE_CONFIG, **self.config,
+            **BASE_CONFIG,
+            **self.config,
         }
         self.work.mkdir(parents=True, exist_ok=True)
         path = self.work / "server.properties"
@@ -206,10 +226,19 @@ class Broker:
         """kafka-storage.sh format on an empty dir (a new cluster); `release_version` pins
         metadata.version (default: the broker's latest, 3.3-IV3 on 3.3.1, 3.9-IV0 on 3.9)."""
         props = self.write_config()
-        cid = subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"], capture_output=True,
-                             text=True, check=True, env=self._env()).stdout.strip()
-        subprocess.run(kafka_dist(KAFKA_HOME).format_args(cid, props, release_version),
-                       capture_output=True, check=True, env=self._env())
+        cid = subprocess.run(
+            [f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=self._env(),
+        ).stdout.strip()
+        subprocess.run(
+            kafka_dist(KAFKA_HOME).format_args(cid, props, release_version),
+            capture_output=True,
+            check=True,
+            env=self._env(),
+        )
 
     def _env(self) -> dict[str, str]:
         return {**os.environ, "LOG_DIR": str(self.work / "logs"), "KAFKA_HEAP_OPTS": "-Xmx512m"}
@@ -229,9 +258,13 @@ class Broker:
         props = self.write_config()
         if self.server_log.exists():
             self.server_log.unlink()
-        self.proc = subprocess.Popen([f"{KAFKA_HOME}/bin/kafka-server-start.sh", str(props)],
-                                     stdout=open(self.work / "stdout", "ab"), stderr=subprocess.STDOUT,
-                                     env=self._env(), start_new_session=True)
+        self.proc = subprocess.Popen(
+            [f"{KAFKA_HOME}/bin/kafka-server-start.sh", str(props)],
+            stdout=open(self.work / "stdout", "ab"),
+            stderr=subprocess.STDOUT,
+            env=self._env(),
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.server_log.exists() and STARTED in self.server_log.read_text(errors="replace"):
@@ -276,14 +309,21 @@ class Broker:
 
     def client(self, request: dict, timeout: float = 300) -> dict:
         """Run one client.py request (produce, consume, alter configs) with kafka-python."""
-        r = subprocess.run([KAFKA_PY, str(CLIENT), self.bootstrap], input=json.dumps(request), text=True,
-                           capture_output=True, timeout=timeout)
+        r = subprocess.run(
+            [KAFKA_PY, str(CLIENT), self.bootstrap],
+            input=json.dumps(request),
+            text=True,
+            capture_output=True,
+            timeout=timeout,
+        )
         if r.returncode != 0:
             raise RuntimeError(f"client {request.get('op')} failed: {r.stderr[-3000:]}")
         return json.loads(r.stdout)
 
 
-def run_broker(data: Path, work: Path, actions=None, config: dict | None = None) -> tuple[BrokerRun, object]:
+def run_broker(
+    data: Path, work: Path, actions=None, config: dict | None = None
+) -> tuple[BrokerRun, object]:
     """Start a broker on `data`, wait for the loader's async deletes, run `actions(broker)`, stop
     cleanly. Returns the run's log and what actions returned."""
     b = Broker(data, work, dict(config or {}))

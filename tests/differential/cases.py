@@ -2,6 +2,7 @@
 dir, and every command on every corpus broker case followed by a broker loading the result.
 
 Each returns plain dicts (JSON-ready) so the CLI can print them and pytest can assert on them."""
+
 from __future__ import annotations
 
 import os
@@ -36,8 +37,14 @@ def copy_dir(src: Path, dst: Path) -> Path:
 
 
 # ------------------------------------------------------------------ recover
-def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, repair: bool = False,
-                  remote: Path | None = None) -> dict:
+def recover_batch(
+    seed: int,
+    base: Path,
+    work: Path,
+    load_check: bool = True,
+    repair: bool = False,
+    remote: Path | None = None,
+) -> dict:
     """One broker start for many cases: every partition of a copy of `base` damaged on its own
     (seeded), the broker recovers one copy, `kafkalog recover` another; compared file by file.
     By default recover does what the broker does: every difference counts. With `repair`
@@ -49,20 +56,47 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
     work.mkdir(parents=True)
     damaged = copy_dir(base, work / "damaged")
     if not (base / ".kafka_cleanshutdown").exists():
-        rng.random()          # same draws, but a live dir stays without its marker
-    desc = damage_log_dir(rng, damaged, [p for p in partition_dirs(damaged)
-                                         if remote is None or not p.name.startswith("__remote_log_metadata-")])
+        rng.random()  # same draws, but a live dir stays without its marker
+    desc = damage_log_dir(
+        rng,
+        damaged,
+        [
+            p
+            for p in partition_dirs(damaged)
+            if remote is None or not p.name.startswith("__remote_log_metadata-")
+        ],
+    )
     if not (base / ".kafka_cleanshutdown").exists():
         desc["clean_shutdown"] = False
         (damaged / ".kafka_cleanshutdown").unlink(missing_ok=True)
     ours = copy_dir(damaged, work / "kafkalog")
-    r = kafkalog("recover", *(["--repair"] if repair else []), "--quarantine", work / "q", "--now", now_ms(), ours)
+    r = kafkalog(
+        "recover",
+        *(["--repair"] if repair else []),
+        "--quarantine",
+        work / "q",
+        "--now",
+        now_ms(),
+        ours,
+    )
     theirs, run, refused = _broker_recovers(damaged, work, remote)
     appended = _appended_after_load(theirs, run)
-    diffs = compare_log_dirs(theirs, ours, skip=set(refused) | set(appended)) if r.rc in RECOVERED else {}
-    out = {"seed": seed, "base": str(base), "clean_shutdown": desc["clean_shutdown"], "kafkalog_rc": r.rc,
-           "kafkalog_stderr": r.stderr[-2000:], "broker_errors": run.errors[:5], "cases": {}, "other": {}}
-    for line in diffs.pop("", []):      # a root checkpoint's line goes with its partition's case
+    diffs = (
+        compare_log_dirs(theirs, ours, skip=set(refused) | set(appended))
+        if r.rc in RECOVERED
+        else {}
+    )
+    out = {
+        "seed": seed,
+        "base": str(base),
+        "clean_shutdown": desc["clean_shutdown"],
+        "kafkalog_rc": r.rc,
+        "kafkalog_stderr": r.stderr[-2000:],
+        "broker_errors": run.errors[:5],
+        "cases": {},
+        "other": {},
+    }
+    for line in diffs.pop("", []):  # a root checkpoint's line goes with its partition's case
         if line.startswith(ORDER_ONLY):
             out["checkpoint_order_only"] = out.get("checkpoint_order_only", []) + [line]
             continue
@@ -74,15 +108,22 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
             out["cases"][name]["broker_refused"] = refused[name]
         if name in appended:
             out["cases"][name]["broker_appended"] = appended[name]
-        repairs = [ln.strip() for ln in r.stdout.splitlines() if f"! {name}:" in ln and "recovering it" in ln]
+        repairs = [
+            ln.strip()
+            for ln in r.stdout.splitlines()
+            if f"! {name}:" in ln and "recovering it" in ln
+        ]
         diffs_here = out["cases"][name]["differences"]
-        if (any(".log.swap" in w and ".index.swap" not in w for w in what)
-                and diffs_here and all("index" in d for d in diffs_here)):
+        if (
+            any(".log.swap" in w and ".index.swap" not in w for w in what)
+            and diffs_here
+            and all("index" in d for d in diffs_here)
+        ):
             repairs.append(SWAP_WITHOUT_INDEX)
         if repair and repairs and diffs_here:
             # kafkalog checks what the broker does not (storage/index_checks.py: index_rebuild_reason; recover.py: load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
-    out["other"] = diffs         # undamaged partitions that differ, root checkpoints
+    out["other"] = diffs  # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:
         # kafkalog, like the broker, trusts .kafka_cleanshutdown and the recovery point: damage
         # below them stays (compared above), and a consumer would meet it. The broker is given
@@ -95,10 +136,17 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
         if remote is not None:
             from tests.differential.deletions import load_check_tiered
             from tests.differential.tiered import TieredDir
+
             (target / ".kafka_cleanshutdown").touch()
-            problems, served = load_check_tiered(TieredDir(target, remote), work / "load",
-                                                 [p.name for p in partition_dirs(target)
-                                                  if not p.name.startswith("__remote_log_metadata-")])
+            problems, served = load_check_tiered(
+                TieredDir(target, remote),
+                work / "load",
+                [
+                    p.name
+                    for p in partition_dirs(target)
+                    if not p.name.startswith("__remote_log_metadata-")
+                ],
+            )
             out["load_check"] = problems
             out["load_checked_records"] = sum(v["served"] for v in served.values())
             return out
@@ -108,21 +156,26 @@ def recover_batch(seed: int, base: Path, work: Path, load_check: bool = True, re
     return out
 
 
-SWAP_WITHOUT_INDEX = ("a .log.swap without its .index.swap: Kafka 3.3.1's LogLoader opens the .swap "
-                      "segment, readNextOffset creates an empty 10 MiB .index.swap, renamed with the rest: "
-                      "the segment keeps a zero-filled index (and an empty time index). kafkalog recovers it")
+SWAP_WITHOUT_INDEX = (
+    "a .log.swap without its .index.swap: Kafka 3.3.1's LogLoader opens the .swap "
+    "segment, readNextOffset creates an empty 10 MiB .index.swap, renamed with the rest: "
+    "the segment keeps a zero-filled index (and an empty time index). kafkalog recovers it"
+)
 
 
 def _appended_after_load(theirs: Path, run) -> dict[str, str]:
     """Partitions the broker appended to once loaded (not compared: that is not recovery)."""
     from tests.differential.generate import leo
+
     out = {}
     for name, loaded in run.loaded_log_end_offsets.items():
         if (theirs / name).is_dir() and name != "__cluster_metadata-0":
             final = leo(theirs, name)
             if final > loaded:
-                out[name] = (f"the broker appended offsets [{loaded}, {final}) after loading it (a transaction "
-                             f"coordinator completing a prepared transaction): not compared")
+                out[name] = (
+                    f"the broker appended offsets [{loaded}, {final}) after loading it (a transaction "
+                    f"coordinator completing a prepared transaction): not compared"
+                )
     return out
 
 
@@ -131,6 +184,7 @@ def _broker_recovers(damaged: Path, work: Path, remote: Path | None = None):
     partition whose damage stops the broker (a fatal error while loading logs) is left out of its
     copy, and the broker started again: its case is reported as refused by the broker, with the error."""
     from tests.differential.broker import BrokerDidNotStart, tiered_config
+
     refused: dict[str, str] = {}
     for attempt in range(6):
         theirs = work / f"broker-{attempt}"
@@ -138,6 +192,7 @@ def _broker_recovers(damaged: Path, work: Path, remote: Path | None = None):
         config = None
         if remote is not None:
             from tests.differential.tiered import METADATA_PARTITIONS
+
             shutil.copytree(remote, work / f"broker-{attempt}-remote", symlinks=True)
             config = tiered_config(work / f"broker-{attempt}-remote", METADATA_PARTITIONS)
         for name in refused:
@@ -149,7 +204,7 @@ def _broker_recovers(damaged: Path, work: Path, remote: Path | None = None):
             part = e.partition(theirs)
             if part is None or part in refused:
                 raise
-            refused[part] = e.reason[e.reason.find(" ERROR ") + 1:][:400]
+            refused[part] = e.reason[e.reason.find(" ERROR ") + 1 :][:400]
     raise RuntimeError(f"the broker refused more than {len(refused)} partitions of {damaged}")
 
 
@@ -159,6 +214,7 @@ ROLL_SKIPPED = {"g-compact-0": "the cleaner rewrote it in the same session (timi
 
 def _entries(f: Path):
     from kafkalog_cli.formats.indexes import parse_offset_index, parse_time_index
+
     base = offset_from_name(f.name)
     raw = f.read_bytes()
     if f.name.endswith(".timeindex"):
@@ -176,7 +232,7 @@ def describe_file_difference(a: Path, b: Path) -> str:
     out = f"{a.name}: broker {a.stat().st_size} bytes, kafkalog {b.stat().st_size} bytes"
     if ea is not None and eb is not None:
         i = next((i for i, (x, y) in enumerate(zip(ea, eb)) if x != y), min(len(ea), len(eb)))
-        out += f"; entries from #{i}: broker {ea[i:i + 3]}, kafkalog {eb[i:i + 3]}"
+        out += f"; entries from #{i}: broker {ea[i : i + 3]}, kafkalog {eb[i : i + 3]}"
     return out
 
 
@@ -184,12 +240,26 @@ def _active_base(part: Path) -> int:
     return segments(part)[-1]
 
 
-def roll_case(name: str, before: Path, broker_after: Path, leos: dict[str, int], work: Path) -> dict:
+def roll_case(
+    name: str, before: Path, broker_after: Path, leos: dict[str, int], work: Path
+) -> dict:
     """`kafkalog roll` on a copy of `before` vs the broker's roll of the same segments: the closed
     segment's .log/.index/.timeindex/.txnindex and the producer snapshot at the new base."""
     ours = copy_dir(before, work / f"roll-{name}")
-    r = kafkalog("roll", "--now", now_ms(), "--quarantine", work / f"q-roll-{name}", *(ours / tp for tp in sorted(leos)))
-    out = {"case": f"roll-{name}", "kafkalog_rc": r.rc, "kafkalog_stderr": r.stderr[-1000:], "partitions": {}}
+    r = kafkalog(
+        "roll",
+        "--now",
+        now_ms(),
+        "--quarantine",
+        work / f"q-roll-{name}",
+        *(ours / tp for tp in sorted(leos)),
+    )
+    out = {
+        "case": f"roll-{name}",
+        "kafkalog_rc": r.rc,
+        "kafkalog_stderr": r.stderr[-1000:],
+        "partitions": {},
+    }
     for tp, leo in sorted(leos.items()):
         if tp in ROLL_SKIPPED:
             out["partitions"][tp] = {"skipped": ROLL_SKIPPED[tp]}
@@ -197,10 +267,16 @@ def roll_case(name: str, before: Path, broker_after: Path, leos: dict[str, int],
         base = _active_base(before / tp)
         diffs = []
         for suffix in (".log", ".index", ".timeindex", ".txnindex"):
-            a, b = segment_file(broker_after / tp, base, suffix), segment_file(ours / tp, base, suffix)
+            a, b = (
+                segment_file(broker_after / tp, base, suffix),
+                segment_file(ours / tp, base, suffix),
+            )
             if a.exists() != b.exists() or (a.exists() and a.read_bytes() != b.read_bytes()):
                 diffs.append(describe_file_difference(a, b))
-        a, b = segment_file(broker_after / tp, leo, ".snapshot"), segment_file(ours / tp, leo, ".snapshot")
+        a, b = (
+            segment_file(broker_after / tp, leo, ".snapshot"),
+            segment_file(ours / tp, leo, ".snapshot"),
+        )
         if a.exists() != b.exists() or (a.exists() and a.read_bytes() != b.read_bytes()):
             diffs.append(f"{a.name} differs (broker {a.exists()}, kafkalog {b.exists()})")
         out["partitions"][tp] = {"closed_segment": base, "new_base": leo, "differences": diffs}
@@ -240,6 +316,7 @@ def command_args(case: Path, command: str) -> list[str]:
     if command == "delete-records":
         return []
     import json
+
     params = case / "PARAMS.json"
     now = now_ms()
     if params.exists():
@@ -260,6 +337,7 @@ def midway_offsets(d: Path, out: Path) -> Path | None:
     """delete-records' --offset-json for the log dir `d`: every user partition's log start raised
     halfway to its high watermark (as `kafkalog get-offsets` reads them); None when none can."""
     import json
+
     ends = {}
     for time in ("earliest", "latest"):
         r = kafkalog("get-offsets", "--time", time, "--format", "json", d)
@@ -267,8 +345,11 @@ def midway_offsets(d: Path, out: Path) -> Path | None:
             o = json.loads(line)
             if o.get("offset") is not None and not o["topic"].startswith("__"):
                 ends.setdefault((o["topic"], o["partition"]), {})[time] = o["offset"]
-    parts = [{"topic": t, "partition": p, "offset": (e["earliest"] + e["latest"]) // 2}
-             for (t, p), e in sorted(ends.items()) if e.get("latest", 0) > e.get("earliest", 0) + 1]
+    parts = [
+        {"topic": t, "partition": p, "offset": (e["earliest"] + e["latest"]) // 2}
+        for (t, p), e in sorted(ends.items())
+        if e.get("latest", 0) > e.get("earliest", 0) + 1
+    ]
     if not parts:
         return None
     out.write_text(json.dumps({"version": 1, "partitions": parts}))
@@ -281,7 +362,8 @@ def step_ok(res: dict) -> bool:
     only (POLICY_VIOLATION, as the broker would) and doing the others."""
     lines = res["stderr"].strip().splitlines()
     return res["rc"] in (None, 0, 7) or (
-        res["rc"] == 2 and bool(lines) and all("POLICY_VIOLATION" in ln for ln in lines))
+        res["rc"] == 2 and bool(lines) and all("POLICY_VIOLATION" in ln for ln in lines)
+    )
 
 
 def command_chain(case: Path, work: Path, commands=COMMANDS) -> dict:
@@ -304,9 +386,13 @@ def command_chain(case: Path, work: Path, commands=COMMANDS) -> dict:
                     res[step] = {"rc": None, "stderr": "no partition to delete records of"}
                     continue
                 extra = ["--offset-json", offsets]
-            r = kafkalog(step, *command_args(case, step), *extra, "--quarantine", work / f"q-{cmd}-{step}", d)
+            r = kafkalog(
+                step, *command_args(case, step), *extra, "--quarantine", work / f"q-{cmd}-{step}", d
+            )
             res[step] = {"rc": r.rc, "stderr": r.stderr[-600:]}
-        ok = all(step_ok(v) for v in res.values()) and any(v["rc"] is not None for v in res.values())
+        ok = all(step_ok(v) for v in res.values()) and any(
+            v["rc"] is not None for v in res.values()
+        )
         if ok:
             lc = broker_loads(d, work / f"load-{cmd}")
             res["load_check"] = lc.problems

@@ -11,12 +11,17 @@ What a broker run does beyond loading, and what is therefore left out or normali
 Everything else in a partition dir (segments, indexes, snapshots, leftovers) and the
 recovery-point, log-start-offset and cleaner-offset checkpoints is compared byte for byte.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 SKIPPED_FILES = {"partition.metadata", "quorum-state", "leader-epoch-checkpoint.tmp"}
-ROOT_CHECKPOINTS = ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint")
+ROOT_CHECKPOINTS = (
+    "recovery-point-offset-checkpoint",
+    "log-start-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
 METADATA = "__cluster_metadata-0"
 ORDER_ONLY = "same entries in another order: "
 
@@ -25,7 +30,7 @@ def _epochs(raw: bytes) -> list[tuple[int, int]] | None:
     try:
         lines = raw.decode().split("\n")
         n = int(lines[1])
-        return [tuple(map(int, ln.split())) for ln in lines[2:2 + n]]
+        return [tuple(map(int, ln.split())) for ln in lines[2 : 2 + n]]
     except (UnicodeDecodeError, ValueError, IndexError):
         return None
 
@@ -46,8 +51,11 @@ def epochs_match(broker: bytes, ours: bytes) -> bool:
 
 
 def files_of(part: Path) -> dict[str, bytes]:
-    return {f.name: f.read_bytes() for f in sorted(part.iterdir())
-            if f.is_file() and f.name not in SKIPPED_FILES}
+    return {
+        f.name: f.read_bytes()
+        for f in sorted(part.iterdir())
+        if f.is_file() and f.name not in SKIPPED_FILES
+    }
 
 
 def _describe(name: str, a: bytes, b: bytes) -> str:
@@ -79,7 +87,9 @@ def _without(raw: bytes | None, skip: set[str]) -> bytes | None:
 
 def _entries(raw: bytes | None) -> dict[str, str] | None:
     try:
-        return {"-".join(ln.split()[:2]): ln.split()[2] for ln in raw.decode().split("\n")[2:] if ln}
+        return {
+            "-".join(ln.split()[:2]): ln.split()[2] for ln in raw.decode().split("\n")[2:] if ln
+        }
     except (AttributeError, UnicodeDecodeError, IndexError):
         return None
 
@@ -110,11 +120,15 @@ def compare_roots(broker: Path, ours: Path, skip: set[str] = frozenset()) -> lis
     return diffs
 
 
-def compare_log_dirs(broker: Path, ours: Path, skip: set[str] = frozenset()) -> dict[str, list[str]]:
+def compare_log_dirs(
+    broker: Path, ours: Path, skip: set[str] = frozenset()
+) -> dict[str, list[str]]:
     """Differences per partition dir name, and under "" those of the root checkpoints (their
     lines for the `skip` partitions left out)."""
     out: dict[str, list[str]] = {}
-    names = {p.name for d in (broker, ours) for p in d.iterdir() if p.is_dir()} - {METADATA} - set(skip)
+    names = (
+        {p.name for d in (broker, ours) for p in d.iterdir() if p.is_dir()} - {METADATA} - set(skip)
+    )
     for n in sorted(names):
         pa, pb = broker / n, ours / n
         if not pa.is_dir() or not pb.is_dir():

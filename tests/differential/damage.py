@@ -1,5 +1,6 @@
 """Seeded random damage to a copy of a cleanly shut down log dir: what a crash, a bad disk or an
 interrupted tool leaves. Every choice comes from one random.Random, so a seed names a case."""
+
 from __future__ import annotations
 
 import os
@@ -11,11 +12,15 @@ from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage import names
 
-PREALLOCATED = 10 * 1024 * 1024     # segment.index.bytes: what a running broker maps
+PREALLOCATED = 10 * 1024 * 1024  # segment.index.bytes: what a running broker maps
 
 
 def segments(part: Path) -> list[int]:
-    return sorted(o for f in part.iterdir() if f.name.endswith(".log") and (o := names.offset_from_name(f.name)) is not None)
+    return sorted(
+        o
+        for f in part.iterdir()
+        if f.name.endswith(".log") and (o := names.offset_from_name(f.name)) is not None
+    )
 
 
 def seg(part: Path, base: int, suffix: str) -> Path:
@@ -83,9 +88,14 @@ def garbage(rng, part):
         extra = bytes(rng.randrange(256) for _ in range(n))
     elif kind == "zeros":
         extra = bytes(n)
-    else:       # a plausible header: offset, a size far beyond the file, magic 2
-        extra = (rng.randrange(1 << 20)).to_bytes(8, "big") + (n + 1000).to_bytes(4, "big") + bytes(4) + b"\x02" \
+    else:  # a plausible header: offset, a size far beyond the file, magic 2
+        extra = (
+            (rng.randrange(1 << 20)).to_bytes(8, "big")
+            + (n + 1000).to_bytes(4, "big")
+            + bytes(4)
+            + b"\x02"
             + bytes(rng.randrange(256) for _ in range(n))
+        )
     with open(f, "ab") as fh:
         fh.write(extra)
     return f"{f.name}: {len(extra)} {kind} bytes appended"
@@ -172,7 +182,7 @@ def set_recovery_points(log_dir: Path, points: dict[tuple[str, int], int]) -> No
     """Rewrite recovery-point-offset-checkpoint entries, keeping the file's order."""
     f = log_dir / "recovery-point-offset-checkpoint"
     lines = f.read_text().splitlines() if f.exists() else []
-    if len(lines) < 2:          # none yet (a copy of a broker that had not written it)
+    if len(lines) < 2:  # none yet (a copy of a broker that had not written it)
         return
     out = lines[:2]
     for ln in lines[2:]:

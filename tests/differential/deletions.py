@@ -31,6 +31,7 @@ kafkalog's log start offset, the remote tier included, exactly as dump-log lists
 the local segments (load_check_tiered). `commands_keep_the_log` does the same load check after
 roll and recover --all, and compares the broker's recovery of every segment with recover's.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,15 +52,25 @@ from tests.differential.tiered import (
     serves_from_log_start,
 )
 
-PLAIN = {"r-time": dict(SEGMENT), "r-expire": dict(SEGMENT),
-         "r-compact": {**SEGMENT, "cleanup.policy": "compact", "segment.bytes": "4096",
-                       "min.cleanable.dirty.ratio": "0.01"}}
-STRETCH = 10_000            # 60 ms between batches -> 10 minutes
+PLAIN = {
+    "r-time": dict(SEGMENT),
+    "r-expire": dict(SEGMENT),
+    "r-compact": {
+        **SEGMENT,
+        "cleanup.policy": "compact",
+        "segment.bytes": "4096",
+        "min.cleanable.dirty.ratio": "0.01",
+    },
+}
+STRETCH = 10_000  # 60 ms between batches -> 10 minutes
 # the broker's retention (and cleaner) as soon as it can, and its deletions done before it stops
-ACTING = {"log.initial.task.delay.ms": "2000", "log.retention.check.interval.ms": "1000",
-          "log.cleaner.backoff.ms": "500"}
+ACTING = {
+    "log.initial.task.delay.ms": "2000",
+    "log.retention.check.interval.ms": "1000",
+    "log.cleaner.backoff.ms": "500",
+}
 USER_TOPICS = ("t-time", "t-bytes", "t-plain", *PLAIN)
-SETTLE_S = 10               # retention checks after the last change (every second)
+SETTLE_S = 10  # retention checks after the last change (every second)
 
 
 def _extra_jobs(rng) -> list[dict]:
@@ -68,9 +79,19 @@ def _extra_jobs(rng) -> list[dict]:
     stretched = _batches(rng, "r-time", 150, t0)
     for b in stretched:
         b["records"] = [[k, v, t0 + (ts - t0) * STRETCH, hs] for k, v, ts, hs in b["records"]]
-    return [{"topic": "r-time", "producer": {}, "batches": stretched},
-            {"topic": "r-expire", "producer": {}, "batches": _batches(rng, "r-expire", 120, now - 3_600_000)},
-            {"topic": "r-compact", "producer": {}, "batches": _batches(rng, "r-compact", 300, now - 3_600_000, 15)}]
+    return [
+        {"topic": "r-time", "producer": {}, "batches": stretched},
+        {
+            "topic": "r-expire",
+            "producer": {},
+            "batches": _batches(rng, "r-expire", 120, now - 3_600_000),
+        },
+        {
+            "topic": "r-compact",
+            "producer": {},
+            "batches": _batches(rng, "r-compact", 300, now - 3_600_000, 15),
+        },
+    ]
 
 
 def generate_base(work: Path, seed: int) -> TieredDir:
@@ -79,6 +100,7 @@ def generate_base(work: Path, seed: int) -> TieredDir:
 
 def _segment_max_timestamps(part: Path) -> list[tuple[int, int]]:
     from kafkalog_cli.storage.partition import Partition
+
     return [(s.base_offset, s.walk().max_timestamp) for s in Partition.open(part).segments]
 
 
@@ -91,49 +113,72 @@ def time_boundary(part: Path, now_ms: int) -> tuple[int, int]:
     return now_ms - mid, i + 1
 
 
-ROUNDS = {"retain": 2, "delete-records": 2, "compact": 1}      # broker runs per campaign
+ROUNDS = {"retain": 2, "delete-records": 2, "compact": 1}  # broker runs per campaign
 
 
 def plan_campaign(kind: str, base: TieredDir, now_ms: int, round_: int = 0) -> dict:
     """The configs (AlterConfigs / --topic-config) or DeleteRecords offsets of round `round_` of a
     campaign: each topic once per round, each round on fresh copies of the base."""
     from tests.differential.generate import leo
+
     if kind == "retain" and round_ == 0:
         ms, gone = time_boundary(base.data / "r-time-0", now_ms)
-        return {"configs": {"r-time": {"retention.ms": str(ms)},           # plain, by time, partial
-                            "r-expire": {"retention.ms": "600000"},        # plain, every segment: a roll
-                            "t-plain": {"retention.bytes": "40000"},       # plain, by size
-                            "t-bytes": {"local.retention.bytes": "20000"}},  # tiered, local by size
-                "expect": {"r-time": f"{gone} segments expired"}}
+        return {
+            "configs": {
+                "r-time": {"retention.ms": str(ms)},  # plain, by time, partial
+                "r-expire": {"retention.ms": "600000"},  # plain, every segment: a roll
+                "t-plain": {"retention.bytes": "40000"},  # plain, by size
+                "t-bytes": {"local.retention.bytes": "20000"},
+            },  # tiered, local by size
+            "expect": {"r-time": f"{gone} segments expired"},
+        }
     if kind == "retain":
-        return {"configs": {"t-bytes": {"local.retention.ms": "1000"},     # tiered, local by time: 3.7+ rolls
-                            "r-time": {"retention.bytes": "50000"},
-                            "r-expire": {"retention.bytes": "1"},          # all but the active segment
-                            "t-plain": {"retention.ms": "600000"}}}
-    bases = {topic: local_bases(base.data / f"{topic}-0") for topic in ("t-plain", "r-time", "t-bytes", "t-time")}
+        return {
+            "configs": {
+                "t-bytes": {"local.retention.ms": "1000"},  # tiered, local by time: 3.7+ rolls
+                "r-time": {"retention.bytes": "50000"},
+                "r-expire": {"retention.bytes": "1"},  # all but the active segment
+                "t-plain": {"retention.ms": "600000"},
+            }
+        }
+    bases = {
+        topic: local_bases(base.data / f"{topic}-0")
+        for topic in ("t-plain", "r-time", "t-bytes", "t-time")
+    }
     if kind == "delete-records" and round_ == 0:
         rt, tb = bases["r-time"], bases["t-bytes"]
         uploaded = remote_bases(base.remote, "t-time-0")
-        return {"offsets": {
-            "t-plain-0": (bases["t-plain"][1] + bases["t-plain"][2]) // 2,      # inside a segment
-            "r-time-0": rt[len(rt) // 2],                                      # a segment's base
-            "t-bytes-0": (tb[1] + tb[2]) // 2 if len(tb) > 2 else tb[0] + 1,    # local, uploaded
-            "t-time-0": uploaded[len(uploaded) // 2] + 1 if uploaded else 1,     # remote only
-            "r-compact-0": 5}}                                                 # refused by both
+        return {
+            "offsets": {
+                "t-plain-0": (bases["t-plain"][1] + bases["t-plain"][2]) // 2,  # inside a segment
+                "r-time-0": rt[len(rt) // 2],  # a segment's base
+                "t-bytes-0": (tb[1] + tb[2]) // 2 if len(tb) > 2 else tb[0] + 1,  # local, uploaded
+                "t-time-0": uploaded[len(uploaded) // 2] + 1 if uploaded else 1,  # remote only
+                "r-compact-0": 5,
+            }
+        }  # refused by both
     if kind == "delete-records":
-        return {"offsets": {
-            "t-plain-0": -1,                                                   # the high watermark
-            "r-time-0": 0,                                                     # below the log start: no-op
-            "r-expire-0": leo(base.data, "r-expire-0") - 1,                    # all but the last record
-            "t-bytes-0": max(1, bases["t-bytes"][0] // 2),                     # remote only, below local
-            "t-time-0": leo(base.data, "t-time-0")}}                           # everything, remote included
+        return {
+            "offsets": {
+                "t-plain-0": -1,  # the high watermark
+                "r-time-0": 0,  # below the log start: no-op
+                "r-expire-0": leo(base.data, "r-expire-0") - 1,  # all but the last record
+                "t-bytes-0": max(1, bases["t-bytes"][0] // 2),  # remote only, below local
+                "t-time-0": leo(base.data, "t-time-0"),
+            }
+        }  # everything, remote included
     if kind == "compact":
         return {}
     raise ValueError(kind)
 
 
 def _topic_config_args(configs: dict[str, dict[str, str]]) -> list[str]:
-    return [a for t, c in configs.items() for k, v in c.items() for a in ("--topic-config", f"{t}:{k}={v}")]
+    return [
+        a
+        for t, c in configs.items()
+        for k, v in c.items()
+        for a in ("--topic-config", f"{t}:{k}={v}")
+    ]
 
 
 def broker_acts(kind: str, t: TieredDir, work: Path, plan: dict) -> dict:
@@ -161,8 +206,13 @@ def broker_acts(kind: str, t: TieredDir, work: Path, plan: dict) -> dict:
     finally:
         run = b.stop()
     t1 = int(time.time() * 1000)
-    return {"clock": (t0, t1), "properties": b.work / "server.properties", "answered": answered,
-            "errors": run.errors, "clean_stop": run.clean_stop}
+    return {
+        "clock": (t0, t1),
+        "properties": b.work / "server.properties",
+        "answered": answered,
+        "errors": run.errors,
+        "clean_stop": run.clean_stop,
+    }
 
 
 def _wait_cleaned(data: Path, name: str, timeout: float = 60) -> None:
@@ -170,12 +220,14 @@ def _wait_cleaned(data: Path, name: str, timeout: float = 60) -> None:
     f = data / "cleaner-offset-checkpoint"
     topic, p = name.rsplit("-", 1)
     while time.monotonic() < deadline:
-        if f.exists() and any(ln.split()[:2] == [topic, p] for ln in f.read_text().splitlines()[2:]):
+        if f.exists() and any(
+            ln.split()[:2] == [topic, p] for ln in f.read_text().splitlines()[2:]
+        ):
             return
         time.sleep(0.5)
 
 
-DELETE_RETENTION_MS = 86_400_000      # r-compact's delete.retention.ms: Kafka's default
+DELETE_RETENTION_MS = 86_400_000  # r-compact's delete.retention.ms: Kafka's default
 
 
 def cleaner_clock(part: Path) -> int | None:
@@ -183,8 +235,13 @@ def cleaner_clock(part: Path) -> int | None:
     horizon, that clock + delete.retention.ms (Cleaner.cleanInto, KIP-534), in the base timestamp.
     None when no batch has one."""
     from kafkalog_cli.formats.records import iter_batches
-    horizons = [b.delete_horizon_ms for f in sorted(part.glob("*.log")) for b in iter_batches(f.read_bytes())
-                if b.has_delete_horizon]
+
+    horizons = [
+        b.delete_horizon_ms
+        for f in sorted(part.glob("*.log"))
+        for b in iter_batches(f.read_bytes())
+        if b.has_delete_horizon
+    ]
     return min(horizons) - DELETE_RETENTION_MS if horizons else None
 
 
@@ -199,17 +256,28 @@ def kafkalog_acts(kind: str, t: TieredDir, work: Path, plan: dict, acted: dict, 
         for tp, off in plan["offsets"].items():
             spec = work / f"offsets-{tp}.json"
             topic, p = tp.rsplit("-", 1)
-            spec.write_text(json.dumps({"version": 1, "partitions": [{"topic": topic, "partition": int(p),
-                                                                      "offset": off}]}))
+            spec.write_text(
+                json.dumps(
+                    {
+                        "version": 1,
+                        "partitions": [{"topic": topic, "partition": int(p), "offset": off}],
+                    }
+                )
+            )
             out[tp] = kafkalog("delete-records", "--offset-json", spec, *common, t.data / tp)
         # the broker's retention checks after DeleteRecords: the segments below the new log start go
         out["retain"] = kafkalog("retain", "--now", now, *common, t.data)
     else:
         out["compact"] = kafkalog("compact", "--now", now, *common, t.data)
-    return {k: {"rc": r.rc, "stdout": r.stdout[-1500:], "stderr": r.stderr[-1500:]} for k, r in out.items()}
+    return {
+        k: {"rc": r.rc, "stdout": r.stdout[-1500:], "stderr": r.stderr[-1500:]}
+        for k, r in out.items()
+    }
 
 
-def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True, round_: int = 0) -> dict:
+def run_campaign(
+    kind: str, base: TieredDir, work: Path, load_check: bool = True, round_: int = 0
+) -> dict:
     work.mkdir(parents=True)
     plan = plan_campaign(kind, base, int(time.time() * 1000), round_)
     theirs = base.copy(work / "broker-copy")
@@ -224,25 +292,38 @@ def run_campaign(kind: str, base: TieredDir, work: Path, load_check: bool = True
     ran = kafkalog_acts(kind, ours, work, plan, acted, now)
     diffs = compare_log_dirs(theirs.data, ours.data)
     parts = [p.name for p in partition_dirs(ours.data) if p.name.rsplit("-", 1)[0] in USER_TOPICS]
-    out = {"kind": kind, "round": round_, "now_ms": now, "plan": plan, "broker": {k: v for k, v in acted.items() if k != "properties"},
-           "kafkalog": ran, "cases": {}, "other": {}}
+    out = {
+        "kind": kind,
+        "round": round_,
+        "now_ms": now,
+        "plan": plan,
+        "broker": {k: v for k, v in acted.items() if k != "properties"},
+        "kafkalog": ran,
+        "cases": {},
+        "other": {},
+    }
     out["broker"]["clock"] = list(acted["clock"])
     for name in parts:
         case = {"differences": diffs.pop(name, [])}
         if name in ("t-time-0", "t-bytes-0"):
-            case["remote"] = {"broker": remote_bases(theirs.remote, name), "kafkalog": remote_bases(ours.remote, name)}
+            case["remote"] = {
+                "broker": remote_bases(theirs.remote, name),
+                "kafkalog": remote_bases(ours.remote, name),
+            }
         answered = acted["answered"].get(name)
         if answered is not None:
             case["broker_answered"] = answered
             r = ran.get(name)
             if isinstance(answered, str) and answered.startswith("refused") and r and r["rc"] == 2:
-                case["refused_by_both"] = f"broker: {answered[9:][:160]}; kafkalog: {r['stderr'].strip()[:160]}"
+                case["refused_by_both"] = (
+                    f"broker: {answered[9:][:160]}; kafkalog: {r['stderr'].strip()[:160]}"
+                )
         out["cases"][name] = case
     out["other"] = diffs
     if load_check:
         out["load_check"], out["served"] = load_check_tiered(ours, work / "load", parts)
         for name, case in out["cases"].items():
-            if "remote" in case:       # what the broker on kafkalog's result left of the remote tier
+            if "remote" in case:  # what the broker on kafkalog's result left of the remote tier
                 case["remote"]["after_load"] = remote_bases(work / "load" / "copy" / "remote", name)
     explain(out, work)
     (work / "case.json").write_text(json.dumps(out))
@@ -258,11 +339,15 @@ def load_check_tiered(t: TieredDir, work: Path, parts: list[str]) -> tuple[list[
     for name, p in served["partitions"].items():
         start = _log_start(t.data, t.data / name)
         if p["start"] != start:
-            problems.append(f"{name}: the broker's log start offset {p['start']}, kafkalog's {start}")
+            problems.append(
+                f"{name}: the broker's log start offset {p['start']}, kafkalog's {start}"
+            )
         if not p["same"] or p["served"] != p["listed"]:
             problems.append(f"{name}: served {p['served']} records, dump-log lists {p['listed']}")
-    return problems, {n: {k: p[k] for k in ("start", "end", "served", "local_start")}
-                      for n, p in served["partitions"].items()}
+    return problems, {
+        n: {k: p[k] for k in ("start", "end", "served", "local_start")}
+        for n, p in served["partitions"].items()
+    }
 
 
 # the commands that change a tiered partition without a broker to compare with: each on its own
@@ -279,11 +364,19 @@ def commands_keep_the_log(base: TieredDir, work: Path) -> dict:
         props = Broker(t.data, work / f"props-{cmd}", t.config()).write_config()
         parts = [p.name for p in partition_dirs(t.data) if p.name.rsplit("-", 1)[0] in USER_TOPICS]
         starts = {n: _log_start(t.data, t.data / n) for n in parts}
-        r = kafkalog(cmd, *flags, "--server-properties", props, "--quarantine", work / f"q-{cmd}", t.data)
-        problems, served = load_check_tiered(t, work / f"load-{cmd}", parts) if r.rc == 0 else (
-            [f"kafkalog {cmd}: rc {r.rc}: {r.stderr[-400:]}"], {})
-        problems += [f"{n}: log start offset {s['start']}, before {starts[n]}" for n, s in served.items()
-                     if s["start"] != starts[n]]
+        r = kafkalog(
+            cmd, *flags, "--server-properties", props, "--quarantine", work / f"q-{cmd}", t.data
+        )
+        problems, served = (
+            load_check_tiered(t, work / f"load-{cmd}", parts)
+            if r.rc == 0
+            else ([f"kafkalog {cmd}: rc {r.rc}: {r.stderr[-400:]}"], {})
+        )
+        problems += [
+            f"{n}: log start offset {s['start']}, before {starts[n]}"
+            for n, s in served.items()
+            if s["start"] != starts[n]
+        ]
         out[cmd] = {"rc": r.rc, "stdout": r.stdout[-800:], "load_check": problems, "served": served}
     out["recover-unclean"] = recover_like_the_broker(base, work / "unclean")
     return out
@@ -299,7 +392,10 @@ def _unclean(t: TieredDir) -> TieredDir:
 def recover_like_the_broker(base: TieredDir, work: Path) -> dict:
     """The broker's recovery of every segment (an unclean copy of the base) against `kafkalog
     recover` of another: compared byte for byte (compare.py), tiered partitions included."""
-    theirs, ours = _unclean(base.copy(work / "broker-copy")), _unclean(base.copy(work / "kafkalog-copy"))
+    theirs, ours = (
+        _unclean(base.copy(work / "broker-copy")),
+        _unclean(base.copy(work / "kafkalog-copy")),
+    )
     b = Broker(theirs.data, work / "broker", theirs.config())
     b.start()
     try:
@@ -307,33 +403,57 @@ def recover_like_the_broker(base: TieredDir, work: Path) -> dict:
         b.wait_no_deleted()
     finally:
         run = b.stop()
-    r = kafkalog("recover", "--server-properties", b.work / "server.properties", "--quarantine", work / "q",
-                 "--now", int(time.time() * 1000), ours.data)
+    r = kafkalog(
+        "recover",
+        "--server-properties",
+        b.work / "server.properties",
+        "--quarantine",
+        work / "q",
+        "--now",
+        int(time.time() * 1000),
+        ours.data,
+    )
     diffs = compare_log_dirs(theirs.data, ours.data) if r.rc == 0 else {}
-    recovered = sorted({ln.split("partition=")[1].split(",")[0] for ln in run.log.splitlines()
-                        if "Recovering unflushed segment" in ln and "partition=" in ln})
-    return {"rc": r.rc, "stdout": r.stdout[-1500:], "stderr": r.stderr[-800:], "broker_errors": run.errors,
-            "broker_recovered": recovered, "differences": diffs}
+    recovered = sorted(
+        {
+            ln.split("partition=")[1].split(",")[0]
+            for ln in run.log.splitlines()
+            if "Recovering unflushed segment" in ln and "partition=" in ln
+        }
+    )
+    return {
+        "rc": r.rc,
+        "stdout": r.stdout[-1500:],
+        "stderr": r.stderr[-800:],
+        "broker_errors": run.errors,
+        "broker_recovered": recovered,
+        "differences": diffs,
+    }
 
 
 REMOTE_BELOW_LOG_START = (
     "remote tier: the broker's remote log manager deleted the uploaded segments wholly below the new log "
     "start offset (RLMExpirationTask, deleteRemoteLogSegment) and logged it in __remote_log_metadata; "
     "kafkalog never changes the remote tier, and the broker started on kafkalog's result deleted the same "
-    "segments itself")
+    "segments itself"
+)
 ROLLED_THEN_UPLOADED = (
     "remote tier: both rolled the active segment (local retention, 3.7+); the broker then uploaded it and "
     "deleted it locally; kafkalog cannot upload and keeps it, its .log, .index and .timeindex byte for byte "
-    "the files the broker uploaded, and the broker started on kafkalog's result uploaded it itself")
-RLM_RECORDS = ("the remote log manager's records of those uploads and deletions (RemoteLogSegmentMetadata "
-               "updates) and the recovery point they moved")
+    "the files the broker uploaded, and the broker started on kafkalog's result uploaded it itself"
+)
+RLM_RECORDS = (
+    "the remote log manager's records of those uploads and deletions (RemoteLogSegmentMetadata "
+    "updates) and the recovery point they moved"
+)
 METADATA_PARTITION = "__remote_log_metadata-0"
 
 
 def _remote_last_offset(remote: Path, name: str, base: int) -> int:
     from kafkalog_cli.formats.records import iter_batches
     from tests.differential.tiered import remote_dir
-    f, = remote_dir(remote, name).glob(f"{base:020d}-*.log")
+
+    (f,) = remote_dir(remote, name).glob(f"{base:020d}-*.log")
     return max(b.last_offset for b in iter_batches(f.read_bytes()))
 
 
@@ -341,12 +461,19 @@ def _uploaded_as_kept(work: Path, name: str, case: dict) -> bool:
     """ROLLED_THEN_UPLOADED holds for `case`: what only kafkalog has is one segment's files, the one
     segment only the broker's remote tier has, with the same .log/.index/.timeindex bytes."""
     from tests.differential.tiered import remote_dir
+
     rem = case["remote"]
     extra = sorted(set(rem["broker"]) - set(rem["kafkalog"]))
-    if len(extra) != 1 or set(rem["kafkalog"]) - set(rem["broker"]) or extra[0] not in rem.get("after_load", []):
+    if (
+        len(extra) != 1
+        or set(rem["kafkalog"]) - set(rem["broker"])
+        or extra[0] not in rem.get("after_load", [])
+    ):
         return False
     base = f"{extra[0]:020d}"
-    if sorted(case["differences"]) != [f"only kafkalog has {base}{x}" for x in (".index", ".log", ".snapshot", ".timeindex")]:
+    if sorted(case["differences"]) != [
+        f"only kafkalog has {base}{x}" for x in (".index", ".log", ".snapshot", ".timeindex")
+    ]:
         return False
     uploaded = remote_dir(work / "broker-copy" / "remote", name)
     kept = work / "kafkalog-copy" / "data" / name
@@ -369,18 +496,27 @@ def explain(r: dict, work: Path) -> None:
             explained_remote = True
             continue
         start = r.get("served", {}).get(name, {}).get("start")
-        if case["differences"] or start is None or not set(rem["broker"]) <= set(rem["kafkalog"]) \
-                or rem.get("after_load") != rem["broker"]:
+        if (
+            case["differences"]
+            or start is None
+            or not set(rem["broker"]) <= set(rem["kafkalog"])
+            or rem.get("after_load") != rem["broker"]
+        ):
             continue
         # each uploaded segment only kafkalog kept ends below the log start offset
-        if all(_remote_last_offset(work / "kafkalog-copy" / "remote", name, b) < start
-               for b in rem["kafkalog"] if b not in rem["broker"]):
+        if all(
+            _remote_last_offset(work / "kafkalog-copy" / "remote", name, b) < start
+            for b in rem["kafkalog"]
+            if b not in rem["broker"]
+        ):
             case["explained"] = REMOTE_BELOW_LOG_START
             explained_remote = True
     if explained_remote:
         other = r["other"]
         if METADATA_PARTITION in other:
-            r["other_explained"] = {METADATA_PARTITION: [RLM_RECORDS, *other.pop(METADATA_PARTITION)]}
+            r["other_explained"] = {
+                METADATA_PARTITION: [RLM_RECORDS, *other.pop(METADATA_PARTITION)]
+            }
         roots = [ln for ln in other.get("", []) if ln.startswith(METADATA_PARTITION + ":")]
         if roots:
             r.setdefault("other_explained", {})[""] = [RLM_RECORDS, *roots]
@@ -391,8 +527,15 @@ def explain(r: dict, work: Path) -> None:
 
 def unexplained(r: dict) -> dict:
     """Differences without a verified reason: per case (local files or the remote tier) and other."""
-    out = {n: c["differences"] or c["remote"] for n, c in r["cases"].items()
-           if "explained" not in c and (c["differences"] or (c.get("remote") and c["remote"]["broker"] != c["remote"]["kafkalog"]))}
+    out = {
+        n: c["differences"] or c["remote"]
+        for n, c in r["cases"].items()
+        if "explained" not in c
+        and (
+            c["differences"]
+            or (c.get("remote") and c["remote"]["broker"] != c["remote"]["kafkalog"])
+        )
+    }
     if r["other"]:
         out["other"] = r["other"]
     return out

@@ -11,6 +11,7 @@ offset.
 - clean:  = rolled, a cleanly shut down dir;
 - rolled_again: `clean` after a restarted broker rolled every g-* topic again.
 """
+
 from __future__ import annotations
 
 import random
@@ -34,8 +35,15 @@ TOPICS = {
     "g-idem": ({}, {"enable_idempotence": True}),
     "g-idem-zstd": ({}, {"enable_idempotence": True, "compression_type": "zstd"}),
     "g-txn": ({}, {"transactional_id": "diff-txn", "enable_idempotence": True}),
-    "g-compact": ({"cleanup.policy": "compact", "segment.bytes": "4096", "min.cleanable.dirty.ratio": "0.01",
-                   "delete.retention.ms": "86400000"}, {}),
+    "g-compact": (
+        {
+            "cleanup.policy": "compact",
+            "segment.bytes": "4096",
+            "min.cleanable.dirty.ratio": "0.01",
+            "delete.retention.ms": "86400000",
+        },
+        {},
+    ),
     "g-multi": ({"segment.bytes": "2048", "index.interval.bytes": "128"}, {}),
 }
 COMMON = {"segment.bytes": "16384", "index.interval.bytes": "512", "segment.ms": SEGMENT_MS}
@@ -51,17 +59,23 @@ class Generated:
     rolled: Path
     rolled_again: Path
     clean: Path
-    live_leo: dict[str, int]        # topic-0 -> log end offset when `live` was copied
+    live_leo: dict[str, int]  # topic-0 -> log end offset when `live` was copied
     clean_leo: dict[str, int]
 
 
 def _value(rng: random.Random) -> str:
     n = rng.choice([0, 1, 10, 40, 120, 300])
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789" if rng.random() < 0.8 else "".join(map(chr, range(256)))
+    alphabet = (
+        "abcdefghijklmnopqrstuvwxyz0123456789"
+        if rng.random() < 0.8
+        else "".join(map(chr, range(256)))
+    )
     return "".join(rng.choice(alphabet) for _ in range(n))
 
 
-def _batches(rng: random.Random, topic: str, n_batches: int, t0: int, key_space: int | None = None) -> list[dict]:
+def _batches(
+    rng: random.Random, topic: str, n_batches: int, t0: int, key_space: int | None = None
+) -> list[dict]:
     out = []
     t = t0
     for i in range(n_batches):
@@ -96,7 +110,9 @@ def _produce(b: Broker, rng: random.Random, t0: int, n_batches: int) -> None:
     for name, (_, producer) in TOPICS.items():
         k = 12 if name == "g-compact" else None
         nb = n_batches * (3 if name in ("g-compact", "g-multi") else 1)
-        jobs.append({"topic": name, "producer": producer, "batches": _batches(rng, name, nb, t0, k)})
+        jobs.append(
+            {"topic": name, "producer": producer, "batches": _batches(rng, name, nb, t0, k)}
+        )
     b.client({"op": "produce", "jobs": jobs})
 
 
@@ -105,9 +121,20 @@ def _roll_all(b: Broker) -> None:
     timestamp produced) makes LogSegment.shouldRoll true on that append."""
     for name in TOPICS:
         b.client({"op": "alter", "topic": name, "configs": {"segment.ms": "1"}})
-    time.sleep(1.0)        # the config reaches the log (a metadata update)
-    b.client({"op": "produce", "jobs": [{"topic": n, "producer": {}, "batches": [
-        {"records": [["roll", "trigger", None, []]]}]} for n in TOPICS]})
+    time.sleep(1.0)  # the config reaches the log (a metadata update)
+    b.client(
+        {
+            "op": "produce",
+            "jobs": [
+                {
+                    "topic": n,
+                    "producer": {},
+                    "batches": [{"records": [["roll", "trigger", None, []]]}],
+                }
+                for n in TOPICS
+            ],
+        }
+    )
     for name in TOPICS:
         b.client({"op": "alter", "topic": name, "configs": {"segment.ms": SEGMENT_MS}})
     time.sleep(1.0)
@@ -116,8 +143,13 @@ def _roll_all(b: Broker) -> None:
 def leo(log_dir: Path, topic_partition: str) -> int:
     from kafkalog_cli.storage.names import offset_from_name
     from kafkalog_cli.storage.segment import Segment
+
     part = log_dir / topic_partition
-    bases = sorted(o for f in part.iterdir() if f.name.endswith(".log") and (o := offset_from_name(f.name)) is not None)
+    bases = sorted(
+        o
+        for f in part.iterdir()
+        if f.name.endswith(".log") and (o := offset_from_name(f.name)) is not None
+    )
     return Segment(part, bases[-1]).read_next_offset() if bases else 0
 
 
@@ -135,15 +167,21 @@ def generate(work: Path, seed: int = 0) -> Generated:
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
     data = work / "gen" / "data"
-    b = Broker(data, work / "gen" / "broker", {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "500"})
+    b = Broker(
+        data,
+        work / "gen" / "broker",
+        {"log.cleaner.enable": "true", "log.cleaner.backoff.ms": "500"},
+    )
     b.format()
     b.start()
     try:
-        b.client({"op": "create", "topics": [{"name": n, "configs": topic_configs(n)} for n in TOPICS]})
+        b.client(
+            {"op": "create", "topics": [{"name": n, "configs": topic_configs(n)} for n in TOPICS]}
+        )
         t0 = int(time.time() * 1000) - 3_600_000
         _produce(b, rng, t0, 25)
         _wait_cleaned(data, "g-compact")
-        _produce(b, rng, t0 + 1_800_000, 4)     # the active segments: appended in this session
+        _produce(b, rng, t0 + 1_800_000, 4)  # the active segments: appended in this session
         time.sleep(1.0)
         live = work / "live"
         subprocess.run(["cp", "-a", "--sparse=always", str(data), str(live)], check=True)
@@ -166,4 +204,11 @@ def generate(work: Path, seed: int = 0) -> Generated:
         _roll_all(b2)
     finally:
         b2.stop()
-    return Generated(live=live, rolled=data, rolled_again=again, clean=clean, live_leo=live_leo, clean_leo=clean_leo)
+    return Generated(
+        live=live,
+        rolled=data,
+        rolled_again=again,
+        clean=clean,
+        live_leo=live_leo,
+        clean_leo=clean_leo,
+    )

@@ -13,6 +13,7 @@ WORK holds base-<seed>/ and the campaign dirs (retain-N, delete-records-N, compa
   tiered roll, uploaded/: the segment the broker uploaded;
 - PARAMS.json: each case's command line (configs, offsets, clock) and what it compares.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,16 +24,43 @@ from pathlib import Path
 from tests.differential.tiered import remote_dir
 
 PARTITIONS = ("t-bytes-0", "t-time-0", "r-compact-0")
-BESIDE = ("meta.properties", "bootstrap.checkpoint", "log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
-          "replication-offset-checkpoint", "cleaner-offset-checkpoint")
-ROOT_CHECKPOINTS = ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint", "cleaner-offset-checkpoint")
+BESIDE = (
+    "meta.properties",
+    "bootstrap.checkpoint",
+    "log-start-offset-checkpoint",
+    "recovery-point-offset-checkpoint",
+    "replication-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
+ROOT_CHECKPOINTS = (
+    "log-start-offset-checkpoint",
+    "recovery-point-offset-checkpoint",
+    "cleaner-offset-checkpoint",
+)
 # (campaign dir, partition, what the case is)
-CASES = (("retain", 0, "t-bytes-0", "tiered: local.retention.bytes deletes uploaded segments only"),
-         ("retain", 1, "t-bytes-0", "tiered: local.retention.ms rolls the active segment (3.7+), which stays "
-                                    "until the broker uploads it"),
-         ("delete-records", 0, "t-time-0", "tiered: DeleteRecords to an offset only the remote tier holds"),
-         ("delete-records", 1, "t-bytes-0", "tiered: DeleteRecords below the local log start offset"),
-         ("compact", 0, "r-compact-0", "the cleaner's first round, tombstones stamped with its delete horizon"))
+CASES = (
+    ("retain", 0, "t-bytes-0", "tiered: local.retention.bytes deletes uploaded segments only"),
+    (
+        "retain",
+        1,
+        "t-bytes-0",
+        "tiered: local.retention.ms rolls the active segment (3.7+), which stays "
+        "until the broker uploads it",
+    ),
+    (
+        "delete-records",
+        0,
+        "t-time-0",
+        "tiered: DeleteRecords to an offset only the remote tier holds",
+    ),
+    ("delete-records", 1, "t-bytes-0", "tiered: DeleteRecords below the local log start offset"),
+    (
+        "compact",
+        0,
+        "r-compact-0",
+        "the cleaner's first round, tombstones stamped with its delete horizon",
+    ),
+)
 
 
 def _copy_partition(src: Path, dst: Path, unless_as_in: Path | None = None) -> None:
@@ -40,8 +68,11 @@ def _copy_partition(src: Path, dst: Path, unless_as_in: Path | None = None) -> N
     dst.mkdir(parents=True)
     names = sorted(f.name for f in src.iterdir() if f.is_file() and f.name != ".lock")
     for n in names:
-        same = unless_as_in is not None and (unless_as_in / n).is_file() and \
-            (unless_as_in / n).read_bytes() == (src / n).read_bytes()
+        same = (
+            unless_as_in is not None
+            and (unless_as_in / n).is_file()
+            and (unless_as_in / n).read_bytes() == (src / n).read_bytes()
+        )
         if not same:
             shutil.copyfile(src / n, dst / n)
     if unless_as_in is not None:
@@ -60,8 +91,10 @@ def save(work: Path, dest: Path) -> dict:
             shutil.copyfile(base / name, before / name)
     params = {"source": f"tests/differential deletions.py campaigns, {work}", "cases": {}}
     for kind, round_, part, what in CASES:
-        runs = sorted((r for r in work.glob(f"{kind}-*") if (r / "case.json").exists()),
-                      key=lambda p: int(p.name.rsplit("-", 1)[1]))
+        runs = sorted(
+            (r for r in work.glob(f"{kind}-*") if (r / "case.json").exists()),
+            key=lambda p: int(p.name.rsplit("-", 1)[1]),
+        )
         run = next(r for r in runs if _round_of(r) == round_)
         record = json.loads((run / "case.json").read_text())
         out = dest / f"{kind}-{round_}"
@@ -70,8 +103,13 @@ def save(work: Path, dest: Path) -> dict:
             f = run / "broker-copy" / "data" / name
             if f.exists():
                 shutil.copyfile(f, out / name)
-        case = {"what": what, "partition": part, "now_ms": record["now_ms"],
-                "configs": record["plan"].get("configs", {}), "offsets": record["plan"].get("offsets", {})}
+        case = {
+            "what": what,
+            "partition": part,
+            "now_ms": record["now_ms"],
+            "configs": record["plan"].get("configs", {}),
+            "offsets": record["plan"].get("offsets", {}),
+        }
         up = remote_dir(run / "broker-copy" / "remote", part)
         kept = {b for b in record["cases"][part].get("remote", {}).get("kafkalog", [])}
         for b in sorted(set(record["cases"][part].get("remote", {}).get("broker", [])) - kept):

@@ -1,5 +1,6 @@
 """The differential harness's own parts that need no broker: seeded damage is repeatable, and the
 comparison takes the broker's leader election as the broker's epoch cache does."""
+
 import random
 import shutil
 
@@ -38,7 +39,10 @@ def test_identical_dirs_compare_equal_and_a_changed_index_does_not(tmp_path):
     assert compare_log_dirs(a, b) == {}
     (b / "multi-segment-0" / f"{300:020d}.index").write_bytes(b"")
     diffs = compare_log_dirs(a, b)
-    assert list(diffs) == ["multi-segment-0"] and "00000000000000000300.index" in diffs["multi-segment-0"][0]
+    assert (
+        list(diffs) == ["multi-segment-0"]
+        and "00000000000000000300.index" in diffs["multi-segment-0"][0]
+    )
 
 
 def _campaign(cases, other=None):
@@ -47,10 +51,17 @@ def _campaign(cases, other=None):
 
 def test_a_remote_difference_counts_until_its_reason_is_checked(tmp_path):
     from tests.differential.deletions import explain, unexplained
+
     # the broker's remote log manager deleted segment 0; the broker started on kafkalog's result did not
     rem = {"broker": [150], "kafkalog": [0, 150], "after_load": [0, 150]}
-    r = _campaign({"t-time-0": {"differences": [], "remote": rem}},
-                  {"__remote_log_metadata-0": ["00000000000000000000.log: broker 3839 bytes, kafkalog 2775 bytes"]})
+    r = _campaign(
+        {"t-time-0": {"differences": [], "remote": rem}},
+        {
+            "__remote_log_metadata-0": [
+                "00000000000000000000.log: broker 3839 bytes, kafkalog 2775 bytes"
+            ]
+        },
+    )
     explain(r, tmp_path)
     assert "explained" not in r["cases"]["t-time-0"]
     assert unexplained(r) == {"t-time-0": rem, "other": r["other"]}
@@ -58,8 +69,16 @@ def test_a_remote_difference_counts_until_its_reason_is_checked(tmp_path):
 
 def test_a_local_difference_beside_a_remote_one_is_never_explained_by_it(tmp_path):
     from tests.differential.deletions import explain, unexplained
+
     rem = {"broker": [150], "kafkalog": [0, 150], "after_load": [150]}
-    r = _campaign({"t-bytes-0": {"differences": ["only kafkalog has 00000000000000000300.log"], "remote": rem},
-                   "t-plain-0": {"differences": []}})
+    r = _campaign(
+        {
+            "t-bytes-0": {
+                "differences": ["only kafkalog has 00000000000000000300.log"],
+                "remote": rem,
+            },
+            "t-plain-0": {"differences": []},
+        }
+    )
     explain(r, tmp_path)
     assert unexplained(r) == {"t-bytes-0": ["only kafkalog has 00000000000000000300.log"]}

@@ -15,6 +15,7 @@ copies named <base>.log), so that a load check can compare what the broker serve
 start offset (remote first) with what a consumer receives from dump-log of remote + local
 (loadcheck.consumed).
 """
+
 from __future__ import annotations
 
 import random
@@ -26,12 +27,20 @@ from pathlib import Path
 from tests.differential.broker import Broker, tiered_config
 from tests.differential.generate import _batches
 
-SEGMENT = {"segment.bytes": "16384", "index.interval.bytes": "512", "file.delete.delay.ms": "500",
-           "retention.ms": "-1"}
+SEGMENT = {
+    "segment.bytes": "16384",
+    "index.interval.bytes": "512",
+    "file.delete.delay.ms": "500",
+    "retention.ms": "-1",
+}
 TIERED_TOPICS = {
     "t-time": {**SEGMENT, "remote.storage.enable": "true", "local.retention.ms": "1000"},
-    "t-bytes": {**SEGMENT, "remote.storage.enable": "true", "local.retention.ms": "-2",
-                "local.retention.bytes": "49152"},
+    "t-bytes": {
+        **SEGMENT,
+        "remote.storage.enable": "true",
+        "local.retention.ms": "-2",
+        "local.retention.bytes": "49152",
+    },
     "t-plain": dict(SEGMENT),
 }
 # __remote_log_metadata with one partition keeps the generated dirs small; the metadata of every
@@ -51,6 +60,7 @@ class TieredDir:
     def copy(self, dst: Path) -> TieredDir:
         """A copy of both (the log dir as tests/differential/cases.copy_dir makes it)."""
         from tests.differential.cases import copy_dir
+
         dst.mkdir(parents=True, exist_ok=True)
         data = copy_dir(self.data, dst / "data")
         remote = dst / "remote"
@@ -62,7 +72,11 @@ class TieredDir:
 
 
 def local_bases(part: Path) -> list[int]:
-    return sorted(int(f.name[:20]) for f in part.iterdir() if f.name.endswith(".log") and f.name[:20].isdigit())
+    return sorted(
+        int(f.name[:20])
+        for f in part.iterdir()
+        if f.name.endswith(".log") and f.name[:20].isdigit()
+    )
 
 
 def remote_dir(remote: Path, name: str) -> Path | None:
@@ -71,8 +85,11 @@ def remote_dir(remote: Path, name: str) -> Path | None:
     if not root.is_dir():
         return None
     # a topic id is 22 characters of URL-safe base64, '-' and '_' included
-    found = [d for d in root.iterdir() if d.is_dir() and d.name.startswith(name + "-")
-             and len(d.name) == len(name) + 23]
+    found = [
+        d
+        for d in root.iterdir()
+        if d.is_dir() and d.name.startswith(name + "-") and len(d.name) == len(name) + 23
+    ]
     return found[0] if found else None
 
 
@@ -88,13 +105,19 @@ def _tiered_done(t: TieredDir) -> bool:
             return False
         if name == "t-time-0" and len(loc) != 1:
             return False
-        if name == "t-bytes-0" and set(loc[:-1]) - set(rem):      # a closed local segment not uploaded
+        if name == "t-bytes-0" and set(loc[:-1]) - set(rem):  # a closed local segment not uploaded
             return False
     return True
 
 
-def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: float = 240,
-                    extra_topics: dict[str, dict] | None = None, extra_jobs=None) -> TieredDir:
+def generate_tiered(
+    work: Path,
+    seed: int = 0,
+    n_batches: int = 150,
+    timeout: float = 240,
+    extra_topics: dict[str, dict] | None = None,
+    extra_jobs=None,
+) -> TieredDir:
     """The tiered dir; `extra_topics` (name -> configs) created beside TIERED_TOPICS and the
     client.py produce jobs `extra_jobs(rng)` returns produced with them."""
     rng = random.Random(seed)
@@ -109,13 +132,20 @@ def generate_tiered(work: Path, seed: int = 0, n_batches: int = 150, timeout: fl
         b.client({"op": "create", "topics": [{"name": n, "configs": c} for n, c in topics.items()]})
         t0 = int(time.time() * 1000) - 3_600_000
         batches = _batches(rng, "t", n_batches, t0)
-        b.client({"op": "produce", "jobs": [{"topic": n, "producer": {}, "batches": batches}
-                                            for n in TIERED_TOPICS] + (extra_jobs(rng) if extra_jobs else [])})
+        b.client(
+            {
+                "op": "produce",
+                "jobs": [{"topic": n, "producer": {}, "batches": batches} for n in TIERED_TOPICS]
+                + (extra_jobs(rng) if extra_jobs else []),
+            }
+        )
         deadline = time.monotonic() + timeout
         while not _tiered_done(t):
             if time.monotonic() > deadline:
-                raise RuntimeError(f"segments not tiered in {timeout} s: t-time local "
-                                   f"{local_bases(t.data / 't-time-0')} remote {remote_bases(t.remote, 't-time-0')}")
+                raise RuntimeError(
+                    f"segments not tiered in {timeout} s: t-time local "
+                    f"{local_bases(t.data / 't-time-0')} remote {remote_bases(t.remote, 't-time-0')}"
+                )
             time.sleep(1.0)
         b.wait_no_deleted()
     finally:
@@ -129,6 +159,7 @@ def tiered_segments(remote: Path, name: str, work: Path) -> list:
     """Partition `name`'s uploaded segments as `kafkalog dump-log` lists them (loadcheck.listing),
     on copies of their .log and .index named <base>.log, <base>.index."""
     from tests.differential.loadcheck import listing
+
     d = remote_dir(remote, name)
     if d is None:
         return []
@@ -148,7 +179,9 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
     (the local ones from the first offset no upload holds)."""
     from tests.differential.broker import run_broker
     from tests.differential.loadcheck import consumed, listing
+
     c = t.copy(work / "copy")
+
     def consume(b):
         # remote reads before the metadata manager has read __remote_log_metadata fail (an ERROR,
         # "Remote log metadata cache is not initialized", the client retries): wait for it
@@ -157,7 +190,12 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
 
     run, got = run_broker(c.data, work / "broker", consume, c.config())
     from tests.differential.compare import METADATA
-    recovered = [ln for ln in run.log.splitlines() if "Recovering unflushed segment" in ln and METADATA not in ln]
+
+    recovered = [
+        ln
+        for ln in run.log.splitlines()
+        if "Recovering unflushed segment" in ln and METADATA not in ln
+    ]
     out = {"errors": run.errors, "recovered": recovered, "partitions": {}}
     for name in partitions:
         # below the local log start offset (the first local segment's base) the broker reads the
@@ -165,12 +203,20 @@ def serves_from_log_start(t: TieredDir, work: Path, partitions: list[str]) -> di
         # first batch reaching it), from it on the local log: one model of both (consumed)
         local = listing(t.data / name)
         local_start = local[0].base if local else None
-        remote = [s for s in tiered_segments(t.remote, name, work / "remote-listing")
-                  if local_start is None or s.base < local_start]
+        remote = [
+            s
+            for s in tiered_segments(t.remote, name, work / "remote-listing")
+            if local_start is None or s.base < local_start
+        ]
         g = got[name]
         want = consumed(remote + local, g["start"], g["end"])
-        out["partitions"][name] = {"start": g["start"], "end": g["end"], "served": len(g["records"]),
-                                   "listed": len(want), "same": g["records"] == want,
-                                   "local_start": (local_bases(t.data / name) or [None])[0],
-                                   "uploaded": remote_bases(t.remote, name)}
+        out["partitions"][name] = {
+            "start": g["start"],
+            "end": g["end"],
+            "served": len(g["records"]),
+            "listed": len(want),
+            "same": g["records"] == want,
+            "local_start": (local_bases(t.data / name) or [None])[0],
+            "uploaded": remote_bases(t.remote, name),
+        }
     return out

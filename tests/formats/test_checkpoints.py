@@ -1,4 +1,5 @@
 """Checkpoint and metadata text files against real Kafka files."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -50,8 +51,10 @@ def test_real_recovery_point_checkpoint():
     assert encode_offset_checkpoint(offsets, kind="recovery-point-offset-checkpoint") == data
 
 
-@pytest.mark.parametrize("name", ["replication-offset-checkpoint", "log-start-offset-checkpoint",
-                                  "cleaner-offset-checkpoint"])
+@pytest.mark.parametrize(
+    "name",
+    ["replication-offset-checkpoint", "log-start-offset-checkpoint", "cleaner-offset-checkpoint"],
+)
 def test_other_real_checkpoints_round_trip(name):
     data = read(f"logdir-root/{name}")
     offsets = parse_offset_checkpoint(data)
@@ -72,8 +75,10 @@ def test_empty_and_version_only_files_have_no_entries():
 def test_count_mismatch_message():
     with pytest.raises(CheckpointError) as e:
         parse_offset_checkpoint(b"0\n2\nt 0 5\n", path="/d/recovery-point-offset-checkpoint")
-    assert e.value.message == ("Expected [2] entries in checkpoint file [/d/recovery-point-offset-checkpoint], "
-                               "but found only [1]")
+    assert e.value.message == (
+        "Expected [2] entries in checkpoint file [/d/recovery-point-offset-checkpoint], "
+        "but found only [1]"
+    )
     with pytest.raises(CheckpointError, match=r"Expected \[0\] entries .* but found only \[1\]"):
         parse_offset_checkpoint(b"0\n0\nt 0 5\n")
 
@@ -81,7 +86,9 @@ def test_count_mismatch_message():
 def test_version_and_malformed_lines():
     with pytest.raises(CheckpointError) as e:
         parse_offset_checkpoint(b"1\n0\n", path="cp")
-    assert e.value.message == "Unrecognised version:1, expected version: 0 in checkpoint file at: cp"
+    assert (
+        e.value.message == "Unrecognised version:1, expected version: 0 in checkpoint file at: cp"
+    )
     with pytest.raises(CheckpointError) as e:
         parse_offset_checkpoint(b"0\n1\nt 0\n", path="cp")
     assert e.value.message == "Malformed line in checkpoint file [cp]: t 0"
@@ -101,16 +108,22 @@ def test_version_and_malformed_lines():
 
 def test_header_line_errors_name_their_line():
     for data, message, position in (
-            (b"v\n1\n", "Malformed line in checkpoint file [cp]: v", 0),
-            (b"0\r\nx\n", "Malformed line in checkpoint file [cp]: x", 3),
-            (b"0\n\xc3\xa9\n", "Malformed line in checkpoint file [cp]: \u00e9", 2),
-            (b"0\n-1\n", "Illegal Capacity: -1 (entry count in checkpoint file [cp])", 2),
-            (b"0\n 2\n", "Malformed line in checkpoint file [cp]:  2", 2),
-            (b"0\n3\nt 0 5\n", "Expected [3] entries in checkpoint file [cp], but found only [1]", 2)):
+        (b"v\n1\n", "Malformed line in checkpoint file [cp]: v", 0),
+        (b"0\r\nx\n", "Malformed line in checkpoint file [cp]: x", 3),
+        (b"0\n\xc3\xa9\n", "Malformed line in checkpoint file [cp]: \u00e9", 2),
+        (b"0\n-1\n", "Illegal Capacity: -1 (entry count in checkpoint file [cp])", 2),
+        (b"0\n 2\n", "Malformed line in checkpoint file [cp]:  2", 2),
+        (b"0\n3\nt 0 5\n", "Expected [3] entries in checkpoint file [cp], but found only [1]", 2),
+    ):
         with pytest.raises(CheckpointError) as e:
             parse_offset_checkpoint(data, path="cp")
         assert (e.value.message, e.value.position) == (message, position), data
-    assert parse_offset_checkpoint(b"") == parse_offset_checkpoint(b"0") == parse_offset_checkpoint(b"0\n") == {}
+    assert (
+        parse_offset_checkpoint(b"")
+        == parse_offset_checkpoint(b"0")
+        == parse_offset_checkpoint(b"0\n")
+        == {}
+    )
 
 
 def test_java_line_and_field_rules():
@@ -127,12 +140,23 @@ def test_invalid_utf8_is_located():
     assert e.value.position == 5 and e.value.path == "cp"
 
 
-topics = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\n\x0b\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029"),
-                 min_size=1, max_size=20)
+topics = st.text(
+    st.characters(
+        blacklist_categories=("Cs",),
+        blacklist_characters=" \t\n\x0b\f\r\x1c\x1d\x1e\x1f\x85\u2028\u2029",
+    ),
+    min_size=1,
+    max_size=20,
+)
 
 
-@given(st.dictionaries(st.tuples(topics, st.integers(-2**31, 2**31 - 1)), st.integers(-2**63, 2**63 - 1),
-                       max_size=30))
+@given(
+    st.dictionaries(
+        st.tuples(topics, st.integers(-(2**31), 2**31 - 1)),
+        st.integers(-(2**63), 2**63 - 1),
+        max_size=30,
+    )
+)
 def test_offset_checkpoint_round_trip(offsets):
     data = encode_offset_checkpoint(offsets)
     assert parse_offset_checkpoint(data) == offsets
@@ -145,8 +169,14 @@ def test_offset_checkpoint_round_trip(offsets):
 def test_real_leader_epoch_checkpoints():
     data = read("wild-meta/leader-epoch-checkpoint")
     entries = parse_leader_epoch_checkpoint(data)
-    assert entries == [EpochEntry(0, 0), EpochEntry(2, 79577), EpochEntry(4, 135495),
-                       EpochEntry(6, 186795), EpochEntry(8, 258527), EpochEntry(10, 308715)]
+    assert entries == [
+        EpochEntry(0, 0),
+        EpochEntry(2, 79577),
+        EpochEntry(4, 135495),
+        EpochEntry(6, 186795),
+        EpochEntry(8, 258527),
+        EpochEntry(10, 308715),
+    ]
     assert encode_leader_epoch_checkpoint(entries) == data
     assert load_leader_epoch_cache(entries) == entries
     txn = read("txn/leader-epoch-checkpoint")
@@ -161,18 +191,31 @@ def test_leader_epoch_cache_edits_like_kafka():
     assert truncate_from_end(entries, 201) == entries
     assert truncate_from_end(entries, -1) == entries
     assert truncate_from_start(entries, 150) == [EpochEntry(2, 150), EpochEntry(4, 200)]
-    assert truncate_from_start(entries, 100) == [EpochEntry(2, 100), EpochEntry(4, 200)]  # exclusive
+    assert truncate_from_start(entries, 100) == [
+        EpochEntry(2, 100),
+        EpochEntry(4, 200),
+    ]  # exclusive
     assert truncate_from_start(entries, 250) == [EpochEntry(4, 250)]
     assert truncate_from_start([EpochEntry(3, 10)], 5) == [EpochEntry(3, 10)]
     # assign: same epoch again is a no-op; a lower start offset replaces conflicting entries
     assert assign_epoch(entries, 4, 250) == entries
-    assert assign_epoch(entries, 5, 150) == [EpochEntry(0, 0), EpochEntry(2, 100), EpochEntry(5, 150)]
-    assert assign_epoch(entries, 3, 300) == [EpochEntry(0, 0), EpochEntry(2, 100), EpochEntry(3, 300)]
+    assert assign_epoch(entries, 5, 150) == [
+        EpochEntry(0, 0),
+        EpochEntry(2, 100),
+        EpochEntry(5, 150),
+    ]
+    assert assign_epoch(entries, 3, 300) == [
+        EpochEntry(0, 0),
+        EpochEntry(2, 100),
+        EpochEntry(3, 300),
+    ]
     with pytest.raises(ValueError, match="invalid partition leader epoch entry"):
         assign_epoch(entries, -1, 0)
     # a non-monotonic checkpoint is cleaned up by loading it, as the broker's cache does
-    assert load_leader_epoch_cache([EpochEntry(1, 0), EpochEntry(3, 50), EpochEntry(2, 40)]) == \
-        [EpochEntry(1, 0), EpochEntry(2, 40)]
+    assert load_leader_epoch_cache([EpochEntry(1, 0), EpochEntry(3, 50), EpochEntry(2, 40)]) == [
+        EpochEntry(1, 0),
+        EpochEntry(2, 40),
+    ]
 
 
 # --- partition.metadata ----------------------------------------------------------------------
@@ -188,8 +231,9 @@ def test_real_partition_metadata_round_trip(rel):
 
 
 def test_partition_metadata_errors():
-    assert parse_partition_metadata(b"version: 0\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg\n") == \
-        PartitionMetadata(0, "TBiPYKPvTZaRVhoCPN5xwg")
+    assert parse_partition_metadata(
+        b"version: 0\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg\n"
+    ) == PartitionMetadata(0, "TBiPYKPvTZaRVhoCPN5xwg")
     with pytest.raises(CheckpointError) as e:
         parse_partition_metadata(b"version: 1\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg", path="pm")
     assert e.value.message == "Unrecognized version of partition metadata file (pm): 1"
@@ -210,13 +254,20 @@ def test_partition_metadata_errors():
 # --- meta.properties -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rel,order,date", [
-    ("logdir-root/meta.properties", "jdk9", dt.datetime(2026, 11, 21, 7, 52, 58, tzinfo=dt.timezone.utc)),
-    ("wild-meta/meta.properties.jdk9-4keys", "jdk9", None),
-    ("wild-meta/meta.properties.jdk9-v0", "jdk9", None),
-    ("wild-meta/meta.properties.jdk8-v0", "jdk8", None),
-    ("wild-meta/meta.properties.jdk18-sorted", "sorted", None),
-])
+@pytest.mark.parametrize(
+    "rel,order,date",
+    [
+        (
+            "logdir-root/meta.properties",
+            "jdk9",
+            dt.datetime(2026, 11, 21, 7, 52, 58, tzinfo=dt.timezone.utc),
+        ),
+        ("wild-meta/meta.properties.jdk9-4keys", "jdk9", None),
+        ("wild-meta/meta.properties.jdk9-v0", "jdk9", None),
+        ("wild-meta/meta.properties.jdk8-v0", "jdk8", None),
+        ("wild-meta/meta.properties.jdk18-sorted", "sorted", None),
+    ],
+)
 def test_real_meta_properties_reencode_byte_identical(rel, order, date):
     data = read(rel)
     props = parse_properties(data)
@@ -225,13 +276,24 @@ def test_real_meta_properties_reencode_byte_identical(rel, order, date):
     ours = encode_meta_properties(props, date=date if date is not None else header, order=order)
     assert ours == data
     # the same properties read back whatever order the file had
-    assert parse_properties(encode_meta_properties(dict(reversed(props.items())), date=header, order=order)) == props
+    assert (
+        parse_properties(
+            encode_meta_properties(dict(reversed(props.items())), date=header, order=order)
+        )
+        == props
+    )
 
 
 def test_properties_syntax():
     text = b"# c\n! c\n\n a = b\\\n   c\nk\\=x:v\nkey value\nz\\u0041 ==x\nonly\ne=\\t\\\\\n"
-    assert parse_properties(text) == {"a": "bc", "k=x": "v", "key": "value", "zA": "=x", "only": "",
-                                      "e": "\t\\"}
+    assert parse_properties(text) == {
+        "a": "bc",
+        "k=x": "v",
+        "key": "value",
+        "zA": "=x",
+        "only": "",
+        "e": "\t\\",
+    }
     with pytest.raises(CheckpointError, match="Malformed"):
         parse_properties(b"k=\\u12G4\n", path="m")
 
@@ -278,14 +340,17 @@ def test_store_escapes_like_java():
 
 
 def test_java_date():
-    assert java_date(dt.datetime(2026, 11, 21, 7, 52, 58, tzinfo=dt.timezone.utc)) == "Sat Nov 21 07:52:58 UTC 2026"
+    assert (
+        java_date(dt.datetime(2026, 11, 21, 7, 52, 58, tzinfo=dt.timezone.utc))
+        == "Sat Nov 21 07:52:58 UTC 2026"
+    )
 
 
 # --- .kafka_cleanshutdown --------------------------------------------------------------------
 
 
 def test_clean_shutdown_file():
-    assert read("logdir-root/kafka_cleanshutdown") == b""            # Kafka 3.3.1 writes it empty
+    assert read("logdir-root/kafka_cleanshutdown") == b""  # Kafka 3.3.1 writes it empty
     assert parse_clean_shutdown(read("logdir-root/kafka_cleanshutdown")) is None
     assert encode_clean_shutdown(None) == b""
     data = encode_clean_shutdown(42)

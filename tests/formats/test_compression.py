@@ -1,4 +1,5 @@
 """The codecs framed as Kafka frames them, and failures as CompressionError."""
+
 from __future__ import annotations
 
 import gzip
@@ -64,7 +65,9 @@ def test_zstd_is_refused_below_magic_2():
         compress(Compression.ZSTD, b"x", magic=1)
 
 
-@pytest.mark.parametrize("codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD])
+@pytest.mark.parametrize(
+    "codec", [Compression.GZIP, Compression.SNAPPY, Compression.LZ4, Compression.ZSTD]
+)
 def test_garbage_is_a_compression_error_never_a_library_exception(codec):
     good = compress(codec, b"payload " * 100)
     bad = good[:8] + bytes(b ^ 0x5A for b in good[8:])
@@ -73,7 +76,11 @@ def test_garbage_is_a_compression_error_never_a_library_exception(codec):
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.binary(max_size=200_000), codec=st.sampled_from(list(Compression)), magic=st.sampled_from([0, 1, 2]))
+@given(
+    data=st.binary(max_size=200_000),
+    codec=st.sampled_from(list(Compression)),
+    magic=st.sampled_from([0, 1, 2]),
+)
 def test_round_trip(data, codec, magic):
     if codec == Compression.ZSTD and magic < 2:
         return
@@ -89,4 +96,4 @@ def test_the_registry_holds_every_codec_and_refuses_unknown_ids():
             codec_for(codec_id)
         with pytest.raises(CompressionError, match="Unknown compression type id"):
             decompress(codec_id, b"")
-    assert decompress(3, compress(3, b"by id")) == b"by id"   # an attributes' id is a codec too
+    assert decompress(3, compress(3, b"by id")) == b"by id"  # an attributes' id is a codec too

@@ -1,4 +1,5 @@
 """Offset and time indexes against real Kafka files (tests/fixtures/small/SOURCES.md)."""
+
 from __future__ import annotations
 
 import struct
@@ -25,7 +26,7 @@ from kafkalog_cli.formats.indexes import (
 )
 from tests.helpers.paths import SMALL
 
-PREALLOCATED_INDEX = 10485760     # recover/unclean-kill/PREALLOCATED.txt
+PREALLOCATED_INDEX = 10485760  # recover/unclean-kill/PREALLOCATED.txt
 PREALLOCATED_TIMEINDEX = 10485756
 
 
@@ -91,12 +92,16 @@ def test_stop_rule_stops_at_the_first_zero_offset_after_entry_zero():
     slots = [(0, 0), (3, 4096), (0, 8192), (7, 12288)]
     buf = b"".join(struct.pack(">ii", rel, pos) for rel, pos in slots) + b"\x00\x00\x01"
     assert parse_offset_index(buf, 10) == [OffsetIndexEntry(10, 0), OffsetIndexEntry(13, 4096)]
-    assert parse_offset_index(buf, 10, stop_at_zero=False) == [OffsetIndexEntry(10 + r, p) for r, p in slots]
+    assert parse_offset_index(buf, 10, stop_at_zero=False) == [
+        OffsetIndexEntry(10 + r, p) for r, p in slots
+    ]
     tbuf = b"".join(struct.pack(">qi", 5 + i, rel) for i, (rel, _) in enumerate(slots))
     assert parse_time_index(tbuf, 10) == [TimeIndexEntry(5, 10), TimeIndexEntry(6, 13)]
     assert parse_time_index(tbuf, 10, stop_at_zero=False)[3] == TimeIndexEntry(8, 17)
     for data in (b"", b"\x00" * 7):
-        assert parse_offset_index(data, 10) == parse_offset_index(data, 10, stop_at_zero=False) == []
+        assert (
+            parse_offset_index(data, 10) == parse_offset_index(data, 10, stop_at_zero=False) == []
+        )
     assert parse_offset_index(bytes(8), 10) == [OffsetIndexEntry(10, 0)]
 
 
@@ -105,11 +110,14 @@ def test_trailing_partial_entry_is_ignored():
     assert parse_offset_index(data + b"\x00\x00\x01", 185) == parse_offset_index(data, 185)
 
 
-@pytest.mark.parametrize("rel,base", [
-    ("recover-missing-index/00000000000000000185", 185),
-    ("multi-segment/00000000000000000300", 300),
-    ("unclean-kill/after/00000000000000000600", 600),
-])
+@pytest.mark.parametrize(
+    "rel,base",
+    [
+        ("recover-missing-index/00000000000000000185", 185),
+        ("multi-segment/00000000000000000300", 300),
+        ("unclean-kill/after/00000000000000000600", 600),
+    ],
+)
 def test_real_indexes_reencode_byte_identical(rel, base):
     oi, ti = read(rel + ".index"), read(rel + ".timeindex")
     offsets, times = parse_offset_index(oi, base), parse_time_index(ti, base)
@@ -123,10 +131,13 @@ def test_real_indexes_reencode_byte_identical(rel, base):
 # --- rebuilding: the broker's own output is the oracle ---------------------------------------
 
 
-@pytest.mark.parametrize("rel,base", [
-    ("recover-missing-index/00000000000000000185", 185),   # rebuilt by LogSegment.recover
-    ("unclean-kill/after/00000000000000000600", 600),      # recovered after kill -9
-])
+@pytest.mark.parametrize(
+    "rel,base",
+    [
+        ("recover-missing-index/00000000000000000185", 185),  # rebuilt by LogSegment.recover
+        ("unclean-kill/after/00000000000000000600", 600),  # recovered after kill -9
+    ],
+)
 def test_rebuild_matches_broker_recovery(rel, base):
     b = IndexBuilder(base, index_interval_bytes=512)
     for batch in v2_batches(read(rel + ".log")):
@@ -165,7 +176,9 @@ def test_builder_rejects_offset_overflow_and_non_increasing_offsets():
     assert e.value.position == 0
     b.on_batch(0, 50, 110, 1)
     b.on_batch(50, 50, 120, 2)
-    with pytest.raises(CorruptIndexError, match=r"Attempt to append an offset \(120\) to position 1"):
+    with pytest.raises(
+        CorruptIndexError, match=r"Attempt to append an offset \(120\) to position 1"
+    ):
         b.on_batch(100, 50, 120, 3)
 
 
@@ -217,25 +230,34 @@ def test_lookups_on_real_index():
 
 
 def test_preallocated_index_passes_and_time_index_fails_sanity_check_like_kafka():
-    sanity_check_offset_index(padded("unclean-kill/00000000000000000600.index", PREALLOCATED_INDEX), 600)
+    sanity_check_offset_index(
+        padded("unclean-kill/00000000000000000600.index", PREALLOCATED_INDEX), 600
+    )
     path = "{ROOT}/broker/recover/unclean-kill/before/crash-idem-0/00000000000000000600.timeindex"
     buf = padded("unclean-kill/00000000000000000600.timeindex", PREALLOCATED_TIMEINDEX)
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_time_index(buf, 600, path=path)
     kafka_line = read("unclean-kill/600.timeindex.dump-sanity.stderr").decode().splitlines()[0]
-    assert kafka_line == f"Exception in thread \"main\" kafka.log.CorruptIndexException: {e.value.message}"
+    assert (
+        kafka_line
+        == f'Exception in thread "main" kafka.log.CorruptIndexException: {e.value.message}'
+    )
     assert e.value.path == path and e.value.position == PREALLOCATED_TIMEINDEX - 12
 
 
 def test_offset_index_sanity_messages():
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_offset_index(struct.pack(">ii", -1, 0), 100, path="/d/x.index")
-    assert e.value.message == ("Corrupt index found, index file (/d/x.index) has non-zero size but the "
-                               "last offset is 99 which is less than the base offset 100.")
+    assert e.value.message == (
+        "Corrupt index found, index file (/d/x.index) has non-zero size but the "
+        "last offset is 99 which is less than the base offset 100."
+    )
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_offset_index(bytes(12), 0, path="/d/x.index")
-    assert e.value.message == ("Index file /d/x.index is corrupt, found 12 bytes which is neither "
-                               "positive nor a multiple of 8.")
+    assert e.value.message == (
+        "Index file /d/x.index is corrupt, found 12 bytes which is neither "
+        "positive nor a multiple of 8."
+    )
     assert e.value.position == 8
 
 
@@ -243,18 +265,27 @@ def test_time_index_sanity_messages():
     bad_offset = struct.pack(">qi", 5, 0) + struct.pack(">qi", 6, -2)
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_time_index(bad_offset, 10, path="t")
-    assert e.value.message == ("Corrupt time index found, time index file (t) has non-zero size but "
-                               "the last offset is 8 which is less than the first offset 10")
+    assert e.value.message == (
+        "Corrupt time index found, time index file (t) has non-zero size but "
+        "the last offset is 8 which is less than the first offset 10"
+    )
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_time_index(struct.pack(">qi", 5, 0) + b"\x00", 10, path="t")
-    assert e.value.message == "Time index file t is corrupt, found 13 bytes which is neither positive nor a multiple of 12."
+    assert (
+        e.value.message
+        == "Time index file t is corrupt, found 13 bytes which is neither positive nor a multiple of 12."
+    )
     assert e.value.position == 12
     with pytest.raises(CorruptIndexError) as e:
         sanity_check_time_index(struct.pack(">qi", 5, 0) + struct.pack(">qi", 4, 1), 10)
-    assert e.value.message == ("Corrupt time index found, time index file (<time index>) has non-zero size but "
-                               "the last timestamp is 4 which is less than the first timestamp 5")
+    assert e.value.message == (
+        "Corrupt time index found, time index file (<time index>) has non-zero size but "
+        "the last timestamp is 4 which is less than the first timestamp 5"
+    )
     assert (e.value.path, e.value.position) == (None, 12)
-    with pytest.raises(CorruptIndexError, match=r"^byte 0: Index file <index> is corrupt, found 3 bytes"):
+    with pytest.raises(
+        CorruptIndexError, match=r"^byte 0: Index file <index> is corrupt, found 3 bytes"
+    ):
         sanity_check_offset_index(b"abc", 0)
     sanity_check_time_index(b"", 10)
     sanity_check_offset_index(b"", 10)
@@ -279,8 +310,10 @@ def test_offset_index_round_trip(case):
     assert parse_offset_index(data, base, stop_at_zero=False) == entries
 
 
-@given(st.integers(0, 2**40), st.lists(st.tuples(st.integers(-2**63, 2**63 - 1), st.integers(0, 2**31 - 1)),
-                                       max_size=50))
+@given(
+    st.integers(0, 2**40),
+    st.lists(st.tuples(st.integers(-(2**63), 2**63 - 1), st.integers(0, 2**31 - 1)), max_size=50),
+)
 def test_time_index_round_trip(base, pairs):
     entries = [TimeIndexEntry(ts, base + rel) for ts, rel in pairs]
     data = encode_time_index(entries, base)
@@ -296,7 +329,8 @@ def test_encode_rejects_offsets_outside_the_segment():
 
 
 batches_strategy = st.lists(
-    st.tuples(st.integers(61, 5000), st.integers(1, 20), st.integers(-1, 10**13)), max_size=200)
+    st.tuples(st.integers(61, 5000), st.integers(1, 20), st.integers(-1, 10**13)), max_size=200
+)
 
 
 @settings(max_examples=200)
@@ -315,8 +349,8 @@ def test_builder_invariants(base, interval, batches):
     offs, times = b.offset_entries, b.time_entries
     assert parse_offset_index(b.offset_index_bytes(), base, stop_at_zero=False) == offs
     assert parse_time_index(b.time_index_bytes(), base, stop_at_zero=False) == times
-    assert all(e.position > 0 for e in offs)                       # never at position 0
-    assert all(starts[e.position] == e.offset for e in offs)       # batch lastOffset -> batch start
+    assert all(e.position > 0 for e in offs)  # never at position 0
+    assert all(starts[e.position] == e.offset for e in offs)  # batch lastOffset -> batch start
     assert all(x.offset < y.offset for x, y in zip(offs, offs[1:]))
     assert all(y.position - x.position > interval for x, y in zip(offs, offs[1:]))
     assert all(x.timestamp < y.timestamp for x, y in zip(times, times[1:]))

@@ -1,4 +1,5 @@
 """Producer snapshots against real Kafka files."""
+
 from __future__ import annotations
 
 import struct
@@ -25,16 +26,25 @@ EMPTY = (SMALL / "multi-segment" / "00000000000000000300.snapshot").read_bytes()
 def dump_line(e: ProducerSnapshotEntry) -> str:
     """DumpLogSegments.dumpProducerIdSnapshot as 3.3.1 prints it (Option -> None / Some(n))."""
     txn = "None" if e.ongoing_txn_first_offset is None else f"Some({e.ongoing_txn_first_offset})"
-    line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: "
-            f"{e.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {e.timestamp} ")
+    line = (
+        f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} coordinatorEpoch: "
+        f"{e.coordinator_epoch} currentTxnFirstOffset: {txn} lastTimestamp: {e.timestamp} "
+    )
     if e.has_batch_metadata:
-        line += (f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: "
-                 f"{e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+        line += (
+            f"firstSequence: {e.first_sequence} lastSequence: {e.last_sequence} lastOffset: "
+            f"{e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
+        )
     return line
 
 
-@pytest.mark.parametrize("data,golden", [(TXN, "txn/snapshot.dump-plain.stdout"),
-                                         (IDEMPOTENT, "idempotent/snapshot.dump-plain.stdout")])
+@pytest.mark.parametrize(
+    "data,golden",
+    [
+        (TXN, "txn/snapshot.dump-plain.stdout"),
+        (IDEMPOTENT, "idempotent/snapshot.dump-plain.stdout"),
+    ],
+)
 def test_real_snapshots_match_kafka_dump_log_and_reencode(data, golden):
     snap = parse_producer_snapshot(data)
     expected = (SMALL / golden).read_text().splitlines()[1:]
@@ -55,8 +65,10 @@ def test_crc_mismatch_message():
     with pytest.raises(CorruptSnapshotError) as e:
         parse_producer_snapshot(bytes(bad), path="p.snapshot")
     stored = struct.unpack_from(">I", IDEMPOTENT, 2)[0]
-    assert e.value.message == (f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. "
-                               f"Computed crc: {crc32c(bytes(bad[6:]))}")
+    assert e.value.message == (
+        f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {stored}. "
+        f"Computed crc: {crc32c(bytes(bad[6:]))}"
+    )
     assert str(e.value).startswith("p.snapshot: byte 2: Snapshot is corrupt")
 
 
@@ -68,13 +80,20 @@ def test_unknown_version_is_checked_before_crc():
     assert e.value.message == "Snapshot contained an unknown file version 2"
 
 
-@pytest.mark.parametrize("cut,message,position", [
-    (1, "Error reading field 'version': java.nio.BufferUnderflowException", 0),
-    (5, "Error reading field 'crc': java.nio.BufferUnderflowException", 2),
-    (9, "Error reading field 'producer_entries': java.nio.BufferUnderflowException", 6),
-    (10 + 30, "Error reading field 'producer_entries': Error reading field 'timestamp': "
-              "java.nio.BufferUnderflowException", 10 + 26),
-])
+@pytest.mark.parametrize(
+    "cut,message,position",
+    [
+        (1, "Error reading field 'version': java.nio.BufferUnderflowException", 0),
+        (5, "Error reading field 'crc': java.nio.BufferUnderflowException", 2),
+        (9, "Error reading field 'producer_entries': java.nio.BufferUnderflowException", 6),
+        (
+            10 + 30,
+            "Error reading field 'producer_entries': Error reading field 'timestamp': "
+            "java.nio.BufferUnderflowException",
+            10 + 26,
+        ),
+    ],
+)
 def test_truncated_snapshot_messages(cut, message, position):
     with pytest.raises(CorruptSnapshotError) as e:
         parse_producer_snapshot(IDEMPOTENT[:cut])
@@ -84,7 +103,9 @@ def test_truncated_snapshot_messages(cut, message, position):
 
 def test_count_larger_than_bytes_and_negative_count():
     too_many = IDEMPOTENT[:6] + struct.pack(">i", 47) + IDEMPOTENT[10:]
-    with pytest.raises(CorruptSnapshotError, match="Error reading array of size 47, only 46 bytes available"):
+    with pytest.raises(
+        CorruptSnapshotError, match="Error reading array of size 47, only 46 bytes available"
+    ):
         parse_producer_snapshot(too_many)
     negative = IDEMPOTENT[:6] + struct.pack(">i", -1)
     with pytest.raises(CorruptSnapshotError, match="Array size -1 cannot be negative"):
@@ -93,14 +114,23 @@ def test_count_larger_than_bytes_and_negative_count():
 
 def test_first_sequence_wraps_like_kafka():
     e = ProducerSnapshotEntry(1, 0, 3, 100, 5, 0, -1, -1)
-    assert e.first_sequence == 2**31 - 2   # decrementSequence(3, 5)
+    assert e.first_sequence == 2**31 - 2  # decrementSequence(3, 5)
 
 
-entries_strategy = st.lists(st.builds(
-    ProducerSnapshotEntry, st.integers(-2**63, 2**63 - 1), st.integers(-2**15, 2**15 - 1),
-    st.integers(-2**31, 2**31 - 1), st.integers(-2**63, 2**63 - 1), st.integers(-2**31, 2**31 - 1),
-    st.integers(-2**63, 2**63 - 1), st.integers(-2**31, 2**31 - 1), st.integers(-2**63, 2**63 - 1)),
-    max_size=20)
+entries_strategy = st.lists(
+    st.builds(
+        ProducerSnapshotEntry,
+        st.integers(-(2**63), 2**63 - 1),
+        st.integers(-(2**15), 2**15 - 1),
+        st.integers(-(2**31), 2**31 - 1),
+        st.integers(-(2**63), 2**63 - 1),
+        st.integers(-(2**31), 2**31 - 1),
+        st.integers(-(2**63), 2**63 - 1),
+        st.integers(-(2**31), 2**31 - 1),
+        st.integers(-(2**63), 2**63 - 1),
+    ),
+    max_size=20,
+)
 
 
 @given(entries_strategy)

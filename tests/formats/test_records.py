@@ -1,5 +1,6 @@
 """formats.records against Kafka's own reader (legacy/*/expected.json), public test vectors,
 Kafka's own builder (byte-identical uncompressed batches), and hypothesis round trips."""
+
 from __future__ import annotations
 
 import json
@@ -42,12 +43,24 @@ def test_every_field_matches_kafkas_own_reader(case):
         assert len(buf) - valid_end(buf) == f["trailingBytes"]
         for b, eb in zip(batches, f["batches"]):
             got = {
-                "position": b.position, "sizeInBytes": b.size, "magic": b.magic, "isValid": b.is_valid(),
-                "crc": b.crc, "compression": b.compression.kafka_name, "timestampType": b.timestamp_type.kafka_name,
-                "maxTimestamp": b.max_timestamp, "baseOffset": b.base_offset, "lastOffset": b.last_offset,
-                "nextOffset": b.next_offset, "countOrNull": b.records_count, "producerId": b.producer_id,
-                "producerEpoch": b.producer_epoch, "baseSequence": b.base_sequence, "lastSequence": b.last_sequence,
-                "partitionLeaderEpoch": b.partition_leader_epoch, "isTransactional": b.is_transactional,
+                "position": b.position,
+                "sizeInBytes": b.size,
+                "magic": b.magic,
+                "isValid": b.is_valid(),
+                "crc": b.crc,
+                "compression": b.compression.kafka_name,
+                "timestampType": b.timestamp_type.kafka_name,
+                "maxTimestamp": b.max_timestamp,
+                "baseOffset": b.base_offset,
+                "lastOffset": b.last_offset,
+                "nextOffset": b.next_offset,
+                "countOrNull": b.records_count,
+                "producerId": b.producer_id,
+                "producerEpoch": b.producer_epoch,
+                "baseSequence": b.base_sequence,
+                "lastSequence": b.last_sequence,
+                "partitionLeaderEpoch": b.partition_leader_epoch,
+                "isTransactional": b.is_transactional,
                 "isControlBatch": b.is_control,
             }
             assert got == {k: eb[k] for k in got}
@@ -55,12 +68,19 @@ def test_every_field_matches_kafkas_own_reader(case):
             assert len(records) == len(eb["records"])
             for r, er in zip(records, eb["records"]):
                 assert (r.offset, r.timestamp, r.key_size, r.value_size, r.sequence) == (
-                    er["offset"], er["timestamp"], er["keySize"], er["valueSize"], er["sequence"])
+                    er["offset"],
+                    er["timestamp"],
+                    er["keySize"],
+                    er["valueSize"],
+                    er["sequence"],
+                )
                 if er.get("keyB64") is not None:
                     import base64
+
                     assert r.key == base64.b64decode(er["keyB64"])
                 if er.get("valueB64") is not None:
                     import base64
+
                     assert r.value == base64.b64decode(er["valueB64"])
                 if b.magic < 2:
                     assert r.crc == er["crc"] and r.valid == er["isValid"]
@@ -69,8 +89,11 @@ def test_every_field_matches_kafkas_own_reader(case):
 _DECODED = re.compile(r"(\w+)=(\S+)")
 
 
-@pytest.mark.parametrize("vec", [v for v in VECTORS if v["hex"] and v["decoded"] and v["decoded"][0].startswith("magic=")],
-                         ids=lambda v: v["title"][:60])
+@pytest.mark.parametrize(
+    "vec",
+    [v for v in VECTORS if v["hex"] and v["decoded"] and v["decoded"][0].startswith("magic=")],
+    ids=lambda v: v["title"][:60],
+)
 def test_public_vectors_decode_as_their_sources_say(vec):
     buf = bytes.fromhex(vec["hex"])
     batches = list(iter_batches(buf))
@@ -111,33 +134,61 @@ def test_uncompressed_v2_batches_are_byte_identical_to_kafkas_builder(case):
                 continue
             recs = b.records()
             if not recs:
-                built = empty_v2_batch(b.base_offset, b.last_offset_delta, max_timestamp=b.max_timestamp,
-                                       producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-                                       base_sequence=b.base_sequence, is_transactional=b.is_transactional,
-                                       is_control=b.is_control, partition_leader_epoch=b.partition_leader_epoch)
+                built = empty_v2_batch(
+                    b.base_offset,
+                    b.last_offset_delta,
+                    max_timestamp=b.max_timestamp,
+                    producer_id=b.producer_id,
+                    producer_epoch=b.producer_epoch,
+                    base_sequence=b.base_sequence,
+                    is_transactional=b.is_transactional,
+                    is_control=b.is_control,
+                    partition_leader_epoch=b.partition_leader_epoch,
+                )
             else:
                 built = build_v2_batch(
-                    _simple(recs) if b.timestamp_type == TimestampType.CREATE_TIME else
-                    [SimpleRecord(r.key, r.value, b.base_timestamp + 0, r.headers, r.offset) for r in recs],
-                    b.base_offset, timestamp_type=b.timestamp_type, log_append_time=b.max_timestamp,
-                    producer_id=b.producer_id, producer_epoch=b.producer_epoch, base_sequence=b.base_sequence,
-                    is_transactional=b.is_transactional, is_control=b.is_control,
-                    partition_leader_epoch=b.partition_leader_epoch, last_offset_delta=b.last_offset_delta,
-                    max_timestamp=b.max_timestamp)
+                    _simple(recs)
+                    if b.timestamp_type == TimestampType.CREATE_TIME
+                    else [
+                        SimpleRecord(r.key, r.value, b.base_timestamp + 0, r.headers, r.offset)
+                        for r in recs
+                    ],
+                    b.base_offset,
+                    timestamp_type=b.timestamp_type,
+                    log_append_time=b.max_timestamp,
+                    producer_id=b.producer_id,
+                    producer_epoch=b.producer_epoch,
+                    base_sequence=b.base_sequence,
+                    is_transactional=b.is_transactional,
+                    is_control=b.is_control,
+                    partition_leader_epoch=b.partition_leader_epoch,
+                    last_offset_delta=b.last_offset_delta,
+                    max_timestamp=b.max_timestamp,
+                )
             assert built == bytes(b.data)
             checked += 1
     assert checked > 0
 
 
-@pytest.mark.parametrize("case,magic,ts_type", [("v0-none", 0, TimestampType.CREATE_TIME),
-                                                ("v1-none-create", 1, TimestampType.CREATE_TIME),
-                                                ("v1-none-logappend", 1, TimestampType.LOG_APPEND_TIME)])
+@pytest.mark.parametrize(
+    "case,magic,ts_type",
+    [
+        ("v0-none", 0, TimestampType.CREATE_TIME),
+        ("v1-none-create", 1, TimestampType.CREATE_TIME),
+        ("v1-none-logappend", 1, TimestampType.LOG_APPEND_TIME),
+    ],
+)
 def test_uncompressed_legacy_messages_are_byte_identical_to_kafkas_builder(case, magic, ts_type):
     for _, buf, batches in _batches_of(CORPUS / "legacy" / case):
         for b in batches:
             (r,) = b.records()
-            built = build_legacy_batch([SimpleRecord(r.key, r.value, r.timestamp, (), r.offset)], r.offset,
-                                       magic=magic, timestamp_type=ts_type, log_append_time=b.max_timestamp)
+            built = build_legacy_batch(
+                [SimpleRecord(r.key, r.value, r.timestamp, (), r.offset)],
+                r.offset,
+                magic=magic,
+                timestamp_type=ts_type,
+                log_append_time=b.max_timestamp,
+            )
             assert built == bytes(b.data)
 
 
@@ -179,7 +230,9 @@ def test_a_flipped_bit_fails_the_crc_with_both_values():
 
 
 def test_garbage_in_a_compressed_payload_is_an_invalid_record_error():
-    raw = bytearray(build_v2_batch([SimpleRecord(b"k", b"v" * 200, 1000)], 0, compression=Compression.GZIP))
+    raw = bytearray(
+        build_v2_batch([SimpleRecord(b"k", b"v" * 200, 1000)], 0, compression=Compression.GZIP)
+    )
     raw[70:80] = b"\xff" * 10
     (b,) = iter_batches(bytes(raw))
     with pytest.raises(InvalidRecordError) as e:
@@ -198,8 +251,14 @@ def test_v1_wrapper_offsets_are_relative_and_v0_absolute():
 
 def test_v1_log_append_time_overrides_inner_timestamps():
     recs = [SimpleRecord(b"k", b"v", 5), SimpleRecord(b"k", b"v", 7)]
-    raw = build_legacy_batch(recs, 0, magic=1, compression=Compression.SNAPPY,
-                             timestamp_type=TimestampType.LOG_APPEND_TIME, log_append_time=99)
+    raw = build_legacy_batch(
+        recs,
+        0,
+        magic=1,
+        compression=Compression.SNAPPY,
+        timestamp_type=TimestampType.LOG_APPEND_TIME,
+        log_append_time=99,
+    )
     (b,) = iter_batches(raw)
     assert b.timestamp_type == TimestampType.LOG_APPEND_TIME
     assert [r.timestamp for r in b.records()] == [99, 99]
@@ -207,23 +266,42 @@ def test_v1_log_append_time_overrides_inner_timestamps():
 
 def test_v1_log_append_time_without_a_time_keeps_the_records_newest():
     recs = [SimpleRecord(b"k", b"v", 5), SimpleRecord(b"k", b"v", 7)]
-    raw = build_legacy_batch(recs, 0, magic=1, compression=Compression.SNAPPY,
-                             timestamp_type=TimestampType.LOG_APPEND_TIME)
+    raw = build_legacy_batch(
+        recs,
+        0,
+        magic=1,
+        compression=Compression.SNAPPY,
+        timestamp_type=TimestampType.LOG_APPEND_TIME,
+    )
     (b,) = iter_batches(raw)
     assert (b.timestamp_type, b.max_timestamp) == (TimestampType.LOG_APPEND_TIME, 7)
 
 
 # ------------------------------------------------------------------ hypothesis round trips
-headers = st.lists(st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3)
+headers = st.lists(
+    st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3
+)
 records = st.lists(
-    st.builds(SimpleRecord, st.one_of(st.none(), st.binary(max_size=20)), st.one_of(st.none(), st.binary(max_size=60)),
-              st.integers(0, 2**41), headers),
-    min_size=1, max_size=20)
+    st.builds(
+        SimpleRecord,
+        st.one_of(st.none(), st.binary(max_size=20)),
+        st.one_of(st.none(), st.binary(max_size=60)),
+        st.integers(0, 2**41),
+        headers,
+    ),
+    min_size=1,
+    max_size=20,
+)
 
 
 @settings(max_examples=150, deadline=None)
-@given(recs=records, base=st.integers(0, 2**40), codec=st.sampled_from(list(Compression)),
-       pid=st.integers(-1, 2**40), seq=st.integers(-1, 2**31 - 1))
+@given(
+    recs=records,
+    base=st.integers(0, 2**40),
+    codec=st.sampled_from(list(Compression)),
+    pid=st.integers(-1, 2**40),
+    seq=st.integers(-1, 2**31 - 1),
+)
 def test_v2_round_trip(recs, base, codec, pid, seq):
     raw = build_v2_batch(recs, base, compression=codec, producer_id=pid, base_sequence=seq)
     (b,) = iter_batches(raw)
@@ -231,17 +309,26 @@ def test_v2_round_trip(recs, base, codec, pid, seq):
     assert b.max_timestamp == max(r.timestamp for r in recs)
     got = b.records()
     assert [(r.key, r.value, r.timestamp, r.headers) for r in got] == [
-        (r.key, r.value, r.timestamp, tuple(r.headers)) for r in recs]
+        (r.key, r.value, r.timestamp, tuple(r.headers)) for r in recs
+    ]
     assert [r.offset for r in got] == list(range(base, base + len(recs)))
 
 
 @settings(max_examples=100, deadline=None)
-@given(recs=records, base=st.integers(0, 2**40), magic=st.sampled_from([0, 1]),
-       codec=st.sampled_from([Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]))
+@given(
+    recs=records,
+    base=st.integers(0, 2**40),
+    magic=st.sampled_from([0, 1]),
+    codec=st.sampled_from(
+        [Compression.NONE, Compression.GZIP, Compression.SNAPPY, Compression.LZ4]
+    ),
+)
 def test_legacy_round_trip(recs, base, magic, codec):
     raw = build_legacy_batch(recs, base, magic=magic, compression=codec)
     got = [r for b in iter_batches(raw) for r in b.records()]
     assert all(b.is_valid() for b in iter_batches(raw))
-    assert [(r.offset, r.key, r.value) for r in got] == [(base + i, r.key, r.value) for i, r in enumerate(recs)]
+    assert [(r.offset, r.key, r.value) for r in got] == [
+        (base + i, r.key, r.value) for i, r in enumerate(recs)
+    ]
     if magic == 1:
         assert [r.timestamp for r in got] == [r.timestamp for r in recs]

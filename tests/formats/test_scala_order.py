@@ -4,6 +4,7 @@ tests/fixtures/checkpoint_order/ holds what a Kafka 3.3.1 broker wrote (tests/br
 them: one log dir with 1, 3, 5, 12, 40 and 200 partitions in turn, names of many lengths, some
 partitions with a raised log start, 8 cleaned compacted ones; `shutdown-200` is the clean
 shutdown's, `restart-200` a restarted broker's). Our writer, given the same entries and no earlier order, writes the same bytes."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -43,7 +44,14 @@ def test_the_fixtures_cover_every_kind_and_size():
     assert ("replication-offset-checkpoint", 200) in sizes
     assert ("cleaner-offset-checkpoint", 8) in sizes
     assert max(n for name, n in sizes if name == "log-start-offset-checkpoint") > 100
-    assert {n for name, n in sizes if name == "recovery-point-offset-checkpoint"} >= {1, 3, 5, 12, 40, 200}
+    assert {n for name, n in sizes if name == "recovery-point-offset-checkpoint"} >= {
+        1,
+        3,
+        5,
+        12,
+        40,
+        200,
+    }
 
 
 @pytest.mark.parametrize("path", BROKER_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -62,6 +70,7 @@ def test_equal_hashes_in_the_broker_files():
     def rank(path):
         keys = [(t, p) for t, p, _ in entries(path)]
         return keys.index(("a", 0)) < keys.index(("B", 1))
+
     assert rank(FIXTURES / "phase6-200" / "recovery-point-offset-checkpoint")
     assert not rank(FIXTURES / "phase5-40" / "replication-offset-checkpoint")
     # a restart swapped them, and nothing else
@@ -69,8 +78,9 @@ def test_equal_hashes_in_the_broker_files():
         before = [(t, p) for t, p, _ in entries(FIXTURES / "shutdown-200" / name)]
         after = [(t, p) for t, p, _ in entries(FIXTURES / "restart-200" / name)]
         assert rank(FIXTURES / "shutdown-200" / name) != rank(FIXTURES / "restart-200" / name)
-        assert [k for k in before if k not in {("a", 0), ("B", 1)}] == \
-            [k for k in after if k not in {("a", 0), ("B", 1)}]
+        assert [k for k in before if k not in {("a", 0), ("B", 1)}] == [
+            k for k in after if k not in {("a", 0), ("B", 1)}
+        ]
 
 
 def test_written_from_scratch_not_sorted():
@@ -96,9 +106,15 @@ def test_recovery_points_and_log_starts_differ_below_six_entries():
     keys = [("orders", 0), ("orders", 1), ("payments", 0)]
     # what scala-library 2.13.18's HashMap.from gives for View.Map and View.Collect of these
     assert broker_order(CheckpointKind.RECOVERY_POINT, keys) == keys
-    assert broker_order(CheckpointKind.LOG_START_OFFSET, keys) == [("payments", 0), ("orders", 0), ("orders", 1)]
+    assert broker_order(CheckpointKind.LOG_START_OFFSET, keys) == [
+        ("payments", 0),
+        ("orders", 0),
+        ("orders", 1),
+    ]
     many = [("a", p) for p in range(6)]
-    assert broker_order(CheckpointKind.RECOVERY_POINT, many) == broker_order(CheckpointKind.LOG_START_OFFSET, many)
+    assert broker_order(CheckpointKind.RECOVERY_POINT, many) == broker_order(
+        CheckpointKind.LOG_START_OFFSET, many
+    )
 
 
 def test_equal_hashes_keep_the_existing_order():
@@ -113,19 +129,23 @@ def test_equal_hashes_keep_the_existing_order():
 def test_cleaner_checkpoint_small_maps_keep_insertion_order():
     """Up to 4 entries the cleaner's immutable Map is a Map1..Map4: the file's order, a new
     partition last (the order the cleaner finished them in)."""
-    keys = [("cmp-none", 0), ("cmp-lz4", 0)]                 # the corpus' keyed-overwrites case
+    keys = [("cmp-none", 0), ("cmp-lz4", 0)]  # the corpus' keyed-overwrites case
     assert broker_order(CheckpointKind.CLEANER_OFFSET, keys, existing=[("cmp-none", 0)]) == keys
     existing = [("z", 0), ("a", 1), ("m", 2)]
     got = broker_order(CheckpointKind.CLEANER_OFFSET, existing + [("b", 0)], existing=existing)
     assert got == existing + [("b", 0)]
     # a partition gone (its log deleted) is filtered out, the others keep their places
-    assert broker_order(CheckpointKind.CLEANER_OFFSET, [("z", 0), ("m", 2)], existing=existing) == [("z", 0), ("m", 2)]
+    assert broker_order(CheckpointKind.CLEANER_OFFSET, [("z", 0), ("m", 2)], existing=existing) == [
+        ("z", 0),
+        ("m", 2),
+    ]
 
 
 def test_cleaner_checkpoint_from_five_entries_is_a_hash_map():
     keys = [("t", p) for p in range(5)]
-    assert immutable_map_order(keys[:4], set(keys), [keys[4]], topic_partition_hash) == \
-        champ_order(keys, topic_partition_hash)
+    assert immutable_map_order(keys[:4], set(keys), [keys[4]], topic_partition_hash) == champ_order(
+        keys, topic_partition_hash
+    )
     # read with 5 entries, filtered to 3: still a HashMap (its order, not the file's)
     got = broker_order(CheckpointKind.CLEANER_OFFSET, keys[:3], existing=list(reversed(keys)))
     assert got == champ_order(keys[:3], topic_partition_hash)
@@ -134,15 +154,25 @@ def test_cleaner_checkpoint_from_five_entries_is_a_hash_map():
 
 def test_any_ref_map_and_concurrent_hash_map_grow():
     keys = [("topic", p) for p in range(100)]
-    for order in (any_ref_map_order(keys, topic_partition_hash), concurrent_hash_map_order(keys, topic_partition_hash),
-                  hash_map_order(keys, known_size=True), champ_order(keys, topic_partition_hash)):
+    for order in (
+        any_ref_map_order(keys, topic_partition_hash),
+        concurrent_hash_map_order(keys, topic_partition_hash),
+        hash_map_order(keys, known_size=True),
+        champ_order(keys, topic_partition_hash),
+    ):
         assert sorted(order) == keys
 
 
-topics = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\n\x0b\f\r"),
-                 min_size=1, max_size=12)
-key_sets = st.lists(st.tuples(st.one_of(topics, st.sampled_from(["a", "B", "Aa", "BB"])),
-                              st.integers(0, 300)), max_size=60, unique=True)
+topics = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters=" \t\n\x0b\f\r"),
+    min_size=1,
+    max_size=12,
+)
+key_sets = st.lists(
+    st.tuples(st.one_of(topics, st.sampled_from(["a", "B", "Aa", "BB"])), st.integers(0, 300)),
+    max_size=60,
+    unique=True,
+)
 
 
 @given(key_sets, st.sampled_from(list(CheckpointKind)), st.randoms(use_true_random=False))
@@ -170,8 +200,17 @@ def test_replication_order_can_depend_on_creation_order():
     h = topic_partition_hash
     keys = [("orders", 0), ("metrics", 0), ("logs", 2)]
     assert any_ref_map_order(concurrent_hash_map_order(keys, h), h) == keys
-    assert any_ref_map_order(concurrent_hash_map_order([keys[2], keys[1], keys[0]], h), h) == \
-        [("orders", 0), ("logs", 2), ("metrics", 0)]
+    assert any_ref_map_order(concurrent_hash_map_order([keys[2], keys[1], keys[0]], h), h) == [
+        ("orders", 0),
+        ("logs", 2),
+        ("metrics", 0),
+    ]
     # so an unchanged set of partitions keeps the file's order, either one
-    for existing in ([("orders", 0), ("metrics", 0), ("logs", 2)], [("orders", 0), ("logs", 2), ("metrics", 0)]):
-        assert broker_order(CheckpointKind.REPLICATION_OFFSET, sorted(keys), existing=existing) == existing
+    for existing in (
+        [("orders", 0), ("metrics", 0), ("logs", 2)],
+        [("orders", 0), ("logs", 2), ("metrics", 0)],
+    ):
+        assert (
+            broker_order(CheckpointKind.REPLICATION_OFFSET, sorted(keys), existing=existing)
+            == existing
+        )

@@ -1,6 +1,7 @@
 """Every record scanner (formats/byte_loops.py's, and the key and span scanners) against the reference decoder (formats.records): the same
 values on well-formed batches (and no fallback there), and never a different answer on damaged
 ones (a scanner may give up with Declined, never disagree)."""
+
 from __future__ import annotations
 
 import struct
@@ -45,7 +46,7 @@ from tests.helpers.strategies import VALUES as _VALUES
 from tests.helpers.strategies import damaged_chains, v2_batches
 
 PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-FLAGS = [(True, False), (True, True), (False, True), (False, False)]   # (metadata, data_log)
+FLAGS = [(True, False), (True, True), (False, True), (False, False)]  # (metadata, data_log)
 
 
 def _uncompressed():
@@ -69,13 +70,18 @@ def test_record_text_is_the_general_paths(raw, flags, before):
 
 
 @PROPERTY
-@given(raw=_uncompressed(), at=st.integers(0, 2**20), xor=st.integers(1, 255), flags=st.sampled_from(FLAGS))
+@given(
+    raw=_uncompressed(),
+    at=st.integers(0, 2**20),
+    xor=st.integers(1, 255),
+    flags=st.sampled_from(FLAGS),
+)
 def test_record_text_of_damaged_records_is_the_general_paths_or_none(raw, at, xor, flags):
     b = _damaged(raw, at, xor)
     try:
         fast = _fast_text(b, -1, *flags)
     except Exception:
-        return                       # the caller falls back to the general path
+        return  # the caller falls back to the general path
     assert fast == _general_text(b, -1, *flags)
 
 
@@ -126,8 +132,11 @@ def test_key_scans_of_damaged_records_agree_or_give_up(raw, at, xor):
     try:
         want = _reference_keys(b)
     except KafkalogError:
-        return   # the scanners check lengths, not every field: the reference judges the rest
-    for scan, ref in ((_keys, lambda b: want), (lambda b: _keys_into(b, 0), lambda b: _reference_keys_into(b, 0))):
+        return  # the scanners check lengths, not every field: the reference judges the rest
+    for scan, ref in (
+        (_keys, lambda b: want),
+        (lambda b: _keys_into(b, 0), lambda b: _reference_keys_into(b, 0)),
+    ):
         try:
             got = scan(b)
         except (Declined, KafkalogError):
@@ -150,7 +159,7 @@ def _reference_spans(b: RecordBatch):
         td = r.timestamp - b.base_timestamp
         enc = encode_v2_record(r.offset - b.base_offset_field, td, r.key, r.value, r.headers)
         _, body = read_varint(enc, 0)
-        rest = body + 1 + len(write_varlong(td))      # past the attributes and timestampDelta
+        rest = body + 1 + len(write_varlong(td))  # past the attributes and timestampDelta
         out.append((r.offset, r.timestamp, r.key, r.value is not None, enc[rest:]))
     return out
 
@@ -166,7 +175,10 @@ def _spans(b: RecordBatch):
 def test_scan_spans_is_records(raw):
     b = _create_time(raw)
     data, s, e, spans = _spans(b)
-    got = [(x.offset, x.timestamp, x.key, x.has_value, bytes(data[x.rest_start : x.end])) for x in spans]
+    got = [
+        (x.offset, x.timestamp, x.key, x.has_value, bytes(data[x.rest_start : x.end]))
+        for x in spans
+    ]
     assert got == _reference_spans(b)
     assert (spans[-1].end if spans else s) == e
 
@@ -259,7 +271,13 @@ def _reference_check(buf: bytes, deep: bool):
 
 def _check(buf: bytes, deep: bool):
     c = check_batches(buf, 0, len(buf), deep=deep)
-    return c.batches, c.bytes, c.first_offset, c.last_offset, {(f.kind, f.position) for f in c.findings}
+    return (
+        c.batches,
+        c.bytes,
+        c.first_offset,
+        c.last_offset,
+        {(f.kind, f.position) for f in c.findings},
+    )
 
 
 @PROPERTY
@@ -273,13 +291,20 @@ def _fixed_chain() -> bytes:
     v1 wrapper one of whose inner messages fails its CRC."""
     recs = [SimpleRecord(b"k%d" % i, b"v" * 30, 1000 + i) for i in range(3)]
     inner = bytearray(build_legacy_batch(recs, 0, magic=1))
-    inner[12] ^= 0xFF                                     # the first inner message's CRC
-    bad = encode_legacy_message(1, int(Compression.GZIP), 1002, None, compress(Compression.GZIP, bytes(inner), 1))
-    return b"".join([
-        build_v2_batch(recs, 0), build_v2_batch(recs, 3, compression=Compression.LZ4), build_v2_batch([], 6),
-        build_legacy_batch(recs, 7, magic=0), build_legacy_batch(recs, 10, magic=1, compression=Compression.GZIP),
-        struct.pack(">qi", 15, len(bad)) + bad,
-    ])
+    inner[12] ^= 0xFF  # the first inner message's CRC
+    bad = encode_legacy_message(
+        1, int(Compression.GZIP), 1002, None, compress(Compression.GZIP, bytes(inner), 1)
+    )
+    return b"".join(
+        [
+            build_v2_batch(recs, 0),
+            build_v2_batch(recs, 3, compression=Compression.LZ4),
+            build_v2_batch([], 6),
+            build_legacy_batch(recs, 7, magic=0),
+            build_legacy_batch(recs, 10, magic=1, compression=Compression.GZIP),
+            struct.pack(">qi", 15, len(bad)) + bad,
+        ]
+    )
 
 
 def test_check_batches_is_iter_batches_for_every_header_field_at_its_edges():
@@ -291,27 +316,40 @@ def test_check_batches_is_iter_batches_for_every_header_field_at_its_edges():
         for at, width in _FIELDS.values():
             for value in _VALUES + [b.last_offset_delta - 1, b.last_offset_delta + 1]:
                 buf = bytearray(chain)
-                buf[b.position + at : b.position + at + width] = value.to_bytes(width, "big", signed=True) \
-                    if -(1 << (8 * width - 1)) <= value < 1 << (8 * width - 1) else b"\x7f" * width
+                buf[b.position + at : b.position + at + width] = (
+                    value.to_bytes(width, "big", signed=True)
+                    if -(1 << (8 * width - 1)) <= value < 1 << (8 * width - 1)
+                    else b"\x7f" * width
+                )
                 for fix in (False, True):
                     if fix and b.magic == 2:
                         whole = slice(b.position, b.position + b.size)
                         buf[whole] = set_v2_crc(bytearray(buf[whole]))
                     for deep in (False, True):
-                        assert _check(bytes(buf), deep) == _reference_check(bytes(buf), deep), (b.position, at, value)
+                        assert _check(bytes(buf), deep) == _reference_check(bytes(buf), deep), (
+                            b.position,
+                            at,
+                            value,
+                        )
                         n += 1
     assert n > 1000
 
 
 def test_every_record_scanner_gives_up_where_the_reference_fails():
     """A record whose length says two bytes more than it holds: each record scanner gives up."""
-    raw = bytearray(build_v2_batch([SimpleRecord(b"k%d" % i, b"v" * 10, 1000 + i) for i in range(3)], 0))
-    raw[RECORD_BATCH_OVERHEAD] += 2         # the first record's 1-byte length varint, zigzag + 1
+    raw = bytearray(
+        build_v2_batch([SimpleRecord(b"k%d" % i, b"v" * 10, 1000 + i) for i in range(3)], 0)
+    )
+    raw[RECORD_BATCH_OVERHEAD] += 2  # the first record's 1-byte length varint, zigzag + 1
     b = _batch(set_v2_crc(raw))
     with pytest.raises(KafkalogError):
         b.records()
-    for scan in (lambda: batch_text(b, -1, [], True, True), lambda: _keys(b), lambda: _keys_into(b, 0),
-                 lambda: _spans(b)):
+    for scan in (
+        lambda: batch_text(b, -1, [], True, True),
+        lambda: _keys(b),
+        lambda: _keys_into(b, 0),
+        lambda: _spans(b),
+    ):
         with pytest.raises((Declined, IndexError)):
             scan()
 
@@ -322,8 +360,9 @@ def _reference_ok(b: RecordBatch) -> bool:
         offsets = [r.offset for r in b.records()]
     except Exception:
         return False
-    return all(b.base_offset_field <= o <= b.last_offset for o in offsets) and \
-        all(x < y for x, y in zip(offsets, offsets[1:]))
+    return all(b.base_offset_field <= o <= b.last_offset for o in offsets) and all(
+        x < y for x, y in zip(offsets, offsets[1:])
+    )
 
 
 @PROPERTY
@@ -333,13 +372,17 @@ def test_v2_records_ok_takes_every_well_formed_batch(raw):
 
 
 @PROPERTY
-@given(raw=v2_batches(codecs=[Compression.NONE, Compression.GZIP]), at=st.integers(0, 2**20),
-       xor=st.integers(1, 255), field=st.sampled_from([None, 23, 57]))
+@given(
+    raw=v2_batches(codecs=[Compression.NONE, Compression.GZIP]),
+    at=st.integers(0, 2**20),
+    xor=st.integers(1, 255),
+    field=st.sampled_from([None, 23, 57]),
+)
 def test_v2_records_ok_never_passes_what_the_reference_rejects(raw, at, xor, field):
     b = bytearray(raw)
-    if field is None:   # a byte of the records (of the compressed stream, for gzip)
+    if field is None:  # a byte of the records (of the compressed stream, for gzip)
         b[RECORD_BATCH_OVERHEAD + at % max(1, len(raw) - RECORD_BATCH_OVERHEAD)] ^= xor
-    else:               # lastOffsetDelta or the record count
+    else:  # lastOffsetDelta or the record count
         b[field + 3] ^= xor & 3
     batch = _batch(set_v2_crc(b))
     try:
@@ -353,8 +396,12 @@ def test_v2_records_ok_never_passes_what_the_reference_rejects(raw, at, xor, fie
 def test_a_negative_key_length_other_than_minus_one_is_no_key():
     """Kafka's DefaultRecord.readFrom takes any keySize < 0 as a null key; the scanners used to
     take only -1 so, and read a length of -54 as an empty key (a case hypothesis found)."""
-    raw = bytes.fromhex("000000000000000100000039ffffffff028266b33f" + "00" * 22 + "ff" * 14
-                        + "000000010e000000026b0100")
+    raw = bytes.fromhex(
+        "000000000000000100000039ffffffff028266b33f"
+        + "00" * 22
+        + "ff" * 14
+        + "000000010e000000026b0100"
+    )
     b = _damaged(raw, 2, 128)
     assert _reference_keys(b) == [] and _keys(b) == []
     assert _keys_into(b, 0) == _reference_keys_into(b, 0)

@@ -2,6 +2,7 @@
 records it finds are exactly those of RecordBatch.records() that storage.selection.Filters lets
 through (and it never gives up there); on damaged ones it gives up, or agrees, or (a CRC-valid
 batch whose bytes hold no possible match) finds nothing."""
+
 from __future__ import annotations
 
 import re
@@ -41,18 +42,23 @@ def test_search_finds_what_filtering_the_general_paths_records_finds(raw, f):
     indices: list[int] = []
     found = search_v2(b, f.search, indices)
     assert found == _reference(b, f)
-    assert [b.records()[i] for i in indices] == found      # each found record's place in the batch
+    assert [b.records()[i] for i in indices] == found  # each found record's place in the batch
 
 
 @PROPERTY
-@given(raw=v2_batches(codecs=[Compression.NONE]), f=searches(), at=st.integers(0, 2**20), xor=st.integers(1, 255),
-       crc=st.booleans())
+@given(
+    raw=v2_batches(codecs=[Compression.NONE]),
+    f=searches(),
+    at=st.integers(0, 2**20),
+    xor=st.integers(1, 255),
+    crc=st.booleans(),
+)
 def test_on_damaged_records_search_gives_up_agrees_or_rules_the_batch_out(raw, f, at, xor, crc):
     b = damaged_batch(raw, at, xor, crc)
     try:
         found = search_v2(b, f.search)
     except Exception:
-        return                                   # the caller decodes the batch with records()
+        return  # the caller decodes the batch with records()
     try:
         reference = _reference(b, f)
     except Exception:
@@ -67,7 +73,14 @@ def test_an_anchored_regex_never_rules_a_batch_out():
     # "^val" matches each value alone, never the batch's bytes (a value does not start them)
     raw = build_v2_batch([SimpleRecord(b"k%d" % i, b"value-%d" % i, 1000 + i) for i in range(5)], 0)
     b = _batch(raw)
-    for pattern in (rb"^val", rb"\Aval", rb"-3$", rb"\bvalue-4\b", rb"(?<!x)value-2", rb"(?>value-1)"):
+    for pattern in (
+        rb"^val",
+        rb"\Aval",
+        rb"-3$",
+        rb"\bvalue-4\b",
+        rb"(?<!x)value-2",
+        rb"(?>value-1)",
+    ):
         search = RecordSearch(value_regex=re.compile(pattern))
         assert not search.rules_out(*records_region(b)), pattern
         assert search_v2(b, search), pattern

@@ -21,8 +21,19 @@ from kafkalog_cli.formats.varint import (
 )
 
 
-@pytest.mark.parametrize("value,encoded", [(0, "00"), (-1, "01"), (1, "02"), (63, "7e"), (-64, "7f"), (64, "8001"),
-                                           (2**31 - 1, "feffffff0f"), (-(2**31), "ffffffff0f")])
+@pytest.mark.parametrize(
+    "value,encoded",
+    [
+        (0, "00"),
+        (-1, "01"),
+        (1, "02"),
+        (63, "7e"),
+        (-64, "7f"),
+        (64, "8001"),
+        (2**31 - 1, "feffffff0f"),
+        (-(2**31), "ffffffff0f"),
+    ],
+)
 def test_zigzag_varints_match_kafkas_byteutils(value, encoded):
     assert write_varint(value).hex() == encoded
     assert read_varint(bytes.fromhex(encoded), 0) == (value, len(encoded) // 2)
@@ -76,7 +87,11 @@ def _byteutils(buf: bytes, max_bytes: int, bits: int):
 def test_readers_match_byteutils_on_any_bytes(continued, raw):
     # `continued` bytes with the high bit, then one without: non-canonical encodings (b"\x80\x00"),
     # long ones and too long ones included
-    data = bytes(b | 0x80 for b in raw[:continued]) + bytes([raw[continued] & 0x7F]) + raw[continued + 1:]
+    data = (
+        bytes(b | 0x80 for b in raw[:continued])
+        + bytes([raw[continued] & 0x7F])
+        + raw[continued + 1 :]
+    )
     for read, max_bytes, bits in ((read_varint, 5, 32), (read_varlong, 10, 64)):
         expected = _byteutils(data, max_bytes, bits)
         if expected[0] == "too long":
@@ -90,16 +105,24 @@ def test_readers_match_byteutils_on_any_bytes(continued, raw):
 
 def test_readers_keep_their_names():
     assert (read_varint.__name__, read_varlong.__name__) == ("read_varint", "read_varlong")
-    with pytest.raises(InvalidRecordError, match="Varlong is too long, most significant bit in the 10th byte"):
+    with pytest.raises(
+        InvalidRecordError, match="Varlong is too long, most significant bit in the 10th byte"
+    ):
         read_varlong(b"\xff" * 10 + b"\x01", 0)
 
 
 def _python_3_10() -> str | None:
     """A Python 3.10 (the oldest pyproject.toml allows), or None."""
-    candidates = [shutil.which("python3.10"), *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python")))]
+    candidates = [
+        shutil.which("python3.10"),
+        *sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.10*/bin/python"))),
+    ]
     for exe in filter(None, candidates):
-        probe = subprocess.run([exe, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 10))"],
-                               capture_output=True, check=False)
+        probe = subprocess.run(
+            [exe, "-c", "import sys; sys.exit(sys.version_info[:2] != (3, 10))"],
+            capture_output=True,
+            check=False,
+        )
         if probe.returncode == 0:
             return exe
     return None
@@ -110,8 +133,15 @@ def test_the_varint_readers_import_on_python_3_10():
     if exe is None:
         pytest.skip("no Python 3.10 here")
     src = str(Path(kafkalog_cli.__file__).resolve().parent.parent)
-    code = ("from kafkalog_cli.formats.varint import read_varint, read_varlong\n"
-            "print(read_varint(b'\\x02', 0), read_varlong(b'\\x01', 0), read_varint.__name__)")
-    done = subprocess.run([exe, "-c", code], capture_output=True, text=True, check=False,
-                          env={**os.environ, "PYTHONPATH": src})
+    code = (
+        "from kafkalog_cli.formats.varint import read_varint, read_varlong\n"
+        "print(read_varint(b'\\x02', 0), read_varlong(b'\\x01', 0), read_varint.__name__)"
+    )
+    done = subprocess.run(
+        [exe, "-c", code],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": src},
+    )
     assert (done.returncode, done.stderr, done.stdout) == (0, "", "(1, 1) (-1, 1) read_varint\n")

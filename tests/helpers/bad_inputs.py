@@ -1,5 +1,6 @@
 """Builders of bad inputs shared by the bad-input and fuzz tests: each writes files under a
 directory and returns the path to give the command."""
+
 from __future__ import annotations
 
 import struct
@@ -18,8 +19,10 @@ TIMEINDEX0 = "00000000000000000000.timeindex"
 
 
 def good_batch(base: int = 0, n: int = 3, compression: Compression = Compression.NONE) -> bytes:
-    recs = [SimpleRecord(key=b"k%d" % i, value=b"value %d" % i, timestamp=1_700_000_000_000 + i)
-            for i in range(n)]
+    recs = [
+        SimpleRecord(key=b"k%d" % i, value=b"value %d" % i, timestamp=1_700_000_000_000 + i)
+        for i in range(n)
+    ]
     return build_v2_batch(recs, base, compression=compression)
 
 
@@ -88,7 +91,14 @@ def index_without_log(d):
 
 def index_odd_size(d):
     log = good_batch() + good_batch(3)
-    return partition(d, log, struct.pack(">ii", 0, 0) + struct.pack(">ii", 5, len(good_batch())) + b"\x00\x01\x02") / INDEX0
+    return (
+        partition(
+            d,
+            log,
+            struct.pack(">ii", 0, 0) + struct.pack(">ii", 5, len(good_batch())) + b"\x00\x01\x02",
+        )
+        / INDEX0
+    )
 
 
 def missing(d):
@@ -102,7 +112,15 @@ def not_a_log_dir(d):
     return p
 
 
-LOG_CASES = ["empty", "text", "size_2gb", "unknown_magic", "cut_short", "garbage_compressed", "bad_crc"]
+LOG_CASES = [
+    "empty",
+    "text",
+    "size_2gb",
+    "unknown_magic",
+    "cut_short",
+    "garbage_compressed",
+    "bad_crc",
+]
 
 
 def run(*args):

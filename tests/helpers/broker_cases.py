@@ -1,12 +1,20 @@
 """The cases real brokers wrote under tests/fixtures/broker (each a before/ and, for recover, an
 after/): a writable copy of one, and the file states tests compare before and after a command."""
+
 import os
 import shutil
 from pathlib import Path
 
 from tests.helpers.paths import BROKER as FIXTURES
 
-RECOVER_CASES = ["torn-tail", "tail-garbage", "leftovers", "missing-index", "zeroed-index", "unclean-kill"]
+RECOVER_CASES = [
+    "torn-tail",
+    "tail-garbage",
+    "leftovers",
+    "missing-index",
+    "zeroed-index",
+    "unclean-kill",
+]
 COMPARED = (".log", ".index", ".timeindex")
 
 

@@ -1,5 +1,6 @@
 """What the compact tests share: the compact-* broker cases with their mtimes restored, a compact
 run, the arguments the broker ran with, and builders and readers of generated partitions."""
+
 from __future__ import annotations
 
 import json
@@ -39,9 +40,12 @@ def params(case: str) -> dict:
 
 def resolver_for(case: str) -> ConfigResolver:
     p = params(case)
-    return ConfigResolver(topic_overrides={
-        name.rsplit("-", 1)[0]: {k: str(v) for k, v in part["configs"].items()}
-        for name, part in p["partitions"].items()})
+    return ConfigResolver(
+        topic_overrides={
+            name.rsplit("-", 1)[0]: {k: str(v) for k, v in part["configs"].items()}
+            for name, part in p["partitions"].items()
+        }
+    )
 
 
 def run(log_dir: Path, parts: list[str], now_ms: int, resolver: ConfigResolver, **kw) -> dict:
@@ -56,25 +60,50 @@ def records_of(part_dir: Path) -> list[tuple]:
     for log in sorted(part_dir.glob("*.log")):
         data = log.read_bytes()
         for b in iter_batches(data):
-            out.append(("batch", b.base_offset, b.last_offset, b.producer_id, b.producer_epoch, b.base_sequence,
-                        b.attributes, b.partition_leader_epoch))
+            out.append(
+                (
+                    "batch",
+                    b.base_offset,
+                    b.last_offset,
+                    b.producer_id,
+                    b.producer_epoch,
+                    b.base_sequence,
+                    b.attributes,
+                    b.partition_leader_epoch,
+                )
+            )
             for r in b.records():
-                out.append((r.offset, r.timestamp, r.key, r.value, tuple((h.key, h.value) for h in r.headers)))
+                out.append(
+                    (
+                        r.offset,
+                        r.timestamp,
+                        r.key,
+                        r.value,
+                        tuple((h.key, h.value) for h in r.headers),
+                    )
+                )
     return out
 
 
 HOUR, DAY = 3_600_000, 86_400_000
 NOW = 1_800_000_000_000
-T = NOW - HOUR                        # when the records were written
+T = NOW - HOUR  # when the records were written
 
 
 def recs(*pairs, ts=T):
-    return [SimpleRecord(None if k is None else k.encode(), None if v is None else v.encode(), ts)
-            for k, v in pairs]
+    return [
+        SimpleRecord(None if k is None else k.encode(), None if v is None else v.encode(), ts)
+        for k, v in pairs
+    ]
 
 
-def write_segment(part: Path, base: int, batches: list[bytes], mtime_ms: int | None = None,
-                  aborted: list[AbortedTxn] = ()) -> None:
+def write_segment(
+    part: Path,
+    base: int,
+    batches: list[bytes],
+    mtime_ms: int | None = None,
+    aborted: list[AbortedTxn] = (),
+) -> None:
     part.mkdir(parents=True, exist_ok=True)
     log = part / f"{base:020d}.log"
     log.write_bytes(b"".join(batches))
@@ -92,7 +121,9 @@ def replicated_to_the_end(part: Path, overwrite: bool = False) -> None:
     path = part.parent / names.REPLICATION_CHECKPOINT
     if overwrite or not path.exists():
         topic, _, partition = part.name.rpartition("-")
-        path.write_bytes(ckpt.encode_offsets({(topic, int(partition)): Partition.open(part).log_end_offset}))
+        path.write_bytes(
+            ckpt.encode_offsets({(topic, int(partition)): Partition.open(part).log_end_offset})
+        )
 
 
 def consumer_view(part: Path) -> list[tuple]:
@@ -102,7 +133,10 @@ def consumer_view(part: Path) -> list[tuple]:
     for log in sorted(part.glob("*.log")):
         for b in iter_batches(log.read_bytes()):
             if not b.is_control:
-                out += [(r.offset, r.key and r.key.decode(), r.value and r.value.decode()) for r in b.records()]
+                out += [
+                    (r.offset, r.key and r.key.decode(), r.value and r.value.decode())
+                    for r in b.records()
+                ]
     return out
 
 
@@ -113,18 +147,49 @@ def batches(part: Path) -> list[tuple]:
     for log in sorted(part.glob("*.log")):
         for b in iter_batches(log.read_bytes()):
             ctype = b.control_type() if b.is_control else None
-            out.append((b.base_offset, b.last_offset, b.producer_id, b.producer_epoch, b.base_sequence,
-                        len(b.records()), None if ctype is None else ctype.name, b.delete_horizon_ms))
+            out.append(
+                (
+                    b.base_offset,
+                    b.last_offset,
+                    b.producer_id,
+                    b.producer_epoch,
+                    b.base_sequence,
+                    len(b.records()),
+                    None if ctype is None else ctype.name,
+                    b.delete_horizon_ms,
+                )
+            )
     return out
 
 
 # what the broker of the compact-keyed-overwrites case ran with
-CFG = ["--topic-config", "cmp-none:cleanup.policy=compact", "--topic-config", "cmp-none:segment.bytes=16384",
-       "--topic-config", "cmp-none:index.interval.bytes=512", "--topic-config", "cmp-none:min.cleanable.dirty.ratio=0.01",
-       # the rest of what the broker ran with (PARAMS.json): compact refuses to guess them
-       "--topic-config", "cmp-none:delete.retention.ms=86400000", "--topic-config", "cmp-none:min.compaction.lag.ms=0"]
+CFG = [
+    "--topic-config",
+    "cmp-none:cleanup.policy=compact",
+    "--topic-config",
+    "cmp-none:segment.bytes=16384",
+    "--topic-config",
+    "cmp-none:index.interval.bytes=512",
+    "--topic-config",
+    "cmp-none:min.cleanable.dirty.ratio=0.01",
+    # the rest of what the broker ran with (PARAMS.json): compact refuses to guess them
+    "--topic-config",
+    "cmp-none:delete.retention.ms=86400000",
+    "--topic-config",
+    "cmp-none:min.compaction.lag.ms=0",
+]
 
 
-DIRTY = ["--now", "1795248446186"] + [a for t in ("cmp-none", "cmp-lz4") for kv in (
-    "cleanup.policy=compact", "segment.bytes=16384", "index.interval.bytes=512", "min.cleanable.dirty.ratio=0.01",
-    "delete.retention.ms=86400000", "min.compaction.lag.ms=0") for a in ("--topic-config", f"{t}:{kv}")]
+DIRTY = ["--now", "1795248446186"] + [
+    a
+    for t in ("cmp-none", "cmp-lz4")
+    for kv in (
+        "cleanup.policy=compact",
+        "segment.bytes=16384",
+        "index.interval.bytes=512",
+        "min.cleanable.dirty.ratio=0.01",
+        "delete.retention.ms=86400000",
+        "min.compaction.lag.ms=0",
+    )
+    for a in ("--topic-config", f"{t}:{kv}")
+]

@@ -1,5 +1,6 @@
 """What the doctor tests share: a doctor run, a writable log dir copy with its server.properties,
 uids and ownership, and the damage the all-clear tests apply."""
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,11 @@ def copy(tmp_path: Path, name: str = "logdir") -> Path:
 
 
 def props(d: Path) -> dict:
-    return dict(line.split("=", 1) for line in (d / "meta.properties").read_text().splitlines() if "=" in line)
+    return dict(
+        line.split("=", 1)
+        for line in (d / "meta.properties").read_text().splitlines()
+        if "=" in line
+    )
 
 
 def write_props(d: Path, values: dict) -> None:
@@ -97,7 +102,11 @@ def broker_user() -> pwd.struct_passwd:
             return pwd.getpwnam(name)
         except KeyError:
             continue
-    r = subprocess.run(["useradd", "--system", "--no-create-home", "kafkalog-broker"], capture_output=True, text=True)
+    r = subprocess.run(
+        ["useradd", "--system", "--no-create-home", "kafkalog-broker"],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
         pytest.skip(f"no user other than root to own a log dir: useradd: {r.stderr.strip()}")
     return pwd.getpwnam("kafkalog-broker")

@@ -1,4 +1,5 @@
 """The installed kafkalog script, run in a subprocess as a user runs it."""
+
 from __future__ import annotations
 
 import shutil

@@ -1,5 +1,6 @@
 """The exit codes each command can return (errors.ExitCode), which its --help and its man page
 state, and every exit-code test checks."""
+
 from __future__ import annotations
 
 # The exit codes each command can return (errors.ExitCode); its --help and its man page state each.

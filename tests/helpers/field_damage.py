@@ -1,5 +1,6 @@
 """Damage done to a copy of examples/logdir the way it happens in the field, shared by the tests
 of doctor and of the exit codes."""
+
 from __future__ import annotations
 
 from pathlib import Path

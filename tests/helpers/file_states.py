@@ -1,5 +1,6 @@
 """A log dir's files as tests compare them before and after a command: by bytes, by bytes and
 mtime, or by content hash; never the .lock, which only says who holds the dir."""
+
 from __future__ import annotations
 
 import hashlib
@@ -8,7 +9,11 @@ from pathlib import Path
 
 
 def tree(d: Path) -> dict[str, bytes]:
-    return {str(f.relative_to(d)): f.read_bytes() for f in sorted(d.rglob("*")) if f.is_file() and f.name != ".lock"}
+    return {
+        str(f.relative_to(d)): f.read_bytes()
+        for f in sorted(d.rglob("*"))
+        if f.is_file() and f.name != ".lock"
+    }
 
 
 def bytes_and_mtimes(d: Path) -> dict[str, tuple[bytes, int]]:

@@ -1,5 +1,6 @@
 """A real small file system filled to 100% (tmpfs), for the tests of what kafkalog does on a full
 disk; skipped with the reason where this process may not mount."""
+
 from __future__ import annotations
 
 import contextlib
@@ -20,9 +21,15 @@ FILLER = "filler"
 def tmpfs(where: Path, size: str = "2m"):
     """A tmpfs of `size` mounted at `where` (made), unmounted after."""
     where.mkdir(parents=True, exist_ok=True)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True, text=True)
+    r = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
     if r.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here ({r.stderr.strip() or 'mount failed'}): no small file system to fill")
+        pytest.skip(
+            f"cannot mount a tmpfs here ({r.stderr.strip() or 'mount failed'}): no small file system to fill"
+        )
     try:
         yield where
     finally:

@@ -21,6 +21,7 @@ Harness differences by version, kept here so every broker helper agrees:
   `format_args(release_version="4.0-IV2")` (transaction.version defaults to 2 at that level; this
   snapshot's format parses `--feature` but ignores it: StorageTool.runFormatCommand never passes it on).
 """
+
 from __future__ import annotations
 
 import os
@@ -34,10 +35,10 @@ from pathlib import Path
 @dataclass(frozen=True)
 class KafkaDist:
     home: str
-    version: str          # as the jars say: "3.3.1", "3.9.0"
-    commit: str           # the commit id the jars carry ("" if unknown)
-    tag: str              # the git tag of a from-source build (BUILD-INFO), else the version
-    branch: str = ""      # a from-source build of a branch (BUILD-INFO), e.g. "trunk"
+    version: str  # as the jars say: "3.3.1", "3.9.0"
+    commit: str  # the commit id the jars carry ("" if unknown)
+    tag: str  # the git tag of a from-source build (BUILD-INFO), else the version
+    branch: str = ""  # a from-source build of a branch (BUILD-INFO), e.g. "trunk"
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -52,12 +53,23 @@ class KafkaDist:
         "Kafka 4.0.0-SNAPSHOT (trunk 1eb76443) at /opt/..."."""
         if self.branch:
             return f"Kafka {self.version} ({self.branch} {self.commit[:8]}) at {self.home}"
-        inner = ", ".join(x for x in ((self.version if self.tag != self.version else ""),
-                                      (f"commit {self.commit}" if self.commit else "")) if x)
+        inner = ", ".join(
+            x
+            for x in (
+                (self.version if self.tag != self.version else ""),
+                (f"commit {self.commit}" if self.commit else ""),
+            )
+            if x
+        )
         return f"Kafka {self.tag}" + (f" ({inner})" if inner else "") + f" at {self.home}"
 
-    def format_args(self, cluster_id: str, config: str | Path, release_version: str | None = None,
-                    features: dict[str, int] | None = None) -> list[str]:
+    def format_args(
+        self,
+        cluster_id: str,
+        config: str | Path,
+        release_version: str | None = None,
+        features: dict[str, int] | None = None,
+    ) -> list[str]:
         """`kafka-storage.sh format` for a one-node KRaft cluster with a static voter set (the
         same flags on 3.3, 3.9 and 4.0; `--release-version` pins metadata.version; `features`
         sets feature levels with `--feature NAME=LEVEL`, which the trunk snapshot ignores)."""
@@ -105,9 +117,11 @@ def kafka_dist(home: str | None = None) -> KafkaDist | None:
     info = Path(home, "BUILD-INFO")
     build = _properties(info.read_text()) if info.exists() else {}
     branch = build.get("branch", "")
-    if branch:   # a branch's commit: BUILD-INFO has the full id, the jars 16 characters of it
+    if branch:  # a branch's commit: BUILD-INFO has the full id, the jars 16 characters of it
         commit = build.get("commit", commit)
-    return KafkaDist(home=home, version=version, commit=commit, tag=build.get("tag", version), branch=branch)
+    return KafkaDist(
+        home=home, version=version, commit=commit, tag=build.get("tag", version), branch=branch
+    )
 
 
 def describe() -> str:

@@ -3,6 +3,7 @@ controller-only node and brokers, each node a process of its own with its own fr
 dir and log dirs, started and stopped one by one by its PID (SIGTERM: a controlled shutdown),
 never by kafka-server-stop.sh. A kafka-python script (KAFKA_PY) creates topics, produces and
 describes. Skip with `needs_cluster` without them."""
+
 from __future__ import annotations
 
 import json
@@ -23,13 +24,14 @@ STARTED = "Kafka Server started"
 
 needs_cluster = pytest.mark.skipif(
     not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
-    reason="needs KAFKA_HOME (a Kafka 3.3.1 distribution) and KAFKA_PY (a Python with kafka-python)")
+    reason="needs KAFKA_HOME (a Kafka 3.3.1 distribution) and KAFKA_PY (a Python with kafka-python)",
+)
 
 
 def kafka_version() -> str:
     libs = Path(KAFKA_HOME, "libs")
     jar = next(libs.glob("kafka-clients-*.jar"), None) if libs.is_dir() else None
-    return jar.name[len("kafka-clients-"):-len(".jar")] if jar else "unknown"
+    return jar.name[len("kafka-clients-") : -len(".jar")] if jar else "unknown"
 
 
 CLIENT = r"""
@@ -86,7 +88,7 @@ elif op == "produce":
 @dataclass
 class Node:
     node_id: int
-    roles: str                       # "controller" or "broker"
+    roles: str  # "controller" or "broker"
     work: Path
     log_dirs: list[Path]
     port: int = 0
@@ -104,20 +106,50 @@ class Node:
 class Cluster:
     """Node 100 is the controller; brokers are 1, 2, ... `broker_config` goes to every broker."""
 
-    def __init__(self, root: Path, brokers: int = 2, broker_config: dict | None = None, log_dirs_per_broker: int = 1):
+    def __init__(
+        self,
+        root: Path,
+        brokers: int = 2,
+        broker_config: dict | None = None,
+        log_dirs_per_broker: int = 1,
+    ):
         self.root = root
         cport, *ports = free_ports(1 + brokers)
         self.voters = f"100@127.0.0.1:{cport}"
-        self.controller = Node(100, "controller", root / "node-100", [root / "node-100" / "meta"], cport)
-        self.brokers = {i + 1: Node(i + 1, "broker", root / f"node-{i + 1}",
-                                    [root / f"node-{i + 1}" / f"data{j}" for j in range(log_dirs_per_broker)],
-                                    ports[i], dict(broker_config or {}))
-                        for i in range(brokers)}
-        self.cluster_id = subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"], capture_output=True,
-                                         text=True, check=True).stdout.strip()
+        self.controller = Node(
+            100, "controller", root / "node-100", [root / "node-100" / "meta"], cport
+        )
+        self.brokers = {
+            i + 1: Node(
+                i + 1,
+                "broker",
+                root / f"node-{i + 1}",
+                [root / f"node-{i + 1}" / f"data{j}" for j in range(log_dirs_per_broker)],
+                ports[i],
+                dict(broker_config or {}),
+            )
+            for i in range(brokers)
+        }
+        self.cluster_id = subprocess.run(
+            [f"{KAFKA_HOME}/bin/kafka-storage.sh", "random-uuid"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
         for node in self.nodes:
-            subprocess.run([f"{KAFKA_HOME}/bin/kafka-storage.sh", "format", "-t", self.cluster_id, "-c",
-                            str(self._write_config(node))], capture_output=True, check=True, env=self._env(node))
+            subprocess.run(
+                [
+                    f"{KAFKA_HOME}/bin/kafka-storage.sh",
+                    "format",
+                    "-t",
+                    self.cluster_id,
+                    "-c",
+                    str(self._write_config(node)),
+                ],
+                capture_output=True,
+                check=True,
+                env=self._env(node),
+            )
 
     @property
     def nodes(self) -> list[Node]:
@@ -128,19 +160,35 @@ class Cluster:
 
     def _write_config(self, node: Node) -> Path:
         node.work.mkdir(parents=True, exist_ok=True)
-        common = {"node.id": str(node.node_id), "controller.quorum.voters": self.voters,
-                  "controller.listener.names": "CONTROLLER",
-                  "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-                  "log.dirs": ",".join(str(d) for d in node.log_dirs)}
+        common = {
+            "node.id": str(node.node_id),
+            "controller.quorum.voters": self.voters,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+            "log.dirs": ",".join(str(d) for d in node.log_dirs),
+        }
         if node.roles == "controller":
-            cfg = {"process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{node.port}", **common}
+            cfg = {
+                "process.roles": "controller",
+                "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+                **common,
+            }
         else:
-            cfg = {"process.roles": "broker", "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-                   "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
-                   "inter.broker.listener.name": "PLAINTEXT", **common,
-                   "offsets.topic.replication.factor": "1", "transaction.state.log.replication.factor": "1",
-                   "transaction.state.log.min.isr": "1", "num.partitions": "1", "auto.leader.rebalance.enable": "false",
-                   "log.retention.hours": "-1", "group.initial.rebalance.delay.ms": "0", **node.config}
+            cfg = {
+                "process.roles": "broker",
+                "listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.port}",
+                "inter.broker.listener.name": "PLAINTEXT",
+                **common,
+                "offsets.topic.replication.factor": "1",
+                "transaction.state.log.replication.factor": "1",
+                "transaction.state.log.min.isr": "1",
+                "num.partitions": "1",
+                "auto.leader.rebalance.enable": "false",
+                "log.retention.hours": "-1",
+                "group.initial.rebalance.delay.ms": "0",
+                **node.config,
+            }
         path = node.work / "server.properties"
         path.write_text("".join(f"{k}={v}\n" for k, v in cfg.items()))
         return path
@@ -149,9 +197,13 @@ class Cluster:
         props = self._write_config(node)
         if node.server_log.exists():
             node.server_log.rename(node.server_log.with_name(f"server.log.{time.monotonic_ns()}"))
-        node.proc = subprocess.Popen([f"{KAFKA_HOME}/bin/kafka-server-start.sh", str(props)],
-                                     stdout=open(node.work / "stdout", "ab"), stderr=subprocess.STDOUT,
-                                     env=self._env(node), start_new_session=True)
+        node.proc = subprocess.Popen(
+            [f"{KAFKA_HOME}/bin/kafka-server-start.sh", str(props)],
+            stdout=open(node.work / "stdout", "ab"),
+            stderr=subprocess.STDOUT,
+            env=self._env(node),
+            start_new_session=True,
+        )
         deadline = time.monotonic() + timeout
         while STARTED not in node.log():
             if node.proc.poll() is not None or time.monotonic() > deadline:
@@ -175,8 +227,12 @@ class Cluster:
             self.stop(node)
 
     def client(self, broker: int, request: dict, timeout: float = 180) -> dict:
-        r = subprocess.run([KAFKA_PY, "-c", CLIENT, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
-                           capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(
+            [KAFKA_PY, "-c", CLIENT, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
         if r.returncode != 0:
             raise RuntimeError(f"client {request['op']} failed: {r.stderr[-3000:]}")
         return json.loads(r.stdout)
@@ -185,13 +241,28 @@ class Cluster:
         """kafka-leader-election --election-type unclean (a 3.3.1 KRaft controller ignores
         unclean.leader.election.enable: ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic
         returns false, so only this explicit ElectLeaders elects a replica outside the ISR)."""
-        r = subprocess.run([f"{KAFKA_HOME}/bin/kafka-leader-election.sh", "--bootstrap-server",
-                            f"127.0.0.1:{self.brokers[broker].port}", "--election-type", "unclean", "--topic", topic,
-                            "--partition", str(partition)], capture_output=True, text=True, timeout=180,
-                           env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"})
+        r = subprocess.run(
+            [
+                f"{KAFKA_HOME}/bin/kafka-leader-election.sh",
+                "--bootstrap-server",
+                f"127.0.0.1:{self.brokers[broker].port}",
+                "--election-type",
+                "unclean",
+                "--topic",
+                topic,
+                "--partition",
+                str(partition),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            env={**os.environ, "KAFKA_HEAP_OPTS": "-Xmx128m"},
+        )
         return r.stdout + r.stderr
 
-    def wait_for(self, broker: int, topic: str, partition: int, check, timeout: float = 120) -> dict:
+    def wait_for(
+        self, broker: int, topic: str, partition: int, check, timeout: float = 120
+    ) -> dict:
         """Poll the partition's leader and ISR (as broker `broker` describes them) until `check`."""
         deadline = time.monotonic() + timeout
         while True:

@@ -1,5 +1,6 @@
 """A KRaft log dir whose __cluster_metadata holds chosen TopicRecords and ConfigRecords, for the
 tests of where a config value comes from."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,7 +21,8 @@ def kraft_log_dir(root: Path, values: list[bytes], node_id: int | None = 1) -> P
     meta = root / "__cluster_metadata-0"
     meta.mkdir(parents=True)
     (meta / "00000000000000000000.log").write_bytes(
-        b"".join(build_v2_batch([SimpleRecord(None, v)], i) for i, v in enumerate(values)))
+        b"".join(build_v2_batch([SimpleRecord(None, v)], i) for i, v in enumerate(values))
+    )
     if node_id is not None:
         (root / "meta.properties").write_text(f"#\nnode.id={node_id}\nversion=1\ncluster.id=x\n")
     return root

@@ -1,5 +1,6 @@
 """A process holding a log dir's .lock as a broker does (lockf, like the JVM), for the tests of
 what kafkalog does when the dir is taken."""
+
 from __future__ import annotations
 
 import subprocess

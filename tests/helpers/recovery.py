@@ -1,5 +1,6 @@
 """Recover runs and the damage the recover tests apply to examples/logdir: a torn transaction
 under its marker, an active segment cut under a marker, a base offset overflow."""
+
 from __future__ import annotations
 
 import shutil
@@ -15,13 +16,13 @@ from tests.helpers.paths import EXAMPLES
 
 def run(log_dir, tmp_path, **kw):
     groups = partition_dirs_for([log_dir])
-    (ld, parts), = groups.items()
+    ((ld, parts),) = groups.items()
     p = recover.plan(ld, parts, recover.RecoverOptions(now_ms=1795248200000, **kw))
     report = apply(p, FsOps(ld, Quarantine(tmp_path / "q", "recover")))
     return p, report
 
 
-OVERFLOW_BASE = 260584255782952        # 40 with byte 2 of its base offset flipped (xor 0xED)
+OVERFLOW_BASE = 260584255782952  # 40 with byte 2 of its base offset flipped (xor 0xED)
 
 
 def torn_txn(d: Path) -> str:
@@ -50,7 +51,11 @@ def overflow(d: Path) -> str:
     return "codec-none-0"
 
 
-CASES = {"torn-txn-under-marker": torn_txn, "active-cut-under-marker": cut_active, "offset-overflow": overflow}
+CASES = {
+    "torn-txn-under-marker": torn_txn,
+    "active-cut-under-marker": cut_active,
+    "offset-overflow": overflow,
+}
 
 
 def damaged(tmp_path: Path, case: str) -> tuple[Path, str]:

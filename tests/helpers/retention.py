@@ -1,5 +1,6 @@
 """Retention test helpers: the retain-* broker cases (copied with their mtimes, their params and
 server.properties) and synthetic log dirs of one-record batches at chosen timestamps."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ from tests.helpers.paths import BROKER as FIXTURES
 
 DAY = 86_400_000
 
-TIME_ENTRY = struct.Struct(">qi")      # a .timeindex slot: timestamp, relative offset
+TIME_ENTRY = struct.Struct(">qi")  # a .timeindex slot: timestamp, relative offset
 
 
 def copy_case(case: str, dest: Path) -> Path:
@@ -60,12 +61,14 @@ def server_properties(case: str) -> Path:
 def resolver(case: str, d: Path) -> ConfigResolver:
     """The broker's configs: its server.properties (log.retention.hours=-1) and the topic configs
     recorded in the log dir's own __cluster_metadata."""
-    return ConfigResolver(server_properties=read_properties(server_properties(case)),
-                          cluster_metadata=cluster_metadata_configs(d))
+    return ConfigResolver(
+        server_properties=read_properties(server_properties(case)),
+        cluster_metadata=cluster_metadata_configs(d),
+    )
 
 
 def plan_for(d: Path, now_ms: int, res: ConfigResolver | None = None):
-    (log_dir, parts), = partition_dirs_for([d]).items()
+    ((log_dir, parts),) = partition_dirs_for([d]).items()
     return retain.plan(log_dir, parts, retain.RetainOptions(now_ms=now_ms, resolver=res))
 
 
@@ -77,7 +80,9 @@ def run(d: Path, now_ms: int, res=None, quarantine: Path | None = None, fault_af
 def partition_files(d: Path) -> dict[str, bytes]:
     """Every file of every topic partition (the KRaft metadata log is the controller's)."""
     out = {}
-    for part in sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("__cluster_metadata")):
+    for part in sorted(
+        p for p in d.iterdir() if p.is_dir() and not p.name.startswith("__cluster_metadata")
+    ):
         for f in sorted(part.iterdir()):
             out[f"{part.name}/{f.name}"] = f.read_bytes()
     return out
@@ -87,7 +92,10 @@ def kept_offsets(d: Path) -> set:
     out = set()
     for log in d.glob("*/*.log"):
         if not log.parent.name.startswith("__"):
-            out |= {(log.parent.name, b.base_offset, b.last_offset) for b in iter_batches(log.read_bytes())}
+            out |= {
+                (log.parent.name, b.base_offset, b.last_offset)
+                for b in iter_batches(log.read_bytes())
+            }
     return out
 
 
@@ -96,8 +104,11 @@ def write_segment(d: Path, base: int, timestamps: list[int], interval: int = 100
     d.mkdir(parents=True, exist_ok=True)
     log, builder = bytearray(), IndexBuilder(base, interval)
     for i, ts in enumerate(timestamps):
-        batch = build_v2_batch([SimpleRecord(key=b"k", value=b"v" * 40, timestamp=ts)], base + i,
-                               partition_leader_epoch=0)
+        batch = build_v2_batch(
+            [SimpleRecord(key=b"k", value=b"v" * 40, timestamp=ts)],
+            base + i,
+            partition_leader_epoch=0,
+        )
         builder.on_batch(len(log), len(batch), base + i, ts)
         log += batch
     builder.finish()
@@ -107,8 +118,12 @@ def write_segment(d: Path, base: int, timestamps: list[int], interval: int = 100
     return base + len(timestamps)
 
 
-def make_log_dir(root: Path, partitions: dict[str, list[list[int]]], hw: dict | None = None,
-                 log_start: dict | None = None) -> Path:
+def make_log_dir(
+    root: Path,
+    partitions: dict[str, list[list[int]]],
+    hw: dict | None = None,
+    log_start: dict | None = None,
+) -> Path:
     """A log dir whose partitions have one segment per timestamp list; high watermarks default to
     the log end offset; a producer snapshot at every segment base but the first."""
     root.mkdir(parents=True, exist_ok=True)
@@ -122,10 +137,18 @@ def make_log_dir(root: Path, partitions: dict[str, list[list[int]]], hw: dict | 
         (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
         leo[name] = base
     hw = {**leo, **(hw or {})}
-    lines = [f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in hw.items() if o is not None]
-    (root / "replication-offset-checkpoint").write_text(f"0\n{len(lines)}\n" + "".join(x + "\n" for x in lines))
-    starts = [f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in (log_start or {}).items()]
-    (root / "log-start-offset-checkpoint").write_text(f"0\n{len(starts)}\n" + "".join(x + "\n" for x in starts))
+    lines = [
+        f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in hw.items() if o is not None
+    ]
+    (root / "replication-offset-checkpoint").write_text(
+        f"0\n{len(lines)}\n" + "".join(x + "\n" for x in lines)
+    )
+    starts = [
+        f"{n.rsplit('-', 1)[0]} {n.rsplit('-', 1)[1]} {o}" for n, o in (log_start or {}).items()
+    ]
+    (root / "log-start-offset-checkpoint").write_text(
+        f"0\n{len(starts)}\n" + "".join(x + "\n" for x in starts)
+    )
     (root / "recovery-point-offset-checkpoint").write_text("0\n0\n")
     return root
 
@@ -134,10 +157,12 @@ _EMPTY_SNAPSHOT = encode_producer_snapshot([])
 
 NOW = 1_800_000_000_000
 
-OLD, NEW = NOW - 30 * DAY, NOW - DAY       # with retention.ms = 7 days: expired, not expired
+OLD, NEW = NOW - 30 * DAY, NOW - DAY  # with retention.ms = 7 days: expired, not expired
 
 
 def res_with(**topic_configs) -> ConfigResolver:
     # every value that decides a deletion stated (no broker config here: retain refuses to guess)
-    return ConfigResolver(overrides={"cleanup.policy": "delete", "retention.ms": str(7 * DAY)},
-                          topic_overrides={t: c for t, c in topic_configs.items()})
+    return ConfigResolver(
+        overrides={"cleanup.policy": "delete", "retention.ms": str(7 * DAY)},
+        topic_overrides={t: c for t, c in topic_configs.items()},
+    )

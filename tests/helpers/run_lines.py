@@ -1,5 +1,6 @@
 """Reading the JSON Lines of the commands that change log dirs (render/change_report.py) as a test
 reads them: every line, the lines of a kind, one log dir's report with its partitions, the totals."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,9 @@ ENVELOPE = ("run_id", "time", "command", "kind")
 def lines(text: str) -> list[dict]:
     out = [json.loads(x) for x in text.splitlines() if x.strip()]
     assert out and all(list(o)[:4] == list(ENVELOPE) for o in out), text[:400]
-    assert len({o["run_id"] for o in out}) == 1 or text.count('"kind": "totals"') > 1, "one run id per run"
+    assert len({o["run_id"] for o in out}) == 1 or text.count('"kind": "totals"') > 1, (
+        "one run id per run"
+    )
     assert out[-1]["kind"] == "totals", "the totals line comes last"
     return out
 
@@ -33,9 +36,18 @@ def log_dir_report(text: str, index: int = 0) -> dict:
     all_lines = lines(text)
     log_dirs = [o for o in all_lines if o["kind"] == "log_dir"]
     report = dict(log_dirs[index])
-    parts = [{k: v for k, v in o.items() if k not in ENVELOPE and k not in ("log_dir", "dry_run", "quarantine")}
-             for o in all_lines if o["kind"] == "partition" and o["log_dir"] == report["log_dir"]]
-    report["partitions"] = parts if report["command"] == "compact" else {p["partition"]: p for p in parts}
+    parts = [
+        {
+            k: v
+            for k, v in o.items()
+            if k not in ENVELOPE and k not in ("log_dir", "dry_run", "quarantine")
+        }
+        for o in all_lines
+        if o["kind"] == "partition" and o["log_dir"] == report["log_dir"]
+    ]
+    report["partitions"] = (
+        parts if report["command"] == "compact" else {p["partition"]: p for p in parts}
+    )
     return report
 
 

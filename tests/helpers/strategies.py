@@ -1,5 +1,6 @@
 """Hypothesis strategies: v2 batches whose fields sit at the edges of the varint widths, chains of
 them damaged, and dump-log searches; shared by the scanner, fast path and search tests."""
+
 from __future__ import annotations
 
 import re
@@ -34,7 +35,7 @@ def _payload(n: int) -> bytes:
 headers = st.lists(
     st.builds(Header, SMALL_SIZES.map(lambda n: "h" * n), st.none() | SMALL_SIZES.map(_payload)),
     max_size=3,
-) | st.just([Header("k%d" % i, None if i % 2 else b"v") for i in range(64)])   # a 2-byte count
+) | st.just([Header("k%d" % i, None if i % 2 else b"v") for i in range(64)])  # a 2-byte count
 
 
 @st.composite
@@ -58,19 +59,30 @@ def v2_batches(draw, *, with_headers: bool = True, codecs=CODECS) -> bytes:
     producer = draw(st.sampled_from([None, 0, 2**31 - 3]))
     log_append = draw(st.booleans())
     return build_v2_batch(
-        recs, recs[0].offset, compression=draw(st.sampled_from(codecs)),
+        recs,
+        recs[0].offset,
+        compression=draw(st.sampled_from(codecs)),
         timestamp_type=TimestampType.LOG_APPEND_TIME if log_append else TimestampType.CREATE_TIME,
         log_append_time=base_ts + 5 if log_append else None,
-        producer_id=-1 if producer is None else 42, producer_epoch=-1 if producer is None else 3,
-        base_sequence=-1 if producer is None else producer, is_transactional=producer is not None)
+        producer_id=-1 if producer is None else 42,
+        producer_epoch=-1 if producer is None else 3,
+        base_sequence=-1 if producer is None else producer,
+        is_transactional=producer is not None,
+    )
 
 
 @st.composite
 def legacy_batches(draw, base_offset: int) -> bytes:
     """Legacy entries (v0 or v1, plain or a compressed wrapper) of 1 to 4 records."""
     magic = draw(st.sampled_from([0, 1]))
-    recs = [SimpleRecord(key=draw(st.none() | st.binary(max_size=8)), value=draw(st.none() | st.binary(max_size=80)),
-                         timestamp=1_700_000_000_000 + i) for i in range(draw(st.integers(1, 4)))]
+    recs = [
+        SimpleRecord(
+            key=draw(st.none() | st.binary(max_size=8)),
+            value=draw(st.none() | st.binary(max_size=80)),
+            timestamp=1_700_000_000_000 + i,
+        )
+        for i in range(draw(st.integers(1, 4)))
+    ]
     codec = draw(st.sampled_from([c for c in CODECS if c != Compression.ZSTD]))
     return build_legacy_batch(recs, base_offset, magic=magic, compression=codec)
 
@@ -84,14 +96,25 @@ def batch_chains(draw) -> bytes:
         if draw(st.integers(0, 3)) == 0:
             parts.append(draw(legacy_batches(off)))
         else:
-            recs = [SimpleRecord(key=b"k%d" % i, value=b"v" * draw(st.integers(0, 70)), timestamp=1000 + i)
-                    for i in range(draw(st.integers(0, 5)))]
+            recs = [
+                SimpleRecord(
+                    key=b"k%d" % i, value=b"v" * draw(st.integers(0, 70)), timestamp=1000 + i
+                )
+                for i in range(draw(st.integers(0, 5)))
+            ]
             parts.append(build_v2_batch(recs, off, compression=draw(st.sampled_from(CODECS))))
         off = max(0, off + draw(st.sampled_from([10, 10, 10, -30])))
     return b"".join(parts)
 
+
 # (offset within a batch, width) of the header fields a damaged chain gets wrong values in
-FIELDS = {"size": (8, 4), "magic": (16, 1), "crc": (17, 4), "last_offset_delta": (23, 4), "count": (57, 4)}
+FIELDS = {
+    "size": (8, 4),
+    "magic": (16, 1),
+    "crc": (17, 4),
+    "last_offset_delta": (23, 4),
+    "count": (57, 4),
+}
 
 VALUES = [-1, 0, 1, 13, 14, 48, 49, 2**31 - 1]
 
@@ -109,29 +132,51 @@ def damaged_chains(draw) -> bytes:
         b = draw(st.sampled_from(list(iter_batches(chain))))
         at, width = FIELDS[draw(st.sampled_from(sorted(FIELDS)))]
         value = draw(st.sampled_from(VALUES + [b.last_offset_delta - 1, b.last_offset_delta + 1]))
-        field = (value % 256).to_bytes(1, "big") if width == 1 else (value % 2**32).to_bytes(4, "big")
+        field = (
+            (value % 256).to_bytes(1, "big") if width == 1 else (value % 2**32).to_bytes(4, "big")
+        )
         buf[b.position + at : b.position + at + width] = field
         if b.magic == 2 and b.size >= RECORD_BATCH_OVERHEAD and at != 17 and draw(st.booleans()):
-            buf[b.position : b.position + b.size] = set_v2_crc(bytearray(buf[b.position : b.position + b.size]))
+            buf[b.position : b.position + b.size] = set_v2_crc(
+                bytearray(buf[b.position : b.position + b.size])
+            )
     elif how == "cut":
         buf = buf[: draw(st.integers(0, len(buf)))]
     return bytes(buf)
+
 
 # keys in the strategies are b"k" * n or null, values runs of "é" (c3 a9), odd ones ending in ff
 KEYS = st.none() | st.sampled_from([b"", b"k", b"kk", b"k" * 63, b"k" * 64, b"k" * 8192, b"zz"])
 
 PREFIXES = st.none() | st.sampled_from([b"", b"k", b"k" * 64, b"z"])
 
-KEY_REGEXES = st.none() | st.sampled_from([rb"", rb"^k{1,2}$", rb"k{64}", rb"^$", rb"x", rb"(?<=k)k", rb"\Ak"])
+KEY_REGEXES = st.none() | st.sampled_from(
+    [rb"", rb"^k{1,2}$", rb"k{64}", rb"^$", rb"x", rb"(?<=k)k", rb"\Ak"]
+)
 
-VALUE_REGEXES = st.none() | st.sampled_from([
-    rb"", rb"\xff", rb"\xff$", rb"^\xc3", rb"^$", rb"(\xc3\xa9){32}", rb"\xa9\xc3\xa9\xff", rb"nothing", rb"^(?!\xc3)"])
+VALUE_REGEXES = st.none() | st.sampled_from(
+    [
+        rb"",
+        rb"\xff",
+        rb"\xff$",
+        rb"^\xc3",
+        rb"^$",
+        rb"(\xc3\xa9){32}",
+        rb"\xa9\xc3\xa9\xff",
+        rb"nothing",
+        rb"^(?!\xc3)",
+    ]
+)
 
 
 @st.composite
 def searches(draw) -> Filters:
-    f = Filters(key=draw(KEYS), key_prefix=draw(PREFIXES), key_regex=draw(KEY_REGEXES.map(_compiled)),
-                value_regex=draw(VALUE_REGEXES.map(_compiled)))
+    f = Filters(
+        key=draw(KEYS),
+        key_prefix=draw(PREFIXES),
+        key_regex=draw(KEY_REGEXES.map(_compiled)),
+        value_regex=draw(VALUE_REGEXES.map(_compiled)),
+    )
     return f if f.search is not None else Filters(value_regex=re.compile(rb"\xa9"))
 
 

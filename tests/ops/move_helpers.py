@@ -1,6 +1,7 @@
 """Two log dirs of one broker for move-partition's tests: the example log dir (Kafka 3.3.1) as
 the source, shut down cleanly, and a second dir with a stale cleaner entry for the partition
 moved (KAFKA-8362: what a hand move leaves)."""
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,9 @@ def two_log_dirs(root: Path) -> tuple[Path, Path]:
     return src, dst
 
 
-def move(src: Path, dst: Path, quarantine: Path | None = None, fault_after: int | None = None, tp=TP) -> dict:
+def move(
+    src: Path, dst: Path, quarantine: Path | None = None, fault_after: int | None = None, tp=TP
+) -> dict:
     plan = ops.plan(src, dst, tp, future_id="f" * 32)
     keeper = Quarantine(quarantine, "move-partition", other_log_dirs=(src,))
     return ops.apply(plan, FsOps(dst, keeper, fault_after=fault_after))

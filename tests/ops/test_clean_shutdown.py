@@ -1,6 +1,7 @@
 """.kafka_cleanshutdown after a change (ops.clean_shutdown): kept byte for byte where a broker
 that skips recovery loads every changed partition as a recovery would, removed into the
 quarantine (restorable) otherwise, with the reason in the report."""
+
 import shutil
 import struct
 
@@ -58,17 +59,38 @@ def test_an_empty_active_time_index_removes_the_marker_and_restore_puts_it_back(
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").rename(d / ".kafka_cleanshutdown.kafkalog-tmp")
     seg(d, "multi-segment-0", 300, ".timeindex").write_bytes(b"")
-    r = run("recover", "--topic", "codec-none", "--quarantine", tmp_path / "q", "--format", "json", "--now", NOW, d)
+    r = run(
+        "recover",
+        "--topic",
+        "codec-none",
+        "--quarantine",
+        tmp_path / "q",
+        "--format",
+        "json",
+        "--now",
+        NOW,
+        d,
+    )
     assert r.exit_code == 0, r.output
     report = log_dir_report(r.stdout)
     assert not (d / ".kafka_cleanshutdown").exists()
-    why = ("removed .kafka_cleanshutdown, with which the broker skips recovery and would load the log dir otherwise "
-           "than kafkalog left it (multi-segment-0: segment 300: the time index's last entry (none) is below the "
-           "segment's largest timestamp 1700000599000: a load that skips recovery takes the smaller one); without "
-           "it the broker recovers the log dir on its next start")
+    why = (
+        "removed .kafka_cleanshutdown, with which the broker skips recovery and would load the log dir otherwise "
+        "than kafkalog left it (multi-segment-0: segment 300: the time index's last entry (none) is below the "
+        "segment's largest timestamp 1700000599000: a load that skips recovery takes the smaller one); without "
+        "it the broker recovers the log dir on its next start"
+    )
     assert f"kafkalog: note: {why}" in r.stderr
-    assert report["findings"][-1] == {"partition": "logdir", "message": why, "path": str(d / ".kafka_cleanshutdown")}
-    assert report["changed"][-1] == {"action": "delete", "path": str(d / ".kafka_cleanshutdown"), "reason": why}
+    assert report["findings"][-1] == {
+        "partition": "logdir",
+        "message": why,
+        "path": str(d / ".kafka_cleanshutdown"),
+    }
+    assert report["changed"][-1] == {
+        "action": "delete",
+        "path": str(d / ".kafka_cleanshutdown"),
+        "reason": why,
+    }
     assert not (d / ".kafka_cleanshutdown.kafkalog-tmp").exists()
     folder = report["quarantine"]
     r = run("quarantine", "restore", folder)
@@ -92,9 +114,12 @@ def test_no_producer_snapshot_under_the_marker_is_an_empty_producer_state(tmp_pa
     for f in (d / "idempotent-lz4-0").glob("*.snapshot"):
         f.unlink()
     verdict = judge(d, {"idempotent-lz4-0": {"00000000000000000000.timeindex"}})
-    assert verdict.problems == {"idempotent-lz4-0": (
-        "no producer snapshot, and the batch at offset 0 has producer id 0: a load that skips recovery starts with "
-        "an empty producer state, a recovery rebuilds it")}
+    assert verdict.problems == {
+        "idempotent-lz4-0": (
+            "no producer snapshot, and the batch at offset 0 has producer id 0: a load that skips recovery starts with "
+            "an empty producer state, a recovery rebuilds it"
+        )
+    }
     assert judge(d, {"codec-none-0": WHOLE}).keep
 
 
@@ -104,7 +129,8 @@ def test_an_offset_index_entry_past_the_log_ends_a_skipped_load_at_the_base_offs
     verdict = judge(d, {"multi-segment-0": {"00000000000000000300.index"}})
     assert verdict.problems["multi-segment-0"] == (
         "segment 300: a load that skips recovery ends the log at 300 (from the offset index's last entry), "
-        "a recovery at 600")
+        "a recovery at 600"
+    )
 
 
 def test_batches_of_an_epoch_the_checkpoint_lacks(tmp_path):
@@ -114,7 +140,8 @@ def test_batches_of_an_epoch_the_checkpoint_lacks(tmp_path):
     verdict = judge(d, {"codec-none-0": {"00000000000000000000.log"}})
     assert verdict.problems["codec-none-0"] == (
         "segment 0: batches of leader epoch 0, beyond leader-epoch-checkpoint's latest (-1): a recovery adds it, "
-        "a load that skips recovery does not")
+        "a load that skips recovery does not"
+    )
 
 
 def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
@@ -123,45 +150,80 @@ def test_changed_partitions_through_a_symlinked_log_dir(tmp_path):
     d = logdir(tmp_path)
     link = tmp_path / "link"
     link.symlink_to(d)
-    got = changed_partitions(link, [d / "multi-segment-0" / "00000000000000000300.timeindex",
-                                    link / "codec-none-0", d / "recovery-point-offset-checkpoint", None])
+    got = changed_partitions(
+        link,
+        [
+            d / "multi-segment-0" / "00000000000000000300.timeindex",
+            link / "codec-none-0",
+            d / "recovery-point-offset-checkpoint",
+            None,
+        ],
+    )
     assert got == {"multi-segment-0": {"00000000000000000300.timeindex"}, "codec-none-0": WHOLE}
 
 
-@pytest.mark.slow     # kills a run
-def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers_and_the_next_run_settles_it(tmp_path):
+@pytest.mark.slow  # kills a run
+def test_a_run_killed_with_the_marker_set_aside_leaves_a_dir_the_broker_recovers_and_the_next_run_settles_it(
+    tmp_path,
+):
     # the marker is renamed aside before the first change: a kill at any instant after it leaves a
     # log dir without the marker (the broker recovers it in full); the next run puts it back
     import os
     import subprocess
     import sys
-    for step in range(1, 6):          # the first step after which the marker is aside (the quarantine's come first)
+
+    for step in range(
+        1, 6
+    ):  # the first step after which the marker is aside (the quarantine's come first)
         shutil.rmtree(tmp_path / "logdir", ignore_errors=True)
         d = logdir(tmp_path)
         log = seg(d, "codec-none-0", 0, ".log")
         whole = log.read_bytes()
         log.write_bytes(whole + whole[:40])
         env = {**os.environ, "KAFKALOG_FAULT_AFTER": str(step)}
-        killed = subprocess.run([sys.executable, "-m", "kafkalog_cli", "recover", "--all", "--quarantine",
-                                 str(tmp_path / "q"), "--now", str(NOW), str(d)], env=env, capture_output=True, text=True)
+        killed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kafkalog_cli",
+                "recover",
+                "--all",
+                "--quarantine",
+                str(tmp_path / "q"),
+                "--now",
+                str(NOW),
+                str(d),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         assert killed.returncode == 137, killed.stderr
         if not (d / ".kafka_cleanshutdown").exists():
             break
     assert (d / ".kafka_cleanshutdown.kafkalog-tmp").read_bytes() == MARKER_37
-    assert log.read_bytes() == whole + whole[:40]          # the kill came before any change to the log
+    assert log.read_bytes() == whole + whole[:40]  # the kill came before any change to the log
     dry = run("recover", "--all", "--dry-run", "--now", NOW, d)
-    assert ".kafka_cleanshutdown.kafkalog-tmp: the clean-shutdown marker, set aside by a kafkalog run that was killed" \
+    assert (
+        ".kafka_cleanshutdown.kafkalog-tmp: the clean-shutdown marker, set aside by a kafkalog run that was killed"
         in dry.output
+    )
     doctor = run("doctor", d)
-    assert doctor.exit_code != 8 and "the clean-shutdown marker, set aside by a kafkalog run that was killed" \
-        in doctor.output and f"kafkalog recover {d}" in doctor.output
+    assert (
+        doctor.exit_code != 8
+        and "the clean-shutdown marker, set aside by a kafkalog run that was killed"
+        in doctor.output
+        and f"kafkalog recover {d}" in doctor.output
+    )
     r = run("recover", "--all", "--quarantine", tmp_path / "q", "--now", NOW, d)
     assert r.exit_code == 0, r.output
     assert log.read_bytes() == whole
     assert (d / ".kafka_cleanshutdown").read_bytes() == MARKER_37
     assert not (d / ".kafka_cleanshutdown.kafkalog-tmp").exists()
-    assert ("put back .kafka_cleanshutdown, set aside by a kafkalog run that was killed: every partition loads "
-            "without recovery as a recovery loads it") in r.stdout
+    assert (
+        "put back .kafka_cleanshutdown, set aside by a kafkalog run that was killed: every partition loads "
+        "without recovery as a recovery loads it"
+    ) in r.stdout
 
 
 def test_a_run_without_changes_leaves_the_marker_untouched(tmp_path):

@@ -1,4 +1,5 @@
 """Compaction's documented guarantees, on generated logs (hypothesis)."""
+
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
@@ -15,7 +16,9 @@ from tests.helpers.compaction import replicated_to_the_end
 NOW = 1_800_000_000_000
 RETENTION = 86_400_000
 
-record = st.tuples(st.one_of(st.none(), st.integers(0, 12)), st.one_of(st.none(), st.binary(max_size=8)))
+record = st.tuples(
+    st.one_of(st.none(), st.integers(0, 12)), st.one_of(st.none(), st.binary(max_size=8))
+)
 batch = st.lists(record, min_size=1, max_size=6)
 codec = st.sampled_from([Compression.NONE, Compression.GZIP, Compression.LZ4])
 
@@ -28,11 +31,13 @@ def _write_log(part, batches, codec, per_segment):
         if i % per_segment == 0:
             current = []
             segs.append((offset, current))
-        srs = [SimpleRecord(None if k is None else b"k%d" % k, v, 1_700_000_000_000 + offset + j)
-               for j, (k, v) in enumerate(recs)]
+        srs = [
+            SimpleRecord(None if k is None else b"k%d" % k, v, 1_700_000_000_000 + offset + j)
+            for j, (k, v) in enumerate(recs)
+        ]
         current.append(build_v2_batch(srs, offset, compression=codec))
         offset += len(recs)
-    segs.append((offset, []))     # the active segment
+    segs.append((offset, []))  # the active segment
     for base, data in segs:
         (part / f"{base:020d}.log").write_bytes(b"".join(data))
     return offset
@@ -46,7 +51,9 @@ def _read(part):
     return out
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(batch, min_size=1, max_size=30), codec, st.integers(1, 4))
 def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
     part = tmp_path_factory.mktemp("g") / "t-0"
@@ -55,8 +62,13 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
     active = sorted(part.glob("*.log"))[-1]
     active_bytes = active.read_bytes()
     replicated_to_the_end(part)
-    resolver = ConfigResolver(overrides={"cleanup.policy": "compact", "delete.retention.ms": str(RETENTION),
-                                         "min.compaction.lag.ms": "0"})
+    resolver = ConfigResolver(
+        overrides={
+            "cleanup.policy": "compact",
+            "delete.retention.ms": str(RETENTION),
+            "min.compaction.lag.ms": "0",
+        }
+    )
     opts = compact.CompactOptions(now_ms=NOW, force=True, resolver=resolver, jobs=1)
     cp = compact.plan(part.parent, [part], opts)
     compact.apply(cp, FsOps(part.parent, Quarantine(None, "compact")), opts)
@@ -75,13 +87,16 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
     for r in after:
         if r.key is not None:
             seen[r.key] = r.value
-    assert seen == final       # tombstones too: the first pass keeps them (horizon = now + retention)
+    assert seen == final  # tombstones too: the first pass keeps them (horizon = now + retention)
     # the head after the dirty section is untouched
     assert active.read_bytes() == active_bytes
     # tombstones survive at least delete.retention.ms: every kept batch with one carries the horizon
     for log in sorted(part.glob("*.log")):
         for b in iter_batches(log.read_bytes()):
-            if any(r.value is None for r in b.records()) and b.base_offset < cp.decisions[0].log.first_uncleanable:
+            if (
+                any(r.value is None for r in b.records())
+                and b.base_offset < cp.decisions[0].log.first_uncleanable
+            ):
                 assert b.delete_horizon_ms is not None and b.delete_horizon_ms >= NOW + RETENTION
 
 
@@ -89,14 +104,19 @@ def test_compaction_guarantees(tmp_path_factory, batches, codec, per_segment):
 from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into  # noqa: E402
 from kafkalog_cli.formats.v2_region import records_region  # noqa: E402
 
-sized = st.tuples(st.one_of(st.none(), st.binary(max_size=20)),
-                  st.one_of(st.none(), st.integers(0, 40), st.integers(60, 200), st.integers(8180, 9000)))
+sized = st.tuples(
+    st.one_of(st.none(), st.binary(max_size=20)),
+    st.one_of(st.none(), st.integers(0, 40), st.integers(60, 200), st.integers(8180, 9000)),
+)
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(sized, min_size=1, max_size=12), st.integers(0, 12), st.integers(0, 1000))
 def test_scan_keys_into_matches_scan_keys(spec, skip, base):
-    srs = [SimpleRecord(k, None if n is None else b"v" * n, 1_700_000_000_000 + i) for i, (k, n) in enumerate(spec)]
+    srs = [
+        SimpleRecord(k, None if n is None else b"v" * n, 1_700_000_000_000 + i)
+        for i, (k, n) in enumerate(spec)
+    ]
     b = next(iter_batches(build_v2_batch(srs, base)))
     keys, offs = [], []
     data, s, e = records_region(b)

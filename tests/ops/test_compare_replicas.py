@@ -1,6 +1,7 @@
 """compare-replicas: the fetcher's truncation by leader epochs (Kafka 3.3.1), checked against
 hand-worked cases and, as a property, against the ground truth of generated replica histories;
 the record-by-record fallback; the records listed beyond the divergence point."""
+
 from __future__ import annotations
 
 import pytest
@@ -17,18 +18,30 @@ from tests.helpers.replicas import run, unclean_election, write_replica
 
 def bare(epochs, leo, hw=None, lso=0) -> cr.Replica:
     """A Replica with only what the truncation reads."""
-    return cr.Replica("r", None, None, lso, leo, hw, [EpochEntry(e, o) for e, o in epochs], cr.EpochSource.CHECKPOINT)
+    return cr.Replica(
+        "r",
+        None,
+        None,
+        lso,
+        leo,
+        hw,
+        [EpochEntry(e, o) for e, o in epochs],
+        cr.EpochSource.CHECKPOINT,
+    )
 
 
 # ------------------------------------------------------------------ LeaderEpochFileCache.endOffsetFor
-@pytest.mark.parametrize("requested, want", [
-    (-1, (-1, -1)),          # UNDEFINED_EPOCH
-    (4, (4, 100)),           # the latest epoch: the log end offset
-    (2, (2, 50)),            # a known epoch: the next epoch's start
-    (3, (2, 50)),            # unknown, between two: the floor's epoch, the next one's start
-    (0, (0, 10)),            # below every epoch: the requested one, the first start
-    (5, (-1, -1)),           # above every epoch
-])
+@pytest.mark.parametrize(
+    "requested, want",
+    [
+        (-1, (-1, -1)),  # UNDEFINED_EPOCH
+        (4, (4, 100)),  # the latest epoch: the log end offset
+        (2, (2, 50)),  # a known epoch: the next epoch's start
+        (3, (2, 50)),  # unknown, between two: the floor's epoch, the next one's start
+        (0, (0, 10)),  # below every epoch: the requested one, the first start
+        (5, (-1, -1)),  # above every epoch
+    ],
+)
 def test_end_offset_for_as_kafkas_cache(requested, want):
     epochs = [EpochEntry(1, 10), EpochEntry(2, 30), EpochEntry(4, 50)]
     assert cr.end_offset_for(epochs, requested, 100) == want
@@ -43,15 +56,19 @@ def test_unclean_election_truncates_the_old_leader_to_the_new_leaders_epoch_star
     old, new = bare([(0, 0), (1, 100)], 150, hw=120), bare([(0, 0), (2, 80)], 120)
     to, steps = cr.follower_truncation(new, old)
     assert to == 80
-    assert [(s.requested_epoch, s.leader_epoch, s.leader_end_offset, s.truncate_to) for s in steps] == [(1, 0, 80, 80)]
+    assert [
+        (s.requested_epoch, s.leader_epoch, s.leader_end_offset, s.truncate_to) for s in steps
+    ] == [(1, 0, 80, 80)]
 
 
 def test_several_rounds_when_the_follower_does_not_know_the_leaders_epoch():
     follower = bare([(0, 0), (1, 50), (3, 70)], 80)
     leader = bare([(0, 0), (2, 60), (4, 90)], 100)
     to, steps = cr.follower_truncation(leader, follower)
-    assert [(s.requested_epoch, s.leader_epoch, s.leader_end_offset, s.truncate_to, s.done) for s in steps] == [
-        (3, 2, 90, 70, False), (1, 0, 60, 50, True)]
+    assert [
+        (s.requested_epoch, s.leader_epoch, s.leader_end_offset, s.truncate_to, s.done)
+        for s in steps
+    ] == [(3, 2, 90, 70, False), (1, 0, 60, 50, True)]
     assert to == 50
 
 
@@ -79,7 +96,9 @@ def histories(draw):
     last = epochs[-1]
     pool = list(range(last + 1, last + 30))
     mine = set(draw(st.lists(st.sampled_from(pool), max_size=4, unique=True)))
-    theirs = set(draw(st.lists(st.sampled_from([p for p in pool if p not in mine]), max_size=4, unique=True)))
+    theirs = set(
+        draw(st.lists(st.sampled_from([p for p in pool if p not in mine]), max_size=4, unique=True))
+    )
 
     def suffix(own: set, continues: bool) -> list[int]:
         out = [last] * draw(st.integers(1, 3)) if continues else []
@@ -105,7 +124,9 @@ def test_truncation_finds_where_the_histories_part(h):
     common, sa, sb = h
     a, b = common + sa, common + sb
     ra, rb = bare(epochs_of(a), len(a)), bare(epochs_of(b), len(b))
-    leader, follower = (ra, rb) if (ra.latest_epoch, len(a)) >= (rb.latest_epoch, len(b)) else (rb, ra)
+    leader, follower = (
+        (ra, rb) if (ra.latest_epoch, len(a)) >= (rb.latest_epoch, len(b)) else (rb, ra)
+    )
     lo, fo = (a, b) if leader is ra else (b, a)
     to, _ = cr.follower_truncation(leader, follower)
     # ground truth: the longest common prefix of the two offset -> epoch sequences; epochs are
@@ -124,19 +145,28 @@ def test_records_fallback_finds_the_same_point_as_the_epochs(tmp_path_factory, h
 
     def batches(suffix, who):
         out = [{"epoch": e, "keys": [f"k{i}"]} for i, e in enumerate(common)]
-        return out + [{"epoch": e, "keys": [f"k{len(common) + i}"], "value": f"{who}{e}"} for i, e in enumerate(suffix)]
+        return out + [
+            {"epoch": e, "keys": [f"k{len(common) + i}"], "value": f"{who}{e}"}
+            for i, e in enumerate(suffix)
+        ]
 
     pa = write_replica(tmp / "a", 1, batches(sa, "a"))
     pb = write_replica(tmp / "b", 2, batches(sb, "b"))
     by_epochs = cr.compare([cr.open_replica(pa), cr.open_replica(pb)])
     for p in (pa, pb):
         (p / "leader-epoch-checkpoint").unlink()
-    na = write_replica(tmp / "na", 1, [{**x, "epoch": -1} for x in batches(sa, "a")], checkpoint=False)
-    nb = write_replica(tmp / "nb", 2, [{**x, "epoch": -1} for x in batches(sb, "b")], checkpoint=False)
+    na = write_replica(
+        tmp / "na", 1, [{**x, "epoch": -1} for x in batches(sa, "a")], checkpoint=False
+    )
+    nb = write_replica(
+        tmp / "nb", 2, [{**x, "epoch": -1} for x in batches(sb, "b")], checkpoint=False
+    )
     by_records = cr.compare([cr.open_replica(na), cr.open_replica(nb)])
     assert by_records.method is cr.Method.RECORDS
     assert by_epochs.agree == by_records.agree
-    assert [f.divergence_offset for f in by_epochs.followers] == [f.divergence_offset for f in by_records.followers]
+    assert [f.divergence_offset for f in by_epochs.followers] == [
+        f.divergence_offset for f in by_records.followers
+    ]
 
 
 # ------------------------------------------------------------------ on disk
@@ -145,8 +175,13 @@ def test_unclean_election_replicas_on_disk(tmp_path):
     c = cr.compare([cr.open_replica(a), cr.open_replica(b)])
     assert c.leader.label == "broker 2" and not c.agree and c.method is cr.Method.LEADER_EPOCH
     (f,) = c.followers
-    assert (f.follower.label, f.divergence_offset, f.truncate_to, f.truncated_count) == ("broker 1", 80, 80, 70)
-    assert f.below_high_watermark == 40          # offsets 80..119 were below broker 1's high watermark
+    assert (f.follower.label, f.divergence_offset, f.truncate_to, f.truncated_count) == (
+        "broker 1",
+        80,
+        80,
+        70,
+    )
+    assert f.below_high_watermark == 40  # offsets 80..119 were below broker 1's high watermark
     assert [x.offset for x in f.truncated][:3] == [80, 81, 82] and f.truncated[0].key == b"k80"
     assert (c.leader_records_from, c.leader_records_count) == (80, 40)
     assert c.leader_records[0].key == b"new80" and c.leader_records[0].partition_leader_epoch == 2
@@ -168,15 +203,26 @@ def test_leader_can_be_chosen_and_limit_lists_fewer(tmp_path):
 
 def test_transactional_state_of_the_records_beyond(tmp_path):
     common = run(5, 0)
-    tail = [{"epoch": 1, "keys": ["t1"], "pid": 7, "txn": True}, {"epoch": 1, "marker": "COMMIT", "pid": 7},
-            {"epoch": 1, "keys": ["t2"], "pid": 8, "txn": True}, {"epoch": 1, "marker": "ABORT", "pid": 8},
-            {"epoch": 1, "keys": ["t3"], "pid": 9, "txn": True}, {"epoch": 1, "keys": ["plain"], "pid": 10}]
+    tail = [
+        {"epoch": 1, "keys": ["t1"], "pid": 7, "txn": True},
+        {"epoch": 1, "marker": "COMMIT", "pid": 7},
+        {"epoch": 1, "keys": ["t2"], "pid": 8, "txn": True},
+        {"epoch": 1, "marker": "ABORT", "pid": 8},
+        {"epoch": 1, "keys": ["t3"], "pid": 9, "txn": True},
+        {"epoch": 1, "keys": ["plain"], "pid": 10},
+    ]
     a = write_replica(tmp_path / "b1", 1, common + tail)
     b = write_replica(tmp_path / "b2", 2, common + run(2, 2, "x", 5))
     (f,) = cr.compare([cr.open_replica(a), cr.open_replica(b)]).followers
     got = [(x.offset, x.transaction.value, x.control, x.producer_id) for x in f.truncated]
-    assert got == [(5, "committed", None, 7), (6, "marker", "COMMIT", 7), (7, "aborted", None, 8),
-                   (8, "marker", "ABORT", 8), (9, "open", None, 9), (10, "none", None, 10)]
+    assert got == [
+        (5, "committed", None, 7),
+        (6, "marker", "COMMIT", 7),
+        (7, "aborted", None, 8),
+        (8, "marker", "ABORT", 8),
+        (9, "open", None, 9),
+        (10, "none", None, 10),
+    ]
 
 
 def test_copies_that_agree(tmp_path):

@@ -25,10 +25,12 @@ def test_synonym_precedence():
 def test_most_specific_wins(tmp_path):
     p = tmp_path / "server.properties"
     p.write_text("# c\nlog.segment.bytes=100\nlog.index.interval.bytes = 7\n")
-    r = ConfigResolver(server_properties=read_properties(p),
-                       cluster_metadata={"a": {"segment.bytes": "200"}},
-                       overrides={"index.interval.bytes": "9"},
-                       topic_overrides={"a": {"index.interval.bytes": "11"}})
+    r = ConfigResolver(
+        server_properties=read_properties(p),
+        cluster_metadata={"a": {"segment.bytes": "200"}},
+        overrides={"index.interval.bytes": "9"},
+        topic_overrides={"a": {"index.interval.bytes": "11"}},
+    )
     a, b = r.for_topic("a"), r.for_topic("b")
     assert (a.segment_bytes, a.index_interval_bytes) == (200, 11)
     assert (b.segment_bytes, b.index_interval_bytes) == (100, 9)
@@ -51,9 +53,13 @@ def test_command_line_configs_are_kafka_names_with_valid_values():
     from kafkalog_cli.config import parse_key_values, parse_topic_key_values
     from kafkalog_cli.errors import ExitCode, UsageError
 
-    assert parse_key_values(["retention.ms=1000", "min.insync.replicas=2"], "--config") == \
-        {"retention.ms": "1000", "min.insync.replicas": "2"}    # a Kafka config kafkalog ignores
-    assert parse_topic_key_values(["t:cleanup.policy=compact,delete"]) == {"t": {"cleanup.policy": "compact,delete"}}
+    assert parse_key_values(["retention.ms=1000", "min.insync.replicas=2"], "--config") == {
+        "retention.ms": "1000",
+        "min.insync.replicas": "2",
+    }  # a Kafka config kafkalog ignores
+    assert parse_topic_key_values(["t:cleanup.policy=compact,delete"]) == {
+        "t": {"cleanup.policy": "compact,delete"}
+    }
     cases = {
         "retenton.ms=1000": "--config: 'retenton.ms' is not a Kafka topic config (did you mean retention.ms?)",
         "retention.ms=abc": "invalid value 'abc' for config retention.ms",

@@ -1,5 +1,6 @@
 """ops.describe against what the files state: the root checkpoints as their text says, and the
 batches as a full walk of every .log finds them (the describe path reads only tails and headers)."""
+
 from __future__ import annotations
 
 import os
@@ -33,10 +34,14 @@ def walk(part_dir: Path) -> list:
     return out
 
 
-def describe_all(paths, resolver=None) -> tuple[list[PartitionDescription], list[LogDirDescription]]:
+def describe_all(
+    paths, resolver=None
+) -> tuple[list[PartitionDescription], list[LogDirDescription]]:
     items = list(ops.describe(ops.select(paths), (lambda _: resolver) if resolver else None))
-    return ([i for i in items if isinstance(i, PartitionDescription)],
-            [i for i in items if isinstance(i, LogDirDescription)])
+    return (
+        [i for i in items if isinstance(i, PartitionDescription)],
+        [i for i in items if isinstance(i, LogDirDescription)],
+    )
 
 
 def test_every_fact_of_the_example_log_dir_is_what_the_files_state():
@@ -59,12 +64,14 @@ def test_every_fact_of_the_example_log_dir_is_what_the_files_state():
         assert d.first_timestamp == batches[0].max_timestamp
         top = max(b.max_timestamp for b in batches)
         assert d.max_timestamp == top
-        assert d.max_timestamp_offset == next(b.last_offset for b in batches if b.max_timestamp == top)
+        assert d.max_timestamp_offset == next(
+            b.last_offset for b in batches if b.max_timestamp == top
+        )
         assert set(d.codecs) <= {compression_from_id(b.compression_id).kafka_name for b in batches}
         assert d.codecs
         assert d.problems == []
     by_name = {d.name: d for d in parts}
-    assert by_name["txn-0"].codecs == ["gzip", "none"]         # the markers are uncompressed
+    assert by_name["txn-0"].codecs == ["gzip", "none"]  # the markers are uncompressed
     assert by_name["multi-segment-0"].segments == 2
     assert by_name["compacted-0"].checkpoints.cleaner_offset == 36
     # producers: the latest snapshot's entries (a clean shutdown: nothing replayed after it)
@@ -74,7 +81,8 @@ def test_every_fact_of_the_example_log_dir_is_what_the_files_state():
         assert d.producers.snapshot == snap.name
         assert d.producers.replayed_from == d.log_end_offset
         assert sorted(d.producers.state.entries) == sorted(
-            e.producer_id for e in parse_producer_snapshot(snap.read_bytes()).entries)
+            e.producer_id for e in parse_producer_snapshot(snap.read_bytes()).entries
+        )
         assert d.producers.open_transactions == []
     (ld,) = dirs
     assert ld.partitions == len(parts) and ld.size_bytes == sum(d.size_bytes for d in parts)
@@ -104,14 +112,17 @@ def test_an_open_transaction_recorded_in_the_snapshot_at_the_log_end(tmp_path):
     _txn_partition(tmp_path, snapshot=encode_producer_snapshot([entry]))
     (d,), _ = describe_all([tmp_path])
     assert d.producers.snapshot == "00000000000000000005.snapshot"
-    assert d.producers.replayed_from == 5                   # nothing replayed: the snapshot is at the LEO
+    assert d.producers.replayed_from == 5  # nothing replayed: the snapshot is at the LEO
     assert d.producers.open_transactions == [(0, 9)]
 
 
 def test_a_damaged_snapshot_is_a_problem_and_the_log_is_replayed_instead(tmp_path):
     _txn_partition(tmp_path, snapshot=b"\x00\x01garbage!")
     (d,), _ = describe_all([tmp_path])
-    assert any("00000000000000000005.snapshot" in p and "producer snapshot ignored" in p for p in d.problems)
+    assert any(
+        "00000000000000000005.snapshot" in p and "producer snapshot ignored" in p
+        for p in d.problems
+    )
     assert d.producers.open_transactions == [(0, 7)]
 
 
@@ -120,12 +131,23 @@ def test_unknown_configs_have_no_value_and_stated_ones_their_source():
     j = d.to_dict()["configs"]
     assert j["retention.ms"]["value"] is None and j["retention.ms"]["known"] is False
     assert "unknown" in j["retention.ms"]["origin"]
-    resolver = ConfigResolver(cluster_metadata={"codec-gzip": {}}, server_properties={"log.retention.hours": "1"},
-                              overrides={"retention.bytes": "1000"})
+    resolver = ConfigResolver(
+        cluster_metadata={"codec-gzip": {}},
+        server_properties={"log.retention.hours": "1"},
+        overrides={"retention.bytes": "1000"},
+    )
     (d,), _ = describe_all([EXAMPLES / "codec-gzip-0"], resolver)
     j = d.to_dict()["configs"]
-    assert j["retention.ms"]["value"] == 3_600_000 and j["retention.ms"]["source"] == "STATIC_BROKER_CONFIG"
-    assert j["retention.bytes"] == {**j["retention.bytes"], "value": 1000, "source": "CONFIG_OPTION", "known": True}
+    assert (
+        j["retention.ms"]["value"] == 3_600_000
+        and j["retention.ms"]["source"] == "STATIC_BROKER_CONFIG"
+    )
+    assert j["retention.bytes"] == {
+        **j["retention.bytes"],
+        "value": 1000,
+        "source": "CONFIG_OPTION",
+        "known": True,
+    }
     assert j["cleanup.policy"]["value"] == "delete" and j["cleanup.policy"]["known"] is True
 
 
@@ -137,7 +159,9 @@ def test_the_dirty_ratio_is_the_cleaners(tmp_path, case):
     resolver = resolver_for(case)
     names = sorted(p["partitions"])
     now = max(part.get("now_ms", p.get("now_ms", 0)) for part in p["partitions"].values())
-    plan = compact.plan(log_dir, [log_dir / n for n in names], compact.CompactOptions(now_ms=now, resolver=resolver))
+    plan = compact.plan(
+        log_dir, [log_dir / n for n in names], compact.CompactOptions(now_ms=now, resolver=resolver)
+    )
     expected = {dec.log.name: dec.log.ratio for dec in plan.decisions}
     parts, _ = describe_all([log_dir / n for n in names], resolver)
     assert {d.name: d.dirty_ratio for d in parts} == pytest.approx(expected)
@@ -171,7 +195,9 @@ def test_quarantine_usage_of_the_log_dir(tmp_path, runner):
     assert ld.to_dict()["quarantine"]["root"] == str(tmp_path / ".kafkalog-quarantine" / "logdir")
 
 
-def test_a_log_dir_of_many_partitions_in_worker_processes_gives_the_same_answers(tmp_path, monkeypatch):
+def test_a_log_dir_of_many_partitions_in_worker_processes_gives_the_same_answers(
+    tmp_path, monkeypatch
+):
     log_dir = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, log_dir)
     monkeypatch.setattr(ops, "PARALLEL_MIN_PARTITIONS", 2)

@@ -2,6 +2,7 @@
 passwd entry, `--user` as a uid or a name this host knows (else a warning that access was not
 checked), meta.properties' values with Kafka's types and ranges, a cluster.id mismatch judged
 from the metadata log's topic ids, and bit rot in closed segments the broker serves as it is."""
+
 from __future__ import annotations
 
 import os
@@ -66,33 +67,46 @@ def test_user_this_host_does_not_know_is_not_an_all_clear(tmp_path):
     assert f["severity"] == "warning" and "could not be checked" in f["problem"]
     assert "kafkalog-no-such-user" in f["problem"]
     text = doctor(d, "--user", "kafkalog-no-such-user")
-    assert text.exit_code == 1 and "doctor: a broker starts" not in text.stdout and "not known" in text.stdout
+    assert (
+        text.exit_code == 1
+        and "doctor: a broker starts" not in text.stdout
+        and "not known" in text.stdout
+    )
 
 
 # ------------------------------------------------------------------ meta.properties with Kafka's types
-@pytest.mark.parametrize("value, says", [
-    ("2147483648", "Failed to parse node.id property as an int"),
-    ("99999999999999999999", "Failed to parse node.id property as an int"),
-    ("1 ", "Failed to parse node.id property as an int"),      # Properties.load keeps trailing blanks
-    ("-1", "negative"),
-])
+@pytest.mark.parametrize(
+    "value, says",
+    [
+        ("2147483648", "Failed to parse node.id property as an int"),
+        ("99999999999999999999", "Failed to parse node.id property as an int"),
+        (
+            "1 ",
+            "Failed to parse node.id property as an int",
+        ),  # Properties.load keeps trailing blanks
+        ("-1", "negative"),
+    ],
+)
 def test_node_id_outside_a_java_int_or_negative_stops_the_broker(tmp_path, value, says):
     d = copy(tmp_path)
     write_props(d, {**props(d), "node.id": value})
     r = doctor(d, "--format", "json")
     assert r.exit_code == 8, r.output
     assert any(says in f["problem"] for f in findings(r, "meta.properties")), r.output
-    assert not findings(r, "assignment"), r.output     # no node to judge assignments by: no notes
+    assert not findings(r, "assignment"), r.output  # no node to judge assignments by: no notes
 
 
 def test_a_meta_properties_properties_load_refuses_stops_the_broker(tmp_path):
     d = copy(tmp_path)
     with open(d / "meta.properties", "a") as f:
-        f.write("=\\u12\n")          # Properties.load: "Malformed \\uxxxx encoding."
+        f.write("=\\u12\n")  # Properties.load: "Malformed \\uxxxx encoding."
     r = doctor(d, "--format", "json")
     assert r.exit_code == 8, r.output
     (f,) = findings(r, "meta.properties")
-    assert f["problem"] == 'damaged: "Malformed \\uxxxx encoding."' and "IllegalArgumentException" in f["broker"]
+    assert (
+        f["problem"] == 'damaged: "Malformed \\uxxxx encoding."'
+        and "IllegalArgumentException" in f["broker"]
+    )
 
 
 def test_node_id_at_the_top_of_the_int_range_is_taken(tmp_path):
@@ -170,7 +184,9 @@ def test_bit_rot_in_a_closed_segment_is_a_warning_naming_who_is_hit(tmp_path):
     (f,) = findings(r, "crc")
     assert f["severity"] == "warning" and str(seg) in f["path"]
     assert "multi-segment-0" in f["problem"] and "offsets 100..124" in f["problem"]
-    assert "Record is corrupt" in f["broker"] and "Found invalid messages during fetch" in f["broker"]
+    assert (
+        "Record is corrupt" in f["broker"] and "Found invalid messages during fetch" in f["broker"]
+    )
     assert "ISR" in f["broker"]
     assert "--salvage" in f["fix"] and "compare-replicas" in f["fix"]
     text = doctor(d)
@@ -189,7 +205,9 @@ def test_recover_dry_run_names_bit_rot_it_keeps(tmp_path):
     assert j.exit_code == 1 and "offsets 100..124" in j.output
     real = CliRunner().invoke(cli, ["recover", str(d)])
     assert real.exit_code == 1 and "offsets 100..124" in real.output
-    assert {p: p.read_bytes() for p in before} == before     # kept: recover does not change it by default
+    assert {
+        p: p.read_bytes() for p in before
+    } == before  # kept: recover does not change it by default
 
 
 def test_recover_without_the_crc_check_says_it_did_not_check(tmp_path):
@@ -208,7 +226,9 @@ def test_a_server_properties_node_id_outside_an_int_is_an_error_finding(tmp_path
     r = doctor("--server-properties", sp, "--format", "json")
     assert r.exit_code == 8, r.output
     (f,) = findings(r, "server.properties")
-    assert "Invalid value 2147483648 for configuration node.id" in f["problem"] and str(sp) in f["fix"]
+    assert (
+        "Invalid value 2147483648 for configuration node.id" in f["problem"] and str(sp) in f["fix"]
+    )
 
 
 @needs_root
@@ -223,5 +243,13 @@ def test_the_owner_taken_as_the_brokers_user_is_said_to_be_inferred(tmp_path):
     os.chown(bad, 0, 0)
     r = doctor(d, "--format", "json")
     (f,) = findings(r, "access")
-    assert f"{user.pw_name} (uid {user.pw_uid})" in f["problem"] and f"inferred from the owner of {d}" in f["problem"]
-    assert "inferred" not in findings(doctor(d, "--user", user.pw_name, "--format", "json"), "access")[0]["problem"]
+    assert (
+        f"{user.pw_name} (uid {user.pw_uid})" in f["problem"]
+        and f"inferred from the owner of {d}" in f["problem"]
+    )
+    assert (
+        "inferred"
+        not in findings(doctor(d, "--user", user.pw_name, "--format", "json"), "access")[0][
+            "problem"
+        ]
+    )

@@ -4,6 +4,7 @@ every record (no index) and against the root checkpoints' text.
 The broker case formats/ts-nonmonotonic has late and future CreateTimes over 7 segments with an
 index entry every 256 bytes, so the time index is what makes a lookup fast and the answers are
 not the naive "first record after T in the log"."""
+
 from __future__ import annotations
 
 import shutil
@@ -39,8 +40,12 @@ def segments_records(part_dir: Path) -> list[list]:
     out = []
     for log in sorted(part_dir.glob("*.log")):
         batches = list(iter_batches(log.read_bytes()))
-        out.append(([(r.offset, r.timestamp) for b in batches for r in b.records()],
-                    [(b.max_timestamp, b.base_offset, b.last_offset) for b in batches]))
+        out.append(
+            (
+                [(r.offset, r.timestamp) for b in batches for r in b.records()],
+                [(b.max_timestamp, b.base_offset, b.last_offset) for b in batches],
+            )
+        )
     return out
 
 
@@ -59,15 +64,20 @@ def test_every_timestamp_lookup_is_the_brute_force_answer(name):
     segs = segments_records(TS / name)
     records = [r for recs, _ in segs for r in recs]
     lo, hi = min(ts for _, ts in records), max(ts for _, ts in records)
-    targets = sorted({*range(lo - 5000, hi + 5000, 4999), *(ts for _, ts in records[::13]),
-                      *(ts + 1 for _, ts in records[::17])})
+    targets = sorted(
+        {
+            *range(lo - 5000, hi + 5000, 4999),
+            *(ts for _, ts in records[::13]),
+            *(ts + 1 for _, ts in records[::17]),
+        }
+    )
     warnings = []
     for t in targets:
         a = list_offsets(part, OffsetSpec(t), warn=warnings.append)
         expected = brute_force(TS / name, t, segs=segs)
         assert (a.timestamp, a.offset) == (expected or (None, None)), t
         assert a.reason is None if expected else "no segment has a largest timestamp" in a.reason
-    assert warnings == []          # the broker's indexes are sound: used, never scanned around
+    assert warnings == []  # the broker's indexes are sound: used, never scanned around
 
 
 @pytest.mark.parametrize("name", PARTITIONS)
@@ -124,7 +134,12 @@ def test_without_a_high_watermark_the_log_end_offset_stands_in_flagged(tmp_path)
     part = partition(log_dir, "ts-jumble-0")
     assert list_offsets(part, OffsetSpec(LATEST_TIMESTAMP)).offset == 900
     # after every timestamp of the offsets below 900 (late and future ones are mixed in)
-    target = max(ts for recs, _ in segments_records(log_dir / "ts-jumble-0") for o, ts in recs if o < 900) + 1
+    target = (
+        max(
+            ts for recs, _ in segments_records(log_dir / "ts-jumble-0") for o, ts in recs if o < 900
+        )
+        + 1
+    )
     late = brute_force(log_dir / "ts-jumble-0", target)
     assert late[1] >= 900
     got = list_offsets(part, OffsetSpec(target))

@@ -1,4 +1,5 @@
 """move-partition: the plan, the result, the checkpoints (KAFKA-8362), refusals, resumption."""
+
 from __future__ import annotations
 
 import os
@@ -22,7 +23,9 @@ def test_moves_the_partition_and_its_checkpoint_entries(tmp_path):
     report = move(src, dst, tmp_path / "q")
     assert live_copies(TP, src, dst) == [dst / str(TP)]
     assert {f.name: f.read_bytes() for f in (dst / str(TP)).iterdir()} == before
-    deleted = [d for d in src.iterdir() if d.name.startswith(f"{TP}.") and d.name.endswith("-delete")]
+    deleted = [
+        d for d in src.iterdir() if d.name.startswith(f"{TP}.") and d.name.endswith("-delete")
+    ]
     assert len(deleted) == 1 and {f.name: f.read_bytes() for f in deleted[0].iterdir()} == before
     key = (TP.topic, TP.partition)
     for n in ops.CHECKPOINTS:
@@ -30,7 +33,9 @@ def test_moves_the_partition_and_its_checkpoint_entries(tmp_path):
         assert read_offsets(dst / n).get(key) == src_ckpt[n].get(key), n
     # the stale cleaner entry (999) is the source's now; the other partition's entries stay
     assert read_offsets(dst / "recovery-point-offset-checkpoint")[("codec-gzip", 0)] == 60
-    assert report["state"] == "move" and report["bytes_copied"] == sum(len(v) for v in before.values())
+    assert report["state"] == "move" and report["bytes_copied"] == sum(
+        len(v) for v in before.values()
+    )
     assert recover_actions(src) == [] and recover_actions(dst) == []
     # nothing left outside the log dirs: the staging dir is removed once empty
     assert not (tmp_path / ".kafkalog-staging").exists()
@@ -44,7 +49,9 @@ def test_files_keep_mode_and_mtime(tmp_path):
     move(src, dst, tmp_path / "q")
     st = (dst / str(TP) / log.name).stat()
     assert (st.st_mode & 0o777, st.st_mtime_ns) == (0o640, 1_600_000_000_000_000_000)
-    assert (dst / str(TP)).stat().st_mode & 0o777 == (src.parent / "disk1").stat().st_mode & 0o777 or True
+    assert (dst / str(TP)).stat().st_mode & 0o777 == (
+        src.parent / "disk1"
+    ).stat().st_mode & 0o777 or True
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
@@ -83,11 +90,15 @@ def test_refuses_when_the_destination_holds_the_partition(tmp_path):
 
 def test_refuses_another_brokers_dir_and_an_unclean_source(tmp_path):
     src, dst = two_log_dirs(tmp_path)
-    (dst / "meta.properties").write_text((src / "meta.properties").read_text().replace("node.id=1", "node.id=2"))
+    (dst / "meta.properties").write_text(
+        (src / "meta.properties").read_text().replace("node.id=1", "node.id=2")
+    )
     with pytest.raises(UsageError, match="different brokers"):
         ops.plan(src, dst, TP)
     # node ids compare as Kafka's ints: +1 is node 1 (Integer.parseInt), one broker
-    (dst / "meta.properties").write_text((src / "meta.properties").read_text().replace("node.id=1", "node.id=+1"))
+    (dst / "meta.properties").write_text(
+        (src / "meta.properties").read_text().replace("node.id=1", "node.id=+1")
+    )
     ops.plan(src, dst, TP)
     shutil.copy(src / "meta.properties", dst / "meta.properties")
     (src / ".kafka_cleanshutdown").unlink()
@@ -105,7 +116,10 @@ def test_files_the_broker_deletes_on_load_are_left_behind(tmp_path):
     (src / str(TP) / "00000000000000000300.index.cleaned").write_bytes(b"")
     p = ops.plan(src, dst, TP)
     assert not [a for a in p.actions if a.kind is ActionKind.COPY_FILE and "." in a.path.name[21:]]
-    assert "not copied: 00000000000000000000.log.deleted, 00000000000000000300.index.cleaned" in p.notes[0]
+    assert (
+        "not copied: 00000000000000000000.log.deleted, 00000000000000000300.index.cleaned"
+        in p.notes[0]
+    )
     move(src, dst, tmp_path / "q")
     assert not list((dst / str(TP)).glob("*.deleted")) and recover_actions(dst) == []
 
@@ -134,6 +148,7 @@ def test_not_enough_space_is_exit_6_before_any_change(tmp_path):
     p.free_bytes = p.bytes_to_copy - 1
     from kafkalog_cli.storage.fsops import FsOps
     from kafkalog_cli.storage.quarantine_writer import Quarantine
+
     with pytest.raises(WriteError, match="no space"):
         ops.apply(p, FsOps(dst, Quarantine(None, "move-partition")))
     assert state(src, dst) == before
@@ -173,7 +188,9 @@ def test_a_complete_future_dir_is_taken_as_it_is(tmp_path):
     fut = dst / f"{TP}.{'a' * 32}-future"
     shutil.copytree(src / str(TP), fut)
     p = ops.plan(src, dst, TP)
-    assert p.state is ops.MoveState.RESUME and not [a for a in p.actions if a.kind is ActionKind.COPY_FILE]
+    assert p.state is ops.MoveState.RESUME and not [
+        a for a in p.actions if a.kind is ActionKind.COPY_FILE
+    ]
     move(src, dst, tmp_path / "q")
     assert live_copies(TP, src, dst) == [dst / str(TP)] and not fut.exists()
 
@@ -189,19 +206,25 @@ ENTRY = st.one_of(st.none(), st.integers(0, 10**12))
 
 @st.composite
 def log_dirs(draw):
-    segments = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))     # records per segment
+    segments = draw(st.lists(st.integers(1, 4), min_size=1, max_size=4))  # records per segment
     src_entries = draw(st.tuples(ENTRY, ENTRY, ENTRY, ENTRY))
-    dst_entries = draw(st.tuples(ENTRY, ENTRY, ENTRY, ENTRY))                # stale ones, KAFKA-8362
-    others = draw(st.dictionaries(st.sampled_from(["a", "b-1", "c.x"]), st.integers(0, 99), max_size=3))
+    dst_entries = draw(st.tuples(ENTRY, ENTRY, ENTRY, ENTRY))  # stale ones, KAFKA-8362
+    others = draw(
+        st.dictionaries(st.sampled_from(["a", "b-1", "c.x"]), st.integers(0, 99), max_size=3)
+    )
     return segments, src_entries, dst_entries, others
 
 
 def _write_checkpoint(path, entries: dict) -> None:
     if entries:
-        path.write_text(f"0\n{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items()))
+        path.write_text(
+            f"0\n{len(entries)}\n" + "".join(f"{t} {p} {o}\n" for (t, p), o in entries.items())
+        )
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(log_dirs())
 def test_property_the_copy_is_the_source_and_only_its_entries_move(tmp_path_factory, case):
     segments, src_entries, dst_entries, others = case
@@ -231,7 +254,9 @@ def test_property_the_copy_is_the_source_and_only_its_entries_move(tmp_path_fact
     ckpt_before = {(x, n): read_offsets(x / n) for x in (src, dst) for n in ops.CHECKPOINTS}
     move(src, dst, None, tp=tp)
     moved = dst / "t-3"
-    assert {f.name: (f.read_bytes(), f.stat().st_mtime_ns, f.stat().st_mode) for f in moved.iterdir()} == before
+    assert {
+        f.name: (f.read_bytes(), f.stat().st_mtime_ns, f.stat().st_mode) for f in moved.iterdir()
+    } == before
     (gone,) = [x for x in src.iterdir() if x.name.startswith("t-3.") and x.name.endswith("-delete")]
     assert {f.name: f.read_bytes() for f in gone.iterdir()} == {k: v[0] for k, v in before.items()}
     for n, s in zip(ops.CHECKPOINTS, src_entries):

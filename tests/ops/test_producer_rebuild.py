@@ -1,5 +1,6 @@
 """Producer state reads transaction markers as ProducerAppendInfo does (EndTransactionMarker.deserialize):
 a marker Kafka cannot deserialize stops LogSegment.recover right after that batch."""
+
 from __future__ import annotations
 
 import struct
@@ -16,13 +17,24 @@ PID = 7
 
 
 def data(offset: int) -> bytes:
-    return build_v2_batch([SimpleRecord(b"k", b"v", T)], offset, producer_id=PID, producer_epoch=0,
-                          is_transactional=True)
+    return build_v2_batch(
+        [SimpleRecord(b"k", b"v", T)],
+        offset,
+        producer_id=PID,
+        producer_epoch=0,
+        is_transactional=True,
+    )
 
 
 def marker(offset: int, value: bytes | None, ctype: int = 1) -> bytes:
-    return build_v2_batch([SimpleRecord(struct.pack(">hh", 0, ctype), value, T)], offset, producer_id=PID,
-                          producer_epoch=0, is_transactional=True, is_control=True)
+    return build_v2_batch(
+        [SimpleRecord(struct.pack(">hh", 0, ctype), value, T)],
+        offset,
+        producer_id=PID,
+        producer_epoch=0,
+        is_transactional=True,
+        is_control=True,
+    )
 
 
 def test_a_marker_sets_the_coordinator_epoch_whatever_its_version():

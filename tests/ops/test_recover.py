@@ -20,7 +20,9 @@ def test_matches_the_broker(case, tmp_path):
     for name in want:
         assert got[name] == want[name], name
     # producer snapshots too
-    assert segment_files(d, (".snapshot",)) == segment_files(FIXTURES / f"recover-{case}" / "after", (".snapshot",))
+    assert segment_files(d, (".snapshot",)) == segment_files(
+        FIXTURES / f"recover-{case}" / "after", (".snapshot",)
+    )
 
 
 @pytest.mark.parametrize("case", RECOVER_CASES)
@@ -37,7 +39,7 @@ def test_dry_run_plan_changes_nothing(tmp_path):
     d = copy_case("recover-torn-tail", tmp_path)
     before = tree_state(d)
     groups = partition_dirs_for([d])
-    (ld, parts), = groups.items()
+    ((ld, parts),) = groups.items()
     p = recover.plan(ld, parts, recover.RecoverOptions())
     kinds = [a.kind for a in p.actions]
     assert ActionKind.TRUNCATE in kinds
@@ -65,7 +67,9 @@ def test_clean_shutdown_skips_recovery_and_keeps_the_zeroed_index_as_the_broker_
     p, _ = run(d, tmp_path)
     kept = [f for f in p.findings if f.to_dict().get("left_as_broker_leaves")]
     assert len(kept) == 1 and kept[0].path == str(index)
-    assert "zero-filled" in kept[0].message and kept[0].message.endswith("rerun with --repair to rebuild it")
+    assert "zero-filled" in kept[0].message and kept[0].message.endswith(
+        "rerun with --repair to rebuild it"
+    )
     assert index.read_bytes() == damaged
 
 
@@ -75,7 +79,10 @@ def test_clean_shutdown_with_repair_rebuilds_the_zeroed_index(tmp_path):
     p, _ = run(d, tmp_path, repair=True)
     assert any("zero" in f.message or "points at" in f.message for f in p.findings)
     want = segment_files(FIXTURES / "recover-zeroed-index" / "after")
-    assert segment_files(d)["rec-none-0/00000000000000000363.index"] == want["rec-none-0/00000000000000000363.index"]
+    assert (
+        segment_files(d)["rec-none-0/00000000000000000363.index"]
+        == want["rec-none-0/00000000000000000363.index"]
+    )
 
 
 def test_corruption_in_the_middle_deletes_later_segments_or_salvages(tmp_path):
@@ -83,16 +90,20 @@ def test_corruption_in_the_middle_deletes_later_segments_or_salvages(tmp_path):
         d = copy_case("recover-missing-index", tmp_path / str(salvage))
         log = d / "rec-none-0" / "00000000000000000363.log"
         data = bytearray(log.read_bytes())
-        data[2000] ^= 0xFF           # a flipped bit inside some batch
+        data[2000] ^= 0xFF  # a flipped bit inside some batch
         log.write_bytes(bytes(data))
         p, _ = run(d, tmp_path / str(salvage), all_segments=True, salvage=salvage)
         names = sorted(f.name for f in (d / "rec-none-0").glob("*.log"))
         if not salvage:
-            assert names == ["00000000000000000000.log", "00000000000000000185.log", "00000000000000000363.log"]
+            assert names == [
+                "00000000000000000000.log",
+                "00000000000000000185.log",
+                "00000000000000000363.log",
+            ]
             assert log.stat().st_size < 2000
         else:
             assert len(names) == 5
-            assert 15000 < log.stat().st_size < len(data)   # one batch lost, not the rest
+            assert 15000 < log.stat().st_size < len(data)  # one batch lost, not the rest
             assert any("skipped damaged bytes" in f.message for f in p.findings)
             p2, _ = run(d, tmp_path / str(salvage), all_segments=True)
             assert p2.actions == []

@@ -5,6 +5,7 @@ base offset overflows its segment (the broker splits the segment).
 The broker's own results are committed in tests/fixtures/recover_broker (its partition dir after
 loading, and its recovery-point entry); with KAFKA_HOME and KAFKA_PY set, each case is also run on
 a live broker and compared file by file."""
+
 import json
 from pathlib import Path
 
@@ -29,13 +30,18 @@ def recover(d: Path, *extra: str, code: int = 0):
 
 
 def files(part: Path) -> dict[str, bytes]:
-    return {f.name: f.read_bytes() for f in sorted(part.iterdir()) if f.name != "partition.metadata"}
+    return {
+        f.name: f.read_bytes() for f in sorted(part.iterdir()) if f.name != "partition.metadata"
+    }
 
 
 def recovery_point(d: Path, part: str) -> str:
     topic = part.rsplit("-", 1)[0]
-    return next(ln for ln in (d / "recovery-point-offset-checkpoint").read_text().splitlines()
-                if ln.startswith(f"{topic} 0 "))
+    return next(
+        ln
+        for ln in (d / "recovery-point-offset-checkpoint").read_text().splitlines()
+        if ln.startswith(f"{topic} 0 ")
+    )
 
 
 def assert_as_the_broker_left_it(d: Path, part: str, case: str) -> None:
@@ -74,7 +80,9 @@ def test_cut_active_segment_under_the_marker_says_what_the_broker_will_not_serve
     assert "takes its log end as the base offset 300 and does not serve offsets 300..524" in out
     assert "its next appends reuse them" in out
     assert "`kafkalog recover --repair` recovers the segment instead" in out
-    desc = CliRunner().invoke(cli, ["describe", "--format", "json", "--topic", "multi-segment", str(d)])
+    desc = CliRunner().invoke(
+        cli, ["describe", "--format", "json", "--topic", "multi-segment", str(d)]
+    )
     assert json.loads(desc.stdout.splitlines()[0])["log_end_offset"] == 300
 
 
@@ -82,18 +90,25 @@ def test_cut_active_segment_with_repair_recovers_it(tmp_path):
     d, part = damaged(tmp_path, "active-cut-under-marker")
     recover(d, "--repair")
     assert (d / part / f"{300:020d}.log").stat().st_size == 5805
-    assert sorted(f.name for f in (d / part).glob("*.snapshot")) == [f"{300:020d}.snapshot", f"{525:020d}.snapshot"]
+    assert sorted(f.name for f in (d / part).glob("*.snapshot")) == [
+        f"{300:020d}.snapshot",
+        f"{525:020d}.snapshot",
+    ]
     assert recovery_point(d, part) == "multi-segment 0 525"
 
 
 def test_the_split_is_reported_and_restored_exactly(tmp_path):
     d, part = damaged(tmp_path, "offset-overflow")
     before = files(d / part)
-    r = CliRunner().invoke(cli, ["recover", "--quarantine", str(tmp_path / "q"), "--now", str(NOW), str(d)])
+    r = CliRunner().invoke(
+        cli, ["recover", "--quarantine", str(tmp_path / "q"), "--now", str(NOW), str(d)]
+    )
     assert r.exit_code == 0, r.output
     out = " ".join(r.output.split())
-    assert (f"into segments 0 (offsets 0..39), {OVERFLOW_BASE} (offsets {OVERFLOW_BASE}..{OVERFLOW_BASE + 19})"
-            in out)
+    assert (
+        f"into segments 0 (offsets 0..39), {OVERFLOW_BASE} (offsets {OVERFLOW_BASE}..{OVERFLOW_BASE + 19})"
+        in out
+    )
     assert f"the log end becomes {OVERFLOW_BASE + 20}" in out
     assert "`kafkalog recover --salvage` skips the damaged batch instead" in out
     folder = next((tmp_path / "q").iterdir())
@@ -110,10 +125,16 @@ def test_salvage_drops_the_overflowing_batch_instead(tmp_path):
     assert recovery_point(d, part) == "codec-none 0 40"
 
 
-@pytest.mark.parametrize("tail, words", [
-    (b"\0" * 20, "Found record size 0 smaller than minimum record overhead (14) (CorruptRecordException)"),
-    (None, "NoSuchElementException in LocalLog.splitOverflowedSegment"),
-])
+@pytest.mark.parametrize(
+    "tail, words",
+    [
+        (
+            b"\0" * 20,
+            "Found record size 0 smaller than minimum record overhead (14) (CorruptRecordException)",
+        ),
+        (None, "NoSuchElementException in LocalLog.splitOverflowedSegment"),
+    ],
+)
 def test_refused_where_the_broker_cannot_split_and_does_not_start(tmp_path, tail, words):
     # checked on a 3.3.1 broker: "Error starting LogManager" with each of these exceptions
     d, part = damaged(tmp_path, "offset-overflow")
@@ -132,6 +153,7 @@ def test_refused_where_the_broker_cannot_split_and_does_not_start(tmp_path, tail
 def test_a_live_broker_loads_the_damage_as_recover_does(case, tmp_path):
     from tests.differential.cases import _broker_recovers, copy_dir
     from tests.differential.compare import compare_log_dirs
+
     d, part = damaged(tmp_path, case)
     ours = copy_dir(d, tmp_path / "kafkalog")
     recover(ours)
@@ -149,18 +171,28 @@ def test_damage_the_marker_hides_is_named_with_its_fix(tmp_path):
     d, _ = damaged(tmp_path, "active-cut-under-marker")
     log = d / "codec-none-0" / f"{0:020d}.log"
     data = bytearray(log.read_bytes())
-    data[700] ^= 0x55                       # inside the batch at 645 (offsets 20..39)
+    data[700] ^= 0x55  # inside the batch at 645 (offsets 20..39)
     log.write_bytes(bytes(data))
     r = CliRunner().invoke(cli, ["recover", "--dry-run", "--topic", "codec-none", str(d)])
     out = " ".join(r.output.split())
-    assert ("codec-none-0: segment 0: the batch of 678 bytes fails its CRC check: the broker does not look at it "
-            "(.kafka_cleanshutdown: no recovery) and serves it as it is") in out
-    assert ("`kafkalog recover --all` recovers as the broker would without the marker, truncating at byte 645 "
-            "(offsets 20..59); `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the "
-            "intact batches after them (offsets 40..59)") in out
+    assert (
+        "codec-none-0: segment 0: the batch of 678 bytes fails its CRC check: the broker does not look at it "
+        "(.kafka_cleanshutdown: no recovery) and serves it as it is"
+    ) in out
+    assert (
+        "`kafkalog recover --all` recovers as the broker would without the marker, truncating at byte 645 "
+        "(offsets 20..59); `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the "
+        "intact batches after them (offsets 40..59)"
+    ) in out
     r = CliRunner().invoke(cli, ["recover", "--dry-run", "--all", "--topic", "codec-none", str(d)])
     out = " ".join(r.output.split())
-    assert ("offsets 20..39 are damaged, and the intact batches after them (offsets 40..59) go too: "
-            "--salvage keeps those") in out
-    r = CliRunner().invoke(cli, ["recover", "--dry-run", "--all", "--salvage", "--topic", "codec-none", str(d)])
-    assert "skipped damaged bytes [645, 1323): offsets 20..39 are lost for good" in " ".join(r.output.split())
+    assert (
+        "offsets 20..39 are damaged, and the intact batches after them (offsets 40..59) go too: "
+        "--salvage keeps those"
+    ) in out
+    r = CliRunner().invoke(
+        cli, ["recover", "--dry-run", "--all", "--salvage", "--topic", "codec-none", str(d)]
+    )
+    assert "skipped damaged bytes [645, 1323): offsets 20..39 are lost for good" in " ".join(
+        r.output.split()
+    )

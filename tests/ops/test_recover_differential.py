@@ -1,6 +1,7 @@
 """recover where a real Kafka 3.3.1 broker disagreed with it, in cases the differential harness
 (tests/differential) found by damaging copies of examples/logdir: each test is one such case,
 with what the broker did."""
+
 import shutil
 import struct
 from pathlib import Path
@@ -17,7 +18,7 @@ NOW = 1795460000000
 def logdir(tmp_path: Path) -> Path:
     d = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, d)
-    assert (d / ".kafka_cleanshutdown").exists()       # every case here is after a clean shutdown
+    assert (d / ".kafka_cleanshutdown").exists()  # every case here is after a clean shutdown
     return d
 
 
@@ -99,7 +100,10 @@ def test_a_snapshot_at_the_base_of_the_first_recovered_segment(tmp_path):
     rp.write_text(rp.read_text().replace("multi-segment 0 600", "multi-segment 0 300"))
     seg(d, "multi-segment-0", 300, ".snapshot").unlink()
     recover(d)
-    assert sorted(f.name[:20] for f in (d / "multi-segment-0").glob("*.snapshot")) == [f"{300:020d}", f"{600:020d}"]
+    assert sorted(f.name[:20] for f in (d / "multi-segment-0").glob("*.snapshot")) == [
+        f"{300:020d}",
+        f"{600:020d}",
+    ]
 
 
 def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path):
@@ -111,9 +115,12 @@ def test_a_damaged_header_below_the_recovery_point_costs_no_valid_batch(tmp_path
     (d / ".kafka_cleanshutdown").unlink()
     flip(seg(d, "multi-segment-0", 0, ".log"), 649, 0xD8)
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
-    r = recover(d, code=1)      # the batch fails its CRC: bit rot the broker serves, named and left
+    r = recover(d, code=1)  # the batch fails its CRC: bit rot the broker serves, named and left
     assert {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()} == before
-    assert "bit rot in multi-segment-0" in r.output and "byte 626 of 00000000000000000000.log" in r.output
+    assert (
+        "bit rot in multi-segment-0" in r.output
+        and "byte 626 of 00000000000000000000.log" in r.output
+    )
 
 
 def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
@@ -122,7 +129,9 @@ def test_an_index_repair_beyond_kafka_never_drops_valid_batches(tmp_path):
     # broker keeps. It is kept as it is, and recover says why
     d = logdir(tmp_path)
     (d / ".kafka_cleanshutdown").unlink()
-    flip(seg(d, "multi-segment-0", 0, ".log"), 700, 0x5A)      # a payload byte: the CRC no longer matches
+    flip(
+        seg(d, "multi-segment-0", 0, ".log"), 700, 0x5A
+    )  # a payload byte: the CRC no longer matches
     index = seg(d, "multi-segment-0", 0, ".index")
     index.write_bytes(bytes(index.stat().st_size))
     before = {f.name: f.read_bytes() for f in (d / "multi-segment-0").iterdir()}
@@ -137,9 +146,12 @@ def test_a_cleaned_segment_index_entry_past_its_batch_is_the_broker_s_own(tmp_pa
     # 5 for a batch ending at 3, the next batch starting at 6); recover took it for a broken index
     # and rebuilt the broker's cleaned segment's indexes
     from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
     d = logdir(tmp_path)
     part = d / "compacted-0"
-    b1 = build_v2_batch([SimpleRecord(b"k%d" % i, b"v", 1_700_000_000_000 + i, (), i) for i in range(2, 4)], 2)
+    b1 = build_v2_batch(
+        [SimpleRecord(b"k%d" % i, b"v", 1_700_000_000_000 + i, (), i) for i in range(2, 4)], 2
+    )
     b2 = build_v2_batch([SimpleRecord(b"k6", b"v", 1_700_000_000_010, (), 6)], 6)
     for f in part.iterdir():
         if f.name[:20].isdigit():
@@ -150,8 +162,9 @@ def test_a_cleaned_segment_index_entry_past_its_batch_is_the_broker_s_own(tmp_pa
     before = {f.name: f.read_bytes() for f in part.iterdir()}
     r = recover(d)
     assert "recovering it" not in r.output
-    assert {f.name: f.read_bytes() for f in part.iterdir() if f.suffix != ".snapshot"} == \
-        {n: v for n, v in before.items() if not n.endswith(".snapshot")}
+    assert {f.name: f.read_bytes() for f in part.iterdir() if f.suffix != ".snapshot"} == {
+        n: v for n, v in before.items() if not n.endswith(".snapshot")
+    }
 
 
 def test_a_segment_kept_as_it_is_gets_the_empty_time_index_the_broker_creates(tmp_path):
@@ -180,8 +193,14 @@ def test_a_damaged_base_offset_beyond_the_index_range_is_exit_3_naming_the_file(
     r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), str(d)])
     assert r.exit_code == 3
     out = " ".join(r.output.split())
-    assert f"{log}: byte 0: a batch at byte 0 ends at offset 238594023227716, more than 2^31 - 1 above" in out
-    assert "Split operation is only permitted for segments with overflow); the broker does not start" in out
+    assert (
+        f"{log}: byte 0: a batch at byte 0 ends at offset 238594023227716, more than 2^31 - 1 above"
+        in out
+    )
+    assert (
+        "Split operation is only permitted for segments with overflow); the broker does not start"
+        in out
+    )
 
 
 def test_a_snapshot_the_swap_replaces_is_taken_again_at_the_recovered_base(tmp_path):
@@ -204,6 +223,7 @@ def test_no_snapshot_after_a_clean_shutdown_gives_empty_ones(tmp_path):
     # the upgrade path of rebuildProducerState: empty snapshots at the last two segment bases and
     # the log end, without reading the log for producers (here: one, at 15)
     from kafkalog_cli.formats.producer_state import parse_producer_snapshot
+
     d = logdir(tmp_path)
     snap = seg(d, "txn-0", 15, ".snapshot")
     snap.unlink()
@@ -219,11 +239,15 @@ def test_a_recovered_segment_after_a_cleaner_gap_gets_a_snapshot_at_its_base(tmp
     # second's base, recoverSegment's rebuild); recover kept the zero-filled 5.snapshot
     from kafkalog_cli.formats.producer_state import parse_producer_snapshot
     from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
     d = tmp_path / "ld"
     part = d / "t-0"
     part.mkdir(parents=True)
     (d / "meta.properties").write_text("version=0\nbroker.id=0\n")
-    recs = [build_v2_batch([SimpleRecord(b"k", b"v", 1_700_000_000_000 + i, (), i)], i) for i in (0, 1, 2, 5, 6)]
+    recs = [
+        build_v2_batch([SimpleRecord(b"k", b"v", 1_700_000_000_000 + i, (), i)], i)
+        for i in (0, 1, 2, 5, 6)
+    ]
     (part / f"{0:020d}.log").write_bytes(b"".join(recs[:3]))
     (part / f"{5:020d}.log").write_bytes(b"".join(recs[3:]))
     for base in (0, 5):
@@ -240,7 +264,9 @@ def partition_bytes(part: Path) -> dict[str, bytes]:
     return {f.name: f.read_bytes() for f in part.iterdir()}
 
 
-def test_a_zero_filled_time_index_below_the_recovery_point_is_kept_and_its_consequence_said(tmp_path):
+def test_a_zero_filled_time_index_below_the_recovery_point_is_kept_and_its_consequence_said(
+    tmp_path,
+):
     # after a crash, segment 0 of multi-segment-0 is below the recovery point: Kafka 3.3.1 does not
     # recover it and skips its index checks (LogSegment.sanityCheck), so its zero-filled time index
     # stays; its last slot reads as timestamp 0, which time retention takes for the segment's age
@@ -266,7 +292,9 @@ def test_a_missing_time_index_is_created_empty_as_the_broker_does_and_rebuilt_wi
     tidx = seg(d, "codec-none-0", 0, ".timeindex")
     want = tidx.read_bytes()
     tidx.unlink()
-    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(NOW), "--format", "json", str(d)])
+    r = CliRunner().invoke(
+        cli, ["recover", "--no-quarantine", "--now", str(NOW), "--format", "json", str(d)]
+    )
     assert r.exit_code == 0, r.output
     assert tidx.read_bytes() == b""
     report = log_dir_report(r.stdout)

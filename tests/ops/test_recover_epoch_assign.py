@@ -4,6 +4,7 @@ start at or after its base offset (maybeTruncateNonMonotonicEntries) before it i
 the differential campaign against 4.0.0-SNAPSHOT (seed 1100003, codec-zstd-0: a flipped byte in the
 first batch's partition leader epoch, 0 -> 1946157056, which the CRC does not cover): the broker
 recovered the checkpoint "0 0" into "1946157056 0"; kafkalog kept both."""
+
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -20,16 +21,21 @@ def log_dir(tmp_path: Path, epochs: list[int], checkpoint: str) -> Path:
     root = tmp_path / "logdir"
     d = root / "t-0"
     d.mkdir(parents=True)
-    (d / f"{0:020d}.log").write_bytes(b"".join(
-        build_v2_batch([SimpleRecord(b"k", b"v", NOW - 1000 + i)], i, partition_leader_epoch=e)
-        for i, e in enumerate(epochs)))
+    (d / f"{0:020d}.log").write_bytes(
+        b"".join(
+            build_v2_batch([SimpleRecord(b"k", b"v", NOW - 1000 + i)], i, partition_leader_epoch=e)
+            for i, e in enumerate(epochs)
+        )
+    )
     (d / "leader-epoch-checkpoint").write_text(checkpoint)
     (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 0\n")
     return root
 
 
 def recovered_epochs(root: Path) -> str:
-    r = CliRunner().invoke(cli, ["recover", "--now", str(NOW), "--no-quarantine", str(root / "t-0")])
+    r = CliRunner().invoke(
+        cli, ["recover", "--now", str(NOW), "--no-quarantine", str(root / "t-0")]
+    )
     assert r.exit_code in (0, 1), r.output
     return (root / "t-0" / "leader-epoch-checkpoint").read_text()
 

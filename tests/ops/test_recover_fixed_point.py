@@ -7,6 +7,7 @@ recover-unclean-kill and recover-leftovers cases): truncations, text in place of
 a segment, flipped bytes, zeroed ranges, missing, odd-sized or garbage indexes and snapshots,
 stray snapshots, checkpoints pointing anywhere, no clean-shutdown marker. Set
 KAFKALOG_FIXED_POINT_CASES for a longer run (and KAFKALOG_FIXED_POINT_SEED for another seed)."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,7 @@ from tests.helpers.file_states import (
 )
 from tests.helpers.paths import EXAMPLES
 
-TEXT = b"this is not a kafka log segment at all!!!\n\n"     # 43 bytes, as in the field
+TEXT = b"this is not a kafka log segment at all!!!\n\n"  # 43 bytes, as in the field
 CASES = int(os.environ.get("KAFKALOG_FIXED_POINT_CASES", "60"))
 SEED = int(os.environ.get("KAFKALOG_FIXED_POINT_SEED", "31"))
 MODES = ([], ["--repair"], ["--salvage"], ["--all"])
@@ -58,9 +59,23 @@ def _set_checkpoint(d: Path, name: str, part: Path, value: int) -> None:
 def damage(d: Path, rng: random.Random) -> str:
     """One damage of the kinds seen in the field, to a random partition's files; returns what."""
     part = rng.choice(_partitions(d))
-    kind = rng.choice(["truncate", "text", "flip", "zero", "no-index", "odd-index", "garbage-index",
-                       "no-snapshot", "stray-snapshot", "bad-snapshot", "recovery-point", "log-start",
-                       "unclean"])
+    kind = rng.choice(
+        [
+            "truncate",
+            "text",
+            "flip",
+            "zero",
+            "no-index",
+            "odd-index",
+            "garbage-index",
+            "no-snapshot",
+            "stray-snapshot",
+            "bad-snapshot",
+            "recovery-point",
+            "log-start",
+            "unclean",
+        ]
+    )
     logs = _files(part, ".log")
     if kind in ("truncate", "text", "flip", "zero"):
         if not logs:
@@ -68,7 +83,7 @@ def damage(d: Path, rng: random.Random) -> str:
         f = rng.choice(logs)
         data = bytearray(f.read_bytes())
         if kind == "truncate":
-            del data[rng.randrange(len(data) + 1):]
+            del data[rng.randrange(len(data) + 1) :]
         elif kind == "text":
             data = bytearray(TEXT)
         elif kind == "flip":
@@ -78,7 +93,7 @@ def damage(d: Path, rng: random.Random) -> str:
         else:
             at = rng.randrange(len(data) + 1)
             n = rng.randint(1, 256)
-            data[at:at + n] = bytes(len(data[at:at + n]))
+            data[at : at + n] = bytes(len(data[at : at + n]))
         f.write_bytes(bytes(data))
         return f"{kind} {f.relative_to(d)}"
     if kind in ("no-index", "odd-index", "garbage-index"):
@@ -94,7 +109,7 @@ def damage(d: Path, rng: random.Random) -> str:
         else:
             data = bytearray(f.read_bytes())
             at = rng.randrange(len(data) + 1)
-            data[at:at + 12] = rng.randbytes(12)
+            data[at : at + 12] = rng.randbytes(12)
             f.write_bytes(bytes(data))
         return f"{kind} {f.relative_to(d)}"
     snaps = _files(part, ".snapshot")
@@ -106,7 +121,11 @@ def damage(d: Path, rng: random.Random) -> str:
         return f"{kind} {f.relative_to(d)}"
     if kind == "stray-snapshot":
         f = part / f"{rng.randrange(0, 1000):020d}.snapshot"
-        f.write_bytes(snaps[0].read_bytes() if snaps and rng.random() < .5 else rng.randbytes(rng.randint(0, 40)))
+        f.write_bytes(
+            snaps[0].read_bytes()
+            if snaps and rng.random() < 0.5
+            else rng.randbytes(rng.randint(0, 40))
+        )
         return f"{kind} {f.relative_to(d)}"
     if kind == "bad-snapshot":
         if not snaps:
@@ -134,7 +153,7 @@ def _source(i: int, tmp: Path) -> Path:
     if i % 4 == 2:
         return copy_case("recover-unclean-kill", tmp)
     if i % 4 == 3:
-        return copy_case("recover-leftovers", tmp)      # .cleaned, .swap and .deleted files
+        return copy_case("recover-leftovers", tmp)  # .cleaned, .swap and .deleted files
     shutil.copytree(EXAMPLES, tmp / "logdir")
     for root, dirs, files in os.walk(tmp / "logdir"):
         for n in dirs + files:
@@ -164,7 +183,7 @@ def test_recover_is_a_fixed_point(i, seed, mode, tmp_path):
         return
     kept = first.exit_code == 1
     assert not kept or "bit rot" in first.stdout, (done, first.stdout)
-    for check in ({*mode} | {None}):
+    for check in {*mode} | {None}:
         dry = recover(d, "--dry-run", *([check] if check else []))
         assert dry.exit_code == first.exit_code, (done, mode, check, dry.stdout)
         assert ": 0 change(s)" in dry.stdout, (done, mode, check, dry.stdout)

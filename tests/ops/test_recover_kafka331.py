@@ -1,5 +1,6 @@
 """recover against Kafka 3.3.1 details not covered by the corpus: producer state and .txnindex
 (ProducerAppendInfo), .swap handling (LogLoader.load), checkpoints in the log dir."""
+
 import struct
 
 from click.testing import CliRunner
@@ -20,9 +21,18 @@ def rec(k, v, off):
 
 def marker(off, pid, epoch, ctype, coordinator_epoch=5):
     """ABORT (0) or COMMIT (1) control batch."""
-    return build_v2_batch([SimpleRecord(struct.pack(">hh", 0, ctype), struct.pack(">hi", 0, coordinator_epoch),
-                                        T, (), off)], off, producer_id=pid, producer_epoch=epoch,
-                          is_transactional=True, is_control=True)
+    return build_v2_batch(
+        [
+            SimpleRecord(
+                struct.pack(">hh", 0, ctype), struct.pack(">hi", 0, coordinator_epoch), T, (), off
+            )
+        ],
+        off,
+        producer_id=pid,
+        producer_epoch=epoch,
+        is_transactional=True,
+        is_control=True,
+    )
 
 
 def make_log_dir(root, segments, topic="t", partition=0):
@@ -37,29 +47,51 @@ def make_log_dir(root, segments, topic="t", partition=0):
 
 
 def recover(*args):
-    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", "--now", str(T + 10), *map(str, args)])
+    r = CliRunner().invoke(
+        cli, ["recover", "--no-quarantine", "--now", str(T + 10), *map(str, args)]
+    )
     return r
 
 
 def txn_entries(d, base=0):
     f = d / f"{base:020d}.txnindex"
-    return [(a.producer_id, a.first_offset, a.last_offset) for a in parse_txn_index(f.read_bytes())] \
-        if f.exists() else []
+    return (
+        [(a.producer_id, a.first_offset, a.last_offset) for a in parse_txn_index(f.read_bytes())]
+        if f.exists()
+        else []
+    )
 
 
 # ------------------------------------------------------------------ ProducerAppendInfo
 def test_abort_marker_without_transaction_data_gets_no_txnindex_entry(tmp_path):
     # pid 7 aborts a transaction none of whose data reached this partition
-    d = make_log_dir(tmp_path, [(0, [build_v2_batch([rec("a", "1", 0)], 0), marker(1, 7, 0, 0),
-                                     build_v2_batch([rec("b", "2", 2)], 2)])])
+    d = make_log_dir(
+        tmp_path,
+        [
+            (
+                0,
+                [
+                    build_v2_batch([rec("a", "1", 0)], 0),
+                    marker(1, 7, 0, 0),
+                    build_v2_batch([rec("b", "2", 2)], 2),
+                ],
+            )
+        ],
+    )
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
     assert txn_entries(d) == []
 
 
 def test_abort_marker_after_transactional_data_is_indexed(tmp_path):
-    data = build_v2_batch([rec("a", "1", 0)], 0, producer_id=7, producer_epoch=0, base_sequence=0,
-                          is_transactional=True)
+    data = build_v2_batch(
+        [rec("a", "1", 0)],
+        0,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
     d = make_log_dir(tmp_path, [(0, [data, marker(1, 7, 0, 0), marker(2, 7, 0, 0)])])
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
@@ -71,8 +103,17 @@ def test_empty_control_batch_leaves_the_producer_untouched(tmp_path):
     # what the cleaner leaves of a marker whose transaction it removed: a control batch, no records,
     # here with a later producer epoch; Kafka 3.3.1 does not append it at all
     b0 = build_v2_batch([rec("a", "1", 0)], 0, producer_id=9, producer_epoch=4, base_sequence=0)
-    e1 = empty_v2_batch(1, 0, max_timestamp=T, producer_id=9, producer_epoch=5, base_sequence=-1,
-                        is_transactional=True, is_control=True, partition_leader_epoch=0)
+    e1 = empty_v2_batch(
+        1,
+        0,
+        max_timestamp=T,
+        producer_id=9,
+        producer_epoch=5,
+        base_sequence=-1,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=0,
+    )
     d = make_log_dir(tmp_path, [(0, [b0, e1, build_v2_batch([rec("b", "2", 2)], 2)])])
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
@@ -83,8 +124,17 @@ def test_empty_control_batch_leaves_the_producer_untouched(tmp_path):
 
 def test_empty_control_batch_of_an_unknown_producer_registers_an_empty_entry(tmp_path):
     # ProducerStateManager.update puts the (empty) entry of a producer it has not seen
-    e0 = empty_v2_batch(0, 0, max_timestamp=T, producer_id=11, producer_epoch=2, base_sequence=-1,
-                        is_transactional=True, is_control=True, partition_leader_epoch=0)
+    e0 = empty_v2_batch(
+        0,
+        0,
+        max_timestamp=T,
+        producer_id=11,
+        producer_epoch=2,
+        base_sequence=-1,
+        is_transactional=True,
+        is_control=True,
+        partition_leader_epoch=0,
+    )
     d = make_log_dir(tmp_path, [(0, [e0, build_v2_batch([rec("b", "2", 1)], 1)])])
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
@@ -96,7 +146,9 @@ def test_empty_control_batch_of_an_unknown_producer_registers_an_empty_entry(tmp
 def _swap_case(root, with_index_swap):
     """Segment 0 replaced by a cleaner's .swap (not yet renamed), segment 3 active; recovery point 3."""
     batches = [build_v2_batch([SimpleRecord(b"k%d" % i, b"v", T + i, (), i)], i) for i in range(3)]
-    d = make_log_dir(root, [(0, [batches[0], batches[0]]), (3, [build_v2_batch([rec("z", "z", 3)], 3)])])
+    d = make_log_dir(
+        root, [(0, [batches[0], batches[0]]), (3, [build_v2_batch([rec("z", "z", 3)], 3)])]
+    )
     (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 3\n")
     (d / f"{0:020d}.log.swap").write_bytes(b"".join(batches))
     # an index a broker keeps (one entry per batch, denser than the 4096-byte interval would give)
@@ -118,7 +170,7 @@ def test_swapped_in_segment_below_the_recovery_point_is_not_recovered(tmp_path):
     rep = log_dir_report(r.output)
     assert rep["partitions"]["t-0"]["recovered_segments"] == [3]
     assert not list(d.glob("*.swap"))
-    assert (d / f"{0:020d}.index").read_bytes() == index        # kept as the broker keeps it
+    assert (d / f"{0:020d}.index").read_bytes() == index  # kept as the broker keeps it
     assert [b.base_offset for b in iter_batches((d / f"{0:020d}.log").read_bytes())] == [0, 1, 2]
 
 
@@ -145,13 +197,14 @@ def test_swapped_in_segment_without_its_index_is_recovered_with_repair(tmp_path)
     assert r.exit_code == 0, r.output
     rep = log_dir_report(r.output)
     assert rep["partitions"]["t-0"]["recovered_segments"] == [0, 3]
-    assert (d / f"{0:020d}.index").read_bytes() == b""          # rebuilt: 3 small batches, no entry
+    assert (d / f"{0:020d}.index").read_bytes() == b""  # rebuilt: 3 small batches, no entry
     assert not list(d.glob("*.swap"))
 
 
 # ------------------------------------------------------------------ log-dir checkpoints
 def test_kraft_metadata_log_gets_no_recovery_point_entry(tmp_path):
     import shutil
+
     src = paths.EXAMPLES
     root = tmp_path / "logdir"
     shutil.copytree(src, root)
@@ -165,19 +218,22 @@ def test_kraft_metadata_log_gets_no_recovery_point_entry(tmp_path):
 
 # ------------------------------------------------------------------ leader-epoch-checkpoint
 def _epochs_case(root, clean):
-    b = [build_v2_batch([rec("k", "v", i)], i, partition_leader_epoch=e) for i, e in ((0, 0), (1, 0), (2, 3), (3, 3))]
+    b = [
+        build_v2_batch([rec("k", "v", i)], i, partition_leader_epoch=e)
+        for i, e in ((0, 0), (1, 0), (2, 3), (3, 3))
+    ]
     d = make_log_dir(root, [(0, b[:3]), (3, b[3:])])
-    for base in (0, 3):                  # indexes a broker keeps: segment 0 is read, not scanned
+    for base in (0, 3):  # indexes a broker keeps: segment 0 is read, not scanned
         (d / f"{base:020d}.timeindex").write_bytes(struct.pack(">qi", T, 0))
     (root / "recovery-point-offset-checkpoint").write_text("0\n1\nt 0 3\n")
     if clean:
         (root / ".kafka_cleanshutdown").write_text("")
-    (d / "leader-epoch-checkpoint").write_bytes(bytes(range(200, 230)))     # 30 bytes, not UTF-8
+    (d / "leader-epoch-checkpoint").write_bytes(bytes(range(200, 230)))  # 30 bytes, not UTF-8
     return d
 
 
 def test_corrupt_leader_epoch_checkpoint_is_reported_and_rebuilt(tmp_path):
-    for clean in (False, True):          # segment 3 scanned / nothing scanned
+    for clean in (False, True):  # segment 3 scanned / nothing scanned
         root = tmp_path / str(clean)
         d = _epochs_case(root, clean)
         r = recover(root)
@@ -185,7 +241,7 @@ def test_corrupt_leader_epoch_checkpoint_is_reported_and_rebuilt(tmp_path):
         assert (d / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n3 2\n"
         named = [ln for ln in r.output.splitlines() if "leader-epoch-checkpoint" in ln]
         assert len(named) >= 1 and any("Kafka would refuse it" in ln for ln in named), r.output
-        r = recover(root)                # then nothing more to do
+        r = recover(root)  # then nothing more to do
         assert r.exit_code == 0 and "refuse" not in r.output
 
 
@@ -194,15 +250,19 @@ def test_snapshot_at_the_log_start_offset_is_not_loaded(tmp_path):
     # Kafka 3.3.1 truncateAndReload deletes snapshots at or below the log start offset before
     # loading: producer 42, only in the snapshot at 0, is not in the state recover writes
     from kafkalog_cli.formats.producer_state import ProducerSnapshotEntry, encode_producer_snapshot
+
     d = make_log_dir(tmp_path, [(0, [build_v2_batch([rec("a", "1", i)], i) for i in range(3)])])
     (d / f"{0:020d}.snapshot").write_bytes(
-        encode_producer_snapshot([ProducerSnapshotEntry(42, 1, 4, 7, 0, T, -1, -1)]))
+        encode_producer_snapshot([ProducerSnapshotEntry(42, 1, 4, 7, 0, T, -1, -1)])
+    )
     r = recover("--all", tmp_path)
     assert r.exit_code == 0, r.output
     assert parse_producer_snapshot((d / f"{3:020d}.snapshot").read_bytes()).entries == []
 
 
-def test_an_empty_swapped_in_segment_over_an_old_index_gets_the_broker_s_preallocated_index(tmp_path):
+def test_an_empty_swapped_in_segment_over_an_old_index_gets_the_broker_s_preallocated_index(
+    tmp_path,
+):
     # from the differential harness (seed 100007, __transaction_state-7: a copy of an empty
     # segment left as 0.log.swap after a clean shutdown). The .swap's offset range is empty, so
     # LogLoader deletes nothing, and renaming the .swap files puts the preallocated .index.swap

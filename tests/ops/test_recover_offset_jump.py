@@ -3,6 +3,7 @@ the v2 CRC does not cover; the relative offset stays below 2^31): Kafka 3.3.1's 
 keeps it, kafka-dump-log lists it where it lies, and the broker serves it there, between lower
 offsets. Case 3100002 of `tests.differential recover --cases 24 --seed 31`
 (tests/fixtures/broker/recover-offset-jump, README.md there)."""
+
 import hashlib
 import json
 import shutil
@@ -31,7 +32,7 @@ from tests.helpers.recovery import run
 
 CASE = FIXTURES / "recover-offset-jump"
 PART = "g-gzip-0"
-JUMP = 27 + (0x5E << 24)        # the batch of offset 27, byte 2994 flipped 0x00 -> 0x5e
+JUMP = 27 + (0x5E << 24)  # the batch of offset 27, byte 2994 flipped 0x00 -> 0x5e
 
 
 def recover(d, tmp_path, all_segments):
@@ -47,10 +48,12 @@ def test_recover_keeps_the_batch_and_rebuilds_what_the_broker_rebuilt(tmp_path, 
     log = d / PART / f"{0:020d}.log"
     before = log.read_bytes()
     recover(d, tmp_path, all_segments)
-    assert log.read_bytes() == before                       # nothing truncated, nothing deleted
+    assert log.read_bytes() == before  # nothing truncated, nothing deleted
     for name in (f"{0:020d}.log", f"{0:020d}.index", f"{0:020d}.timeindex", f"{112:020d}.snapshot"):
         assert (d / PART / name).read_bytes() == (CASE / "after" / PART / name).read_bytes(), name
-    assert sorted(f.name for f in (d / PART).iterdir()) == sorted(f.name for f in (CASE / "after" / PART).iterdir())
+    assert sorted(f.name for f in (d / PART).iterdir()) == sorted(
+        f.name for f in (CASE / "after" / PART).iterdir()
+    )
     assert "g-gzip 0 112" in (d / "recovery-point-offset-checkpoint").read_text().splitlines()
 
 
@@ -59,13 +62,17 @@ def test_dump_log_lists_the_batch_where_it_lies_as_kafka_dump_log_does():
     r = CliRunner().invoke(cli, ["dump-log", "--deep-iteration", str(log)])
     assert r.exit_code == 0, r.output
     # kafka-dump-log 3.3.1's lines for this file, stdout then stderr
-    assert ("baseOffset: 1577058331 lastOffset: 1577058331 count: 1 baseSequence: -1 lastSequence: -1 "
-            "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
-            "deleteHorizonMs: OptionalLong.empty position: 2990 CreateTime: 1795781303588 size: 321 magic: 2 "
-            "compresscodec: gzip crc: 1012957143 isvalid: true") in r.stdout
-    assert r.stderr == (f"Non-consecutive offsets in {log}\n"
-                        f"  {JUMP} is followed by 28\n"
-                        f"  26 is followed by {JUMP}\n")
+    assert (
+        "baseOffset: 1577058331 lastOffset: 1577058331 count: 1 baseSequence: -1 lastSequence: -1 "
+        "producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false "
+        "deleteHorizonMs: OptionalLong.empty position: 2990 CreateTime: 1795781303588 size: 321 magic: 2 "
+        "compresscodec: gzip crc: 1012957143 isvalid: true"
+    ) in r.stdout
+    assert r.stderr == (
+        f"Non-consecutive offsets in {log}\n"
+        f"  {JUMP} is followed by 28\n"
+        f"  26 is followed by {JUMP}\n"
+    )
 
 
 def test_the_load_check_expects_what_the_broker_served(tmp_path):
@@ -77,7 +84,7 @@ def test_the_load_check_expects_what_the_broker_served(tmp_path):
     segments = listing(d / PART)
     listed = records_of(segments)
     served = json.loads((CASE / "SERVED.json").read_text())
-    assert [r[0] for r in listed] == served["offsets"]                # dump-log's order is the broker's
+    assert [r[0] for r in listed] == served["offsets"]  # dump-log's order is the broker's
     assert hashlib.sha256(json.dumps(listed).encode()).hexdigest() == served["records_sha256"]
     g = {"start": served["start"], "end": served["end"], "records": listed}
     assert consumed(segments, 0, 112) == listed
@@ -108,15 +115,19 @@ def test_consumed_follows_positions_and_the_clients_fetch_offset():
     g = {"start": 0, "end": 4, "records": [[o, 0, None, None, []] for o in (0, 900)]}
     assert served_problems("t-0", g, segs, 0) == [
         "t-0: dump-log lists 2 records at or above the log start offset a consumer does not reach before "
-        "the broker's end offset 4: [2, 3]"]
+        "the broker's end offset 4: [2, 3]"
+    ]
 
 
-@pytest.mark.skipif(not live.available(), reason="needs KAFKA_HOME (Kafka 3.3.1 or 3.9.0-rc3) and KAFKA_PY")
+@pytest.mark.skipif(
+    not live.available(), reason="needs KAFKA_HOME (Kafka 3.3.1 or 3.9.0-rc3) and KAFKA_PY"
+)
 def test_a_live_broker_recovers_and_serves_the_jump_as_kafkalog_does(tmp_path):
     # the same damage on examples/logdir: codec-none-0's batch of offsets 20..39 (at 645) says
     # 20 + 0x5e << 24; after a crash (no .kafka_cleanshutdown)
     from tests.differential.cases import _broker_recovers, copy_dir
     from tests.differential.compare import compare_log_dirs
+
     print("broker:", live.version_label())
     d = tmp_path / "logdir"
     shutil.copytree(EXAMPLES, d)
@@ -133,7 +144,11 @@ def test_a_live_broker_recovers_and_serves_the_jump_as_kafkalog_does(tmp_path):
     theirs, run_, refused = _broker_recovers(d, tmp_path / "broker")
     assert not refused and not run_.errors
     assert compare_log_dirs(theirs, ours) == {}
-    assert [r[0] for r in listed_records(ours / "codec-none-0")][19:22] == [19, 20 + (0x5E << 24), 21 + (0x5E << 24)]
+    assert [r[0] for r in listed_records(ours / "codec-none-0")][19:22] == [
+        19,
+        20 + (0x5E << 24),
+        21 + (0x5E << 24),
+    ]
     (tmp_path / "load").mkdir()
     check = broker_loads(ours, tmp_path / "load")
     assert check.ok, check.problems

@@ -2,6 +2,7 @@
 exactly the SegmentRecovery of the general path: valid bytes, next offset, index bytes, leader epochs,
 aborted transactions, the error and where it is, the producer state. Generated segments mix
 plain, producer, transactional, control and legacy batches, then tear, flip and pad them."""
+
 from __future__ import annotations
 
 import struct
@@ -29,26 +30,45 @@ def _batch(kind: str, offset: int, n: int, epoch: int, codec: Compression, ts: i
     if kind in ("commit", "abort"):
         key = struct.pack(">hh", 0, 1 if kind == "commit" else 0)
         marker = SimpleRecord(key, struct.pack(">hi", 0, 5), ts, ())
-        return build_v2_batch([marker], offset, producer_id=7, producer_epoch=0, is_transactional=True,
-                              is_control=True, partition_leader_epoch=epoch)
-    return build_v2_batch(recs, offset, compression=codec, producer_id=7 if kind == "txn" else 3,
-                          producer_epoch=0, base_sequence=offset, is_transactional=kind == "txn",
-                          partition_leader_epoch=epoch)
+        return build_v2_batch(
+            [marker],
+            offset,
+            producer_id=7,
+            producer_epoch=0,
+            is_transactional=True,
+            is_control=True,
+            partition_leader_epoch=epoch,
+        )
+    return build_v2_batch(
+        recs,
+        offset,
+        compression=codec,
+        producer_id=7 if kind == "txn" else 3,
+        producer_epoch=0,
+        base_sequence=offset,
+        is_transactional=kind == "txn",
+        partition_leader_epoch=epoch,
+    )
 
 
 batch_spec = st.tuples(
     st.sampled_from(KINDS),
-    st.integers(1, 4),                               # records
-    st.sampled_from([-1, 0, 0, 1, 2, 5]),            # partition leader epoch (also going down)
-    st.sampled_from([0, 0, 0, 0, 3, -2]),            # gap before the batch (negative: offsets go back)
+    st.integers(1, 4),  # records
+    st.sampled_from([-1, 0, 0, 1, 2, 5]),  # partition leader epoch (also going down)
+    st.sampled_from([0, 0, 0, 0, 3, -2]),  # gap before the batch (negative: offsets go back)
     st.sampled_from([Compression.NONE, Compression.NONE, Compression.GZIP]),
-    st.integers(-5, 50),                             # timestamp step (also going back)
+    st.integers(-5, 50),  # timestamp step (also going back)
 )
 damage = st.one_of(
     st.tuples(st.just("flip"), st.floats(0, 1, exclude_max=True), st.integers(1, 255)),
     st.tuples(st.just("tear"), st.floats(0, 1, exclude_max=True), st.just(0)),
-    st.tuples(st.just("pad"), st.sampled_from([b"\0" * 40, b"\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x03",
-                                               b"garbage!" * 3]), st.just(0)),
+    st.tuples(
+        st.just("pad"),
+        st.sampled_from(
+            [b"\0" * 40, b"\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x03", b"garbage!" * 3]
+        ),
+        st.just(0),
+    ),
 )
 
 
@@ -63,7 +83,7 @@ def _segment(base: int, specs, damages) -> bytes:
         if what == "flip" and data:
             data[int(where * len(data))] ^= arg
         elif what == "tear" and data:
-            del data[int(where * len(data)):]
+            del data[int(where * len(data)) :]
         elif what == "pad":
             data += where
     return bytes(data)
@@ -81,17 +101,36 @@ def _scan(data: bytes, base: int, interval: int, epochs: list) -> tuple:
     except Exception as e:  # the same exception either way is the property
         return ("raised", type(e).__name__, str(e))
     err = r.error
-    return (r.valid_bytes, r.next_offset, r.builder.offset_index_bytes(), r.builder.time_index_bytes(),
-            r.epochs, epochs, encode_txn_index(r.aborted), r.invalid_offset, r.kept_ranges, r.skipped,
-            None if err is None else (type(err).__name__, err.message, err.position),
-            state.snapshot_bytes())
+    return (
+        r.valid_bytes,
+        r.next_offset,
+        r.builder.offset_index_bytes(),
+        r.builder.time_index_bytes(),
+        r.epochs,
+        epochs,
+        encode_txn_index(r.aborted),
+        r.invalid_offset,
+        r.kept_ranges,
+        r.skipped,
+        None if err is None else (type(err).__name__, err.message, err.position),
+        state.snapshot_bytes(),
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from([0, 1000]), st.lists(batch_spec, max_size=12), st.lists(damage, max_size=3),
-       st.sampled_from([0, 1, 100, 4096]), st.sampled_from([[], [(0, 0)], [(3, 0)]]))
-@example(0, [("plain", 3, 1, 0, Compression.NONE, 1)] * 4, [("flip", 0.6, 1)], 100, [])     # a CRC mismatch
-@example(0, [("plain", 3, 1, 0, Compression.NONE, 1)] * 4, [("tear", 0.9, 0)], 0, [(0, 0)])  # a torn tail
+@given(
+    st.sampled_from([0, 1000]),
+    st.lists(batch_spec, max_size=12),
+    st.lists(damage, max_size=3),
+    st.sampled_from([0, 1, 100, 4096]),
+    st.sampled_from([[], [(0, 0)], [(3, 0)]]),
+)
+@example(
+    0, [("plain", 3, 1, 0, Compression.NONE, 1)] * 4, [("flip", 0.6, 1)], 100, []
+)  # a CRC mismatch
+@example(
+    0, [("plain", 3, 1, 0, Compression.NONE, 1)] * 4, [("tear", 0.9, 0)], 0, [(0, 0)]
+)  # a torn tail
 def test_fast_walk_matches_the_general_path(base, specs, damages, interval, epochs):
     data = _segment(base, specs, damages)
     fast = _scan(data, base, interval, epochs)

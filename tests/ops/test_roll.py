@@ -20,7 +20,7 @@ T0 = 1_700_000_000_000
 
 
 def do_roll(d, tmp_path, **kw):
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(now_ms=NOW, **kw))
     apply(p, FsOps(ld, Quarantine(tmp_path / "q", "roll")))
     return p
@@ -28,7 +28,7 @@ def do_roll(d, tmp_path, **kw):
 
 def test_time_roll_closed_segment_matches_the_broker(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
-    p = do_roll(d, tmp_path, if_needed=True)   # segment.ms=5000 comes from __cluster_metadata
+    p = do_roll(d, tmp_path, if_needed=True)  # segment.ms=5000 comes from __cluster_metadata
     want = segment_files(FIXTURES / "roll-time-roll" / "after")
     got = segment_files(d)
     for part in ("roll-createtime-0", "roll-logappend-0", "roll-wallclock-0"):
@@ -39,16 +39,21 @@ def test_time_roll_closed_segment_matches_the_broker(tmp_path):
         assert (d / part / "00000000000000000060.log").stat().st_size == 0
         # empty, as the broker's clean shutdown left them in after/ (a broker takes a pre-existing
         # index for full: 10 MiB of zeros would be 1310720 entries)
-        assert got[f"{part}/00000000000000000060.index"] == want[f"{part}/00000000000000000060.index"] == b""
-        assert got[f"{part}/00000000000000000060.timeindex"] == b""   # after/ has run 2's one entry
-        assert (d / part / "00000000000000000060.snapshot").read_bytes() == \
-            (FIXTURES / "roll-time-roll" / "after" / part / "00000000000000000060.snapshot").read_bytes()
-    assert do_roll(d, tmp_path).actions == []          # the new segment is empty: nothing to roll
+        assert (
+            got[f"{part}/00000000000000000060.index"]
+            == want[f"{part}/00000000000000000060.index"]
+            == b""
+        )
+        assert got[f"{part}/00000000000000000060.timeindex"] == b""  # after/ has run 2's one entry
+        assert (d / part / "00000000000000000060.snapshot").read_bytes() == (
+            FIXTURES / "roll-time-roll" / "after" / part / "00000000000000000060.snapshot"
+        ).read_bytes()
+    assert do_roll(d, tmp_path).actions == []  # the new segment is empty: nothing to roll
 
 
 def test_if_needed_does_nothing_when_no_condition_holds(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = roll.plan(ld, parts, roll.RollOptions(if_needed=True, now_ms=1700000000200))
     assert p.actions == []
 
@@ -56,7 +61,7 @@ def test_if_needed_does_nothing_when_no_condition_holds(tmp_path):
 def test_recover_after_roll_trims_the_new_indexes(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
     do_roll(d, tmp_path)
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     p = recover.plan(ld, parts, recover.RecoverOptions(all_segments=True))
     apply(p, FsOps(ld, Quarantine(None, "recover")))
     assert (d / "roll-createtime-0" / "00000000000000000060.index").stat().st_size == 0
@@ -69,17 +74,17 @@ def synthetic(tmp_path, timestamps=(T0, T0 + 1, T0 + 2)):
 
 
 def plan_for(d, **kw):
-    (ld, parts), = partition_dirs_for([d]).items()
+    ((ld, parts),) = partition_dirs_for([d]).items()
     return roll.plan(ld, parts, roll.RollOptions(now_ms=T0 + 10, **kw))
 
 
 def test_a_corrupt_active_segment_is_left_to_recover(tmp_path):
     d, log = synthetic(tmp_path)
     first = next(iter_batches(log.read_bytes())).size
-    with open(log, "r+b") as f:                      # the second batch's length: below the minimum
+    with open(log, "r+b") as f:  # the second batch's length: below the minimum
         f.seek(first + 8)
         f.write((5).to_bytes(4, "big"))
-    with pytest.raises(CorruptRecordError) as e:      # corrupt input: exit 3
+    with pytest.raises(CorruptRecordError) as e:  # corrupt input: exit 3
         plan_for(d)
     assert "corrupt active segment; run `kafkalog recover` first" in e.value.message
     assert e.value.path == str(log) and e.value.position == first
@@ -103,16 +108,23 @@ def test_preallocated_files_are_trimmed_and_the_final_time_entry_added(tmp_path)
     assert offsets and times
     size = log.stat().st_size
     with open(log, "ab") as f:
-        f.write(bytes(10))                           # fewer than a batch header: the walk stops
+        f.write(bytes(10))  # fewer than a batch header: the walk stops
     os.truncate(seg.index_path, 10485760)
     os.truncate(seg.time_index_path, 10485756)
     p = plan_for(d)
     by_path = {a.path: a for a in p.actions}
-    assert p.partitions["t-0"] == {"active_segment": 0, "log_end_offset": 20, "rolled": True,
-                                   "reason": "requested", "new_segment": 20}
+    assert p.partitions["t-0"] == {
+        "active_segment": 0,
+        "log_end_offset": 20,
+        "rolled": True,
+        "reason": "requested",
+        "new_segment": 20,
+    }
     assert (by_path[log].at, by_path[log].bytes_removed) == (size, 10)
-    assert (by_path[seg.index_path].at, by_path[seg.index_path].bytes_removed) == \
-        (8 * len(offsets), 10485760 - 8 * len(offsets))
+    assert (by_path[seg.index_path].at, by_path[seg.index_path].bytes_removed) == (
+        8 * len(offsets),
+        10485760 - 8 * len(offsets),
+    )
     final = times + ([] if times[-1].timestamp == T0 + 19 else [TimeIndexEntry(T0 + 19, 19)])
     assert by_path[seg.time_index_path].data == encode_time_index(final, 0)
 
@@ -121,10 +133,16 @@ def test_roll_conditions(tmp_path):
     d, _ = synthetic(tmp_path)
     assert plan_for(d, if_needed=True).partitions["t-0"]["reason"] == "no roll condition holds"
     small = ConfigResolver(overrides={"segment.bytes": "100"})
-    assert plan_for(d, if_needed=True, resolver=small).partitions["t-0"]["reason"].startswith("segment.bytes")
+    assert (
+        plan_for(d, if_needed=True, resolver=small)
+        .partitions["t-0"]["reason"]
+        .startswith("segment.bytes")
+    )
     young = ConfigResolver(overrides={"segment.ms": "5"})
-    assert plan_for(d, if_needed=True, resolver=young).partitions["t-0"]["reason"] == \
-        "segment.ms: 10 ms since the first batch > 5"
+    assert (
+        plan_for(d, if_needed=True, resolver=young).partitions["t-0"]["reason"]
+        == "segment.ms: 10 ms since the first batch > 5"
+    )
     tiny = ConfigResolver(overrides={"segment.index.bytes": "24"})
     assert plan_for(d, if_needed=True, resolver=tiny).partitions["t-0"]["reason"] == "index full"
 

@@ -9,6 +9,7 @@ ProducerAppendInfo.appendEndTxnMarker's epoch check only warns) closes the trans
 E + 1 marker, takes the marker's epoch and drops the batch metadata of epoch E
 (ProducerStateEntry.update -> maybeUpdateProducerEpoch). These tests hold `transactions`, the
 producer snapshots recover writes and the consumer view to that, on logs built batch by batch."""
+
 from __future__ import annotations
 
 import struct
@@ -27,19 +28,21 @@ MIN = 60_000
 DAY = 86_400_000
 T = NOW - 30 * MIN
 COMMIT, ABORT = ControlRecordType.COMMIT, ControlRecordType.ABORT
-EXHAUSTED = 32766          # TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1
+EXHAUSTED = 32766  # TransactionMetadata.isEpochExhausted: epoch >= Short.MaxValue - 1
 
 
 def data(offset, pid, epoch, seq=0, n=1, ts=T, txn=True):
     recs = [SimpleRecord(b"k", b"v%d" % i, ts) for i in range(n)]
-    return build_v2_batch(recs, offset, producer_id=pid, producer_epoch=epoch, base_sequence=seq,
-                          is_transactional=txn)
+    return build_v2_batch(
+        recs, offset, producer_id=pid, producer_epoch=epoch, base_sequence=seq, is_transactional=txn
+    )
 
 
 def marker(offset, pid, epoch, kind=COMMIT, ts=T, coordinator_epoch=3):
     r = SimpleRecord(struct.pack(">hh", 0, int(kind)), struct.pack(">hi", 0, coordinator_epoch), ts)
-    return build_v2_batch([r], offset, producer_id=pid, producer_epoch=epoch, is_transactional=True,
-                          is_control=True)
+    return build_v2_batch(
+        [r], offset, producer_id=pid, producer_epoch=epoch, is_transactional=True, is_control=True
+    )
 
 
 def partition(tmp_path, batches, hw=None, name="t-0") -> Partition:
@@ -51,21 +54,42 @@ def partition(tmp_path, batches, hw=None, name="t-0") -> Partition:
 
 # producer 10 under TV2: commit (data epoch 0, marker 1), abort (data 1, marker 2), then a
 # transaction still open at epoch 2; producer 20 is idle, its last transaction committed TV1-style
-TV2_LOG = [data(0, 10, 0, seq=0, n=2), data(2, 10, 0, seq=2), marker(3, 10, 1),
-           data(4, 10, 1, seq=0), marker(5, 10, 2, ABORT, coordinator_epoch=4),
-           data(6, 20, 5, seq=7), marker(7, 20, 5),
-           data(8, 10, 2, seq=0, n=2, ts=NOW - 20 * MIN)]
+TV2_LOG = [
+    data(0, 10, 0, seq=0, n=2),
+    data(2, 10, 0, seq=2),
+    marker(3, 10, 1),
+    data(4, 10, 1, seq=0),
+    marker(5, 10, 2, ABORT, coordinator_epoch=4),
+    data(6, 20, 5, seq=7),
+    marker(7, 20, 5),
+    data(8, 10, 2, seq=0, n=2, ts=NOW - 20 * MIN),
+]
 
 
 def test_a_marker_one_epoch_up_closes_its_transaction(tmp_path):
     pt = tx.partition_transactions(partition(tmp_path, TV2_LOG, hw=10), NOW, DAY)
-    assert [(t.producer.producer_id, t.producer.epoch, t.start_offset) for t in pt.open] == [(10, 2, 8)]
+    assert [(t.producer.producer_id, t.producer.epoch, t.start_offset) for t in pt.open] == [
+        (10, 2, 8)
+    ]
     assert pt.last_stable_offset == 8
     assert [tx.producer_json(p) for p in pt.producers] == [
-        {"producer_id": 10, "producer_epoch": 2, "coordinator_epoch": 4, "last_sequence": 1,
-         "last_timestamp": NOW - 20 * MIN, "current_transaction_start_offset": 8},
-        {"producer_id": 20, "producer_epoch": 5, "coordinator_epoch": 3, "last_sequence": 7,
-         "last_timestamp": T, "current_transaction_start_offset": None}]
+        {
+            "producer_id": 10,
+            "producer_epoch": 2,
+            "coordinator_epoch": 4,
+            "last_sequence": 1,
+            "last_timestamp": NOW - 20 * MIN,
+            "current_transaction_start_offset": 8,
+        },
+        {
+            "producer_id": 20,
+            "producer_epoch": 5,
+            "coordinator_epoch": 3,
+            "last_sequence": 7,
+            "last_timestamp": T,
+            "current_transaction_start_offset": None,
+        },
+    ]
     # the two completed transactions are not candidates: only the open one, older than 15 min
     hanging = tx.find_hanging(pt.open, 15 * MIN, None)
     assert [(h.txn.producer.producer_id, h.txn.start_offset) for h in hanging] == [(10, 8)]
@@ -103,17 +127,23 @@ def test_an_abort_two_epochs_up_closes_its_transaction_too(tmp_path):
     log = [data(0, 10, 3), marker(1, 10, 5, ABORT), data(2, 10, 5, ts=NOW - 20 * MIN)]
     pt = tx.partition_transactions(partition(tmp_path, log, hw=3), NOW, DAY)
     assert [(t.producer.epoch, t.start_offset) for t in pt.open] == [(5, 2)]
-    assert consumer_view(iter_batches(b"".join(log)), READ_COMMITTED, 3, None).aborted == {10: [(0, 1)]}
+    assert consumer_view(iter_batches(b"".join(log)), READ_COMMITTED, 3, None).aborted == {
+        10: [(0, 1)]
+    }
 
 
 def test_producer_id_rotation_at_epoch_exhaustion(tmp_path):
     """The marker goes under the old id at Short.MAX_VALUE; the new id starts at epoch 0: two
     producers, the old one with no transaction (it expires as any idle producer)."""
-    log = [data(0, 10, EXHAUSTED, seq=40), marker(1, 10, EXHAUSTED + 1),
-           data(2, 11, 0, seq=0, ts=NOW - 20 * MIN)]
+    log = [
+        data(0, 10, EXHAUSTED, seq=40),
+        marker(1, 10, EXHAUSTED + 1),
+        data(2, 11, 0, seq=0, ts=NOW - 20 * MIN),
+    ]
     pt = tx.partition_transactions(partition(tmp_path, log, hw=3), NOW, DAY)
-    assert [(e.producer_id, e.epoch, e.last_seq, e.current_txn_first_offset) for e in pt.producers] == [
-        (10, 32767, -1, -1), (11, 0, 0, 2)]
+    assert [
+        (e.producer_id, e.epoch, e.last_seq, e.current_txn_first_offset) for e in pt.producers
+    ] == [(10, 32767, -1, -1), (11, 0, 0, 2)]
     assert [(t.producer.producer_id, t.start_offset) for t in pt.open] == [(11, 2)]
     assert pt.last_stable_offset == 2
     # a day later producer 10 has expired (isProducerExpired); 11's transaction keeps it
@@ -126,14 +156,26 @@ def test_a_repeated_tv2_marker_changes_nothing(tmp_path):
     """A marker written again for a transaction already completed (same epoch, no transaction
     open: the coordinator's retry, ProducerAppendInfo.checkProducerEpoch) completes nothing: no
     txnindex entry, no open transaction, the LSO is not held."""
-    log = [data(0, 10, 0), marker(1, 10, 1, ABORT), marker(2, 10, 1, ABORT), data(3, 12, 0, txn=False)]
+    log = [
+        data(0, 10, 0),
+        marker(1, 10, 1, ABORT),
+        marker(2, 10, 1, ABORT),
+        data(3, 12, 0, txn=False),
+    ]
     state = ProducerState()
-    assert [state.update(b) for b in iter_batches(b"".join(log))] == [None, AbortedTxn(0, 10, 0, 1, 2), None, None]
+    assert [state.update(b) for b in iter_batches(b"".join(log))] == [
+        None,
+        AbortedTxn(0, 10, 0, 1, 2),
+        None,
+        None,
+    ]
     pt = tx.partition_transactions(partition(tmp_path, log, hw=4), NOW, DAY)
     assert (pt.open, pt.last_stable_offset) == ([], 4)
     view = consumer_view(iter_batches(b"".join(log)), READ_COMMITTED, 4, None)
-    assert [view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional, b.producer_id)
-            for b in iter_batches(b"".join(log))] == ["skip", "skip", "skip", "keep"]
+    assert [
+        view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional, b.producer_id)
+        for b in iter_batches(b"".join(log))
+    ] == ["skip", "skip", "skip", "keep"]
 
 
 def test_find_hanging_with_the_coordinator_in_prepare_commit_at_the_bumped_epoch(tmp_path):
@@ -146,20 +188,42 @@ def test_find_hanging_with_the_coordinator_in_prepare_commit_at_the_bumped_epoch
     open_txns = tx.partition_transactions(partition(tmp_path, log, hw=1), NOW, DAY).open
     rec = txn_state_record("a", 10, 2, [("t", [0])])
     value = bytearray(rec.value)
-    value[10:12] = struct.pack(">h", 5)          # producerEpoch E + 1
-    state = partition(tmp_path, [build_v2_batch([SimpleRecord(rec.key, bytes(value), T)], 0)],
-                      name="__transaction_state-0")
+    value[10:12] = struct.pack(">h", 5)  # producerEpoch E + 1
+    state = partition(
+        tmp_path,
+        [build_v2_batch([SimpleRecord(rec.key, bytes(value), T)], 0)],
+        name="__transaction_state-0",
+    )
     assert tx.find_hanging(open_txns, 15 * MIN, tx.coordinator_transactions([state])) == []
 
 
 def test_consumer_view_of_tv2_transactions():
-    batches = lambda: iter_batches(b"".join(TV2_LOG))      # noqa: E731
+    batches = lambda: iter_batches(b"".join(TV2_LOG))  # noqa: E731
     committed = consumer_view(batches(), READ_COMMITTED, 10, None)
-    assert (committed.end, committed.last_stable_offset, committed.aborted) == (8, 8, {10: [(4, 5)]})
-    verdicts = [(b.base_offset, committed.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional,
-                                                  b.producer_id)) for b in batches()]
-    assert verdicts == [(0, "keep"), (2, "keep"), (3, "skip"), (4, "skip"), (5, "skip"), (6, "keep"), (7, "skip"),
-                        (8, "stop")]
+    assert (committed.end, committed.last_stable_offset, committed.aborted) == (
+        8,
+        8,
+        {10: [(4, 5)]},
+    )
+    verdicts = [
+        (
+            b.base_offset,
+            committed.verdict(
+                b.base_offset, b.last_offset, b.is_control, b.is_transactional, b.producer_id
+            ),
+        )
+        for b in batches()
+    ]
+    assert verdicts == [
+        (0, "keep"),
+        (2, "keep"),
+        (3, "skip"),
+        (4, "skip"),
+        (5, "skip"),
+        (6, "keep"),
+        (7, "skip"),
+        (8, "stop"),
+    ]
     uncommitted = consumer_view(batches(), READ_UNCOMMITTED, 10, None)
     assert (uncommitted.end, uncommitted.aborted) == (10, {})
 
@@ -170,11 +234,21 @@ def _txn_state_v1(tid: str, pid: int, epoch: int, state: int, partitions, **tagg
     from kafkalog_cli.formats.internal.schemas import MESSAGES
 
     key = struct.pack(">hh", 0, len(tid)) + tid.encode()
-    value = struct.pack(">h", 1) + write_struct(MESSAGES["TransactionLogValue"], {
-        "producerId": pid, "producerEpoch": epoch, "transactionTimeoutMs": 60000, "transactionStatus": state,
-        "transactionPartitions": [{"topic": t, "partitionIds": ids} for t, ids in partitions],
-        "transactionLastUpdateTimestampMs": T, "transactionStartTimestampMs": T, "clientTransactionVersion": 2,
-        **tagged}, 1)
+    value = struct.pack(">h", 1) + write_struct(
+        MESSAGES["TransactionLogValue"],
+        {
+            "producerId": pid,
+            "producerEpoch": epoch,
+            "transactionTimeoutMs": 60000,
+            "transactionStatus": state,
+            "transactionPartitions": [{"topic": t, "partitionIds": ids} for t, ids in partitions],
+            "transactionLastUpdateTimestampMs": T,
+            "transactionStartTimestampMs": T,
+            "clientTransactionVersion": 2,
+            **tagged,
+        },
+        1,
+    )
     return SimpleRecord(key, value, T)
 
 
@@ -189,15 +263,28 @@ def test_find_hanging_after_a_producer_id_rotation(tmp_path):
     assert [t.producer.producer_id for t in open_txns] == [10, 11]
 
     def coordinator(name, **tagged):
-        recs = [_txn_state_v1("a", 10, EXHAUSTED, 1, [("t", [0])]),
-                _txn_state_v1("a", 11, 0, 1, [("t", [0])], **tagged)]
-        return tx.coordinator_transactions([partition(tmp_path / name, [build_v2_batch(recs, 0)],
-                                                      name="__transaction_state-0")])
+        recs = [
+            _txn_state_v1("a", 10, EXHAUSTED, 1, [("t", [0])]),
+            _txn_state_v1("a", 11, 0, 1, [("t", [0])], **tagged),
+        ]
+        return tx.coordinator_transactions(
+            [partition(tmp_path / name, [build_v2_batch(recs, 0)], name="__transaction_state-0")]
+        )
 
-    hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("a"))         # 4.0 to 4.2: no previousProducerId
+    hanging = tx.find_hanging(
+        open_txns, 15 * MIN, coordinator("a")
+    )  # 4.0 to 4.2: no previousProducerId
     assert [(h.txn.producer.producer_id, h.coordinator, h.reason) for h in hanging] == [
-        (10, None, "no transactional id has this producer id in __transaction_state")]
+        (10, None, "no transactional id has this producer id in __transaction_state")
+    ]
     hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("b", previousProducerId=10))
-    assert [(h.txn.producer.producer_id, h.to_dict()["transactional_id"], h.reason) for h in hanging] == [
-        (10, None, "the transactional id a moved on to producer id 11 (previousProducerId 10 in "
-                   "__transaction_state): no marker comes under this producer id")]
+    assert [
+        (h.txn.producer.producer_id, h.to_dict()["transactional_id"], h.reason) for h in hanging
+    ] == [
+        (
+            10,
+            None,
+            "the transactional id a moved on to producer id 11 (previousProducerId 10 in "
+            "__transaction_state): no marker comes under this producer id",
+        )
+    ]

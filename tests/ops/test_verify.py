@@ -1,4 +1,5 @@
 """ops.verify: the checks on real segments and on damage made to them, chunked and not."""
+
 from __future__ import annotations
 
 import pickle
@@ -22,7 +23,10 @@ def part(tmp_path) -> Path:
 def test_real_partition_is_clean_and_counted(part):
     rep = V.verify_partition(part)
     assert rep.ok and rep.problems == []
-    assert [Path(f.file).name for f in rep.files] == ["00000000000000000185.log", "00000000000000000363.log"]
+    assert [Path(f.file).name for f in rep.files] == [
+        "00000000000000000185.log",
+        "00000000000000000363.log",
+    ]
     sizes = [(part / Path(f.file).name).stat().st_size for f in rep.files]
     assert [f.bytes for f in rep.files] == sizes
     assert rep.files[0].first_offset == 185 and rep.files[1].first_offset == 363
@@ -52,7 +56,7 @@ def test_crc_mismatch_position_offsets_and_crcs(tmp_path):
 
 def test_legacy_crc(tmp_path):
     raw = bytearray((READ / "v1-gzip-create" / "00000000000000000000.log").read_bytes())
-    raw[40] ^= 0x10           # inside the first wrapper's compressed value
+    raw[40] ^= 0x10  # inside the first wrapper's compressed value
     d = tmp_path / "t-0"
     d.mkdir()
     (d / "00000000000000000000.log").write_bytes(bytes(raw))
@@ -64,19 +68,21 @@ def test_legacy_crc(tmp_path):
 def test_corrupt_size_stops_the_file_only(tmp_path):
     d = tmp_path / "t-0"
     d.mkdir()
-    (d / "00000000000000000000.log").write_bytes(B.good_batch() + struct.pack(">qi", 3, 5) + b"\0" * 80)
+    (d / "00000000000000000000.log").write_bytes(
+        B.good_batch() + struct.pack(">qi", 3, 5) + b"\0" * 80
+    )
     (d / "00000000000000000003.log").write_bytes(B.good_batch(3))
     rep = V.verify_partition(d)
     kinds = [(Path(p.file).name, p.kind, p.position) for p in rep.problems]
     assert kinds == [("00000000000000000000.log", "size", len(B.good_batch()))]
-    assert rep.files[1].batches == 1      # the next file was still verified
+    assert rep.files[1].batches == 1  # the next file was still verified
 
 
 def test_offsets_within_and_across_segments(tmp_path):
     d = tmp_path / "t-0"
     d.mkdir()
-    (d / "00000000000000000000.log").write_bytes(B.good_batch(0) + B.good_batch(2))   # 2 <= 2
-    (d / "00000000000000000010.log").write_bytes(B.good_batch(4))                     # below its base 10
+    (d / "00000000000000000000.log").write_bytes(B.good_batch(0) + B.good_batch(2))  # 2 <= 2
+    (d / "00000000000000000010.log").write_bytes(B.good_batch(4))  # below its base 10
     rep = V.verify_partition(d)
     msgs = [(Path(p.file).name, p.kind, p.position) for p in rep.problems]
     assert ("00000000000000000000.log", "offsets", len(B.good_batch())) in msgs
@@ -87,11 +93,11 @@ def test_offsets_within_and_across_segments(tmp_path):
 
 def test_deep_record_count(tmp_path):
     b = bytearray(B.good_batch(0, 3))
-    struct.pack_into(">i", b, 57, 4)        # the header claims 4 records
+    struct.pack_into(">i", b, 57, 4)  # the header claims 4 records
     d = tmp_path / "t-0"
     d.mkdir()
     (d / "00000000000000000000.log").write_bytes(B.fix_crc(b))
-    assert V.verify_partition(d).ok                       # without --deep only the CRC is checked
+    assert V.verify_partition(d).ok  # without --deep only the CRC is checked
     (p,) = V.verify_partition(d, deep=True).problems
     assert p.kind == "records" and "declares 4 records, only 3 present" in p.message
 
@@ -102,7 +108,7 @@ def test_chunks_give_the_same_answer_as_one_pass(tmp_path):
     d = tmp_path / "t-0"
     d.mkdir()
     batches = [B.good_batch(3 * i) for i in range(3000)]
-    batches[1500] = B.good_batch(3 * 1400)           # offsets go back in the middle
+    batches[1500] = B.good_batch(3 * 1400)  # offsets go back in the middle
     bad = bytearray(batches[2500])
     bad[-1] ^= 1
     batches[2500] = bytes(bad)
@@ -152,8 +158,13 @@ def test_jobs_as_threads_and_as_processes_give_the_one_process_report(tmp_path, 
     groups = [(str(d), files)]
 
     def report(r):
-        return ([(p.kind, Path(p.file).name, p.position, p.base_offset) for p in r.problems],
-                [(Path(f.file).name, f.batches, f.bytes, f.first_offset, f.last_offset) for f in r.files])
+        return (
+            [(p.kind, Path(p.file).name, p.position, p.base_offset) for p in r.problems],
+            [
+                (Path(f.file).name, f.batches, f.bytes, f.first_offset, f.last_offset)
+                for f in r.files
+            ],
+        )
 
     one = report(V.verify_groups(groups, jobs=1)[0])
     assert {kind for kind, *_ in one[0]} == {"crc", "trailing_bytes"}

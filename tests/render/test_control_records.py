@@ -2,6 +2,7 @@
 the one decoder (formats.control), so they accept and reject the same bytes. Until issue 10 the
 JSON renderer printed markers that kafka-dump-log rejects (a negative version, a value under 6
 bytes) and snapshot headers and footers too short to hold their fields."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,16 @@ from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 def control_log(tmp_path, key: bytes, value: bytes | None) -> str:
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(build_v2_batch([SimpleRecord(key, value, 1_700_000_000_000)], 0, producer_id=7, producer_epoch=0,
-                                    is_transactional=True, is_control=True))
+    path.write_bytes(
+        build_v2_batch(
+            [SimpleRecord(key, value, 1_700_000_000_000)],
+            0,
+            producer_id=7,
+            producer_epoch=0,
+            is_transactional=True,
+            is_control=True,
+        )
+    )
     return str(path)
 
 
@@ -26,23 +35,56 @@ def dump(runner, path: str, fmt: str):
 
 
 GOOD = [
-    (struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 5), " endTxnMarker: COMMIT coordinatorEpoch: 5",
-     {"type": "COMMIT", "type_id": 1, "version": 0, "coordinator_epoch": 5}),
+    (
+        struct.pack(">hh", 0, 1),
+        struct.pack(">hi", 0, 5),
+        " endTxnMarker: COMMIT coordinatorEpoch: 5",
+        {"type": "COMMIT", "type_id": 1, "version": 0, "coordinator_epoch": 5},
+    ),
     # a marker of version 2 is read as version 0
-    (struct.pack(">hh", 0, 0), struct.pack(">hi", 2, 9), " endTxnMarker: ABORT coordinatorEpoch: 9",
-     {"type": "ABORT", "type_id": 0, "version": 2, "coordinator_epoch": 9}),
-    (struct.pack(">hh", 0, 3), struct.pack(">hq", 0, 12) + b"\0",
-     ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":12}', {"type": "SNAPSHOT_HEADER", "type_id": 3}),
-    (struct.pack(">hh", 0, 4), b"\0\0\0", ' SnapshotFooter {"version":0}', {"type": "SNAPSHOT_FOOTER", "type_id": 4}),
-    (struct.pack(">hh", 0, 2), b"", " controlType: LEADER_CHANGE(2)", {"type": "LEADER_CHANGE", "type_id": 2}),
+    (
+        struct.pack(">hh", 0, 0),
+        struct.pack(">hi", 2, 9),
+        " endTxnMarker: ABORT coordinatorEpoch: 9",
+        {"type": "ABORT", "type_id": 0, "version": 2, "coordinator_epoch": 9},
+    ),
+    (
+        struct.pack(">hh", 0, 3),
+        struct.pack(">hq", 0, 12) + b"\0",
+        ' SnapshotHeader {"version":0,"lastContainedLogTimestamp":12}',
+        {"type": "SNAPSHOT_HEADER", "type_id": 3},
+    ),
+    (
+        struct.pack(">hh", 0, 4),
+        b"\0\0\0",
+        ' SnapshotFooter {"version":0}',
+        {"type": "SNAPSHOT_FOOTER", "type_id": 4},
+    ),
+    (
+        struct.pack(">hh", 0, 2),
+        b"",
+        " controlType: LEADER_CHANGE(2)",
+        {"type": "LEADER_CHANGE", "type_id": 2},
+    ),
     # kafka-dump-log 3.3.1 printed UNKNOWN(5); 4.2 decodes a KRaftVersionRecord
-    (struct.pack(">hh", 0, 5), b"\0\0\0\1\0", ' KRaftVersion {"version":0,"kRaftVersion":1}',
-     {"type": "KRAFT_VERSION", "type_id": 5}),
-    (struct.pack(">hh", 0, 77), None, " controlType: UNKNOWN(77)", {"type": "UNKNOWN", "type_id": 77}),
+    (
+        struct.pack(">hh", 0, 5),
+        b"\0\0\0\1\0",
+        ' KRaftVersion {"version":0,"kRaftVersion":1}',
+        {"type": "KRAFT_VERSION", "type_id": 5},
+    ),
+    (
+        struct.pack(">hh", 0, 77),
+        None,
+        " controlType: UNKNOWN(77)",
+        {"type": "UNKNOWN", "type_id": 77},
+    ),
 ]
 
 
-@pytest.mark.parametrize("key, value, text, obj", GOOD, ids=[g[2].split()[0] + str(i) for i, g in enumerate(GOOD)])
+@pytest.mark.parametrize(
+    "key, value, text, obj", GOOD, ids=[g[2].split()[0] + str(i) for i, g in enumerate(GOOD)]
+)
 def test_both_renderers_show_a_control_record(runner, tmp_path, key, value, text, obj):
     path = control_log(tmp_path, key, value)
     res = dump(runner, path, "kafka")
@@ -56,17 +98,37 @@ def test_both_renderers_show_a_control_record(runner, tmp_path, key, value, text
 
 # each with what the JSON renderer printed before issue 10 (now an error, as in Kafka text)
 BAD = [
-    (struct.pack(">hh", 0, 1), struct.pack(">hi", -1, 5),      # "version": -1, "coordinator_epoch": 5
-     "Invalid version found for end transaction marker: -1. May indicate data corruption"),
-    (struct.pack(">hh", 0, 0), b"\0\0\0\0",                    # {"type": "ABORT", "type_id": 0}
-     "Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only 4"),
-    (struct.pack(">hh", 0, 1), None,                           # {"type": "COMMIT", "type_id": 1}
-     "Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only 0"),
-    (struct.pack(">hh", 0, 3), b"\0" * 9, "Found invalid SnapshotHeaderRecord"),   # {"type": "SNAPSHOT_HEADER", ...}
-    (struct.pack(">hh", 0, 4), b"", "Found invalid SnapshotFooterRecord"),         # {"type": "SNAPSHOT_FOOTER", ...}
+    (
+        struct.pack(">hh", 0, 1),
+        struct.pack(">hi", -1, 5),  # "version": -1, "coordinator_epoch": 5
+        "Invalid version found for end transaction marker: -1. May indicate data corruption",
+    ),
+    (
+        struct.pack(">hh", 0, 0),
+        b"\0\0\0\0",  # {"type": "ABORT", "type_id": 0}
+        "Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only 4",
+    ),
+    (
+        struct.pack(">hh", 0, 1),
+        None,  # {"type": "COMMIT", "type_id": 1}
+        "Invalid value size found for end transaction marker. Must have at least 6 bytes, but found only 0",
+    ),
+    (
+        struct.pack(">hh", 0, 3),
+        b"\0" * 9,
+        "Found invalid SnapshotHeaderRecord",
+    ),  # {"type": "SNAPSHOT_HEADER", ...}
+    (
+        struct.pack(">hh", 0, 4),
+        b"",
+        "Found invalid SnapshotFooterRecord",
+    ),  # {"type": "SNAPSHOT_FOOTER", ...}
     # rejected by both already
-    (struct.pack(">hh", -1, 1), struct.pack(">hi", 0, 5),
-     "Invalid version found for control record: -1. May indicate data corruption"),
+    (
+        struct.pack(">hh", -1, 1),
+        struct.pack(">hi", 0, 5),
+        "Invalid version found for control record: -1. May indicate data corruption",
+    ),
 ]
 
 

@@ -1,5 +1,6 @@
 """The record fast path (batch_text, formats/byte_loops.py) writes exactly what the general path writes:
 same stdout bytes, same stderr reports, same error at the same point."""
+
 from __future__ import annotations
 
 import io
@@ -64,7 +65,7 @@ def test_the_fast_path_takes_every_well_formed_v2_batch():
     n = 0
     for b in iter_batches(data):
         if b.magic == 2 and not b.is_control:
-            batch_text(b, -1, [], True, True)   # raises if it would fall back
+            batch_text(b, -1, [], True, True)  # raises if it would fall back
             n += 1
     assert n == 4 * len(CODECS) + 1
 
@@ -73,9 +74,13 @@ def test_the_fast_path_is_used(tmp_path):
     o = DumpOptions(parser=STRING, deep_iteration=True, print_data_log=True)
     assert KafkaDumper(io.BytesIO(), io.BytesIO(), o)._fast
     other = decoder_parser(decoder_for("IntegerDecoder"), decoder_for("StringDecoder"))
-    assert not KafkaDumper(io.BytesIO(), io.BytesIO(), DumpOptions(parser=other, print_data_log=True))._fast
+    assert not KafkaDumper(
+        io.BytesIO(), io.BytesIO(), DumpOptions(parser=other, print_data_log=True)
+    )._fast
     # an IntegerDecoder only matters with --print-data-log
-    assert KafkaDumper(io.BytesIO(), io.BytesIO(), DumpOptions(parser=other, deep_iteration=True))._fast
+    assert KafkaDumper(
+        io.BytesIO(), io.BytesIO(), DumpOptions(parser=other, deep_iteration=True)
+    )._fast
 
 
 @pytest.mark.parametrize("flags", FLAGS, ids=["deep", "data", "data-skip-metadata"])
@@ -89,11 +94,13 @@ def test_a_malformed_batch_fails_at_the_same_point(tmp_path, flags):
     assert fast[2] is not None
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(batch=v2_batches(), flags=st.sampled_from(FLAGS))
 def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, flags):
     fast = _dump(tmp_path, batch, fast=True, **flags)
     assert fast == _dump(tmp_path, batch, fast=False, **flags)
     assert fast[2] is None
     (b,) = iter_batches(batch)
-    batch_text(b, -1, [], True, True)   # the fast path took it: no fallback hid a difference
+    batch_text(b, -1, [], True, True)  # the fast path took it: no fallback hid a difference

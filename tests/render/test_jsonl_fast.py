@@ -2,6 +2,7 @@
 exactly what the general path (Record objects, render.jsonl.record_object, json) writes: the same
 bytes, for every payload encoding, and the same error at the same point; big files rendered by
 worker processes come out the same too."""
+
 from __future__ import annotations
 
 import io
@@ -33,11 +34,20 @@ from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import v2_batches
 
 ENCODINGS = ["utf8", "hex", "base64"]
-PROPERTY = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
-def _dump(tmp_path, data: bytes, *, fast: bool, encoding: str = "utf8", jobs: int = 1,
-          name: str = "00000000000000000000.log") -> tuple[bytes, str | None]:
+def _dump(
+    tmp_path,
+    data: bytes,
+    *,
+    fast: bool,
+    encoding: str = "utf8",
+    jobs: int = 1,
+    name: str = "00000000000000000000.log",
+) -> tuple[bytes, str | None]:
     path = tmp_path / name
     path.write_bytes(data)
     out = tmp_path / f"out-{fast}-{jobs}"
@@ -74,7 +84,7 @@ def test_fast_path_matches_the_general_path_on_every_codec(tmp_path, encoding):
     assert fast[1] is None
     objs = [json.loads(line) for line in fast[0].splitlines()]
     assert any(o.get("headers") for o in objs) and any(o.get("control") for o in objs)
-    assert any(o.get("crc") for o in objs if o["kind"] == "record")   # legacy records, general path
+    assert any(o.get("crc") for o in objs if o["kind"] == "record")  # legacy records, general path
 
 
 def test_the_fast_path_takes_every_well_formed_v2_batch():
@@ -84,7 +94,7 @@ def test_the_fast_path_takes_every_well_formed_v2_batch():
         n = 0
         for b in iter_batches(data):
             if b.magic == 2 and not b.is_control:
-                batch_json(b, layout)       # raises if it would fall back
+                batch_json(b, layout)  # raises if it would fall back
                 n += 1
         assert n > 20
 
@@ -92,11 +102,25 @@ def test_the_fast_path_takes_every_well_formed_v2_batch():
 def test_payloads_the_column_encoding_cannot_take_go_one_by_one(tmp_path):
     """Invalid UTF-8 (Java's replacements), a DEL (the column separator), a NUL, a lone
     surrogate's encoding, nulls among strings, in one batch."""
-    values = [b"plain", b"\x7f inside", b"bad \xff utf-8", None, b"\xed\xa0\x80", b"\x00\x1f\"\\", b"",
-              "caf\u00e9 \U0001f600".encode()]
-    recs = [SimpleRecord(key=None if i % 3 == 0 else v, value=v, timestamp=1000 + i,
-                         headers=(Header("h\x7f", v),) if i % 2 else ())
-            for i, v in enumerate(values)]
+    values = [
+        b"plain",
+        b"\x7f inside",
+        b"bad \xff utf-8",
+        None,
+        b"\xed\xa0\x80",
+        b'\x00\x1f"\\',
+        b"",
+        "caf\u00e9 \U0001f600".encode(),
+    ]
+    recs = [
+        SimpleRecord(
+            key=None if i % 3 == 0 else v,
+            value=v,
+            timestamp=1000 + i,
+            headers=(Header("h\x7f", v),) if i % 2 else (),
+        )
+        for i, v in enumerate(values)
+    ]
     data = build_v2_batch(recs, 0) + build_v2_batch(recs[:1], 8) + build_v2_batch(recs[1:2], 9)
     for encoding in ENCODINGS:
         layout = _fast_layout(encoding)
@@ -113,23 +137,48 @@ def test_fast_path_matches_the_general_path_at_varint_edges(tmp_path, batch, enc
     assert fast == _dump(tmp_path, batch, fast=False, encoding=encoding)
     assert fast[1] is None
     (b,) = iter_batches(batch)
-    batch_json(b, _fast_layout(encoding))   # the fast path took it: no fallback hid a difference
+    batch_json(b, _fast_layout(encoding))  # the fast path took it: no fallback hid a difference
 
 
 # Payload bytes that mean something to the joined path: %-format syntax, its DEL separator,
 # what JSON escapes, multi-byte and invalid UTF-8
-_TRICKY = st.lists(st.sampled_from([b"%", b"%b", b"%d", b"%%", b"%%%%b", b"\x7f", b"\x00", b"\n", b"\"", b"\\",
-                                    b"plain", "\u00e9\U0001f600".encode(), b"\xff", b"\xed\xa0\x80"]),
-                   max_size=6).map(b"".join)
+_TRICKY = st.lists(
+    st.sampled_from(
+        [
+            b"%",
+            b"%b",
+            b"%d",
+            b"%%",
+            b"%%%%b",
+            b"\x7f",
+            b"\x00",
+            b"\n",
+            b'"',
+            b"\\",
+            b"plain",
+            "\u00e9\U0001f600".encode(),
+            b"\xff",
+            b"\xed\xa0\x80",
+        ]
+    ),
+    max_size=6,
+).map(b"".join)
 
 
-_HEADER_KEYS = st.sampled_from(["h", "", "%", "%b", "%%d", "\x7f", "traceparent", "caf\u00e9", "\"\\\n"])
+_HEADER_KEYS = st.sampled_from(
+    ["h", "", "%", "%b", "%%d", "\x7f", "traceparent", "caf\u00e9", '"\\\n']
+)
 _HEADERS = st.lists(st.tuples(_HEADER_KEYS, st.none() | _TRICKY), max_size=3)
 
 
 @PROPERTY
-@given(records=st.lists(st.tuples(_TRICKY, _TRICKY, _HEADERS), min_size=1, max_size=8), producer=st.booleans())
-def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, monkeypatch, records, producer):
+@given(
+    records=st.lists(st.tuples(_TRICKY, _TRICKY, _HEADERS), min_size=1, max_size=8),
+    producer=st.booleans(),
+)
+def test_the_joined_payloads_path_writes_what_the_general_path_writes(
+    tmp_path, monkeypatch, records, producer
+):
     """Batches without null keys or values have every payload (header keys and values too)
     escaped in one call and the lines made in two %-passes (_scan_py._joined_lines): any payload
     (%-syntax, empty, DEL, invalid UTF-8), any headers (none, several, null values) come out
@@ -143,14 +192,27 @@ def test_the_joined_payloads_path_writes_what_the_general_path_writes(tmp_path, 
     monkeypatch.setattr(_scan_py, "_joined_lines", lambda *a: taken.append(real(*a)) or taken[-1])
     monkeypatch.setattr(jsonl, "batch_json", _scan_py.batch_json)
     monkeypatch.setattr(jsonl, "lines_of_batches", _scan_py.lines_of_batches)
-    recs = [SimpleRecord(key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs))
-            for i, (k, v, hs) in enumerate(records)]
-    batch = build_v2_batch(recs, 5, producer_id=7 if producer else -1, producer_epoch=0 if producer else -1,
-                           base_sequence=3 if producer else -1)
+    recs = [
+        SimpleRecord(
+            key=k, value=v, timestamp=1000 + i, headers=tuple(Header(hk, hv) for hk, hv in hs)
+        )
+        for i, (k, v, hs) in enumerate(records)
+    ]
+    batch = build_v2_batch(
+        recs,
+        5,
+        producer_id=7 if producer else -1,
+        producer_epoch=0 if producer else -1,
+        base_sequence=3 if producer else -1,
+    )
     fast = _dump(tmp_path, batch, fast=True)
     assert fast == _dump(tmp_path, batch, fast=False)
     assert fast[1] is None
-    payloads = [p for k, v, hs in records for p in (k, v, *(hk.encode() for hk, _ in hs), *(hv for _, hv in hs))]
+    payloads = [
+        p
+        for k, v, hs in records
+        for p in (k, v, *(hk.encode() for hk, _ in hs), *(hv for _, hv in hs))
+    ]
     plain = all(b"\x7f" not in p and _utf8(p) for p in payloads if p is not None)
     assert (taken[-1] is not None) == plain
 
@@ -164,8 +226,12 @@ def _utf8(b: bytes) -> bool:
 
 
 @PROPERTY
-@given(raw=v2_batches(codecs=[Compression.NONE]), at=st.integers(0, 2**20), xor=st.integers(1, 255),
-       encoding=st.sampled_from(ENCODINGS))
+@given(
+    raw=v2_batches(codecs=[Compression.NONE]),
+    at=st.integers(0, 2**20),
+    xor=st.integers(1, 255),
+    encoding=st.sampled_from(ENCODINGS),
+)
 def test_record_lines_of_damaged_records_are_the_general_paths_or_none(raw, at, xor, encoding):
     """One byte of the records changed (the CRC made right again): the fast path gives up, or
     writes exactly the general path's lines, which then decodes the records too."""
@@ -173,21 +239,25 @@ def test_record_lines_of_damaged_records_are_the_general_paths_or_none(raw, at, 
     try:
         fast = batch_json(b, _fast_layout(encoding))
     except Exception:
-        return                       # the caller falls back to the general path
+        return  # the caller falls back to the general path
     enc, template = jsonl.payload_encoder(encoding), jsonl.record_template(b)
-    assert fast == b"\n".join(dumps(jsonl.record_object(r, b, enc, template)).encode("utf-8", "surrogatepass")
-                              for r in b.records())
+    assert fast == b"\n".join(
+        dumps(jsonl.record_object(r, b, enc, template)).encode("utf-8", "surrogatepass")
+        for r in b.records()
+    )
 
 
 def test_a_record_longer_than_its_fields_is_left_to_the_general_path():
     """The first record's length covers the second record too, and the count says one record:
     the reference rejects it ("Invalid record size"), so the fast path must give up."""
-    raw = bytearray(build_v2_batch([SimpleRecord(b"k%d" % i, b"v" * 10, 1000 + i) for i in range(2)], 0))
+    raw = bytearray(
+        build_v2_batch([SimpleRecord(b"k%d" % i, b"v" * 10, 1000 + i) for i in range(2)], 0)
+    )
     first, _ = read_varint(raw, RECORD_BATCH_OVERHEAD)
     second_at = RECORD_BATCH_OVERHEAD + 1 + first
     rest = len(raw) - second_at
-    raw[RECORD_BATCH_OVERHEAD] = (first + rest) * 2          # one-byte zigzag varint, still
-    struct.pack_into(">i", raw, 57, 1)                       # records count
+    raw[RECORD_BATCH_OVERHEAD] = (first + rest) * 2  # one-byte zigzag varint, still
+    struct.pack_into(">i", raw, 57, 1)  # records count
     (b,) = iter_batches(bytes(set_v2_crc(raw)))
     with pytest.raises(KafkalogError):
         b.records()
@@ -204,21 +274,44 @@ def test_a_malformed_batch_fails_at_the_same_point(tmp_path):
 
 
 def test_a_record_line_is_a_record_object_of_the_schema():
-    (b,) = iter_batches(build_v2_batch([SimpleRecord(b"k", b"v", 5)], 7, producer_id=3, producer_epoch=1,
-                                       base_sequence=2**31 - 1, is_transactional=True))
+    (b,) = iter_batches(
+        build_v2_batch(
+            [SimpleRecord(b"k", b"v", 5)],
+            7,
+            producer_id=3,
+            producer_epoch=1,
+            base_sequence=2**31 - 1,
+            is_transactional=True,
+        )
+    )
     (line,) = batch_json(b, _fast_layout("utf8")).splitlines()
     assert json.loads(line) == {
-        "kind": "record", "offset": 7, "timestamp": 5, "timestamp_type": "CreateTime", "key": "k", "value": "v",
-        "headers": [], "sequence": 2**31 - 1, "base_offset": 7, "producer_id": 3, "producer_epoch": 1,
-        "is_transactional": True, "is_control": False}
-    assert jsonl.record_line(b, 0).count(b"%") == 4     # offset, timestamp, key, value
+        "kind": "record",
+        "offset": 7,
+        "timestamp": 5,
+        "timestamp_type": "CreateTime",
+        "key": "k",
+        "value": "v",
+        "headers": [],
+        "sequence": 2**31 - 1,
+        "base_offset": 7,
+        "producer_id": 3,
+        "producer_epoch": 1,
+        "is_transactional": True,
+        "is_control": False,
+    }
+    assert jsonl.record_line(b, 0).count(b"%") == 4  # offset, timestamp, key, value
 
 
 # ------------------------------------------------------------------ worker processes
 def _big(damage_at: float | None = None, tail: bytes = b"") -> bytes:
     """Just over 32 MiB of 100-record batches, with gaps in the offsets."""
-    recs = [SimpleRecord(key=b"k%d" % i, value=b"value-%03d\x01\xc3\xa9" % i * 8, timestamp=1_700_000_000_000 + i)
-            for i in range(100)]
+    recs = [
+        SimpleRecord(
+            key=b"k%d" % i, value=b"value-%03d\x01\xc3\xa9" % i * 8, timestamp=1_700_000_000_000 + i
+        )
+        for i in range(100)
+    ]
     batch = build_v2_batch(recs, 0)
     n = (33 << 20) // len(batch)
     out = bytearray(batch * n)
@@ -227,7 +320,7 @@ def _big(damage_at: float | None = None, tail: bytes = b"") -> bytes:
     if damage_at is not None:
         pos = int(n * damage_at) * len(batch)
         b = bytearray(out[pos : pos + len(batch)])
-        b[61] += 2          # the first record's length
+        b[61] += 2  # the first record's length
         out[pos : pos + len(batch)] = set_v2_crc(b)
     return bytes(out) + tail
 
@@ -237,8 +330,10 @@ def test_workers_write_what_one_process_writes(tmp_path):
     data = _big(tail=struct.pack(">qi", 10**9, 500) + b"\0" * 28)
     par = _dump(tmp_path, data, fast=True, jobs=2)
     assert par == _dump(tmp_path, data, fast=True, jobs=1)
-    assert par[0].endswith(b'{"kind": "trailing_bytes", "file": "%s", "position": %d, "size": 40}\n'
-                           % (str(tmp_path / "00000000000000000000.log").encode(), len(data) - 40))
+    assert par[0].endswith(
+        b'{"kind": "trailing_bytes", "file": "%s", "position": %d, "size": 40}\n'
+        % (str(tmp_path / "00000000000000000000.log").encode(), len(data) - 40)
+    )
 
 
 @pytest.mark.slow
@@ -249,6 +344,7 @@ def test_workers_stop_at_a_broken_batch_as_one_process_does(tmp_path, monkeypatc
     def spy(buf, rs, *a):
         ranges.extend(rs)
         return real(buf, rs, *a)
+
     monkeypatch.setattr(jsonl, "render_ranges", spy)
     data = _big(damage_at=0.7)
     par = _dump(tmp_path, data, fast=True, jobs=2)
@@ -258,8 +354,13 @@ def test_workers_stop_at_a_broken_batch_as_one_process_does(tmp_path, monkeypatc
 
 
 @PROPERTY
-@given(batch=v2_batches(with_headers=False), attributes=st.integers(0, 0xFFFF).filter(lambda a: a & 7 <= 4), crc=st.sampled_from([None, 0, 2**32 - 1]),
-       leader_epoch=st.integers(-1, 2**31 - 1), file=st.text(min_size=1, max_size=12))
+@given(
+    batch=v2_batches(with_headers=False),
+    attributes=st.integers(0, 0xFFFF).filter(lambda a: a & 7 <= 4),
+    crc=st.sampled_from([None, 0, 2**32 - 1]),
+    leader_epoch=st.integers(-1, 2**31 - 1),
+    file=st.text(min_size=1, max_size=12),
+)
 def test_a_batch_line_is_the_batch_object_encoded(batch, attributes, crc, leader_epoch, file):
     """render.jsonl.batch_line, the %-format every v2 batch line of a JSON dump takes, writes
     exactly dumps(batch_object): every attribute bit (delete horizon, control, transactional,
@@ -274,4 +375,6 @@ def test_a_batch_line_is_the_batch_object_encoded(batch, attributes, crc, leader
     b = next(iter_batches(bytes(data), 0))
     # twice: the second line comes from the cached format
     for _ in range(2):
-        assert jsonl.batch_line(b, file) == dumps(jsonl.batch_object(b, file)).encode("utf-8", "surrogatepass")
+        assert jsonl.batch_line(b, file) == dumps(jsonl.batch_object(b, file)).encode(
+            "utf-8", "surrogatepass"
+        )

@@ -1,5 +1,6 @@
 """kafka-dump-log 3.3.1's own output on real files, reproduced byte for byte (stdout), with the
 same success or failure; where Kafka died with a stack trace we print one line instead."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,16 +11,38 @@ from kafkalog_cli.cli import cli
 from tests.helpers.paths import CORPUS
 
 GOLDENS = CORPUS / "goldens"
-CASES = sorted((a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args"))
+CASES = sorted(
+    (a.parent.relative_to(GOLDENS), a.name[: -len(".args")]) for a in GOLDENS.rglob("*.args")
+)
 
 
 def test_the_fixture_set_covers_every_kind_of_file_and_flag():
     suffixes = {Path(str(rel)).suffix for rel, _ in CASES}
     variants = {v for _, v in CASES}
-    assert {".log", ".index", ".timeindex", ".snapshot", ".txnindex", ".checkpoint", ".swap", ".cleaned"} <= suffixes
-    assert {"plain", "deep-iteration", "print-data-log", "print-data-log+skip-record-metadata", "verify-index-only",
-            "index-sanity-check", "offsets-decoder", "transaction-log-decoder", "cluster-metadata-decoder"} <= variants
-    assert any(v.startswith("max-bytes") for v in variants) and any(v.startswith("max-message-size") for v in variants)
+    assert {
+        ".log",
+        ".index",
+        ".timeindex",
+        ".snapshot",
+        ".txnindex",
+        ".checkpoint",
+        ".swap",
+        ".cleaned",
+    } <= suffixes
+    assert {
+        "plain",
+        "deep-iteration",
+        "print-data-log",
+        "print-data-log+skip-record-metadata",
+        "verify-index-only",
+        "index-sanity-check",
+        "offsets-decoder",
+        "transaction-log-decoder",
+        "cluster-metadata-decoder",
+    } <= variants
+    assert any(v.startswith("max-bytes") for v in variants) and any(
+        v.startswith("max-message-size") for v in variants
+    )
     assert len(CASES) > 300
 
 

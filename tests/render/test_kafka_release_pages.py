@@ -1,5 +1,6 @@
 """dump-log's text path lets go of the mapped pages it has printed (a 1 GiB segment held 1 GiB of
 resident memory before), and what it prints does not change."""
+
 from __future__ import annotations
 
 from click.testing import CliRunner
@@ -24,4 +25,4 @@ def test_printed_pages_are_released_and_the_output_is_the_same(monkeypatch):
     assert released, "no page was released"
     assert all(a < b for a, b in released)
     for (_, b), (c, _) in zip(released, released[1:]):
-        assert c in (b, 0)         # each range starts where the last one ended, or a next file's at 0
+        assert c in (b, 0)  # each range starts where the last one ended, or a next file's at 0

@@ -1,6 +1,7 @@
 """dump-log over a big .log in worker processes writes exactly what the sequential dump writes:
 stdout bytes, the non-consecutive offsets report on stderr, the error (and the output before it)
 when a batch in the second half is broken, and the invalid bytes at the end."""
+
 from __future__ import annotations
 
 import struct
@@ -15,14 +16,16 @@ from kafkalog_cli.render import kafka, parallel
 from kafkalog_cli.render.kafka import DumpOptions, KafkaDumper, decoder_for, decoder_parser
 
 STRING = decoder_parser(decoder_for("StringDecoder"), decoder_for("StringDecoder"))
-SIZE = 33 << 20     # just above PARALLEL_MIN_BYTES
+SIZE = 33 << 20  # just above PARALLEL_MIN_BYTES
 
 
 def _big(tmp_path, *, tail: bytes = b"", damage=None) -> tuple[str, int]:
     """~33 MiB of 200-byte batches of 2 records; every 997th batch leaves a gap in the offsets.
     Returns the path and the batch size."""
-    recs = [SimpleRecord(key=b"k%d" % i, value=b"value-%03d" % i * 8, timestamp=1_700_000_000_000 + i)
-            for i in range(2)]
+    recs = [
+        SimpleRecord(key=b"k%d" % i, value=b"value-%03d" % i * 8, timestamp=1_700_000_000_000 + i)
+        for i in range(2)
+    ]
     batch = bytearray(build_v2_batch(recs, 0))
     n = SIZE // len(batch) + 1
     out = bytearray(bytes(batch) * n)
@@ -74,12 +77,15 @@ def forks(monkeypatch):
     def spy(self, *a):
         calls.append(a[1:3])
         return real(self, *a)
+
     monkeypatch.setattr(KafkaDumper, "_dump_parallel", spy)
     return calls
 
 
 def test_parallel_output_and_reports_are_the_sequential_ones(tmp_path, forks):
-    path, _ = _big(tmp_path, tail=struct.pack(">qi", 10**9, 500) + b"\0" * 28)   # an incomplete batch at the end
+    path, _ = _big(
+        tmp_path, tail=struct.pack(">qi", 10**9, 500) + b"\0" * 28
+    )  # an incomplete batch at the end
     out, err, error = _same(tmp_path, path, deep_iteration=True, print_data_log=True)
     assert error is None and forks
     assert out.endswith(b"Found 40 invalid bytes at the end of 00000000000000000000.log\n")
@@ -90,8 +96,9 @@ def test_a_broken_record_in_the_second_half(tmp_path, forks):
     def damage(out, blen):
         pos = (len(out) // blen * 3 // 4) * blen
         b = bytearray(out[pos : pos + blen])
-        b[61] += 2          # the first record's length
+        b[61] += 2  # the first record's length
         out[pos : pos + blen] = set_v2_crc(b)
+
     path, _ = _big(tmp_path, damage=damage)
     out, err, error = _same(tmp_path, path, deep_iteration=True)
     assert error is not None and "Invalid record size" in error and forks
@@ -102,6 +109,7 @@ def test_a_corrupt_size_field_in_the_second_half(tmp_path, forks):
     def damage(out, blen):
         pos = (len(out) // blen * 2 // 3) * blen
         struct.pack_into(">i", out, pos + 8, 3)
+
     path, _ = _big(tmp_path, damage=damage)
     out, err, error = _same(tmp_path, path, deep_iteration=True)
     assert error is not None and "smaller than minimum record overhead" in error and forks
@@ -117,8 +125,11 @@ def test_small_files_stay_in_process(tmp_path, forks, monkeypatch):
 
 def test_a_pipe_closed_early_is_quiet(tmp_path):
     path, _ = _big(tmp_path)
-    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "dump-log", "--print-data-log", path],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "kafkalog_cli", "dump-log", "--print-data-log", path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert p.stdout.read(100000)
     p.stdout.close()
     err = p.stderr.read()
@@ -145,7 +156,9 @@ def test_a_range_reaches_a_pipe_whole_and_in_order(monkeypatch, short):
     parts = [bytes([i % 251]) * (i % 7000) for i in range(3 * parallel._IOV_MAX + 5)]
     if short:
         real = os.writev
-        monkeypatch.setattr(parallel.os, "writev", lambda fd, group: real(fd, [b"".join(group)[:3]]))
+        monkeypatch.setattr(
+            parallel.os, "writev", lambda fd, group: real(fd, [b"".join(group)[:3]])
+        )
     r, w = os.pipe()
     got: list = []
     reader = threading.Thread(target=_drain, args=(r, got))
@@ -181,5 +194,6 @@ def test_an_unknown_iov_max_falls_back_to_posix_minimum(monkeypatch, answer):
         if isinstance(answer, Exception):
             raise answer
         return answer
+
     monkeypatch.setattr(parallel.os, "sysconf", sysconf)
     assert parallel._iov_max() == 16

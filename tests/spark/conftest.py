@@ -1,6 +1,7 @@
 """One local[2] SparkSession for the whole test session. Without pyspark (the spark extra) or
 without Java the Spark tests are skipped, and the reason says which is missing (an error instead
 where KAFKALOG_TESTS_NO_SKIP is set, as .ci/floors sets it)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -14,15 +15,27 @@ from tests.spark.helpers import BUCKET, archive_of
 _MISSING = None
 if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
     _MISSING = "pyspark/pyarrow not installed (pip install 'kafkalog-cli[spark]')"
-elif not (shutil.which("java") or (os.environ.get("JAVA_HOME") and os.path.exists(os.path.join(os.environ["JAVA_HOME"], "bin", "java")))):
+elif not (
+    shutil.which("java")
+    or (
+        os.environ.get("JAVA_HOME")
+        and os.path.exists(os.path.join(os.environ["JAVA_HOME"], "bin", "java"))
+    )
+):
     _MISSING = "no Java on PATH or in JAVA_HOME (Spark needs Java 17)"
 
 
 def pytest_collection_modifyitems(config, items):
     here = os.path.dirname(__file__)
-    if _MISSING and os.environ.get("KAFKALOG_TESTS_NO_SKIP") and any(str(i.fspath).startswith(here) for i in items):
+    if (
+        _MISSING
+        and os.environ.get("KAFKALOG_TESTS_NO_SKIP")
+        and any(str(i.fspath).startswith(here) for i in items)
+    ):
         # .ci/floors: a floors run that skipped the tests it is there for would pass having tested nothing
-        raise pytest.UsageError(f"KAFKALOG_TESTS_NO_SKIP is set and the Spark tests would be skipped: {_MISSING}")
+        raise pytest.UsageError(
+            f"KAFKALOG_TESTS_NO_SKIP is set and the Spark tests would be skipped: {_MISSING}"
+        )
     for item in items:
         if str(item.fspath).startswith(here):
             item.add_marker(pytest.mark.spark)
@@ -37,7 +50,6 @@ def spark():
     session = get_session("local[2]", app_name="kafkalog-tests")
     yield session
     session.stop()
-
 
 
 @pytest.fixture
@@ -61,11 +73,12 @@ def pushdown(spark):
     register(spark)
 
 
-
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """(local archive, s3 URI of its copy, environment for subprocesses)."""
-    skip = pytest.fail if os.environ.get("KAFKALOG_TESTS_NO_SKIP") else pytest.skip   # .ci/floors sets it
+    skip = (
+        pytest.fail if os.environ.get("KAFKALOG_TESTS_NO_SKIP") else pytest.skip
+    )  # .ci/floors sets it
     try:
         from moto.server import ThreadedMotoServer
     except ImportError as e:
@@ -76,16 +89,25 @@ def s3(tmp_path_factory):
     except Exception as e:  # a port refused, a missing server dependency
         skip(f"moto's S3 server did not start: {e}")
     host, port = server.get_host_and_port()
-    env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://{host}:{port}", "AWS_EC2_METADATA_DISABLED": "true"}
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://{host}:{port}",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         from pyarrow import fs
 
         local = archive_of(tmp_path_factory.mktemp("s3src"))
-        s3fs = fs.S3FileSystem(endpoint_override=f"{host}:{port}", scheme="http", region="us-east-1",
-                              allow_bucket_creation=True)
+        s3fs = fs.S3FileSystem(
+            endpoint_override=f"{host}:{port}",
+            scheme="http",
+            region="us-east-1",
+            allow_bucket_creation=True,
+        )
         s3fs.create_dir(BUCKET)
         for p in sorted(local.rglob("*")):
             if p.is_file():

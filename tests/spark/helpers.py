@@ -1,5 +1,6 @@
 """Compare DataFrame rows with what `kafkalog dump-log --format json` prints; the archive the
 remote-storage tests copy to their S3 server."""
+
 from __future__ import annotations
 
 import json
@@ -19,7 +20,12 @@ def segment_files(root: Path) -> list[Path]:
     for p in sorted(root.rglob("*")):
         if "goldens" in p.parts or not p.is_file():
             continue
-        if p.name.endswith(".log") and p.name[:20].isdigit() or p.name.endswith(".checkpoint") and p.name[:20].isdigit():
+        if (
+            p.name.endswith(".log")
+            and p.name[:20].isdigit()
+            or p.name.endswith(".checkpoint")
+            and p.name[:20].isdigit()
+        ):
             out.append(p.resolve())
     return out
 
@@ -30,7 +36,11 @@ def dump_json(path: Path, deep: bool) -> tuple[int, list[dict], str]:
     if deep:
         args.insert(3, "--deep-iteration")
     r = CliRunner().invoke(cli, args, catch_exceptions=False)
-    objs = [json.loads(line) for line in r.stdout_bytes.decode("utf-8", "surrogatepass").splitlines() if line]
+    objs = [
+        json.loads(line)
+        for line in r.stdout_bytes.decode("utf-8", "surrogatepass").splitlines()
+        if line
+    ]
     return r.exit_code, objs, r.stderr
 
 
@@ -46,7 +56,7 @@ def expected_record(obj: dict) -> dict:
     return out
 
 
-WHERE = ("topic", "partition", "segment", "log_dir", "broker_id")    # where a row comes from
+WHERE = ("topic", "partition", "segment", "log_dir", "broker_id")  # where a row comes from
 
 
 def millis(t) -> int:
@@ -79,6 +89,7 @@ def actual_batch(row: dict) -> dict:
 def rows(df) -> list[dict]:
     return df.toArrow().to_pylist()
 
+
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"
 
 KAFKALOG = Path(sys.executable).with_name("kafkalog")
@@ -90,8 +101,10 @@ def archive_of(root: Path) -> Path:
     """archive/broker-0 (three partitions, node.id=0) and archive/broker-1 (a copy of one of
     them, broker.id=1): one topic-partition in two log dirs."""
     a = root / "archive"
-    for name, broker, parts in (("broker-0", "node.id=0", ("multi-segment-0", "txn-0", "codec-zstd-0")),
-                                ("broker-1", "broker.id=1", ("multi-segment-0",))):
+    for name, broker, parts in (
+        ("broker-0", "node.id=0", ("multi-segment-0", "txn-0", "codec-zstd-0")),
+        ("broker-1", "broker.id=1", ("multi-segment-0",)),
+    ):
         for p in parts:
             shutil.copytree(BASIC / p, a / name / p)
         (a / name / "meta.properties").write_text(f"version=1\n{broker}\ncluster.id=x\n")

@@ -1,6 +1,7 @@
 """Arrow rows without Record objects (scan_columns, formats/byte_loops.py, and spark.arrow's column builders)
 are the rows of the general path (Record objects, one value at a time): the same Arrow values,
 and the same Parquet bytes, for every codec, headers, nulls, legacy and control batches mixed in."""
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -19,7 +20,9 @@ from tests.helpers.segments import corrupt_records as _corrupt_records
 from tests.helpers.segments import segment as _segment
 from tests.helpers.strategies import batch_chains, v2_batches
 
-PROPERTY = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+PROPERTY = settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 def _ref(tmp_path, data: bytes):
@@ -35,11 +38,15 @@ def _read(ref, monkeypatch, *, fast: bool, rows: int = 8192, **options) -> list[
 
     with monkeypatch.context() as m:
         if not fast:
+
             def general(b, cols):
                 raise ValueError("the general path, please")
+
             m.setattr(arrow, "scan_columns", general)
-            m.setattr(arrow, "columns_of_batches", lambda buf, pos, *_: pos)    # no run: add takes each batch
-            for name in ("gather_spans", "take_fixed_width"):     # the pure twin's
+            m.setattr(
+                arrow, "columns_of_batches", lambda buf, pos, *_: pos
+            )  # no run: add takes each batch
+            for name in ("gather_spans", "take_fixed_width"):  # the pure twin's
                 m.setattr(arrow, name, getattr(_scan_py, name))
         return list(read_segment(ref, columns("record", **options), rows_per_batch=rows))
 
@@ -57,7 +64,11 @@ def _same(tmp_path, monkeypatch, data: bytes, **kw) -> list[pa.RecordBatch]:
 def test_every_codec_with_legacy_and_control_batches(tmp_path, monkeypatch):
     fast = _same(tmp_path, monkeypatch, _segment(), rows=50)
     rows = [r for b in fast for r in b.to_pylist()]
-    assert any(r["headers"] for r in rows) and any(r["control"] for r in rows) and any(r["crc"] for r in rows)
+    assert (
+        any(r["headers"] for r in rows)
+        and any(r["control"] for r in rows)
+        and any(r["crc"] for r in rows)
+    )
     assert any(r["key"] is None for r in rows) and any(r["value"] is None for r in rows)
     _same(tmp_path, monkeypatch, _segment(), include_payload=False, include_headers=False)
 
@@ -76,14 +87,19 @@ def test_the_same_parquet_bytes(tmp_path, monkeypatch):
 
 
 def test_header_keys_of_invalid_utf8_take_javas_replacements(tmp_path, monkeypatch):
-    recs = [SimpleRecord(b"k", b"v", 1, headers=(Header("a", b"x"), Header("b", None))),
-            SimpleRecord(None, None, 2, headers=(Header("c", b""),))]
+    recs = [
+        SimpleRecord(b"k", b"v", 1, headers=(Header("a", b"x"), Header("b", None))),
+        SimpleRecord(None, None, 2, headers=(Header("c", b""),)),
+    ]
     data = bytearray(build_v2_batch(recs, 0))
-    data = data.replace(b"\x02a", b"\x02\xff")    # the first header key's one byte
+    data = data.replace(b"\x02a", b"\x02\xff")  # the first header key's one byte
     from kafkalog_cli.formats.records import set_v2_crc
 
     fast = _same(tmp_path, monkeypatch, set_v2_crc(data))
-    assert fast[0].to_pylist()[0]["headers"] == [{"key": "\ufffd", "value": b"x"}, {"key": "b", "value": None}]
+    assert fast[0].to_pylist()[0]["headers"] == [
+        {"key": "\ufffd", "value": b"x"},
+        {"key": "b", "value": None},
+    ]
 
 
 @PROPERTY
@@ -91,7 +107,7 @@ def test_header_keys_of_invalid_utf8_take_javas_replacements(tmp_path, monkeypat
 def test_fast_columns_are_the_general_paths(tmp_path, monkeypatch, batch, chain):
     _same(tmp_path, monkeypatch, batch + chain, rows=7)
     (b,) = iter_batches(batch)
-    scan_columns(b, RecordColumns())      # the fast path took it: no fallback hid a difference
+    scan_columns(b, RecordColumns())  # the fast path took it: no fallback hid a difference
 
 
 def test_a_batch_that_does_not_scan_leaves_the_columns_as_they_were():
@@ -103,7 +119,13 @@ def test_a_batch_that_does_not_scan_leaves_the_columns_as_they_were():
     before = (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_ends))
     with pytest.raises(Exception):
         scan_columns(batches[1], cols)
-    assert (cols.rows, cols.size, list(cols.offsets), list(cols.spans), list(cols.header_ends)) == before
+    assert (
+        cols.rows,
+        cols.size,
+        list(cols.offsets),
+        list(cols.spans),
+        list(cols.header_ends),
+    ) == before
 
 
 @pytest.mark.parametrize("level", ["record", "batch"])
@@ -122,19 +144,33 @@ def test_a_broken_batch_is_the_same_error(tmp_path, monkeypatch, level):
 
 
 @settings(max_examples=60, deadline=None)
-@given(n=st.integers(0, 300), text=st.text(max_size=20), number=st.integers(-2**31, 2**31 - 1),
-       flags=st.lists(st.booleans(), max_size=40), texts=st.lists(st.text(max_size=8), max_size=40))
+@given(
+    n=st.integers(0, 300),
+    text=st.text(max_size=20),
+    number=st.integers(-(2**31), 2**31 - 1),
+    flags=st.lists(st.booleans(), max_size=40),
+    texts=st.lists(st.text(max_size=8), max_size=40),
+)
 def test_columns_built_from_buffers_equal_pyarrows_own(n, text, number, flags, texts):
     """The fixed and per-batch columns of a record read are built from buffers (pa.array and
     pa.scalar would import pandas in every worker): each equals what pyarrow itself builds, so the
     Parquet bytes stay the same."""
-    for value, type_ in ((text, pa.string()), (number, pa.int32()), (number, pa.int64()), (None, pa.int32()),
-                         (None, pa.string())):
+    for value, type_ in (
+        (text, pa.string()),
+        (number, pa.int32()),
+        (number, pa.int64()),
+        (None, pa.int32()),
+        (None, pa.string()),
+    ):
         built = arrow._repeat(value, type_, n)
         assert built.equals(pa.repeat(pa.scalar(value, type=type_), n))
         assert built.null_count == (n if value is None else 0)
-    for values, type_ in ((flags, pa.bool_()), (texts, pa.string()), ([int(f) for f in flags], pa.int64()),
-                          ([int(f) for f in flags], pa.int32())):
+    for values, type_ in (
+        (flags, pa.bool_()),
+        (texts, pa.string()),
+        ([int(f) for f in flags], pa.int64()),
+        ([int(f) for f in flags], pa.int32()),
+    ):
         built = arrow._column(values, type_)
         built.validate(full=True)
         assert built.equals(pa.array(values, type=type_))

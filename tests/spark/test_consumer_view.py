@@ -4,6 +4,7 @@ watermark; read_committed also no aborted records and nothing from the last stab
 --include-control is the raw view, whose rows are dump-log --format json --deep-iteration's.
 Offset and time ranges; timestamps as Arrow/Parquet timestamp(ms, UTC); Spark's Kafka source's
 columns and options."""
+
 from __future__ import annotations
 
 import json
@@ -23,7 +24,9 @@ from kafkalog_cli.ops.consumer_view import (
 from kafkalog_cli.storage.remote import segments_of_sources
 from tests.helpers.paths import EXAMPLES
 
-TXN = EXAMPLES / "txn-0"     # commit 0-4, COMMIT marker 5, abort 6-9, ABORT marker 10, commit 11-13, COMMIT 14
+TXN = (
+    EXAMPLES / "txn-0"
+)  # commit 0-4, COMMIT marker 5, abort 6-9, ABORT marker 10, commit 11-13, COMMIT 14
 
 
 def export(*args) -> tuple[int, list[dict], str]:
@@ -52,16 +55,23 @@ def test_read_committed_leaves_out_the_aborted_transaction():
 
 
 def test_include_control_is_dump_logs_records():
-    rc, rows, _ = export(TXN, "-", "--to", "jsonl", "--include-control", "--payload-encoding", "hex")
+    rc, rows, _ = export(
+        TXN, "-", "--to", "jsonl", "--include-control", "--payload-encoding", "hex"
+    )
     assert rc == 0
-    r = CliRunner().invoke(cli, ["dump-log", str(TXN), "--format", "json", "--deep-iteration",
-                                 "--payload-encoding", "hex"])
+    r = CliRunner().invoke(
+        cli,
+        ["dump-log", str(TXN), "--format", "json", "--deep-iteration", "--payload-encoding", "hex"],
+    )
     dumped = [o for o in map(json.loads, r.stdout.splitlines()) if o["kind"] == "record"]
     assert offsets(rows) == list(range(15))
     for row, rec in zip(rows, dumped):
         assert {k: v for k, v in row.items() if k not in ("segment", "log_dir", "broker_id")} == {
-            k: v for k, v in rec.items() if k not in ("kind", "file")}
-    rc, _, err = export(TXN, "-", "--to", "jsonl", "--include-control", "--isolation-level", "read_committed")
+            k: v for k, v in rec.items() if k not in ("kind", "file")
+        }
+    rc, _, err = export(
+        TXN, "-", "--to", "jsonl", "--include-control", "--isolation-level", "read_committed"
+    )
     assert rc == 2 and "excludes --isolation-level read_committed" in err
 
 
@@ -75,13 +85,18 @@ def _partition(tmp_path, hw: int | None, batches: list[bytes], name: str = "t-0"
 
 
 def _data(base: int, n: int, pid: int = -1, txn: bool = False) -> bytes:
-    return build_v2_batch([SimpleRecord(b"k%d" % (base + i), b"v", 1_700_000_000_000 + base + i) for i in range(n)],
-                          base, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
-                          base_sequence=base if pid >= 0 else -1, is_transactional=txn)
+    return build_v2_batch(
+        [SimpleRecord(b"k%d" % (base + i), b"v", 1_700_000_000_000 + base + i) for i in range(n)],
+        base,
+        producer_id=pid,
+        producer_epoch=0 if pid >= 0 else -1,
+        base_sequence=base if pid >= 0 else -1,
+        is_transactional=txn,
+    )
 
 
 def test_nothing_at_or_above_the_high_watermark(tmp_path):
-    d = _partition(tmp_path, 7, [_data(0, 5), _data(5, 5)])     # the HW cuts the second batch
+    d = _partition(tmp_path, 7, [_data(0, 5), _data(5, 5)])  # the HW cuts the second batch
     rc, rows, _ = export(d, "-", "--to", "jsonl")
     assert rc == 0 and offsets(rows) == [0, 1, 2, 3, 4, 5, 6]
     rc, rows, _ = export(d, "-", "--to", "jsonl", "--include-control")
@@ -91,7 +106,11 @@ def test_nothing_at_or_above_the_high_watermark(tmp_path):
 def test_read_committed_stops_at_the_open_transaction(tmp_path):
     # an open transaction from offset 3: the LSO; read_uncommitted goes on to the HW
     d = _partition(tmp_path, 8, [_data(0, 3), _data(3, 2, pid=7, txn=True), _data(5, 3)])
-    assert offsets(export(d, "-", "--to", "jsonl", "--isolation-level", "read_committed")[1]) == [0, 1, 2]
+    assert offsets(export(d, "-", "--to", "jsonl", "--isolation-level", "read_committed")[1]) == [
+        0,
+        1,
+        2,
+    ]
     assert offsets(export(d, "-", "--to", "jsonl")[1]) == list(range(8))
     (view,) = views_for(segments_of_sources([str(d)]), READ_COMMITTED).values()
     assert (view.high_watermark, view.last_stable_offset) == (8, 3)
@@ -103,7 +122,11 @@ def test_the_lso_is_the_one_transactions_shows():
     (part,) = read_partitions(EXAMPLES, [TXN])
     pt = partition_transactions(part, 0, 1 << 62)
     (view,) = views_for(segments_of_sources([str(TXN)]), READ_COMMITTED).values()
-    assert (view.last_stable_offset, view.high_watermark) == (pt.last_stable_offset, pt.high_watermark) == (15, 15)
+    assert (
+        (view.last_stable_offset, view.high_watermark)
+        == (pt.last_stable_offset, pt.high_watermark)
+        == (15, 15)
+    )
     assert view.aborted == {1: [(6, 10)]}
 
 
@@ -111,7 +134,10 @@ def test_without_a_high_watermark_the_log_end_stands_in_with_a_note(tmp_path):
     d = _partition(tmp_path, None, [_data(0, 4)])
     rc, rows, err = export(d, "-", "--to", "jsonl")
     assert offsets(rows) == [0, 1, 2, 3]
-    assert "kafkalog: note: 1 partition(s) have no entry in their log dir's replication-offset-checkpoint (t-0)" in err
+    assert (
+        "kafkalog: note: 1 partition(s) have no entry in their log dir's replication-offset-checkpoint (t-0)"
+        in err
+    )
 
 
 def test_offset_and_time_ranges():
@@ -119,7 +145,9 @@ def test_offset_and_time_ranges():
     rc, rows, _ = export(part, "-", "--to", "jsonl", "--from-offset", "298", "--to-offset", "302")
     assert rc == 0 and offsets(rows) == [298, 299, 300, 301, 302]
     first = rows[0]["timestamp"]
-    rc, rows, _ = export(part, "-", "--to", "jsonl", "--from-time", str(first), "--to-time", str(first))
+    rc, rows, _ = export(
+        part, "-", "--to", "jsonl", "--from-time", str(first), "--to-time", str(first)
+    )
     assert rows and all(r["timestamp"] == first for r in rows)
     rc, _, err = export(part, "-", "--to", "jsonl", "--from-offset", "5", "--to-offset", "4")
     assert rc == 2 and "nothing can match" in err
@@ -141,14 +169,26 @@ def test_parquet_timestamps_are_timestamps_in_ms_utc(tmp_path):
 def test_consumer_view_verdicts_on_the_batch_level():
     from kafkalog_cli.formats.records import iter_batches
 
-    data = _data(0, 2) + _data(2, 2, pid=3, txn=True) + build_v2_batch(
-        [SimpleRecord(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00", 0)], 4, producer_id=3, producer_epoch=0,
-        is_transactional=True, is_control=True) + _data(5, 2)
+    data = (
+        _data(0, 2)
+        + _data(2, 2, pid=3, txn=True)
+        + build_v2_batch(
+            [SimpleRecord(b"\x00\x00\x00\x00", b"\x00\x00\x00\x00\x00\x00", 0)],
+            4,
+            producer_id=3,
+            producer_epoch=0,
+            is_transactional=True,
+            is_control=True,
+        )
+        + _data(5, 2)
+    )
     batches = list(iter_batches(data, 0, len(data)))
     view = consumer_view(batches, READ_COMMITTED, 6, None)
     assert view.aborted == {3: [(2, 4)]} and view.end == 6
-    verdicts = [view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional, b.producer_id)
-                for b in batches]
+    verdicts = [
+        view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional, b.producer_id)
+        for b in batches
+    ]
     assert verdicts == ["keep", "skip", "skip", "cut"]
     assert consumer_view(batches, READ_UNCOMMITTED, 6, None).verdict(2, 3, False, True, 3) == "keep"
 
@@ -156,9 +196,16 @@ def test_consumer_view_verdicts_on_the_batch_level():
 def test_kafka_options_map_onto_kafkalogs():
     from kafkalog_cli.spark.kafka_compat import kafka_options
 
-    k = kafka_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "txn,orders",
-                       "startingOffsets": '{"txn": {"0": 3}}', "endingOffsets": "latest",
-                       "kafka.isolation.level": "read_committed", "failOnDataLoss": "false"})
+    k = kafka_options(
+        {
+            "kafka.bootstrap.servers": "b:9092",
+            "subscribe": "txn,orders",
+            "startingOffsets": '{"txn": {"0": 3}}',
+            "endingOffsets": "latest",
+            "kafka.isolation.level": "read_committed",
+            "failOnDataLoss": "false",
+        }
+    )
     assert k.kafka_schema and k.topics == {"txn", "orders"} and k.isolation == "read_committed"
     assert k.starting == {("txn", 0): 3} and k.ending == {}
     assert any("kafka.bootstrap.servers ignored" in w for w in k.warnings)
@@ -178,25 +225,70 @@ def test_kafka_options_map_onto_kafkalogs():
 
 def test_spark_source_is_a_consumer_and_speaks_kafkas_options(spark):
     path = str(EXAMPLES)
-    def read():     # a DataFrameReader keeps its options: a new one each time
+
+    def read():  # a DataFrameReader keeps its options: a new one each time
         return spark.read.format("kafkalog").option("topic", "txn")
 
     assert [r.offset for r in read().load(path).orderBy("offset").collect()] == [
-        0, 1, 2, 3, 4, 6, 7, 8, 9, 11, 12, 13]
-    assert [r.offset for r in read().option("isolationLevel", "read_committed").load(path)
-            .orderBy("offset").collect()] == [0, 1, 2, 3, 4, 11, 12, 13]
+        0,
+        1,
+        2,
+        3,
+        4,
+        6,
+        7,
+        8,
+        9,
+        11,
+        12,
+        13,
+    ]
+    assert [
+        r.offset
+        for r in read()
+        .option("isolationLevel", "read_committed")
+        .load(path)
+        .orderBy("offset")
+        .collect()
+    ] == [0, 1, 2, 3, 4, 11, 12, 13]
     assert read().option("includeControl", "true").load(path).count() == 15
     # a batch job written for format("kafka"), with only the format and the path changed
-    df = (spark.read.format("kafkalog").option("kafka.bootstrap.servers", "broker:9092").option("subscribe", "txn")
-          .option("kafka.isolation.level", "read_committed").option("startingOffsets", '{"txn": {"0": 3}}')
-          .option("endingOffsets", '{"txn": {"0": 12}}').load(path))
-    assert df.columns == ["key", "value", "topic", "partition", "offset", "timestamp", "timestampType"]
+    df = (
+        spark.read.format("kafkalog")
+        .option("kafka.bootstrap.servers", "broker:9092")
+        .option("subscribe", "txn")
+        .option("kafka.isolation.level", "read_committed")
+        .option("startingOffsets", '{"txn": {"0": 3}}')
+        .option("endingOffsets", '{"txn": {"0": 12}}')
+        .load(path)
+    )
+    assert df.columns == [
+        "key",
+        "value",
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+    ]
     assert dict(df.dtypes)["timestamp"] == "timestamp" and dict(df.dtypes)["timestampType"] == "int"
     rows = df.orderBy("offset").collect()
-    assert [(r.offset, r.key, r.timestampType) for r in rows] == [(3, b"t-commit-3", 0), (4, b"t-commit-4", 0),
-                                                                   (11, b"t-commit-0", 0)]
-    df = spark.read.format("kafkalog").option("subscribe", "codec-none").option("includeHeaders", "true").load(path)
+    assert [(r.offset, r.key, r.timestampType) for r in rows] == [
+        (3, b"t-commit-3", 0),
+        (4, b"t-commit-4", 0),
+        (11, b"t-commit-0", 0),
+    ]
+    df = (
+        spark.read.format("kafkalog")
+        .option("subscribe", "codec-none")
+        .option("includeHeaders", "true")
+        .load(path)
+    )
     assert df.columns[-1] == "headers" and df.count() == 60
-    n = (spark.read.format("kafkalog").load(path)
-         .filter("topic = 'codec-none' AND timestamp >= timestamp_millis(1700000000050)").count())
+    n = (
+        spark.read.format("kafkalog")
+        .load(path)
+        .filter("topic = 'codec-none' AND timestamp >= timestamp_millis(1700000000050)")
+        .count()
+    )
     assert n == 10

@@ -5,6 +5,7 @@ same records; a read_uncommitted consumer and the default export likewise.
 
 Producers and consumers are kafka-python's (KAFKA_PY; its transactional producer and its
 read_committed fetch); the broker is KAFKA_HOME's (tests/helpers/kafka_broker.py). Skipped without them."""
+
 import json
 import shutil
 from pathlib import Path
@@ -76,10 +77,24 @@ def test_export_returns_what_the_brokers_consumers_returned(tmp_path):
     uncommitted = [tuple(x) for x in consumed["read_uncommitted"]["records"]]
     # what the broker's consumers saw: the aborted records only read_uncommitted, the open
     # transaction's and what follows it only up to the high watermark
-    assert any(k.startswith("a") for _, k in uncommitted) and not any(k.startswith("a") for _, k in committed)
-    assert any(k.startswith("o") for _, k in uncommitted) and not any(k.startswith(("o", "q")) for _, k in committed)
+    assert any(k.startswith("a") for _, k in uncommitted) and not any(
+        k.startswith("a") for _, k in committed
+    )
+    assert any(k.startswith("o") for _, k in uncommitted) and not any(
+        k.startswith(("o", "q")) for _, k in committed
+    )
     for isolation, want in (("read_committed", committed), ("read_uncommitted", uncommitted)):
-        args = ["export", str(d), "-", "--to", "jsonl", "--topic", "txn", "--payload-encoding", "utf8"]
+        args = [
+            "export",
+            str(d),
+            "-",
+            "--to",
+            "jsonl",
+            "--topic",
+            "txn",
+            "--payload-encoding",
+            "utf8",
+        ]
         if isolation == "read_committed":
             args += ["--isolation-level", "read_committed"]
         r = CliRunner().invoke(cli, args)

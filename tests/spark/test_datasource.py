@@ -1,5 +1,6 @@
 """The `kafkalog` data source against `kafkalog dump-log --format json` on real Kafka files
 (tests/fixtures/corpus: copies of the corpus; the whole corpus too where KAFKALOG_CORPUS finds it)."""
+
 from __future__ import annotations
 
 import shutil
@@ -43,7 +44,11 @@ def check_against_dump_log(spark, files: list[Path]) -> int:
     paths = [str(f) for f in good]
     # the raw view: every record of the files, as dump-log prints them
     for r in rows(spark.read.format("kafkalog").option("includeControl", "true").load(paths)):
-        tp = parse_partition_dir(Path(r["segment"]).parent.name) if r["segment"].endswith(".log") else None
+        tp = (
+            parse_partition_dir(Path(r["segment"]).parent.name)
+            if r["segment"].endswith(".log")
+            else None
+        )
         assert (r["topic"], r["partition"]) == ((tp.topic, tp.partition) if tp else (None, None))
         got_records[r["segment"]].append(actual_record(r))
     for r in rows(spark.read.format("kafkalog").option("level", "batch").load(paths)):
@@ -79,7 +84,13 @@ def test_log_dir_partition_dir_and_segment_give_the_same_rows(spark):
 
     whole = read(BASIC)
     topics = {r["topic"] for r in rows(whole.select("topic").distinct())}
-    assert {"codec-gzip", "txn", "multi-segment", "__consumer_offsets", "__cluster_metadata"} <= topics
+    assert {
+        "codec-gzip",
+        "txn",
+        "multi-segment",
+        "__consumer_offsets",
+        "__cluster_metadata",
+    } <= topics
     part = rows(read(MULTI).orderBy("offset"))
     assert [r["offset"] for r in part] == list(range(len(part)))
     assert len(part) == 600
@@ -89,11 +100,18 @@ def test_log_dir_partition_dir_and_segment_give_the_same_rows(spark):
 
 
 def test_payload_options_leave_columns_out(spark):
-    df = spark.read.format("kafkalog").option("includePayload", "false").option("includeHeaders", "false").load(str(MULTI))
+    df = (
+        spark.read.format("kafkalog")
+        .option("includePayload", "false")
+        .option("includeHeaders", "false")
+        .load(str(MULTI))
+    )
     assert "key" not in df.columns and "value" not in df.columns and "headers" not in df.columns
     assert df.count() == 600
     full = spark.read.format("kafkalog").load(str(MULTI))
-    assert rows(df.orderBy("offset")) == rows(full.drop("key", "value", "headers").orderBy("offset"))
+    assert rows(df.orderBy("offset")) == rows(
+        full.drop("key", "value", "headers").orderBy("offset")
+    )
 
 
 def test_bad_level_is_one_clear_error(spark):
@@ -108,23 +126,30 @@ def test_missing_path_names_it(spark, tmp_path):
     assert f"{tmp_path / 'nope'}: no such file or directory" in str(e.value)
 
 
-@pytest.mark.parametrize("where", [
-    "offset >= 350 AND offset < 360",
-    "offset = 299",
-    "offset IN (5, 305, 599, 1000)",
-    "offset > 598",
-    "timestamp >= timestamp_millis(1700000400000) AND timestamp <= timestamp_millis(1700000410000)",
-    "timestamp < timestamp_millis(1700000003000)",
-    "topic = 'multi-segment' AND partition = 0 AND offset <= 2",
-    "topic IN ('txn', 'codec-zstd') AND offset < 3",
-    "partition = 1",
-    "offset > 10 AND offset < 5",
-    "topic <> 'multi-segment' AND partition <> 1 AND offset < 2",
-])
+@pytest.mark.parametrize(
+    "where",
+    [
+        "offset >= 350 AND offset < 360",
+        "offset = 299",
+        "offset IN (5, 305, 599, 1000)",
+        "offset > 598",
+        "timestamp >= timestamp_millis(1700000400000) AND timestamp <= timestamp_millis(1700000410000)",
+        "timestamp < timestamp_millis(1700000003000)",
+        "topic = 'multi-segment' AND partition = 0 AND offset <= 2",
+        "topic IN ('txn', 'codec-zstd') AND offset < 3",
+        "partition = 1",
+        "offset > 10 AND offset < 5",
+        "topic <> 'multi-segment' AND partition <> 1 AND offset < 2",
+    ],
+)
 def test_pushed_filters_give_what_spark_would(spark, pushdown, where):
-    pushed = rows(spark.read.format(pushdown).load(str(BASIC)).filter(where).orderBy("topic", "offset"))
+    pushed = rows(
+        spark.read.format(pushdown).load(str(BASIC)).filter(where).orderBy("topic", "offset")
+    )
     # the source without pushdown, Spark applying the filter, is the reference
-    want = rows(spark.read.format("kafkalog").load(str(BASIC)).filter(where).orderBy("topic", "offset"))
+    want = rows(
+        spark.read.format("kafkalog").load(str(BASIC)).filter(where).orderBy("topic", "offset")
+    )
     assert [(r["topic"], r["offset"]) for r in pushed] == [(r["topic"], r["offset"]) for r in want]
 
 
@@ -146,9 +171,14 @@ def test_offset_and_time_filters_start_reads_through_the_indexes(spark, pushdown
     assert "Found record size 3 smaller than minimum record overhead" in str(e.value)
     # the broken batches are never read: the segment at 0 is skipped, the one at 300 entered
     # through its offset index (first entry: 349 or so) and its time index
-    assert [r["offset"] for r in rows(df.filter("offset >= 400 AND offset < 403").orderBy("offset"))] == [400, 401, 402]
-    got = rows(df.filter("timestamp >= timestamp_millis(1700000500000) AND timestamp < timestamp_millis(1700000502000)")
-               .orderBy("offset"))
+    assert [
+        r["offset"] for r in rows(df.filter("offset >= 400 AND offset < 403").orderBy("offset"))
+    ] == [400, 401, 402]
+    got = rows(
+        df.filter(
+            "timestamp >= timestamp_millis(1700000500000) AND timestamp < timestamp_millis(1700000502000)"
+        ).orderBy("offset")
+    )
     assert [r["offset"] for r in got] == [500, 501]
 
 
@@ -156,6 +186,7 @@ def test_topic_filter_never_opens_other_topics(spark, pushdown, tmp_path):
     shutil.copytree(BASIC / "codec-none-0", tmp_path / "codec-none-0")
     shutil.copytree(MULTI, tmp_path / "multi-segment-0")
     _corrupt_first_batch(tmp_path / "codec-none-0" / "00000000000000000000.log")
+
     def df():
         return spark.read.format(pushdown).load(str(tmp_path))
 
@@ -164,7 +195,7 @@ def test_topic_filter_never_opens_other_topics(spark, pushdown, tmp_path):
     assert df().filter("topic NOT IN ('codec-none', 'x')").count() == 600
     assert spark.read.format(pushdown).option("topic", "multi-*").load(str(tmp_path)).count() == 600
     with pytest.raises(Exception) as e:
-        df().filter("topic LIKE 'multi%'").count()     # not pushed: every segment is read
+        df().filter("topic LIKE 'multi%'").count()  # not pushed: every segment is read
     assert "codec-none-0/00000000000000000000.log: byte 0: Found record size 3" in str(e.value)
 
 

@@ -1,4 +1,5 @@
 """docs/spark.md prints the data source's schema as a StructType: it must be the one Spark gets."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,5 +29,7 @@ def test_the_structtype_is_what_spark_reads(spark):
     from kafkalog_cli.spark.arrow import arrow_schema, columns
     from tests.spark.helpers import FIXTURES
 
-    df = spark.read.format("kafkalog").load(str(FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"))
+    df = spark.read.format("kafkalog").load(
+        str(FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before")
+    )
     assert df.schema == from_arrow_schema(arrow_schema(columns("record")))

@@ -1,4 +1,5 @@
 """--engine spark gives what --engine local gives: the same reports, output and exit codes."""
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,9 @@ def test_run_partitions_errors_keep_class_message_and_location(spark):
         with pytest.raises(CorruptRecordError) as e:
             run_partitions(_fail_on, dirs, engine=engine, jobs=2, spark=spark, args=("txn-0",))
         assert str(e.value) == f"{BASIC / 'txn-0'}: byte 42: bad batch"
-        got = run_partitions(_fail_on, dirs, engine=engine, jobs=2, spark=spark, args=("txn-0",), errors="return")
+        got = run_partitions(
+            _fail_on, dirs, engine=engine, jobs=2, spark=spark, args=("txn-0",), errors="return"
+        )
         assert isinstance(got[-1], CorruptRecordError) and got[:-1] == dirs[:-1]
         with pytest.raises(CorruptRecordError):
             result(got[-1])
@@ -62,19 +65,26 @@ def test_verify_group_unit_equals_the_local_run(spark):
     groups = group_paths([str(GARBAGE), str(BASIC)])
     local = verify_groups(groups, jobs=1)
     sparked = verify_groups_spark(groups, spark=spark)
-    strip = lambda reps: [(r.directory, [(f.file, f.batches, f.bytes, f.problems) for f in r.files], r.problems)  # noqa: E731
-                          for r in reps]
+    strip = lambda reps: [
+        (r.directory, [(f.file, f.batches, f.bytes, f.problems) for f in r.files], r.problems)  # noqa: E731
+        for r in reps
+    ]
     assert strip(sparked) == strip(local)
     assert sum(len(r.problems) for r in local) == 1
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_verify_crc_output_and_exit_code_are_the_same(spark, fmt):
-    runs = {e: invoke("verify-crc", "--format", fmt, "--engine", e, GARBAGE, BASIC) for e in ("local", "spark")}
+    runs = {
+        e: invoke("verify-crc", "--format", fmt, "--engine", e, GARBAGE, BASIC)
+        for e in ("local", "spark")
+    }
     timing = re.compile(r'( in [0-9.]+ s \(.*\)| in [0-9.]+ s|"elapsed_s": [0-9.e-]+)')
     assert runs["local"].exit_code == runs["spark"].exit_code == 1
     assert timing.sub("", runs["local"].output) == timing.sub("", runs["spark"].output)
-    assert "00000000000000000725.log" in runs["spark"].output and "-254896888" in runs["spark"].output
+    assert (
+        "00000000000000000725.log" in runs["spark"].output and "-254896888" in runs["spark"].output
+    )
 
 
 def test_verify_crc_clean_input_exits_0_on_spark(spark):
@@ -87,16 +97,36 @@ def test_engine_usage_and_missing_java(tmp_path, monkeypatch):
     assert r.exit_code == 2 and "--master needs --engine spark" in r.output
     monkeypatch.setenv("JAVA_HOME", str(tmp_path))
     for cmd in ("verify-crc", "retain", "compact", "export"):
-        r = invoke(cmd, "--engine", "spark", BASIC, *([tmp_path / "out", "--to", "jsonl"] if cmd == "export" else []))
+        r = invoke(
+            cmd,
+            "--engine",
+            "spark",
+            BASIC,
+            *([tmp_path / "out", "--to", "jsonl"] if cmd == "export" else []),
+        )
         assert r.exit_code == 4, (cmd, r.output)
-        assert r.output == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path} has no bin/java\n"
+        assert (
+            r.output
+            == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path} has no bin/java\n"
+        )
 
 
 def _retain(case: str, d: Path, engine: str):
     from tests.helpers.retention import params, server_properties
 
-    return invoke("retain", "--now", params(case)["now_ms"], "--server-properties", server_properties(case),
-                  "-v", "--format", "json", "--engine", engine, d)
+    return invoke(
+        "retain",
+        "--now",
+        params(case)["now_ms"],
+        "--server-properties",
+        server_properties(case),
+        "-v",
+        "--format",
+        "json",
+        "--engine",
+        engine,
+        d,
+    )
 
 
 @pytest.mark.parametrize("case", ["time", "size"])
@@ -110,7 +140,11 @@ def test_retain_spark_deletes_and_reports_what_local_does(spark, tmp_path, case)
         assert r.exit_code == 0, r.output
         text = r.stdout.replace(str(tmp_path / engine), "TMP")
         text = re.sub(r"/\d{8}T\d{6}\.\d+Z-retain", "/STAMP-retain", text)
-        out[engine] = (stable(text), partition_files(d), (d / "log-start-offset-checkpoint").read_bytes())
+        out[engine] = (
+            stable(text),
+            partition_files(d),
+            (d / "log-start-offset-checkpoint").read_bytes(),
+        )
     assert out["spark"] == out["local"]
     assert any(x.get("segments_deleted") for x in out["spark"][0])
 
@@ -133,18 +167,40 @@ def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
     out = {}
     for engine in ("local", "spark"):
         log_dir = restore("keyed-overwrites", "before", tmp_path / engine / "logs")
-        r = invoke("compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--format", "json", "--engine",
-                   engine, *CFG)
+        r = invoke(
+            "compact",
+            log_dir / "cmp-none-0",
+            "--now",
+            "1795248446186",
+            "--format",
+            "json",
+            "--engine",
+            engine,
+            *CFG,
+        )
         assert r.exit_code == 0, r.output
-        text = re.sub(r"/\d{8}T\d{6}\.\d+Z-compact", "/STAMP-compact", r.output.replace(str(tmp_path / engine), "TMP"))
+        text = re.sub(
+            r"/\d{8}T\d{6}\.\d+Z-compact",
+            "/STAMP-compact",
+            r.output.replace(str(tmp_path / engine), "TMP"),
+        )
         rep = log_dir_report(text)
         for volatile in ("run_id", "time"):
             rep.pop(volatile)
         out[engine] = (rep, records_of(log_dir / "cmp-none-0"))
-    timing = lambda rep: json.loads(re.sub(r'"[a-z_]*(elapsed|seconds|_s|time)[a-z_]*": [0-9.e-]+', '"t": 0',  # noqa: E731
-                                           json.dumps(rep)))
+    timing = lambda rep: json.loads(
+        re.sub(
+            r'"[a-z_]*(elapsed|seconds|_s|time)[a-z_]*": [0-9.e-]+',
+            '"t": 0',  # noqa: E731
+            json.dumps(rep),
+        )
+    )
     assert timing(out["spark"][0]) == timing(out["local"][0])
-    assert out["spark"][1] == out["local"][1] == records_of(CFIX / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+    assert (
+        out["spark"][1]
+        == out["local"][1]
+        == records_of(CFIX / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+    )
     assert out["spark"][0]["cleaned"][0]["messages_written"] == 100
 
 
@@ -154,7 +210,9 @@ def test_compact_spark_locked_log_dir_is_exit_5(spark, tmp_path):
 
     log_dir = restore("keyed-overwrites", "before", tmp_path / "logs")
     with LogDirLock(log_dir):
-        r = invoke("compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--engine", "spark", *CFG)
+        r = invoke(
+            "compact", log_dir / "cmp-none-0", "--now", "1795248446186", "--engine", "spark", *CFG
+        )
     assert r.exit_code == 5 and r.output.count("\n") == 1 and "Traceback" not in r.output
 
 
@@ -165,7 +223,11 @@ def test_run_log_dir_unit_equals_the_local_run(spark):
     from kafkalog_cli.storage.logdir import partition_dirs_for
 
     op = Operation("roll", roll.plan, roll.RollOptions(now_ms=1795249186389))
-    groups = partition_dirs_for([FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")])
+    groups = partition_dirs_for(
+        [FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")]
+    )
     local = [run_log_dir(op, d, parts, dry_run=True).to_dict() for d, parts in groups.items()]
     sparked = [o.to_dict() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
-    assert sparked == local and len(local) == 2 and all(r["dry_run"] and r["actions"] for r in local)
+    assert (
+        sparked == local and len(local) == 2 and all(r["dry_run"] and r["actions"] for r in local)
+    )

@@ -1,4 +1,5 @@
 """`kafkalog export`: round trips to Parquet and JSON Lines, the same bytes from both engines."""
+
 from __future__ import annotations
 
 import base64
@@ -20,11 +21,15 @@ GARBAGE = FIXTURES / "corpus" / "broker" / "recover" / "tail-garbage" / "before"
 def run(*args):
     """export's raw view (--include-control): every record of the files, dump-log's; what a
     consumer gets is tests/spark/test_consumer_view.py's."""
-    return CliRunner().invoke(cli, ["export", *map(str, args), "--include-control"], catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, ["export", *map(str, args), "--include-control"], catch_exceptions=False
+    )
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def dump_records(path: Path) -> list[dict]:
@@ -33,7 +38,11 @@ def dump_records(path: Path) -> list[dict]:
     for seg in sorted(path.rglob("*.log")):
         rc, objs, _ = dump_json(seg, deep=True)
         assert rc == 0
-        out.extend(dict(expected_record(o), segment=str(seg.resolve())) for o in objs if o["kind"] == "record")
+        out.extend(
+            dict(expected_record(o), segment=str(seg.resolve()))
+            for o in objs
+            if o["kind"] == "record"
+        )
     return out
 
 
@@ -53,10 +62,13 @@ def test_parquet_round_trip_holds_what_dump_log_prints(parquet_local):
     got = {}
     for row in table.to_pylist():
         tp = (row.pop("topic"), row.pop("partition"))
-        assert (row.pop("log_dir"), row.pop("broker_id")) == (str(BASIC), None)   # no meta.properties
+        assert (row.pop("log_dir"), row.pop("broker_id")) == (
+            str(BASIC),
+            None,
+        )  # no meta.properties
         if row["control"] is not None:
             row["control"] = {k: v for k, v in row["control"].items() if v is not None}
-        row["timestamp"] = millis(row["timestamp"])     # a Parquet timestamp (ms, UTC)
+        row["timestamp"] = millis(row["timestamp"])  # a Parquet timestamp (ms, UTC)
         got.setdefault(tp, []).append(row)
     want = {}
     for rec in dump_records(BASIC):
@@ -66,7 +78,12 @@ def test_parquet_round_trip_holds_what_dump_log_prints(parquet_local):
     assert sorted(got) == sorted(want)
     for tp in want:
         assert sorted(got[tp], key=lambda r: r["offset"]) == want[tp], tp
-    assert (parquet_local / "topic=multi-segment" / "partition=0" / "part-00013-00000000000000000300.parquet").is_file()
+    assert (
+        parquet_local
+        / "topic=multi-segment"
+        / "partition=0"
+        / "part-00013-00000000000000000300.parquet"
+    ).is_file()
 
 
 def test_spark_engine_writes_the_same_bytes(spark, parquet_local, tmp_path):
@@ -79,7 +96,12 @@ def test_spark_engine_writes_the_same_bytes(spark, parquet_local, tmp_path):
 
 def test_parquet_reads_back_in_spark_as_the_data_source_table(spark, parquet_local):
     back = spark.read.parquet(str(parquet_local)).orderBy("topic", "partition", "segment", "offset")
-    src = spark.read.format("kafkalog").option("includeControl", "true").load(str(BASIC)).orderBy("topic", "partition", "segment", "offset")
+    src = (
+        spark.read.format("kafkalog")
+        .option("includeControl", "true")
+        .load(str(BASIC))
+        .orderBy("topic", "partition", "segment", "offset")
+    )
     cols = [c for c in src.columns if c != "partition"]
     assert back.select(*cols).collect() == src.select(*cols).collect()
 
@@ -87,19 +109,36 @@ def test_parquet_reads_back_in_spark_as_the_data_source_table(spark, parquet_loc
 def test_jsonl_round_trip_and_same_bytes_from_spark(spark, tmp_path):
     local, sparked = tmp_path / "local.jsonl", tmp_path / "spark.jsonl"
     assert run(BASIC, local, "--to", "jsonl", "--payload-encoding", "base64").exit_code == 0
-    assert run(BASIC, sparked, "--to", "jsonl", "--payload-encoding", "base64", "--engine", "spark",
-               "--master", "local[2]").exit_code == 0
+    assert (
+        run(
+            BASIC,
+            sparked,
+            "--to",
+            "jsonl",
+            "--payload-encoding",
+            "base64",
+            "--engine",
+            "spark",
+            "--master",
+            "local[2]",
+        ).exit_code
+        == 0
+    )
     assert local.read_bytes() == sparked.read_bytes()
     lines = [json.loads(x) for x in local.read_text().splitlines()]
     want = dump_records(BASIC)
     assert len(lines) == len(want) == 1227
     for line, rec in zip(lines, want):
-        assert line.pop("topic") + "-" + str(line.pop("partition")) == Path(rec["segment"]).parent.name
+        assert (
+            line.pop("topic") + "-" + str(line.pop("partition")) == Path(rec["segment"]).parent.name
+        )
         assert (line.pop("log_dir"), line.pop("broker_id")) == (str(BASIC), None)
         for k in ("key", "value"):
             line[k] = None if line[k] is None else base64.b64decode(line[k])
-        line["headers"] = [{"key": h["key"], "value": None if h["value"] is None else base64.b64decode(h["value"])}
-                           for h in line["headers"]]
+        line["headers"] = [
+            {"key": h["key"], "value": None if h["value"] is None else base64.b64decode(h["value"])}
+            for h in line["headers"]
+        ]
         for k in ("crc", "is_valid", "control"):
             line.setdefault(k, None)
         assert line == rec
@@ -108,9 +147,16 @@ def test_jsonl_round_trip_and_same_bytes_from_spark(spark, tmp_path):
 def test_payload_can_be_left_out(tmp_path):
     import pyarrow.parquet as pq
 
-    assert run(BASIC / "txn-0", tmp_path / "p", "--to", "parquet", "--no-payload", "--no-headers").exit_code == 0
+    assert (
+        run(
+            BASIC / "txn-0", tmp_path / "p", "--to", "parquet", "--no-payload", "--no-headers"
+        ).exit_code
+        == 0
+    )
     names = pq.read_table(next((tmp_path / "p").rglob("*.parquet"))).column_names
-    assert "key" not in names and "value" not in names and "headers" not in names and "offset" in names
+    assert (
+        "key" not in names and "value" not in names and "headers" not in names and "offset" in names
+    )
 
 
 def test_corrupt_segment_is_one_line_and_leaves_no_output(spark, tmp_path):
@@ -118,8 +164,13 @@ def test_corrupt_segment_is_one_line_and_leaves_no_output(spark, tmp_path):
         r = run(GARBAGE, tmp_path / engine, "--to", "parquet", "--engine", engine)
         assert r.exit_code == 3
         assert r.output.count("\n") == 1 and "Traceback" not in r.output
-        assert "00000000000000000725.log: byte 6169: Found record size -254896888 smaller than minimum" in r.output
-        assert os.listdir(tmp_path) == [] or all(not n.startswith(".") and n != engine for n in os.listdir(tmp_path))
+        assert (
+            "00000000000000000725.log: byte 6169: Found record size -254896888 smaller than minimum"
+            in r.output
+        )
+        assert os.listdir(tmp_path) == [] or all(
+            not n.startswith(".") and n != engine for n in os.listdir(tmp_path)
+        )
 
 
 def test_existing_output_is_refused_unless_overwrite(tmp_path):
@@ -141,7 +192,10 @@ def test_missing_java_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
     r = run(BASIC, tmp_path / "o", "--to", "parquet", "--engine", "spark")
     assert r.exit_code == 4
-    assert r.output == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path / 'no-jdk'} has no bin/java\n"
+    assert (
+        r.output
+        == f"kafkalog: --engine spark needs Java 17 or later: JAVA_HOME={tmp_path / 'no-jdk'} has no bin/java\n"
+    )
 
 
 def test_swapped_arguments_never_touch_the_log_dir(tmp_path):
@@ -154,19 +208,43 @@ def test_swapped_arguments_never_touch_the_log_dir(tmp_path):
     r = run(logdir / "txn-0", seg, "--to", "jsonl", "--overwrite")
     assert r.exit_code == 2 and "OUT overlaps the input" in r.output
     # a Kafka file elsewhere, or a directory that is not an earlier export, is not replaced either
-    r = run(logdir / "txn-0", logdir / "codec-none-0" / "00000000000000000000.log", "--to", "jsonl", "--overwrite")
-    assert r.exit_code == 2 and "--overwrite replaces only a regular file that is not a Kafka file" in r.output
+    r = run(
+        logdir / "txn-0",
+        logdir / "codec-none-0" / "00000000000000000000.log",
+        "--to",
+        "jsonl",
+        "--overwrite",
+    )
+    assert (
+        r.exit_code == 2
+        and "--overwrite replaces only a regular file that is not a Kafka file" in r.output
+    )
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("keep me")
     r = run(logdir / "txn-0", other, "--to", "parquet", "--overwrite")
-    assert r.exit_code == 2 and "--overwrite replaces only a directory of topic=* directories" in r.output
+    assert (
+        r.exit_code == 2
+        and "--overwrite replaces only a directory of topic=* directories" in r.output
+    )
     assert tree(logdir) == before and (other / "notes.txt").read_text() == "keep me"
 
 
 def test_jsonl_to_standard_output(tmp_path):
-    r = CliRunner().invoke(cli, ["export", str(BASIC / "txn-0"), "-", "--to", "jsonl",
-                                                 "--payload-encoding", "utf8", "--include-control"], catch_exceptions=False)
+    r = CliRunner().invoke(
+        cli,
+        [
+            "export",
+            str(BASIC / "txn-0"),
+            "-",
+            "--to",
+            "jsonl",
+            "--payload-encoding",
+            "utf8",
+            "--include-control",
+        ],
+        catch_exceptions=False,
+    )
     assert r.exit_code == 0, r.stderr
     lines = [json.loads(ln) for ln in r.stdout.splitlines()]
     assert len(lines) == 15 and lines[0]["key"] == "t-commit-0" and lines[0]["topic"] == "txn"
@@ -181,13 +259,13 @@ def test_a_batch_whose_crc_fails_is_not_exported(tmp_path):
     shutil.copytree(BASIC / "codec-none-0", part)
     seg = part / "00000000000000000000.log"
     data = bytearray(seg.read_bytes())
-    data[-3] ^= 0x01                      # inside the last batch's last value
+    data[-3] ^= 0x01  # inside the last batch's last value
     seg.write_bytes(bytes(data))
     size = int.from_bytes(data[8:12], "big") + 12
     pos = 0
     while pos + size < len(data):
         pos += size
-        size = int.from_bytes(data[pos + 8:pos + 12], "big") + 12
+        size = int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
     r = run(part, tmp_path / "out.jsonl", "--to", "jsonl")
     assert r.exit_code == 3 and r.output.count("\n") == 1
     assert f"{seg}: byte {pos}: Record is corrupt (stored crc = " in r.output
@@ -215,9 +293,18 @@ def test_parquet_row_groups_are_whole_and_offsets_delta_encoded(tmp_path):
 
     d = tmp_path / "logs" / "orders-0"
     d.mkdir(parents=True)
-    (d / "00000000000000000000.log").write_bytes(b"".join(
-        build_v2_batch([SimpleRecord(b"k%d" % (i + j), b"v" * 30, 1_700_000_000_000 + i + j) for j in range(100)], i)
-        for i in range(0, 20_000, 100)))
+    (d / "00000000000000000000.log").write_bytes(
+        b"".join(
+            build_v2_batch(
+                [
+                    SimpleRecord(b"k%d" % (i + j), b"v" * 30, 1_700_000_000_000 + i + j)
+                    for j in range(100)
+                ],
+                i,
+            )
+            for i in range(0, 20_000, 100)
+        )
+    )
     out = tmp_path / "out"
     r = CliRunner().invoke(cli, ["export", str(tmp_path / "logs"), str(out), "--to", "parquet"])
     assert r.exit_code == 0, r.output
@@ -232,9 +319,22 @@ def test_parquet_row_groups_are_whole_and_offsets_delta_encoded(tmp_path):
     assert not col["value"].is_stats_set and not col["key"].is_stats_set
     assert pq.read_table(f).column("offset").to_pylist() == list(range(20_000))
     small = tmp_path / "small"
-    r = CliRunner().invoke(cli, ["export", str(tmp_path / "logs"), str(small), "--to", "parquet", "--row-group-size", "3000"])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "export",
+            str(tmp_path / "logs"),
+            str(small),
+            "--to",
+            "parquet",
+            "--row-group-size",
+            "3000",
+        ],
+    )
     (f,) = small.rglob("*.parquet")
-    assert [pq.ParquetFile(f).metadata.row_group(i).num_rows for i in range(7)] == [3000] * 6 + [2000]
+    assert [pq.ParquetFile(f).metadata.row_group(i).num_rows for i in range(7)] == [3000] * 6 + [
+        2000
+    ]
 
 
 def test_a_row_group_ends_at_its_bytes_too(tmp_path, monkeypatch):
@@ -251,11 +351,17 @@ def test_a_row_group_ends_at_its_bytes_too(tmp_path, monkeypatch):
     monkeypatch.setattr(arrow, "BYTES_PER_BATCH", 256 << 10)
     d = tmp_path / "logs" / "big-0"
     d.mkdir(parents=True)
-    (d / "00000000000000000000.log").write_bytes(b"".join(
-        build_v2_batch([SimpleRecord(None, bytes([i % 251]) * 4096, 1000 + i + j) for j in range(10)], i)
-        for i in range(0, 2000, 10)))
-    summary = export_module.export([str(tmp_path / "logs")], tmp_path / "out", export_module.ExportOptions(),
-                                   jobs=1)
+    (d / "00000000000000000000.log").write_bytes(
+        b"".join(
+            build_v2_batch(
+                [SimpleRecord(None, bytes([i % 251]) * 4096, 1000 + i + j) for j in range(10)], i
+            )
+            for i in range(0, 2000, 10)
+        )
+    )
+    summary = export_module.export(
+        [str(tmp_path / "logs")], tmp_path / "out", export_module.ExportOptions(), jobs=1
+    )
     assert summary["records"] == 2000
     (f,) = (tmp_path / "out").rglob("*.parquet")
     meta = pq.ParquetFile(f).metadata

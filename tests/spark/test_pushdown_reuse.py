@@ -1,6 +1,7 @@
 """Issue 15, item 1: queries on one DataFrame (and one view of it) give the rows a plain scan
 gives, whatever an earlier query pushed down. pyspark 4.1-4.3 keep a DataFrame's first
 pushed-down reader for its later queries; `register` must not let that reach the answers."""
+
 from __future__ import annotations
 
 import pytest
@@ -13,15 +14,24 @@ MULTI = BASIC / "multi-segment-0"
 # (query on the DataFrame or the view `t`, what pandas says about the whole table)
 SEQUENCE = [
     ("offset >= 500", lambda d: d.offset >= 500),
-    ("offset >= 0 OR timestamp < timestamp_millis(0)", lambda d: (d.offset >= 0) | (d.timestamp < 0)),
+    (
+        "offset >= 0 OR timestamp < timestamp_millis(0)",
+        lambda d: (d.offset >= 0) | (d.timestamp < 0),
+    ),
     ("sql: offset >= 590", lambda d: d.offset >= 590),
     ("sql:", None),
     ("", None),
-    ("topic = 'multi-segment' AND offset < 5", lambda d: (d.topic == "multi-segment") & (d.offset < 5)),
+    (
+        "topic = 'multi-segment' AND offset < 5",
+        lambda d: (d.topic == "multi-segment") & (d.offset < 5),
+    ),
     ("topic LIKE 'multi%'", lambda d: d.topic.str.startswith("multi")),
     ("timestamp >= timestamp_millis(1700000400000)", lambda d: d.timestamp >= 1700000400000),
     ("sql: topic = 'txn'", lambda d: d.topic == "txn"),
-    ("offset IN (1, 2, 3) OR partition = 7", lambda d: d.offset.isin([1, 2, 3]) | (d.partition == 7)),
+    (
+        "offset IN (1, 2, 3) OR partition = 7",
+        lambda d: d.offset.isin([1, 2, 3]) | (d.partition == 7),
+    ),
     ("sql:", None),
     ("offset = 299", lambda d: d.offset == 299),
     ("", None),
@@ -47,8 +57,16 @@ def test_the_issues_queries_on_one_dataframe_and_view(spark):
 
 
 def test_a_sequence_of_pushable_and_other_queries_matches_a_plain_scan(spark):
-    whole = spark.read.format("kafkalog").option("includePayload", "false").option("includeHeaders", "false")
-    plain = whole.load(str(BASIC)).selectExpr("topic", "partition", "offset", "unix_millis(timestamp) AS timestamp").toPandas()
+    whole = (
+        spark.read.format("kafkalog")
+        .option("includePayload", "false")
+        .option("includeHeaders", "false")
+    )
+    plain = (
+        whole.load(str(BASIC))
+        .selectExpr("topic", "partition", "offset", "unix_millis(timestamp) AS timestamp")
+        .toPandas()
+    )
     df = whole.load(str(BASIC))
     df.createOrReplaceTempView("t")
     got, want = [], []
@@ -67,18 +85,23 @@ def test_register_says_whether_it_pushes_down(spark):
     pushes = register(spark)
     assert pushes == pushdown_is_scan_scoped(spark)
     jvm = spark.sparkContext._jvm
-    builder = jvm.java.lang.Class.forName("org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder")
+    builder = jvm.java.lang.Class.forName(
+        "org.apache.spark.sql.execution.datasources.v2.python.PythonScanBuilder"
+    )
     scan_scoped = "readInfo" in [f.getName() for f in builder.getDeclaredFields()]
     assert pushes == scan_scoped
-    if not pushes:   # a Spark that would leak: pushdown stays as the user had it
+    if not pushes:  # a Spark that would leak: pushdown stays as the user had it
         assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
 
 
-@pytest.mark.parametrize("topic, partition, want", [
-    ("multi-segment", None, {"multi-segment"}),
-    ("codec-*", None, {"codec-gzip", "codec-lz4", "codec-none", "codec-snappy", "codec-zstd"}),
-    ("codec-g*, txn", "0", {"codec-gzip", "txn"}),
-])
+@pytest.mark.parametrize(
+    "topic, partition, want",
+    [
+        ("multi-segment", None, {"multi-segment"}),
+        ("codec-*", None, {"codec-gzip", "codec-lz4", "codec-none", "codec-snappy", "codec-zstd"}),
+        ("codec-g*, txn", "0", {"codec-gzip", "txn"}),
+    ],
+)
 def test_topic_and_partition_options_choose_the_partitions(spark, topic, partition, want):
     r = spark.read.format("kafkalog").option("topic", topic)
     if partition is not None:

@@ -1,6 +1,7 @@
 """Log dirs on S3-compatible storage (a moto server on 127.0.0.1): listed and read through
 pyarrow.fs with ranged reads, row for row what the local files give. Skipped when moto's
 server cannot start (moto[server] is in the test extra)."""
+
 from __future__ import annotations
 
 import os
@@ -23,10 +24,14 @@ def test_an_archive_on_s3_lists_the_segments_the_local_copy_has(s3):
     local, uri, _ = s3
     want = [_key(s) for s in segments_of_sources([str(local)])]
     assert [_key(s) for s in segments_of_sources([uri])] == want
-    assert len(want) == 6     # multi-segment has two segments, in both brokers
-    assert [_key(s) for s in segments_of_sources([uri + "/broker-*/txn-0"])] == [k for k in want if k[1] == "txn"]
+    assert len(want) == 6  # multi-segment has two segments, in both brokers
+    assert [_key(s) for s in segments_of_sources([uri + "/broker-*/txn-0"])] == [
+        k for k in want if k[1] == "txn"
+    ]
     only = PartitionFilter(("multi-*",), ())
-    assert [_key(s) for s in segments_of_sources([uri], only=only)] == [k for k in want if k[1] == "multi-segment"]
+    assert [_key(s) for s in segments_of_sources([uri], only=only)] == [
+        k for k in want if k[1] == "multi-segment"
+    ]
     from kafkalog_cli.errors import InputError
 
     with pytest.raises(InputError) as e:
@@ -40,7 +45,10 @@ def _rows(refs, level="record", pushdown=None):
     out = []
     for ref in refs:
         for rb in read_segment(ref, columns(level), level=level, pushdown=pushdown):
-            out += [{k: v for k, v in r.items() if k not in ("segment", "log_dir")} for r in rb.to_pylist()]
+            out += [
+                {k: v for k, v in r.items() if k not in ("segment", "log_dir")}
+                for r in rb.to_pylist()
+            ]
     return out
 
 
@@ -50,7 +58,7 @@ def test_rows_read_in_small_ranges_are_the_local_rows(s3, monkeypatch, level):
     from kafkalog_cli.storage.remote import segments_of_sources
 
     local, uri, _ = s3
-    monkeypatch.setattr(remote, "CHUNK", 3000)    # many chunks, and batches bigger than one
+    monkeypatch.setattr(remote, "CHUNK", 3000)  # many chunks, and batches bigger than one
     got = _rows(segments_of_sources([uri]), level)
     assert got == _rows(segments_of_sources([str(local)]), level)
     assert {r["broker_id"] for r in got} == {0, 1}
@@ -74,11 +82,13 @@ def test_a_pushed_offset_reads_only_from_the_index_entry_on(s3, monkeypatch):
     pushed = Pushdown(offset=Bounds(lo=550))
     got = _rows(refs, pushdown=pushed)
     assert [r["offset"] for r in got] == list(range(550, 600))
-    assert got == _rows(segments_of_sources([str(local / "broker-0" / "multi-segment-0")]), pushdown=pushed)
+    assert got == _rows(
+        segments_of_sources([str(local / "broker-0" / "multi-segment-0")]), pushdown=pushed
+    )
     log_reads = [(p, n) for s, p, n in reads if s == ".log"]
     last = refs[-1]
-    assert min(p for p, n in log_reads if n > 64) > 0          # not from the first byte
-    assert sum(n for p, n in log_reads) < last.size            # never the whole file
+    assert min(p for p, n in log_reads if n > 64) > 0  # not from the first byte
+    assert sum(n for p, n in log_reads) < last.size  # never the whole file
 
 
 def test_a_corrupt_batch_on_s3_names_the_uri_and_its_byte(s3, monkeypatch, tmp_path):
@@ -102,8 +112,9 @@ def test_a_corrupt_batch_on_s3_names_the_uri_and_its_byte(s3, monkeypatch, tmp_p
     monkeypatch.setattr(remote, "CHUNK", 4096)
     with pytest.raises(KafkalogError) as e:
         _rows(segments_of_sources([f"s3a://{BUCKET}/broken"]))
-    assert str(e.value) == (f"s3a://{key}: byte {at}: Found record size 3 smaller than minimum record "
-                            "overhead (14)")
+    assert str(e.value) == (
+        f"s3a://{key}: byte {at}: Found record size 3 smaller than minimum record overhead (14)"
+    )
 
 
 def test_export_from_s3_on_both_engines_is_the_local_export_by_log_dir(s3, tmp_path):
@@ -114,15 +125,29 @@ def test_export_from_s3_on_both_engines_is_the_local_export_by_log_dir(s3, tmp_p
     outs = {}
     for engine in ("local", "spark"):
         out = tmp_path / f"out-{engine}"
-        args = [str(KAFKALOG), "export", uri, str(out), "--to", "parquet", "--compression", "zstd",
-                "--engine", engine] + (["--master", "local[1]"] if engine == "spark" else ["--jobs", "1"])
+        args = [
+            str(KAFKALOG),
+            "export",
+            uri,
+            str(out),
+            "--to",
+            "parquet",
+            "--compression",
+            "zstd",
+            "--engine",
+            engine,
+        ] + (["--master", "local[1]"] if engine == "spark" else ["--jobs", "1"])
         p = subprocess.run(args, capture_output=True, text=True, timeout=600, env=run_env)
         assert p.returncode == 0, p.stderr
-        outs[engine] = {str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()}
+        outs[engine] = {
+            str(f.relative_to(out)): f.read_bytes() for f in sorted(out.rglob("*")) if f.is_file()
+        }
     assert outs["local"] == outs["spark"]
     names = sorted(outs["local"])
-    assert f"topic=multi-segment/partition=0/log_dir=s3a%3A%2F%2F{BUCKET}%2Farchive%2Fbroker-1/" \
-           "part-00005-00000000000000000300.parquet" in names
+    assert (
+        f"topic=multi-segment/partition=0/log_dir=s3a%3A%2F%2F{BUCKET}%2Farchive%2Fbroker-1/"
+        "part-00005-00000000000000000300.parquet" in names
+    )
     table = ds.dataset(tmp_path / "out-local", partitioning="hive").to_table()
     rows = table.select(["topic", "log_dir", "broker_id", "offset"]).to_pylist()
     multi = [r for r in rows if r["topic"] == "multi-segment"]

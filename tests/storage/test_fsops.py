@@ -13,7 +13,9 @@ from kafkalog_cli.storage.quarantine_writer import Quarantine
 
 def _manifest(folder):
     """The manifest's header and its entry lines (a completion line repeats an entry's id)."""
-    header, *entries = [json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()]
+    header, *entries = [
+        json.loads(line) for line in (folder / "manifest.jsonl").read_text().splitlines()
+    ]
     return (header, *entries)
 
 
@@ -95,7 +97,7 @@ def test_fault_injected_after_each_step(logdir):
     p.write_bytes(b"old")
     with pytest.raises(InjectedFault):
         FsOps(logdir, fault_after=1).write_atomic(p, b"new")
-    assert p.read_bytes() == b"old"     # only the tmp file was written
+    assert p.read_bytes() == b"old"  # only the tmp file was written
     with pytest.raises(InjectedFault):
         FsOps(logdir, fault_after=2).write_atomic(p, b"new")
     assert p.read_bytes() == b"new"
@@ -167,7 +169,7 @@ def test_create_leaves_the_file_on_a_crash(logdir):
         with FsOps(logdir).create(p) as f:
             f.write(b"x")
             raise InjectedFault("killed")
-    assert p.exists()   # as after a SIGKILL: LogLoader deletes .cleaned files
+    assert p.exists()  # as after a SIGKILL: LogLoader deletes .cleaned files
 
 
 def test_copy_ranges(logdir):
@@ -187,15 +189,29 @@ def test_replace_segments_follows_local_log_replace_segments(logdir, tmp_path):
     (d / "00000000000000000000.index.cleaned").write_bytes(b"ni")
     q = Quarantine(tmp_path / "q", "compact", stamp="S")
     ops = FsOps(logdir, q)
-    ops.replace_segments([d / "00000000000000000000.log.cleaned", d / "00000000000000000000.index.cleaned"],
-                         [(d / "00000000000000000000.log", "cleaned"), (d / "00000000000000000000.index", "cleaned"),
-                          (d / "00000000000000000005.log", "merged"), (d / "00000000000000000005.index", "merged")])
+    ops.replace_segments(
+        [d / "00000000000000000000.log.cleaned", d / "00000000000000000000.index.cleaned"],
+        [
+            (d / "00000000000000000000.log", "cleaned"),
+            (d / "00000000000000000000.index", "cleaned"),
+            (d / "00000000000000000005.log", "merged"),
+            (d / "00000000000000000005.index", "merged"),
+        ],
+    )
     assert sorted(os.listdir(d)) == ["00000000000000000000.index", "00000000000000000000.log"]
     assert (d / "00000000000000000000.log").read_bytes() == b"new"
-    assert (tmp_path / "q" / "S-compact" / "t-0" / "00000000000000000005.log").read_bytes() == b"old5"
-    kinds = [j.split()[0] for j in ops.journal if not j.endswith("manifest.json") and "manifest" not in j]
+    assert (
+        tmp_path / "q" / "S-compact" / "t-0" / "00000000000000000005.log"
+    ).read_bytes() == b"old5"
+    kinds = [
+        j.split()[0] for j in ops.journal if not j.endswith("manifest.json") and "manifest" not in j
+    ]
     # every .cleaned is a .swap before the first old file leaves, and the .swap suffix goes last
-    renames = [j for j in ops.journal if j.startswith("rename") and "manifest" not in j and TMP_SUFFIX not in j]
+    renames = [
+        j
+        for j in ops.journal
+        if j.startswith("rename") and "manifest" not in j and TMP_SUFFIX not in j
+    ]
     assert [r.split(" -> ")[1].rsplit(".", 1)[-1] for r in renames[:2]] == ["swap", "swap"]
     assert all(r.split(" -> ")[0].endswith(".swap") for r in renames[-2:])
     assert "fsync" in kinds
@@ -216,6 +232,7 @@ def test_check_writable_names_the_dir(logdir):
 
 # -- what the quarantine records: one manifest line per entry, appended ------------------------
 
+
 def _sha(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
@@ -233,12 +250,23 @@ def test_the_manifest_is_a_journal_appended_one_line_per_entry(logdir, tmp_path)
         before = journal.read_bytes()
         ops.delete(d / f"{i:020d}.log", "retention")
         after = journal.read_bytes()
-        assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1   # appended, not rewritten
+        assert (
+            after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+        )  # appended, not rewritten
         sizes.append(len(after))
     header, *entries = _manifest(journal.parent)
-    assert header == {"kafkalog_quarantine": 2, "op": "retain", "created": "S", "log_dir": str(logdir)}
+    assert header == {
+        "kafkalog_quarantine": 2,
+        "op": "retain",
+        "created": "S",
+        "log_dir": str(logdir),
+    }
     for i, e in enumerate(entries):
-        assert e["kind"] == "removed" and e["source"] == str(d / f"{i:020d}.log") and e["log_dir"] == str(logdir)
+        assert (
+            e["kind"] == "removed"
+            and e["source"] == str(d / f"{i:020d}.log")
+            and e["log_dir"] == str(logdir)
+        )
         assert (e["size"], e["sha256"]) == (2, _sha(b"x%d" % i))
         assert (journal.parent / e["stored"]).read_bytes() == b"x%d" % i
     assert not (journal.parent / "manifest.json").exists()
@@ -268,6 +296,7 @@ def test_across_file_systems_a_file_is_copied_through_a_partial_name(logdir, tmp
         seen.append((kind, path.name))
         if kind == "link":
             raise OSError(errno.EXDEV, "Invalid cross-device link", str(path))
+
     ops.before = no_links
     ops.delete(p, "retention")
     folder = tmp_path / "q" / "S-retain"
@@ -313,18 +342,28 @@ def test_a_new_file_is_recorded_as_created_before_it_exists(logdir, tmp_path):
     def opening(kind, path):
         if path == p:
             lines = (folder / "manifest.jsonl").read_text().splitlines()
-            noted_when_opened.append(any(json.loads(line).get("source") == str(p) for line in lines))
+            noted_when_opened.append(
+                any(json.loads(line).get("source") == str(p) for line in lines)
+            )
+
     ops.before = opening
     with ops.create(p) as f:
         f.write(b"abc")
     assert noted_when_opened == [True]
     _, intent, done = _manifest(folder)
     assert intent["id"] == done["id"] and intent["kind"] == done["kind"] == "created"
-    assert "new_sha256" not in intent and (done["new_size"], done["new_sha256"]) == (3, _sha(b"abc"))
+    assert "new_sha256" not in intent and (done["new_size"], done["new_sha256"]) == (
+        3,
+        _sha(b"abc"),
+    )
     ops.before = None
     ops.write_atomic(logdir / "t-0" / "x.snapshot", b"snap")
     e = _manifest(folder)[-1]
-    assert (e["kind"], e["new_sha256"], e["tmp"]) == ("created", _sha(b"snap"), str(logdir / "t-0" / "x.snapshot") + TMP_SUFFIX)
+    assert (e["kind"], e["new_sha256"], e["tmp"]) == (
+        "created",
+        _sha(b"snap"),
+        str(logdir / "t-0" / "x.snapshot") + TMP_SUFFIX,
+    )
 
 
 def test_rename_records_the_moved_content_and_keeps_a_target_it_replaces(logdir, tmp_path):
@@ -350,8 +389,17 @@ def test_extend_and_set_mtime_record_what_they_change(logdir, tmp_path):
     ops.set_mtime(p, 9_000_000_000)
     ops.extend(p, 120)
     mt, ext = _manifest(tmp_path / "q" / "S-roll")[1:]
-    assert (ext["kind"], ext["size"], ext["new_size"], ext["mtime_ns"]) == ("extended", 12, 120, 9_000_000_000)
-    assert (mt["kind"], mt["mtime_ns"], mt["new_mtime_ns"]) == ("mtime", 7_000_000_000, 9_000_000_000)
+    assert (ext["kind"], ext["size"], ext["new_size"], ext["mtime_ns"]) == (
+        "extended",
+        12,
+        120,
+        9_000_000_000,
+    )
+    assert (mt["kind"], mt["mtime_ns"], mt["new_mtime_ns"]) == (
+        "mtime",
+        7_000_000_000,
+        9_000_000_000,
+    )
 
 
 def test_without_a_quarantine_nothing_is_read_or_recorded(logdir):
@@ -387,7 +435,9 @@ def test_processes_of_one_run_append_to_one_manifest(logdir, tmp_path):
         assert os.waitpid(pid, 0)[1] == 0
     header, *entries = _manifest(tmp_path / "q" / "S-compact")
     assert header["op"] == "compact"
-    assert sorted(e["source"] for e in entries) == sorted(str(d / f"{i:020d}.log") for i in range(40))
+    assert sorted(e["source"] for e in entries) == sorted(
+        str(d / f"{i:020d}.log") for i in range(40)
+    )
     assert len({e["id"] for e in entries}) == 40
 
 
@@ -413,13 +463,16 @@ def _count_syncs(monkeypatch):
     calls = []
     for name in ("fsync", "fdatasync"):
         real = getattr(os, name)
-        monkeypatch.setattr(os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1])
+        monkeypatch.setattr(
+            os, name, lambda fd, real=real, name=name: (calls.append(name), real(fd))[1]
+        )
     return calls
 
 
 @pytest.mark.parametrize("n", [3, 30])
-def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_unlinks(logdir, tmp_path, n,
-                                                                                   monkeypatch):
+def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_unlinks(
+    logdir, tmp_path, n, monkeypatch
+):
     files = _segments(logdir, n)
     ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
     ops.prepare_quarantine()
@@ -437,9 +490,16 @@ def test_delete_segment_files_keeps_every_file_then_journals_all_at_once_then_un
     for (f, data), e in zip(files, entries):
         stored = folder / e["stored"]
         assert not f.exists() and stored.stat().st_ino == inodes[f]
-        assert (e["kind"], e["reason"], e["size"], e["sha256"]) == ("removed", "retention", len(data), _sha(data))
+        assert (e["kind"], e["reason"], e["size"], e["sha256"]) == (
+            "removed",
+            "retention",
+            len(data),
+            _sha(data),
+        )
     # unlinked in the order given: the oldest segment first
-    assert [j.split()[1] for j in ops.journal if j.startswith("unlink")] == [str(f) for f, _ in files]
+    assert [j.split()[1] for j in ops.journal if j.startswith("unlink")] == [
+        str(f) for f, _ in files
+    ]
 
 
 def test_delete_segment_files_copies_through_partial_names_across_file_systems(logdir, tmp_path):
@@ -450,28 +510,39 @@ def test_delete_segment_files_copies_through_partial_names_across_file_systems(l
     folder = tmp_path / "q" / "S-retain"
     assert not list(folder.rglob("*.partial"))
     for (f, data), e in zip(files, _manifest(folder)[1:]):
-        assert not f.exists() and (folder / e["stored"]).read_bytes() == data and e["sha256"] == _sha(data)
+        assert (
+            not f.exists()
+            and (folder / e["stored"]).read_bytes() == data
+            and e["sha256"] == _sha(data)
+        )
 
 
-def test_delete_segment_files_hashes_large_files_on_several_threads_exactly(logdir, tmp_path, monkeypatch):
+def test_delete_segment_files_hashes_large_files_on_several_threads_exactly(
+    logdir, tmp_path, monkeypatch
+):
     from kafkalog_cli.storage import fsops as fsops_module
+
     monkeypatch.setattr(fsops_module, "_PARALLEL_HASH_BYTES", 1)
     files = _segments(logdir, 6, size=50_000)
     ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
     ops.delete_segment_files([(f, "retention") for f, _ in files])
     entries = _manifest(tmp_path / "q" / "S-retain")[1:]
-    assert [(e["size"], e["sha256"]) for e in entries] == [(len(data), _sha(data)) for _, data in files]
+    assert [(e["size"], e["sha256"]) for e in entries] == [
+        (len(data), _sha(data)) for _, data in files
+    ]
 
 
 def test_delete_segment_files_takes_a_file_named_twice_once(logdir, tmp_path):
-    (f, data), = _segments(logdir, 1)[:1]
+    ((f, data),) = _segments(logdir, 1)[:1]
     ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
     ops.delete_segment_files([(f, "retention"), (f, "retention")])
     (e,) = _manifest(tmp_path / "q" / "S-retain")[1:]
     assert not f.exists() and e["sha256"] == _sha(data)
 
 
-def test_delete_segment_files_without_a_quarantine_drops_and_passes_over_missing_files(logdir, tmp_path):
+def test_delete_segment_files_without_a_quarantine_drops_and_passes_over_missing_files(
+    logdir, tmp_path
+):
     files = _segments(logdir, 3)
     ops = FsOps(logdir, Quarantine(None, "retain"))
     gone = logdir / "t-0" / "00000000000000000099.log"
@@ -481,8 +552,11 @@ def test_delete_segment_files_without_a_quarantine_drops_and_passes_over_missing
     assert len(ops.quarantine.entries) == 7 and not (tmp_path / ".kafkalog-quarantine").exists()
 
 
-def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_names_the_file(logdir, tmp_path):
+def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_names_the_file(
+    logdir, tmp_path
+):
     from kafkalog_cli.storage import quarantine as q
+
     files = _segments(logdir, 3)
     before = {f: data for f, data in files}
     ops = FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S"))
@@ -493,23 +567,28 @@ def test_delete_segment_files_stopped_by_an_error_leaves_a_prefix_deleted_and_na
             unlinks.append(path)
             if len(unlinks) == 3:
                 raise OSError(errno.EACCES, "Permission denied", str(path))
+
     ops.before = third_unlink_refused
     with pytest.raises(WriteError) as e:
         ops.delete_segment_files([(f, "retention") for f, _ in files])
     assert "permission denied" in str(e.value) and e.value.path == str(files[2][0])
     assert [f.exists() for f, _ in files] == [False, False, True, True, True, True]
-    assert ops.journal[-1] == f"fsync {logdir / 't-0'}"     # what was unlinked is durable
+    assert ops.journal[-1] == f"fsync {logdir / 't-0'}"  # what was unlinked is durable
     folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
     q.restore(q.plan_restore(folder), FsOps(logdir))
     assert {f: f.read_bytes() for f, _ in files} == before
 
 
 @pytest.mark.parametrize("n", [3, 30])
-def test_restore_of_a_batch_puts_every_file_back_with_a_fixed_number_of_syncs(logdir, tmp_path, n, monkeypatch):
+def test_restore_of_a_batch_puts_every_file_back_with_a_fixed_number_of_syncs(
+    logdir, tmp_path, n, monkeypatch
+):
     from kafkalog_cli.storage import quarantine as q
+
     files = _segments(logdir, n)
     FsOps(logdir, Quarantine(tmp_path / "q", "retain", stamp="S")).delete_segment_files(
-        [(f, "retention") for f, _ in files])
+        [(f, "retention") for f, _ in files]
+    )
     folder = q.QuarantineFolder.open(tmp_path / "q" / "S-retain")
     plan = q.plan_restore(folder)
     syncs = _count_syncs(monkeypatch)
@@ -529,6 +608,7 @@ def test_a_batch_killed_after_its_manifest_write_is_restored_exactly(logdir, tmp
     """Write-ahead: the entries are durable, no file has been unlinked yet (kept by a hard link,
     or by copies across file systems): restore finds every file in place and changes nothing."""
     from kafkalog_cli.storage import quarantine as q
+
     files = _segments(logdir, 5, size=2000)
     ref = FsOps(logdir, Quarantine(tmp_path / "ref", "retain", stamp="S"))
     ref.before = None if link else _exdev

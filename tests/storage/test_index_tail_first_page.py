@@ -1,5 +1,6 @@
 """last_index_entry's first-page shortcut finds the same last entry as a plain scan, whatever
 the number of entries before the preallocated zeros (in, at the edge of, and past the first page)."""
+
 from __future__ import annotations
 
 import struct
@@ -26,11 +27,15 @@ def _scan(data: bytes, entry: struct.Struct, rel_field: int):
 @pytest.mark.parametrize("kind", ["offset", "time"])
 def test_same_entry_as_a_scan(tmp_path, entries, kind):
     entry, rel = (OFFSET_ENTRY, 0) if kind == "offset" else (TIME_ENTRY, 1)
-    body = b"".join(entry.pack(*((i + 1, i * 100) if kind == "offset" else (1000 + i, i + 1)))
-                    for i in range(entries))
+    body = b"".join(
+        entry.pack(*((i + 1, i * 100) if kind == "offset" else (1000 + i, i + 1)))
+        for i in range(entries)
+    )
     path = tmp_path / "00000000000000000000.index"
-    data = body + bytes(entry.size * 5000)          # preallocated zeros after the entries
+    data = body + bytes(entry.size * 5000)  # preallocated zeros after the entries
     path.write_bytes(data)
     assert last_index_entry(path, entry, rel) == _scan(data, entry, rel)
     if entries:
-        assert last_index_entry(path, entry, rel) == entry.unpack_from(body, (entries - 1) * entry.size)
+        assert last_index_entry(path, entry, rel) == entry.unpack_from(
+            body, (entries - 1) * entry.size
+        )

@@ -3,6 +3,7 @@ to .deleted (retention), or deletes, between kafkalog's listing and its opening 
 followed to its new name, or reported on stderr as removed by the broker; the command goes on and
 exits 0 for it. Reproduced deterministically: the files are moved right after the listing, or
 right before the open."""
+
 from __future__ import annotations
 
 import os
@@ -65,6 +66,7 @@ def test_a_segment_the_broker_moves_is_followed_or_reported(tmp_path, monkeypatc
             real(paths)
             if any(Path(p).parent == part for p in paths):
                 broker_acts()
+
         monkeypatch.setattr(live_files, "listed", listed)
         monkeypatch.setattr(logdir, "listed", listed, raising=False)
         monkeypatch.setattr(partition, "listed", listed)
@@ -73,21 +75,30 @@ def test_a_segment_the_broker_moves_is_followed_or_reported(tmp_path, monkeypatc
 
         def followed(path):
             # a file read after a listing found it (not a read of its own, like the version scan's)
-            if Path(path).parent == part and Path(path).name.startswith(BASE) and live_files.was_listed(path):
+            if (
+                Path(path).parent == part
+                and Path(path).name.startswith(BASE)
+                and live_files.was_listed(path)
+            ):
                 broker_acts()
             return real_followed(path)
+
         monkeypatch.setattr(live_files, "followed", followed)
     r = CliRunner().invoke(cli, [args[0], str(data), *args[1:]])
     assert done, "the broker's rename never happened: the test would prove nothing"
     assert r.exit_code == 0, r.output
     assert "Traceback" not in r.output
-    moved = [line for line in r.stderr.splitlines() if "by the broker while this command ran" in line]
+    moved = [
+        line for line in r.stderr.splitlines() if "by the broker while this command ran" in line
+    ]
     assert moved and all(line.startswith("kafkalog: note: ") for line in moved)
     if how == "rename":
         assert "renamed to " + BASE in moved[0] and ".deleted" in moved[0]
         # followed: what was read is what was there
         if args[0] in ("dump-log", "verify-crc", "export"):
-            assert r.stdout.replace(str(data), "X").count("\n") == before.stdout.replace(str(EXAMPLES), "X").count("\n")
+            assert r.stdout.replace(str(data), "X").count("\n") == before.stdout.replace(
+                str(EXAMPLES), "X"
+            ).count("\n")
     else:
         assert "removed by the broker" in moved[0]
 

@@ -3,6 +3,7 @@ log dir of a live Kafka broker whose retention deletes 16 KiB segments every sec
 producer writes. No run fails because the broker renamed or deleted a segment under it.
 
 Runs when KAFKA_HOME and KAFKA_PY are set (tests/helpers/kafka_broker.py), skipped otherwise."""
+
 import sys
 from pathlib import Path
 
@@ -46,13 +47,27 @@ def test_read_only_commands_on_a_live_brokers_dir(tmp_path):
     d = tmp_path / "logdir"
     d.mkdir()
     format_log_dir(d, tmp_path)
-    served = broker_run(d, tmp_path, SCRIPT, KAFKALOG, str(d), properties={
-        "log.segment.bytes": 16384, "log.retention.bytes": 65536, "log.retention.check.interval.ms": 1000,
-        "file.delete.delay.ms": 500, "log.retention.hours": 1, "auto.create.topics.enable": "true"})
+    served = broker_run(
+        d,
+        tmp_path,
+        SCRIPT,
+        KAFKALOG,
+        str(d),
+        properties={
+            "log.segment.bytes": 16384,
+            "log.retention.bytes": 65536,
+            "log.retention.check.interval.ms": 1000,
+            "file.delete.delay.ms": 500,
+            "log.retention.hours": 1,
+            "auto.create.topics.enable": "true",
+        },
+    )
     out = served["output"]
     runs = out["runs"]
-    print(f"broker {KAFKA_HOME}: {len(runs)} runs, {sum(r['followed'] for r in runs)} segments followed or "
-          f"reported as removed, {out['sent']} records sent")
+    print(
+        f"broker {KAFKA_HOME}: {len(runs)} runs, {sum(r['followed'] for r in runs)} segments followed or "
+        f"reported as removed, {out['sent']} records sent"
+    )
     assert len(runs) >= 12 and out["sent"] > 0
     failed = [r for r in runs if r["rc"] != 0]
     assert failed == [], failed[:3]

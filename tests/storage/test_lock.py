@@ -1,4 +1,3 @@
-
 import pytest
 
 from kafkalog_cli.errors import LockedError, OutsideLogDirError
@@ -34,7 +33,9 @@ def test_a_lock_file_linked_out_of_the_log_dir_is_not_created_there(tmp_path):
     (log_dir / ".lock").symlink_to(outside / "lock")
     with pytest.raises(OutsideLogDirError) as e:
         LogDirLock(log_dir).acquire()
-    assert str(e.value).startswith(f"{log_dir / '.lock'}: through a symbolic link to {outside / 'lock'}")
+    assert str(e.value).startswith(
+        f"{log_dir / '.lock'}: through a symbolic link to {outside / 'lock'}"
+    )
     assert list(outside.iterdir()) == []
 
 
@@ -52,4 +53,7 @@ def test_a_lock_file_linked_inside_the_log_dir_is_taken(tmp_path):
     (tmp_path / ".lock").symlink_to(tmp_path / "held")
     with LogDirLock(tmp_path):
         pass
-    assert (tmp_path / ".lock").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [".lock", "held"]
+    assert (tmp_path / ".lock").is_symlink() and sorted(p.name for p in tmp_path.iterdir()) == [
+        ".lock",
+        "held",
+    ]

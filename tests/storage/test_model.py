@@ -1,5 +1,6 @@
 """The one model of the log: Segment, Partition and LogDir answer what every op asks, by
 Kafka's rules, from the files a real 3.3.1 broker wrote (examples/logdir) or made here."""
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,9 @@ def _batches(base: int, n: int, per: int = 3, ts0: int = 1_700_000_000_000) -> b
     out = b""
     for i in range(n):
         off = base + i * per
-        recs = [SimpleRecord(key=b"k%d" % j, value=b"v", timestamp=ts0 + off + j) for j in range(per)]
+        recs = [
+            SimpleRecord(key=b"k%d" % j, value=b"v", timestamp=ts0 + off + j) for j in range(per)
+        ]
         out += build_v2_batch(recs, off)
     return out
 
@@ -34,7 +37,7 @@ def part(tmp_path) -> Path:
     (d / "00000000000000000012.log").write_bytes(_batches(12, 2))
     (d / "00000000000000000012.snapshot").write_bytes(b"")
     (d / "00000000000000000012.index").write_bytes(b"")
-    (d / "00000000000000000005.index").write_bytes(b"")        # an orphan index
+    (d / "00000000000000000005.index").write_bytes(b"")  # an orphan index
     (d / "00000000000000000000.log.deleted").write_bytes(b"")
     (d / "leader-epoch-checkpoint.kafkalog-tmp").write_bytes(b"")
     (d / "partition.metadata").write_bytes(b"")
@@ -67,7 +70,9 @@ def test_segment_facts_without_an_index(part):
 
 def test_active_segment_counts_its_unindexed_tail(part):
     # a time index whose last entry is older than the batches after it (an unclean shutdown)
-    (part / "00000000000000000012.timeindex").write_bytes(struct.pack(">qi", 1_700_000_000_012, 0) + bytes(120))
+    (part / "00000000000000000012.timeindex").write_bytes(
+        struct.pack(">qi", 1_700_000_000_012, 0) + bytes(120)
+    )
     inactive, active = Segment(part, 12), Segment(part, 12, is_active=True)
     assert inactive.largest_timestamp == 1_700_000_000_012
     assert active.largest_timestamp == 1_700_000_000_017
@@ -86,14 +91,14 @@ def test_last_index_entry_skips_preallocated_zeros(tmp_path):
 def test_tail_ends_at_zeros_but_names_garbage(part):
     log = part / "00000000000000000012.log"
     good = log.read_bytes()
-    log.write_bytes(good + bytes(4096))              # preallocated .log
+    log.write_bytes(good + bytes(4096))  # preallocated .log
     assert Segment(part, 12).tail().next_offset == 18
     assert Segment(part, 12).tail().valid_size == len(good)
-    log.write_bytes(good + struct.pack(">qi", 18, 5) + b"x" * 20)   # a size no batch can have
+    log.write_bytes(good + struct.pack(">qi", 18, 5) + b"x" * 20)  # a size no batch can have
     with pytest.raises(CorruptRecordError) as e:
         Segment(part, 12).tail()
     assert e.value.path == str(log)
-    assert Segment(part, 12).read_next_offset() == 18    # readNextOffset never raises
+    assert Segment(part, 12).read_next_offset() == 18  # readNextOffset never raises
 
 
 def test_mapped_unmaps_only_what_it_mapped(part):
@@ -121,7 +126,11 @@ def test_logdir_checkpoints_reach_each_partition():
     c = parts["compacted-0"].checkpoints
     assert (c.recovery_point, c.high_watermark, c.cleaner_offset) == (37, 37, 36)
     assert parts["multi-segment-0"].base_offsets[0] == 0
-    assert parts["multi-segment-0"].log_end_offset == parts["multi-segment-0"].checkpoints.high_watermark == 600
+    assert (
+        parts["multi-segment-0"].log_end_offset
+        == parts["multi-segment-0"].checkpoints.high_watermark
+        == 600
+    )
 
 
 def test_damaged_root_checkpoint_strict_and_lenient(tmp_path):
@@ -145,7 +154,9 @@ def test_partition_dirs_for_groups_by_log_dir():
 def test_segment_files_are_named_by_base_offset(tmp_path):
     seg = Segment(tmp_path, 42)
     names = [seg.log_path, seg.index_path, seg.time_index_path, seg.txn_index_path]
-    assert names == [tmp_path / f"{42:020d}{s}" for s in (".log", ".index", ".timeindex", ".txnindex")]
+    assert names == [
+        tmp_path / f"{42:020d}{s}" for s in (".log", ".index", ".timeindex", ".txnindex")
+    ]
 
 
 def test_seeks_say_why_they_do_not_use_an_index(tmp_path):
@@ -157,24 +168,32 @@ def test_seeks_say_why_they_do_not_use_an_index(tmp_path):
     )
     from kafkalog_cli.formats.records import iter_batches
 
-    log = _batches(0, 4)   # offsets 0-11, timestamps TS0 + offset; batches end at 2, 5, 8, 11
+    log = _batches(0, 4)  # offsets 0-11, timestamps TS0 + offset; batches end at 2, 5, 8, 11
     (tmp_path / f"{0:020d}.log").write_bytes(log)
     positions = [b.position for b in iter_batches(log)]
     seg = Segment(tmp_path, 0)
     notes: list[str] = []
-    (tmp_path / f"{0:020d}.index").mkdir()               # unreadable: a directory
+    (tmp_path / f"{0:020d}.index").mkdir()  # unreadable: a directory
     assert seg.position_for_offset(7, notes.append) == positions[2]
-    assert notes == [f"{seg.index_path}: cannot be read (is a directory, not a file); "
-                     f"scanning {0:020d}.log from its first byte instead"]
+    assert notes == [
+        f"{seg.index_path}: cannot be read (is a directory, not a file); "
+        f"scanning {0:020d}.log from its first byte instead"
+    ]
     ts0 = 1_700_000_000_000
     tindex = tmp_path / f"{0:020d}.timeindex"
-    tindex.write_bytes(encode_time_index([TimeIndexEntry(ts0 + 8, 8), TimeIndexEntry(ts0 + 5, 5)], 0))
+    tindex.write_bytes(
+        encode_time_index([TimeIndexEntry(ts0 + 8, 8), TimeIndexEntry(ts0 + 5, 5)], 0)
+    )
     notes.clear()
     assert seg.position_for_timestamp(ts0 + 9, notes.append) == positions[3]
-    assert notes == [f"{tindex}: byte 12: entry (timestamp {ts0 + 5}, offset 5) is not after (timestamp {ts0 + 8}, "
-                     f"offset 8); scanning {0:020d}.log from its first byte instead"]
+    assert notes == [
+        f"{tindex}: byte 12: entry (timestamp {ts0 + 5}, offset 5) is not after (timestamp {ts0 + 8}, "
+        f"offset 8); scanning {0:020d}.log from its first byte instead"
+    ]
     (tmp_path / f"{0:020d}.index").rmdir()
-    (tmp_path / f"{0:020d}.index").write_bytes(encode_offset_index([OffsetIndexEntry(5, positions[1])], 0))
+    (tmp_path / f"{0:020d}.index").write_bytes(
+        encode_offset_index([OffsetIndexEntry(5, positions[1])], 0)
+    )
     tindex.write_bytes(encode_time_index([TimeIndexEntry(ts0 + 5, 5)], 0))
     notes.clear()
     assert seg.position_for_timestamp(ts0 + 9, notes.append) == positions[3]

@@ -1,4 +1,5 @@
 """storage's one rule for what a directory is, and partition dirs with their kind (LogManager.loadLog)."""
+
 from __future__ import annotations
 
 import shutil
@@ -26,18 +27,22 @@ from kafkalog_cli.storage.names import (
 )
 from tests.helpers.paths import EXAMPLES
 
-ROOT_FILES = shutil.ignore_patterns("*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock",
-                                    ".kafka_cleanshutdown")
+ROOT_FILES = shutil.ignore_patterns(
+    "*-checkpoint", "meta.properties", "bootstrap.checkpoint", ".lock", ".kafka_cleanshutdown"
+)
 UUID = "0123456789abcdef0123456789abcdef"
 
 
-@pytest.mark.parametrize("name, tp, kind", [
-    ("orders-3", ("orders", 3), PartitionDirKind.LIVE),
-    ("my-topic-12", ("my-topic", 12), PartitionDirKind.LIVE),
-    (f"orders-3.{UUID}-future", ("orders", 3), PartitionDirKind.FUTURE),
-    (f"orders-3.{UUID}-delete", ("orders", 3), PartitionDirKind.DELETE),
-    (f"a.b-0.{UUID}-stray", ("a.b", 0), PartitionDirKind.STRAY),
-])
+@pytest.mark.parametrize(
+    "name, tp, kind",
+    [
+        ("orders-3", ("orders", 3), PartitionDirKind.LIVE),
+        ("my-topic-12", ("my-topic", 12), PartitionDirKind.LIVE),
+        (f"orders-3.{UUID}-future", ("orders", 3), PartitionDirKind.FUTURE),
+        (f"orders-3.{UUID}-delete", ("orders", 3), PartitionDirKind.DELETE),
+        (f"a.b-0.{UUID}-stray", ("a.b", 0), PartitionDirKind.STRAY),
+    ],
+)
 def test_partition_dir_names_parse_with_their_kind(name, tp, kind):
     parsed = parse_partition_dir_name(name)
     assert parsed.topic_partition == TopicPartition(*tp) and parsed.kind is kind
@@ -64,7 +69,9 @@ def test_a_listing_knows_every_kind_and_loads_live_and_future(tmp_path):
     loaded = [p.name for p in listing.of(LOADED)]
     assert loaded.index(f"txn-0.{UUID}-future") == loaded.index("txn-0") + 1
     assert {(p.name, k) for p, k in listing.other_than(LOADED)} == {
-        (f"txn-0.{UUID}-delete", PartitionDirKind.DELETE), (f"txn-0.{UUID}-stray", PartitionDirKind.STRAY)}
+        (f"txn-0.{UUID}-delete", PartitionDirKind.DELETE),
+        (f"txn-0.{UUID}-stray", PartitionDirKind.STRAY),
+    }
     assert LogDir(ld).partition_dirs() == listing.of(LOADED)
 
 
@@ -89,7 +96,7 @@ def test_mutating_selection_leaves_out_what_it_is_not_given_to_act_on(tmp_path):
 
 def test_a_dir_without_any_partition_is_neither(tmp_path):
     d = tmp_path / "etc"
-    (d / "conf-1").mkdir(parents=True)          # named like a partition, holds nothing of Kafka's
+    (d / "conf-1").mkdir(parents=True)  # named like a partition, holds nothing of Kafka's
     (d / "conf-1" / "app.conf").write_text("x")
     (d / "passwd").write_text("root:x:0:0")
     assert dir_kind(d) is None and not is_log_dir(d)
@@ -111,7 +118,7 @@ def test_a_log_dir_named_like_a_partition_is_a_log_dir(tmp_path, keep_meta):
     ld = tmp_path / "broker-0"
     shutil.copytree(EXAMPLES, ld, ignore=None if keep_meta else ROOT_FILES)
     assert dir_kind(ld) is DirKind.LOG_DIR
-    segs = segments_of([ld])                     # what the Spark source and export read
+    segs = segments_of([ld])  # what the Spark source and export read
     assert len(segs) >= len(LogDir(EXAMPLES).partition_dirs())
     assert list(partition_dirs_for([ld])) == [ld]
 

@@ -1,5 +1,6 @@
 """The quarantine's manifest (a journal) and restore: every kind of entry undone exactly, newest
 first; a kill of the run or of the restore at any step; conflicts refused with nothing changed."""
+
 import datetime as dt
 import json
 import os
@@ -46,23 +47,36 @@ def run_op(ops: FsOps, d: Path) -> None:
     p = d / "t-0"
     log, idx = p / "00000000000000000000.log", p / "00000000000000000000.index"
     ops.prepare_quarantine()
-    ops.truncate(log, 100, "torn tail")                                  # cut
-    ops.truncate(idx, 8, "preallocated zeros")                           # cut, all zeros
-    ops.write_atomic(p / "00000000000000000000.timeindex", b"\3" * 12)   # overwritten
-    ops.delete(p / "00000000000000000050.log", "after the torn tail")    # removed
-    ops.delete_segment_files([(p / "00000000000000000200.log", "a batch"), (p / "00000000000000000200.index", "a batch"),
-                              (d / "cleaner-offset-checkpoint", "a batch of two dirs")])   # removed, one batch
-    ops.rename(p / "00000000000000000050.log.swap", p / "00000000000000000050.log")      # renamed
-    ops.rename(p / "00000000000000000100.log.swap", p / "00000000000000000100.log")      # renamed over a file
-    ops.copy_ranges(log, p / "00000000000000000000.log.cleaned", [(0, 50)])              # created
-    ops.replace_segments([p / "00000000000000000000.log.cleaned"], [(log, "cleaned")])   # renamed, removed
-    ops.extend(idx, 80)                                                  # extended
-    ops.set_mtime(p / "leader-epoch-checkpoint", T0 + 99)                # mtime
-    ops.write_atomic(p / "00000000000000000050.snapshot", b"snap")       # created (the stray tmp kept first)
-    ops.write_atomic(d / "recovery-point-offset-checkpoint", b"0\n1\nt 0 50\n", mtime_ns=T0 + 7)   # overwritten
-    ops.make_dir(d / "t-1.x-future", copy_of=p)                          # dir_created: copies of t-0's files
+    ops.truncate(log, 100, "torn tail")  # cut
+    ops.truncate(idx, 8, "preallocated zeros")  # cut, all zeros
+    ops.write_atomic(p / "00000000000000000000.timeindex", b"\3" * 12)  # overwritten
+    ops.delete(p / "00000000000000000050.log", "after the torn tail")  # removed
+    ops.delete_segment_files(
+        [
+            (p / "00000000000000000200.log", "a batch"),
+            (p / "00000000000000000200.index", "a batch"),
+            (d / "cleaner-offset-checkpoint", "a batch of two dirs"),
+        ]
+    )  # removed, one batch
+    ops.rename(p / "00000000000000000050.log.swap", p / "00000000000000000050.log")  # renamed
+    ops.rename(
+        p / "00000000000000000100.log.swap", p / "00000000000000000100.log"
+    )  # renamed over a file
+    ops.copy_ranges(log, p / "00000000000000000000.log.cleaned", [(0, 50)])  # created
+    ops.replace_segments(
+        [p / "00000000000000000000.log.cleaned"], [(log, "cleaned")]
+    )  # renamed, removed
+    ops.extend(idx, 80)  # extended
+    ops.set_mtime(p / "leader-epoch-checkpoint", T0 + 99)  # mtime
+    ops.write_atomic(
+        p / "00000000000000000050.snapshot", b"snap"
+    )  # created (the stray tmp kept first)
+    ops.write_atomic(
+        d / "recovery-point-offset-checkpoint", b"0\n1\nt 0 50\n", mtime_ns=T0 + 7
+    )  # overwritten
+    ops.make_dir(d / "t-1.x-future", copy_of=p)  # dir_created: copies of t-0's files
     ops.copy_file(p / "leader-epoch-checkpoint", d / "t-1.x-future" / "leader-epoch-checkpoint")
-    ops.rename_dirs([(d / "t-1.x-future", d / "t-1")])                   # dir_renamed
+    ops.rename_dirs([(d / "t-1.x-future", d / "t-1")])  # dir_renamed
 
 
 def quarantined(tmp_path: Path, fault_after=None) -> tuple[Path, dict, q.QuarantineFolder]:
@@ -108,15 +122,21 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
     text = plan.render()
     assert f"put back the old {d / 'recovery-point-offset-checkpoint'} (10 bytes)" in text
     assert f"remove {d / 't-0' / '00000000000000000050.snapshot'} (test created it)" in text
-    assert f"append 4 bytes from t-0/00000000000000000000.log.bytes-100-104 to {d / 't-0' / '00000000000000000000.log'}" in text
+    assert (
+        f"append 4 bytes from t-0/00000000000000000000.log.bytes-100-104 to {d / 't-0' / '00000000000000000000.log'}"
+        in text
+    )
     assert f"append 32 zero bytes to {d / 't-0' / '00000000000000000000.index'} at byte 8" in text
     assert f"rename the directory {d / 't-1'} back to {d / 't-1.x-future'}" in text
     assert f"remove {d / 't-1.x-future'} (test made it: copies of {d / 't-0'})" in text
-    assert [s["kind"] for s in json.loads(json.dumps(plan.to_dict()))["steps"][:3]] == \
-        ["dir_renamed", "dir_created", "overwritten"]
+    assert [s["kind"] for s in json.loads(json.dumps(plan.to_dict()))["steps"][:3]] == [
+        "dir_renamed",
+        "dir_created",
+        "overwritten",
+    ]
 
 
-@pytest.mark.slow     # a kill at every step
+@pytest.mark.slow  # a kill at every step
 def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_path):
     total = total_steps(tmp_path / "ref")
     assert total > 40
@@ -126,7 +146,7 @@ def test_a_kill_at_any_step_of_the_run_then_restore_gives_back_the_log_dir(tmp_p
         assert state(d) == before, f"killed after step {n} of {total}"
 
 
-@pytest.mark.slow     # a kill at every step
+@pytest.mark.slow  # a kill at every step
 def test_a_restore_killed_at_any_step_finishes_when_run_again(tmp_path):
     d, _, folder = quarantined(tmp_path / "ref")
     undo = FsOps(d)
@@ -145,16 +165,22 @@ def test_a_partial_append_of_a_killed_restore_is_redone(tmp_path):
     d, before, folder = quarantined(tmp_path)
     log = d / "t-0" / "00000000000000000000.log"
     plan = q.plan_restore(folder)
-    cut = next(s for s in plan.steps if s.entry.kind is q.EntryKind.CUT and s.entry.source == str(log))
+    cut = next(
+        s for s in plan.steps if s.entry.kind is q.EntryKind.CUT and s.entry.source == str(log)
+    )
     undo = FsOps(d)
-    undo.bounds = undo.bounds.including(folder.path)   # the test writes the restore's first line itself
+    undo.bounds = undo.bounds.including(
+        folder.path
+    )  # the test writes the restore's first line itself
     undo.append_line(folder.path / q.PROGRESS, b'{"restore":"S"}\n')
     for s in plan.steps[: plan.steps.index(cut)]:
-        q.restore(q.RestorePlan(folder, [s], []), undo)     # each step recorded as done
-    with open(log, "ab") as f:                          # the kill came midway through the append
+        q.restore(q.RestorePlan(folder, [s], []), undo)  # each step recorded as done
+    with open(log, "ab") as f:  # the kill came midway through the append
         f.write(b"to")
     again = q.plan_restore(q.QuarantineFolder.open(folder.path))
-    assert again.steps[0].entry.id == cut.entry.id and again.steps[0].action is q.RestoreAction.FINISH
+    assert (
+        again.steps[0].entry.id == cut.entry.id and again.steps[0].action is q.RestoreAction.FINISH
+    )
     q.restore(again, undo)
     assert state(d) == before
 
@@ -191,8 +217,15 @@ def _conflict_cases():
         os.truncate(d / "t-0" / "00000000000000000000.index", 40)
         return d / "t-0" / "00000000000000000000.index"
 
-    return [longer, created_changed, overwritten_changed, back_in_the_way, kept_copy_damaged, kept_copy_missing,
-            extended_file_cut]
+    return [
+        longer,
+        created_changed,
+        overwritten_changed,
+        back_in_the_way,
+        kept_copy_damaged,
+        kept_copy_missing,
+        extended_file_cut,
+    ]
 
 
 @pytest.mark.parametrize("change", _conflict_cases(), ids=lambda f: f.__name__)
@@ -219,7 +252,9 @@ def test_an_entry_outside_the_log_dir_is_refused(tmp_path):
     assert "outside the log dir" in plan.conflicts[0].message
 
 
-@pytest.mark.parametrize("kind, fact", [("cut", "end"), ("renamed", "target"), ("extended", "new_size")])
+@pytest.mark.parametrize(
+    "kind, fact", [("cut", "end"), ("renamed", "target"), ("extended", "new_size")]
+)
 def test_an_entry_without_a_fact_its_kind_needs_is_refused(tmp_path, kind, fact):
     d, _, folder = quarantined(tmp_path)
     lines = (folder.path / q.JOURNAL).read_text().splitlines()
@@ -230,7 +265,9 @@ def test_an_entry_without_a_fact_its_kind_needs_is_refused(tmp_path, kind, fact)
     (folder.path / q.JOURNAL).write_text("\n".join(lines) + "\n")
     plan = q.plan_restore(q.QuarantineFolder.open(folder.path))
     assert (plan.conflicts[0].path, plan.conflicts[0].message) == (
-        e["source"], f"the manifest's {kind} entry has no {fact}: the manifest is damaged")
+        e["source"],
+        f"the manifest's {kind} entry has no {fact}: the manifest is damaged",
+    )
     with pytest.raises(ValueError):
         q.restore(plan, FsOps(d))
 
@@ -240,7 +277,7 @@ def test_the_journal_ignores_a_torn_last_line_and_refuses_a_damaged_one(tmp_path
     journal = folder.path / q.JOURNAL
     n = len(folder.entries)
     with open(journal, "ab") as f:
-        f.write(b'{"kind":"removed","sou')           # a kill during the append
+        f.write(b'{"kind":"removed","sou')  # a kill during the append
     assert len(q.QuarantineFolder.open(folder.path).entries) == n
     lines = journal.read_bytes().split(b"\n")
     lines[2] = b"garbage"
@@ -252,10 +289,15 @@ def test_the_journal_ignores_a_torn_last_line_and_refuses_a_damaged_one(tmp_path
 
 def test_a_completion_line_completes_its_entry_in_place(tmp_path):
     d, _, folder = quarantined(tmp_path)
-    created = [e for e in folder.entries if e.kind is q.EntryKind.CREATED and e.source.endswith(".cleaned")]
+    created = [
+        e for e in folder.entries if e.kind is q.EntryKind.CREATED and e.source.endswith(".cleaned")
+    ]
     assert len(created) == 1 and created[0].new_sha256 is not None
-    ids = [json.loads(line).get("id") for line in (folder.path / q.JOURNAL).read_text().splitlines()[1:]]
-    assert len(ids) == len(folder.entries) + 1        # one id on two lines
+    ids = [
+        json.loads(line).get("id")
+        for line in (folder.path / q.JOURNAL).read_text().splitlines()[1:]
+    ]
+    assert len(ids) == len(folder.entries) + 1  # one id on two lines
     assert [e.id for e in folder.entries] == list(dict.fromkeys(ids))
 
 
@@ -267,11 +309,35 @@ def test_a_version_1_manifest_is_listed_and_restored(tmp_path):
     log, idx = d / "t-0" / "00000000000000000050.log", d / "t-0" / "00000000000000000000.index"
     os.rename(log, folder / "t-0" / log.name)
     os.truncate(idx, 8)
-    (folder / "manifest.json").write_text(json.dumps({"version": 1, "op": "retain", "created": "20240101T000000.000000Z",
-        "entries": [{"what": "file", "source": str(log), "stored": str(folder / "t-0" / log.name), "reason": "r",
-                     "when": "x", "start": None, "end": None},
-                    {"what": "zeros", "source": str(idx), "stored": None, "reason": "r", "when": "x",
-                     "start": 8, "end": 40}]}))
+    (folder / "manifest.json").write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "op": "retain",
+                "created": "20240101T000000.000000Z",
+                "entries": [
+                    {
+                        "what": "file",
+                        "source": str(log),
+                        "stored": str(folder / "t-0" / log.name),
+                        "reason": "r",
+                        "when": "x",
+                        "start": None,
+                        "end": None,
+                    },
+                    {
+                        "what": "zeros",
+                        "source": str(idx),
+                        "stored": None,
+                        "reason": "r",
+                        "when": "x",
+                        "start": 8,
+                        "end": 40,
+                    },
+                ],
+            }
+        )
+    )
     (f,) = [q.QuarantineFolder.open(p) for p in q.find_folders(d)]
     assert (f.version, f.op, f.log_dir, len(f.entries), f.bytes) == (1, "retain", d, 2, 50)
     restore(f)
@@ -285,7 +351,10 @@ def test_folders_are_found_from_a_log_dir_a_quarantine_dir_or_themselves(tmp_pat
         ops.prepare_quarantine()
     root = tmp_path / ".kafkalog-quarantine"
     found = q.find_folders(d)
-    assert [p.name for p in found] == ["20240101T000000.000000Z-retain", "20250101T000000.000000Z-retain"]
+    assert [p.name for p in found] == [
+        "20240101T000000.000000Z-retain",
+        "20250101T000000.000000Z-retain",
+    ]
     assert q.find_folders(root) == found == q.find_folders(root / "logs")
     assert q.find_folders(found[0]) == [found[0]]
     folders = [q.QuarantineFolder.open(p) for p in found]

@@ -1,6 +1,7 @@
 """LogSegment.recover's walk (storage.recovery) says where and why it stopped as a StopReason,
 and recover decides on that, not on the wording of Kafka's messages; the index checks name the
 Kafka rule on which a seek and a recovery differ (storage.index_checks)."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,7 +32,12 @@ def _walk(data: bytes, base: int = 0, salvage: bool = False):
 def test_a_clean_segment_walks_to_its_end():
     data = _batch(0) + _batch(2)
     r = _walk(data)
-    assert (r.stop, r.stopped_at, r.valid_bytes, r.next_offset) == (StopReason.END, None, len(data), 4)
+    assert (r.stop, r.stopped_at, r.valid_bytes, r.next_offset) == (
+        StopReason.END,
+        None,
+        len(data),
+        4,
+    )
 
 
 def test_a_crc_mismatch_stops_the_walk_as_a_corrupt_record_at_its_batch():
@@ -39,7 +45,12 @@ def test_a_crc_mismatch_stops_the_walk_as_a_corrupt_record_at_its_batch():
     bad = bytearray(_batch(2))
     bad[-1] ^= 0xFF
     r = _walk(first + bytes(bad) + _batch(4))
-    assert (r.stop, r.stopped_at, r.valid_bytes, r.next_offset) == (StopReason.CORRUPT_RECORD, len(first), len(first), 2)
+    assert (r.stop, r.stopped_at, r.valid_bytes, r.next_offset) == (
+        StopReason.CORRUPT_RECORD,
+        len(first),
+        len(first),
+        2,
+    )
     assert "Record is corrupt" in r.error.message
 
 
@@ -51,8 +62,10 @@ def test_recover_and_the_readers_stop_at_the_same_byte_each_in_its_own_words():
     r, tail = _walk(data), walk_tail(data, 0, "/d/t-0/00000000000000000000.log")
     assert (tail.stop, tail.valid_size, tail.next_offset) == (r.stop, r.stopped_at, r.next_offset)
     assert r.error.message.startswith("Record is corrupt (stored crc = ")
-    assert str(tail.damage) == (f"/d/t-0/00000000000000000000.log: byte {len(first)}: "
-                                f"the batch of {len(bad)} bytes fails its CRC check")
+    assert str(tail.damage) == (
+        f"/d/t-0/00000000000000000000.log: byte {len(first)}: "
+        f"the batch of {len(bad)} bytes fails its CRC check"
+    )
 
 
 def test_an_unknown_magic_under_a_valid_crc_stops_the_readers_walk_but_not_recovery():
@@ -69,21 +82,34 @@ def test_an_unknown_magic_under_a_valid_crc_stops_the_readers_walk_but_not_recov
 def test_a_torn_last_batch_is_a_truncated_batch_dropped_without_an_error():
     first = _batch(0)
     r = _walk(first + _batch(2)[:-5])
-    assert (r.stop, r.stopped_at, r.valid_bytes, r.error) == (StopReason.TRUNCATED_BATCH, len(first), len(first), None)
+    assert (r.stop, r.stopped_at, r.valid_bytes, r.error) == (
+        StopReason.TRUNCATED_BATCH,
+        len(first),
+        len(first),
+        None,
+    )
 
 
 def test_offsets_that_go_back_are_an_invalid_offset_and_empty_the_segment():
     # an index entry per batch after the first (interval 0): OffsetIndex.append refuses the third
     data = _batch(10) + _batch(20) + _batch(5)
     r = recover_segment(data, 0, 0, ProducerState(), [])
-    assert (r.stop, r.invalid_offset, r.valid_bytes, r.next_offset) == (StopReason.INVALID_OFFSET, True, 0, 0)
+    assert (r.stop, r.invalid_offset, r.valid_bytes, r.next_offset) == (
+        StopReason.INVALID_OFFSET,
+        True,
+        0,
+        0,
+    )
 
 
 def test_an_offset_overflow_is_raised_with_its_offset_whatever_kafka_calls_it(monkeypatch):
     """recover splits the segment on LogSegmentOffsetOverflowException: told by its type and its
     offset field, so a message worded otherwise (another Kafka version) changes nothing."""
+
     def reworded(self, offset, position):
-        return OffsetOverflowError(f"offset {offset} cannot be indexed here", position=position, offset=offset)
+        return OffsetOverflowError(
+            f"offset {offset} cannot be indexed here", position=position, offset=offset
+        )
 
     monkeypatch.setattr(IndexBuilder, "_offset_overflow", reworded)
     far = 2**31 + 7
@@ -94,7 +120,11 @@ def test_an_offset_overflow_is_raised_with_its_offset_whatever_kafka_calls_it(mo
     assert f"ends at offset {far + 1}" in e.value.message
     r = _walk(data, salvage=True)
     assert (r.stop, r.stopped_at, r.skipped, r.valid_bytes) == (
-        StopReason.OFFSET_OVERFLOW, len(_batch(0)), [(len(_batch(0)), len(data))], len(_batch(0)))
+        StopReason.OFFSET_OVERFLOW,
+        len(_batch(0)),
+        [(len(_batch(0)), len(data))],
+        len(_batch(0)),
+    )
 
 
 def test_an_equal_timestamp_is_usable_for_a_seek_but_not_what_recovery_writes():
@@ -104,7 +134,9 @@ def test_an_equal_timestamp_is_usable_for_a_seek_but_not_what_recovery_writes():
     entries = [TimeIndexEntry(T + 1, 1), TimeIndexEntry(T + 1, 3)]
     assert time_entries_problem(entries, 0) is None
     defect = index_rebuild_reason(log, 0, b"", encode_time_index(entries, 0), 4)
-    assert defect == IndexDefect(IndexFile.TIME_INDEX, f"time index entry ({T + 1}, 3) is out of order or beyond the log")
+    assert defect == IndexDefect(
+        IndexFile.TIME_INDEX, f"time index entry ({T + 1}, 3) is out of order or beyond the log"
+    )
 
 
 def test_an_empty_time_index_beside_timestamps_is_told_by_a_field_not_by_its_words():
@@ -112,4 +144,7 @@ def test_an_empty_time_index_beside_timestamps_is_told_by_a_field_not_by_its_wor
     it is closed): a field says which, whatever the message."""
     log = _batch(0) + _batch(2)
     assert index_rebuild_reason(log, 0, b"", b"", 4) == IndexDefect(
-        IndexFile.TIME_INDEX, "time index is empty but the log has timestamps", no_final_time_entry=True)
+        IndexFile.TIME_INDEX,
+        "time index is empty but the log has timestamps",
+        no_final_time_entry=True,
+    )

@@ -1,4 +1,5 @@
 """storage/selection.py: which segments, batches and records a filtered read shows."""
+
 from __future__ import annotations
 
 import struct
@@ -26,7 +27,9 @@ def batches(n_batches: int = 4, per_batch: int = 3) -> bytes:
     out = b""
     for b in range(n_batches):
         base = b * per_batch
-        out += build_v2_batch([SimpleRecord(b"k%d" % i, b"v", TS + i) for i in range(base, base + per_batch)], base)
+        out += build_v2_batch(
+            [SimpleRecord(b"k%d" % i, b"v", TS + i) for i in range(base, base + per_batch)], base
+        )
     return out
 
 
@@ -51,13 +54,16 @@ def test_without_filters_every_batch_is_shown_undecoded():
     assert [b.base_offset for b, _ in got] == [0, 3, 6, 9] and all(r is None for _, r in got)
 
 
-@pytest.mark.parametrize("f,offsets", [
-    (Filters(from_offset=4, to_offset=7), [4, 5, 6, 7]),
-    (Filters(key=b"k5"), [5]),
-    (Filters(from_time=TS + 10), [10, 11]),
-    (Filters(to_time=TS + 1), [0, 1]),
-    (Filters(from_offset=2, limit=3), [2, 3, 4]),
-])
+@pytest.mark.parametrize(
+    "f,offsets",
+    [
+        (Filters(from_offset=4, to_offset=7), [4, 5, 6, 7]),
+        (Filters(key=b"k5"), [5]),
+        (Filters(from_time=TS + 10), [10, 11]),
+        (Filters(to_time=TS + 1), [0, 1]),
+        (Filters(from_offset=2, limit=3), [2, 3, 4]),
+    ],
+)
 def test_records_shown(f, offsets):
     assert shown(batches(), f) == offsets
 
@@ -68,11 +74,16 @@ def test_a_key_filter_decodes_only_to_judge_and_skips_batches_without_a_match():
     # the search builds only the records it finds (search_v2, formats/byte_loops.py)
     assert [(b.base_offset, [r.offset for r in recs]) for b, recs in got] == [(6, [7])]
     got = list(selected_batches(log, 0, len(log), Filters(from_time=TS + 7), True))
-    assert [(b.base_offset, [r.offset for r in recs]) for b, recs in got] == [(6, [6, 7, 8]), (9, [9, 10, 11])]
+    assert [(b.base_offset, [r.offset for r in recs]) for b, recs in got] == [
+        (6, [6, 7, 8]),
+        (9, [9, 10, 11]),
+    ]
 
 
 def test_to_offset_stops_the_walk_at_the_first_batch_after_it():
-    log = batches() + b"\0" * 8 + struct.pack(">i", 3) + b"\0" * 10   # a size below 14 after the range
+    log = (
+        batches() + b"\0" * 8 + struct.pack(">i", 3) + b"\0" * 10
+    )  # a size below 14 after the range
     assert shown(log, Filters(to_offset=4)) == [0, 1, 2, 3, 4]
     with pytest.raises(CorruptRecordError):
         shown(log, None)
@@ -108,7 +119,9 @@ def write_segment(d: Path, log: bytes, entries: list[OffsetIndexEntry]) -> Segme
 def test_start_position_goes_through_the_offset_index(tmp_path):
     log = batches()
     positions = [b.position for b in iter_batches(log)]
-    seg = write_segment(tmp_path, log, [OffsetIndexEntry(5, positions[1]), OffsetIndexEntry(8, positions[2])])
+    seg = write_segment(
+        tmp_path, log, [OffsetIndexEntry(5, positions[1]), OffsetIndexEntry(8, positions[2])]
+    )
     assert start_position(seg, Filters(from_offset=7)) == positions[2]
     assert start_position(seg, Filters(from_offset=100)) == len(log)
     assert start_position(seg, Filters(key=b"k1")) == 0
@@ -117,7 +130,9 @@ def test_start_position_goes_through_the_offset_index(tmp_path):
 def test_start_position_does_not_trust_a_wrong_index(tmp_path):
     log = batches()
     positions = [b.position for b in iter_batches(log)]
-    seg = write_segment(tmp_path, log, [OffsetIndexEntry(5, positions[3])])   # the batch holding 9-11
+    seg = write_segment(
+        tmp_path, log, [OffsetIndexEntry(5, positions[3])]
+    )  # the batch holding 9-11
     notes = []
     assert start_position(seg, Filters(from_offset=5), notes.append) == positions[1]
     assert len(notes) == 1 and "scanning 00000000000000000000.log from its first byte" in notes[0]

@@ -1,5 +1,6 @@
 """FsOps' write gate: no method changes a file outside the log dir and its quarantine, judged on
 resolved paths, so never through a symbolic link that leads out (unless follow_symlinks)."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ def dirs(tmp_path):
 
 
 def _outside(elsewhere: Path) -> dict:
-    return {str(p): (p.read_bytes(), p.stat().st_mtime_ns) for p in sorted(elsewhere.rglob("*")) if p.is_file()} | {
-        "names": sorted(str(p) for p in elsewhere.rglob("*"))}
+    return {
+        str(p): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(elsewhere.rglob("*"))
+        if p.is_file()
+    } | {"names": sorted(str(p) for p in elsewhere.rglob("*"))}
 
 
 def _changes(logs: Path):
@@ -41,13 +45,21 @@ def _changes(logs: Path):
         "append through a file link": lambda ops: ops.append_bytes(link, None, 10),
         "set the time through a file link": lambda ops: ops.set_mtime(link, 1_000_000_000),
         "delete in a linked dir": lambda ops: ops.delete(seg, "test"),
-        "write a new file in a linked dir": lambda ops: ops.write_atomic(logs / "out-0" / "new", b"x"),
-        "create a file in a linked dir": lambda ops: ops.create(logs / "out-0" / "new.cleaned").__enter__(),
-        "rename in a linked dir": lambda ops: ops.rename(seg, seg.with_name("00000000000000000000.log.deleted")),
+        "write a new file in a linked dir": lambda ops: ops.write_atomic(
+            logs / "out-0" / "new", b"x"
+        ),
+        "create a file in a linked dir": lambda ops: ops.create(
+            logs / "out-0" / "new.cleaned"
+        ).__enter__(),
+        "rename in a linked dir": lambda ops: ops.rename(
+            seg, seg.with_name("00000000000000000000.log.deleted")
+        ),
         "make a dir in a linked dir": lambda ops: ops.make_dir(logs / "out-0" / "sub"),
         "append a line through a file link": lambda ops: ops.append_line(link, b"line\n"),
         "probe a linked dir": lambda ops: ops.check_writable(logs / "out-0"),
-        "copy a file into a linked dir": lambda ops: ops.copy_file(logs / "t-0" / "link.log", logs / "out-0" / "copy"),
+        "copy a file into a linked dir": lambda ops: ops.copy_file(
+            logs / "t-0" / "link.log", logs / "out-0" / "copy"
+        ),
     }
 
 
@@ -62,7 +74,7 @@ def test_the_gate_refuses_every_change_through_a_link_out(dirs, tmp_path, change
     assert e.value.exit_code == ExitCode.INPUT == 4
     assert "outside the log dir" in e.value.line() and str(elsewhere) in e.value.line()
     assert _outside(elsewhere) == before
-    assert ops.steps == 0 and not ops.quarantine.entries      # refused before anything, no entry noted
+    assert ops.steps == 0 and not ops.quarantine.entries  # refused before anything, no entry noted
 
 
 def test_the_gate_refuses_a_path_outside_with_no_link(dirs, tmp_path):
@@ -79,7 +91,7 @@ def test_follow_symlinks_writes_through(dirs):
     ops.append_bytes(logs / "t-0" / "link.log", None, 1)
     assert (elsewhere / "out-0" / "00000000000000000000.log").read_bytes() == b"ou"
     assert (elsewhere / "x.log").read_bytes() == b"outside\0"
-    with pytest.raises(OutsideLogDirError):       # still nothing outside the log dir by its own path
+    with pytest.raises(OutsideLogDirError):  # still nothing outside the log dir by its own path
         ops.write_atomic(elsewhere / "y", b"x")
 
 
@@ -87,16 +99,18 @@ def test_a_link_itself_may_be_replaced_or_removed(dirs):
     """Renaming over, or unlinking, a link inside the log dir changes nothing it leads to."""
     logs, elsewhere = dirs
     ops = FsOps(logs)
-    ops.write_atomic(logs / "t-0" / "link.log", b"new")     # tmp + rename: the link is replaced
-    assert (logs / "t-0" / "link.log").read_bytes() == b"new" and not (logs / "t-0" / "link.log").is_symlink()
-    ops.delete(logs / "out-0", "test")                      # the link, not the dir it leads to
+    ops.write_atomic(logs / "t-0" / "link.log", b"new")  # tmp + rename: the link is replaced
+    assert (logs / "t-0" / "link.log").read_bytes() == b"new" and not (
+        logs / "t-0" / "link.log"
+    ).is_symlink()
+    ops.delete(logs / "out-0", "test")  # the link, not the dir it leads to
     assert (elsewhere / "x.log").read_bytes() == b"outside"
     assert (elsewhere / "out-0" / "00000000000000000000.log").read_bytes() == b"outside"
 
 
 def test_a_log_dir_reached_through_a_link_is_inside(dirs, tmp_path):
     logs, _ = dirs
-    os.symlink(logs, tmp_path / "kafka")                    # /var/lib/kafka -> /data/kafka
+    os.symlink(logs, tmp_path / "kafka")  # /var/lib/kafka -> /data/kafka
     ops = FsOps(tmp_path / "kafka", Quarantine(tmp_path / "q", "test"))
     ops.write_atomic(tmp_path / "kafka" / "t-0" / "f", b"x")
     ops.delete(tmp_path / "kafka" / "t-0" / "f", "test")
@@ -106,7 +120,7 @@ def test_a_log_dir_reached_through_a_link_is_inside(dirs, tmp_path):
 def test_the_quarantine_is_inside(dirs, tmp_path):
     logs, _ = dirs
     (tmp_path / "realq").mkdir()
-    os.symlink(tmp_path / "realq", tmp_path / "q")          # --quarantine through a link
+    os.symlink(tmp_path / "realq", tmp_path / "q")  # --quarantine through a link
     (logs / "t-0" / "f").write_bytes(b"data")
     ops = FsOps(logs, Quarantine(tmp_path / "q", "test"))
     ops.delete(logs / "t-0" / "f", "test")

@@ -2,6 +2,7 @@
 (the folder given, else KAFKALOG_CORPUS: tests/corpus.py) into tests/fixtures/corpus (run once by
 a developer; the tests never need the corpus). Each chosen target brings its segment siblings
 and every golden variant of it."""
+
 import shutil
 import sys
 from pathlib import Path
@@ -13,14 +14,24 @@ from tests.helpers.paths import CORPUS as OUT
 CORPUS = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else corpus_path().resolve()
 
 PATTERNS = [
-    "legacy/v0-", "legacy/v1-", "legacy/v2-empty-batch", "legacy/v2-headers", "legacy/v2-logappend",
-    "legacy/v2-no-timestamp", "legacy/v2-txn", "legacy/v2-zstd",
-    "broker/formats/basic/before/codec-", "broker/formats/basic/before/txn-0/",
-    "broker/formats/basic/before/multi-segment-0/", "broker/formats/basic/before/__consumer_offsets-0/00000000000000000000.log",
+    "legacy/v0-",
+    "legacy/v1-",
+    "legacy/v2-empty-batch",
+    "legacy/v2-headers",
+    "legacy/v2-logappend",
+    "legacy/v2-no-timestamp",
+    "legacy/v2-txn",
+    "legacy/v2-zstd",
+    "broker/formats/basic/before/codec-",
+    "broker/formats/basic/before/txn-0/",
+    "broker/formats/basic/before/multi-segment-0/",
+    "broker/formats/basic/before/__consumer_offsets-0/00000000000000000000.log",
     "broker/formats/basic/before/__transaction_state-0/00000000000000000000.log",
     "broker/formats/basic/before/__cluster_metadata-0/00000000000000000000.log",
-    "broker/formats/basic/before/bootstrap.checkpoint", "broker/formats/basic/before/idempotent-lz4-0/",
-    "broker/formats/basic/before/logappend-time-0/", "broker/formats/basic/before/compacted-0/",
+    "broker/formats/basic/before/bootstrap.checkpoint",
+    "broker/formats/basic/before/idempotent-lz4-0/",
+    "broker/formats/basic/before/logappend-time-0/",
+    "broker/formats/basic/before/compacted-0/",
     "broker/recover/tail-garbage/before/rec-none-0/00000000000000000725.log",
     "broker/recover/torn-tail/before/rec-lz4-idem-0/00000000000000000000.index",
     "broker/recover/unclean-kill/before/crash-idem-0/00000000000000000600.",
@@ -33,7 +44,8 @@ PATTERNS = [
     "wild/ItumelengMogase__Real-Time-Data-Pipeline-for-Patient-Admissions/kafka-data/bootstrap.checkpoint",
     "wild/xpxwo100__bullShit/tmp/kafka-logs/__consumer_offsets-40/00000000000000000000.log",
     "wild/ArthurArutunyan04__Backend_labs/kafka-data/__consumer_offsets-19/00000000000000258527.",
-    "wild/segmentio__kafka-go/derived/", "wild/kafka-rust__kafka-rust/",
+    "wild/segmentio__kafka-go/derived/",
+    "wild/kafka-rust__kafka-rust/",
 ]
 MAX_FILE = 200_000
 
@@ -67,7 +79,11 @@ def main() -> None:
     # preallocated index lengths the broker cases need
     for note in CORPUS.glob("broker/*/*/PREALLOCATED.txt"):
         lines = [l for l in note.read_text().splitlines() if l.strip() and not l.startswith("#")]
-        keep = [l for l in lines if (OUT / note.parent.relative_to(CORPUS) / l.split(" ", 1)[1]).exists()]
+        keep = [
+            l
+            for l in lines
+            if (OUT / note.parent.relative_to(CORPUS) / l.split(" ", 1)[1]).exists()
+        ]
         if keep:
             d = OUT / note.parent.relative_to(CORPUS)
             (d / "PREALLOCATED.txt").write_text("\n".join(keep) + "\n")

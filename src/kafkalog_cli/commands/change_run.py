@@ -4,6 +4,7 @@ as each log dir is done (render.change_report's JSON Lines, or text for people),
 refusals on stderr, the totals, --report FILE, and the exit code of the whole run.
 
 Kept light: the ops are imported only when a command runs."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,8 +12,15 @@ from pathlib import Path
 import click
 
 
-def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "local", master: str | None = None,
-                 errors: str = "raise", **run):
+def run_log_dirs(
+    operation,
+    groups: dict[Path, list[Path]],
+    *,
+    engine: str = "local",
+    master: str | None = None,
+    errors: str = "raise",
+    **run,
+):
     """(log dir, ops.runner.Outcome) for each log dir of `groups`, in order: run here one after
     the other (each yielded once done, so its output comes before the next one starts), or as
     one Spark task each. `run`: run_log_dir's dry_run, quarantine_dir, no_quarantine.
@@ -27,7 +35,9 @@ def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "lo
     if engine == "spark":
         from kafkalog_cli.spark.jobs import run_log_dirs_spark
 
-        yield from zip(groups, run_log_dirs_spark(operation, groups, master=master, errors=errors, **run))
+        yield from zip(
+            groups, run_log_dirs_spark(operation, groups, master=master, errors=errors, **run)
+        )
         return
     for log_dir, parts in groups.items():
         try:
@@ -39,8 +49,17 @@ def run_log_dirs(operation, groups: dict[Path, list[Path]], *, engine: str = "lo
         yield log_dir, outcome
 
 
-def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, report_path: Path | None = None,
-               keep_going: bool = False, quiet: bool = False, **run) -> None:
+def report_run(
+    operation,
+    groups: dict[Path, list[Path]],
+    text,
+    *,
+    fmt: str,
+    report_path: Path | None = None,
+    keep_going: bool = False,
+    quiet: bool = False,
+    **run,
+) -> None:
     """Every command that changes log dirs: run each log dir, print its lines (render.change_report:
     a line per partition, then the log dir's) once it is done, or `text(outcome)` for people,
     then the totals line, or its one-line summary (not when `quiet`: retain under cron); append
@@ -64,18 +83,25 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
             if not keep_going:
                 stopped = outcome
                 break
-            click.echo(f"kafkalog: {log_dir}: skipped: {outcome}" if locked else f"kafkalog: {outcome}", err=True)
+            click.echo(
+                f"kafkalog: {log_dir}: skipped: {outcome}" if locked else f"kafkalog: {outcome}",
+                err=True,
+            )
             continue
         if echo_diagnostics(outcome):
             codes.append(int(ExitCode.CONFIG_UNKNOWN))
-        for link in outcome.left:          # a partition dir linked out of the log dir: left unchanged
+        for link in outcome.left:  # a partition dir linked out of the log dir: left unchanged
             click.echo(f"kafkalog: {one_line(link.line())}", err=True)
             codes.append(int(ExitCode.INPUT))
         for line in outcome.kafka_refusals:
             click.echo(f"kafkalog: {line}", err=True)
             codes.append(int(ExitCode.REFUSED_BY_KAFKA))
-        if outcome.pending or any(getattr(f, "kept_problem", False) for f in getattr(outcome.plan, "findings", ())):
-            codes.append(int(ExitCode.PROBLEMS))      # a change pending, or damage left as the broker keeps it
+        if outcome.pending or any(
+            getattr(f, "kept_problem", False) for f in getattr(outcome.plan, "findings", ())
+        ):
+            codes.append(
+                int(ExitCode.PROBLEMS)
+            )  # a change pending, or damage left as the broker keeps it
         for partition in _partition_summaries(outcome):
             if partition.get("status") == "error":
                 codes.append(partition["exit_code"])
@@ -98,7 +124,11 @@ def report_run(operation, groups: dict[Path, list[Path]], text, *, fmt: str, rep
 
 def _partition_summaries(outcome) -> list[dict]:
     partitions = getattr(outcome.plan, "partitions", None)
-    return [s for s in partitions.values() if isinstance(s, dict)] if isinstance(partitions, dict) else []
+    return (
+        [s for s in partitions.values() if isinstance(s, dict)]
+        if isinstance(partitions, dict)
+        else []
+    )
 
 
 def emit_lines(fmt: str, made: list[dict]) -> None:
@@ -110,7 +140,9 @@ def emit_lines(fmt: str, made: list[dict]) -> None:
             click.echo(json.dumps(line))
 
 
-def finish_run(lines, fmt: str, report_path: Path | None, exit_code: int, quiet: bool = False) -> None:
+def finish_run(
+    lines, fmt: str, report_path: Path | None, exit_code: int, quiet: bool = False
+) -> None:
     """The totals line (json), or its summary for people (text, unless `quiet`); then the run's
     lines appended to --report FILE."""
     from kafkalog_cli.render.change_report import summary
@@ -133,8 +165,8 @@ def append_report(report_path: Path | None, lines: list[dict]) -> None:
     from kafkalog_cli.storage.fsops import FsOps
 
     fsops = FsOps(report_path.parent)
-    fsops.fault_after = None        # a fault injected into the run's steps (tests) is not the report's
-    fsops.bounds = None             # the user's own file, wherever it or a link there leads: no log dir
+    fsops.fault_after = None  # a fault injected into the run's steps (tests) is not the report's
+    fsops.bounds = None  # the user's own file, wherever it or a link there leads: no log dir
     fsops.append_line(report_path, "".join(json.dumps(line) + "\n" for line in lines).encode())
 
 
@@ -145,8 +177,11 @@ def echo_diagnostics(outcome) -> bool:
         click.echo(f"kafkalog: warning: {outcome.warning}", err=True)
     pid = getattr(outcome, "lock_holder", None)
     if pid is not None:
-        click.echo(f"kafkalog: note: {outcome.plan.log_dir}/.lock is held by process {pid} (a broker running on "
-                   f"this log dir?): a real run would stop there with exit 5", err=True)
+        click.echo(
+            f"kafkalog: note: {outcome.plan.log_dir}/.lock is held by process {pid} (a broker running on "
+            f"this log dir?): a real run would stop there with exit 5",
+            err=True,
+        )
     if getattr(outcome, "marker_removed", None):
         click.echo(f"kafkalog: note: {outcome.marker_removed}", err=True)
     for line in outcome.refusals:

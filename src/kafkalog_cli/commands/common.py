@@ -1,4 +1,5 @@
 """Options shared by the read commands (dump-log, dump-index, verify-crc) and their parsing."""
+
 from __future__ import annotations
 
 import os
@@ -14,35 +15,84 @@ def read_options(f):
     """--format, --payload-encoding, the offset/time filters, the search on keys and values,
     --limit and --jobs."""
     decorators = [
-        format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."),
-        click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
-                     show_default=True, help="--format json only (with --format text it is ignored, with a warning): "
-                                             "how keys, values and header values are written: utf8 (as "
-                                             "kafka-dump-log decodes them; the default of export --to jsonl too), "
-                                             "hex or base64 (exact bytes)."),
-        click.option("--from-offset", type=int, default=None, help="Start at the batch holding this offset (found through the offset index)."),
+        format_option(
+            "text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."
+        ),
+        click.option(
+            "--payload-encoding",
+            type=click.Choice(["utf8", "hex", "base64"]),
+            default="utf8",
+            show_default=True,
+            help="--format json only (with --format text it is ignored, with a warning): "
+            "how keys, values and header values are written: utf8 (as "
+            "kafka-dump-log decodes them; the default of export --to jsonl too), "
+            "hex or base64 (exact bytes).",
+        ),
+        click.option(
+            "--from-offset",
+            type=int,
+            default=None,
+            help="Start at the batch holding this offset (found through the offset index).",
+        ),
         click.option("--to-offset", type=int, default=None, help="Stop after this offset."),
-        click.option("--from-time", default=None, metavar="MS|ISO-8601",
-                     help="Start at the first batch with a timestamp at or after this (found through the time index). "
-                          "An ISO-8601 time without an offset (2024-05-01T12:00) is UTC."),
-        click.option("--to-time", default=None, metavar="MS|ISO-8601",
-                     help="Leave out records stamped after this (ISO-8601 without an offset: UTC)."),
+        click.option(
+            "--from-time",
+            default=None,
+            metavar="MS|ISO-8601",
+            help="Start at the first batch with a timestamp at or after this (found through the time index). "
+            "An ISO-8601 time without an offset (2024-05-01T12:00) is UTC.",
+        ),
+        click.option(
+            "--to-time",
+            default=None,
+            metavar="MS|ISO-8601",
+            help="Leave out records stamped after this (ISO-8601 without an offset: UTC).",
+        ),
         click.option("--key", default=None, help="Only records whose key is exactly this (UTF-8)."),
-        click.option("--key-hex", default=None, metavar="HEX", callback=_hex,
-                     help="Only records whose key is exactly these bytes, in hex (00ff...)."),
-        click.option("--key-prefix", default=None, metavar="TEXT",
-                     callback=lambda ctx, param, v: None if v is None else v.encode("utf-8"),
-                     help="Only records whose key starts with this (UTF-8)."),
-        click.option("--key-prefix-hex", default=None, metavar="HEX", callback=_hex,
-                     help="Only records whose key starts with these bytes, in hex."),
-        click.option("--key-regex", default=None, metavar="REGEX", callback=_bytes_regex,
-                     help="Only records with a key in which this Python regular expression finds a match "
-                          "(on the key's bytes; anchor it with ^...$ for the whole key)."),
-        click.option("--grep", "value_regex", default=None, metavar="REGEX", callback=_bytes_regex,
-                     help="Only records with a value in which this Python regular expression finds a match "
-                          "(on the value's bytes)."),
-        click.option("--limit", type=click.IntRange(min=0), default=None,
-                     help="Stop after this many records (batches, without --deep-iteration)."),
+        click.option(
+            "--key-hex",
+            default=None,
+            metavar="HEX",
+            callback=_hex,
+            help="Only records whose key is exactly these bytes, in hex (00ff...).",
+        ),
+        click.option(
+            "--key-prefix",
+            default=None,
+            metavar="TEXT",
+            callback=lambda ctx, param, v: None if v is None else v.encode("utf-8"),
+            help="Only records whose key starts with this (UTF-8).",
+        ),
+        click.option(
+            "--key-prefix-hex",
+            default=None,
+            metavar="HEX",
+            callback=_hex,
+            help="Only records whose key starts with these bytes, in hex.",
+        ),
+        click.option(
+            "--key-regex",
+            default=None,
+            metavar="REGEX",
+            callback=_bytes_regex,
+            help="Only records with a key in which this Python regular expression finds a match "
+            "(on the key's bytes; anchor it with ^...$ for the whole key).",
+        ),
+        click.option(
+            "--grep",
+            "value_regex",
+            default=None,
+            metavar="REGEX",
+            callback=_bytes_regex,
+            help="Only records with a value in which this Python regular expression finds a match "
+            "(on the value's bytes).",
+        ),
+        click.option(
+            "--limit",
+            type=click.IntRange(min=0),
+            default=None,
+            help="Stop after this many records (batches, without --deep-iteration).",
+        ),
         jobs_option("Worker processes for large inputs (0: one per core)."),
     ]
     for d in reversed(decorators):
@@ -82,7 +132,9 @@ def parse_time_option(value: str | None, option: str) -> int | None:
     try:
         dt = datetime.fromisoformat(v.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
-        raise click.BadParameter(f"{value!r} is neither epoch milliseconds nor ISO-8601", param_hint=option) from None
+        raise click.BadParameter(
+            f"{value!r} is neither epoch milliseconds nor ISO-8601", param_hint=option
+        ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=timezone.utc)
     return int(dt.timestamp() * 1000)
@@ -113,6 +165,7 @@ def one_line_errors(f):
                 e.path = one_line(str(e.path))
             e.message = one_line(e.message)
             raise
+
     return wrapper
 
 
@@ -122,8 +175,10 @@ _LEFT_OUT = {
     "stray": "a stray replica's dir (-stray: KRaft keeps it aside for an operator)",
     "future": "a future replica's dir (-future: being moved into this log dir)",
     "live": "a live partition dir",
-    "not-utf8": ("a dir whose name is not UTF-8 (no Kafka topic has such a name: a broker loads it under one "
-                 "with U+FFFD and serves it to nobody)"),
+    "not-utf8": (
+        "a dir whose name is not UTF-8 (no Kafka topic has such a name: a broker loads it under one "
+        "with U+FFFD and serves it to nobody)"
+    ),
 }
 
 
@@ -131,8 +186,12 @@ def note_left_out(did: str):
     """A callback for storage's listings: one `kafkalog: note:` line on stderr per partition dir
     the command leaves alone, saying what it is and that the command `did` nothing with it
     ("not read", "left untouched"): nothing is skipped silently."""
+
     def note(directory, kind) -> None:
-        click.echo(f"kafkalog: note: {one_line(str(directory))}: {_LEFT_OUT[kind.value]}: {did}", err=True)
+        click.echo(
+            f"kafkalog: note: {one_line(str(directory))}: {_LEFT_OUT[kind.value]}: {did}", err=True
+        )
+
     return note
 
 
@@ -142,7 +201,9 @@ def partition_groups(paths, kinds=None, only=None) -> dict:
     every partition dir left untouched."""
     from kafkalog_cli.storage.logdir import PartitionDirKind, select_partition_dirs
 
-    selection = select_partition_dirs(paths, (PartitionDirKind.LIVE,) if kinds is None else kinds, only=only)
+    selection = select_partition_dirs(
+        paths, (PartitionDirKind.LIVE,) if kinds is None else kinds, only=only
+    )
     note = note_left_out("left untouched")
     for d, kind in selection.left_out:
         note(d, kind)

@@ -1,4 +1,5 @@
 """`kafkalog compact PATH...`: options -> ops.compact -> output."""
+
 from __future__ import annotations
 
 from functools import partial
@@ -38,21 +39,49 @@ def _bytes(ctx, param, value: str) -> int:
     return n
 
 
-@click.command("compact", short_help="Compact cleanup.policy=compact topics, as the log cleaner does.")
+@click.command(
+    "compact", short_help="Compact cleanup.policy=compact topics, as the log cleaner does."
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--force", is_flag=True,
-              help="Clean every compacted partition with cleanable bytes, whatever its dirty ratio.")
-@click.option("--dedupe-buffer-size", default=str(DEFAULT_DEDUPE_BUFFER), callback=_bytes, show_default=True,
-              metavar="BYTES", help="log.cleaner.dedupe.buffer.size: the offset map's memory (24 bytes a "
-                                    "key, 90% usable). More keys than fit: several rounds.")
-@jobs_option("Partitions cleaned in parallel, in worker processes (0: one per core). A "
-             "partition cleaned alone splits its offset map's build over them.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Clean every compacted partition with cleanable bytes, whatever its dirty ratio.",
+)
+@click.option(
+    "--dedupe-buffer-size",
+    default=str(DEFAULT_DEDUPE_BUFFER),
+    callback=_bytes,
+    show_default=True,
+    metavar="BYTES",
+    help="log.cleaner.dedupe.buffer.size: the offset map's memory (24 bytes a "
+    "key, 90% usable). More keys than fit: several rounds.",
+)
+@jobs_option(
+    "Partitions cleaned in parallel, in worker processes (0: one per core). A "
+    "partition cleaned alone splits its offset map's build over them."
+)
 @partition_filter_options
 @change_options
 @report_option
 @engine_options
-def compact(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
-            dry_run, fmt, now_ms, report_path, engine, master):
+def compact(
+    paths,
+    force,
+    dedupe_buffer_size,
+    jobs,
+    only,
+    configs,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    now_ms,
+    report_path,
+    engine,
+    master,
+):
     """Compact the partitions of topics with cleanup.policy=compact as Kafka's log cleaner does:
     keep the last record of each key, drop keyless records, tombstones past their delete horizon
     and aborted transactions' data. Takes the log dir's .lock (not with --dry-run).
@@ -74,12 +103,28 @@ def compact(paths, force, dedupe_buffer_size, jobs, only, configs, quarantine_di
     a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 5 the log dir is locked, 6 write failure. Precedence: kafkalog --help.
     """
     check_engine(engine, master)
-    groups = partition_groups(paths, only=only)   # the cleaner works on current logs: -future/-delete/-stray noted
+    groups = partition_groups(
+        paths, only=only
+    )  # the cleaner works on current logs: -future/-delete/-stray noted
     # on Spark, each task (one per log dir) cleans its partitions one after the other
-    opts = ops.CompactOptions(now_ms=now_or_clock(now_ms), force=force, dedupe_buffer_size=dedupe_buffer_size,
-                              jobs=1 if engine == "spark" else jobs_or_cores(jobs))
+    opts = ops.CompactOptions(
+        now_ms=now_or_clock(now_ms),
+        force=force,
+        dedupe_buffer_size=dedupe_buffer_size,
+        jobs=1 if engine == "spark" else jobs_or_cores(jobs),
+    )
     # ops.compact.run plans and cleans partition by partition, over --jobs workers under the lock
     operation = Operation("compact", partial(ops.plan, estimate=True), opts, configs, run=ops.run)
-    report_run(operation, groups, human.compact_outcome, fmt=fmt, engine=engine, master=master,
-                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
-                   follow_symlinks=follow_symlinks)
+    report_run(
+        operation,
+        groups,
+        human.compact_outcome,
+        fmt=fmt,
+        engine=engine,
+        master=master,
+        report_path=report_path,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )

@@ -1,4 +1,5 @@
 """`kafkalog compare-replicas A B [C...]`: options -> ops.compare_replicas -> render."""
+
 from __future__ import annotations
 
 import json
@@ -10,17 +11,38 @@ from kafkalog_cli.commands.common import one_line_errors
 from kafkalog_cli.commands.options import InputPath, format_option
 
 
-@click.command("compare-replicas", short_help="Where copies of a partition from different brokers diverge, as a "
-                                              "follower's truncation finds it.")
+@click.command(
+    "compare-replicas",
+    short_help="Where copies of a partition from different brokers diverge, as a "
+    "follower's truncation finds it.",
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--topic", default=None, metavar="TOPIC", help="With log dirs: the topic of the partition to compare.")
-@click.option("--partition", type=click.IntRange(min=0), default=None, metavar="N",
-              help="With log dirs: the partition number.")
-@click.option("--leader", default=None, metavar="REPLICA",
-              help="The replica to take as the leader: a broker id, a path as given, or its position (1..) "
-                   "[default: the highest leader epoch, then the longest log].")
-@click.option("--limit", type=click.IntRange(min=0), default=None,
-              help="List at most this many records of each replica beyond the divergence point (all are counted).")
+@click.option(
+    "--topic",
+    default=None,
+    metavar="TOPIC",
+    help="With log dirs: the topic of the partition to compare.",
+)
+@click.option(
+    "--partition",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="With log dirs: the partition number.",
+)
+@click.option(
+    "--leader",
+    default=None,
+    metavar="REPLICA",
+    help="The replica to take as the leader: a broker id, a path as given, or its position (1..) "
+    "[default: the highest leader epoch, then the longest log].",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="List at most this many records of each replica beyond the divergence point (all are counted).",
+)
 @format_option("text: for people. json: one object.")
 @one_line_errors
 def compare_replicas(paths, topic, partition, leader, limit, fmt):
@@ -49,8 +71,11 @@ def compare_replicas(paths, topic, partition, leader, limit, fmt):
     from kafkalog_cli.ops import compare_replicas as ops
     from kafkalog_cli.render.replicas import comparison
 
-    with tempfile.TemporaryDirectory(prefix="kafkalog-replicas-") as scratch:   # for archives
-        replicas = [ops.open_replica(p, topic, partition, Path(scratch) / str(i)) for i, p in enumerate(paths)]
+    with tempfile.TemporaryDirectory(prefix="kafkalog-replicas-") as scratch:  # for archives
+        replicas = [
+            ops.open_replica(p, topic, partition, Path(scratch) / str(i))
+            for i, p in enumerate(paths)
+        ]
         result = ops.compare(replicas, leader=leader, limit=limit)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))

@@ -1,4 +1,5 @@
 """`kafkalog completion SHELL`: print the shell completion script (bash, zsh or fish)."""
+
 from __future__ import annotations
 
 import click
@@ -19,6 +20,6 @@ def completion(ctx: click.Context, shell: str) -> None:
     \b
     Exit codes: 0 printed; 2 a shell other than bash, zsh or fish (usage).
     """
-    comp_cls = get_completion_class(shell)   # the root group, whichever program runs this command
+    comp_cls = get_completion_class(shell)  # the root group, whichever program runs this command
     comp = comp_cls(ctx.find_root().command, {}, "kafkalog", "_KAFKALOG_COMPLETE")
     click.echo(comp.source())

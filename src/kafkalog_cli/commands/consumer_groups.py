@@ -1,4 +1,5 @@
 """`kafkalog consumer-groups LOGDIR...`: options -> ops.consumer_groups -> Kafka's tables or JSON."""
+
 from __future__ import annotations
 
 import json
@@ -11,20 +12,41 @@ from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import InputError, one_line
 
 
-@click.command("consumer-groups", short_help="Consumer groups and their committed offsets, from __consumer_offsets.")
+@click.command(
+    "consumer-groups",
+    short_help="Consumer groups and their committed offsets, from __consumer_offsets.",
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--group", default=None, metavar="GROUP",
-              help="Only this group: reads only the __consumer_offsets partition that holds it.")
-@click.option("--offsets-partitions", type=click.IntRange(min=1), default=None, metavar="N",
-              help="__consumer_offsets' partition count (offsets.topic.num.partitions), where no metadata log "
-                   "records it; otherwise it is guessed from the dirs present, and said so.")
-@click.option("--members", "view", flag_value="members", help="Kafka's --members --verbose table instead.")
+@click.option(
+    "--group",
+    default=None,
+    metavar="GROUP",
+    help="Only this group: reads only the __consumer_offsets partition that holds it.",
+)
+@click.option(
+    "--offsets-partitions",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="__consumer_offsets' partition count (offsets.topic.num.partitions), where no metadata log "
+    "records it; otherwise it is guessed from the dirs present, and said so.",
+)
+@click.option(
+    "--members", "view", flag_value="members", help="Kafka's --members --verbose table instead."
+)
 @click.option("--state", "view", flag_value="state", help="Kafka's --state table instead.")
-@click.option("--offsets", "view", flag_value="offsets", default=True,
-              help="Kafka's --offsets table (the default).")
-@format_option("text: kafka-consumer-groups --describe's tables. "
-               "json: one object per group (its state, members and offsets), then any pending transactional "
-               "offset commits.")
+@click.option(
+    "--offsets",
+    "view",
+    flag_value="offsets",
+    default=True,
+    help="Kafka's --offsets table (the default).",
+)
+@format_option(
+    "text: kafka-consumer-groups --describe's tables. "
+    "json: one object per group (its state, members and offsets), then any pending transactional "
+    "offset commits."
+)
 @one_line_errors
 def consumer_groups(paths, group, offsets_partitions, view, fmt):
     """Consumer groups, offline: replay the __consumer_offsets partitions of log dirs (or
@@ -83,7 +105,9 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
     for g in report.groups:
         rows = report.rows[g.group_id]
         if fmt == "json":
-            click.echo(json.dumps({"kind": "group", **g.to_dict(), "offsets": [r.to_dict() for r in rows]}))
+            click.echo(
+                json.dumps({"kind": "group", **g.to_dict(), "offsets": [r.to_dict() for r in rows]})
+            )
             continue
         message = render.state_note(g)
         if message is not None:
@@ -96,8 +120,19 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
             click.echo(render.offsets_table(rows))
     for pid, group_id, topic, partition, commit in report.pending:
         if fmt == "json":
-            click.echo(json.dumps({"kind": "pending_offset_commit", "group": group_id, "topic": topic,
-                                   "partition": partition, **commit.to_dict()}))
+            click.echo(
+                json.dumps(
+                    {
+                        "kind": "pending_offset_commit",
+                        "group": group_id,
+                        "topic": topic,
+                        "partition": partition,
+                        **commit.to_dict(),
+                    }
+                )
+            )
         else:
-            note(f"group {group_id!r}: a transactional offset commit of {topic}-{partition} to {commit.offset} "
-                 f"(producer id {pid}, offset {commit.record_offset}) has no COMMIT or ABORT marker yet: not applied")
+            note(
+                f"group {group_id!r}: a transactional offset commit of {topic}-{partition} to {commit.offset} "
+                f"(producer id {pid}, offset {commit.record_offset}) has no COMMIT or ABORT marker yet: not applied"
+            )

@@ -1,5 +1,6 @@
 """`kafkalog delete-records PATH... --offset-json FILE | --before OFFSET`: options ->
 ops.delete_records -> one line per partition."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,26 +25,51 @@ from kafkalog_cli.render import human
 from kafkalog_cli.storage.names import TopicPartition, parse_partition_dir
 
 
-@click.command("delete-records", short_help="Raise log start offsets and delete the segments below, "
-                                            "as kafka-delete-records.")
+@click.command(
+    "delete-records",
+    short_help="Raise log start offsets and delete the segments below, as kafka-delete-records.",
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--offset-json", "--offset-json-file", "offset_json", metavar="FILE",
-              type=InputPath(exists=True, dir_okay=False, path_type=Path),
-              help='kafka-delete-records\' file: {"partitions": [{"topic": "t", "partition": 0, "offset": 42}], '
-                   '"version": 1}. Offset -1: the high watermark.')
-@click.option("--before", type=int, metavar="OFFSET",
-              help="Delete the records below OFFSET in every partition given (-1: below the high watermark); "
-                   "internal topics are skipped.")
+@click.option(
+    "--offset-json",
+    "--offset-json-file",
+    "offset_json",
+    metavar="FILE",
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
+    help='kafka-delete-records\' file: {"partitions": [{"topic": "t", "partition": 0, "offset": 42}], '
+    '"version": 1}. Offset -1: the high watermark.',
+)
+@click.option(
+    "--before",
+    type=int,
+    metavar="OFFSET",
+    help="Delete the records below OFFSET in every partition given (-1: below the high watermark); "
+    "internal topics are skipped.",
+)
 @partition_filter_options
 @config_options
 @quarantine_options
 @follow_symlinks_option
 @dry_run_option
 @format_option(RUN_FORMAT_HELP)
-@click.option("--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written).")
+@click.option(
+    "--verbose", "-v", is_flag=True, help="Also print the plan (what was deleted and written)."
+)
 @report_option
-def delete_records(paths, offset_json, before, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
-            verbose, report_path):
+def delete_records(
+    paths,
+    offset_json,
+    before,
+    only,
+    configs,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    verbose,
+    report_path,
+):
     """Delete the records below an offset, as kafka-delete-records.sh does through a broker,
     offline: raise each partition's log start offset to the offset, then delete the segments
     wholly below it, as the broker's next retention check does.
@@ -84,13 +110,30 @@ def delete_records(paths, offset_json, before, only, configs, quarantine_dir, no
     groups = partition_groups(paths, only=only)
     if offset_json is not None:
         groups = _requested(groups, offsets, offset_json)
-    named = frozenset(tp.topic for p in paths if (tp := parse_partition_dir(Path(p).name)) is not None)
+    named = frozenset(
+        tp.topic for p in paths if (tp := parse_partition_dir(Path(p).name)) is not None
+    )
     patterns = tuple(only.topics) if only else ()
-    operation = Operation("delete-records", ops.plan, ops.DeleteRecordsOptions(
-        offsets=offsets, before=before, named_topics=named, topic_patterns=patterns), configs)
-    report_run(operation, groups, lambda outcome: _text(outcome, verbose), fmt=fmt, report_path=report_path,
-               keep_going=True, dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
-               follow_symlinks=follow_symlinks)
+    operation = Operation(
+        "delete-records",
+        ops.plan,
+        ops.DeleteRecordsOptions(
+            offsets=offsets, before=before, named_topics=named, topic_patterns=patterns
+        ),
+        configs,
+    )
+    report_run(
+        operation,
+        groups,
+        lambda outcome: _text(outcome, verbose),
+        fmt=fmt,
+        report_path=report_path,
+        keep_going=True,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )
 
 
 def _read(path: Path) -> bytes:
@@ -113,8 +156,10 @@ def _requested(groups: dict, offsets: dict, offset_json: Path) -> dict:
                 found.add((tp.topic, tp.partition))
     missing = [f"{t}-{p}" for t, p in offsets if (t, p) not in found]
     if missing:
-        raise InputError(f"partition {', '.join(missing)} of the offset JSON is in none of the paths given",
-                         path=str(offset_json))
+        raise InputError(
+            f"partition {', '.join(missing)} of the offset JSON is in none of the paths given",
+            path=str(offset_json),
+        )
     return out
 
 

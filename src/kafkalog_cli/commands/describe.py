@@ -1,4 +1,5 @@
 """`kafkalog describe PATH...`: options -> ops.describe -> a table or JSON Lines."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,10 @@ from kafkalog_cli.errors import ExitCode, exit_code_of
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
 @partition_filter_options
 @config_options
-@format_option("text: a table (rich on a terminal; tab-separated with a header line when piped). "
-               "json: one object per partition, then one per log dir, with a \"kind\" field.")
+@format_option(
+    "text: a table (rich on a terminal; tab-separated with a header line when piped). "
+    'json: one object per partition, then one per log dir, with a "kind" field.'
+)
 @jobs_option("Worker processes for a log dir of 1,000 partitions or more (0: one per core).")
 @one_line_errors
 def describe(paths, only, configs, fmt, jobs):
@@ -88,7 +91,7 @@ def describe(paths, only, configs, fmt, jobs):
         note(d, kind)
     configs = configs.for_log_dirs(selection.groups)
     rich = fmt == "text" and sys.stdout.isatty()
-    problems: list[int] = []       # exit codes, in the order met
+    problems: list[int] = []  # exit codes, in the order met
     partitions: list = []
     summaries: list[str] = []
     if fmt == "text" and not rich:
@@ -112,8 +115,11 @@ def describe(paths, only, configs, fmt, jobs):
         if fmt == "json":
             click.echo(json.dumps(item.to_dict()))
             continue
-        lines = [render.log_dir_summary(item), *render.kafka_version_lines(item),
-                 *render.unknown_config_lines(partitions)]
+        lines = [
+            render.log_dir_summary(item),
+            *render.kafka_version_lines(item),
+            *render.unknown_config_lines(partitions),
+        ]
         if rich:
             from rich.console import Console
 

@@ -1,4 +1,5 @@
 """`kafkalog doctor LOGDIR...`: options -> ops.doctor -> a verdict, findings and fixes."""
+
 from __future__ import annotations
 
 import json
@@ -10,24 +11,35 @@ from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import ExitCode, InputError, UsageError
 
 
-@click.command("doctor", short_help="Will a broker start on these log dirs? If not, why, and the fix.")
+@click.command(
+    "doctor", short_help="Will a broker start on these log dirs? If not, why, and the fix."
+)
 @click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
-@click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path),
-              help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
-                   "when none is given) and metadata.log.dir are checked against the log dirs.")
-@click.option("--user", metavar="UID|NAME",
-              help="The broker's user: a uid (a container's, no passwd entry needed) or a name this host's "
-                   "passwd knows [default: the owner of each log dir, by uid]. A name this host does not know: "
-                   "a warning that access could not be checked (exit 1).")
-@click.option("--kafka-version", metavar="VERSION",
-              help="Also check the start-up of this Kafka release (3.3 to 4.2) [default: 3.3.1's checks only]. 3.7+: "
-                   "a reserved directory.id stops the broker (MetaPropertiesEnsemble.verify), one missing is written "
-                   "anew. 4.0+: KRaft only (server.properties without process.roles, or ZooKeeper-era log dirs: "
-                   "version 0 meta.properties and no metadata log, are refused; a version 0 meta.properties with "
-                   "broker.id in a KRaft dir is read), a metadata.version (bootstrap.checkpoint, metadata log) "
-                   "from 3.3-IV3 to the release's newest (MetadataVersion.fromFeatureLevel), and the settings 4.0 "
-                   "removed (zookeeper.*, log.message.format.version, log.message.timestamp.difference.max.ms) "
-                   "are ignored. Any version: a metadata.version newer than the release knows stops it.")
+@click.option(
+    "--server-properties",
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
+    help="The broker's server.properties: its node.id, process.roles, log.dirs (the log dirs to check "
+    "when none is given) and metadata.log.dir are checked against the log dirs.",
+)
+@click.option(
+    "--user",
+    metavar="UID|NAME",
+    help="The broker's user: a uid (a container's, no passwd entry needed) or a name this host's "
+    "passwd knows [default: the owner of each log dir, by uid]. A name this host does not know: "
+    "a warning that access could not be checked (exit 1).",
+)
+@click.option(
+    "--kafka-version",
+    metavar="VERSION",
+    help="Also check the start-up of this Kafka release (3.3 to 4.2) [default: 3.3.1's checks only]. 3.7+: "
+    "a reserved directory.id stops the broker (MetaPropertiesEnsemble.verify), one missing is written "
+    "anew. 4.0+: KRaft only (server.properties without process.roles, or ZooKeeper-era log dirs: "
+    "version 0 meta.properties and no metadata log, are refused; a version 0 meta.properties with "
+    "broker.id in a KRaft dir is read), a metadata.version (bootstrap.checkpoint, metadata log) "
+    "from 3.3-IV3 to the release's newest (MetadataVersion.fromFeatureLevel), and the settings 4.0 "
+    "removed (zookeeper.*, log.message.format.version, log.message.timestamp.difference.max.ms) "
+    "are ignored. Any version: a metadata.version newer than the release knows stops it.",
+)
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
 def doctor(paths, server_properties, user, kafka_version, fmt):
     """Say whether a Kafka broker would start on these log dirs and, if not, why and the exact
@@ -74,7 +86,7 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
         click.echo(json.dumps(diag.to_dict(), indent=2))
     else:
         click.echo(human.doctor(diag))
-    for e in diag.unread:       # not checked: never an all-clear
+    for e in diag.unread:  # not checked: never an all-clear
         click.echo(f"kafkalog: {e.line()}", err=True)
     if diag.unread:
         click.get_current_context().exit(int(ExitCode.INPUT))

@@ -1,5 +1,6 @@
 """`kafkalog dump-index`: offset, time and transaction indexes and producer snapshots, as
 kafka-dump-log prints them (the same KafkaDumper), or as JSON Lines."""
+
 from __future__ import annotations
 
 import sys
@@ -16,16 +17,31 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex", ".snapshot")
 _ENTRY_SIZE = {".index": 8, ".timeindex": 12, ".txnindex": 34}
 
 
-@click.command("dump-index", short_help="Dump or check .index, .timeindex, .txnindex and .snapshot files.", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "dump-index",
+    short_help="Dump or check .index, .timeindex, .txnindex and .snapshot files.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath())
-@click.option("--verify-index-only", is_flag=True,
-              help="Check .index and .timeindex entries against the .log, and zero-filled slots after them. "
-                   "text: kafka-dump-log's output, kafkalog's problems on stderr; json: only the problems "
-                   "and notes, then a summary. Goes on past a damaged file.")
-@click.option("--index-sanity-check", is_flag=True,
-              help="Run Kafka's sanityCheck on .index and .timeindex files only (and report zero-filled slots).")
-@click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
-              help="Largest batch expected when checking .index entries against the log.")
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="Check .index and .timeindex entries against the .log, and zero-filled slots after them. "
+    "text: kafka-dump-log's output, kafkalog's problems on stderr; json: only the problems "
+    "and notes, then a summary. Goes on past a damaged file.",
+)
+@click.option(
+    "--index-sanity-check",
+    is_flag=True,
+    help="Run Kafka's sanityCheck on .index and .timeindex files only (and report zero-filled slots).",
+)
+@click.option(
+    "--max-message-size",
+    type=int,
+    default=DEFAULT_MAX_MESSAGE_SIZE,
+    show_default=True,
+    help="Largest batch expected when checking .index entries against the log.",
+)
 @format_option("text: kafka-dump-log's exact text. json: JSON Lines, one object per entry.")
 @partition_filter_options
 @_one_line_errors
@@ -57,7 +73,7 @@ def dump_index(paths, verify_index_only, index_sanity_check, max_message_size, f
 
     targets, bad = [], []
     tally = FilterTally(only)
-    for raw in paths:       # a path that cannot be read does not stop the others
+    for raw in paths:  # a path that cannot be read does not stop the others
         try:
             targets.extend(expand_index_paths([raw], tally))
         except InputError as e:
@@ -65,12 +81,18 @@ def dump_index(paths, verify_index_only, index_sanity_check, max_message_size, f
     tally.check(paths)
     health = _zero_filled(targets) if verify_index_only or index_sanity_check else {}
     if fmt == "json":
-        failed = _dump_json(targets, verify_index_only, index_sanity_check, max_message_size, health)
+        failed = _dump_json(
+            targets, verify_index_only, index_sanity_check, max_message_size, health
+        )
     else:
         failed = _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size)
-        for z in health.values():    # notes only in json: stderr stays kafka-dump-log's where all is well
+        for (
+            z
+        ) in health.values():  # notes only in json: stderr stays kafka-dump-log's where all is well
             if z.problem:
-                click.echo(f"kafkalog: {one_line(f'{z.path}: byte {z.position}: {z.message()}')}", err=True)
+                click.echo(
+                    f"kafkalog: {one_line(f'{z.path}: byte {z.position}: {z.message()}')}", err=True
+                )
     if bad:
         for e in bad[:-1]:
             click.echo(f"kafkalog: {one_line(str(e))}", err=True)
@@ -92,13 +114,15 @@ def _zero_filled(targets) -> dict:
     """{index path: ops.index_health.ZeroFilledIndex} for the .index/.timeindex files given."""
     from kafkalog_cli.ops.index_health import zero_filled_in_dir
 
-    wanted = {str(Path(t).absolute()): t for t in targets if Path(t).suffix in (".index", ".timeindex")}
+    wanted = {
+        str(Path(t).absolute()): t for t in targets if Path(t).suffix in (".index", ".timeindex")
+    }
     out = {}
     for d in sorted({Path(t).absolute().parent for t in wanted}):
         try:
             found = zero_filled_in_dir(d)
         except KafkalogError:
-            continue        # the dump itself reports what does not read
+            continue  # the dump itself reports what does not read
         for z in found:
             if z.path in wanted:
                 out[wanted[z.path]] = z
@@ -115,8 +139,12 @@ def expand_index_paths(paths, tally=None) -> list[str]:
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            found = [str(f) for f in expand_paths([raw], INDEX_SUFFIXES, on_left_out=note_left_out("not read"),
-                                                  tally=tally)]
+            found = [
+                str(f)
+                for f in expand_paths(
+                    [raw], INDEX_SUFFIXES, on_left_out=note_left_out("not read"), tally=tally
+                )
+            ]
             out.extend(found)
             continue
         if not p.exists():
@@ -124,8 +152,11 @@ def expand_index_paths(paths, tally=None) -> list[str]:
         if not p.is_file():
             raise InputError("not a regular file or directory", path=raw)
         if p.suffix not in INDEX_SUFFIXES:
-            raise InputError(f"not an index file (dump-index reads {', '.join(INDEX_SUFFIXES)}; "
-                             "use dump-log for .log files)", path=raw)
+            raise InputError(
+                f"not an index file (dump-index reads {', '.join(INDEX_SUFFIXES)}; "
+                "use dump-log for .log files)",
+                path=raw,
+            )
         if tally is None or tally.keep_path(raw):
             out.append(raw)
     return out
@@ -134,21 +165,27 @@ def expand_index_paths(paths, tally=None) -> list[str]:
 def _options(verify_index_only, index_sanity_check, max_message_size):
     from kafkalog_cli.render.kafka import DumpOptions
 
-    return DumpOptions(verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
-                       max_message_size=max_message_size)
+    return DumpOptions(
+        verify_index_only=verify_index_only,
+        index_sanity_check=index_sanity_check,
+        max_message_size=max_message_size,
+    )
 
 
 def _check_log_beside(path: Path) -> None:
     from kafkalog_cli.storage.live_files import listed, was_listed
 
     log = path.with_name(path.name.split(".")[0] + ".log")
-    if was_listed(path):    # a live broker may have moved or removed the segment since the listing
+    if was_listed(path):  # a live broker may have moved or removed the segment since the listing
         listed([log])
         if not log.exists():
-            return          # read where it went (its .deleted name), or as it stands without it
+            return  # read where it went (its .deleted name), or as it stands without it
     if not log.exists():
-        raise InputError(f"no {log.name} beside this index (its entries are checked against the log)",
-                         path=str(path), position=0)
+        raise InputError(
+            f"no {log.name} beside this index (its entries are checked against the log)",
+            path=str(path),
+            position=0,
+        )
 
 
 def _odd_size(path: Path) -> tuple[int, int] | None:
@@ -167,15 +204,18 @@ def _odd_size(path: Path) -> tuple[int, int] | None:
 def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size) -> None:
     from kafkalog_cli.render.kafka import KafkaDumper
 
-    dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer,
-                         _options(verify_index_only, index_sanity_check, max_message_size))
+    dumper = KafkaDumper(
+        sys.stdout.buffer,
+        sys.stderr.buffer,
+        _options(verify_index_only, index_sanity_check, max_message_size),
+    )
     warnings = []
     failed: list[KafkalogError] = []
     for t in targets:
         path = Path(t)
         try:
             try:
-                dumper.dump(t)      # prints "Dumping <path>" first, as Kafka does before it fails
+                dumper.dump(t)  # prints "Dumping <path>" first, as Kafka does before it fails
             except InputError as e:
                 if path.suffix in (".index", ".timeindex"):
                     _check_log_beside(path)
@@ -185,19 +225,23 @@ def _dump_kafka(targets, verify_index_only, index_sanity_check, max_message_size
         except KafkalogError as e:
             if not verify_index_only:
                 raise
-            failed.append(e)        # reported at the end; every other file is still checked
+            failed.append(e)  # reported at the end; every other file is still checked
             continue
         odd = _odd_size(path)
         if odd is not None:
-            warnings.append(f"kafkalog: {t}: byte {odd[0]}: {odd[1]} trailing bytes are not a whole "
-                            f"{_ENTRY_SIZE[path.suffix]}-byte entry (ignored, as Kafka does)")
+            warnings.append(
+                f"kafkalog: {t}: byte {odd[0]}: {odd[1]} trailing bytes are not a whole "
+                f"{_ENTRY_SIZE[path.suffix]}-byte entry (ignored, as Kafka does)"
+            )
     dumper.finish()
     for w in warnings:
         click.echo(w, err=True)
     return failed
 
 
-def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size, health) -> list[KafkalogError]:
+def _dump_json(
+    targets, verify_index_only, index_sanity_check, max_message_size, health
+) -> list[KafkalogError]:
     from kafkalog_cli.ops.verify_index import sanity_check
     from kafkalog_cli.render.index_json import index_objects, sanity_object
     from kafkalog_cli.render.jsonl import dumps
@@ -231,8 +275,15 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size,
                     found = verify_objects(path, t, max_message_size)
                 except KafkalogError as e:
                     e.located(path=t)
-                    emit({"kind": "problem", "problem": "unreadable" if isinstance(e, InputError) else "corrupt",
-                          "file": t, "position": e.position, "message": e.message})
+                    emit(
+                        {
+                            "kind": "problem",
+                            "problem": "unreadable" if isinstance(e, InputError) else "corrupt",
+                            "file": t,
+                            "position": e.position,
+                            "message": e.message,
+                        }
+                    )
                     failures.append(e)
                     problems += 1
                     continue
@@ -267,21 +318,34 @@ def _dump_json(targets, verify_index_only, index_sanity_check, max_message_size,
         if odd is not None:
             emit(TRAILING_BYTES.object(file=t, position=odd[0], size=odd[1]))
     if verify_index_only:
-        emit({"kind": "summary", "files": len(targets), "problems": problems, "notes": notes,
-              "ok": not problems})
+        emit(
+            {
+                "kind": "summary",
+                "files": len(targets),
+                "problems": problems,
+                "notes": notes,
+                "ok": not problems,
+            }
+        )
     out.flush()
     if failures and not verify_index_only:
         raise failures[0]
     return failures
 
 
-def verify_objects(path: Path, given: str, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE) -> list[dict]:
+def verify_objects(
+    path: Path, given: str, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+) -> list[dict]:
     """Kafka's --verify-index-only checks of one .index or .timeindex, as JSON objects
     (`"kind": "index_mismatch"`), in the order of the index entries."""
     from kafkalog_cli.ops.verify_index import check_offset_index, check_time_index
     from kafkalog_cli.render.index_json import mismatch_objects
 
-    check = check_offset_index(path, max_message_size) if path.suffix == ".index" else check_time_index(path)
+    check = (
+        check_offset_index(path, max_message_size)
+        if path.suffix == ".index"
+        else check_time_index(path)
+    )
     if check.error is not None:
         raise check.error
     return mismatch_objects(check, given)

@@ -1,4 +1,5 @@
 """`kafkalog dump-log`: kafka-dump-log's flags and output, plus JSON Lines and filters."""
+
 from __future__ import annotations
 
 import os
@@ -30,55 +31,161 @@ from kafkalog_cli.storage.selection import Filters, segments_in_range
 _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
 
 
-@click.command("dump-log", short_help="Print segments as kafka-dump-log does, or as JSON Lines.", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "dump-log",
+    short_help="Print segments as kafka-dump-log does, or as JSON Lines.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.argument("paths", nargs=-1, type=InputPath())
-@click.option("--files", "files", metavar="FILE[,FILE...]", multiple=True,
-              help="Kafka's form: a comma-separated list of files to dump (may be repeated).")
+@click.option(
+    "--files",
+    "files",
+    metavar="FILE[,FILE...]",
+    multiple=True,
+    help="Kafka's form: a comma-separated list of files to dump (may be repeated).",
+)
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batch headers.")
-@click.option("--print-data-log", is_flag=True, help="Print keys and values too (implies --deep-iteration).")
-@click.option("--skip-record-metadata", is_flag=True, help="With --print-data-log: print only keys and values.")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=INT_MAX, show_default="2147483647",
-              help="Read at most this many bytes of each .log file (not negative: kafka-dump-log dies on that).")
-@click.option("--max-message-size", type=int, default=DEFAULT_MAX_MESSAGE_SIZE, show_default=True,
-              help="Largest batch expected when checking .index entries against the log.")
-@click.option("--verify-index-only", is_flag=True, help="Index files: check entries against the log, print only problems.")
-@click.option("--index-sanity-check", is_flag=True, help="Index files: run Kafka's sanityCheck only.")
-@click.option("--offsets-decoder", is_flag=True, help="Decode __consumer_offsets records (implies --print-data-log).")
-@click.option("--transaction-log-decoder", is_flag=True, help="Decode __transaction_state records (implies --print-data-log).")
-@click.option("--cluster-metadata-decoder", is_flag=True, help="Decode KRaft __cluster_metadata records (implies --print-data-log).")
-@click.option("--metadata-decoder-version", type=click.Choice(["3.3.1", "3.9", "4.2"]), default=None,
-              show_default="3.3.1, or --kafka-version's",
-              help="With --cluster-metadata-decoder, text as this kafka-dump-log prints it: 3.3.1's, byte for byte "
-                   "(its errors on record versions newer brokers write included), 3.9's (metadata.version up to "
-                   "3.9-IV0) or 4.2's (every record type and version up to metadata.version 4.2-IV1). JSON decodes "
-                   "with 4.2's schemas always.")
-@click.option("--kafka-version", metavar="VERSION", default=None,
-              help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
-                   "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
-                   "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
-                   "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
-                   "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
-                   "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
-                   "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).")
-@click.option("--remote-log-metadata-decoder", is_flag=True, help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).")
-@click.option("--share-group-state-decoder", is_flag=True, help="Decode __share_group_state records (implies --print-data-log).")
-@click.option("--key-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
-              help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder (implies --print-data-log).")
-@click.option("--value-decoder-class", is_flag=False, flag_value=_DEFAULT_DECODER, default=None, metavar="[CLASS]",
-              help="As --key-decoder-class, for values.")
+@click.option(
+    "--print-data-log", is_flag=True, help="Print keys and values too (implies --deep-iteration)."
+)
+@click.option(
+    "--skip-record-metadata",
+    is_flag=True,
+    help="With --print-data-log: print only keys and values.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=0),
+    default=INT_MAX,
+    show_default="2147483647",
+    help="Read at most this many bytes of each .log file (not negative: kafka-dump-log dies on that).",
+)
+@click.option(
+    "--max-message-size",
+    type=int,
+    default=DEFAULT_MAX_MESSAGE_SIZE,
+    show_default=True,
+    help="Largest batch expected when checking .index entries against the log.",
+)
+@click.option(
+    "--verify-index-only",
+    is_flag=True,
+    help="Index files: check entries against the log, print only problems.",
+)
+@click.option(
+    "--index-sanity-check", is_flag=True, help="Index files: run Kafka's sanityCheck only."
+)
+@click.option(
+    "--offsets-decoder",
+    is_flag=True,
+    help="Decode __consumer_offsets records (implies --print-data-log).",
+)
+@click.option(
+    "--transaction-log-decoder",
+    is_flag=True,
+    help="Decode __transaction_state records (implies --print-data-log).",
+)
+@click.option(
+    "--cluster-metadata-decoder",
+    is_flag=True,
+    help="Decode KRaft __cluster_metadata records (implies --print-data-log).",
+)
+@click.option(
+    "--metadata-decoder-version",
+    type=click.Choice(["3.3.1", "3.9", "4.2"]),
+    default=None,
+    show_default="3.3.1, or --kafka-version's",
+    help="With --cluster-metadata-decoder, text as this kafka-dump-log prints it: 3.3.1's, byte for byte "
+    "(its errors on record versions newer brokers write included), 3.9's (metadata.version up to "
+    "3.9-IV0) or 4.2's (every record type and version up to metadata.version 4.2-IV1). JSON decodes "
+    "with 4.2's schemas always.",
+)
+@click.option(
+    "--kafka-version",
+    metavar="VERSION",
+    default=None,
+    help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
+    "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
+    "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
+    "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
+    "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
+    "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
+    "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
+)
+@click.option(
+    "--remote-log-metadata-decoder",
+    is_flag=True,
+    help="Decode tiered-storage __remote_log_metadata records (implies --print-data-log).",
+)
+@click.option(
+    "--share-group-state-decoder",
+    is_flag=True,
+    help="Decode __share_group_state records (implies --print-data-log).",
+)
+@click.option(
+    "--key-decoder-class",
+    is_flag=False,
+    flag_value=_DEFAULT_DECODER,
+    default=None,
+    metavar="[CLASS]",
+    help="StringDecoder (default), IntegerDecoder, LongDecoder or DefaultDecoder (implies --print-data-log).",
+)
+@click.option(
+    "--value-decoder-class",
+    is_flag=False,
+    flag_value=_DEFAULT_DECODER,
+    default=None,
+    metavar="[CLASS]",
+    help="As --key-decoder-class, for values.",
+)
 @read_options
-@click.option("--timestamps", type=click.Choice(["ms", "iso"]), default="ms", show_default=True,
-              help="--format json: timestamps (a record's, a batch's base and max) as epoch milliseconds, or as "
-                   "ISO-8601 UTC text with milliseconds (2024-05-01T12:00:00.123Z; null for -1, no timestamp). "
-                   "With --format text it is ignored, with a warning.")
+@click.option(
+    "--timestamps",
+    type=click.Choice(["ms", "iso"]),
+    default="ms",
+    show_default=True,
+    help="--format json: timestamps (a record's, a batch's base and max) as epoch milliseconds, or as "
+    "ISO-8601 UTC text with milliseconds (2024-05-01T12:00:00.123Z; null for -1, no timestamp). "
+    "With --format text it is ignored, with a warning.",
+)
 @partition_filter_options
 @_one_line_errors
-def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata, max_bytes, max_message_size,
-            verify_index_only, index_sanity_check, offsets_decoder, transaction_log_decoder,
-            cluster_metadata_decoder, metadata_decoder_version, kafka_version, remote_log_metadata_decoder, share_group_state_decoder, key_decoder_class,
-            value_decoder_class, fmt, payload_encoding,
-            from_offset, to_offset, from_time, to_time, key, key_hex, key_prefix, key_prefix_hex, key_regex,
-            value_regex, limit, jobs, timestamps, only):
+def dump_log(
+    paths,
+    files,
+    deep_iteration,
+    print_data_log,
+    skip_record_metadata,
+    max_bytes,
+    max_message_size,
+    verify_index_only,
+    index_sanity_check,
+    offsets_decoder,
+    transaction_log_decoder,
+    cluster_metadata_decoder,
+    metadata_decoder_version,
+    kafka_version,
+    remote_log_metadata_decoder,
+    share_group_state_decoder,
+    key_decoder_class,
+    value_decoder_class,
+    fmt,
+    payload_encoding,
+    from_offset,
+    to_offset,
+    from_time,
+    to_time,
+    key,
+    key_hex,
+    key_prefix,
+    key_prefix_hex,
+    key_regex,
+    value_regex,
+    limit,
+    jobs,
+    timestamps,
+    only,
+):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
     PATHS (or --files) are any Kafka files: .log, .index, .timeindex, .txnindex, producer
@@ -116,39 +223,87 @@ def dump_log(paths, files, deep_iteration, print_data_log, skip_record_metadata,
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
     """
     given = _paths_given(files, paths)
-    _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex)
-    decoders = dict(offsets=offsets_decoder, transactions=transaction_log_decoder, metadata=cluster_metadata_decoder,
-                    remote_log_metadata=remote_log_metadata_decoder, share_group_state=share_group_state_decoder)
+    _refuse_exclusive_options(
+        verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex
+    )
+    decoders = dict(
+        offsets=offsets_decoder,
+        transactions=transaction_log_decoder,
+        metadata=cluster_metadata_decoder,
+        remote_log_metadata=remote_log_metadata_decoder,
+        share_group_state=share_group_state_decoder,
+    )
     text = dump_log_text(kafka_version, fmt)
     leader_change = DUMP_LOG_LEADER_CHANGE.applies(text)
-    parser = _record_parser(text, kafka_version, metadata_decoder_version, decoders, key_decoder_class, value_decoder_class)
-    data = (print_data_log or any(decoders.values())
-            or key_decoder_class is not None or value_decoder_class is not None)
+    parser = _record_parser(
+        text,
+        kafka_version,
+        metadata_decoder_version,
+        decoders,
+        key_decoder_class,
+        value_decoder_class,
+    )
+    data = (
+        print_data_log
+        or any(decoders.values())
+        or key_decoder_class is not None
+        or value_decoder_class is not None
+    )
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
-        raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match.")
+        raise click.UsageError(
+            f"--from-offset {from_offset} is after --to-offset {to_offset}: nothing can match."
+        )
     _warn_json_only_options(fmt)
-    from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
+    from_ms, to_ms = (
+        parse_time_option(from_time, "--from-time"),
+        parse_time_option(to_time, "--to-time"),
+    )
     if from_ms is not None and to_ms is not None and from_ms > to_ms:
-        raise click.UsageError(f"--from-time {from_time} is after --to-time {to_time}: nothing can match.")
+        raise click.UsageError(
+            f"--from-time {from_time} is after --to-time {to_time}: nothing can match."
+        )
     targets = _targets(given, only, from_offset, to_offset)
-    filters = Filters.given(from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms,
-                            key=key if key_hex is None else key_hex, limit=limit,
-                            key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
-                            key_regex=key_regex, value_regex=value_regex)
+    filters = Filters.given(
+        from_offset=from_offset,
+        to_offset=to_offset,
+        from_time=from_ms,
+        to_time=to_ms,
+        key=key if key_hex is None else key_hex,
+        limit=limit,
+        key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
+        key_regex=key_regex,
+        value_regex=value_regex,
+    )
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
         decoder = next((name for name, on in decoders.items() if on), None)
-        dump_json(map(_named_as_kafka_reads, targets), sys.stdout.buffer, deep=deep_iteration or data,
-                  payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes, filters=filters,
-                  jobs=jobs_or_cores(jobs), timestamps=timestamps, control_bodies=leader_change)
+        dump_json(
+            map(_named_as_kafka_reads, targets),
+            sys.stdout.buffer,
+            deep=deep_iteration or data,
+            payload_encoding=payload_encoding,
+            decoder=decoder,
+            max_bytes=max_bytes,
+            filters=filters,
+            jobs=jobs_or_cores(jobs),
+            timestamps=timestamps,
+            control_bodies=leader_change,
+        )
         return
 
     opts = DumpOptions(
-        deep_iteration=deep_iteration or data, print_data_log=data, skip_record_metadata=skip_record_metadata,
-        verify_index_only=verify_index_only, index_sanity_check=index_sanity_check,
-        max_message_size=max_message_size, max_bytes=max_bytes, parser=parser,
-        filters=filters, jobs=jobs_or_cores(jobs), leader_change=leader_change,
+        deep_iteration=deep_iteration or data,
+        print_data_log=data,
+        skip_record_metadata=skip_record_metadata,
+        verify_index_only=verify_index_only,
+        index_sanity_check=index_sanity_check,
+        max_message_size=max_message_size,
+        max_bytes=max_bytes,
+        parser=parser,
+        filters=filters,
+        jobs=jobs_or_cores(jobs),
+        leader_change=leader_change,
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:
@@ -166,26 +321,43 @@ def _paths_given(files: tuple[str, ...], paths: tuple[str, ...]) -> list[str]:
     return given
 
 
-def _refuse_exclusive_options(verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex) -> None:
+def _refuse_exclusive_options(
+    verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex
+) -> None:
     """A usage error for two options given together that exclude each other."""
     if verify_index_only and index_sanity_check:
         raise click.UsageError("--verify-index-only and --index-sanity-check exclude each other.")
-    for a, b, names in ((key, key_hex, "--key and --key-hex"), (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex")):
+    for a, b, names in (
+        (key, key_hex, "--key and --key-hex"),
+        (key_prefix, key_prefix_hex, "--key-prefix and --key-prefix-hex"),
+    ):
         if a is not None and b is not None:
             raise click.UsageError(f"{names} exclude each other.")
 
 
-def _record_parser(text: KafkaVersion, kafka_version, metadata_decoder_version, decoders: dict[str, bool], key_decoder_class,
-                   value_decoder_class):
+def _record_parser(
+    text: KafkaVersion,
+    kafka_version,
+    metadata_decoder_version,
+    decoders: dict[str, bool],
+    key_decoder_class,
+    value_decoder_class,
+):
     """What prints a record's key and payload in --format text, as kafka-dump-log's flags pick
     it: an internal topic's decoder (`decoders`, the first one given), else the key and value
     decoder classes; as the kafka-dump-log `text` (of --kafka-version and --format) or of
     --metadata-decoder-version."""
     if metadata_decoder_version is None:
         metadata_decoder_version = METADATA_TEXTS.get(text, "4.2")
-    elif kafka_version is not None and text in METADATA_TEXTS and metadata_decoder_version != METADATA_TEXTS[text]:
-        raise click.UsageError(f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
-                               f"{kafka_version} name two kafka-dump-logs: give one.")
+    elif (
+        kafka_version is not None
+        and text in METADATA_TEXTS
+        and metadata_decoder_version != METADATA_TEXTS[text]
+    ):
+        raise click.UsageError(
+            f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
+            f"{kafka_version} name two kafka-dump-logs: give one."
+        )
     if decoders["offsets"]:
         return offsets_parser(text)
     if decoders["transactions"]:
@@ -199,7 +371,10 @@ def _record_parser(text: KafkaVersion, kafka_version, metadata_decoder_version, 
     from kafkalog_cli.errors import InputError
 
     classes = []
-    for value, hint in ((key_decoder_class, "--key-decoder-class"), (value_decoder_class, "--value-decoder-class")):
+    for value, hint in (
+        (key_decoder_class, "--key-decoder-class"),
+        (value_decoder_class, "--value-decoder-class"),
+    ):
         try:
             classes.append(decoder_for(value or _DEFAULT_DECODER))
         except InputError as e:
@@ -210,10 +385,19 @@ def _record_parser(text: KafkaVersion, kafka_version, metadata_decoder_version, 
 def _warn_json_only_options(fmt: str) -> None:
     """A warning on stderr for each option given that only --format json reads."""
     ctx = click.get_current_context()
-    for name, option in (("payload_encoding", "--payload-encoding"), ("timestamps", "--timestamps")):
-        if fmt == "text" and ctx.get_parameter_source(name) not in (None, click.core.ParameterSource.DEFAULT):
-            click.echo(f"kafkalog: warning: {option} applies to --format json only; "
-                       "--format text prints records as kafka-dump-log does", err=True)
+    for name, option in (
+        ("payload_encoding", "--payload-encoding"),
+        ("timestamps", "--timestamps"),
+    ):
+        if fmt == "text" and ctx.get_parameter_source(name) not in (
+            None,
+            click.core.ParameterSource.DEFAULT,
+        ):
+            click.echo(
+                f"kafkalog: warning: {option} applies to --format json only; "
+                "--format text prints records as kafka-dump-log does",
+                err=True,
+            )
 
 
 def _targets(given: list[str], only, from_offset: int | None, to_offset: int | None) -> list[str]:
@@ -256,14 +440,21 @@ def _named_as_kafka_reads(target: str) -> str:
     name = path.name
     why = not_regular_reason(path)
     if "." not in name:
-        raise InputError(why or "not a Kafka file: the name has no suffix, so kafka-dump-log cannot "
-                         "tell what it is", path=target)
+        raise InputError(
+            why
+            or "not a Kafka file: the name has no suffix, so kafka-dump-log cannot tell what it is",
+            path=target,
+        )
     if why is not None:
-        return target       # reading it says why it cannot be read (exit 4), as in Kafka mode
+        return target  # reading it says why it cannot be read (exit 4), as in Kafka mode
     if name.endswith(".log"):
         start_offset_of(path)
-    elif (name.endswith(".checkpoint") and name != "bootstrap.checkpoint"
-          and not re.fullmatch(r"\d{20}-\d{10}\.checkpoint", name)):
-        raise KafkaToolError("not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)",
-                             path=target)
+    elif (
+        name.endswith(".checkpoint")
+        and name != "bootstrap.checkpoint"
+        and not re.fullmatch(r"\d{20}-\d{10}\.checkpoint", name)
+    ):
+        raise KafkaToolError(
+            "not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)", path=target
+        )
     return target

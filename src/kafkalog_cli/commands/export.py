@@ -1,5 +1,6 @@
 """`kafkalog export`: records to Parquet (partitioned by topic/partition) or JSON Lines, over a
 process pool or Spark."""
+
 from __future__ import annotations
 
 import json
@@ -10,44 +11,105 @@ from kafkalog_cli.commands.options import format_option, jobs_option, partition_
 from kafkalog_cli.spark.cli_options import engine_options
 
 
-@click.command("export", short_help="Export records to Parquet or JSON Lines, locally or on Spark.", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "export",
+    short_help="Export records to Parquet or JSON Lines, locally or on Spark.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.argument("paths", nargs=-1, required=True)
 @click.argument("out", type=click.Path())
-@click.option("--to", "to", type=click.Choice(["parquet", "jsonl"]), required=True,
-              help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.")
+@click.option(
+    "--to",
+    "to",
+    type=click.Choice(["parquet", "jsonl"]),
+    required=True,
+    help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.",
+)
 @engine_options(remote=True)
 @jobs_option("With --engine local: worker processes (0: one per core).")
 @partition_filter_options
-@click.option("--payload-encoding", type=click.Choice(["utf8", "hex", "base64"]), default="utf8",
-              show_default=True, help="jsonl: how keys, values and header values are written; utf8 is dump-log --format json's "
-                   "default too (lossy for binary payloads: invalid UTF-8 becomes U+FFFD, as kafka-dump-log "
-                   "prints it); hex and base64 keep the exact bytes.")
-@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed"]),
-              default="read_uncommitted", show_default=True,
-              help="As a consumer's isolation.level: read_uncommitted returns the records up to the high "
-                   "watermark; read_committed also leaves out aborted transactions' records and stops at the "
-                   "last stable offset. Control records (transaction markers) are never returned.")
-@click.option("--include-control", is_flag=True,
-              help="The raw view: every record of the files, control records and aborted ones included, and "
-                   "past the high watermark: the records dump-log --format json --deep-iteration prints.")
+@click.option(
+    "--payload-encoding",
+    type=click.Choice(["utf8", "hex", "base64"]),
+    default="utf8",
+    show_default=True,
+    help="jsonl: how keys, values and header values are written; utf8 is dump-log --format json's "
+    "default too (lossy for binary payloads: invalid UTF-8 becomes U+FFFD, as kafka-dump-log "
+    "prints it); hex and base64 keep the exact bytes.",
+)
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed"]),
+    default="read_uncommitted",
+    show_default=True,
+    help="As a consumer's isolation.level: read_uncommitted returns the records up to the high "
+    "watermark; read_committed also leaves out aborted transactions' records and stops at the "
+    "last stable offset. Control records (transaction markers) are never returned.",
+)
+@click.option(
+    "--include-control",
+    is_flag=True,
+    help="The raw view: every record of the files, control records and aborted ones included, and "
+    "past the high watermark: the records dump-log --format json --deep-iteration prints.",
+)
 @click.option("--from-offset", type=int, default=None, help="Only records at or after this offset.")
 @click.option("--to-offset", type=int, default=None, help="Only records at or before this offset.")
-@click.option("--from-time", default=None, metavar="MS|ISO-8601",
-              help="Only records stamped at or after this (epoch ms, or ISO-8601: UTC without an offset).")
-@click.option("--to-time", default=None, metavar="MS|ISO-8601", help="Only records stamped at or before this.")
+@click.option(
+    "--from-time",
+    default=None,
+    metavar="MS|ISO-8601",
+    help="Only records stamped at or after this (epoch ms, or ISO-8601: UTC without an offset).",
+)
+@click.option(
+    "--to-time", default=None, metavar="MS|ISO-8601", help="Only records stamped at or before this."
+)
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
-@click.option("--compression", type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
-              default="snappy", show_default=True, help="parquet: the codec of every column.")
-@click.option("--row-group-size", "row_group_rows", type=click.IntRange(min=1), default=1 << 20,
-              show_default=True, metavar="ROWS", help="parquet: at most this many records a row group (a row group also ends once it holds about 64 MiB).")
-@click.option("--overwrite", is_flag=True,
-              help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
-                   "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.")
+@click.option(
+    "--compression",
+    type=click.Choice(["snappy", "zstd", "gzip", "lz4", "brotli", "none"]),
+    default="snappy",
+    show_default=True,
+    help="parquet: the codec of every column.",
+)
+@click.option(
+    "--row-group-size",
+    "row_group_rows",
+    type=click.IntRange(min=1),
+    default=1 << 20,
+    show_default=True,
+    metavar="ROWS",
+    help="parquet: at most this many records a row group (a row group also ends once it holds about 64 MiB).",
+)
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Replace OUT if it exists and is an earlier export (a topic=* directory tree, or a "
+    "non-Kafka file for jsonl). OUT may never be inside an input, nor hold one.",
+)
 @format_option("How the summary is printed.")
-def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolation_level, include_control,
-            from_offset, to_offset, from_time, to_time, no_payload, no_headers, compression,
-            row_group_rows, overwrite, fmt):
+def export(
+    paths,
+    out,
+    to,
+    engine,
+    master,
+    jobs,
+    only,
+    payload_encoding,
+    isolation_level,
+    include_control,
+    from_offset,
+    to_offset,
+    from_time,
+    to_time,
+    no_payload,
+    no_headers,
+    compression,
+    row_group_rows,
+    overwrite,
+    fmt,
+):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
     PATHS may also be globs ('/backup/*/broker-*'), archives (a dir of brokers' log dirs),
@@ -99,21 +161,47 @@ def export(paths, out, to, engine, master, jobs, only, payload_encoding, isolati
 
     from kafkalog_cli.commands.common import parse_time_option
 
-    from_ms, to_ms = parse_time_option(from_time, "--from-time"), parse_time_option(to_time, "--to-time")
-    for lo, hi, names in ((from_offset, to_offset, "--from-offset {} is after --to-offset {}"),
-                          (from_ms, to_ms, "--from-time {} is after --to-time {}")):
+    from_ms, to_ms = (
+        parse_time_option(from_time, "--from-time"),
+        parse_time_option(to_time, "--to-time"),
+    )
+    for lo, hi, names in (
+        (from_offset, to_offset, "--from-offset {} is after --to-offset {}"),
+        (from_ms, to_ms, "--from-time {} is after --to-time {}"),
+    ):
         if lo is not None and hi is not None and lo > hi:
             raise click.UsageError(names.format(lo, hi) + ": nothing can match.")
     if include_control and isolation_level == "read_committed":
-        raise click.UsageError("--include-control is the raw view (read_uncommitted, every record); "
-                               "it excludes --isolation-level read_committed.")
-    opts = ExportOptions(to=to, payload_encoding=payload_encoding, include_payload=not no_payload,
-                         include_headers=not no_headers, compression=compression, row_group_rows=row_group_rows,
-                         isolation_level=isolation_level, include_control=include_control,
-                         from_offset=from_offset, to_offset=to_offset, from_time=from_ms, to_time=to_ms)
-    summary = export(list(paths), out, opts, engine=engine, master=master, jobs=jobs, overwrite=overwrite,
-                     only=only, on_note=lambda text: click.echo(f"kafkalog: note: {text}", err=True))
-    to_stderr = out == "-"      # stdout carries the records
+        raise click.UsageError(
+            "--include-control is the raw view (read_uncommitted, every record); "
+            "it excludes --isolation-level read_committed."
+        )
+    opts = ExportOptions(
+        to=to,
+        payload_encoding=payload_encoding,
+        include_payload=not no_payload,
+        include_headers=not no_headers,
+        compression=compression,
+        row_group_rows=row_group_rows,
+        isolation_level=isolation_level,
+        include_control=include_control,
+        from_offset=from_offset,
+        to_offset=to_offset,
+        from_time=from_ms,
+        to_time=to_ms,
+    )
+    summary = export(
+        list(paths),
+        out,
+        opts,
+        engine=engine,
+        master=master,
+        jobs=jobs,
+        overwrite=overwrite,
+        only=only,
+        on_note=lambda text: click.echo(f"kafkalog: note: {text}", err=True),
+    )
+    to_stderr = out == "-"  # stdout carries the records
     if fmt == "json":
         click.echo(json.dumps({"engine": engine, **summary}, indent=2), err=to_stderr)
     else:
@@ -128,4 +216,6 @@ def _check_pyarrow() -> None:
     except ImportError:
         from kafkalog_cli.spark.session import SparkUnavailableError
 
-        raise SparkUnavailableError("export needs pyarrow: pip install 'kafkalog-cli[spark]'") from None
+        raise SparkUnavailableError(
+            "export needs pyarrow: pip install 'kafkalog-cli[spark]'"
+        ) from None

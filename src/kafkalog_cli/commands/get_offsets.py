@@ -1,4 +1,5 @@
 """`kafkalog get-offsets PATH --time ...`: options -> ops.list_offsets -> kafka-get-offsets' lines."""
+
 from __future__ import annotations
 
 import json
@@ -17,7 +18,9 @@ from kafkalog_cli.errors import KafkalogError, exit_code_of
 
 # what kafka-get-offsets --exclude-internal-topics leaves out (and the KRaft metadata log, which
 # no client lists)
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"})
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
 
 
 def parse_time_spec(value: str):
@@ -31,36 +34,54 @@ def parse_time_spec(value: str):
         return OffsetSpec(SPEC_NAMES[v])
     ms = parse_time_option(v, "--time")
     if ms < 0 and ms not in SPEC_NAMES.values():
-        raise click.BadParameter(f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
-                                 f"-3 (max-timestamp), -4 (earliest-local), -5 (latest-tiered) or -6 (earliest-pending-upload)",
-                                 param_hint="--time")
+        raise click.BadParameter(
+            f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
+            f"-3 (max-timestamp), -4 (earliest-local), -5 (latest-tiered) or -6 (earliest-pending-upload)",
+            param_hint="--time",
+        )
     return OffsetSpec(ms)
 
 
-@click.command("get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline.")
+@click.command(
+    "get-offsets", short_help="The offsets a broker's ListOffsets would answer, offline."
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--time", "time_value", default="latest", show_default=True,
-              metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|earliest-pending-upload|MS|ISO-8601",
-              help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
-                   "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
-                   "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
-                   "latest-tiered (3.9+): the last offset uploaded to remote storage. earliest-pending-upload "
-                   "(4.2+, KIP-1023): the first offset not yet uploaded (needs --kafka-version 4.2 or later, or a "
-                   "log dir only 4.2 loads; before 4.2 exit 2). MS or "
-                   "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
-                   "-2, -1, -3, -4, -5 and -6 are earliest, latest, max-timestamp, earliest-local, latest-tiered and "
-                   "earliest-pending-upload, as kafka-get-offsets takes them.")
-@click.option("--isolation-level", type=click.Choice(["read_uncommitted", "read_committed", "none"]),
-              default="read_uncommitted", show_default=True,
-              help="What latest answers and what an offset must be below: read_uncommitted the high "
-                   "watermark (kafka-get-offsets), read_committed the last stable offset, none the log "
-                   "end offset (a follower's request).")
-@click.option("--exclude-internal-topics", is_flag=True,
-              help="Leave out __consumer_offsets, __transaction_state and __cluster_metadata.")
+@click.option(
+    "--time",
+    "time_value",
+    default="latest",
+    show_default=True,
+    metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|earliest-pending-upload|MS|ISO-8601",
+    help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
+    "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
+    "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
+    "latest-tiered (3.9+): the last offset uploaded to remote storage. earliest-pending-upload "
+    "(4.2+, KIP-1023): the first offset not yet uploaded (needs --kafka-version 4.2 or later, or a "
+    "log dir only 4.2 loads; before 4.2 exit 2). MS or "
+    "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
+    "-2, -1, -3, -4, -5 and -6 are earliest, latest, max-timestamp, earliest-local, latest-tiered and "
+    "earliest-pending-upload, as kafka-get-offsets takes them.",
+)
+@click.option(
+    "--isolation-level",
+    type=click.Choice(["read_uncommitted", "read_committed", "none"]),
+    default="read_uncommitted",
+    show_default=True,
+    help="What latest answers and what an offset must be below: read_uncommitted the high "
+    "watermark (kafka-get-offsets), read_committed the last stable offset, none the log "
+    "end offset (a follower's request).",
+)
+@click.option(
+    "--exclude-internal-topics",
+    is_flag=True,
+    help="Leave out __consumer_offsets, __transaction_state and __cluster_metadata.",
+)
 @partition_filter_options
 @config_options
-@format_option("text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
-               "with where the offset comes from.")
+@format_option(
+    "text: kafka-get-offsets' `topic:partition:offset` lines. json: one object per partition, "
+    "with where the offset comes from."
+)
 @one_line_errors
 def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, only, configs, fmt):
     """Print, for each partition, the offset a broker's ListOffsets would answer, from the files
@@ -126,21 +147,23 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     if spec.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP and configs.stated_version() is not None:
         from kafkalog_cli.config.versions import KafkaVersions
 
-        require_earliest_pending_upload(KafkaVersions(stated=configs.stated_version()))   # before any file is read
+        require_earliest_pending_upload(
+            KafkaVersions(stated=configs.stated_version())
+        )  # before any file is read
     isolation = IsolationLevel(isolation_level)
     # the broker answers from the live log: a -future dir is a copy being made
     selection = describe_ops.select(paths, only, kinds=(PartitionDirKind.LIVE,))
     note = note_left_out("not read")
     for d, kind in selection.left_out:
         note(d, kind)
-    failed: list[int] = []         # the exit codes of the partitions that failed, in order
+    failed: list[int] = []  # the exit codes of the partitions that failed, in order
     answers = []
     warn = lambda m: click.echo(f"kafkalog: warning: {m}", err=True)  # noqa: E731
     configs = configs.for_log_dirs(selection.groups)
     for log_dir, dirs in selection.groups.items():
         resolver = configs.resolver(log_dir)
         if spec.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
-            require_earliest_pending_upload(resolver.versions)      # once per log dir: a usage error
+            require_earliest_pending_upload(resolver.versions)  # once per log dir: a usage error
         for part in describe_ops.partitions_of(log_dir, dirs):
             tp = part.topic_partition
             if exclude_internal_topics and tp is not None and tp.topic in INTERNAL_TOPICS:
@@ -161,14 +184,23 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
             click.echo(json.dumps(answer.to_dict()))
             continue
         name = Path(answer.directory).name
-        if not answer.high_watermark_known and isolation is not IsolationLevel.NONE \
-                and spec.timestamp != EARLIEST_TIMESTAMP:
-            click.echo(f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
-                       f"the log end offset stands in for it", err=True)
+        if (
+            not answer.high_watermark_known
+            and isolation is not IsolationLevel.NONE
+            and spec.timestamp != EARLIEST_TIMESTAMP
+        ):
+            click.echo(
+                f"kafkalog: note: {name}: no high watermark in {REPLICATION_CHECKPOINT}: "
+                f"the log end offset stands in for it",
+                err=True,
+            )
         if answer.by_version:
-            click.echo(f"kafkalog: note: {name}: {spec.name}: "
-                       + ", ".join(f"{v}: {o}" for v, o in answer.by_version.items())
-                       + " (the versions the log dir allows disagree; state it with --kafka-version)", err=True)
+            click.echo(
+                f"kafkalog: note: {name}: {spec.name}: "
+                + ", ".join(f"{v}: {o}" for v, o in answer.by_version.items())
+                + " (the versions the log dir allows disagree; state it with --kafka-version)",
+                err=True,
+            )
         if answer.offset is None:
             click.echo(f"kafkalog: note: {name}: no offset: {answer.reason}", err=True)
             continue

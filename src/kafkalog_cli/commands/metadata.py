@@ -1,4 +1,5 @@
 """`kafkalog metadata LOGDIR`: options -> ops.metadata_image -> a tree or one JSON object."""
+
 from __future__ import annotations
 
 import json
@@ -11,11 +12,18 @@ from kafkalog_cli.commands.options import InputPath, format_option
 from kafkalog_cli.errors import one_line
 
 
-@click.command("metadata", short_help="The KRaft metadata image: newest snapshot plus the log after it.")
+@click.command(
+    "metadata", short_help="The KRaft metadata image: newest snapshot plus the log after it."
+)
 @click.argument("path", type=InputPath(path_type=Path))
-@click.option("--at-offset", type=click.IntRange(min=0), default=None, metavar="N",
-              help="The image as of the metadata record at offset N (from the newest snapshot ending at or "
-                   "before it).")
+@click.option(
+    "--at-offset",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="The image as of the metadata record at offset N (from the newest snapshot ending at or "
+    "before it).",
+)
 @format_option("text: a tree. json: one object with every part of the image.")
 @one_line_errors
 def metadata(path, at_offset, fmt):
@@ -57,16 +65,24 @@ def metadata(path, at_offset, fmt):
 
     read = read_metadata_image(path, at_offset)
     if read.skipped is not None and read.skipped is not read.damage:
-        click.echo(f"kafkalog: warning: {one_line(str(read.skipped))}: a damaged snapshot, skipped", err=True)
+        click.echo(
+            f"kafkalog: warning: {one_line(str(read.skipped))}: a damaged snapshot, skipped",
+            err=True,
+        )
     for offset, error in read.image.undecoded_records:
         where = f"offset {offset}" if offset is not None else f"snapshot {read.snapshot}"
-        click.echo(f"kafkalog: warning: {read.directory}: record at {where} does not decode, not applied: "
-                   f"{one_line(error)}", err=True)
+        click.echo(
+            f"kafkalog: warning: {read.directory}: record at {where} does not decode, not applied: "
+            f"{one_line(error)}",
+            err=True,
+        )
     if fmt == "json":
         click.echo(json.dumps(read.to_dict()))
     else:
         for line in render.tree(read):
             click.echo(line)
     if read.damage is not None:
-        click.echo(f"kafkalog: {one_line(str(read.damage))}: the metadata log is read up to here", err=True)
+        click.echo(
+            f"kafkalog: {one_line(str(read.damage))}: the metadata log is read up to here", err=True
+        )
         click.get_current_context().exit(read.damage.exit_code)

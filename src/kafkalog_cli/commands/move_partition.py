@@ -1,5 +1,6 @@
 """`kafkalog move-partition SRC_LOGDIR DST_LOGDIR --topic T --partition N`: options ->
 ops.move_partition under both log dirs' locks -> the plan or the report."""
+
 from __future__ import annotations
 
 import sys
@@ -19,20 +20,42 @@ from kafkalog_cli.commands.options import (
 from kafkalog_cli.errors import ExitCode
 
 
-@click.command("move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD).")
+@click.command(
+    "move-partition", short_help="Move a partition to another log dir of a stopped broker (JBOD)."
+)
 @click.argument("source", type=InputPath(path_type=Path))
 @click.argument("destination", type=InputPath(path_type=Path))
-@click.option("--topic", required=True, metavar="TOPIC", help="The partition's topic (a name, not a pattern).")
-@click.option("--partition", required=True, type=click.IntRange(min=0), metavar="N", help="The partition number.")
+@click.option(
+    "--topic", required=True, metavar="TOPIC", help="The partition's topic (a name, not a pattern)."
+)
+@click.option(
+    "--partition",
+    required=True,
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="The partition number.",
+)
 @quarantine_options
 @follow_symlinks_option
 @dry_run_option
-@format_option("text: the plan or what was done, and a summary line. json: the run's JSON Lines (the partition, "
-               "the destination log dir, the totals).")
+@format_option(
+    "text: the plan or what was done, and a summary line. json: the run's JSON Lines (the partition, "
+    "the destination log dir, the totals)."
+)
 @report_option
 @one_line_errors
-def move_partition(source, destination, topic, partition, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt,
-            report_path):
+def move_partition(
+    source,
+    destination,
+    topic,
+    partition,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    report_path,
+):
     """Move the partition TOPIC-N from the log dir SOURCE to the log dir DESTINATION of the same
     stopped broker (JBOD: a full or failing disk), as Kafka's alter-log-dirs move would, offline.
 
@@ -77,16 +100,22 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
     root = quarantine_root(destination, quarantine_dir, no_quarantine)
     linked = None if follow_symlinks else link_out(source, Path(source) / str(tp))
     if linked is not None:
-        raise linked.error()           # its dir, or a file in it, links out of the log dir: left as it is
+        raise linked.error()  # its dir, or a file in it, links out of the log dir: left as it is
     if dry_run:
         plan = ops.plan(source, destination, tp)
         report = {"dry_run": True, **plan.to_dict()}
     else:
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
-        with LogDirLock(first, follow_symlinks=follow_symlinks), LogDirLock(second, follow_symlinks=follow_symlinks):
+        with (
+            LogDirLock(first, follow_symlinks=follow_symlinks),
+            LogDirLock(second, follow_symlinks=follow_symlinks),
+        ):
             plan = ops.plan(source, destination, tp)
-            fsops = FsOps(destination, Quarantine(root, "move-partition", other_log_dirs=(Path(source),)),
-                          follow_symlinks=follow_symlinks)
+            fsops = FsOps(
+                destination,
+                Quarantine(root, "move-partition", other_log_dirs=(Path(source),)),
+                follow_symlinks=follow_symlinks,
+            )
             clean_shutdown = CleanShutdownMarker(destination)
             fsops.before_change = clean_shutdown.set_aside
             report = ops.apply(plan, fsops)
@@ -94,10 +123,12 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
         if marker:
             click.echo(f"kafkalog: note: {marker}", err=True)
     lines = RunLines("move-partition", dry_run=dry_run)
-    emit_lines(fmt, lines.outcome(Outcome(plan, None if dry_run else report, report.get("quarantine"))))
+    emit_lines(
+        fmt, lines.outcome(Outcome(plan, None if dry_run else report, report.get("quarantine")))
+    )
     if fmt == "text":
         click.echo(_text(plan, report, dry_run, human))
-    code = int(ExitCode.PROBLEMS) if dry_run and plan.actions else 0   # the one exit-code table
+    code = int(ExitCode.PROBLEMS) if dry_run and plan.actions else 0  # the one exit-code table
     finish_run(lines, fmt, report_path, code)
     if code:
         sys.exit(code)
@@ -106,15 +137,22 @@ def move_partition(source, destination, topic, partition, quarantine_dir, no_qua
 def _text(plan, report: dict, dry_run: bool, human) -> str:
     from kafkalog_cli.ops.move_partition import MoveState
 
-    lines = [human.move_plan(plan)] if plan.actions or plan.findings else [
-        f"move-partition {plan.topic_partition}: nothing to do ({plan.state.value})"]
+    lines = (
+        [human.move_plan(plan)]
+        if plan.actions or plan.findings
+        else [f"move-partition {plan.topic_partition}: nothing to do ({plan.state.value})"]
+    )
     lines += [f"  note: {n}" for n in plan.notes]
     if not dry_run and plan.actions and plan.state is MoveState.MOVED:
-        lines.append(f"{plan.topic_partition} was in {plan.log_dir} already; its stale entries left the source's "
-                     f"checkpoints")
+        lines.append(
+            f"{plan.topic_partition} was in {plan.log_dir} already; its stale entries left the source's "
+            f"checkpoints"
+        )
     elif not dry_run and plan.actions:
-        lines.append(f"moved {plan.topic_partition} to {plan.log_dir} ({plan.bytes_to_copy} bytes copied); the "
-                     f"source's -delete dir is deleted by the broker on its next start")
+        lines.append(
+            f"moved {plan.topic_partition} to {plan.log_dir} ({plan.bytes_to_copy} bytes copied); the "
+            f"source's -delete dir is deleted by the broker on its next start"
+        )
         if report.get("quarantine"):
             lines.append(f"  overwritten checkpoint files kept in {report['quarantine']}")
     return "\n".join(lines)

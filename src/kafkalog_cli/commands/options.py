@@ -4,6 +4,7 @@ topic configs, quarantine, --dry-run, --now, --report. Running those commands an
 runs is commands/change_run.py's.
 
 Kept light: dump-log imports this, so the ops are imported only when a command runs."""
+
 from __future__ import annotations
 
 import functools
@@ -39,8 +40,11 @@ class InputPath(click.Path):
 
             path = os.fsdecode(value)
             if not os.path.exists(path):
-                why = ("dangling symbolic link (its target does not exist)" if os.path.islink(path)
-                       else "no such file or directory")
+                why = (
+                    "dangling symbolic link (its target does not exist)"
+                    if os.path.islink(path)
+                    else "no such file or directory"
+                )
             elif os.path.isdir(path):
                 why = "is a directory, not a file"
             elif not self.file_okay:
@@ -62,11 +66,15 @@ class FormatChoice(click.Choice):
 
 
 def format_option(help: str):
-    return click.option("--format", "fmt", type=FormatChoice(), default="text", show_default=True, help=help)
+    return click.option(
+        "--format", "fmt", type=FormatChoice(), default="text", show_default=True, help=help
+    )
 
 
 def jobs_option(help: str):
-    return click.option("--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core", help=help)
+    return click.option(
+        "--jobs", "-j", type=click.IntRange(min=0), default=0, show_default="every core", help=help
+    )
 
 
 def _stack(*decorators):
@@ -74,86 +82,157 @@ def _stack(*decorators):
         for d in reversed(decorators):
             f = d(f)
         return f
+
     return apply
 
 
 def _config_sources(f):
     """Hands the command one `configs` (an ops.runner.ConfigSources) for the five options."""
+
     @functools.wraps(f)
-    def wrapper(*args, config_pairs, topic_config_items, server_properties, no_cluster_metadata,
-                assume_kafka_defaults, kafka_version, remote_log_metadata, **kwargs):
+    def wrapper(
+        *args,
+        config_pairs,
+        topic_config_items,
+        server_properties,
+        no_cluster_metadata,
+        assume_kafka_defaults,
+        kafka_version,
+        remote_log_metadata,
+        **kwargs,
+    ):
         from kafkalog_cli.ops.runner import ConfigSources
 
-        configs = ConfigSources(tuple(config_pairs), tuple(topic_config_items), server_properties,
-                                no_cluster_metadata, assume_kafka_defaults=assume_kafka_defaults,
-                                kafka_version=kafka_version, remote_log_metadata=tuple(remote_log_metadata))
+        configs = ConfigSources(
+            tuple(config_pairs),
+            tuple(topic_config_items),
+            server_properties,
+            no_cluster_metadata,
+            assume_kafka_defaults=assume_kafka_defaults,
+            kafka_version=kafka_version,
+            remote_log_metadata=tuple(remote_log_metadata),
+        )
         return f(*args, configs=configs, **kwargs)
+
     return wrapper
 
 
 def _kafka_version_help() -> str:
     from kafkalog_cli.config.versions import KNOWN_VERSIONS_TEXT, rules_summary
 
-    return ("The Kafka version that will start on the log dir next (" + KNOWN_VERSIONS_TEXT + "; an older one "
-            "follows 3.3's rules, a newer one is exit 2): decides the rules that changed between versions where "
-            "the log dir does not (describe shows the range it allows). Older than what the dir proves: exit 2. "
-            "What changes: " + rules_summary() + ".")
+    return (
+        "The Kafka version that will start on the log dir next ("
+        + KNOWN_VERSIONS_TEXT
+        + "; an older one "
+        "follows 3.3's rules, a newer one is exit 2): decides the rules that changed between versions where "
+        "the log dir does not (describe shows the range it allows). Older than what the dir proves: exit 2. "
+        "What changes: " + rules_summary() + "."
+    )
 
 
-kafka_version_option = click.option("--kafka-version", metavar="VERSION", help=_kafka_version_help())
+kafka_version_option = click.option(
+    "--kafka-version", metavar="VERSION", help=_kafka_version_help()
+)
 
 config_options = _stack(
-    click.option("--config", "config_pairs", multiple=True, metavar="KEY=VALUE",
-                 help="A topic config (Kafka's name and unit, e.g. retention.ms=86400000) for every topic. "
-                      "Repeatable. An unknown name or a bad value is a usage error (exit 2)."),
-    click.option("--topic-config", "topic_config_items", multiple=True, metavar="TOPIC:KEY=VALUE",
-                 help="A topic config for one topic; wins over --config. Repeatable. A topic with no "
-                      "partition in the paths given is a usage error (exit 2)."),
-    click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path),
-                 help="The broker's server.properties: its log.* settings are the defaults. A file with "
-                      "no broker setting, or a value Kafka would refuse, is a usage error (exit 2)."),
-    click.option("--no-cluster-metadata", is_flag=True,
-                 help="Ignore the topic configs recorded in the log dir's __cluster_metadata."),
-    click.option("--assume-kafka-defaults", is_flag=True,
-                 help="The broker ran with Kafka's defaults: take them for every config that cannot be "
-                      "read (else retain and compact refuse to delete by it, exit 7)."),
+    click.option(
+        "--config",
+        "config_pairs",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="A topic config (Kafka's name and unit, e.g. retention.ms=86400000) for every topic. "
+        "Repeatable. An unknown name or a bad value is a usage error (exit 2).",
+    ),
+    click.option(
+        "--topic-config",
+        "topic_config_items",
+        multiple=True,
+        metavar="TOPIC:KEY=VALUE",
+        help="A topic config for one topic; wins over --config. Repeatable. A topic with no "
+        "partition in the paths given is a usage error (exit 2).",
+    ),
+    click.option(
+        "--server-properties",
+        type=InputPath(exists=True, dir_okay=False, path_type=Path),
+        help="The broker's server.properties: its log.* settings are the defaults. A file with "
+        "no broker setting, or a value Kafka would refuse, is a usage error (exit 2).",
+    ),
+    click.option(
+        "--no-cluster-metadata",
+        is_flag=True,
+        help="Ignore the topic configs recorded in the log dir's __cluster_metadata.",
+    ),
+    click.option(
+        "--assume-kafka-defaults",
+        is_flag=True,
+        help="The broker ran with Kafka's defaults: take them for every config that cannot be "
+        "read (else retain and compact refuse to delete by it, exit 7).",
+    ),
     kafka_version_option,
-    click.option("--remote-log-metadata", multiple=True, metavar="PATH",
-                 type=InputPath(exists=True, file_okay=False, path_type=Path),
-                 help="Where a tiered partition's upload state is: a __remote_log_metadata-N partition dir, or a "
-                      "log dir holding it (e.g. a copy from the broker that leads it). Repeatable. Else the log "
-                      "dir's own is read, and without one a deletion that depends on it is refused (exit 7)."),
+    click.option(
+        "--remote-log-metadata",
+        multiple=True,
+        metavar="PATH",
+        type=InputPath(exists=True, file_okay=False, path_type=Path),
+        help="Where a tiered partition's upload state is: a __remote_log_metadata-N partition dir, or a "
+        "log dir holding it (e.g. a copy from the broker that leads it). Repeatable. Else the log "
+        "dir's own is read, and without one a deletion that depends on it is refused (exit 7).",
+    ),
     _config_sources,
 )
 
 quarantine_options = _stack(
-    click.option("--quarantine", "quarantine_dir", type=click.Path(file_okay=False, path_type=Path),
-                 help="Where removed bytes and files go [default: <logdir>/../.kafkalog-quarantine/"
-                      "<logdir name>/<UTC time>-<command>/]."),
+    click.option(
+        "--quarantine",
+        "quarantine_dir",
+        type=click.Path(file_okay=False, path_type=Path),
+        help="Where removed bytes and files go [default: <logdir>/../.kafkalog-quarantine/"
+        "<logdir name>/<UTC time>-<command>/].",
+    ),
     click.option("--no-quarantine", is_flag=True, help="Drop removed data instead of keeping it."),
 )
 
 follow_symlinks_option = click.option(
-    "--follow-symlinks", is_flag=True,
+    "--follow-symlinks",
+    is_flag=True,
     help="Also change a partition whose dir, or a file in it, is a symbolic link that leads out of the log dir, "
-         "writing through the link as a broker does. Without it such a partition is left unchanged, one line on "
-         "stderr says which and where the link leads (exit 4), and the others are done.")
+    "writing through the link as a broker does. Without it such a partition is left unchanged, one line on "
+    "stderr says which and where the link leads (exit 4), and the others are done.",
+)
 
-dry_run_option = click.option("--dry-run", "-n", is_flag=True,
-                              help="Print the plan and change nothing (takes no lock).")
+dry_run_option = click.option(
+    "--dry-run", "-n", is_flag=True, help="Print the plan and change nothing (takes no lock)."
+)
 
-now_option = click.option("--now", "now_ms", type=int, metavar="MS",
-                          help="The clock, in epoch milliseconds [default: the system clock].")
+now_option = click.option(
+    "--now",
+    "now_ms",
+    type=int,
+    metavar="MS",
+    help="The clock, in epoch milliseconds [default: the system clock].",
+)
 
-report_option = click.option("--report", "report_path", type=click.Path(dir_okay=False, path_type=Path),
-                             help="Also append the run's JSON Lines (as --format json prints them, a run id and "
-                                  "time on each, totals last) to this file.")
+report_option = click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Also append the run's JSON Lines (as --format json prints them, a run id and "
+    "time on each, totals last) to this file.",
+)
 
 # what every command that changes log dirs takes, in their --help order
-RUN_FORMAT_HELP = ("text: the plan or what was done, then one summary line. json: the run's JSON Lines, a run id and "
-                   "time on each: a line per partition, per log dir, and the totals (kafkalog(1), REPORTS).")
-change_options = _stack(config_options, quarantine_options, follow_symlinks_option, dry_run_option,
-                        format_option(RUN_FORMAT_HELP), now_option)
+RUN_FORMAT_HELP = (
+    "text: the plan or what was done, then one summary line. json: the run's JSON Lines, a run id and "
+    "time on each: a line per partition, per log dir, and the totals (kafkalog(1), REPORTS)."
+)
+change_options = _stack(
+    config_options,
+    quarantine_options,
+    follow_symlinks_option,
+    dry_run_option,
+    format_option(RUN_FORMAT_HELP),
+    now_option,
+)
 
 
 def now_or_clock(now_ms: int | None) -> int:
@@ -163,21 +242,36 @@ def now_or_clock(now_ms: int | None) -> int:
 def _partition_filter(f):
     """Hands the command one `only` (a storage.names.PartitionFilter; falsy when neither option
     was given) for --topic and --partition."""
+
     @functools.wraps(f)
     def wrapper(*args, topic_patterns, partition_numbers, **kwargs):
         from kafkalog_cli.storage.names import PartitionFilter
 
-        return f(*args, only=PartitionFilter(tuple(topic_patterns), tuple(partition_numbers)), **kwargs)
+        return f(
+            *args, only=PartitionFilter(tuple(topic_patterns), tuple(partition_numbers)), **kwargs
+        )
+
     return wrapper
 
 
 # --topic/--partition: on every command that takes log dirs, so an operator never lists
 # partition dirs by hand
 partition_filter_options = _stack(
-    click.option("--topic", "topic_patterns", multiple=True, metavar="PATTERN",
-                 help="Only the partitions of topics matching this glob (orders, 'orders-*'). Repeatable. "
-                      "Matching no partition is an error (exit 4)."),
-    click.option("--partition", "partition_numbers", multiple=True, type=click.IntRange(min=0), metavar="N",
-                 help="Only partition N (of every topic, or of --topic's). Repeatable."),
+    click.option(
+        "--topic",
+        "topic_patterns",
+        multiple=True,
+        metavar="PATTERN",
+        help="Only the partitions of topics matching this glob (orders, 'orders-*'). Repeatable. "
+        "Matching no partition is an error (exit 4).",
+    ),
+    click.option(
+        "--partition",
+        "partition_numbers",
+        multiple=True,
+        type=click.IntRange(min=0),
+        metavar="N",
+        help="Only partition N (of every topic, or of --topic's). Repeatable.",
+    ),
     _partition_filter,
 )

@@ -1,4 +1,5 @@
 """`kafkalog quarantine list|restore|prune`: options -> storage.quarantine -> output."""
+
 from __future__ import annotations
 
 import contextlib
@@ -40,12 +41,22 @@ class Duration(click.ParamType):
 
 
 paths_argument = click.argument("paths", nargs=-1, type=InputPath(path_type=Path))
-format_option = click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
-                             show_default=True, help="Output format.")
-dry_run_option = click.option("--dry-run", "-n", is_flag=True, help="Print what would be done and change nothing.")
+format_option = click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Output format.",
+)
+dry_run_option = click.option(
+    "--dry-run", "-n", is_flag=True, help="Print what would be done and change nothing."
+)
 
 
-@click.group("quarantine", short_help="List, restore or prune what the commands that change log dirs kept.")
+@click.group(
+    "quarantine", short_help="List, restore or prune what the commands that change log dirs kept."
+)
 def quarantine() -> None:
     """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
@@ -87,12 +98,27 @@ def list_command(paths, fmt):
         click.echo("no quarantine folders")
         return
     table = [("TIME", "OP", "ENTRIES", "BYTES", "STATUS", "FOLDER")]
-    table += [(r["time"][:19] + "Z", r["op"], _cell(r["entries"]), _cell(r["bytes"]), r["status"], r["folder"])
-              for r in rows]
+    table += [
+        (
+            r["time"][:19] + "Z",
+            r["op"],
+            _cell(r["entries"]),
+            _cell(r["bytes"]),
+            r["status"],
+            r["folder"],
+        )
+        for r in rows
+    ]
     widths = [max(len(row[i]) for row in table) for i in range(5)]
     for row in table:
-        click.echo("  ".join(c.rjust(w) if i in (2, 3) else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths)))
-                   + "  " + row[5])
+        click.echo(
+            "  ".join(
+                c.rjust(w) if i in (2, 3) else c.ljust(w)
+                for i, (c, w) in enumerate(zip(row, widths))
+            )
+            + "  "
+            + row[5]
+        )
 
 
 def _cell(n: int | None) -> str:
@@ -101,10 +127,13 @@ def _cell(n: int | None) -> str:
 
 @quarantine.command("restore")
 @click.argument("folder", type=InputPath(path_type=Path))
-@click.option("--follow-symlinks", is_flag=True,
-              help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
-                   "(a run with --follow-symlinks changed it), writing through the link. Without it such a restore "
-                   "is refused, exit 4, nothing changed.")
+@click.option(
+    "--follow-symlinks",
+    is_flag=True,
+    help="Also restore files in a partition dir that is, or holds, a symbolic link out of the log dir "
+    "(a run with --follow-symlinks changed it), writing through the link. Without it such a restore "
+    "is refused, exit 4, nothing changed.",
+)
 @dry_run_option
 @format_option
 @report_option
@@ -118,7 +147,7 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
     killed finishes when run again. It never writes through a symbolic link out of the log dir
     unless --follow-symlinks (exit 4, nothing changed)."""
     f = q.QuarantineFolder.open(folder)
-    if not f.entries:            # a run killed before its first entry: nothing was changed
+    if not f.entries:  # a run killed before its first entry: nothing was changed
         _show(q.plan_restore(f), fmt, None if dry_run else 0, report_path)
         return
     if dry_run:
@@ -128,9 +157,11 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
         return
     f.restore_target()
     with contextlib.ExitStack() as locks:
-        for log_dir in sorted(f.log_dirs, key=lambda d: str(Path(d).resolve())):   # move-partition's: both
+        for log_dir in sorted(
+            f.log_dirs, key=lambda d: str(Path(d).resolve())
+        ):  # move-partition's: both
             locks.enter_context(LogDirLock(log_dir, follow_symlinks=follow_symlinks))
-        f = q.QuarantineFolder.open(folder)     # as it is under the lock
+        f = q.QuarantineFolder.open(folder)  # as it is under the lock
         plan = q.plan_restore(f)
         _refuse(plan, follow_symlinks)
         undone = q.restore(plan, FsOps(f.log_dir, follow_symlinks=follow_symlinks))
@@ -139,19 +170,28 @@ def restore_command(folder, follow_symlinks, dry_run, fmt, report_path):
 
 def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path | None) -> None:
     lines = RunLines("quarantine restore", dry_run=undone is None)
-    folder = lines.folder({**plan.to_dict(), **({} if undone is None else {"undone": undone}),
-                           "held_in_quarantine": 0},
-                          f"{plan.folder.path}: restore puts the kept data back and does not measure the "
-                          f"blocks it takes on disk")
+    folder = lines.folder(
+        {
+            **plan.to_dict(),
+            **({} if undone is None else {"undone": undone}),
+            "held_in_quarantine": 0,
+        },
+        f"{plan.folder.path}: restore puts the kept data back and does not measure the "
+        f"blocks it takes on disk",
+    )
     emit_lines(fmt, [folder])
     if fmt == "text":
         if undone is None:
             click.echo(plan.render())
         elif undone or plan.steps:
-            click.echo(f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone")
+            click.echo(
+                f"restored {plan.log_dir} from {plan.folder.path}: {undone} change(s) of {plan.folder.op} undone"
+            )
         elif not plan.folder.entries:
-            click.echo(f"nothing to restore: {plan.folder.path} holds no entry (its run was stopped before "
-                       f"its first change)")
+            click.echo(
+                f"nothing to restore: {plan.folder.path} holds no entry (its run was stopped before "
+                f"its first change)"
+            )
         else:
             click.echo(f"nothing to restore: {plan.folder.path} was restored already")
     finish_run(lines, fmt, report_path, int(KafkalogError.exit_code) if plan.conflicts else 0)
@@ -159,20 +199,31 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
 
 def _refuse(plan: q.RestorePlan, follow_symlinks: bool = False) -> None:
     if not plan.conflicts:
-        if not follow_symlinks:     # all or nothing: a link out of the log dir is refused before any change
-            refuse_links_out(plan.folder.restore_roots, (p for s in plan.steps
-                                            for p in (s.entry.source, s.entry.target, s.entry.tmp)))
+        if (
+            not follow_symlinks
+        ):  # all or nothing: a link out of the log dir is refused before any change
+            refuse_links_out(
+                plan.folder.restore_roots,
+                (p for s in plan.steps for p in (s.entry.source, s.entry.target, s.entry.tmp)),
+            )
         return
     first, more = plan.conflicts[0], len(plan.conflicts) - 1
     also = f" (and {more} more: --dry-run lists them)" if more else ""
-    raise KafkalogError(f"{first.message}; refusing to restore {plan.folder.path}, nothing changed{also}",
-                        path=first.path)
+    raise KafkalogError(
+        f"{first.message}; refusing to restore {plan.folder.path}, nothing changed{also}",
+        path=first.path,
+    )
 
 
 @quarantine.command("prune")
 @paths_argument
-@click.option("--older-than", required=True, type=Duration(), metavar="DURATION",
-              help="Remove the folders of runs that started longer ago than this: 7d, 12h, 30m, 1d12h (s m h d w).")
+@click.option(
+    "--older-than",
+    required=True,
+    type=Duration(),
+    metavar="DURATION",
+    help="Remove the folders of runs that started longer ago than this: 7d, 12h, 30m, 1d12h (s m h d w).",
+)
 @dry_run_option
 @format_option
 @report_option
@@ -184,12 +235,17 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
     freed_on_disk of the summary: the blocks of the files whose last link they were)."""
     folders = _folders(paths)
     old = q.older_than(folders, older_than)
-    roots = {f.path.parent for f in folders} | {r for p in (paths or [Path(".")]) for r in q.quarantine_roots(p)}
+    roots = {f.path.parent for f in folders} | {
+        r for p in (paths or [Path(".")]) for r in q.quarantine_roots(p)
+    }
     leftovers = [p for root in sorted(roots) for p in q.pruning_leftovers(root)]
     lines = RunLines("quarantine prune", dry_run=dry_run)
-    for path, row, what in [(f.path, f.to_dict(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old] + \
-                           [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:
-        line = lines.folder({**row, "freed_on_disk": freed_by_removing(path), "held_in_quarantine": 0}, "")
+    for path, row, what in [
+        (f.path, f.to_dict(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old
+    ] + [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:
+        line = lines.folder(
+            {**row, "freed_on_disk": freed_by_removing(path), "held_in_quarantine": 0}, ""
+        )
         if not dry_run:
             FsOps(path.parent).remove_tree(path)
         emit_lines(fmt, [line])

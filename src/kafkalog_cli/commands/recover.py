@@ -1,4 +1,5 @@
 """`kafkalog recover PATH...`: options -> ops.recover -> output."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,24 +23,53 @@ from kafkalog_cli.storage.logdir import LOADED
 
 @click.command("recover", short_help="Repair log dirs after a crash, as a broker does at startup.")
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--all", "all_segments", is_flag=True,
-              help="Check every segment, whatever the recovery point and .kafka_cleanshutdown say.")
-@click.option("--salvage", is_flag=True,
-              help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
-                   "whose offsets continue upward, instead of dropping the rest of the log.")
-@click.option("--repair", is_flag=True,
-              help="Also rebuild what a broker would keep damaged: the indexes of segments it does not "
-                   "recover (zero-filled, out of order, pointing past the log, a missing time index) and "
-                   "the preallocated index a .log.swap without its .index.swap leaves.")
-@click.option("--no-crc-check", "check_crc", flag_value=False, default=True,
-              help="Do not read the segments the broker does not recover for bit rot (a batch failing its "
-                   "CRC): recover then reads only what the broker's recovery reads, for a cron run over a "
-                   "large log dir; the plan says they were not checked (kafkalog verify-crc checks them).")
+@click.option(
+    "--all",
+    "all_segments",
+    is_flag=True,
+    help="Check every segment, whatever the recovery point and .kafka_cleanshutdown say.",
+)
+@click.option(
+    "--salvage",
+    is_flag=True,
+    help="Skip only damaged bytes: resume at the next batch with a valid header and CRC "
+    "whose offsets continue upward, instead of dropping the rest of the log.",
+)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Also rebuild what a broker would keep damaged: the indexes of segments it does not "
+    "recover (zero-filled, out of order, pointing past the log, a missing time index) and "
+    "the preallocated index a .log.swap without its .index.swap leaves.",
+)
+@click.option(
+    "--no-crc-check",
+    "check_crc",
+    flag_value=False,
+    default=True,
+    help="Do not read the segments the broker does not recover for bit rot (a batch failing its "
+    "CRC): recover then reads only what the broker's recovery reads, for a cron run over a "
+    "large log dir; the plan says they were not checked (kafkalog verify-crc checks them).",
+)
 @partition_filter_options
 @change_options
 @report_option
-def recover(paths, all_segments, salvage, repair, check_crc, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
-            dry_run, fmt, now_ms, report_path):
+def recover(
+    paths,
+    all_segments,
+    salvage,
+    repair,
+    check_crc,
+    only,
+    configs,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    now_ms,
+    report_path,
+):
     """Recover log dirs or partition dirs as a broker does at startup, offline.
 
     Resolves leftover .deleted/.cleaned/.swap files, checks segments from the recovery point on
@@ -77,10 +107,23 @@ def recover(paths, all_segments, salvage, repair, check_crc, only, configs, quar
     """
     groups = partition_groups(paths, LOADED, only)
     for parts in groups.values():
-        ops.check_partition_dirs(parts)      # before any log dir is changed
-    opts = ops.RecoverOptions(all_segments=all_segments, salvage=salvage, repair=repair,
-                              now_ms=now_or_clock(now_ms), check_crc=check_crc)
+        ops.check_partition_dirs(parts)  # before any log dir is changed
+    opts = ops.RecoverOptions(
+        all_segments=all_segments,
+        salvage=salvage,
+        repair=repair,
+        now_ms=now_or_clock(now_ms),
+        check_crc=check_crc,
+    )
     operation = Operation("recover", ops.plan, opts, configs, judges_marker=False)
-    report_run(operation, groups, human.plan_outcome, fmt=fmt,
-                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)
+    report_run(
+        operation,
+        groups,
+        human.plan_outcome,
+        fmt=fmt,
+        report_path=report_path,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )

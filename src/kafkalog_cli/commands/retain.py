@@ -2,6 +2,7 @@
 
 Made for cron: quiet off a terminal unless -v, exit 0 whenever nothing failed (also when nothing was due), a
 locked log dir skipped with its own exit code (5) while the others are still retained."""
+
 from __future__ import annotations
 
 import sys
@@ -30,8 +31,21 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 @click.option("--verbose", "-v", is_flag=True, help="Say what was done for every partition.")
 @report_option
 @engine_options
-def retain(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms, verbose,
-            report_path, engine, master):
+def retain(
+    paths,
+    only,
+    configs,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    now_ms,
+    verbose,
+    report_path,
+    engine,
+    master,
+):
     """Delete the segments a broker's retention would delete, offline.
 
     Follows Kafka's UnifiedLog.deleteOldSegments in its order: segments below the log start
@@ -62,11 +76,26 @@ def retain(paths, only, configs, quarantine_dir, no_quarantine, follow_symlinks,
     from kafkalog_cli.commands.common import partition_groups
 
     check_engine(engine, master)
-    groups = partition_groups(paths, only=only)   # retention works on current logs: -future/-delete/-stray noted
-    operation = Operation("retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs)
+    groups = partition_groups(
+        paths, only=only
+    )  # retention works on current logs: -future/-delete/-stray noted
+    operation = Operation(
+        "retain", ops.plan, ops.RetainOptions(now_ms=now_or_clock(now_ms)), configs
+    )
     # made for cron: a run without -v prints its summary line only on a terminal
     quiet = not (verbose or dry_run or sys.stdout.isatty())
-    report_run(operation, groups, lambda outcome: human.retain_outcome(outcome, verbose), fmt=fmt,
-               report_path=report_path, keep_going=True, quiet=quiet, engine=engine, master=master,
-               dry_run=dry_run, quarantine_dir=quarantine_dir, no_quarantine=no_quarantine,
-               follow_symlinks=follow_symlinks)
+    report_run(
+        operation,
+        groups,
+        lambda outcome: human.retain_outcome(outcome, verbose),
+        fmt=fmt,
+        report_path=report_path,
+        keep_going=True,
+        quiet=quiet,
+        engine=engine,
+        master=master,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )

@@ -1,4 +1,5 @@
 """`kafkalog roll PATH...`: options -> ops.roll -> output."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,16 +20,32 @@ from kafkalog_cli.ops.runner import Operation
 from kafkalog_cli.render import human
 
 
-@click.command("roll", short_help="Close each active segment and open a new one, as a broker rolls.")
+@click.command(
+    "roll", short_help="Close each active segment and open a new one, as a broker rolls."
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--if-needed", is_flag=True,
-              help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "
-                   "(from the first batch's timestamp), a full index, or offset overflow.")
+@click.option(
+    "--if-needed",
+    is_flag=True,
+    help="Roll only where Kafka's conditions hold at --now: segment.bytes, segment.ms "
+    "(from the first batch's timestamp), a full index, or offset overflow.",
+)
 @partition_filter_options
 @change_options
 @report_option
-def roll(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_symlinks, dry_run, fmt, now_ms,
-            report_path):
+def roll(
+    paths,
+    if_needed,
+    only,
+    configs,
+    quarantine_dir,
+    no_quarantine,
+    follow_symlinks,
+    dry_run,
+    fmt,
+    now_ms,
+    report_path,
+):
     """Close the active segment of each partition and open a new one at the log end offset, as a
     broker's roll does. Takes the log dir's .lock (not with --dry-run).
 
@@ -45,6 +62,14 @@ def roll(paths, if_needed, only, configs, quarantine_dir, no_quarantine, follow_
     """
     groups = partition_groups(paths, only=only)
     opts = ops.RollOptions(if_needed=if_needed, now_ms=now_or_clock(now_ms))
-    report_run(Operation("roll", ops.plan, opts, configs), groups, human.plan_outcome, fmt=fmt,
-                   report_path=report_path, dry_run=dry_run, quarantine_dir=quarantine_dir,
-                   no_quarantine=no_quarantine, follow_symlinks=follow_symlinks)
+    report_run(
+        Operation("roll", ops.plan, opts, configs),
+        groups,
+        human.plan_outcome,
+        fmt=fmt,
+        report_path=report_path,
+        dry_run=dry_run,
+        quarantine_dir=quarantine_dir,
+        no_quarantine=no_quarantine,
+        follow_symlinks=follow_symlinks,
+    )

@@ -1,4 +1,5 @@
 """`kafkalog transactions PATH...`: options -> ops.transactions -> Kafka's tables or JSON Lines."""
+
 from __future__ import annotations
 
 import json
@@ -18,21 +19,40 @@ from kafkalog_cli.errors import ExitCode, KafkalogError
 from kafkalog_cli.render.transactions import hanging_table, partition_tables
 
 
-@click.command("transactions", short_help="Producers, open transactions and last stable offsets; "
-                                          "find hanging transactions.")
+@click.command(
+    "transactions",
+    short_help="Producers, open transactions and last stable offsets; find hanging transactions.",
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
-@click.option("--find-hanging", is_flag=True,
-              help="Only the hanging transactions, as kafka-transactions.sh find-hanging (exit 1 when there are).")
-@click.option("--max-age", type=Duration(), default="15m", show_default=True, metavar="DURATION",
-              help="With --find-hanging: an open transaction whose producer wrote nothing for longer than this is "
-                   "a candidate (find-hanging's --max-transaction-timeout). 30m, 2h, 1d12h.")
-@click.option("--producers", is_flag=True, help="Text: also list every active producer (describe-producers).")
+@click.option(
+    "--find-hanging",
+    is_flag=True,
+    help="Only the hanging transactions, as kafka-transactions.sh find-hanging (exit 1 when there are).",
+)
+@click.option(
+    "--max-age",
+    type=Duration(),
+    default="15m",
+    show_default=True,
+    metavar="DURATION",
+    help="With --find-hanging: an open transaction whose producer wrote nothing for longer than this is "
+    "a candidate (find-hanging's --max-transaction-timeout). 30m, 2h, 1d12h.",
+)
+@click.option(
+    "--producers", is_flag=True, help="Text: also list every active producer (describe-producers)."
+)
 @now_option
-@click.option("--server-properties", type=InputPath(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The broker's server.properties: its producer.id.expiration.ms decides which producers have "
-                   "expired (without it: __cluster_metadata's broker config, else Kafka's default, 1 day).")
-@format_option("text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "
-               "transaction).")
+@click.option(
+    "--server-properties",
+    type=InputPath(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The broker's server.properties: its producer.id.expiration.ms decides which producers have "
+    "expired (without it: __cluster_metadata's broker config, else Kafka's default, 1 day).",
+)
+@format_option(
+    "text: Kafka's tables. json: one object per partition (with --find-hanging: per hanging "
+    "transaction)."
+)
 @partition_filter_options
 def transactions(paths, find_hanging, max_age, producers, now_ms, server_properties, fmt, only):
     """What a broker knows of each partition's producers and transactions, from the files: the
@@ -78,19 +98,27 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
     from kafkalog_cli.storage.logdir import select_partition_dirs
 
     now = now_or_clock(now_ms)
-    clock = "--now" if now_ms is not None else "the system clock; --now MS reads the files as of another time"
+    clock = (
+        "--now"
+        if now_ms is not None
+        else "the system clock; --now MS reads the files as of another time"
+    )
     broker = read_server_properties(server_properties) if server_properties is not None else None
     groups = select_partition_dirs(paths, only=only).groups
     results: list[tuple[Path, ops.PartitionTransactions]] = []
-    failed = 0          # a partition that cannot be read does not hide the others
+    failed = 0  # a partition that cannot be read does not hide the others
     for log_dir, dirs in groups.items():
         resolver = ConfigResolver.of_log_dir(log_dir, server_properties=broker)
         for partition in ops.read_partitions(log_dir, dirs):
-            if partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC or not partition.segments:
+            if (
+                partition.topic_partition.topic == ops.KRAFT_METADATA_TOPIC
+                or not partition.segments
+            ):
                 continue
             try:
-                pt = ops.partition_transactions(partition, now,
-                                                ops.expiration_ms(resolver, partition.topic_partition.topic))
+                pt = ops.partition_transactions(
+                    partition, now, ops.expiration_ms(resolver, partition.topic_partition.topic)
+                )
             except KafkalogError as e:
                 click.echo(f"kafkalog: {e.line()}", err=True)
                 failed = failed or int(e.exit_code)
@@ -98,19 +126,26 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
             for note in pt.notes:
                 click.echo(f"kafkalog: warning: {note}", err=True)
             if pt.expired:
-                expiration = resolver.for_topic(partition.topic_partition.topic).source("producer.id.expiration.ms")
-                click.echo(f"kafkalog: note: {pt.name}: {len(pt.expired)} producer(s) in the files not shown "
-                           f"(producer id {', '.join(str(p.producer_id) for p in pt.expired)}): expired at the clock "
-                           f"used, {_iso(now)} ({clock}): no open transaction and no write for "
-                           f"longer than {expiration}, as the broker expires them (describe lists every producer in the files, "
-                           f"without a clock)", err=True)
+                expiration = resolver.for_topic(partition.topic_partition.topic).source(
+                    "producer.id.expiration.ms"
+                )
+                click.echo(
+                    f"kafkalog: note: {pt.name}: {len(pt.expired)} producer(s) in the files not shown "
+                    f"(producer id {', '.join(str(p.producer_id) for p in pt.expired)}): expired at the clock "
+                    f"used, {_iso(now)} ({clock}): no open transaction and no write for "
+                    f"longer than {expiration}, as the broker expires them (describe lists every producer in the files, "
+                    f"without a clock)",
+                    err=True,
+                )
             if pt.damage is not None:
                 click.echo(f"kafkalog: {pt.damage.line()}", err=True)
                 failed = failed or int(pt.damage.exit_code)
             results.append((log_dir, pt))
     if find_hanging:
         coordinator = _coordinator(paths, ops)
-        hanging = ops.find_hanging((t for _, pt in results for t in pt.open), int(max_age * 1000), coordinator)
+        hanging = ops.find_hanging(
+            (t for _, pt in results for t in pt.open), int(max_age * 1000), coordinator
+        )
         if fmt == "json":
             for h in hanging:
                 click.echo(json.dumps(h.to_dict()))
@@ -131,10 +166,12 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
 def _next_step(h) -> str:
     """What to do about a hanging transaction, with the broker running (kafkalog writes no marker)."""
     t = h.txn
-    out = (f"kafkalog: next: {t.topic}-{t.partition}: the transaction from offset {t.start_offset} holds the last "
-           f"stable offset (read_committed consumers stop there); with the broker running, abort it with "
-           f"`{h.abort_command}` (brokers 3.0 and later; before 3.0: `{h.abort_command_before_3_0}`), "
-           f"which makes the partition's leader write the ABORT marker")
+    out = (
+        f"kafkalog: next: {t.topic}-{t.partition}: the transaction from offset {t.start_offset} holds the last "
+        f"stable offset (read_committed consumers stop there); with the broker running, abort it with "
+        f"`{h.abort_command}` (brokers 3.0 and later; before 3.0: `{h.abort_command_before_3_0}`), "
+        f"which makes the partition's leader write the ABORT marker"
+    )
     if h.describe_command:
         out += f"; `{h.describe_command}` shows what the coordinator holds first"
     return out
@@ -153,7 +190,12 @@ def _coordinator(paths, ops):
     from kafkalog_cli.storage.names import PartitionFilter
 
     groups = select_partition_dirs(paths).groups
-    state = [p for log_dir, dirs in groups.items()
-             for p in ops.read_partitions(log_dir, [d for d in dirs if PartitionFilter((ops.TRANSACTION_STATE_TOPIC,))
-                                                    .matches_dir(d)])]
+    state = [
+        p
+        for log_dir, dirs in groups.items()
+        for p in ops.read_partitions(
+            log_dir,
+            [d for d in dirs if PartitionFilter((ops.TRANSACTION_STATE_TOPIC,)).matches_dir(d)],
+        )
+    ]
     return ops.coordinator_transactions(state) if state else None

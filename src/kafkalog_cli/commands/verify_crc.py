@@ -1,4 +1,5 @@
 """`kafkalog verify-crc`: check every batch's CRC, sizes and offsets; report every problem."""
+
 from __future__ import annotations
 
 import json
@@ -20,12 +21,21 @@ from kafkalog_cli.spark.cli_options import check_engine, engine_options
 PROGRESS_MIN_BYTES = 64 << 20
 
 
-@click.command("verify-crc", short_help="Check every batch's CRC, sizes and offsets; exit 1 on problems.", context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(
+    "verify-crc",
+    short_help="Check every batch's CRC, sizes and offsets; exit 1 on problems.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.argument("paths", nargs=-1, required=True, type=InputPath())
-@click.option("--deep", is_flag=True,
-              help="Also decode records: legacy inner-message CRCs, record counts against the header, "
-                   "decompression failures, record offsets.")
-@format_option("text: one line per problem and a summary. json: one object per problem, then a summary object.")
+@click.option(
+    "--deep",
+    is_flag=True,
+    help="Also decode records: legacy inner-message CRCs, record counts against the header, "
+    "decompression failures, record offsets.",
+)
+@format_option(
+    "text: one line per problem and a summary. json: one object per problem, then a summary object."
+)
 @jobs_option("Worker processes (0: one per core). Big files are split at batch boundaries.")
 @partition_filter_options
 @engine_options(remote=True)
@@ -76,7 +86,7 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
 
     tally = FilterTally(only)
     groups, bad_paths = group_paths_lenient(paths, tally.notes(note_left_out("not read")))
-    if only:    # chosen here, on the driver: the local workers and the Spark tasks get only these
+    if only:  # chosen here, on the driver: the local workers and the Spark tasks get only these
         groups, bad_paths = _matching(groups, bad_paths, tally)
         tally.check(paths)
     total = total_bytes(groups)
@@ -92,8 +102,15 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
             TransferSpeedColumn,
         )
 
-        progress = Progress("verify-crc", BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        progress = Progress(
+            "verify-crc",
+            BarColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
         task = progress.add_task("verify", total=total)
         progress.start()
         on_progress = lambda n: progress.advance(task, n)  # noqa: E731
@@ -103,7 +120,9 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
 
             reports = verify_groups_spark(groups, deep=deep, master=master)
         else:
-            reports = verify_groups(groups, deep=deep, jobs=jobs_or_cores(jobs), on_progress=on_progress)
+            reports = verify_groups(
+                groups, deep=deep, jobs=jobs_or_cores(jobs), on_progress=on_progress
+            )
     finally:
         if progress is not None:
             progress.stop()
@@ -123,17 +142,28 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
     from kafkalog_cli.ops.verify import UNREADABLE
 
     for p in problems:
-        if p.kind == UNREADABLE:     # also on stderr: the run is incomplete
+        if p.kind == UNREADABLE:  # also on stderr: the run is incomplete
             click.echo(f"kafkalog: {one_line(p.line())}", err=True)
     if fmt == "json":
         for p in problems:
             out.write(json.dumps(p.to_dict()) + "\n")
         for z in indexes:
             out.write(json.dumps(z.to_dict()) + "\n")
-        out.write(json.dumps({"kind": "summary", "files": files, "batches": batches, "bytes": nbytes,
-                              "problems": len(problems) + len(index_problems),
-                              "notes": len(indexes) - len(index_problems), "elapsed_s": round(elapsed, 3),
-                              "ok": not problems and not index_problems}) + "\n")
+        out.write(
+            json.dumps(
+                {
+                    "kind": "summary",
+                    "files": files,
+                    "batches": batches,
+                    "bytes": nbytes,
+                    "problems": len(problems) + len(index_problems),
+                    "notes": len(indexes) - len(index_problems),
+                    "elapsed_s": round(elapsed, 3),
+                    "ok": not problems and not index_problems,
+                }
+            )
+            + "\n"
+        )
     else:
         for p in problems:
             out.write(one_line(p.line()) + "\n")
@@ -141,10 +171,16 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
             out.write(one_line(f"{z.path}: byte {z.position}: {z.message()}") + "\n")
         for z in indexes:
             if not z.problem:
-                click.echo(one_line(f"kafkalog: note: {z.path}: byte {z.position}: {z.message()}"), err=True)
+                click.echo(
+                    one_line(f"kafkalog: note: {z.path}: byte {z.position}: {z.message()}"),
+                    err=True,
+                )
         from kafkalog_cli.render.human import verify_summary
 
-        out.write(verify_summary(files, batches, nbytes, len(problems) + len(index_problems), elapsed) + "\n")
+        out.write(
+            verify_summary(files, batches, nbytes, len(problems) + len(index_problems), elapsed)
+            + "\n"
+        )
     out.flush()
     if unreadable:
         sys.exit(int(ExitCode.INPUT))
@@ -183,8 +219,12 @@ def _matching(groups, bad_paths, tally):
     kept, places = [], []
     for i, (name, files) in enumerate(groups):
         places.append(len(kept))
-        if is_remote(name):   # no is_dir() there: a group is a partition dir unless it is its one file
-            keep = bool(tally.keep_dirs([Path(posixpath.dirname(name) if files == [name] else name)]))
+        if is_remote(
+            name
+        ):  # no is_dir() there: a group is a partition dir unless it is its one file
+            keep = bool(
+                tally.keep_dirs([Path(posixpath.dirname(name) if files == [name] else name)])
+            )
         else:
             keep = tally.keep_path(name)
         if keep:

@@ -62,6 +62,7 @@ invalid one (CRC, size, records that do not parse, offsets missing), on top of t
 batch, or zeros): the broker truncates it on recovery, it was never part of the replicated log,
 and it is not damage.
 """
+
 from kafkalog_cli.config.config_sources import (  # noqa: F401
     ClusterMetadata,
     MetadataDamage,

@@ -1,5 +1,6 @@
 """What a run reads its configs from: server.properties, the command line's --config and
 --topic-config, and the log dir's __cluster_metadata (read as the broker reads a log)."""
+
 from __future__ import annotations
 
 import enum
@@ -40,8 +41,10 @@ def read_server_properties(path: Path) -> dict[str, str]:
     props = read_properties(path)
     where = f"--server-properties {path}: "
     if not any(k.startswith("log.") or k in BROKER_KEYS for k in props):
-        raise UsageError(f"{where}not a Kafka broker config (no log.* or other broker setting in it)")
-    for name, synonyms in BROKER_SYNONYMS.items():   # every synonym: the broker parses them all
+        raise UsageError(
+            f"{where}not a Kafka broker config (no log.* or other broker setting in it)"
+        )
+    for name, synonyms in BROKER_SYNONYMS.items():  # every synonym: the broker parses them all
         for prop, mult in synonyms:
             if prop in props:
                 broker_value(name, prop, mult, props[prop], UsageError, where)
@@ -63,7 +66,9 @@ def parse_key_values(pairs: Iterable[str], option: str) -> dict[str, str]:
         if not sep or not key:
             raise UsageError(f"{option} expects KEY=VALUE, got {pair!r}")
         if key not in KAFKA_TOPIC_CONFIGS:
-            raise UsageError(f"{option}: {key!r} is not a Kafka topic config{_did_you_mean(key, KAFKA_TOPIC_CONFIGS)}")
+            raise UsageError(
+                f"{option}: {key!r} is not a Kafka topic config{_did_you_mean(key, KAFKA_TOPIC_CONFIGS)}"
+            )
         parse_value(key, value, UsageError, f"{option}: ")
         out[key] = value
     check_compaction_lags(out, f"{option}: ")
@@ -71,7 +76,9 @@ def parse_key_values(pairs: Iterable[str], option: str) -> dict[str, str]:
     return out
 
 
-def parse_topic_key_values(items: Iterable[str], topics: Iterable[str] | None = None) -> dict[str, dict[str, str]]:
+def parse_topic_key_values(
+    items: Iterable[str], topics: Iterable[str] | None = None
+) -> dict[str, dict[str, str]]:
     """--topic-config TOPIC:KEY=VALUE items; with `topics` (those of the log dirs processed), a
     topic that is not among them is a usage error."""
     out: dict[str, dict[str, str]] = {}
@@ -88,13 +95,17 @@ def parse_topic_key_values(items: Iterable[str], topics: Iterable[str] | None = 
     return out
 
 
-def check_topic_overrides(topic_overrides: Mapping[str, Mapping[str, str]], topics: Iterable[str]) -> None:
+def check_topic_overrides(
+    topic_overrides: Mapping[str, Mapping[str, str]], topics: Iterable[str]
+) -> None:
     """A --topic-config for a topic with no partition in the log dirs processed is a typo."""
     present = set(topics)
     for topic in topic_overrides:
         if topic not in present:
-            raise UsageError(f"--topic-config: topic {topic!r} has no partition in the log dirs given"
-                             f"{_did_you_mean(topic, present)}")
+            raise UsageError(
+                f"--topic-config: topic {topic!r} has no partition in the log dirs given"
+                f"{_did_you_mean(topic, present)}"
+            )
 
 
 def _did_you_mean(word: str, choices: Iterable[str]) -> str:
@@ -106,10 +117,10 @@ def _did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 # ------------------------------------------------------------------ __cluster_metadata
 class MetadataState(enum.Enum):
-    READ = "read"            # read to its end: the topic level is known for the topics it holds
-    DAMAGED = "damaged"      # read up to `damage`: any later record could have changed any topic
-    ABSENT = "absent"        # the log dir has no __cluster_metadata-0
-    IGNORED = "ignored"      # --no-cluster-metadata
+    READ = "read"  # read to its end: the topic level is known for the topics it holds
+    DAMAGED = "damaged"  # read up to `damage`: any later record could have changed any topic
+    ABSENT = "absent"  # the log dir has no __cluster_metadata-0
+    IGNORED = "ignored"  # --no-cluster-metadata
 
 
 @dataclass(frozen=True)
@@ -119,7 +130,7 @@ class MetadataDamage:
     path: str
     position: int | None
     reason: str
-    exit_code: int = 3        # errors.ExitCode: 3 damage; 4 a file that cannot be opened
+    exit_code: int = 3  # errors.ExitCode: 3 damage; 4 a file that cannot be opened
 
     def __str__(self) -> str:
         where = self.path + (f": byte {self.position}" if self.position is not None else "")
@@ -132,15 +143,19 @@ class ClusterMetadata(Mapping):
     As a Mapping: {topic: its config overrides}."""
 
     state: MetadataState
-    topics: frozenset = frozenset()                                  # live TopicRecords
+    topics: frozenset = frozenset()  # live TopicRecords
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # "" = cluster default
-    node_id: int | None = None                                       # the log dir's broker (meta.properties)
-    damage: MetadataDamage | None = None                             # the first invalid place found
-    snapshot: str | None = None                                      # the .checkpoint read, if any
-    features: Mapping[str, int] = field(default_factory=dict)       # finalized feature levels
-    open_transaction: bool = False       # a metadata transaction still open where the log ends (not applied)
-    aborted_transactions: int = 0        # metadata transactions aborted (their records not applied)
+    broker_configs: Mapping[str, Mapping[str, str]] = field(
+        default_factory=dict
+    )  # "" = cluster default
+    node_id: int | None = None  # the log dir's broker (meta.properties)
+    damage: MetadataDamage | None = None  # the first invalid place found
+    snapshot: str | None = None  # the .checkpoint read, if any
+    features: Mapping[str, int] = field(default_factory=dict)  # finalized feature levels
+    open_transaction: bool = (
+        False  # a metadata transaction still open where the log ends (not applied)
+    )
+    aborted_transactions: int = 0  # metadata transactions aborted (their records not applied)
 
     @property
     def metadata_version(self) -> int | None:
@@ -165,8 +180,11 @@ class ClusterMetadata(Mapping):
         """Why the topic's own configs cannot be read; None when they can."""
         if self.state is MetadataState.READ:
             return None if topic in self.topics else Unknown.NO_TOPIC_RECORD
-        return {MetadataState.DAMAGED: Unknown.DAMAGED_METADATA, MetadataState.ABSENT: Unknown.NO_CLUSTER_METADATA,
-                MetadataState.IGNORED: Unknown.CLUSTER_METADATA_IGNORED}[self.state]
+        return {
+            MetadataState.DAMAGED: Unknown.DAMAGED_METADATA,
+            MetadataState.ABSENT: Unknown.NO_CLUSTER_METADATA,
+            MetadataState.IGNORED: Unknown.CLUSTER_METADATA_IGNORED,
+        }[self.state]
 
     @property
     def warning(self) -> str | None:
@@ -174,8 +192,10 @@ class ClusterMetadata(Mapping):
         if self.damage is None:
             return None
         if self.state is MetadataState.DAMAGED:
-            return (f"{self.damage}: __cluster_metadata read up to here; the configs of topics not stated "
-                    f"with --topic-config or --config are unknown")
+            return (
+                f"{self.damage}: __cluster_metadata read up to here; the configs of topics not stated "
+                f"with --topic-config or --config are unknown"
+            )
         instead = self.snapshot or "the log from its start"
         return f"{self.damage}: a damaged snapshot, skipped: read {instead} and the log instead"
 
@@ -215,7 +235,7 @@ def _meta_ids(log_dir: Path) -> tuple[str | None, int | None]:
     from kafkalog_cli.formats.meta_properties import MetaProperties
 
     path = log_dir / "meta.properties"
-    raw = files.read_bytes_if_exists(path)      # there but unreadable: an InputError naming it
+    raw = files.read_bytes_if_exists(path)  # there but unreadable: an InputError naming it
     try:
         props = parse_properties(raw, path=str(path)) if raw is not None else {}
     except KafkalogError:
@@ -227,7 +247,9 @@ def _meta_ids(log_dir: Path) -> tuple[str | None, int | None]:
     return props.get("cluster.id", "").strip() or None, node
 
 
-def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = ()) -> ClusterMetadata:
+def read_cluster_metadata(
+    log_dir: Path | str, log_dirs: Iterable[Path | str] = ()
+) -> ClusterMetadata:
     """The topic and broker configs in the __cluster_metadata-0 of `log_dir`, or of the log dir
     among `log_dirs` that holds its broker's (metadata_log_dir): the latest valid KRaft snapshot
     (`<end offset>-<epoch>.checkpoint`), then the log from the snapshot's end offset, up to the
@@ -242,9 +264,18 @@ def read_cluster_metadata(log_dir: Path | str, log_dirs: Iterable[Path | str] = 
     read = replay_metadata_log(meta, ConfigsImage)
     image = read.image
     state = MetadataState.DAMAGED if read.damage is not None else MetadataState.READ
-    return ClusterMetadata(state, image.topics, image.topic_configs, image.broker_configs, node_id,
-                           read.skipped or read.damage, read.snapshot, dict(image.features), image.in_transaction,
-                           image.aborted_transactions)
+    return ClusterMetadata(
+        state,
+        image.topics,
+        image.topic_configs,
+        image.broker_configs,
+        node_id,
+        read.skipped or read.damage,
+        read.snapshot,
+        dict(image.features),
+        image.in_transaction,
+        image.aborted_transactions,
+    )
 
 
 @dataclass
@@ -272,21 +303,34 @@ def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> Meta
         partition = Partition.open(meta)
         names = os.listdir(meta)
     except (KafkalogError, OSError) as e:
-        unreadable = MetadataDamage(str(meta), None, f"cannot be read: {getattr(e, 'message', None) or e}",
-                                    int(getattr(e, "exit_code", ExitCode.INPUT)))
+        unreadable = MetadataDamage(
+            str(meta),
+            None,
+            f"cannot be read: {getattr(e, 'message', None) or e}",
+            int(getattr(e, "exit_code", ExitCode.INPUT)),
+        )
         return MetadataLogRead(new_image(), None, unreadable, None, 0)
-    snapshots = sorted(((int(m.group(1)), n) for n in names if (m := _SNAPSHOT_NAME.fullmatch(n))
-                        and (until is None or int(m.group(1)) <= until + 1)), reverse=True)
+    snapshots = sorted(
+        (
+            (int(m.group(1)), n)
+            for n in names
+            if (m := _SNAPSHOT_NAME.fullmatch(n))
+            and (until is None or int(m.group(1)) <= until + 1)
+        ),
+        reverse=True,
+    )
     image, start, used, skipped = _latest_valid_snapshot(meta, snapshots, new_image)
     damage: MetadataDamage | None = None
     for i, seg in enumerate(partition.segments):
         if until is not None and seg.base_offset > until:
             break
-        damage, start = _replay(seg, image, start, tail_may_be_cut=i == len(partition.segments) - 1, until=until)
+        damage, start = _replay(
+            seg, image, start, tail_may_be_cut=i == len(partition.segments) - 1, until=until
+        )
         if damage is not None:
             break
     if damage is None and snapshots and start < snapshots[0][0]:
-        damage = skipped      # the records up to the damaged snapshot's end are nowhere else
+        damage = skipped  # the records up to the damaged snapshot's end are nowhere else
     return MetadataLogRead(image, used, damage, skipped, start)
 
 
@@ -305,11 +349,12 @@ def _latest_valid_snapshot(meta: Path, snapshots: list[tuple[int, str]], new_ima
     return new_image(), 0, None, skipped
 
 
-cluster_metadata_configs = read_cluster_metadata   # the name ops and tests have used
+cluster_metadata_configs = read_cluster_metadata  # the name ops and tests have used
 
 
-def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
-            until: int | None = None) -> tuple[MetadataDamage | None, int | None]:
+def _replay(
+    seg, image, start: int | None, tail_may_be_cut: bool, until: int | None = None
+) -> tuple[MetadataDamage | None, int | None]:
     """Replay one file's records at offsets >= `start` (and <= `until`) into `image` (`start`
     None: all of them, for a snapshot, whose offsets are its own). The log's offsets must follow
     on from `start` without a hole. Returns where the file stops being valid (or None) and the
@@ -320,21 +365,27 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
 
     path = str(seg.source_path)
     try:
-        buf = read_file(seg.source_path)   # bytes, not a mapping: records keep views into it
+        buf = read_file(seg.source_path)  # bytes, not a mapping: records keep views into it
     except KafkalogError as e:
         return MetadataDamage(path, None, f"cannot be read: {e.message}", int(e.exit_code)), start
     expected, pos = start, 0
     try:
         for batch in iter_batches(buf):
             pos = batch.position
-            batch.ensure_valid()                  # Kafka's CorruptRecordException text
+            batch.ensure_valid()  # Kafka's CorruptRecordException text
             if expected is not None and batch.last_offset < expected:
                 pos += batch.size
                 continue
-            if until is not None and batch.base_offset > until and (expected is None or expected > until):
+            if (
+                until is not None
+                and batch.base_offset > until
+                and (expected is None or expected > until)
+            ):
                 return None, expected
             if expected is not None and batch.base_offset > expected:
-                return MetadataDamage(path, pos, f"offsets {expected} to {batch.base_offset - 1} are missing"), expected
+                return MetadataDamage(
+                    path, pos, f"offsets {expected} to {batch.base_offset - 1} are missing"
+                ), expected
             if not batch.is_control:
                 for rec in batch.records():
                     if rec.value is None or expected is not None and rec.offset < expected:
@@ -345,16 +396,18 @@ def _replay(seg, image, start: int | None, tail_may_be_cut: bool,
                     try:
                         record = decode_metadata_record(rec.value)
                     except KafkalogError as e:
-                        image.undecoded(offset, e)   # a record 3.3.1 cannot read sets no config
+                        image.undecoded(offset, e)  # a record 3.3.1 cannot read sets no config
                         continue
                     image.replay(record, offset)
             if expected is not None:
-                expected = batch.last_offset + 1 if until is None else min(batch.last_offset, until) + 1
+                expected = (
+                    batch.last_offset + 1 if until is None else min(batch.last_offset, until) + 1
+                )
             pos = batch.position + batch.size
     except KafkalogError as e:
         at = e.position if e.position is not None else pos
         if tail_may_be_cut and buf.count(0, at) == len(buf) - at:
-            return None, expected                 # zeros to the end: a crash's unwritten tail
+            return None, expected  # zeros to the end: a crash's unwritten tail
         return MetadataDamage(path, at, e.message), expected
     if pos < len(buf) and not tail_may_be_cut:
         return MetadataDamage(path, pos, "an incomplete batch"), expected

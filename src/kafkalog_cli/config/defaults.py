@@ -1,6 +1,7 @@
 """Kafka's topic config names, units, defaults and validators, and the broker properties that
 set them (LogConfig.configDef, ServerTopicConfigSynonyms, KafkaConfig; 3.3.1 unless a version is
 named, see `versions` for what changed after it)."""
+
 from __future__ import annotations
 
 import math
@@ -21,8 +22,8 @@ METADATA_PARTITION_DIR = METADATA_TOPIC + "-0"
 class ConfigKey:
     """ConfigDef.ConfigKey, the part that checks a value: its type and validator (3.3.1)."""
 
-    type: str                             # INT, LONG, DOUBLE, BOOLEAN, LIST, STRING
-    at_least: float | None = None         # ConfigDef.Range
+    type: str  # INT, LONG, DOUBLE, BOOLEAN, LIST, STRING
+    at_least: float | None = None  # ConfigDef.Range
     at_most: float | None = None
     choices: frozenset[str] | None = None  # ValidString.in / ValidList.in
 
@@ -57,7 +58,10 @@ class ConfigKey:
         return raw
 
     def _validate(self, value: Any) -> None:
-        if self.choices is not None and not set(value if isinstance(value, tuple) else (value,)) <= self.choices:
+        if (
+            self.choices is not None
+            and not set(value if isinstance(value, tuple) else (value,)) <= self.choices
+        ):
             raise ValueError(f"one of {', '.join(sorted(self.choices))}")
         if self.at_most is not None:
             assert self.at_least is not None  # Range.between: a maximum comes with its minimum
@@ -77,7 +81,7 @@ def _num(x: float) -> str:
 # LogConfig.configDef at 3.3.1 (core/src/main/scala/kafka/log/LogConfig.scala), plus the broker's
 # producer.id.expiration.ms (KafkaConfig: INT, at least 1).
 CONFIG_DEF: dict[str, ConfigKey] = {
-    "segment.bytes": ConfigKey("INT", 14),                # LegacyRecord.RECORD_OVERHEAD_V0
+    "segment.bytes": ConfigKey("INT", 14),  # LegacyRecord.RECORD_OVERHEAD_V0
     "segment.ms": ConfigKey("LONG", 1),
     "segment.jitter.ms": ConfigKey("LONG", 0),
     "segment.index.bytes": ConfigKey("INT", 4),
@@ -95,11 +99,14 @@ CONFIG_DEF: dict[str, ConfigKey] = {
     "cleanup.policy": ConfigKey("LIST", choices=frozenset({"compact", "delete"})),
     "unclean.leader.election.enable": ConfigKey("BOOLEAN"),
     "min.insync.replicas": ConfigKey("INT", 1),
-    "compression.type": ConfigKey("STRING", choices=frozenset(
-        {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})),
+    "compression.type": ConfigKey(
+        "STRING", choices=frozenset({"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"})
+    ),
     "preallocate": ConfigKey("BOOLEAN"),
     "message.format.version": ConfigKey("STRING"),
-    "message.timestamp.type": ConfigKey("STRING", choices=frozenset({"CreateTime", "LogAppendTime"})),
+    "message.timestamp.type": ConfigKey(
+        "STRING", choices=frozenset({"CreateTime", "LogAppendTime"})
+    ),
     "message.timestamp.difference.max.ms": ConfigKey("LONG", 0),
     "leader.replication.throttled.replicas": ConfigKey("LIST"),
     "follower.replication.throttled.replicas": ConfigKey("LIST"),
@@ -107,7 +114,9 @@ CONFIG_DEF: dict[str, ConfigKey] = {
     "remote.storage.enable": ConfigKey("BOOLEAN"),
     "local.retention.ms": ConfigKey("LONG", -2),
     "local.retention.bytes": ConfigKey("LONG", -2),
-    "remote.log.copy.disable": ConfigKey("BOOLEAN"),          # 3.9 (TopicConfig.REMOTE_LOG_COPY_DISABLE_CONFIG)
+    "remote.log.copy.disable": ConfigKey(
+        "BOOLEAN"
+    ),  # 3.9 (TopicConfig.REMOTE_LOG_COPY_DISABLE_CONFIG)
     "producer.id.expiration.ms": ConfigKey("INT", 1),
 }
 
@@ -118,11 +127,16 @@ TOPIC_ONLY_CONFIGS = frozenset({"remote.storage.enable", "remote.log.copy.disabl
 # Kafka's topic-level config names (TopicConfig, 3.x and 4.x): accepted on the command line;
 # those without a TopicConfig field do not change what kafkalog does, those newer than 3.3.1
 # are not checked.
-KAFKA_TOPIC_CONFIGS = frozenset(CONFIG_DEF) | frozenset({
-    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level",
-    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-    "remote.log.delete.on.disable",
-})
+KAFKA_TOPIC_CONFIGS = frozenset(CONFIG_DEF) | frozenset(
+    {
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.zstd.level",
+        "message.timestamp.after.max.ms",
+        "message.timestamp.before.max.ms",
+        "remote.log.delete.on.disable",
+    }
+)
 
 
 def parse_value(name: str, raw: str, error: type[KafkalogError] = InputError, where: str = ""):
@@ -141,10 +155,14 @@ def _parse_as(key: ConfigKey, name: str, raw: str, error: type[KafkalogError], w
 def check_remote_storage(values: Mapping[str, str], where: str) -> None:
     """LogConfig.validateNoRemoteStorageForCompactedTopic (3.6+): remote.storage.enable=true with
     a cleanup.policy that has compact is refused, as Kafka refuses the topic config."""
-    if str(values.get("remote.storage.enable", "")).strip().lower() == "true" and \
-            "compact" in str(values.get("cleanup.policy", "")).lower():
-        raise UsageError(f"{where}Remote log storage is unsupported for the compacted topics "
-                         f"(remote.storage.enable=true with cleanup.policy={values['cleanup.policy'].strip()})")
+    if (
+        str(values.get("remote.storage.enable", "")).strip().lower() == "true"
+        and "compact" in str(values.get("cleanup.policy", "")).lower()
+    ):
+        raise UsageError(
+            f"{where}Remote log storage is unsupported for the compacted topics "
+            f"(remote.storage.enable=true with cleanup.policy={values['cleanup.policy'].strip()})"
+        )
 
 
 def check_compaction_lags(values: Mapping[str, str], where: str) -> None:
@@ -208,40 +226,74 @@ BROKER_SYNONYMS: dict[str, list[tuple[str, int]]] = _synonym_table("""
 # DynamicLogConfig.ReconfigurableConfigs: the first synonym of every LogConfig topic config but
 # log.message.format.version. A dynamic change to any of them triggers KAFKA-17584 (above).
 DYNAMIC_LOG_CONFIGS = frozenset(
-    syns[0][0] for name, syns in BROKER_SYNONYMS.items()
+    syns[0][0]
+    for name, syns in BROKER_SYNONYMS.items()
     if name not in ("producer.id.expiration.ms", "local.retention.ms", "local.retention.bytes")
-) | {"min.insync.replicas", "unclean.leader.election.enable", "log.message.timestamp.difference.max.ms",
-     "log.message.downconversion.enable"}
+) | {
+    "min.insync.replicas",
+    "unclean.leader.election.enable",
+    "log.message.timestamp.difference.max.ms",
+    "log.message.downconversion.enable",
+}
 
 # Topic-creation configs of the internal topics (GroupCoordinator.offsetsTopicConfigs,
 # TransactionStateManager.transactionTopicConfigs): value, and the broker property that sets it.
 INTERNAL_TOPICS: dict[str, dict[str, tuple[str, str]]] = {
-    "__consumer_offsets": {"cleanup.policy": ("compact", ""),
-                           "segment.bytes": ("104857600", "offsets.topic.segment.bytes"),
-                           "compression.type": ("producer", "")},
-    "__transaction_state": {"cleanup.policy": ("compact", ""),
-                            "segment.bytes": ("104857600", "transaction.state.log.segment.bytes"),
-                            "compression.type": ("uncompressed", "")},
+    "__consumer_offsets": {
+        "cleanup.policy": ("compact", ""),
+        "segment.bytes": ("104857600", "offsets.topic.segment.bytes"),
+        "compression.type": ("producer", ""),
+    },
+    "__transaction_state": {
+        "cleanup.policy": ("compact", ""),
+        "segment.bytes": ("104857600", "transaction.state.log.segment.bytes"),
+        "compression.type": ("uncompressed", ""),
+    },
     # KafkaMetadataLog's whole LogConfig: these, and Kafka's defaults for the rest
-    METADATA_TOPIC: {"segment.bytes": ("1073741824", "metadata.log.segment.bytes"),
-                     "segment.ms": ("604800000", "metadata.log.segment.ms"),
-                     "max.message.bytes": ("8388608", ""),     # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
-                     "file.delete.delay.ms": ("60000", ""),
-                     "retention.ms": ("-1", ""), "retention.bytes": ("-1", "")},
+    METADATA_TOPIC: {
+        "segment.bytes": ("1073741824", "metadata.log.segment.bytes"),
+        "segment.ms": ("604800000", "metadata.log.segment.ms"),
+        "max.message.bytes": ("8388608", ""),  # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
+        "file.delete.delay.ms": ("60000", ""),
+        "retention.ms": ("-1", ""),
+        "retention.bytes": ("-1", ""),
+    },
 }
 
 # Broker keys besides log.* that mark a file as a server.properties
 BROKER_KEYS = frozenset(
     {prop for syns in BROKER_SYNONYMS.values() for prop, _ in syns}
     | {prop for configs in INTERNAL_TOPICS.values() for _, prop in configs.values() if prop}
-    | {"broker.id", "node.id", "process.roles", "zookeeper.connect", "controller.quorum.voters",
-       "controller.listener.names", "listeners", "advertised.listeners", "listener.security.protocol.map",
-       "inter.broker.listener.name", "num.network.threads", "num.io.threads", "socket.send.buffer.bytes",
-       "socket.receive.buffer.bytes", "socket.request.max.bytes", "num.partitions",
-       "num.recovery.threads.per.data.dir", "offsets.topic.replication.factor",
-       "transaction.state.log.replication.factor", "transaction.state.log.min.isr", "min.insync.replicas",
-       "unclean.leader.election.enable", "auto.create.topics.enable", "default.replication.factor",
-       "delete.topic.enable", "group.initial.rebalance.delay.ms", "metadata.log.dir"})
+    | {
+        "broker.id",
+        "node.id",
+        "process.roles",
+        "zookeeper.connect",
+        "controller.quorum.voters",
+        "controller.listener.names",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
+        "num.network.threads",
+        "num.io.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "socket.request.max.bytes",
+        "num.partitions",
+        "num.recovery.threads.per.data.dir",
+        "offsets.topic.replication.factor",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+        "auto.create.topics.enable",
+        "default.replication.factor",
+        "delete.topic.enable",
+        "group.initial.rebalance.delay.ms",
+        "metadata.log.dir",
+    }
+)
 
 
 def synonym_group(prop: str) -> list[str]:
@@ -254,8 +306,14 @@ def synonym_group(prop: str) -> list[str]:
     return [prop]
 
 
-def broker_value(name: str, prop: str, mult: int, raw: str, error: type[KafkalogError] = InputError,
-                  where: str = "") -> Any:
+def broker_value(
+    name: str,
+    prop: str,
+    mult: int,
+    raw: str,
+    error: type[KafkalogError] = InputError,
+    where: str = "",
+) -> Any:
     """Broker property `prop` as topic config `name`: hours and minutes (INTs) converted, any
     negative retention -1 (KafkaConfig.logRetentionTimeMillis), then LogConfig's validator,
     since the broker builds its default LogConfig from it."""
@@ -267,8 +325,9 @@ def broker_value(name: str, prop: str, mult: int, raw: str, error: type[Kafkalog
     return parse_value(name, raw, error, where)
 
 
-def broker_defaults(props: Mapping[str, str], error: type[KafkalogError] = InputError,
-                    where: str = "") -> dict[str, str]:
+def broker_defaults(
+    props: Mapping[str, str], error: type[KafkalogError] = InputError, where: str = ""
+) -> dict[str, str]:
     """Topic-config values implied by server.properties, with Kafka's synonym precedence."""
     out: dict[str, str] = {}
     for name, synonyms in BROKER_SYNONYMS.items():

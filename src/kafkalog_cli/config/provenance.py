@@ -1,5 +1,6 @@
 """Where an effective config value comes from (ConfigSource), why it may be unknown (Unknown),
 and the value with both (ConfigValue)."""
+
 from __future__ import annotations
 
 import enum
@@ -28,15 +29,23 @@ class Unknown(enum.Enum):
     """Why the real value cannot be read (so kafkalog's value would be a guess)."""
 
     NO_BROKER_CONFIG = "no --server-properties, and __cluster_metadata has no broker config for it"
-    NO_CLUSTER_METADATA = ("no __cluster_metadata in this log dir: the topic's configs live in ZooKeeper, "
-                           "or in the KRaft metadata log of another log dir")
+    NO_CLUSTER_METADATA = (
+        "no __cluster_metadata in this log dir: the topic's configs live in ZooKeeper, "
+        "or in the KRaft metadata log of another log dir"
+    )
     CLUSTER_METADATA_IGNORED = "--no-cluster-metadata: the topic's own configs were not read"
     NO_TOPIC_RECORD = "__cluster_metadata has no TopicRecord for the topic"
-    DAMAGED_METADATA = "__cluster_metadata is damaged: a record after the damage may have changed it"
-    UNKNOWN_BROKER_ID = ("__cluster_metadata has per-broker configs, and this log dir's broker id is "
-                         "unknown (no meta.properties)")
-    KAFKA_17584 = ("a dynamic broker log config makes Kafka 3.3.1 ignore this static synonym "
-                   "(KAFKA-17584), later versions keep it")
+    DAMAGED_METADATA = (
+        "__cluster_metadata is damaged: a record after the damage may have changed it"
+    )
+    UNKNOWN_BROKER_ID = (
+        "__cluster_metadata has per-broker configs, and this log dir's broker id is "
+        "unknown (no meta.properties)"
+    )
+    KAFKA_17584 = (
+        "a dynamic broker log config makes Kafka 3.3.1 ignore this static synonym "
+        "(KAFKA-17584), later versions keep it"
+    )
 
     @property
     def broker_config_states_it(self) -> bool:
@@ -51,9 +60,9 @@ class ConfigValue:
     name: str
     value: Any
     source: ConfigSource
-    detail: str | None = None       # the broker property that gave it ("log.retention.hours=-1")
+    detail: str | None = None  # the broker property that gave it ("log.retention.hours=-1")
     unknown: Unknown | None = None  # why the real value cannot be read; None: it is known
-    assumed: bool = False           # unknown, but taken: --assume-kafka-defaults
+    assumed: bool = False  # unknown, but taken: --assume-kafka-defaults
 
     @property
     def known(self) -> bool:
@@ -78,6 +87,11 @@ class ConfigValue:
         return f"{self.name}={self.text} from {self.origin}"
 
     def to_dict(self) -> dict:
-        return {"value": json_value(self.value), "source": self.source.name, "origin": self.origin,
-                "known": self.known, "assumed": self.assumed,
-                "unknown": self.unknown.value if self.unknown else None}
+        return {
+            "value": json_value(self.value),
+            "source": self.source.name,
+            "origin": self.origin,
+            "known": self.known,
+            "assumed": self.assumed,
+            "unknown": self.unknown.value if self.unknown else None,
+        }

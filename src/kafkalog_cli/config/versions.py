@@ -26,6 +26,7 @@ rule (VersionRule, "since" a version) applies where every version of the range a
 they disagree the version stated with `--kafka-version` decides; where nothing decides and the
 rule would decide a deletion, the op refuses (exit 7) and says how to state it.
 """
+
 from __future__ import annotations
 
 import enum
@@ -57,7 +58,9 @@ class KafkaVersion:
             raise UsageError(f"{option}: {text!r} is not a Kafka version (e.g. 3.9 or 4.0.0)")
         version = cls(int(m.group(1)), int(m.group(2)))
         if version < OLDEST_MODELLED:
-            version = OLDEST_MODELLED   # older releases follow 3.3's rules in everything modelled here
+            version = (
+                OLDEST_MODELLED  # older releases follow 3.3's rules in everything modelled here
+            )
         return version
 
     def __str__(self) -> str:
@@ -66,18 +69,52 @@ class KafkaVersion:
 
 # the one list of the versions kafkalog's rules know (--kafka-version takes each; an older one
 # follows 3.3's rules)
-KNOWN_VERSIONS = tuple(KafkaVersion(3, m) for m in range(3, 10)) + tuple(KafkaVersion(4, m) for m in range(0, 3))
+KNOWN_VERSIONS = tuple(KafkaVersion(3, m) for m in range(3, 10)) + tuple(
+    KafkaVersion(4, m) for m in range(0, 3)
+)
 OLDEST_MODELLED, NEWEST_MODELLED = KNOWN_VERSIONS[0], KNOWN_VERSIONS[-1]
-KNOWN_VERSIONS_TEXT = ", ".join(map(str, KNOWN_VERSIONS))      # `3.3, 3.4, ..., 4.2` for --help and errors
+KNOWN_VERSIONS_TEXT = ", ".join(
+    map(str, KNOWN_VERSIONS)
+)  # `3.3, 3.4, ..., 4.2` for --help and errors
 
 # MetadataVersion (server-common): feature level -> release. 1-3 are 3.0-3.2 (a KRaft dir of
 # those is loaded by 3.3+ only after an upgrade), 30+ are releases after 4.2.
-_MV_RELEASES = {1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
-                8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1",
-                14: "3.6-IV2", 15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4",
-                20: "3.8-IV0", 21: "3.9-IV0", 22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3",
-                26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0", 29: "4.2-IV1", 30: "4.3-IV0", 31: "4.4-IV0",
-                32: "4.4-IV1", 33: "4.4-IV2", 34: "4.5-IV0"}
+_MV_RELEASES = {
+    1: "3.0-IV1",
+    2: "3.1-IV0",
+    3: "3.2-IV0",
+    4: "3.3-IV0",
+    5: "3.3-IV1",
+    6: "3.3-IV2",
+    7: "3.3-IV3",
+    8: "3.4-IV0",
+    9: "3.5-IV0",
+    10: "3.5-IV1",
+    11: "3.5-IV2",
+    12: "3.6-IV0",
+    13: "3.6-IV1",
+    14: "3.6-IV2",
+    15: "3.7-IV0",
+    16: "3.7-IV1",
+    17: "3.7-IV2",
+    18: "3.7-IV3",
+    19: "3.7-IV4",
+    20: "3.8-IV0",
+    21: "3.9-IV0",
+    22: "4.0-IV0",
+    23: "4.0-IV1",
+    24: "4.0-IV2",
+    25: "4.0-IV3",
+    26: "4.1-IV0",
+    27: "4.1-IV1",
+    28: "4.2-IV0",
+    29: "4.2-IV1",
+    30: "4.3-IV0",
+    31: "4.4-IV0",
+    32: "4.4-IV1",
+    33: "4.4-IV2",
+    34: "4.5-IV0",
+}
 
 
 def metadata_version_release(level: int) -> str | None:
@@ -105,14 +142,19 @@ class VersionEvidence:
 
     source: VersionSource
     at_least: KafkaVersion
-    detail: str          # `feature level 19 (3.7-IV4)`
-    path: str            # the file that holds it
+    detail: str  # `feature level 19 (3.7-IV4)`
+    path: str  # the file that holds it
 
     def __str__(self) -> str:
         return f"{self.source.value} {self.detail} in {self.path}: Kafka {self.at_least} or later"
 
     def to_dict(self) -> dict:
-        return {"source": self.source.name, "at_least": str(self.at_least), "detail": self.detail, "path": self.path}
+        return {
+            "source": self.source.name,
+            "at_least": str(self.at_least),
+            "detail": self.detail,
+            "path": self.path,
+        }
 
 
 @dataclass(frozen=True)
@@ -142,8 +184,10 @@ class RuleDecision:
 
     def refusal(self, what: str) -> str:
         """`<what> depends on the Kafka version ...; state it with --kafka-version`."""
-        return (f"{what} depends on the Kafka version that will load the log dir ({self.rule.name}: Kafka "
-                f"{self.rule.since} and later, {self.by}); state it with --kafka-version VERSION")
+        return (
+            f"{what} depends on the Kafka version that will load the log dir ({self.rule.name}: Kafka "
+            f"{self.rule.since} and later, {self.by}); state it with --kafka-version VERSION"
+        )
 
 
 @dataclass(frozen=True)
@@ -170,14 +214,18 @@ class KafkaVersions:
     @property
     def range_text(self) -> str:
         low = "3.3 or older" if self.low == OLDEST_MODELLED and not self.evidence else str(self.low)
-        return f"{low} to {self.high} (or later)" if self.low < self.high else f"{self.low} or later"
+        return (
+            f"{low} to {self.high} (or later)" if self.low < self.high else f"{self.low} or later"
+        )
 
     def decide(self, rule: VersionRule) -> RuleDecision:
         answers = {rule.applies(v) for v in self.candidates}
         if self.stated is not None:
             return RuleDecision(rule, rule.applies(self.stated), f"--kafka-version {self.stated}")
         if len(answers) == 1:
-            return RuleDecision(rule, answers.pop(), f"every version the log dir allows ({self.range_text})")
+            return RuleDecision(
+                rule, answers.pop(), f"every version the log dir allows ({self.range_text})"
+            )
         return RuleDecision(rule, None, f"the log dir allows {self.range_text}")
 
     def applies(self, rule: VersionRule) -> bool | None:
@@ -189,22 +237,32 @@ class KafkaVersions:
         if stated is not None:
             too_new = [e for e in self.evidence if e.at_least > stated]
             if too_new:
-                raise UsageError(f"--kafka-version {stated}: the log dir needs Kafka {too_new[0].at_least} or "
-                                 f"later ({too_new[0]})")
+                raise UsageError(
+                    f"--kafka-version {stated}: the log dir needs Kafka {too_new[0].at_least} or "
+                    f"later ({too_new[0]})"
+                )
         return KafkaVersions(self.evidence, stated)
 
     def to_dict(self) -> dict:
-        return {"low": str(self.low), "high": str(self.high), "range": self.range_text,
-                "stated": str(self.stated) if self.stated else None,
-                "evidence": [e.to_dict() for e in self.evidence]}
+        return {
+            "low": str(self.low),
+            "high": str(self.high),
+            "range": self.range_text,
+            "stated": str(self.stated) if self.stated else None,
+            "evidence": [e.to_dict() for e in self.evidence],
+        }
 
 
 def _release(text: str) -> KafkaVersion:
     return KafkaVersion.parse(text.split("-")[0])
 
 
-def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None,
-                        metadata_path: str | None = None, stated: KafkaVersion | None = None) -> KafkaVersions:
+def read_kafka_versions(
+    log_dir: Path | str,
+    metadata_version: int | None = None,
+    metadata_path: str | None = None,
+    stated: KafkaVersion | None = None,
+) -> KafkaVersions:
     """What `log_dir` proves about its next broker: `metadata_version` (the feature level the
     caller replayed from __cluster_metadata, at `metadata_path`), bootstrap.checkpoint's,
     meta.properties' directory.id and .kafka_cleanshutdown's JSON. Never raises for what it
@@ -217,13 +275,29 @@ def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None
         if level is None or level < 1:
             continue
         release = metadata_version_release(level)
-        at_least = _release(release) if release else KafkaVersion(NEWEST_MODELLED.major, NEWEST_MODELLED.minor + 1)
-        out.append(VersionEvidence(VersionSource.METADATA_VERSION, max(at_least, OLDEST_MODELLED),
-                                   f"feature level {level} ({release or 'newer than 4.2'})", path))
+        at_least = (
+            _release(release)
+            if release
+            else KafkaVersion(NEWEST_MODELLED.major, NEWEST_MODELLED.minor + 1)
+        )
+        out.append(
+            VersionEvidence(
+                VersionSource.METADATA_VERSION,
+                max(at_least, OLDEST_MODELLED),
+                f"feature level {level} ({release or 'newer than 4.2'})",
+                path,
+            )
+        )
     props = _read_text(log_dir / "meta.properties")
     if props is not None and re.search(r"(?m)^\s*directory\.id\s*[=:]", props):
-        out.append(VersionEvidence(VersionSource.DIRECTORY_ID, KafkaVersion(3, 7), "present",
-                                   str(log_dir / "meta.properties")))
+        out.append(
+            VersionEvidence(
+                VersionSource.DIRECTORY_ID,
+                KafkaVersion(3, 7),
+                "present",
+                str(log_dir / "meta.properties"),
+            )
+        )
     clean = _read_text(log_dir / ".kafka_cleanshutdown")
     if clean and clean.strip():
         try:
@@ -231,18 +305,26 @@ def read_kafka_versions(log_dir: Path | str, metadata_version: int | None = None
         except ValueError:
             content = None
         if isinstance(content, dict) and "brokerEpoch" in content:
-            out.append(VersionEvidence(VersionSource.CLEAN_SHUTDOWN, KafkaVersion(3, 7),
-                                       f"{{\"version\":{content.get('version')},\"brokerEpoch\":{content['brokerEpoch']}}}",
-                                       str(log_dir / ".kafka_cleanshutdown")))
+            out.append(
+                VersionEvidence(
+                    VersionSource.CLEAN_SHUTDOWN,
+                    KafkaVersion(3, 7),
+                    f'{{"version":{content.get("version")},"brokerEpoch":{content["brokerEpoch"]}}}',
+                    str(log_dir / ".kafka_cleanshutdown"),
+                )
+            )
     out += kraft_control_evidence(log_dir)
     out += record_evidence(log_dir)
     if max((e.at_least for e in out), default=OLDEST_MODELLED) < TRANSACTIONS_V2.since:
-        out += transactions_v2_evidence(log_dir)     # read only where it can raise the bound
+        out += transactions_v2_evidence(log_dir)  # read only where it can raise the bound
     return KafkaVersions(tuple(out)).with_stated(stated)
 
 
 _KAFKA_39 = KafkaVersion(3, 9)
-_KRAFT_CONTROL_TYPES = {5: "KRaftVersion", 6: "KRaftVoters"}     # ControlRecordType KRAFT_VERSION, KRAFT_VOTERS
+_KRAFT_CONTROL_TYPES = {
+    5: "KRaftVersion",
+    6: "KRaftVoters",
+}  # ControlRecordType KRAFT_VERSION, KRAFT_VOTERS
 
 
 def kraft_control_evidence(log_dir: Path) -> list[VersionEvidence]:
@@ -270,10 +352,16 @@ def kraft_control_evidence(log_dir: Path) -> list[VersionEvidence]:
                 for r in batch.records():
                     name = _KRAFT_CONTROL_TYPES.get(parse_type_id(r.key))
                     if name is not None:
-                        return [VersionEvidence(VersionSource.KRAFT_CONTROL_RECORD, _KAFKA_39,
-                                                f"{name} at offset {r.offset} (kraft.version 1, KIP-853)", str(path))]
+                        return [
+                            VersionEvidence(
+                                VersionSource.KRAFT_CONTROL_RECORD,
+                                _KAFKA_39,
+                                f"{name} at offset {r.offset} (kraft.version 1, KIP-853)",
+                                str(path),
+                            )
+                        ]
         except (KafkalogError, OSError, ValueError):
-            continue        # a damaged or unreadable file proves nothing
+            continue  # a damaged or unreadable file proves nothing
         finally:
             unmap(buf)
     return []
@@ -289,7 +377,11 @@ def record_evidence(log_dir: Path) -> list[VersionEvidence]:
     hold a record only Kafka 4.0+ writes; see the module's docstring."""
     found: dict[str, VersionEvidence] = {}
     try:
-        dirs = sorted(p for p in log_dir.iterdir() if p.name.rsplit("-", 1)[0] in _TOPIC_EVIDENCE and p.is_dir())
+        dirs = sorted(
+            p
+            for p in log_dir.iterdir()
+            if p.name.rsplit("-", 1)[0] in _TOPIC_EVIDENCE and p.is_dir()
+        )
     except OSError:
         return []
     for d in dirs:
@@ -322,7 +414,9 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
-            for batch in iter_batches(buf, read_start(entry[1], len(buf)) if entry and entry[1] < len(buf) else 0):
+            for batch in iter_batches(
+                buf, read_start(entry[1], len(buf)) if entry and entry[1] < len(buf) else 0
+            ):
                 if batch.is_control:
                     continue
                 for r in batch.records():
@@ -330,7 +424,7 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
                     if e is not None:
                         return e
     except (KafkalogError, OSError):
-        return None        # a damaged or unreadable tail proves nothing
+        return None  # a damaged or unreadable tail proves nothing
     return None
 
 
@@ -346,17 +440,29 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
     try:
         if topic == "__transaction_state":
             if r.value is not None and read_value_v0_or_v1(r.value).version == 1:
-                return VersionEvidence(VersionSource.TRANSACTION_STATE_VALUE, _KAFKA_40,
-                                       f"1 at offset {r.offset} (transaction.version >= 1)", path)
+                return VersionEvidence(
+                    VersionSource.TRANSACTION_STATE_VALUE,
+                    _KAFKA_40,
+                    f"1 at offset {r.offset} (transaction.version >= 1)",
+                    path,
+                )
         elif topic == "__share_group_state":
             rec = deserialize(Coordinator.SHARE, r.key, r.value)
-            return VersionEvidence(VersionSource.SHARE_GROUP_STATE_RECORD, _KAFKA_40,
-                                   f"{rec.name} at offset {r.offset} (the share coordinator, KIP-932)", path)
+            return VersionEvidence(
+                VersionSource.SHARE_GROUP_STATE_RECORD,
+                _KAFKA_40,
+                f"{rec.name} at offset {r.offset} (the share coordinator, KIP-932)",
+                path,
+            )
         elif Coordinator.GROUP_39.schemas(int.from_bytes(r.key[:2], "big", signed=True)) is None:
             rec = deserialize(Coordinator.GROUP, r.key, r.value)
-            return VersionEvidence(VersionSource.GROUP_RECORD_TYPE, _KAFKA_40,
-                                   f"{rec.record_type} ({rec.name}) at offset {r.offset} (unknown to 3.9's group "
-                                   f"coordinator)", path)
+            return VersionEvidence(
+                VersionSource.GROUP_RECORD_TYPE,
+                _KAFKA_40,
+                f"{rec.record_type} ({rec.name}) at offset {r.offset} (unknown to 3.9's group "
+                f"coordinator)",
+                path,
+            )
     except KafkalogError:
         return None
     return None
@@ -385,11 +491,13 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
 # transaction open, hold the last stable offset there and hide every later record from a
 # read_committed consumer.
 TRANSACTIONS_V2 = VersionRule(
-    "transactions version 2 (a producer epoch bump at every commit and abort)", KafkaVersion(4, 0),
+    "transactions version 2 (a producer epoch bump at every commit and abort)",
+    KafkaVersion(4, 0),
     "TransactionMetadata.prepareAbortOrCommit / prepareComplete; ProducerAppendInfo.appendEndTxnMarker "
-    "(KIP-890 part 2, TransactionVersion.TV_2, 4.0)")
-_TV2_TAIL_BYTES = 1 << 20       # how far past its last offset-index entry a partition's tail is read
-_TV2_PARTITIONS = 64            # how many partitions are read (a lower bound needs one proof, not all)
+    "(KIP-890 part 2, TransactionVersion.TV_2, 4.0)",
+)
+_TV2_TAIL_BYTES = 1 << 20  # how far past its last offset-index entry a partition's tail is read
+_TV2_PARTITIONS = 64  # how many partitions are read (a lower bound needs one proof, not all)
 
 
 def transactions_v2_evidence(log_dir: Path) -> list[VersionEvidence]:
@@ -400,9 +508,14 @@ def transactions_v2_evidence(log_dir: Path) -> list[VersionEvidence]:
     __consumer_offsets too), so that a dir of many partitions costs every command little. Never
     raises: what cannot be read proves nothing, nor does what is not read."""
     try:
-        dirs = sorted((p for p in log_dir.iterdir() if p.is_dir() and "-" in p.name
-                       and not p.name.startswith("__cluster_metadata-")),
-                      key=lambda p: (p.name.startswith("__"), p.name))[:_TV2_PARTITIONS]
+        dirs = sorted(
+            (
+                p
+                for p in log_dir.iterdir()
+                if p.is_dir() and "-" in p.name and not p.name.startswith("__cluster_metadata-")
+            ),
+            key=lambda p: (p.name.startswith("__"), p.name),
+        )[:_TV2_PARTITIONS]
     except OSError:
         return []
     for d in dirs:
@@ -421,7 +534,7 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
     seg = _active_segment(d)
     if seg is None:
         return None
-    last_data: dict[int, int] = {}        # producer id -> epoch of its last transactional data batch
+    last_data: dict[int, int] = {}  # producer id -> epoch of its last transactional data batch
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
@@ -434,12 +547,18 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
                     last_data[pid] = batch.producer_epoch
                     continue
                 data_epoch = last_data.pop(pid, None)
-                if (data_epoch is not None and batch.producer_epoch == data_epoch + 1
-                        and batch.control_type() is ControlRecordType.COMMIT):
+                if (
+                    data_epoch is not None
+                    and batch.producer_epoch == data_epoch + 1
+                    and batch.control_type() is ControlRecordType.COMMIT
+                ):
                     return VersionEvidence(
-                        VersionSource.TRANSACTIONS_V2_MARKER, TRANSACTIONS_V2.since,
+                        VersionSource.TRANSACTIONS_V2_MARKER,
+                        TRANSACTIONS_V2.since,
                         f"COMMIT of producer {pid} at offset {batch.base_offset}, epoch {batch.producer_epoch}: its "
-                        f"data's epoch + 1", seg.path)
+                        f"data's epoch + 1",
+                        seg.path,
+                    )
     except (KafkalogError, OSError):
         return None
     return None
@@ -458,7 +577,9 @@ def bootstrap_metadata_version(log_dir: Path) -> int | None:
     from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
     from kafkalog_cli.formats.records import iter_batches
 
-    buf = read_bytes_if_exists(log_dir / "bootstrap.checkpoint")   # unreadable: InputError, as BootstrapDirectory fails
+    buf = read_bytes_if_exists(
+        log_dir / "bootstrap.checkpoint"
+    )  # unreadable: InputError, as BootstrapDirectory fails
     if buf is None:
         return None
     level = None
@@ -481,60 +602,91 @@ def bootstrap_metadata_version(log_dir: Path) -> int | None:
 # ------------------------------------------------------------------ the rules that changed
 # Each cites where Kafka changed it; see the ops that use them.
 TIERED_STORAGE = VersionRule(
-    "tiered storage", KafkaVersion(3, 6),
-    "UnifiedLog.isRemoteLogEnabled / deletableSegments (3.6: remote.storage.enable acts; before, it is ignored)")
+    "tiered storage",
+    KafkaVersion(3, 6),
+    "UnifiedLog.isRemoteLogEnabled / deletableSegments (3.6: remote.storage.enable acts; before, it is ignored)",
+)
 TIERED_ROLL_AND_START_OFFSET = VersionRule(
-    "tiered retention rolls the active segment and deletes below the log start offset", KafkaVersion(3, 7),
-    "UnifiedLog.deletableSegments: shouldRoll, allowDeletionDueToLogStartOffsetIncremented (3.7)")
+    "tiered retention rolls the active segment and deletes below the log start offset",
+    KafkaVersion(3, 7),
+    "UnifiedLog.deletableSegments: shouldRoll, allowDeletionDueToLogStartOffsetIncremented (3.7)",
+)
 TIERED_LOG_START_CHECKPOINT = VersionRule(
-    "log-start-offset-checkpoint lists every remote-enabled partition", KafkaVersion(3, 8),
-    "LogManager.checkpointLogStartOffsetsInDir: log.remoteLogEnabled() || ... (KAFKA-16146, 3.8)")
+    "log-start-offset-checkpoint lists every remote-enabled partition",
+    KafkaVersion(3, 8),
+    "LogManager.checkpointLogStartOffsetsInDir: log.remoteLogEnabled() || ... (KAFKA-16146, 3.8)",
+)
 REMOTE_LOG_COPY_DISABLE = VersionRule(
-    "remote.log.copy.disable", KafkaVersion(3, 9),
-    "UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled (3.9, KIP-950)")
+    "remote.log.copy.disable",
+    KafkaVersion(3, 9),
+    "UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled (3.9, KIP-950)",
+)
 SHARE_GROUP_STATE_INTERNAL = VersionRule(
-    "__share_group_state is internal", KafkaVersion(3, 9),
-    "Topic.INTERNAL_TOPICS (3.9 adds SHARE_GROUP_STATE_TOPIC_NAME)")
+    "__share_group_state is internal",
+    KafkaVersion(3, 9),
+    "Topic.INTERNAL_TOPICS (3.9 adds SHARE_GROUP_STATE_TOPIC_NAME)",
+)
 EARLIEST_LOCAL_TIMESTAMP = VersionRule(
-    "ListOffsets earliest-local (-4)", KafkaVersion(3, 5),
-    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.EARLIEST_LOCAL_TIMESTAMP (3.5)")
+    "ListOffsets earliest-local (-4)",
+    KafkaVersion(3, 5),
+    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.EARLIEST_LOCAL_TIMESTAMP (3.5)",
+)
 LATEST_TIERED_TIMESTAMP = VersionRule(
-    "ListOffsets latest-tiered (-5)", KafkaVersion(3, 9),
-    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.LATEST_TIERED_TIMESTAMP (3.9, KIP-1005)")
+    "ListOffsets latest-tiered (-5)",
+    KafkaVersion(3, 9),
+    "UnifiedLog.fetchOffsetByTimestamp: ListOffsetsRequest.LATEST_TIERED_TIMESTAMP (3.9, KIP-1005)",
+)
 MAX_TIMESTAMP_EXACT = VersionRule(
-    "max-timestamp answers the record with the largest timestamp", KafkaVersion(3, 8),
-    "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)")
+    "max-timestamp answers the record with the largest timestamp",
+    KafkaVersion(3, 8),
+    "UnifiedLog.fetchOffsetByTimestamp: MAX_TIMESTAMP searches the batch (KAFKA-16310, 3.8)",
+)
 TIME_INDEX_BATCH_LAST_OFFSET = VersionRule(
-    "an append indexes its max timestamp at the batch's last offset", KafkaVersion(3, 8),
+    "an append indexes its max timestamp at the batch's last offset",
+    KafkaVersion(3, 8),
     "LogValidator.assignOffsetsNonCompressed: shallowOffsetOfMaxTimestamp = offsetCounter.value - 1, kept by "
-    "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)")
+    "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)",
+)
 
 PRODUCER_SNAPSHOT_INSERTION_ORDER = VersionRule(
-    "producer snapshots list a hash bucket's producers in insertion order", KafkaVersion(3, 5),
+    "producer snapshots list a hash bucket's producers in insertion order",
+    KafkaVersion(3, 5),
     "ProducerStateManager.writeSnapshot(file, producers, sync) iterates `producers`, a java.util.HashMap<Long, "
-    "ProducerStateEntry> (storage module, KAFKA-14480, 3.5); 3.3/3.4's Scala mutable.HashMap sorts a bucket by hash")
+    "ProducerStateEntry> (storage module, KAFKA-14480, 3.5); 3.3/3.4's Scala mutable.HashMap sorts a bucket by hash",
+)
 
 CLEANER_RETAINS_LAST_BATCH = VersionRule(
-    "the cleaner retains the last batch of a round", KafkaVersion(4, 0),
-    "Cleaner.cleanInto: batch.nextOffset == upperBoundOffsetOfCleaningRound -> RETAIN_EMPTY (KAFKA-17076, 4.0)")
+    "the cleaner retains the last batch of a round",
+    KafkaVersion(4, 0),
+    "Cleaner.cleanInto: batch.nextOffset == upperBoundOffsetOfCleaningRound -> RETAIN_EMPTY (KAFKA-17076, 4.0)",
+)
 SEGMENT_BYTES_FLOOR_1MIB = VersionRule(
-    "segment.bytes at least 1 MiB", KafkaVersion(4, 0),
-    "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)")
+    "segment.bytes at least 1 MiB",
+    KafkaVersion(4, 0),
+    "LogConfig: SEGMENT_BYTES_CONFIG atLeast(1024 * 1024) (KIP-1030, 4.0)",
+)
 
 REMOTE_RETENTION_BOUNDS = VersionRule(
-    "local retention within the total retention", KafkaVersion(3, 6),
-    "LogConfig.validateRemoteStorageRetentionSize / validateRemoteStorageRetentionTime (KAFKA-15295, 3.6)")
+    "local retention within the total retention",
+    KafkaVersion(3, 6),
+    "LogConfig.validateRemoteStorageRetentionSize / validateRemoteStorageRetentionTime (KAFKA-15295, 3.6)",
+)
 REMOTE_COPY_DISABLE_RETENTION = VersionRule(
-    "remote.log.copy.disable with local retention equal to the total", KafkaVersion(3, 9),
-    "LogConfig.validateRetentionConfigsWhenRemoteCopyDisabled (KIP-950, 3.9)")
+    "remote.log.copy.disable with local retention equal to the total",
+    KafkaVersion(3, 9),
+    "LogConfig.validateRetentionConfigsWhenRemoteCopyDisabled (KIP-950, 3.9)",
+)
 
 ALWAYS = VersionRule("internal topic", OLDEST_MODELLED, "Topic.INTERNAL_TOPICS")
 
 # Topic.isInternal by version (clients/src/main/java/org/apache/kafka/common/internals/Topic.java:
 # 3.3.1 to 3.8 __consumer_offsets and __transaction_state; 3.9 to 4.2 also __share_group_state).
 # The KRaft metadata log and __remote_log_metadata are not in Kafka's list.
-INTERNAL_TOPIC_RULES = {"__consumer_offsets": ALWAYS, "__transaction_state": ALWAYS,
-                        "__share_group_state": SHARE_GROUP_STATE_INTERNAL}
+INTERNAL_TOPIC_RULES = {
+    "__consumer_offsets": ALWAYS,
+    "__transaction_state": ALWAYS,
+    "__share_group_state": SHARE_GROUP_STATE_INTERNAL,
+}
 
 
 def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
@@ -542,51 +694,82 @@ def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
     rule = INTERNAL_TOPIC_RULES.get(topic)
     return None if rule is None else versions.decide(rule)
 
+
 # ------------------------------------------------------------------ Kafka 4.x: tools and start-up
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = VersionRule(
-    "ListOffsets earliest-pending-upload (-6)", KafkaVersion(4, 2),
+    "ListOffsets earliest-pending-upload (-6)",
+    KafkaVersion(4, 2),
     "UnifiedLog.fetchOffsetByTimestamp -> fetchEarliestPendingUploadOffset; GetOffsetShell.parseOffsetSpec "
-    "(-6 or earliest-pending-upload: OffsetSpec.earliestPendingUpload) (KIP-1023, 4.2)")
+    "(-6 or earliest-pending-upload: OffsetSpec.earliestPendingUpload) (KIP-1023, 4.2)",
+)
 DUMP_LOG_LEADER_CHANGE = VersionRule(
-    "kafka-dump-log decodes LeaderChange control records", KafkaVersion(4, 1),
+    "kafka-dump-log decodes LeaderChange control records",
+    KafkaVersion(4, 1),
     "DumpLogSegments control records: LEADER_CHANGE -> ControlRecordUtils.deserializeLeaderChangeMessage, "
-    "\" LeaderChange: \" + LeaderChangeMessageJsonConverter.write (KAFKA-19069, 4.1)")
+    '" LeaderChange: " + LeaderChangeMessageJsonConverter.write (KAFKA-19069, 4.1)',
+)
 KRAFT_ONLY = VersionRule(
-    "KRaft only: no ZooKeeper mode", KafkaVersion(4, 0),
+    "KRaft only: no ZooKeeper mode",
+    KafkaVersion(4, 0),
     "KRaftConfigs.CONFIG_DEF: process.roles has no default (Missing required configuration); Kafka.buildServer "
-    "builds a KafkaRaftServer only (KIP-500, 4.0)")
+    "builds a KafkaRaftServer only (KIP-500, 4.0)",
+)
 METADATA_VERSION_FLOOR = VersionRule(
-    "metadata.version at least 3.3-IV3 (feature level 7)", KafkaVersion(4, 0),
+    "metadata.version at least 3.3-IV3 (feature level 7)",
+    KafkaVersion(4, 0),
     "MetadataVersion.fromFeatureLevel / MINIMUM_VERSION = IBP_3_3_IV3, read by BootstrapMetadata.metadataVersion "
-    "and FeatureControlManager.replay (4.0; the 4.0 upgrade notes: \"at least 3.3.x\")")
+    'and FeatureControlManager.replay (4.0; the 4.0 upgrade notes: "at least 3.3.x")',
+)
 REMOVED_BROKER_CONFIGS = VersionRule(
-    "broker configs 4.0 removed are ignored", KafkaVersion(4, 0),
+    "broker configs 4.0 removed are ignored",
+    KafkaVersion(4, 0),
     "AbstractConfig.logUnused: an unknown config is logged and ignored (KIP-724 message format, KIP-500 "
-    "ZooKeeper, KIP-937; the 4.0 upgrade notes)")
+    "ZooKeeper, KIP-937; the 4.0 upgrade notes)",
+)
 DIRECTORY_ID_ENSEMBLE = VersionRule(
-    "meta.properties directory.id: written, unique, not reserved", KafkaVersion(3, 7),
+    "meta.properties directory.id: written, unique, not reserved",
+    KafkaVersion(3, 7),
     "MetaPropertiesEnsemble.verify (DirectoryId.reserved, duplicate directory ID) and "
-    "MetaPropertiesEnsemble.Copier.generateValidDirectoryId (KIP-858, 3.7)")
+    "MetaPropertiesEnsemble.Copier.generateValidDirectoryId (KIP-858, 3.7)",
+)
 META_PROPERTIES_V0_IN_KRAFT = VersionRule(
-    "a version 0 meta.properties (broker.id) is read in KRaft", KafkaVersion(3, 7),
+    "a version 0 meta.properties (broker.id) is read in KRaft",
+    KafkaVersion(3, 7),
     "MetaProperties.Builder(Properties): version 0 reads broker.id, neither it nor cluster.id required; "
     "MetaPropertiesEnsemble.verify requires version 0 only of ZooKeeper brokers (REQUIRE_V0) (3.7; 3.3.1's "
-    "KafkaRaftServer: \"Expected version 1\")")
+    'KafkaRaftServer: "Expected version 1")',
+)
 
 # the highest metadata.version (feature level) each release knows: MetadataVersion.latestTesting
 # (a broker refuses a higher one: "No MetadataVersion with feature level N")
 LATEST_METADATA_VERSION = {KafkaVersion(4, 0): 25, KafkaVersion(4, 1): 27, KafkaVersion(4, 2): 29}
-MINIMUM_METADATA_VERSION_4X = 7        # IBP_3_3_IV3
+MINIMUM_METADATA_VERSION_4X = 7  # IBP_3_3_IV3
 
 # what --help says changes with --kafka-version, one line per rule: the rules of the commands
 # that read and change partitions (doctor's start-up rules and dump-log's text say theirs)
-VERSION_RULES = (EARLIEST_LOCAL_TIMESTAMP, TIERED_STORAGE, REMOTE_RETENTION_BOUNDS, TIERED_ROLL_AND_START_OFFSET,
-                 MAX_TIMESTAMP_EXACT, TIME_INDEX_BATCH_LAST_OFFSET, TIERED_LOG_START_CHECKPOINT,
-                 LATEST_TIERED_TIMESTAMP, REMOTE_LOG_COPY_DISABLE, REMOTE_COPY_DISABLE_RETENTION,
-                 SHARE_GROUP_STATE_INTERNAL, CLEANER_RETAINS_LAST_BATCH, SEGMENT_BYTES_FLOOR_1MIB,
-                 EARLIEST_PENDING_UPLOAD_TIMESTAMP)
-START_UP_RULES = (DIRECTORY_ID_ENSEMBLE, META_PROPERTIES_V0_IN_KRAFT, KRAFT_ONLY, METADATA_VERSION_FLOOR,
-                  REMOVED_BROKER_CONFIGS)      # doctor --kafka-version (ops/kafka_startup.py)
+VERSION_RULES = (
+    EARLIEST_LOCAL_TIMESTAMP,
+    TIERED_STORAGE,
+    REMOTE_RETENTION_BOUNDS,
+    TIERED_ROLL_AND_START_OFFSET,
+    MAX_TIMESTAMP_EXACT,
+    TIME_INDEX_BATCH_LAST_OFFSET,
+    TIERED_LOG_START_CHECKPOINT,
+    LATEST_TIERED_TIMESTAMP,
+    REMOTE_LOG_COPY_DISABLE,
+    REMOTE_COPY_DISABLE_RETENTION,
+    SHARE_GROUP_STATE_INTERNAL,
+    CLEANER_RETAINS_LAST_BATCH,
+    SEGMENT_BYTES_FLOOR_1MIB,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+)
+START_UP_RULES = (
+    DIRECTORY_ID_ENSEMBLE,
+    META_PROPERTIES_V0_IN_KRAFT,
+    KRAFT_ONLY,
+    METADATA_VERSION_FLOOR,
+    REMOVED_BROKER_CONFIGS,
+)  # doctor --kafka-version (ops/kafka_startup.py)
 
 
 def rules_summary(rules=VERSION_RULES) -> str:
@@ -601,6 +784,8 @@ def stated_version(text: str | None, option: str = "--kafka-version") -> KafkaVe
         return None
     v = KafkaVersion.parse(text, option)
     if v > NEWEST_MODELLED:
-        raise UsageError(f"{option} {text}: kafkalog knows the rules of Kafka {KNOWN_VERSIONS_TEXT} "
-                         f"(an older release follows {OLDEST_MODELLED}'s)")
+        raise UsageError(
+            f"{option} {text}: kafkalog knows the rules of Kafka {KNOWN_VERSIONS_TEXT} "
+            f"(an older release follows {OLDEST_MODELLED}'s)"
+        )
     return v

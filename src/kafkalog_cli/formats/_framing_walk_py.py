@@ -7,13 +7,14 @@ same public names in the same order; formats/byte_loops.py picks one).
   batch it stops at itself;
 - `batch_cuts`: batch boundaries about N bytes apart, by the size fields alone.
 """
+
 from __future__ import annotations
 
 import struct
 
 from kafkalog_cli.formats.crc import crc32c
 
-CRC32C_IN_C = False     # the compiled twin's: whether its walk computes CRC-32C without the GIL
+CRC32C_IN_C = False  # the compiled twin's: whether its walk computes CRC-32C without the GIL
 
 # a v2 batch's head as far as the walk reads it: base offset, size, leader epoch, magic, CRC,
 # attributes, last offset delta (Kafka's DefaultRecordBatch layout)
@@ -22,7 +23,9 @@ _SIZE = struct.Struct(">i")
 _INT64_MAX = (1 << 63) - 1
 
 
-def check_sound_batches(buf, pos: int, end: int, prev, stop: int, deep, file, findings: list) -> tuple:
+def check_sound_batches(
+    buf, pos: int, end: int, prev, stop: int, deep, file, findings: list
+) -> tuple:
     """check_batches's loop over buf[pos:end) while each batch is a v2 batch that needs no
     finding of its own, until the walk passes `stop` (where check_batches tells of the stretch
     walked) -> (position of the batch it stops at, batches walked, first batch's base offset,
@@ -41,7 +44,7 @@ def check_sound_batches(buf, pos: int, end: int, prev, stop: int, deep, file, fi
             break
         if lod < 0 or base > _INT64_MAX - lod or (last is not None and base <= last):
             break
-        if crc32c(mv[pos + 21:pos + total]) != stored:
+        if crc32c(mv[pos + 21 : pos + total]) != stored:
             break
         if deep is not None:
             deep(buf, pos, total, 2, file, base, base + lod, findings)
@@ -55,8 +58,9 @@ def check_sound_batches(buf, pos: int, end: int, prev, stop: int, deep, file, fi
     return pos, n, first, first_pos, last
 
 
-def batch_cuts(buf, start: int, end: int, target: int, min_tail: int, walked=None,
-               walked_bytes: int = 64 << 20) -> list[int]:
+def batch_cuts(
+    buf, start: int, end: int, target: int, min_tail: int, walked=None, walked_bytes: int = 64 << 20
+) -> list[int]:
     """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
     fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
     chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`

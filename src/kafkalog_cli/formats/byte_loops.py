@@ -14,6 +14,7 @@ unless the environment variable KAFKALOG_PURE_PYTHON is set (to anything but "" 
 the only place that reads it, and `kafkalog --version` says which core runs, and why. A twin is
 imported when one of its names is first asked for: verify-crc loads the framing walk without the
 record decoder the scanners import."""
+
 from __future__ import annotations
 
 import importlib
@@ -22,8 +23,18 @@ import os
 ENV = "KAFKALOG_PURE_PYTHON"
 
 # each compiled module's public names, in its order (its pure twin's are the same)
-SCAN = ("batch_text", "text_of_batches", "batch_json", "lines_of_batches", "v2_records_ok", "scan_columns",
-        "columns_of_batches", "search_v2", "gather_spans", "take_fixed_width")
+SCAN = (
+    "batch_text",
+    "text_of_batches",
+    "batch_json",
+    "lines_of_batches",
+    "v2_records_ok",
+    "scan_columns",
+    "columns_of_batches",
+    "search_v2",
+    "gather_spans",
+    "take_fixed_width",
+)
 FRAMING_WALK = ("CRC32C_IN_C", "check_sound_batches", "batch_cuts", "crc32c_of")
 TWINS = {"_scan": SCAN, "_framing_walk": FRAMING_WALK}
 _TWIN_OF = {name: twin for twin, names in TWINS.items() for name in names}
@@ -53,8 +64,11 @@ def twin(name: str):
         try:
             module = importlib.import_module(full)
         except ImportError as e:
-            _why_pure = ("the compiled core is not built" if getattr(e, "name", None) == full
-                         else f"the compiled core does not import: {e}")
+            _why_pure = (
+                "the compiled core is not built"
+                if getattr(e, "name", None) == full
+                else f"the compiled core does not import: {e}"
+            )
     if module is None:
         module = importlib.import_module(full + "_py")
     _chosen[name] = module
@@ -62,7 +76,7 @@ def twin(name: str):
 
 
 def core() -> str:
-    """"compiled" or "pure": the core that runs the record paths."""
+    """ "compiled" or "pure": the core that runs the record paths."""
     twin("_scan")
     return "pure" if _why_pure is not None else "compiled"
 

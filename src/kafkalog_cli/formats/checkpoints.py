@@ -12,6 +12,7 @@ path as the caller gives it where Kafka prints the absolute path. Text is split 
 Java's BufferedReader.readLine does (\\n, \\r or \\r\\n) and fields the way Pattern.split("\\\\s+")
 does (a leading separator yields an empty first field, which makes the line malformed).
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,9 +32,9 @@ CHECKPOINT_VERSION = 0
 _INT32 = (-(1 << 31), (1 << 31) - 1)
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 _LINE = re.compile(r"([^\r\n]*)(\r\n|\r|\n|\Z)")
-_JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")          # Java's \s
-_COLON_WS = re.compile(r":[ \t\n\x0b\f\r]+")        # PartitionMetadataFile's ":\s+"
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")               # Integer.parseInt / Long.parseLong (ASCII digits)
+_JAVA_WS = re.compile(r"[ \t\n\x0b\f\r]+")  # Java's \s
+_COLON_WS = re.compile(r":[ \t\n\x0b\f\r]+")  # PartitionMetadataFile's ":\s+"
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")  # Integer.parseInt / Long.parseLong (ASCII digits)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -47,7 +48,10 @@ def _decode_utf8(buf: bytes | bytearray | memoryview, loc: str, path: str | None
     except UnicodeDecodeError as e:
         raise CheckpointError(
             f"Malformed input in checkpoint file [{loc}]: not UTF-8 (MalformedInputException: "
-            f"Input length = {e.end - e.start})", path=path, position=e.start) from None
+            f"Input length = {e.end - e.start})",
+            path=path,
+            position=e.start,
+        ) from None
 
 
 def _java_lines(text: str) -> Iterator[tuple[str, int]]:
@@ -83,8 +87,12 @@ def _byte_pos(text: str, char_pos: int) -> int:
 # CheckpointFile framing
 
 
-def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
-                     parse_entry: Callable[[list[str]], T | None], n_fields: int) -> list[T]:
+def _read_checkpoint(
+    buf: bytes | bytearray | memoryview,
+    path: str | None,
+    parse_entry: Callable[[list[str]], T | None],
+    n_fields: int,
+) -> list[T]:
     """CheckpointFile.CheckpointReadBuffer.read.
 
     Kafka's quirks kept: an empty file, or a file with only a version line, has no entries; the
@@ -94,8 +102,11 @@ def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
     lines = _java_lines(text)
 
     def malformed(line: str, at: int, why: str = "") -> CheckpointError:
-        return CheckpointError(f"Malformed line in checkpoint file [{loc}]: {line}{why}",
-                               path=path, position=_byte_pos(text, at))
+        return CheckpointError(
+            f"Malformed line in checkpoint file [{loc}]: {line}{why}",
+            path=path,
+            position=_byte_pos(text, at),
+        )
 
     def next_int() -> tuple[int | None, int]:
         """`readLine` then `toInt`: the next line's int (None at the end of the file), where it starts."""
@@ -111,14 +122,21 @@ def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
     if version is None:
         return []
     if version != CHECKPOINT_VERSION:
-        raise CheckpointError(f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} "
-                              f"in checkpoint file at: {loc}", path=path, position=0)
+        raise CheckpointError(
+            f"Unrecognised version:{version}, expected version: {CHECKPOINT_VERSION} "
+            f"in checkpoint file at: {loc}",
+            path=path,
+            position=0,
+        )
     expected, count_at = next_int()
     if expected is None:
         return []
     if expected < 0:  # `new ArrayList<>(expectedSize)` throws before any entry is read
-        raise CheckpointError(f"Illegal Capacity: {expected} (entry count in checkpoint file [{loc}])",
-                              path=path, position=_byte_pos(text, count_at))
+        raise CheckpointError(
+            f"Illegal Capacity: {expected} (entry count in checkpoint file [{loc}])",
+            path=path,
+            position=_byte_pos(text, count_at),
+        )
     entries: list[T] = []
     for line, at in lines:
         fields = _java_split(_JAVA_WS, line)
@@ -130,14 +148,20 @@ def _read_checkpoint(buf: bytes | bytearray | memoryview, path: str | None,
             raise malformed(line, at, " (not a number)")
         entries.append(entry)
     if len(entries) != expected:
-        raise CheckpointError(f"Expected [{expected}] entries in checkpoint file [{loc}], but found "
-                              f"only [{len(entries)}]", path=path, position=_byte_pos(text, count_at))
+        raise CheckpointError(
+            f"Expected [{expected}] entries in checkpoint file [{loc}], but found "
+            f"only [{len(entries)}]",
+            path=path,
+            position=_byte_pos(text, count_at),
+        )
     return entries
 
 
 def _write_checkpoint(lines: Iterable[str]) -> bytes:
     body = list(lines)
-    return "".join([f"{CHECKPOINT_VERSION}\n{len(body)}\n"] + [f"{line}\n" for line in body]).encode("utf-8")
+    return "".join(
+        [f"{CHECKPOINT_VERSION}\n{len(body)}\n"] + [f"{line}\n" for line in body]
+    ).encode("utf-8")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,21 +176,25 @@ def _offset_entry(fields: list[str]) -> tuple[str, int, int] | None:
     return fields[0], partition, offset
 
 
-def parse_offset_checkpoint_entries(buf: bytes | bytearray | memoryview, *,
-                                    path: str | None = None) -> list[tuple[str, int, int]]:
+def parse_offset_checkpoint_entries(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> list[tuple[str, int, int]]:
     """(topic, partition, offset) in file order, duplicates kept."""
     return _read_checkpoint(buf, path, _offset_entry, 3)
 
 
-def parse_offset_checkpoint(buf: bytes | bytearray | memoryview, *,
-                            path: str | None = None) -> dict[tuple[str, int], int]:
+def parse_offset_checkpoint(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> dict[tuple[str, int], int]:
     """{(topic, partition): offset}; a repeated partition keeps its last value (Scala `toMap`)."""
     return {(t, p): o for t, p, o in parse_offset_checkpoint_entries(buf, path=path)}
 
 
-def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
-                             order: Iterable[tuple[str, int]] | None = None,
-                             kind: CheckpointKind | str = CheckpointKind.RECOVERY_POINT) -> bytes:
+def encode_offset_checkpoint(
+    offsets: Mapping[tuple[str, int], int],
+    order: Iterable[tuple[str, int]] | None = None,
+    kind: CheckpointKind | str = CheckpointKind.RECOVERY_POINT,
+) -> bytes:
     """The file, entries in the order the broker writes a checkpoint of `kind` (a CheckpointKind or
     the file's name) in: a function of the keys (formats.scala_order), so that a file the broker
     wrote and we rewrite with the same keys stays byte-identical. `order` is the file's current
@@ -176,9 +204,13 @@ def encode_offset_checkpoint(offsets: Mapping[tuple[str, int], int],
         if not topic or _JAVA_WS.search(topic):
             raise ValueError(f"topic name {topic!r} cannot be written to a checkpoint file")
     for (topic, partition), offset in offsets.items():
-        if not _INT64[0] <= offset <= _INT64[1]:    # offsets that overflowed a batch's long arithmetic
-            raise CorruptRecordError(f"{topic}-{partition}: offset {offset} is not a Kafka long: a batch whose "
-                                     f"offsets overflow Long.MAX_VALUE (the broker's recovery fails on it too)")
+        if (
+            not _INT64[0] <= offset <= _INT64[1]
+        ):  # offsets that overflowed a batch's long arithmetic
+            raise CorruptRecordError(
+                f"{topic}-{partition}: offset {offset} is not a Kafka long: a batch whose "
+                f"offsets overflow Long.MAX_VALUE (the broker's recovery fails on it too)"
+            )
     if isinstance(kind, str):
         named = CheckpointKind.of_file(kind)
         if named is None:
@@ -206,8 +238,9 @@ def _epoch_entry(fields: list[str]) -> EpochEntry | None:
     return None if epoch is None or offset is None else EpochEntry(epoch, offset)
 
 
-def parse_leader_epoch_checkpoint(buf: bytes | bytearray | memoryview, *,
-                                  path: str | None = None) -> list[EpochEntry]:
+def parse_leader_epoch_checkpoint(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> list[EpochEntry]:
     """The entries as written, in file order. What a broker holds after loading them is
     `load_leader_epoch_cache(entries)`."""
     return _read_checkpoint(buf, path, _epoch_entry, 2)
@@ -224,8 +257,10 @@ def assign_epoch(entries: list[EpochEntry], epoch: int, start_offset: int) -> li
     `start_offset` are removed from the end first (maybeTruncateNonMonotonicEntries)."""
     if epoch < 0 or start_offset < 0:
         # Kafka's message, with EpochEntry.toString
-        raise ValueError("Received invalid partition leader epoch entry "
-                         f"EpochEntry(epoch={epoch}, startOffset={start_offset})")
+        raise ValueError(
+            "Received invalid partition leader epoch entry "
+            f"EpochEntry(epoch={epoch}, startOffset={start_offset})"
+        )
     if entries and not (entries[-1].epoch != epoch or start_offset < entries[-1].start_offset):
         return list(entries)
     kept = list(entries)
@@ -279,7 +314,9 @@ class PartitionMetadata:
 def _uuid_bytes(s: str) -> bytes:
     """Uuid.fromString; raises ValueError with Kafka's (or Java Base64's) message."""
     if len(s) > 24:
-        raise ValueError(f"Input string with prefix `{s[:24]}` is too long to be decoded as a base64 UUID")
+        raise ValueError(
+            f"Input string with prefix `{s[:24]}` is too long to be decoded as a base64 UUID"
+        )
     bad = re.search(r"[^A-Za-z0-9_\-=]", s)
     if bad:
         raise ValueError(f"Illegal base64 character {ord(bad.group()):x}")
@@ -288,8 +325,10 @@ def _uuid_bytes(s: str) -> bytes:
         raise ValueError("Last unit does not have enough valid bits")
     raw = base64.urlsafe_b64decode(core + "=" * (-len(core) % 4))
     if len(raw) != 16:
-        raise ValueError(f"Input string `{s}` decoded as {len(raw)} bytes, which is not equal to the "
-                         f"expected 16 bytes of a base64-encoded UUID")
+        raise ValueError(
+            f"Input string `{s}` decoded as {len(raw)} bytes, which is not equal to the "
+            f"expected 16 bytes of a base64-encoded UUID"
+        )
     return raw
 
 
@@ -298,8 +337,9 @@ def topic_id_bytes(topic_id: str) -> bytes:
     return _uuid_bytes(topic_id)
 
 
-def parse_partition_metadata(buf: bytes | bytearray | memoryview, *,
-                             path: str | None = None) -> PartitionMetadata:
+def parse_partition_metadata(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> PartitionMetadata:
     """PartitionMetadataReadBuffer.read: `<anything>: 0` then `<anything>: <uuid>`; later lines are
     ignored, the keys are not checked, a zero Uuid is invalid."""
     loc = path if path is not None else "<partition.metadata>"
@@ -308,8 +348,11 @@ def parse_partition_metadata(buf: bytes | bytearray | memoryview, *,
 
     def malformed(line: str | None, at: int) -> CheckpointError:
         shown = "null" if line is None else line
-        return CheckpointError(f"Malformed line in checkpoint file ({loc}): '{shown}'",
-                               path=path, position=_byte_pos(text, at))
+        return CheckpointError(
+            f"Malformed line in checkpoint file ({loc}): '{shown}'",
+            path=path,
+            position=_byte_pos(text, at),
+        )
 
     if not lines:
         raise malformed(None, 0)  # Kafka: NullPointerException
@@ -321,8 +364,11 @@ def parse_partition_metadata(buf: bytes | bytearray | memoryview, *,
     if version is None:
         raise malformed(line, at)
     if version != 0:
-        raise CheckpointError(f"Unrecognized version of partition metadata file ({loc}): {parts[1]}",
-                              path=path, position=0)
+        raise CheckpointError(
+            f"Unrecognized version of partition metadata file ({loc}): {parts[1]}",
+            path=path,
+            position=0,
+        )
     if len(lines) < 2:
         raise malformed(None, len(text))
     line, at = lines[1]
@@ -334,8 +380,11 @@ def parse_partition_metadata(buf: bytes | bytearray | memoryview, *,
     except ValueError as e:
         raise CheckpointError(str(e), path=path, position=_byte_pos(text, at)) from None
     if raw == bytes(16):
-        raise CheckpointError(f"Invalid topic ID in partition metadata file ({loc})",
-                              path=path, position=_byte_pos(text, at))
+        raise CheckpointError(
+            f"Invalid topic ID in partition metadata file ({loc})",
+            path=path,
+            position=_byte_pos(text, at),
+        )
     return PartitionMetadata(0, parts[1])
 
 
@@ -408,7 +457,9 @@ def _unescaped(m: re.Match[str]) -> str:
     return chr(int(e[1:], 16))
 
 
-def parse_properties(buf: bytes | bytearray | memoryview, *, path: str | None = None) -> dict[str, str]:
+def parse_properties(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> dict[str, str]:
     """Properties.load(InputStream): ISO-8859-1, `#`/`!` comments, `key=value`, `key: value` or
     `key value`, backslash escapes and continuations. A repeated key keeps its last value."""
     text = bytes(buf).decode("latin-1")
@@ -423,9 +474,9 @@ def parse_properties(buf: bytes | bytearray | memoryview, *, path: str | None = 
             if i == n:
                 rest = ""
             elif line[i] in "=:":
-                rest = line[i + 1:].lstrip(_PROP_WS)
+                rest = line[i + 1 :].lstrip(_PROP_WS)
             else:  # a blank ends the key; one `=` or `:` may still follow it
-                rest = line[i + 1:].lstrip(_PROP_WS)
+                rest = line[i + 1 :].lstrip(_PROP_WS)
                 if rest[:1] in ("=", ":"):
                     rest = rest[1:].lstrip(_PROP_WS)
             props[_unescape(key)] = _unescape(rest)
@@ -468,9 +519,13 @@ def _store_order(keys: list[str], order: str) -> list[str]:
         n = 16
         while len(keys) >= n * 3 // 4:
             n *= 2
+
         def spread(h: int) -> int:
             return (h ^ (h >> 16)) & 0x7FFFFFFF
-        return sorted(keys, key=lambda k: spread(java_string_hash(k) & 0xFFFFFFFF) & (n - 1))  # stable: insertion order in a bin
+
+        return sorted(
+            keys, key=lambda k: spread(java_string_hash(k) & 0xFFFFFFFF) & (n - 1)
+        )  # stable: insertion order in a bin
     if order == "jdk8":
         n = 11
         while len(keys) > n * 3 // 4:
@@ -486,13 +541,20 @@ def java_date(when: _dt.datetime) -> str:
     days = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
     months = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
     zone = when.tzname() or "UTC"
-    return (f"{days[when.weekday()]} {months[when.month - 1]} {when.day:02d} "
-            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
+    return (
+        f"{days[when.weekday()]} {months[when.month - 1]} {when.day:02d} "
+        f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}"
+    )
 
 
-def encode_meta_properties(props: Mapping[str, str], *, date: str | _dt.datetime,
-                           order: str = "jdk9", unicode_escapes: bool = True,
-                           comments: str = "") -> bytes:
+def encode_meta_properties(
+    props: Mapping[str, str],
+    *,
+    date: str | _dt.datetime,
+    order: str = "jdk9",
+    unicode_escapes: bool = True,
+    comments: str = "",
+) -> bytes:
     """Properties.store(out, "") as Kafka writes meta.properties: `#`, `#<date>`, then `key=value`.
 
     `order="jdk9"` reproduces Kafka 3.x on JDK 11/17 (the corpus: node.id, version, cluster.id);
@@ -501,8 +563,11 @@ def encode_meta_properties(props: Mapping[str, str], *, date: str | _dt.datetime
     header = date if isinstance(date, str) else java_date(date)
     lines = [f"#{comments}", f"#{header}"]
     for key in _store_order(list(props), order):
-        lines.append(_save_convert(key, True, unicode_escapes) + "=" +
-                     _save_convert(props[key], False, unicode_escapes))
+        lines.append(
+            _save_convert(key, True, unicode_escapes)
+            + "="
+            + _save_convert(props[key], False, unicode_escapes)
+        )
     text = "".join(line + "\n" for line in lines)
     return text.encode("latin-1" if unicode_escapes else "utf-8")
 

@@ -11,6 +11,7 @@ wrapForInput).
 `CODECS` maps each Compression to its two functions; `compress` and `decompress` look the codec
 up there, so a caller never branches on the codec itself.
 """
+
 from __future__ import annotations
 
 import enum
@@ -104,7 +105,7 @@ def _snappy_decompress(data, magic: int) -> bytes:
 # ---------------------------------------------------------------- lz4
 _LZ4_MAGIC = 0x184D2204
 _LZ4_FLG = 0x60  # version 01, independent blocks, no block or content checksum
-_LZ4_BD = 0x40   # 64 KiB maximum block size
+_LZ4_BD = 0x40  # 64 KiB maximum block size
 _LZ4_BLOCK = 64 * 1024
 _LZ4_MAX_BLOCK = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 
@@ -128,7 +129,10 @@ def _xxh32(data: bytes, seed: int = 0) -> int:
                 x = (v[j] + w * P2) & M
                 v[j] = (((x << 13) | (x >> 19)) & M) * P1 & M
                 i += 4
-        h = sum((((v[k] << r) | (v[k] >> (32 - r))) & M) for k, r in zip(range(4), (1, 7, 12, 18))) & M
+        h = (
+            sum((((v[k] << r) | (v[k] >> (32 - r))) & M) for k, r in zip(range(4), (1, 7, 12, 18)))
+            & M
+        )
     else:
         h = (seed + P5) & M
     h = (h + n) & M
@@ -207,7 +211,9 @@ def _lz4_decompress(data, magic: int) -> bytes:
         stored = n & 0x80000000
         n &= 0x7FFFFFFF
         if n > max_block or pos + n > end:
-            raise CompressionError(f"lz4: block of {n} bytes is larger than allowed or overruns the payload")
+            raise CompressionError(
+                f"lz4: block of {n} bytes is larger than allowed or overruns the payload"
+            )
         block = mv[pos : pos + n]
         pos += n + (4 if has_block_checksum else 0)
         if stored:
@@ -262,13 +268,16 @@ class Codec:
     min_magic: int = 0
 
 
-CODECS: dict[int, Codec] = {c.compression: c for c in (
-    Codec(Compression.NONE, _none, _none),
-    Codec(Compression.GZIP, _gzip_compress, _gzip_decompress),
-    Codec(Compression.SNAPPY, _snappy_compress, _snappy_decompress),
-    Codec(Compression.LZ4, _lz4_compress, _lz4_decompress),
-    Codec(Compression.ZSTD, _zstd_compress, _zstd_decompress, min_magic=2),
-)}
+CODECS: dict[int, Codec] = {
+    c.compression: c
+    for c in (
+        Codec(Compression.NONE, _none, _none),
+        Codec(Compression.GZIP, _gzip_compress, _gzip_decompress),
+        Codec(Compression.SNAPPY, _snappy_compress, _snappy_decompress),
+        Codec(Compression.LZ4, _lz4_compress, _lz4_decompress),
+        Codec(Compression.ZSTD, _zstd_compress, _zstd_decompress, min_magic=2),
+    )
+}
 
 
 def codec_for(codec_id: int) -> Codec:
@@ -287,7 +296,8 @@ def compress(codec: int, data, magic: int = 2) -> bytes:
     c = codec_for(codec)
     if magic < c.min_magic:
         raise CompressionError(
-            f"Compression type {c.compression.kafka_name} is only supported with magic {c.min_magic}")
+            f"Compression type {c.compression.kafka_name} is only supported with magic {c.min_magic}"
+        )
     return c.compress(data, magic)
 
 

@@ -6,6 +6,7 @@ SnapshotFooterRecord in a KRaft snapshot. Every reader (dump-log's text and JSON
 rows, producer state, the cleaner) decodes them here, so they all accept and reject the same
 bytes, by Kafka 3.3.1's rules.
 """
+
 from __future__ import annotations
 
 import enum
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 
 from kafkalog_cli.errors import InvalidRecordError
 
-_KEY = struct.Struct(">hh")           # version, type
-_END_TXN = struct.Struct(">hi")       # version, coordinatorEpoch
+_KEY = struct.Struct(">hh")  # version, type
+_END_TXN = struct.Struct(">hi")  # version, coordinatorEpoch
 
 
 class ControlRecordType(enum.IntEnum):
@@ -49,11 +50,15 @@ def _versioned(layout: struct.Struct, data: bytes | None, sized: str, versioned:
     """The fields of a key or value that starts with an int16 version: Kafka requires the
     current version's size and a version >= 0 (a newer one is read with the current layout)."""
     if data is None or len(data) < layout.size:
-        raise InvalidRecordError(f"Invalid value size found for {sized}. Must have at least {layout.size} bytes, "
-                                 f"but found only {0 if data is None else len(data)}")
+        raise InvalidRecordError(
+            f"Invalid value size found for {sized}. Must have at least {layout.size} bytes, "
+            f"but found only {0 if data is None else len(data)}"
+        )
     fields = layout.unpack_from(data, 0)
     if fields[0] < 0:
-        raise InvalidRecordError(f"Invalid version found for {versioned}: {fields[0]}. May indicate data corruption")
+        raise InvalidRecordError(
+            f"Invalid version found for {versioned}: {fields[0]}. May indicate data corruption"
+        )
     return fields
 
 
@@ -72,11 +77,17 @@ class EndTransactionMarker:
     coordinator_epoch: int
 
     @classmethod
-    def deserialize_value(cls, control_type: ControlRecordType, value: bytes | None) -> EndTransactionMarker:
+    def deserialize_value(
+        cls, control_type: ControlRecordType, value: bytes | None
+    ) -> EndTransactionMarker:
         """EndTransactionMarker.deserializeValue (Kafka 3.3.1)."""
         if not control_type.is_transaction_marker:
-            raise ValueError(f"Invalid control record type for end transaction marker {control_type.name}")
-        version, coordinator_epoch = _versioned(_END_TXN, value, "end transaction marker", "end transaction marker")
+            raise ValueError(
+                f"Invalid control record type for end transaction marker {control_type.name}"
+            )
+        version, coordinator_epoch = _versioned(
+            _END_TXN, value, "end transaction marker", "end transaction marker"
+        )
         return cls(control_type, version, coordinator_epoch)
 
 

@@ -2,6 +2,7 @@
 
 CRC-32C uses the hardware-accelerated `crc32c` package; `crcmod` is the portable fallback for
 platforms where it does not install."""
+
 from __future__ import annotations
 
 import zlib

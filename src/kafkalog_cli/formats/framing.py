@@ -12,6 +12,7 @@ The loops over the size fields and over the batches that need no finding are the
 This module is what `kafkalog verify-crc` loads at start: it imports neither the record decoder
 (records.py) nor the codecs, which cost more start-up than a small file's whole check.
 """
+
 from __future__ import annotations
 
 import struct
@@ -33,16 +34,24 @@ from kafkalog_cli.formats.batch_findings import (  # noqa: F401 (the kinds, read
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 
-_HEAD = struct.Struct(">qiibIhi")          # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
-_HEAD_LEN = _HEAD.size                     # 27
+_HEAD = struct.Struct(
+    ">qiibIhi"
+)  # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
+_HEAD_LEN = _HEAD.size  # 27
 _PREFIX = struct.Struct(">qi")
 _SIZE = struct.Struct(">i")
-WALKED_BYTES = 64 << 20    # how often a walk tells of the stretch it has walked
+WALKED_BYTES = 64 << 20  # how often a walk tells of the stretch it has walked
 
 
 # ------------------------------------------------------------------ batch boundaries
-def batch_cuts(buf, start: int, end: int, target: int, min_tail: int,
-               walked: Callable[[int, int], None] | None = None) -> list[int]:
+def batch_cuts(
+    buf,
+    start: int,
+    end: int,
+    target: int,
+    min_tail: int,
+    walked: Callable[[int, int], None] | None = None,
+) -> list[int]:
     """Batch boundaries about `target` bytes apart from `start` (the first), by walking the size
     fields as iter_batches does, none leaving less than `min_tail` bytes to `end`. Where the
     chain breaks, the walk stops: the range after the last cut meets the break. `walked(a, b)`
@@ -62,22 +71,30 @@ class BatchCheck:
     """What `check_batches` saw in one byte range."""
 
     batches: int = 0
-    bytes: int = 0                     # of complete batches checked
-    first_offset: int | None = None    # the first batch's first offset (wrapper offset for legacy)
+    bytes: int = 0  # of complete batches checked
+    first_offset: int | None = None  # the first batch's first offset (wrapper offset for legacy)
     last_offset: int | None = None
     first_position: int | None = None
     findings: list[Finding] = field(default_factory=list)
 
 
-def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: bool = True,
-                  deep: bool = False, walked: Callable[[int, int], None] | None = None,
-                  prev_offset: int | None = None) -> BatchCheck:
+def check_batches(
+    buf,
+    start: int,
+    end: int,
+    *,
+    file: str | None = None,
+    tail: bool = True,
+    deep: bool = False,
+    walked: Callable[[int, int], None] | None = None,
+    prev_offset: int | None = None,
+) -> BatchCheck:
     """Check every batch in buf[start:end) of `file` (which the findings name). With `tail`, what
     follows the last complete batch is reported (an incomplete batch, a corrupt size); otherwise
     `end` must be a batch boundary. `walked(a, b)` hears of each stretch checked, about every
     64 MiB, as in `batch_cuts`. `prev_offset`: the last offset of the batch before `start`, when
     one range continues another (the offsets check goes on as in one pass)."""
-    if deep:   # the record decoder, only now
+    if deep:  # the record decoder, only now
         from kafkalog_cli.formats.deep_findings import deep_findings
     res = BatchCheck()
     findings = res.findings
@@ -86,7 +103,7 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     crc_c = crc32c
     crc_32 = zlib.crc32
     pos = start
-    prev = prev_offset   # the last offset of the previous batch
+    prev = prev_offset  # the last offset of the previous batch
     first = None
     batches = 0
     limit = end - _HEAD_LEN
@@ -96,7 +113,8 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
     while pos + 17 < end:
         # the batches from pos that need no finding, in one walk
         pos, n, sound_first, sound_first_position, prev = sound_batches(
-            buf, pos, end, prev, tell, deep_findings if deep else None, file, findings)
+            buf, pos, end, prev, tell, deep_findings if deep else None, file, findings
+        )
         if n:
             batches += n
             if first is None:
@@ -116,26 +134,46 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
             if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
                 ple = struct.unpack_from(">i", buf, pos + 12)[0]
         if size < RECORD_OVERHEAD_V0:
-            findings.append(Finding(file, pos, SIZE,
-                                    f"corrupt size field {size} (smaller than the minimum record overhead "
-                                    f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read"))
+            findings.append(
+                Finding(
+                    file,
+                    pos,
+                    SIZE,
+                    f"corrupt size field {size} (smaller than the minimum record overhead "
+                    f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read",
+                )
+            )
             break
         total = size + LOG_OVERHEAD
         if pos + total > end:
-            break        # incomplete: reported below as trailing bytes
+            break  # incomplete: reported below as trailing bytes
         if magic == 2:
             if total < RECORD_BATCH_OVERHEAD:
-                findings.append(Finding(file, pos, SIZE, f"v2 batch of {total} bytes is smaller than its "
-                                        f"{RECORD_BATCH_OVERHEAD}-byte header", base_offset=base))
+                findings.append(
+                    Finding(
+                        file,
+                        pos,
+                        SIZE,
+                        f"v2 batch of {total} bytes is smaller than its "
+                        f"{RECORD_BATCH_OVERHEAD}-byte header",
+                        base_offset=base,
+                    )
+                )
                 pos += total
                 batches += 1
                 continue
             computed = crc_c(mv[pos + 21 : pos + total])
             last = base + lod
             if computed != stored:
-                findings.append(Finding(file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed))
+                findings.append(
+                    Finding(
+                        file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed
+                    )
+                )
             if lod < 0:
-                findings.append(Finding(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last))
+                findings.append(
+                    Finding(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last)
+                )
             if deep:
                 deep_findings(buf, pos, total, 2, file, base, last, findings)
         elif magic == 0 or magic == 1:
@@ -143,19 +181,46 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
             computed = crc_32(mv[pos + 16 : pos + total])
             last = base
             if computed != stored:
-                findings.append(Finding(file, pos, CRC, f"magic {magic} message CRC-32 mismatch",
-                                        base, last, stored, computed))
+                findings.append(
+                    Finding(
+                        file,
+                        pos,
+                        CRC,
+                        f"magic {magic} message CRC-32 mismatch",
+                        base,
+                        last,
+                        stored,
+                        computed,
+                    )
+                )
             if deep:
                 deep_findings(buf, pos, total, magic, file, base, last, findings)
         else:
-            findings.append(Finding(file, pos, MAGIC, f"unknown magic {magic}; the batch is skipped by its "
-                                    f"size field ({total} bytes)", base_offset=base))
+            findings.append(
+                Finding(
+                    file,
+                    pos,
+                    MAGIC,
+                    f"unknown magic {magic}; the batch is skipped by its "
+                    f"size field ({total} bytes)",
+                    base_offset=base,
+                )
+            )
             pos += total
             batches += 1
             continue
         if prev is not None and base <= prev:
-            findings.append(Finding(file, pos, OFFSETS, f"offsets do not increase: this batch starts at "
-                                    f"{base}, the previous one ended at {prev}", base, last))
+            findings.append(
+                Finding(
+                    file,
+                    pos,
+                    OFFSETS,
+                    f"offsets do not increase: this batch starts at "
+                    f"{base}, the previous one ended at {prev}",
+                    base,
+                    last,
+                )
+            )
         if first is None:
             first = base
             res.first_position = pos
@@ -165,7 +230,11 @@ def check_batches(buf, start: int, end: int, *, file: str | None = None, tail: b
         if pos > tell and walked is not None:
             walked(told, pos)
             told, tell = pos, pos + WALKED_BYTES
-    if tail and pos < end and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos):
+    if (
+        tail
+        and pos < end
+        and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos)
+    ):
         msg = f"{end - pos} trailing bytes are not a complete batch"
         if pos + 12 <= end:
             _, size = _PREFIX.unpack_from(buf, pos)

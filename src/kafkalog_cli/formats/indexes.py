@@ -13,6 +13,7 @@ An existing file has `roundDown(length, entrySize) / entrySize` entries, preallo
 Messages of `CorruptIndexError` are Kafka 3.3.1's (the version the corpus goldens come from), with the
 path as the caller gives it where Kafka prints the absolute path.
 """
+
 from __future__ import annotations
 
 import struct
@@ -28,12 +29,12 @@ OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 INT32_MAX = 0x7FFFFFFF
-DEFAULT_INDEX_INTERVAL_BYTES = 4096     # index.interval.bytes
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes
 DEFAULT_SEGMENT_INDEX_BYTES = 10485760  # segment.index.bytes
 
-_OFFSET_ENTRY = struct.Struct(">ii")   # relativeOffset, position
-_TIME_ENTRY = struct.Struct(">qi")     # timestamp, relativeOffset
-_OFFSET_REL = itemgetter(0)            # the relativeOffset of an unpacked slot
+_OFFSET_ENTRY = struct.Struct(">ii")  # relativeOffset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relativeOffset
+_OFFSET_REL = itemgetter(0)  # the relativeOffset of an unpacked slot
 _TIME_REL = itemgetter(1)
 
 
@@ -80,8 +81,9 @@ def max_entries(segment_index_bytes: int, entry_size: int) -> int:
 # Reading
 
 
-def parse_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
-                       stop_at_zero: bool = True) -> list[OffsetIndexEntry]:
+def parse_offset_index(
+    buf: bytes | bytearray | memoryview, base_offset: int, *, stop_at_zero: bool = True
+) -> list[OffsetIndexEntry]:
     """The entries of a `.index`.
 
     A trailing partial entry is ignored (Kafka rounds the length down). With `stop_at_zero`, reading
@@ -90,12 +92,15 @@ def parse_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
     return`); a well-formed index can never hold such an entry, since offsets strictly increase.
     With `stop_at_zero=False` every slot is returned, as OffsetIndex.entry(n) would.
     """
-    return [OffsetIndexEntry(base_offset + rel, pos)
-            for rel, pos in _live_slots(buf, _OFFSET_ENTRY, _OFFSET_REL, stop_at_zero)]
+    return [
+        OffsetIndexEntry(base_offset + rel, pos)
+        for rel, pos in _live_slots(buf, _OFFSET_ENTRY, _OFFSET_REL, stop_at_zero)
+    ]
 
 
-def parse_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
-                     stop_at_zero: bool = True) -> list[TimeIndexEntry]:
+def parse_time_index(
+    buf: bytes | bytearray | memoryview, base_offset: int, *, stop_at_zero: bool = True
+) -> list[TimeIndexEntry]:
     """The entries of a `.timeindex`.
 
     The stop rule is the same as for the offset index and looks at the *offset* only, not the
@@ -103,12 +108,18 @@ def parse_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
     && i > 0) return`. A real entry i > 0 cannot have the base offset: entries are only added with a
     strictly greater timestamp, and each new maximum comes with a new batch's lastOffset.
     """
-    return [TimeIndexEntry(ts, base_offset + rel)
-            for ts, rel in _live_slots(buf, _TIME_ENTRY, _TIME_REL, stop_at_zero)]
+    return [
+        TimeIndexEntry(ts, base_offset + rel)
+        for ts, rel in _live_slots(buf, _TIME_ENTRY, _TIME_REL, stop_at_zero)
+    ]
 
 
-def _live_slots(buf: bytes | bytearray | memoryview, entry: struct.Struct, relative_offset: itemgetter,
-                stop_at_zero: bool) -> Iterator[tuple[int, int]]:
+def _live_slots(
+    buf: bytes | bytearray | memoryview,
+    entry: struct.Struct,
+    relative_offset: itemgetter,
+    stop_at_zero: bool,
+) -> Iterator[tuple[int, int]]:
     """The whole `entry`-sized slots of an index file, unpacked; with `stop_at_zero`, only those
     before the first slot i > 0 whose `relative_offset` is 0. Iterated in C, not per slot here."""
     mv = memoryview(buf)
@@ -148,8 +159,12 @@ def encode_time_index(entries: Iterable[TimeIndexEntry], base_offset: int) -> by
     return struct.pack(">" + "qi" * (len(flat) // 2), *flat)
 
 
-def offset_entry_problem(entry: OffsetIndexEntry, base_offset: int, log_size: int | None,
-                         previous: OffsetIndexEntry | None = None) -> str | None:
+def offset_entry_problem(
+    entry: OffsetIndexEntry,
+    base_offset: int,
+    log_size: int | None,
+    previous: OffsetIndexEntry | None = None,
+) -> str | None:
     """Why an offset-index entry is not one Kafka could have written for a segment at
     `base_offset` with a `log_size`-byte .log (after `previous`, the entry before it), or None.
     OffsetIndex.append writes offsets that strictly increase from the base offset (a relative
@@ -163,21 +178,31 @@ def offset_entry_problem(entry: OffsetIndexEntry, base_offset: int, log_size: in
         return f"entry position {entry.position} is negative"
     if log_size is not None and not entry.position < max(log_size, 1):
         return f"entry position {entry.position} is outside the {log_size}-byte log"
-    if previous is not None and (entry.offset <= previous.offset or entry.position < previous.position):
-        return (f"entry (offset {entry.offset}, position {entry.position}) is not after "
-                f"(offset {previous.offset}, position {previous.position})")
+    if previous is not None and (
+        entry.offset <= previous.offset or entry.position < previous.position
+    ):
+        return (
+            f"entry (offset {entry.offset}, position {entry.position}) is not after "
+            f"(offset {previous.offset}, position {previous.position})"
+        )
     return None
 
 
-def time_entry_problem(entry: TimeIndexEntry, base_offset: int, previous: TimeIndexEntry | None = None) -> str | None:
+def time_entry_problem(
+    entry: TimeIndexEntry, base_offset: int, previous: TimeIndexEntry | None = None
+) -> str | None:
     """Why a time-index entry is not one Kafka could have written for a segment at `base_offset`
     (after `previous`), or None: TimeIndex.maybeAppend writes timestamps that increase and offsets
     that do not decrease, from the base offset on. The one judge of time-index entries."""
     if entry.offset < base_offset:
         return f"entry offset {entry.offset} is below the segment's base offset {base_offset}"
-    if previous is not None and (entry.timestamp < previous.timestamp or entry.offset < previous.offset):
-        return (f"entry (timestamp {entry.timestamp}, offset {entry.offset}) is not after "
-                f"(timestamp {previous.timestamp}, offset {previous.offset})")
+    if previous is not None and (
+        entry.timestamp < previous.timestamp or entry.offset < previous.offset
+    ):
+        return (
+            f"entry (timestamp {entry.timestamp}, offset {entry.offset}) is not after "
+            f"(timestamp {previous.timestamp}, offset {previous.offset})"
+        )
     return None
 
 
@@ -194,8 +219,9 @@ def read_start(position: int, log_size: int) -> int:
 # Lookups (AbstractIndex.largestLowerBoundSlotFor)
 
 
-def lookup_offset(entries: Sequence[OffsetIndexEntry], target_offset: int,
-                  base_offset: int) -> OffsetIndexEntry:
+def lookup_offset(
+    entries: Sequence[OffsetIndexEntry], target_offset: int, base_offset: int
+) -> OffsetIndexEntry:
     """OffsetIndex.lookup: the greatest entry with offset <= target, else (baseOffset, 0).
 
     The `.log` must then be scanned forward from the position to the first batch with
@@ -204,8 +230,9 @@ def lookup_offset(entries: Sequence[OffsetIndexEntry], target_offset: int,
     return entries[i] if i >= 0 else OffsetIndexEntry(base_offset, 0)
 
 
-def lookup_timestamp(entries: Sequence[TimeIndexEntry], target_timestamp: int,
-                     base_offset: int) -> TimeIndexEntry:
+def lookup_timestamp(
+    entries: Sequence[TimeIndexEntry], target_timestamp: int, base_offset: int
+) -> TimeIndexEntry:
     """TimeIndex.lookup: the greatest entry with timestamp <= target, else (NO_TIMESTAMP=-1, baseOffset)."""
     i = bisect_right(entries, target_timestamp, key=_timestamp_key) - 1
     return entries[i] if i >= 0 else TimeIndexEntry(NO_TIMESTAMP, base_offset)
@@ -223,8 +250,9 @@ def _timestamp_key(e: TimeIndexEntry) -> int:
 # Sanity checks (what `kafka-dump-log --index-sanity-check` runs)
 
 
-def sanity_check_offset_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
-                              path: str | None = None) -> None:
+def sanity_check_offset_index(
+    buf: bytes | bytearray | memoryview, base_offset: int, *, path: str | None = None
+) -> None:
     """OffsetIndex.sanityCheck over the raw file, zero padding included (as Kafka sees it).
 
     The last slot is the last `roundDown(length, 8)` slot, so a preallocated, zero-padded index
@@ -233,14 +261,19 @@ def sanity_check_offset_index(buf: bytes | bytearray | memoryview, base_offset: 
     last = _last_slot(buf, _OFFSET_ENTRY)
     if last is not None:
         (rel, _), at = last
-        _require(base_offset + rel >= base_offset, path, at,
-                 f"Corrupt index found, index file ({where}) has non-zero size but the last offset "
-                 f"is {base_offset + rel} which is less than the base offset {base_offset}.")
+        _require(
+            base_offset + rel >= base_offset,
+            path,
+            at,
+            f"Corrupt index found, index file ({where}) has non-zero size but the last offset "
+            f"is {base_offset + rel} which is less than the base offset {base_offset}.",
+        )
     _require_whole_slots(buf, OFFSET_ENTRY_SIZE, "Index", where, path)
 
 
-def sanity_check_time_index(buf: bytes | bytearray | memoryview, base_offset: int, *,
-                            path: str | None = None) -> None:
+def sanity_check_time_index(
+    buf: bytes | bytearray | memoryview, base_offset: int, *, path: str | None = None
+) -> None:
     """TimeIndex.sanityCheck over the raw file, zero padding included.
 
     Unlike the offset index, a preallocated time index FAILS this check: its last slot holds
@@ -250,16 +283,26 @@ def sanity_check_time_index(buf: bytes | bytearray | memoryview, base_offset: in
     if last is not None:
         (last_ts, rel), at = last
         first_ts, _ = _TIME_ENTRY.unpack_from(buf, 0)
-        _require(last_ts >= first_ts, path, at,
-                 f"Corrupt time index found, time index file ({where}) has non-zero size but the "
-                 f"last timestamp is {last_ts} which is less than the first timestamp {first_ts}")
-        _require(base_offset + rel >= base_offset, path, at,
-                 f"Corrupt time index found, time index file ({where}) has non-zero size but the "
-                 f"last offset is {base_offset + rel} which is less than the first offset {base_offset}")
+        _require(
+            last_ts >= first_ts,
+            path,
+            at,
+            f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+            f"last timestamp is {last_ts} which is less than the first timestamp {first_ts}",
+        )
+        _require(
+            base_offset + rel >= base_offset,
+            path,
+            at,
+            f"Corrupt time index found, time index file ({where}) has non-zero size but the "
+            f"last offset is {base_offset + rel} which is less than the first offset {base_offset}",
+        )
     _require_whole_slots(buf, TIME_ENTRY_SIZE, "Time index", where, path)
 
 
-def _last_slot(buf: bytes | bytearray | memoryview, entry: struct.Struct) -> tuple[tuple[int, int], int] | None:
+def _last_slot(
+    buf: bytes | bytearray | memoryview, entry: struct.Struct
+) -> tuple[tuple[int, int], int] | None:
     """The last whole slot of an index file, unpacked, and its byte position; None if it has none."""
     n = len(buf) // entry.size
     if not n:
@@ -268,13 +311,18 @@ def _last_slot(buf: bytes | bytearray | memoryview, entry: struct.Struct) -> tup
     return entry.unpack_from(buf, at), at
 
 
-def _require_whole_slots(buf: bytes | bytearray | memoryview, entry_size: int, kind: str, where: str,
-                         path: str | None) -> None:
+def _require_whole_slots(
+    buf: bytes | bytearray | memoryview, entry_size: int, kind: str, where: str, path: str | None
+) -> None:
     """The length check that ends both sanity checks: a partial slot at the end is corrupt."""
     length = len(buf)
-    _require(length % entry_size == 0, path, length - length % entry_size,
-             f"{kind} file {where} is corrupt, found {length} bytes which is neither positive nor "
-             f"a multiple of {entry_size}.")
+    _require(
+        length % entry_size == 0,
+        path,
+        length - length % entry_size,
+        f"{kind} file {where} is corrupt, found {length} bytes which is neither positive nor "
+        f"a multiple of {entry_size}.",
+    )
 
 
 def _require(condition: bool, path: str | None, position: int, message: str) -> None:
@@ -304,27 +352,44 @@ class IndexBuilder:
     is a few int comparisons and list appends; bytes are packed once at the end.
     """
 
-    __slots__ = ("base_offset", "index_interval_bytes", "max_index_entries", "max_time_entries",
-                 "_offsets", "_times", "_last_index_entry", "bytes_since_last_index_entry",
-                 "_max_ts", "_offset_of_max_ts", "_last_time_ts", "_last_time_off", "_last_offset",
-                 "_finished")
+    __slots__ = (
+        "base_offset",
+        "index_interval_bytes",
+        "max_index_entries",
+        "max_time_entries",
+        "_offsets",
+        "_times",
+        "_last_index_entry",
+        "bytes_since_last_index_entry",
+        "_max_ts",
+        "_offset_of_max_ts",
+        "_last_time_ts",
+        "_last_time_off",
+        "_last_offset",
+        "_finished",
+    )
 
-    def __init__(self, base_offset: int, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-                 max_index_entries: int | None = None, max_time_entries: int | None = None):
+    def __init__(
+        self,
+        base_offset: int,
+        index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+        max_index_entries: int | None = None,
+        max_time_entries: int | None = None,
+    ):
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
         # None = unbounded; Kafka's default is segment.index.bytes // entry size (1310720 / 873813)
         self.max_index_entries = max_index_entries
         self.max_time_entries = max_time_entries
         self._offsets: list[int] = []  # flat: relativeOffset, position, ...
-        self._times: list[int] = []    # flat: timestamp, relativeOffset, ...
+        self._times: list[int] = []  # flat: timestamp, relativeOffset, ...
         self._last_index_entry = 0
         # LogSegment.append's counter. Note: a broker that reopens a segment starts it at 0 again
         # (it is not recomputed on load), so set it if you continue a segment a broker appended to.
         self.bytes_since_last_index_entry = 0
-        self._max_ts = NO_TIMESTAMP          # TimestampOffset.Unknown = (-1, -1)
+        self._max_ts = NO_TIMESTAMP  # TimestampOffset.Unknown = (-1, -1)
         self._offset_of_max_ts = -1
-        self._last_time_ts = NO_TIMESTAMP    # TimeIndex.lastEntry of an empty index = (-1, base)
+        self._last_time_ts = NO_TIMESTAMP  # TimeIndex.lastEntry of an empty index = (-1, base)
         self._last_time_off = base_offset
         self._last_offset: int | None = None  # OffsetIndex._lastOffset of a non-empty index
         self._finished = False
@@ -338,8 +403,14 @@ class IndexBuilder:
             self._append_entries(last_offset, rel, position)
             self._last_index_entry = position
 
-    def on_append(self, first_position: int, total_bytes: int, largest_offset: int,
-                  max_timestamp: int, offset_of_max_timestamp: int) -> None:
+    def on_append(
+        self,
+        first_position: int,
+        total_bytes: int,
+        largest_offset: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+    ) -> None:
         """One LogSegment.append call: `total_bytes` written at `first_position`."""
         if total_bytes <= 0:
             return  # Kafka ignores empty appends entirely
@@ -357,7 +428,9 @@ class IndexBuilder:
 
     # -- Kafka's ensureOffsetInRange, OffsetIndex.append, TimeIndex.maybeAppend ------------------
 
-    def _observe(self, largest_offset: int, position: int, max_timestamp: int, offset_of_max_timestamp: int) -> int:
+    def _observe(
+        self, largest_offset: int, position: int, max_timestamp: int, offset_of_max_timestamp: int
+    ) -> int:
         """What every batch or append updates: the offset's range check (ensureOffsetInRange) and
         the max timestamp so far; returns the offset relative to the base."""
         rel = largest_offset - self.base_offset
@@ -376,38 +449,51 @@ class IndexBuilder:
     def _offset_overflow(self, offset: int, position: int) -> OffsetOverflowError:
         """LogSegment.ensureOffsetInRange's LogSegmentOffsetOverflowException: the broker splits
         the segment."""
-        return OffsetOverflowError(f"Detected offset overflow at offset {offset} in segment with base offset "
-                                   f"{self.base_offset}", position=position, offset=offset)
-
+        return OffsetOverflowError(
+            f"Detected offset overflow at offset {offset} in segment with base offset "
+            f"{self.base_offset}",
+            position=position,
+            offset=offset,
+        )
 
     def _append_offset(self, offset: int, rel: int, position: int) -> None:
         n = len(self._offsets) >> 1
         if self.max_index_entries is not None and n >= self.max_index_entries:
             raise CorruptIndexError(
                 f"requirement failed: Attempt to append to a full index (size = {n}).",
-                position=position)
+                position=position,
+            )
         if self._last_offset is not None and offset <= self._last_offset:
             # InvalidOffsetException: recovery empties the whole segment on this
             raise InvalidOffsetError(
                 f"Attempt to append an offset ({offset}) to position {n} no larger than the last "
-                f"offset appended ({self._last_offset}).", position=position)
+                f"offset appended ({self._last_offset}).",
+                position=position,
+            )
         self._offsets.append(rel)
         self._offsets.append(position)
         self._last_offset = offset
 
     def _maybe_append_time(self, timestamp: int, offset: int, skip_full_check: bool) -> None:
         n = len(self._times) >> 1
-        if not skip_full_check and self.max_time_entries is not None and n >= self.max_time_entries - 1:
+        if (
+            not skip_full_check
+            and self.max_time_entries is not None
+            and n >= self.max_time_entries - 1
+        ):
             raise CorruptIndexError(
-                f"requirement failed: Attempt to append to a full time index (size = {n}).")
+                f"requirement failed: Attempt to append to a full time index (size = {n})."
+            )
         if n and offset < self._last_time_off:
             raise CorruptIndexError(
                 f"Attempt to append an offset ({offset}) to slot {n} no larger than the last "
-                f"offset appended ({self._last_time_off}).")
+                f"offset appended ({self._last_time_off})."
+            )
         if n and timestamp < self._last_time_ts:
             raise CorruptIndexError(
                 f"Attempt to append a timestamp ({timestamp}) to slot {n} no larger than the last "
-                f"timestamp appended ({self._last_time_ts}).")
+                f"timestamp appended ({self._last_time_ts})."
+            )
         if timestamp > self._last_time_ts:
             self._times.append(timestamp)
             self._times.append(_relative(offset, self.base_offset))

@@ -1,5 +1,6 @@
 """How render/jsonl.py lays out record lines (`JsonLayout`), handed to the record JSON scanners
 (`batch_json`, `lines_of_batches`), which know no JSON."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -18,20 +19,22 @@ class JsonLayout(NamedTuple):
     a batch) without null the slot is inside the string's quotes, and `strings` fills it with
     the escaped texts of the whole column at once; otherwise the slot takes the whole value."""
 
-    line: Callable[[RecordBatch, int], bytes]   # (batch, variant) -> %-format with offset %d,
+    line: Callable[[RecordBatch, int], bytes]  # (batch, variant) -> %-format with offset %d,
     # timestamp %d, key %b, value %b, headers %b, sequence %d; the variant's flags say which
     # string slots take whole values, and whether there are slots for headers and sequences
     # (without, every record has none: the format holds them)
-    string: bytes        # %-format of a JSON string around its escaped text
+    string: bytes  # %-format of a JSON string around its escaped text
     null: bytes
-    header: bytes        # %-format of one header: key %b (a JSON string), value: escaped text
-    null_header: bytes   # ... whose value is null: key %b
+    header: bytes  # %-format of one header: key %b (a JSON string), value: escaped text
+    null_header: bytes  # ... whose value is null: key %b
     no_headers: bytes
-    open: bytes          # a list of headers: open + sep.join(headers) + close
+    open: bytes  # a list of headers: open + sep.join(headers) + close
     sep: bytes
     close: bytes
-    quote: Callable[[str], bytes]                   # a str as a JSON string
-    strings: Callable[[list[bytes]], list[bytes]]   # payloads as escaped texts, in the payload encoding
+    quote: Callable[[str], bytes]  # a str as a JSON string
+    strings: Callable[
+        [list[bytes]], list[bytes]
+    ]  # payloads as escaped texts, in the payload encoding
     # UTF-8 text (payloads and ASCII between them) as the escaped text of a JSON string; None
     # when it is not valid UTF-8. None: the payload encoding has no such way (see _joined_lines)
     escaped: Callable[[bytes], bytes | None] | None = None

@@ -4,6 +4,7 @@ Valid input decodes as anywhere else. Malformed input differs from Python's "rep
 Java gives one U+FFFD for an encoded surrogate (Python three) and one for an incomplete
 sequence cut off by the end of the input. kafka-dump-log prints keys and values through this.
 """
+
 from __future__ import annotations
 
 REPL = "\ufffd"
@@ -83,12 +84,21 @@ def _decode_malformed(src: bytes) -> str:
 
 
 def _malformed4_2(b1: int, b2: int) -> bool:
-    return (b1 == 0xF0 and (b2 < 0x90 or b2 > 0xBF)) or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2)
+    return (
+        (b1 == 0xF0 and (b2 < 0x90 or b2 > 0xBF))
+        or (b1 == 0xF4 and (b2 & 0xF0) != 0x80)
+        or not _cont(b2)
+    )
 
 
 def _malformed4(src: bytes, sp: int) -> int:
     b1, b2 = src[sp], src[sp + 1]
-    if b1 > 0xF4 or (b1 == 0xF0 and (b2 < 0x90 or b2 > 0xBF)) or (b1 == 0xF4 and (b2 & 0xF0) != 0x80) or not _cont(b2):
+    if (
+        b1 > 0xF4
+        or (b1 == 0xF0 and (b2 < 0x90 or b2 > 0xBF))
+        or (b1 == 0xF4 and (b2 & 0xF0) != 0x80)
+        or not _cont(b2)
+    ):
         return 1
     if not _cont(src[sp + 2]):
         return 2

@@ -5,6 +5,7 @@ PropertiesUtils.loadRequiredIntProp), and a server.properties INT as ConfigDef.p
 it. The text itself is Properties.load's (formats.checkpoints.parse_properties); every reader of
 node.id, broker.id, cluster.id or directory.id goes through here.
 """
+
 from __future__ import annotations
 
 import re
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.formats.checkpoints import topic_id_bytes
 
-JAVA_INT_MIN, JAVA_INT_MAX = -(2 ** 31), 2 ** 31 - 1
+JAVA_INT_MIN, JAVA_INT_MAX = -(2**31), 2**31 - 1
 # Integer.parseInt: an optional sign, then digits (Character.digit: any Unicode decimal digit);
 # no blank anywhere, no underscore, no empty text
 _JAVA_INT = re.compile(r"[+-]?\d+")
@@ -38,8 +39,10 @@ def config_int(props: Mapping[str, str], key: str, *, path: str | None = None) -
         return None
     value = java_int(raw.strip())
     if value is None:
-        raise CheckpointError(f"Invalid value {raw.strip()} for configuration {key}: Not a number of type INT",
-                              path=path)
+        raise CheckpointError(
+            f"Invalid value {raw.strip()} for configuration {key}: Not a number of type INT",
+            path=path,
+        )
     return value
 
 
@@ -50,7 +53,9 @@ def _int_prop(props: Mapping[str, str], key: str, path: str | None) -> int | Non
         return None
     value = java_int(raw)
     if value is None:
-        raise CheckpointError(f"Failed to parse {key} property as an int: For input string: \"{raw}\"", path=path)
+        raise CheckpointError(
+            f'Failed to parse {key} property as an int: For input string: "{raw}"', path=path
+        )
     return value
 
 
@@ -89,7 +94,9 @@ class MetaProperties:
             try:
                 topic_id_bytes(directory_id)
             except ValueError as e:
-                raise CheckpointError(f"Unable to read directory.id as a Uuid: {e}", path=path) from None
+                raise CheckpointError(
+                    f"Unable to read directory.id as a Uuid: {e}", path=path
+                ) from None
         return directory_id
 
     @staticmethod

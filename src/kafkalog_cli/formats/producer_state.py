@@ -11,6 +11,7 @@ the whole structure is read first (errors: "Snapshot failed schema validation: .
 version, then the CRC. Bytes after the last entry are not an error, but they are under the CRC.
 (Kafka 4.x checks the version first and wraps its message in "Snapshot failed schema validation: ".)
 """
+
 from __future__ import annotations
 
 import struct
@@ -21,16 +22,23 @@ from kafkalog_cli.errors import CorruptSnapshotError
 from kafkalog_cli.formats.crc import crc32c
 
 SNAPSHOT_VERSION = 1
-ENTRIES_OFFSET = 6     # the CRC covers [6, EOF): the count and the entries
+ENTRIES_OFFSET = 6  # the CRC covers [6, EOF): the count and the entries
 HEADER_SIZE = 10
 ENTRY_SIZE = 46
 
 _HEADER = struct.Struct(">hIi")
 _ENTRY = struct.Struct(">qhiqiqiq")
 # (name in Kafka's schema, offset in the entry, size): which field a truncated entry breaks in
-_ENTRY_FIELDS = (("producer_id", 0, 8), ("epoch", 8, 2), ("last_sequence", 10, 4),
-                 ("last_offset", 14, 8), ("offset_delta", 22, 4), ("timestamp", 26, 8),
-                 ("coordinator_epoch", 34, 4), ("current_txn_first_offset", 38, 8))
+_ENTRY_FIELDS = (
+    ("producer_id", 0, 8),
+    ("epoch", 8, 2),
+    ("last_sequence", 10, 4),
+    ("last_offset", 14, 8),
+    ("offset_delta", 22, 4),
+    ("timestamp", 26, 8),
+    ("coordinator_epoch", 34, 4),
+    ("current_txn_first_offset", 38, 8),
+)
 _UNDERFLOW = "java.nio.BufferUnderflowException"
 
 
@@ -43,11 +51,11 @@ class ProducerSnapshotEntry:
     producer_id: int
     producer_epoch: int
     last_sequence: int
-    last_offset: int                 # -1: no batch metadata
+    last_offset: int  # -1: no batch metadata
     offset_delta: int
-    timestamp: int                   # lastTimestamp
+    timestamp: int  # lastTimestamp
     coordinator_epoch: int
-    current_txn_first_offset: int    # -1: no ongoing transaction
+    current_txn_first_offset: int  # -1: no ongoing transaction
 
     @property
     def has_batch_metadata(self) -> bool:
@@ -71,16 +79,19 @@ class ProducerSnapshotEntry:
 @dataclass(frozen=True, slots=True)
 class ProducerSnapshot:
     version: int
-    crc: int                         # stored CRC (unsigned)
+    crc: int  # stored CRC (unsigned)
     entries: list[ProducerSnapshotEntry] = field(default_factory=list)
 
 
 def _schema_error(msg: str, path: str | None, position: int) -> CorruptSnapshotError:
-    return CorruptSnapshotError(f"Snapshot failed schema validation: {msg}", path=path, position=position)
+    return CorruptSnapshotError(
+        f"Snapshot failed schema validation: {msg}", path=path, position=position
+    )
 
 
-def parse_producer_snapshot(buf: bytes | bytearray | memoryview, *,
-                            path: str | None = None) -> ProducerSnapshot:
+def parse_producer_snapshot(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> ProducerSnapshot:
     """Parse and verify a snapshot; raises CorruptSnapshotError with Kafka's message."""
     mv = memoryview(buf)
     size = len(mv)
@@ -93,26 +104,40 @@ def parse_producer_snapshot(buf: bytes | bytearray | memoryview, *,
     version, crc, count = _HEADER.unpack_from(mv, 0)
     remaining = size - HEADER_SIZE
     if count < 0:
-        raise _schema_error(f"Error reading field 'producer_entries': Array size {count} cannot be negative",
-                            path, 6)
+        raise _schema_error(
+            f"Error reading field 'producer_entries': Array size {count} cannot be negative",
+            path,
+            6,
+        )
     # ArrayOf.read compares the element COUNT with the remaining BYTES
     if count > remaining:
-        raise _schema_error(f"Error reading field 'producer_entries': Error reading array of size {count}, "
-                            f"only {remaining} bytes available", path, 6)
+        raise _schema_error(
+            f"Error reading field 'producer_entries': Error reading array of size {count}, "
+            f"only {remaining} bytes available",
+            path,
+            6,
+        )
     whole = remaining // ENTRY_SIZE
     if count > whole:
         start = HEADER_SIZE + whole * ENTRY_SIZE
         left = size - start
         name, off = next((n, o) for n, o, s in _ENTRY_FIELDS if left < o + s)
-        raise _schema_error(f"Error reading field 'producer_entries': Error reading field '{name}': "
-                            f"{_UNDERFLOW}", path, start + off)
+        raise _schema_error(
+            f"Error reading field 'producer_entries': Error reading field '{name}': {_UNDERFLOW}",
+            path,
+            start + off,
+        )
     if version != SNAPSHOT_VERSION:
-        raise CorruptSnapshotError(f"Snapshot contained an unknown file version {version}", path=path, position=0)
+        raise CorruptSnapshotError(
+            f"Snapshot contained an unknown file version {version}", path=path, position=0
+        )
     computed = crc32c(mv[ENTRIES_OFFSET:])
     if crc != computed:
         raise CorruptSnapshotError(
             f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {crc}. Computed crc: {computed}",
-            path=path, position=2)
+            path=path,
+            position=2,
+        )
     end = HEADER_SIZE + count * ENTRY_SIZE
     entries = [ProducerSnapshotEntry(*f) for f in _ENTRY.iter_unpack(mv[HEADER_SIZE:end])]
     return ProducerSnapshot(version, crc, entries)
@@ -126,8 +151,18 @@ def encode_producer_snapshot(entries: Iterable[ProducerSnapshotEntry]) -> bytes:
     struct.pack_into(">i", out, 6, len(body))
     pos = HEADER_SIZE
     for e in body:
-        _ENTRY.pack_into(out, pos, e.producer_id, e.producer_epoch, e.last_sequence, e.last_offset,
-                         e.offset_delta, e.timestamp, e.coordinator_epoch, e.current_txn_first_offset)
+        _ENTRY.pack_into(
+            out,
+            pos,
+            e.producer_id,
+            e.producer_epoch,
+            e.last_sequence,
+            e.last_offset,
+            e.offset_delta,
+            e.timestamp,
+            e.coordinator_epoch,
+            e.current_txn_first_offset,
+        )
         pos += ENTRY_SIZE
     struct.pack_into(">hI", out, 0, SNAPSHOT_VERSION, crc32c(memoryview(out)[ENTRIES_OFFSET:]))
     return bytes(out)

@@ -1,5 +1,6 @@
 """Records cut into columns (`RecordColumns`), which the column scanners (`scan_columns`,
 `columns_of_batches`) fill for the Arrow rows of the Spark data source and export."""
+
 from __future__ import annotations
 
 from array import array
@@ -13,18 +14,18 @@ class RecordColumns:
     concatenation of `data`; a null key or value has an empty span."""
 
     rows: int = 0
-    data: list = field(default_factory=list)          # bytes holding the payloads, in order
-    size: int = 0                                      # their total length
-    payload: int = 0    # bytes of keys, values, header keys and values (the same on every path)
+    data: list = field(default_factory=list)  # bytes holding the payloads, in order
+    size: int = 0  # their total length
+    payload: int = 0  # bytes of keys, values, header keys and values (the same on every path)
     offsets: array = field(default_factory=lambda: array("q"))
     timestamps: array = field(default_factory=lambda: array("q"))
     sequences: array = field(default_factory=lambda: array("i"))
-    spans: array = field(default_factory=lambda: array("i"))         # per record: key start, end,
-    null_keys: list = field(default_factory=list)      # rows          value start, end
+    spans: array = field(default_factory=lambda: array("i"))  # per record: key start, end,
+    null_keys: list = field(default_factory=list)  # rows          value start, end
     null_values: list = field(default_factory=list)
-    header_ends: array = field(default_factory=lambda: array("i"))   # per record: headers so far
+    header_ends: array = field(default_factory=lambda: array("i"))  # per record: headers so far
     header_spans: array = field(default_factory=lambda: array("i"))  # per header: the same
-    null_header_values: list = field(default_factory=list)   # headers, counted from the first
+    null_header_values: list = field(default_factory=list)  # headers, counted from the first
 
     def add_record(self, offset: int, timestamp: int, sequence: int, key, value, headers) -> None:
         """One record by its values (`headers`: (key bytes, value) pairs): the general path's."""

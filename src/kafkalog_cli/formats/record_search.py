@@ -1,5 +1,6 @@
 """dump-log's search over a batch's records (`RecordSearch`): the tests a record must pass, and
 whether a batch's bytes rule out every match (the record search scanner `search_v2` asks)."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,22 @@ from dataclasses import dataclass
 # (anchors, word boundaries, lookarounds) or on how far a run may extend (possessive and atomic
 # matching): such a regex may match a key or value alone and not the batch's bytes, so it cannot
 # rule out a batch. Any occurrence counts, even escaped: being conservative only costs speed.
-_CONTEXT_SENSITIVE = (b"^", b"$", b"\\b", b"\\B", b"\\A", b"\\Z", b"(?=", b"(?!", b"(?<", b"(?>",
-                      b"*+", b"++", b"?+", b"}+")
+_CONTEXT_SENSITIVE = (
+    b"^",
+    b"$",
+    b"\\b",
+    b"\\B",
+    b"\\A",
+    b"\\Z",
+    b"(?=",
+    b"(?!",
+    b"(?<",
+    b"(?>",
+    b"*+",
+    b"++",
+    b"?+",
+    b"}+",
+)
 
 
 def _context_free(pattern: re.Pattern[bytes]) -> bool:

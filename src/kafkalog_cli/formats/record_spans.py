@@ -1,6 +1,7 @@
 """The records a rewritten batch is made of, as spans of its bytes: `scan_spans`, `record_starts`,
 `span_at` (the cleaner's and compaction's rewrite). Raise `Declined` (or a decoder's error) on
 anything only the reference decoder (records.py) may judge."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,11 +18,13 @@ class RecordSpan:
     timestamp: int
     key: bytes | None
     has_value: bool
-    rest_start: int      # start of offsetDelta: the bytes kept verbatim when rewriting
+    rest_start: int  # start of offsetDelta: the bytes kept verbatim when rewriting
     end: int
 
 
-def scan_spans(data, pos: int, end: int, count: int, base_offset: int, base_ts: int) -> list[RecordSpan]:
+def scan_spans(
+    data, pos: int, end: int, count: int, base_offset: int, base_ts: int
+) -> list[RecordSpan]:
     out: list[RecordSpan] = []
     append = out.append
     try:

@@ -5,6 +5,7 @@ Reading is lazy and zero-copy: a `RecordBatch` is a view over a memoryview (usua
 segment). Its header fields are unpacked with one precompiled struct; records are decoded only
 when `records()` is called. `iter_batches` walks a buffer with Kafka's FileLogInputStream rules.
 """
+
 from __future__ import annotations
 
 import enum
@@ -36,10 +37,10 @@ NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 INT32_MAX = 2**31 - 1
 
-_V2 = struct.Struct(">qiibIhiqqqhii")       # the 61-byte v2 header
-_PREFIX = struct.Struct(">qi")               # offset, size
-_LEGACY_V0 = struct.Struct(">qiIbb")         # offset, size, crc, magic, attributes
-_LEGACY_V1 = struct.Struct(">qiIbbq")        # ... timestamp
+_V2 = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 header
+_PREFIX = struct.Struct(">qi")  # offset, size
+_LEGACY_V0 = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes
+_LEGACY_V1 = struct.Struct(">qiIbbq")  # ... timestamp
 _I32 = struct.Struct(">i")
 
 ATTR_COMPRESSION_MASK = 0x07
@@ -92,9 +93,9 @@ class Record:
     sequence: int = NO_SEQUENCE
     attributes: int = 0
     magic: int = 2
-    crc: int | None = None          # legacy only: the message's stored CRC-32
-    valid: bool = True              # legacy only: the message's CRC matches
-    key_size: int = -1              # as Kafka reports it: -1 for null
+    crc: int | None = None  # legacy only: the message's stored CRC-32
+    valid: bool = True  # legacy only: the message's CRC matches
+    key_size: int = -1  # as Kafka reports it: -1 for null
     value_size: int = -1
 
     @property
@@ -108,16 +109,29 @@ class RecordBatch:
     messages all answer the same fields; legacy ones answer v2-only fields with Kafka's "none"."""
 
     __slots__ = (
-        "buf", "position", "size", "magic", "base_offset_field", "attributes", "crc",
-        "partition_leader_epoch", "last_offset_delta", "base_timestamp", "max_timestamp",
-        "producer_id", "producer_epoch", "base_sequence", "records_count", "_legacy_inner",
+        "buf",
+        "position",
+        "size",
+        "magic",
+        "base_offset_field",
+        "attributes",
+        "crc",
+        "partition_leader_epoch",
+        "last_offset_delta",
+        "base_timestamp",
+        "max_timestamp",
+        "producer_id",
+        "producer_epoch",
+        "base_sequence",
+        "records_count",
+        "_legacy_inner",
         "_legacy_ts",
     )
 
     def __init__(self, buf, position: int, size: int, magic: int):
         self.buf = buf
         self.position = position
-        self.size = size            # the whole batch, including the 12-byte offset and length
+        self.size = size  # the whole batch, including the 12-byte offset and length
         self.magic = magic
         self._legacy_inner: list[Record] | None = None
         if magic >= 2:
@@ -126,10 +140,22 @@ class RecordBatch:
             else:  # too short to hold a header: read what is there, as Kafka's file batch does
                 raw = bytes(buf[position : position + RECORD_BATCH_OVERHEAD])
                 h = _V2.unpack(raw.ljust(RECORD_BATCH_OVERHEAD, b"\0"))
-            (self.base_offset_field, _, self.partition_leader_epoch, _, self.crc, attrs,
-             self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
-             self.producer_epoch, self.base_sequence, self.records_count) = h
-            self.attributes = attrs & 0xFF   # Kafka reads the int16 and keeps its low byte
+            (
+                self.base_offset_field,
+                _,
+                self.partition_leader_epoch,
+                _,
+                self.crc,
+                attrs,
+                self.last_offset_delta,
+                self.base_timestamp,
+                self.max_timestamp,
+                self.producer_id,
+                self.producer_epoch,
+                self.base_sequence,
+                self.records_count,
+            ) = h
+            self.attributes = attrs & 0xFF  # Kafka reads the int16 and keeps its low byte
             if self.attributes >= 0x80:
                 self.attributes -= 0x100
         else:
@@ -236,16 +262,21 @@ class RecordBatch:
         if self.magic >= 2 and self.size < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
                 f"Record batch is corrupt (the size {self.size} is smaller than the minimum "
-                f"allowed overhead {RECORD_BATCH_OVERHEAD})", position=self.position)
+                f"allowed overhead {RECORD_BATCH_OVERHEAD})",
+                position=self.position,
+            )
         if self.magic < 2 and self.size - LOG_OVERHEAD < RECORD_OVERHEAD_V0:
             raise CorruptRecordError(
                 "Record is corrupt (crc could not be retrieved as the record is too small, "
-                f"size = {self.size - LOG_OVERHEAD})", position=self.position)
+                f"size = {self.size - LOG_OVERHEAD})",
+                position=self.position,
+            )
         computed = self.compute_crc()
         if computed != self.crc:
             raise CorruptRecordError(
                 f"Record is corrupt (stored crc = {self.crc}, computed crc = {computed})",
-                position=self.position)
+                position=self.position,
+            )
 
     # -- records
     def records(self) -> list[Record]:
@@ -259,7 +290,9 @@ class RecordBatch:
         except KafkalogError as e:
             raise e.located(position=self.position)
         except (IndexError, struct.error, UnicodeDecodeError) as e:
-            raise InvalidRecordError(f"Found invalid record structure ({e})", position=self.position) from None
+            raise InvalidRecordError(
+                f"Found invalid record structure ({e})", position=self.position
+            ) from None
 
     def _inner(self) -> list[Record]:
         if self._legacy_inner is None:
@@ -276,8 +309,10 @@ class RecordBatch:
         return ControlRecordType.parse(recs[0].key)
 
     def __repr__(self) -> str:
-        return (f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
-                f"offsets={self.base_offset_field}..{self.last_offset})")
+        return (
+            f"RecordBatch(magic={self.magic}, position={self.position}, size={self.size}, "
+            f"offsets={self.base_offset_field}..{self.last_offset})"
+        )
 
 
 def _pad(buf, position: int, n: int) -> bytes:
@@ -293,8 +328,10 @@ def iter_batches(buf, start: int = 0, end: int | None = None) -> Iterator[Record
     "invalid bytes at the end"); raises CorruptRecordError for a size below 14."""
     if end is None:
         end = len(buf)
-    if start < 0:   # a position from damaged file data (formats.indexes.read_start clamps entries')
-        raise CorruptRecordError(f"position {start} is before the first byte of the log", position=0)
+    if start < 0:  # a position from damaged file data (formats.indexes.read_start clamps entries')
+        raise CorruptRecordError(
+            f"position {start} is before the first byte of the log", position=0
+        )
     pos = start
     unpack = _PREFIX.unpack_from
     while pos + HEADER_SIZE_UP_TO_MAGIC < end:
@@ -302,7 +339,8 @@ def iter_batches(buf, start: int = 0, end: int | None = None) -> Iterator[Record
         if size < RECORD_OVERHEAD_V0:
             raise CorruptRecordError(
                 f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
-                position=pos)
+                position=pos,
+            )
         if pos > end - LOG_OVERHEAD - size:
             return
         magic = buf[pos + 16]
@@ -326,7 +364,9 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
     buf = batch.buf
     count = batch.records_count
     if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v{batch.magic} batch")
+        raise InvalidRecordError(
+            f"Found invalid record count {count} in magic v{batch.magic} batch"
+        )
     start = batch.position + RECORD_BATCH_OVERHEAD
     end = batch.position + batch.size
     codec = batch.compression_id
@@ -345,13 +385,15 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
     for _ in range(count):
         if pos >= end:
             raise InvalidRecordError(
-                f"Found invalid record structure: batch declares {count} records, only {len(out)} present")
+                f"Found invalid record structure: batch declares {count} records, only {len(out)} present"
+            )
         length, pos = read_varint(data, pos)
         body_start = pos
         if end - pos < length:
             raise InvalidRecordError(
                 f"Invalid record size: expected {length} bytes in record payload, but instead the "
-                f"buffer has only {end - pos} remaining bytes.")
+                f"buffer has only {end - pos} remaining bytes."
+            )
         attributes = data[pos]
         ts_delta, pos = read_varlong(data, pos + 1)
         off_delta, pos = read_varint(data, pos)
@@ -370,7 +412,8 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
             if nh > end - pos:
                 raise InvalidRecordError(
                     f"Found invalid number of record headers. The number of headers ({nh}) "
-                    f"exceeds the remaining bytes ({end - pos}).")
+                    f"exceeds the remaining bytes ({end - pos})."
+                )
             parsed: list[Header] = []
             for _h in range(nh):
                 hk, pos = read_varint(data, pos)
@@ -391,20 +434,31 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
         if pos - body_start != length:
             raise InvalidRecordError(
                 f"Invalid record size: expected to read {length} bytes in record payload, but "
-                f"instead read {pos - body_start}")
+                f"instead read {pos - body_start}"
+            )
         if pos > end:
             raise InvalidRecordError("Found invalid record structure (record runs past the batch)")
-        append(Record(
-            base_offset + off_delta,
-            log_append if log_append is not None else base_ts + ts_delta,
-            key, value, headers,
-            increment_sequence(base_seq, off_delta) if base_seq >= 0 else NO_SEQUENCE,
-            attributes, 2, None, True,
-            -1 if key is None else ksize, -1 if value is None else vsize,
-        ))
+        append(
+            Record(
+                base_offset + off_delta,
+                log_append if log_append is not None else base_ts + ts_delta,
+                key,
+                value,
+                headers,
+                increment_sequence(base_seq, off_delta) if base_seq >= 0 else NO_SEQUENCE,
+                attributes,
+                2,
+                None,
+                True,
+                -1 if key is None else ksize,
+                -1 if value is None else vsize,
+            )
+        )
     if pos < end:
         if codec:
-            raise InvalidRecordError("Incorrect declared batch size, there are still bytes remaining in the compressed stream")
+            raise InvalidRecordError(
+                "Incorrect declared batch size, there are still bytes remaining in the compressed stream"
+            )
         raise InvalidRecordError("Incorrect declared batch size, records still remaining in file")
     return out
 
@@ -438,27 +492,47 @@ def _legacy_bytes(buf, p: int, end: int, what: str) -> tuple[int, bytes | None, 
 def _legacy_shallow_record(batch: RecordBatch) -> Record:
     p = batch.position
     crc, magic, attrs, ts, ksize, key, vsize, value, valid = _parse_legacy_message(
-        batch.buf, p + LOG_OVERHEAD, p + batch.size, batch.base_offset_field)
-    return Record(batch.base_offset_field, ts, key, value, (), NO_SEQUENCE, attrs, magic, crc, valid, ksize, vsize)
+        batch.buf, p + LOG_OVERHEAD, p + batch.size, batch.base_offset_field
+    )
+    return Record(
+        batch.base_offset_field,
+        ts,
+        key,
+        value,
+        (),
+        NO_SEQUENCE,
+        attrs,
+        magic,
+        crc,
+        valid,
+        ksize,
+        vsize,
+    )
 
 
 def _decode_legacy_wrapper(batch: RecordBatch) -> list[Record]:
     """AbstractLegacyRecordBatch.DeepRecordsIterator."""
     p = batch.position
-    wrapper = _parse_legacy_message(batch.buf, p + LOG_OVERHEAD, p + batch.size, batch.base_offset_field)
+    wrapper = _parse_legacy_message(
+        batch.buf, p + LOG_OVERHEAD, p + batch.size, batch.base_offset_field
+    )
     value = wrapper[7]
     if value is None:
         raise InvalidRecordError("Found invalid compressed record set with null value")
     codec = codec_for(batch.compression_id)
     if batch.magic < codec.min_magic:
-        raise InvalidRecordError(f"Compression type {codec.compression.kafka_name} is not supported for magic {batch.magic}")
+        raise InvalidRecordError(
+            f"Compression type {codec.compression.kafka_name} is not supported for magic {batch.magic}"
+        )
     data = decompress(codec.compression, value, batch.magic)
     inner = []
     pos, end = 0, len(data)
     while end - pos >= LOG_OVERHEAD:
         off, size = _PREFIX.unpack_from(data, pos)
         if size < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})")
+            raise CorruptRecordError(
+                f"Record size {size} is less than the minimum record overhead ({RECORD_OVERHEAD_V0})"
+            )
         if pos + LOG_OVERHEAD + size > end:
             break  # a truncated inner entry ends the stream (EOFException in Kafka)
         fields = _parse_legacy_message(data, pos + LOG_OVERHEAD, pos + LOG_OVERHEAD + size, off)
@@ -477,7 +551,8 @@ def _decode_legacy_wrapper(batch: RecordBatch) -> list[Record]:
             raise InvalidRecordError(
                 f"Found invalid wrapper offset in compressed v1 message set, wrapper offset "
                 f"'{wrapper_offset}' is less than the last inner message offset '{last_relative}' "
-                "and it is not zero.")
+                "and it is not zero."
+            )
         else:
             base = wrapper_offset - last_relative
     else:
@@ -487,7 +562,11 @@ def _decode_legacy_wrapper(batch: RecordBatch) -> list[Record]:
     for off, (crc, magic, attrs, ts, ksize, key, vsize, value, valid) in inner:
         if log_append:
             ts = batch._legacy_ts
-        out.append(Record(base + off, ts, key, value, (), NO_SEQUENCE, attrs, magic, crc, valid, ksize, vsize))
+        out.append(
+            Record(
+                base + off, ts, key, value, (), NO_SEQUENCE, attrs, magic, crc, valid, ksize, vsize
+            )
+        )
     return out
 
 
@@ -500,7 +579,7 @@ class SimpleRecord:
     value: bytes | None
     timestamp: int = NO_TIMESTAMP
     headers: Sequence[Header] = field(default_factory=tuple)
-    offset: int | None = None   # absolute; None means the next one
+    offset: int | None = None  # absolute; None means the next one
 
 
 def encode_v2_record(offset_delta: int, timestamp_delta: int, key, value, headers) -> bytes:
@@ -585,13 +664,28 @@ def build_v2_batch(
         attrs |= ATTR_DELETE_HORIZON
     if last_offset_delta is None:
         last_offset_delta = (offsets[-1] - base_offset) if offsets else 0
-    raw = bytearray(_v2_header(base_offset, len(body), partition_leader_epoch, attrs, last_offset_delta, base_ts,
-                               max_ts, producer_id, producer_epoch, base_sequence, len(records)))
+    raw = bytearray(
+        _v2_header(
+            base_offset,
+            len(body),
+            partition_leader_epoch,
+            attrs,
+            last_offset_delta,
+            base_ts,
+            max_ts,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+    )
     raw += body
     return set_v2_crc(raw)
 
 
-def _v2_header(base_offset, body_len, ple, attrs, last_delta, base_ts, max_ts, pid, epoch, seq, count) -> bytes:
+def _v2_header(
+    base_offset, body_len, ple, attrs, last_delta, base_ts, max_ts, pid, epoch, seq, count
+) -> bytes:
     after_crc = struct.pack(">hiqqqhii", attrs, last_delta, base_ts, max_ts, pid, epoch, seq, count)
     length = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + body_len
     return struct.pack(">qiib", base_offset, length, ple, 2) + struct.pack(">I", 0) + after_crc
@@ -603,8 +697,16 @@ def set_v2_crc(batch: bytearray) -> bytes:
 
 
 def empty_v2_batch(
-    base_offset: int, last_offset_delta: int, *, max_timestamp: int, producer_id: int, producer_epoch: int,
-    base_sequence: int, is_transactional: bool, is_control: bool, partition_leader_epoch: int,
+    base_offset: int,
+    last_offset_delta: int,
+    *,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    is_transactional: bool,
+    is_control: bool,
+    partition_leader_epoch: int,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
 ) -> bytes:
     """DefaultRecordBatch.writeEmptyHeader: what the cleaner leaves of a batch it must keep empty
@@ -612,8 +714,21 @@ def empty_v2_batch(
     attrs = (ATTR_TRANSACTIONAL if is_transactional else 0) | (ATTR_CONTROL if is_control else 0)
     if timestamp_type == TimestampType.LOG_APPEND_TIME:
         attrs |= ATTR_TIMESTAMP_TYPE
-    raw = bytearray(_v2_header(base_offset, 0, partition_leader_epoch, attrs, last_offset_delta, NO_TIMESTAMP,
-                               max_timestamp, producer_id, producer_epoch, base_sequence, 0))
+    raw = bytearray(
+        _v2_header(
+            base_offset,
+            0,
+            partition_leader_epoch,
+            attrs,
+            last_offset_delta,
+            NO_TIMESTAMP,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            0,
+        )
+    )
     return set_v2_crc(raw)
 
 
@@ -646,7 +761,9 @@ def build_legacy_batch(
         raise ValueError("legacy batches have magic 0 or 1")
     min_magic = codec_for(compression).min_magic
     if magic < min_magic:
-        raise InvalidRecordError(f"Compression type {compression.kafka_name} is only supported with magic {min_magic}")
+        raise InvalidRecordError(
+            f"Compression type {compression.kafka_name} is only supported with magic {min_magic}"
+        )
     lat = magic > 0 and timestamp_type == TimestampType.LOG_APPEND_TIME
     ts_attr = ATTR_TIMESTAMP_TYPE if lat else 0
     entries = []
@@ -668,7 +785,7 @@ def build_legacy_batch(
         # inner messages carry no timestamp-type bit; the wrapper's decides
         msg = encode_legacy_message(magic, 0, ts, r.key, r.value)
         inner += _PREFIX.pack(o - first if magic > 0 else o, len(msg)) + msg
-    if lat and log_append_time is not None:      # as each entry's timestamp
+    if lat and log_append_time is not None:  # as each entry's timestamp
         wrapper_ts = log_append_time
     else:
         wrapper_ts = max((ts for _, ts, _ in entries), default=NO_TIMESTAMP)

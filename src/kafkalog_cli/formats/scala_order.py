@@ -29,6 +29,7 @@ Where the emulation cannot know the order (keys whose hashCodes are equal, which
 the AnyRefMap's probing and ConcurrentHashMap bins order by insertion), insertion order is taken
 as the caller's: the existing file's order first, then the rest sorted.
 """
+
 from __future__ import annotations
 
 import enum
@@ -71,8 +72,8 @@ def hash_map_order(keys: Sequence[TopicPartition], *, known_size: bool) -> list[
     sized for it up front (`.map`), without one it starts at 16 and doubles (`.collect`)."""
     table = ScalaHashOrder()
     if known_size and keys:
-        table.length = table.threshold = 0         # HashMap(cap) with cap from the size ...
-        table.size_hint(len(keys))                  # ... which is what sizeHint computes too
+        table.length = table.threshold = 0  # HashMap(cap) with cap from the size ...
+        table.size_hint(len(keys))  # ... which is what sizeHint computes too
     for k in keys:
         table.put(k, topic_partition_hash(k))
     return table.keys()
@@ -111,13 +112,13 @@ def _probe(slots: list, h: int, mask: int) -> int:
 def any_ref_map_order(keys: Iterable[Hashable], hash_code, initial_buffer_size: int = 16) -> list:
     """`new AnyRefMap(initialBufferSize)` then `put` each key in turn (no removals): slot order."""
     mask = _initial_mask(initial_buffer_size)
-    slots: list = [None] * (mask + 1)          # (hashOf, key)
+    slots: list = [None] * (mask + 1)  # (hashOf, key)
     size = 0
     for k in dict.fromkeys(keys):
         h = _any_ref_hash(hash_code(k))
         slots[_probe(slots, h, mask)] = (h, k)
         size += 1
-        if size > 0.5 * mask:                   # imbalanced (no vacant slots here): repack()
+        if size > 0.5 * mask:  # imbalanced (no vacant slots here): repack()
             m = mask
             if size >= 0.5 * mask:
                 m = ((m << 1) + 1) & _INDEX_MASK
@@ -147,7 +148,7 @@ def concurrent_hash_map_order(keys: Iterable[Hashable], hash_code) -> list:
     count = 0
     for k in dict.fromkeys(keys):
         h = _u32(hash_code(k))
-        h = (h ^ (h >> 16)) & 0x7FFFFFFF        # spread
+        h = (h ^ (h >> 16)) & 0x7FFFFFFF  # spread
         i = h & (len(table) - 1)
         b = table[i]
         bin_count = len(b)
@@ -155,7 +156,9 @@ def concurrent_hash_map_order(keys: Iterable[Hashable], hash_code) -> list:
             b.insert(0, (h, k))
         else:
             b.append((h, k))
-            if bin_count >= 8 and len(table) < 64:   # treeifyBin on a small table: tryPresize(n << 1)
+            if (
+                bin_count >= 8 and len(table) < 64
+            ):  # treeifyBin on a small table: tryPresize(n << 1)
                 size = len(table) << 1
                 c = _table_size_for(size + (size >> 1) + 1)
                 while c > size_ctl:
@@ -164,7 +167,7 @@ def concurrent_hash_map_order(keys: Iterable[Hashable], hash_code) -> list:
             elif bin_count >= 8:
                 trees.add(i)
         count += 1
-        while count >= size_ctl:                 # addCount
+        while count >= size_ctl:  # addCount
             table, trees = _transfer(table, trees)
             size_ctl = len(table) - (len(table) >> 2)
     return [k for b in table for _, k in b]
@@ -184,19 +187,19 @@ def _transfer(table: list[list], trees: set[int]) -> tuple[list[list], set[int]]
     for i, b in enumerate(table):
         if not b:
             continue
-        if i in trees:                           # TreeBin: both halves keep their order
+        if i in trees:  # TreeBin: both halves keep their order
             nxt[i] = [node for node in b if not node[0] & n]
             nxt[i + n] = [node for node in b if node[0] & n]
-            new_trees.update(j for j in (i, i + n) if len(nxt[j]) > 6)   # UNTREEIFY_THRESHOLD
+            new_trees.update(j for j in (i, i + n) if len(nxt[j]) > 6)  # UNTREEIFY_THRESHOLD
             continue
-        last_run = 0                             # index of the start of the tail run with one bit
+        last_run = 0  # index of the start of the tail run with one bit
         for j in range(1, len(b)):
             if (b[j][0] & n) != (b[j - 1][0] & n):
                 last_run = j
         run_high = bool(b[last_run][0] & n)
         low: list = [] if run_high else list(b[last_run:])
         high: list = list(b[last_run:]) if run_high else []
-        for node in b[:last_run]:                # prepended one by one: reversed
+        for node in b[:last_run]:  # prepended one by one: reversed
             (high if node[0] & n else low).insert(0, node)
         nxt[i], nxt[i + n] = low, high
     return nxt, new_trees
@@ -233,12 +236,16 @@ def _champ(keys: list, improved: dict, shift: int) -> list:
     return alone + [k for b in shared for k in _champ(b, improved, shift + 5)]
 
 
-def immutable_map_order(existing: Sequence[Hashable], kept: set, added: Sequence[Hashable], hash_code) -> list:
+def immutable_map_order(
+    existing: Sequence[Hashable], kept: set, added: Sequence[Hashable], hash_code
+) -> list:
     """`existing.toMap.filter(kept) + added...`: Map1..Map4 keep insertion order (an update keeps
     a key's place), a map that ever held 5 keys is a HashMap for good."""
     read = list(dict.fromkeys(existing))
     if len(read) > 4:
-        return champ_order([k for k in read if k in kept] + [k for k in added if k not in read], hash_code)
+        return champ_order(
+            [k for k in read if k in kept] + [k for k in added if k not in read], hash_code
+        )
     small = [k for k in read if k in kept]
     for k in added:
         if k in small:
@@ -252,8 +259,9 @@ def immutable_map_order(existing: Sequence[Hashable], kept: set, added: Sequence
 # ---------------------------------------------------------------------------------------------
 
 
-def broker_order(kind: CheckpointKind, keys: Iterable[TopicPartition],
-                 existing: Iterable[TopicPartition] = ()) -> list[TopicPartition]:
+def broker_order(
+    kind: CheckpointKind, keys: Iterable[TopicPartition], existing: Iterable[TopicPartition] = ()
+) -> list[TopicPartition]:
     """The order the broker writes `keys` to a checkpoint of `kind` in. `existing` is the file's
     current order: what the cleaner checkpoint's rewrite starts from, and the insertion order
     assumed between keys the hashes cannot order."""
@@ -272,4 +280,6 @@ def broker_order(kind: CheckpointKind, keys: Iterable[TopicPartition],
             return before
         partitions = concurrent_hash_map_order(inserted, topic_partition_hash)
         return any_ref_map_order(partitions, topic_partition_hash)
-    return immutable_map_order(list(existing), wanted, sorted(wanted.difference(before)), topic_partition_hash)
+    return immutable_map_order(
+        list(existing), wanted, sorted(wanted.difference(before)), topic_partition_hash
+    )

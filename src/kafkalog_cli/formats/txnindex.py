@@ -6,6 +6,7 @@
 
 The file is not preallocated. Messages are Kafka 3.3.1's, with the path as the caller gives it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -30,9 +31,11 @@ class AbortedTxn:
     last_stable_offset: int
 
     def __str__(self) -> str:  # AbortedTxn.toString, used in Kafka's sanity-check message
-        return (f"AbortedTxn(version={self.version}, producerId={self.producer_id}, "
-                f"firstOffset={self.first_offset}, lastOffset={self.last_offset}, "
-                f"lastStableOffset={self.last_stable_offset})")
+        return (
+            f"AbortedTxn(version={self.version}, producerId={self.producer_id}, "
+            f"firstOffset={self.first_offset}, lastOffset={self.last_offset}, "
+            f"lastStableOffset={self.last_stable_offset})"
+        )
 
 
 def aborted_txn_count(length: int) -> int:
@@ -40,7 +43,9 @@ def aborted_txn_count(length: int) -> int:
     return length // ABORTED_TXN_SIZE
 
 
-def parse_txn_index(buf: bytes | bytearray | memoryview, *, path: str | None = None) -> list[AbortedTxn]:
+def parse_txn_index(
+    buf: bytes | bytearray | memoryview, *, path: str | None = None
+) -> list[AbortedTxn]:
     """All entries, as TransactionIndex.allAbortedTxns.
 
     Kafka's iterator reads while `fileSize - position >= 34`, so a trailing partial entry is ignored.
@@ -57,7 +62,10 @@ def parse_txn_index(buf: bytes | bytearray | memoryview, *, path: str | None = N
             where = path if path is not None else "<transaction index>"
             raise CorruptIndexError(
                 f"Unexpected aborted transaction version {fields[0]} in transaction index {where}, "
-                f"current version is {CURRENT_VERSION}", path=path, position=i * ABORTED_TXN_SIZE)
+                f"current version is {CURRENT_VERSION}",
+                path=path,
+                position=i * ABORTED_TXN_SIZE,
+            )
         out.append(AbortedTxn(*fields))
     return out
 
@@ -65,8 +73,9 @@ def parse_txn_index(buf: bytes | bytearray | memoryview, *, path: str | None = N
 def encode_aborted_txn(txn: AbortedTxn) -> bytes:
     """One 34-byte entry. The version goes in the first byte and the second byte is 0, which is
     what Kafka writes (`putShort(0)`) and all Kafka ever reads back."""
-    return _ENTRY.pack(txn.version, txn.producer_id, txn.first_offset, txn.last_offset,
-                       txn.last_stable_offset)
+    return _ENTRY.pack(
+        txn.version, txn.producer_id, txn.first_offset, txn.last_offset, txn.last_stable_offset
+    )
 
 
 def encode_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
@@ -77,13 +86,16 @@ def encode_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
         if last is not None and last >= txn.last_offset:
             raise ValueError(
                 f"The last offset of appended transactions must increase sequentially, but "
-                f"{txn.last_offset} is not greater than current last offset {last} of index")
+                f"{txn.last_offset} is not greater than current last offset {last} of index"
+            )
         last = txn.last_offset
         parts.append(encode_aborted_txn(txn))
     return b"".join(parts)
 
 
-def sanity_check(entries: Sequence[AbortedTxn], base_offset: int, *, path: str | None = None) -> None:
+def sanity_check(
+    entries: Sequence[AbortedTxn], base_offset: int, *, path: str | None = None
+) -> None:
     """TransactionIndex.sanityCheck: every entry's lastOffset >= the segment's base offset.
 
     This (with the version check of `parse_txn_index`) is the one index check the broker runs at
@@ -93,4 +105,7 @@ def sanity_check(entries: Sequence[AbortedTxn], base_offset: int, *, path: str |
         if txn.last_offset < base_offset:
             raise CorruptIndexError(
                 f"Last offset of aborted transaction {txn} in index {where} is less than start "
-                f"offset {base_offset}", path=path, position=i * ABORTED_TXN_SIZE)
+                f"offset {base_offset}",
+                path=path,
+                position=i * ABORTED_TXN_SIZE,
+            )

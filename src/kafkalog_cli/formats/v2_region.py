@@ -1,6 +1,7 @@
 """The records of a v2 batch as bytes, and what the record scanners (formats/_scan_py.py and its
 compiled twin formats/_scan.pyx) share: `Declined`, which a scanner raises where only the
 reference decoder (records.py) may judge, and the headers of a record already walked."""
+
 from __future__ import annotations
 
 from kafkalog_cli.formats.compression import decompress

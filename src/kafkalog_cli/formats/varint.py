@@ -1,4 +1,5 @@
 """Protobuf-style zigzag varints, as Kafka's ByteUtils reads and writes them."""
+
 from __future__ import annotations
 
 import sys
@@ -11,8 +12,7 @@ from kafkalog_cli.errors import InvalidRecordError
 # Zigzag values of the one- and two-byte varints, for hand-inlined hot loops (a list index is
 # cheaper than the shifts): ZIGZAG[b] for a one-byte varint b < 0x80, ZIGZAG[b + (c << 7)] for a
 # two-byte one b >= 0x80, c < 0x80. The two ranges of indexes do not overlap.
-ZIGZAG = ([(i >> 1) ^ -(i & 1) for i in range(0x80)]
-          + [(r >> 1) ^ -(r & 1) for r in range(1 << 14)])
+ZIGZAG = [(i >> 1) ^ -(i & 1) for i in range(0x80)] + [(r >> 1) ^ -(r & 1) for r in range(1 << 14)]
 # The same two-byte values as rows, ZIGZAG2[c][b] == ZIGZAG[b + (c << 7)]: no arithmetic, so no
 # int objects made (a shift is not one of the interpreter's specialised operations, and every
 # int above 256 is a new object to allocate and free).
@@ -52,21 +52,27 @@ def _read_zigzag(buf, pos: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def _zigzag_reader(name: str, max_bytes: int, bits: int, too_long: str) -> Callable[[Any, int], tuple[int, int]]:
+def _zigzag_reader(
+    name: str, max_bytes: int, bits: int, too_long: str
+) -> Callable[[Any, int], tuple[int, int]]:
     if sys.version_info >= (3, 11):
         code = _read_zigzag.__code__.replace(co_name=name, co_qualname=name)
     else:  # no co_qualname before 3.11
         code = _read_zigzag.__code__.replace(co_name=name)
     limits = {"MAX_SHIFT": 7 * (max_bytes - 1), "MASK": (1 << bits) - 1, "TOO_LONG": too_long}
     read = FunctionType(code, {**globals(), **limits}, name)
-    read.__doc__ = f"Zigzag {name[5:]} (at most {max_bytes} bytes) at `pos` -> (value, next position)."
+    read.__doc__ = (
+        f"Zigzag {name[5:]} (at most {max_bytes} bytes) at `pos` -> (value, next position)."
+    )
     return read
 
 
-read_varint = _zigzag_reader("read_varint", 5, 32,
-                             "Varint is too long, the most significant bit in the 5th byte is set")
-read_varlong = _zigzag_reader("read_varlong", 10, 64,
-                              "Varlong is too long, most significant bit in the 10th byte is set")
+read_varint = _zigzag_reader(
+    "read_varint", 5, 32, "Varint is too long, the most significant bit in the 5th byte is set"
+)
+read_varlong = _zigzag_reader(
+    "read_varlong", 10, 64, "Varlong is too long, most significant bit in the 10th byte is set"
+)
 
 
 def read_unsigned_varint(buf, pos: int) -> tuple[int, int]:
@@ -80,7 +86,9 @@ def read_unsigned_varint(buf, pos: int) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 28:
-            raise InvalidRecordError("Varint is too long, the most significant bit in the 5th byte is set", position=pos)
+            raise InvalidRecordError(
+                "Varint is too long, the most significant bit in the 5th byte is set", position=pos
+            )
 
 
 def _encode_unsigned(v: int) -> bytes:

@@ -25,6 +25,7 @@ CRC: kafkalog writes no batch that fails its CRC, and one it left in place is re
 Below the recovery point's segment a recovery reads nothing either, so only the segments from it
 on are compared (producer snapshots: the whole partition).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -42,7 +43,7 @@ from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
 
-WHOLE = None            # a partition whose files all count as changed (a cleaned or moved one)
+WHOLE = None  # a partition whose files all count as changed (a cleaned or moved one)
 
 
 @dataclass
@@ -115,7 +116,9 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
         return files is WHOLE or any(s.file(suf).name in files for suf in suffixes)
 
     # below the recovery point's segment a recovery reads nothing either: both loads agree there
-    first_recovered = part.segments[part.segment_index_for(part.checkpoints.recovery_point or 0)].base_offset
+    first_recovered = part.segments[
+        part.segment_index_for(part.checkpoints.recovery_point or 0)
+    ].base_offset
     active = part.segments[-1]
     if changed(active, names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
         entry = active.last_offset_index_entry()
@@ -125,39 +128,57 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
             return f"segment {active.base_offset}: {failure}"
         skipped, recovered = active.unrecovered_tail(entry), active.recovery_walk(0, validate=False)
         if recovered.damage is not None:
-            return (f"segment {active.base_offset}: {recovered.damage.message} at byte {recovered.valid_size}: "
-                    f"kept by a load that skips recovery, truncated by a recovery")
+            return (
+                f"segment {active.base_offset}: {recovered.damage.message} at byte {recovered.valid_size}: "
+                f"kept by a load that skips recovery, truncated by a recovery"
+            )
         if skipped.next_offset != recovered.next_offset:
-            return (f"segment {active.base_offset}: a load that skips recovery ends the log at "
-                    f"{skipped.next_offset} (from the offset index's last entry), a recovery at {recovered.next_offset}")
+            return (
+                f"segment {active.base_offset}: a load that skips recovery ends the log at "
+                f"{skipped.next_offset} (from the offset index's last entry), a recovery at {recovered.next_offset}"
+            )
         last = active.last_time_index_entry()
         if recovered.max_timestamp >= 0 and (last is None or last[0] < recovered.max_timestamp):
-            return (f"segment {active.base_offset}: the time index's last entry "
-                    f"({'none' if last is None else last[0]}) is below the segment's largest timestamp "
-                    f"{recovered.max_timestamp}: a load that skips recovery takes the smaller one")
+            return (
+                f"segment {active.base_offset}: the time index's last entry "
+                f"({'none' if last is None else last[0]}) is below the segment's largest timestamp "
+                f"{recovered.max_timestamp}: a load that skips recovery takes the smaller one"
+            )
     for s in part.segments:
-        if s.base_offset < first_recovered or not changed(s, names.LOG_SUFFIX, names.INDEX_SUFFIX,
-                                                           names.TIME_INDEX_SUFFIX):
+        if s.base_offset < first_recovered or not changed(
+            s, names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX
+        ):
             continue
         if s is not active:
             tail = s.recovery_walk(0, validate=False)
             if tail.damage is not None:
-                return (f"segment {s.base_offset}: {tail.damage.message} at byte {tail.valid_size}: kept by a "
-                        f"load that skips recovery")
+                return (
+                    f"segment {s.base_offset}: {tail.damage.message} at byte {tail.valid_size}: kept by a "
+                    f"load that skips recovery"
+                )
         with s.mapped() as buf:
-            nxt = s.unrecovered_tail(s.last_offset_index_entry()).next_offset if s is active else \
-                s.recovery_walk(0, validate=False).next_offset
-            defect = index_rebuild_reason(buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt)
+            nxt = (
+                s.unrecovered_tail(s.last_offset_index_entry()).next_offset
+                if s is active
+                else s.recovery_walk(0, validate=False).next_offset
+            )
+            defect = index_rebuild_reason(
+                buf, s.base_offset, _read(s.index_path), _read(s.time_index_path), nxt
+            )
         if defect is not None and not (s is active and defect.no_final_time_entry):
-            return (f"segment {s.base_offset}: {defect.why}: a load that skips recovery keeps the index as it is, "
-                    f"a recovery rebuilds it")
+            return (
+                f"segment {s.base_offset}: {defect.why}: a load that skips recovery keeps the index as it is, "
+                f"a recovery rebuilds it"
+            )
     if not part.snapshots:
         start = part.log_start_offset or 0
         for s in part.segments:
             pid = _first_producer(s, start)
             if pid is not None:
-                return (f"no producer snapshot, and the batch at offset {pid[1]} has producer id {pid[0]}: a load "
-                        f"that skips recovery starts with an empty producer state, a recovery rebuilds it")
+                return (
+                    f"no producer snapshot, and the batch at offset {pid[1]} has producer id {pid[0]}: a load "
+                    f"that skips recovery starts with an empty producer state, a recovery rebuilds it"
+                )
     epochs = ckpt.read_epochs(part.path(names.LEADER_EPOCH_CHECKPOINT))
     latest = epochs[-1][0] if epochs else -1
     for s in part.segments:
@@ -165,8 +186,10 @@ def skipped_recovery_problem(part: Partition, files: set[str] | None) -> str | N
             continue
         epoch = _largest_epoch(s)
         if epoch > latest:
-            return (f"segment {s.base_offset}: batches of leader epoch {epoch}, beyond leader-epoch-checkpoint's "
-                    f"latest ({latest}): a recovery adds it, a load that skips recovery does not")
+            return (
+                f"segment {s.base_offset}: batches of leader epoch {epoch}, beyond leader-epoch-checkpoint's "
+                f"latest ({latest}): a recovery adds it, a load that skips recovery does not"
+            )
     return None
 
 
@@ -199,9 +222,12 @@ class CleanShutdownMarker:
         """A dry run names a marker that a killed run set aside, and what the next run does."""
         if self.left_by_killed_run:
             (plan if isinstance(plan, Plan) else plan.notes).note(
-                self.log_dir.name, f"{self.aside.name}: the clean-shutdown marker, set aside by a kafkalog run that was "
+                self.log_dir.name,
+                f"{self.aside.name}: the clean-shutdown marker, set aside by a kafkalog run that was "
                 f"killed; the next run puts it back if every partition loads without recovery as with it, else "
-                f"removes it (until then the broker recovers the log dir on start)", self.aside)
+                f"removes it (until then the broker recovers the log dir on start)",
+                self.aside,
+            )
 
     def settle(self, plan, report: dict, fsops: FsOps, judge_changes: bool = True) -> str | None:
         """After the run: put back, or removed (through `fsops`, kept in the quarantine) when
@@ -213,22 +239,31 @@ class CleanShutdownMarker:
         current = self.aside if self.aside.exists() and not self.path.exists() else self.path
         if not current.exists():
             return None
-        changed = (self._all_partitions() if self.left_by_killed_run
-                   else self._changed(plan, report) if judge_changes else {})
+        changed = (
+            self._all_partitions()
+            if self.left_by_killed_run
+            else self._changed(plan, report)
+            if judge_changes
+            else {}
+        )
         verdict = judge(self.log_dir, changed) if changed else MarkerVerdict({})
         if verdict.keep:
             if current == self.path:
                 return None
             fsops.rename(current, self.path)
             if not self.left_by_killed_run:
-                return None             # this run's own set-aside: nothing changed for the broker
-            why = (f"put back {names.CLEAN_SHUTDOWN_FILE}, set aside by a kafkalog run that was killed: every "
-                   f"partition loads without recovery as a recovery loads it")
+                return None  # this run's own set-aside: nothing changed for the broker
+            why = (
+                f"put back {names.CLEAN_SHUTDOWN_FILE}, set aside by a kafkalog run that was killed: every "
+                f"partition loads without recovery as a recovery loads it"
+            )
             action = Action(ActionKind.RENAME, current, why, target=self.path)
         else:
-            why = (f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the "
-                   f"log dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers "
-                   f"the log dir on its next start")
+            why = (
+                f"removed {names.CLEAN_SHUTDOWN_FILE}, with which the broker skips recovery and would load the "
+                f"log dir otherwise than kafkalog left it ({verdict.reason()}); without it the broker recovers "
+                f"the log dir on its next start"
+            )
             fsops.delete(current, why)
             action = Action(ActionKind.DELETE, self.path, why)
         notes = plan if isinstance(plan, Plan) else plan.notes
@@ -237,18 +272,27 @@ class CleanShutdownMarker:
         if isinstance(report.get("changed"), list):
             report["changed"].append(action.to_dict())
         report["quarantine"] = report.get("quarantine") or (
-            str(fsops.quarantine.folder) if fsops.quarantine is not None and fsops.quarantine.folder else None)
+            str(fsops.quarantine.folder)
+            if fsops.quarantine is not None and fsops.quarantine.folder
+            else None
+        )
         # a removal is said on stderr too; a put-back only in the plan and report (cron stays quiet)
         return why if action.kind is ActionKind.DELETE else None
 
     def _changed(self, plan, report: dict) -> dict[str, set[str] | None]:
         if isinstance(plan, Plan):
-            changed = changed_partitions(self.log_dir, [p for a in plan.actions for p in (a.path, a.target)])
+            changed = changed_partitions(
+                self.log_dir, [p for a in plan.actions for p in (a.path, a.target)]
+            )
             for a in plan.actions:
                 if a.kind is ActionKind.SPLIT_SEGMENT and a.path.parent.name in changed:
                     changed[a.path.parent.name] = WHOLE
             return changed
-        return {e["partition"]: WHOLE for e in report.get("cleaned", ()) if isinstance(e, dict) and "partition" in e}
+        return {
+            e["partition"]: WHOLE
+            for e in report.get("cleaned", ())
+            if isinstance(e, dict) and "partition" in e
+        }
 
     def _all_partitions(self) -> dict[str, set[str] | None]:
         return {d.name: WHOLE for d in LogDir(self.log_dir).partition_dirs()}
@@ -271,4 +315,6 @@ def _first_producer(s: Segment, start: int) -> tuple[int, int] | None:
 
 def _largest_epoch(s: Segment) -> int:
     with s.mapped() as buf:
-        return max((b.partition_leader_epoch for b in iter_batches(buf) if b.magic >= 2), default=-1)
+        return max(
+            (b.partition_leader_epoch for b in iter_batches(buf) if b.magic >= 2), default=-1
+        )

@@ -13,6 +13,7 @@ the section has fewer records than the map's capacity (so no key can be refused 
 exact) and cores are left over by --jobs (ops.compact.for_each_partition: a partition cleaned
 alone); on one 256 MiB partition and 2 cores that is ~1.4x faster than one process.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -53,11 +54,11 @@ from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import segment_file
 from kafkalog_cli.storage.segment import Segment
 
-IO_BUFFER = 262144            # log.cleaner.io.buffer.size 524288 / 1 thread / 2: Kafka's read chunk
-MAX_IO_BUFFER = 1048588       # message.max.bytes: how far the cleaner grows its buffers
-MAP_READ_CHUNK = 8 << 20      # the map pass's reads (any size gives the same map)
+IO_BUFFER = 262144  # log.cleaner.io.buffer.size 524288 / 1 thread / 2: Kafka's read chunk
+MAX_IO_BUFFER = 1048588  # message.max.bytes: how far the cleaner grows its buffers
+MAP_READ_CHUNK = 8 << 20  # the map pass's reads (any size gives the same map)
 _PREFIX = struct.Struct(">qi")
-_V2_TAIL = struct.Struct(">hiqqqhii")    # attributes .. recordsCount
+_V2_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
 
 
 # ------------------------------------------------------------------------------ segments
@@ -71,7 +72,9 @@ def segments_overlapping(segments: list[Segment], start: int, end: int) -> list[
     return out
 
 
-def collect_aborted_transactions(segments: list[Segment], start: int, upper: int) -> list[AbortedTxn]:
+def collect_aborted_transactions(
+    segments: list[Segment], start: int, upper: int
+) -> list[AbortedTxn]:
     """UnifiedLog.collectAbortedTransactions: from the floor segment of `start` on, entries with
     lastOffset >= start and firstOffset < upper, until one has lastStableOffset >= upper."""
     bases = [s.base_offset for s in segments]
@@ -87,7 +90,9 @@ def collect_aborted_transactions(segments: list[Segment], start: int, upper: int
 
 
 # ------------------------------------------------------------------------------ reading
-def iter_chunk_batches(path: Path, start: int, end: int, chunk: int) -> Iterator[tuple[bytes, list[RecordBatch]]]:
+def iter_chunk_batches(
+    path: Path, start: int, end: int, chunk: int
+) -> Iterator[tuple[bytes, list[RecordBatch]]]:
     """Complete batches of [start, end), read `chunk` bytes at a time as Kafka's readBuffer.
     A read failure is an InputError naming the file (it must not pass for a failure to write
     the `.cleaned` file that the batches are streamed to)."""
@@ -103,7 +108,9 @@ def iter_chunk_batches(path: Path, start: int, end: int, chunk: int) -> Iterator
                     if pos + need > end or need == 0:
                         raise CorruptRecordError(
                             f"log segment may be corrupt: batch size {need} > {end - pos} bytes left in segment",
-                            path=str(path), position=pos)
+                            path=str(path),
+                            position=pos,
+                        )
                     chunk = max(need, min(chunk * 2, MAX_IO_BUFFER))
                     continue
                 yield buf, batches
@@ -132,7 +139,9 @@ def _decode_error(batch: RecordBatch, path: Path, chunk_pos: int) -> KafkalogErr
         batch.records()
     except KafkalogError as e:
         return _located(e, path, chunk_pos, batch)
-    return InvalidRecordError("invalid record structure", path=str(path), position=chunk_pos + batch.position)
+    return InvalidRecordError(
+        "invalid record structure", path=str(path), position=chunk_pos + batch.position
+    )
 
 
 # ------------------------------------------------------------------------------ the offset map
@@ -142,8 +151,15 @@ class MapStats:
     bytes_read: int = 0
 
 
-def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, start_offset: int,
-                      txn: CleanedTransactionMetadata, stats: MapStats) -> bool:
+def map_segment_range(
+    m: OffsetMap,
+    path: Path,
+    start_pos: int,
+    end_pos: int,
+    start_offset: int,
+    txn: CleanedTransactionMetadata,
+    stats: MapStats,
+) -> bool:
     """Cleaner.buildOffsetMapForSegment over [start_pos, end_pos) of one .log; True when full."""
     for buf, batches in iter_chunk_batches(path, start_pos, end_pos, MAP_READ_CHUNK):
         chunk_pos = start_pos
@@ -156,16 +172,18 @@ def map_segment_range(m: OffsetMap, path: Path, start_pos: int, end_pos: int, st
                 stats.records_read += 1
             elif not txn.on_batch_read(b):
                 d = m.dict_for(b.records_count) if b.magic >= 2 else None
-                if d is not None:          # the common case: straight into the dict
+                if d is not None:  # the common case: straight into the dict
                     before = len(d)
                     try:
                         data, s, end = records_region(b)
-                        n, kl = scan_keys_into(data, s, end, b.records_count, b.base_offset_field, d, start_offset)
+                        n, kl = scan_keys_into(
+                            data, s, end, b.records_count, b.base_offset_field, d, start_offset
+                        )
                     except (Declined, KafkalogError):
                         raise _decode_error(b, path, chunk_pos) from None
                     m.added(len(d) - before, max(kl, 0))
                     stats.records_read += n
-                else:                      # near the map's capacity: key by key, it may fill up
+                else:  # near the map's capacity: key by key, it may fill up
                     keys: list = []
                     offs: list = []
                     _batch_keys(b, keys, offs, path, chunk_pos)
@@ -215,15 +233,24 @@ def _map_worker(args) -> tuple[dict[bytes, int], int, int, int]:
     return d, m.latest_offset, stats.records_read, stats.bytes_read
 
 
-def build_offset_map(m: OffsetMap, dirty: list[tuple[Segment, int]], start: int, end: int,
-                     txns: list[AbortedTxn], jobs: int = 1) -> MapStats:
+def build_offset_map(
+    m: OffsetMap,
+    dirty: list[tuple[Segment, int]],
+    start: int,
+    end: int,
+    txns: list[AbortedTxn],
+    jobs: int = 1,
+) -> MapStats:
     """Cleaner.buildOffsetMap over the dirty segments [(segment, next segment's base)]."""
     stats = MapStats()
     ranges = _split_for_workers(dirty, start, m.capacity, jobs)
     if ranges is not None:
         import multiprocessing as mp
+
         with mp.get_context("fork").Pool(len(ranges)) as pool:
-            results = pool.map(_map_worker, [(str(p), s, e, start, fo, txns) for p, s, e, fo in ranges])
+            results = pool.map(
+                _map_worker, [(str(p), s, e, start, fo, txns) for p, s, e, fo in ranges]
+            )
         for d, latest, n, nbytes in results:
             m.merge(d)
             stats.records_read += n
@@ -236,7 +263,7 @@ def build_offset_map(m: OffsetMap, dirty: list[tuple[Segment, int]], start: int,
         pos = _start_position(seg, start) if i == 0 else 0
         if map_segment_range(m, seg.source_path, pos, seg.size, start, txn, stats):
             return stats
-        m.update_latest_offset(next_base - 1)      # offset gaps: fast forward
+        m.update_latest_offset(next_base - 1)  # offset gaps: fast forward
     return stats
 
 
@@ -254,7 +281,7 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
     """Byte ranges of about equal size at batch boundaries, or None for one sequential pass."""
     if jobs <= 1 or not dirty:
         return None
-    heads = []            # (segment, position, size, base offset, record count upper bound)
+    heads = []  # (segment, position, size, base offset, record count upper bound)
     total_records = 0
     for i, (seg, _next) in enumerate(dirty):
         first = _start_position(seg, start) if i == 0 else 0
@@ -265,13 +292,17 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
             total_records += last - base + 1
     total = sum(h[2] for h in heads)
     if total_records > capacity or total < (8 << 20):
-        return None        # the map could fill up (exact order matters), or too small to pay
+        return None  # the map could fill up (exact order matters), or too small to pay
     per = total / jobs
     ranges: list[tuple] = []
     acc = 0
     cur: list | None = None
     for seg, pos, size, base in heads:
-        if cur is None or cur[0] is not seg or (acc >= per * len(ranges) + per and len(ranges) < jobs - 1):
+        if (
+            cur is None
+            or cur[0] is not seg
+            or (acc >= per * len(ranges) + per and len(ranges) < jobs - 1)
+        ):
             if cur is not None:
                 ranges.append(tuple(cur))
             cur = [seg, pos, pos + size, base]
@@ -287,6 +318,7 @@ def _split_for_workers(dirty, start: int, capacity: int, jobs: int):
 @dataclass
 class CleanerStats:
     """Kafka's CleanerStats, as far as the report needs them (its bytes read are the segments' sizes)."""
+
     messages_read: int = 0
     messages_written: int = 0
     bytes_written: int = 0
@@ -296,6 +328,7 @@ class CleanerStats:
 @dataclass
 class LastRecord:
     """UnifiedLog.lastRecordsOfActiveProducers: a producer's last data offset (or None) and epoch."""
+
     last_data_offset: int | None
     producer_epoch: int
 
@@ -303,7 +336,7 @@ class LastRecord:
 @dataclass
 class CleanContext:
     map: OffsetMap
-    survivors: list[int]              # the map's offsets, sorted
+    survivors: list[int]  # the map's offsets, sorted
     first_dirty: int
     now_ms: int
     delete_retention_ms: int
@@ -324,16 +357,24 @@ class CleanedSegment:
     def __init__(self, directory: Path, base: int, index_interval_bytes: int, max_index_bytes: int):
         self.directory, self.base = directory, base
         self.size = 0
-        self.index = IndexBuilder(base, index_interval_bytes, max_index_bytes // OFFSET_ENTRY_SIZE,
-                                  max_index_bytes // TIME_ENTRY_SIZE)
+        self.index = IndexBuilder(
+            base,
+            index_interval_bytes,
+            max_index_bytes // OFFSET_ENTRY_SIZE,
+            max_index_bytes // TIME_ENTRY_SIZE,
+        )
         self.aborted: list[AbortedTxn] = []
         self._f: BinaryIO | None = None
 
     def path(self, suffix: str) -> Path:
         return segment_file(self.directory, self.base, suffix + names.CLEANED_SUFFIX)
 
-    def append(self, data: bytes, largest_offset: int, largest_ts: int, shallow_offset_of_max_ts: int) -> None:
-        self.index.on_append(self.size, len(data), largest_offset, largest_ts, shallow_offset_of_max_ts)
+    def append(
+        self, data: bytes, largest_offset: int, largest_ts: int, shallow_offset_of_max_ts: int
+    ) -> None:
+        self.index.on_append(
+            self.size, len(data), largest_offset, largest_ts, shallow_offset_of_max_ts
+        )
         if self._f is not None:
             self._f.write(data)
         self.size += len(data)
@@ -344,8 +385,10 @@ class CleanedSegment:
 
     def index_files(self) -> list[tuple[str, bytes]]:
         """(suffix, bytes) of the indexes; a .txnindex only when a retained ABORT marker has an entry."""
-        out = [(names.INDEX_SUFFIX, self.index.offset_index_bytes()),
-               (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes())]
+        out = [
+            (names.INDEX_SUFFIX, self.index.offset_index_bytes()),
+            (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes()),
+        ]
         if self.aborted:
             out.append((names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted)))
         return out
@@ -395,7 +438,9 @@ class _FilterResult:
             self.max_offset = max_offset
 
 
-def clean_into(seg: Segment, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool) -> None:
+def clean_into(
+    seg: Segment, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool
+) -> None:
     """Cleaner.cleanInto: one source segment, chunk by chunk, into `dest`."""
     path = seg.source_path
     pos = 0
@@ -426,8 +471,14 @@ def _is_last_of_producer(b: RecordBatch, ctx: CleanContext) -> bool:
     return b.is_control and b.producer_epoch == last.producer_epoch
 
 
-def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult,
-                  path: Path, chunk_pos: int) -> bytes | None:
+def _filter_batch(
+    b: RecordBatch,
+    ctx: CleanContext,
+    retain_legacy: bool,
+    res: _FilterResult,
+    path: Path,
+    chunk_pos: int,
+) -> bytes | None:
     """checkBatchRetention + filterBatch + the rewrite of MemoryRecords.filterTo for one batch."""
     is_control = b.is_control
     can_discard = ctx.txn.on_control_batch_read(b) if is_control else ctx.txn.on_batch_read(b)
@@ -437,10 +488,11 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
         discard_records = can_discard
     # RETAIN_EMPTY for an active producer's last batch, and (4.0+, KAFKA-17076) for the batch
     # whose next offset is the round's upper bound
-    retain_empty = (b.producer_id >= 0 and _is_last_of_producer(b, ctx)) or \
-        (ctx.upper_bound_offset is not None and b.last_offset + 1 == ctx.upper_bound_offset)
+    retain_empty = (b.producer_id >= 0 and _is_last_of_producer(b, ctx)) or (
+        ctx.upper_bound_offset is not None and b.last_offset + 1 == ctx.upper_bound_offset
+    )
     if not retain_empty and discard_records:
-        return None                                     # BatchRetention.DELETE
+        return None  # BatchRetention.DELETE
     marker_for_empty_txn = can_discard and is_control
     if b.magic < 2:
         return _filter_legacy(b, ctx, retain_legacy, res)
@@ -457,11 +509,18 @@ def _filter_batch(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _
         return _write_retained(b, retained, count, marker_for_empty_txn, ctx, res)
     if retain_empty:
         res.update(b.max_timestamp, b.last_offset, b.last_offset)
-        return empty_v2_batch(b.base_offset_field, b.last_offset_delta, max_timestamp=b.max_timestamp,
-                              producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-                              base_sequence=b.base_sequence, is_transactional=b.is_transactional,
-                              is_control=is_control, partition_leader_epoch=b.partition_leader_epoch,
-                              timestamp_type=b.timestamp_type)
+        return empty_v2_batch(
+            b.base_offset_field,
+            b.last_offset_delta,
+            max_timestamp=b.max_timestamp,
+            producer_id=b.producer_id,
+            producer_epoch=b.producer_epoch,
+            base_sequence=b.base_sequence,
+            is_transactional=b.is_transactional,
+            is_control=is_control,
+            partition_leader_epoch=b.partition_leader_epoch,
+            timestamp_type=b.timestamp_type,
+        )
     return None
 
 
@@ -471,10 +530,12 @@ def _survivors_in(b: RecordBatch, ctx: CleanContext) -> list[int] | None:
     if b.base_offset_field < ctx.first_dirty or b.last_offset > ctx.map.latest_offset:
         return None
     s = ctx.survivors
-    return s[bisect.bisect_left(s, b.base_offset_field):bisect.bisect_right(s, b.last_offset)]
+    return s[bisect.bisect_left(s, b.base_offset_field) : bisect.bisect_right(s, b.last_offset)]
 
 
-def _retained_by_survivors(b: RecordBatch, ctx: CleanContext, survivors: list[int], path: Path, chunk_pos: int):
+def _retained_by_survivors(
+    b: RecordBatch, ctx: CleanContext, survivors: list[int], path: Path, chunk_pos: int
+):
     """A batch with consecutive offsets (count = lastOffsetDelta + 1, as producers write them):
     record i has offset base + i, so only the survivors' records are decoded. Each is checked
     (its offset and its key's map entry); any mismatch falls back to reading every record."""
@@ -498,7 +559,9 @@ def _retained_by_survivors(b: RecordBatch, ctx: CleanContext, survivors: list[in
     return (kept, data, tombstones) if kept else None
 
 
-def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: Path, chunk_pos: int):
+def _retained_spans(
+    b: RecordBatch, ctx: CleanContext, is_control: bool, path: Path, chunk_pos: int
+):
     """(spans, data, contains tombstones) of the records Cleaner.shouldRetainRecord keeps."""
     try:
         data, s, e = records_region(b)
@@ -509,7 +572,7 @@ def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: P
     if lat is not None:
         for sp in spans:
             sp.timestamp = lat
-    if is_control:          # an empty one was already cleaned: retained only as RETAIN_EMPTY
+    if is_control:  # an empty one was already cleaned: retained only as RETAIN_EMPTY
         return (spans, data, False) if spans else None
     latest = ctx.map.latest_offset
     mget = ctx.map.as_dict()
@@ -533,14 +596,20 @@ def _retained_spans(b: RecordBatch, ctx: CleanContext, is_control: bool, path: P
     return (kept, data, tombstones) if kept else None
 
 
-def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: bool, ctx: CleanContext,
-                    res: _FilterResult) -> bytes:
+def _write_retained(
+    b: RecordBatch,
+    retained,
+    count: int,
+    marker_for_empty_txn: bool,
+    ctx: CleanContext,
+    res: _FilterResult,
+) -> bytes:
     spans, data, tombstones = retained
     ctx.stats.messages_written += len(spans)
     need_horizon = (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
     if len(spans) == count and not need_horizon:
         res.update(b.max_timestamp, b.last_offset, b.last_offset)
-        return bytes(b.data)                             # writeOriginalBatch
+        return bytes(b.data)  # writeOriginalBatch
     horizon: int | None
     if need_horizon:
         horizon = ctx.now_ms + ctx.delete_retention_ms
@@ -548,28 +617,46 @@ def _write_retained(b: RecordBatch, retained, count: int, marker_for_empty_txn: 
         horizon = b.base_timestamp if b.has_delete_horizon else None
     base_ts = horizon if horizon is not None else spans[0].timestamp
     body: bytes | bytearray = bytearray()
-    for sp in spans:      # attributes 0, the new timestamp delta, the rest of the record verbatim
-        rec = b"\x00" + write_varlong(sp.timestamp - base_ts) + data[sp.rest_start:sp.end]
+    for sp in spans:  # attributes 0, the new timestamp delta, the rest of the record verbatim
+        rec = b"\x00" + write_varlong(sp.timestamp - base_ts) + data[sp.rest_start : sp.end]
         body += write_varint(len(rec))
         body += rec
     lat = bool(b.attributes & ATTR_TIMESTAMP_TYPE)
     max_ts = b.max_timestamp if lat else max(sp.timestamp for sp in spans)
     if b.compression_id:
         body = compress(b.compression_id, bytes(body), 2)
-    attrs = b.compression_id | (b.attributes & (ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL))
+    attrs = b.compression_id | (
+        b.attributes & (ATTR_TIMESTAMP_TYPE | ATTR_TRANSACTIONAL | ATTR_CONTROL)
+    )
     if horizon is not None:
         attrs |= ATTR_DELETE_HORIZON
-    head = struct.pack(">qiibI", b.base_offset_field, RECORD_BATCH_OVERHEAD - 12 + len(body),
-                       b.partition_leader_epoch, 2, 0)
-    tail = _V2_TAIL.pack(attrs, b.last_offset_delta, base_ts, max_ts, b.producer_id, b.producer_epoch,
-                         b.base_sequence, len(spans))
+    head = struct.pack(
+        ">qiibI",
+        b.base_offset_field,
+        RECORD_BATCH_OVERHEAD - 12 + len(body),
+        b.partition_leader_epoch,
+        2,
+        0,
+    )
+    tail = _V2_TAIL.pack(
+        attrs,
+        b.last_offset_delta,
+        base_ts,
+        max_ts,
+        b.producer_id,
+        b.producer_epoch,
+        b.base_sequence,
+        len(spans),
+    )
     out = set_v2_crc(bytearray(head + tail + bytes(body)))
     # MemoryRecordsBuilder.info for v2: shallow offset = the (overridden) last offset
     res.update(max_ts, b.last_offset, spans[-1].offset)
     return out
 
 
-def _filter_legacy(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult) -> bytes | None:
+def _filter_legacy(
+    b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult
+) -> bytes | None:
     recs = b.records()
     ctx.stats.messages_read += len(recs)
     latest = ctx.map.latest_offset
@@ -588,9 +675,14 @@ def _filter_legacy(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: 
         res.update(b.max_timestamp, b.last_offset, b.last_offset)
         return bytes(b.data)
     lat = b.timestamp_type == TimestampType.LOG_APPEND_TIME
-    out = build_legacy_batch([SimpleRecord(r.key, r.value, r.timestamp, (), r.offset) for r in kept],
-                             kept[0].offset, magic=b.magic, compression=b.compression,
-                             timestamp_type=b.timestamp_type, log_append_time=b.max_timestamp if lat else None)
+    out = build_legacy_batch(
+        [SimpleRecord(r.key, r.value, r.timestamp, (), r.offset) for r in kept],
+        kept[0].offset,
+        magic=b.magic,
+        compression=b.compression,
+        timestamp_type=b.timestamp_type,
+        log_append_time=b.max_timestamp if lat else None,
+    )
     if lat:
         max_ts = b.max_timestamp
     else:
@@ -601,21 +693,32 @@ def _filter_legacy(b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: 
 
 
 # ------------------------------------------------------------------------------ grouping
-def group_segments_by_size(segments: list[Segment], max_size: int, max_index_size: int,
-                           first_uncleanable: int) -> list[list[Segment]]:
+def group_segments_by_size(
+    segments: list[Segment], max_size: int, max_index_size: int, first_uncleanable: int
+) -> list[list[Segment]]:
     """Cleaner.groupSegmentsBySize."""
     groups = []
-    segs = [(s, s.size, s.index_file_bytes(names.INDEX_SUFFIX, OFFSET_ENTRY_SIZE),
-             s.index_file_bytes(names.TIME_INDEX_SUFFIX, TIME_ENTRY_SIZE)) for s in segments]
+    segs = [
+        (
+            s,
+            s.size,
+            s.index_file_bytes(names.INDEX_SUFFIX, OFFSET_ENTRY_SIZE),
+            s.index_file_bytes(names.TIME_INDEX_SUFFIX, TIME_ENTRY_SIZE),
+        )
+        for s in segments
+    ]
     while segs:
         first, log_size, index_size, time_size = segs.pop(0)
         group = [first]
         while segs:
             nxt, size, index_bytes, time_bytes = segs[0]
             last_offset = (segs[1][0].base_offset - 1) if len(segs) > 1 else first_uncleanable - 1
-            if not (log_size + size <= max_size and index_size + index_bytes <= max_index_size
-                    and time_size + time_bytes <= max_index_size
-                    and (size == 0 or last_offset - first.base_offset <= 0x7FFFFFFF)):
+            if not (
+                log_size + size <= max_size
+                and index_size + index_bytes <= max_index_size
+                and time_size + time_bytes <= max_index_size
+                and (size == 0 or last_offset - first.base_offset <= 0x7FFFFFFF)
+            ):
                 break
             group.append(nxt)
             segs.pop(0)

@@ -1,5 +1,6 @@
 """Kafka's CleanedTransactionMetadata (LogCleaner.scala): which batches belong to aborted
 transactions, and which transaction markers the cleaner may discard."""
+
 from __future__ import annotations
 
 import heapq
@@ -13,8 +14,10 @@ from kafkalog_cli.formats.txnindex import AbortedTxn
 class CleanedTransactionMetadata:
     def __init__(self) -> None:
         self._ongoing_committed: set[int] = set()
-        self._ongoing_aborted: dict[int, list] = {}     # pid -> [AbortedTxn, last observed batch offset]
-        self._aborted: list[tuple[int, int, AbortedTxn]] = []   # min-heap by first offset
+        self._ongoing_aborted: dict[
+            int, list
+        ] = {}  # pid -> [AbortedTxn, last observed batch offset]
+        self._aborted: list[tuple[int, int, AbortedTxn]] = []  # min-heap by first offset
         self._seq = 0
         # where a retained ABORT marker's entry goes (the cleaned segment's .txnindex)
         self.cleaned_index: Callable[[AbortedTxn], None] | None = None
@@ -44,15 +47,15 @@ class CleanedTransactionMetadata:
         self._consume_up_to(batch.last_offset)
         recs = batch.records()
         if not recs:
-            return True           # an empty control batch was already cleaned
-        ctype = ControlRecordType.parse(recs[0].key)   # only the key: Kafka's cleaner reads no value
+            return True  # an empty control batch was already cleaned
+        ctype = ControlRecordType.parse(recs[0].key)  # only the key: Kafka's cleaner reads no value
         pid = batch.producer_id
         if ctype == ControlRecordType.ABORT:
             meta = self._ongoing_aborted.pop(pid, None)
             if meta is not None and meta[1] is not None:
                 if self.cleaned_index is not None:
                     self.cleaned_index(meta[0])
-                return False      # retained until every batch of the transaction is gone
+                return False  # retained until every batch of the transaction is gone
             return True
         if ctype == ControlRecordType.COMMIT:
             if pid in self._ongoing_committed:

@@ -20,6 +20,7 @@ unknown and resolved to delete: it may be a compacted topic.
 run(): both, partition by partition (`compact_partition`), partitions in parallel over --jobs
 worker processes under the parent's log dir lock (see `for_each_partition`).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -70,7 +71,7 @@ class CompactOptions:
     force: bool = False
     dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER
     load_factor: float = DEFAULT_LOAD_FACTOR
-    jobs: int = 1                 # worker processes: partitions in parallel (see for_each_partition)
+    jobs: int = 1  # worker processes: partitions in parallel (see for_each_partition)
     resolver: ConfigResolver | None = None
     max_rounds: int = 10_000
     # the cleaner-offset-checkpoint's entries at the start of the run: rewrites keep their order
@@ -91,16 +92,18 @@ class LogToClean:
     log_start_offset: int
     log_end_offset: int
     first_dirty: int
-    first_uncleanable: int            # snapped to a segment base (calculateCleanableBytes)
+    first_uncleanable: int  # snapped to a segment base (calculateCleanableBytes)
     clean_bytes: int
     cleanable_bytes: int
     compaction_delay_ms: int
     active_producers: dict[int, LastRecord]
-    checkpoint_reset: bool = False    # forceUpdateCheckpoint: the checkpoint was outside [log start, LEO]
-    checkpoint: int | None = None     # the cleaner-offset-checkpoint's entry as read
-    high_watermark: int = -1          # as Partition loads it (ops.high_watermark)
-    checkpointed_hw: int | None = None    # the replication-offset-checkpoint's entry; None: none
-    hw_note: str | None = None        # why the high watermark holds the dirty section back
+    checkpoint_reset: bool = (
+        False  # forceUpdateCheckpoint: the checkpoint was outside [log start, LEO]
+    )
+    checkpoint: int | None = None  # the cleaner-offset-checkpoint's entry as read
+    high_watermark: int = -1  # as Partition loads it (ops.high_watermark)
+    checkpointed_hw: int | None = None  # the replication-offset-checkpoint's entry; None: none
+    hw_note: str | None = None  # why the high watermark holds the dirty section back
 
     @property
     def ratio(self) -> float:
@@ -118,16 +121,25 @@ class PartitionDecision:
     selected: bool
     reason: str
     estimate: dict | None = None
-    deciding: tuple[str, ...] = ()    # the configs that decided it (config.compaction_deciding_configs)
+    deciding: tuple[
+        str, ...
+    ] = ()  # the configs that decided it (config.compaction_deciding_configs)
 
     def to_dict(self) -> dict:
         lg = self.log
-        out = {"partition": lg.name, "selected": self.selected, "reason": self.reason,
-               "dirty_section": [lg.first_dirty, lg.first_uncleanable], "dirty_ratio": round(lg.ratio, 6),
-               "clean_bytes": lg.clean_bytes, "cleanable_bytes": lg.cleanable_bytes,
-               "min_cleanable_dirty_ratio": lg.cfg.min_cleanable_dirty_ratio,
-               "compaction_delay_ms": lg.compaction_delay_ms, "high_watermark": lg.high_watermark,
-               "configs": lg.cfg.provenance(self.deciding)}
+        out = {
+            "partition": lg.name,
+            "selected": self.selected,
+            "reason": self.reason,
+            "dirty_section": [lg.first_dirty, lg.first_uncleanable],
+            "dirty_ratio": round(lg.ratio, 6),
+            "clean_bytes": lg.clean_bytes,
+            "cleanable_bytes": lg.cleanable_bytes,
+            "min_cleanable_dirty_ratio": lg.cfg.min_cleanable_dirty_ratio,
+            "compaction_delay_ms": lg.compaction_delay_ms,
+            "high_watermark": lg.high_watermark,
+            "configs": lg.cfg.provenance(self.deciding),
+        }
         if lg.checkpoint_reset:
             out["cleaner_offset_checkpoint_reset"] = {"from": lg.checkpoint, "to": lg.first_dirty}
         if self.estimate is not None:
@@ -149,8 +161,13 @@ class RefusedPartition:
         return refusal_line(self.name, self.unknown)
 
     def to_dict(self) -> dict:
-        return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
-                "refused": [u.to_dict() for u in self.unknown], "configs": self.cfg.provenance(self.deciding)}
+        return {
+            "partition": self.name,
+            "selected": False,
+            "reason": "refused: " + self.line.partition(": ")[2],
+            "refused": [u.to_dict() for u in self.unknown],
+            "configs": self.cfg.provenance(self.deciding),
+        }
 
 
 @dataclass
@@ -165,12 +182,19 @@ class TieredRefusal:
     @property
     def line(self) -> str:
         v = self.cfg.source("remote.storage.enable")
-        return (f"{self.name}: refused as Kafka refuses it: Remote log storage is unsupported for the compacted "
-                f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)")
+        return (
+            f"{self.name}: refused as Kafka refuses it: Remote log storage is unsupported for the compacted "
+            f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)"
+        )
 
     def to_dict(self) -> dict:
-        return {"partition": self.name, "selected": False, "reason": "refused: " + self.line.partition(": ")[2],
-                "exit_code": 2, "configs": self.cfg.provenance(("cleanup.policy", "remote.storage.enable"))}
+        return {
+            "partition": self.name,
+            "selected": False,
+            "reason": "refused: " + self.line.partition(": ")[2],
+            "exit_code": 2,
+            "configs": self.cfg.provenance(("cleanup.policy", "remote.storage.enable")),
+        }
 
 
 @dataclass
@@ -178,7 +202,9 @@ class CompactPlan:
     log_dir: Path
     now_ms: int
     decisions: list[PartitionDecision] = field(default_factory=list)
-    notes: Plan = field(default_factory=lambda: Plan("compact", Path()))    # plan() gives the log dir's
+    notes: Plan = field(
+        default_factory=lambda: Plan("compact", Path())
+    )  # plan() gives the log dir's
     refused: list[RefusedPartition] = field(default_factory=list)
     tiered: list[TieredRefusal] = field(default_factory=list)
 
@@ -198,17 +224,27 @@ class CompactPlan:
     def pending(self) -> bool:
         """Running it would change something: a partition to clean, a cleaner-offset-checkpoint
         entry to reset, or the notes' own changes."""
-        return (bool(self.selected) or any(d.log.checkpoint_reset for d in self.decisions)
-                or bool(self.notes is not None and self.notes.actions))
+        return (
+            bool(self.selected)
+            or any(d.log.checkpoint_reset for d in self.decisions)
+            or bool(self.notes is not None and self.notes.actions)
+        )
 
     def partitions_json(self) -> list[dict]:
-        return ([d.to_dict() for d in self.decisions] + [r.to_dict() for r in self.refused]
-                + [t.to_dict() for t in self.tiered])
+        return (
+            [d.to_dict() for d in self.decisions]
+            + [r.to_dict() for r in self.refused]
+            + [t.to_dict() for t in self.tiered]
+        )
 
     def to_dict(self) -> dict:
-        return {"op": "compact", "log_dir": str(self.log_dir), "now_ms": self.now_ms,
-                "partitions": self.partitions_json(),
-                "findings": [f.to_dict() for f in self.notes.findings]}
+        return {
+            "op": "compact",
+            "log_dir": str(self.log_dir),
+            "now_ms": self.now_ms,
+            "partitions": self.partitions_json(),
+            "findings": [f.to_dict() for f in self.notes.findings],
+        }
 
 
 def deciding_configs(cfg: TopicConfig, force: bool) -> tuple[str, ...]:
@@ -217,19 +253,31 @@ def deciding_configs(cfg: TopicConfig, force: bool) -> tuple[str, ...]:
     if not cfg.compact:
         return ("cleanup.policy",)
     names = compaction_deciding_configs(cfg)
-    return tuple(n for n in names if n not in ("min.cleanable.dirty.ratio", "max.compaction.lag.ms")) if force else names
+    return (
+        tuple(n for n in names if n not in ("min.cleanable.dirty.ratio", "max.compaction.lag.ms"))
+        if force
+        else names
+    )
 
 
 # ------------------------------------------------------------------------------ LogCleanerManager
 
-def plan(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, estimate: bool = False) -> CompactPlan:
+
+def plan(
+    log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, estimate: bool = False
+) -> CompactPlan:
     """LogCleanerManager's view of every compacted partition; nothing is written. With
     `estimate` each selected partition gets a simulated round (--dry-run)."""
     return run(log_dir, partition_dirs, opts, None, estimate=estimate)[0]
 
 
-def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: FsOps | None,
-        estimate: bool = False) -> tuple[CompactPlan, dict | None]:
+def run(
+    log_dir: Path,
+    partition_dirs: list[Path],
+    opts: CompactOptions,
+    fsops: FsOps | None,
+    estimate: bool = False,
+) -> tuple[CompactPlan, dict | None]:
     """Plan and (with `fsops`) clean every compacted partition of `partition_dirs`: each one by
     `compact_partition`, partitions in parallel over `opts.jobs` processes (see
     `for_each_partition`). Returns the plan and the report `apply` would return (None without
@@ -254,7 +302,17 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
             cp.refused.append(RefusedPartition(d.name, cfg, deciding, unknown))
         elif cfg.compact:
             key = (tp.topic, tp.partition)
-            items.append((d, tp.topic, tp.partition, cfg, checkpoints.get(key), starts.get(key), hws.get(key)))
+            items.append(
+                (
+                    d,
+                    tp.topic,
+                    tp.partition,
+                    cfg,
+                    checkpoints.get(key),
+                    starts.get(key),
+                    hws.get(key),
+                )
+            )
 
     def job(item: _Item, wfs: FsOps | None, map_jobs: int):
         return compact_partition(log_dir, *item, opts, wfs, estimate=estimate, map_jobs=map_jobs)
@@ -274,14 +332,27 @@ def run(log_dir: Path, partition_dirs: list[Path], opts: CompactOptions, fsops: 
 _Item = tuple[Path, str, int, TopicConfig, int | None, int | None, int | None]
 
 
-def compact_partition(log_dir: Path, d: Path, topic: str, partition: int, cfg: TopicConfig,
-                      checkpoint: int | None, start_checkpoint: int | None, high_watermark: int | None,
-                      opts: CompactOptions, fsops: FsOps | None, estimate: bool = False, map_jobs: int = 1):
+def compact_partition(
+    log_dir: Path,
+    d: Path,
+    topic: str,
+    partition: int,
+    cfg: TopicConfig,
+    checkpoint: int | None,
+    start_checkpoint: int | None,
+    high_watermark: int | None,
+    opts: CompactOptions,
+    fsops: FsOps | None,
+    estimate: bool = False,
+    map_jobs: int = 1,
+):
     """One partition, planned and (with `fsops`) cleaned: (decision or None, cleaned entry or
     None, findings). The unit of work of --jobs."""
     notes = Plan("compact", log_dir)
     finish_interrupted_rewrite(d, fsops, notes)
-    ltc = log_to_clean(d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes, high_watermark)
+    ltc = log_to_clean(
+        d, topic, partition, cfg, checkpoint, start_checkpoint, opts.now_ms, notes, high_watermark
+    )
     if ltc is None:
         return None, None, notes.findings
     dec = _decide(ltc, opts.force)
@@ -315,8 +386,12 @@ def finish_interrupted_rewrite(d: Path, fsops: FsOps | None, notes: Plan) -> boo
     if not left:
         return False
     shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
-    notes.note(d.name, f"an interrupted rewrite left {shown}: {'finished' if fsops is not None else 'finishing it'} "
-                       f"first as the broker's LogLoader does ({len(finish.actions)} step(s))", d)
+    notes.note(
+        d.name,
+        f"an interrupted rewrite left {shown}: {'finished' if fsops is not None else 'finishing it'} "
+        f"first as the broker's LogLoader does ({len(finish.actions)} step(s))",
+        d,
+    )
     if fsops is not None and finish.actions:
         fsops.about_to_change()
         apply_plan(finish, fsops)
@@ -325,19 +400,37 @@ def finish_interrupted_rewrite(d: Path, fsops: FsOps | None, notes: Plan) -> boo
 
 def _decide(ltc: LogToClean, force: bool) -> PartitionDecision:
     if ltc.cleanable_bytes <= 0:
-        return PartitionDecision(ltc, False, "nothing cleanable" + (f" ({ltc.hw_note})" if ltc.hw_note else ""))
+        return PartitionDecision(
+            ltc, False, "nothing cleanable" + (f" ({ltc.hw_note})" if ltc.hw_note else "")
+        )
     if force:
         return PartitionDecision(ltc, True, "--force")
     if ltc.need_compaction_now:
-        return PartitionDecision(ltc, True, f"max.compaction.lag.ms exceeded by {ltc.compaction_delay_ms} ms")
+        return PartitionDecision(
+            ltc, True, f"max.compaction.lag.ms exceeded by {ltc.compaction_delay_ms} ms"
+        )
     if ltc.ratio > ltc.cfg.min_cleanable_dirty_ratio:
-        return PartitionDecision(ltc, True, f"dirty ratio > min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}")
-    return PartitionDecision(ltc, False, f"dirty ratio <= min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}")
+        return PartitionDecision(
+            ltc,
+            True,
+            f"dirty ratio > min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}",
+        )
+    return PartitionDecision(
+        ltc, False, f"dirty ratio <= min.cleanable.dirty.ratio {ltc.cfg.min_cleanable_dirty_ratio}"
+    )
 
 
-def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoint: int | None,
-                 start_checkpoint: int | None, now_ms: int, notes: Plan,
-                 high_watermark: int | None = None) -> LogToClean | None:
+def log_to_clean(
+    d: Path,
+    topic: str,
+    partition: int,
+    cfg: TopicConfig,
+    checkpoint: int | None,
+    start_checkpoint: int | None,
+    now_ms: int,
+    notes: Plan,
+    high_watermark: int | None = None,
+) -> LogToClean | None:
     """LogCleanerManager.cleanableOffsets and calculateCleanableBytes. `high_watermark` is the
     replication-offset-checkpoint's entry, None when there is none (or no file)."""
     part = Partition.open(d)
@@ -374,14 +467,38 @@ def log_to_clean(d: Path, topic: str, partition: int, cfg: TopicConfig, checkpoi
     # calculateCleanableBytes: snap to the base of the segment holding it (or the active one)
     i = bisect.bisect_right(bases, uncleanable) - 1
     first_uncleanable = segs[i].base_offset if 0 <= i < len(segs) - 1 else active.base_offset
-    cleanable = sum(s.size for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable))
+    cleanable = sum(
+        s.size
+        for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable)
+    )
     clean = sum(s.size for s in segments_overlapping(segs, -1, first_dirty))
     delay = _compaction_delay(non_active, cfg, now_ms)
-    producers = {pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
-                 for pid, e in state.entries.items()}
+    producers = {
+        pid: LastRecord(e.last_offset if e.last_offset >= 0 else None, e.epoch)
+        for pid, e in state.entries.items()
+    }
     hw_note = _hw_note(high_watermark, hw, lso, active.base_offset)
-    return LogToClean(d.name, d, topic, partition, cfg, segs, log_start, leo, first_dirty, first_uncleanable,
-                      clean, cleanable, delay, producers, reset, checkpoint, hw, high_watermark, hw_note)
+    return LogToClean(
+        d.name,
+        d,
+        topic,
+        partition,
+        cfg,
+        segs,
+        log_start,
+        leo,
+        first_dirty,
+        first_uncleanable,
+        clean,
+        cleanable,
+        delay,
+        producers,
+        reset,
+        checkpoint,
+        hw,
+        high_watermark,
+        hw_note,
+    )
 
 
 def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int]:
@@ -389,8 +506,11 @@ def _high_watermarks(log_dir: Path, notes: Plan) -> dict[tuple[str, int], int]:
     one, as no entry (ops.high_watermark), and noted."""
     path = log_dir / names.REPLICATION_CHECKPOINT
     if not path.exists():
-        notes.note(log_dir.name, f"no {names.REPLICATION_CHECKPOINT}: high watermarks are the log start offsets, "
-                                 f"as the broker loads them")
+        notes.note(
+            log_dir.name,
+            f"no {names.REPLICATION_CHECKPOINT}: high watermarks are the log start offsets, "
+            f"as the broker loads them",
+        )
         return {}
     return ckpt.read_offsets_strict(path)[0]
 
@@ -400,7 +520,8 @@ def _hw_note(checkpointed: int | None, hw: int, lso: int, active_base: int) -> s
     if lso != hw or hw >= active_base:
         return None
     return f"high watermark {hw} from {names.REPLICATION_CHECKPOINT}" + (
-        ": the partition has no entry there" if checkpointed is None else "")
+        ": the partition has no entry there" if checkpointed is None else ""
+    )
 
 
 def _compaction_delay(dirty_non_active: list[Segment], cfg: TopicConfig, now_ms: int) -> int:
@@ -413,14 +534,23 @@ def _compaction_delay(dirty_non_active: list[Segment], cfg: TopicConfig, now_ms:
     return max(until - min(firsts), 0)
 
 
-def _producer_state(d: Path, segs: list[Segment], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan):
-    return rebuild_producer_state(d, segs, leo + 1, now_ms=now_ms,
-                                  expiration_ms=cfg.producer_id_expiration_ms,
-                                  ignored=lambda m, f: notes.note(d.name, m, f))
+def _producer_state(
+    d: Path, segs: list[Segment], leo: int, cfg: TopicConfig, now_ms: int, notes: Plan
+):
+    return rebuild_producer_state(
+        d,
+        segs,
+        leo + 1,
+        now_ms=now_ms,
+        expiration_ms=cfg.producer_id_expiration_ms,
+        ignored=lambda m, f: notes.note(d.name, m, f),
+    )
 
 
 # ------------------------------------------------------------------------------ Cleaner.doClean
-def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_jobs: int = 1) -> dict:
+def clean_round(
+    ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_jobs: int = 1
+) -> dict:
     """One Cleaner.doClean round. Without `fsops` nothing is written (the --dry-run estimate)."""
     cfg, segs, now = ltc.cfg, ltc.segments, opts.now_ms
     before = segments_overlapping(segs, 0, ltc.first_dirty)
@@ -429,17 +559,31 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
     dirty = segments_overlapping(segs, ltc.first_dirty, ltc.first_uncleanable)
     nexts = [s.base_offset for s in dirty[1:]] + [ltc.first_uncleanable]
     txns = collect_aborted_transactions(segs, ltc.first_dirty, ltc.first_uncleanable)
-    map_stats = build_offset_map(m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs)
+    map_stats = build_offset_map(
+        m, list(zip(dirty, nexts)), ltc.first_dirty, ltc.first_uncleanable, txns, map_jobs
+    )
     end_offset = m.latest_offset + 1
     # KAFKA-17076 (4.0) where the next broker is 4.0+; where the versions the dir allows disagree,
     # 3.x's rule: the two differ only in an empty batch (no record), which every version loads
-    retain_last = (opts.resolver.versions if opts.resolver is not None else KafkaVersions()).applies(
-        CLEANER_RETAINS_LAST_BATCH) is True
-    ctx = CleanContext(m, sorted(m.offsets()), ltc.first_dirty, now, cfg.delete_retention_ms,
-                       ltc.active_producers, CleanedTransactionMetadata(),
-                       upper_bound_offset=ltc.first_uncleanable if retain_last else None)
-    groups = group_segments_by_size(segments_overlapping(segs, 0, end_offset), cfg.segment_bytes,
-                                    cfg.segment_index_bytes, ltc.first_uncleanable)
+    retain_last = (
+        opts.resolver.versions if opts.resolver is not None else KafkaVersions()
+    ).applies(CLEANER_RETAINS_LAST_BATCH) is True
+    ctx = CleanContext(
+        m,
+        sorted(m.offsets()),
+        ltc.first_dirty,
+        now,
+        cfg.delete_retention_ms,
+        ltc.active_producers,
+        CleanedTransactionMetadata(),
+        upper_bound_offset=ltc.first_uncleanable if retain_last else None,
+    )
+    groups = group_segments_by_size(
+        segments_overlapping(segs, 0, end_offset),
+        cfg.segment_bytes,
+        cfg.segment_index_bytes,
+        ltc.first_uncleanable,
+    )
     source_bytes = 0
     for group in groups:
         source_bytes += sum(s.size for s in group)
@@ -448,27 +592,43 @@ def clean_round(ltc: LogToClean, opts: CompactOptions, fsops: FsOps | None, map_
         with _log_dir_files(fsops):
             _update_checkpoint(fsops, ltc, end_offset, opts.checkpoint_order)
     st: CleanerStats = ctx.stats
-    return {"keys": m.size, "map_records_read": map_stats.records_read, "end_offset": end_offset,
-            "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
-            "groups": [[s.base_offset for s in g] for g in groups],
-            "messages_read": st.messages_read, "messages_written": st.messages_written,
-            "bytes_read": source_bytes, "bytes_written": st.bytes_written,
-            "bytes_freed": source_bytes - st.bytes_written, "invalid_messages": st.invalid_messages,
-            "offset_map_layout": "kafka-slots" if m.compact_layout else "dict"}
+    return {
+        "keys": m.size,
+        "map_records_read": map_stats.records_read,
+        "end_offset": end_offset,
+        "rounds_needed": 1 if end_offset >= ltc.first_uncleanable else 2,
+        "groups": [[s.base_offset for s in g] for g in groups],
+        "messages_read": st.messages_read,
+        "messages_written": st.messages_written,
+        "bytes_read": source_bytes,
+        "bytes_written": st.bytes_written,
+        "bytes_freed": source_bytes - st.bytes_written,
+        "invalid_messages": st.invalid_messages,
+        "offset_map_layout": "kafka-slots" if m.compact_layout else "dict",
+    }
 
 
-def _clean_group(ltc: LogToClean, group: list[Segment], ctx: CleanContext, legacy_horizon: int,
-                 fsops: FsOps | None) -> None:
+def _clean_group(
+    ltc: LogToClean,
+    group: list[Segment],
+    ctx: CleanContext,
+    legacy_horizon: int,
+    fsops: FsOps | None,
+) -> None:
     """Cleaner.cleanSegments: the group into one `.cleaned` segment, then replaceSegments.
     Without `fsops` the records are only counted."""
     cfg = ltc.cfg
-    dest = CleanedSegment(ltc.directory, group[0].base_offset, cfg.index_interval_bytes, cfg.segment_index_bytes)
+    dest = CleanedSegment(
+        ltc.directory, group[0].base_offset, cfg.index_interval_bytes, cfg.segment_index_bytes
+    )
     ctx.txn.cleaned_index = dest.aborted.append
 
     def fill() -> None:
         for i, seg in enumerate(group):
             upper = group[i + 1].base_offset if i + 1 < len(group) else seg.read_next_offset()
-            ctx.txn.add_aborted_transactions(collect_aborted_transactions(ltc.segments, seg.base_offset, upper))
+            ctx.txn.add_aborted_transactions(
+                collect_aborted_transactions(ltc.segments, seg.base_offset, upper)
+            )
             clean_into(seg, dest, ctx, seg.last_modified_ms > legacy_horizon)
 
     if fsops is None:
@@ -486,14 +646,23 @@ def _replaced_files(group: list[Segment]) -> list[tuple[Path, str]]:
     new_base = group[0].base_offset
     old = []
     for seg in group:
-        old += [(seg.file(suffix), f"replaced by the cleaned segment {new_base}") for suffix in names.SEGMENT_SUFFIXES]
+        old += [
+            (seg.file(suffix), f"replaced by the cleaned segment {new_base}")
+            for suffix in names.SEGMENT_SUFFIXES
+        ]
         if seg.base_offset != new_base:
-            old.append((seg.file(names.SNAPSHOT_SUFFIX),
-                        f"segment {seg.base_offset} merged into the cleaned segment {new_base}"))
+            old.append(
+                (
+                    seg.file(names.SNAPSHOT_SUFFIX),
+                    f"segment {seg.base_offset} merged into the cleaned segment {new_base}",
+                )
+            )
     return old
 
 
-def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int, order: list | None = None) -> None:
+def _update_checkpoint(
+    fsops: FsOps, ltc: LogToClean, end_offset: int, order: list | None = None
+) -> None:
     path = fsops.base_dir / names.CLEANER_CHECKPOINT
     offsets = ckpt.read_offsets(path)
     order = list(offsets) if order is None else order
@@ -503,16 +672,28 @@ def _update_checkpoint(fsops: FsOps, ltc: LogToClean, end_offset: int, order: li
 
 def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
     """Clean every selected partition of a plan (partitions in parallel over `opts.jobs`)."""
-    opts = dataclasses.replace(opts, checkpoint_order=list(ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)))
+    opts = dataclasses.replace(
+        opts, checkpoint_order=list(ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT))
+    )
+
     def job(dec: PartitionDecision, wfs: FsOps, map_jobs: int):
         notes = Plan("compact", cp.log_dir)
         ltc = dec.log
-        if finish_interrupted_rewrite(ltc.directory, wfs, notes):     # planned before: the log as it is now
+        if finish_interrupted_rewrite(
+            ltc.directory, wfs, notes
+        ):  # planned before: the log as it is now
             key = (ltc.topic, ltc.partition)
-            now = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg,
-                               ckpt.read_offsets(wfs.base_dir / names.CLEANER_CHECKPOINT).get(key),
-                               ckpt.read_offsets(wfs.base_dir / names.LOG_START_OFFSET_CHECKPOINT).get(key),
-                               opts.now_ms, notes, ltc.checkpointed_hw)
+            now = log_to_clean(
+                ltc.directory,
+                ltc.topic,
+                ltc.partition,
+                ltc.cfg,
+                ckpt.read_offsets(wfs.base_dir / names.CLEANER_CHECKPOINT).get(key),
+                ckpt.read_offsets(wfs.base_dir / names.LOG_START_OFFSET_CHECKPOINT).get(key),
+                opts.now_ms,
+                notes,
+                ltc.checkpointed_hw,
+            )
             if now is None:
                 return None, notes.findings
             ltc = now
@@ -525,7 +706,9 @@ def apply(cp: CompactPlan, fsops: FsOps, opts: CompactOptions) -> dict:
     return _report(cp, fsops, done)
 
 
-def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: Plan, map_jobs: int = 1) -> dict:
+def clean_partition(
+    ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: Plan, map_jobs: int = 1
+) -> dict:
     """Rounds of Cleaner.doClean until the dirty section is done, then retention for
     compact,delete; the partition's entry of the report."""
     rounds = []
@@ -537,15 +720,29 @@ def clean_partition(ltc: LogToClean, fsops: FsOps, opts: CompactOptions, notes: 
         checkpoints = ckpt.read_offsets(fsops.base_dir / names.CLEANER_CHECKPOINT)
         starts = ckpt.read_offsets(fsops.base_dir / names.LOG_START_OFFSET_CHECKPOINT)
         key = (ltc.topic, ltc.partition)
-        again = log_to_clean(ltc.directory, ltc.topic, ltc.partition, ltc.cfg, checkpoints.get(key),
-                             starts.get(key), opts.now_ms, notes, ltc.checkpointed_hw)
-        assert again is not None  # None only for a partition without segments, and a round keeps one
+        again = log_to_clean(
+            ltc.directory,
+            ltc.topic,
+            ltc.partition,
+            ltc.cfg,
+            checkpoints.get(key),
+            starts.get(key),
+            opts.now_ms,
+            notes,
+            ltc.checkpointed_hw,
+        )
+        assert (
+            again is not None
+        )  # None only for a partition without segments, and a round keeps one
         ltc = again
-    entry = {"partition": ltc.name, "rounds": rounds,
-             "messages_read": sum(r["messages_read"] for r in rounds),
-             "messages_written": rounds[-1]["messages_written"],
-             "bytes_freed": sum(r["bytes_freed"] for r in rounds),
-             "cleaner_offset_checkpoint": rounds[-1]["end_offset"]}
+    entry = {
+        "partition": ltc.name,
+        "rounds": rounds,
+        "messages_read": sum(r["messages_read"] for r in rounds),
+        "messages_written": rounds[-1]["messages_written"],
+        "bytes_freed": sum(r["bytes_freed"] for r in rounds),
+        "cleaner_offset_checkpoint": rounds[-1]["end_offset"],
+    }
     if "delete" in ltc.cfg.cleanup_policy:
         with _log_dir_files(fsops):
             entry["retention"] = _retention_after(fsops, ltc, opts)
@@ -557,8 +754,15 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
     for entry in done:
         if isinstance(entry, dict) and "partition" in entry:
             entry.update(by_name.get(entry["partition"], Space()).to_dict())
-    return run_report("compact", cp.log_dir, fsops, now_ms=cp.now_ms, cleaned=done, partitions=cp.partitions_json(),
-                      findings=[f.to_dict() for f in cp.notes.findings])
+    return run_report(
+        "compact",
+        cp.log_dir,
+        fsops,
+        now_ms=cp.now_ms,
+        cleaned=done,
+        partitions=cp.partitions_json(),
+        findings=[f.to_dict() for f in cp.notes.findings],
+    )
 
 
 # ------------------------------------------------------------------------------ --jobs
@@ -578,7 +782,7 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
 # others, with one process or many: the first error in input order is raised once all are done,
 # so output, exit code and the files left are the same whatever --jobs is.
 
-_JOB: tuple | None = None    # (items, job, parent fsops, map_jobs, lock): inherited by forked workers
+_JOB: tuple | None = None  # (items, job, parent fsops, map_jobs, lock): inherited by forked workers
 
 
 def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list:
@@ -598,6 +802,7 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
         from concurrent.futures.process import BrokenProcessPool
+
         ctx = mp.get_context("fork")
         _JOB = (items, job, fsops, max(jobs // workers, 1), ctx.RLock())
         try:
@@ -607,7 +812,7 @@ def for_each_partition(items: list, job, fsops: FsOps | None, jobs: int) -> list
                 results = [f.result() for f in futures]
         except BrokenProcessPool:
             if fsops is not None and fsops.fault_exits:
-                os._exit(137)        # a worker died at an injected fault (KAFKALOG_FAULT_AFTER)
+                os._exit(137)  # a worker died at an injected fault (KAFKALOG_FAULT_AFTER)
             raise
         finally:
             _JOB = None
@@ -638,7 +843,13 @@ def _worker(i: int):
         value, err = None, e
     if wfs is None:
         return value, err, 0, [], {}
-    return value, err, wfs.steps, (wfs.quarantine.entries if wfs.quarantine is not None else []), wfs.space
+    return (
+        value,
+        err,
+        wfs.steps,
+        (wfs.quarantine.entries if wfs.quarantine is not None else []),
+        wfs.space,
+    )
 
 
 def _log_dir_files(fsops: FsOps | None):
@@ -652,6 +863,11 @@ def _retention_after(fsops: FsOps, ltc: LogToClean, opts: CompactOptions):
         from kafkalog_cli.ops import retain
     except ImportError:
         return "skipped: ops.retain is not installed"
-    rp = retain.plan(fsops.base_dir, [ltc.directory], retain.RetainOptions(now_ms=opts.now_ms, resolver=opts.resolver))
+    rp = retain.plan(
+        fsops.base_dir,
+        [ltc.directory],
+        retain.RetainOptions(now_ms=opts.now_ms, resolver=opts.resolver),
+    )
     from kafkalog_cli.ops.plan import apply as apply_plan
+
     return apply_plan(rp, fsops)["changed"]

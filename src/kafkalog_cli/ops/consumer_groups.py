@@ -27,6 +27,7 @@ A group lives in partition `Utils.abs(groupId.hashCode) % offsets.topic.num.part
 (__consumer_offsets' PartitionRecords), or is stated, or is guessed from the
 `__consumer_offsets-N` dirs present, and says which.
 """
+
 from __future__ import annotations
 
 import enum
@@ -58,14 +59,14 @@ if TYPE_CHECKING:
     from kafkalog_cli.formats.internal.metadata_image import MetadataImage
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-DEFAULT_OFFSETS_PARTITIONS = 50          # offsets.topic.num.partitions
+DEFAULT_OFFSETS_PARTITIONS = 50  # offsets.topic.num.partitions
 CONSUMER_PROTOCOL_TYPE = "consumer"
 NO_PRODUCER_ID = -1
 
 
 class GroupType(enum.Enum):
     CLASSIC = "classic"
-    CONSUMER = "consumer"        # KIP-848
+    CONSUMER = "consumer"  # KIP-848
     SHARE = "share"
     STREAMS = "streams"
 
@@ -96,14 +97,20 @@ class OffsetAndMetadata:
     leader_epoch: int | None
     metadata: str
     commit_timestamp: int
-    expire_timestamp: int | None     # only value version 1 records one
-    record_offset: int               # the commit's batch in __consumer_offsets (olderThan compares these)
-    producer_id: int | None = None   # a transactional commit's producer
+    expire_timestamp: int | None  # only value version 1 records one
+    record_offset: int  # the commit's batch in __consumer_offsets (olderThan compares these)
+    producer_id: int | None = None  # a transactional commit's producer
 
     def to_dict(self) -> dict:
-        return {"committed_offset": self.offset, "leader_epoch": self.leader_epoch, "metadata": self.metadata,
-                "commit_timestamp": self.commit_timestamp, "expire_timestamp": self.expire_timestamp,
-                "record_offset": self.record_offset, "producer_id": self.producer_id}
+        return {
+            "committed_offset": self.offset,
+            "leader_epoch": self.leader_epoch,
+            "metadata": self.metadata,
+            "commit_timestamp": self.commit_timestamp,
+            "expire_timestamp": self.expire_timestamp,
+            "record_offset": self.record_offset,
+            "producer_id": self.producer_id,
+        }
 
 
 @dataclass
@@ -118,50 +125,65 @@ class GroupMember:
     subscribed_topics: list[str] = field(default_factory=list)
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
-    member_epoch: int | None = None          # KIP-848
-    state: str | None = None                 # KIP-848 MemberState
+    member_epoch: int | None = None  # KIP-848
+    state: str | None = None  # KIP-848 MemberState
     # (topic name, or topic id while unresolved, partition), as recorded
     assignment: list[tuple[str, int]] = field(default_factory=list)
-    assignment_topic_ids: bool = False       # the assignment names topics by id (KIP-848)
+    assignment_topic_ids: bool = False  # the assignment names topics by id (KIP-848)
     pending_revocation: list[tuple[str, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"member_id": self.member_id, "group_instance_id": self.group_instance_id,
-                "client_id": self.client_id, "client_host": self.client_host, "rack_id": self.rack_id,
-                "session_timeout_ms": self.session_timeout_ms, "rebalance_timeout_ms": self.rebalance_timeout_ms,
-                "subscribed_topics": self.subscribed_topics, "subscribed_topic_regex": self.subscribed_topic_regex,
-                "server_assignor": self.server_assignor, "member_epoch": self.member_epoch, "state": self.state,
-                "assignment": [{"topic": t, "partition": p} for t, p in self.assignment],
-                "partitions_pending_revocation": [{"topic": t, "partition": p} for t, p in self.pending_revocation]}
+        return {
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+            "client_id": self.client_id,
+            "client_host": self.client_host,
+            "rack_id": self.rack_id,
+            "session_timeout_ms": self.session_timeout_ms,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "subscribed_topics": self.subscribed_topics,
+            "subscribed_topic_regex": self.subscribed_topic_regex,
+            "server_assignor": self.server_assignor,
+            "member_epoch": self.member_epoch,
+            "state": self.state,
+            "assignment": [{"topic": t, "partition": p} for t, p in self.assignment],
+            "partitions_pending_revocation": [
+                {"topic": t, "partition": p} for t, p in self.pending_revocation
+            ],
+        }
 
 
 @dataclass
 class Group:
     group_id: str
     type: GroupType = GroupType.CLASSIC
-    coordinator_partition: int | None = None      # the __consumer_offsets partition it was read from
-    protocol_type: str | None = None              # classic: "consumer", "connect", ...
-    protocol: str | None = None                   # classic: the assignor; KIP-848: the server assignor
-    generation: int = 0                           # classic generation, or KIP-848 group epoch
+    coordinator_partition: int | None = None  # the __consumer_offsets partition it was read from
+    protocol_type: str | None = None  # classic: "consumer", "connect", ...
+    protocol: str | None = None  # classic: the assignor; KIP-848: the server assignor
+    generation: int = 0  # classic generation, or KIP-848 group epoch
     leader: str | None = None
-    state_timestamp: int | None = None            # classic currentStateTimestamp
-    target_assignment_epoch: int | None = None    # KIP-848
+    state_timestamp: int | None = None  # classic currentStateTimestamp
+    target_assignment_epoch: int | None = None  # KIP-848
     members: dict[str, GroupMember] = field(default_factory=dict)
     offsets: dict[tuple[str, int], OffsetAndMetadata] = field(default_factory=dict)
-    has_metadata: bool = False                    # False: known by its offsets only
-    topic_names: dict[str, str] = field(default_factory=dict)   # KIP-848 partition metadata: id -> name
+    has_metadata: bool = False  # False: known by its offsets only
+    topic_names: dict[str, str] = field(
+        default_factory=dict
+    )  # KIP-848 partition metadata: id -> name
 
     @property
     def state(self) -> GroupState:
         if not self.members:
             return GroupState.EMPTY
         if self.type is GroupType.CLASSIC:
-            return GroupState.STABLE                  # readGroupMessageValue: loaded Stable with members
+            return GroupState.STABLE  # readGroupMessageValue: loaded Stable with members
         target = self.target_assignment_epoch
         if target is None or self.generation > target:
             return GroupState.ASSIGNING
-        if any(m.member_epoch != target or (m.state is not None and m.state != "STABLE")
-               for m in self.members.values()):
+        if any(
+            m.member_epoch != target or (m.state is not None and m.state != "STABLE")
+            for m in self.members.values()
+        ):
             return GroupState.RECONCILING
         return GroupState.STABLE
 
@@ -172,14 +194,23 @@ class Group:
         return ",".join(sorted(assignors))
 
     def to_dict(self) -> dict:
-        return {"group": self.group_id, "type": self.type.value, "state": self.state.value,
-                "coordinator_partition": self.coordinator_partition, "protocol_type": self.protocol_type,
-                "protocol": self.protocol if self.type is GroupType.CLASSIC else self.assignor() or None,
-                "generation": self.generation if self.type is GroupType.CLASSIC else None,
-                "group_epoch": self.generation if self.type is not GroupType.CLASSIC else None,
-                "target_assignment_epoch": self.target_assignment_epoch, "leader": self.leader,
-                "state_timestamp": self.state_timestamp, "has_metadata": self.has_metadata,
-                "members": [m.to_dict() for _, m in sorted(self.members.items())]}
+        return {
+            "group": self.group_id,
+            "type": self.type.value,
+            "state": self.state.value,
+            "coordinator_partition": self.coordinator_partition,
+            "protocol_type": self.protocol_type,
+            "protocol": self.protocol
+            if self.type is GroupType.CLASSIC
+            else self.assignor() or None,
+            "generation": self.generation if self.type is GroupType.CLASSIC else None,
+            "group_epoch": self.generation if self.type is not GroupType.CLASSIC else None,
+            "target_assignment_epoch": self.target_assignment_epoch,
+            "leader": self.leader,
+            "state_timestamp": self.state_timestamp,
+            "has_metadata": self.has_metadata,
+            "members": [m.to_dict() for _, m in sorted(self.members.items())],
+        }
 
 
 class GroupCoordinatorReplay:
@@ -214,8 +245,10 @@ class GroupCoordinatorReplay:
                     try:
                         self._record(rec.key, rec.value, batch.base_offset, txn_pid, number)
                     except UnknownRecordTypeError as e:
-                        self.note(f"{seg.log_path}: byte {batch.position}: record at offset {rec.offset}: "
-                                  f"{e.message}, skipped (a record of a Kafka this one does not know)")
+                        self.note(
+                            f"{seg.log_path}: byte {batch.position}: record at offset {rec.offset}: "
+                            f"{e.message}, skipped (a record of a Kafka this one does not know)"
+                        )
                     except KafkalogError as e:
                         raise e.in_record(rec.offset, batch.position) from None
             except KafkalogError as e:
@@ -238,16 +271,20 @@ class GroupCoordinatorReplay:
                 if now is None or now.record_offset < commit.record_offset:
                     g.offsets[(topic, tp)] = commit
 
-    def _record(self, key, value, batch_offset: int, txn_pid: int | None, partition: int | None) -> None:
+    def _record(
+        self, key, value, batch_offset: int, txn_pid: int | None, partition: int | None
+    ) -> None:
         if key is None:
             raise InvalidRecordError("a __consumer_offsets record without a key")
         rec = deserialize(Coordinator.GROUP, key, value)
         k, v = rec.key, rec.value
         name = rec.name
         if name == "OffsetCommit":
-            self._offset_commit(k["group"], k["topic"], k["partition"], v, batch_offset, txn_pid, partition)
+            self._offset_commit(
+                k["group"], k["topic"], k["partition"], v, batch_offset, txn_pid, partition
+            )
             return
-        group_id = cast(str, k.get("group", k.get("groupId")))    # every group record's key has one
+        group_id = cast(str, k.get("group", k.get("groupId")))  # every group record's key has one
         if self.only_group is not None and group_id != self.only_group:
             return
         if name == "GroupMetadata":
@@ -255,13 +292,31 @@ class GroupCoordinatorReplay:
         elif name.startswith(("ConsumerGroup", "ShareGroup", "StreamsGroup")):
             self._modern(name, group_id, k.get("memberId"), v, partition)
 
-    def _offset_commit(self, group_id: str, topic: str, tp: int, v: dict | None, batch_offset: int,
-                       txn_pid: int | None, partition: int | None) -> None:
+    def _offset_commit(
+        self,
+        group_id: str,
+        topic: str,
+        tp: int,
+        v: dict | None,
+        batch_offset: int,
+        txn_pid: int | None,
+        partition: int | None,
+    ) -> None:
         if self.only_group is not None and group_id != self.only_group:
             return
-        commit = None if v is None else OffsetAndMetadata(
-            v["offset"], None if v["leaderEpoch"] == -1 else v["leaderEpoch"], v["metadata"], v["commitTimestamp"],
-            None if v["expireTimestamp"] == -1 else v["expireTimestamp"], batch_offset, txn_pid)
+        commit = (
+            None
+            if v is None
+            else OffsetAndMetadata(
+                v["offset"],
+                None if v["leaderEpoch"] == -1 else v["leaderEpoch"],
+                v["metadata"],
+                v["commitTimestamp"],
+                None if v["expireTimestamp"] == -1 else v["expireTimestamp"],
+                batch_offset,
+                txn_pid,
+            )
+        )
         if txn_pid is not None and txn_pid != NO_PRODUCER_ID:
             held = self.pending.setdefault(txn_pid, {})
             if commit is None:
@@ -278,8 +333,10 @@ class GroupCoordinatorReplay:
             g = self.group(group_id, partition)
         g.offsets[(topic, tp)] = commit
 
-    def _group_metadata(self, group_id: str, v: dict | None, version: int | None, partition: int | None) -> None:
-        if v is None:       # the group is removed; its offsets have their own tombstones
+    def _group_metadata(
+        self, group_id: str, v: dict | None, version: int | None, partition: int | None
+    ) -> None:
+        if v is None:  # the group is removed; its offsets have their own tombstones
             g = self.groups.get(group_id)
             if g is not None:
                 g.has_metadata, g.members, g.type = False, {}, GroupType.CLASSIC
@@ -293,21 +350,33 @@ class GroupCoordinatorReplay:
         g.target_assignment_epoch = None
         g.members = {}
         for m in v["members"]:
-            member = GroupMember(m["memberId"], m["clientId"], m["clientHost"], m["groupInstanceId"],
-                                 session_timeout_ms=m["sessionTimeout"],
-                                 rebalance_timeout_ms=m["sessionTimeout"] if version == 0 else m["rebalanceTimeout"])
+            member = GroupMember(
+                m["memberId"],
+                m["clientId"],
+                m["clientHost"],
+                m["groupInstanceId"],
+                session_timeout_ms=m["sessionTimeout"],
+                rebalance_timeout_ms=m["sessionTimeout"] if version == 0 else m["rebalanceTimeout"],
+            )
             if g.protocol_type == CONSUMER_PROTOCOL_TYPE:
                 member.subscribed_topics = _subscribed_topics(m["subscription"])
                 try:
                     member.assignment = deserialize_assignment(m["assignment"]).partitions
                 except InvalidRecordError:
-                    pass      # an assignment the consumer protocol does not read: none shown
+                    pass  # an assignment the consumer protocol does not read: none shown
             g.members[member.member_id] = member
 
-    def _modern(self, name: str, group_id: str, member_id: str | None, v: dict | None, partition: int | None) -> None:
-        kind = GroupType.CONSUMER if name.startswith("Consumer") else \
-            GroupType.SHARE if name.startswith("Share") else GroupType.STREAMS
-        record = name.split("Group", 1)[1]       # "Metadata", "MemberMetadata", ...
+    def _modern(
+        self, name: str, group_id: str, member_id: str | None, v: dict | None, partition: int | None
+    ) -> None:
+        kind = (
+            GroupType.CONSUMER
+            if name.startswith("Consumer")
+            else GroupType.SHARE
+            if name.startswith("Share")
+            else GroupType.STREAMS
+        )
+        record = name.split("Group", 1)[1]  # "Metadata", "MemberMetadata", ...
         g = self.groups.get(group_id)
         if record == "Metadata":
             if v is None:
@@ -325,7 +394,9 @@ class GroupCoordinatorReplay:
         g = self.group(group_id, partition) if g is None else g
         g.type = kind
         if record == "PartitionMetadata":
-            g.topic_names.update({uuid_to_string(t["topicId"]): t["topicName"] for t in v["topics"]})
+            g.topic_names.update(
+                {uuid_to_string(t["topicId"]): t["topicName"] for t in v["topics"]}
+            )
         elif record == "TargetAssignmentMetadata":
             g.target_assignment_epoch = v["assignmentEpoch"]
         elif record == "MemberMetadata":
@@ -344,14 +415,20 @@ class GroupCoordinatorReplay:
         elif record == "CurrentMemberAssignment" and kind is not GroupType.STREAMS:
             assert member_id is not None  # its key has memberId
             m = g.members.setdefault(member_id, GroupMember(member_id, "", ""))
-            m.member_epoch, m.state = v["memberEpoch"], MEMBER_STATES.get(v["state"], str(v["state"]))
+            m.member_epoch, m.state = (
+                v["memberEpoch"],
+                MEMBER_STATES.get(v["state"], str(v["state"])),
+            )
             m.assignment = _by_topic_id(v["assignedPartitions"])
             m.pending_revocation = _by_topic_id(v.get("partitionsPendingRevocation") or ())
             m.assignment_topic_ids = True
         elif record == "CurrentMemberAssignment":
             assert member_id is not None  # its key has memberId
             m = g.members.setdefault(member_id, GroupMember(member_id, "", ""))
-            m.member_epoch, m.state = v["memberEpoch"], MEMBER_STATES.get(v["state"], str(v["state"]))
+            m.member_epoch, m.state = (
+                v["memberEpoch"],
+                MEMBER_STATES.get(v["state"], str(v["state"])),
+            )
 
     def finish(self, topic_names: dict[str, str]) -> list[Group]:
         """The groups, by id, with KIP-848 assignments' topic ids named (`topic_names`: the
@@ -368,7 +445,9 @@ class GroupCoordinatorReplay:
     def pending_offsets(self) -> list[tuple[int, str, str, int, OffsetAndMetadata]]:
         """Transactional commits whose transaction has no marker yet: (producer id, group, topic,
         partition, commit)."""
-        return sorted((pid, g, t, p, c) for pid, held in self.pending.items() for (g, t, p), c in held.items())
+        return sorted(
+            (pid, g, t, p, c) for pid, held in self.pending.items() for (g, t, p), c in held.items()
+        )
 
 
 def _by_topic_id(entries: Iterable[dict]) -> list[tuple[str, int]]:
@@ -380,7 +459,11 @@ def _subscribed_topics(data: bytes) -> list[str]:
     r = Readable(data)
     try:
         version = r.read_int16()
-        return list(read_struct(r, MESSAGES["ConsumerProtocolSubscription"], min(max(version, 0), 3))["topics"])
+        return list(
+            read_struct(r, MESSAGES["ConsumerProtocolSubscription"], min(max(version, 0), 3))[
+                "topics"
+            ]
+        )
     except InvalidRecordError:
         return []
 
@@ -396,9 +479,11 @@ def _batches(part: Partition, note: Callable[[str], None]) -> Iterator:
             tail = seg.recovered_tail()
             end = tail.valid_size
             if tail.damage is not None and not seg.recovered_on_load:
-                raise tail.damage      # after a clean shutdown the broker reads it as it is, and fails
+                raise tail.damage  # after a clean shutdown the broker reads it as it is, and fails
             if tail.damage is not None:
-                note(f"{tail.damage.line()}: the broker's recovery truncates the log here; read up to it")
+                note(
+                    f"{tail.damage.line()}: the broker's recovery truncates the log here; read up to it"
+                )
         for batch in seg.batches(0, end):
             try:
                 batch.ensure_valid()
@@ -417,21 +502,32 @@ class OffsetsTopicLayout:
     guessed: bool
 
 
-def offsets_topic_layout(found: list[int], stated: int | None, image: MetadataImage | None = None
-                         ) -> OffsetsTopicLayout:
+def offsets_topic_layout(
+    found: list[int], stated: int | None, image: MetadataImage | None = None
+) -> OffsetsTopicLayout:
     """The partition count: stated, else the metadata log's (`image`, of the first log dir with
     one), else a guess from the partition numbers found."""
     if stated is not None:
         return OffsetsTopicLayout(stated, "stated with --offsets-partitions", False)
     topic = image.topics.get(CONSUMER_OFFSETS_TOPIC) if image is not None else None
     if topic is not None and topic.partitions:
-        return OffsetsTopicLayout(len(topic.partitions), "the metadata log (__cluster_metadata-0)", False)
+        return OffsetsTopicLayout(
+            len(topic.partitions), "the metadata log (__cluster_metadata-0)", False
+        )
     if not found:
-        return OffsetsTopicLayout(DEFAULT_OFFSETS_PARTITIONS, "a guess: no __consumer_offsets dir and no metadata "
-                                  "log; offsets.topic.num.partitions' default", True)
+        return OffsetsTopicLayout(
+            DEFAULT_OFFSETS_PARTITIONS,
+            "a guess: no __consumer_offsets dir and no metadata "
+            "log; offsets.topic.num.partitions' default",
+            True,
+        )
     n = max(found) + 1
-    return OffsetsTopicLayout(n, f"a guess: the highest __consumer_offsets-N dir present is N={n - 1} and no metadata "
-                                 f"log records the topic (state it with --offsets-partitions)", True)
+    return OffsetsTopicLayout(
+        n,
+        f"a guess: the highest __consumer_offsets-N dir present is N={n - 1} and no metadata "
+        f"log records the topic (state it with --offsets-partitions)",
+        True,
+    )
 
 
 def metadata_image_of(paths: Iterable[Path]) -> MetadataImage | None:
@@ -469,7 +565,9 @@ def open_partition(log_dir: Path, d: Path) -> Partition:
     return part
 
 
-def offsets_partitions(live: dict[TopicPartition, list[tuple[Path, Path]]]) -> dict[int, list[tuple[Path, Path]]]:
+def offsets_partitions(
+    live: dict[TopicPartition, list[tuple[Path, Path]]],
+) -> dict[int, list[tuple[Path, Path]]]:
     """The __consumer_offsets partition dirs among `live`, by partition number."""
     return {tp.partition: dirs for tp, dirs in live.items() if tp.topic == CONSUMER_OFFSETS_TOPIC}
 
@@ -477,11 +575,14 @@ def offsets_partitions(live: dict[TopicPartition, list[tuple[Path, Path]]]) -> d
 @dataclass
 class LogEnd:
     offset: int
-    source: str          # "high watermark" or "log end offset (...)"
+    source: str  # "high watermark" or "log end offset (...)"
 
 
-def log_end_offsets(live: dict[TopicPartition, list[tuple[Path, Path]]], wanted: set[tuple[str, int]],
-                    warn: Callable[[str], None] | None = None) -> dict[tuple[str, int], LogEnd]:
+def log_end_offsets(
+    live: dict[TopicPartition, list[tuple[Path, Path]]],
+    wanted: set[tuple[str, int]],
+    warn: Callable[[str], None] | None = None,
+) -> dict[tuple[str, int], LogEnd]:
     """What kafka-consumer-groups shows as LOG-END-OFFSET (ListOffsets latest, read_uncommitted:
     the high watermark) for each of `wanted` found among `live`; the largest where several log
     dirs hold a copy (the leader's is the highest)."""
@@ -497,7 +598,9 @@ def log_end_offsets(live: dict[TopicPartition, list[tuple[Path, Path]]], wanted:
         for log_dir, d in live.get(TopicPartition(topic, partition), ()):
             part = open_partition(log_dir, d)
             try:
-                answer = list_offsets(part, OffsetSpec(LATEST_TIMESTAMP), IsolationLevel.READ_UNCOMMITTED, warn)
+                answer = list_offsets(
+                    part, OffsetSpec(LATEST_TIMESTAMP), IsolationLevel.READ_UNCOMMITTED, warn
+                )
             except KafkalogError as e:
                 if warn is not None:
                     warn(f"{e.line()}: no log end offset for {topic}-{partition}")
@@ -531,11 +634,17 @@ class OffsetRow:
         return self.log_end.offset - self.commit.offset
 
     def to_dict(self) -> dict:
-        return {"topic": self.topic, "partition": self.partition,
-                **(self.commit.to_dict() if self.commit else {"committed_offset": None}),
-                "log_end_offset": self.log_end.offset if self.log_end else None,
-                "log_end_offset_source": self.log_end.source if self.log_end else None,
-                "lag": self.lag, "consumer_id": self.consumer_id, "host": self.host, "client_id": self.client_id}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            **(self.commit.to_dict() if self.commit else {"committed_offset": None}),
+            "log_end_offset": self.log_end.offset if self.log_end else None,
+            "log_end_offset_source": self.log_end.source if self.log_end else None,
+            "lag": self.lag,
+            "consumer_id": self.consumer_id,
+            "host": self.host,
+            "client_id": self.client_id,
+        }
 
 
 MISSING = "-"
@@ -546,14 +655,30 @@ def offset_rows(g: Group, ends: dict[tuple[str, int], LogEnd]) -> list[OffsetRow
     partitions by number; then the committed partitions no member holds, without a consumer."""
     rows: list[OffsetRow] = []
     assigned: set[tuple[str, int]] = set()
-    members = sorted((m for m in g.members.values() if m.assignment), key=lambda m: -len(m.assignment))
+    members = sorted(
+        (m for m in g.members.values() if m.assignment), key=lambda m: -len(m.assignment)
+    )
     for m in members:
         for t, p in sorted(m.assignment, key=lambda tp: (tp[1], tp[0])):
             assigned.add((t, p))
-            rows.append(OffsetRow(g.group_id, t, p, g.offsets.get((t, p)), ends.get((t, p)), m.member_id,
-                                  m.client_host, m.client_id))
-    for (t, p) in sorted(set(g.offsets) - assigned, key=lambda tp: (tp[0], tp[1])):
-        rows.append(OffsetRow(g.group_id, t, p, g.offsets[(t, p)], ends.get((t, p)), MISSING, MISSING, MISSING))
+            rows.append(
+                OffsetRow(
+                    g.group_id,
+                    t,
+                    p,
+                    g.offsets.get((t, p)),
+                    ends.get((t, p)),
+                    m.member_id,
+                    m.client_host,
+                    m.client_id,
+                )
+            )
+    for t, p in sorted(set(g.offsets) - assigned, key=lambda tp: (tp[0], tp[1])):
+        rows.append(
+            OffsetRow(
+                g.group_id, t, p, g.offsets[(t, p)], ends.get((t, p)), MISSING, MISSING, MISSING
+            )
+        )
     return rows
 
 
@@ -566,8 +691,12 @@ class GroupsReport:
     partitions_read: list[str]
 
 
-def describe_groups(paths: list[Path], group: str | None = None, stated_partitions: int | None = None,
-                    note: Callable[[str], None] | None = None) -> GroupsReport:
+def describe_groups(
+    paths: list[Path],
+    group: str | None = None,
+    stated_partitions: int | None = None,
+    note: Callable[[str], None] | None = None,
+) -> GroupsReport:
     """Replay the __consumer_offsets partitions in `paths` (only the group's with `group`), then
     the log end offsets of the committed partitions found in `paths`."""
     note = note or (lambda line: None)
@@ -580,36 +709,52 @@ def describe_groups(paths: list[Path], group: str | None = None, stated_partitio
         layout = offsets_topic_layout(sorted(by_number), stated_partitions, image)
         number = partition_for(group, layout.partitions)
         if layout.guessed:
-            note(f"group {group!r} is in __consumer_offsets-{number} of {layout.partitions} partitions: "
-                 f"{layout.source}")
+            note(
+                f"group {group!r} is in __consumer_offsets-{number} of {layout.partitions} partitions: "
+                f"{layout.source}"
+            )
         if number not in by_number:
-            raise InputError(f"group {group!r} is in __consumer_offsets-{number} ({layout.partitions} partitions: "
-                             f"{layout.source}), which is not in the paths given",
-                             path=", ".join(str(p) for p in paths))
+            raise InputError(
+                f"group {group!r} is in __consumer_offsets-{number} ({layout.partitions} partitions: "
+                f"{layout.source}), which is not in the paths given",
+                path=", ".join(str(p) for p in paths),
+            )
         by_number = {number: by_number[number]}
     elif not by_number:
-        raise InputError("no __consumer_offsets partition dir here", path=", ".join(str(p) for p in paths))
+        raise InputError(
+            "no __consumer_offsets partition dir here", path=", ".join(str(p) for p in paths)
+        )
     replay = GroupCoordinatorReplay(group, note)
     read = []
     for number in sorted(by_number):
         copies = [open_partition(log_dir, d) for log_dir, d in by_number[number]]
         part = max(copies, key=lambda p: p.log_end_offset or 0)
         if len(copies) > 1:
-            note(f"__consumer_offsets-{number} is in {len(copies)} log dirs: reading {part.directory}, the copy "
-                 f"with the highest log end offset")
+            note(
+                f"__consumer_offsets-{number} is in {len(copies)} log dirs: reading {part.directory}, the copy "
+                f"with the highest log end offset"
+            )
         try:
             replay.replay_partition(part)
         finally:
             for p in copies:
                 p.close()
         read.append(str(part.directory))
-    if image is None and any(m.assignment_topic_ids for g in replay.groups.values() for m in g.members.values()):
-        image = metadata_image_of(paths)       # KIP-848 assignments name topics by id
+    if image is None and any(
+        m.assignment_topic_ids for g in replay.groups.values() for m in g.members.values()
+    ):
+        image = metadata_image_of(paths)  # KIP-848 assignments name topics by id
     groups = replay.finish(image.topic_names if image is not None else {})
     if group is not None:
         groups = [g for g in groups if g.group_id == group]
-    wanted = {tp for g in groups for tp in g.offsets} | {tp for g in groups for m in g.members.values()
-                                                          for tp in m.assignment}
+    wanted = {tp for g in groups for tp in g.offsets} | {
+        tp for g in groups for m in g.members.values() for tp in m.assignment
+    }
     ends = log_end_offsets(live, wanted, note)
-    return GroupsReport(groups, {g.group_id: offset_rows(g, ends) for g in groups}, replay.pending_offsets(),
-                        layout, read)
+    return GroupsReport(
+        groups,
+        {g.group_id: offset_rows(g, ends) for g in groups},
+        replay.pending_offsets(),
+        layout,
+        read,
+    )

@@ -25,6 +25,7 @@ offset stands in for it, as `transactions` does, and the view says so (`high_wat
 The last stable offset is UnifiedLog.lastStableOffset: the first offset of the earliest
 transaction still open at the high watermark, else the high watermark (as ops.transactions).
 """
+
 from __future__ import annotations
 
 import os
@@ -52,10 +53,16 @@ class ConsumerView:
     high_watermark: int
     last_stable_offset: int
     high_watermark_known: bool = True
-    aborted: dict = field(default_factory=dict)     # {producer id: [(first offset, marker offset)]}
+    aborted: dict = field(default_factory=dict)  # {producer id: [(first offset, marker offset)]}
 
-    def verdict(self, base_offset: int, last_offset: int, is_control: bool, is_transactional: bool,
-                producer_id: int) -> str:
+    def verdict(
+        self,
+        base_offset: int,
+        last_offset: int,
+        is_control: bool,
+        is_transactional: bool,
+        producer_id: int,
+    ) -> str:
         """KEEP the batch, SKIP it, CUT it (only its records in [start, end)), or STOP: it and
         every later batch of the partition are past the end."""
         if base_offset >= self.end:
@@ -74,17 +81,29 @@ class ConsumerView:
         return self.start <= offset < self.end
 
     def keeps_segment(self, base_offset: int, next_base_offset: int | None) -> bool:
-        return base_offset < self.end and (next_base_offset is None or next_base_offset > self.start)
+        return base_offset < self.end and (
+            next_base_offset is None or next_base_offset > self.start
+        )
 
     def to_dict(self) -> dict:
-        return {"isolation_level": self.isolation, "log_start_offset": self.start, "end_offset": self.end,
-                "high_watermark": self.high_watermark, "high_watermark_known": self.high_watermark_known,
-                "last_stable_offset": self.last_stable_offset,
-                "aborted_transactions": sum(len(v) for v in self.aborted.values())}
+        return {
+            "isolation_level": self.isolation,
+            "log_start_offset": self.start,
+            "end_offset": self.end,
+            "high_watermark": self.high_watermark,
+            "high_watermark_known": self.high_watermark_known,
+            "last_stable_offset": self.last_stable_offset,
+            "aborted_transactions": sum(len(v) for v in self.aborted.values()),
+        }
 
 
-def consumer_view(batches: Iterable, isolation: str, checkpointed_hw: int | None,
-                  checkpointed_log_start: int | None, complete=True) -> ConsumerView:
+def consumer_view(
+    batches: Iterable,
+    isolation: str,
+    checkpointed_hw: int | None,
+    checkpointed_log_start: int | None,
+    complete=True,
+) -> ConsumerView:
     """The view of a partition from its batches in offset order (RecordBatch objects: only their
     headers are read, and a marker's key), its replication-offset-checkpoint entry and its
     log-start-offset-checkpoint entry (None: no entry). `complete` (or what it returns, asked
@@ -95,8 +114,8 @@ def consumer_view(batches: Iterable, isolation: str, checkpointed_hw: int | None
 
     first_base: int | None = None
     leo = 0
-    open_first: dict[int, int] = {}              # producer id -> first offset of its open transaction
-    txns: list[tuple[int, int, int | None, bool]] = []    # (producer, first, marker offset, aborted)
+    open_first: dict[int, int] = {}  # producer id -> first offset of its open transaction
+    txns: list[tuple[int, int, int | None, bool]] = []  # (producer, first, marker offset, aborted)
     for b in batches:
         base = b.base_offset
         if first_base is None:
@@ -126,7 +145,10 @@ def consumer_view(batches: Iterable, isolation: str, checkpointed_hw: int | None
         hw = high_watermark_at_load(checkpointed_hw, log_start, leo) if known else leo
     else:
         hw = high_watermark_at_load(checkpointed_hw, log_start) if known else _UNBOUNDED
-    lso = min([first for _, first, marker, _ in txns if first < hw and (marker is None or marker >= hw)] + [hw])
+    lso = min(
+        [first for _, first, marker, _ in txns if first < hw and (marker is None or marker >= hw)]
+        + [hw]
+    )
     aborted: dict[int, list] = {}
     if isolation == READ_COMMITTED:
         for pid, first, marker, was_aborted in txns:
@@ -156,8 +178,13 @@ def views_for(refs, isolation: str) -> dict[str, ConsumerView]:
         tp = (segs[0].topic, segs[0].partition)
         segs.sort(key=lambda s: s.base_offset)
         damage: list = []
-        out[d] = consumer_view(_readable(segs, segment_batches, damage), isolation, hws.get(tp), starts.get(tp),
-                               complete=lambda: not damage)
+        out[d] = consumer_view(
+            _readable(segs, segment_batches, damage),
+            isolation,
+            hws.get(tp),
+            starts.get(tp),
+            complete=lambda: not damage,
+        )
     return out
 
 
@@ -193,7 +220,7 @@ def _root_entries(log_dir: str) -> tuple[dict, dict]:
             out.append(parse_offset_checkpoint(read_any(path), path=path))
         except (OSError, KafkalogError) as e:
             if isinstance(e, InputError) and os.path.exists(path):
-                raise       # there but unreadable (a FIFO, permission denied): a broker fails on it too
+                raise  # there but unreadable (a FIFO, permission denied): a broker fails on it too
             out.append({})
     return out[0], out[1]
 
@@ -203,6 +230,10 @@ def view_notes(views: dict[str, ConsumerView], note) -> None:
     replication-offset-checkpoint): their log end offset stands in for it."""
     unknown = sorted(d for d, v in views.items() if not v.high_watermark_known)
     if unknown and note is not None:
-        names = ", ".join(d.rstrip("/").rsplit("/", 1)[-1] for d in unknown[:5]) + (", ..." if len(unknown) > 5 else "")
-        note(f"{len(unknown)} partition(s) have no entry in their log dir's replication-offset-checkpoint "
-             f"({names}): read up to their log end offset, as if everything were replicated")
+        names = ", ".join(d.rstrip("/").rsplit("/", 1)[-1] for d in unknown[:5]) + (
+            ", ..." if len(unknown) > 5 else ""
+        )
+        note(
+            f"{len(unknown)} partition(s) have no entry in their log dir's replication-offset-checkpoint "
+            f"({names}): read up to their log end offset, as if everything were replicated"
+        )

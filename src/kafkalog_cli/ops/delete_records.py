@@ -35,6 +35,7 @@ The high watermark is the replication-offset-checkpoint's entry, clamped into [l
 as the broker loads it. Without an entry, the offset is bounded by the log end offset instead
 (summary `bound`), and -1 (the high watermark) is refused as a guess (exit 7).
 """
+
 from __future__ import annotations
 
 import json
@@ -54,8 +55,8 @@ from kafkalog_cli.storage.logdir import OffsetCheckpoint
 from kafkalog_cli.storage.names import LOG_SUFFIX, TopicPartition, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 
-HIGH_WATERMARK = -1                 # DeleteRecordsRequest.HIGH_WATERMARK
-OFFSET_JSON_VERSION = 1             # DeleteRecordsCommand.EarliestVersion, the only one
+HIGH_WATERMARK = -1  # DeleteRecordsRequest.HIGH_WATERMARK
+OFFSET_JSON_VERSION = 1  # DeleteRecordsCommand.EarliestVersion, the only one
 
 
 @dataclass
@@ -64,8 +65,12 @@ class DeleteRecordsOptions:
 
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     before: int | None = None
-    resolver: ConfigResolver | None = None   # None: the log dir's __cluster_metadata (cleanup.policy)
-    free_first: bool | None = None           # None: when the log dir's file system is full (retain.full_disk)
+    resolver: ConfigResolver | None = (
+        None  # None: the log dir's __cluster_metadata (cleanup.policy)
+    )
+    free_first: bool | None = (
+        None  # None: when the log dir's file system is full (retain.full_disk)
+    )
     # --before: the topics the request names (partition dirs given as paths, --topic patterns);
     # an internal topic among them is refused, the others a whole log dir holds are left out
     named_topics: frozenset[str] = frozenset()
@@ -74,10 +79,14 @@ class DeleteRecordsOptions:
     def named(self, topic: str) -> bool:
         import fnmatch
 
-        return topic in self.named_topics or any(fnmatch.fnmatchcase(topic, p) for p in self.topic_patterns)
+        return topic in self.named_topics or any(
+            fnmatch.fnmatchcase(topic, p) for p in self.topic_patterns
+        )
 
     def requested(self, tp: TopicPartition) -> int | None:
-        return self.before if self.before is not None else self.offsets.get((tp.topic, tp.partition))
+        return (
+            self.before if self.before is not None else self.offsets.get((tp.topic, tp.partition))
+        )
 
 
 @dataclass
@@ -99,17 +108,23 @@ def parse_offset_json(data: bytes, path: str) -> dict[tuple[str, int], int]:
     try:
         json.loads(text)
     except json.JSONDecodeError as e:
-        raise UsageError(f"not valid JSON: {e.msg}", path=path, position=len(text[:e.pos].encode())) from None
+        raise UsageError(
+            f"not valid JSON: {e.msg}", path=path, position=len(text[: e.pos].encode())
+        ) from None
     root = _located(text, 0)[0]
 
     def fail(message: str, node: _Located) -> UsageError:
-        return UsageError(message, path=path, position=len(text[:node.pos].encode()))
+        return UsageError(message, path=path, position=len(text[: node.pos].encode()))
 
     if not isinstance(root.value, dict):
         raise fail("expected an object with a partitions field", root)
     version = root.value.get("version")
-    if version is not None and (type(version.value) is not int or version.value != OFFSET_JSON_VERSION):
-        raise fail(f"not supported version field value {json.dumps(version.value)} (only 1)", version)
+    if version is not None and (
+        type(version.value) is not int or version.value != OFFSET_JSON_VERSION
+    ):
+        raise fail(
+            f"not supported version field value {json.dumps(version.value)} (only 1)", version
+        )
     partitions = root.value.get("partitions")
     if partitions is None:
         raise fail("missing partitions field", root)
@@ -119,7 +134,7 @@ def parse_offset_json(data: bytes, path: str) -> dict[tuple[str, int], int]:
     for entry in partitions.value:
         if not isinstance(entry.value, dict):
             raise fail("each partition must be an object with topic, partition and offset", entry)
-        fields: dict[str, Any] = {}       # each checked against its kind below
+        fields: dict[str, Any] = {}  # each checked against its kind below
         for name, kind in (("topic", str), ("partition", int), ("offset", int)):
             node = entry.value.get(name)
             if node is None:
@@ -138,8 +153,8 @@ def parse_offset_json(data: bytes, path: str) -> dict[tuple[str, int], int]:
 
 @dataclass
 class _Located:
-    value: object         # a scalar, or dict/list of _Located
-    pos: int              # character index in the text
+    value: object  # a scalar, or dict/list of _Located
+    pos: int  # character index in the text
 
 
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # set in __init__, not in typeshed
@@ -160,7 +175,7 @@ def _located(text: str, i: int) -> tuple[_Located, int]:
         j = _skip_ws(text, i + 1)
         while text[j] != "}":
             key, j = _SCAN(text, j)
-            members[key], j = _located(text, _skip_ws(text, j) + 1)     # past the ':'
+            members[key], j = _located(text, _skip_ws(text, j) + 1)  # past the ':'
             j = _skip_ws(text, j)
             j = _skip_ws(text, j + 1) if text[j] == "," else j
         return _Located(members, i), j + 1
@@ -178,7 +193,9 @@ def _located(text: str, i: int) -> tuple[_Located, int]:
 
 
 # ------------------------------------------------------------------ the plan
-def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) -> DeleteRecordsPlan:
+def plan(
+    log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions
+) -> DeleteRecordsPlan:
     """DeleteRecords for the requested partitions of `partition_dirs` (the others are left out of
     the plan), then the log-start-offset retention pass and LogManager's checkpoints."""
     log_dir = Path(log_dir)
@@ -193,8 +210,11 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: DeleteRecordsOptions) 
             p.note(partition.name, summary["message"])
         return summary, result, actions
 
-    wanted = [d for d in partition_dirs if (tp := parse_partition_dir(d.name)) is not None
-              and opts.requested(tp) is not None]
+    wanted = [
+        d
+        for d in partition_dirs
+        if (tp := parse_partition_dir(d.name)) is not None and opts.requested(tp) is not None
+    ]
     free_first = retain.full_disk(p, opts.free_first)
     roots = retain.plan_log_start_changes(p, log_dir, wanted, plan_one)
     if not free_first:
@@ -207,27 +227,52 @@ def _log_starts_first(p: Plan, checkpoint: OffsetCheckpoint) -> None:
     that no kill lets a broker load a log start below them (its load rule takes the larger of the
     checkpoint and the first segment's base). The broker's own checkpoint, written after the
     segments went (without entries at a segment base), is still written last when it differs."""
-    raised = {(s["topic"], s["partition_id"]): s["new_log_start_offset"] for s in p.partitions.values()
-              if s.get("new_log_start_offset", -1) > s.get("old_log_start_offset", -1)}
+    raised = {
+        (s["topic"], s["partition_id"]): s["new_log_start_offset"]
+        for s in p.partitions.values()
+        if s.get("new_log_start_offset", -1) > s.get("old_log_start_offset", -1)
+    }
     if not raised:
         return
-    data = checkpoint_text.encode_offsets({**checkpoint.offsets, **raised}, order=checkpoint.order, kind=checkpoint.path.name)
-    final = [a for a in p.actions if a.kind is ActionKind.UPDATE_CHECKPOINT and a.path == checkpoint.path]
+    data = checkpoint_text.encode_offsets(
+        {**checkpoint.offsets, **raised}, order=checkpoint.order, kind=checkpoint.path.name
+    )
+    final = [
+        a for a in p.actions if a.kind is ActionKind.UPDATE_CHECKPOINT and a.path == checkpoint.path
+    ]
     if final and final[-1].data == data:
         p.actions.remove(final[-1])
     elif not any(a.kind is ActionKind.DELETE and a.path.suffix == LOG_SUFFIX for a in p.actions):
-        return      # nothing to delete: the final write alone is as safe
+        return  # nothing to delete: the final write alone is as safe
     # after the log dir's leftovers of an interrupted write (ours among them) are gone
-    first = next((i for i, a in enumerate(p.actions) if not a.path.name.endswith(TMP_SUFFIX)), len(p.actions))
-    p.actions.insert(first, Action(ActionKind.UPDATE_CHECKPOINT, checkpoint.path,
-                                   "raised log start offsets, before any segment is deleted", data=data))
-    if not final:       # the file ends as it began: its entries were at segment bases, and still are
-        p.add(Action(ActionKind.UPDATE_CHECKPOINT, checkpoint.path, "log start offsets after segment deletion",
-                     data=checkpoint_text.encode_offsets(checkpoint.offsets, order=checkpoint.order, kind=checkpoint.path.name)))
+    first = next(
+        (i for i, a in enumerate(p.actions) if not a.path.name.endswith(TMP_SUFFIX)), len(p.actions)
+    )
+    p.actions.insert(
+        first,
+        Action(
+            ActionKind.UPDATE_CHECKPOINT,
+            checkpoint.path,
+            "raised log start offsets, before any segment is deleted",
+            data=data,
+        ),
+    )
+    if not final:  # the file ends as it began: its entries were at segment bases, and still are
+        p.add(
+            Action(
+                ActionKind.UPDATE_CHECKPOINT,
+                checkpoint.path,
+                "log start offsets after segment deletion",
+                data=checkpoint_text.encode_offsets(
+                    checkpoint.offsets, order=checkpoint.order, kind=checkpoint.path.name
+                ),
+            )
+        )
 
 
-def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: ConfigResolver
-                    ) -> tuple[dict, retain.Retention | None, list[Action]]:
+def _plan_partition(
+    partition: Partition, opts: DeleteRecordsOptions, resolver: ConfigResolver
+) -> tuple[dict, retain.Retention | None, list[Action]]:
     name, tp = partition.name, partition.topic_partition
     assert tp is not None  # plan() passes partition dirs whose name parses,
     requested = opts.requested(tp)
@@ -235,30 +280,47 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
     summary = retain.partition_summary(name, tp, requested_offset=requested)
 
     def refuse(code: ExitCode, error: str, detail: str):
-        summary.update(status="error", error=error, message=f"{error}: {detail}", detail=f"{name}: {error}: {detail}",
-                       exit_code=int(code))
+        summary.update(
+            status="error",
+            error=error,
+            message=f"{error}: {detail}",
+            detail=f"{name}: {error}: {detail}",
+            exit_code=int(code),
+        )
         return summary, None, []
 
     # ReplicaManager.deleteRecordsOnLocalLog: Topic.isInternal, whose list changed (3.9:
     # __share_group_state); the KRaft metadata log is no replica partition a client can name
     internal = internal_topic(tp.topic, resolver.versions)
-    if (internal is not None and internal.applies is not False) or tp.topic == retain.KRAFT_METADATA_TOPIC:
+    if (
+        internal is not None and internal.applies is not False
+    ) or tp.topic == retain.KRAFT_METADATA_TOPIC:
         if opts.before is not None and not opts.named(tp.topic):
             # a whole log dir was asked for: its internal topics are not part of the request
-            summary.update(status="skipped", detail="internal topic: not part of a request for a whole log dir")
+            summary.update(
+                status="skipped", detail="internal topic: not part of a request for a whole log dir"
+            )
             return summary, None, []
         if internal is not None and internal.applies is None:
-            line = f"{name}: " + internal.refusal(f"whether {tp.topic} is internal (DeleteRecords refused)")
+            line = f"{name}: " + internal.refusal(
+                f"whether {tp.topic} is internal (DeleteRecords refused)"
+            )
             summary.update(status="refused", refusal=line, detail=line)
             return summary, None, []
-        return refuse(ExitCode.REFUSED_BY_KAFKA, "INVALID_TOPIC_EXCEPTION",
-                      f"Cannot delete records of internal topic {tp.topic}")
+        return refuse(
+            ExitCode.REFUSED_BY_KAFKA,
+            "INVALID_TOPIC_EXCEPTION",
+            f"Cannot delete records of internal topic {tp.topic}",
+        )
     cfg = resolver.for_topic(tp.topic)
     policy = cfg.source("cleanup.policy")
     summary["configs"] = cfg.provenance(("cleanup.policy",))
     if "delete" not in cfg.cleanup_policy:
-        return refuse(ExitCode.REFUSED_BY_KAFKA, "POLICY_VIOLATION",
-                      f"records of partition {name} can not be deleted due to the configured policy ({policy})")
+        return refuse(
+            ExitCode.REFUSED_BY_KAFKA,
+            "POLICY_VIOLATION",
+            f"records of partition {name} can not be deleted due to the configured policy ({policy})",
+        )
     actions = retain.leftover_actions(partition)
     if not partition.segments:
         summary.update(status="skipped", detail="no segment")
@@ -266,37 +328,53 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
     if partition.load_problem is not None:
         # the broker's load would delete every segment; deleting records on top of that state
         # would remove data on an offset the log itself does not reach
-        return refuse(ExitCode.CORRUPT, "OFFSET_OUT_OF_RANGE",
-                      f"{partition.load_problem}; delete-records changes nothing until the log start offset "
-                      f"checkpoint and the segments agree")
+        return refuse(
+            ExitCode.CORRUPT,
+            "OFFSET_OUT_OF_RANGE",
+            f"{partition.load_problem}; delete-records changes nothing until the log start offset "
+            f"checkpoint and the segments agree",
+        )
     log_start, leo = partition.log_start_offset, partition.log_end_offset
     assert log_start is not None and leo is not None  # None only without segments (above)
     checkpointed = partition.checkpoints.high_watermark
     hw = None if checkpointed is None else high_watermark_at_load(checkpointed, log_start, leo)
-    summary.update(high_watermark=hw, log_end_offset=leo,
-                   bound="high watermark" if hw is not None else
-                   "log end offset (no high watermark in replication-offset-checkpoint)")
+    summary.update(
+        high_watermark=hw,
+        log_end_offset=leo,
+        bound="high watermark"
+        if hw is not None
+        else "log end offset (no high watermark in replication-offset-checkpoint)",
+    )
     offset = requested
     if requested == HIGH_WATERMARK:
         if hw is None:
-            line = (f"{name}: offset -1 means the high watermark, and replication-offset-checkpoint has none "
-                    f"for it; give the offset itself (at most the log end offset {leo})")
+            line = (
+                f"{name}: offset -1 means the high watermark, and replication-offset-checkpoint has none "
+                f"for it; give the offset itself (at most the log end offset {leo})"
+            )
             summary.update(status="refused", refusal=line, detail=line)
             return summary, None, actions
         offset = hw
     summary["offset"] = offset
     if offset < 0:
-        return refuse(ExitCode.REFUSED_BY_KAFKA, "OFFSET_OUT_OF_RANGE", f"the offset {offset} is not valid")
+        return refuse(
+            ExitCode.REFUSED_BY_KAFKA, "OFFSET_OUT_OF_RANGE", f"the offset {offset} is not valid"
+        )
     bound = hw if hw is not None else leo
     if offset > bound:
-        return refuse(ExitCode.REFUSED_BY_KAFKA, "OFFSET_OUT_OF_RANGE",
-                      f"cannot increment the log start offset to {offset} since it is larger than the "
-                      f"{summary['bound']} {bound}")
+        return refuse(
+            ExitCode.REFUSED_BY_KAFKA,
+            "OFFSET_OUT_OF_RANGE",
+            f"cannot increment the log start offset to {offset} since it is larger than the "
+            f"{summary['bound']} {bound}",
+        )
     remote = tiered.remote_log(partition, cfg, resolver)
     if remote.maybe_tiered and remote.enabled is not False:
         # a remote-enabled log: the log start offset is the checkpoint's as is (it may be below
         # the first local segment: remote data), and DeleteRecords raises it over remote data too
-        result = retain.run_tiered_passes(partition, cfg, 0, remote, by_config=False, raise_log_start_to=offset)
+        result = retain.run_tiered_passes(
+            partition, cfg, 0, remote, by_config=False, raise_log_start_to=offset
+        )
         log_start = result.old_log_start_offset
         summary["remote_log"] = remote.to_dict()
         summary["local_log_start_offset"] = result.local_log_start_offset
@@ -304,17 +382,27 @@ def _plan_partition(partition: Partition, opts: DeleteRecordsOptions, resolver: 
             line = f"{name}: {result.blocked}; {retain.UPLOAD_UNKNOWN_HOW}"
             summary.update(refusal=line)
     else:
-        result = retain.run_passes(partition, cfg, now_ms=0, by_config=False, raise_log_start_to=offset)
+        result = retain.run_passes(
+            partition, cfg, now_ms=0, by_config=False, raise_log_start_to=offset
+        )
     freed, tidy = retain.deletion_actions(partition, result, actions)
     start = result.new_log_start_offset
     summary.update(
         status="deleted" if result.deleted else "raised" if start > log_start else "nothing to do",
-        old_log_start_offset=log_start, new_log_start_offset=start, low_watermark=start,
-        segments_deleted=len(result.deleted), bytes_freed=freed, rolled=False,
-        segments=[x.to_dict() for x in result.deleted])
+        old_log_start_offset=log_start,
+        new_log_start_offset=start,
+        low_watermark=start,
+        segments_deleted=len(result.deleted),
+        bytes_freed=freed,
+        rolled=False,
+        segments=[x.to_dict() for x in result.deleted],
+    )
     if not result.deleted:
-        summary["detail"] = (f"log start offset {log_start} -> {start}, inside segment "
-                             f"{result.first_segment_base}, which stays" if start > log_start else
-                             f"log start offset {log_start} is at or above {offset} already"
-                             + ("; finished an interrupted run" if tidy else ""))
+        summary["detail"] = (
+            f"log start offset {log_start} -> {start}, inside segment "
+            f"{result.first_segment_base}, which stays"
+            if start > log_start
+            else f"log start offset {log_start} is at or above {offset} already"
+            + ("; finished an interrupted run" if tidy else "")
+        )
     return summary, result, actions

@@ -35,6 +35,7 @@ Where each value comes from (the man page says the same):
   its quarantine (storage.quarantine's default root beside it): folders, bytes
   kept, and how many are not restored.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -67,7 +68,7 @@ from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
 
 # the configs describe shows: what decides what retention and the cleaner remove
 SHOWN_CONFIGS = ("cleanup.policy", "retention.ms", "retention.bytes")
-_NEVER_EXPIRES = 1 << 62     # producer.id.expiration.ms for a state read without a clock
+_NEVER_EXPIRES = 1 << 62  # producer.id.expiration.ms for a state read without a clock
 
 
 def config_json(v: ConfigValue) -> dict:
@@ -83,10 +84,10 @@ def config_json(v: ConfigValue) -> dict:
 class ProducerFacts:
     """The producer state a broker would load: the snapshot it starts from, and the state."""
 
-    snapshot: str | None                # the snapshot's file name; None: replayed from the log start
-    replayed_from: int                  # the offset the log was replayed from (= LEO: nothing replayed)
+    snapshot: str | None  # the snapshot's file name; None: replayed from the log start
+    replayed_from: int  # the offset the log was replayed from (= LEO: nothing replayed)
     state: ProducerState
-    skipped: list[str] = field(default_factory=list)   # snapshots that do not parse
+    skipped: list[str] = field(default_factory=list)  # snapshots that do not parse
 
     @property
     def open_transactions(self) -> list[tuple[int, int]]:
@@ -109,7 +110,7 @@ def producer_facts(part: Partition, log_end_offset: int) -> ProducerFacts:
             continue
         path = part.snapshot_path(off)
         data = read_listed(path)
-        if data is None:        # removed by a live broker since the listing (noted)
+        if data is None:  # removed by a live broker since the listing (noted)
             continue
         try:
             state = ProducerState.from_snapshot(data, 0, _NEVER_EXPIRES, str(path))
@@ -143,10 +144,12 @@ class PartitionDescription:
     dirty_ratio: float | None
     configs: dict[str, ConfigValue]
     problems: list[str] = field(default_factory=list)
-    high_watermark: int | None = None    # the checkpoint's entry clamped as the broker loads it
-    local_log_start_offset: int | None = None   # a remote-enabled partition's (ops.tiered)
-    remote_log: dict | None = None              # ops.tiered.RemoteLog.to_dict, where it may be tiered
-    problem_codes: list[int] = field(default_factory=list)   # exit codes of the problems that carry one
+    high_watermark: int | None = None  # the checkpoint's entry clamped as the broker loads it
+    local_log_start_offset: int | None = None  # a remote-enabled partition's (ops.tiered)
+    remote_log: dict | None = None  # ops.tiered.RemoteLog.to_dict, where it may be tiered
+    problem_codes: list[int] = field(
+        default_factory=list
+    )  # exit codes of the problems that carry one
 
     @property
     def name(self) -> str:
@@ -156,19 +159,32 @@ class PartitionDescription:
         c = self.checkpoints
         p = self.producers
         return {
-            "kind": "partition", "log_dir": self.log_dir, "partition_dir": self.directory,
-            "topic": self.topic, "partition": self.partition,
-            "size_bytes": self.size_bytes, "segments": self.segments,
-            "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
-            "local_log_start_offset": self.local_log_start_offset, "remote_log": self.remote_log,
-            "high_watermark": self.high_watermark, "high_watermark_checkpoint": c.high_watermark,
+            "kind": "partition",
+            "log_dir": self.log_dir,
+            "partition_dir": self.directory,
+            "topic": self.topic,
+            "partition": self.partition,
+            "size_bytes": self.size_bytes,
+            "segments": self.segments,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "local_log_start_offset": self.local_log_start_offset,
+            "remote_log": self.remote_log,
+            "high_watermark": self.high_watermark,
+            "high_watermark_checkpoint": c.high_watermark,
             "recovery_point": c.recovery_point,
-            "cleaner_checkpoint": c.cleaner_offset, "log_start_offset_checkpoint": c.log_start_offset,
-            "first_timestamp": self.first_timestamp, "max_timestamp": self.max_timestamp,
-            "max_timestamp_offset": self.max_timestamp_offset, "codecs": self.codecs,
+            "cleaner_checkpoint": c.cleaner_offset,
+            "log_start_offset_checkpoint": c.log_start_offset,
+            "first_timestamp": self.first_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "max_timestamp_offset": self.max_timestamp_offset,
+            "codecs": self.codecs,
             "producer_ids": sorted(p.state.entries) if p else [],
-            "open_transactions": [{"producer_id": pid, "first_offset": first}
-                                  for first, pid in p.open_transactions] if p else [],
+            "open_transactions": [
+                {"producer_id": pid, "first_offset": first} for first, pid in p.open_transactions
+            ]
+            if p
+            else [],
             "producer_snapshot": p.snapshot if p else None,
             "producer_state_replayed_from": p.replayed_from if p else None,
             "dirty_ratio": None if self.dirty_ratio is None else round(self.dirty_ratio, 6),
@@ -182,37 +198,54 @@ class QuarantineUsage:
     root: str
     folders: int = 0
     bytes: int = 0
-    not_restored: int = 0         # folders whose content is still kept (not fully restored)
+    not_restored: int = 0  # folders whose content is still kept (not fully restored)
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "folders": self.folders, "bytes": self.bytes, "not_restored": self.not_restored}
+        return {
+            "root": self.root,
+            "folders": self.folders,
+            "bytes": self.bytes,
+            "not_restored": self.not_restored,
+        }
 
 
 @dataclass
 class LogDirDescription:
     path: str
-    is_log_dir: bool              # False: the parent of partition dirs given alone, with no root file
+    is_log_dir: bool  # False: the parent of partition dirs given alone, with no root file
     partitions: int
     size_bytes: int
     clean_shutdown: bool
     checkpoint_files: list[str]
     quarantine: QuarantineUsage | None
     config_warning: str | None
-    left_out: list[tuple[str, str]]   # (partition dir, kind) of the dirs not read
-    kafka_versions: KafkaVersions | None = None   # the Kafka versions that may load it next
+    left_out: list[tuple[str, str]]  # (partition dir, kind) of the dirs not read
+    kafka_versions: KafkaVersions | None = None  # the Kafka versions that may load it next
 
     def to_dict(self) -> dict:
-        return {"kind": "log_dir", "log_dir": self.path, "is_log_dir": self.is_log_dir,
-                "partitions": self.partitions, "size_bytes": self.size_bytes,
-                "clean_shutdown": self.clean_shutdown, "checkpoint_files": self.checkpoint_files,
-                "quarantine": self.quarantine.to_dict() if self.quarantine else None,
-                "config_warning": self.config_warning,
-                "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out],
-                "kafka_versions": self.kafka_versions.to_dict() if self.kafka_versions is not None else None}
+        return {
+            "kind": "log_dir",
+            "log_dir": self.path,
+            "is_log_dir": self.is_log_dir,
+            "partitions": self.partitions,
+            "size_bytes": self.size_bytes,
+            "clean_shutdown": self.clean_shutdown,
+            "checkpoint_files": self.checkpoint_files,
+            "quarantine": self.quarantine.to_dict() if self.quarantine else None,
+            "config_warning": self.config_warning,
+            "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out],
+            "kafka_versions": self.kafka_versions.to_dict()
+            if self.kafka_versions is not None
+            else None,
+        }
 
 
-def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path | None = None,
-                       resolver: ConfigResolver | None = None) -> PartitionDescription:
+def describe_partition(
+    part: Partition,
+    cfg: TopicConfig | None,
+    log_dir: Path | None = None,
+    resolver: ConfigResolver | None = None,
+) -> PartitionDescription:
     """The facts of one partition (see the module docstring for where each comes from)."""
     problems: list[str] = []
     codes: list[int] = []
@@ -220,7 +253,9 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
     first_ts = max_ts = max_off = None
     codecs: set[int] = set()
     for s in segs:
-        first = _guarded(s.first_batch_attributes, problems, codes)     # also stats the .log for its size
+        first = _guarded(
+            s.first_batch_attributes, problems, codes
+        )  # also stats the .log for its size
         if first is not None:
             codecs.add(first[1])
             if first_ts is None:
@@ -232,20 +267,30 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
         tail = _guarded(segs[-1].recovered_tail, problems, codes)
         if tail is not None:
             codecs |= tail.codecs
-            if tail.damage is not None:   # the broker's recovery truncates it: the answers stop before it
+            if (
+                tail.damage is not None
+            ):  # the broker's recovery truncates it: the answers stop before it
                 problems.append(tail.damage.line())
     if part.load_problem is not None:
         problems.append(part.load_problem)
-    problems.extend(f"{z.path}: byte {z.position}: {z.message()}" for z in zero_filled_indexes(part) if z.problem)
+    problems.extend(
+        f"{z.path}: byte {z.position}: {z.message()}"
+        for z in zero_filled_indexes(part)
+        if z.problem
+    )
     size = sum(s.size for s in segs)
     leo = part.log_end_offset
     log_start = part.log_start_offset
     producers = producer_facts(part, leo) if leo is not None else None
     if producers is not None:
         problems.extend(f"producer snapshot ignored: {line}" for line in producers.skipped)
-    problems = list(dict.fromkeys(problems))     # the active segment's tail is read for two facts
+    problems = list(dict.fromkeys(problems))  # the active segment's tail is read for two facts
     configs = {n: cfg.source(n) for n in SHOWN_CONFIGS} if cfg is not None else {}
-    dirty = _dirty_ratio(part, leo, producers) if cfg is not None and cfg.compact and leo is not None else None
+    dirty = (
+        _dirty_ratio(part, leo, producers)
+        if cfg is not None and cfg.compact and leo is not None
+        else None
+    )
     tp = part.topic_partition
     local_start = remote_json = None
     if resolver is not None and cfg is not None and tp is not None and segs:
@@ -258,10 +303,28 @@ def describe_partition(part: Partition, cfg: TopicConfig | None, log_dir: Path |
             log_start = checkpointed if checkpointed is not None else 0
             local_start = max(log_start, segs[0].base_offset)
     return PartitionDescription(
-        str(log_dir) if log_dir is not None else None, str(part.directory), tp.topic if tp else None,
-        tp.partition if tp else None, size, len(segs), log_start, leo, part.checkpoints, first_ts, max_ts, max_off,
-        sorted(compression_from_id(c).kafka_name for c in codecs), producers, dirty, configs, problems,
-        checkpointed_high_watermark(part), local_start, remote_json, codes)
+        str(log_dir) if log_dir is not None else None,
+        str(part.directory),
+        tp.topic if tp else None,
+        tp.partition if tp else None,
+        size,
+        len(segs),
+        log_start,
+        leo,
+        part.checkpoints,
+        first_ts,
+        max_ts,
+        max_off,
+        sorted(compression_from_id(c).kafka_name for c in codecs),
+        producers,
+        dirty,
+        configs,
+        problems,
+        checkpointed_high_watermark(part),
+        local_start,
+        remote_json,
+        codes,
+    )
 
 
 def _guarded(read: Callable, problems: list[str], codes: list[int]):
@@ -282,7 +345,9 @@ def _dirty_ratio(part: Partition, leo: int, producers: ProducerFacts | None) -> 
     segs = part.segments
     log_start = part.log_start_offset or 0
     checkpoint = part.checkpoints.cleaner_offset
-    first_dirty = checkpoint if checkpoint is not None and log_start <= checkpoint <= leo else log_start
+    first_dirty = (
+        checkpoint if checkpoint is not None and log_start <= checkpoint <= leo else log_start
+    )
     hw = high_watermark_at_load(part.checkpoints.high_watermark, log_start, leo)
     lso = producers.last_stable_offset(hw) if producers else hw
     active = segs[-1]
@@ -290,7 +355,10 @@ def _dirty_ratio(part: Partition, leo: int, producers: ProducerFacts | None) -> 
     bases = part.base_offsets
     i = bisect.bisect_right(bases, uncleanable) - 1
     first_uncleanable = segs[i].base_offset if 0 <= i < len(segs) - 1 else active.base_offset
-    cleanable = sum(s.size for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable))
+    cleanable = sum(
+        s.size
+        for s in segments_overlapping(segs, min(first_dirty, first_uncleanable), first_uncleanable)
+    )
     clean = sum(s.size for s in segments_overlapping(segs, -1, first_dirty))
     return cleanable / (clean + cleanable) if clean + cleanable else 0.0
 
@@ -332,8 +400,11 @@ def open_partition(d: Path, roots: RootCheckpoints) -> Partition:
     return part
 
 
-def describe(selection: PartitionSelection, resolver_for: Callable[[Path], ConfigResolver] | None = None,
-             jobs: int = 1) -> Iterator[LogDirDescription | PartitionDescription]:
+def describe(
+    selection: PartitionSelection,
+    resolver_for: Callable[[Path], ConfigResolver] | None = None,
+    jobs: int = 1,
+) -> Iterator[LogDirDescription | PartitionDescription]:
     """For each log dir of `selection`: its partitions' descriptions, in order, then the log
     dir's own. `jobs` > 1: a large log dir's partitions are read in that many forked processes."""
     left_out: dict[Path, list[tuple[str, str]]] = {}
@@ -349,29 +420,50 @@ def describe(selection: PartitionSelection, resolver_for: Callable[[Path], Confi
         for desc in _describe_dirs(log_dir, dirs, roots, cfgs, jobs, resolver):
             total += desc.size_bytes
             yield desc
-        present = [n for n in (names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
-                               names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT)
-                   if os.path.exists(os.path.join(log_dir, n))]
+        present = [
+            n
+            for n in (
+                names.RECOVERY_POINT_CHECKPOINT,
+                names.LOG_START_OFFSET_CHECKPOINT,
+                names.REPLICATION_CHECKPOINT,
+                names.CLEANER_CHECKPOINT,
+            )
+            if os.path.exists(os.path.join(log_dir, n))
+        ]
         yield LogDirDescription(
-            str(log_dir), is_log_dir, len(dirs), total,
-            os.path.exists(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)), present,
+            str(log_dir),
+            is_log_dir,
+            len(dirs),
+            total,
+            os.path.exists(os.path.join(log_dir, names.CLEAN_SHUTDOWN_FILE)),
+            present,
             quarantine_usage(log_dir) if is_log_dir else None,
-            resolver.warning if resolver is not None else None, left_out.get(log_dir, []),
-            resolver.versions if resolver is not None else None)
+            resolver.warning if resolver is not None else None,
+            left_out.get(log_dir, []),
+            resolver.versions if resolver is not None else None,
+        )
 
 
-PARALLEL_MIN_PARTITIONS = 1000    # fewer are read here: forking costs more than it saves
+PARALLEL_MIN_PARTITIONS = 1000  # fewer are read here: forking costs more than it saves
 _CHUNK = 250
-_SHARED: tuple | None = None      # (log dir, root checkpoints, configs, resolver), inherited by forked workers
+_SHARED: tuple | None = (
+    None  # (log dir, root checkpoints, configs, resolver), inherited by forked workers
+)
 
 
-def _describe_dir(log_dir: Path, d: Path, roots: RootCheckpoints, cfgs: dict[str, TopicConfig],
-                  resolver: ConfigResolver | None = None) -> PartitionDescription:
+def _describe_dir(
+    log_dir: Path,
+    d: Path,
+    roots: RootCheckpoints,
+    cfgs: dict[str, TopicConfig],
+    resolver: ConfigResolver | None = None,
+) -> PartitionDescription:
     part = open_partition(d, roots)
     try:
         tp = part.topic_partition
-        return describe_partition(part, cfgs.get(tp.topic) if tp is not None else None, log_dir,
-                                  resolver)
+        return describe_partition(
+            part, cfgs.get(tp.topic) if tp is not None else None, log_dir, resolver
+        )
     finally:
         part.close()
 
@@ -383,8 +475,14 @@ def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
     return [_describe_dir(log_dir, d, roots, cfgs, resolver) for d in dirs]
 
 
-def _describe_dirs(log_dir: Path, dirs: list[Path], roots: RootCheckpoints, cfgs: dict[str, TopicConfig],
-                   jobs: int, resolver: ConfigResolver | None = None) -> Iterator[PartitionDescription]:
+def _describe_dirs(
+    log_dir: Path,
+    dirs: list[Path],
+    roots: RootCheckpoints,
+    cfgs: dict[str, TopicConfig],
+    jobs: int,
+    resolver: ConfigResolver | None = None,
+) -> Iterator[PartitionDescription]:
     """The descriptions of `dirs` in order: here, or in chunks in forked workers (the root
     checkpoints and configs, read once here, are inherited, not sent)."""
     if jobs <= 1 or len(dirs) < PARALLEL_MIN_PARTITIONS:
@@ -398,7 +496,9 @@ def _describe_dirs(log_dir: Path, dirs: list[Path], roots: RootCheckpoints, cfgs
     _SHARED = (log_dir, roots, cfgs, resolver)
     try:
         with ProcessPoolExecutor(jobs, mp_context=mp.get_context("fork")) as pool:
-            for chunk in pool.map(_describe_chunk, [dirs[i:i + _CHUNK] for i in range(0, len(dirs), _CHUNK)]):
+            for chunk in pool.map(
+                _describe_chunk, [dirs[i : i + _CHUNK] for i in range(0, len(dirs), _CHUNK)]
+            ):
                 yield from chunk
     finally:
         _SHARED = None

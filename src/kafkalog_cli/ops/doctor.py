@@ -14,6 +14,7 @@ drops something, or a log dir goes offline; note: it starts and copes), what the
 it in its own words, and the fix, a kafkalog command where one exists. Reading only: nothing here
 changes a file, and a held `.lock` is a finding, not a refusal.
 """
+
 from __future__ import annotations
 
 import enum
@@ -36,32 +37,45 @@ from kafkalog_cli.storage.names import PartitionDirKind, parse_partition_dir_nam
 from kafkalog_cli.storage.space import FreeSpace
 
 METADATA_DIR = "__cluster_metadata-0"
-ROOT_FILES = {names.META_PROPERTIES, names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
-              names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT, names.LOCK_FILE, names.CLEAN_SHUTDOWN_FILE,
-              "bootstrap.checkpoint"}
+ROOT_FILES = {
+    names.META_PROPERTIES,
+    names.RECOVERY_POINT_CHECKPOINT,
+    names.LOG_START_OFFSET_CHECKPOINT,
+    names.REPLICATION_CHECKPOINT,
+    names.CLEANER_CHECKPOINT,
+    names.LOCK_FILE,
+    names.CLEAN_SHUTDOWN_FILE,
+    "bootstrap.checkpoint",
+}
 
 
 class Severity(str, enum.Enum):
-    ERROR = "error"          # the broker will not start
-    WARNING = "warning"      # it starts, but loses or drops something, or takes a log dir offline
-    NOTE = "note"            # it starts and copes
+    ERROR = "error"  # the broker will not start
+    WARNING = "warning"  # it starts, but loses or drops something, or takes a log dir offline
+    NOTE = "note"  # it starts and copes
 
 
 @dataclass
 class Finding:
     severity: Severity
-    check: str               # meta.properties, lock, access, space, checkpoint, segment, crc, directory, file
+    check: str  # meta.properties, lock, access, space, checkpoint, segment, crc, directory, file
     path: str
     problem: str
-    broker: str              # what the broker does with it, in its words
+    broker: str  # what the broker does with it, in its words
     fix: str
-    offline: bool = False    # the broker takes this log dir offline (an error when it is the last)
+    offline: bool = False  # the broker takes this log dir offline (an error when it is the last)
     log_dir: str | None = None
     unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
     def to_dict(self) -> dict:
-        return {"severity": self.severity.value, "check": self.check, "path": self.path, "problem": self.problem,
-                "broker": self.broker, "fix": self.fix}
+        return {
+            "severity": self.severity.value,
+            "check": self.check,
+            "path": self.path,
+            "problem": self.problem,
+            "broker": self.broker,
+            "fix": self.fix,
+        }
 
 
 @dataclass
@@ -80,7 +94,11 @@ class Diagnosis:
     def verdict(self) -> str:
         if not self.starts:
             return "a broker will not start on these log dirs"
-        unread = f" (not checked: {len(self.unread)} path(s) kafkalog could not read)" if self.unread else ""
+        unread = (
+            f" (not checked: {len(self.unread)} path(s) kafkalog could not read)"
+            if self.unread
+            else ""
+        )
         if any(f.unchecked for f in self.findings) or self.unread:
             return "not known whether a broker starts: some checks could not be made" + unread
         if any(f.severity is Severity.WARNING for f in self.findings):
@@ -88,8 +106,13 @@ class Diagnosis:
         return "a broker starts on these log dirs" + unread
 
     def to_dict(self) -> dict:
-        return {"log_dirs": self.log_dirs, "starts": self.starts, "verdict": self.verdict,
-                "findings": [f.to_dict() for f in self.findings], "unread": [e.line() for e in self.unread]}
+        return {
+            "log_dirs": self.log_dirs,
+            "starts": self.starts,
+            "verdict": self.verdict,
+            "findings": [f.to_dict() for f in self.findings],
+            "unread": [e.line() for e in self.unread],
+        }
 
 
 @dataclass(frozen=True)
@@ -101,7 +124,7 @@ class BrokerConfig:
     log_dirs: tuple[str, ...] = ()
     metadata_log_dir: str | None = None
     path: str | None = None
-    refused: str | None = None      # a value KafkaConfig refuses (the broker exits before its log dirs)
+    refused: str | None = None  # a value KafkaConfig refuses (the broker exits before its log dirs)
 
     @classmethod
     def read(cls, path: Path | None) -> BrokerConfig:
@@ -114,48 +137,89 @@ class BrokerConfig:
         except CheckpointError as e:
             node, refused = None, e.message
         dirs = props.get("log.dirs", props.get("log.dir", ""))
-        return cls(node,
-                   bool(props.get("process.roles", "").strip()),
-                   tuple(d.strip() for d in dirs.split(",") if d.strip()), props.get("metadata.log.dir"),
-                   str(path), refused)
+        return cls(
+            node,
+            bool(props.get("process.roles", "").strip()),
+            tuple(d.strip() for d in dirs.split(",") if d.strip()),
+            props.get("metadata.log.dir"),
+            str(path),
+            refused,
+        )
 
 
-def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None,
-             kafka_version: KafkaVersion | None = None) -> Diagnosis:
+def diagnose(
+    log_dirs: list[Path],
+    config: BrokerConfig = BrokerConfig(),
+    user: str | None = None,
+    kafka_version: KafkaVersion | None = None,
+) -> Diagnosis:
     """`kafka_version`: also that release's start-up rules beyond 3.3.1's (ops.kafka_startup)."""
     log_dirs = [Path(d) for d in log_dirs]
     diag = Diagnosis([str(d) for d in log_dirs])
     out = diag.findings
     metas = {d: _meta(d) for d in log_dirs}
-    kraft = config.kraft if config.kraft is not None else (
-        any(m.get("version") == "1" for m in metas.values() if isinstance(m, dict))
-        or any((d / METADATA_DIR).is_dir() for d in log_dirs))
+    kraft = (
+        config.kraft
+        if config.kraft is not None
+        else (
+            any(m.get("version") == "1" for m in metas.values() if isinstance(m, dict))
+            or any((d / METADATA_DIR).is_dir() for d in log_dirs)
+        )
+    )
     metadata_dir = Path(config.metadata_log_dir) if config.metadata_log_dir else log_dirs[0]
     if config.refused:
-        out.append(Finding(Severity.ERROR, "server.properties", config.path or "server.properties", config.refused,
-                           f"ConfigException: {config.refused}: the broker exits before it reads its log dirs",
-                           f"set a number from 0 to 2147483647 in {config.path}"))
-    out += check_meta_properties(metas, config, kraft, metadata_dir,
-                                 kafka_version is not None and META_PROPERTIES_V0_IN_KRAFT.applies(kafka_version))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "server.properties",
+                config.path or "server.properties",
+                config.refused,
+                f"ConfigException: {config.refused}: the broker exits before it reads its log dirs",
+                f"set a number from 0 to 2147483647 in {config.path}",
+            )
+        )
+    out += check_meta_properties(
+        metas,
+        config,
+        kraft,
+        metadata_dir,
+        kafka_version is not None and META_PROPERTIES_V0_IN_KRAFT.applies(kafka_version),
+    )
     if kafka_version is not None:
         from kafkalog_cli.ops.kafka_startup import check_startup
 
-        out += check_startup(kafka_version, log_dirs, metas, config, metadata_dir,
-                             lambda severity, *rest: Finding(Severity(severity), *rest))
+        out += check_startup(
+            kafka_version,
+            log_dirs,
+            metas,
+            config,
+            metadata_dir,
+            lambda severity, *rest: Finding(Severity(severity), *rest),
+        )
     for d in log_dirs:
         if not d.is_dir():
             continue
         meta = metas[d]
-        since_3_7 = isinstance(meta, dict) and "directory.id" in meta   # 3.7+ writes a directory.id
-        for check in (lambda d: check_lock(d, diag.unread), lambda d: check_access(d, user),
-                      lambda d: check_directories(d, since_3_7), check_file_types,
-                      lambda d: check_checkpoints(d, diag.unread), lambda d: check_segments(d, diag.unread),
-                      check_space, check_links):
+        since_3_7 = isinstance(meta, dict) and "directory.id" in meta  # 3.7+ writes a directory.id
+        for check in (
+            lambda d: check_lock(d, diag.unread),
+            lambda d: check_access(d, user),
+            lambda d: check_directories(d, since_3_7),
+            check_file_types,
+            lambda d: check_checkpoints(d, diag.unread),
+            lambda d: check_segments(d, diag.unread),
+            check_space,
+            check_links,
+        ):
             for f in check(d):
                 f.log_dir = str(d)
                 out.append(f)
-    out += check_assignments(log_dirs, metadata_dir, config.node_id if config.node_id is not None else _node_id(metas),
-                             diag.unread)
+    out += check_assignments(
+        log_dirs,
+        metadata_dir,
+        config.node_id if config.node_id is not None else _node_id(metas),
+        diag.unread,
+    )
     first: dict[str, InputError] = {}
     for e in diag.unread:
         first.setdefault(e.line(), e)
@@ -166,8 +230,10 @@ def diagnose(log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: 
         for f in out:
             if f.offline and f.severity is Severity.WARNING:
                 f.severity = Severity.ERROR
-                f.broker += ("; with no log dir left: \"Shutdown broker because all log dirs in "
-                             f"{', '.join(map(str, log_dirs))} have failed\"")
+                f.broker += (
+                    '; with no log dir left: "Shutdown broker because all log dirs in '
+                    f'{", ".join(map(str, log_dirs))} have failed"'
+                )
     order = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.NOTE: 2}
     out.sort(key=lambda f: order[f.severity])
     return diag
@@ -188,7 +254,9 @@ def _meta(d: Path) -> dict | str | UnparsableProperties | None:
     it cannot be read, or what Properties.load refuses in it."""
     try:
         raw = files.read_bytes_if_exists(d / names.META_PROPERTIES)
-    except KafkalogError as e:      # a FIFO, a directory, permission denied: the broker fails to read it
+    except (
+        KafkalogError
+    ) as e:  # a FIFO, a directory, permission denied: the broker fails to read it
         return e.message
     if raw is None:
         return None
@@ -198,109 +266,188 @@ def _meta(d: Path) -> dict | str | UnparsableProperties | None:
         return UnparsableProperties(e.message)
 
 
-def check_meta_properties(metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path,
-                          v0_in_kraft: bool = False) -> list[Finding]:
+def check_meta_properties(
+    metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path, v0_in_kraft: bool = False
+) -> list[Finding]:
     """`v0_in_kraft`: the broker reads a version 0 meta.properties in KRaft too (3.7+:
     config.versions.META_PROPERTIES_V0_IN_KRAFT); 3.3.1 requires version 1."""
     out = []
-    format_fix = ("kafka-storage.sh format --ignore-formatted -c server.properties -t {cluster} (the cluster.id "
-                  "of the other log dirs; on a log dir that held data, restore its meta.properties instead)")
-    clusters = {m.get("cluster.id") for m in metas.values() if isinstance(m, dict) and m.get("cluster.id")}
+    format_fix = (
+        "kafka-storage.sh format --ignore-formatted -c server.properties -t {cluster} (the cluster.id "
+        "of the other log dirs; on a log dir that held data, restore its meta.properties instead)"
+    )
+    clusters = {
+        m.get("cluster.id") for m in metas.values() if isinstance(m, dict) and m.get("cluster.id")
+    }
     cluster = next(iter(clusters)) if len(clusters) == 1 else "CLUSTER_ID"
     seen: dict[Path, dict] = {}
     for d, m in metas.items():
         f = str(d / names.META_PROPERTIES)
         if isinstance(m, str):
-            out.append(Finding(Severity.ERROR if d == metadata_dir else Severity.WARNING, "meta.properties", f,
-                               f"cannot be read: {m}",
-                               f"\"Failed to read {f}\": the log dir is offline; the metadata log dir's stops the "
-                               "start (\"Cannot start server since `meta.properties` could not be loaded\")",
-                               f"replace it with a regular file holding this broker's meta.properties (ls -l {f})"
-                               if _not_regular(f) else f"chown/chmod it so the broker's user reads it (ls -l {f})",
-                               offline=True))
+            out.append(
+                Finding(
+                    Severity.ERROR if d == metadata_dir else Severity.WARNING,
+                    "meta.properties",
+                    f,
+                    f"cannot be read: {m}",
+                    f'"Failed to read {f}": the log dir is offline; the metadata log dir\'s stops the '
+                    'start ("Cannot start server since `meta.properties` could not be loaded")',
+                    f"replace it with a regular file holding this broker's meta.properties (ls -l {f})"
+                    if _not_regular(f)
+                    else f"chown/chmod it so the broker's user reads it (ls -l {f})",
+                    offline=True,
+                )
+            )
             continue
         if isinstance(m, UnparsableProperties):
-            out.append(Finding(Severity.ERROR, "meta.properties", f, f"damaged: \"{m.message}\"",
-                               "IllegalArgumentException at start (Properties.load): the broker exits",
-                               f"restore it from a copy, or write version=1, cluster.id={cluster} and the broker's "
-                               f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "meta.properties",
+                    f,
+                    f'damaged: "{m.message}"',
+                    "IllegalArgumentException at start (Properties.load): the broker exits",
+                    f"restore it from a copy, or write version=1, cluster.id={cluster} and the broker's "
+                    f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)",
+                )
+            )
             continue
         if m is None:
             if kraft:
-                out.append(Finding(Severity.ERROR, "meta.properties", f, "missing",
-                                   f"KafkaException: No `meta.properties` found in {d} (have you run `kafka-storage.sh` "
-                                   "to format the directory?)", format_fix.format(cluster=cluster)))
+                out.append(
+                    Finding(
+                        Severity.ERROR,
+                        "meta.properties",
+                        f,
+                        "missing",
+                        f"KafkaException: No `meta.properties` found in {d} (have you run `kafka-storage.sh` "
+                        "to format the directory?)",
+                        format_fix.format(cluster=cluster),
+                    )
+                )
             else:
-                out.append(Finding(Severity.NOTE, "meta.properties", f, "missing",
-                                   "a ZooKeeper-mode broker writes it at start", "nothing to do"))
+                out.append(
+                    Finding(
+                        Severity.NOTE,
+                        "meta.properties",
+                        f,
+                        "missing",
+                        "a ZooKeeper-mode broker writes it at start",
+                        "nothing to do",
+                    )
+                )
             continue
         problems = []
         typed = None
         try:
             typed = MetaProperties.parse(m, path=f)
         except CheckpointError as e:
-            problems.append(f"\"{e.message}\"")
+            problems.append(f'"{e.message}"')
         version = m.get("version")
         v0_read = v0_in_kraft and typed is not None and typed.version == 0
         if kraft and version != "1" and (typed is not None or version is None) and not v0_read:
-            problems.append(f"version is {version!r}, a KRaft broker needs 1 (\"Expected version 1, but got "
-                            f"version {typed.version if typed else 0}\")")
-        for key in (() if v0_read else ("cluster.id", "node.id") if kraft else ("broker.id",)):   # ZooKeeper's v0: no cluster.id
+            problems.append(
+                f'version is {version!r}, a KRaft broker needs 1 ("Expected version 1, but got '
+                f'version {typed.version if typed else 0}")'
+            )
+        for key in (
+            () if v0_read else ("cluster.id", "node.id") if kraft else ("broker.id",)
+        ):  # ZooKeeper's v0: no cluster.id
             if not m.get(key) and not any(key in p for p in problems):
-                problems.append(f"no {key} (\"Failed to find required property {key}.\")")
+                problems.append(f'no {key} ("Failed to find required property {key}.")')
         node = m.get("node.id", m.get("broker.id"))
         if kraft and typed is not None and typed.node_id is not None and typed.node_id < 0:
             # KafkaConfig.validateValues refuses a negative node.id under process.roles, so no
             # configured node.id matches it (KafkaRaftServer: InconsistentNodeIdException)
-            problems.append(f"node.id {typed.node_id} is negative: a KRaft broker's node.id is 0 or more, so it never "
-                            "matches (InconsistentNodeIdException)")
+            problems.append(
+                f"node.id {typed.node_id} is negative: a KRaft broker's node.id is 0 or more, so it never "
+                "matches (InconsistentNodeIdException)"
+            )
         if problems:
-            out.append(Finding(Severity.ERROR, "meta.properties", f, "damaged: " + "; ".join(problems),
-                               "RuntimeException at start: the broker exits",
-                               f"restore it from a copy, or write version=1, cluster.id={cluster} and the broker's "
-                               f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "meta.properties",
+                    f,
+                    "damaged: " + "; ".join(problems),
+                    "RuntimeException at start: the broker exits",
+                    f"restore it from a copy, or write version=1, cluster.id={cluster} and the broker's "
+                    f"node.id in it (kafka-storage.sh format -t {cluster} writes a new one)",
+                )
+            )
             continue
         seen[d] = m
         if config.node_id is not None and typed is not None and typed.node_id != config.node_id:
-            out.append(Finding(Severity.ERROR, "meta.properties", f,
-                               f"node.id {node} here, {config.node_id} in server.properties",
-                               f"InconsistentNodeIdException: Configured node.id `{config.node_id}` doesn't match "
-                               f"stored node.id `{node}' in meta.properties",
-                               "point log.dirs at this broker's own log dirs, or set node.id in server.properties "
-                               f"to {node} if these are its log dirs"))
-    common = lambda m: {k: v for k, v in m.items() if k != "directory.id"}    # noqa: E731
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "meta.properties",
+                    f,
+                    f"node.id {node} here, {config.node_id} in server.properties",
+                    f"InconsistentNodeIdException: Configured node.id `{config.node_id}` doesn't match "
+                    f"stored node.id `{node}' in meta.properties",
+                    "point log.dirs at this broker's own log dirs, or set node.id in server.properties "
+                    f"to {node} if these are its log dirs",
+                )
+            )
+    common = lambda m: {k: v for k, v in m.items() if k != "directory.id"}  # noqa: E731
     if len({tuple(sorted(common(m).items())) for m in seen.values()}) > 1:
-        listing = "; ".join(f"{d}: cluster.id={m.get('cluster.id')} node.id={m.get('node.id', m.get('broker.id'))}"
-                            for d, m in seen.items())
-        evidence, fix = "", ("keep only this broker's log dirs in log.dirs (the others belong to another broker or "
-                             "cluster)")
+        listing = "; ".join(
+            f"{d}: cluster.id={m.get('cluster.id')} node.id={m.get('node.id', m.get('broker.id'))}"
+            for d, m in seen.items()
+        )
+        evidence, fix = (
+            "",
+            (
+                "keep only this broker's log dirs in log.dirs (the others belong to another broker or "
+                "cluster)"
+            ),
+        )
         if len({m.get("cluster.id") for m in seen.values()}) > 1:
             evidence, fix = judge_cluster_ids(seen, metadata_dir)
-        out.append(Finding(Severity.ERROR, "meta.properties", ", ".join(str(d) for d in seen),
-                           f"not the same in every log dir ({listing}){evidence}",
-                           "InconsistentBrokerMetadataException: BrokerMetadata is not consistent across log.dirs. "
-                           "This could happen if multiple brokers shared a log directory (log.dirs) or partial data "
-                           "was manually copied from another broker",
-                           fix))
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "meta.properties",
+                ", ".join(str(d) for d in seen),
+                f"not the same in every log dir ({listing}){evidence}",
+                "InconsistentBrokerMetadataException: BrokerMetadata is not consistent across log.dirs. "
+                "This could happen if multiple brokers shared a log directory (log.dirs) or partial data "
+                "was manually copied from another broker",
+                fix,
+            )
+        )
     ids: dict[str, list[Path]] = {}
     for d, m in seen.items():
         if m.get("directory.id"):
             ids.setdefault(m["directory.id"], []).append(d)
     for dir_id, dirs in ids.items():
         if len(dirs) > 1:
-            out.append(Finding(Severity.ERROR, "meta.properties", ", ".join(map(str, dirs)),
-                               f"directory.id {dir_id} in more than one log dir (a copied log dir)",
-                               "a 3.7+ broker refuses to start: every log dir needs its own directory.id",
-                               f"give the copy a new one: remove directory.id from {dirs[-1]}/meta.properties and run "
-                               "kafka-storage.sh format --ignore-formatted -c server.properties -t "
-                               f"{cluster} (3.7+ writes a fresh directory.id)"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "meta.properties",
+                    ", ".join(map(str, dirs)),
+                    f"directory.id {dir_id} in more than one log dir (a copied log dir)",
+                    "a 3.7+ broker refuses to start: every log dir needs its own directory.id",
+                    f"give the copy a new one: remove directory.id from {dirs[-1]}/meta.properties and run "
+                    "kafka-storage.sh format --ignore-formatted -c server.properties -t "
+                    f"{cluster} (3.7+ writes a fresh directory.id)",
+                )
+            )
     for d in metas:
         if d != metadata_dir and (d / METADATA_DIR).is_dir():
-            out.append(Finding(Severity.ERROR, "directory", str(d / METADATA_DIR),
-                               f"the KRaft metadata log in a log dir that is not the metadata log dir ({metadata_dir})",
-                               f"KafkaException: Found unexpected metadata location in data directory `{d / METADATA_DIR}`",
-                               f"list {d} first in log.dirs (or set metadata.log.dir={d}), or move {METADATA_DIR} "
-                               f"out of {d}"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "directory",
+                    str(d / METADATA_DIR),
+                    f"the KRaft metadata log in a log dir that is not the metadata log dir ({metadata_dir})",
+                    f"KafkaException: Found unexpected metadata location in data directory `{d / METADATA_DIR}`",
+                    f"list {d} first in log.dirs (or set metadata.log.dir={d}), or move {METADATA_DIR} "
+                    f"out of {d}",
+                )
+            )
     return out
 
 
@@ -317,10 +464,12 @@ def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, 
 
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
-    cannot = ("cannot tell which cluster.id is right from these log dirs (no metadata log among them to match "
-              "their partitions' topic ids against): set the cluster.id of the other brokers of this cluster "
-              "(their meta.properties) in every log dir of this broker, or keep only this broker's log dirs in "
-              "log.dirs")
+    cannot = (
+        "cannot tell which cluster.id is right from these log dirs (no metadata log among them to match "
+        "their partitions' topic ids against): set the cluster.id of the other brokers of this cluster "
+        "(their meta.properties) in every log dir of this broker, or keep only this broker's log dirs in "
+        "log.dirs"
+    )
     topic_ids: set[str] = set()
     if (metadata_dir / METADATA_DIR).is_dir():
         try:
@@ -352,21 +501,33 @@ def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, 
             continue
         meta = d / names.META_PROPERTIES
         if d in this:
-            evidence.append(f"{d}: {ours[d]} partition(s), every topic id in the metadata log of {metadata_dir}: "
-                            "this cluster's" if d != metadata_dir else f"{d}: holds this cluster's metadata log")
+            evidence.append(
+                f"{d}: {ours[d]} partition(s), every topic id in the metadata log of {metadata_dir}: "
+                "this cluster's"
+                if d != metadata_dir
+                else f"{d}: holds this cluster's metadata log"
+            )
             fixes.append(f"set cluster.id={right} in {meta} (the cluster.id {why})")
         elif theirs[d] and not ours[d]:
-            evidence.append(f"{d}: {theirs[d]} partition(s), no topic id in the metadata log of {metadata_dir}: "
-                            "another cluster's")
+            evidence.append(
+                f"{d}: {theirs[d]} partition(s), no topic id in the metadata log of {metadata_dir}: "
+                "another cluster's"
+            )
             fixes.append(f"remove {d} from log.dirs (another cluster's log dir)")
         elif not theirs[d] and not ours[d]:
             evidence.append(f"{d}: no partition with a topic id")
-            fixes.append(f"set cluster.id={right} in {meta} (it holds no partition to lose), or remove {d} from "
-                         "log.dirs")
+            fixes.append(
+                f"set cluster.id={right} in {meta} (it holds no partition to lose), or remove {d} from "
+                "log.dirs"
+            )
         else:
-            evidence.append(f"{d}: {ours[d]} partition(s) of this cluster, {theirs[d]} of none it knows")
-            fixes.append(f"cannot tell which for {d}: compare its partitions with the cluster's (kafkalog "
-                         f"compare-replicas), then set cluster.id={right} in {meta} or remove {d} from log.dirs")
+            evidence.append(
+                f"{d}: {ours[d]} partition(s) of this cluster, {theirs[d]} of none it knows"
+            )
+            fixes.append(
+                f"cannot tell which for {d}: compare its partitions with the cluster's (kafkalog "
+                f"compare-replicas), then set cluster.id={right} in {meta} or remove {d} from log.dirs"
+            )
     return "; evidence: " + "; ".join(evidence), "; ".join(fixes)
 
 
@@ -409,11 +570,18 @@ def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
         os.close(fd)
     if not pid:
         return []
-    return [Finding(Severity.ERROR, "lock", str(path), f"held by process {pid}",
-                    f"\"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or thread "
-                    "is using this directory.\": the broker exits",
-                    f"if process {pid} is a broker on this log dir, it is running already (ps -p {pid} -o args); "
-                    f"else stop it (kill {pid}) before starting the broker")]
+    return [
+        Finding(
+            Severity.ERROR,
+            "lock",
+            str(path),
+            f"held by process {pid}",
+            f'"Failed to acquire lock on file .lock in {d}. A Kafka instance in another process or thread '
+            'is using this directory.": the broker exits',
+            f"if process {pid} is a broker on this log dir, it is running already (ps -p {pid} -o args); "
+            f"else stop it (kill {pid}) before starting the broker",
+        )
+    ]
 
 
 def _can(st: os.stat_result, uid: int, gids: frozenset[int], need: int) -> bool:
@@ -436,10 +604,10 @@ class BrokerUser:
 
     uid: int
     gids: frozenset[int]
-    owner: str          # for chown: the name, else the uid
-    group: int          # for chown: the primary group
-    label: str          # "kafka (uid 1000)", or "uid 4242"
-    how: str = ""       # how it was found, when inferred
+    owner: str  # for chown: the name, else the uid
+    group: int  # for chown: the primary group
+    label: str  # "kafka (uid 1000)", or "uid 4242"
+    how: str = ""  # how it was found, when inferred
 
 
 def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | Finding:
@@ -451,11 +619,16 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | F
         try:
             pw = pwd.getpwnam(user)
         except KeyError:
-            return Finding(Severity.WARNING, "access", str(d),
-                           f"access could not be checked: --user {user}: no such user on this host",
-                           "unknown: whether the broker's user can read and write these files was not checked",
-                           "give the broker's uid instead (--user UID: `id -u` where the broker runs, or the uid "
-                           "in its container image)", unchecked=True)
+            return Finding(
+                Severity.WARNING,
+                "access",
+                str(d),
+                f"access could not be checked: --user {user}: no such user on this host",
+                "unknown: whether the broker's user can read and write these files was not checked",
+                "give the broker's uid instead (--user UID: `id -u` where the broker runs, or the uid "
+                "in its container image)",
+                unchecked=True,
+            )
         uid = pw.pw_uid
     else:
         uid = int(user) if user is not None else st.st_uid
@@ -465,12 +638,24 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | F
             pw = None
     source = f"--user {user}" if user is not None else f"inferred from the owner of {d}"
     if pw is not None:
-        return BrokerUser(uid, frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid)), pw.pw_name, pw.pw_gid,
-                          f"{pw.pw_name} (uid {uid})", f"; the broker's user {source}" if user is None else "")
+        return BrokerUser(
+            uid,
+            frozenset(os.getgrouplist(pw.pw_name, pw.pw_gid)),
+            pw.pw_name,
+            pw.pw_gid,
+            f"{pw.pw_name} (uid {uid})",
+            f"; the broker's user {source}" if user is None else "",
+        )
     gid = st.st_gid if st.st_uid == uid else None
     groups = f"its group taken as {gid}, the log dir's" if gid is not None else "no group known"
-    return BrokerUser(uid, frozenset({gid} if gid is not None else ()), str(uid), gid if gid is not None else st.st_gid,
-                      f"uid {uid}", f"; uid {uid} has no passwd entry here ({source}; {groups})")
+    return BrokerUser(
+        uid,
+        frozenset({gid} if gid is not None else ()),
+        str(uid),
+        gid if gid is not None else st.st_gid,
+        f"uid {uid}",
+        f"; uid {uid} has no passwd entry here ({source}; {groups})",
+    )
 
 
 def check_access(d: Path, user: str | None) -> list[Finding]:
@@ -482,10 +667,17 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
     except OSError:
         return out
     if vfs.f_flag & os.ST_RDONLY:
-        out.append(Finding(Severity.WARNING, "access", str(d), "on a read-only file system",
-                           "\"Failed to create lock file\" / AccessDeniedException: the log dir is offline",
-                           f"remount it read-write (mount -o remount,rw $(df --output=target {d} | tail -1))",
-                           offline=True))
+        out.append(
+            Finding(
+                Severity.WARNING,
+                "access",
+                str(d),
+                "on a read-only file system",
+                '"Failed to create lock file" / AccessDeniedException: the log dir is offline',
+                f"remount it read-write (mount -o remount,rw $(df --output=target {d} | tail -1))",
+                offline=True,
+            )
+        )
         return out
     st = d.stat()
     who = broker_user(d, st, user)
@@ -513,13 +705,22 @@ def check_access(d: Path, user: str | None) -> list[Finding]:
     if not _can(st, uid, gids, 7):
         bad.insert(0, d)
     if bad:
-        shown = ", ".join(str(p) for p in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
-        out.append(Finding(Severity.WARNING, "access", shown,
-                           f"{len(bad)} file(s) or dir(s) the broker's user {who.label} cannot read and write "
-                           f"(owned by another user, or its mode){who.how}",
-                           "AccessDeniedException while loading (LogSegment.open -> FileRecords.open opens every "
-                           "segment for reading and writing): the log dir is offline",
-                           f"chown -R {who.owner}:{who.group} {d} && chmod -R u+rwX {d}", offline=True))
+        shown = ", ".join(str(p) for p in bad[:5]) + (
+            f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        )
+        out.append(
+            Finding(
+                Severity.WARNING,
+                "access",
+                shown,
+                f"{len(bad)} file(s) or dir(s) the broker's user {who.label} cannot read and write "
+                f"(owned by another user, or its mode){who.how}",
+                "AccessDeniedException while loading (LogSegment.open -> FileRecords.open opens every "
+                "segment for reading and writing): the log dir is offline",
+                f"chown -R {who.owner}:{who.group} {d} && chmod -R u+rwX {d}",
+                offline=True,
+            )
+        )
     return out
 
 
@@ -534,21 +735,46 @@ def check_space(d: Path) -> list[Finding]:
         return []
     need = free.blocks_for(1) * 4
     inodes = 4
-    fix = (f"free space without writing first: kafkalog retain {d} --no-quarantine --dry-run (then without "
-           f"--dry-run), or kafkalog delete-records {d} --topic T --before OFFSET --no-quarantine; "
-           f"kafkalog quarantine prune removes old quarantine folders on this disk")
+    fix = (
+        f"free space without writing first: kafkalog retain {d} --no-quarantine --dry-run (then without "
+        f"--dry-run), or kafkalog delete-records {d} --topic T --before OFFSET --no-quarantine; "
+        f"kafkalog quarantine prune removes old quarantine folders on this disk"
+    )
     if free.bytes < need:
-        return [Finding(Severity.ERROR, "space", str(d), f"{free.bytes} bytes free, the broker needs {need} or more as "
-                        "it starts (checkpoints written anew, the metadata log's appends)",
-                        "\"Error while writing to checkpoint file ...: No space left on device\": \"Exiting Kafka due "
-                        "to fatal exception\"", fix)]
+        return [
+            Finding(
+                Severity.ERROR,
+                "space",
+                str(d),
+                f"{free.bytes} bytes free, the broker needs {need} or more as "
+                "it starts (checkpoints written anew, the metadata log's appends)",
+                '"Error while writing to checkpoint file ...: No space left on device": "Exiting Kafka due '
+                'to fatal exception"',
+                fix,
+            )
+        ]
     if 0 <= free.inodes < inodes:
-        return [Finding(Severity.ERROR, "space", str(d), f"{free.inodes} inodes free, the broker creates about {inodes}",
-                        "\"No space left on device\" creating a checkpoint's temporary file: the broker exits",
-                        fix)]
+        return [
+            Finding(
+                Severity.ERROR,
+                "space",
+                str(d),
+                f"{free.inodes} inodes free, the broker creates about {inodes}",
+                '"No space left on device" creating a checkpoint\'s temporary file: the broker exits',
+                fix,
+            )
+        ]
     if free.full:
-        return [Finding(Severity.WARNING, "space", str(d), f"only {free.bytes} bytes free",
-                        "it starts, and fails its first appends or segment rolls (the log dir goes offline)", fix)]
+        return [
+            Finding(
+                Severity.WARNING,
+                "space",
+                str(d),
+                f"only {free.bytes} bytes free",
+                "it starts, and fails its first appends or segment rolls (the log dir goes offline)",
+                fix,
+            )
+        ]
     return []
 
 
@@ -560,14 +786,24 @@ def check_links(d: Path) -> list[Finding]:
 
     out = []
     for e in sorted(os.scandir(d), key=lambda e: e.name):
-        if parse_partition_dir_name(e.name) is not None and e.is_dir(follow_symlinks=True) and \
-                (found := link_out(d, Path(e.path))) is not None:
-            out.append(Finding(Severity.NOTE, "link", e.path, f"{found.what} to {found.leads_to}, outside the log dir",
-                               "follows it (LogManager.loadLogs keeps what File.isDirectory takes for a dir) and "
-                               "reads, appends to, truncates and deletes the partition's files where it leads",
-                               "nothing to do for the broker; kafkalog's mutating commands (recover, roll, retain, "
-                               "compact, delete-records, move-partition) leave this partition unchanged unless "
-                               "--follow-symlinks"))
+        if (
+            parse_partition_dir_name(e.name) is not None
+            and e.is_dir(follow_symlinks=True)
+            and (found := link_out(d, Path(e.path))) is not None
+        ):
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "link",
+                    e.path,
+                    f"{found.what} to {found.leads_to}, outside the log dir",
+                    "follows it (LogManager.loadLogs keeps what File.isDirectory takes for a dir) and "
+                    "reads, appends to, truncates and deletes the partition's files where it leads",
+                    "nothing to do for the broker; kafkalog's mutating commands (recover, roll, retain, "
+                    "compact, delete-records, move-partition) leave this partition unchanged unless "
+                    "--follow-symlinks",
+                )
+            )
     return out
 
 
@@ -579,50 +815,117 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
         if e.is_dir(follow_symlinks=True):
             parsed = parse_partition_dir_name(e.name)
             if parsed is None:
-                out.append(Finding(Severity.ERROR, "directory", e.path, "not a partition dir",
-                                   f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
-                                   "topic-partition or topic-partition.uniqueId-delete (or -future): the broker exits",
-                                   f"move it out of the log dir (mv {e.path} {d.parent}/), or give log.dirs a "
-                                   "subdirectory of this mount"))
+                out.append(
+                    Finding(
+                        Severity.ERROR,
+                        "directory",
+                        e.path,
+                        "not a partition dir",
+                        f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
+                        "topic-partition or topic-partition.uniqueId-delete (or -future): the broker exits",
+                        f"move it out of the log dir (mv {e.path} {d.parent}/), or give log.dirs a "
+                        "subdirectory of this mount",
+                    )
+                )
             elif parsed.kind is PartitionDirKind.NOT_UTF8:
-                out.append(Finding(Severity.NOTE, "directory", e.path, "a partition dir whose name is not UTF-8",
-                                   "it loads it under a topic name with U+FFFD, which no topic has ([a-zA-Z0-9._-]): "
-                                   "its records are served to nobody", "rename it to the topic's name, or move it out "
-                                   "of the log dir"))
+                out.append(
+                    Finding(
+                        Severity.NOTE,
+                        "directory",
+                        e.path,
+                        "a partition dir whose name is not UTF-8",
+                        "it loads it under a topic name with U+FFFD, which no topic has ([a-zA-Z0-9._-]): "
+                        "its records are served to nobody",
+                        "rename it to the topic's name, or move it out of the log dir",
+                    )
+                )
             elif parsed.kind is PartitionDirKind.DELETE:
-                out.append(Finding(Severity.NOTE, "directory", e.path, "a partition being deleted",
-                                   "deleted after file.delete.delay.ms (\"Deleted log for partition\")", "nothing to do"))
-            elif parsed.kind is PartitionDirKind.FUTURE and (d / str(parsed.topic_partition)).is_dir():
+                out.append(
+                    Finding(
+                        Severity.NOTE,
+                        "directory",
+                        e.path,
+                        "a partition being deleted",
+                        'deleted after file.delete.delay.ms ("Deleted log for partition")',
+                        "nothing to do",
+                    )
+                )
+            elif (
+                parsed.kind is PartitionDirKind.FUTURE
+                and (d / str(parsed.topic_partition)).is_dir()
+            ):
                 current = d / str(parsed.topic_partition)
-                out.append(Finding(Severity.WARNING, "directory", e.path,
-                                   f"a future replica in the same log dir as the current one ({current})",
-                                   f"it promotes the future replica by renaming it over {current.name}: "
-                                   f"\"Error while renaming dir for {current.name}\" (DirectoryNotEmptyException): the "
-                                   "log dir is offline",
-                                   f"keep the current replica and drop the copy being made: mv {e.path} {d.parent}/",
-                                   offline=True))
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        "directory",
+                        e.path,
+                        f"a future replica in the same log dir as the current one ({current})",
+                        f"it promotes the future replica by renaming it over {current.name}: "
+                        f'"Error while renaming dir for {current.name}" (DirectoryNotEmptyException): the '
+                        "log dir is offline",
+                        f"keep the current replica and drop the copy being made: mv {e.path} {d.parent}/",
+                        offline=True,
+                    )
+                )
             elif parsed.kind is PartitionDirKind.FUTURE:
-                out.append(Finding(Severity.NOTE, "directory", e.path, "a replica being moved to this log dir",
-                                   "loaded as the future replica; the move goes on", "nothing to do"))
+                out.append(
+                    Finding(
+                        Severity.NOTE,
+                        "directory",
+                        e.path,
+                        "a replica being moved to this log dir",
+                        "loaded as the future replica; the move goes on",
+                        "nothing to do",
+                    )
+                )
             elif parsed.kind is PartitionDirKind.STRAY and since_3_7:
-                out.append(Finding(Severity.NOTE, "directory", e.path,
-                                   "a stray partition (no longer assigned to this broker, 3.7+)",
-                                   "left alone by the broker", f"once sure it is not needed: rm -r {e.path}"))
+                out.append(
+                    Finding(
+                        Severity.NOTE,
+                        "directory",
+                        e.path,
+                        "a stray partition (no longer assigned to this broker, 3.7+)",
+                        "left alone by the broker",
+                        f"once sure it is not needed: rm -r {e.path}",
+                    )
+                )
             elif parsed.kind is PartitionDirKind.STRAY:
-                out.append(Finding(Severity.ERROR, "directory", e.path,
-                                   "a stray partition dir of a 3.7+ broker, in a log dir of an older one",
-                                   f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
-                                   "topic-partition or topic-partition.uniqueId-delete (if marked for deletion): "
-                                   "a broker before 3.7 exits",
-                                   f"move it out of the log dir (mv {e.path} {d.parent}/), or run a 3.7+ broker"))
+                out.append(
+                    Finding(
+                        Severity.ERROR,
+                        "directory",
+                        e.path,
+                        "a stray partition dir of a 3.7+ broker, in a log dir of an older one",
+                        f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
+                        "topic-partition or topic-partition.uniqueId-delete (if marked for deletion): "
+                        "a broker before 3.7 exits",
+                        f"move it out of the log dir (mv {e.path} {d.parent}/), or run a 3.7+ broker",
+                    )
+                )
         elif e.is_file() and e.name == names.CLEAN_SHUTDOWN_ASIDE:
-            out.append(Finding(Severity.NOTE, "file", e.path, "the clean-shutdown marker, set aside by a kafkalog run "
-                               "that was killed", "ignored: without the marker it recovers the log dir on start",
-                               f"nothing to do; the next kafkalog run on the log dir (kafkalog recover {d}) puts it "
-                               f"back where every partition loads without recovery as with it, else removes it"))
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "file",
+                    e.path,
+                    "the clean-shutdown marker, set aside by a kafkalog run that was killed",
+                    "ignored: without the marker it recovers the log dir on start",
+                    f"nothing to do; the next kafkalog run on the log dir (kafkalog recover {d}) puts it "
+                    f"back where every partition loads without recovery as with it, else removes it",
+                )
+            )
         elif e.is_file() and e.name not in ROOT_FILES and not e.name.endswith(".tmp"):
-            out.append(Finding(Severity.NOTE, "file", e.path, "not a file Kafka keeps in a log dir", "ignored",
-                               "nothing to do (or move it away)"))
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "file",
+                    e.path,
+                    "not a file Kafka keeps in a log dir",
+                    "ignored",
+                    "nothing to do (or move it away)",
+                )
+            )
     return out
 
 
@@ -641,11 +944,16 @@ def check_file_types(d: Path) -> list[Finding]:
     out = []
 
     def finding(path: str, kind: str) -> Finding:
-        return Finding(Severity.ERROR, "file", path, files.not_regular_message(kind),
-                       "the broker cannot read it as a file (a FIFO blocks its read, anything else fails it): "
-                       "the log dir does not load",
-                       f"move it out of the log dir (mv {path} {d.parent}/); kafkalog recover {d} then shows what "
-                       "is missing")
+        return Finding(
+            Severity.ERROR,
+            "file",
+            path,
+            files.not_regular_message(kind),
+            "the broker cannot read it as a file (a FIFO blocks its read, anything else fails it): "
+            "the log dir does not load",
+            f"move it out of the log dir (mv {path} {d.parent}/); kafkalog recover {d} then shows what "
+            "is missing",
+        )
 
     for e in sorted(os.scandir(d), key=lambda e: e.name):
         if e.name in ROOT_FILES and e.name != names.META_PROPERTIES:
@@ -656,10 +964,12 @@ def check_file_types(d: Path) -> list[Finding]:
             try:
                 inner = sorted(os.scandir(e.path), key=lambda f: f.name)
             except OSError:
-                continue            # access: check_access says it
+                continue  # access: check_access says it
             for f in inner:
-                if names.offset_from_name(f.name) is not None or f.name in (names.LEADER_EPOCH_CHECKPOINT,
-                                                                           names.PARTITION_METADATA):
+                if names.offset_from_name(f.name) is not None or f.name in (
+                    names.LEADER_EPOCH_CHECKPOINT,
+                    names.PARTITION_METADATA,
+                ):
                     kind = _not_regular(f.path)
                     if kind is not None:
                         out.append(finding(f.path, kind))
@@ -669,10 +979,16 @@ def check_file_types(d: Path) -> list[Finding]:
 def _unread(err: KafkalogError, unread: list | None) -> bool:
     """Whether `err` is a file kafkalog itself could not open (permission denied to this process,
     not a FIFO in a file's place: that is check_file_types' finding); then it goes to `unread`."""
-    if unread is None or not isinstance(err, InputError) or not err.path or \
-            _not_regular(err.path) not in (None, "a directory"):
+    if (
+        unread is None
+        or not isinstance(err, InputError)
+        or not err.path
+        or _not_regular(err.path) not in (None, "a directory")
+    ):
         return False
-    if isinstance(err, files.MissingFile) or os.access(err.path, os.R_OK | (os.X_OK if os.path.isdir(err.path) else 0)):
+    if isinstance(err, files.MissingFile) or os.access(
+        err.path, os.R_OK | (os.X_OK if os.path.isdir(err.path) else 0)
+    ):
         return False
     unread.append(err)
     return True
@@ -684,17 +1000,24 @@ def check_checkpoints(d: Path, unread: list | None = None) -> list[Finding]:
     \"resetting the recovery checkpoint to 0\", then \"Stopping serving logs in dir\"), as a
     3.3.1 broker showed (tests/commands/test_doctor_cli.py)."""
     out = []
-    recover_all = (f"kafkalog recover {d} --all (recovers every segment, as the broker would from 0, and writes the "
-                   "file anew)")
+    recover_all = (
+        f"kafkalog recover {d} --all (recovers every segment, as the broker would from 0, and writes the "
+        "file anew)"
+    )
     set_aside = "mv {f} {f}.damaged (the broker starts without it: {what} from the log start)"
-    after = {names.RECOVERY_POINT_CHECKPOINT: (", resetting the recovery checkpoint to 0", recover_all),
-             names.LOG_START_OFFSET_CHECKPOINT: (", resetting to the base offset of the first segment", recover_all),
-             names.REPLICATION_CHECKPOINT: ("", set_aside.replace("{what}", "high watermarks")),
-             names.CLEANER_CHECKPOINT: ("", set_aside.replace("{what}", "cleaner offsets"))}
+    after = {
+        names.RECOVERY_POINT_CHECKPOINT: (", resetting the recovery checkpoint to 0", recover_all),
+        names.LOG_START_OFFSET_CHECKPOINT: (
+            ", resetting to the base offset of the first segment",
+            recover_all,
+        ),
+        names.REPLICATION_CHECKPOINT: ("", set_aside.replace("{what}", "high watermarks")),
+        names.CLEANER_CHECKPOINT: ("", set_aside.replace("{what}", "cleaner offsets")),
+    }
     for name, (reset, fix) in after.items():
         f = d / name
         if not f.exists() or _not_regular(f):
-            continue            # a FIFO, a directory: check_file_types says it
+            continue  # a FIFO, a directory: check_file_types says it
         try:
             ckpt.read_offsets_strict(f)
         except KafkalogError as e:
@@ -707,11 +1030,17 @@ def check_checkpoints(d: Path, unread: list | None = None) -> list[Finding]:
 
 
 def _damaged_checkpoint(d: Path, f: Path, name: str, reset: str, fix: str, e: Exception) -> Finding:
-    said = f", \"Error occurred while reading {name} file of directory {d}{reset}\"" if reset else ""
-    return Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {e}",
-                   f"\"Error while reading checkpoint file {f}\" (LogDirFailureChannel){said}, then "
-                   f"\"Stopping serving logs in dir {d}\": the log dir is offline",
-                   fix.format(f=f), offline=True)
+    said = f', "Error occurred while reading {name} file of directory {d}{reset}"' if reset else ""
+    return Finding(
+        Severity.WARNING,
+        "checkpoint",
+        str(f),
+        f"damaged: {e}",
+        f'"Error while reading checkpoint file {f}" (LogDirFailureChannel){said}, then '
+        f'"Stopping serving logs in dir {d}": the log dir is offline',
+        fix.format(f=f),
+        offline=True,
+    )
 
 
 def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
@@ -722,7 +1051,7 @@ def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
             continue
         f = Path(e.path) / names.LEADER_EPOCH_CHECKPOINT
         if _not_regular(f):
-            continue            # check_file_types says it
+            continue  # check_file_types says it
         try:
             raw = files.read_bytes_if_exists(f)
             if raw is None:
@@ -731,16 +1060,29 @@ def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
         except (KafkalogError, ValueError) as err:
             if isinstance(err, KafkalogError) and _unread(err, unread):
                 continue
-            out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"damaged: {err}",
-                               f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir is offline",
-                               f"kafkalog recover {d} (writes the leader epochs of the recovered log) or "
-                               f"mv {f} {f}.damaged", offline=True))
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "checkpoint",
+                    str(f),
+                    f"damaged: {err}",
+                    f"KafkaStorageException: Error while reading checkpoint file {f}: the log dir is offline",
+                    f"kafkalog recover {d} (writes the leader epochs of the recovered log) or "
+                    f"mv {f} {f}.damaged",
+                    offline=True,
+                )
+            )
     return out
 
 
-_KAFKA_NAMES = {"OffsetOverflowError": "LogSegmentOffsetOverflowException", "InvalidOffsetError": "InvalidOffsetException",
-                "CorruptIndexError": "CorruptIndexException", "CorruptRecordError": "CorruptRecordException",
-                "InvalidRecordError": "InvalidRecordException", "CorruptSnapshotError": "CorruptSnapshotException"}
+_KAFKA_NAMES = {
+    "OffsetOverflowError": "LogSegmentOffsetOverflowException",
+    "InvalidOffsetError": "InvalidOffsetException",
+    "CorruptIndexError": "CorruptIndexException",
+    "CorruptRecordError": "CorruptRecordException",
+    "InvalidRecordError": "InvalidRecordException",
+    "CorruptSnapshotError": "CorruptSnapshotException",
+}
 
 
 def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
@@ -752,10 +1094,12 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
 
     out = []
     try:
-        opts = recover.RecoverOptions(now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d)))
+        opts = recover.RecoverOptions(
+            now_ms=0, resolver=ConfigResolver(cluster_metadata=cluster_metadata_configs(d))
+        )
     except InputError as err:
         if err.path and os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path):
-            return []           # a log dir's own file that cannot be read: its check names it
+            return []  # a log dir's own file that cannot be read: its check names it
         if _unread(err, unread):
             return []
         raise
@@ -766,46 +1110,96 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
         try:
             p = recover.plan(d, [Path(e.path)], opts)
         except KafkalogError as err:
-            if isinstance(err, OSError) or getattr(err, "errno", None) in (errno.EACCES, errno.EPERM):
+            if isinstance(err, OSError) or getattr(err, "errno", None) in (
+                errno.EACCES,
+                errno.EPERM,
+            ):
                 continue
-            if isinstance(err, InputError) and err.path and err.path != e.path and (
-                    os.path.dirname(err.path) == str(d) and not os.path.isdir(err.path) or _not_regular(err.path)):
-                continue        # a log dir's own file, or not a regular file: their checks name it once
+            if (
+                isinstance(err, InputError)
+                and err.path
+                and err.path != e.path
+                and (
+                    os.path.dirname(err.path) == str(d)
+                    and not os.path.isdir(err.path)
+                    or _not_regular(err.path)
+                )
+            ):
+                continue  # a log dir's own file, or not a regular file: their checks name it once
             if _unread(err, unread):
                 continue
             kafka = _KAFKA_NAMES.get(type(err).__name__, "KafkaException")
-            out.append(Finding(Severity.ERROR, "segment", err.path or e.path, err.message,
-                               f"{kafka} while loading {e.name}: the broker exits",
-                               f"kafkalog recover {d} --dry-run shows the damage; kafkalog recover {d} --salvage "
-                               "keeps what can be kept (the rest goes to the quarantine)"))
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "segment",
+                    err.path or e.path,
+                    err.message,
+                    f"{kafka} while loading {e.name}: the broker exits",
+                    f"kafkalog recover {d} --dry-run shows the damage; kafkalog recover {d} --salvage "
+                    "keeps what can be kept (the rest goes to the quarantine)",
+                )
+            )
             continue
         except OSError as err:
-            if isinstance(err, PermissionError) and unread is not None:   # to kafkalog itself: not checked
+            if (
+                isinstance(err, PermissionError) and unread is not None
+            ):  # to kafkalog itself: not checked
                 unread.append(InputError("permission denied", path=err.filename or e.path))
-            continue            # the broker's user's access: check_access says it
+            continue  # the broker's user's access: check_access says it
         for kept in p.findings:
             if isinstance(kept, recover.BitRotFinding) and kept.rot is not None:
-                out.append(Finding(Severity.WARNING, "crc", kept.rot.file, kept.rot.what(), kept.rot.who_is_hit(),
-                                   kept.rot.fixes(d)))
-        cuts = [a for a in p.actions if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX
-                and a.bytes_removed]
-        gone = [a for a in p.actions if a.kind.value == "delete" and a.path.suffix == names.LOG_SUFFIX
-                and "replaced by" not in a.reason]    # a swap's old segment is data kept, not lost
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        "crc",
+                        kept.rot.file,
+                        kept.rot.what(),
+                        kept.rot.who_is_hit(),
+                        kept.rot.fixes(d),
+                    )
+                )
+        cuts = [
+            a
+            for a in p.actions
+            if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX and a.bytes_removed
+        ]
+        gone = [
+            a
+            for a in p.actions
+            if a.kind.value == "delete"
+            and a.path.suffix == names.LOG_SUFFIX
+            and "replaced by" not in a.reason
+        ]  # a swap's old segment is data kept, not lost
         if cuts or gone:
             lost = sum(a.bytes_removed or 0 for a in cuts)
-            out.append(Finding(Severity.WARNING, "segment", e.path,
-                               f"a damaged segment: {lost} bytes after the last valid batch"
-                               + (f", {len(gone)} later segment(s)" if gone else ""),
-                               "\"Found invalid messages in log segment\": it truncates the log there and drops what "
-                               "follows, then starts",
-                               f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
-                               f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it"))
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "segment",
+                    e.path,
+                    f"a damaged segment: {lost} bytes after the last valid batch"
+                    + (f", {len(gone)} later segment(s)" if gone else ""),
+                    '"Found invalid messages in log segment": it truncates the log there and drops what '
+                    "follows, then starts",
+                    f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
+                    f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it",
+                )
+            )
         for f in p.findings:
             if isinstance(f, recover.IndexFaultFinding) and f.path is not None:
                 what = f.message.removesuffix("; recovering it")
-                out.append(Finding(Severity.WARNING, "index", f.path, f"a corrupt offset index: {what}",
-                                   "it loads the segment without recovering it (.kafka_cleanshutdown) and serves "
-                                   "from the log end the index gives", f"kafkalog recover {d} rebuilds the index"))
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        "index",
+                        f.path,
+                        f"a corrupt offset index: {what}",
+                        "it loads the segment without recovering it (.kafka_cleanshutdown) and serves "
+                        "from the log end the index gives",
+                        f"kafkalog recover {d} rebuilds the index",
+                    )
+                )
     return out
 
 
@@ -822,8 +1216,9 @@ def _node_id(metas: dict) -> int | None:
     return None
 
 
-def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | None,
-                      unread: list | None = None) -> list[Finding]:
+def check_assignments(
+    log_dirs: list[Path], metadata_dir: Path, node_id: int | None, unread: list | None = None
+) -> list[Finding]:
     """Partitions the metadata (the image at the end of __cluster_metadata-0) no longer assigns to
     this broker, by LogManager.isStrayKraftReplica (3.7+): no topic id in partition.metadata, a
     topic id the image does not hold (deleted, or recreated under a new id), or replicas without
@@ -831,12 +1226,14 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
     keeps it loaded without serving it. Nothing is checked without a metadata log or a node id."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
-    if node_id is None or node_id < 0 or not (metadata_dir / METADATA_DIR).is_dir():   # < 0: never a KRaft node
+    if (
+        node_id is None or node_id < 0 or not (metadata_dir / METADATA_DIR).is_dir()
+    ):  # < 0: never a KRaft node
         return []
     try:
         image = read_metadata_image(metadata_dir).image
     except KafkalogError:
-        return []           # the metadata checks say what is wrong with it
+        return []  # the metadata checks say what is wrong with it
     if not image.topics:
         return []
     by_id = {t.id: t for t in image.topics.values()}
@@ -846,20 +1243,27 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
             continue
         for e in _partition_dirs(d):
             parsed = parse_partition_dir_name(e.name)
-            if parsed is None:              # _partition_dirs keeps only the names that parse
+            if parsed is None:  # _partition_dirs keeps only the names that parse
                 continue
             tp = parsed.topic_partition
             f = Path(e.path) / "partition.metadata"
             try:
                 raw = files.read_bytes_if_exists(f)
-            except KafkalogError as err:    # a FIFO: PartitionMetadataFile.read fails
+            except KafkalogError as err:  # a FIFO: PartitionMetadataFile.read fails
                 if _unread(err, unread):
                     continue
-                out.append(Finding(Severity.WARNING, "checkpoint", str(f), f"cannot be read: {err.message}",
-                                   f"KafkaStorageException: Error while reading partition metadata file {f}: "
-                                   "the log dir is offline",
-                                   f"mv {f} {f}.unreadable (the broker writes it again from the metadata)",
-                                   offline=True))
+                out.append(
+                    Finding(
+                        Severity.WARNING,
+                        "checkpoint",
+                        str(f),
+                        f"cannot be read: {err.message}",
+                        f"KafkaStorageException: Error while reading partition metadata file {f}: "
+                        "the log dir is offline",
+                        f"mv {f} {f}.unreadable (the broker writes it again from the metadata)",
+                        offline=True,
+                    )
+                )
                 continue
             try:
                 topic_id = parse_properties(raw).get("topic_id") if raw is not None else None
@@ -877,10 +1281,16 @@ def check_assignments(log_dirs: list[Path], metadata_dir: Path, node_id: int | N
                 why = f"its replicas are {part.replicas}, without this broker (node {node_id})"
             else:
                 continue
-            out.append(Finding(
-                Severity.NOTE, "assignment", e.path, f"not assigned to this broker by the metadata: {why}",
-                "a 3.7+ broker renames it to a -stray dir on start (\"Found stray log dir\") and keeps it; an older "
-                "one leaves it in the log dir",
-                f"once sure its data is not needed (compare it with the replicas that hold it: kafkalog "
-                f"compare-replicas), move it out of the log dir: mv {e.path} {d.parent}/"))
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "assignment",
+                    e.path,
+                    f"not assigned to this broker by the metadata: {why}",
+                    'a 3.7+ broker renames it to a -stray dir on start ("Found stray log dir") and keeps it; an older '
+                    "one leaves it in the log dir",
+                    f"once sure its data is not needed (compare it with the replicas that hold it: kafkalog "
+                    f"compare-replicas), move it out of the log dir: mv {e.path} {d.parent}/",
+                )
+            )
     return out

@@ -8,6 +8,7 @@ it into [logStartOffset, logEndOffset]. So a partition without an entry starts w
 watermark at its log start offset: nothing above it is replicated as far as the files show,
 and neither retention nor the cleaner may go past it.
 """
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -16,7 +17,9 @@ if TYPE_CHECKING:
     from kafkalog_cli.storage.partition import Partition
 
 
-def high_watermark_at_load(checkpointed: int | None, log_start_offset: int, log_end_offset: int | None = None) -> int:
+def high_watermark_at_load(
+    checkpointed: int | None, log_start_offset: int, log_end_offset: int | None = None
+) -> int:
     """The checkpoint's entry (None: no entry, or no file), clamped into [log start, log end].
     `log_end_offset` None: no upper clamp (for callers that only compare it with offsets at most
     the log end offset, where the clamp changes nothing)."""
@@ -28,7 +31,11 @@ def checkpointed_high_watermark(part: Partition) -> int | None:
     """The high watermark the broker loads `part` with, as describe, get-offsets and transactions
     tell it: its replication-offset-checkpoint entry clamped into [log start, log end]
     (UnifiedLog.updateHighWatermark); None when it has no entry or no segment."""
-    checkpointed, start, leo = part.checkpoints.high_watermark, part.log_start_offset, part.log_end_offset
-    if checkpointed is None or start is None or leo is None:     # start is None only where leo is
+    checkpointed, start, leo = (
+        part.checkpoints.high_watermark,
+        part.log_start_offset,
+        part.log_end_offset,
+    )
+    if checkpointed is None or start is None or leo is None:  # start is None only where leo is
         return None
     return high_watermark_at_load(checkpointed, start, leo)

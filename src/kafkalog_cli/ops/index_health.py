@@ -7,6 +7,7 @@ the broker recovers (no .kafka_cleanshutdown, from the recovery point's segment 
 indexes rebuilt, so the zeros are only a note; in any other segment the broker keeps them as
 they are (OffsetIndex counts every slot of the file: lookups and the largest timestamp go wrong)
 and they are a problem, fixed by `kafkalog recover --repair`. The same rule as recover's."""
+
 from __future__ import annotations
 
 import os
@@ -24,10 +25,10 @@ _ENTRY = {names.INDEX_SUFFIX: 8, names.TIME_INDEX_SUFFIX: 12}
 @dataclass(frozen=True)
 class ZeroFilledIndex:
     path: str
-    position: int            # the first zero slot
-    entries: int             # real entries before it
+    position: int  # the first zero slot
+    entries: int  # real entries before it
     zero_slots: int
-    rebuilt_on_load: bool    # the broker recovers the segment on its next start
+    rebuilt_on_load: bool  # the broker recovers the segment on its next start
 
     @property
     def problem(self) -> bool:
@@ -36,16 +37,27 @@ class ZeroFilledIndex:
     def message(self) -> str:
         what = f"{self.zero_slots} zero-filled slot(s) after its {self.entries} entries"
         if self.rebuilt_on_load:
-            return (f"{what}: the broker recovers this segment on its next start and rebuilds the index "
-                    f"(a crash leaves preallocated indexes so)")
-        return (f"{what}: the broker does not recover this segment on load (.kafka_cleanshutdown, or below the "
-                f"recovery point) and keeps them, so its lookups in this index go wrong; "
-                f"`kafkalog recover --repair` rebuilds it")
+            return (
+                f"{what}: the broker recovers this segment on its next start and rebuilds the index "
+                f"(a crash leaves preallocated indexes so)"
+            )
+        return (
+            f"{what}: the broker does not recover this segment on load (.kafka_cleanshutdown, or below the "
+            f"recovery point) and keeps them, so its lookups in this index go wrong; "
+            f"`kafkalog recover --repair` rebuilds it"
+        )
 
     def to_dict(self) -> dict:
-        return {"kind": "problem" if self.problem else "note", "problem": "index_zero_filled", "file": self.path,
-                "position": self.position, "entries": self.entries, "zero_slots": self.zero_slots,
-                "rebuilt_on_load": self.rebuilt_on_load, "message": self.message()}
+        return {
+            "kind": "problem" if self.problem else "note",
+            "problem": "index_zero_filled",
+            "file": self.path,
+            "position": self.position,
+            "entries": self.entries,
+            "zero_slots": self.zero_slots,
+            "rebuilt_on_load": self.rebuilt_on_load,
+            "message": self.message(),
+        }
 
 
 def recovered_on_load(part: Partition) -> set[int]:
@@ -76,7 +88,11 @@ def zero_filled_indexes(part: Partition) -> list[ZeroFilledIndex]:
             entries = len(s.mapped_index_entries(suffix))
             slots = zero_slots(length, entries, size)
             if slots > 0:
-                out.append(ZeroFilledIndex(str(path), entries * size, entries, slots, s.base_offset in rebuilt))
+                out.append(
+                    ZeroFilledIndex(
+                        str(path), entries * size, entries, slots, s.base_offset in rebuilt
+                    )
+                )
     return out
 
 
@@ -85,5 +101,9 @@ def zero_filled_in_dir(directory: Path) -> list[ZeroFilledIndex]:
     as a broker starting afresh reads a damaged one): what verify-crc and dump-index report."""
     part = Partition.open(directory)
     if part.topic_partition is not None:
-        part.checkpoints = LogDir(Path(directory).parent).checkpoints(strict=False).for_partition(part.topic_partition)
+        part.checkpoints = (
+            LogDir(Path(directory).parent)
+            .checkpoints(strict=False)
+            .for_partition(part.topic_partition)
+        )
     return zero_filled_indexes(part)

@@ -17,6 +17,7 @@ checks (ops.doctor), each rule from config.versions, where it cites Kafka's clas
 
 Reading only; no finding for a version before the rule's.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -45,7 +46,7 @@ REMOVED_IN_4_0 = {
     "zookeeper.metadata.migration.enable": "the ZooKeeper migration is over in 4.0 (KIP-866)",
     "log.message.format.version": "message formats v0 and v1 are not written any more (KIP-724)",
     "log.message.timestamp.difference.max.ms": "replaced by log.message.timestamp.before.max.ms and "
-                                               "log.message.timestamp.after.max.ms (KIP-937)",
+    "log.message.timestamp.after.max.ms (KIP-937)",
 }
 
 
@@ -53,8 +54,12 @@ def latest_metadata_version(version: KafkaVersion) -> int:
     """The highest metadata.version feature level `version` knows (MetadataVersion.latestTesting)."""
     if version in LATEST_METADATA_VERSION:
         return LATEST_METADATA_VERSION[version]
-    levels = [n for n in range(1, 64) if (r := metadata_version_release(n)) is not None
-              and KafkaVersion.parse(r.split("-")[0]) <= version]
+    levels = [
+        n
+        for n in range(1, 64)
+        if (r := metadata_version_release(n)) is not None
+        and KafkaVersion.parse(r.split("-")[0]) <= version
+    ]
     return max(levels)
 
 
@@ -64,8 +69,9 @@ def minimum_metadata_version(version: KafkaVersion) -> int:
     return MINIMUM_METADATA_VERSION_4X if METADATA_VERSION_FLOOR.applies(version) else 1
 
 
-def check_startup(version: KafkaVersion, log_dirs: list[Path], metas: dict, config, metadata_dir: Path,
-                  finding) -> list:
+def check_startup(
+    version: KafkaVersion, log_dirs: list[Path], metas: dict, config, metadata_dir: Path, finding
+) -> list:
     """The findings of `version`'s start-up rules; `finding(severity, check, path, problem, broker,
     fix)` builds ops.doctor's Finding (this module stays free of its types)."""
     out = []
@@ -73,7 +79,9 @@ def check_startup(version: KafkaVersion, log_dirs: list[Path], metas: dict, conf
     kraft_dir = any((d / METADATA_DIR).is_dir() for d in log_dirs)
     if KRAFT_ONLY.applies(version):
         refused = _kraft_only(version, log_dirs, metas, config, props, kraft_dir, finding)
-        out += refused or _removed_configs(version, config, props, finding)    # refused: it never reads them
+        out += refused or _removed_configs(
+            version, config, props, finding
+        )  # refused: it never reads them
     out += _metadata_versions(version, metadata_dir, finding)
     if DIRECTORY_ID_ENSEMBLE.applies(version):
         out += _directory_ids(version, metas, finding)
@@ -86,42 +94,70 @@ def _server_properties(path: str | None) -> dict:
     try:
         return parse_properties(files.read_bytes(Path(path)), path=path)
     except KafkalogError:
-        return {}       # ops.doctor's BrokerConfig.read said what is wrong with it
+        return {}  # ops.doctor's BrokerConfig.read said what is wrong with it
 
 
 def _kraft_only(version, log_dirs, metas, config, props, kraft_dir, finding) -> list:
-    migrate = ("migrate the cluster to KRaft on Kafka 3.9 first (KIP-866: kafka-storage format of the controllers, "
-               "zookeeper.metadata.migration.enable), then upgrade to " + str(version))
+    migrate = (
+        "migrate the cluster to KRaft on Kafka 3.9 first (KIP-866: kafka-storage format of the controllers, "
+        "zookeeper.metadata.migration.enable), then upgrade to " + str(version)
+    )
     if config.path is not None:
         if (props.get("process.roles") or "").strip():
             return []
         zk = "zookeeper.connect" in props
-        return [finding("error", "server.properties", config.path,
-                        ("a ZooKeeper-mode configuration (zookeeper.connect, no process.roles)" if zk else
-                         "no process.roles"),
-                        f"Kafka {version} runs KRaft only: ConfigException: Missing required configuration "
-                        f"\"process.roles\" which has no default value. (KRaftConfigs; {KRAFT_ONLY.where})",
-                        migrate if zk else "set process.roles (broker, controller or both) and the controller.quorum.* "
-                                           "settings of the cluster's controllers")]
-    v0 = [d for d, m in metas.items() if isinstance(m, dict) and m.get("version", "0").strip() == "0"]
+        return [
+            finding(
+                "error",
+                "server.properties",
+                config.path,
+                (
+                    "a ZooKeeper-mode configuration (zookeeper.connect, no process.roles)"
+                    if zk
+                    else "no process.roles"
+                ),
+                f"Kafka {version} runs KRaft only: ConfigException: Missing required configuration "
+                f'"process.roles" which has no default value. (KRaftConfigs; {KRAFT_ONLY.where})',
+                migrate
+                if zk
+                else "set process.roles (broker, controller or both) and the controller.quorum.* "
+                "settings of the cluster's controllers",
+            )
+        ]
+    v0 = [
+        d for d, m in metas.items() if isinstance(m, dict) and m.get("version", "0").strip() == "0"
+    ]
     if kraft_dir or not v0 or len(v0) != len([m for m in metas.values() if isinstance(m, dict)]):
         return []
-    return [finding("error", "meta.properties", ", ".join(str(d / names.META_PROPERTIES) for d in v0),
-                    "a ZooKeeper-mode log dir: version 0 meta.properties and no KRaft metadata log "
-                    f"({METADATA_DIR}) in any log dir",
-                    f"Kafka {version} runs KRaft only ({KRAFT_ONLY.where}): only a ZooKeeper-mode broker loads these "
-                    "log dirs as they are",
-                    migrate + "; or check them with --server-properties if a KRaft configuration exists")]
+    return [
+        finding(
+            "error",
+            "meta.properties",
+            ", ".join(str(d / names.META_PROPERTIES) for d in v0),
+            "a ZooKeeper-mode log dir: version 0 meta.properties and no KRaft metadata log "
+            f"({METADATA_DIR}) in any log dir",
+            f"Kafka {version} runs KRaft only ({KRAFT_ONLY.where}): only a ZooKeeper-mode broker loads these "
+            "log dirs as they are",
+            migrate + "; or check them with --server-properties if a KRaft configuration exists",
+        )
+    ]
 
 
 def _removed_configs(version, config, props, finding) -> list:
     out = []
     for key, why in REMOVED_IN_4_0.items():
         if key in props:
-            out.append(finding("note", "server.properties", config.path, f"{key} is set: {why}",
-                               f"Kafka {version} does not know it: it logs it as unused and ignores it "
-                               f"({REMOVED_BROKER_CONFIGS.where})",
-                               f"remove {key} from {config.path}"))
+            out.append(
+                finding(
+                    "note",
+                    "server.properties",
+                    config.path,
+                    f"{key} is set: {why}",
+                    f"Kafka {version} does not know it: it logs it as unused and ignores it "
+                    f"({REMOVED_BROKER_CONFIGS.where})",
+                    f"remove {key} from {config.path}",
+                )
+            )
     return out
 
 
@@ -132,30 +168,51 @@ def _metadata_versions(version, metadata_dir: Path, finding) -> list:
     low, high = minimum_metadata_version(version), latest_metadata_version(version)
     levels = []
     try:
-        levels.append((bootstrap_metadata_version(metadata_dir), metadata_dir / "bootstrap.checkpoint",
-                       "BootstrapDirectory.read -> BootstrapMetadata.metadataVersion"))
+        levels.append(
+            (
+                bootstrap_metadata_version(metadata_dir),
+                metadata_dir / "bootstrap.checkpoint",
+                "BootstrapDirectory.read -> BootstrapMetadata.metadataVersion",
+            )
+        )
     except KafkalogError:
-        pass                # unreadable: ops.doctor's own checks
+        pass  # unreadable: ops.doctor's own checks
     meta = read_cluster_metadata(metadata_dir)
     if meta.state in (MetadataState.READ, MetadataState.DAMAGED):
-        levels.append((meta.metadata_version, metadata_dir / METADATA_DIR,
-                       "the metadata log's FeatureLevelRecord, replayed (FeatureControlManager.replay)"))
+        levels.append(
+            (
+                meta.metadata_version,
+                metadata_dir / METADATA_DIR,
+                "the metadata log's FeatureLevelRecord, replayed (FeatureControlManager.replay)",
+            )
+        )
     out = []
     for level, path, where in levels:
         if level is None or low <= level <= high:
             continue
         release = metadata_version_release(level) or "newer than 4.2"
         floor = level < low
-        out.append(finding(
-            "error", "metadata.version", str(path),
-            f"metadata.version feature level {level} ({release}) is "
-            + (f"below {metadata_version_release(low)}, the oldest Kafka {version} reads" if floor else
-               f"newer than Kafka {version} knows ({metadata_version_release(high)} is its newest)"),
-            f"IllegalArgumentException: No MetadataVersion with feature level {level}. Valid feature levels are "
-            f"from {low} to {high}. ({where}; MetadataVersion.fromFeatureLevel): the broker exits",
-            ("upgrade metadata.version to at least 3.3-IV3 on the 3.x cluster first (kafka-features.sh upgrade "
-             "--metadata 3.3 or later, the 4.0 upgrade notes), then upgrade the brokers" if floor else
-             f"start a Kafka release that knows {release} (the one that wrote the log dir, or newer)")))
+        out.append(
+            finding(
+                "error",
+                "metadata.version",
+                str(path),
+                f"metadata.version feature level {level} ({release}) is "
+                + (
+                    f"below {metadata_version_release(low)}, the oldest Kafka {version} reads"
+                    if floor
+                    else f"newer than Kafka {version} knows ({metadata_version_release(high)} is its newest)"
+                ),
+                f"IllegalArgumentException: No MetadataVersion with feature level {level}. Valid feature levels are "
+                f"from {low} to {high}. ({where}; MetadataVersion.fromFeatureLevel): the broker exits",
+                (
+                    "upgrade metadata.version to at least 3.3-IV3 on the 3.x cluster first (kafka-features.sh upgrade "
+                    "--metadata 3.3 or later, the 4.0 upgrade notes), then upgrade the brokers"
+                    if floor
+                    else f"start a Kafka release that knows {release} (the one that wrote the log dir, or newer)"
+                ),
+            )
+        )
     return out
 
 
@@ -173,17 +230,32 @@ def _directory_ids(version, metas: dict, finding) -> list:
         directory_id = m.get("directory.id")
         path = str(d / names.META_PROPERTIES)
         if directory_id is None:
-            out.append(finding("note", "meta.properties", path, "no directory.id",
-                               f"Kafka {version} writes a new random one at start (MetaPropertiesEnsemble.Copier."
-                               "generateValidDirectoryId)", "nothing to do"))
+            out.append(
+                finding(
+                    "note",
+                    "meta.properties",
+                    path,
+                    "no directory.id",
+                    f"Kafka {version} writes a new random one at start (MetaPropertiesEnsemble.Copier."
+                    "generateValidDirectoryId)",
+                    "nothing to do",
+                )
+            )
             continue
         try:
             reserved = _reserved(directory_id)
         except ValueError:
-            continue        # not a Uuid: ops.doctor's meta.properties check says it
+            continue  # not a Uuid: ops.doctor's meta.properties check says it
         if reserved:
-            out.append(finding("error", "meta.properties", path, f"directory.id {directory_id} is a reserved id",
-                               f"RuntimeException: Invalid resrved directory ID {directory_id} found in {d} "
-                               f"({DIRECTORY_ID_ENSEMBLE.where}): the broker exits",
-                               f"remove directory.id from {path}: the broker writes a new one at start"))
+            out.append(
+                finding(
+                    "error",
+                    "meta.properties",
+                    path,
+                    f"directory.id {directory_id} is a reserved id",
+                    f"RuntimeException: Invalid resrved directory ID {directory_id} found in {d} "
+                    f"({DIRECTORY_ID_ENSEMBLE.where}): the broker exits",
+                    f"remove directory.id from {path}: the broker writes a new one at start",
+                )
+            )
     return out

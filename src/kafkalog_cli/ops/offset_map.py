@@ -14,13 +14,14 @@ aside, the map is an exact key -> last offset mapping. So:
   `slots * 24` bytes, and the map continues there. Peak memory is therefore at most about twice
   the dedupe buffer (during the move), whatever the number or size of the keys.
 """
+
 from __future__ import annotations
 
 import hashlib
 import struct
 from collections.abc import Iterable, Sequence
 
-SLOT_SIZE = 24                 # MD5 16 B + offset int64
+SLOT_SIZE = 24  # MD5 16 B + offset int64
 HASH_SIZE = 16
 DEFAULT_DEDUPE_BUFFER = 128 * 1024 * 1024
 DEFAULT_LOAD_FACTOR = 0.9
@@ -84,13 +85,17 @@ class _SlotTable:
 class OffsetMap:
     """key -> last offset, with Kafka's capacity and `latestOffset`."""
 
-    def __init__(self, memory: int = DEFAULT_DEDUPE_BUFFER, load_factor: float = DEFAULT_LOAD_FACTOR):
+    def __init__(
+        self, memory: int = DEFAULT_DEDUPE_BUFFER, load_factor: float = DEFAULT_LOAD_FACTOR
+    ):
         self.memory = memory
         self.slots = memory // SLOT_SIZE
-        self.capacity = int(self.slots * load_factor)     # Kafka: (map.slots * loadFactor).toInt
-        if not self.slots * load_factor > 1:     # Cleaner's require(...): else no round progresses
-            raise ValueError(f"--dedupe-buffer-size {memory} holds no key (at least "
-                             f"{int(2 / load_factor) * SLOT_SIZE} bytes are needed)")
+        self.capacity = int(self.slots * load_factor)  # Kafka: (map.slots * loadFactor).toInt
+        if not self.slots * load_factor > 1:  # Cleaner's require(...): else no round progresses
+            raise ValueError(
+                f"--dedupe-buffer-size {memory} holds no key (at least "
+                f"{int(2 / load_factor) * SLOT_SIZE} bytes are needed)"
+            )
         self.latest_offset = -1
         self._dict: dict[bytes, int] | None = {}
         self._dict_bytes = 0
@@ -147,7 +152,7 @@ class OffsetMap:
         n = len(keys)
         if d is not None and len(d) + n <= self.capacity:
             before = len(d)
-            d.update(zip(keys, offsets))        # later offsets win, as put in order
+            d.update(zip(keys, offsets))  # later offsets win, as put in order
             if n:
                 self.latest_offset = offsets[-1]
             added = len(d) - before

@@ -5,6 +5,7 @@ Plan. `apply(plan, fsops)` carries it out through fsops only, action by action, 
 given: the op that built the plan is responsible for an order that is crash safe (Kafka's own
 protocol: new files before renames, later segments deleted before a truncation, checkpoints last).
 """
+
 from __future__ import annotations
 
 import enum
@@ -21,20 +22,26 @@ from kafkalog_cli.storage.space import FreeSpace, QuarantinePlace, Space, alloca
 
 
 class ActionKind(str, enum.Enum):
-    DELETE = "delete"                      # a file leaves the log dir (into the quarantine)
-    RENAME = "rename"                      # Kafka's suffix protocol (.swap -> final, ...)
-    TRUNCATE = "truncate"                  # cut a file at a byte; the cut bytes are quarantined
-    REBUILD_INDEX = "rebuild_index"        # .index / .timeindex / .txnindex written anew
-    WRITE_SNAPSHOT = "write_snapshot"      # a producer snapshot
-    UPDATE_CHECKPOINT = "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
-    CREATE_SEGMENT_FILE = "create_segment"   # a new segment's .log / .index / .timeindex
-    REWRITE_SEGMENT = "rewrite_segment"    # --salvage: kept byte ranges copied to .cleaned, swapped in
-    MAKE_DIR = "make_dir"                  # a new directory (move-partition's -future dir)
-    COPY_FILE = "copy_file"                # a whole file copied to a new one (source -> path)
-    RENAME_DIR = "rename_dir"              # Kafka's dir suffixes: -future -> live, live -> -delete
-    REMOVE_DIR = "remove_dir"              # a stale staging dir of kafkalog's own, outside the log dir
-    REMOVE_EMPTY_DIR = "remove_empty_dir"  # kafkalog's own staging dir once empty (left when not empty)
-    SPLIT_SEGMENT = "split_segment"        # an overflowed segment split as the broker splits it
+    DELETE = "delete"  # a file leaves the log dir (into the quarantine)
+    RENAME = "rename"  # Kafka's suffix protocol (.swap -> final, ...)
+    TRUNCATE = "truncate"  # cut a file at a byte; the cut bytes are quarantined
+    REBUILD_INDEX = "rebuild_index"  # .index / .timeindex / .txnindex written anew
+    WRITE_SNAPSHOT = "write_snapshot"  # a producer snapshot
+    UPDATE_CHECKPOINT = (
+        "update_checkpoint"  # recovery-point-offset-checkpoint, leader-epoch-checkpoint
+    )
+    CREATE_SEGMENT_FILE = "create_segment"  # a new segment's .log / .index / .timeindex
+    REWRITE_SEGMENT = (
+        "rewrite_segment"  # --salvage: kept byte ranges copied to .cleaned, swapped in
+    )
+    MAKE_DIR = "make_dir"  # a new directory (move-partition's -future dir)
+    COPY_FILE = "copy_file"  # a whole file copied to a new one (source -> path)
+    RENAME_DIR = "rename_dir"  # Kafka's dir suffixes: -future -> live, live -> -delete
+    REMOVE_DIR = "remove_dir"  # a stale staging dir of kafkalog's own, outside the log dir
+    REMOVE_EMPTY_DIR = (
+        "remove_empty_dir"  # kafkalog's own staging dir once empty (left when not empty)
+    )
+    SPLIT_SEGMENT = "split_segment"  # an overflowed segment split as the broker splits it
 
 
 @dataclass
@@ -43,17 +50,17 @@ class Action:
     path: Path
     reason: str
     partition: str | None = None
-    target: Path | None = None             # rename target
-    at: int | None = None                  # truncate: new size
+    target: Path | None = None  # rename target
+    at: int | None = None  # truncate: new size
     bytes_removed: int | None = None
-    offsets_removed: tuple[int, int] | None = None   # first..last offset removed (inclusive)
-    data: bytes | None = None              # new content (written atomically)
-    preallocate: int | None = None         # extend the new file with zeros to this length
+    offsets_removed: tuple[int, int] | None = None  # first..last offset removed (inclusive)
+    data: bytes | None = None  # new content (written atomically)
+    preallocate: int | None = None  # extend the new file with zeros to this length
     keep_mtime: bool = False
-    ranges: list[tuple[int, int]] | None = None      # rewrite_segment: kept [start, end) ranges
-    source: Path | None = None             # rewrite_segment: the file the ranges are read from
-    pieces: list | None = None             # split_segment: storage.overflow.SplitSegment, in file order
-    size: int | None = None                # copy_file: the bytes copied
+    ranges: list[tuple[int, int]] | None = None  # rewrite_segment: kept [start, end) ranges
+    source: Path | None = None  # rewrite_segment: the file the ranges are read from
+    pieces: list | None = None  # split_segment: storage.overflow.SplitSegment, in file order
+    size: int | None = None  # copy_file: the bytes copied
 
     def to_dict(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
@@ -74,7 +81,9 @@ class Action:
         if self.ranges is not None:
             out["kept_ranges"] = [list(r) for r in self.ranges]
         if self.pieces is not None:
-            out["split_into"] = [{"base_offset": s.base_offset, "bytes": s.size} for s in self.pieces]
+            out["split_into"] = [
+                {"base_offset": s.base_offset, "bytes": s.size} for s in self.pieces
+            ]
         return out
 
 
@@ -102,14 +111,16 @@ class Plan:
     log_dir: Path
     actions: list[Action] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    partitions: dict[str, dict] = field(default_factory=dict)   # per-partition summary
+    partitions: dict[str, dict] = field(default_factory=dict)  # per-partition summary
 
     def add(self, action: Action) -> Action:
         self.actions.append(action)
         return action
 
     def note(self, partition: str, message: str, path=None, position=None) -> None:
-        self.findings.append(Finding(partition, message, None if path is None else str(path), position))
+        self.findings.append(
+            Finding(partition, message, None if path is None else str(path), position)
+        )
 
     @property
     def empty(self) -> bool:
@@ -121,10 +132,13 @@ class Plan:
         return bool(self.actions)
 
     def to_dict(self) -> dict:
-        return {"op": self.op, "log_dir": str(self.log_dir),
-                "partitions": self.partitions,
-                "findings": [f.to_dict() for f in self.findings],
-                "actions": [a.to_dict() for a in self.actions]}
+        return {
+            "op": self.op,
+            "log_dir": str(self.log_dir),
+            "partitions": self.partitions,
+            "findings": [f.to_dict() for f in self.findings],
+            "actions": [a.to_dict() for a in self.actions],
+        }
 
 
 def delete_interrupted_writes(p: Plan, log_dir: Path) -> None:
@@ -142,11 +156,17 @@ def bytes_before_freeing(actions: list[Action]) -> int:
     frees next to nothing."""
     need = 0
     for a in actions:
-        if a.kind is ActionKind.TRUNCATE or (a.kind is ActionKind.DELETE and not a.path.name.endswith(TMP_SUFFIX)):
+        if a.kind is ActionKind.TRUNCATE or (
+            a.kind is ActionKind.DELETE and not a.path.name.endswith(TMP_SUFFIX)
+        ):
             break
         if a.kind in (ActionKind.RENAME,):
             continue
-        need += max(len(a.data or b""), a.preallocate or 0) if a.kind is not ActionKind.REWRITE_SEGMENT else 1
+        need += (
+            max(len(a.data or b""), a.preallocate or 0)
+            if a.kind is not ActionKind.REWRITE_SEGMENT
+            else 1
+        )
     return need
 
 
@@ -164,18 +184,29 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
     needs_blocks = bytes_before_freeing(plan.actions) > 0
     for d in sorted({_existing(a.path.parent) for a in plan.actions}):
         # a directory that only loses files or has them renamed (move-partition's source) takes no block
-        fills = any(takes_blocks(a) or a.kind in (ActionKind.COPY_FILE, ActionKind.MAKE_DIR)
-                    for a in plan.actions if _existing(a.path.parent) == d)
+        fills = any(
+            takes_blocks(a) or a.kind in (ActionKind.COPY_FILE, ActionKind.MAKE_DIR)
+            for a in plan.actions
+            if _existing(a.path.parent) == d
+        )
         fsops.check_writable(d, needs_blocks=needs_blocks and fills)
     q = fsops.quarantine
-    if q is not None and q.folder is not None and any(
-            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT) for a in plan.actions):
+    if (
+        q is not None
+        and q.folder is not None
+        and any(
+            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE, ActionKind.REWRITE_SEGMENT)
+            for a in plan.actions
+        )
+    ):
         try:
             fsops.prepare_quarantine()
         except WriteError as e:
             if "no space left" in e.message and not fsops._moves_by_copy():
-                e.message += (": the quarantine is on the log dir's file system, where keeping a file frees "
-                              "nothing; give --quarantine DIR on another file system, or --no-quarantine")
+                e.message += (
+                    ": the quarantine is on the log dir's file system, where keeping a file frees "
+                    "nothing; give --quarantine DIR on another file system, or --no-quarantine"
+                )
             raise
         need = sum(a.bytes_removed or 0 for a in plan.actions if a.kind == ActionKind.TRUNCATE)
         try:
@@ -183,8 +214,11 @@ def preflight(plan: Plan, fsops: FsOps) -> None:
         except OSError:
             free = None
         if free is not None and need > free:
-            raise WriteError(f"cannot write to the quarantine: no space left on device "
-                             f"({need} bytes needed, {free} free)", path=str(q.folder))
+            raise WriteError(
+                f"cannot write to the quarantine: no space left on device "
+                f"({need} bytes needed, {free} free)",
+                path=str(q.folder),
+            )
 
 
 def _existing(d: Path) -> Path:
@@ -203,13 +237,15 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         fsops.about_to_change()
     done = []
     batched = (ActionKind.DELETE, ActionKind.RENAME_DIR)
-    for kind, group in itertools.groupby(plan.actions, key=lambda a: a.kind if a.kind in batched else None):
+    for kind, group in itertools.groupby(
+        plan.actions, key=lambda a: a.kind if a.kind in batched else None
+    ):
         run = list(group)
         if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
             done += [a.to_dict() for a in run]
             continue
-        if kind is ActionKind.RENAME_DIR:   # their entries in one write: nothing between the renames
+        if kind is ActionKind.RENAME_DIR:  # their entries in one write: nothing between the renames
             fsops.rename_dirs([(a.path, _target(a)) for a in run])
             done += [a.to_dict() for a in run]
             continue
@@ -217,8 +253,14 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
             _apply_one(a, fsops)
             done.append(a.to_dict())
     space_by_partition(plan.partitions, fsops.space)
-    return run_report(plan.op, plan.log_dir, fsops, changed=done, findings=[f.to_dict() for f in plan.findings],
-                      partitions=plan.partitions)
+    return run_report(
+        plan.op,
+        plan.log_dir,
+        fsops,
+        changed=done,
+        findings=[f.to_dict() for f in plan.findings],
+        partitions=plan.partitions,
+    )
 
 
 def space_by_partition(partitions: dict[str, dict], space: dict[str, Space]) -> None:
@@ -238,9 +280,16 @@ def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
     the removed data was kept (None: nothing was, or --no-quarantine) and the file-system steps
     taken."""
     q = fsops.quarantine
-    return {"op": op, "log_dir": str(log_dir), **fields, **fsops.space_total().to_dict(),
-            "quarantine": str(q.folder) if q is not None and q.folder is not None and q.entries else None,
-            "fs_steps": fsops.steps}
+    return {
+        "op": op,
+        "log_dir": str(log_dir),
+        **fields,
+        **fsops.space_total().to_dict(),
+        "quarantine": str(q.folder)
+        if q is not None and q.folder is not None and q.entries
+        else None,
+        "fs_steps": fsops.steps,
+    }
 
 
 def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
@@ -260,7 +309,9 @@ def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
             figures = place.space(st.st_size, allocated(st), st.st_nlink == 1)
         elif a.kind is ActionKind.TRUNCATE and a.bytes_removed:
             figures = place.space(a.bytes_removed, a.bytes_removed)
-        elif a.data is not None:        # a write: its blocks taken, those of the file it replaces given back
+        elif (
+            a.data is not None
+        ):  # a write: its blocks taken, those of the file it replaces given back
             try:
                 st = os.lstat(a.path)
                 old, held = (allocated(st) if st.st_nlink == 1 else 0), st.st_size
@@ -268,7 +319,9 @@ def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
                 old, held = 0, 0
             new = -(-max(len(a.data), a.preallocate or 0) // block) * block
             figures = place.space(held, old)
-            figures.freed_on_disk = (old if place is not QuarantinePlace.SAME_FILE_SYSTEM else 0) - new
+            figures.freed_on_disk = (
+                old if place is not QuarantinePlace.SAME_FILE_SYSTEM else 0
+            ) - new
         by_name.setdefault(a.path.parent.name, Space()).add(figures)
         total.add(figures)
     for name, summary in plan.partitions.items():
@@ -293,7 +346,9 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
     elif k == ActionKind.REWRITE_SEGMENT:
         _rewrite_segment(a, fsops)
     elif k == ActionKind.MAKE_DIR:
-        fsops.make_dir(a.path, like=a.source.stat() if a.source is not None else None, copy_of=a.source)
+        fsops.make_dir(
+            a.path, like=a.source.stat() if a.source is not None else None, copy_of=a.source
+        )
     elif k == ActionKind.COPY_FILE:
         assert a.source is not None, a  # a COPY_FILE action always has its source
         fsops.copy_file(a.source, a.path)
@@ -310,7 +365,9 @@ def _apply_one(a: Action, fsops: FsOps) -> None:
         if a.keep_mtime and a.path.exists():
             mtime = a.path.stat().st_mtime_ns
         like = a.source.stat() if a.source is not None and a.source.exists() else None
-        fsops.write_atomic(a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate, like=like)
+        fsops.write_atomic(
+            a.path, a.data or b"", mtime_ns=mtime, preallocate=a.preallocate, like=like
+        )
 
 
 def _rewrite_segment(a: Action, fsops: FsOps) -> None:
@@ -334,20 +391,25 @@ def _split_segment(a: Action, fsops: FsOps) -> None:
         TXN_INDEX_SUFFIX,
         segment_file,
     )
+
     old_log = a.path
     d = old_log.parent
     base = int(old_log.name[:20])
     mtime = old_log.stat().st_mtime_ns
     cleaned: list[list[Path]] = []
     for piece in a.pieces or []:
-        files = [segment_file(d, piece.base_offset, suf + CLEANED_SUFFIX)
-                 for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)]
+        files = [
+            segment_file(d, piece.base_offset, suf + CLEANED_SUFFIX)
+            for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+        ]
         fsops.copy_ranges(old_log, files[0], [(piece.start, piece.end)])
         fsops.write_atomic(files[1], piece.index)
         fsops.write_atomic(files[2], piece.time_index)
         fsops.set_mtime(files[0], mtime)
         cleaned.append(files)
-    order = [f for files in reversed(cleaned) for f in files]     # changeFileSuffixes, newest first
-    old = [(segment_file(d, base, suf), a.reason) for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX,
-                                                               TXN_INDEX_SUFFIX)]
+    order = [f for files in reversed(cleaned) for f in files]  # changeFileSuffixes, newest first
+    old = [
+        (segment_file(d, base, suf), a.reason)
+        for suf in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+    ]
     fsops.replace_segments(order, old)

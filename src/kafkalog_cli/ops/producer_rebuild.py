@@ -8,6 +8,7 @@ only warns for REPLICATION) completes the transaction, and ProducerStateEntry.up
 the marker's epoch, which drops the batch metadata of the old one (maybeUpdateProducerEpoch):
 the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 and no
 currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
+
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
@@ -34,33 +35,45 @@ from kafkalog_cli.storage.segment import Segment
 class ProducerEntry:
     producer_id: int
     epoch: int = -1
-    last_seq: int = -1          # of the last batch's metadata; -1 when there is none
+    last_seq: int = -1  # of the last batch's metadata; -1 when there is none
     last_offset: int = -1
     offset_delta: int = 0
-    timestamp: int = -1         # lastTimestamp
+    timestamp: int = -1  # lastTimestamp
     coordinator_epoch: int = -1
     current_txn_first_offset: int = -1
 
     def to_snapshot(self) -> ProducerSnapshotEntry:
-        return ProducerSnapshotEntry(self.producer_id, self.epoch, self.last_seq, self.last_offset,
-                                     self.offset_delta, self.timestamp, self.coordinator_epoch,
-                                     self.current_txn_first_offset)
+        return ProducerSnapshotEntry(
+            self.producer_id,
+            self.epoch,
+            self.last_seq,
+            self.last_offset,
+            self.offset_delta,
+            self.timestamp,
+            self.coordinator_epoch,
+            self.current_txn_first_offset,
+        )
 
 
 @dataclass
 class ProducerState:
     entries: dict[int, ProducerEntry] = field(default_factory=dict)
-    ongoing: dict[int, int] = field(default_factory=dict)    # txn first offset -> producer id
+    ongoing: dict[int, int] = field(default_factory=dict)  # txn first offset -> producer id
     # the snapshot's order (config.versions.PRODUCER_SNAPSHOT_INSERTION_ORDER): java.util.HashMap's
     # (3.5+) or Scala's mutable.HashMap's (3.3, 3.4); `entries` keeps insertion order for the former
     insertion_order: bool = False
 
     def copy(self) -> ProducerState:
-        return ProducerState({k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing),
-                             self.insertion_order)
+        return ProducerState(
+            {k: ProducerEntry(**vars(v)) for k, v in self.entries.items()},
+            dict(self.ongoing),
+            self.insertion_order,
+        )
 
     @classmethod
-    def from_snapshot(cls, buf, now_ms: int, expiration_ms: int, path: str | None = None) -> ProducerState:
+    def from_snapshot(
+        cls, buf, now_ms: int, expiration_ms: int, path: str | None = None
+    ) -> ProducerState:
         """loadFromSnapshot: entries whose producer expired (no ongoing txn, lastTimestamp older
         than producer.id.expiration.ms) are dropped, as the broker drops them."""
         st = cls()
@@ -68,9 +81,15 @@ class ProducerState:
             if e.current_txn_first_offset < 0 and now_ms - e.timestamp >= expiration_ms:
                 continue
             st.entries[e.producer_id] = ProducerEntry(
-                e.producer_id, e.producer_epoch, e.last_sequence if e.last_offset >= 0 else -1,
-                e.last_offset, e.offset_delta if e.last_offset >= 0 else 0, e.timestamp,
-                e.coordinator_epoch, e.current_txn_first_offset)
+                e.producer_id,
+                e.producer_epoch,
+                e.last_sequence if e.last_offset >= 0 else -1,
+                e.last_offset,
+                e.offset_delta if e.last_offset >= 0 else 0,
+                e.timestamp,
+                e.coordinator_epoch,
+                e.current_txn_first_offset,
+            )
             if e.current_txn_first_offset >= 0:
                 st.ongoing[e.current_txn_first_offset] = e.producer_id
         return st
@@ -87,7 +106,9 @@ class ProducerState:
             # (ProducerStateManager.update still registers an empty entry for an unknown producer)
             return None
         epoch = batch.producer_epoch
-        if e.epoch != epoch:          # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
+        if (
+            e.epoch != epoch
+        ):  # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
             e.epoch = epoch
             e.last_seq, e.last_offset, e.offset_delta = -1, -1, 0
         if batch.is_control:
@@ -107,7 +128,9 @@ class ProducerState:
         if ctype not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
             return None
         # EndTransactionMarker.deserialize: a short value or a negative version is an InvalidRecordError
-        e.coordinator_epoch = EndTransactionMarker.deserialize_value(ctype, recs[0].value).coordinator_epoch
+        e.coordinator_epoch = EndTransactionMarker.deserialize_value(
+            ctype, recs[0].value
+        ).coordinator_epoch
         offset = batch.base_offset
         first = e.current_txn_first_offset
         e.current_txn_first_offset = -1
@@ -148,7 +171,10 @@ def _scala_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntr
     """Iteration order of Scala 2.13's mutable.HashMap[Long, _] (Kafka 3.3 ProducerStateManager):
     buckets ascending by improveHash(key.##) & (capacity - 1), nodes in a bucket sorted by hash."""
     cap = _table_size(len(entries))
-    return sorted(entries.values(), key=lambda e: (_long_hash(e.producer_id) & (cap - 1), _long_hash(e.producer_id)))
+    return sorted(
+        entries.values(),
+        key=lambda e: (_long_hash(e.producer_id) & (cap - 1), _long_hash(e.producer_id)),
+    )
 
 
 def _java_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntry]:
@@ -171,10 +197,17 @@ def snapshot_insertion_order(versions: KafkaVersions | None) -> bool:
     return PRODUCER_SNAPSHOT_INSERTION_ORDER.applies(versions.low)
 
 
-def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: int | None, *, now_ms: int,
-                           expiration_ms: int, log_start: int | None = None,
-                           ignored: Callable[[str, Path], None] | None = None,
-                           versions: KafkaVersions | None = None) -> ProducerState:
+def rebuild_producer_state(
+    directory: Path,
+    segments: Sequence[Segment],
+    upto: int | None,
+    *,
+    now_ms: int,
+    expiration_ms: int,
+    log_start: int | None = None,
+    ignored: Callable[[str, Path], None] | None = None,
+    versions: KafkaVersions | None = None,
+) -> ProducerState:
     """Producer state at offset `upto` (the first segment to recover, the new segment's base...):
     the latest valid snapshot at or below it, then the log replayed up to it
     (UnifiedLog.rebuildProducerState). `upto=None`: past the log end.
@@ -185,10 +218,13 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
     says so. `versions` (the Kafka versions that may load the dir) decides the order of the
     snapshots written from the state (snapshot_insertion_order)."""
     bases = [s.base_offset for s in segments]
-    if upto is None:        # past the log end: the latest snapshot, then what follows it
+    if upto is None:  # past the log end: the latest snapshot, then what follows it
         upto = 1 << 63
-    snaps = sorted((off, f) for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
-                   if (off := offset_from_name(f.name)) is not None)
+    snaps = sorted(
+        (off, f)
+        for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
+        if (off := offset_from_name(f.name)) is not None
+    )
     state = ProducerState()
     start = bases[0] if bases else 0
     if log_start is not None:
@@ -197,7 +233,7 @@ def rebuild_producer_state(directory: Path, segments: Sequence[Segment], upto: i
         if off > upto or (log_start is not None and off <= log_start):
             continue
         data = read_listed(f) if was_listed(f) else files.read_bytes(f)
-        if data is None:        # removed by a live broker since the listing (noted)
+        if data is None:  # removed by a live broker since the listing (noted)
             continue
         try:
             state = ProducerState.from_snapshot(data, now_ms, expiration_ms, str(f))

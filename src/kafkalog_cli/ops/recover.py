@@ -16,6 +16,7 @@ which keeps every intermediate state loadable by a broker and by a second `recov
 5. leader-epoch-checkpoint (rebuilt from the batches' partition leader epochs when a broker
    would refuse to load it), then the recovery point (= log end offset), last.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -77,7 +78,9 @@ class IndexFaultFinding(Finding):
     drops the active segment's offsets: recover rebuilds it (doctor warns of it)."""
 
 
-def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], recovery_point: int) -> None:
+def _note_hidden_by_marker(
+    p: Plan, part: Partition, segments: list[Segment], recovery_point: int
+) -> None:
     """Under .kafka_cleanshutdown the broker recovers nothing. The segments it would have
     recovered without the marker (from the one holding the recovery point) are checked all the
     same: a batch that fails LogSegment.recover's check is kept, and served as it is. One finding
@@ -89,31 +92,59 @@ def _note_hidden_by_marker(p: Plan, part: Partition, segments: list[Segment], re
     for i, s in enumerate(segments[start:], start):
         tail = s.recovery_walk(0, validate=True)
         if not tail.corrupt_batch or tail.damage is None:
-            continue            # a torn or zero-padded end: the active segment's note says it
+            continue  # a torn or zero-padded end: the active segment's note says it
         with s.mapped() as buf:
             lost = _offsets_in(buf, tail.valid_size)
             later = next_valid_batch(buf, tail.valid_size + 1, len(buf), tail.next_offset)
             intact = _offsets_in(buf, later) if later is not None else None
-        cost = f"truncating at byte {tail.valid_size}" + (f" (offsets {lost[0]}..{lost[1]})" if lost else "")
+        cost = f"truncating at byte {tail.valid_size}" + (
+            f" (offsets {lost[0]}..{lost[1]})" if lost else ""
+        )
         if i + 1 < len(segments):
             cost += f" and deleting the {len(segments) - i - 1} later segment(s)"
-        keep = (f"; `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the intact batches "
-                f"after them (offsets {intact[0]}..{intact[1]})" if intact else "")
-        p.findings.append(KeptFinding(part.name, (
-            f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it (.kafka_cleanshutdown: "
-            f"no recovery) and serves it as it is, so consumers of these offsets fail on it. "
-            f"`kafkalog recover --all` recovers as the broker would without the marker, {cost}{keep}"),
-            str(s.log_path), tail.valid_size))
+        keep = (
+            f"; `kafkalog recover --all --salvage` skips only the damaged bytes and keeps the intact batches "
+            f"after them (offsets {intact[0]}..{intact[1]})"
+            if intact
+            else ""
+        )
+        p.findings.append(
+            KeptFinding(
+                part.name,
+                (
+                    f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it (.kafka_cleanshutdown: "
+                    f"no recovery) and serves it as it is, so consumers of these offsets fail on it. "
+                    f"`kafkalog recover --all` recovers as the broker would without the marker, {cost}{keep}"
+                ),
+                str(s.log_path),
+                tail.valid_size,
+            )
+        )
 
 
-def _note_kept(p: Plan, name: str, s: Segment, b: int, damage: IndexDefect, buf, index: bytes, timeindex: bytes,
-               missing_time_index: bool) -> None:
+def _note_kept(
+    p: Plan,
+    name: str,
+    s: Segment,
+    b: int,
+    damage: IndexDefect,
+    buf,
+    index: bytes,
+    timeindex: bytes,
+    missing_time_index: bool,
+) -> None:
     """One finding for index damage a broker keeps: what, what the broker does, the consequence."""
     what = "creates it empty" if missing_time_index else "keeps it as it is"
     path = s.time_index_path if damage.file is IndexFile.TIME_INDEX else s.index_path
-    p.findings.append(KeptFinding(name, f"segment {b}: {damage.why}; a broker {what} (it does not check the "
-                                  f"indexes of a segment it does not recover){kept_consequence(buf, timeindex)}; "
-                                  f"rerun with --repair to rebuild it", str(path)))
+    p.findings.append(
+        KeptFinding(
+            name,
+            f"segment {b}: {damage.why}; a broker {what} (it does not check the "
+            f"indexes of a segment it does not recover){kept_consequence(buf, timeindex)}; "
+            f"rerun with --repair to rebuild it",
+            str(path),
+        )
+    )
 
 
 def kept_consequence(buf, timeindex: bytes) -> str:
@@ -122,15 +153,21 @@ def kept_consequence(buf, timeindex: bytes) -> str:
     of an existing file, preallocated zeros included), or from the file's mtime when there is none."""
     n = len(timeindex) // 12
     if n and struct.unpack_from(">q", timeindex, (n - 1) * 12)[0] == 0:
-        return (": its last time index entry has timestamp 0, so the broker's time retention deletes "
-                "the segment at once once it is not the active one")
+        return (
+            ": its last time index entry has timestamp 0, so the broker's time retention deletes "
+            "the segment at once once it is not the active one"
+        )
     if n == 0 and len(buf):
-        return (": the broker's time retention takes the segment's age from the file's mtime and "
-                "offset-for-timestamp lookups find nothing in it")
+        return (
+            ": the broker's time retention takes the segment's age from the file's mtime and "
+            "offset-for-timestamp lookups find nothing in it"
+        )
     return ""
 
 
-def _valid_data_lost(buf, base: int, interval: int, state: ProducerState, epochs: list, last: bool) -> str | None:
+def _valid_data_lost(
+    buf, base: int, interval: int, state: ProducerState, epochs: list, last: bool
+) -> str | None:
     """What LogSegment.recover would drop that is valid, or None: it truncates at the first
     invalid batch, which loses nothing valid only when no valid batch follows in this segment and
     no segment follows (the later ones are deleted)."""
@@ -154,9 +191,12 @@ def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, in
     if tail.stop is StopReason.NO_BATCH_AT_INDEX_ENTRY:
         return tail.damage.message, tail.damage.position
     size = s.size
-    return (f"{size - tail.valid_size} bytes after the last complete batch (log end {tail.next_offset}) are not a "
-            f"whole batch: the broker keeps them and appends its next batches after them, where readers of "
-            f"those offsets will meet them", tail.valid_size)
+    return (
+        f"{size - tail.valid_size} bytes after the last complete batch (log end {tail.next_offset}) are not a "
+        f"whole batch: the broker keeps them and appends its next batches after them, where readers of "
+        f"those offsets will meet them",
+        tail.valid_size,
+    )
 
 
 def load_failure(buf, start: int) -> str | None:
@@ -168,8 +208,10 @@ def load_failure(buf, start: int) -> str | None:
     while pos + 17 <= end:
         size = _PREFIX.unpack_from(buf, pos)[1]
         if size < 14:
-            return (f"batch header at byte {pos} has size {size}: a broker would fail to start on it "
-                    f"(CorruptRecordException in LogSegment.readNextOffset)")
+            return (
+                f"batch header at byte {pos} has size {size}: a broker would fail to start on it "
+                f"(CorruptRecordException in LogSegment.readNextOffset)"
+            )
         if pos > end - 12 - size:
             return None
         pos += 12 + size
@@ -182,9 +224,11 @@ class RecoverOptions:
     all_segments: bool = False
     salvage: bool = False
     now_ms: int = 0
-    repair: bool = False                     # also rebuild the indexes a broker keeps damaged
-    resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
-    check_crc: bool = True                   # read every segment for bit rot (note_bit_rot)
+    repair: bool = False  # also rebuild the indexes a broker keeps damaged
+    resolver: ConfigResolver | None = (
+        None  # None: Kafka defaults + the log dir's __cluster_metadata
+    )
+    check_crc: bool = True  # read every segment for bit rot (note_bit_rot)
 
 
 def check_partition_dirs(partition_dirs) -> None:
@@ -194,14 +238,17 @@ def check_partition_dirs(partition_dirs) -> None:
     before changing anything."""
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)
-        if tp is None:          # not a log the broker loads: no checkpoint line of its own
+        if tp is None:  # not a log the broker loads: no checkpoint line of its own
             continue
         try:
             ckpt.encode_offsets({(tp.topic, tp.partition): 0})
         except ValueError:
-            raise InputError(f"partition dir whose topic name {tp.topic!r} cannot be written to a "
-                             f"checkpoint file (a broker would write a recovery-point-offset-checkpoint "
-                             f"it cannot read back); move it out of the log dir", path=str(d)) from None
+            raise InputError(
+                f"partition dir whose topic name {tp.topic!r} cannot be written to a "
+                f"checkpoint file (a broker would write a recovery-point-offset-checkpoint "
+                f"it cannot read back); move it out of the log dir",
+                path=str(d),
+            ) from None
 
 
 def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Plan:
@@ -219,7 +266,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     new_rps = dict(rps.offsets)
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)
-        if tp is None:          # the partition dirs given are the logs the broker loads
+        if tp is None:  # the partition dirs given are the logs the broker loads
             continue
         part = Partition.open(d, roots.for_partition(tp))
         leo = _plan_partition_or_split(p, part, clean, opts)
@@ -227,13 +274,22 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
             # KRaft's metadata log is not LogManager's: it never has a recovery-point entry
             new_rps[(tp.topic, tp.partition)] = leo
     if new_rps != rps.offsets:
-        p.add(Action(ActionKind.UPDATE_CHECKPOINT, rps.path, "recovery point = log end offset",
-                     data=ckpt.encode_offsets(new_rps, order=rps.order)))
+        p.add(
+            Action(
+                ActionKind.UPDATE_CHECKPOINT,
+                rps.path,
+                "recovery point = log end offset",
+                data=ckpt.encode_offsets(new_rps, order=rps.order),
+            )
+        )
     if opts.check_crc:
         note_bit_rot(p, partition_dirs)
     else:
-        p.note(log_dir.name, "the CRCs of the segments the broker does not recover were not checked "
-               "(--no-crc-check): bit rot there is not named; kafkalog verify-crc checks them")
+        p.note(
+            log_dir.name,
+            "the CRCs of the segments the broker does not recover were not checked "
+            "(--no-crc-check): bit rot there is not named; kafkalog verify-crc checks them",
+        )
     return p
 
 
@@ -242,12 +298,15 @@ class BitRotFinding(KeptFinding):
     """A batch failing its CRC in a segment the plan leaves as it is: the broker serves it."""
 
     rot: BitRot | None = None
-    kept_problem: ClassVar[bool] = True     # a run that leaves it exits 1 (something found)
+    kept_problem: ClassVar[bool] = True  # a run that leaves it exits 1 (something found)
 
     def to_dict(self) -> dict:
         rot = self.rot
-        return {**super().to_dict(), "damage": "crc",
-                "offsets": [rot.base_offset, rot.last_offset] if rot is not None else None}
+        return {
+            **super().to_dict(),
+            "damage": "crc",
+            "offsets": [rot.base_offset, rot.last_offset] if rot is not None else None,
+        }
 
 
 def note_bit_rot(p: Plan, partition_dirs: list[Path]) -> None:
@@ -261,24 +320,43 @@ def note_bit_rot(p: Plan, partition_dirs: list[Path]) -> None:
     for a in p.actions:
         if a.kind in (ActionKind.TRUNCATE, ActionKind.DELETE, ActionKind.REWRITE_SEGMENT):
             # a salvage rewrite's ranges are positions in its source
-            read = a.source if a.kind is ActionKind.REWRITE_SEGMENT and a.source is not None else a.path
+            read = (
+                a.source
+                if a.kind is ActionKind.REWRITE_SEGMENT and a.source is not None
+                else a.path
+            )
             removed.setdefault(os.path.abspath(read), []).append(a)
 
     def cut(file: str, position: int) -> bool:
         for a in removed.get(os.path.abspath(file), ()):
-            if a.kind is ActionKind.DELETE or (a.kind is ActionKind.TRUNCATE and a.at is not None and position >= a.at):
+            if a.kind is ActionKind.DELETE or (
+                a.kind is ActionKind.TRUNCATE and a.at is not None and position >= a.at
+            ):
                 return True
-            if a.kind is ActionKind.REWRITE_SEGMENT and not any(lo <= position < hi for lo, hi in a.ranges or ()):
+            if a.kind is ActionKind.REWRITE_SEGMENT and not any(
+                lo <= position < hi for lo, hi in a.ranges or ()
+            ):
                 return True
         return False
 
-    named = {(os.path.abspath(f.path), f.position) for f in p.findings if isinstance(f, KeptFinding) and f.path}
+    named = {
+        (os.path.abspath(f.path), f.position)
+        for f in p.findings
+        if isinstance(f, KeptFinding) and f.path
+    }
     for d in partition_dirs:
         for rot in bit_rot(d, cut):
             if (os.path.abspath(rot.file), rot.position) in named:
                 continue
-            p.findings.append(BitRotFinding(rot.partition, f"{rot.what()}: left as it is; {rot.who_is_hit()}. Fix: "
-                                            f"{rot.fixes(p.log_dir)}", rot.file, rot.position, rot=rot))
+            p.findings.append(
+                BitRotFinding(
+                    rot.partition,
+                    f"{rot.what()}: left as it is; {rot.who_is_hit()}. Fix: {rot.fixes(p.log_dir)}",
+                    rot.file,
+                    rot.position,
+                    rot=rot,
+                )
+            )
 
 
 class SegmentOverflow(Exception):
@@ -288,10 +366,12 @@ class SegmentOverflow(Exception):
     def __init__(self, segment: Segment, error: OffsetOverflowError, leftovers: list[Action]):
         super().__init__(error.message)
         self.segment, self.error = segment, error
-        self.leftovers = leftovers         # the leftover files' deletes and renames, done first
+        self.leftovers = leftovers  # the leftover files' deletes and renames, done first
 
 
-def _plan_partition_or_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
+def _plan_partition_or_split(
+    p: Plan, part: Partition, clean: bool, opts: RecoverOptions
+) -> int | None:
     """`_plan_partition`, in a plan of its own, merged into `p`; where the recovery meets an
     offset overflow, the broker's split first, then the recovery of the split segments."""
     sub = Plan(p.op, p.log_dir)
@@ -306,6 +386,7 @@ def _plan_partition_or_split(p: Plan, part: Partition, clean: bool, opts: Recove
 def _merge(p: Plan, sub: Plan, moved: tuple[Path, Path] | None = None) -> None:
     """`sub`'s actions, findings and summaries appended to `p`; with `moved` (staged dir, real
     dir), its paths taken from the staged copy to the partition itself."""
+
     def real(path):
         if moved is None or path is None:
             return path
@@ -313,13 +394,19 @@ def _merge(p: Plan, sub: Plan, moved: tuple[Path, Path] | None = None) -> None:
         return moved[1] / path.relative_to(moved[0]) if path.is_relative_to(moved[0]) else path
 
     for a in sub.actions:
-        p.add(dataclasses.replace(a, path=real(a.path), target=real(a.target), source=real(a.source)))
-    for f in sub.findings:     # replaced, not rebuilt: a KeptFinding stays one
-        p.findings.append(f if moved is None or f.path is None else dataclasses.replace(f, path=str(real(f.path))))
+        p.add(
+            dataclasses.replace(a, path=real(a.path), target=real(a.target), source=real(a.source))
+        )
+    for f in sub.findings:  # replaced, not rebuilt: a KeptFinding stays one
+        p.findings.append(
+            f if moved is None or f.path is None else dataclasses.replace(f, path=str(real(f.path)))
+        )
     p.partitions.update(sub.partitions)
 
 
-def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: SegmentOverflow) -> int | None:
+def _plan_split(
+    p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: SegmentOverflow
+) -> int | None:
     """LocalLog.splitOverflowedSegment, then the recovery run again (on a staged copy of the
     partition with the split made, so that the plan shows both; applying it splits first)."""
     s, name = o.segment, part.name
@@ -331,44 +418,76 @@ def _plan_split(p: Plan, part: Partition, clean: bool, opts: RecoverOptions, o: 
         try:
             position = o.error.position
             assert position is not None, "recover_segment locates every overflow it raises"
-            pieces = split_overflowed_segment(buf, s.base_offset, cfg.index_interval_bytes, position)
+            pieces = split_overflowed_segment(
+                buf, s.base_offset, cfg.index_interval_bytes, position
+            )
         except OffsetOverflowError as e:
             # the broker does not start: refused, with what stops it
-            raise OffsetOverflowError(f"{o.error.message}; the broker splits such a segment, but here it "
-                                      f"cannot: {e.message}. `kafkalog recover --salvage` skips the damaged batch",
-                                      path=str(s.log_path), position=e.position) from None
+            raise OffsetOverflowError(
+                f"{o.error.message}; the broker splits such a segment, but here it "
+                f"cannot: {e.message}. `kafkalog recover --salvage` skips the damaged batch",
+                path=str(s.log_path),
+                position=e.position,
+            ) from None
     with tempfile.TemporaryDirectory(prefix="kafkalog-split-") as tmp:
         staged = _stage_split(part, s, pieces, Path(tmp), clean, o.leftovers)
         sub = Plan(p.op, p.log_dir)
         leo = _plan_partition_or_split(sub, Partition.open(staged, part.checkpoints), clean, opts)
     bases = [x.base_offset for x in pieces]
-    with s.mapped() as buf:     # a piece holds at least one batch: the split appends one or fails
-        layout = ", ".join(f"{x.base_offset} (offsets {x.base_offset}..{_last_in(buf, (x.start, x.end))})"
-                           for x in sorted(pieces, key=lambda x: x.base_offset))
-    p.note(name, f"segment {s.base_offset}: {o.error.message}. The broker splits the segment "
-                 f"(LocalLog.splitOverflowedSegment) into segments {layout} and recovers them, and so does "
-                 f"kafkalog: the damaged batch's records are served at those offsets, the log end becomes {leo}, "
-                 f"and producers and consumers go on from there. `kafkalog recover --salvage` skips the damaged "
-                 f"batch instead", s.log_path, o.error.position)
+    with s.mapped() as buf:  # a piece holds at least one batch: the split appends one or fails
+        layout = ", ".join(
+            f"{x.base_offset} (offsets {x.base_offset}..{_last_in(buf, (x.start, x.end))})"
+            for x in sorted(pieces, key=lambda x: x.base_offset)
+        )
+    p.note(
+        name,
+        f"segment {s.base_offset}: {o.error.message}. The broker splits the segment "
+        f"(LocalLog.splitOverflowedSegment) into segments {layout} and recovers them, and so does "
+        f"kafkalog: the damaged batch's records are served at those offsets, the log end becomes {leo}, "
+        f"and producers and consumers go on from there. `kafkalog recover --salvage` skips the damaged "
+        f"batch instead",
+        s.log_path,
+        o.error.position,
+    )
     for a in o.leftovers:
         p.add(a)
-    p.add(Action(ActionKind.SPLIT_SEGMENT, s.log_path, "offsets overflow the segment's index: split as the "
-                 "broker splits it", name, pieces=pieces, source=s.log_path))
+    p.add(
+        Action(
+            ActionKind.SPLIT_SEGMENT,
+            s.log_path,
+            "offsets overflow the segment's index: split as the broker splits it",
+            name,
+            pieces=pieces,
+            source=s.log_path,
+        )
+    )
     _merge(p, sub, moved=(staged, part.directory))
     p.partitions[name]["split_segments"] = {str(s.base_offset): bases}
     return leo
 
 
-def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, leftovers: list[Action]) -> Path:
+def _stage_split(
+    part: Partition, s: Segment, pieces, tmp: Path, clean: bool, leftovers: list[Action]
+) -> Path:
     """A copy of the partition dir as the leftover handling and the split leave it (the old
     segment's files gone, the new ones in place with its mtime), to plan the recovery that
     follows. Unchanged files are hard links where the file system allows, else copies; nothing in
     the log dir is touched."""
-    old = {s.file(suf).name for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX,
-                                        names.TXN_INDEX_SUFFIX)}
+    old = {
+        s.file(suf).name
+        for suf in (
+            names.LOG_SUFFIX,
+            names.INDEX_SUFFIX,
+            names.TIME_INDEX_SUFFIX,
+            names.TXN_INDEX_SUFFIX,
+        )
+    }
     gone = {a.path.name for a in leftovers if a.kind == ActionKind.DELETE}
-    renamed = {a.target.name: a.path for a in leftovers
-               if a.kind == ActionKind.RENAME and a.target is not None}
+    renamed = {
+        a.target.name: a.path
+        for a in leftovers
+        if a.kind == ActionKind.RENAME and a.target is not None
+    }
     links = {f.name: f for f in part.directory.iterdir() if f.is_file() and f.name not in gone}
     for src in renamed.values():
         links.pop(src.name, None)
@@ -383,7 +502,7 @@ def _stage_split(part: Partition, s: Segment, pieces, tmp: Path, clean: bool, le
             contents[name + names.LOG_SUFFIX] = (log.read(piece.size), mtime)
             contents[name + names.INDEX_SUFFIX] = (piece.index, None)
             contents[name + names.TIME_INDEX_SUFFIX] = (piece.time_index, None)
-    if clean:     # Partition.open reads the marker beside the partition dir
+    if clean:  # Partition.open reads the marker beside the partition dir
         stage_copy(tmp, {}, {names.CLEAN_SHUTDOWN_FILE: (b"", None)})
     return stage_copy(tmp / part.directory.name, links, contents)
 
@@ -395,8 +514,11 @@ def check_segments_readable(part: Partition) -> None:
     for s in part.segments:
         why = not_regular_reason(s.log_path)
         if why is not None:
-            raise InputError(f"segment cannot be recovered: {why} (a broker would load the partition "
-                             f"without it); restore the file or move it away", path=str(s.log_path))
+            raise InputError(
+                f"segment cannot be recovered: {why} (a broker would load the partition "
+                f"without it); restore the file or move it away",
+                path=str(s.log_path),
+            )
 
 
 def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions) -> int | None:
@@ -422,11 +544,17 @@ class _PartitionRecovery:
         self.resolver = resolver
         self.cfg = resolver.for_topic(tp.topic)
         self.segs = _resolve_leftovers(p, part)
-        self.leftovers = list(p.actions)          # LogLoader's first pass, before any recovery
+        self.leftovers = list(p.actions)  # LogLoader's first pass, before any recovery
         self.bases = sorted(self.segs)
         recovery_point = part.checkpoints.recovery_point or 0
-        self.summary: dict[str, Any] = {"recovery_point": recovery_point, "clean_shutdown": clean, "segments": len(self.bases),
-                        "recovered_segments": [], "truncated_bytes": 0, "deleted_segments": []}
+        self.summary: dict[str, Any] = {
+            "recovery_point": recovery_point,
+            "clean_shutdown": clean,
+            "segments": len(self.bases),
+            "recovered_segments": [],
+            "truncated_bytes": 0,
+            "deleted_segments": [],
+        }
         p.partitions[self.name] = self.summary
         self.recover_set = self._segments_recovered(recovery_point)
         if clean and not opts.all_segments:
@@ -434,13 +562,23 @@ class _PartitionRecovery:
         self.swapped_without_index = self._segments_without_index()
         self.epochs_path = part.path(names.LEADER_EPOCH_CHECKPOINT)
         self.epochs_problem, self.old_epochs, self.epochs = self._starting_epochs()
-        self.state = self._state_at(min(self.recover_set) if self.recover_set else None,
-                                    ignored=lambda m, f: p.note(self.name, m, f))
+        self.state = self._state_at(
+            min(self.recover_set) if self.recover_set else None,
+            ignored=lambda m, f: p.note(self.name, m, f),
+        )
         self.snapshots_to_write: dict[int, bytes] = {}
-        self.last_end: int | None = None          # where the previous recovered segment ended
+        self.last_end: int | None = None  # where the previous recovered segment ended
         if self.recover_set:
-            self.snapshots_to_write.update(_snapshots_before_recovery(
-                p, part, [self.segs[b] for b in self.bases], min(self.recover_set), self.state, self._state_at))
+            self.snapshots_to_write.update(
+                _snapshots_before_recovery(
+                    p,
+                    part,
+                    [self.segs[b] for b in self.bases],
+                    min(self.recover_set),
+                    self.state,
+                    self._state_at,
+                )
+            )
         self.leo = self.bases[0] if self.bases else self.log_start
         self.deleted_from: int | None = None
 
@@ -467,8 +605,9 @@ class _PartitionRecovery:
         out: dict[int, int] = {}
         for b in self.bases:
             index_source = _source(self.p, self.segs[b].index_path)
-            swapped_in_without_index_swap = (self.segs[b].read_from is not None and
-                                             (index_source is None or index_source == self.segs[b].index_path))
+            swapped_in_without_index_swap = self.segs[b].read_from is not None and (
+                index_source is None or index_source == self.segs[b].index_path
+            )
             if swapped_in_without_index_swap and b not in self.recover_set and not self.opts.repair:
                 # the swap pass opened the .swap segment: readNextOffset created a preallocated
                 # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
@@ -485,8 +624,12 @@ class _PartitionRecovery:
         if problem is not None:
             # a broker refuses to load the partition; rebuilt from the batches' partition leader epochs:
             # headers of the segments not scanned, the scan of the others
-            self.p.note(self.name, f"{problem}; Kafka would refuse it: rebuilt from the partition leader "
-                                   f"epochs of the batches", self.epochs_path)
+            self.p.note(
+                self.name,
+                f"{problem}; Kafka would refuse it: rebuilt from the partition leader "
+                f"epochs of the batches",
+                self.epochs_path,
+            )
             old = None
         else:
             old = ckpt.read_epochs(self.epochs_path)
@@ -500,12 +643,21 @@ class _PartitionRecovery:
             epochs = [(e, o) for e, o in epochs if o < bound]
         return problem, old, epochs
 
-    def _state_at(self, upto: int | None, bases: list[int] | None = None, ignored=None) -> ProducerState:
+    def _state_at(
+        self, upto: int | None, bases: list[int] | None = None, ignored=None
+    ) -> ProducerState:
         """rebuildProducerState up to `upto` over the segments `bases` (all by default)."""
         kw = {} if ignored is None else {"ignored": ignored}
-        return rebuild_producer_state(self.part.directory, [self.segs[b] for b in (self.bases if bases is None else bases)], upto,
-                                      now_ms=self.opts.now_ms, expiration_ms=self.cfg.producer_id_expiration_ms,
-                                      log_start=self.log_start, versions=self.resolver.versions, **kw)
+        return rebuild_producer_state(
+            self.part.directory,
+            [self.segs[b] for b in (self.bases if bases is None else bases)],
+            upto,
+            now_ms=self.opts.now_ms,
+            expiration_ms=self.cfg.producer_id_expiration_ms,
+            log_start=self.log_start,
+            versions=self.resolver.versions,
+            **kw,
+        )
 
     # -- the segments
     def plan_segments(self) -> None:
@@ -527,13 +679,23 @@ class _PartitionRecovery:
         idx = _current(p, s.index_path) or b""
         if b in self.swapped_without_index:
             idx = bytes(self.swapped_without_index[b])
-            p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.index_path, "the swapped-in segment had no "
-                         ".index.swap: the broker's swap pass leaves a preallocated zero-filled index",
-                         name, data=b"", preallocate=len(idx)))
+            p.add(
+                Action(
+                    ActionKind.CREATE_SEGMENT_FILE,
+                    s.index_path,
+                    "the swapped-in segment had no "
+                    ".index.swap: the broker's swap pass leaves a preallocated zero-filled index",
+                    name,
+                    data=b"",
+                    preallocate=len(idx),
+                )
+            )
         tidx = _current(p, s.time_index_path) or b""
         # the index as it will be (maybe a .index.swap), not necessarily s.index_path's
         entries = parse_offset_index(idx, b)
-        nxt = s.next_offset_after((entries[-1].offset - b, entries[-1].position) if entries else None)
+        nxt = s.next_offset_after(
+            (entries[-1].offset - b, entries[-1].position) if entries else None
+        )
         # the broker does not check the indexes of a segment it does not recover
         # (LogSegment.sanityCheck): their damage is repaired with --repair only
         damage = index_rebuild_reason(buf, b, idx, tidx, nxt)
@@ -542,14 +704,31 @@ class _PartitionRecovery:
         if problem is None and b == self.bases[-1]:
             problem, index_fault = self._active_segment_problem(s, buf, entries)
         if problem is None and damage is not None:
-            _note_kept(p, name, s, b, damage, buf, idx, tidx, missing_time_index=_source(p, s.time_index_path) is None)
-        if problem is not None and not self.opts.salvage and self._recovery_costs_valid_data(s, buf, problem):
+            _note_kept(
+                p,
+                name,
+                s,
+                b,
+                damage,
+                buf,
+                idx,
+                tidx,
+                missing_time_index=_source(p, s.time_index_path) is None,
+            )
+        if (
+            problem is not None
+            and not self.opts.salvage
+            and self._recovery_costs_valid_data(s, buf, problem)
+        ):
             problem = None
         if problem is None:
             self._keep(s, buf, nxt)
             return True
-        p.findings.append((IndexFaultFinding if index_fault else Finding)(
-            name, f"segment {b}: {problem}; recovering it", str(s.index_path)))
+        p.findings.append(
+            (IndexFaultFinding if index_fault else Finding)(
+                name, f"segment {b}: {problem}; recovering it", str(s.index_path)
+            )
+        )
         return False
 
     def _active_segment_problem(self, s: Segment, buf, entries: list) -> tuple[str | None, bool]:
@@ -560,15 +739,22 @@ class _PartitionRecovery:
         problem = load_failure(buf, entries[-1].position if entries else 0)
         if problem is not None:
             return problem, False
-        kept = _unrecovered_end(s, (entries[-1].offset - b, entries[-1].position) if entries else None)
+        kept = _unrecovered_end(
+            s, (entries[-1].offset - b, entries[-1].position) if entries else None
+        )
         if kept is not None and (self.opts.repair or entry_kafka_never_writes(entries, b)):
             # such an entry (not an unflushed tail) drops the segment's offsets from a
             # clean load: recovering it rebuilds the index (_valid_data_lost guards the batches)
             return kept[0], not self.opts.repair
         if kept is not None:
-            self.p.note(self.name, f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
-                                   f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
-                                   f"recovers the segment instead", s.log_path, kept[1])
+            self.p.note(
+                self.name,
+                f"segment {b}: {kept[0]}; kafkalog leaves it as the broker loads it "
+                f"(.kafka_cleanshutdown: no recovery); `kafkalog recover --repair` "
+                f"recovers the segment instead",
+                s.log_path,
+                kept[1],
+            )
         return None, False
 
     def _recovery_costs_valid_data(self, s: Segment, buf, problem: str) -> bool:
@@ -576,25 +762,37 @@ class _PartitionRecovery:
         repair beyond Kafka never costs valid batches."""
         b = s.base_offset
         try:
-            lost = _valid_data_lost(buf, b, self.cfg.index_interval_bytes, self.state, self.epochs,
-                                    b == self.bases[-1])
+            lost = _valid_data_lost(
+                buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, b == self.bases[-1]
+            )
         except OffsetOverflowError as e:
             lost = f"its offsets overflow: {e.message}; a broker splits it only when it recovers it"
         if lost is None:
             return False
         # the broker keeps the segment as it is (below the recovery point or after a clean shutdown)
-        self.p.note(self.name, f"segment {b}: {problem}; not rebuilt: recovering it would drop "
-                               f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
-                               f"it as a broker's recovery would, --salvage skips only the damage", s.log_path)
+        self.p.note(
+            self.name,
+            f"segment {b}: {problem}; not rebuilt: recovering it would drop "
+            f"valid batches ({lost}); a broker keeps it as it is. --all recovers "
+            f"it as a broker's recovery would, --salvage skips only the damage",
+            s.log_path,
+        )
         return True
 
     def _keep(self, s: Segment, buf, nxt: int) -> None:
         """A segment loaded as it is: a missing time index created empty, its end taken as the log
         end so far, its epochs and producers taken from its headers."""
         if _source(self.p, s.time_index_path) is None:
-            self.p.add(Action(ActionKind.CREATE_SEGMENT_FILE, s.time_index_path, "no time index: the "
-                              "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
-                              self.name, data=b""))
+            self.p.add(
+                Action(
+                    ActionKind.CREATE_SEGMENT_FILE,
+                    s.time_index_path,
+                    "no time index: the "
+                    "broker creates it empty (LogSegment.sanityCheck resizes a new one to 0)",
+                    self.name,
+                    data=b"",
+                )
+            )
         self.leo = nxt
         if self.epochs_problem is not None:
             _epochs_from_headers(buf, self.epochs)
@@ -611,17 +809,25 @@ class _PartitionRecovery:
             # segment's end when the cleaner left a gap
             self.snapshots_to_write[b] = self.state.snapshot_bytes()
         try:
-            r = recover_segment(buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, self.opts.salvage)
+            r = recover_segment(
+                buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, self.opts.salvage
+            )
         except OffsetOverflowError as e:
             e.located(path=str(s.log_path))
             raise SegmentOverflow(s, e, self.leftovers) from None
         size = len(buf)
-        cut = size - (r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges))
+        cut = size - (
+            r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges)
+        )
         truncating = r.valid_bytes < size if r.kept_ranges is None else cut > 0
         if r.error is not None:
-            self.p.note(name, f"segment {b}: {r.error.message}", s.log_path,
-                        r.error.position if r.error.position is not None else r.valid_bytes)
-        later = self.bases[i + 1:]
+            self.p.note(
+                name,
+                f"segment {b}: {r.error.message}",
+                s.log_path,
+                r.error.position if r.error.position is not None else r.valid_bytes,
+            )
+        later = self.bases[i + 1 :]
         if truncating and later and not self.opts.salvage:
             self._delete_later(b, later)
         if truncating:
@@ -638,10 +844,19 @@ class _PartitionRecovery:
         """Kafka deletes all segments after a truncated one; newest first, .log first, so that a
         crash leaves a log that still ends in order."""
         for lb in reversed(later):
-            for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX):
+            for suf in (
+                names.LOG_SUFFIX,
+                names.INDEX_SUFFIX,
+                names.TIME_INDEX_SUFFIX,
+                names.TXN_INDEX_SUFFIX,
+            ):
                 f = self.segs[lb].file(suf)
                 if _source(self.p, f) is not None:
-                    self.p.add(Action(ActionKind.DELETE, f, f"after the corruption in segment {b}", self.name))
+                    self.p.add(
+                        Action(
+                            ActionKind.DELETE, f, f"after the corruption in segment {b}", self.name
+                        )
+                    )
             self.summary["deleted_segments"].append(lb)
         self.deleted_from = later[0]
 
@@ -651,24 +866,53 @@ class _PartitionRecovery:
         p, b, name, size = self.p, s.base_offset, self.name, len(buf)
         holes = [(a_, e_) for a_, e_ in r.skipped if e_ < size]
         if holes:
-            p.add(Action(ActionKind.REWRITE_SEGMENT, s.log_path, "--salvage: damaged bytes "
-                         + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped), name,
-                         ranges=r.kept_ranges, bytes_removed=cut, source=s.log_path))
+            p.add(
+                Action(
+                    ActionKind.REWRITE_SEGMENT,
+                    s.log_path,
+                    "--salvage: damaged bytes "
+                    + ", ".join(f"[{a_}, {e_})" for a_, e_ in r.skipped),
+                    name,
+                    ranges=r.kept_ranges,
+                    bytes_removed=cut,
+                    source=s.log_path,
+                )
+            )
             for a_, e_ in r.skipped:
                 gap = _offsets_between(buf, r.kept_ranges, a_, e_)
-                p.note(name, f"segment {b}: skipped damaged bytes [{a_}, {e_})"
-                             + (f": offsets {gap[0]}..{gap[1]} are lost for good" if gap else ""),
-                       s.log_path, a_)
+                p.note(
+                    name,
+                    f"segment {b}: skipped damaged bytes [{a_}, {e_})"
+                    + (f": offsets {gap[0]}..{gap[1]} are lost for good" if gap else ""),
+                    s.log_path,
+                    a_,
+                )
             return
         valid_end = r.valid_bytes
-        why = ("invalid or incomplete batches at the end" if not r.invalid_offset
-               else "offsets out of order: Kafka empties the segment")
-        later = None if r.invalid_offset else next_valid_batch(buf, valid_end + 1, size, r.next_offset)
+        why = (
+            "invalid or incomplete batches at the end"
+            if not r.invalid_offset
+            else "offsets out of order: Kafka empties the segment"
+        )
+        later = (
+            None if r.invalid_offset else next_valid_batch(buf, valid_end + 1, size, r.next_offset)
+        )
         if later is not None and (intact := _offsets_in(buf, later)) is not None:
-            why += (f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
-                    f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those")
-        p.add(Action(ActionKind.TRUNCATE, s.log_path, why, name, at=valid_end,
-                     bytes_removed=size - valid_end, offsets_removed=_offsets_in(buf, valid_end)))
+            why += (
+                f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
+                f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those"
+            )
+        p.add(
+            Action(
+                ActionKind.TRUNCATE,
+                s.log_path,
+                why,
+                name,
+                at=valid_end,
+                bytes_removed=size - valid_end,
+                offsets_removed=_offsets_in(buf, valid_end),
+            )
+        )
 
     # -- after the segments
     def finish(self) -> int:
@@ -677,29 +921,63 @@ class _PartitionRecovery:
         p, part, name = self.p, self.part, self.name
         live_bases = [b for b in self.bases if self.deleted_from is None or b < self.deleted_from]
         if not self.bases:
-            p.note(name, f"no segment: creating an empty one at the log start offset {self.log_start}")
+            p.note(
+                name, f"no segment: creating an empty one at the log start offset {self.log_start}"
+            )
             for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
-                p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(part.directory, self.log_start, suf),
-                             "empty log", name, data=b""))
+                p.add(
+                    Action(
+                        ActionKind.CREATE_SEGMENT_FILE,
+                        segment_file(part.directory, self.log_start, suf),
+                        "empty log",
+                        name,
+                        data=b"",
+                    )
+                )
             live_bases = [self.log_start]
             self.leo = self.log_start
-        if not self.recover_set and self.bases and not _upgrade_path(p, part, self.clean, live_bases):
+        if (
+            not self.recover_set
+            and self.bases
+            and not _upgrade_path(p, part, self.clean, live_bases)
+        ):
             # nothing recovered: rebuildProducerState(lastOffset = the log end) runs truncateAndReload
             # (snapshots above the log end go), loads the latest snapshot at or below it and replays
             # the log from there up to it, snapshotting the last two segment bases on the way
             def state_at(upto: int) -> ProducerState:
                 return self._state_at(upto, live_bases)
+
             self.state = state_at(self.leo)
-            self.snapshots_to_write.update(_snapshots_before_recovery(
-                p, part, [self.segs[b] for b in live_bases], self.leo, self.state, state_at))
-        _snapshot_actions(p, part, live_bases, self.leo, self.snapshots_to_write, self.state.snapshot_bytes(),
-                          start=_loaded_log_start(p, part, self.cfg, self.resolver, self.log_start, live_bases[0]),
-                          clean=self.clean, recovered_from=min(self.recover_set) if self.recover_set else None)
+            self.snapshots_to_write.update(
+                _snapshots_before_recovery(
+                    p, part, [self.segs[b] for b in live_bases], self.leo, self.state, state_at
+                )
+            )
+        _snapshot_actions(
+            p,
+            part,
+            live_bases,
+            self.leo,
+            self.snapshots_to_write,
+            self.state.snapshot_bytes(),
+            start=_loaded_log_start(
+                p, part, self.cfg, self.resolver, self.log_start, live_bases[0]
+            ),
+            clean=self.clean,
+            recovered_from=min(self.recover_set) if self.recover_set else None,
+        )
         # leader epochs: assigned from the batches, then truncated to [.., LEO)
         epochs = [(e, o) for e, o in self.epochs if o < self.leo]
         if epochs != self.old_epochs:
-            p.add(Action(ActionKind.UPDATE_CHECKPOINT, self.epochs_path, "leader epochs of the recovered log", name,
-                         data=ckpt.encode_epochs(epochs)))
+            p.add(
+                Action(
+                    ActionKind.UPDATE_CHECKPOINT,
+                    self.epochs_path,
+                    "leader epochs of the recovered log",
+                    name,
+                    data=ckpt.encode_epochs(epochs),
+                )
+            )
         self.summary["log_end_offset"] = self.leo
         return self.leo
 
@@ -714,7 +992,7 @@ def _epochs_problem(path: Path) -> str | None:
         load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
     except CheckpointError as e:
         return e.message
-    except ValueError as e:      # a negative epoch or offset
+    except ValueError as e:  # a negative epoch or offset
         return str(e)
     return None
 
@@ -732,7 +1010,9 @@ def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
         pass
 
 
-def _offsets_between(buf, kept: list[tuple[int, int]] | None, start: int, end: int) -> tuple[int, int] | None:
+def _offsets_between(
+    buf, kept: list[tuple[int, int]] | None, start: int, end: int
+) -> tuple[int, int] | None:
     """--salvage: the offsets a skipped byte range [start, end) held, from the kept batches around
     it (the damaged bytes themselves cannot be trusted): after the last kept batch before it, up to
     the first kept batch after it (or the end of what the skipped bytes' headers still say)."""
@@ -761,7 +1041,7 @@ def _offsets_in(buf, start: int) -> tuple[int, int] | None:
             last = b.last_offset
     except KafkalogError:
         pass
-    return None if first is None or last is None else (first, last)   # set together
+    return None if first is None or last is None else (first, last)  # set together
 
 
 def _gone(p: Plan) -> set[Path]:
@@ -787,19 +1067,39 @@ def _current(p: Plan, f: Path) -> bytes | None:
 
 def _index_actions(p: Plan, s: Segment, r: SegmentRecovery, name: str) -> None:
     b = r.builder
-    for suf, data in ((names.INDEX_SUFFIX, b.offset_index_bytes()), (names.TIME_INDEX_SUFFIX, b.time_index_bytes())):
+    for suf, data in (
+        (names.INDEX_SUFFIX, b.offset_index_bytes()),
+        (names.TIME_INDEX_SUFFIX, b.time_index_bytes()),
+    ):
         f = s.file(suf)
         if _current(p, f) != data:
-            p.add(Action(ActionKind.REBUILD_INDEX, f, "rebuilt as LogSegment.recover builds it", name, data=data))
+            p.add(
+                Action(
+                    ActionKind.REBUILD_INDEX,
+                    f,
+                    "rebuilt as LogSegment.recover builds it",
+                    name,
+                    data=data,
+                )
+            )
     txn = s.file(names.TXN_INDEX_SUFFIX)
     data = encode_txn_index(r.aborted)
     old = _current(p, txn)
     if (data or old is not None) and old != data:
-        p.add(Action(ActionKind.REBUILD_INDEX, txn, "aborted transactions of the recovered segment", name, data=data))
+        p.add(
+            Action(
+                ActionKind.REBUILD_INDEX,
+                txn,
+                "aborted transactions of the recovered segment",
+                name,
+                data=data,
+            )
+        )
 
 
-def _loaded_log_start(p: Plan, part: Partition, cfg, resolver: ConfigResolver, checkpointed: int,
-                      first_base: int) -> int:
+def _loaded_log_start(
+    p: Plan, part: Partition, cfg, resolver: ConfigResolver, checkpointed: int, first_base: int
+) -> int:
     """LogLoader's newLogStartOffset, below which rebuildProducerState (truncateAndReload) drops
     the snapshots: for a remote-enabled log (3.6+) the checkpoint's as is, which may lie below the
     first local segment (remote data), so the snapshot at that segment's base stays; else max(it,
@@ -811,13 +1111,25 @@ def _loaded_log_start(p: Plan, part: Partition, cfg, resolver: ConfigResolver, c
         return checkpointed
     remote = tiered.remote_log(part, cfg, resolver)
     if remote.enabled is None:
-        p.note(part.name, f"producer snapshots at or below the first segment {first_base} kept: whether the "
-                          f"log is remote-enabled is not known ({remote.undecided})")
+        p.note(
+            part.name,
+            f"producer snapshots at or below the first segment {first_base} kept: whether the "
+            f"log is remote-enabled is not known ({remote.undecided})",
+        )
     return checkpointed if remote.enabled is not False else first_base
 
 
-def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new: dict[int, bytes],
-                      state_at_leo: bytes, start: int, clean: bool, recovered_from: int | None) -> None:
+def _snapshot_actions(
+    p: Plan,
+    part: Partition,
+    bases: list[int],
+    leo: int,
+    new: dict[int, bytes],
+    state_at_leo: bytes,
+    start: int,
+    clean: bool,
+    recovered_from: int | None,
+) -> None:
     """The producer snapshots LogLoader leaves: those of the recovered segments; strays removed
     (removeStraySnapshots) and those above the log end or at or below the log start offset
     (truncateAndReload); at the log end, the one there if it reads, else the state written
@@ -829,12 +1141,18 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
     gone = _gone(p)
     existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
     # recovering from a segment deletes every snapshot above its base (truncateAndReload)
-    surviving = {off: f for off, f in existing.items() if off in keep and start < off <= leo
-                 and (recovered_from is None or off <= recovered_from)}
+    surviving = {
+        off: f
+        for off, f in existing.items()
+        if off in keep and start < off <= leo and (recovered_from is None or off <= recovered_from)
+    }
     writes = {off: data for off, data in new.items() if off in keep and off > start}
     if leo not in writes:
-        if not writes and (_upgrade_path(p, part, clean, bases) if recovered_from is None
-                           else clean and not surviving):
+        if not writes and (
+            _upgrade_path(p, part, clean, bases)
+            if recovered_from is None
+            else clean and not surviving
+        ):
             lower = [b for b in bases if b < bases[-1]]
             # none at or below the log start offset: the broker writes it here but its next
             # load deletes it (truncateAndReload), so recover would undo it on every other run
@@ -844,13 +1162,23 @@ def _snapshot_actions(p: Plan, part: Partition, bases: list[int], leo: int, new:
                     writes[off] = ProducerState().snapshot_bytes()
                     last = off
         elif not (leo in surviving and _snapshot_readable(surviving[leo])):
-            readable = [o for o, f in surviving.items() if o < leo and _snapshot_readable(f)] + list(writes)
+            readable = [
+                o for o, f in surviving.items() if o < leo and _snapshot_readable(f)
+            ] + list(writes)
             if leo > max(readable, default=start):
                 writes[leo] = state_at_leo
     for off, data in sorted(writes.items()):
         f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
         if _current(p, f) != data:
-            p.add(Action(ActionKind.WRITE_SNAPSHOT, f, "producer state at this offset", part.name, data=data))
+            p.add(
+                Action(
+                    ActionKind.WRITE_SNAPSHOT,
+                    f,
+                    "producer state at this offset",
+                    part.name,
+                    data=data,
+                )
+            )
     for off, f in sorted(existing.items()):
         if off not in surviving and off not in writes:
             why = "at or below the log start offset" if off <= start else "stray producer snapshot"
@@ -864,12 +1192,15 @@ def _upgrade_path(p: Plan, part: Partition, clean: bool, bases: list[int]) -> bo
     if not clean:
         return False
     gone = _gone(p)
-    return not any(part.path(f) not in gone and (off in bases or off > bases[-1])
-                   for off, f in part.snapshots.items())
+    return not any(
+        part.path(f) not in gone and (off in bases or off > bases[-1])
+        for off, f in part.snapshots.items()
+    )
 
 
-def _snapshots_before_recovery(p: Plan, part: Partition, segments: list[Segment], first: int,
-                               state: ProducerState, state_at) -> dict[int, bytes]:
+def _snapshots_before_recovery(
+    p: Plan, part: Partition, segments: list[Segment], first: int, state: ProducerState, state_at
+) -> dict[int, bytes]:
     """The snapshots LogLoader.recoverSegment takes before it recovers the first segment (its
     rebuildProducerState up to that segment's base): replaying from the latest readable snapshot
     (else the log start offset), one at each of the last two segment bases passed, then one at the
@@ -879,8 +1210,11 @@ def _snapshots_before_recovery(p: Plan, part: Partition, segments: list[Segment]
         return out
     log_start = part.checkpoints.log_start_offset or 0
     gone = _gone(p)
-    readable = [o for o, f in part.snapshots.items()
-                if log_start < o <= first and part.path(f) not in gone and _snapshot_readable(part.path(f))]
+    readable = [
+        o
+        for o, f in part.snapshots.items()
+        if log_start < o <= first and part.path(f) not in gone and _snapshot_readable(part.path(f))
+    ]
     last = max(readable, default=log_start)
     bases = [s.base_offset for s in segments]
     for b in bases[-2:]:
@@ -905,8 +1239,13 @@ def _loader_files(part: Partition) -> list[str]:
     """The names LogLoader looks at, from the partition's one listing, sorted: our interrupted
     writes, the .deleted/.cleaned/.swap files, segments, indexes and snapshots. Only regular files:
     LogLoader lists `file.isFile` alone."""
-    listed = [*part.leftovers, *part.temp_files, *(s.log_path.name for s in part.segments),
-              *(n for ns in part.index_files.values() for n in ns), *part.snapshots.values()]
+    listed = [
+        *part.leftovers,
+        *part.temp_files,
+        *(s.log_path.name for s in part.segments),
+        *(n for ns in part.index_files.values() for n in ns),
+        *part.snapshots.values(),
+    ]
     return sorted(n for n in listed if os.path.isfile(part.path(n)))
 
 
@@ -932,8 +1271,17 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
             p.add(Action(ActionKind.DELETE, part.path(f), "an interrupted kafkalog write", name))
             present.discard(f)
     for f in files:
-        if f.endswith(names.DELETED_SUFFIX) and not f.endswith(names.CHECKPOINT_SUFFIX + names.DELETED_SUFFIX):
-            p.add(Action(ActionKind.DELETE, part.path(f), "leftover .deleted file (LogLoader deletes it)", name))
+        if f.endswith(names.DELETED_SUFFIX) and not f.endswith(
+            names.CHECKPOINT_SUFFIX + names.DELETED_SUFFIX
+        ):
+            p.add(
+                Action(
+                    ActionKind.DELETE,
+                    part.path(f),
+                    "leftover .deleted file (LogLoader deletes it)",
+                    name,
+                )
+            )
             present.discard(f)
     cleaned = [f for f in files if f.endswith(names.CLEANED_SUFFIX)]
     swaps = [f for f in files if f.endswith(names.SWAP_SUFFIX)]
@@ -942,38 +1290,80 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
     for f in swaps:
         off = offset_from_name(f)
         if min_cleaned is not None and off is not None and off >= min_cleaned:
-            p.add(Action(ActionKind.DELETE, part.path(f), f"invalid .swap file (at or above the smallest "
-                         f".cleaned offset {min_cleaned}: an interrupted split)", name))
+            p.add(
+                Action(
+                    ActionKind.DELETE,
+                    part.path(f),
+                    f"invalid .swap file (at or above the smallest "
+                    f".cleaned offset {min_cleaned}: an interrupted split)",
+                    name,
+                )
+            )
             present.discard(f)
         else:
             valid_swaps.append(f)
     for f in cleaned:
-        p.add(Action(ActionKind.DELETE, part.path(f), "leftover .cleaned file (LogLoader deletes it)", name))
+        p.add(
+            Action(
+                ActionKind.DELETE,
+                part.path(f),
+                "leftover .cleaned file (LogLoader deletes it)",
+                name,
+            )
+        )
         present.discard(f)
     swapped_bases = set()
-    log_swaps = {f: swap_base for f in valid_swaps if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)
-                 and (swap_base := offset_from_name(f)) is not None}
+    log_swaps = {
+        f: swap_base
+        for f in valid_swaps
+        if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)
+        and (swap_base := offset_from_name(f)) is not None
+    }
     if log_swaps:
         # the range the swapped-in segments cover: each .swap's own walk, from its first byte
         lo = min(log_swaps.values())
-        hi = max(Segment(part.directory, base, read_from=part.path(f)).next_offset_after(None)
-                 for f, base in log_swaps.items())
+        hi = max(
+            Segment(part.directory, base, read_from=part.path(f)).next_offset_after(None)
+            for f, base in log_swaps.items()
+        )
         for f in files:
             off = offset_from_name(f)
-            if (f in present and off is not None and lo <= off < hi and not f.endswith(names.SWAP_SUFFIX)
-                    and f.endswith(names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))):
-                p.add(Action(ActionKind.DELETE, part.path(f), f"replaced by the .swap segments [{lo}, {hi})", name))
+            if (
+                f in present
+                and off is not None
+                and lo <= off < hi
+                and not f.endswith(names.SWAP_SUFFIX)
+                and f.endswith(names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))
+            ):
+                p.add(
+                    Action(
+                        ActionKind.DELETE,
+                        part.path(f),
+                        f"replaced by the .swap segments [{lo}, {hi})",
+                        name,
+                    )
+                )
                 present.discard(f)
     for f in valid_swaps:
         final = f[: -len(names.SWAP_SUFFIX)]
-        p.add(Action(ActionKind.RENAME, part.path(f), "completes an interrupted swap (LogLoader)", name,
-                     target=part.path(final)))
+        p.add(
+            Action(
+                ActionKind.RENAME,
+                part.path(f),
+                "completes an interrupted swap (LogLoader)",
+                name,
+                target=part.path(final),
+            )
+        )
         present.discard(f)
         present.add(final)
         if final.endswith(names.LOG_SUFFIX):
             swapped_bases.add(offset_from_name(final))
-    logs = sorted((off, f) for f in present
-                  if f.endswith(names.LOG_SUFFIX) and (off := offset_from_name(f)) is not None)
+    logs = sorted(
+        (off, f)
+        for f in present
+        if f.endswith(names.LOG_SUFFIX) and (off := offset_from_name(f)) is not None
+    )
     segs = {}
     for i, (off, f) in enumerate(logs):
         read_from = part.path(f + names.SWAP_SUFFIX) if off in swapped_bases else None
@@ -983,5 +1373,12 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
         if off is None or off in segs:
             continue
         if f.endswith((names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX, names.TXN_INDEX_SUFFIX)):
-            p.add(Action(ActionKind.DELETE, part.path(f), "index file without a .log (LogLoader deletes it)", name))
+            p.add(
+                Action(
+                    ActionKind.DELETE,
+                    part.path(f),
+                    "index file without a .log (LogLoader deletes it)",
+                    name,
+                )
+            )
     return segs

@@ -41,6 +41,7 @@ storage.space.FULL_BELOW free) what needs blocks (the roll's producer snapshot) 
 deletions. An empty log's leader-epoch-checkpoint is written as the broker's next load leaves
 it (truncateFromEnd(log end offset)), so `recover` finds nothing to do.
 """
+
 from __future__ import annotations
 
 import enum
@@ -82,15 +83,15 @@ from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
 from kafkalog_cli.storage.space import FreeSpace
 
-KRAFT_METADATA_TOPIC = "__cluster_metadata"   # LogManager leaves it to KRaft: never retained here
+KRAFT_METADATA_TOPIC = "__cluster_metadata"  # LogManager leaves it to KRaft: never retained here
 
 
 class DeletionReason(str, enum.Enum):
     """Kafka's SegmentDeletionReason subclasses, in the order the passes run."""
 
-    LOG_START_OFFSET_BREACH = "log-start-offset"    # StartOffsetBreach
-    RETENTION_SIZE_BREACH = "retention.bytes"       # RetentionSizeBreach
-    RETENTION_MS_BREACH = "retention.ms"            # RetentionMsBreach
+    LOG_START_OFFSET_BREACH = "log-start-offset"  # StartOffsetBreach
+    RETENTION_SIZE_BREACH = "retention.bytes"  # RetentionSizeBreach
+    RETENTION_MS_BREACH = "retention.ms"  # RetentionMsBreach
 
     def describe(self, cfg: TopicConfig, log_start_offset: int) -> str:
         """The words of the broker's "Deleting segment ... due to ..." line."""
@@ -98,8 +99,10 @@ class DeletionReason(str, enum.Enum):
             return f"log start offset {log_start_offset} breach"
         if self is DeletionReason.RETENTION_SIZE_BREACH:
             return f"retention size {cfg.retention_bytes} breach"
-        return (f"retention time {cfg.retention_ms}ms breach based on the largest record timestamp "
-                f"in the segment")
+        return (
+            f"retention time {cfg.retention_ms}ms breach based on the largest record timestamp "
+            f"in the segment"
+        )
 
     def describe_local(self, cfg: TopicConfig, local_log_start_offset: int) -> str:
         """The broker's words for a remote-enabled log (StartOffsetBreach, RetentionSizeBreach,
@@ -107,9 +110,13 @@ class DeletionReason(str, enum.Enum):
         if self is DeletionReason.LOG_START_OFFSET_BREACH:
             return f"local log start offset {local_log_start_offset} breach"
         if self is DeletionReason.RETENTION_SIZE_BREACH:
-            return f"local log retention size {cfg.local_retention_bytes_effective} breach (uploaded)"
-        return (f"local log retention time {cfg.local_retention_ms_effective}ms breach based on the largest record "
-                f"timestamp in the segment (uploaded)")
+            return (
+                f"local log retention size {cfg.local_retention_bytes_effective} breach (uploaded)"
+            )
+        return (
+            f"local log retention time {cfg.local_retention_ms_effective}ms breach based on the largest record "
+            f"timestamp in the segment (uploaded)"
+        )
 
 
 @dataclass
@@ -122,15 +129,19 @@ class RetainPlan(Plan):
 @dataclass
 class RetainOptions:
     now_ms: int
-    resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
-    free_first: bool | None = None           # None: when the log dir's file system is full (full_disk)
+    resolver: ConfigResolver | None = (
+        None  # None: Kafka defaults + the log dir's __cluster_metadata
+    )
+    free_first: bool | None = None  # None: when the log dir's file system is full (full_disk)
 
 
 # ------------------------------------------------------------------ Kafka's walk
 Predicate = Callable[[Segment, "Segment | None"], bool]
 
 
-def deletable_segments(segments: list[Segment], high_watermark: int, predicate: Predicate) -> list[Segment]:
+def deletable_segments(
+    segments: list[Segment], high_watermark: int, predicate: Predicate
+) -> list[Segment]:
     """LocalLog.deletableSegments with UnifiedLog's high-watermark guard: oldest first, stop at the
     first segment that must stay; an empty last segment always stays.
 
@@ -167,6 +178,7 @@ def size_breach(segments: list[Segment], retention_bytes: int) -> Predicate | No
             diff -= seg.size
             return True
         return False
+
     return predicate
 
 
@@ -184,8 +196,12 @@ class DeletedSegment:
 
     def to_dict(self) -> dict:
         s = self.segment
-        out = {"base_offset": s.base_offset, "size": s.size, "reason": self.reason.value,
-               "detail": self.detail}
+        out = {
+            "base_offset": s.base_offset,
+            "size": s.size,
+            "reason": self.reason.value,
+            "detail": self.detail,
+        }
         if self.reason is DeletionReason.RETENTION_MS_BREACH:
             out["largest_timestamp"], from_mtime = s.largest_timestamp_and_source
             out["timestamp_from"] = "mtime" if from_mtime else "time index"
@@ -200,21 +216,26 @@ class Retention:
     new_log_start_offset: int
     first_segment_base: int
     deleted: list[DeletedSegment] = field(default_factory=list)
-    rolled_at: int | None = None           # the new empty segment's base, when all went
+    rolled_at: int | None = None  # the new empty segment's base, when all went
     # tiered storage (ops.tiered): the local log start offset, raised by local deletions while the
     # log start offset stays; the checkpoint entry kept (3.8+ lists every remote-enabled
     # partition, KAFKA-16146); the leader epochs truncated only where the log start moved
     local_log_start_offset: int | None = None
     remote_log_enabled: bool = False
-    blocked: str | None = None             # why a deletion the predicates ask for cannot be decided
+    blocked: str | None = None  # why a deletion the predicates ask for cannot be decided
 
     @property
     def log_start_changed(self) -> bool:
         return self.new_log_start_offset > self.old_log_start_offset
 
 
-def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: bool = True,
-               raise_log_start_to: int | None = None) -> Retention:
+def run_passes(
+    partition: Partition,
+    cfg: TopicConfig,
+    now_ms: int,
+    by_config: bool = True,
+    raise_log_start_to: int | None = None,
+) -> Retention:
     """UnifiedLog.deleteOldSegments: the passes in order, each on what the previous one left.
     `by_config` False: the log-start-offset pass alone (a deciding config is unknown).
     `raise_log_start_to`: the log start offset is first raised to it, as
@@ -224,13 +245,25 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
     log_start = partition.log_start_offset
     assert log_start is not None  # None only without segments, and segments[0] is read below
     hw_checkpoint = partition.checkpoints.high_watermark
-    result = Retention(log_start, max(log_start, raise_log_start_to if raise_log_start_to is not None else log_start),
-                       segments[0].base_offset)
+    result = Retention(
+        log_start,
+        max(log_start, raise_log_start_to if raise_log_start_to is not None else log_start),
+        segments[0].base_offset,
+    )
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
-        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(result.new_log_start_offset))]
+        (
+            DeletionReason.LOG_START_OFFSET_BREACH,
+            lambda: log_start_breach(result.new_log_start_offset),
+        )
+    ]
     if by_config and "delete" in cfg.cleanup_policy:
-        passes += [(DeletionReason.RETENTION_SIZE_BREACH, lambda: size_breach(segments, cfg.retention_bytes)),
-                   (DeletionReason.RETENTION_MS_BREACH, lambda: time_breach(now_ms, cfg.retention_ms))]
+        passes += [
+            (
+                DeletionReason.RETENTION_SIZE_BREACH,
+                lambda: size_breach(segments, cfg.retention_bytes),
+            ),
+            (DeletionReason.RETENTION_MS_BREACH, lambda: time_breach(now_ms, cfg.retention_ms)),
+        ]
     for reason, make in passes:
         predicate = make()
         if predicate is None or not segments:
@@ -241,7 +274,7 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
             continue
         detail = reason.describe(cfg, result.new_log_start_offset)
         result.deleted += [DeletedSegment(s, reason, detail) for s in gone]
-        segments = segments[len(gone):]
+        segments = segments[len(gone) :]
         if not segments:
             # deleteSegments: "we must always have at least one segment": roll first. The new
             # segment is empty, and an empty last segment is never deleted: no pass has more to do.
@@ -254,8 +287,13 @@ def run_passes(partition: Partition, cfg: TopicConfig, now_ms: int, by_config: b
 
 
 # ------------------------------------------------------------------ tiered storage
-def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Predicate, log_start_offset: int,
-                     remote: RemoteLog) -> tuple[list[Segment], bool, str | None]:
+def tiered_deletable(
+    segments: list[Segment],
+    high_watermark: int,
+    predicate: Predicate,
+    log_start_offset: int,
+    remote: RemoteLog,
+) -> tuple[list[Segment], bool, str | None]:
     """UnifiedLog.deletableSegments for a remote-enabled log with remote copy on (3.6+): as
     deletable_segments, and each segment also eligible (isSegmentEligibleForDeletion): uploaded
     (its last offset <= highestOffsetInRemoteStorage) or, 3.7+, the log start offset at or past
@@ -264,7 +302,9 @@ def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Pr
     out: list[Segment] = []
     upload = remote.upload
     highest = upload.highest_offset_in_remote_storage if upload.known else None
-    rule37 = remote.roll_and_start_offset_rule.applies if remote.roll_and_start_offset_rule else None
+    rule37 = (
+        remote.roll_and_start_offset_rule.applies if remote.roll_and_start_offset_rule else None
+    )
     roll = False
     for i, seg in enumerate(segments):
         nxt = segments[i + 1] if i + 1 < len(segments) else None
@@ -272,8 +312,17 @@ def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Pr
         breached = high_watermark >= upper and predicate(seg, nxt)
         if breached and nxt is None and seg.size > 0:
             if rule37 is None:
-                return out, False, (remote.roll_and_start_offset_rule.refusal(
-                    f"rolling the active segment {seg.base_offset}") if remote.roll_and_start_offset_rule else None)
+                return (
+                    out,
+                    False,
+                    (
+                        remote.roll_and_start_offset_rule.refusal(
+                            f"rolling the active segment {seg.base_offset}"
+                        )
+                        if remote.roll_and_start_offset_rule
+                        else None
+                    ),
+                )
             roll = rule37
         if not breached or (nxt is None and seg.size == 0):
             break
@@ -283,18 +332,38 @@ def tiered_deletable(segments: list[Segment], high_watermark: int, predicate: Pr
             out.append(seg)
             continue
         if uploaded is None and nxt is not None:
-            return out, roll, (f"segment {seg.base_offset}: {upload.source}; a local segment of a tiered partition "
-                               f"goes only once uploaded (UnifiedLog.deletableSegments)")
+            return (
+                out,
+                roll,
+                (
+                    f"segment {seg.base_offset}: {upload.source}; a local segment of a tiered partition "
+                    f"goes only once uploaded (UnifiedLog.deletableSegments)"
+                ),
+            )
         if by_start and rule37 is None:
-            return out, roll, (remote.roll_and_start_offset_rule.refusal(
-                f"deleting segment {seg.base_offset}, below the log start offset but not uploaded,")
-                if remote.roll_and_start_offset_rule else None)
+            return (
+                out,
+                roll,
+                (
+                    remote.roll_and_start_offset_rule.refusal(
+                        f"deleting segment {seg.base_offset}, below the log start offset but not uploaded,"
+                    )
+                    if remote.roll_and_start_offset_rule
+                    else None
+                ),
+            )
         break
     return out, roll, None
 
 
-def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remote: RemoteLog, by_config: bool = True,
-                      raise_log_start_to: int | None = None) -> Retention:
+def run_tiered_passes(
+    partition: Partition,
+    cfg: TopicConfig,
+    now_ms: int,
+    remote: RemoteLog,
+    by_config: bool = True,
+    raise_log_start_to: int | None = None,
+) -> Retention:
     """UnifiedLog.deleteOldSegments on a remote-enabled log with remote copy on (module ops.tiered):
     the log start offset is the checkpoint's as is (LogLoader, isRemoteLogEnabled; 0 without an
     entry); the local log start offset is max(it, the first segment base); the passes use
@@ -307,8 +376,13 @@ def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remot
         log_start_new = max(log_start, raise_log_start_to)
     else:
         log_start_new = log_start
-    result = Retention(log_start, log_start_new, segments[0].base_offset,
-                       local_log_start_offset=max(log_start_new, segments[0].base_offset), remote_log_enabled=True)
+    result = Retention(
+        log_start,
+        log_start_new,
+        segments[0].base_offset,
+        local_log_start_offset=max(log_start_new, segments[0].base_offset),
+        remote_log_enabled=True,
+    )
     hw_checkpoint = partition.checkpoints.high_watermark
 
     def local_start() -> int:
@@ -317,27 +391,39 @@ def run_tiered_passes(partition: Partition, cfg: TopicConfig, now_ms: int, remot
         return result.local_log_start_offset
 
     passes: list[tuple[DeletionReason, Callable[[], Predicate | None]]] = [
-        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(local_start()))]
+        (DeletionReason.LOG_START_OFFSET_BREACH, lambda: log_start_breach(local_start()))
+    ]
     if by_config:
-        passes += [(DeletionReason.RETENTION_SIZE_BREACH,
-                    lambda: size_breach(segments, cfg.local_retention_bytes_effective)),
-                   (DeletionReason.RETENTION_MS_BREACH, lambda: time_breach(now_ms, cfg.local_retention_ms_effective))]
+        passes += [
+            (
+                DeletionReason.RETENTION_SIZE_BREACH,
+                lambda: size_breach(segments, cfg.local_retention_bytes_effective),
+            ),
+            (
+                DeletionReason.RETENTION_MS_BREACH,
+                lambda: time_breach(now_ms, cfg.local_retention_ms_effective),
+            ),
+        ]
     for reason, make in passes:
         predicate = make()
         if predicate is None or not segments:
             continue
         # LogLoader raises the high watermark to the local log start offset (updateLocalLogStartOffset)
         hw = max(high_watermark_at_load(hw_checkpoint, log_start), local_start())
-        gone, roll, blocked = tiered_deletable(segments, hw, predicate, result.new_log_start_offset, remote)
+        gone, roll, blocked = tiered_deletable(
+            segments, hw, predicate, result.new_log_start_offset, remote
+        )
         if gone:
             detail = reason.describe_local(cfg, local_start())
             result.deleted += [DeletedSegment(s, reason, detail) for s in gone]
-            segments = segments[len(gone):]
+            segments = segments[len(gone) :]
             result.first_segment_base = result.local_log_start_offset = segments[0].base_offset
         if blocked is not None and result.blocked is None:
             result.blocked = blocked
         if roll:
-            result.rolled_at = segments[-1].tail().next_offset   # the old active segment stays, not uploaded
+            result.rolled_at = (
+                segments[-1].tail().next_offset
+            )  # the old active segment stays, not uploaded
             break
         if blocked is not None:
             break
@@ -349,19 +435,25 @@ def read_root_checkpoints(log_dir: Path) -> RootCheckpoints:
     """LogManager's checkpoints, strictly: a damaged one stops the log dir, as nothing in it can be
     judged without it. The cleaner's is read leniently: retention never uses it (neither does
     Kafka's), and compact, which runs retain for compact,delete, reads it leniently too."""
+
     def strict(name: str) -> OffsetCheckpoint:
         return OffsetCheckpoint.read(log_dir / name, strict=True)
 
-    return RootCheckpoints(strict(names.RECOVERY_POINT_CHECKPOINT), strict(names.LOG_START_OFFSET_CHECKPOINT),
-                           strict(names.REPLICATION_CHECKPOINT),
-                           OffsetCheckpoint.read(log_dir / names.CLEANER_CHECKPOINT, strict=False))
+    return RootCheckpoints(
+        strict(names.RECOVERY_POINT_CHECKPOINT),
+        strict(names.LOG_START_OFFSET_CHECKPOINT),
+        strict(names.REPLICATION_CHECKPOINT),
+        OffsetCheckpoint.read(log_dir / names.CLEANER_CHECKPOINT, strict=False),
+    )
 
 
 # plan_one(partition) -> (its summary, its Retention or None when nothing was run, its actions)
 PlanOne = Callable[[Partition], "tuple[dict, Retention | None, list[Action]]"]
 
 
-def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], plan_one: PlanOne) -> RootCheckpoints:
+def plan_log_start_changes(
+    p: Plan, log_dir: Path, partition_dirs: list[Path], plan_one: PlanOne
+) -> RootCheckpoints:
     """The frame of every op that raises log start offsets and deletes segments below them
     (retain, delete-records): each partition planned by `plan_one` with its checkpoints' values,
     then LogManager's checkpoints for all of them, last. A partition that cannot be planned (a
@@ -380,8 +472,9 @@ def plan_log_start_changes(p: Plan, log_dir: Path, partition_dirs: list[Path], p
             partition = Partition.open(d, roots.for_partition(tp), tp)
             summary, result, actions = plan_one(partition)
         except KafkalogError as e:
-            p.partitions[d.name] = partition_summary(d.name, tp, status="error", detail=str(e),
-                                                     exit_code=int(e.exit_code))
+            p.partitions[d.name] = partition_summary(
+                d.name, tp, status="error", detail=str(e), exit_code=int(e.exit_code)
+            )
             p.note(d.name, e.message, e.path, e.position)
             continue
         p.actions.extend(actions)
@@ -416,8 +509,16 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RetainOptions) -> Reta
         name, tp = partition.name, partition.topic_partition
         assert tp is not None  # a live partition dir (partition_groups): its name parses
         if tp.topic == KRAFT_METADATA_TOPIC:
-            return partition_summary(name, tp, status="skipped",
-                                     detail="the KRaft metadata log is retained by the controller"), None, []
+            return (
+                partition_summary(
+                    name,
+                    tp,
+                    status="skipped",
+                    detail="the KRaft metadata log is retained by the controller",
+                ),
+                None,
+                [],
+            )
         cfg = configs.get(tp.topic) or configs.setdefault(tp.topic, resolver.for_topic(tp.topic))
         actions: list[Action] = []
         summary, result = _plan_partition(partition, cfg, opts, actions, resolver, free_first)
@@ -436,9 +537,12 @@ def full_disk(p: Plan, free_first: bool | None) -> bool:
     if free_first is None:
         free_first = free.full
     if free_first:
-        p.note(p.log_dir.name, f"the log dir's file system is full ({free.bytes} bytes free): segments are deleted "
-               f"before anything is written (a new active segment's files are empty: an inode each, no block); "
-               f"the log start offset checkpoint and producer snapshots come after")
+        p.note(
+            p.log_dir.name,
+            f"the log dir's file system is full ({free.bytes} bytes free): segments are deleted "
+            f"before anything is written (a new active segment's files are empty: an inode each, no block); "
+            f"the log start offset checkpoint and producer snapshots come after",
+        )
     return free_first
 
 
@@ -452,14 +556,21 @@ def _if_known(cfg: TopicConfig, name: str, value):
     return value if cfg.source(name).known else None
 
 
-UPLOAD_UNKNOWN_HOW = ("to proceed, give that __remote_log_metadata partition (a copy of it from the broker "
-                      "that holds it, or that broker's log dir) with --remote-log-metadata PATH, or let the "
-                      "broker apply local retention itself (it knows what was uploaded)")
+UPLOAD_UNKNOWN_HOW = (
+    "to proceed, give that __remote_log_metadata partition (a copy of it from the broker "
+    "that holds it, or that broker's log dir) with --remote-log-metadata PATH, or let the "
+    "broker apply local retention itself (it knows what was uploaded)"
+)
 
 
-def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
-                    actions: list[Action], resolver: ConfigResolver,
-                    free_first: bool = False) -> tuple[dict, Retention | None]:
+def _plan_partition(
+    partition: Partition,
+    cfg: TopicConfig,
+    opts: RetainOptions,
+    actions: list[Action],
+    resolver: ConfigResolver,
+    free_first: bool = False,
+) -> tuple[dict, Retention | None]:
     name, tp = partition.name, partition.topic_partition
     assert tp is not None  # a live partition dir (partition_groups): its name parses
     actions += leftover_actions(partition)
@@ -472,38 +583,58 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
     if remote.enabled is None or remote.copy_enabled is None:
         # the plain rules and the tiered ones disagree, and nothing says which the broker applies
         version_refusal = f"{name}: retention by time or size refused: {remote.undecided}" + (
-            "" if "state it with" in (remote.undecided or "") else "; state it with --kafka-version VERSION")
+            ""
+            if "state it with" in (remote.undecided or "")
+            else "; state it with --kafka-version VERSION"
+        )
     if remote.maybe_tiered and remote.enabled is not False:
-        result = run_tiered_passes(partition, cfg, opts.now_ms, remote, by_config=not unknown and not version_refusal)
+        result = run_tiered_passes(
+            partition, cfg, opts.now_ms, remote, by_config=not unknown and not version_refusal
+        )
     else:
         result = run_passes(partition, cfg, opts.now_ms, by_config=not unknown)
     summary = partition_summary(
-        name, tp, status="deleted" if result.deleted else "nothing to do",
+        name,
+        tp,
+        status="deleted" if result.deleted else "nothing to do",
         cleanup_policy=_if_known(cfg, "cleanup.policy", ",".join(cfg.cleanup_policy)),
         retention_ms=_if_known(cfg, "retention.ms", cfg.retention_ms),
         retention_bytes=_if_known(cfg, "retention.bytes", cfg.retention_bytes),
-        segments_deleted=len(result.deleted), bytes_freed=0,
-        old_log_start_offset=result.old_log_start_offset, new_log_start_offset=result.new_log_start_offset,
-        rolled=result.rolled_at is not None, rolled_at=result.rolled_at, segments=[x.to_dict() for x in result.deleted],
-        configs=cfg.provenance(deciding))
+        segments_deleted=len(result.deleted),
+        bytes_freed=0,
+        old_log_start_offset=result.old_log_start_offset,
+        new_log_start_offset=result.new_log_start_offset,
+        rolled=result.rolled_at is not None,
+        rolled_at=result.rolled_at,
+        segments=[x.to_dict() for x in result.deleted],
+        configs=cfg.provenance(deciding),
+    )
     if remote is not tiered.NOT_TIERED:
         summary["remote_log"] = remote.to_dict()
         if result.remote_log_enabled:
             summary["local_log_start_offset"] = result.local_log_start_offset
     if partition.checkpoints.high_watermark is None:
-        summary["detail"] = ("no high watermark in replication-offset-checkpoint: only segments below "
-                             "the log start offset are eligible")
+        summary["detail"] = (
+            "no high watermark in replication-offset-checkpoint: only segments below "
+            "the log start offset are eligible"
+        )
     if unknown:
         line = refusal_line(name, unknown)
-        summary.update(status="refused", refused=[u.to_dict() for u in unknown], refusal=line,
-                       detail="refused to delete by time or size: " + line.partition(": ")[2])
+        summary.update(
+            status="refused",
+            refused=[u.to_dict() for u in unknown],
+            refusal=line,
+            detail="refused to delete by time or size: " + line.partition(": ")[2],
+        )
     elif version_refusal is not None or result.blocked is not None:
         line = version_refusal or f"{name}: {result.blocked}; {UPLOAD_UNKNOWN_HOW}"
         summary.update(status="refused", refusal=line, detail="refused: " + line.partition(": ")[2])
     later: list[Action] = []
     if result.rolled_at is not None:
         rolled = _roll_actions(partition, cfg, opts, result)
-        if free_first:      # the new segment's empty files first; its producer snapshot once space is back
+        if (
+            free_first
+        ):  # the new segment's empty files first; its producer snapshot once space is back
             later = [a for a in rolled if takes_blocks(a)]
             rolled = [a for a in rolled if not takes_blocks(a)]
         actions += rolled
@@ -514,17 +645,25 @@ def _plan_partition(partition: Partition, cfg: TopicConfig, opts: RetainOptions,
     summary["bytes_freed"] = freed
     if tidy and not result.deleted and not unknown:
         summary["status"] = "tidied"
-        summary["detail"] = "finished an interrupted retain (stray snapshots, index files, leader epochs)"
+        summary["detail"] = (
+            "finished an interrupted retain (stray snapshots, index files, leader epochs)"
+        )
     return summary, result
 
 
 def leftover_actions(partition: Partition) -> list[Action]:
     """The partition's files of an interrupted kafkalog write (fsops' temporary names)."""
-    return [Action(ActionKind.DELETE, partition.path(f), "an interrupted kafkalog write", partition.name)
-            for f in partition.leftovers]
+    return [
+        Action(
+            ActionKind.DELETE, partition.path(f), "an interrupted kafkalog write", partition.name
+        )
+        for f in partition.leftovers
+    ]
 
 
-def deletion_actions(partition: Partition, result: Retention, actions: list[Action]) -> tuple[int, list[Action]]:
+def deletion_actions(
+    partition: Partition, result: Retention, actions: list[Action]
+) -> tuple[int, list[Action]]:
     """What the broker does once `result`'s segments go (UnifiedLog.deleteSegments and
     maybeIncrementLogStartOffset), appended to `actions` in a crash-safe order: each segment's
     .log before its indexes, then index files and producer snapshots below the first kept segment,
@@ -534,7 +673,7 @@ def deletion_actions(partition: Partition, result: Retention, actions: list[Acti
     freed = 0
     for x in result.deleted:
         seg, why = x.segment, f"segment {x.segment.base_offset}: {x.detail}"
-        freed += seg.size                 # stat'd for the summary already
+        freed += seg.size  # stat'd for the summary already
         actions.append(Action(ActionKind.DELETE, seg.log_path, why, name))
         for n in sorted(partition.index_files.get(seg.base_offset, [])):
             f = partition.path(n)
@@ -546,18 +685,31 @@ def deletion_actions(partition: Partition, result: Retention, actions: list[Acti
     bases = {s.base_offset for s in partition.segments}
     tidy = []
     for base in sorted(b for b in partition.index_files if b < first and b not in bases):
-        tidy += [Action(ActionKind.DELETE, partition.path(f), "index file without its .log (an interrupted retain)",
-                        name) for f in sorted(partition.index_files[base])]
+        tidy += [
+            Action(
+                ActionKind.DELETE,
+                partition.path(f),
+                "index file without its .log (an interrupted retain)",
+                name,
+            )
+            for f in sorted(partition.index_files[base])
+        ]
     # Kafka deletes the snapshots of the deleted segments; those of no segment below the first
     # are strays its LogLoader deletes
     for off in sorted(o for o in partition.snapshots if o < first):
         snapshot = partition.path(partition.snapshots[off])
         freed += _size_of(snapshot)
-        tidy.append(Action(ActionKind.DELETE, snapshot,
-                           f"producer snapshot below the first segment {first}", name))
+        tidy.append(
+            Action(
+                ActionKind.DELETE,
+                snapshot,
+                f"producer snapshot below the first segment {first}",
+                name,
+            )
+        )
     # an empty log (every segment went, now or in the run a kill interrupted): its log end offset
     empty_at = result.rolled_at
-    left = partition.segments[len(result.deleted):]
+    left = partition.segments[len(result.deleted) :]
     if empty_at is None and len(left) == 1 and left[0].empty:
         empty_at = left[0].base_offset
     epoch_action = None
@@ -576,23 +728,33 @@ def _size_of(path: Path) -> int:
         return 0
 
 
-def _roll_actions(partition: Partition, cfg: TopicConfig, opts: RetainOptions, result: Retention) -> list[Action]:
+def _roll_actions(
+    partition: Partition, cfg: TopicConfig, opts: RetainOptions, result: Retention
+) -> list[Action]:
     """Kafka rolls before deleting every segment: ops.roll's plan for this partition, less what
     it would write to the segment it closes (final time-index entry, trims), which goes in the
     same run: the new segment's files and its producer snapshot."""
     from kafkalog_cli.ops import roll
 
     rolled = Plan("roll", partition.directory.parent)
-    roll.plan_partition(rolled, partition, cfg, roll.RollOptions(if_needed=False, now_ms=opts.now_ms,
-                                                                    resolver=opts.resolver))
+    roll.plan_partition(
+        rolled,
+        partition,
+        cfg,
+        roll.RollOptions(if_needed=False, now_ms=opts.now_ms, resolver=opts.resolver),
+    )
     if not rolled.actions:
-        raise InputError("every segment has expired but the active segment cannot be rolled",
-                         path=str(partition.segments[-1].log_path))
+        raise InputError(
+            "every segment has expired but the active segment cannot be rolled",
+            path=str(partition.segments[-1].log_path),
+        )
     closed = partition.segments[-1].base_offset
     return [a for a in rolled.actions if names.offset_from_name(a.path.name) != closed]
 
 
-def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int | None = None) -> Action | None:
+def _leader_epoch_action(
+    d: Path, new_log_start: int, name: str, rolled_at: int | None = None
+) -> Action | None:
     """LeaderEpochFileCache.truncateFromStart(new log start), written as its flush writes it.
     When the log is left empty (`rolled_at`: its log end offset, every segment gone), also
     LogLoader's truncateFromEnd(log end offset), which the broker's next start applies to an
@@ -606,7 +768,7 @@ def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int 
         return None
     try:
         cache = load_leader_epoch_cache(parse_leader_epoch_checkpoint(raw, path=str(path)))
-    except ValueError as e:   # a negative epoch or offset: Kafka's assign refuses it too
+    except ValueError as e:  # a negative epoch or offset: Kafka's assign refuses it too
         raise InputError(str(e), path=str(path)) from None
     cache = truncate_from_start(cache, new_log_start)
     if rolled_at is not None:
@@ -614,8 +776,13 @@ def _leader_epoch_action(d: Path, new_log_start: int, name: str, rolled_at: int 
     data = encode_leader_epoch_checkpoint(cache)
     if data == raw:
         return None
-    return Action(ActionKind.UPDATE_CHECKPOINT, path,
-                  f"leader epochs truncated from the start at {new_log_start}", name, data=data)
+    return Action(
+        ActionKind.UPDATE_CHECKPOINT,
+        path,
+        f"leader epochs truncated from the start at {new_log_start}",
+        name,
+        data=data,
+    )
 
 
 def _epochs_start_at_or_after(raw: bytes, offset: int) -> bool:
@@ -630,7 +797,9 @@ def _epochs_start_at_or_after(raw: bytes, offset: int) -> bool:
         return False
 
 
-def _checkpoint_actions(p: Plan, roots: RootCheckpoints, new_log_starts: dict, new_recovery_points: dict) -> None:
+def _checkpoint_actions(
+    p: Plan, roots: RootCheckpoints, new_log_starts: dict, new_recovery_points: dict
+) -> None:
     """LogManager's checkpoints, written last. log-start-offset-checkpoint lists a partition only
     while its log start offset is above its first segment's base (-1 here: drop the entry)."""
     log_starts, recovery_points = roots.log_start_offsets, roots.recovery_points
@@ -642,10 +811,25 @@ def _checkpoint_actions(p: Plan, roots: RootCheckpoints, new_log_starts: dict, n
             else:
                 starts[key] = value
         if starts != log_starts.offsets:
-            p.add(Action(ActionKind.UPDATE_CHECKPOINT, log_starts.path, "log start offsets after segment deletion",
-                         data=checkpoint_text.encode_offsets(starts, order=log_starts.order, kind=log_starts.path.name)))
-    if new_recovery_points and any(recovery_points.offsets.get(k) != v for k, v in new_recovery_points.items()):
+            p.add(
+                Action(
+                    ActionKind.UPDATE_CHECKPOINT,
+                    log_starts.path,
+                    "log start offsets after segment deletion",
+                    data=checkpoint_text.encode_offsets(
+                        starts, order=log_starts.order, kind=log_starts.path.name
+                    ),
+                )
+            )
+    if new_recovery_points and any(
+        recovery_points.offsets.get(k) != v for k, v in new_recovery_points.items()
+    ):
         points = {**recovery_points.offsets, **new_recovery_points}
-        p.add(Action(ActionKind.UPDATE_CHECKPOINT, recovery_points.path,
-                     "recovery points raised to the new log start offsets",
-                     data=checkpoint_text.encode_offsets(points, order=recovery_points.order)))
+        p.add(
+            Action(
+                ActionKind.UPDATE_CHECKPOINT,
+                recovery_points.path,
+                "recovery points raised to the new log start offsets",
+                data=checkpoint_text.encode_offsets(points, order=recovery_points.order),
+            )
+        )

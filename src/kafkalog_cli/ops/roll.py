@@ -13,6 +13,7 @@ conditions hold at `--now`):
    position to its end), so 10 MiB of zeros behind .kafka_cleanshutdown would be 1310720 entries;
    it resizes the active segment's indexes to segment.index.bytes itself when it loads the log.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,7 +43,9 @@ INT32_MAX = 0x7FFFFFFF
 class RollOptions:
     if_needed: bool = False
     now_ms: int = 0
-    resolver: ConfigResolver | None = None   # None: Kafka defaults + the log dir's __cluster_metadata
+    resolver: ConfigResolver | None = (
+        None  # None: Kafka defaults + the log dir's __cluster_metadata
+    )
 
 
 def _walk_active(seg: Segment) -> Segment.Walk:
@@ -51,18 +54,30 @@ def _walk_active(seg: Segment) -> Segment.Walk:
     try:
         walk = seg.walk()
     except InputError:
-        raise                   # cannot be opened (permission denied, a FIFO): exit 4, not damage
+        raise  # cannot be opened (permission denied, a FIFO): exit 4, not damage
     except KafkalogError as e:
-        raise CorruptRecordError(f"corrupt active segment; run `kafkalog recover` first ({e.message})",
-                         path=str(seg.log_path), position=e.position) from None
+        raise CorruptRecordError(
+            f"corrupt active segment; run `kafkalog recover` first ({e.message})",
+            path=str(seg.log_path),
+            position=e.position,
+        ) from None
     if not walk.zeros_after:
-        raise CorruptRecordError("bytes after the last complete batch; run `kafkalog recover` first",
-                         path=str(seg.log_path), position=walk.valid_size)
+        raise CorruptRecordError(
+            "bytes after the last complete batch; run `kafkalog recover` first",
+            path=str(seg.log_path),
+            position=walk.valid_size,
+        )
     return walk
 
 
-def should_roll(seg: Segment, walk: Segment.Walk, index_entries: int, time_entries: int, cfg: TopicConfig,
-                now_ms: int) -> str | None:
+def should_roll(
+    seg: Segment,
+    walk: Segment.Walk,
+    index_entries: int,
+    time_entries: int,
+    cfg: TopicConfig,
+    now_ms: int,
+) -> str | None:
     """LogSegment.shouldRoll for an append stamped `now_ms` (the reason, or None).
 
     Offline there is no incoming batch: it is taken to be one byte stamped `now`; the roll jitter
@@ -71,7 +86,9 @@ def should_roll(seg: Segment, walk: Segment.Walk, index_entries: int, time_entri
     size = walk.valid_size
     if size > cfg.segment_bytes - 1:
         return f"segment.bytes: size {size} >= {cfg.segment_bytes}"
-    max_segment_ms = min(cfg.max_compaction_lag_ms, cfg.segment_ms) if cfg.compact else cfg.segment_ms
+    max_segment_ms = (
+        min(cfg.max_compaction_lag_ms, cfg.segment_ms) if cfg.compact else cfg.segment_ms
+    )
     if size > 0:
         first = seg.first_batch_timestamp()
         if first is not None and first >= 0:
@@ -89,8 +106,9 @@ def should_roll(seg: Segment, walk: Segment.Walk, index_entries: int, time_entri
     return None
 
 
-def final_time_index_entry(walk: Segment.Walk, times: list, live: bool,
-                           batch_last_offset: bool = False) -> TimeIndexEntry | None:
+def final_time_index_entry(
+    walk: Segment.Walk, times: list, live: bool, batch_last_offset: bool = False
+) -> TimeIndexEntry | None:
     """The entry onBecomeInactiveSegment appends: (maxTimestampSoFar, offsetOfMaxTimestampSoFar)
     when its timestamp is above the time index's last one, else none.
 
@@ -108,7 +126,9 @@ def final_time_index_entry(walk: Segment.Walk, times: list, live: bool,
         return None
     if times and walk.max_timestamp <= times[-1].timestamp:
         return None
-    offset = walk.offset_of_max_timestamp if batch_last_offset else walk.appended_offset_of_max_timestamp
+    offset = (
+        walk.offset_of_max_timestamp if batch_last_offset else walk.appended_offset_of_max_timestamp
+    )
     return TimeIndexEntry(walk.max_timestamp, offset)
 
 
@@ -117,13 +137,16 @@ def _batch_last_offset(p: Plan, name: str, walk: Segment.Walk, versions: KafkaVe
     stated, the lowest one decides (the broker that appended is at least what the dir proves, and
     a dir that proves 3.8 decides it): an index entry, not a deletion; the note gives both."""
     decision = versions.decide(TIME_INDEX_BATCH_LAST_OFFSET)
-    if decision.applies is not None:    # decision.known
+    if decision.applies is not None:  # decision.known
         return decision.applies
     applies = TIME_INDEX_BATCH_LAST_OFFSET.applies(versions.low)
     if walk.offset_of_max_timestamp != walk.appended_offset_of_max_timestamp:
-        p.note(name, f"the closing time-index entry's offset depends on the Kafka version ({decision.by}): "
-                     f"{walk.offset_of_max_timestamp} from 3.8 on, {walk.appended_offset_of_max_timestamp} before; "
-                     f"took {versions.low}'s; state it with --kafka-version VERSION")
+        p.note(
+            name,
+            f"the closing time-index entry's offset depends on the Kafka version ({decision.by}): "
+            f"{walk.offset_of_max_timestamp} from 3.8 on, {walk.appended_offset_of_max_timestamp} before; "
+            f"took {versions.low}'s; state it with --kafka-version VERSION",
+        )
     return applies
 
 
@@ -134,7 +157,7 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RollOptions) -> Plan:
         tp = parse_partition_dir(d.name)
         assert tp is not None  # a live partition dir (partition_groups): its name parses
         if tp.topic == "__cluster_metadata":
-            continue        # the KRaft metadata log rolls on its own terms (the raft layer)
+            continue  # the KRaft metadata log rolls on its own terms (the raft layer)
         plan_partition(p, Partition.open(d), resolver.for_topic(tp.topic), opts)
     return p
 
@@ -162,36 +185,97 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
     summary.update(rolled=True, reason=reason or "requested", new_segment=new)
     # 1. onBecomeInactiveSegment: final time-index entry, trim indexes and log
     live = not (d.parent / names.CLEAN_SHUTDOWN_FILE).exists()
-    last = live and _batch_last_offset(p, name, walk, opts.resolver.versions if opts.resolver else KafkaVersions())
+    last = live and _batch_last_offset(
+        p, name, walk, opts.resolver.versions if opts.resolver else KafkaVersions()
+    )
     final = final_time_index_entry(walk, times, live, batch_last_offset=last)
     if final is not None:
         times.append(final)
     tpath = seg.time_index_path
     tdata = encode_time_index(times, base)
-    if (tpath.stat().st_size if tpath.exists() else 0) != len(tdata) or (tdata and read_file(tpath) != tdata):
-        p.add(Action(ActionKind.REBUILD_INDEX, tpath, "final time-index entry and trim (segment closed)",
-                     name, data=tdata))
+    if (tpath.stat().st_size if tpath.exists() else 0) != len(tdata) or (
+        tdata and read_file(tpath) != tdata
+    ):
+        p.add(
+            Action(
+                ActionKind.REBUILD_INDEX,
+                tpath,
+                "final time-index entry and trim (segment closed)",
+                name,
+                data=tdata,
+            )
+        )
     ipath, kept = seg.index_path, len(offsets) * OFFSET_ENTRY_SIZE
     if ipath.exists() and ipath.stat().st_size > kept:
-        p.add(Action(ActionKind.TRUNCATE, ipath, "trim the offset index to its entries", name,
-                     at=kept, bytes_removed=ipath.stat().st_size - kept))
+        p.add(
+            Action(
+                ActionKind.TRUNCATE,
+                ipath,
+                "trim the offset index to its entries",
+                name,
+                at=kept,
+                bytes_removed=ipath.stat().st_size - kept,
+            )
+        )
     if seg.size > walk.valid_size:
-        p.add(Action(ActionKind.TRUNCATE, seg.log_path, "trim the preallocated log", name, at=walk.valid_size,
-                     bytes_removed=seg.size - walk.valid_size))
+        p.add(
+            Action(
+                ActionKind.TRUNCATE,
+                seg.log_path,
+                "trim the preallocated log",
+                name,
+                at=walk.valid_size,
+                bytes_removed=seg.size - walk.valid_size,
+            )
+        )
     # 2. producer snapshot at the new base
-    state = rebuild_producer_state(d, partition.segments, new, now_ms=opts.now_ms,
-                                   expiration_ms=cfg.producer_id_expiration_ms,
-                                   ignored=lambda m, f: p.note(name, m, f),
-                                   versions=opts.resolver.versions if opts.resolver else None)
+    state = rebuild_producer_state(
+        d,
+        partition.segments,
+        new,
+        now_ms=opts.now_ms,
+        expiration_ms=cfg.producer_id_expiration_ms,
+        ignored=lambda m, f: p.note(name, m, f),
+        versions=opts.resolver.versions if opts.resolver else None,
+    )
     snap = segment_file(d, new, names.SNAPSHOT_SUFFIX)
     data = state.snapshot_bytes()
     if not snap.exists() or read_file(snap) != data:
-        p.add(Action(ActionKind.WRITE_SNAPSHOT, snap, "producer state at the new segment's base", name, data=data))
+        p.add(
+            Action(
+                ActionKind.WRITE_SNAPSHOT,
+                snap,
+                "producer state at the new segment's base",
+                name,
+                data=data,
+            )
+        )
     # 3. the new segment: empty indexes (as at a clean shutdown), the .log last
-    p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.INDEX_SUFFIX), "new segment", name,
-                 data=b""))
-    p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.TIME_INDEX_SUFFIX), "new segment",
-                 name, data=b""))
+    p.add(
+        Action(
+            ActionKind.CREATE_SEGMENT_FILE,
+            segment_file(d, new, names.INDEX_SUFFIX),
+            "new segment",
+            name,
+            data=b"",
+        )
+    )
+    p.add(
+        Action(
+            ActionKind.CREATE_SEGMENT_FILE,
+            segment_file(d, new, names.TIME_INDEX_SUFFIX),
+            "new segment",
+            name,
+            data=b"",
+        )
+    )
     # not preallocated either (preallocate=true): the broker would read a zero-filled .log as data
-    p.add(Action(ActionKind.CREATE_SEGMENT_FILE, segment_file(d, new, names.LOG_SUFFIX),
-                 f"new segment at the log end offset {new}", name, data=b""))
+    p.add(
+        Action(
+            ActionKind.CREATE_SEGMENT_FILE,
+            segment_file(d, new, names.LOG_SUFFIX),
+            f"new segment at the log end offset {new}",
+            name,
+            data=b"",
+        )
+    )

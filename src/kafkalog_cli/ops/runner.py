@@ -7,6 +7,7 @@ runs it as one Spark task per log dir (spark/jobs.py). So an Operation is a plai
 op's module-level entry points and its options, picklable. It returns values and prints
 nothing: render/human.py and the commands turn an Outcome into text or JSON.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -47,18 +48,24 @@ class ConfigSources:
     topic_config_items: tuple[str, ...] = ()
     server_properties: Path | None = None
     no_cluster_metadata: bool = False
-    topics: frozenset[str] | None = None    # of every log dir the run processes: --topic-config's check
+    topics: frozenset[str] | None = (
+        None  # of every log dir the run processes: --topic-config's check
+    )
     assume_kafka_defaults: bool = False
-    kafka_version: str | None = None        # --kafka-version: the version that will load the dir next
-    remote_log_metadata: tuple[Path, ...] = ()   # --remote-log-metadata
-    log_dirs: tuple[Path, ...] = ()         # every log dir the run processes: where a metadata log is
+    kafka_version: str | None = None  # --kafka-version: the version that will load the dir next
+    remote_log_metadata: tuple[Path, ...] = ()  # --remote-log-metadata
+    log_dirs: tuple[Path, ...] = ()  # every log dir the run processes: where a metadata log is
 
     def for_log_dirs(self, groups: Mapping[Path, Iterable[Path]]) -> ConfigSources:
         """These sources with `topics` those of every partition dir of `groups`, checked: a bad
         --config, --topic-config (also a topic with no partition there) or --server-properties
         is a usage error before any log dir is touched."""
-        topics = frozenset(tp.topic for parts in groups.values() for d in parts
-                           if (tp := parse_partition_dir(Path(d).name)) is not None)
+        topics = frozenset(
+            tp.topic
+            for parts in groups.values()
+            for d in parts
+            if (tp := parse_partition_dir(Path(d).name)) is not None
+        )
         sources = dataclasses.replace(self, topics=topics, log_dirs=tuple(groups))
         parse_key_values(sources.config_pairs, "--config")
         parse_topic_key_values(sources.topic_config_items, sources.topics)
@@ -85,7 +92,9 @@ class ConfigSources:
             metadata = read_cluster_metadata(log_dir, self.log_dirs)
         resolver = ConfigResolver(
             kafka_versions=versions_of(log_dir, metadata, self.stated_version()),
-            server_properties=read_server_properties(self.server_properties) if self.server_properties else None,
+            server_properties=read_server_properties(self.server_properties)
+            if self.server_properties
+            else None,
             cluster_metadata=metadata,
             overrides=parse_key_values(self.config_pairs, "--config"),
             topic_overrides=parse_topic_key_values(self.topic_config_items, self.topics),
@@ -93,7 +102,9 @@ class ConfigSources:
             remote_log_metadata=tuple(self.remote_log_metadata),
         )
         resolver.check_version_bounds()
-        resolver.check_retention_bounds(self.topics if self.topics is not None else self.topic_overrides_topics())
+        resolver.check_retention_bounds(
+            self.topics if self.topics is not None else self.topic_overrides_topics()
+        )
         return resolver
 
 
@@ -106,9 +117,9 @@ class Operation:
     applies partition by partition in one pass (compact, over its --jobs workers); without it
     the plan is carried out by ops.plan.apply."""
 
-    name: str                         # the op, as the quarantine folder is named after it
+    name: str  # the op, as the quarantine folder is named after it
     plan: Callable[..., Any]
-    options: Any                      # the op's options; `resolver` is filled in per log dir
+    options: Any  # the op's options; `resolver` is filled in per log dir
     configs: ConfigSources = field(default_factory=ConfigSources)
     run: Callable[..., tuple[Any, dict]] | None = None
     # False for an op whose plan already is the load .kafka_cleanshutdown gives (recover plans the
@@ -126,14 +137,18 @@ class Outcome:
     (`quarantine`: where removed data was kept, if anywhere; `warning`: the one line about the
     log dir's damaged __cluster_metadata, printed by the command wherever this ran)."""
 
-    plan: Any                         # ops.plan.Plan, ops.retain.RetainPlan or ops.compact.CompactPlan
-    report: dict | None = None        # None: a dry run, nothing changed
+    plan: Any  # ops.plan.Plan, ops.retain.RetainPlan or ops.compact.CompactPlan
+    report: dict | None = None  # None: a dry run, nothing changed
     quarantine: str | None = None
     warning: str | None = None
-    space: Space | None = None        # a dry run's storage.space figures for the whole log dir
-    lock_holder: int | None = None    # a dry run: the process holding the log dir's .lock, if any
-    marker_removed: str | None = None  # why the run removed .kafka_cleanshutdown (ops.clean_shutdown)
-    left: list[LinkOut] = field(default_factory=list)   # partitions left unchanged: a link out of the log dir
+    space: Space | None = None  # a dry run's storage.space figures for the whole log dir
+    lock_holder: int | None = None  # a dry run: the process holding the log dir's .lock, if any
+    marker_removed: str | None = (
+        None  # why the run removed .kafka_cleanshutdown (ops.clean_shutdown)
+    )
+    left: list[LinkOut] = field(
+        default_factory=list
+    )  # partitions left unchanged: a link out of the log dir
 
     @property
     def refusals(self) -> list[str]:
@@ -157,19 +172,34 @@ class Outcome:
     def to_dict(self) -> dict:
         if self.report is not None:
             return self.report
-        return {"dry_run": True, **self.plan.to_dict(), **(self.space.to_dict() if self.space else {})}
+        return {
+            "dry_run": True,
+            **self.plan.to_dict(),
+            **(self.space.to_dict() if self.space else {}),
+        }
 
 
-def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path], *, dry_run: bool = False,
-                quarantine_dir: Path | None = None, no_quarantine: bool = False,
-                follow_symlinks: bool = False) -> Outcome:
+def run_log_dir(
+    operation: Operation,
+    log_dir: Path,
+    partition_dirs: list[Path],
+    *,
+    dry_run: bool = False,
+    quarantine_dir: Path | None = None,
+    no_quarantine: bool = False,
+    follow_symlinks: bool = False,
+) -> Outcome:
     """Plan `partition_dirs` of `log_dir` (a dry run takes no lock), or take the log dir's lock,
     plan under it (nobody changes the log dir meanwhile) and apply through fsops, removed data
     going to the quarantine. A partition dir that is, or holds, a symbolic link out of the log
     dir is left out of the plan (Outcome.left) unless `follow_symlinks` (storage.links); FsOps'
     gate refuses any change through one all the same. Module level, so a Spark task can run it."""
     log_dir = Path(log_dir)
-    leave = (lambda dirs: (list(dirs), [])) if follow_symlinks else (lambda dirs: split_links_out(log_dir, dirs))
+    leave = (
+        (lambda dirs: (list(dirs), []))
+        if follow_symlinks
+        else (lambda dirs: split_links_out(log_dir, dirs))
+    )
     root = quarantine_root(log_dir, quarantine_dir, no_quarantine)
     place = QuarantinePlace.of(log_dir, root)
     if dry_run:
@@ -181,7 +211,13 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
         if isinstance(plan, Plan):
             _note_space_kept(plan, place, root)
             space = estimate_space(plan, place)
-        return Outcome(plan, warning=opts.resolver.warning, space=space, lock_holder=lock_holder(log_dir), left=left)
+        return Outcome(
+            plan,
+            warning=opts.resolver.warning,
+            space=space,
+            lock_holder=lock_holder(log_dir),
+            left=left,
+        )
     with LogDirLock(log_dir, follow_symlinks=follow_symlinks):
         # --jobs workers of `run` work under this lock: they never take it themselves
         partition_dirs, left = leave(partition_dirs)
@@ -196,19 +232,31 @@ def run_log_dir(operation: Operation, log_dir: Path, partition_dirs: list[Path],
             _note_space_kept(plan, place, root)
             report = apply(plan, fsops)
         removed = marker.settle(plan, report, fsops, judge_changes=operation.judges_marker)
-    return Outcome(plan, report, report.get("quarantine"), opts.resolver.warning, marker_removed=removed, left=left)
+    return Outcome(
+        plan,
+        report,
+        report.get("quarantine"),
+        opts.resolver.warning,
+        marker_removed=removed,
+        left=left,
+    )
 
 
-
-FREES_SPACE = ("retain", "delete-records")     # the ops run to free space
+FREES_SPACE = ("retain", "delete-records")  # the ops run to free space
 
 
 def _note_space_kept(plan: Plan, place: QuarantinePlace, root: Path | None) -> None:
     """A plan that removes data, kept in a quarantine on the log dir's own file system, frees
     nothing on disk: the plan and the report say so, and how to free it."""
-    if plan.op in FREES_SPACE and place is QuarantinePlace.SAME_FILE_SYSTEM and any(
-            a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE) for a in plan.actions):
-        plan.note(plan.log_dir.name, f"nothing is freed on disk: the quarantine {root} is on the log dir's file "
-                  f"system, where a removed file stays as a hard link (held_in_quarantine); to free the space, "
-                  f"`kafkalog quarantine prune` it later, or run with --quarantine DIR on another file system "
-                  f"or --no-quarantine")
+    if (
+        plan.op in FREES_SPACE
+        and place is QuarantinePlace.SAME_FILE_SYSTEM
+        and any(a.kind in (ActionKind.DELETE, ActionKind.TRUNCATE) for a in plan.actions)
+    ):
+        plan.note(
+            plan.log_dir.name,
+            f"nothing is freed on disk: the quarantine {root} is on the log dir's file "
+            f"system, where a removed file stays as a hard link (held_in_quarantine); to free the space, "
+            f"`kafkalog quarantine prune` it later, or run with --quarantine DIR on another file system "
+            f"or --no-quarantine",
+        )

@@ -30,6 +30,7 @@ local leader-epoch lineage, which can only make it lower for segments of a diver
 replica of that partition may lag its leader: it then shows fewer uploads, never more, so planned
 deletions are still ones the broker makes. Without the partition the upload state is unknown.
 """
+
 from __future__ import annotations
 
 import os
@@ -60,11 +61,20 @@ from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import read_file
 
 # never remote-enabled, whatever their configs (UnifiedLog.isRemoteLogEnabled, Topic.isInternal)
-NEVER_TIERED = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state", METADATA_TOPIC,
-                          "__cluster_metadata"})
+NEVER_TIERED = frozenset(
+    {
+        "__consumer_offsets",
+        "__transaction_state",
+        "__share_group_state",
+        METADATA_TOPIC,
+        "__cluster_metadata",
+    }
+)
 SYSTEM_ENABLE = "remote.log.storage.system.enable"
-NUM_PARTITIONS_PROPS = ("rlmm.config.remote.log.metadata.topic.num.partitions",
-                        "remote.log.metadata.topic.num.partitions")
+NUM_PARTITIONS_PROPS = (
+    "rlmm.config.remote.log.metadata.topic.num.partitions",
+    "remote.log.metadata.topic.num.partitions",
+)
 
 
 @dataclass(frozen=True)
@@ -72,15 +82,21 @@ class UploadState:
     """What __remote_log_metadata says was uploaded for one partition."""
 
     known: bool
-    highest_offset_in_remote_storage: int = -1   # -1: nothing uploaded
-    remote_log_start_offset: int | None = None   # the smallest start offset of the uploaded segments
-    segments: int = 0                            # uploaded (COPY_SEGMENT_FINISHED) segments
-    source: str = ""                             # where it comes from, or why it is unknown
+    highest_offset_in_remote_storage: int = -1  # -1: nothing uploaded
+    remote_log_start_offset: int | None = None  # the smallest start offset of the uploaded segments
+    segments: int = 0  # uploaded (COPY_SEGMENT_FINISHED) segments
+    source: str = ""  # where it comes from, or why it is unknown
 
     def to_dict(self) -> dict:
-        return {"known": self.known, "highest_offset_in_remote_storage": self.highest_offset_in_remote_storage
-                if self.known else None, "remote_log_start_offset": self.remote_log_start_offset,
-                "uploaded_segments": self.segments, "source": self.source}
+        return {
+            "known": self.known,
+            "highest_offset_in_remote_storage": self.highest_offset_in_remote_storage
+            if self.known
+            else None,
+            "remote_log_start_offset": self.remote_log_start_offset,
+            "uploaded_segments": self.segments,
+            "source": self.source,
+        }
 
 
 @dataclass(frozen=True)
@@ -95,8 +111,8 @@ class RemoteLog:
     copy_enabled: bool | None
     why: str
     upload: UploadState = field(default_factory=lambda: UploadState(False))
-    roll_and_start_offset_rule: RuleDecision | None = None   # 3.7+: shouldRoll, log-start deletion
-    undecided: str | None = None     # why enabled or copy_enabled is None, in a few words
+    roll_and_start_offset_rule: RuleDecision | None = None  # 3.7+: shouldRoll, log-start deletion
+    undecided: str | None = None  # why enabled or copy_enabled is None, in a few words
 
     @property
     def tiered(self) -> bool:
@@ -108,8 +124,12 @@ class RemoteLog:
         return self.enabled is not False and self.copy_enabled is not False
 
     def to_dict(self) -> dict:
-        return {"remote_log_enabled": self.enabled, "remote_copy_enabled": self.copy_enabled, "why": self.why,
-                "upload": self.upload.to_dict()}
+        return {
+            "remote_log_enabled": self.enabled,
+            "remote_copy_enabled": self.copy_enabled,
+            "why": self.why,
+            "upload": self.upload.to_dict(),
+        }
 
 
 NOT_TIERED = RemoteLog(False, False, "remote.storage.enable=false")
@@ -127,45 +147,71 @@ def remote_log(partition: Partition, cfg: TopicConfig, resolver: ConfigResolver)
         # tiered storage in use; elsewhere the plain rules, as every other version applies them
         shown = tiered_storage_in_use(partition, resolver)
         if shown is None:
-            return RemoteLog(False, False, f"remote.storage.enable unknown ({enable.origin}); nothing in the log "
-                                           f"dir shows tiered storage in use")
+            return RemoteLog(
+                False,
+                False,
+                f"remote.storage.enable unknown ({enable.origin}); nothing in the log "
+                f"dir shows tiered storage in use",
+            )
         assert enable.unknown is not None  # not known (above)
-        return RemoteLog(None, None, f"remote.storage.enable is unknown ({enable.origin})",
-                         undecided=f"remote.storage.enable is unknown ({enable.unknown.value}) and {shown}; "
-                                   f"state it with --topic-config {topic}:remote.storage.enable=true|false, or "
-                                   f"--assume-kafka-defaults (false)")
+        return RemoteLog(
+            None,
+            None,
+            f"remote.storage.enable is unknown ({enable.origin})",
+            undecided=f"remote.storage.enable is unknown ({enable.unknown.value}) and {shown}; "
+            f"state it with --topic-config {topic}:remote.storage.enable=true|false, or "
+            f"--assume-kafka-defaults (false)",
+        )
     if topic in NEVER_TIERED:
         return RemoteLog(False, False, f"{topic} is never remote (UnifiedLog.isRemoteLogEnabled)")
     if cfg.compact:
-        return RemoteLog(False, False, "a compacted topic is never remote (UnifiedLog.isRemoteLogEnabled)")
+        return RemoteLog(
+            False, False, "a compacted topic is never remote (UnifiedLog.isRemoteLogEnabled)"
+        )
     versions = resolver.versions
     rule = versions.decide(TIERED_STORAGE)
     raw, origin = resolver.broker_property(SYSTEM_ENABLE)
     if raw is not None and raw.lower() != "true":
         return RemoteLog(False, False, f"{SYSTEM_ENABLE}={raw} ({origin})")
-    system = (f"{SYSTEM_ENABLE}=true ({origin})" if raw is not None else
-              f"{SYSTEM_ENABLE} taken as true: the topic has remote.storage.enable=true, which Kafka refuses "
-              f"unless it is (LogConfig.validateRemoteStorageOnlyIfSystemEnabled)")
+    system = (
+        f"{SYSTEM_ENABLE}=true ({origin})"
+        if raw is not None
+        else f"{SYSTEM_ENABLE} taken as true: the topic has remote.storage.enable=true, which Kafka refuses "
+        f"unless it is (LogConfig.validateRemoteStorageOnlyIfSystemEnabled)"
+    )
     why = f"remote.storage.enable=true ({enable.origin}); {system}"
     if rule.applies is False:
-        return RemoteLog(False, False, f"{why}; but Kafka {versions.stated or versions.range_text} has no tiered storage")
+        return RemoteLog(
+            False,
+            False,
+            f"{why}; but Kafka {versions.stated or versions.range_text} has no tiered storage",
+        )
     copy = _copy_enabled(cfg, versions)
     enabled = True if rule.applies else None
     if rule.applies is None:
         why += f"; tiered storage is 3.6+, and {rule.by}"
     if copy is not True:
-        why += "; remote.log.copy.disable=true " + ("(3.9+: the plain rules)" if copy is False else
-                                                   "(3.9+ only; the versions the log dir allows disagree)")
+        why += "; remote.log.copy.disable=true " + (
+            "(3.9+: the plain rules)"
+            if copy is False
+            else "(3.9+ only; the versions the log dir allows disagree)"
+        )
     undecided = None
     if enabled is None:
         undecided = f"tiered storage (remote.storage.enable=true) is Kafka 3.6+, and {rule.by}"
     elif copy is None:
-        undecided = (f"remote.log.copy.disable=true acts from Kafka 3.9, and "
-                     f"{versions.decide(REMOTE_LOG_COPY_DISABLE).by}")
+        undecided = (
+            f"remote.log.copy.disable=true acts from Kafka 3.9, and "
+            f"{versions.decide(REMOTE_LOG_COPY_DISABLE).by}"
+        )
     upload = UploadState(False)
     if enabled is not False:
-        upload = upload_state(partition, metadata_partitions(resolver)[0], resolver.remote_log_metadata)
-    return RemoteLog(enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET), undecided)
+        upload = upload_state(
+            partition, metadata_partitions(resolver)[0], resolver.remote_log_metadata
+        )
+    return RemoteLog(
+        enabled, copy, why, upload, versions.decide(TIERED_ROLL_AND_START_OFFSET), undecided
+    )
 
 
 def tiered_storage_in_use(partition: Partition, resolver: ConfigResolver) -> str | None:
@@ -178,10 +224,19 @@ def tiered_storage_in_use(partition: Partition, resolver: ConfigResolver) -> str
         return f"{origin}" if raw.lower() == "true" else None
     start = partition.checkpoints.log_start_offset
     if partition.segments and start is not None and start < partition.segments[0].base_offset:
-        return (f"its log start offset {start} ({names.LOG_START_OFFSET_CHECKPOINT}) is below its first local "
-                f"segment {partition.segments[0].base_offset}")
+        return (
+            f"its log start offset {start} ({names.LOG_START_OFFSET_CHECKPOINT}) is below its first local "
+            f"segment {partition.segments[0].base_offset}"
+        )
     try:
-        found = next((n for n in os.listdir(partition.directory.parent) if n.startswith(METADATA_TOPIC + "-")), None)
+        found = next(
+            (
+                n
+                for n in os.listdir(partition.directory.parent)
+                if n.startswith(METADATA_TOPIC + "-")
+            ),
+            None,
+        )
     except OSError:
         found = None
     return f"the log dir holds {found}" if found else None
@@ -203,8 +258,9 @@ def metadata_partitions(resolver: ConfigResolver) -> tuple[int, str]:
     return DEFAULT_METADATA_TOPIC_PARTITIONS, "Kafka's default"
 
 
-def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS,
-                 elsewhere: tuple = ()) -> UploadState:
+def upload_state(
+    partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS, elsewhere: tuple = ()
+) -> UploadState:
     """What the __remote_log_metadata partition for `partition` says was uploaded: the one in
     `elsewhere` (--remote-log-metadata: log dirs or that partition's dirs, e.g. copied from the
     broker that leads it), else the one beside the partition in its log dir."""
@@ -212,26 +268,36 @@ def upload_state(partition: Partition, partitions: int = DEFAULT_METADATA_TOPIC_
     assert tp is not None  # the callers' partition dirs are loaded logs': the name parses
     d = partition.directory
     try:
-        meta = parse_partition_metadata(files.read_bytes(d / names.PARTITION_METADATA),
-                                        path=str(d / names.PARTITION_METADATA))
+        meta = parse_partition_metadata(
+            files.read_bytes(d / names.PARTITION_METADATA), path=str(d / names.PARTITION_METADATA)
+        )
     except (OSError, KafkalogError) as e:
         why = getattr(e, "message", None) or getattr(e, "strerror", None) or str(e)
-        return UploadState(False, source=f"upload state unknown: the topic id is unknown ({names.PARTITION_METADATA}: "
-                                         f"{why})")
+        return UploadState(
+            False,
+            source=f"upload state unknown: the topic id is unknown ({names.PARTITION_METADATA}: "
+            f"{why})",
+        )
     topic_id = topic_id_bytes(meta.topic_id)
     n = metadata_partition(topic_id, tp.partition, partitions)
     name = f"{METADATA_TOPIC}-{n}"
-    candidates = [Path(p) for p in elsewhere if Path(p).name == name] + \
-                 [Path(p) / name for p in elsewhere if Path(p).name != name] + [d.parent / name]
+    candidates = (
+        [Path(p) for p in elsewhere if Path(p).name == name]
+        + [Path(p) / name for p in elsewhere if Path(p).name != name]
+        + [d.parent / name]
+    )
     rlm_dir = next((c for c in candidates if os.path.isdir(c)), None)
     if rlm_dir is None:
         where = "this log dir" + (" nor --remote-log-metadata" if elsewhere else "")
-        return UploadState(False, source=f"upload state unknown: neither {where} has {name} (where "
-                                         f"TopicBasedRemoteLogMetadataManager records {tp}'s uploads; it is usually on "
-                                         f"another broker: give it with --remote-log-metadata)"
-                           if elsewhere else
-                           f"upload state unknown: this log dir has no {name} (where TopicBasedRemoteLogMetadataManager "
-                           f"records {tp}'s uploads; it is usually on another broker)")
+        return UploadState(
+            False,
+            source=f"upload state unknown: neither {where} has {name} (where "
+            f"TopicBasedRemoteLogMetadataManager records {tp}'s uploads; it is usually on "
+            f"another broker: give it with --remote-log-metadata)"
+            if elsewhere
+            else f"upload state unknown: this log dir has no {name} (where TopicBasedRemoteLogMetadataManager "
+            f"records {tp}'s uploads; it is usually on another broker)",
+        )
     return read_uploads(rlm_dir, topic_id, tp)
 
 
@@ -243,7 +309,7 @@ def read_uploads(rlm_dir: Path, topic_id: bytes, tp: TopicPartition) -> UploadSt
         part = Partition.open(rlm_dir)
     except KafkalogError as e:
         return UploadState(False, source=f"upload state unknown: {rlm_dir.name}: {e.message}")
-    started: dict[bytes, tuple[int, int]] = {}     # segment id -> (start, end)
+    started: dict[bytes, tuple[int, int]] = {}  # segment id -> (start, end)
     finished: set[bytes] = set()
 
     for seg in part.segments:
@@ -255,24 +321,35 @@ def read_uploads(rlm_dir: Path, topic_id: bytes, tp: TopicPartition) -> UploadSt
                     continue
                 for rec in batch.records():
                     api_key, f = decode_remote_log_record(rec.value)
-                    if api_key == 0 and _ours(f["remoteLogSegmentId"]["topicIdPartition"], topic_id, tp):
+                    if api_key == 0 and _ours(
+                        f["remoteLogSegmentId"]["topicIdPartition"], topic_id, tp
+                    ):
                         sid = f["remoteLogSegmentId"]["id"]
                         started[sid] = (f["startOffset"], f["endOffset"])
                         if f["remoteLogSegmentState"] == COPY_SEGMENT_FINISHED:
                             finished.add(sid)
-                    elif api_key == 1 and _ours(f["remoteLogSegmentId"]["topicIdPartition"], topic_id, tp):
+                    elif api_key == 1 and _ours(
+                        f["remoteLogSegmentId"]["topicIdPartition"], topic_id, tp
+                    ):
                         if f["remoteLogSegmentState"] == COPY_SEGMENT_FINISHED:
                             finished.add(f["remoteLogSegmentId"]["id"])
         except KafkalogError as e:
             at = f" byte {e.position}" if e.position is not None else ""
-            return UploadState(False, source=f"upload state unknown: {seg.source_path}{at}: {e.message}")
+            return UploadState(
+                False, source=f"upload state unknown: {seg.source_path}{at}: {e.message}"
+            )
     done = [started[s] for s in finished if s in started]
     if not done:
         return UploadState(True, -1, None, 0, f"{rlm_dir.name}: no segment of {tp} uploaded")
     high = max(end for _, end in done)
     low = min(start for start, _ in done)
-    return UploadState(True, high, low, len(done),
-                       f"{rlm_dir.name}: {len(done)} segment(s) of {tp} uploaded, offsets {low} to {high}")
+    return UploadState(
+        True,
+        high,
+        low,
+        len(done),
+        f"{rlm_dir.name}: {len(done)} segment(s) of {tp} uploaded, offsets {low} to {high}",
+    )
 
 
 def _ours(tip: dict, topic_id: bytes, tp: TopicPartition) -> bool:

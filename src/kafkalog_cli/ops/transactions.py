@@ -23,6 +23,7 @@ Kafka 3.3.1's sources:
   __transaction_state partitions in the paths given; without any, every candidate is reported,
   with `coordinator_state` null.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -50,11 +51,15 @@ from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.segment import Segment
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
-_NEVER = 1 << 62        # an expiration no producer reaches
-KRAFT_METADATA_TOPIC = "__cluster_metadata"     # the controller's log: no producer, no transaction
+_NEVER = 1 << 62  # an expiration no producer reaches
+KRAFT_METADATA_TOPIC = "__cluster_metadata"  # the controller's log: no producer, no transaction
 # DescribeTransactions lists a transaction's partitions in these states: the coordinator still
 # writes their markers (TransactionsCommand.filterHangingTransactions)
-MARKERS_PENDING = (TransactionState.Ongoing, TransactionState.PrepareCommit, TransactionState.PrepareAbort)
+MARKERS_PENDING = (
+    TransactionState.Ongoing,
+    TransactionState.PrepareCommit,
+    TransactionState.PrepareAbort,
+)
 
 
 @dataclass(frozen=True)
@@ -96,10 +101,17 @@ class OpenTransaction:
 
     def to_dict(self) -> dict:
         p = self.producer
-        return {"topic": self.topic, "partition": self.partition, "producer_id": p.producer_id,
-                "producer_epoch": p.epoch, "coordinator_epoch": p.coordinator_epoch,
-                "start_offset": self.start_offset, "last_timestamp": p.timestamp, "age_ms": self.age_ms,
-                "duration_min": self.duration_min}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "producer_id": p.producer_id,
+            "producer_epoch": p.epoch,
+            "coordinator_epoch": p.coordinator_epoch,
+            "start_offset": self.start_offset,
+            "last_timestamp": p.timestamp,
+            "age_ms": self.age_ms,
+            "duration_min": self.duration_min,
+        }
 
 
 @dataclass
@@ -115,29 +127,46 @@ class PartitionTransactions:
     last_stable_offset: int
     producers: list[ProducerEntry] = field(default_factory=list)
     open: list[OpenTransaction] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)      # producer snapshots that could not be used
-    damage: KafkalogError | None = None    # the active segment's tail that is not a batch (what follows is read up to it)
-    expired: list[ProducerEntry] = field(default_factory=list)   # in the state, expired at now_ms (not shown)
+    notes: list[str] = field(default_factory=list)  # producer snapshots that could not be used
+    damage: KafkalogError | None = (
+        None  # the active segment's tail that is not a batch (what follows is read up to it)
+    )
+    expired: list[ProducerEntry] = field(
+        default_factory=list
+    )  # in the state, expired at now_ms (not shown)
 
     @property
     def stable_bound(self) -> str:
         return "high_watermark" if self.high_watermark is not None else "log_end_offset"
 
     def to_dict(self) -> dict:
-        return {"partition": self.name, "topic": self.topic, "partition_id": self.partition,
-                "log_start_offset": self.log_start_offset, "log_end_offset": self.log_end_offset,
-                "high_watermark": self.high_watermark, "last_stable_offset": self.last_stable_offset,
-                "stable_bound": self.stable_bound,
-                "producers": [producer_json(p) for p in self.producers],
-                "expired_producer_ids": [p.producer_id for p in self.expired],
-                "open_transactions": [t.to_dict() for t in self.open]}
+        return {
+            "partition": self.name,
+            "topic": self.topic,
+            "partition_id": self.partition,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "last_stable_offset": self.last_stable_offset,
+            "stable_bound": self.stable_bound,
+            "producers": [producer_json(p) for p in self.producers],
+            "expired_producer_ids": [p.producer_id for p in self.expired],
+            "open_transactions": [t.to_dict() for t in self.open],
+        }
 
 
 def producer_json(p: ProducerEntry) -> dict:
     """DescribeProducers' fields."""
-    return {"producer_id": p.producer_id, "producer_epoch": p.epoch, "coordinator_epoch": p.coordinator_epoch,
-            "last_sequence": p.last_seq, "last_timestamp": p.timestamp,
-            "current_transaction_start_offset": p.current_txn_first_offset if p.current_txn_first_offset >= 0 else None}
+    return {
+        "producer_id": p.producer_id,
+        "producer_epoch": p.epoch,
+        "coordinator_epoch": p.coordinator_epoch,
+        "last_sequence": p.last_seq,
+        "last_timestamp": p.timestamp,
+        "current_transaction_start_offset": p.current_txn_first_offset
+        if p.current_txn_first_offset >= 0
+        else None,
+    }
 
 
 class _OngoingAt(ProducerState):
@@ -154,7 +183,9 @@ class _OngoingAt(ProducerState):
         return super().update(batch)
 
 
-def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int) -> PartitionTransactions:
+def partition_transactions(
+    partition: Partition, now_ms: int, expiration_ms: int
+) -> PartitionTransactions:
     """The producer state at the log end offset, and the transactions open at the high watermark."""
     tp = partition.topic_partition
     segments = partition.segments
@@ -167,28 +198,59 @@ def partition_transactions(partition: Partition, now_ms: int, expiration_ms: int
 
     def rebuild(upto: int) -> ProducerState:
         # every producer kept (as describe reads them); those expired at now_ms are told apart below
-        return rebuild_producer_state(partition.directory, segments, upto, now_ms=now_ms, expiration_ms=_NEVER,
-                                      log_start=log_start, ignored=lambda message, f: notes.append(f"{f}: {message}"))
+        return rebuild_producer_state(
+            partition.directory,
+            segments,
+            upto,
+            now_ms=now_ms,
+            expiration_ms=_NEVER,
+            log_start=log_start,
+            ignored=lambda message, f: notes.append(f"{f}: {message}"),
+        )
 
-    if bound >= leo:        # the usual case: the state at the log end offset (its snapshot, when there is one)
+    if (
+        bound >= leo
+    ):  # the usual case: the state at the log end offset (its snapshot, when there is one)
         tracked = state = rebuild(leo)
         open_at_bound = state.ongoing
-    else:                   # up to the segment holding the bound, then on from there, noting it
+    else:  # up to the segment holding the bound, then on from there, noting it
         first = segments[partition.segment_index_for(bound)]
         tracked = _OngoingAt(rebuild(first.base_offset), bound)
-        for seg in segments[segments.index(first):]:
+        for seg in segments[segments.index(first) :]:
             replay(seg, tracked, log_start)
         open_at_bound = tracked.ongoing if tracked.ongoing_at is None else tracked.ongoing_at
     lso = min([o for o in open_at_bound if o < bound] + [bound])
-    active = [e for e in tracked.entries.values()
-              if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms]
+    active = [
+        e
+        for e in tracked.entries.values()
+        if e.current_txn_first_offset >= 0 or now_ms - e.timestamp < expiration_ms
+    ]
     active.sort(key=lambda e: e.producer_id)
     kept = {e.producer_id for e in active}
-    expired = sorted((e for e in tracked.entries.values() if e.producer_id not in kept), key=lambda e: e.producer_id)
-    open_txns = [OpenTransaction(tp.topic, tp.partition, e, now_ms) for e in active if e.current_txn_first_offset >= 0]
+    expired = sorted(
+        (e for e in tracked.entries.values() if e.producer_id not in kept),
+        key=lambda e: e.producer_id,
+    )
+    open_txns = [
+        OpenTransaction(tp.topic, tp.partition, e, now_ms)
+        for e in active
+        if e.current_txn_first_offset >= 0
+    ]
     open_txns.sort(key=lambda t: t.start_offset)
-    return PartitionTransactions(partition.name, tp.topic, tp.partition, log_start, leo, hw, lso, active, open_txns,
-                                 notes, tail_damage(segments[-1]), expired)
+    return PartitionTransactions(
+        partition.name,
+        tp.topic,
+        tp.partition,
+        log_start,
+        leo,
+        hw,
+        lso,
+        active,
+        open_txns,
+        notes,
+        tail_damage(segments[-1]),
+        expired,
+    )
 
 
 def tail_damage(seg: Segment) -> KafkalogError | None:
@@ -230,60 +292,102 @@ class Hanging:
         """kafka-transactions.sh's abort (TransactionsCommand.AbortTransactionCommand), for brokers
         3.0 and later: the partition's leader writes the ABORT marker, and the LSO moves on."""
         t = self.txn
-        return (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {t.topic} "
-                f"--partition {t.partition} --start-offset {t.start_offset}")
+        return (
+            f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {t.topic} "
+            f"--partition {t.partition} --start-offset {t.start_offset}"
+        )
 
     @property
     def abort_command_before_3_0(self) -> str:
         p = self.txn.producer
-        return (f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {self.txn.topic} "
-                f"--partition {self.txn.partition} --producer-id {p.producer_id} --producer-epoch {p.epoch} "
-                f"--coordinator-epoch {p.coordinator_epoch}")
+        return (
+            f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {self.txn.topic} "
+            f"--partition {self.txn.partition} --producer-id {p.producer_id} --producer-epoch {p.epoch} "
+            f"--coordinator-epoch {p.coordinator_epoch}"
+        )
 
     @property
     def describe_command(self) -> str | None:
         c = self.coordinator
-        return (None if c is None else
-                f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}")
+        return (
+            None
+            if c is None
+            else f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}"
+        )
 
     def to_dict(self) -> dict:
         c = self.coordinator
-        return {"kind": "hanging_transaction", **self.txn.to_dict(),
-                "transactional_id": c.transactional_id if c else None,
-                "coordinator_state": c.metadata.state.name if c else None, "reason": self.reason,
-                "abort_command": self.abort_command, "abort_command_before_3_0": self.abort_command_before_3_0,
-                "describe_command": self.describe_command}
+        return {
+            "kind": "hanging_transaction",
+            **self.txn.to_dict(),
+            "transactional_id": c.transactional_id if c else None,
+            "coordinator_state": c.metadata.state.name if c else None,
+            "reason": self.reason,
+            "abort_command": self.abort_command,
+            "abort_command_before_3_0": self.abort_command_before_3_0,
+            "describe_command": self.describe_command,
+        }
 
 
-def find_hanging(txns: Iterable[OpenTransaction], max_age_ms: int,
-                 coordinator: dict[int, CoordinatorTransaction] | None) -> list[Hanging]:
+def find_hanging(
+    txns: Iterable[OpenTransaction],
+    max_age_ms: int,
+    coordinator: dict[int, CoordinatorTransaction] | None,
+) -> list[Hanging]:
     """TransactionsCommand.FindHangingTransactionsCommand: candidates older than `max_age_ms`
     (strictly), then filterHangingTransactions against the coordinator's state when it is known
     (`coordinator` None: no __transaction_state was given)."""
     out = []
     # transactions version 2 rotates the producer id at epoch exhaustion: the transactional id's
     # value then names the old id as previousProducerId (written from KAFKA-20310 on; -1 before)
-    rotated = {} if coordinator is None else {
-        c.metadata.previous_producer_id: c for c in coordinator.values()
-        if c.metadata.previous_producer_id >= 0 and c.metadata.previous_producer_id != c.metadata.producer_id}
+    rotated = (
+        {}
+        if coordinator is None
+        else {
+            c.metadata.previous_producer_id: c
+            for c in coordinator.values()
+            if c.metadata.previous_producer_id >= 0
+            and c.metadata.previous_producer_id != c.metadata.producer_id
+        }
+    )
     for t in txns:
         if t.age_ms <= max_age_ms:
             continue
         if coordinator is None:
-            out.append(Hanging(t, None, "open longer than the maximum age; the coordinator's state is unknown "
-                                        "(no __transaction_state in the paths given)"))
+            out.append(
+                Hanging(
+                    t,
+                    None,
+                    "open longer than the maximum age; the coordinator's state is unknown "
+                    "(no __transaction_state in the paths given)",
+                )
+            )
             continue
         c = coordinator.get(t.producer.producer_id)
         if c is None and t.producer.producer_id in rotated:
             moved = rotated[t.producer.producer_id]
-            out.append(Hanging(t, None, f"the transactional id {moved.transactional_id} moved on to producer id "
-                                        f"{moved.metadata.producer_id} (previousProducerId {t.producer.producer_id} "
-                                        f"in __transaction_state): no marker comes under this producer id"))
+            out.append(
+                Hanging(
+                    t,
+                    None,
+                    f"the transactional id {moved.transactional_id} moved on to producer id "
+                    f"{moved.metadata.producer_id} (previousProducerId {t.producer.producer_id} "
+                    f"in __transaction_state): no marker comes under this producer id",
+                )
+            )
         elif c is None:
-            out.append(Hanging(t, None, "no transactional id has this producer id in __transaction_state"))
+            out.append(
+                Hanging(t, None, "no transactional id has this producer id in __transaction_state")
+            )
         elif not c.expects_marker(t.topic, t.partition):
-            out.append(Hanging(t, c, f"the coordinator's transaction is {c.metadata.state.name} and does not "
-                                     f"include this partition"))
+            out.append(
+                Hanging(
+                    t,
+                    c,
+                    f"the coordinator's transaction is {c.metadata.state.name} and does not "
+                    f"include this partition",
+                )
+            )
     return out
 
 

@@ -6,6 +6,7 @@ across ranges, segments and files are the same as in one sequential pass.
 The library entry points are `verify_partition(dir)` (what the Spark jobs call per partition)
 and `verify_groups(groups)` (what `kafkalog verify-crc` runs). Both return picklable reports.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -27,8 +28,8 @@ from kafkalog_cli.formats.framing import (
 
 # problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
-NAME = "file_name"            # not a 20-digit offset: the segment's base offset is unknown
-UNREADABLE = "unreadable"     # the file could not be opened or read
+NAME = "file_name"  # not a 20-digit offset: the segment's base offset is unknown
+UNREADABLE = "unreadable"  # the file could not be opened or read
 
 
 @dataclass
@@ -39,8 +40,11 @@ class Problem(Finding):
         where = f"{self.file}: byte {self.position}" if self.position is not None else self.file
         extra = []
         if self.base_offset is not None:
-            extra.append(f"offsets {self.base_offset}..{self.last_offset}" if self.last_offset is not None
-                         else f"offset {self.base_offset}")
+            extra.append(
+                f"offsets {self.base_offset}..{self.last_offset}"
+                if self.last_offset is not None
+                else f"offset {self.base_offset}"
+            )
         if self.stored_crc is not None:
             extra.append(f"stored crc {self.stored_crc}")
         if self.computed_crc is not None:
@@ -55,10 +59,10 @@ class Problem(Finding):
 @dataclass
 class FileReport:
     file: str
-    base_offset: int | None          # from the file name
+    base_offset: int | None  # from the file name
     size: int = 0
     batches: int = 0
-    bytes: int = 0                   # bytes of complete batches checked
+    bytes: int = 0  # bytes of complete batches checked
     first_offset: int | None = None  # the first batch's first offset (wrapper offset for legacy)
     last_offset: int | None = None
     problems: list[Problem] = field(default_factory=list)
@@ -88,12 +92,20 @@ class PartitionReport:
 
     @property
     def unreadable(self) -> bool:
-        return any(not f.readable for f in self.files) or any(p.kind == UNREADABLE for p in self.problems)
+        return any(not f.readable for f in self.files) or any(
+            p.kind == UNREADABLE for p in self.problems
+        )
 
     def to_dict(self) -> dict:
-        return {"kind": "partition", "directory": self.directory, "files": len(self.files),
-                "batches": self.batches, "bytes": self.bytes, "problems": len(self.problems),
-                "elapsed_s": round(self.elapsed, 6)}
+        return {
+            "kind": "partition",
+            "directory": self.directory,
+            "files": len(self.files),
+            "batches": self.batches,
+            "bytes": self.bytes,
+            "problems": len(self.problems),
+            "elapsed_s": round(self.elapsed, 6),
+        }
 
 
 # ------------------------------------------------------------------ one byte range of one file
@@ -101,8 +113,8 @@ class PartitionReport:
 class _Chunk:
     file: str
     start: int
-    end: int            # a batch boundary, or the file's length for the last chunk
-    last: bool          # the last chunk of its file: it reports the tail
+    end: int  # a batch boundary, or the file's length for the last chunk
+    last: bool  # the last chunk of its file: it reports the tail
     deep: bool
 
 
@@ -115,7 +127,7 @@ class _ChunkResult:
     problems: list[Problem] = field(default_factory=list)
     size: int = 0
     first_position: int | None = None
-    error: str | None = None      # the file could not be read
+    error: str | None = None  # the file could not be read
 
 
 def _run_chunk(c: _Chunk) -> _ChunkResult:
@@ -134,13 +146,20 @@ def _run_chunk(c: _Chunk) -> _ChunkResult:
         end = len(buf) if c.last else c.end
         populate_pages(buf, c.start, min(end, c.start + WALKED_BYTES))
 
-        def walked(a: int, b: int) -> None:     # the stretch read goes, the next one comes in
+        def walked(a: int, b: int) -> None:  # the stretch read goes, the next one comes in
             release_pages(buf, a, b)
             populate_pages(buf, b, min(end, b + WALKED_BYTES))
 
         w = check_batches(buf, c.start, end, file=c.file, tail=c.last, deep=c.deep, walked=walked)
-        return _ChunkResult(w.batches, w.bytes, w.first_offset, w.last_offset,
-                            [Problem(**asdict(f)) for f in w.findings], len(buf), w.first_position)
+        return _ChunkResult(
+            w.batches,
+            w.bytes,
+            w.first_offset,
+            w.last_offset,
+            [Problem(**asdict(f)) for f in w.findings],
+            len(buf),
+            w.first_position,
+        )
     finally:
         unmap(buf)
 
@@ -163,8 +182,15 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
             for start, data, last in seg.ranges():
                 stop = start + len(data)
                 buf[start:stop] = data
-                w = check_batches(buf, start, seg.size if last else stop, file=c.file, tail=last, deep=c.deep,
-                                  prev_offset=res.last_offset)
+                w = check_batches(
+                    buf,
+                    start,
+                    seg.size if last else stop,
+                    file=c.file,
+                    tail=last,
+                    deep=c.deep,
+                    prev_offset=res.last_offset,
+                )
                 release_pages(buf, start, stop)
                 res.batches += w.batches
                 res.bytes += w.bytes
@@ -178,7 +204,7 @@ def _run_remote(c: _Chunk) -> _ChunkResult:
         return res
     except InputError as e:
         return _ChunkResult(error=e.message)
-    except OSError as e:          # no address space for the file's map
+    except OSError as e:  # no address space for the file's map
         return _ChunkResult(error=e.strerror or str(e))
 
 
@@ -251,8 +277,15 @@ def _merge_file(file: str, results: list[_ChunkResult]) -> FileReport:
     rep = FileReport(file, _file_base(file))
     name = os.path.basename(file)
     if rep.base_offset is None and not name.endswith(".checkpoint"):
-        rep.problems.append(Problem(file, None, NAME, "file name is not a 20-digit offset, so the segment's "
-                                    "base offset cannot be checked"))
+        rep.problems.append(
+            Problem(
+                file,
+                None,
+                NAME,
+                "file name is not a 20-digit offset, so the segment's "
+                "base offset cannot be checked",
+            )
+        )
     for r in results:
         if r.error is not None:
             rep.readable = False
@@ -261,19 +294,37 @@ def _merge_file(file: str, results: list[_ChunkResult]) -> FileReport:
         rep.size = max(rep.size, r.size)
         if r.first_offset is not None:
             if rep.last_offset is not None and r.first_offset <= rep.last_offset:
-                rep.problems.append(Problem(file, r.first_position, OFFSETS, f"offsets do not increase: a batch starts at "
-                                            f"{r.first_offset} after one that ended at {rep.last_offset}",
-                                            r.first_offset))
+                rep.problems.append(
+                    Problem(
+                        file,
+                        r.first_position,
+                        OFFSETS,
+                        f"offsets do not increase: a batch starts at "
+                        f"{r.first_offset} after one that ended at {rep.last_offset}",
+                        r.first_offset,
+                    )
+                )
             if rep.first_offset is None:
                 rep.first_offset = r.first_offset
             rep.last_offset = r.last_offset
         rep.batches += r.batches
         rep.bytes += r.bytes
         rep.problems.extend(r.problems)
-    if rep.base_offset is not None and rep.first_offset is not None and rep.first_offset < rep.base_offset:
-        rep.problems.append(Problem(file, 0, OFFSETS, f"the first batch starts at offset {rep.first_offset}, "
-                                    f"below the segment's base offset {rep.base_offset} (its file name)",
-                                    rep.first_offset))
+    if (
+        rep.base_offset is not None
+        and rep.first_offset is not None
+        and rep.first_offset < rep.base_offset
+    ):
+        rep.problems.append(
+            Problem(
+                file,
+                0,
+                OFFSETS,
+                f"the first batch starts at offset {rep.first_offset}, "
+                f"below the segment's base offset {rep.base_offset} (its file name)",
+                rep.first_offset,
+            )
+        )
     return rep
 
 
@@ -282,11 +333,23 @@ def _merge_group(directory: str, files: list[FileReport]) -> PartitionReport:
     prev: FileReport | None = None
     for f in files:
         rep.problems.extend(f.problems)
-        if prev is not None and prev.last_offset is not None and f.first_offset is not None \
-                and f.first_offset <= prev.last_offset:
-            rep.problems.append(Problem(f.file, 0, OFFSETS, f"segment starts at offset {f.first_offset}, not after "
-                                        f"the previous segment's last offset {prev.last_offset} "
-                                        f"({os.path.basename(prev.file)})", f.first_offset))
+        if (
+            prev is not None
+            and prev.last_offset is not None
+            and f.first_offset is not None
+            and f.first_offset <= prev.last_offset
+        ):
+            rep.problems.append(
+                Problem(
+                    f.file,
+                    0,
+                    OFFSETS,
+                    f"segment starts at offset {f.first_offset}, not after "
+                    f"the previous segment's last offset {prev.last_offset} "
+                    f"({os.path.basename(prev.file)})",
+                    f.first_offset,
+                )
+            )
         if f.last_offset is not None:
             prev = f
     return rep
@@ -304,7 +367,9 @@ def total_bytes(groups: list[tuple[str, list[str]]]) -> int:
     return total
 
 
-def plan_chunks(groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool) -> list[list[list[_Chunk]]]:
+def plan_chunks(
+    groups: list[tuple[str, list[str]]], *, jobs: int, deep: bool
+) -> list[list[list[_Chunk]]]:
     """groups -> files -> chunks. A file is split only when that helps to keep `jobs` busy (a
     chunk lets the pages it has checked go as it goes, so a big one holds no more memory)."""
     total = total_bytes(groups)
@@ -323,20 +388,22 @@ def _fork_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None] 
     import gc
     import pickle
 
-    children: list[tuple[int, int | None]] = []     # (pid, read end of its pipe: None once read)
-    gc.freeze()     # the objects of now stay out of the collector: a child's collection would
-    try:            # touch (and so copy) every page of them
+    children: list[tuple[int, int | None]] = []  # (pid, read end of its pipe: None once read)
+    gc.freeze()  # the objects of now stay out of the collector: a child's collection would
+    try:  # touch (and so copy) every page of them
         for w in range(1, jobs):
             r, wr = os.pipe()
             pid = os.fork()
-            if pid == 0:   # pragma: no cover - the child (its coverage is not collected)
+            if pid == 0:  # pragma: no cover - the child (its coverage is not collected)
                 code = 0
                 try:
                     os.close(r)
                     try:
                         data = pickle.dumps(("ok", [fn(x) for x in items[w::jobs]]))
-                    except BaseException as e:   # the parent raises it
-                        data = pickle.dumps(("error", RuntimeError(f"verify worker: {type(e).__name__}: {e}")))
+                    except BaseException as e:  # the parent raises it
+                        data = pickle.dumps(
+                            ("error", RuntimeError(f"verify worker: {type(e).__name__}: {e}"))
+                        )
                     with os.fdopen(wr, "wb") as f:
                         f.write(data)
                 except BaseException:
@@ -392,7 +459,7 @@ def _thread_map(fn: Callable, items: list, jobs: int, done: Callable[[int], None
                 results[i] = fn(items[i])
                 if w == 0 and done:
                     done(i)
-        except BaseException as e:   # raised here, after the others end
+        except BaseException as e:  # raised here, after the others end
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(w,), daemon=True) for w in range(1, jobs)]
@@ -418,9 +485,14 @@ def walks_without_gil() -> bool:
     return framing.walks_without_gil()
 
 
-def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jobs: int = 1,
-                  on_progress: Callable[[int], None] | None = None,
-                  parallel_min_bytes: int = 32 << 20) -> list[PartitionReport]:
+def verify_groups(
+    groups: list[tuple[str, list[str]]],
+    *,
+    deep: bool = False,
+    jobs: int = 1,
+    on_progress: Callable[[int], None] | None = None,
+    parallel_min_bytes: int = 32 << 20,
+) -> list[PartitionReport]:
     """Verify each group (a partition dir and its .log files in offset order, or one file) and
     return one PartitionReport per group, in order. `jobs` > 1 uses worker processes when the
     input is at least `parallel_min_bytes`."""
@@ -432,9 +504,15 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
     from kafkalog_cli.storage.paths_given import is_remote
 
     # remote files are read here: pyarrow's S3 client must not cross a fork
-    if jobs > 1 and len(flat) > 1 and total >= parallel_min_bytes and not any(is_remote(c.file) for c in flat):
+    if (
+        jobs > 1
+        and len(flat) > 1
+        and total >= parallel_min_bytes
+        and not any(is_remote(c.file) for c in flat)
+    ):
         tell = (lambda i: on_progress(flat[i].end - flat[i].start)) if on_progress else None
         from kafkalog_cli.storage.segment import map_file  # noqa: F401 - what _run_chunk imports, imported
+
         #                              once before the fork rather than once in every process after it
         if not deep and walks_without_gil():
             results = _thread_map(_run_chunk, flat, min(jobs, len(flat)), tell)
@@ -454,7 +532,9 @@ def verify_groups(groups: list[tuple[str, list[str]]], *, deep: bool = False, jo
     it = iter(results)
     reports = []
     for (directory, files), file_chunks in zip(groups, plan):
-        file_reports = [_merge_file(f, [next(it) for _ in chunks]) for f, chunks in zip(files, file_chunks)]
+        file_reports = [
+            _merge_file(f, [next(it) for _ in chunks]) for f, chunks in zip(files, file_chunks)
+        ]
         reports.append(_merge_group(directory, file_reports))
     elapsed = time.perf_counter() - t0
     for r in reports:
@@ -499,47 +579,69 @@ class BitRot:
     def offsets(self) -> str:
         if self.base_offset is None:
             return "offsets unknown"
-        return f"offsets {self.base_offset}..{self.last_offset}" if self.last_offset is not None \
+        return (
+            f"offsets {self.base_offset}..{self.last_offset}"
+            if self.last_offset is not None
             else f"offset {self.base_offset}"
+        )
 
     def what(self) -> str:
-        return (f"bit rot in {self.partition}: the batch at byte {self.position} of {os.path.basename(self.file)} "
-                f"({self.offsets}) fails its CRC (stored crc = {self.stored_crc}, computed crc = {self.computed_crc})")
+        return (
+            f"bit rot in {self.partition}: the batch at byte {self.position} of {os.path.basename(self.file)} "
+            f"({self.offsets}) fails its CRC (stored crc = {self.stored_crc}, computed crc = {self.computed_crc})"
+        )
 
     def who_is_hit(self) -> str:
         """The broker's and its clients' words (Fetcher's CompletedFetch.maybeEnsureValid,
         AbstractFetcherThread.processFetchRequest, which logs the follower's own fetch offset;
         UnifiedLog.analyzeAndValidateRecords checks a whole fetch before appending any of it)."""
         at = self.base_offset if self.base_offset is not None else "?"
-        return (f"the broker loads and serves it as it is (it checks CRCs only in the segments it recovers). "
-                f"A consumer (check.crcs=true, the default) fails in poll(): \"Record batch for partition "
-                f"{self.partition} at offset {at} is invalid, cause: Record is corrupt\"; if this replica is the "
-                f"leader, a follower whose fetch reaches offset {at} logs \"Found invalid messages during fetch "
-                f"for partition {self.partition} offset F\" (F its own fetch offset, at or below {at}), takes no "
-                f"record of that fetch, stops advancing and drops out of the ISR (acks=all producers fail once the "
-                f"ISR is below min.insync.replicas); if it is a follower, nothing shows until it leads")
+        return (
+            f"the broker loads and serves it as it is (it checks CRCs only in the segments it recovers). "
+            f'A consumer (check.crcs=true, the default) fails in poll(): "Record batch for partition '
+            f'{self.partition} at offset {at} is invalid, cause: Record is corrupt"; if this replica is the '
+            f'leader, a follower whose fetch reaches offset {at} logs "Found invalid messages during fetch '
+            f'for partition {self.partition} offset F" (F its own fetch offset, at or below {at}), takes no '
+            f"record of that fetch, stops advancing and drops out of the ISR (acks=all producers fail once the "
+            f"ISR is below min.insync.replicas); if it is a follower, nothing shows until it leads"
+        )
 
     def fixes(self, log_dir: str | Path) -> str:
         from kafkalog_cli.storage.names import parse_partition_dir_name
 
         parsed = parse_partition_dir_name(self.partition)
-        only = (f" --topic {parsed.topic_partition.topic} --partition {parsed.topic_partition.partition}"
-                if parsed is not None else "")
-        return (f"a healthy replica's bytes: kafkalog compare-replicas finds a replica whose copy of these offsets "
-                f"is intact (copy its segment in with the broker stopped); else kafkalog recover {log_dir} --all "
-                f"--salvage{only} drops the damaged batch ({self.offsets} lost for good) and keeps the batches "
-                f"around it")
+        only = (
+            f" --topic {parsed.topic_partition.topic} --partition {parsed.topic_partition.partition}"
+            if parsed is not None
+            else ""
+        )
+        return (
+            f"a healthy replica's bytes: kafkalog compare-replicas finds a replica whose copy of these offsets "
+            f"is intact (copy its segment in with the broker stopped); else kafkalog recover {log_dir} --all "
+            f"--salvage{only} drops the damaged batch ({self.offsets} lost for good) and keeps the batches "
+            f"around it"
+        )
 
 
-def bit_rot(partition_dir: str | Path, cut: Callable[[str, int], bool] = lambda file, position: False
-            ) -> list[BitRot]:
+def bit_rot(
+    partition_dir: str | Path, cut: Callable[[str, int], bool] = lambda file, position: False
+) -> list[BitRot]:
     """verify-crc's CRC check of a partition's segments: every batch whose CRC fails, but those
     `cut(file, position)` says a recovery removes (the broker does not keep them)."""
     rep = verify_partition(partition_dir)
-    return [BitRot(str(partition_dir), p.file, p.position, p.base_offset, p.last_offset, p.stored_crc,
-                   p.computed_crc)
-            for p in rep.problems if p.kind == CRC and p.file and p.position is not None
-            and not cut(p.file, p.position)]
+    return [
+        BitRot(
+            str(partition_dir),
+            p.file,
+            p.position,
+            p.base_offset,
+            p.last_offset,
+            p.stored_crc,
+            p.computed_crc,
+        )
+        for p in rep.problems
+        if p.kind == CRC and p.file and p.position is not None and not cut(p.file, p.position)
+    ]
 
 
 def group_paths(paths: Iterable[str]) -> list[tuple[str, list[str]]]:
@@ -562,8 +664,9 @@ def is_segment_name(name: str) -> bool:
     return name.endswith(".log") or name.endswith(".checkpoint")
 
 
-def group_paths_lenient(paths: Iterable[str], on_left_out=None
-                        ) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
+def group_paths_lenient(
+    paths: Iterable[str], on_left_out=None
+) -> tuple[list[tuple[str, list[str]]], list[tuple[int, InputError]]]:
     """As group_paths, but a path that cannot be verified does not stop the others: it comes
     back as (number of groups before it, its InputError), so it can be reported in order.
     Directories are classified by storage's one rule (storage.logdir.read_partition_dirs);
@@ -592,8 +695,10 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
             except InputError as e:
                 errors.append((len(groups), e))
                 continue
-            for d in dirs:    # a partition dir given keeps the form it was given in
-                groups.append((raw if d is p else str(d), [str(f) for f in files_of_partition(d, (".log",))]))
+            for d in dirs:  # a partition dir given keeps the form it was given in
+                groups.append(
+                    (raw if d is p else str(d), [str(f) for f in files_of_partition(d, (".log",))])
+                )
             continue
         why = not_regular_reason(raw)
         if why == "no such file":
@@ -601,11 +706,17 @@ def group_paths_lenient(paths: Iterable[str], on_left_out=None
         elif why is not None:
             bad(why, raw)
         elif p.suffix in (".index", ".timeindex", ".txnindex", ".snapshot"):
-            bad(f"not a log segment ({p.suffix}); verify-crc checks .log files "
-                "(use dump-index --verify-index-only for indexes)", raw)
+            bad(
+                f"not a log segment ({p.suffix}); verify-crc checks .log files "
+                "(use dump-index --verify-index-only for indexes)",
+                raw,
+            )
         elif not is_segment_name(p.name):
-            bad("not a Kafka log segment (verify-crc reads <offset>.log files, KRaft .checkpoint "
-                "snapshots, partition dirs and log dirs)", raw)
+            bad(
+                "not a Kafka log segment (verify-crc reads <offset>.log files, KRaft .checkpoint "
+                "snapshots, partition dirs and log dirs)",
+                raw,
+            )
         else:
             groups.append((raw, [raw]))
     return groups, errors

@@ -8,6 +8,7 @@ does. Where Kafka dies partway (an entry pointing outside the log, a batch that 
 the result holds the entries walked so far and the error, so the caller prints what Kafka printed
 before it raises.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,31 +30,37 @@ from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.storage.live_files import listed, map_file, read_file, was_listed
 from kafkalog_cli.storage.names import offset_from_name
 
-DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024   # kafka-dump-log's --max-message-size
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size
 
 
 # What kafka-dump-log reports, one class per report (its Scala maps and lists named in brackets).
 # Named tuples, not dataclasses: every dump-log imports this module, and they are built faster.
 class IndexMismatch(NamedTuple):
     """[misMatchesForIndexFilesMap] an offset-index entry whose batch ends at another offset."""
+
     index_offset: int
-    log_offset: int          # the last offset of the batch at the entry's position
+    log_offset: int  # the last offset of the batch at the entry's position
 
 
 class OffsetNotFound(NamedTuple):
     """[shallowOffsetNotFound] a time-index entry whose offset no batch ends at."""
+
     index_offset: int
-    log_offset: int | None   # the last offset of the batch found instead; None: no batch (Kafka prints -1)
+    log_offset: (
+        int | None
+    )  # the last offset of the batch found instead; None: no batch (Kafka prints -1)
 
 
 class TimestampMismatch(NamedTuple):
     """[misMatchesForTimeIndexFilesMap] a time-index entry whose batch has another max timestamp."""
+
     index_timestamp: int
-    log_timestamp: int       # the batch's largest record timestamp
+    log_timestamp: int  # the batch's largest record timestamp
 
 
 class OutOfOrderTimestamp(NamedTuple):
     """[outOfOrderTimestamp] a time-index entry not after the entry before it."""
+
     index_timestamp: int
     previous_timestamp: int  # the entry before it
 
@@ -61,6 +68,7 @@ class OutOfOrderTimestamp(NamedTuple):
 class NonConsecutiveOffsets(NamedTuple):
     """[nonConsecutivePairsForLogFilesMap] two records in a row whose offsets are not consecutive
     (found by the dump as it renders the records)."""
+
     previous: int
     offset: int
 
@@ -68,16 +76,16 @@ class NonConsecutiveOffsets(NamedTuple):
 @dataclass
 class OffsetIndexCheck:
     path: Path
-    empty: bool = False                  # no whole entry: Kafka prints "<file> is empty."
-    entries: list[OffsetIndexEntry] = field(default_factory=list)    # walked, in file order
-    mismatches: list[IndexMismatch] = field(default_factory=list)    # in file order
-    error: KafkalogError | None = None   # where kafka-dump-log dies, after `entries`
+    empty: bool = False  # no whole entry: Kafka prints "<file> is empty."
+    entries: list[OffsetIndexEntry] = field(default_factory=list)  # walked, in file order
+    mismatches: list[IndexMismatch] = field(default_factory=list)  # in file order
+    error: KafkalogError | None = None  # where kafka-dump-log dies, after `entries`
 
 
 @dataclass
 class TimeIndexCheck:
     path: Path
-    entries: list[TimeIndexEntry] = field(default_factory=list)      # walked, in file order
+    entries: list[TimeIndexEntry] = field(default_factory=list)  # walked, in file order
     not_found: list[OffsetNotFound] = field(default_factory=list)
     mismatches: list[TimestampMismatch] = field(default_factory=list)
     out_of_order: list[OutOfOrderTimestamp] = field(default_factory=list)
@@ -91,8 +99,10 @@ def start_offset_of(path: Path) -> int:
     try:
         return int(stem)
     except ValueError:
-        raise KafkaToolError(f"file name does not start with an offset (NumberFormatException: For input string: \"{stem}\")",
-                             path=str(path)) from None
+        raise KafkaToolError(
+            f'file name does not start with an offset (NumberFormatException: For input string: "{stem}")',
+            path=str(path),
+        ) from None
 
 
 def _beside(path: Path, suffix: str) -> Path:
@@ -104,8 +114,9 @@ def _beside(path: Path, suffix: str) -> Path:
     return other
 
 
-def check_offset_index(path: Path, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, *,
-                       sanity_only: bool = False) -> OffsetIndexCheck:
+def check_offset_index(
+    path: Path, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, *, sanity_only: bool = False
+) -> OffsetIndexCheck:
     """dumpIndex: each entry's position must hold a batch (read within `max_message_size`) whose
     last offset is the entry's. With `sanity_only`, OffsetIndex.sanityCheck instead (it raises
     CorruptIndexError); an empty index is reported as such either way, as Kafka does."""
@@ -123,8 +134,11 @@ def check_offset_index(path: Path, max_message_size: int = DEFAULT_MAX_MESSAGE_S
     for i, entry in enumerate(parse_offset_index(raw, base)):
         position = entry.position
         if position > len(log) or position < 0:
-            check.error = KafkaToolError(f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
-                                         path=where, position=i * OFFSET_ENTRY_SIZE)
+            check.error = KafkaToolError(
+                f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
+                path=where,
+                position=i * OFFSET_ENTRY_SIZE,
+            )
             break
         end = min(len(log), position + max_message_size)
         # errors here are about bytes of the .log: name it, and the index entry
@@ -139,7 +153,9 @@ def check_offset_index(path: Path, max_message_size: int = DEFAULT_MAX_MESSAGE_S
             check.error = KafkaToolError(
                 f"no complete batch at position {position} within --max-message-size "
                 f"{max_message_size}{entry_at} (kafka-dump-log dies with NoSuchElementException)",
-                path=str(log_path.absolute()), position=position)
+                path=str(log_path.absolute()),
+                position=position,
+            )
             break
         if first.last_offset != entry.offset:
             check.mismatches.append(IndexMismatch(entry.offset, first.last_offset))
@@ -166,9 +182,12 @@ def check_time_index(path: Path, *, sanity_only: bool = False) -> TimeIndexCheck
         position = index_lookup(offset_slots, offset)
         if position < 0 or position > len(log):  # FileRecords.slice throws
             check.error = KafkaToolError(
-                f"Invalid position: {position} from the offset index" if position < 0 else
-                f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
-                path=where, position=i * TIME_ENTRY_SIZE)
+                f"Invalid position: {position} from the offset index"
+                if position < 0
+                else f"Slice from position {position} exceeds end position of the log ({len(log)} bytes)",
+                path=where,
+                position=i * TIME_ENTRY_SIZE,
+            )
             break
         try:
             found = next((b for b in iter_batches(log, position) if b.last_offset >= offset), None)

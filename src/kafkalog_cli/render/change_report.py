@@ -29,6 +29,7 @@ then the kind's own fields:
 
 A dry run's figures are what the run would free and hold. dump-log, dump-index and the other
 read-only commands keep their own schemas."""
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -65,8 +66,16 @@ class RunLines:
     quarantines: list[str] = field(default_factory=list)
 
     def line(self, kind: str, **fields) -> dict:
-        assert not set(ENVELOPE) & set(fields), f"a {kind} field takes an envelope's name: {set(ENVELOPE) & set(fields)}"
-        out = {"run_id": self.run_id, "time": iso_now(), "command": self.command, "kind": kind, **fields}
+        assert not set(ENVELOPE) & set(fields), (
+            f"a {kind} field takes an envelope's name: {set(ENVELOPE) & set(fields)}"
+        )
+        out = {
+            "run_id": self.run_id,
+            "time": iso_now(),
+            "command": self.command,
+            "kind": kind,
+            **fields,
+        }
         self.lines.append(out)
         return out
 
@@ -91,7 +100,11 @@ class RunLines:
         log_dir = report.pop("log_dir", str(outcome.plan.log_dir))
         report.pop("op", None)
         partitions = report.pop("partitions", {})
-        items = partitions.items() if isinstance(partitions, dict) else ((p.get("partition"), p) for p in partitions)
+        items = (
+            partitions.items()
+            if isinstance(partitions, dict)
+            else ((p.get("partition"), p) for p in partitions)
+        )
         made = []
         for name, summary in items:
             if not isinstance(summary, dict):
@@ -100,19 +113,37 @@ class RunLines:
             self.segments_deleted += int(summary.get("segments_deleted") or 0)
             quarantine = outcome.quarantine if summary.get("held_in_quarantine") else None
             fields = {"log_dir": log_dir, "dry_run": outcome.dry_run, "partition": name, **summary}
-            if fields["partition"] != name:       # a summary whose `partition` is the number
+            if fields["partition"] != name:  # a summary whose `partition` is the number
                 fields.update(partition=name, partition_id=fields["partition"])
             made.append(self.line("partition", **fields, quarantine=quarantine))
-        for link in getattr(outcome, "left", ()):      # left unchanged: a link out of the log dir
+        for link in getattr(outcome, "left", ()):  # left unchanged: a link out of the log dir
             self.partitions += 1
-            made.append(self.line("partition", log_dir=log_dir, dry_run=outcome.dry_run, **link.to_dict(),
-                                  quarantine=None))
+            made.append(
+                self.line(
+                    "partition",
+                    log_dir=log_dir,
+                    dry_run=outcome.dry_run,
+                    **link.to_dict(),
+                    quarantine=None,
+                )
+            )
         self.log_dirs += 1
         self.changes += _changes(report, partitions)
-        self.count(report, f"{log_dir}: a dry run of {self.command} does not estimate it" if outcome.dry_run
-                   else f"{log_dir}: {self.command} does not measure it")
-        made.append(self.line("log_dir", log_dir=log_dir, dry_run=outcome.dry_run,
-                              status="dry run" if outcome.dry_run else "done", **report))
+        self.count(
+            report,
+            f"{log_dir}: a dry run of {self.command} does not estimate it"
+            if outcome.dry_run
+            else f"{log_dir}: {self.command} does not measure it",
+        )
+        made.append(
+            self.line(
+                "log_dir",
+                log_dir=log_dir,
+                dry_run=outcome.dry_run,
+                status="dry run" if outcome.dry_run else "done",
+                **report,
+            )
+        )
         return made
 
     def folder(self, row: dict, unknown_why: str) -> dict:
@@ -121,7 +152,9 @@ class RunLines:
         row = {("created" if k == "time" else k): v for k, v in row.items()}
         self.folders += 1
         # restore: the entries undone (a dry run: its steps); prune: the folder removed
-        self.changes += int(row["undone"]) if "undone" in row else len(row["steps"]) if "steps" in row else 1
+        self.changes += (
+            int(row["undone"]) if "undone" in row else len(row["steps"]) if "steps" in row else 1
+        )
         self.count(row, unknown_why)
         return self.line("folder", dry_run=self.dry_run, **row)
 
@@ -132,18 +165,36 @@ class RunLines:
         self.failed += 1
         if not locked:
             for f in FIELDS:
-                self.unknown.setdefault(f, f"{log_dir} stopped with exit {int(error.exit_code)} ({error}); what it "
-                                           f"changed before that is in its quarantine's manifest")
-        return self.line("log_dir", log_dir=str(log_dir), dry_run=self.dry_run, status="locked" if locked else "error",
-                         detail=str(error), exit_code=int(error.exit_code))
+                self.unknown.setdefault(
+                    f,
+                    f"{log_dir} stopped with exit {int(error.exit_code)} ({error}); what it "
+                    f"changed before that is in its quarantine's manifest",
+                )
+        return self.line(
+            "log_dir",
+            log_dir=str(log_dir),
+            dry_run=self.dry_run,
+            status="locked" if locked else "error",
+            detail=str(error),
+            exit_code=int(error.exit_code),
+        )
 
     def totals(self, exit_code: int) -> dict:
         figures = {f: None if f in self.unknown else self.figures[f] for f in FIELDS}
-        return self.line("totals", dry_run=self.dry_run, log_dirs=self.log_dirs, failed=self.failed,
-                         folders=self.folders, partitions=self.partitions,
-                         changes=self.changes, segments_deleted=self.segments_deleted, **figures,
-                         quarantine=list(self.quarantines), exit_code=exit_code,
-                         unknown={f: why for f, why in self.unknown.items()})
+        return self.line(
+            "totals",
+            dry_run=self.dry_run,
+            log_dirs=self.log_dirs,
+            failed=self.failed,
+            folders=self.folders,
+            partitions=self.partitions,
+            changes=self.changes,
+            segments_deleted=self.segments_deleted,
+            **figures,
+            quarantine=list(self.quarantines),
+            exit_code=exit_code,
+            unknown={f: why for f, why in self.unknown.items()},
+        )
 
 
 def _changes(report: dict, partitions) -> int:
@@ -152,7 +203,11 @@ def _changes(report: dict, partitions) -> int:
     for key in ("changed", "actions", "cleaned"):
         if isinstance(report.get(key), list):
             return len(report[key])
-    return sum(1 for p in partitions if isinstance(p, dict) and p.get("selected")) if isinstance(partitions, list) else 0
+    return (
+        sum(1 for p in partitions if isinstance(p, dict) and p.get("selected"))
+        if isinstance(partitions, list)
+        else 0
+    )
 
 
 # ------------------------------------------------------------------------------ the text line
@@ -176,14 +231,19 @@ def summary(totals: dict) -> str:
     freed on disk, 1.2 MiB held in the quarantine /q/…`."""
     dry = totals["dry_run"]
     head = f"{totals['command']}{' --dry-run' if dry else ''}"
-    parts = [_n(totals["log_dirs"], "log dir") + (f" ({totals['failed']} locked or failed)" if totals["failed"] else "")]
+    parts = [
+        _n(totals["log_dirs"], "log dir")
+        + (f" ({totals['failed']} locked or failed)" if totals["failed"] else "")
+    ]
     if totals["folders"]:
         parts = [_n(totals["folders"], "quarantine folder")]
     if totals["partitions"]:
         parts.append(_n(totals["partitions"], "partition"))
     parts.append(_n(totals["changes"], "change") + (" pending" if dry else ""))
     if totals["segments_deleted"]:
-        parts.append(f"{_n(totals['segments_deleted'], 'segment')} {'to delete' if dry else 'deleted'}")
+        parts.append(
+            f"{_n(totals['segments_deleted'], 'segment')} {'to delete' if dry else 'deleted'}"
+        )
     freed, held = totals["freed_on_disk"], totals["held_in_quarantine"]
     if freed is None:
         parts.append("freed on disk unknown")
@@ -192,6 +252,9 @@ def summary(totals: dict) -> str:
     else:
         parts.append(f"{size(-freed)} {'to take' if dry else 'taken'} on disk")
     where = f" {', '.join(totals['quarantine'])}" if totals["quarantine"] else ""
-    parts.append("held in the quarantine unknown" if held is None else
-                 f"{size(held)} {'to hold' if dry else 'held'} in the quarantine{where}")
+    parts.append(
+        "held in the quarantine unknown"
+        if held is None
+        else f"{size(held)} {'to hold' if dry else 'held'} in the quarantine{where}"
+    )
     return f"{head}: {', '.join(parts)}"

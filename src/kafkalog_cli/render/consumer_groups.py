@@ -1,6 +1,7 @@
 """consumer-groups' text: kafka-consumer-groups.sh --describe's three tables (Kafka 3.3.1
 ConsumerGroupCommand.printOffsets, printMembers --verbose, printStates), from ops.consumer_groups
 values. Each table starts with an empty line, as Kafka's does; column widths are Kafka's."""
+
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -35,11 +36,34 @@ def offsets_table(rows: list[OffsetRow]) -> str:
         g, t, p, cur, leo, lag, cid, host, client = cells
         return f"{g:<{g_len}} {t:<{t_len}} {p:<10} {cur:<15} {leo:<15} {lag:<15} {cid:<{c_len}} {host:<{h_len}} {client}"
 
-    out = ["", line("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                    "CLIENT-ID")]
+    out = [
+        "",
+        line(
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ),
+    ]
     for r in rows:
-        out.append(line(r.group, _v(r.topic), _v(r.partition), _v(r.commit.offset if r.commit else None),
-                        _v(r.log_end.offset if r.log_end else None), _v(r.lag), r.consumer_id, r.host, r.client_id))
+        out.append(
+            line(
+                r.group,
+                _v(r.topic),
+                _v(r.partition),
+                _v(r.commit.offset if r.commit else None),
+                _v(r.log_end.offset if r.log_end else None),
+                _v(r.lag),
+                r.consumer_id,
+                r.host,
+                r.client_id,
+            )
+        )
     return "\n".join(out)
 
 
@@ -57,21 +81,47 @@ def members_table(g: Group) -> str:
         mid = f"{instance:<{i_len}} " if with_instance else ""
         return f"{group:<{g_len}} {cid:<{c_len}} {mid}{host:<{h_len}} {client:<{cl_len}} {parts:<15} {assignment}"
 
-    out = ["", line("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT")]
+    out = [
+        "",
+        line(
+            "GROUP",
+            "CONSUMER-ID",
+            "GROUP-INSTANCE-ID",
+            "HOST",
+            "CLIENT-ID",
+            "#PARTITIONS",
+            "ASSIGNMENT",
+        ),
+    ]
     for m in members:
         by_topic: dict[str, list[int]] = {}
         for t, p in m.assignment:
             by_topic.setdefault(t, []).append(p)
-        assignment = ", ".join(sorted(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in by_topic.items()))
-        out.append(line(g.group_id, m.member_id, m.group_instance_id or "", m.client_host, m.client_id,
-                        str(len(m.assignment)), assignment or MISSING))
+        assignment = ", ".join(
+            sorted(f"{t}({','.join(map(str, sorted(ps)))})" for t, ps in by_topic.items())
+        )
+        out.append(
+            line(
+                g.group_id,
+                m.member_id,
+                m.group_instance_id or "",
+                m.client_host,
+                m.client_id,
+                str(len(m.assignment)),
+                assignment or MISSING,
+            )
+        )
     return "\n".join(out)
 
 
 def state_table(g: Group) -> str:
     """printStates; the coordinator is the __consumer_offsets partition the group was read from
     (no broker answers offline)."""
-    coordinator = f"__consumer_offsets-{g.coordinator_partition}" if g.coordinator_partition is not None else MISSING
+    coordinator = (
+        f"__consumer_offsets-{g.coordinator_partition}"
+        if g.coordinator_partition is not None
+        else MISSING
+    )
     width = max(25, len(coordinator))
     head = f"{'GROUP':<{width}} {'COORDINATOR (ID)':<25} {'ASSIGNMENT-STRATEGY':<20} {'STATE':<15} #MEMBERS"
     row = f"{g.group_id:<{width}} {coordinator:<25} {g.assignor():<20} {g.state.value:<15} {len(g.members)}"

@@ -3,6 +3,7 @@
 The table has one row per partition. Piped, it is tab-separated with one header line, for awk
 and cut; the log dirs' own facts follow as lines starting with `#`. On a terminal it is a rich
 table per log dir, its facts in the title."""
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -14,9 +15,25 @@ if TYPE_CHECKING:
     from kafkalog_cli.ops.describe import LogDirDescription, PartitionDescription
     from kafkalog_cli.ops.list_offsets import OffsetAnswer
 
-COLUMNS = ("PARTITION", "SEGMENTS", "SIZE", "LOG_START", "LOG_END", "HW", "RECOVERY_POINT", "CLEANER_CHECKPOINT",
-           "FIRST_TIMESTAMP", "MAX_TIMESTAMP", "CODECS", "PRODUCERS", "OPEN_TXNS", "DIRTY_RATIO",
-           "CLEANUP_POLICY", "RETENTION_MS", "RETENTION_BYTES")
+COLUMNS = (
+    "PARTITION",
+    "SEGMENTS",
+    "SIZE",
+    "LOG_START",
+    "LOG_END",
+    "HW",
+    "RECOVERY_POINT",
+    "CLEANER_CHECKPOINT",
+    "FIRST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "CODECS",
+    "PRODUCERS",
+    "OPEN_TXNS",
+    "DIRTY_RATIO",
+    "CLEANUP_POLICY",
+    "RETENTION_MS",
+    "RETENTION_BYTES",
+)
 NONE = "-"
 
 
@@ -50,11 +67,26 @@ def row(d: PartitionDescription, iso: bool = False) -> list[str]:
     p = d.producers
     txns = p.open_transactions if p else []
     open_txns = f"{len(txns)} (first {txns[0][0]})" if txns else "0"
-    return [d.name, str(d.segments), str(d.size_bytes), _n(d.log_start_offset), _n(d.log_end_offset),
-            _n(d.high_watermark), _n(c.recovery_point), _n(c.cleaner_offset), _ts(d.first_timestamp, iso),
-            _ts(d.max_timestamp, iso), ",".join(d.codecs) or NONE, str(len(p.state.entries)) if p else NONE,
-            open_txns, NONE if d.dirty_ratio is None else f"{d.dirty_ratio:.3f}",
-            *(config_cell(d.configs.get(n)) for n in ("cleanup.policy", "retention.ms", "retention.bytes"))]
+    return [
+        d.name,
+        str(d.segments),
+        str(d.size_bytes),
+        _n(d.log_start_offset),
+        _n(d.log_end_offset),
+        _n(d.high_watermark),
+        _n(c.recovery_point),
+        _n(c.cleaner_offset),
+        _ts(d.first_timestamp, iso),
+        _ts(d.max_timestamp, iso),
+        ",".join(d.codecs) or NONE,
+        str(len(p.state.entries)) if p else NONE,
+        open_txns,
+        NONE if d.dirty_ratio is None else f"{d.dirty_ratio:.3f}",
+        *(
+            config_cell(d.configs.get(n))
+            for n in ("cleanup.policy", "retention.ms", "retention.bytes")
+        ),
+    ]
 
 
 def plain_header() -> str:
@@ -73,9 +105,13 @@ def log_dir_summary(ld: LogDirDescription) -> str:
         parts.append("no checkpoint files")
     q = ld.quarantine
     if q is not None:
-        parts.append(f"quarantine {q.folders} folder(s), {q.bytes} bytes, {q.not_restored} not restored ({q.root})")
+        parts.append(
+            f"quarantine {q.folders} folder(s), {q.bytes} bytes, {q.not_restored} not restored ({q.root})"
+        )
     if ld.left_out:
-        parts.append(f"{len(ld.left_out)} partition dir(s) not read ({', '.join(k for _, k in ld.left_out)})")
+        parts.append(
+            f"{len(ld.left_out)} partition dir(s) not read ({', '.join(k for _, k in ld.left_out)})"
+        )
     what = "log dir" if ld.is_log_dir else "dir"
     return f"{what} {ld.path}: " + "; ".join(parts)
 
@@ -91,7 +127,9 @@ def kafka_version_lines(ld: LogDirDescription) -> list[str]:
         head = f"Kafka version: {v.range_text}"
     if not v.evidence:
         head += " (nothing in the log dir bounds it: a ZooKeeper-era dir, or no metadata.version; state it with --kafka-version)"
-    return [head] + [f"  at least {e.at_least}: {e.source.value} {e.detail} ({e.path})" for e in v.evidence]
+    return [head] + [
+        f"  at least {e.at_least}: {e.source.value} {e.detail} ({e.path})" for e in v.evidence
+    ]
 
 
 def unknown_config_lines(descs: Iterable[PartitionDescription]) -> list[str]:
@@ -106,7 +144,9 @@ def unknown_config_lines(descs: Iterable[PartitionDescription]) -> list[str]:
     lines = []
     for reason, config_names in by_reason.items():
         flags = how_to_state("TOPIC", "NAME", Unknown(reason))
-        lines.append(f"unknown {', '.join(sorted(config_names))}: {reason}; state them with {', '.join(flags)}")
+        lines.append(
+            f"unknown {', '.join(sorted(config_names))}: {reason}; state them with {', '.join(flags)}"
+        )
     return lines
 
 
@@ -115,8 +155,12 @@ def rich_table(ld: LogDirDescription, descs: list[PartitionDescription]):
 
     table = Table(title=log_dir_summary(ld), title_justify="left", show_lines=False)
     for i, name in enumerate(COLUMNS):
-        table.add_column(name.replace("_", " ").lower(), justify="left" if i == 0 or i >= 10 else "right",
-                         no_wrap=i == 0, overflow="fold")    # a partition's name stays whole
+        table.add_column(
+            name.replace("_", " ").lower(),
+            justify="left" if i == 0 or i >= 10 else "right",
+            no_wrap=i == 0,
+            overflow="fold",
+        )  # a partition's name stays whole
     for d in descs:
         table.add_row(*row(d, iso=True))
     return table

@@ -6,6 +6,7 @@ one error line where Kafka would die with a stack trace. Reports Kafka prints on
 files (index mismatches, time-index errors, non-consecutive offsets) are collected here and
 written by `finish()`, newest first where Kafka prepends to a Scala List.
 """
+
 from __future__ import annotations
 
 import struct
@@ -91,8 +92,8 @@ def decoder_for(class_name: str) -> Callable[[bytes], str]:
     simple = class_name.rsplit(".", 1)[-1]
     if simple not in DECODERS:
         raise InputError(
-            f"unknown decoder class {class_name!r}; choose one of "
-            + ", ".join(sorted(DECODERS)))
+            f"unknown decoder class {class_name!r}; choose one of " + ", ".join(sorted(DECODERS))
+        )
     return DECODERS[simple]
 
 
@@ -105,6 +106,7 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
         key = key_decoder(r.key) if r.key is not None else None
         value = value_decoder(r.value) if r.value is not None else None
         return key, value
+
     # the record fast path renders StringDecoder keys and values itself
     parse.string_decoders = key_decoder is _string_decoder and value_decoder is _string_decoder  # type: ignore[attr-defined]
     return parse
@@ -117,9 +119,19 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 # print every coordinator record through CoordinatorRecordSerde's JSON (DumpLogSegments'
 # CoordinatorRecordMessageParser), know the metadata records up to 4.2-IV1 (a 4.1 broker writes
 # none newer than 4.1-IV1) and decode LeaderChange control records (DUMP_LOG_LEADER_CHANGE).
-KAFKA_331, KAFKA_39, KAFKA_41, KAFKA_42 = KafkaVersion(3, 3), KafkaVersion(3, 9), KafkaVersion(4, 1), KafkaVersion(4, 2)
+KAFKA_331, KAFKA_39, KAFKA_41, KAFKA_42 = (
+    KafkaVersion(3, 3),
+    KafkaVersion(3, 9),
+    KafkaVersion(4, 1),
+    KafkaVersion(4, 2),
+)
 DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3", KAFKA_41: "4.1", KAFKA_42: "4.2"}
-METADATA_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9", KAFKA_41: "4.2", KAFKA_42: "4.2"}   # cluster_metadata_parser's
+METADATA_TEXTS = {
+    KAFKA_331: "3.3.1",
+    KAFKA_39: "3.9",
+    KAFKA_41: "4.2",
+    KAFKA_42: "4.2",
+}  # cluster_metadata_parser's
 
 
 def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
@@ -132,9 +144,11 @@ def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
         return KAFKA_331
     v = stated_version(version)
     if v not in DUMP_LOG_TEXTS and fmt == "text":
-        raise UsageError(f"--kafka-version {version}: dump-log prints kafka-dump-log's text of Kafka "
-                         + ", ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
-                         + "; --format json takes every version")
+        raise UsageError(
+            f"--kafka-version {version}: dump-log prints kafka-dump-log's text of Kafka "
+            + ", ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
+            + "; --format json takes every version"
+        )
     return v
 
 
@@ -158,7 +172,9 @@ def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
     if kafka >= KAFKA_41:
         from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
 
-        return lambda r: format_coordinator_record(Coordinator.TRANSACTION, r.key, r.value, r.offset)
+        return lambda r: format_coordinator_record(
+            Coordinator.TRANSACTION, r.key, r.value, r.offset
+        )
     fmt = format_transaction_record_39 if kafka == KAFKA_39 else format_transaction_record
     return lambda r: fmt(r.key, r.value, r.offset)
 
@@ -174,7 +190,7 @@ def remote_log_metadata_parser(kafka: KafkaVersion | None = None) -> MessagePars
     from kafkalog_cli.formats.internal.remote_log_metadata import format_remote_log_metadata
 
     txn_idx_empty = kafka != KAFKA_39
-    return lambda r: (None, format_remote_log_metadata(r.value, r.offset, txn_idx_empty))   # no key
+    return lambda r: (None, format_remote_log_metadata(r.value, r.offset, txn_idx_empty))  # no key
 
 
 def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
@@ -189,6 +205,7 @@ def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
 
     def parse(r: Record):
         return None, format_metadata_record(r.value, offset=r.offset, schemas=schemas)
+
     return parse
 
 
@@ -204,8 +221,8 @@ class DumpOptions:
     max_bytes: int = INT_MAX
     parser: MessageParser | None = None
     filters: Filters | None = None
-    jobs: int = 1                  # worker processes for big .log files (deep output only)
-    leader_change: bool = False    # LeaderChange control records decoded (kafka-dump-log 4.1+)
+    jobs: int = 1  # worker processes for big .log files (deep output only)
+    leader_change: bool = False  # LeaderChange control records decoded (kafka-dump-log 4.1+)
 
 
 @dataclass
@@ -226,7 +243,7 @@ def _abs(path: Path) -> str:
 
 class KafkaDumper:
     def __init__(self, out, err, options: DumpOptions):
-        self.out = out          # binary streams
+        self.out = out  # binary streams
         self.err = err
         self.o = options
         self.reports = _Reports()
@@ -236,7 +253,8 @@ class KafkaDumper:
         self._run = text_of_batches if self._fast else None
         # a search's records: their lines cut out of the batch's, when most of it is found
         self._fast_found = options.filters is not None and (
-            not options.print_data_log or bool(getattr(options.parser, "string_decoders", False)))
+            not options.print_data_log or bool(getattr(options.parser, "string_decoders", False))
+        )
 
     # -- output
     def _to_stdout(self, s: str) -> None:
@@ -268,13 +286,26 @@ class KafkaDumper:
         why = not_regular_reason(path)
         if dot < 0:
             self.flush()
-            raise InputError(why or "not a Kafka file: the name has no suffix (.log, .index, .timeindex, "
-                             ".txnindex, .snapshot, .checkpoint), so kafka-dump-log cannot tell what it is "
-                             "(it dies with StringIndexOutOfBoundsException)", path=given)
+            raise InputError(
+                why
+                or "not a Kafka file: the name has no suffix (.log, .index, .timeindex, "
+                ".txnindex, .snapshot, .checkpoint), so kafka-dump-log cannot tell what it is "
+                "(it dies with StringIndexOutOfBoundsException)",
+                path=given,
+            )
         suffix = name[dot:]
-        if why is not None and suffix in (".log", ".checkpoint", ".index", ".timeindex", ".snapshot", ".txnindex"):
+        if why is not None and suffix in (
+            ".log",
+            ".checkpoint",
+            ".index",
+            ".timeindex",
+            ".snapshot",
+            ".txnindex",
+        ):
             if suffix == ".log" and name.split(".")[0].isdigit():
-                self._to_stdout(f"Log starting offset: {int(name.split('.')[0])}\n")   # Kafka prints it before opening
+                self._to_stdout(
+                    f"Log starting offset: {int(name.split('.')[0])}\n"
+                )  # Kafka prints it before opening
             self.flush()
             raise InputError(why, path=given)
         try:
@@ -311,15 +342,25 @@ class KafkaDumper:
         deep = self.o.deep_iteration or self.o.print_data_log or (f is not None and f.needs_records)
         valid = 0
         if f is not None and name.endswith(".log"):
-            valid = start_position(Segment.with_log(path.parent, start_offset_of(path), buf), f, self._note)
+            valid = start_position(
+                Segment.with_log(path.parent, start_offset_of(path), buf), f, self._note
+            )
         last_offset = -1
         pairs: list[tuple[int, int]] = []
         try:
-            if (deep and f is None and self.o.jobs > 1 and end - valid >= PARALLEL_MIN_BYTES
-                    and output_fd(self.out) is not None):
+            if (
+                deep
+                and f is None
+                and self.o.jobs > 1
+                and end - valid >= PARALLEL_MIN_BYTES
+                and output_fd(self.out) is not None
+            ):
                 # leaves `valid` where the sequential loop stops: what follows is an incomplete
                 # batch or nothing, so the loop below reads no further batch
-                valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (valid, last_offset)
+                valid, last_offset = self._dump_parallel(buf, valid, end, pairs) or (
+                    valid,
+                    last_offset,
+                )
             released = valid
             if f is None and self._run is not None:
                 valid, last_offset = self._runs(buf, valid, end, last_offset, pairs, deep)
@@ -336,12 +377,16 @@ class KafkaDumper:
             raise e.located(path=_abs(path))
         finally:
             if pairs:
-                self.reports.non_consecutive[_abs(path)] = [NonConsecutiveOffsets(*p) for p in pairs]
+                self.reports.non_consecutive[_abs(path)] = [
+                    NonConsecutiveOffsets(*p) for p in pairs
+                ]
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
             self._to_stdout(f"Found {trailing} invalid bytes at the end of {name}\n")
 
-    def _runs(self, buf, pos: int, end: int, last_offset: int, pairs: list, deep: bool = True) -> tuple[int, int]:
+    def _runs(
+        self, buf, pos: int, end: int, last_offset: int, pairs: list, deep: bool = True
+    ) -> tuple[int, int]:
         """The sequential loop of an unfiltered dump: runs of v2 data batches written by
         text_of_batches (their records too when `deep`), each batch it
         leaves (legacy, control, damaged) written here as the loop in dump_log writes it. -> (end
@@ -350,8 +395,17 @@ class KafkaDumper:
         released = pos
         while True:
             local: list = []
-            text, pos, last_offset = self._run(buf, pos, end, last_offset, local, not o.skip_record_metadata,
-                                               o.print_data_log, RUN_BYTES, deep)
+            text, pos, last_offset = self._run(
+                buf,
+                pos,
+                end,
+                last_offset,
+                local,
+                not o.skip_record_metadata,
+                o.print_data_log,
+                RUN_BYTES,
+                deep,
+            )
             if text:
                 self.flush()
                 self.out.write(text)
@@ -360,7 +414,7 @@ class KafkaDumper:
             if pos - released > RELEASE_BYTES:
                 release_pages(buf, released, pos)
                 released = pos
-            if len(text) >= RUN_BYTES:      # the run stopped at its size, not at a batch it leaves
+            if len(text) >= RUN_BYTES:  # the run stopped at its size, not at a batch it leaves
                 continue
             batch = next(iter_batches(buf, pos, end), None)
             if batch is None:
@@ -370,7 +424,9 @@ class KafkaDumper:
                 last_offset = self._records(batch, last_offset, pairs)
             pos = batch.position + batch.size
 
-    def _range(self, buf, start: int, stop: int, last_offset: int, pairs: list) -> tuple[int, int, int | None]:
+    def _range(
+        self, buf, start: int, stop: int, last_offset: int, pairs: list
+    ) -> tuple[int, int, int | None]:
         """Batch lines and records of buf[start:stop) (no filters) -> (end of the last complete
         batch, last record offset, first record offset or None)."""
         first = None
@@ -395,14 +451,19 @@ class KafkaDumper:
             return None
         self.flush()
         self.out.flush()
-        summaries, failed = render_ranges(buf, ranges, self.o.jobs, output_fd(self.out),
-                                          lambda start, stop: self._render_range(buf, start, stop))
+        summaries, failed = render_ranges(
+            buf,
+            ranges,
+            self.o.jobs,
+            output_fd(self.out),
+            lambda start, stop: self._render_range(buf, start, stop),
+        )
         last, pos = -1, valid
         for pos, clast, first, cpairs in summaries:
             if first is not None:
                 if last != -1 and first != last + 1:
                     pairs.insert(0, (last, first))
-                for pr in reversed(cpairs):      # the worker's are newest first
+                for pr in reversed(cpairs):  # the worker's are newest first
                     pairs.insert(0, pr)
                 last = clast
         if failed is None:
@@ -429,23 +490,37 @@ class KafkaDumper:
             return False
         return not o.print_data_log or bool(getattr(o.parser, "string_decoders", False))
 
-    def _records(self, batch: RecordBatch, last_offset: int, pairs: list, records: list | None = None) -> int:
+    def _records(
+        self, batch: RecordBatch, last_offset: int, pairs: list, records: list | None = None
+    ) -> int:
         o = self.o
         if self._fast and batch.magic == 2 and not (batch.attributes & 0x20):
             local: list = []
             try:
-                text, last = batch_text(batch, last_offset, local, not o.skip_record_metadata,
-                                          o.print_data_log)
-            except Exception:   # anything unusual: the general path says what Kafka would
+                text, last = batch_text(
+                    batch, last_offset, local, not o.skip_record_metadata, o.print_data_log
+                )
+            except Exception:  # anything unusual: the general path says what Kafka would
                 pass
             else:
                 self._to_stdout(text)
                 for pr in local:
                     pairs.insert(0, pr)
                 return last
-        if records is not None and self._fast_found and batch.magic == 2 and not (batch.attributes & 0x20):
-            found = found_lines(batch, records, o.filters, lambda: batch_text(
-                batch, -1, [], not o.skip_record_metadata, o.print_data_log)[0].split("\n")[:-1])
+        if (
+            records is not None
+            and self._fast_found
+            and batch.magic == 2
+            and not (batch.attributes & 0x20)
+        ):
+            found = found_lines(
+                batch,
+                records,
+                o.filters,
+                lambda: batch_text(batch, -1, [], not o.skip_record_metadata, o.print_data_log)[
+                    0
+                ].split("\n")[:-1],
+            )
             if found is not None:
                 for r, line in found:
                     self._to_stdout(line + "\n")
@@ -459,15 +534,23 @@ class KafkaDumper:
             records = batch.records()
         for r in records if f is None else f.shown(records):
             # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
-            if last_offset != -1 and r.offset != last_offset + 1 and (f is None or not f.needs_records):
+            if (
+                last_offset != -1
+                and r.offset != last_offset + 1
+                and (f is None or not f.needs_records)
+            ):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
             prefix = "| "
             if not o.skip_record_metadata:
-                parts = [f"{prefix}offset: {r.offset} {label}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"]
+                parts = [
+                    f"{prefix}offset: {r.offset} {label}: {r.timestamp} keySize: {r.key_size} valueSize: {r.value_size}"
+                ]
                 prefix = " "
                 if v2:
-                    parts.append(f" sequence: {r.sequence} headerKeys: [{','.join(h.key for h in r.headers)}]")
+                    parts.append(
+                        f" sequence: {r.sequence} headerKeys: [{','.join(h.key for h in r.headers)}]"
+                    )
                 if legacy:
                     parts.append(f" isValid: {'true' if r.valid else 'false'} crc: {r.crc}}}")
                 self._to_stdout("".join(parts))
@@ -498,11 +581,15 @@ class KafkaDumper:
         return False
 
     def dump_index(self, path: Path) -> None:
-        check = check_offset_index(path, self.o.max_message_size, sanity_only=self.o.index_sanity_check)
+        check = check_offset_index(
+            path, self.o.max_message_size, sanity_only=self.o.index_sanity_check
+        )
         if check.empty:
             self._to_stdout(f"{_java_file_string(str(path))} is empty.\n")
             return
-        if self._index_listing(path, check.entries, lambda e: f"offset: {e.offset} position: {e.position}\n"):
+        if self._index_listing(
+            path, check.entries, lambda e: f"offset: {e.offset} position: {e.position}\n"
+        ):
             return
         if check.mismatches:
             self.reports.index_mismatches[_abs(path)] = check.mismatches[::-1]
@@ -511,12 +598,16 @@ class KafkaDumper:
 
     def dump_time_index(self, path: Path) -> None:
         check = check_time_index(path, sanity_only=self.o.index_sanity_check)
-        if self._index_listing(path, check.entries, lambda e: f"timestamp: {e.timestamp} offset: {e.offset}\n"):
+        if self._index_listing(
+            path, check.entries, lambda e: f"timestamp: {e.timestamp} offset: {e.offset}\n"
+        ):
             return
         key = _abs(path)
-        for reports, found in ((self.reports.time_not_found, check.not_found),
-                               (self.reports.time_mismatches, check.mismatches),
-                               (self.reports.time_out_of_order, check.out_of_order)):
+        for reports, found in (
+            (self.reports.time_not_found, check.not_found),
+            (self.reports.time_mismatches, check.mismatches),
+            (self.reports.time_out_of_order, check.out_of_order),
+        ):
             if found:
                 reports.setdefault(key, []).extend(found)
         if check.error is not None:
@@ -534,14 +625,20 @@ class KafkaDumper:
                 return
             raise
         for e in snap.entries:
-            txn = "None" if e.current_txn_first_offset < 0 else f"Some({e.current_txn_first_offset})"
-            line = (f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
-                    f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
-                    f"lastTimestamp: {e.timestamp} ")
+            txn = (
+                "None" if e.current_txn_first_offset < 0 else f"Some({e.current_txn_first_offset})"
+            )
+            line = (
+                f"producerId: {e.producer_id} producerEpoch: {e.producer_epoch} "
+                f"coordinatorEpoch: {e.coordinator_epoch} currentTxnFirstOffset: {txn} "
+                f"lastTimestamp: {e.timestamp} "
+            )
             if e.last_offset >= 0:
                 first_seq = _decrement_sequence(e.last_sequence, e.offset_delta)
-                line += (f"firstSequence: {first_seq} lastSequence: {e.last_sequence} "
-                         f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+                line += (
+                    f"firstSequence: {first_seq} lastSequence: {e.last_sequence} "
+                    f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
+                )
             self._to_stdout(line + "\n")
 
     # -- .txnindex
@@ -549,8 +646,10 @@ class KafkaDumper:
         from kafkalog_cli.formats.txnindex import parse_txn_index
 
         for t in parse_txn_index(read_file(path)):
-            self._to_stdout(f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
-                    f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n")
+            self._to_stdout(
+                f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
+                f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n"
+            )
 
     # -- after all files
     def finish(self) -> None:
@@ -558,16 +657,38 @@ class KafkaDumper:
         r = self.reports
         # (reports by file, the heading, one line per report), in the order Kafka prints them
         sections = (
-            (r.index_mismatches, "Mismatches in :{}",
-             lambda m: f"  Index offset: {m.index_offset}, log offset: {m.log_offset}"),
-            (r.time_mismatches, "Found timestamp mismatch in :{}",
-             lambda t: f"  Index timestamp: {t.index_timestamp}, log timestamp: {t.log_timestamp}"),
-            (r.time_out_of_order, "Found out of order timestamp in :{}",
-             lambda o: f"  Index timestamp: {o.index_timestamp}, Previously indexed timestamp: {o.previous_timestamp}"),
-            (r.time_not_found, "The following indexed offsets are not found in the log.",
-             lambda n: f"Indexed offset: {n.index_offset}, found log offset: "
-                       f"{-1 if n.log_offset is None else n.log_offset}"),
-            (r.non_consecutive, "Non-consecutive offsets in {}", lambda p: f"  {p.previous} is followed by {p.offset}"),
+            (
+                r.index_mismatches,
+                "Mismatches in :{}",
+                lambda m: f"  Index offset: {m.index_offset}, log offset: {m.log_offset}",
+            ),
+            (
+                r.time_mismatches,
+                "Found timestamp mismatch in :{}",
+                lambda t: (
+                    f"  Index timestamp: {t.index_timestamp}, log timestamp: {t.log_timestamp}"
+                ),
+            ),
+            (
+                r.time_out_of_order,
+                "Found out of order timestamp in :{}",
+                lambda o: (
+                    f"  Index timestamp: {o.index_timestamp}, Previously indexed timestamp: {o.previous_timestamp}"
+                ),
+            ),
+            (
+                r.time_not_found,
+                "The following indexed offsets are not found in the log.",
+                lambda n: (
+                    f"Indexed offset: {n.index_offset}, found log offset: "
+                    f"{-1 if n.log_offset is None else n.log_offset}"
+                ),
+            ),
+            (
+                r.non_consecutive,
+                "Non-consecutive offsets in {}",
+                lambda p: f"  {p.previous} is followed by {p.offset}",
+            ),
         )
         for reports, heading, line in sections:
             for name, found in reports.items():
@@ -580,16 +701,20 @@ class KafkaDumper:
 def batch_line(b: RecordBatch, position: int) -> str:
     if b.magic >= 2:
         dh = b.delete_horizon_ms
-        head = (f"baseOffset: {b.base_offset_field} lastOffset: {b.last_offset} count: {b.records_count} "
-                f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
-                f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
-                f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
-                f"deleteHorizonMs: {'OptionalLong.empty' if dh is None else f'OptionalLong[{dh}]'}")
+        head = (
+            f"baseOffset: {b.base_offset_field} lastOffset: {b.last_offset} count: {b.records_count} "
+            f"baseSequence: {b.base_sequence} lastSequence: {b.last_sequence} producerId: {b.producer_id} "
+            f"producerEpoch: {b.producer_epoch} partitionLeaderEpoch: {b.partition_leader_epoch} "
+            f"isTransactional: {_bool(b.is_transactional)} isControl: {_bool(b.is_control)} "
+            f"deleteHorizonMs: {'OptionalLong.empty' if dh is None else f'OptionalLong[{dh}]'}"
+        )
     else:
         head = f"offset: {b.last_offset}"
-    return (f"{head} position: {position} {b.timestamp_type.kafka_name}: {b.max_timestamp} size: {b.size} "
-            f"magic: {b.magic} compresscodec: {b.compression.kafka_name} crc: {b.crc} "
-            f"isvalid: {_bool(b.is_valid())}\n")
+    return (
+        f"{head} position: {position} {b.timestamp_type.kafka_name}: {b.max_timestamp} size: {b.size} "
+        f"magic: {b.magic} compresscodec: {b.compression.kafka_name} crc: {b.crc} "
+        f"isvalid: {_bool(b.is_valid())}\n"
+    )
 
 
 def control_text(r: Record, leader_change: bool = False) -> str:
@@ -604,7 +729,8 @@ def control_text(r: Record, leader_change: bool = False) -> str:
     if isinstance(v, SnapshotFooterRecord):
         return f' SnapshotFooter {{"version":{v.version}}}'
     if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS) or (
-            leader_change and c.type == ControlRecordType.LEADER_CHANGE):
+        leader_change and c.type == ControlRecordType.LEADER_CHANGE
+    ):
         # 3.3.1 printed these as UNKNOWN; 4.2 decodes them
         from kafkalog_cli.formats.internal.raft import format_raft_control
 
@@ -631,7 +757,10 @@ def _snapshot_id(path: Path) -> tuple[int, int]:
 
     m = re.fullmatch(r"(\d{20})-(\d{10})\.checkpoint", path.name)
     if not m:
-        raise KafkaToolError("not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)", path=str(path))
+        raise KafkaToolError(
+            "not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>.checkpoint)",
+            path=str(path),
+        )
     return int(m.group(1)), int(m.group(2))
 
 

@@ -6,6 +6,7 @@ so the output is in file order and the parent copies nothing. A range that fails
 not written: the caller renders it again itself, so the output before the error and the error are
 those of the sequential dump.
 """
+
 from __future__ import annotations
 
 import os
@@ -14,15 +15,17 @@ from collections.abc import Callable, Sequence
 from kafkalog_cli.formats.framing import batch_cuts
 from kafkalog_cli.ops.verify import release_pages
 
-PARALLEL_MIN_BYTES = 32 << 20     # smaller .log files are rendered in this process
+PARALLEL_MIN_BYTES = 32 << 20  # smaller .log files are rendered in this process
 CHUNK_MIN_BYTES = 1 << 20
 # A worker holds one range's output until its turn (JSON Lines is about 5x the input). Ranges of
 # 4 MiB keep that output within the last-level cache's reach: a batch's JSON rendered into a heap
 # of 16 MiB ranges' output cost 11% more CPU per record (1.58 against 1.41 us, in-process over
 # bench_read.py's segment); 1 MiB ranges measured 2% worse than 4 MiB.
 CHUNK_MAX_BYTES = 4 << 20
-RELEASE_BYTES = 64 << 20          # a reader lets go of the mapped pages it has read about this often
-RUN_BYTES = 1 << 20              # the text a run of batches (text_of_batches, lines_of_batches) writes before it returns
+RELEASE_BYTES = 64 << 20  # a reader lets go of the mapped pages it has read about this often
+RUN_BYTES = (
+    1 << 20
+)  # the text a run of batches (text_of_batches, lines_of_batches) writes before it returns
 
 # render(start, stop) -> (the bytes of buf[start:stop) in output order, a picklable summary)
 RangeRenderer = Callable[[int, int], tuple[Sequence[bytes], object]]
@@ -68,8 +71,9 @@ def ranges_of(buf, start: int, end: int, jobs: int) -> list[tuple[int, int]]:
     return list(zip(c, c[1:] + [end]))
 
 
-def render_ranges(buf, ranges: list[tuple[int, int]], jobs: int, fd: int,
-                  render: RangeRenderer) -> tuple[list, int | None]:
+def render_ranges(
+    buf, ranges: list[tuple[int, int]], jobs: int, fd: int, render: RangeRenderer
+) -> tuple[list, int | None]:
     """Render `ranges` of `buf` in `jobs` forked workers (range k in worker k % jobs), writing
     each range's bytes to `fd` in order. Returns the summaries of the ranges written, in order,
     and the index of the first range that failed (None when all were written); raises
@@ -83,7 +87,9 @@ def render_ranges(buf, ranges: list[tuple[int, int]], jobs: int, fd: int,
     try:
         for w in range(jobs):
             parent, child = ctx.Pipe()
-            p = ctx.Process(target=_worker, args=(child, buf, ranges[w::jobs], fd, render), daemon=True)
+            p = ctx.Process(
+                target=_worker, args=(child, buf, ranges[w::jobs], fd, render), daemon=True
+            )
             p.start()
             child.close()
             conns.append(parent)
@@ -149,8 +155,8 @@ def write_all(fd: int, parts: Sequence[bytes]) -> None:
     for i in range(0, len(parts), _IOV_MAX):
         group = parts[i : i + _IOV_MAX]
         written = os.writev(fd, group)
-        if written < sum(map(len, group)):     # a short write (a pipe, a signal): the rest one by one
+        if written < sum(map(len, group)):  # a short write (a pipe, a signal): the rest one by one
             with memoryview(b"".join(group)) as mv:
                 mv = mv[written:]
                 while mv:
-                    mv = mv[os.write(fd, mv):]
+                    mv = mv[os.write(fd, mv) :]

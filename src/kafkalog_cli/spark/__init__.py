@@ -8,6 +8,7 @@
 `spark.session.get_session()` makes a quiet local session; `spark.engine.run_partitions()` runs a
 per-partition library function over a process pool or Spark tasks.
 """
+
 from __future__ import annotations
 
 

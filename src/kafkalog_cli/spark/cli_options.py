@@ -6,6 +6,7 @@ before the command sees them: globs and archives (a dir of log dirs) expanded, `
 off, every path absolute (an executor resolves a relative path in its own work dir), and so
 are --quarantine and --server-properties. Only the commands that merely read (export,
 verify-crc, the data source) take remote URIs (`s3a://`, `hdfs://`, `gs://`)."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -41,16 +42,31 @@ def engine_options(f=None, *, remote: bool = False):
             configure(spark_conf)
         return f(*args, engine=engine, master=master, **kwargs)
 
-    wrapper = click.option("--conf", "spark_conf", multiple=True, metavar="KEY=VALUE", callback=_conf_pair,
-                           help="With --engine spark: a Spark setting (spark.executor.memory=4g, "
-                                "spark.executorEnv.AWS_ENDPOINT_URL=...). Repeatable.")(wrapper)
-    wrapper = click.option("--master", default=None, metavar="URL",
-                           help="With --engine spark: the Spark master (default local[*]). On a cluster the "
-                                "paths must be the same on every executor (shared storage); relative "
-                                "ones are made absolute here.")(wrapper)
-    wrapper = click.option("--engine", type=click.Choice(["local", "spark"]), default="local", show_default=True,
-                           help="local: this machine. spark: one Spark task per unit of work "
-                                "(needs kafkalog-cli[spark] and Java 17).")(wrapper)
+    wrapper = click.option(
+        "--conf",
+        "spark_conf",
+        multiple=True,
+        metavar="KEY=VALUE",
+        callback=_conf_pair,
+        help="With --engine spark: a Spark setting (spark.executor.memory=4g, "
+        "spark.executorEnv.AWS_ENDPOINT_URL=...). Repeatable.",
+    )(wrapper)
+    wrapper = click.option(
+        "--master",
+        default=None,
+        metavar="URL",
+        help="With --engine spark: the Spark master (default local[*]). On a cluster the "
+        "paths must be the same on every executor (shared storage); relative "
+        "ones are made absolute here.",
+    )(wrapper)
+    wrapper = click.option(
+        "--engine",
+        type=click.Choice(["local", "spark"]),
+        default="local",
+        show_default=True,
+        help="local: this machine. spark: one Spark task per unit of work "
+        "(needs kafkalog-cli[spark] and Java 17).",
+    )(wrapper)
     return wrapper
 
 
@@ -66,8 +82,11 @@ def driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
         if not remote:
             for p in expanded:
                 if is_remote(p):
-                    raise UsageError("a remote URI is read only by export, verify-crc and the kafkalog data source; "
-                                     "this command needs a local or mounted path", path=p)
+                    raise UsageError(
+                        "a remote URI is read only by export, verify-crc and the kafkalog data source; "
+                        "this command needs a local or mounted path",
+                        path=p,
+                    )
         path_type = type(paths[0]) if paths else str
         kwargs["paths"] = tuple(path_type(p) if not is_remote(p) else p for p in expanded)
     if not spark:
@@ -77,7 +96,9 @@ def driver_paths(kwargs: dict, remote: bool, spark: bool) -> dict:
             kwargs[name] = absolute(kwargs[name])
     configs = kwargs.get("configs")
     if configs is not None and getattr(configs, "server_properties", None) is not None:
-        kwargs["configs"] = dataclasses.replace(configs, server_properties=absolute(configs.server_properties))
+        kwargs["configs"] = dataclasses.replace(
+            configs, server_properties=absolute(configs.server_properties)
+        )
     return kwargs
 
 

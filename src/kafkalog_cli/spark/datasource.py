@@ -35,6 +35,7 @@ queries (PythonDataSourceV2.readInfo): a query with nothing to push would get an
 filters. There the source reads everything and Spark filters (the `topic` and `partition` options
 still choose the segments).
 """
+
 from __future__ import annotations
 
 import math
@@ -104,10 +105,16 @@ class KafkalogDataSource(DataSource):
         level = self.options.get("level", "record").lower()
         if self._kafka().kafka_schema:
             if level != "record":
-                raise ValueError("kafkalog: option schema=kafka has one row per record: it excludes level=batch")
+                raise ValueError(
+                    "kafkalog: option schema=kafka has one row per record: it excludes level=batch"
+                )
             wanted = native_columns(_flag(self.options, "includeHeaders", False))
             return [c for c in columns("record") if c[0] in wanted]
-        return columns(level, _flag(self.options, "includePayload", True), _flag(self.options, "includeHeaders", True))
+        return columns(
+            level,
+            _flag(self.options, "includePayload", True),
+            _flag(self.options, "includeHeaders", True),
+        )
 
     def schema(self) -> str:
         if self._kafka().kafka_schema:
@@ -139,18 +146,28 @@ class KafkalogReader(DataSourceReader):
         self.pushdown = Pushdown()
         self.kafka = kafka_options(options)
         warn(self.kafka.warnings)
-        self.isolation = str(options.get("isolationLevel") or self.kafka.isolation or READ_UNCOMMITTED).strip()
+        self.isolation = str(
+            options.get("isolationLevel") or self.kafka.isolation or READ_UNCOMMITTED
+        ).strip()
         if self.isolation not in ISOLATION_LEVELS:
-            raise ValueError(f"kafkalog: isolationLevel must be one of {', '.join(ISOLATION_LEVELS)}, "
-                             f"not {self.isolation!r}")
+            raise ValueError(
+                f"kafkalog: isolationLevel must be one of {', '.join(ISOLATION_LEVELS)}, "
+                f"not {self.isolation!r}"
+            )
         self.include_control = _flag(options, "includeControl", False)
         if self.include_control and self.isolation == READ_COMMITTED:
-            raise ValueError("kafkalog: includeControl=true is the raw view (every record): it excludes "
-                             "isolationLevel read_committed")
+            raise ValueError(
+                "kafkalog: includeControl=true is the raw view (every record): it excludes "
+                "isolationLevel read_committed"
+            )
 
     # -- planning
     def partitions(self):
-        refs = [r for r in segments_of_sources(self.paths, only=self.only) if self.kafka.keeps(r.topic, r.partition)]
+        refs = [
+            r
+            for r in segments_of_sources(self.paths, only=self.only)
+            if self.kafka.keeps(r.topic, r.partition)
+        ]
         views: dict = {}
         if self.level == "record" and not self.include_control:
             views = views_for([r for r in refs if self.pushdown.keeps_segment(r)], self.isolation)
@@ -162,13 +179,18 @@ class KafkalogReader(DataSourceReader):
             return [SegmentsPartition([])]
         total = sum(r.size for r in refs)
         bins = max(math.ceil(total / max(self.max_bytes, 1)), min(self.min_partitions, len(refs)))
-        return [SegmentsPartition(group, [views.get(str(r.directory)) for r in group]) for group in bin_pack(refs, bins)]
+        return [
+            SegmentsPartition(group, [views.get(str(r.directory)) for r in group])
+            for group in bin_pack(refs, bins)
+        ]
 
     # -- executors
     def read(self, partition):
         tune_for_streaming()
         for ref, view in zip(partition.refs, partition.views):
-            for rb in read_segment(ref, self.cols, level=self.level, pushdown=self.pushdown, view=view):
+            for rb in read_segment(
+                ref, self.cols, level=self.level, pushdown=self.pushdown, view=view
+            ):
                 yield _spark_timestamps(to_kafka(rb) if self.kafka.kafka_schema else rb)
 
 
@@ -177,10 +199,14 @@ def _spark_timestamps(rb):
     (plan_data_source_read's to_arrow_schema): the millisecond columns, cast."""
     import pyarrow as pa
 
-    at = [i for i, f in enumerate(rb.schema) if pa.types.is_timestamp(f.type) and f.type.unit != "us"]
+    at = [
+        i for i, f in enumerate(rb.schema) if pa.types.is_timestamp(f.type) and f.type.unit != "us"
+    ]
     if not at:
         return rb
-    arrays = [c.cast(pa.timestamp("us", tz="UTC")) if i in at else c for i, c in enumerate(rb.columns)]
+    arrays = [
+        c.cast(pa.timestamp("us", tz="UTC")) if i in at else c for i, c in enumerate(rb.columns)
+    ]
     return pa.RecordBatch.from_arrays(arrays, names=rb.schema.names)
 
 
@@ -203,7 +229,11 @@ class KafkalogPushdownReader(KafkalogReader):
             Not,
         )
 
-        if isinstance(flt, Not) and isinstance(flt.child, (EqualTo, In)) and flt.child.attribute in (("topic",), ("partition",)):
+        if (
+            isinstance(flt, Not)
+            and isinstance(flt.child, (EqualTo, In))
+            and flt.child.attribute in (("topic",), ("partition",))
+        ):
             c = flt.child
             vals = frozenset([c.value]) if isinstance(c, EqualTo) else frozenset(c.value)
             if c.attribute == ("topic",):
@@ -211,7 +241,9 @@ class KafkalogPushdownReader(KafkalogReader):
             else:
                 p.not_partitions = p.not_partitions | vals
             return True
-        if not isinstance(flt, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)):
+        if not isinstance(
+            flt, (EqualTo, GreaterThan, GreaterThanOrEqual, LessThan, LessThanOrEqual, In)
+        ):
             return False
         col = flt.attribute[0] if len(flt.attribute) == 1 else None
         if col in ("topic", "partition"):
@@ -257,8 +289,12 @@ def _millis(value):
     if isinstance(value, (list, tuple)):
         return [_millis(v) for v in value]
     if isinstance(value, datetime):
-        if value.tzinfo is None:        # pyspark hands TimestampType values as local naive datetimes
+        if value.tzinfo is None:  # pyspark hands TimestampType values as local naive datetimes
             value = value.astimezone()
         delta = value.astimezone(timezone.utc) - datetime(1970, 1, 1, tzinfo=timezone.utc)
-        return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000 if not delta.microseconds % 1000 else None
+        return (
+            (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
+            if not delta.microseconds % 1000
+            else None
+        )
     return value

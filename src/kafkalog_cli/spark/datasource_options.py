@@ -1,5 +1,6 @@
 """The data source's `path`/`paths` and `topic`/`partition` options, as the CLI's PATHS and
 --topic/--partition."""
+
 from __future__ import annotations
 
 import json
@@ -29,6 +30,8 @@ def partition_filter(topics=None, partitions=None) -> PartitionFilter:
     numbers = []
     for p in _items(partitions):
         if not p.isdigit():
-            raise InputError(f"option partition: {p!r} is not a partition number (give e.g. '0' or '0,3')")
+            raise InputError(
+                f"option partition: {p!r} is not a partition number (give e.g. '0' or '0,3')"
+            )
         numbers.append(int(p))
     return PartitionFilter(tuple(_items(topics)), tuple(numbers))

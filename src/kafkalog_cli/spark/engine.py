@@ -9,6 +9,7 @@ arguments and result picklable. The reports come back in the order of `partition
 the engine. A KafkalogError raised for one partition is raised again here, the same class with the
 same message, path and position, so a command's exit code does not depend on the engine.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -57,9 +58,20 @@ def result(value):
     return value
 
 
-def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str], *, engine: str = "local",
-                   master: str | None = None, jobs: int = 0, args: tuple = (), kwargs: dict | None = None,
-                   spark=None, star: bool = False, errors: str = "raise", preload: Sequence[str] = ()) -> list[Any]:
+def run_partitions(
+    fn: Callable[..., Any],
+    partition_dirs: Sequence[Path | str],
+    *,
+    engine: str = "local",
+    master: str | None = None,
+    jobs: int = 0,
+    args: tuple = (),
+    kwargs: dict | None = None,
+    spark=None,
+    star: bool = False,
+    errors: str = "raise",
+    preload: Sequence[str] = (),
+) -> list[Any]:
     """[fn(d, *args, **kwargs) for d in partition_dirs], in that order, run by `engine`. Items that
     are Paths are passed as str; any other picklable item is passed as it is.
 
@@ -83,7 +95,9 @@ def run_partitions(fn: Callable[..., Any], partition_dirs: Sequence[Path | str],
         sc = spark.sparkContext
         try:
             results = sc.parallelize(items, numSlices=len(items)).map(call).collect()
-        except Exception as e:  # an executor lost, kafkalog missing there: one line, not a JVM trace
+        except (
+            Exception
+        ) as e:  # an executor lost, kafkalog missing there: one line, not a JVM trace
             from kafkalog_cli.spark.session import SparkJobError, first_line
 
             raise SparkJobError(f"Spark job failed: {first_line(e)}") from None

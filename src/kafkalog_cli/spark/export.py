@@ -10,6 +10,7 @@ OUT appears complete, or not at all.
                                                                          several log dirs)
     OUT                                                                 (--to jsonl: one file)
 """
+
 from __future__ import annotations
 
 import os
@@ -23,8 +24,8 @@ from kafkalog_cli.errors import InputError, UsageError, WriteError
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
 FORMATS = ("parquet", "jsonl")
 CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
-ROW_GROUP_ROWS = 1 << 20        # pyarrow's default row-group size
-ROW_GROUP_BYTES = 64 << 20      # or this many bytes of Arrow data (a row group is held until written)
+ROW_GROUP_ROWS = 1 << 20  # pyarrow's default row-group size
+ROW_GROUP_BYTES = 64 << 20  # or this many bytes of Arrow data (a row group is held until written)
 # Offsets, timestamps and sequences rise record by record: delta-encoded they take a few bits
 # each, where a dictionary only costs (every value a new entry, until it falls back). Keys, values
 # and headers get no statistics: min/max of payloads prune nothing (a partition's keys come in no
@@ -36,18 +37,20 @@ _NO_STATISTICS = ("key", "value", "headers")
 @dataclass(frozen=True)
 class ExportOptions:
     to: str = "parquet"
-    payload_encoding: str = "utf8"        # jsonl only: keys, values and header values (dump-log's default)
+    payload_encoding: str = (
+        "utf8"  # jsonl only: keys, values and header values (dump-log's default)
+    )
     include_payload: bool = True
     include_headers: bool = True
-    compression: str = "snappy"           # parquet: the codec of every column
+    compression: str = "snappy"  # parquet: the codec of every column
     row_group_rows: int = ROW_GROUP_ROWS  # parquet: at most this many rows a row group
-    by_log_dir: bool = False              # parquet: a log_dir=<dir> level under partition=<n>
+    by_log_dir: bool = False  # parquet: a log_dir=<dir> level under partition=<n>
     # what a consumer is returned (ops.consumer_view): no control records, nothing outside [log
     # start, high watermark), and read_committed: no aborted records, nothing from the LSO on.
     # include_control: every record of the files (dump-log --format json --deep-iteration's)
     isolation_level: str = "read_uncommitted"
     include_control: bool = False
-    from_offset: int | None = None        # ranges: records with offsets and timestamps within them
+    from_offset: int | None = None  # ranges: records with offsets and timestamps within them
     to_offset: int | None = None
     from_time: int | None = None
     to_time: int | None = None
@@ -57,7 +60,10 @@ class ExportOptions:
         from kafkalog_cli.spark.arrow import Pushdown
 
         p = Pushdown()
-        for bounds, lo, hi in ((p.offset, self.from_offset, self.to_offset), (p.timestamp, self.from_time, self.to_time)):
+        for bounds, lo, hi in (
+            (p.offset, self.from_offset, self.to_offset),
+            (p.timestamp, self.from_time, self.to_time),
+        ):
             if lo is not None:
                 bounds.at_least(lo)
             if hi is not None:
@@ -112,7 +118,9 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     if options.to == "parquet":
         import pyarrow.parquet as pq
 
-        in_dirs = ("topic", "partition", "log_dir") if options.by_log_dir else ("topic", "partition")
+        in_dirs = (
+            ("topic", "partition", "log_dir") if options.by_log_dir else ("topic", "partition")
+        )
         file_cols = [c for c in cols if c[0] not in in_dirs]
         schema = arrow_schema(file_cols)
         d = _partition_dir(root, ref, options.by_log_dir)
@@ -120,9 +128,13 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         path = d / f"{_part_name(index, ref)}.parquet"
         n = 0
         try:
-            with pq.ParquetWriter(path, schema, compression=options.compression, **_writer_options(schema)) as w:
-                for group in _row_groups(read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown),
-                                         options.row_group_rows):
+            with pq.ParquetWriter(
+                path, schema, compression=options.compression, **_writer_options(schema)
+            ) as w:
+                for group in _row_groups(
+                    read_segment(ref, file_cols, verify_crc=True, view=view, pushdown=pushdown),
+                    options.row_group_rows,
+                ):
                     w.write_table(group, row_group_size=options.row_group_rows)
                     n += group.num_rows
         except OSError as e:
@@ -137,13 +149,24 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     from kafkalog_cli.spark.arrow import broker_id, segment_log_dir
 
     log_dir = segment_log_dir(ref)
-    head = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path, "log_dir": log_dir,
-            "broker_id": broker_id(log_dir)}
+    head = {
+        "topic": ref.topic,
+        "partition": ref.partition,
+        "segment": ref.path,
+        "log_dir": log_dir,
+        "broker_id": broker_id(log_dir),
+    }
     try:
         with open(path, "wb") as out:
             lines = []
-            if pushdown is not None and not pushdown.keeps_segment(ref) or (
-                    view is not None and not view.keeps_segment(ref.base_offset, ref.next_base_offset)):
+            if (
+                pushdown is not None
+                and not pushdown.keeps_segment(ref)
+                or (
+                    view is not None
+                    and not view.keeps_segment(ref.base_offset, ref.next_base_offset)
+                )
+            ):
                 batches = ()
             else:
                 # as a consumer with check.crcs: corrupt data never becomes rows
@@ -153,7 +176,9 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                     records = b.records()
                 except Exception as e:
                     if hasattr(e, "located"):
-                        if e.path is None and off and e.position is not None:   # a remote chunk's position
+                        if (
+                            e.path is None and off and e.position is not None
+                        ):  # a remote chunk's position
                             e.position += off
                         raise e.located(path=ref.path)
                     raise
@@ -181,9 +206,11 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
 def _writer_options(schema) -> dict:
     """ParquetWriter's encodings and statistics for export's columns (see _DELTA)."""
     leaves = _parquet_columns(schema)
-    return {"use_dictionary": [c for c in leaves if c.split(".")[0] not in _DELTA],
-            "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA if c in schema.names},
-            "write_statistics": [c for c in leaves if c.split(".")[0] not in _NO_STATISTICS]}
+    return {
+        "use_dictionary": [c for c in leaves if c.split(".")[0] not in _DELTA],
+        "column_encoding": {c: "DELTA_BINARY_PACKED" for c in _DELTA if c in schema.names},
+        "write_statistics": [c for c in leaves if c.split(".")[0] not in _NO_STATISTICS],
+    }
 
 
 def _parquet_columns(schema) -> list[str]:
@@ -221,8 +248,18 @@ def _row_groups(batches, rows: int):
         yield pa.Table.from_batches(held)
 
 
-_KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint", ".lock",
-                   ".deleted", ".cleaned", ".swap")
+_KAFKA_SUFFIXES = (
+    ".log",
+    ".index",
+    ".timeindex",
+    ".txnindex",
+    ".snapshot",
+    ".checkpoint",
+    ".lock",
+    ".deleted",
+    ".cleaned",
+    ".swap",
+)
 
 
 def _check_out(out: Path, paths) -> None:
@@ -237,27 +274,44 @@ def _check_out(out: Path, paths) -> None:
         p = local_path(str(p))
         real_in = Path(os.path.realpath(p))
         if real_out == real_in or real_in in real_out.parents or real_out in real_in.parents:
-            raise UsageError(f"OUT overlaps the input {p}; export writes only outside what it reads",
-                             path=str(out))
+            raise UsageError(
+                f"OUT overlaps the input {p}; export writes only outside what it reads",
+                path=str(out),
+            )
 
 
 def _check_replaceable(out: Path, to: str) -> None:
     """--overwrite replaces only what an earlier export could have written: for parquet a
     directory of topic=* directories, for jsonl a regular file without a Kafka suffix."""
     if to == "parquet":
-        ok = out.is_dir() and not out.is_symlink() and all(
-            e.is_dir() and e.name.startswith("topic=") for e in out.iterdir())
+        ok = (
+            out.is_dir()
+            and not out.is_symlink()
+            and all(e.is_dir() and e.name.startswith("topic=") for e in out.iterdir())
+        )
         what = "a directory of topic=* directories (an earlier parquet export)"
     else:
         ok = out.is_file() and not out.is_symlink() and not out.name.endswith(_KAFKA_SUFFIXES)
         what = "a regular file that is not a Kafka file"
     if not ok:
-        raise UsageError(f"--overwrite replaces only {what}; this is not one, so it is left alone",
-                         path=str(out))
+        raise UsageError(
+            f"--overwrite replaces only {what}; this is not one, so it is left alone", path=str(out)
+        )
 
 
-def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "local", master: str | None = None,
-           jobs: int = 0, overwrite: bool = False, spark=None, only=None, on_note=None) -> dict:
+def export(
+    paths,
+    out: str | Path,
+    options: ExportOptions,
+    *,
+    engine: str = "local",
+    master: str | None = None,
+    jobs: int = 0,
+    overwrite: bool = False,
+    spark=None,
+    only=None,
+    on_note=None,
+) -> dict:
     """Export the segments under `paths` (local paths, globs, archives, remote URIs) to `out`;
     `only`: a storage.names.PartitionFilter; `on_note(text)`: what the export leaves out that the
     user should hear of. Returns {"segments", "records", "out", "files"}."""
@@ -274,17 +328,23 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
     if options.to not in FORMATS:
         raise InputError(f"--to must be one of {', '.join(FORMATS)}, not {options.to!r}")
     if options.compression not in CODECS:
-        raise UsageError(f"--compression must be one of {', '.join(CODECS)}, not {options.compression!r}")
+        raise UsageError(
+            f"--compression must be one of {', '.join(CODECS)}, not {options.compression!r}"
+        )
     if options.row_group_rows < 1:
         raise UsageError(f"--row-group-size must be at least 1, not {options.row_group_rows}")
     to_stdout = str(out) == "-"
     if to_stdout and options.to != "jsonl":
         raise UsageError("OUT '-' (standard output) needs --to jsonl")
     if options.isolation_level not in ISOLATION_LEVELS:
-        raise UsageError(f"--isolation-level must be one of {', '.join(ISOLATION_LEVELS)}, not {options.isolation_level!r}")
+        raise UsageError(
+            f"--isolation-level must be one of {', '.join(ISOLATION_LEVELS)}, not {options.isolation_level!r}"
+        )
     if options.include_control and options.isolation_level != READ_UNCOMMITTED:
-        raise UsageError("--include-control is the raw view (every record, read_uncommitted); it excludes "
-                         "--isolation-level read_committed")
+        raise UsageError(
+            "--include-control is the raw view (every record, read_uncommitted); it excludes "
+            "--isolation-level read_committed"
+        )
     refs = segments_of_sources(paths, only=only)
     if options.to == "parquet":
         options = dataclasses.replace(options, by_log_dir=shared_partitions(refs))
@@ -325,8 +385,12 @@ def export(paths, out: str | Path, options: ExportOptions, *, engine: str = "loc
         elif staging.exists():
             staging.unlink()
         raise
-    return {"out": str(out), "segments": len(refs), "records": sum(r["records"] for r in results),
-            "files": [r["file"] for r in results] if options.to == "parquet" else [out.name]}
+    return {
+        "out": str(out),
+        "segments": len(refs),
+        "records": sum(r["records"] for r in results),
+        "files": [r["file"] for r in results] if options.to == "parquet" else [out.name],
+    }
 
 
 def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark) -> dict:
@@ -336,23 +400,39 @@ def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark
     import tempfile
 
     # Spark executors on other hosts need a shared directory: the current one, as for OUT
-    staging = Path(tempfile.mkdtemp(prefix=".kafkalog-export-", dir=os.getcwd() if engine == "spark" else None))
+    staging = Path(
+        tempfile.mkdtemp(prefix=".kafkalog-export-", dir=os.getcwd() if engine == "spark" else None)
+    )
     try:
         results = _write_parts(units, staging, options, engine, master, jobs, spark)
         sys.stdout.flush()
         _concat_parts(results, staging, sys.stdout.buffer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return {"out": "-", "segments": len(units), "records": sum(r["records"] for r in results), "files": ["-"]}
+    return {
+        "out": "-",
+        "segments": len(units),
+        "records": sum(r["records"] for r in results),
+        "files": ["-"],
+    }
 
 
-def _write_parts(units, staging: Path, options: ExportOptions, engine, master, jobs, spark) -> list[dict]:
+def _write_parts(
+    units, staging: Path, options: ExportOptions, engine, master, jobs, spark
+) -> list[dict]:
     """One file per segment under `staging`, by the local pool or Spark; their results in order."""
     from kafkalog_cli.spark.engine import run_partitions
 
-    return run_partitions(export_segment, units, engine=engine, master=master, jobs=jobs,
-                          args=(str(staging), options), spark=spark,
-                          preload=("kafkalog_cli.spark.arrow", "pyarrow.parquet") if options.to == "parquet" else ())
+    return run_partitions(
+        export_segment,
+        units,
+        engine=engine,
+        master=master,
+        jobs=jobs,
+        args=(str(staging), options),
+        spark=spark,
+        preload=("kafkalog_cli.spark.arrow", "pyarrow.parquet") if options.to == "parquet" else (),
+    )
 
 
 def _concat_parts(results: list[dict], staging: Path, dst) -> None:

@@ -14,6 +14,7 @@ exclude.internal.topics) or `assign` (JSON {"topic": [partitions]}); `startingOf
 `kafka.isolation.level` (read_uncommitted, the default, or read_committed) is honoured; every
 other `kafka.*` option is about a cluster and is ignored with a warning on stderr.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,8 +29,16 @@ TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 _SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 # spark-sql-kafka's options that mean nothing for files (streaming, consumer pools, polling)
-_NO_EFFECT = ("failOnDataLoss", "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
-              "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "maxTriggerDelay", "groupIdPrefix")
+_NO_EFFECT = (
+    "failOnDataLoss",
+    "kafkaConsumer.pollTimeoutMs",
+    "fetchOffset.numRetries",
+    "fetchOffset.retryIntervalMs",
+    "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "groupIdPrefix",
+)
 
 
 @dataclass
@@ -37,12 +46,12 @@ class KafkaOptions:
     """What Spark's Kafka options ask of the kafkalog source."""
 
     kafka_schema: bool = False
-    topics: frozenset | None = None               # subscribe
-    pattern: re.Pattern | None = None             # subscribePattern
-    assigned: frozenset | None = None             # assign: {(topic, partition)}
+    topics: frozenset | None = None  # subscribe
+    pattern: re.Pattern | None = None  # subscribePattern
+    assigned: frozenset | None = None  # assign: {(topic, partition)}
     starting: dict = field(default_factory=dict)  # {(topic, partition): offset}; -2 earliest
-    ending: dict = field(default_factory=dict)    # {(topic, partition): offset}; -1 latest
-    isolation: str | None = None                  # kafka.isolation.level
+    ending: dict = field(default_factory=dict)  # {(topic, partition): offset}; -1 latest
+    isolation: str | None = None  # kafka.isolation.level
     warnings: list = field(default_factory=list)
 
     def keeps(self, topic: str | None, partition: int | None) -> bool:
@@ -50,7 +59,9 @@ class KafkaOptions:
             return not (self.topics or self.pattern or self.assigned)
         if self.topics is not None and topic not in self.topics:
             return False
-        if self.pattern is not None and (topic in INTERNAL_TOPICS or not self.pattern.fullmatch(topic)):
+        if self.pattern is not None and (
+            topic in INTERNAL_TOPICS or not self.pattern.fullmatch(topic)
+        ):
             return False
         return self.assigned is None or (topic, partition) in self.assigned
 
@@ -72,14 +83,18 @@ def _offsets(name: str, value, latest_ok: bool, earliest_ok: bool) -> dict:
     v = str(value).strip()
     if v in ("earliest", "latest"):
         if (v == "latest" and not latest_ok) or (v == "earliest" and not earliest_ok):
-            raise InputError(f"option {name}: {v!r} is not allowed for a batch query (as Spark's Kafka source)")
+            raise InputError(
+                f"option {name}: {v!r} is not allowed for a batch query (as Spark's Kafka source)"
+            )
         return {}
     try:
         parsed = json.loads(v)
         return {(t, int(p)): int(o) for t, parts in parsed.items() for p, o in parts.items()}
     except (ValueError, AttributeError, TypeError):
-        raise InputError(f"option {name}: {v!r} is neither earliest/latest nor JSON such as "
-                         f'{{"topicA": {{"0": 23, "1": -2}}}}') from None
+        raise InputError(
+            f"option {name}: {v!r} is neither earliest/latest nor JSON such as "
+            f'{{"topicA": {{"0": 23, "1": -2}}}}'
+        ) from None
 
 
 def kafka_options(options) -> KafkaOptions:
@@ -90,39 +105,62 @@ def kafka_options(options) -> KafkaOptions:
     k = KafkaOptions()
     given = [s for s in _SUBSCRIPTIONS if s.lower() in lower]
     if len(given) > 1:
-        raise InputError(f"options {' and '.join(given)}: give only one of subscribe, subscribePattern and assign "
-                         "(as Spark's Kafka source)")
+        raise InputError(
+            f"options {' and '.join(given)}: give only one of subscribe, subscribePattern and assign "
+            "(as Spark's Kafka source)"
+        )
     if "subscribe" in lower:
         k.topics = frozenset(t.strip() for t in str(lower["subscribe"]).split(",") if t.strip())
     if "subscribepattern" in lower:
         try:
             k.pattern = re.compile(str(lower["subscribepattern"]))
         except re.error as e:
-            raise InputError(f"option subscribePattern: {lower['subscribepattern']!r} is not a regular expression: {e}") from None
+            raise InputError(
+                f"option subscribePattern: {lower['subscribepattern']!r} is not a regular expression: {e}"
+            ) from None
     if "assign" in lower:
         try:
-            k.assigned = frozenset((t, int(p)) for t, ps in json.loads(str(lower["assign"])).items() for p in ps)
+            k.assigned = frozenset(
+                (t, int(p)) for t, ps in json.loads(str(lower["assign"])).items() for p in ps
+            )
         except (ValueError, AttributeError, TypeError):
-            raise InputError(f"option assign: {lower['assign']!r} is not JSON such as "
-                             '{"topicA": [0, 1], "topicB": [2, 4]}') from None
-    k.starting = _offsets("startingOffsets", lower.get("startingoffsets"), latest_ok=False, earliest_ok=True)
-    k.ending = _offsets("endingOffsets", lower.get("endingoffsets"), latest_ok=True, earliest_ok=False)
+            raise InputError(
+                f"option assign: {lower['assign']!r} is not JSON such as "
+                '{"topicA": [0, 1], "topicB": [2, 4]}'
+            ) from None
+    k.starting = _offsets(
+        "startingOffsets", lower.get("startingoffsets"), latest_ok=False, earliest_ok=True
+    )
+    k.ending = _offsets(
+        "endingOffsets", lower.get("endingoffsets"), latest_ok=True, earliest_ok=False
+    )
     schema = str(lower.get("schema", "kafka" if given else "kafkalog")).strip().lower()
     if schema not in ("kafka", "kafkalog"):
-        raise InputError(f"option schema: {schema!r} is neither kafkalog (the default) nor kafka (Spark's Kafka "
-                         "source's columns)")
+        raise InputError(
+            f"option schema: {schema!r} is neither kafkalog (the default) nor kafka (Spark's Kafka "
+            "source's columns)"
+        )
     k.kafka_schema = schema == "kafka"
     for key, value in opts.items():
         low = key.lower()
         if low == "kafka.isolation.level":
             k.isolation = str(value).strip()
         elif low.startswith("kafka."):
-            k.warnings.append(f"option {key} ignored: it configures a Kafka client, and kafkalog reads the files")
+            k.warnings.append(
+                f"option {key} ignored: it configures a Kafka client, and kafkalog reads the files"
+            )
         elif key in _NO_EFFECT or low in (n.lower() for n in _NO_EFFECT):
             k.warnings.append(f"option {key} ignored: it has no meaning for a batch read of files")
-        elif low in ("startingoffsetsbytimestamp", "endingoffsetsbytimestamp", "startingtimestamp",
-                     "endingtimestamp", "startingoffsetsbytimestampstrategy"):
-            raise InputError(f"option {key} is not supported: filter on the timestamp column instead")
+        elif low in (
+            "startingoffsetsbytimestamp",
+            "endingoffsetsbytimestamp",
+            "startingtimestamp",
+            "endingtimestamp",
+            "startingoffsetsbytimestampstrategy",
+        ):
+            raise InputError(
+                f"option {key} is not supported: filter on the timestamp column instead"
+            )
     return k
 
 
@@ -133,8 +171,15 @@ def warn(messages) -> None:
 
 
 def kafka_ddl(include_headers: bool) -> str:
-    cols = ["`key` binary", "`value` binary", "`topic` string", "`partition` int", "`offset` bigint",
-            "`timestamp` timestamp", "`timestampType` int"]
+    cols = [
+        "`key` binary",
+        "`value` binary",
+        "`topic` string",
+        "`partition` int",
+        "`offset` bigint",
+        "`timestamp` timestamp",
+        "`timestampType` int",
+    ]
     if include_headers:
         cols.append("`headers` array<struct<key: string, value: binary>>")
     return ", ".join(cols)
@@ -143,7 +188,8 @@ def kafka_ddl(include_headers: bool) -> str:
 def native_columns(include_headers: bool) -> tuple[str, ...]:
     """The kafkalog record columns the Kafka columns are made of."""
     return ("topic", "partition", "offset", "timestamp", "timestamp_type", "key", "value") + (
-        ("headers",) if include_headers else ())
+        ("headers",) if include_headers else ()
+    )
 
 
 def to_kafka(rb):
@@ -153,9 +199,18 @@ def to_kafka(rb):
     import pyarrow.compute as pc
 
     ts_type = rb.column("timestamp_type")
-    ids = pc.if_else(pc.equal(ts_type, "LogAppendTime"), 1, pc.if_else(pc.equal(ts_type, "CreateTime"), 0, -1))
-    arrays = [rb.column("key"), rb.column("value"), rb.column("topic"), rb.column("partition"), rb.column("offset"),
-              rb.column("timestamp"), ids.cast(pa.int32())]
+    ids = pc.if_else(
+        pc.equal(ts_type, "LogAppendTime"), 1, pc.if_else(pc.equal(ts_type, "CreateTime"), 0, -1)
+    )
+    arrays = [
+        rb.column("key"),
+        rb.column("value"),
+        rb.column("topic"),
+        rb.column("partition"),
+        rb.column("offset"),
+        rb.column("timestamp"),
+        ids.cast(pa.int32()),
+    ]
     names = list(KAFKA_COLUMNS)
     if "headers" in rb.schema.names:
         arrays.append(rb.column("headers"))

@@ -1,5 +1,6 @@
 """A SparkSession that behaves on a laptop: the running interpreter on both sides, no network, no UI,
 no progress bars, warnings only, and one clear line when Java or pyspark is missing."""
+
 from __future__ import annotations
 
 import os
@@ -45,12 +46,18 @@ def check_java() -> str:
     home = os.environ.get("JAVA_HOME")
     java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not java or not os.access(java, os.X_OK):
-        where = f"JAVA_HOME={home} has no bin/java" if home else "no `java` on PATH and JAVA_HOME is not set"
+        where = (
+            f"JAVA_HOME={home} has no bin/java"
+            if home
+            else "no `java` on PATH and JAVA_HOME is not set"
+        )
         raise SparkUnavailableError(f"--engine spark needs Java 17 or later: {where}")
     try:
         subprocess.run([java, "-version"], capture_output=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError) as e:
-        raise SparkUnavailableError(f"--engine spark needs Java 17 or later: {java} -version failed ({e})") from None
+        raise SparkUnavailableError(
+            f"--engine spark needs Java 17 or later: {java} -version failed ({e})"
+        ) from None
     return java
 
 
@@ -116,7 +123,9 @@ def get_session(master: str | None = None, app_name: str = "kafkalog", conf: dic
         spark = _quietly(b.getOrCreate)
     except Exception as e:  # the JVM did not start: say so in one line
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise SparkUnavailableError(f"could not start Spark ({master or 'local[*]'}): {msg}") from None
+        raise SparkUnavailableError(
+            f"could not start Spark ({master or 'local[*]'}): {msg}"
+        ) from None
     spark.sparkContext.setLogLevel("ERROR")
     if not is_local_master(master):
         _ship_package(spark)

@@ -2,6 +2,7 @@
 default (a damaged checkpoint means "no entry", as a fresh broker would start from 0), strictly
 where the log dir cannot be judged without it. Parsing and writing are formats.checkpoints';
 this only adds the leniency and keeps the file's own entry order."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -40,8 +41,11 @@ def read_offsets(path: Path) -> dict[tuple[str, int], int]:
         return {}
 
 
-def encode_offsets(offsets: dict[tuple[str, int], int], order: list | None = None,
-                   kind: str = "recovery-point-offset-checkpoint") -> bytes:
+def encode_offsets(
+    offsets: dict[tuple[str, int], int],
+    order: list | None = None,
+    kind: str = "recovery-point-offset-checkpoint",
+) -> bytes:
     """`kind`: the file's name, which decides the broker's entry order."""
     return encode_offset_checkpoint(offsets, order=order, kind=kind)
 
@@ -51,7 +55,9 @@ def read_epochs(path: Path) -> list[tuple[int, int]]:
     if raw is None:
         return []
     try:
-        return [(e.epoch, e.start_offset) for e in parse_leader_epoch_checkpoint(raw, path=str(path))]
+        return [
+            (e.epoch, e.start_offset) for e in parse_leader_epoch_checkpoint(raw, path=str(path))
+        ]
     except CheckpointError:
         return []
 

@@ -8,6 +8,7 @@ what is there, and O_NONBLOCK is cleared before the fd is used. A broker cannot 
 file as a Kafka file either (its blocking open(2) waits on a FIFO; a directory fails), so none
 of them is ever taken as an absent file. Missing and unreadable files are InputErrors naming
 the path as well (exit 4, docs/safety.md "Exit codes")."""
+
 from __future__ import annotations
 
 import contextlib
@@ -54,12 +55,16 @@ def not_regular_message(kind: str) -> str:
 def os_error_message(path: Path | str, e: OSError) -> str:
     """An open's OSError as the reason printed beside the path."""
     if isinstance(e, FileNotFoundError):
-        return "dangling symbolic link (its target does not exist)" if os.path.islink(path) else "no such file"
+        return (
+            "dangling symbolic link (its target does not exist)"
+            if os.path.islink(path)
+            else "no such file"
+        )
     if isinstance(e, PermissionError):
         return "permission denied"
     if isinstance(e, IsADirectoryError):
         return "is a directory, not a file"
-    try:                            # ENXIO: a socket, or a FIFO opened for writing with no reader
+    try:  # ENXIO: a socket, or a FIFO opened for writing with no reader
         kind = kind_of(os.stat(path).st_mode)
     except OSError:
         kind = None
@@ -74,7 +79,9 @@ def open_fd(path: Path | str, flags: int = os.O_RDONLY, mode: int = 0o644) -> in
         fd = os.open(path, flags | _OPEN_FLAGS, mode)
     except OSError as e:
         missing = isinstance(e, (FileNotFoundError, NotADirectoryError))
-        raise (MissingFile if missing else InputError)(os_error_message(path, e), path=str(path)) from None
+        raise (MissingFile if missing else InputError)(
+            os_error_message(path, e), path=str(path)
+        ) from None
     try:
         kind = kind_of(os.fstat(fd).st_mode)
         if kind is not None:
@@ -98,7 +105,9 @@ def check_readable(path: Path | str) -> None:
 
 def open_file(path: Path | str, mode: str = "rb") -> BinaryIO:
     """A binary file object of a regular file ("rb", "r+b", "ab"), opened through open_fd."""
-    flags = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT}[mode]
+    flags = {"rb": os.O_RDONLY, "r+b": os.O_RDWR, "ab": os.O_WRONLY | os.O_APPEND | os.O_CREAT}[
+        mode
+    ]
     fd = open_fd(path, flags)
     try:
         return cast(BinaryIO, os.fdopen(fd, mode))  # a binary mode: the keys above

@@ -26,6 +26,7 @@ written, cut, appended, renamed, deleted, linked or made outside the log dir and
 (and the dirs an op adds: move-partition's source, restore's folder), judged on resolved paths:
 never through a symbolic link out of them unless `follow_symlinks` (OutsideLogDirError, exit 4).
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -54,15 +55,21 @@ from kafkalog_cli.storage.space import Space, allocated
 
 __all__ = ["FAULT_ENV", "FsOps", "InjectedFault", "TMP_SUFFIX"]
 
-FAULT_ENV = "KAFKALOG_FAULT_AFTER"   # subprocess tests: die (exit 137, like SIGKILL) after step N
+FAULT_ENV = "KAFKALOG_FAULT_AFTER"  # subprocess tests: die (exit 137, like SIGKILL) after step N
 _COPY_CHUNK = 1 << 20
-_OURS = (TMP_SUFFIX, PARTIAL_SUFFIX, PRUNING_SUFFIX)   # our own files: never a reference for an owner
-_PARALLEL_HASH_BYTES = 64 << 20   # below this, threads cost more than they save
+_OURS = (
+    TMP_SUFFIX,
+    PARTIAL_SUFFIX,
+    PRUNING_SUFFIX,
+)  # our own files: never a reference for an owner
+_PARALLEL_HASH_BYTES = 64 << 20  # below this, threads cost more than they save
 _HASH_THREADS = max(2, min(4, os.cpu_count() or 1))
 # the gate's kinds of change that write into what a path leads to (the rest add, remove or rename a name)
 _CONTENT = frozenset({"write", "copy", "truncate", "extend", "utime"})
-_ON_THE_WAY = frozenset({"mkdir", "rmdir"})   # a directory on the way to a root may be made (and removed empty)
-_PROBE = ".kafkalog-probe"                     # check_writable's: judged by the directory it probes
+_ON_THE_WAY = frozenset(
+    {"mkdir", "rmdir"}
+)  # a directory on the way to a root may be made (and removed empty)
+_PROBE = ".kafkalog-probe"  # check_writable's: judged by the directory it probes
 # a hard link into the quarantine is not possible: copy instead
 _NO_LINK = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP, errno.ENOSYS}
 
@@ -78,7 +85,9 @@ class Keeper(Protocol):
     def holds(self, directory: Path) -> Path: ...
     def prepare(self) -> None: ...
     def wrote(self, path: Path, facts: tuple[int, str]) -> None: ...
-    def overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None: ...
+    def overwritten(
+        self, path: Path, tmp: Path, data: bytes, preallocate: int | None
+    ) -> tuple[int, str] | None: ...
     def creating(self, path: Path) -> object: ...
     def created(self, entry, path: Path) -> None: ...
     def dir_created(self, path: Path, copy_of: Path | None) -> None: ...
@@ -97,9 +106,9 @@ class QuarantineLike(Protocol):
     root: Path | None
     op: str
     stamp: str
-    entries: list       # storage.quarantine.QuarantineEntry, which fsops does not import
+    entries: list  # storage.quarantine.QuarantineEntry, which fsops does not import
 
-    def __init__(self, root: Path | None, op: str, stamp: str) -> None: ...   # for_worker's copy
+    def __init__(self, root: Path | None, op: str, stamp: str) -> None: ...  # for_worker's copy
     @property
     def folder(self) -> Path | None: ...
     def writer(self, fsops: FsOps) -> Keeper: ...
@@ -121,15 +130,23 @@ def _fsync_path(path: Path, directory: bool = False) -> None:
 class FsOps:
     """Carries out single file-system steps; counts them; turns OSError into WriteError."""
 
-    def __init__(self, base_dir: Path, quarantine: QuarantineLike | None = None,
-                 fault_after: int | None = None, on_step: Callable[[int, str], None] | None = None,
-                 *, follow_symlinks: bool = False):
-        self.base_dir = Path(base_dir)          # the log dir: quarantine paths are relative to it
+    def __init__(
+        self,
+        base_dir: Path,
+        quarantine: QuarantineLike | None = None,
+        fault_after: int | None = None,
+        on_step: Callable[[int, str], None] | None = None,
+        *,
+        follow_symlinks: bool = False,
+    ):
+        self.base_dir = Path(base_dir)  # the log dir: quarantine paths are relative to it
         self.quarantine = quarantine
         # the write gate: changes only under the log dir and the quarantine (an op that owns
         # another dir adds it: WriteBounds.including), never through a link out of them unless
         # `follow_symlinks`; None: kafkalog's own file where the user put it (--report FILE)
-        roots = [self.base_dir] + ([quarantine.root] if quarantine is not None and quarantine.root else [])
+        roots = [self.base_dir] + (
+            [quarantine.root] if quarantine is not None and quarantine.root else []
+        )
         self.bounds: WriteBounds | None = WriteBounds(roots, follow_symlinks)
         if fault_after is None and os.environ.get(FAULT_ENV):
             fault_after = int(os.environ[FAULT_ENV])
@@ -143,7 +160,7 @@ class FsOps:
         # called once, by about_to_change, right before an operation's first change to the log dir
         self.before_change: Callable[[FsOps], None] | None = None
         self.steps = 0
-        self.journal: list[str] = []            # the steps' descriptions
+        self.journal: list[str] = []  # the steps' descriptions
         # keeps what each change takes, before the change (None: no quarantine, nothing noted)
         self.keeper: Keeper | None = None if quarantine is None else quarantine.writer(self)
         # storage.space's two figures, by the directory of the files changed (a partition dir,
@@ -162,7 +179,11 @@ class FsOps:
         worker appends whole lines to), fault injection and test hook, and its own step count.
         `shared`: the lock around the log dir's shared files (checkpoints)."""
         q = self.quarantine
-        w = FsOps(self.base_dir, None if q is None else type(q)(q.root, q.op, q.stamp), fault_after=self.fault_after)
+        w = FsOps(
+            self.base_dir,
+            None if q is None else type(q)(q.root, q.op, q.stamp),
+            fault_after=self.fault_after,
+        )
         w._fault_exits = self._fault_exits
         w.bounds = self.bounds
         w.before = self.before
@@ -209,11 +230,16 @@ class FsOps:
 
     def write_error(self, e: OSError, path: Path, doing: str) -> WriteError:
         reasons: dict[int | None, str] = {
-            errno.EROFS: "read-only file system", errno.ENOSPC: "no space left on device",
-            errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
-            errno.EDQUOT: "disk quota exceeded"}
+            errno.EROFS: "read-only file system",
+            errno.ENOSPC: "no space left on device",
+            errno.EACCES: "permission denied",
+            errno.EPERM: "operation not permitted",
+            errno.EDQUOT: "disk quota exceeded",
+        }
         reason = reasons.get(e.errno, e.strerror or str(e))
-        return WriteError(f"cannot {doing}: {reason}", path=str(getattr(e, "filename", None) or path))
+        return WriteError(
+            f"cannot {doing}: {reason}", path=str(getattr(e, "filename", None) or path)
+        )
 
     # -- space -------------------------------------------------------------------------------
     def account(self, path: Path, freed: int = 0, held: int = 0) -> None:
@@ -241,8 +267,14 @@ class FsOps:
             raise self.write_error(e, directory, "fsync directory") from None
         self.step(f"fsync {directory}")
 
-    def write_atomic(self, path: Path, data: bytes, mtime_ns: int | None = None,
-                     preallocate: int | None = None, like: os.stat_result | None = None) -> None:
+    def write_atomic(
+        self,
+        path: Path,
+        data: bytes,
+        mtime_ns: int | None = None,
+        preallocate: int | None = None,
+        like: os.stat_result | None = None,
+    ) -> None:
         """tmp in the same dir, fsync, (mtime), rename over `path`, fsync the dir.
         `preallocate` extends the file with zeros to that length, as Kafka's index setLength.
         `like`: the new file takes this mode, and (as root) this owner and group.
@@ -287,9 +319,12 @@ class FsOps:
         entry = keeper.creating(path) if keeper is not None else None
         try:
             self._pre("write", path)
-            final, _ = strip_temp_suffix(path.name)       # a .cleaned file takes the segment's owner
-            reference = ownership.like(path.with_name(final), skip=_OURS) if final != path.name else \
-                ownership.like(path, skip=_OURS)
+            final, _ = strip_temp_suffix(path.name)  # a .cleaned file takes the segment's owner
+            reference = (
+                ownership.like(path.with_name(final), skip=_OURS)
+                if final != path.name
+                else ownership.like(path, skip=_OURS)
+            )
             f = open(path, "wb")
             ownership.adopt(f.fileno(), reference)
         except OSError as e:
@@ -322,7 +357,7 @@ class FsOps:
         files out of the log dir (into the quarantine, where Kafka renames them `.deleted`), then
         every `.swap` -> `<name>`. A crash at any step is finished by LogLoader (the broker's and
         `kafkalog recover`'s): a `.swap` replaces the old files it covers, a `.cleaned` is dropped."""
-        if cleaned:   # the new files' entries durable before anything is renamed
+        if cleaned:  # the new files' entries durable before anything is renamed
             self.fsync_dir(Path(cleaned[0]).parent)
         swaps = []
         for f in cleaned:
@@ -337,7 +372,9 @@ class FsOps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
 
     # -- whole files and directories (move-partition) --------------------------------------------
-    def make_dir(self, path: Path, like: os.stat_result | None = None, copy_of: Path | None = None) -> None:
+    def make_dir(
+        self, path: Path, like: os.stat_result | None = None, copy_of: Path | None = None
+    ) -> None:
         """A new directory (an existing one is an error: it was not ours), with `like`'s mode and,
         as root, its owner and group; its entry fsynced in the parent. With a quarantine its
         entry is written first; `copy_of`: the directory whose files it will hold copies of
@@ -435,7 +472,9 @@ class FsOps:
             self._pre("rmdir", path)
             os.rmdir(path)
         except OSError as e:
-            raise self.write_error(e, Path(getattr(e, "filename", None) or path), "remove") from None
+            raise self.write_error(
+                e, Path(getattr(e, "filename", None) or path), "remove"
+            ) from None
         self.step(f"rmdir {path}")
         self.fsync_dir(path.parent)
 
@@ -467,8 +506,13 @@ class FsOps:
         try:
             self._pre("write", probe)
             try:
-                fd = os.open(directory, os.O_WRONLY | getattr(os, "O_TMPFILE", 0) | os.O_CLOEXEC, 0o600) \
-                    if hasattr(os, "O_TMPFILE") else None
+                fd = (
+                    os.open(
+                        directory, os.O_WRONLY | getattr(os, "O_TMPFILE", 0) | os.O_CLOEXEC, 0o600
+                    )
+                    if hasattr(os, "O_TMPFILE")
+                    else None
+                )
             except OSError as e:
                 if e.errno not in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOTSUP):
                     raise
@@ -598,7 +642,9 @@ class FsOps:
             old = None
         except OSError:
             return
-        self.account(path, freed=-taken + (allocated(old) if old is not None and old.st_nlink == 1 else 0))
+        self.account(
+            path, freed=-taken + (allocated(old) if old is not None and old.st_nlink == 1 else 0)
+        )
 
     def unlink_all(self, paths: list[Path], missing_ok: bool) -> None:
         """Unlink in order, one step each, then fsync each directory once (also those already
@@ -614,13 +660,13 @@ class FsOps:
                     if missing_ok:
                         continue
                     raise
-                if st.st_nlink == 1:         # its last link: df gains its blocks
+                if st.st_nlink == 1:  # its last link: df gains its blocks
                     self.account(path, freed=allocated(st))
                 self.step(f"unlink {path}")
                 left[path.parent] = None
         except OSError as e:
             for d in left:
-                with contextlib.suppress(WriteError):     # the unlink's error is the one to show
+                with contextlib.suppress(WriteError):  # the unlink's error is the one to show
                     self.fsync_dir(d)
             raise self.write_error(e, path, "delete") from None
         for d in left:
@@ -651,7 +697,7 @@ class FsOps:
                     self.step(f"rename {stored} -> {path}")
                 dirs[path.parent] = None
         except WriteError:
-            for d in dirs:                  # what was put back is durable when the error is shown
+            for d in dirs:  # what was put back is durable when the error is shown
                 with contextlib.suppress(WriteError):
                     self.fsync_dir(d)
             raise
@@ -712,7 +758,9 @@ class FsOps:
             self._pre("rmtree", aside)
             shutil.rmtree(aside)
         except OSError as e:
-            raise self.write_error(e, Path(getattr(e, "filename", None) or folder), "remove") from None
+            raise self.write_error(
+                e, Path(getattr(e, "filename", None) or folder), "remove"
+            ) from None
         self.step(f"rmtree {aside}")
         self.fsync_dir(folder.parent)
 
@@ -730,7 +778,9 @@ class FsOps:
             os.link(path, target, follow_symlinks=False)
         except OSError as e:
             if e.errno not in _NO_LINK:
-                raise self.write_error(e, path if e.errno == errno.ENOENT else target, "quarantine") from None
+                raise self.write_error(
+                    e, path if e.errno == errno.ENOENT else target, "quarantine"
+                ) from None
             return False
         self.step(f"link {path} -> {target}")
         return True
@@ -769,13 +819,18 @@ class FsOps:
             for d in reversed(missing):
                 self._pre("mkdir", d)
                 d.mkdir(exist_ok=True)
-                ownership.adopt_dir(d, self.base_dir if self.keeper is None else self.keeper.holds(d))
+                ownership.adopt_dir(
+                    d, self.base_dir if self.keeper is None else self.keeper.holds(d)
+                )
                 _fsync_path(d.parent, directory=True)
         except OSError as e:
-            raise self.write_error(e, Path(getattr(e, "filename", None) or directory), "create the quarantine") from None
+            raise self.write_error(
+                e, Path(getattr(e, "filename", None) or directory), "create the quarantine"
+            ) from None
 
-    def copy_range(self, src: Path, dst: Path, start: int, end: int | None,
-                    partial: Path | None = None) -> tuple[int, str]:
+    def copy_range(
+        self, src: Path, dst: Path, start: int, end: int | None, partial: Path | None = None
+    ) -> tuple[int, str]:
         """[start, end) of `src` (to its end when None) copied to `partial` (`<dst>.partial`),
         fsynced, renamed to `dst`: (size, sha256) of the copy."""
         partial = partial or dst.with_name(dst.name + PARTIAL_SUFFIX)
@@ -784,7 +839,7 @@ class FsOps:
         try:
             self._pre("copy", dst)
             with open_file(src) as fi, open(partial, "wb") as fo:
-                ownership.adopt(fo.fileno(), os.stat(fi.fileno()))    # a kept file keeps its owner
+                ownership.adopt(fo.fileno(), os.stat(fi.fileno()))  # a kept file keeps its owner
                 fi.seek(start)
                 size = _copy_stream(fi, fo, None if end is None else end - start, h)
                 fo.flush()
@@ -836,7 +891,10 @@ def take_owner_and_mode(path: Path, like: os.stat_result) -> None:
     """`path` gets the permission bits of `like` and, when we run as root, its owner and group, so
     that a broker running as its own user can open what kafkalog wrote."""
     os.chmod(path, like.st_mode & 0o7777)
-    if os.geteuid() == 0 and (os.stat(path).st_uid, os.stat(path).st_gid) != (like.st_uid, like.st_gid):
+    if os.geteuid() == 0 and (os.stat(path).st_uid, os.stat(path).st_gid) != (
+        like.st_uid,
+        like.st_gid,
+    ):
         os.chown(path, like.st_uid, like.st_gid)
 
 
@@ -875,7 +933,9 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
-def stage_copy(directory: Path, links: dict[str, Path], contents: dict[str, tuple[bytes, int | None]]) -> Path:
+def stage_copy(
+    directory: Path, links: dict[str, Path], contents: dict[str, tuple[bytes, int | None]]
+) -> Path:
     """A scratch copy of a partition dir outside every log dir, for planning (recover's overflow
     split): `directory` created with `links` (name -> file, hard-linked where the file system
     allows, else copied) and `contents` (name -> (bytes, mtime_ns or None)). Never inside a log
@@ -913,7 +973,9 @@ def unpack_archive(archive: Path, into: Path) -> Path:
             with open_file(archive) as f, zipfile.ZipFile(f) as z:
                 for m in z.namelist():
                     if Path(m).is_absolute() or ".." in Path(m).parts:
-                        raise InputError(f"archive member {m!r} points outside the archive", path=str(archive))
+                        raise InputError(
+                            f"archive member {m!r} points outside the archive", path=str(archive)
+                        )
                 z.extractall(into)
         else:
             with open_file(archive) as f, tarfile.open(fileobj=f) as t:

@@ -22,6 +22,7 @@ Kafka judges an index at three levels, and so does kafkalog; each rule is writte
 kafka-dump-log's own checks (DumpLogSegments.dumpIndex / dumpTimeIndex: a mismatch report, not
 a judgement of the file) are ops.verify_index's.
 """
+
 from __future__ import annotations
 
 import enum
@@ -44,7 +45,9 @@ _MAGICS = (0, 1, 2)
 
 
 # ------------------------------------------------------------------ 1. entries a reader can rely on
-def usable_entries(read: Callable[[], list], check: Callable[[list], str | None]) -> tuple[list, str | None]:
+def usable_entries(
+    read: Callable[[], list], check: Callable[[list], str | None]
+) -> tuple[list, str | None]:
     """An index's entries for a seek, and why they cannot be used (None if they can): unreadable,
     or failing `check`. An unusable index only costs the seek its shortcut."""
     try:
@@ -86,15 +89,19 @@ def entry_batch_problem(log, position: int, offset: int) -> str | None:
     size = int.from_bytes(log[position + 8 : position + 12], "big", signed=True)
     magic = log[position + 16]
     if size < 14 or position + LOG_OVERHEAD + size > n or magic not in _MAGICS:
-        return (f"entry (offset {offset}, position {position}) does not point at the start of a batch "
-                f"(size field {size}, magic {magic if magic < 128 else magic - 256})")
+        return (
+            f"entry (offset {offset}, position {position}) does not point at the start of a batch "
+            f"(size field {size}, magic {magic if magic < 128 else magic - 256})"
+        )
     b = RecordBatch(log, position, size + LOG_OVERHEAD, magic)
     if not passes(b, BatchValidation.KNOWN_MAGIC):
         return f"entry (offset {offset}, position {position}) points at a batch whose CRC does not match"
     first = b.base_offset_field if magic >= 2 else b.last_offset
     if first > offset:
-        return (f"entry (offset {offset}, position {position}) points at a batch starting at offset "
-                f"{first}, after the entry's")
+        return (
+            f"entry (offset {offset}, position {position}) points at a batch starting at offset "
+            f"{first}, after the entry's"
+        )
     return None
 
 
@@ -137,16 +144,24 @@ class IndexDefect:
     no_final_time_entry: bool = False
 
 
-def index_rebuild_reason(seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int) -> IndexDefect | None:
+def index_rebuild_reason(
+    seg_buf, base: int, index: bytes, timeindex: bytes, next_offset: int
+) -> IndexDefect | None:
     """How a broker-kept index is not the one LogSegment.recover builds (zero-filled, truncated,
     pointing nowhere), or None: recover rebuilds it."""
     if len(index) % OFFSET_ENTRY_SIZE:
-        return IndexDefect(IndexFile.OFFSET_INDEX, f"offset index length {len(index)} is not a multiple of 8")
+        return IndexDefect(
+            IndexFile.OFFSET_INDEX, f"offset index length {len(index)} is not a multiple of 8"
+        )
     if len(timeindex) % TIME_ENTRY_SIZE:
-        return IndexDefect(IndexFile.TIME_INDEX, f"time index length {len(timeindex)} is not a multiple of 12")
+        return IndexDefect(
+            IndexFile.TIME_INDEX, f"time index length {len(timeindex)} is not a multiple of 12"
+        )
     entries = parse_offset_index(index, base)
     if zero_slots(len(index), len(entries), OFFSET_ENTRY_SIZE):
-        return IndexDefect(IndexFile.OFFSET_INDEX, "offset index has zero-filled slots after its entries")
+        return IndexDefect(
+            IndexFile.OFFSET_INDEX, "offset index has zero-filled slots after its entries"
+        )
     why = _offset_entries_not_built(seg_buf, base, entries, next_offset)
     if why is not None:
         return IndexDefect(IndexFile.OFFSET_INDEX, why)
@@ -158,11 +173,16 @@ def index_rebuild_reason(seg_buf, base: int, index: bytes, timeindex: bytes, nex
         try:
             for b in iter_batches(seg_buf):
                 if b.max_timestamp >= 0:
-                    return IndexDefect(IndexFile.TIME_INDEX, "time index is empty but the log has timestamps",
-                                       no_final_time_entry=True)
+                    return IndexDefect(
+                        IndexFile.TIME_INDEX,
+                        "time index is empty but the log has timestamps",
+                        no_final_time_entry=True,
+                    )
         except KafkalogError as e:
-            return IndexDefect(IndexFile.TIME_INDEX,
-                               f"time index is empty and the log does not read to its end ({e.message})")
+            return IndexDefect(
+                IndexFile.TIME_INDEX,
+                f"time index is empty and the log does not read to its end ({e.message})",
+            )
     return None
 
 
@@ -175,8 +195,11 @@ def _time_entries_not_built(seg_buf, base: int, timeindex: bytes, next_offset: i
     for i, t in enumerate(tentries):
         prev = tentries[i - 1] if i else None
         # maybeAppend skips an equal timestamp; recovery indexes nothing at or past the log end
-        if (time_entry_problem(t, base, prev) is not None or (prev is not None and t.timestamp == prev.timestamp)
-                or t.offset >= max(next_offset, base + 1)):
+        if (
+            time_entry_problem(t, base, prev) is not None
+            or (prev is not None and t.timestamp == prev.timestamp)
+            or t.offset >= max(next_offset, base + 1)
+        ):
             return f"time index entry ({t.timestamp}, {t.offset}) is out of order or beyond the log"
     return None
 
@@ -187,9 +210,14 @@ def _offset_entries_not_built(seg_buf, base: int, entries: list, next_offset: in
     position, that batch ending at the entry's offset (or a cleaner's entry)."""
     last_pos = -1
     for i, e in enumerate(entries):
-        if (offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
-                or e.position <= last_pos or e.position + 17 > len(seg_buf)):
-            return f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
+        if (
+            offset_entry_problem(e, base, len(seg_buf), entries[i - 1] if i else None) is not None
+            or e.position <= last_pos
+            or e.position + 17 > len(seg_buf)
+        ):
+            return (
+                f"offset index entry ({e.offset}, {e.position}) is out of order or beyond the log"
+            )
         try:
             b = next(iter_batches(seg_buf, e.position))
         except (StopIteration, KafkalogError):
@@ -210,4 +238,6 @@ def _cleaned_entry(seg_buf, batch, offset: int, next_offset: int) -> bool:
         nxt = next(iter_batches(seg_buf, batch.position + batch.size), None)
     except KafkalogError:
         return False
-    return offset < (nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1))
+    return offset < (
+        nxt.base_offset if nxt is not None else max(next_offset, batch.last_offset + 1)
+    )

@@ -22,6 +22,7 @@ the broker does. A mutating command leaves such a partition as it is (one line o
 4) unless --follow-symlinks. "Inside" is judged against the log dir's resolved path, so a log dir
 that is a link itself, and a link from one place in the log dir to another, are inside.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,11 +52,17 @@ class LinkOut:
     @property
     def what(self) -> str:
         """What is a link: "a symbolic link" (the dir itself) or "<file> is a symbolic link"."""
-        return "a symbolic link" if self.link == self.partition_dir else f"{self.link.name} is a symbolic link"
+        return (
+            "a symbolic link"
+            if self.link == self.partition_dir
+            else f"{self.link.name} is a symbolic link"
+        )
 
     @property
     def why(self) -> str:
-        return f"{self.what} to {self.leads_to}, outside the log dir: left unchanged ({FOLLOW_HINT})"
+        return (
+            f"{self.what} to {self.leads_to}, outside the log dir: left unchanged ({FOLLOW_HINT})"
+        )
 
     def line(self) -> str:
         """The stderr line (without `kafkalog: `)."""
@@ -67,8 +74,14 @@ class LinkOut:
 
     def to_dict(self) -> dict:
         """The partition's line in the run's JSON Lines."""
-        return {"partition": self.partition_dir.name, "status": "left unchanged", "link": str(self.link),
-                "leads_to": self.leads_to, "reason": self.why, "exit_code": int(OutsideLogDirError.exit_code)}
+        return {
+            "partition": self.partition_dir.name,
+            "status": "left unchanged",
+            "link": str(self.link),
+            "leads_to": self.leads_to,
+            "reason": self.why,
+            "exit_code": int(OutsideLogDirError.exit_code),
+        }
 
 
 def link_out(log_dir: Path, partition_dir: Path) -> LinkOut | None:
@@ -91,7 +104,9 @@ def link_out(log_dir: Path, partition_dir: Path) -> LinkOut | None:
     return None
 
 
-def split_links_out(log_dir: Path, partition_dirs: Iterable[Path]) -> tuple[list[Path], list[LinkOut]]:
+def split_links_out(
+    log_dir: Path, partition_dirs: Iterable[Path]
+) -> tuple[list[Path], list[LinkOut]]:
     """(the partition dirs to change, those left as they are: a link out of the log dir)."""
     keep, left = [], []
     for d in partition_dirs:
@@ -145,6 +160,12 @@ class WriteBounds:
         real = os.path.realpath(p) if content else os.path.join(os.path.realpath(head), name)
         if any(is_inside(real, r) or (on_the_way and is_inside(r, real)) for r in self.resolved):
             return
-        how = (f"through a symbolic link to {real}, outside the log dir: not written (--follow-symlinks "
-               f"writes through it)") if given else f"outside the log dir ({real}): not written"
+        how = (
+            (
+                f"through a symbolic link to {real}, outside the log dir: not written (--follow-symlinks "
+                f"writes through it)"
+            )
+            if given
+            else f"outside the log dir ({real}): not written"
+        )
         raise OutsideLogDirError(how, path=str(path))

@@ -8,6 +8,7 @@ opened is followed to its `.deleted` name, or, gone altogether, read as empty: t
 as it stands, and `live_note` says so (a command sets it; by default it writes to stderr).
 Every read of a listed file (map_file, read_file, read_listed) goes through `followed`.
 """
+
 from __future__ import annotations
 
 import mmap
@@ -50,11 +51,15 @@ def followed(path: Path | str) -> Path | str:
         return path
     moved = Path(f"{path}{DELETED_SUFFIX}")
     if os.path.lexists(moved):
-        live_note(f"{path}: renamed to {moved.name} by the broker while this command ran (retention or the "
-                  f"cleaner deletes it soon): read from there")
+        live_note(
+            f"{path}: renamed to {moved.name} by the broker while this command ran (retention or the "
+            f"cleaner deletes it soon): read from there"
+        )
         return moved
-    live_note(f"{path}: removed by the broker while this command ran (retention or the cleaner): read as it "
-              f"stands, without it")
+    live_note(
+        f"{path}: removed by the broker while this command ran (retention or the cleaner): read as it "
+        f"stands, without it"
+    )
     raise RemovedByBroker("removed by the broker while this command ran", path=str(path))
 
 

@@ -3,6 +3,7 @@
 The JVM's FileChannel.tryLock() is POSIX `fcntl(F_SETLK, F_WRLCK, 0, 0)`, so we use
 `fcntl.lockf(LOCK_EX | LOCK_NB)`. Not `flock`: on Linux flock locks and fcntl locks do not see
 each other, and a broker would run beside us."""
+
 from __future__ import annotations
 
 import errno
@@ -67,12 +68,15 @@ class LogDirLock:
         try:
             reference = None if self.path.exists() else ownership.like(self.path)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-            if reference is not None:        # as root: the broker's user must open it too
+            if reference is not None:  # as root: the broker's user must open it too
                 ownership.adopt(fd, reference)
         except OSError as e:
             if e.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
                 # A read-only or foreign dir: we could not change anything in it anyway.
-                raise WriteError(f"cannot open the lock file: {(e.strerror or str(e)).lower()}", path=str(self.path)) from None
+                raise WriteError(
+                    f"cannot open the lock file: {(e.strerror or str(e)).lower()}",
+                    path=str(self.path),
+                ) from None
             raise
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX if self.wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -83,8 +87,10 @@ class LogDirLock:
             pid = holder_pid(fd)
             os.close(fd)
             who = f"process {pid}" if pid else "another process"
-            raise LockedError(f"in use by {who} (a broker or another kafkalog holds the lock)",
-                              path=str(self.path)) from None
+            raise LockedError(
+                f"in use by {who} (a broker or another kafkalog holds the lock)",
+                path=str(self.path),
+            ) from None
         self._fd = fd
         return self
 

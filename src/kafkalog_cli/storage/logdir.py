@@ -1,4 +1,5 @@
 """A broker log dir (one entry of log.dirs): its partitions and its root checkpoint files."""
+
 from __future__ import annotations
 
 import os
@@ -25,8 +26,13 @@ if TYPE_CHECKING:  # imported lazily: verify-crc walks dirs without decoding rec
 Offsets = dict[tuple[str, int], int]
 
 _ROOT_MARKERS = (
-    names.META_PROPERTIES, names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
-    names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT, names.CLEAN_SHUTDOWN_FILE, names.LOCK_FILE,
+    names.META_PROPERTIES,
+    names.RECOVERY_POINT_CHECKPOINT,
+    names.LOG_START_OFFSET_CHECKPOINT,
+    names.REPLICATION_CHECKPOINT,
+    names.CLEANER_CHECKPOINT,
+    names.CLEAN_SHUTDOWN_FILE,
+    names.LOCK_FILE,
 )
 # files of a partition dir that are not named after an offset
 _PARTITION_FILES = (names.LEADER_EPOCH_CHECKPOINT, names.PARTITION_METADATA)
@@ -74,15 +80,27 @@ class RootCheckpoints:
 
     @classmethod
     def read(cls, log_dir: Path, strict: bool = True) -> RootCheckpoints:
-        return cls(*(OffsetCheckpoint.read(log_dir / n, strict) for n in (
-            names.RECOVERY_POINT_CHECKPOINT, names.LOG_START_OFFSET_CHECKPOINT,
-            names.REPLICATION_CHECKPOINT, names.CLEANER_CHECKPOINT)))
+        return cls(
+            *(
+                OffsetCheckpoint.read(log_dir / n, strict)
+                for n in (
+                    names.RECOVERY_POINT_CHECKPOINT,
+                    names.LOG_START_OFFSET_CHECKPOINT,
+                    names.REPLICATION_CHECKPOINT,
+                    names.CLEANER_CHECKPOINT,
+                )
+            )
+        )
 
     def for_partition(self, tp: TopicPartition):
         from kafkalog_cli.storage.partition import PartitionCheckpoints
 
-        return PartitionCheckpoints(self.recovery_points.get(tp), self.log_start_offsets.get(tp),
-                                    self.high_watermarks.get(tp), self.cleaner_offsets.get(tp))
+        return PartitionCheckpoints(
+            self.recovery_points.get(tp),
+            self.log_start_offsets.get(tp),
+            self.high_watermarks.get(tp),
+            self.cleaner_offsets.get(tp),
+        )
 
 
 @dataclass(frozen=True)
@@ -123,7 +141,9 @@ class LogDir:
                 parsed = parse_partition_dir_name(e.name)
                 if parsed is not None and e.is_dir():
                     tp = parsed.topic_partition
-                    dirs.append(((tp.topic, tp.partition, _KIND_ORDER[parsed.kind]), Path(e.path), parsed))
+                    dirs.append(
+                        ((tp.topic, tp.partition, _KIND_ORDER[parsed.kind]), Path(e.path), parsed)
+                    )
         dirs.sort(key=lambda t: t[0])
         return PartitionListing([(p, parsed) for _, p, parsed in dirs])
 
@@ -156,7 +176,9 @@ class DirKind(Enum):
     PARTITION_DIR = "partition dir"
 
 
-NOT_KAFKA = "not a Kafka log dir or partition dir (no partition dirs, no segments, no checkpoint files)"
+NOT_KAFKA = (
+    "not a Kafka log dir or partition dir (no partition dirs, no segments, no checkpoint files)"
+)
 
 
 def has_root_files(path: Path) -> bool:
@@ -194,8 +216,10 @@ def dir_kind(path: Path | str) -> DirKind | None:
         raise InputError(e.strerror or str(e), path=str(path)) from None
     if any(_is_partition_file(name) for name, _, _ in entries):
         return DirKind.PARTITION_DIR
-    if any(is_dir and parse_partition_dir_name(name) is not None and _holds_partition_files(p)
-           for name, p, is_dir in entries):
+    if any(
+        is_dir and parse_partition_dir_name(name) is not None and _holds_partition_files(p)
+        for name, p, is_dir in entries
+    ):
         return DirKind.LOG_DIR
     if parse_partition_dir_name(path.name) is not None and has_root_files(path.parent):
         return DirKind.PARTITION_DIR
@@ -210,8 +234,13 @@ def is_partition_dir(path: Path) -> bool:
     return path.is_dir() and dir_kind(path) is DirKind.PARTITION_DIR
 
 
-def expand_paths(paths, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,), on_left_out=None,
-                 only: PartitionFilter | None = None, tally: FilterTally | None = None) -> list[Path]:
+def expand_paths(
+    paths,
+    suffixes: tuple[str, ...] = (names.LOG_SUFFIX,),
+    on_left_out=None,
+    only: PartitionFilter | None = None,
+    tally: FilterTally | None = None,
+) -> list[Path]:
     """Files given directly are kept in order; a partition dir gives its files with `suffixes`
     in offset order; a log dir gives those of every log a broker loads (live and future), and
     `on_left_out(dir, kind)` is called for each partition dir it leaves out (being deleted,
@@ -308,7 +337,7 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
     """A partition dir's files with `suffixes`, in offset order (then suffix order)."""
     files = []
     for f in d.iterdir():
-        names.unparsable_offset(d, f.name, suffixes)     # never taken for absent
+        names.unparsable_offset(d, f.name, suffixes)  # never taken for absent
         o = names.offset_from_name(f.name)
         if o is None:
             continue
@@ -320,7 +349,7 @@ def files_of_partition(d: Path, suffixes: tuple[str, ...] = (names.LOG_SUFFIX,))
     out = [f for _, _, f in sorted(files)]
     from kafkalog_cli.storage import live_files
 
-    live_files.listed(out)         # a live broker may rename or delete them before they are read
+    live_files.listed(out)  # a live broker may rename or delete them before they are read
     return out
 
 
@@ -333,8 +362,9 @@ class PartitionSelection:
     left_out: list[tuple[Path, PartitionDirKind]] = field(default_factory=list)
 
 
-def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
-                          only: PartitionFilter | None = None) -> PartitionSelection:
+def select_partition_dirs(
+    paths, kinds=(PartitionDirKind.LIVE,), only: PartitionFilter | None = None
+) -> PartitionSelection:
     """Group the given log dirs / partition dirs by log dir (the commands that change a log dir
     act on its lock, its root checkpoints): the partition dirs of `kinds`; the others, given or
     found in a log dir, are left out. A log dir without checkpoint files (an old broker's, a
@@ -345,9 +375,15 @@ def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
     log dir the operator did not ask about. Matching no partition dir at all is an InputError."""
     if only:
         sel = select_partition_dirs(paths, kinds)
-        groups = {k: kept for k, v in sel.groups.items() if (kept := [d for d in v if only.matches_dir(d)])}
+        groups = {
+            k: kept
+            for k, v in sel.groups.items()
+            if (kept := [d for d in v if only.matches_dir(d)])
+        }
         left_out = [(d, k) for d, k in sel.left_out if only.matches_dir(d)]
-        if not groups and (any(sel.groups.values()) or sel.left_out):   # a left-out dir is never acted on
+        if not groups and (
+            any(sel.groups.values()) or sel.left_out
+        ):  # a left-out dir is never acted on
             raise no_match(only, paths)
         return PartitionSelection(groups, left_out)
     sel = PartitionSelection()
@@ -359,8 +395,11 @@ def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
         if kind is DirKind.PARTITION_DIR:
             parsed = parse_partition_dir_name(p.name)
             if parsed is None:
-                raise InputError("a partition dir's name must be <topic>-<partition> (it names the "
-                                 "partition's entries in the log dir's checkpoint files)", path=str(p))
+                raise InputError(
+                    "a partition dir's name must be <topic>-<partition> (it names the "
+                    "partition's entries in the log dir's checkpoint files)",
+                    path=str(p),
+                )
             if parsed.kind in kinds:
                 sel.groups.setdefault(p.parent, []).append(p)
             else:
@@ -375,8 +414,9 @@ def select_partition_dirs(paths, kinds=(PartitionDirKind.LIVE,),
     return sel
 
 
-def partition_dirs_for(paths, kinds=(PartitionDirKind.LIVE,),
-                       only: PartitionFilter | None = None) -> dict[Path, list[Path]]:
+def partition_dirs_for(
+    paths, kinds=(PartitionDirKind.LIVE,), only: PartitionFilter | None = None
+) -> dict[Path, list[Path]]:
     """select_partition_dirs' groups: {log dir: [partition dirs of `kinds`]}."""
     return select_partition_dirs(paths, kinds, only).groups
 
@@ -403,12 +443,16 @@ def segments_of(paths, on_left_out=None, only: PartitionFilter | None = None) ->
     out: list[Segment] = []
     for raw in paths:
         p = Path(raw)
-        if p.is_file() and not (p.name.endswith(names.LOG_SUFFIX) or p.name.endswith(names.CHECKPOINT_SUFFIX)):
-            raise InputError("not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p))
+        if p.is_file() and not (
+            p.name.endswith(names.LOG_SUFFIX) or p.name.endswith(names.CHECKPOINT_SUFFIX)
+        ):
+            raise InputError(
+                "not a segment (.log) or KRaft snapshot (.checkpoint) file", path=str(p)
+            )
         files = expand_paths([p], on_left_out=on_left_out, tally=tally)
         segs = [Segment.from_file(Path(os.path.abspath(f))) for f in files]
         for seg, f in zip(segs, files):
-            seg.listed = seg.is_log and f != p     # found by listing a dir, not named by the user
+            seg.listed = seg.is_log and f != p  # found by listing a dir, not named by the user
         for seg, nxt in zip(segs, segs[1:]):
             if nxt.directory == seg.directory and nxt.is_log:
                 seg.next_base_offset = nxt.base_offset

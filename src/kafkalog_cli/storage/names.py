@@ -1,4 +1,5 @@
 """Kafka's file and directory names (LogFileUtils, LocalLog.logDirName)."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -13,16 +14,16 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 TXN_INDEX_SUFFIX = ".txnindex"
 SNAPSHOT_SUFFIX = ".snapshot"
-CHECKPOINT_SUFFIX = ".checkpoint"          # KRaft snapshots: <20-digit offset>-<10-digit epoch>.checkpoint
+CHECKPOINT_SUFFIX = ".checkpoint"  # KRaft snapshots: <20-digit offset>-<10-digit epoch>.checkpoint
 DELETED_SUFFIX = ".deleted"
 CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 SEGMENT_SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 TEMP_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
-TMP_SUFFIX = ".kafkalog-tmp"               # a file kafkalog is writing (storage.fsops), until it is renamed
-STAGING_DIRNAME = ".kafkalog-staging"       # beside a log dir: move-partition's copies being made
-PARTIAL_SUFFIX = ".partial"                 # a copy into the quarantine, until it is complete
-PRUNING_SUFFIX = ".kafkalog-pruning"       # a quarantine folder prune renamed aside before removing it
+TMP_SUFFIX = ".kafkalog-tmp"  # a file kafkalog is writing (storage.fsops), until it is renamed
+STAGING_DIRNAME = ".kafkalog-staging"  # beside a log dir: move-partition's copies being made
+PARTIAL_SUFFIX = ".partial"  # a copy into the quarantine, until it is complete
+PRUNING_SUFFIX = ".kafkalog-pruning"  # a quarantine folder prune renamed aside before removing it
 
 # Root files of a log dir
 LOCK_FILE = ".lock"
@@ -31,7 +32,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 CLEAN_SHUTDOWN_ASIDE = CLEAN_SHUTDOWN_FILE + TMP_SUFFIX
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-REPLICATION_CHECKPOINT = "replication-offset-checkpoint"   # high watermarks
+REPLICATION_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 META_PROPERTIES = "meta.properties"
 # Partition dir files
@@ -52,8 +53,10 @@ def filename_prefix(offset: int) -> str:
     if offset > LONG_MAX:
         from kafkalog_cli.errors import CorruptRecordError
 
-        raise CorruptRecordError(f"offset {offset} is not a Kafka long: a batch whose offsets overflow "
-                                 "Long.MAX_VALUE (the broker's recovery fails on it too)")
+        raise CorruptRecordError(
+            f"offset {offset} is not a Kafka long: a batch whose offsets overflow "
+            "Long.MAX_VALUE (the broker's recovery fails on it too)"
+        )
     return f"{offset:020d}"
 
 
@@ -87,9 +90,11 @@ def unparsable_offset(directory, name: str, suffixes: tuple[str, ...]) -> None:
     if _DIGITS.match(stem) and int(stem) > LONG_MAX and dot + suffix in suffixes:
         from kafkalog_cli.errors import InputError
 
-        raise InputError("a base offset above Long.MAX_VALUE in the file name: Kafka's offsetFromFileName "
-                         "(Long.parseLong) fails on it and the broker does not load this partition",
-                         path=f"{directory}/{name}")
+        raise InputError(
+            "a base offset above Long.MAX_VALUE in the file name: Kafka's offsetFromFileName "
+            "(Long.parseLong) fails on it and the broker does not load this partition",
+            path=f"{directory}/{name}",
+        )
 
 
 def strip_temp_suffix(name: str) -> tuple[str, str | None]:
@@ -112,16 +117,16 @@ class TopicPartition:
 class PartitionDirKind(Enum):
     """What a broker does with a partition dir, by its name (LogManager.loadLog)."""
 
-    LIVE = "live"          # `<topic>-<partition>`: the partition's current log
-    FUTURE = "future"      # `.<uuid>-future`: a replica being moved into this log dir
-                           # (alter-replica-log-dirs); loaded and recovered like a live log
-    DELETE = "delete"      # `.<uuid>-delete`: renamed when the partition was deleted; the broker
-                           # deletes it (addLogToBeDeleted), never serves it
-    STRAY = "stray"        # `.<uuid>-stray` (KRaft): a replica no longer assigned to this broker,
-                           # kept aside for an operator
+    LIVE = "live"  # `<topic>-<partition>`: the partition's current log
+    FUTURE = "future"  # `.<uuid>-future`: a replica being moved into this log dir
+    # (alter-replica-log-dirs); loaded and recovered like a live log
+    DELETE = "delete"  # `.<uuid>-delete`: renamed when the partition was deleted; the broker
+    # deletes it (addLogToBeDeleted), never serves it
+    STRAY = "stray"  # `.<uuid>-stray` (KRaft): a replica no longer assigned to this broker,
+    # kept aside for an operator
     NOT_UTF8 = "not-utf8"  # a name whose bytes are not UTF-8: the JVM reads them as U+FFFD, a
-                           # topic name no topic has ([a-zA-Z0-9._-]), so nobody is served its
-                           # log; never read or changed (its name cannot be written out either)
+    # topic name no topic has ([a-zA-Z0-9._-]), so nobody is served its
+    # log; never read or changed (its name cannot be written out either)
 
     @property
     def loaded(self) -> bool:
@@ -195,5 +200,7 @@ class PartitionFilter:
 
     def describe(self) -> str:
         """For messages: `--topic 'orders-*' --partition 0`."""
-        parts = [f"--topic {t!r}" for t in self.topics] + [f"--partition {n}" for n in self.partitions]
+        parts = [f"--topic {t!r}" for t in self.topics] + [
+            f"--partition {n}" for n in self.partitions
+        ]
         return " ".join(parts)

@@ -7,6 +7,7 @@ a base offset (outside the CRC), throws LogSegmentOffsetOverflowException; LogLo
 splits the segment into new ones, each starting at the base offset of its first batch, and runs
 the recovery again. This module computes that split from the segment's bytes; writing it is the
 caller's (through fsops, by Kafka's replace protocol)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -41,7 +42,9 @@ def _fits(base: int, offset: int) -> bool:
     return 0 <= offset - base <= INT32_MAX
 
 
-def split_overflowed_segment(buf, old_base: int, index_interval_bytes: int, overflow_at: int) -> list[SplitSegment]:
+def split_overflowed_segment(
+    buf, old_base: int, index_interval_bytes: int, overflow_at: int
+) -> list[SplitSegment]:
     """The new segments, in file order, for a segment whose recovery met the overflowing batch at
     byte `overflow_at`. Raises OffsetOverflowError, naming the byte, where the broker itself cannot
     split (its load fails and the broker does not start): `require(segment.hasOverflow)` failing
@@ -50,11 +53,15 @@ def split_overflowed_segment(buf, old_base: int, index_interval_bytes: int, over
     14, a batch that cannot go into a segment of its own base (appendFromFile appends nothing), or a
     new base offset below zero (no file name for it)."""
     size = len(buf)
-    if not has_overflow(buf, old_base, _recovered_index_entry(buf, old_base, index_interval_bytes, overflow_at)):
+    if not has_overflow(
+        buf, old_base, _recovered_index_entry(buf, old_base, index_interval_bytes, overflow_at)
+    ):
         raise OffsetOverflowError(
             "the segment's last batch fits its index, and the broker splits only a segment whose last batch "
             "overflows (IllegalArgumentException: requirement failed: Split operation is only permitted for "
-            "segments with overflow); the broker does not start", position=overflow_at)
+            "segments with overflow); the broker does not start",
+            position=overflow_at,
+        )
     out: list[SplitSegment] = []
     position = 0
     while position < size:
@@ -63,11 +70,16 @@ def split_overflowed_segment(buf, old_base: int, index_interval_bytes: int, over
             raise OffsetOverflowError(
                 f"{size - position} bytes after the last complete batch are not a batch: the broker's "
                 f"split stops on them (NoSuchElementException in LocalLog.splitOverflowedSegment) and the "
-                f"broker does not start", position=position)
+                f"broker does not start",
+                position=position,
+            )
         base = first.base_offset
         if base < 0:
-            raise OffsetOverflowError(f"the batch at byte {position} has a negative base offset {base}: the "
-                                      f"broker's split would name a segment with it", position=position)
+            raise OffsetOverflowError(
+                f"the batch at byte {position} has a negative base offset {base}: the "
+                f"broker's split would name a segment with it",
+                position=position,
+            )
         start = position
         builder = IndexBuilder(base, index_interval_bytes)
         position = _append_from_file(buf, start, base, builder)
@@ -75,9 +87,15 @@ def split_overflowed_segment(buf, old_base: int, index_interval_bytes: int, over
             raise OffsetOverflowError(
                 f"the batch at byte {start} (offsets {first.base_offset}..{first.last_offset}) does not fit a "
                 f"segment of its own base offset: the broker's split fails (IllegalStateException \"Failed to "
-                f"append records\") and the broker does not start", position=start)
+                f'append records") and the broker does not start',
+                position=start,
+            )
         builder.finish()
-        out.append(SplitSegment(base, start, position, builder.offset_index_bytes(), builder.time_index_bytes()))
+        out.append(
+            SplitSegment(
+                base, start, position, builder.offset_index_bytes(), builder.time_index_bytes()
+            )
+        )
     return out
 
 
@@ -109,8 +127,11 @@ def _batches(buf, position: int):
     try:
         yield from iter_batches(buf, position)
     except CorruptRecordError as e:
-        raise OffsetOverflowError(f"{e.message} (CorruptRecordException): the broker's split stops on it and "
-                                  f"the broker does not start", position=e.position) from None
+        raise OffsetOverflowError(
+            f"{e.message} (CorruptRecordException): the broker's split stops on it and "
+            f"the broker does not start",
+            position=e.position,
+        ) from None
 
 
 def _append_from_file(buf, start: int, base: int, builder: IndexBuilder) -> int:

@@ -6,6 +6,7 @@ old ones. Not root: files are made as the process makes them (its user, its umas
 
 Only storage/fsops.py and storage/lock.py call this; it reads stats and changes nothing but the
 owner and mode of a file they have just made."""
+
 from __future__ import annotations
 
 import os
@@ -27,7 +28,9 @@ def _regular(path: Path) -> os.stat_result | None:
     return st if stat.S_ISREG(st.st_mode) else None
 
 
-def like(path: Path, replaces: Path | None = None, skip: tuple[str, ...] = ()) -> os.stat_result | None:
+def like(
+    path: Path, replaces: Path | None = None, skip: tuple[str, ...] = ()
+) -> os.stat_result | None:
     """The stat whose owner and mode a new `path` takes: the file it replaces (`replaces`, else
     `path` itself when it exists), else a file of its directory (a .log first, never one named in
     `skip`: our temporary files), else the directory (its mode less the execute bits)."""
@@ -37,7 +40,9 @@ def like(path: Path, replaces: Path | None = None, skip: tuple[str, ...] = ()) -
     directory = Path(path).parent
     try:
         # a segment first, then the broker's own files before hidden ones (.lock, ours)
-        names = sorted(os.listdir(directory), key=lambda n: (not n.endswith(LOG_SUFFIX), n.startswith("."), n))
+        names = sorted(
+            os.listdir(directory), key=lambda n: (not n.endswith(LOG_SUFFIX), n.startswith("."), n)
+        )
     except OSError:
         return None
     for name in names:

@@ -1,6 +1,7 @@
 """A partition directory: its segments in offset order, the other files by kind, and reads across
 the segments (LocalLog). The directory is listed once, with one os.listdir: a log dir holds
 hundreds of thousands of files, and only the files acted on become Paths."""
+
 from __future__ import annotations
 
 import bisect
@@ -39,15 +40,21 @@ class Partition:
     directory: Path
     topic_partition: TopicPartition | None
     segments: list[Segment] = field(default_factory=list)
-    snapshots: dict[int, str] = field(default_factory=dict)          # producer snapshots by offset
-    index_files: dict[int, list[str]] = field(default_factory=dict)  # .index/.timeindex/.txnindex by base
-    temp_files: list[str] = field(default_factory=list)              # .deleted/.cleaned/.swap leftovers
-    leftovers: list[str] = field(default_factory=list)               # interrupted kafkalog writes
+    snapshots: dict[int, str] = field(default_factory=dict)  # producer snapshots by offset
+    index_files: dict[int, list[str]] = field(
+        default_factory=dict
+    )  # .index/.timeindex/.txnindex by base
+    temp_files: list[str] = field(default_factory=list)  # .deleted/.cleaned/.swap leftovers
+    leftovers: list[str] = field(default_factory=list)  # interrupted kafkalog writes
     checkpoints: PartitionCheckpoints = field(default_factory=PartitionCheckpoints)
 
     @classmethod
-    def open(cls, directory: Path | str, checkpoints: PartitionCheckpoints | None = None,
-             topic_partition: TopicPartition | None = None) -> Partition:
+    def open(
+        cls,
+        directory: Path | str,
+        checkpoints: PartitionCheckpoints | None = None,
+        topic_partition: TopicPartition | None = None,
+    ) -> Partition:
         """`topic_partition`: the directory name's, when the caller has parsed it already."""
         if not isinstance(directory, Path):
             directory = Path(directory)
@@ -68,7 +75,7 @@ class Partition:
                 continue
             # Kafka's names: 20 digits, then the suffix (temporary suffixes come after it)
             if len(name) < 22 or name[20] != "." or not name[:20].isdigit():
-                if name.endswith(names.TEMP_SUFFIXES):   # LogLoader goes by the suffix alone
+                if name.endswith(names.TEMP_SUFFIXES):  # LogLoader goes by the suffix alone
                     temp_files.append(name)
                 continue
             suffix = name[20:]
@@ -85,12 +92,23 @@ class Partition:
         # a live broker may rename or delete them before they are read (storage.live_files.followed)
         listed(f"{directory}/{name}" for name in entries if len(name) >= 22 and name[:20].isdigit())
         last = len(bases) - 1
-        segments = [Segment(directory, b, is_active=i == last, listed=True) for i, b in enumerate(bases)]
-        if segments:   # LogManager recovers every log of a dir without its clean-shutdown file
+        segments = [
+            Segment(directory, b, is_active=i == last, listed=True) for i, b in enumerate(bases)
+        ]
+        if segments:  # LogManager recovers every log of a dir without its clean-shutdown file
             segments[-1].recovered_on_load = not os.path.exists(
-                os.path.join(directory.parent, names.CLEAN_SHUTDOWN_FILE))
-        return cls(directory, topic_partition or parse_partition_dir(directory.name), segments, snapshots, index_files,
-                   sorted(temp_files), sorted(leftovers), checkpoints or PartitionCheckpoints())
+                os.path.join(directory.parent, names.CLEAN_SHUTDOWN_FILE)
+            )
+        return cls(
+            directory,
+            topic_partition or parse_partition_dir(directory.name),
+            segments,
+            snapshots,
+            index_files,
+            sorted(temp_files),
+            sorted(leftovers),
+            checkpoints or PartitionCheckpoints(),
+        )
 
     @property
     def name(self) -> str:
@@ -136,10 +154,12 @@ class Partition:
         """What the broker would change on load that the read-only answers already assume."""
         if not self.segments_deleted_on_load:
             return None
-        return (f"{self.directory}: the log start offset {self.checkpoints.log_start_offset} "
-                f"({names.LOG_START_OFFSET_CHECKPOINT}) is above the segments' log end offset "
-                f"{self.segments_end_offset}: the broker deletes every segment on load and starts an "
-                f"empty log at {self.checkpoints.log_start_offset}")
+        return (
+            f"{self.directory}: the log start offset {self.checkpoints.log_start_offset} "
+            f"({names.LOG_START_OFFSET_CHECKPOINT}) is above the segments' log end offset "
+            f"{self.segments_end_offset}: the broker deletes every segment on load and starts an "
+            f"empty log at {self.checkpoints.log_start_offset}"
+        )
 
     @property
     def log_end_offset(self) -> int | None:
@@ -157,15 +177,20 @@ class Partition:
         i = bisect.bisect_right(self.base_offsets, offset) - 1
         return max(i, 0)
 
-    def batches(self, from_offset: int | None = None, to_offset: int | None = None
-                ) -> Iterator[tuple[Segment, RecordBatch]]:
+    def batches(
+        self, from_offset: int | None = None, to_offset: int | None = None
+    ) -> Iterator[tuple[Segment, RecordBatch]]:
         """Batches across segments, starting at the batch holding `from_offset` (found through the
         offset index) and stopping after the batch holding `to_offset`."""
         start = self.segment_index_for(from_offset) if from_offset is not None else 0
         for seg in self.segments[start:]:
             if to_offset is not None and seg.base_offset > to_offset:
                 return
-            pos = seg.position_for_offset(from_offset) if from_offset is not None and seg.base_offset <= from_offset else 0
+            pos = (
+                seg.position_for_offset(from_offset)
+                if from_offset is not None and seg.base_offset <= from_offset
+                else 0
+            )
             for b in seg.batches(pos):
                 yield seg, b
                 if to_offset is not None and b.last_offset >= to_offset:
@@ -174,4 +199,3 @@ class Partition:
     def close(self) -> None:
         for s in self.segments:
             s.close()
-

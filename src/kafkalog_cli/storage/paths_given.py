@@ -5,6 +5,7 @@
     expand_sources(["archive/", "file:///data/broker-*", "s3a://bucket/kafka"])
     -> ["/abs/archive/broker-0", "/abs/archive/broker-1", "/data/broker-0", "s3a://bucket/kafka"]
 """
+
 from __future__ import annotations
 
 import glob
@@ -15,7 +16,7 @@ from pathlib import Path
 from kafkalog_cli.errors import InputError
 
 GLOB_CHARS = "*?["
-ARCHIVE_DEPTH = 3       # an archive holds log dirs this many dirs down at most (archive/host/broker-0)
+ARCHIVE_DEPTH = 3  # an archive holds log dirs this many dirs down at most (archive/host/broker-0)
 
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):/")
@@ -38,10 +39,12 @@ def local_path(path: str) -> str:
     """`file:///data/x` and `file:/data/x` -> `/data/x`; a plain path as it is."""
     p = str(path)
     if p.startswith("file://"):
-        p = p[len("file://"):]
-        return "/" + p.lstrip("/") if p.startswith("/") else p   # file://localhost/x is not supported
+        p = p[len("file://") :]
+        return (
+            "/" + p.lstrip("/") if p.startswith("/") else p
+        )  # file://localhost/x is not supported
     if p.startswith("file:/"):
-        return p[len("file:"):]
+        return p[len("file:") :]
     return p
 
 
@@ -82,7 +85,9 @@ def archive_members(path: str, depth: int = ARCHIVE_DEPTH) -> list[str]:
         return []
     found: list[str] = []
     try:
-        entries = sorted(e.path for e in os.scandir(path) if e.is_dir() and not e.name.startswith("."))
+        entries = sorted(
+            e.path for e in os.scandir(path) if e.is_dir() and not e.name.startswith(".")
+        )
     except OSError as e:
         raise InputError(e.strerror or str(e), path=path) from None
     for sub in entries:

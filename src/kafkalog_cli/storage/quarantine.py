@@ -30,6 +30,7 @@ when a file is not as the op left it. Each undone entry is recorded in `restore.
 manifest, so a restore that was killed finishes when run again. Older quarantines (a
 `manifest.json`, version 1) are listed and restored from their entries as far as they go.
 """
+
 from __future__ import annotations
 
 import datetime as _dt
@@ -86,45 +87,51 @@ def quarantine_root(log_dir: Path, chosen: Path | None, no_quarantine: bool) -> 
         return default_quarantine_root(log_dir)
     real, real_dir = Path(os.path.realpath(chosen)), Path(os.path.realpath(log_dir))
     if real == real_dir or real_dir in real.parents:
-        raise UsageError(f"--quarantine {chosen} is inside the log dir {log_dir}, where a broker would "
-                         f"take it for a partition; choose a place outside it")
+        raise UsageError(
+            f"--quarantine {chosen} is inside the log dir {log_dir}, where a broker would "
+            f"take it for a partition; choose a place outside it"
+        )
     return Path(chosen)
 
 
 class EntryKind(str, enum.Enum):
-    REMOVED = "removed"            # a whole file left the log dir; `stored` holds it
-    CUT = "cut"                    # bytes [start, end) cut off the end of a file; `stored` holds them
-    OVERWRITTEN = "overwritten"    # a file replaced by new content; `stored` holds the old one
-    CREATED = "created"            # a file the op made (restore removes it)
-    RENAMED = "renamed"            # source renamed to target (an old target is `stored`)
-    EXTENDED = "extended"          # a file grown with zeros from size to new_size
-    MTIME = "mtime"                # a file's modification time set
-    DIR_CREATED = "dir_created"    # a directory the op made (move-partition's copy; `copy_of` its original)
-    DIR_RENAMED = "dir_renamed"    # a directory renamed, source -> target (Kafka's -future, -delete)
+    REMOVED = "removed"  # a whole file left the log dir; `stored` holds it
+    CUT = "cut"  # bytes [start, end) cut off the end of a file; `stored` holds them
+    OVERWRITTEN = "overwritten"  # a file replaced by new content; `stored` holds the old one
+    CREATED = "created"  # a file the op made (restore removes it)
+    RENAMED = "renamed"  # source renamed to target (an old target is `stored`)
+    EXTENDED = "extended"  # a file grown with zeros from size to new_size
+    MTIME = "mtime"  # a file's modification time set
+    DIR_CREATED = (
+        "dir_created"  # a directory the op made (move-partition's copy; `copy_of` its original)
+    )
+    DIR_RENAMED = "dir_renamed"  # a directory renamed, source -> target (Kafka's -future, -delete)
 
 
 @dataclass
 class QuarantineEntry:
     kind: EntryKind
-    source: str                    # absolute path in the log dir
+    source: str  # absolute path in the log dir
     reason: str = ""
     when: str = ""
-    id: str = ""                   # unique in the folder; a later line with the same id completes it
-    log_dir: str | None = None     # absolute
-    stored: str | None = None      # the kept copy, relative to the folder
-    size: int | None = None        # bytes kept (the old content); extended: the old file size
-    sha256: str | None = None      # of what was kept
-    new_size: int | None = None    # what the op left at source (renamed: at target)
-    new_sha256: str | None = None  # of the new content but a zero padding of new_zeros bytes at its end
-    new_zeros: int | None = None   # an index's preallocation: counted, not hashed
-    start: int | None = None       # cut: the byte range of the source
+    id: str = ""  # unique in the folder; a later line with the same id completes it
+    log_dir: str | None = None  # absolute
+    stored: str | None = None  # the kept copy, relative to the folder
+    size: int | None = None  # bytes kept (the old content); extended: the old file size
+    sha256: str | None = None  # of what was kept
+    new_size: int | None = None  # what the op left at source (renamed: at target)
+    new_sha256: str | None = (
+        None  # of the new content but a zero padding of new_zeros bytes at its end
+    )
+    new_zeros: int | None = None  # an index's preallocation: counted, not hashed
+    start: int | None = None  # cut: the byte range of the source
     end: int | None = None
-    zeros: bool = False            # cut: all-zero bytes (a preallocated index's tail), not stored
-    target: str | None = None      # renamed: the new name
-    tmp: str | None = None         # the temporary file the op writes first (write_atomic)
-    mtime_ns: int | None = None    # the file's mtime before the op changed it
+    zeros: bool = False  # cut: all-zero bytes (a preallocated index's tail), not stored
+    target: str | None = None  # renamed: the new name
+    tmp: str | None = None  # the temporary file the op writes first (write_atomic)
+    mtime_ns: int | None = None  # the file's mtime before the op changed it
     new_mtime_ns: int | None = None
-    copy_of: str | None = None     # dir_created: the directory whose files it holds copies of
+    copy_of: str | None = None  # dir_created: the directory whose files it holds copies of
 
     def to_dict(self) -> dict:
         out: dict = {}
@@ -148,19 +155,22 @@ class QuarantineEntry:
 
 # ----------------------------------------------------------------------------- reading folders
 
+
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, record) of a journal; a torn last line (no newline: a kill during the
     append) is left out, a damaged line before it is an error."""
     data = files.read_bytes(path)
     lines = data.split(b"\n")
-    lines.pop()                           # b"" after the last newline, or a torn line
+    lines.pop()  # b"" after the last newline, or a torn line
     for n, raw in enumerate(lines, 1):
         try:
             rec = json.loads(raw)
         except ValueError:
             rec = None
         if not isinstance(rec, dict):
-            raise KafkalogError(f"line {n} is not a JSON object: the manifest is damaged", path=str(path))
+            raise KafkalogError(
+                f"line {n} is not a JSON object: the manifest is damaged", path=str(path)
+            )
         yield n, rec
 
 
@@ -195,7 +205,7 @@ class QuarantineFolder:
     entries: list[QuarantineEntry]
     version: int
     progress: RestoreProgress
-    other_log_dirs: list[Path] = field(default_factory=list)   # the manifest's other log dirs
+    other_log_dirs: list[Path] = field(default_factory=list)  # the manifest's other log dirs
 
     @property
     def log_dirs(self) -> list[Path]:
@@ -218,15 +228,25 @@ class QuarantineFolder:
             return cls._open_legacy(path)
         if _killed_before_manifest(path):
             stamp, op = _split_name(path.name)
-            return cls(path, op, stamp, _legacy_log_dir(path, []), [], VERSION, RestoreProgress.read(path / PROGRESS))
+            return cls(
+                path,
+                op,
+                stamp,
+                _legacy_log_dir(path, []),
+                [],
+                VERSION,
+                RestoreProgress.read(path / PROGRESS),
+            )
         if not path.exists():
             raise InputError("no such file or directory", path=str(path))
-        raise InputError(f"not a quarantine folder (no {JOURNAL} or {LEGACY_MANIFEST})", path=str(path))
+        raise InputError(
+            f"not a quarantine folder (no {JOURNAL} or {LEGACY_MANIFEST})", path=str(path)
+        )
 
     @classmethod
     def _open_journal(cls, path: Path) -> QuarantineFolder:
         header: dict = {}
-        by_id: dict[str, QuarantineEntry] = {}     # an id keeps its first place, its last line's facts
+        by_id: dict[str, QuarantineEntry] = {}  # an id keeps its first place, its last line's facts
         for n, rec in _json_lines(path / JOURNAL):
             if "kafkalog_quarantine" in rec:
                 header = rec
@@ -234,16 +254,27 @@ class QuarantineFolder:
             try:
                 e = QuarantineEntry.from_json(rec)
             except (TypeError, ValueError):
-                raise KafkalogError(f"line {n} is not a quarantine entry: the manifest is damaged",
-                                    path=str(path / JOURNAL)) from None
+                raise KafkalogError(
+                    f"line {n} is not a quarantine entry: the manifest is damaged",
+                    path=str(path / JOURNAL),
+                ) from None
             by_id[e.id] = e
         entries = list(by_id.values())
         stamp, op = _split_name(path.name)
         log_dir = header.get("log_dir") or next((e.log_dir for e in entries if e.log_dir), None)
-        others = [Path(d) for d in header.get("log_dirs", []) if isinstance(d, str) and d != log_dir]
-        return cls(path, header.get("op", op), header.get("created", stamp),
-                   Path(log_dir) if log_dir else None, entries, int(header.get("kafkalog_quarantine", VERSION)),
-                   RestoreProgress.read(path / PROGRESS), others)
+        others = [
+            Path(d) for d in header.get("log_dirs", []) if isinstance(d, str) and d != log_dir
+        ]
+        return cls(
+            path,
+            header.get("op", op),
+            header.get("created", stamp),
+            Path(log_dir) if log_dir else None,
+            entries,
+            int(header.get("kafkalog_quarantine", VERSION)),
+            RestoreProgress.read(path / PROGRESS),
+            others,
+        )
 
     @classmethod
     def _open_legacy(cls, path: Path) -> QuarantineFolder:
@@ -251,12 +282,20 @@ class QuarantineFolder:
             m = json.loads(files.read_bytes(path / LEGACY_MANIFEST))
             raw = m["entries"]
         except (ValueError, KeyError, TypeError):
-            raise KafkalogError("not a kafkalog manifest: the manifest is damaged",
-                                path=str(path / LEGACY_MANIFEST)) from None
+            raise KafkalogError(
+                "not a kafkalog manifest: the manifest is damaged", path=str(path / LEGACY_MANIFEST)
+            ) from None
         entries = [_legacy_entry(i, d, path) for i, d in enumerate(raw)]
         stamp, op = _split_name(path.name)
-        return cls(path, m.get("op", op), m.get("created", stamp), _legacy_log_dir(path, entries), entries,
-                   int(m.get("version", 1)), RestoreProgress.read(path / PROGRESS))
+        return cls(
+            path,
+            m.get("op", op),
+            m.get("created", stamp),
+            _legacy_log_dir(path, entries),
+            entries,
+            int(m.get("version", 1)),
+            RestoreProgress.read(path / PROGRESS),
+        )
 
     @property
     def created_at(self) -> _dt.datetime | None:
@@ -268,7 +307,7 @@ class QuarantineFolder:
         for e in self.entries:
             if e.stored is None:
                 continue
-            if e.size is None:            # version 1 recorded no sizes
+            if e.size is None:  # version 1 recorded no sizes
                 try:
                     total += (self.path / e.stored).stat().st_size
                 except OSError:
@@ -286,7 +325,9 @@ class QuarantineFolder:
     def restore_target(self) -> Path:
         """The log dir a restore writes to."""
         if self.log_dir is None:
-            raise KafkalogError("the manifest does not say which log dir it came from", path=str(self.path))
+            raise KafkalogError(
+                "the manifest does not say which log dir it came from", path=str(self.path)
+            )
         return self.log_dir
 
     def stored_path(self, e: QuarantineEntry) -> Path:
@@ -294,10 +335,16 @@ class QuarantineFolder:
 
     def to_dict(self) -> dict:
         at = self.created_at
-        return {"folder": str(self.path), "op": self.op,
-                "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else self.created,
-                "log_dir": str(self.log_dir) if self.log_dir else None, "entries": len(self.entries),
-                "bytes": self.bytes, "status": self.status, "manifest_version": self.version}
+        return {
+            "folder": str(self.path),
+            "op": self.op,
+            "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else self.created,
+            "log_dir": str(self.log_dir) if self.log_dir else None,
+            "entries": len(self.entries),
+            "bytes": self.bytes,
+            "status": self.status,
+            "manifest_version": self.version,
+        }
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -312,8 +359,17 @@ def _legacy_entry(i: int, d: dict, folder: Path) -> QuarantineEntry:
     if stored is not None:
         stored = os.path.relpath(stored, folder) if os.path.isabs(stored) else stored
     kind = EntryKind.REMOVED if what == "file" else EntryKind.CUT
-    e = QuarantineEntry(kind, os.path.abspath(d["source"]), d.get("reason", ""), d.get("when", ""),
-                        id=str(i), stored=stored, start=d.get("start"), end=d.get("end"), zeros=what == "zeros")
+    e = QuarantineEntry(
+        kind,
+        os.path.abspath(d["source"]),
+        d.get("reason", ""),
+        d.get("when", ""),
+        id=str(i),
+        stored=stored,
+        start=d.get("start"),
+        end=d.get("end"),
+        zeros=what == "zeros",
+    )
     if kind is EntryKind.CUT and e.start is not None and e.end is not None:
         e.size = e.end - e.start
     return e
@@ -329,7 +385,11 @@ def _legacy_log_dir(folder: Path, entries: list[QuarantineEntry]) -> Path | None
 
 
 def is_folder(path: Path) -> bool:
-    return (path / JOURNAL).is_file() or (path / LEGACY_MANIFEST).is_file() or _killed_before_manifest(path)
+    return (
+        (path / JOURNAL).is_file()
+        or (path / LEGACY_MANIFEST).is_file()
+        or _killed_before_manifest(path)
+    )
 
 
 def _killed_before_manifest(path: Path) -> bool:
@@ -337,8 +397,13 @@ def _killed_before_manifest(path: Path) -> bool:
     making the folder and writing the manifest's header, before its first change (every entry is
     written ahead of the change it describes). A folder of no entries: nothing to restore."""
     stamp, op = _split_name(path.name)
-    return bool(op) and parse_stamp(stamp) is not None and path.is_dir() and not (path / JOURNAL).exists() \
+    return (
+        bool(op)
+        and parse_stamp(stamp) is not None
+        and path.is_dir()
+        and not (path / JOURNAL).exists()
         and not (path / LEGACY_MANIFEST).exists()
+    )
 
 
 def find_folders(path: Path | str) -> list[Path]:
@@ -359,7 +424,9 @@ def find_folders(path: Path | str) -> list[Path]:
     if is_log_dir(path):
         root = default_quarantine_root(path)
         found = _folders_under(root, 1) if root.is_dir() else []
-        found += [f for f in quarantine_registry.folders_of(path) if is_folder(f) and f not in found]
+        found += [
+            f for f in quarantine_registry.folders_of(path) if is_folder(f) and f not in found
+        ]
         return sorted(found, key=_oldest_first)
     return _folders_under(path, 2)
 
@@ -380,9 +447,16 @@ def gone_row(folder: Path, log_dir: Path) -> dict:
     """`quarantine list`'s row for a registered folder that is gone: what its name says."""
     stamp, op = _split_name(folder.name)
     at = parse_stamp(stamp)
-    return {"folder": str(folder), "op": op, "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else stamp,
-            "log_dir": os.path.realpath(log_dir), "entries": None, "bytes": None, "status": "gone",
-            "manifest_version": None}
+    return {
+        "folder": str(folder),
+        "op": op,
+        "time": at.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if at else stamp,
+        "log_dir": os.path.realpath(log_dir),
+        "entries": None,
+        "bytes": None,
+        "status": "gone",
+        "manifest_version": None,
+    }
 
 
 def _oldest_first(p: Path) -> tuple[str, str]:
@@ -413,10 +487,15 @@ def quarantine_roots(path: Path | str) -> list[Path]:
     if is_folder(path):
         return [path.parent]
     if is_log_dir(path):
-        roots = [default_quarantine_root(path)] + [f.parent for f in quarantine_registry.folders_of(path)]
+        roots = [default_quarantine_root(path)] + [
+            f.parent for f in quarantine_registry.folders_of(path)
+        ]
     else:
-        roots = [path] + [d for d in sorted(path.iterdir()) if d.is_dir() and not d.name.startswith(".")
-                          and not is_folder(d)]
+        roots = [path] + [
+            d
+            for d in sorted(path.iterdir())
+            if d.is_dir() and not d.name.startswith(".") and not is_folder(d)
+        ]
     out: list[Path] = []
     for r in roots:
         if r.is_dir() and r not in out:
@@ -429,8 +508,9 @@ def pruning_leftovers(root: Path) -> list[Path]:
     return sorted(p for p in root.glob(".*" + PRUNING_SUFFIX) if p.is_dir())
 
 
-def older_than(folders: list[QuarantineFolder], seconds: float,
-               now: _dt.datetime | None = None) -> list[QuarantineFolder]:
+def older_than(
+    folders: list[QuarantineFolder], seconds: float, now: _dt.datetime | None = None
+) -> list[QuarantineFolder]:
     """The folders whose run started more than `seconds` before `now`."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     limit = now - _dt.timedelta(seconds=seconds)
@@ -439,10 +519,11 @@ def older_than(folders: list[QuarantineFolder], seconds: float,
 
 # ----------------------------------------------------------------------------- restore: the plan
 
+
 class RestoreAction(str, enum.Enum):
-    UNDO = "undo"          # carry out the inverse of the entry
-    SKIP = "skip"          # the log dir is already as it was before the entry
-    FINISH = "finish"      # the rest of an undo a killed restore began
+    UNDO = "undo"  # carry out the inverse of the entry
+    SKIP = "skip"  # the log dir is already as it was before the entry
+    FINISH = "finish"  # the rest of an undo a killed restore began
 
 
 @dataclass
@@ -462,7 +543,11 @@ class RestoreStep:
             return pre + f"{what} from {e.stored}"
         if k is EntryKind.CUT:
             src = "zero bytes" if e.zeros else f"bytes from {e.stored}"
-            again = f"cut {e.source} back to {e.start} bytes, then " if a is RestoreAction.FINISH else ""
+            again = (
+                f"cut {e.source} back to {e.start} bytes, then "
+                if a is RestoreAction.FINISH
+                else ""
+            )
             start, end = _needed(e, e.start, "start"), _needed(e, e.end, "end")
             return pre + f"{again}append {end - start} {src} to {e.source} at byte {start}"
         if k is EntryKind.OVERWRITTEN:
@@ -482,10 +567,14 @@ class RestoreStep:
         return pre + f"set the modification time of {e.source} back"
 
     def to_dict(self) -> dict:
-        return {"action": self.action.value, "kind": self.entry.kind.value, "source": self.entry.source,
-                **({"target": self.entry.target} if self.entry.target else {}),
-                **({"stored": self.entry.stored} if self.entry.stored else {}),
-                **({"remove_tmp": self.entry.tmp} if self.remove_tmp else {})}
+        return {
+            "action": self.action.value,
+            "kind": self.entry.kind.value,
+            "source": self.entry.source,
+            **({"target": self.entry.target} if self.entry.target else {}),
+            **({"stored": self.entry.stored} if self.entry.stored else {}),
+            **({"remove_tmp": self.entry.tmp} if self.remove_tmp else {}),
+        }
 
 
 @dataclass
@@ -509,18 +598,25 @@ class RestorePlan:
 
     def render(self) -> str:
         f = self.folder
-        head = (f"restore {f.path} ({f.op} of {f.to_dict()['time']}, log dir {f.log_dir}): "
-                f"{len(self.steps)} of {len(f.entries)} entries to undo, newest first")
+        head = (
+            f"restore {f.path} ({f.op} of {f.to_dict()['time']}, log dir {f.log_dir}): "
+            f"{len(self.steps)} of {len(f.entries)} entries to undo, newest first"
+        )
         lines = [head]
         lines += [f"  ! {c}" for c in self.conflicts]
         lines += [f"  - {s.describe(f)}" for s in self.steps]
         return "\n".join(lines)
 
     def to_dict(self) -> dict:
-        return {"folder": str(self.folder.path), "op": self.folder.op, "log_dir": str(self.folder.log_dir),
-                "entries": len(self.folder.entries), "status": self.folder.status,
-                "conflicts": [{"path": c.path, "message": c.message} for c in self.conflicts],
-                "steps": [s.to_dict() for s in self.steps]}
+        return {
+            "folder": str(self.folder.path),
+            "op": self.folder.op,
+            "log_dir": str(self.folder.log_dir),
+            "entries": len(self.folder.entries),
+            "status": self.folder.status,
+            "conflicts": [{"path": c.path, "message": c.message} for c in self.conflicts],
+            "steps": [s.to_dict() for s in self.steps],
+        }
 
 
 class _Refused(Exception):
@@ -536,8 +632,9 @@ def _needed(e: QuarantineEntry, value: _T | None, name: str) -> _T:
     """A fact an entry of its kind has (`value`, the field `name`): a manifest line without it is
     refused, not guessed at. Planning checks each entry's facts, so carrying out finds them."""
     if value is None:
-        raise _Refused(e.source, f"the manifest's {e.kind.value} entry has no {name}: "
-                                 f"the manifest is damaged")
+        raise _Refused(
+            e.source, f"the manifest's {e.kind.value} entry has no {name}: the manifest is damaged"
+        )
     return value
 
 
@@ -550,7 +647,7 @@ class _Content:
     def __init__(self, pieces=(), origin: str | None = None):
         self.pieces = tuple(p for p in pieces if p[2] > p[1])
         self.size = sum(e - s for _, s, e in self.pieces)
-        self.origin = origin              # the disk file this content is, untouched
+        self.origin = origin  # the disk file this content is, untouched
 
     @classmethod
     def zeros(cls, n: int) -> _Content:
@@ -592,7 +689,9 @@ class _Simulation:
         self.folder = folder
         self.files: dict[str, _Content | None] = {}
         self._sha: dict[tuple, str] = {}
-        self.dirs: dict[str, str | None] = {}   # a directory's path -> where it is on disk now (None: gone)
+        self.dirs: dict[
+            str, str | None
+        ] = {}  # a directory's path -> where it is on disk now (None: gone)
 
     def real_dir(self, path: str) -> str | None:
         """Where the directory `path` is on disk once the planned steps are done (None: absent). A
@@ -607,7 +706,7 @@ class _Simulation:
         while True:
             if d in self.dirs:
                 real = self.dirs[d]
-                return None if real is None else real + path[len(d):]
+                return None if real is None else real + path[len(d) :]
             parent = os.path.dirname(d)
             if parent == d:
                 return path
@@ -648,7 +747,9 @@ class _Simulation:
         if c is None or e.new_size is None or e.new_sha256 is None or c.size != e.new_size:
             return False
         body = c.size - (e.new_zeros or 0)
-        return self.sha256(c.slice(0, body)) == e.new_sha256 and self.all_zero(c.slice(body, c.size))
+        return self.sha256(c.slice(0, body)) == e.new_sha256 and self.all_zero(
+            c.slice(body, c.size)
+        )
 
     def all_zero(self, c: _Content) -> bool:
         return all(b.count(0) == len(b) for b in c.chunks())
@@ -673,7 +774,9 @@ class _Simulation:
         if e.size is not None and size != e.size:
             raise _Refused(str(p), f"the kept copy is {size} bytes, the manifest says {e.size}")
         if e.sha256 is not None and self.sha256(c) != e.sha256:
-            raise _Refused(str(p), "the kept copy is damaged: its sha256 differs from the manifest's")
+            raise _Refused(
+                str(p), "the kept copy is damaged: its sha256 differs from the manifest's"
+            )
         return c
 
 
@@ -682,10 +785,10 @@ def plan_restore(folder: QuarantineFolder) -> RestorePlan:
     conflicts are listed, and a plan with conflicts must not be carried out."""
     pending = [e for e in reversed(folder.entries) if e.id not in folder.progress.undone]
     if pending:
-        folder.restore_target()       # entries to undo: the manifest must say where they go
+        folder.restore_target()  # entries to undo: the manifest must say where they go
     sim = _Simulation(folder)
     steps, conflicts = [], []
-    blocked: set[str] = set()       # paths of a refused entry: older entries there follow from it
+    blocked: set[str] = set()  # paths of a refused entry: older entries there follow from it
     for e in pending:
         paths = {p for p in (e.source, e.target, e.tmp) if p is not None}
         if paths & blocked:
@@ -705,7 +808,9 @@ def _check_inside(e: QuarantineEntry, log_dirs: list[Path]) -> None:
     one (storage.names.staging_dir, where move-partition makes its copy)."""
     roots = [os.path.abspath(d) for d in log_dirs] + [str(staging_dir(d)) for d in log_dirs]
     for p in (e.source, e.target, e.tmp, e.copy_of):
-        if p is not None and not any(os.path.commonpath([r, os.path.abspath(p)]) == r for r in roots):
+        if p is not None and not any(
+            os.path.commonpath([r, os.path.abspath(p)]) == r for r in roots
+        ):
             where = " or ".join(str(d) for d in log_dirs)
             raise _Refused(p, f"outside the log dir {where}: the manifest is not to be trusted")
 
@@ -738,8 +843,11 @@ def _removed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
 def _cut(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
     start, end = _needed(e, e.start, "start"), _needed(e, e.end, "end")
     cur = sim.get(e.source)
-    if cur is not None and cur.size == end and (
-            e.sha256 is None or sim.sha256(cur.slice(start, end)) == e.sha256):
+    if (
+        cur is not None
+        and cur.size == end
+        and (e.sha256 is None or sim.sha256(cur.slice(start, end)) == e.sha256)
+    ):
         return RestoreStep(e, RestoreAction.SKIP)
     kept = _Content.zeros(end - start) if e.zeros else None
     if cur is not None and cur.size == start:
@@ -770,7 +878,7 @@ def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
         return RestoreStep(e, RestoreAction.SKIP, _tmp(e, sim, False, folder))
     if e.new_sha256 is None or sim.matches_new(cur, e):
         _tmp(e, sim, True, folder)
-        sim.set(e.source, None)           # no sha256: a kill cut the op's own write short
+        sim.set(e.source, None)  # no sha256: a kill cut the op's own write short
         return RestoreStep(e, RestoreAction.UNDO)
     raise _Refused(e.source, f"changed since {folder.op} created it")
 
@@ -785,14 +893,16 @@ def _renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
     if sim.matches_new(src, e):
         if dst is None and e.stored is None:
             return RestoreStep(e, RestoreAction.SKIP)
-        if dst is None:                   # a killed restore renamed it back but did not put the old target back
+        if dst is None:  # a killed restore renamed it back but did not put the old target back
             sim.set(target, sim.stored(e))
             return RestoreStep(e, RestoreAction.FINISH)
         if e.stored is not None and (sim.is_stored(dst, e) or sim.matches(dst, e.size, e.sha256)):
             return RestoreStep(e, RestoreAction.SKIP)
         raise _Refused(target, f"exists with other content than before {folder.op}")
     if src is not None:
-        raise _Refused(e.source, f"exists with other content than the file {folder.op} renamed to {e.target}")
+        raise _Refused(
+            e.source, f"exists with other content than the file {folder.op} renamed to {e.target}"
+        )
     raise _Refused(target, f"{_left_at(dst)}, not the file {folder.op} renamed from {e.source}")
 
 
@@ -804,8 +914,11 @@ def _extended(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) ->
         return RestoreStep(e, RestoreAction.UNDO)
     if cur is not None and cur.size == size:
         return RestoreStep(e, RestoreAction.SKIP)
-    raise _Refused(e.source, f"{_left_at(cur)}; {folder.op} left it at {new_size} bytes of which "
-                             f"the last {new_size - size} zeros")
+    raise _Refused(
+        e.source,
+        f"{_left_at(cur)}; {folder.op} left it at {new_size} bytes of which "
+        f"the last {new_size - size} zeros",
+    )
 
 
 def _mtime(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
@@ -823,8 +936,9 @@ def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
     if src is None and _chain_stopped_before(e, sim, folder):
         return RestoreStep(e, RestoreAction.SKIP)
     if src is None:
-        raise _Refused(target, f"is missing, and so is {e.source}: "
-                               f"not the directory {folder.op} renamed")
+        raise _Refused(
+            target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed"
+        )
     raise _Refused(e.source, f"exists beside {e.target}, which {folder.op} renamed it to")
 
 
@@ -834,7 +948,7 @@ def _chain_stopped_before(e: QuarantineEntry, sim: _Simulation, folder: Quaranti
     -> live) of which the first never happened. Then the directory still sits at the source of the
     chain's earliest rename, and every later link is not to be undone."""
     source = e.source
-    for earlier in reversed(folder.entries[:folder.entries.index(e)]):
+    for earlier in reversed(folder.entries[: folder.entries.index(e)]):
         if earlier.kind is EntryKind.DIR_RENAMED and earlier.target == source:
             if sim.real_dir(earlier.source) is not None:
                 return True
@@ -854,22 +968,39 @@ def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
         if name.endswith(TMP_SUFFIX):
             continue
         mine = sim.get(os.path.join(e.source, name))
-        theirs = (sim.get(os.path.join(e.copy_of, name))
-                  if original is not None and e.copy_of else None)
-        if mine is None or theirs is None or mine.size != theirs.size or sim.sha256(mine) != sim.sha256(theirs):
-            raise _Refused(os.path.join(e.source, name),
-                           f"is not a copy of {os.path.join(e.copy_of or '?', name)}: it changed since {folder.op} "
-                           f"copied it (a broker ran on it?)")
+        theirs = (
+            sim.get(os.path.join(e.copy_of, name)) if original is not None and e.copy_of else None
+        )
+        if (
+            mine is None
+            or theirs is None
+            or mine.size != theirs.size
+            or sim.sha256(mine) != sim.sha256(theirs)
+        ):
+            raise _Refused(
+                os.path.join(e.source, name),
+                f"is not a copy of {os.path.join(e.copy_of or '?', name)}: it changed since {folder.op} "
+                f"copied it (a broker ran on it?)",
+            )
     sim.dirs[e.source] = None
     return RestoreStep(e, RestoreAction.UNDO)
 
 
-_DECIDE = {EntryKind.REMOVED: _removed, EntryKind.CUT: _cut, EntryKind.OVERWRITTEN: _overwritten,
-           EntryKind.CREATED: _created, EntryKind.RENAMED: _renamed, EntryKind.EXTENDED: _extended,
-           EntryKind.MTIME: _mtime, EntryKind.DIR_CREATED: _dir_created, EntryKind.DIR_RENAMED: _dir_renamed}
+_DECIDE = {
+    EntryKind.REMOVED: _removed,
+    EntryKind.CUT: _cut,
+    EntryKind.OVERWRITTEN: _overwritten,
+    EntryKind.CREATED: _created,
+    EntryKind.RENAMED: _renamed,
+    EntryKind.EXTENDED: _extended,
+    EntryKind.MTIME: _mtime,
+    EntryKind.DIR_CREATED: _dir_created,
+    EntryKind.DIR_RENAMED: _dir_renamed,
+}
 
 
 # ----------------------------------------------------------------------------- restore: carrying it out
+
 
 def restore(plan: RestorePlan, fsops: FsOps) -> int:
     """Carry out a plan without conflicts through `fsops` (an FsOps without a quarantine: what the
@@ -881,15 +1012,24 @@ def restore(plan: RestorePlan, fsops: FsOps) -> int:
         raise ValueError("restore writes through an FsOps without a quarantine")
     folder = plan.folder
     progress = folder.path / PROGRESS
-    if fsops.bounds is not None:      # the restore's progress is written in the folder, kept files leave it
+    if (
+        fsops.bounds is not None
+    ):  # the restore's progress is written in the folder, kept files leave it
         fsops.bounds = fsops.bounds.including(folder.path, *folder.restore_roots)
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
     for batched, group in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
         run = list(group)
-        if batched:       # a batch of deletes undone as one: its syncs paid once, its records in one write
-            fsops.put_back_all([(folder.stored_path(s.entry), Path(s.entry.source))
-                                for s in run if s.action is RestoreAction.UNDO])
+        if (
+            batched
+        ):  # a batch of deletes undone as one: its syncs paid once, its records in one write
+            fsops.put_back_all(
+                [
+                    (folder.stored_path(s.entry), Path(s.entry.source))
+                    for s in run
+                    if s.action is RestoreAction.UNDO
+                ]
+            )
             fsops.append_line(progress, b"".join(_record({"undone": s.entry.id}) for s in run))
             continue
         for step in run:
@@ -934,7 +1074,7 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: FsOps) -> Non
     elif k is EntryKind.EXTENDED:
         fsops.truncate(source, _needed(e, e.size, "size"), f"restore: zeros {folder.op} added")
     elif k is EntryKind.DIR_RENAMED and step.action is RestoreAction.UNDO:
-        if not source.parent.is_dir():          # the staging dir, removed once the copy was in place
+        if not source.parent.is_dir():  # the staging dir, removed once the copy was in place
             fsops.make_dir(source.parent)
         fsops.rename_dir(Path(_needed(e, e.target, "target")), source)
     elif k is EntryKind.DIR_CREATED and step.action is RestoreAction.UNDO:
@@ -944,5 +1084,9 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: FsOps) -> Non
             fsops.remove_empty_dir(source.parent.parent)
     # the time too (retention reads a segment's mtime); also when skipped: a killed restore may
     # have put the bytes back but not yet the time
-    if e.mtime_ns is not None and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME) and source.exists():
+    if (
+        e.mtime_ns is not None
+        and k in (EntryKind.CUT, EntryKind.EXTENDED, EntryKind.MTIME)
+        and source.exists()
+    ):
         fsops.set_mtime(source, e.mtime_ns)

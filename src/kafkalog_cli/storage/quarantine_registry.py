@@ -15,6 +15,7 @@ the state dir's `.lock`, held while each run reads, changes and writes it, so th
 add to it and lose nothing. The registry only helps to find folders: a state dir that cannot be
 written is a warning on stderr, never the failure of the run whose data is kept all the same.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,13 +32,15 @@ from kafkalog_cli.storage.names import META_PROPERTIES
 STATE_ENV = "KAFKALOG_STATE_DIR"
 REGISTRY = "quarantines.json"
 VERSION = 1
-_THREADS = threading.Lock()      # lockf excludes other processes only, not this one's threads
+_THREADS = threading.Lock()  # lockf excludes other processes only, not this one's threads
 
 
 def state_dir() -> Path:
     if os.environ.get(STATE_ENV):
         return Path(os.environ[STATE_ENV])
-    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    xdg = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
     return Path(xdg) / "kafkalog"
 
 
@@ -68,8 +71,11 @@ class LogDirKey:
         return cls(os.path.realpath(log_dir), props.get("cluster.id"), directory_id)
 
     def matches(self, path: str, entry: dict) -> bool:
-        return path == self.path or (self.directory_id is not None and entry.get("directory_id") == self.directory_id
-                                     and entry.get("cluster_id") == self.cluster_id)
+        return path == self.path or (
+            self.directory_id is not None
+            and entry.get("directory_id") == self.directory_id
+            and entry.get("cluster_id") == self.cluster_id
+        )
 
 
 def _read(path: Path) -> dict:
@@ -91,19 +97,21 @@ def _change(change) -> str | None:
 
     d = state_dir()
     fsops = FsOps(d)
-    fsops.fault_after = None          # a fault injected into a run's steps (tests) is not the registry's
-    fsops.bounds = None               # kafkalog's own state dir (its parents made as needed): no log dir
+    fsops.fault_after = None  # a fault injected into a run's steps (tests) is not the registry's
+    fsops.bounds = None  # kafkalog's own state dir (its parents made as needed): no log dir
     try:
         if not d.is_dir():
             try:
                 fsops.make_dir(d)
             except KafkalogError:
-                if not d.is_dir():    # another run made it meanwhile: fine
+                if not d.is_dir():  # another run made it meanwhile: fine
                     raise
         with _THREADS, LogDirLock(d, wait=True):
             doc = _read(d / REGISTRY)
             change(doc["log_dirs"])
-            fsops.write_atomic(d / REGISTRY, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+            fsops.write_atomic(
+                d / REGISTRY, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
+            )
     except (OSError, KafkalogError) as e:
         why = e.message if isinstance(e, KafkalogError) else (e.strerror or str(e)).lower()
         return f"cannot record the quarantine in {d / REGISTRY} ({why}; set {STATE_ENV} to a writable dir)"
@@ -117,7 +125,13 @@ def record(log_dir: Path, folder: Path) -> None:
 
     def add(log_dirs: dict) -> None:
         entry = log_dirs.setdefault(key.path, {"folders": []})
-        entry.update({k: v for k, v in (("cluster_id", key.cluster_id), ("directory_id", key.directory_id)) if v})
+        entry.update(
+            {
+                k: v
+                for k, v in (("cluster_id", key.cluster_id), ("directory_id", key.directory_id))
+                if v
+            }
+        )
         if folder_s not in entry["folders"]:
             entry["folders"].append(folder_s)
 

@@ -8,6 +8,7 @@ writer makes every change of its own through the same FsOps (its write gate, its
 its errors): a hard link on the same file system (no copy, no extra space), else a durable copy
 through `<name>.partial`; entries are appended write-ahead, one write and one fdatasync a batch.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,7 +39,7 @@ class Quarantine:
     op: str
     stamp: str = field(default_factory=utc_stamp)
     entries: list[QuarantineEntry] = field(default_factory=list)
-    other_log_dirs: tuple[Path, ...] = ()     # more log dirs the op changes (move-partition's source)
+    other_log_dirs: tuple[Path, ...] = ()  # more log dirs the op changes (move-partition's source)
 
     @property
     def folder(self) -> Path | None:
@@ -53,10 +54,17 @@ class Quarantine:
         return QuarantineWriter(fsops, self)
 
     def header(self, log_dir: Path) -> bytes:
-        h = {"kafkalog_quarantine": VERSION, "op": self.op, "created": self.stamp,
-             "log_dir": os.path.abspath(log_dir)}
+        h = {
+            "kafkalog_quarantine": VERSION,
+            "op": self.op,
+            "created": self.stamp,
+            "log_dir": os.path.abspath(log_dir),
+        }
         if self.other_log_dirs:
-            h["log_dirs"] = [os.path.abspath(log_dir), *(os.path.abspath(d) for d in self.other_log_dirs)]
+            h["log_dirs"] = [
+                os.path.abspath(log_dir),
+                *(os.path.abspath(d) for d in self.other_log_dirs),
+            ]
         return (json.dumps(h, separators=(",", ":")) + "\n").encode()
 
 
@@ -67,10 +75,12 @@ class QuarantineWriter:
     def __init__(self, fs: FsOps, quarantine: Quarantine):
         self.fs = fs
         self.quarantine = quarantine
-        self._written: dict[str, tuple[int, str]] = {}   # (size, sha256) of what the op wrote, by path
+        self._written: dict[
+            str, tuple[int, str]
+        ] = {}  # (size, sha256) of what the op wrote, by path
         self._ids = itertools.count(1)
-        self._manifest: Path | None = None      # the quarantine's manifest, once it exists
-        self._by_copy: bool | None = None        # the quarantine is on another file system
+        self._manifest: Path | None = None  # the quarantine's manifest, once it exists
+        self._by_copy: bool | None = None  # the quarantine is on another file system
 
     @property
     def keeping(self) -> bool:
@@ -106,25 +116,47 @@ class QuarantineWriter:
         self._written[_key(path)] = (entry.new_size, entry.new_sha256)
 
     def dir_created(self, path: Path, copy_of: Path | None) -> None:
-        self._note(self._entry(EntryKind.DIR_CREATED, path, "",
-                               copy_of=None if copy_of is None else os.path.abspath(copy_of)))
+        self._note(
+            self._entry(
+                EntryKind.DIR_CREATED,
+                path,
+                "",
+                copy_of=None if copy_of is None else os.path.abspath(copy_of),
+            )
+        )
 
     def dirs_renamed(self, pairs: list[tuple[Path, Path]]) -> None:
-        self._note_all([self._entry(EntryKind.DIR_RENAMED, src, "", target=os.path.abspath(dst))
-                        for src, dst in pairs])
+        self._note_all(
+            [
+                self._entry(EntryKind.DIR_RENAMED, src, "", target=os.path.abspath(dst))
+                for src, dst in pairs
+            ]
+        )
 
     def mtime_set(self, path: Path, mtime_ns: int) -> None:
         """A file's time about to be set (not noted for a file the op wrote: restore removes it)."""
         if _key(path) not in self._written:
             st = self.fs.stat(path, "set the time of")
-            self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns, new_mtime_ns=mtime_ns))
+            self._note(
+                self._entry(
+                    EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns, new_mtime_ns=mtime_ns
+                )
+            )
 
     def extending(self, path: Path, size: int) -> None:
         st = self.fs.stat(path, "extend")
         if st.st_size < size:
             self._written.pop(_key(path), None)
-            self._note(self._entry(EntryKind.EXTENDED, path, "", size=st.st_size, new_size=size,
-                                   mtime_ns=st.st_mtime_ns))
+            self._note(
+                self._entry(
+                    EntryKind.EXTENDED,
+                    path,
+                    "",
+                    size=st.st_size,
+                    new_size=size,
+                    mtime_ns=st.st_mtime_ns,
+                )
+            )
 
     def dropped(self, batch: list[tuple[Path, str]]) -> None:
         """--no-quarantine: the files about to be removed, noted for the report only."""
@@ -134,7 +166,7 @@ class QuarantineWriter:
         """FsOps.delete_segment_files with a quarantine: each file kept, its entry written, then
         the files unlinked (steps 1 to 5 there). Across file systems each file is moved on its
         own, so that its space comes back at once."""
-        for path, _ in batch:       # bytes it cannot read cannot be kept: refused before any change
+        for path, _ in batch:  # bytes it cannot read cannot be kept: refused before any change
             check_readable(path)
         if self.moves_by_copy():
             for path, reason in batch:
@@ -142,18 +174,24 @@ class QuarantineWriter:
             return
         fs = self.fs
         kept = []
-        kept_in: dict[Path, None] = {}            # the directories, in order
+        kept_in: dict[Path, None] = {}  # the directories, in order
         for path, reason in batch:
             target, stored = self._quarantine_target(path)
-            written = self._written.pop(_key(path), None)     # what this op wrote there: hashed already
+            written = self._written.pop(
+                _key(path), None
+            )  # what this op wrote there: hashed already
             known = self._link_or_copy(path, target) or written
             kept.append((path, reason, target, stored, known))
             kept_in[target.parent] = None
         facts = fs.digest_all([(target, known) for _, _, target, _, known in kept])
         for d in kept_in:
             fs.fsync_dir(d)
-        self._note_all([self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
-                        for (path, reason, _, stored, _), (size, sha) in zip(kept, facts)])
+        self._note_all(
+            [
+                self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
+                for (path, reason, _, stored, _), (size, sha) in zip(kept, facts)
+            ]
+        )
         for (path, *_), (size, _) in zip(kept, facts):
             fs.account(path, held=size)
         fs.unlink_all([path for path, _ in batch], missing_ok=False)
@@ -169,16 +207,27 @@ class QuarantineWriter:
         size, sha = fs.copy_range(path, target, 0, None)
         fs.fsync_dir(target.parent)
         if fs.digest(target) != (size, sha) or (written is not None and written != (size, sha)):
-            raise WriteError("the copy in the quarantine does not read back as the file: nothing was removed",
-                             path=str(target))
-        self._note(self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha))
+            raise WriteError(
+                "the copy in the quarantine does not read back as the file: nothing was removed",
+                path=str(target),
+            )
+        self._note(
+            self._entry(EntryKind.REMOVED, path, reason, stored=stored, size=size, sha256=sha)
+        )
         fs.account(path, held=size)
         fs.unlink_all([path], missing_ok=False)
 
     # -- entries, and where and how a file is kept -----------------------------------------------
     def _entry(self, kind: EntryKind, path: Path, reason: str, **facts) -> QuarantineEntry:
-        return QuarantineEntry(kind, os.path.abspath(path), reason, utc_stamp(), id=f"{os.getpid()}-{next(self._ids)}",
-                               log_dir=os.path.abspath(self.fs.base_dir), **facts)
+        return QuarantineEntry(
+            kind,
+            os.path.abspath(path),
+            reason,
+            utc_stamp(),
+            id=f"{os.getpid()}-{next(self._ids)}",
+            log_dir=os.path.abspath(self.fs.base_dir),
+            **facts,
+        )
 
     def _quarantine_target(self, path: Path) -> tuple[Path, str]:
         """Where `path` is kept: its path relative to the log dir, inside the folder (`.1`, `.2`...
@@ -191,7 +240,9 @@ class QuarantineWriter:
             rel = os.path.join(os.path.basename(os.path.dirname(source)), os.path.basename(source))
         folder = str(self.quarantine.folder)
         name, n = rel, 1
-        while os.path.lexists(os.path.join(folder, name)) or os.path.lexists(os.path.join(folder, name + PARTIAL_SUFFIX)):
+        while os.path.lexists(os.path.join(folder, name)) or os.path.lexists(
+            os.path.join(folder, name + PARTIAL_SUFFIX)
+        ):
             name = f"{rel}.{n}"
             n += 1
         target = Path(folder, name)
@@ -212,7 +263,9 @@ class QuarantineWriter:
                 return self.fs.base_dir / rel
         return self.fs.base_dir
 
-    def _keep_whole(self, path: Path, target: Path, known: tuple[int, str] | None) -> tuple[int, str]:
+    def _keep_whole(
+        self, path: Path, target: Path, known: tuple[int, str] | None
+    ) -> tuple[int, str]:
         """`path` kept at `target`, durable: (size, sha256) of what is kept."""
         kept = self._link_or_copy(path, target) or known or self.fs.digest(target)
         self.fs.fsync_dir(target.parent)
@@ -245,7 +298,9 @@ class QuarantineWriter:
         self._note(self._entry(EntryKind.CUT, path, reason, stored=stored, **facts))
         self.fs.account(path, held=end - start)
 
-    def overwritten(self, path: Path, tmp: Path, data: bytes, preallocate: int | None) -> tuple[int, str] | None:
+    def overwritten(
+        self, path: Path, tmp: Path, data: bytes, preallocate: int | None
+    ) -> tuple[int, str] | None:
         """write_atomic's entry: the old file kept (unless identical), or the new file noted as
         created. The new content's sha256 covers `data`; its zero padding (an index's
         preallocation) is only counted, not hashed. Returns (size, sha256) of the new file when
@@ -267,12 +322,22 @@ class QuarantineWriter:
             old_size, old_sha, same = _compare_file(path, data, size)
         except OSError as e:
             raise self.fs.write_error(e, path, "read") from None
-        if same:      # the same bytes: only the file's time changes
+        if same:  # the same bytes: only the file's time changes
             self._note(self._entry(EntryKind.MTIME, path, "", mtime_ns=st.st_mtime_ns))
         else:
             target, stored = self._quarantine_target(path)
             self._keep_whole(path, target, (old_size, old_sha))
-            self._note(self._entry(EntryKind.OVERWRITTEN, path, "", stored=stored, size=old_size, sha256=old_sha, **new))
+            self._note(
+                self._entry(
+                    EntryKind.OVERWRITTEN,
+                    path,
+                    "",
+                    stored=stored,
+                    size=old_size,
+                    sha256=old_sha,
+                    **new,
+                )
+            )
             self.fs.account(path, held=old_size)
         return None if zeros else (size, sha)
 
@@ -285,8 +350,17 @@ class QuarantineWriter:
             size, sha = self._keep_whole(dst, target, self._written.pop(_key(dst), None))
             facts = dict(stored=stored, size=size, sha256=sha)
             self.fs.account(dst, held=size)
-        self._note(self._entry(EntryKind.RENAMED, src, "", target=os.path.abspath(dst), new_size=moved[0],
-                               new_sha256=moved[1], **facts))
+        self._note(
+            self._entry(
+                EntryKind.RENAMED,
+                src,
+                "",
+                target=os.path.abspath(dst),
+                new_size=moved[0],
+                new_sha256=moved[1],
+                **facts,
+            )
+        )
         return moved
 
     def prepare(self) -> None:
@@ -342,8 +416,10 @@ def _compare_file(path: Path, data: bytes, size: int) -> tuple[int, str, bool]:
         while chunk := f.read(_CHUNK):
             h.update(chunk)
             if same:
-                want = data[n:n + len(chunk)]
-                same = chunk.startswith(want) and chunk.count(0, len(want)) == len(chunk) - len(want)
+                want = data[n : n + len(chunk)]
+                same = chunk.startswith(want) and chunk.count(0, len(want)) == len(chunk) - len(
+                    want
+                )
             n += len(chunk)
     return n, h.hexdigest(), same and n == size
 
@@ -363,4 +439,3 @@ def _scan(path: Path, start: int, end: int) -> tuple[bool, str]:
             zeros = zeros and chunk.count(0) == len(chunk)
             remaining -= len(chunk)
     return zeros, h.hexdigest()
-

@@ -18,6 +18,7 @@ error as a value). Its two visitors:
 Callers decide on the structured fields (`StopReason`, positions), never on a message's text;
 each words its own message from them (recover Kafka's words, the tail its own).
 """
+
 from __future__ import annotations
 
 import enum
@@ -38,20 +39,24 @@ from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.indexes import IndexBuilder
 from kafkalog_cli.formats.records import RecordBatch, iter_batches
 
-_PREFIX = struct.Struct(">qi")                      # baseOffset, batchLength
-_V2H = struct.Struct(">qiibIhiqqqhii")              # a v2 batch header, baseOffset .. recordsCount
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+_V2H = struct.Struct(">qiibIhiqqqhii")  # a v2 batch header, baseOffset .. recordsCount
 _MAGICS = (0, 1, 2)
 
 
 class StopReason(enum.Enum):
     """Where LogSegment.recover's walk ends, in Kafka's terms (the exception it meets)."""
 
-    END = "end"                                  # every complete batch is valid and nothing follows
-    TRUNCATED_BATCH = "truncated batch"          # bytes after the last complete batch: dropped silently
-    CORRUPT_RECORD = "CorruptRecordException"    # a size below 14, an unknown magic, a CRC that does not match
-    INVALID_RECORD = "InvalidRecordException"    # a batch whose fields break the format
-    INVALID_OFFSET = "InvalidOffsetException"    # offsets that do not increase: the segment is emptied
-    OFFSET_OVERFLOW = "LogSegmentOffsetOverflowException"   # the broker splits the segment
+    END = "end"  # every complete batch is valid and nothing follows
+    TRUNCATED_BATCH = "truncated batch"  # bytes after the last complete batch: dropped silently
+    CORRUPT_RECORD = (
+        "CorruptRecordException"  # a size below 14, an unknown magic, a CRC that does not match
+    )
+    INVALID_RECORD = "InvalidRecordException"  # a batch whose fields break the format
+    INVALID_OFFSET = (
+        "InvalidOffsetException"  # offsets that do not increase: the segment is emptied
+    )
+    OFFSET_OVERFLOW = "LogSegmentOffsetOverflowException"  # the broker splits the segment
     # a load without recovery (readNextOffset): the offset index's last entry leads to no complete batch
     NO_BATCH_AT_INDEX_ENTRY = "no batch at the offset index's last entry"
 
@@ -60,8 +65,8 @@ class BatchValidation(enum.Enum):
     """What the walk checks of each complete batch, beyond the size of at least 14 that
     FileLogInputStream needs to read one at all."""
 
-    SIZES = "sizes"                     # LogSegment.readNextOffset (a load without recovery): nothing more
-    ENSURE_VALID = "ensureValid"        # LogSegment.recover: the minimum overhead and the CRC
+    SIZES = "sizes"  # LogSegment.readNextOffset (a load without recovery): nothing more
+    ENSURE_VALID = "ensureValid"  # LogSegment.recover: the minimum overhead and the CRC
     # beyond Kafka, for the readers (describe, doctor, roll, clean-shutdown): also a magic of 0..2,
     # as a v2 batch's CRC does not cover its magic byte
     KNOWN_MAGIC = "ensureValid and a known magic"
@@ -73,8 +78,10 @@ def check_batch(batch: RecordBatch, check: BatchValidation) -> None:
     if check is BatchValidation.SIZES:
         return
     if check is BatchValidation.KNOWN_MAGIC and batch.magic not in _MAGICS:
-        raise CorruptRecordError(f"Invalid magic {batch.magic} in the batch of {batch.size} bytes",
-                                 position=batch.position)
+        raise CorruptRecordError(
+            f"Invalid magic {batch.magic} in the batch of {batch.size} bytes",
+            position=batch.position,
+        )
     batch.ensure_valid()
 
 
@@ -117,8 +124,12 @@ class WalkVisitor:
 
 
 # what ends LogSegment.recover's walk at a batch, most specific first
-_STOPS = ((OffsetOverflowError, StopReason.OFFSET_OVERFLOW), (CorruptIndexError, StopReason.INVALID_OFFSET),
-          (InvalidRecordError, StopReason.INVALID_RECORD), (CorruptRecordError, StopReason.CORRUPT_RECORD))
+_STOPS = (
+    (OffsetOverflowError, StopReason.OFFSET_OVERFLOW),
+    (CorruptIndexError, StopReason.INVALID_OFFSET),
+    (InvalidRecordError, StopReason.INVALID_RECORD),
+    (CorruptRecordError, StopReason.CORRUPT_RECORD),
+)
 
 
 def walk_batches(buf, start: int, check: BatchValidation, visitor: WalkVisitor) -> WalkStop:
@@ -139,7 +150,11 @@ def walk_batches(buf, start: int, check: BatchValidation, visitor: WalkVisitor) 
                 batches = iter_batches(buf, pos, end)
             batch = next(batches, None)
             if batch is None:
-                return WalkStop(StopReason.TRUNCATED_BATCH, pos) if pos < end else WalkStop(StopReason.END)
+                return (
+                    WalkStop(StopReason.TRUNCATED_BATCH, pos)
+                    if pos < end
+                    else WalkStop(StopReason.END)
+                )
             check_batch(batch, check)
             visitor.take(batch)
             pos = batch.position + batch.size
@@ -176,8 +191,8 @@ class SegmentRecovery:
     error: KafkalogError | None = None
     stop: StopReason = StopReason.END
     stopped_at: int | None = None
-    kept_ranges: list[tuple[int, int]] | None = None   # --salvage: the byte ranges kept, in order
-    skipped: list[tuple[int, int]] = field(default_factory=list)   # --salvage: the ranges skipped
+    kept_ranges: list[tuple[int, int]] | None = None  # --salvage: the byte ranges kept, in order
+    skipped: list[tuple[int, int]] = field(default_factory=list)  # --salvage: the ranges skipped
 
     @property
     def invalid_offset(self) -> bool:
@@ -185,8 +200,14 @@ class SegmentRecovery:
         return self.stop is StopReason.INVALID_OFFSET
 
 
-def recover_segment(buf, base: int, interval: int, state: ProducerStateUpdate, epochs: list[tuple[int, int]],
-                    salvage: bool = False) -> SegmentRecovery:
+def recover_segment(
+    buf,
+    base: int,
+    interval: int,
+    state: ProducerStateUpdate,
+    epochs: list[tuple[int, int]],
+    salvage: bool = False,
+) -> SegmentRecovery:
     """LogSegment.recover over `buf` (a segment's bytes, an mmap), for a segment at offset `base`
     with index.interval.bytes `interval`: `walk_batches` with what it rebuilds. Updates `state`
     and `epochs` in place.
@@ -205,15 +226,23 @@ def recover_segment(buf, base: int, interval: int, state: ProducerStateUpdate, e
 class _Recovery(WalkVisitor):
     """One run of `recover_segment`: the walk's visitor that rebuilds what recovery rebuilds."""
 
-    def __init__(self, buf, mv: memoryview | None, base: int, interval: int, state: ProducerStateUpdate,
-                 epochs: list[tuple[int, int]], salvage: bool):
+    def __init__(
+        self,
+        buf,
+        mv: memoryview | None,
+        base: int,
+        interval: int,
+        state: ProducerStateUpdate,
+        epochs: list[tuple[int, int]],
+        salvage: bool,
+    ):
         self.buf, self.mv, self.base, self.interval = buf, mv, base, interval
         self.state, self.epochs, self.salvage = state, epochs, salvage
         self.builder = IndexBuilder(base, interval)
         self.aborted: list = []
         self.new_epochs: list[tuple[int, int]] = []
         self.latest_epoch = epochs[-1][0] if epochs else -1
-        self.valid = 0           # bytes kept so far (positions in the rewritten file with --salvage)
+        self.valid = 0  # bytes kept so far (positions in the rewritten file with --salvage)
         self.end = len(buf)
         self.next_offset = base
         self.kept: list[tuple[int, int]] = []
@@ -229,23 +258,48 @@ class _Recovery(WalkVisitor):
         if stop.reason is StopReason.INVALID_OFFSET:
             # InvalidOffsetException: Kafka empties the segment
             assert stop.error is not None
-            return SegmentRecovery(0, self.base, IndexBuilder(self.base, self.interval), [], [], stop.error,
-                                   StopReason.INVALID_OFFSET, stop.error.position)
+            return SegmentRecovery(
+                0,
+                self.base,
+                IndexBuilder(self.base, self.interval),
+                [],
+                [],
+                stop.error,
+                StopReason.INVALID_OFFSET,
+                stop.error.position,
+            )
         if stop.reason is StopReason.TRUNCATED_BATCH and self.error is None:
             self.stop, self.stopped_at = StopReason.TRUNCATED_BATCH, stop.position
         for epoch, start_offset in self.new_epochs:
             assign_epochs(self.epochs, epoch, start_offset)
         self.builder.finish()
         # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
-        return SegmentRecovery(self.valid, self.next_offset, self.builder, self.aborted, self.new_epochs,
-                               self.error, self.stop, self.stopped_at,
-                               kept_ranges=self.kept if self.salvage else None, skipped=self.skipped)
+        return SegmentRecovery(
+            self.valid,
+            self.next_offset,
+            self.builder,
+            self.aborted,
+            self.new_epochs,
+            self.error,
+            self.stop,
+            self.stopped_at,
+            kept_ranges=self.kept if self.salvage else None,
+            skipped=self.skipped,
+        )
 
     def _skim(self, pos: int) -> int:
         """The fast path: plain v2 batches (no producer id, not control) checked inline."""
         assert self.mv is not None
         pos, self.valid, nxt, self.latest_epoch = _fast_run(
-            self.mv, self.buf, pos, self.end, self.valid, self.builder, self.latest_epoch, self.new_epochs)
+            self.mv,
+            self.buf,
+            pos,
+            self.end,
+            self.valid,
+            self.builder,
+            self.latest_epoch,
+            self.new_epochs,
+        )
         if nxt is not None:
             self.next_offset = nxt
         return pos
@@ -287,11 +341,15 @@ class _Recovery(WalkVisitor):
         assert isinstance(e, OffsetOverflowError)
         # IndexBuilder locates every overflow at the bytes kept so far: the batch's own byte
         # with --salvage, where kept bytes and positions differ
-        where = stop.batch.position if self.salvage and stop.batch is not None else (e.position or 0)
+        where = (
+            stop.batch.position if self.salvage and stop.batch is not None else (e.position or 0)
+        )
         overflow = OffsetOverflowError(
             f"a batch at byte {where} ends at offset {e.offset}, more than 2^31 - 1 above the "
             f"segment's base offset {self.base} (LogSegmentOffsetOverflowException: a damaged base offset)",
-            position=where, offset=e.offset)
+            position=where,
+            offset=e.offset,
+        )
         if not self.salvage:
             raise overflow from None
         self.error, self.stop, self.stopped_at = overflow, StopReason.OFFSET_OVERFLOW, where
@@ -323,7 +381,7 @@ def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
         total = size + 12
         if magic != 2 or size < 49 or pos > end - total or pid >= 0 or attrs & 0x20:
             break
-        if crc32c(mv[pos + 21:pos + total]) != crc:
+        if crc32c(mv[pos + 21 : pos + total]) != crc:
             break
         last = bo + lod
         on_batch(valid, total, last, mts)
@@ -367,11 +425,11 @@ class LogTail:
     next_offset: int
     max_timestamp: int
     valid_size: int
-    offset_of_max_timestamp: int = -1     # the last offset of the first batch with max_timestamp
-    codecs: frozenset = frozenset()       # compression ids of those batches
-    damage: CorruptRecordError | None = None   # what stopped the walk (not preallocated zeros)
-    stop: StopReason = StopReason.END     # why the walk stopped (END also for preallocated zeros)
-    position_of_max_timestamp: int = -1   # the byte of the batch with max_timestamp
+    offset_of_max_timestamp: int = -1  # the last offset of the first batch with max_timestamp
+    codecs: frozenset = frozenset()  # compression ids of those batches
+    damage: CorruptRecordError | None = None  # what stopped the walk (not preallocated zeros)
+    stop: StopReason = StopReason.END  # why the walk stopped (END also for preallocated zeros)
+    position_of_max_timestamp: int = -1  # the byte of the batch with max_timestamp
 
     @property
     def corrupt_batch(self) -> bool:
@@ -389,17 +447,29 @@ def walk_tail(buf, base_offset: int, path: str, start: int = 0, validate: bool =
     if start >= size:
         start = 0
     tail = _Tail(base_offset, start)
-    stop = walk_batches(buf, start, BatchValidation.KNOWN_MAGIC if validate else BatchValidation.SIZES, tail)
+    stop = walk_batches(
+        buf, start, BatchValidation.KNOWN_MAGIC if validate else BatchValidation.SIZES, tail
+    )
     fault = None if stop.error is None else tail_fault(stop)
     end = tail.valid_size
     damage, reason = None, StopReason.END
     if bytes(buf[end:]).strip(b"\0"):
-        why = fault or (f"{size - end} bytes after the last complete batch are not a whole batch"
-                        f" (a broker's recovery truncates them, as `kafkalog recover` does)")
+        why = fault or (
+            f"{size - end} bytes after the last complete batch are not a whole batch"
+            f" (a broker's recovery truncates them, as `kafkalog recover` does)"
+        )
         damage = CorruptRecordError(why, path=path, position=end)
         reason = StopReason.CORRUPT_RECORD if fault is not None else StopReason.TRUNCATED_BATCH
-    return LogTail(tail.next_offset, tail.max_ts, end, tail.offset_of_max, frozenset(tail.codecs), damage, reason,
-                   tail.max_pos)
+    return LogTail(
+        tail.next_offset,
+        tail.max_ts,
+        end,
+        tail.offset_of_max,
+        frozenset(tail.codecs),
+        damage,
+        reason,
+        tail.max_pos,
+    )
 
 
 class _Tail(WalkVisitor):
@@ -412,13 +482,17 @@ class _Tail(WalkVisitor):
 
     def take(self, batch: RecordBatch) -> None:
         self.next_offset, self.valid_size = batch.last_offset + 1, batch.position + batch.size
-        if batch.max_timestamp > self.max_ts:      # strictly: the first batch with it, as LogSegment
-            self.max_ts, self.offset_of_max, self.max_pos = batch.max_timestamp, batch.last_offset, batch.position
+        if batch.max_timestamp > self.max_ts:  # strictly: the first batch with it, as LogSegment
+            self.max_ts, self.offset_of_max, self.max_pos = (
+                batch.max_timestamp,
+                batch.last_offset,
+                batch.position,
+            )
         self.codecs.add(batch.compression_id)
 
     def resume_after(self, stop: WalkStop) -> int | None:
         if stop.error is not None and not isinstance(stop.error, CorruptRecordError):
-            raise stop.error      # nothing but a batch's check stops this walk
+            raise stop.error  # nothing but a batch's check stops this walk
         return None
 
 
@@ -437,5 +511,7 @@ def tail_fault(stop: WalkStop) -> str:
 def assign_epochs(epochs: list[tuple[int, int]], epoch: int, start_offset: int) -> None:
     """LeaderEpochFileCache.assign on `epochs` in place, as LogSegment.recover calls it for a batch
     whose epoch is above the latest: entries from `start_offset` on go first (formats.checkpoints)."""
-    epochs[:] = [(x.epoch, x.start_offset) for x in assign_epoch([EpochEntry(e, o) for e, o in epochs],
-                                                                 epoch, start_offset)]
+    epochs[:] = [
+        (x.epoch, x.start_offset)
+        for x in assign_epoch([EpochEntry(e, o) for e, o in epochs], epoch, start_offset)
+    ]

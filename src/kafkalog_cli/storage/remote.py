@@ -7,6 +7,7 @@ pyarrow is imported only when a remote URI is read, so the rest of kafkalog neve
 Credentials and endpoints are pyarrow's: the AWS_* environment (AWS_ENDPOINT_URL for an
 S3-compatible server), ~/.aws, HADOOP_HOME/CLASSPATH for HDFS, Google's default credentials.
 """
+
 from __future__ import annotations
 
 import fnmatch
@@ -18,8 +19,11 @@ from kafkalog_cli.errors import InputError, KafkalogError
 from kafkalog_cli.storage import names
 from kafkalog_cli.storage.paths_given import expand_sources, has_glob, is_remote, scheme
 
-CHUNK = 8 << 20          # bytes of batches fetched by one ranged read
-_SCHEMES: dict[str | None, str] = {"s3a": "s3", "s3n": "s3"}     # Hadoop's names for what pyarrow calls s3
+CHUNK = 8 << 20  # bytes of batches fetched by one ranged read
+_SCHEMES: dict[str | None, str] = {
+    "s3a": "s3",
+    "s3n": "s3",
+}  # Hadoop's names for what pyarrow calls s3
 
 
 def filesystem(uri: str):
@@ -33,7 +37,9 @@ def filesystem(uri: str):
             return _s3(), rest.rstrip("/")
         return fs.FileSystem.from_uri(f"{_SCHEMES.get(s, s)}://{rest}")
     except Exception as e:  # an unknown scheme, a missing library (libhdfs), bad credentials
-        raise InputError(f"cannot open this storage: {str(e).strip().splitlines()[0]}", path=uri) from None
+        raise InputError(
+            f"cannot open this storage: {str(e).strip().splitlines()[0]}", path=uri
+        ) from None
 
 
 def _s3():
@@ -71,7 +77,7 @@ class RemoteSegment:
     """A `.log` on remote storage, with what planning and reading need (as storage.Segment):
     its topic-partition from its dir's name, its size, and its next base offset."""
 
-    uri: str                      # of the .log, as named in rows and errors
+    uri: str  # of the .log, as named in rows and errors
     base_offset: int
     size: int
     next_base_offset: int | None = None
@@ -85,7 +91,7 @@ class RemoteSegment:
         tp = names.parse_partition_dir(posixpath.basename(self.directory))
         self.topic, self.partition = (tp.topic, tp.partition) if tp else (None, None)
 
-    def __getstate__(self):       # sent to executors: each opens its own filesystem
+    def __getstate__(self):  # sent to executors: each opens its own filesystem
         state = dict(self.__dict__)
         state["_fs"] = None
         return state
@@ -101,7 +107,6 @@ class RemoteSegment:
     @property
     def log_dir(self) -> str:
         return posixpath.dirname(self.directory)
-
 
     # -- ranged reads
     def _filesystem(self):
@@ -123,7 +128,9 @@ class RemoteSegment:
                 raise InputError("no such file", path=self.uri) from None
             return b""
         except OSError as e:
-            raise InputError(f"cannot read: {str(e).strip().splitlines()[0]}", path=self.uri) from None
+            raise InputError(
+                f"cannot read: {str(e).strip().splitlines()[0]}", path=self.uri
+            ) from None
 
     def ranges(self, start: int = 0) -> Iterator[tuple[int, bytes, bool]]:
         """(position, bytes, last) from `start` on, by ranged reads of about CHUNK bytes, each
@@ -135,12 +142,12 @@ class RemoteSegment:
         while pos < self.size:
             asked = min(want, self.size - pos)
             data = self.read_range(names.LOG_SUFFIX, pos, asked)
-            if len(data) < asked:         # the file shrank while it was read
+            if len(data) < asked:  # the file shrank while it was read
                 yield pos, data, True
                 return
             end, need = _whole_batches(data)
             if end == 0 and need > len(data) and pos + len(data) < self.size:
-                want = need               # one batch bigger than a range: fetch it whole
+                want = need  # one batch bigger than a range: fetch it whole
                 continue
             if end == 0 or pos + len(data) >= self.size:
                 yield pos, data, True
@@ -187,7 +194,12 @@ class RemoteSegment:
             return 0
         pos = self.position_for_offset(best.offset)
         head = self._batch_header(pos)
-        if head is None or head.magic < 2 or head.max_timestamp != best.timestamp or head.base_offset_field > best.offset:
+        if (
+            head is None
+            or head.magic < 2
+            or head.max_timestamp != best.timestamp
+            or head.base_offset_field > best.offset
+        ):
             return 0
         return pos
 
@@ -223,7 +235,7 @@ def _whole_batches(data: bytes) -> tuple[int, int]:
 
     end = 0
     while end + LOG_OVERHEAD <= len(data):
-        size = int.from_bytes(data[end + 8:end + 12], "big", signed=True)
+        size = int.from_bytes(data[end + 8 : end + 12], "big", signed=True)
         if size < RECORD_OVERHEAD_V0:
             return end, 0
         if end + LOG_OVERHEAD + size > len(data):
@@ -242,8 +254,12 @@ def remote_file(uri: str) -> RemoteSegment:
     except OSError as e:
         raise InputError(f"cannot read: {str(e).strip().splitlines()[0]}", path=uri) from None
     if info.type != pafs.FileType.File:
-        raise InputError("no such file" if info.type == pafs.FileType.NotFound else "not a file", path=uri)
-    return RemoteSegment(uri, names.offset_from_name(info.base_name) or 0, info.size, _fs=(fs, path))
+        raise InputError(
+            "no such file" if info.type == pafs.FileType.NotFound else "not a file", path=uri
+        )
+    return RemoteSegment(
+        uri, names.offset_from_name(info.base_name) or 0, info.size, _fs=(fs, path)
+    )
 
 
 # ------------------------------------------------------------------ listing
@@ -263,14 +279,22 @@ def remote_segments(uri: str, only=None) -> list[RemoteSegment]:
         static, pattern = root, None
     info = fs.get_file_info(static)
     if info.type == pafs.FileType.NotFound:
-        raise InputError("no such file or directory", path=uri if pattern is None else _uri(s, static))
+        raise InputError(
+            "no such file or directory", path=uri if pattern is None else _uri(s, static)
+        )
     if info.type == pafs.FileType.File:
         files = [info]
     else:
-        files = [f for f in fs.get_file_info(pafs.FileSelector(static, recursive=True)) if f.type == pafs.FileType.File]
+        files = [
+            f
+            for f in fs.get_file_info(pafs.FileSelector(static, recursive=True))
+            if f.type == pafs.FileType.File
+        ]
     if pattern is not None:
         depth = pattern.count("/") + 1
-        files = [f for f in files if fnmatch.fnmatchcase("/".join(f.path.split("/")[:depth]), pattern)]
+        files = [
+            f for f in files if fnmatch.fnmatchcase("/".join(f.path.split("/")[:depth]), pattern)
+        ]
     by_dir: dict[str, list] = {}
     for f in files:
         base = names.offset_from_name(f.base_name)
@@ -284,11 +308,17 @@ def remote_segments(uri: str, only=None) -> list[RemoteSegment]:
             continue
         by_dir.setdefault(directory, []).append((base, f))
     if not by_dir:
-        what = "no segment of a partition that matches " + only.describe() if only else "no Kafka segment (.log)"
+        what = (
+            "no segment of a partition that matches " + only.describe()
+            if only
+            else "no Kafka segment (.log)"
+        )
         raise InputError(f"{what} under this URI", path=uri)
     out: list[RemoteSegment] = []
     for directory in sorted(by_dir, key=_dir_order):
-        segs = [RemoteSegment(_uri(s, f.path), base, f.size) for base, f in sorted(by_dir[directory])]
+        segs = [
+            RemoteSegment(_uri(s, f.path), base, f.size) for base, f in sorted(by_dir[directory])
+        ]
         for seg, nxt in zip(segs, segs[1:]):
             seg.next_base_offset = nxt.base_offset
         out += segs
@@ -297,7 +327,12 @@ def remote_segments(uri: str, only=None) -> list[RemoteSegment]:
 
 def _dir_order(directory: str):
     tp = names.parse_partition_dir(posixpath.basename(directory))
-    return (posixpath.dirname(directory), tp.topic if tp else "", tp.partition if tp else -1, directory)
+    return (
+        posixpath.dirname(directory),
+        tp.topic if tp else "",
+        tp.partition if tp else -1,
+        directory,
+    )
 
 
 def segments_of_sources(paths, only=None, on_left_out=None) -> list:

@@ -1,4 +1,5 @@
 """One segment: `<base>.log` (mmap'd) and its `.index`, `.timeindex` and `.txnindex` (LogSegment)."""
+
 from __future__ import annotations
 
 import contextlib
@@ -28,10 +29,10 @@ from kafkalog_cli.storage.names import (
     segment_file,
 )
 
-_PREFIX = struct.Struct(">qi")                 # baseOffset, batchLength
-_V2_TAIL = struct.Struct(">hiqqqhii")         # attributes .. recordsCount, from byte 21
-_OFFSET_ENTRY = struct.Struct(">ii")          # relative offset, position
-_TIME_ENTRY = struct.Struct(">qi")            # timestamp, relative offset
+_PREFIX = struct.Struct(">qi")  # baseOffset, batchLength
+_V2_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount, from byte 21
+_OFFSET_ENTRY = struct.Struct(">ii")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qi")  # timestamp, relative offset
 
 
 class BatchHeader(NamedTuple):
@@ -51,8 +52,14 @@ def not_regular_reason(path: Path | str) -> str | None:
     try:
         st = os.stat(path)
     except OSError as e:
-        if isinstance(e, FileNotFoundError) and live_files.was_listed(path) and not os.path.islink(path):
-            return None     # a live broker moved or removed it since the listing: reading it follows it
+        if (
+            isinstance(e, FileNotFoundError)
+            and live_files.was_listed(path)
+            and not os.path.islink(path)
+        ):
+            return (
+                None  # a live broker moved or removed it since the listing: reading it follows it
+            )
         return files.os_error_message(path, e)
     kind = files.kind_of(st.st_mode)
     return None if kind is None else files.not_regular_message(kind)
@@ -60,6 +67,7 @@ def not_regular_reason(path: Path | str) -> str | None:
 
 def _file_property(suffix: str) -> property:
     """A Segment property: its file with this suffix, `<base offset><suffix>` in its directory."""
+
     def path(self: Segment) -> Path:
         return self.file(suffix)
 
@@ -80,9 +88,9 @@ class Segment:
     base_offset: int
     read_from: Path | None = None
     is_active: bool = False
-    next_base_offset: int | None = None     # the next segment's base in the partition, if known
-    recovered_on_load: bool = False         # the broker recovers it on load (no clean shutdown)
-    listed: bool = False                    # found by a listing: a live broker may move it (`live_files.followed`)
+    next_base_offset: int | None = None  # the next segment's base in the partition, if known
+    recovered_on_load: bool = False  # the broker recovers it on load (no clean shutdown)
+    listed: bool = False  # found by a listing: a live broker may move it (`live_files.followed`)
     _log: object = field(default=None, repr=False)
     _stat: os.stat_result | None = field(default=None, repr=False)
     _tail: LogTail | None = field(default=None, repr=False)
@@ -106,7 +114,7 @@ class Segment:
         base = int(path.name[:20]) if path.name[:20].isdigit() else -1
         return cls(path.parent, base, read_from=path)
 
-    def __getstate__(self):   # sent to Spark executors and worker processes: never the mapping
+    def __getstate__(self):  # sent to Spark executors and worker processes: never the mapping
         state = dict(self.__dict__)
         state["_log"] = None
         return state
@@ -158,7 +166,7 @@ class Segment:
     @property
     def log(self):
         if self._log is None:
-            if self.listed:     # also in a worker process, whose own listing this was not
+            if self.listed:  # also in a worker process, whose own listing this was not
                 live_files.listed([self.source_path])
             self._log = map_file(self.source_path)
         return self._log
@@ -191,7 +199,7 @@ class Segment:
                 if not self.listed and not live_files.was_listed(path):
                     raise
                 live_files.listed([path])
-                try:                # renamed or removed by a live broker since the listing
+                try:  # renamed or removed by a live broker since the listing
                     self._stat = os.stat(live_files.followed(path))
                 except (live_files.RemovedByBroker, FileNotFoundError):
                     self._stat = os.stat_result((0,) * 10)
@@ -233,7 +241,9 @@ class Segment:
         return n - n % entry_size
 
     # -- batches
-    def batches(self, start_position: int = 0, end_position: int | None = None) -> Iterator[RecordBatch]:
+    def batches(
+        self, start_position: int = 0, end_position: int | None = None
+    ) -> Iterator[RecordBatch]:
         from kafkalog_cli.formats.records import iter_batches
 
         try:
@@ -265,7 +275,9 @@ class Segment:
                     _, delta, _, max_ts, *_ = _V2_TAIL.unpack_from(head, 21)
                     yield BatchHeader(pos, total, off, off + delta, max_ts)
                 else:
-                    b = RecordBatch(os.pread(fd, total, pos), 0, total, magic if magic < 128 else magic - 256)
+                    b = RecordBatch(
+                        os.pread(fd, total, pos), 0, total, magic if magic < 128 else magic - 256
+                    )
                     yield BatchHeader(pos, total, b.base_offset, b.last_offset, b.max_timestamp)
                 pos += total
         finally:
@@ -331,7 +343,7 @@ class Segment:
         damage that ended the walk. Never raises on the .log's content: what the broker's
         recovery would leave."""
         if self._tail is None:
-            with self.mapped():      # one mapping for the entry's check and the walk
+            with self.mapped():  # one mapping for the entry's check and the walk
                 if self.recovered_on_load:
                     self._tail = self.recovery_walk(self._tail_start(), validate=True)
                 else:
@@ -357,17 +369,29 @@ class Segment:
             from kafkalog_cli.storage.recovery import LogTail, StopReason
 
             off, pos = (self.base_offset + entry[0], entry[1]) if entry else (self.base_offset, 0)
-            bad = never_written_entry(OffsetIndexEntry(off, pos), self.base_offset) if entry else None
-            why = (f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch"
-                   + (f" ({bad.why})" if bad else "") +
-                   f": a broker that loads this segment without recovering it (after a clean shutdown) "
-                   f"takes its log end as the base offset {self.base_offset} and does not serve offsets "
-                   f"{self.base_offset}..{whole.next_offset - 1}; its next appends reuse them")
+            bad = (
+                never_written_entry(OffsetIndexEntry(off, pos), self.base_offset) if entry else None
+            )
+            why = (
+                f"the offset index's last entry (offset {off}, position {pos}) leads to no complete batch"
+                + (f" ({bad.why})" if bad else "")
+                + f": a broker that loads this segment without recovering it (after a clean shutdown) "
+                f"takes its log end as the base offset {self.base_offset} and does not serve offsets "
+                f"{self.base_offset}..{whole.next_offset - 1}; its next appends reuse them"
+            )
             # a bad entry is the index's fault: name the index, else the .log where the entry points
-            where = (dict(path=str(self.index_path)) if bad else
-                     dict(path=str(self.source_path), position=read_start(pos, len(log))))
-            return LogTail(self.base_offset, -1, 0, damage=CorruptRecordError(why, **where),
-                           stop=StopReason.NO_BATCH_AT_INDEX_ENTRY)
+            where = (
+                dict(path=str(self.index_path))
+                if bad
+                else dict(path=str(self.source_path), position=read_start(pos, len(log)))
+            )
+            return LogTail(
+                self.base_offset,
+                -1,
+                0,
+                damage=CorruptRecordError(why, **where),
+                stop=StopReason.NO_BATCH_AT_INDEX_ENTRY,
+            )
 
     def _tail_start(self) -> int:
         entry = self.last_offset_index_entry()
@@ -478,8 +502,9 @@ class Segment:
             usable_entries,
         )
 
-        entries, why = usable_entries(self.offset_index,
-                                      lambda es: offset_entries_problem(es, self.base_offset, len(log)))
+        entries, why = usable_entries(
+            self.offset_index, lambda es: offset_entries_problem(es, self.base_offset, len(log))
+        )
         if why is None:
             lo, hi = 0, len(entries) - 1
             while lo <= hi:
@@ -495,7 +520,9 @@ class Segment:
                     start = entry.position
         return self._scan_start(start, why, self.index_path, warn)
 
-    def position_for_timestamp(self, timestamp: int, warn: Callable[[str], None] | None = None) -> int:
+    def position_for_timestamp(
+        self, timestamp: int, warn: Callable[[str], None] | None = None
+    ) -> int:
         """Byte position of the first batch that may hold a record with timestamp >= `timestamp`:
         the time index gives a lower bound, then batches are scanned by their max timestamp.
 
@@ -505,7 +532,9 @@ class Segment:
         entry = None
         from kafkalog_cli.storage.index_checks import time_entries_problem, usable_entries
 
-        entries, why = usable_entries(self.time_index, lambda es: time_entries_problem(es, self.base_offset))
+        entries, why = usable_entries(
+            self.time_index, lambda es: time_entries_problem(es, self.base_offset)
+        )
         if why is None:
             for e in entries:
                 if e.timestamp < timestamp:
@@ -519,8 +548,10 @@ class Segment:
             if b is None or b.base_offset_field > entry.offset and b.magic >= 2:
                 why = f"entry (timestamp {entry.timestamp}, offset {entry.offset}) names an offset that is not in the log"
             elif b.max_timestamp != entry.timestamp:
-                why = (f"entry (timestamp {entry.timestamp}, offset {entry.offset}) does not match the log "
-                       f"(the batch at byte {b.position} has max timestamp {b.max_timestamp})")
+                why = (
+                    f"entry (timestamp {entry.timestamp}, offset {entry.offset}) does not match the log "
+                    f"(the batch at byte {b.position} has max timestamp {b.max_timestamp})"
+                )
             else:
                 start = pos
         for b in self.batches(self._scan_start(start, why, self.time_index_path, warn)):
@@ -528,7 +559,9 @@ class Segment:
                 return b.position
         return len(self.log)
 
-    def _scan_start(self, start: int, why: str | None, index: Path, warn: Callable[[str], None] | None) -> int:
+    def _scan_start(
+        self, start: int, why: str | None, index: Path, warn: Callable[[str], None] | None
+    ) -> int:
         """Where a seek scans the .log from: `start` (from its index entry) when the index could
         be used, else the first byte, after telling `warn` why."""
         if why is None:
@@ -551,12 +584,14 @@ class Segment:
     class Walk(NamedTuple):
         """Every batch from byte 0, as LogSegment.recover walks them."""
 
-        valid_size: int                 # where the complete batches end
+        valid_size: int  # where the complete batches end
         next_offset: int
-        max_timestamp: int              # maxTimestampSoFar, -1 without a batch
-        offset_of_max_timestamp: int    # its batch's last offset (what recovery puts in the time index)
-        zeros_after: bool               # only zeros (or nothing) after the complete batches
-        appended_offset_of_max_timestamp: int   # the offset LogSegment.append tracked for it
+        max_timestamp: int  # maxTimestampSoFar, -1 without a batch
+        offset_of_max_timestamp: (
+            int  # its batch's last offset (what recovery puts in the time index)
+        )
+        zeros_after: bool  # only zeros (or nothing) after the complete batches
+        appended_offset_of_max_timestamp: int  # the offset LogSegment.append tracked for it
 
     def walk(self) -> Segment.Walk:
         """`recovery_walk` from byte 0. Raises the CorruptRecordError (naming the file and byte)
@@ -570,8 +605,14 @@ class Segment:
             if t.max_timestamp >= 0:
                 b = next(self.batches(t.position_of_max_timestamp))
                 appended = appended_offset_of_max_timestamp(b)
-            return Segment.Walk(t.valid_size, t.next_offset, t.max_timestamp, t.offset_of_max_timestamp,
-                                t.damage is None, appended)
+            return Segment.Walk(
+                t.valid_size,
+                t.next_offset,
+                t.max_timestamp,
+                t.offset_of_max_timestamp,
+                t.damage is None,
+                appended,
+            )
 
     def recovery_walk(self, start: int = 0, validate: bool = True) -> LogTail:
         """`storage.recovery.walk_tail` over this segment's .log from `start` (LogSegment.recover's
@@ -605,7 +646,7 @@ def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
     try:
         fd = files.open_fd(path)
     except files.MissingFile:
-        return b""          # gone since it was listed
+        return b""  # gone since it was listed
     out = bytearray()
     try:
         while True:
@@ -614,8 +655,8 @@ def _entries_prefix(path: Path | str, entry_size: int) -> bytes:
                 break
             out += chunk
             n = len(out) - len(out) % entry_size
-            if n > entry_size and not any(out[n - entry_size:n]):
-                del out[n:]         # whole entries, the zero slot last
+            if n > entry_size and not any(out[n - entry_size : n]):
+                del out[n:]  # whole entries, the zero slot last
                 break
     finally:
         os.close(fd)
@@ -628,6 +669,7 @@ def appended_offset_of_max_timestamp(batch: RecordBatch) -> int:
     record holding the max; in a compressed one (validated in place or recompressed) and under
     LogAppendTime the batch's last offset. Recovery and a restart use the last offset instead."""
     from kafkalog_cli.formats.records import TimestampType
+
     if batch.compression_id == 0 and batch.timestamp_type == TimestampType.CREATE_TIME:
         for r in batch.records():
             if r.timestamp == batch.max_timestamp:
@@ -642,7 +684,9 @@ def _read_entry(fd: int, slot: int, entry: struct.Struct) -> tuple[int, int]:
     return entry.unpack(os.pread(fd, entry.size, slot * entry.size))
 
 
-def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> tuple[int, int] | None:
+def last_index_entry(
+    path: Path | str, entry: struct.Struct, rel_field: int
+) -> tuple[int, int] | None:
     """The last real entry of an index file, as raw fields, reading only a few slots.
 
     A preallocated index (the active segment's, or any after an unclean shutdown) ends in zero
@@ -659,17 +703,17 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
         last = _read_entry(fd, slots - 1, entry)
         if last[rel_field] != 0 or slots == 1:
             return last
-        lo, hi = 1, slots - 1          # slot hi is padding; find the first padding slot
+        lo, hi = 1, slots - 1  # slot hi is padding; find the first padding slot
         # most preallocated indexes hold few entries: when the first page ends in padding, the
         # bisection runs in it, one read instead of twenty
         page = os.pread(fd, min(hi, _FIRST_PAGE // entry.size) * entry.size, 0)
         n = len(page) // entry.size
         if n > 1 and entry.unpack_from(page, (n - 1) * entry.size)[rel_field] == 0:
             hi = n - 1
-            read = lambda i: entry.unpack_from(page, i * entry.size)   # noqa: E731
+            read = lambda i: entry.unpack_from(page, i * entry.size)  # noqa: E731
         else:
             lo = max(lo, n)
-            read = lambda i: _read_entry(fd, i, entry)                 # noqa: E731
+            read = lambda i: _read_entry(fd, i, entry)  # noqa: E731
         while lo < hi:
             mid = (lo + hi) // 2
             if read(mid)[rel_field] == 0:
@@ -678,7 +722,7 @@ def last_index_entry(path: Path | str, entry: struct.Struct, rel_field: int) -> 
                 lo = mid + 1
         found = _read_entry(fd, lo - 1, entry)
         if lo == 1 and found == (0, 0):
-            return None                # nothing but preallocated zeros
+            return None  # nothing but preallocated zeros
         return found
     finally:
         os.close(fd)
@@ -707,10 +751,18 @@ def read_next_offset_position(log, base_offset: int, entry: tuple[int, int] | No
         if size < 14 or pos > n - 12 - size:
             return None
         magic = log[pos + 16]
-        if magic >= 2 and magic < 0x80:     # DefaultFileChannelRecordBatch: baseOffset + lastOffsetDelta
-            last = (int.from_bytes(log[pos : pos + 8], "big", signed=True)
-                    + int.from_bytes(log[pos + 23 : pos + 27], "big", signed=True)) if size >= 15 else -1
-        else:                               # a legacy wrapper: its own offset
+        if (
+            magic >= 2 and magic < 0x80
+        ):  # DefaultFileChannelRecordBatch: baseOffset + lastOffsetDelta
+            last = (
+                (
+                    int.from_bytes(log[pos : pos + 8], "big", signed=True)
+                    + int.from_bytes(log[pos + 23 : pos + 27], "big", signed=True)
+                )
+                if size >= 15
+                else -1
+            )
+        else:  # a legacy wrapper: its own offset
             last = int.from_bytes(log[pos : pos + 8], "big", signed=True)
         if last >= target:
             return pos

@@ -5,6 +5,7 @@ it finds.
 
 Both renderers (Kafka text and JSON Lines) read through this module, so a filter selects the same
 batches and records in either format."""
+
 from __future__ import annotations
 
 import enum
@@ -46,15 +47,32 @@ class Filters:
     value_regex: re.Pattern[bytes] | None = None
 
     @classmethod
-    def given(cls, *, from_offset: int | None = None, to_offset: int | None = None,
-              from_time: int | None = None, to_time: int | None = None, key: str | bytes | None = None,
-              limit: int | None = None, key_prefix: bytes | None = None,
-              key_regex: re.Pattern[bytes] | None = None,
-              value_regex: re.Pattern[bytes] | None = None) -> Filters | None:
+    def given(
+        cls,
+        *,
+        from_offset: int | None = None,
+        to_offset: int | None = None,
+        from_time: int | None = None,
+        to_time: int | None = None,
+        key: str | bytes | None = None,
+        limit: int | None = None,
+        key_prefix: bytes | None = None,
+        key_regex: re.Pattern[bytes] | None = None,
+        value_regex: re.Pattern[bytes] | None = None,
+    ) -> Filters | None:
         """The filters of a command's options (a key given as text: its UTF-8), or None when
         none is given: an unfiltered read takes the fast paths."""
-        f = cls(from_offset, to_offset, from_time, to_time, key.encode("utf-8") if isinstance(key, str) else key,
-                limit, key_prefix, key_regex, value_regex)
+        f = cls(
+            from_offset,
+            to_offset,
+            from_time,
+            to_time,
+            key.encode("utf-8") if isinstance(key, str) else key,
+            limit,
+            key_prefix,
+            key_regex,
+            value_regex,
+        )
         return None if f == cls() else f
 
     @property
@@ -66,8 +84,12 @@ class Filters:
     @property
     def bounds_records(self) -> bool:
         """An offset or time range that judges records one by one."""
-        return (self.from_offset is not None or self.to_offset is not None or self.from_time is not None
-                or self.to_time is not None)
+        return (
+            self.from_offset is not None
+            or self.to_offset is not None
+            or self.from_time is not None
+            or self.to_time is not None
+        )
 
     @property
     def spent(self) -> bool:
@@ -78,8 +100,14 @@ class Filters:
     def needs_records(self) -> bool:
         """A record-level filter: the batches shown are those holding a record it shows, and
         only those records are shown (a search implies --deep-iteration, as --key always did)."""
-        return (self.key is not None or self.key_prefix is not None or self.key_regex is not None
-                or self.value_regex is not None or self.from_time is not None or self.to_time is not None)
+        return (
+            self.key is not None
+            or self.key_prefix is not None
+            or self.key_regex is not None
+            or self.value_regex is not None
+            or self.from_time is not None
+            or self.to_time is not None
+        )
 
     def record_matches(self, r: Record) -> bool:
         if self.from_offset is not None and r.offset < self.from_offset:
@@ -98,11 +126,15 @@ class Filters:
         if k is None:
             if self.key is not None or self.key_prefix is not None or self.key_regex is not None:
                 return False
-        elif ((self.key is not None and k != self.key)
-              or (self.key_prefix is not None and not k.startswith(self.key_prefix))
-              or (self.key_regex is not None and self.key_regex.search(k) is None)):
+        elif (
+            (self.key is not None and k != self.key)
+            or (self.key_prefix is not None and not k.startswith(self.key_prefix))
+            or (self.key_regex is not None and self.key_regex.search(k) is None)
+        ):
             return False
-        return self.value_regex is None or (r.value is not None and self.value_regex.search(r.value) is not None)
+        return self.value_regex is None or (
+            r.value is not None and self.value_regex.search(r.value) is not None
+        )
 
     def batch_may_match(self, b: RecordBatch) -> bool:
         if self.from_offset is not None and b.last_offset < self.from_offset:
@@ -162,8 +194,9 @@ def start_position(segment: Segment, f: Filters, warn: Callable[[str], None] | N
     return pos
 
 
-def selected_batches(buf, start: int, end: int, f: Filters | None,
-                     deep: bool) -> Iterator[tuple[RecordBatch, list[Record] | None]]:
+def selected_batches(
+    buf, start: int, end: int, f: Filters | None, deep: bool
+) -> Iterator[tuple[RecordBatch, list[Record] | None]]:
     """The batches of buf[start:end) that `f` shows (all of them without filters), each with the
     records the filter had to decode to judge it (else None): all of the batch's, or with a
     search on keys and values (v2 batches) only those it found. Batches are read one at
@@ -208,12 +241,13 @@ def found_records(b: RecordBatch, search: RecordSearch) -> FoundRecords | None:
     indices: list[int] = []
     try:
         return FoundRecords(search_v2(b, search, indices), indices)
-    except Exception:   # anything unusual: the general path says what is wrong
+    except Exception:  # anything unusual: the general path says what is wrong
         return None
 
 
-def found_lines(b: RecordBatch, records: list[Record], f: Filters,
-                batch_lines: Callable[[], list]) -> list[tuple[Record, object]] | None:
+def found_lines(
+    b: RecordBatch, records: list[Record], f: Filters, batch_lines: Callable[[], list]
+) -> list[tuple[Record, object]] | None:
     """The records of `b` that `f` shows, each with its line, cut out of all the batch's lines as a
     renderer's record fast path writes them (`batch_lines`: one line a record, in order), when
     `records` are a search's (they know their places) and enough of the batch is shown for the
@@ -224,7 +258,7 @@ def found_lines(b: RecordBatch, records: list[Record], f: Filters,
         return None
     try:
         lines = batch_lines()
-    except Exception:   # anything unusual: the general path says what is wrong
+    except Exception:  # anything unusual: the general path says what is wrong
         return None
     if len(lines) != b.records_count:
         return None
@@ -238,14 +272,19 @@ def found_lines(b: RecordBatch, records: list[Record], f: Filters,
     return [(r, lines[place[id(r)]]) for r in f.shown(records)]
 
 
-def segments_in_range(paths: Iterable[Path], from_offset: int | None,
-                      to_offset: int | None) -> Iterator[Path]:
+def segments_in_range(
+    paths: Iterable[Path], from_offset: int | None, to_offset: int | None
+) -> Iterator[Path]:
     """Of a partition's .log files in offset order, those that can hold offsets in the range:
     a segment ends where the next one begins, so no file outside the range is opened."""
     paths = list(paths)
     for i, p in enumerate(paths):
         base = offset_from_name(p.name)
-        nxt = offset_from_name(paths[i + 1].name) if i + 1 < len(paths) and paths[i + 1].parent == p.parent else None
+        nxt = (
+            offset_from_name(paths[i + 1].name)
+            if i + 1 < len(paths) and paths[i + 1].parent == p.parent
+            else None
+        )
         if from_offset is not None and nxt is not None and nxt <= from_offset:
             continue
         if to_offset is not None and base is not None and base > to_offset:

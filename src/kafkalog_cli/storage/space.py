@@ -13,6 +13,7 @@ compact; per partition and in total), defined here once:
 So --no-quarantine frees what it removes and holds nothing; the default quarantine (beside the
 log dir) holds it and frees nothing; `--quarantine DIR` on another file system does both.
 """
+
 from __future__ import annotations
 
 import enum
@@ -40,15 +41,19 @@ class Space:
 class QuarantinePlace(str, enum.Enum):
     """Where removed data goes, as it decides the two figures."""
 
-    NONE = "none"                    # --no-quarantine: freed, not held
-    SAME_FILE_SYSTEM = "same"        # hard links: held, not freed
-    OTHER_FILE_SYSTEM = "other"      # copied, then unlinked: freed and held
+    NONE = "none"  # --no-quarantine: freed, not held
+    SAME_FILE_SYSTEM = "same"  # hard links: held, not freed
+    OTHER_FILE_SYSTEM = "other"  # copied, then unlinked: freed and held
 
     @classmethod
     def of(cls, log_dir: Path, quarantine_root: Path | None) -> QuarantinePlace:
         if quarantine_root is None:
             return cls.NONE
-        return cls.SAME_FILE_SYSTEM if same_file_system(log_dir, quarantine_root) else cls.OTHER_FILE_SYSTEM
+        return (
+            cls.SAME_FILE_SYSTEM
+            if same_file_system(log_dir, quarantine_root)
+            else cls.OTHER_FILE_SYSTEM
+        )
 
     def space(self, size: int, allocated: int, last_link: bool = True) -> Space:
         """The two figures for removing one file of `size` bytes and `allocated` bytes of blocks."""

@@ -1,5 +1,6 @@
 """A tiny, independent reader of uncompressed record batches, only to pull (key, value) pairs
 out of the fixture files; the real reader lives in kafkalog_cli.formats.records."""
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,8 @@ class Rec:
     key: bytes | None
     value: bytes | None
     control: bool
-    sequence: int | None   # None for magic 0/1
-    crc: int | None        # wrapper CRC for magic 0/1
+    sequence: int | None  # None for magic 0/1
+    crc: int | None  # wrapper CRC for magic 0/1
 
     def metadata_line(self) -> str:
         """kafka-dump-log's record prefix, without key/payload."""
@@ -57,25 +58,27 @@ def records(buf: bytes) -> Iterator[Rec]:
             return
         magic = buf[pos + 16]
         if magic < 2:
-            crc, = struct.unpack_from(">I", buf, pos + 12)
+            (crc,) = struct.unpack_from(">I", buf, pos + 12)
             attrs = buf[pos + 17]
             assert attrs & 7 == 0, "compressed legacy message"
             i = pos + 18
             ts, ts_type = -1, "NoTimestampType"
             if magic == 1:
-                ts, = struct.unpack_from(">q", buf, i)
+                (ts,) = struct.unpack_from(">q", buf, i)
                 i += 8
                 ts_type = "LogAppendTime" if attrs & 8 else "CreateTime"
-            kl, = struct.unpack_from(">i", buf, i)
-            key = None if kl < 0 else buf[i + 4:i + 4 + kl]
+            (kl,) = struct.unpack_from(">i", buf, i)
+            key = None if kl < 0 else buf[i + 4 : i + 4 + kl]
             i += 4 + max(kl, 0)
-            vl, = struct.unpack_from(">i", buf, i)
-            value = None if vl < 0 else buf[i + 4:i + 4 + vl]
+            (vl,) = struct.unpack_from(">i", buf, i)
+            value = None if vl < 0 else buf[i + 4 : i + 4 + vl]
             yield Rec(base, ts, ts_type, key, value, False, None, crc)
         else:
-            attrs, = struct.unpack_from(">h", buf, pos + 21)
+            (attrs,) = struct.unpack_from(">h", buf, pos + 21)
             assert attrs & 7 == 0, "compressed batch"
-            first_ts, max_ts, _pid, _epoch, base_seq, count = struct.unpack_from(">qqqhii", buf, pos + 27)
+            first_ts, max_ts, _pid, _epoch, base_seq, count = struct.unpack_from(
+                ">qqqhii", buf, pos + 27
+            )
             log_append = bool(attrs & 8)
             i = pos + 61
             for _ in range(count):
@@ -85,14 +88,21 @@ def records(buf: bytes) -> Iterator[Rec]:
                 ts_delta, i = _varint(buf, i)
                 off_delta, i = _varint(buf, i)
                 kl, i = _varint(buf, i)
-                key = None if kl < 0 else buf[i:i + kl]
+                key = None if kl < 0 else buf[i : i + kl]
                 i += max(kl, 0)
                 vl, i = _varint(buf, i)
-                value = None if vl < 0 else buf[i:i + vl]
+                value = None if vl < 0 else buf[i : i + vl]
                 seq = -1 if base_seq == -1 else (base_seq + off_delta) & 0x7FFFFFFF
-                yield Rec(base + off_delta, max_ts if log_append else first_ts + ts_delta,
-                          "LogAppendTime" if log_append else "CreateTime", key, value,
-                          bool(attrs & 0x20), seq, None)
+                yield Rec(
+                    base + off_delta,
+                    max_ts if log_append else first_ts + ts_delta,
+                    "LogAppendTime" if log_append else "CreateTime",
+                    key,
+                    value,
+                    bool(attrs & 0x20),
+                    seq,
+                    None,
+                )
                 i = rec_end
         pos = end
 

@@ -1,6 +1,7 @@
 """Every record of every fixture under tests/fixtures/internal must print exactly as
 kafka-dump-log 3.3.1 printed it with --offsets-decoder, --transaction-log-decoder or
 --cluster-metadata-decoder (the fixtures' goldens; see SOURCES.md)."""
+
 from __future__ import annotations
 
 import pytest
@@ -23,7 +24,7 @@ def _parse(decoder: str, r: Rec) -> tuple[str | None, str | None]:
 
 def test_every_fixture_is_listed():
     listed = {m["name"] for m in manifest()}
-    on_disk = {p.name[:-len(".golden.xz")] for p in FIXTURES.glob("*.golden.xz")}
+    on_disk = {p.name[: -len(".golden.xz")] for p in FIXTURES.glob("*.golden.xz")}
     assert listed == on_disk and len(listed) == 50
 
 
@@ -37,8 +38,9 @@ def test_fixture_matches_golden(entry):
         expected = r.metadata_line()
         if not r.control:  # control records print no key/payload
             key, payload = _parse(entry["decoder"], r)
-            expected += (f" key: {key}" if key is not None else "") + \
-                        (f" payload: {payload}" if payload is not None else "")
+            expected += (f" key: {key}" if key is not None else "") + (
+                f" payload: {payload}" if payload is not None else ""
+            )
             checked += 1
             assert expected.encode("utf-8") == line, f"offset {r.offset}"
         else:

@@ -1,4 +1,5 @@
 """formats.internal.metadata_image: MetadataImage replayed from decoded records, no files."""
+
 from __future__ import annotations
 
 from kafkalog_cli.formats.internal.cluster_metadata import MetadataRecord
@@ -14,14 +15,32 @@ def r(type_name: str, **data) -> MetadataRecord:
 
 
 def _partition(**over):
-    d = {"partitionId": 0, "topicId": "T", "replicas": [1, 2, 3], "isr": [1, 2, 3], "removingReplicas": [],
-         "addingReplicas": [], "leader": 1, "leaderRecoveryState": 0, "leaderEpoch": 4, "partitionEpoch": 9}
+    d = {
+        "partitionId": 0,
+        "topicId": "T",
+        "replicas": [1, 2, 3],
+        "isr": [1, 2, 3],
+        "removingReplicas": [],
+        "addingReplicas": [],
+        "leader": 1,
+        "leaderRecoveryState": 0,
+        "leaderEpoch": 4,
+        "partitionEpoch": 9,
+    }
     return r("PARTITION_RECORD", **{**d, **over})
 
 
 def _change(**over):
-    d = {"partitionId": 0, "topicId": "T", "isr": None, "leader": -2, "replicas": None, "removingReplicas": None,
-         "addingReplicas": None, "leaderRecoveryState": -1}
+    d = {
+        "partitionId": 0,
+        "topicId": "T",
+        "isr": None,
+        "leader": -2,
+        "replicas": None,
+        "removingReplicas": None,
+        "addingReplicas": None,
+        "leaderRecoveryState": -1,
+    }
     return r("PARTITION_CHANGE_RECORD", **{**d, **over})
 
 
@@ -29,11 +48,16 @@ def test_partition_change_record_merges_as_partition_registration_merge():
     img = MetadataImage()
     img.replay(r("TOPIC_RECORD", name="t", topicId="T"), 0)
     img.replay(_partition(), 1)
-    img.replay(_change(isr=[1, 2]), 2)                       # the leader stays: its epoch too
+    img.replay(_change(isr=[1, 2]), 2)  # the leader stays: its epoch too
     img.replay(_change(leader=2, leaderRecoveryState=1), 3)  # a new leader: leader epoch + 1
     p = img.topics["t"].partitions[0]
-    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch, p.leader_recovery_state) == \
-        (2, [1, 2], 5, 11, LeaderRecoveryState.RECOVERING)
+    assert (p.leader, p.isr, p.leader_epoch, p.partition_epoch, p.leader_recovery_state) == (
+        2,
+        [1, 2],
+        5,
+        11,
+        LeaderRecoveryState.RECOVERING,
+    )
     assert p.replicas == [1, 2, 3] and img.last_offset == 3 and img.records == 4
 
 
@@ -55,8 +79,13 @@ def test_features_level_zero_removes_but_metadata_version_stays():
     img.replay(r("FEATURE_LEVEL_RECORD", name="metadata.version", featureLevel=7))
     img.replay(r("FEATURE_LEVEL_RECORD", name="group.version", featureLevel=1))
     img.replay(r("FEATURE_LEVEL_RECORD", name="group.version", featureLevel=0))
-    assert img.features == {"metadata.version": 7} and metadata_version_name(img.metadata_version) == "3.3-IV3"
-    assert metadata_version_name(99) == "level 99" and img.last_offset is None      # a snapshot's records
+    assert (
+        img.features == {"metadata.version": 7}
+        and metadata_version_name(img.metadata_version) == "3.3-IV3"
+    )
+    assert (
+        metadata_version_name(99) == "level 99" and img.last_offset is None
+    )  # a snapshot's records
 
 
 def test_clear_elr_clears_one_topic_or_all():

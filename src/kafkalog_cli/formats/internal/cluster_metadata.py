@@ -10,6 +10,7 @@ That is the text (kafka-dump-log 3.3.1's). The structured decoding (decode_metad
 JSON output and config replay) reads with Kafka 4.2's schemas, so records up to
 metadata.version 4.2-IV1 decode whole.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -34,8 +35,18 @@ from kafkalog_cli.formats.internal.kafka_protocol import (
 from kafkalog_cli.formats.internal.schemas import METADATA_RECORDS
 
 __all__ = [
-    "MetadataRecord", "METADATA_SCHEMAS", "decode_metadata_record", "format_metadata_record", "topic_configs",
-    "MetadataParseError", "read_api_message", "METADATA_SCHEMAS_42", "METADATA_SCHEMAS_39", "CONFIG_RESOURCE_TOPIC", "CONFIG_RESOURCE_BROKER", "ConfigsImage",
+    "MetadataRecord",
+    "METADATA_SCHEMAS",
+    "decode_metadata_record",
+    "format_metadata_record",
+    "topic_configs",
+    "MetadataParseError",
+    "read_api_message",
+    "METADATA_SCHEMAS_42",
+    "METADATA_SCHEMAS_39",
+    "CONFIG_RESOURCE_TOPIC",
+    "CONFIG_RESOURCE_BROKER",
+    "ConfigsImage",
 ]
 
 V1 = versions("1+")
@@ -53,80 +64,183 @@ def _tag(name: str, type_: str, tag: int, since: str = "0+", **kw: Any) -> Field
 # Transcribed from metadata/src/main/resources/common/metadata/*.json at tag 3.3.1: every record is
 # flexible from version 0; (apiKey, name, valid versions, fields).
 _SCHEMAS: list[tuple[int, str, str, tuple[Field, ...]]] = [
-    (0, "RegisterBrokerRecord", "0-1", (
-        _f("brokerId", "int32"),
-        _f("incarnationId", "uuid"),
-        _f("brokerEpoch", "int64"),
-        _f("endPoints", "[]struct", fields=(
-            _f("name", "string"), _f("host", "string"), _f("port", "uint16"), _f("securityProtocol", "int16"))),
-        _f("features", "[]struct", fields=(
-            _f("name", "string"), _f("minSupportedVersion", "int16"), _f("maxSupportedVersion", "int16"))),
-        _f("rack", "string", nullable=ALL),
-        _f("fenced", "bool", default=True),
-        _f("inControlledShutdown", "bool", versions=V1, default=False),
-    )),
+    (
+        0,
+        "RegisterBrokerRecord",
+        "0-1",
+        (
+            _f("brokerId", "int32"),
+            _f("incarnationId", "uuid"),
+            _f("brokerEpoch", "int64"),
+            _f(
+                "endPoints",
+                "[]struct",
+                fields=(
+                    _f("name", "string"),
+                    _f("host", "string"),
+                    _f("port", "uint16"),
+                    _f("securityProtocol", "int16"),
+                ),
+            ),
+            _f(
+                "features",
+                "[]struct",
+                fields=(
+                    _f("name", "string"),
+                    _f("minSupportedVersion", "int16"),
+                    _f("maxSupportedVersion", "int16"),
+                ),
+            ),
+            _f("rack", "string", nullable=ALL),
+            _f("fenced", "bool", default=True),
+            _f("inControlledShutdown", "bool", versions=V1, default=False),
+        ),
+    ),
     (1, "UnregisterBrokerRecord", "0", (_f("brokerId", "int32"), _f("brokerEpoch", "int64"))),
     (2, "TopicRecord", "0", (_f("name", "string"), _f("topicId", "uuid"))),
-    (3, "PartitionRecord", "0", (
-        _f("partitionId", "int32", default=-1),
-        _f("topicId", "uuid"),
-        _f("replicas", "[]int32"),
-        _f("isr", "[]int32"),
-        _f("removingReplicas", "[]int32"),
-        _f("addingReplicas", "[]int32"),
-        _f("leader", "int32", default=-1),
-        _tag("leaderRecoveryState", "int8", 0, default=0),
-        _f("leaderEpoch", "int32", default=-1),
-        _f("partitionEpoch", "int32", default=-1),
-    )),
-    (4, "ConfigRecord", "0", (
-        _f("resourceType", "int8"), _f("resourceName", "string"), _f("name", "string"),
-        _f("value", "string", nullable=ALL),
-    )),
-    (5, "PartitionChangeRecord", "0", (
-        _f("partitionId", "int32", default=-1),
-        _f("topicId", "uuid"),
-        _tag("isr", "[]int32", 0, nullable=ALL, default=NULL),
-        _tag("leader", "int32", 1, default=-2),
-        _tag("replicas", "[]int32", 2, nullable=ALL, default=NULL),
-        _tag("removingReplicas", "[]int32", 3, nullable=ALL, default=NULL),
-        _tag("addingReplicas", "[]int32", 4, nullable=ALL, default=NULL),
-        _tag("leaderRecoveryState", "int8", 5, default=-1),
-    )),
-    (6, "AccessControlRecord", "0", (
-        _f("resourceType", "int8"), _f("resourceName", "string", nullable=ALL), _f("patternType", "int8"),
-        _f("principal", "string"), _f("host", "string"), _f("operation", "int8"), _f("permissionType", "int8"),
-    )),
+    (
+        3,
+        "PartitionRecord",
+        "0",
+        (
+            _f("partitionId", "int32", default=-1),
+            _f("topicId", "uuid"),
+            _f("replicas", "[]int32"),
+            _f("isr", "[]int32"),
+            _f("removingReplicas", "[]int32"),
+            _f("addingReplicas", "[]int32"),
+            _f("leader", "int32", default=-1),
+            _tag("leaderRecoveryState", "int8", 0, default=0),
+            _f("leaderEpoch", "int32", default=-1),
+            _f("partitionEpoch", "int32", default=-1),
+        ),
+    ),
+    (
+        4,
+        "ConfigRecord",
+        "0",
+        (
+            _f("resourceType", "int8"),
+            _f("resourceName", "string"),
+            _f("name", "string"),
+            _f("value", "string", nullable=ALL),
+        ),
+    ),
+    (
+        5,
+        "PartitionChangeRecord",
+        "0",
+        (
+            _f("partitionId", "int32", default=-1),
+            _f("topicId", "uuid"),
+            _tag("isr", "[]int32", 0, nullable=ALL, default=NULL),
+            _tag("leader", "int32", 1, default=-2),
+            _tag("replicas", "[]int32", 2, nullable=ALL, default=NULL),
+            _tag("removingReplicas", "[]int32", 3, nullable=ALL, default=NULL),
+            _tag("addingReplicas", "[]int32", 4, nullable=ALL, default=NULL),
+            _tag("leaderRecoveryState", "int8", 5, default=-1),
+        ),
+    ),
+    (
+        6,
+        "AccessControlRecord",
+        "0",
+        (
+            _f("resourceType", "int8"),
+            _f("resourceName", "string", nullable=ALL),
+            _f("patternType", "int8"),
+            _f("principal", "string"),
+            _f("host", "string"),
+            _f("operation", "int8"),
+            _f("permissionType", "int8"),
+        ),
+    ),
     (7, "FenceBrokerRecord", "0", (_f("id", "int32"), _f("epoch", "int64"))),
     (8, "UnfenceBrokerRecord", "0", (_f("id", "int32"), _f("epoch", "int64"))),
     (9, "RemoveTopicRecord", "0", (_f("topicId", "uuid"),)),
-    (10, "DelegationTokenRecord", "0", (
-        _f("owner", "string"), _f("renewers", "[]string"), _f("issueTimestamp", "int64"),
-        _f("maxTimestamp", "int64"), _f("expirationTimestamp", "int64"), _f("tokenId", "string"),
-    )),
-    (11, "UserScramCredentialRecord", "0", (
-        _f("name", "string"),
-        _f("credentialInfos", "[]struct", fields=(
-            _f("mechanism", "int8"), _f("salt", "bytes"), _f("saltedPassword", "bytes"), _f("iterations", "int32"))),
-    )),
+    (
+        10,
+        "DelegationTokenRecord",
+        "0",
+        (
+            _f("owner", "string"),
+            _f("renewers", "[]string"),
+            _f("issueTimestamp", "int64"),
+            _f("maxTimestamp", "int64"),
+            _f("expirationTimestamp", "int64"),
+            _f("tokenId", "string"),
+        ),
+    ),
+    (
+        11,
+        "UserScramCredentialRecord",
+        "0",
+        (
+            _f("name", "string"),
+            _f(
+                "credentialInfos",
+                "[]struct",
+                fields=(
+                    _f("mechanism", "int8"),
+                    _f("salt", "bytes"),
+                    _f("saltedPassword", "bytes"),
+                    _f("iterations", "int32"),
+                ),
+            ),
+        ),
+    ),
     (12, "FeatureLevelRecord", "0", (_f("name", "string"), _f("featureLevel", "int16"))),
-    (14, "ClientQuotaRecord", "0", (
-        _f("entity", "[]struct", fields=(_f("entityType", "string"), _f("entityName", "string", nullable=ALL))),
-        _f("key", "string"), _f("value", "float64"), _f("remove", "bool"),
-    )),
-    (15, "ProducerIdsRecord", "0", (
-        _f("brokerId", "int32"), _f("brokerEpoch", "int64", default=-1), _f("nextProducerId", "int64"),
-    )),
-    (17, "BrokerRegistrationChangeRecord", "0-1", (
-        _f("brokerId", "int32"),
-        _f("brokerEpoch", "int64"),
-        _tag("fenced", "int8", 0, default=0),
-        _tag("inControlledShutdown", "int8", 1, since="1+", default=0),
-    )),
-    (18, "AccessControlEntryRecord", "0", (
-        _f("id", "uuid"), _f("resourceType", "int8"), _f("resourceName", "string"), _f("patternType", "int8"),
-        _f("principal", "string"), _f("host", "string"), _f("operation", "int8"), _f("permissionType", "int8"),
-    )),
+    (
+        14,
+        "ClientQuotaRecord",
+        "0",
+        (
+            _f(
+                "entity",
+                "[]struct",
+                fields=(_f("entityType", "string"), _f("entityName", "string", nullable=ALL)),
+            ),
+            _f("key", "string"),
+            _f("value", "float64"),
+            _f("remove", "bool"),
+        ),
+    ),
+    (
+        15,
+        "ProducerIdsRecord",
+        "0",
+        (
+            _f("brokerId", "int32"),
+            _f("brokerEpoch", "int64", default=-1),
+            _f("nextProducerId", "int64"),
+        ),
+    ),
+    (
+        17,
+        "BrokerRegistrationChangeRecord",
+        "0-1",
+        (
+            _f("brokerId", "int32"),
+            _f("brokerEpoch", "int64"),
+            _tag("fenced", "int8", 0, default=0),
+            _tag("inControlledShutdown", "int8", 1, since="1+", default=0),
+        ),
+    ),
+    (
+        18,
+        "AccessControlEntryRecord",
+        "0",
+        (
+            _f("id", "uuid"),
+            _f("resourceType", "int8"),
+            _f("resourceName", "string"),
+            _f("patternType", "int8"),
+            _f("principal", "string"),
+            _f("host", "string"),
+            _f("operation", "int8"),
+            _f("permissionType", "int8"),
+        ),
+    ),
     (19, "RemoveAccessControlEntryRecord", "0", (_f("id", "uuid"),)),
     (20, "NoOpRecord", "0", ()),
 ]
@@ -149,7 +263,8 @@ def type_name(name: str) -> str:
 
 
 METADATA_SCHEMAS: dict[int, tuple[str, Struct]] = {
-    key: (type_name(name), Struct(name, versions(valid), ALL, fields)) for key, name, valid, fields in _SCHEMAS
+    key: (type_name(name), Struct(name, versions(valid), ALL, fields))
+    for key, name, valid, fields in _SCHEMAS
 }
 # Kafka 4.2's MetadataRecordType (metadata.version up to 4.2-IV1): what JSON output decodes with
 METADATA_SCHEMAS_42: dict[int, tuple[str, Struct]] = {
@@ -158,10 +273,14 @@ METADATA_SCHEMAS_42: dict[int, tuple[str, Struct]] = {
 
 # Kafka 3.9's MetadataRecordType: 4.2's but ClearElrRecord (28, 4.0); every other record's fields and
 # versions checked one by one against 3.9.0-rc3's metadata JSON schemas
-METADATA_SCHEMAS_39: dict[int, tuple[str, Struct]] = {k: v for k, v in METADATA_SCHEMAS_42.items() if k != 28}
+METADATA_SCHEMAS_39: dict[int, tuple[str, Struct]] = {
+    k: v for k, v in METADATA_SCHEMAS_42.items() if k != 28
+}
 
-CONFIG_RESOURCE_TOPIC = 2   # ConfigResource.Type.TOPIC
-CONFIG_RESOURCE_BROKER = 4  # ConfigResource.Type.BROKER: resource name "" = the cluster default, else a broker id
+CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC
+CONFIG_RESOURCE_BROKER = (
+    4  # ConfigResource.Type.BROKER: resource name "" = the cluster default, else a broker id
+)
 
 
 class MetadataParseError(InvalidRecordError):
@@ -191,8 +310,10 @@ def _read_short(r: Readable, entity: str) -> int:
     return to_int16(val)
 
 
-def read_api_message(value: bytes | memoryview | None, schemas: dict[int, tuple[str, Struct]] | None = None,
-                     ) -> tuple[int, int, Struct, dict[str, Any]]:
+def read_api_message(
+    value: bytes | memoryview | None,
+    schemas: dict[int, tuple[str, Struct]] | None = None,
+) -> tuple[int, int, Struct, dict[str, Any]]:
     """AbstractApiMessageSerde.read over a record value: (apiKey, version, schema, raw fields).
     `schemas` is the serde's table by apiKey (3.3.1's metadata records unless given)."""
     schemas = METADATA_SCHEMAS if schemas is None else schemas
@@ -202,12 +323,17 @@ def read_api_message(value: bytes | memoryview | None, schemas: dict[int, tuple[
     r = Readable(value)
     frame = _read_short(r, "frame version")
     if frame == 0:
-        raise MetadataParseError("Could not deserialize metadata record with frame version 0. Note that upgrades "
-                                 "from the preview release of KRaft in 2.8 to newer versions are not supported.",
-                                 position=0)
+        raise MetadataParseError(
+            "Could not deserialize metadata record with frame version 0. Note that upgrades "
+            "from the preview release of KRaft in 2.8 to newer versions are not supported.",
+            position=0,
+        )
     if frame != 1:
-        raise MetadataParseError(f"Could not deserialize metadata record due to unknown frame version {frame}"
-                                 f"(only frame version 1 is supported)", position=0)
+        raise MetadataParseError(
+            f"Could not deserialize metadata record due to unknown frame version {frame}"
+            f"(only frame version 1 is supported)",
+            position=0,
+        )
     api_key = _read_short(r, "type")
     version = _read_short(r, "version")
     known = schemas.get(api_key)
@@ -215,16 +341,21 @@ def read_api_message(value: bytes | memoryview | None, schemas: dict[int, tuple[
         # MetadataParseException(cause): the message is the cause's toString()
         raise MetadataParseError(
             f"org.apache.kafka.common.errors.UnsupportedVersionException: Unknown metadata id {api_key}",
-            position=r.position)
+            position=r.position,
+        )
     schema = known[1]
     start = r.position
     try:
         fields = read_struct(r, schema, version)
     except InvalidRecordError as e:
-        raise MetadataParseError(f"Failed to deserialize record with type {api_key}",
-                                 position=e.position if e.position is not None else start) from e
+        raise MetadataParseError(
+            f"Failed to deserialize record with type {api_key}",
+            position=e.position if e.position is not None else start,
+        ) from e
     if r.remaining() > 0:
-        raise MetadataParseError(f"Found {r.remaining()} byte(s) of garbage after {api_key}", position=r.position)
+        raise MetadataParseError(
+            f"Found {r.remaining()} byte(s) of garbage after {api_key}", position=r.position
+        )
     return api_key, version, schema, fields
 
 
@@ -253,11 +384,16 @@ def decode_metadata_record(value: bytes | memoryview | None) -> MetadataRecord:
     """Decode one record value with Kafka 4.2's schemas; raises MetadataParseError (an
     InvalidRecordError) where 4.2 fails."""
     api_key, version, schema, fields = read_api_message(value, METADATA_SCHEMAS_42)
-    return MetadataRecord(METADATA_SCHEMAS_42[api_key][0], api_key, version, _public(schema, fields, version))
+    return MetadataRecord(
+        METADATA_SCHEMAS_42[api_key][0], api_key, version, _public(schema, fields, version)
+    )
 
 
-def format_metadata_record(value: bytes | memoryview | None, offset: int,
-                           schemas: dict[int, tuple[str, Struct]] | None = None) -> str:
+def format_metadata_record(
+    value: bytes | memoryview | None,
+    offset: int,
+    schemas: dict[int, tuple[str, Struct]] | None = None,
+) -> str:
     """What kafka-dump-log 3.3.1 --cluster-metadata-decoder prints after ` payload: ` for the
     record at `offset` (the offset appears in the error text). Metadata records print no key.
     With `schemas=METADATA_SCHEMAS_42`, what kafka-dump-log 4.2 prints (the same form, 4.2's
@@ -282,11 +418,13 @@ class ConfigsImage:
     BeginTransactionRecord take effect at its EndTransactionRecord, are dropped at an
     AbortTransactionRecord, and a transaction still open where the log ends is not published."""
 
-    topic_ids: dict[str, str] = field(default_factory=dict)                 # topic id -> name
-    topic_configs: dict[str, dict[str, str]] = field(default_factory=dict)  # topic name -> overrides
+    topic_ids: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    topic_configs: dict[str, dict[str, str]] = field(
+        default_factory=dict
+    )  # topic name -> overrides
     broker_configs: dict[str, dict[str, str]] = field(default_factory=dict)
-    features: dict[str, int] = field(default_factory=dict)                  # name -> finalized level
-    pending: list | None = None              # the records of an open metadata transaction
+    features: dict[str, int] = field(default_factory=dict)  # name -> finalized level
+    pending: list | None = None  # the records of an open metadata transaction
     aborted_transactions: int = 0
 
     @property
@@ -299,7 +437,7 @@ class ConfigsImage:
 
     def replay(self, rec: MetadataRecord, offset: int | None = None) -> None:
         if rec.api_key == BEGIN_TRANSACTION_RECORD:
-            self.pending = []                # a second Begin: Kafka's loader faults; the newer one counts
+            self.pending = []  # a second Begin: Kafka's loader faults; the newer one counts
             return
         if rec.api_key == END_TRANSACTION_RECORD:
             pending, self.pending = self.pending or [], None
@@ -318,16 +456,16 @@ class ConfigsImage:
 
     def _apply(self, rec: MetadataRecord) -> None:
         d = rec.data
-        if rec.api_key == 2:      # TOPIC_RECORD
+        if rec.api_key == 2:  # TOPIC_RECORD
             self.topic_ids[d["topicId"]] = d["name"]
             self.topic_configs.setdefault(d["name"], {})
-        elif rec.api_key == 9:    # REMOVE_TOPIC_RECORD: the topic's configs go with it
+        elif rec.api_key == 9:  # REMOVE_TOPIC_RECORD: the topic's configs go with it
             name = self.topic_ids.pop(d["topicId"], None)
             if name is not None:
                 self.topic_configs.pop(name, None)
-        elif rec.api_key == 12:   # FEATURE_LEVEL_RECORD
+        elif rec.api_key == 12:  # FEATURE_LEVEL_RECORD
             self.features[d["name"]] = d["featureLevel"]
-        elif rec.api_key == 4:    # CONFIG_RECORD: a null value deletes the key
+        elif rec.api_key == 4:  # CONFIG_RECORD: a null value deletes the key
             if d["resourceType"] == CONFIG_RESOURCE_TOPIC:
                 configs = self.topic_configs.setdefault(d["resourceName"], {})
             elif d["resourceType"] == CONFIG_RESOURCE_BROKER:

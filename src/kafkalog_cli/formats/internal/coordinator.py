@@ -9,6 +9,7 @@ fields` (CoordinatorRecordSerde); the record type picks the key and value schema
 `{"version":"<version>","data":<value as JSON>}` (`<DELETE>` for a tombstone); a record it cannot
 read prints one `Unknown record type ...` or `Error at offset ...` line in the key's place.
 """
+
 from __future__ import annotations
 
 import enum
@@ -32,8 +33,15 @@ from kafkalog_cli.formats.internal.schemas import (
     TRANSACTION_RECORD_TYPES,
 )
 
-__all__ = ["Coordinator", "CoordinatorRecord", "UnknownRecordTypeError", "UnknownVersionError", "format_coordinator_record",
-           "decode_coordinator_record", "snake_case"]
+__all__ = [
+    "Coordinator",
+    "CoordinatorRecord",
+    "UnknownRecordTypeError",
+    "UnknownVersionError",
+    "format_coordinator_record",
+    "decode_coordinator_record",
+    "snake_case",
+]
 
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
@@ -84,16 +92,20 @@ class CoordinatorRecord:
     bytes); `value` is None for a tombstone."""
 
     record_type: int
-    name: str                      # e.g. "ConsumerGroupMemberMetadata"
+    name: str  # e.g. "ConsumerGroupMemberMetadata"
     key_schema: Struct
     key: dict[str, Any]
     value_schema: Struct
     value_version: int | None
     value: dict[str, Any] | None
-    kafka_39: bool = False         # JSON as 3.9's generated converters write it (json_node's struct_tag_defaults)
+    kafka_39: bool = (
+        False  # JSON as 3.9's generated converters write it (json_node's struct_tag_defaults)
+    )
 
     def key_json(self) -> dict[str, Any]:
-        return json_node(self.key_schema, self.key, self.record_type, struct_tag_defaults=self.kafka_39)
+        return json_node(
+            self.key_schema, self.key, self.record_type, struct_tag_defaults=self.kafka_39
+        )
 
     def value_json(self) -> dict[str, Any] | None:
         """The value as the record's JsonConverter writes it; a classic group's consumer
@@ -101,11 +113,15 @@ class CoordinatorRecord:
         prepareGroupMetadataValue)."""
         if self.value is None or self.value_version is None:
             return None
-        node = json_node(self.value_schema, self.value, self.value_version, struct_tag_defaults=self.kafka_39)
+        node = json_node(
+            self.value_schema, self.value, self.value_version, struct_tag_defaults=self.kafka_39
+        )
         if self.name == "GroupMetadata" and node.get("protocolType") == CONSUMER_PROTOCOL_TYPE:
             for member in node.get("members") or ():
-                for field, schema in (("subscription", "ConsumerProtocolSubscription"),
-                                      ("assignment", "ConsumerProtocolAssignment")):
+                for field, schema in (
+                    ("subscription", "ConsumerProtocolSubscription"),
+                    ("assignment", "ConsumerProtocolAssignment"),
+                ):
                     if isinstance(member.get(field), bytes):
                         member[field] = _embedded(member[field], MESSAGES[schema])
         return node
@@ -142,12 +158,16 @@ def _read_message(r: Readable, schema: Struct, version: int, which: str) -> dict
     try:
         return read_struct(r, schema, version)
     except InvalidRecordError as e:
-        raise InvalidRecordError(f"Could not read record with version {version} from {which}'s buffer due to: "
-                                 f"{_java_message(e)}.", position=e.position) from None
+        raise InvalidRecordError(
+            f"Could not read record with version {version} from {which}'s buffer due to: "
+            f"{_java_message(e)}.",
+            position=e.position,
+        ) from None
 
 
-def deserialize(coordinator: Coordinator, key: bytes | memoryview,
-                value: bytes | memoryview | None) -> CoordinatorRecord:
+def deserialize(
+    coordinator: Coordinator, key: bytes | memoryview, value: bytes | memoryview | None
+) -> CoordinatorRecord:
     """CoordinatorRecordSerde.deserialize. Raises UnknownRecordTypeError, or InvalidRecordError
     with the RuntimeException's message."""
     r = Readable(key)
@@ -159,23 +179,43 @@ def deserialize(coordinator: Coordinator, key: bytes | memoryview,
     key_fields = _read_message(r, key_schema, record_type, "key")
     kafka_39 = coordinator is Coordinator.GROUP_39
     if value is None:
-        return CoordinatorRecord(record_type, name, key_schema, key_fields, value_schema, None, None, kafka_39)
+        return CoordinatorRecord(
+            record_type, name, key_schema, key_fields, value_schema, None, None, kafka_39
+        )
     rv = Readable(value)
     version = _read_version(rv, "value")
-    return CoordinatorRecord(record_type, name, key_schema, key_fields, value_schema, version,
-                             _read_message(rv, value_schema, version, "value"), kafka_39)
+    return CoordinatorRecord(
+        record_type,
+        name,
+        key_schema,
+        key_fields,
+        value_schema,
+        version,
+        _read_message(rv, value_schema, version, "value"),
+        kafka_39,
+    )
 
 
-def format_coordinator_record(coordinator: Coordinator, key: bytes | memoryview | None,
-                              value: bytes | memoryview | None, offset: int) -> tuple[str | None, str | None]:
+def format_coordinator_record(
+    coordinator: Coordinator,
+    key: bytes | memoryview | None,
+    value: bytes | memoryview | None,
+    offset: int,
+) -> tuple[str | None, str | None]:
     """(key text, payload text) as kafka-dump-log 4.2 prints them with --offsets-decoder,
     --share-group-state-decoder or --transaction-log-decoder (3.9's --offsets-decoder with
     Coordinator.GROUP_39). A record without a key is an InvalidRecordError: Kafka throws and
     stops there."""
     if key is None:
-        decoder = "offset topic decoder" if coordinator is Coordinator.GROUP_39 else "the specified decoder"
-        raise InvalidRecordError(f"Failed to decode message at offset {offset} using {decoder} "
-                                 f"(message had a missing key)")
+        decoder = (
+            "offset topic decoder"
+            if coordinator is Coordinator.GROUP_39
+            else "the specified decoder"
+        )
+        raise InvalidRecordError(
+            f"Failed to decode message at offset {offset} using {decoder} "
+            f"(message had a missing key)"
+        )
     try:
         rec = deserialize(coordinator, key, value)
     except UnknownRecordTypeError as e:
@@ -193,8 +233,9 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
-def decode_coordinator_record(coordinator: Coordinator, key: bytes | memoryview | None,
-                              value: bytes | memoryview | None) -> dict[str, Any]:
+def decode_coordinator_record(
+    coordinator: Coordinator, key: bytes | memoryview | None, value: bytes | memoryview | None
+) -> dict[str, Any]:
     """Structured form for our JSON output: `type` (the record name in snake_case),
     `record_type`, `key` and `value` as Kafka's JsonConverters write them (camelCase; bytes stay
     bytes), `version` of the value; `value` is None for a tombstone. A record Kafka skips (an
@@ -208,5 +249,10 @@ def decode_coordinator_record(coordinator: Coordinator, key: bytes | memoryview 
         return {"error": f"Unknown record type {e.record_type}, skipping."}
     except InvalidRecordError as e:
         return {"error": f"Error, skipping. {e.message}"}
-    return {"type": snake_case(rec.name), "record_type": rec.record_type, "key": rec.key_json(),
-            "version": rec.value_version, "value": rec.value_json()}
+    return {
+        "type": snake_case(rec.name),
+        "record_type": rec.record_type,
+        "key": rec.key_json(),
+        "version": rec.value_version,
+        "value": rec.value_json(),
+    }

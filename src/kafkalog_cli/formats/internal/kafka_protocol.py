@@ -8,6 +8,7 @@ a field's versions differ from the message's valid versions: a record newer than
 read with the newest layout we know, which is why kafka-dump-log 3.3.1 decodes some 3.7+ records
 and fails on others. `to_json` writes values as Jackson writes the JsonConverter nodes.
 """
+
 from __future__ import annotations
 
 import base64
@@ -28,8 +29,10 @@ _U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _F64 = struct.Struct(">d")
 
-_VARINT_TOO_LONG = ("java.lang.IllegalArgumentException: Varint is too long, the most significant bit in the 5th "
-                    "byte is set, converted value: {:x}")
+_VARINT_TOO_LONG = (
+    "java.lang.IllegalArgumentException: Varint is too long, the most significant bit in the 5th "
+    "byte is set, converted value: {:x}"
+)
 _VARLONG_TOO_LONG = "java.lang.IllegalArgumentException: Varlong is too long"
 
 
@@ -64,7 +67,9 @@ class Readable:
 
     __slots__ = ("data", "position", "limit")
 
-    def __init__(self, data: bytes | bytearray | memoryview, position: int = 0, limit: int | None = None):
+    def __init__(
+        self, data: bytes | bytearray | memoryview, position: int = 0, limit: int | None = None
+    ):
         self.data = bytes(data) if not isinstance(data, bytes) else data
         self.position = position
         self.limit = len(self.data) if limit is None else limit
@@ -77,7 +82,7 @@ class Readable:
             raise self._underflow()
         start = self.position
         self.position = start + n
-        return self.data[start:self.position]
+        return self.data[start : self.position]
 
     # fixed-size reads
     def read_int8(self) -> int:
@@ -142,9 +147,13 @@ class Readable:
         if size > remaining:
             raise InvalidRecordError(
                 f"java.lang.RuntimeException: Error reading byte array of {size} byte(s): "
-                f"only {remaining} byte(s) available", position=self.position)
+                f"only {remaining} byte(s) available",
+                position=self.position,
+            )
         if size < 0:
-            raise InvalidRecordError(f"java.lang.NegativeArraySizeException: {size}", position=self.position)
+            raise InvalidRecordError(
+                f"java.lang.NegativeArraySizeException: {size}", position=self.position
+            )
         return self._take(size)
 
     def read_string(self, length: int) -> str:
@@ -154,8 +163,11 @@ class Readable:
     def read_byte_buffer(self, length: int) -> bytes:
         """ByteBufferAccessor.readByteBuffer (zero-copy fields): slice().limit(length)."""
         if length > self.remaining() or length < 0:
-            raise InvalidRecordError(f"java.lang.IllegalArgumentException: newLimit > capacity: "
-                                     f"({length} > {self.remaining()})", position=self.position)
+            raise InvalidRecordError(
+                f"java.lang.IllegalArgumentException: newLimit > capacity: "
+                f"({length} > {self.remaining()})",
+                position=self.position,
+            )
         return self._take(length)
 
 
@@ -201,7 +213,9 @@ def _contains(outer: Versions, inner: Versions) -> bool:
         return True
     if outer is None:
         return False
-    return outer[0] <= inner[0] and (outer[1] is None or (inner[1] is not None and inner[1] <= outer[1]))
+    return outer[0] <= inner[0] and (
+        outer[1] is None or (inner[1] is not None and inner[1] <= outer[1])
+    )
 
 
 def member(field_versions: Versions, possible: Versions, version: int) -> bool:
@@ -215,8 +229,11 @@ def member(field_versions: Versions, possible: Versions, version: int) -> bool:
     assert field_versions is not None and possible is not None
     if field_versions[0] > possible[0] and version < field_versions[0]:
         return False
-    if field_versions[1] is not None and (possible[1] is None or field_versions[1] < possible[1]) \
-            and version > field_versions[1]:
+    if (
+        field_versions[1] is not None
+        and (possible[1] is None or field_versions[1] < possible[1])
+        and version > field_versions[1]
+    ):
         return False
     return True
 
@@ -233,7 +250,7 @@ class Field:
     nullable: Versions = NONE
     tagged: Versions = NONE
     tag: int | None = None
-    default: Any = None          # None: the type's own default (0, "", [], false, zero uuid)
+    default: Any = None  # None: the type's own default (0, "", [], false, zero uuid)
     fields: tuple[Field, ...] = ()
     zero_copy: bool = False
     ignorable: bool = False
@@ -277,7 +294,7 @@ def default_value(f: Field) -> Any:
     if f.is_array:
         return []
     if t == "struct":
-        return {}       # a struct of its fields' defaults (read_struct and write_struct fill them in)
+        return {}  # a struct of its fields' defaults (read_struct and write_struct fill them in)
     return {"bool": False, "string": "", "bytes": b"", "uuid": ZERO_UUID, "float64": 0.0}.get(t, 0)
 
 
@@ -294,7 +311,9 @@ _PRIMITIVE_READERS = {
 }
 
 
-def read_struct(r: Readable, spec: Struct, version: int, parent: Versions | None = None) -> dict[str, Any]:
+def read_struct(
+    r: Readable, spec: Struct, version: int, parent: Versions | None = None
+) -> dict[str, Any]:
     """Read one struct the way its generated `read(Readable, short)` does. Returns field values
     keyed by camelCase name; uuids stay 16 raw bytes. Raises InvalidRecordError where Java throws."""
     possible = spec.valid if parent is None else _intersect(parent, spec.valid)
@@ -317,16 +336,31 @@ def read_struct(r: Readable, spec: Struct, version: int, parent: Versions | None
             if tagged_field is None:
                 r.read_array(size)  # unknown tagged field: kept raw by Kafka, never printed
                 continue
-            if member(_intersect(tagged_field.versions, tagged_field.tagged), flexible_possible, version):
-                out[tagged_field.name] = _read_value(r, tagged_field, version, possible, True, tagged=True)
+            if member(
+                _intersect(tagged_field.versions, tagged_field.tagged), flexible_possible, version
+            ):
+                out[tagged_field.name] = _read_value(
+                    r, tagged_field, version, possible, True, tagged=True
+                )
             else:
-                raise InvalidRecordError(f"java.lang.RuntimeException: Tag {tag} is not valid for version {version}",
-                                         position=r.position)
+                raise InvalidRecordError(
+                    f"java.lang.RuntimeException: Tag {tag} is not valid for version {version}",
+                    position=r.position,
+                )
     return out
 
 
-def _read_length(r: Readable, f: Field, flexible: bool, version: int, possible: Versions,
-                 name: str, nullable: Versions, is_string: bool, is_array: bool) -> int | None:
+def _read_length(
+    r: Readable,
+    f: Field,
+    flexible: bool,
+    version: int,
+    possible: Versions,
+    name: str,
+    nullable: Versions,
+    is_string: bool,
+    is_array: bool,
+) -> int | None:
     if flexible:
         length = to_int32(r.read_unsigned_varint() - 1)
     elif is_string:
@@ -336,24 +370,37 @@ def _read_length(r: Readable, f: Field, flexible: bool, version: int, possible: 
     if length < 0:
         if member(nullable, possible, version):
             return None
-        raise InvalidRecordError(f"java.lang.RuntimeException: non-nullable field {name} was serialized as null",
-                                 position=r.position)
+        raise InvalidRecordError(
+            f"java.lang.RuntimeException: non-nullable field {name} was serialized as null",
+            position=r.position,
+        )
     if is_string and length > 0x7FFF:
-        raise InvalidRecordError(f"java.lang.RuntimeException: string field {name} had invalid length {length}",
-                                 position=r.position)
+        raise InvalidRecordError(
+            f"java.lang.RuntimeException: string field {name} had invalid length {length}",
+            position=r.position,
+        )
     return length
 
 
-def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexible: bool, tagged: bool = False) -> Any:
+def _read_value(
+    r: Readable, f: Field, version: int, possible: Versions, flexible: bool, tagged: bool = False
+) -> Any:
     t = f.type
     if t in _PRIMITIVE_READERS:
         return _PRIMITIVE_READERS[t](r)
     if t == "struct":
         # a nullable struct starts with a marker: an int8 (negative: null), or when tagged an
         # unsigned varint (0: null)
-        if member(f.nullable, possible, version) and (r.read_unsigned_varint() <= 0 if tagged else r.read_int8() < 0):
+        if member(f.nullable, possible, version) and (
+            r.read_unsigned_varint() <= 0 if tagged else r.read_int8() < 0
+        ):
             return None
-        return read_struct(r, Struct(f.name, f.versions, NONE if not flexible else ALL, f.fields), version, possible)
+        return read_struct(
+            r,
+            Struct(f.name, f.versions, NONE if not flexible else ALL, f.fields),
+            version,
+            possible,
+        )
     if t == "string":
         n = _read_length(r, f, flexible, version, possible, f.name, f.nullable, True, False)
         return None if n is None else r.read_string(n)
@@ -367,8 +414,11 @@ def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexibl
         if n is None:
             return None
         if n > r.remaining():
-            raise InvalidRecordError(f"java.lang.RuntimeException: Tried to allocate a collection of size {n}, "
-                                     f"but there are only {r.remaining()} bytes remaining.", position=r.position)
+            raise InvalidRecordError(
+                f"java.lang.RuntimeException: Tried to allocate a collection of size {n}, "
+                f"but there are only {r.remaining()} bytes remaining.",
+                position=r.position,
+            )
         el = f.element
         items: list[Any] = []
         if el == "struct":
@@ -377,8 +427,17 @@ def _read_value(r: Readable, f: Field, version: int, possible: Versions, flexibl
                 items.append(read_struct(r, nested, version, possible))
         elif el in ("string", "bytes"):
             for _ in range(n):
-                m = _read_length(r, f, flexible, version, possible, f"{f.name} element", NONE,
-                                 el == "string", False)
+                m = _read_length(
+                    r,
+                    f,
+                    flexible,
+                    version,
+                    possible,
+                    f"{f.name} element",
+                    NONE,
+                    el == "string",
+                    False,
+                )
                 assert m is not None
                 items.append(r.read_string(m) if el == "string" else r.read_array(m))
         else:
@@ -405,7 +464,9 @@ _PRIMITIVE_WRITERS: dict[str, Callable[[Any], bytes]] = {
 }
 
 
-def write_struct(spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None) -> bytes:
+def write_struct(
+    spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None
+) -> bytes:
     """The bytes `read_struct(spec, version)` reads back as `values` (fields missing from
     `values` take their defaults): mandatory fields in schema order, then in flexible versions
     the tagged fields that differ from their default, by tag."""
@@ -416,7 +477,11 @@ def write_struct(spec: Struct, values: dict[str, Any], version: int, parent: Ver
     for f in spec.fields:
         value = values.get(f.name, default_value(f))
         if f.tagged is not None:
-            if flexible and member(_intersect(f.versions, f.tagged), possible, version) and value != default_value(f):
+            if (
+                flexible
+                and member(_intersect(f.versions, f.tagged), possible, version)
+                and value != default_value(f)
+            ):
                 assert f.tag is not None
                 tagged.append((f.tag, _write_value(f, value, version, possible, True, tagged=True)))
         elif member(f.versions, possible, version):
@@ -434,7 +499,9 @@ def _write_length(n: int | None, flexible: bool, is_string: bool) -> bytes:
     return (_I16 if is_string else _I32).pack(-1 if n is None else n)
 
 
-def _write_value(f: Field, value: Any, version: int, possible: Versions, flexible: bool, tagged: bool = False) -> bytes:
+def _write_value(
+    f: Field, value: Any, version: int, possible: Versions, flexible: bool, tagged: bool = False
+) -> bytes:
     t = f.type
     if t in _PRIMITIVE_WRITERS:
         return _PRIMITIVE_WRITERS[t](value)
@@ -469,8 +536,14 @@ def _write_value(f: Field, value: Any, version: int, possible: Versions, flexibl
 # ---------------------------------------------------------------------------------------------
 # JSON as the generated JsonConverters + Jackson write it
 
-def json_node(spec: Struct, values: dict[str, Any], version: int, parent: Versions | None = None,
-              struct_tag_defaults: bool = False) -> dict[str, Any]:
+
+def json_node(
+    spec: Struct,
+    values: dict[str, Any],
+    version: int,
+    parent: Versions | None = None,
+    struct_tag_defaults: bool = False,
+) -> dict[str, Any]:
     """The ObjectNode XJsonConverter.write(message, version) builds: fields in schema order, only
     those present at `version`, tagged fields only when not at their default. Values keep their
     Python types; uuids become strings, bytes stay bytes (Jackson writes them as base64).
@@ -568,7 +641,11 @@ def to_json(value: Any) -> str:
     if isinstance(value, float):
         if math.isnan(value) or math.isinf(value):
             # QUOTE_NON_NUMERIC_NUMBERS is on by default
-            return '"' + ("NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")) + '"'
+            return (
+                '"'
+                + ("NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity"))
+                + '"'
+            )
         return java_double(value)
     if isinstance(value, str):
         return json_string(value)
@@ -583,6 +660,7 @@ def to_json(value: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Java/Scala details the text formats depend on
+
 
 def java_string_hash(s: str) -> int:
     """String.hashCode over UTF-16 code units."""
@@ -649,7 +727,12 @@ class ScalaHashOrder:
 
     def keys(self) -> list[Any]:
         mask = self.length - 1
-        return [k for k, _ in sorted(self._entries.items(), key=lambda kv: (kv[1][0] & mask, kv[1][0], kv[1][1]))]
+        return [
+            k
+            for k, _ in sorted(
+                self._entries.items(), key=lambda kv: (kv[1][0] & mask, kv[1][0], kv[1][1])
+            )
+        ]
 
     def values(self) -> list[Any]:
         return [self._entries[k][2] for k in self.keys()]

@@ -14,6 +14,7 @@ back and applied at its EndTransactionRecord; an AbortTransactionRecord drops th
 MetadataLoader's transaction handling does. A transaction still open where replay stops is not
 applied; the image says so.
 """
+
 from __future__ import annotations
 
 import enum
@@ -25,25 +26,78 @@ from kafkalog_cli.formats.internal.cluster_metadata import MetadataRecord
 # MetadataVersion's feature levels (server-common MetadataVersion.java; 4.1 and 4.2 from the
 # levels Kafka 4.2 writes: 29 = 4.2-IV1)
 METADATA_VERSIONS = {
-    1: "3.0-IV1", 2: "3.1-IV0", 3: "3.2-IV0", 4: "3.3-IV0", 5: "3.3-IV1", 6: "3.3-IV2", 7: "3.3-IV3",
-    8: "3.4-IV0", 9: "3.5-IV0", 10: "3.5-IV1", 11: "3.5-IV2", 12: "3.6-IV0", 13: "3.6-IV1", 14: "3.6-IV2",
-    15: "3.7-IV0", 16: "3.7-IV1", 17: "3.7-IV2", 18: "3.7-IV3", 19: "3.7-IV4", 20: "3.8-IV0", 21: "3.9-IV0",
-    22: "4.0-IV0", 23: "4.0-IV1", 24: "4.0-IV2", 25: "4.0-IV3", 26: "4.1-IV0", 27: "4.1-IV1", 28: "4.2-IV0",
+    1: "3.0-IV1",
+    2: "3.1-IV0",
+    3: "3.2-IV0",
+    4: "3.3-IV0",
+    5: "3.3-IV1",
+    6: "3.3-IV2",
+    7: "3.3-IV3",
+    8: "3.4-IV0",
+    9: "3.5-IV0",
+    10: "3.5-IV1",
+    11: "3.5-IV2",
+    12: "3.6-IV0",
+    13: "3.6-IV1",
+    14: "3.6-IV2",
+    15: "3.7-IV0",
+    16: "3.7-IV1",
+    17: "3.7-IV2",
+    18: "3.7-IV3",
+    19: "3.7-IV4",
+    20: "3.8-IV0",
+    21: "3.9-IV0",
+    22: "4.0-IV0",
+    23: "4.0-IV1",
+    24: "4.0-IV2",
+    25: "4.0-IV3",
+    26: "4.1-IV0",
+    27: "4.1-IV1",
+    28: "4.2-IV0",
     29: "4.2-IV1",
 }
 METADATA_VERSION_FEATURE = "metadata.version"
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
-CONFIG_RESOURCE_TYPES = {2: "topic", 4: "broker", 8: "broker_logger", 16: "client_metrics", 32: "group"}
+CONFIG_RESOURCE_TYPES = {
+    2: "topic",
+    4: "broker",
+    8: "broker_logger",
+    16: "client_metrics",
+    32: "group",
+}
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-ACL_RESOURCE_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "TOPIC", 3: "GROUP", 4: "CLUSTER", 5: "TRANSACTIONAL_ID",
-                      6: "DELEGATION_TOKEN", 7: "USER"}
+ACL_RESOURCE_TYPES = {
+    0: "UNKNOWN",
+    1: "ANY",
+    2: "TOPIC",
+    3: "GROUP",
+    4: "CLUSTER",
+    5: "TRANSACTIONAL_ID",
+    6: "DELEGATION_TOKEN",
+    7: "USER",
+}
 ACL_PATTERN_TYPES = {0: "UNKNOWN", 1: "ANY", 2: "MATCH", 3: "LITERAL", 4: "PREFIXED"}
-ACL_OPERATIONS = {0: "UNKNOWN", 1: "ANY", 2: "ALL", 3: "READ", 4: "WRITE", 5: "CREATE", 6: "DELETE", 7: "ALTER",
-                  8: "DESCRIBE", 9: "CLUSTER_ACTION", 10: "DESCRIBE_CONFIGS", 11: "ALTER_CONFIGS",
-                  12: "IDEMPOTENT_WRITE", 13: "CREATE_TOKENS", 14: "DESCRIBE_TOKENS", 15: "TWO_PHASE_COMMIT"}
+ACL_OPERATIONS = {
+    0: "UNKNOWN",
+    1: "ANY",
+    2: "ALL",
+    3: "READ",
+    4: "WRITE",
+    5: "CREATE",
+    6: "DELETE",
+    7: "ALTER",
+    8: "DESCRIBE",
+    9: "CLUSTER_ACTION",
+    10: "DESCRIBE_CONFIGS",
+    11: "ALTER_CONFIGS",
+    12: "IDEMPOTENT_WRITE",
+    13: "CREATE_TOKENS",
+    14: "DESCRIBE_TOKENS",
+    15: "TWO_PHASE_COMMIT",
+}
 ACL_PERMISSIONS = {0: "UNKNOWN", 1: "ANY", 2: "DENY", 3: "ALLOW"}
 NO_LEADER = -1
-NO_LEADER_CHANGE = -2          # PartitionChangeRecord: the leader stays
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord: the leader stays
 
 
 class LeaderRecoveryState(enum.IntEnum):
@@ -73,7 +127,10 @@ class Endpoint:
 
 
 def _endpoints(raw: list[dict]) -> list[Endpoint]:
-    return [Endpoint(e["name"], e["host"], e["port"], _name(SECURITY_PROTOCOLS, e["securityProtocol"])) for e in raw]
+    return [
+        Endpoint(e["name"], e["host"], e["port"], _name(SECURITY_PROTOCOLS, e["securityProtocol"]))
+        for e in raw
+    ]
 
 
 def _features(raw: list[dict]) -> dict[str, tuple[int, int]]:
@@ -94,11 +151,20 @@ class BrokerRegistration:
     directories: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "epoch": self.epoch, "incarnation_id": self.incarnation_id,
-                "endpoints": [e.__dict__ for e in self.endpoints],
-                "supported_features": {n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()},
-                "rack": self.rack, "fenced": self.fenced, "in_controlled_shutdown": self.in_controlled_shutdown,
-                "is_migrating_zk_broker": self.is_migrating_zk_broker, "directories": self.directories}
+        return {
+            "id": self.id,
+            "epoch": self.epoch,
+            "incarnation_id": self.incarnation_id,
+            "endpoints": [e.__dict__ for e in self.endpoints],
+            "supported_features": {
+                n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()
+            },
+            "rack": self.rack,
+            "fenced": self.fenced,
+            "in_controlled_shutdown": self.in_controlled_shutdown,
+            "is_migrating_zk_broker": self.is_migrating_zk_broker,
+            "directories": self.directories,
+        }
 
 
 @dataclass
@@ -110,9 +176,15 @@ class ControllerRegistration:
     supported_features: dict[str, tuple[int, int]]
 
     def to_dict(self) -> dict:
-        return {"id": self.id, "incarnation_id": self.incarnation_id, "zk_migration_ready": self.zk_migration_ready,
-                "endpoints": [e.__dict__ for e in self.endpoints],
-                "supported_features": {n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()}}
+        return {
+            "id": self.id,
+            "incarnation_id": self.incarnation_id,
+            "zk_migration_ready": self.zk_migration_ready,
+            "endpoints": [e.__dict__ for e in self.endpoints],
+            "supported_features": {
+                n: {"min": lo, "max": hi} for n, (lo, hi) in self.supported_features.items()
+            },
+        }
 
 
 @dataclass
@@ -131,17 +203,32 @@ class PartitionRegistration:
 
     @classmethod
     def from_record(cls, d: dict) -> PartitionRegistration:
-        return cls(list(d["replicas"]), list(d["isr"]), list(d["removingReplicas"]), list(d["addingReplicas"]),
-                   d["leader"], LeaderRecoveryState(d["leaderRecoveryState"]), d["leaderEpoch"], d["partitionEpoch"],
-                   list(d.get("directories") or ()), list(d.get("eligibleLeaderReplicas") or ()),
-                   list(d.get("lastKnownElr") or ()))
+        return cls(
+            list(d["replicas"]),
+            list(d["isr"]),
+            list(d["removingReplicas"]),
+            list(d["addingReplicas"]),
+            d["leader"],
+            LeaderRecoveryState(d["leaderRecoveryState"]),
+            d["leaderEpoch"],
+            d["partitionEpoch"],
+            list(d.get("directories") or ()),
+            list(d.get("eligibleLeaderReplicas") or ()),
+            list(d.get("lastKnownElr") or ()),
+        )
 
     def merge(self, d: dict) -> None:
         """PartitionRegistration.merge(PartitionChangeRecord): null fields keep their value, a
         new leader bumps the leader epoch, every change bumps the partition epoch."""
-        for attr, key in (("replicas", "replicas"), ("isr", "isr"), ("removing_replicas", "removingReplicas"),
-                          ("adding_replicas", "addingReplicas"), ("directories", "directories"),
-                          ("elr", "eligibleLeaderReplicas"), ("last_known_elr", "lastKnownElr")):
+        for attr, key in (
+            ("replicas", "replicas"),
+            ("isr", "isr"),
+            ("removing_replicas", "removingReplicas"),
+            ("adding_replicas", "addingReplicas"),
+            ("directories", "directories"),
+            ("elr", "eligibleLeaderReplicas"),
+            ("last_known_elr", "lastKnownElr"),
+        ):
             if d.get(key) is not None:
                 setattr(self, attr, list(d[key]))
         if d["leader"] != NO_LEADER_CHANGE:
@@ -152,11 +239,19 @@ class PartitionRegistration:
         self.partition_epoch += 1
 
     def to_dict(self) -> dict:
-        return {"replicas": self.replicas, "isr": self.isr, "eligible_leader_replicas": self.elr,
-                "last_known_elr": self.last_known_elr, "removing_replicas": self.removing_replicas,
-                "adding_replicas": self.adding_replicas, "leader": self.leader,
-                "leader_recovery_state": self.leader_recovery_state.name, "leader_epoch": self.leader_epoch,
-                "partition_epoch": self.partition_epoch, "directories": self.directories}
+        return {
+            "replicas": self.replicas,
+            "isr": self.isr,
+            "eligible_leader_replicas": self.elr,
+            "last_known_elr": self.last_known_elr,
+            "removing_replicas": self.removing_replicas,
+            "adding_replicas": self.adding_replicas,
+            "leader": self.leader,
+            "leader_recovery_state": self.leader_recovery_state.name,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+            "directories": self.directories,
+        }
 
 
 @dataclass
@@ -166,8 +261,14 @@ class TopicImage:
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
 
     def to_dict(self, configs: dict[str, str]) -> dict:
-        return {"name": self.name, "id": self.id, "configs": configs,
-                "partitions": [{"partition": p, **r.to_dict()} for p, r in sorted(self.partitions.items())]}
+        return {
+            "name": self.name,
+            "id": self.id,
+            "configs": configs,
+            "partitions": [
+                {"partition": p, **r.to_dict()} for p, r in sorted(self.partitions.items())
+            ],
+        }
 
 
 @dataclass
@@ -182,8 +283,10 @@ class StandardAcl:
     permission_type: str
 
     def __str__(self) -> str:
-        return (f"{self.permission_type} {self.principal} from {self.host} {self.operation} on "
-                f"{self.resource_type}:{self.pattern_type}:{self.resource_name}")
+        return (
+            f"{self.permission_type} {self.principal} from {self.host} {self.operation} on "
+            f"{self.resource_type}:{self.pattern_type}:{self.resource_name}"
+        )
 
 
 @dataclass
@@ -199,21 +302,27 @@ class ProducerIdsImage:
 class MetadataImage:
     """Kafka's MetadataImage, built by replaying metadata records in order (`replay`)."""
 
-    features: dict[str, int] = field(default_factory=dict)             # name -> finalized level
+    features: dict[str, int] = field(default_factory=dict)  # name -> finalized level
     brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
     controllers: dict[int, ControllerRegistration] = field(default_factory=dict)
-    topics: dict[str, TopicImage] = field(default_factory=dict)       # by name
-    topic_names: dict[str, str] = field(default_factory=dict)         # topic id -> name
-    configs: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)  # (resource type, name)
-    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(default_factory=dict)
+    topics: dict[str, TopicImage] = field(default_factory=dict)  # by name
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    configs: dict[tuple[str, str], dict[str, str]] = field(
+        default_factory=dict
+    )  # (resource type, name)
+    client_quotas: dict[tuple[tuple[str, str | None], ...], dict[str, float]] = field(
+        default_factory=dict
+    )
     producer_ids: ProducerIdsImage | None = None
     acls: dict[str, StandardAcl] = field(default_factory=dict)
-    scram_users: dict[str, set[str]] = field(default_factory=dict)    # mechanism -> user names
-    delegation_tokens: dict[str, str] = field(default_factory=dict)   # token id -> owner
+    scram_users: dict[str, set[str]] = field(default_factory=dict)  # mechanism -> user names
+    delegation_tokens: dict[str, str] = field(default_factory=dict)  # token id -> owner
     zk_migration_state: int | None = None
-    last_offset: int | None = None          # the last record applied (None: only a snapshot's)
-    records: int = 0                        # records applied
-    aborted_transactions: list[tuple[int | None, int | None, str | None]] = field(default_factory=list)
+    last_offset: int | None = None  # the last record applied (None: only a snapshot's)
+    records: int = 0  # records applied
+    aborted_transactions: list[tuple[int | None, int | None, str | None]] = field(
+        default_factory=list
+    )
     undecoded_records: list[tuple[int | None, str]] = field(default_factory=list)
     # an open metadata transaction: (offset of its BeginTransactionRecord, the records held back)
     pending: tuple[int | None, list[tuple[MetadataRecord, int | None]]] | None = None
@@ -263,9 +372,17 @@ class MetadataImage:
 
     def _register_broker_record(self, d: dict) -> None:
         self.brokers[d["brokerId"]] = BrokerRegistration(
-            d["brokerId"], d["brokerEpoch"], d["incarnationId"], _endpoints(d["endPoints"]), _features(d["features"]),
-            d["rack"], d["fenced"], d.get("inControlledShutdown", False), d.get("isMigratingZkBroker", False),
-            list(d.get("logDirs") or ()))
+            d["brokerId"],
+            d["brokerEpoch"],
+            d["incarnationId"],
+            _endpoints(d["endPoints"]),
+            _features(d["features"]),
+            d["rack"],
+            d["fenced"],
+            d.get("inControlledShutdown", False),
+            d.get("isMigratingZkBroker", False),
+            list(d.get("logDirs") or ()),
+        )
 
     def _unregister_broker_record(self, d: dict) -> None:
         self.brokers.pop(d["brokerId"], None)
@@ -282,17 +399,21 @@ class MetadataImage:
         b = self.brokers.get(d["brokerId"])
         if b is None:
             return
-        if d.get("fenced"):                       # BrokerRegistrationFencingChange: 1 fence, -1 unfence
+        if d.get("fenced"):  # BrokerRegistrationFencingChange: 1 fence, -1 unfence
             b.fenced = d["fenced"] == 1
-        if d.get("inControlledShutdown") == 1:    # BrokerRegistrationInControlledShutdownChange
+        if d.get("inControlledShutdown") == 1:  # BrokerRegistrationInControlledShutdownChange
             b.in_controlled_shutdown = True
         if d.get("logDirs"):
             b.directories = list(d["logDirs"])
 
     def _register_controller_record(self, d: dict) -> None:
         self.controllers[d["controllerId"]] = ControllerRegistration(
-            d["controllerId"], d["incarnationId"], d["zkMigrationReady"], _endpoints(d["endPoints"]),
-            _features(d["features"]))
+            d["controllerId"],
+            d["incarnationId"],
+            d["zkMigrationReady"],
+            _endpoints(d["endPoints"]),
+            _features(d["features"]),
+        )
 
     def _topic_record(self, d: dict) -> None:
         self.topics[d["name"]] = TopicImage(d["name"], d["topicId"])
@@ -317,8 +438,13 @@ class MetadataImage:
 
     def _clear_elr_record(self, d: dict) -> None:
         """ClearElrRecord: the named topic's ELRs, or every topic's when the name is empty."""
-        topics = [self.topics[d["topicName"]]] if d["topicName"] in self.topics else \
-            list(self.topics.values()) if not d["topicName"] else []
+        topics = (
+            [self.topics[d["topicName"]]]
+            if d["topicName"] in self.topics
+            else list(self.topics.values())
+            if not d["topicName"]
+            else []
+        )
         for t in topics:
             for p in t.partitions.values():
                 if p.elr or p.last_known_elr:
@@ -354,9 +480,15 @@ class MetadataImage:
 
     def _access_control_entry_record(self, d: dict) -> None:
         self.acls[d["id"]] = StandardAcl(
-            d["id"], _name(ACL_RESOURCE_TYPES, d["resourceType"]), d["resourceName"],
-            _name(ACL_PATTERN_TYPES, d["patternType"]), d["principal"], d["host"],
-            _name(ACL_OPERATIONS, d["operation"]), _name(ACL_PERMISSIONS, d["permissionType"]))
+            d["id"],
+            _name(ACL_RESOURCE_TYPES, d["resourceType"]),
+            d["resourceName"],
+            _name(ACL_PATTERN_TYPES, d["patternType"]),
+            d["principal"],
+            d["host"],
+            _name(ACL_OPERATIONS, d["operation"]),
+            _name(ACL_PERMISSIONS, d["permissionType"]),
+        )
 
     def _remove_access_control_entry_record(self, d: dict) -> None:
         self.acls.pop(d["id"], None)
@@ -396,13 +528,22 @@ class MetadataImage:
             "brokers": [b.to_dict() for _, b in sorted(self.brokers.items())],
             "controllers": [c.to_dict() for _, c in sorted(self.controllers.items())],
             "topics": [t.to_dict(self.topic_configs(n)) for n, t in sorted(self.topics.items())],
-            "configs": [{"resource_type": rt, "resource_name": rn, "configs": dict(sorted(c.items()))}
-                        for (rt, rn), c in sorted(self.configs.items()) if rt != "topic"],
-            "client_quotas": [{"entity": [{"entity_type": t, "entity_name": n} for t, n in e],
-                               "quotas": dict(sorted(q.items()))} for e, q in sorted(self.client_quotas.items(),
-                                                                                      key=lambda x: repr(x[0]))],
+            "configs": [
+                {"resource_type": rt, "resource_name": rn, "configs": dict(sorted(c.items()))}
+                for (rt, rn), c in sorted(self.configs.items())
+                if rt != "topic"
+            ],
+            "client_quotas": [
+                {
+                    "entity": [{"entity_type": t, "entity_name": n} for t, n in e],
+                    "quotas": dict(sorted(q.items())),
+                }
+                for e, q in sorted(self.client_quotas.items(), key=lambda x: repr(x[0]))
+            ],
             "producer_ids": None if self.producer_ids is None else self.producer_ids.__dict__,
             "acls": [a.__dict__ for _, a in sorted(self.acls.items())],
             "scram_users": {m: sorted(u) for m, u in sorted(self.scram_users.items()) if u},
-            "delegation_tokens": [{"token_id": t, "owner": o} for t, o in sorted(self.delegation_tokens.items())],
+            "delegation_tokens": [
+                {"token_id": t, "owner": o} for t, o in sorted(self.delegation_tokens.items())
+            ],
         }

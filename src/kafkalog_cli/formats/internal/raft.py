@@ -3,6 +3,7 @@ SnapshotHeaderRecord, SnapshotFooterRecord), read
 as Kafka 4.2's ControlRecordUtils reads them: always at the current version 0, then written as
 JSON at the version their own `version` field holds (DumpLogSegments).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,8 +12,13 @@ from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.kafka_protocol import Readable, json_node, read_struct, to_json
 from kafkalog_cli.formats.internal.schemas import MESSAGES
 
-__all__ = ["RAFT_CONTROL_RECORDS", "decode_raft_control", "format_raft_control", "decode_control_value",
-           "add_control_body"]
+__all__ = [
+    "RAFT_CONTROL_RECORDS",
+    "decode_raft_control",
+    "format_raft_control",
+    "decode_control_value",
+    "add_control_body",
+]
 
 # ControlRecordType name -> (the message, the word kafka-dump-log 4.2 prints before it)
 RAFT_CONTROL_RECORDS = {
@@ -29,7 +35,9 @@ def decode_raft_control(control_type: str, value: bytes | memoryview | None) -> 
     writes it. Raises InvalidRecordError where Kafka throws."""
     name, _ = RAFT_CONTROL_RECORDS[control_type]
     if value is None:
-        raise InvalidRecordError(f"java.lang.NullPointerException: {control_type} control record without a value")
+        raise InvalidRecordError(
+            f"java.lang.NullPointerException: {control_type} control record without a value"
+        )
     schema = MESSAGES[name]
     fields = read_struct(Readable(value), schema, 0)
     return json_node(schema, fields, fields["version"])
@@ -45,7 +53,9 @@ def format_raft_control(control_type: str, value: bytes | memoryview | None) -> 
 TEXT_DECODES = frozenset({"KRAFT_VERSION", "KRAFT_VOTERS"})
 
 
-def decode_control_value(control_type: str, value: bytes | memoryview | None) -> dict[str, Any] | None:
+def decode_control_value(
+    control_type: str, value: bytes | memoryview | None
+) -> dict[str, Any] | None:
     """A control record's value for JSON output: None for a transaction marker or an unknown
     type (nothing beyond the `control` object); `{"error": ...}` where a value the Kafka text
     does not decode does not read."""

@@ -3,6 +3,7 @@ text `kafka-dump-log --remote-log-metadata-decoder` (Kafka 4.2) prints for each:
 framed as a metadata record (frame version, apiKey, version; RemoteLogMetadataSerde), and the
 tool prints the `toString()` of the RemoteLogMetadata it becomes. Records have no key.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,10 +15,21 @@ from kafkalog_cli.formats.internal.schemas import MESSAGES, REMOTE_LOG_METADATA_
 
 __all__ = ["format_remote_log_metadata", "decode_remote_log_metadata"]
 
-SCHEMAS = {key: (type_name(name), MESSAGES[name]) for key, name in REMOTE_LOG_METADATA_RECORDS.items()}
+SCHEMAS = {
+    key: (type_name(name), MESSAGES[name]) for key, name in REMOTE_LOG_METADATA_RECORDS.items()
+}
 # RemoteLogSegmentState and RemotePartitionDeleteState, by id
-SEGMENT_STATES = ("COPY_SEGMENT_STARTED", "COPY_SEGMENT_FINISHED", "DELETE_SEGMENT_STARTED", "DELETE_SEGMENT_FINISHED")
-PARTITION_DELETE_STATES = ("DELETE_PARTITION_MARKED", "DELETE_PARTITION_STARTED", "DELETE_PARTITION_FINISHED")
+SEGMENT_STATES = (
+    "COPY_SEGMENT_STARTED",
+    "COPY_SEGMENT_FINISHED",
+    "DELETE_SEGMENT_STARTED",
+    "DELETE_SEGMENT_FINISHED",
+)
+PARTITION_DELETE_STATES = (
+    "DELETE_PARTITION_MARKED",
+    "DELETE_PARTITION_STARTED",
+    "DELETE_PARTITION_FINISHED",
+)
 
 
 def _state(states: tuple[str, ...], state_id: int, npe: str = "state can not be null") -> str:
@@ -53,10 +65,14 @@ def _leader_epochs(entries: list[dict[str, Any]]) -> str:
 
 def _offsets(start: int, end: int) -> str:
     if start < 0:
-        raise InvalidRecordError(f"Unexpected start offset = {start}. StartOffset for a remote segment cannot be negative")
+        raise InvalidRecordError(
+            f"Unexpected start offset = {start}. StartOffset for a remote segment cannot be negative"
+        )
     if end < start:
-        raise InvalidRecordError(f"Unexpected end offset = {end}. EndOffset for a remote segment cannot be less than "
-                                 f"startOffset = {start}")
+        raise InvalidRecordError(
+            f"Unexpected end offset = {end}. EndOffset for a remote segment cannot be less than "
+            f"startOffset = {start}"
+        )
     return f"startOffset={start}, endOffset={end}"
 
 
@@ -64,36 +80,52 @@ def _to_string(api_key: int, d: dict[str, Any], txn_idx_empty: bool = True) -> s
     """The RemoteLogMetadata's toString(); `txn_idx_empty`: 4.x's RemoteLogSegmentMetadata ends
     with it (KIP-1058's tagged txnIndexEmpty), 3.9's has neither the field nor the text."""
     if api_key == 0:
-        return (f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
-                f"{_offsets(d['startOffset'], d['endOffset'])}, brokerId={d['brokerId']}, "
-                f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
-                f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
-                f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
-                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}"
-                + (f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}" if txn_idx_empty else "}"))
-    if api_key == 1:
-        return (f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
-                f"customMetadata={_custom(d['customMetadata'])}, "
-                f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
-                f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
-    if api_key == 2:
-        state = _state(PARTITION_DELETE_STATES, d["remotePartitionDeleteState"], "null")
-        return (f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
-                f"state={state}, eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}")
-    state = _state(SEGMENT_STATES, d["remoteLogSegmentState"])      # checked before the epochs, offsets never
-    return (f"RemoteLogSegmentMetadataSnapshot{{segmentId={uuid_to_string(d['segmentId'])}, "
-            f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, "
+        return (
+            f"RemoteLogSegmentMetadata{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+            f"{_offsets(d['startOffset'], d['endOffset'])}, brokerId={d['brokerId']}, "
+            f"maxTimestampMs={d['maxTimestampMs']}, eventTimestampMs={d['eventTimestampMs']}, "
             f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
             f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
-            f"state={state}}}")
+            f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}"
+            + (
+                f", txnIdxEmpty={'true' if d['txnIndexEmpty'] else 'false'}}}"
+                if txn_idx_empty
+                else "}"
+            )
+        )
+    if api_key == 1:
+        return (
+            f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId={_segment_id(d['remoteLogSegmentId'])}, "
+            f"customMetadata={_custom(d['customMetadata'])}, "
+            f"state={_state(SEGMENT_STATES, d['remoteLogSegmentState'])}, "
+            f"eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}"
+        )
+    if api_key == 2:
+        state = _state(PARTITION_DELETE_STATES, d["remotePartitionDeleteState"], "null")
+        return (
+            f"RemotePartitionDeleteMetadata{{topicPartition={_topic_id_partition(d['topicIdPartition'])}, "
+            f"state={state}, eventTimestampMs={d['eventTimestampMs']}, brokerId={d['brokerId']}}}"
+        )
+    state = _state(
+        SEGMENT_STATES, d["remoteLogSegmentState"]
+    )  # checked before the epochs, offsets never
+    return (
+        f"RemoteLogSegmentMetadataSnapshot{{segmentId={uuid_to_string(d['segmentId'])}, "
+        f"startOffset={d['startOffset']}, endOffset={d['endOffset']}, maxTimestampMs={d['maxTimestampMs']}, "
+        f"segmentLeaderEpochs={_leader_epochs(d['segmentLeaderEpochs'])}, "
+        f"segmentSizeInBytes={d['segmentSizeInBytes']}, customMetadata={_custom(d['customMetadata'])}, "
+        f"state={state}}}"
+    )
 
 
-def format_remote_log_metadata(value: bytes | memoryview | None, offset: int, txn_idx_empty: bool = True) -> str:
+def format_remote_log_metadata(
+    value: bytes | memoryview | None, offset: int, txn_idx_empty: bool = True
+) -> str:
     """What kafka-dump-log 4.2 --remote-log-metadata-decoder prints after ` payload: `
     (`txn_idx_empty=False`: 3.9's)."""
     try:
         if value is None:
-            raise InvalidRecordError("null")     # record.value().remaining() on a null value
+            raise InvalidRecordError("null")  # record.value().remaining() on a null value
         api_key, _, _, fields = read_api_message(value, SCHEMAS)
         return _to_string(api_key, fields, txn_idx_empty)
     except InvalidRecordError as e:
@@ -106,14 +138,18 @@ def decode_remote_log_metadata(value: bytes | memoryview | None) -> dict[str, An
     if value is None:
         raise InvalidRecordError("__remote_log_metadata record without a value")
     api_key, version, schema, fields = read_api_message(value, SCHEMAS)
-    return {"type": SCHEMAS[api_key][0], "version": version, "data": json_node(schema, fields, version),
-            "text": _to_string(api_key, fields)}
+    return {
+        "type": SCHEMAS[api_key][0],
+        "version": version,
+        "data": json_node(schema, fields, version),
+        "text": _to_string(api_key, fields),
+    }
 
 
 # ------------------------------------------------------------------ which partition, what state
-DEFAULT_METADATA_TOPIC_PARTITIONS = 50     # TopicBasedRemoteLogMetadataManagerConfig
-METADATA_TOPIC = "__remote_log_metadata"   # ...REMOTE_LOG_METADATA_TOPIC_NAME
-COPY_SEGMENT_FINISHED = 1                  # RemoteLogSegmentState.COPY_SEGMENT_FINISHED's id
+DEFAULT_METADATA_TOPIC_PARTITIONS = 50  # TopicBasedRemoteLogMetadataManagerConfig
+METADATA_TOPIC = "__remote_log_metadata"  # ...REMOTE_LOG_METADATA_TOPIC_NAME
+COPY_SEGMENT_FINISHED = 1  # RemoteLogSegmentState.COPY_SEGMENT_FINISHED's id
 
 
 def _int32(x: int) -> int:
@@ -127,7 +163,7 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (0x9747B28C ^ length) & mask
     for i in range(length // 4):
-        k = int.from_bytes(data[i * 4:i * 4 + 4], "little")
+        k = int.from_bytes(data[i * 4 : i * 4 + 4], "little")
         k = (k * m) & mask
         k ^= k >> r
         k = (k * m) & mask
@@ -152,7 +188,9 @@ def _java_long_hash(v: int) -> int:
     return _int32(v ^ (v >> 32))
 
 
-def metadata_partition(topic_id: bytes, partition: int, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS) -> int:
+def metadata_partition(
+    topic_id: bytes, partition: int, partitions: int = DEFAULT_METADATA_TOPIC_PARTITIONS
+) -> int:
     """RemoteLogMetadataTopicPartitioner.metadataPartition: murmur2 of the 4 bytes of
     Objects.hash(topicId's least and most significant bits, partition), made positive
     (Utils.toPositive), modulo the metadata topic's partition count."""

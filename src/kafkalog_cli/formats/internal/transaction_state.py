@@ -5,6 +5,7 @@ Where 3.3.1 throws (null key, unknown state id, bad bytes), kafka-dump-log dies;
 InvalidRecordError with the Java exception's text instead. A key or value version 3.3.1 does not
 know (the flexible value version 1 of KIP-890) is printed as Kafka 4.2 prints it (coordinator.py).
 """
+
 from __future__ import annotations
 
 import enum
@@ -31,24 +32,43 @@ from kafkalog_cli.formats.internal.kafka_protocol import (
 )
 
 __all__ = [
-    "TransactionState", "TransactionLogKey", "TransactionLogValue", "format_transaction_record",
-    "format_transaction_record_39", "format_transaction_record_40", "decode_transaction_record", "read_key",
-    "read_value", "read_value_v0_or_v1",
+    "TransactionState",
+    "TransactionLogKey",
+    "TransactionLogValue",
+    "format_transaction_record",
+    "format_transaction_record_39",
+    "format_transaction_record_40",
+    "decode_transaction_record",
+    "read_key",
+    "read_value",
+    "read_value_v0_or_v1",
 ]
 
 # core/src/main/resources/common/message/TransactionLog{Key,Value}.json at 3.3.1 (version 0 only).
-_KEY = Struct("TransactionLogKey", versions("0"), None, (Field("transactionalId", "string", versions("0")),))
+_KEY = Struct(
+    "TransactionLogKey", versions("0"), None, (Field("transactionalId", "string", versions("0")),)
+)
 _V0 = versions("0")
-_VALUE = Struct("TransactionLogValue", _V0, None, (
-    Field("producerId", "int64", _V0),
-    Field("producerEpoch", "int16", _V0),
-    Field("transactionTimeoutMs", "int32", _V0),
-    Field("transactionStatus", "int8", _V0),
-    Field("transactionPartitions", "[]struct", _V0, nullable=_V0, fields=(
-        Field("topic", "string", _V0), Field("partitionIds", "[]int32", _V0))),
-    Field("transactionLastUpdateTimestampMs", "int64", _V0),
-    Field("transactionStartTimestampMs", "int64", _V0),
-))
+_VALUE = Struct(
+    "TransactionLogValue",
+    _V0,
+    None,
+    (
+        Field("producerId", "int64", _V0),
+        Field("producerEpoch", "int16", _V0),
+        Field("transactionTimeoutMs", "int32", _V0),
+        Field("transactionStatus", "int8", _V0),
+        Field(
+            "transactionPartitions",
+            "[]struct",
+            _V0,
+            nullable=_V0,
+            fields=(Field("topic", "string", _V0), Field("partitionIds", "[]int32", _V0)),
+        ),
+        Field("transactionLastUpdateTimestampMs", "int64", _V0),
+        Field("transactionStartTimestampMs", "int64", _V0),
+    ),
+)
 
 
 class TransactionState(enum.IntEnum):
@@ -98,7 +118,9 @@ class TransactionLogValue(Versioned):
 
 def _keyless() -> NoReturn:
     """The NullPointerException TransactionLog.readTxnRecordKey throws on a record without a key."""
-    raise InvalidRecordError("java.lang.NullPointerException: __transaction_state record without a key")
+    raise InvalidRecordError(
+        "java.lang.NullPointerException: __transaction_state record without a key"
+    )
 
 
 def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
@@ -108,8 +130,11 @@ def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
-        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
-                                  f"transaction log message", position=0)
+        raise UnknownVersionError(
+            f"java.lang.IllegalStateException: Unknown version {version} from the "
+            f"transaction log message",
+            position=0,
+        )
     return TransactionLogKey(version, read_struct(r, _KEY, version)["transactionalId"])
 
 
@@ -118,8 +143,11 @@ def read_value(value: bytes | memoryview) -> TransactionLogValue:
     r = Readable(value)
     version = r.read_int16()
     if version != 0:
-        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
-                                  f"transaction log message value", position=0)
+        raise UnknownVersionError(
+            f"java.lang.IllegalStateException: Unknown version {version} from the "
+            f"transaction log message value",
+            position=0,
+        )
     return _value_of(version, read_struct(r, _VALUE, version))
 
 
@@ -127,14 +155,24 @@ def _value_of(version: int, d: dict[str, Any]) -> TransactionLogValue:
     """TransactionLogValue from its read fields (any version), its status checked."""
     status = d["transactionStatus"]
     if not 0 <= status <= 7:
-        raise InvalidRecordError(f"java.lang.IllegalStateException: Unknown transaction state id {status} "
-                                 f"from the transaction status message")
+        raise InvalidRecordError(
+            f"java.lang.IllegalStateException: Unknown transaction state id {status} "
+            f"from the transaction status message"
+        )
     parts = d["transactionPartitions"]
     return TransactionLogValue(
-        version, d["producerId"], d["producerEpoch"], d["transactionTimeoutMs"], TransactionState(status),
+        version,
+        d["producerId"],
+        d["producerEpoch"],
+        d["transactionTimeoutMs"],
+        TransactionState(status),
         None if parts is None else [(p["topic"], list(p["partitionIds"])) for p in parts],
-        d["transactionLastUpdateTimestampMs"], d["transactionStartTimestampMs"],
-        d.get("previousProducerId", -1), d.get("nextProducerId", -1), d.get("clientTransactionVersion", 0))
+        d["transactionLastUpdateTimestampMs"],
+        d["transactionStartTimestampMs"],
+        d.get("previousProducerId", -1),
+        d.get("nextProducerId", -1),
+        d.get("clientTransactionVersion", 0),
+    )
 
 
 def read_value_v0_or_v1(value: bytes | memoryview) -> TransactionLogValue:
@@ -150,8 +188,11 @@ def read_value_v0_or_v1(value: bytes | memoryview) -> TransactionLogValue:
     if version == 0:
         return read_value(value)
     if version != 1:
-        raise UnknownVersionError(f"java.lang.IllegalStateException: Unknown version {version} from the "
-                                  f"transaction log message value", position=0)
+        raise UnknownVersionError(
+            f"java.lang.IllegalStateException: Unknown version {version} from the "
+            f"transaction log message value",
+            position=0,
+        )
     return _value_of(version, read_struct(r, MESSAGES["TransactionLogValue"], version))
 
 
@@ -179,8 +220,9 @@ def _partitions_in_set_order(value: TransactionLogValue) -> list[str]:
     return [f"{t}-{p}" for t, p in table.keys()]
 
 
-def format_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None,
-                              offset: int = -1) -> tuple[str | None, str | None]:
+def format_transaction_record(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+) -> tuple[str | None, str | None]:
     """(key text, payload text) exactly as kafka-dump-log 3.3.1 --transaction-log-decoder prints
     them, or for a record 3.3.1 does not know as 4.2 prints it."""
     try:
@@ -189,14 +231,15 @@ def format_transaction_record(key: bytes | memoryview | None, value: bytes | mem
         return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
 
 
-def format_transaction_record_39(key: bytes | memoryview | None, value: bytes | memoryview | None,
-                                 offset: int = -1) -> tuple[str | None, str | None]:
+def format_transaction_record_39(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+) -> tuple[str | None, str | None]:
     """(key text, payload text) as kafka-dump-log 3.9 --transaction-log-decoder prints them:
     3.3.1's text, values of version 0 or 1 (the flexible one), and a key of an unknown version as
     `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey). A value of
     another version throws (IllegalStateException): an InvalidRecordError, the dump stops."""
     if key is None:
-        _keyless()                # the NullPointerException 3.3.1 has too
+        _keyless()  # the NullPointerException 3.3.1 has too
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
@@ -204,8 +247,9 @@ def format_transaction_record_39(key: bytes | memoryview | None, value: bytes | 
     return _format_331(key, value, read_value_v0_or_v1)
 
 
-def format_transaction_record_40(key: bytes | memoryview | None, value: bytes | memoryview | None,
-                                 offset: int = -1) -> tuple[str | None, str | None]:
+def format_transaction_record_40(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+) -> tuple[str | None, str | None]:
     """(key text, payload text) as kafka-dump-log of a released Kafka 4.0 or later prints them:
     every record, version 0 values included, through TransactionCoordinatorRecordSerde and the
     generated JsonConverters (KAFKA-18207, DumpLogSegments' TransactionLogMessageParser), so the
@@ -214,20 +258,25 @@ def format_transaction_record_40(key: bytes | memoryview | None, value: bytes | 
     return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
 
 
-def _format_331(key: bytes | memoryview | None, value: bytes | memoryview | None,
-                read=None) -> tuple[str, str]:
+def _format_331(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, read=None
+) -> tuple[str, str]:
     k = read_key(key)
     key_text = f"transaction_metadata::transactionalId={k.transactional_id}"
     if value is None:
         return key_text, "<DELETE>"
     v = (read or read_value)(value)
     partitions = ",".join(_partitions_in_set_order(v))
-    return key_text, (f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},"
-                      f"partitions=[{partitions}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
-                      f"txnTimeoutMs={v.transaction_timeout_ms}")
+    return key_text, (
+        f"producerId:{v.producer_id},producerEpoch:{v.producer_epoch},state={v.state},"
+        f"partitions=[{partitions}],txnLastUpdateTimestamp={v.transaction_last_update_timestamp_ms},"
+        f"txnTimeoutMs={v.transaction_timeout_ms}"
+    )
 
 
-def decode_transaction_record(key: bytes | memoryview | None, value: bytes | memoryview | None) -> dict[str, Any]:
+def decode_transaction_record(
+    key: bytes | memoryview | None, value: bytes | memoryview | None
+) -> dict[str, Any]:
     """Structured form for our JSON output (snake_case keys); `value` is None for a tombstone.
     Values of version 0 and 1 have one form (a partition of __transaction_state holds both once
     transaction.version is raised), version 1 with its tagged fields (previous_producer_id,
@@ -252,7 +301,10 @@ def _decode_331(key: bytes | memoryview | None, value: bytes | memoryview | None
             for name in _TAGGED_SINCE_V1:
                 del d[name]
         d["state"] = v.state.name
-        d["transaction_partitions"] = None if v.transaction_partitions is None else [
-            {"topic": t, "partition_ids": ids} for t, ids in v.transaction_partitions]
+        d["transaction_partitions"] = (
+            None
+            if v.transaction_partitions is None
+            else [{"topic": t, "partition_ids": ids} for t, ids in v.transaction_partitions]
+        )
         out["value"] = d
     return out
