@@ -221,7 +221,7 @@ def dump_log(
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
       kafkalog dump-log /var/lib/kafka/data --format json --key user-42 --timestamps iso | jq '[.topic, .partition, .offset, .timestamp]'
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
-    """
+    """  # noqa: E501 - the examples print line for line (\b)
     given = _paths_given(files, paths)
     _refuse_exclusive_options(
         verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex

@@ -130,7 +130,7 @@ def check_batches(
             magic = buf[pos + 16]
             if magic >= 0x80:
                 magic -= 0x100
-            ple = stored = attrs = lod = 0
+            ple = stored = lod = 0
             if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
                 ple = struct.unpack_from(">i", buf, pos + 12)[0]
         if size < RECORD_OVERHEAD_V0:

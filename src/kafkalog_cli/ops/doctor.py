@@ -204,7 +204,7 @@ def diagnose(
         for check in (
             lambda d: check_lock(d, diag.unread),
             lambda d: check_access(d, user),
-            lambda d: check_directories(d, since_3_7),
+            lambda d, since_3_7=since_3_7: check_directories(d, since_3_7),
             check_file_types,
             lambda d: check_checkpoints(d, diag.unread),
             lambda d: check_segments(d, diag.unread),
@@ -1274,7 +1274,10 @@ def check_assignments(
             if topic_id is None:
                 why = "no topic id in partition.metadata"
             elif topic is None:
-                why = f"its topic id {topic_id} is not in the metadata (the topic was deleted, or recreated under a new id)"
+                why = (
+                    f"its topic id {topic_id} is not in the metadata "
+                    "(the topic was deleted, or recreated under a new id)"
+                )
             elif part is None:
                 why = f"partition {tp.partition} is not in the metadata of {topic.name}"
             elif node_id not in part.replicas:

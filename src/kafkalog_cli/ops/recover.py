@@ -112,7 +112,8 @@ def _note_hidden_by_marker(
             KeptFinding(
                 part.name,
                 (
-                    f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it (.kafka_cleanshutdown: "
+                    f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it "
+                    "(.kafka_cleanshutdown: "
                     f"no recovery) and serves it as it is, so consumers of these offsets fail on it. "
                     f"`kafkalog recover --all` recovers as the broker would without the marker, {cost}{keep}"
                 ),

@@ -546,7 +546,10 @@ class Segment:
             pos = self.position_for_offset(entry.offset, warn)
             b = next(self.batches(pos), None) if pos < len(self.log) else None
             if b is None or b.base_offset_field > entry.offset and b.magic >= 2:
-                why = f"entry (timestamp {entry.timestamp}, offset {entry.offset}) names an offset that is not in the log"
+                why = (
+                    f"entry (timestamp {entry.timestamp}, offset {entry.offset}) "
+                    "names an offset that is not in the log"
+                )
             elif b.max_timestamp != entry.timestamp:
                 why = (
                     f"entry (timestamp {entry.timestamp}, offset {entry.offset}) does not match the log "
