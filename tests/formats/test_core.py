@@ -1,5 +1,6 @@
 """The compiled twins (formats/_scan.pyx, _framing_walk.pyx) against their pure twins
-(formats/_scan_py.py, _framing_walk_py.py: the reference and the fallback) and against the reference decoder (RecordBatch.records() and the renderers'
+(formats/_scan_py.py, _framing_walk_py.py: the reference and the fallback) and against the reference
+decoder (RecordBatch.records() and the renderers'
 general paths): the same bytes over every record shape (null keys and values, headers, control
 batches, every codec, LogAppendTime, sequences that wrap, offsets past 64 bits), and damaged
 input giving up in both or neither, so the dump shows the same error.
@@ -360,7 +361,8 @@ needs_compiled_framing = pytest.mark.skipif(
 
 def _checked(buf: bytes, deep: bool, run, stride: int = 0):
     """check_batches's whole answer (findings with their messages and CRCs, in order), with `run`
-    as its walk over sound batches (None: a walk that takes none, check_batches's loop alone); `stride` > 0 tells of the stretches walked
+    as its walk over sound batches (None: a walk that takes none, check_batches's loop alone);
+    `stride` > 0 tells of the stretches walked
     every `stride` bytes, as verify-crc does every 64 MiB."""
     from kafkalog_cli.formats import framing
 

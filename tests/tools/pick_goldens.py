@@ -78,11 +78,15 @@ def main() -> None:
             copied += 1
     # preallocated index lengths the broker cases need
     for note in CORPUS.glob("broker/*/*/PREALLOCATED.txt"):
-        lines = [l for l in note.read_text().splitlines() if l.strip() and not l.startswith("#")]
+        lines = [
+            line
+            for line in note.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
         keep = [
-            l
-            for l in lines
-            if (OUT / note.parent.relative_to(CORPUS) / l.split(" ", 1)[1]).exists()
+            line
+            for line in lines
+            if (OUT / note.parent.relative_to(CORPUS) / line.split(" ", 1)[1]).exists()
         ]
         if keep:
             d = OUT / note.parent.relative_to(CORPUS)
