@@ -1,6 +1,7 @@
 """A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
 
-KAFKA_HOME names a Kafka distribution: 3.3.1, 3.9.0-rc3 or 4.0.0-SNAPSHOT (trunk 1eb76443) (tools/kafka-broker builds them; which
+KAFKA_HOME names a Kafka distribution: 3.3.1, 3.9.0-rc3 or 4.0.0-SNAPSHOT (trunk 1eb76443)
+(tools/kafka-broker builds them; which
 one it is comes from its jars, tests/helpers/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
 python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
