@@ -5,6 +5,7 @@ loops tested nowhere else; tests/formats/test_core.py holds the scanners and the
 
 The name checks read the sources and run on either core; the comparisons skip, with the reason,
 when the compiled core is not built."""
+
 from __future__ import annotations
 
 import ast
@@ -15,11 +16,12 @@ from array import array
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.formats import byte_loops
-from tests.helpers.strategies import batch_chains, v2_batches
 from tests.formats.test_scan import damaged_chains
+from tests.helpers.strategies import batch_chains, v2_batches
 
 FORMATS = Path(byte_loops.__file__).parent
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -30,8 +32,11 @@ _PYX_DEF = re.compile(r"^c?p?def\s+(?:[\w\[\]*]+\s+)*?(\w+)\s*\(", re.M)
 def _pyx_names(twin: str) -> list[str]:
     """The public functions of formats/<twin>.pyx, in source order."""
     text = (FORMATS / f"{twin}.pyx").read_text()
-    return [n for n, line in ((m.group(1), m.group(0)) for m in _PYX_DEF.finditer(text))
-            if not n.startswith("_") and not line.startswith("cdef")]
+    return [
+        n
+        for n, line in ((m.group(1), m.group(0)) for m in _PYX_DEF.finditer(text))
+        if not n.startswith("_") and not line.startswith("cdef")
+    ]
 
 
 def _py_names(twin: str, functions_only: bool = True) -> list[str]:
@@ -58,13 +63,15 @@ def test_every_compiled_module_has_a_pure_twin_and_byte_loops_knows_both():
     pyx = sorted(p.stem for p in FORMATS.glob("*.pyx"))
     assert pyx == sorted(byte_loops.TWINS)
     for twin in pyx:
-        assert (FORMATS / f"{twin}_py.py").exists(), f"formats/{twin}.pyx has no pure twin {twin}_py.py"
+        assert (FORMATS / f"{twin}_py.py").exists(), (
+            f"formats/{twin}.pyx has no pure twin {twin}_py.py"
+        )
 
 
 @pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
 def test_the_twins_have_the_same_public_functions_in_the_same_order(twin):
     assert _pyx_names(twin) == _py_names(twin)
-    assert _py_names(twin)      # the check reads something
+    assert _py_names(twin)  # the check reads something
 
 
 @pytest.mark.parametrize("twin", sorted(byte_loops.TWINS))
@@ -90,14 +97,20 @@ def test_neither_twin_imports_the_other(twin):
 
 def test_only_byte_loops_reads_the_environment_variable():
     src = FORMATS.parent
-    readers = sorted(str(p.relative_to(src)) for p in src.rglob("*.py") if byte_loops.ENV in p.read_text())
+    readers = sorted(
+        str(p.relative_to(src)) for p in src.rglob("*.py") if byte_loops.ENV in p.read_text()
+    )
     assert readers == ["formats/byte_loops.py"]
 
 
 # ------------------------------------------------------------------ the loops, compiled == pure
 @PROPERTY
-@given(buf=st.one_of(batch_chains(), damaged_chains()), deep=st.booleans(),
-       limit=st.sampled_from([1, 200, 1 << 20]), flags=st.sampled_from([(True, False), (True, True), (False, True)]))
+@given(
+    buf=st.one_of(batch_chains(), damaged_chains()),
+    deep=st.booleans(),
+    limit=st.sampled_from([1, 200, 1 << 20]),
+    flags=st.sampled_from([(True, False), (True, True), (False, True)]),
+)
 def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
     """The same text, stopping place and pairs; a batch one of them stops at, the caller's loop
     writes (so stopping earlier is allowed only at a batch the other writes the same)."""
@@ -115,13 +128,20 @@ def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
 def _chains():
     """Chains of any batches (legacy, damaged, cut short), and of v2 batches of every record shape
     (null keys and values, headers, sequences) and codec."""
-    return st.one_of(batch_chains(), damaged_chains(),
-                     st.lists(v2_batches(), min_size=1, max_size=4).map(b"".join))
+    return st.one_of(
+        batch_chains(),
+        damaged_chains(),
+        st.lists(v2_batches(), min_size=1, max_size=4).map(b"".join),
+    )
 
 
 @PROPERTY
-@given(buf=_chains(), deep=st.booleans(), limit=st.sampled_from([1, 200, 1 << 20]),
-       encoding=st.sampled_from(["utf8", "base64", "hex"]))
+@given(
+    buf=_chains(),
+    deep=st.booleans(),
+    limit=st.sampled_from([1, 200, 1 << 20]),
+    encoding=st.sampled_from(["utf8", "base64", "hex"]),
+)
 def test_lines_of_batches_compiled_is_pure(buf, deep, limit, encoding):
     """The same JSON Lines and stopping place, with the batch and record formats render/jsonl.py
     hands over: the twins run inside a dump, each run asked of both."""
@@ -134,8 +154,12 @@ def test_lines_of_batches_compiled_is_pure(buf, deep, limit, encoding):
     runs = []
 
     def both(buf, pos, end, layout, batch_format, record_format, _, records):
-        got = [twin.lines_of_batches(buf, pos, end, layout, batch_format, record_format, limit, records)
-               for twin in (compiled, pure)]
+        got = [
+            twin.lines_of_batches(
+                buf, pos, end, layout, batch_format, record_format, limit, records
+            )
+            for twin in (compiled, pure)
+        ]
         runs.append(got)
         return got[0]
 
@@ -163,19 +187,43 @@ def test_columns_of_batches_compiled_is_pure(buf, data):
     lo = data.draw(st.sampled_from([-(2**63), 0, 5, 20]))
     hi = data.draw(st.sampled_from([2**63 - 1, 3, 25]))
     txn, verify = data.draw(st.booleans()), data.draw(st.booleans())
-    rows, size = data.draw(st.sampled_from([1, 4, 8192])), data.draw(st.sampled_from([1, 100, 1 << 20]))
+    rows, size = (
+        data.draw(st.sampled_from([1, 4, 8192])),
+        data.draw(st.sampled_from([1, 100, 1 << 20])),
+    )
     got = []
     for twin in (compiled, pure):
         cols, values, of_row = RecordColumns(), tuple([] for _ in range(6)), array("i")
-        pos = twin.columns_of_batches(buf, 0, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size)
-        got.append((pos, cols.rows, b"".join(cols.data), cols.size, cols.payload, cols.offsets, cols.timestamps,
-                    cols.sequences, cols.spans, cols.null_keys, cols.null_values, cols.header_ends,
-                    cols.header_spans, cols.null_header_values, values, of_row))
+        pos = twin.columns_of_batches(
+            buf, 0, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size
+        )
+        got.append(
+            (
+                pos,
+                cols.rows,
+                b"".join(cols.data),
+                cols.size,
+                cols.payload,
+                cols.offsets,
+                cols.timestamps,
+                cols.sequences,
+                cols.spans,
+                cols.null_keys,
+                cols.null_values,
+                cols.header_ends,
+                cols.header_spans,
+                cols.null_header_values,
+                values,
+                of_row,
+            )
+        )
     assert got[0] == got[1]
 
 
 @PROPERTY
-@given(data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2]))
+@given(
+    data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2])
+)
 def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
     compiled = _compiled("_scan")
     from kafkalog_cli.formats import _scan_py as pure
@@ -193,12 +241,18 @@ def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
             return f(whole, spans, first, n, utf8)
         except ValueError as e:
             return "ValueError", str(e)
+
     assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
 
 
 @PROPERTY
-@given(data=st.data(), whole=st.binary(min_size=1, max_size=600) | st.text(max_size=200).map(str.encode),
-       utf8=st.booleans(), first=st.sampled_from([0, 2]), forward=st.booleans())
+@given(
+    data=st.data(),
+    whole=st.binary(min_size=1, max_size=600) | st.text(max_size=200).map(str.encode),
+    utf8=st.booleans(),
+    first=st.sampled_from([0, 2]),
+    forward=st.booleans(),
+)
 def test_gather_spans_of_many_rows_compiled_is_pure(data, whole, utf8, first, forward):
     """Past the rows where the pure twin gathers by numpy and pyarrow: spans running forward
     through the bytes (as RecordColumns' do) or not, a span out of range, UTF-8 or not."""
@@ -212,7 +266,7 @@ def test_gather_spans_of_many_rows_compiled_is_pure(data, whole, utf8, first, fo
         bounds.sort()
     else:
         for i in range(0, 4 * n, 2):
-            bounds[i:i + 2] = sorted(bounds[i:i + 2])
+            bounds[i : i + 2] = sorted(bounds[i : i + 2])
     spans = array("i", bounds)
 
     def outcome(f):
@@ -220,6 +274,7 @@ def test_gather_spans_of_many_rows_compiled_is_pure(data, whole, utf8, first, fo
             return f(whole, spans, first, n, utf8)
         except ValueError as e:
             return "ValueError", str(e)
+
     assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
 
 
@@ -230,11 +285,18 @@ def test_take_fixed_width_compiled_is_pure(data, width):
     from kafkalog_cli.formats import _scan_py as pure
 
     values = data.draw(st.binary(max_size=8 * 6))
-    rows = array("i", data.draw(st.lists(st.integers(-1, 7), max_size=12) | st.lists(st.integers(0, 5), min_size=64, max_size=100)))
+    rows = array(
+        "i",
+        data.draw(
+            st.lists(st.integers(-1, 7), max_size=12)
+            | st.lists(st.integers(0, 5), min_size=64, max_size=100)
+        ),
+    )
 
     def outcome(f):
         try:
             return f(values, width, rows)
         except ValueError as e:
             return "ValueError", str(e)
+
     assert outcome(compiled.take_fixed_width) == outcome(pure.take_fixed_width)

@@ -28,6 +28,7 @@ scanners go the other way: their loop only cuts records into columns, and each c
 JSON text or an Arrow array in a few calls per batch (JSON escaping and Arrow arrays cost a call
 per value otherwise).
 """
+
 from __future__ import annotations
 
 import operator
@@ -37,14 +38,26 @@ from itertools import accumulate
 from struct import pack
 from typing import TYPE_CHECKING
 
-from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats.json_layout import DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout
-from kafkalog_cli.formats.record_columns import RecordColumns
-from kafkalog_cli.formats.record_search import RecordSearch
 from kafkalog_cli.formats.compression import decompress
 from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.formats.json_layout import (
+    DEL,
+    HEADERS_SLOT,
+    KEYS_WHOLE,
+    SEQUENCE_SLOT,
+    VALUES_WHOLE,
+    JsonLayout,
+)
+from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.record_columns import RecordColumns
+from kafkalog_cli.formats.record_search import RecordSearch
 from kafkalog_cli.formats.records import (
-    INT32_MAX, NO_SEQUENCE, RECORD_BATCH_OVERHEAD, Record, RecordBatch, increment_sequence,
+    INT32_MAX,
+    NO_SEQUENCE,
+    RECORD_BATCH_OVERHEAD,
+    Record,
+    RecordBatch,
+    increment_sequence,
 )
 from kafkalog_cli.formats.v2_region import Declined, header_pairs, headers_at, records_region
 from kafkalog_cli.formats.varint import ZIGZAG, ZIGZAG2, read_varint, read_varlong
@@ -53,7 +66,9 @@ if TYPE_CHECKING:
     from typing import Any, Literal
 
 
-def batch_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool) -> tuple[str, int]:
+def batch_text(
+    batch: RecordBatch, last: int, pairs: list, metadata: bool, data_log: bool
+) -> tuple[str, int]:
     """The record lines of a v2 non-control batch, decoded straight into text (no Record
     objects), exactly as `KafkaDumper._records` writes them with the StringDecoder parser.
 
@@ -162,7 +177,7 @@ def batch_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_
         else:
             value = None
             vs = -1
-        if data[pos] == 0:   # no headers
+        if data[pos] == 0:  # no headers
             pos += 1
             hkeys = None
         else:
@@ -189,20 +204,26 @@ def batch_text(batch: RecordBatch, last: int, pairs: list, metadata: bool, data_
                             v = value.decode()
                         except UnicodeDecodeError:
                             v = jutf8(value)
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} payload: {v}\n")
+                        append(
+                            f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} payload: {v}\n"
+                        )
                 else:
                     try:
                         k = key.decode()
                     except UnicodeDecodeError:
                         k = jutf8(key)
                     if value is None:
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k}\n")
+                        append(
+                            f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k}\n"
+                        )
                     else:
                         try:
                             v = value.decode()
                         except UnicodeDecodeError:
                             v = jutf8(value)
-                        append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k} payload: {v}\n")
+                        append(
+                            f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail} key: {k} payload: {v}\n"
+                        )
             else:
                 append(f"{head}{off}{mid}{ts} keySize: {ks} valueSize: {vs}{tail}\n")
         elif data_log:
@@ -234,15 +255,25 @@ def _data_batch(buf, pos: int, end: int) -> list[int] | None:
     batches, an unknown codec, a negative count, a last offset past 64 bits)."""
     if pos + 17 > end:
         return None
-    size = int.from_bytes(buf[pos + 8:pos + 12], "big", signed=True)
-    if size < 14 or pos > end - 12 - size or buf[pos + 16] != 2 or size + 12 < RECORD_BATCH_OVERHEAD:
+    size = int.from_bytes(buf[pos + 8 : pos + 12], "big", signed=True)
+    if (
+        size < 14
+        or pos > end - 12 - size
+        or buf[pos + 16] != 2
+        or size + 12 < RECORD_BATCH_OVERHEAD
+    ):
         return None
     head = list(_V2_HEAD.unpack_from(buf, pos))
     attributes = head[5] & 0xFF
     if attributes >= 0x80:
         attributes -= 0x100
     head[5] = attributes
-    if attributes & 0x20 or (attributes & 0x07) > 4 or head[12] < 0 or head[0] + head[6] > _INT64_MAX:
+    if (
+        attributes & 0x20
+        or (attributes & 0x07) > 4
+        or head[12] < 0
+        or head[0] + head[6] > _INT64_MAX
+    ):
         return None
     return head
 
@@ -256,8 +287,17 @@ def _last_sequence(base_seq: int, lod: int) -> int:
     return base_seq + lod
 
 
-def text_of_batches(buf, pos: int, end: int, last: int, pairs: list, metadata: bool, data_log: bool,
-                    limit: int, records: bool = True) -> tuple[bytes, int, int]:
+def text_of_batches(
+    buf,
+    pos: int,
+    end: int,
+    last: int,
+    pairs: list,
+    metadata: bool,
+    data_log: bool,
+    limit: int,
+    records: bool = True,
+) -> tuple[bytes, int, int]:
     """kafka-dump-log's lines (batch line, then its record lines) of the v2 data batches from
     buf[pos:end), as render/kafka.py's loop writes them with the StringDecoder parser, until
     about `limit` bytes are written or a batch this does not render: legacy, control, short or
@@ -275,27 +315,33 @@ def text_of_batches(buf, pos: int, end: int, last: int, pairs: list, metadata: b
         head = _data_batch(buf, pos, end)
         if head is None:
             break
-        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = head
+        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = (
+            head
+        )
         total += 12
         text = b""
         if records:
             local: list = []
             try:
-                lines, last_after = batch_text(RecordBatch(buf, pos, total, 2), last, local, metadata, data_log)
-            except Exception:   # the caller's loop: the reference decoder says what is wrong
+                lines, last_after = batch_text(
+                    RecordBatch(buf, pos, total, 2), last, local, metadata, data_log
+                )
+            except Exception:  # the caller's loop: the reference decoder says what is wrong
                 break
             text = lines.encode("utf-8", "surrogatepass")
             found += local
             last = last_after
-        valid = crc32c(mv[pos + 21:pos + total]) == crc
+        valid = crc32c(mv[pos + 21 : pos + total]) == crc
         horizon = f"OptionalLong[{base_ts}]" if attributes & 0x40 else "OptionalLong.empty"
-        line = (f"baseOffset: {base} lastOffset: {base + lod} count: {count} baseSequence: {base_seq} "
-                f"lastSequence: {_last_sequence(base_seq, lod)} producerId: {pid} producerEpoch: {epoch} "
-                f"partitionLeaderEpoch: {ple} isTransactional: {'true' if attributes & 0x10 else 'false'} "
-                f"isControl: false deleteHorizonMs: {horizon} position: {pos} "
-                f"{'LogAppendTime' if attributes & 0x08 else 'CreateTime'}: {max_ts} size: {total} magic: 2 "
-                f"compresscodec: {_CODEC_NAMES[attributes & 0x07]} crc: {crc} "
-                f"isvalid: {'true' if valid else 'false'}\n").encode()
+        line = (
+            f"baseOffset: {base} lastOffset: {base + lod} count: {count} baseSequence: {base_seq} "
+            f"lastSequence: {_last_sequence(base_seq, lod)} producerId: {pid} producerEpoch: {epoch} "
+            f"partitionLeaderEpoch: {ple} isTransactional: {'true' if attributes & 0x10 else 'false'} "
+            f"isControl: false deleteHorizonMs: {horizon} position: {pos} "
+            f"{'LogAppendTime' if attributes & 0x08 else 'CreateTime'}: {max_ts} size: {total} magic: 2 "
+            f"compresscodec: {_CODEC_NAMES[attributes & 0x07]} crc: {crc} "
+            f"isvalid: {'true' if valid else 'false'}\n"
+        ).encode()
         out.append(line)
         out.append(text)
         size += len(line) + len(text)
@@ -336,10 +382,15 @@ def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bo
         pos, end = 0, len(data)
     offsets: list[int] = []
     timestamps: list[int] = []
-    keys: list[Any] = []            # bytes, or None where null (knulls and vnulls count them)
+    keys: list[Any] = []  # bytes, or None where null (knulls and vnulls count them)
     values: list[Any] = []
     headers: list[tuple[int, list[tuple[bytes, bytes | None]]]] = []
-    oappend, tappend, kappend, vappend = offsets.append, timestamps.append, keys.append, values.append
+    oappend, tappend, kappend, vappend = (
+        offsets.append,
+        timestamps.append,
+        keys.append,
+        values.append,
+    )
     base = batch.base_offset_field
     base_ts = batch.base_timestamp
     knulls = vnulls = 0
@@ -421,24 +472,24 @@ def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bo
         else:
             vappend(None)
             vnulls += 1
-        if rec[p] == 0:   # no headers
+        if rec[p] == 0:  # no headers
             p += 1
         else:
             pairs, p = header_pairs(rec, p, len(rec))
             headers.append((i, pairs))
-        if p != length:      # (a record cut short by the batch's end: pos passes end below)
+        if p != length:  # (a record cut short by the batch's end: pos passes end below)
             raise Declined("record size")
     if pos != end:
         raise Declined("bytes remain")
     if not count:
         return b""
-    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+    if batch.attributes & 0x08:  # LogAppendTime: every record has the batch's max timestamp
         timestamps = [batch.max_timestamp] * count
     seqs = _sequences(batch.base_sequence, base, offsets) if batch.base_sequence >= 0 else None
     variant = (KEYS_WHOLE if knulls else 0) | (VALUES_WHOLE if vnulls else 0)
     if headers:
         variant |= HEADERS_SLOT
-    more = []          # the slots after the payloads and headers
+    more = []  # the slots after the payloads and headers
     if seqs is not None:
         variant |= SEQUENCE_SLOT
         more.append(seqs)
@@ -453,8 +504,13 @@ def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bo
             return text
     columns: list[list]
     if knulls or vnulls:
-        columns = [offsets, timestamps, _json_payloads(keys, knulls, layout), _json_payloads(values, vnulls, layout)]
-    else:   # both columns escaped in one go (a few calls per batch fewer)
+        columns = [
+            offsets,
+            timestamps,
+            _json_payloads(keys, knulls, layout),
+            _json_payloads(values, vnulls, layout),
+        ]
+    else:  # both columns escaped in one go (a few calls per batch fewer)
         texts = layout.strings(keys + values)
         columns = [offsets, timestamps, texts[:count], texts[count:]]
     if headers:
@@ -465,8 +521,16 @@ def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bo
     return b"\n".join([line] * count) % _row_major(columns + more, count)
 
 
-def lines_of_batches(buf, pos: int, end: int, layout: JsonLayout, batch_format, record_format, limit: int,
-                     records: bool = True) -> tuple[bytes, int]:
+def lines_of_batches(
+    buf,
+    pos: int,
+    end: int,
+    layout: JsonLayout,
+    batch_format,
+    record_format,
+    limit: int,
+    records: bool = True,
+) -> tuple[bytes, int]:
     """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
     records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
     are written or a batch this does not write (as text_of_batches). The batch and record lines'
@@ -480,7 +544,7 @@ def lines_of_batches(buf, pos: int, end: int, layout: JsonLayout, batch_format, 
     out: list[bytes] = []
     size = 0
     mv = memoryview(buf)
-    bkey = rkey = None      # the arguments the formats in hand were made for
+    bkey = rkey = None  # the arguments the formats in hand were made for
     bfmt = rfmt = b""
 
     def _record_format(variant: int, key: tuple) -> bytes:
@@ -494,26 +558,49 @@ def lines_of_batches(buf, pos: int, end: int, layout: JsonLayout, batch_format, 
         head = _data_batch(buf, pos, end)
         if head is None:
             break
-        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = head
+        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = (
+            head
+        )
         total += 12
         text = b""
         if records:
             key = (attributes, pid, epoch)
             try:
-                text = _record_lines(RecordBatch(buf, pos, total, 2), layout,
-                                     lambda batch, variant, key=key: _record_format(variant, key), True)
-            except Exception:   # the caller's loop: the reference decoder says what is wrong
+                text = _record_lines(
+                    RecordBatch(buf, pos, total, 2),
+                    layout,
+                    lambda batch, variant, key=key: _record_format(variant, key),
+                    True,
+                )
+            except Exception:  # the caller's loop: the reference decoder says what is wrong
                 break
-        computed = crc32c(mv[pos + 21:pos + total])
+        computed = crc32c(mv[pos + 21 : pos + total])
         k = (attributes, computed == crc)
         if k != bkey:
-            bfmt = batch_format(attributes, computed == crc, bool(attributes & 0x40), buf, pos, total)
+            bfmt = batch_format(
+                attributes, computed == crc, bool(attributes & 0x40), buf, pos, total
+            )
             bkey = k
-        values = (base, base + lod, count, pos, total, crc, computed, base_ts, max_ts, pid, epoch, base_seq,
-                  _last_sequence(base_seq, lod), ple, base_ts)
+        values = (
+            base,
+            base + lod,
+            count,
+            pos,
+            total,
+            crc,
+            computed,
+            base_ts,
+            max_ts,
+            pid,
+            epoch,
+            base_seq,
+            _last_sequence(base_seq, lod),
+            ple,
+            base_ts,
+        )
         try:
-            line = bfmt % values[:15 if attributes & 0x40 else 14]
-        except TypeError:   # not the batch line's slots
+            line = bfmt % values[: 15 if attributes & 0x40 else 14]
+        except TypeError:  # not the batch line's slots
             break
         if out:
             out.append(b"\n")
@@ -534,8 +621,14 @@ def _row_major(columns: list[list], count: int) -> tuple:
     return tuple(fields)
 
 
-def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: list[tuple[int, list]],
-                  columns: list[list], layout: JsonLayout) -> bytes | None:
+def _joined_lines(
+    line: bytes,
+    keys: list[bytes],
+    values: list[bytes],
+    headers: list[tuple[int, list]],
+    columns: list[list],
+    layout: JsonLayout,
+) -> bytes | None:
     """The lines of a batch without null keys or values, all its payloads (header keys and
     values too) escaped in one call and never split apart again: "%b key %b value %b key ...
     value %b" (the payloads' own % doubled twice), escaped at once, is the %-format of the whole
@@ -555,7 +648,9 @@ def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: 
             return None
         payloads, pieces = made
     else:
-        payloads = [b""] * (2 * count + 2)     # a slot before the first key and after the last value too
+        payloads = [b""] * (
+            2 * count + 2
+        )  # a slot before the first key and after the last value too
         payloads[1:-1:2] = keys
         payloads[2:-1:2] = values
         pieces = (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
@@ -568,34 +663,49 @@ def _joined_lines(line: bytes, keys: list[bytes], values: list[bytes], headers: 
         return None
     try:
         fmt %= pieces
-    except TypeError:   # more slots than separators: a payload holds a DEL
+    except TypeError:  # more slots than separators: a payload holds a DEL
         return None
     return fmt % _row_major(columns, count)
 
 
-def _with_headers(head: bytes, middle: bytes, tail: bytes, keys: list[bytes], values: list[bytes],
-                  headers: list[tuple[int, list]], layout: JsonLayout) -> tuple[list, tuple] | None:
+def _with_headers(
+    head: bytes,
+    middle: bytes,
+    tail: bytes,
+    keys: list[bytes],
+    values: list[bytes],
+    headers: list[tuple[int, list]],
+    layout: JsonLayout,
+) -> tuple[list, tuple] | None:
     """For _joined_lines, a batch with headers: the payloads in line order (each record's key,
     value, then its headers' keys and values; empty ones first and last), and the texts that go
     between them. None when the layout's header texts are not the shapes this cuts."""
     tail_cut = tail.split(b"%b")
     header, null_header = layout.header.split(b"%b"), layout.null_header.split(b"%b")
-    if len(tail_cut) != 2 or len(header) != 3 or len(null_header) != 2 or header[0] != null_header[0]:
+    if (
+        len(tail_cut) != 2
+        or len(header) != 3
+        or len(null_header) != 2
+        or header[0] != null_header[0]
+    ):
         return None
-    before, after = tail_cut                    # around the headers' slot
-    key_open = header[0] + b'"'                 # {"key": "
-    value_open = b'"' + header[1]               # ", "value": "
-    value_close = header[2]                     # "}
-    null_value = b'"' + null_header[1]          # ", "value": null}
+    before, after = tail_cut  # around the headers' slot
+    key_open = header[0] + b'"'  # {"key": "
+    value_open = b'"' + header[1]  # ", "value": "
+    value_close = header[2]  # "}
+    null_value = b'"' + null_header[1]  # ", "value": null}
     newline_head = b"\n" + head
     # what goes before a record's first header key, between headers (after a value or a null),
     # and after its last header (to the next record's key)
     first_key = before + layout.open + key_open
-    next_after_value, next_after_null = value_close + layout.sep + key_open, null_value + layout.sep + key_open
+    next_after_value, next_after_null = (
+        value_close + layout.sep + key_open,
+        null_value + layout.sep + key_open,
+    )
     end_after_value = value_close + layout.close + after + newline_head
     end_after_null = null_value + layout.close + after + newline_head
     no_headers = before + layout.no_headers + after + newline_head
-    of: list[list | None] = [None] * len(keys)       # each record's header pairs
+    of: list[list | None] = [None] * len(keys)  # each record's header pairs
     for i, pairs in headers:
         of[i] = pairs
     payloads: list[bytes] = [b""]
@@ -628,7 +738,7 @@ def _sequences(base_sequence: int, base_offset: int, offsets: list) -> list[int]
     if base_sequence < 0:
         return [NO_SEQUENCE] * len(offsets)
     seqs = [base_sequence - base_offset + o for o in offsets]
-    if seqs and max(seqs) > INT32_MAX:     # sequences wrap to 0
+    if seqs and max(seqs) > INT32_MAX:  # sequences wrap to 0
         seqs = [s - INT32_MAX - 1 if s > INT32_MAX else s for s in seqs]
     return seqs
 
@@ -650,7 +760,11 @@ def _headers_text(pairs: list[tuple[bytes, bytes | None]], layout: JsonLayout) -
     items = []
     for key, value in pairs:
         k = layout.quote(java_utf8(key))
-        items.append(layout.null_header % k if value is None else layout.header % (k, layout.strings([value])[0]))
+        items.append(
+            layout.null_header % k
+            if value is None
+            else layout.header % (k, layout.strings([value])[0])
+        )
     return layout.open + layout.sep.join(items) + layout.close
 
 
@@ -681,7 +795,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
             else:
                 length, pos = rvarint(data, pos)
         body = pos
-        b = data[pos + 1]                     # after the attributes: timestampDelta
+        b = data[pos + 1]  # after the attributes: timestampDelta
         if b < 0x80:
             pos += 2
         elif data[pos + 2] < 0x80:
@@ -704,7 +818,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
         prev = od
         b = data[pos]
         if b < 0x80:
-            if b & 1:                         # a negative size: no key
+            if b & 1:  # a negative size: no key
                 pos += 1
             else:
                 pos += 1 + (b >> 1)
@@ -732,7 +846,7 @@ def v2_records_ok(batch: RecordBatch) -> bool:
                 vs, pos = rvarint(data, pos)
             if vs > 0:
                 pos += vs
-        if data[pos] == 0:                    # no headers
+        if data[pos] == 0:  # no headers
             pos += 1
         else:
             pos = _header_keys(data, pos, end)[1]
@@ -765,8 +879,14 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     ends: list[int] = []
     hspans: list[int] = []
     null_keys, null_values, null_hvalues = [], [], []
-    oappend, tappend, sextend, eappend, hextend = offsets.append, timestamps.append, spans.extend, ends.append, hspans.extend
-    nheaders = headers = len(cols.header_spans) // 4      # before this batch's; so far
+    oappend, tappend, sextend, eappend, hextend = (
+        offsets.append,
+        timestamps.append,
+        spans.extend,
+        ends.append,
+        hspans.extend,
+    )
+    nheaders = headers = len(cols.header_spans) // 4  # before this batch's; so far
     rvarint = read_varint
     rvarlong = read_varlong
     zz = ZIGZAG
@@ -843,7 +963,7 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
             null_values.append(row0 + i)
         sextend((key + shift, key_end + shift, value + shift, pos + shift))
         b = data[pos]
-        if b == 0:           # no headers
+        if b == 0:  # no headers
             pos += 1
         elif b == 2 and data[pos + 1] < 0x80 and not data[pos + 1] & 1:
             # one header with a key shorter than 64 bytes, the usual case, inline (a call costs
@@ -871,12 +991,14 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
             raise Declined("record size")
     if pos != end:
         raise Declined("bytes remain")
-    if batch.attributes & 0x08:      # LogAppendTime: every record has the batch's max timestamp
+    if batch.attributes & 0x08:  # LogAppendTime: every record has the batch's max timestamp
         timestamps = [batch.max_timestamp] * count
     if batch.base_sequence < 0:
         cols.sequences += array("i", [NO_SEQUENCE]) * count
     else:
-        cols.sequences.frombytes(_packed("i", _sequences(batch.base_sequence, batch.base_offset_field, offsets)))
+        cols.sequences.frombytes(
+            _packed("i", _sequences(batch.base_sequence, batch.base_offset_field, offsets))
+        )
     cols.rows += count
     cols.data.append(data)
     cols.size += len(data)
@@ -891,8 +1013,20 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     cols.null_header_values += null_hvalues
 
 
-def columns_of_batches(buf, pos: int, end: int, cols: RecordColumns, batch_values: tuple, batch_of_row,
-                       lo: int, hi: int, transactional: bool, verify: bool, max_rows: int, max_bytes: int) -> int:
+def columns_of_batches(
+    buf,
+    pos: int,
+    end: int,
+    cols: RecordColumns,
+    batch_values: tuple,
+    batch_of_row,
+    lo: int,
+    hi: int,
+    transactional: bool,
+    verify: bool,
+    max_rows: int,
+    max_bytes: int,
+) -> int:
     """spark/arrow.py's selection and _RecordRows.add over a run of v2 data batches from
     buf[pos:end): each batch's records appended to the RecordColumns `cols` by scan_columns, its
     values to the six lists of `batch_values` (timestamp_type, base_offset, producer_id,
@@ -914,15 +1048,15 @@ def columns_of_batches(buf, pos: int, end: int, cols: RecordColumns, batch_value
         total += 12
         if base < lo or base + lod >= hi or (attributes & 0x10 and not transactional):
             break
-        if verify and crc32c(mv[pos + 21:pos + total]) != crc:
+        if verify and crc32c(mv[pos + 21 : pos + total]) != crc:
             break
         start = cols.rows
         try:
             scan_columns(RecordBatch(buf, pos, total, 2), cols)
-        except Exception:   # the caller's loop: records() says what is wrong, or decodes it
+        except Exception:  # the caller's loop: records() says what is wrong, or decodes it
             break
         pos += total
-        if not count:       # no row: no values (as _RecordRows.add)
+        if not count:  # no row: no values (as _RecordRows.add)
             continue
         batch_of_row.extend(array("i", [len(bases)]) * (cols.rows - start))
         ts_types.append("LogAppendTime" if attributes & 0x08 else "CreateTime")
@@ -939,8 +1073,9 @@ def _packed(code: str, items: list) -> bytes:
     return pack(f"={len(items)}{code}", *items)
 
 
-def _header_spans(data: bytes, pos: int, end: int, shift: int, spans: list, nulls: list,
-                  first: int) -> tuple[int, int]:
+def _header_spans(
+    data: bytes, pos: int, end: int, shift: int, spans: list, nulls: list, first: int
+) -> tuple[int, int]:
     b = data[pos]
     if b < 0x80:
         nh = ZIGZAG[b]
@@ -980,7 +1115,9 @@ def _header_spans(data: bytes, pos: int, end: int, shift: int, spans: list, null
     return nh, pos
 
 
-def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | None = None) -> list[Record]:
+def search_v2(
+    batch: RecordBatch, search: RecordSearch, indices: list[int] | None = None
+) -> list[Record]:
     """The records of a v2 batch that pass `search`, as RecordBatch.records() decodes them; the
     others are walked (every size checked as the reference decoder checks it) but never built.
     `indices` receives each found record's place in the batch (0 for its first record).
@@ -991,12 +1128,17 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
     if batch.records_count < 0:
         raise Declined("negative count")
     data, pos, end = records_region(batch)
-    if type(data) is not bytes:     # an mmap: the records copied once, for find() and startswith()
+    if type(data) is not bytes:  # an mmap: the records copied once, for find() and startswith()
         data, pos, end = bytes(memoryview(data)[pos:end]), 0, end - pos
     count = batch.records_count
     if search.rules_out(data, pos, end) and batch.is_valid():
         return []
-    kexact, kprefix, kregex, vregex = search.key, search.key_prefix, search.key_regex, search.value_regex
+    kexact, kprefix, kregex, vregex = (
+        search.key,
+        search.key_prefix,
+        search.key_regex,
+        search.value_regex,
+    )
     keyed = kexact is not None or kprefix is not None or kregex is not None
     klen = -1 if kexact is None else len(kexact)
     plen = 0 if kprefix is None else len(kprefix)
@@ -1011,28 +1153,48 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
             # varints of one and two bytes inline, one expression a field (c: the second byte):
             # record lengths, timestamp deltas and value sizes often take two
             b, c = data[pos], data[pos + 1]
-            length, pos = ((zz[b], pos + 1) if b < 0x80 else (zz2[c][b], pos + 2) if c < 0x80
-                           else rvarint(data, pos))
+            length, pos = (
+                (zz[b], pos + 1)
+                if b < 0x80
+                else (zz2[c][b], pos + 2)
+                if c < 0x80
+                else rvarint(data, pos)
+            )
             body = pos
             b, c = data[pos + 1], data[pos + 2]
-            td, pos = ((zz[b], pos + 2) if b < 0x80 else (zz2[c][b], pos + 3) if c < 0x80
-                       else rvarlong(data, pos + 1))
-            b = data[pos]                   # offset delta and key size: one byte, but rarely
+            td, pos = (
+                (zz[b], pos + 2)
+                if b < 0x80
+                else (zz2[c][b], pos + 3)
+                if c < 0x80
+                else rvarlong(data, pos + 1)
+            )
+            b = data[pos]  # offset delta and key size: one byte, but rarely
             od, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             b = data[pos]
             ks, pos = (zz[b], pos + 1) if b < 0x80 else rvarint(data, pos)
             kpos = pos
             if ks >= 0:
                 pos += ks
-                hit = ks >= plen and (kexact is None or ks == klen) and (
-                    (kexact is None or data.startswith(kexact, kpos))
-                    and (kprefix is None or data.startswith(kprefix, kpos))
-                    and (kregex is None or kregex.search(data[kpos:pos]) is not None))
+                hit = (
+                    ks >= plen
+                    and (kexact is None or ks == klen)
+                    and (
+                        (kexact is None or data.startswith(kexact, kpos))
+                        and (kprefix is None or data.startswith(kprefix, kpos))
+                        and (kregex is None or kregex.search(data[kpos:pos]) is not None)
+                    )
+                )
             else:
                 hit = not keyed
             b, c = data[pos], data[pos + 1]
-            vs, pos = ((zz[b], pos + 1) if b < 0x80 else (zz2[c][b], pos + 2) if c < 0x80
-                       else rvarint(data, pos))
+            vs, pos = (
+                (zz[b], pos + 1)
+                if b < 0x80
+                else (zz2[c][b], pos + 2)
+                if c < 0x80
+                else rvarint(data, pos)
+            )
             vpos = pos
             if vs >= 0:
                 pos += vs
@@ -1041,18 +1203,29 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
             elif vregex is not None:
                 hit = False
             hpos = pos
-            if data[pos] == 0:   # no headers
+            if data[pos] == 0:  # no headers
                 pos += 1
             else:
                 pos = _header_keys(data, pos, end)[1]
             if pos - body != length or pos > end:
                 raise Declined("record size")
             if hit:
-                out.append(Record(
-                    base + od, log_append if log_append is not None else base_ts + td,
-                    data[kpos:kpos + ks] if ks >= 0 else None, data[vpos:vpos + vs] if vs >= 0 else None,
-                    headers_at(data, hpos), increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE,
-                    data[body], 2, None, True, -1 if ks < 0 else ks, -1 if vs < 0 else vs))
+                out.append(
+                    Record(
+                        base + od,
+                        log_append if log_append is not None else base_ts + td,
+                        data[kpos : kpos + ks] if ks >= 0 else None,
+                        data[vpos : vpos + vs] if vs >= 0 else None,
+                        headers_at(data, hpos),
+                        increment_sequence(base_seq, od) if base_seq >= 0 else NO_SEQUENCE,
+                        data[body],
+                        2,
+                        None,
+                        True,
+                        -1 if ks < 0 else ks,
+                        -1 if vs < 0 else vs,
+                    )
+                )
                 if indices is not None:
                     indices.append(i)
     except IndexError:
@@ -1062,7 +1235,9 @@ def search_v2(batch: RecordBatch, search: RecordSearch, indices: list[int] | Non
     return out
 
 
-def gather_spans(whole, spans, first: int, n: int, utf8: bool = False) -> tuple[bytes, bytes] | None:
+def gather_spans(
+    whole, spans, first: int, n: int, utf8: bool = False
+) -> tuple[bytes, bytes] | None:
     """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
     RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
     (Arrow's int32 offsets buffer, data buffer) of a binary column of them. `utf8`: None unless
@@ -1077,8 +1252,8 @@ def gather_spans(whole, spans, first: int, n: int, utf8: bool = False) -> tuple[
             return _gather_vectorised(whole, spans, first, n, utf8)
         except ImportError:
             pass
-    starts = spans[first:4 * n:4]
-    ends = spans[first + 1:4 * n:4]
+    starts = spans[first : 4 * n : 4]
+    ends = spans[first + 1 : 4 * n : 4]
     if n and (min(starts) < 0 or max(ends) > size or any(map(operator.gt, starts, ends))):
         raise ValueError("span out of range")
     if sum(ends) - sum(starts) > INT32_MAX:
@@ -1106,8 +1281,8 @@ def _gather_vectorised(whole, spans, first: int, n: int, utf8: bool) -> tuple[by
     import numpy as np
     import pyarrow as pa
 
-    rows = np.frombuffer(memoryview(spans).cast("B")[:16 * n], dtype=np.int32).reshape(n, 4)
-    bounds = np.ascontiguousarray(rows[:, first:first + 2], dtype=np.int32)
+    rows = np.frombuffer(memoryview(spans).cast("B")[: 16 * n], dtype=np.int32).reshape(n, 4)
+    bounds = np.ascontiguousarray(rows[:, first : first + 2], dtype=np.int32)
     starts, ends = bounds[:, 0], bounds[:, 1]
     if starts.min() < 0 or ends.max() > len(whole) or (starts > ends).any():
         raise ValueError("span out of range")
@@ -1120,7 +1295,9 @@ def _gather_vectorised(whole, spans, first: int, n: int, utf8: bool) -> tuple[by
     flat = bounds.reshape(-1)
     if (flat[1:] >= flat[:-1]).all():
         # element 2 i of the covering array is span i (its odd elements: the gaps between spans)
-        covering = pa.Array.from_buffers(pa.binary(), 2 * n - 1, [None, pa.py_buffer(flat), pa.py_buffer(whole)])
+        covering = pa.Array.from_buffers(
+            pa.binary(), 2 * n - 1, [None, pa.py_buffer(flat), pa.py_buffer(whole)]
+        )
         taken = covering.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
         data = taken.buffers()[2]
         data = data.to_pybytes()[:total] if data is not None else b""
@@ -1133,7 +1310,12 @@ def _gather_vectorised(whole, spans, first: int, n: int, utf8: bool) -> tuple[by
         except UnicodeDecodeError:
             return None
         # the whole is UTF-8: each span is when none starts inside a character
-        if total and (np.frombuffer(data, dtype=np.uint8)[offsets[:-1][lengths > 0]] & 0xC0 == 0x80).any():
+        if (
+            total
+            and (
+                np.frombuffer(data, dtype=np.uint8)[offsets[:-1][lengths > 0]] & 0xC0 == 0x80
+            ).any()
+        ):
             return None
     return offsets.tobytes(), data
 
@@ -1149,11 +1331,11 @@ def take_fixed_width(values, width: int, rows) -> bytes:
     if code is None:
         raise ValueError("width")
     v = memoryview(values).cast("B")
-    v = v[:len(v) // width * width].cast(code)
+    v = v[: len(v) // width * width].cast(code)
     if len(rows) and (min(rows) < 0 or max(rows) >= len(v)):
         raise ValueError("row index out of range")
     if len(rows) >= _VECTOR_ROWS:
-        try:    # numpy: its only caller (spark/arrow.py) has it, with pyarrow
+        try:  # numpy: its only caller (spark/arrow.py) has it, with pyarrow
             import numpy as np
         except ImportError:
             pass

@@ -2,31 +2,53 @@
 declared in render/schema.py (README's table is made from it); the Spark data source yields the
 same values.
 """
+
 from __future__ import annotations
 
 import base64
 import binascii
 import json
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable
 
 import orjson
 
 from kafkalog_cli.errors import KafkalogError, one_line
-from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.byte_loops import batch_json, lines_of_batches
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
 from kafkalog_cli.formats.internal.raft import add_control_body
+from kafkalog_cli.formats.json_layout import (
+    DEL,
+    HEADERS_SLOT,
+    KEYS_WHOLE,
+    SEQUENCE_SLOT,
+    VALUES_WHOLE,
+    JsonLayout,
+)
+from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch, iter_batches
-from kafkalog_cli.formats.byte_loops import batch_json, lines_of_batches
-from kafkalog_cli.formats.json_layout import DEL, HEADERS_SLOT, KEYS_WHOLE, SEQUENCE_SLOT, VALUES_WHOLE, JsonLayout
 from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
-    PARALLEL_MIN_BYTES, RELEASE_BYTES, RUN_BYTES, Sink, output_fd, ranges_of, render_ranges, write_all,
+    PARALLEL_MIN_BYTES,
+    RELEASE_BYTES,
+    RUN_BYTES,
+    Sink,
+    output_fd,
+    ranges_of,
+    render_ranges,
+    write_all,
 )
 from kafkalog_cli.render.schema import (
-    BATCH, CONTROL_RECORD, FILE, LEGACY, LOCATED, RECORD, TRAILING_BYTES, UNKNOWN_FILE,
+    BATCH,
+    CONTROL_RECORD,
+    FILE,
+    LEGACY,
+    LOCATED,
+    RECORD,
+    TRAILING_BYTES,
+    UNKNOWN_FILE,
 )
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
@@ -80,21 +102,50 @@ def batch_object(b: RecordBatch, file: str) -> dict:
     valid = b.is_valid()
     obj = BATCH.template()
     obj.update(
-        file=file, base_offset=b.base_offset, last_offset=b.last_offset, count=b.records_count,
-        position=b.position, size=b.size, magic=b.magic, codec=b.compression.kafka_name, crc=b.crc,
-        computed_crc=b.crc if valid else b.compute_crc(),   # a valid batch's CRC is its own
-        is_valid=valid, timestamp_type=b.timestamp_type.kafka_name, base_timestamp=b.base_timestamp,
-        max_timestamp=b.max_timestamp, producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-        base_sequence=b.base_sequence, last_sequence=b.last_sequence,
-        partition_leader_epoch=b.partition_leader_epoch, is_transactional=b.is_transactional,
-        is_control=b.is_control, delete_horizon_ms=b.delete_horizon_ms)
+        file=file,
+        base_offset=b.base_offset,
+        last_offset=b.last_offset,
+        count=b.records_count,
+        position=b.position,
+        size=b.size,
+        magic=b.magic,
+        codec=b.compression.kafka_name,
+        crc=b.crc,
+        computed_crc=b.crc if valid else b.compute_crc(),  # a valid batch's CRC is its own
+        is_valid=valid,
+        timestamp_type=b.timestamp_type.kafka_name,
+        base_timestamp=b.base_timestamp,
+        max_timestamp=b.max_timestamp,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        last_sequence=b.last_sequence,
+        partition_leader_epoch=b.partition_leader_epoch,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+        delete_horizon_ms=b.delete_horizon_ms,
+    )
     return obj
 
 
 # The batch values batch_line fills per batch, in the schema's order (v2 batches: count is never null)
-_BATCH_SLOTS = ("base_offset", "last_offset", "count", "position", "size", "crc", "computed_crc", "base_timestamp",
-                "max_timestamp", "producer_id", "producer_epoch", "base_sequence", "last_sequence",
-                "partition_leader_epoch", "delete_horizon_ms")
+_BATCH_SLOTS = (
+    "base_offset",
+    "last_offset",
+    "count",
+    "position",
+    "size",
+    "crc",
+    "computed_crc",
+    "base_timestamp",
+    "max_timestamp",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "last_sequence",
+    "partition_leader_epoch",
+    "delete_horizon_ms",
+)
 _BATCH_LINES: dict[tuple, bytes] = {}
 
 
@@ -109,8 +160,9 @@ def batch_format(b: RecordBatch, file: str, valid: bool) -> bytes:
         for name in _BATCH_SLOTS:
             if obj[name] is not None:
                 obj[name] = _mark(name)
-        fmt = _BATCH_LINES[key] = _slotted(dumps(obj), [
-            (name, "%d", False) for name in _BATCH_SLOTS if obj[name] is not None])
+        fmt = _BATCH_LINES[key] = _slotted(
+            dumps(obj), [(name, "%d", False) for name in _BATCH_SLOTS if obj[name] is not None]
+        )
     return fmt
 
 
@@ -122,9 +174,22 @@ def batch_line(b: RecordBatch, file: str) -> bytes:
     horizon = b.delete_horizon_ms
     fmt = batch_format(b, file, valid)
     base = b.base_offset_field
-    values = (base, base + b.last_offset_delta, b.records_count, b.position, b.size, b.crc,
-              b.crc if valid else b.compute_crc(), b.base_timestamp, b.max_timestamp, b.producer_id,
-              b.producer_epoch, b.base_sequence, b.last_sequence, b.partition_leader_epoch)
+    values = (
+        base,
+        base + b.last_offset_delta,
+        b.records_count,
+        b.position,
+        b.size,
+        b.crc,
+        b.crc if valid else b.compute_crc(),
+        b.base_timestamp,
+        b.max_timestamp,
+        b.producer_id,
+        b.producer_epoch,
+        b.base_sequence,
+        b.last_sequence,
+        b.partition_leader_epoch,
+    )
     return fmt % (values if horizon is None else values + (horizon,))
 
 
@@ -134,9 +199,15 @@ def record_template(b: RecordBatch) -> dict:
     only = (LEGACY,) if b.magic < 2 else ()
     if b.is_control:
         only += (CONTROL_RECORD,)
-    return RECORD.object(*only, timestamp_type=b.timestamp_type.kafka_name, base_offset=b.base_offset,
-                         producer_id=b.producer_id, producer_epoch=b.producer_epoch,
-                         is_transactional=b.is_transactional, is_control=b.is_control)
+    return RECORD.object(
+        *only,
+        timestamp_type=b.timestamp_type.kafka_name,
+        base_offset=b.base_offset,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+    )
 
 
 def record_object(r: Record, b: RecordBatch, enc, template: dict | None = None) -> dict:
@@ -166,9 +237,15 @@ def control_object(r: Record) -> dict:
 # ------------------------------------------------------------------ the record fast path's layout
 # The values batch_json fills per record, in the schema's order: (name, slot, string: the slot
 # goes inside the string's quotes, unless the variant has the flag that the column holds a null)
-_FIELDS = (("offset", "%d", False, 0), ("timestamp", "%d", False, 0), ("key", "%b", True, KEYS_WHOLE),
-           ("value", "%b", True, VALUES_WHOLE), ("headers", "%b", False, 0), ("sequence", "%d", False, 0))
-_BASE = "base_offset"          # the one batch value of a record line that changes every batch
+_FIELDS = (
+    ("offset", "%d", False, 0),
+    ("timestamp", "%d", False, 0),
+    ("key", "%b", True, KEYS_WHOLE),
+    ("value", "%b", True, VALUES_WHOLE),
+    ("headers", "%b", False, 0),
+    ("sequence", "%d", False, 0),
+)
+_BASE = "base_offset"  # the one batch value of a record line that changes every batch
 
 
 def _mark(name: str) -> str:
@@ -186,7 +263,7 @@ def _slotted(text: str, slots) -> bytes:
         i = text.find(mark, at)
         if i < 0:
             return b""
-        text = text[:i] + slot + text[i + len(mark):]
+        text = text[:i] + slot + text[i + len(mark) :]
         at = i + len(slot)
     return text.encode("utf-8", "surrogatepass")
 
@@ -196,12 +273,20 @@ def _record_layout(encoding: str) -> JsonLayout:
     one = dumps(header_object(_mark("key"), _mark("value")))
     opened, sep, closed = dumps([header_object(_mark("key"), _mark("value"))] * 2).split(one)
     return JsonLayout(
-        line=record_line, string=_slotted(dumps(_mark("text")), (("text", "%b", True),)), null=dumps(None).encode(),
+        line=record_line,
+        string=_slotted(dumps(_mark("text")), (("text", "%b", True),)),
+        null=dumps(None).encode(),
         header=_slotted(one, (("key", "%b", False), ("value", "%b", True))),
         null_header=_slotted(dumps(header_object(_mark("key"), None)), (("key", "%b", False),)),
-        no_headers=dumps([]).encode(), open=opened.encode(), sep=sep.encode(), close=closed.encode(),
-        quote=orjson.dumps, strings=_STRINGS[encoding], escaped=_utf8_escaped if encoding == "utf8" else None,
-        encoding=encoding)
+        no_headers=dumps([]).encode(),
+        open=opened.encode(),
+        sep=sep.encode(),
+        close=closed.encode(),
+        quote=orjson.dumps,
+        strings=_STRINGS[encoding],
+        escaped=_utf8_escaped if encoding == "utf8" else None,
+        encoding=encoding,
+    )
 
 
 def _utf8_escaped(text: bytes) -> bytes | None:
@@ -219,12 +304,12 @@ def _utf8_escaped(text: bytes) -> bytes | None:
 # point), one character at a time, and it writes DEL as it is. DEL is rare in text; a payload
 # holding one is found by the count, and takes the slow way.
 def _utf8_strings(items: list[bytes]) -> list[bytes]:
-    text = _utf8_escaped(DEL.join(items))     # valid UTF-8 as a whole iff each payload is
+    text = _utf8_escaped(DEL.join(items))  # valid UTF-8 as a whole iff each payload is
     if text is not None:
         texts = text.split(DEL)
         if len(texts) == len(items):
             return texts
-    return [orjson.dumps(java_utf8(x))[1:-1] for x in items]     # Java's replacements, one at a time
+    return [orjson.dumps(java_utf8(x))[1:-1] for x in items]  # Java's replacements, one at a time
 
 
 _STRINGS = {
@@ -262,9 +347,14 @@ def _record_format(b: RecordBatch, variant: int, key: tuple) -> bytes:
         obj["headers"] = []
     if not variant & SEQUENCE_SLOT:
         obj["sequence"] = NO_SEQUENCE
-    fmt = _LINES[key] = _slotted(dumps(obj), [
-        (name, slot, inside and not variant & whole) for name, slot, inside, whole in _FIELDS
-        if name in obj and obj[name] == _mark(name)])
+    fmt = _LINES[key] = _slotted(
+        dumps(obj),
+        [
+            (name, slot, inside and not variant & whole)
+            for name, slot, inside, whole in _FIELDS
+            if name in obj and obj[name] == _mark(name)
+        ],
+    )
     return fmt
 
 
@@ -272,7 +362,9 @@ def _batch_of(attributes: int, producer_id: int, epoch: int, base: int) -> Recor
     """A v2 batch header of these values (for record_line's format, made once per variant)."""
     import struct
 
-    head = struct.pack(">qiibIhiqqqhii", base, 49, -1, 2, 0, attributes & 0xFF, 0, 0, 0, producer_id, epoch, -1, 0)
+    head = struct.pack(
+        ">qiibIhiqqqhii", base, 49, -1, 2, 0, attributes & 0xFF, 0, 0, 0, producer_id, epoch, -1, 0
+    )
     return RecordBatch(head, 0, len(head), 2)
 
 
@@ -299,6 +391,7 @@ def _structured_decoder(name: str):
         def dec(r: Record):
             m = decode_metadata_record(r.value)
             return asdict(m) if hasattr(m, "__dataclass_fields__") else m
+
         return dec
     return None
 
@@ -331,18 +424,34 @@ def record_prefix(given: str) -> str:
 
     path = Path(given)
     tp = parse_partition_dir(path.parent.name) if path.name.endswith(".log") else None
-    values = {"topic": tp.topic if tp else None, "partition": tp.partition if tp else None, "file": given}
+    values = {
+        "topic": tp.topic if tp else None,
+        "partition": tp.partition if tp else None,
+        "file": given,
+    }
     obj = {"kind": RECORD.name}
     obj.update((f.name, values[f.name]) for f in RECORD.fields if f.only is LOCATED)
     return dumps(obj)[:-1] + ", "
 
 
 class JsonDumper:
-    def __init__(self, out, *, deep: bool, payload_encoding: str = "utf8", decoder: str | None = None,
-                 max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms",
-                 control_bodies: bool = False):
+    def __init__(
+        self,
+        out,
+        *,
+        deep: bool,
+        payload_encoding: str = "utf8",
+        decoder: str | None = None,
+        max_bytes: int = INT_MAX,
+        filters: Filters | None = None,
+        jobs: int = 1,
+        timestamps: str = "ms",
+        control_bodies: bool = False,
+    ):
         self.out = out
-        self.control_bodies = control_bodies    # kafka-dump-log 4.1+: KRaft control records' bodies in `control`
+        self.control_bodies = (
+            control_bodies  # kafka-dump-log 4.1+: KRaft control records' bodies in `control`
+        )
         self.iso = timestamps == "iso"
         self._prefix = RECORD_OPEN
         self._prefix_bytes = _RECORD_OPEN
@@ -354,16 +463,23 @@ class JsonDumper:
         self.jobs = jobs
         # the record fast path: unfiltered, undecoded dumps (anything else needs Record objects)
         # (ISO timestamps: the general path, which writes them)
-        self.layout = _record_layout(payload_encoding) if filters is None and decoder is None and not self.iso else None
+        self.layout = (
+            _record_layout(payload_encoding)
+            if filters is None and decoder is None and not self.iso
+            else None
+        )
         # a search's records: their lines cut out of the batch's, when most of it is found
-        self.found_layout = (_record_layout(payload_encoding) if filters is not None and decoder is None
-                             and not self.iso else None)
+        self.found_layout = (
+            _record_layout(payload_encoding)
+            if filters is not None and decoder is None and not self.iso
+            else None
+        )
         self._fd = output_fd(out)
         # the loop over runs of v2 data batches (formats/byte_loops.py)
         self._run = lines_of_batches if self.layout is not None else None
         self._in_run = False
-        self._lines: list[str] = []      # objects not yet encoded
-        self._parts: list[bytes] = []    # encoded lines not yet written
+        self._lines: list[str] = []  # objects not yet encoded
+        self._parts: list[bytes] = []  # encoded lines not yet written
         self._size = 0
 
     def _emit(self, obj: dict) -> None:
@@ -389,7 +505,10 @@ class JsonDumper:
     def _batch_obj(self, b: RecordBatch, given: str) -> dict:
         obj = batch_object(b, given)
         if self.iso:
-            obj["base_timestamp"], obj["max_timestamp"] = iso_time(obj["base_timestamp"]), iso_time(obj["max_timestamp"])
+            obj["base_timestamp"], obj["max_timestamp"] = (
+                iso_time(obj["base_timestamp"]),
+                iso_time(obj["max_timestamp"]),
+            )
         return obj
 
     def _emit_lines(self, lines: bytes, more: bytes = b"") -> None:
@@ -415,7 +534,7 @@ class JsonDumper:
         if self._parts:
             if isinstance(self.out, Sink):
                 self.out.writelines(self._parts)
-            elif self._fd is not None:      # the parts as they are, by writev: a join copies them all
+            elif self._fd is not None:  # the parts as they are, by writev: a join copies them all
                 self.out.flush()
                 write_all(self._fd, self._parts)
             else:
@@ -425,7 +544,7 @@ class JsonDumper:
 
     def dump(self, given: str) -> None:
         path = Path(given)
-        suffix = path.name[path.name.rfind("."):] if "." in path.name else ""
+        suffix = path.name[path.name.rfind(".") :] if "." in path.name else ""
         self._prefix = record_prefix(given)
         self._prefix_bytes = self._prefix.encode("utf-8", "surrogatepass")
         try:
@@ -472,27 +591,35 @@ class JsonDumper:
         # cost a third of a deep dump's CPU (a copy of every byte written)
         opening = self._prefix_bytes.replace(b"%", b"%%")
 
-        def batch_fmt(attributes: int, valid: bool, horizon: bool, buf, position: int, size: int) -> bytes:
+        def batch_fmt(
+            attributes: int, valid: bool, horizon: bool, buf, position: int, size: int
+        ) -> bytes:
             fmt = _BATCH_LINES.get((given, attributes, valid, not horizon))
-            return fmt if fmt is not None else batch_format(RecordBatch(buf, position, size, 2), given, valid)
+            return (
+                fmt
+                if fmt is not None
+                else batch_format(RecordBatch(buf, position, size, 2), given, valid)
+            )
 
         def record_fmt(variant: int, attributes: int, producer_id: int, epoch: int) -> bytes:
             # the base offset as the format's last slot (the schema puts base_offset after
             # every other slot's field): lines_of_batches keeps the format from batch to batch
             key = (variant, 2, attributes & 0x38, producer_id, epoch)
             fmt = _LINES.get(key)
-            if fmt is None:     # made from a batch of those values (record_template reads no other)
+            if fmt is None:  # made from a batch of those values (record_template reads no other)
                 fmt = _record_format(_batch_of(attributes, producer_id, epoch, 0), variant, key)
             return fmt.replace(_BASE_MARK, b"%d").replace(_RECORD_OPEN, opening, 1) if fmt else b""
 
         while True:
-            text, pos = self._run(buf, pos, end, self.layout, batch_fmt, record_fmt, RUN_BYTES, self.deep)
+            text, pos = self._run(
+                buf, pos, end, self.layout, batch_fmt, record_fmt, RUN_BYTES, self.deep
+            )
             if text:
                 self._emit_lines(text)
             if pos - released > RELEASE_BYTES:
                 release_pages(buf, released, pos)
                 released = pos
-            if len(text) >= RUN_BYTES:      # the run stopped at its size, not at a batch it leaves
+            if len(text) >= RUN_BYTES:  # the run stopped at its size, not at a batch it leaves
                 continue
             batch = next(iter_batches(buf, pos, end), None)
             if batch is None:
@@ -521,8 +648,15 @@ class JsonDumper:
                 self._emit_lines(self._batch_text(b, given))
             if not self.deep:
                 continue
-            if records is not None and self.found_layout is not None and b.magic == 2 and not b.attributes & 0x20:
-                found = found_lines(b, records, f, lambda: batch_json(b, self.found_layout).split(b"\n"))
+            if (
+                records is not None
+                and self.found_layout is not None
+                and b.magic == 2
+                and not b.attributes & 0x20
+            ):
+                found = found_lines(
+                    b, records, f, lambda b=b: batch_json(b, self.found_layout).split(b"\n")
+                )
                 if found is not None:
                     if found:
                         self._emit_lines(self._located(b"\n".join(line for _, line in found)))
@@ -555,7 +689,9 @@ class JsonDumper:
             return start
         self.flush()
         self.out.flush()
-        ends, failed = render_ranges(buf, ranges, self.jobs, fd, lambda a, b: self._render_range(buf, a, b, given))
+        ends, failed = render_ranges(
+            buf, ranges, self.jobs, fd, lambda a, b: self._render_range(buf, a, b, given)
+        )
         if failed is not None:
             return ranges[failed][0]
         return ends[-1]
@@ -570,11 +706,30 @@ class JsonDumper:
         return self.out.parts, valid
 
 
-def dump_json(targets, out, *, deep: bool, payload_encoding: str, decoder: str | None = None,
-              max_bytes: int = INT_MAX, filters: Filters | None = None, jobs: int = 1, timestamps: str = "ms",
-              control_bodies: bool = False) -> None:
-    d = JsonDumper(out, deep=deep, payload_encoding=payload_encoding, decoder=decoder, max_bytes=max_bytes,
-                   filters=filters, jobs=jobs, timestamps=timestamps, control_bodies=control_bodies)
+def dump_json(
+    targets,
+    out,
+    *,
+    deep: bool,
+    payload_encoding: str,
+    decoder: str | None = None,
+    max_bytes: int = INT_MAX,
+    filters: Filters | None = None,
+    jobs: int = 1,
+    timestamps: str = "ms",
+    control_bodies: bool = False,
+) -> None:
+    d = JsonDumper(
+        out,
+        deep=deep,
+        payload_encoding=payload_encoding,
+        decoder=decoder,
+        max_bytes=max_bytes,
+        filters=filters,
+        jobs=jobs,
+        timestamps=timestamps,
+        control_bodies=control_bodies,
+    )
     for t in targets:
         if filters is not None and filters.spent:
             break

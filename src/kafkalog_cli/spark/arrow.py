@@ -4,29 +4,36 @@ Pure pyarrow (no pyspark), so `kafkalog export --engine local` and Spark executo
 values are those of `dump-log --format json` (`render.jsonl.record_object` / `batch_object`), with
 payloads as bytes instead of encoded text; nothing is decoded here that the library does not decode.
 """
+
 from __future__ import annotations
 
 import functools
 import os
 from array import array
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
+from kafkalog_cli.formats.byte_loops import (
+    columns_of_batches,
+    gather_spans,
+    scan_columns,
+    take_fixed_width,
+)
 from kafkalog_cli.formats.jutf8 import java_utf8
-from kafkalog_cli.formats.byte_loops import columns_of_batches, gather_spans, scan_columns, take_fixed_width
 from kafkalog_cli.formats.record_columns import RecordColumns
-from kafkalog_cli.render import schema
-from kafkalog_cli.render.jsonl import batch_object, control_object
 from kafkalog_cli.ops.consumer_view import CUT, SKIP, STOP, ConsumerView
 from kafkalog_cli.ops.verify import release_pages
-from kafkalog_cli.storage.remote import segment_batches, segment_chunks as _chunks  # noqa: F401 (segment_batches: export)
+from kafkalog_cli.render import schema
+from kafkalog_cli.render.jsonl import batch_object, control_object
+from kafkalog_cli.storage.remote import segment_batches  # noqa: F401 (segment_batches: export)
+from kafkalog_cli.storage.remote import segment_chunks as _chunks
 from kafkalog_cli.storage.segment import Segment
 
 ROWS_PER_BATCH = 8192
-BYTES_PER_BATCH = 32 << 20     # or this many bytes of keys, values and headers (records of a MiB)
+BYTES_PER_BATCH = 32 << 20  # or this many bytes of keys, values and headers (records of a MiB)
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # Arrow type and Spark DDL type of each of render.schema's type names
@@ -48,8 +55,10 @@ def _types(t) -> tuple[pa.DataType, str]:
         return pa.list_(arrow), f"array<{ddl_type}>"
     if isinstance(t, schema.Struct):
         parts = [(n, *_types(ft)) for n, ft in t.fields]
-        return (pa.struct([(n, a) for n, a, _ in parts]),
-                "struct<" + ", ".join(f"{n}: {d}" for n, _, d in parts) + ">")
+        return (
+            pa.struct([(n, a) for n, a, _ in parts]),
+            "struct<" + ", ".join(f"{n}: {d}" for n, _, d in parts) + ">",
+        )
     return _SCALARS[t]
 
 
@@ -125,7 +134,8 @@ class Bounds:
     def empty(self) -> bool:
         """Contradictory: no value passes."""
         return (self.among is not None and not self.among) or (
-            self.lo is not None and self.hi is not None and self.lo > self.hi)
+            self.lo is not None and self.hi is not None and self.lo > self.hi
+        )
 
     @property
     def lowest(self) -> int | None:
@@ -134,8 +144,11 @@ class Bounds:
         return max(lows) if lows else None
 
     def admits(self, v: int) -> bool:
-        return ((self.lo is None or v >= self.lo) and (self.hi is None or v <= self.hi)
-                and (self.among is None or v in self.among))
+        return (
+            (self.lo is None or v >= self.lo)
+            and (self.hi is None or v <= self.hi)
+            and (self.among is None or v in self.among)
+        )
 
 
 @dataclass
@@ -169,7 +182,11 @@ class Pushdown:
         if ref.is_log:
             if self.offset.hi is not None and ref.base_offset > self.offset.hi:
                 return False
-            if self.offset.lo is not None and ref.next_base_offset is not None and ref.next_base_offset <= self.offset.lo:
+            if (
+                self.offset.lo is not None
+                and ref.next_base_offset is not None
+                and ref.next_base_offset <= self.offset.lo
+            ):
                 return False
         return True
 
@@ -208,9 +225,16 @@ def _start_position(seg: Segment, f: Pushdown | None) -> int:
     return pos
 
 
-def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None = None,
-                 rows_per_batch: int = ROWS_PER_BATCH, verify_crc: bool = False,
-                 view: ConsumerView | None = None) -> Iterator[pa.RecordBatch]:
+def read_segment(
+    ref,
+    cols,
+    *,
+    level: str = "record",
+    pushdown: Pushdown | None = None,
+    rows_per_batch: int = ROWS_PER_BATCH,
+    verify_crc: bool = False,
+    view: ConsumerView | None = None,
+) -> Iterator[pa.RecordBatch]:
     """The segment's rows as Arrow record batches, decoded batch by batch: a local Segment
     mmap'd, a storage.remote.RemoteSegment by ranged reads. The table shows what is there, as
     dump-log does (legacy rows carry is_valid); `verify_crc` (export) stops at a batch whose
@@ -230,12 +254,14 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
     if level == "record" and f is None:
         run = rows.runner(view, verify_crc, rows_per_batch)
     released, last_buf = 0, None
-    for off, buf, b, g in selected(ref, f if level == "record" else None, view, verify_crc, level == "record", run):
+    for off, buf, b, g in selected(
+        ref, f if level == "record" else None, view, verify_crc, level == "record", run
+    ):
         at = g if b is None else b.position
         if buf is not last_buf:
             released, last_buf = at, buf
         if b is not None:
-            rows.offset = off           # chunk positions are relative to the chunk
+            rows.offset = off  # chunk positions are relative to the chunk
             try:
                 rows.add(b, g)
             except KafkalogError as e:  # a record that does not decode
@@ -250,8 +276,14 @@ def read_segment(ref, cols, *, level: str = "record", pushdown: Pushdown | None 
         yield rows.flush()
 
 
-def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: bool, records: bool = True,
-             run=None):
+def selected(
+    ref,
+    f: Pushdown | None,
+    view: ConsumerView | None,
+    verify_crc: bool,
+    records: bool = True,
+    run=None,
+):
     """(chunk position, chunk, batch, the batch's record filter) for the batches of the segment
     that `f` (pushed-down filters or export's ranges) and `view` (a consumer's view) keep: the one
     selection of read_segment and of export's JSON Lines. Errors name the segment and the byte in
@@ -267,25 +299,36 @@ def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: boo
         chunks = _chunks(ref, start)
         for off, buf in chunks:
             pos = start - off if start > off else 0
-            for b in iter_batches(buf, pos, len(buf)) if run is None else _between_runs(buf, pos, run):
-                if b.__class__ is int:      # a run's end
+            for b in (
+                iter_batches(buf, pos, len(buf)) if run is None else _between_runs(buf, pos, run)
+            ):
+                if b.__class__ is int:  # a run's end
                     yield off, buf, None, b
                     continue
-                g = f               # this batch's record filter
+                g = f  # this batch's record filter
                 if records:
                     if view is not None:
-                        verdict = view.verdict(b.base_offset, b.last_offset, b.is_control, b.is_transactional,
-                                               b.producer_id)
+                        verdict = view.verdict(
+                            b.base_offset,
+                            b.last_offset,
+                            b.is_control,
+                            b.is_transactional,
+                            b.producer_id,
+                        )
                         if verdict == STOP:
                             return
-                        if verify_crc:      # as the consumer checks every batch it is sent
+                        if verify_crc:  # as the consumer checks every batch it is sent
                             b.ensure_valid()
                         if verdict == SKIP:
                             continue
                         if verdict == CUT:
                             g = within_view(f, view)
                     if f is not None:
-                        if f.offset.hi is not None and b.magic >= 2 and b.base_offset_field > f.offset.hi:
+                        if (
+                            f.offset.hi is not None
+                            and b.magic >= 2
+                            and b.base_offset_field > f.offset.hi
+                        ):
                             return
                         if f.offset.lo is not None and b.last_offset < f.offset.lo:
                             continue
@@ -300,7 +343,7 @@ def selected(ref, f: Pushdown | None, view: ConsumerView | None, verify_crc: boo
         raise e.located(path=ref.path)
     finally:
         if chunks is not None:
-            chunks.close()          # a local segment is unmapped now, not when collected
+            chunks.close()  # a local segment is unmapped now, not when collected
 
 
 def _between_runs(buf, pos: int, run):
@@ -313,7 +356,7 @@ def _between_runs(buf, pos: int, run):
         if at != pos:
             pos = at
             yield at
-            continue        # it stopped at its rows (the caller made them a batch) or at a batch it leaves
+            continue  # it stopped at its rows (the caller made them a batch) or at a batch it leaves
         b = next(iter_batches(buf, pos, end), None)
         if b is None:
             return
@@ -346,7 +389,7 @@ def broker_id(log_dir: str | None) -> int | None:
         return None
     except InputError:
         if os.path.exists(path):
-            raise       # there but unreadable (a FIFO, permission denied): a broker fails on it too
+            raise  # there but unreadable (a FIFO, permission denied): a broker fails on it too
         return None
     return MetaProperties.node_id_in(parse_properties(data, path=path), path=path)
 
@@ -358,10 +401,15 @@ class _Rows:
         self.cols = cols
         self.schema = arrow_schema(cols)
         log_dir = segment_log_dir(ref)
-        self.fixed = {"topic": ref.topic, "partition": ref.partition, "segment": ref.path, "log_dir": log_dir,
-                      "broker_id": broker_id(log_dir)}
+        self.fixed = {
+            "topic": ref.topic,
+            "partition": ref.partition,
+            "segment": ref.path,
+            "log_dir": log_dir,
+            "broker_id": broker_id(log_dir),
+        }
         self.count = 0
-        self.offset = 0         # where the bytes read start in the file (a remote segment's chunk)
+        self.offset = 0  # where the bytes read start in the file (a remote segment's chunk)
         self._constants: dict = {}
 
     @property
@@ -371,9 +419,14 @@ class _Rows:
 
     def flush(self) -> pa.RecordBatch:
         # timestamps are built as the int64 milliseconds they are, and typed as timestamps here
-        arrays = [self._constant(n, self.fixed[n], t) if n in self.fixed
-                  else self._array(n, pa.int64()).view(t) if pa.types.is_timestamp(t) else self._array(n, t)
-                  for n, t, _ in self.cols]
+        arrays = [
+            self._constant(n, self.fixed[n], t)
+            if n in self.fixed
+            else self._array(n, pa.int64()).view(t)
+            if pa.types.is_timestamp(t)
+            else self._array(n, t)
+            for n, t, _ in self.cols
+        ]
         self.count = 0
         self._clear()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -383,8 +436,16 @@ class _Rows:
         stays (a segment's topic and path, a producer's id...), not made again each time; one
         array a column at most."""
         kept = self._constants.get(name)
-        if kept is None or len(kept[1]) < self.count or kept[0] != value or type(kept[0]) is not type(value):
-            kept = self._constants[name] = (value, _repeat(value, type_, max(self.count, ROWS_PER_BATCH + 1024)))
+        if (
+            kept is None
+            or len(kept[1]) < self.count
+            or kept[0] != value
+            or type(kept[0]) is not type(value)
+        ):
+            kept = self._constants[name] = (
+                value,
+                _repeat(value, type_, max(self.count, ROWS_PER_BATCH + 1024)),
+            )
         return kept[1].slice(0, self.count)
 
     def _array(self, name: str, type_: pa.DataType) -> pa.Array:
@@ -436,13 +497,30 @@ class _RecordRows(_Rows):
         """columns_of_batches as selected's `run`: the batches `add` would take with no record filter
         (inside the view's offsets; transactional ones only where no transaction was aborted;
         CRCs checked when `verify_crc`), until rows_per_batch rows or BYTES_PER_BATCH bytes."""
-        lo, hi, txn = (_INT64_MIN, _INT64_MAX, True) if view is None else (
-            view.start, min(view.end, _INT64_MAX), not view.aborted)
+        lo, hi, txn = (
+            (_INT64_MIN, _INT64_MAX, True)
+            if view is None
+            else (view.start, min(view.end, _INT64_MAX), not view.aborted)
+        )
+
         def run(buf, pos: int) -> int:
-            at = columns_of_batches(buf, pos, len(buf), self.records, tuple(self.batch_values[n] for n in _BATCH_VALUES),
-                             self.batch_of_row, lo, hi, txn, verify_crc, rows_per_batch, BYTES_PER_BATCH)
+            at = columns_of_batches(
+                buf,
+                pos,
+                len(buf),
+                self.records,
+                tuple(self.batch_values[n] for n in _BATCH_VALUES),
+                self.batch_of_row,
+                lo,
+                hi,
+                txn,
+                verify_crc,
+                rows_per_batch,
+                BYTES_PER_BATCH,
+            )
             self.count = self.records.rows
             return at
+
         return run
 
     def add(self, b, f) -> None:
@@ -450,7 +528,7 @@ class _RecordRows(_Rows):
         if f is None and b.magic == 2 and not b.is_control:
             try:
                 scan_columns(b, self.records)
-            except Exception:   # anything unusual: records() says what is wrong, or decodes it
+            except Exception:  # anything unusual: records() says what is wrong, or decodes it
                 pass
         recs = None
         if self.records.rows == start:
@@ -458,8 +536,14 @@ class _RecordRows(_Rows):
             if f is not None:
                 recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
             for r in recs:
-                self.records.add_record(r.offset, r.timestamp, r.sequence, r.key, r.value,
-                                        [(h.key.encode("utf-8"), h.value) for h in r.headers])
+                self.records.add_record(
+                    r.offset,
+                    r.timestamp,
+                    r.sequence,
+                    r.key,
+                    r.value,
+                    [(h.key.encode("utf-8"), h.value) for h in r.headers],
+                )
         n = self.records.rows - start
         if not n:
             return
@@ -471,15 +555,23 @@ class _RecordRows(_Rows):
         v["is_transactional"].append(b.is_transactional)
         v["is_control"].append(b.is_control)
         self.batch_of_row += array("i", [len(v["base_offset"]) - 1]) * n
-        if b.magic < 2 or b.is_control:    # values of their own
-            self.record_values.append((start, n, [r.crc for r in recs] if b.magic < 2 else None,
-                                       [r.valid for r in recs] if b.magic < 2 else None,
-                                       [control_object(r) for r in recs] if b.is_control else None))
+        if b.magic < 2 or b.is_control:  # values of their own
+            self.record_values.append(
+                (
+                    start,
+                    n,
+                    [r.crc for r in recs] if b.magic < 2 else None,
+                    [r.valid for r in recs] if b.magic < 2 else None,
+                    [control_object(r) for r in recs] if b.is_control else None,
+                )
+            )
         self.count += n
 
     def flush(self) -> pa.RecordBatch:
         self._payloads = _payload_arrays(self.records, {n for n, _, _ in self.cols})
-        self._batch_index = pa.Array.from_buffers(pa.int32(), self.count, [None, pa.py_buffer(self.batch_of_row)])
+        self._batch_index = pa.Array.from_buffers(
+            pa.int32(), self.count, [None, pa.py_buffer(self.batch_of_row)]
+        )
         return super().flush()
 
     def _array(self, name, type_):
@@ -489,12 +581,20 @@ class _RecordRows(_Rows):
             return _integers(getattr(self.records, name + "s"), type_)
         if name in self.batch_values:
             values = self.batch_values[name]
-            if values.count(values[0]) == len(values):     # one value for all (a segment's are, mostly)
+            if values.count(values[0]) == len(
+                values
+            ):  # one value for all (a segment's are, mostly)
                 return self._constant(name, values[0], type_)
             if type_ in _INT_CODES:
                 values = array(_INT_CODES[type_], values)
-                return pa.Array.from_buffers(type_, self.count, [None, pa.py_buffer(
-                    take_fixed_width(values, values.itemsize, self.batch_of_row))])
+                return pa.Array.from_buffers(
+                    type_,
+                    self.count,
+                    [
+                        None,
+                        pa.py_buffer(take_fixed_width(values, values.itemsize, self.batch_of_row)),
+                    ],
+                )
             return _column(values, type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
         if not self.record_values:
@@ -509,12 +609,19 @@ class _RecordRows(_Rows):
         self.records = RecordColumns()
         self.batch_values: dict[str, list] = {n: [] for n in _BATCH_VALUES}
         self.batch_of_row = array("i")
-        self.record_values: list[tuple] = []    # (first row, rows, crcs, valids, controls)
+        self.record_values: list[tuple] = []  # (first row, rows, crcs, valids, controls)
         self._payloads: dict = {}
 
 
 # the columns whose values are the batch's, and those legacy and control records have their own of
-_BATCH_VALUES = ("timestamp_type", "base_offset", "producer_id", "producer_epoch", "is_transactional", "is_control")
+_BATCH_VALUES = (
+    "timestamp_type",
+    "base_offset",
+    "producer_id",
+    "producer_epoch",
+    "is_transactional",
+    "is_control",
+)
 _RECORD_VALUES = ("crc", "is_valid", "control")
 _INT_CODES = {pa.int64(): "q", pa.int32(): "i"}
 
@@ -548,7 +655,9 @@ def _column(values: list, type_: pa.DataType) -> pa.Array:
         for d in data:
             total += len(d)
             ends.append(total)
-        return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))])
+        return pa.Array.from_buffers(
+            type_, len(values), [None, pa.py_buffer(ends), pa.py_buffer(b"".join(data))]
+        )
     return pa.array(values, type=type_)
 
 
@@ -566,11 +675,15 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
     once."""
     whole = b"".join(r.data)
 
-    def picked(spans: array, at: int, n: int, nulls, type_=pa.binary()) -> pa.Array | None:
+    binary = pa.binary()
+
+    def picked(spans: array, at: int, n: int, nulls, type_=binary) -> pa.Array | None:
         got = gather_spans(whole, spans, at - 1, n, type_ == pa.string())
         if got is None:
             return None
-        return pa.Array.from_buffers(type_, n, [_validity(n, nulls), pa.py_buffer(got[0]), pa.py_buffer(got[1])])
+        return pa.Array.from_buffers(
+            type_, n, [_validity(n, nulls), pa.py_buffer(got[0]), pa.py_buffer(got[1])]
+        )
 
     out = {}
     if "key" in names or "value" in names:
@@ -580,13 +693,17 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
     if "headers" not in names:
         return out
     n = len(r.header_spans) // 4
-    keys = picked(r.header_spans, 1, n, (), pa.string())     # None: not all UTF-8
-    if keys is None:                           # Java's replacement characters, one at a time
-        keys = pa.array([java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
-                        pa.string())
+    keys = picked(r.header_spans, 1, n, (), pa.string())  # None: not all UTF-8
+    if keys is None:  # Java's replacement characters, one at a time
+        keys = pa.array(
+            [java_utf8(whole[a:b]) for a, b in zip(r.header_spans[0::4], r.header_spans[1::4])],
+            pa.string(),
+        )
     values = picked(r.header_spans, 3, n, r.null_header_values)
     offsets = _integers(array("i", [0]) + r.header_ends, pa.int32())
-    out["headers"] = pa.ListArray.from_arrays(offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE)))
+    out["headers"] = pa.ListArray.from_arrays(
+        offsets, pa.StructArray.from_arrays([keys, values], fields=list(HEADER_TYPE))
+    )
     return out
 
 
