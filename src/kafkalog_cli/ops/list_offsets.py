@@ -181,9 +181,10 @@ def list_offsets(
         if (
             t == LATEST_TIERED_TIMESTAMP
         ):  # UnifiedLog.fetchOffsetByTimestamp: -1 when not remote-enabled
-            answer.offset, answer.source = (
-                -1,
-                "not a remote-enabled partition: -1 (UnifiedLog.fetchOffsetByTimestamp)",
+            # UNKNOWN_OFFSET, which kafka-get-offsets (GetOffsetShell) does not print
+            answer.reason = (
+                "not a remote-enabled partition: the broker answers -1 "
+                "(UnifiedLog.fetchOffsetByTimestamp)"
             )
             return answer
         t = EARLIEST_TIMESTAMP  # not remote-enabled: earliest-local is earliest
@@ -294,6 +295,9 @@ def _tiered_answer(
             )
         elif not remote.upload.known:
             answer.reason = remote.upload.source
+        elif remote.upload.highest_offset_in_remote_storage < 0:
+            # nothing uploaded: UNKNOWN_OFFSET, which kafka-get-offsets does not print
+            answer.reason = f"nothing uploaded yet: the broker answers -1 ({remote.upload.source})"
         else:
             answer.offset = remote.upload.highest_offset_in_remote_storage
             answer.source = f"highestOffsetInRemoteStorage: {remote.upload.source}"
