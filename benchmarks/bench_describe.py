@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_retain import build
+from bench_retain import build  # the same log dir as the retention benchmark
 from measure import kafkalog_command, load, run
 
 from kafkalog_cli.formats.producer_state import encode_producer_snapshot

@@ -1,11 +1,11 @@
-"""tests/kafka_dist.py: which Kafka a KAFKA_HOME holds, as the broker tests report it, on small
+"""tests/helpers/kafka_dist.py: which Kafka a KAFKA_HOME holds, as the broker tests report it, on small
 stand-in distributions (the jar's kafka-version.properties and tools/kafka-broker's BUILD-INFO)."""
 
 from __future__ import annotations
 
 import zipfile
 
-from tests.kafka_dist import kafka_dist
+from tests.helpers.kafka_dist import kafka_dist
 
 
 def _home(tmp_path, jar_version: str, props: str, build_info: str | None):

@@ -21,8 +21,9 @@ from kafkalog_cli.config.versions import (
 )
 from kafkalog_cli.errors import UsageError
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+from tests.corpus import corpus_path
 
-WILD = Path("/work/shared/corpus/wild")
+WILD = corpus_path() / "wild"
 needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs the corpus's real 4.x log dirs")
 
 

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.helpers.broker_start import broker_verdict
+from tests.helpers.kafka_broker import DIST, KAFKA_HOME
 
-from ..broker_start import broker_verdict
-from ..kafka_broker import DIST, KAFKA_HOME
 from .test_doctor_cli import copy, props, write_props
 
 pytestmark = pytest.mark.skipif(

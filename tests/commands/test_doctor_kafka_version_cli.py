@@ -18,10 +18,11 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+from tests.corpus import corpus_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "logdir"
-WILD = Path("/work/shared/corpus/wild")
+WILD = corpus_path() / "wild"
 needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs the corpus's real 4.x log dirs")
 
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from tests.corpus import corpus_path
 
 from ..ops.tiered_helpers import copy_example, uploaded
 
@@ -99,8 +100,8 @@ def test_before_4_2_no_file_is_read(tmp_path):
     assert r.exit_code == 2 and "Kafka 4.0 has no such time" in r.stderr
 
 
-WILD_42 = Path(
-    "/work/shared/corpus/wild/nomanazeem__Kafka-java/kafka-logs"
+WILD_42 = (
+    corpus_path() / "wild" / "nomanazeem__Kafka-java" / "kafka-logs"
 )  # metadata.version 29 (4.2-IV1)
 
 

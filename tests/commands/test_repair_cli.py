@@ -373,7 +373,7 @@ def _local_tiered_storage(root: Path, part: Path) -> Path:
     d = root / "tiered" / f"{part.name}-{topic_id}"
     d.mkdir(parents=True)
     for i, log in enumerate(sorted(part.glob("*.log"))):
-        stem = f"{int(log.name[:20])}-{'segment%015d' % i}"
+        stem = f"{int(log.name[:20])}-segment{i:015d}"
         shutil.copy(log, d / f"{stem}.log")
         shutil.copy(part / "leader-epoch-checkpoint", d / f"{stem}.leader_epoch_checkpoint")
     return d

@@ -1,7 +1,8 @@
 """Acceptance on a real broker with transactions version 2 (KIP-890 part 2): Kafka 4.0.0-SNAPSHOT
 (trunk 1eb76443, tools/kafka-broker), its dir formatted at metadata.version 4.0-IV2, whose
 transaction.version is 2 (an unstable feature there: `unstable.feature.versions.enable`, and
-`unstable.api.versions.enable` for EndTxn v5). kafka-python with EndTxn v5 (the client change tools/kafka-broker/05-smoke-4.0.sh makes)
+`unstable.api.versions.enable` for EndTxn v5). kafka-python with EndTxn v5 (the client change
+tools/kafka-broker/05-smoke-4.0.sh makes)
 commits three transactions and aborts one, each marker one epoch above its data, then leaves
 one open and dies. Stopped, the broker's files must give kafkalog its answers: the last stable
 offset and high watermark it served, the producer state of its own clean-shutdown snapshot
@@ -32,8 +33,7 @@ from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.ops.producer_rebuild import rebuild_producer_state
 from kafkalog_cli.storage.partition import Partition, PartitionCheckpoints
-
-from ..kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
+from tests.helpers.kafka_broker import DIST, KAFKA_HOME, _free_port, broker_run, needs_broker
 
 pytestmark = [
     needs_broker,

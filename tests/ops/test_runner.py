@@ -145,11 +145,14 @@ def test_nothing_due_changes_nothing_and_keeps_nothing(tmp_path):
 def test_topic_configs_are_resolved_per_log_dir(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
     opts = roll.RollOptions(if_needed=True, now_ms=ROLL_NOW)
-    rolled = lambda configs: run_log_dir(
-        Operation("roll", roll.plan, opts, configs),
-        *_groups(d),  # noqa: E731
-        dry_run=True,
-    ).plan.partitions["roll-wallclock-0"]["rolled"]
+
+    def rolled(configs):
+        return run_log_dir(
+            Operation("roll", roll.plan, opts, configs),
+            *_groups(d),
+            dry_run=True,
+        ).plan.partitions["roll-wallclock-0"]["rolled"]
+
     assert rolled(ConfigSources())
     assert not rolled(ConfigSources(config_pairs=("segment.ms=604800000",)))
     op = Operation("roll", roll.plan, opts, ConfigSources(topic_config_items=("x:segment.ms=1",)))

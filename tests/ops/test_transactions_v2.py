@@ -279,7 +279,7 @@ def test_find_hanging_after_a_producer_id_rotation(tmp_path):
     ]
     hanging = tx.find_hanging(open_txns, 15 * MIN, coordinator("b", previousProducerId=10))
     assert [
-        (h.txn.producer.producer_id, h.to_json()["transactional_id"], h.reason) for h in hanging
+        (h.txn.producer.producer_id, h.to_dict()["transactional_id"], h.reason) for h in hanging
     ] == [
         (
             10,

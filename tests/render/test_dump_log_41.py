@@ -17,6 +17,7 @@ from click.testing import CliRunner
 from kafkalog_cli.cli import cli
 from kafkalog_cli.errors import ExitCode
 from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+from tests.corpus import corpus_path
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLDENS = ROOT / "fixtures" / "dump-log-4.1"
@@ -32,7 +33,7 @@ BASIC = (
     / "__cluster_metadata-0"
     / "00000000000000000000.log"
 )
-WILD = Path("/work/shared/corpus/wild")
+WILD = corpus_path() / "wild"
 needs_corpus = pytest.mark.skipif(not WILD.is_dir(), reason="needs the corpus's real 4.x log dirs")
 
 

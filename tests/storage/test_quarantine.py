@@ -252,6 +252,26 @@ def test_an_entry_outside_the_log_dir_is_refused(tmp_path):
     assert "outside the log dir" in plan.conflicts[0].message
 
 
+@pytest.mark.parametrize(
+    "kind, fact", [("cut", "end"), ("renamed", "target"), ("extended", "new_size")]
+)
+def test_an_entry_without_a_fact_its_kind_needs_is_refused(tmp_path, kind, fact):
+    d, _, folder = quarantined(tmp_path)
+    lines = (folder.path / q.JOURNAL).read_text().splitlines()
+    n = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == kind)
+    e = json.loads(lines[n])
+    del e[fact]
+    lines[n] = json.dumps(e)
+    (folder.path / q.JOURNAL).write_text("\n".join(lines) + "\n")
+    plan = q.plan_restore(q.QuarantineFolder.open(folder.path))
+    assert (plan.conflicts[0].path, plan.conflicts[0].message) == (
+        e["source"],
+        f"the manifest's {kind} entry has no {fact}: the manifest is damaged",
+    )
+    with pytest.raises(ValueError):
+        q.restore(plan, FsOps(d))
+
+
 def test_the_journal_ignores_a_torn_last_line_and_refuses_a_damaged_one(tmp_path):
     d, _, folder = quarantined(tmp_path)
     journal = folder.path / q.JOURNAL

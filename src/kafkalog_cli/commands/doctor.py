@@ -56,7 +56,8 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
     load or are truncated by it (recover's own plan, with the broker's words), bit rot (a batch
     failing its CRC in a segment the broker does not recover: it serves it, and consumers and
     followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
-    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a severity (error: the broker will not start;
+    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a
+    severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
     what the broker does, and the fix (a kafkalog command where one exists). With --kafka-version
     it also follows that release's start-up: 3.7's directory.id rules, 4.0's KRaft-only start and

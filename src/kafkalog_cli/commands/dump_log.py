@@ -10,7 +10,7 @@ import click
 from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_options
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 from kafkalog_cli.commands.options import InputPath, partition_filter_options
-from kafkalog_cli.config.versions import DUMP_LOG_LEADER_CHANGE
+from kafkalog_cli.config.versions import DUMP_LOG_LEADER_CHANGE, KafkaVersion
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX,
@@ -221,7 +221,7 @@ def dump_log(
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
       kafkalog dump-log /var/lib/kafka/data --format json --key user-42 --timestamps iso | jq '[.topic, .partition, .offset, .timestamp]'
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
-    """
+    """  # noqa: E501 - the examples print line for line (\b)
     given = _paths_given(files, paths)
     _refuse_exclusive_options(
         verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex
@@ -336,7 +336,7 @@ def _refuse_exclusive_options(
 
 
 def _record_parser(
-    text: str,
+    text: KafkaVersion,
     kafka_version,
     metadata_decoder_version,
     decoders: dict[str, bool],

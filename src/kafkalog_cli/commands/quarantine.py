@@ -58,7 +58,8 @@ dry_run_option = click.option(
     "quarantine", short_help="List, restore or prune what the commands that change log dirs kept."
 )
 def quarantine() -> None:
-    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
+    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote,
+    kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
 

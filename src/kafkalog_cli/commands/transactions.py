@@ -133,7 +133,8 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
                     f"kafkalog: note: {pt.name}: {len(pt.expired)} producer(s) in the files not shown "
                     f"(producer id {', '.join(str(p.producer_id) for p in pt.expired)}): expired at the clock "
                     f"used, {_iso(now)} ({clock}): no open transaction and no write for "
-                    f"longer than {expiration}, as the broker expires them (describe lists every producer in the files, "
+                    f"longer than {expiration}, as the broker expires them "
+                    "(describe lists every producer in the files, "
                     f"without a clock)",
                     err=True,
                 )

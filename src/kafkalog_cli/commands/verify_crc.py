@@ -203,7 +203,7 @@ def _zero_filled_indexes(groups) -> list:
             continue
         try:
             out.extend(zero_filled_in_dir(d))
-        except Exception:
+        except Exception:  # a partition the CRC walk reported on already
             continue
     return out
 

@@ -34,9 +34,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.formats.metadata_versions import METADATA_VERSIONS
 from kafkalog_cli.storage.files import read_bytes_if_exists
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass(frozen=True, order=True)
@@ -76,35 +81,7 @@ KNOWN_VERSIONS_TEXT = ", ".join(
 # MetadataVersion (server-common): feature level -> release. 1-3 are 3.0-3.2 (a KRaft dir of
 # those is loaded by 3.3+ only after an upgrade), 30+ are releases after 4.2.
 _MV_RELEASES = {
-    1: "3.0-IV1",
-    2: "3.1-IV0",
-    3: "3.2-IV0",
-    4: "3.3-IV0",
-    5: "3.3-IV1",
-    6: "3.3-IV2",
-    7: "3.3-IV3",
-    8: "3.4-IV0",
-    9: "3.5-IV0",
-    10: "3.5-IV1",
-    11: "3.5-IV2",
-    12: "3.6-IV0",
-    13: "3.6-IV1",
-    14: "3.6-IV2",
-    15: "3.7-IV0",
-    16: "3.7-IV1",
-    17: "3.7-IV2",
-    18: "3.7-IV3",
-    19: "3.7-IV4",
-    20: "3.8-IV0",
-    21: "3.9-IV0",
-    22: "4.0-IV0",
-    23: "4.0-IV1",
-    24: "4.0-IV2",
-    25: "4.0-IV3",
-    26: "4.1-IV0",
-    27: "4.1-IV1",
-    28: "4.2-IV0",
-    29: "4.2-IV1",
+    **METADATA_VERSIONS,  # 1-29, the levels an image names
     30: "4.3-IV0",
     31: "4.4-IV0",
     32: "4.4-IV1",
@@ -389,16 +366,24 @@ def record_evidence(log_dir: Path) -> list[VersionEvidence]:
     return [found[t] for t in _TOPIC_EVIDENCE if t in found]
 
 
+def _active_segment(d: Path) -> Segment | None:
+    """The partition dir's newest segment by its name, or None. A name no base offset can be read
+    from is the commands' own finding (exit 4), not evidence, so it is passed over here."""
+    from kafkalog_cli.storage.names import offset_from_name
+    from kafkalog_cli.storage.segment import Segment
+
+    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
+    return Segment.from_log_path(logs[-1]) if logs else None
+
+
 def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import Segment
 
-    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
-    if not logs:
+    seg = _active_segment(d)
+    if seg is None:
         return None
-    seg = Segment.from_log_path(logs[-1])
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
@@ -408,7 +393,7 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
                 if batch.is_control:
                     continue
                 for r in batch.records():
-                    e = _record_evidence(topic, r, str(logs[-1]))
+                    e = _record_evidence(topic, r, seg.path)
                     if e is not None:
                         return e
     except (KafkalogError, OSError):
@@ -518,12 +503,10 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
     from kafkalog_cli.formats.control import ControlRecordType
     from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import Segment
 
-    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
-    if not logs:
+    seg = _active_segment(d)
+    if seg is None:
         return None
-    seg = Segment.from_log_path(logs[-1])
     last_data: dict[int, int] = {}  # producer id -> epoch of its last transactional data batch
     try:
         entry = seg.last_offset_index_entry()
@@ -547,7 +530,7 @@ def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
                         TRANSACTIONS_V2.since,
                         f"COMMIT of producer {pid} at offset {batch.base_offset}, epoch {batch.producer_epoch}: its "
                         f"data's epoch + 1",
-                        str(logs[-1]),
+                        seg.path,
                     )
     except (KafkalogError, OSError):
         return None
@@ -636,6 +619,13 @@ TIME_INDEX_BATCH_LAST_OFFSET = VersionRule(
     KafkaVersion(3, 8),
     "LogValidator.assignOffsetsNonCompressed: shallowOffsetOfMaxTimestamp = offsetCounter.value - 1, kept by "
     "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)",
+)
+
+PRODUCER_SNAPSHOT_INSERTION_ORDER = VersionRule(
+    "producer snapshots list a hash bucket's producers in insertion order",
+    KafkaVersion(3, 5),
+    "ProducerStateManager.writeSnapshot(file, producers, sync) iterates `producers`, a java.util.HashMap<Long, "
+    "ProducerStateEntry> (storage module, KAFKA-14480, 3.5); 3.3/3.4's Scala mutable.HashMap sorts a bucket by hash",
 )
 
 CLEANER_RETAINS_LAST_BATCH = VersionRule(

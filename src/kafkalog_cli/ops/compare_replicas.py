@@ -612,7 +612,8 @@ def compare(
             to = min(r.log_end_offset, chosen.log_end_offset) if first is None else first
             result = FollowerResult(r, Method.RECORDS, to, first)
             notes.append(
-                f"{r.label}: compared record by record ({'the leader' if chosen.epoch_source is EpochSource.NONE else 'it'} "
+                f"{r.label}: compared record by record "
+                f"({'the leader' if chosen.epoch_source is EpochSource.NONE else 'it'} "
                 f"has no leader epochs): the broker itself would truncate to the high watermark"
             )
         else:

@@ -183,7 +183,7 @@ def views_for(refs, isolation: str) -> dict[str, ConsumerView]:
             isolation,
             hws.get(tp),
             starts.get(tp),
-            complete=lambda: not damage,
+            complete=lambda damage=damage: not damage,  # this partition's list
         )
     return out
 

@@ -7,7 +7,8 @@ Where each value comes from (the man page says the same):
 - size: the .log files' sizes (kafka-log-dirs' `size`); segments: the .log files.
 - log start offset: max(log-start-offset-checkpoint, the first segment's base) (UnifiedLog's
   load rule); for a remote-enabled partition (ops.tiered) the checkpoint's as is, remote data
-  included, with its local log start offset beside it; log end offset: the active segment's LogSegment.readNextOffset (its last
+  included, with its local log start offset beside it; log end offset: the active segment's
+  LogSegment.readNextOffset (its last
   offset-index entry, then the valid batches after it: a damaged end is where the broker's
   recovery truncates, and a problem). A log start above it is the empty log LogLoader makes.
 - high watermark: the replication-offset-checkpoint's entry clamped into [log start, log end]
@@ -469,6 +470,8 @@ def _describe_dir(
 
 
 def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
+    # a forked worker's: _describe_dirs sets _SHARED before its pool forks
+    assert _SHARED is not None, "a worker of _describe_dirs' pool"
     log_dir, roots, cfgs, resolver = _SHARED
     return [_describe_dir(log_dir, d, roots, cfgs, resolver) for d in dirs]
 

@@ -199,13 +199,12 @@ def diagnose(
     for d in log_dirs:
         if not d.is_dir():
             continue
-        since_3_7 = (
-            isinstance(metas[d], dict) and "directory.id" in metas[d]
-        )  # 3.7+ writes a directory.id
+        meta = metas[d]
+        since_3_7 = isinstance(meta, dict) and "directory.id" in meta  # 3.7+ writes a directory.id
         for check in (
             lambda d: check_lock(d, diag.unread),
             lambda d: check_access(d, user),
-            lambda d: check_directories(d, since_3_7),
+            lambda d, since_3_7=since_3_7: check_directories(d, since_3_7),
             check_file_types,
             lambda d: check_checkpoints(d, diag.unread),
             lambda d: check_segments(d, diag.unread),
@@ -585,7 +584,7 @@ def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
     ]
 
 
-def _can(st: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
+def _can(st: os.stat_result, uid: int, gids: frozenset[int], need: int) -> bool:
     """`need` (a mask of 4 read, 2 write, 1 execute) granted to uid/gids by st's mode."""
     if uid == 0:
         return True
@@ -662,7 +661,7 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | F
 def check_access(d: Path, user: str | None) -> list[Finding]:
     """Files and dirs the broker's user (`user`, else the log dir's owner) cannot read and write,
     and a read-only mount."""
-    out = []
+    out: list[Finding] = []
     try:
         vfs = os.statvfs(d)
     except OSError:
@@ -1188,7 +1187,7 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                 )
             )
         for f in p.findings:
-            if isinstance(f, recover.IndexFaultFinding):
+            if isinstance(f, recover.IndexFaultFinding) and f.path is not None:
                 what = f.message.removesuffix("; recovering it")
                 out.append(
                     Finding(
@@ -1243,7 +1242,10 @@ def check_assignments(
         if not d.is_dir():
             continue
         for e in _partition_dirs(d):
-            tp = parse_partition_dir_name(e.name).topic_partition
+            parsed = parse_partition_dir_name(e.name)
+            if parsed is None:  # _partition_dirs keeps only the names that parse
+                continue
+            tp = parsed.topic_partition
             f = Path(e.path) / "partition.metadata"
             try:
                 raw = files.read_bytes_if_exists(f)
@@ -1272,7 +1274,10 @@ def check_assignments(
             if topic_id is None:
                 why = "no topic id in partition.metadata"
             elif topic is None:
-                why = f"its topic id {topic_id} is not in the metadata (the topic was deleted, or recreated under a new id)"
+                why = (
+                    f"its topic id {topic_id} is not in the metadata "
+                    "(the topic was deleted, or recreated under a new id)"
+                )
             elif part is None:
                 why = f"partition {tp.partition} is not in the metadata of {topic.name}"
             elif node_id not in part.replicas:

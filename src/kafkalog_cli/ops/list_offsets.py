@@ -148,15 +148,14 @@ def list_offsets(
         "",
         part.checkpoints.high_watermark is not None,
     )
-    leo = part.log_end_offset
-    if leo is None:
+    leo, log_start, active = part.log_end_offset, part.log_start_offset, part.active_segment
+    if leo is None or log_start is None or active is None:  # all three known with a segment
         answer.reason = "the partition dir has no segment"
         return answer
-    damage = part.active_segment.recovered_tail().damage
+    damage = active.recovered_tail().damage
     for problem in (damage.line() if damage is not None else None, part.load_problem):
         if problem is not None and warn is not None:
             warn(problem)
-    log_start = part.log_start_offset
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(
         part, isolation, log_start, leo
     )
@@ -164,7 +163,11 @@ def list_offsets(
     tiered = remote is not None and remote.enabled is True
     if t == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
         return _earliest_pending_upload(answer, part, remote if tiered else None, versions)
-    if tiered and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+    if (
+        tiered
+        and remote is not None
+        and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP)
+    ):
         return _tiered_answer(answer, part, t, remote, versions)
     if t in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
         rule = (
@@ -178,9 +181,10 @@ def list_offsets(
         if (
             t == LATEST_TIERED_TIMESTAMP
         ):  # UnifiedLog.fetchOffsetByTimestamp: -1 when not remote-enabled
-            answer.offset, answer.source = (
-                -1,
-                "not a remote-enabled partition: -1 (UnifiedLog.fetchOffsetByTimestamp)",
+            # UNKNOWN_OFFSET, which kafka-get-offsets (GetOffsetShell) does not print
+            answer.reason = (
+                "not a remote-enabled partition: the broker answers -1 "
+                "(UnifiedLog.fetchOffsetByTimestamp)"
             )
             return answer
         t = EARLIEST_TIMESTAMP  # not remote-enabled: earliest-local is earliest
@@ -202,6 +206,7 @@ def list_offsets(
     if part.segments_deleted_on_load:
         answer.reason = "the broker deletes every segment on load: its log holds no record"
         return answer
+    found: tuple[int, int] | None
     if t == MAX_TIMESTAMP:
         found = _max_timestamp(part.segments)
         answer.source = (
@@ -290,6 +295,9 @@ def _tiered_answer(
             )
         elif not remote.upload.known:
             answer.reason = remote.upload.source
+        elif remote.upload.highest_offset_in_remote_storage < 0:
+            # nothing uploaded: UNKNOWN_OFFSET, which kafka-get-offsets does not print
+            answer.reason = f"nothing uploaded yet: the broker answers -1 ({remote.upload.source})"
         else:
             answer.offset = remote.upload.highest_offset_in_remote_storage
             answer.source = f"highestOffsetInRemoteStorage: {remote.upload.source}"
@@ -349,12 +357,10 @@ def _max_timestamp_in_batch(
     maxTimestampSoFar, its batches from the offset index's entry for that offset, the first batch
     whose max timestamp is it, and in it the first record with it (RecordBatch.offsetOfMaxTimestamp;
     none for magic 0)."""
-    best_seg, best = None, None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best_seg, best = seg, found
-    ts, offset = best
+    # the first segment with the largest (the caller's partition has segments)
+    best_seg, (ts, offset) = max(
+        ((seg, seg.max_timestamp_and_offset()) for seg in segments), key=lambda found: found[1][0]
+    )
     error = None
     with best_seg.mapped():
         try:
@@ -375,8 +381,10 @@ def _max_timestamp_in_batch(
                 return next(((r.timestamp, r.offset) for r in records if r.timestamp == ts), None)
         except KafkalogError as e:
             error = e
-            while e is not None:  # the frames hold views of the mapping: free them before it closes
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            # the frames hold views of the mapping: free them before it closes
+            chained: BaseException | None = e
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     if error is not None:
         raise error
@@ -404,12 +412,8 @@ def _last_fetchable(
 
 def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
     """UnifiedLog's MAX_TIMESTAMP: segments.maxBy(maxTimestampSoFar).maxTimestampAndOffsetSoFar."""
-    best = None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best = found
-    return best
+    # the first of the largest (the caller's partition has segments)
+    return max((seg.max_timestamp_and_offset() for seg in segments), key=lambda found: found[0])
 
 
 def _largest_timestamp(seg: Segment) -> int:
@@ -431,8 +435,9 @@ def _offset_for_timestamp(
             return _search_for_timestamp(seg, target, log_start, warn)
         except KafkalogError as e:
             error = e
-            while e is not None:  # the chained errors' frames hold views too
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            chained: BaseException | None = e  # the chained errors' frames hold views too
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     raise error
 

@@ -58,7 +58,7 @@ class Action:
     preallocate: int | None = None  # extend the new file with zeros to this length
     keep_mtime: bool = False
     ranges: list[tuple[int, int] | bytes] | None = (
-        None  # rewrite_segment: kept [start, end) ranges (bytes: spliced in)
+        None  # rewrite_segment: kept ranges (bytes: spliced)
     )
     source: Path | None = None  # rewrite_segment: the file the ranges are read from
     pieces: list | None = None  # split_segment: storage.overflow.SplitSegment, in file order

@@ -190,6 +190,8 @@ def partition_transactions(
     tp = partition.topic_partition
     segments = partition.segments
     log_start, leo = partition.log_start_offset, partition.log_end_offset
+    # a topic-partition dir with segments (the command skips the others): both offsets are known
+    assert tp is not None and log_start is not None and leo is not None, "a partition with segments"
     hw = checkpointed_high_watermark(partition)
     bound = hw if hw is not None else leo
     notes: list[str] = []

@@ -630,7 +630,6 @@ class JsonDumper:
         """The objects of the batches of buf[start:end) (and their records, when deep) -> the end
         of the last batch read."""
         f = self.filters
-        layout = self.layout if self.deep else None
         if self.layout is not None and f is None and self._run is not None and not self._in_run:
             self._in_run = True
             try:
@@ -645,14 +644,6 @@ class JsonDumper:
                 released = b.position
             if b.magic != 2:
                 self._emit(self._batch_obj(b, given))
-            elif records is None and layout is not None and not b.attributes & 0x20:
-                try:
-                    text = batch_json(b, layout)
-                except Exception:  # anything unusual: the general path says what is wrong
-                    self._emit_lines(batch_line(b, given))
-                else:
-                    self._emit_lines(batch_line(b, given), self._located(text))
-                    continue
             else:
                 self._emit_lines(self._batch_text(b, given))
             if not self.deep:
@@ -664,7 +655,7 @@ class JsonDumper:
                 and not b.attributes & 0x20
             ):
                 found = found_lines(
-                    b, records, f, lambda: batch_json(b, self.found_layout).split(b"\n")
+                    b, records, f, lambda b=b: batch_json(b, self.found_layout).split(b"\n")
                 )
                 if found is not None:
                     if found:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.coordinator import (
@@ -116,12 +116,17 @@ class TransactionLogValue(Versioned):
         return self.client_transaction_version >= 2
 
 
+def _keyless() -> NoReturn:
+    """The NullPointerException TransactionLog.readTxnRecordKey throws on a record without a key."""
+    raise InvalidRecordError(
+        "java.lang.NullPointerException: __transaction_state record without a key"
+    )
+
+
 def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
     """TransactionLog.readTxnRecordKey."""
     if key is None:
-        raise InvalidRecordError(
-            "java.lang.NullPointerException: __transaction_state record without a key"
-        )
+        _keyless()
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
@@ -234,7 +239,7 @@ def format_transaction_record_39(
     `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey). A value of
     another version throws (IllegalStateException): an InvalidRecordError, the dump stops."""
     if key is None:
-        read_key(key)  # the NullPointerException 3.3.1 has too
+        _keyless()  # the NullPointerException 3.3.1 has too
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
