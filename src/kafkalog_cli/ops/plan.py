@@ -12,6 +12,7 @@ import enum
 import itertools
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +58,8 @@ class Action:
     data: bytes | None = None  # new content (written atomically)
     preallocate: int | None = None  # extend the new file with zeros to this length
     keep_mtime: bool = False
-    ranges: list[tuple[int, int] | bytes] | None = (
-        None  # rewrite_segment: kept ranges (bytes: spliced)
+    ranges: Sequence[tuple[int, int] | bytes] | None = (
+        None  # rewrite_segment: kept (bytes: spliced)
     )
     source: Path | None = None  # rewrite_segment: the file the ranges are read from
     pieces: list | None = None  # split_segment: storage.overflow.SplitSegment, in file order

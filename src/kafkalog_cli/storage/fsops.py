@@ -35,7 +35,7 @@ import errno
 import hashlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -345,7 +345,7 @@ class FsOps:
         if keeper is not None and entry is not None:
             keeper.created(entry, path)
 
-    def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int] | bytes]) -> None:
+    def copy_ranges(self, src: Path, dst: Path, ranges: Sequence[tuple[int, int] | bytes]) -> None:
         """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage); a
         `bytes` item is written as it is (repair's batches, spliced between ranges of `src`)."""
         with self.create(dst) as fo, open_file(src) as fi:
