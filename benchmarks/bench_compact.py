@@ -44,7 +44,7 @@ def main() -> None:
     run = work / "run"
     shutil.rmtree(run, ignore_errors=True)
     shutil.copytree(cache, run)
-    log = run / "bench-0" / ("%020d.log" % 0)
+    log = run / "bench-0" / f"{0:020d}.log"
     size = log.stat().st_size
 
     t = time.perf_counter()

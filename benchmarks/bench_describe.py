@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_retain import build
+from bench_retain import build  # the same log dir as the retention benchmark
 from measure import kafkalog_command, load, run
 
 from kafkalog_cli.formats.producer_state import encode_producer_snapshot
@@ -79,7 +79,7 @@ def stat_walk(root: Path) -> int:
 
 def describe_all(root: Path, jobs: int = 1) -> list[dict]:
     selection = describe.select([root])
-    return [d.to_json() for d in describe.describe(selection, jobs=jobs)]
+    return [d.to_dict() for d in describe.describe(selection, jobs=jobs)]
 
 
 def main() -> int:

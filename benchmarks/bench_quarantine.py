@@ -46,7 +46,7 @@ class _RewritingWriter(QuarantineWriter):
         q = self.quarantine
         FsOps(q.folder).write_atomic(
             q.folder / "manifest.json",
-            (json.dumps({"entries": [e.to_json() for e in q.entries]}, indent=2) + "\n").encode(),
+            (json.dumps({"entries": [e.to_dict() for e in q.entries]}, indent=2) + "\n").encode(),
         )
 
 

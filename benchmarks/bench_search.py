@@ -131,7 +131,7 @@ def main() -> None:
     root = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix="kafkalog-bench-search-"))
     try:
         root.mkdir(parents=True, exist_ok=True)
-        seg = root / ("%020d.log" % 0)
+        seg = root / f"{0:020d}.log"
         if not seg.exists() or seg.stat().st_size < (a.mib << 20):
             build(seg, a.mib << 20, NKEYS)
         buf = map_file(seg)

@@ -117,7 +117,8 @@ def main(argv=None) -> int:
             assert r["records"] == records, r
             results.append(r)
             print(
-                f"{r['master']:<10} {r['tasks']:>3} tasks {r['seconds']:>8.2f} s {records / r['seconds']:>12,.0f} records/s"
+                f"{r['master']:<10} {r['tasks']:>3} tasks {r['seconds']:>8.2f} s "
+                f"{records / r['seconds']:>12,.0f} records/s"
             )
         if len(results) >= 2:
             speedup = results[0]["seconds"] / results[1]["seconds"]

@@ -58,14 +58,14 @@ def build_logdir(root: Path, size: int, nkeys: int) -> Path:
     part = root / "bench-0"
     part.mkdir(parents=True, exist_ok=True)
     (root / "meta.properties").write_text("version=1\nnode.id=1\n")
-    leo = build(part / ("%020d.log" % 0), size, nkeys)
+    leo = build(part / f"{0:020d}.log", size, nkeys)
     for suffix in (".index", ".timeindex"):
-        (part / ("%020d%s" % (0, suffix))).write_bytes(b"")
+        (part / f"{0:020d}{suffix}").write_bytes(b"")
     for suffix in (".log", ".index", ".timeindex"):
-        (part / ("%020d%s" % (leo, suffix))).write_bytes(b"")
+        (part / f"{leo:020d}{suffix}").write_bytes(b"")
     # the producer snapshot a roll writes (no producers): version 1, crc, 0 entries
     snap = struct.pack(">i", 0)
-    (part / ("%020d.snapshot" % leo)).write_bytes(struct.pack(">hI", 1, crc32c(snap)) + snap)
+    (part / f"{leo:020d}.snapshot").write_bytes(struct.pack(">hI", 1, crc32c(snap)) + snap)
     # every record replicated: the high watermark at the log end, as a broker checkpoints it
     (root / "replication-offset-checkpoint").write_text(f"0\n1\nbench 0 {leo}\n")
     return root

@@ -12,6 +12,24 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
+from kafkalog_cli.config import (
+    ClusterMetadata,
+    ConfigResolver,
+    ConfigSource,
+    MetadataState,
+    Unknown,
+    check_topic_overrides,
+    compaction_deciding_configs,
+    parse_key_values,
+    parse_topic_key_values,
+    read_cluster_metadata,
+    read_server_properties,
+    refusal_line,
+    retention_deciding_configs,
+    unknown_configs,
+)
+from kafkalog_cli.errors import ExitCode, UsageError
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops.runner import ConfigSources
 from tests.helpers.kraft_records import config_record as _config_record
 from tests.helpers.kraft_records import kraft_log_dir
@@ -39,25 +57,6 @@ def resolver_from_options(
         assume_kafka_defaults,
     ).resolver(log_dir)
 
-
-from kafkalog_cli.config import (
-    ClusterMetadata,
-    ConfigResolver,
-    ConfigSource,
-    MetadataState,
-    Unknown,
-    check_topic_overrides,
-    compaction_deciding_configs,
-    parse_key_values,
-    parse_topic_key_values,
-    read_cluster_metadata,
-    read_server_properties,
-    refusal_line,
-    retention_deciding_configs,
-    unknown_configs,
-)
-from kafkalog_cli.errors import ExitCode, UsageError
-from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
 RETAIN_SIZE = FIXTURES / "broker" / "retain-size"
 BASIC = FIXTURES / "corpus" / "broker" / "formats" / "basic" / "before"

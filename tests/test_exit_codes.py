@@ -191,6 +191,15 @@ def _missing(cmd, *extra):
     return lambda e: ([cmd, *extra, str(e.tmp / "nope")], "nope")
 
 
+def _rotted(d: Path) -> Path:
+    """Bit rot in multi-segment-0: one flipped byte in the batch of offsets 100..124."""
+    log = d / "multi-segment-0" / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[2593 + 70] ^= 0x10
+    log.write_bytes(bytes(data))
+    return d
+
+
 def _usage(cmd, *extra):
     return lambda e: ([cmd, *extra, "--no-such-option", str(e.tmp)], "No such option")
 
@@ -480,6 +489,32 @@ CASES = {
             "-1",
         ],
         "high watermark",
+    ),
+    ("repair", 0): lambda e: (["repair", str(e.logdir()), "--from", str(EXAMPLES)], None),
+    ("repair", 1): lambda e: (
+        ["repair", str(_rotted(e.logdir())), "--from", str(e.damaged_epochs(e.logdir("d")))],
+        None,
+    ),
+    ("repair", 2): _usage("repair", "--from", str(EXAMPLES)),
+    ("repair", 3): lambda e: (
+        [
+            "repair",
+            str(e.damaged_epochs(e.logdir())),
+            "--topic",
+            "multi-segment",
+            "--from",
+            str(EXAMPLES),
+        ],
+        "leader-epoch-checkpoint",
+    ),
+    ("repair", 4): _missing("repair", "--from", str(EXAMPLES)),
+    ("repair", 5): lambda e: (
+        ["repair", str(e.locked(_rotted(e.logdir()))), "--from", str(EXAMPLES)],
+        "in use by process",
+    ),
+    ("repair", 6): lambda e: (
+        ["repair", str(e.read_only(_rotted(e.logdir()))), "--from", str(EXAMPLES)],
+        "read-only file system",
     ),
     ("doctor", 0): lambda e: (["doctor", str(EXAMPLES)], None),
     ("doctor", 1): lambda e: (["doctor", str(e.torn_unclean())], None),

@@ -116,6 +116,8 @@ def option_records(cmd: click.Command, full_name: str | None = None) -> list[tup
     )
     out = []
     for param in cmd.get_params(ctx):
+        if not isinstance(param, click.Option):
+            continue  # click 8.5+ also gives arguments a help record; this lists options
         record = param.get_help_record(ctx)
         if record is not None:
             out.append(record)

@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "roll": "kafkalog_cli.commands.roll:roll",
     "retain": "kafkalog_cli.commands.retain:retain",
     "delete-records": "kafkalog_cli.commands.delete_records:delete_records",
+    "repair": "kafkalog_cli.commands.repair:repair",
     "transactions": "kafkalog_cli.commands.transactions:transactions",
     "compact": "kafkalog_cli.commands.compact:compact",
     "quarantine": "kafkalog_cli.commands.quarantine:quarantine",

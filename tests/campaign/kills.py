@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import json
 import random
+import shutil
 import struct
 import time
 from collections.abc import Callable
@@ -146,6 +147,21 @@ def _q(ws: Workspace) -> list[str]:
     return ["--quarantine", str(ws.quarantine)]
 
 
+def _repair_prepare(ws: Workspace, rng: random.Random) -> str:
+    """The copy as it is becomes the donor (W/logdir2, another broker's copy), then bit rot in
+    the copy repair runs on: one to three flipped bytes in batches of its segments."""
+    shutil.copytree(ws.logdir, ws.logdir2, symlinks=True)
+    segs = [s for p in _parts(ws) for s in _segments(p) if s.stat().st_size > 200]
+    done = []
+    for seg in rng.sample(segs, min(len(segs), rng.randint(1, 3))):
+        data = bytearray(seg.read_bytes())
+        k = rng.randrange(70, len(data))
+        data[k] ^= 0x5A
+        seg.write_bytes(bytes(data))
+        done.append(f"{seg.parent.name}/{seg.name}: byte {k} flipped")
+    return "; ".join(done) + f"; donor {ws.logdir2.name}" if done else "no segment"
+
+
 def _move_prepare(ws: Workspace, rng: random.Random) -> str:
     _second_dir(ws)
     return f"destination {ws.logdir2.name}, partition {_biggest(ws).name}"
@@ -222,6 +238,12 @@ TARGETS: list[KillTarget] = [
             + _q(ws)
         ),
         WRITER,
+    ),
+    KillTarget(
+        "repair",
+        _repair_prepare,
+        lambda ws: ["repair", str(ws.logdir), "--from", str(ws.logdir2)] + _q(ws),
+        WRITER | {1},
     ),
     KillTarget(
         "quarantine restore",

@@ -58,7 +58,8 @@ def test_locked_log_dir_exit_5(tmp_path):
         [
             sys.executable,
             "-c",
-            "import fcntl,sys,time;f=open(sys.argv[1],'a');fcntl.lockf(f,fcntl.LOCK_EX);print('x',flush=True);time.sleep(30)",
+            "import fcntl,sys,time;f=open(sys.argv[1],'a');fcntl.lockf(f,fcntl.LOCK_EX);"
+            "print('x',flush=True);time.sleep(30)",
             str(log_dir / ".lock"),
         ],
         stdout=subprocess.PIPE,
@@ -169,14 +170,19 @@ def test_jobs_cleans_partitions_in_parallel_with_the_same_output_and_files(tmp_p
     )
     # one quarantine folder whose manifest lists what both workers moved there
     assert len(m1) == len(m2) == 1
-    removed = lambda m: [e for e in m.entries if e.kind is EntryKind.REMOVED]
-    key = lambda e: (e.source.split("/logs/")[1], e.reason)
+
+    def removed(m):
+        return [e for e in m.entries if e.kind is EntryKind.REMOVED]
+
+    def key(e):
+        return (e.source.split("/logs/")[1], e.reason)
+
     assert sorted(map(key, removed(m1[0]))) == sorted(map(key, removed(m2[0])))
     moved = {e.source.split("/logs/")[1].split("/")[0] for e in removed(m2[0])}
     assert moved == {"cmp-lz4-0", "cmp-none-0"}
     # the checkpoint, read-modified-written by both workers, holds both partitions
     ckpt = (d2 / "cleaner-offset-checkpoint").read_text().split("\n")
-    assert "cmp-none 0 1867" in ckpt and any(l.startswith("cmp-lz4 0 ") for l in ckpt)
+    assert "cmp-none 0 1867" in ckpt and any(line.startswith("cmp-lz4 0 ") for line in ckpt)
 
 
 def test_jobs_error_in_one_partition_same_exit_code_and_others_cleaned(tmp_path):

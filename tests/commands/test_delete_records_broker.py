@@ -168,7 +168,9 @@ deadline = time.time() + 240
 while (os.path.exists(gone) or glob.glob(os.path.join(os.path.dirname(gone), "*.deleted"))) and time.time() < deadline:
     time.sleep(0.5)
 time.sleep(1)
-print(json.dumps({"deleted": not os.path.exists(gone), "left": glob.glob(os.path.join(os.path.dirname(gone), "*.deleted"))}))
+deleted = not os.path.exists(gone)
+left = glob.glob(os.path.join(os.path.dirname(gone), "*.deleted"))
+print(json.dumps({"deleted": deleted, "left": left}))
 """
 
 

@@ -4,10 +4,14 @@ tests/fixtures/read/goldens), its partition-dir expansion, and its JSON mode."""
 from __future__ import annotations
 
 import json
+import os as _os
 import shutil
+import shutil as _shutil
+import struct as _struct
 from pathlib import Path
 
 import pytest
+import pytest as _pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -200,11 +204,6 @@ def test_log_file_is_refused(tmp_path):
 
 
 # ------------------------------------------------------------------ exit codes agree across formats
-import os as _os
-import shutil as _shutil
-import struct as _struct
-
-import pytest as _pytest
 
 
 @_pytest.fixture

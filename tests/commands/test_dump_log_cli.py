@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import struct
 
 import pytest
 
@@ -222,9 +225,6 @@ def test_integer_decoder_and_unknown_decoder(runner, tmp_path):
 
 
 # ------------------------------------------------------------------ untrusted indexes, paths, options
-import os
-import shutil
-import struct
 
 
 @pytest.fixture

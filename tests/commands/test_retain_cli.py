@@ -43,9 +43,10 @@ def test_acceptance_through_the_command_line(case, tmp_path):
     r = retain("--no-quarantine", d, case=case)
     assert r.exit_code == 0 and r.stdout == "" and r.stderr == ""  # quiet unless -v
     after = FIXTURES / f"retain-{case}" / "after"
-    strip = lambda files: {
-        k: v for k, v in files.items() if not k.endswith("leader-epoch-checkpoint")
-    }  # noqa: E731
+
+    def strip(files):
+        return {k: v for k, v in files.items() if not k.endswith("leader-epoch-checkpoint")}
+
     assert strip(partition_files(d)) == strip(partition_files(after))
     assert (d / "log-start-offset-checkpoint").read_bytes() == (
         after / "log-start-offset-checkpoint"
@@ -175,8 +176,10 @@ def test_a_locked_log_dir_is_skipped_with_exit_code_5(tmp_path, held_lock):
 def test_safe_under_set_e_and_quiet(tmp_path):
     d = make_log_dir(tmp_path / "logs", {"t-0": [[OLD], [NEW]]})
     script = (
-        f"set -e\n{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\n"
-        f"{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete --config retention.ms=604800000 --no-quarantine {d}\necho still-here\n"
+        f"set -e\n{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete "
+        f"--config retention.ms=604800000 --no-quarantine {d}\n"
+        f"{KAFKALOG} retain --now {NOW} --config cleanup.policy=delete "
+        f"--config retention.ms=604800000 --no-quarantine {d}\necho still-here\n"
     )
     r = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert (r.returncode, r.stdout, r.stderr) == (0, "still-here\n", "")

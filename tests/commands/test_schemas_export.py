@@ -12,13 +12,12 @@ from pathlib import Path
 import pytest
 
 from kafkalog_cli.cli import cli
+from tests.helpers.paths import SCHEMAS as FIXTURE
+from tests.helpers.schemas import make_logdir
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 fastavro = pytest.importorskip("fastavro")
-
-from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import make_logdir
 
 LOGDIR = FIXTURE / "logdir"
 INPUTS = json.loads((FIXTURE / "inputs.json").read_text())

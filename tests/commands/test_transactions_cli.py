@@ -25,7 +25,8 @@ def test_the_tables(tmp_path):
         "t-1      \t0             \t0               \t2            \t2           \t2        \t2               \t",
         "",
         "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\tLastTimestamp\tDuration(min)\t",
-        f"t    \t1        \t12        \t0            \t-1              \t0          \t{NOW - 60 * MIN}\t60           \t",
+        "t    \t1        \t12        \t0            \t-1              \t0          \t"
+        f"{NOW - 60 * MIN}\t60           \t",
         f"t    \t1        \t13        \t0            \t-1              \t1          \t{NOW - 5 * MIN}\t5            \t",
     ]
 
@@ -75,7 +76,8 @@ def test_find_hanging_exits_1_with_kafkas_table(tmp_path):
     assert r.exit_code == 1
     assert r.stdout.splitlines() == [
         "Topic\tPartition\tProducerId\tProducerEpoch\tCoordinatorEpoch\tStartOffset\tLastTimestamp\tDuration(min)\t",
-        f"t    \t1        \t12        \t0            \t-1              \t0          \t{NOW - 60 * MIN}\t60           \t",
+        "t    \t1        \t12        \t0            \t-1              \t0          \t"
+        f"{NOW - 60 * MIN}\t60           \t",
     ]
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os as _os
 import shutil
+import shutil as _shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -157,10 +160,6 @@ def test_piped_output_has_no_decoration(tmp_path):
 
 
 # ------------------------------------------------------------------ unreadable and non-segment paths
-import os as _os
-import shutil as _shutil
-
-import pytest
 
 
 @pytest.mark.parametrize("kind", ["dangling", "directory", "fifo"])

@@ -139,7 +139,7 @@ def test_kill_partway_through_writing_a_cleaned_log(tmp_path, no_fsync, monkeypa
     for k in range(calls):
         seen = 0
 
-        def dying(self, data, *a):
+        def dying(self, data, *a, k=k):
             nonlocal seen
             if seen == k:
                 self._f.write(data[: len(data) // 2])

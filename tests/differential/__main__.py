@@ -5,6 +5,7 @@
     python -m tests.differential commands [--work DIR] [--case recover/torn-tail ...]
     python -m tests.differential retain|delete-records|compact [--seed N] [--work DIR]   (3.6+, tiered)
     python -m tests.differential tiered-roll-recover [--seed N] [--work DIR]   (roll, recover --all, load check)
+    python -m tests.differential producer-order [--work DIR]   (a snapshot with colliding producer ids)
 
 Each batch/case prints one JSON line; the last line is the summary (cases run, cases with
 differences, load-check problems). Exit 1 when anything differs."""
@@ -231,7 +232,15 @@ def run_keeping(work: Path, seed: int) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m tests.differential")
     ap.add_argument(
-        "what", choices=["recover", "roll", "commands", *DELETIONS, "tiered-roll-recover"]
+        "what",
+        choices=[
+            "recover",
+            "roll",
+            "commands",
+            *DELETIONS,
+            "tiered-roll-recover",
+            "producer-order",
+        ],
     )
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
@@ -275,6 +284,12 @@ def main(argv=None) -> int:
         s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered)
     elif a.what == "roll":
         s = run_roll(work, a.seed)
+    elif a.what == "producer-order":
+        from tests.differential.producer_order import producer_order_case
+
+        s = producer_order_case(work)
+        s["kind"] = "producer-order"
+        s["cases_differing"] = int(not s["identical"])
     elif a.what in (*DELETIONS, "tiered-roll-recover"):
         if not broker.tiered_supported():
             print(

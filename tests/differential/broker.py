@@ -1,6 +1,7 @@
 """A real Kafka broker (KRaft, one node, 127.0.0.1 only) on a log dir, for the differential tests.
 
-KAFKA_HOME names a Kafka distribution: 3.3.1 or 3.9.0-rc3 (tools/kafka-broker builds both; which
+KAFKA_HOME names a Kafka distribution: 3.3.1, 3.9.0-rc3 or 4.0.0-SNAPSHOT (trunk 1eb76443)
+(tools/kafka-broker builds them; which
 one it is comes from its jars, tests/helpers/kafka_dist.py, and every campaign summary says it), KAFKA_PY a
 python with kafka-python (the client runs there, see client.py). Each broker gets two free ports
 of its own and its own work dir, so several can run at once on the machine; it is stopped by its
@@ -38,6 +39,7 @@ CONTROLLER_STARTUP = re.compile(
 # "IllegalStateException: This instance is in invalid state, initialized: false" on the next line,
 # and retries: not about any log
 RLM_NOT_READY = "Error occurred while copying log segments of partition"
+BIND_FAILED = "java.net.BindException: Address already in use"
 
 
 def available() -> bool:
@@ -243,6 +245,17 @@ class Broker:
         return {**os.environ, "LOG_DIR": str(self.work / "logs"), "KAFKA_HEAP_OPTS": "-Xmx512m"}
 
     def start(self, timeout: float = 180) -> None:
+        """Start and wait for "Kafka Server started". Ports are free when picked but another process
+        (another helper's broker) may take one before the broker binds it: a start that failed only
+        to bind is retried on new ports."""
+        for attempt in range(3):
+            try:
+                return self._start_once(timeout)
+            except BrokerDidNotStart as e:
+                if attempt == 2 or BIND_FAILED not in e.log:
+                    raise
+
+    def _start_once(self, timeout: float) -> None:
         props = self.write_config()
         if self.server_log.exists():
             self.server_log.unlink()

@@ -121,7 +121,8 @@ def recover_batch(
         ):
             repairs.append(SWAP_WITHOUT_INDEX)
         if repair and repairs and diffs_here:
-            # kafkalog checks what the broker does not (storage/index_checks.py: index_rebuild_reason; recover.py: load_failure)
+            # kafkalog checks what the broker does not (storage/index_checks.py:
+            # index_rebuild_reason; recover.py: load_failure)
             out["cases"][name]["beyond_kafka"] = repairs
     out["other"] = diffs  # undamaged partitions that differ, root checkpoints
     if load_check and r.rc == 0:

@@ -1,5 +1,6 @@
 """The compiled twins (formats/_scan.pyx, _framing_walk.pyx) against their pure twins
-(formats/_scan_py.py, _framing_walk_py.py: the reference and the fallback) and against the reference decoder (RecordBatch.records() and the renderers'
+(formats/_scan_py.py, _framing_walk_py.py: the reference and the fallback) and against the reference
+decoder (RecordBatch.records() and the renderers'
 general paths): the same bytes over every record shape (null keys and values, headers, control
 batches, every codec, LogAppendTime, sequences that wrap, offsets past 64 bits), and damaged
 input giving up in both or neither, so the dump shows the same error.
@@ -360,7 +361,8 @@ needs_compiled_framing = pytest.mark.skipif(
 
 def _checked(buf: bytes, deep: bool, run, stride: int = 0):
     """check_batches's whole answer (findings with their messages and CRCs, in order), with `run`
-    as its walk over sound batches (None: a walk that takes none, check_batches's loop alone); `stride` > 0 tells of the stretches walked
+    as its walk over sound batches (None: a walk that takes none, check_batches's loop alone);
+    `stride` > 0 tells of the stretches walked
     every `stride` bytes, as verify-crc does every 64 MiB."""
     from kafkalog_cli.formats import framing
 
@@ -737,7 +739,7 @@ def _tables(tmp_path, data: bytes, bytes_per_batch: int | None = None, **kw) -> 
     ):
         with pytest.MonkeyPatch.context() as m:
             m.setattr(arrow, "scan_columns", scanner)
-            for loop in ("gather_spans", "columns_of_batches", "spread"):
+            for loop in ("gather_spans", "columns_of_batches", "take_fixed_width"):
                 m.setattr(arrow, loop, getattr(twin, loop))
             if bytes_per_batch is not None:
                 m.setattr(arrow, "BYTES_PER_BATCH", bytes_per_batch)
@@ -937,7 +939,7 @@ def _fields(c) -> tuple:
 
 
 @needs_compiled
-def test_spread_and_gather_are_take_and_cast():
+def test_take_fixed_width_and_gather_spans_are_take_and_cast():
     from array import array
 
     import pyarrow as pa
@@ -945,11 +947,11 @@ def test_spread_and_gather_are_take_and_cast():
     values, rows = array("q", [5, -1, 2**62]), array("i", [0, 0, 2, 1, 2])
     want = pa.array(list(values), pa.int64()).take(pa.array(list(rows), pa.int32()))
     got = pa.Array.from_buffers(
-        pa.int64(), 5, [None, pa.py_buffer(compiled.spread(values, 8, rows))]
+        pa.int64(), 5, [None, pa.py_buffer(compiled.take_fixed_width(values, 8, rows))]
     )
     assert got.equals(want)
     with pytest.raises(ValueError):
-        compiled.spread(values, 8, array("i", [3]))
+        compiled.take_fixed_width(values, 8, array("i", [3]))
     whole = b"ab\xc3\xa9\xff"
     spans = array("i", [0, 2, 0, 0, 2, 4, 0, 0, 4, 5, 0, 0])
     assert compiled.gather_spans(whole, spans, 0, 2, True) == (

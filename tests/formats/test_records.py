@@ -264,6 +264,19 @@ def test_v1_log_append_time_overrides_inner_timestamps():
     assert [r.timestamp for r in b.records()] == [99, 99]
 
 
+def test_v1_log_append_time_without_a_time_keeps_the_records_newest():
+    recs = [SimpleRecord(b"k", b"v", 5), SimpleRecord(b"k", b"v", 7)]
+    raw = build_legacy_batch(
+        recs,
+        0,
+        magic=1,
+        compression=Compression.SNAPPY,
+        timestamp_type=TimestampType.LOG_APPEND_TIME,
+    )
+    (b,) = iter_batches(raw)
+    assert (b.timestamp_type, b.max_timestamp) == (TimestampType.LOG_APPEND_TIME, 7)
+
+
 # ------------------------------------------------------------------ hypothesis round trips
 headers = st.lists(
     st.builds(Header, st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=3

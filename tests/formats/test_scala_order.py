@@ -3,7 +3,8 @@
 tests/fixtures/checkpoint_order/ holds what a Kafka 3.3.1 broker wrote (tests/broker_order made
 them: one log dir with 1, 3, 5, 12, 40 and 200 partitions in turn, names of many lengths, some
 partitions with a raised log start, 8 cleaned compacted ones; `shutdown-200` is the clean
-shutdown's, `restart-200` a restarted broker's). Our writer, given the same entries and no earlier order, writes the same bytes."""
+shutdown's, `restart-200` a restarted broker's). Our writer, given the same entries and no earlier
+order, writes the same bytes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Every record scanner (formats/byte_loops.py's, and the key and span scanners) against the reference decoder (formats.records): the same
+"""Every record scanner (formats/byte_loops.py's, and the key and span scanners) against the
+reference decoder (formats.records): the same
 values on well-formed batches (and no fallback there), and never a different answer on damaged
 ones (a scanner may give up with Declined, never disagree)."""
 

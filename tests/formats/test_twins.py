@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import io
 import re
 from array import array
 from pathlib import Path
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 
 from kafkalog_cli.formats import byte_loops
 from tests.formats.test_scan import damaged_chains
-from tests.helpers.strategies import batch_chains
+from tests.helpers.strategies import batch_chains, v2_batches
 
 FORMATS = Path(byte_loops.__file__).parent
 PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -124,6 +125,101 @@ def test_text_of_batches_compiled_is_pure(buf, deep, limit, flags):
     assert got[0] == got[1]
 
 
+def _chains():
+    """Chains of any batches (legacy, damaged, cut short), and of v2 batches of every record shape
+    (null keys and values, headers, sequences) and codec."""
+    return st.one_of(
+        batch_chains(),
+        damaged_chains(),
+        st.lists(v2_batches(), min_size=1, max_size=4).map(b"".join),
+    )
+
+
+@PROPERTY
+@given(
+    buf=_chains(),
+    deep=st.booleans(),
+    limit=st.sampled_from([1, 200, 1 << 20]),
+    encoding=st.sampled_from(["utf8", "base64", "hex"]),
+)
+def test_lines_of_batches_compiled_is_pure(buf, deep, limit, encoding):
+    """The same JSON Lines and stopping place, with the batch and record formats render/jsonl.py
+    hands over: the twins run inside a dump, each run asked of both."""
+    compiled = _compiled("_scan")
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats import _scan_py as pure
+    from kafkalog_cli.render.jsonl import JsonDumper, record_prefix
+
+    given_path = "t-0/00000000000000000000.log"
+    runs = []
+
+    def both(buf, pos, end, layout, batch_format, record_format, _, records):
+        got = [
+            twin.lines_of_batches(
+                buf, pos, end, layout, batch_format, record_format, limit, records
+            )
+            for twin in (compiled, pure)
+        ]
+        runs.append(got)
+        return got[0]
+
+    d = JsonDumper(io.BytesIO(), deep=deep, payload_encoding=encoding)
+    d._prefix_bytes = record_prefix(given_path).encode()
+    d._run = both
+    try:
+        d._batches(buf, 0, len(buf), given_path)
+    except KafkalogError:
+        pass
+    assert runs
+    for c, p in runs:
+        assert c == p
+
+
+@PROPERTY
+@given(buf=_chains(), data=st.data())
+def test_columns_of_batches_compiled_is_pure(buf, data):
+    """The same columns, batch values, rows' batch indexes and stopping place, under any view
+    bounds, transactional choice, CRC check and rows and bytes limits."""
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+    from kafkalog_cli.formats.record_columns import RecordColumns
+
+    lo = data.draw(st.sampled_from([-(2**63), 0, 5, 20]))
+    hi = data.draw(st.sampled_from([2**63 - 1, 3, 25]))
+    txn, verify = data.draw(st.booleans()), data.draw(st.booleans())
+    rows, size = (
+        data.draw(st.sampled_from([1, 4, 8192])),
+        data.draw(st.sampled_from([1, 100, 1 << 20])),
+    )
+    got = []
+    for twin in (compiled, pure):
+        cols, values, of_row = RecordColumns(), tuple([] for _ in range(6)), array("i")
+        pos = twin.columns_of_batches(
+            buf, 0, len(buf), cols, values, of_row, lo, hi, txn, verify, rows, size
+        )
+        got.append(
+            (
+                pos,
+                cols.rows,
+                b"".join(cols.data),
+                cols.size,
+                cols.payload,
+                cols.offsets,
+                cols.timestamps,
+                cols.sequences,
+                cols.spans,
+                cols.null_keys,
+                cols.null_values,
+                cols.header_ends,
+                cols.header_spans,
+                cols.null_header_values,
+                values,
+                of_row,
+            )
+        )
+    assert got[0] == got[1]
+
+
 @PROPERTY
 @given(
     data=st.data(), whole=st.binary(max_size=200), utf8=st.booleans(), first=st.sampled_from([0, 2])
@@ -150,13 +246,52 @@ def test_gather_spans_compiled_is_pure(data, whole, utf8, first):
 
 
 @PROPERTY
+@given(
+    data=st.data(),
+    whole=st.binary(min_size=1, max_size=600) | st.text(max_size=200).map(str.encode),
+    utf8=st.booleans(),
+    first=st.sampled_from([0, 2]),
+    forward=st.booleans(),
+)
+def test_gather_spans_of_many_rows_compiled_is_pure(data, whole, utf8, first, forward):
+    """Past the rows where the pure twin gathers by numpy and pyarrow: spans running forward
+    through the bytes (as RecordColumns' do) or not, a span out of range, UTF-8 or not."""
+    compiled = _compiled("_scan")
+    from kafkalog_cli.formats import _scan_py as pure
+
+    n = data.draw(st.integers(64, 160))
+    bound = st.integers(0, len(whole) + (0 if forward else 1))
+    bounds = [data.draw(bound) for _ in range(4 * n)]
+    if forward:
+        bounds.sort()
+    else:
+        for i in range(0, 4 * n, 2):
+            bounds[i : i + 2] = sorted(bounds[i : i + 2])
+    spans = array("i", bounds)
+
+    def outcome(f):
+        try:
+            return f(whole, spans, first, n, utf8)
+        except ValueError as e:
+            return "ValueError", str(e)
+
+    assert outcome(compiled.gather_spans) == outcome(pure.gather_spans)
+
+
+@PROPERTY
 @given(data=st.data(), width=st.sampled_from([1, 2, 4, 8, 3]))
-def test_spread_compiled_is_pure(data, width):
+def test_take_fixed_width_compiled_is_pure(data, width):
     compiled = _compiled("_scan")
     from kafkalog_cli.formats import _scan_py as pure
 
     values = data.draw(st.binary(max_size=8 * 6))
-    rows = array("i", data.draw(st.lists(st.integers(-1, 7), max_size=12)))
+    rows = array(
+        "i",
+        data.draw(
+            st.lists(st.integers(-1, 7), max_size=12)
+            | st.lists(st.integers(0, 5), min_size=64, max_size=100)
+        ),
+    )
 
     def outcome(f):
         try:
@@ -164,4 +299,4 @@ def test_spread_compiled_is_pure(data, width):
         except ValueError as e:
             return "ValueError", str(e)
 
-    assert outcome(compiled.spread) == outcome(pure.spread)
+    assert outcome(compiled.take_fixed_width) == outcome(pure.take_fixed_width)

@@ -3,7 +3,9 @@
 The version comes from the distribution itself: `kafka/kafka-version.properties` inside
 libs/kafka-clients-*.jar (what `kafka-server-start.sh --version` prints), else the name of
 libs/kafka_<scala>-<version>.jar. A from-source build by tools/kafka-broker also leaves
-BUILD-INFO (the git tag it was built from, e.g. 3.9.0-rc3, whose gradle.properties says 3.9.0).
+BUILD-INFO (the git tag it was built from, e.g. 3.9.0-rc3, whose gradle.properties says 3.9.0;
+or, for a build of a branch, `branch` and `commit`: 4.0.0-SNAPSHOT is trunk's commit 1eb76443,
+reported "Kafka 4.0.0-SNAPSHOT (trunk 1eb76443)").
 
 Harness differences by version, kept here so every broker helper agrees:
 - `kafka-storage.sh format`: the same `-t CLUSTER_ID -c CONFIG` on 3.3 and 3.9 with a static
@@ -13,6 +15,11 @@ Harness differences by version, kept here so every broker helper agrees:
 - a 3.9 broker started on a dir formatted by 3.3.1 adds directory.id to meta.properties
   (MetaPropertiesEnsemble), and writes `{"version":0,"brokerEpoch":N}` into
   `.kafka_cleanshutdown` on a clean stop (3.3.1: an empty file).
+- 4.0.0-SNAPSHOT (trunk 1eb76443): the same format flags; metadata.version 4.0-IV0 by default.
+  Transactions version 2 is an unstable feature there: `unstable.feature.versions.enable=true`
+  (and `unstable.api.versions.enable=true`, for EndTxn v5) in the config and
+  `format_args(release_version="4.0-IV2")` (transaction.version defaults to 2 at that level; this
+  snapshot's format parses `--feature` but ignores it: StorageTool.runFormatCommand never passes it on).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ class KafkaDist:
     version: str  # as the jars say: "3.3.1", "3.9.0"
     commit: str  # the commit id the jars carry ("" if unknown)
     tag: str  # the git tag of a from-source build (BUILD-INFO), else the version
+    branch: str = ""  # a from-source build of a branch (BUILD-INFO), e.g. "trunk"
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -41,7 +49,10 @@ class KafkaDist:
 
     @property
     def label(self) -> str:
-        """What a test report says: "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at /opt/..."."""
+        """What a test report says: "Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at /opt/...",
+        "Kafka 4.0.0-SNAPSHOT (trunk 1eb76443) at /opt/..."."""
+        if self.branch:
+            return f"Kafka {self.version} ({self.branch} {self.commit[:8]}) at {self.home}"
         inner = ", ".join(
             x
             for x in (
@@ -53,13 +64,20 @@ class KafkaDist:
         return f"Kafka {self.tag}" + (f" ({inner})" if inner else "") + f" at {self.home}"
 
     def format_args(
-        self, cluster_id: str, config: str | Path, release_version: str | None = None
+        self,
+        cluster_id: str,
+        config: str | Path,
+        release_version: str | None = None,
+        features: dict[str, int] | None = None,
     ) -> list[str]:
         """`kafka-storage.sh format` for a one-node KRaft cluster with a static voter set (the
-        same flags on 3.3 and 3.9; `--release-version` pins metadata.version on both)."""
+        same flags on 3.3, 3.9 and 4.0; `--release-version` pins metadata.version; `features`
+        sets feature levels with `--feature NAME=LEVEL`, which the trunk snapshot ignores)."""
         args = [f"{self.home}/bin/kafka-storage.sh", "format", "-t", cluster_id, "-c", str(config)]
         if release_version:
             args += ["--release-version", release_version]
+        for name, level in (features or {}).items():
+            args += ["--feature", f"{name}={level}"]
         return args
 
 
@@ -97,8 +115,13 @@ def kafka_dist(home: str | None = None) -> KafkaDist | None:
     if not version:
         return None
     info = Path(home, "BUILD-INFO")
-    tag = _properties(info.read_text()).get("tag", version) if info.exists() else version
-    return KafkaDist(home=home, version=version, commit=commit, tag=tag)
+    build = _properties(info.read_text()) if info.exists() else {}
+    branch = build.get("branch", "")
+    if branch:  # a branch's commit: BUILD-INFO has the full id, the jars 16 characters of it
+        commit = build.get("commit", commit)
+    return KafkaDist(
+        home=home, version=version, commit=commit, tag=build.get("tag", version), branch=branch
+    )
 
 
 def describe() -> str:

@@ -35,7 +35,7 @@ def _payload(n: int) -> bytes:
 headers = st.lists(
     st.builds(Header, SMALL_SIZES.map(lambda n: "h" * n), st.none() | SMALL_SIZES.map(_payload)),
     max_size=3,
-) | st.just([Header("k%d" % i, None if i % 2 else b"v") for i in range(64)])  # a 2-byte count
+) | st.just([Header(f"k{i}", None if i % 2 else b"v") for i in range(64)])  # a 2-byte count
 
 
 @st.composite

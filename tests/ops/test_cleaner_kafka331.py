@@ -183,9 +183,14 @@ def test_full_disk_names_the_file_exit_6_and_leaves_the_log_dir_as_it_was(tmp_pa
     write_segment(part, 0, [one("a", "1", 0), one("a", "2", 1)])
     write_segment(part, 2, [one("z", "v", 2)])
     replicated_to_the_end(part)
-    files = lambda: {
-        p.name: p.read_bytes() for p in part.parent.rglob("*") if p.is_file() and p.name != ".lock"
-    }
+
+    def files():
+        return {
+            p.name: p.read_bytes()
+            for p in part.parent.rglob("*")
+            if p.is_file() and p.name != ".lock"
+        }
+
     before = files()
 
     def append(self, data, *a):

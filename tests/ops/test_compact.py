@@ -43,9 +43,9 @@ def test_reproduces_the_broker_cleaner(tmp_path, case, part):
         assert (ours / name).read_bytes() == (theirs / name).read_bytes(), name
     # mtimes of the last source segment, in ms as Java's setLastModified
     mt = {
-        l.split()[3]: l.split()[1]
-        for l in (FIXTURES / f"compact-{case}" / "after.MANIFEST.txt").read_text().splitlines()
-        if not l.startswith("d ")
+        line.split()[3]: line.split()[1]
+        for line in (FIXTURES / f"compact-{case}" / "after.MANIFEST.txt").read_text().splitlines()
+        if not line.startswith("d ")
     }
     active = max(_files(theirs))[:20]  # the broker's restart touched the active segment
     for name in _files(theirs):
@@ -123,12 +123,15 @@ def test_keys_beyond_the_map_take_several_rounds(tmp_path):
     assert rep["cleaned"][0]["cleaner_offset_checkpoint"] == 1867
     ours = records_of(log_dir / "cmp-none-0")
     theirs = records_of(FIXTURES / "compact-keyed-overwrites" / "after" / "cmp-none-0")
+
     # the same final value per key as the broker's single round
-    final = lambda recs: {r[2]: r[3] for r in recs if r[0] != "batch"}
+    def final(recs):
+        return {r[2]: r[3] for r in recs if r[0] != "batch"}
+
     assert final(ours) == final(theirs)
 
 
-# ------------------------------------------------------------------------------ a write error while the .cleaned files are created
+# ------------------------------------------------ a write error while the .cleaned files are created
 def _full_disk(fsops, monkeypatch, where: str) -> str:
     """ENOSPC (or EPERM for the mtime) at one point of the first group's .cleaned files; returns
     the file the error must name."""
@@ -172,9 +175,12 @@ def test_a_write_error_on_the_cleaned_files_leaves_the_log_dir_as_it_was(
     tmp_path, monkeypatch, where
 ):
     log_dir = restore("tombstones", "before", tmp_path / "logs")
-    state = lambda: {
-        p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()
-    }
+
+    def state():
+        return {
+            p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()
+        }
+
     before = state()
     opts = compact.CompactOptions(
         now_ms=params("tombstones")["now_ms"], resolver=resolver_for("tombstones")
@@ -195,9 +201,12 @@ def test_a_source_segment_that_cannot_be_read_while_cleaning_is_an_input_error(
     """A read failure is not a failure to write the .cleaned file it streams to: exit 4, the
     source named; the partial .cleaned file is removed."""
     log_dir = restore("tombstones", "before", tmp_path / "logs")
-    state = lambda: {
-        p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()
-    }
+
+    def state():
+        return {
+            p: (p.read_bytes(), p.stat().st_mtime_ns) for p in log_dir.rglob("*") if p.is_file()
+        }
+
     before = state()
     source = log_dir / "cmp-tomb-0" / "00000000000000000000.log"
     opened = []

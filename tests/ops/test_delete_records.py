@@ -166,7 +166,10 @@ def test_a_rerun_changes_nothing(tmp_path):
 
 # ------------------------------------------------------------------ --offset-json
 def test_offset_json_as_kafka_reads_it():
-    text = b'{"partitions": [{"topic": "a", "partition": 0, "offset": 5}, {"topic": "b", "partition": 2, "offset": -1}]}'
+    text = (
+        b'{"partitions": [{"topic": "a", "partition": 0, "offset": 5}, '
+        b'{"topic": "b", "partition": 2, "offset": -1}]}'
+    )
     assert dr.parse_offset_json(text, "f") == {("a", 0): 5, ("b", 2): -1}
     assert dr.parse_offset_json(b'{"version": 1, "partitions": []}', "f") == {}
 

@@ -3,7 +3,8 @@
 tests/differential/regression.py from a deletions.py campaign: `before/` a dir the broker wrote
 with tiered topics (LocalTieredStorage; its __remote_log_metadata-0 tells what was uploaded) and a
 compacted one; per case the broker's files after it acted (AlterConfigs then its retention checks,
-DeleteRecords, its cleaner) and PARAMS.json (configs, offsets, the broker's clock). Both broker runs and kafkalog were given the
+DeleteRecords, its cleaner) and PARAMS.json (configs, offsets, the broker's clock). Both broker runs
+and kafkalog were given the
 run's server.properties."""
 
 from __future__ import annotations

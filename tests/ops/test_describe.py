@@ -91,7 +91,7 @@ def test_every_fact_of_the_example_log_dir_is_what_the_files_state():
 
 
 def test_json_objects_carry_their_kind():
-    items = [i.to_json() for i in ops.describe(ops.select([EXAMPLES / "txn-0"]))]
+    items = [i.to_dict() for i in ops.describe(ops.select([EXAMPLES / "txn-0"]))]
     assert [i["kind"] for i in items] == ["partition", "log_dir"]
     assert items[0]["topic"] == "txn" and items[0]["high_watermark"] == 15
     assert items[0]["producer_ids"] == [1] and items[0]["open_transactions"] == []
@@ -103,7 +103,7 @@ def test_an_open_transaction_is_found_by_replaying_the_log_after_the_latest_snap
     (d,), _ = describe_all([tmp_path])
     assert d.producers.snapshot is None and d.producers.replayed_from == 0
     assert d.producers.open_transactions == [(0, 7)]
-    assert d.to_json()["open_transactions"] == [{"producer_id": 7, "first_offset": 0}]
+    assert d.to_dict()["open_transactions"] == [{"producer_id": 7, "first_offset": 0}]
     assert d.producers.last_stable_offset(5) == 0
 
 
@@ -128,7 +128,7 @@ def test_a_damaged_snapshot_is_a_problem_and_the_log_is_replayed_instead(tmp_pat
 
 def test_unknown_configs_have_no_value_and_stated_ones_their_source():
     (d,), _ = describe_all([EXAMPLES / "codec-gzip-0"], ConfigResolver(cluster_metadata={}))
-    j = d.to_json()["configs"]
+    j = d.to_dict()["configs"]
     assert j["retention.ms"]["value"] is None and j["retention.ms"]["known"] is False
     assert "unknown" in j["retention.ms"]["origin"]
     resolver = ConfigResolver(
@@ -137,7 +137,7 @@ def test_unknown_configs_have_no_value_and_stated_ones_their_source():
         overrides={"retention.bytes": "1000"},
     )
     (d,), _ = describe_all([EXAMPLES / "codec-gzip-0"], resolver)
-    j = d.to_json()["configs"]
+    j = d.to_dict()["configs"]
     assert (
         j["retention.ms"]["value"] == 3_600_000
         and j["retention.ms"]["source"] == "STATIC_BROKER_CONFIG"
@@ -192,7 +192,7 @@ def test_quarantine_usage_of_the_log_dir(tmp_path, runner):
     assert ld.quarantine.folders == len(folders) == 1
     assert ld.quarantine.bytes == sum(f.bytes for f in folders)
     assert ld.quarantine.not_restored == 1
-    assert ld.to_json()["quarantine"]["root"] == str(tmp_path / ".kafkalog-quarantine" / "logdir")
+    assert ld.to_dict()["quarantine"]["root"] == str(tmp_path / ".kafkalog-quarantine" / "logdir")
 
 
 def test_a_log_dir_of_many_partitions_in_worker_processes_gives_the_same_answers(
@@ -202,6 +202,6 @@ def test_a_log_dir_of_many_partitions_in_worker_processes_gives_the_same_answers
     shutil.copytree(EXAMPLES, log_dir)
     monkeypatch.setattr(ops, "PARALLEL_MIN_PARTITIONS", 2)
     monkeypatch.setattr(ops, "_CHUNK", 3)
-    one = [i.to_json() for i in ops.describe(ops.select([log_dir]), jobs=1)]
-    two = [i.to_json() for i in ops.describe(ops.select([log_dir]), jobs=2)]
+    one = [i.to_dict() for i in ops.describe(ops.select([log_dir]), jobs=1)]
+    two = [i.to_dict() for i in ops.describe(ops.select([log_dir]), jobs=2)]
     assert one == two and len(one) == 15

@@ -124,7 +124,7 @@ def test_an_aborted_metadata_transaction_is_not_applied_and_an_ended_one_is(tmp_
     assert set(img.topics) == {"orders", "committed"}
     assert img.aborted_transactions == [(8, 10, "controller failover")]
     assert img.pending[0] == 11 and len(img.pending[1]) == 1
-    out = read.to_json()
+    out = read.to_dict()
     assert out["open_transaction"] == {"begin_offset": 11, "records_held_back": 1}
 
 
@@ -234,9 +234,9 @@ def test_scram_credentials_keep_the_user_names_and_never_the_secrets(tmp_path):
         rec("ProducerIdsRecord", brokerId=1, brokerEpoch=4, nextProducerId=5000),
     )
     read = read_metadata_image(d)
-    out = json.dumps(read.to_json())
+    out = json.dumps(read.to_dict())
     assert "s3cr3t" not in out and "c2Vjcm" not in out
-    j = read.to_json()
+    j = read.to_dict()
     assert j["scram_users"] == {"SCRAM-SHA-256": ["alice"]}
     (acl,) = j["acls"]
     assert (
@@ -316,7 +316,7 @@ def test_corpus_metadata(tmp_path, fixture, snapshot, version, topics):
     read = read_metadata_image(tmp_path)
     assert (read.snapshot, read.damage) == (snapshot, None)
     img = read.image
-    assert (img.metadata_version and read.to_json()["metadata_version"], len(img.topics)) == (
+    assert (img.metadata_version and read.to_dict()["metadata_version"], len(img.topics)) == (
         version,
         topics,
     )
@@ -326,4 +326,4 @@ def test_corpus_metadata(tmp_path, fixture, snapshot, version, topics):
 
 def test_a_metadata_image_is_built_only_by_replay():
     img = MetadataImage()
-    assert img.to_json()["topics"] == [] and img.metadata_version is None
+    assert img.to_dict()["topics"] == [] and img.metadata_version is None

@@ -6,8 +6,11 @@ import os
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_cli.errors import InputError, UsageError, WriteError
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 from kafkalog_cli.ops import move_partition as ops
 from kafkalog_cli.ops.plan import ActionKind
 from kafkalog_cli.storage.checkpoints import read_offsets
@@ -196,10 +199,6 @@ def test_a_complete_future_dir_is_taken_as_it_is(tmp_path):
 
 
 # ------------------------------------------------------------------ the property
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st
-
-from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch  # noqa: E402
 
 ENTRY = st.one_of(st.none(), st.integers(0, 10**12))
 

@@ -46,7 +46,7 @@ def test_dry_run_plan_changes_nothing(tmp_path):
     t = next(a for a in p.actions if a.kind == ActionKind.TRUNCATE and "rec-none-0" in str(a.path))
     assert (t.at, t.bytes_removed, t.offsets_removed) == (5706, 231, None) or t.at == 5706
     assert tree_state(d) == before
-    js = p.to_json()
+    js = p.to_dict()
     assert js["op"] == "recover" and js["actions"]
 
 
@@ -65,7 +65,7 @@ def test_clean_shutdown_skips_recovery_and_keeps_the_zeroed_index_as_the_broker_
     index = d / "rec-none-0" / "00000000000000000363.index"
     damaged = index.read_bytes()
     p, _ = run(d, tmp_path)
-    kept = [f for f in p.findings if f.to_json().get("left_as_broker_leaves")]
+    kept = [f for f in p.findings if f.to_dict().get("left_as_broker_leaves")]
     assert len(kept) == 1 and kept[0].path == str(index)
     assert "zero-filled" in kept[0].message and kept[0].message.endswith(
         "rerun with --repair to rebuild it"

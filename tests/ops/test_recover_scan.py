@@ -98,7 +98,7 @@ def _scan(data: bytes, base: int, interval: int, epochs: list) -> tuple:
     state, epochs = ProducerState(), list(epochs)
     try:
         r = recovery.recover_segment(data, base, interval, state, epochs)
-    except Exception as e:
+    except Exception as e:  # the same exception either way is the property
         return ("raised", type(e).__name__, str(e))
     err = r.error
     return (

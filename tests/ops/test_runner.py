@@ -86,7 +86,7 @@ def test_a_dry_run_plans_without_the_lock_and_changes_nothing(tmp_path):
     assert out.dry_run and out.report is None and out.quarantine is None
     assert any(a.kind.value == "truncate" for a in out.plan.actions)
     # the plan, and what it would free and hold (storage.space): the default quarantine holds the cut
-    assert out.to_json() == {"dry_run": True, **out.plan.to_json(), **out.space.to_json()}
+    assert out.to_dict() == {"dry_run": True, **out.plan.to_dict(), **out.space.to_dict()}
     assert out.space.held_in_quarantine > 0
     assert tree_state(d) == before
 
@@ -121,8 +121,8 @@ def test_apply_reports_each_change_and_keeps_removed_data_in_a_quarantine_named_
 ):
     d = copy_case("recover-torn-tail", tmp_path)
     out = run_log_dir(_recover(), *_groups(d), quarantine_dir=tmp_path / "q")
-    assert not out.dry_run and out.to_json() is out.report
-    assert out.report["changed"] == [a.to_json() for a in out.plan.actions] != []
+    assert not out.dry_run and out.to_dict() is out.report
+    assert out.report["changed"] == [a.to_dict() for a in out.plan.actions] != []
     assert out.report["partitions"]["rec-none-0"]["log_end_offset"] == 794
     folder = Path(out.quarantine)
     assert out.quarantine == out.report["quarantine"] and folder.parent == tmp_path / "q"
@@ -145,11 +145,14 @@ def test_nothing_due_changes_nothing_and_keeps_nothing(tmp_path):
 def test_topic_configs_are_resolved_per_log_dir(tmp_path):
     d = copy_case("roll-time-roll", tmp_path)
     opts = roll.RollOptions(if_needed=True, now_ms=ROLL_NOW)
-    rolled = lambda configs: run_log_dir(
-        Operation("roll", roll.plan, opts, configs),
-        *_groups(d),  # noqa: E731
-        dry_run=True,
-    ).plan.partitions["roll-wallclock-0"]["rolled"]
+
+    def rolled(configs):
+        return run_log_dir(
+            Operation("roll", roll.plan, opts, configs),
+            *_groups(d),
+            dry_run=True,
+        ).plan.partitions["roll-wallclock-0"]["rolled"]
+
     assert rolled(ConfigSources())
     assert not rolled(ConfigSources(config_pairs=("segment.ms=604800000",)))
     op = Operation("roll", roll.plan, opts, ConfigSources(topic_config_items=("x:segment.ms=1",)))
@@ -185,5 +188,5 @@ def test_an_operation_and_its_outcome_survive_pickling_as_spark_sends_them(tmp_p
     back = pickle.loads(pickle.dumps(out))
     assert (
         isinstance(back, Outcome)
-        and back.to_json() == out.to_json() == run_log_dir(op, *_groups(d), dry_run=True).to_json()
+        and back.to_dict() == out.to_dict() == run_log_dir(op, *_groups(d), dry_run=True).to_dict()
     )

@@ -84,7 +84,7 @@ def test_without_a_high_watermark_the_log_end_offset_bounds_the_lso(tmp_path):
         1,
         "log_end_offset",
     )
-    assert pt.to_json()["stable_bound"] == "log_end_offset"
+    assert pt.to_dict()["stable_bound"] == "log_end_offset"
 
 
 def test_expired_producers_go_unless_their_transaction_is_open(tmp_path):
@@ -127,7 +127,7 @@ def test_find_hanging_as_kafka_filters_it(tmp_path):
     # without the coordinator's log: every transaction older than max-age (strictly: 15 min is not)
     hanging = tx.find_hanging(open_txns, 15 * MIN, None)
     assert [h.txn.producer.producer_id for h in hanging] == [10, 11, 12]
-    assert hanging[0].to_json()["coordinator_state"] is None
+    assert hanging[0].to_dict()["coordinator_state"] is None
     # Ongoing with this partition: the coordinator will write the marker; CompleteCommit: it will not;
     # producer 12 has no transactional id at all
     state = partition(
@@ -144,12 +144,12 @@ def test_find_hanging_as_kafka_filters_it(tmp_path):
     assert [
         (
             h.txn.producer.producer_id,
-            h.to_json()["transactional_id"],
-            h.to_json()["coordinator_state"],
+            h.to_dict()["transactional_id"],
+            h.to_dict()["coordinator_state"],
         )
         for h in hanging
     ] == [(11, "b", "CompleteCommit"), (12, None, None)]
-    assert hanging[0].to_json()["kind"] == "hanging_transaction"
+    assert hanging[0].to_dict()["kind"] == "hanging_transaction"
 
 
 def test_a_tombstone_removes_a_transactional_id(tmp_path):

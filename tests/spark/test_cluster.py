@@ -149,11 +149,14 @@ def test_verify_crc_with_relative_paths_on_a_cluster(cluster, shared):
         "spark.executor.memory=512m",
     )
     assert local.returncode == on_cluster.returncode == 0, on_cluster.stderr
-    summary = lambda p: {
-        k: v
-        for k, v in __import__("json").loads(p.stdout.splitlines()[-1]).items()  # noqa: E731
-        if k != "elapsed_s"
-    }
+
+    def summary(p):
+        return {
+            k: v
+            for k, v in __import__("json").loads(p.stdout.splitlines()[-1]).items()
+            if k != "elapsed_s"
+        }
+
     assert summary(on_cluster) == summary(local)
     assert summary(local)["files"] == 4
 

@@ -65,10 +65,13 @@ def test_verify_group_unit_equals_the_local_run(spark):
     groups = group_paths([str(GARBAGE), str(BASIC)])
     local = verify_groups(groups, jobs=1)
     sparked = verify_groups_spark(groups, spark=spark)
-    strip = lambda reps: [
-        (r.directory, [(f.file, f.batches, f.bytes, f.problems) for f in r.files], r.problems)  # noqa: E731
-        for r in reps
-    ]
+
+    def strip(reps):
+        return [
+            (r.directory, [(f.file, f.batches, f.bytes, f.problems) for f in r.files], r.problems)
+            for r in reps
+        ]
+
     assert strip(sparked) == strip(local)
     assert sum(len(r.problems) for r in local) == 1
 
@@ -188,13 +191,16 @@ def test_compact_spark_cleans_and_reports_what_local_does(spark, tmp_path):
         for volatile in ("run_id", "time"):
             rep.pop(volatile)
         out[engine] = (rep, records_of(log_dir / "cmp-none-0"))
-    timing = lambda rep: json.loads(
-        re.sub(
-            r'"[a-z_]*(elapsed|seconds|_s|time)[a-z_]*": [0-9.e-]+',
-            '"t": 0',  # noqa: E731
-            json.dumps(rep),
+
+    def timing(rep):
+        return json.loads(
+            re.sub(
+                r'"[a-z_]*(elapsed|seconds|_s|time)[a-z_]*": [0-9.e-]+',
+                '"t": 0',
+                json.dumps(rep),
+            )
         )
-    )
+
     assert timing(out["spark"][0]) == timing(out["local"][0])
     assert (
         out["spark"][1]
@@ -226,8 +232,8 @@ def test_run_log_dir_unit_equals_the_local_run(spark):
     groups = partition_dirs_for(
         [FIXTURES / "broker" / case / "before" for case in ("roll-time-roll", "retain-time")]
     )
-    local = [run_log_dir(op, d, parts, dry_run=True).to_json() for d, parts in groups.items()]
-    sparked = [o.to_json() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
+    local = [run_log_dir(op, d, parts, dry_run=True).to_dict() for d, parts in groups.items()]
+    sparked = [o.to_dict() for o in run_log_dirs_spark(op, groups, spark=spark, dry_run=True)]
     assert (
         sparked == local and len(local) == 2 and all(r["dry_run"] and r["actions"] for r in local)
     )

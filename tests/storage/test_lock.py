@@ -6,7 +6,7 @@ from tests.helpers.locks import hold_lock
 
 
 def test_lock_and_release(tmp_path):
-    with LogDirLock(tmp_path) as lk:
+    with LogDirLock(tmp_path):
         assert (tmp_path / ".lock").exists()
     # re-acquirable
     with LogDirLock(tmp_path):

@@ -129,7 +129,7 @@ def test_the_plan_is_newest_first_and_says_what_it_does(tmp_path):
     assert f"append 32 zero bytes to {d / 't-0' / '00000000000000000000.index'} at byte 8" in text
     assert f"rename the directory {d / 't-1'} back to {d / 't-1.x-future'}" in text
     assert f"remove {d / 't-1.x-future'} (test made it: copies of {d / 't-0'})" in text
-    assert [s["kind"] for s in json.loads(json.dumps(plan.to_json()))["steps"][:3]] == [
+    assert [s["kind"] for s in json.loads(json.dumps(plan.to_dict()))["steps"][:3]] == [
         "dir_renamed",
         "dir_created",
         "overwritten",
@@ -250,6 +250,26 @@ def test_an_entry_outside_the_log_dir_is_refused(tmp_path):
     plan = q.plan_restore(q.QuarantineFolder.open(folder.path))
     assert plan.conflicts[0].path == str(tmp_path / "elsewhere")
     assert "outside the log dir" in plan.conflicts[0].message
+
+
+@pytest.mark.parametrize(
+    "kind, fact", [("cut", "end"), ("renamed", "target"), ("extended", "new_size")]
+)
+def test_an_entry_without_a_fact_its_kind_needs_is_refused(tmp_path, kind, fact):
+    d, _, folder = quarantined(tmp_path)
+    lines = (folder.path / q.JOURNAL).read_text().splitlines()
+    n = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == kind)
+    e = json.loads(lines[n])
+    del e[fact]
+    lines[n] = json.dumps(e)
+    (folder.path / q.JOURNAL).write_text("\n".join(lines) + "\n")
+    plan = q.plan_restore(q.QuarantineFolder.open(folder.path))
+    assert (plan.conflicts[0].path, plan.conflicts[0].message) == (
+        e["source"],
+        f"the manifest's {kind} entry has no {fact}: the manifest is damaged",
+    )
+    with pytest.raises(ValueError):
+        q.restore(plan, FsOps(d))
 
 
 def test_the_journal_ignores_a_torn_last_line_and_refuses_a_damaged_one(tmp_path):

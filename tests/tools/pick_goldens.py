@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from tests.corpus import corpus_path
+from tests.corpus import corpus_path  # run as a script, from anywhere
 from tests.helpers.paths import CORPUS as OUT
 
 CORPUS = Path(sys.argv[1]).resolve() if len(sys.argv) > 1 else corpus_path().resolve()
@@ -78,11 +78,15 @@ def main() -> None:
             copied += 1
     # preallocated index lengths the broker cases need
     for note in CORPUS.glob("broker/*/*/PREALLOCATED.txt"):
-        lines = [l for l in note.read_text().splitlines() if l.strip() and not l.startswith("#")]
+        lines = [
+            line
+            for line in note.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
         keep = [
-            l
-            for l in lines
-            if (OUT / note.parent.relative_to(CORPUS) / l.split(" ", 1)[1]).exists()
+            line
+            for line in lines
+            if (OUT / note.parent.relative_to(CORPUS) / line.split(" ", 1)[1]).exists()
         ]
         if keep:
             d = OUT / note.parent.relative_to(CORPUS)

@@ -17,7 +17,7 @@ for j in "$DEPS"/*.jar; do
   case $(basename "$j") in scala-compiler-*) continue ;; esac
   cp "$j" "$KH/libs/"
 done
-# what was built: the git tag (its gradle.properties says 3.9.0) and commit (tests/kafka_dist.py reads it)
+# what was built: the git tag (its gradle.properties says 3.9.0) and commit (tests/helpers/kafka_dist.py reads it)
 printf 'tag=%s\ncommit=%s\nbuilt-by=tools/kafka-broker/build-all-3.9.sh (from source)\n' "$KAFKA_VERSION" \
   "$(git -C "$KAFKA_GIT" rev-parse "$KAFKA_VERSION^{commit}")" > "$KH/BUILD-INFO"
 # provenance of every jar

@@ -1,5 +1,6 @@
 #!/bin/bash
-# Kafka 3.9.0-rc3, step 5: smoke test with tiered storage (Kafka's own LocalTieredStorage).
+# Kafka 3.9.0-rc3 (and 4.0.0-SNAPSHOT through 05-smoke-4.0.sh), step 5: smoke test with tiered storage
+# (Kafka's own LocalTieredStorage).
 # Formats a fresh KRaft log dir, starts a one-node broker+controller on 127.0.0.1 (two free ports),
 # creates tiered topics (remote.storage.enable=true, local.retention.ms=1000, segment.bytes=1 MiB),
 # produces enough to roll several segments, waits until segments are uploaded under the remote dir
@@ -8,15 +9,25 @@
 # stops the broker by its PID (SIGTERM), then runs the broker's own kafka-dump-log on every .log
 # it wrote (decoders for __cluster_metadata, __remote_log_metadata, __consumer_offsets) and on the
 # uploaded segments.
+# Nothing waits on a count that load can change: the waits are for conditions (every closed segment
+# uploaded, the oldest deleted locally) with generous deadlines, and what is checked afterwards is
+# deterministic (each record served exactly, the remote tier ending right below the local one).
 # usage: 05-smoke-3.9.sh [KAFKA_PY]
-#   SMOKE_DIR   work dir (default /tmp/kafka-smoke-3.9.0-rc3); kept after the run:
+#   KAFKA_VERSION  3.9.0-rc3 (default) or 4.0.0-SNAPSHOT; KAFKA_HOME: the install (default /opt/kafka-$KAFKA_VERSION)
+#   SMOKE_TIMEOUT  seconds each wait may take (default 900: the machine may be shared and busy)
+#   SMOKE_DIR   work dir (default /tmp/kafka-smoke-$KAFKA_VERSION); kept after the run:
 #               data/ (the log dir), remote/ (LocalTieredStorage), server.properties, logs/, dump-log/
 #   KEEP_AS     if set, the stopped run is copied there (e.g. /opt/kafka-3.9.0-rc3-tiered-example)
 #   RLMM_PARTITIONS  partitions of __remote_log_metadata (default 50, Kafka's default)
 set -uo pipefail
-export KAFKA_VERSION=3.9.0-rc3
-H=$(cd "$(dirname "$0")" && pwd)
-. "$H/00-env.sh"
+export KAFKA_VERSION=${KAFKA_VERSION:-3.9.0-rc3}
+case $KAFKA_VERSION in
+  3.9.0-rc3)      B=/opt/kafka-build-3.9 ;;
+  4.0.0-SNAPSHOT) B=/opt/kafka-build-4.0 ;;
+  *) echo "05-smoke-3.9.sh: KAFKA_VERSION 3.9.0-rc3 or 4.0.0-SNAPSHOT" >&2; exit 2 ;;
+esac
+KH=${KAFKA_HOME:-/opt/kafka-$KAFKA_VERSION}
+TIMEOUT=${SMOKE_TIMEOUT:-900}
 PY=${1:-${KAFKA_PY:-}}
 if [ -z "$PY" ]; then
   for p in /opt/kafka-build/venv/bin/python "$B/venv/bin/python"; do
@@ -24,7 +35,7 @@ if [ -z "$PY" ]; then
   done
 fi
 [ -n "$PY" ] || { echo "no python with kafka-python (pass one, or set KAFKA_PY)"; exit 1; }
-W=${SMOKE_DIR:-/tmp/kafka-smoke-3.9.0-rc3}
+W=${SMOKE_DIR:-/tmp/kafka-smoke-$KAFKA_VERSION}
 rm -rf "$W"; mkdir -p "$W/remote" "$W/dump-log"
 read -r PORT CPORT < <(python3 -c '
 import socket
@@ -48,7 +59,7 @@ group.initial.rebalance.delay.ms=0
 # tiered storage: Kafka's own LocalTieredStorage (storage module test sources), jars outside libs/
 remote.log.storage.system.enable=true
 remote.log.storage.manager.class.name=org.apache.kafka.server.log.remote.storage.LocalTieredStorage
-remote.log.storage.manager.class.path=$KH/rsm/kafka-storage-3.9.0-test.jar:$KH/rsm/kafka-clients-3.9.0-test.jar
+remote.log.storage.manager.class.path=$(ls "$KH"/rsm/kafka-storage-*-test.jar):$(ls "$KH"/rsm/kafka-clients-*-test.jar)
 rsm.config.dir=$W/remote
 remote.log.metadata.manager.listener.name=PLAINTEXT
 rlmm.config.remote.log.metadata.topic.replication.factor=1
@@ -65,7 +76,7 @@ LOG_DIR=$W/logs KAFKA_HEAP_OPTS=-Xmx768m "$KH/bin/kafka-server-start.sh" "$W/ser
 pid=$!
 echo "broker pid $pid on 127.0.0.1:$PORT (controller $CPORT)"
 up=false
-for i in $(seq 360); do
+for i in $(seq $((TIMEOUT * 2))); do
   grep -q 'Kafka Server started' "$W/logs/server.log" 2>/dev/null && { up=true; break; }
   kill -0 $pid 2>/dev/null || break
   sleep 0.5
@@ -73,14 +84,14 @@ done
 echo "started=$up after $(( $(date +%s) - t1 ))s"
 rc=1
 if $up; then
-  "$PY" - "127.0.0.1:$PORT" "$W" <<'PY'
+  "$PY" - "127.0.0.1:$PORT" "$W" "$TIMEOUT" "$KAFKA_VERSION" <<'PY'
 import hashlib, json, os, sys, time
 from pathlib import Path
 from kafka import KafkaProducer, KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
-bs, work = sys.argv[1], Path(sys.argv[2])
+bs, work, timeout, version = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 TIERED = {"remote.storage.enable": "true", "local.retention.ms": "1000", "segment.bytes": "1048576",
           "file.delete.delay.ms": "1000", "retention.ms": "-1"}
 TOPICS = {  # name: (partitions, producer compression, records per partition)
@@ -122,27 +133,37 @@ parts = [(t, p) for t, (n, _, _) in TOPICS.items() for p in range(n)]
 
 def tiered(name, s):
     # local.retention.ms=1000: every closed segment uploaded and deleted locally, one local segment left;
-    # local.retention.bytes: every closed segment uploaded, the oldest deleted locally, 2 MiB kept
+    # local.retention.bytes: every closed segment uploaded, the oldest deleted locally, 2 MiB kept.
+    # How many segments a partition rolls depends on how the producer batched (compressed sizes), so
+    # no count is waited for: only "every closed segment is remote" (the remote bases start at 0 and
+    # there is one per closed segment); that the remote tier ends right below the local log is
+    # checked afterwards with kafka-get-offsets --time -5 / -4
+    if not s["local"] or s["local"][0] == 0 or not s["remote_bases"] or s["remote_bases"][0] != 0:
+        return False
     if name.startswith("tiered-bytes"):
-        return s["local"][0] > 0 and s["remote"] == len(s["local"]) - 1 + s["local_deleted"]
-    return len(s["local"]) == 1 and s["remote"] >= 2
+        return s["remote"] == len(s["local"]) - 1 + s["local_deleted"] and s["local_deleted"] > 0
+    return len(s["local"]) == 1
 
-deadline = time.monotonic() + 300
+deadline = time.monotonic() + timeout
 while time.monotonic() < deadline:
     state = {}
     for t, p in parts:
         loc, rem = local_bases(t, p), remote_logs(t, p)
         state[f"{t}-{p}"] = {"local": loc, "remote": len(rem),
-                             "local_deleted": sum(1 for r in rem if int(r[:20]) < loc[0])}
+                             "local_deleted": sum(1 for r in rem if loc and int(r[:20]) < loc[0]),
+                             "remote_bases": sorted({int(r[:20]) for r in rem})}
     if all(tiered(n, s) for n, s in state.items()):
         break
     time.sleep(2)
-print("tiering", json.dumps(state), flush=True)
+print("tiering", json.dumps({n: {k: v for k, v in s.items() if k != "remote_bases"} for n, s in state.items()}),
+      f"after {time.monotonic() - deadline + timeout:.0f}s", flush=True)
+with open(work / "first_local.json", "w") as f:   # for the latest-tiered check after this script
+    json.dump({n: [s["local"][0], s["local"][-1]] if s["local"] else [] for n, s in state.items()}, f)
 ok = all(tiered(n, s) for n, s in state.items())
 
 # consume from offset 0: the uploaded part is served from the remote tier
 c = KafkaConsumer(bootstrap_servers=bs, enable_auto_commit=False, consumer_timeout_ms=30000,
-                  group_id="smoke-3.9", fetch_max_bytes=4 * 1024 * 1024)
+                  group_id="smoke-" + version, fetch_max_bytes=4 * 1024 * 1024)
 tps = [TopicPartition(t, p) for t, p in parts]
 c.assign(tps)
 begin, end = c.beginning_offsets(tps), c.end_offsets(tps)
@@ -151,7 +172,7 @@ for tp in tps:
 got = {tp: [] for tp in tps}
 want = sum(end.values())
 t0 = time.monotonic()
-while sum(len(v) for v in got.values()) < want and time.monotonic() - t0 < 180:
+while sum(len(v) for v in got.values()) < want and time.monotonic() - t0 < timeout:
     for tp, msgs in c.poll(timeout_ms=2000).items():
         got[tp] += [(m.offset, m.value) for m in msgs]
 c.commit({tp: OffsetAndMetadata(end[tp], "") for tp in tps})
@@ -172,8 +193,28 @@ PY
   rc=$?
   if [ -x "$KH/bin/kafka-get-offsets.sh" ]; then
     for tm in -2 -4 -5 -1; do   # earliest, earliest-local, latest-tiered, latest
-      echo "kafka-get-offsets --time $tm: $("$KH/bin/kafka-get-offsets.sh" --bootstrap-server 127.0.0.1:$PORT --topic 'tiered.*' --time $tm 2>&1 | tr '\n' ' ')"
+      "$KH/bin/kafka-get-offsets.sh" --bootstrap-server 127.0.0.1:$PORT --topic 'tiered.*' --time $tm > "$W/get-offsets$tm.txt" 2>&1
+      echo "kafka-get-offsets --time $tm: $(tr '\n' ' ' < "$W/get-offsets$tm.txt")"
     done
+    # deterministic once every closed segment is uploaded: the remote tier ends right below the active
+    # segment (latest-tiered = its base - 1) and, where local.retention.ms deleted every closed segment,
+    # earliest-local is the active segment's base
+    python3 - "$W" <<'PY' || rc=1
+import json, re, sys
+from pathlib import Path
+w = Path(sys.argv[1])
+first = json.loads((w / "first_local.json").read_text())
+def offsets(tm):
+    out = {}
+    for m in re.finditer(r"^(\S+):(\d+):(-?\d+)$", (w / f"get-offsets{tm}.txt").read_text(), re.M):
+        out[f"{m[1]}-{m[2]}"] = int(m[3])
+    return out
+tiered, local = offsets(-5), offsets(-4)
+bad = {n: (tiered.get(n), local.get(n), fl) for n, fl in first.items()
+       if not fl or tiered.get(n) != fl[1] - 1 or (local.get(n) != fl[1] and not n.startswith("tiered-bytes"))}
+print("remote tier ends below the local log:", "yes" if not bad else f"NO {bad}")
+sys.exit(1 if bad else 0)
+PY
   fi
 fi
 t2=$(date +%s)

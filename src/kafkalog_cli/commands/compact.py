@@ -98,9 +98,11 @@ def compact(
     start offset, as the broker loads it: nothing of it is cleanable.
 
     \b
-    Exit codes: 0 done or nothing to do; 1 --dry-run: a partition would be cleaned; 7 a partition was not cleaned as a deciding config is
+    Exit codes: 0 done or nothing to do; 1 --dry-run: a partition would be cleaned; 7 a partition
+    was not cleaned as a deciding config is
     unknown (everything else was done); 2 usage error, 3 corrupt input, 4 bad path or
-    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 5 the log dir is locked, 6 write failure. Precedence: kafkalog --help.
+    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 5
+    the log dir is locked, 6 write failure. Precedence: kafkalog --help.
     """
     check_engine(engine, master)
     groups = partition_groups(

@@ -47,7 +47,8 @@ from kafkalog_cli.commands.options import InputPath, format_option
 @one_line_errors
 def compare_replicas(paths, topic, partition, leader, limit, fmt):
     """Compare copies of one partition taken from different brokers (partition dirs, or log dirs
-    with --topic and --partition; or .tar, .tar.gz, .tgz, .zip archives of either) and tell where they diverge, as Kafka's replica fetcher finds it
+    with --topic and --partition; or .tar, .tar.gz, .tgz, .zip archives of either) and tell where
+    they diverge, as Kafka's replica fetcher finds it
     after a leader change: the follower asks the leader for the end offset of its latest leader
     epoch (OffsetsForLeaderEpoch) and truncates to it, again until both know the epoch. Epochs
     are each replica's leader-epoch-checkpoint as the broker loads it (its batches' epochs when
@@ -78,7 +79,7 @@ def compare_replicas(paths, topic, partition, leader, limit, fmt):
         ]
         result = ops.compare(replicas, leader=leader, limit=limit)
     if fmt == "json":
-        click.echo(json.dumps(result.to_json(), indent=2))
+        click.echo(json.dumps(result.to_dict(), indent=2))
     else:
         click.echo(comparison(result))
     if not result.agree:

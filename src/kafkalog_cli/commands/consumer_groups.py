@@ -106,7 +106,7 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
         rows = report.rows[g.group_id]
         if fmt == "json":
             click.echo(
-                json.dumps({"kind": "group", **g.to_json(), "offsets": [r.to_json() for r in rows]})
+                json.dumps({"kind": "group", **g.to_dict(), "offsets": [r.to_dict() for r in rows]})
             )
             continue
         message = render.state_note(g)
@@ -127,7 +127,7 @@ def consumer_groups(paths, group, offsets_partitions, view, fmt):
                         "group": group_id,
                         "topic": topic,
                         "partition": partition,
-                        **commit.to_json(),
+                        **commit.to_dict(),
                     }
                 )
             )

@@ -91,11 +91,13 @@ def delete_records(
     Takes each log dir's .lock (not with --dry-run).
 
     \b
-    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 2 usage error, or a partition refused as Kafka refuses
+    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 2 usage
+    error, or a partition refused as Kafka refuses
     it (OFFSET_OUT_OF_RANGE, INVALID_TOPIC_EXCEPTION, POLICY_VIOLATION; the other partitions are
     done); 7 offset -1 with no high watermark known (refused as a guess); 5 a log dir was locked
     (a broker runs on it) and skipped; 3 corrupt input, 4 bad path, a partition of the offset
-    JSON in none of the paths, or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
+    JSON in none of the paths, or a partition linked out of the log dir (left unchanged, the others
+    done: --follow-symlinks), 6 write failure. 2, 3, 4 and 6 win over 7, 7 over 5, and 5 over 1.
     """
     from kafkalog_cli.commands.change_run import report_run
     from kafkalog_cli.commands.common import partition_groups

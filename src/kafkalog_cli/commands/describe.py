@@ -61,7 +61,12 @@ def describe(paths, only, configs, fmt, jobs):
                         cannot be read shows as unknown, with the flags that state it
 
     Per log dir: partitions, bytes, clean shutdown, and the quarantine beside it (folders,
-    bytes kept, folders not restored). Only live and -future partition dirs are read; the
+    bytes kept, folders not restored); the Kafka versions that may load it ("Kafka version:
+    4.0 or later", JSON kafka_versions) and each fact that bounds them, with its file:
+    metadata.version (bootstrap.checkpoint, __cluster_metadata), meta.properties' directory.id
+    (3.7+), .kafka_cleanshutdown's JSON (3.7+), a KRaftVersion or KRaftVoters control record
+    (3.9+), a __transaction_state value of version 1, a __share_group_state record or a
+    __consumer_offsets record type above 8 (4.0+). Only live and -future partition dirs are read; the
     others get a note on stderr.
 
     \b
@@ -98,7 +103,7 @@ def describe(paths, only, configs, fmt, jobs):
             if item.problems:
                 problems.extend(item.problem_codes or [ExitCode.CORRUPT])
             if fmt == "json":
-                click.echo(json.dumps(item.to_json()))
+                click.echo(json.dumps(item.to_dict()))
             elif rich:
                 partitions.append(item)
             else:
@@ -108,7 +113,7 @@ def describe(paths, only, configs, fmt, jobs):
         if item.config_warning:
             click.echo(f"kafkalog: warning: {item.config_warning}", err=True)
         if fmt == "json":
-            click.echo(json.dumps(item.to_json()))
+            click.echo(json.dumps(item.to_dict()))
             continue
         lines = [
             render.log_dir_summary(item),

@@ -28,8 +28,20 @@ from kafkalog_cli.errors import ExitCode, InputError, UsageError
     "passwd knows [default: the owner of each log dir, by uid]. A name this host does not know: "
     "a warning that access could not be checked (exit 1).",
 )
+@click.option(
+    "--kafka-version",
+    metavar="VERSION",
+    help="Also check the start-up of this Kafka release (3.3 to 4.2) [default: 3.3.1's checks only]. 3.7+: "
+    "a reserved directory.id stops the broker (MetaPropertiesEnsemble.verify), one missing is written "
+    "anew. 4.0+: KRaft only (server.properties without process.roles, or ZooKeeper-era log dirs: "
+    "version 0 meta.properties and no metadata log, are refused; a version 0 meta.properties with "
+    "broker.id in a KRaft dir is read), a metadata.version (bootstrap.checkpoint, metadata log) "
+    "from 3.3-IV3 to the release's newest (MetadataVersion.fromFeatureLevel), and the settings 4.0 "
+    "removed (zookeeper.*, log.message.format.version, log.message.timestamp.difference.max.ms) "
+    "are ignored. Any version: a metadata.version newer than the release knows stops it.",
+)
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
-def doctor(paths, server_properties, user, fmt):
+def doctor(paths, server_properties, user, kafka_version, fmt):
     """Say whether a Kafka broker would start on these log dirs and, if not, why and the exact
     fix. Changes nothing and takes no lock (a held .lock is a finding).
 
@@ -44,9 +56,12 @@ def doctor(paths, server_properties, user, fmt):
     load or are truncated by it (recover's own plan, with the broker's words), bit rot (a batch
     failing its CRC in a segment the broker does not recover: it serves it, and consumers and
     followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
-    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a severity (error: the broker will not start;
+    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a
+    severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
-    what the broker does, and the fix (a kafkalog command where one exists).
+    what the broker does, and the fix (a kafkalog command where one exists). With --kafka-version
+    it also follows that release's start-up: 3.7's directory.id rules, 4.0's KRaft-only start and
+    metadata.version floor (3.3-IV3), each release's newest metadata.version.
 
     \b
     Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
@@ -65,9 +80,11 @@ def doctor(paths, server_properties, user, fmt):
     for d in dirs:
         if d.exists() and not d.is_dir():
             raise InputError("not a directory (give the broker's log dirs)", path=str(d))
-    diag = ops.diagnose(dirs, config, user)
+    from kafkalog_cli.config.versions import stated_version
+
+    diag = ops.diagnose(dirs, config, user, stated_version(kafka_version))
     if fmt == "json":
-        click.echo(json.dumps(diag.to_json(), indent=2))
+        click.echo(json.dumps(diag.to_dict(), indent=2))
     else:
         click.echo(human.doctor(diag))
     for e in diag.unread:  # not checked: never an all-clear

@@ -261,7 +261,7 @@ def _dump_json(
             emit(FILE.object(file=t, type=suffix[1:]))
         checked = suffix in (".index", ".timeindex")
         if t in health:
-            emit(health[t].to_json())
+            emit(health[t].to_dict())
             problems += health[t].problem
             notes += not health[t].problem
         try:

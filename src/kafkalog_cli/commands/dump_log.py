@@ -11,6 +11,7 @@ from kafkalog_cli.commands.common import jobs_or_cores, parse_time_option, read_
 from kafkalog_cli.commands.common import one_line_errors as _one_line_errors
 from kafkalog_cli.commands.options import InputPath, partition_filter_options
 from kafkalog_cli.commands.schema_options import schema_decoding, schema_options
+from kafkalog_cli.config.versions import DUMP_LOG_LEADER_CHANGE, KafkaVersion
 from kafkalog_cli.ops.verify_index import DEFAULT_MAX_MESSAGE_SIZE
 from kafkalog_cli.render.kafka import (
     INT_MAX,
@@ -104,9 +105,13 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
     "--kafka-version",
     metavar="VERSION",
     default=None,
-    help="The text of this Kafka's kafka-dump-log: 3.3 (3.3.1, the default) or 3.9 (3.9.0-rc3), whose "
-    "decoders print __consumer_offsets records as JSON, read version 1 __transaction_state values, "
-    "know the 3.6-3.9 metadata records and print no txnIdxEmpty. --format json is the same for both.",
+    help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
+    "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
+    "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
+    "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
+    "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
+    "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
+    "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
 )
 @click.option(
     "--remote-log-metadata-decoder",
@@ -229,7 +234,7 @@ def dump_log(
       kafkalog dump-log orders-3 --format json --key user-42 --limit 10 | jq .value
       kafkalog dump-log /var/lib/kafka/data --format json --key user-42 --timestamps iso | jq '[.topic, .partition, .offset, .timestamp]'
       kafkalog dump-log /var/lib/kafka/data --topic 'orders-*' --grep '"status": ?"failed"' --print-data-log
-    """
+    """  # noqa: E501 - the examples print line for line (\b)
     given = _paths_given(files, paths)
     _refuse_exclusive_options(
         verify_index_only, index_sanity_check, key, key_hex, key_prefix, key_prefix_hex
@@ -241,8 +246,15 @@ def dump_log(
         remote_log_metadata=remote_log_metadata_decoder,
         share_group_state=share_group_state_decoder,
     )
+    text = dump_log_text(kafka_version, fmt)
+    leader_change = DUMP_LOG_LEADER_CHANGE.applies(text)
     parser = _record_parser(
-        kafka_version, metadata_decoder_version, decoders, key_decoder_class, value_decoder_class
+        text,
+        kafka_version,
+        metadata_decoder_version,
+        decoders,
+        key_decoder_class,
+        value_decoder_class,
     )
     data = (
         print_data_log
@@ -291,6 +303,7 @@ def dump_log(
             filters=filters,
             jobs=jobs_or_cores(jobs) if decoding is None else 1,
             timestamps=timestamps,
+            control_bodies=leader_change,
         )
         if decoding is not None:
             decoding.finish(out)
@@ -307,6 +320,7 @@ def dump_log(
         parser=parser,
         filters=filters,
         jobs=jobs_or_cores(jobs),
+        leader_change=leader_change,
     )
     dumper = KafkaDumper(sys.stdout.buffer, sys.stderr.buffer, opts)
     for g in targets:
@@ -339,6 +353,7 @@ def _refuse_exclusive_options(
 
 
 def _record_parser(
+    text: KafkaVersion,
     kafka_version,
     metadata_decoder_version,
     decoders: dict[str, bool],
@@ -347,11 +362,15 @@ def _record_parser(
 ):
     """What prints a record's key and payload in --format text, as kafka-dump-log's flags pick
     it: an internal topic's decoder (`decoders`, the first one given), else the key and value
-    decoder classes; as the kafka-dump-log of --kafka-version or --metadata-decoder-version."""
-    text = dump_log_text(kafka_version)
+    decoder classes; as the kafka-dump-log `text` (of --kafka-version and --format) or of
+    --metadata-decoder-version."""
     if metadata_decoder_version is None:
-        metadata_decoder_version = METADATA_TEXTS[text]
-    elif kafka_version is not None and metadata_decoder_version != METADATA_TEXTS[text]:
+        metadata_decoder_version = METADATA_TEXTS.get(text, "4.2")
+    elif (
+        kafka_version is not None
+        and text in METADATA_TEXTS
+        and metadata_decoder_version != METADATA_TEXTS[text]
+    ):
         raise click.UsageError(
             f"--metadata-decoder-version {metadata_decoder_version} and --kafka-version "
             f"{kafka_version} name two kafka-dump-logs: give one."

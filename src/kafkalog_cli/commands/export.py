@@ -24,7 +24,8 @@ from kafkalog_cli.spark.cli_options import engine_options
     "to",
     type=click.Choice(["parquet", "jsonl"]),
     required=True,
-    help="parquet: a directory OUT/topic=T/partition=P/*.parquet. jsonl: one JSON Lines file OUT, or standard output when OUT is -.",
+    help="parquet: a directory OUT/topic=T/partition=P/*.parquet. "
+    "jsonl: one JSON Lines file OUT, or standard output when OUT is -.",
 )
 @engine_options(remote=True)
 @jobs_option("With --engine local: worker processes (0: one per core).")

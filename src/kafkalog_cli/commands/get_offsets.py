@@ -24,8 +24,9 @@ INTERNAL_TOPICS = frozenset(
 
 
 def parse_time_spec(value: str):
-    """--time: earliest, latest, max-timestamp (or -2, -1, -3, as kafka-get-offsets takes
-    them), epoch milliseconds, or an ISO-8601 time (UTC unless it carries an offset)."""
+    """--time: earliest, latest, max-timestamp, earliest-local, latest-tiered, earliest-pending-upload
+    (or -2, -1, -3, -4, -5, -6, as kafka-get-offsets takes them), epoch milliseconds, or an
+    ISO-8601 time (UTC unless it carries an offset)."""
     from kafkalog_cli.ops.list_offsets import SPEC_NAMES, OffsetSpec
 
     v = value.strip()
@@ -35,7 +36,7 @@ def parse_time_spec(value: str):
     if ms < 0 and ms not in SPEC_NAMES.values():
         raise click.BadParameter(
             f"{value!r}: a negative time other than -1 (latest), -2 (earliest), "
-            f"-3 (max-timestamp), -4 (earliest-local) or -5 (latest-tiered)",
+            f"-3 (max-timestamp), -4 (earliest-local), -5 (latest-tiered) or -6 (earliest-pending-upload)",
             param_hint="--time",
         )
     return OffsetSpec(ms)
@@ -50,14 +51,16 @@ def parse_time_spec(value: str):
     "time_value",
     default="latest",
     show_default=True,
-    metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|MS|ISO-8601",
+    metavar="earliest|latest|max-timestamp|earliest-local|latest-tiered|earliest-pending-upload|MS|ISO-8601",
     help="earliest: the log start offset (a tiered partition's includes its remote data). latest: "
     "the last fetchable offset (see --isolation-level). max-timestamp: the offset of the largest "
     "timestamp (3.8+: the record holding it). earliest-local (3.5+): the first local offset. "
-    "latest-tiered (3.9+): the last offset uploaded to remote storage. MS or "
+    "latest-tiered (3.9+): the last offset uploaded to remote storage. earliest-pending-upload "
+    "(4.2+, KIP-1023): the first offset not yet uploaded (needs --kafka-version 4.2 or later, or a "
+    "log dir only 4.2 loads; before 4.2 exit 2). MS or "
     "ISO-8601 (UTC without an offset): the first offset whose timestamp is at or after it. "
-    "-2, -1, -3, -4 and -5 are earliest, latest, max-timestamp, earliest-local and latest-tiered, "
-    "as kafka-get-offsets takes them.",
+    "-2, -1, -3, -4, -5 and -6 are earliest, latest, max-timestamp, earliest-local, latest-tiered and "
+    "earliest-pending-upload, as kafka-get-offsets takes them.",
 )
 @click.option(
     "--isolation-level",
@@ -96,6 +99,10 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
                      (TimeIndex.lastEntry: the record's own offset in an uncompressed CreateTime
                      batch written live, else the batch's last offset), and for the active
                      segment's unindexed batches the last offset of the first batch holding it
+      earliest-pending-upload  (-6, Kafka 4.2+) a remote-enabled partition's
+                     max(highestOffsetInRemoteStorage + 1, log start offset); with nothing
+                     uploaded the log start offset (no offset when the local log starts above
+                     it); not remote-enabled: no offset (the broker answers -1)
       MS, ISO-8601   the first segment whose largest timestamp (else its .log mtime) is at or
                      after the time; in it, from the time index's entry below the time and the
                      offset index, the first record at or after it and the log start offset
@@ -126,11 +133,23 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     """
     from kafkalog_cli.ops import describe as describe_ops
     from kafkalog_cli.ops import tiered
-    from kafkalog_cli.ops.list_offsets import EARLIEST_TIMESTAMP, IsolationLevel, list_offsets
+    from kafkalog_cli.ops.list_offsets import (
+        EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+        EARLIEST_TIMESTAMP,
+        IsolationLevel,
+        list_offsets,
+        require_earliest_pending_upload,
+    )
     from kafkalog_cli.render.describe import offsets_line
     from kafkalog_cli.storage.names import REPLICATION_CHECKPOINT, PartitionDirKind
 
     spec = parse_time_spec(time_value)
+    if spec.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP and configs.stated_version() is not None:
+        from kafkalog_cli.config.versions import KafkaVersions
+
+        require_earliest_pending_upload(
+            KafkaVersions(stated=configs.stated_version())
+        )  # before any file is read
     isolation = IsolationLevel(isolation_level)
     # the broker answers from the live log: a -future dir is a copy being made
     selection = describe_ops.select(paths, only, kinds=(PartitionDirKind.LIVE,))
@@ -143,6 +162,8 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     configs = configs.for_log_dirs(selection.groups)
     for log_dir, dirs in selection.groups.items():
         resolver = configs.resolver(log_dir)
+        if spec.timestamp == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
+            require_earliest_pending_upload(resolver.versions)  # once per log dir: a usage error
         for part in describe_ops.partitions_of(log_dir, dirs):
             tp = part.topic_partition
             if exclude_internal_topics and tp is not None and tp.topic in INTERNAL_TOPICS:
@@ -160,7 +181,7 @@ def get_offsets(paths, time_value, isolation_level, exclude_internal_topics, onl
     # kafka-get-offsets' order: by topic, then partition, whatever log dir holds them
     for answer in sorted(answers, key=lambda a: (a.topic, a.partition)):
         if fmt == "json":
-            click.echo(json.dumps(answer.to_json()))
+            click.echo(json.dumps(answer.to_dict()))
             continue
         name = Path(answer.directory).name
         if (

@@ -59,7 +59,7 @@ def metadata(path, at_offset, fmt):
       kafkalog metadata /var/lib/kafka/data
       kafkalog metadata /var/lib/kafka/data --format json | jq '.topics[] | {name, partitions: [.partitions[] | {partition, leader, isr}]}'
       kafkalog metadata /var/lib/kafka/data --at-offset 1200
-    """
+    """  # noqa: E501 - the examples print line for line (\b)
     from kafkalog_cli.ops.metadata_image import read_metadata_image
     from kafkalog_cli.render import metadata as render
 
@@ -77,7 +77,7 @@ def metadata(path, at_offset, fmt):
             err=True,
         )
     if fmt == "json":
-        click.echo(json.dumps(read.to_json()))
+        click.echo(json.dumps(read.to_dict()))
     else:
         for line in render.tree(read):
             click.echo(line)

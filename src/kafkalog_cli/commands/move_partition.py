@@ -103,7 +103,7 @@ def move_partition(
         raise linked.error()  # its dir, or a file in it, links out of the log dir: left as it is
     if dry_run:
         plan = ops.plan(source, destination, tp)
-        report = {"dry_run": True, **plan.to_json()}
+        report = {"dry_run": True, **plan.to_dict()}
     else:
         first, second = sorted([source, destination], key=lambda p: str(Path(p).resolve()))
         with (

@@ -117,13 +117,21 @@ def _config_sources(f):
     return wrapper
 
 
+def _kafka_version_help() -> str:
+    from kafkalog_cli.config.versions import KNOWN_VERSIONS_TEXT, rules_summary
+
+    return (
+        "The Kafka version that will start on the log dir next ("
+        + KNOWN_VERSIONS_TEXT
+        + "; an older one "
+        "follows 3.3's rules, a newer one is exit 2): decides the rules that changed between versions where "
+        "the log dir does not (describe shows the range it allows). Older than what the dir proves: exit 2. "
+        "What changes: " + rules_summary() + "."
+    )
+
+
 kafka_version_option = click.option(
-    "--kafka-version",
-    metavar="VERSION",
-    help="The Kafka version that will start on the log dir next (3.3 to 4.2, e.g. 3.9): decides the rules "
-    "that changed between versions (tiered storage, internal topics, ListOffsets, roll's closing "
-    "time-index entry) where the log dir "
-    "does not (describe shows the range it allows). Older than what the dir proves: exit 2.",
+    "--kafka-version", metavar="VERSION", help=_kafka_version_help()
 )
 
 config_options = _stack(

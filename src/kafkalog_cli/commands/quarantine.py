@@ -58,7 +58,8 @@ dry_run_option = click.option(
     "quarantine", short_help="List, restore or prune what the commands that change log dirs kept."
 )
 def quarantine() -> None:
-    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote, kept beside each log dir in
+    """What recover, roll, retain, compact, delete-records and move-partition removed or overwrote,
+    kept beside each log dir in
     <logdir>/../.kafkalog-quarantine/<logdir name>/<UTC time>-<command>/ (or where --quarantine
     DIR put it): list the folders, restore one exactly, or prune old ones.
 
@@ -89,7 +90,7 @@ def list_command(paths, fmt):
     its default quarantine and every folder a run recorded for it in the registry
     ($KAFKALOG_STATE_DIR/quarantines.json), wherever --quarantine put it; a recorded folder that
     no longer exists is listed as gone."""
-    rows = [f.to_json() for f in _folders(paths)]
+    rows = [f.to_dict() for f in _folders(paths)]
     rows += [q.gone_row(g, Path(p)) for p in paths or [Path(".")] for g in q.gone_folders(p)]
     if fmt == "json":
         click.echo(json.dumps(rows, indent=2))
@@ -172,7 +173,7 @@ def _show(plan: q.RestorePlan, fmt: str, undone: int | None, report_path: Path |
     lines = RunLines("quarantine restore", dry_run=undone is None)
     folder = lines.folder(
         {
-            **plan.to_json(),
+            **plan.to_dict(),
             **({} if undone is None else {"undone": undone}),
             "held_in_quarantine": 0,
         },
@@ -241,7 +242,7 @@ def prune_command(paths, older_than, dry_run, fmt, report_path):
     leftovers = [p for root in sorted(roots) for p in q.pruning_leftovers(root)]
     lines = RunLines("quarantine prune", dry_run=dry_run)
     for path, row, what in [
-        (f.path, f.to_json(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old
+        (f.path, f.to_dict(), f"{f.op}, {len(f.entries)} entries, {f.bytes} bytes") for f in old
     ] + [(p, {"folder": str(p)}, "left by an interrupted prune") for p in leftovers]:
         line = lines.folder(
             {**row, "freed_on_disk": freed_by_removing(path), "held_in_quarantine": 0}, ""

@@ -68,9 +68,11 @@ def retain(
     --report FILE give the run's JSON Lines (kafkalog-retain(1)).
 
     \b
-    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 7 a deletion by time or size was refused, as a
+    Exit codes: 0 done or nothing to do; 1 --dry-run: the plan would change something; 7 a deletion
+    by time or size was refused, as a
     deciding config is unknown (everything else was done); 5 a log dir was locked (a broker runs
-    on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path or a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks), 6 write failure (these win
+    on it) and skipped; 2 usage error, 3 corrupt input, 4 bad path or a partition linked out of the
+    log dir (left unchanged, the others done: --follow-symlinks), 6 write failure (these win
     over 7, 7 over 5, and 5 over 1).
     """
     from kafkalog_cli.commands.common import partition_groups

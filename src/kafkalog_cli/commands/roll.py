@@ -56,8 +56,10 @@ def roll(
     with a note on stderr.
 
     \b
-    Exit codes: 0 rolled or nothing to roll; 1 --dry-run: something would be rolled; 2 usage; 3 corrupt input; 4 bad path, or
-    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks); 5 the log dir is locked (a broker runs on it); 6 a change could not be written.
+    Exit codes: 0 rolled or nothing to roll; 1 --dry-run: something would be rolled; 2 usage; 3
+    corrupt input; 4 bad path, or
+    a partition linked out of the log dir (left unchanged, the others done: --follow-symlinks); 5
+    the log dir is locked (a broker runs on it); 6 a change could not be written.
     Precedence: kafkalog --help.
     """
     groups = partition_groups(paths, only=only)

@@ -81,6 +81,12 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
     default) are not shown, as the broker expires them; a `kafkalog: note:` line on stderr counts
     them (json: expired_producer_ids).
 
+    Transactions version 2 (Kafka 4.0, KIP-890): a marker carries its data's producer epoch + 1
+    and closes the transaction as any marker does (a broker's load takes a marker at any epoch);
+    at epoch exhaustion the producer id rotates, and the old id stays a producer with no
+    transaction until it expires. A transaction left open under an old id hangs; where
+    __transaction_state records previousProducerId, the reason names its transactional id.
+
     \b
     Exit codes: 0 done (no hanging transaction with --find-hanging); 1 --find-hanging found
     hanging transactions; 2 usage error; 3 corrupt input: one line each (a damaged active
@@ -127,7 +133,8 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
                     f"kafkalog: note: {pt.name}: {len(pt.expired)} producer(s) in the files not shown "
                     f"(producer id {', '.join(str(p.producer_id) for p in pt.expired)}): expired at the clock "
                     f"used, {_iso(now)} ({clock}): no open transaction and no write for "
-                    f"longer than {expiration}, as the broker expires them (describe lists every producer in the files, "
+                    f"longer than {expiration}, as the broker expires them "
+                    "(describe lists every producer in the files, "
                     f"without a clock)",
                     err=True,
                 )
@@ -142,7 +149,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         )
         if fmt == "json":
             for h in hanging:
-                click.echo(json.dumps(h.to_json()))
+                click.echo(json.dumps(h.to_dict()))
         else:
             click.echo(hanging_table(hanging), nl=False)
             for h in hanging:
@@ -150,7 +157,7 @@ def transactions(paths, find_hanging, max_age, producers, now_ms, server_propert
         failed = failed or (int(ExitCode.PROBLEMS) if hanging else 0)
     elif fmt == "json":
         for log_dir, pt in results:
-            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_json()}))
+            click.echo(json.dumps({"kind": "partition", "log_dir": str(log_dir), **pt.to_dict()}))
     else:
         click.echo(partition_tables([pt for _, pt in results], producers), nl=False)
     if failed:

@@ -146,9 +146,9 @@ def verify_crc(paths, deep, fmt, jobs, only, engine, master):
             click.echo(f"kafkalog: {one_line(p.line())}", err=True)
     if fmt == "json":
         for p in problems:
-            out.write(json.dumps(p.to_json()) + "\n")
+            out.write(json.dumps(p.to_dict()) + "\n")
         for z in indexes:
-            out.write(json.dumps(z.to_json()) + "\n")
+            out.write(json.dumps(z.to_dict()) + "\n")
         out.write(
             json.dumps(
                 {
@@ -203,7 +203,7 @@ def _zero_filled_indexes(groups) -> list:
             continue
         try:
             out.extend(zero_filled_in_dir(d))
-        except Exception:
+        except Exception:  # a partition the CRC walk reported on already
             continue
     return out
 

@@ -303,13 +303,13 @@ def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> Meta
         partition = Partition.open(meta)
         names = os.listdir(meta)
     except (KafkalogError, OSError) as e:
-        damage = MetadataDamage(
+        unreadable = MetadataDamage(
             str(meta),
             None,
             f"cannot be read: {getattr(e, 'message', None) or e}",
             int(getattr(e, "exit_code", ExitCode.INPUT)),
         )
-        return MetadataLogRead(new_image(), None, damage, None, 0)
+        return MetadataLogRead(new_image(), None, unreadable, None, 0)
     snapshots = sorted(
         (
             (int(m.group(1)), n)
@@ -320,7 +320,7 @@ def replay_metadata_log(meta: Path, new_image, until: int | None = None) -> Meta
         reverse=True,
     )
     image, start, used, skipped = _latest_valid_snapshot(meta, snapshots, new_image)
-    damage = None
+    damage: MetadataDamage | None = None
     for i, seg in enumerate(partition.segments):
         if until is not None and seg.base_offset > until:
             break

@@ -11,6 +11,8 @@ nothing at all. So the version is a range [what the dir proves, the newest kafka
 - meta.properties with a directory.id: 3.7 and later write it (MetaProperties, KIP-858);
 - `.kafka_cleanshutdown` holding JSON ({"version":0,"brokerEpoch":N}): 3.7 and later write it
   (CleanShutdownFileHandler, KIP-966); 3.3 to 3.6 leave it empty;
+- a KRaftVersion or KRaftVoters control record (types 5 and 6) in the metadata log's newest
+  segment or snapshot: 3.9 and later write them (KafkaRaftClient, kraft.version 1: KIP-853);
 - records only a 4.0+ coordinator writes, in the newest batches of the internal topics
   (record_evidence): a __transaction_state value of version 1 (TransactionLog.valueToBytes writes it
   once transaction.version >= 1, whose TV_1 needs metadata.version 4.0-IV0), a __share_group_state
@@ -32,9 +34,14 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.errors import UsageError
+from kafkalog_cli.formats.metadata_versions import METADATA_VERSIONS
 from kafkalog_cli.storage.files import read_bytes_if_exists
+
+if TYPE_CHECKING:
+    from kafkalog_cli.storage.segment import Segment
 
 
 @dataclass(frozen=True, order=True)
@@ -61,43 +68,20 @@ class KafkaVersion:
         return f"{self.major}.{self.minor}"
 
 
+# the one list of the versions kafkalog's rules know (--kafka-version takes each; an older one
+# follows 3.3's rules)
 KNOWN_VERSIONS = tuple(KafkaVersion(3, m) for m in range(3, 10)) + tuple(
     KafkaVersion(4, m) for m in range(0, 3)
 )
 OLDEST_MODELLED, NEWEST_MODELLED = KNOWN_VERSIONS[0], KNOWN_VERSIONS[-1]
+KNOWN_VERSIONS_TEXT = ", ".join(
+    map(str, KNOWN_VERSIONS)
+)  # `3.3, 3.4, ..., 4.2` for --help and errors
 
 # MetadataVersion (server-common): feature level -> release. 1-3 are 3.0-3.2 (a KRaft dir of
 # those is loaded by 3.3+ only after an upgrade), 30+ are releases after 4.2.
 _MV_RELEASES = {
-    1: "3.0-IV1",
-    2: "3.1-IV0",
-    3: "3.2-IV0",
-    4: "3.3-IV0",
-    5: "3.3-IV1",
-    6: "3.3-IV2",
-    7: "3.3-IV3",
-    8: "3.4-IV0",
-    9: "3.5-IV0",
-    10: "3.5-IV1",
-    11: "3.5-IV2",
-    12: "3.6-IV0",
-    13: "3.6-IV1",
-    14: "3.6-IV2",
-    15: "3.7-IV0",
-    16: "3.7-IV1",
-    17: "3.7-IV2",
-    18: "3.7-IV3",
-    19: "3.7-IV4",
-    20: "3.8-IV0",
-    21: "3.9-IV0",
-    22: "4.0-IV0",
-    23: "4.0-IV1",
-    24: "4.0-IV2",
-    25: "4.0-IV3",
-    26: "4.1-IV0",
-    27: "4.1-IV1",
-    28: "4.2-IV0",
-    29: "4.2-IV1",
+    **METADATA_VERSIONS,  # 1-29, the levels an image names
     30: "4.3-IV0",
     31: "4.4-IV0",
     32: "4.4-IV1",
@@ -120,6 +104,8 @@ class VersionSource(enum.Enum):
     TRANSACTION_STATE_VALUE = "__transaction_state value version"
     SHARE_GROUP_STATE_RECORD = "__share_group_state record"
     GROUP_RECORD_TYPE = "__consumer_offsets record type"
+    TRANSACTIONS_V2_MARKER = "transactions version 2 marker"
+    KRAFT_CONTROL_RECORD = "KRaft control record"
     KAFKA_VERSION_OPTION = "--kafka-version"
 
 
@@ -300,8 +286,58 @@ def read_kafka_versions(
                     str(log_dir / ".kafka_cleanshutdown"),
                 )
             )
+    out += kraft_control_evidence(log_dir)
     out += record_evidence(log_dir)
+    if max((e.at_least for e in out), default=OLDEST_MODELLED) < TRANSACTIONS_V2.since:
+        out += transactions_v2_evidence(log_dir)  # read only where it can raise the bound
     return KafkaVersions(tuple(out)).with_stated(stated)
+
+
+_KAFKA_39 = KafkaVersion(3, 9)
+_KRAFT_CONTROL_TYPES = {
+    5: "KRaftVersion",
+    6: "KRaftVoters",
+}  # ControlRecordType KRAFT_VERSION, KRAFT_VOTERS
+
+
+def kraft_control_evidence(log_dir: Path) -> list[VersionEvidence]:
+    """A KRaftVersion or KRaftVoters control record in the newest snapshot or segment of the log
+    dir's __cluster_metadata-0 (control batches only): Kafka 3.9 or later wrote it."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.control import parse_type_id
+    from kafkalog_cli.formats.records import iter_batches
+
+    meta = log_dir / "__cluster_metadata-0"
+    try:
+        snapshots = sorted(f for f in meta.glob("*.checkpoint") if f.name[:20].isdigit())
+        logs = sorted(f for f in meta.glob("*.log") if f.name[:20].isdigit())
+    except OSError:
+        return []
+    from kafkalog_cli.storage.segment import map_file, unmap
+
+    for path in snapshots[-1:] + logs[-1:]:
+        buf = b""
+        try:
+            buf = map_file(path)
+            for batch in iter_batches(buf):
+                if not batch.is_control:
+                    continue
+                for r in batch.records():
+                    name = _KRAFT_CONTROL_TYPES.get(parse_type_id(r.key))
+                    if name is not None:
+                        return [
+                            VersionEvidence(
+                                VersionSource.KRAFT_CONTROL_RECORD,
+                                _KAFKA_39,
+                                f"{name} at offset {r.offset} (kraft.version 1, KIP-853)",
+                                str(path),
+                            )
+                        ]
+        except (KafkalogError, OSError, ValueError):
+            continue  # a damaged or unreadable file proves nothing
+        finally:
+            unmap(buf)
+    return []
 
 
 _KAFKA_40 = KafkaVersion(4, 0)
@@ -330,16 +366,24 @@ def record_evidence(log_dir: Path) -> list[VersionEvidence]:
     return [found[t] for t in _TOPIC_EVIDENCE if t in found]
 
 
+def _active_segment(d: Path) -> Segment | None:
+    """The partition dir's newest segment by its name, or None. A name no base offset can be read
+    from is the commands' own finding (exit 4), not evidence, so it is passed over here."""
+    from kafkalog_cli.storage.names import offset_from_name
+    from kafkalog_cli.storage.segment import Segment
+
+    logs = sorted(f for f in d.glob("*.log") if offset_from_name(f.name) is not None)
+    return Segment.from_log_path(logs[-1]) if logs else None
+
+
 def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
     from kafkalog_cli.errors import KafkalogError
     from kafkalog_cli.formats.indexes import read_start
     from kafkalog_cli.formats.records import iter_batches
-    from kafkalog_cli.storage.segment import Segment
 
-    logs = sorted(f for f in d.glob("*.log") if f.name[:20].isdigit())
-    if not logs:
+    seg = _active_segment(d)
+    if seg is None:
         return None
-    seg = Segment.from_log_path(logs[-1])
     try:
         entry = seg.last_offset_index_entry()
         with seg.mapped() as buf:
@@ -349,7 +393,7 @@ def _newest_records_evidence(d: Path, topic: str) -> VersionEvidence | None:
                 if batch.is_control:
                     continue
                 for r in batch.records():
-                    e = _record_evidence(topic, r, str(logs[-1]))
+                    e = _record_evidence(topic, r, seg.path)
                     if e is not None:
                         return e
     except (KafkalogError, OSError):
@@ -393,6 +437,102 @@ def _record_evidence(topic: str, r, path: str) -> VersionEvidence | None:
                 path,
             )
     except KafkalogError:
+        return None
+    return None
+
+
+# ------------------------------------------------------------------ transactions version 2
+# KIP-890 part 2 (Kafka 4.0, transaction.version 2): the coordinator bumps the producer epoch at
+# every commit and abort (TransactionMetadata.prepareAbortOrCommit when
+# clientTransactionVersion.supportsEpochBump), so a transaction's data carry epoch E and its marker
+# E + 1; at epoch exhaustion the marker goes under the old producer id at Short.MAX_VALUE and the
+# producer continues under a new id (prepareComplete with nextProducerId). Before, a marker carries
+# its data's epoch, except an ABORT after a fencing bump (prepareFenceProducerEpoch,
+# InitProducerId over an ongoing transaction): so a COMMIT one epoch above its data is TV2's alone.
+#
+# What a broker does when it reads such a log is the same under both versions: the load replays
+# the log as AppendOrigin.REPLICATION, whose ProducerAppendInfo.checkProducerEpoch only warns
+# (4.0: on a lower epoch; later, given TV_UNKNOWN, as TV0), so appendEndTxnMarker takes a marker
+# at any epoch and closes its producer's open transaction (ProducerStateEntry.update clears
+# currentTxnFirstOffset and, at a new epoch, the batch metadata). Only the leader's append, from
+# KAFKA-19446 on, refuses a TV2 marker at or below the current epoch, which kafkalog never does;
+# and a 4.0 coordinator aborting at InitProducerId can write an ABORT two epochs up (KAFKA-19367,
+# fixed in 4.1). So kafkalog reads every dir with that one rule, whatever the version: every
+# COMMIT or ABORT marker of a producer closes its open transaction, at any epoch
+# (ops.producer_rebuild, ops.consumer_view, ops.transactions). Where the version is unknown this
+# is also the choice that loses nothing: refusing a marker on its epoch would leave its
+# transaction open, hold the last stable offset there and hide every later record from a
+# read_committed consumer.
+TRANSACTIONS_V2 = VersionRule(
+    "transactions version 2 (a producer epoch bump at every commit and abort)",
+    KafkaVersion(4, 0),
+    "TransactionMetadata.prepareAbortOrCommit / prepareComplete; ProducerAppendInfo.appendEndTxnMarker "
+    "(KIP-890 part 2, TransactionVersion.TV_2, 4.0)",
+)
+_TV2_TAIL_BYTES = 1 << 20  # how far past its last offset-index entry a partition's tail is read
+_TV2_PARTITIONS = 64  # how many partitions are read (a lower bound needs one proof, not all)
+
+
+def transactions_v2_evidence(log_dir: Path) -> list[VersionEvidence]:
+    """The first COMMIT marker found one epoch above the data batch of its producer right before
+    it (see TRANSACTIONS_V2), in the newest batches of the log dir's partitions: each active
+    segment from its last offset-index entry, at most 1 MiB, in at most 64 partitions (topics'
+    first, by name, then the internal ones: transactional offset commits put markers in
+    __consumer_offsets too), so that a dir of many partitions costs every command little. Never
+    raises: what cannot be read proves nothing, nor does what is not read."""
+    try:
+        dirs = sorted(
+            (
+                p
+                for p in log_dir.iterdir()
+                if p.is_dir() and "-" in p.name and not p.name.startswith("__cluster_metadata-")
+            ),
+            key=lambda p: (p.name.startswith("__"), p.name),
+        )[:_TV2_PARTITIONS]
+    except OSError:
+        return []
+    for d in dirs:
+        e = _tv2_marker_evidence(d)
+        if e is not None:
+            return [e]
+    return []
+
+
+def _tv2_marker_evidence(d: Path) -> VersionEvidence | None:
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.control import ControlRecordType
+    from kafkalog_cli.formats.indexes import read_start
+    from kafkalog_cli.formats.records import iter_batches
+
+    seg = _active_segment(d)
+    if seg is None:
+        return None
+    last_data: dict[int, int] = {}  # producer id -> epoch of its last transactional data batch
+    try:
+        entry = seg.last_offset_index_entry()
+        with seg.mapped() as buf:
+            start = read_start(entry[1], len(buf)) if entry and entry[1] < len(buf) else 0
+            for batch in iter_batches(buf, start, min(len(buf), start + _TV2_TAIL_BYTES)):
+                if batch.magic < 2 or batch.producer_id < 0 or not batch.is_transactional:
+                    continue
+                pid = batch.producer_id
+                if not batch.is_control:
+                    last_data[pid] = batch.producer_epoch
+                    continue
+                data_epoch = last_data.pop(pid, None)
+                if (
+                    data_epoch is not None
+                    and batch.producer_epoch == data_epoch + 1
+                    and batch.control_type() is ControlRecordType.COMMIT
+                ):
+                    return VersionEvidence(
+                        VersionSource.TRANSACTIONS_V2_MARKER,
+                        TRANSACTIONS_V2.since,
+                        f"COMMIT of producer {pid} at offset {batch.base_offset}, epoch {batch.producer_epoch}: its "
+                        f"data's epoch + 1",
+                        seg.path,
+                    )
+    except (KafkalogError, OSError):
         return None
     return None
 
@@ -481,6 +621,13 @@ TIME_INDEX_BATCH_LAST_OFFSET = VersionRule(
     "LogSegment.append (KAFKA-16310, 3.8; before, the first record holding the max)",
 )
 
+PRODUCER_SNAPSHOT_INSERTION_ORDER = VersionRule(
+    "producer snapshots list a hash bucket's producers in insertion order",
+    KafkaVersion(3, 5),
+    "ProducerStateManager.writeSnapshot(file, producers, sync) iterates `producers`, a java.util.HashMap<Long, "
+    "ProducerStateEntry> (storage module, KAFKA-14480, 3.5); 3.3/3.4's Scala mutable.HashMap sorts a bucket by hash",
+)
+
 CLEANER_RETAINS_LAST_BATCH = VersionRule(
     "the cleaner retains the last batch of a round",
     KafkaVersion(4, 0),
@@ -519,3 +666,99 @@ def internal_topic(topic: str, versions: KafkaVersions) -> RuleDecision | None:
     """Whether Topic.isInternal(topic) on the next broker (None: a topic no version calls internal)."""
     rule = INTERNAL_TOPIC_RULES.get(topic)
     return None if rule is None else versions.decide(rule)
+
+
+# ------------------------------------------------------------------ Kafka 4.x: tools and start-up
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = VersionRule(
+    "ListOffsets earliest-pending-upload (-6)",
+    KafkaVersion(4, 2),
+    "UnifiedLog.fetchOffsetByTimestamp -> fetchEarliestPendingUploadOffset; GetOffsetShell.parseOffsetSpec "
+    "(-6 or earliest-pending-upload: OffsetSpec.earliestPendingUpload) (KIP-1023, 4.2)",
+)
+DUMP_LOG_LEADER_CHANGE = VersionRule(
+    "kafka-dump-log decodes LeaderChange control records",
+    KafkaVersion(4, 1),
+    "DumpLogSegments control records: LEADER_CHANGE -> ControlRecordUtils.deserializeLeaderChangeMessage, "
+    '" LeaderChange: " + LeaderChangeMessageJsonConverter.write (KAFKA-19069, 4.1)',
+)
+KRAFT_ONLY = VersionRule(
+    "KRaft only: no ZooKeeper mode",
+    KafkaVersion(4, 0),
+    "KRaftConfigs.CONFIG_DEF: process.roles has no default (Missing required configuration); Kafka.buildServer "
+    "builds a KafkaRaftServer only (KIP-500, 4.0)",
+)
+METADATA_VERSION_FLOOR = VersionRule(
+    "metadata.version at least 3.3-IV3 (feature level 7)",
+    KafkaVersion(4, 0),
+    "MetadataVersion.fromFeatureLevel / MINIMUM_VERSION = IBP_3_3_IV3, read by BootstrapMetadata.metadataVersion "
+    'and FeatureControlManager.replay (4.0; the 4.0 upgrade notes: "at least 3.3.x")',
+)
+REMOVED_BROKER_CONFIGS = VersionRule(
+    "broker configs 4.0 removed are ignored",
+    KafkaVersion(4, 0),
+    "AbstractConfig.logUnused: an unknown config is logged and ignored (KIP-724 message format, KIP-500 "
+    "ZooKeeper, KIP-937; the 4.0 upgrade notes)",
+)
+DIRECTORY_ID_ENSEMBLE = VersionRule(
+    "meta.properties directory.id: written, unique, not reserved",
+    KafkaVersion(3, 7),
+    "MetaPropertiesEnsemble.verify (DirectoryId.reserved, duplicate directory ID) and "
+    "MetaPropertiesEnsemble.Copier.generateValidDirectoryId (KIP-858, 3.7)",
+)
+META_PROPERTIES_V0_IN_KRAFT = VersionRule(
+    "a version 0 meta.properties (broker.id) is read in KRaft",
+    KafkaVersion(3, 7),
+    "MetaProperties.Builder(Properties): version 0 reads broker.id, neither it nor cluster.id required; "
+    "MetaPropertiesEnsemble.verify requires version 0 only of ZooKeeper brokers (REQUIRE_V0) (3.7; 3.3.1's "
+    'KafkaRaftServer: "Expected version 1")',
+)
+
+# the highest metadata.version (feature level) each release knows: MetadataVersion.latestTesting
+# (a broker refuses a higher one: "No MetadataVersion with feature level N")
+LATEST_METADATA_VERSION = {KafkaVersion(4, 0): 25, KafkaVersion(4, 1): 27, KafkaVersion(4, 2): 29}
+MINIMUM_METADATA_VERSION_4X = 7  # IBP_3_3_IV3
+
+# what --help says changes with --kafka-version, one line per rule: the rules of the commands
+# that read and change partitions (doctor's start-up rules and dump-log's text say theirs)
+VERSION_RULES = (
+    EARLIEST_LOCAL_TIMESTAMP,
+    TIERED_STORAGE,
+    REMOTE_RETENTION_BOUNDS,
+    TIERED_ROLL_AND_START_OFFSET,
+    MAX_TIMESTAMP_EXACT,
+    TIME_INDEX_BATCH_LAST_OFFSET,
+    TIERED_LOG_START_CHECKPOINT,
+    LATEST_TIERED_TIMESTAMP,
+    REMOTE_LOG_COPY_DISABLE,
+    REMOTE_COPY_DISABLE_RETENTION,
+    SHARE_GROUP_STATE_INTERNAL,
+    CLEANER_RETAINS_LAST_BATCH,
+    SEGMENT_BYTES_FLOOR_1MIB,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP,
+)
+START_UP_RULES = (
+    DIRECTORY_ID_ENSEMBLE,
+    META_PROPERTIES_V0_IN_KRAFT,
+    KRAFT_ONLY,
+    METADATA_VERSION_FLOOR,
+    REMOVED_BROKER_CONFIGS,
+)  # doctor --kafka-version (ops/kafka_startup.py)
+
+
+def rules_summary(rules=VERSION_RULES) -> str:
+    """`3.5+ ListOffsets earliest-local (-4); 3.6+ tiered storage; ...` for --help."""
+    return "; ".join(f"{r.since}+ {r.name}" for r in sorted(rules, key=lambda r: r.since))
+
+
+def stated_version(text: str | None, option: str = "--kafka-version") -> KafkaVersion | None:
+    """--kafka-version's value: one of KNOWN_VERSIONS (an older release follows 3.3's rules), a
+    usage error for a release newer than kafkalog's rules know."""
+    if text is None:
+        return None
+    v = KafkaVersion.parse(text, option)
+    if v > NEWEST_MODELLED:
+        raise UsageError(
+            f"{option} {text}: kafkalog knows the rules of Kafka {KNOWN_VERSIONS_TEXT} "
+            f"(an older release follows {OLDEST_MODELLED}'s)"
+        )
+    return v

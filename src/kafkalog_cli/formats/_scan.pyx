@@ -1679,7 +1679,7 @@ def gather_spans(whole, spans, Py_ssize_t first, Py_ssize_t n, bint utf8=False):
     return offsets, data
 
 
-def spread(values, Py_ssize_t width, rows):
+def take_fixed_width(values, Py_ssize_t width, rows):
     """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
     them in `rows` (int32) -> the rows' values end to end: a batch's values for each of its
     records."""

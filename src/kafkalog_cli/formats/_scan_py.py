@@ -11,7 +11,7 @@ order; formats/byte_loops.py picks one). Each is the reference decoder (records.
 - record columns: `scan_columns`, the records of a batch as columns (`RecordColumns`), for the
   Arrow rows of the Spark data source and export; `columns_of_batches`, a run of batches;
 - search: `search_v2`, the records of a batch that pass dump-log's search;
-- Arrow buffers: `gather_spans`, `spread`.
+- Arrow buffers: `gather_spans`, `take_fixed_width`.
 
 Varints of one and two bytes are decoded inline (a Python call costs more than the rest of a
 record); longer ones go through varint.py. On anything unusual a record scanner raises
@@ -36,6 +36,7 @@ import struct
 from array import array
 from itertools import accumulate
 from struct import pack
+from typing import TYPE_CHECKING
 
 from kafkalog_cli.formats.compression import decompress
 from kafkalog_cli.formats.crc import crc32c
@@ -60,6 +61,9 @@ from kafkalog_cli.formats.records import (
 )
 from kafkalog_cli.formats.v2_region import Declined, header_pairs, headers_at, records_region
 from kafkalog_cli.formats.varint import ZIGZAG, ZIGZAG2, read_varint, read_varlong
+
+if TYPE_CHECKING:
+    from typing import Any, Literal
 
 
 def batch_text(
@@ -96,7 +100,7 @@ def batch_text(
     mid = f" {label}: "
     no_seq = f" sequence: {NO_SEQUENCE} headerKeys: []"
     kpre = " key: " if metadata else "| key: "
-    lines = []
+    lines: list[str] = []
     append = lines.append
     rvarint = read_varint
     rvarlong = read_varlong
@@ -245,7 +249,7 @@ _CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
 _INT64_MAX = (1 << 63) - 1
 
 
-def _data_batch(buf, pos: int, end: int) -> tuple | None:
+def _data_batch(buf, pos: int, end: int) -> list[int] | None:
     """The header fields of the v2 data batch at buf[pos] (attributes as a signed byte), or None:
     the runs leave this batch to their caller's loop (legacy, control, short or incomplete
     batches, an unknown codec, a negative count, a last offset past 64 bits)."""
@@ -363,6 +367,12 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     into the lines by two %-passes (`_joined_lines`); otherwise the payloads through
     `layout.strings` and the lines through one %-format. A Python call per record and field
     would cost more than all the rest."""
+    return _record_lines(batch, layout, layout.line, False)
+
+
+def _record_lines(batch: RecordBatch, layout: JsonLayout, line_of, base_slot: bool) -> bytes:
+    """batch_json's lines, each in the %-format line_of(batch, variant) gives; `base_slot`: that
+    format's last slot is the batch's base offset (lines_of_batches' record formats)."""
     count = batch.records_count
     if count < 0:
         raise Declined("negative count")
@@ -370,7 +380,11 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if type(data) is not bytes:
         data = bytes(memoryview(data)[pos:end])
         pos, end = 0, len(data)
-    offsets, timestamps, keys, values, headers = [], [], [], [], []
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    keys: list[Any] = []  # bytes, or None where null (knulls and vnulls count them)
+    values: list[Any] = []
+    headers: list[tuple[int, list[tuple[bytes, bytes | None]]]] = []
     oappend, tappend, kappend, vappend = (
         offsets.append,
         timestamps.append,
@@ -479,13 +493,16 @@ def batch_json(batch: RecordBatch, layout: JsonLayout) -> bytes:
     if seqs is not None:
         variant |= SEQUENCE_SLOT
         more.append(seqs)
-    line = layout.line(batch, variant)
+    if base_slot:
+        more.append([base] * count)
+    line = line_of(batch, variant)
     if not line:
         raise Declined("no layout for this batch")
     if not (knulls or vnulls) and layout.escaped is not None:
         text = _joined_lines(line, keys, values, headers, [offsets, timestamps, *more], layout)
         if text is not None:
             return text
+    columns: list[list]
     if knulls or vnulls:
         columns = [
             offsets,
@@ -514,12 +531,85 @@ def lines_of_batches(
     limit: int,
     records: bool = True,
 ) -> tuple[bytes, int]:
-    """The JSON Lines of the v2 data batches from buf[pos:end), as render/jsonl.py's loop writes
-    them with `layout`, until about `limit` bytes are written or a batch this does not write ->
-    (the lines, joined by newlines, without the last; the position of the batch it stops at).
-    The pure twin takes no batch: render/jsonl.py's own loop writes each one (through
-    `batch_json`), which is what the compiled run's output is held equal to."""
-    return b"", pos
+    """The JSON Lines of the v2 data batches from buf[pos:end) (each batch's line, then its
+    records'), as render/jsonl.py's loop writes them with `layout`, until about `limit` bytes
+    are written or a batch this does not write (as text_of_batches). The batch and record lines'
+    %-formats come from render/jsonl.py: batch_format(attributes, valid, has_delete_horizon, buf,
+    position, size) and record_format(variant, attributes, producer_id, producer_epoch), whose
+    last slot is the batch's base offset; each is asked again only when its arguments (but buf,
+    position and size) change from the batch before. -> (the lines, joined by newlines, without
+    the last; the position of the batch it stops at). Not `records`: the batch lines only, the
+    records neither walked nor decompressed."""
+    end = min(end, len(buf))
+    out: list[bytes] = []
+    size = 0
+    mv = memoryview(buf)
+    bkey = rkey = None  # the arguments the formats in hand were made for
+    bfmt = rfmt = b""
+
+    def _record_format(variant: int, key: tuple) -> bytes:
+        nonlocal rkey, rfmt
+        if (variant, key) != rkey:
+            rfmt = record_format(variant, *key)
+            rkey = (variant, key)
+        return rfmt
+
+    while pos + 17 < end and size < limit:
+        head = _data_batch(buf, pos, end)
+        if head is None:
+            break
+        base, total, ple, _, crc, attributes, lod, base_ts, max_ts, pid, epoch, base_seq, count = (
+            head
+        )
+        total += 12
+        text = b""
+        if records:
+            key = (attributes, pid, epoch)
+            try:
+                text = _record_lines(
+                    RecordBatch(buf, pos, total, 2),
+                    layout,
+                    lambda batch, variant, key=key: _record_format(variant, key),
+                    True,
+                )
+            except Exception:  # the caller's loop: the reference decoder says what is wrong
+                break
+        computed = crc32c(mv[pos + 21 : pos + total])
+        k = (attributes, computed == crc)
+        if k != bkey:
+            bfmt = batch_format(
+                attributes, computed == crc, bool(attributes & 0x40), buf, pos, total
+            )
+            bkey = k
+        values = (
+            base,
+            base + lod,
+            count,
+            pos,
+            total,
+            crc,
+            computed,
+            base_ts,
+            max_ts,
+            pid,
+            epoch,
+            base_seq,
+            _last_sequence(base_seq, lod),
+            ple,
+            base_ts,
+        )
+        try:
+            line = bfmt % values[: 15 if attributes & 0x40 else 14]
+        except TypeError:  # not the batch line's slots
+            break
+        if out:
+            out.append(b"\n")
+        out.append(line)
+        if text:
+            out += (b"\n", text)
+        size += len(line) + len(text)
+        pos += total
+    return b"".join(out), pos
 
 
 def _row_major(columns: list[list], count: int) -> tuple:
@@ -565,7 +655,10 @@ def _joined_lines(
         payloads[2:-1:2] = values
         pieces = (head,) + (middle, tail + b"\n" + head) * (count - 1) + (middle, tail)
     # JSON text keeps DEL, % and b as they are, so the slots come through the escaping whole
-    fmt = layout.escaped(DEL.join(payloads).replace(b"%", b"%%%%").replace(DEL, b"%b"))
+    escape = layout.escaped
+    if escape is None:
+        return None
+    fmt = escape(DEL.join(payloads).replace(b"%", b"%%%%").replace(DEL, b"%b"))
     if fmt is None:
         return None
     try:
@@ -612,19 +705,20 @@ def _with_headers(
     end_after_value = value_close + layout.close + after + newline_head
     end_after_null = null_value + layout.close + after + newline_head
     no_headers = before + layout.no_headers + after + newline_head
-    of = [None] * len(keys)
+    of: list[list | None] = [None] * len(keys)  # each record's header pairs
     for i, pairs in headers:
         of[i] = pairs
-    payloads, pieces = [b""], []
+    payloads: list[bytes] = [b""]
+    pieces: list[bytes] = []
     pending = head
-    for key, value, pairs in zip(keys, values, of):
+    for key, value, record_pairs in zip(keys, values, of):
         pieces += (pending, middle)
         payloads += (key, value)
-        if not pairs:
+        if not record_pairs:
             pending = no_headers
             continue
         pending = first_key
-        for hkey, hvalue in pairs:
+        for hkey, hvalue in record_pairs:
             if hvalue is None:
                 pieces.append(pending)
                 payloads.append(hkey)
@@ -779,7 +873,11 @@ def scan_columns(batch: RecordBatch, cols: RecordColumns) -> None:
     base_ts = batch.base_timestamp
     # lists, not arrays, while scanning: an array converts each item through PyArg_Parse, which
     # costs more than struct's conversion of them all at the end
-    offsets, timestamps, spans, ends, hspans = [], [], [], [], []
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    spans: list[int] = []
+    ends: list[int] = []
+    hspans: list[int] = []
     null_keys, null_values, null_hvalues = [], [], []
     oappend, tappend, sextend, eappend, hextend = (
         offsets.append,
@@ -924,16 +1022,49 @@ def columns_of_batches(
     batch_of_row,
     lo: int,
     hi: int,
-    txn: bool,
+    transactional: bool,
     verify: bool,
-    rows: int,
-    size: int,
+    max_rows: int,
+    max_bytes: int,
 ) -> int:
-    """The records of the plain v2 data batches from buf[pos:end) appended to `cols` (and each
-    batch's values to `batch_values`, its index to `batch_of_row`), as spark/arrow.py's loop
-    adds them, until `rows` rows or `size` bytes of payloads or a batch this does not take ->
-    the position of that batch. The pure twin takes no batch: spark/arrow.py's own loop adds
-    each one (through `scan_columns`), which is what the compiled run is held equal to."""
+    """spark/arrow.py's selection and _RecordRows.add over a run of v2 data batches from
+    buf[pos:end): each batch's records appended to the RecordColumns `cols` by scan_columns, its
+    values to the six lists of `batch_values` (timestamp_type, base_offset, producer_id,
+    producer_epoch, is_transactional, is_control) and its index in them to `batch_of_row` once a
+    record. Batches are taken while cols holds fewer than max_rows rows and max_bytes bytes of
+    payloads (its `payload`), up to the first the caller's loop must judge: a batch the runs
+    leave (legacy, control, short, incomplete, ...), one with offsets outside [lo, hi), a
+    transactional one unless `transactional`, one whose CRC fails when `verify`, one whose
+    records scan_columns declines. -> the position of the batch it stopped at (or where the
+    walk ended)."""
+    end = min(end, len(buf))
+    ts_types, bases, pids, epochs, txns, controls = batch_values
+    mv = memoryview(buf)
+    while pos + 17 < end and cols.rows < max_rows and cols.payload < max_bytes:
+        head = _data_batch(buf, pos, end)
+        if head is None:
+            break
+        base, total, _, _, crc, attributes, lod, _, _, pid, epoch, _, count = head
+        total += 12
+        if base < lo or base + lod >= hi or (attributes & 0x10 and not transactional):
+            break
+        if verify and crc32c(mv[pos + 21 : pos + total]) != crc:
+            break
+        start = cols.rows
+        try:
+            scan_columns(RecordBatch(buf, pos, total, 2), cols)
+        except Exception:  # the caller's loop: records() says what is wrong, or decodes it
+            break
+        pos += total
+        if not count:  # no row: no values (as _RecordRows.add)
+            continue
+        batch_of_row.extend(array("i", [len(bases)]) * (cols.rows - start))
+        ts_types.append("LogAppendTime" if attributes & 0x08 else "CreateTime")
+        bases.append(base)
+        pids.append(pid)
+        epochs.append(epoch)
+        txns.append(bool(attributes & 0x10))
+        controls.append(False)
     return pos
 
 
@@ -1110,10 +1241,17 @@ def gather_spans(
     """The bytes of n spans (whole[spans[4 i + first]:spans[4 i + first + 1]] for each row i:
     RecordColumns' spans, four a row, with first 0 for keys, 2 for values) laid end to end ->
     (Arrow's int32 offsets buffer, data buffer) of a binary column of them. `utf8`: None unless
-    every span is UTF-8 that Python's decoder takes (a string column's check)."""
+    every span is UTF-8 that Python's decoder takes (a string column's check). Its only caller
+    (spark/arrow.py) has pyarrow, and with it numpy: the spans are gathered by pyarrow's `take`,
+    in C (a Python step per row doubled the pure core's Spark read); without them, in Python."""
     size = len(whole)
     if n < 0 or first < 0 or first > 2 or 4 * n > len(spans):
         raise ValueError("spans out of range")
+    if n >= _VECTOR_ROWS:
+        try:
+            return _gather_vectorised(whole, spans, first, n, utf8)
+        except ImportError:
+            pass
     starts = spans[first : 4 * n : 4]
     ends = spans[first + 1 : 4 * n : 4]
     if n and (min(starts) < 0 or max(ends) > size or any(map(operator.gt, starts, ends))):
@@ -1132,10 +1270,60 @@ def gather_spans(
     return offsets.tobytes(), b"".join(pieces)
 
 
-_WIDTH_CODES = {1: "b", 2: "h", 4: "i", 8: "q"}
+# below this many rows the Python gather costs less than numpy's and pyarrow's set-up
+_VECTOR_ROWS = 64
 
 
-def spread(values, width: int, rows) -> bytes:
+def _gather_vectorised(whole, spans, first: int, n: int, utf8: bool) -> tuple[bytes, bytes] | None:
+    """gather_spans (its arguments checked) by numpy and pyarrow's `take` over a binary array
+    whose elements are the spans and the gaps between them, when the spans run forward through
+    `whole` (RecordColumns' do); otherwise the bytes by slices."""
+    import numpy as np
+    import pyarrow as pa
+
+    rows = np.frombuffer(memoryview(spans).cast("B")[: 16 * n], dtype=np.int32).reshape(n, 4)
+    bounds = np.ascontiguousarray(rows[:, first : first + 2], dtype=np.int32)
+    starts, ends = bounds[:, 0], bounds[:, 1]
+    if starts.min() < 0 or ends.max() > len(whole) or (starts > ends).any():
+        raise ValueError("span out of range")
+    lengths = (ends - starts).astype(np.int64)
+    total = int(lengths.sum())
+    if total > INT32_MAX:
+        raise ValueError("past 2 GiB")
+    offsets = np.zeros(n + 1, dtype=np.int32)
+    offsets[1:] = np.cumsum(lengths)
+    flat = bounds.reshape(-1)
+    if (flat[1:] >= flat[:-1]).all():
+        # element 2 i of the covering array is span i (its odd elements: the gaps between spans)
+        covering = pa.Array.from_buffers(
+            pa.binary(), 2 * n - 1, [None, pa.py_buffer(flat), pa.py_buffer(whole)]
+        )
+        taken = covering.take(pa.array(np.arange(0, 2 * n, 2, dtype=np.int32)))
+        data = taken.buffers()[2]
+        data = data.to_pybytes()[:total] if data is not None else b""
+    else:
+        view = memoryview(whole)
+        data = b"".join(view[a:b] for a, b in bounds.tolist())
+    if utf8:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        # the whole is UTF-8: each span is when none starts inside a character
+        if (
+            total
+            and (
+                np.frombuffer(data, dtype=np.uint8)[offsets[:-1][lengths > 0]] & 0xC0 == 0x80
+            ).any()
+        ):
+            return None
+    return offsets.tobytes(), data
+
+
+_WIDTH_CODES: dict[int, Literal["b", "h", "i", "q"]] = {1: "b", 2: "h", 4: "i", 8: "q"}
+
+
+def take_fixed_width(values, width: int, rows) -> bytes:
     """Fixed-width values (`width` bytes each, any buffer) one a row: the rows' indexes into
     them in `rows` (int32) -> the rows' values end to end: a batch's values for each of its
     records."""
@@ -1146,4 +1334,11 @@ def spread(values, width: int, rows) -> bytes:
     v = v[: len(v) // width * width].cast(code)
     if len(rows) and (min(rows) < 0 or max(rows) >= len(v)):
         raise ValueError("row index out of range")
+    if len(rows) >= _VECTOR_ROWS:
+        try:  # numpy: its only caller (spark/arrow.py) has it, with pyarrow
+            import numpy as np
+        except ImportError:
+            pass
+        else:
+            return np.frombuffer(v, dtype=code)[np.frombuffer(rows, dtype=np.int32)].tobytes()
     return array(code, map(v.__getitem__, rows)).tobytes()

@@ -33,7 +33,7 @@ SCAN = (
     "columns_of_batches",
     "search_v2",
     "gather_spans",
-    "spread",
+    "take_fixed_width",
 )
 FRAMING_WALK = ("CRC32C_IN_C", "check_sound_batches", "batch_cuts", "crc32c_of")
 TWINS = {"_scan": SCAN, "_framing_walk": FRAMING_WALK}

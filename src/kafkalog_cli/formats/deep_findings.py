@@ -5,8 +5,8 @@ reference decoder (records.py) where that declines."""
 from __future__ import annotations
 
 from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.formats.batch_findings import INNER_CRC, OFFSETS, RECORDS, Finding
 from kafkalog_cli.formats.byte_loops import v2_records_ok
-from kafkalog_cli.formats.framing import INNER_CRC, OFFSETS, RECORDS, Finding
 from kafkalog_cli.formats.records import RecordBatch
 
 

@@ -19,23 +19,31 @@ import struct
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafkalog_cli.formats import byte_loops
+from kafkalog_cli.formats.batch_findings import (  # noqa: F401 (the kinds, read as framing.CRC ...)
+    CRC,
+    INNER_CRC,
+    MAGIC,
+    OFFSETS,
+    RECORDS,
+    SIZE,
+    TRAILING,
+    Finding,
+)
 from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 
-# Kafka's sizes (Records.LOG_OVERHEAD, LegacyRecord.RECORD_OVERHEAD_V0,
-# DefaultRecordBatch.RECORD_BATCH_OVERHEAD); records.py takes them from here
-LOG_OVERHEAD = 12  # offset int64 + size int32
-RECORD_OVERHEAD_V0 = 14  # Kafka's minimum size for any entry
-RECORD_BATCH_OVERHEAD = 61  # v2 header
-
-_HEAD = struct.Struct(
-    ">qiibIhi"
-)  # offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
+# offset, size, ple|legacy crc, magic, crc, attributes, lastOffsetDelta
+_HEAD = struct.Struct(">qiibIhi")
 _HEAD_LEN = _HEAD.size  # 27
 _PREFIX = struct.Struct(">qi")
 _SIZE = struct.Struct(">i")
 WALKED_BYTES = 64 << 20  # how often a walk tells of the stretch it has walked
+# the record-level check of one batch (deep_findings.deep_findings): buf, position, size, magic,
+# file, base offset, last offset, the findings it appends to
+DeepCheck = Callable[[Any, int, int, int, "str | None", int, int, "list[Finding]"], None]
 
 
 # ------------------------------------------------------------------ batch boundaries
@@ -61,16 +69,6 @@ def walks_without_gil() -> bool:
     return byte_loops.CRC32C_IN_C
 
 
-# the kinds of verify-crc's problems that a check over bytes finds
-CRC = "crc"  # stored CRC != computed (v2 CRC-32C, legacy CRC-32 of the entry)
-INNER_CRC = "inner_crc"  # deep: a legacy inner message's CRC-32
-SIZE = "size"  # a size field below 14, or a v2 batch below 61 bytes
-TRAILING = "trailing_bytes"  # an incomplete batch at the end of the file (its bytes are ignored)
-MAGIC = "magic"  # a magic byte other than 0, 1, 2
-OFFSETS = "offsets"  # offsets not increasing within or across batches
-RECORDS = "records"  # deep: records that do not decode, or do not match the header
-
-
 @dataclass(slots=True)
 class BatchCheck:
     """What `check_batches` saw in one byte range."""
@@ -81,21 +79,6 @@ class BatchCheck:
     last_offset: int | None = None
     first_position: int | None = None
     findings: list[Finding] = field(default_factory=list)
-
-
-@dataclass
-class Finding:
-    """Something wrong at `position` of `file`: of `kind`, said by `message`, about the batch with
-    these offsets (and CRCs, for a CRC mismatch)."""
-
-    file: str | None
-    position: int | None
-    kind: str
-    message: str
-    base_offset: int | None = None
-    last_offset: int | None = None
-    stored_crc: int | None = None
-    computed_crc: int | None = None
 
 
 def check_batches(
@@ -114,140 +97,48 @@ def check_batches(
     `end` must be a batch boundary. `walked(a, b)` hears of each stretch checked, about every
     64 MiB, as in `batch_cuts`. `prev_offset`: the last offset of the batch before `start`, when
     one range continues another (the offsets check goes on as in one pass)."""
+    deep_check: DeepCheck | None = None
     if deep:  # the record decoder, only now
         from kafkalog_cli.formats.deep_findings import deep_findings
+
+        deep_check = deep_findings
     res = BatchCheck()
     findings = res.findings
     mv = memoryview(buf)
-    head = _HEAD.unpack_from
-    crc_c = crc32c
-    crc_32 = zlib.crc32
     pos = start
     prev = prev_offset  # the last offset of the previous batch
     first = None
     batches = 0
-    limit = end - _HEAD_LEN
     told = start
     tell = start + WALKED_BYTES if walked is not None else end
     sound_batches = byte_loops.check_sound_batches
     while pos + 17 < end:
         # the batches from pos that need no finding, in one walk
         pos, n, sound_first, sound_first_position, prev = sound_batches(
-            buf, pos, end, prev, tell, deep_findings if deep else None, file, findings
+            buf, pos, end, prev, tell, deep_check, file, findings
         )
         if n:
             batches += n
             if first is None:
                 first, res.first_position = sound_first, sound_first_position
-            if pos > tell:
-                walked(told, pos)
-                told, tell = pos, pos + WALKED_BYTES
-            continue
-        if pos <= limit:
-            base, size, ple, magic, stored, attrs, lod = head(buf, pos)
-        else:  # near the end: fewer than 27 bytes left
-            base, size = _PREFIX.unpack_from(buf, pos)
-            magic = buf[pos + 16]
-            if magic >= 0x80:
-                magic -= 0x100
-            ple = stored = attrs = lod = 0
-            if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
-                ple = struct.unpack_from(">i", buf, pos + 12)[0]
-        if size < RECORD_OVERHEAD_V0:
-            findings.append(
-                Finding(
-                    file,
-                    pos,
-                    SIZE,
-                    f"corrupt size field {size} (smaller than the minimum record overhead "
-                    f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read",
-                )
-            )
-            break
-        total = size + LOG_OVERHEAD
-        if pos + total > end:
-            break  # incomplete: reported below as trailing bytes
-        if magic == 2:
-            if total < RECORD_BATCH_OVERHEAD:
-                findings.append(
-                    Finding(
-                        file,
-                        pos,
-                        SIZE,
-                        f"v2 batch of {total} bytes is smaller than its "
-                        f"{RECORD_BATCH_OVERHEAD}-byte header",
-                        base_offset=base,
-                    )
-                )
-                pos += total
-                batches += 1
-                continue
-            computed = crc_c(mv[pos + 21 : pos + total])
-            last = base + lod
-            if computed != stored:
-                findings.append(
-                    Finding(
-                        file, pos, CRC, "v2 batch CRC-32C mismatch", base, last, stored, computed
-                    )
-                )
-            if lod < 0:
-                findings.append(
-                    Finding(file, pos, OFFSETS, f"negative last offset delta {lod}", base, last)
-                )
-            if deep:
-                deep_findings(buf, pos, total, 2, file, base, last, findings)
-        elif magic == 0 or magic == 1:
-            stored = ple & 0xFFFFFFFF
-            computed = crc_32(mv[pos + 16 : pos + total])
-            last = base
-            if computed != stored:
-                findings.append(
-                    Finding(
-                        file,
-                        pos,
-                        CRC,
-                        f"magic {magic} message CRC-32 mismatch",
-                        base,
-                        last,
-                        stored,
-                        computed,
-                    )
-                )
-            if deep:
-                deep_findings(buf, pos, total, magic, file, base, last, findings)
         else:
-            findings.append(
-                Finding(
-                    file,
-                    pos,
-                    MAGIC,
-                    f"unknown magic {magic}; the batch is skipped by its "
-                    f"size field ({total} bytes)",
-                    base_offset=base,
-                )
-            )
-            pos += total
+            # a batch with a finding: judged alone
+            head = _BatchHead.at(buf, pos, end)
+            if head.size < RECORD_OVERHEAD_V0:
+                findings.append(_corrupt_size(file, pos, end, head.size))
+                break
+            if pos + head.total > end:
+                break  # incomplete: reported below as trailing bytes
+            last = _judge(buf, mv, pos, head, file, deep_check, findings)
             batches += 1
-            continue
-        if prev is not None and base <= prev:
-            findings.append(
-                Finding(
-                    file,
-                    pos,
-                    OFFSETS,
-                    f"offsets do not increase: this batch starts at "
-                    f"{base}, the previous one ended at {prev}",
-                    base,
-                    last,
-                )
-            )
-        if first is None:
-            first = base
-            res.first_position = pos
-        prev = last
-        batches += 1
-        pos += total
-        if pos > tell:
+            if last is not None:
+                if prev is not None and head.base <= prev:
+                    findings.append(_offsets_back(file, pos, head.base, last, prev))
+                if first is None:
+                    first, res.first_position = head.base, pos
+                prev = last
+            pos += head.total
+        if pos > tell and walked is not None:
             walked(told, pos)
             told, tell = pos, pos + WALKED_BYTES
     if (
@@ -255,11 +146,7 @@ def check_batches(
         and pos < end
         and not (findings and findings[-1].kind == SIZE and findings[-1].position == pos)
     ):
-        msg = f"{end - pos} trailing bytes are not a complete batch"
-        if pos + 12 <= end:
-            _, size = _PREFIX.unpack_from(buf, pos)
-            msg += f" (its size field says {size} bytes follow, {end - pos - 12} do)"
-        findings.append(Finding(file, pos, TRAILING, msg))
+        findings.append(_trailing(buf, pos, end, file))
     if walked is not None:
         walked(told, min(pos + 17, end))
     res.batches = batches
@@ -267,3 +154,129 @@ def check_batches(
     res.first_offset = first
     res.last_offset = prev
     return res
+
+
+@dataclass(frozen=True, slots=True)
+class _BatchHead:
+    """The fields of a batch's header that the check reads (legacy entries: `ple` holds the CRC)."""
+
+    base: int
+    size: int
+    ple: int
+    magic: int
+    stored: int
+    lod: int
+
+    @property
+    def total(self) -> int:
+        return self.size + LOG_OVERHEAD
+
+    @classmethod
+    def at(cls, buf, pos: int, end: int) -> _BatchHead:
+        if pos <= end - _HEAD_LEN:
+            base, size, ple, magic, stored, _attributes, lod = _HEAD.unpack_from(buf, pos)
+            return cls(base, size, ple, magic, stored, lod)
+        # near the end: fewer than 27 bytes left
+        base, size = _PREFIX.unpack_from(buf, pos)
+        magic = buf[pos + 16]
+        if magic >= 0x80:
+            magic -= 0x100
+        ple = 0
+        if size >= RECORD_OVERHEAD_V0 and pos + LOG_OVERHEAD + size <= end and magic < 2:
+            ple = struct.unpack_from(">i", buf, pos + 12)[0]
+        return cls(base, size, ple, magic, 0, 0)
+
+
+def _judge(
+    buf, mv, pos: int, h: _BatchHead, file, deep_check, findings: list[Finding]
+) -> int | None:
+    """The findings of one whole batch at `pos`: its CRC, its offsets and, with `deep_check`, its
+    records. Returns its last offset, or None for a batch skipped by its size field (too small
+    for a v2 header, or an unknown magic)."""
+    total = h.total
+    if h.magic == 2:
+        if total < RECORD_BATCH_OVERHEAD:
+            findings.append(
+                Finding(
+                    file,
+                    pos,
+                    SIZE,
+                    f"v2 batch of {total} bytes is smaller than its "
+                    f"{RECORD_BATCH_OVERHEAD}-byte header",
+                    base_offset=h.base,
+                )
+            )
+            return None
+        computed = crc32c(mv[pos + 21 : pos + total])
+        last = h.base + h.lod
+        if computed != h.stored:
+            findings.append(
+                Finding(
+                    file, pos, CRC, "v2 batch CRC-32C mismatch", h.base, last, h.stored, computed
+                )
+            )
+        if h.lod < 0:
+            findings.append(
+                Finding(file, pos, OFFSETS, f"negative last offset delta {h.lod}", h.base, last)
+            )
+    elif h.magic == 0 or h.magic == 1:
+        stored = h.ple & 0xFFFFFFFF
+        computed = zlib.crc32(mv[pos + 16 : pos + total])
+        last = h.base
+        if computed != stored:
+            findings.append(
+                Finding(
+                    file,
+                    pos,
+                    CRC,
+                    f"magic {h.magic} message CRC-32 mismatch",
+                    h.base,
+                    last,
+                    stored,
+                    computed,
+                )
+            )
+    else:
+        findings.append(
+            Finding(
+                file,
+                pos,
+                MAGIC,
+                f"unknown magic {h.magic}; the batch is skipped by its size field ({total} bytes)",
+                base_offset=h.base,
+            )
+        )
+        return None
+    if deep_check is not None:
+        deep_check(buf, pos, total, h.magic, file, h.base, last, findings)
+    return last
+
+
+def _corrupt_size(file, pos: int, end: int, size: int) -> Finding:
+    return Finding(
+        file,
+        pos,
+        SIZE,
+        f"corrupt size field {size} (smaller than the minimum record overhead "
+        f"{RECORD_OVERHEAD_V0}); the rest of the file, {end - pos} bytes, cannot be read",
+    )
+
+
+def _offsets_back(file, pos: int, base: int, last: int, prev: int) -> Finding:
+    return Finding(
+        file,
+        pos,
+        OFFSETS,
+        f"offsets do not increase: this batch starts at {base}, the previous one ended at {prev}",
+        base,
+        last,
+    )
+
+
+def _trailing(buf, pos: int, end: int, file) -> Finding:
+    """What follows the last complete batch: an incomplete one."""
+    msg = f"{end - pos} trailing bytes are not a complete batch"
+    if pos + 12 <= end:
+        _, size = _PREFIX.unpack_from(buf, pos)
+        msg += f" (its size field says {size} bytes follow, {end - pos - 12} do)"
+    return Finding(file, pos, TRAILING, msg)

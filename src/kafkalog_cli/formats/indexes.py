@@ -391,7 +391,7 @@ class IndexBuilder:
         self._offset_of_max_ts = -1
         self._last_time_ts = NO_TIMESTAMP  # TimeIndex.lastEntry of an empty index = (-1, base)
         self._last_time_off = base_offset
-        self._last_offset = None  # OffsetIndex._lastOffset of a non-empty index
+        self._last_offset: int | None = None  # OffsetIndex._lastOffset of a non-empty index
         self._finished = False
 
     # -- the two per-batch paths ---------------------------------------------------------------

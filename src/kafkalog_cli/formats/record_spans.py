@@ -25,7 +25,7 @@ class RecordSpan:
 def scan_spans(
     data, pos: int, end: int, count: int, base_offset: int, base_ts: int
 ) -> list[RecordSpan]:
-    out = []
+    out: list[RecordSpan] = []
     append = out.append
     try:
         for _ in range(count):
@@ -82,7 +82,7 @@ def scan_spans(
 
 def record_starts(data, pos: int, end: int, upto: int) -> list[int]:
     """Start positions of records 0..upto (only their length varints are read)."""
-    out = []
+    out: list[int] = []
     append = out.append
     try:
         for _ in range(upto + 1):

@@ -23,8 +23,8 @@ from kafkalog_cli.formats.compression import (
 )
 from kafkalog_cli.formats.control import ControlRecordType
 from kafkalog_cli.formats.crc import crc32, crc32c
-from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.jutf8 import java_utf8
+from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkalog_cli.formats.varint import read_varint, read_varlong, write_varint, write_varlong
 
 # ------------------------------------------------------------------ constants (Records, RecordBatch)
@@ -133,7 +133,7 @@ class RecordBatch:
         self.position = position
         self.size = size  # the whole batch, including the 12-byte offset and length
         self.magic = magic
-        self._legacy_inner = None
+        self._legacy_inner: list[Record] | None = None
         if magic >= 2:
             if size >= RECORD_BATCH_OVERHEAD:
                 h = _V2.unpack_from(buf, position)
@@ -380,7 +380,7 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
     base_ts = batch.base_timestamp
     base_seq = batch.base_sequence
     log_append = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None
-    out = []
+    out: list[Record] = []
     append = out.append
     for _ in range(count):
         if pos >= end:
@@ -414,7 +414,7 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
                     f"Found invalid number of record headers. The number of headers ({nh}) "
                     f"exceeds the remaining bytes ({end - pos})."
                 )
-            headers = []
+            parsed: list[Header] = []
             for _h in range(nh):
                 hk, pos = read_varint(data, pos)
                 if hk < 0:
@@ -427,8 +427,8 @@ def _decode_v2(batch: RecordBatch) -> list[Record]:
                     pos += hv
                 else:
                     hval = None
-                headers.append(Header(hkey, hval))
-            headers = tuple(headers)
+                parsed.append(Header(hkey, hval))
+            headers: tuple[Header, ...] = tuple(parsed)
         else:
             headers = ()
         if pos - body_start != length:
@@ -785,7 +785,7 @@ def build_legacy_batch(
         # inner messages carry no timestamp-type bit; the wrapper's decides
         msg = encode_legacy_message(magic, 0, ts, r.key, r.value)
         inner += _PREFIX.pack(o - first if magic > 0 else o, len(msg)) + msg
-    if lat:
+    if lat and log_append_time is not None:  # as each entry's timestamp
         wrapper_ts = log_append_time
     else:
         wrapper_ts = max((ts for _, ts, _ in entries), default=NO_TIMESTAMP)

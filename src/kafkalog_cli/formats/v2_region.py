@@ -38,7 +38,7 @@ def header_pairs(data: bytes, pos: int, end: int) -> tuple[list[tuple[bytes, byt
         nh, pos = read_varint(data, pos)
     if nh < 0 or nh > end - pos:
         raise Declined("header count")
-    pairs = []
+    pairs: list[tuple[bytes, bytes | None]] = []
     for _ in range(nh):
         b = data[pos]
         if b < 0x80:

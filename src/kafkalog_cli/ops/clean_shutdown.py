@@ -268,9 +268,9 @@ class CleanShutdownMarker:
             action = Action(ActionKind.DELETE, self.path, why)
         notes = plan if isinstance(plan, Plan) else plan.notes
         notes.note(self.log_dir.name, why, self.path)
-        report.setdefault("findings", []).append(notes.findings[-1].to_json())
+        report.setdefault("findings", []).append(notes.findings[-1].to_dict())
         if isinstance(report.get("changed"), list):
-            report["changed"].append(action.to_json())
+            report["changed"].append(action.to_dict())
         report["quarantine"] = report.get("quarantine") or (
             str(fsops.quarantine.folder)
             if fsops.quarantine is not None and fsops.quarantine.folder

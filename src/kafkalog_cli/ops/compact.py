@@ -125,7 +125,7 @@ class PartitionDecision:
         str, ...
     ] = ()  # the configs that decided it (config.compaction_deciding_configs)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         lg = self.log
         out = {
             "partition": lg.name,
@@ -160,7 +160,7 @@ class RefusedPartition:
     def line(self) -> str:
         return refusal_line(self.name, self.unknown)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "partition": self.name,
             "selected": False,
@@ -187,7 +187,7 @@ class TieredRefusal:
             f"topics (remote.storage.enable=true from {v.origin}; LogConfig.validateNoRemoteStorageForCompactedTopic)"
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "partition": self.name,
             "selected": False,
@@ -232,18 +232,18 @@ class CompactPlan:
 
     def partitions_json(self) -> list[dict]:
         return (
-            [d.to_json() for d in self.decisions]
-            + [r.to_json() for r in self.refused]
-            + [t.to_json() for t in self.tiered]
+            [d.to_dict() for d in self.decisions]
+            + [r.to_dict() for r in self.refused]
+            + [t.to_dict() for t in self.tiered]
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "op": "compact",
             "log_dir": str(self.log_dir),
             "now_ms": self.now_ms,
             "partitions": self.partitions_json(),
-            "findings": [f.to_json() for f in self.notes.findings],
+            "findings": [f.to_dict() for f in self.notes.findings],
         }
 
 
@@ -753,7 +753,7 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
     by_name = {Path(d).name: figures for d, figures in fsops.space.items()}
     for entry in done:
         if isinstance(entry, dict) and "partition" in entry:
-            entry.update(by_name.get(entry["partition"], Space()).to_json())
+            entry.update(by_name.get(entry["partition"], Space()).to_dict())
     return run_report(
         "compact",
         cp.log_dir,
@@ -761,7 +761,7 @@ def _report(cp: CompactPlan, fsops: FsOps, done: list[dict]) -> dict:
         now_ms=cp.now_ms,
         cleaned=done,
         partitions=cp.partitions_json(),
-        findings=[f.to_json() for f in cp.notes.findings],
+        findings=[f.to_dict() for f in cp.notes.findings],
     )
 
 

@@ -106,7 +106,7 @@ class ReplicaRecord:
     transaction: TransactionState
     control: str | None = None  # COMMIT / ABORT / ... for a control record
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out = {
             "offset": self.offset,
             "timestamp": self.timestamp,
@@ -144,7 +144,7 @@ class Step:
     done: bool
     why: str
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "requested_epoch": self.requested_epoch,
             "leader_epoch": self.leader_epoch,
@@ -197,7 +197,7 @@ class Comparison:
             else Method.LEADER_EPOCH
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         tp = self.topic_partition
         by_replica = {id(f.follower): f for f in self.followers}
         replicas = []
@@ -224,14 +224,14 @@ class Comparison:
                     truncate_to=f.truncate_to,
                     truncated_records=f.truncated_count,
                     truncated_below_high_watermark=f.below_high_watermark,
-                    steps=[s.to_json() for s in f.steps],
-                    records=[x.to_json() for x in f.truncated],
+                    steps=[s.to_dict() for s in f.steps],
+                    records=[x.to_dict() for x in f.truncated],
                 )
             else:
                 out.update(
                     records_from=self.leader_records_from,
                     records_count=self.leader_records_count,
-                    records=[x.to_json() for x in self.leader_records],
+                    records=[x.to_dict() for x in self.leader_records],
                 )
             replicas.append(out)
         return {
@@ -397,7 +397,7 @@ def open_replica(
     lso, leo = part.log_start_offset, part.log_end_offset
     assert lso is not None and leo is not None  # None only without segments (above)
     notes: list[str] = []
-    epochs, source = _epochs(part, lso, leo, notes)
+    epochs, source = loaded_epochs(part, lso, leo, notes)
     return Replica(
         label=f"broker {broker}" if broker is not None else str(path),
         partition=part,
@@ -420,7 +420,7 @@ def _topic_id(path: Path) -> str | None:
     return parse_partition_metadata(raw, path=str(f)).topic_id
 
 
-def _epochs(
+def loaded_epochs(
     part: Partition, lso: int, leo: int, notes: list[str]
 ) -> tuple[list[EpochEntry], EpochSource]:
     """The epoch cache the broker loads: the checkpoint's entries assigned in order (a damaged file
@@ -612,7 +612,8 @@ def compare(
             to = min(r.log_end_offset, chosen.log_end_offset) if first is None else first
             result = FollowerResult(r, Method.RECORDS, to, first)
             notes.append(
-                f"{r.label}: compared record by record ({'the leader' if chosen.epoch_source is EpochSource.NONE else 'it'} "
+                f"{r.label}: compared record by record "
+                f"({'the leader' if chosen.epoch_source is EpochSource.NONE else 'it'} "
                 f"has no leader epochs): the broker itself would truncate to the high watermark"
             )
         else:

@@ -101,7 +101,7 @@ class OffsetAndMetadata:
     record_offset: int  # the commit's batch in __consumer_offsets (olderThan compares these)
     producer_id: int | None = None  # a transactional commit's producer
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "committed_offset": self.offset,
             "leader_epoch": self.leader_epoch,
@@ -132,7 +132,7 @@ class GroupMember:
     assignment_topic_ids: bool = False  # the assignment names topics by id (KIP-848)
     pending_revocation: list[tuple[str, int]] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "member_id": self.member_id,
             "group_instance_id": self.group_instance_id,
@@ -193,7 +193,7 @@ class Group:
         assignors = {m.server_assignor for m in self.members.values() if m.server_assignor}
         return ",".join(sorted(assignors))
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "group": self.group_id,
             "type": self.type.value,
@@ -209,7 +209,7 @@ class Group:
             "leader": self.leader,
             "state_timestamp": self.state_timestamp,
             "has_metadata": self.has_metadata,
-            "members": [m.to_json() for _, m in sorted(self.members.items())],
+            "members": [m.to_dict() for _, m in sorted(self.members.items())],
         }
 
 
@@ -633,11 +633,11 @@ class OffsetRow:
             return None
         return self.log_end.offset - self.commit.offset
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "topic": self.topic,
             "partition": self.partition,
-            **(self.commit.to_json() if self.commit else {"committed_offset": None}),
+            **(self.commit.to_dict() if self.commit else {"committed_offset": None}),
             "log_end_offset": self.log_end.offset if self.log_end else None,
             "log_end_offset_source": self.log_end.source if self.log_end else None,
             "lag": self.lag,

@@ -14,6 +14,10 @@ Kafka 3.3.1:
   markers themselves, in one walk of the batch headers: each transactional data batch opens its
   producer's transaction if none is open, and a COMMIT or ABORT marker of the producer closes it.
   A transaction whose first batch went with retention starts at the log start offset.
+  Producer epochs play no part (the consumer's abortedProducerIds and the .txnindex key on the
+  producer id): under transactions version 2 (4.0) a marker at its data's epoch + 1 closes the
+  transaction as one at the same epoch does (config.versions.TRANSACTIONS_V2), and a marker
+  written again after its transaction completed closes nothing.
 
 The high watermark is the replication-offset-checkpoint's, clamped as the broker loads it
 (ops.high_watermark); with no entry (a copy without the log dir's checkpoints) the log end
@@ -81,7 +85,7 @@ class ConsumerView:
             next_base_offset is None or next_base_offset > self.start
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "isolation_level": self.isolation,
             "log_start_offset": self.start,
@@ -179,7 +183,7 @@ def views_for(refs, isolation: str) -> dict[str, ConsumerView]:
             isolation,
             hws.get(tp),
             starts.get(tp),
-            complete=lambda: not damage,
+            complete=lambda damage=damage: not damage,  # this partition's list
         )
     return out
 

@@ -376,7 +376,7 @@ def _plan_partition(
             partition, cfg, 0, remote, by_config=False, raise_log_start_to=offset
         )
         log_start = result.old_log_start_offset
-        summary["remote_log"] = remote.to_json()
+        summary["remote_log"] = remote.to_dict()
         summary["local_log_start_offset"] = result.local_log_start_offset
         if result.blocked is not None:
             line = f"{name}: {result.blocked}; {retain.UPLOAD_UNKNOWN_HOW}"
@@ -395,7 +395,7 @@ def _plan_partition(
         segments_deleted=len(result.deleted),
         bytes_freed=freed,
         rolled=False,
-        segments=[x.to_json() for x in result.deleted],
+        segments=[x.to_dict() for x in result.deleted],
     )
     if not result.deleted:
         summary["detail"] = (

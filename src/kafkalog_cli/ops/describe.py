@@ -7,7 +7,8 @@ Where each value comes from (the man page says the same):
 - size: the .log files' sizes (kafka-log-dirs' `size`); segments: the .log files.
 - log start offset: max(log-start-offset-checkpoint, the first segment's base) (UnifiedLog's
   load rule); for a remote-enabled partition (ops.tiered) the checkpoint's as is, remote data
-  included, with its local log start offset beside it; log end offset: the active segment's LogSegment.readNextOffset (its last
+  included, with its local log start offset beside it; log end offset: the active segment's
+  LogSegment.readNextOffset (its last
   offset-index entry, then the valid batches after it: a damaged end is where the broker's
   recovery truncates, and a problem). A log start above it is the empty log LogLoader makes.
 - high watermark: the replication-offset-checkpoint's entry clamped into [log start, log end]
@@ -30,7 +31,8 @@ Where each value comes from (the man page says the same):
   an unknown one is shown as unknown, never as a value.
 - per log dir: the Kafka versions that may load it next (config.versions: what the dir proves
   bounds it from below: metadata.version, meta.properties' directory.id, .kafka_cleanshutdown's
-  JSON; --kafka-version states it), each bound with the file that gives it;
+  JSON, the metadata log's KRaftVersion/KRaftVoters records, records only a 4.0+ coordinator
+  writes; --kafka-version states it), each bound with the file that gives it;
   its quarantine (storage.quarantine's default root beside it): folders, bytes
   kept, and how many are not restored.
 """
@@ -145,7 +147,7 @@ class PartitionDescription:
     problems: list[str] = field(default_factory=list)
     high_watermark: int | None = None  # the checkpoint's entry clamped as the broker loads it
     local_log_start_offset: int | None = None  # a remote-enabled partition's (ops.tiered)
-    remote_log: dict | None = None  # ops.tiered.RemoteLog.to_json, where it may be tiered
+    remote_log: dict | None = None  # ops.tiered.RemoteLog.to_dict, where it may be tiered
     problem_codes: list[int] = field(
         default_factory=list
     )  # exit codes of the problems that carry one
@@ -154,7 +156,7 @@ class PartitionDescription:
     def name(self) -> str:
         return os.path.basename(self.directory)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         c = self.checkpoints
         p = self.producers
         return {
@@ -199,7 +201,7 @@ class QuarantineUsage:
     bytes: int = 0
     not_restored: int = 0  # folders whose content is still kept (not fully restored)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "root": self.root,
             "folders": self.folders,
@@ -221,7 +223,7 @@ class LogDirDescription:
     left_out: list[tuple[str, str]]  # (partition dir, kind) of the dirs not read
     kafka_versions: KafkaVersions | None = None  # the Kafka versions that may load it next
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "kind": "log_dir",
             "log_dir": self.path,
@@ -230,7 +232,7 @@ class LogDirDescription:
             "size_bytes": self.size_bytes,
             "clean_shutdown": self.clean_shutdown,
             "checkpoint_files": self.checkpoint_files,
-            "quarantine": self.quarantine.to_json() if self.quarantine else None,
+            "quarantine": self.quarantine.to_dict() if self.quarantine else None,
             "config_warning": self.config_warning,
             "left_out": [{"partition_dir": d, "kind": k} for d, k in self.left_out],
             "kafka_versions": self.kafka_versions.to_dict()
@@ -295,7 +297,7 @@ def describe_partition(
     if resolver is not None and cfg is not None and tp is not None and segs:
         remote = tiered.remote_log(part, cfg, resolver)
         if remote is not tiered.NOT_TIERED:
-            remote_json = remote.to_json()
+            remote_json = remote.to_dict()
         if remote.enabled:
             # LogLoader: a remote-enabled log's start is the checkpoint's as is (0 without an entry)
             checkpointed = part.checkpoints.log_start_offset
@@ -468,6 +470,8 @@ def _describe_dir(
 
 
 def _describe_chunk(dirs: list[Path]) -> list[PartitionDescription]:
+    # a forked worker's: _describe_dirs sets _SHARED before its pool forks
+    assert _SHARED is not None, "a worker of _describe_dirs' pool"
     log_dir, roots, cfgs, resolver = _SHARED
     return [_describe_dir(log_dir, d, roots, cfgs, resolver) for d in dirs]
 

@@ -25,7 +25,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafkalog_cli.config import node_id_of
+from kafkalog_cli.config import KafkaVersion, node_id_of
+from kafkalog_cli.config.versions import META_PROPERTIES_V0_IN_KRAFT
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
 from kafkalog_cli.formats.meta_properties import MetaProperties
@@ -66,7 +67,7 @@ class Finding:
     log_dir: str | None = None
     unchecked: bool = False  # a check that could not be made: no all-clear can be given
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "severity": self.severity.value,
             "check": self.check,
@@ -104,12 +105,12 @@ class Diagnosis:
             return "a broker starts, with warnings" + unread
         return "a broker starts on these log dirs" + unread
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "log_dirs": self.log_dirs,
             "starts": self.starts,
             "verdict": self.verdict,
-            "findings": [f.to_json() for f in self.findings],
+            "findings": [f.to_dict() for f in self.findings],
             "unread": [e.line() for e in self.unread],
         }
 
@@ -147,8 +148,12 @@ class BrokerConfig:
 
 
 def diagnose(
-    log_dirs: list[Path], config: BrokerConfig = BrokerConfig(), user: str | None = None
+    log_dirs: list[Path],
+    config: BrokerConfig = BrokerConfig(),
+    user: str | None = None,
+    kafka_version: KafkaVersion | None = None,
 ) -> Diagnosis:
+    """`kafka_version`: also that release's start-up rules beyond 3.3.1's (ops.kafka_startup)."""
     log_dirs = [Path(d) for d in log_dirs]
     diag = Diagnosis([str(d) for d in log_dirs])
     out = diag.findings
@@ -173,17 +178,33 @@ def diagnose(
                 f"set a number from 0 to 2147483647 in {config.path}",
             )
         )
-    out += check_meta_properties(metas, config, kraft, metadata_dir)
+    out += check_meta_properties(
+        metas,
+        config,
+        kraft,
+        metadata_dir,
+        kafka_version is not None and META_PROPERTIES_V0_IN_KRAFT.applies(kafka_version),
+    )
+    if kafka_version is not None:
+        from kafkalog_cli.ops.kafka_startup import check_startup
+
+        out += check_startup(
+            kafka_version,
+            log_dirs,
+            metas,
+            config,
+            metadata_dir,
+            lambda severity, *rest: Finding(Severity(severity), *rest),
+        )
     for d in log_dirs:
         if not d.is_dir():
             continue
-        since_3_7 = (
-            isinstance(metas[d], dict) and "directory.id" in metas[d]
-        )  # 3.7+ writes a directory.id
+        meta = metas[d]
+        since_3_7 = isinstance(meta, dict) and "directory.id" in meta  # 3.7+ writes a directory.id
         for check in (
             lambda d: check_lock(d, diag.unread),
             lambda d: check_access(d, user),
-            lambda d: check_directories(d, since_3_7),
+            lambda d, since_3_7=since_3_7: check_directories(d, since_3_7),
             check_file_types,
             lambda d: check_checkpoints(d, diag.unread),
             lambda d: check_segments(d, diag.unread),
@@ -246,8 +267,10 @@ def _meta(d: Path) -> dict | str | UnparsableProperties | None:
 
 
 def check_meta_properties(
-    metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path
+    metas: dict, config: BrokerConfig, kraft: bool, metadata_dir: Path, v0_in_kraft: bool = False
 ) -> list[Finding]:
+    """`v0_in_kraft`: the broker reads a version 0 meta.properties in KRaft too (3.7+:
+    config.versions.META_PROPERTIES_V0_IN_KRAFT); 3.3.1 requires version 1."""
     out = []
     format_fix = (
         "kafka-storage.sh format --ignore-formatted -c server.properties -t {cluster} (the cluster.id "
@@ -321,13 +344,14 @@ def check_meta_properties(
         except CheckpointError as e:
             problems.append(f'"{e.message}"')
         version = m.get("version")
-        if kraft and version != "1" and (typed is not None or version is None):
+        v0_read = v0_in_kraft and typed is not None and typed.version == 0
+        if kraft and version != "1" and (typed is not None or version is None) and not v0_read:
             problems.append(
                 f'version is {version!r}, a KRaft broker needs 1 ("Expected version 1, but got '
                 f'version {typed.version if typed else 0}")'
             )
         for key in (
-            ("cluster.id", "node.id") if kraft else ("broker.id",)
+            () if v0_read else ("cluster.id", "node.id") if kraft else ("broker.id",)
         ):  # ZooKeeper's v0: no cluster.id
             if not m.get(key) and not any(key in p for p in problems):
                 problems.append(f'no {key} ("Failed to find required property {key}.")')
@@ -560,7 +584,7 @@ def check_lock(d: Path, unread: list | None = None) -> list[Finding]:
     ]
 
 
-def _can(st: os.stat_result, uid: int, gids: set[int], need: int) -> bool:
+def _can(st: os.stat_result, uid: int, gids: frozenset[int], need: int) -> bool:
     """`need` (a mask of 4 read, 2 write, 1 execute) granted to uid/gids by st's mode."""
     if uid == 0:
         return True
@@ -637,7 +661,7 @@ def broker_user(d: Path, st: os.stat_result, user: str | None) -> BrokerUser | F
 def check_access(d: Path, user: str | None) -> list[Finding]:
     """Files and dirs the broker's user (`user`, else the log dir's owner) cannot read and write,
     and a read-only mount."""
-    out = []
+    out: list[Finding] = []
     try:
         vfs = os.statvfs(d)
     except OSError:
@@ -1163,7 +1187,7 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                 )
             )
         for f in p.findings:
-            if isinstance(f, recover.IndexFaultFinding):
+            if isinstance(f, recover.IndexFaultFinding) and f.path is not None:
                 what = f.message.removesuffix("; recovering it")
                 out.append(
                     Finding(
@@ -1218,7 +1242,10 @@ def check_assignments(
         if not d.is_dir():
             continue
         for e in _partition_dirs(d):
-            tp = parse_partition_dir_name(e.name).topic_partition
+            parsed = parse_partition_dir_name(e.name)
+            if parsed is None:  # _partition_dirs keeps only the names that parse
+                continue
+            tp = parsed.topic_partition
             f = Path(e.path) / "partition.metadata"
             try:
                 raw = files.read_bytes_if_exists(f)
@@ -1247,7 +1274,10 @@ def check_assignments(
             if topic_id is None:
                 why = "no topic id in partition.metadata"
             elif topic is None:
-                why = f"its topic id {topic_id} is not in the metadata (the topic was deleted, or recreated under a new id)"
+                why = (
+                    f"its topic id {topic_id} is not in the metadata "
+                    "(the topic was deleted, or recreated under a new id)"
+                )
             elif part is None:
                 why = f"partition {tp.partition} is not in the metadata of {topic.name}"
             elif node_id not in part.replicas:

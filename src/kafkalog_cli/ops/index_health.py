@@ -47,7 +47,7 @@ class ZeroFilledIndex:
             f"`kafkalog recover --repair` rebuilds it"
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "kind": "problem" if self.problem else "note",
             "problem": "index_zero_filled",

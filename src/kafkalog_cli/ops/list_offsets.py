@@ -23,6 +23,12 @@ A damaged active segment is read as the broker's recovery leaves it: up to its l
 (time-index entries past it ignored when the dir had no clean shutdown), the damage told to
 `warn`. A log start offset above the segments' end is the log LogLoader starts empty there.
 
+- earliest-pending-upload (-6, Kafka 4.2+, KIP-1023): UnifiedLog.fetchEarliestPendingUploadOffset:
+  -1 (kafka-get-offsets prints no line) when the partition is not remote-enabled; else
+  max(highestOffsetInRemoteStorage + 1, log start offset), or with nothing uploaded the log start
+  offset while the local log starts there (-1 when it does not: the leader does not know yet what
+  was uploaded). Before 4.2 it is refused: kafka-get-offsets of those versions has no such spec.
+
 Every answer but earliest and latest is dropped unless its offset is below the last fetchable
 offset, as Partition.fetchOffsetForTimestamp drops it: the broker then answers no offset (-1),
 and kafka-get-offsets prints no line for the partition.
@@ -35,9 +41,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafkalog_cli.config.versions import EARLIEST_LOCAL_TIMESTAMP as EARLIEST_LOCAL_TIMESTAMP_RULE
+from kafkalog_cli.config.versions import (
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP as EARLIEST_PENDING_UPLOAD_RULE,
+)
 from kafkalog_cli.config.versions import LATEST_TIERED_TIMESTAMP as LATEST_TIERED_TIMESTAMP_RULE
 from kafkalog_cli.config.versions import MAX_TIMESTAMP_EXACT, KafkaVersions
-from kafkalog_cli.errors import KafkalogError
+from kafkalog_cli.errors import KafkalogError, UsageError
 from kafkalog_cli.ops.describe import producer_facts
 from kafkalog_cli.ops.high_watermark import checkpointed_high_watermark
 from kafkalog_cli.ops.tiered import RemoteLog
@@ -50,12 +59,14 @@ LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4  # ListOffsetsRequest, 3.5+ (KIP-405)
 LATEST_TIERED_TIMESTAMP = -5  # ListOffsetsRequest, 3.9+ (KIP-1005)
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6  # ListOffsetsRequest, 4.2+ (KIP-1023)
 SPEC_NAMES = {
     "earliest": EARLIEST_TIMESTAMP,
     "latest": LATEST_TIMESTAMP,
     "max-timestamp": MAX_TIMESTAMP,
     "earliest-local": EARLIEST_LOCAL_TIMESTAMP,
     "latest-tiered": LATEST_TIERED_TIMESTAMP,
+    "earliest-pending-upload": EARLIEST_PENDING_UPLOAD_TIMESTAMP,
 }
 
 
@@ -92,7 +103,7 @@ class OffsetAnswer:
     reason: str | None = None  # why there is no offset
     by_version: dict | None = None  # {rule: answer} where the versions the dir allows disagree
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "topic": self.topic,
             "partition": self.partition,
@@ -137,21 +148,26 @@ def list_offsets(
         "",
         part.checkpoints.high_watermark is not None,
     )
-    leo = part.log_end_offset
-    if leo is None:
+    leo, log_start, active = part.log_end_offset, part.log_start_offset, part.active_segment
+    if leo is None or log_start is None or active is None:  # all three known with a segment
         answer.reason = "the partition dir has no segment"
         return answer
-    damage = part.active_segment.recovered_tail().damage
+    damage = active.recovered_tail().damage
     for problem in (damage.line() if damage is not None else None, part.load_problem):
         if problem is not None and warn is not None:
             warn(problem)
-    log_start = part.log_start_offset
     answer.last_fetchable_offset, answer.last_fetchable_source = _last_fetchable(
         part, isolation, log_start, leo
     )
     t = spec.timestamp
     tiered = remote is not None and remote.enabled is True
-    if tiered and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
+    if t == EARLIEST_PENDING_UPLOAD_TIMESTAMP:
+        return _earliest_pending_upload(answer, part, remote if tiered else None, versions)
+    if (
+        tiered
+        and remote is not None
+        and t in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP)
+    ):
         return _tiered_answer(answer, part, t, remote, versions)
     if t in (EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP):
         rule = (
@@ -165,9 +181,10 @@ def list_offsets(
         if (
             t == LATEST_TIERED_TIMESTAMP
         ):  # UnifiedLog.fetchOffsetByTimestamp: -1 when not remote-enabled
-            answer.offset, answer.source = (
-                -1,
-                "not a remote-enabled partition: -1 (UnifiedLog.fetchOffsetByTimestamp)",
+            # UNKNOWN_OFFSET, which kafka-get-offsets (GetOffsetShell) does not print
+            answer.reason = (
+                "not a remote-enabled partition: the broker answers -1 "
+                "(UnifiedLog.fetchOffsetByTimestamp)"
             )
             return answer
         t = EARLIEST_TIMESTAMP  # not remote-enabled: earliest-local is earliest
@@ -189,6 +206,7 @@ def list_offsets(
     if part.segments_deleted_on_load:
         answer.reason = "the broker deletes every segment on load: its log holds no record"
         return answer
+    found: tuple[int, int] | None
     if t == MAX_TIMESTAMP:
         found = _max_timestamp(part.segments)
         answer.source = (
@@ -277,9 +295,58 @@ def _tiered_answer(
             )
         elif not remote.upload.known:
             answer.reason = remote.upload.source
+        elif remote.upload.highest_offset_in_remote_storage < 0:
+            # nothing uploaded: UNKNOWN_OFFSET, which kafka-get-offsets does not print
+            answer.reason = f"nothing uploaded yet: the broker answers -1 ({remote.upload.source})"
         else:
             answer.offset = remote.upload.highest_offset_in_remote_storage
             answer.source = f"highestOffsetInRemoteStorage: {remote.upload.source}"
+    return answer
+
+
+def require_earliest_pending_upload(versions: KafkaVersions) -> None:
+    """-6 exists from Kafka 4.2 (GetOffsetShell.parseOffsetSpec): a usage error where the Kafka
+    version is older, or not known (then it says how to state it)."""
+    decision = versions.decide(EARLIEST_PENDING_UPLOAD_RULE)
+    if decision.applies is False:
+        raise UsageError(
+            f"--time -6 (earliest-pending-upload): Kafka {decision.by.removeprefix('--kafka-version ')} "
+            f"has no such time; kafka-get-offsets takes it from Kafka 4.2 on (KIP-1023)"
+        )
+    if decision.applies is None:
+        raise UsageError(decision.refusal("--time -6 (earliest-pending-upload)"))
+
+
+def _earliest_pending_upload(
+    answer: OffsetAnswer, part: Partition, remote: RemoteLog | None, versions: KafkaVersions
+) -> OffsetAnswer:
+    """UnifiedLog.fetchEarliestPendingUploadOffset (Kafka 4.2); -1 is no offset: kafka-get-offsets
+    prints no line for UNKNOWN_OFFSET."""
+    require_earliest_pending_upload(versions)
+    unknown = "the broker answers -1 (ListOffsetsResponse.UNKNOWN_OFFSET: kafka-get-offsets prints no line): "
+    if remote is None:
+        answer.reason = unknown + "not a remote-enabled partition"
+        return answer
+    if not remote.upload.known:
+        answer.reason = remote.upload.source
+        return answer
+    checkpointed = part.checkpoints.log_start_offset
+    log_start = checkpointed if checkpointed is not None else 0
+    local = max(log_start, part.segments[0].base_offset)
+    highest = remote.upload.highest_offset_in_remote_storage
+    if highest == -1:
+        if local != log_start:
+            answer.reason = (
+                unknown
+                + f"nothing uploaded as far as the leader knows, and the local log starts at "
+                f"{local}, above the log start offset {log_start}"
+            )
+            return answer
+        answer.offset = log_start
+        answer.source = f"nothing uploaded yet: the log start offset ({remote.upload.source})"
+        return answer
+    answer.offset = max(highest + 1, log_start)
+    answer.source = f"max(highestOffsetInRemoteStorage + 1, log start offset {log_start}): {remote.upload.source}"
     return answer
 
 
@@ -290,12 +357,10 @@ def _max_timestamp_in_batch(
     maxTimestampSoFar, its batches from the offset index's entry for that offset, the first batch
     whose max timestamp is it, and in it the first record with it (RecordBatch.offsetOfMaxTimestamp;
     none for magic 0)."""
-    best_seg, best = None, None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best_seg, best = seg, found
-    ts, offset = best
+    # the first segment with the largest (the caller's partition has segments)
+    best_seg, (ts, offset) = max(
+        ((seg, seg.max_timestamp_and_offset()) for seg in segments), key=lambda found: found[1][0]
+    )
     error = None
     with best_seg.mapped():
         try:
@@ -316,8 +381,10 @@ def _max_timestamp_in_batch(
                 return next(((r.timestamp, r.offset) for r in records if r.timestamp == ts), None)
         except KafkalogError as e:
             error = e
-            while e is not None:  # the frames hold views of the mapping: free them before it closes
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            # the frames hold views of the mapping: free them before it closes
+            chained: BaseException | None = e
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     if error is not None:
         raise error
@@ -345,12 +412,8 @@ def _last_fetchable(
 
 def _max_timestamp(segments: list[Segment]) -> tuple[int, int]:
     """UnifiedLog's MAX_TIMESTAMP: segments.maxBy(maxTimestampSoFar).maxTimestampAndOffsetSoFar."""
-    best = None
-    for seg in segments:
-        found = seg.max_timestamp_and_offset()
-        if best is None or found[0] > best[0]:
-            best = found
-    return best
+    # the first of the largest (the caller's partition has segments)
+    return max((seg.max_timestamp_and_offset() for seg in segments), key=lambda found: found[0])
 
 
 def _largest_timestamp(seg: Segment) -> int:
@@ -372,8 +435,9 @@ def _offset_for_timestamp(
             return _search_for_timestamp(seg, target, log_start, warn)
         except KafkalogError as e:
             error = e
-            while e is not None:  # the chained errors' frames hold views too
-                e.__traceback__, e = None, e.__cause__ or e.__context__
+            chained: BaseException | None = e  # the chained errors' frames hold views too
+            while chained is not None:
+                chained.__traceback__, chained = None, chained.__cause__ or chained.__context__
             error.__cause__ = error.__context__ = None
     raise error
 

@@ -45,7 +45,7 @@ class QuorumState:
             None if voters is None else sorted(v["voterId"] for v in voters),
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return self.__dict__.copy()
 
 
@@ -62,7 +62,7 @@ class MetadataImageRead:
     at_offset: int | None  # --at-offset
     quorum_state: QuorumState | None
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         img = self.image
         return {
             "metadata_dir": self.directory,
@@ -79,8 +79,8 @@ class MetadataImageRead:
                 for b, a, r in img.aborted_transactions
             ],
             "undecoded_records": [{"offset": o, "error": e} for o, e in img.undecoded_records],
-            "quorum_state": None if self.quorum_state is None else self.quorum_state.to_json(),
-            **img.to_json(),
+            "quorum_state": None if self.quorum_state is None else self.quorum_state.to_dict(),
+            **img.to_dict(),
         }
 
 

@@ -88,8 +88,8 @@ class MovePlan(Plan):
     free_bytes: int | None = None
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
-        out = super().to_json()
+    def to_dict(self) -> dict:
+        out = super().to_dict()
         out.update(
             source_log_dir=str(self.source_log_dir),
             state=self.state.value,
@@ -180,7 +180,8 @@ def _files(d: Path) -> list[Path]:
     for n in _META_FILES:
         if (d / n).exists():
             out.append(d / n)
-    snaps, segs = [], {}
+    snaps = []
+    segs: dict[int, list[Path]] = {}  # a segment's files, by its base offset
     for f in d.iterdir():
         o = names.offset_from_name(f.name)
         if o is None or f.name[20:] not in _COPIED_SUFFIXES:
@@ -287,19 +288,19 @@ def plan(
     p = MovePlan("move-partition", dst, source_log_dir=src, topic_partition=tp)
     check_same_broker(src, dst, p.notes)
     s_dirs, d_dirs = _partition_dirs(src, tp), _partition_dirs(dst, tp)
-    live_src = (s_dirs.get(PartitionDirKind.LIVE) or [None])[0]
-    live_dst = (d_dirs.get(PartitionDirKind.LIVE) or [None])[0]
+    live_src = next(iter(s_dirs.get(PartitionDirKind.LIVE, [])), None)
+    live_dst = next(iter(d_dirs.get(PartitionDirKind.LIVE, [])), None)
     futures = d_dirs.get(PartitionDirKind.FUTURE, [])
     _refuse_future_dirs(src, dst, tp, s_dirs, futures)
     roots = RootCheckpoints.read(src, strict=True), RootCheckpoints.read(dst, strict=True)
     if live_src is None:
         if live_dst is not None:
-            return _plan_finish(p, roots, live_dst)
+            return _plan_finish(p, tp, roots, live_dst)
         raise InputError(f"no partition dir of {tp} in the source log dir", path=str(src))
     _refuse_unclean_source(live_src, dst)
     files = _files_to_copy(p, live_src)
     if live_dst is not None:
-        return _plan_switch(p, roots, live_src, live_dst, files, futures)
+        return _plan_switch(p, tp, roots, live_src, live_dst, files, futures)
     staged, target = _staging(p, live_src, futures, future_id)
     for f in files:
         if not (staged / f.name).exists():
@@ -341,7 +342,7 @@ def plan(
     _switch_source(p, live_src, name)
     _checkpoint_actions(p, *roots, tp, name, src_only=True)
     _remove_staging_once_empty(p, dst, name)
-    p.partitions[name] = _summary(p, src, dst, live_src, dst / name)
+    p.partitions[name] = _summary(p, tp, live_src, dst / name)
     return p
 
 
@@ -379,15 +380,15 @@ def _refuse_future_dirs(
 
 
 def _plan_finish(
-    p: MovePlan, roots: tuple[RootCheckpoints, RootCheckpoints], live_dst: Path
+    p: MovePlan, tp: TopicPartition, roots: tuple[RootCheckpoints, RootCheckpoints], live_dst: Path
 ) -> MovePlan:
     """MOVED: the partition is live in the destination only; what is left is the source's
     checkpoint entries and the staging dir."""
-    tp, name = p.topic_partition, str(p.topic_partition)
+    name = str(tp)
     p.state = MoveState.MOVED
     _checkpoint_actions(p, *roots, tp, name, finish_only=True)
     _remove_staging_once_empty(p, p.log_dir, name)
-    p.partitions[name] = _summary(p, p.source_log_dir, p.log_dir, None, live_dst)
+    p.partitions[name] = _summary(p, tp, None, live_dst)
     return p
 
 
@@ -408,6 +409,7 @@ def _files_to_copy(p: MovePlan, live_src: Path) -> list[Path]:
 
 def _plan_switch(
     p: MovePlan,
+    tp: TopicPartition,
     roots: tuple[RootCheckpoints, RootCheckpoints],
     live_src: Path,
     live_dst: Path,
@@ -416,7 +418,7 @@ def _plan_switch(
 ) -> MovePlan:
     """SWITCHING: both log dirs hold a live copy. Identical ones are a move killed between its
     two renames, finished here; any other copy in the destination is refused (no merge)."""
-    tp, name = p.topic_partition, str(p.topic_partition)
+    name = str(tp)
     theirs = sorted(f.name for f in live_dst.iterdir())
     if (
         futures
@@ -438,7 +440,7 @@ def _plan_switch(
     _switch_source(p, live_src, name)
     _checkpoint_actions(p, *roots, tp, name, src_only=True)
     _remove_staging_once_empty(p, p.log_dir, name)
-    p.partitions[name] = _summary(p, p.source_log_dir, p.log_dir, live_src, live_dst)
+    p.partitions[name] = _summary(p, tp, live_src, live_dst)
     return p
 
 
@@ -650,10 +652,10 @@ def _encode(offsets: dict, c: OffsetCheckpoint) -> bytes:
         raise CheckpointError(str(e), path=str(c.path)) from None
 
 
-def _summary(p: MovePlan, src: Path, dst: Path, live_src: Path | None, target: Path) -> dict:
+def _summary(p: MovePlan, tp: TopicPartition, live_src: Path | None, target: Path) -> dict:
     return {
-        "topic": p.topic_partition.topic,
-        "partition": p.topic_partition.partition,
+        "topic": tp.topic,
+        "partition": tp.partition,
         "state": p.state.value,
         "source": None if live_src is None else str(live_src),
         "destination": str(target),

@@ -3,7 +3,8 @@
 
 Kafka's map is an open-addressing table of `MD5(key) 16 B | offset 8 B` slots in a buffer of
 `log.cleaner.dedupe.buffer.size` bytes; a cleaning round stops before putting any keyed record
-(a new key or a known one) once `size >= int(slots * 0.9)` (buildOffsetMapForSegment). What decides the output is only *which keys fit*: MD5 collisions
+(a new key or a known one) once `size >= int(slots * 0.9)` (buildOffsetMapForSegment). What decides
+the output is only *which keys fit*: MD5 collisions
 aside, the map is an exact key -> last offset mapping. So:
 
 - `capacity` and the count of distinct keys are exactly Kafka's (a key put twice counts once);

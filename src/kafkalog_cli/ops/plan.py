@@ -12,6 +12,7 @@ import enum
 import itertools
 import os
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,12 +58,14 @@ class Action:
     data: bytes | None = None  # new content (written atomically)
     preallocate: int | None = None  # extend the new file with zeros to this length
     keep_mtime: bool = False
-    ranges: list[tuple[int, int]] | None = None  # rewrite_segment: kept [start, end) ranges
+    ranges: Sequence[tuple[int, int] | bytes] | None = (
+        None  # rewrite_segment: kept (bytes: spliced)
+    )
     source: Path | None = None  # rewrite_segment: the file the ranges are read from
     pieces: list | None = None  # split_segment: storage.overflow.SplitSegment, in file order
     size: int | None = None  # copy_file: the bytes copied
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict = {"action": self.kind.value, "path": str(self.path), "reason": self.reason}
         if self.partition:
             out["partition"] = self.partition
@@ -79,7 +82,11 @@ class Action:
         if self.size is not None:
             out["bytes"] = self.size
         if self.ranges is not None:
-            out["kept_ranges"] = [list(r) for r in self.ranges]
+            out["kept_ranges"] = [list(r) for r in self.ranges if not isinstance(r, bytes)]
+            if any(
+                isinstance(r, bytes) for r in self.ranges
+            ):  # repair: the batches put between them
+                out["spliced_bytes"] = sum(len(r) for r in self.ranges if isinstance(r, bytes))
         if self.pieces is not None:
             out["split_into"] = [
                 {"base_offset": s.base_offset, "bytes": s.size} for s in self.pieces
@@ -96,7 +103,7 @@ class Finding:
     path: str | None = None
     position: int | None = None
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict[str, str | int] = {"partition": self.partition, "message": self.message}
         if self.path:
             out["path"] = self.path
@@ -131,13 +138,13 @@ class Plan:
         """Applying the plan would change something."""
         return bool(self.actions)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "op": self.op,
             "log_dir": str(self.log_dir),
             "partitions": self.partitions,
-            "findings": [f.to_json() for f in self.findings],
-            "actions": [a.to_json() for a in self.actions],
+            "findings": [f.to_dict() for f in self.findings],
+            "actions": [a.to_dict() for a in self.actions],
         }
 
 
@@ -243,22 +250,22 @@ def apply(plan: Plan, fsops: FsOps) -> dict:
         run = list(group)
         if kind is ActionKind.DELETE:
             fsops.delete_segment_files([(a.path, a.reason) for a in run])
-            done += [a.to_json() for a in run]
+            done += [a.to_dict() for a in run]
             continue
         if kind is ActionKind.RENAME_DIR:  # their entries in one write: nothing between the renames
             fsops.rename_dirs([(a.path, _target(a)) for a in run])
-            done += [a.to_json() for a in run]
+            done += [a.to_dict() for a in run]
             continue
         for a in run:
             _apply_one(a, fsops)
-            done.append(a.to_json())
+            done.append(a.to_dict())
     space_by_partition(plan.partitions, fsops.space)
     return run_report(
         plan.op,
         plan.log_dir,
         fsops,
         changed=done,
-        findings=[f.to_json() for f in plan.findings],
+        findings=[f.to_dict() for f in plan.findings],
         partitions=plan.partitions,
     )
 
@@ -271,7 +278,7 @@ def space_by_partition(partitions: dict[str, dict], space: dict[str, Space]) -> 
         by_name.setdefault(Path(directory).name, Space()).add(figures)
     for name, summary in partitions.items():
         if isinstance(summary, dict):
-            summary.update(by_name.get(name, Space()).to_json())
+            summary.update(by_name.get(name, Space()).to_dict())
 
 
 def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
@@ -284,7 +291,7 @@ def run_report(op: str, log_dir: Path, fsops: FsOps, **fields) -> dict:
         "op": op,
         "log_dir": str(log_dir),
         **fields,
-        **fsops.space_total().to_json(),
+        **fsops.space_total().to_dict(),
         "quarantine": str(q.folder)
         if q is not None and q.folder is not None and q.entries
         else None,
@@ -326,7 +333,7 @@ def estimate_space(plan: Plan, place: QuarantinePlace) -> Space:
         total.add(figures)
     for name, summary in plan.partitions.items():
         if isinstance(summary, dict):
-            summary.update(by_name.get(name, Space()).to_json())
+            summary.update(by_name.get(name, Space()).to_dict())
     return total
 
 
@@ -377,6 +384,8 @@ def _rewrite_segment(a: Action, fsops: FsOps) -> None:
     src = a.source or a.path
     cleaned = a.path.with_name(a.path.name + CLEANED_SUFFIX)
     fsops.copy_ranges(src, cleaned, a.ranges or [])
+    if a.keep_mtime:  # repair: the same batches as before the damage, the segment's age kept
+        fsops.set_mtime(cleaned, src.stat().st_mtime_ns)
     fsops.replace_segments([cleaned], [(src, a.reason)])
 
 

@@ -1,5 +1,13 @@
 """Producer state rebuilt from snapshots plus the log (Kafka's ProducerStateManager and
-ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them)."""
+ProducerAppendInfo, as LogSegment.recover and UnifiedLog.rebuildProducerState drive them).
+
+The load replays batches as AppendOrigin.REPLICATION, whose checks only warn, so every version
+takes a transaction marker at any epoch. Under transactions version 2 (Kafka 4.0, KIP-890) each
+marker carries its data's epoch + 1: ProducerAppendInfo.appendEndTxnMarker (its checkProducerEpoch
+only warns for REPLICATION) completes the transaction, and ProducerStateEntry.update takes
+the marker's epoch, which drops the batch metadata of the old one (maybeUpdateProducerEpoch):
+the snapshot has the new epoch, lastSequence -1, lastOffset -1, offsetDelta 0 and no
+currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_V2)."""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_cli.config.versions import PRODUCER_SNAPSHOT_INSERTION_ORDER, KafkaVersions
 from kafkalog_cli.errors import KafkalogError
 from kafkalog_cli.formats.control import ControlRecordType, EndTransactionMarker
 from kafkalog_cli.formats.producer_state import (
@@ -50,10 +59,15 @@ class ProducerEntry:
 class ProducerState:
     entries: dict[int, ProducerEntry] = field(default_factory=dict)
     ongoing: dict[int, int] = field(default_factory=dict)  # txn first offset -> producer id
+    # the snapshot's order (config.versions.PRODUCER_SNAPSHOT_INSERTION_ORDER): java.util.HashMap's
+    # (3.5+) or Scala's mutable.HashMap's (3.3, 3.4); `entries` keeps insertion order for the former
+    insertion_order: bool = False
 
     def copy(self) -> ProducerState:
         return ProducerState(
-            {k: ProducerEntry(**vars(v)) for k, v in self.entries.items()}, dict(self.ongoing)
+            {k: ProducerEntry(**vars(v)) for k, v in self.entries.items()},
+            dict(self.ongoing),
+            self.insertion_order,
         )
 
     @classmethod
@@ -92,7 +106,9 @@ class ProducerState:
             # (ProducerStateManager.update still registers an empty entry for an unknown producer)
             return None
         epoch = batch.producer_epoch
-        if e.epoch != epoch:  # maybeUpdateProducerEpoch: a new epoch clears the batch metadata
+        if (
+            e.epoch != epoch
+        ):  # maybeUpdateProducerEpoch: a new epoch (a TV2 marker's) clears the batch metadata
             e.epoch = epoch
             e.last_seq, e.last_offset, e.offset_delta = -1, -1, 0
         if batch.is_control:
@@ -132,22 +148,53 @@ class ProducerState:
         return AbortedTxn(0, e.producer_id, first, offset, lso)
 
     def snapshot_bytes(self) -> bytes:
-        return encode_producer_snapshot(e.to_snapshot() for e in _scala_hashmap_order(self.entries))
+        order = _java_hashmap_order if self.insertion_order else _scala_hashmap_order
+        return encode_producer_snapshot(e.to_snapshot() for e in order(self.entries))
+
+
+def _table_size(n: int) -> int:
+    """Buckets of a HashMap grown from 16 by doubling, at load factor 0.75, to hold `n` entries."""
+    cap = 16
+    while n > cap * 0.75:
+        cap *= 2
+    return cap
+
+
+def _long_hash(pid: int) -> int:
+    """A producer id's bucket hash: Long.hashCode ((int)(v ^ v >>> 32); Scala's ## agrees for every
+    non-negative id) spread as both maps spread it (h ^ h >>> 16)."""
+    x = (pid ^ (pid >> 32)) & 0xFFFFFFFF if not -(1 << 31) <= pid < (1 << 31) else pid & 0xFFFFFFFF
+    return x ^ (x >> 16)
 
 
 def _scala_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntry]:
     """Iteration order of Scala 2.13's mutable.HashMap[Long, _] (Kafka 3.3 ProducerStateManager):
     buckets ascending by improveHash(key.##) & (capacity - 1), nodes in a bucket sorted by hash."""
-    cap = 16
-    while len(entries) > cap * 0.75:
-        cap *= 2
+    cap = _table_size(len(entries))
+    return sorted(
+        entries.values(),
+        key=lambda e: (_long_hash(e.producer_id) & (cap - 1), _long_hash(e.producer_id)),
+    )
 
-    def h(pid: int) -> int:
-        x = pid if -(1 << 31) <= pid < (1 << 31) else ((pid ^ (pid >> 32)) & 0xFFFFFFFF)
-        x &= 0xFFFFFFFF
-        return (x ^ (x >> 16)) & 0xFFFFFFFF
 
-    return sorted(entries.values(), key=lambda e: (h(e.producer_id) & (cap - 1), h(e.producer_id)))
+def _java_hashmap_order(entries: dict[int, ProducerEntry]) -> list[ProducerEntry]:
+    """Iteration order of java.util.HashMap<Long, _> (Kafka 3.5+ ProducerStateManager.producers):
+    buckets ascending by (h ^ h >>> 16) & (capacity - 1), a bucket's nodes in insertion order
+    (`entries`' order: the snapshot's, then the log's; resize splits keep it). Not modelled: a
+    table that grew beyond the current size before producers expired or truncateAndReload cleared
+    it (clear() and removal keep the capacity), and tree bins (8+ ids in one bucket of 64+)."""
+    cap = _table_size(len(entries))
+    return sorted(entries.values(), key=lambda e: _long_hash(e.producer_id) & (cap - 1))
+
+
+def snapshot_insertion_order(versions: KafkaVersions | None) -> bool:
+    """PRODUCER_SNAPSHOT_INSERTION_ORDER for the log dir; where its versions disagree and none was
+    stated, the lowest one's (an order of entries, not a deletion)."""
+    versions = versions or KafkaVersions()
+    decision = versions.decide(PRODUCER_SNAPSHOT_INSERTION_ORDER)
+    if decision.applies is not None:
+        return decision.applies
+    return PRODUCER_SNAPSHOT_INSERTION_ORDER.applies(versions.low)
 
 
 def rebuild_producer_state(
@@ -159,6 +206,7 @@ def rebuild_producer_state(
     expiration_ms: int,
     log_start: int | None = None,
     ignored: Callable[[str, Path], None] | None = None,
+    versions: KafkaVersions | None = None,
 ) -> ProducerState:
     """Producer state at offset `upto` (the first segment to recover, the new segment's base...):
     the latest valid snapshot at or below it, then the log replayed up to it
@@ -167,14 +215,15 @@ def rebuild_producer_state(
     With `log_start` (the log-start-offset checkpoint's value) as Kafka 3.3.1's truncateAndReload:
     snapshots at or below it are not used (the broker deletes them) and without a snapshot the log
     is replayed from it. A snapshot that does not parse is skipped, and `ignored(message, path)`
-    says so."""
+    says so. `versions` (the Kafka versions that may load the dir) decides the order of the
+    snapshots written from the state (snapshot_insertion_order)."""
     bases = [s.base_offset for s in segments]
     if upto is None:  # past the log end: the latest snapshot, then what follows it
         upto = 1 << 63
     snaps = sorted(
-        (offset_from_name(f.name), f)
+        (off, f)
         for f in directory.glob("*" + names.SNAPSHOT_SUFFIX)
-        if offset_from_name(f.name) is not None
+        if (off := offset_from_name(f.name)) is not None
     )
     state = ProducerState()
     start = bases[0] if bases else 0
@@ -199,6 +248,7 @@ def rebuild_producer_state(
         if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
             continue
         replay(seg, state, start, upto)
+    state.insertion_order = snapshot_insertion_order(versions)
     return state
 
 

@@ -25,7 +25,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
@@ -52,6 +52,7 @@ from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.recovery import (
     SegmentRecovery,
     StopReason,
+    assign_epochs,
     next_valid_batch,
     recover_segment,
 )
@@ -68,8 +69,8 @@ _PREFIX = struct.Struct(">qi")
 class KeptFinding(Finding):
     """Damage left as the broker leaves it (not rebuilt without --repair)."""
 
-    def to_json(self) -> dict:
-        return {**super().to_json(), "left_as_broker_leaves": True}
+    def to_dict(self) -> dict:
+        return {**super().to_dict(), "left_as_broker_leaves": True}
 
 
 class IndexFaultFinding(Finding):
@@ -90,7 +91,7 @@ def _note_hidden_by_marker(
             start = i
     for i, s in enumerate(segments[start:], start):
         tail = s.recovery_walk(0, validate=True)
-        if not tail.corrupt_batch:
+        if not tail.corrupt_batch or tail.damage is None:
             continue  # a torn or zero-padded end: the active segment's note says it
         with s.mapped() as buf:
             lost = _offsets_in(buf, tail.valid_size)
@@ -111,7 +112,8 @@ def _note_hidden_by_marker(
             KeptFinding(
                 part.name,
                 (
-                    f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it (.kafka_cleanshutdown: "
+                    f"segment {s.base_offset}: {tail.damage.message}: the broker does not look at it "
+                    "(.kafka_cleanshutdown: "
                     f"no recovery) and serves it as it is, so consumers of these offsets fail on it. "
                     f"`kafkalog recover --all` recovers as the broker would without the marker, {cost}{keep}"
                 ),
@@ -180,7 +182,7 @@ def _valid_data_lost(
     return None
 
 
-def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, int] | None:
+def _unrecovered_end(s: Segment, entry: tuple[int, int] | None) -> tuple[str, int | None] | None:
     """What a broker that loads the active segment without recovering it (after a clean shutdown)
     leaves wrong at its end, and where, or None: the offsets it will not serve, or the bytes after
     the last complete batch that it keeps and appends after."""
@@ -237,6 +239,8 @@ def check_partition_dirs(partition_dirs) -> None:
     before changing anything."""
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)
+        if tp is None:  # not a log the broker loads: no checkpoint line of its own
+            continue
         try:
             ckpt.encode_offsets({(tp.topic, tp.partition): 0})
         except ValueError:
@@ -263,6 +267,8 @@ def plan(log_dir: Path, partition_dirs: list[Path], opts: RecoverOptions) -> Pla
     new_rps = dict(rps.offsets)
     for d in partition_dirs:
         tp = parse_partition_dir(Path(d).name)
+        if tp is None:  # the partition dirs given are the logs the broker loads
+            continue
         part = Partition.open(d, roots.for_partition(tp))
         leo = _plan_partition_or_split(p, part, clean, opts)
         if leo is not None and (tp.topic != METADATA_TOPIC or rps.get(tp) is not None):
@@ -295,11 +301,12 @@ class BitRotFinding(KeptFinding):
     rot: BitRot | None = None
     kept_problem: ClassVar[bool] = True  # a run that leaves it exits 1 (something found)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
+        rot = self.rot
         return {
-            **super().to_json(),
+            **super().to_dict(),
             "damage": "crc",
-            "offsets": [self.rot.base_offset, self.rot.last_offset],
+            "offsets": [rot.base_offset, rot.last_offset] if rot is not None else None,
         }
 
 
@@ -404,11 +411,16 @@ def _plan_split(
     """LocalLog.splitOverflowedSegment, then the recovery run again (on a staged copy of the
     partition with the split made, so that the plan shows both; applying it splits first)."""
     s, name = o.segment, part.name
-    cfg = opts.resolver.for_topic(part.topic_partition.topic)
+    resolver, tp = opts.resolver, part.topic_partition
+    # plan() sets the resolver, and the partition dirs it plans are logs the broker loads
+    assert resolver is not None and tp is not None, "a partition dir of plan()"
+    cfg = resolver.for_topic(tp.topic)
     with s.mapped() as buf:
         try:
+            position = o.error.position
+            assert position is not None, "recover_segment locates every overflow it raises"
             pieces = split_overflowed_segment(
-                buf, s.base_offset, cfg.index_interval_bytes, o.error.position
+                buf, s.base_offset, cfg.index_interval_bytes, position
             )
         except OffsetOverflowError as e:
             # the broker does not start: refused, with what stops it
@@ -472,7 +484,11 @@ def _stage_split(
         )
     }
     gone = {a.path.name for a in leftovers if a.kind == ActionKind.DELETE}
-    renamed = {a.target.name: a.path for a in leftovers if a.kind == ActionKind.RENAME}
+    renamed = {
+        a.target.name: a.path
+        for a in leftovers
+        if a.kind == ActionKind.RENAME and a.target is not None
+    }
     links = {f.name: f for f in part.directory.iterdir() if f.is_file() and f.name not in gone}
     for src in renamed.values():
         links.pop(src.name, None)
@@ -480,11 +496,11 @@ def _stage_split(
     links = {name: f for name, f in links.items() if name not in old}
     mtime = s.source_path.stat().st_mtime_ns
     contents: dict[str, tuple[bytes, int | None]] = {}
-    with files.opened(s.source_path) as src:
+    with files.opened(s.source_path) as log:
         for piece in pieces:
-            src.seek(piece.start)
+            log.seek(piece.start)
             name = segment_file(Path(), piece.base_offset, "").name
-            contents[name + names.LOG_SUFFIX] = (src.read(piece.size), mtime)
+            contents[name + names.LOG_SUFFIX] = (log.read(piece.size), mtime)
             contents[name + names.INDEX_SUFFIX] = (piece.index, None)
             contents[name + names.TIME_INDEX_SUFFIX] = (piece.time_index, None)
     if clean:  # Partition.open reads the marker beside the partition dir
@@ -523,12 +539,16 @@ class _PartitionRecovery:
         self.p, self.part, self.clean, self.opts = p, part, clean, opts
         self.name = part.name
         self.log_start = part.checkpoints.log_start_offset or 0
-        self.cfg = opts.resolver.for_topic(part.topic_partition.topic)
+        resolver, tp = opts.resolver, part.topic_partition
+        # plan() sets the resolver, and the partition dirs it plans are logs the broker loads
+        assert resolver is not None and tp is not None, "a partition dir of plan()"
+        self.resolver = resolver
+        self.cfg = resolver.for_topic(tp.topic)
         self.segs = _resolve_leftovers(p, part)
         self.leftovers = list(p.actions)  # LogLoader's first pass, before any recovery
         self.bases = sorted(self.segs)
         recovery_point = part.checkpoints.recovery_point or 0
-        self.summary = {
+        self.summary: dict[str, Any] = {
             "recovery_point": recovery_point,
             "clean_shutdown": clean,
             "segments": len(self.bases),
@@ -636,6 +656,7 @@ class _PartitionRecovery:
             now_ms=self.opts.now_ms,
             expiration_ms=self.cfg.producer_id_expiration_ms,
             log_start=self.log_start,
+            versions=self.resolver.versions,
             **kw,
         )
 
@@ -793,7 +814,8 @@ class _PartitionRecovery:
                 buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, self.opts.salvage
             )
         except OffsetOverflowError as e:
-            raise SegmentOverflow(s, e.located(path=str(s.log_path)), self.leftovers) from None
+            e.located(path=str(s.log_path))
+            raise SegmentOverflow(s, e, self.leftovers) from None
         size = len(buf)
         cut = size - (
             r.valid_bytes if r.kept_ranges is None else sum(e - s_ for s_, e in r.kept_ranges)
@@ -876,8 +898,7 @@ class _PartitionRecovery:
         later = (
             None if r.invalid_offset else next_valid_batch(buf, valid_end + 1, size, r.next_offset)
         )
-        if later is not None:
-            intact = _offsets_in(buf, later)
+        if later is not None and (intact := _offsets_in(buf, later)) is not None:
             why += (
                 f"; offsets {r.next_offset}..{intact[0] - 1} are damaged, and the intact batches "
                 f"after them (offsets {intact[0]}..{intact[1]}) go too: --salvage keeps those"
@@ -941,7 +962,7 @@ class _PartitionRecovery:
             self.snapshots_to_write,
             self.state.snapshot_bytes(),
             start=_loaded_log_start(
-                p, part, self.cfg, self.opts.resolver, self.log_start, live_bases[0]
+                p, part, self.cfg, self.resolver, self.log_start, live_bases[0]
             ),
             clean=self.clean,
             recovered_from=min(self.recover_set) if self.recover_set else None,
@@ -985,7 +1006,7 @@ def _epochs_from_headers(buf, epochs: list[tuple[int, int]]) -> None:
         for b in iter_batches(buf):
             if b.magic >= 2 and b.partition_leader_epoch >= 0 and b.partition_leader_epoch > latest:
                 latest = b.partition_leader_epoch
-                epochs.append((latest, b.base_offset))
+                assign_epochs(epochs, latest, b.base_offset)
     except KafkalogError:
         pass
 
@@ -999,7 +1020,7 @@ def _offsets_between(
     before = [r for r in kept or [] if r[1] <= start]
     after = [r for r in kept or [] if r[0] >= end]
     first = _last_in(buf, before[-1]) + 1 if before else None
-    last = _offsets_in(buf, after[0][0])[0] - 1 if after and _offsets_in(buf, after[0][0]) else None
+    last = found[0] - 1 if after and (found := _offsets_in(buf, after[0][0])) else None
     if first is None or last is None or last < first:
         return None
     return first, last
@@ -1021,7 +1042,7 @@ def _offsets_in(buf, start: int) -> tuple[int, int] | None:
             last = b.last_offset
     except KafkalogError:
         pass
-    return None if first is None else (first, last)
+    return None if first is None or last is None else (first, last)  # set together
 
 
 def _gone(p: Plan) -> set[Path]:
@@ -1265,9 +1286,7 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
             present.discard(f)
     cleaned = [f for f in files if f.endswith(names.CLEANED_SUFFIX)]
     swaps = [f for f in files if f.endswith(names.SWAP_SUFFIX)]
-    min_cleaned = min(
-        (offset_from_name(f) for f in cleaned if offset_from_name(f) is not None), default=None
-    )
+    min_cleaned = min((o for f in cleaned if (o := offset_from_name(f)) is not None), default=None)
     valid_swaps = []
     for f in swaps:
         off = offset_from_name(f)
@@ -1295,15 +1314,18 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
         )
         present.discard(f)
     swapped_bases = set()
-    log_swaps = [f for f in valid_swaps if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)]
+    log_swaps = {
+        f: swap_base
+        for f in valid_swaps
+        if f.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)
+        and (swap_base := offset_from_name(f)) is not None
+    }
     if log_swaps:
         # the range the swapped-in segments cover: each .swap's own walk, from its first byte
-        lo = min(offset_from_name(f) for f in log_swaps)
+        lo = min(log_swaps.values())
         hi = max(
-            Segment(part.directory, offset_from_name(f), read_from=part.path(f)).next_offset_after(
-                None
-            )
-            for f in log_swaps
+            Segment(part.directory, base, read_from=part.path(f)).next_offset_after(None)
+            for f, base in log_swaps.items()
         )
         for f in files:
             off = offset_from_name(f)

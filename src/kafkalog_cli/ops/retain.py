@@ -194,7 +194,7 @@ class DeletedSegment:
     reason: DeletionReason
     detail: str
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         s = self.segment
         out = {
             "base_offset": s.base_offset,
@@ -606,11 +606,11 @@ def _plan_partition(
         new_log_start_offset=result.new_log_start_offset,
         rolled=result.rolled_at is not None,
         rolled_at=result.rolled_at,
-        segments=[x.to_json() for x in result.deleted],
+        segments=[x.to_dict() for x in result.deleted],
         configs=cfg.provenance(deciding),
     )
     if remote is not tiered.NOT_TIERED:
-        summary["remote_log"] = remote.to_json()
+        summary["remote_log"] = remote.to_dict()
         if result.remote_log_enabled:
             summary["local_log_start_offset"] = result.local_log_start_offset
     if partition.checkpoints.high_watermark is None:

@@ -236,6 +236,7 @@ def plan_partition(p: Plan, partition: Partition, cfg: TopicConfig, opts: RollOp
         now_ms=opts.now_ms,
         expiration_ms=cfg.producer_id_expiration_ms,
         ignored=lambda m, f: p.note(name, m, f),
+        versions=opts.resolver.versions if opts.resolver else None,
     )
     snap = segment_file(d, new, names.SNAPSHOT_SUFFIX)
     data = state.snapshot_bytes()

@@ -78,7 +78,9 @@ class ConfigSources:
         return list(parse_topic_key_values(self.topic_config_items))
 
     def stated_version(self) -> KafkaVersion | None:
-        return KafkaVersion.parse(self.kafka_version) if self.kafka_version else None
+        from kafkalog_cli.config.versions import stated_version
+
+        return stated_version(self.kafka_version) if self.kafka_version else None
 
     def resolver(self, log_dir: Path) -> ConfigResolver:
         """The resolver for one log dir; its `warning` is the one line to print when the log
@@ -167,13 +169,13 @@ class Outcome:
         """A dry run whose plan would change something (the command exits 1)."""
         return self.dry_run and self.plan.pending
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         if self.report is not None:
             return self.report
         return {
             "dry_run": True,
-            **self.plan.to_json(),
-            **(self.space.to_json() if self.space else {}),
+            **self.plan.to_dict(),
+            **(self.space.to_dict() if self.space else {}),
         }
 
 

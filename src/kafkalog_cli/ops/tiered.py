@@ -87,7 +87,7 @@ class UploadState:
     segments: int = 0  # uploaded (COPY_SEGMENT_FINISHED) segments
     source: str = ""  # where it comes from, or why it is unknown
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "known": self.known,
             "highest_offset_in_remote_storage": self.highest_offset_in_remote_storage
@@ -123,12 +123,12 @@ class RemoteLog:
     def maybe_tiered(self) -> bool:
         return self.enabled is not False and self.copy_enabled is not False
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "remote_log_enabled": self.enabled,
             "remote_copy_enabled": self.copy_enabled,
             "why": self.why,
-            "upload": self.upload.to_json(),
+            "upload": self.upload.to_dict(),
         }
 
 

@@ -11,6 +11,10 @@ Kafka 3.3.1's sources:
   is at or above it (ProducerStateManager's ongoingTxns and unreplicatedTxns). The high watermark
   is the replication-offset-checkpoint's, clamped as the broker loads it; without an entry the
   log end offset bounds it instead (`stable_bound`);
+- transactions version 2 (KIP-890, 4.0): a transaction's marker carries its data's epoch + 1 and
+  closes it all the same (config.versions.TRANSACTIONS_V2: one rule for every version); at epoch
+  exhaustion the producer id rotates, and the old id stays a producer without a transaction
+  until it expires;
 - hanging transactions: TransactionsCommand's find-hanging. An open transaction whose producer's
   last timestamp is more than `max_age_ms` before `now` is a candidate; it hangs unless the
   transaction coordinator still expects to write its marker: its producer id has a
@@ -95,7 +99,7 @@ class OpenTransaction:
         minutes = abs(self.age_ms) // 60_000
         return minutes if self.age_ms >= 0 else -minutes
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         p = self.producer
         return {
             "topic": self.topic,
@@ -135,7 +139,7 @@ class PartitionTransactions:
     def stable_bound(self) -> str:
         return "high_watermark" if self.high_watermark is not None else "log_end_offset"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "partition": self.name,
             "topic": self.topic,
@@ -147,7 +151,7 @@ class PartitionTransactions:
             "stable_bound": self.stable_bound,
             "producers": [producer_json(p) for p in self.producers],
             "expired_producer_ids": [p.producer_id for p in self.expired],
-            "open_transactions": [t.to_json() for t in self.open],
+            "open_transactions": [t.to_dict() for t in self.open],
         }
 
 
@@ -186,6 +190,8 @@ def partition_transactions(
     tp = partition.topic_partition
     segments = partition.segments
     log_start, leo = partition.log_start_offset, partition.log_end_offset
+    # a topic-partition dir with segments (the command skips the others): both offsets are known
+    assert tp is not None and log_start is not None and leo is not None, "a partition with segments"
     hw = checkpointed_high_watermark(partition)
     bound = hw if hw is not None else leo
     notes: list[str] = []
@@ -309,11 +315,11 @@ class Hanging:
             else f"kafka-transactions.sh --bootstrap-server HOST:PORT describe --transactional-id {c.transactional_id}"
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         c = self.coordinator
         return {
             "kind": "hanging_transaction",
-            **self.txn.to_json(),
+            **self.txn.to_dict(),
             "transactional_id": c.transactional_id if c else None,
             "coordinator_state": c.metadata.state.name if c else None,
             "reason": self.reason,
@@ -332,6 +338,18 @@ def find_hanging(
     (strictly), then filterHangingTransactions against the coordinator's state when it is known
     (`coordinator` None: no __transaction_state was given)."""
     out = []
+    # transactions version 2 rotates the producer id at epoch exhaustion: the transactional id's
+    # value then names the old id as previousProducerId (written from KAFKA-20310 on; -1 before)
+    rotated = (
+        {}
+        if coordinator is None
+        else {
+            c.metadata.previous_producer_id: c
+            for c in coordinator.values()
+            if c.metadata.previous_producer_id >= 0
+            and c.metadata.previous_producer_id != c.metadata.producer_id
+        }
+    )
     for t in txns:
         if t.age_ms <= max_age_ms:
             continue
@@ -346,7 +364,18 @@ def find_hanging(
             )
             continue
         c = coordinator.get(t.producer.producer_id)
-        if c is None:
+        if c is None and t.producer.producer_id in rotated:
+            moved = rotated[t.producer.producer_id]
+            out.append(
+                Hanging(
+                    t,
+                    None,
+                    f"the transactional id {moved.transactional_id} moved on to producer id "
+                    f"{moved.metadata.producer_id} (previousProducerId {t.producer.producer_id} "
+                    f"in __transaction_state): no marker comes under this producer id",
+                )
+            )
+        elif c is None:
             out.append(
                 Hanging(t, None, "no transactional id has this producer id in __transaction_state")
             )

@@ -51,7 +51,7 @@ class Problem(Finding):
             extra.append(f"computed crc {self.computed_crc}")
         return f"{where}: {self.message}" + (f" ({', '.join(extra)})" if extra else "")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         d = asdict(self)
         return {"kind": "problem", "problem": d.pop("kind"), **d}
 
@@ -96,7 +96,7 @@ class PartitionReport:
             p.kind == UNREADABLE for p in self.problems
         )
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "kind": "partition",
             "directory": self.directory,

@@ -95,7 +95,7 @@ class RunLines:
 
     def outcome(self, outcome) -> list[dict]:
         """The lines of one log dir's ops.runner.Outcome: a line per partition, then the log dir's."""
-        report = dict(outcome.to_json())
+        report = dict(outcome.to_dict())
         report.pop("dry_run", None)
         log_dir = report.pop("log_dir", str(outcome.plan.log_dir))
         report.pop("op", None)
@@ -123,7 +123,7 @@ class RunLines:
                     "partition",
                     log_dir=log_dir,
                     dry_run=outcome.dry_run,
-                    **link.to_json(),
+                    **link.to_dict(),
                     quarantine=None,
                 )
             )

@@ -34,7 +34,10 @@ def offsets_table(rows: list[OffsetRow]) -> str:
 
     def line(*cells) -> str:
         g, t, p, cur, leo, lag, cid, host, client = cells
-        return f"{g:<{g_len}} {t:<{t_len}} {p:<10} {cur:<15} {leo:<15} {lag:<15} {cid:<{c_len}} {host:<{h_len}} {client}"
+        return (
+            f"{g:<{g_len}} {t:<{t_len}} {p:<10} {cur:<15} {leo:<15} {lag:<15} "
+            f"{cid:<{c_len}} {host:<{h_len}} {client}"
+        )
 
     out = [
         "",

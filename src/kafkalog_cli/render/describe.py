@@ -126,7 +126,10 @@ def kafka_version_lines(ld: LogDirDescription) -> list[str]:
     else:
         head = f"Kafka version: {v.range_text}"
     if not v.evidence:
-        head += " (nothing in the log dir bounds it: a ZooKeeper-era dir, or no metadata.version; state it with --kafka-version)"
+        head += (
+            " (nothing in the log dir bounds it: a ZooKeeper-era dir, or no metadata.version; "
+            "state it with --kafka-version)"
+        )
     return [head] + [
         f"  at least {e.at_least}: {e.source.value} {e.detail} ({e.path})" for e in v.evidence
     ]

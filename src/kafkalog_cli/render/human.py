@@ -33,7 +33,12 @@ def action(a: Action) -> str:
             f"rename {a.path} -> {a.target.name if a.target.parent == a.path.parent else a.target}"
         )
     elif k == ActionKind.REWRITE_SEGMENT:
-        what = f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
+        spliced = [r for r in a.ranges or [] if isinstance(r, bytes)]
+        what = (
+            f"rewrite {a.path} with {sum(map(len, spliced))} bytes of batches spliced in"
+            if spliced
+            else f"rewrite {a.path} keeping {len(a.ranges or [])} byte ranges ({a.bytes_removed} bytes skipped)"
+        )
     elif k == ActionKind.SPLIT_SEGMENT:
         what = f"split {a.path} into segments " + ", ".join(
             f"{s.base_offset} ({s.size} bytes)" for s in a.pieces or []

@@ -17,6 +17,7 @@ import orjson
 from kafkalog_cli.errors import KafkalogError, one_line
 from kafkalog_cli.formats.byte_loops import batch_json, lines_of_batches
 from kafkalog_cli.formats.control import EndTransactionMarker, decode_control
+from kafkalog_cli.formats.internal.raft import add_control_body
 from kafkalog_cli.formats.json_layout import (
     DEL,
     HEADERS_SLOT,
@@ -445,8 +446,12 @@ class JsonDumper:
         filters: Filters | None = None,
         jobs: int = 1,
         timestamps: str = "ms",
+        control_bodies: bool = False,
     ):
         self.out = out
+        self.control_bodies = (
+            control_bodies  # kafka-dump-log 4.1+: KRaft control records' bodies in `control`
+        )
         self.iso = timestamps == "iso"
         self._prefix = RECORD_OPEN
         self._prefix_bytes = _RECORD_OPEN
@@ -625,7 +630,6 @@ class JsonDumper:
         """The objects of the batches of buf[start:end) (and their records, when deep) -> the end
         of the last batch read."""
         f = self.filters
-        layout = self.layout if self.deep else None
         if self.layout is not None and f is None and self._run is not None and not self._in_run:
             self._in_run = True
             try:
@@ -640,14 +644,6 @@ class JsonDumper:
                 released = b.position
             if b.magic != 2:
                 self._emit(self._batch_obj(b, given))
-            elif records is None and layout is not None and not b.attributes & 0x20:
-                try:
-                    text = batch_json(b, layout)
-                except Exception:  # anything unusual: the general path says what is wrong
-                    self._emit_lines(batch_line(b, given))
-                else:
-                    self._emit_lines(batch_line(b, given), self._located(text))
-                    continue
             else:
                 self._emit_lines(self._batch_text(b, given))
             if not self.deep:
@@ -659,7 +655,7 @@ class JsonDumper:
                 and not b.attributes & 0x20
             ):
                 found = found_lines(
-                    b, records, f, lambda: batch_json(b, self.found_layout).split(b"\n")
+                    b, records, f, lambda b=b: batch_json(b, self.found_layout).split(b"\n")
                 )
                 if found is not None:
                     if found:
@@ -670,6 +666,8 @@ class JsonDumper:
             template = record_template(b)
             for r in records if f is None else f.shown(records):
                 obj = record_object(r, b, self.enc, template)
+                if self.control_bodies and b.is_control:
+                    add_control_body(obj["control"], r.value)
                 if self.iso:
                     obj["timestamp"] = iso_time(obj["timestamp"])
                 if self.decode is not None:
@@ -719,6 +717,7 @@ def dump_json(
     filters: Filters | None = None,
     jobs: int = 1,
     timestamps: str = "ms",
+    control_bodies: bool = False,
 ) -> None:
     d = JsonDumper(
         out,
@@ -729,6 +728,7 @@ def dump_json(
         filters=filters,
         jobs=jobs,
         timestamps=timestamps,
+        control_bodies=control_bodies,
     )
     for t in targets:
         if filters is not None and filters.spent:

@@ -115,23 +115,39 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 # kafka-dump-log's text, by the release that prints it: 3.3.1's by default, 3.9.0-rc3's with
 # dump-log --kafka-version 3.9. They differ in the decoders only: 3.9 prints __consumer_offsets
 # records as JSON (CoordinatorRecordSerde), reads __transaction_state values of version 1, knows the
-# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty.
-KAFKA_331, KAFKA_39 = KafkaVersion(3, 3), KafkaVersion(3, 9)
-DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3"}
-METADATA_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9"}  # cluster_metadata_parser's name of each
+# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty. 4.1 and 4.2
+# print every coordinator record through CoordinatorRecordSerde's JSON (DumpLogSegments'
+# CoordinatorRecordMessageParser), know the metadata records up to 4.2-IV1 (a 4.1 broker writes
+# none newer than 4.1-IV1) and decode LeaderChange control records (DUMP_LOG_LEADER_CHANGE).
+KAFKA_331, KAFKA_39, KAFKA_41, KAFKA_42 = (
+    KafkaVersion(3, 3),
+    KafkaVersion(3, 9),
+    KafkaVersion(4, 1),
+    KafkaVersion(4, 2),
+)
+DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3", KAFKA_41: "4.1", KAFKA_42: "4.2"}
+METADATA_TEXTS = {
+    KAFKA_331: "3.3.1",
+    KAFKA_39: "3.9",
+    KAFKA_41: "4.2",
+    KAFKA_42: "4.2",
+}  # cluster_metadata_parser's
 
 
-def dump_log_text(version: str | None) -> KafkaVersion:
-    """--kafka-version for dump-log's text: the release whose kafka-dump-log it prints (a usage
-    error for one whose text kafkalog does not model)."""
+def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
+    """--kafka-version for dump-log: the release whose kafka-dump-log it prints. --format json
+    takes every version kafkalog knows; --format text a usage error for one whose text kafkalog
+    does not model."""
+    from kafkalog_cli.config.versions import stated_version
+
     if version is None:
         return KAFKA_331
-    v = KafkaVersion.parse(version)
-    if v not in DUMP_LOG_TEXTS:
+    v = stated_version(version)
+    if v not in DUMP_LOG_TEXTS and fmt == "text":
         raise UsageError(
             f"--kafka-version {version}: dump-log prints kafka-dump-log's text of Kafka "
-            + " or ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
-            + "; --format json decodes every version"
+            + ", ".join(f"{k} ({t})" for k, t in DUMP_LOG_TEXTS.items())
+            + "; --format json takes every version"
         )
     return v
 
@@ -142,6 +158,8 @@ def offsets_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
 
     if kafka == KAFKA_39:
         return lambda r: format_coordinator_record(Coordinator.GROUP_39, r.key, r.value, r.offset)
+    if kafka >= KAFKA_41:
+        return lambda r: format_coordinator_record(Coordinator.GROUP, r.key, r.value, r.offset)
     return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
@@ -151,6 +169,12 @@ def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
         format_transaction_record_39,
     )
 
+    if kafka >= KAFKA_41:
+        from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
+
+        return lambda r: format_coordinator_record(
+            Coordinator.TRANSACTION, r.key, r.value, r.offset
+        )
     fmt = format_transaction_record_39 if kafka == KAFKA_39 else format_transaction_record
     return lambda r: fmt(r.key, r.value, r.offset)
 
@@ -198,6 +222,7 @@ class DumpOptions:
     parser: MessageParser | None = None
     filters: Filters | None = None
     jobs: int = 1  # worker processes for big .log files (deep output only)
+    leader_change: bool = False  # LeaderChange control records decoded (kafka-dump-log 4.1+)
 
 
 @dataclass
@@ -232,7 +257,7 @@ class KafkaDumper:
         )
 
     # -- output
-    def _w(self, s: str) -> None:
+    def _to_stdout(self, s: str) -> None:
         self._buf.append(s)
         if len(self._buf) > 512:
             self.flush()
@@ -244,16 +269,16 @@ class KafkaDumper:
 
     def _note(self, s: str) -> None:
         """A note of ours on stderr (never on stdout, which stays Kafka's)."""
-        self._e(f"kafkalog: note: {one_line(s)}")
+        self._line_to_stderr(f"kafkalog: note: {one_line(s)}")
 
-    def _e(self, s: str) -> None:
+    def _line_to_stderr(self, s: str) -> None:
         self.flush()
         self.err.write((s + "\n").encode("utf-8", "replace"))
 
     # -- dispatch (DumpLogSegments.main)
     def dump(self, given: str) -> None:
         path = Path(given)
-        self._w(f"Dumping {_java_file_string(given)}\n")
+        self._to_stdout(f"Dumping {_java_file_string(given)}\n")
         name = path.name
         dot = name.rfind(".")
         from kafkalog_cli.storage.segment import not_regular_reason
@@ -278,7 +303,7 @@ class KafkaDumper:
             ".txnindex",
         ):
             if suffix == ".log" and name.split(".")[0].isdigit():
-                self._w(
+                self._to_stdout(
                     f"Log starting offset: {int(name.split('.')[0])}\n"
                 )  # Kafka prints it before opening
             self.flush()
@@ -296,7 +321,7 @@ class KafkaDumper:
                 self.dump_txn_index(path)
             else:
                 # Kafka names the file by its absolute path here (the goldens show it)
-                self._e(f"Ignoring unknown file {_abs(path)}")
+                self._line_to_stderr(f"Ignoring unknown file {_abs(path)}")
         finally:
             self.flush()
 
@@ -304,13 +329,13 @@ class KafkaDumper:
     def dump_log(self, path: Path) -> None:
         name = path.name
         if name.endswith(".log"):
-            self._w(f"Log starting offset: {start_offset_of(path)}\n")
+            self._to_stdout(f"Log starting offset: {start_offset_of(path)}\n")
         else:
             if name == "bootstrap.checkpoint":
-                self._w("KRaft bootstrap snapshot\n")
+                self._to_stdout("KRaft bootstrap snapshot\n")
             else:
                 end_offset, epoch = _snapshot_id(path)
-                self._w(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
+                self._to_stdout(f"Snapshot end offset: {end_offset}, epoch: {epoch}\n")
         buf = map_file(path)
         end = min(len(buf), self.o.max_bytes)
         f = self.o.filters
@@ -340,7 +365,7 @@ class KafkaDumper:
             if f is None and self._run is not None:
                 valid, last_offset = self._runs(buf, valid, end, last_offset, pairs, deep)
             for batch, records in selected_batches(buf, valid, end, f, deep):
-                self._w(batch_line(batch, batch.position))
+                self._to_stdout(batch_line(batch, batch.position))
                 if deep:
                     last_offset = self._records(batch, last_offset, pairs, records)
                 valid = batch.position + batch.size
@@ -357,7 +382,7 @@ class KafkaDumper:
                 ]
         trailing = end - valid
         if trailing > 0 and self.o.max_bytes == INT_MAX and f is None:
-            self._w(f"Found {trailing} invalid bytes at the end of {name}\n")
+            self._to_stdout(f"Found {trailing} invalid bytes at the end of {name}\n")
 
     def _runs(
         self, buf, pos: int, end: int, last_offset: int, pairs: list, deep: bool = True
@@ -394,7 +419,7 @@ class KafkaDumper:
             batch = next(iter_batches(buf, pos, end), None)
             if batch is None:
                 return pos, last_offset
-            self._w(batch_line(batch, batch.position))
+            self._to_stdout(batch_line(batch, batch.position))
             if deep:
                 last_offset = self._records(batch, last_offset, pairs)
             pos = batch.position + batch.size
@@ -407,7 +432,7 @@ class KafkaDumper:
         first = None
         pos = start
         for batch in iter_batches(buf, start, stop):
-            self._w(batch_line(batch, pos))
+            self._to_stdout(batch_line(batch, pos))
             if first is None and (batch.magic < 2 or batch.records_count):
                 recs = batch.records()
                 if recs:
@@ -478,7 +503,7 @@ class KafkaDumper:
             except Exception:  # anything unusual: the general path says what Kafka would
                 pass
             else:
-                self._w(text)
+                self._to_stdout(text)
                 for pr in local:
                     pairs.insert(0, pr)
                 return last
@@ -498,7 +523,7 @@ class KafkaDumper:
             )
             if found is not None:
                 for r, line in found:
-                    self._w(line + "\n")
+                    self._to_stdout(line + "\n")
                 return found[-1][0].offset if found else last_offset
         label = batch.timestamp_type.kafka_name
         v2 = batch.magic >= 2
@@ -528,19 +553,19 @@ class KafkaDumper:
                     )
                 if legacy:
                     parts.append(f" isValid: {'true' if r.valid else 'false'} crc: {r.crc}}}")
-                self._w("".join(parts))
+                self._to_stdout("".join(parts))
                 if control:
-                    self._w(control_text(r))
+                    self._to_stdout(control_text(r, o.leader_change))
             if o.print_data_log and not control:
                 try:
                     key, payload = o.parser(r)
                 except KafkalogError as e:
                     raise e.in_record(r.offset, batch.position) from None
                 if key is not None:
-                    self._w(f"{prefix}key: {key}")
+                    self._to_stdout(f"{prefix}key: {key}")
                 if payload is not None:
-                    self._w(f" payload: {payload}")
-            self._w("\n")
+                    self._to_stdout(f" payload: {payload}")
+            self._to_stdout("\n")
         return last_offset
 
     # -- .index and .timeindex
@@ -548,11 +573,11 @@ class KafkaDumper:
         """What both index dumps print first: with --index-sanity-check only that the index
         passed it (True: the dump ends there), else each entry unless --verify-index-only."""
         if self.o.index_sanity_check:
-            self._w(f"{_java_file_string(str(path))} passed sanity check.\n")
+            self._to_stdout(f"{_java_file_string(str(path))} passed sanity check.\n")
             return True
         if not self.o.verify_index_only:
             for e in entries:
-                self._w(line(e))
+                self._to_stdout(line(e))
         return False
 
     def dump_index(self, path: Path) -> None:
@@ -560,7 +585,7 @@ class KafkaDumper:
             path, self.o.max_message_size, sanity_only=self.o.index_sanity_check
         )
         if check.empty:
-            self._w(f"{_java_file_string(str(path))} is empty.\n")
+            self._to_stdout(f"{_java_file_string(str(path))} is empty.\n")
             return
         if self._index_listing(
             path, check.entries, lambda e: f"offset: {e.offset} position: {e.position}\n"
@@ -596,7 +621,7 @@ class KafkaDumper:
             snap = parse_producer_snapshot(read_file(path))
         except KafkalogError as e:
             if type(e).__name__ == "CorruptSnapshotError":
-                self._e(e.message)
+                self._line_to_stderr(e.message)
                 return
             raise
         for e in snap.entries:
@@ -614,14 +639,14 @@ class KafkaDumper:
                     f"firstSequence: {first_seq} lastSequence: {e.last_sequence} "
                     f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}"
                 )
-            self._w(line + "\n")
+            self._to_stdout(line + "\n")
 
     # -- .txnindex
     def dump_txn_index(self, path: Path) -> None:
         from kafkalog_cli.formats.txnindex import parse_txn_index
 
         for t in parse_txn_index(read_file(path)):
-            self._w(
+            self._to_stdout(
                 f"version: {t.version} producerId: {t.producer_id} firstOffset: {t.first_offset} "
                 f"lastOffset: {t.last_offset} lastStableOffset: {t.last_stable_offset}\n"
             )
@@ -667,9 +692,9 @@ class KafkaDumper:
         )
         for reports, heading, line in sections:
             for name, found in reports.items():
-                self._e(heading.format(name))
+                self._line_to_stderr(heading.format(name))
                 for item in found:
-                    self._e(line(item))
+                    self._line_to_stderr(line(item))
 
 
 # ------------------------------------------------------------------ lines
@@ -692,7 +717,9 @@ def batch_line(b: RecordBatch, position: int) -> str:
     )
 
 
-def control_text(r: Record) -> str:
+def control_text(r: Record, leader_change: bool = False) -> str:
+    """What kafka-dump-log prints after a control record's metadata; `leader_change`: its body too,
+    as 4.1+ prints it (formats.internal.raft)."""
     c = decode_control(r.key, r.value)
     v = c.value
     if isinstance(v, EndTransactionMarker):
@@ -701,7 +728,9 @@ def control_text(r: Record) -> str:
         return f' SnapshotHeader {{"version":{v.version},"lastContainedLogTimestamp":{v.last_contained_log_timestamp}}}'
     if isinstance(v, SnapshotFooterRecord):
         return f' SnapshotFooter {{"version":{v.version}}}'
-    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS):
+    if c.type in (ControlRecordType.KRAFT_VERSION, ControlRecordType.KRAFT_VOTERS) or (
+        leader_change and c.type == ControlRecordType.LEADER_CHANGE
+    ):
         # 3.3.1 printed these as UNKNOWN; 4.2 decodes them
         from kafkalog_cli.formats.internal.raft import format_raft_control
 

@@ -16,7 +16,12 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from kafkalog_cli.errors import InputError, KafkalogError
-from kafkalog_cli.formats.byte_loops import columns_of_batches, gather_spans, scan_columns, spread
+from kafkalog_cli.formats.byte_loops import (
+    columns_of_batches,
+    gather_spans,
+    scan_columns,
+    take_fixed_width,
+)
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.record_columns import RecordColumns
 from kafkalog_cli.ops.consumer_view import CUT, SKIP, STOP, ConsumerView
@@ -585,7 +590,10 @@ class _RecordRows(_Rows):
                 return pa.Array.from_buffers(
                     type_,
                     self.count,
-                    [None, pa.py_buffer(spread(values, values.itemsize, self.batch_of_row))],
+                    [
+                        None,
+                        pa.py_buffer(take_fixed_width(values, values.itemsize, self.batch_of_row)),
+                    ],
                 )
             return _column(values, type_).take(self._batch_index)
         i = _RECORD_VALUES.index(name)
@@ -667,7 +675,9 @@ def _payload_arrays(r: RecordColumns, names: set[str]) -> dict[str, pa.Array]:
     once."""
     whole = b"".join(r.data)
 
-    def picked(spans: array, at: int, n: int, nulls, type_=pa.binary()) -> pa.Array | None:
+    binary = pa.binary()
+
+    def picked(spans: array, at: int, n: int, nulls, type_=binary) -> pa.Array | None:
         got = gather_spans(whole, spans, at - 1, n, type_ == pa.string())
         if got is None:
             return None

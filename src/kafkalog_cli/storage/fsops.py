@@ -35,7 +35,7 @@ import errno
 import hashlib
 import os
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -108,6 +108,7 @@ class QuarantineLike(Protocol):
     stamp: str
     entries: list  # storage.quarantine.QuarantineEntry, which fsops does not import
 
+    def __init__(self, root: Path | None, op: str, stamp: str) -> None: ...  # for_worker's copy
     @property
     def folder(self) -> Path | None: ...
     def writer(self, fsops: FsOps) -> Keeper: ...
@@ -165,13 +166,15 @@ class FsOps:
         # storage.space's two figures, by the directory of the files changed (a partition dir,
         # or the log dir for its checkpoints)
         self.space: dict[str, Space] = {}
+        # a forked worker's lock around the log dir's shared files (for_worker); None: one process
+        self.shared: contextlib.AbstractContextManager[object] | None = None
 
     @property
     def fault_exits(self) -> bool:
         """An injected fault (KAFKALOG_FAULT_AFTER) ends the process, as a SIGKILL would."""
         return self._fault_exits
 
-    def for_worker(self, shared) -> FsOps:
+    def for_worker(self, shared: contextlib.AbstractContextManager[object]) -> FsOps:
         """A forked worker's FsOps: the same log dir, quarantine folder (whose manifest.jsonl every
         worker appends whole lines to), fault injection and test hook, and its own step count.
         `shared`: the lock around the log dir's shared files (checkpoints)."""
@@ -226,13 +229,14 @@ class FsOps:
                 self.bounds.check(path, content=kind in _CONTENT, on_the_way=kind in _ON_THE_WAY)
 
     def write_error(self, e: OSError, path: Path, doing: str) -> WriteError:
-        reason = {
+        reasons: dict[int | None, str] = {
             errno.EROFS: "read-only file system",
             errno.ENOSPC: "no space left on device",
             errno.EACCES: "permission denied",
             errno.EPERM: "operation not permitted",
             errno.EDQUOT: "disk quota exceeded",
-        }.get(e.errno, e.strerror or str(e))
+        }
+        reason = reasons.get(e.errno, e.strerror or str(e))
         return WriteError(
             f"cannot {doing}: {reason}", path=str(getattr(e, "filename", None) or path)
         )
@@ -251,7 +255,8 @@ class FsOps:
     def _moves_by_copy(self) -> bool:
         """The quarantine is on another file system: a file leaves the log dir by a copy, so
         removing it frees its blocks there and then."""
-        return self._keeping() and self.keeper.moves_by_copy()
+        keeper = self._keeper()
+        return keeper is not None and keeper.moves_by_copy()
 
     # -- primitives --------------------------------------------------------------------------
     def fsync_dir(self, directory: Path) -> None:
@@ -278,7 +283,8 @@ class FsOps:
         tmp = path.with_name(path.name + TMP_SUFFIX)
         self._gate("write", tmp)
         self._gate("rename", path)
-        new = self.keeper.overwritten(path, tmp, data, preallocate) if self._keeping() else None
+        keeper = self._keeper()
+        new = keeper.overwritten(path, tmp, data, preallocate) if keeper is not None else None
         try:
             self._pre("write", tmp)
             with open(tmp, "wb") as f:
@@ -297,8 +303,8 @@ class FsOps:
             raise self.write_error(e, path, "write") from None
         self.step(f"write {tmp}")
         self._tmp_into_place(tmp, path)
-        if new is not None:
-            self.keeper.wrote(path, new)
+        if keeper is not None and new is not None:
+            keeper.wrote(path, new)
 
     @contextlib.contextmanager
     def create(self, path: Path) -> Iterator[BinaryIO]:
@@ -309,7 +315,8 @@ class FsOps:
         partial file) and completed with its size and sha256 after."""
         path = Path(path)
         self._gate("write", path)
-        entry = self.keeper.creating(path) if self._keeping() else None
+        keeper = self._keeper()
+        entry = keeper.creating(path) if keeper is not None else None
         try:
             self._pre("write", path)
             final, _ = strip_temp_suffix(path.name)  # a .cleaned file takes the segment's owner
@@ -335,13 +342,18 @@ class FsOps:
         self.step(f"write {path}")
         with contextlib.suppress(OSError):
             self.account(path, freed=-allocated(os.stat(path)))
-        if entry is not None:
-            self.keeper.created(entry, path)
+        if keeper is not None and entry is not None:
+            keeper.created(entry, path)
 
-    def copy_ranges(self, src: Path, dst: Path, ranges: list[tuple[int, int]]) -> None:
-        """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage)."""
+    def copy_ranges(self, src: Path, dst: Path, ranges: Sequence[tuple[int, int] | bytes]) -> None:
+        """`dst` created from the [start, end) byte ranges of `src`, in order (--salvage); a
+        `bytes` item is written as it is (repair's batches, spliced between ranges of `src`)."""
         with self.create(dst) as fo, open_file(src) as fi:
-            for start, end in ranges:
+            for item in ranges:
+                if isinstance(item, (bytes, bytearray)):
+                    fo.write(item)
+                    continue
+                start, end = item
                 fi.seek(start)
                 _copy_stream(fi, fo, end - start)
 
@@ -374,8 +386,8 @@ class FsOps:
         (restore removes it when it holds nothing else)."""
         path = Path(path)
         self._gate("mkdir", path)
-        if self._keeping():
-            self.keeper.dir_created(path, copy_of)
+        if (keeper := self._keeper()) is not None:
+            keeper.dir_created(path, copy_of)
         if not path.parent.is_dir():
             self.make_dirs(path.parent)
         try:
@@ -439,8 +451,8 @@ class FsOps:
             self._gate("rename", src, dst)
             if os.path.lexists(dst):
                 raise WriteError("cannot rename a directory over an existing one", path=str(dst))
-        if self._keeping():
-            self.keeper.dirs_renamed(pairs)
+        if (keeper := self._keeper()) is not None:
+            keeper.dirs_renamed(pairs)
         for src, dst in pairs:
             try:
                 self._pre("rename", src)
@@ -531,7 +543,8 @@ class FsOps:
         A file it replaces is kept in the quarantine first."""
         src, dst = Path(src), Path(dst)
         self._gate("rename", src, dst)
-        moved = self.keeper.renamed(src, dst) if self._keeping() else None
+        keeper = self._keeper()
+        moved = keeper.renamed(src, dst) if keeper is not None else None
         try:
             self._pre("rename", src)
             if os.path.lexists(dst):
@@ -542,13 +555,13 @@ class FsOps:
             raise self.write_error(e, Path(src), "rename") from None
         self.step(f"rename {src} -> {dst}")
         self.fsync_dir(Path(dst).parent)
-        if moved is not None:
-            self.keeper.wrote(dst, moved)
+        if keeper is not None and moved is not None:
+            keeper.wrote(dst, moved)
 
     def set_mtime(self, path: Path, mtime_ns: int) -> None:
         self._gate("utime", path)
-        if self._keeping():
-            self.keeper.mtime_set(path, mtime_ns)
+        if (keeper := self._keeper()) is not None:
+            keeper.mtime_set(path, mtime_ns)
         try:
             os.utime(path, ns=(mtime_ns, mtime_ns))
         except OSError as e:
@@ -583,8 +596,8 @@ class FsOps:
     def extend(self, path: Path, size: int) -> None:
         """setLength to a larger size (zeros), e.g. an index resized for the active segment."""
         self._gate("extend", path)
-        if self._keeping():
-            self.keeper.extending(path, size)
+        if (keeper := self._keeper()) is not None:
+            keeper.extending(path, size)
         try:
             os.truncate(path, size)
         except OSError as e:
@@ -616,8 +629,8 @@ class FsOps:
                 seen.add(_key(path))
                 batch.append((Path(path), reason))
         self._gate("unlink", *(path for path, _ in batch))
-        if self._keeping():
-            self.keeper.remove_kept(batch)
+        if (keeper := self._keeper()) is not None:
+            keeper.remove_kept(batch)
             return
         if self.keeper is not None:
             self.keeper.dropped(batch)
@@ -757,9 +770,10 @@ class FsOps:
         self.fsync_dir(folder.parent)
 
     # -- the quarantine's writer works through these -------------------------------------------
-    def _keeping(self) -> bool:
-        """Removed data is kept in a quarantine (not --no-quarantine, not without one)."""
-        return self.keeper is not None and self.keeper.keeping
+    def _keeper(self) -> Keeper | None:
+        """The quarantine's writer when removed data is kept in a quarantine (not
+        --no-quarantine, not without one), else None."""
+        return self.keeper if self.keeper is not None and self.keeper.keeping else None
 
     def hard_link(self, path: Path, target: Path) -> bool:
         """`target` made a hard link to `path` (not fsynced in its directory), one step; False
@@ -874,8 +888,8 @@ class FsOps:
     def prepare_quarantine(self) -> None:
         """Create the quarantine folder and its manifest now, so that an unwritable or full
         quarantine is found before the log dir is touched."""
-        if self._keeping():
-            self.keeper.prepare()
+        if (keeper := self._keeper()) is not None:
+            keeper.prepare()
 
 
 def take_owner_and_mode(path: Path, like: os.stat_result) -> None:

@@ -52,7 +52,7 @@ def usable_entries(
     or failing `check`. An unusable index only costs the seek its shortcut."""
     try:
         entries = read()
-    except Exception as e:
+    except Exception as e:  # whatever makes the index unreadable
         return [], f"cannot be read ({getattr(e, 'message', e)})"
     return entries, check(entries)
 

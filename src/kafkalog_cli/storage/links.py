@@ -72,7 +72,7 @@ class LinkOut:
         """The error of a command that has nothing else to do (move-partition)."""
         return OutsideLogDirError(self.why, path=str(self.partition_dir))
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         """The partition's line in the run's JSON Lines."""
         return {
             "partition": self.partition_dir.name,

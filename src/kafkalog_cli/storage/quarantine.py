@@ -42,7 +42,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from kafkalog_cli.errors import InputError, KafkalogError, UsageError
 from kafkalog_cli.storage import files
@@ -133,7 +133,7 @@ class QuarantineEntry:
     new_mtime_ns: int | None = None
     copy_of: str | None = None  # dir_created: the directory whose files it holds copies of
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         out: dict = {}
         for f in fields(self):
             v = getattr(self, f.name)
@@ -143,7 +143,7 @@ class QuarantineEntry:
         return out
 
     def line(self) -> bytes:
-        return (json.dumps(self.to_json(), separators=(",", ":")) + "\n").encode()
+        return (json.dumps(self.to_dict(), separators=(",", ":")) + "\n").encode()
 
     @classmethod
     def from_json(cls, d: dict) -> QuarantineEntry:
@@ -331,9 +331,9 @@ class QuarantineFolder:
         return self.log_dir
 
     def stored_path(self, e: QuarantineEntry) -> Path:
-        return self.path / e.stored
+        return self.path / _needed(e, e.stored, "stored")
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         at = self.created_at
         return {
             "folder": str(self.path),
@@ -548,7 +548,8 @@ class RestoreStep:
                 if a is RestoreAction.FINISH
                 else ""
             )
-            return pre + f"{again}append {e.end - e.start} {src} to {e.source} at byte {e.start}"
+            start, end = _needed(e, e.start, "start"), _needed(e, e.end, "end")
+            return pre + f"{again}append {end - start} {src} to {e.source} at byte {start}"
         if k is EntryKind.OVERWRITTEN:
             return pre + f"put back the old {e.source} ({e.size} bytes) from {e.stored}"
         if k is EntryKind.CREATED:
@@ -565,7 +566,7 @@ class RestoreStep:
             return pre + f"remove {e.source} ({folder.op} made it: copies of {e.copy_of})"
         return pre + f"set the modification time of {e.source} back"
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "action": self.action.value,
             "kind": self.entry.kind.value,
@@ -592,13 +593,13 @@ class RestorePlan:
     conflicts: list[Conflict]
 
     @property
-    def log_dir(self) -> Path:
+    def log_dir(self) -> Path | None:
         return self.folder.log_dir
 
     def render(self) -> str:
         f = self.folder
         head = (
-            f"restore {f.path} ({f.op} of {f.to_json()['time']}, log dir {f.log_dir}): "
+            f"restore {f.path} ({f.op} of {f.to_dict()['time']}, log dir {f.log_dir}): "
             f"{len(self.steps)} of {len(f.entries)} entries to undo, newest first"
         )
         lines = [head]
@@ -606,7 +607,7 @@ class RestorePlan:
         lines += [f"  - {s.describe(f)}" for s in self.steps]
         return "\n".join(lines)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "folder": str(self.folder.path),
             "op": self.folder.op,
@@ -614,7 +615,7 @@ class RestorePlan:
             "entries": len(self.folder.entries),
             "status": self.folder.status,
             "conflicts": [{"path": c.path, "message": c.message} for c in self.conflicts],
-            "steps": [s.to_json() for s in self.steps],
+            "steps": [s.to_dict() for s in self.steps],
         }
 
 
@@ -622,6 +623,19 @@ class _Refused(Exception):
     def __init__(self, path: str, message: str):
         super().__init__(message)
         self.conflict = Conflict(path, message)
+
+
+_T = TypeVar("_T")
+
+
+def _needed(e: QuarantineEntry, value: _T | None, name: str) -> _T:
+    """A fact an entry of its kind has (`value`, the field `name`): a manifest line without it is
+    refused, not guessed at. Planning checks each entry's facts, so carrying out finds them."""
+    if value is None:
+        raise _Refused(
+            e.source, f"the manifest's {e.kind.value} entry has no {name}: the manifest is damaged"
+        )
+    return value
 
 
 class _Content:
@@ -827,21 +841,22 @@ def _removed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
 
 
 def _cut(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    start, end = _needed(e, e.start, "start"), _needed(e, e.end, "end")
     cur = sim.get(e.source)
     if (
         cur is not None
-        and cur.size == e.end
-        and (e.sha256 is None or sim.sha256(cur.slice(e.start, e.end)) == e.sha256)
+        and cur.size == end
+        and (e.sha256 is None or sim.sha256(cur.slice(start, end)) == e.sha256)
     ):
         return RestoreStep(e, RestoreAction.SKIP)
-    kept = _Content.zeros(e.end - e.start) if e.zeros else None
-    if cur is not None and cur.size == e.start:
+    kept = _Content.zeros(end - start) if e.zeros else None
+    if cur is not None and cur.size == start:
         sim.set(e.source, cur + (kept or sim.stored(e)))
         return RestoreStep(e, RestoreAction.UNDO)
-    if cur is not None and folder.progress.started and e.start < cur.size < e.end:
-        sim.set(e.source, cur.slice(0, e.start) + (kept or sim.stored(e)))
+    if cur is not None and folder.progress.started and start < cur.size < end:
+        sim.set(e.source, cur.slice(0, start) + (kept or sim.stored(e)))
         return RestoreStep(e, RestoreAction.FINISH)
-    raise _Refused(e.source, f"{_left_at(cur)}; {folder.op} left it at {e.start} bytes")
+    raise _Refused(e.source, f"{_left_at(cur)}; {folder.op} left it at {start} bytes")
 
 
 def _overwritten(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
@@ -869,38 +884,40 @@ def _created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> 
 
 
 def _renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
-    src, dst = sim.get(e.source), sim.get(e.target)
+    target = _needed(e, e.target, "target")
+    src, dst = sim.get(e.source), sim.get(target)
     if src is None and sim.matches_new(dst, e):
         sim.set(e.source, dst)
-        sim.set(e.target, sim.stored(e) if e.stored else None)
+        sim.set(target, sim.stored(e) if e.stored else None)
         return RestoreStep(e, RestoreAction.UNDO)
     if sim.matches_new(src, e):
         if dst is None and e.stored is None:
             return RestoreStep(e, RestoreAction.SKIP)
         if dst is None:  # a killed restore renamed it back but did not put the old target back
-            sim.set(e.target, sim.stored(e))
+            sim.set(target, sim.stored(e))
             return RestoreStep(e, RestoreAction.FINISH)
         if e.stored is not None and (sim.is_stored(dst, e) or sim.matches(dst, e.size, e.sha256)):
             return RestoreStep(e, RestoreAction.SKIP)
-        raise _Refused(e.target, f"exists with other content than before {folder.op}")
+        raise _Refused(target, f"exists with other content than before {folder.op}")
     if src is not None:
         raise _Refused(
             e.source, f"exists with other content than the file {folder.op} renamed to {e.target}"
         )
-    raise _Refused(e.target, f"{_left_at(dst)}, not the file {folder.op} renamed from {e.source}")
+    raise _Refused(target, f"{_left_at(dst)}, not the file {folder.op} renamed from {e.source}")
 
 
 def _extended(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
+    size, new_size = _needed(e, e.size, "size"), _needed(e, e.new_size, "new_size")
     cur = sim.get(e.source)
-    if cur is not None and cur.size == e.new_size and sim.all_zero(cur.slice(e.size, e.new_size)):
-        sim.set(e.source, cur.slice(0, e.size))
+    if cur is not None and cur.size == new_size and sim.all_zero(cur.slice(size, new_size)):
+        sim.set(e.source, cur.slice(0, size))
         return RestoreStep(e, RestoreAction.UNDO)
-    if cur is not None and cur.size == e.size:
+    if cur is not None and cur.size == size:
         return RestoreStep(e, RestoreAction.SKIP)
     raise _Refused(
         e.source,
-        f"{_left_at(cur)}; {folder.op} left it at {e.new_size} bytes of which "
-        f"the last {e.new_size - e.size} zeros",
+        f"{_left_at(cur)}; {folder.op} left it at {new_size} bytes of which "
+        f"the last {new_size - size} zeros",
     )
 
 
@@ -909,9 +926,10 @@ def _mtime(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> Re
 
 
 def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder) -> RestoreStep:
-    src, dst = sim.real_dir(e.source), sim.real_dir(e.target)
+    target = _needed(e, e.target, "target")
+    src, dst = sim.real_dir(e.source), sim.real_dir(target)
     if dst is not None and src is None:
-        sim.dirs[e.source], sim.dirs[e.target] = dst, None
+        sim.dirs[e.source], sim.dirs[target] = dst, None
         return RestoreStep(e, RestoreAction.UNDO)
     if src is not None and dst is None:
         return RestoreStep(e, RestoreAction.SKIP)
@@ -919,7 +937,7 @@ def _dir_renamed(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
         return RestoreStep(e, RestoreAction.SKIP)
     if src is None:
         raise _Refused(
-            e.target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed"
+            target, f"is missing, and so is {e.source}: not the directory {folder.op} renamed"
         )
     raise _Refused(e.source, f"exists beside {e.target}, which {folder.op} renamed it to")
 
@@ -950,7 +968,9 @@ def _dir_created(e: QuarantineEntry, sim: _Simulation, folder: QuarantineFolder)
         if name.endswith(TMP_SUFFIX):
             continue
         mine = sim.get(os.path.join(e.source, name))
-        theirs = sim.get(os.path.join(e.copy_of, name)) if original is not None else None
+        theirs = (
+            sim.get(os.path.join(e.copy_of, name)) if original is not None and e.copy_of else None
+        )
         if (
             mine is None
             or theirs is None
@@ -998,8 +1018,8 @@ def restore(plan: RestorePlan, fsops: FsOps) -> int:
         fsops.bounds = fsops.bounds.including(folder.path, *folder.restore_roots)
     if not folder.progress.started:
         fsops.append_line(progress, _record({"restore": utc_stamp()}))
-    for batched, run in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
-        run = list(run)
+    for batched, group in itertools.groupby(plan.steps, key=_puts_back_a_removed_file):
+        run = list(group)
         if (
             batched
         ):  # a batch of deletes undone as one: its syncs paid once, its records in one write
@@ -1032,7 +1052,7 @@ def _record(d: dict) -> bytes:
 def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: FsOps) -> None:
     e, source = step.entry, Path(step.entry.source)
     if step.remove_tmp:
-        fsops.delete(Path(e.tmp), "restore: an interrupted write")
+        fsops.delete(Path(_needed(e, e.tmp, "tmp")), "restore: an interrupted write")
     k = e.kind
     if step.action is RestoreAction.SKIP:
         pass
@@ -1041,20 +1061,22 @@ def _carry_out(step: RestoreStep, folder: QuarantineFolder, fsops: FsOps) -> Non
     elif k is EntryKind.CREATED:
         fsops.delete(source, f"restore: created by {folder.op}")
     elif k is EntryKind.RENAMED:
+        target = Path(_needed(e, e.target, "target"))
         if step.action is RestoreAction.UNDO:
-            fsops.rename(Path(e.target), source)
+            fsops.rename(target, source)
         if e.stored is not None:
-            fsops.put_back(folder.stored_path(e), Path(e.target))
+            fsops.put_back(folder.stored_path(e), target)
     elif k is EntryKind.CUT:
+        start, end = _needed(e, e.start, "start"), _needed(e, e.end, "end")
         if step.action is RestoreAction.FINISH:
-            fsops.truncate(source, e.start, "restore: an interrupted append")
-        fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), e.end - e.start)
+            fsops.truncate(source, start, "restore: an interrupted append")
+        fsops.append_bytes(source, None if e.zeros else folder.stored_path(e), end - start)
     elif k is EntryKind.EXTENDED:
-        fsops.truncate(source, e.size, f"restore: zeros {folder.op} added")
+        fsops.truncate(source, _needed(e, e.size, "size"), f"restore: zeros {folder.op} added")
     elif k is EntryKind.DIR_RENAMED and step.action is RestoreAction.UNDO:
         if not source.parent.is_dir():  # the staging dir, removed once the copy was in place
             fsops.make_dir(source.parent)
-        fsops.rename_dir(Path(e.target), source)
+        fsops.rename_dir(Path(_needed(e, e.target, "target")), source)
     elif k is EntryKind.DIR_CREATED and step.action is RestoreAction.UNDO:
         fsops.remove_copy(source)
         if source.parent.parent.name == STAGING_DIRNAME:

@@ -95,9 +95,8 @@ class QuarantineWriter:
         """The quarantine is on another file system: a file leaves the log dir by a copy, so
         removing it frees its blocks there and then."""
         if self._by_copy is None:
-            self._by_copy = self.keeping and not same_file_system(
-                self.fs.base_dir, self.quarantine.root
-            )
+            root = self.quarantine.root
+            self._by_copy = root is not None and not same_file_system(self.fs.base_dir, root)
         return self._by_copy
 
     # -- one method a kind of change, called by FsOps before it makes the change ------------------
@@ -174,7 +173,8 @@ class QuarantineWriter:
                 self._move_by_copy(path, reason)
             return
         fs = self.fs
-        kept, kept_in = [], {}
+        kept = []
+        kept_in: dict[Path, None] = {}  # the directories, in order
         for path, reason in batch:
             target, stored = self._quarantine_target(path)
             written = self._written.pop(
@@ -232,12 +232,12 @@ class QuarantineWriter:
     def _quarantine_target(self, path: Path) -> tuple[Path, str]:
         """Where `path` is kept: its path relative to the log dir, inside the folder (`.1`, `.2`...
         when that name is taken), the directories made: (target, its name relative to the folder)."""
-        path = os.path.abspath(path)
+        source = os.path.abspath(path)
         base = os.path.abspath(self.fs.base_dir)
-        if os.path.commonpath([path, base]) == base and path != base:
-            rel = os.path.relpath(path, base)
+        if os.path.commonpath([source, base]) == base and source != base:
+            rel = os.path.relpath(source, base)
         else:
-            rel = os.path.join(os.path.basename(os.path.dirname(path)), os.path.basename(path))
+            rel = os.path.join(os.path.basename(os.path.dirname(source)), os.path.basename(source))
         folder = str(self.quarantine.folder)
         name, n = rel, 1
         while os.path.lexists(os.path.join(folder, name)) or os.path.lexists(
@@ -283,7 +283,7 @@ class QuarantineWriter:
         padding, such as a preallocated index's, only noted)."""
         end = st.st_size
         self._written.pop(_key(path), None)
-        facts = dict(start=start, end=end, size=end - start)
+        facts: dict[str, object] = dict(start=start, end=end, size=end - start)
         if not self.keeping:
             self._note(self._entry(EntryKind.CUT, path, reason, **facts))
             return
@@ -385,20 +385,23 @@ class QuarantineWriter:
         self._append_entries([entry])
 
     def _append_entries(self, entries: list[QuarantineEntry]) -> None:
-        self._open_manifest()
-        self.fs.append_line(self._manifest, b"".join(e.line() for e in entries))
+        self.fs.append_line(self._open_manifest(), b"".join(e.line() for e in entries))
 
-    def _open_manifest(self) -> None:
+    def _open_manifest(self) -> Path:
         """The quarantine folder and its manifest's header line, once (another process of the same
-        run may have written them: the manifest is created exclusively)."""
+        run may have written them: the manifest is created exclusively): the manifest."""
         if self._manifest is not None:
-            return
+            return self._manifest
         q = self.quarantine
-        self.fs.make_dirs(q.folder)
-        if self.fs.create_journal(q.journal, q.header(self.fs.base_dir)):
+        folder, journal = q.folder, q.journal
+        # entries are appended, and `prepare` opens the manifest, only while `keeping`: a folder
+        assert folder is not None and journal is not None, "no manifest without a quarantine"
+        self.fs.make_dirs(folder)
+        if self.fs.create_journal(journal, q.header(self.fs.base_dir)):
             # found again by `quarantine list LOGDIR` wherever --quarantine put it
-            record(self.fs.base_dir, q.folder)
-        self._manifest = q.journal
+            record(self.fs.base_dir, folder)
+        self._manifest = journal
+        return journal
 
 
 def _key(path: Path) -> str:

@@ -34,6 +34,7 @@ from kafkalog_cli.errors import (
     KafkalogError,
     OffsetOverflowError,
 )
+from kafkalog_cli.formats.checkpoints import EpochEntry, assign_epoch
 from kafkalog_cli.formats.crc import crc32c
 from kafkalog_cli.formats.indexes import IndexBuilder
 from kafkalog_cli.formats.records import RecordBatch, iter_batches
@@ -269,7 +270,8 @@ class _Recovery(WalkVisitor):
             )
         if stop.reason is StopReason.TRUNCATED_BATCH and self.error is None:
             self.stop, self.stopped_at = StopReason.TRUNCATED_BATCH, stop.position
-        self.epochs.extend(self.new_epochs)
+        for epoch, start_offset in self.new_epochs:
+            assign_epochs(self.epochs, epoch, start_offset)
         self.builder.finish()
         # bytes after the last complete batch (a torn tail) are dropped too, silently, as by Kafka
         return SegmentRecovery(
@@ -504,3 +506,12 @@ def tail_fault(stop: WalkStop) -> str:
     if b.magic not in _MAGICS:
         return f"Invalid magic {b.magic} in the batch of {b.size} bytes"
     return f"the batch of {b.size} bytes fails its CRC check"
+
+
+def assign_epochs(epochs: list[tuple[int, int]], epoch: int, start_offset: int) -> None:
+    """LeaderEpochFileCache.assign on `epochs` in place, as LogSegment.recover calls it for a batch
+    whose epoch is above the latest: entries from `start_offset` on go first (formats.checkpoints)."""
+    epochs[:] = [
+        (x.epoch, x.start_offset)
+        for x in assign_epoch([EpochEntry(e, o) for e, o in epochs], epoch, start_offset)
+    ]

@@ -231,7 +231,7 @@ def _headers(data: bytes):
 def _whole_batches(data: bytes) -> tuple[int, int]:
     """(where the whole batches at the start of `data` end, the size of the batch after them if its
     size field can be right, else 0), by the size fields alone."""
-    from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0
+    from kafkalog_cli.formats.sizes import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 
     end = 0
     while end + LOG_OVERHEAD <= len(data):

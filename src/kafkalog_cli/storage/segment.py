@@ -332,7 +332,7 @@ class Segment:
         a batch that is not sound is raised (a CorruptRecordError naming the file and byte), as
         repairing it is recover's job; a torn end is not an error (the broker truncates it)."""
         tail = self.recovered_tail()
-        if tail.corrupt_batch:
+        if tail.corrupt_batch and tail.damage is not None:
             raise tail.damage
         return tail
 
@@ -546,7 +546,10 @@ class Segment:
             pos = self.position_for_offset(entry.offset, warn)
             b = next(self.batches(pos), None) if pos < len(self.log) else None
             if b is None or b.base_offset_field > entry.offset and b.magic >= 2:
-                why = f"entry (timestamp {entry.timestamp}, offset {entry.offset}) names an offset that is not in the log"
+                why = (
+                    f"entry (timestamp {entry.timestamp}, offset {entry.offset}) "
+                    "names an offset that is not in the log"
+                )
             elif b.max_timestamp != entry.timestamp:
                 why = (
                     f"entry (timestamp {entry.timestamp}, offset {entry.offset}) does not match the log "
@@ -599,7 +602,7 @@ class Segment:
         match); bytes after the last complete batch are told by `zeros_after`."""
         with self.mapped():
             t = self.recovery_walk(0, validate=self.recovered_on_load)
-            if t.corrupt_batch:
+            if t.corrupt_batch and t.damage is not None:
                 raise t.damage
             appended = -1
             if t.max_timestamp >= 0:

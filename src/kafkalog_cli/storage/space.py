@@ -34,7 +34,7 @@ class Space:
         self.held_in_quarantine += other.held_in_quarantine
         return self
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {"freed_on_disk": self.freed_on_disk, "held_in_quarantine": self.held_in_quarantine}
 
 

@@ -337,7 +337,8 @@ def test_remote_log_metadata_prints_its_to_string():
         },
     )
     assert format_remote_log_metadata(seg, 4) == (
-        "RemoteLogSegmentMetadata{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition=AAAAAAAAAAAAAAAAAAAAAA:orders-2, "
+        "RemoteLogSegmentMetadata{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition="
+        "AAAAAAAAAAAAAAAAAAAAAA:orders-2, "
         "id=AQEBAQEBAQEBAQEBAQEBAQ}, startOffset=0, endOffset=99, brokerId=1, maxTimestampMs=7, eventTimestampMs=8, "
         "segmentLeaderEpochs={0=0, 3=50}, segmentSizeInBytes=4096, customMetadata=Optional.empty, "
         "state=COPY_SEGMENT_STARTED, txnIdxEmpty=true}"
@@ -354,7 +355,8 @@ def test_remote_log_metadata_prints_its_to_string():
     )
     assert format_remote_log_metadata(update, 5) == (
         "RemoteLogSegmentMetadataUpdate{remoteLogSegmentId=RemoteLogSegmentId{topicIdPartition="
-        "AAAAAAAAAAAAAAAAAAAAAA:orders-2, id=AQEBAQEBAQEBAQEBAQEBAQ}, customMetadata=Optional[CustomMetadata{3 bytes}], "
+        "AAAAAAAAAAAAAAAAAAAAAA:orders-2, id=AQEBAQEBAQEBAQEBAQEBAQ}, "
+        "customMetadata=Optional[CustomMetadata{3 bytes}], "
         "state=COPY_SEGMENT_FINISHED, eventTimestampMs=9, brokerId=1}"
     )
     delete = _remote(
@@ -367,7 +369,8 @@ def test_remote_log_metadata_prints_its_to_string():
         },
     )
     assert format_remote_log_metadata(delete, 6) == (
-        "RemotePartitionDeleteMetadata{topicPartition=AAAAAAAAAAAAAAAAAAAAAA:orders-2, state=DELETE_PARTITION_FINISHED, "
+        "RemotePartitionDeleteMetadata{topicPartition=AAAAAAAAAAAAAAAAAAAAAA:orders-2, "
+        "state=DELETE_PARTITION_FINISHED, "
         "eventTimestampMs=9, brokerId=1}"
     )
     assert decode_remote_log_metadata(delete)["data"]["remotePartitionDeleteState"] == 2

@@ -22,40 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafkalog_cli.formats.internal.cluster_metadata import MetadataRecord
+from kafkalog_cli.formats.metadata_versions import METADATA_VERSIONS
 
-# MetadataVersion's feature levels (server-common MetadataVersion.java; 4.1 and 4.2 from the
-# levels Kafka 4.2 writes: 29 = 4.2-IV1)
-METADATA_VERSIONS = {
-    1: "3.0-IV1",
-    2: "3.1-IV0",
-    3: "3.2-IV0",
-    4: "3.3-IV0",
-    5: "3.3-IV1",
-    6: "3.3-IV2",
-    7: "3.3-IV3",
-    8: "3.4-IV0",
-    9: "3.5-IV0",
-    10: "3.5-IV1",
-    11: "3.5-IV2",
-    12: "3.6-IV0",
-    13: "3.6-IV1",
-    14: "3.6-IV2",
-    15: "3.7-IV0",
-    16: "3.7-IV1",
-    17: "3.7-IV2",
-    18: "3.7-IV3",
-    19: "3.7-IV4",
-    20: "3.8-IV0",
-    21: "3.9-IV0",
-    22: "4.0-IV0",
-    23: "4.0-IV1",
-    24: "4.0-IV2",
-    25: "4.0-IV3",
-    26: "4.1-IV0",
-    27: "4.1-IV1",
-    28: "4.2-IV0",
-    29: "4.2-IV1",
-}
 METADATA_VERSION_FEATURE = "metadata.version"
 SECURITY_PROTOCOLS = {0: "PLAINTEXT", 1: "SSL", 2: "SASL_PLAINTEXT", 3: "SASL_SSL"}
 CONFIG_RESOURCE_TYPES = {
@@ -150,7 +118,7 @@ class BrokerRegistration:
     is_migrating_zk_broker: bool = False
     directories: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "id": self.id,
             "epoch": self.epoch,
@@ -175,7 +143,7 @@ class ControllerRegistration:
     endpoints: list[Endpoint]
     supported_features: dict[str, tuple[int, int]]
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "id": self.id,
             "incarnation_id": self.incarnation_id,
@@ -238,7 +206,7 @@ class PartitionRegistration:
             self.leader_recovery_state = LeaderRecoveryState(d["leaderRecoveryState"])
         self.partition_epoch += 1
 
-    def to_json(self) -> dict:
+    def to_dict(self) -> dict:
         return {
             "replicas": self.replicas,
             "isr": self.isr,
@@ -260,13 +228,13 @@ class TopicImage:
     id: str
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
 
-    def to_json(self, configs: dict[str, str]) -> dict:
+    def to_dict(self, configs: dict[str, str]) -> dict:
         return {
             "name": self.name,
             "id": self.id,
             "configs": configs,
             "partitions": [
-                {"partition": p, **r.to_json()} for p, r in sorted(self.partitions.items())
+                {"partition": p, **r.to_dict()} for p, r in sorted(self.partitions.items())
             ],
         }
 
@@ -520,14 +488,14 @@ class MetadataImage:
     def topic_configs(self, name: str) -> dict[str, str]:
         return dict(sorted(self.configs.get(("topic", name), {}).items()))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "metadata_version": metadata_version_name(self.metadata_version),
             "metadata_version_level": self.metadata_version,
             "features": dict(sorted(self.features.items())),
-            "brokers": [b.to_json() for _, b in sorted(self.brokers.items())],
-            "controllers": [c.to_json() for _, c in sorted(self.controllers.items())],
-            "topics": [t.to_json(self.topic_configs(n)) for n, t in sorted(self.topics.items())],
+            "brokers": [b.to_dict() for _, b in sorted(self.brokers.items())],
+            "controllers": [c.to_dict() for _, c in sorted(self.controllers.items())],
+            "topics": [t.to_dict(self.topic_configs(n)) for n, t in sorted(self.topics.items())],
             "configs": [
                 {"resource_type": rt, "resource_name": rn, "configs": dict(sorted(c.items()))}
                 for (rt, rn), c in sorted(self.configs.items())

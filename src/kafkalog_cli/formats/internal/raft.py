@@ -17,6 +17,7 @@ __all__ = [
     "decode_raft_control",
     "format_raft_control",
     "decode_control_value",
+    "add_control_body",
 ]
 
 # ControlRecordType name -> (the message, the word kafka-dump-log 4.2 prints before it)
@@ -66,3 +67,16 @@ def decode_control_value(
         if control_type in TEXT_DECODES:
             raise
         return {"error": e.message}
+
+
+def add_control_body(control: dict[str, Any], value: bytes | memoryview | None) -> None:
+    """A JSON record's `control` object (type, type_id) with `body`, the value as kafka-dump-log
+    4.1+ prints it after the metadata, for LeaderChange, KRaftVersion and KRaftVoters: a value that does not read
+    stops the dump there (InvalidRecordError), as it stops Kafka's."""
+    if control["type"] in BODY_IN_CONTROL:
+        control["body"] = decode_raft_control(control["type"], value)
+
+
+# the types kafka-dump-log 4.1+ decodes with their JSON converter (the snapshot header and footer
+# it reads field by field: formats.control)
+BODY_IN_CONTROL = frozenset({"LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS"})

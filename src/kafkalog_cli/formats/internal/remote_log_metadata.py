@@ -46,7 +46,8 @@ def _topic_id_partition(t: dict[str, Any]) -> str:
 
 
 def _segment_id(s: dict[str, Any]) -> str:
-    return f"RemoteLogSegmentId{{topicIdPartition={_topic_id_partition(s['topicIdPartition'])}, id={uuid_to_string(s['id'])}}}"
+    tip = _topic_id_partition(s["topicIdPartition"])
+    return f"RemoteLogSegmentId{{topicIdPartition={tip}, id={uuid_to_string(s['id'])}}}"
 
 
 def _custom(data: bytes | None) -> str:

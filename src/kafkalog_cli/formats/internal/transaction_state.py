@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from kafkalog_cli.errors import InvalidRecordError
 from kafkalog_cli.formats.internal.coordinator import (
@@ -36,9 +36,12 @@ __all__ = [
     "TransactionLogKey",
     "TransactionLogValue",
     "format_transaction_record",
+    "format_transaction_record_39",
+    "format_transaction_record_40",
     "decode_transaction_record",
     "read_key",
     "read_value",
+    "read_value_v0_or_v1",
 ]
 
 # core/src/main/resources/common/message/TransactionLog{Key,Value}.json at 3.3.1 (version 0 only).
@@ -99,14 +102,31 @@ class TransactionLogValue(Versioned):
     transaction_partitions: list[tuple[str, list[int]]] | None = field(default_factory=list)
     transaction_last_update_timestamp_ms: int = -1
     transaction_start_timestamp_ms: int = -1
+    # the tagged fields of version 1 (KIP-890), their defaults in version 0. Kafka 4.0 to 4.2 write
+    # only clientTransactionVersion (TransactionLog.valueToBytes); the producer ids are written
+    # from KAFKA-20310 on, so -1 here does not mean the producer id never rotated
+    previous_producer_id: int = -1
+    next_producer_id: int = -1
+    client_transaction_version: int = 0
+
+    @property
+    def epoch_bump_at_completion(self) -> bool:
+        """TransactionVersion.supportsEpochBump: a client on transactions version 2 (its markers
+        carry the epoch after the bump, TransactionMetadata.prepareAbortOrCommit)."""
+        return self.client_transaction_version >= 2
+
+
+def _keyless() -> NoReturn:
+    """The NullPointerException TransactionLog.readTxnRecordKey throws on a record without a key."""
+    raise InvalidRecordError(
+        "java.lang.NullPointerException: __transaction_state record without a key"
+    )
 
 
 def read_key(key: bytes | memoryview | None) -> TransactionLogKey:
     """TransactionLog.readTxnRecordKey."""
     if key is None:
-        raise InvalidRecordError(
-            "java.lang.NullPointerException: __transaction_state record without a key"
-        )
+        _keyless()
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
@@ -149,6 +169,9 @@ def _value_of(version: int, d: dict[str, Any]) -> TransactionLogValue:
         None if parts is None else [(p["topic"], list(p["partitionIds"])) for p in parts],
         d["transactionLastUpdateTimestampMs"],
         d["transactionStartTimestampMs"],
+        d.get("previousProducerId", -1),
+        d.get("nextProducerId", -1),
+        d.get("clientTransactionVersion", 0),
     )
 
 
@@ -216,12 +239,23 @@ def format_transaction_record_39(
     `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey). A value of
     another version throws (IllegalStateException): an InvalidRecordError, the dump stops."""
     if key is None:
-        read_key(key)  # the NullPointerException 3.3.1 has too
+        _keyless()  # the NullPointerException 3.3.1 has too
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
         return f"unknown::version={version}", None
     return _format_331(key, value, read_value_v0_or_v1)
+
+
+def format_transaction_record_40(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+) -> tuple[str | None, str | None]:
+    """(key text, payload text) as kafka-dump-log of a released Kafka 4.0 or later prints them:
+    every record, version 0 values included, through TransactionCoordinatorRecordSerde and the
+    generated JsonConverters (KAFKA-18207, DumpLogSegments' TransactionLogMessageParser), so the
+    tagged fields of version 1 print where they differ from their defaults. The 4.0.0-SNAPSHOT
+    (trunk 1eb76443) predates that change: its tool prints 3.9's text (format_transaction_record_39)."""
+    return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
 
 
 def _format_331(
@@ -244,19 +278,28 @@ def decode_transaction_record(
     key: bytes | memoryview | None, value: bytes | memoryview | None
 ) -> dict[str, Any]:
     """Structured form for our JSON output (snake_case keys); `value` is None for a tombstone.
-    A record 3.3.1 does not know has coordinator.decode_coordinator_record's form."""
+    Values of version 0 and 1 have one form (a partition of __transaction_state holds both once
+    transaction.version is raised), version 1 with its tagged fields (previous_producer_id,
+    next_producer_id, client_transaction_version); a key or value version Kafka 4.x does not
+    know has coordinator.decode_coordinator_record's form."""
     try:
         return _decode_331(key, value)
     except UnknownVersionError:
         return decode_coordinator_record(Coordinator.TRANSACTION, key, value)
 
 
+_TAGGED_SINCE_V1 = ("previous_producer_id", "next_producer_id", "client_transaction_version")
+
+
 def _decode_331(key: bytes | memoryview | None, value: bytes | memoryview | None) -> dict[str, Any]:
     k = read_key(key)
     out: dict[str, Any] = {"type": "transaction_metadata", "key": asdict(k), "value": None}
     if value is not None:
-        v = read_value(value)
+        v = read_value_v0_or_v1(value)
         d = asdict(v)
+        if v.version == 0:
+            for name in _TAGGED_SINCE_V1:
+                del d[name]
         d["state"] = v.state.name
         d["transaction_partitions"] = (
             None
