@@ -48,6 +48,7 @@ def test_the_commands_that_print_take_format_and_jobs():
         "move-partition",
         "doctor",
         "schemas",
+        "repair",
     }
     assert set(WITH_JOBS) == {"dump-log", "verify-crc", "compact", "export", "describe"}
 
