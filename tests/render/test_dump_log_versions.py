@@ -367,3 +367,50 @@ def test_remote_log_metadata_txn_idx_empty_from_4_0():
     for version in ("3.4", "3.5", "3.6", "3.7", "3.8"):
         assert _remote(version) == newest, version
     assert _remote("3.9") == [re.sub(r", txnIdxEmpty=(true|false)", "", line) for line in newest]
+
+
+# ------------------------------------------------------------------ --share-group-state-decoder
+TOPIC_ID = bytes(range(16))
+
+
+def _share_snapshot_40() -> tuple[bytes, bytes]:
+    """A ShareSnapshot record as Kafka 4.0 writes it (ShareSnapshotValue.json at 4ae681446f:
+    SnapshotEpoch a uint16, no timestamps)."""
+    key = struct.pack(">hh", 0, 1) + b"g" + TOPIC_ID + struct.pack(">i", 0)
+    batch = struct.pack(">qqbh", 10, 12, 0, 1) + b"\x00"  # StateBatch and its tagged fields
+    value = struct.pack(">hHiiq", 0, 1, 2, 3, 10) + b"\x02" + batch + b"\x00"
+    return key, value
+
+
+def _share(version, log):
+    return dump(
+        *(["--kafka-version", version] if version else []),
+        "--share-group-state-decoder",
+        "--files",
+        log,
+    )
+
+
+def test_share_group_state_of_4_0(tmp_path):
+    """4.0's ShareGroupStateMessageParser (KAFKA-17633): 4.0's schemas, the value's version
+    labelled "type"; 4.1 changed both (the newest text, kafkalog's before 4.0 too)."""
+    log = segment(tmp_path, _share_snapshot_40())
+    r = _share("4.0", log)
+    assert r.exit_code == 0, r.stderr
+    assert records(r.stdout)[0].split("headerKeys: [] ", 1)[1] == (
+        'key: {"type":"0","data":{"groupId":"g","topicId":"AAECAwQFBgcICQoLDA0ODw","partition":0}} '
+        'payload: {"type":"0","data":{"snapshotEpoch":1,"stateEpoch":2,"leaderEpoch":3,'
+        '"startOffset":10,"stateBatches":[{"firstOffset":10,"lastOffset":12,"deliveryState":0,'
+        '"deliveryCount":1}]}}'
+    )
+    newest = records(_share("4.2", log).stdout)
+    assert newest == records(_share("4.1", log).stdout) == records(_share(None, log).stdout)
+    assert newest != records(r.stdout)
+
+
+def test_share_group_state_of_4_0_names_its_decoder_on_a_missing_key(tmp_path):
+    log = segment(tmp_path, (None, _share_snapshot_40()[1]))
+    r = _share("4.0", log)
+    assert r.exit_code == ExitCode.CORRUPT
+    assert "Failed to decode message at offset 0 using share group state topic decoder" in r.stderr
+    assert "using the specified decoder" in _share("4.2", log).stderr

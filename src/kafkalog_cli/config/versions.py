@@ -725,6 +725,13 @@ DUMP_LOG_COORDINATOR_SERDE_JSON = VersionRule(
     "DumpLogSegments.CoordinatorRecordMessageParser; TransactionLogMessageParser over "
     "TransactionCoordinatorRecordSerde (KAFKA-18207, KAFKA-18308: after the 4.0 branch, so 4.1)",
 )
+DUMP_LOG_SHARE_GROUP_STATE_DECODER = VersionRule(
+    "kafka-dump-log --share-group-state-decoder",
+    KafkaVersion(4, 0),
+    "DumpLogSegments.ShareGroupStateMessageParser over ShareCoordinatorRecordSerde (KAFKA-17633, 4.0: "
+    'the value as {"type":"V","data":...}, SnapshotEpoch a uint16; from 4.1 the newest text; before '
+    "4.0, kafkalog prints the newest text)",
+)
 DUMP_LOG_REMOTE_LOG_METADATA_DECODER = VersionRule(
     "kafka-dump-log --remote-log-metadata-decoder",
     KafkaVersion(3, 9),

@@ -235,10 +235,25 @@ def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
     return lambda r: format_transaction_record(r.key, r.value, r.offset)
 
 
-def share_group_state_parser() -> MessageParser:
+def share_group_state_parser(kafka: KafkaVersion | None = None) -> MessageParser:
+    """The decoder came with 4.0, whose text is its own (Coordinator.SHARE_40); before it (3.3.1
+    by default) and from 4.1, 4.2's."""
+    from kafkalog_cli.config.versions import (
+        DUMP_LOG_COORDINATOR_SERDE_JSON,
+        DUMP_LOG_COORDINATOR_VALUE_VERSION,
+        DUMP_LOG_SHARE_GROUP_STATE_DECODER,
+    )
     from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
 
-    return lambda r: format_coordinator_record(Coordinator.SHARE, r.key, r.value, r.offset)
+    kafka = kafka or KAFKA_331
+    share = (
+        Coordinator.SHARE_40
+        if DUMP_LOG_SHARE_GROUP_STATE_DECODER.applies(kafka)
+        and not DUMP_LOG_COORDINATOR_SERDE_JSON.applies(kafka)
+        else Coordinator.SHARE
+    )
+    check = DUMP_LOG_COORDINATOR_VALUE_VERSION.applies(kafka)
+    return lambda r: format_coordinator_record(share, r.key, r.value, r.offset, check)
 
 
 def remote_log_metadata_parser(kafka: KafkaVersion | None = None) -> MessageParser:

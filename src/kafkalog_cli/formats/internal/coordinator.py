@@ -46,6 +46,19 @@ __all__ = [
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
+class _OwnTypes(dict):
+    """A record-type table equal only to itself: two releases' readers may know the same record
+    types, and an Enum member whose value equals an earlier one's would be an alias of it."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = None
+
+
 class Coordinator(enum.Enum):
     """Which coordinator wrote the topic, and so which record types it holds."""
 
@@ -60,12 +73,14 @@ class Coordinator(enum.Enum):
     # early access, the regular expressions of KIP-848); 4.2's schemas checked field by field against
     # 4.0's JSON (4ae681446f), but for the fields in _NOT_IN[GROUP_40]
     GROUP_40 = {t: n for t, n in GROUP_RECORD_TYPES.items() if t <= 16}
+    # Kafka 4.0's ShareCoordinatorRecordSerde: 4.2's record types, 4.0's value schemas (_SHARE_40)
+    SHARE_40 = _OwnTypes(SHARE_RECORD_TYPES)
 
     @property
     def kafka_39_json(self) -> bool:
-        """Written by the 3.8 to 4.0 kafka-dump-log (its OffsetsMessageParser and the generated
-        JsonConverters: json_node's struct_tag_defaults)."""
-        return self in (Coordinator.GROUP_39, Coordinator.GROUP_40)
+        """Written by the 3.8 to 4.0 kafka-dump-log (its parsers and the generated JsonConverters:
+        json_node's struct_tag_defaults)."""
+        return self in (Coordinator.GROUP_39, Coordinator.GROUP_40, Coordinator.SHARE_40)
 
     def schemas(self, record_type: int) -> tuple[str, Struct, Struct] | None:
         """(record name, key schema, value schema) of a record type, or None if unknown."""
@@ -73,6 +88,8 @@ class Coordinator(enum.Enum):
         if name is None:
             return None
         key, value = MESSAGES[name + "Key"], MESSAGES[name + "Value"]
+        if self is Coordinator.SHARE_40:
+            value = _SHARE_40[name + "Value"]
         gone = _NOT_IN.get(self.name, {}).get(name + "Value")
         if gone:
             value = _without(value, gone)
@@ -91,6 +108,26 @@ _NOT_IN = {
             "initializedTopics.createTimestamp",
         },
     },
+}
+
+
+def _share_value_40(name: str, *fields: str) -> Struct:
+    """A share coordinator value as 4.0 has it (ShareSnapshotValue.json, ShareUpdateValue.json at
+    4ae681446f): SnapshotEpoch a uint16, then `fields` of 4.2's (4.1 made the epoch an int32 and
+    added the timestamps and deliveryCompleteCount)."""
+    newest = MESSAGES[name]
+    by_name = {f.name: f for f in newest.fields}
+    epoch = replace(by_name["snapshotEpoch"], type="uint16")
+    return replace(newest, fields=(epoch, *(by_name[f] for f in fields)))
+
+
+_SHARE_40 = {
+    "ShareSnapshotValue": _share_value_40(
+        "ShareSnapshotValue", "stateEpoch", "leaderEpoch", "startOffset", "stateBatches"
+    ),
+    "ShareUpdateValue": _share_value_40(
+        "ShareUpdateValue", "leaderEpoch", "startOffset", "stateBatches"
+    ),
 }
 
 
@@ -253,7 +290,13 @@ def format_coordinator_record(
     Coordinator.GROUP_39, 4.0's with GROUP_40; `check_value_version` from 4.0 on, see deserialize).
     A record without a key is an InvalidRecordError: Kafka throws and stops there."""
     if key is None:
-        decoder = "offset topic decoder" if coordinator.kafka_39_json else "the specified decoder"
+        decoder = (
+            "share group state topic decoder"
+            if coordinator is Coordinator.SHARE_40
+            else "offset topic decoder"
+            if coordinator.kafka_39_json
+            else "the specified decoder"
+        )
         raise InvalidRecordError(
             f"Failed to decode message at offset {offset} using {decoder} "
             f"(message had a missing key)"
@@ -267,7 +310,9 @@ def format_coordinator_record(
     key_text = to_json({"type": str(rec.record_type), "data": rec.key_json()})
     if rec.value is None:
         return key_text, "<DELETE>"
-    return key_text, to_json({"version": str(rec.value_version), "data": rec.value_json()})
+    # 4.0's ShareGroupStateMessageParser labels the value's version "type" too (its jsonString)
+    label = "type" if coordinator is Coordinator.SHARE_40 else "version"
+    return key_text, to_json({label: str(rec.value_version), "data": rec.value_json()})
 
 
 def snake_case(name: str) -> str:
