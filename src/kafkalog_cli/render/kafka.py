@@ -127,6 +127,8 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
 # - --cluster-metadata-decoder: the metadata records each release knows (DUMP_LOG_METADATA_RECORDS).
 # - --remote-log-metadata-decoder: from 3.9 (before, kafkalog prints the newest text); 3.9's
 #   RemoteLogSegmentMetadata has no txnIdxEmpty (DUMP_LOG_TXN_IDX_EMPTY, 4.0).
+# - --share-group-state-decoder: from 4.0, whose text is its own (DUMP_LOG_SHARE_GROUP_STATE_DECODER);
+#   before it and from 4.1, the newest.
 # - LeaderChange control records decoded from 4.1 (DUMP_LOG_LEADER_CHANGE).
 # A 3.4 is 3.4.1: 3.4.0 has 3.3.1's coordinator readers, and dies where 3.4.1 prints
 # `unknown::version=N` (records a 3.4 broker never writes; on its own logs the two print the same).
