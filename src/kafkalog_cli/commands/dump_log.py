@@ -105,13 +105,19 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
     "--kafka-version",
     metavar="VERSION",
     default=None,
-    help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
-    "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
-    "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
-    "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
-    "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
-    "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
-    "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
+    help="The output of this Kafka's kafka-dump-log, 3.3 (3.3.1, the default) to 4.2 (3.4 is 3.4.1). "
+    "--format text: --offsets-decoder prints 3.3.1's text up to 3.7, where from 3.4.1 a key of an "
+    "unknown version prints `unknown::version=N` and values of the flexible version read; from 3.8 "
+    "CoordinatorRecordSerde's JSON (record types 0-8; 4.0: 0-16; 4.1 on: every type); "
+    "--transaction-log-decoder 3.3.1's text, from 3.4.1 to 4.0 3.9's (version 1 values, "
+    "`unknown::version=N`), from 4.1 the coordinator's JSON; from 4.0 a coordinator value of an "
+    "unknown version is skipped (`Found an unknown record version`); --cluster-metadata-decoder the "
+    "metadata records the release knows (3.3-IV3, 3.4-IV0, 3.5-IV2, 3.6-IV2, 3.7-IV4 with 3.7's "
+    "`lastKnownELR`, 3.9-IV0 for 3.8 and 3.9, 4.2-IV1 from 4.0); --remote-log-metadata-decoder (a 3.9 "
+    "option) without txnIdxEmpty in 3.9 only; --share-group-state-decoder (a 4.0 option) in 4.0's "
+    'own form (the value as {"type":"V",...}, 4.0\'s schemas); LeaderChange control records decoded from 4.1 '
+    "(` LeaderChange: {...}`). --format json: from 4.1 on a KRaft control record's `control` holds "
+    "its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
 )
 @click.option(
     "--remote-log-metadata-decoder",
@@ -384,7 +390,7 @@ def _record_parser(
     if decoders["remote_log_metadata"]:
         return remote_log_metadata_parser(text)
     if decoders["share_group_state"]:
-        return share_group_state_parser()
+        return share_group_state_parser(text)
     from kafkalog_cli.errors import InputError
 
     classes = []
