@@ -183,6 +183,7 @@ def dump_log(
     key_prefix_hex,
     key_regex,
     value_regex,
+    record_filters,
     limit,
     jobs,
     timestamps,
@@ -212,7 +213,10 @@ def dump_log(
     Search: --key/--key-hex (exact), --key-prefix/--key-prefix-hex, --key-regex and --grep
     (Python regular expressions on the key's or value's bytes) show only the records that pass
     every one given (a null key or value passes none of its own), with each batch holding one;
-    they imply --deep-iteration, and --limit counts the records found.
+    they imply --deep-iteration, and --limit counts the records found. --header/--header-hex (a
+    record with that header; repeated: one of them) do too. --producer-id (and --producer-epoch)
+    and --leader-epoch judge whole batches on their header: their records are not decoded, and
+    without --deep-iteration only the batches are printed.
 
     Schemas: --decode-schemas (--format json) decodes keys and values in Confluent's wire format
     (Avro, Protobuf, JSON Schema) with the _schemas topic among the log dirs given, each subject's
@@ -286,6 +290,7 @@ def dump_log(
         key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
         key_regex=key_regex,
         value_regex=value_regex,
+        **record_filters,
     )
     decoding = schema_decoding(given, fmt, decode_schemas, schemas, schema, reader_version)
     if fmt == "json":

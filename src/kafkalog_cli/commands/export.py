@@ -7,7 +7,12 @@ import json
 
 import click
 
-from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.options import (
+    format_option,
+    jobs_option,
+    partition_filter_options,
+    record_filter_options,
+)
 from kafkalog_cli.commands.schema_options import schema_options, schema_spec
 from kafkalog_cli.spark.cli_options import engine_options
 
@@ -65,6 +70,7 @@ from kafkalog_cli.spark.cli_options import engine_options
 @click.option(
     "--to-time", default=None, metavar="MS|ISO-8601", help="Only records stamped at or before this."
 )
+@record_filter_options
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
 @click.option(
@@ -106,6 +112,7 @@ def export(
     to_offset,
     from_time,
     to_time,
+    record_filters,
     no_payload,
     no_headers,
     compression,
@@ -131,7 +138,8 @@ def export(
     in, with a note on stderr); with --isolation-level read_committed no record of an aborted
     transaction either, and nothing from the last stable offset on, as `transactions` shows it.
     --include-control is the raw view: every record in the files. --from-offset, --to-offset,
-    --from-time and --to-time keep the records within them (bounds included).
+    --from-time and --to-time keep the records within them (bounds included); --header,
+    --producer-id and --leader-epoch keep those dump-log's same options show.
 
     The columns are those of the `kafkalog` Spark data source and of `dump-log --format json`:
     offset, timestamp, timestamp_type, key, value, headers, sequence, base_offset, producer_id,
@@ -165,6 +173,7 @@ def export(
     from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.spark.export import ExportOptions, export
     from kafkalog_cli.storage.logdir import left_out_of
+    from kafkalog_cli.storage.selection import Filters
 
     note = note_left_out("not exported")
     for d, kind in left_out_of(paths):
@@ -207,6 +216,7 @@ def export(
         from_time=from_ms,
         to_time=to_ms,
         schemas=spec,
+        filters=Filters.given(**record_filters),
     )
     summary = export(
         list(paths),

@@ -533,11 +533,12 @@ class KafkaDumper:
         if records is None:
             records = batch.records()
         for r in records if f is None else f.shown(records):
-            # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
+            # a record-level filter (a search, a time range) or a batch-level one (a producer, a
+            # leader epoch) leaves gaps of its own: not the log's
             if (
                 last_offset != -1
                 and r.offset != last_offset + 1
-                and (f is None or not f.needs_records)
+                and (f is None or not (f.needs_records or f.judges_batches))
             ):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset

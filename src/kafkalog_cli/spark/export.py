@@ -54,13 +54,15 @@ class ExportOptions:
     to_offset: int | None = None
     from_time: int | None = None
     to_time: int | None = None
-    schemas: object = None  # parquet: a commands.schema_options.SchemaSpec: typed keys and values
+    schemas: object = None  # a commands.schema_options.SchemaSpec: decoded keys and values
+    # --header, --producer-id, --leader-epoch: a storage.selection.Filters of those tests alone
+    filters: object = None
 
     def pushdown(self):
         """The ranges as the reader's record filter (None: no range)."""
         from kafkalog_cli.spark.arrow import Pushdown
 
-        p = Pushdown()
+        p = Pushdown(tests=self.filters)
         for bounds, lo, hi in (
             (p.offset, self.from_offset, self.to_offset),
             (p.timestamp, self.from_time, self.to_time),
@@ -194,7 +196,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                         raise e.located(path=ref.path)
                     raise
                 for r in records:
-                    if g is not None and not g.keeps_record(r.offset, r.timestamp):
+                    if g is not None and not g.keeps(r):
                         continue
                     obj = record_object(r, b, enc)
                     del obj["kind"]
