@@ -149,7 +149,9 @@ def export(
     With --decode-schemas (or --schemas, --schema), Parquet's key and value columns of a topic
     with a schema are typed by its reader schema (records as structs, unions, arrays, maps, enums,
     timestamps, dates, decimals, UUIDs), followed by value_schema_id, value_bytes and value_error:
-    what does not decode is kept there, as bytes (docs/schemas.md).
+    what does not decode is kept there, as bytes (docs/schemas.md). --to jsonl writes the lines of
+    dump-log --format json --decode-schemas (key and value as JSON, key_schema and value_schema),
+    each key or value kept as bytes named in a note on stderr.
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
     renamed into place when complete. A log dir's -delete and -stray partition dirs are not
     exported (a note on stderr); -future ones are, as the logs a broker loads.
@@ -197,11 +199,6 @@ def export(
             "it excludes --isolation-level read_committed."
         )
     spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version)
-    if spec is not None and to != "parquet":
-        raise click.UsageError(
-            "--decode-schemas, --schemas and --schema type the columns of --to parquet; "
-            "for JSON, dump-log --format json --decode-schemas."
-        )
     opts = ExportOptions(
         to=to,
         payload_encoding=payload_encoding,

@@ -40,7 +40,7 @@ def schema_options(f):
         is_flag=True,
         help="Decode keys and values in Confluent's wire format (Avro, Protobuf, JSON Schema) with "
         "the schemas of the _schemas topic among the log dirs given (dump-log: --format json; export: "
-        "--to parquet, typed columns).",
+        "--to parquet, typed columns, or --to jsonl, dump-log's lines).",
     )(f)
     return f
 

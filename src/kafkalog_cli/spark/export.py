@@ -154,9 +154,16 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
             raise WriteError(e.strerror or str(e), path=str(path)) from None
         return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
     # jsonl: the lines of `dump-log --format json` for records, with topic, partition and segment
+    # (with schemas: of `dump-log --format json --decode-schemas`)
     from kafkalog_cli.render.jsonl import dumps, payload_encoder, record_object
 
     enc = payload_encoder(options.payload_encoding)
+    decoding = None
+    undecoded: list[str] = []
+    if options.schemas is not None and options.include_payload:
+        from kafkalog_cli.render.schema_json import JsonDecoding
+
+        decoding = JsonDecoding(options.schemas, options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
     n = 0
     from kafkalog_cli.spark.arrow import broker_id, segment_log_dir
@@ -198,13 +205,19 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                 for r in records:
                     if g is not None and not g.keeps(r):
                         continue
-                    obj = record_object(r, b, enc)
+                    obj = record_object(r, b, enc if decoding is None else decoding.raw)
                     del obj["kind"]
                     if not options.include_payload:
                         del obj["key"], obj["value"]
+                    if decoding is not None:
+                        obj = {**head, **obj}
+                        for field, got in decoding.record(obj):
+                            undecoded.append(
+                                f"{ref.path}: offset {r.offset}: {field} kept as bytes: {got.reason}"
+                            )
                     if not options.include_headers:
                         del obj["headers"]
-                    lines.append(dumps({**head, **obj}))
+                    lines.append(dumps(obj if decoding is not None else {**head, **obj}))
                     n += 1
                 if len(lines) >= 4096:
                     out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
@@ -213,7 +226,10 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                 out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
     except OSError as e:
         raise WriteError(e.strerror or str(e), path=str(path)) from None
-    return {"segment": ref.path, "records": n, "file": path.name}
+    done = {"segment": ref.path, "records": n, "file": path.name}
+    if decoding is not None:
+        done["undecoded"] = undecoded
+    return done
 
 
 def _writer_options(schema) -> dict:
@@ -365,7 +381,7 @@ def export(
     units = [(i, r, views.get(str(r.directory))) for i, r in enumerate(refs)]
     view_notes(views, on_note)
     if to_stdout:
-        return _export_to_stdout(units, options, engine, master, jobs, spark)
+        return _export_to_stdout(units, options, engine, master, jobs, spark, on_note)
     out = Path(out).absolute()
     _check_out(out, paths)
     if out.exists() and not overwrite:
@@ -398,6 +414,7 @@ def export(
         elif staging.exists():
             staging.unlink()
         raise
+    _undecoded_notes(results, on_note)
     return {
         "out": str(out),
         "segments": len(refs),
@@ -406,7 +423,9 @@ def export(
     }
 
 
-def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark) -> dict:
+def _export_to_stdout(
+    units, options: ExportOptions, engine, master, jobs, spark, on_note=None
+) -> dict:
     """--to jsonl with OUT '-': the segments' files are written to a temporary directory (the
     workers run in parallel), then copied to standard output in order."""
     import sys
@@ -422,12 +441,21 @@ def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark
         _concat_parts(results, staging, sys.stdout.buffer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    _undecoded_notes(results, on_note)
     return {
         "out": "-",
         "segments": len(units),
         "records": sum(r["records"] for r in results),
         "files": ["-"],
     }
+
+
+def _undecoded_notes(results: list[dict], on_note) -> None:
+    """A note for each key or value of a --to jsonl export kept as bytes (their lines say why)."""
+    for r in results:
+        for text in r.get("undecoded", ()):
+            if on_note is not None:
+                on_note(text)
 
 
 def _write_parts(
