@@ -192,6 +192,8 @@ def dump_log(
     schemas=(),
     schema=(),
     reader_version=None,
+    mask=(),
+    mask_key_file=None,
 ):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
@@ -292,7 +294,17 @@ def dump_log(
         value_regex=value_regex,
         **record_filters,
     )
-    decoding = schema_decoding(given, fmt, decode_schemas, schemas, schema, reader_version)
+    decoding = schema_decoding(
+        given,
+        fmt,
+        decode_schemas,
+        schemas,
+        schema,
+        reader_version,
+        mask,
+        mask_key_file,
+        topics=_topics_of(targets),
+    )
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
@@ -333,6 +345,20 @@ def dump_log(
             break
         dumper.dump(g)
     dumper.finish()
+
+
+def _topics_of(targets: list[str]) -> set[str]:
+    """The topics of the partition dirs the .log files are in."""
+    from pathlib import Path
+
+    from kafkalog_cli.storage.names import parse_partition_dir
+
+    out = set()
+    for t in targets:
+        tp = parse_partition_dir(Path(t).parent.name) if t.endswith(".log") else None
+        if tp is not None:
+            out.add(tp.topic)
+    return out
 
 
 def _paths_given(files: tuple[str, ...], paths: tuple[str, ...]) -> list[str]:

@@ -123,6 +123,8 @@ def export(
     schemas=(),
     schema=(),
     reader_version=None,
+    mask=(),
+    mask_key_file=None,
 ):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
@@ -198,7 +200,7 @@ def export(
             "--include-control is the raw view (read_uncommitted, every record); "
             "it excludes --isolation-level read_committed."
         )
-    spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version)
+    spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version, mask, mask_key_file)
     opts = ExportOptions(
         to=to,
         payload_encoding=payload_encoding,

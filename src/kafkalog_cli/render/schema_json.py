@@ -83,10 +83,19 @@ class SchemaJsonWriter:
         for field, got in decode_record(obj, self.decoder, self.enc, self.bytes_enc):
             self.undecoded += 1
             self.err.write(
-                f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} kept as bytes: "
+                f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} "
+                f"{kept_as(self.decoder)}: "
                 f"{got.reason}\n".encode("utf-8", "backslashreplace")
             )
         return dumps(obj).encode("utf-8", "surrogatepass")
+
+
+WITHHELD = "its bytes withheld: --mask"
+
+
+def kept_as(decoder: SchemaDecoder) -> str:
+    """What became of a key or value that did not decode, as the notes on stderr say it."""
+    return f"not decoded, {WITHHELD}" if decoder.mask is not None else "kept as bytes"
 
 
 def decode_record(obj: dict, decoder: SchemaDecoder, enc, bytes_enc) -> list[tuple[str, Undecoded]]:
@@ -115,6 +124,10 @@ def decode_record(obj: dict, decoder: SchemaDecoder, enc, bytes_enc) -> list[tup
         obj[field] = enc(data)
         if isinstance(got, Undecoded):
             obj[f"{field}_schema"] = got.schema_object()
+            if decoder.mask is not None:
+                # masking: bytes that did not decode could hold what is masked; they are withheld
+                obj[field] = None
+                obj[f"{field}_schema"]["error"] += f" ({WITHHELD})"
             kept.append((field, got))
     if "headers" in obj:
         obj["headers"] = [{"key": k, "value": enc(v)} for k, v in headers]
@@ -149,7 +162,9 @@ class JsonDecoding:
     def __init__(self, spec, payload_encoding: str):
         dec = _DECODERS.get(id(spec))
         if dec is None:
-            dec = _DECODERS[id(spec)] = SchemaDecoder(spec.registry, spec.reader_version)
+            dec = _DECODERS[id(spec)] = SchemaDecoder(
+                spec.registry, spec.reader_version, mask=getattr(spec, "mask", None)
+            )
             _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
         self.decoder = dec
         self.enc = payload_encoder(payload_encoding)
@@ -157,3 +172,7 @@ class JsonDecoding:
 
     def record(self, obj: dict) -> list[tuple[str, Undecoded]]:
         return decode_record(obj, self.decoder, self.enc, self.bytes_enc)
+
+    @property
+    def kept_as(self) -> str:
+        return kept_as(self.decoder)

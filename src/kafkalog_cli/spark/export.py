@@ -213,7 +213,8 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                         obj = {**head, **obj}
                         for field, got in decoding.record(obj):
                             undecoded.append(
-                                f"{ref.path}: offset {r.offset}: {field} kept as bytes: {got.reason}"
+                                f"{ref.path}: offset {r.offset}: {field} {decoding.kept_as}: "
+                                f"{got.reason}"
                             )
                     if not options.include_headers:
                         del obj["headers"]
@@ -375,6 +376,13 @@ def export(
             "--isolation-level read_committed"
         )
     refs = segments_of_sources(paths, only=only)
+    spec = options.schemas
+    if spec is not None and getattr(spec, "mask", None) is not None:
+        from kafkalog_cli.ops.schema_decode import SchemaDecoder
+        from kafkalog_cli.ops.schema_mask import check_fields
+
+        check = SchemaDecoder(spec.registry, spec.reader_version, protobuf_messages=True)
+        check_fields(check, {r.topic for r in refs if r.topic is not None}, spec.mask)
     if options.to == "parquet":
         options = dataclasses.replace(options, by_log_dir=shared_partitions(refs))
     views = {} if options.include_control else views_for(refs, options.isolation_level)
