@@ -226,3 +226,20 @@ def test_export_parquet_selects_by_header_and_producer(runner, tmp_path):
     assert parquet(TXN, "--include-control", "--producer-id", 5000, "--producer-epoch", 3) == [
         13, 14, 15
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "path, args", [(TXN, ("--leader-epoch", "5")), (NONE, ("--producer-id", "-1"))]
+)
+def test_a_batch_filter_that_keeps_every_batch_prints_the_unfiltered_dump(runner, path, args):
+    """The batches a batch-level filter shows are printed whole, as an unfiltered dump prints
+    them (through the same fast paths), in both formats."""
+    for flags in (
+        ["--format", "json", "--deep-iteration"],
+        ["--print-data-log"],
+        ["--deep-iteration"],
+    ):
+        plain = runner.invoke(cli, ["dump-log", str(path), *flags])
+        kept = runner.invoke(cli, ["dump-log", str(path), *flags, *args])
+        assert plain.exit_code == kept.exit_code == 0, kept.output
+        assert kept.stdout == plain.stdout and plain.stdout.count("offset") > 10

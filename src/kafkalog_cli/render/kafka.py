@@ -508,6 +508,20 @@ class KafkaDumper:
                     pairs.insert(0, pr)
                 return last
         if (
+            o.filters is not None
+            and o.filters.whole_batches
+            and self._fast_found
+            and batch.magic == 2
+            and not (batch.attributes & 0x20)
+        ):
+            try:  # a batch a batch-level filter shows: its lines as an unfiltered dump's
+                text, last = batch_text(batch, -1, [], not o.skip_record_metadata, o.print_data_log)
+            except Exception:  # anything unusual: the general path says what Kafka would
+                pass
+            else:
+                self._to_stdout(text)
+                return last
+        if (
             records is not None
             and self._fast_found
             and batch.magic == 2

@@ -136,6 +136,17 @@ class Filters:
             or self.leader_epoch is not None
         )
 
+    @property
+    def whole_batches(self) -> bool:
+        """Only batch-level tests: a batch shown is shown whole (its records need no judging or
+        counting), so a renderer may write them the way it writes an unfiltered batch's."""
+        return (
+            self.judges_batches
+            and not self.needs_records
+            and not self.bounds_records
+            and self.limit is None
+        )
+
     def record_matches(self, r: Record) -> bool:
         if self.from_offset is not None and r.offset < self.from_offset:
             return False
