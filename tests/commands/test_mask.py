@@ -188,3 +188,14 @@ def test_a_mask_that_cannot_apply_is_a_usage_error(runner, tmp_path, key_file, a
         res = runner.invoke(cli, [*command, "--topic", "orders", *args])
         assert res.exit_code == 2 and says in res.stderr, (command, res.output)
         assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_a_missing_key_file_is_exit_4_naming_it(runner, tmp_path):
+    gone = tmp_path / "no.key"
+    res = runner.invoke(
+        cli,
+        ["dump-log", str(LOGDIR), "--format", "json", "--decode-schemas", "--mask", "uid"]
+        + ["--mask-key-file", str(gone)],
+    )
+    assert res.exit_code == 4 and res.stderr == f"kafkalog: {gone}: no such file or directory\n"
+    assert res.stdout == ""
