@@ -99,3 +99,16 @@ def test_to_stdout_too(runner):
     values = [json.loads(x)["value"] for x in res.stdout.splitlines()]
     inputs = json.loads((SCHEMAS / "inputs.json").read_text())
     assert values == inputs["readings"]
+
+
+def test_past_the_notes_a_segment_the_rest_are_counted(runner, tmp_path, monkeypatch):
+    from kafkalog_cli.spark import export
+
+    monkeypatch.setattr(export, "_NOTES_A_SEGMENT", 0)  # in this process: --jobs 1
+    res, lines = _exported(runner, tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "offset" not in res.stderr
+    assert (
+        f"kafkalog: note: {LOGDIR.absolute()}/legacy-0/00000000000000000000.log: 1 more keys or "
+        "values kept as bytes\n" in res.stderr
+    )

@@ -31,6 +31,7 @@ ROW_GROUP_BYTES = 64 << 20  # or this many bytes of Arrow data (a row group is h
 # and headers get no statistics: min/max of payloads prune nothing (a partition's keys come in no
 # order) and cost a compare a byte.
 _DELTA = ("offset", "timestamp", "sequence")
+_NOTES_A_SEGMENT = 100  # --to jsonl with schemas: keys or values kept as bytes named a segment
 _NO_STATISTICS = ("key", "value", "headers")
 
 
@@ -160,6 +161,7 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
     enc = payload_encoder(options.payload_encoding)
     decoding = None
     undecoded: list[str] = []
+    skipped = 0  # notes past _NOTES_A_SEGMENT, counted
     if options.schemas is not None and options.include_payload:
         from kafkalog_cli.render.schema_json import JsonDecoding
 
@@ -212,10 +214,12 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                     if decoding is not None:
                         obj = {**head, **obj}
                         for field, got in decoding.record(obj):
-                            undecoded.append(
-                                f"{ref.path}: offset {r.offset}: {field} {decoding.kept_as}: "
-                                f"{got.reason}"
-                            )
+                            skipped += len(undecoded) >= _NOTES_A_SEGMENT
+                            if len(undecoded) < _NOTES_A_SEGMENT:
+                                undecoded.append(
+                                    f"{ref.path}: offset {r.offset}: {field} "
+                                    f"{decoding.kept_as}: {got.reason}"
+                                )
                     if not options.include_headers:
                         del obj["headers"]
                     lines.append(dumps(obj if decoding is not None else {**head, **obj}))
@@ -229,6 +233,8 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
         raise WriteError(e.strerror or str(e), path=str(path)) from None
     done = {"segment": ref.path, "records": n, "file": path.name}
     if decoding is not None:
+        if skipped:
+            undecoded.append(f"{ref.path}: {skipped} more keys or values {decoding.kept_as}")
         done["undecoded"] = undecoded
     return done
 
