@@ -148,10 +148,3 @@ def test_a_topic_without_a_schema_keeps_its_bytes_column(exported):
     typed, _ = exported
     t = _table(typed, "legacy")
     assert t.column("value").type == pa.binary() and "value_error" not in t.column_names
-
-
-def test_schemas_type_parquet_only(runner, tmp_path):
-    res = runner.invoke(
-        cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"]
-    )
-    assert res.exit_code == 2 and "--to parquet" in res.stderr

@@ -189,6 +189,7 @@ def dump_log(
     key_prefix_hex,
     key_regex,
     value_regex,
+    record_filters,
     limit,
     jobs,
     timestamps,
@@ -197,6 +198,8 @@ def dump_log(
     schemas=(),
     schema=(),
     reader_version=None,
+    mask=(),
+    mask_key_file=None,
 ):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
@@ -218,7 +221,10 @@ def dump_log(
     Search: --key/--key-hex (exact), --key-prefix/--key-prefix-hex, --key-regex and --grep
     (Python regular expressions on the key's or value's bytes) show only the records that pass
     every one given (a null key or value passes none of its own), with each batch holding one;
-    they imply --deep-iteration, and --limit counts the records found.
+    they imply --deep-iteration, and --limit counts the records found. --header/--header-hex (a
+    record with that header; repeated: one of them) do too. --producer-id (and --producer-epoch)
+    and --leader-epoch judge whole batches on their header: their records are not decoded, and
+    without --deep-iteration only the batches are printed.
 
     Schemas: --decode-schemas (--format json) decodes keys and values in Confluent's wire format
     (Avro, Protobuf, JSON Schema) with the _schemas topic among the log dirs given, each subject's
@@ -292,8 +298,19 @@ def dump_log(
         key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
         key_regex=key_regex,
         value_regex=value_regex,
+        **record_filters,
     )
-    decoding = schema_decoding(given, fmt, decode_schemas, schemas, schema, reader_version)
+    decoding = schema_decoding(
+        given,
+        fmt,
+        decode_schemas,
+        schemas,
+        schema,
+        reader_version,
+        mask,
+        mask_key_file,
+        topics=_topics_of(targets),
+    )
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
@@ -334,6 +351,20 @@ def dump_log(
             break
         dumper.dump(g)
     dumper.finish()
+
+
+def _topics_of(targets: list[str]) -> set[str]:
+    """The topics of the partition dirs the .log files are in."""
+    from pathlib import Path
+
+    from kafkalog_cli.storage.names import parse_partition_dir
+
+    out = set()
+    for t in targets:
+        tp = parse_partition_dir(Path(t).parent.name) if t.endswith(".log") else None
+        if tp is not None:
+            out.add(tp.topic)
+    return out
 
 
 def _paths_given(files: tuple[str, ...], paths: tuple[str, ...]) -> list[str]:

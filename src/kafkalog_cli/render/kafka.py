@@ -589,6 +589,20 @@ class KafkaDumper:
                     pairs.insert(0, pr)
                 return last
         if (
+            o.filters is not None
+            and o.filters.whole_batches
+            and self._fast_found
+            and batch.magic == 2
+            and not (batch.attributes & 0x20)
+        ):
+            try:  # a batch a batch-level filter shows: its lines as an unfiltered dump's
+                text, last = batch_text(batch, -1, [], not o.skip_record_metadata, o.print_data_log)
+            except Exception:  # anything unusual: the general path says what Kafka would
+                pass
+            else:
+                self._to_stdout(text)
+                return last
+        if (
             records is not None
             and self._fast_found
             and batch.magic == 2
@@ -614,11 +628,12 @@ class KafkaDumper:
         if records is None:
             records = batch.records()
         for r in records if f is None else f.shown(records):
-            # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
+            # a record-level filter (a search, a time range) or a batch-level one (a producer, a
+            # leader epoch) leaves gaps of its own: not the log's
             if (
                 last_offset != -1
                 and r.offset != last_offset + 1
-                and (f is None or not f.needs_records)
+                and (f is None or not (f.needs_records or f.judges_batches))
             ):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset
