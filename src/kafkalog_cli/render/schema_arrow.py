@@ -793,6 +793,30 @@ class _GcPaused:
             gc.enable()
 
 
+def _schema_id_headers(table, is_key: bool) -> list | None:
+    """Per row of `table`, its headers as (key, value) pairs when one of them is the schema id
+    header of keys (`is_key`) or values, else (): all that `SchemaDecoder.decode` reads of a
+    record's headers. None when no row has one (found column-wise: most records have none)."""
+    import pyarrow.compute as pc
+
+    from kafkalog_cli.formats.schema_wire import KEY_SCHEMA_ID_HEADER, VALUE_SCHEMA_ID_HEADER
+
+    if "headers" not in table.column_names or not table.num_rows:
+        return None
+    column = table.column("headers").combine_chunks()
+    keys = column.flatten().field("key")
+    if not len(keys):
+        return None
+    hit = pc.equal(keys, KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER)
+    rows = pc.unique(pc.list_parent_indices(column).filter(hit)).to_pylist()
+    if not rows:
+        return None
+    out: list = [()] * len(column)
+    for i, hs in zip(rows, column.take(rows).to_pylist()):
+        out[i] = [(h["key"], h["value"]) for h in hs]
+    return out
+
+
 def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_headers: bool):
     """`table`'s key and value columns (binary) replaced by typed ones where the topic has a
     schema, with `<field>_schema_id`, `<field>_bytes` and `<field>_error` after each; `columns`
@@ -800,16 +824,6 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
     import pyarrow as pa
 
     names = table.column_names
-    headers = None
-    if (
-        "headers" in names
-        and table.num_rows
-        and len(table.column("headers").combine_chunks().flatten())
-    ):
-        headers = [
-            [(h["key"], h["value"]) for h in (hs or ())]
-            for hs in table.column("headers").to_pylist()
-        ]
     for field, is_key in (("key", True), ("value", False)):
         if field not in names:
             continue
@@ -821,9 +835,11 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         if col is None:
             continue
         raw = table.column(field).to_pylist()
+        headers = _schema_id_headers(table, is_key)
         with _GcPaused():
             done = None
-            if col.plain is not None and COLUMNAR:
+            # a decoder that masks values (`mask`) does so in `decode`: every value goes there
+            if col.plain is not None and COLUMNAR and getattr(decoder, "mask", None) is None:
                 done = _avro_columns(raw, topic, is_key, decoder, col, headers)
             if done is not None:
                 built, ids, kept, errors = done
