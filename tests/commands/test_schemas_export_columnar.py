@@ -5,6 +5,7 @@ type (where fastavro fails, rounds or reads otherwise, the record goes value by 
 
 import copy
 import datetime
+import decimal
 import io
 import json
 from pathlib import Path
@@ -154,11 +155,10 @@ def _payload(schema_id: int, schema, value, tail: bytes = b"") -> bytes:
     return bio.getvalue() + tail
 
 
-def _edge_logdir(root: Path) -> Path:
-    """A log dir: `edge-0` with Edge values (most of version 2, the reader; some of version 1;
-    a byte too many; one cut short; an unknown id; a tombstone; not framed; framed by a header;
-    the edges above), their schemas in `_schemas-0`."""
-    from kafkalog_cli.formats.records import Header, SimpleRecord, build_v2_batch
+def _logdir(root: Path, values: list, headers=None) -> Path:
+    """A log dir: `edge-0` with `values` (and their `headers`), the two versions of the Edge
+    schema in `_schemas-0`."""
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
     (root / "edge-0").mkdir(parents=True)
     (root / "_schemas-0").mkdir()
@@ -178,6 +178,19 @@ def _edge_logdir(root: Path) -> Path:
             )
         )
     (root / "_schemas-0" / "00000000000000000000.log").write_bytes(build_v2_batch(regs, 0))
+    batch = [
+        SimpleRecord(key=b"k", value=v, timestamp=1_700_000_000_000, headers=h)
+        for v, h in zip(values, headers or [[]] * len(values))
+    ]
+    (root / "edge-0" / "00000000000000000000.log").write_bytes(build_v2_batch(batch, 0))
+    return root
+
+
+def _edge_logdir(root: Path) -> Path:
+    """Edge values (most of version 2, the reader; some of version 1; a byte too many; one cut
+    short; an unknown id; a tombstone; not framed; framed by a header; the edges above)."""
+    from kafkalog_cli.formats.records import Header
+
     values = [_payload(9, EDGE, _value(i)) for i in range(12)]
     values += [_payload(8, EDGE_V1, _value(100 + i)) for i in range(3)]
     values += [_payload(9, EDGE, _value(300), b"\x00"), _payload(9, EDGE, _value(301))[:-3]]
@@ -187,12 +200,7 @@ def _edge_logdir(root: Path) -> Path:
     # (the header frames the value: its prefix is not read)
     headers = [[Header("traceparent", b"00-1")] if i % 4 == 0 else [] for i in range(len(values))]
     headers[20] = [Header("__value_schema_id", b"\x07"), Header("x", None)]
-    batch = [
-        SimpleRecord(key=b"k", value=v, timestamp=1_700_000_000_000, headers=h)
-        for v, h in zip(values, headers)
-    ]
-    (root / "edge-0" / "00000000000000000000.log").write_bytes(build_v2_batch(batch, 0))
-    return root
+    return _logdir(root, values, headers)
 
 
 def _export(log_dir: Path, out: Path, columnar: bool, monkeypatch, *more: str) -> dict[str, bytes]:
@@ -285,3 +293,26 @@ def test_the_fixture_writes_the_bytes_of_the_value_by_value_path(tmp_path, monke
     columnar = _export(FIXTURE / "logdir", tmp_path / "columnar", True, monkeypatch, *more)
     one_by_one = _export(FIXTURE / "logdir", tmp_path / "one-by-one", False, monkeypatch, *more)
     assert len(columnar) >= 4 and columnar == one_by_one
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar", "value-by-value"])
+def test_a_decimal_past_its_precision_is_kept_as_bytes_with_its_error(
+    tmp_path, monkeypatch, columnar
+):
+    # fastavro rounds 10**10 hundredths to decimal(10, 2)'s 10 digits: 1.000000000E+8, which
+    # Arrow's decimal128(10, 2) does not hold; the record keeps its bytes, the others decode
+    big = _payload(9, EDGE, _value(1, dec=(10**10).to_bytes(5, "big", signed=True)))
+    values = [_payload(9, EDGE, _value(0)), big, _payload(9, EDGE, _value(2))]
+    log_dir = _logdir(tmp_path / "logdir", values)
+    _export(log_dir, tmp_path / "out", columnar, monkeypatch, "--topic", "edge")
+    t = pq.read_table(next((tmp_path / "out").rglob("*.parquet")))
+    rows = t.select(["value", "value_schema_id", "value_bytes", "value_error"]).to_pylist()
+    assert [r["value_schema_id"] for r in rows] == [9, 9, 9]
+    assert rows[1] == {
+        "value": None,
+        "value_schema_id": 9,
+        "value_bytes": big,
+        "value_error": "not the column's type (edge-value version 2)",
+    }
+    assert [r["value"]["id"] for r in (rows[0], rows[2])] == [0, 2]
+    assert rows[2]["value"]["dec"] == decimal.Decimal("-246.90")

@@ -314,8 +314,8 @@ def _columnar(arr, t):
 
 
 def _to_arrow_value(v, t):
-    """A decoded value as pyarrow builds `t` from it: UUIDs as their 16 bytes, union members
-    placed, recursive records as JSON text."""
+    """A decoded value (or one `converter` made) as pyarrow builds `t` from it: UUIDs as their
+    16 bytes, union members placed, recursive records as JSON text."""
     import uuid
 
     import pyarrow as pa
@@ -323,6 +323,8 @@ def _to_arrow_value(v, t):
     if v is None:
         return None
     if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        if isinstance(v, bytes) and len(v) == 16:  # converted
+            return v
         return (v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))).bytes
     if pa.types.is_struct(t):
         if (
@@ -343,7 +345,8 @@ def _to_arrow_value(v, t):
     if pa.types.is_list(t):
         return [_to_arrow_value(x, t.value_type) for x in v]
     if pa.types.is_map(t):
-        return [(k, _to_arrow_value(x, t.item_type)) for k, x in v.items()]
+        pairs = v if isinstance(v, list) else v.items()  # a list: converted
+        return [(k, _to_arrow_value(x, t.item_type)) for k, x in pairs]
     if pa.types.is_string(t) and not isinstance(v, str):
         return json.dumps(v, default=str)
     return v
@@ -654,6 +657,11 @@ class TypedColumn:
         return None if parsed is None else (parsed, w.id)
 
 
+def _unfit(col: TypedColumn) -> str:
+    """The error of a decoded value the column's type does not take."""
+    return f"not the column's type ({col.reader.subject} version {col.reader.version})"
+
+
 def _one(got, data, col: TypedColumn) -> tuple:
     """A key's or value's (typed value, schema id, error) from its decoding `got`."""
     value, sid, error = None, None, None
@@ -661,7 +669,7 @@ def _one(got, data, col: TypedColumn) -> tuple:
         sid = got.writer.id
         value = col.convert(got)
         if value is None and got.value is not None:
-            error = f"not the column's type ({col.reader.subject} version {col.reader.version})"
+            error = _unfit(col)
     elif isinstance(got, Undecoded):
         sid = got.schema_id if isinstance(got.schema_id, int) else None
         error = got.reason
@@ -764,10 +772,20 @@ def _one_by_one(raw: list, topic: str, is_key: bool, decoder, col: TypedColumn, 
         ids.append(sid)
         kept.append(data if error is not None else None)
         errors.append(error)
+    unfit = (pa.ArrowException, TypeError, ValueError, AttributeError)
     try:
         built = pa.array(values, type=col.storage)
-    except (pa.ArrowException, TypeError, ValueError):  # a shape the converter did not foresee
-        built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
+    except unfit:  # a shape the converter did not foresee
+        try:
+            built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
+        except unfit:  # a value the column's type does not hold (a decimal past its precision)
+            for i, v in enumerate(values):
+                try:
+                    values[i] = _to_arrow_value(v, col.type)
+                    pa.array([values[i]], type=col.storage)
+                except unfit:
+                    values[i], kept[i], errors[i] = None, raw[i], _unfit(col)
+            built = pa.array(values, type=col.storage)
     return built, ids, kept, errors
 
 
