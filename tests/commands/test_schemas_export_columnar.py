@@ -155,22 +155,25 @@ def _payload(schema_id: int, schema, value, tail: bytes = b"") -> bytes:
     return bio.getvalue() + tail
 
 
-def _logdir(root: Path, values: list, headers=None) -> Path:
-    """A log dir: `edge-0` with `values` (and their `headers`), the two versions of the Edge
-    schema in `_schemas-0`."""
+def _logdir(
+    root: Path, values: list, headers=None, schemas=((1, 8, EDGE_V1), (2, 9, EDGE))
+) -> Path:
+    """A log dir: `edge-0` with `values` (and their `headers`), the versions of the subject
+    edge-value in `_schemas-0` ((version, id, schema[, GUID]) each: the two of Edge)."""
     from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
 
     (root / "edge-0").mkdir(parents=True)
     (root / "_schemas-0").mkdir()
     (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=edge\n")
     regs = []
-    for version, sid, schema in ((1, 8, EDGE_V1), (2, 9, EDGE)):
+    for version, sid, schema, *guid in schemas:
         key = {"keytype": "SCHEMA", "subject": "edge-value", "version": version, "magic": 1}
         value = {
             "subject": "edge-value",
             "version": version,
             "id": sid,
             "schema": json.dumps(schema),
+            **({"guid": guid[0]} if guid else {}),
         }
         regs.append(
             SimpleRecord(
@@ -316,3 +319,28 @@ def test_a_decimal_past_its_precision_is_kept_as_bytes_with_its_error(
     }
     assert [r["value"]["id"] for r in (rows[0], rows[2])] == [0, 2]
     assert rows[2]["value"]["dec"] == decimal.Decimal("-246.90")
+
+
+@pytest.mark.parametrize("columnar", [True, False], ids=["columnar", "value-by-value"])
+def test_a_guid_prefix_does_not_stand_for_the_id_of_its_first_bytes(
+    tmp_path, monkeypatch, columnar
+):
+    # version 1 framed by its GUID (magic 1), whose first 4 bytes are version 2's id (9): the
+    # values framed by id 9 (magic 0) are version 2's, read as such
+    v1 = {"type": "record", "name": "R", "fields": [{"name": "a", "type": "long"}]}
+    v1["fields"].append({"name": "b", "type": "string"})
+    v2 = {**v1, "fields": [v1["fields"][0], {"name": "c", "type": "string", "default": "-"}]}
+    guid = "00000009-0000-4000-8000-000000000001"
+    schemas = ((1, 8, v1, guid), (2, 9, v2))
+    by_guid = (
+        b"\x01" + bytes.fromhex(guid.replace("-", "")) + _payload(8, v1, {"a": 1, "b": "x"})[5:]
+    )
+    values = [by_guid, _payload(9, v2, {"a": 2, "c": "y"}), _payload(9, v2, {"a": 3, "c": "z"})]
+    log_dir = _logdir(tmp_path / "logdir", values, schemas=schemas)
+    _export(log_dir, tmp_path / "out", columnar, monkeypatch, "--topic", "edge")
+    t = pq.read_table(next((tmp_path / "out").rglob("*.parquet")))
+    assert t.select(["value", "value_schema_id"]).to_pylist() == [
+        {"value": {"a": 1, "c": "-"}, "value_schema_id": 8},
+        {"value": {"a": 2, "c": "y"}, "value_schema_id": 9},
+        {"value": {"a": 3, "c": "z"}, "value_schema_id": 9},
+    ]

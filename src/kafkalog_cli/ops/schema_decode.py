@@ -551,7 +551,12 @@ class SchemaDecoder:
         reader = self.reader_of(writer.subject) or writer
         payload = memoryview(data)[ref.start :] if hdr is None else data
         got = self._decode(writer, reader, ref, payload)
-        if isinstance(got, Decoded) and hdr is None and writer.schema_type is SchemaType.AVRO:
+        if (
+            isinstance(got, Decoded)
+            and hdr is None
+            and ref.guid is None  # framed by an id (magic 0): its 4 bytes name the writer
+            and writer.schema_type is SchemaType.AVRO
+        ):
             key = (topic, is_key, bytes(data[1:5]))
             self._fast[key] = self._avro_fast(got)
             self._fast_first[key] = got
