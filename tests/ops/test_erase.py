@@ -436,3 +436,31 @@ def test_producer_snapshots_and_txnindex_stay_valid(tmp_path, name, selection):
     assert {f: (part / f).read_bytes() for f in kept} == kept
     assert _rebuilt(part) == want
     _indexes_check(part)
+
+
+def test_an_open_transactions_first_batch_is_kept_empty(tmp_path):
+    """Its first offset is the producer state's current transaction start (the last stable
+    offset): kept header-only; the same producer's committed transaction's batch goes."""
+    log_dir, part = _log_dir(tmp_path)
+    txn = dict(producer_id=42, producer_epoch=1, is_transactional=True)
+    write_segment(
+        part,
+        0,
+        [
+            build_v2_batch(_recs(2), 0, base_sequence=0, **txn),
+            control_batch(2, commit=True),
+            build_v2_batch(_recs(3, 3), 3, base_sequence=2, **txn),  # opens a transaction
+            build_v2_batch(_recs(3, 6), 6, base_sequence=5, **txn),
+            build_v2_batch(_recs(3, 9), 9),
+        ],
+    )
+    before = _rebuilt(part)
+    assert [e.current_txn_first_offset for e in before] == [3]
+    _erase(log_dir, part, offsets=((0, 1), (3, 5)))
+    assert [(b.base_offset, b.last_offset, b.records_count) for b in _batches(part)] == [
+        (2, 2, 1),  # the marker
+        (3, 5, 0),  # the open transaction's first batch, header-only
+        (6, 8, 3),
+        (9, 11, 3),
+    ]
+    assert _rebuilt(part) == before

@@ -143,18 +143,25 @@ class Selection:
         return True
 
     def to_dict(self) -> dict:
-        """The selection as the report states it (hex for bytes: the report holds no data
-        but what the user gave)."""
+        """The selection as the report states it: keys, key prefixes and header values as their
+        SHA-256 (a report holds none of the data it erased); names, patterns and offsets as given."""
+
+        def sha(v: bytes) -> str:
+            return hashlib.sha256(v).hexdigest()
+
         out: dict = {}
         if self.keys:
-            out["key_hex"] = [k.hex() for k in self.keys]
+            out["key_sha256"] = [sha(k) for k in self.keys]
         if self.key_prefixes:
-            out["key_prefix_hex"] = [k.hex() for k in self.key_prefixes]
+            out["key_prefix_sha256"] = [sha(k) for k in self.key_prefixes]
         if self.key_regexes:
             out["key_regex"] = [r.pattern.decode("utf-8", "replace") for r in self.key_regexes]
         if self.headers:
             out["header"] = [
-                {"name": n.decode("utf-8", "replace"), "value_hex": None if v is None else v.hex()}
+                {
+                    "name": n.decode("utf-8", "replace"),
+                    "value_sha256": None if v is None else sha(v),
+                }
                 for n, v in self.headers
             ]
         if self.value_regexes:
