@@ -464,3 +464,29 @@ def test_an_open_transactions_first_batch_is_kept_empty(tmp_path):
         (9, 11, 3),
     ]
     assert _rebuilt(part) == before
+
+
+def test_a_dry_run_after_a_killed_run_reads_the_segments_as_the_rerun_will(tmp_path):
+    """The killed run's `.swap` is what the rerun finishes first: the dry run says so (exit 1:
+    the finish is pending) and reads the rewritten segment from it."""
+    from kafkalog_cli.storage.fsops import InjectedFault
+
+    log_dir, part = _log_dir(tmp_path)
+    write_segment(part, 0, [build_v2_batch(_recs(5), 0)])
+    write_segment(part, 5, [build_v2_batch(_recs(5, 5), 5)])
+    topic = erase.EraseOptions(topic="t", selection=erase.Selection(keys=(b"k001", b"k007")))
+    for n in range(1, 60):
+        shutil.rmtree(part)
+        write_segment(part, 0, [build_v2_batch(_recs(5), 0)])
+        write_segment(part, 5, [build_v2_batch(_recs(5, 5), 5)])
+        with pytest.raises(InjectedFault):
+            erase.run(log_dir, [part], topic, FsOps(log_dir, fault_after=n))
+        if (part / "00000000000000000000.log.swap").exists() and not list(part.glob("*.cleaned")):
+            break  # every .cleaned file renamed: the .swap is valid (LogLoader completes it)
+    p = erase.plan(log_dir, [part], topic)
+    assert p.pending and any("interrupted rewrite" in f.message for f in p.findings)
+    assert p.partitions["t-0"]["erased_offsets"] == [[7, 7]]  # 1 is gone in the .swap
+    p, _ = erase.run(log_dir, [part], topic, FsOps(log_dir))
+    assert p.partitions["t-0"]["erased_offsets"] == [[7, 7]]
+    assert [r[0] for r in _records(part)] == [0, 2, 3, 4, 5, 6, 8, 9]
+    assert not list(part.glob("*.swap")) and not list(part.glob("*.cleaned"))
