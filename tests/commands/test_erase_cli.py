@@ -4,6 +4,7 @@ dirs, and the other copies it names, as a user runs it on the example log dir.""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 from pathlib import Path
@@ -209,6 +210,20 @@ def test_an_earlier_runs_quarantine_folder_holding_matches_is_named(tmp_path):
     r = run("erase", d, "--topic", "multi-segment", "--key", "ms-0042", "--format", "json")
     assert partitions(r.output)["multi-segment-0"]["other_copies"]["quarantine_folders"] == []
     assert part.is_dir()
+
+
+def test_a_kept_file_that_cannot_be_read_to_its_end_is_named_as_one_that_may_hold_them(tmp_path):
+    d = copy(tmp_path)
+    assert run("delete-records", d, "--topic", "multi-segment", "--before", "300").exit_code == 0
+    (kept,) = (tmp_path / ".kafkalog-quarantine").rglob("00000000000000000000.log")
+    os.truncate(kept, kept.stat().st_size - 7)  # the last batch torn
+    r = run("erase", d, "--topic", "multi-segment", "--key", "ms-0042", "--format", "json")
+    (held,) = partitions(r.output)["multi-segment-0"]["other_copies"]["quarantine_folders"]
+    assert held["offsets"] == [[42, 42]]
+    (why,) = held["not_searched"]
+    assert why.startswith(f"{kept}: ")
+    r = run("erase", d, "--topic", "multi-segment", "--key", "ms-0042")
+    assert f"may still hold them (not searched): {kept}: " in r.output
 
 
 def test_remote_segments_are_refused_without_local_only(tmp_path):

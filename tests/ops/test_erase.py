@@ -397,6 +397,8 @@ def test_overwrite_leaves_a_file_with_other_links_and_says_so(tmp_path):
     p, _ = _erase(log_dir, part, keys=(b"k001",), overwrite=True)
     assert other.read_bytes() == before
     assert any("not overwritten" in f.message for f in p.findings)
+    (linked,) = p.partitions["t-0"]["other_copies"]["hard_links"]
+    assert linked.startswith(f"{log}: 1 other name(s) link to its bytes")
 
 
 def _rebuilt(part: Path) -> list:

@@ -257,7 +257,8 @@ _RANGES_SHOWN = 20  # offset ranges on a text line; --format json has them all
 
 
 def _text(outcome) -> list[str]:
-    """A line per partition: what went (or would), the consumers' view, the other copies."""
+    """A line per partition: what went (or would), the consumers' view, the other copies that
+    still hold matching records (also where nothing here matched)."""
     p = outcome.plan
     lines = []
     verb = "would erase" if outcome.dry_run else "erased"
@@ -266,29 +267,41 @@ def _text(outcome) -> list[str]:
         if s.get("status") == "error":
             continue
         n = s.get("records_erased", 0)
-        if not n:
+        if n:
+            shown = s["erased_offsets"][:_RANGES_SHOWN]
+            ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in shown)
+            if len(s["erased_offsets"]) > _RANGES_SHOWN:
+                more = len(s["erased_offsets"]) - _RANGES_SHOWN
+                ranges += f" and {more} more ranges (--format json)"
+            tomb = f" ({s['tombstones']} as tombstones)" if s.get("tombstones") else ""
+            lines.append(
+                f"{name}: {verb} {n} record(s){tomb} at offsets {ranges}; "
+                f"{len(s['segments_rewritten'])} segment(s) "
+                f"{'to rewrite' if outcome.dry_run else 'rewritten'}; no copy kept"
+            )
+            lines.append(f"  consumers: {s['consumers']}")
+        else:
             lines.append(f"{name}: nothing matched: nothing erased")
-            continue
-        shown = s["erased_offsets"][:_RANGES_SHOWN]
-        ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in shown)
-        if len(s["erased_offsets"]) > _RANGES_SHOWN:
-            ranges += f" and {len(s['erased_offsets']) - _RANGES_SHOWN} more ranges (--format json)"
-        tomb = f" ({s['tombstones']} as tombstones)" if s.get("tombstones") else ""
-        lines.append(
-            f"{name}: {verb} {n} record(s){tomb} at offsets {ranges}; "
-            f"{len(s['segments_rewritten'])} segment(s) "
-            f"{'to rewrite' if outcome.dry_run else 'rewritten'}; no copy kept"
-        )
-        lines.append(f"  consumers: {s['consumers']}")
-        other = s["other_copies"]
-        for q in other["quarantine_folders"]:
+        lines += _other_copies_lines(s["other_copies"], erased=bool(n))
+    for f in p.findings:
+        lines.append(f"  note: {f.partition}: {f.message}")
+    return lines
+
+
+def _other_copies_lines(other: dict, erased: bool) -> list[str]:
+    lines = []
+    for q in other["quarantine_folders"]:
+        if q["offsets"]:
             lines.append(
                 f"  still held: quarantine folder {q['folder']} (offsets "
                 f"{', '.join(f'{a}..{b}' for a, b in q['offsets'])}): {q['prune']}"
             )
-        if other["remote_tier"]:
-            lines.append(f"  still held: remote tier: {other['remote_tier']}")
+        for why in q.get("not_searched", ()):
+            lines.append(f"  may still hold them (not searched): {why}: {q['prune']}")
+    if other["remote_tier"]:
+        lines.append(f"  still held: remote tier: {other['remote_tier']}")
+    for line in other["hard_links"]:
+        lines.append(f"  still held: {line}")
+    if erased:
         lines.append(f"  {other['replicas']}")
-    for f in p.findings:
-        lines.append(f"  note: {f.partition}: {f.message}")
     return lines
