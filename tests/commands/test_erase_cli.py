@@ -266,3 +266,20 @@ def test_a_locked_log_dir_is_exit_5_and_unchanged(tmp_path):
         holder.wait()
     assert r.exit_code == 5, r.output
     assert state(d) == before
+
+
+def test_a_locked_copy_is_skipped_and_the_others_are_erased(tmp_path):
+    from tests.helpers.locks import hold_lock
+
+    a, b = copy(tmp_path, "broker1"), copy(tmp_path, "broker2")
+    before = state(a)
+    holder = hold_lock(a / ".lock")
+    try:
+        r = run("erase", a, b, "--topic", "codec-gzip", "--key", "k025")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 5, r.output
+    assert r.stderr.startswith(f"kafkalog: {a}: skipped: ")
+    assert state(a) == before and "codec-gzip-0: erased 1 record(s)" in r.output
+    assert 25 not in [x.offset for x in records(b / GZIP)]

@@ -197,7 +197,8 @@ def erase(
     Exit codes: 0 erased, or nothing matched (said so); 1 --dry-run: something would be erased;
     2 usage, or refused (an internal topic, remote segments without --local-only); 3 corrupt input
     in a segment it must read; 4 bad path, or a partition linked out of the log dir; 5 a log dir is
-    locked (a broker runs on it); 6 a change could not be written. Precedence: kafkalog --help.
+    locked (a broker runs on it): skipped, the other copies erased; 6 a change could not be
+    written. Precedence: kafkalog --help.
     """
     from kafkalog_cli.commands.change_run import report_run
     from kafkalog_cli.commands.common import partition_groups
@@ -241,6 +242,7 @@ def erase(
         _text,
         fmt=fmt,
         report_path=report_path,
+        keep_going=True,  # a locked copy: a line on stderr, and the other copies erased
         dry_run=dry_run,
         no_quarantine=True,
         follow_symlinks=follow_symlinks,
