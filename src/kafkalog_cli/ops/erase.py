@@ -353,6 +353,9 @@ def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, po
     """filterTo with erase's retention: the batch as it is unless it holds an erased record."""
     if b.magic >= 2 and (b.is_control or not rw.touches(b.base_offset_field, b.last_offset)):
         return original_batch(b, res)
+    recs = b.records() if b.magic < 2 else []
+    if b.magic < 2 and not any(r.offset in rw.erased for r in recs):
+        return original_batch(b, res)
     if not b.is_valid():  # never give a damaged batch a new CRC
         raise CorruptRecordError(
             f"batch CRC mismatch in a batch holding records to erase (offsets "
@@ -361,7 +364,6 @@ def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, po
             position=pos + b.position,
         )
     if b.magic < 2:
-        recs = b.records()
         kept: list[Record] = []
         for r in recs:
             if r.offset not in rw.erased:
