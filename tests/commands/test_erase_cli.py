@@ -4,6 +4,7 @@ dirs, and the other copies it names, as a user runs it on the example log dir.""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -283,3 +284,14 @@ def test_a_locked_copy_is_skipped_and_the_others_are_erased(tmp_path):
     assert r.stderr.startswith(f"kafkalog: {a}: skipped: ")
     assert state(a) == before and "codec-gzip-0: erased 1 record(s)" in r.output
     assert 25 not in [x.offset for x in records(b / GZIP)]
+
+
+def test_report_appends_the_runs_lines(tmp_path):
+    d = copy(tmp_path)
+    report = tmp_path / "erase-report.jsonl"
+    for _ in range(2):
+        r = run("erase", d, "--topic", "codec-gzip", "--key", "k025", "--report", report)
+        assert r.exit_code == 0, r.output
+    runs = [json.loads(x) for x in report.read_text().splitlines()]
+    assert [o["kind"] for o in runs] == ["partition", "log_dir", "totals"] * 2
+    assert [o["records_erased"] for o in runs if o["kind"] == "partition"] == [1, 0]

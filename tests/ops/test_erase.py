@@ -501,7 +501,9 @@ def test_a_dry_run_after_a_killed_run_reads_the_segments_as_the_rerun_will(tmp_p
     assert not list(part.glob("*.swap")) and not list(part.glob("*.cleaned"))
 
 
-@pytest.mark.parametrize("case", ["v0-gzip", "v0-snappy", "v1-gzip-create", "v1-lz4-create"])
+@pytest.mark.parametrize(
+    "case", ["v0-gzip", "v0-snappy", "v1-gzip-create", "v1-lz4-create", "v1-gzip-logappend"]
+)
 def test_legacy_wrappers_without_an_erased_record_stay_as_they_were(tmp_path, case):
     """Only the wrapper holding the erased record is rebuilt: the others keep their bytes, as
     their producer's compressor wrote them."""
@@ -510,9 +512,14 @@ def test_legacy_wrappers_without_an_erased_record_stay_as_they_were(tmp_path, ca
     log_dir, part = _log_dir(tmp_path)
     for f in (CORPUS / "legacy" / case).glob("*.log"):
         shutil.copy(f, part / f.name)
-    before = _batches(part)
+    before, records = _batches(part), _records(part)
     p, _ = _erase(log_dir, part, offsets=((1, 1),))
     assert p.partitions["t-0"]["records_erased"] == 1
     after = _batches(part)
     assert [bytes(b.data) for b in after[1:]] == [bytes(b.data) for b in before[1:]]
-    assert 1 not in [r[0] for r in _records(part)]
+    assert _records(part) == [r for r in records if r[0] != 1]  # timestamps too
+    assert (after[0].magic, after[0].compression_id, after[0].timestamp_type) == (
+        before[0].magic,
+        before[0].compression_id,
+        before[0].timestamp_type,
+    )
