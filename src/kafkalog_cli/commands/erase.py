@@ -54,7 +54,9 @@ def _header(value: str) -> tuple[bytes, bytes | None]:
 @click.command(
     "erase", short_help="Remove chosen records from every copy of a partition, in place."
 )
-@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
+@click.argument(
+    "paths", nargs=-1, required=True, metavar="LOGDIR...", type=InputPath(path_type=Path)
+)
 @click.option("--topic", required=True, metavar="TOPIC", help="The topic (its exact name).")
 @click.option(
     "--partition",
@@ -195,10 +197,10 @@ def erase(
 
     \b
     Exit codes: 0 erased, or nothing matched (said so); 1 --dry-run: something would be erased;
-    2 usage, or refused (an internal topic, remote segments without --local-only); 3 corrupt input
-    in a segment it must read; 4 bad path, or a partition linked out of the log dir; 5 a log dir is
-    locked (a broker runs on it): skipped, the other copies erased; 6 a change could not be
-    written. Precedence: kafkalog --help.
+    2 usage, or refused (an internal topic, remote segments without --local-only, a v0/v1 last
+    message wholly selected); 3 corrupt input in a segment it must read; 4 bad path, or a
+    partition linked out of the log dir; 5 a log dir is locked (a broker runs on it): skipped,
+    the other copies erased; 6 a change could not be written. Precedence: kafkalog --help.
     """
     from kafkalog_cli.commands.change_run import report_run
     from kafkalog_cli.commands.common import partition_groups
