@@ -234,7 +234,7 @@ def decoding_of(options):
 
 
 def _planned_topics(options) -> list[str]:
-    """The topics of the segments a scan with these options reads (None for a bare segment)."""
+    """The topics of the segments a scan with these options reads ("" for a bare segment)."""
     only = partition_filter(options.get("topic"), options.get("partition"))
     kafka = kafka_options(options)
     return sorted(
