@@ -4,6 +4,9 @@ pushed-down reader for its later queries; `register` must not let that reach the
 
 from __future__ import annotations
 
+import zipfile
+from pathlib import Path
+
 import pytest
 
 from tests.spark.helpers import FIXTURES
@@ -92,6 +95,28 @@ def test_register_says_whether_it_pushes_down(spark):
     assert pushes == scan_scoped
     if not pushes:  # a Spark that would leak: pushdown stays as the user had it
         assert spark.conf.get("spark.sql.python.filterPushdown.enabled", "false") == "false"
+
+
+def test_the_drop_in_reads_the_same_answer_from_the_spark_jar(spark):
+    """pyspark_kafkalog's source decides pushdown in a Python worker, which has no JVM to ask:
+    it reads the fields of PythonScanBuilder from the Spark jar, which must be the JVM's."""
+    import pyspark
+
+    from kafkalog_cli.spark.datasource import (
+        declared_fields,
+        jar_scan_scoped,
+        pushdown_is_scan_scoped,
+    )
+
+    jvm = spark.sparkContext._jvm
+    python = "org.apache.spark.sql.execution.datasources.v2.python"
+    for name in (f"{python}.PythonScanBuilder", f"{python}.PythonDataSourceV2"):
+        fields = jvm.java.lang.Class.forName(name).getDeclaredFields()
+        (jar,) = (Path(pyspark.__file__).parent / "jars").glob("spark-sql_*.jar")
+        with zipfile.ZipFile(jar) as z:
+            data = z.read(name.replace(".", "/") + ".class")
+        assert declared_fields(data) == {f.getName() for f in fields}
+    assert jar_scan_scoped() == pushdown_is_scan_scoped(spark)
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,10 @@
 """kafkalog on Apache Spark (extra: kafkalog-cli[spark]).
 
-    from kafkalog_cli.spark import register
-    register(spark)
     spark.read.format("kafkalog").load("/var/lib/kafka/data")      # one row per record
     spark.read.format("kafkalog").option("level", "batch").load(...)  # one row per batch
+
+pyspark finds the source by itself (the top-level module `pyspark_kafkalog`); `register(spark)`
+also turns filter pushdown on where this Spark gets it right.
 
 `spark.session.get_session()` makes a quiet local session; `spark.engine.run_partitions()` runs a
 per-partition library function over a process pool or Spark tasks.

@@ -1,8 +1,9 @@
 """The PySpark Data Source `kafkalog`: Kafka log dirs, partition dirs and segments as a table.
 
-    from kafkalog_cli.spark import register
-    register(spark)
     df = spark.read.format("kafkalog").load("/var/lib/kafka/data")
+
+(pyspark finds it through the `pyspark_kafkalog` module; `register(spark)` registers it too and
+decides filter pushdown. Spark ships it to its workers as spark/portable.py's classes.)
 
 Options:
     level            record (default): one row per record; batch: one row per batch
@@ -24,7 +25,13 @@ Options:
     schema           kafkalog (default) or kafka: Spark's Kafka source's columns, the default when
                      subscribe, subscribePattern or assign is given; with them Spark's Kafka
                      options (startingOffsets, endingOffsets, kafka.*) are mapped as
-                     spark/kafka_compat.py says
+                     spark/kafka_compat.py says; a schema file bound to a topic
+                     (TOPIC=FILE, TOPIC:key=FILE; comma-separated) as --schema
+    decodeSchemas    true: keys and values decoded with the _schemas topic among the paths
+                     (--decode-schemas): typed columns and value_schema_id, value_bytes and
+                     value_error after each (spark/decoded.py)
+    schemas          more schema sources, comma-separated (--schemas)
+    readerVersion    every subject's records read with this version (--reader-version)
 
 Filter pushdown (`register` decides): on a Spark whose Python scans keep their pushed filters to
 themselves, filters on topic, partition, offset and timestamp are pushed down: topic and partition
@@ -40,8 +47,9 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 
 from kafkalog_cli.allocator import tune_for_streaming
 from kafkalog_cli.ops.consumer_view import (
@@ -52,9 +60,13 @@ from kafkalog_cli.ops.consumer_view import (
     views_for,
 )
 from kafkalog_cli.spark.arrow import Pushdown, bin_pack, columns, ddl, read_segment
-from kafkalog_cli.spark.datasource_options import partition_filter, source_paths
+from kafkalog_cli.spark.datasource_options import partition_filter, schema_options, source_paths
 from kafkalog_cli.spark.kafka_compat import kafka_ddl, kafka_options, native_columns, to_kafka, warn
+from kafkalog_cli.spark.portable import KafkalogPushdownSource, KafkalogSource
 from kafkalog_cli.storage.remote import segments_of_sources
+
+if TYPE_CHECKING:
+    from kafkalog_cli.spark.decoded import Decoding
 
 _TRUE = ("true", "1", "yes")
 # the Spark class whose field `readInfo` means a pushed-down reader belongs to its own scan
@@ -91,53 +103,161 @@ class SegmentsPartition(InputPartition):
         self.views = views if views is not None else [None] * len(refs)
 
 
-class KafkalogDataSource(DataSource):
-    """`spark.read.format("kafkalog")`: Spark applies every filter (safe on every Spark)."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "kafkalog"
-
-    def _kafka(self):
-        return kafka_options(self.options)
-
-    def _columns(self):
-        level = self.options.get("level", "record").lower()
-        if self._kafka().kafka_schema:
-            if level != "record":
-                raise ValueError(
-                    "kafkalog: option schema=kafka has one row per record: it excludes level=batch"
-                )
-            wanted = native_columns(_flag(self.options, "includeHeaders", False))
-            return [c for c in columns("record") if c[0] in wanted]
-        return columns(
-            level,
-            _flag(self.options, "includePayload", True),
-            _flag(self.options, "includeHeaders", True),
-        )
-
-    def schema(self) -> str:
-        if self._kafka().kafka_schema:
-            return kafka_ddl(_flag(self.options, "includeHeaders", False))
-        return ddl(self._columns())
-
-    def reader(self, schema) -> KafkalogReader:
-        return KafkalogReader(self.options, self._columns())
+# the names register() and the tests know the sources by
+KafkalogDataSource = KafkalogSource
+KafkalogPushdownDataSource = KafkalogPushdownSource
 
 
-class KafkalogPushdownDataSource(KafkalogDataSource):
-    """The same table, with filters pushed down: only for a Spark where pushdown_is_scan_scoped."""
+def jar_scan_scoped() -> bool:
+    """pushdown_is_scan_scoped asked of the Spark jars, for a Python worker (it has no JVM to
+    ask): whether the PythonScanBuilder class of this Spark's spark-sql jar declares `readInfo`.
+    False when it cannot tell."""
+    import zipfile
+    from pathlib import Path
 
-    def reader(self, schema) -> KafkalogReader:
-        return KafkalogPushdownReader(self.options, self._columns())
+    try:
+        import pyspark
+        from pyspark.sql import datasource
+
+        if not hasattr(datasource, "EqualTo"):
+            return False
+        home = os.environ.get("SPARK_HOME") or os.path.dirname(pyspark.__file__)
+        for jar in sorted(Path(home, "jars").glob("spark-sql_*.jar")):
+            with zipfile.ZipFile(jar) as z:
+                data = z.read(_SCAN_BUILDER.replace(".", "/") + ".class")
+            return "readInfo" in declared_fields(data)
+    except Exception:  # no jar, another layout, a class file this reader does not know
+        return False
+    return False
+
+
+def declared_fields(data: bytes) -> set[str]:
+    """The names of the fields a Java class file declares (JVMS 4.1: the constant pool, then the
+    fields table)."""
+    import struct
+
+    pos = 10  # magic, minor and major version, constant_pool_count
+    count = struct.unpack_from(">H", data, 8)[0]
+    utf8: dict[int, str] = {}
+    sizes = {3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2}
+    sizes.update({17: 4, 18: 4, 19: 2, 20: 2})
+    i = 1
+    while i < count:
+        tag = data[pos]
+        if tag == 1:
+            n = struct.unpack_from(">H", data, pos + 1)[0]
+            utf8[i] = data[pos + 3 : pos + 3 + n].decode("utf-8", "replace")
+            pos += 3 + n
+        else:
+            pos += 1 + sizes[tag]
+        i += 2 if tag in (5, 6) else 1  # a long or a double takes two entries
+    pos += 6  # access_flags, this_class, super_class
+    interfaces = struct.unpack_from(">H", data, pos)[0]
+    pos += 2 + 2 * interfaces
+    fields = struct.unpack_from(">H", data, pos)[0]
+    pos += 2
+    names = set()
+    for _ in range(fields):
+        _, name, _, attrs = struct.unpack_from(">HHHH", data, pos)
+        names.add(utf8[name])
+        pos += 8
+        for _ in range(attrs):
+            pos += 6 + struct.unpack_from(">I", data, pos + 2)[0]
+    return names
+
+
+def source_columns(options, decoding: bool = False) -> list:
+    """The (name, Arrow type) columns the options ask for, before any decoding; `decoding`
+    keeps the headers, which may hold the schema ids."""
+    level = options.get("level", "record").lower()
+    if kafka_options(options).kafka_schema:
+        if level != "record":
+            raise ValueError(
+                "kafkalog: option schema=kafka has one row per record: it excludes level=batch"
+            )
+        wanted = native_columns(decoding or _flag(options, "includeHeaders", False))
+        return [c for c in columns("record") if c[0] in wanted]
+    if decoding:
+        if level != "record":
+            raise ValueError(
+                "kafkalog: option decodeSchemas decodes records: it excludes level=batch"
+            )
+        return columns(level, _flag(options, "includePayload", True), True)
+    return columns(
+        level,
+        _flag(options, "includePayload", True),
+        _flag(options, "includeHeaders", True),
+    )
+
+
+def source_schema(options):
+    """The table's schema: a DDL string, or with decoding a StructType (the typed key and value
+    columns of the topics read, spark/decoded.py)."""
+    decoding = decoding_of(options)
+    if decoding is not None:
+        return decoding.spark_schema(source_columns(options, True), _planned_topics(options))
+    if kafka_options(options).kafka_schema:
+        return kafka_ddl(_flag(options, "includeHeaders", False))
+    return ddl(source_columns(options))
+
+
+def source_reader(options, schema, pushdown: bool) -> KafkalogReader:
+    """The reader of one scan (`schema`: the StructType Spark planned it with); with pushdown,
+    one whose pushFilters takes what it can."""
+    decoding = decoding_of(options)
+    cls = KafkalogPushdownReader if pushdown else KafkalogReader
+    reader = cls(options, source_columns(options, decoding is not None), decoding)
+    if decoding is not None:
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        reader.target = to_arrow_schema(schema, timezone="UTC")
+    return reader
+
+
+def decoding_of(options):
+    """The scan's spark.decoded.Decoding, or None when no schema option is given."""
+    so = schema_options(options)
+    if not so.decoding:
+        return None
+    from kafkalog_cli.ops.schema_registry import load_registry
+    from kafkalog_cli.spark.decoded import Decoding
+
+    registry = load_registry(_paths(options) if so.decode_schemas else (), so.sources, so.bindings)
+    kafka = kafka_options(options)
+    headers_default = not kafka.kafka_schema
+    return Decoding(
+        registry,
+        so.reader_version,
+        keep_headers=_flag(options, "includeHeaders", headers_default),
+        kafka_schema=kafka.kafka_schema,
+    )
+
+
+def _planned_topics(options) -> list[str]:
+    """The topics of the segments a scan with these options reads ("" for a bare segment)."""
+    only = partition_filter(options.get("topic"), options.get("partition"))
+    kafka = kafka_options(options)
+    return sorted(
+        {
+            r.topic or ""
+            for r in segments_of_sources(_paths(options), only=only)
+            if kafka.keeps(r.topic, r.partition)
+        }
+    )
+
+
+def _paths(options) -> list[str]:
+    paths = options.get("paths") or options.get("path")
+    if not paths:
+        raise ValueError("kafkalog: give a path: spark.read.format('kafkalog').load(PATH)")
+    return source_paths(paths)
 
 
 class KafkalogReader(DataSourceReader):
-    def __init__(self, options, cols):
-        paths = options.get("paths") or options.get("path")
-        if not paths:
-            raise ValueError("kafkalog: give a path: spark.read.format('kafkalog').load(PATH)")
-        self.paths = source_paths(paths)
+    def __init__(self, options, cols, decoding: Decoding | None = None):
+        self.paths = _paths(options)
+        self.decoding = decoding
+        self.target = None  # with decoding: the scan's Arrow schema (source_reader sets it)
         self.only = partition_filter(options.get("topic"), options.get("partition"))
         self.level = options.get("level", "record").lower()
         self.cols = cols
@@ -187,11 +307,15 @@ class KafkalogReader(DataSourceReader):
     # -- executors
     def read(self, partition):
         tune_for_streaming()
+        decoding = self.decoding
         for ref, view in zip(partition.refs, partition.views):
             for rb in read_segment(
                 ref, self.cols, level=self.level, pushdown=self.pushdown, view=view
             ):
-                yield _spark_timestamps(to_kafka(rb) if self.kafka.kafka_schema else rb)
+                if decoding is not None:
+                    yield decoding.for_spark(decoding.decode(rb, ref.topic), self.target)
+                else:
+                    yield _spark_timestamps(to_kafka(rb) if self.kafka.kafka_schema else rb)
 
 
 def _spark_timestamps(rb):

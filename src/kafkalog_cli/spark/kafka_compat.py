@@ -23,9 +23,12 @@ import sys
 from dataclasses import dataclass, field, replace
 
 from kafkalog_cli.errors import InputError
+from kafkalog_cli.spark.datasource_options import schema_items
 
 KAFKA_COLUMNS = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType")
 TIMESTAMP_TYPES = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
+# with decoding, after the key and the value (render/schema_arrow.py)
+DECODED_SUFFIXES = ("_schema_id", "_bytes", "_error")
 INTERNAL_TOPICS = ("__consumer_offsets", "__transaction_state")
 _SUBSCRIPTIONS = ("subscribe", "subscribePattern", "assign")
 # spark-sql-kafka's options that mean nothing for files (streaming, consumer pools, polling)
@@ -134,12 +137,7 @@ def kafka_options(options) -> KafkaOptions:
     k.ending = _offsets(
         "endingOffsets", lower.get("endingoffsets"), latest_ok=True, earliest_ok=False
     )
-    schema = str(lower.get("schema", "kafka" if given else "kafkalog")).strip().lower()
-    if schema not in ("kafka", "kafkalog"):
-        raise InputError(
-            f"option schema: {schema!r} is neither kafkalog (the default) nor kafka (Spark's Kafka "
-            "source's columns)"
-        )
+    schema = schema_items(lower.get("schema"))[0] or ("kafka" if given else "kafkalog")
     k.kafka_schema = schema == "kafka"
     for key, value in opts.items():
         low = key.lower()
@@ -164,10 +162,42 @@ def kafka_options(options) -> KafkaOptions:
     return k
 
 
+_SHOWN: set[str] = set()
+
+
 def warn(messages) -> None:
+    """Each message as a `kafkalog: warning:` line on stderr, once per Spark application: a
+    scan is planned in a Python worker each time a DataFrame runs, in a worker Spark reuses or
+    one it starts anew, so what was said is also remembered in the application's own local dir
+    (Spark's block manager dir, which it removes when it stops)."""
     for m in messages:
-        sys.stderr.write(f"kafkalog: warning: {m}\n")
-        sys.stderr.flush()
+        if m in _SHOWN:
+            continue
+        _SHOWN.add(m)
+        if _first_in_application(m):
+            sys.stderr.write(f"kafkalog: warning: {m}\n")
+            sys.stderr.flush()
+
+
+def _first_in_application(message: str) -> bool:
+    import hashlib
+    import os
+
+    # Spark gives its Python workers the application's block manager dirs (blockmgr-<uuid>)
+    root = (os.environ.get("SPARK_LOCAL_DIRS") or "").split(",")[0]
+    if not os.path.basename(root.rstrip("/")).startswith("blockmgr-"):
+        return True  # not in a Spark worker: this process remembers it
+    marker = os.path.join(
+        root, "kafkalog-warnings", hashlib.sha256(message.encode()).hexdigest()[:32]
+    )
+    try:
+        os.makedirs(os.path.dirname(marker), exist_ok=True)
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:  # a dir that cannot be written: better twice than never
+        return True
+    return True
 
 
 def kafka_ddl(include_headers: bool) -> str:
@@ -194,7 +224,8 @@ def native_columns(include_headers: bool) -> tuple[str, ...]:
 
 def to_kafka(rb):
     """A record batch of native_columns as Spark's Kafka source's row (a projection: the arrays
-    are kafkalog's, timestamp_type becomes its id)."""
+    are kafkalog's, timestamp_type becomes its id); decoded keys and values keep their
+    `_schema_id`, `_bytes` and `_error` columns after them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -202,16 +233,15 @@ def to_kafka(rb):
     ids = pc.if_else(
         pc.equal(ts_type, "LogAppendTime"), 1, pc.if_else(pc.equal(ts_type, "CreateTime"), 0, -1)
     )
-    arrays = [
-        rb.column("key"),
-        rb.column("value"),
-        rb.column("topic"),
-        rb.column("partition"),
-        rb.column("offset"),
-        rb.column("timestamp"),
-        ids.cast(pa.int32()),
+    names = [
+        n
+        for part in ("key", "value")
+        for n in (part, *(f"{part}{s}" for s in DECODED_SUFFIXES))
+        if n in rb.schema.names
     ]
-    names = list(KAFKA_COLUMNS)
+    arrays = [rb.column(n) for n in names]
+    arrays += [rb.column(n) for n in KAFKA_COLUMNS[2:-1]] + [ids.cast(pa.int32())]
+    names += list(KAFKA_COLUMNS[2:])
     if "headers" in rb.schema.names:
         arrays.append(rb.column("headers"))
         names.append("headers")
