@@ -6,14 +6,17 @@ in kills.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import itertools
 import os
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import schema_oracle
 from .workspace import Workspace
 
 NOW_MS = "1800000000000"  # a fixed clock (2027-01-15): retention and transaction ages repeat
@@ -50,6 +53,13 @@ class Command:
     fallback: frozenset[int]  # the exit codes docs/safety.md gives it, where --help lists none
     second: Second = Second.NONE
     dry_run: Callable[[Args], list[str]] | None = None  # a MUTATING command's --dry-run
+    # reads schemas: run on the schemas fixture (always for a schema mutation, else half the time)
+    schemas: bool = False
+    # more work for the case's copy after its mutation (repair's damaged target); what it did
+    prepare: Callable[[Workspace, random.Random], str] | None = None
+    # a promise of this command's own, checked after the run: (verdict, args, run, drop_caps)
+    oracle: Callable | None = None
+    weight: float = 1.0  # how often a case draws it, beside its mode's weight (cases.plan)
 
     @property
     def codes(self) -> frozenset[int]:
@@ -94,6 +104,28 @@ def _q(a: Args) -> list[str]:
 READER = frozenset({0, 2, 3, 4})
 WRITER = frozenset({0, 2, 3, 4, 5, 6})
 PLANNER = frozenset({0, 1, 2, 3, 4, 5, 6})  # a --dry-run: 1 when the plan would change something
+
+
+def _rot(ws: Workspace, rng: random.Random) -> str:
+    """Bit rot in W/logdir2 (repair's target when the mutated W/logdir is its donor): one to
+    three flipped bytes in batches of its segments, so repair has ranges to take from the donor."""
+    segs = sorted(
+        s
+        for p in ws.logdir2.iterdir()
+        if p.is_dir() and not p.is_symlink()
+        for s in p.glob("*.log")
+        if s.is_file() and not s.is_symlink() and s.stat().st_size > 200
+    )
+    done = []
+    for seg in rng.sample(segs, min(len(segs), rng.randint(1, 3))):
+        data = bytearray(seg.read_bytes())
+        k = rng.randrange(70, len(data))
+        data[k] ^= 0x5A
+        st = seg.stat()
+        seg.write_bytes(bytes(data))
+        os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+        done.append(f"{seg.parent.name}/{seg.name} byte {k}")
+    return "target logdir2: " + (", ".join(done) or "nothing to rot")
 
 
 def _mutating(
@@ -200,6 +232,46 @@ COMMANDS: list[Command] = [
         Second.COPY,
     ),
     Command("quarantine list", lambda a: ["quarantine", "list", _l(a)], Mode.READ_ONLY, READER),
+    Command("schemas", lambda a: ["schemas", _l(a)], Mode.READ_ONLY, READER, schemas=True),
+    Command(
+        "schemas --show-schema",
+        lambda a: ["schemas", "--show-schema", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+        schemas=True,
+    ),
+    Command(
+        "schemas --deleted --format json",
+        lambda a: ["schemas", "--deleted", "--format", "json", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+        schemas=True,
+    ),
+    Command(
+        "dump-log --decode-schemas",
+        lambda a: ["dump-log", "--format", "json", "--decode-schemas", _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+        schemas=True,
+        oracle=schema_oracle.check_dump_log,
+    ),
+    Command(
+        "export --to parquet --decode-schemas",
+        lambda a: ["export", "--to", "parquet", "--decode-schemas", _l(a), str(a.ws.out / "x")],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        oracle=schema_oracle.check_export,
+    ),
+    Command(
+        "repair --dry-run (donor mutated)",
+        lambda a: ["repair", "--dry-run", str(a.ws.logdir2), "--from", _l(a)],
+        Mode.DRY_RUN,
+        WRITER | {1},
+        Second.COPY,
+        prepare=_rot,
+        weight=3.0,  # repair reads a donor only where its target has damage: the rarer path
+    ),
     *_mutating("recover", lambda a: ["recover", "--now", NOW_MS, _l(a)], WRITER),
     *_mutating(
         "recover --repair", lambda a: ["recover", "--repair", "--now", NOW_MS, _l(a)], WRITER
@@ -242,6 +314,15 @@ COMMANDS: list[Command] = [
         WRITER,
         Second.EMPTY,
     ),
+    *_mutating(
+        "repair",
+        lambda a: ["repair", _l(a), "--from", str(a.ws.logdir2)],
+        WRITER | {1},
+        Second.COPY,
+    ),
+]
+COMMANDS = [
+    dataclasses.replace(c, weight=2.0) if c.name == "repair --dry-run" else c for c in COMMANDS
 ]
 
 BY_NAME = {c.name: c for c in COMMANDS}
