@@ -2,9 +2,9 @@
 records framed in Confluent's wire format, done on a copy of tests/fixtures/schemas/logdir (the
 only source with both; cases.plan gives a schema kind that source).
 
-A record is changed by building its batch again (the batch's own fields kept, its CRC right), so
-only the schema layer can notice; the offset index's positions after it are moved by the size
-change, so the segment stays sound for every other reader."""
+A record is changed by building its batch again (tests/helpers/schemas.replace_record: the
+batch's own fields kept, its CRC right, the offset index's positions after it moved), so only the
+schema layer can notice."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ import os
 import struct
 from pathlib import Path
 
-from kafkalog_cli.formats.records import (
-    Header,
-    RecordBatch,
-    SimpleRecord,
-    TimestampType,
-    build_v2_batch,
-    iter_batches,
-)
+from kafkalog_cli.formats.records import Header, RecordBatch, iter_batches
+from tests.helpers.schemas import replace_record as _replace
 
 from .mutations import Kind, Mutation, _rel, mutation
 from .workspace import Workspace
@@ -49,56 +43,6 @@ def _records(seg: Path) -> list[tuple[RecordBatch, int]]:
             continue
         out += [(b, i) for i in range(len(b.records()))]
     return out
-
-
-def _replace(seg: Path, b: RecordBatch, i: int, *, key=..., value=..., headers=...) -> None:
-    """Record i of batch b written again with the key, value or headers given, the batch's other
-    fields kept; the segment's mtime kept and its offset index's later positions moved."""
-    recs = [
-        SimpleRecord(r.key, r.value, r.timestamp, r.headers, offset=r.offset) for r in b.records()
-    ]
-    r = recs[i]
-    recs[i] = SimpleRecord(
-        r.key if key is ... else key,
-        r.value if value is ... else value,
-        r.timestamp,
-        r.headers if headers is ... else headers,
-        offset=r.offset,
-    )
-    new = build_v2_batch(
-        recs,
-        b.base_offset,
-        compression=b.compression,
-        timestamp_type=b.timestamp_type,
-        log_append_time=b.max_timestamp
-        if b.timestamp_type is TimestampType.LOG_APPEND_TIME
-        else None,
-        producer_id=b.producer_id,
-        producer_epoch=b.producer_epoch,
-        base_sequence=b.base_sequence,
-        is_transactional=b.is_transactional,
-        partition_leader_epoch=b.partition_leader_epoch,
-        last_offset_delta=b.last_offset_delta,
-        max_timestamp=b.max_timestamp,
-    )
-    data = seg.read_bytes()
-    st = seg.stat()
-    seg.write_bytes(data[: b.position] + new + data[b.position + b.size :])
-    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
-    _shift_index(seg.with_suffix(".index"), b.position, len(new) - b.size)
-
-
-def _shift_index(index: Path, after: int, delta: int) -> None:
-    if delta == 0 or not index.is_file() or index.is_symlink():
-        return
-    data = bytearray(index.read_bytes())
-    st = index.stat()
-    for k in range(0, len(data) - len(data) % 8, 8):
-        rel, pos = struct.unpack_from(">ii", data, k)
-        if pos > after:
-            struct.pack_into(">ii", data, k, rel, pos + delta)
-    index.write_bytes(bytes(data))
-    os.utime(index, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def _schema_records(ws: Workspace, keytype: str = "SCHEMA"):

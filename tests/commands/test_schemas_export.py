@@ -6,14 +6,16 @@ import datetime
 import decimal
 import io
 import json
+import shutil
 import uuid
 from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
+from kafkalog_cli.formats.records import iter_batches
 from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import make_logdir
+from tests.helpers.schemas import edit_schema, make_logdir
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -155,3 +157,33 @@ def test_schemas_type_parquet_only(runner, tmp_path):
         cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"]
     )
     assert res.exit_code == 2 and "--to parquet" in res.stderr
+
+
+def test_a_reader_schema_that_does_not_parse_keeps_every_value_as_bytes(runner, tmp_path):
+    """A topic whose reader schema does not parse (here: it references itself, so fastavro
+    meets a name nothing defines) gets no type: its value column is null, each value kept whole
+    in value_bytes with the reason in value_error; never an internal error."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    edit_schema(
+        log_dir,
+        "customers-value",
+        1,
+        references=[{"name": "c", "subject": "customers-value", "version": 1}],
+    )
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "customers"],
+    )
+    assert res.exit_code == 0, res.output
+    t = _table(out, "customers")
+    segment = (log_dir / "customers-0" / "00000000000000000000.log").read_bytes()
+    raw = [r.value for b in iter_batches(segment) for r in b.records()]
+    assert t.column("value").to_pylist() == [None] * len(raw)
+    assert t.column("value_bytes").to_pylist() == raw
+    assert all(
+        e.startswith("customers-value version 1: its AVRO schema, or a reference's, does not parse")
+        for e in t.column("value_error").to_pylist()
+    )

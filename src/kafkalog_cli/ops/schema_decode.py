@@ -408,6 +408,14 @@ class SchemaDecoder:
                 p = _PARSERS[v.schema_type](self.registry, v)
             except SchemaRegistryError as e:
                 p = e
+            except Exception as e:  # noqa: BLE001
+                # schema text is input: whatever fastavro, protobuf or jsonschema raise on it (or
+                # on a reference's) means it does not parse, never an internal error
+                p = SchemaRegistryError(
+                    f"{v.subject} version {v.version}: its {v.schema_type.value} schema, or a "
+                    f"reference's, does not parse: {type(e).__name__}: {e}",
+                    path=v.source or None,
+                )
             self._parsed[id(v)] = p
         if isinstance(p, SchemaRegistryError):
             raise p

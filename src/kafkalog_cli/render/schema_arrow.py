@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
-from kafkalog_cli.ops.schema_registry import SchemaType, SchemaVersion
+from kafkalog_cli.ops.schema_registry import SchemaRegistryError, SchemaType, SchemaVersion
 
 
 def column_schema(decoder: SchemaDecoder, topic: str, is_key: bool) -> SchemaVersion | None:
@@ -404,6 +404,13 @@ class TypedColumn:
 
         self.reader = reader
         self.kind = reader.schema_type
+        try:
+            decoder.parsed(reader)
+        except SchemaRegistryError:
+            # no type to give: every value is an Undecoded (the decoder's reason), kept as bytes
+            self.type = self.storage = pa.null()
+            self.convert = lambda d: None
+            return
         if self.kind is SchemaType.AVRO:
             named: dict = {}
             _avro_references(decoder.registry, reader, named, set())
