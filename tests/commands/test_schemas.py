@@ -10,7 +10,12 @@ import pytest
 from kafkalog_cli.cli import cli
 from tests.corpus import corpus_dir, needs_corpus
 from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import assert_decoded_as_given, decoded_records, edit_schema
+from tests.helpers.schemas import (
+    assert_decoded_as_given,
+    decoded_records,
+    edit_schema,
+    edit_value,
+)
 
 LOGDIR = FIXTURE / "logdir"
 INPUTS = json.loads((FIXTURE / "inputs.json").read_text())
@@ -164,6 +169,33 @@ def test_a_schema_that_does_not_parse_keeps_its_records_as_bytes(
         assert why in line and "internal error" not in line
         assert isinstance(r["value"], str) and "error" in r["value_schema"]
     assert lines[-1] == f"kafkalog: {n} keys or values were not decoded and are kept as bytes"
+
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        # an id of a Protobuf schema on bytes with no message indexes after it
+        (b"\x00\x00\x00\x00\x06\xff\xff\xff", "the message indexes end before their last varint"),
+        (b"\x00\x00\x00\x00\x06", "message indexes"),
+    ],
+    ids=["indexes-unterminated", "indexes-missing"],
+)
+def test_a_protobuf_id_without_message_indexes_keeps_the_value_as_bytes(
+    runner, tmp_path, value, why
+):
+    """A value whose id names a Protobuf schema but whose bytes hold no message indexes is not
+    in the wire format: kept as bytes, named with its offset (exit 1)."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(FIXTURE / "logdir", log_dir)
+    edit_value(log_dir, "orders-0", 7, value)
+    code, err, topics = decoded_records(runner, log_dir, "--topic", "orders")
+    assert code == 1, err
+    r = topics["orders"][7]
+    assert r["value_schema"]["id"] == 6 and why in r["value_schema"]["error"]
+    assert (
+        f"kafkalog: {r['file']}: offset 7: value kept as bytes: not in the schema registry's wire "
+        f"format: {r['value_schema']['error'].split(': ', 1)[1]}" in err
+    )
 
 
 def test_decoding_is_for_json_only(runner):

@@ -145,3 +145,15 @@ def edit_schema(log_dir: Path, subject: str, version: int, **fields) -> None:
                 )
                 return
     raise AssertionError(f"no SCHEMA record of {subject} version {version}")
+
+
+def edit_value(log_dir: Path, partition: str, offset: int, value: bytes) -> None:
+    """The value of the record at `offset` of a partition's first segment, in a copy of the
+    fixture's log dir, replaced."""
+    seg = log_dir / partition / "00000000000000000000.log"
+    for b in iter_batches(seg.read_bytes()):
+        for i, r in enumerate(b.records()):
+            if r.offset == offset:
+                replace_record(seg, b, i, value=value)
+                return
+    raise AssertionError(f"no offset {offset} in {partition}")

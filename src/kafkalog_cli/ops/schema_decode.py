@@ -408,7 +408,7 @@ class SchemaDecoder:
                 p = _PARSERS[v.schema_type](self.registry, v)
             except SchemaRegistryError as e:
                 p = e
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 # schema text is input: whatever fastavro, protobuf or jsonschema raise on it (or
                 # on a reference's) means it does not parse, never an internal error
                 p = SchemaRegistryError(
@@ -515,7 +515,14 @@ class SchemaDecoder:
                 _ident(ref),
             )
         if writer.schema_type is SchemaType.PROTOBUF and ref.message_indexes is None:
-            ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
+            # the id names a Protobuf schema only now: its message indexes must follow
+            try:
+                ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
+            except WireError as e:
+                return Undecoded(
+                    f"not in the schema registry's wire format: {e} (byte {e.position})",
+                    _ident(ref),
+                )
         reader = self.reader_of(writer.subject) or writer
         payload = memoryview(data)[ref.start :] if hdr is None else data
         got = self._decode(writer, reader, ref, payload)
