@@ -15,7 +15,7 @@ import pytest
 from kafkalog_cli.cli import cli
 from kafkalog_cli.formats.records import iter_batches
 from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import edit_schema, make_logdir
+from tests.helpers.schemas import edit_schema, edit_value, make_logdir
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -187,3 +187,26 @@ def test_a_reader_schema_that_does_not_parse_keeps_every_value_as_bytes(runner, 
         e.startswith("customers-value version 1: its AVRO schema, or a reference's, does not parse")
         for e in t.column("value_error").to_pylist()
     )
+
+
+def test_a_framed_id_past_a_java_int_is_kept_as_bytes(runner, tmp_path):
+    """A prefix's id is 4 unsigned bytes (confluent-kafka reads it so); one past 2^31 - 1 is no
+    registry's id (Java ints): its value is kept in value_bytes with the id named in
+    value_error, value_schema_id null."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    seg = log_dir / "orders-0" / "00000000000000000000.log"
+    (old,) = [r.value for b in iter_batches(seg.read_bytes()) for r in b.records() if r.offset == 1]
+    new = b"\x00\xff\xff\xff\xff" + old[5:]
+    edit_value(log_dir, "orders-0", 1, new)
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "orders"],
+    )
+    assert res.exit_code == 0, res.output
+    row = _table(out, "orders").to_pylist()[1]
+    assert row["offset"] == 1 and row["value"] is None and row["value_bytes"] == new
+    assert row["value_schema_id"] is None
+    assert row["value_error"] == "schema id 4294967295 is not in the registry"

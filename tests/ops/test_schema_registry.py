@@ -159,3 +159,24 @@ def test_avro_promotes_and_fills_defaults_to_the_reader():
     fastavro.schemaless_writer(bio, fastavro.parse_schema(w), {"n": 9})
     got = SchemaDecoder(reg).decode("r", False, b"\x00\x00\x00\x00\x01" + bio.getvalue())
     assert got.value == {"n": 9, "s": "d"} and (got.writer.id, got.reader.id) == (1, 2)
+
+
+@pytest.mark.parametrize("sid", [2**31, 2**63, -(2**31) - 1, True, "3", 1.0])
+def test_an_id_that_is_not_a_java_int_is_no_id(runner, tmp_path, sid):
+    """The registry's ids are Java ints (SchemaValue's Integer id): a SCHEMA value whose id is
+    none (a number past 32 bits, a boolean, text) lists with no id, and nothing framed reaches
+    it (a framed id past 2^31 - 1 would not fit value_schema_id's int32)."""
+    import shutil
+
+    from kafkalog_cli.cli import cli
+    from tests.helpers.paths import SCHEMAS
+    from tests.helpers.schemas import edit_schema
+
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(SCHEMAS / "logdir", log_dir)
+    edit_schema(log_dir, "customers-value", 1, id=sid)
+    res = runner.invoke(
+        cli, ["schemas", "--format", "json", "--subject", "customers-value", str(log_dir)]
+    )
+    assert res.exit_code == 0, res.output
+    assert [json.loads(x)["id"] for x in res.stdout.splitlines()] == [None]

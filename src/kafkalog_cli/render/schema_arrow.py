@@ -489,7 +489,13 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
                         f"not the column's type ({col.reader.subject} version {col.reader.version})"
                     )
             elif isinstance(got, Undecoded):
-                sid = got.schema_id if isinstance(got.schema_id, int) else None
+                # a framed id past a Java int is no registry's (value_schema_id is an int32):
+                # the error names it
+                sid = (
+                    got.schema_id
+                    if isinstance(got.schema_id, int) and got.schema_id < 2**31
+                    else None
+                )
                 error = got.reason
             elif data is not None:
                 error = "not in the schema registry's wire format"
