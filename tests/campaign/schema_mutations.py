@@ -109,6 +109,8 @@ def _schema_text(rng, ws):
     found = _schema_records(ws)
     if not found:
         return None
+    if rng.random() < 0.2:
+        return _array_of_nothing(rng, ws, found)
     seg, b, i, k, v = rng.choice(found)
     kind = v.get("schemaType", "AVRO")
     text = rng.choice(_BAD_TEXT.get(kind, _BAD_TEXT["AVRO"]))
@@ -120,6 +122,29 @@ def _schema_text(rng, ws):
         f"offset {b.base_offset + i} ({v.get('subject')} v{v.get('version')}, {kind}): "
         f"schema text {text[:60]!r}",
     )
+
+
+def _array_of_nothing(rng, ws, found) -> Mutation | None:
+    """A schema that parses, whose array items take no bytes, and a value of it whose 11-byte
+    block count claims 2^62 of them (a decoder reading them one by one never ends)."""
+    target = [f for f in found if f[4].get("subject") == "customers-value"]
+    framed = _framed(ws, ("customers-0",))
+    if not target or not framed:
+        return None
+    seg, b, i, k, v = target[0]
+    v["schema"] = json.dumps({"type": "array", "items": rng.choice(("null", EMPTY_RECORD))})
+    v["references"] = []
+    _replace(seg, b, i, value=_dump(v))
+    seg2, b2, i2, value = rng.choice(_framed(ws, ("customers-0",)))
+    _replace(seg2, b2, i2, value=value[:5] + _varint(2**62) + b"\x00")
+    return Mutation(
+        Kind.SCHEMA_TEXT,
+        _rel(ws, seg),
+        f"customers-value: {v['schema']}; customers-0 offset {b2.base_offset + i2}: 2^62 items",
+    )
+
+
+EMPTY_RECORD = {"type": "record", "name": "Nothing", "fields": []}
 
 
 @mutation(Kind.SCHEMA_REFERENCES)

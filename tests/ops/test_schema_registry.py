@@ -180,3 +180,39 @@ def test_an_id_that_is_not_a_java_int_is_no_id(runner, tmp_path, sid):
     )
     assert res.exit_code == 0, res.output
     assert [json.loads(x)["id"] for x in res.stdout.splitlines()] == [None]
+
+
+def _zigzag(n: int) -> bytes:
+    n, out = (n << 1) ^ (n >> 63), bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    return bytes([*out, n])
+
+
+EMPTY = {"type": "record", "name": "Empty", "fields": []}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "array", "items": "null"},
+        {
+            "type": "record",
+            "name": "R",
+            "fields": [{"name": "a", "type": {"type": "array", "items": EMPTY}}],
+        },
+        {"type": "array", "items": {"type": "fixed", "name": "F", "size": 0}},
+    ],
+    ids=["array-of-null", "array-of-empty-records", "array-of-fixed-0"],
+)
+def test_an_avro_array_of_items_that_take_no_bytes_is_not_decoded(schema):
+    """Items that take no bytes let a few bytes claim any number of them (the block count is a
+    64-bit varint: 11 bytes make fastavro build a list of 2^62 items, a hang): such a schema does
+    not parse for decoding, and what it wrote is kept as bytes."""
+    pytest.importorskip("fastavro")
+    reg = _replay(_schema("z-value", 1, 1, json.dumps(schema)))
+    count = _zigzag(10**6)  # small enough that a decoder without the rule ends, and fails here
+    got = SchemaDecoder(reg).decode("z", False, b"\x00\x00\x00\x00\x01" + count + b"\x00")
+    assert isinstance(got, Undecoded), type(got)
+    assert "items that take no bytes" in got.reason

@@ -102,6 +102,13 @@ class _Avro:
                 f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
                 path=v.source or None,
             ) from None
+        empty = _array_of_nothing(self.parsed, named, set())
+        if empty is not None:
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: an array of items that take no bytes "
+                f"({empty}): a few bytes could claim any number of them, so it is not decoded",
+                path=v.source or None,
+            )
 
     def decode(self, payload, reader: _Avro | None):
         from fastavro import schemaless_reader
@@ -117,6 +124,60 @@ class _Avro:
         from fastavro.read import SchemaResolutionError
 
         return isinstance(e, SchemaResolutionError)
+
+
+def _takes_no_bytes(s, named: dict, seen: frozenset = frozenset()) -> bool:
+    """An Avro type whose values are encoded in zero bytes: null, a fixed of size 0, a record
+    of such fields only (a union, a string or a count takes a byte at least)."""
+    if isinstance(s, str):
+        if s == "null":
+            return True
+        return s in named and s not in seen and _takes_no_bytes(named[s], named, seen | {s})
+    if not isinstance(s, dict):
+        return False
+    t = s.get("type")
+    if t in ("record", "error"):
+        return all(_takes_no_bytes(f.get("type"), named, seen) for f in s.get("fields", ()))
+    if t == "fixed":
+        return s.get("size") == 0
+    return (
+        isinstance(t, (str, dict))
+        and t not in ("array", "map", "enum")
+        and (_takes_no_bytes(t, named, seen))
+    )
+
+
+def _array_of_nothing(s, named: dict, seen: set) -> str | None:
+    """The first array in a parsed Avro schema whose items take no bytes (its items' type), or
+    None: fastavro reads such an array's 64-bit block count item by item, with no byte to run
+    out of."""
+    if isinstance(s, str):
+        if s in named and s not in seen:
+            seen.add(s)
+            return _array_of_nothing(named[s], named, seen)
+        return None
+    if isinstance(s, list):
+        return next((x for b in s if (x := _array_of_nothing(b, named, seen)) is not None), None)
+    if not isinstance(s, dict):
+        return None
+    t = s.get("type")
+    if t == "array":
+        items = s.get("items")
+        if _takes_no_bytes(items, named):
+            return json.dumps(items)[:60] if not isinstance(items, str) else items
+        return _array_of_nothing(items, named, seen)
+    if t == "map":
+        return _array_of_nothing(s.get("values"), named, seen)
+    if t in ("record", "error"):
+        name = s.get("name")
+        if isinstance(name, str):
+            seen.add(name)
+        fields = s.get("fields", ())
+        return next(
+            (x for f in fields if (x := _array_of_nothing(f.get("type"), named, seen)) is not None),
+            None,
+        )
+    return _array_of_nothing(t, named, seen) if isinstance(t, (dict, list)) else None
 
 
 def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: set) -> None:
