@@ -41,7 +41,7 @@ def plan(case_id: str, corpus: Path | None) -> tuple[Path, mutations.Kind, Comma
     if kind.family is mutations.Family.SCHEMAS:
         # a schema mutation exists only on the schemas fixture, and only schema readers see it
         readers = [c for c in COMMANDS if c.schemas]
-        return SCHEMAS_LOGDIR, kind, rng.choice(readers)
+        return SCHEMAS_LOGDIR, kind, rng.choices(readers, [c.weight for c in readers])[0]
     command = rng.choices(COMMANDS, weights=[_WEIGHT[c.mode] * c.weight for c in COMMANDS])[0]
     if command.schemas and rng.random() < 0.5:
         source = SCHEMAS_LOGDIR

@@ -254,6 +254,7 @@ COMMANDS: list[Command] = [
         READER | {1},
         schemas=True,
         oracle=schema_oracle.check_dump_log,
+        weight=3.0,  # the decoder's every path: drawn more often than a listing
     ),
     Command(
         "export --to parquet --decode-schemas",
@@ -262,6 +263,7 @@ COMMANDS: list[Command] = [
         READER | {6},
         schemas=True,
         oracle=schema_oracle.check_export,
+        weight=2.0,
     ),
     Command(
         "repair --dry-run (donor mutated)",
