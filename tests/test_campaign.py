@@ -16,7 +16,7 @@ from tests.campaign.report import tally
 from tests.campaign.sources import EXAMPLES
 from tests.helpers import paths
 
-# 70 read-only cases: every mutation kind twice (the kinds go in turn), commands drawn by the
+# 70 read-only cases: every mutation kind once at least (the kinds go in turn), commands drawn by the
 # seed; 10 kills: each command that changes log dirs once, each at a step (KAFKALOG_FAULT_AFTER:
 # exact, where a kill at a time lands differently each run). Fixed: the same cases every run.
 SEED = 31
