@@ -93,7 +93,7 @@ def build(
     m = mutations.apply(kind, rng, ws)
     topic, part = _aim(ws, source, m, rng)
     if prepare is not None:
-        done = prepare(ws, random.Random(f"{case_id}:prepare"))
+        done = prepare(ws, random.Random(f"{case_id}:prepare"), m.target)
         m = mutations.Mutation(m.kind, m.target, f"{m.detail}; {done}", m.drop_caps)
     return ws, m, Args(ws, topic, part)
 

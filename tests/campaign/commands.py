@@ -55,8 +55,9 @@ class Command:
     dry_run: Callable[[Args], list[str]] | None = None  # a MUTATING command's --dry-run
     # reads schemas: run on the schemas fixture (always for a schema mutation, else half the time)
     schemas: bool = False
-    # more work for the case's copy after its mutation (repair's damaged target); what it did
-    prepare: Callable[[Workspace, random.Random], str] | None = None
+    # more work for the case's copy after its mutation (repair's damaged target), given the
+    # mutation's target; what it did
+    prepare: Callable[[Workspace, random.Random, str], str] | None = None
     # a promise of this command's own, checked after the run: (verdict, args, run, drop_caps)
     oracle: Callable | None = None
     weight: float = 1.0  # how often a case draws it, beside its mode's weight (cases.plan)
@@ -79,7 +80,7 @@ def documented_codes(name: str) -> frozenset[int]:
 
     from . import runner
 
-    words = list(itertools.takewhile(lambda w: not w.startswith("-"), name.split()))
+    words = list(itertools.takewhile(lambda w: not w.startswith(("-", "(")), name.split()))
     env = {**os.environ, "PYTHONPATH": runner.package_root(), "COLUMNS": "200"}
     out = subprocess.run(
         [*runner.PROGRAM, *words, "--help"],
@@ -106,9 +107,11 @@ WRITER = frozenset({0, 2, 3, 4, 5, 6})
 PLANNER = frozenset({0, 1, 2, 3, 4, 5, 6})  # a --dry-run: 1 when the plan would change something
 
 
-def _rot(ws: Workspace, rng: random.Random) -> str:
+def _rot(ws: Workspace, rng: random.Random, target: str = "") -> str:
     """Bit rot in W/logdir2 (repair's target when the mutated W/logdir is its donor): one to
-    three flipped bytes in batches of its segments, so repair has ranges to take from the donor."""
+    three flipped bytes in batches of its segments, so repair has ranges to take from the donor;
+    in the segment the mutation damaged in the donor when it damaged one (`target`), so repair
+    meets the donor's damage where it needs the donor."""
     segs = sorted(
         s
         for p in ws.logdir2.iterdir()
@@ -116,6 +119,9 @@ def _rot(ws: Workspace, rng: random.Random) -> str:
         for s in p.glob("*.log")
         if s.is_file() and not s.is_symlink() and s.stat().st_size > 200
     )
+    same = ws.logdir2 / target
+    if target.endswith(".log") and same in segs:
+        segs = [same]
     done = []
     for seg in rng.sample(segs, min(len(segs), rng.randint(1, 3))):
         data = bytearray(seg.read_bytes())
@@ -133,13 +139,15 @@ def _mutating(
     args: Callable[[Args], list[str]],
     codes: frozenset[int],
     second: Second = Second.NONE,
+    **more,
 ) -> list[Command]:
-    """The command, and its --dry-run as a read-only command of its own."""
+    """The command, and its --dry-run as a read-only command of its own (`more`: the other
+    Command fields of both)."""
     run = lambda a: args(a) + _q(a)  # noqa: E731
     dry = lambda a: args(a) + ["--dry-run"]  # noqa: E731
     return [
-        Command(name, run, Mode.MUTATING, codes, second, dry_run=dry),
-        Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second),
+        Command(name, run, Mode.MUTATING, codes, second, dry_run=dry, **more),
+        Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second, **more),
     ]
 
 
@@ -265,15 +273,6 @@ COMMANDS: list[Command] = [
         oracle=schema_oracle.check_export,
         weight=2.0,
     ),
-    Command(
-        "repair --dry-run (donor mutated)",
-        lambda a: ["repair", "--dry-run", str(a.ws.logdir2), "--from", _l(a)],
-        Mode.DRY_RUN,
-        WRITER | {1},
-        Second.COPY,
-        prepare=_rot,
-        weight=3.0,  # repair reads a donor only where its target has damage: the rarer path
-    ),
     *_mutating("recover", lambda a: ["recover", "--now", NOW_MS, _l(a)], WRITER),
     *_mutating(
         "recover --repair", lambda a: ["recover", "--repair", "--now", NOW_MS, _l(a)], WRITER
@@ -321,6 +320,16 @@ COMMANDS: list[Command] = [
         lambda a: ["repair", _l(a), "--from", str(a.ws.logdir2)],
         WRITER | {1},
         Second.COPY,
+    ),
+    # the mutated copy as the donor of a copy with bit rot: repair reads a donor only where its
+    # target has damage (the rarer path, drawn more often)
+    *_mutating(
+        "repair (donor mutated)",
+        lambda a: ["repair", str(a.ws.logdir2), "--from", _l(a)],
+        WRITER | {1},
+        Second.COPY,
+        prepare=_rot,
+        weight=3.0,
     ),
 ]
 COMMANDS = [
