@@ -216,3 +216,53 @@ def test_an_avro_array_of_items_that_take_no_bytes_is_not_decoded(schema):
     got = SchemaDecoder(reg).decode("z", False, b"\x00\x00\x00\x00\x01" + count + b"\x00")
     assert isinstance(got, Undecoded), type(got)
     assert "items that take no bytes" in got.reason
+
+
+NODE = {
+    "type": "record",
+    "name": "Node",
+    "fields": [{"name": "name", "type": "string"}, {"name": "next", "type": ["null", "Node"]}],
+}
+
+
+@pytest.mark.parametrize("depth,decoded", [(3, True), (200_000, False)])
+def test_a_recursive_avro_value_nested_deep_is_kept_as_bytes(tmp_path, depth, decoded):
+    """A recursive schema (a linked list) lets a value nest as deep as it has bytes: fastavro's
+    compiled reader recurses on the C stack and a 400 KB value crashed the process (SIGSEGV, no
+    message). A deep one is now kept as bytes, named with its offset (exit 1); a shallow one
+    decodes."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.helpers.paths import SCHEMAS
+    from tests.helpers.schemas import edit_schema, edit_value
+
+    pytest.importorskip("fastavro")
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(SCHEMAS / "logdir", log_dir)
+    edit_schema(log_dir, "customers-value", 1, schema=json.dumps(NODE), references=[])
+    edit_value(
+        log_dir, "customers-0", 0, b"\x00\x00\x00\x00\x05" + b"\x02a\x02" * depth + b"\x02z\x00"
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "kafkalog_cli", "dump-log", "--format", "json"]
+        + ["--decode-schemas", "--topic", "customers", str(log_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # the other customers record (offset 1) is framed for the old schema: kept as bytes, exit 1
+    assert res.returncode == 1, (res.returncode, res.stderr[-300:])
+    first = json.loads(
+        next(x for x in res.stdout.splitlines() if '"offset": 0' in x and '"record"' in x)
+    )
+    if decoded:
+        assert first["value"]["next"]["next"]["next"]["name"] == "z"
+    else:
+        assert res.returncode == 1, res.stderr
+        assert (
+            "offset 0: value kept as bytes: AVRO payload its schema (id 5) does not read: "
+            in res.stderr
+        )
+        assert "error" in first["value_schema"]

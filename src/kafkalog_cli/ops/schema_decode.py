@@ -109,9 +109,16 @@ class _Avro:
                 f"({empty}): a few bytes could claim any number of them, so it is not decoded",
                 path=v.source or None,
             )
+        self.recursive = _recursive(self.parsed, named, frozenset(), set())
 
     def decode(self, payload, reader: _Avro | None):
-        from fastavro import schemaless_reader
+        if self.recursive and len(payload) > _SHALLOW:
+            # a value of a recursive schema nests as deep as it has bytes, and fastavro's
+            # compiled reader recurses on the C stack (a crash, not an error): its Python reader
+            # stops at Python's recursion limit (RecursionError: kept as bytes)
+            from fastavro._read_py import schemaless_reader
+        else:
+            from fastavro import schemaless_reader
 
         bio = io.BytesIO(payload)
         out = schemaless_reader(bio, self.parsed, None if reader is None else reader.parsed)
@@ -124,6 +131,36 @@ class _Avro:
         from fastavro.read import SchemaResolutionError
 
         return isinstance(e, SchemaResolutionError)
+
+
+# a value this short nests at most this deep (a level takes a byte at least): within the C stack
+# of any thread fastavro's compiled reader runs in
+_SHALLOW = 256
+
+
+def _recursive(s, named: dict, open_: frozenset, done: set) -> bool:
+    """Whether a parsed Avro schema holds a named type within itself (a list, a tree)."""
+    if isinstance(s, str):
+        if s in open_:
+            return True
+        if s in named and s not in done:
+            done.add(s)
+            return _recursive(named[s], named, open_ | {s}, done)
+        return False
+    if isinstance(s, list):
+        return any(_recursive(b, named, open_, done) for b in s)
+    if not isinstance(s, dict):
+        return False
+    t = s.get("type")
+    if t in ("record", "error"):
+        name = s.get("name")
+        inner = open_ | {name} if isinstance(name, str) else open_
+        return any(_recursive(f.get("type"), named, inner, done) for f in s.get("fields", ()))
+    if t == "array":
+        return _recursive(s.get("items"), named, open_, done)
+    if t == "map":
+        return _recursive(s.get("values"), named, open_, done)
+    return isinstance(t, (dict, list)) and _recursive(t, named, open_, done)
 
 
 def _takes_no_bytes(s, named: dict, seen: frozenset = frozenset()) -> bool:
@@ -587,7 +624,12 @@ class SchemaDecoder:
         reader = self.reader_of(writer.subject) or writer
         payload = memoryview(data)[ref.start :] if hdr is None else data
         got = self._decode(writer, reader, ref, payload)
-        if isinstance(got, Decoded) and hdr is None and writer.schema_type is SchemaType.AVRO:
+        if (
+            isinstance(got, Decoded)
+            and hdr is None
+            and writer.schema_type is SchemaType.AVRO
+            and not self.parsed(writer).recursive  # the fast path knows no depth
+        ):
             self._fast[(topic, is_key, bytes(data[1:5]))] = self._avro_fast(got)
         return got
 
