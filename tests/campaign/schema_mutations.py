@@ -109,8 +109,8 @@ def _schema_text(rng, ws):
     found = _schema_records(ws)
     if not found:
         return None
-    if rng.random() < 0.2:
-        return _array_of_nothing(rng, ws, found)
+    if rng.random() < 0.3:
+        return rng.choice((_array_of_nothing, _deep_recursion))(rng, ws, found)
     seg, b, i, k, v = rng.choice(found)
     kind = v.get("schemaType", "AVRO")
     text = rng.choice(_BAD_TEXT.get(kind, _BAD_TEXT["AVRO"]))
@@ -145,6 +145,32 @@ def _array_of_nothing(rng, ws, found) -> Mutation | None:
 
 
 EMPTY_RECORD = {"type": "record", "name": "Nothing", "fields": []}
+NODE = {
+    "type": "record",
+    "name": "Node",
+    "fields": [{"name": "name", "type": "string"}, {"name": "next", "type": ["null", "Node"]}],
+}
+
+
+def _deep_recursion(rng, ws, found) -> Mutation | None:
+    """A recursive schema (a linked list) and a value of it nested tens of thousands deep: a
+    reader that recurses on the C stack crashes."""
+    target = [f for f in found if f[4].get("subject") == "customers-value"]
+    framed = _framed(ws, ("customers-0",))
+    if not target or not framed:
+        return None
+    seg, b, i, k, v = target[0]
+    v["schema"] = json.dumps(NODE)
+    v["references"] = []
+    _replace(seg, b, i, value=_dump(v))
+    depth = rng.choice((300, 20_000, 200_000))
+    seg2, b2, i2, value = rng.choice(_framed(ws, ("customers-0",)))
+    _replace(seg2, b2, i2, value=value[:5] + b"\x02a\x02" * depth + b"\x02z\x00")
+    return Mutation(
+        Kind.SCHEMA_TEXT,
+        _rel(ws, seg),
+        f"customers-value: a linked list; customers-0 offset {b2.base_offset + i2}: {depth} deep",
+    )
 
 
 @mutation(Kind.SCHEMA_REFERENCES)
