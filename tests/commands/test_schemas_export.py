@@ -152,13 +152,6 @@ def test_a_topic_without_a_schema_keeps_its_bytes_column(exported):
     assert t.column("value").type == pa.binary() and "value_error" not in t.column_names
 
 
-def test_schemas_type_parquet_only(runner, tmp_path):
-    res = runner.invoke(
-        cli, ["export", str(LOGDIR), "--to", "jsonl", str(tmp_path / "x.jsonl"), "--decode-schemas"]
-    )
-    assert res.exit_code == 2 and "--to parquet" in res.stderr
-
-
 def test_a_reader_schema_that_does_not_parse_keeps_every_value_as_bytes(runner, tmp_path):
     """A topic whose reader schema does not parse (here: it references itself, so fastavro
     meets a name nothing defines) gets no type: its value column is null, each value kept whole

@@ -66,15 +66,6 @@ def test_the_default_is_still_331s_text(monkeypatch):
     )
 
 
-def test_a_version_whose_text_is_not_modelled_is_a_usage_error(monkeypatch):
-    r = dump(monkeypatch, "--kafka-version", "3.7", "--files", CASES["remote-log-metadata"][1][0])
-    assert r.exit_code == 2
-    assert r.stderr == (
-        "kafkalog: --kafka-version 3.7: dump-log prints kafka-dump-log's text of Kafka 3.3 (3.3.1), "
-        "3.9 (3.9.0-rc3), 4.1 (4.1), 4.2 (4.2); --format json takes every version\n"
-    )
-
-
 KEY = struct.pack(">hh", 0, 8) + b"default_"
 
 

@@ -63,7 +63,7 @@ def test_leader_change_text_matches_golden_and_only_it_differs(version):
     ]
 
 
-@pytest.mark.parametrize("version", [None, "3.3", "3.9"])
+@pytest.mark.parametrize("version", [None, "3.3", "3.9", "4.0"])
 def test_before_4_1_the_text_is_unchanged(version):
     args = ["--files", BASIC, "--deep-iteration"] + (
         ["--kafka-version", version] if version else []
@@ -93,16 +93,6 @@ def test_json_control_gains_the_body_from_4_1():
     assert _control(None) == _control("4.0") == [{"type": "LEADER_CHANGE", "type_id": 2}]
     assert _control("4.1") == json.loads(
         (GOLDENS / "basic-cluster-metadata.control.json").read_text()
-    )
-
-
-def test_4_0_text_is_not_modelled_but_its_json_is():
-    r = dump("--files", BASIC, "--deep-iteration", "--kafka-version", "4.0")
-    assert (
-        r.exit_code == ExitCode.USAGE
-        and "--kafka-version 4.0: dump-log prints kafka-dump-log's text of Kafka "
-        "3.3 (3.3.1), 3.9 (3.9.0-rc3), 4.1 (4.1), 4.2 (4.2)"
-        in r.stderr
     )
 
 

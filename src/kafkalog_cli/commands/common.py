@@ -7,13 +7,13 @@ from datetime import datetime, timezone
 
 import click
 
-from kafkalog_cli.commands.options import format_option, jobs_option
+from kafkalog_cli.commands.options import format_option, jobs_option, record_filter_options
 from kafkalog_cli.errors import InputError, one_line
 
 
 def read_options(f):
     """--format, --payload-encoding, the offset/time filters, the search on keys and values,
-    --limit and --jobs."""
+    the header, producer and leader epoch filters, --limit and --jobs."""
     decorators = [
         format_option(
             "text: kafka-dump-log's exact text. json: JSON Lines, one object per batch or record."
@@ -87,6 +87,7 @@ def read_options(f):
             help="Only records with a value in which this Python regular expression finds a match "
             "(on the value's bytes).",
         ),
+        record_filter_options,
         click.option(
             "--limit",
             type=click.IntRange(min=0),

@@ -105,13 +105,19 @@ _DEFAULT_DECODER = "kafka.serializer.StringDecoder"
     "--kafka-version",
     metavar="VERSION",
     default=None,
-    help="The output of this Kafka's kafka-dump-log. --format text: 3.3 (3.3.1, the default), 3.9 "
-    "(3.9.0-rc3: __consumer_offsets records as JSON, version 1 __transaction_state values, the 3.6-3.9 "
-    "metadata records, no txnIdxEmpty), 4.1 or 4.2 (every __consumer_offsets and __transaction_state "
-    "record as CoordinatorRecordSerde's JSON, the metadata records up to 4.2-IV1, and LeaderChange "
-    "control records decoded: ` LeaderChange: {...}`); other versions' text is not modelled (exit 2). "
-    "--format json takes every version from 3.3 to 4.2; from 4.1 on a KRaft control record's "
-    "`control` holds its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
+    help="The output of this Kafka's kafka-dump-log, 3.3 (3.3.1, the default) to 4.2 (3.4 is 3.4.1). "
+    "--format text: --offsets-decoder prints 3.3.1's text up to 3.7, where from 3.4.1 a key of an "
+    "unknown version prints `unknown::version=N` and values of the flexible version read; from 3.8 "
+    "CoordinatorRecordSerde's JSON (record types 0-8; 4.0: 0-16; 4.1 on: every type); "
+    "--transaction-log-decoder 3.3.1's text, from 3.4.1 to 4.0 3.9's (version 1 values, "
+    "`unknown::version=N`), from 4.1 the coordinator's JSON; from 4.0 a coordinator value of an "
+    "unknown version is skipped (`Found an unknown record version`); --cluster-metadata-decoder the "
+    "metadata records the release knows (3.3-IV3, 3.4-IV0, 3.5-IV2, 3.6-IV2, 3.7-IV4 with 3.7's "
+    "`lastKnownELR`, 3.9-IV0 for 3.8 and 3.9, 4.2-IV1 from 4.0); --remote-log-metadata-decoder (a 3.9 "
+    "option) without txnIdxEmpty in 3.9 only; --share-group-state-decoder (a 4.0 option) in 4.0's "
+    'own form (the value as {"type":"V",...}, 4.0\'s schemas); LeaderChange control records decoded from 4.1 '
+    "(` LeaderChange: {...}`). --format json: from 4.1 on a KRaft control record's `control` holds "
+    "its decoded `body` (LeaderChange, KRaftVersion, KRaftVoters).",
 )
 @click.option(
     "--remote-log-metadata-decoder",
@@ -183,6 +189,7 @@ def dump_log(
     key_prefix_hex,
     key_regex,
     value_regex,
+    record_filters,
     limit,
     jobs,
     timestamps,
@@ -191,6 +198,8 @@ def dump_log(
     schemas=(),
     schema=(),
     reader_version=None,
+    mask=(),
+    mask_key_file=None,
 ):
     """Dump segments, indexes and snapshots as kafka-dump-log does, or as JSON Lines.
 
@@ -212,7 +221,10 @@ def dump_log(
     Search: --key/--key-hex (exact), --key-prefix/--key-prefix-hex, --key-regex and --grep
     (Python regular expressions on the key's or value's bytes) show only the records that pass
     every one given (a null key or value passes none of its own), with each batch holding one;
-    they imply --deep-iteration, and --limit counts the records found.
+    they imply --deep-iteration, and --limit counts the records found. --header/--header-hex (a
+    record with that header; repeated: one of them) do too. --producer-id (and --producer-epoch)
+    and --leader-epoch judge whole batches on their header: their records are not decoded, and
+    without --deep-iteration only the batches are printed.
 
     Schemas: --decode-schemas (--format json) decodes keys and values in Confluent's wire format
     (Avro, Protobuf, JSON Schema) with the _schemas topic among the log dirs given, each subject's
@@ -286,8 +298,19 @@ def dump_log(
         key_prefix=key_prefix if key_prefix_hex is None else key_prefix_hex,
         key_regex=key_regex,
         value_regex=value_regex,
+        **record_filters,
     )
-    decoding = schema_decoding(given, fmt, decode_schemas, schemas, schema, reader_version)
+    decoding = schema_decoding(
+        given,
+        fmt,
+        decode_schemas,
+        schemas,
+        schema,
+        reader_version,
+        mask,
+        mask_key_file,
+        topics=_topics_of(targets),
+    )
     if fmt == "json":
         from kafkalog_cli.render.jsonl import dump_json
 
@@ -328,6 +351,20 @@ def dump_log(
             break
         dumper.dump(g)
     dumper.finish()
+
+
+def _topics_of(targets: list[str]) -> set[str]:
+    """The topics of the partition dirs the .log files are in."""
+    from pathlib import Path
+
+    from kafkalog_cli.storage.names import parse_partition_dir
+
+    out = set()
+    for t in targets:
+        tp = parse_partition_dir(Path(t).parent.name) if t.endswith(".log") else None
+        if tp is not None:
+            out.add(tp.topic)
+    return out
 
 
 def _paths_given(files: tuple[str, ...], paths: tuple[str, ...]) -> list[str]:
@@ -384,7 +421,7 @@ def _record_parser(
     if decoders["remote_log_metadata"]:
         return remote_log_metadata_parser(text)
     if decoders["share_group_state"]:
-        return share_group_state_parser()
+        return share_group_state_parser(text)
     from kafkalog_cli.errors import InputError
 
     classes = []

@@ -7,7 +7,12 @@ import json
 
 import click
 
-from kafkalog_cli.commands.options import format_option, jobs_option, partition_filter_options
+from kafkalog_cli.commands.options import (
+    format_option,
+    jobs_option,
+    partition_filter_options,
+    record_filter_options,
+)
 from kafkalog_cli.commands.schema_options import schema_options, schema_spec
 from kafkalog_cli.spark.cli_options import engine_options
 
@@ -65,6 +70,7 @@ from kafkalog_cli.spark.cli_options import engine_options
 @click.option(
     "--to-time", default=None, metavar="MS|ISO-8601", help="Only records stamped at or before this."
 )
+@record_filter_options
 @click.option("--no-payload", is_flag=True, help="Leave out keys and values.")
 @click.option("--no-headers", is_flag=True, help="Leave out record headers.")
 @click.option(
@@ -106,6 +112,7 @@ def export(
     to_offset,
     from_time,
     to_time,
+    record_filters,
     no_payload,
     no_headers,
     compression,
@@ -116,6 +123,8 @@ def export(
     schemas=(),
     schema=(),
     reader_version=None,
+    mask=(),
+    mask_key_file=None,
 ):
     """Export the records of PATHS (log dirs, partition dirs or segment files) to OUT.
 
@@ -131,7 +140,8 @@ def export(
     in, with a note on stderr); with --isolation-level read_committed no record of an aborted
     transaction either, and nothing from the last stable offset on, as `transactions` shows it.
     --include-control is the raw view: every record in the files. --from-offset, --to-offset,
-    --from-time and --to-time keep the records within them (bounds included).
+    --from-time and --to-time keep the records within them (bounds included); --header,
+    --producer-id and --leader-epoch keep those dump-log's same options show.
 
     The columns are those of the `kafkalog` Spark data source and of `dump-log --format json`:
     offset, timestamp, timestamp_type, key, value, headers, sequence, base_offset, producer_id,
@@ -141,7 +151,9 @@ def export(
     With --decode-schemas (or --schemas, --schema), Parquet's key and value columns of a topic
     with a schema are typed by its reader schema (records as structs, unions, arrays, maps, enums,
     timestamps, dates, decimals, UUIDs), followed by value_schema_id, value_bytes and value_error:
-    what does not decode is kept there, as bytes (docs/schemas.md).
+    what does not decode is kept there, as bytes (docs/schemas.md). --to jsonl writes the lines of
+    dump-log --format json --decode-schemas (key and value as JSON, key_schema and value_schema),
+    each key or value kept as bytes named in a note on stderr.
     The output is the same, byte for byte, with either engine. OUT is written beside itself and
     renamed into place when complete. A log dir's -delete and -stray partition dirs are not
     exported (a note on stderr); -future ones are, as the logs a broker loads.
@@ -165,6 +177,7 @@ def export(
     from kafkalog_cli.commands.common import note_left_out
     from kafkalog_cli.spark.export import ExportOptions, export
     from kafkalog_cli.storage.logdir import left_out_of
+    from kafkalog_cli.storage.selection import Filters
 
     note = note_left_out("not exported")
     for d, kind in left_out_of(paths):
@@ -187,12 +200,7 @@ def export(
             "--include-control is the raw view (read_uncommitted, every record); "
             "it excludes --isolation-level read_committed."
         )
-    spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version)
-    if spec is not None and to != "parquet":
-        raise click.UsageError(
-            "--decode-schemas, --schemas and --schema type the columns of --to parquet; "
-            "for JSON, dump-log --format json --decode-schemas."
-        )
+    spec = schema_spec(paths, decode_schemas, schemas, schema, reader_version, mask, mask_key_file)
     opts = ExportOptions(
         to=to,
         payload_encoding=payload_encoding,
@@ -207,6 +215,7 @@ def export(
         from_time=from_ms,
         to_time=to_ms,
         schemas=spec,
+        filters=Filters.given(**record_filters),
     )
     summary = export(
         list(paths),

@@ -275,3 +275,98 @@ partition_filter_options = _stack(
     ),
     _partition_filter,
 )
+
+
+def _header_match(hex_value: bool):
+    """--header K=V / --header-hex K=HEX as a formats.record_search.HeaderMatch (K alone: any
+    value); the key is the text before the first '='."""
+
+    def convert(ctx, param, values):
+        from kafkalog_cli.formats.record_search import HeaderMatch
+
+        out = []
+        for given in values:
+            key, eq, value = given.partition("=")
+            if not key:
+                raise click.BadParameter(f"{given!r} names no header key (K=V, or K alone)")
+            if not eq:
+                out.append(HeaderMatch(key))
+            elif hex_value:
+                try:
+                    out.append(HeaderMatch(key, bytes.fromhex(value)))
+                except ValueError:
+                    raise click.BadParameter(
+                        f"{given!r}: {value!r} is not hex bytes (e.g. K=00ff10)"
+                    ) from None
+            else:
+                out.append(HeaderMatch(key, value.encode("utf-8", "surrogateescape")))
+        return tuple(out)
+
+    return convert
+
+
+def _record_filters(f):
+    """Hands the command one `record_filters` (the keyword arguments of storage.selection.Filters
+    for --header, --header-hex, --producer-id, --producer-epoch and --leader-epoch)."""
+
+    @functools.wraps(f)
+    def wrapper(*args, header_text, header_hex, producer_id, producer_epoch, leader_epoch, **kw):
+        if producer_epoch is not None and producer_id is None:
+            raise click.UsageError(
+                "--producer-epoch needs --producer-id: an epoch belongs to one producer."
+            )
+        record_filters = dict(
+            headers=tuple(header_text) + tuple(header_hex),
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            leader_epoch=leader_epoch,
+        )
+        return f(*args, record_filters=record_filters, **kw)
+
+    return wrapper
+
+
+# --header, --producer-id, --leader-epoch: dump-log's and export's, judged by storage.selection.Filters
+record_filter_options = _stack(
+    click.option(
+        "--header",
+        "header_text",
+        multiple=True,
+        metavar="K[=V]",
+        callback=_header_match(False),
+        help="Only records with a header K whose value is V (UTF-8; the key is the text before "
+        "the first '='); K alone: any value. Repeatable: a record passes with one of them.",
+    ),
+    click.option(
+        "--header-hex",
+        "header_hex",
+        multiple=True,
+        metavar="K=HEX",
+        callback=_header_match(True),
+        help="As --header, the value in hex (K=00ff...). Repeatable, with --header too.",
+    ),
+    click.option(
+        "--producer-id",
+        type=click.IntRange(min=-1),
+        default=None,
+        metavar="N",
+        help="Only the batches of producer id N (-1: those written without one, legacy "
+        "batches too); judged on the batch header, without decoding records.",
+    ),
+    click.option(
+        "--producer-epoch",
+        type=click.IntRange(min=-1, max=32767),
+        default=None,
+        metavar="E",
+        help="With --producer-id: only its batches of epoch E.",
+    ),
+    click.option(
+        "--leader-epoch",
+        type=click.IntRange(min=-1, max=2147483647),
+        default=None,
+        metavar="N",
+        help="Only the batches whose partitionLeaderEpoch is N (-1: legacy batches); judged on "
+        "the batch header, without decoding records.",
+    ),
+    _record_filters,
+)

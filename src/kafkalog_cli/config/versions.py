@@ -681,6 +681,118 @@ DUMP_LOG_LEADER_CHANGE = VersionRule(
     "DumpLogSegments control records: LEADER_CHANGE -> ControlRecordUtils.deserializeLeaderChangeMessage, "
     '" LeaderChange: " + LeaderChangeMessageJsonConverter.write (KAFKA-19069, 4.1)',
 )
+
+# ------------------------------------------------------------------ kafka-dump-log's text
+# What changes in `kafka-dump-log --print-data-log` with the release, read from each release's
+# source: apache/kafka tags 3.3.1, 3.4.0, 3.4.1, 3.5.0, 3.6.0, 3.7.0, 3.8.0, 3.9.0-rc3; 4.0 from
+# the Apache 4.0 branch at 4ae681446f (the commit before "MINOR: Bump to 4.0.1-SNAPSHOT", i.e.
+# 4.0.0's code; the release tag's commit is not reachable here); 4.1 from the 4.1.0 release commit
+# 13f70256db ("Bump version to 4.1.0"). docs/kafka-4-parity.md lists them release by release.
+DUMP_LOG_UNKNOWN_COORDINATOR_KEY = VersionRule(
+    "kafka-dump-log prints a coordinator key of an unknown version as unknown::version=N and reads "
+    "the flexible value versions",
+    KafkaVersion(3, 4),
+    "GroupMetadataManager.readMessageKey / TransactionLog.readTxnRecordKey: UnknownKey, "
+    "formatRecordKeyAndValue: `unknown::version=N`; OffsetCommitValue and GroupMetadataValue 0-4, "
+    "TransactionLogValue 0-1 (KAFKA-14869, KIP-915: 3.5.0 and 3.4.1; 3.4.0 throws as 3.3.1 does)",
+)
+DUMP_LOG_OFFSETS_AS_JSON = VersionRule(
+    "kafka-dump-log prints __consumer_offsets records as JSON",
+    KafkaVersion(3, 8),
+    "DumpLogSegments.OffsetsMessageParser: CoordinatorRecordSerde.deserialize and the generated "
+    "*JsonConverter.write (KAFKA-16470, 3.8)",
+)
+DUMP_LOG_GROUP_RECORDS_4_0 = VersionRule(
+    "kafka-dump-log reads the share group and regular expression group records (types 9-16)",
+    KafkaVersion(4, 0),
+    "GroupCoordinatorRecordSerde.apiMessageKeyFor: 0-16 (4.0; 3.8 and 3.9's CoordinatorRecordSerde: 0-8)",
+)
+DUMP_LOG_COORDINATOR_VALUE_VERSION = VersionRule(
+    "kafka-dump-log skips a coordinator value of a version its schema does not have",
+    KafkaVersion(4, 0),
+    "CoordinatorRecordSerde.deserialize: UnknownRecordVersionException, `Found an unknown record "
+    "version V for T type` (KAFKA-18672, 4.0)",
+)
+DUMP_LOG_TRANSACTION_VERSION_LEVEL = VersionRule(
+    "kafka-dump-log dies on a __transaction_state value whose clientTransactionVersion it does not know",
+    KafkaVersion(4, 0),
+    "TransactionLog.readTxnRecordValue: TransactionVersion.fromFeatureLevel(clientTransactionVersion) "
+    "(IllegalArgumentException `No feature:transaction.version with feature level N`; 4.0: levels 0-2)",
+)
+DUMP_LOG_COORDINATOR_SERDE_JSON = VersionRule(
+    "kafka-dump-log prints every coordinator record as the coordinator serde's JSON",
+    KafkaVersion(4, 1),
+    "DumpLogSegments.CoordinatorRecordMessageParser; TransactionLogMessageParser over "
+    "TransactionCoordinatorRecordSerde (KAFKA-18207, KAFKA-18308: after the 4.0 branch, so 4.1)",
+)
+DUMP_LOG_SHARE_GROUP_STATE_DECODER = VersionRule(
+    "kafka-dump-log --share-group-state-decoder",
+    KafkaVersion(4, 0),
+    "DumpLogSegments.ShareGroupStateMessageParser over ShareCoordinatorRecordSerde (KAFKA-17633, 4.0: "
+    'the value as {"type":"V","data":...}, SnapshotEpoch a uint16; from 4.1 the newest text; before '
+    "4.0, kafkalog prints the newest text)",
+)
+DUMP_LOG_REMOTE_LOG_METADATA_DECODER = VersionRule(
+    "kafka-dump-log --remote-log-metadata-decoder",
+    KafkaVersion(3, 9),
+    "DumpLogSegments.RemoteMetadataLogMessageParser: RemoteLogMetadataSerde.deserialize(...).toString "
+    "(KAFKA-16228, 3.9; before, kafkalog prints the newest text)",
+)
+DUMP_LOG_TXN_IDX_EMPTY = VersionRule(
+    "RemoteLogSegmentMetadata's text ends with txnIdxEmpty",
+    KafkaVersion(4, 0),
+    "RemoteLogSegmentMetadata.toString: `, txnIdxEmpty=` (KAFKA-16780, KIP-1058, 4.0)",
+)
+# the metadata records each release's MetadataRecordType knows (metadata/src/main/resources/common/
+# metadata/*.json at the release), each rule a change: a release reads the records of the newest
+# rule that applies; formats.internal.cluster_metadata.METADATA_SCHEMAS_BY_RELEASE holds them,
+# keyed by the rule's `since` (3.3 is 3.3.1's transcription)
+DUMP_LOG_METADATA_RECORDS = (
+    VersionRule(
+        "metadata records up to 3.4-IV0",
+        KafkaVersion(3, 4),
+        "ZkMigrationStateRecord (21), RegisterBrokerRecord v2 IsMigratingZkBroker (KAFKA-14304, KIP-866, 3.4)",
+    ),
+    VersionRule(
+        "metadata records up to 3.5-IV2",
+        KafkaVersion(3, 5),
+        "RemoveUserScramCredentialRecord (22) and UserScramCredentialRecord's own fields (KAFKA-14084); "
+        "AccessControlRecord (6) gone (KAFKA-14796) (3.5)",
+    ),
+    VersionRule(
+        "metadata records up to 3.6-IV2",
+        KafkaVersion(3, 6),
+        "Begin/End/AbortTransactionRecord (23-25, KAFKA-14538, KIP-868), RemoveDelegationTokenRecord "
+        "(26) and DelegationTokenRecord.Requester (KAFKA-15219) (3.6)",
+    ),
+    VersionRule(
+        "metadata records up to 3.7-IV4",
+        KafkaVersion(3, 7),
+        "RegisterControllerRecord (27, KAFKA-15369), PartitionRecord and PartitionChangeRecord v1-2 "
+        "(Directories, KAFKA-15355; EligibleLeaderReplicas and LastKnownELR, KAFKA-15581), "
+        "RegisterBrokerRecord v3 and BrokerRegistrationChangeRecord v2 LogDirs (KAFKA-15355) (3.7)",
+    ),
+    VersionRule(
+        "metadata records up to 3.9-IV0",
+        KafkaVersion(3, 8),
+        "PartitionRecord / PartitionChangeRecord: LastKnownELR renamed LastKnownElr, so the JSON "
+        "says `lastKnownElr` (KAFKA-15585, 3.8; 3.9 the same)",
+    ),
+    VersionRule(
+        "metadata records up to 4.2-IV1",
+        KafkaVersion(4, 0),
+        "ClearElrRecord (28, KAFKA-16540, 4.0; 4.1 and 4.2 add no record type or version)",
+    ),
+)
+
+
+def dump_log_metadata_records(version: KafkaVersion) -> VersionRule | None:
+    """The DUMP_LOG_METADATA_RECORDS rule whose records kafka-dump-log of `version` knows (None:
+    3.3.1's)."""
+    found = [r for r in DUMP_LOG_METADATA_RECORDS if r.applies(version)]
+    return found[-1] if found else None
+
+
 KRAFT_ONLY = VersionRule(
     "KRaft only: no ZooKeeper mode",
     KafkaVersion(4, 0),

@@ -54,3 +54,18 @@ class RecordSearch:
             if regex is not None and _context_free(regex) and regex.search(data, pos, end) is None:
                 return True
         return False
+
+
+@dataclass(frozen=True)
+class HeaderMatch:
+    """A test on a record's headers: one named `key` (Kafka's header keys are text), with exactly
+    `value` as its bytes; any value when `value` is None (a header of null value passes only
+    that)."""
+
+    key: str
+    value: bytes | None = None
+
+    def found_in(self, headers) -> bool:
+        return any(
+            h.key == self.key and (self.value is None or h.value == self.value) for h in headers
+        )

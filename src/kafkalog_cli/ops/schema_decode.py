@@ -485,10 +485,18 @@ class SchemaDecoder:
     schemas and the reader of each subject)."""
 
     def __init__(
-        self, registry: Registry, reader_version: int | None = None, protobuf_messages: bool = False
+        self,
+        registry: Registry,
+        reader_version: int | None = None,
+        protobuf_messages: bool = False,
+        mask=None,
     ):
-        """`protobuf_messages`: Protobuf values as messages (for Arrow), not their JSON mapping."""
+        """`protobuf_messages`: Protobuf values as messages (for Arrow), not their JSON mapping.
+        `mask` (an ops.schema_mask.FieldMask): every value `decode` returns is masked by it."""
         self.registry = registry
+        self.mask = mask
+        if mask is not None:  # the one call every decoded value goes through
+            self.decode = self._masked_decode  # type: ignore[method-assign]
         self.reader_version = reader_version
         self.protobuf_messages = protobuf_messages
         self._parsed: dict[int, object] = {}
@@ -574,6 +582,10 @@ class SchemaDecoder:
                 if got is not None:
                     return got
         return self._decode_slow(topic, is_key, data, headers)
+
+    def _masked_decode(self, topic: str, is_key: bool, data, headers=()):
+        got = SchemaDecoder.decode(self, topic, is_key, data, headers)
+        return self.mask.decoded(got) if isinstance(got, Decoded) else got
 
     def _decode_slow(self, topic: str, is_key: bool, data, headers) -> Decoded | Undecoded | None:
         bound = self.registry.bound.get((topic, is_key))

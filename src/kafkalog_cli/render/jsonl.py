@@ -649,6 +649,21 @@ class JsonDumper:
             if not self.deep:
                 continue
             if (
+                f is not None
+                and f.whole_batches
+                and self.found_layout is not None
+                and b.magic == 2
+                and not b.attributes & 0x20
+            ):
+                try:  # a batch a batch-level filter shows: its lines as an unfiltered dump's
+                    lines = batch_json(b, self.found_layout)
+                except Exception:  # anything unusual: the general path says what is wrong
+                    pass
+                else:
+                    if lines:
+                        self._emit_lines(self._located(lines))
+                    continue
+            if (
                 records is not None
                 and self.found_layout is not None
                 and b.magic == 2

@@ -112,26 +112,57 @@ def decoder_parser(key_decoder, value_decoder) -> MessageParser:
     return parse
 
 
-# kafka-dump-log's text, by the release that prints it: 3.3.1's by default, 3.9.0-rc3's with
-# dump-log --kafka-version 3.9. They differ in the decoders only: 3.9 prints __consumer_offsets
-# records as JSON (CoordinatorRecordSerde), reads __transaction_state values of version 1, knows the
-# metadata records up to 3.9-IV0, and its RemoteLogSegmentMetadata has no txnIdxEmpty. 4.1 and 4.2
-# print every coordinator record through CoordinatorRecordSerde's JSON (DumpLogSegments'
-# CoordinatorRecordMessageParser), know the metadata records up to 4.2-IV1 (a 4.1 broker writes
-# none newer than 4.1-IV1) and decode LeaderChange control records (DUMP_LOG_LEADER_CHANGE).
+# kafka-dump-log's text, by the release that prints it (--kafka-version; 3.3.1's by default). The
+# releases differ in the decoders only, each difference a rule in config.versions (their sources
+# there and in docs/kafka-4-parity.md):
+# - --offsets-decoder: 3.3.1's GroupMetadataManager text (3.3, 3.4.0); from 3.4.1/3.5 a key of an
+#   unknown version prints `unknown::version=N` and values read up to the flexible version 4
+#   (DUMP_LOG_UNKNOWN_COORDINATOR_KEY); from 3.8 CoordinatorRecordSerde's JSON of the consumer group
+#   records, types 0-8 (DUMP_LOG_OFFSETS_AS_JSON); 4.0 reads types 0-16 (DUMP_LOG_GROUP_RECORDS_4_0);
+#   from 4.1 every record type through CoordinatorRecordMessageParser (DUMP_LOG_COORDINATOR_SERDE_JSON);
+#   from 4.0 a value of an unknown version is skipped (DUMP_LOG_COORDINATOR_VALUE_VERSION).
+# - --transaction-log-decoder: 3.3.1's TransactionLog text; from 3.4.1/3.5 unknown keys and value
+#   version 1 as for offsets; 4.0 also dies on an unknown clientTransactionVersion
+#   (DUMP_LOG_TRANSACTION_VERSION_LEVEL); from 4.1 the coordinator serde's JSON.
+# - --cluster-metadata-decoder: the metadata records each release knows (DUMP_LOG_METADATA_RECORDS).
+# - --remote-log-metadata-decoder: from 3.9 (before, kafkalog prints the newest text); 3.9's
+#   RemoteLogSegmentMetadata has no txnIdxEmpty (DUMP_LOG_TXN_IDX_EMPTY, 4.0).
+# - --share-group-state-decoder: from 4.0, whose text is its own (DUMP_LOG_SHARE_GROUP_STATE_DECODER);
+#   before it and from 4.1, the newest.
+# - LeaderChange control records decoded from 4.1 (DUMP_LOG_LEADER_CHANGE).
+# A 3.4 is 3.4.1: 3.4.0 has 3.3.1's coordinator readers, and dies where 3.4.1 prints
+# `unknown::version=N` (records a 3.4 broker never writes; on its own logs the two print the same).
 KAFKA_331, KAFKA_39, KAFKA_41, KAFKA_42 = (
     KafkaVersion(3, 3),
     KafkaVersion(3, 9),
     KafkaVersion(4, 1),
     KafkaVersion(4, 2),
 )
-DUMP_LOG_TEXTS = {KAFKA_331: "3.3.1", KAFKA_39: "3.9.0-rc3", KAFKA_41: "4.1", KAFKA_42: "4.2"}
-METADATA_TEXTS = {
+# the release whose source each --kafka-version's text was read from
+DUMP_LOG_TEXTS = {
     KAFKA_331: "3.3.1",
-    KAFKA_39: "3.9",
-    KAFKA_41: "4.2",
+    KafkaVersion(3, 4): "3.4.1",
+    KafkaVersion(3, 5): "3.5.0",
+    KafkaVersion(3, 6): "3.6.0",
+    KafkaVersion(3, 7): "3.7.0",
+    KafkaVersion(3, 8): "3.8.0",
+    KAFKA_39: "3.9.0-rc3",
+    KafkaVersion(4, 0): "4.0.0",
+    KAFKA_41: "4.1",
     KAFKA_42: "4.2",
-}  # cluster_metadata_parser's
+}
+
+
+def _metadata_text(kafka: KafkaVersion) -> str:
+    from kafkalog_cli.config.versions import dump_log_metadata_records
+
+    rule = dump_log_metadata_records(kafka)
+    text = "3.3.1" if rule is None else str(rule.since)
+    return {"3.8": "3.9", "4.0": "4.2"}.get(text, text)  # --metadata-decoder-version's names
+
+
+# cluster_metadata_parser's key (METADATA_SCHEMAS_BY_RELEASE) for each version's text
+METADATA_TEXTS = {v: _metadata_text(v) for v in DUMP_LOG_TEXTS}
 
 
 def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
@@ -153,55 +184,105 @@ def dump_log_text(version: str | None, fmt: str = "text") -> KafkaVersion:
 
 
 def offsets_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
-    from kafkalog_cli.formats.internal.consumer_offsets import format_offsets_record
+    from kafkalog_cli.config.versions import (
+        DUMP_LOG_COORDINATOR_SERDE_JSON,
+        DUMP_LOG_COORDINATOR_VALUE_VERSION,
+        DUMP_LOG_GROUP_RECORDS_4_0,
+        DUMP_LOG_OFFSETS_AS_JSON,
+        DUMP_LOG_UNKNOWN_COORDINATOR_KEY,
+    )
+    from kafkalog_cli.formats.internal.consumer_offsets import (
+        format_offsets_record,
+        format_offsets_record_34,
+    )
     from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
 
-    if kafka == KAFKA_39:
-        return lambda r: format_coordinator_record(Coordinator.GROUP_39, r.key, r.value, r.offset)
-    if kafka >= KAFKA_41:
-        return lambda r: format_coordinator_record(Coordinator.GROUP, r.key, r.value, r.offset)
+    if DUMP_LOG_OFFSETS_AS_JSON.applies(kafka):
+        if DUMP_LOG_COORDINATOR_SERDE_JSON.applies(kafka):
+            group = Coordinator.GROUP
+        elif DUMP_LOG_GROUP_RECORDS_4_0.applies(kafka):
+            group = Coordinator.GROUP_40
+        else:
+            group = Coordinator.GROUP_39
+        check = DUMP_LOG_COORDINATOR_VALUE_VERSION.applies(kafka)
+        return lambda r: format_coordinator_record(group, r.key, r.value, r.offset, check)
+    if DUMP_LOG_UNKNOWN_COORDINATOR_KEY.applies(kafka):
+        return lambda r: format_offsets_record_34(r.key, r.value, r.offset)
     return lambda r: format_offsets_record(r.key, r.value, r.offset)
 
 
 def transaction_log_parser(kafka: KafkaVersion = KAFKA_331) -> MessageParser:
+    from kafkalog_cli.config.versions import (
+        DUMP_LOG_COORDINATOR_SERDE_JSON,
+        DUMP_LOG_COORDINATOR_VALUE_VERSION,
+        DUMP_LOG_TRANSACTION_VERSION_LEVEL,
+        DUMP_LOG_UNKNOWN_COORDINATOR_KEY,
+    )
     from kafkalog_cli.formats.internal.transaction_state import (
         format_transaction_record,
         format_transaction_record_39,
     )
 
-    if kafka >= KAFKA_41:
+    if DUMP_LOG_COORDINATOR_SERDE_JSON.applies(kafka):
         from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
 
+        check = DUMP_LOG_COORDINATOR_VALUE_VERSION.applies(kafka)
         return lambda r: format_coordinator_record(
-            Coordinator.TRANSACTION, r.key, r.value, r.offset
+            Coordinator.TRANSACTION, r.key, r.value, r.offset, check
         )
-    fmt = format_transaction_record_39 if kafka == KAFKA_39 else format_transaction_record
-    return lambda r: fmt(r.key, r.value, r.offset)
+    if DUMP_LOG_UNKNOWN_COORDINATOR_KEY.applies(kafka):
+        # TransactionVersion TV_0 to TV_2, the levels 4.0 knows
+        levels = range(3) if DUMP_LOG_TRANSACTION_VERSION_LEVEL.applies(kafka) else None
+        return lambda r: format_transaction_record_39(r.key, r.value, r.offset, levels)
+    return lambda r: format_transaction_record(r.key, r.value, r.offset)
 
 
-def share_group_state_parser() -> MessageParser:
+def share_group_state_parser(kafka: KafkaVersion | None = None) -> MessageParser:
+    """The decoder came with 4.0, whose text is its own (Coordinator.SHARE_40); before it (3.3.1
+    by default) and from 4.1, 4.2's."""
+    from kafkalog_cli.config.versions import (
+        DUMP_LOG_COORDINATOR_SERDE_JSON,
+        DUMP_LOG_COORDINATOR_VALUE_VERSION,
+        DUMP_LOG_SHARE_GROUP_STATE_DECODER,
+    )
     from kafkalog_cli.formats.internal.coordinator import Coordinator, format_coordinator_record
 
-    return lambda r: format_coordinator_record(Coordinator.SHARE, r.key, r.value, r.offset)
+    kafka = kafka or KAFKA_331
+    share = (
+        Coordinator.SHARE_40
+        if DUMP_LOG_SHARE_GROUP_STATE_DECODER.applies(kafka)
+        and not DUMP_LOG_COORDINATOR_SERDE_JSON.applies(kafka)
+        else Coordinator.SHARE
+    )
+    check = DUMP_LOG_COORDINATOR_VALUE_VERSION.applies(kafka)
+    return lambda r: format_coordinator_record(share, r.key, r.value, r.offset, check)
 
 
 def remote_log_metadata_parser(kafka: KafkaVersion | None = None) -> MessageParser:
-    """3.3.1 had no such decoder: by default 4.2's text, with --kafka-version 3.9 3.9's."""
+    """The decoder came with 3.9: before it (3.3.1 by default), 4.x's text; 3.9's has no
+    txnIdxEmpty."""
+    from kafkalog_cli.config.versions import (
+        DUMP_LOG_REMOTE_LOG_METADATA_DECODER,
+        DUMP_LOG_TXN_IDX_EMPTY,
+    )
     from kafkalog_cli.formats.internal.remote_log_metadata import format_remote_log_metadata
 
-    txn_idx_empty = kafka != KAFKA_39
+    kafka = kafka or KAFKA_331
+    txn_idx_empty = DUMP_LOG_TXN_IDX_EMPTY.applies(
+        kafka
+    ) or not DUMP_LOG_REMOTE_LOG_METADATA_DECODER.applies(kafka)
     return lambda r: (None, format_remote_log_metadata(r.value, r.offset, txn_idx_empty))  # no key
 
 
 def cluster_metadata_parser(kafka_version: str = "3.3.1") -> MessageParser:
-    """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (3.3.1, 3.9 or 4.2)."""
+    """--cluster-metadata-decoder: the text of kafka-dump-log `kafka_version` (a METADATA_TEXTS
+    value: 3.3.1, 3.4, 3.5, 3.6, 3.7, 3.9 or 4.2)."""
     from kafkalog_cli.formats.internal.cluster_metadata import (
-        METADATA_SCHEMAS_39,
-        METADATA_SCHEMAS_42,
+        METADATA_SCHEMAS_BY_RELEASE,
         format_metadata_record,
     )
 
-    schemas = {"4.2": METADATA_SCHEMAS_42, "3.9": METADATA_SCHEMAS_39}.get(kafka_version)
+    schemas = METADATA_SCHEMAS_BY_RELEASE[kafka_version]
 
     def parse(r: Record):
         return None, format_metadata_record(r.value, offset=r.offset, schemas=schemas)
@@ -508,6 +589,20 @@ class KafkaDumper:
                     pairs.insert(0, pr)
                 return last
         if (
+            o.filters is not None
+            and o.filters.whole_batches
+            and self._fast_found
+            and batch.magic == 2
+            and not (batch.attributes & 0x20)
+        ):
+            try:  # a batch a batch-level filter shows: its lines as an unfiltered dump's
+                text, last = batch_text(batch, -1, [], not o.skip_record_metadata, o.print_data_log)
+            except Exception:  # anything unusual: the general path says what Kafka would
+                pass
+            else:
+                self._to_stdout(text)
+                return last
+        if (
             records is not None
             and self._fast_found
             and batch.magic == 2
@@ -533,11 +628,12 @@ class KafkaDumper:
         if records is None:
             records = batch.records()
         for r in records if f is None else f.shown(records):
-            # a record-level filter (a search, a time range) leaves gaps of its own: not the log's
+            # a record-level filter (a search, a time range) or a batch-level one (a producer, a
+            # leader epoch) leaves gaps of its own: not the log's
             if (
                 last_offset != -1
                 and r.offset != last_offset + 1
-                and (f is None or not f.needs_records)
+                and (f is None or not (f.needs_records or f.judges_batches))
             ):
                 pairs.insert(0, (last_offset, r.offset))
             last_offset = r.offset

@@ -321,6 +321,11 @@ def _pb_value(msg, t):
     return out
 
 
+def _pb_values(v, t):
+    """A decoded Protobuf value as the Python value of `t`: a message, or (masked) its values."""
+    return _to_arrow_value(v, t) if isinstance(v, dict) else _pb_value(v, t)
+
+
 def _pb_one(f, value, t):
     if f.type in (10, 11):
         return _pb_value(value, t)
@@ -380,6 +385,40 @@ def _json_value(v, t):
 # -- columns
 
 
+def masked_type(t, mask):
+    """`t` with the fields `mask` (an ops.schema_mask.FieldMask, or None) masks as strings: the
+    masks are text whatever the field held (an array's elements each)."""
+    if mask is None:
+        return t
+    for path in mask.paths:
+        t = _masked_at(t, path)
+    return t
+
+
+def _masked_at(t, path):
+    import pyarrow as pa
+
+    if pa.types.is_list(t):
+        return pa.list_(_masked_at(t.value_type, path))
+    if not path:
+        return pa.string()
+    if not pa.types.is_struct(t):
+        return t
+    names = [f.name for f in t]
+    if path[0] in names:
+        return pa.struct(
+            [
+                pa.field(f.name, _masked_at(f.type, path[1:]), f.nullable)
+                if f.name == path[0]
+                else f
+                for f in t
+            ]
+        )
+    if names and names[0] == "member0":  # a union's members: the records among them
+        return pa.struct([pa.field(f.name, _masked_at(f.type, path), f.nullable) for f in t])
+    return t
+
+
 def storage_type(t):
     """`t` with its extension types (arrow.uuid) as their storage: what pa.array builds nested
     values into, cast to `t` after."""
@@ -414,7 +453,7 @@ class TypedColumn:
         if self.kind is SchemaType.AVRO:
             named: dict = {}
             _avro_references(decoder.registry, reader, named, set())
-            self.type = _avro_type(json.loads(reader.schema), named)
+            self.type = masked_type(_avro_type(json.loads(reader.schema), named), decoder.mask)
             fast = converter(self.type)
             self.convert = (lambda d: d.value) if fast is None else (lambda d: fast(d.value))
         elif self.kind is SchemaType.PROTOBUF:
@@ -422,26 +461,28 @@ class TypedColumn:
             tops = list(pb.file.message_types_by_name.values())
             self.messages = {m.full_name: m.name for m in tops}
             if len(tops) == 1:
-                self.type = _pb_message_type(tops[0])
+                self.type = masked_type(_pb_message_type(tops[0]), decoder.mask)
                 self.convert = lambda d: (
-                    _pb_value(d.value, self.type)
+                    _pb_values(d.value, self.type)
                     if d.value.DESCRIPTOR.full_name == tops[0].full_name
                     else None
                 )
             else:
-                self.type = pa.struct([pa.field(m.name, _pb_message_type(m)) for m in tops])
+                self.type = pa.struct(
+                    [pa.field(m.name, masked_type(_pb_message_type(m), decoder.mask)) for m in tops]
+                )
 
                 def convert(d):
                     name = self.messages.get(d.value.DESCRIPTOR.full_name)
                     if name is None:
                         return None
                     out = {m.name: None for m in tops}
-                    out[name] = _pb_value(d.value, self.type.field(name).type)
+                    out[name] = _pb_values(d.value, self.type.field(name).type)
                     return out
 
                 self.convert = convert
         else:
-            self.type = _json_type(json.loads(reader.schema))
+            self.type = masked_type(_json_type(json.loads(reader.schema)), decoder.mask)
             self.convert = lambda d: _json_value(d.value, self.type)
         self.storage = storage_type(self.type)
 
@@ -501,6 +542,9 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
                 error = "not in the schema registry's wire format"
             values.append(value)
             ids.append(sid)
+            if error is not None and decoder.mask is not None:
+                # bytes that did not decode could hold what is masked: they are withheld
+                error, data = f"{error} (its bytes withheld: --mask)", None
             kept.append(data if error is not None else None)
             errors.append(error)
         at = table.column_names.index(field)
@@ -535,7 +579,10 @@ class TypedTables:
         dec = _DECODERS.get(id(spec))
         if dec is None:
             dec = _DECODERS[id(spec)] = SchemaDecoder(
-                spec.registry, spec.reader_version, protobuf_messages=True
+                spec.registry,
+                spec.reader_version,
+                protobuf_messages=True,
+                mask=getattr(spec, "mask", None),
             )
             _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
         self.decoder, self.topic, self.keep_headers = dec, topic or "", keep_headers

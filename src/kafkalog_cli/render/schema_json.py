@@ -80,40 +80,99 @@ class SchemaJsonWriter:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:  # a file name that is not UTF-8 (its surrogates kept)
             obj = json.loads(line.decode("utf-8", "surrogatepass"))
-        if obj.get("is_control"):
-            return self._reencoded(obj)
-        headers = [
-            (h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
-            for h in obj.get("headers", ())
-        ]
-        for field, is_key in (("key", True), ("value", False)):
-            raw = obj.get(field)
-            data = None if raw is None else base64.b64decode(raw)
-            got = self.decoder.decode(obj.get("topic") or "", is_key, data, headers)
-            if isinstance(got, Decoded):
-                obj[field] = json_value(got.value, self.bytes_enc)
-                obj[f"{field}_schema"] = got.schema_object()
-                continue
-            obj[field] = self.enc(data)
-            if isinstance(got, Undecoded):
-                obj[f"{field}_schema"] = got.schema_object()
-                self.undecoded += 1
-                self.err.write(
-                    f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} kept as bytes: "
-                    f"{got.reason}\n".encode("utf-8", "backslashreplace")
-                )
-        obj["headers"] = [{"key": k, "value": self.enc(v)} for k, v in headers]
+        for field, got in decode_record(obj, self.decoder, self.enc, self.bytes_enc):
+            self.undecoded += 1
+            self.err.write(
+                f"kafkalog: {obj.get('file')}: offset {obj.get('offset')}: {field} "
+                f"{kept_as(self.decoder)}: "
+                f"{got.reason}\n".encode("utf-8", "backslashreplace")
+            )
         return dumps(obj).encode("utf-8", "surrogatepass")
 
-    def _reencoded(self, obj: dict) -> bytes:
-        for field in ("key", "value"):
-            if obj.get(field) is not None:
-                obj[field] = self.enc(base64.b64decode(obj[field]))
+
+WITHHELD = "its bytes withheld: --mask"
+
+
+def kept_as(decoder: SchemaDecoder) -> str:
+    """What became of a key or value that did not decode, as the notes on stderr say it."""
+    return f"not decoded, {WITHHELD}" if decoder.mask is not None else "kept as bytes"
+
+
+def decode_record(obj: dict, decoder: SchemaDecoder, enc, bytes_enc) -> list[tuple[str, Undecoded]]:
+    """A record object whose key, value and header values are base64 (record_object's, or a line
+    of them), in place: key and value decoded where a schema wrote them, with `key_schema`/
+    `value_schema` after the rest; what is not decoded, and the header values, in `enc`. The one
+    decoding of dump-log --format json and export --to jsonl. -> the fields kept as bytes, and why."""
+    if obj.get("is_control"):
+        _reencoded(obj, enc)
+        return []
+    headers = [
+        (h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
+        for h in obj.get("headers", ())
+    ]
+    kept: list[tuple[str, Undecoded]] = []
+    for field, is_key in (("key", True), ("value", False)):
+        if field not in obj:
+            continue
+        raw = obj[field]
+        data = None if raw is None else base64.b64decode(raw)
+        got = decoder.decode(obj.get("topic") or "", is_key, data, headers)
+        if isinstance(got, Decoded):
+            obj[field] = json_value(got.value, bytes_enc)
+            obj[f"{field}_schema"] = got.schema_object()
+            continue
+        obj[field] = enc(data)
+        if isinstance(got, Undecoded):
+            obj[f"{field}_schema"] = got.schema_object()
+            if decoder.mask is not None:
+                # masking: bytes that did not decode could hold what is masked; they are withheld
+                obj[field] = None
+                obj[f"{field}_schema"]["error"] += f" ({WITHHELD})"
+            kept.append((field, got))
+    if "headers" in obj:
+        obj["headers"] = [{"key": k, "value": enc(v)} for k, v in headers]
+    return kept
+
+
+def _reencoded(obj: dict, enc) -> None:
+    for field in ("key", "value"):
+        if obj.get(field) is not None:
+            obj[field] = enc(base64.b64decode(obj[field]))
+    if "headers" in obj:
         obj["headers"] = [
             {
                 "key": h["key"],
-                "value": None if h["value"] is None else self.enc(base64.b64decode(h["value"])),
+                "value": None if h["value"] is None else enc(base64.b64decode(h["value"])),
             }
-            for h in obj.get("headers", ())
+            for h in obj["headers"]
         ]
-        return dumps(obj).encode("utf-8", "surrogatepass")
+
+
+_DECODERS: dict[int, SchemaDecoder] = {}
+_SPECS: list = []
+
+
+class JsonDecoding:
+    """export --to jsonl's decoding of record objects (`record`, on objects whose payloads are in
+    `raw`: base64), with the run's schemas (a commands.schema_options.SchemaSpec): one decoder a
+    process, as render/schema_arrow.py's TypedTables."""
+
+    raw = staticmethod(lambda b: None if b is None else base64.b64encode(b).decode("ascii"))
+
+    def __init__(self, spec, payload_encoding: str):
+        dec = _DECODERS.get(id(spec))
+        if dec is None:
+            dec = _DECODERS[id(spec)] = SchemaDecoder(
+                spec.registry, spec.reader_version, mask=getattr(spec, "mask", None)
+            )
+            _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
+        self.decoder = dec
+        self.enc = payload_encoder(payload_encoding)
+        self.bytes_enc = _avro_bytes if payload_encoding == "utf8" else self.enc
+
+    def record(self, obj: dict) -> list[tuple[str, Undecoded]]:
+        return decode_record(obj, self.decoder, self.enc, self.bytes_enc)
+
+    @property
+    def kept_as(self) -> str:
+        return kept_as(self.decoder)

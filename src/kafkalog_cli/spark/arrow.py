@@ -31,6 +31,7 @@ from kafkalog_cli.render.jsonl import batch_object, control_object
 from kafkalog_cli.storage.remote import segment_batches  # noqa: F401 (segment_batches: export)
 from kafkalog_cli.storage.remote import segment_chunks as _chunks
 from kafkalog_cli.storage.segment import Segment
+from kafkalog_cli.storage.selection import Filters
 
 ROWS_PER_BATCH = 8192
 BYTES_PER_BATCH = 32 << 20  # or this many bytes of keys, values and headers (records of a MiB)
@@ -161,6 +162,8 @@ class Pushdown:
     not_partitions: frozenset = frozenset()
     offset: Bounds = field(default_factory=Bounds)
     timestamp: Bounds = field(default_factory=Bounds)
+    # export's --header, --producer-id, --leader-epoch: a storage.selection.Filters judges them
+    tests: Filters | None = None
 
     @property
     def empty(self) -> bool:
@@ -192,10 +195,25 @@ class Pushdown:
 
     @property
     def on_records(self) -> bool:
-        return self.offset.given or self.timestamp.given
+        return self.offset.given or self.timestamp.given or self.tests is not None
+
+    @property
+    def judges_records(self) -> bool:
+        """A test that takes the records one by one (else whole batches are kept or left)."""
+        return (
+            self.offset.given
+            or self.timestamp.given
+            or (self.tests is not None and bool(self.tests.headers))
+        )
 
     def keeps_record(self, offset: int, timestamp: int) -> bool:
         return self.offset.admits(offset) and self.timestamp.admits(timestamp)
+
+    def keeps(self, r) -> bool:
+        """Whether record `r` passes: its offset, timestamp and headers."""
+        return self.keeps_record(r.offset, r.timestamp) and (
+            self.tests is None or self.tests.headers_match(r.headers)
+        )
 
 
 # ------------------------------------------------------------------ reading
@@ -334,6 +352,8 @@ def selected(
                             continue
                         if f.timestamp.lo is not None and b.max_timestamp < f.timestamp.lo:
                             continue
+                        if f.tests is not None and not f.tests.batch_selected(b):
+                            continue  # on the batch header: its records are not decoded
                     if verify_crc and view is None:
                         b.ensure_valid()
                 yield off, buf, b, g
@@ -525,7 +545,7 @@ class _RecordRows(_Rows):
 
     def add(self, b, f) -> None:
         start = self.records.rows
-        if f is None and b.magic == 2 and not b.is_control:
+        if (f is None or not f.judges_records) and b.magic == 2 and not b.is_control:
             try:
                 scan_columns(b, self.records)
             except Exception:  # anything unusual: records() says what is wrong, or decodes it
@@ -534,7 +554,7 @@ class _RecordRows(_Rows):
         if self.records.rows == start:
             recs = b.records()
             if f is not None:
-                recs = [r for r in recs if f.keeps_record(r.offset, r.timestamp)]
+                recs = [r for r in recs if f.keeps(r)]
             for r in recs:
                 self.records.add_record(
                     r.offset,

@@ -31,6 +31,7 @@ ROW_GROUP_BYTES = 64 << 20  # or this many bytes of Arrow data (a row group is h
 # and headers get no statistics: min/max of payloads prune nothing (a partition's keys come in no
 # order) and cost a compare a byte.
 _DELTA = ("offset", "timestamp", "sequence")
+_NOTES_A_SEGMENT = 100  # --to jsonl with schemas: keys or values kept as bytes named a segment
 _NO_STATISTICS = ("key", "value", "headers")
 
 
@@ -54,13 +55,15 @@ class ExportOptions:
     to_offset: int | None = None
     from_time: int | None = None
     to_time: int | None = None
-    schemas: object = None  # parquet: a commands.schema_options.SchemaSpec: typed keys and values
+    schemas: object = None  # a commands.schema_options.SchemaSpec: decoded keys and values
+    # --header, --producer-id, --leader-epoch: a storage.selection.Filters of those tests alone
+    filters: object = None
 
     def pushdown(self):
         """The ranges as the reader's record filter (None: no range)."""
         from kafkalog_cli.spark.arrow import Pushdown
 
-        p = Pushdown()
+        p = Pushdown(tests=self.filters)
         for bounds, lo, hi in (
             (p.offset, self.from_offset, self.to_offset),
             (p.timestamp, self.from_time, self.to_time),
@@ -152,9 +155,17 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
             raise WriteError(e.strerror or str(e), path=str(path)) from None
         return {"segment": ref.path, "records": n, "file": str(path.relative_to(root))}
     # jsonl: the lines of `dump-log --format json` for records, with topic, partition and segment
+    # (with schemas: of `dump-log --format json --decode-schemas`)
     from kafkalog_cli.render.jsonl import dumps, payload_encoder, record_object
 
     enc = payload_encoder(options.payload_encoding)
+    decoding = None
+    undecoded: list[str] = []
+    skipped = 0  # notes past _NOTES_A_SEGMENT, counted
+    if options.schemas is not None and options.include_payload:
+        from kafkalog_cli.render.schema_json import JsonDecoding
+
+        decoding = JsonDecoding(options.schemas, options.payload_encoding)
     path = root / f"{_part_name(index, ref)}.jsonl"
     n = 0
     from kafkalog_cli.spark.arrow import broker_id, segment_log_dir
@@ -194,15 +205,24 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                         raise e.located(path=ref.path)
                     raise
                 for r in records:
-                    if g is not None and not g.keeps_record(r.offset, r.timestamp):
+                    if g is not None and not g.keeps(r):
                         continue
-                    obj = record_object(r, b, enc)
+                    obj = record_object(r, b, enc if decoding is None else decoding.raw)
                     del obj["kind"]
                     if not options.include_payload:
                         del obj["key"], obj["value"]
+                    if decoding is not None:
+                        obj = {**head, **obj}
+                        for field, got in decoding.record(obj):
+                            skipped += len(undecoded) >= _NOTES_A_SEGMENT
+                            if len(undecoded) < _NOTES_A_SEGMENT:
+                                undecoded.append(
+                                    f"{ref.path}: offset {r.offset}: {field} "
+                                    f"{decoding.kept_as}: {got.reason}"
+                                )
                     if not options.include_headers:
                         del obj["headers"]
-                    lines.append(dumps({**head, **obj}))
+                    lines.append(dumps(obj if decoding is not None else {**head, **obj}))
                     n += 1
                 if len(lines) >= 4096:
                     out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
@@ -211,7 +231,12 @@ def export_segment(unit, staging: str, options: ExportOptions) -> dict:
                 out.write(("\n".join(lines) + "\n").encode("utf-8", "surrogatepass"))
     except OSError as e:
         raise WriteError(e.strerror or str(e), path=str(path)) from None
-    return {"segment": ref.path, "records": n, "file": path.name}
+    done = {"segment": ref.path, "records": n, "file": path.name}
+    if decoding is not None:
+        if skipped:
+            undecoded.append(f"{ref.path}: {skipped} more keys or values {decoding.kept_as}")
+        done["undecoded"] = undecoded
+    return done
 
 
 def _writer_options(schema) -> dict:
@@ -357,13 +382,20 @@ def export(
             "--isolation-level read_committed"
         )
     refs = segments_of_sources(paths, only=only)
+    spec = options.schemas
+    if spec is not None and getattr(spec, "mask", None) is not None:
+        from kafkalog_cli.ops.schema_decode import SchemaDecoder
+        from kafkalog_cli.ops.schema_mask import check_fields
+
+        check = SchemaDecoder(spec.registry, spec.reader_version, protobuf_messages=True)
+        check_fields(check, {r.topic for r in refs if r.topic is not None}, spec.mask)
     if options.to == "parquet":
         options = dataclasses.replace(options, by_log_dir=shared_partitions(refs))
     views = {} if options.include_control else views_for(refs, options.isolation_level)
     units = [(i, r, views.get(str(r.directory))) for i, r in enumerate(refs)]
     view_notes(views, on_note)
     if to_stdout:
-        return _export_to_stdout(units, options, engine, master, jobs, spark)
+        return _export_to_stdout(units, options, engine, master, jobs, spark, on_note)
     out = Path(out).absolute()
     _check_out(out, paths)
     if out.exists() and not overwrite:
@@ -396,6 +428,7 @@ def export(
         elif staging.exists():
             staging.unlink()
         raise
+    _undecoded_notes(results, on_note)
     return {
         "out": str(out),
         "segments": len(refs),
@@ -404,7 +437,9 @@ def export(
     }
 
 
-def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark) -> dict:
+def _export_to_stdout(
+    units, options: ExportOptions, engine, master, jobs, spark, on_note=None
+) -> dict:
     """--to jsonl with OUT '-': the segments' files are written to a temporary directory (the
     workers run in parallel), then copied to standard output in order."""
     import sys
@@ -420,12 +455,21 @@ def _export_to_stdout(units, options: ExportOptions, engine, master, jobs, spark
         _concat_parts(results, staging, sys.stdout.buffer)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+    _undecoded_notes(results, on_note)
     return {
         "out": "-",
         "segments": len(units),
         "records": sum(r["records"] for r in results),
         "files": ["-"],
     }
+
+
+def _undecoded_notes(results: list[dict], on_note) -> None:
+    """A note for each key or value of a --to jsonl export kept as bytes (their lines say why)."""
+    for r in results:
+        for text in r.get("undecoded", ()):
+            if on_note is not None:
+                on_note(text)
 
 
 def _write_parts(

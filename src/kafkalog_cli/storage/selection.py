@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kafkalog_cli.formats.byte_loops import search_v2
-from kafkalog_cli.formats.record_search import RecordSearch
+from kafkalog_cli.formats.record_search import HeaderMatch, RecordSearch
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment
@@ -34,7 +34,11 @@ class Filters:
     """An offset or time range, a search on keys and values (an exact key, a key prefix, a regex
     on keys, a regex on values: a record must pass every one given, and a null key or value
     passes none of its own), a record limit. `limit` counts down as records (or, without deep
-    iteration, batches) are shown, across all the files of one command."""
+    iteration, batches) are shown, across all the files of one command.
+
+    `headers`: a record must hold a header passing one of them (OR). `producer_id` (with
+    `producer_epoch`) and `leader_epoch` (the batch's partitionLeaderEpoch) judge whole batches
+    from their header: the records of a batch they leave out are never decoded."""
 
     from_offset: int | None = None
     to_offset: int | None = None
@@ -45,6 +49,10 @@ class Filters:
     key_prefix: bytes | None = None
     key_regex: re.Pattern[bytes] | None = None
     value_regex: re.Pattern[bytes] | None = None
+    headers: tuple[HeaderMatch, ...] = ()
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    leader_epoch: int | None = None
 
     @classmethod
     def given(
@@ -59,6 +67,10 @@ class Filters:
         key_prefix: bytes | None = None,
         key_regex: re.Pattern[bytes] | None = None,
         value_regex: re.Pattern[bytes] | None = None,
+        headers: tuple[HeaderMatch, ...] = (),
+        producer_id: int | None = None,
+        producer_epoch: int | None = None,
+        leader_epoch: int | None = None,
     ) -> Filters | None:
         """The filters of a command's options (a key given as text: its UTF-8), or None when
         none is given: an unfiltered read takes the fast paths."""
@@ -72,6 +84,10 @@ class Filters:
             key_prefix,
             key_regex,
             value_regex,
+            tuple(headers),
+            producer_id,
+            producer_epoch,
+            leader_epoch,
         )
         return None if f == cls() else f
 
@@ -107,6 +123,28 @@ class Filters:
             or self.value_regex is not None
             or self.from_time is not None
             or self.to_time is not None
+            or bool(self.headers)
+        )
+
+    @property
+    def judges_batches(self) -> bool:
+        """A batch-level test (producer, leader epoch): the batches shown leave gaps between
+        them that are not the log's."""
+        return (
+            self.producer_id is not None
+            or self.producer_epoch is not None
+            or self.leader_epoch is not None
+        )
+
+    @property
+    def whole_batches(self) -> bool:
+        """Only batch-level tests: a batch shown is shown whole (its records need no judging or
+        counting), so a renderer may write them the way it writes an unfiltered batch's."""
+        return (
+            self.judges_batches
+            and not self.needs_records
+            and not self.bounds_records
+            and self.limit is None
         )
 
     def record_matches(self, r: Record) -> bool:
@@ -118,7 +156,13 @@ class Filters:
             return False
         if self.to_time is not None and r.timestamp > self.to_time:
             return False
+        if self.headers and not self.headers_match(r.headers):
+            return False
         return self._searched(r)
+
+    def headers_match(self, headers) -> bool:
+        """Whether a record with these headers passes `headers` (one of them: OR)."""
+        return not self.headers or any(m.found_in(headers) for m in self.headers)
 
     def _searched(self, r: Record) -> bool:
         """Whether `r` passes every test on keys and values (the reference for search_v2)."""
@@ -143,7 +187,16 @@ class Filters:
             return False
         if self.from_time is not None and b.max_timestamp < self.from_time:
             return False
-        return True
+        return self.batch_selected(b)
+
+    def batch_selected(self, b: RecordBatch) -> bool:
+        """The batch-level tests, on the batch's header alone: its producer id and epoch, its
+        partitionLeaderEpoch (legacy batches have Kafka's "none", -1, for all three)."""
+        if self.producer_id is not None and b.producer_id != self.producer_id:
+            return False
+        if self.producer_epoch is not None and b.producer_epoch != self.producer_epoch:
+            return False
+        return self.leader_epoch is None or b.partition_leader_epoch == self.leader_epoch
 
     def judge_batch(self, b: RecordBatch, deep: bool) -> Verdict:
         """The header-only verdict on a batch; without deep iteration a shown batch counts
@@ -262,7 +315,7 @@ def found_lines(
         return None
     if len(lines) != b.records_count:
         return None
-    if not f.bounds_records:
+    if not f.bounds_records and not f.headers:
         # the search's records are the ones shown, up to the limit: no record to judge again
         n = len(records) if f.limit is None else min(len(records), max(f.limit, 0))
         if f.limit is not None:

@@ -14,7 +14,7 @@ metadata.version 4.2-IV1 decode whole.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
@@ -44,6 +44,7 @@ __all__ = [
     "read_api_message",
     "METADATA_SCHEMAS_42",
     "METADATA_SCHEMAS_39",
+    "METADATA_SCHEMAS_BY_RELEASE",
     "CONFIG_RESOURCE_TOPIC",
     "CONFIG_RESOURCE_BROKER",
     "ConfigsImage",
@@ -275,6 +276,78 @@ METADATA_SCHEMAS_42: dict[int, tuple[str, Struct]] = {
 # versions checked one by one against 3.9.0-rc3's metadata JSON schemas
 METADATA_SCHEMAS_39: dict[int, tuple[str, Struct]] = {
     k: v for k, v in METADATA_SCHEMAS_42.items() if k != 28
+}
+
+
+def _as_of(
+    table: dict[int, tuple[str, Struct]],
+    *,
+    gone: tuple[int, ...] = (),
+    valid: dict[int, str] | None = None,
+    without: dict[int, tuple[str, ...]] | None = None,
+    renamed: dict[str, str] | None = None,
+) -> dict[int, tuple[str, Struct]]:
+    """`table` as an older release's MetadataRecordType has it: without the record types `gone`,
+    a record's valid versions cut to `valid[apiKey]` and its fields `without[apiKey]` dropped (the
+    ones its newer versions added; a newer record then reads with the older layout, as the
+    release's generated reader does), fields named as the release names them (`renamed`)."""
+    valid, without, renamed = valid or {}, without or {}, renamed or {}
+    out: dict[int, tuple[str, Struct]] = {}
+    for key, (name, struct) in table.items():
+        if key in gone:
+            continue
+        fields = tuple(
+            replace(f, name=renamed.get(f.name, f.name))
+            for f in struct.fields
+            if f.name not in without.get(key, ())
+        )
+        out[key] = (
+            name,
+            replace(
+                struct, fields=fields, valid=versions(valid[key]) if key in valid else struct.valid
+            ),
+        )
+    return out
+
+
+# What each release's kafka-dump-log reads (metadata/src/main/resources/common/metadata/*.json at
+# 3.4.0, 3.5.0, 3.6.0, 3.7.0; checked field by field), as changes to 4.2's or 3.3.1's tables; keyed
+# by the release that changed them (config.versions.DUMP_LOG_METADATA_RECORDS says what each adds)
+_NEWER_FIELDS = ("directories", "eligibleLeaderReplicas", "lastKnownElr")  # 3.7's, KIP-858/966
+
+
+def _before_37(table: dict[int, tuple[str, Struct]]) -> dict[int, tuple[str, Struct]]:
+    """`table` with the records 3.7 changed as 3.4 to 3.6 have them."""
+    return _as_of(
+        table,
+        valid={0: "0-2", 3: "0", 5: "0", 17: "0-1"},
+        without={0: ("logDirs",), 3: _NEWER_FIELDS, 5: _NEWER_FIELDS, 17: ("logDirs",)},
+    )
+
+
+_METADATA_SCHEMAS_34 = {
+    **METADATA_SCHEMAS,
+    0: _before_37(METADATA_SCHEMAS_42)[0],  # v2: isMigratingZkBroker
+    21: METADATA_SCHEMAS_42[21],  # ZkMigrationStateRecord
+}
+_METADATA_SCHEMAS_36 = _before_37(_as_of(METADATA_SCHEMAS_42, gone=(27, 28)))
+_METADATA_SCHEMAS_35 = {
+    **{k: v for k, v in _METADATA_SCHEMAS_36.items() if k not in (23, 24, 25, 26)},
+    10: _as_of(METADATA_SCHEMAS_42, without={10: ("requester",)})[10],
+}
+_METADATA_SCHEMAS_37 = _as_of(
+    METADATA_SCHEMAS_42, gone=(28,), renamed={"lastKnownElr": "lastKnownELR"}
+)
+METADATA_SCHEMAS_BY_RELEASE: dict[str, dict[int, tuple[str, Struct]]] = {
+    "3.3.1": METADATA_SCHEMAS,
+    "3.4": _METADATA_SCHEMAS_34,
+    "3.5": _METADATA_SCHEMAS_35,
+    "3.6": _METADATA_SCHEMAS_36,
+    "3.7": _METADATA_SCHEMAS_37,
+    "3.8": METADATA_SCHEMAS_39,  # 3.8 and 3.9
+    "3.9": METADATA_SCHEMAS_39,
+    "4.0": METADATA_SCHEMAS_42,  # 4.0 to 4.2
+    "4.2": METADATA_SCHEMAS_42,
 }
 
 CONFIG_RESOURCE_TOPIC = 2  # ConfigResource.Type.TOPIC

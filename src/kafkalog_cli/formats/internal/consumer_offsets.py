@@ -44,6 +44,7 @@ __all__ = [
     "MemberMetadata",
     "ConsumerAssignment",
     "format_offsets_record",
+    "format_offsets_record_34",
     "decode_offsets_record",
     "read_key",
     "read_offset_commit_value",
@@ -215,21 +216,31 @@ def read_key(key: bytes | memoryview) -> OffsetCommitKey | GroupMetadataKey:
     )
 
 
-def _read_value(value: bytes | memoryview, schema: Struct, kind: str) -> tuple[int, dict[str, Any]]:
-    """A value's int16 version, then its fields; 3.3.1 knows versions 0-3 of both values."""
+def _read_value(
+    value: bytes | memoryview, schema: Struct, kind: str, flexible: bool = False
+) -> tuple[int, dict[str, Any]]:
+    """A value's int16 version, then its fields; 3.3.1 knows versions 0-3 of both values, 3.4.1
+    to 3.7 also the flexible version 4 (`flexible`: KIP-915, OffsetCommitValue.json and
+    GroupMetadataValue.json "validVersions": "0-4", "flexibleVersions": "4+")."""
     r = Readable(value)
     version = r.read_int16()
-    if not 0 <= version <= 3:
+    if not 0 <= version <= (4 if flexible else 3):
         raise UnknownVersionError(
             f"java.lang.IllegalStateException: Unknown {kind} message version: {version}",
             position=r.position,
         )
+    if version == 4:
+        from kafkalog_cli.formats.internal.schemas import MESSAGES
+
+        schema = MESSAGES[schema.name]  # 4.2's, the same as 3.5's for these two values
     return version, read_struct(r, schema, version)
 
 
-def read_offset_commit_value(value: bytes | memoryview) -> OffsetCommitValue:
+def read_offset_commit_value(
+    value: bytes | memoryview, flexible: bool = False
+) -> OffsetCommitValue:
     """GroupMetadataManager.readOffsetMessageValue (for a non-null value)."""
-    version, d = _read_value(value, _OFFSET_COMMIT_VALUE, "offset")
+    version, d = _read_value(value, _OFFSET_COMMIT_VALUE, "offset", flexible)
     return OffsetCommitValue(
         version,
         d["offset"],
@@ -240,9 +251,11 @@ def read_offset_commit_value(value: bytes | memoryview) -> OffsetCommitValue:
     )
 
 
-def read_group_metadata_value(value: bytes | memoryview) -> GroupMetadataValue:
+def read_group_metadata_value(
+    value: bytes | memoryview, flexible: bool = False
+) -> GroupMetadataValue:
     """The GroupMetadataValue message (for a non-null value)."""
-    version, d = _read_value(value, _GROUP_METADATA_VALUE, "group metadata")
+    version, d = _read_value(value, _GROUP_METADATA_VALUE, "group metadata", flexible)
     members = [
         MemberMetadata(
             m["memberId"],
@@ -362,20 +375,39 @@ def format_offsets_record(
         return format_coordinator_record(Coordinator.GROUP, key, value, offset)
 
 
-def _format_331(key: bytes | memoryview, value: bytes | memoryview | None) -> tuple[str, str]:
+def format_offsets_record_34(
+    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+) -> tuple[str | None, str | None]:
+    """(key text, payload text) as kafka-dump-log 3.4.1 to 3.7 --offsets-decoder prints them:
+    3.3.1's text, values of version 0 to 4 (4 the flexible one), and a key of a version other than
+    0-2 as `unknown::version=N` with no payload (GroupMetadataManager.readMessageKey's UnknownKey,
+    KIP-915). A value of another version throws (IllegalStateException): an InvalidRecordError,
+    the dump stops."""
+    if key is None:
+        return format_offsets_record(key, value, offset)  # the KafkaException 3.3.1 has too
+    r = Readable(key)
+    version = r.read_int16()
+    if not 0 <= version <= 2:
+        return f"unknown::version={version}", None
+    return _format_331(key, value, flexible=True)
+
+
+def _format_331(
+    key: bytes | memoryview, value: bytes | memoryview | None, flexible: bool = False
+) -> tuple[str, str]:
     k = read_key(key)
     if isinstance(k, OffsetCommitKey):
         key_text = f"offset_commit::group={k.group},partition={k.topic}-{k.partition}"
         if value is None:
             return key_text, "<DELETE>"
-        v = read_offset_commit_value(value)
+        v = read_offset_commit_value(value, flexible)
         if not v.metadata:
             return key_text, f"offset={v.offset}"
         return key_text, f"offset={v.offset},metadata={v.metadata}"
     key_text = f"group_metadata::group={k.group}"
     if value is None:
         return key_text, "<DELETE>"
-    g = read_group_metadata_value(value)
+    g = read_group_metadata_value(value, flexible)
     members = _loaded_members(k.group, g)
     # loadGroup: an empty protocolType becomes None; the first member sets it back to its own
     protocol_type = g.protocol_type

@@ -46,16 +46,41 @@ __all__ = [
 CONSUMER_PROTOCOL_TYPE = "consumer"
 
 
+class _OwnTypes(dict):
+    """A record-type table equal only to itself: two releases' readers may know the same record
+    types, and an Enum member whose value equals an earlier one's would be an alias of it."""
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def __ne__(self, other: object) -> bool:
+        return self is not other
+
+    __hash__ = None
+
+
 class Coordinator(enum.Enum):
     """Which coordinator wrote the topic, and so which record types it holds."""
 
     GROUP = GROUP_RECORD_TYPES
     SHARE = SHARE_RECORD_TYPES
     TRANSACTION = TRANSACTION_RECORD_TYPES
-    # Kafka 3.9's CoordinatorRecordSerde: the consumer group records, types 0-8 (its share group
-    # schemas exist, its serde does not read them). Their schemas are 4.2's, checked field by field
-    # against 3.9.0-rc3's JSON, but for the tagged fields 3.9 does not have (_NOT_IN_39)
+    # Kafka 3.8 and 3.9's CoordinatorRecordSerde: the consumer group records, types 0-8 (3.9's
+    # share group schemas exist, its serde does not read them). Their schemas are 4.2's, checked
+    # field by field against 3.8.0's and 3.9.0-rc3's JSON, but for the fields in _NOT_IN[GROUP_39]
     GROUP_39 = {t: n for t, n in GROUP_RECORD_TYPES.items() if t <= 8}
+    # Kafka 4.0's GroupCoordinatorRecordSerde: types 0-16 (the share group records of KIP-932's
+    # early access, the regular expressions of KIP-848); 4.2's schemas checked field by field against
+    # 4.0's JSON (4ae681446f), but for the fields in _NOT_IN[GROUP_40]
+    GROUP_40 = {t: n for t, n in GROUP_RECORD_TYPES.items() if t <= 16}
+    # Kafka 4.0's ShareCoordinatorRecordSerde: 4.2's record types, 4.0's value schemas (_SHARE_40)
+    SHARE_40 = _OwnTypes(SHARE_RECORD_TYPES)
+
+    @property
+    def kafka_39_json(self) -> bool:
+        """Written by the 3.8 to 4.0 kafka-dump-log (its parsers and the generated JsonConverters:
+        json_node's struct_tag_defaults)."""
+        return self in (Coordinator.GROUP_39, Coordinator.GROUP_40, Coordinator.SHARE_40)
 
     def schemas(self, record_type: int) -> tuple[str, Struct, Struct] | None:
         """(record name, key schema, value schema) of a record type, or None if unknown."""
@@ -63,14 +88,62 @@ class Coordinator(enum.Enum):
         if name is None:
             return None
         key, value = MESSAGES[name + "Key"], MESSAGES[name + "Value"]
-        if self is Coordinator.GROUP_39 and name + "Value" in _NOT_IN_39:
-            gone = _NOT_IN_39[name + "Value"]
-            value = replace(value, fields=tuple(f for f in value.fields if f.name not in gone))
+        if self is Coordinator.SHARE_40:
+            value = _SHARE_40[name + "Value"]
+        gone = _NOT_IN.get(self.name, {}).get(name + "Value")
+        if gone:
+            value = _without(value, gone)
         return name, key, value
 
 
-# tagged fields added after 3.9: a 3.9 reader skips them as unknown tags, its JSON does not show them
-_NOT_IN_39 = {"ConsumerGroupMetadataValue": {"metadataHash"}}
+# the value fields a release's schema does not have ("a.b": field b of struct field a): a tagged one
+# its reader skips as an unknown tag and its JSON does not show; another changes the layout it reads
+_NOT_IN = {
+    "GROUP_39": {"ConsumerGroupMetadataValue": {"metadataHash"}},
+    "GROUP_40": {
+        "ConsumerGroupMetadataValue": {"metadataHash"},
+        # 4.0: InitializedTopics of {TopicId, TopicName, Partitions}, DeletingTopics
+        "ShareGroupStatePartitionMetadataValue": {
+            "initializingTopics",
+            "initializedTopics.createTimestamp",
+        },
+    },
+}
+
+
+def _share_value_40(name: str, *fields: str) -> Struct:
+    """A share coordinator value as 4.0 has it (ShareSnapshotValue.json, ShareUpdateValue.json at
+    4ae681446f): SnapshotEpoch a uint16, then `fields` of 4.2's (4.1 made the epoch an int32 and
+    added the timestamps and deliveryCompleteCount)."""
+    newest = MESSAGES[name]
+    by_name = {f.name: f for f in newest.fields}
+    epoch = replace(by_name["snapshotEpoch"], type="uint16")
+    return replace(newest, fields=(epoch, *(by_name[f] for f in fields)))
+
+
+_SHARE_40 = {
+    "ShareSnapshotValue": _share_value_40(
+        "ShareSnapshotValue", "stateEpoch", "leaderEpoch", "startOffset", "stateBatches"
+    ),
+    "ShareUpdateValue": _share_value_40(
+        "ShareUpdateValue", "leaderEpoch", "startOffset", "stateBatches"
+    ),
+}
+
+
+def _without(struct: Struct, gone: set[str]) -> Struct:
+    """`struct` without the fields named in `gone` (dotted names reach into struct fields)."""
+    fields = []
+    for f in struct.fields:
+        if f.name in gone:
+            continue
+        inner = {g.split(".", 1)[1] for g in gone if g.startswith(f.name + ".")}
+        if inner:
+            f = replace(
+                f, fields=_without(Struct(f.name, f.versions, None, f.fields), inner).fields
+            )
+        fields.append(f)
+    return replace(struct, fields=tuple(fields))
 
 
 class UnknownVersionError(InvalidRecordError):
@@ -166,10 +239,14 @@ def _read_message(r: Readable, schema: Struct, version: int, which: str) -> dict
 
 
 def deserialize(
-    coordinator: Coordinator, key: bytes | memoryview, value: bytes | memoryview | None
+    coordinator: Coordinator,
+    key: bytes | memoryview,
+    value: bytes | memoryview | None,
+    check_value_version: bool = False,
 ) -> CoordinatorRecord:
     """CoordinatorRecordSerde.deserialize. Raises UnknownRecordTypeError, or InvalidRecordError
-    with the RuntimeException's message."""
+    with the RuntimeException's message. `check_value_version`: a value version outside its
+    schema's valid versions is an UnknownRecordVersionException (4.0 and later)."""
     r = Readable(key)
     record_type = _read_version(r, "key")
     known = coordinator.schemas(record_type)
@@ -177,13 +254,18 @@ def deserialize(
         raise UnknownRecordTypeError(record_type)
     name, key_schema, value_schema = known
     key_fields = _read_message(r, key_schema, record_type, "key")
-    kafka_39 = coordinator is Coordinator.GROUP_39
+    kafka_39 = coordinator.kafka_39_json
     if value is None:
         return CoordinatorRecord(
             record_type, name, key_schema, key_fields, value_schema, None, None, kafka_39
         )
     rv = Readable(value)
     version = _read_version(rv, "value")
+    low, high = value_schema.valid or (0, -1)
+    if check_value_version and not (low <= version and (high is None or version <= high)):
+        raise InvalidRecordError(
+            f"Found an unknown record version {version} for {record_type} type"
+        )
     return CoordinatorRecord(
         record_type,
         name,
@@ -201,15 +283,18 @@ def format_coordinator_record(
     key: bytes | memoryview | None,
     value: bytes | memoryview | None,
     offset: int,
+    check_value_version: bool = False,
 ) -> tuple[str | None, str | None]:
     """(key text, payload text) as kafka-dump-log 4.2 prints them with --offsets-decoder,
-    --share-group-state-decoder or --transaction-log-decoder (3.9's --offsets-decoder with
-    Coordinator.GROUP_39). A record without a key is an InvalidRecordError: Kafka throws and
-    stops there."""
+    --share-group-state-decoder or --transaction-log-decoder (3.8 and 3.9's --offsets-decoder with
+    Coordinator.GROUP_39, 4.0's with GROUP_40; `check_value_version` from 4.0 on, see deserialize).
+    A record without a key is an InvalidRecordError: Kafka throws and stops there."""
     if key is None:
         decoder = (
-            "offset topic decoder"
-            if coordinator is Coordinator.GROUP_39
+            "share group state topic decoder"
+            if coordinator is Coordinator.SHARE_40
+            else "offset topic decoder"
+            if coordinator.kafka_39_json
             else "the specified decoder"
         )
         raise InvalidRecordError(
@@ -217,7 +302,7 @@ def format_coordinator_record(
             f"(message had a missing key)"
         )
     try:
-        rec = deserialize(coordinator, key, value)
+        rec = deserialize(coordinator, key, value, check_value_version)
     except UnknownRecordTypeError as e:
         return f"Unknown record type {e.record_type} at offset {offset}, skipping.", None
     except InvalidRecordError as e:
@@ -225,7 +310,9 @@ def format_coordinator_record(
     key_text = to_json({"type": str(rec.record_type), "data": rec.key_json()})
     if rec.value is None:
         return key_text, "<DELETE>"
-    return key_text, to_json({"version": str(rec.value_version), "data": rec.value_json()})
+    # 4.0's ShareGroupStateMessageParser labels the value's version "type" too (its jsonString)
+    label = "type" if coordinator is Coordinator.SHARE_40 else "version"
+    return key_text, to_json({label: str(rec.value_version), "data": rec.value_json()})
 
 
 def snake_case(name: str) -> str:

@@ -232,29 +232,51 @@ def format_transaction_record(
 
 
 def format_transaction_record_39(
-    key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
+    key: bytes | memoryview | None,
+    value: bytes | memoryview | None,
+    offset: int = -1,
+    transaction_version_levels: range | None = None,
 ) -> tuple[str | None, str | None]:
-    """(key text, payload text) as kafka-dump-log 3.9 --transaction-log-decoder prints them:
-    3.3.1's text, values of version 0 or 1 (the flexible one), and a key of an unknown version as
-    `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey). A value of
-    another version throws (IllegalStateException): an InvalidRecordError, the dump stops."""
+    """(key text, payload text) as kafka-dump-log 3.4.1 to 4.0 --transaction-log-decoder prints
+    them: 3.3.1's text, values of version 0 or 1 (the flexible one), and a key of an unknown
+    version as `unknown::version=N` with no payload (TransactionLog.readTxnRecordKey's UnknownKey).
+    A value of another version throws (IllegalStateException): an InvalidRecordError, the dump
+    stops. `transaction_version_levels`: the TransactionVersion feature levels the release knows
+    (4.0: TV_0 to TV_2), where a value's clientTransactionVersion outside them throws too
+    (TransactionVersion.fromFeatureLevel's IllegalArgumentException)."""
     if key is None:
         _keyless()  # the NullPointerException 3.3.1 has too
     r = Readable(key)
     version = r.read_int16()
     if version != 0:
         return f"unknown::version={version}", None
-    return _format_331(key, value, read_value_v0_or_v1)
+    if transaction_version_levels is None:
+        return _format_331(key, value, read_value_v0_or_v1)
+    levels = transaction_version_levels
+    return _format_331(
+        key, value, lambda v: _known_transaction_version(read_value_v0_or_v1(v), levels)
+    )
+
+
+def _known_transaction_version(v: TransactionLogValue, levels: range) -> TransactionLogValue:
+    """`v`, if TransactionVersion.fromFeatureLevel knows its clientTransactionVersion."""
+    if v.client_transaction_version not in levels:
+        raise InvalidRecordError(
+            "java.lang.IllegalArgumentException: No feature:transaction.version with "
+            f"feature level {v.client_transaction_version}"
+        )
+    return v
 
 
 def format_transaction_record_40(
     key: bytes | memoryview | None, value: bytes | memoryview | None, offset: int = -1
 ) -> tuple[str | None, str | None]:
-    """(key text, payload text) as kafka-dump-log of a released Kafka 4.0 or later prints them:
-    every record, version 0 values included, through TransactionCoordinatorRecordSerde and the
-    generated JsonConverters (KAFKA-18207, DumpLogSegments' TransactionLogMessageParser), so the
-    tagged fields of version 1 print where they differ from their defaults. The 4.0.0-SNAPSHOT
-    (trunk 1eb76443) predates that change: its tool prints 3.9's text (format_transaction_record_39)."""
+    """(key text, payload text) as kafka-dump-log 4.1 and later prints them: every record,
+    version 0 values included, through TransactionCoordinatorRecordSerde and the generated
+    JsonConverters (KAFKA-18207, DumpLogSegments' TransactionLogMessageParser), so the tagged
+    fields of version 1 print where they differ from their defaults. KAFKA-18207 came after the
+    4.0 branch: 4.0's tool, like the 4.0.0-SNAPSHOT (trunk 1eb76443), prints 3.9's text
+    (format_transaction_record_39)."""
     return format_coordinator_record(Coordinator.TRANSACTION, key, value, offset)
 
 
