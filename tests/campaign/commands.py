@@ -265,6 +265,14 @@ COMMANDS: list[Command] = [
         weight=3.0,  # the decoder's every path: drawn more often than a listing
     ),
     Command(
+        "export --to jsonl --decode-schemas",
+        lambda a: ["export", "--to", "jsonl", "--decode-schemas", _l(a), str(a.ws.out / "x.jsonl")],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        oracle=schema_oracle.check_export_jsonl,
+    ),
+    Command(
         "export --to parquet --decode-schemas",
         lambda a: ["export", "--to", "parquet", "--decode-schemas", _l(a), str(a.ws.out / "x")],
         Mode.READ_ONLY,

@@ -156,3 +156,49 @@ def _export_problem(plain: runner.Run, typed_out: Path, plain_out: Path) -> str 
                 if not ok:
                     return f"{'/'.join(tp)} offset {r['offset']}: {side}: {what}"
     return None
+
+
+def check_export_jsonl(v: Verdict, args, run: runner.Run, drop_caps: bool) -> None:
+    """export --to jsonl --decode-schemas against the plain export: the same lines; a side
+    without a schema, or with an error, exactly as exported without decoding, each error named
+    `kafkalog: note: SEGMENT: offset N: SIDE kept as bytes: ...` (the first 100 of a segment).
+    One check per run."""
+    if run.timed_out or run.killed or run.rc != 0:
+        return
+    argv = run.argv[run.argv.index("export") :]
+    typed_out = Path(argv[-1])
+    plain_out = typed_out.with_name(typed_out.name + "-plain")
+    plain = runner.run(args.ws, _plain_argv(argv[:-1]) + [str(plain_out)], drop_caps=drop_caps)
+    problem = _export_jsonl_problem(run, plain, typed_out, plain_out)
+    v.check(Invariant.KEPT_AS_BYTES, problem is None, problem or "")
+
+
+def _lines(path: Path) -> list[dict] | None:
+    try:
+        return [json.loads(x) for x in path.read_text().splitlines()]
+    except (OSError, ValueError):
+        return None
+
+
+def _export_jsonl_problem(run, plain, typed_out: Path, plain_out: Path) -> str | None:
+    if plain.rc != 0:
+        return f"export exits 0 with --decode-schemas, {plain.rc} without: {plain.stderr[-160:]}"
+    got, want = _lines(typed_out), _lines(plain_out)
+    if got is None or want is None:
+        return "an export wrote no JSON Lines"
+    ids = lambda rs: [(r.get("segment"), r.get("offset")) for r in rs]  # noqa: E731
+    if ids(got) != ids(want):
+        return f"{len(got)} lines with --decode-schemas, {len(want)} without"
+    noted: dict = {}
+    for d, p in zip(got, want):
+        where = f"{d.get('segment')}: offset {d.get('offset')}"
+        for side in _SIDES:
+            schema = d.get(f"{side}_schema")
+            if (schema is None or "error" in schema) and d.get(side) != p.get(side):
+                return f"{where}: {side} not decoded but exported otherwise than without decoding"
+            if schema is not None and "error" in schema:
+                n = noted[d.get("segment")] = noted.get(d.get("segment"), 0) + 1
+                line = f"kafkalog: note: {where}: {side} kept as bytes: "
+                if n <= 100 and line not in run.stderr:
+                    return f"{where}: {side} kept as bytes is not named on stderr"
+    return None
