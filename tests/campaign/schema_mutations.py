@@ -82,6 +82,17 @@ _BAD_TEXT = {
         "[]",
         "",
         "\udcff",
+        # texts that parse, of types Parquet cannot hold or decoders rarely meet
+        '{"type": "record", "name": "X", "fields": [{"name": "f", "type": '
+        '{"type": "fixed", "name": "F", "size": 1099511627776}}]}',
+        '{"type": "record", "name": "X", "fields": [{"name": "f", "type": '
+        '{"type": "fixed", "name": "F", "size": -3}}]}',
+        '{"type": "bytes", "logicalType": "decimal", "precision": 1000, "scale": 2}',
+        '{"type": "record", "name": "Nothing", "fields": []}',
+        '{"type": "enum", "name": "E", "symbols": []}',
+        '["null", "string", "int", {"type": "array", "items": "int"}]',
+        '{"type": "map", "values": ["null", "int", "string"]}',
+        '"null"',
     ),
     "PROTOBUF": (
         'syntax = "proto3";\nmessage {',

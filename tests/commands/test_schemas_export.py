@@ -203,3 +203,40 @@ def test_a_framed_id_past_a_java_int_is_kept_as_bytes(runner, tmp_path):
     assert row["offset"] == 1 and row["value"] is None and row["value_bytes"] == new
     assert row["value_schema_id"] is None
     assert row["value_error"] == "schema id 4294967295 is not in the registry"
+
+
+def _record_of(field_type) -> dict:
+    return {"type": "record", "name": "C", "fields": [{"name": "f", "type": field_type}]}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        _record_of({"type": "fixed", "name": "F", "size": 2**40}),
+        _record_of({"type": "fixed", "name": "F", "size": -3}),
+        _record_of({"type": "bytes", "logicalType": "decimal", "precision": 1000, "scale": 2}),
+        [],
+        {"type": "record", "name": "Nothing", "fields": []},
+    ],
+    ids=["fixed-2^40", "fixed-negative", "decimal-1000-digits", "union-of-nothing", "empty-record"],
+)
+def test_a_reader_schema_parquet_cannot_hold_keeps_every_value_as_bytes(runner, tmp_path, schema):
+    """A reader schema whose Arrow type Parquet cannot hold (a fixed past Arrow's sizes, a
+    decimal past 76 digits, a struct of no fields) is a column of nulls, every value kept in
+    value_bytes with the reason: never an internal error, nor a failed write (exit 6)."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    edit_schema(log_dir, "customers-value", 1, schema=json.dumps(schema), references=[])
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "customers"],
+    )
+    assert res.exit_code == 0, res.output
+    t = _table(out, "customers")
+    segment = (log_dir / "customers-0" / "00000000000000000000.log").read_bytes()
+    raw = [r.value for b in iter_batches(segment) for r in b.records()]
+    assert t.column("value").to_pylist() == [None] * len(raw)
+    assert t.column("value_bytes").to_pylist() == raw
+    assert all(t.column("value_error").to_pylist())

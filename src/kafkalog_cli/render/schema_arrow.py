@@ -443,13 +443,6 @@ class TypedColumn:
 
         self.reader = reader
         self.kind = reader.schema_type
-        try:
-            decoder.parsed(reader)
-        except SchemaRegistryError:
-            # no type to give: every value is an Undecoded (the decoder's reason), kept as bytes
-            self.type = self.storage = pa.null()
-            self.convert = lambda d: None
-            return
         if self.kind is SchemaType.AVRO:
             named: dict = {}
             _avro_references(decoder.registry, reader, named, set())
@@ -487,6 +480,51 @@ class TypedColumn:
         self.storage = storage_type(self.type)
 
 
+class UntypedColumn:
+    """The column of a reader schema that has no Parquet type (it does not parse, or its Arrow
+    type is one Parquet cannot hold): nulls, every value kept in `<field>_bytes` with `why`."""
+
+    def __init__(self, reader: SchemaVersion, why: str):
+        import pyarrow as pa
+
+        self.reader, self.why = reader, why
+        self.type = self.storage = pa.null()
+        self.convert = lambda d: None
+
+
+def typed_column(decoder: SchemaDecoder, reader: SchemaVersion) -> TypedColumn | UntypedColumn:
+    """The column a reader schema gives: its TypedColumn when the schema parses and Parquet can
+    write its type (an empty table of it is written), else an UntypedColumn saying why."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        decoder.parsed(reader)
+    except SchemaRegistryError as e:
+        return UntypedColumn(reader, e.message)
+    try:
+        col = TypedColumn(decoder, reader)
+        empty = pa.array([], type=col.storage).cast(col.type)  # as decode_table builds it
+        pq.write_table(pa.table({"v": empty}), io.BytesIO())  # in memory: an OSError is the type's
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        KeyError,
+        RecursionError,
+        OSError,
+        pa.ArrowException,
+    ) as e:
+        return UntypedColumn(
+            reader,
+            f"{reader.subject} version {reader.version}: its type is none Parquet holds: "
+            f"{type(e).__name__}: {e}",
+        )
+    return col
+
+
 def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_headers: bool):
     """`table`'s key and value columns (binary) replaced by typed ones where the topic has a
     schema, with `<field>_schema_id`, `<field>_bytes` and `<field>_error` after each; `columns`
@@ -510,7 +548,7 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         k = (topic, is_key)
         if k not in columns:
             reader = column_schema(decoder, topic, is_key)
-            columns[k] = TypedColumn(decoder, reader) if reader is not None else None
+            columns[k] = typed_column(decoder, reader) if reader is not None else None
         col = columns[k]
         if col is None:
             continue
@@ -526,7 +564,7 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
                 sid = got.writer.id
                 value = col.convert(got)
                 if value is None and got.value is not None:
-                    error = (
+                    error = getattr(col, "why", None) or (
                         f"not the column's type ({col.reader.subject} version {col.reader.version})"
                     )
             elif isinstance(got, Undecoded):
