@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.paths import EXAMPLES, MAN
+from tests.helpers.paths import EXAMPLES, MAN, SCHEMAS
 
 KAFKALOG = shutil.which("kafkalog", path=str(Path(sys.executable).parent)) or shutil.which(
     "kafkalog"
@@ -164,6 +164,10 @@ def test_every_example_runs_as_written(page, tmp_path):
         pytest.skip("the kafkalog command is not installed")
     subs = _sandbox(tmp_path)
     data = subs["/var/lib/kafka/data"]
+    if page == "kafkalog-schemas.1":  # the Schema Registry's topic (of another cluster: doctor
+        # would refuse it), and a dir of its REST answers
+        shutil.copytree(SCHEMAS / "logdir" / "_schemas-0", Path(data) / "_schemas-0")
+        shutil.copytree(SCHEMAS / "files" / "rest", Path(data) / "registry-export")
     env = dict(os.environ, HOME=str(tmp_path / "home"))
     env["PATH"] = f"{Path(KAFKALOG).parent}{os.pathsep}{env.get('PATH', CRON_PATH)}"
     failures = []

@@ -90,13 +90,18 @@ class Undecoded:
 
 
 class _Avro:
-    def __init__(self, registry: Registry, v: SchemaVersion):
+    def __init__(self, registry: Registry, v: SchemaVersion, plain: bool = False):
+        """`plain`: the schema with its logical types (and its references') left out, so fastavro
+        returns the values as written: ints, bytes and strings, not datetimes, Decimals, UUIDs."""
         import fastavro
 
         named: dict = {}
-        _parse_avro_refs(registry, v, named, set())
+        _parse_avro_refs(registry, v, named, set(), plain)
+        schema = json.loads(v.schema)
         try:
-            self.parsed = fastavro.parse_schema(json.loads(v.schema), named_schemas=named)
+            self.parsed = fastavro.parse_schema(
+                _without_logical_types(schema) if plain else schema, named_schemas=named
+            )
         except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
             raise SchemaRegistryError(
                 f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
@@ -217,8 +222,20 @@ def _array_of_nothing(s, named: dict, seen: set) -> str | None:
     return _array_of_nothing(t, named, seen) if isinstance(t, (dict, list)) else None
 
 
-def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: set) -> None:
-    """The named types of `v`'s references, parsed into `named` before `v` is (depth first)."""
+def _without_logical_types(schema):
+    """An Avro schema (parsed JSON) with every `logicalType` attribute taken out."""
+    if isinstance(schema, list):
+        return [_without_logical_types(s) for s in schema]
+    if isinstance(schema, dict):
+        return {k: _without_logical_types(x) for k, x in schema.items() if k != "logicalType"}
+    return schema
+
+
+def _parse_avro_refs(
+    registry: Registry, v: SchemaVersion, named: dict, seen: set, plain: bool = False
+) -> None:
+    """The named types of `v`'s references, parsed into `named` before `v` is (depth first);
+    `plain`: without their logical types."""
     import fastavro
 
     for ref in v.references:
@@ -231,8 +248,11 @@ def _parse_avro_refs(registry: Registry, v: SchemaVersion, named: dict, seen: se
         if (target.subject, target.version) in seen:
             continue
         seen.add((target.subject, target.version))
-        _parse_avro_refs(registry, target, named, seen)
-        fastavro.parse_schema(json.loads(target.schema), named_schemas=named)
+        _parse_avro_refs(registry, target, named, seen, plain)
+        schema = json.loads(target.schema)
+        fastavro.parse_schema(
+            _without_logical_types(schema) if plain else schema, named_schemas=named
+        )
 
 
 # Protobuf's wire types by field type: a field number may change type only within one group
@@ -505,6 +525,8 @@ class SchemaDecoder:
         self._topic_subjects: dict[tuple[str, bool], str | None] = {}
         # (topic, is_key, the 4 id bytes) -> the decoding of an Avro id met before, prefix-framed
         self._fast: dict[tuple, Callable[[Any], Decoded | None]] = {}
+        self._fast_first: dict[tuple, Decoded] = {}  # the same keys -> the first such decoding
+        self._plain: dict[int, object] = {}
 
     def parsed(self, v: SchemaVersion):
         """`v` parsed (compiled), once; a schema that does not parse fails each time it is asked."""
@@ -526,6 +548,24 @@ class SchemaDecoder:
         if isinstance(p, SchemaRegistryError):
             raise p
         return p
+
+    def plain_avro(self, v: SchemaVersion):
+        """The fastavro schema of the Avro schema `v` without its logical types (the values as
+        written; see `_Avro`), parsed once; None when it does not parse so."""
+        p = self._plain.get(id(v))
+        if p is None:
+            try:
+                p = _Avro(self.registry, v, plain=True).parsed
+            except Exception:  # whatever fastavro raises: the caller reads such values as it did
+                p = False
+            self._plain[id(v)] = p
+        return p or None
+
+    def prefix_framed_avro(self, topic: str, is_key: bool, id_bytes: bytes) -> Decoded | None:
+        """The first decoding of the prefix-framed Avro schema id `id_bytes` (the 4 bytes after
+        the zero byte) met in the topic's keys or values, once `decode` reads its next payloads
+        with fastavro straight from the bytes (no header framing them); None until then."""
+        return self._fast_first.get((topic, is_key, id_bytes))
 
     def reader_of(self, subject: str) -> SchemaVersion | None:
         """The reader schema of a subject: its latest live version, or the one chosen."""
@@ -639,10 +679,13 @@ class SchemaDecoder:
         if (
             isinstance(got, Decoded)
             and hdr is None
+            and ref.guid is None  # framed by an id (magic 0): its 4 bytes name the writer
             and writer.schema_type is SchemaType.AVRO
             and not self.parsed(writer).recursive  # the fast path knows no depth
         ):
-            self._fast[(topic, is_key, bytes(data[1:5]))] = self._avro_fast(got)
+            key = (topic, is_key, bytes(data[1:5]))
+            self._fast[key] = self._avro_fast(got)
+            self._fast_first[key] = got
         return got
 
     def _avro_fast(self, first: Decoded):

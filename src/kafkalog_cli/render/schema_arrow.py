@@ -126,9 +126,196 @@ def _AVRO_LOGICAL():
     }
 
 
+class _NotColumnar(Exception):
+    """A schema or a value the columnar path does not take: the values go the per-value way."""
+
+
+# the logical types fastavro converts, by (Avro type, logicalType), with the Arrow type of the
+# value as written (what fastavro returns with the logical type left out)
+_PLAIN_LOGICAL = {
+    ("long", "timestamp-millis"): "int64",
+    ("long", "timestamp-micros"): "int64",
+    ("long", "local-timestamp-millis"): "int64",
+    ("long", "local-timestamp-micros"): "int64",
+    ("int", "date"): "int32",
+    ("int", "time-millis"): "int32",
+    ("long", "time-micros"): "int64",
+    ("string", "uuid"): "string",
+}
+
+
+def _avro_plain_type(s, named: dict, short: dict):
+    """`_avro_type` of the same schema for the values as written (fastavro without logical
+    types: timestamps, dates and times as ints, decimals as bytes, UUIDs as strings), each
+    node as `_avro_type` makes it; `_NotColumnar` where a value needs converting one by one
+    (unions of several types, recursive records) or the schema is out of the ordinary.
+    `short`: each short name of a named type and the full name it was given for."""
+    import pyarrow as pa
+
+    if isinstance(s, str):
+        if s in named:
+            if named[s] is None:  # its own record, still being made: JSON text
+                raise _NotColumnar(s)
+            return named[s]
+        if s not in _AVRO_PRIMITIVES():
+            raise _NotColumnar(s)
+        return _AVRO_PRIMITIVES()[s]
+    if isinstance(s, list):
+        branches = [b for b in s if b != "null"]
+        if len(branches) != 1:
+            raise _NotColumnar("union")
+        return _avro_plain_type(branches[0], named, short)
+    if not isinstance(s, dict):
+        raise _NotColumnar(repr(s))
+    t = s.get("type")
+    logical = s.get("logicalType")
+    if logical is not None:  # only those fastavro and `_avro_type` both know
+        if logical == "decimal" and t in ("bytes", "fixed"):
+            p, sc = s.get("precision"), s.get("scale", 0)
+            if not (type(p) is int and type(sc) is int and 1 <= p <= 38 and 0 <= sc <= p):
+                raise _NotColumnar("decimal")  # fastavro's reading of it, or a decimal128
+            out = pa.binary() if t == "bytes" else pa.binary(int(s["size"]))
+        elif isinstance(t, str) and (t, logical) in _PLAIN_LOGICAL:
+            out = getattr(pa, _PLAIN_LOGICAL[t, logical])()
+        else:
+            raise _NotColumnar(f"{t} {logical}")
+    elif t == "record" or t == "error":
+        named[_full_name(s)] = None
+        out = pa.struct(
+            [pa.field(f["name"], _avro_plain_type(f["type"], named, short)) for f in s["fields"]]
+        )
+    elif t == "enum":
+        out = pa.string()
+    elif t == "array":
+        out = pa.list_(_avro_plain_type(s["items"], named, short))
+    elif t == "map":
+        out = pa.map_(pa.string(), _avro_plain_type(s["values"], named, short))
+    elif t == "fixed":
+        out = pa.binary(int(s["size"]))
+    elif isinstance(t, (str, list, dict)):
+        out = _avro_plain_type(t, named, short)
+    else:
+        raise _NotColumnar(repr(t))
+    if t in ("record", "error", "enum", "fixed"):
+        full = _full_name(s)
+        if short.setdefault(s["name"], full) != full:  # one name, two types: which one is meant
+            raise _NotColumnar(s["name"])
+        named[full] = out
+        named.setdefault(s["name"], out)
+    return out
+
+
+def _avro_plain_references(registry, v: SchemaVersion, named: dict, short: dict, seen: set):
+    """`_avro_references` for `_avro_plain_type`."""
+    for ref in v.references:
+        target = registry.resolve(ref)
+        if target is None or (target.subject, target.version) in seen:
+            continue
+        seen.add((target.subject, target.version))
+        _avro_plain_references(registry, target, named, short, seen)
+        _avro_plain_type(json.loads(target.schema), named, short)
+
+
+_TIME_BOUNDS: dict = {}
+
+
+def _time_bounds() -> dict:
+    """The ints fastavro turns into a datetime, date or time (the rest fail, or read otherwise),
+    by Arrow type (a timestamp's by its unit): [low, high]."""
+    import datetime
+
+    import pyarrow as pa
+
+    if _TIME_BOUNDS:
+        return _TIME_BOUNDS
+
+    epoch = datetime.datetime(1970, 1, 1)
+    us = datetime.timedelta(microseconds=1)
+    lo_us, hi_us = (datetime.datetime.min - epoch) // us, (datetime.datetime.max - epoch) // us
+    days = datetime.date(1970, 1, 1).toordinal()
+    _TIME_BOUNDS.update(
+        {
+            "us": (lo_us, hi_us),
+            "ms": (-(-lo_us // 1000), hi_us // 1000),
+            pa.date32(): (1 - days, datetime.date.max.toordinal() - days),
+            pa.time32("ms"): (0, 86_400_000 - 1),
+            pa.time64("us"): (0, 86_400_000_000 - 1),
+        }
+    )
+    return _TIME_BOUNDS
+
+
+_UUID_TEXT = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+
+
+def _columnar(arr, t):
+    """`arr`, built as `_avro_plain_type` from the values as written, as the storage type `t`:
+    each logical type converted column by column, as equal to what pa.array makes of fastavro's
+    datetimes, Decimals and UUIDs; `_NotColumnar` for a value fastavro would not convert as the
+    column does (out of its range: fastavro fails, or reads it otherwise)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    pt = arr.type
+    if pt == t:
+        return arr
+    if arr.offset:
+        raise _NotColumnar("offset")
+    validity = arr.buffers()[0]
+    if pa.types.is_struct(pt) and pa.types.is_struct(t) and pt.num_fields == t.num_fields:
+        children = []
+        for i in range(t.num_fields):
+            if pt.field(i).name != t.field(i).name:
+                raise _NotColumnar(t.field(i).name)
+            children.append(_columnar(arr.field(i), t.field(i).type))
+        return pa.Array.from_buffers(t, len(arr), [validity], arr.null_count, children=children)
+    if pa.types.is_list(pt) and pa.types.is_list(t):
+        values = _columnar(arr.values, t.value_type)
+        return pa.Array.from_buffers(
+            t, len(arr), arr.buffers()[:2], arr.null_count, children=[values]
+        )
+    if pa.types.is_map(pt) and pa.types.is_map(t):
+        entries = _columnar(arr.values, pa.struct([t.key_field, t.item_field]))
+        return pa.Array.from_buffers(
+            t, len(arr), arr.buffers()[:2], arr.null_count, children=[entries]
+        )
+    if pa.types.is_timestamp(t) or pa.types.is_date32(t) or pa.types.is_time(t):
+        bounds = _time_bounds()
+        lo, hi = bounds[t.unit] if pa.types.is_timestamp(t) else bounds[t]
+        got = pc.min_max(arr)
+        if got["min"].is_valid and (got["min"].as_py() < lo or got["max"].as_py() > hi):
+            raise _NotColumnar(str(t))
+        return arr.cast(t)
+    if pa.types.is_decimal128(t) and (pa.types.is_binary(pt) or pa.types.is_fixed_size_binary(pt)):
+        limit = 10**t.precision
+        zero = bytes(16)
+        out = []
+        for b in arr.to_pylist():
+            if b is None:
+                out.append(zero)
+                continue
+            unscaled = int.from_bytes(b, "big", signed=True)
+            if not -limit < unscaled < limit:  # fastavro rounds it to the precision
+                raise _NotColumnar(str(t))
+            out.append(unscaled.to_bytes(16, "little", signed=True))
+        return pa.Array.from_buffers(
+            t, len(arr), [validity, pa.py_buffer(b"".join(out))], arr.null_count
+        )
+    if pa.types.is_string(pt) and t == pa.binary(16):  # a uuid: as uuid.UUID(text).bytes
+        if (
+            arr.null_count < len(arr)
+            and not pc.all(pc.match_substring_regex(arr, _UUID_TEXT)).as_py()
+        ):
+            raise _NotColumnar("uuid")  # not in the 8-4-4-4-12 form: uuid.UUID decides
+        text = pc.replace_substring(arr, "-", "").fill_null("0" * 32)
+        data = bytes.fromhex("".join(text.to_pylist()))
+        return pa.Array.from_buffers(t, len(arr), [validity, pa.py_buffer(data)], arr.null_count)
+    raise _NotColumnar(f"{pt} as {t}")
+
+
 def _to_arrow_value(v, t):
-    """A decoded value as pyarrow builds `t` from it: UUIDs as their 16 bytes, union members
-    placed, recursive records as JSON text."""
+    """A decoded value (or one `converter` made) as pyarrow builds `t` from it: UUIDs as their
+    16 bytes, union members placed, recursive records as JSON text."""
     import uuid
 
     import pyarrow as pa
@@ -136,6 +323,8 @@ def _to_arrow_value(v, t):
     if v is None:
         return None
     if isinstance(t, pa.BaseExtensionType) and t.extension_name == "arrow.uuid":
+        if isinstance(v, bytes) and len(v) == 16:  # converted
+            return v
         return (v if isinstance(v, uuid.UUID) else uuid.UUID(str(v))).bytes
     if pa.types.is_struct(t):
         if (
@@ -156,7 +345,8 @@ def _to_arrow_value(v, t):
     if pa.types.is_list(t):
         return [_to_arrow_value(x, t.value_type) for x in v]
     if pa.types.is_map(t):
-        return [(k, _to_arrow_value(x, t.item_type)) for k, x in v.items()]
+        pairs = v if isinstance(v, list) else v.items()  # a list: converted
+        return [(k, _to_arrow_value(x, t.item_type)) for k, x in pairs]
     if pa.types.is_string(t) and not isinstance(v, str):
         return json.dumps(v, default=str)
     return v
@@ -449,6 +639,13 @@ class TypedColumn:
             self.type = masked_type(_avro_type(json.loads(reader.schema), named), decoder.mask)
             fast = converter(self.type)
             self.convert = (lambda d: d.value) if fast is None else (lambda d: fast(d.value))
+            try:  # the type of the values as written, when the column is built column-wise
+                plain_named: dict = {}
+                short: dict = {}
+                _avro_plain_references(decoder.registry, reader, plain_named, short, set())
+                self.plain = _avro_plain_type(json.loads(reader.schema), plain_named, short)
+            except Exception:  # _NotColumnar, or what an odd schema raises: value by value
+                self.plain = None
         elif self.kind is SchemaType.PROTOBUF:
             pb = decoder.parsed(reader)
             tops = list(pb.file.message_types_by_name.values())
@@ -478,6 +675,215 @@ class TypedColumn:
             self.type = masked_type(_json_type(json.loads(reader.schema)), decoder.mask)
             self.convert = lambda d: _json_value(d.value, self.type)
         self.storage = storage_type(self.type)
+        if self.kind is not SchemaType.AVRO:
+            self.plain = None
+        # the 4 id bytes of a prefix-framed writer -> (its plain fastavro schema, its id), or
+        # None: its values go value by value
+        self.plans: dict[bytes, tuple | None] = {}
+
+    def plan(self, decoder: SchemaDecoder, first: Decoded) -> tuple | None:
+        """How the next values of `first`'s writer are read column-wise: its schema is the
+        column's (no resolution to another reader), read by fastavro without logical types
+        (`SchemaDecoder.plain_avro`); None when they are not."""
+        w = first.writer
+        if (
+            self.plain is None
+            or first.reader is not w
+            or w.schema_type is not SchemaType.AVRO
+            or w.schema != self.reader.schema
+            or w.references != self.reader.references
+        ):
+            return None
+        parsed = decoder.plain_avro(w)
+        return None if parsed is None else (parsed, w.id)
+
+
+def _unfit(col: TypedColumn | UntypedColumn) -> str:
+    """The error of a decoded value the column's type does not take (an UntypedColumn's: why
+    it has none)."""
+    return getattr(col, "why", None) or (
+        f"not the column's type ({col.reader.subject} version {col.reader.version})"
+    )
+
+
+def _one(got, data, col: TypedColumn) -> tuple:
+    """A key's or value's (typed value, schema id, error) from its decoding `got`."""
+    value, sid, error = None, None, None
+    if isinstance(got, Decoded):
+        sid = got.writer.id
+        value = col.convert(got)
+        if value is None and got.value is not None:
+            error = _unfit(col)
+    elif isinstance(got, Undecoded):
+        # a framed id past a Java int is no registry's (value_schema_id is an int32): the
+        # error names it
+        sid = got.schema_id if isinstance(got.schema_id, int) and got.schema_id < 2**31 else None
+        error = got.reason
+    elif data is not None:
+        error = "not in the schema registry's wire format"
+    return value, sid, error
+
+
+def _avro_columns(raw: list, topic: str, is_key: bool, decoder, col: TypedColumn, headers):
+    """The typed column of `raw` (keys or values) as `decode_table` builds it, Avro values of
+    the column's own schema read by fastavro without logical types and built into Arrow
+    column-wise (`_columnar`): (storage array, ids, kept, errors); None when a value is not
+    taken so (the caller then builds the whole column value by value).
+
+    A payload goes this way when `SchemaDecoder.decode` would read it with fastavro straight
+    from its bytes (a prefix-framed id decoded before, no header naming a schema) and it reads
+    whole; the rest goes through `decode` one by one, as before."""
+    import io
+
+    import pyarrow as pa
+    from fastavro import schemaless_reader
+
+    from kafkalog_cli.formats.schema_wire import header_ref
+
+    n = len(raw)
+    ids: list = [None] * n
+    kept: list = [None] * n
+    errors: list = [None] * n
+    fast_rows: list[int] = []
+    fast_values: list = []
+    slow_rows: list[int] = []
+    slow_values: list = []
+    plans = col.plans
+    BytesIO = io.BytesIO
+    for i, data in enumerate(raw):
+        hs = headers[i] if headers is not None else ()
+        framed = (
+            data is not None
+            and len(data) >= 5
+            and data[0] == 0
+            and (not hs or header_ref(hs, is_key) is None)
+        )
+        if framed:
+            plan = plans.get(data[1:5])
+            if plan is not None:
+                bio = BytesIO(data)
+                bio.seek(5)
+                try:
+                    value = schemaless_reader(bio, plan[0], None)
+                except Exception:  # what does not read: the decoder says why
+                    pass
+                else:
+                    if bio.tell() == len(data):
+                        fast_rows.append(i)
+                        fast_values.append(value)
+                        ids[i] = plan[1]
+                        continue
+        got = decoder.decode(topic, is_key, data, hs)
+        value, ids[i], error = _one(got, data, col)
+        if error is not None:
+            kept[i], errors[i] = data, error
+        slow_rows.append(i)
+        slow_values.append(value)
+        if framed and isinstance(got, Decoded) and data[1:5] not in plans:
+            first = decoder.prefix_framed_avro(topic, is_key, data[1:5])
+            if first is not None:
+                plans[data[1:5]] = col.plan(decoder, first)
+    try:
+        parts = []
+        if fast_rows:
+            fast = _columnar(pa.array(fast_values, type=col.plain), col.storage)
+            if fast.type != col.storage:
+                return None
+            parts.append(fast)
+        if slow_rows or not fast_rows:
+            parts.append(pa.array(slow_values, type=col.storage))
+    except (_NotColumnar, pa.ArrowException, TypeError, ValueError):
+        return None
+    if len(parts) == 1:
+        return parts[0], ids, kept, errors
+    at = [0] * n
+    for j, i in enumerate(fast_rows + slow_rows):
+        at[i] = j
+    return pa.concat_arrays(parts).take(pa.array(at, type=pa.int64())), ids, kept, errors
+
+
+def _one_by_one(raw: list, topic: str, is_key: bool, decoder, col: TypedColumn, headers):
+    """The typed column of `raw` (keys or values), each decoded by the decoder and converted
+    to the column's type: (storage array, ids, kept, errors)."""
+    import pyarrow as pa
+
+    values: list = []
+    ids: list[int | None] = []
+    kept: list[bytes | None] = []
+    errors: list[str | None] = []
+    for i, data in enumerate(raw):
+        got = decoder.decode(topic, is_key, data, headers[i] if headers is not None else ())
+        value, sid, error = _one(got, data, col)
+        if error is not None and decoder.mask is not None:
+            # bytes that did not decode could hold what is masked: they are withheld
+            error, data = f"{error} (its bytes withheld: --mask)", None
+        values.append(value)
+        ids.append(sid)
+        kept.append(data if error is not None else None)
+        errors.append(error)
+    unfit = (pa.ArrowException, TypeError, ValueError, AttributeError)
+    try:
+        built = pa.array(values, type=col.storage)
+    except unfit:  # a shape the converter did not foresee
+        try:
+            built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
+        except unfit:  # a value the column's type does not hold (a decimal past its precision)
+            for i, v in enumerate(values):
+                try:
+                    values[i] = _to_arrow_value(v, col.type)
+                    pa.array([values[i]], type=col.storage)
+                except unfit:
+                    values[i], kept[i], errors[i] = None, raw[i], _unfit(col)
+                    if decoder.mask is not None:
+                        kept[i], errors[i] = None, f"{errors[i]} (its bytes withheld: --mask)"
+            built = pa.array(values, type=col.storage)
+    return built, ids, kept, errors
+
+
+# Avro columns of the column's own schema built column-wise (`_avro_columns`); off: value by
+# value only (the tests compare both)
+COLUMNAR = True
+
+
+class _GcPaused:
+    """The cyclic garbage collector paused (as it was, after): decoding a column makes
+    millions of dicts and lists, none in a cycle, and each collection walks them all."""
+
+    def __enter__(self):
+        import gc
+
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc):
+        import gc
+
+        if self.was:
+            gc.enable()
+
+
+def _schema_id_headers(table, is_key: bool) -> list | None:
+    """Per row of `table`, its headers as (key, value) pairs when one of them is the schema id
+    header of keys (`is_key`) or values, else (): all that `SchemaDecoder.decode` reads of a
+    record's headers. None when no row has one (found column-wise: most records have none)."""
+    import pyarrow.compute as pc
+
+    from kafkalog_cli.formats.schema_wire import KEY_SCHEMA_ID_HEADER, VALUE_SCHEMA_ID_HEADER
+
+    if "headers" not in table.column_names or not table.num_rows:
+        return None
+    column = table.column("headers").combine_chunks()
+    keys = column.flatten().field("key")
+    if not len(keys):
+        return None
+    hit = pc.equal(keys, KEY_SCHEMA_ID_HEADER if is_key else VALUE_SCHEMA_ID_HEADER)
+    rows = pc.unique(pc.list_parent_indices(column).filter(hit)).to_pylist()
+    if not rows:
+        return None
+    out: list = [()] * len(column)
+    for i, hs in zip(rows, column.take(rows).to_pylist()):
+        out[i] = [(h["key"], h["value"]) for h in hs]
+    return out
 
 
 class UntypedColumn:
@@ -490,6 +896,8 @@ class UntypedColumn:
         self.reader, self.why = reader, why
         self.type = self.storage = pa.null()
         self.convert = lambda d: None
+        self.plain = None  # nothing read column-wise
+        self.plans: dict = {}
 
 
 def typed_column(decoder: SchemaDecoder, reader: SchemaVersion) -> TypedColumn | UntypedColumn:
@@ -532,16 +940,6 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
     import pyarrow as pa
 
     names = table.column_names
-    headers = None
-    if (
-        "headers" in names
-        and table.num_rows
-        and len(table.column("headers").combine_chunks().flatten())
-    ):
-        headers = [
-            [(h["key"], h["value"]) for h in (hs or ())]
-            for hs in table.column("headers").to_pylist()
-        ]
     for field, is_key in (("key", True), ("value", False)):
         if field not in names:
             continue
@@ -553,43 +951,17 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         if col is None:
             continue
         raw = table.column(field).to_pylist()
-        values: list = []
-        ids: list[int | None] = []
-        kept: list[bytes | None] = []
-        errors: list[str | None] = []
-        for i, data in enumerate(raw):
-            got = decoder.decode(topic, is_key, data, headers[i] if headers is not None else ())
-            value, sid, error = None, None, None
-            if isinstance(got, Decoded):
-                sid = got.writer.id
-                value = col.convert(got)
-                if value is None and got.value is not None:
-                    error = getattr(col, "why", None) or (
-                        f"not the column's type ({col.reader.subject} version {col.reader.version})"
-                    )
-            elif isinstance(got, Undecoded):
-                # a framed id past a Java int is no registry's (value_schema_id is an int32):
-                # the error names it
-                sid = (
-                    got.schema_id
-                    if isinstance(got.schema_id, int) and got.schema_id < 2**31
-                    else None
-                )
-                error = got.reason
-            elif data is not None:
-                error = "not in the schema registry's wire format"
-            values.append(value)
-            ids.append(sid)
-            if error is not None and decoder.mask is not None:
-                # bytes that did not decode could hold what is masked: they are withheld
-                error, data = f"{error} (its bytes withheld: --mask)", None
-            kept.append(data if error is not None else None)
-            errors.append(error)
+        headers = _schema_id_headers(table, is_key)
+        with _GcPaused():
+            done = None
+            # a decoder that masks values (`mask`) does so in `decode`: every value goes there
+            if col.plain is not None and COLUMNAR and decoder.mask is None:
+                done = _avro_columns(raw, topic, is_key, decoder, col, headers)
+            if done is not None:
+                built, ids, kept, errors = done
+            else:
+                built, ids, kept, errors = _one_by_one(raw, topic, is_key, decoder, col, headers)
         at = table.column_names.index(field)
-        try:
-            built = pa.array(values, type=col.storage)
-        except (pa.ArrowException, TypeError, ValueError):  # a shape the converter did not foresee
-            built = pa.array([_to_arrow_value(v, col.type) for v in values], type=col.storage)
         table = table.set_column(at, pa.field(field, col.type), built.cast(col.type))
         table = table.add_column(
             at + 1, pa.field(f"{field}_schema_id", pa.int32()), pa.array(ids, type=pa.int32())
