@@ -16,7 +16,7 @@ from tests.campaign.report import tally
 from tests.campaign.sources import EXAMPLES
 from tests.helpers import paths
 
-# 70 read-only cases: every mutation kind twice (the kinds go in turn), commands drawn by the
+# 70 read-only cases: every mutation kind once at least (the kinds go in turn), commands drawn by the
 # seed; 10 kills: each command that changes log dirs once, each at a step (KAFKALOG_FAULT_AFTER:
 # exact, where a kill at a time lands differently each run). Fixed: the same cases every run.
 SEED = 31
@@ -185,3 +185,28 @@ def test_documented_codes_are_read_from_help(fake, monkeypatch, tmp_path):
         assert commands.documented_codes("retain --dry-run") == {0, 1, 2, 3, 4, 6, 7}
     finally:
         commands.documented_codes.cache_clear()
+
+
+def test_oracle_9_catches_an_undecoded_value_not_named_or_changed():
+    """Invariant 9 (schema_oracle): a value with an error must be the plain run's bytes and be
+    named with its file and offset, exit 1."""
+    import json
+
+    from tests.campaign.schema_oracle import _dump_log_problem
+
+    plain_rec = {"kind": "record", "file": "f.log", "offset": 7, "key": None, "value": "\u0000x"}
+    err = {"id": 3, "error": "AVRO payload its schema (id 3) does not read"}
+    named = "kafkalog: f.log: offset 7: value kept as bytes: AVRO payload ...\n"
+
+    def run(rc, rec, stderr=""):
+        return runner.Run(["kafkalog", "dump-log"], rc, json.dumps(rec) + "\n", stderr, 0.1)
+
+    plain = run(0, plain_rec)
+    good = {**plain_rec, "value_schema": err}
+    assert _dump_log_problem(run(1, good, named), plain) is None
+    assert "not named on stderr" in _dump_log_problem(run(1, good), plain)
+    assert "printed otherwise" in _dump_log_problem(run(1, {**good, "value": "x"}, named), plain)
+    assert "exit 0 with 1" in _dump_log_problem(run(0, good, named), plain)
+    assert "records with --decode-schemas" in _dump_log_problem(
+        run(0, {**good, "offset": 8}), plain
+    )

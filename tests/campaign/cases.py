@@ -15,7 +15,7 @@ from pathlib import Path
 from . import mutations, runner, workspace
 from .commands import COMMANDS, RESTORE_CODES, Args, Command, Mode, Second, restore_argv
 from .oracle import Invariant, Verdict, check_run, same_data, unchanged
-from .sources import label, sources
+from .sources import SCHEMAS_LOGDIR, in_repo, label, sources
 from .tree import snapshot
 
 # A mutating case costs four runs or more: pick one about a third as often as a read-only one.
@@ -38,15 +38,19 @@ def plan(case_id: str, corpus: Path | None) -> tuple[Path, mutations.Kind, Comma
     # the kinds in turn (each as often as the others), from a seed's own starting point
     kinds = mutations.kinds()
     kind = kinds[(n + seed * 7) % len(kinds)]
-    command = rng.choices(COMMANDS, weights=[_WEIGHT[c.mode] for c in COMMANDS])[0]
+    if kind.family is mutations.Family.SCHEMAS:
+        # a schema mutation exists only on the schemas fixture, and only schema readers see it
+        readers = [c for c in COMMANDS if c.schemas]
+        return SCHEMAS_LOGDIR, kind, rng.choices(readers, [c.weight for c in readers])[0]
+    command = rng.choices(COMMANDS, weights=[_WEIGHT[c.mode] * c.weight for c in COMMANDS])[0]
+    if command.schemas and rng.random() < 0.5:
+        source = SCHEMAS_LOGDIR
     return source, kind, command
 
 
 def replay_args(source: Path, corpus: Path | None) -> str:
     """What a replay needs besides the case id: the corpus, for a case on one of its dirs."""
-    return (
-        f" --corpus {corpus}" if corpus is not None and label(source) != "examples/logdir" else ""
-    )
+    return f" --corpus {corpus}" if corpus is not None and not in_repo(source) else ""
 
 
 def tree_state(ws: workspace.Workspace) -> dict:
@@ -70,8 +74,16 @@ def _aim(
     return topic, int(n)
 
 
-def build(case_id: str, root: Path, source: Path, kind: mutations.Kind, second: Second):
-    """The workspace with its mutation done; (ws, mutation, args)."""
+def build(
+    case_id: str,
+    root: Path,
+    source: Path,
+    kind: mutations.Kind,
+    second: Second,
+    prepare=None,
+):
+    """The workspace with its mutation done (and the command's own `prepare`, said in the
+    mutation's detail); (ws, mutation, args)."""
     rng = random.Random(f"{case_id}:mutate")
     ws = workspace.make(root, source, second=second is Second.COPY)
     if second is Second.EMPTY:
@@ -80,6 +92,9 @@ def build(case_id: str, root: Path, source: Path, kind: mutations.Kind, second: 
             (ws.logdir2 / "meta.properties").write_bytes((source / "meta.properties").read_bytes())
     m = mutations.apply(kind, rng, ws)
     topic, part = _aim(ws, source, m, rng)
+    if prepare is not None:
+        done = prepare(ws, random.Random(f"{case_id}:prepare"), m.target)
+        m = mutations.Mutation(m.kind, m.target, f"{m.detail}; {done}", m.drop_caps)
     return ws, m, Args(ws, topic, part)
 
 
@@ -87,7 +102,7 @@ def run_read_case(case_id: str, corpus: Path | None, tmp: Path, keep: bool = Fal
     source, kind, command = plan(case_id, corpus)
     root = tmp / case_id
     started = time.monotonic()
-    ws, m, args = build(case_id, root, source, kind, command.second)
+    ws, m, args = build(case_id, root, source, kind, command.second, command.prepare)
     v = Verdict(
         case_id, command.name, f"{label(source)}: {m}", replay_args=replay_args(source, corpus)
     )
@@ -115,6 +130,8 @@ def _read_only(v: Verdict, ws, m, args, command: Command) -> None:
     _outside_check(v, ws, outside, "after the run")
     d = unchanged(inside, tree_state(ws))
     v.check(Invariant.READ_ONLY, d is None, f"changed: {d}")
+    if command.oracle is not None:
+        command.oracle(v, args, r, m.drop_caps)
 
 
 def _mutating(v: Verdict, ws, m, args, command: Command) -> None:

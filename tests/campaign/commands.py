@@ -6,14 +6,17 @@ in kills.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import itertools
 import os
+import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from . import schema_oracle
 from .workspace import Workspace
 
 NOW_MS = "1800000000000"  # a fixed clock (2027-01-15): retention and transaction ages repeat
@@ -50,6 +53,14 @@ class Command:
     fallback: frozenset[int]  # the exit codes docs/safety.md gives it, where --help lists none
     second: Second = Second.NONE
     dry_run: Callable[[Args], list[str]] | None = None  # a MUTATING command's --dry-run
+    # reads schemas: run on the schemas fixture (always for a schema mutation, else half the time)
+    schemas: bool = False
+    # more work for the case's copy after its mutation (repair's damaged target), given the
+    # mutation's target; what it did
+    prepare: Callable[[Workspace, random.Random, str], str] | None = None
+    # a promise of this command's own, checked after the run: (verdict, args, run, drop_caps)
+    oracle: Callable | None = None
+    weight: float = 1.0  # how often a case draws it, beside its mode's weight (cases.plan)
 
     @property
     def codes(self) -> frozenset[int]:
@@ -69,7 +80,7 @@ def documented_codes(name: str) -> frozenset[int]:
 
     from . import runner
 
-    words = list(itertools.takewhile(lambda w: not w.startswith("-"), name.split()))
+    words = list(itertools.takewhile(lambda w: not w.startswith(("-", "(")), name.split()))
     env = {**os.environ, "PYTHONPATH": runner.package_root(), "COLUMNS": "200"}
     out = subprocess.run(
         [*runner.PROGRAM, *words, "--help"],
@@ -96,18 +107,47 @@ WRITER = frozenset({0, 2, 3, 4, 5, 6})
 PLANNER = frozenset({0, 1, 2, 3, 4, 5, 6})  # a --dry-run: 1 when the plan would change something
 
 
+def _rot(ws: Workspace, rng: random.Random, target: str = "") -> str:
+    """Bit rot in W/logdir2 (repair's target when the mutated W/logdir is its donor): one to
+    three flipped bytes in batches of its segments, so repair has ranges to take from the donor;
+    in the segment the mutation damaged in the donor when it damaged one (`target`), so repair
+    meets the donor's damage where it needs the donor."""
+    segs = sorted(
+        s
+        for p in ws.logdir2.iterdir()
+        if p.is_dir() and not p.is_symlink()
+        for s in p.glob("*.log")
+        if s.is_file() and not s.is_symlink() and s.stat().st_size > 200
+    )
+    same = ws.logdir2 / target
+    if target.endswith(".log") and same in segs:
+        segs = [same]
+    done = []
+    for seg in rng.sample(segs, min(len(segs), rng.randint(1, 3))):
+        data = bytearray(seg.read_bytes())
+        k = rng.randrange(70, len(data))
+        data[k] ^= 0x5A
+        st = seg.stat()
+        seg.write_bytes(bytes(data))
+        os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+        done.append(f"{seg.parent.name}/{seg.name} byte {k}")
+    return "target logdir2: " + (", ".join(done) or "nothing to rot")
+
+
 def _mutating(
     name: str,
     args: Callable[[Args], list[str]],
     codes: frozenset[int],
     second: Second = Second.NONE,
+    **more,
 ) -> list[Command]:
-    """The command, and its --dry-run as a read-only command of its own."""
+    """The command, and its --dry-run as a read-only command of its own (`more`: the other
+    Command fields of both)."""
     run = lambda a: args(a) + _q(a)  # noqa: E731
     dry = lambda a: args(a) + ["--dry-run"]  # noqa: E731
     return [
-        Command(name, run, Mode.MUTATING, codes, second, dry_run=dry),
-        Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second),
+        Command(name, run, Mode.MUTATING, codes, second, dry_run=dry, **more),
+        Command(name + " --dry-run", dry, Mode.DRY_RUN, codes | {1}, second, **more),
     ]
 
 
@@ -200,6 +240,47 @@ COMMANDS: list[Command] = [
         Second.COPY,
     ),
     Command("quarantine list", lambda a: ["quarantine", "list", _l(a)], Mode.READ_ONLY, READER),
+    Command("schemas", lambda a: ["schemas", _l(a)], Mode.READ_ONLY, READER, schemas=True),
+    Command(
+        "schemas --show-schema",
+        lambda a: ["schemas", "--show-schema", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+        schemas=True,
+    ),
+    Command(
+        "schemas --deleted --format json",
+        lambda a: ["schemas", "--deleted", "--format", "json", _l(a)],
+        Mode.READ_ONLY,
+        READER,
+        schemas=True,
+    ),
+    Command(
+        "dump-log --decode-schemas",
+        lambda a: ["dump-log", "--format", "json", "--decode-schemas", _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+        schemas=True,
+        oracle=schema_oracle.check_dump_log,
+        weight=3.0,  # the decoder's every path: drawn more often than a listing
+    ),
+    Command(
+        "export --to jsonl --decode-schemas",
+        lambda a: ["export", "--to", "jsonl", "--decode-schemas", _l(a), str(a.ws.out / "x.jsonl")],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        oracle=schema_oracle.check_export_jsonl,
+    ),
+    Command(
+        "export --to parquet --decode-schemas",
+        lambda a: ["export", "--to", "parquet", "--decode-schemas", _l(a), str(a.ws.out / "x")],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        oracle=schema_oracle.check_export,
+        weight=2.0,
+    ),
     *_mutating("recover", lambda a: ["recover", "--now", NOW_MS, _l(a)], WRITER),
     *_mutating(
         "recover --repair", lambda a: ["recover", "--repair", "--now", NOW_MS, _l(a)], WRITER
@@ -242,6 +323,25 @@ COMMANDS: list[Command] = [
         WRITER,
         Second.EMPTY,
     ),
+    *_mutating(
+        "repair",
+        lambda a: ["repair", _l(a), "--from", str(a.ws.logdir2)],
+        WRITER | {1},
+        Second.COPY,
+    ),
+    # the mutated copy as the donor of a copy with bit rot: repair reads a donor only where its
+    # target has damage (the rarer path, drawn more often)
+    *_mutating(
+        "repair (donor mutated)",
+        lambda a: ["repair", str(a.ws.logdir2), "--from", _l(a)],
+        WRITER | {1},
+        Second.COPY,
+        prepare=_rot,
+        weight=3.0,
+    ),
+]
+COMMANDS = [
+    dataclasses.replace(c, weight=2.0) if c.name == "repair --dry-run" else c for c in COMMANDS
 ]
 
 BY_NAME = {c.name: c for c in COMMANDS}

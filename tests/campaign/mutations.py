@@ -30,6 +30,7 @@ class Family(enum.Enum):
     FILE_TYPES = "file types"
     LINKS = "links"
     PERMISSIONS = "permissions"
+    SCHEMAS = "schemas"  # the schemas fixture's _schemas records and framed payloads
     NONE = "none"
 
 
@@ -69,6 +70,14 @@ class Kind(enum.Enum):
     LINK_PARTITION_OUT = ("link-partition-out", Family.LINKS)
     PERM_FILE_000 = ("perm-file-000", Family.PERMISSIONS)
     PERM_DIR_000 = ("perm-dir-000", Family.PERMISSIONS)
+    SCHEMA_TEXT = ("schema-text", Family.SCHEMAS)
+    SCHEMA_REFERENCES = ("schema-references", Family.SCHEMAS)
+    SCHEMA_RECORD_JSON = ("schema-record-json", Family.SCHEMAS)
+    PAYLOAD_MAGIC = ("payload-magic", Family.SCHEMAS)
+    PAYLOAD_UNKNOWN_ID = ("payload-unknown-id", Family.SCHEMAS)
+    PAYLOAD_TRUNCATED = ("payload-truncated", Family.SCHEMAS)
+    PAYLOAD_PROTOBUF_INDEXES = ("payload-protobuf-indexes", Family.SCHEMAS)
+    SCHEMAS_FILE = ("schemas-file", Family.SCHEMAS)
 
     def __init__(self, label: str, family: Family):
         self.label = label
@@ -872,3 +881,7 @@ def _perm_dir_000(rng, ws):
 @mutation(Kind.NONE)
 def _none(rng, ws):
     return Mutation(Kind.NONE, ".", "the copy as it is")
+
+
+# the schema family registers itself here, so every importer of this module sees all kinds
+from . import schema_mutations  # noqa: E402, F401

@@ -38,6 +38,10 @@ class Invariant(enum.Enum):
         "a rerun after kill -9 ends where an uninterrupted run ends",
     )
     RESTORE = ("8 restore gives back", "quarantine restore of every folder gives back the bytes")
+    KEPT_AS_BYTES = (
+        "9 undecoded kept as bytes",
+        "a key or value that does not decode is named with its offset and kept as its bytes",
+    )
 
     def __init__(self, label: str, meaning: str):
         self.label = label

@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tests.helpers.paths import EXAMPLES
+from tests.helpers.paths import EXAMPLES, SCHEMAS
+
+# records framed by confluent-kafka's serializers and the _schemas topic of their schemas: the
+# source of every schema mutation (cases.plan), and of the schema commands half the time
+SCHEMAS_LOGDIR = SCHEMAS / "logdir"
 
 _ROOT_FILES = (
     "meta.properties",
@@ -34,4 +38,9 @@ def label(source: Path) -> str:
     for top in ("broker", "wild"):
         if top in parts:
             return "/".join(parts[parts.index(top) :])
-    return "examples/logdir"
+    return "schemas/logdir" if source == SCHEMAS_LOGDIR else "examples/logdir"
+
+
+def in_repo(source: Path) -> bool:
+    """A source of the repository (replayed without --corpus)."""
+    return source in (EXAMPLES, SCHEMAS_LOGDIR)

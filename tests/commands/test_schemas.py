@@ -3,11 +3,19 @@ serializers and a live Kafka 3.3.1 broker (tests/fixtures/schemas/SOURCES.md), o
 `_schemas` topics and Connect JSON topic, and on REST-shaped dirs and schema files."""
 
 import json
+import shutil
+
+import pytest
 
 from kafkalog_cli.cli import cli
 from tests.corpus import corpus_dir, needs_corpus
 from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import assert_decoded_as_given, decoded_records
+from tests.helpers.schemas import (
+    assert_decoded_as_given,
+    decoded_records,
+    edit_schema,
+    edit_value,
+)
 
 LOGDIR = FIXTURE / "logdir"
 INPUTS = json.loads((FIXTURE / "inputs.json").read_text())
@@ -112,6 +120,82 @@ def test_an_incompatible_reader_is_an_error_naming_both_ids(runner):
     assert res.exit_code == 1, res.stderr  # only the garbage record is left as bytes
     values = [json.loads(x)["value"] for x in res.stdout.splitlines() if '"kind": "record"' in x]
     assert [v.get("channel") for v in values[:7]] == [None] * 7 and values[0]["id"] == 1000
+
+
+ADDRESS_REF = {"name": "shop.Address", "subject": "shop.Address", "version": 1}
+
+
+@pytest.mark.parametrize(
+    "subject,fields,topic,why",
+    [
+        # fastavro's own error for a named type nothing defines
+        (
+            "customers-value",
+            {"references": [{"name": "c", "subject": "customers-value", "version": 1}]},
+            "customers",
+            "customers-value version 1: ",
+        ),
+        # a referenced schema that is not JSON
+        (
+            "shop.Address",
+            {"schema": '{"type": "record", "fields": ['},
+            "customers",
+            "customers-value version 1: its AVRO schema, or a reference's, does not parse",
+        ),
+        # a JSON Schema referencing a schema that is not JSON
+        ("readings-value", {"references": [ADDRESS_REF]}, "readings", "readings-value"),
+    ],
+    ids=["avro-self-reference", "avro-reference-not-json", "json-schema-reference-not-avro"],
+)
+def test_a_schema_that_does_not_parse_keeps_its_records_as_bytes(
+    runner, tmp_path, subject, fields, topic, why
+):
+    """Whatever the library parsing a schema raises, the records it wrote are kept as bytes, each
+    named with its offset (exit 1): never an internal error."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(FIXTURE / "logdir", log_dir)
+    edit_schema(log_dir, subject, 1, **fields)
+    if topic == "readings":  # its reference: a schema that is not a JSON Schema's JSON
+        edit_schema(log_dir, "shop.Address", 1, schema="{")
+    code, err, topics = decoded_records(runner, log_dir, "--topic", topic)
+    assert code == 1, err
+    lines = err.splitlines()
+    n = len(topics[topic])
+    assert n > 0 and len(lines) == n + 1, err
+    for r, line in zip(topics[topic], lines):
+        assert line.startswith(
+            f"kafkalog: {r['file']}: offset {r['offset']}: value kept as bytes: "
+        ), line
+        assert why in line and "internal error" not in line
+        assert isinstance(r["value"], str) and "error" in r["value_schema"]
+    assert lines[-1] == f"kafkalog: {n} keys or values were not decoded and are kept as bytes"
+
+
+@pytest.mark.parametrize(
+    "value,why",
+    [
+        # an id of a Protobuf schema on bytes with no message indexes after it
+        (b"\x00\x00\x00\x00\x06\xff\xff\xff", "the message indexes end before their last varint"),
+        (b"\x00\x00\x00\x00\x06", "message indexes"),
+    ],
+    ids=["indexes-unterminated", "indexes-missing"],
+)
+def test_a_protobuf_id_without_message_indexes_keeps_the_value_as_bytes(
+    runner, tmp_path, value, why
+):
+    """A value whose id names a Protobuf schema but whose bytes hold no message indexes is not
+    in the wire format: kept as bytes, named with its offset (exit 1)."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(FIXTURE / "logdir", log_dir)
+    edit_value(log_dir, "orders-0", 7, value)
+    code, err, topics = decoded_records(runner, log_dir, "--topic", "orders")
+    assert code == 1, err
+    r = topics["orders"][7]
+    assert r["value_schema"]["id"] == 6 and why in r["value_schema"]["error"]
+    assert (
+        f"kafkalog: {r['file']}: offset 7: value kept as bytes: not in the schema registry's wire "
+        f"format: {r['value_schema']['error'].split(': ', 1)[1]}" in err
+    )
 
 
 def test_decoding_is_for_json_only(runner):

@@ -6,14 +6,16 @@ import datetime
 import decimal
 import io
 import json
+import shutil
 import uuid
 from pathlib import Path
 
 import pytest
 
 from kafkalog_cli.cli import cli
+from kafkalog_cli.formats.records import iter_batches
 from tests.helpers.paths import SCHEMAS as FIXTURE
-from tests.helpers.schemas import make_logdir
+from tests.helpers.schemas import edit_schema, edit_value, make_logdir
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
@@ -148,3 +150,93 @@ def test_a_topic_without_a_schema_keeps_its_bytes_column(exported):
     typed, _ = exported
     t = _table(typed, "legacy")
     assert t.column("value").type == pa.binary() and "value_error" not in t.column_names
+
+
+def test_a_reader_schema_that_does_not_parse_keeps_every_value_as_bytes(runner, tmp_path):
+    """A topic whose reader schema does not parse (here: it references itself, so fastavro
+    meets a name nothing defines) gets no type: its value column is null, each value kept whole
+    in value_bytes with the reason in value_error; never an internal error."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    edit_schema(
+        log_dir,
+        "customers-value",
+        1,
+        references=[{"name": "c", "subject": "customers-value", "version": 1}],
+    )
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "customers"],
+    )
+    assert res.exit_code == 0, res.output
+    t = _table(out, "customers")
+    segment = (log_dir / "customers-0" / "00000000000000000000.log").read_bytes()
+    raw = [r.value for b in iter_batches(segment) for r in b.records()]
+    assert t.column("value").to_pylist() == [None] * len(raw)
+    assert t.column("value_bytes").to_pylist() == raw
+    assert all(
+        e.startswith("customers-value version 1: its AVRO schema, or a reference's, does not parse")
+        for e in t.column("value_error").to_pylist()
+    )
+
+
+def test_a_framed_id_past_a_java_int_is_kept_as_bytes(runner, tmp_path):
+    """A prefix's id is 4 unsigned bytes (confluent-kafka reads it so); one past 2^31 - 1 is no
+    registry's id (Java ints): its value is kept in value_bytes with the id named in
+    value_error, value_schema_id null."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    seg = log_dir / "orders-0" / "00000000000000000000.log"
+    (old,) = [r.value for b in iter_batches(seg.read_bytes()) for r in b.records() if r.offset == 1]
+    new = b"\x00\xff\xff\xff\xff" + old[5:]
+    edit_value(log_dir, "orders-0", 1, new)
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "orders"],
+    )
+    assert res.exit_code == 0, res.output
+    row = _table(out, "orders").to_pylist()[1]
+    assert row["offset"] == 1 and row["value"] is None and row["value_bytes"] == new
+    assert row["value_schema_id"] is None
+    assert row["value_error"] == "schema id 4294967295 is not in the registry"
+
+
+def _record_of(field_type) -> dict:
+    return {"type": "record", "name": "C", "fields": [{"name": "f", "type": field_type}]}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        _record_of({"type": "fixed", "name": "F", "size": 2**40}),
+        _record_of({"type": "fixed", "name": "F", "size": -3}),
+        _record_of({"type": "bytes", "logicalType": "decimal", "precision": 1000, "scale": 2}),
+        [],
+        {"type": "record", "name": "Nothing", "fields": []},
+    ],
+    ids=["fixed-2^40", "fixed-negative", "decimal-1000-digits", "union-of-nothing", "empty-record"],
+)
+def test_a_reader_schema_parquet_cannot_hold_keeps_every_value_as_bytes(runner, tmp_path, schema):
+    """A reader schema whose Arrow type Parquet cannot hold (a fixed past Arrow's sizes, a
+    decimal past 76 digits, a struct of no fields) is a column of nulls, every value kept in
+    value_bytes with the reason: never an internal error, nor a failed write (exit 6)."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(LOGDIR, log_dir)
+    edit_schema(log_dir, "customers-value", 1, schema=json.dumps(schema), references=[])
+    out = tmp_path / "out"
+    res = runner.invoke(
+        cli,
+        ["export", str(log_dir), "--to", "parquet", str(out), "--decode-schemas"]
+        + ["--jobs", "1", "--topic", "customers"],
+    )
+    assert res.exit_code == 0, res.output
+    t = _table(out, "customers")
+    segment = (log_dir / "customers-0" / "00000000000000000000.log").read_bytes()
+    raw = [r.value for b in iter_batches(segment) for r in b.records()]
+    assert t.column("value").to_pylist() == [None] * len(raw)
+    assert t.column("value_bytes").to_pylist() == raw
+    assert all(t.column("value_error").to_pylist())

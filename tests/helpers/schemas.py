@@ -3,8 +3,18 @@ tests/fixtures/schemas/make_logdir.py): dump-log --decode-schemas against the in
 make_logdir itself, loaded from the fixture dir."""
 
 import json
+import os
+import struct
+from pathlib import Path
 
 from kafkalog_cli.cli import cli
+from kafkalog_cli.formats.records import (
+    RecordBatch,
+    SimpleRecord,
+    TimestampType,
+    build_v2_batch,
+    iter_batches,
+)
 
 # the reader of orders-value is its latest version (2): version 1's records read with its default
 ORDERS_V2_DEFAULT = {"channel": "web"}
@@ -65,3 +75,85 @@ def make_logdir():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def replace_record(seg: Path, b: RecordBatch, i: int, *, key=..., value=..., headers=...) -> None:
+    """Record i of batch b of segment `seg` written again with the key, value or headers given:
+    the batch built again with its other fields kept (its CRC right), the segment's mtime kept
+    and its offset index's later positions moved by the size change."""
+    recs = [
+        SimpleRecord(r.key, r.value, r.timestamp, r.headers, offset=r.offset) for r in b.records()
+    ]
+    r = recs[i]
+    recs[i] = SimpleRecord(
+        r.key if key is ... else key,
+        r.value if value is ... else value,
+        r.timestamp,
+        r.headers if headers is ... else headers,
+        offset=r.offset,
+    )
+    new = build_v2_batch(
+        recs,
+        b.base_offset,
+        compression=b.compression,
+        timestamp_type=b.timestamp_type,
+        log_append_time=b.max_timestamp
+        if b.timestamp_type is TimestampType.LOG_APPEND_TIME
+        else None,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        is_transactional=b.is_transactional,
+        partition_leader_epoch=b.partition_leader_epoch,
+        last_offset_delta=b.last_offset_delta,
+        max_timestamp=b.max_timestamp,
+    )
+    data = seg.read_bytes()
+    st = seg.stat()
+    seg.write_bytes(data[: b.position] + new + data[b.position + b.size :])
+    os.utime(seg, ns=(st.st_atime_ns, st.st_mtime_ns))
+    index = seg.with_suffix(".index")
+    delta = len(new) - b.size
+    if delta and index.is_file() and not index.is_symlink():
+        entries = bytearray(index.read_bytes())
+        for k in range(0, len(entries) - len(entries) % 8, 8):
+            rel, pos = struct.unpack_from(">ii", entries, k)
+            if pos > b.position:
+                struct.pack_into(">ii", entries, k, rel, pos + delta)
+        index.write_bytes(bytes(entries))
+
+
+def edit_schema(log_dir: Path, subject: str, version: int, **fields) -> None:
+    """The `_schemas` SCHEMA record of `subject` version `version` in a copy of the fixture's log
+    dir written again with `fields` changed in its value (the registry's JSON)."""
+    seg = log_dir / "_schemas-0" / "00000000000000000000.log"
+    for b in iter_batches(seg.read_bytes()):
+        for i, r in enumerate(b.records()):
+            if (
+                r.key
+                and r.value
+                and json.loads(r.key)
+                == {
+                    "keytype": "SCHEMA",
+                    "subject": subject,
+                    "version": version,
+                    "magic": 1,
+                }
+            ):
+                replace_record(
+                    seg, b, i, value=json.dumps({**json.loads(r.value), **fields}).encode()
+                )
+                return
+    raise AssertionError(f"no SCHEMA record of {subject} version {version}")
+
+
+def edit_value(log_dir: Path, partition: str, offset: int, value: bytes) -> None:
+    """The value of the record at `offset` of a partition's first segment, in a copy of the
+    fixture's log dir, replaced."""
+    seg = log_dir / partition / "00000000000000000000.log"
+    for b in iter_batches(seg.read_bytes()):
+        for i, r in enumerate(b.records()):
+            if r.offset == offset:
+                replace_record(seg, b, i, value=value)
+                return
+    raise AssertionError(f"no offset {offset} in {partition}")

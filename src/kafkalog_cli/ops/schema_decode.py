@@ -107,9 +107,23 @@ class _Avro:
                 f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
                 path=v.source or None,
             ) from None
+        empty = _array_of_nothing(self.parsed, named, set())
+        if empty is not None:
+            raise SchemaRegistryError(
+                f"{v.subject} version {v.version}: an array of items that take no bytes "
+                f"({empty}): a few bytes could claim any number of them, so it is not decoded",
+                path=v.source or None,
+            )
+        self.recursive = _recursive(self.parsed, named, frozenset(), set())
 
     def decode(self, payload, reader: _Avro | None):
-        from fastavro import schemaless_reader
+        if self.recursive and len(payload) > _SHALLOW:
+            # a value of a recursive schema nests as deep as it has bytes, and fastavro's
+            # compiled reader recurses on the C stack (a crash, not an error): its Python reader
+            # stops at Python's recursion limit (RecursionError: kept as bytes)
+            from fastavro._read_py import schemaless_reader
+        else:
+            from fastavro import schemaless_reader
 
         bio = io.BytesIO(payload)
         out = schemaless_reader(bio, self.parsed, None if reader is None else reader.parsed)
@@ -122,6 +136,90 @@ class _Avro:
         from fastavro.read import SchemaResolutionError
 
         return isinstance(e, SchemaResolutionError)
+
+
+# a value this short nests at most this deep (a level takes a byte at least): within the C stack
+# of any thread fastavro's compiled reader runs in
+_SHALLOW = 256
+
+
+def _recursive(s, named: dict, open_: frozenset, done: set) -> bool:
+    """Whether a parsed Avro schema holds a named type within itself (a list, a tree)."""
+    if isinstance(s, str):
+        if s in open_:
+            return True
+        if s in named and s not in done:
+            done.add(s)
+            return _recursive(named[s], named, open_ | {s}, done)
+        return False
+    if isinstance(s, list):
+        return any(_recursive(b, named, open_, done) for b in s)
+    if not isinstance(s, dict):
+        return False
+    t = s.get("type")
+    if t in ("record", "error"):
+        name = s.get("name")
+        inner = open_ | {name} if isinstance(name, str) else open_
+        return any(_recursive(f.get("type"), named, inner, done) for f in s.get("fields", ()))
+    if t == "array":
+        return _recursive(s.get("items"), named, open_, done)
+    if t == "map":
+        return _recursive(s.get("values"), named, open_, done)
+    return isinstance(t, (dict, list)) and _recursive(t, named, open_, done)
+
+
+def _takes_no_bytes(s, named: dict, seen: frozenset = frozenset()) -> bool:
+    """An Avro type whose values are encoded in zero bytes: null, a fixed of size 0, a record
+    of such fields only (a union, a string or a count takes a byte at least)."""
+    if isinstance(s, str):
+        if s == "null":
+            return True
+        return s in named and s not in seen and _takes_no_bytes(named[s], named, seen | {s})
+    if not isinstance(s, dict):
+        return False
+    t = s.get("type")
+    if t in ("record", "error"):
+        return all(_takes_no_bytes(f.get("type"), named, seen) for f in s.get("fields", ()))
+    if t == "fixed":
+        return s.get("size") == 0
+    return (
+        isinstance(t, (str, dict))
+        and t not in ("array", "map", "enum")
+        and (_takes_no_bytes(t, named, seen))
+    )
+
+
+def _array_of_nothing(s, named: dict, seen: set) -> str | None:
+    """The first array in a parsed Avro schema whose items take no bytes (its items' type), or
+    None: fastavro reads such an array's 64-bit block count item by item, with no byte to run
+    out of."""
+    if isinstance(s, str):
+        if s in named and s not in seen:
+            seen.add(s)
+            return _array_of_nothing(named[s], named, seen)
+        return None
+    if isinstance(s, list):
+        return next((x for b in s if (x := _array_of_nothing(b, named, seen)) is not None), None)
+    if not isinstance(s, dict):
+        return None
+    t = s.get("type")
+    if t == "array":
+        items = s.get("items")
+        if _takes_no_bytes(items, named):
+            return json.dumps(items)[:60] if not isinstance(items, str) else items
+        return _array_of_nothing(items, named, seen)
+    if t == "map":
+        return _array_of_nothing(s.get("values"), named, seen)
+    if t in ("record", "error"):
+        name = s.get("name")
+        if isinstance(name, str):
+            seen.add(name)
+        fields = s.get("fields", ())
+        return next(
+            (x for f in fields if (x := _array_of_nothing(f.get("type"), named, seen)) is not None),
+            None,
+        )
+    return _array_of_nothing(t, named, seen) if isinstance(t, (dict, list)) else None
 
 
 def _without_logical_types(schema):
@@ -438,6 +536,14 @@ class SchemaDecoder:
                 p = _PARSERS[v.schema_type](self.registry, v)
             except SchemaRegistryError as e:
                 p = e
+            except Exception as e:
+                # schema text is input: whatever fastavro, protobuf or jsonschema raise on it (or
+                # on a reference's) means it does not parse, never an internal error
+                p = SchemaRegistryError(
+                    f"{v.subject} version {v.version}: its {v.schema_type.value} schema, or a "
+                    f"reference's, does not parse: {type(e).__name__}: {e}",
+                    path=v.source or None,
+                )
             self._parsed[id(v)] = p
         if isinstance(p, SchemaRegistryError):
             raise p
@@ -559,7 +665,14 @@ class SchemaDecoder:
                 _ident(ref),
             )
         if writer.schema_type is SchemaType.PROTOBUF and ref.message_indexes is None:
-            ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
+            # the id names a Protobuf schema only now: its message indexes must follow
+            try:
+                ref = read_header(hdr, True) if hdr is not None else read_prefix(data, True)
+            except WireError as e:
+                return Undecoded(
+                    f"not in the schema registry's wire format: {e} (byte {e.position})",
+                    _ident(ref),
+                )
         reader = self.reader_of(writer.subject) or writer
         payload = memoryview(data)[ref.start :] if hdr is None else data
         got = self._decode(writer, reader, ref, payload)
@@ -568,6 +681,7 @@ class SchemaDecoder:
             and hdr is None
             and ref.guid is None  # framed by an id (magic 0): its 4 bytes name the writer
             and writer.schema_type is SchemaType.AVRO
+            and not self.parsed(writer).recursive  # the fast path knows no depth
         ):
             key = (topic, is_key, bytes(data[1:5]))
             self._fast[key] = self._avro_fast(got)

@@ -230,6 +230,11 @@ class Registry:
             table[subject] = value
 
 
+def _java_int(x) -> bool:
+    """An id the registry can hold: SchemaValue's `Integer id` (a bool is no number to it)."""
+    return isinstance(x, int) and not isinstance(x, bool) and -(2**31) <= x < 2**31
+
+
 def schema_version(value: dict, where: str = "") -> SchemaVersion:
     """A SchemaValue (or a REST answer of one version) as a SchemaVersion."""
     if not isinstance(value, dict):
@@ -260,7 +265,7 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
     return SchemaVersion(
         subject,
         version,
-        sid if isinstance(sid, int) else None,
+        sid if _java_int(sid) else None,
         text,
         st,
         tuple(refs),

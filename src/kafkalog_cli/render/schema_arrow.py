@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
-from kafkalog_cli.ops.schema_registry import SchemaType, SchemaVersion
+from kafkalog_cli.ops.schema_registry import SchemaRegistryError, SchemaType, SchemaVersion
 
 
 def column_schema(decoder: SchemaDecoder, topic: str, is_key: bool) -> SchemaVersion | None:
@@ -698,9 +698,12 @@ class TypedColumn:
         return None if parsed is None else (parsed, w.id)
 
 
-def _unfit(col: TypedColumn) -> str:
-    """The error of a decoded value the column's type does not take."""
-    return f"not the column's type ({col.reader.subject} version {col.reader.version})"
+def _unfit(col: TypedColumn | UntypedColumn) -> str:
+    """The error of a decoded value the column's type does not take (an UntypedColumn's: why
+    it has none)."""
+    return getattr(col, "why", None) or (
+        f"not the column's type ({col.reader.subject} version {col.reader.version})"
+    )
 
 
 def _one(got, data, col: TypedColumn) -> tuple:
@@ -712,7 +715,9 @@ def _one(got, data, col: TypedColumn) -> tuple:
         if value is None and got.value is not None:
             error = _unfit(col)
     elif isinstance(got, Undecoded):
-        sid = got.schema_id if isinstance(got.schema_id, int) else None
+        # a framed id past a Java int is no registry's (value_schema_id is an int32): the
+        # error names it
+        sid = got.schema_id if isinstance(got.schema_id, int) and got.schema_id < 2**31 else None
         error = got.reason
     elif data is not None:
         error = "not in the schema registry's wire format"
@@ -881,6 +886,53 @@ def _schema_id_headers(table, is_key: bool) -> list | None:
     return out
 
 
+class UntypedColumn:
+    """The column of a reader schema that has no Parquet type (it does not parse, or its Arrow
+    type is one Parquet cannot hold): nulls, every value kept in `<field>_bytes` with `why`."""
+
+    def __init__(self, reader: SchemaVersion, why: str):
+        import pyarrow as pa
+
+        self.reader, self.why = reader, why
+        self.type = self.storage = pa.null()
+        self.convert = lambda d: None
+        self.plain = None  # nothing read column-wise
+        self.plans: dict = {}
+
+
+def typed_column(decoder: SchemaDecoder, reader: SchemaVersion) -> TypedColumn | UntypedColumn:
+    """The column a reader schema gives: its TypedColumn when the schema parses and Parquet can
+    write its type (an empty table of it is written), else an UntypedColumn saying why."""
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        decoder.parsed(reader)
+    except SchemaRegistryError as e:
+        return UntypedColumn(reader, e.message)
+    try:
+        col = TypedColumn(decoder, reader)
+        empty = pa.array([], type=col.storage).cast(col.type)  # as decode_table builds it
+        pq.write_table(pa.table({"v": empty}), io.BytesIO())  # in memory: an OSError is the type's
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        KeyError,
+        RecursionError,
+        OSError,
+        pa.ArrowException,
+    ) as e:
+        return UntypedColumn(
+            reader,
+            f"{reader.subject} version {reader.version}: its type is none Parquet holds: "
+            f"{type(e).__name__}: {e}",
+        )
+    return col
+
+
 def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_headers: bool):
     """`table`'s key and value columns (binary) replaced by typed ones where the topic has a
     schema, with `<field>_schema_id`, `<field>_bytes` and `<field>_error` after each; `columns`
@@ -894,7 +946,7 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
         k = (topic, is_key)
         if k not in columns:
             reader = column_schema(decoder, topic, is_key)
-            columns[k] = TypedColumn(decoder, reader) if reader is not None else None
+            columns[k] = typed_column(decoder, reader) if reader is not None else None
         col = columns[k]
         if col is None:
             continue
