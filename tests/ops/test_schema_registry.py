@@ -266,3 +266,27 @@ def test_a_recursive_avro_value_nested_deep_is_kept_as_bytes(tmp_path, depth, de
             in res.stderr
         )
         assert "error" in first["value_schema"]
+
+
+def test_a_json_schema_pattern_that_backtracks_is_bounded_and_the_value_kept_as_bytes():
+    """A schema's `pattern` is input; Python's regular expressions backtrack (`^(a+)+$` on 40
+    characters would run for hours). One value's validation stops at VALIDATION_SECONDS and the
+    value is kept as bytes with the reason; the next value decodes as before."""
+    import time
+
+    pytest.importorskip("jsonschema")
+    from kafkalog_cli.ops import schema_decode
+
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^(a+)+$"}}}
+    reg = _replay(_schema("p-value", 1, 1, json.dumps(schema), schemaType="JSON"))
+    dec = SchemaDecoder(reg)
+    start = time.monotonic()
+    slow = dec.decode(
+        "p", False, b"\x00\x00\x00\x00\x01" + json.dumps({"s": "a" * 40 + "b"}).encode()
+    )
+    took = time.monotonic() - start
+    assert isinstance(slow, Undecoded), type(slow)
+    assert "validation ran past" in slow.reason and "not checked" in slow.reason
+    assert took < schema_decode.VALIDATION_SECONDS + 5
+    fine = dec.decode("p", False, b"\x00\x00\x00\x00\x01" + json.dumps({"s": "aaa"}).encode())
+    assert not isinstance(fine, Undecoded) and fine.value == {"s": "aaa"}

@@ -14,11 +14,14 @@ reads but that does not resolve to the reader is a `SchemaMismatchError` naming 
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -482,14 +485,59 @@ class _JsonSchema:
 
     def decode(self, payload, reader: _JsonSchema | None):
         value = json.loads(bytes(payload))
-        err = next(iter(self.validator.iter_errors(value)), None)
+        err = _first_error(self.validator, value)
         if err is not None:
             raise ValueError(f"not valid for its schema: {err.message}")
         if reader is not None:
-            err = next(iter(reader.validator.iter_errors(value)), None)
+            err = _first_error(reader.validator, value)
             if err is not None:
                 raise _Incompatible(f"not valid for the reader's schema: {err.message}")
         return value
+
+
+# A schema's `pattern` is input, and Python's regular expressions backtrack: `^(a+)+$` takes
+# seconds on 26 characters and doubles with each one more. One value's validation is bounded.
+VALIDATION_SECONDS = 2.0
+
+
+class _ValidationTooSlow(Exception):
+    pass
+
+
+def _first_error(validator, value):
+    """The first error of `value` against `validator`'s schema (None: valid); a ValueError when
+    the validation runs past VALIDATION_SECONDS (the value is then kept as bytes, not guessed)."""
+    with _bounded(VALIDATION_SECONDS):
+        try:
+            return next(iter(validator.iter_errors(value)), None)
+        except _ValidationTooSlow:
+            raise ValueError(
+                f"its schema's validation ran past {VALIDATION_SECONDS:g} s (a pattern that "
+                "backtracks): not checked"
+            ) from None
+
+
+@contextlib.contextmanager
+def _bounded(seconds: float):
+    """Raise _ValidationTooSlow in the block once `seconds` have passed (a timer signal, which
+    Python's regular expression engine checks while it backtracks). Only the main thread gets
+    signals: elsewhere the block runs unbounded."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+        signal, "setitimer"
+    ):
+        yield
+        return
+
+    def expire(signum, frame):
+        raise _ValidationTooSlow()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 _PARSERS = {SchemaType.AVRO: _Avro, SchemaType.PROTOBUF: _Protobuf, SchemaType.JSON: _JsonSchema}
