@@ -1,0 +1,360 @@
+"""Acceptance: a real Kafka 3.3.1 broker loads what `erase` left and serves every other record
+unchanged (offset, timestamp and its type, key, value, headers) and none of the erased ones, to a
+read_uncommitted and a read_committed consumer; an idempotent producer started before the erase
+resumes after it without a sequence error.
+
+The broker writes the partitions itself: every codec (snappy with LogAppendTime), committed and
+aborted transactions, an idempotent producer whose last batch holds only the erased key, a
+compacted topic (erased with --tombstone), an offset range across batches and segments, the erased
+key as a partition's very last record (the log end offset must stay). Magic 0 and 1: a 3.3.1 KRaft
+broker writes only v2 whatever message.format.version says (LogConfig ignores it from
+inter.broker.protocol 3.0, and KRaft's metadata.version is past that: asserted below), so the
+v0/v1 partitions are kafka-clients 3.3.1's segments from the corpus (tests/fixtures/corpus/legacy),
+planted into topics the broker created and recovered by it before the erase.
+
+For the restart after the erase the idempotent producer's snapshots go and the shutdown is made
+unclean, so the broker rebuilds that producer's state from the erased segments themselves
+(UnifiedLog.rebuildProducerState reads the log when no snapshot is there): a producer's last
+batch erased without RETAIN_EMPTY would then fail the producer's next append with
+OutOfOrderSequence. The snapshots and .txnindex files erase leaves are compared byte for byte.
+
+Runs when KAFKA_HOME and KAFKA_PY are set (tools/kafka-broker builds both); skipped otherwise.
+One broker at a time, on free ports of 127.0.0.1, stopped by its own PID."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.cli import cli
+from tests.helpers.broker_node import BrokerNode
+from tests.helpers.kafka_broker import needs_broker
+from tests.helpers.paths import CORPUS
+
+pytestmark = [needs_broker, pytest.mark.slow]
+
+VICTIM = "victim"
+T0 = 1_760_000_000_000
+SEGMENT_BYTES = "2048"
+
+CLIENT = r"""
+import json, sys, time
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import KafkaAdminClient, NewTopic
+server, req = sys.argv[1], json.loads(sys.argv[2])
+
+def send(p, topic, row):
+    key, value, headers, ts = row
+    return p.send(topic, key=None if key is None else key.encode(),
+                  value=None if value is None else value.encode(),
+                  headers=[(h, v.encode()) for h, v in headers], partition=0, timestamp_ms=ts)
+
+if req["op"] == "create":
+    admin = KafkaAdminClient(bootstrap_servers=server)
+    admin.create_topics([NewTopic(t, 1, 1, topic_configs=c) for t, c in req["topics"].items()])
+    admin.close()
+    print(json.dumps({}))
+elif req["op"] == "produce":
+    for job in req["jobs"]:
+        extra = {"transactional_id": job["txn"]} if job.get("txn") else {}
+        p = KafkaProducer(bootstrap_servers=server, acks="all", linger_ms=1000, batch_size=1 << 20,
+                          compression_type=job.get("codec"), **extra)
+        if job.get("txn"):
+            p.init_transactions()
+        for group in job["groups"]:
+            if job.get("txn"):
+                p.begin_transaction()
+            futures = [send(p, job["topic"], row) for row in group["rows"]]
+            p.flush()  # written before an abort: the aborted records are in the log
+            for f in futures:
+                f.get(timeout=60)
+            if job.get("txn"):
+                (p.commit_transaction if group["commit"] else p.abort_transaction)()
+        p.close()
+    print(json.dumps({}))
+elif req["op"] == "consume":
+    out = {}
+    for topic in req["topics"]:
+        out[topic] = {}
+        for iso in ("read_uncommitted", "read_committed"):
+            tp = TopicPartition(topic, 0)
+            c = KafkaConsumer(bootstrap_servers=server, enable_auto_commit=False,
+                              isolation_level=iso, fetch_max_wait_ms=100)
+            c.assign([tp])
+            end, start = c.end_offsets([tp])[tp], c.beginning_offsets([tp])[tp]
+            c.seek_to_beginning(tp)
+            rows, deadline = [], time.monotonic() + 60
+            while c.position(tp) < end and time.monotonic() < deadline:
+                for batch in c.poll(timeout_ms=500).values():
+                    for m in batch:
+                        rows.append([m.offset, m.timestamp, m.timestamp_type,
+                                     None if m.key is None else m.key.hex(),
+                                     None if m.value is None else m.value.hex(),
+                                     [[h, None if v is None else v.hex()] for h, v in m.headers]])
+            out[topic][iso] = {"start": start, "end": end, "position": c.position(tp), "records": rows}
+            c.close()
+    print(json.dumps(out))
+"""
+
+# an idempotent producer that lives across the broker's stop, the erase and the next start:
+# phase 1, a "ready" line, then it waits for the go file and sends phase 2 record by record
+IDEMPOTENT = r"""
+import json, os, sys, time
+from kafka import KafkaProducer
+server, req = sys.argv[1], json.loads(sys.argv[2])
+p = KafkaProducer(bootstrap_servers=server, enable_idempotence=True, acks="all", linger_ms=1000,
+                  batch_size=1 << 20, retries=5, max_in_flight_requests_per_connection=1)
+def send(row):
+    key, value, headers, ts = row
+    return p.send(req["topic"], key=key.encode(), value=value.encode(),
+                  headers=[(h, v.encode()) for h, v in headers], partition=0, timestamp_ms=ts)
+for group in req["phase1"]:
+    fs = [send(row) for row in group]
+    p.flush()
+    for f in fs:
+        f.get(timeout=60)
+print(json.dumps({"ready": True}), flush=True)
+while not os.path.exists(req["go"]):
+    time.sleep(0.2)
+offsets, error = [], None
+try:
+    for row in req["phase2"]:
+        offsets.append(send(row).get(timeout=120).offset)
+except Exception as e:
+    error = f"{type(e).__name__}: {e}"
+p.close(timeout=30)
+print(json.dumps({"offsets": offsets, "error": error}), flush=True)
+"""
+
+
+def rows(topic: str, n: int, victim_at: set[int], start: int = 0) -> list[list]:
+    """[key, value, headers, timestamp] for records start..start+n-1: the victim key at
+    `victim_at`, a header on every third, timestamps not in order within a batch."""
+    out = []
+    for i in range(start, start + n):
+        key = VICTIM if i in victim_at else f"{topic}-k{i:03d}"
+        headers = [["h", f"h{i}"]] if i % 3 == 0 else []
+        noise = hashlib.sha256(f"{topic}{i}".encode()).hexdigest()  # compresses to half
+        value = f"{topic}-v{i:03d}-" + noise[: 20 + i * 7 % 44]
+        out.append([key, value, headers, T0 + i * 1000 - (i % 4) * 1500])
+    return out
+
+
+def groups(records: list[list], size: int) -> list[dict]:
+    return [{"rows": records[i : i + size], "commit": True} for i in range(0, len(records), size)]
+
+
+CODECS = {"gzip": {}, "snappy": {"message.timestamp.type": "LogAppendTime"}, "lz4": {}, "zstd": {}}
+
+
+def produce_jobs() -> tuple[dict, list[dict]]:
+    """Topics with their configs, and what the producers send (the idempotent one aside)."""
+    topics: dict = {}
+    jobs: list = []
+    for codec, cfg in CODECS.items():
+        name = f"c-{codec}"
+        topics[name] = {"segment.bytes": SEGMENT_BYTES, **cfg}
+        # gzip: the victim is also the partition's last record
+        victims = {5, 22, 23, 61, 98} | ({119} if codec == "gzip" else set())
+        jobs.append({"topic": name, "codec": codec, "groups": groups(rows(name, 120, victims), 9)})
+    topics["c-none"] = {"segment.bytes": SEGMENT_BYTES}
+    jobs.append({"topic": "c-none", "groups": groups(rows("c-none", 120, {40}), 7)})
+    topics["txn"] = {"segment.bytes": SEGMENT_BYTES}
+    txn = rows("txn", 80, {3, 14, 15, 47, 66})
+    jobs.append(
+        {
+            "topic": "txn",
+            "codec": "lz4",
+            "txn": "erase-txn",
+            "groups": [
+                {"rows": txn[i : i + 10], "commit": i // 10 % 3 != 1} for i in range(0, 80, 10)
+            ],
+        }
+    )
+    topics["compacted"] = {"segment.bytes": SEGMENT_BYTES, "cleanup.policy": "compact"}
+    comp = [
+        [f"c{i % 12}" if i % 9 else VICTIM, f"v{i}-" + "y" * 40, [], T0 + i] for i in range(150)
+    ]
+    jobs.append({"topic": "compacted", "groups": groups(comp, 8)})
+    topics["idem"] = {"segment.bytes": SEGMENT_BYTES}
+    for v in ("v0", "v1"):
+        topics[f"legacy-{v}"] = {"message.format.version": "0.10.2" if v == "v1" else "0.9.0"}
+    return topics, jobs
+
+
+IDEM_PHASE1 = [rows("idem", 8, {2}, s) for s in range(0, 40, 8)] + [
+    [[VICTIM, "idem-last", [["h", "last"]], T0 + 99_000]]
+]
+IDEM_PHASE2 = rows("idem", 10, set(), 100)
+
+# what each topic's erase selects; the legacy ones are kafka-clients 3.3.1's segments
+ERASES = {
+    **{f"c-{c}": ["--key", VICTIM] for c in CODECS},
+    "c-none": ["--offsets", "30-75"],
+    "txn": ["--key", VICTIM],
+    "idem": ["--key", VICTIM],
+    "compacted": ["--key", VICTIM, "--tombstone"],
+    "legacy-v1": ["--key", "key-v1gzip-2"],
+    "legacy-v0": ["--offsets", "6-8"],
+}
+LEGACY = {"legacy-v1": "v1-gzip-create", "legacy-v0": "v0-snappy"}
+
+
+def erased(selection: list[str], records: list[list]) -> set[int]:
+    """The offsets the selection matches among the records a consumer was served."""
+    if selection[0] == "--offsets":
+        a, _, b = selection[1].partition("-")
+        return {r[0] for r in records if int(a) <= r[0] <= int(b or a)}
+    key = selection[1].encode().hex()
+    return {r[0] for r in records if r[3] == key}
+
+
+def expected(records: list[list], gone: set[int], tombstone: bool) -> list[list]:
+    """The records after the erase: the erased ones gone, or with --tombstone the key's last
+    one kept as a tombstone (same offset, timestamp and key; null value, no headers)."""
+    last = max(gone) if tombstone and gone else None
+    return [
+        [r[0], r[1], r[2], r[3], None, []] if r[0] == last else r
+        for r in records
+        if r[0] not in gone or r[0] == last
+    ]
+
+
+def files_digest(part: Path, suffixes: tuple[str, ...]) -> dict[str, str]:
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(part.iterdir())
+        if p.suffix in suffixes
+    }
+
+
+def plant_legacy(log_dir: Path) -> None:
+    """kafka-clients 3.3.1's magic 0/1 segments in place of the empty ones the broker created;
+    without a clean-shutdown marker the broker recovers them (indexes rebuilt) from recovery
+    point 0."""
+    for topic, case in LEGACY.items():
+        part = log_dir / f"{topic}-0"
+        for f in part.glob("00000000000000000000.*"):
+            if f.suffix in (".log", ".index", ".timeindex"):
+                f.unlink()
+        for seg in sorted((CORPUS / "legacy" / case).glob("*.log")):
+            shutil.copyfile(seg, part / seg.name)
+    (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+
+
+def magics(part: Path) -> set[int]:
+    """The magic bytes of every batch in the partition's segments."""
+    out = set()
+    for seg in part.glob("*.log"):
+        data, pos = seg.read_bytes(), 0
+        while pos + 17 <= len(data):
+            size = int.from_bytes(data[pos + 8 : pos + 12], "big")
+            out.add(data[pos + 16])
+            pos += 12 + size
+    return out
+
+
+def run_cli(*args: str) -> tuple[int, str]:
+    r = CliRunner().invoke(cli, list(args))
+    return r.exit_code, r.output
+
+
+def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
+    log_dir, work = tmp_path / "logdir", tmp_path / "work"
+    node = BrokerNode(log_dir, work)
+    topics, jobs = produce_jobs()
+    go = tmp_path / "go"
+    idem_out = tmp_path / "idem.out"
+    idem = None
+    try:
+        node.start()
+        node.client(CLIENT, {"op": "create", "topics": topics})
+        node.client(CLIENT, {"op": "produce", "jobs": jobs})
+        idem = node.spawn(
+            IDEMPOTENT,
+            {"topic": "idem", "phase1": IDEM_PHASE1, "phase2": IDEM_PHASE2, "go": str(go)},
+            idem_out,
+        )
+        deadline = time.monotonic() + 120
+        while b'"ready"' not in idem_out.read_bytes():
+            assert idem.poll() is None and time.monotonic() < deadline, idem_out.read_text()
+            time.sleep(0.5)
+        node.stop()
+        # message.format.version is ignored by a 3.3.1 KRaft broker: it wrote v2
+        assert (log_dir / "legacy-v1-0").is_dir()
+        plant_legacy(log_dir)
+
+        node.start()
+        assert node.errors() == [], node.errors()
+        before = node.client(CLIENT, {"op": "consume", "topics": sorted(ERASES)})
+        (work / "before.json").write_text(json.dumps(before))  # for a failure's reader
+        node.stop()
+
+        assert magics(log_dir / "legacy-v0-0") == {0} and magics(log_dir / "legacy-v1-0") == {1}
+        assert magics(log_dir / "c-gzip-0") == {2}
+        for topic in ERASES:
+            ru = before[topic]["read_uncommitted"]
+            assert ru["position"] >= ru["end"] and ru["records"], (topic, ru)
+        kept = {t: files_digest(log_dir / f"{t}-0", (".snapshot", ".txnindex")) for t in ERASES}
+        segments = {t: len(list((log_dir / f"{t}-0").glob("*.log"))) for t in ERASES}
+        assert min(segments.values()) >= 2, segments
+
+        reports = {}
+        for topic, selection in ERASES.items():
+            rc, out = run_cli(
+                "erase", str(log_dir), "--topic", topic, *selection, "--format", "json"
+            )
+            assert rc == 0, (topic, out)
+            reports[topic] = out
+        for topic in ERASES:
+            now = files_digest(log_dir / f"{topic}-0", (".snapshot", ".txnindex"))
+            assert now == kept[topic], topic
+        rc, out = run_cli("verify-crc", str(log_dir), "--deep")
+        assert rc == 0, out
+        rc, out = run_cli("dump-index", str(log_dir), "--verify-index-only", "--format", "json")
+        assert rc == 0, out
+
+        # the broker rebuilds the idempotent producer's state from the erased log itself
+        for snap in (log_dir / "idem-0").glob("*.snapshot"):
+            snap.unlink()
+        (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+        node.start()
+        go.touch()
+        idem.wait(300)
+        resumed = json.loads(idem_out.read_text().splitlines()[-1])
+        after = node.client(CLIENT, {"op": "consume", "topics": sorted(ERASES)})
+        (work / "after.json").write_text(json.dumps(after))
+        errors = node.errors()
+        node.stop()
+    finally:
+        node.stop()
+        if idem is not None and idem.poll() is None:
+            idem.kill()
+            idem.wait()
+
+    assert errors == [], errors
+    idem_end = before["idem"]["read_uncommitted"]["end"]
+    assert resumed == {"offsets": list(range(idem_end, idem_end + 10)), "error": None}
+    for topic, selection in ERASES.items():
+        ru = before[topic]["read_uncommitted"]["records"]
+        gone = erased(selection, ru)
+        assert gone, topic
+        for iso in ("read_uncommitted", "read_committed"):
+            was, now = before[topic][iso], after[topic][iso]
+            records = now["records"]
+            if topic == "idem":
+                records = [r for r in records if r[0] < idem_end]
+            want = expected(was["records"], gone, "--tombstone" in selection)
+            assert records == want, (topic, iso, sorted(gone))
+            assert (now["start"], now["position"] >= now["end"]) == (was["start"], True)
+            if topic != "idem":
+                assert now["end"] == was["end"], (topic, iso)  # the log end offset stays
+    # the read_committed consumer saw no aborted record before or after
+    committed = {r[0] for r in before["txn"]["read_committed"]["records"]}
+    assert len(committed) < len(before["txn"]["read_uncommitted"]["records"])
