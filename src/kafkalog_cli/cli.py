@@ -26,6 +26,7 @@ COMMANDS: dict[str, str] = {
     "retain": "kafkalog_cli.commands.retain:retain",
     "delete-records": "kafkalog_cli.commands.delete_records:delete_records",
     "repair": "kafkalog_cli.commands.repair:repair",
+    "erase": "kafkalog_cli.commands.erase:erase",
     "transactions": "kafkalog_cli.commands.transactions:transactions",
     "compact": "kafkalog_cli.commands.compact:compact",
     "quarantine": "kafkalog_cli.commands.quarantine:quarantine",

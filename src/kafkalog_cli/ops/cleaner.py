@@ -29,13 +29,14 @@ from kafkalog_cli.errors import CorruptRecordError, InputError, InvalidRecordErr
 from kafkalog_cli.formats.compression import compress
 from kafkalog_cli.formats.indexes import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE, IndexBuilder
 from kafkalog_cli.formats.record_keys import scan_keys, scan_keys_into
-from kafkalog_cli.formats.record_spans import record_starts, scan_spans, span_at
+from kafkalog_cli.formats.record_spans import RecordSpan, record_starts, scan_spans, span_at
 from kafkalog_cli.formats.records import (
     ATTR_CONTROL,
     ATTR_DELETE_HORIZON,
     ATTR_TIMESTAMP_TYPE,
     ATTR_TRANSACTIONAL,
     RECORD_BATCH_OVERHEAD,
+    Record,
     RecordBatch,
     SimpleRecord,
     TimestampType,
@@ -364,6 +365,7 @@ class CleanedSegment:
             max_index_bytes // TIME_ENTRY_SIZE,
         )
         self.aborted: list[AbortedTxn] = []
+        self.txn_index: bytes | None = None  # a .txnindex kept as it is (erase), not rebuilt
         self._f: BinaryIO | None = None
 
     def path(self, suffix: str) -> Path:
@@ -389,7 +391,9 @@ class CleanedSegment:
             (names.INDEX_SUFFIX, self.index.offset_index_bytes()),
             (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes()),
         ]
-        if self.aborted:
+        if self.txn_index is not None:
+            out.append((names.TXN_INDEX_SUFFIX, self.txn_index))
+        elif self.aborted:
             out.append((names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted)))
         return out
 
@@ -425,7 +429,9 @@ class CleanedSegment:
 
 
 @dataclass
-class _FilterResult:
+class FilterResult:
+    """MemoryRecords.FilterResult of one chunk: what its index entries are made of."""
+
     max_offset: int = -1
     max_timestamp: int = -1
     shallow_offset_of_max_ts: int = -1
@@ -442,14 +448,31 @@ def clean_into(
     seg: Segment, dest: CleanedSegment, ctx: CleanContext, retain_legacy_deletes: bool
 ) -> None:
     """Cleaner.cleanInto: one source segment, chunk by chunk, into `dest`."""
+    ctx.stats.bytes_written += filter_segment_into(
+        seg,
+        dest,
+        lambda b, res, path, pos: _filter_batch(b, ctx, retain_legacy_deletes, res, path, pos),
+    )
+
+
+# (batch, the chunk's FilterResult, the segment's path, the chunk's position) -> what is written
+BatchFilter = Callable[[RecordBatch, "FilterResult", Path, int], "bytes | None"]
+
+
+def filter_segment_into(seg: Segment, dest: CleanedSegment, filter_batch: BatchFilter) -> int:
+    """MemoryRecords.filterTo over one source segment, read chunk by chunk as Cleaner.cleanInto
+    reads it: each batch through `filter_batch`, each chunk's output one append to `dest` (its
+    index entries as the cleaner's appends make them). A batch's error is located in the
+    segment. Returns the bytes written."""
     path = seg.source_path
     pos = 0
-    for buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
+    written = 0
+    for _buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
         out: list[bytes] = []
-        res = _FilterResult()
+        res = FilterResult()
         for b in batches:
             try:
-                piece = _filter_batch(b, ctx, retain_legacy_deletes, res, path, pos)
+                piece = filter_batch(b, res, path, pos)
             except KafkalogError as e:
                 raise _located(e, path, pos, b) if e.path is None else e from None
             if piece:
@@ -458,8 +481,9 @@ def clean_into(
         pos += last.position + last.size
         if out:
             data = b"".join(out)
-            ctx.stats.bytes_written += len(data)
+            written += len(data)
             dest.append(data, res.max_offset, res.max_timestamp, res.shallow_offset_of_max_ts)
+    return written
 
 
 def _is_last_of_producer(b: RecordBatch, ctx: CleanContext) -> bool:
@@ -475,7 +499,7 @@ def _filter_batch(
     b: RecordBatch,
     ctx: CleanContext,
     retain_legacy: bool,
-    res: _FilterResult,
+    res: FilterResult,
     path: Path,
     chunk_pos: int,
 ) -> bytes | None:
@@ -508,20 +532,27 @@ def _filter_batch(
     if retained:
         return _write_retained(b, retained, count, marker_for_empty_txn, ctx, res)
     if retain_empty:
-        res.update(b.max_timestamp, b.last_offset, b.last_offset)
-        return empty_v2_batch(
-            b.base_offset_field,
-            b.last_offset_delta,
-            max_timestamp=b.max_timestamp,
-            producer_id=b.producer_id,
-            producer_epoch=b.producer_epoch,
-            base_sequence=b.base_sequence,
-            is_transactional=b.is_transactional,
-            is_control=is_control,
-            partition_leader_epoch=b.partition_leader_epoch,
-            timestamp_type=b.timestamp_type,
-        )
+        return retained_empty(b, res)
     return None
+
+
+def retained_empty(b: RecordBatch, res: FilterResult) -> bytes:
+    """BatchRetention.RETAIN_EMPTY with no record left: the batch's header alone (its base and
+    last offsets, producer id, epoch, base sequence, leader epoch and max timestamp kept), so the
+    producer state and the log end offset it carries survive."""
+    res.update(b.max_timestamp, b.last_offset, b.last_offset)
+    return empty_v2_batch(
+        b.base_offset_field,
+        b.last_offset_delta,
+        max_timestamp=b.max_timestamp,
+        producer_id=b.producer_id,
+        producer_epoch=b.producer_epoch,
+        base_sequence=b.base_sequence,
+        is_transactional=b.is_transactional,
+        is_control=b.is_control,
+        partition_leader_epoch=b.partition_leader_epoch,
+        timestamp_type=b.timestamp_type,
+    )
 
 
 def _survivors_in(b: RecordBatch, ctx: CleanContext) -> list[int] | None:
@@ -602,17 +633,41 @@ def _write_retained(
     count: int,
     marker_for_empty_txn: bool,
     ctx: CleanContext,
-    res: _FilterResult,
+    res: FilterResult,
 ) -> bytes:
     spans, data, tombstones = retained
     ctx.stats.messages_written += len(spans)
     need_horizon = (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
-    if len(spans) == count and not need_horizon:
-        res.update(b.max_timestamp, b.last_offset, b.last_offset)
-        return bytes(b.data)  # writeOriginalBatch
+    new_horizon = ctx.now_ms + ctx.delete_retention_ms if need_horizon else None
+    return write_retained(b, spans, data, count, res, new_horizon)
+
+
+def original_batch(b: RecordBatch, res: FilterResult) -> bytes:
+    """filterTo's writeOriginalBatch: the batch's bytes as they are."""
+    res.update(b.max_timestamp, b.last_offset, b.last_offset)
+    return bytes(b.data)
+
+
+def write_retained(
+    b: RecordBatch,
+    spans: list[RecordSpan],
+    data,
+    count: int,
+    res: FilterResult,
+    new_horizon: int | None = None,
+) -> bytes:
+    """MemoryRecords.filterTo's write of a v2 batch's retained records (`spans` of its records
+    region `data`, in offset order): the original batch when all `count` are kept and no delete
+    horizon is to be set (writeOriginalBatch), else a batch built as buildRetainedRecordsInto
+    builds it: the same base offset, last offset delta, producer id and epoch, base sequence,
+    partition leader epoch, codec and attributes; the base timestamp the delete horizon
+    (`new_horizon`, or the batch's own) or the first record's; the max timestamp the records'
+    (LOG_APPEND_TIME: the batch's)."""
+    if len(spans) == count and new_horizon is None:
+        return original_batch(b, res)
     horizon: int | None
-    if need_horizon:
-        horizon = ctx.now_ms + ctx.delete_retention_ms
+    if new_horizon is not None:
+        horizon = new_horizon
     else:
         horizon = b.base_timestamp if b.has_delete_horizon else None
     base_ts = horizon if horizon is not None else spans[0].timestamp
@@ -655,7 +710,7 @@ def _write_retained(
 
 
 def _filter_legacy(
-    b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: _FilterResult
+    b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: FilterResult
 ) -> bytes | None:
     recs = b.records()
     ctx.stats.messages_read += len(recs)
@@ -671,9 +726,17 @@ def _filter_legacy(
     if not kept:
         return None
     ctx.stats.messages_written += len(kept)
-    if len(kept) == len(recs) and all(r.magic == b.magic for r in kept):
-        res.update(b.max_timestamp, b.last_offset, b.last_offset)
-        return bytes(b.data)
+    return write_legacy(b, kept, len(recs), res)
+
+
+def write_legacy(
+    b: RecordBatch, kept: list[Record], count: int, res: FilterResult, rewrite: bool = False
+) -> bytes:
+    """filterTo for a v0/v1 message or wrapper: the original when all `count` records are kept
+    (and of its magic) and not `rewrite`, else the `kept` ones (not empty) in a new wrapper of
+    the same magic, codec and timestamp type, at their offsets."""
+    if not rewrite and len(kept) == count and all(r.magic == b.magic for r in kept):
+        return original_batch(b, res)
     lat = b.timestamp_type == TimestampType.LOG_APPEND_TIME
     out = build_legacy_batch(
         [SimpleRecord(r.key, r.value, r.timestamp, (), r.offset) for r in kept],

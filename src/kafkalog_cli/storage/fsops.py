@@ -357,11 +357,15 @@ class FsOps:
                 fi.seek(start)
                 _copy_stream(fi, fo, end - start)
 
-    def replace_segments(self, cleaned: list[Path], old: list[tuple[Path, str]]) -> None:
+    def replace_segments(
+        self, cleaned: list[Path], old: list[tuple[Path, str]], overwrite: Sequence[Path] = ()
+    ) -> list[str]:
         """LocalLog.replaceSegments: every new file `<name>.cleaned` -> `<name>.swap`, the old
         files out of the log dir (into the quarantine, where Kafka renames them `.deleted`), then
         every `.swap` -> `<name>`. A crash at any step is finished by LogLoader (the broker's and
-        `kafkalog recover`'s): a `.swap` replaces the old files it covers, a `.cleaned` is dropped."""
+        `kafkalog recover`'s): a `.swap` replaces the old files it covers, a `.cleaned` is dropped.
+        `overwrite` (erase --overwrite, no quarantine): old files overwritten with zeros in place
+        once every `.swap` covers them, before their unlink; returns why one was not."""
         if cleaned:  # the new files' entries durable before anything is renamed
             self.fsync_dir(Path(cleaned[0]).parent)
         swaps = []
@@ -372,9 +376,40 @@ class FsOps:
             swap = f.with_name(f.name[: -len(CLEANED_SUFFIX)] + SWAP_SUFFIX)
             self.rename(f, swap)
             swaps.append(swap)
+        skipped = [why for p in overwrite if os.path.lexists(p) and (why := self.zero_fill(p))]
         self.delete_segment_files([(path, reason) for path, reason in old if os.path.lexists(path)])
         for swap in swaps:
             self.rename(swap, swap.with_name(swap.name[: -len(SWAP_SUFFIX)]))
+        return skipped
+
+    def zero_fill(self, path: Path) -> str | None:
+        """The file's bytes overwritten with zeros in place and fsynced (erase --overwrite): on a
+        file system that writes in place (ext4, xfs), the blocks it held. Never with a quarantine
+        (what it keeps would be zeroed too). A file with other names (hard links) is left: its
+        bytes are theirs too; returns why."""
+        path = Path(path)
+        if self._keeper() is not None:
+            raise ValueError("zero_fill with a quarantine")
+        self._gate("write", path)
+        try:
+            st = os.lstat(path)
+            if st.st_nlink > 1:
+                return (
+                    f"{path} not overwritten: {st.st_nlink - 1} other name(s) link to its bytes "
+                    f"(a quarantine folder or a backup made by hard links), which keep them"
+                )
+            self._pre("write", path)
+            with open_file(path, "r+b") as f:
+                left = st.st_size
+                zeros = bytes(_COPY_CHUNK)
+                while left > 0:
+                    left -= f.write(zeros[: min(left, _COPY_CHUNK)])
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as e:
+            raise self.write_error(e, path, "overwrite") from None
+        self.step(f"overwrite {path} with zeros")
+        return None
 
     # -- whole files and directories (move-partition) --------------------------------------------
     def make_dir(

@@ -1,0 +1,635 @@
+"""`kafkalog erase`: chosen records removed from a partition's segments, in place, as Kafka's log
+cleaner rewrites a batch (MemoryRecords.filterTo through ops.cleaner: one home for the rewrite).
+
+A record is kept unless the selection matches it. Every other record keeps its offset, timestamp,
+key, value and headers; a rewritten batch keeps its base offset, last offset delta, producer id
+and epoch, base sequence, partition leader epoch, codec (recompressed) and attributes, so offsets
+leave gaps as compaction leaves them. A batch left without records is removed, except where its
+header carries state the broker needs (BatchRetention.RETAIN_EMPTY, kept header-only): a
+producer's last data batch (the producer snapshot's last sequence and offset), the first batch
+of a transaction still open at the log end (its first offset: the last stable offset), and the
+log's last batch (the log end offset). Control batches are never touched; v0/v1 wrappers are
+rebuilt with their codec. So the producer snapshots and `.txnindex` files stay valid: erase keeps
+them as they are.
+
+Two passes: `plan` reads every segment once (the records the selection matches, each with the
+SHA-256 of its key, value and headers; every producer's last batch), then `run` rewrites only the
+segments holding matches, each into `<base>.log.cleaned` with rebuilt `.index` and `.timeindex`
+(ops.cleaner.CleanedSegment) and its `.txnindex` as it was, swapped in by Kafka's replace
+protocol (LocalLog.replaceSegments: `.cleaned` -> `.swap`, old files unlinked, `.swap` -> final).
+A kill at any instant leaves the old or the new segment; the rerun finishes the swap first, as
+the broker's LogLoader does, then finds nothing left to erase. Erase keeps no copy of what it
+removes: the one command whose removed data does not go to the quarantine.
+
+The record's SHA-256 (the report's proof, without the data): over the record's bytes from its
+key length on, as a v2 record stores them: varint key length (-1: null), key, varint value
+length (-1: null), value, varint header count, then each header's varint key length, key,
+varint value length, value (zigzag varints, as DefaultRecord.writeTo). A v0/v1 record is hashed
+as the same encoding of its key and value with no header.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_cli.config import ConfigResolver
+from kafkalog_cli.errors import CorruptRecordError, KafkalogError
+from kafkalog_cli.formats.record_spans import RecordSpan, scan_spans
+from kafkalog_cli.formats.records import ATTR_TIMESTAMP_TYPE, Record, RecordBatch
+from kafkalog_cli.formats.v2_region import Declined, header_pairs, records_region
+from kafkalog_cli.formats.varint import read_varlong, write_varint
+from kafkalog_cli.ops.cleaner import (
+    CleanedSegment,
+    FilterResult,
+    iter_chunk_batches,
+    original_batch,
+    retained_empty,
+    write_legacy,
+    write_retained,
+)
+from kafkalog_cli.ops.plan import Action, ActionKind, Plan, run_report
+from kafkalog_cli.storage import files, names
+from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.names import parse_partition_dir
+from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
+from kafkalog_cli.storage.segment import Segment
+
+# Topic.isInternal's topics (3.9+: __share_group_state) and the KRaft metadata log: never erased
+INTERNAL_TOPICS = frozenset(
+    {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
+)
+_READ_CHUNK = 8 << 20
+_NULL = write_varint(-1)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which records go. Values of one test are OR'ed, the tests given AND'ed; a null key (or
+    value) passes no key (value) test. `headers`: (name, value), value None: any value."""
+
+    keys: tuple[bytes, ...] = ()
+    key_prefixes: tuple[bytes, ...] = ()
+    key_regexes: tuple[re.Pattern[bytes], ...] = ()
+    headers: tuple[tuple[bytes, bytes | None], ...] = ()
+    value_regexes: tuple[re.Pattern[bytes], ...] = ()
+    offsets: tuple[tuple[int, int], ...] = ()  # inclusive ranges
+
+    @property
+    def empty(self) -> bool:
+        return not any(
+            (
+                self.keys,
+                self.key_prefixes,
+                self.key_regexes,
+                self.headers,
+                self.value_regexes,
+                self.offsets,
+            )
+        )
+
+    @property
+    def needs_tail(self) -> bool:
+        """A test on values or headers: the record's bytes past its key are read."""
+        return bool(self.headers or self.value_regexes)
+
+    def may_hold(self, data, start: int, end: int) -> bool:
+        """False when the records region cannot hold a match: an exact key, key prefix or header
+        name given and none of them among its bytes (a substring search, no decoding)."""
+        if not isinstance(data, (bytes, bytearray)):
+            data, start, end = bytes(data[start:end]), 0, end - start
+        for group in (self.keys, self.key_prefixes, tuple(n for n, _ in self.headers)):
+            if group and not any(data.find(v, start, end) >= 0 for v in group):
+                return False
+        return True
+
+    def offset_range_may_match(self, first: int, last: int) -> bool:
+        return not self.offsets or any(a <= last and first <= b for a, b in self.offsets)
+
+    def matches(
+        self,
+        offset: int,
+        key: bytes | None,
+        value: bytes | None = None,
+        headers: list[tuple[bytes, bytes | None]] | None = None,
+    ) -> bool:
+        if self.offsets and not any(a <= offset <= b for a, b in self.offsets):
+            return False
+        if self.keys or self.key_prefixes or self.key_regexes:
+            if key is None:
+                return False
+            if self.keys and key not in self.keys:
+                return False
+            if self.key_prefixes and not any(key.startswith(p) for p in self.key_prefixes):
+                return False
+            if self.key_regexes and not any(r.search(key) for r in self.key_regexes):
+                return False
+        if self.value_regexes and (
+            value is None or not any(r.search(value) for r in self.value_regexes)
+        ):
+            return False
+        if self.headers:
+            have = headers or []
+            if not any(
+                any(k == name and (want is None or v == want) for k, v in have)
+                for name, want in self.headers
+            ):
+                return False
+        return True
+
+    def to_dict(self) -> dict:
+        """The selection as the report states it (hex for bytes: the report holds no data
+        but what the user gave)."""
+        out: dict = {}
+        if self.keys:
+            out["key_hex"] = [k.hex() for k in self.keys]
+        if self.key_prefixes:
+            out["key_prefix_hex"] = [k.hex() for k in self.key_prefixes]
+        if self.key_regexes:
+            out["key_regex"] = [r.pattern.decode("utf-8", "replace") for r in self.key_regexes]
+        if self.headers:
+            out["header"] = [
+                {"name": n.decode("utf-8", "replace"), "value_hex": None if v is None else v.hex()}
+                for n, v in self.headers
+            ]
+        if self.value_regexes:
+            out["value_regex"] = [r.pattern.decode("utf-8", "replace") for r in self.value_regexes]
+        if self.offsets:
+            out["offsets"] = [list(r) for r in self.offsets]
+        return out
+
+
+@dataclass
+class EraseOptions:
+    topic: str
+    selection: Selection
+    partitions: tuple[int, ...] = ()
+    tombstone: bool = False  # the key's last erased record becomes a tombstone
+    local_only: bool = False  # segments uploaded to the remote tier: erase the local copies only
+    overwrite: bool = False  # the old .log overwritten with zeros in place before its unlink
+    resolver: ConfigResolver | None = None
+
+
+# ------------------------------------------------------------------------------ one record's bytes
+def _skip_varint(data, p: int) -> int:
+    while data[p] & 0x80:
+        p += 1
+    return p + 1
+
+
+def _tail(data, sp: RecordSpan, full: bool):
+    """(where the key length starts, value, headers) of a v2 record; value and headers only
+    when `full`."""
+    p = _skip_varint(data, sp.rest_start)  # offsetDelta
+    tail = p
+    if not full:
+        return tail, None, None
+    kl, p = read_varlong(data, p)
+    p += max(kl, 0)
+    vl, p = read_varlong(data, p)
+    value = bytes(data[p : p + vl]) if vl >= 0 else None
+    p += max(vl, 0)
+    headers, _ = header_pairs(data, p, sp.end)
+    return tail, value, headers
+
+
+def record_sha256_v2(data, tail: int, end: int) -> str:
+    return hashlib.sha256(data[tail:end]).hexdigest()
+
+
+def record_sha256_legacy(key: bytes | None, value: bytes | None) -> str:
+    """The v2 encoding of a v0/v1 record's key and value, no header (module docstring)."""
+    h = hashlib.sha256()
+    for part in (key, value):
+        if part is None:
+            h.update(_NULL)
+        else:
+            h.update(write_varint(len(part)))
+            h.update(part)
+    h.update(write_varint(0))
+    return h.hexdigest()
+
+
+def tombstone_body(offset_delta: int, key: bytes) -> bytes:
+    """A v2 record's bytes from its offset delta on: the key, a null value, no header."""
+    return write_varint(offset_delta) + write_varint(len(key)) + key + _NULL + write_varint(0)
+
+
+# ------------------------------------------------------------------------------ the scan
+@dataclass
+class SegmentMatches:
+    """What one segment loses: {offset: sha256} and the offsets that become tombstones."""
+
+    segment: Segment
+    erased: dict[int, str] = field(default_factory=dict)
+    tombstones: dict[int, bytes] = field(default_factory=dict)  # offset -> key
+
+
+@dataclass
+class PartitionScan:
+    matches: list[SegmentMatches] = field(default_factory=list)
+    retain_empty: set[int] = field(default_factory=set)  # last offsets of batches kept empty
+    last_batch: tuple[int, int, bool] | None = None  # (last offset, magic, every record erased)
+
+    @property
+    def erased(self) -> int:
+        return sum(len(m.erased) for m in self.matches)
+
+
+def _decode_error(b: RecordBatch, path: Path, pos: int) -> KafkalogError:
+    try:
+        b.records()
+    except KafkalogError as e:
+        return e.located(path=str(path), position=pos + b.position)
+    return CorruptRecordError("invalid record structure", path=str(path), position=pos + b.position)
+
+
+def scan_partition(part: Partition, sel: Selection, tombstone: bool) -> PartitionScan:
+    """Every segment read once: the records `sel` matches, and the batches an empty rewrite
+    must keep (module docstring). A batch that does not decode is corrupt input (exit 3): erase
+    cannot tell whether it holds a record to erase."""
+    scan = PartitionScan()
+    last_data: dict[int, int] = {}  # producer id -> its last data batch's last offset
+    open_txn: dict[int, int] = {}  # producer id -> the first batch of its open transaction
+    last_of_key: dict[bytes, tuple[SegmentMatches, int]] = {}
+    for seg in part.segments:
+        m = SegmentMatches(seg)
+        path = seg.source_path
+        pos = 0
+        for _buf, batches in iter_chunk_batches(path, 0, seg.size, _READ_CHUNK):
+            for b in batches:
+                hits, count = scan_batch(b, sel, path, pos)
+                for offset, sha, key in hits:
+                    m.erased[offset] = sha
+                    if key is not None:
+                        last_of_key[key] = (m, offset)
+                if b.magic >= 2 and b.producer_id >= 0:
+                    if b.is_control:
+                        open_txn.pop(b.producer_id, None)
+                    else:
+                        last_data[b.producer_id] = b.last_offset
+                        if b.is_transactional:
+                            open_txn.setdefault(b.producer_id, b.last_offset)
+                scan.last_batch = (b.last_offset, b.magic, bool(hits) and len(hits) == count)
+            last = batches[-1]
+            pos += last.position + last.size
+        if m.erased:
+            scan.matches.append(m)
+    if tombstone:
+        for key, (m, offset) in last_of_key.items():
+            m.tombstones[offset] = key
+    scan.retain_empty = set(last_data.values()) | set(open_txn.values())
+    if scan.last_batch is not None:
+        scan.retain_empty.add(scan.last_batch[0])
+    return scan
+
+
+Hit = tuple[int, str, "bytes | None"]  # offset, sha256, key
+
+
+def scan_batch(b: RecordBatch, sel: Selection, path: Path, pos: int) -> tuple[list[Hit], int]:
+    """The records of one batch `sel` matches, and how many records it has (control batches:
+    none). `pos`: where the batch's chunk starts in `path`, for the error's position."""
+    if b.magic >= 2:
+        if b.is_control or b.records_count == 0:
+            return [], 0
+        if not sel.offset_range_may_match(b.base_offset_field, b.last_offset):
+            return [], b.records_count
+        try:
+            data, s, e = records_region(b)
+        except KafkalogError as err:
+            raise err.located(path=str(path), position=pos + b.position) from None
+        if not sel.may_hold(data, s, e):
+            return [], b.records_count
+        hits: list[Hit] = []
+        try:
+            spans = scan_spans(data, s, e, b.records_count, b.base_offset_field, b.base_timestamp)
+            for sp in spans:
+                tail, value, headers = _tail(data, sp, sel.needs_tail)
+                if sel.matches(sp.offset, sp.key, value, headers):
+                    hits.append((sp.offset, record_sha256_v2(data, tail, sp.end), sp.key))
+        except (Declined, IndexError, KafkalogError):
+            raise _decode_error(b, path, pos) from None
+        return hits, len(spans)
+    try:
+        recs = b.records()
+    except KafkalogError as err:
+        raise err.located(path=str(path), position=pos + b.position) from None
+    hits = [
+        (r.offset, record_sha256_legacy(r.key, r.value), r.key)
+        for r in recs
+        if sel.matches(r.offset, r.key, r.value, [])
+    ]
+    return hits, len(recs)
+
+
+# ------------------------------------------------------------------------------ the rewrite
+@dataclass
+class _Rewrite:
+    erased: dict[int, str]
+    tombstones: dict[int, bytes]
+    retain_empty: set[int]
+    offsets: list[int]  # sorted erased offsets
+
+    def touches(self, first: int, last: int) -> bool:
+        i = bisect.bisect_left(self.offsets, first)
+        return i < len(self.offsets) and self.offsets[i] <= last
+
+
+def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, pos: int):
+    """filterTo with erase's retention: the batch as it is unless it holds an erased record."""
+    if b.magic >= 2 and (b.is_control or not rw.touches(b.base_offset_field, b.last_offset)):
+        return original_batch(b, res)
+    if not b.is_valid():  # never give a damaged batch a new CRC
+        raise CorruptRecordError(
+            f"batch CRC mismatch in a batch holding records to erase (offsets "
+            f"{b.base_offset}..{b.last_offset}); run `kafkalog repair` or `kafkalog recover` first",
+            path=str(path),
+            position=pos + b.position,
+        )
+    if b.magic < 2:
+        recs = b.records()
+        kept: list[Record] = []
+        for r in recs:
+            if r.offset not in rw.erased:
+                kept.append(r)
+            elif r.offset in rw.tombstones:
+                kept.append(dataclasses.replace(r, value=None))
+        if not kept:
+            return None
+        return write_legacy(b, kept, len(recs), res, rewrite=True)
+    try:
+        data, s, e = records_region(b)
+        spans = scan_spans(data, s, e, b.records_count, b.base_offset_field, b.base_timestamp)
+    except (Declined, KafkalogError):
+        raise _decode_error(b, path, pos) from None
+    if b.attributes & ATTR_TIMESTAMP_TYPE:  # LOG_APPEND_TIME: every record's is the batch's
+        for sp in spans:
+            sp.timestamp = b.max_timestamp
+    kept_spans = [sp for sp in spans if sp.offset not in rw.erased or sp.offset in rw.tombstones]
+    if any(sp.offset in rw.tombstones for sp in kept_spans):
+        # the tombstones' bytes appended to the region, their spans pointing there
+        region = bytearray(data[s:e])
+        base = b.base_offset_field
+        for sp in kept_spans:
+            if sp.offset in rw.tombstones:
+                body = tombstone_body(sp.offset - base, rw.tombstones[sp.offset])
+                start = len(region) + s
+                region += body
+                sp.rest_start, sp.end = start, start + len(body)
+        data = bytes(data[:s]) + bytes(region) if s else bytes(region)
+    if kept_spans:  # never the original batch (count -1): a record of it is erased
+        return write_retained(b, kept_spans, data, -1, res)
+    if b.last_offset in rw.retain_empty:
+        return retained_empty(b, res)
+    return None
+
+
+def rewrite_segment(
+    fsops: FsOps | None,
+    part_dir: Path,
+    m: SegmentMatches,
+    scan: PartitionScan,
+    index_interval_bytes: int,
+    max_index_bytes: int,
+) -> list[Path]:
+    """The segment without its erased records as `.cleaned` files (log, rebuilt .index and
+    .timeindex, its .txnindex as it was), the segment's mtime kept; without `fsops` only
+    counted. Returns the files written."""
+    seg = m.segment
+    dest = CleanedSegment(part_dir, seg.base_offset, index_interval_bytes, max_index_bytes)
+    # the .txnindex as it is: no offset moves, no control batch goes
+    dest.txn_index = files.read_bytes_if_exists(seg.file(names.TXN_INDEX_SUFFIX))
+    rw = _Rewrite(m.erased, m.tombstones, scan.retain_empty, sorted(m.erased))
+
+    def fill() -> None:
+        from kafkalog_cli.ops.cleaner import filter_segment_into
+
+        filter_segment_into(
+            seg, dest, lambda b, res, path, pos: _erase_batch(rw, b, res, path, pos)
+        )
+
+    if fsops is None:
+        fill()
+        dest.finish()
+        return []
+    return dest.write(fsops, fill, seg.last_modified_ms * 1_000_000)
+
+
+# ------------------------------------------------------------------------------ plan and run
+def _ranges(offsets: list[int]) -> list[list[int]]:
+    out: list[list[int]] = []
+    for o in offsets:
+        if out and out[-1][1] + 1 == o:
+            out[-1][1] = o
+        else:
+            out.append([o, o])
+    return out
+
+
+def plan(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions) -> Plan:
+    """What erase would remove from each partition dir (read only)."""
+    return _run(Path(log_dir), partition_dirs, opts, None)[0]
+
+
+def run(
+    log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: FsOps
+) -> tuple[Plan, dict]:
+    """Plan and erase, partition by partition, under the caller's lock."""
+    p, changed = _run(Path(log_dir), partition_dirs, opts, fsops)
+    report = run_report(
+        "erase",
+        p.log_dir,
+        fsops,
+        changed=changed,
+        findings=[f.to_dict() for f in p.findings],
+        partitions=p.partitions,
+    )
+    report["quarantine"] = None  # erase keeps no copy
+    return p, report
+
+
+def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: FsOps | None):
+    from kafkalog_cli.ops.compact import finish_interrupted_rewrite
+
+    p = Plan("erase", log_dir)
+    changed: list[dict] = []
+    resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
+    folders = _quarantine_folders(log_dir)
+    for d in map(Path, partition_dirs):
+        tp = parse_partition_dir(d.name)
+        if tp is None or tp.topic != opts.topic:
+            continue
+        name = d.name
+        summary: dict = {"partition": name, "selection": opts.selection.to_dict()}
+        p.partitions[name] = summary
+        if tp.topic in INTERNAL_TOPICS:
+            _refuse(summary, f"{name}: refused: {tp.topic} is an internal topic of Kafka's")
+            continue
+        finish_interrupted_rewrite(d, fsops, p)
+        part = Partition.open(d)
+        cfg = resolver.for_topic(tp.topic)
+        remote = _remote_copies(part, cfg, resolver)
+        if remote and not opts.local_only:
+            _refuse(
+                summary,
+                f"{name}: refused: {remote}; erase cannot reach the remote tier: give "
+                f"--local-only to erase the local copies only",
+            )
+            continue
+        scan = scan_partition(part, opts.selection, opts.tombstone)
+        last = scan.last_batch
+        if last is not None and last[1] < 2 and last[2] and not opts.tombstone:
+            _refuse(
+                summary,
+                f"{name}: refused: every record of the log's last message (offset {last[0]}, "
+                f"message format v{last[1]}) is selected: removing it would lower the log end "
+                f"offset, and a v0/v1 message cannot be kept empty",
+            )
+            continue
+        erased = sorted(o for m in scan.matches for o in m.erased)
+        tombstones = sorted(o for m in scan.matches for o in m.tombstones)
+        summary.update(
+            status=("erased" if fsops is not None else "to erase") if erased else "nothing matched",
+            records_erased=len(erased),
+            erased_offsets=_ranges(erased),
+            erased_records=[
+                {"offset": o, "sha256": h, **({"tombstone": True} if o in m.tombstones else {})}
+                for m in scan.matches
+                for o, h in sorted(m.erased.items())
+            ],
+            tombstones=len(tombstones),
+            segments_rewritten=[str(m.segment.log_path) for m in scan.matches],
+            consumers=_consumer_effect(cfg, opts.tombstone, bool(erased)),
+            other_copies=_other_copies(folders, name, opts.selection, remote, opts.topic),
+        )
+        for m in scan.matches:
+            why = (
+                f"erase: {len(m.erased)} record(s) at offsets "
+                f"{', '.join(f'{a}..{z}' if a != z else str(a) for a, z in _ranges(sorted(m.erased)))}"
+                f" removed in place; no copy kept"
+            )
+            action = p.add(Action(ActionKind.REWRITE_SEGMENT, m.segment.log_path, why, name))
+            if fsops is None:
+                continue
+            fsops.about_to_change()
+            cleaned = rewrite_segment(
+                fsops, d, m, scan, cfg.index_interval_bytes, cfg.segment_index_bytes
+            )
+            old = [
+                (
+                    m.segment.file(suffix),
+                    "erase: replaced by its rewrite without the erased records",
+                )
+                for suffix in names.SEGMENT_SUFFIXES
+            ]
+            scrub = [m.segment.log_path] if opts.overwrite else []
+            for why_not in fsops.replace_segments(cleaned, old, overwrite=scrub):
+                p.note(name, why_not, m.segment.log_path)
+            changed.append(action.to_dict())
+    return p, changed
+
+
+def _refuse(summary: dict, line: str) -> None:
+    summary.update(status="error", detail=line, exit_code=2)
+
+
+def _remote_copies(part: Partition, cfg, resolver: ConfigResolver) -> str | None:
+    """What the remote tier holds of the partition, in words, or None: nothing uploaded."""
+    from kafkalog_cli.ops.tiered import remote_log
+
+    try:
+        rl = remote_log(part, cfg, resolver)
+    except KafkalogError:
+        return None
+    if rl.enabled is False:
+        return None
+    up = rl.upload
+    if up.known and up.segments == 0:
+        return None
+    if up.known:
+        return (
+            f"{up.segments} segment(s) of it are in the remote tier, offsets "
+            f"{up.remote_log_start_offset}..{up.highest_offset_in_remote_storage} ({up.source})"
+        )
+    return f"it may have segments in the remote tier ({rl.why}); what was uploaded is unknown ({up.source})"
+
+
+def _consumer_effect(cfg, tombstone: bool, erased: bool) -> str:
+    gaps = (
+        "consumers see gaps in the offsets, as compaction leaves them; a consumer positioned "
+        "past the erased offsets is unaffected, one before them skips them"
+    )
+    if not erased:
+        return "nothing erased"
+    if cfg.compact and not tombstone:
+        return (
+            gaps + "; on this compacted topic consumers (state stores) are not told a key is gone: "
+            "a store that read an erased record keeps it (--tombstone writes a tombstone in its place)"
+        )
+    if tombstone:
+        return gaps + "; each key's last erased record is a tombstone, which state stores apply"
+    return gaps
+
+
+def _quarantine_folders(log_dir: Path) -> list[Path]:
+    root = log_dir.parent / QUARANTINE_DIRNAME
+    try:
+        return find_folders(log_dir) if root.exists() else []
+    except KafkalogError:
+        return []
+
+
+def _other_copies(
+    folders: list[Path], name: str, sel: Selection, remote: str | None, topic: str
+) -> dict:
+    """The copies erase does not change that may hold the erased bytes: earlier runs' quarantine
+    folders that do (searched), the remote tier, the replicas on log dirs not given."""
+    holding = []
+    for folder in folders:
+        offsets = _search_folder(folder / name, sel)
+        if offsets:
+            holding.append(
+                {
+                    "folder": str(folder),
+                    "offsets": _ranges(sorted(offsets)),
+                    "prune": f"kafkalog quarantine prune {folder} --older-than 0s",
+                }
+            )
+    return {
+        "quarantine_folders": holding,
+        "remote_tier": remote,
+        "replicas": f"replicas of {name} on log dirs not given (other brokers) are not erased: "
+        f"run erase on each broker's log dirs holding it",
+    }
+
+
+def _search_folder(d: Path, sel: Selection) -> set[int]:
+    """Offsets of records `sel` matches in the segment bytes a quarantine folder kept of the
+    partition (whole `.log` files and cut ranges of them); what does not parse is skipped."""
+    from kafkalog_cli.formats.records import iter_batches
+
+    found: set[int] = set()
+    if not d.is_dir():
+        return found
+    for f in sorted(d.iterdir()):
+        if names.LOG_SUFFIX not in f.name or not f.is_file():
+            continue
+        try:
+            data = f.read_bytes()
+        except OSError:
+            continue
+        try:
+            for b in iter_batches(data):
+                try:
+                    found.update(o for o, _, _ in scan_batch(b, sel, f, 0)[0])
+                except KafkalogError:
+                    continue
+        except KafkalogError:
+            pass
+    return found
