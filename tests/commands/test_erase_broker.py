@@ -304,6 +304,9 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
         kept = {t: files_digest(log_dir / f"{t}-0", (".snapshot", ".txnindex")) for t in ERASES}
         segments = {t: len(list((log_dir / f"{t}-0").glob("*.log"))) for t in ERASES}
         assert min(segments.values()) >= 2, segments
+        logs = {
+            t: files_digest(log_dir / f"{t}-0", (".log", ".index", ".timeindex")) for t in ERASES
+        }
 
         reports = {}
         for topic, selection in ERASES.items():
@@ -311,7 +314,8 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
                 "erase", str(log_dir), "--topic", topic, *selection, "--format", "json"
             )
             assert rc == 0, (topic, out)
-            reports[topic] = out
+            (line,) = [x for x in map(json.loads, out.splitlines()) if x["kind"] == "partition"]
+            reports[topic] = line
         for topic in ERASES:
             now = files_digest(log_dir / f"{topic}-0", (".snapshot", ".txnindex"))
             assert now == kept[topic], topic
@@ -320,6 +324,9 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
         rc, out = run_cli("dump-index", str(log_dir), "--verify-index-only", "--format", "json")
         assert rc == 0, out
 
+        after_logs = {
+            t: files_digest(log_dir / f"{t}-0", (".log", ".index", ".timeindex")) for t in ERASES
+        }
         # the broker rebuilds the idempotent producer's state from the erased log itself
         for snap in (log_dir / "idem-0").glob("*.snapshot"):
             snap.unlink()
@@ -345,6 +352,17 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
         ru = before[topic]["read_uncommitted"]["records"]
         gone = erased(selection, ru)
         assert gone, topic
+        report = reports[topic]
+        assert {r["offset"] for r in report["erased_records"]} == gone, (topic, report)
+        assert report["tombstones"] == (1 if "--tombstone" in selection else 0), topic
+        # only the segments holding matches were rewritten, every file of the others as it was
+        bases = sorted(int(name[:20]) for name in logs[topic] if name.endswith(".log"))
+        hit = {max(b for b in bases if b <= o) for o in gone}
+        rewritten = {int(Path(p).name[:20]) for p in report["segments_rewritten"]}
+        assert rewritten == hit, topic
+        for name, digest in logs[topic].items():
+            if int(name[:20]) not in hit:
+                assert after_logs[topic].get(name) == digest, (topic, name)
         for iso in ("read_uncommitted", "read_committed"):
             was, now = before[topic][iso], after[topic][iso]
             records = now["records"]
