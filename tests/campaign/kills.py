@@ -137,6 +137,7 @@ class KillTarget:
     argv: Callable[[Workspace], list[str]]
     fallback: frozenset[int]  # docs/safety.md's codes, where the command's --help lists none
     restore_check: bool = True  # restore gives back the prepared copy (not for restore/prune)
+    loads: bool = False  # a broker still starts on the rerun's result, as `doctor` judges it
 
     @property
     def codes(self) -> frozenset[int]:
@@ -160,6 +161,39 @@ def _repair_prepare(ws: Workspace, rng: random.Random) -> str:
         seg.write_bytes(bytes(data))
         done.append(f"{seg.parent.name}/{seg.name}: byte {k} flipped")
     return "; ".join(done) + f"; donor {ws.logdir2.name}" if done else "no segment"
+
+
+def _erase_prepare(ws: Workspace, rng: random.Random) -> str:
+    """A selection in a partition that is not Kafka's internal (erase refuses those): a key
+    regex or an offset range drawn from its segments' base offsets, on the copy and, every
+    other case, on a replica of it (W/logdir2, another broker's log dir) given too; kept in
+    W/tmp for argv (the same argv after the kill)."""
+    parts = [p for p in _parts(ws) if not p.name.startswith("__") and _segments(p)]
+    if not parts:
+        return "no partition"
+    part = max(parts, key=lambda p: (len(_segments(p)), p.name))
+    if rng.random() < 0.5:
+        shutil.copytree(ws.logdir, ws.logdir2, symlinks=True)
+    bases = [int(s.name[:20]) for s in _segments(part) if s.name[:20].isdigit()] or [0]
+    if rng.random() < 0.5:
+        lo = rng.choice(bases) + rng.randrange(0, 30)
+        selection = ["--offsets", f"{lo}-{lo + rng.randrange(0, 300)}"]
+    else:
+        selection = ["--key-regex", rng.choice(["[05]$", "^k0", "1", "[a-f]$"])]
+    if "compact" in part.name and rng.random() < 0.5:
+        selection.append("--tombstone")
+    topic, n = _tp(part)
+    argv = ["--topic", topic, "--partition", n, *selection]
+    (ws.root / "tmp" / "erase-argv.json").write_text(json.dumps(argv))
+    dirs = f" and {ws.logdir2.name}" if ws.logdir2.exists() else ""
+    return f"{part.name}{dirs}: {' '.join(selection)}"
+
+
+def _erase_argv(ws: Workspace) -> list[str]:
+    path = ws.root / "tmp" / "erase-argv.json"
+    argv = json.loads(path.read_text()) if path.exists() else ["--topic", "none", "--offsets", "0"]
+    dirs = [str(ws.logdir)] + ([str(ws.logdir2)] if ws.logdir2.exists() else [])
+    return ["erase", *dirs, *argv]
 
 
 def _move_prepare(ws: Workspace, rng: random.Random) -> str:
@@ -259,6 +293,9 @@ TARGETS: list[KillTarget] = [
         RESTORE_CODES,
         restore_check=False,
     ),
+    # last, so that the other targets' case ids keep their targets; erase keeps no copy of what
+    # it removes (docs/safety.md), so there is no quarantine folder to restore
+    KillTarget("erase", _erase_prepare, _erase_argv, WRITER, restore_check=False, loads=True),
 ]
 
 BY_NAME = {t.name: t for t in TARGETS}
@@ -340,6 +377,7 @@ def _kill_case(
     a, what = _copy(case_id, root / "a", source, target)
     v.mutation += f"; {what}"
     base_a, out_a = tree_state(a), a.outside_state()
+    pre = _doctor(a) if target.loads else []
     ref = runner.run(a, target.argv(a) + report(a))
     check_run(v, ref, target.codes)
     v.check(
@@ -386,9 +424,23 @@ def _kill_case(
         if diff is None
         else f"rerun (exit {again.rc}) differs from the uninterrupted run: {diff}",
     )
+    if target.loads:
+        post = _doctor(b)
+        v.check(
+            Invariant.KILL_CONVERGES,
+            all(q == 8 or p != 8 for q, p in zip(pre, post)),
+            f"a broker would not start on the rerun's result: doctor exits {post} (before {pre})",
+        )
     if target.restore_check:
         restore_all(v, b, base_b, out_b, drop_caps=False)
         restore_all(v, a, base_a, out_a, drop_caps=False)
+
+
+def _doctor(ws: Workspace) -> list[int]:
+    """`kafkalog doctor`'s exit code on each log dir on its own (8: a broker would not start;
+    W/logdir2 is another broker's copy, not a second log dir of the same broker)."""
+    dirs = [ws.logdir] + ([ws.logdir2] if ws.logdir2.exists() else [])
+    return [runner.run(ws, ["doctor", str(d)]).rc for d in dirs]
 
 
 def _last(text: str) -> str:
