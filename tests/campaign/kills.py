@@ -175,10 +175,12 @@ def _erase_prepare(ws: Workspace, rng: random.Random) -> str:
     if rng.random() < 0.5:
         shutil.copytree(ws.logdir, ws.logdir2, symlinks=True)
     bases = [int(s.name[:20]) for s in _segments(part) if s.name[:20].isdigit()] or [0]
-    if rng.random() < 0.5:
-        lo = rng.choice(bases) + rng.randrange(0, 30)
-        selection = ["--offsets", f"{lo}-{lo + rng.randrange(0, 300)}"]
-    else:
+    lo = rng.choice(bases) + rng.randrange(0, 30)
+    selection = ["--offsets", f"{lo}-{lo + rng.randrange(0, 300)}"]
+    draw = rng.random()
+    if draw < 0.25:  # AND'ed: the range's records whose value has one of these bytes
+        selection += ["--value-regex", "[aeiou0-4]"]
+    elif draw < 0.5:  # keys anywhere in the partition (wild partitions may have none)
         selection = ["--key-regex", rng.choice(["[05]$", "^k0", "1", "[a-f]$"])]
     if "compact" in part.name and rng.random() < 0.5:
         selection.append("--tombstone")

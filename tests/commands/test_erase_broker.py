@@ -44,7 +44,7 @@ T0 = 1_760_000_000_000
 SEGMENT_BYTES = "2048"
 
 CLIENT = r"""
-import json, sys, time
+import json, os, sys, time
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 server, req = sys.argv[1], json.loads(sys.argv[2])
@@ -62,20 +62,28 @@ if req["op"] == "create":
     print(json.dumps({}))
 elif req["op"] == "produce":
     for job in req["jobs"]:
-        extra = {"transactional_id": job["txn"]} if job.get("txn") else {}
+        extra = {"transactional_id": job["txn"], "transaction_timeout_ms": 900000} if job.get("txn") else {}
         p = KafkaProducer(bootstrap_servers=server, acks="all", linger_ms=1000, batch_size=1 << 20,
                           compression_type=job.get("codec"), **extra)
         if job.get("txn"):
             p.init_transactions()
+        ongoing = False
         for group in job["groups"]:
-            if job.get("txn"):
+            if job.get("txn") and not ongoing:
                 p.begin_transaction()
+                ongoing = True
             futures = [send(p, job["topic"], row) for row in group["rows"]]
             p.flush()  # written before an abort: the aborted records are in the log
             for f in futures:
                 f.get(timeout=60)
+            if group["commit"] == "more":  # the transaction goes on with the next group
+                continue
+            if group["commit"] == "open":  # the process ends with the transaction ongoing
+                print(json.dumps({}), flush=True)
+                os._exit(0)
             if job.get("txn"):
                 (p.commit_transaction if group["commit"] else p.abort_transaction)()
+                ongoing = False
         p.close()
     print(json.dumps({}))
 elif req["op"] == "consume":
@@ -98,6 +106,14 @@ elif req["op"] == "consume":
                                      None if m.value is None else m.value.hex(),
                                      [[h, None if v is None else v.hex()] for h, v in m.headers]])
             out[topic][iso] = {"start": start, "end": end, "position": c.position(tp), "records": rows}
+            if iso == "read_uncommitted":  # ListOffsets by timestamp: the time index at work
+                times = {r[1] for r in rows if r[1] is not None and r[1] >= 0}
+                times |= {t + d for t in req.get("times", {}).get(topic, []) for d in (0, 1)}
+                found = {}
+                for t in sorted(times):
+                    got = c.offsets_for_times({tp: t})[tp]
+                    found[str(t)] = None if got is None else [got.offset, got.timestamp]
+                out[topic]["times"] = found
             c.close()
     print(json.dumps(out))
 """
@@ -183,6 +199,21 @@ def produce_jobs() -> tuple[dict, list[dict]]:
     ]
     jobs.append({"topic": "compacted", "groups": groups(comp, 8)})
     topics["idem"] = {"segment.bytes": SEGMENT_BYTES}
+    # last: its producer ends with a transaction open, whose first batch holds only the victim
+    topics["txn-open"] = {"segment.bytes": SEGMENT_BYTES}
+    tail = rows("txn-open", 40, {12, 30})
+    jobs.append(
+        {
+            "topic": "txn-open",
+            "txn": "erase-open",
+            "groups": [
+                {"rows": tail[:15], "commit": True},
+                {"rows": tail[15:30], "commit": False},
+                {"rows": [[VICTIM, "first", [], T0 + 50_000]], "commit": "more"},
+                {"rows": tail[30:], "commit": "open"},
+            ],
+        }
+    )
     for v in ("v0", "v1"):
         topics[f"legacy-{v}"] = {"message.format.version": "0.10.2" if v == "v1" else "0.9.0"}
     return topics, jobs
@@ -198,6 +229,7 @@ ERASES = {
     **{f"c-{c}": ["--key", VICTIM] for c in CODECS},
     "c-none": ["--offsets", "30-75"],
     "txn": ["--key", VICTIM],
+    "txn-open": ["--key", VICTIM],
     "idem": ["--key", VICTIM],
     "compacted": ["--key", VICTIM, "--tombstone"],
     "legacy-v1": ["--key", "key-v1gzip-2"],
@@ -224,6 +256,13 @@ def expected(records: list[list], gone: set[int], tombstone: bool) -> list[list]
         for r in records
         if r[0] not in gone or r[0] == last
     ]
+
+
+def first_at_or_after(records: list[list], t: int) -> list | None:
+    """What ListOffsets answers for timestamp t: the earliest offset whose timestamp is t or
+    later, with that timestamp."""
+    hits = [r for r in records if r[1] is not None and r[1] >= t]
+    return [hits[0][0], hits[0][1]] if hits else None
 
 
 def files_digest(part: Path, suffixes: tuple[str, ...]) -> dict[str, str]:
@@ -328,14 +367,22 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
             t: files_digest(log_dir / f"{t}-0", (".log", ".index", ".timeindex")) for t in ERASES
         }
         # the broker rebuilds the idempotent producer's state from the erased log itself
-        for snap in (log_dir / "idem-0").glob("*.snapshot"):
+        # and the open transaction's (its first offset: the last stable offset)
+        for snap in [*log_dir.glob("idem-0/*.snapshot"), *log_dir.glob("txn-open-0/*.snapshot")]:
             snap.unlink()
         (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
         node.start()
         go.touch()
         idem.wait(300)
         resumed = json.loads(idem_out.read_text().splitlines()[-1])
-        after = node.client(CLIENT, {"op": "consume", "topics": sorted(ERASES)})
+        times = {  # the erased records' timestamps too: the time index must not point at them
+            t: [r[1] for r in before[t]["read_uncommitted"]["records"] if r[0] in gone and r[1]]
+            for t, gone in (
+                (t, erased(sel, before[t]["read_uncommitted"]["records"]))
+                for t, sel in ERASES.items()
+            )
+        }
+        after = node.client(CLIENT, {"op": "consume", "topics": sorted(ERASES), "times": times})
         (work / "after.json").write_text(json.dumps(after))
         errors = node.errors()
         node.stop()
@@ -373,6 +420,13 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
             assert (now["start"], now["position"] >= now["end"]) == (was["start"], True)
             if topic != "idem":
                 assert now["end"] == was["end"], (topic, iso)  # the log end offset stays
+        # ListOffsets by timestamp: the first offset whose timestamp is at or after it, before
+        # (which shows the oracle holds for these timestamps) and after the erase
+        for state in (before, after):
+            ru = state[topic]["read_uncommitted"]["records"]
+            for t, got in state[topic]["times"].items():
+                assert got == first_at_or_after(ru, int(t)), (topic, t, got)
+        assert after[topic]["times"] or topic == "legacy-v0"
     # the read_committed consumer saw no aborted record before or after
     committed = {r[0] for r in before["txn"]["read_committed"]["records"]}
     assert len(committed) < len(before["txn"]["read_uncommitted"]["records"])
