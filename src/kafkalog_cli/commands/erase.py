@@ -10,6 +10,7 @@ import click
 from kafkalog_cli.commands.options import (
     RUN_FORMAT_HELP,
     InputPath,
+    config_options,
     dry_run_option,
     follow_symlinks_option,
     format_option,
@@ -126,6 +127,7 @@ def _header(value: str) -> tuple[bytes, bytes | None]:
     "may keep the old cells; snapshots and backups keep their copies. A file with other hard links is not "
     "overwritten (said so).",
 )
+@config_options
 @follow_symlinks_option
 @dry_run_option
 @format_option(RUN_FORMAT_HELP)
@@ -145,6 +147,7 @@ def erase(
     tombstone,
     local_only,
     overwrite,
+    configs,
     follow_symlinks,
     dry_run,
     fmt,
@@ -233,7 +236,7 @@ def erase(
         overwrite=overwrite,
     )
     report_run(
-        Operation("erase", ops.plan, opts, run=ops.run),
+        Operation("erase", ops.plan, opts, configs, run=ops.run),
         groups,
         _text,
         fmt=fmt,
