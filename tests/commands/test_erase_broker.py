@@ -4,16 +4,20 @@ read_uncommitted and a read_committed consumer; an idempotent producer started b
 resumes after it without a sequence error.
 
 The broker writes the partitions itself: every codec (snappy with LogAppendTime), committed and
-aborted transactions, an idempotent producer whose last batch holds only the erased key, a
-compacted topic (erased with --tombstone), an offset range across batches and segments, the erased
-key as a partition's very last record (the log end offset must stay). Magic 0 and 1: a 3.3.1 KRaft
-broker writes only v2 whatever message.format.version says (LogConfig ignores it from
-inter.broker.protocol 3.0, and KRaft's metadata.version is past that: asserted below), so the
+aborted transactions, a transaction left open whose first batch holds only the erased key (the
+last stable offset must stay), an idempotent producer whose last batch holds only the erased key,
+a compacted topic (erased with --tombstone), an offset range across batches and segments (one
+segment left without a record), the erased key as a partition's very last record (the log end
+offset must stay). ListOffsets by timestamp is asked for every record's timestamp and the erased
+ones' (the rebuilt time indexes and lowered max timestamps at work). Magic 0 and 1: a 3.3.1 KRaft
+broker writes only v2 whatever message.format.version says (LogConfig.
+shouldIgnoreMessageFormatVersion from inter.broker.protocol 3.0-IV1, and KRaft's metadata.version
+is past that: topic fmt-v1 shows it), so the
 v0/v1 partitions are kafka-clients 3.3.1's segments from the corpus (tests/fixtures/corpus/legacy),
 planted into topics the broker created and recovered by it before the erase.
 
-For the restart after the erase the idempotent producer's snapshots go and the shutdown is made
-unclean, so the broker rebuilds that producer's state from the erased segments themselves
+For the restart after the erase the idempotent and the open transaction's producers' snapshots
+go and the shutdown is made unclean, so the broker rebuilds their state from the erased segments
 (UnifiedLog.rebuildProducerState reads the log when no snapshot is there): a producer's last
 batch erased without RETAIN_EMPTY would then fail the producer's next append with
 OutOfOrderSequence. The snapshots and .txnindex files erase leaves are compared byte for byte.
@@ -215,7 +219,10 @@ def produce_jobs() -> tuple[dict, list[dict]]:
         }
     )
     for v in ("v0", "v1"):
-        topics[f"legacy-{v}"] = {"message.format.version": "0.10.2" if v == "v1" else "0.9.0"}
+        topics[f"legacy-{v}"] = {}
+    # written by the broker with message.format.version 0.10.2: still v2 (not erased)
+    topics["fmt-v1"] = {"message.format.version": "0.10.2"}
+    jobs.insert(0, {"topic": "fmt-v1", "groups": groups(rows("fmt-v1", 6, set()), 3)})
     return topics, jobs
 
 
@@ -265,6 +272,18 @@ def first_at_or_after(records: list[list], t: int) -> list | None:
     return [hits[0][0], hits[0][1]] if hits else None
 
 
+def control_records(part: Path) -> list[list]:
+    """[offset, timestamp] of the partition's transaction markers, as dump-log reads them: the
+    consumer skips them, ListOffsets by timestamp does not (their timestamp is the broker's
+    clock at the marker's append)."""
+    rc, out = run_cli("dump-log", str(part), "--deep-iteration", "--format", "json")
+    assert rc == 0, out
+    lines = [json.loads(x) for x in out.splitlines()]
+    return [
+        [r["offset"], r["timestamp"]] for r in lines if r["kind"] == "record" and r["is_control"]
+    ]
+
+
 def files_digest(part: Path, suffixes: tuple[str, ...]) -> dict[str, str]:
     return {
         p.name: hashlib.sha256(p.read_bytes()).hexdigest()
@@ -304,7 +323,12 @@ def run_cli(*args: str) -> tuple[int, str]:
     return r.exit_code, r.output
 
 
-def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
+@pytest.fixture(scope="module")
+def served(tmp_path_factory) -> dict:
+    """The whole run, once (brokers are slow): produce, plant the legacy segments, consume,
+    erase each topic, restart on the erased dir, resume the idempotent producer, consume again.
+    What each step saw, for the tests below."""
+    tmp_path = tmp_path_factory.mktemp("erase-broker")
     log_dir, work = tmp_path / "logdir", tmp_path / "work"
     node = BrokerNode(log_dir, work)
     topics, jobs = produce_jobs()
@@ -325,8 +349,6 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
             assert idem.poll() is None and time.monotonic() < deadline, idem_out.read_text()
             time.sleep(0.5)
         node.stop()
-        # message.format.version is ignored by a 3.3.1 KRaft broker: it wrote v2
-        assert (log_dir / "legacy-v1-0").is_dir()
         plant_legacy(log_dir)
 
         node.start()
@@ -336,10 +358,12 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
         node.stop()
 
         assert magics(log_dir / "legacy-v0-0") == {0} and magics(log_dir / "legacy-v1-0") == {1}
-        assert magics(log_dir / "c-gzip-0") == {2}
+        assert magics(log_dir / "c-gzip-0") == {2} and magics(log_dir / "fmt-v1-0") == {2}
         for topic in ERASES:
             ru = before[topic]["read_uncommitted"]
             assert ru["position"] >= ru["end"] and ru["records"], (topic, ru)
+        markers = {t: control_records(log_dir / f"{t}-0") for t in ERASES}
+        assert markers["txn"] and markers["txn-open"] and not markers["c-gzip"]
         kept = {t: files_digest(log_dir / f"{t}-0", (".snapshot", ".txnindex")) for t in ERASES}
         segments = {t: len(list((log_dir / f"{t}-0").glob("*.log"))) for t in ERASES}
         assert min(segments.values()) >= 2, segments
@@ -392,41 +416,87 @@ def test_the_broker_serves_every_other_record_unchanged_after_erase(tmp_path):
             idem.kill()
             idem.wait()
 
-    assert errors == [], errors
-    idem_end = before["idem"]["read_uncommitted"]["end"]
-    assert resumed == {"offsets": list(range(idem_end, idem_end + 10)), "error": None}
-    for topic, selection in ERASES.items():
-        ru = before[topic]["read_uncommitted"]["records"]
-        gone = erased(selection, ru)
-        assert gone, topic
-        report = reports[topic]
-        assert {r["offset"] for r in report["erased_records"]} == gone, (topic, report)
-        assert report["tombstones"] == (1 if "--tombstone" in selection else 0), topic
-        # only the segments holding matches were rewritten, every file of the others as it was
-        bases = sorted(int(name[:20]) for name in logs[topic] if name.endswith(".log"))
-        hit = {max(b for b in bases if b <= o) for o in gone}
-        rewritten = {int(Path(p).name[:20]) for p in report["segments_rewritten"]}
-        assert rewritten == hit, topic
-        for name, digest in logs[topic].items():
-            if int(name[:20]) not in hit:
-                assert after_logs[topic].get(name) == digest, (topic, name)
-        for iso in ("read_uncommitted", "read_committed"):
-            was, now = before[topic][iso], after[topic][iso]
-            records = now["records"]
-            if topic == "idem":
-                records = [r for r in records if r[0] < idem_end]
-            want = expected(was["records"], gone, "--tombstone" in selection)
-            assert records == want, (topic, iso, sorted(gone))
-            assert (now["start"], now["position"] >= now["end"]) == (was["start"], True)
-            if topic != "idem":
-                assert now["end"] == was["end"], (topic, iso)  # the log end offset stays
-        # ListOffsets by timestamp: the first offset whose timestamp is at or after it, before
-        # (which shows the oracle holds for these timestamps) and after the erase
-        for state in (before, after):
-            ru = state[topic]["read_uncommitted"]["records"]
-            for t, got in state[topic]["times"].items():
-                assert got == first_at_or_after(ru, int(t)), (topic, t, got)
-        assert after[topic]["times"] or topic == "legacy-v0"
-    # the read_committed consumer saw no aborted record before or after
-    committed = {r[0] for r in before["txn"]["read_committed"]["records"]}
-    assert len(committed) < len(before["txn"]["read_uncommitted"]["records"])
+    return {
+        "before": before,
+        "after": after,
+        "reports": reports,
+        "logs": logs,
+        "after_logs": after_logs,
+        "resumed": resumed,
+        "errors": errors,
+        "markers": markers,
+    }
+
+
+def test_the_broker_loads_the_erased_dir_without_an_error(served):
+    assert served["errors"] == [], served["errors"]
+
+
+def test_an_idempotent_producer_resumes_without_a_sequence_error(served):
+    end = served["before"]["idem"]["read_uncommitted"]["end"]
+    assert served["resumed"] == {"offsets": list(range(end, end + 10)), "error": None}
+
+
+@pytest.mark.parametrize("topic", sorted(ERASES))
+def test_the_report_names_the_erased_records_and_only_their_segments(served, topic):
+    selection = ERASES[topic]
+    gone = erased(selection, served["before"][topic]["read_uncommitted"]["records"])
+    assert gone, topic
+    report = served["reports"][topic]
+    assert {r["offset"] for r in report["erased_records"]} == gone, report
+    assert report["tombstones"] == (1 if "--tombstone" in selection else 0)
+    # only the segments holding matches were rewritten, every file of the others as it was
+    logs = served["logs"][topic]
+    bases = sorted(int(name[:20]) for name in logs if name.endswith(".log"))
+    hit = {max(b for b in bases if b <= o) for o in gone}
+    assert {int(Path(p).name[:20]) for p in report["segments_rewritten"]} == hit
+    for name, digest in logs.items():
+        if int(name[:20]) not in hit:
+            assert served["after_logs"][topic].get(name) == digest, name
+
+
+@pytest.mark.parametrize("iso", ["read_uncommitted", "read_committed"])
+@pytest.mark.parametrize("topic", sorted(ERASES))
+def test_consumers_get_every_other_record_unchanged(served, topic, iso):
+    before, after = served["before"][topic], served["after"][topic]
+    selection = ERASES[topic]
+    gone = erased(selection, before["read_uncommitted"]["records"])
+    was, now = before[iso], after[iso]
+    records = now["records"]
+    if topic == "idem":  # and the resumed producer's records after them
+        records = [r for r in records if r[0] < was["end"]]
+    assert records == expected(was["records"], gone, "--tombstone" in selection), sorted(gone)
+    assert (now["start"], now["position"] >= now["end"]) == (was["start"], True)
+    if topic != "idem":
+        # the log end offset stays (read_committed: the last stable offset, an open
+        # transaction's first offset)
+        assert now["end"] == was["end"]
+    if topic == "txn" and iso == "read_committed":  # the aborted records were in the log
+        assert len(was["records"]) < len(before["read_uncommitted"]["records"])
+
+
+EMPTIED = pytest.mark.xfail(
+    strict=True,
+    reason="t34-erase: a segment erase leaves without a batch keeps an empty .timeindex, so "
+    "Kafka takes its file mtime as its largest timestamp (LogSegment.largestTimestamp) and "
+    "UnifiedLog.fetchOffsetByTimestamp, which searches only the first segment whose largest "
+    "timestamp reaches the target, answers no offset where later segments hold one",
+)
+
+
+@pytest.mark.parametrize(
+    "topic", [pytest.param(t, marks=EMPTIED) if t == "c-none" else t for t in sorted(ERASES)]
+)
+def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after(served, topic):
+    """ListOffsets by timestamp answers the first offset whose timestamp is at or after it:
+    before the erase (the oracle holds for these timestamps) and after, for every record's
+    timestamp and the erased records' ones. c-none's erased range empties a whole segment."""
+    for state in (served["before"], served["after"]):
+        ru = sorted(state[topic]["read_uncommitted"]["records"] + served["markers"][topic])
+        wrong = {
+            t: got
+            for t, got in state[topic]["times"].items()
+            if got != first_at_or_after(ru, int(t))
+        }
+        assert wrong == {}, (state is served["after"], wrong)
+    assert served["after"][topic]["times"] or topic == "legacy-v0"
