@@ -205,6 +205,7 @@ def _usage(cmd, *extra):
 
 
 ASSUME = ["--assume-kafka-defaults", "--now", NOW]
+ERASE = ["erase", "--topic", "codec-gzip", "--key", "k025"]
 RETAIN_DUE = ["--topic", "multi-segment", *ASSUME]
 
 
@@ -516,6 +517,19 @@ CASES = {
         ["repair", str(e.read_only(_rotted(e.logdir()))), "--from", str(EXAMPLES)],
         "read-only file system",
     ),
+    ("erase", 0): lambda e: ([*ERASE, str(e.logdir())], None),
+    ("erase", 1): lambda e: ([*ERASE, "--dry-run", str(e.logdir())], None),
+    ("erase", 2): lambda e: (
+        ["erase", "--topic", "__consumer_offsets", "--offsets", "0", str(e.logdir())],
+        "internal topic",
+    ),
+    ("erase", 3): lambda e: (
+        ["erase", "--topic", "codec-gzip", "--key", "k045", str(e.bad_crc_in("codec-gzip-0"))],
+        "codec-gzip-0",
+    ),
+    ("erase", 4): _missing(*ERASE),
+    ("erase", 5): lambda e: ([*ERASE, str(e.locked(e.logdir()))], "in use by process"),
+    ("erase", 6): lambda e: ([*ERASE, str(e.read_only(e.logdir()))], "read-only file system"),
     ("doctor", 0): lambda e: (["doctor", str(EXAMPLES)], None),
     ("doctor", 1): lambda e: (["doctor", str(e.torn_unclean())], None),
     ("doctor", 2): lambda e: (["doctor"], "give the log dirs"),

@@ -3,6 +3,7 @@ dirs, and the other copies it names, as a user runs it on the example log dir.""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import shutil
 from pathlib import Path
@@ -106,6 +107,9 @@ def test_the_report_is_the_one_json_shape_with_a_sha256_per_record(tmp_path):
     assert log_dir["changed"][0]["action"] == "rewrite_segment"
     assert totals(r.output)["exit_code"] == 0 and totals(r.output)["quarantine"] == []
     assert not (tmp_path / ".kafkalog-quarantine").exists()  # erase keeps no copy
+    # the report holds none of the erased data, not even the key asked for
+    assert "k025" not in r.output and b"k025".hex() not in r.output
+    assert s["selection"] == {"key_sha256": [hashlib.sha256(b"k025").hexdigest()]}
 
 
 def test_dry_run_changes_nothing_and_a_rerun_changes_nothing(tmp_path):

@@ -49,6 +49,7 @@ def test_the_commands_that_print_take_format_and_jobs():
         "doctor",
         "schemas",
         "repair",
+        "erase",
     }
     assert set(WITH_JOBS) == {"dump-log", "verify-crc", "compact", "export", "describe"}
 

@@ -436,3 +436,57 @@ def test_producer_snapshots_and_txnindex_stay_valid(tmp_path, name, selection):
     assert {f: (part / f).read_bytes() for f in kept} == kept
     assert _rebuilt(part) == want
     _indexes_check(part)
+
+
+def test_an_open_transactions_first_batch_is_kept_empty(tmp_path):
+    """Its first offset is the producer state's current transaction start (the last stable
+    offset): kept header-only; the same producer's committed transaction's batch goes."""
+    log_dir, part = _log_dir(tmp_path)
+    txn = dict(producer_id=42, producer_epoch=1, is_transactional=True)
+    write_segment(
+        part,
+        0,
+        [
+            build_v2_batch(_recs(2), 0, base_sequence=0, **txn),
+            control_batch(2, commit=True),
+            build_v2_batch(_recs(3, 3), 3, base_sequence=2, **txn),  # opens a transaction
+            build_v2_batch(_recs(3, 6), 6, base_sequence=5, **txn),
+            build_v2_batch(_recs(3, 9), 9),
+        ],
+    )
+    before = _rebuilt(part)
+    assert [e.current_txn_first_offset for e in before] == [3]
+    _erase(log_dir, part, offsets=((0, 1), (3, 5)))
+    assert [(b.base_offset, b.last_offset, b.records_count) for b in _batches(part)] == [
+        (2, 2, 1),  # the marker
+        (3, 5, 0),  # the open transaction's first batch, header-only
+        (6, 8, 3),
+        (9, 11, 3),
+    ]
+    assert _rebuilt(part) == before
+
+
+def test_a_dry_run_after_a_killed_run_reads_the_segments_as_the_rerun_will(tmp_path):
+    """The killed run's `.swap` is what the rerun finishes first: the dry run says so (exit 1:
+    the finish is pending) and reads the rewritten segment from it."""
+    from kafkalog_cli.storage.fsops import InjectedFault
+
+    log_dir, part = _log_dir(tmp_path)
+    write_segment(part, 0, [build_v2_batch(_recs(5), 0)])
+    write_segment(part, 5, [build_v2_batch(_recs(5, 5), 5)])
+    topic = erase.EraseOptions(topic="t", selection=erase.Selection(keys=(b"k001", b"k007")))
+    for n in range(1, 60):
+        shutil.rmtree(part)
+        write_segment(part, 0, [build_v2_batch(_recs(5), 0)])
+        write_segment(part, 5, [build_v2_batch(_recs(5, 5), 5)])
+        with pytest.raises(InjectedFault):
+            erase.run(log_dir, [part], topic, FsOps(log_dir, fault_after=n))
+        if (part / "00000000000000000000.log.swap").exists() and not list(part.glob("*.cleaned")):
+            break  # every .cleaned file renamed: the .swap is valid (LogLoader completes it)
+    p = erase.plan(log_dir, [part], topic)
+    assert p.pending and any("interrupted rewrite" in f.message for f in p.findings)
+    assert p.partitions["t-0"]["erased_offsets"] == [[7, 7]]  # 1 is gone in the .swap
+    p, _ = erase.run(log_dir, [part], topic, FsOps(log_dir))
+    assert p.partitions["t-0"]["erased_offsets"] == [[7, 7]]
+    assert [r[0] for r in _records(part)] == [0, 2, 3, 4, 5, 6, 8, 9]
+    assert not list(part.glob("*.swap")) and not list(part.glob("*.cleaned"))

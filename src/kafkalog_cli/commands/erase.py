@@ -253,6 +253,9 @@ def _glob_escape(topic: str) -> str:
     return glob.escape(topic)
 
 
+_RANGES_SHOWN = 20  # offset ranges on a text line; --format json has them all
+
+
 def _text(outcome) -> list[str]:
     """A line per partition: what went (or would), the consumers' view, the other copies."""
     p = outcome.plan
@@ -266,7 +269,10 @@ def _text(outcome) -> list[str]:
         if not n:
             lines.append(f"{name}: nothing matched: nothing erased")
             continue
-        ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in s["erased_offsets"])
+        shown = s["erased_offsets"][:_RANGES_SHOWN]
+        ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in shown)
+        if len(s["erased_offsets"]) > _RANGES_SHOWN:
+            ranges += f" and {len(s['erased_offsets']) - _RANGES_SHOWN} more ranges (--format json)"
         tomb = f" ({s['tombstones']} as tombstones)" if s.get("tombstones") else ""
         lines.append(
             f"{name}: {verb} {n} record(s){tomb} at offsets {ranges}; "

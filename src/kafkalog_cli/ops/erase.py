@@ -55,7 +55,7 @@ from kafkalog_cli.ops.cleaner import (
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, run_report
 from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.names import parse_partition_dir
+from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
 from kafkalog_cli.storage.segment import Segment
@@ -143,18 +143,25 @@ class Selection:
         return True
 
     def to_dict(self) -> dict:
-        """The selection as the report states it (hex for bytes: the report holds no data
-        but what the user gave)."""
+        """The selection as the report states it: keys, key prefixes and header values as their
+        SHA-256 (a report holds none of the data it erased); names, patterns and offsets as given."""
+
+        def sha(v: bytes) -> str:
+            return hashlib.sha256(v).hexdigest()
+
         out: dict = {}
         if self.keys:
-            out["key_hex"] = [k.hex() for k in self.keys]
+            out["key_sha256"] = [sha(k) for k in self.keys]
         if self.key_prefixes:
-            out["key_prefix_hex"] = [k.hex() for k in self.key_prefixes]
+            out["key_prefix_sha256"] = [sha(k) for k in self.key_prefixes]
         if self.key_regexes:
             out["key_regex"] = [r.pattern.decode("utf-8", "replace") for r in self.key_regexes]
         if self.headers:
             out["header"] = [
-                {"name": n.decode("utf-8", "replace"), "value_hex": None if v is None else v.hex()}
+                {
+                    "name": n.decode("utf-8", "replace"),
+                    "value_sha256": None if v is None else sha(v),
+                }
                 for n, v in self.headers
             ]
         if self.value_regexes:
@@ -249,7 +256,7 @@ def _decode_error(b: RecordBatch, path: Path, pos: int) -> KafkalogError:
     return CorruptRecordError("invalid record structure", path=str(path), position=pos + b.position)
 
 
-def scan_partition(part: Partition, sel: Selection, tombstone: bool) -> PartitionScan:
+def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> PartitionScan:
     """Every segment read once: the records `sel` matches, and the batches an empty rewrite
     must keep (module docstring). A batch that does not decode is corrupt input (exit 3): erase
     cannot tell whether it holds a record to erase."""
@@ -257,7 +264,7 @@ def scan_partition(part: Partition, sel: Selection, tombstone: bool) -> Partitio
     last_data: dict[int, int] = {}  # producer id -> its last data batch's last offset
     open_txn: dict[int, int] = {}  # producer id -> the first batch of its open transaction
     last_of_key: dict[bytes, tuple[SegmentMatches, int]] = {}
-    for seg in part.segments:
+    for seg in segments:
         m = SegmentMatches(seg)
         path = seg.source_path
         pos = 0
@@ -471,8 +478,12 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
         if tp.topic in INTERNAL_TOPICS:
             _refuse(summary, f"{name}: refused: {tp.topic} is an internal topic of Kafka's")
             continue
-        finish_interrupted_rewrite(d, fsops, p)
-        part = Partition.open(d)
+        if fsops is not None:
+            finish_interrupted_rewrite(d, fsops, p)
+            part = Partition.open(d)
+            segments = part.segments
+        else:
+            part, segments = _as_finished(d, p)
         cfg = resolver.for_topic(tp.topic)
         remote = _remote_copies(part, cfg, resolver)
         if remote and not opts.local_only:
@@ -482,7 +493,7 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
                 f"--local-only to erase the local copies only",
             )
             continue
-        scan = scan_partition(part, opts.selection, opts.tombstone)
+        scan = scan_partition(segments, opts.selection, opts.tombstone)
         last = scan.last_batch
         if last is not None and last[1] < 2 and last[2] and not opts.tombstone:
             _refuse(
@@ -533,6 +544,35 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
                 p.note(name, why_not, m.segment.log_path)
             changed.append(action.to_dict())
     return p, changed
+
+
+def _as_finished(d: Path, p: Plan) -> tuple[Partition, list[Segment]]:
+    """A plan's view of the partition: a killed run's `.swap` files as the real run will find
+    them once it has finished them (LogLoader's swap pass, whose steps join the plan), each
+    rewritten segment read from its `.log.swap`."""
+    from kafkalog_cli.ops import recover
+
+    part = Partition.open(d)
+    finish = Plan("erase", p.log_dir)
+    if not recover.finish_interrupted_rewrites(finish, part):
+        return part, part.segments
+    p.actions += finish.actions
+    p.note(
+        d.name,
+        "an interrupted rewrite is left: the run finishes it first as the broker's LogLoader "
+        "does, and reads the segments as they are then",
+        d,
+    )
+    swaps = {  # the valid ones, which the finish renames into place
+        base: a.path
+        for a in finish.actions
+        if a.kind is ActionKind.RENAME
+        and a.path.name.endswith(names.LOG_SUFFIX + names.SWAP_SUFFIX)
+        and (base := offset_from_name(a.path.name)) is not None
+    }
+    gone = {a.path for a in finish.actions if a.kind is ActionKind.DELETE}
+    bases = sorted({s.base_offset for s in part.segments if s.log_path not in gone} | set(swaps))
+    return part, [Segment(d, b, read_from=swaps.get(b)) for b in bases]
 
 
 def _refuse(summary: dict, line: str) -> None:
