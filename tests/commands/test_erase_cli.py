@@ -4,6 +4,8 @@ dirs, and the other copies it names, as a user runs it on the example log dir.""
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import re
 import shutil
 from pathlib import Path
@@ -211,6 +213,20 @@ def test_an_earlier_runs_quarantine_folder_holding_matches_is_named(tmp_path):
     assert part.is_dir()
 
 
+def test_a_kept_file_that_cannot_be_read_to_its_end_is_named_as_one_that_may_hold_them(tmp_path):
+    d = copy(tmp_path)
+    assert run("delete-records", d, "--topic", "multi-segment", "--before", "300").exit_code == 0
+    (kept,) = (tmp_path / ".kafkalog-quarantine").rglob("00000000000000000000.log")
+    os.truncate(kept, kept.stat().st_size - 7)  # the last batch torn
+    r = run("erase", d, "--topic", "multi-segment", "--key", "ms-0042", "--format", "json")
+    (held,) = partitions(r.output)["multi-segment-0"]["other_copies"]["quarantine_folders"]
+    assert held["offsets"] == [[42, 42]]
+    (why,) = held["not_searched"]
+    assert why.startswith(f"{kept}: ")
+    r = run("erase", d, "--topic", "multi-segment", "--key", "ms-0042")
+    assert f"may still hold them (not searched): {kept}: " in r.output
+
+
 def test_remote_segments_are_refused_without_local_only(tmp_path):
     from tests.ops.tiered_helpers import uploaded
 
@@ -251,3 +267,31 @@ def test_a_locked_log_dir_is_exit_5_and_unchanged(tmp_path):
         holder.wait()
     assert r.exit_code == 5, r.output
     assert state(d) == before
+
+
+def test_a_locked_copy_is_skipped_and_the_others_are_erased(tmp_path):
+    from tests.helpers.locks import hold_lock
+
+    a, b = copy(tmp_path, "broker1"), copy(tmp_path, "broker2")
+    before = state(a)
+    holder = hold_lock(a / ".lock")
+    try:
+        r = run("erase", a, b, "--topic", "codec-gzip", "--key", "k025")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert r.exit_code == 5, r.output
+    assert r.stderr.startswith(f"kafkalog: {a}: skipped: ")
+    assert state(a) == before and "codec-gzip-0: erased 1 record(s)" in r.output
+    assert 25 not in [x.offset for x in records(b / GZIP)]
+
+
+def test_report_appends_the_runs_lines(tmp_path):
+    d = copy(tmp_path)
+    report = tmp_path / "erase-report.jsonl"
+    for _ in range(2):
+        r = run("erase", d, "--topic", "codec-gzip", "--key", "k025", "--report", report)
+        assert r.exit_code == 0, r.output
+    runs = [json.loads(x) for x in report.read_text().splitlines()]
+    assert [o["kind"] for o in runs] == ["partition", "log_dir", "totals"] * 2
+    assert [o["records_erased"] for o in runs if o["kind"] == "partition"] == [1, 0]

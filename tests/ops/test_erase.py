@@ -245,14 +245,21 @@ def test_v0_v1_messages_and_wrappers(tmp_path, magic, codec):
         batches = [build_legacy_batch([r], i, magic=magic) for i, r in enumerate(recs)]
     else:
         batches = [
-            build_legacy_batch(recs[:4], 0, magic=magic, compression=codec),
-            build_legacy_batch(recs[4:], 4, magic=magic, compression=codec),
+            build_legacy_batch(recs[:3], 0, magic=magic, compression=codec),
+            build_legacy_batch(recs[3:6], 3, magic=magic, compression=codec),
+            build_legacy_batch(recs[6:], 6, magic=magic, compression=codec),
         ]
     write_segment(part, 0, batches)
     before = _records(part)
     p, _ = _erase(log_dir, part, keys=(b"k002", b"k005"))
     assert p.partitions["t-0"]["records_erased"] == 2
     assert _records(part) == [r for r in before if r[0] not in (2, 5)]
+    untouched = (  # the messages and wrappers without an erased record: as they were
+        [m for i, m in enumerate(batches) if i not in (2, 5)]
+        if codec is Compression.NONE
+        else batches[2:]
+    )
+    assert [bytes(b.data) for b in _batches(part)][-len(untouched) :] == untouched
     after = _batches(part)
     assert {b.magic for b in after} == {magic} and all(b.is_valid() for b in after)
     assert {b.compression_id for b in after} == {int(codec)}
@@ -397,6 +404,8 @@ def test_overwrite_leaves_a_file_with_other_links_and_says_so(tmp_path):
     p, _ = _erase(log_dir, part, keys=(b"k001",), overwrite=True)
     assert other.read_bytes() == before
     assert any("not overwritten" in f.message for f in p.findings)
+    (linked,) = p.partitions["t-0"]["other_copies"]["hard_links"]
+    assert linked.startswith(f"{log}: 1 other name(s) link to its bytes")
 
 
 def _rebuilt(part: Path) -> list:
@@ -490,3 +499,27 @@ def test_a_dry_run_after_a_killed_run_reads_the_segments_as_the_rerun_will(tmp_p
     assert p.partitions["t-0"]["erased_offsets"] == [[7, 7]]
     assert [r[0] for r in _records(part)] == [0, 2, 3, 4, 5, 6, 8, 9]
     assert not list(part.glob("*.swap")) and not list(part.glob("*.cleaned"))
+
+
+@pytest.mark.parametrize(
+    "case", ["v0-gzip", "v0-snappy", "v1-gzip-create", "v1-lz4-create", "v1-gzip-logappend"]
+)
+def test_legacy_wrappers_without_an_erased_record_stay_as_they_were(tmp_path, case):
+    """Only the wrapper holding the erased record is rebuilt: the others keep their bytes, as
+    their producer's compressor wrote them."""
+    from tests.helpers.paths import CORPUS
+
+    log_dir, part = _log_dir(tmp_path)
+    for f in (CORPUS / "legacy" / case).glob("*.log"):
+        shutil.copy(f, part / f.name)
+    before, records = _batches(part), _records(part)
+    p, _ = _erase(log_dir, part, offsets=((1, 1),))
+    assert p.partitions["t-0"]["records_erased"] == 1
+    after = _batches(part)
+    assert [bytes(b.data) for b in after[1:]] == [bytes(b.data) for b in before[1:]]
+    assert _records(part) == [r for r in records if r[0] != 1]  # timestamps too
+    assert (after[0].magic, after[0].compression_id, after[0].timestamp_type) == (
+        before[0].magic,
+        before[0].compression_id,
+        before[0].timestamp_type,
+    )

@@ -54,7 +54,9 @@ def _header(value: str) -> tuple[bytes, bytes | None]:
 @click.command(
     "erase", short_help="Remove chosen records from every copy of a partition, in place."
 )
-@click.argument("paths", nargs=-1, required=True, type=InputPath(path_type=Path))
+@click.argument(
+    "paths", nargs=-1, required=True, metavar="LOGDIR...", type=InputPath(path_type=Path)
+)
 @click.option("--topic", required=True, metavar="TOPIC", help="The topic (its exact name).")
 @click.option(
     "--partition",
@@ -195,9 +197,10 @@ def erase(
 
     \b
     Exit codes: 0 erased, or nothing matched (said so); 1 --dry-run: something would be erased;
-    2 usage, or refused (an internal topic, remote segments without --local-only); 3 corrupt input
-    in a segment it must read; 4 bad path, or a partition linked out of the log dir; 5 a log dir is
-    locked (a broker runs on it); 6 a change could not be written. Precedence: kafkalog --help.
+    2 usage, or refused (an internal topic, remote segments without --local-only, a v0/v1 last
+    message wholly selected); 3 corrupt input in a segment it must read; 4 bad path, or a
+    partition linked out of the log dir; 5 a log dir is locked (a broker runs on it): skipped,
+    the other copies erased; 6 a change could not be written. Precedence: kafkalog --help.
     """
     from kafkalog_cli.commands.change_run import report_run
     from kafkalog_cli.commands.common import partition_groups
@@ -241,6 +244,7 @@ def erase(
         _text,
         fmt=fmt,
         report_path=report_path,
+        keep_going=True,  # a locked copy: a line on stderr, and the other copies erased
         dry_run=dry_run,
         no_quarantine=True,
         follow_symlinks=follow_symlinks,
@@ -257,7 +261,8 @@ _RANGES_SHOWN = 20  # offset ranges on a text line; --format json has them all
 
 
 def _text(outcome) -> list[str]:
-    """A line per partition: what went (or would), the consumers' view, the other copies."""
+    """A line per partition: what went (or would), the consumers' view, the other copies that
+    still hold matching records (also where nothing here matched)."""
     p = outcome.plan
     lines = []
     verb = "would erase" if outcome.dry_run else "erased"
@@ -266,29 +271,41 @@ def _text(outcome) -> list[str]:
         if s.get("status") == "error":
             continue
         n = s.get("records_erased", 0)
-        if not n:
+        if n:
+            shown = s["erased_offsets"][:_RANGES_SHOWN]
+            ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in shown)
+            if len(s["erased_offsets"]) > _RANGES_SHOWN:
+                more = len(s["erased_offsets"]) - _RANGES_SHOWN
+                ranges += f" and {more} more ranges (--format json)"
+            tomb = f" ({s['tombstones']} as tombstones)" if s.get("tombstones") else ""
+            lines.append(
+                f"{name}: {verb} {n} record(s){tomb} at offsets {ranges}; "
+                f"{len(s['segments_rewritten'])} segment(s) "
+                f"{'to rewrite' if outcome.dry_run else 'rewritten'}; no copy kept"
+            )
+            lines.append(f"  consumers: {s['consumers']}")
+        else:
             lines.append(f"{name}: nothing matched: nothing erased")
-            continue
-        shown = s["erased_offsets"][:_RANGES_SHOWN]
-        ranges = ", ".join(f"{a}..{b}" if a != b else str(a) for a, b in shown)
-        if len(s["erased_offsets"]) > _RANGES_SHOWN:
-            ranges += f" and {len(s['erased_offsets']) - _RANGES_SHOWN} more ranges (--format json)"
-        tomb = f" ({s['tombstones']} as tombstones)" if s.get("tombstones") else ""
-        lines.append(
-            f"{name}: {verb} {n} record(s){tomb} at offsets {ranges}; "
-            f"{len(s['segments_rewritten'])} segment(s) "
-            f"{'to rewrite' if outcome.dry_run else 'rewritten'}; no copy kept"
-        )
-        lines.append(f"  consumers: {s['consumers']}")
-        other = s["other_copies"]
-        for q in other["quarantine_folders"]:
+        lines += _other_copies_lines(s["other_copies"], erased=bool(n))
+    for f in p.findings:
+        lines.append(f"  note: {f.partition}: {f.message}")
+    return lines
+
+
+def _other_copies_lines(other: dict, erased: bool) -> list[str]:
+    lines = []
+    for q in other["quarantine_folders"]:
+        if q["offsets"]:
             lines.append(
                 f"  still held: quarantine folder {q['folder']} (offsets "
                 f"{', '.join(f'{a}..{b}' for a, b in q['offsets'])}): {q['prune']}"
             )
-        if other["remote_tier"]:
-            lines.append(f"  still held: remote tier: {other['remote_tier']}")
+        for why in q.get("not_searched", ()):
+            lines.append(f"  may still hold them (not searched): {why}: {q['prune']}")
+    if other["remote_tier"]:
+        lines.append(f"  still held: remote tier: {other['remote_tier']}")
+    for line in other["hard_links"]:
+        lines.append(f"  still held: {line}")
+    if erased:
         lines.append(f"  {other['replicas']}")
-    for f in p.findings:
-        lines.append(f"  note: {f.partition}: {f.message}")
     return lines

@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
-from kafkalog_cli.storage.quarantine import QUARANTINE_DIRNAME, find_folders
+from kafkalog_cli.storage.quarantine import find_folders
 from kafkalog_cli.storage.segment import Segment
 
 # Topic.isInternal's topics (3.9+: __share_group_state) and the KRaft metadata log: never erased
@@ -352,6 +353,9 @@ def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, po
     """filterTo with erase's retention: the batch as it is unless it holds an erased record."""
     if b.magic >= 2 and (b.is_control or not rw.touches(b.base_offset_field, b.last_offset)):
         return original_batch(b, res)
+    recs = b.records() if b.magic < 2 else []
+    if b.magic < 2 and not any(r.offset in rw.erased for r in recs):
+        return original_batch(b, res)
     if not b.is_valid():  # never give a damaged batch a new CRC
         raise CorruptRecordError(
             f"batch CRC mismatch in a batch holding records to erase (offsets "
@@ -360,7 +364,6 @@ def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, po
             position=pos + b.position,
         )
     if b.magic < 2:
-        recs = b.records()
         kept: list[Record] = []
         for r in recs:
             if r.offset not in rw.erased:
@@ -517,7 +520,13 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
             tombstones=len(tombstones),
             segments_rewritten=[str(m.segment.log_path) for m in scan.matches],
             consumers=_consumer_effect(cfg, opts.tombstone, bool(erased)),
-            other_copies=_other_copies(folders, name, opts.selection, remote, opts.topic),
+            other_copies=_other_copies(
+                folders,
+                name,
+                opts.selection,
+                remote,
+                [line for m in scan.matches for line in _hard_links(m)],
+            ),
         )
         for m in scan.matches:
             why = (
@@ -618,58 +627,70 @@ def _consumer_effect(cfg, tombstone: bool, erased: bool) -> str:
 
 
 def _quarantine_folders(log_dir: Path) -> list[Path]:
-    root = log_dir.parent / QUARANTINE_DIRNAME
+    """Every quarantine folder of the log dir: its default quarantine, and those the registry
+    holds for it wherever --quarantine put them."""
     try:
-        return find_folders(log_dir) if root.exists() else []
+        return find_folders(log_dir)
     except KafkalogError:
         return []
 
 
 def _other_copies(
-    folders: list[Path], name: str, sel: Selection, remote: str | None, topic: str
+    folders: list[Path], name: str, sel: Selection, remote: str | None, linked
 ) -> dict:
     """The copies erase does not change that may hold the erased bytes: earlier runs' quarantine
-    folders that do (searched), the remote tier, the replicas on log dirs not given."""
+    folders that do (searched; a kept file that cannot be read is named as one that may), the
+    remote tier, other hard links to the segments rewritten, the replicas on log dirs not given."""
     holding = []
     for folder in folders:
-        offsets = _search_folder(folder / name, sel)
-        if offsets:
+        offsets, unread = _search_folder(folder / name, sel)
+        if offsets or unread:
             holding.append(
                 {
                     "folder": str(folder),
                     "offsets": _ranges(sorted(offsets)),
+                    **({"not_searched": unread} if unread else {}),
                     "prune": f"kafkalog quarantine prune {folder} --older-than 0s",
                 }
             )
     return {
         "quarantine_folders": holding,
         "remote_tier": remote,
+        "hard_links": linked,
         "replicas": f"replicas of {name} on log dirs not given (other brokers) are not erased: "
         f"run erase on each broker's log dirs holding it",
     }
 
 
-def _search_folder(d: Path, sel: Selection) -> set[int]:
+def _search_folder(d: Path, sel: Selection) -> tuple[set[int], list[str]]:
     """Offsets of records `sel` matches in the segment bytes a quarantine folder kept of the
-    partition (whole `.log` files and cut ranges of them); what does not parse is skipped."""
-    from kafkalog_cli.formats.records import iter_batches
-
+    partition (whole `.log` files and cut ranges of them), read chunk by chunk; and the kept
+    files that could not be read to their end, with why (they may hold more)."""
     found: set[int] = set()
+    unread: list[str] = []
     if not d.is_dir():
-        return found
+        return found, unread
     for f in sorted(d.iterdir()):
-        if names.LOG_SUFFIX not in f.name or not f.is_file():
+        if names.LOG_SUFFIX not in f.name:
             continue
         try:
-            data = f.read_bytes()
-        except OSError:
-            continue
-        try:
-            for b in iter_batches(data):
-                try:
+            for _buf, batches in iter_chunk_batches(f, 0, f.stat().st_size, _READ_CHUNK):
+                for b in batches:
                     found.update(o for o, _, _ in scan_batch(b, sel, f, 0)[0])
-                except KafkalogError:
-                    continue
-        except KafkalogError:
-            pass
-    return found
+        except (KafkalogError, OSError) as e:
+            unread.append(f"{f}: {getattr(e, 'message', None) or e}")
+    return found, unread
+
+
+def _hard_links(m: SegmentMatches) -> list[str]:
+    """A rewritten segment's other names: unlinking it here leaves its bytes to them."""
+    try:
+        n = os.lstat(m.segment.source_path).st_nlink
+    except OSError:
+        return []
+    if n <= 1:
+        return []
+    return [
+        f"{m.segment.log_path}: {n - 1} other name(s) link to its bytes (a backup made by hard "
+        f"links?): unlinking it here leaves them there"
+    ]
