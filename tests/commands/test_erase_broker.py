@@ -180,9 +180,17 @@ def produce_jobs() -> tuple[dict, list[dict]]:
     for codec, cfg in CODECS.items():
         name = f"c-{codec}"
         topics[name] = {"segment.bytes": SEGMENT_BYTES, **cfg}
-        # gzip: the victim is also the partition's last record
-        victims = {5, 22, 23, 61, 98} | ({119} if codec == "gzip" else set())
-        jobs.append({"topic": name, "codec": codec, "groups": groups(rows(name, 120, victims), 9)})
+        # gzip: the victim is also the partition's last record, alone in the last batch (the
+        # log end offset: that batch must stay, header-only)
+        n = 121 if codec == "gzip" else 120
+        records = rows(name, n, {5, 22, 23, 61, 98, 120})
+        jobs.append(
+            {
+                "topic": name,
+                "codec": codec,
+                "groups": groups(records[:120], 9) + groups(records[120:], 9),
+            }
+        )
     topics["c-none"] = {"segment.bytes": SEGMENT_BYTES}
     jobs.append({"topic": "c-none", "groups": groups(rows("c-none", 120, {40}), 7)})
     topics["txn"] = {"segment.bytes": SEGMENT_BYTES}
