@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from tests.commands.test_erase_broker import CLIENT, VICTIM, expected, groups, rows
+from tests.helpers.erase_records import CLIENT, VICTIM, expected, groups, rows
 from tests.helpers.kraft_cluster import KAFKA_PY, Cluster, needs_cluster
 
 pytestmark = [needs_cluster, pytest.mark.slow]
