@@ -89,7 +89,14 @@ def _indexes_check(part: Path) -> None:
         assert c.error is None and not c.mismatches, idx
     for tix in part.glob("*.timeindex"):
         c = check_time_index(tix)
-        assert c.error is None and not c.not_found and not c.out_of_order
+        assert c.error is None and not c.out_of_order
+        # a segment left without a record: its one entry, (0, its base offset), names no batch
+        if tix.with_suffix(".log").stat().st_size == 0:
+            assert [(e.timestamp, e.offset) for e in c.entries] == [
+                (0, c.not_found[0].index_offset)
+            ]
+        else:
+            assert not c.not_found
         # kafka-dump-log takes an empty batch's max timestamp from its records (-1); the index
         # has the batch header's, as Kafka's cleaner appends a RETAIN_EMPTY batch
         assert all(m.log_timestamp == -1 for m in c.mismatches), c.mismatches
@@ -523,3 +530,28 @@ def test_legacy_wrappers_without_an_erased_record_stay_as_they_were(tmp_path, ca
         before[0].compression_id,
         before[0].timestamp_type,
     )
+
+
+def test_a_segment_left_without_a_record_is_passed_by_list_offsets_by_time(tmp_path):
+    """Its time index says EMPTIED_SEGMENT_TIMESTAMP: Kafka's fetchOffsetByTimestamp (as
+    get-offsets applies it) finds the first record at or after a time in the next segment,
+    where the file's mtime, taken for a segment with an empty time index, would stop it."""
+    from click.testing import CliRunner
+
+    from kafkalog_cli.cli import cli
+
+    log_dir = tmp_path / "logs"
+    shutil.copytree(EXAMPLES, log_dir)
+    (log_dir / ".lock").unlink(missing_ok=True)
+    part = log_dir / "multi-segment-0"
+    first = part / "00000000000000000000.log"
+    os.utime(first, ns=(4_000_000_000 * 10**9, 4_000_000_000 * 10**9))  # an mtime after all
+    p, _ = _erase(log_dir, part, offsets=((0, 299),))
+    assert first.stat().st_size == 0
+    for t in ("1700000000000", "1700000300000", "1700000599000"):
+        r = CliRunner().invoke(cli, ["get-offsets", str(part), "--time", t])
+        assert r.exit_code == 0, r.output
+        want = max(300, int(t) // 1000 - 1_700_000_000)  # a record a second from offset 0
+        assert r.output.strip() == f"multi-segment:0:{want}", t
+    assert (part / "00000000000000000000.timeindex").read_bytes() == bytes(12)
+    _indexes_check(part)

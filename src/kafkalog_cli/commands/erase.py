@@ -172,7 +172,9 @@ def erase(
     as they are. Only segments holding matches are rewritten; their .index and .timeindex are
     rebuilt. Erasing the record with a batch's max timestamp lowers the batch's max timestamp:
     the time index then points at the records left, and time-based retention (retention.ms)
-    judges the segment by its new largest timestamp, so it may go sooner, never later.
+    judges the segment by its new largest timestamp, so it may go sooner, never later. A segment
+    left without a record keeps its name, its time index one entry (timestamp 0): ListOffsets by
+    time passes it by, and time-based retention deletes it once it is the oldest segment.
 
     Consumers see gaps in the offsets, as compaction leaves them: a consumer positioned past the
     erased offsets is unaffected. On a compacted topic an erased record is not a tombstone: its

@@ -365,7 +365,6 @@ class CleanedSegment:
             max_index_bytes // TIME_ENTRY_SIZE,
         )
         self.aborted: list[AbortedTxn] = []
-        self.txn_index: bytes | None = None  # a .txnindex kept as it is (erase), not rebuilt
         self._f: BinaryIO | None = None
 
     def path(self, suffix: str) -> Path:
@@ -391,9 +390,7 @@ class CleanedSegment:
             (names.INDEX_SUFFIX, self.index.offset_index_bytes()),
             (names.TIME_INDEX_SUFFIX, self.index.time_index_bytes()),
         ]
-        if self.txn_index is not None:
-            out.append((names.TXN_INDEX_SUFFIX, self.txn_index))
-        elif self.aborted:
+        if self.aborted:
             out.append((names.TXN_INDEX_SUFFIX, encode_txn_index(self.aborted)))
         return out
 

@@ -35,6 +35,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -400,9 +401,38 @@ def _erase_batch(rw: _Rewrite, b: RecordBatch, res: FilterResult, path: Path, po
     return None
 
 
+# LogSegment.largestTimestamp of a segment erase leaves without a record: its time index's one
+# entry. Without it Kafka takes the file's mtime, and ListOffsets by timestamp
+# (UnifiedLog.fetchOffsetByTimestamp: the first segment whose largest timestamp reaches the
+# target) would stop in it and answer no offset for every later record.
+EMPTIED_SEGMENT_TIMESTAMP = 0
+
+
+class ErasedSegment(CleanedSegment):
+    """The cleaner's `.cleaned` segment, as erase writes it: its `.txnindex` the old one's bytes
+    (no offset moves, no control batch goes), and, left without a record, a time index whose one
+    entry (EMPTIED_SEGMENT_TIMESTAMP, its base offset) makes ListOffsets by time pass it by."""
+
+    def __init__(self, seg: Segment, index_interval_bytes: int, max_index_bytes: int):
+        super().__init__(seg.directory, seg.base_offset, index_interval_bytes, max_index_bytes)
+        self.txn_index = files.read_bytes_if_exists(seg.file(names.TXN_INDEX_SUFFIX))
+
+    def index_files(self) -> list[tuple[str, bytes]]:
+        out = []
+        for suffix, data in super().index_files():
+            if suffix == names.TIME_INDEX_SUFFIX and self.size == 0:
+                data = _TIME_ENTRY.pack(EMPTIED_SEGMENT_TIMESTAMP, 0)
+            out.append((suffix, data))
+        if self.txn_index is not None:
+            out.append((names.TXN_INDEX_SUFFIX, self.txn_index))
+        return out
+
+
+_TIME_ENTRY = struct.Struct(">qi")  # TimeIndex: timestamp, relative offset
+
+
 def rewrite_segment(
     fsops: FsOps | None,
-    part_dir: Path,
     m: SegmentMatches,
     scan: PartitionScan,
     index_interval_bytes: int,
@@ -412,9 +442,7 @@ def rewrite_segment(
     .timeindex, its .txnindex as it was), the segment's mtime kept; without `fsops` only
     counted. Returns the files written."""
     seg = m.segment
-    dest = CleanedSegment(part_dir, seg.base_offset, index_interval_bytes, max_index_bytes)
-    # the .txnindex as it is: no offset moves, no control batch goes
-    dest.txn_index = files.read_bytes_if_exists(seg.file(names.TXN_INDEX_SUFFIX))
+    dest = ErasedSegment(seg, index_interval_bytes, max_index_bytes)
     rw = _Rewrite(m.erased, m.tombstones, scan.retain_empty, sorted(m.erased))
 
     def fill() -> None:
@@ -539,7 +567,7 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
                 continue
             fsops.about_to_change()
             cleaned = rewrite_segment(
-                fsops, d, m, scan, cfg.index_interval_bytes, cfg.segment_index_bytes
+                fsops, m, scan, cfg.index_interval_bytes, cfg.segment_index_bytes
             )
             old = [
                 (
