@@ -372,18 +372,7 @@ def test_consumers_get_every_other_record_unchanged(served, topic, iso):
         assert len(was["records"]) < len(before["read_uncommitted"]["records"])
 
 
-EMPTIED = pytest.mark.xfail(
-    strict=True,
-    reason="t34-erase: a segment erase leaves without a batch keeps an empty .timeindex, so "
-    "Kafka takes its file mtime as its largest timestamp (LogSegment.largestTimestamp) and "
-    "UnifiedLog.fetchOffsetByTimestamp, which searches only the first segment whose largest "
-    "timestamp reaches the target, answers no offset where later segments hold one",
-)
-
-
-@pytest.mark.parametrize(
-    "topic", [pytest.param(t, marks=EMPTIED) if t == "c-none" else t for t in sorted(ERASES)]
-)
+@pytest.mark.parametrize("topic", sorted(ERASES))
 def test_list_offsets_by_timestamp_finds_the_first_record_at_or_after(served, topic):
     """ListOffsets by timestamp answers the first offset whose timestamp is at or after it:
     before the erase (the oracle holds for these timestamps) and after, for every record's

@@ -18,7 +18,6 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
@@ -67,12 +66,6 @@ def wrong_answers(part: Path) -> dict[int, tuple[int | None, int | None]]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="t34-erase: a closed segment erase leaves without a record keeps an empty "
-    ".timeindex, so Kafka takes the file's mtime as its largest timestamp and "
-    "ListOffsets by timestamp stops in it: no offset for every later timestamp",
-)
 def test_list_offsets_by_timestamp_after_a_whole_segment_is_erased(tmp_path):
     shutil.copytree(EXAMPLES, tmp_path / "d")
     part = tmp_path / "d" / PART
