@@ -57,6 +57,7 @@ def test_sample_covers_every_kind_and_command():
         "move-partition",
         "quarantine restore",
         "quarantine prune",
+        "erase",
     }
 
 

@@ -50,6 +50,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--replay", metavar="CASE", action="append", help="run only this case id (repeatable)"
     )
+    ap.add_argument(
+        "--target",
+        metavar="NAME",
+        help="kill cases of this target only (kills.TARGETS: e.g. erase), --kills of them",
+    )
     ap.add_argument("--keep", action="store_true", help="with --replay: keep the case's workspace")
     ap.add_argument(
         "--tmp", type=Path, default=None, help="where workspaces go [default: a new temp dir]"
@@ -66,9 +71,19 @@ def main(argv: list[str] | None = None) -> int:
     if a.corpus is not None and not a.corpus.is_dir():
         print(f"campaign: no corpus at {a.corpus}", file=sys.stderr)
         return 2
+    kill_ns = range(a.kills)
+    if a.target is not None:
+        from .kills import TARGETS
+
+        names = [t.name for t in TARGETS]
+        if a.target not in names:
+            print(f"campaign: no kill target {a.target!r} (one of {names})", file=sys.stderr)
+            return 2
+        # cases go round the targets in order: this target's are every len(TARGETS)th
+        kill_ns = range(names.index(a.target), a.kills * len(names), len(names))
     ids = a.replay or (
         [read_case_id(a.seed, n) for n in range(a.read_only)]
-        + [kill_case_id(a.seed, n) for n in range(a.kills)]
+        + [kill_case_id(a.seed, n) for n in kill_ns]
     )
     tmp = a.tmp or Path(tempfile.mkdtemp(prefix="kafkalog-campaign-"))
     tmp.mkdir(parents=True, exist_ok=True)
