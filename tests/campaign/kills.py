@@ -138,10 +138,6 @@ class KillTarget:
     fallback: frozenset[int]  # docs/safety.md's codes, where the command's --help lists none
     restore_check: bool = True  # restore gives back the prepared copy (not for restore/prune)
     loads: bool = False  # a broker still starts on the rerun's result, as `doctor` judges it
-    # a kill while a `.swap` is in place leaves it to LogLoader's swap pass (the rerun's too),
-    # which deletes every file in its offset range, the producer snapshot at the rewritten
-    # segment's base included, where the uninterrupted run keeps it (erase documents it)
-    swap_drops_snapshots: bool = False
 
     @property
     def codes(self) -> frozenset[int]:
@@ -308,7 +304,6 @@ TARGETS: list[KillTarget] = [
         WRITER,
         restore_check=False,
         loads=True,
-        swap_drops_snapshots=True,
     ),
 ]
 
@@ -427,11 +422,6 @@ def _kill_case(
     d = unchanged(out_b, b.outside_state())
     v.check(Invariant.NOTHING_OUTSIDE, d is None, f"rerun: {d}")
     got = tree_state(b)
-    if target.swap_drops_snapshots:
-        dropped = _swapped_snapshots(base_a, want, got)
-        if dropped:
-            v.mutation += f" [LogLoader's swap pass took {', '.join(sorted(dropped))}]"
-            want = {k: e for k, e in want.items() if k not in dropped}
     diff = same_data(want, got, base=base_a)
     if diff is None and target.loads:
         post = _doctor(b)
@@ -450,18 +440,6 @@ def _kill_case(
     if target.restore_check:
         restore_all(v, b, base_b, out_b, drop_caps=False)
         restore_all(v, a, base_a, out_a, drop_caps=False)
-
-
-def _swapped_snapshots(base: dict, want: dict, got: dict) -> set[str]:
-    """The producer snapshots the uninterrupted run kept (`want`) and the rerun's result (`got`)
-    lacks, each at the base offset of a segment whose `.log` the uninterrupted run rewrote:
-    the only files KillTarget.swap_drops_snapshots lets a rerun lose."""
-    out = set()
-    for k in want.keys() - got.keys():
-        log = k[: -len(".snapshot")] + ".log"
-        if k.endswith(".snapshot") and log in base and log in want and base[log] != want[log]:
-            out.add(k)
-    return out
 
 
 def _doctor(ws: Workspace) -> list[int]:

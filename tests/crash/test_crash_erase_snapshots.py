@@ -2,12 +2,11 @@
 command again: the rerun must end where an uninterrupted run ends (README: a run killed at any
 instant converges), producer snapshots included, since erase keeps them as they are.
 
-Today the rerun finishes the swap as Kafka's LogLoader does (LogLoader.load's second pass
-deletes every file, not a `.swap`, whose offset prefix is in [min swap offset, max swap next
-offset)), which takes the producer snapshot at the rewritten segment's base offset with it;
-an uninterrupted erase, like UnifiedLog.replaceSegments for a segment replaced by one of the
-same base offset, keeps it. tests/crash/test_crash_erase.py exempts that file; this test says
-what converging would be, xfail until the rerun keeps it."""
+The rerun finishes the swap as Kafka's LogLoader does (LogLoader.load's second pass deletes
+every file, not a `.swap`, whose offset prefix is in [min swap offset, max swap next offset)),
+but for the producer snapshot at the rewritten segment's base offset, which an uninterrupted
+erase keeps, like UnifiedLog.replaceSegments for a segment replaced by one of the same base
+offset (ops.recover.finish_interrupted_rewrites, keep_base_snapshots)."""
 
 from __future__ import annotations
 
@@ -45,12 +44,6 @@ def copy(tmp_path, name):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="t34-erase: the rerun after a kill with a .swap in place deletes the producer "
-    "snapshot at the rewritten segment's base offset (LogLoader's swap pass, "
-    "ops.recover.finish_interrupted_rewrites); an uninterrupted erase keeps it",
-)
 def test_a_rerun_after_a_kill_mid_swap_keeps_the_producer_snapshot(tmp_path):
     whole = copy(tmp_path, "whole")
     assert erase(whole) == 0

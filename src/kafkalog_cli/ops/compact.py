@@ -377,12 +377,14 @@ def finish_interrupted_rewrite(d: Path, fsops: FsOps | None, notes: Plan) -> boo
     (LogLoader.removeTempFilesAndCollectSwapFiles: `.cleaned` deleted, a `.swap` at or above the
     smallest `.cleaned` offset deleted; then each valid `.swap` completes: the files in its range
     removed, its suffix stripped), through `fsops`; without it (a plan) only noted. A rerun of a
-    killed compact so goes on from where Kafka's own protocol left it. True when there were any."""
+    killed compact so goes on from where Kafka's own protocol left it, and ends where it would
+    have ended (the producer snapshot at a swapped segment's base kept: recover's
+    `finish_interrupted_rewrites`). True when there were any."""
     from kafkalog_cli.ops import recover
     from kafkalog_cli.ops.plan import apply as apply_plan
 
     finish = Plan("compact", fsops.base_dir if fsops is not None else d.parent)
-    left = recover.finish_interrupted_rewrites(finish, Partition.open(d))
+    left = recover.finish_interrupted_rewrites(finish, Partition.open(d), keep_base_snapshots=True)
     if not left:
         return False
     shown = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")

@@ -1250,18 +1250,29 @@ def _loader_files(part: Partition) -> list[str]:
     return sorted(n for n in listed if os.path.isfile(part.path(n)))
 
 
-def finish_interrupted_rewrites(p: Plan, part: Partition) -> list[str]:
+def finish_interrupted_rewrites(
+    p: Plan, part: Partition, keep_base_snapshots: bool = False
+) -> list[str]:
     """The leftovers of an interrupted rewrite (our `*.kafkalog-tmp`, `.deleted`, `.cleaned`,
     `.swap`) resolved as LogLoader resolves them on start (removeTempFilesAndCollectSwapFiles,
     then the swap pass: the files a valid `.swap` covers removed, the `.swap` renamed): the
-    actions into `p`; the leftover names (none: nothing to finish)."""
+    actions into `p`; the leftover names (none: nothing to finish).
+
+    `keep_base_snapshots`: the producer snapshot named after a swapped segment's base offset is
+    kept, where LogLoader's pass deletes it (and the broker rebuilds it on load). It holds the
+    state before that offset, which a rewrite of the segment leaves as it was, and the rewrite
+    that was not interrupted keeps it (LocalLog.replaceSegments deletes no file of a segment
+    replaced at its own base offset): a killed compact or erase, run again, so ends where it
+    would have ended."""
     left = sorted([*part.leftovers, *part.temp_files])
     if left:
-        _resolve_leftovers(p, part)
+        _resolve_leftovers(p, part, keep_base_snapshots)
     return left
 
 
-def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
+def _resolve_leftovers(
+    p: Plan, part: Partition, keep_base_snapshots: bool = False
+) -> dict[int, Segment]:
     """LogLoader.removeTempFilesAndCollectSwapFiles + the swap handling; returns the segments as
     they will be once the actions run (a swapped-in one read from its .swap until it is renamed)."""
     name = part.name
@@ -1335,6 +1346,11 @@ def _resolve_leftovers(p: Plan, part: Partition) -> dict[int, Segment]:
                 and lo <= off < hi
                 and not f.endswith(names.SWAP_SUFFIX)
                 and f.endswith(names.SEGMENT_SUFFIXES + (names.SNAPSHOT_SUFFIX,))
+                and not (
+                    keep_base_snapshots
+                    and f.endswith(names.SNAPSHOT_SUFFIX)
+                    and off in log_swaps.values()
+                )
             ):
                 p.add(
                     Action(
