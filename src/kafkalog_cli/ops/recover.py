@@ -973,7 +973,9 @@ class _PartitionRecovery:
         for b in self.index_less:
             self._recover_snapshots(manager(), [views[x] for x in self.bases if x < b], b)
         for b in self.recovered:
-            if b in self.from_recovery_point or b not in self.index_less:
+            # a segment recovered beyond Kafka (--repair, a load that would fail) is one the
+            # broker loads as it is: its snapshots are those of the load that follows
+            if b in self.from_recovery_point:
                 self._recover_snapshots(manager(), list(views.values()), b)
         for b in self.summary["deleted_segments"]:
             if b in listed:  # deleteProducerSnapshotsAsync: the loader's manager lists them
