@@ -333,11 +333,10 @@ class SnapshotManager:
         now_ms: int,
         expiration_ms: int,
         insertion_order: bool,
-        ignored: Callable[[str, Path], None] | None = None,
     ):
         self.dir = snapshots
         self.listed = set(snapshots.files)
-        self.now_ms, self.expiration_ms, self.ignored = now_ms, expiration_ms, ignored
+        self.now_ms, self.expiration_ms = now_ms, expiration_ms
         self.insertion_order = insertion_order
         self.state = ProducerState(insertion_order=insertion_order)
         self.map_end = 0
@@ -397,10 +396,7 @@ class SnapshotManager:
                 self.state.insertion_order = self.insertion_order
                 self.snap_end = self.map_end = latest
                 return
-            except KafkalogError as e:  # CorruptSnapshotException: deleted, the next one tried
-                path = self.dir.files[latest]
-                if self.ignored is not None and not isinstance(path, bytes):
-                    self.ignored(f"producer snapshot ignored: {e.message}", path)
+            except KafkalogError:  # CorruptSnapshotException: deleted, the next one tried
                 self._delete(latest, "a producer snapshot the broker cannot read")
         self.snap_end = self.map_end = log_start
 
