@@ -11,6 +11,7 @@ currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -415,13 +416,16 @@ def rebuild_snapshots(
     log_start: int,
     last_offset: int,
     reload_from_clean_shutdown: bool,
+    bases: Sequence[int] | None = None,
 ) -> None:
     """UnifiedLog.rebuildProducerState (3.3.1 Scala, 4.0 Java: the same steps). With no snapshot
     after a clean shutdown, empty snapshots at the last two segment bases and `last_offset` (the
     upgrade path); else truncateAndReload, the log replayed from the map end up to
     `last_offset` (LogSegments.values(mapEndOffset, lastOffset): from the segment holding the map
-    end; a snapshot at each of the last two segment bases on the way), one at `last_offset`."""
-    bases = [s.base_offset for s in segments]
+    end; a snapshot at each of the last two segment bases on the way), one at `last_offset`.
+    `bases`: the segments' base offsets, when the caller has them."""
+    if bases is None:
+        bases = [s.base_offset for s in segments]
     to_snapshot = [*bases[-2:], last_offset]
     if psm.latest() is None and reload_from_clean_shutdown:
         for off in to_snapshot:
@@ -431,17 +435,15 @@ def rebuild_snapshots(
     empty_before = not psm.state.entries and psm.map_end >= last_offset
     psm.truncate_and_reload(log_start, last_offset)
     if last_offset > psm.map_end and not empty_before:
-        floor = max((b for b in bases if b <= last_offset), default=None)
-        first = max((b for b in bases if b <= psm.map_end), default=None)
-        for seg in segments:
-            base = seg.base_offset
-            if base >= last_offset or (first is not None and base < first):
-                continue
-            start = max(base, psm.map_end, log_start)
+        floor = bisect_right(bases, last_offset) - 1  # maxPosition applies in this one only
+        for i in range(
+            max(bisect_right(bases, psm.map_end) - 1, 0), bisect_left(bases, last_offset)
+        ):
+            start = max(bases[i], psm.map_end, log_start)
             psm.map_end = start
-            if base in to_snapshot:
+            if bases[i] in to_snapshot:
                 psm.take_snapshot()
-            _load_producers(seg, psm.state, start, last_offset if base == floor else None)
+            _load_producers(segments[i], psm.state, start, last_offset if i == floor else None)
     psm.map_end = last_offset
     psm.take_snapshot()
 

@@ -970,13 +970,15 @@ class _PartitionRecovery:
                 insertion_order=order,
             )
 
+        every = [views[b] for b in self.bases]
         for b in self.index_less:
-            self._recover_snapshots(manager(), [views[x] for x in self.bases if x < b], b)
+            before = [v for v in every if v.base_offset < b]
+            self._recover_snapshots(manager(), before, [v.base_offset for v in before], b)
         for b in self.recovered:
             # a segment recovered beyond Kafka (--repair, a load that would fail) is one the
             # broker loads as it is: its snapshots are those of the load that follows
             if b in self.from_recovery_point:
-                self._recover_snapshots(manager(), list(views.values()), b)
+                self._recover_snapshots(manager(), every, self.bases, b)
         for b in self.summary["deleted_segments"]:
             if b in listed:  # deleteProducerSnapshotsAsync: the loader's manager lists them
                 snaps.remove(b, "of a segment deleted after the corruption")
@@ -1003,10 +1005,13 @@ class _PartitionRecovery:
             if f not in gone and off not in snaps.files:
                 p.add(Action(ActionKind.DELETE, f, snaps.removed[off], self.name))
 
-    def _recover_snapshots(self, psm: SnapshotManager, segments: list[LogView], b: int) -> None:
+    def _recover_snapshots(
+        self, psm: SnapshotManager, segments: list[LogView], bases: list[int], b: int
+    ) -> None:
         """LogLoader.recoverSegment's snapshots for the segment at `b`: rebuildProducerState up
-        to its base, the recovered batches' producers, a snapshot at its map end."""
-        rebuild_snapshots(psm, segments, self.log_start, b, False)
+        to its base over `segments` (at `bases`), the recovered batches' producers, a snapshot
+        at its map end."""
+        rebuild_snapshots(psm, segments, self.log_start, b, False, bases)
         r = self.recovered.get(b)
         if r is None:  # not reached: deleted after an earlier corruption
             return
