@@ -14,8 +14,8 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from kafkalog_cli.cli import cli
-from kafkalog_cli.formats.producer_state import parse_producer_snapshot
-from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+from kafkalog_cli.formats.producer_state import encode_producer_snapshot, parse_producer_snapshot
+from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch, iter_batches
 
 NOW = 1_800_000_000_000
 T = NOW - 60_000
@@ -60,7 +60,7 @@ def _log_dir(
         last = (bases[i + 1] if i + 1 < len(bases) else _end(segments)) - 1
         (d / f"{b:020d}.timeindex").write_bytes(_time_index(last, b))
     for off in snapshots:
-        (d / f"{off:020d}.snapshot").write_bytes(parse_empty_snapshot())
+        (d / f"{off:020d}.snapshot").write_bytes(_empty_snapshot())
     (d / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
     (root / "recovery-point-offset-checkpoint").write_text(f"0\n1\nt 0 {recovery_point}\n")
     (root / "log-start-offset-checkpoint").write_text("0\n1\nt 0 0\n")
@@ -70,16 +70,12 @@ def _log_dir(
 
 
 def _end(segments: dict[int, list[bytes]]) -> int:
-    from kafkalog_cli.formats.records import iter_batches
-
     last = max(segments)
     raw = b"".join(segments[last])
     return max(b.last_offset for b in iter_batches(raw)) + 1
 
 
-def parse_empty_snapshot() -> bytes:
-    from kafkalog_cli.formats.producer_state import encode_producer_snapshot
-
+def _empty_snapshot() -> bytes:
     return encode_producer_snapshot([])
 
 
