@@ -30,6 +30,8 @@ def test_the_trunk_snapshot_is_reported_with_its_branch_and_commit(tmp_path):
     assert d.label == f"Kafka 4.0.0-SNAPSHOT (trunk 1eb76443) at {home}"
     assert d.version_tuple == (4, 0, 0) and d.at_least(4, 0) and not d.at_least(4, 1)
     assert d.commit == "1eb7644349cb07139d6a3c1ad1986979647cac99"
+    # its kafka-dump-log prints 3.9's text; it checks meta.properties as 3.7+ do
+    assert d.dump_log_text_version == "3.9" and d.meta_properties_ensemble
 
 
 def test_a_tagged_build_keeps_its_label(tmp_path):
@@ -40,8 +42,11 @@ def test_a_tagged_build_keeps_its_label(tmp_path):
         "tag=3.9.0-rc3\ncommit=dd5272687e8adf9e0000000000000000000000\n",
     )
     assert kafka_dist(home).label == f"Kafka 3.9.0-rc3 (3.9.0, commit dd5272687e8adf9e) at {home}"
+    assert kafka_dist(home).dump_log_text_version == "3.9"
     home = _home(tmp_path, "3.3.1", "commitId=e23c59d00e687ff5\nversion=3.3.1", None)
     assert kafka_dist(home).label == f"Kafka 3.3.1 (commit e23c59d00e687ff5) at {home}"
+    assert kafka_dist(home).dump_log_text_version == "3.3"
+    assert not kafka_dist(home).meta_properties_ensemble
 
 
 def test_format_sets_feature_levels(tmp_path):

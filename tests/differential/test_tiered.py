@@ -59,8 +59,11 @@ def test_a_broker_serves_from_the_log_start_through_the_remote_tier_as_dump_log_
 
 
 def _text_version() -> str:
-    """dump-log --kafka-version for the broker's own kafka-dump-log: its major.minor."""
-    return ".".join(map(str, broker.kafka_dist(broker.KAFKA_HOME).version_tuple[:2]))
+    """dump-log --kafka-version for the broker's own kafka-dump-log (kafka_dist: its major.minor,
+    3.9 for the 4.0.0-SNAPSHOT trunk build)."""
+    dist = broker.kafka_dist(broker.KAFKA_HOME)
+    assert dist is not None, "a Kafka distribution (pytestmark)"
+    return dist.dump_log_text_version
 
 
 @pytest.mark.parametrize(

@@ -63,6 +63,30 @@ class KafkaDist:
         )
         return f"Kafka {self.tag}" + (f" ({inner})" if inner else "") + f" at {self.home}"
 
+    @property
+    def dump_log_text_version(self) -> str:
+        """The `kafkalog dump-log --kafka-version` whose text this build's kafka-dump-log prints:
+        its major.minor; the trunk snapshot 4.0.0-SNAPSHOT (1eb76443, before 4.0's release) prints
+        3.9's (kafkalog models no 4.0 text: the 4.1 changes, LeaderChange bodies (KAFKA-19069) and
+        coordinator records as CoordinatorRecordSerde's JSON, are not in it; checked on a
+        tiered dir it wrote: topic, uploaded, __remote_log_metadata and __cluster_metadata
+        segments print byte for byte as `--kafka-version 3.9`, and differ from 4.1)."""
+        if self.branch and self.version_tuple[:2] == (4, 0):
+            return "3.9"
+        return ".".join(map(str, self.version_tuple[:2]))
+
+    @property
+    def meta_properties_ensemble(self) -> bool:
+        """3.7+ reads and checks meta.properties with MetaPropertiesEnsemble (Loader, verify),
+        in its own words: a node.id that is not an int is "Unable to read node.id as a base-10
+        number." (PropertiesUtils.loadRequiredIntProp; the dir is then unreadable: "No readable
+        meta.properties files found."), another node id "Stored node id N doesn't match previous
+        node id M", another cluster.id "Invalid cluster.id in: <path>. Expected A, but read B".
+        3.3.1 (BrokerMetadataCheckpoint, KafkaServer): "Failed to parse node.id property as an
+        int", InconsistentNodeIdException, "BrokerMetadata is not consistent across log.dirs".
+        Checked against 3.3.1 and 4.0.0-SNAPSHOT."""
+        return self.at_least(3, 7)
+
     def format_args(
         self,
         cluster_id: str,

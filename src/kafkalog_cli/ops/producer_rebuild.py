@@ -11,7 +11,8 @@ currentTxnFirstOffset. One rule for every version (config.versions.TRANSACTIONS_
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,3 +268,196 @@ def replay(seg: Segment, state: ProducerState, start: int = 0, stop: int = 1 << 
                     state.update(batch)
         except KafkalogError:
             pass
+
+
+# ------------------------------------------------------------------ the snapshot files as LogLoader changes them
+@dataclass
+class LogView:
+    """One segment as a rebuild reads it: its file (None: one created empty), and the byte ranges
+    the log holds once recovery has cut it (None: the whole file)."""
+
+    base_offset: int
+    segment: Segment | None = None
+    ranges: list[tuple[int, int]] | None = None
+
+    def batches(self) -> Iterator[RecordBatch]:
+        """The batches in order; stops quietly where one does not parse (a segment the broker
+        keeps unrecovered below its recovery point)."""
+        seg = self.segment
+        if seg is None:
+            return
+        whole: list[tuple[int, int | None]] = [(0, None)]
+        ranges: list[tuple[int, int | None]] = list(self.ranges) if self.ranges else whole
+        with seg.mapped():
+            for start, end in ranges:
+                try:
+                    yield from seg.batches(start, end)
+                except KafkalogError:
+                    return
+
+    def batch_at(self, position: int) -> RecordBatch:
+        """The batch at `position` of the file (one the recovery walk took)."""
+        assert self.segment is not None, "a batch of a segment file"
+        return next(self.segment.batches(position))
+
+
+@dataclass
+class SnapshotFiles:
+    """A partition dir's producer snapshot files while LogLoader.load runs: offset -> the file on
+    disk (a Path) or the bytes written; `removed` says why each removed one went."""
+
+    files: dict[int, Path | bytes]
+    removed: dict[int, str] = field(default_factory=dict)
+
+    def read(self, offset: int) -> bytes:
+        """The snapshot's bytes (none: removed by a live broker since the listing, unreadable)."""
+        f = self.files[offset]
+        if isinstance(f, bytes):
+            return f
+        return (read_listed(f) if was_listed(f) else files.read_bytes(f)) or b""
+
+    def remove(self, offset: int, why: str) -> None:
+        if self.files.pop(offset, None) is not None:
+            self.removed[offset] = why
+
+
+class SnapshotManager:
+    """ProducerStateManager's snapshot handling over SnapshotFiles: a new one lists the files as
+    they are (loadSnapshots) and deletes only those it listed (removeAndDeleteSnapshot); the map
+    and snapshot offsets start at 0 (lastMapOffset, lastSnapOffset). The same in 3.3.1
+    (ProducerStateManager.scala) and 4.0 (ProducerStateManager.java)."""
+
+    def __init__(
+        self,
+        snapshots: SnapshotFiles,
+        *,
+        now_ms: int,
+        expiration_ms: int,
+        insertion_order: bool,
+    ):
+        self.dir = snapshots
+        self.listed = set(snapshots.files)
+        self.now_ms, self.expiration_ms = now_ms, expiration_ms
+        self.insertion_order = insertion_order
+        self.state = ProducerState(insertion_order=insertion_order)
+        self.map_end = 0
+        self.snap_end = 0
+
+    def _delete(self, offset: int, why: str) -> None:
+        if offset in self.listed:
+            self.listed.discard(offset)
+            self.dir.remove(offset, why)
+
+    def latest(self) -> int | None:
+        return max(self.listed, default=None)
+
+    def remove_stray_snapshots(self, bases: Sequence[int]) -> None:
+        """removeStraySnapshots: every snapshot not at a segment base goes but the latest such
+        one, which stays only above the last base (the one a clean shutdown wrote)."""
+        self.listed = set(self.dir.files)
+        strays = sorted(o for o in self.listed if o not in set(bases))
+        for o in strays[:-1]:
+            self._delete(o, "stray producer snapshot")
+        if strays and bases and strays[-1] < max(bases):
+            self._delete(strays[-1], "stray producer snapshot")
+
+    def drop_out_of_range(self, log_start: int, log_end: int) -> None:
+        """truncateAndReload's first step: the snapshots above the log end or at or below the
+        log start offset go."""
+        for o in sorted(self.listed):
+            if o > log_end:
+                self._delete(o, "above the log end offset")
+            elif o <= log_start:
+                self._delete(o, "at or below the log start offset")
+
+    def truncate_and_reload(self, log_start: int, log_end: int) -> None:
+        """truncateAndReload: the snapshots above the log end or at or below the log start go;
+        the state is reloaded from the latest that reads (a corrupt one is deleted) unless the
+        map already ends at `log_end`."""
+        self.drop_out_of_range(log_start, log_end)
+        if log_end != self.map_end:
+            self.state = ProducerState(insertion_order=self.insertion_order)
+            self._load_from_snapshot(log_start)
+        else:  # onLogStartOffsetIncremented
+            self.map_end = max(self.map_end, log_start)
+            latest = self.latest()
+            self.snap_end = log_start if latest is None else latest
+
+    def _load_from_snapshot(self, log_start: int) -> None:
+        while (latest := self.latest()) is not None:
+            try:
+                data = self.dir.read(latest)
+                path = self.dir.files[latest]
+                self.state = ProducerState.from_snapshot(
+                    data,
+                    self.now_ms,
+                    self.expiration_ms,
+                    None if isinstance(path, bytes) else str(path),
+                )
+                self.state.insertion_order = self.insertion_order
+                self.snap_end = self.map_end = latest
+                return
+            except KafkalogError:  # CorruptSnapshotException: deleted, the next one tried
+                self._delete(latest, "a producer snapshot the broker cannot read")
+        self.snap_end = self.map_end = log_start
+
+    def take_snapshot(self) -> None:
+        """takeSnapshot: only past the last one taken or loaded."""
+        if self.map_end > self.snap_end:
+            self.dir.files[self.map_end] = self.state.snapshot_bytes()
+            self.dir.removed.pop(self.map_end, None)
+            self.listed.add(self.map_end)
+            self.snap_end = self.map_end
+
+
+def rebuild_snapshots(
+    psm: SnapshotManager,
+    segments: Sequence[LogView],
+    log_start: int,
+    last_offset: int,
+    reload_from_clean_shutdown: bool,
+    bases: Sequence[int] | None = None,
+) -> None:
+    """UnifiedLog.rebuildProducerState (3.3.1 Scala, 4.0 Java: the same steps). With no snapshot
+    after a clean shutdown, empty snapshots at the last two segment bases and `last_offset` (the
+    upgrade path); else truncateAndReload, the log replayed from the map end up to
+    `last_offset` (LogSegments.values(mapEndOffset, lastOffset): from the segment holding the map
+    end; a snapshot at each of the last two segment bases on the way), one at `last_offset`.
+    `bases`: the segments' base offsets, when the caller has them."""
+    if bases is None:
+        bases = [s.base_offset for s in segments]
+    to_snapshot = [*bases[-2:], last_offset]
+    if psm.latest() is None and reload_from_clean_shutdown:
+        for off in to_snapshot:
+            psm.map_end = off
+            psm.take_snapshot()
+        return
+    empty_before = not psm.state.entries and psm.map_end >= last_offset
+    psm.truncate_and_reload(log_start, last_offset)
+    if last_offset > psm.map_end and not empty_before:
+        floor = bisect_right(bases, last_offset) - 1  # maxPosition applies in this one only
+        for i in range(
+            max(bisect_right(bases, psm.map_end) - 1, 0), bisect_left(bases, last_offset)
+        ):
+            start = max(bases[i], psm.map_end, log_start)
+            psm.map_end = start
+            if bases[i] in to_snapshot:
+                psm.take_snapshot()
+            _load_producers(segments[i], psm.state, start, last_offset if i == floor else None)
+    psm.map_end = last_offset
+    psm.take_snapshot()
+
+
+def _load_producers(seg: LogView, state: ProducerState, start: int, stop: int | None) -> None:
+    """loadProducersFromRecords over segment.read(start, maxPosition): from the first batch whose
+    last offset reaches `start`, every batch up to the one whose last offset reaches `stop` (the
+    segment holding it only: translateOffset), batches that jump back included."""
+    reading = False
+    for batch in seg.batches():
+        if not reading and batch.last_offset < start:
+            continue
+        reading = True
+        if stop is not None and batch.last_offset >= stop:
+            break
+        if batch.magic >= 2 and batch.producer_id >= 0:
+            state.update(batch)

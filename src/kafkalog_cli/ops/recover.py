@@ -12,7 +12,9 @@ which keeps every intermediate state loadable by a broker and by a second `recov
 3. .index, .timeindex and .txnindex rebuilt with Kafka's algorithm, written only where they differ;
    beyond Kafka: indexes of segments that are not recovered are checked too (a zero-filled or
    truncated index a broker would keep) and rebuilt;
-4. producer snapshots: one at the end of each recovered segment and at the log end; strays removed;
+4. producer snapshots: those LogLoader leaves, its steps replayed on the files (per recovered
+   segment a rebuild up to its base and a snapshot at its end; strays removed; the rebuild up to
+   the log end);
 5. leader-epoch-checkpoint (rebuilt from the batches' partition leader epochs when a broker
    would refuse to load it), then the recovery point (= log end offset), last.
 """
@@ -31,11 +33,19 @@ from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import parse_offset_index, read_start
-from kafkalog_cli.formats.producer_state import parse_producer_snapshot
 from kafkalog_cli.formats.records import iter_batches
 from kafkalog_cli.formats.txnindex import encode_txn_index
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
-from kafkalog_cli.ops.producer_rebuild import ProducerState, rebuild_producer_state, replay
+from kafkalog_cli.ops.producer_rebuild import (
+    LogView,
+    ProducerState,
+    SnapshotFiles,
+    SnapshotManager,
+    rebuild_producer_state,
+    rebuild_snapshots,
+    replay,
+    snapshot_insertion_order,
+)
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import TMP_SUFFIX, stage_copy
@@ -532,6 +542,30 @@ def _plan_partition(p: Plan, part: Partition, clean: bool, opts: RecoverOptions)
     return run.finish()
 
 
+@dataclass
+class _Recovered:
+    """What recovering one segment left, for the snapshot replay: the byte ranges kept (None:
+    all), the map end offset, where the batches with a producer id lie, whether
+    recoverSegment took its closing snapshot."""
+
+    ranges: list[tuple[int, int]] | None
+    map_end: int | None
+    positions: list[int]
+    snapshot: bool
+
+
+class _Recording:
+    """The walk's producer state, noting where each batch it takes lies."""
+
+    def __init__(self, state: ProducerState):
+        self.state = state
+        self.positions: list[int] = []
+
+    def update(self, batch):
+        self.positions.append(batch.position)
+        return self.state.update(batch)
+
+
 class _PartitionRecovery:
     """One partition's recovery plan: what the steps share, one method per step."""
 
@@ -558,6 +592,8 @@ class _PartitionRecovery:
         }
         p.partitions[self.name] = self.summary
         self.recover_set = self._segments_recovered(recovery_point)
+        self.from_recovery_point = set(self.recover_set)
+        self.index_less: list[int] = []  # recovered as LogLoader.loadSegmentFiles loads them
         if clean and not opts.all_segments:
             _note_hidden_by_marker(p, part, [self.segs[b] for b in self.bases], recovery_point)
         self.swapped_without_index = self._segments_without_index()
@@ -567,19 +603,7 @@ class _PartitionRecovery:
             min(self.recover_set) if self.recover_set else None,
             ignored=lambda m, f: p.note(self.name, m, f),
         )
-        self.snapshots_to_write: dict[int, bytes] = {}
-        self.last_end: int | None = None  # where the previous recovered segment ended
-        if self.recover_set:
-            self.snapshots_to_write.update(
-                _snapshots_before_recovery(
-                    p,
-                    part,
-                    [self.segs[b] for b in self.bases],
-                    min(self.recover_set),
-                    self.state,
-                    self._state_at,
-                )
-            )
+        self.recovered: dict[int, _Recovered] = {}  # in the order of the walk
         self.leo = self.bases[0] if self.bases else self.log_start
         self.deleted_from: int | None = None
 
@@ -616,6 +640,7 @@ class _PartitionRecovery:
                 out[b] = self.cfg.segment_index_bytes // 8 * 8
             elif index_source is None:
                 self.recover_set.add(b)
+                self.index_less.append(b)
         return out
 
     def _starting_epochs(self) -> tuple[str | None, list | None, list[tuple[int, int]]]:
@@ -805,13 +830,10 @@ class _PartitionRecovery:
         rewrite) with the later segments' deletion, the rebuilt indexes and the snapshot."""
         b, name = s.base_offset, self.name
         self.summary["recovered_segments"].append(b)
-        if self.last_end is not None and b > self.last_end:
-            # recoverSegment's rebuild up to this base snapshots it: past the previous
-            # segment's end when the cleaner left a gap
-            self.snapshots_to_write[b] = self.state.snapshot_bytes()
+        recording = _Recording(self.state)
         try:
             r = recover_segment(
-                buf, b, self.cfg.index_interval_bytes, self.state, self.epochs, self.opts.salvage
+                buf, b, self.cfg.index_interval_bytes, recording, self.epochs, self.opts.salvage
             )
         except OffsetOverflowError as e:
             e.located(path=str(s.log_path))
@@ -836,10 +858,15 @@ class _PartitionRecovery:
             self._cut(s, buf, r, cut)
         _index_actions(self.p, s, r, name)
         self.leo = r.next_offset
-        if r.next_offset > b:
-            # takeSnapshot writes only past the last snapshot: an emptied segment gets none
-            self.snapshots_to_write[r.next_offset] = self.state.snapshot_bytes()
-        self.last_end = r.next_offset
+        self.recovered[b] = _Recovered(
+            r.kept_ranges
+            if r.kept_ranges is not None
+            else ([(0, r.valid_bytes)] if truncating or r.invalid_offset else None),
+            r.map_end,
+            recording.positions,
+            # InvalidOffsetException leaves recoverSegment before its takeSnapshot
+            not r.invalid_offset,
+        )
 
     def _delete_later(self, b: int, later: list[int]) -> None:
         """Kafka deletes all segments after a truncated one; newest first, .log first, so that a
@@ -915,6 +942,87 @@ class _PartitionRecovery:
             )
         )
 
+    def _snapshots(self, live_bases: list[int], log_start: int) -> None:
+        """The producer snapshots LogLoader.load leaves, its steps replayed on the files
+        (SnapshotFiles): each segment loadSegmentFiles recovers (no index) over the segments
+        before it, then each one recoverLog recovers over all of them (recoverSegment: a new
+        ProducerStateManager, rebuildProducerState up to its base, LogSegment.recover, a snapshot
+        at its end); the snapshots of the segments it deletes; removeStraySnapshots and
+        rebuildProducerState up to the log end (3.3.1 and 4.0 alike). Then what the next load
+        does first (removeStraySnapshots, truncateAndReload) to what is left, so that a second
+        recover changes nothing: a clean load keeps an older stray above the last segment base
+        next to the one it writes at the log end, and its next load deletes it."""
+        p, part = self.p, self.part
+        gone = _gone(p)
+        listed = {off: part.path(f) for off, f in part.snapshots.items()}
+        snaps = SnapshotFiles({off: f for off, f in listed.items() if f not in gone})
+        views = {
+            b: LogView(b, self.segs[b], r.ranges if (r := self.recovered.get(b)) else None)
+            for b in self.bases
+        }
+        order = snapshot_insertion_order(self.resolver.versions)
+
+        def manager() -> SnapshotManager:
+            return SnapshotManager(
+                snaps,
+                now_ms=self.opts.now_ms,
+                expiration_ms=self.cfg.producer_id_expiration_ms,
+                insertion_order=order,
+            )
+
+        every = [views[b] for b in self.bases]
+        for b in self.index_less:
+            before = [v for v in every if v.base_offset < b]
+            self._recover_snapshots(manager(), before, [v.base_offset for v in before], b)
+        for b in self.recovered:
+            # a segment recovered beyond Kafka (--repair, a load that would fail) is one the
+            # broker loads as it is: its snapshots are those of the load that follows
+            if b in self.from_recovery_point:
+                self._recover_snapshots(manager(), every, self.bases, b)
+        for b in self.summary["deleted_segments"]:
+            if b in listed:  # deleteProducerSnapshotsAsync: the loader's manager lists them
+                snaps.remove(b, "of a segment deleted after the corruption")
+        segments = [views.get(b, LogView(b)) for b in live_bases]
+        main = manager()
+        main.remove_stray_snapshots(live_bases)
+        rebuild_snapshots(main, segments, log_start, self.leo, self.clean)
+        nxt = manager()
+        nxt.remove_stray_snapshots(live_bases)
+        nxt.drop_out_of_range(log_start, self.leo)
+        for off, data in sorted(snaps.files.items()):
+            f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
+            if isinstance(data, bytes) and _current(p, f) != data:
+                p.add(
+                    Action(
+                        ActionKind.WRITE_SNAPSHOT,
+                        f,
+                        "producer state at this offset",
+                        self.name,
+                        data=data,
+                    )
+                )
+        for off, f in sorted(listed.items()):
+            if f not in gone and off not in snaps.files:
+                p.add(Action(ActionKind.DELETE, f, snaps.removed[off], self.name))
+
+    def _recover_snapshots(
+        self, psm: SnapshotManager, segments: list[LogView], bases: list[int], b: int
+    ) -> None:
+        """LogLoader.recoverSegment's snapshots for the segment at `b`: rebuildProducerState up
+        to its base over `segments` (at `bases`), the recovered batches' producers, a snapshot
+        at its map end."""
+        rebuild_snapshots(psm, segments, self.log_start, b, False, bases)
+        r = self.recovered.get(b)
+        if r is None:  # not reached: deleted after an earlier corruption
+            return
+        seg = LogView(b, self.segs[b])
+        with self.segs[b].mapped():
+            for pos in r.positions:
+                psm.state.update(seg.batch_at(pos))
+        if r.snapshot and r.map_end is not None:
+            psm.map_end = r.map_end
+            psm.take_snapshot()
+
     # -- after the segments
     def finish(self) -> int:
         """An empty segment where there is none, the producer snapshots, the leader epochs (cut
@@ -937,35 +1045,9 @@ class _PartitionRecovery:
                 )
             live_bases = [self.log_start]
             self.leo = self.log_start
-        if (
-            not self.recover_set
-            and self.bases
-            and not _upgrade_path(p, part, self.clean, live_bases)
-        ):
-            # nothing recovered: rebuildProducerState(lastOffset = the log end) runs truncateAndReload
-            # (snapshots above the log end go), loads the latest snapshot at or below it and replays
-            # the log from there up to it, snapshotting the last two segment bases on the way
-            def state_at(upto: int) -> ProducerState:
-                return self._state_at(upto, live_bases)
-
-            self.state = state_at(self.leo)
-            self.snapshots_to_write.update(
-                _snapshots_before_recovery(
-                    p, part, [self.segs[b] for b in live_bases], self.leo, self.state, state_at
-                )
-            )
-        _snapshot_actions(
-            p,
-            part,
+        self._snapshots(
             live_bases,
-            self.leo,
-            self.snapshots_to_write,
-            self.state.snapshot_bytes(),
-            start=_loaded_log_start(
-                p, part, self.cfg, self.resolver, self.log_start, live_bases[0]
-            ),
-            clean=self.clean,
-            recovered_from=min(self.recover_set) if self.recover_set else None,
+            _loaded_log_start(p, part, self.cfg, self.resolver, self.log_start, live_bases[0]),
         )
         # leader epochs: assigned from the batches, then truncated to [.., LEO)
         epochs = [(e, o) for e, o in self.epochs if o < self.leo]
@@ -1118,122 +1200,6 @@ def _loaded_log_start(
             f"log is remote-enabled is not known ({remote.undecided})",
         )
     return checkpointed if remote.enabled is not False else first_base
-
-
-def _snapshot_actions(
-    p: Plan,
-    part: Partition,
-    bases: list[int],
-    leo: int,
-    new: dict[int, bytes],
-    state_at_leo: bytes,
-    start: int,
-    clean: bool,
-    recovered_from: int | None,
-) -> None:
-    """The producer snapshots LogLoader leaves: those of the recovered segments; strays removed
-    (removeStraySnapshots) and those above the log end or at or below the log start offset
-    (truncateAndReload); at the log end, the one there if it reads, else the state written
-    (takeSnapshot, only past the latest snapshot). After a clean shutdown with no snapshot at
-    all, empty ones at the last two segment bases and the log end (rebuildProducerState's
-    upgrade path: the broker does not scan the log for producers then), those above the log
-    start offset only, so that the result is one a second recover leaves as it is."""
-    keep = set(bases) | {leo}
-    gone = _gone(p)
-    existing = {off: part.path(f) for off, f in part.snapshots.items() if part.path(f) not in gone}
-    # recovering from a segment deletes every snapshot above its base (truncateAndReload)
-    surviving = {
-        off: f
-        for off, f in existing.items()
-        if off in keep and start < off <= leo and (recovered_from is None or off <= recovered_from)
-    }
-    writes = {off: data for off, data in new.items() if off in keep and off > start}
-    if leo not in writes:
-        if not writes and (
-            _upgrade_path(p, part, clean, bases)
-            if recovered_from is None
-            else clean and not surviving
-        ):
-            lower = [b for b in bases if b < bases[-1]]
-            # none at or below the log start offset: the broker writes it here but its next
-            # load deletes it (truncateAndReload), so recover would undo it on every other run
-            last = start
-            for off in (lower[-1] if lower else None, bases[-1], leo):
-                if off is not None and off > last:
-                    writes[off] = ProducerState().snapshot_bytes()
-                    last = off
-        elif not (leo in surviving and _snapshot_readable(surviving[leo])):
-            readable = [
-                o for o, f in surviving.items() if o < leo and _snapshot_readable(f)
-            ] + list(writes)
-            if leo > max(readable, default=start):
-                writes[leo] = state_at_leo
-    for off, data in sorted(writes.items()):
-        f = segment_file(part.directory, off, names.SNAPSHOT_SUFFIX)
-        if _current(p, f) != data:
-            p.add(
-                Action(
-                    ActionKind.WRITE_SNAPSHOT,
-                    f,
-                    "producer state at this offset",
-                    part.name,
-                    data=data,
-                )
-            )
-    for off, f in sorted(existing.items()):
-        if off not in surviving and off not in writes:
-            why = "at or below the log start offset" if off <= start else "stray producer snapshot"
-            p.add(Action(ActionKind.DELETE, f, why, part.name))
-
-
-def _upgrade_path(p: Plan, part: Partition, clean: bool, bases: list[int]) -> bool:
-    """rebuildProducerState's upgrade path: after a clean shutdown with no snapshot left once
-    removeStraySnapshots has run (it keeps those at segment bases and the latest stray above the
-    last base), the broker writes empty snapshots instead of scanning the log."""
-    if not clean:
-        return False
-    gone = _gone(p)
-    return not any(
-        part.path(f) not in gone and (off in bases or off > bases[-1])
-        for off, f in part.snapshots.items()
-    )
-
-
-def _snapshots_before_recovery(
-    p: Plan, part: Partition, segments: list[Segment], first: int, state: ProducerState, state_at
-) -> dict[int, bytes]:
-    """The snapshots LogLoader.recoverSegment takes before it recovers the first segment (its
-    rebuildProducerState up to that segment's base): replaying from the latest readable snapshot
-    (else the log start offset), one at each of the last two segment bases passed, then one at the
-    base itself, each only past the last one taken (takeSnapshot)."""
-    out: dict[int, bytes] = {}
-    if first <= 0:
-        return out
-    log_start = part.checkpoints.log_start_offset or 0
-    gone = _gone(p)
-    readable = [
-        o
-        for o, f in part.snapshots.items()
-        if log_start < o <= first and part.path(f) not in gone and _snapshot_readable(part.path(f))
-    ]
-    last = max(readable, default=log_start)
-    bases = [s.base_offset for s in segments]
-    for b in bases[-2:]:
-        if last < b < first and b >= bases[0]:
-            out[b] = state_at(b).snapshot_bytes()
-            last = b
-    if first > last:
-        out[first] = state.snapshot_bytes()
-    return out
-
-
-def _snapshot_readable(f: Path) -> bool:
-    """ProducerStateManager.readSnapshot accepts it (else the broker deletes it and loads an older one)."""
-    try:
-        parse_producer_snapshot(read_file(f), path=str(f))
-        return True
-    except KafkalogError:
-        return False
 
 
 def _loader_files(part: Partition) -> list[str]:

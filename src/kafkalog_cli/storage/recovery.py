@@ -193,6 +193,9 @@ class SegmentRecovery:
     stopped_at: int | None = None
     kept_ranges: list[tuple[int, int]] | None = None  # --salvage: the byte ranges kept, in order
     skipped: list[tuple[int, int]] = field(default_factory=list)  # --salvage: the ranges skipped
+    # the producer state's map end offset after it (LogSegment.updateProducerState): the last v2
+    # batch's last offset + 1; None without a v2 batch (v0/v1 batches do not move it)
+    map_end: int | None = None
 
     @property
     def invalid_offset(self) -> bool:
@@ -245,6 +248,7 @@ class _Recovery(WalkVisitor):
         self.valid = 0  # bytes kept so far (positions in the rewritten file with --salvage)
         self.end = len(buf)
         self.next_offset = base
+        self.map_end: int | None = None
         self.kept: list[tuple[int, int]] = []
         self.skipped: list[tuple[int, int]] = []
         self.error: KafkalogError | None = None
@@ -285,6 +289,7 @@ class _Recovery(WalkVisitor):
             self.stopped_at,
             kept_ranges=self.kept if self.salvage else None,
             skipped=self.skipped,
+            map_end=self.map_end,
         )
 
     def _skim(self, pos: int) -> int:
@@ -301,7 +306,7 @@ class _Recovery(WalkVisitor):
             self.new_epochs,
         )
         if nxt is not None:
-            self.next_offset = nxt
+            self.next_offset = self.map_end = nxt  # v2 batches only
         return pos
 
     def take(self, batch: RecordBatch) -> None:
@@ -318,6 +323,7 @@ class _Recovery(WalkVisitor):
         self.valid += batch.size
         self.next_offset = batch.last_offset + 1
         if batch.magic >= 2:
+            self.map_end = self.next_offset
             ple = batch.partition_leader_epoch
             if ple >= 0 and ple > self.latest_epoch:
                 self.new_epochs.append((ple, batch.base_offset))
