@@ -118,16 +118,25 @@ def test_ignored_option_warning_is_printed_once_per_session(dropin):
 
 
 def test_workers_without_kafkalog_fail_at_once_saying_what_to_ship(tmp_path):
-    import pyspark
 
-    packages = Path(pyspark.__file__).resolve().parents[1]
+    # the executors' Python (pyspark.worker) cannot import kafkalog_cli, however it is installed
+    # (in site-packages or editable): a sitecustomize on its path refuses the import, as a
+    # worker without the package does; the driver's planning has it
+    blocker = tmp_path / "no-kafkalog"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _NoKafkalog:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('kafkalog_cli', 'pyspark_kafkalog'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, _NoKafkalog())\n"
+    )
     wrapper = tmp_path / "python-without-kafkalog"
-    # the executors' Python (pyspark.worker) sees site-packages without its .pth files (no
-    # kafkalog_cli, installed or editable) and not PYTHONPATH; the driver's planning has it
     wrapper.write_text(
         "#!/bin/sh\n"
         'case " $* " in\n'
-        f'  *" pyspark.worker "*) PYTHONPATH="{packages}" exec "{sys.executable}" -S "$@" ;;\n'
+        f'  *" pyspark.worker "*) PYTHONPATH="{blocker}" exec "{sys.executable}" "$@" ;;\n'
         "esac\n"
         f'exec "{sys.executable}" "$@"\n'
     )
