@@ -25,12 +25,17 @@ def register(spark) -> bool:
         pushdown_is_scan_scoped,
     )
 
-    if pushdown_is_scan_scoped(spark):
+    pushdown = pushdown_is_scan_scoped(spark)
+    if pushdown:
         spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-        spark.dataSource.register(KafkalogPushdownDataSource)
-        return True
-    spark.dataSource.register(KafkalogDataSource)
-    return False
+    try:
+        spark.dataSource.register(KafkalogPushdownDataSource if pushdown else KafkalogDataSource)
+    except Exception as e:
+        # pyspark 4.0 lets no session replace a source it found as an installed `pyspark_*`
+        # module's DefaultSource: that one (pyspark_kafkalog) already serves format("kafkalog")
+        if "DATA_SOURCE_ALREADY_EXISTS" not in str(e):
+            raise
+    return pushdown
 
 
 __all__ = ["register"]

@@ -208,9 +208,17 @@ def source_reader(options, schema, pushdown: bool) -> KafkalogReader:
     cls = KafkalogPushdownReader if pushdown else KafkalogReader
     reader = cls(options, source_columns(options, decoding is not None), decoding)
     if decoding is not None:
+        import inspect
+
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        reader.target = to_arrow_schema(schema, timezone="UTC")
+        # pyspark 4.1+ names the time zone; 4.0's timestamps are UTC without the argument
+        utc = (
+            {"timezone": "UTC"}
+            if "timezone" in inspect.signature(to_arrow_schema).parameters
+            else {}
+        )
+        reader.target = to_arrow_schema(schema, **utc)
     return reader
 
 
