@@ -27,6 +27,10 @@ from dataclasses import dataclass
 
 from kafkalog_cli.errors import UsageError
 
+# What stands for a key or value that did not decode while fields are masked: its bytes could
+# hold what is masked, so they are withheld (dump-log's JSON and export's columns alike).
+WITHHELD = "its bytes withheld: --mask"
+
 Path = tuple[str, ...]
 
 

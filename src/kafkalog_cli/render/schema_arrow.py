@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
+from kafkalog_cli.ops.schema_mask import WITHHELD
 from kafkalog_cli.ops.schema_registry import SchemaRegistryError, SchemaType, SchemaVersion
 
 
@@ -816,7 +817,7 @@ def _one_by_one(raw: list, topic: str, is_key: bool, decoder, col: TypedColumn, 
         value, sid, error = _one(got, data, col)
         if error is not None and decoder.mask is not None:
             # bytes that did not decode could hold what is masked: they are withheld
-            error, data = f"{error} (its bytes withheld: --mask)", None
+            error, data = f"{error} ({WITHHELD})", None
         values.append(value)
         ids.append(sid)
         kept.append(data if error is not None else None)
@@ -835,7 +836,7 @@ def _one_by_one(raw: list, topic: str, is_key: bool, decoder, col: TypedColumn, 
                 except unfit:
                     values[i], kept[i], errors[i] = None, raw[i], _unfit(col)
                     if decoder.mask is not None:
-                        kept[i], errors[i] = None, f"{errors[i]} (its bytes withheld: --mask)"
+                        kept[i], errors[i] = None, f"{errors[i]} ({WITHHELD})"
             built = pa.array(values, type=col.storage)
     return built, ids, kept, errors
 

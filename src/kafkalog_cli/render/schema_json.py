@@ -18,6 +18,7 @@ import uuid
 import orjson
 
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded
+from kafkalog_cli.ops.schema_mask import WITHHELD
 from kafkalog_cli.render.jsonl import dumps, payload_encoder
 
 _RECORD = b'{"kind": "record"'
@@ -88,9 +89,6 @@ class SchemaJsonWriter:
                 f"{got.reason}\n".encode("utf-8", "backslashreplace")
             )
         return dumps(obj).encode("utf-8", "surrogatepass")
-
-
-WITHHELD = "its bytes withheld: --mask"
 
 
 def kept_as(decoder: SchemaDecoder) -> str:
