@@ -14,6 +14,38 @@ def one_line(s: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in s)
 
 
+def reason_of(e: BaseException) -> str:
+    """What a library's exception (fastavro's, protobuf's, jsonschema's, pyarrow's, json's) says
+    about the input, in words for a user: never the Python class name or a repr."""
+    import json
+    import struct
+
+    if isinstance(e, json.JSONDecodeError):
+        return f"not JSON ({_lowered(e.msg)} at character {e.pos})"
+    if isinstance(e, UnicodeDecodeError):
+        return f"not {e.encoding.upper()} text (byte {e.start})"
+    if isinstance(e, (EOFError, struct.error)) or (
+        isinstance(e, IndexError) and "string index" in str(e)  # fastavro's varint at the end
+    ):
+        return "the bytes end before the value does"
+    if isinstance(e, IndexError):
+        return "a number that indexes past what the schema has (an enum symbol, a union branch)"
+    if isinstance(e, KeyError):
+        return f"no {e.args[0]} where the schema needs one" if e.args else "a name is missing"
+    if isinstance(e, RecursionError):
+        return "nested deeper than Python's recursion limit"
+    if isinstance(e, MemoryError):
+        return "a size too large to hold in memory"
+    text = " ".join(str(e).split())
+    return _lowered(text) if text else f"{type(e).__module__.partition('.')[0]} refused it"
+
+
+def _lowered(text: str) -> str:
+    """A library's message, as the middle of our sentence ("Expecting value" -> "expecting
+    value"); a name in capitals stays."""
+    return text[0].lower() + text[1:] if text[:2].istitle() else text
+
+
 class ExitCode(enum.IntEnum):
     """One table for every command (docs/safety.md "Exit codes", `kafkalog --help`, kafkalog(1))."""
 

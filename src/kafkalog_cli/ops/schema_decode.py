@@ -18,6 +18,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kafkalog_cli.errors import ExitCode, KafkalogError
+from kafkalog_cli.errors import ExitCode, KafkalogError, reason_of
 from kafkalog_cli.formats.schema_wire import (
     SchemaRef,
     WireError,
@@ -107,7 +108,8 @@ class _Avro:
             )
         except (ValueError, TypeError, KeyError, fastavro.schema.SchemaParseException) as e:
             raise SchemaRegistryError(
-                f"{v.subject} version {v.version}: not an Avro schema fastavro parses: {e}",
+                f"{v.subject} version {v.version}: not an Avro schema fastavro parses: "
+                f"{reason_of(e)}",
                 path=v.source or None,
             ) from None
         empty = _array_of_nothing(self.parsed, named, set())
@@ -437,12 +439,25 @@ def _compile_proto(registry: Registry, v: SchemaVersion) -> bytes:
             cwd=tmp,
         )
         if done.returncode != 0:
-            why = " ".join((done.stderr or "protoc failed").replace(tmp + os.sep, "").split())
+            why = _protoc_errors(done.stderr.replace(tmp + os.sep, ""))
             raise SchemaRegistryError(
                 f"{v.subject} version {v.version}: protoc: {why}", path=v.source or None
             )
         with open(out, "rb") as f:
             return f.read()
+
+
+# the lines protoc's logging library (absl) adds to its errors: its banner, and its own
+# warnings (`W0000 00:00:1700000000.000000 123 parser.cc:659] No edition...`)
+_ABSL_NOISE = re.compile(r"^(WARNING: All log messages before absl::|[IW]\d{4} \d\d:\d\d:)")
+
+
+def _protoc_errors(stderr: str) -> str:
+    """protoc's errors (`file.proto:1:9: Expected message name.`), one line."""
+    lines = [x for x in stderr.splitlines() if x.strip() and not _ABSL_NOISE.match(x)]
+    text = " ".join(" ".join(lines).split()) or "protoc failed"
+    # the schema's own text is compiled under a name of ours: its place is a line and column
+    return re.sub(rf"{re.escape(_MAIN_PROTO)}:(\d+):(\d+):", r"line \1 column \2:", text)
 
 
 class _JsonSchema:
@@ -455,7 +470,8 @@ class _JsonSchema:
             schema = json.loads(v.schema)
         except ValueError as e:
             raise SchemaRegistryError(
-                f"{v.subject} version {v.version}: not JSON: {e}", path=v.source or None
+                f"{v.subject} version {v.version}: its schema is {reason_of(e)}",
+                path=v.source or None,
             ) from None
         resources = []
         stack, seen = [v], set()
@@ -589,7 +605,7 @@ class SchemaDecoder:
                 # on a reference's) means it does not parse, never an internal error
                 p = SchemaRegistryError(
                     f"{v.subject} version {v.version}: its {v.schema_type.value} schema, or a "
-                    f"reference's, does not parse: {type(e).__name__}: {e}",
+                    f"reference's, does not parse: {reason_of(e)}",
                     path=v.source or None,
                 )
             self._parsed[id(v)] = p
@@ -797,7 +813,7 @@ class SchemaDecoder:
                 raise self._mismatch(writer, reader, str(e)) from None
             return Undecoded(
                 f"{writer.schema_type.value} payload its schema (id {ref.label}) does not read: "
-                f"{type(e).__name__}: {e}",
+                f"{reason_of(e)}",
                 _ident(ref),
             )
         return Decoded(value, writer, reader if r is not None else writer, ref)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 
+from kafkalog_cli.errors import reason_of
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
 from kafkalog_cli.ops.schema_mask import WITHHELD
 from kafkalog_cli.ops.schema_registry import SchemaRegistryError, SchemaType, SchemaVersion
@@ -929,7 +930,7 @@ def typed_column(decoder: SchemaDecoder, reader: SchemaVersion) -> TypedColumn |
         return UntypedColumn(
             reader,
             f"{reader.subject} version {reader.version}: its type is none Parquet holds: "
-            f"{type(e).__name__}: {e}",
+            f"{reason_of(e)}",
         )
     return col
 
