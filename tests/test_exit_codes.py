@@ -183,6 +183,14 @@ def _schemas_not_json(e: Env) -> Path:
     return d
 
 
+def _rest_dir_not_json(e: Env) -> Path:
+    """A dir shaped as the registry's REST answers whose one version is not JSON."""
+    d = e.tmp / "rest"
+    (d / "subjects" / "s" / "versions").mkdir(parents=True)
+    (d / "subjects" / "s" / "versions" / "1").write_text("{")
+    return d
+
+
 SCHEMAS_FIXTURE = paths.SCHEMAS / "logdir"
 
 
@@ -584,10 +592,11 @@ CASES = {
     ),
     ("schemas", 0): lambda e: (["schemas", str(SCHEMAS_FIXTURE)], None),
     ("schemas", 2): _usage("schemas"),
-    ("schemas", 3): lambda e: (
+    ("schemas", 1): lambda e: (
         ["schemas", str(_schemas_not_json(e))],
-        "record at offset 0: not JSON",
+        "offset 0: _schemas-0 record skipped, as the Schema Registry skips it: its key is not JSON",
     ),
+    ("schemas", 3): lambda e: (["schemas", "--schemas", str(_rest_dir_not_json(e))], "not JSON"),
     ("schemas", 4): _missing("schemas"),
     ("quarantine", 0): lambda e: (["quarantine", "list", str(_quarantined(e)[1])], None),
     ("quarantine", 2): lambda e: (["quarantine", "restore"], "Missing argument"),

@@ -26,5 +26,5 @@ EXIT_CODES = {
     "metadata": (0, 2, 3, 4),
     "compare-replicas": (0, 1, 2, 3, 4),
     "move-partition": (0, 1, 2, 3, 4, 5, 6),
-    "schemas": (0, 2, 3, 4),
+    "schemas": (0, 1, 2, 3, 4),
 }

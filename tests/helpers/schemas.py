@@ -157,3 +157,15 @@ def edit_value(log_dir: Path, partition: str, offset: int, value: bytes) -> None
                 replace_record(seg, b, i, value=value)
                 return
     raise AssertionError(f"no offset {offset} in {partition}")
+
+
+def edit_schemas_record(log_dir: Path, offset: int, *, key=..., value=...) -> None:
+    """The key or value (bytes, or None) of the `_schemas` record at `offset`, in a copy of the
+    fixture's log dir, replaced."""
+    seg = log_dir / "_schemas-0" / "00000000000000000000.log"
+    for b in iter_batches(seg.read_bytes()):
+        for i, r in enumerate(b.records()):
+            if r.offset == offset:
+                replace_record(seg, b, i, key=key, value=value)
+                return
+    raise AssertionError(f"no offset {offset} in _schemas-0")

@@ -66,9 +66,63 @@ def test_ids_are_per_context_and_configs_keep_the_last_value():
     assert reg.configs == {}
 
 
-def test_a_key_of_unknown_keytype_is_an_error():
-    with pytest.raises(SchemaRegistryError, match="unknown keytype 'WHAT'"):
+def test_a_key_of_unknown_keytype_is_refused_with_a_sentence():
+    with pytest.raises(SchemaRegistryError, match="^its key's keytype 'WHAT' is none the registry"):
         _replay(({"keytype": "WHAT", "magic": 0}, {}))
+
+
+def _key(keytype, subject=None, **more):
+    return {"keytype": keytype, "subject": subject, "magic": 0, **more}
+
+
+def test_delete_subject_reads_its_value_as_the_registry_does():
+    """KafkaStoreMessageHandler.handleDeleteSubject: the value's subject and version; a value
+    without a version deletes nothing (the registry's loop fails on it), a tombstone neither."""
+    reg = _replay(_schema("s", 1, 1, '"int"'), _schema("s", 2, 2, '"long"'))
+    reg.apply(_key("DELETE_SUBJECT", "s"), None, "test")
+    with pytest.raises(SchemaRegistryError, match="DELETE_SUBJECT value without a subject and"):
+        reg.apply(_key("DELETE_SUBJECT", "s"), {"subject": "s"}, "test")
+    assert [v.version for v in reg.subject_versions("s")] == [1, 2]
+    reg.apply(_key("DELETE_SUBJECT"), {"subject": "s", "version": 1}, "test")
+    assert [v.version for v in reg.subject_versions("s")] == [2]
+
+
+def test_magic_0_and_1_keys_are_one_key():
+    """SchemaRegistryKey.compareTo orders by keytype, subject and version: an old registry's
+    magic 0 key and a newer one's magic 1 name the same version."""
+    old = ({**_schema("s", 1, 1, '"int"')[0], "magic": 0}, _schema("s", 1, 1, '"int"')[1])
+    reg = _replay(old, _schema("s", 1, 1, '"int"', deleted=True))
+    assert [(v.version, v.deleted) for v in reg.subject_versions("s", deleted=True)] == [(1, True)]
+    reg.apply({**old[0], "magic": 1}, None, "test")
+    assert reg.subjects(deleted=True) == []
+
+
+def test_tombstones_noop_and_assoc_change_what_the_registry_changes():
+    reg = _replay(
+        _schema("s", 1, 1, '"int"'),
+        (_key("CONFIG", "s"), {"compatibilityLevel": "NONE"}),
+        (_key("MODE", "s"), {"mode": "READONLY"}),
+    )
+    for k in (_key("CLEAR_SUBJECT", "s"), _key("CONTEXT"), {"keytype": "NOOP"}):
+        reg.apply(k, None, "test")
+    reg.apply({"keytype": "ASSOC", "subject": "s"}, {"topic": "t"}, "test")
+    reg.apply({"keytype": "NOOP", "magic": 0}, {"whatever": 1}, "test")
+    assert [v.version for v in reg.subject_versions("s")] == [1]
+    reg.apply(_key("CONFIG", "s"), None, "test")
+    reg.apply(_key("MODE", "s"), None, "test")
+    assert reg.configs == {} and reg.modes == {}
+
+
+def test_clear_subject_of_a_context_clears_its_subjects_soft_deleted_versions():
+    reg = _replay(
+        _schema(":.c:a", 1, 1, '"int"', deleted=True),
+        _schema(":.c:b", 1, 2, '"long"', deleted=True),
+        _schema(":.c:b", 2, 3, '"string"'),
+        _schema("a", 1, 1, '"int"', deleted=True),
+    )
+    reg.apply(_key("CLEAR_SUBJECT", ":.c:"), {"subject": ":.c:"}, "test")
+    assert reg.subjects(deleted=True) == [":.c:b", "a"]
+    assert [v.version for v in reg.subject_versions(":.c:b", deleted=True)] == [2]
 
 
 def test_a_rest_dir_with_url_encoded_subjects(tmp_path):

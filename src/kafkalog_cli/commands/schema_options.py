@@ -88,8 +88,11 @@ class SchemaDecoding:
         )
 
     def finish(self, out) -> None:
-        """Flush; exit 1 when a key or value was kept as bytes (each was named on stderr)."""
+        """Flush; exit 1 when a key or value was kept as bytes (each was named on stderr), or a
+        `_schemas` record was skipped."""
         out.flush()
+        if self.decoder.registry.skipped and not out.undecoded:
+            click.get_current_context().exit(int(ExitCode.PROBLEMS))
         if out.undecoded:
             kept = (
                 "and are kept as bytes"
@@ -100,6 +103,13 @@ class SchemaDecoding:
                 f"kafkalog: {out.undecoded} keys or values were not decoded {kept}", err=True
             )
             click.get_current_context().exit(int(ExitCode.PROBLEMS))
+
+
+def warn_skipped(skip) -> None:
+    """A `_schemas` record skipped (ops.schema_registry.SkippedRecord), as a warning line."""
+    from kafkalog_cli.errors import one_line
+
+    click.echo(f"kafkalog: warning: {one_line(skip.line())}", err=True)
 
 
 def field_mask(mask, mask_key_file, decoding: bool):
@@ -168,7 +178,7 @@ def schema_decoding(
     from kafkalog_cli.ops.schema_registry import load_registry
 
     masking = field_mask(mask, mask_key_file, True)
-    registry = load_registry(paths if decode_schemas else (), schemas, schema)
+    registry = load_registry(paths if decode_schemas else (), schemas, schema, warn_skipped)
     decoder = SchemaDecoder(registry, reader_version, mask=masking)
     if masking is not None:
         from kafkalog_cli.ops.schema_mask import check_fields
@@ -191,6 +201,5 @@ def schema_spec(
         return None
     from kafkalog_cli.ops.schema_registry import load_registry
 
-    return SchemaSpec(
-        load_registry(paths if decode_schemas else (), schemas, schema), reader_version, masking
-    )
+    registry = load_registry(paths if decode_schemas else (), schemas, schema, warn_skipped)
+    return SchemaSpec(registry, reader_version, masking)

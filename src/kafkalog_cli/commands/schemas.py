@@ -61,9 +61,14 @@ def schemas(paths, schemas, schema, deleted, subjects, show_schema, fmt):
     value deletes a version for good). Subjects of other contexts read `:.ctx:name`.
 
     \b
-    Exit codes: 0 done (a note on stderr when no schema was found); 2 usage; 3 a _schemas record
-    that is not the registry's JSON; 4 a path missing or unreadable, or neither a log dir nor a
-    _schemas partition dir.
+    A _schemas record the registry itself skips (a key or value that is not its JSON, an
+    unknown keytype or schemaType, an id that names another schema already) is skipped with a
+    warning naming its segment and offset, as the registry's reader logs it and goes on.
+
+    \b
+    Exit codes: 0 done (a note on stderr when no schema was found); 1 a _schemas record was
+    skipped; 2 usage; 3 a REST-shaped dir's file that is not the registry's JSON; 4 a path
+    missing or unreadable, or neither a log dir nor a _schemas partition dir.
 
     \b
     Examples:
@@ -71,7 +76,8 @@ def schemas(paths, schemas, schema, deleted, subjects, show_schema, fmt):
       kafkalog schemas /var/lib/kafka/data --deleted --format json | jq -r .subject
       kafkalog schemas --schemas ./registry-export --subject orders-value --show-schema
     """
-    from kafkalog_cli.errors import InputError
+    from kafkalog_cli.commands.schema_options import warn_skipped
+    from kafkalog_cli.errors import ExitCode, InputError
     from kafkalog_cli.ops.schema_registry import load_registry, schemas_partitions
 
     if not paths and not schemas and not schema:
@@ -82,7 +88,7 @@ def schemas(paths, schemas, schema, deleted, subjects, show_schema, fmt):
                 "neither a log dir holding a _schemas partition nor a _schemas partition dir",
                 path=p,
             )
-    registry = load_registry(paths, schemas, schema)
+    registry = load_registry(paths, schemas, schema, warn_skipped)
     names = [s for s in registry.subjects(deleted=deleted) if not subjects or s in subjects]
     versions = [v for s in names for v in registry.subject_versions(s, deleted=deleted)]
     out = sys.stdout
@@ -115,3 +121,5 @@ def schemas(paths, schemas, schema, deleted, subjects, show_schema, fmt):
             f"kafkalog: note: no schema in {', '.join(registry.sources) or 'the paths given'}",
             err=True,
         )
+    if registry.skipped:
+        click.get_current_context().exit(int(ExitCode.PROBLEMS))

@@ -12,9 +12,19 @@ serde) holds JSON keys and values. The key's `keytype` says what a record is:
     CLEAR_SUBJECT   {subject}: the soft-deleted versions are gone for good
     CONTEXT         a context came to exist; NOOP: nothing (the reader's barrier)
 
+    ASSOC           a subject's association with a topic: no schema changes
+
 A subject in a context other than the default one reads `:.ctx:name`; ids are numbered per
 context. The state is the last record of each key, in offset order, as the registry's store
-replays it; it answers as the REST API would (`subjects`, `versions`, `by_id`)."""
+replays it; it answers as the REST API would (`subjects`, `versions`, `by_id`). A key's `magic`
+(0 from old registries, 1 since) is no part of its identity: the store orders keys by keytype,
+subject and version (SchemaRegistryKey.compareTo).
+
+A record the registry cannot read is skipped, as its reader skips it and goes on
+(KafkaStoreReaderThread.doWork logs the SerializationException of
+SchemaRegistrySerializer.deserializeKey/deserializeValue and continues; a SCHEMA value whose id
+already names another schema is ignored by KafkaStoreMessageHandler.validateUpdate): each is a
+`SkippedRecord` of the registry, said once."""
 
 from __future__ import annotations
 
@@ -24,8 +34,9 @@ import uuid
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
+from typing import TypeGuard
 
-from kafkalog_cli.errors import InputError, KafkalogError, UsageError
+from kafkalog_cli.errors import InputError, KafkalogError, UsageError, reason_of
 
 SCHEMAS_TOPIC = "_schemas"
 DEFAULT_CONTEXT = "."
@@ -41,6 +52,7 @@ class KeyType(str, Enum):
     DELETE_SUBJECT = "DELETE_SUBJECT"
     CLEAR_SUBJECT = "CLEAR_SUBJECT"
     CONTEXT = "CONTEXT"
+    ASSOC = "ASSOC"
 
 
 class SchemaType(str, Enum):
@@ -51,6 +63,23 @@ class SchemaType(str, Enum):
 
 class SchemaRegistryError(KafkalogError):
     """A `_schemas` record or schema file that cannot be what it says (exit 3)."""
+
+
+@dataclass(frozen=True)
+class SkippedRecord:
+    """A `_schemas` record the registry does not apply, and why (a user's sentence)."""
+
+    partition: str  # the topic-partition: `_schemas-0`
+    segment: str
+    offset: int
+    why: str
+
+    def line(self) -> str:
+        """The warning, one line: where, then why."""
+        return (
+            f"{self.segment}: offset {self.offset}: {self.partition} record skipped, as the "
+            f"Schema Registry skips it: {self.why}"
+        )
 
 
 @dataclass(frozen=True)
@@ -119,6 +148,7 @@ class Registry:
     bound: dict[tuple[str, bool], SchemaVersion] = field(default_factory=dict)  # (topic, is_key)
     # every version ever read, deleted for good since or not: what an unknown id once was
     history: dict[tuple[str, int], SchemaVersion] = field(default_factory=dict)  # (context, id)
+    skipped: list[SkippedRecord] = field(default_factory=list)
 
     # -- the registry's answers
     def subjects(self, deleted: bool = False) -> list[str]:
@@ -186,41 +216,85 @@ class Registry:
         self.add(v)
 
     def apply(self, key: dict, value: dict | None, where: str) -> None:
-        """One `_schemas` record, replayed as the registry's store does (KafkaStoreReaderThread)."""
+        """One `_schemas` record, replayed as the registry's store does (KafkaStoreReaderThread,
+        KafkaStoreMessageHandler.handleUpdate); a SchemaRegistryError for one it skips."""
         try:
             kt = KeyType(key.get("keytype"))
-        except ValueError:
-            raise SchemaRegistryError(f"a key of unknown keytype {key.get('keytype')!r}") from None
+        except (ValueError, TypeError):
+            raise SchemaRegistryError(
+                f"its key's keytype {key.get('keytype')!r} is none the registry knows"
+            ) from None
+        if kt is KeyType.NOOP:  # the reader's barrier: its value is never read
+            return
         subject = key.get("subject")
+        if subject is not None and not isinstance(subject, str):
+            raise SchemaRegistryError(f"its {kt.value} key's subject is not text")
         if kt is KeyType.SCHEMA:
-            version = key.get("version")
-            if not isinstance(subject, str) or not isinstance(version, int):
-                raise SchemaRegistryError("a SCHEMA key without a subject and an integer version")
-            if value is None:  # the tombstone of a hard delete
-                self.versions.get(subject, {}).pop(version, None)
-                if not self.versions.get(subject, True):
-                    del self.versions[subject]
-                return
-            self.add(schema_version(value, where))
-        elif kt in (KeyType.DELETE_SUBJECT, KeyType.CLEAR_SUBJECT) and not isinstance(subject, str):
-            raise SchemaRegistryError(f"a {kt.value} key without a subject")
+            self._apply_schema(key, value, where)
         elif kt is KeyType.CONFIG:
             self._keep(self.configs, subject, value)
         elif kt is KeyType.MODE:
             self._keep(self.modes, subject, value)
-        elif kt is KeyType.DELETE_SUBJECT and value is not None and isinstance(subject, str):
-            upto = value.get("version")
-            for n, v in self.versions.get(subject, {}).items():
-                if not isinstance(upto, int) or n <= upto:
-                    v.deleted = True
-        elif kt is KeyType.CLEAR_SUBJECT and value is not None and isinstance(subject, str):
-            left = {n: v for n, v in self.versions.get(subject, {}).items() if not v.deleted}
-            if left:
-                self.versions[subject] = left
-            else:
-                self.versions.pop(subject, None)
-        elif kt is KeyType.CONTEXT and value is not None:
+        elif value is None:  # the tombstone of another key changes no schema
+            return
+        elif kt is KeyType.DELETE_SUBJECT:
+            self._delete_subject(value)
+        elif kt is KeyType.CLEAR_SUBJECT:
+            self._clear_subject(value)
+        elif kt is KeyType.CONTEXT:
             self.contexts.add(str(value.get("context", key.get("context", ""))))
+
+    def _apply_schema(self, key: dict, value: dict | None, where: str) -> None:
+        subject, version, magic = key.get("subject"), key.get("version"), key.get("magic", 0)
+        if not isinstance(subject, str) or not _java_int(version):
+            raise SchemaRegistryError("a SCHEMA key without a subject and an integer version")
+        if magic not in (0, 1) or isinstance(magic, bool):
+            # SchemaRegistrySerializer.validateMagicByte
+            raise SchemaRegistryError(
+                f"a SCHEMA key of magic {magic!r}: the registry reads 0 and 1"
+            )
+        if value is None:  # the tombstone of a hard delete
+            self.versions.get(subject, {}).pop(version, None)
+            if not self.versions.get(subject, True):
+                del self.versions[subject]
+            return
+        v = schema_version(value, where)
+        held = None if v.id is None else self.history.get((v.context, v.id))
+        if held is not None and self.version(held.subject, held.version) is held:
+            if held.schema != v.schema:  # KafkaStoreMessageHandler.validateUpdate
+                raise SchemaRegistryError(
+                    f"{v.subject} version {v.version} has id {v.id}, which names another schema "
+                    f"already ({held.subject} version {held.version})"
+                )
+        self.add(v)
+
+    def _delete_subject(self, value: dict) -> None:
+        """KafkaStoreMessageHandler.handleDeleteSubject: the value's subject, versions 1 to its
+        version soft-deleted."""
+        subject, upto = value.get("subject"), value.get("version")
+        if not isinstance(subject, str) or not _java_int(upto):
+            raise SchemaRegistryError(
+                "a DELETE_SUBJECT value without a subject and an integer version"
+            )
+        for n, v in self.versions.get(subject, {}).items():
+            if n <= upto:
+                v.deleted = True
+
+    def _clear_subject(self, value: dict) -> None:
+        """KafkaStoreMessageHandler.handleClearSubject: the value subject's soft-deleted versions
+        gone for good (a context's, every subject's in it, for `:.ctx:` with no name)."""
+        subject = value.get("subject")
+        if not isinstance(subject, str):
+            raise SchemaRegistryError("a CLEAR_SUBJECT value without a subject")
+        whole = subject.startswith(":.") and subject.endswith(":") and subject.count(":") == 2
+        for s in [
+            s for s in self.versions if s == subject or whole and context_of(s) == subject[1:-1]
+        ]:
+            left = {n: v for n, v in self.versions[s].items() if not v.deleted}
+            if left:
+                self.versions[s] = left
+            else:
+                del self.versions[s]
 
     @staticmethod
     def _keep(table: dict, subject, value) -> None:
@@ -230,7 +304,7 @@ class Registry:
             table[subject] = value
 
 
-def _java_int(x) -> bool:
+def _java_int(x) -> TypeGuard[int]:
     """An id the registry can hold: SchemaValue's `Integer id` (a bool is no number to it)."""
     return isinstance(x, int) and not isinstance(x, bool) and -(2**31) <= x < 2**31
 
@@ -259,9 +333,16 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
             refs.append(Reference(str(r["name"]), str(r["subject"]), int(r["version"])))
         except (KeyError, TypeError, ValueError):
             raise SchemaRegistryError(
-                f"a reference without name, subject and version: {r!r}"
+                f"a reference without name, subject and version: {json.dumps(r)}"
             ) from None
+    for name in ("metadata", "ruleSet"):
+        if value.get(name) is not None and not isinstance(value.get(name), dict):
+            raise SchemaRegistryError(f"a schema value whose {name} is not a JSON object")
     guid = value.get("guid")
+    try:
+        guid = uuid.UUID(guid) if isinstance(guid, str) else None
+    except ValueError:
+        raise SchemaRegistryError(f"a schema value whose guid {guid!r} is not a UUID") from None
     return SchemaVersion(
         subject,
         version,
@@ -272,7 +353,7 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
         bool(value.get("deleted", False)),
         value.get("metadata"),
         value.get("ruleSet"),
-        uuid.UUID(guid) if isinstance(guid, str) else None,
+        guid,
         where,
     )
 
@@ -280,9 +361,11 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
 # -- sources
 
 
-def read_schemas_partition(registry: Registry, partition_dir: Path) -> None:
+def read_schemas_partition(registry: Registry, partition_dir: Path, warn=None) -> None:
     """Replay a `_schemas-N` partition dir into `registry`: its records in offset order (control
-    records and aborted transactions do not occur: the registry writes without transactions)."""
+    records and aborted transactions do not occur: the registry writes without transactions).
+    A record the registry would skip is skipped, kept in `registry.skipped` and passed to `warn`
+    (a SkippedRecord)."""
     from kafkalog_cli.storage.partition import Partition
 
     p = Partition.open(partition_dir)
@@ -291,25 +374,31 @@ def read_schemas_partition(registry: Registry, partition_dir: Path) -> None:
             if batch.is_control:
                 continue
             for r in batch.records():
-                where = f"{seg.path}: offset {r.offset}"
-                if r.key is None:
-                    continue
                 try:
-                    key = json.loads(r.key)
-                    value = None if r.value is None else json.loads(r.value)
-                    if not isinstance(key, dict) or (
-                        value is not None and not isinstance(value, dict)
-                    ):
-                        raise SchemaRegistryError("a key or value that is not a JSON object")
-                    registry.apply(key, value, where)
-                except (ValueError, SchemaRegistryError) as e:
-                    msg = e.message if isinstance(e, KafkalogError) else f"not JSON: {e}"
-                    raise SchemaRegistryError(
-                        f"record at offset {r.offset}: {msg}", path=str(partition_dir)
-                    ) from None
+                    key = _json_object(r.key, "key")
+                    value = None if r.value is None else _json_object(r.value, "value")
+                    registry.apply(key, value, f"{seg.path}: offset {r.offset}")
+                except SchemaRegistryError as e:
+                    skip = SkippedRecord(partition_dir.name, str(seg.path), r.offset, e.message)
+                    registry.skipped.append(skip)
+                    if warn is not None:
+                        warn(skip)
     finally:
         p.close()
     registry.sources.append(str(partition_dir))
+
+
+def _json_object(data, what: str) -> dict:
+    """A `_schemas` key or value: a JSON object (Jackson's readValue of SchemaRegistrySerializer)."""
+    if data is None:
+        raise SchemaRegistryError(f"it has no {what}")
+    try:
+        obj = json.loads(bytes(data))
+    except ValueError as e:  # not UTF-8, not JSON, a number past Python's digit limit
+        raise SchemaRegistryError(f"its {what} is {reason_of(e)}") from None
+    if not isinstance(obj, dict):
+        raise SchemaRegistryError(f"its {what} is JSON, but not an object")
+    return obj
 
 
 def schemas_partitions(paths) -> list[Path]:
@@ -353,7 +442,7 @@ def read_rest_dir(registry: Registry, root: Path) -> None:
             try:
                 answer = json.loads(f.read_bytes())
             except ValueError as e:
-                raise SchemaRegistryError(f"not JSON: {e}", path=str(f)) from None
+                raise SchemaRegistryError(reason_of(e), path=str(f)) from None
             except OSError as e:
                 raise InputError(e.strerror or str(e), path=str(f)) from None
             if isinstance(answer, dict):
@@ -393,12 +482,13 @@ def read_bound_file(registry: Registry, binding: str) -> None:
     registry.sources.append(file)
 
 
-def load_registry(log_paths=(), sources=(), bindings=()) -> Registry:
+def load_registry(log_paths=(), sources=(), bindings=(), warn=None) -> Registry:
     """The registry of the `_schemas` topics among `log_paths`, then each source given (a log
-    dir or `_schemas` partition dir, or a REST-shaped dir), then the bound files."""
+    dir or `_schemas` partition dir, or a REST-shaped dir), then the bound files. `warn` is
+    called with each `_schemas` record skipped (a SkippedRecord)."""
     reg = Registry()
     for p in schemas_partitions(log_paths):
-        read_schemas_partition(reg, p)
+        read_schemas_partition(reg, p, warn)
     for s in sources:
         p = Path(s)
         if not p.exists():
@@ -415,7 +505,7 @@ def load_registry(log_paths=(), sources=(), bindings=()) -> Registry:
                 )
             for d in found:
                 if str(d) not in reg.sources:
-                    read_schemas_partition(reg, d)
+                    read_schemas_partition(reg, d, warn)
     for b in bindings:
         read_bound_file(reg, b)
     return reg

@@ -230,7 +230,12 @@ def decoding_of(options):
     from kafkalog_cli.ops.schema_registry import load_registry
     from kafkalog_cli.spark.decoded import Decoding
 
-    registry = load_registry(_paths(options) if so.decode_schemas else (), so.sources, so.bindings)
+    registry = load_registry(
+        _paths(options) if so.decode_schemas else (),
+        so.sources,
+        so.bindings,
+        lambda skip: warn([skip.line()]),
+    )
     kafka = kafka_options(options)
     headers_default = not kafka.kafka_schema
     return Decoding(
