@@ -76,3 +76,29 @@ def test_a_rest_dir_file_that_is_not_json_is_named_with_why(runner, tmp_path):
         f"kafkalog: {d / '1.json'}: not JSON (expecting property name enclosed in double quotes "
         "at character 1)\n"
     )
+
+
+@pytest.mark.parametrize("mask", [(), ("--mask", "sensor")])
+def test_a_json_schema_violation_names_the_rule_never_the_value(runner, tmp_path, mask):
+    """jsonschema's own message quotes the value; a masked field's clear value would leak
+    through it, into stderr and `value_schema.error`."""
+    log_dir = tmp_path / "logdir"
+    shutil.copytree(SCHEMAS / "logdir", log_dir)
+    value = {"sensor": 12345678, "celsius": 1.0, "ok": True, "tags": []}
+    edit_value(log_dir, "readings-0", 0, b"\x00\x00\x00\x00\x09" + json.dumps(value).encode())
+    res = runner.invoke(
+        cli,
+        ["dump-log", str(log_dir), "--topic", "readings", "--format", "json", "--decode-schemas"]
+        + list(mask),
+    )
+    assert res.exit_code == 1, res.output
+    why = (
+        "JSON payload its schema (id 9) does not read: not valid for its schema: $.sensor "
+        "breaks the rule 'type': \"string\""
+    )
+    assert (
+        f"offset 0: value {'not decoded, its bytes withheld: --mask' if mask else 'kept as bytes'}: {why}\n"
+        in res.stderr
+    )
+    assert ("12345678" in res.stdout) is not bool(mask)  # as bytes without --mask only
+    assert "12345678" not in res.stderr

@@ -503,12 +503,21 @@ class _JsonSchema:
         value = json.loads(bytes(payload))
         err = _first_error(self.validator, value)
         if err is not None:
-            raise ValueError(f"not valid for its schema: {err.message}")
+            raise ValueError(f"not valid for its schema: {_broken_rule(err)}")
         if reader is not None:
             err = _first_error(reader.validator, value)
             if err is not None:
-                raise _Incompatible(f"not valid for the reader's schema: {err.message}")
+                raise _Incompatible(f"not valid for the reader's schema: {_broken_rule(err)}")
         return value
+
+
+def _broken_rule(err) -> str:
+    """Where a value breaks its JSON Schema and which rule, in the schema's words only: never
+    the value's own content (jsonschema's message quotes it, and under --mask it may be what is
+    masked)."""
+    rule = json.dumps(err.validator_value, ensure_ascii=False)
+    rule = rule if len(rule) <= 60 else rule[:57] + "..."
+    return f"{err.json_path} breaks the rule {err.validator!r}: {rule}"
 
 
 # A schema's `pattern` is input, and Python's regular expressions backtrack: `^(a+)+$` takes
