@@ -211,3 +211,50 @@ def test_oracle_9_catches_an_undecoded_value_not_named_or_changed():
     assert "records with --decode-schemas" in _dump_log_problem(
         run(0, {**good, "offset": 8}), plain
     )
+
+
+def test_oracle_10_catches_a_clear_value_an_unmasked_field_or_bytes_not_withheld():
+    """Invariant 10 (mask_oracle): the masked field is its HMAC, the rest as without --mask, a
+    value that does not decode withheld; a clear value anywhere in the output is caught."""
+    import hashlib
+    import hmac
+    import json
+
+    from tests.campaign.mask_oracle import KEY, _dump_log_problem
+
+    schema = {"id": 1, "subject": "orders-value", "version": 1, "type": "AVRO"}
+    plain_rec = {
+        "kind": "record",
+        "file": "f.log",
+        "offset": 7,
+        "key": None,
+        "value": {"note": "a secret note", "n": 3},
+        "value_schema": schema,
+    }
+    mac = hmac.new(KEY, b"a secret note", hashlib.sha256).hexdigest()
+
+    def run(rc, rec, stderr=""):
+        return runner.Run(["kafkalog", "dump-log"], rc, json.dumps(rec) + "\n", stderr, 0.1)
+
+    plain = run(0, plain_rec)
+    good = {**plain_rec, "value": {"note": mac, "n": 3}}
+    assert _dump_log_problem(run(0, good), plain) is None
+    assert "is no mask" in _dump_log_problem(run(0, plain_rec), plain)
+    assert "is not its HMAC" in _dump_log_problem(
+        run(0, {**good, "value": {"note": "0" * 64, "n": 3}}), plain
+    )
+    assert "'a secret note' is in the output" in _dump_log_problem(
+        run(0, good, "kafkalog: f.log: offset 7: it said 'a secret note'\n"), plain
+    )
+    assert "value.n: 4 with --mask, 3 without" in _dump_log_problem(
+        run(0, {**good, "value": {"note": mac, "n": 4}}), plain
+    )
+    broken = {**plain_rec, "value": "\u0000x", "value_schema": {"id": 1, "error": "AVRO ..."}}
+    withheld = {
+        **broken,
+        "value": None,
+        "value_schema": {"id": 1, "error": "AVRO ... (its bytes withheld: --mask)"},
+    }
+    assert _dump_log_problem(run(1, withheld), run(1, broken)) is None
+    assert "not withheld" in _dump_log_problem(run(1, broken), run(1, broken))
+    assert "exit 0 with --mask, 1 without" in _dump_log_problem(run(0, withheld), run(1, broken))

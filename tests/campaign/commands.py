@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import schema_oracle
+from . import mask_oracle, schema_oracle
 from .workspace import Workspace
 
 NOW_MS = "1800000000000"  # a fixed clock (2027-01-15): retention and transaction ages repeat
@@ -96,6 +96,10 @@ def documented_codes(name: str) -> frozenset[int]:
 
 def _l(a: Args) -> str:
     return str(a.ws.logdir)
+
+
+def _mask(a: Args) -> list[str]:
+    return mask_oracle.options(a.ws)
 
 
 def _q(a: Args) -> list[str]:
@@ -280,6 +284,50 @@ COMMANDS: list[Command] = [
         schemas=True,
         oracle=schema_oracle.check_export,
         weight=2.0,
+    ),
+    Command(
+        "dump-log --decode-schemas --mask",
+        lambda a: ["dump-log", "--format", "json", "--decode-schemas", *_mask(a), _l(a)],
+        Mode.READ_ONLY,
+        READER | {1},
+        schemas=True,
+        prepare=mask_oracle.write_key,
+        oracle=mask_oracle.check_dump_log,
+        weight=2.0,
+    ),
+    Command(
+        "export --to jsonl --decode-schemas --mask",
+        lambda a: [
+            "export",
+            "--to",
+            "jsonl",
+            "--decode-schemas",
+            *_mask(a),
+            _l(a),
+            str(a.ws.out / "x.jsonl"),
+        ],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        prepare=mask_oracle.write_key,
+        oracle=mask_oracle.check_export_jsonl,
+    ),
+    Command(
+        "export --to parquet --decode-schemas --mask",
+        lambda a: [
+            "export",
+            "--to",
+            "parquet",
+            "--decode-schemas",
+            *_mask(a),
+            _l(a),
+            str(a.ws.out / "x"),
+        ],
+        Mode.READ_ONLY,
+        READER | {6},
+        schemas=True,
+        prepare=mask_oracle.write_key,
+        oracle=mask_oracle.check_export,
     ),
     *_mutating("recover", lambda a: ["recover", "--now", NOW_MS, _l(a)], WRITER),
     *_mutating(

@@ -42,6 +42,10 @@ class Invariant(enum.Enum):
         "9 undecoded kept as bytes",
         "a key or value that does not decode is named with its offset and kept as its bytes",
     )
+    MASKED = (
+        "10 masked fields hidden",
+        "with --mask, no masked field's clear value in any output, and the rest as without it",
+    )
 
     def __init__(self, label: str, meaning: str):
         self.label = label
