@@ -344,3 +344,36 @@ def test_a_json_schema_pattern_that_backtracks_is_bounded_and_the_value_kept_as_
     assert took < schema_decode.VALIDATION_SECONDS + 5
     fine = dec.decode("p", False, b"\x00\x00\x00\x00\x01" + json.dumps({"s": "aaa"}).encode())
     assert not isinstance(fine, Undecoded) and fine.value == {"s": "aaa"}
+
+
+def test_a_process_keeps_the_decoders_of_its_most_recent_specs_only():
+    """A Spark worker reused task after task gets a spec copy per task: the decoders kept are
+    the DECODERS_KEPT most recently used, each found again by its own spec only."""
+    from kafkalog_cli.commands.schema_options import SchemaSpec
+    from kafkalog_cli.ops import schema_decode
+
+    specs = [
+        SchemaSpec(_replay(_schema("s", 1, 1, '"int"')))
+        for _ in range(3 * schema_decode.DECODERS_KEPT)
+    ]
+    first = schema_decode.run_decoder(specs[0])
+    assert schema_decode.run_decoder(specs[0]) is first
+    assert schema_decode.run_decoder(specs[0], protobuf_messages=True) is not first
+    for s in specs:
+        schema_decode.run_decoder(s)
+    assert len(schema_decode._RUN_DECODERS) == schema_decode.DECODERS_KEPT
+    assert schema_decode.run_decoder(specs[0]) is not first  # evicted: built again
+    assert schema_decode.run_decoder(specs[-1]) is schema_decode.run_decoder(specs[-1])
+
+
+def test_a_decoder_keeps_the_writers_of_the_ids_most_recently_met_only(monkeypatch):
+    """Ids come from the bytes: garbage names a new one each record, which is not kept forever."""
+    from kafkalog_cli.ops import schema_decode
+
+    monkeypatch.setattr(schema_decode, "IDS_KEPT", 16)
+    dec = SchemaDecoder(_replay(_schema("t-value", 1, 1, '"string"')))
+    for sid in range(2, 200):
+        got = dec.decode("t", False, b"\x00" + sid.to_bytes(4, "big") + b"\x02a")
+        assert got == Undecoded(f"schema id {sid} is not in the registry", sid)
+    assert len(dec._ids) == 16
+    assert dec.decode("t", False, b"\x00\x00\x00\x00\x01\x02a").value == "a"

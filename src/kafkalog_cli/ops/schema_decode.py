@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -565,6 +566,9 @@ def _bounded(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+# the writers of the schema ids (and GUIDs) most recently met that a decoder keeps
+IDS_KEPT = 4096
+
 _PARSERS = {SchemaType.AVRO: _Avro, SchemaType.PROTOBUF: _Protobuf, SchemaType.JSON: _JsonSchema}
 
 
@@ -594,7 +598,9 @@ class SchemaDecoder:
         self.protobuf_messages = protobuf_messages
         self._parsed: dict[int, object] = {}
         self._readers: dict[str, SchemaVersion] = {}
-        self._ids: dict[tuple, SchemaVersion | None] = {}
+        # (id, GUID, topic subject) -> its writer: ids come from the bytes, so the IDS_KEPT most
+        # recently met are kept (garbage would name a new one each record)
+        self._ids: OrderedDict[tuple, SchemaVersion | None] = OrderedDict()
         self._topic_subjects: dict[tuple[str, bool], str | None] = {}
         # (topic, is_key, the 4 id bytes) -> the decoding of an Avro id met before, prefix-framed
         self._fast: dict[tuple, Callable[[Any], Decoded | None]] = {}
@@ -668,6 +674,7 @@ class SchemaDecoder:
     def writer(self, ref: SchemaRef, topic_subject: str | None) -> SchemaVersion | None:
         k = (ref.schema_id, ref.guid, topic_subject)
         if k in self._ids:
+            self._ids.move_to_end(k)
             return self._ids[k]
         if ref.guid is not None:
             found = self.registry.by_guid(ref.guid)
@@ -678,6 +685,8 @@ class SchemaDecoder:
         # the topic's own subject first, when the id is registered under several
         found.sort(key=lambda v: (v.subject != topic_subject, v.deleted))
         self._ids[k] = found[0] if found else None
+        if len(self._ids) > IDS_KEPT:
+            self._ids.popitem(last=False)
         return self._ids[k]
 
     def decode(self, topic: str, is_key: bool, data, headers=()) -> Decoded | Undecoded | None:
@@ -834,3 +843,33 @@ class SchemaDecoder:
             f"schema id {reader.id} ({reader.subject} version {reader.version}): {why}; choose another "
             "--reader-version"
         )
+
+
+# The decoders of the runs' schema specs (commands.schema_options.SchemaSpec) a process decodes
+# with: export's pool workers, and Python workers Spark reuses task after task, job after job,
+# each task with its own copy of the spec. The DECODERS_KEPT most recently used are kept (a
+# decoder holds every schema it parsed); an entry holds its spec, so an id a new object reuses
+# finds nothing.
+DECODERS_KEPT = 8
+_RUN_DECODERS: OrderedDict[tuple[int, bool], tuple[object, SchemaDecoder]] = OrderedDict()
+
+
+def run_decoder(spec, protobuf_messages: bool = False) -> SchemaDecoder:
+    """The decoder of a run's schemas (`spec`: registry, reader_version, mask), one a process
+    while it is among the DECODERS_KEPT most recently used."""
+    key = (id(spec), protobuf_messages)
+    hit = _RUN_DECODERS.get(key)
+    if hit is not None and hit[0] is spec:
+        _RUN_DECODERS.move_to_end(key)
+        return hit[1]
+    dec = SchemaDecoder(
+        spec.registry,
+        spec.reader_version,
+        protobuf_messages=protobuf_messages,
+        mask=getattr(spec, "mask", None),
+    )
+    _RUN_DECODERS[key] = (spec, dec)
+    _RUN_DECODERS.move_to_end(key)
+    while len(_RUN_DECODERS) > DECODERS_KEPT:
+        _RUN_DECODERS.popitem(last=False)
+    return dec

@@ -21,7 +21,13 @@ from __future__ import annotations
 import json
 
 from kafkalog_cli.errors import reason_of
-from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, is_repeated
+from kafkalog_cli.ops.schema_decode import (
+    Decoded,
+    SchemaDecoder,
+    Undecoded,
+    is_repeated,
+    run_decoder,
+)
 from kafkalog_cli.ops.schema_mask import WITHHELD
 from kafkalog_cli.ops.schema_registry import SchemaRegistryError, SchemaType, SchemaVersion
 
@@ -979,24 +985,12 @@ def decode_table(table, topic: str, decoder: SchemaDecoder, columns: dict, keep_
     return table
 
 
-_DECODERS: dict[int, SchemaDecoder] = {}
-_SPECS: list = []
-
-
 class TypedTables:
     """One segment's row groups with typed keys and values: the decoder of the run's schemas
-    (one a process: Spark tasks and pool workers each build theirs once)."""
+    (schema_decode.run_decoder: one a process, the most recently used kept)."""
 
     def __init__(self, spec, topic: str, keep_headers: bool):
-        dec = _DECODERS.get(id(spec))
-        if dec is None:
-            dec = _DECODERS[id(spec)] = SchemaDecoder(
-                spec.registry,
-                spec.reader_version,
-                protobuf_messages=True,
-                mask=getattr(spec, "mask", None),
-            )
-            _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
+        dec = run_decoder(spec, protobuf_messages=True)
         self.decoder, self.topic, self.keep_headers = dec, topic or "", keep_headers
         self.columns: dict = {}
 

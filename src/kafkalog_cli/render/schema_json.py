@@ -17,7 +17,7 @@ import uuid
 
 import orjson
 
-from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded
+from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, Undecoded, run_decoder
 from kafkalog_cli.ops.schema_mask import WITHHELD
 from kafkalog_cli.render.jsonl import dumps, payload_encoder
 
@@ -146,25 +146,15 @@ def _reencoded(obj: dict, enc) -> None:
         ]
 
 
-_DECODERS: dict[int, SchemaDecoder] = {}
-_SPECS: list = []
-
-
 class JsonDecoding:
     """export --to jsonl's decoding of record objects (`record`, on objects whose payloads are in
     `raw`: base64), with the run's schemas (a commands.schema_options.SchemaSpec): one decoder a
-    process, as render/schema_arrow.py's TypedTables."""
+    process (schema_decode.run_decoder)."""
 
     raw = staticmethod(lambda b: None if b is None else base64.b64encode(b).decode("ascii"))
 
     def __init__(self, spec, payload_encoding: str):
-        dec = _DECODERS.get(id(spec))
-        if dec is None:
-            dec = _DECODERS[id(spec)] = SchemaDecoder(
-                spec.registry, spec.reader_version, mask=getattr(spec, "mask", None)
-            )
-            _SPECS.append(spec)  # held, so its id is not reused while the decoder is cached
-        self.decoder = dec
+        self.decoder = run_decoder(spec)
         self.enc = payload_encoder(payload_encoding)
         self.bytes_enc = _avro_bytes if payload_encoding == "utf8" else self.enc
 
