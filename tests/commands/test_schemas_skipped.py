@@ -39,7 +39,7 @@ CASES = {
     "key-an-array": (lambda d: {"key": b'["SCHEMA"]'}, "its key is JSON, but not an object"),
     "unknown-keytype": (
         lambda d: {"key": json.dumps({**KEY, "keytype": "SCHEMAS"}).encode()},
-        "its key's keytype 'SCHEMAS' is none the registry knows",
+        'its key\'s keytype "SCHEMAS" is none the registry knows',
     ),
     "magic-2": (
         lambda d: {"key": json.dumps({**KEY, "magic": 2}).encode()},
@@ -47,7 +47,7 @@ CASES = {
     ),
     "unknown-schema-type": (
         lambda d: {"value": _value(d, schemaType="XML")},
-        "schemaType 'XML' is none of AVRO, PROTOBUF, JSON",
+        'schemaType "XML" is none of AVRO, PROTOBUF, JSON',
     ),
     "no-subject": (
         lambda d: {"value": _value(d, subject=None)},

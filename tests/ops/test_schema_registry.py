@@ -67,7 +67,9 @@ def test_ids_are_per_context_and_configs_keep_the_last_value():
 
 
 def test_a_key_of_unknown_keytype_is_refused_with_a_sentence():
-    with pytest.raises(SchemaRegistryError, match="^its key's keytype 'WHAT' is none the registry"):
+    with pytest.raises(
+        SchemaRegistryError, match='^its key\'s keytype "WHAT" is none the registry'
+    ):
         _replay(({"keytype": "WHAT", "magic": 0}, {}))
 
 

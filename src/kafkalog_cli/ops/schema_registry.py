@@ -222,7 +222,7 @@ class Registry:
             kt = KeyType(key.get("keytype"))
         except (ValueError, TypeError):
             raise SchemaRegistryError(
-                f"its key's keytype {key.get('keytype')!r} is none the registry knows"
+                f"its key's keytype {json.dumps(key.get('keytype'))} is none the registry knows"
             ) from None
         if kt is KeyType.NOOP:  # the reader's barrier: its value is never read
             return
@@ -251,7 +251,7 @@ class Registry:
         if magic not in (0, 1) or isinstance(magic, bool):
             # SchemaRegistrySerializer.validateMagicByte
             raise SchemaRegistryError(
-                f"a SCHEMA key of magic {magic!r}: the registry reads 0 and 1"
+                f"a SCHEMA key of magic {json.dumps(magic)}: the registry reads 0 and 1"
             )
         if value is None:  # the tombstone of a hard delete
             self.versions.get(subject, {}).pop(version, None)
@@ -317,7 +317,7 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
         st = SchemaType(value.get("schemaType") or "AVRO")
     except ValueError:
         raise SchemaRegistryError(
-            f"schemaType {value.get('schemaType')!r} is none of AVRO, PROTOBUF, JSON"
+            f"schemaType {json.dumps(value.get('schemaType'))} is none of AVRO, PROTOBUF, JSON"
         ) from None
     subject, version, sid, text = (
         value.get("subject"),
@@ -342,7 +342,9 @@ def schema_version(value: dict, where: str = "") -> SchemaVersion:
     try:
         guid = uuid.UUID(guid) if isinstance(guid, str) else None
     except ValueError:
-        raise SchemaRegistryError(f"a schema value whose guid {guid!r} is not a UUID") from None
+        raise SchemaRegistryError(
+            f"a schema value whose guid {json.dumps(guid)} is not a UUID"
+        ) from None
     return SchemaVersion(
         subject,
         version,
