@@ -8,7 +8,11 @@ which keeps every intermediate state loadable by a broker and by a second `recov
    the files a valid `.swap` replaces are removed, then the `.swap` suffix is stripped;
 2. segments from the one holding the recovery point to the end (every segment with `--all`, none
    after a clean shutdown) are checked batch by batch; the first invalid batch ends the log:
-   the later segments go first (newest first), then the segment is truncated;
+   the later segments go first (newest first), then the segment is truncated. A segment
+   LogLoader.loadSegmentFiles recovers as it loads it (no .index, a .txnindex failing
+   TransactionIndex.sanityCheck) is checked whatever the recovery point and the marker say, and
+   its truncation keeps the later segments (a gap); a log end offset below the log start offset
+   then deletes every segment, and the log starts empty at the log start offset (recoverLog);
 3. .index, .timeindex and .txnindex rebuilt with Kafka's algorithm, written only where they differ;
    beyond Kafka: indexes of segments that are not recovered are checked too (a zero-filled or
    truncated index a broker would keep) and rebuilt;
