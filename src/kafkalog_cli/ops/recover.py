@@ -69,7 +69,7 @@ from kafkalog_cli.storage.index_checks import (
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.overflow import split_overflowed_segment
-from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.partition import Partition, log_deleted_on_load
 from kafkalog_cli.storage.recovery import (
     SegmentRecovery,
     StopReason,
@@ -671,11 +671,12 @@ class _PartitionRecovery:
             swapped_in_without_index_swap = self.segs[b].read_from is not None and (
                 index_source is None or index_source == self.segs[b].index_path
             )
-            if swapped_in_without_index_swap and b not in self.recover_set and not self.opts.repair:
+            if swapped_in_without_index_swap and (b in self.recover_set or not self.opts.repair):
                 # the swap pass opened the .swap segment: readNextOffset created a preallocated
                 # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
-                # not delete), so loadSegmentFiles finds that index
-                out[b] = self.cfg.segment_index_bytes // 8 * 8
+                # not delete), so loadSegmentFiles finds that index (recoverLog rebuilds it)
+                if b not in self.recover_set:
+                    out[b] = self.cfg.segment_index_bytes // 8 * 8
                 why = self._txn_index_problem(b)
             elif index_source is None:
                 why = "no offset index (LogSegment.sanityCheck: NoSuchFileException)"
@@ -1193,7 +1194,7 @@ class _PartitionRecovery:
         at the log end) and the summary's log end offset, which it returns."""
         p, part, name = self.p, self.part, self.name
         live_bases = [b for b in self.bases if self.deleted_from is None or b < self.deleted_from]
-        restarted = bool(live_bases) and self.leo < self.log_start
+        restarted = bool(live_bases) and log_deleted_on_load(self.leo, self.log_start)
         if restarted:
             self._delete_all(live_bases)
             live_bases = []
