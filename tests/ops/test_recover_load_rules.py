@@ -173,6 +173,31 @@ def test_a_second_recover_changes_nothing(tmp_path):
     assert out.get("changed", []) == []
 
 
+def test_offsets_out_of_order_in_a_segment_recovered_on_load_stop_the_broker(tmp_path):
+    """Segment 10 without its .index holds batches at 10, 20 then 15 (each over 4096 bytes, so
+    LogSegment.recover indexes 24, then 17: OffsetIndex.append throws InvalidOffsetException).
+    recoverLog would empty the segment; loadSegmentFiles does not catch it: the log fails to
+    load and the broker exits. recover refuses (exit 3) and changes nothing."""
+    root = _log_dir(tmp_path, {0: [(0, 10)], 30: [(30, 10)]}, recovery_point=40)
+
+    def big(base: int, n: int) -> bytes:
+        return build_v2_batch(
+            [SimpleRecord(b"k", bytes(1000), T + base + i) for i in range(n)],
+            base,
+            partition_leader_epoch=0,
+        )
+
+    _seg(root, 10).write_bytes(big(10, 5) + big(20, 5) + big(15, 3))
+    (root / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    before = {f.name: f.read_bytes() for f in (root / PART).iterdir()}
+    r = CliRunner().invoke(cli, ["recover", "--no-quarantine", str(root)])
+    assert r.exit_code == 3, r.output
+    assert "InvalidOffsetException from LogLoader.loadSegmentFiles" in r.stderr
+    assert {f.name: f.read_bytes() for f in (root / PART).iterdir()} == before
+    err = [f for f in _doctor(root) if f["severity"] == "error"]
+    assert len(err) == 1 and "InvalidOffsetException" in err[0]["broker"], err
+
+
 # ---------------------------------------------------------------- 2. a .txnindex failing its check
 def _txn_index(root: Path, base: int, last_offsets: list[int]) -> None:
     _seg(root, base, ".txnindex").write_bytes(
