@@ -661,8 +661,8 @@ class _PartitionRecovery:
         return set(self.bases[start_idx:])
 
     def _segments_without_index(self) -> dict[int, int]:
-        """LogLoader.loadSegmentFiles: LogSegment.sanityCheck on each segment, and the ones it
-        recovers (`_recovered_at_load`). A swapped-in segment is loaded like any other once its
+        """LogLoader.loadSegmentFiles: LogSegment.sanityCheck on each segment (is there an .index;
+        its .txnindex's check), and the ones it recovers (`_recovered_at_load`). A swapped-in segment is loaded like any other once its
         .swap files are renamed (Kafka 3.3.1); returns base -> the zero-filled .index length the
         broker leaves for a swapped-in segment without an .index.swap that is not recovered."""
         out: dict[int, int] = {}
@@ -688,8 +688,8 @@ class _PartitionRecovery:
 
     def _txn_index_problem(self, b: int) -> str | None:
         """Why TransactionIndex.sanityCheck fails on segment `b`'s .txnindex as loadSegmentFiles
-        runs it (CorruptIndexException), or None. A version it cannot read stops the load: the
-        KafkaException goes up (CorruptIndexError: doctor names it, recover refuses)."""
+        runs it (CorruptIndexException), or None. A version it cannot read stops the load (a
+        KafkaException): raised, recover refuses (exit 3) and doctor says the broker exits."""
         f = self.segs[b].txn_index_path
         raw = _current(self.p, f)
         if raw is None:
