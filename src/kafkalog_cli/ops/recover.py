@@ -662,9 +662,10 @@ class _PartitionRecovery:
 
     def _segments_without_index(self) -> dict[int, int]:
         """LogLoader.loadSegmentFiles: LogSegment.sanityCheck on each segment (is there an .index;
-        its .txnindex's check), and the ones it recovers (`_recovered_at_load`). A swapped-in segment is loaded like any other once its
-        .swap files are renamed (Kafka 3.3.1); returns base -> the zero-filled .index length the
-        broker leaves for a swapped-in segment without an .index.swap that is not recovered."""
+        its .txnindex's check), and the ones it recovers (`_recovered_at_load`). A swapped-in
+        segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1); returns
+        base -> the zero-filled .index length the broker leaves for a swapped-in segment without
+        an .index.swap that is not recovered."""
         out: dict[int, int] = {}
         for b in self.bases:
             index_source = _source(self.p, self.segs[b].index_path)
