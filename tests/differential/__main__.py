@@ -29,6 +29,7 @@ from tests.differential.cases import (
     recover_batch,
     roll_case,
 )
+from tests.differential.damage import DAMAGES
 from tests.differential.generate import generate
 from tests.helpers.paths import EXAMPLES
 
@@ -38,7 +39,13 @@ def _emit(obj) -> None:
 
 
 def run_recover(
-    work: Path, cases: int, seed: int, load_check: bool, repair: bool = False, tiered: bool = False
+    work: Path,
+    cases: int,
+    seed: int,
+    load_check: bool,
+    repair: bool = False,
+    tiered: bool = False,
+    kinds: list[str] | None = None,
 ) -> dict:
     remote = None
     if tiered:  # deletions.py's base (seed 7: its uploads settle as tiered.py waits for)
@@ -73,6 +80,7 @@ def run_recover(
                 load_check,
                 repair,
                 remote,
+                kinds,
             )
         except Exception as e:  # a batch the harness could not run (reported, not counted)
             _emit({"seed": seed * 100000 + i, "harness_error": repr(e)[:2000]})
@@ -260,6 +268,13 @@ def main(argv=None) -> int:
         "LocalTieredStorage), every broker on a copy of its remote tier too",
     )
     ap.add_argument(
+        "--damage",
+        action="append",
+        default=[],
+        choices=sorted(DAMAGES),
+        help="recover: only these damage kinds (repeatable; default all, tests/differential/damage.py)",
+    )
+    ap.add_argument(
         "--command",
         action="append",
         default=[],
@@ -281,7 +296,9 @@ def main(argv=None) -> int:
                 file=sys.stderr,
             )
             return 2
-        s = run_recover(work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered)
+        s = run_recover(
+            work, a.cases, a.seed, not a.no_load_check, a.repair, a.tiered, a.damage or None
+        )
     elif a.what == "roll":
         s = run_roll(work, a.seed)
     elif a.what == "producer-order":

@@ -44,6 +44,7 @@ def recover_batch(
     load_check: bool = True,
     repair: bool = False,
     remote: Path | None = None,
+    kinds: list[str] | None = None,
 ) -> dict:
     """One broker start for many cases: every partition of a copy of `base` damaged on its own
     (seeded), the broker recovers one copy, `kafkalog recover` another; compared file by file.
@@ -51,7 +52,8 @@ def recover_batch(
     (`recover --repair`), a case it repairs beyond Kafka is "beyond_kafka" instead. With `remote`
     (tiered.py: `base` is a tiered dir's data, `remote` its remote tier), every broker runs on a
     copy of both with tiered storage on; __remote_log_metadata is not damaged (the remote log
-    manager's own topic), and the load check serves the tiered partitions through the remote tier."""
+    manager's own topic), and the load check serves the tiered partitions through the remote tier.
+    `kinds`: the damage kinds drawn from (damage.DAMAGES; all by default)."""
     rng = random.Random(seed)
     work.mkdir(parents=True)
     damaged = copy_dir(base, work / "damaged")
@@ -65,6 +67,7 @@ def recover_batch(
             for p in partition_dirs(damaged)
             if remote is None or not p.name.startswith("__remote_log_metadata-")
         ],
+        kinds,
     )
     if not (base / ".kafka_cleanshutdown").exists():
         desc["clean_shutdown"] = False

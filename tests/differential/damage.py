@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import struct
 from pathlib import Path
 
 from kafkalog_cli.errors import KafkalogError
@@ -157,6 +158,75 @@ def leftover(rng, part):
     return f"leftover copies {', '.join(made)}" if made else None
 
 
+def _flip_payload(rng: random.Random, f: Path) -> str | None:
+    """One byte flipped in the payload of one of `f`'s batches (past the 61-byte v2 header: what
+    the CRC covers), or None when it has no batch with a payload."""
+    spans = [(pos, size) for pos, size in batch_spans(f) if size > 61]
+    if not spans:
+        return None
+    pos, size = rng.choice(spans)
+    at = rng.randrange(pos + 61, pos + size)
+    data = bytearray(f.read_bytes())
+    old = data[at]
+    data[at] ^= rng.randrange(1, 256)
+    f.write_bytes(bytes(data))
+    return f"byte {at} (payload of the batch at {pos}) {old:#04x} -> {data[at]:#04x}"
+
+
+def index_less_cut(rng, part):
+    """A segment before the active one without its .index, and a payload byte of one of its
+    batches flipped: LogLoader.loadSegmentFiles recovers it as it loads it and truncates it there,
+    keeping the later segments (a gap), clean shutdown or not."""
+    bases = segments(part)[:-1]
+    if not bases:
+        return None
+    base = rng.choice(bases)
+    flipped = _flip_payload(rng, seg(part, base, ".log"))
+    if flipped is None:
+        return None
+    seg(part, base, ".index").unlink(missing_ok=True)
+    return f"{base:020d}.index removed, .log {flipped}"
+
+
+def txnindex_below_base(rng, part):
+    """An aborted-transaction entry whose lastOffset is below its segment's base offset appended
+    to the segment's .txnindex (TransactionIndex.sanityCheck: CorruptIndexException, so the broker
+    recovers the segment as it loads it); half the time a payload byte of the segment flipped too."""
+    bases = [b for b in segments(part) if b > 0]
+    if not bases:
+        return None
+    base = rng.choice(bases)
+    last = rng.randrange(base)
+    entry = struct.pack(">hqqqq", 0, rng.randrange(1000, 2000), max(0, last - 3), last, last + 1)
+    with open(seg(part, base, ".txnindex"), "ab") as fh:
+        fh.write(entry)
+    what = f"{base:020d}.txnindex: an entry with lastOffset {last} appended"
+    if rng.random() < 0.5:
+        flipped = _flip_payload(rng, seg(part, base, ".log"))
+        if flipped is not None:
+            what += f", .log {flipped}"
+    return what
+
+
+def log_start_beyond_end(rng, part):
+    """The log-start-offset-checkpoint entry past the log end offset (segments deleted by hand, a
+    log start raised to the end before a crash cut the tail): LogLoader.recoverLog deletes every
+    segment and starts the log empty at the log start offset."""
+    bases = segments(part)
+    if not bases:
+        return None
+    end = bases[-1]
+    try:
+        for b in iter_batches(seg(part, bases[-1], ".log").read_bytes()):
+            end = b.last_offset + 1
+    except KafkalogError:
+        pass
+    value = end + rng.randrange(1, 100)
+    t, p = part.name.rsplit("-", 1)
+    set_checkpoint_entries(part.parent / "log-start-offset-checkpoint", {(t, int(p)): value})
+    return f"log start offset -> {value} (log end {end})"
+
+
 DAMAGES = {
     "torn-tail": torn_tail,
     "flip-header": lambda rng, part: flip(rng, part, "header"),
@@ -166,12 +236,17 @@ DAMAGES = {
     "preallocated": preallocated,
     "snapshot": snapshot_damage,
     "leftover": leftover,
+    "index-less-cut": index_less_cut,
+    "txnindex-below-base": txnindex_below_base,
+    "log-start-beyond-end": log_start_beyond_end,
 }
 
 
-def damage_partition(rng: random.Random, part: Path) -> list[str]:
+def damage_partition(rng: random.Random, part: Path, kinds: list[str] | None = None) -> list[str]:
+    """One or two damages of `kinds` (every kind by default)."""
     done = []
-    for kind in rng.sample(sorted(DAMAGES), rng.choice([1, 1, 1, 2])):
+    pool = sorted(kinds or DAMAGES)
+    for kind in rng.sample(pool, min(len(pool), rng.choice([1, 1, 1, 2]))):
         what = DAMAGES[kind](rng, part)
         if what is not None:
             done.append(f"{kind}: {what}")
@@ -184,14 +259,26 @@ def set_recovery_points(log_dir: Path, points: dict[tuple[str, int], int]) -> No
     lines = f.read_text().splitlines() if f.exists() else []
     if len(lines) < 2:  # none yet (a copy of a broker that had not written it)
         return
-    out = lines[:2]
-    for ln in lines[2:]:
-        t, p, o = ln.split()
+    set_checkpoint_entries(f, points)
+
+
+def set_checkpoint_entries(f: Path, points: dict[tuple[str, int], int]) -> None:
+    """Set these entries of an offset checkpoint file, keeping the file's order; an entry it
+    lacks is added at its end (a missing file is created)."""
+    lines = f.read_text().splitlines() if f.exists() else []
+    entries = [ln.split() for ln in lines[2:] if ln.strip()]
+    seen = set()
+    out = []
+    for t, p, o in entries:
+        seen.add((t, int(p)))
         out.append(f"{t} {p} {points.get((t, int(p)), o)}")
-    f.write_text("\n".join(out) + "\n")
+    out += [f"{t} {p} {o}" for (t, p), o in points.items() if (t, p) not in seen]
+    f.write_text("\n".join(["0", str(len(out)), *out]) + "\n")
 
 
-def damage_log_dir(rng: random.Random, log_dir: Path, parts: list[Path]) -> dict:
+def damage_log_dir(
+    rng: random.Random, log_dir: Path, parts: list[Path], kinds: list[str] | None = None
+) -> dict:
     """Damage each partition (some stay whole); with or without .kafka_cleanshutdown; without it,
     each damaged partition's recovery point is kept, 0, or a segment base. Returns what was done."""
     clean = rng.random() < 0.3
@@ -207,7 +294,7 @@ def damage_log_dir(rng: random.Random, log_dir: Path, parts: list[Path]) -> dict
     for part in parts:
         if rng.random() < 0.15:
             continue
-        what = damage_partition(rng, part)
+        what = damage_partition(rng, part, kinds)
         if not what:
             continue
         if not clean:

@@ -82,3 +82,37 @@ def test_a_local_difference_beside_a_remote_one_is_never_explained_by_it(tmp_pat
     )
     explain(r, tmp_path)
     assert unexplained(r) == {"t-bytes-0": ["only kafkalog has 00000000000000000300.log"]}
+
+
+def test_the_loader_damage_kinds_are_seeded_and_do_what_they_say(tmp_path):
+    """index-less-cut, txnindex-below-base and log-start-beyond-end (the loader's own cases,
+    kafkalog-recover(1)): one seed, one damage; each leaves what its name says."""
+    from kafkalog_cli.formats.txnindex import load_sanity_check
+    from kafkalog_cli.storage import checkpoints as ckpt
+    from tests.differential.damage import DAMAGES, seg, segments
+
+    for kind in ("index-less-cut", "txnindex-below-base", "log-start-beyond-end"):
+        trees = []
+        for i in range(2):
+            d = tmp_path / f"{kind}-{i}"
+            shutil.copytree(EXAMPLES, d)
+            part = d / "multi-segment-0"
+            what = DAMAGES[kind](random.Random(7), part)
+            assert what, kind
+            trees.append((what, _tree(d)))
+        assert trees[0] == trees[1] and trees[0][1] != _tree(EXAMPLES), kind
+        bases = segments(part)
+        if kind == "index-less-cut":
+            missing = [b for b in bases if not seg(part, b, ".index").exists()]
+            assert len(missing) == 1 and missing[0] != bases[-1], what
+        elif kind == "txnindex-below-base":
+            corrupt = [
+                b
+                for b in bases
+                if seg(part, b, ".txnindex").exists()
+                and load_sanity_check(seg(part, b, ".txnindex").read_bytes(), b) is not None
+            ]
+            assert len(corrupt) == 1, what
+        else:
+            start = ckpt.read_offsets(d / "log-start-offset-checkpoint")[("multi-segment", 0)]
+            assert start > 600, what  # multi-segment-0 ends at 600

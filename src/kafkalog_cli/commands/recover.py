@@ -78,6 +78,12 @@ def recover(
     Kafka 3.3.1's log loading does. Removed data goes to the quarantine. Takes the log dir's
     .lock (not with --dry-run).
 
+    As the broker does, a segment without its offset index, or whose .txnindex fails Kafka's
+    sanity check, is recovered whatever the recovery point and .kafka_cleanshutdown say; cut
+    there, it keeps the later segments (the offsets cut are a gap, named). A log end offset below
+    the log-start-offset-checkpoint's deletes every segment and starts the log empty at the log
+    start offset. A .txnindex version the broker cannot read (it exits) is exit 3.
+
     Damage a broker keeps (the indexes of a segment it does not recover) is reported, one line
     per file, and left as the broker leaves it; --repair rebuilds it too. With --all every
     segment is recovered, so its indexes are rebuilt whatever --repair says. Bit rot (a batch

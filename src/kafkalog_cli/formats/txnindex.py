@@ -10,7 +10,7 @@ The file is not preallocated. Messages are Kafka 3.3.1's, with the path as the c
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from kafkalog_cli.errors import CorruptIndexError
@@ -54,9 +54,14 @@ def parse_txn_index(
     Kafka throws a plain KafkaException here, not CorruptIndexException, so a broker does not rebuild
     the index on it: the log fails to load.
     """
+    return list(_read_entries(buf, path))
+
+
+def _read_entries(buf: bytes | bytearray | memoryview, path: str | None) -> Iterator[AbortedTxn]:
+    """TransactionIndex.iterator: the whole entries in order, each checked for its version as it
+    is read."""
     mv = memoryview(buf)
     n = len(mv) // ABORTED_TXN_SIZE
-    out: list[AbortedTxn] = []
     for i, fields in enumerate(_ENTRY.iter_unpack(mv[: n * ABORTED_TXN_SIZE])):
         if fields[0] > CURRENT_VERSION:
             where = path if path is not None else "<transaction index>"
@@ -66,8 +71,7 @@ def parse_txn_index(
                 path=path,
                 position=i * ABORTED_TXN_SIZE,
             )
-        out.append(AbortedTxn(*fields))
-    return out
+        yield AbortedTxn(*fields)
 
 
 def encode_aborted_txn(txn: AbortedTxn) -> bytes:
@@ -96,16 +100,35 @@ def encode_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
 def sanity_check(
     entries: Sequence[AbortedTxn], base_offset: int, *, path: str | None = None
 ) -> None:
-    """TransactionIndex.sanityCheck: every entry's lastOffset >= the segment's base offset.
-
-    This (with the version check of `parse_txn_index`) is the one index check the broker runs at
-    startup; a failure makes it recover the segment."""
-    where = path if path is not None else "<transaction index>"
+    """TransactionIndex.sanityCheck over parsed entries: every entry's lastOffset >= the
+    segment's base offset (raises CorruptIndexError)."""
     for i, txn in enumerate(entries):
         if txn.last_offset < base_offset:
-            raise CorruptIndexError(
-                f"Last offset of aborted transaction {txn} in index {where} is less than start "
-                f"offset {base_offset}",
-                path=path,
-                position=i * ABORTED_TXN_SIZE,
-            )
+            raise _below_base(txn, base_offset, i, path)
+
+
+def load_sanity_check(
+    buf: bytes | bytearray | memoryview, base_offset: int, *, path: str | None = None
+) -> CorruptIndexError | None:
+    """TransactionIndex.sanityCheck as a broker runs it while it loads the log: LogSegment.sanityCheck
+    calls it for every segment that has an offset index, recovered or not, clean shutdown or not
+    (3.3.1 LogSegment.scala and TransactionIndex.scala; 3.9 LogSegment.java and TransactionIndex.java,
+    the same). The entries are read in order, each checked as it is read: a version above 0 raises
+    (KafkaException: LogLoader.loadSegmentFiles does not catch it, the log fails to load); an entry
+    whose lastOffset is below the segment's base offset is returned as the CorruptIndexException on
+    which loadSegmentFiles recovers the segment (recoverSegment). The size is not checked: a
+    trailing partial entry is never read."""
+    for i, txn in enumerate(_read_entries(buf, path)):
+        if txn.last_offset < base_offset:
+            return _below_base(txn, base_offset, i, path)
+    return None
+
+
+def _below_base(txn: AbortedTxn, base_offset: int, i: int, path: str | None) -> CorruptIndexError:
+    where = path if path is not None else "<transaction index>"
+    return CorruptIndexError(
+        f"Last offset of aborted transaction {txn} in index {where} is less than start "
+        f"offset {base_offset}",
+        path=path,
+        position=i * ABORTED_TXN_SIZE,
+    )

@@ -1159,10 +1159,17 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                         kept.rot.fixes(d),
                     )
                 )
+        out += _load_findings(d, p)
+        if any(isinstance(f, recover.LogRestartFinding) for f in p.findings):
+            continue  # every segment goes: _load_findings says it
+        gaps = {f.path for f in p.findings if isinstance(f, recover.GapFinding)}
         cuts = [
             a
             for a in p.actions
-            if a.kind.value == "truncate" and a.path.suffix == names.LOG_SUFFIX and a.bytes_removed
+            if a.kind.value == "truncate"
+            and a.path.suffix == names.LOG_SUFFIX
+            and a.bytes_removed
+            and str(a.path) not in gaps
         ]
         gone = [
             a
@@ -1200,6 +1207,58 @@ def check_segments(d: Path, unread: list | None = None) -> list[Finding]:
                         f"kafkalog recover {d} rebuilds the index",
                     )
                 )
+    return out
+
+
+def _load_findings(d: Path, p) -> list[Finding]:
+    """What recover's plan says LogLoader does beyond a recovery from the recovery point: segments
+    it recovers as it loads them, the gap a cut one leaves, a log restarted at its log start."""
+    from kafkalog_cli.ops import recover
+
+    out = []
+    for f in p.findings:
+        if isinstance(f, recover.RecoveredAtLoadFinding):
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "segment",
+                    f.path or str(d),
+                    f.message.removesuffix("; so does kafkalog"),
+                    "it recovers the segment on load (LogLoader.loadSegmentFiles: recoverSegment), "
+                    "with or without .kafka_cleanshutdown, rebuilds its indexes and starts",
+                    f"nothing to do; kafkalog recover {d} does the same before the broker starts",
+                )
+            )
+        elif isinstance(f, recover.GapFinding):
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "segment",
+                    f.path or str(d),
+                    f"a damaged segment recovered on load: {f.message}",
+                    "it truncates the segment at the first invalid batch as it loads it "
+                    "(LogLoader.loadSegmentFiles) and keeps the segments after it: consumers "
+                    "skip the offsets lost, then starts",
+                    f"kafkalog recover {d} --salvage keeps the valid batches after the damage (what is "
+                    f"cut goes to the quarantine); kafkalog recover {d} --dry-run shows it",
+                )
+            )
+        elif isinstance(f, recover.LogRestartFinding):
+            out.append(
+                Finding(
+                    Severity.WARNING,
+                    "segment",
+                    f.path or str(d),
+                    f"log end offset {f.log_end} is below the log start offset {f.log_start} "
+                    "(log-start-offset-checkpoint)",
+                    f'"Deleting all segments because logEndOffset ({f.log_end}) is smaller than '
+                    f"logStartOffset {f.log_start}. This could happen if segment files were deleted "
+                    f'from the file system.": it deletes all {f.segments} segment(s), the leader '
+                    f"epochs and the producer state, and starts the log empty at {f.log_start}",
+                    "restore the missing segment files (or the log-start-offset-checkpoint) "
+                    f"before the broker starts; else kafkalog recover {d} --dry-run shows what goes",
+                )
+            )
     return out
 
 

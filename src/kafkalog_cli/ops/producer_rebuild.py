@@ -361,6 +361,15 @@ class SnapshotManager:
         if strays and bases and strays[-1] < max(bases):
             self._delete(strays[-1], "stray producer snapshot")
 
+    def truncate_fully_and_start_at(self, offset: int, listed: Sequence[int]) -> None:
+        """truncateFullyAndStartAt: the producers cleared, every snapshot in `listed` (what the
+        manager listed when it was created) deleted, the map restarted at `offset`."""
+        self.listed = set(listed) & set(self.dir.files)
+        for o in sorted(self.listed):
+            self._delete(o, "the log restarts at the log start offset (truncateFullyAndStartAt)")
+        self.state = ProducerState(insertion_order=self.insertion_order)
+        self.snap_end, self.map_end = 0, offset
+
     def drop_out_of_range(self, log_start: int, log_end: int) -> None:
         """truncateAndReload's first step: the snapshots above the log end or at or below the
         log start offset go."""

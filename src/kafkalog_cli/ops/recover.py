@@ -8,7 +8,11 @@ which keeps every intermediate state loadable by a broker and by a second `recov
    the files a valid `.swap` replaces are removed, then the `.swap` suffix is stripped;
 2. segments from the one holding the recovery point to the end (every segment with `--all`, none
    after a clean shutdown) are checked batch by batch; the first invalid batch ends the log:
-   the later segments go first (newest first), then the segment is truncated;
+   the later segments go first (newest first), then the segment is truncated. A segment
+   LogLoader.loadSegmentFiles recovers as it loads it (no .index, a .txnindex failing
+   TransactionIndex.sanityCheck) is checked whatever the recovery point and the marker say, and
+   its truncation keeps the later segments (a gap); a log end offset below the log start offset
+   then deletes every segment, and the log starts empty at the log start offset (recoverLog);
 3. .index, .timeindex and .txnindex rebuilt with Kafka's algorithm, written only where they differ;
    beyond Kafka: indexes of segments that are not recovered are checked too (a zero-filled or
    truncated index a broker would keep) and rebuilt;
@@ -30,11 +34,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from kafkalog_cli.config import ConfigResolver
-from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError, OffsetOverflowError
+from kafkalog_cli.errors import (
+    CheckpointError,
+    CorruptIndexError,
+    InputError,
+    InvalidOffsetError,
+    KafkalogError,
+    OffsetOverflowError,
+)
 from kafkalog_cli.formats.checkpoints import load_leader_epoch_cache, parse_leader_epoch_checkpoint
 from kafkalog_cli.formats.indexes import parse_offset_index, read_start
 from kafkalog_cli.formats.records import iter_batches
-from kafkalog_cli.formats.txnindex import encode_txn_index
+from kafkalog_cli.formats.txnindex import encode_txn_index, load_sanity_check
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan, delete_interrupted_writes
 from kafkalog_cli.ops.producer_rebuild import (
     LogView,
@@ -58,7 +69,7 @@ from kafkalog_cli.storage.index_checks import (
 from kafkalog_cli.storage.logdir import LogDir
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir, segment_file
 from kafkalog_cli.storage.overflow import split_overflowed_segment
-from kafkalog_cli.storage.partition import Partition
+from kafkalog_cli.storage.partition import Partition, log_deleted_on_load
 from kafkalog_cli.storage.recovery import (
     SegmentRecovery,
     StopReason,
@@ -81,6 +92,30 @@ class KeptFinding(Finding):
 
     def to_dict(self) -> dict:
         return {**super().to_dict(), "left_as_broker_leaves": True}
+
+
+class RecoveredAtLoadFinding(Finding):
+    """A segment LogLoader.loadSegmentFiles recovers as it loads it (no offset index, a
+    .txnindex failing its sanity check), whatever the recovery point and the clean shutdown."""
+
+
+@dataclass
+class GapFinding(Finding):
+    """A segment recovered at load (RecoveredAtLoadFinding) cut short with later segments kept:
+    offsets missing from the middle of the log. `lost`: the first and last offset missing."""
+
+    lost: tuple[int, int] | None = None
+
+
+@dataclass
+class LogRestartFinding(Finding):
+    """The log end offset below the log start offset: the broker deletes every segment and starts
+    the log empty at the log start offset (`_PartitionRecovery._delete_all`)."""
+
+    first: int = 0  # the first segment's base offset
+    log_end: int = 0
+    log_start: int = 0
+    segments: int = 0
 
 
 class IndexFaultFinding(Finding):
@@ -572,10 +607,12 @@ class _PartitionRecovery:
     def __init__(self, p: Plan, part: Partition, clean: bool, opts: RecoverOptions):
         self.p, self.part, self.clean, self.opts = p, part, clean, opts
         self.name = part.name
-        self.log_start = part.checkpoints.log_start_offset or 0
         resolver, tp = opts.resolver, part.topic_partition
         # plan() sets the resolver, and the partition dirs it plans are logs the broker loads
         assert resolver is not None and tp is not None, "a partition dir of plan()"
+        # KafkaMetadataLog.apply loads KRaft's metadata log with logStartOffset 0, whatever
+        # LogManager's checkpoint says (3.3.1 and 3.9 KafkaMetadataLog.scala)
+        self.log_start = 0 if tp.topic == METADATA_TOPIC else part.checkpoints.log_start_offset or 0
         self.resolver = resolver
         self.cfg = resolver.for_topic(tp.topic)
         self.segs = _resolve_leftovers(p, part)
@@ -593,7 +630,8 @@ class _PartitionRecovery:
         p.partitions[self.name] = self.summary
         self.recover_set = self._segments_recovered(recovery_point)
         self.from_recovery_point = set(self.recover_set)
-        self.index_less: list[int] = []  # recovered as LogLoader.loadSegmentFiles loads them
+        # base -> why LogLoader.loadSegmentFiles recovers it as it loads it, in file order
+        self.recovered_at_load: dict[int, str] = {}
         if clean and not opts.all_segments:
             _note_hidden_by_marker(p, part, [self.segs[b] for b in self.bases], recovery_point)
         self.swapped_without_index = self._segments_without_index()
@@ -623,25 +661,68 @@ class _PartitionRecovery:
         return set(self.bases[start_idx:])
 
     def _segments_without_index(self) -> dict[int, int]:
-        """LogLoader.loadSegmentFiles: a segment without an .index is recovered (added to the
-        recovered set). A swapped-in segment is loaded like any other once its .swap files are
-        renamed (Kafka 3.3.1); returns base -> the zero-filled .index length the broker leaves
-        for a swapped-in segment without an .index.swap that is not recovered."""
+        """LogLoader.loadSegmentFiles: LogSegment.sanityCheck on each segment (is there an .index;
+        its .txnindex's check), and the ones it recovers (`_recovered_at_load`). A swapped-in
+        segment is loaded like any other once its .swap files are renamed (Kafka 3.3.1); returns
+        base -> the zero-filled .index length the broker leaves for a swapped-in segment without
+        an .index.swap that is not recovered."""
         out: dict[int, int] = {}
         for b in self.bases:
             index_source = _source(self.p, self.segs[b].index_path)
             swapped_in_without_index_swap = self.segs[b].read_from is not None and (
                 index_source is None or index_source == self.segs[b].index_path
             )
-            if swapped_in_without_index_swap and b not in self.recover_set and not self.opts.repair:
+            if swapped_in_without_index_swap and (b in self.recover_set or not self.opts.repair):
                 # the swap pass opened the .swap segment: readNextOffset created a preallocated
                 # .index.swap, renamed with the rest (over an old .index an empty .swap's range did
-                # not delete), so loadSegmentFiles finds that index
-                out[b] = self.cfg.segment_index_bytes // 8 * 8
+                # not delete), so loadSegmentFiles finds that index (recoverLog rebuilds it)
+                if b not in self.recover_set:
+                    out[b] = self.cfg.segment_index_bytes // 8 * 8
+                why = self._txn_index_problem(b)
             elif index_source is None:
-                self.recover_set.add(b)
-                self.index_less.append(b)
+                why = "no offset index (LogSegment.sanityCheck: NoSuchFileException)"
+            else:
+                why = self._txn_index_problem(b)
+            if why is not None:
+                self._recovered_at_load(b, why)
         return out
+
+    def _txn_index_problem(self, b: int) -> str | None:
+        """Why TransactionIndex.sanityCheck fails on segment `b`'s .txnindex as loadSegmentFiles
+        runs it (CorruptIndexException), or None. A version it cannot read stops the load (a
+        KafkaException): raised, recover refuses (exit 3) and doctor says the broker exits."""
+        f = self.segs[b].txn_index_path
+        raw = _current(self.p, f)
+        if raw is None:
+            return None
+        try:
+            corrupt = load_sanity_check(raw, b, path=str(f))
+        except CorruptIndexError as e:
+            raise KafkalogError(
+                f"{e.message}: a broker fails to load the log on it (LogLoader.loadSegmentFiles: "
+                f"KafkaException from TransactionIndex.sanityCheck) and exits. kafkalog leaves it: "
+                f"move the file out of the partition dir, then `kafkalog recover --all` rebuilds it "
+                f"from the segment",
+                path=e.path,
+                position=e.position,
+            ) from None
+        if corrupt is None:
+            return None
+        return f"a corrupt transaction index at byte {corrupt.position} (CorruptIndexException: {corrupt.message})"
+
+    def _recovered_at_load(self, b: int, why: str) -> None:
+        """Segment `b` recovered by LogLoader.loadSegmentFiles (recoverSegment) as it loads it,
+        before recoverLog: its truncation deletes no later segment (`_recover`)."""
+        self.recover_set.add(b)
+        self.recovered_at_load[b] = why
+        self.p.findings.append(
+            RecoveredAtLoadFinding(
+                self.name,
+                f"segment {b}: {why}: the broker recovers the segment as it loads it "
+                f"(LogLoader.loadSegmentFiles) and rebuilds its indexes; so does kafkalog",
+                str(self.segs[b].log_path),
+            )
+        )
 
     def _starting_epochs(self) -> tuple[str | None, list | None, list[tuple[int, int]]]:
         """The leader-epoch-checkpoint as recovery starts from it: (why a broker would refuse it
@@ -850,9 +931,21 @@ class _PartitionRecovery:
                 s.log_path,
                 r.error.position if r.error.position is not None else r.valid_bytes,
             )
+        if r.invalid_offset and b in self.recovered_at_load:
+            raise InvalidOffsetError(
+                f"segment {b}: offsets out of order, recovering it as the broker loads it "
+                f"({self.recovered_at_load[b]}): a broker fails to load the log "
+                f"(InvalidOffsetException from LogLoader.loadSegmentFiles; only recoverLog's "
+                f"recovery empties such a segment) and exits",
+                path=str(s.log_path),
+                position=r.valid_bytes,
+            )
         later = self.bases[i + 1 :]
         if truncating and later and not self.opts.salvage:
-            self._delete_later(b, later)
+            if b in self.recovered_at_load:
+                self._note_gap(s, buf, r, later[0])
+            else:
+                self._delete_later(b, later)
         if truncating:
             self.summary["truncated_bytes"] += cut
             self._cut(s, buf, r, cut)
@@ -866,6 +959,26 @@ class _PartitionRecovery:
             recording.positions,
             # InvalidOffsetException leaves recoverSegment before its takeSnapshot
             not r.invalid_offset,
+        )
+
+    def _note_gap(self, s: Segment, buf, r: SegmentRecovery, next_base: int) -> None:
+        """A segment recovered at load and cut short keeps the segments after it: recoverSegment
+        returns the bytes it truncated, and only recoverLog deletes the later segments on them
+        (3.3.1 and 3.9 LogLoader.scala: loadSegmentFiles, recoverLog). Recovered again by
+        recoverLog (from the recovery point), it truncates nothing more. The offsets between its
+        new end and the next segment are gone from the log."""
+        lost = (r.next_offset, next_base - 1) if next_base > r.next_offset else None
+        gone = f"offsets {lost[0]}..{lost[1]} are gone" if lost else "no offset is lost"
+        self.p.findings.append(
+            GapFinding(
+                self.name,
+                f"segment {s.base_offset}: cut at byte {r.valid_bytes} (its log end becomes "
+                f"{r.next_offset}); the later segments stay (from {next_base}), as the broker keeps "
+                f"them: {gone} from the middle of the log",
+                str(s.log_path),
+                r.valid_bytes,
+                lost=lost,
+            )
         )
 
     def _delete_later(self, b: int, later: list[int]) -> None:
@@ -942,7 +1055,56 @@ class _PartitionRecovery:
             )
         )
 
-    def _snapshots(self, live_bases: list[int], log_start: int) -> None:
+    def _delete_all(self, live_bases: list[int]) -> None:
+        """LogLoader.recoverLog's deleteSegmentsIfLogStartGreaterThanLogEnd, after the recovery:
+        a log end offset below the checkpointed log start offset deletes every segment (with its
+        producer snapshot), clears the leader epochs (clearAndFlush) and the producer state
+        (truncateFullyAndStartAt: every snapshot the loader's manager listed goes); `finish` then
+        creates the empty segment at the log start offset, where the log end and the recovery
+        point go. The same in 3.3.1 and 3.9 (LogLoader.scala). What the recovery wrote to these
+        segments' files is dropped: they go as they were."""
+        p, name = self.p, self.name
+        doomed = {self.segs[b].file(suf) for b in live_bases for suf in names.SEGMENT_SUFFIXES}
+        p.actions[:] = [a for a in p.actions if a in self.leftovers or a.path not in doomed]
+        first = live_bases[0]
+        p.findings.append(
+            LogRestartFinding(
+                name,
+                f"log end offset {self.leo} is below the log start offset {self.log_start} "
+                f"(log-start-offset-checkpoint): the broker deletes all {len(live_bases)} "
+                f"segment(s) (offsets {first}..{self.leo - 1}), its leader epochs and producer "
+                f"state, and starts the log empty at {self.log_start} (LogLoader.recoverLog: "
+                f'"Deleting all segments because logEndOffset ({self.leo}) is smaller than '
+                f'logStartOffset {self.log_start}"); so does kafkalog'
+                if self.leo > first
+                else f"log end offset {self.leo} is below the log start offset {self.log_start} "
+                f"(log-start-offset-checkpoint): the broker deletes all {len(live_bases)} empty "
+                f"segment(s), its leader epochs and producer state, and starts the log at "
+                f"{self.log_start} (LogLoader.recoverLog); so does kafkalog",
+                str(self.part.directory),
+                first=first,
+                log_end=self.leo,
+                log_start=self.log_start,
+                segments=len(live_bases),
+            )
+        )
+        for b in reversed(live_bases):
+            for suf in names.SEGMENT_SUFFIXES:
+                f = self.segs[b].file(suf)
+                if _source(p, f) is not None:
+                    p.add(
+                        Action(
+                            ActionKind.DELETE,
+                            f,
+                            f"log end offset {self.leo} below the log start offset {self.log_start}",
+                            name,
+                        )
+                    )
+            self.summary["deleted_segments"].append(b)
+        self.epochs = []
+        self.leo = self.log_start
+
+    def _snapshots(self, live_bases: list[int], log_start: int, restarted: bool = False) -> None:
         """The producer snapshots LogLoader.load leaves, its steps replayed on the files
         (SnapshotFiles): each segment loadSegmentFiles recovers (no index) over the segments
         before it, then each one recoverLog recovers over all of them (recoverSegment: a new
@@ -971,7 +1133,7 @@ class _PartitionRecovery:
             )
 
         every = [views[b] for b in self.bases]
-        for b in self.index_less:
+        for b in self.recovered_at_load:
             before = [v for v in every if v.base_offset < b]
             self._recover_snapshots(manager(), before, [v.base_offset for v in before], b)
         for b in self.recovered:
@@ -984,6 +1146,10 @@ class _PartitionRecovery:
                 snaps.remove(b, "of a segment deleted after the corruption")
         segments = [views.get(b, LogView(b)) for b in live_bases]
         main = manager()
+        if restarted:  # the loader's manager lists the files as load() starts
+            main.truncate_fully_and_start_at(
+                log_start, [o for o in listed if listed[o] not in gone]
+            )
         main.remove_stray_snapshots(live_bases)
         rebuild_snapshots(main, segments, log_start, self.leo, self.clean)
         nxt = manager()
@@ -1029,10 +1195,16 @@ class _PartitionRecovery:
         at the log end) and the summary's log end offset, which it returns."""
         p, part, name = self.p, self.part, self.name
         live_bases = [b for b in self.bases if self.deleted_from is None or b < self.deleted_from]
-        if not self.bases:
-            p.note(
-                name, f"no segment: creating an empty one at the log start offset {self.log_start}"
-            )
+        restarted = bool(live_bases) and log_deleted_on_load(self.leo, self.log_start)
+        if restarted:
+            self._delete_all(live_bases)
+            live_bases = []
+        if not live_bases:
+            if not restarted:
+                p.note(
+                    name,
+                    f"no segment: creating an empty one at the log start offset {self.log_start}",
+                )
             for suf in (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX):
                 p.add(
                     Action(
@@ -1048,6 +1220,7 @@ class _PartitionRecovery:
         self._snapshots(
             live_bases,
             _loaded_log_start(p, part, self.cfg, self.resolver, self.log_start, live_bases[0]),
+            restarted,
         )
         # leader epochs: assigned from the batches, then truncated to [.., LEO)
         epochs = [(e, o) for e, o in self.epochs if o < self.leo]

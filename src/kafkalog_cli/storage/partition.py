@@ -35,6 +35,13 @@ class PartitionCheckpoints:
     cleaner_offset: int | None = None
 
 
+def log_deleted_on_load(log_end: int, log_start: int | None) -> bool:
+    """LogLoader.recoverLog's deleteSegmentsIfLogStartGreaterThanLogEnd (3.3.1 and 3.9.0-rc3
+    LogLoader.scala): a log end offset, after the recovery, below the checkpointed log start
+    offset deletes every segment, and the log starts empty at the log start offset."""
+    return log_start is not None and log_end < log_start
+
+
 @dataclass(eq=False)
 class Partition:
     directory: Path
@@ -143,11 +150,12 @@ class Partition:
         """The log start offset is above the segments' end: Kafka 3.3.1's LogLoader
         (deleteSegmentsIfLogStartGreaterThanLogEnd) then deletes every segment and starts an
         empty one at the log start offset."""
-        start = self.checkpoints.log_start_offset
-        if not self.segments or start is None:
-            return False
         end = self.segments_end_offset
-        return end is not None and start > end
+        return (
+            bool(self.segments)
+            and end is not None
+            and log_deleted_on_load(end, self.checkpoints.log_start_offset)
+        )
 
     @property
     def load_problem(self) -> str | None:
