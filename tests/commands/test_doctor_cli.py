@@ -391,12 +391,13 @@ def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
     shutil.copytree(paths.EXAMPLES, d)
     shutil.copytree(d / "codec-none-0", d / "gone-0")
     meta = d / "gone-0" / "partition.metadata"
-    meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: AAAAAAAAAAAAAAAAAAAAAA\n")
+    # a topic id, not the zero one (that is a damaged file: "Invalid topic ID")
+    meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: q2xKqN6zTnmuIrIvHOzq9Q\n")
     r = CliRunner().invoke(cli, ["doctor", "--format", "json", str(d)])
     assert r.exit_code == 0, r.output
     found = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "assignment"]
     assert [(f["severity"], f["path"]) for f in found] == [("note", str(d / "gone-0"))]
-    assert "topic id AAAAAAAAAAAAAAAAAAAAAA is not in the metadata" in found[0]["problem"]
+    assert "topic id q2xKqN6zTnmuIrIvHOzq9Q is not in the metadata" in found[0]["problem"]
     assert "Found stray log dir" in found[0]["broker"]
     props = d / "meta.properties"
     props.write_text(props.read_text().replace("node.id=1", "node.id=2"))

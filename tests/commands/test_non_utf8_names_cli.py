@@ -64,7 +64,9 @@ def test_a_dir_with_a_non_utf8_name_is_left_with_a_note(args, codes, logdir, tmp
 def test_doctor_notes_it(logdir):
     r = CliRunner().invoke(cli, ["doctor", str(logdir)])
     assert "internal error" not in r.stderr, r.stderr
-    assert r.exit_code in (0, 1) and "name is not UTF-8" in r.stdout, r.stdout
+    assert "name is not UTF-8" in r.stdout, r.stdout
+    # junk-\xfe.log ends in .log: LocalLog.offsetFromFileName fails on it, the broker exits
+    assert r.exit_code == 8 and "NumberFormatException" in r.stdout, r.stdout
 
 
 def test_files_with_non_utf8_names_in_a_partition_dir(logdir, tmp_path):

@@ -13,6 +13,7 @@ from kafkalog_cli.errors import CheckpointError
 from kafkalog_cli.formats.checkpoints import (
     EpochEntry,
     PartitionMetadata,
+    PartitionMetadataError,
     assign_epoch,
     encode_clean_shutdown,
     encode_leader_epoch_checkpoint,
@@ -247,8 +248,37 @@ def test_partition_metadata_errors():
         parse_partition_metadata(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAA")
     with pytest.raises(CheckpointError, match="Illegal base64 character 2b"):
         parse_partition_metadata(b"version: 0\ntopic_id: TBiPYKPvTZaRVhoCPN5x+g")
-    with pytest.raises(CheckpointError, match="'null'"):
+    with pytest.raises(CheckpointError, match="NullPointerException"):
         parse_partition_metadata(b"")
+
+
+@pytest.mark.parametrize(
+    "data, offline",
+    [
+        (b"", False),  # NullPointerException: the broker exits
+        (b"version: 0\n", False),  # the second line missing: the same
+        (b"version: 0\ntopic_id: not-a-uuid!", False),  # IllegalArgumentException: the same
+        (b"\0" * 40, True),  # IOException: the log dir goes offline
+        (b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", True),
+        (b"version: 1\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg", True),
+        (b"version: 0\ntopic_id: \xff", True),  # MalformedInputException
+    ],
+)
+def test_partition_metadata_errors_say_whether_kafka_takes_the_log_dir_offline(data, offline):
+    with pytest.raises(PartitionMetadataError) as e:
+        parse_partition_metadata(data, path="pm")
+    assert e.value.offline is offline and e.value.path == "pm"
+
+
+def test_partition_metadata_above_version_0_is_read_from_3_7():
+    meta = parse_partition_metadata(
+        b"version: 1\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg", newer_versions=True
+    )
+    assert meta == PartitionMetadata(1, "TBiPYKPvTZaRVhoCPN5xwg")
+    with pytest.raises(PartitionMetadataError, match="Unrecognized version"):
+        parse_partition_metadata(
+            b"version: -1\ntopic_id: TBiPYKPvTZaRVhoCPN5xwg", newer_versions=True
+        )
 
 
 # --- meta.properties -------------------------------------------------------------------------

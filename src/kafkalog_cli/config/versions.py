@@ -544,15 +544,17 @@ def _read_text(path: Path) -> str | None:
     return None if raw is None else raw.decode("utf-8", "replace")
 
 
-def bootstrap_metadata_version(log_dir: Path) -> int | None:
-    """metadata.version in the log dir's bootstrap.checkpoint (kafka-storage format writes it)."""
-    from kafkalog_cli.errors import KafkalogError
+def bootstrap_metadata_version(log_dir: Path, strict: bool = False) -> int | None:
+    """metadata.version in the log dir's bootstrap.checkpoint (kafka-storage format writes it).
+    `strict`: as BootstrapDirectory.readFromBinaryFile reads it at every start
+    (KafkaRaftServer.initializeLogDirs): a batch or record it cannot read, or no metadata.version
+    FeatureLevelRecord, raises CheckpointError (the broker exits); None only without the file."""
+    from kafkalog_cli.errors import CheckpointError, KafkalogError
     from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
     from kafkalog_cli.formats.records import iter_batches
 
-    buf = read_bytes_if_exists(
-        log_dir / "bootstrap.checkpoint"
-    )  # unreadable: InputError, as BootstrapDirectory fails
+    path = log_dir / "bootstrap.checkpoint"
+    buf = read_bytes_if_exists(path)  # unreadable: InputError, as BootstrapDirectory fails
     if buf is None:
         return None
     level = None
@@ -564,11 +566,21 @@ def bootstrap_metadata_version(log_dir: Path) -> int | None:
                 try:
                     r = decode_metadata_record(rec.value)
                 except KafkalogError:
+                    if strict:
+                        raise
                     continue
                 if r.api_key == 12 and r.data.get("name") == "metadata.version":
                     level = r.data["featureLevel"]
-    except KafkalogError:
+    except KafkalogError as e:
+        if strict:
+            raise CheckpointError(e.message, path=str(path), position=e.position) from None
         return level
+    if level is None and strict:
+        raise CheckpointError(
+            "No FeatureLevelRecord for metadata.version was found in the binary bootstrap metadata "
+            f"file: {path}",
+            path=str(path),
+        )
     return level
 
 
@@ -825,6 +837,24 @@ META_PROPERTIES_V0_IN_KRAFT = VersionRule(
     'KafkaRaftServer: "Expected version 1")',
 )
 
+PARTITION_METADATA_NEWER_VERSIONS = VersionRule(
+    "partition.metadata of a version above 0 is read",
+    KafkaVersion(3, 7),
+    'PartitionMetadataReadBuffer.read: "version >= CURRENT_VERSION" (3.7; before, only version 0: '
+    '"Unrecognized version of partition metadata file")',
+)
+QUORUM_STATE_READ_FATAL = VersionRule(
+    "a quorum-state that cannot be read stops the broker",
+    KafkaVersion(3, 8),
+    "QuorumState.initialize -> readElectionState: FileQuorumStateStore's UncheckedIOException is no longer "
+    'caught (3.8; before, "Clearing local quorum state store after error loading state")',
+)
+REMOTE_INDEX_CACHE_DIR = VersionRule(
+    "remote-log-index-cache in a log dir is not a partition",
+    KafkaVersion(3, 5),
+    "LogManager.loadLogs: !logDir.getName.equals(RemoteIndexCache.DIR_NAME) (3.5, tiered storage's index cache)",
+)
+
 # the highest metadata.version (feature level) each release knows: MetadataVersion.latestTesting
 # (a broker refuses a higher one: "No MetadataVersion with feature level N")
 LATEST_METADATA_VERSION = {KafkaVersion(4, 0): 25, KafkaVersion(4, 1): 27, KafkaVersion(4, 2): 29}
@@ -854,6 +884,9 @@ START_UP_RULES = (
     KRAFT_ONLY,
     METADATA_VERSION_FLOOR,
     REMOVED_BROKER_CONFIGS,
+    PARTITION_METADATA_NEWER_VERSIONS,
+    QUORUM_STATE_READ_FATAL,
+    REMOTE_INDEX_CACHE_DIR,
 )  # doctor --kafka-version (ops/kafka_startup.py)
 
 

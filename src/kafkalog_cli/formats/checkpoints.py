@@ -337,25 +337,49 @@ def topic_id_bytes(topic_id: str) -> bytes:
     return _uuid_bytes(topic_id)
 
 
+class PartitionMetadataError(CheckpointError):
+    """A partition.metadata Kafka's reader refuses. `offline`: it throws an IOException there
+    (PartitionMetadataFile.read takes the log dir offline); else NullPointerException (a line
+    missing: WhiteSpacesPattern.split(null)) or IllegalArgumentException (Uuid.fromString), which
+    LogManager.loadLogs does not catch: the broker exits."""
+
+    def __init__(self, message: str, path: str | None, position: int | None, offline: bool):
+        super().__init__(message, path=path, position=position)
+        self.offline = offline
+
+
 def parse_partition_metadata(
-    buf: bytes | bytearray | memoryview, *, path: str | None = None
+    buf: bytes | bytearray | memoryview, *, path: str | None = None, newer_versions: bool = False
 ) -> PartitionMetadata:
     """PartitionMetadataReadBuffer.read: `<anything>: 0` then `<anything>: <uuid>`; later lines are
-    ignored, the keys are not checked, a zero Uuid is invalid."""
+    ignored, the keys are not checked, a zero Uuid is invalid. `newer_versions`: a version above 0
+    is read too (3.7+: "To ensure downgrade compatibility"). Raises PartitionMetadataError."""
     loc = path if path is not None else "<partition.metadata>"
-    text = _decode_utf8(buf, loc, path)
+    try:
+        text = _decode_utf8(buf, loc, path)
+    except CheckpointError as e:  # MalformedInputException: an IOException
+        raise PartitionMetadataError(e.message, path, e.position, offline=True) from None
     lines = _first_lines(text, 2)
 
-    def malformed(line: str | None, at: int) -> CheckpointError:
-        shown = "null" if line is None else line
-        return CheckpointError(
-            f"Malformed line in checkpoint file ({loc}): '{shown}'",
-            path=path,
-            position=_byte_pos(text, at),
+    def malformed(line: str, at: int) -> PartitionMetadataError:
+        return PartitionMetadataError(
+            f"Malformed line in checkpoint file ({loc}): '{line}'",
+            path,
+            _byte_pos(text, at),
+            offline=True,
+        )
+
+    def missing(at: int) -> PartitionMetadataError:
+        return PartitionMetadataError(
+            f"a line is missing in the partition metadata file ({loc}) "
+            "(Kafka: NullPointerException)",
+            path,
+            _byte_pos(text, at),
+            offline=False,
         )
 
     if not lines:
-        raise malformed(None, 0)  # Kafka: NullPointerException
+        raise missing(0)
     line, at = lines[0]
     parts = _java_split(_COLON_WS, line)
     if len(parts) != 2:
@@ -363,14 +387,15 @@ def parse_partition_metadata(
     version = _java_number(parts[1], _INT32)
     if version is None:
         raise malformed(line, at)
-    if version != 0:
-        raise CheckpointError(
+    if version < 0 or version > 0 and not newer_versions:
+        raise PartitionMetadataError(
             f"Unrecognized version of partition metadata file ({loc}): {parts[1]}",
-            path=path,
-            position=0,
+            path,
+            0,
+            offline=True,
         )
     if len(lines) < 2:
-        raise malformed(None, len(text))
+        raise missing(len(text))
     line, at = lines[1]
     parts = _java_split(_COLON_WS, line)
     if len(parts) != 2:
@@ -378,14 +403,17 @@ def parse_partition_metadata(
     try:
         raw = _uuid_bytes(parts[1])
     except ValueError as e:
-        raise CheckpointError(str(e), path=path, position=_byte_pos(text, at)) from None
+        raise PartitionMetadataError(
+            f"{e} (Kafka: IllegalArgumentException)", path, _byte_pos(text, at), offline=False
+        ) from None
     if raw == bytes(16):
-        raise CheckpointError(
+        raise PartitionMetadataError(
             f"Invalid topic ID in partition metadata file ({loc})",
-            path=path,
-            position=_byte_pos(text, at),
+            path,
+            _byte_pos(text, at),
+            offline=True,
         )
-    return PartitionMetadata(0, parts[1])
+    return PartitionMetadata(version, parts[1])
 
 
 def _first_lines(text: str, n: int) -> list[tuple[str, int]]:

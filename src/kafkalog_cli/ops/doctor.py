@@ -21,14 +21,25 @@ import enum
 import errno
 import os
 import pwd
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import KafkaVersion, node_id_of
-from kafkalog_cli.config.versions import META_PROPERTIES_V0_IN_KRAFT
+from kafkalog_cli.config.versions import (
+    META_PROPERTIES_V0_IN_KRAFT,
+    PARTITION_METADATA_NEWER_VERSIONS,
+    QUORUM_STATE_READ_FATAL,
+    REMOTE_INDEX_CACHE_DIR,
+)
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
-from kafkalog_cli.formats.checkpoints import parse_leader_epoch_checkpoint, parse_properties
+from kafkalog_cli.formats.checkpoints import (
+    PartitionMetadataError,
+    parse_leader_epoch_checkpoint,
+    parse_partition_metadata,
+    parse_properties,
+)
 from kafkalog_cli.formats.meta_properties import MetaProperties
 from kafkalog_cli.storage import checkpoints as ckpt
 from kafkalog_cli.storage import files, names
@@ -37,6 +48,7 @@ from kafkalog_cli.storage.names import PartitionDirKind, parse_partition_dir_nam
 from kafkalog_cli.storage.space import FreeSpace
 
 METADATA_DIR = "__cluster_metadata-0"
+REMOTE_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
 ROOT_FILES = {
     names.META_PROPERTIES,
     names.RECOVERY_POINT_CHECKPOINT,
@@ -196,16 +208,31 @@ def diagnose(
             metadata_dir,
             lambda severity, *rest: Finding(Severity(severity), *rest),
         )
+    topic_ids = _image_topic_ids(metadata_dir)
+    out += check_bootstrap(metadata_dir)
+    out += check_quorum_state(
+        metadata_dir,
+        None if kafka_version is None else QUORUM_STATE_READ_FATAL.applies(kafka_version),
+    )
+    out += check_duplicate_partitions([d for d in log_dirs if d.is_dir()])
     for d in log_dirs:
         if not d.is_dir():
             continue
         meta = metas[d]
         since_3_7 = isinstance(meta, dict) and "directory.id" in meta  # 3.7+ writes a directory.id
+        newer_metadata = kafka_version is not None and PARTITION_METADATA_NEWER_VERSIONS.applies(
+            kafka_version
+        )
+        index_cache = kafka_version is not None and REMOTE_INDEX_CACHE_DIR.applies(kafka_version)
         for check in (
             lambda d: check_lock(d, diag.unread),
             lambda d: check_access(d, user),
-            lambda d, since_3_7=since_3_7: check_directories(d, since_3_7),
+            lambda d, since_3_7=since_3_7: check_directories(
+                d, since_3_7, since_3_7 or index_cache
+            ),
             check_file_types,
+            check_offset_names,
+            lambda d: check_partition_metadata(d, newer_metadata, topic_ids, diag.unread),
             lambda d: check_checkpoints(d, diag.unread),
             lambda d: check_segments(d, diag.unread),
             check_space,
@@ -451,6 +478,127 @@ def check_meta_properties(
     return out
 
 
+# ------------------------------------------------------------------ the metadata log dir's files
+def check_bootstrap(metadata_dir: Path) -> list[Finding]:
+    """bootstrap.checkpoint, read at every start (KafkaRaftServer.initializeLogDirs ->
+    BootstrapDirectory.read), whatever the metadata log holds: one that does not read whole, or
+    holds no metadata.version, stops the broker. Without it the broker takes metadata.version from
+    inter.broker.protocol.version, and that only seeds an empty metadata log."""
+    from kafkalog_cli.config.versions import bootstrap_metadata_version
+
+    f = metadata_dir / "bootstrap.checkpoint"
+    if _not_regular(f):
+        return []  # check_file_types says it
+    try:
+        bootstrap_metadata_version(metadata_dir, strict=True)
+    except InputError:
+        return []  # not readable by kafkalog: check_access or the unread list say it
+    except KafkalogError as e:
+        return [
+            Finding(
+                Severity.ERROR,
+                "checkpoint",
+                str(f),
+                f"damaged: {e.message}",
+                "RuntimeException from BootstrapDirectory.read (KafkaRaftServer.initializeLogDirs reads it "
+                "at every start): the broker exits",
+                f"mv {f} {f}.damaged: the broker then takes metadata.version from the metadata log "
+                f"({METADATA_DIR}), or, with that log empty, from inter.broker.protocol.version",
+            )
+        ]
+    return []
+
+
+def quorum_state_damage(path: Path) -> tuple[str, bool] | None:
+    """What FileQuorumStateStore.readStateFromFile says of quorum-state, and whether Kafka throws
+    an IOException there (UncheckedIOException: 3.3 to 3.7 clear the file and go on, 3.8+ exit) or
+    something else (a mandatory field missing: RuntimeException from QuorumStateDataJsonConverter,
+    which every release lets through); None when it reads."""
+    import json
+
+    raw = files.read_bytes_if_exists(path)
+    if raw is None:
+        return None
+    try:
+        line = raw.decode("utf-8").splitlines()[0] if raw else None
+    except UnicodeDecodeError:
+        return "not UTF-8 (MalformedInputException)", True
+    if line is None:
+        return "EOFException: File ended prematurely.", True
+    try:
+        node, _ = json.JSONDecoder().raw_decode(line.lstrip())
+    except ValueError as e:
+        return f"not JSON (JsonParseException: {e})", True
+    if not isinstance(node, dict):
+        return f"Deserialized node {line.strip()[:40]} is not an object node", True
+    if "data_version" not in node:
+        return "no data_version field", True
+    version = node["data_version"]
+    mandatory = (
+        "clusterId",
+        "leaderId",
+        "leaderEpoch",
+        "votedId",
+        "appliedOffset",
+        "currentVoters",
+    )
+    if version == 0:
+        missing = [k for k in mandatory if k not in node]
+        if missing:
+            return (
+                f"QuorumStateData: unable to locate field '{missing[0]}', which is mandatory in version 0",
+                False,
+            )
+    return None
+
+
+def check_quorum_state(metadata_dir: Path, fatal: bool | None) -> list[Finding]:
+    """The metadata log's quorum-state, read as KafkaRaftClient starts (QuorumState.initialize).
+    `fatal`: the release exits on a file it cannot read (3.8+); None: the release is not known."""
+    f = metadata_dir / METADATA_DIR / "quorum-state"
+    if not f.is_file():
+        return []
+    try:
+        damage = quorum_state_damage(f)
+    except KafkalogError:
+        return []  # not readable by kafkalog: check_access says it
+    if damage is None:
+        return []
+    what, io = damage
+    fix = (
+        f"mv {f} {f}.damaged: the broker starts without it, in the epoch of its metadata log "
+        '("Epoch from quorum-state file is 0, which is smaller than last written epoch"), as 3.3 to 3.7 '
+        "do themselves"
+    )
+    cleared = (
+        '"Clearing local quorum state store after error loading state" (QuorumState.initialize, 3.3 to '
+        "3.7): it starts"
+    )
+    exits = (
+        f"UncheckedIOException: Error while reading the Quorum status from the file {f} "
+        f"({QUORUM_STATE_READ_FATAL.where}): the broker exits"
+    )
+    if not io:
+        severity, broker = Severity.ERROR, f"RuntimeException ({what}): the broker exits"
+    elif fatal:
+        severity, broker = Severity.ERROR, exits
+    elif fatal is None:
+        severity, broker = Severity.WARNING, f"3.3 to 3.7: {cleared}; 3.8+: {exits}"
+    else:
+        severity, broker = Severity.NOTE, cleared
+    return [
+        Finding(
+            severity,
+            "checkpoint",
+            str(f),
+            f"damaged: {what}",
+            broker,
+            fix if severity is not Severity.NOTE else "nothing to do (or: " + fix + ")",
+            unchecked=fatal is None and io,
+        )
+    ]
+
+
 def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, str]:
     """Which meta.properties holds the wrong cluster.id, from evidence: a log dir whose partitions'
     topic ids (partition.metadata) are all in this cluster's metadata log (the image at the end
@@ -531,8 +679,8 @@ def judge_cluster_ids(seen: dict[Path, dict], metadata_dir: Path) -> tuple[str, 
     return "; evidence: " + "; ".join(evidence), "; ".join(fixes)
 
 
-def _partition_dirs(d: Path) -> list[os.DirEntry]:
-    """The live partition dirs of a log dir, but the metadata log's."""
+def _partition_dirs(d: Path, *kinds: PartitionDirKind) -> list[os.DirEntry]:
+    """The partition dirs of `kinds` (live ones by default) of a log dir, but the metadata log's."""
     try:
         entries = sorted(os.scandir(d), key=lambda e: e.name)
     except OSError:
@@ -540,7 +688,11 @@ def _partition_dirs(d: Path) -> list[os.DirEntry]:
     out = []
     for e in entries:
         parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
-        if parsed is not None and parsed.kind is PartitionDirKind.LIVE and e.name != METADATA_DIR:
+        if (
+            parsed is not None
+            and parsed.kind in (kinds or (PartitionDirKind.LIVE,))
+            and e.name != METADATA_DIR
+        ):
             out.append(e)
     return out
 
@@ -548,9 +700,8 @@ def _partition_dirs(d: Path) -> list[os.DirEntry]:
 def _topic_id(partition_dir: Path) -> str | None:
     """partition.metadata's topic id, None without a readable one."""
     try:
-        raw = files.read_bytes_if_exists(partition_dir / "partition.metadata")
-        return parse_properties(raw).get("topic_id") if raw is not None else None
-    except (KafkalogError, ValueError):
+        return read_topic_id(partition_dir)
+    except KafkalogError:
         return None
 
 
@@ -807,12 +958,24 @@ def check_links(d: Path) -> list[Finding]:
     return out
 
 
-def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
+def check_directories(d: Path, since_3_7: bool = False, index_cache: bool = False) -> list[Finding]:
     """Every subdirectory must parse as a partition dir (LogManager.loadLogs). `-stray` is 3.7+'s:
-    a broker before it (the one that wrote a meta.properties without directory.id) exits on it."""
+    a broker before it (the one that wrote a meta.properties without directory.id) exits on it.
+    `index_cache`: the broker passes over tiered storage's remote-log-index-cache (3.5+)."""
     out = []
     for e in sorted(os.scandir(d), key=lambda e: e.name):
-        if e.is_dir(follow_symlinks=True):
+        if e.is_dir(follow_symlinks=True) and e.name == REMOTE_INDEX_CACHE and index_cache:
+            out.append(
+                Finding(
+                    Severity.NOTE,
+                    "directory",
+                    e.path,
+                    "tiered storage's remote index cache",
+                    f"not loaded as a partition ({REMOTE_INDEX_CACHE_DIR.where})",
+                    "nothing to do",
+                )
+            )
+        elif e.is_dir(follow_symlinks=True):
             parsed = parse_partition_dir_name(e.name)
             if parsed is None:
                 out.append(
@@ -824,7 +987,13 @@ def check_directories(d: Path, since_3_7: bool = False) -> list[Finding]:
                         f"KafkaException: Found directory {e.path}, '{e.name}' is not in the form of "
                         "topic-partition or topic-partition.uniqueId-delete (or -future): the broker exits",
                         f"move it out of the log dir (mv {e.path} {d.parent}/), or give log.dirs a "
-                        "subdirectory of this mount",
+                        "subdirectory of this mount"
+                        + (
+                            f" (a Kafka {REMOTE_INDEX_CACHE_DIR.since}+ broker passes over it: check with "
+                            "--kafka-version)"
+                            if e.name == REMOTE_INDEX_CACHE
+                            else ""
+                        ),
                     )
                 )
             elif parsed.kind is PartitionDirKind.NOT_UTF8:
@@ -1075,6 +1244,160 @@ def _epoch_checkpoints(d: Path, unread: list | None) -> list[Finding]:
     return out
 
 
+def _image_topic_ids(metadata_dir: Path) -> dict[str, str]:
+    """topic name -> topic id in the image at the end of the metadata log ({} without one)."""
+    from kafkalog_cli.ops.metadata_image import read_metadata_image
+
+    if not (metadata_dir / METADATA_DIR).is_dir():
+        return {}
+    try:
+        return {t.name: t.id for t in read_metadata_image(metadata_dir).image.topics.values()}
+    except KafkalogError:
+        return {}  # the metadata checks say what is wrong with it
+
+
+def read_topic_id(partition_dir: Path, newer_versions: bool = False) -> str | None:
+    """partition.metadata's topic id as the broker reads it (UnifiedLog.initializeTopicId); None
+    without the file. Raises PartitionMetadataError where Kafka's reader fails, KafkalogError
+    where the file cannot be read."""
+    f = partition_dir / names.PARTITION_METADATA
+    raw = files.read_bytes_if_exists(f)
+    if raw is None:
+        return None
+    return parse_partition_metadata(raw, path=str(f), newer_versions=newer_versions).topic_id
+
+
+def check_partition_metadata(
+    d: Path, newer_versions: bool, topic_ids: dict[str, str], unread: list | None = None
+) -> list[Finding]:
+    """Each partition's partition.metadata, read as every partition dir loads
+    (UnifiedLog.initializeTopicId, KRaft keeps the file): where Kafka's reader throws an
+    IOException the log dir goes offline; a missing line or a topic id that is no Uuid throws
+    what LogManager.loadLogs does not catch, and the broker exits; in the metadata log's own dir
+    (KafkaMetadataLog, outside loadLogs) either stops it. Removing the file is no fix from 3.7: a
+    partition without a topic id is taken for stray (LogManager.isStrayKraftReplica)."""
+    out = []
+    for e in sorted(os.scandir(d), key=lambda e: e.name):
+        parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
+        f = Path(e.path) / names.PARTITION_METADATA
+        if parsed is None or _not_regular(f):
+            continue  # a FIFO, a directory: check_file_types says it
+        try:
+            read_topic_id(Path(e.path), newer_versions)
+        except PartitionMetadataError as err:
+            tp = parsed.topic_partition
+            known = topic_ids.get(tp.topic) if e.name != METADATA_DIR else None
+            write = (
+                f"write the topic id this cluster's metadata log gives {tp.topic}: printf "
+                f"'version: 0\\ntopic_id: {known}' > {f}"
+                if known
+                else f"copy {names.PARTITION_METADATA} of {tp} from another broker that holds it (every "
+                f"replica has the same topic id; kafka-topics.sh --describe --topic {tp.topic} shows it), "
+                f"or write it: printf 'version: 0\\ntopic_id: TOPIC_ID' > {f}"
+            )
+            exits = not err.offline or e.name == METADATA_DIR
+            out.append(
+                Finding(
+                    Severity.ERROR if exits else Severity.WARNING,
+                    "checkpoint",
+                    str(f),
+                    f"damaged: {err.message}",
+                    (
+                        f"{'KafkaStorageException' if err.offline else 'an exception'} while loading "
+                        f"{e.name} (UnifiedLog.initializeTopicId -> PartitionMetadataFile.read), which "
+                        "LogManager.loadLogs does not catch: the broker exits"
+                        if exits
+                        else f'"Error while reading partition metadata file {f}" (KafkaStorageException): '
+                        "the log dir is offline"
+                    ),
+                    write + " (without the file a 3.7+ broker takes the partition for stray)",
+                    offline=not exits,
+                )
+            )
+        except KafkalogError as err:
+            _unread(err, unread)  # access: check_access says it; a FIFO: check_file_types
+    return out
+
+
+# the files LogLoader and ProducerStateManager name by offset (LocalLog.isLogFile / isIndexFile,
+# .cleaned and .swap files, ProducerStateManager.isSnapshotFile), with what Long.parseLong reads
+_OFFSET_NAMED = (*names.SEGMENT_SUFFIXES, names.SNAPSHOT_SUFFIX, ".cleaned", ".swap")
+_JAVA_LONG = re.compile(r"^[+-]?[0-9]+$")
+
+
+def check_offset_names(d: Path) -> list[Finding]:
+    """A file in a partition dir that Kafka takes for a segment, index, producer snapshot or
+    leftover by its suffix, but whose name before the first '.' is no long: offsetFromFileName
+    throws NumberFormatException, which LogManager.loadLogs does not catch (an output saved as
+    `dump.log` in a partition dir stops the broker)."""
+    out = []
+    for e in sorted(os.scandir(d), key=lambda e: e.name):
+        parsed = parse_partition_dir_name(e.name) if e.is_dir() else None
+        if parsed is None or e.name == METADATA_DIR:
+            continue  # the metadata log's snapshots are named by Snapshots.parse, which copes
+        try:
+            inner = sorted(os.scandir(e.path), key=lambda f: f.name)
+        except OSError:
+            continue  # access: check_access says it
+        for f in inner:
+            if not f.name.endswith(_OFFSET_NAMED) or not f.is_file():
+                continue
+            stem = f.name.split(".", 1)[0]
+            if _JAVA_LONG.match(stem) and -(1 << 63) <= int(stem) < (1 << 63):
+                continue
+            out.append(
+                Finding(
+                    Severity.ERROR,
+                    "file",
+                    f.path,
+                    f"named like a Kafka file ({f.name[len(stem) :]}) but {stem!r} is no offset",
+                    f'NumberFormatException: For input string: "{stem}" while loading {e.name} '
+                    "(LocalLog.offsetFromFileName), which LogManager.loadLogs does not catch: the "
+                    "broker exits",
+                    f"move it out of the partition dir: mv {f.path} {d.parent}/",
+                )
+            )
+    return out
+
+
+def check_duplicate_partitions(log_dirs: list[Path]) -> list[Finding]:
+    """One partition in two log dirs (a copy left by a move, or a log dir restored beside its
+    replacement): LogManager.loadLog puts both in one map and throws IllegalStateException, which
+    loadLogs does not catch: the broker exits. Future replicas (-future) likewise."""
+    seen: dict[tuple[str, bool], list[str]] = {}
+    for d in log_dirs:
+        for e in _partition_dirs(d, PartitionDirKind.LIVE, PartitionDirKind.FUTURE):
+            parsed = parse_partition_dir_name(e.name)
+            if parsed is not None:
+                key = (str(parsed.topic_partition), parsed.kind is PartitionDirKind.FUTURE)
+                seen.setdefault(key, []).append(e.path)
+    out = []
+    for (tp, future), paths in seen.items():
+        if len(paths) < 2:
+            continue
+        out.append(
+            Finding(
+                Severity.ERROR,
+                "directory",
+                ", ".join(paths),
+                f"{'the future replica of ' if future else ''}{tp} in {len(paths)} log dirs",
+                "IllegalStateException: "
+                + (
+                    f"Duplicate log directories found: {paths[-1]}, {paths[0]}"
+                    if future
+                    else f"Duplicate log directories for {tp} are found in both {paths[-1]} and {paths[0]}"
+                )
+                + " (LogManager.loadLog): the broker exits",
+                "keep one: compare them (kafkalog compare-replicas "
+                + " ".join(paths)
+                + "), then move the other out of the log dirs (mv PARTITION_DIR to a folder outside "
+                'them); Kafka: "It is recommended to delete the partition in the log directory that '
+                'is known to have failed recently"',
+            )
+        )
+    return out
+
+
 _KAFKA_NAMES = {
     "OffsetOverflowError": "LogSegmentOffsetOverflowException",
     "InvalidOffsetError": "InvalidOffsetException",
@@ -1305,29 +1628,10 @@ def check_assignments(
             if parsed is None:  # _partition_dirs keeps only the names that parse
                 continue
             tp = parsed.topic_partition
-            f = Path(e.path) / "partition.metadata"
             try:
-                raw = files.read_bytes_if_exists(f)
-            except KafkalogError as err:  # a FIFO: PartitionMetadataFile.read fails
-                if _unread(err, unread):
-                    continue
-                out.append(
-                    Finding(
-                        Severity.WARNING,
-                        "checkpoint",
-                        str(f),
-                        f"cannot be read: {err.message}",
-                        f"KafkaStorageException: Error while reading partition metadata file {f}: "
-                        "the log dir is offline",
-                        f"mv {f} {f}.unreadable (the broker writes it again from the metadata)",
-                        offline=True,
-                    )
-                )
-                continue
-            try:
-                topic_id = parse_properties(raw).get("topic_id") if raw is not None else None
-            except (KafkalogError, ValueError):
-                topic_id = None
+                topic_id = read_topic_id(Path(e.path), newer_versions=True)
+            except KafkalogError:
+                continue  # damaged or not readable: check_partition_metadata and its kin say it
             topic = by_id.get(topic_id) if topic_id else None
             part = topic.partitions.get(tp.partition) if topic is not None else None
             if topic_id is None:

@@ -1,0 +1,168 @@
+"""`doctor` on the files a broker reads as it starts beyond meta.properties and the segments,
+each as Kafka reads it: partition.metadata (UnifiedLog.initializeTopicId), a partition in two log
+dirs (LogManager.loadLog), a file named like a segment whose name is no offset
+(LocalLog.offsetFromFileName), bootstrap.checkpoint (BootstrapDirectory.read), the metadata log's
+quorum-state (QuorumState.initialize) and tiered storage's remote-log-index-cache. Each
+incident of an on-call night: a power cut, a copy left behind, a file saved in the wrong place."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from tests.helpers.doctor import MOVED, copy, doctor, findings, split
+
+TOPIC_ID = "DKH2sRcDSTi2pwJiqct51A"  # multi-segment's, in examples/logdir's metadata log
+
+
+def partition_metadata(d, data: bytes):
+    f = d / "multi-segment-0" / "partition.metadata"
+    f.write_bytes(data)
+    return f
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",  # a power cut before the write reached the disk
+        b"version: 0\n",  # the topic id line lost: NullPointerException
+        b"version: 0\ntopic_id: not-a-uuid!",  # IllegalArgumentException from Uuid.fromString
+    ],
+    ids=["empty", "one line", "not a uuid"],
+)
+def test_a_partition_metadata_kafka_cannot_read_stops_the_broker(tmp_path, data):
+    d = copy(tmp_path)
+    f = partition_metadata(d, data)
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert found["severity"] == "error" and "the broker exits" in found["broker"]
+    # the fix writes the topic id the metadata log gives the topic, never removes the file
+    assert f"printf 'version: 0\\ntopic_id: {TOPIC_ID}' > {f}" in found["fix"], found["fix"]
+    f.write_bytes(f"version: 0\ntopic_id: {TOPIC_ID}".encode())  # the fix
+    assert doctor(d).exit_code == 0
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\0" * 42,
+        b"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA",
+        b"version: 1\ntopic_id: " + TOPIC_ID.encode(),
+    ],
+    ids=["zeros", "the zero uuid", "version 1"],
+)
+def test_a_partition_metadata_kafka_reads_as_an_io_error_takes_the_log_dir_offline(tmp_path, data):
+    a, b = split(tmp_path, ["b"])
+    f = b / MOVED[0] / "partition.metadata"
+    f.write_bytes(data)
+    r = doctor(a, b, "--format", "json")
+    assert r.exit_code == 1, r.output  # a, the other log dir, still serves
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert found["severity"] == "warning" and "the log dir is offline" in found["broker"]
+    r = doctor(b, "--format", "json")
+    assert r.exit_code == 8, r.output  # the last log dir offline: the broker stops
+
+
+def test_partition_metadata_version_1_is_read_from_3_7(tmp_path):
+    d = copy(tmp_path)
+    partition_metadata(d, b"version: 1\ntopic_id: " + TOPIC_ID.encode())
+    assert doctor(d, "--kafka-version", "3.6").exit_code == 8
+    assert doctor(d, "--kafka-version", "3.7").exit_code == 0
+
+
+def test_a_partition_in_two_log_dirs_stops_the_broker(tmp_path):
+    a, b = split(tmp_path, ["b"])
+    shutil.copytree(b / MOVED[0], a / MOVED[0])  # a copy left behind by a move
+    r = doctor(a, b, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "directory") if "in 2 log dirs" in x["problem"]]
+    assert found["path"] == f"{a / MOVED[0]}, {b / MOVED[0]}"
+    assert "Duplicate log directories for multi-segment-0 are found in both" in found["broker"]
+    assert f"kafkalog compare-replicas {a / MOVED[0]} {b / MOVED[0]}" in found["fix"]
+    # a current replica and a future one of the same partition is a move in progress
+    (a / MOVED[0]).rename(a / f"{MOVED[0]}.0123456789abcdef0123456789abcdef-future")
+    assert not [x for x in findings(doctor(a, b, "--format", "json")) if "log dirs" in x["problem"]]
+
+
+@pytest.mark.parametrize("name", ["dump.log", "00000000000000000000 (copy).index", "x.snapshot"])
+def test_a_file_named_like_a_segment_whose_name_is_no_offset_stops_the_broker(tmp_path, name):
+    d = copy(tmp_path)
+    f = d / "multi-segment-0" / name
+    f.write_text("what kafka-dump-log printed\n")
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (found,) = findings(r, "file")
+    assert found["path"] == str(f) and "NumberFormatException" in found["broker"]
+    assert found["fix"] == f"move it out of the partition dir: mv {f} {d.parent}/"
+    shutil.move(f, d.parent)  # the fix
+    assert doctor(d).exit_code == 0
+
+
+def test_other_files_in_a_partition_dir_are_not_segments(tmp_path):
+    d = copy(tmp_path)
+    for name in ("00000000000000000000.log.bak", "notes.txt", "00000000000000000005.log.deleted"):
+        (d / "multi-segment-0" / name).write_text("x")
+    assert not findings(doctor(d, "--format", "json"), "file")
+
+
+@pytest.mark.parametrize("data", [b"", b"\0" * 64], ids=["empty", "zeros"])
+def test_a_damaged_bootstrap_checkpoint_stops_the_broker_and_moving_it_aside_is_the_fix(
+    tmp_path, data
+):
+    d = copy(tmp_path)
+    f = d / "bootstrap.checkpoint"
+    f.write_bytes(data)
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert "BootstrapDirectory.read" in found["broker"] and "the broker exits" in found["broker"]
+    assert found["fix"].startswith(f"mv {f} {f}.damaged")
+    f.rename(f"{f}.damaged")
+    assert doctor(d).exit_code == 0
+
+
+@pytest.mark.parametrize("data", [b"", b"\0" * 100, b'{"clusterId":"","leaderId":1'])
+def test_a_damaged_quorum_state_stops_3_8_and_later(tmp_path, data):
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"
+    f.write_bytes(data)
+    r = doctor(d, "--format", "json", "--kafka-version", "3.9")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert "UncheckedIOException" in found["broker"] and found["fix"].startswith(f"mv {f} ")
+    r = doctor(d, "--format", "json", "--kafka-version", "3.3")
+    assert r.exit_code == 0, r.output  # 3.3 to 3.7 clear it themselves
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert found["severity"] == "note" and "Clearing local quorum state store" in found["broker"]
+    r = doctor(d, "--format", "json")  # which release: not known, so no all-clear
+    assert r.exit_code == 1 and json_verdict(r).startswith("not known whether a broker starts")
+    f.rename(f"{f}.damaged")
+    assert doctor(d, "--kafka-version", "3.9").exit_code == 0
+
+
+def test_a_quorum_state_without_a_mandatory_field_stops_every_release(tmp_path):
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"
+    f.write_text('{"clusterId":"","leaderId":1,"leaderEpoch":1,"votedId":-1,"data_version":0}\n')
+    for version in ("3.3", "3.9"):
+        r = doctor(d, "--format", "json", "--kafka-version", version)
+        assert r.exit_code == 8, r.output
+        (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+        assert "unable to locate field 'appliedOffset'" in found["problem"]
+
+
+def test_the_remote_index_cache_is_no_partition_from_3_5(tmp_path):
+    d = copy(tmp_path)
+    (d / "remote-log-index-cache").mkdir()
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 8 and "--kafka-version" in findings(r, "directory")[0]["fix"]
+    assert doctor(d, "--kafka-version", "3.4").exit_code == 8
+    assert doctor(d, "--kafka-version", "3.5").exit_code == 0
+
+
+def json_verdict(r) -> str:
+    import json
+
+    return json.loads(r.stdout)["verdict"]
