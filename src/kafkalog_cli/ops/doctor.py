@@ -215,24 +215,28 @@ def diagnose(
         None if kafka_version is None else QUORUM_STATE_READ_FATAL.applies(kafka_version),
     )
     out += check_duplicate_partitions([d for d in log_dirs if d.is_dir()])
+    stated = {
+        rule: kafka_version is not None and rule.applies(kafka_version)
+        for rule in (PARTITION_METADATA_NEWER_VERSIONS, REMOTE_INDEX_CACHE_DIR)
+    }
     for d in log_dirs:
         if not d.is_dir():
             continue
         meta = metas[d]
         since_3_7 = isinstance(meta, dict) and "directory.id" in meta  # 3.7+ writes a directory.id
-        newer_metadata = kafka_version is not None and PARTITION_METADATA_NEWER_VERSIONS.applies(
-            kafka_version
-        )
-        index_cache = kafka_version is not None and REMOTE_INDEX_CACHE_DIR.applies(kafka_version)
+        newer_metadata = since_3_7 or stated[PARTITION_METADATA_NEWER_VERSIONS]
+        index_cache = since_3_7 or stated[REMOTE_INDEX_CACHE_DIR]
         for check in (
             lambda d: check_lock(d, diag.unread),
             lambda d: check_access(d, user),
-            lambda d, since_3_7=since_3_7: check_directories(
-                d, since_3_7, since_3_7 or index_cache
+            lambda d, since_3_7=since_3_7, index_cache=index_cache: check_directories(
+                d, since_3_7, index_cache
             ),
             check_file_types,
             check_offset_names,
-            lambda d: check_partition_metadata(d, newer_metadata, topic_ids, diag.unread),
+            lambda d, newer=newer_metadata: check_partition_metadata(
+                d, newer, topic_ids, diag.unread
+            ),
             lambda d: check_checkpoints(d, diag.unread),
             lambda d: check_segments(d, diag.unread),
             check_space,
