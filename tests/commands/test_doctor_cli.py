@@ -378,9 +378,10 @@ def test_shell_completion_offers_doctor_and_its_options():
     assert "--server-properties" in r.output
 
 
-def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
-    # LogManager.isStrayKraftReplica (3.7+): a topic id the metadata image does not hold (a topic
-    # deleted while this broker was down), or replicas without this node
+def test_a_partition_the_metadata_no_longer_assigns_here_is_deleted_before_3_7(tmp_path):
+    # BrokerMetadataPublisher.findStrayPartitions (3.0 to 3.6) deletes it at start;
+    # LogManager.isStrayKraftReplica (3.7+) renames it -stray: a topic id the metadata image does
+    # not hold (a topic deleted while this broker was down), or replicas without this node
     import shutil
 
     from click.testing import CliRunner
@@ -394,11 +395,18 @@ def test_a_partition_the_metadata_no_longer_assigns_here_is_a_note(tmp_path):
     # a topic id, not the zero one (that is a damaged file: "Invalid topic ID")
     meta.write_text(meta.read_text().split("topic_id:")[0] + "topic_id: q2xKqN6zTnmuIrIvHOzq9Q\n")
     r = CliRunner().invoke(cli, ["doctor", "--format", "json", str(d)])
+    assert r.exit_code == 1, r.output
+    found = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "assignment"]
+    assert [(f["severity"], f["path"]) for f in found] == [("warning", str(d / "gone-0"))]
+    assert "topic id q2xKqN6zTnmuIrIvHOzq9Q is not in the metadata" in found[0]["problem"]
+    assert "delete it at start" in found[0]["broker"]
+    assert found[0]["fix"].startswith(
+        f"to keep its data, move it out of the log dir before the broker starts: mv {d / 'gone-0'} {tmp_path}/"
+    )
+    r = CliRunner().invoke(cli, ["doctor", "--format", "json", "--kafka-version", "3.7", str(d)])
     assert r.exit_code == 0, r.output
     found = [f for f in json.loads(r.stdout)["findings"] if f["check"] == "assignment"]
-    assert [(f["severity"], f["path"]) for f in found] == [("note", str(d / "gone-0"))]
-    assert "topic id q2xKqN6zTnmuIrIvHOzq9Q is not in the metadata" in found[0]["problem"]
-    assert "Found stray log dir" in found[0]["broker"]
+    assert found[0]["severity"] == "note" and "Found stray log dir" in found[0]["broker"]
     props = d / "meta.properties"
     props.write_text(props.read_text().replace("node.id=1", "node.id=2"))
     r = CliRunner().invoke(cli, ["doctor", str(d)])

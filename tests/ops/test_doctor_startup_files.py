@@ -166,3 +166,29 @@ def json_verdict(r) -> str:
     import json
 
     return json.loads(r.stdout)["verdict"]
+
+
+def test_no_metadata_log_beside_partitions_is_a_warning_before_a_controller_starts(tmp_path):
+    """A combined node whose metadata log is gone starts a new, empty one: every partition is
+    stray, and 3.0 to 3.6 delete them all at start."""
+    d = copy(tmp_path)
+    shutil.rmtree(d / "__cluster_metadata-0")
+    r = doctor(d, "--format", "json")
+    assert r.exit_code == 1, r.output
+    (found,) = findings(r, "assignment")
+    assert (
+        found["path"] == str(d / "__cluster_metadata-0") and "13 partition(s)" in found["problem"]
+    )
+    assert "delete every one at start" in found["broker"]
+    assert found["fix"].startswith(f"restore __cluster_metadata-0 into {d}")
+
+
+def test_a_partition_without_partition_metadata_is_stray_from_3_7(tmp_path):
+    d = copy(tmp_path)
+    (d / "multi-segment-0" / "partition.metadata").unlink()
+    fix = f"printf 'version: 0\\ntopic_id: {TOPIC_ID}' > {d / 'multi-segment-0' / 'partition.metadata'}"
+    for version, code, severity in (("3.6", 0, "note"), ("3.7", 1, "warning")):
+        r = doctor(d, "--format", "json", "--kafka-version", version)
+        assert r.exit_code == code, r.output
+        (found,) = findings(r, "assignment")
+        assert found["severity"] == severity and fix in found["fix"], found

@@ -837,6 +837,12 @@ META_PROPERTIES_V0_IN_KRAFT = VersionRule(
     'KafkaRaftServer: "Expected version 1")',
 )
 
+STRAY_KEPT = VersionRule(
+    "a partition the metadata does not assign here is kept, renamed -stray",
+    KafkaVersion(3, 7),
+    "LogManager.loadLog: isStray -> renameDir(logStrayDirName) (3.7; 3.0 to 3.6 delete it at start: "
+    "BrokerMetadataPublisher.findStrayPartitions -> ReplicaManager.deleteStrayReplicas)",
+)
 PARTITION_METADATA_NEWER_VERSIONS = VersionRule(
     "partition.metadata of a version above 0 is read",
     KafkaVersion(3, 7),
@@ -887,6 +893,7 @@ START_UP_RULES = (
     PARTITION_METADATA_NEWER_VERSIONS,
     QUORUM_STATE_READ_FATAL,
     REMOTE_INDEX_CACHE_DIR,
+    STRAY_KEPT,
 )  # doctor --kafka-version (ops/kafka_startup.py)
 
 

@@ -32,6 +32,7 @@ from kafkalog_cli.config.versions import (
     PARTITION_METADATA_NEWER_VERSIONS,
     QUORUM_STATE_READ_FATAL,
     REMOTE_INDEX_CACHE_DIR,
+    STRAY_KEPT,
 )
 from kafkalog_cli.errors import CheckpointError, InputError, KafkalogError
 from kafkalog_cli.formats.checkpoints import (
@@ -250,6 +251,9 @@ def diagnose(
         metadata_dir,
         config.node_id if config.node_id is not None else _node_id(metas),
         diag.unread,
+        # a 3.7+ broker writes a directory.id in every log dir it starts on
+        stray_kept=any(isinstance(m, dict) and "directory.id" in m for m in metas.values())
+        or (kafka_version is not None and STRAY_KEPT.applies(kafka_version)),
     )
     first: dict[str, InputError] = {}
     for e in diag.unread:
@@ -1603,64 +1607,137 @@ def _node_id(metas: dict) -> int | None:
 
 
 def check_assignments(
-    log_dirs: list[Path], metadata_dir: Path, node_id: int | None, unread: list | None = None
+    log_dirs: list[Path],
+    metadata_dir: Path,
+    node_id: int | None,
+    unread: list | None = None,
+    stray_kept: bool = False,
 ) -> list[Finding]:
-    """Partitions the metadata (the image at the end of __cluster_metadata-0) no longer assigns to
-    this broker, by LogManager.isStrayKraftReplica (3.7+): no topic id in partition.metadata, a
-    topic id the image does not hold (deleted, or recreated under a new id), or replicas without
-    this node. A 3.7+ broker renames such a dir `-stray` on start and leaves it; an older one
-    keeps it loaded without serving it. Nothing is checked without a metadata log or a node id."""
+    """Partitions the metadata (the image at the end of __cluster_metadata-0) does not assign to
+    this broker: a topic id the image does not hold (deleted, or recreated under a new id), or
+    replicas without this node. Kafka 3.0 to 3.6 delete them at start
+    (BrokerMetadataPublisher.findStrayPartitions -> ReplicaManager.deleteStrayReplicas: renamed
+    -delete, removed after file.delete.delay.ms); 3.7+ (`stray_kept`) renames them -stray and
+    keeps them (LogManager.isStrayKraftReplica), as it does a partition without a topic id, on
+    which 3.0 to 3.6's findStrayPartitions throws: none is deleted at that start. A metadata log
+    dir without a metadata log, or one whose image holds no topic, leaves every partition stray
+    if this node is the quorum's only controller (it starts a new, empty metadata log). Nothing is
+    checked without a node id."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
-    if (
-        node_id is None or node_id < 0 or not (metadata_dir / METADATA_DIR).is_dir()
-    ):  # < 0: never a KRaft node
+    if node_id is None or node_id < 0:  # < 0: never a KRaft node
         return []
+    partitions = [(d, e) for d in log_dirs if d.is_dir() for e in _partition_dirs(d)]
+    if not (metadata_dir / METADATA_DIR).is_dir():
+        return _no_metadata(metadata_dir, partitions, "no metadata log", stray_kept)
     try:
         image = read_metadata_image(metadata_dir).image
     except KafkalogError:
         return []  # the metadata checks say what is wrong with it
     if not image.topics:
-        return []
+        return _no_metadata(metadata_dir, partitions, "a metadata log with no topic", stray_kept)
     by_id = {t.id: t for t in image.topics.values()}
-    out = []
-    for d in log_dirs:
-        if not d.is_dir():
+    stray, no_id = [], []
+    for d, e in partitions:
+        parsed = parse_partition_dir_name(e.name)
+        if parsed is None:  # _partition_dirs keeps only the names that parse
             continue
-        for e in _partition_dirs(d):
-            parsed = parse_partition_dir_name(e.name)
-            if parsed is None:  # _partition_dirs keeps only the names that parse
-                continue
-            tp = parsed.topic_partition
-            try:
-                topic_id = read_topic_id(Path(e.path), newer_versions=True)
-            except KafkalogError:
-                continue  # damaged or not readable: check_partition_metadata and its kin say it
-            topic = by_id.get(topic_id) if topic_id else None
-            part = topic.partitions.get(tp.partition) if topic is not None else None
-            if topic_id is None:
-                why = "no topic id in partition.metadata"
-            elif topic is None:
-                why = (
-                    f"its topic id {topic_id} is not in the metadata "
-                    "(the topic was deleted, or recreated under a new id)"
-                )
-            elif part is None:
-                why = f"partition {tp.partition} is not in the metadata of {topic.name}"
-            elif node_id not in part.replicas:
-                why = f"its replicas are {part.replicas}, without this broker (node {node_id})"
-            else:
-                continue
-            out.append(
-                Finding(
-                    Severity.NOTE,
-                    "assignment",
-                    e.path,
-                    f"not assigned to this broker by the metadata: {why}",
-                    'a 3.7+ broker renames it to a -stray dir on start ("Found stray log dir") and keeps it; an older '
-                    "one leaves it in the log dir",
-                    f"once sure its data is not needed (compare it with the replicas that hold it: kafkalog "
-                    f"compare-replicas), move it out of the log dir: mv {e.path} {d.parent}/",
-                )
+        tp = parsed.topic_partition
+        try:
+            topic_id = read_topic_id(Path(e.path), newer_versions=True)
+        except KafkalogError:
+            continue  # damaged or not readable: check_partition_metadata and its kin say it
+        topic = by_id.get(topic_id) if topic_id else None
+        part = topic.partitions.get(tp.partition) if topic is not None else None
+        if topic_id is None:
+            no_id.append((d, e))
+            continue
+        if topic is None:
+            why = (
+                f"its topic id {topic_id} is not in the metadata "
+                "(the topic was deleted, or recreated under a new id)"
             )
+        elif part is None:
+            why = f"partition {tp.partition} is not in the metadata of {topic.name}"
+        elif node_id not in part.replicas:
+            why = f"its replicas are {part.replicas}, without this broker (node {node_id})"
+        else:
+            continue
+        stray.append((d, e, why))
+    out = []
+    keep = (
+        "to keep its data, move it out of the log dir before the broker starts: mv {path} {parent}/"
+    )
+    for d, e in no_id:
+        topic = parse_partition_dir_name(e.name).topic_partition.topic
+        known = image.topics[topic].id if topic in image.topics else "TOPIC_ID"
+        out.append(
+            Finding(
+                Severity.WARNING if stray_kept else Severity.NOTE,
+                "assignment",
+                e.path,
+                "no topic id in partition.metadata (or no partition.metadata)",
+                "3.7+ takes it for stray, renames it -stray and serves it no more (LogManager.isStrayKraftReplica); "
+                '3.0 to 3.6 fail to look for strays ("does not have a topic ID, which is not allowed when '
+                'running in KRaft mode": "Error deleting stray partitions during startup") and give it '
+                "the topic id of the metadata when it takes the partition",
+                f"write the topic id of {topic} in it: printf 'version: 0\\ntopic_id: {known}' > "
+                f"{e.path}/{names.PARTITION_METADATA}"
+                + ("" if topic in image.topics else " (kafka-topics.sh --describe shows the id)"),
+            )
+        )
+    deleted = not stray_kept and not no_id
+    for d, e, why in stray:
+        out.append(
+            Finding(
+                Severity.WARNING if deleted else Severity.NOTE,
+                "assignment",
+                e.path,
+                f"not assigned to this broker by the metadata: {why}",
+                (
+                    'Kafka 3.0 to 3.6 delete it at start ("Found stray log dir", then renamed -delete and '
+                    "removed after file.delete.delay.ms: ReplicaManager.deleteStrayReplicas); 3.7+ renames "
+                    "it -stray and keeps it"
+                    if deleted
+                    else 'a 3.7+ broker renames it to a -stray dir on start ("Found stray log dir") and '
+                    "keeps it"
+                    + (
+                        ""
+                        if stray_kept
+                        else "; 3.0 to 3.6 would delete it, but not at this start: a partition here has "
+                        "no topic id"
+                    )
+                ),
+                keep.format(path=e.path, parent=d.parent)
+                + " (compare it with the replicas that hold it: kafkalog compare-replicas)",
+            )
+        )
     return out
+
+
+def _no_metadata(
+    metadata_dir: Path, partitions: list[tuple[Path, os.DirEntry]], what: str, stray_kept: bool
+) -> list[Finding]:
+    """No image to judge the partitions by: what happens depends on the node's role."""
+    if not partitions:
+        return []
+    return [
+        Finding(
+            Severity.WARNING,
+            "assignment",
+            str(metadata_dir / METADATA_DIR),
+            f"{what} in the metadata log dir ({metadata_dir}), and {len(partitions)} partition(s) in "
+            "the log dirs",
+            "if this node is its quorum's only controller (process.roles with controller, itself the "
+            "only voter), it starts a new, empty metadata log in which no partition here exists: "
+            + (
+                "it renames every one -stray and serves none (3.7+)"
+                if stray_kept
+                else '3.0 to 3.6 delete every one at start ("Found stray log dir ... does not exist in '
+                'the metadata image"), 3.7+ renames every one -stray'
+            )
+            + "; a broker whose controllers run elsewhere fetches the metadata from them",
+            f"restore {METADATA_DIR} into {metadata_dir} (from a copy, or point metadata.log.dir at the "
+            "log dir that holds it) before starting a controller on these log dirs",
+        )
+    ]
