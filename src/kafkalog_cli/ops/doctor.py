@@ -254,6 +254,7 @@ def diagnose(
         # a 3.7+ broker writes a directory.id in every log dir it starts on
         stray_kept=any(isinstance(m, dict) and "directory.id" in m for m in metas.values())
         or (kafka_version is not None and STRAY_KEPT.applies(kafka_version)),
+        kraft=kraft,
     )
     first: dict[str, InputError] = {}
     for e in diag.unread:
@@ -1612,6 +1613,7 @@ def check_assignments(
     node_id: int | None,
     unread: list | None = None,
     stray_kept: bool = False,
+    kraft: bool = True,
 ) -> list[Finding]:
     """Partitions the metadata (the image at the end of __cluster_metadata-0) does not assign to
     this broker: a topic id the image does not hold (deleted, or recreated under a new id), or
@@ -1621,14 +1623,16 @@ def check_assignments(
     keeps them (LogManager.isStrayKraftReplica), as it does a partition without a topic id, on
     which 3.0 to 3.6's findStrayPartitions throws: none is deleted at that start. A metadata log
     dir without a metadata log, or one whose image holds no topic, leaves every partition stray
-    if this node is the quorum's only controller (it starts a new, empty metadata log). Nothing is
-    checked without a node id."""
+    if this node is the quorum's only controller (it starts a new, empty metadata log): said of
+    KRaft log dirs only (`kraft`). Nothing is checked without a node id."""
     from kafkalog_cli.ops.metadata_image import read_metadata_image
 
     if node_id is None or node_id < 0:  # < 0: never a KRaft node
         return []
     partitions = [(d, e) for d in log_dirs if d.is_dir() for e in _partition_dirs(d)]
     if not (metadata_dir / METADATA_DIR).is_dir():
+        if not kraft:
+            return []  # a ZooKeeper-mode broker's log dirs: the controller holds the metadata
         return _no_metadata(metadata_dir, partitions, "no metadata log", stray_kept)
     try:
         image = read_metadata_image(metadata_dir).image
