@@ -248,7 +248,7 @@ def test_partition_metadata_errors():
         parse_partition_metadata(b"version: 0\ntopic_id: AAAAAAAAAAAAAAAA")
     with pytest.raises(CheckpointError, match="Illegal base64 character 2b"):
         parse_partition_metadata(b"version: 0\ntopic_id: TBiPYKPvTZaRVhoCPN5x+g")
-    with pytest.raises(CheckpointError, match="NullPointerException"):
+    with pytest.raises(PartitionMetadataError, match="a line is missing"):
         parse_partition_metadata(b"")
 
 

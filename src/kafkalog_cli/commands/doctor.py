@@ -38,7 +38,10 @@ from kafkalog_cli.errors import ExitCode, InputError, UsageError
     "broker.id in a KRaft dir is read), a metadata.version (bootstrap.checkpoint, metadata log) "
     "from 3.3-IV3 to the release's newest (MetadataVersion.fromFeatureLevel), and the settings 4.0 "
     "removed (zookeeper.*, log.message.format.version, log.message.timestamp.difference.max.ms) "
-    "are ignored. Any version: a metadata.version newer than the release knows stops it.",
+    "are ignored. Any version: a metadata.version newer than the release knows stops it. Also: "
+    "3.5+ passes over remote-log-index-cache, 3.7+ reads partition.metadata above version 0 and keeps "
+    "a partition the metadata does not assign here (renamed -stray; 3.0 to 3.6 delete it), 3.8+ exits "
+    "on a quorum-state it cannot read (3.3 to 3.7 clear it).",
 )
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
 def doctor(paths, server_properties, user, kafka_version, fmt):
@@ -56,7 +59,10 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
     load or are truncated by it (recover's own plan, with the broker's words), bit rot (a batch
     failing its CRC in a segment the broker does not recover: it serves it, and consumers and
     followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
-    that are not partitions, -delete/-future/-stray dirs and unknown files. Each finding has a
+    that are not partitions, -delete/-future/-stray dirs and unknown files, a partition in two log
+    dirs, files named like segments whose name is no offset, partition.metadata,
+    bootstrap.checkpoint and quorum-state as Kafka reads them, partitions the metadata does not
+    assign here (deleted at start before 3.7) and a metadata log gone. Each finding has a
     severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),
     what the broker does, and the fix (a kafkalog command where one exists). With --kafka-version

@@ -338,14 +338,18 @@ def topic_id_bytes(topic_id: str) -> bytes:
 
 
 class PartitionMetadataError(CheckpointError):
-    """A partition.metadata Kafka's reader refuses. `offline`: it throws an IOException there
-    (PartitionMetadataFile.read takes the log dir offline); else NullPointerException (a line
-    missing: WhiteSpacesPattern.split(null)) or IllegalArgumentException (Uuid.fromString), which
-    LogManager.loadLogs does not catch: the broker exits."""
+    """A partition.metadata Kafka's reader refuses, with what it throws: an IOException
+    (`offline`: PartitionMetadataFile.read takes the log dir offline), or NullPointerException (a
+    line missing: WhiteSpacesPattern.split(null)) or IllegalArgumentException (Uuid.fromString),
+    which LogManager.loadLogs does not catch: the broker exits."""
 
-    def __init__(self, message: str, path: str | None, position: int | None, offline: bool):
+    def __init__(self, message: str, path: str | None, position: int | None, kafka_exception: str):
         super().__init__(message, path=path, position=position)
-        self.offline = offline
+        self.kafka_exception = kafka_exception
+
+    @property
+    def offline(self) -> bool:
+        return self.kafka_exception == "IOException"
 
 
 def parse_partition_metadata(
@@ -358,7 +362,9 @@ def parse_partition_metadata(
     try:
         text = _decode_utf8(buf, loc, path)
     except CheckpointError as e:  # MalformedInputException: an IOException
-        raise PartitionMetadataError(e.message, path, e.position, offline=True) from None
+        raise PartitionMetadataError(
+            e.message, path, e.position, kafka_exception="IOException"
+        ) from None
     lines = _first_lines(text, 2)
 
     def malformed(line: str, at: int) -> PartitionMetadataError:
@@ -366,16 +372,15 @@ def parse_partition_metadata(
             f"Malformed line in checkpoint file ({loc}): '{line}'",
             path,
             _byte_pos(text, at),
-            offline=True,
+            kafka_exception="IOException",
         )
 
     def missing(at: int) -> PartitionMetadataError:
         return PartitionMetadataError(
-            f"a line is missing in the partition metadata file ({loc}) "
-            "(Kafka: NullPointerException)",
+            f"a line is missing in the partition metadata file ({loc})",
             path,
             _byte_pos(text, at),
-            offline=False,
+            kafka_exception="NullPointerException",
         )
 
     if not lines:
@@ -392,7 +397,7 @@ def parse_partition_metadata(
             f"Unrecognized version of partition metadata file ({loc}): {parts[1]}",
             path,
             0,
-            offline=True,
+            kafka_exception="IOException",
         )
     if len(lines) < 2:
         raise missing(len(text))
@@ -404,14 +409,14 @@ def parse_partition_metadata(
         raw = _uuid_bytes(parts[1])
     except ValueError as e:
         raise PartitionMetadataError(
-            f"{e} (Kafka: IllegalArgumentException)", path, _byte_pos(text, at), offline=False
+            str(e), path, _byte_pos(text, at), kafka_exception="IllegalArgumentException"
         ) from None
     if raw == bytes(16):
         raise PartitionMetadataError(
             f"Invalid topic ID in partition metadata file ({loc})",
             path,
             _byte_pos(text, at),
-            offline=True,
+            kafka_exception="IOException",
         )
     return PartitionMetadata(version, parts[1])
 

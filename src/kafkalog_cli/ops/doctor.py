@@ -50,6 +50,12 @@ from kafkalog_cli.storage.space import FreeSpace
 
 METADATA_DIR = "__cluster_metadata-0"
 REMOTE_INDEX_CACHE = "remote-log-index-cache"  # RemoteIndexCache.DIR_NAME
+METADATA_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAQ"  # Uuid.METADATA_TOPIC_ID: Uuid(0, 1)
+# what a KRaft broker logs when a log's load throws what LogManager.loadLogs does not catch
+FATAL_LOAD = (
+    '"There was an error in one of the threads during logs loading", then "Encountered fatal fault: '
+    'Error starting LogManager": the broker exits'
+)
 ROOT_FILES = {
     names.META_PROPERTIES,
     names.RECOVERY_POINT_CHECKPOINT,
@@ -1295,10 +1301,14 @@ def check_partition_metadata(
             read_topic_id(Path(e.path), newer_versions)
         except PartitionMetadataError as err:
             tp = parsed.topic_partition
-            known = topic_ids.get(tp.topic) if e.name != METADATA_DIR else None
+            known = METADATA_TOPIC_ID if e.name == METADATA_DIR else topic_ids.get(tp.topic)
+            whose = (
+                "of the metadata topic (Uuid.METADATA_TOPIC_ID)"
+                if e.name == METADATA_DIR
+                else f"this cluster's metadata log gives {tp.topic}"
+            )
             write = (
-                f"write the topic id this cluster's metadata log gives {tp.topic}: printf "
-                f"'version: 0\\ntopic_id: {known}' > {f}"
+                f"write the topic id {whose}: printf 'version: 0\\ntopic_id: {known}' > {f}"
                 if known
                 else f"copy {names.PARTITION_METADATA} of {tp} from another broker that holds it (every "
                 f"replica has the same topic id; kafka-topics.sh --describe --topic {tp.topic} shows it), "
@@ -1312,14 +1322,23 @@ def check_partition_metadata(
                     str(f),
                     f"damaged: {err.message}",
                     (
-                        f"{'KafkaStorageException' if err.offline else 'an exception'} while loading "
-                        f"{e.name} (UnifiedLog.initializeTopicId -> PartitionMetadataFile.read), which "
-                        "LogManager.loadLogs does not catch: the broker exits"
+                        f"{'KafkaStorageException' if err.offline else err.kafka_exception} while "
+                        f"loading {e.name} (UnifiedLog.initializeTopicId -> PartitionMetadataFile.read), "
+                        + (
+                            "which KafkaMetadataLog does not catch: the broker exits"
+                            if e.name == METADATA_DIR
+                            else f"which LogManager.loadLogs does not catch: {FATAL_LOAD}"
+                        )
                         if exits
                         else f'"Error while reading partition metadata file {f}" (KafkaStorageException): '
                         "the log dir is offline"
                     ),
-                    write + " (without the file a 3.7+ broker takes the partition for stray)",
+                    write
+                    + (
+                        ""
+                        if e.name == METADATA_DIR
+                        else " (without the file a 3.7+ broker takes the partition for stray)"
+                    ),
                     offline=not exits,
                 )
             )
@@ -1361,8 +1380,7 @@ def check_offset_names(d: Path) -> list[Finding]:
                     f.path,
                     f"named like a Kafka file ({f.name[len(stem) :]}) but {stem!r} is no offset",
                     f'NumberFormatException: For input string: "{stem}" while loading {e.name} '
-                    "(LocalLog.offsetFromFileName), which LogManager.loadLogs does not catch: the "
-                    "broker exits",
+                    f"(LocalLog.offsetFromFileName), which LogManager.loadLogs does not catch: {FATAL_LOAD}",
                     f"move it out of the partition dir: mv {f.path} {d.parent}/",
                 )
             )
@@ -1396,7 +1414,7 @@ def check_duplicate_partitions(log_dirs: list[Path]) -> list[Finding]:
                     if future
                     else f"Duplicate log directories for {tp} are found in both {paths[-1]} and {paths[0]}"
                 )
-                + " (LogManager.loadLog): the broker exits",
+                + f" (LogManager.loadLog): {FATAL_LOAD}",
                 "keep one: compare them (kafkalog compare-replicas "
                 + " ".join(paths)
                 + "), then move the other out of the log dirs (mv PARTITION_DIR to a folder outside "
