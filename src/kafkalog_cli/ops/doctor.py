@@ -1659,7 +1659,8 @@ def check_assignments(
     if not image.topics:
         return _no_metadata(metadata_dir, partitions, "a metadata log with no topic", stray_kept)
     by_id = {t.id: t for t in image.topics.values()}
-    stray, no_id = [], []
+    stray: list[tuple[Path, os.DirEntry, str]] = []
+    no_id: list[tuple[os.DirEntry, str]] = []
     for d, e in partitions:
         parsed = parse_partition_dir_name(e.name)
         if parsed is None:  # _partition_dirs keeps only the names that parse
@@ -1672,7 +1673,7 @@ def check_assignments(
         topic = by_id.get(topic_id) if topic_id else None
         part = topic.partitions.get(tp.partition) if topic is not None else None
         if topic_id is None:
-            no_id.append((d, e))
+            no_id.append((e, tp.topic))
             continue
         if topic is None:
             why = (
@@ -1690,9 +1691,8 @@ def check_assignments(
     keep = (
         "to keep its data, move it out of the log dir before the broker starts: mv {path} {parent}/"
     )
-    for d, e in no_id:
-        topic = parse_partition_dir_name(e.name).topic_partition.topic
-        known = image.topics[topic].id if topic in image.topics else "TOPIC_ID"
+    for e, name in no_id:
+        known = image.topics[name].id if name in image.topics else "TOPIC_ID"
         out.append(
             Finding(
                 Severity.WARNING if stray_kept else Severity.NOTE,
@@ -1703,9 +1703,9 @@ def check_assignments(
                 '3.0 to 3.6 fail to look for strays ("does not have a topic ID, which is not allowed when '
                 'running in KRaft mode": "Error deleting stray partitions during startup") and give it '
                 "the topic id of the metadata when it takes the partition",
-                f"write the topic id of {topic} in it: printf 'version: 0\\ntopic_id: {known}' > "
+                f"write the topic id of {name} in it: printf 'version: 0\\ntopic_id: {known}' > "
                 f"{e.path}/{names.PARTITION_METADATA}"
-                + ("" if topic in image.topics else " (kafka-topics.sh --describe shows the id)"),
+                + ("" if name in image.topics else " (kafka-topics.sh --describe shows the id)"),
             )
         )
     deleted = not stray_kept and not no_id
