@@ -227,9 +227,12 @@ class Cluster:
         for node in [*self.brokers.values(), self.controller]:
             self.stop(node)
 
-    def client(self, broker: int, request: dict, timeout: float = 180) -> dict:
+    def client(
+        self, broker: int, request: dict, timeout: float = 180, script: str = CLIENT
+    ) -> dict:
+        """Run the kafka-python `script` (default: this module's CLIENT) against `broker`."""
         r = subprocess.run(
-            [KAFKA_PY, "-c", CLIENT, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
+            [KAFKA_PY, "-c", script, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
             capture_output=True,
             text=True,
             timeout=timeout,
