@@ -1,6 +1,8 @@
-"""Acceptance: a real Kafka 3.3.1 broker started on what `repair` left loads the log dir and a
-consumer reads every record of each repaired partition exactly as the same broker serves the
-donor copy; `compare-replicas` then says the copies agree.
+"""Acceptance: a real Kafka broker (3.3.1, 3.9.0-rc3) started on what `repair` left loads the log
+dir and consumers read every record of each repaired partition exactly as the same broker serves
+the donor copy (offset, timestamp and its type, key, value, headers; read_uncommitted and
+read_committed, to the end offset; ListOffsets by every record's timestamp); `compare-replicas`
+then says the copies agree.
 
 Runs when KAFKA_HOME points at a Kafka distribution and KAFKA_PY at a Python with kafka-python
 (tools/kafka-broker builds both); skipped otherwise. The broker listens on free ports of
@@ -10,7 +12,7 @@ import json
 import shutil
 
 from kafkalog_cli.cli import cli
-from tests.commands.test_delete_records_broker import CONSUME
+from tests.helpers.erase_records import CLIENT
 from tests.helpers.kafka_broker import broker_run, needs_broker
 from tests.helpers.paths import EXAMPLES
 from tests.helpers.repair import batches, damage
@@ -27,6 +29,8 @@ DAMAGED = {
     "compacted-0": "zero",
     "multi-segment-0": "flip",
 }
+
+TOPICS = [name.rsplit("-", 1)[0] for name in DAMAGED]
 
 
 def test_the_broker_serves_the_repaired_copy_as_it_serves_the_donor(tmp_path, runner):
@@ -47,13 +51,16 @@ def test_the_broker_serves_the_repaired_copy_as_it_serves_the_donor(tmp_path, ru
 
     (tmp_path / "wa").mkdir()
     (tmp_path / "wb").mkdir()
-    served = broker_run(a, tmp_path / "wa", CONSUME, *sorted(DAMAGED))
-    donor = broker_run(b, tmp_path / "wb", CONSUME, *sorted(DAMAGED))
+    consume = json.dumps({"op": "consume", "topics": sorted(TOPICS)})
+    served = broker_run(a, tmp_path / "wa", CLIENT, consume)
+    donor = broker_run(b, tmp_path / "wb", CLIENT, consume)
     assert served["errors"] == [] and donor["errors"] == []
-    for name in DAMAGED:
-        assert served["output"][name] == donor["output"][name], name
-        assert served["output"][name]["records"], name
-    assert len(served["output"]["multi-segment-0"]["records"]) == 600
+    for topic in TOPICS:
+        got, want = served["output"][topic], donor["output"][topic]
+        assert got == want, topic
+        for iso in ("read_uncommitted", "read_committed"):
+            assert got[iso]["records"] and got[iso]["position"] >= got[iso]["end"], (topic, iso)
+    assert len(served["output"]["multi-segment"]["read_uncommitted"]["records"]) == 600
     for name in DAMAGED:
         cmp = runner.invoke(
             cli, ["compare-replicas", str(a / name), str(b / name), "--format", "json"]

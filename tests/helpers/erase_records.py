@@ -1,7 +1,8 @@
 """What the erase broker tests (tests/commands/test_erase_broker.py, test_erase_cluster_broker.py)
 produce and expect: records with a victim key, the kafka-python script that creates topics,
 produces (codecs, transactions committed, aborted or left open) and consumes (both isolation
-levels, every field, ListOffsets by timestamp), and what a consumer must read after an erase."""
+levels, every field, ListOffsets by timestamp; test_repair_broker.py's consumer too), and what a
+consumer must read after an erase."""
 
 from __future__ import annotations
 

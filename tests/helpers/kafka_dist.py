@@ -15,6 +15,8 @@ Harness differences by version, kept here so every broker helper agrees:
 - a 3.9 broker started on a dir formatted by 3.3.1 adds directory.id to meta.properties
   (MetaPropertiesEnsemble), and writes `{"version":0,"brokerEpoch":N}` into
   `.kafka_cleanshutdown` on a clean stop (3.3.1: an empty file).
+- 3.9+ KRaft controllers elect uncleanly by themselves when a topic's
+  unclean.leader.election.enable is true; 3.3.1's only on kafka-leader-election.
 - 4.0.0-SNAPSHOT (trunk 1eb76443): the same format flags; metadata.version 4.0-IV0 by default.
   Transactions version 2 is an unstable feature there: `unstable.feature.versions.enable=true`
   (and `unstable.api.versions.enable=true`, for EndTxn v5) in the config and
@@ -86,6 +88,15 @@ class KafkaDist:
         int", InconsistentNodeIdException, "BrokerMetadata is not consistent across log.dirs".
         Checked against 3.3.1 and 4.0.0-SNAPSHOT."""
         return self.at_least(3, 7)
+
+    @property
+    def kraft_unclean_election_by_config(self) -> bool:
+        """3.9+ KRaft controllers honour a topic's unclean.leader.election.enable: a leaderless
+        partition gets the first live replica outside the ISR as its leader as soon as that
+        broker unfences (ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic,
+        KAFKA-12670). Through 3.8 it returns false, and only an explicit ElectLeaders
+        (kafka-leader-election --election-type unclean) elects such a replica."""
+        return self.at_least(3, 9)
 
     def format_args(
         self,

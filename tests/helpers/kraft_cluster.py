@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.differential.broker import free_ports
+from tests.helpers.kafka_dist import kafka_dist
 
 KAFKA_HOME = os.environ.get("KAFKA_HOME", "")
 KAFKA_PY = os.environ.get("KAFKA_PY", "")
@@ -24,7 +25,7 @@ STARTED = "Kafka Server started"
 
 needs_cluster = pytest.mark.skipif(
     not (KAFKA_HOME and Path(KAFKA_HOME, "bin", "kafka-server-start.sh").exists() and KAFKA_PY),
-    reason="needs KAFKA_HOME (a Kafka 3.3.1 distribution) and KAFKA_PY (a Python with kafka-python)",
+    reason="needs KAFKA_HOME (a Kafka 3.x distribution) and KAFKA_PY (a Python with kafka-python)",
 )
 
 
@@ -226,9 +227,12 @@ class Cluster:
         for node in [*self.brokers.values(), self.controller]:
             self.stop(node)
 
-    def client(self, broker: int, request: dict, timeout: float = 180) -> dict:
+    def client(
+        self, broker: int, request: dict, timeout: float = 180, script: str = CLIENT
+    ) -> dict:
+        """Run the kafka-python `script` (default: this module's CLIENT) against `broker`."""
         r = subprocess.run(
-            [KAFKA_PY, "-c", CLIENT, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
+            [KAFKA_PY, "-c", script, f"127.0.0.1:{self.brokers[broker].port}", json.dumps(request)],
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -238,9 +242,16 @@ class Cluster:
         return json.loads(r.stdout)
 
     def elect_unclean(self, broker: int, topic: str, partition: int) -> str:
-        """kafka-leader-election --election-type unclean (a 3.3.1 KRaft controller ignores
-        unclean.leader.election.enable: ConfigurationControlManager.uncleanLeaderElectionEnabledForTopic
-        returns false, so only this explicit ElectLeaders elects a replica outside the ISR)."""
+        """Make `broker`, a live replica outside the ISR of a leaderless partition whose topic
+        has unclean.leader.election.enable=true, its leader in a new epoch. 3.9+ controllers
+        do it themselves as the broker unfences; older ones (3.3.1: ConfigurationControlManager.
+        uncleanLeaderElectionEnabledForTopic returns false) only on an explicit ElectLeaders,
+        `kafka-leader-election --election-type unclean` (kafka_dist.kraft_unclean_election_by_config).
+        Returns how it was elected."""
+        if kafka_dist(KAFKA_HOME).kraft_unclean_election_by_config:
+            self.wait_for(broker, topic, partition, lambda s: s["leader"] == broker)
+            return "by the controller (unclean.leader.election.enable)"
+        self.wait_for(broker, topic, partition, lambda s: s["leader"] == -1)
         r = subprocess.run(
             [
                 f"{KAFKA_HOME}/bin/kafka-leader-election.sh",
