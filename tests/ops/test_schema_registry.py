@@ -6,6 +6,7 @@ import json
 import pytest
 
 from kafkalog_cli.ops.schema_decode import Decoded, SchemaDecoder, SchemaMismatchError, Undecoded
+from kafkalog_cli.ops.schema_mask import FieldMask
 from kafkalog_cli.ops.schema_registry import Registry, SchemaRegistryError, load_registry
 
 
@@ -379,3 +380,32 @@ def test_a_decoder_keeps_the_writers_of_the_ids_most_recently_met_only(monkeypat
         assert got == Undecoded(f"schema id {sid} is not in the registry", sid)
     assert len(dec._ids) == 16
     assert dec.decode("t", False, b"\x00\x00\x00\x00\x01\x02a").value == "a"
+
+
+def _enum_registry():
+    def enum(symbols):
+        fields = [{"name": "colour", "type": {"type": "enum", "name": "C", "symbols": symbols}}]
+        return json.dumps({"type": "record", "name": "R", "fields": fields})
+
+    return _replay(
+        _schema("e-value", 1, 1, enum(["RED", "SECRETGREEN"])),
+        _schema("e-value", 2, 2, enum(["RED"])),
+    )
+
+
+def test_an_avro_mismatch_under_mask_does_not_quote_the_value():
+    """fastavro's resolution error names the enum symbol it failed on: that is the record's value,
+    and under --mask the masked field's value must appear nowhere."""
+    pytest.importorskip("fastavro")
+    reg = _enum_registry()
+    data = b"\x00\x00\x00\x00\x01" + _zigzag(1)  # symbol 1 of the writer's enum
+    with pytest.raises(SchemaMismatchError, match="SECRETGREEN"):
+        SchemaDecoder(reg).decode("e", False, data)  # without --mask the reason is fastavro's
+    masked = SchemaDecoder(reg, mask=FieldMask(paths=(("colour",),), key=b"k"))
+    with pytest.raises(SchemaMismatchError) as err:
+        masked.decode("e", False, data)
+    assert "SECRETGREEN" not in str(err.value)
+    assert "schema id 1 (e-value version 1) does not resolve to the reader schema id 2" in str(
+        err.value
+    )
+    assert "withheld under --mask" in str(err.value)

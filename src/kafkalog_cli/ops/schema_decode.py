@@ -828,13 +828,20 @@ class SchemaDecoder:
                 and writer.schema_type is SchemaType.AVRO
                 and _Avro.resolution_error(e)
             ):
-                raise self._mismatch(writer, reader, str(e)) from None
+                raise self._mismatch(writer, reader, self._resolution_reason(e)) from None
             return Undecoded(
                 f"{writer.schema_type.value} payload its schema (id {ref.label}) does not read: "
                 f"{reason_of(e)}",
                 _ident(ref),
             )
         return Decoded(value, writer, reader if r is not None else writer, ref)
+
+    def _resolution_reason(self, e: Exception) -> str:
+        # fastavro's text can quote the value it failed on (an enum symbol): under --mask that
+        # value may be what is masked
+        if self.mask is None:
+            return str(e)
+        return "fastavro's reason is withheld under --mask, as it can quote a value (run without --mask to see it)"
 
     @staticmethod
     def _mismatch(writer: SchemaVersion, reader: SchemaVersion, why: str) -> SchemaMismatchError:
