@@ -64,6 +64,7 @@ def _rec(key, value=b"v", headers=(), ts=T0) -> SimpleRecord:
 # ------------------------------------------------------------------ against a decode of everything
 LETTERS = st.sampled_from([b"a", b"b", b"\x00", b"\x02"])  # \x00, \x02: varints of 0 and 1
 SHORT = st.lists(LETTERS, max_size=6).map(b"".join)
+SHORT_ABC = st.lists(st.sampled_from([b"a", b"b", b"c"]), min_size=1, max_size=4).map(b"".join)
 
 
 @st.composite
@@ -120,17 +121,43 @@ SELECTIONS = st.one_of(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(log=_log(), sel=SELECTIONS)
-def test_the_scan_finds_every_record_a_decode_of_every_batch_finds(tmp_path_factory, log, sel):
-    """Over the file's map, as the scan reads a segment, and over bytes."""
+@given(log=_log(), sel=SELECTIONS, window=st.sampled_from([1, 7, 64, 1 << 20]))
+def test_the_scan_finds_every_record_a_decode_of_every_batch_finds(
+    tmp_path_factory, log, sel, window
+):
+    """Over the file's map, as the scan reads a segment, and over bytes; the search a window at
+    a time of any size (a segment is searched 64 MiB ahead of the walk at most)."""
     path = tmp_path_factory.mktemp("seg") / "00000000000000000000.log"
     path.write_bytes(log)
     want = _decoded(log, sel)
-    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-        got = [o for _b, hits, _n in erase.matched_batches(m, path, sel) for o, _, _ in hits]
-    assert got == want
-    got = [o for _b, hits, _n in erase.matched_batches(log, path, sel) for o, _, _ in hits]
-    assert got == want
+    kept, erase._WINDOW = erase._WINDOW, window
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            got = [o for _b, hits, _n in erase.matched_batches(m, path, sel) for o, _, _ in hits]
+        assert got == want
+        got = [o for _b, hits, _n in erase.matched_batches(log, path, sel) for o, _, _ in hits]
+        assert got == want
+    finally:
+        erase._WINDOW = kept
+
+
+@settings(max_examples=500, deadline=None)
+@given(data=st.data(), window=st.integers(1, 40))
+def test_the_search_a_window_at_a_time_says_what_a_search_of_each_range_says(data, window):
+    """The scan's search over consecutive ranges (a segment's batches), the window cutting
+    anywhere in them: a literal is within a range exactly when bytes.find finds it there."""
+    hay = b"".join(data.draw(st.lists(st.sampled_from([b"a", b"b"]), min_size=8, max_size=120)))
+    lits = tuple(data.draw(st.lists(SHORT_ABC, min_size=1, max_size=3)))
+    cuts = data.draw(st.lists(st.integers(0, len(hay)), min_size=1, max_size=12))
+    cuts = sorted({*cuts, 0, len(hay)})
+    kept, erase._WINDOW = erase._WINDOW, window
+    try:
+        found = erase._Occurrences(hay, lits)
+        for a, b in zip(cuts, cuts[1:]):
+            assert found.within(a, b) == any(hay.find(lit, a, b) >= 0 for lit in lits), (a, b)
+            assert all(hay.find(lit, a, found.none_before) < 0 for lit in lits if lit)
+    finally:
+        erase._WINDOW = kept
 
 
 # ------------------------------------------------------------------ where a search can be fooled

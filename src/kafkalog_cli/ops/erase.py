@@ -64,7 +64,7 @@ from kafkalog_cli.ops.cleaner import (
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, run_report
 from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
-from kafkalog_cli.storage.live_files import map_file, unmap
+from kafkalog_cli.storage.live_files import map_file, populate_pages, release_pages, unmap
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.quarantine import find_folders
@@ -322,14 +322,20 @@ def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> 
 Hit = tuple[int, str, "bytes | None"]  # offset, sha256, key
 
 
+# how far the search runs ahead of the walk, and how often the walked pages of a map go: a scan
+# of a 1 GiB segment holds two windows of it, not the whole
+_WINDOW = 64 << 20
+
+
 class _Occurrences:
-    """Where the selection's literals occur in a mapped file, found by one search forward at a
-    time over the rest of the file (formats.byte_loops.find_bytes): over a file without them,
-    one search each, at the C library's speed, instead of a search per batch."""
+    """Where the selection's literals occur in a mapped file, found by a search forward over the
+    next _WINDOW bytes at a time (formats.byte_loops.find_bytes): over a file without them, a
+    search per window at the C library's speed, instead of one per batch."""
 
     def __init__(self, buf, literals: tuple[bytes, ...]):
         self.buf, self.literals = buf, literals
-        self.next = [-2] * len(literals)  # each one's first place found, -1: none after
+        self.at = [-1] * len(literals)  # each one's first place found (-1: none up to `to`)
+        self.to = [0] * len(literals)  # searched up to here (the places a match can start)
         self.none_before = 0  # none starts from the last `start` asked up to here
 
     def within(self, start: int, end: int) -> bool:
@@ -338,13 +344,19 @@ class _Occurrences:
         if end <= self.none_before:
             return False
         found = False
+        size = len(self.buf)
         for i, lit in enumerate(self.literals):
-            at = self.next[i]
-            if -1 != at < start:
-                at = self.next[i] = find_bytes(self.buf, lit, start, len(self.buf))
-            if at != -1 and at + len(lit) <= end:
+            at = self.at[i]
+            if at < start and self.to[i] < end:  # the next place not known: search on
+                lo = max(self.to[i], start)
+                stop = min(size, max(end, lo + _WINDOW))
+                at = self.at[i] = find_bytes(self.buf, lit, lo, stop + len(lit) - 1)
+                self.to[i] = stop if at == -1 else at + 1
+            if start <= at and at + len(lit) <= end:
                 found = True
-        self.none_before = min(len(self.buf) if at == -1 else at for at in self.next)
+        self.none_before = min(
+            at if at >= start else to for at, to in zip(self.at, self.to, strict=True)
+        )
         return found
 
 
@@ -359,7 +371,13 @@ def matched_batches(
     batch its offsets allow."""
     literals = sel.literals
     found = None if literals is None else _Occurrences(buf, literals)
+    populate_pages(buf, 0, _WINDOW)
+    walked = 0
     for b in mapped_batches(buf, path):
+        if b.position - walked > _WINDOW:  # the walked pages go, the next window comes in
+            release_pages(buf, walked, b.position)
+            populate_pages(buf, b.position, b.position + _WINDOW)
+            walked = b.position
         if found is not None and not b.attributes & ATTR_COMPRESSION_MASK:
             end = b.position + b.size
             if end <= found.none_before or not found.within(b.position, end):
