@@ -13,7 +13,9 @@ rebuilt with their codec. So the producer snapshots and `.txnindex` files stay v
 them as they are.
 
 Two passes: `plan` reads every segment once (the records the selection matches, each with the
-SHA-256 of its key, value and headers; every producer's last batch), then `run` rewrites only the
+SHA-256 of its key, value and headers; every producer's last batch: `matched_batches`, which
+decodes only the batches a byte search for the selection's keys cannot rule out), then `run`
+rewrites only the
 segments holding matches, each into `<base>.log.cleaned` with rebuilt `.index` and `.timeindex`
 (ops.cleaner.CleanedSegment) and its `.txnindex` as it was, swapped in by Kafka's replace
 protocol (LocalLog.replaceSegments: `.cleaned` -> `.swap`, old files unlinked, `.swap` -> final).
