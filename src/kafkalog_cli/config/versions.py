@@ -546,15 +546,15 @@ def _read_text(path: Path) -> str | None:
 
 def bootstrap_metadata_version(log_dir: Path) -> int | None:
     """metadata.version in the log dir's bootstrap.checkpoint (kafka-storage format writes it)."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
+    from kafkalog_cli.formats.records import iter_batches
+
     buf = read_bytes_if_exists(
         log_dir / "bootstrap.checkpoint"
     )  # unreadable: InputError, as BootstrapDirectory fails
     if buf is None:
         return None
-    from kafkalog_cli.errors import KafkalogError
-    from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
-    from kafkalog_cli.formats.records import iter_batches
-
     level = None
     try:
         for batch in iter_batches(buf):
