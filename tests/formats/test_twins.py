@@ -300,3 +300,35 @@ def test_take_fixed_width_compiled_is_pure(data, width):
             return "ValueError", str(e)
 
     assert outcome(compiled.take_fixed_width) == outcome(pure.take_fixed_width)
+
+
+@PROPERTY
+@given(data=st.data(), alphabet=st.sampled_from([b"ab", b"abc\x00\xff", bytes(range(256))]))
+def test_find_bytes_compiled_is_pure_is_bytes_find(data, alphabet):
+    """The place bytes.find gives, on either core, over bytes and over an mmap: needles of 0 to
+    40 bytes (the compiled search tests 16 places at a time on the first and last byte) made of
+    few letters, so that near misses and overlapping matches abound, anywhere in the haystack
+    and across the range's ends."""
+    import mmap
+
+    compiled = _compiled("_framing_walk")
+    from kafkalog_cli.formats import _framing_walk_py as pure
+
+    letters = st.sampled_from(list(alphabet)).map(lambda c: bytes([c]))
+    hay = b"".join(data.draw(st.lists(letters, min_size=1, max_size=200)))
+    if data.draw(st.booleans()):  # a needle cut out of the haystack: a match, or its near miss
+        a = data.draw(st.integers(0, len(hay)))
+        needle = hay[a : a + data.draw(st.integers(0, 40))]
+        if needle and data.draw(st.booleans()):
+            needle = needle[:-1] + bytes([needle[-1] ^ 1])
+    else:
+        needle = b"".join(data.draw(st.lists(letters, max_size=40)))
+    start = data.draw(st.integers(0, len(hay) + 2))
+    end = data.draw(st.integers(0, len(hay) + 20))
+    m = mmap.mmap(-1, len(hay))
+    m[:] = hay
+    want = hay.find(needle, start, end)
+    for buf in (hay, m, bytearray(hay), memoryview(hay)):
+        assert compiled.find_bytes(buf, needle, start, end) == want
+        assert pure.find_bytes(buf, needle, start, end) == want
+    m.close()

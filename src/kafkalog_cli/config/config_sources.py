@@ -254,13 +254,13 @@ def read_cluster_metadata(
     among `log_dirs` that holds its broker's (metadata_log_dir): the latest valid KRaft snapshot
     (`<end offset>-<epoch>.checkpoint`), then the log from the snapshot's end offset, up to the
     first invalid batch. Never raises for what it reads: damage is in the result."""
-    from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
-
     log_dir = Path(log_dir)
     node_id = log_dir_node_id(log_dir)
     meta = metadata_log_dir(log_dir, log_dirs) / METADATA_PARTITION_DIR
     if not meta.is_dir():
         return ClusterMetadata(MetadataState.ABSENT, node_id=node_id)
+    from kafkalog_cli.formats.internal.cluster_metadata import ConfigsImage
+
     read = replay_metadata_log(meta, ConfigsImage)
     image = read.image
     state = MetadataState.DAMAGED if read.damage is not None else MetadataState.READ

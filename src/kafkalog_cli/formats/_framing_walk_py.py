@@ -5,7 +5,8 @@ same public names in the same order; formats/byte_loops.py picks one).
   at least their header's size, CRC-32C right, last offset delta not negative, offsets
   increasing); formats/framing.py's check_batches hands it each run of batches and checks the
   batch it stops at itself;
-- `batch_cuts`: batch boundaries about N bytes apart, by the size fields alone.
+- `batch_cuts`: batch boundaries about N bytes apart, by the size fields alone;
+- `find_bytes`: where a byte string first occurs in a range of a buffer (a mapped segment).
 """
 
 from __future__ import annotations
@@ -90,3 +91,19 @@ def batch_cuts(
 def crc32c_of(data) -> int:
     """The CRC-32C of a bytes-like object through the walk's path (the `crc32c` package here)."""
     return crc32c(data)
+
+
+def find_bytes(buf, needle: bytes, start: int, end: int) -> int:
+    """The first position p >= `start` at which `needle` lies wholly within buf[start:end), or
+    -1: bytes.find's answer, over any buffer of bytes (an mmap too); `end` past the buffer is
+    its end."""
+    if start < 0:
+        raise ValueError("start is before the buffer")
+    end = min(end, len(buf))
+    if start > end:
+        return -1
+    find = getattr(buf, "find", None)  # bytes, bytearray, mmap: searched in place
+    if find is not None:
+        return find(needle, start, end)
+    at = bytes(memoryview(buf)[start:end]).find(needle)
+    return -1 if at < 0 else start + at

@@ -105,13 +105,9 @@ def iter_chunk_batches(
                 buf = f.read(min(chunk, end - pos))
                 batches = _complete(buf, path, pos)
                 if not batches:
-                    need = _PREFIX.unpack_from(buf)[1] + 12 if len(buf) >= 12 else 0
-                    if pos + need > end or need == 0:
-                        raise CorruptRecordError(
-                            f"log segment may be corrupt: batch size {need} > {end - pos} bytes left in segment",
-                            path=str(path),
-                            position=pos,
-                        )
+                    need = _batch_size_at(buf, 0, len(buf))
+                    if pos + need > end or need <= len(buf):  # cut short, or no batch
+                        raise _cut_short(need, path, pos, end)
                     chunk = max(need, min(chunk * 2, MAX_IO_BUFFER))
                     continue
                 yield buf, batches
@@ -119,6 +115,41 @@ def iter_chunk_batches(
                 pos += last.position + last.size
     except OSError as e:
         raise InputError(e.strerror or str(e), path=str(e.filename or path)) from None
+
+
+def mapped_batches(
+    buf, path: Path, start: int = 0, end: int | None = None
+) -> Iterator[RecordBatch]:
+    """The batches iter_chunk_batches reads from [start, end) of a file, over the file's map
+    (storage.live_files.map_file: no copy), with its errors: bytes left after the last complete
+    batch are a batch cut short, corrupt input."""
+    if end is None:
+        end = len(buf)
+    pos = start
+    try:
+        for b in iter_batches(buf, start, end):
+            yield b
+            pos = b.position + b.size
+    except KafkalogError as e:
+        raise e.located(path=str(path)) from None
+    if pos < end:
+        raise _cut_short(_batch_size_at(buf, pos, end), path, pos, end)
+
+
+def _batch_size_at(buf, pos: int, end: int) -> int:
+    """The size of the batch at `pos` from its length field; 0 when fewer than 12 bytes are left."""
+    return _PREFIX.unpack_from(buf, pos)[1] + 12 if end - pos >= 12 else 0
+
+
+def _cut_short(need: int, path: Path, pos: int, end: int) -> CorruptRecordError:
+    """The bytes at `pos`, the last of the file's range, make no complete batch."""
+    left = end - pos
+    what = (
+        f"batch size {need} > {left} bytes left in segment"
+        if need > left
+        else f"{left} bytes left in segment, too few for a batch"
+    )
+    return CorruptRecordError(f"log segment may be corrupt: {what}", path=str(path), position=pos)
 
 
 def _complete(buf: bytes, path: Path, base_pos: int) -> list[RecordBatch]:

@@ -13,7 +13,9 @@ rebuilt with their codec. So the producer snapshots and `.txnindex` files stay v
 them as they are.
 
 Two passes: `plan` reads every segment once (the records the selection matches, each with the
-SHA-256 of its key, value and headers; every producer's last batch), then `run` rewrites only the
+SHA-256 of its key, value and headers; every producer's last batch: `matched_batches`, which
+decodes only the batches a byte search for the selection's keys cannot rule out), then `run`
+rewrites only the
 segments holding matches, each into `<base>.log.cleaned` with rebuilt `.index` and `.timeindex`
 (ops.cleaner.CleanedSegment) and its `.txnindex` as it was, swapped in by Kafka's replace
 protocol (LocalLog.replaceSegments: `.cleaned` -> `.swap`, old files unlinked, `.swap` -> final).
@@ -36,19 +38,26 @@ import hashlib
 import os
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError
+from kafkalog_cli.formats.byte_loops import find_bytes
 from kafkalog_cli.formats.record_spans import RecordSpan, scan_spans
-from kafkalog_cli.formats.records import ATTR_TIMESTAMP_TYPE, Record, RecordBatch
+from kafkalog_cli.formats.records import (
+    ATTR_COMPRESSION_MASK,
+    ATTR_TIMESTAMP_TYPE,
+    Record,
+    RecordBatch,
+)
 from kafkalog_cli.formats.v2_region import Declined, header_pairs, records_region
 from kafkalog_cli.formats.varint import read_varlong, write_varint
 from kafkalog_cli.ops.cleaner import (
     CleanedSegment,
     FilterResult,
-    iter_chunk_batches,
+    mapped_batches,
     original_batch,
     retained_empty,
     write_legacy,
@@ -57,6 +66,7 @@ from kafkalog_cli.ops.cleaner import (
 from kafkalog_cli.ops.plan import Action, ActionKind, Plan, run_report
 from kafkalog_cli.storage import files, names
 from kafkalog_cli.storage.fsops import FsOps
+from kafkalog_cli.storage.live_files import map_file, populate_pages, release_pages, unmap
 from kafkalog_cli.storage.names import offset_from_name, parse_partition_dir
 from kafkalog_cli.storage.partition import Partition
 from kafkalog_cli.storage.quarantine import find_folders
@@ -66,7 +76,6 @@ from kafkalog_cli.storage.segment import Segment
 INTERNAL_TOPICS = frozenset(
     {"__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata"}
 )
-_READ_CHUNK = 8 << 20
 _NULL = write_varint(-1)
 
 
@@ -100,12 +109,27 @@ class Selection:
         """A test on values or headers: the record's bytes past its key are read."""
         return bool(self.headers or self.value_regexes)
 
+    @property
+    def literals(self) -> tuple[bytes, ...] | None:
+        """Byte strings one of which lies, whole, among the bytes of every record the selection
+        matches, as a v0, v1 or v2 record stores them: its exact keys, else its key prefixes,
+        else its header names (of the tests given, the one whose shortest string is longest:
+        the rarest in a search). None: no such test (regexes and offsets alone)."""
+        groups = [g for g in (self.keys, self.key_prefixes, self.header_names) if g]
+        if not groups:
+            return None
+        return max(groups, key=lambda g: min(map(len, g)))
+
+    @property
+    def header_names(self) -> tuple[bytes, ...]:
+        return tuple(n for n, _ in self.headers)
+
     def may_hold(self, data, start: int, end: int) -> bool:
         """False when the records region cannot hold a match: an exact key, key prefix or header
         name given and none of them among its bytes (a substring search, no decoding)."""
         if not isinstance(data, (bytes, bytearray)):
             data, start, end = bytes(data[start:end]), 0, end - start
-        for group in (self.keys, self.key_prefixes, tuple(n for n, _ in self.headers)):
+        for group in (self.keys, self.key_prefixes, self.header_names):
             if group and not any(data.find(v, start, end) >= 0 for v in group):
                 return False
         return True
@@ -268,11 +292,10 @@ def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> 
     last_of_key: dict[bytes, tuple[SegmentMatches, int]] = {}
     for seg in segments:
         m = SegmentMatches(seg)
-        path = seg.source_path
-        pos = 0
-        for _buf, batches in iter_chunk_batches(path, 0, seg.size, _READ_CHUNK):
-            for b in batches:
-                hits, count = scan_batch(b, sel, path, pos)
+        last = None
+        with seg.mapped() as buf:
+            for last in matched_batches(buf, seg.source_path, sel):
+                b, hits, count = last
                 for offset, sha, key in hits:
                     m.erased[offset] = sha
                     if key is not None:
@@ -284,9 +307,9 @@ def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> 
                         last_data[b.producer_id] = b.last_offset
                         if b.is_transactional:
                             open_txn.setdefault(b.producer_id, b.last_offset)
+            if last is not None:
+                b, hits, count = last
                 scan.last_batch = (b.last_offset, b.magic, bool(hits) and len(hits) == count)
-            last = batches[-1]
-            pos += last.position + last.size
         if m.erased:
             scan.matches.append(m)
     if tombstone:
@@ -299,6 +322,71 @@ def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> 
 
 
 Hit = tuple[int, str, "bytes | None"]  # offset, sha256, key
+
+
+# how far the search runs ahead of the walk, and how often the walked pages of a map go: a scan
+# of a 1 GiB segment holds two windows of it, not the whole
+_WINDOW = 64 << 20
+
+
+class _Occurrences:
+    """Where the selection's literals occur in a mapped file, found by a search forward over the
+    next _WINDOW bytes at a time (formats.byte_loops.find_bytes): over a file without them, a
+    search per window at the C library's speed, instead of one per batch."""
+
+    def __init__(self, buf, literals: tuple[bytes, ...]):
+        self.buf, self.literals = buf, literals
+        self.at = [-1] * len(literals)  # each one's first place found (-1: none up to `to`)
+        self.to = [0] * len(literals)  # searched up to here (the places a match can start)
+        self.none_before = 0  # none starts from the last `start` asked up to here
+
+    def within(self, start: int, end: int) -> bool:
+        """Whether one of the literals lies wholly within buf[start:end); `start` never goes
+        back from one call to the next."""
+        if end <= self.none_before:
+            return False
+        found = False
+        size = len(self.buf)
+        for i, lit in enumerate(self.literals):
+            at = self.at[i]
+            if at < start and self.to[i] < end:  # the next place not known: search on
+                lo = max(self.to[i], start)
+                stop = min(size, max(end, lo + _WINDOW))
+                at = self.at[i] = find_bytes(self.buf, lit, lo, stop + len(lit) - 1)
+                self.to[i] = stop if at == -1 else at + 1
+            if start <= at and at + len(lit) <= end:
+                found = True
+        self.none_before = min(
+            at if at >= start else to for at, to in zip(self.at, self.to, strict=True)
+        )
+        return found
+
+
+def matched_batches(
+    buf, path: Path, sel: Selection
+) -> Iterator[tuple[RecordBatch, list[Hit], int]]:
+    """Every batch of a mapped log file with the records `sel` matches in it and its record
+    count (scan_batch). An uncompressed batch (v2, or a v0/v1 message) holds its records' keys
+    and header names among its own bytes: one without any of the selection's literals holds no
+    match and is passed by undecoded, its count unread (0). Compressed ones are decompressed
+    and searched batch by batch; a selection without literals (regexes, offsets) decodes every
+    batch its offsets allow."""
+    literals = sel.literals
+    found = None if literals is None else _Occurrences(buf, literals)
+    populate_pages(buf, 0, _WINDOW)
+    walked = 0
+    for b in mapped_batches(buf, path):
+        if b.position - walked > _WINDOW:  # the walked pages go, the next window comes in
+            release_pages(buf, walked, b.position)
+            populate_pages(buf, b.position, b.position + _WINDOW)
+            walked = b.position
+        if found is not None and not b.attributes & ATTR_COMPRESSION_MASK:
+            end = b.position + b.size
+            if end <= found.none_before or not found.within(b.position, end):
+                yield b, [], 0
+                continue
+        hits, count = scan_batch(b, sel, path, 0)
+        yield b, hits, count
 
 
 def scan_batch(b: RecordBatch, sel: Selection, path: Path, pos: int) -> tuple[list[Hit], int]:
@@ -493,8 +581,6 @@ def run(
 
 
 def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: FsOps | None):
-    from kafkalog_cli.ops.compact import finish_interrupted_rewrite
-
     p = Plan("erase", log_dir)
     changed: list[dict] = []
     resolver = opts.resolver or ConfigResolver.of_log_dir(log_dir)
@@ -509,12 +595,16 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
         if tp.topic in INTERNAL_TOPICS:
             _refuse(summary, f"{name}: refused: {tp.topic} is an internal topic of Kafka's")
             continue
+        part = Partition.open(d)
         if fsops is not None:
-            finish_interrupted_rewrite(d, fsops, p)
-            part = Partition.open(d)
+            if part.interrupted_rewrite:
+                from kafkalog_cli.ops.compact import finish_interrupted_rewrite
+
+                finish_interrupted_rewrite(d, fsops, p)
+                part = Partition.open(d)
             segments = part.segments
         else:
-            part, segments = _as_finished(d, p)
+            segments = _as_finished(part, p)
         cfg = resolver.for_topic(tp.topic)
         remote = _remote_copies(part, cfg, resolver)
         if remote and not opts.local_only:
@@ -583,16 +673,18 @@ def _run(log_dir: Path, partition_dirs: list[Path], opts: EraseOptions, fsops: F
     return p, changed
 
 
-def _as_finished(d: Path, p: Plan) -> tuple[Partition, list[Segment]]:
-    """A plan's view of the partition: a killed run's `.swap` files as the real run will find
-    them once it has finished them (LogLoader's swap pass, whose steps join the plan), each
-    rewritten segment read from its `.log.swap`."""
+def _as_finished(part: Partition, p: Plan) -> list[Segment]:
+    """A plan's view of the partition's segments: a killed run's `.swap` files as the real run
+    will find them once it has finished them (LogLoader's swap pass, whose steps join the plan),
+    each rewritten segment read from its `.log.swap`."""
+    if not part.interrupted_rewrite:
+        return part.segments
     from kafkalog_cli.ops import recover
 
-    part = Partition.open(d)
+    d = part.directory
     finish = Plan("erase", p.log_dir)
     if not recover.finish_interrupted_rewrites(finish, part):
-        return part, part.segments
+        return part.segments
     p.actions += finish.actions
     p.note(
         d.name,
@@ -609,7 +701,7 @@ def _as_finished(d: Path, p: Plan) -> tuple[Partition, list[Segment]]:
     }
     gone = {a.path for a in finish.actions if a.kind is ActionKind.DELETE}
     bases = sorted({s.base_offset for s in part.segments if s.log_path not in gone} | set(swaps))
-    return part, [Segment(d, b, read_from=swaps.get(b)) for b in bases]
+    return [Segment(d, b, read_from=swaps.get(b)) for b in bases]
 
 
 def _refuse(summary: dict, line: str) -> None:
@@ -701,12 +793,15 @@ def _search_folder(d: Path, sel: Selection) -> tuple[set[int], list[str]]:
     for f in sorted(d.iterdir()):
         if names.LOG_SUFFIX not in f.name:
             continue
+        buf = None
         try:
-            for _buf, batches in iter_chunk_batches(f, 0, f.stat().st_size, _READ_CHUNK):
-                for b in batches:
-                    found.update(o for o, _, _ in scan_batch(b, sel, f, 0)[0])
+            buf = map_file(f)
+            for _b, hits, _n in matched_batches(buf, f, sel):
+                found.update(o for o, _, _ in hits)
         except (KafkalogError, OSError) as e:
             unread.append(f"{f}: {getattr(e, 'message', None) or e}")
+        finally:
+            unmap(buf)
     return found, unread
 
 

@@ -1403,7 +1403,7 @@ def finish_interrupted_rewrites(
     that was not interrupted keeps it (LocalLog.replaceSegments deletes no file of a segment
     replaced at its own base offset): a killed compact or erase, run again, so ends where it
     would have ended."""
-    left = sorted([*part.leftovers, *part.temp_files])
+    left = part.interrupted_rewrite
     if left:
         _resolve_leftovers(p, part, keep_base_snapshots)
     return left

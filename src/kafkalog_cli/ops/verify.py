@@ -25,6 +25,7 @@ from kafkalog_cli.formats.framing import (
     batch_cuts,
     check_batches,
 )
+from kafkalog_cli.storage.live_files import populate_pages, release_pages
 
 # problem kinds: those about bytes are formats.framing's (CRC, SIZE, OFFSETS, ...; here OFFSETS also
 # covers offsets across ranges, segments and files)
@@ -234,36 +235,6 @@ def _split(file: str, target: int, deep: bool) -> list[_Chunk]:
     chunks = [_Chunk(file, a, b, False, deep) for a, b in zip(cuts, cuts[1:])]
     chunks.append(_Chunk(file, cuts[-1], size, True, deep))
     return chunks
-
-
-# madvise(2)'s MADV_POPULATE_READ (Linux 5.14; the mmap module names it from Python 3.13 on)
-_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
-
-
-def populate_pages(buf, start: int, stop: int) -> None:
-    """Map the pages of a range of a file's map that is about to be read, in one call: a fault
-    per 16 pages cost verify-crc a tenth of its CPU. Where the kernel has no such call (before
-    Linux 5.14, other systems), the pages come in as they are read."""
-    global _POPULATE_READ
-    if _POPULATE_READ is None or not isinstance(buf, mmap.mmap):
-        return
-    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
-    if stop > lo:
-        try:
-            buf.madvise(_POPULATE_READ, lo, stop - lo)
-        except (OSError, ValueError, AttributeError):
-            _POPULATE_READ = None
-
-
-def release_pages(buf, start: int, stop: int) -> None:
-    """Let the pages of a mapped range go from this process's memory once it is read (they stay
-    in the page cache): a process walking a 1 GiB segment would otherwise hold all it touched
-    (the kernel maps the pages around each one read). Anything but an mmap is left alone."""
-    if isinstance(buf, mmap.mmap):
-        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
-        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
-        if hi > lo:
-            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
 
 
 # ------------------------------------------------------------------ partitions and groups

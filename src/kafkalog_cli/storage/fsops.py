@@ -29,7 +29,6 @@ never through a symbolic link out of them unless `follow_symlinks` (OutsideLogDi
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import errno
 import hashlib
@@ -902,6 +901,8 @@ class FsOps:
         except OSError:
             big = False
         if big:
+            import concurrent.futures  # here: it brings logging, which a start needs not
+
             with concurrent.futures.ThreadPoolExecutor(min(_HASH_THREADS, len(todo))) as pool:
                 hashed = iter(list(pool.map(self.digest, todo)))
         else:

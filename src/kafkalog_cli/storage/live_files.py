@@ -100,6 +100,36 @@ def unmap(buf) -> None:
             pass
 
 
+# madvise(2)'s MADV_POPULATE_READ (Linux 5.14; the mmap module names it from Python 3.13 on)
+_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
+
+
+def populate_pages(buf, start: int, stop: int) -> None:
+    """Map the pages of a range of a file's map that is about to be read, in one call: a fault
+    per 16 pages cost verify-crc a tenth of its CPU. Where the kernel has no such call (before
+    Linux 5.14, other systems), the pages come in as they are read."""
+    global _POPULATE_READ
+    if _POPULATE_READ is None or not isinstance(buf, mmap.mmap):
+        return
+    lo = start // mmap.PAGESIZE * mmap.PAGESIZE
+    if stop > lo:
+        try:
+            buf.madvise(_POPULATE_READ, lo, stop - lo)
+        except (OSError, ValueError, AttributeError):
+            _POPULATE_READ = None
+
+
+def release_pages(buf, start: int, stop: int) -> None:
+    """Let the pages of a mapped range go from this process's memory once it is read (they stay
+    in the page cache): a process walking a 1 GiB segment would otherwise hold all it touched
+    (the kernel maps the pages around each one read). Anything but an mmap is left alone."""
+    if isinstance(buf, mmap.mmap):
+        lo = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+        hi = stop // mmap.PAGESIZE * mmap.PAGESIZE
+        if hi > lo:
+            buf.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
+
+
 def read_file(path: Path | str) -> bytes:
     """A small file's bytes (indexes, snapshots), with the same one-line errors as map_file."""
     try:

@@ -55,6 +55,12 @@ class Partition:
     leftovers: list[str] = field(default_factory=list)  # interrupted kafkalog writes
     checkpoints: PartitionCheckpoints = field(default_factory=PartitionCheckpoints)
 
+    @property
+    def interrupted_rewrite(self) -> list[str]:
+        """The files an interrupted rewrite left (ours, and the broker's `.deleted`, `.cleaned`,
+        `.swap`), which LogLoader, and so a rerun, finishes first; none: nothing to finish."""
+        return sorted([*self.leftovers, *self.temp_files])
+
     @classmethod
     def open(
         cls,

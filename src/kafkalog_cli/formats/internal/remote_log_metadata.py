@@ -6,18 +6,34 @@ tool prints the `toString()` of the RemoteLogMetadata it becomes. Records have n
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kafkalog_cli.errors import InvalidRecordError
-from kafkalog_cli.formats.internal.cluster_metadata import read_api_message, type_name
 from kafkalog_cli.formats.internal.kafka_protocol import json_node, uuid_to_string
-from kafkalog_cli.formats.internal.schemas import MESSAGES, REMOTE_LOG_METADATA_RECORDS
 
 __all__ = ["format_remote_log_metadata", "decode_remote_log_metadata"]
 
-SCHEMAS = {
-    key: (type_name(name), MESSAGES[name]) for key, name in REMOTE_LOG_METADATA_RECORDS.items()
-}
+
+@functools.cache
+def _schemas() -> dict[int, tuple[str, Any]]:
+    """The records' schemas by apiKey, with the metadata record reader: loaded when a record is
+    read (a command that only asks whether a partition is tiered reads none)."""
+    from kafkalog_cli.formats.internal.cluster_metadata import type_name
+    from kafkalog_cli.formats.internal.schemas import MESSAGES, REMOTE_LOG_METADATA_RECORDS
+
+    return {
+        key: (type_name(name), MESSAGES[name]) for key, name in REMOTE_LOG_METADATA_RECORDS.items()
+    }
+
+
+def _read(value) -> tuple[int, int, Any, dict[str, Any]]:
+    """cluster_metadata.read_api_message with these records' schemas."""
+    from kafkalog_cli.formats.internal.cluster_metadata import read_api_message
+
+    return read_api_message(value, _schemas())
+
+
 # RemoteLogSegmentState and RemotePartitionDeleteState, by id
 SEGMENT_STATES = (
     "COPY_SEGMENT_STARTED",
@@ -127,7 +143,7 @@ def format_remote_log_metadata(
     try:
         if value is None:
             raise InvalidRecordError("null")  # record.value().remaining() on a null value
-        api_key, _, _, fields = read_api_message(value, SCHEMAS)
+        api_key, _, _, fields = _read(value)
         return _to_string(api_key, fields, txn_idx_empty)
     except InvalidRecordError as e:
         return f"Error at offset {offset}, skipping. {e.message}"
@@ -138,9 +154,9 @@ def decode_remote_log_metadata(value: bytes | memoryview | None) -> dict[str, An
     `data` as Kafka's JsonConverter writes it, plus `text`, what the text output prints."""
     if value is None:
         raise InvalidRecordError("__remote_log_metadata record without a value")
-    api_key, version, schema, fields = read_api_message(value, SCHEMAS)
+    api_key, version, schema, fields = _read(value)
     return {
-        "type": SCHEMAS[api_key][0],
+        "type": _schemas()[api_key][0],
         "version": version,
         "data": json_node(schema, fields, version),
         "text": _to_string(api_key, fields),
@@ -206,5 +222,5 @@ def decode_remote_log_record(value: bytes | memoryview | None) -> tuple[int, dic
     """(apiKey, fields as read) of one __remote_log_metadata record; InvalidRecordError if not one."""
     if value is None:
         raise InvalidRecordError("__remote_log_metadata record without a value")
-    api_key, _, _, fields = read_api_message(value, SCHEMAS)
+    api_key, _, _, fields = _read(value)
     return api_key, fields
