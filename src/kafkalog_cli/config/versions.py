@@ -549,14 +549,14 @@ def bootstrap_metadata_version(log_dir: Path, strict: bool = False) -> int | Non
     `strict`: as BootstrapDirectory.readFromBinaryFile reads it at every start
     (KafkaRaftServer.initializeLogDirs): a batch or record it cannot read, or no metadata.version
     FeatureLevelRecord, raises CheckpointError (the broker exits); None only without the file."""
-    from kafkalog_cli.errors import CheckpointError, KafkalogError
-    from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
-    from kafkalog_cli.formats.records import iter_batches
-
     path = log_dir / "bootstrap.checkpoint"
     buf = read_bytes_if_exists(path)  # unreadable: InputError, as BootstrapDirectory fails
     if buf is None:
         return None
+    from kafkalog_cli.errors import CheckpointError, KafkalogError
+    from kafkalog_cli.formats.internal.cluster_metadata import decode_metadata_record
+    from kafkalog_cli.formats.records import iter_batches
+
     level = None
     try:
         for batch in iter_batches(buf):
