@@ -159,13 +159,14 @@ READS: dict[str, set[str]] = {
     },
     "metadata": set(),
     "quarantine": set(),
-    "recover": {
+    "recover": {  # .txnindex: LogSegment.sanityCheck reads it in every indexed segment
         "recovery-point-offset-checkpoint",
         "meta.properties",
         "bootstrap.checkpoint",
         ".kafka_cleanshutdown",
         ".index",
         ".timeindex",
+        ".txnindex",
         ".snapshot",
         "leader-epoch-checkpoint",
         ".log",
