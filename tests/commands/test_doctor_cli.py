@@ -261,6 +261,15 @@ def test_usage_and_bad_paths(tmp_path):
     assert doctor("--server-properties", sp).exit_code == 0  # the log dirs of server.properties
 
 
+@pytest.mark.parametrize("given", ["mistyped", "-"])
+def test_a_path_that_does_not_exist_is_no_all_clear(tmp_path, given):
+    """A mistyped log dir is not a log dir a broker would create: nothing there was checked."""
+    r = doctor(tmp_path / given if given != "-" else given)
+    assert r.exit_code == 4, r.output
+    assert "a broker starts" not in r.stdout
+    assert r.stderr.strip().endswith("no such file or directory (give the broker's log dirs)")
+
+
 # ------------------------------------------------------------------ no false alarm
 CORPUS = corpus_path() if corpus_dir("broker") else None
 BROKER_DIRS = (

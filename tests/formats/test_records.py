@@ -332,3 +332,19 @@ def test_legacy_round_trip(recs, base, magic, codec):
     ]
     if magic == 1:
         assert [r.timestamp for r in got] == [r.timestamp for r in recs]
+
+
+def test_a_key_reaching_the_batch_end_is_said_in_words_not_pythons():
+    """A key length that runs to the batch's last byte leaves no room for the value's length:
+    one sentence about the record, never Python's "index out of range"."""
+    rec = SimpleRecord(key=b"kkkk", value=None, timestamp=0, headers=())
+    rec.offset = 0
+    raw = bytearray(build_v2_batch([rec], 0))
+    at = raw.index(b"\x08kkkk")  # the key's length, 4, zigzag
+    raw[at] = 0x0C  # 6: the key would take the value's length and the header count too
+    (batch,) = iter_batches(bytes(raw))
+    with pytest.raises(InvalidRecordError) as err:
+        batch.records()
+    assert str(err.value) == (
+        "byte 0: Found invalid record structure (a record runs past the end of its batch)"
+    )

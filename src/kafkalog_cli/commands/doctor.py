@@ -72,7 +72,7 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
     \b
     Exit codes: 0 a broker starts, nothing to say; 1 it starts, with warnings, or a check
     could not be made (not known whether it starts); 8 it will not start; 2 usage (no log dir
-    given or in --server-properties); 4 a path that is a file, not a log dir, or a file or dir
+    given or in --server-properties); 4 a path given that does not exist or is a file, not a log dir, or a file or dir
     kafkalog itself cannot read (permission denied to this process: the findings are still
     printed, each such path on stderr; what it holds was not checked). Precedence: kafkalog --help.
     """
@@ -84,6 +84,8 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
     if not dirs:
         raise UsageError("give the log dirs, or --server-properties with log.dirs")
     for d in dirs:
+        if paths and not d.exists():  # a mistyped path: its broker would start on nothing
+            raise InputError("no such file or directory (give the broker's log dirs)", path=str(d))
         if d.exists() and not d.is_dir():
             raise InputError("not a directory (give the broker's log dirs)", path=str(d))
     from kafkalog_cli.config.versions import stated_version

@@ -289,9 +289,10 @@ class RecordBatch:
             return self._inner()
         except KafkalogError as e:
             raise e.located(position=self.position)
-        except (IndexError, struct.error, UnicodeDecodeError) as e:
+        except (IndexError, struct.error):
             raise InvalidRecordError(
-                f"Found invalid record structure ({e})", position=self.position
+                "Found invalid record structure (a record runs past the end of its batch)",
+                position=self.position,
             ) from None
 
     def _inner(self) -> list[Record]:
