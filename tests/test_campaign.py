@@ -258,3 +258,29 @@ def test_oracle_10_catches_a_clear_value_an_unmasked_field_or_bytes_not_withheld
     assert _dump_log_problem(run(1, withheld), run(1, broken)) is None
     assert "not withheld" in _dump_log_problem(run(1, broken), run(1, broken))
     assert "exit 0 with --mask, 1 without" in _dump_log_problem(run(0, withheld), run(1, broken))
+
+
+def test_oracle_9_reads_a_timestamp_past_year_9999(tmp_path):
+    """A batch timestamp Kafka keeps (a long) but Python's datetime cannot hold: the Parquet
+    oracle compares it as the number it is, nested in a decoded value too."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.campaign.schema_oracle import _parquet_rows
+
+    ms = 2**62
+    part = tmp_path / "out" / "topic=t" / "partition=0"
+    part.mkdir(parents=True)
+    stamp = pa.timestamp("ms", tz="UTC")
+    table = pa.table(
+        {
+            "offset": pa.array([0], pa.int64()),
+            "timestamp": pa.array([ms], stamp),
+            "value": pa.array([{"at": ms}], pa.struct([("at", stamp)])),
+        }
+    )
+    pq.write_table(table, part / "part-0.parquet")
+    rows = _parquet_rows(tmp_path / "out")
+    assert rows == {
+        ("topic=t", "partition=0"): [{"offset": 0, "timestamp": ms, "value": {"at": ms}}]
+    }

@@ -44,6 +44,7 @@ class Kind(enum.Enum):
     LOG_LENGTH_EXTREME = ("log-length-extreme", Family.RECORDS)
     LOG_BATCH_FIELD = ("log-batch-field", Family.RECORDS)
     LOG_TAIL_GARBAGE = ("log-tail-garbage", Family.RECORDS)
+    LOG_PREALLOCATED = ("log-preallocated", Family.RECORDS)
     INDEX_ODD_SIZE = ("index-odd-size", Family.INDEXES)
     INDEX_BAD_ENTRY = ("index-bad-entry", Family.INDEXES)
     INDEX_OUT_OF_ORDER = ("index-out-of-order", Family.INDEXES)
@@ -336,6 +337,21 @@ def _log_tail_garbage(rng, ws):
     )
     _rewrite(f, f.read_bytes() + junk)
     return Mutation(Kind.LOG_TAIL_GARBAGE, _rel(ws, f), f"{len(junk)} bytes appended")
+
+
+@mutation(Kind.LOG_PREALLOCATED)
+def _log_preallocated(rng, ws):
+    """A segment as log.preallocate (or an unclean shutdown of it) leaves it: its batches, then
+    zeros to the file's length, sparse. Tens of MiB are enough to make a byte-by-byte walk or a
+    whole copy of them show as a hang; a real one is segment.bytes (a GiB)."""
+    f = _pick(rng, _files(ws, (".log",)))
+    if f is None:
+        return None
+    length = f.stat().st_size + rng.choice((64 << 20, 160 << 20))
+    st = f.stat()
+    os.truncate(f, length)
+    os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return Mutation(Kind.LOG_PREALLOCATED, _rel(ws, f), f"zeros to {length} bytes (sparse)")
 
 
 # -- indexes ---------------------------------------------------------------------------------

@@ -119,8 +119,31 @@ def _parquet_rows(out: Path) -> dict[tuple[str, str], list[dict]] | None:
                 continue
             parts = Path(dirpath).relative_to(out).parts
             key = (parts[0], parts[1]) if len(parts) >= 2 else ("", "")
-            rows.setdefault(key, []).extend(pq.ParquetFile(Path(dirpath) / f).read().to_pylist())
+            table = pq.ParquetFile(Path(dirpath) / f).read()
+            rows.setdefault(key, []).extend(table.cast(_as_numbers(table.schema)).to_pylist())
     return rows
+
+
+def _as_numbers(schema):
+    """`schema` with every timestamp and date (nested ones too) as its integer: a batch
+    timestamp of 2^62 ms is a Kafka timestamp, but past Python's datetime (year 9999)."""
+    import pyarrow as pa
+
+    def plain(t):
+        if pa.types.is_timestamp(t) or pa.types.is_date64(t):
+            return pa.int64()
+        if pa.types.is_date32(t):
+            return pa.int32()
+        if pa.types.is_struct(t):
+            return pa.struct([f.with_type(plain(f.type)) for f in t])
+        if pa.types.is_map(t):
+            return pa.map_(plain(t.key_type), plain(t.item_type))
+        if pa.types.is_list(t) or pa.types.is_large_list(t):
+            make = pa.list_ if pa.types.is_list(t) else pa.large_list
+            return make(t.value_field.with_type(plain(t.value_type)))
+        return t
+
+    return pa.schema([f.with_type(plain(f.type)) for f in schema])
 
 
 def check_export(v: Verdict, args, run: runner.Run, drop_caps: bool) -> None:

@@ -16,7 +16,7 @@ from kafkalog_cli.storage.index_checks import (
     index_rebuild_reason,
     time_entries_problem,
 )
-from kafkalog_cli.storage.recovery import StopReason, recover_segment, walk_tail
+from kafkalog_cli.storage.recovery import StopReason, next_valid_batch, recover_segment, walk_tail
 
 T = 1_700_000_000_000
 
@@ -148,3 +148,43 @@ def test_an_empty_time_index_beside_timestamps_is_told_by_a_field_not_by_its_wor
         "time index is empty but the log has timestamps",
         no_final_time_entry=True,
     )
+
+
+class _Watched(bytes):
+    """A segment's bytes that count how Python code reads them: each byte looked at alone, and
+    the largest slice taken (a copy of that many bytes)."""
+
+    single = largest = 0
+
+    def __getitem__(self, k):
+        if isinstance(k, slice):
+            start, stop, _ = k.indices(len(self))
+            self.largest = max(self.largest, stop - start)
+        else:
+            self.single += 1
+        return super().__getitem__(k)
+
+
+PREALLOCATED = 4 << 20  # log.preallocate's zeros (segment.bytes of them, a GiB by default)
+
+
+def test_a_preallocated_tail_is_read_in_pieces_never_copied_whole():
+    first = _batch(0)
+    buf = _Watched(first + bytes(PREALLOCATED))
+    tail = walk_tail(buf, 0, "/d/t-0/00000000000000000000.log")
+    assert (tail.damage, tail.stop, tail.valid_size, tail.next_offset) == (
+        None,
+        StopReason.END,
+        len(first),
+        2,
+    )
+    assert buf.largest <= 1 << 20
+
+
+def test_the_search_for_a_valid_batch_skips_zeros_without_walking_them_byte_by_byte():
+    first, later = _batch(0), _batch(7)
+    buf = _Watched(first + bytes(PREALLOCATED) + later)
+    assert next_valid_batch(buf, len(first) + 1, len(buf), 2) == len(first) + PREALLOCATED
+    assert buf.single < 100
+    zeros_only = first + bytes(PREALLOCATED)
+    assert next_valid_batch(zeros_only, len(first), len(zeros_only), 2) is None

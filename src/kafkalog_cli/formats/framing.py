@@ -273,6 +273,25 @@ def _offsets_back(file, pos: int, base: int, last: int, prev: int) -> Finding:
     )
 
 
+_ZEROS = bytes(1 << 20)
+
+
+def first_nonzero(buf, start: int, end: int) -> int:
+    """The position of the first byte in buf[start:end] that is not zero, or `end`: a
+    preallocated .log's tail (log.preallocate, an unclean shutdown's) is read a MiB at a time,
+    never copied whole nor looked at byte by byte."""
+    for pos in range(start, end, len(_ZEROS)):
+        chunk = bytes(buf[pos : min(pos + len(_ZEROS), end)])
+        if chunk != _ZEROS[: len(chunk)]:
+            return pos + len(chunk) - len(chunk.lstrip(b"\0"))
+    return end
+
+
+def all_zero(buf, start: int, end: int) -> bool:
+    """Only zero bytes in buf[start:end]."""
+    return first_nonzero(buf, start, end) == end
+
+
 def _trailing(buf, pos: int, end: int, file) -> Finding:
     """What follows the last complete batch: an incomplete one."""
     msg = f"{end - pos} trailing bytes are not a complete batch"

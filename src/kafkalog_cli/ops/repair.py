@@ -45,7 +45,12 @@ from kafkalog_cli.formats.checkpoints import (
     parse_leader_epoch_checkpoint,
     parse_partition_metadata,
 )
-from kafkalog_cli.formats.framing import LOG_OVERHEAD, RECORD_OVERHEAD_V0, check_batches
+from kafkalog_cli.formats.framing import (
+    LOG_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    all_zero,
+    check_batches,
+)
 from kafkalog_cli.ops.compare_replicas import EpochSource, Replica, loaded_epochs, open_replica
 from kafkalog_cli.ops.plan import Action, ActionKind, Finding, Plan
 from kafkalog_cli.ops.retain import leftover_actions
@@ -148,7 +153,7 @@ class Donor:
                     buf, pos, end, log, prev, check=False
                 )  # each checked when it is offered
                 if b is None:
-                    if pos < end and not _all_zero(
+                    if pos < end and not all_zero(
                         buf, pos, end
                     ):  # the rest unreadable: no batch to give
                         nxt = (prev if prev is not None else base - 1) + 1
@@ -536,10 +541,6 @@ def _tail(
     return None, why or "no copy given holds this partition"
 
 
-def _all_zero(buf, start: int, end: int) -> bool:
-    return bytes(buf[start:end]).count(0) == end - start
-
-
 def repair_segment(
     p: Plan,
     summary: dict,
@@ -624,7 +625,7 @@ def repair_segment(
                 # the last segment's end: zeros (preallocated, or zeroed) or a torn or damaged last
                 # batch, given back only below this copy's own high watermark
                 splice, why = _tail(buf, pos, end, prev, local, donors, leader_tail)
-                if splice is None and _all_zero(buf, pos, end):
+                if splice is None and all_zero(buf, pos, end):
                     break  # the active segment's preallocated tail, and nothing of its history lost
                 reasons.append(why)
             before = None
@@ -633,7 +634,7 @@ def repair_segment(
                 kept_from = min(pos + len(splice.data), end)
                 restored(splice)
                 pos, prev = kept_from, splice.last
-                if pos < end and _all_zero(buf, pos, end):
+                if pos < end and all_zero(buf, pos, end):
                     break
                 continue
             what = b.problem if b is not None else "the chain of batches breaks here"

@@ -36,6 +36,7 @@ from kafkalog_cli.errors import (
 )
 from kafkalog_cli.formats.checkpoints import EpochEntry, assign_epoch
 from kafkalog_cli.formats.crc import crc32c
+from kafkalog_cli.formats.framing import all_zero, first_nonzero
 from kafkalog_cli.formats.indexes import IndexBuilder
 from kafkalog_cli.formats.records import RecordBatch, iter_batches
 
@@ -400,12 +401,20 @@ def _fast_run(mv, buf, pos, end, valid, builder, latest_epoch, new_epochs):
     return pos, valid, nxt, latest_epoch
 
 
+_NO_SIZE = bytes(4)
+
+
 def next_valid_batch(buf, start: int, end: int, min_offset: int) -> int | None:
     """The next position from `start` holding a whole batch with a valid header and CRC whose
     offsets continue upward (from `min_offset`): where --salvage goes on, and whether valid
     batches follow the one recovery stops at."""
     pos = start
     while pos + 17 < end:
+        if buf[pos + 8 : pos + 12] == _NO_SIZE:
+            # a size of at least 14 has a byte that is not zero: no batch starts before the
+            # next such byte's size field (a preallocated tail is skipped, not walked)
+            pos = max(pos + 1, first_nonzero(buf, pos + 8, end) - 11)
+            continue
         # a v2 batch has magic 2 at +16; legacy 0/1. Check plausibility before the CRC.
         magic = buf[pos + 16]
         if magic <= 2:
@@ -459,7 +468,7 @@ def walk_tail(buf, base_offset: int, path: str, start: int = 0, validate: bool =
     fault = None if stop.error is None else tail_fault(stop)
     end = tail.valid_size
     damage, reason = None, StopReason.END
-    if bytes(buf[end:]).strip(b"\0"):
+    if not all_zero(buf, end, size):
         why = fault or (
             f"{size - end} bytes after the last complete batch are not a whole batch"
             f" (a broker's recovery truncates them, as `kafkalog recover` does)"
