@@ -332,3 +332,86 @@ def test_find_bytes_compiled_is_pure_is_bytes_find(data, alphabet):
         assert compiled.find_bytes(buf, needle, start, end) == want
         assert pure.find_bytes(buf, needle, start, end) == want
     m.close()
+
+
+@st.composite
+def _producer_chains(draw) -> bytes:
+    """Uncompressed v2 batches of two producers and none: data, transactional and control
+    batches (a transaction's marker), with a compressed one now and then."""
+    from kafkalog_cli.formats.compression import Compression
+    from kafkalog_cli.formats.records import SimpleRecord, build_v2_batch
+
+    out, base = [], draw(st.integers(0, 2**40))
+    for _ in range(draw(st.integers(1, 12))):
+        pid = draw(st.sampled_from([-1, 1, 1, 2]))
+        kind = draw(st.sampled_from(["data", "txn", "txn", "control"]))
+        n = 1 if kind == "control" else draw(st.integers(1, 3))
+        recs = [SimpleRecord(b"k", b"v" * draw(st.integers(0, 9)), 1000) for _ in range(n)]
+        out.append(
+            build_v2_batch(
+                recs,
+                base,
+                compression=draw(st.sampled_from([Compression.NONE] * 4 + [Compression.GZIP])),
+                producer_id=pid,
+                producer_epoch=-1 if pid < 0 else 0,
+                base_sequence=-1 if pid < 0 else 0,
+                is_transactional=kind != "data",
+                is_control=kind == "control",
+            )
+        )
+        if draw(st.integers(0, 9)) == 0:  # a last offset delta gone negative
+            out[-1] = out[-1][:23] + (-1 % 2**32).to_bytes(4, "big") + out[-1][27:]
+        base += n
+    return b"".join(out)
+
+
+def _passed_by_decode(buf, pos, end, stop):
+    """pass_plain_batches's reference: the batches iter_batches walks, while each is a complete
+    uncompressed v2 batch with its whole header ending by `stop`, noted as erase notes a batch."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.records import ATTR_COMPRESSION_MASK, iter_batches
+
+    last_data: dict = {}
+    open_txn: dict = {}
+    last = None
+    try:
+        for b in iter_batches(buf, pos, min(end, len(buf))):
+            if (
+                b.magic != 2
+                or b.size < 61
+                or b.position + b.size > stop
+                or b.attributes & ATTR_COMPRESSION_MASK
+                or b.last_offset_delta < 0
+                or b.last_offset > 2**63 - 1
+            ):
+                break
+            if b.producer_id >= 0:
+                if b.is_control:
+                    open_txn.pop(b.producer_id, None)
+                else:
+                    last_data[b.producer_id] = b.last_offset
+                    if b.is_transactional:
+                        open_txn.setdefault(b.producer_id, b.last_offset)
+            last, pos = b.last_offset, b.position + b.size
+    except KafkalogError:  # a size below 14: the caller's walk says so
+        pass
+    return (pos, last), last_data, open_txn
+
+
+@PROPERTY
+@given(buf=st.one_of(_producer_chains(), _chains()), data=st.data())
+def test_pass_plain_batches_compiled_is_pure_is_a_decode(buf, data):
+    """Where the walk stops, the last offset passed and each producer's notes, from any start
+    position and to any `stop`, over damaged and legacy chains too."""
+    compiled = _compiled("_framing_walk")
+    from kafkalog_cli.formats import _framing_walk_py as pure
+
+    pos = data.draw(st.sampled_from([0, 0, 0, 1, 61]))
+    stop = data.draw(st.just(len(buf) + 5) | st.integers(0, len(buf) + 5))
+    end = data.draw(st.sampled_from([len(buf), len(buf) + 3, stop]))
+    want = _passed_by_decode(buf, pos, end, stop)
+    for twin in (compiled, pure):
+        last_data: dict = {}
+        open_txn: dict = {}
+        got = twin.pass_plain_batches(buf, pos, end, stop, last_data, open_txn)
+        assert (got, last_data, open_txn) == want, twin.__name__

@@ -50,6 +50,7 @@ def _decoded(buf: bytes, sel: erase.Selection) -> list[int]:
     return [
         r.offset
         for b in iter_batches(buf)
+        if not b.is_control
         for r in b.records()
         if sel.matches(
             r.offset, r.key, r.value, [(h.key.encode("utf-8"), h.value) for h in r.headers]
@@ -68,7 +69,7 @@ SHORT_ABC = st.lists(st.sampled_from([b"a", b"b", b"c"]), min_size=1, max_size=4
 
 
 @st.composite
-def _batch(draw, base: int) -> bytes:
+def _batch(draw, base: int, codecs=CODECS) -> bytes:
     """A v2 batch of any codec, or a v0/v1 message or wrapper, of records whose keys, values
     and header names are short strings over few letters: the searched bytes turn up across
     fields, records and batches."""
@@ -85,19 +86,30 @@ def _batch(draw, base: int) -> bytes:
         )
         for i in range(n)
     ]
-    kind = draw(st.sampled_from(["v2", "v0", "v1"]))
+    kind = draw(st.sampled_from(["v2", "v2", "control", "v0", "v1"]))
+    pid = draw(st.sampled_from([-1, 5, 6]))  # no producer, or one of two
+    producer = {} if pid < 0 else {"producer_id": pid, "producer_epoch": 0, "base_sequence": 0}
+    if kind == "control":  # a transaction's marker (it ends the producer's open transaction)
+        marker = _rec(struct.pack(">hh", 0, draw(st.integers(0, 1))), struct.pack(">hi", 0, 0))
+        return build_v2_batch([marker], base, is_transactional=True, is_control=True, **producer)
     if kind == "v2":
-        return build_v2_batch(recs, base, compression=draw(st.sampled_from(CODECS)))
+        return build_v2_batch(
+            recs,
+            base,
+            compression=draw(st.sampled_from(codecs)),
+            is_transactional=pid >= 0 and draw(st.booleans()),
+            **producer,
+        )
     legacy = [SimpleRecord(r.key, r.value, r.timestamp) for r in recs]
     codec = draw(st.sampled_from(LEGACY_CODECS))
     return build_legacy_batch(legacy, base, magic=int(kind[1]), compression=codec)
 
 
 @st.composite
-def _log(draw) -> bytes:
+def _log(draw, codecs=CODECS, most: int = 6) -> bytes:
     out, base = [], 0
-    for _ in range(draw(st.integers(1, 6))):
-        b = draw(_batch(base))
+    for _ in range(draw(st.integers(1, most))):
+        b = draw(_batch(base, codecs))
         out.append(b)
         base = max(b_.last_offset for b_ in iter_batches(b)) + 1
     return b"".join(out)
@@ -126,19 +138,68 @@ def test_the_scan_finds_every_record_a_decode_of_every_batch_finds(
     tmp_path_factory, log, sel, window
 ):
     """Over the file's map, as the scan reads a segment, and over bytes; the search a window at
-    a time of any size (a segment is searched 64 MiB ahead of the walk at most)."""
+    a time of any size (a segment is searched 64 MiB ahead of the walk at most). The batches an
+    empty rewrite keeps (each producer's last data batch, its open transaction's first, the
+    log's last) are those a walk noting every decoded batch finds, though most are passed by
+    undecoded."""
     path = tmp_path_factory.mktemp("seg") / "00000000000000000000.log"
     path.write_bytes(log)
     want = _decoded(log, sel)
+    kept_batches = _kept_by_a_decode(log, sel)
     kept, erase._WINDOW = erase._WINDOW, window
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            got = [o for _b, hits, _n in erase.matched_batches(m, path, sel) for o, _, _ in hits]
+            seen = erase.ProducerBatches()
+            got = [
+                o for _b, hits, _n in erase.matched_batches(m, path, sel, seen) for o, _, _ in hits
+            ]
         assert got == want
-        got = [o for _b, hits, _n in erase.matched_batches(log, path, sel) for o, _, _ in hits]
+        assert (seen.retain_empty(), seen.last_batch) == kept_batches
+        seen = erase.ProducerBatches()
+        got = [
+            o for _b, hits, _n in erase.matched_batches(log, path, sel, seen) for o, _, _ in hits
+        ]
         assert got == want
+        assert (seen.retain_empty(), seen.last_batch) == kept_batches
     finally:
         erase._WINDOW = kept
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    log=_log(codecs=[Compression.NONE] * 3 + [Compression.GZIP], most=12),
+    window=st.sampled_from([1, 64, 1 << 20]),
+)
+def test_batches_passed_by_undecoded_count_for_what_an_empty_rewrite_keeps(log, window):
+    """A key found nowhere: every uncompressed v2 batch is passed by in the compiled walk
+    (formats.byte_loops.pass_plain_batches), and still each producer's last data batch, its
+    open transaction's first batch and the log's last batch are the ones a decode finds."""
+    sel = erase.Selection(keys=(b"q",))
+    kept, erase._WINDOW = erase._WINDOW, window
+    try:
+        seen = erase.ProducerBatches()
+        assert [
+            h for _b, hits, _n in erase.matched_batches(log, Path("x.log"), sel, seen) for h in hits
+        ] == []
+        assert (seen.retain_empty(), seen.last_batch) == _kept_by_a_decode(log, sel)
+    finally:
+        erase._WINDOW = kept
+
+
+def _kept_by_a_decode(buf: bytes, sel: erase.Selection) -> tuple[set[int], tuple]:
+    """The reference for what an empty rewrite keeps: every batch decoded and noted."""
+    seen = erase.ProducerBatches()
+    for b in iter_batches(buf):
+        recs = [] if b.is_control else b.records()
+        hits = [
+            (r.offset, "", r.key)
+            for r in recs
+            if sel.matches(
+                r.offset, r.key, r.value, [(h.key.encode("utf-8"), h.value) for h in r.headers]
+            )
+        ]
+        seen.note(b, hits, len(recs))
+    return seen.retain_empty(), seen.last_batch
 
 
 @settings(max_examples=500, deadline=None)

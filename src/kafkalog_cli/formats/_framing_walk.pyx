@@ -11,7 +11,8 @@ loads framing.py. CRC-32C: the SSE4.2 instruction in C (_crc32c.h), three stream
 `crc32c` package, called per batch, ran at a third of its long-buffer speed on batches of a few
 KiB (verify-crc was 0.70x a raw pass, and is 1.2x now). `find_bytes`: the search for a byte
 string over a whole mapped segment that lets erase's walk pass by the batches that cannot hold
-the records it looks for (_find.h: memmem)."""
+the records it looks for (_find.h: memmem); `pass_plain_batches` walks those batches in C, a
+Python object made only for a producer's state, not per batch."""
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_READ
 from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int64_t, uint64_t, int32_t, uint8_t, uint32_t, INT64_MAX
@@ -170,3 +171,45 @@ def find_bytes(buf, needle, Py_ssize_t start, Py_ssize_t end):
             PyBuffer_Release(&nv)
     finally:
         PyBuffer_Release(&view)
+
+
+def pass_plain_batches(buf, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t stop, dict last_data, dict open_txn):
+    """_framing_walk_py.pass_plain_batches, compiled: the headers read in C; a producer's batch
+    noted in the two dicts as there."""
+    cdef Py_buffer view
+    cdef const uint8_t* h
+    cdef int32_t size, lod
+    cdef int16_t attributes
+    cdef int64_t base, pid, last = 0
+    cdef Py_ssize_t total
+    cdef bint passed = False
+    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
+    try:
+        if end > view.len:
+            end = view.len
+        if end > stop:
+            end = stop
+        while pos + 61 <= end:
+            h = <const uint8_t*>view.buf + pos
+            size = be32(h + 8)
+            total = <Py_ssize_t>size + 12
+            attributes = be16(h + 21)
+            lod = be32(h + 23)
+            base = be64(h)
+            if (h[16] != 2 or total < 61 or pos + total > end or attributes & 0x07
+                    or lod < 0 or base > INT64_MAX - lod):
+                break
+            last = base + lod
+            passed = True
+            pid = be64(h + 43)
+            if pid >= 0:
+                if attributes & 0x20:
+                    open_txn.pop(pid, None)
+                else:
+                    last_data[pid] = last
+                    if attributes & 0x10:
+                        open_txn.setdefault(pid, last)
+            pos += total
+    finally:
+        PyBuffer_Release(&view)
+    return pos, (last if passed else None)

@@ -6,7 +6,10 @@ same public names in the same order; formats/byte_loops.py picks one).
   increasing); formats/framing.py's check_batches hands it each run of batches and checks the
   batch it stops at itself;
 - `batch_cuts`: batch boundaries about N bytes apart, by the size fields alone;
-- `find_bytes`: where a byte string first occurs in a range of a buffer (a mapped segment).
+- `find_bytes`: where a byte string first occurs in a range of a buffer (a mapped segment);
+- `pass_plain_batches`: erase's walk over the uncompressed v2 batches its search found nothing
+  in, noting only what an empty rewrite must keep of them (each producer's last data batch, the
+  first batch of its open transaction).
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ CRC32C_IN_C = False  # the compiled twin's: whether its walk computes CRC-32C wi
 # attributes, last offset delta (Kafka's DefaultRecordBatch layout)
 _HEAD = struct.Struct(">qiibIhi")
 _SIZE = struct.Struct(">i")
+# what pass_plain_batches reads of a v2 batch: base offset, size, magic, attributes, last offset
+# delta at 0, 8, 16, 21, 23; producer id at 43
+_PLAIN = struct.Struct(">qi4xb4xhi")
+_PRODUCER_ID = struct.Struct(">q")
+_ATTR_COMPRESSION, _ATTR_TRANSACTIONAL, _ATTR_CONTROL = 0x07, 0x10, 0x20
 _INT64_MAX = (1 << 63) - 1
 
 
@@ -107,3 +115,43 @@ def find_bytes(buf, needle: bytes, start: int, end: int) -> int:
         return find(needle, start, end)
     at = bytes(memoryview(buf)[start:end]).find(needle)
     return -1 if at < 0 else start + at
+
+
+def pass_plain_batches(
+    buf, pos: int, end: int, stop: int, last_data: dict, open_txn: dict
+) -> tuple[int, int | None]:
+    """Erase's walk over buf[pos:end) while each batch is a complete uncompressed v2 batch with
+    its whole header that ends by `stop` (where its search knows no literal before) -> (position
+    of the batch it stops at, last offset of the last batch passed or None). Each producer's
+    batch passed (producer id >= 0) is noted as erase's scan notes it: a data batch's last
+    offset in `last_data[pid]`, a transactional one's in `open_txn[pid]` unless one is there
+    (its open transaction's first), a control batch ends that transaction. Anything else (a
+    size below the header's, an offset past 2**63-1, a negative last offset delta) it leaves to
+    the caller's walk, which knows its error or its rule."""
+    end = min(end, len(buf), stop)
+    head = _PLAIN.unpack_from
+    producer = _PRODUCER_ID.unpack_from
+    last = None
+    while pos + 61 <= end:
+        base, size, magic, attributes, lod = head(buf, pos)
+        total = size + 12
+        if (
+            magic != 2
+            or total < 61
+            or pos + total > end
+            or attributes & _ATTR_COMPRESSION
+            or lod < 0
+            or base > _INT64_MAX - lod
+        ):
+            break
+        last = base + lod
+        pid = producer(buf, pos + 43)[0]
+        if pid >= 0:
+            if attributes & _ATTR_CONTROL:
+                open_txn.pop(pid, None)
+            else:
+                last_data[pid] = last
+                if attributes & _ATTR_TRANSACTIONAL:
+                    open_txn.setdefault(pid, last)
+        pos += total
+    return pos, last

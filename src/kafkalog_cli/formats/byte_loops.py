@@ -7,7 +7,8 @@ Each compiled module has a pure twin beside it with the same public names in the
 
 - formats/_scan.pyx and _scan_py.py: the record scanners (`SCAN`);
 - formats/_framing_walk.pyx and _framing_walk_py.py: verify-crc's batch walk, the batch cuts,
-  and the byte search over a mapped segment (`FRAMING_WALK`).
+  the byte search over a mapped segment and erase's walk past the batches it found nothing in
+  (`FRAMING_WALK`).
 
 Every caller imports these names from here. The compiled core runs when it is built and imports,
 unless the environment variable KAFKALOG_PURE_PYTHON is set (to anything but "" or "0"); this is
@@ -35,7 +36,14 @@ SCAN = (
     "gather_spans",
     "take_fixed_width",
 )
-FRAMING_WALK = ("CRC32C_IN_C", "check_sound_batches", "batch_cuts", "crc32c_of", "find_bytes")
+FRAMING_WALK = (
+    "CRC32C_IN_C",
+    "check_sound_batches",
+    "batch_cuts",
+    "crc32c_of",
+    "find_bytes",
+    "pass_plain_batches",
+)
 TWINS = {"_scan": SCAN, "_framing_walk": FRAMING_WALK}
 _TWIN_OF = {name: twin for twin, names in TWINS.items() for name in names}
 _PACKAGE = "kafkalog_cli.formats"

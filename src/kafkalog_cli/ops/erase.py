@@ -44,7 +44,7 @@ from pathlib import Path
 
 from kafkalog_cli.config import ConfigResolver
 from kafkalog_cli.errors import CorruptRecordError, KafkalogError
-from kafkalog_cli.formats.byte_loops import find_bytes
+from kafkalog_cli.formats.byte_loops import find_bytes, pass_plain_batches
 from kafkalog_cli.formats.record_spans import RecordSpan, scan_spans
 from kafkalog_cli.formats.records import (
     ATTR_COMPRESSION_MASK,
@@ -264,6 +264,35 @@ class SegmentMatches:
 
 
 @dataclass
+class ProducerBatches:
+    """The batches an empty rewrite must keep (module docstring), from every batch walked: each
+    producer's last data batch, the first batch of its open transaction, and the log's last."""
+
+    last_data: dict[int, int] = field(default_factory=dict)  # producer id -> last offset
+    open_txn: dict[int, int] = field(default_factory=dict)  # producer id -> first batch's last
+    last_batch: tuple[int, int, bool] | None = None  # (last offset, magic, every record erased)
+
+    def note(self, b: RecordBatch, hits: list[Hit], count: int) -> None:
+        """One batch walked, with the records erased of it and its record count (the same rule
+        as formats.byte_loops.pass_plain_batches, which notes the batches it passes by)."""
+        if b.magic >= 2 and b.producer_id >= 0:
+            if b.is_control:
+                self.open_txn.pop(b.producer_id, None)
+            else:
+                self.last_data[b.producer_id] = b.last_offset
+                if b.is_transactional:
+                    self.open_txn.setdefault(b.producer_id, b.last_offset)
+        self.last_batch = (b.last_offset, b.magic, bool(hits) and len(hits) == count)
+
+    def retain_empty(self) -> set[int]:
+        """The last offsets of the batches kept header-only if every record of them goes."""
+        kept = set(self.last_data.values()) | set(self.open_txn.values())
+        if self.last_batch is not None:
+            kept.add(self.last_batch[0])
+        return kept
+
+
+@dataclass
 class PartitionScan:
     matches: list[SegmentMatches] = field(default_factory=list)
     retain_empty: set[int] = field(default_factory=set)  # last offsets of batches kept empty
@@ -287,37 +316,23 @@ def scan_partition(segments: list[Segment], sel: Selection, tombstone: bool) -> 
     must keep (module docstring). A batch that does not decode is corrupt input (exit 3): erase
     cannot tell whether it holds a record to erase."""
     scan = PartitionScan()
-    last_data: dict[int, int] = {}  # producer id -> its last data batch's last offset
-    open_txn: dict[int, int] = {}  # producer id -> the first batch of its open transaction
+    seen = ProducerBatches()
     last_of_key: dict[bytes, tuple[SegmentMatches, int]] = {}
     for seg in segments:
         m = SegmentMatches(seg)
-        last = None
         with seg.mapped() as buf:
-            for last in matched_batches(buf, seg.source_path, sel):
-                b, hits, count = last
+            for _b, hits, _count in matched_batches(buf, seg.source_path, sel, seen):
                 for offset, sha, key in hits:
                     m.erased[offset] = sha
                     if key is not None:
                         last_of_key[key] = (m, offset)
-                if b.magic >= 2 and b.producer_id >= 0:
-                    if b.is_control:
-                        open_txn.pop(b.producer_id, None)
-                    else:
-                        last_data[b.producer_id] = b.last_offset
-                        if b.is_transactional:
-                            open_txn.setdefault(b.producer_id, b.last_offset)
-            if last is not None:
-                b, hits, count = last
-                scan.last_batch = (b.last_offset, b.magic, bool(hits) and len(hits) == count)
         if m.erased:
             scan.matches.append(m)
     if tombstone:
         for key, (m, offset) in last_of_key.items():
             m.tombstones[offset] = key
-    scan.retain_empty = set(last_data.values()) | set(open_txn.values())
-    if scan.last_batch is not None:
-        scan.retain_empty.add(scan.last_batch[0])
+    scan.retain_empty = seen.retain_empty()
+    scan.last_batch = seen.last_batch
     return scan
 
 
@@ -363,29 +378,47 @@ class _Occurrences:
 
 
 def matched_batches(
-    buf, path: Path, sel: Selection
+    buf, path: Path, sel: Selection, seen: ProducerBatches | None = None
 ) -> Iterator[tuple[RecordBatch, list[Hit], int]]:
-    """Every batch of a mapped log file with the records `sel` matches in it and its record
-    count (scan_batch). An uncompressed batch (v2, or a v0/v1 message) holds its records' keys
-    and header names among its own bytes: one without any of the selection's literals holds no
-    match and is passed by undecoded, its count unread (0). Compressed ones are decompressed
-    and searched batch by batch; a selection without literals (regexes, offsets) decodes every
+    """The batches of a mapped log file that may hold a record `sel` matches, each with the
+    records matched in it and its record count (scan_batch); every batch walked, yielded or
+    not, is noted in `seen`. An uncompressed batch (v2, or a v0/v1 message) holds its records'
+    keys and header names among its own bytes: where the search for the selection's literals
+    found none, the v2 batches are passed by in the compiled walk (pass_plain_batches) and the
+    others yielded undecoded, their count unread (0). Compressed ones are decompressed and
+    searched batch by batch; a selection without literals (regexes, offsets) decodes every
     batch its offsets allow."""
+    seen = ProducerBatches() if seen is None else seen
     literals = sel.literals
     found = None if literals is None else _Occurrences(buf, literals)
+    end = len(buf)
     populate_pages(buf, 0, _WINDOW)
-    walked = 0
-    for b in mapped_batches(buf, path):
-        if b.position - walked > _WINDOW:  # the walked pages go, the next window comes in
-            release_pages(buf, walked, b.position)
-            populate_pages(buf, b.position, b.position + _WINDOW)
-            walked = b.position
+    pos = walked = 0
+    batches = mapped_batches(buf, path)
+    while True:
+        if pos - walked >= _WINDOW:  # the walked pages go, the next window comes in
+            release_pages(buf, walked, pos)
+            populate_pages(buf, pos, pos + _WINDOW)
+            walked = pos
+        if found is not None and found.none_before > pos:
+            stop = min(found.none_before, walked + _WINDOW)
+            passed, last = pass_plain_batches(buf, pos, end, stop, seen.last_data, seen.open_txn)
+            if last is not None:
+                seen.last_batch = (last, 2, False)
+                pos = passed
+                batches = mapped_batches(buf, path, pos)
+                continue
+        b = next(batches, None)
+        if b is None:
+            return
+        pos = b.position + b.size
         if found is not None and not b.attributes & ATTR_COMPRESSION_MASK:
-            end = b.position + b.size
-            if end <= found.none_before or not found.within(b.position, end):
+            if not found.within(b.position, pos):
+                seen.note(b, [], 0)
                 yield b, [], 0
                 continue
         hits, count = scan_batch(b, sel, path, 0)
+        seen.note(b, hits, count)
         yield b, hits, count
 
 
