@@ -146,6 +146,9 @@ def main() -> None:
     def fresh() -> Path:
         shutil.rmtree(run_dir, ignore_errors=True)
         shutil.copytree(src, run_dir)
+        # on disk before it is timed, as a partition erased was written long before: else the
+        # copy's writeback and dirty pages are charged to the command that unlinks or syncs
+        os.sync()
         return run_dir
 
     empty = work / "empty"  # the commands' start-up: the same log dir shape, no segment

@@ -402,7 +402,11 @@ class CleanedSegment:
         return segment_file(self.directory, self.base, suffix + names.CLEANED_SUFFIX)
 
     def append(
-        self, data: bytes, largest_offset: int, largest_ts: int, shallow_offset_of_max_ts: int
+        self,
+        data: bytes | memoryview,
+        largest_offset: int,
+        largest_ts: int,
+        shallow_offset_of_max_ts: int,
     ) -> None:
         self.index.on_append(
             self.size, len(data), largest_offset, largest_ts, shallow_offset_of_max_ts
@@ -463,6 +467,7 @@ class FilterResult:
     max_offset: int = -1
     max_timestamp: int = -1
     shallow_offset_of_max_ts: int = -1
+    originals: int = 0  # batches written as they were (writeOriginalBatch)
 
     def update(self, max_ts: int, shallow: int, max_offset: int) -> None:
         if max_ts > self.max_timestamp:
@@ -483,8 +488,10 @@ def clean_into(
     )
 
 
+# a batch as written: new bytes, or a view of the chunk read (original_batch)
+Piece = bytes | memoryview
 # (batch, the chunk's FilterResult, the segment's path, the chunk's position) -> what is written
-BatchFilter = Callable[[RecordBatch, "FilterResult", Path, int], "bytes | None"]
+BatchFilter = Callable[[RecordBatch, "FilterResult", Path, int], "Piece | None"]
 
 
 def filter_segment_into(seg: Segment, dest: CleanedSegment, filter_batch: BatchFilter) -> int:
@@ -495,8 +502,8 @@ def filter_segment_into(seg: Segment, dest: CleanedSegment, filter_batch: BatchF
     path = seg.source_path
     pos = 0
     written = 0
-    for _buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
-        out: list[bytes] = []
+    for buf, batches in iter_chunk_batches(path, 0, seg.size, IO_BUFFER):
+        out: list[Piece] = []
         res = FilterResult()
         for b in batches:
             try:
@@ -508,7 +515,11 @@ def filter_segment_into(seg: Segment, dest: CleanedSegment, filter_batch: BatchF
         last = batches[-1]
         pos += last.position + last.size
         if out:
-            data = b"".join(out)
+            data: Piece
+            if res.originals == len(batches):  # the chunk as it was read: written, not copied
+                data = memoryview(buf)[batches[0].position : last.position + last.size]
+            else:
+                data = b"".join(out)
             written += len(data)
             dest.append(data, res.max_offset, res.max_timestamp, res.shallow_offset_of_max_ts)
     return written
@@ -530,7 +541,7 @@ def _filter_batch(
     res: FilterResult,
     path: Path,
     chunk_pos: int,
-) -> bytes | None:
+) -> Piece | None:
     """checkBatchRetention + filterBatch + the rewrite of MemoryRecords.filterTo for one batch."""
     is_control = b.is_control
     can_discard = ctx.txn.on_control_batch_read(b) if is_control else ctx.txn.on_batch_read(b)
@@ -662,7 +673,7 @@ def _write_retained(
     marker_for_empty_txn: bool,
     ctx: CleanContext,
     res: FilterResult,
-) -> bytes:
+) -> Piece:
     spans, data, tombstones = retained
     ctx.stats.messages_written += len(spans)
     need_horizon = (tombstones or marker_for_empty_txn) and not b.has_delete_horizon
@@ -670,10 +681,11 @@ def _write_retained(
     return write_retained(b, spans, data, count, res, new_horizon)
 
 
-def original_batch(b: RecordBatch, res: FilterResult) -> bytes:
-    """filterTo's writeOriginalBatch: the batch's bytes as they are."""
+def original_batch(b: RecordBatch, res: FilterResult) -> memoryview:
+    """filterTo's writeOriginalBatch: the batch's bytes as they are (a view of the chunk read)."""
     res.update(b.max_timestamp, b.last_offset, b.last_offset)
-    return bytes(b.data)
+    res.originals += 1
+    return b.data
 
 
 def write_retained(
@@ -683,7 +695,7 @@ def write_retained(
     count: int,
     res: FilterResult,
     new_horizon: int | None = None,
-) -> bytes:
+) -> Piece:
     """MemoryRecords.filterTo's write of a v2 batch's retained records (`spans` of its records
     region `data`, in offset order): the original batch when all `count` are kept and no delete
     horizon is to be set (writeOriginalBatch), else a batch built as buildRetainedRecordsInto
@@ -739,7 +751,7 @@ def write_retained(
 
 def _filter_legacy(
     b: RecordBatch, ctx: CleanContext, retain_legacy: bool, res: FilterResult
-) -> bytes | None:
+) -> Piece | None:
     recs = b.records()
     ctx.stats.messages_read += len(recs)
     latest = ctx.map.latest_offset
@@ -759,7 +771,7 @@ def _filter_legacy(
 
 def write_legacy(
     b: RecordBatch, kept: list[Record], count: int, res: FilterResult, rewrite: bool = False
-) -> bytes:
+) -> Piece:
     """filterTo for a v0/v1 message or wrapper: the original when all `count` records are kept
     (and of its magic) and not `rewrite`, else the `kept` ones (not empty) in a new wrapper of
     the same magic, codec and timestamp type, at their offsets."""
