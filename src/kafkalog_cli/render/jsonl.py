@@ -28,7 +28,6 @@ from kafkalog_cli.formats.json_layout import (
 )
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import NO_SEQUENCE, Record, RecordBatch, iter_batches
-from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render.kafka import INT_MAX
 from kafkalog_cli.render.parallel import (
     PARALLEL_MIN_BYTES,
@@ -50,6 +49,7 @@ from kafkalog_cli.render.schema import (
     TRAILING_BYTES,
     UNKNOWN_FILE,
 )
+from kafkalog_cli.storage.live_files import release_pages
 from kafkalog_cli.storage.names import offset_from_name
 from kafkalog_cli.storage.segment import Segment, map_file
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position

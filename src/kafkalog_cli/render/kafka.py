@@ -26,7 +26,6 @@ from kafkalog_cli.formats.control import (
 )
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.records import Record, RecordBatch, iter_batches
-from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.ops.verify_index import (
     DEFAULT_MAX_MESSAGE_SIZE,
     IndexMismatch,
@@ -47,6 +46,7 @@ from kafkalog_cli.render.parallel import (
     ranges_of,
     render_ranges,
 )
+from kafkalog_cli.storage.live_files import release_pages
 from kafkalog_cli.storage.segment import Segment, map_file, read_file
 from kafkalog_cli.storage.selection import Filters, found_lines, selected_batches, start_position
 

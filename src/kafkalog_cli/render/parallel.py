@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Sequence
 
 from kafkalog_cli.formats.framing import batch_cuts
-from kafkalog_cli.ops.verify import release_pages
+from kafkalog_cli.storage.live_files import release_pages
 
 PARALLEL_MIN_BYTES = 32 << 20  # smaller .log files are rendered in this process
 CHUNK_MIN_BYTES = 1 << 20

@@ -25,9 +25,9 @@ from kafkalog_cli.formats.byte_loops import (
 from kafkalog_cli.formats.jutf8 import java_utf8
 from kafkalog_cli.formats.record_columns import RecordColumns
 from kafkalog_cli.ops.consumer_view import CUT, SKIP, STOP, ConsumerView
-from kafkalog_cli.ops.verify import release_pages
 from kafkalog_cli.render import schema
 from kafkalog_cli.render.jsonl import batch_object, control_object
+from kafkalog_cli.storage.live_files import release_pages
 from kafkalog_cli.storage.remote import segment_batches  # noqa: F401 (segment_batches: export)
 from kafkalog_cli.storage.remote import segment_chunks as _chunks
 from kafkalog_cli.storage.segment import Segment
