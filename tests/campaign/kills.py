@@ -165,9 +165,10 @@ def _repair_prepare(ws: Workspace, rng: random.Random) -> str:
 
 def _erase_prepare(ws: Workspace, rng: random.Random) -> str:
     """A selection in a partition that is not Kafka's internal (erase refuses those): a key
-    regex or an offset range drawn from its segments' base offsets, on the copy and, every
-    other case, on a replica of it (W/logdir2, another broker's log dir) given too; kept in
-    W/tmp for argv (the same argv after the kill)."""
+    regex, one of its keys (the byte search and the walk past batches without it), or an
+    offset range drawn from its segments' base offsets, on the copy and, every other case, on
+    a replica of it (W/logdir2, another broker's log dir) given too; kept in W/tmp for argv
+    (the same argv after the kill)."""
     parts = [p for p in _parts(ws) if not p.name.startswith("__") and _segments(p)]
     if not parts:
         return "no partition"
@@ -182,6 +183,8 @@ def _erase_prepare(ws: Workspace, rng: random.Random) -> str:
         selection += ["--value-regex", "[aeiou0-4]"]
     elif draw < 0.5:  # keys anywhere in the partition (wild partitions may have none)
         selection = ["--key-regex", rng.choice(["[05]$", "^k0", "1", "[a-f]$"])]
+    elif draw < 0.75 and (key := _a_key(part, rng)) is not None:
+        selection = ["--key-hex", key.hex()]
     if "compact" in part.name and rng.random() < 0.5:
         selection.append("--tombstone")
     topic, n = _tp(part)
@@ -189,6 +192,26 @@ def _erase_prepare(ws: Workspace, rng: random.Random) -> str:
     (ws.root / "tmp" / "erase-argv.json").write_text(json.dumps(argv))
     dirs = f" and {ws.logdir2.name}" if ws.logdir2.exists() else ""
     return f"{part.name}{dirs}: {' '.join(selection)}"
+
+
+def _a_key(part: Path, rng: random.Random) -> bytes | None:
+    """A key of a record in the first 4 MiB of one of the partition's segments, or None (no
+    keyed record there, or bytes that do not decode: the mutated copy may be damaged)."""
+    from kafkalog_cli.errors import KafkalogError
+    from kafkalog_cli.formats.records import iter_batches
+
+    segs = _segments(part)
+    with open(rng.choice(segs), "rb") as f:
+        data = f.read(4 << 20)
+    keys: list[bytes] = []
+    try:
+        for b in iter_batches(data):
+            keys += [r.key for r in b.records() if r.key is not None]
+            if len(keys) >= 64:
+                break
+    except (KafkalogError, ValueError, IndexError, struct.error):
+        pass
+    return rng.choice(keys) if keys else None
 
 
 def _erase_argv(ws: Workspace) -> list[str]:
