@@ -168,3 +168,33 @@ def test_no_metadata_log_a_lone_controller_takes_every_partition_for_stray(tmp_p
     assert v.started and len(once(v.lines("Found stray log dir"))) == 13, v.log[-3000:]
     suffix = "-stray" if DIST.at_least(3, 7) else "-delete"
     assert len([p for p in d.iterdir() if p.name.endswith(suffix)]) == 13
+
+
+def test_quorum_state_voters_other_than_the_configured_ones_as_the_release_reads_them(tmp_path):
+    """A node taken out of a two-voter quorum, now configured as the lone voter: 3.3 to 3.7
+    exit (QuorumState.initialize compares the voters), 3.8+ start; doctor's fix (the file moved
+    aside) starts every release."""
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"
+    f.write_text(
+        '{"clusterId":"","leaderId":1,"leaderEpoch":1,"votedId":-1,"appliedOffset":0,'
+        '"currentVoters":[{"voterId":1},{"voterId":2}],"data_version":0}\n'
+    )
+    sp = tmp_path / "server.properties"
+    sp.write_text(
+        f"process.roles=broker,controller\nnode.id=1\nlog.dirs={d}\n"
+        "controller.quorum.voters=1@127.0.0.1:9093\n"
+    )
+    r = doctor("--server-properties", sp, "--format", "json", "--kafka-version", release())
+    exits = not DIST.at_least(3, 8)
+    assert r.exit_code == (8 if exits else 0), r.output
+    v = broker_verdict([d], tmp_path / "voters")  # controller.quorum.voters=1@...: node 1 alone
+    assert v.started != exits, v.log[-3000:]
+    if exits:
+        assert v.lines("is different from the voter set read from the state file"), v.log[-3000:]
+        (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+        assert found["fix"].count(f"mv {f} {f}.old") == 1
+    f.rename(f"{f}.old")  # doctor's fix
+    assert doctor("--server-properties", sp, "--kafka-version", release()).exit_code == 0
+    v = broker_verdict([d], tmp_path / "fixed")
+    assert v.started, v.log[-3000:]

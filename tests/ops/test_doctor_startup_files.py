@@ -192,3 +192,72 @@ def test_a_partition_without_partition_metadata_is_stray_from_3_7(tmp_path):
         assert r.exit_code == code, r.output
         (found,) = findings(r, "assignment")
         assert found["severity"] == severity and fix in found["fix"], found
+
+
+def _server_properties(tmp_path, d, voters: str, roles: str = "broker,controller"):
+    sp = tmp_path / "server.properties"
+    sp.write_text(
+        f"process.roles={roles}\nnode.id=1\nlog.dirs={d}\n"
+        f"controller.quorum.voters={voters}\ncontroller.listener.names=CONTROLLER\n"
+    )
+    return sp
+
+
+def test_quorum_state_voters_other_than_the_configured_ones_stop_3_3_to_3_7(tmp_path):
+    """A third controller added to controller.quorum.voters of a node whose quorum-state holds
+    the old set: 3.3 to 3.7 throw at start (QuorumState.initialize), 3.8+ start."""
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"  # its voters: [1]
+    sp = _server_properties(tmp_path, d, "1@localhost:9093,2@localhost:9094,3@localhost:9095")
+    r = doctor("--server-properties", sp, "--format", "json", "--kafka-version", "3.3.1")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert found["severity"] == "error" and "its voters are [1]" in found["problem"]
+    assert (
+        "Configured voter set: [1, 2, 3] is different from the voter set read from the state file: [1]"
+        in found["broker"]
+    )
+    assert f"mv {f} {f}.old" in found["fix"] and str(sp) in found["fix"]
+    assert doctor("--server-properties", sp, "--kafka-version", "3.7").exit_code == 8
+    assert doctor("--server-properties", sp, "--kafka-version", "3.8").exit_code == 0
+    r = doctor("--server-properties", sp, "--format", "json")  # the release not known
+    assert r.exit_code == 1 and json_verdict(r).startswith("not known whether a broker starts")
+    f.rename(f"{f}.old")  # the fix: the node writes a new one
+    assert doctor("--server-properties", sp, "--kafka-version", "3.3.1").exit_code == 0
+
+
+def test_a_node_taken_out_of_a_quorum_stops_3_3_to_3_7_until_its_quorum_state_goes(tmp_path):
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"
+    f.write_text(f.read_text().replace('[{"voterId":1}]', '[{"voterId":1},{"voterId":2}]'))
+    sp = _server_properties(tmp_path, d, "1@localhost:9093")
+    r = doctor("--server-properties", sp, "--format", "json", "--kafka-version", "3.6")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert "its voters are [1, 2]" in found["problem"]
+    f.rename(f"{f}.old")
+    assert doctor("--server-properties", sp, "--kafka-version", "3.6").exit_code == 0
+
+
+def test_quorum_state_voters_as_configured_are_all_clear(tmp_path):
+    d = copy(tmp_path)
+    sp = _server_properties(tmp_path, d, "1@localhost:9093")
+    for version in ("3.3.1", "3.7", "3.9"):
+        r = doctor("--server-properties", sp, "--kafka-version", version)
+        assert r.exit_code == 0, r.output
+
+
+def test_a_vote_cast_by_a_node_no_longer_a_voter_stops_3_3_to_3_7(tmp_path):
+    """A controller turned broker-only, its quorum-state still holding its vote."""
+    d = copy(tmp_path)
+    f = d / "__cluster_metadata-0" / "quorum-state"
+    f.write_text(
+        '{"clusterId":"","leaderId":-1,"leaderEpoch":2,"votedId":1,"appliedOffset":0,'
+        '"currentVoters":[],"data_version":0}\n'
+    )
+    sp = _server_properties(tmp_path, d, "2@localhost:9094", roles="broker")
+    r = doctor("--server-properties", sp, "--format", "json", "--kafka-version", "3.3.1")
+    assert r.exit_code == 8, r.output
+    (found,) = [x for x in findings(r, "checkpoint") if x["path"] == str(f)]
+    assert "the local id 1 is not a voter" in found["broker"]
+    assert doctor("--server-properties", sp, "--kafka-version", "3.8").exit_code == 0

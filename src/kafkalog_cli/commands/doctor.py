@@ -41,7 +41,8 @@ from kafkalog_cli.errors import ExitCode, InputError, UsageError
     "are ignored. Any version: a metadata.version newer than the release knows stops it. Also: "
     "3.5+ passes over remote-log-index-cache, 3.7+ reads partition.metadata above version 0 and keeps "
     "a partition the metadata does not assign here (renamed -stray; 3.0 to 3.6 delete it), 3.8+ exits "
-    "on a quorum-state it cannot read (3.3 to 3.7 clear it).",
+    "on a quorum-state it cannot read (3.3 to 3.7 clear it), and 3.3 to 3.7 exit on quorum-state voters other "
+    "than server.properties' controller.quorum.voters.",
 )
 @format_option("text: the verdict and one block per finding. json: one object for scripts.")
 def doctor(paths, server_properties, user, kafka_version, fmt):
@@ -61,7 +62,8 @@ def doctor(paths, server_properties, user, kafka_version, fmt):
     followers fail on it; every segment's CRCs are read, as verify-crc reads them), directories
     that are not partitions, -delete/-future/-stray dirs and unknown files, a partition in two log
     dirs, files named like segments whose name is no offset, partition.metadata,
-    bootstrap.checkpoint and quorum-state as Kafka reads them, partitions the metadata does not
+    bootstrap.checkpoint and quorum-state as Kafka reads them (its voters against
+    controller.quorum.voters), partitions the metadata does not
     assign here (deleted at start before 3.7) and a metadata log gone. Each finding has a
     severity (error: the broker will not start;
     warning: it starts, but loses or drops something, or a log dir goes offline; note: it copes),

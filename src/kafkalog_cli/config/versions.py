@@ -855,6 +855,13 @@ QUORUM_STATE_READ_FATAL = VersionRule(
     "QuorumState.initialize -> readElectionState: FileQuorumStateStore's UncheckedIOException is no longer "
     'caught (3.8; before, "Clearing local quorum state store after error loading state")',
 )
+QUORUM_VOTERS_FROM_CONFIG_ONLY = VersionRule(
+    "quorum-state's voters need not be controller.quorum.voters",
+    KafkaVersion(3, 8),
+    'QuorumState.initialize: "Configured voter set ... is different from the voter set read from the state '
+    'file" and "with a voted candidate ... is not a voter" (3.3 to 3.7: IllegalStateException; 3.8 takes '
+    "the voters from the configuration and the log)",
+)
 REMOTE_INDEX_CACHE_DIR = VersionRule(
     "remote-log-index-cache in a log dir is not a partition",
     KafkaVersion(3, 5),
@@ -892,6 +899,7 @@ START_UP_RULES = (
     REMOVED_BROKER_CONFIGS,
     PARTITION_METADATA_NEWER_VERSIONS,
     QUORUM_STATE_READ_FATAL,
+    QUORUM_VOTERS_FROM_CONFIG_ONLY,
     REMOTE_INDEX_CACHE_DIR,
     STRAY_KEPT,
 )  # doctor --kafka-version (ops/kafka_startup.py)

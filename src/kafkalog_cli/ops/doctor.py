@@ -31,6 +31,7 @@ from kafkalog_cli.config.versions import (
     META_PROPERTIES_V0_IN_KRAFT,
     PARTITION_METADATA_NEWER_VERSIONS,
     QUORUM_STATE_READ_FATAL,
+    QUORUM_VOTERS_FROM_CONFIG_ONLY,
     REMOTE_INDEX_CACHE_DIR,
     STRAY_KEPT,
 )
@@ -144,6 +145,7 @@ class BrokerConfig:
     metadata_log_dir: str | None = None
     path: str | None = None
     refused: str | None = None  # a value KafkaConfig refuses (the broker exits before its log dirs)
+    quorum_voters: frozenset[int] | None = None  # controller.quorum.voters' ids (None: not set)
 
     @classmethod
     def read(cls, path: Path | None) -> BrokerConfig:
@@ -163,7 +165,22 @@ class BrokerConfig:
             props.get("metadata.log.dir"),
             str(path),
             refused,
+            _voter_ids(props.get("controller.quorum.voters")),
         )
+
+
+def _voter_ids(value: str | None) -> frozenset[int] | None:
+    """The ids of controller.quorum.voters (`id@host:port,...`, QuorumConfig.parseVoterConnections);
+    None when it is not set or not in that shape (KafkaConfig says so, not this check)."""
+    if value is None or not value.strip():
+        return None
+    ids = set()
+    for entry in value.split(","):
+        node, at, _ = entry.strip().partition("@")
+        if not at or not node.strip().isdigit():
+            return None
+        ids.add(int(node))
+    return frozenset(ids)
 
 
 def diagnose(
@@ -220,6 +237,13 @@ def diagnose(
     out += check_quorum_state(
         metadata_dir,
         None if kafka_version is None else QUORUM_STATE_READ_FATAL.applies(kafka_version),
+    )
+    out += check_quorum_voters(
+        metadata_dir,
+        config,
+        None
+        if kafka_version is None
+        else not QUORUM_VOTERS_FROM_CONFIG_ONLY.applies(kafka_version),
     )
     out += check_duplicate_partitions([d for d in log_dirs if d.is_dir()])
     stated = {
@@ -565,6 +589,71 @@ def quorum_state_damage(path: Path) -> tuple[str, bool] | None:
                 False,
             )
     return None
+
+
+def check_quorum_voters(
+    metadata_dir: Path, config: BrokerConfig, checked: bool | None
+) -> list[Finding]:
+    """quorum-state's voters against server.properties' controller.quorum.voters, as 3.3 to 3.7's
+    QuorumState.initialize compares them: a different set, or a vote cast by a node that is no
+    longer a voter, stops the broker. `checked`: the release compares them (before 3.8); None:
+    the release is not known. Nothing without server.properties' voters or a readable file."""
+    from kafkalog_cli.ops.metadata_image import QuorumState
+
+    f = metadata_dir / METADATA_DIR / "quorum-state"
+    voters = config.quorum_voters
+    if voters is None or checked is False or not f.is_file():
+        return []
+    try:
+        if quorum_state_damage(f) is not None:
+            return []  # check_quorum_state says it
+        state = QuorumState.read(f)
+    except KafkalogError:
+        return []  # not readable by kafkalog: check_access says it
+    if state is None:
+        return []
+    stored = set(state.voters or ())
+    if stored and stored != voters:
+        problem = (
+            f"its voters are {sorted(stored)}; controller.quorum.voters in {config.path} names "
+            f"{sorted(voters)}"
+        )
+        said = (
+            f"IllegalStateException: Configured voter set: {sorted(voters)} is different from the "
+            f"voter set read from the state file: {sorted(stored)}"
+        )
+    elif state.voted_id is not None and config.node_id is not None and config.node_id not in voters:
+        problem = (
+            f"it holds a vote (for node {state.voted_id}) cast by this node, {config.node_id}, which "
+            f"controller.quorum.voters in {config.path} no longer names"
+        )
+        said = (
+            "IllegalStateException: Initialized quorum state ... with a voted candidate, which indicates "
+            f"this node was previously a voter, but the local id {config.node_id} is not a voter"
+        )
+    else:
+        return []
+    fix = (
+        f"set controller.quorum.voters in {config.path} to the quorum's voters; if the quorum's voters "
+        f"did change, mv {f} {f}.old (Kafka's own advice: \"wipe out the local state file if "
+        'necessary"; the node writes a new one)'
+    )
+    if checked:
+        severity, broker = Severity.ERROR, f"{said} (QuorumState.initialize): the broker exits"
+    else:
+        severity = Severity.WARNING
+        broker = f"3.3 to 3.7: {said} (QuorumState.initialize), the broker exits; 3.8+: it starts"
+    return [
+        Finding(
+            severity,
+            "checkpoint",
+            str(f),
+            problem,
+            broker,
+            fix,
+            unchecked=checked is None,
+        )
+    ]
 
 
 def check_quorum_state(metadata_dir: Path, fatal: bool | None) -> list[Finding]:
