@@ -284,6 +284,11 @@ class ProducerBatches:
                     self.open_txn.setdefault(b.producer_id, b.last_offset)
         self.last_batch = (b.last_offset, b.magic, bool(hits) and len(hits) == count)
 
+    def passed(self, last_offset: int) -> None:
+        """A run of batches pass_plain_batches walked (noting their producers itself): v2, none
+        with a record erased; the last one's last offset."""
+        self.last_batch = (last_offset, 2, False)
+
     def retain_empty(self) -> set[int]:
         """The last offsets of the batches kept header-only if every record of them goes."""
         kept = set(self.last_data.values()) | set(self.open_txn.values())
@@ -404,7 +409,7 @@ def matched_batches(
             stop = min(found.none_before, walked + _WINDOW)
             passed, last = pass_plain_batches(buf, pos, end, stop, seen.last_data, seen.open_txn)
             if last is not None:
-                seen.last_batch = (last, 2, False)
+                seen.passed(last)
                 pos = passed
                 batches = mapped_batches(buf, path, pos)
                 continue
